@@ -1,0 +1,48 @@
+import { z } from "@hono/zod-openapi";
+import { applyEdit, shortDiff } from "../lib/edit.js";
+import { ToolError } from "../lib/errors.js";
+import { normalizeFilePath } from "../lib/paths.js";
+import { defineTool } from "../lib/tool.js";
+import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
+
+const description = `Replace exact text in a file.
+- old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix).
+- old_string must be unique in the file unless replace_all is true (default: false); otherwise NOT_UNIQUE lists the line of every match.
+- new_string replaces it; an empty new_string deletes the match. old_string and new_string must differ.
+- An empty old_string creates a new file with new_string as content (ALREADY_EXISTS if the file exists).
+- You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED: read it again).
+- Files with CRLF line endings keep them; write old_string and new_string with plain newlines.
+- NO_MATCH shows the nearest lines of the file, with spaces as · and tabs as →.
+Returns: {file_path, replacements, etag, diff}`;
+
+export default defineTool({
+  name: "edit",
+  description,
+  category: "file",
+  permission: "write",
+  input: z.object({
+    file_path: z.string().min(1).describe("Path of the file in the workspace"),
+    old_string: z.string().describe("The exact text to replace (empty: create a new file)"),
+    new_string: z.string().describe("The text to put in its place"),
+    replace_all: z.boolean().optional().describe("Replace every occurrence (default: false)"),
+  }),
+  async execute(args, { ws }) {
+    const path = normalizeFilePath(args.file_path);
+    if (args.old_string === args.new_string) throw new ToolError("INVALID_ARGUMENT", "old_string and new_string are identical; nothing would change.");
+    if (args.old_string === "") {
+      if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists. An empty old_string only creates new files: read the file and give the text to replace.`, { path });
+      const info = await saveEdit(ws, path, args.new_string, null);
+      const diff = shortDiff(path, "", args.new_string);
+      return { title: path, output: `Created ${path}.\n${diff}`, data: { file_path: path, replacements: 0, created: true, etag: info.etag, diff } };
+    }
+    const { text, info: loaded } = await loadForEdit(ws, path);
+    const result = applyEdit(text, args, path);
+    const info = await saveEdit(ws, path, result.text, loaded);
+    const diff = shortDiff(path, text, result.text);
+    return {
+      title: path,
+      output: `Edited ${path}: ${result.count} replacement${result.count === 1 ? "" : "s"}.\n${diff}`,
+      data: { file_path: path, replacements: result.count, created: false, etag: info.etag, diff },
+    };
+  },
+});

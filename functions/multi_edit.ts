@@ -1,0 +1,59 @@
+import { z } from "@hono/zod-openapi";
+import { applyEdit, shortDiff } from "../lib/edit.js";
+import { ToolError } from "../lib/errors.js";
+import { normalizeFilePath } from "../lib/paths.js";
+import { defineTool } from "../lib/tool.js";
+import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
+
+const description = `Make several exact replacements in one file, in order, all or nothing.
+- edits: [{old_string, new_string, replace_all? (default: false)}], applied one after another, each on the result of the previous ones.
+- Each edit follows the rules of the edit tool. If any edit fails (NO_MATCH, NOT_UNIQUE, ...), nothing is written and the error names the edit (edits[i]).
+- To create a new file, give an empty old_string in the first edit.
+- You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED).
+Returns: {file_path, edits_applied, replacements, etag, diff}`;
+
+const Edit = z.object({
+  old_string: z.string().describe("The exact text to replace"),
+  new_string: z.string().describe("The text to put in its place"),
+  replace_all: z.boolean().optional().describe("Replace every occurrence (default: false)"),
+});
+
+export default defineTool({
+  name: "multi_edit",
+  description,
+  category: "file",
+  permission: "write",
+  input: z.object({
+    file_path: z.string().min(1).describe("Path of the file in the workspace"),
+    edits: z.array(Edit).min(1).max(100).describe("Edits applied in order"),
+  }),
+  async execute(args, { ws }) {
+    const path = normalizeFilePath(args.file_path);
+    let edits = args.edits;
+    let before = "";
+    let loaded = null;
+    let text: string;
+    if (edits[0]!.old_string === "") {
+      if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists; edits[0] has an empty old_string, which only creates new files.`, { path, edit: 0 });
+      text = edits[0]!.new_string;
+      edits = edits.slice(1);
+    } else {
+      ({ text, info: loaded } = await loadForEdit(ws, path));
+      before = text;
+    }
+    let replacements = 0;
+    const offset = args.edits.length - edits.length;
+    edits.forEach((edit, i) => {
+      const r = applyEdit(text, edit, path, `edits[${i + offset}]: `);
+      text = r.text;
+      replacements += r.count;
+    });
+    const info = await saveEdit(ws, path, text, loaded);
+    const diff = shortDiff(path, before, text);
+    return {
+      title: path,
+      output: `${loaded ? "Edited" : "Created"} ${path}: ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"}, ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${diff}`,
+      data: { file_path: path, edits_applied: args.edits.length, replacements, created: !loaded, etag: info.etag, diff },
+    };
+  },
+});

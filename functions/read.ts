@@ -1,0 +1,106 @@
+import { z } from "@hono/zod-openapi";
+import { ToolError } from "../lib/errors.js";
+import { normalizeFilePath } from "../lib/paths.js";
+import { defineTool } from "../lib/tool.js";
+import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/text.js";
+import { readLinePage } from "../lib/workspace/lines.js";
+
+export const MAX_LINE_CHARS = 2000;
+export const MAX_OUTPUT_BYTES = 50 * 1024;
+export const MAX_BASE64_BYTES = 64 * 1024;
+const SNIFF_BYTES = 8192;
+/** Below this size a read also counts the file's lines, to report total_lines. */
+const COUNT_LINES_BELOW = 4 * 1024 * 1024;
+
+const description = `Read a file from the workspace. Returns numbered lines like \`cat -n\` (line number, tab, text).
+- file_path: a workspace path; "src/a.ts" and "/src/a.ts" are the same file.
+- offset: 1-based line to start at (default: 1). limit: how many lines (default: 2000).
+- Lines longer than ${MAX_LINE_CHARS} characters are cut with a marker. Output stops at ${MAX_OUTPUT_BYTES / 1024} KB; the note at the end tells you the offset to continue from.
+- Large files are paged: read them in pieces with offset and limit, or search them with grep.
+- Binary files are refused with BINARY_FILE unless encoding is "base64" (default: "utf-8"; base64 returns files up to ${MAX_BASE64_BYTES / 1024} KB whole).
+- A directory gives IS_DIRECTORY: use ls. A missing file gives NOT_FOUND with similar paths.
+- Reading records the file's version for this session: write and edit require it.
+Returns: {file_path, etag, start_line, lines_returned, total_lines?, truncated, next_offset, size, modified, line_endings}`;
+
+export default defineTool({
+  name: "read",
+  description,
+  category: "file",
+  permission: "read",
+  input: z.object({
+    file_path: z.string().min(1).describe("Path of the file in the workspace"),
+    offset: z.number().int().min(1).optional().describe("1-based line to start at (default: 1)"),
+    limit: z.number().int().min(1).max(100_000).optional().describe("Number of lines to return (default: 2000)"),
+    encoding: z.enum(["utf-8", "base64"]).optional().describe('"base64" returns the raw bytes (default: "utf-8")'),
+  }),
+  async execute(args, { ws }) {
+    const path = normalizeFilePath(args.file_path);
+    const info = await ws.requireFile(path);
+    const base = { file_path: path, etag: info.etag, size: info.size, modified: info.modified.toISOString() };
+
+    if (args.encoding === "base64") {
+      if (info.size > MAX_BASE64_BYTES) {
+        throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
+      }
+      const { bytes, info: current } = await ws.readBytes(path, MAX_BASE64_BYTES);
+      await ws.recordRead(path, current.etag);
+      const b64 = encodeBase64(bytes);
+      return { title: path, output: b64, data: { ...base, etag: current.etag, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
+    }
+
+    if (info.size === 0) {
+      await ws.recordRead(path, info.etag);
+      return {
+        title: path,
+        output: `(${path} is empty: 0 bytes)`,
+        data: { ...base, start_line: 1, lines_returned: 0, total_lines: 0, truncated: false, next_offset: null, line_endings: "none" },
+      };
+    }
+
+    const sample = await ws.get(path, { offset: 0, length: SNIFF_BYTES });
+    if (!sample) throw await ws.notFound(path);
+    const head = new Uint8Array(await new Response(sample.body).arrayBuffer());
+    if (looksBinary(head, head.length >= info.size)) {
+      const type = sniffType(head);
+      throw new ToolError("BINARY_FILE", `${path} is a binary file (${type}, ${info.size} bytes). Pass encoding: "base64" to read its bytes.`, { path, size: info.size, type });
+    }
+
+    const offset = args.offset ?? 1;
+    const limit = args.limit ?? 2000;
+    const full = await ws.get(path);
+    if (!full) throw await ws.notFound(path);
+    const page = await readLinePage(full.body, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: full.size });
+    if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
+      throw new ToolError("INVALID_ARGUMENT", `offset ${offset} is past the end of ${path}, which has ${page.totalLines} lines.`, { path, total_lines: page.totalLines });
+    }
+    await ws.recordRead(path, full.etag);
+
+    const width = String(offset + page.lines.length).length;
+    const numbered = page.lines.map((l, i) => `${String(offset + i).padStart(Math.max(6, width))}\t${l}`).join("\n");
+    const last = offset + page.lines.length - 1;
+    const more = page.stoppedBy !== "eof";
+    const next = more ? last + 1 : null;
+    let note = "";
+    if (more) {
+      const total = page.totalLines !== undefined ? ` of ${page.totalLines}` : "";
+      const why = page.stoppedBy === "bytes" ? `output reached ${MAX_OUTPUT_BYTES / 1024} KB` : `limit of ${limit} lines reached`;
+      note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
+    }
+    if (page.cutLines) note += `\n[${page.cutLines} line(s) longer than ${MAX_LINE_CHARS} characters were cut.]`;
+    const endings = lineEnding(new TextDecoder().decode(head));
+    return {
+      title: path,
+      output: numbered + note,
+      data: {
+        ...base,
+        etag: full.etag,
+        start_line: offset,
+        lines_returned: page.lines.length,
+        ...(page.totalLines !== undefined ? { total_lines: page.totalLines } : {}),
+        truncated: more,
+        next_offset: next,
+        line_endings: endings,
+      },
+    };
+  },
+});

@@ -1,0 +1,61 @@
+import { z } from "@hono/zod-openapi";
+import { ToolError } from "../lib/errors.js";
+import { normalizeFilePath } from "../lib/paths.js";
+import { defineTool } from "../lib/tool.js";
+import { bytesEqual, decodeBase64, utf8 } from "../lib/text.js";
+
+/** Largest content one write takes (the request body carries it). */
+export const MAX_WRITE_BYTES = 25 * 1024 * 1024;
+
+const description = `Write a file: create it, or replace all its content.
+- file_path: a workspace path; parent directories are implicit.
+- content: the full new content. encoding: "utf-8" (default: "utf-8") or "base64" for binary content.
+- A new file is created only if nothing exists there (ALREADY_EXISTS if another call created it first).
+- To replace an existing file you must have read it in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED: read it again). Prefer edit for changes to part of a file.
+- Identical content gives NO_CHANGE and writes nothing. At most ${MAX_WRITE_BYTES / 1024 / 1024} MB.
+Returns: {file_path, bytes_written, created, etag}`;
+
+export default defineTool({
+  name: "write",
+  description,
+  category: "file",
+  permission: "write",
+  input: z.object({
+    file_path: z.string().min(1).describe("Path of the file in the workspace"),
+    content: z.string().describe("The complete content to write"),
+    encoding: z.enum(["utf-8", "base64"]).optional().describe('How content is encoded (default: "utf-8")'),
+  }),
+  async execute(args, { ws }) {
+    const path = normalizeFilePath(args.file_path);
+    let bytes: Uint8Array;
+    if (args.encoding === "base64") {
+      const decoded = decodeBase64(args.content);
+      if (!decoded) throw new ToolError("INVALID_ARGUMENT", "content is not valid base64.");
+      bytes = decoded;
+    } else {
+      bytes = utf8.encode(args.content);
+    }
+    if (bytes.length > MAX_WRITE_BYTES) {
+      throw new ToolError("FILE_TOO_LARGE", `content is ${bytes.length} bytes; write takes at most ${MAX_WRITE_BYTES}. Upload large files with PUT /v1/workspaces/{ws}/files/{path}.`, { size: bytes.length, max: MAX_WRITE_BYTES });
+    }
+    const current = await ws.head(path);
+    let info;
+    if (current) {
+      await ws.requireReadUnchanged(path, current);
+      if (current.size === bytes.length) {
+        const { bytes: old } = await ws.readBytes(path, MAX_WRITE_BYTES);
+        if (bytesEqual(old, bytes)) throw new ToolError("NO_CHANGE", `${path} already has exactly this content; nothing was written.`, { path, etag: current.etag });
+      }
+      info = await ws.put(path, bytes, { ifMatch: current.etag });
+    } else {
+      info = await ws.put(path, bytes, { create: true });
+    }
+    await ws.recordRead(path, info.etag);
+    const created = current === null;
+    return {
+      title: path,
+      output: `${created ? "Created" : "Wrote"} ${path} (${bytes.length} bytes).`,
+      data: { file_path: path, bytes_written: bytes.length, created, etag: info.etag },
+    };
+  },
+});

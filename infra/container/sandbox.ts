@@ -1,0 +1,231 @@
+/**
+ * The sandbox of user commands: bubblewrap. New user, pid, net, ipc, uts, mount and
+ * cgroup namespaces; a read-only /usr and a minimal /etc; the workspace tree bound
+ * read-write at /workspace; private size-limited /tmp and /dev/shm; an empty environment;
+ * rlimits set inside before the command starts. No bwrap, no run: never unsandboxed.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { ToolError } from "../../lib/errors.js";
+import type { RunLimits } from "../../lib/exec/types.js";
+
+export const DEFAULT_LIMITS: RunLimits = {
+  memory_mb: 2048,
+  file_size_mb: 1024,
+  processes: 256,
+  cpu_seconds: 0, // 0: the wall-clock timeout, rounded up
+  open_files: 1024,
+  tmp_mb: 512,
+  output_bytes: 30_000,
+  max_writeback_files: 20_000,
+};
+
+export const INSTALL_HINT =
+  "bubblewrap (bwrap) is required to run commands and was not found. Install it: `apt-get install bubblewrap` (Debian/Ubuntu), `dnf install bubblewrap` (Fedora/Amazon Linux). Toolshed never runs a command without its sandbox.";
+
+export interface SandboxOptions {
+  /** Path of the bwrap binary (default: found on PATH). */
+  bwrapPath?: string;
+  /** Host uid/gid the sandbox runs as. Default when the handler is root: 65534 (nobody). */
+  hostIds?: { uid: number; gid: number } | null;
+  /** Directory for the sandbox's synthetic /etc files. */
+  stateDir: string;
+}
+
+export interface SandboxSpec {
+  /** Host directory bound read-write at /workspace. */
+  tree: string;
+  /** Working directory below /workspace (canonical workspace path). */
+  cwd: string;
+  command: string;
+  env: Record<string, string>;
+  stdin?: string;
+  network: boolean;
+  limits: RunLimits;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onStdout(chunk: Buffer): void;
+  onStderr(chunk: Buffer): void;
+}
+
+export interface SandboxExit {
+  exitCode: number | null;
+  timedOut: boolean;
+  killed: boolean;
+  durationMs: number;
+}
+
+/** The uid/gid user code runs as on the host: never root. */
+export function defaultHostIds(): { uid: number; gid: number } | null {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : null;
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(delimiter)) {
+    const p = join(dir, name);
+    if (dir && existsSync(p)) return p;
+  }
+  for (const p of ["/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"]) if (existsSync(p)) return p;
+  return null;
+}
+
+const ETC_BINDS = ["alternatives", "ssl", "ca-certificates", "pki", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "protocols", "services", "nsswitch.conf", "host.conf", "bash.bashrc", "profile", "inputrc", "gitconfig", "python3", "python3.11"];
+const NET_ETC_BINDS = ["resolv.conf", "gai.conf"];
+const SANDBOX_UID = 1000;
+
+function writeEtc(stateDir: string): string {
+  const etc = join(stateDir, "etc");
+  mkdirSync(etc, { recursive: true, mode: 0o755 });
+  const files: Record<string, string> = {
+    passwd: `root:x:0:0:root:/root:/bin/bash\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`,
+    hosts: "127.0.0.1 localhost toolshed\n::1 localhost\n",
+    hostname: "toolshed\n",
+  };
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), text, { mode: 0o644 });
+  return etc;
+}
+
+export interface Sandbox {
+  /** Throws UNAVAILABLE (with how to install bubblewrap) when the sandbox cannot run here. */
+  check(): Promise<void>;
+  run(spec: SandboxSpec): Promise<SandboxExit>;
+}
+
+export function bwrapSandbox(opts: SandboxOptions): Sandbox {
+  const hostIds = opts.hostIds === undefined ? defaultHostIds() : opts.hostIds;
+  let etcDir: string | null = null;
+  let checked: Promise<void> | null = null;
+
+  const bwrap = () => {
+    const p = opts.bwrapPath ?? findOnPath("bwrap");
+    if (!p || !existsSync(p)) throw new ToolError("UNAVAILABLE", INSTALL_HINT, { reason: "bwrap_missing" });
+    return p;
+  };
+
+  /** Arguments up to (not including) the command. */
+  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env">): string[] {
+    etcDir ??= writeEtc(opts.stateDir);
+    const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
+    if (spec.network) a.push("--share-net");
+    a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
+    a.push("--ro-bind", "/usr", "/usr");
+    for (const top of ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]) {
+      try {
+        const st = lstatSync(top);
+        if (st.isSymbolicLink()) a.push("--symlink", readlinkSync(top), top);
+        else if (st.isDirectory()) a.push("--ro-bind", top, top);
+      } catch {
+        /* absent on this system */
+      }
+    }
+    a.push("--dir", "/etc");
+    for (const name of ["passwd", "group", "hosts", "hostname"]) a.push("--ro-bind", join(etcDir, name), `/etc/${name}`);
+    for (const name of spec.network ? [...ETC_BINDS, ...NET_ETC_BINDS] : ETC_BINDS) a.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+    a.push("--proc", "/proc", "--dev", "/dev");
+    const tmpBytes = String(spec.limits.tmp_mb * 1024 * 1024);
+    a.push("--size", tmpBytes, "--tmpfs", "/tmp", "--size", tmpBytes, "--tmpfs", "/dev/shm");
+    a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
+    a.push("--clearenv");
+    const env: Record<string, string> = {
+      PATH: "/usr/local/bin:/usr/bin:/bin",
+      HOME: "/tmp",
+      TMPDIR: "/tmp",
+      LANG: "C.UTF-8",
+      TERM: "dumb",
+      USER: "user",
+      ...spec.env,
+    };
+    for (const [k, v] of Object.entries(env)) a.push("--setenv", k, v);
+    return a;
+  }
+
+  /** bash sets the limits (soft and hard) inside the namespaces, then execs the command. */
+  function limitsScript(l: RunLimits, timeoutMs: number): string {
+    const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
+    const lim = `ulimit -c 0 -u ${l.processes} -v ${l.memory_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
+    return `${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  }
+
+  function run(spec: SandboxSpec): Promise<SandboxExit> {
+    const args = [...baseArgs(spec), "--", "/bin/bash", "-c", limitsScript(spec.limits, spec.timeoutMs), "toolshed", spec.command];
+    const started = Date.now();
+    return new Promise<SandboxExit>((resolve, reject) => {
+      // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
+      const child = spawn(bwrap(), args, {
+        env: {},
+        detached: true,
+        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe"],
+        ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
+      });
+      let timedOut = false;
+      let killed = false;
+      let settled = false;
+      const killAll = () => {
+        // bwrap's pid 1 dies with its parent (--die-with-parent), and every process of the
+        // pid namespace dies with pid 1: killing the group is enough to end them all.
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killAll();
+      }, spec.timeoutMs);
+      const onAbort = () => {
+        killed = true;
+        killAll();
+      };
+      spec.signal?.addEventListener("abort", onAbort, { once: true });
+      if (spec.signal?.aborted) onAbort();
+      child.stdout!.on("data", spec.onStdout);
+      child.stderr!.on("data", spec.onStderr);
+      if (child.stdin) {
+        child.stdin.on("error", () => {});
+        child.stdin.end(spec.stdin);
+      }
+      const finish = (code: number | null) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        spec.signal?.removeEventListener("abort", onAbort);
+        killAll(); // nothing may outlive the call
+        resolve({ exitCode: timedOut || killed ? null : code, timedOut, killed: killed && !timedOut, durationMs: Date.now() - started });
+      };
+      child.on("error", (e) => {
+        settled = true;
+        clearTimeout(timer);
+        reject((e as NodeJS.ErrnoException).code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e);
+      });
+      child.on("close", (code, signal) => finish(code ?? (signal ? 128 + 9 : null)));
+      // If a pipe stays open after the exit (it should not: the namespace is gone), give up after 5 s.
+      child.on("exit", (code) => setTimeout(() => finish(code), 5000).unref());
+    });
+  }
+
+  return {
+    check() {
+      checked ??= (async () => {
+        const tree = join(opts.stateDir, "probe");
+        mkdirSync(tree, { recursive: true, mode: 0o755 });
+        const errs: Buffer[] = [];
+        const r = await run({
+          tree, cwd: "", command: "true", env: {}, network: false, limits: DEFAULT_LIMITS, timeoutMs: 10_000,
+          onStdout: () => {}, onStderr: (c) => errs.push(c),
+        });
+        if (r.exitCode !== 0) {
+          const why = Buffer.concat(errs).toString().trim();
+          throw new ToolError("UNAVAILABLE", `The command sandbox (bubblewrap) cannot start here: ${why || `exit ${r.exitCode}`}. It needs unprivileged user namespaces (Linux; not inside a container that blocks them). Toolshed never runs a command without its sandbox.`, { reason: "sandbox_unavailable" });
+        }
+      })();
+      checked.catch(() => {
+        checked = null;
+      });
+      return checked;
+    },
+    run,
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * createApp(deps): the whole API. Each piece is its own OpenAPIHono app (admin, workspaces,
+ * raw files, one per tool), mounted here; the OpenAPI document is generated from their schemas.
+ */
+import { swaggerUI } from "@hono/swagger-ui";
+import type { AppDeps } from "./deps.js";
+import { ToolError } from "./errors.js";
+import { adminApp } from "./routes/admin.js";
+import { newApp } from "./routes/common.js";
+import { filesApp } from "./routes/files.js";
+import { catalogApp, toolApp } from "./routes/tools.js";
+import { workspacesApp } from "./routes/workspaces.js";
+import type { Tool } from "./tool.js";
+
+export const API_VERSION = "0.1.0";
+
+export function createApp(deps: AppDeps, tools: readonly Tool[], extra: { mount?: (app: ReturnType<typeof newApp>) => void } = {}) {
+  const app = newApp();
+  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
+  app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
+
+  app.get("/", (c) => c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }));
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.route("/", adminApp(deps));
+  app.route("/", workspacesApp(deps));
+  app.route("/", filesApp(deps));
+  app.route("/", catalogApp(tools));
+  for (const tool of tools) app.route("/", toolApp(tool, deps));
+  extra.mount?.(app);
+
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Toolshed",
+      version: API_VERSION,
+      description: "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details } }`.",
+    },
+  });
+  app.get("/docs", swaggerUI({ url: "/openapi.json" }));
+  app.notFound(() => {
+    throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
+  });
+  return app;
+}

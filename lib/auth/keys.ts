@@ -1,0 +1,80 @@
+/**
+ * Tenants and their API keys, in KV. A key is shown once at creation and stored only
+ * as its SHA-256 hash. Keys look like `tsk_<key id>_<secret>` so they are easy to spot
+ * in logs and secret scanners.
+ */
+import { ToolError } from "../errors.js";
+import { randomId, sha256Hex } from "../hash.js";
+import { ID_PATTERN } from "../paths.js";
+import type { KeyValueStore } from "../storage/types.js";
+
+export const SCOPES = ["read", "write", "execute", "network"] as const;
+export type Scope = (typeof SCOPES)[number];
+export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
+export const KEY_PREFIX = "tsk_";
+
+export interface Tenant {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  key_id: string;
+  tenant: string;
+  name: string;
+  scopes: Scope[];
+  created_at: string;
+}
+
+export interface AuthInfo {
+  tenant: string;
+  key_id: string;
+  scopes: Scope[];
+}
+
+const tenantKey = (id: string) => `tenant/${id}`;
+const hashKey = (hash: string) => `apikey/${hash}`;
+const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
+
+export async function createTenant(kv: KeyValueStore, input: { id?: string; name?: string }): Promise<Tenant> {
+  const id = input.id ?? `tn_${randomId(12)}`;
+  if (!ID_PATTERN.test(id)) throw new ToolError("INVALID_ARGUMENT", `Invalid tenant id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_'.`, { id });
+  if (await kv.get(tenantKey(id))) throw new ToolError("ALREADY_EXISTS", `Tenant ${id} already exists.`, { id });
+  const tenant: Tenant = { id, name: input.name ?? id, created_at: new Date().toISOString() };
+  await kv.put(tenantKey(id), JSON.stringify(tenant));
+  return tenant;
+}
+
+export async function getTenant(kv: KeyValueStore, id: string): Promise<Tenant> {
+  const raw = ID_PATTERN.test(id) ? await kv.get(tenantKey(id)) : null;
+  if (!raw) throw new ToolError("NOT_FOUND", `Tenant not found: ${id}.`, { tenant: id });
+  return JSON.parse(raw) as Tenant;
+}
+
+export async function createApiKey(kv: KeyValueStore, tenant: string, input: { name?: string; scopes?: Scope[] }): Promise<{ key: string; record: ApiKeyRecord }> {
+  await getTenant(kv, tenant);
+  const keyId = randomId(10);
+  const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
+  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, created_at: new Date().toISOString() };
+  const hash = await sha256Hex(key);
+  await kv.put(hashKey(hash), JSON.stringify(record));
+  await kv.put(keyIdKey(tenant, keyId), hash);
+  return { key, record };
+}
+
+export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string): Promise<void> {
+  const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
+  if (!hash) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  await kv.delete(hashKey(hash));
+  await kv.delete(keyIdKey(tenant, keyId));
+}
+
+/** The tenant and scopes of a presented key, or null. */
+export async function resolveApiKey(kv: KeyValueStore, key: string): Promise<AuthInfo | null> {
+  if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
+  const raw = await kv.get(hashKey(await sha256Hex(key)));
+  if (!raw) return null;
+  const rec = JSON.parse(raw) as ApiKeyRecord;
+  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes };
+}

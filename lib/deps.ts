@@ -1,0 +1,30 @@
+/** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
+import type { Executor } from "./exec/types.js";
+import type { KeyValueStore, StorageDriver } from "./storage/types.js";
+import type { WorkspaceListener } from "./workspace/workspace.js";
+
+export interface UsageRecord {
+  tenant: string;
+  workspace: string;
+  tool: string;
+  ok: boolean;
+  code?: string;
+  ms: number;
+  bytes_read: number;
+  bytes_written: number;
+}
+
+export interface AppDeps {
+  storage: StorageDriver;
+  kv: KeyValueStore;
+  /** Bearer token of the admin API; without it the admin API is off. */
+  adminToken?: string;
+  /** Runs bash / run_code; without it those tools answer UNAVAILABLE. */
+  executor?: Executor;
+  /** Told about every file change (search indexes). */
+  listeners?: WorkspaceListener[];
+  /** One record per tool call, for billing. */
+  onUsage?: (u: UsageRecord) => void;
+  /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
+  syncSecret?: string;
+}

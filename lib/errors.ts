@@ -1,0 +1,52 @@
+/**
+ * The one registry of error codes. Each code has an HTTP status and a default hint
+ * telling the agent what to do next. Errors are data: tools throw ToolError, the app
+ * turns it into `{ ok: false, tool, error: { code, message, details } }`.
+ */
+export const ERROR_CODES = {
+  INVALID_ARGUMENT: { status: 400, hint: "Fix the arguments as the message says and call again." },
+  INVALID_PATH: { status: 400, hint: "Use a path inside the workspace, e.g. src/index.ts." },
+  UNAUTHORIZED: { status: 401, hint: "Send 'Authorization: Bearer <api key>'." },
+  PERMISSION_DENIED: { status: 403, hint: "This API key lacks the scope this call needs." },
+  NOT_FOUND: { status: 404, hint: "Check the name; use ls or glob to find it." },
+  IS_DIRECTORY: { status: 400, hint: "This is a directory; use ls to list it." },
+  NOT_A_DIRECTORY: { status: 400, hint: "A parent of this path is a file." },
+  NOT_READ: { status: 409, hint: "Read the file with the read tool first, then retry." },
+  FILE_MODIFIED: { status: 409, hint: "The file changed since you read it; read it again, then retry." },
+  ALREADY_EXISTS: { status: 409, hint: "Pick another name, or pass overwrite: true where allowed." },
+  NO_MATCH: { status: 422, hint: "Read the file again and copy old_string exactly, whitespace included." },
+  NOT_UNIQUE: { status: 422, hint: "Add surrounding lines to old_string to make it unique, or set replace_all: true." },
+  NO_CHANGE: { status: 422, hint: "The content is already as requested; nothing was written." },
+  BINARY_FILE: { status: 415, hint: "This is a binary file; pass encoding: \"base64\" to read its bytes." },
+  FILE_TOO_LARGE: { status: 413, hint: "Read it in pages with offset and limit, or use grep." },
+  PAYLOAD_TOO_LARGE: { status: 413, hint: "Send a smaller body." },
+  CONFLICT: { status: 409, hint: "Another change is in progress; retry." },
+  TIMEOUT: { status: 408, hint: "Use a larger timeout, or run_in_background: true for long commands." },
+  BLOCKED: { status: 403, hint: "This command is refused by the workspace's guard rails." },
+  NEEDS_CONFIRMATION: { status: 409, hint: "Ask the user, then call again with confirmed: true." },
+  UNAVAILABLE: { status: 503, hint: "The service behind this tool is unavailable; retry later." },
+  RATE_LIMITED: { status: 429, hint: "Slow down and retry after a moment." },
+  INTERNAL: { status: 500, hint: "An internal error occurred; retry, and report it if it persists." },
+} as const satisfies Record<string, { status: number; hint: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ToolError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = "ToolError";
+    this.code = code;
+    this.details = details;
+  }
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+export const isToolError = (e: unknown): e is ToolError => e instanceof ToolError;
+
+export function errorBody(e: ToolError) {
+  return { code: e.code, message: e.message, details: e.details };
+}

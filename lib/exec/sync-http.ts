@@ -1,0 +1,103 @@
+/**
+ * SyncClient over HTTP: what the container function uses to reach the workspace.
+ * Talks to `${url}/v1/sync/...` with `Authorization: Bearer <token>`; tenant and
+ * workspace come from the token only. fetch-based: bundles for Workers and runs in Node.
+ *
+ *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
+ *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
+ *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
+ *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
+ */
+import { ToolError } from "../errors.js";
+import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
+
+export interface HttpSyncOptions extends SyncAccess {
+  fetch?: typeof fetch;
+  /** Attempts of idempotent requests (GET) on network errors and 5xx (default 3). */
+  attempts?: number;
+}
+
+export const encodeSyncPath = (path: string): string => path.split("/").map(encodeURIComponent).join("/");
+
+export function httpSyncClient(opts: HttpSyncOptions): SyncClient {
+  const doFetch = opts.fetch ?? fetch;
+  const base = opts.url.replace(/\/+$/, "") + "/v1/sync";
+  const auth = { authorization: `Bearer ${opts.token}` };
+  const attempts = opts.attempts ?? 3;
+
+  async function call(method: string, url: string, init: RequestInit = {}): Promise<Response> {
+    const tries = method === "GET" ? attempts : 1;
+    let last: unknown;
+    for (let i = 0; i < tries; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+      try {
+        const res = await doFetch(url, { ...init, method, headers: { ...auth, ...(init.headers as Record<string, string>) } });
+        if (res.status >= 500 && i < tries - 1) {
+          await res.body?.cancel();
+          last = new Error(`HTTP ${res.status}`);
+          continue;
+        }
+        return res;
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw new ToolError("UNAVAILABLE", `The workspace sync endpoint is unreachable: ${String(last)}`, { method });
+  }
+
+  async function fail(res: Response, what: string): Promise<never> {
+    const text = await res.text().catch(() => "");
+    const code = res.status === 401 || res.status === 403 ? "INTERNAL" : res.status >= 500 ? "UNAVAILABLE" : "INTERNAL";
+    throw new ToolError(code, `Workspace sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
+  }
+
+  const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(path)}`;
+
+  return {
+    async manifest() {
+      const out: SyncEntry[] = [];
+      let cursor: string | undefined;
+      do {
+        const res = await call("GET", `${base}/manifest${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+        if (!res.ok) await fail(res, "manifest");
+        const page = (await res.json()) as { files: SyncEntry[]; cursor?: string };
+        out.push(...page.files);
+        cursor = page.cursor;
+      } while (cursor);
+      return out;
+    },
+    async fetch(path) {
+      const res = await call("GET", fileUrl(path));
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null;
+      }
+      if (!res.ok || !res.body) await fail(res, `fetch ${path}`);
+      return { body: res.body!, etag: unquoteEtag(res.headers.get("etag") ?? ""), size: Number(res.headers.get("content-length") ?? -1) };
+    },
+    async put(path, body, o) {
+      const headers: Record<string, string> = { "content-type": "application/octet-stream" };
+      if (o.ifMatch !== undefined) headers["if-match"] = quoteEtag(o.ifMatch);
+      if (o.ifNoneMatch) headers["if-none-match"] = "*";
+      if (o.size !== undefined) headers["content-length"] = String(o.size);
+      // Streams need duplex: "half" in Node's fetch; Workers ignore the field.
+      const init = { body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit;
+      const res = await call("PUT", fileUrl(path), init);
+      if (res.status === 412) {
+        await res.body?.cancel();
+        return { ok: false, conflict: true };
+      }
+      if (!res.ok) await fail(res, `put ${path}`);
+      const { etag } = (await res.json()) as { etag: string };
+      return { ok: true, etag };
+    },
+    async delete(path, o) {
+      const res = await call("DELETE", fileUrl(path), { headers: { "if-match": quoteEtag(o.ifMatch) } });
+      await res.body?.cancel();
+      if (res.status === 412) return { ok: false, conflict: true };
+      if (!res.ok && res.status !== 404) await fail(res, `delete ${path}`);
+      return { ok: true };
+    },
+  };
+}

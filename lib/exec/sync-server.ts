@@ -1,0 +1,74 @@
+/**
+ * The server side of the sync API (see sync-http.ts for the routes). A plain fetch
+ * handler so it mounts anywhere: `app.all("/v1/sync/*", (c) => handleSync(c.req.raw, deps))`.
+ * Tenant and workspace come from the verified token only; paths go through normalizeFilePath.
+ */
+import { ToolError, errorBody, isToolError } from "../errors.js";
+import { filesPrefix, normalizeFilePath } from "../paths.js";
+import { quoteEtag, unquoteEtag, type StorageDriver } from "../storage/types.js";
+import { storageSyncClient } from "./sync-storage.js";
+import { verifySyncToken } from "./sync-token.js";
+
+export interface SyncServerDeps {
+  driver: StorageDriver;
+  /** HMAC secret shared with whoever mints tokens (the API itself). */
+  secret: string;
+}
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+const fail = (e: ToolError) => json({ ok: false, error: errorBody(e) }, e.status);
+
+export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Response> {
+  try {
+    const url = new URL(req.url);
+    const auth = req.headers.get("authorization") ?? "";
+    const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7)) : null;
+    if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
+    const prefix = filesPrefix(claims.t, claims.w);
+    const sync = storageSyncClient(deps.driver, prefix);
+
+    if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
+      const cursor = url.searchParams.get("cursor") ?? undefined;
+      const page = await deps.driver.list({ prefix, ...(cursor ? { cursor } : {}) });
+      const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
+      return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
+    }
+
+    const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
+    if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
+    const path = normalizeFilePath(m[1]!.split("/").map(decodeURIComponent).join("/"));
+
+    switch (req.method) {
+      case "GET": {
+        const file = await sync.fetch(path);
+        if (!file) return json({ ok: false, error: { code: "NOT_FOUND", message: `No file ${path}.` } }, 404);
+        return new Response(file.body, { headers: { etag: quoteEtag(file.etag), "content-length": String(file.size), "content-type": "application/octet-stream" } });
+      }
+      case "PUT": {
+        const ifMatch = req.headers.get("if-match");
+        const ifNoneMatch = req.headers.get("if-none-match");
+        const length = req.headers.get("content-length");
+        const body = req.body ?? new Uint8Array(0);
+        const r = await sync.put(path, body, {
+          ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
+          ...(ifNoneMatch === "*" ? { ifNoneMatch: "*" as const } : {}),
+          ...(length !== null ? { size: Number(length) } : {}),
+        });
+        return r.ok ? json({ etag: r.etag }) : json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+      }
+      case "DELETE": {
+        const ifMatch = req.headers.get("if-match");
+        if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
+        const r = await sync.delete(path, { ifMatch: unquoteEtag(ifMatch) });
+        return r.ok ? new Response(null, { status: 204 }) : json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+      }
+      default:
+        throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed.`);
+    }
+  } catch (e) {
+    if (isToolError(e)) return fail(e);
+    return fail(new ToolError("INTERNAL", `Sync failed: ${String(e)}`));
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * SyncClient over a StorageDriver and one workspace's files prefix. Used in-process by
+ * tests and by the sync endpoint (lib/exec/sync-server.ts). Bundles for Workers.
+ */
+import { normalizeFilePath } from "../paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import type { SyncClient, SyncEntry } from "./types.js";
+
+export function storageSyncClient(driver: StorageDriver, filesPrefix: string): SyncClient {
+  const key = (path: string) => filesPrefix + normalizeFilePath(path);
+  return {
+    async manifest() {
+      const out: SyncEntry[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await driver.list({ prefix: filesPrefix, ...(cursor ? { cursor } : {}) });
+        for (const o of page.objects) out.push({ path: o.key.slice(filesPrefix.length), etag: o.etag, size: o.size });
+        cursor = page.cursor;
+      } while (cursor);
+      return out;
+    },
+    async fetch(path) {
+      const got = await driver.get(key(path));
+      return got ? { body: got.body, etag: got.etag, size: got.size } : null;
+    },
+    async put(path, body, opts) {
+      try {
+        const info = await driver.put(key(path), body, {
+          ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
+          ...(opts.ifNoneMatch ? { ifNoneMatch: opts.ifNoneMatch } : {}),
+          ...(opts.size !== undefined ? { length: opts.size } : {}),
+        });
+        return { ok: true, etag: info.etag };
+      } catch (e) {
+        if (isConditionFailed(e)) return { ok: false, conflict: true };
+        throw e;
+      }
+    },
+    async delete(path, opts) {
+      // StorageDriver.delete has no condition (R2 has none; S3's is recent): check, then
+      // delete. The window between the two is a few milliseconds; see the README.
+      const k = key(path);
+      const head = await driver.head(k);
+      if (!head) return { ok: true };
+      if (head.etag !== opts.ifMatch) return { ok: false, conflict: true };
+      await driver.delete(k);
+      return { ok: true };
+    },
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The contract between a tool (bash, run_code, ...) and the container function that runs
+ * commands. Pure types: bundles for Workers.
+ *
+ * The container function never holds storage or cloud credentials. It receives the
+ * workspace through a SyncClient: a narrow HTTP API of Toolshed (`/v1/sync/...`)
+ * authenticated by a short-lived token scoped to one tenant + workspace + run.
+ */
+
+/** Per-call limits of the sandbox; every field has a default in the runner. */
+export interface RunLimits {
+  /** Address space of each process, MiB (default 2048): allocating 4 GB fails. */
+  memory_mb: number;
+  /** Largest file a process may write, MiB (default 1024): writing 2 GB fails. */
+  file_size_mb: number;
+  /** Processes (threads) of the sandbox user (default 256): a fork bomb stops there. */
+  processes: number;
+  /** CPU seconds per process (default: the wall-clock timeout). */
+  cpu_seconds: number;
+  /** Open files per process (default 1024). */
+  open_files: number;
+  /** Size of the private /tmp (and /dev/shm), MiB (default 512). */
+  tmp_mb: number;
+  /** Bytes of stdout / stderr / merged output kept in the result, head + tail (default 30000). */
+  output_bytes: number;
+  /** Most files one run may write back (default 20000); more are listed under `skipped`. */
+  max_writeback_files: number;
+}
+
+export interface SyncAccess {
+  /** Base URL of the Toolshed API, e.g. https://api.toolshed.dev ; the client appends /v1/sync/... */
+  url: string;
+  /** Short-lived bearer token scoped to tenant + workspace + run (see lib/exec/sync-token.ts). */
+  token: string;
+}
+
+/** The invocation payload of the container function (action "run" or "start"). */
+export interface RunRequest {
+  version: 1;
+  /** Same key = same call: a retried invocation returns the stored result, never runs twice. */
+  idempotency_key: string;
+  tenant: string;
+  workspace: string;
+  /** Run by `bash -c` inside the sandbox. */
+  command: string;
+  /** Working directory, a canonical workspace path ("" = root). */
+  cwd?: string;
+  /** Wall-clock limit; every process is killed when it passes. */
+  timeout_ms: number;
+  /** Extra environment of the command (the sandbox starts from an empty environment). */
+  env?: Record<string, string>;
+  /** Bytes fed to the command's stdin (run_code passes the program this way). */
+  stdin?: string;
+  /** Allow network access (a per-tenant setting); default false: no network at all. */
+  network?: boolean;
+  sync: SyncAccess;
+  limits?: Partial<RunLimits>;
+}
+
+export interface Conflict {
+  path: string;
+  /** What the command did to the file. */
+  change: "created" | "modified" | "deleted";
+  /** Why it was not written back: the workspace's file changed (written, created or deleted) during the run. */
+  reason: "changed_meanwhile";
+  /** Where the command's version was saved instead (never for deletions). */
+  saved_as?: string;
+}
+
+export interface Skipped {
+  path: string;
+  reason: "symlink" | "special_file" | "invalid_name" | "path_conflict" | "limit" | "error";
+  detail?: string;
+}
+
+export interface SyncStats {
+  /** "warm": the run started from this workspace's local tree of an earlier run. */
+  cache: "warm" | "cold";
+  manifest_files: number;
+  downloaded_files: number;
+  downloaded_bytes: number;
+  uploaded_files: number;
+  uploaded_bytes: number;
+  deleted_files: number;
+  sync_in_ms: number;
+  sync_out_ms: number;
+}
+
+export interface RunResult {
+  run_id: string;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr merged in arrival order. */
+  output: string;
+  /** null when the command did not exit by itself (timed out or killed). */
+  exit_code: number | null;
+  duration_ms: number;
+  timed_out: boolean;
+  /** Stopped by kill (background tasks). */
+  killed: boolean;
+  /** Some output was cut (head and tail kept). */
+  truncated: boolean;
+  /** Workspace path of the full merged output, saved when it was truncated. */
+  output_file?: string;
+  /** Created or modified files written back (created ones are also in files_created). */
+  files_changed: string[];
+  files_created: string[];
+  files_deleted: string[];
+  conflicts: Conflict[];
+  skipped: Skipped[];
+  /** Changes not written back because the run timed out or was killed. */
+  discarded: string[];
+  sync: SyncStats;
+}
+
+export type TaskStatus = "running" | "completed" | "killed" | "timed_out";
+
+export interface TaskRef {
+  tenant: string;
+  task_id: string;
+}
+
+export interface TaskPoll {
+  task_id: string;
+  status: TaskStatus;
+  exit_code: number | null;
+  /** Merged output produced since the previous poll (middle cut when very long). */
+  output: string;
+  /** The full result once the task is no longer running. */
+  result?: RunResult;
+}
+
+/** One interface, two implementations: lambda (lib/exec/lambda.ts) and local (infra/container). */
+export interface Executor {
+  /** Runs to completion (or timeout). Throws ToolError for infrastructure failures only. */
+  run(req: RunRequest): Promise<RunResult>;
+  /** Starts a background task; returns at once. */
+  start(req: RunRequest): Promise<{ task_id: string }>;
+  /** Status and new output; with wait_ms, waits up to that long for the task to finish. */
+  poll(ref: TaskRef, opts?: { wait_ms?: number }): Promise<TaskPoll>;
+  kill(ref: TaskRef): Promise<{ status: "killed" | "already_completed" }>;
+}
+
+/** The container function's event: a bare RunRequest means action "run". */
+export type ExecEvent =
+  | (RunRequest & { action?: "run" | "start" })
+  | { action: "poll"; tenant: string; task_id: string; wait_ms?: number }
+  | { action: "kill"; tenant: string; task_id: string };
+
+/** The container function's answer: errors are data (codes of lib/errors.ts). */
+export type ExecResponse<T = unknown> =
+  | { ok: true; result: T }
+  | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+// ---------------------------------------------------------------- sync client
+
+export interface SyncEntry {
+  /** Canonical workspace path. */
+  path: string;
+  etag: string;
+  size: number;
+}
+
+export interface SyncFile {
+  body: ReadableStream<Uint8Array>;
+  etag: string;
+  size: number;
+}
+
+export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
+export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
+
+/**
+ * What the container function may do to one workspace, and nothing more. Tenant and
+ * workspace are fixed by the token, never named in a call.
+ */
+export interface SyncClient {
+  /** Every file of the workspace (metadata only). */
+  manifest(): Promise<SyncEntry[]>;
+  /** null when the file does not exist (any more). */
+  fetch(path: string): Promise<SyncFile | null>;
+  /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
+  put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
+  /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
+  delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+}

@@ -1,0 +1,92 @@
+/**
+ * Canonical workspace paths. Every user-supplied path goes through normalizePath;
+ * every storage key is built by storageKey. Pure: no I/O, no node:path.
+ *
+ * Canonical form: NFC, no leading or trailing slash, no empty, "." or ".." segments.
+ * The root is "". `/a/b`, `a/b` and `./a//b/` all give "a/b".
+ */
+import { ToolError } from "./errors.js";
+
+/** Longest canonical path, in UTF-8 bytes (S3/R2 keys stop at 1024; the prefix needs room). */
+export const MAX_PATH_BYTES = 768;
+/** Longest single name, in UTF-8 bytes (the common filesystem limit). */
+export const MAX_SEGMENT_BYTES = 255;
+
+const encoder = new TextEncoder();
+const byteLength = (s: string) => encoder.encode(s).length;
+
+function invalid(input: string, why: string): ToolError {
+  const shown = input.length > 120 ? `${input.slice(0, 117)}...` : input;
+  return new ToolError("INVALID_PATH", `Invalid path ${JSON.stringify(shown)}: ${why}.`, { path: shown, reason: why });
+}
+
+/** Returns the canonical workspace path of `input`, or throws INVALID_PATH. */
+export function normalizePath(input: unknown): string {
+  if (typeof input !== "string") throw invalid(String(input), "a path must be a string");
+  if (input.length > MAX_PATH_BYTES * 4) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
+  // Lone surrogates cannot be encoded as UTF-8 and would turn into U+FFFD: refuse them.
+  if (!input.isWellFormed()) throw invalid(input, "it is not well-formed Unicode");
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(input)) throw invalid(input, "it contains a control character (NUL, newline, ...)");
+  if (input.includes("\\")) throw invalid(input, "use '/' to separate directories, not '\\'");
+  const nfc = input.normalize("NFC");
+  const out: string[] = [];
+  for (const segment of nfc.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") {
+      if (out.length === 0) throw invalid(input, "'..' would leave the workspace");
+      out.pop();
+      continue;
+    }
+    if (/^\.{3,}$/.test(segment)) throw invalid(input, "a name of only dots is not allowed");
+    if (byteLength(segment) > MAX_SEGMENT_BYTES) throw invalid(input, `a name is longer than ${MAX_SEGMENT_BYTES} bytes`);
+    out.push(segment);
+  }
+  const path = out.join("/");
+  if (byteLength(path) > MAX_PATH_BYTES) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
+  return path;
+}
+
+/** Like normalizePath, but the workspace root is refused (for files). */
+export function normalizeFilePath(input: unknown): string {
+  const path = normalizePath(input);
+  if (path === "") throw new ToolError("IS_DIRECTORY", "The workspace root is a directory, not a file. Give a file path such as src/index.ts.", { path: "/" });
+  return path;
+}
+
+export const parentOf = (path: string): string => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
+export const baseName = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
+export const joinPath = (dir: string, name: string): string => (dir === "" ? name : `${dir}/${name}`);
+/** All ancestors of a path, nearest first, root ("") excluded. */
+export function ancestorsOf(path: string): string[] {
+  const out: string[] = [];
+  for (let p = parentOf(path); p !== ""; p = parentOf(p)) out.push(p);
+  return out;
+}
+/** True when `path` is `dir` or lies below it. */
+export const isWithin = (path: string, dir: string): boolean => dir === "" || path === dir || path.startsWith(`${dir}/`);
+/** True for a path whose any segment starts with a dot. */
+export const isHidden = (path: string): boolean => path.split("/").some((s) => s.startsWith("."));
+
+/** Identifiers of tenants and workspaces: lower-case slugs, safe in keys and URLs. */
+export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/**
+ * Storage key layout; the only place keys are built. Tenant and workspace always come
+ * from the authenticated request (never from a body), and are checked against ID_PATTERN.
+ *   t/<tenant>/w/<ws>/meta.json      workspace record
+ *   t/<tenant>/w/<ws>/f/<path>       files
+ *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, ...), never listed as files
+ */
+export function workspacePrefix(tenant: string, workspace: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  if (!ID_PATTERN.test(workspace)) throw new ToolError("INVALID_ARGUMENT", `Bad workspace id ${JSON.stringify(workspace)}: use lower-case letters, digits, '-' and '_' (at most 63).`);
+  return `t/${tenant}/w/${workspace}/`;
+}
+export const tenantWorkspacesPrefix = (tenant: string): string => `t/${tenant}/w/`;
+export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
+export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
+/** The storage key of a canonical workspace path (the root maps to the files prefix itself). */
+export function fileKey(tenant: string, workspace: string, canonicalPath: string): string {
+  return filesPrefix(tenant, workspace) + canonicalPath;
+}

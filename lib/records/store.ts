@@ -1,0 +1,52 @@
+/**
+ * Per-session file records: "this session has read this file, at this version".
+ * Records are hints for the agent (NOT_READ, FILE_MODIFIED before any write is tried);
+ * the real lost-update guard is the conditional write. KV is eventually consistent.
+ */
+import { ToolError } from "../errors.js";
+import { sha256Hex } from "../hash.js";
+import type { KeyValueStore } from "../storage/types.js";
+
+export interface FileRecord {
+  etag: string;
+  /** Epoch ms of the read (or of our own write). */
+  at: number;
+}
+
+/** Records expire after a week without use. */
+const RECORD_TTL_SECONDS = 7 * 24 * 3600;
+const SESSION_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function checkSessionId(session: string): string {
+  if (!SESSION_PATTERN.test(session)) {
+    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -", { session: session.slice(0, 140) });
+  }
+  return session;
+}
+
+export class RecordStore {
+  constructor(
+    private readonly kv: KeyValueStore,
+    private readonly scope: string,
+    private readonly session: string,
+  ) {}
+
+  private async key(path: string): Promise<string> {
+    // KV keys stop at 512 bytes; paths may be longer, so they are hashed.
+    return `rec/${this.scope}/${this.session}/${(await sha256Hex(path)).slice(0, 40)}`;
+  }
+
+  async get(path: string): Promise<FileRecord | null> {
+    const raw = await this.kv.get(await this.key(path));
+    return raw ? (JSON.parse(raw) as FileRecord) : null;
+  }
+
+  async set(path: string, etag: string): Promise<void> {
+    const rec: FileRecord = { etag, at: Date.now() };
+    await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
+  }
+
+  async delete(path: string): Promise<void> {
+    await this.kv.delete(await this.key(path));
+  }
+}

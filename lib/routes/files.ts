@@ -1,0 +1,141 @@
+/**
+ * Raw files for the app (not the model): PUT | GET | HEAD | DELETE /v1/workspaces/{ws}/files/{path}.
+ * Binary-safe and streaming; ETag, If-Match and If-None-Match honoured; GET supports one byte Range.
+ */
+import type { Context } from "hono";
+import { z } from "@hono/zod-openapi";
+import { requireTenant } from "../auth/middleware.js";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../errors.js";
+import type { AppEnv } from "../http.js";
+import { normalizeFilePath } from "../paths.js";
+import { RecordStore } from "../records/store.js";
+import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import { Workspace, type FileInfo } from "../workspace/workspace.js";
+import { errorResponses, newApp, requireWorkspace } from "./common.js";
+
+/** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
+export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
+
+function pathFromUrl(c: Context<AppEnv>): string {
+  const pathname = new URL(c.req.url).pathname;
+  const marker = `/v1/workspaces/${c.req.param("ws")}/files/`;
+  const i = pathname.indexOf(marker);
+  const raw = i >= 0 ? pathname.slice(i + marker.length) : "";
+  let decoded: string;
+  try {
+    decoded = raw.split("/").map(decodeURIComponent).join("/");
+  } catch {
+    throw new ToolError("INVALID_PATH", "The file path in the URL is not valid percent-encoding.", {});
+  }
+  return normalizeFilePath(decoded);
+}
+
+function fileHeaders(info: FileInfo, contentType?: string): Record<string, string> {
+  return {
+    etag: quoteEtag(info.etag),
+    "last-modified": info.modified.toUTCString(),
+    "content-type": contentType ?? "application/octet-stream",
+    "accept-ranges": "bytes",
+  };
+}
+
+const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquoteEtag(s.trim())) : []);
+
+export function filesApp(deps: AppDeps) {
+  const app = newApp();
+  const base = "/v1/workspaces/:ws/files/*";
+  const workspace = async (c: Context<AppEnv>) => {
+    const tenant = c.get("auth").tenant;
+    const id = c.req.param("ws") ?? "";
+    await requireWorkspace(deps.storage, tenant, id);
+    return new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
+  };
+  const needScope = (c: Context<AppEnv>, scope: "read" | "write") => {
+    if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope });
+  };
+
+  app.use(base, requireTenant(deps));
+
+  app.put(base, async (c) => {
+    needScope(c, "write");
+    const ws = await workspace(c);
+    const path = pathFromUrl(c);
+    const lengthHeader = c.req.header("content-length");
+    if (lengthHeader === undefined || !/^\d+$/.test(lengthHeader)) throw new ToolError("INVALID_ARGUMENT", "Send a Content-Length header with the body (chunked uploads are not supported).");
+    const length = Number(lengthHeader);
+    if (length > MAX_UPLOAD_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${MAX_UPLOAD_BYTES} bytes per file.`, { max: MAX_UPLOAD_BYTES });
+    const ifMatch = c.req.header("if-match");
+    const create = c.req.header("if-none-match")?.trim() === "*";
+    if (ifMatch && create) throw new ToolError("INVALID_ARGUMENT", "Send If-Match or If-None-Match: *, not both.");
+    const existed = !create && (await ws.head(path)) !== null;
+    const contentType = c.req.header("content-type");
+    const info = await ws.put(path, c.req.raw.body ?? new Uint8Array(), {
+      length,
+      ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
+      ...(create ? { create: true } : {}),
+      ...(contentType ? { contentType } : {}),
+    });
+    return c.json({ path, size: info.size, etag: info.etag, created: !existed }, existed ? 200 : 201, { etag: quoteEtag(info.etag) });
+  });
+
+  app.on(["GET", "HEAD"], base, async (c) => {
+    needScope(c, "read");
+    const ws = await workspace(c);
+    const path = pathFromUrl(c);
+    const head = await ws.requireFile(path);
+    const inm = etagList(c.req.header("if-none-match"));
+    if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
+    const im = etagList(c.req.header("if-match"));
+    if (im.length && !im.includes(head.etag) && !im.includes("*")) {
+      throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+    }
+    const range = parseRange(c.req.header("range"), head.size);
+    if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head), "content-length": String(head.size) });
+    const r = await ws.get(path, range ?? undefined);
+    if (!r) throw await ws.notFound(path);
+    const headers: Record<string, string> = { ...fileHeaders({ path, size: r.size, etag: r.etag, modified: r.modified }, r.contentType), "content-length": String(r.range.length) };
+    if (range) headers["content-range"] = `bytes ${r.range.offset}-${r.range.offset + r.range.length - 1}/${r.size}`;
+    return c.body(r.body, range ? 206 : 200, headers);
+  });
+
+  app.delete(base, async (c) => {
+    needScope(c, "write");
+    const ws = await workspace(c);
+    const path = pathFromUrl(c);
+    const head = await ws.requireFile(path);
+    const ifMatch = c.req.header("if-match");
+    if (ifMatch && unquoteEtag(ifMatch) !== head.etag) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+    await ws.delete(path);
+    return c.json({ deleted: true, path }, 200);
+  });
+
+  const pathParams = z.object({ ws: z.string(), path: z.string().openapi({ description: "File path inside the workspace, slashes allowed" }) });
+  for (const method of ["put", "get", "head", "delete"] as const) {
+    app.openAPIRegistry.registerPath({
+      method,
+      path: "/v1/workspaces/{ws}/files/{path}",
+      tags: ["files"],
+      security: [{ Bearer: [] }],
+      summary: { put: "Upload a file (streaming; If-Match / If-None-Match: *)", get: "Download a file (Range, If-None-Match)", head: "File metadata", delete: "Delete a file (If-Match)" }[method],
+      request: { params: pathParams },
+      responses: { 200: { description: "OK" }, ...errorResponses(400, 401, 403, 404, 409, 413) },
+    });
+  }
+  return app;
+}
+
+/** One `bytes=a-b` range, or null for the whole file. Unsatisfiable ranges are INVALID_ARGUMENT. */
+function parseRange(header: string | undefined, size: number): { offset: number; length: number } | null {
+  if (!header) return null;
+  const m = header.match(/^bytes=(\d*)-(\d*)$/);
+  if (!m || (m[1] === "" && m[2] === "")) throw new ToolError("INVALID_ARGUMENT", `Unsupported Range ${JSON.stringify(header)}: send one range like bytes=0-1023.`);
+  if (m[1] === "") {
+    const n = Math.min(Number(m[2]), size);
+    return { offset: size - n, length: n };
+  }
+  const offset = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (offset >= size || end < offset) throw new ToolError("INVALID_ARGUMENT", `Range ${header} is outside the file (${size} bytes).`, { size });
+  return { offset, length: end - offset + 1 };
+}

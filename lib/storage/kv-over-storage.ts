@@ -1,0 +1,89 @@
+/**
+ * KeyValueStore over any StorageDriver (used on AWS, where there is no Workers KV).
+ *
+ * Each key is one object `<prefix><encoded key>` holding a JSON envelope `{ v: value, e?: expiresAtMs }`.
+ * An entry past its expiry reads as missing (get and list); it is not deleted, so the objects stay until
+ * overwritten or removed by a bucket lifecycle rule.
+ */
+import type { KeyValueStore, StorageDriver } from "./types.js";
+
+interface Envelope {
+  v: string;
+  /** Expiry, epoch milliseconds. */
+  e?: number;
+}
+
+export interface StorageKeyValueOptions {
+  /** Clock in epoch milliseconds (tests). */
+  now?: () => number;
+}
+
+const SAFE = /^[A-Za-z0-9_-]$/;
+const utf8 = new TextEncoder();
+
+/**
+ * Percent-encode every UTF-8 byte outside [A-Za-z0-9_-]: the object key has no "/" (flat), no "." or
+ * ".." segments, no characters an S3 tool could mangle. Encoding is per character, so a key prefix
+ * encodes to a prefix of the encoded key and `list({ prefix })` maps to an object-key prefix.
+ */
+export function encodeKvKey(key: string): string {
+  let out = "";
+  for (const ch of key) {
+    if (SAFE.test(ch)) out += ch;
+    else for (const b of utf8.encode(ch)) out += `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+export const decodeKvKey = (encoded: string): string => decodeURIComponent(encoded);
+
+/** How many envelopes `list` reads at once to drop expired entries. */
+const LIST_READ_CONCURRENCY = 32;
+
+export function storageKeyValue(driver: StorageDriver, prefix: string, opts: StorageKeyValueOptions = {}): KeyValueStore {
+  const now = opts.now ?? Date.now;
+  const objectKey = (key: string) => prefix + encodeKvKey(key);
+
+  /** The envelope of a live entry, or null when missing, expired or unreadable. */
+  async function read(key: string): Promise<Envelope | null> {
+    const got = await driver.get(key);
+    if (!got) return null;
+    let env: Envelope;
+    try {
+      env = JSON.parse(await new Response(got.body).text()) as Envelope;
+    } catch {
+      return null;
+    }
+    if (typeof env?.v !== "string") return null;
+    return env.e !== undefined && env.e <= now() ? null : env;
+  }
+
+  return {
+    async get(key) {
+      return (await read(objectKey(key)))?.v ?? null;
+    },
+
+    async put(key, value, putOpts) {
+      const ttl = putOpts?.expirationTtl;
+      const env: Envelope = ttl === undefined ? { v: value } : { v: value, e: now() + ttl * 1000 };
+      await driver.put(objectKey(key), JSON.stringify(env), { contentType: "application/json" });
+    },
+
+    async delete(key) {
+      await driver.delete(objectKey(key));
+    },
+
+    async list({ prefix: keyPrefix, cursor, limit }) {
+      const page = await driver.list({ prefix: objectKey(keyPrefix), ...(cursor ? { cursor } : {}), ...(limit ? { limit } : {}) });
+      const candidates = page.objects.map((o) => o.key);
+      // Only entries with an expiry can be dead, but which ones have one is inside the object: read them.
+      const live: boolean[] = [];
+      for (let i = 0; i < candidates.length; i += LIST_READ_CONCURRENCY) {
+        const batch = candidates.slice(i, i + LIST_READ_CONCURRENCY);
+        live.push(...(await Promise.all(batch.map(async (k) => (await read(k)) !== null))));
+      }
+      const keys = candidates.filter((_, i) => live[i]).map((k) => decodeKvKey(k.slice(prefix.length)));
+      return { keys, ...(page.cursor ? { cursor: page.cursor } : {}) };
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * The one interface every storage backend implements (R2 binding, S3 API, memory).
+ * Drivers see keys only: never a tenant, workspace or path. ETags are unquoted strings.
+ */
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  /** Unquoted entity tag; changes on every write of the object. */
+  etag: string;
+  modified: Date;
+  contentType?: string;
+}
+
+export interface GetResult extends ObjectInfo {
+  body: ReadableStream<Uint8Array>;
+  /** The byte range actually returned (whole object when no range was asked). */
+  range: { offset: number; length: number };
+}
+
+export interface PutOptions {
+  /** Write only if the current object has this etag (lost-update guard). */
+  ifMatch?: string;
+  /** "*": write only if no object exists (create-only). */
+  ifNoneMatch?: "*";
+  contentType?: string;
+  /** Byte length of a stream body; required by some backends to stream without buffering. */
+  length?: number;
+}
+
+export interface ListOptions {
+  prefix: string;
+  /** With "/", keys below the next "/" are rolled up into `prefixes`. */
+  delimiter?: string;
+  cursor?: string;
+  /** Page size (default and max 1000). */
+  limit?: number;
+  /** Start listing after this key (lexicographic); ignored when a cursor is given. */
+  startAfter?: string;
+}
+
+export interface ListResult {
+  objects: ObjectInfo[];
+  /** Common prefixes (with their trailing delimiter), when a delimiter was given. */
+  prefixes: string[];
+  /** Pass back to get the next page; absent on the last page. */
+  cursor?: string;
+}
+
+export type PutBody = ReadableStream<Uint8Array> | Uint8Array | string;
+
+export interface StorageDriver {
+  readonly name: string;
+  head(key: string): Promise<ObjectInfo | null>;
+  /** null when the object does not exist. A range past the end returns an empty body. */
+  get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null>;
+  /** Throws ConditionFailedError when ifMatch / ifNoneMatch does not hold. */
+  put(key: string, body: PutBody, opts?: PutOptions): Promise<ObjectInfo>;
+  /** Deleting a missing key is not an error. */
+  delete(keys: string | string[]): Promise<void>;
+  list(opts: ListOptions): Promise<ListResult>;
+}
+
+/** A conditional write was refused (HTTP 412 / 409 from the backend). */
+export class ConditionFailedError extends Error {
+  constructor(readonly key: string, readonly condition: "ifMatch" | "ifNoneMatch") {
+    super(`Condition ${condition} failed for ${key}`);
+    this.name = "ConditionFailedError";
+  }
+}
+
+export const isConditionFailed = (e: unknown): e is ConditionFailedError => e instanceof ConditionFailedError;
+
+/** Strip the quotes (and a weak W/ marker) from an HTTP entity tag. */
+export const unquoteEtag = (etag: string): string => etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
+export const quoteEtag = (etag: string): string => `"${etag}"`;
+
+/** Small key-value store (Workers KV, or an adapter over a StorageDriver on AWS). */
+export interface KeyValueStore {
+  get(key: string): Promise<string | null>;
+  put(key: string, value: string, opts?: { expirationTtl?: number }): Promise<void>;
+  delete(key: string): Promise<void>;
+  list(opts: { prefix: string; cursor?: string; limit?: number }): Promise<{ keys: string[]; cursor?: string }>;
+}

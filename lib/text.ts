@@ -1,0 +1,86 @@
+/** Text helpers shared by the tools: binary sniffing, line endings, base64, visible whitespace. */
+
+const SIGNATURES: [string, number[]][] = [
+  ["image/png", [0x89, 0x50, 0x4e, 0x47]],
+  ["image/jpeg", [0xff, 0xd8, 0xff]],
+  ["image/gif", [0x47, 0x49, 0x46, 0x38]],
+  ["image/webp", [0x52, 0x49, 0x46, 0x46]],
+  ["application/pdf", [0x25, 0x50, 0x44, 0x46]],
+  ["application/zip", [0x50, 0x4b, 0x03, 0x04]],
+  ["application/gzip", [0x1f, 0x8b]],
+  ["application/x-elf", [0x7f, 0x45, 0x4c, 0x46]],
+  ["application/wasm", [0x00, 0x61, 0x73, 0x6d]],
+];
+
+/** A guess at the type of binary content, from its first bytes. */
+export function sniffType(bytes: Uint8Array): string {
+  for (const [type, sig] of SIGNATURES) if (sig.every((b, i) => bytes[i] === b)) return type;
+  return "application/octet-stream";
+}
+
+/**
+ * True when the bytes look binary: a NUL byte, or invalid UTF-8 (a multi-byte character
+ * cut at the end of the sample is allowed).
+ */
+export function looksBinary(sample: Uint8Array, complete: boolean): boolean {
+  if (sample.includes(0)) return true;
+  let bytes = sample;
+  if (!complete) {
+    // Drop a possibly cut trailing character (at most 3 bytes).
+    let cut = bytes.length;
+    for (let i = bytes.length - 1; i >= Math.max(0, bytes.length - 3); i--) {
+      const b = bytes[i]!;
+      if ((b & 0xc0) === 0x80) continue;
+      if (b >= 0xc0) cut = i;
+      break;
+    }
+    bytes = bytes.subarray(0, cut);
+  }
+  try {
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+export type LineEnding = "lf" | "crlf" | "mixed" | "none";
+
+export function lineEnding(text: string): LineEnding {
+  const crlf = text.split("\r\n").length - 1;
+  const lf = text.split("\n").length - 1;
+  if (lf === 0) return "none";
+  if (crlf === lf) return "crlf";
+  return crlf === 0 ? "lf" : "mixed";
+}
+
+export function decodeBase64(s: string): Uint8Array | null {
+  const clean = s.replace(/\s+/g, "");
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 === 1) return null;
+  try {
+    const bin = atob(clean);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+export function encodeBase64(bytes: Uint8Array): string {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+/** Spaces as ·, tabs as →, carriage returns as ␍: for showing why a match failed. */
+export const visibleWhitespace = (s: string): string => s.replace(/ /g, "·").replace(/\t/g, "→").replace(/\r/g, "␍");
+
+export const utf8 = new TextEncoder();
+export const byteLength = (s: string): number => utf8.encode(s).length;
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,67 @@
+/**
+ * defineTool(): one tool = a zod input schema, the description the model reads, a
+ * permission, and execute(). The schema is the validation, the OpenAPI doc and the
+ * JSON Schema of the tool definition. toolApp() turns a tool into a stateless Hono app.
+ */
+import { z } from "@hono/zod-openapi";
+import type { AuthInfo, Scope } from "./auth/keys.js";
+import type { AppDeps } from "./deps.js";
+import type { Workspace } from "./workspace/workspace.js";
+
+export type Permission = Scope;
+export type Category = "file" | "search" | "execute";
+
+export interface ToolContext {
+  ws: Workspace;
+  session: string;
+  auth: AuthInfo;
+  deps: AppDeps;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+}
+
+export interface ToolResult {
+  /** One line for humans (UI titles, logs). */
+  title: string;
+  /** The text handed to the model. */
+  output: string;
+  /** The same result, structured. */
+  data: Record<string, unknown>;
+}
+
+export interface Tool<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  /** What the model reads: purpose, rules, defaults as `(default: X)`, a closing `Returns: {...}`. */
+  description: string;
+  category: Category;
+  permission: Permission;
+  input: S;
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+}
+
+export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
+  return tool as unknown as Tool;
+}
+
+/** Longest `output` any tool hands back; tools cut earlier with their own notes. */
+export const MAX_OUTPUT_CHARS = 100_000;
+
+/** Cuts text in the middle, saying how much was removed. */
+export function truncateMiddle(text: string, max: number): { text: string; truncated: boolean } {
+  if (text.length <= max) return { text, truncated: false };
+  const head = Math.floor(max * 0.5);
+  const tail = max - head;
+  const removed = text.length - head - tail;
+  return { text: `${text.slice(0, head)}\n\n... [${removed} characters removed] ...\n\n${text.slice(text.length - tail)}`, truncated: true };
+}
+
+/** The tool definition as listed by GET /v1/tools. */
+export function toolDefinition(tool: Tool) {
+  return {
+    name: tool.name,
+    description: tool.description,
+    category: tool.category,
+    permission: tool.permission,
+    input_schema: z.toJSONSchema(tool.input, { target: "draft-2020-12", io: "input" }),
+  };
+}

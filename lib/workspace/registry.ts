@@ -1,0 +1,59 @@
+/**
+ * Workspaces of a tenant. The record lives in object storage (strongly consistent)
+ * beside the files: t/<tenant>/w/<ws>/meta.json.
+ */
+import { ToolError } from "../errors.js";
+import { randomId } from "../hash.js";
+import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+
+export interface WorkspaceMeta {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
+
+export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string }): Promise<WorkspaceMeta> {
+  const id = input.id ?? `ws_${randomId(16)}`;
+  if (!ID_PATTERN.test(id)) {
+    throw new ToolError("INVALID_ARGUMENT", `Invalid workspace id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit.`, { id });
+  }
+  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString() };
+  try {
+    await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
+  } catch (e) {
+    if (isConditionFailed(e)) throw new ToolError("ALREADY_EXISTS", `Workspace ${id} already exists. Pick another id, or use it.`, { id });
+    throw e;
+  }
+  return meta;
+}
+
+/** The workspace record, or NOT_FOUND (the same answer whether it never existed or is another tenant's). */
+export async function getWorkspace(driver: StorageDriver, tenant: string, id: string): Promise<WorkspaceMeta> {
+  const r = ID_PATTERN.test(id) ? await driver.get(metaKey(tenant, id)) : null;
+  if (!r) throw new ToolError("NOT_FOUND", `Workspace not found: ${id}. List your workspaces with GET /v1/workspaces.`, { workspace: id });
+  return JSON.parse(await new Response(r.body).text()) as WorkspaceMeta;
+}
+
+export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
+  const r = await driver.list({ prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit: Math.min(opts.limit ?? 100, 1000), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
+  const ids = r.prefixes.map((p) => p.slice(tenantWorkspacesPrefix(tenant).length, -1));
+  const metas = await Promise.all(ids.map((id) => getWorkspace(driver, tenant, id).catch(() => null)));
+  return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
+}
+
+/** Deletes the record first (the workspace is gone at once), then every object below it. */
+export async function deleteWorkspace(driver: StorageDriver, tenant: string, id: string): Promise<{ deleted_objects: number }> {
+  await getWorkspace(driver, tenant, id);
+  await driver.delete(metaKey(tenant, id));
+  let count = 0;
+  for (;;) {
+    const r = await driver.list({ prefix: workspacePrefix(tenant, id), limit: 1000 });
+    if (r.objects.length === 0) break;
+    await driver.delete(r.objects.map((o) => o.key));
+    count += r.objects.length;
+  }
+  return { deleted_objects: count };
+}

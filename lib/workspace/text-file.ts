@@ -1,0 +1,28 @@
+/** Loading and saving a text file for the edit tools, with the read-before-write rules. */
+import { ToolError } from "../errors.js";
+import { looksBinary, sniffType, utf8 } from "../text.js";
+import type { FileInfo, Workspace } from "./workspace.js";
+
+/** Largest file the edit tools load whole. */
+export const MAX_EDIT_BYTES = 10 * 1024 * 1024;
+
+/** The current text of a file the session has read, unchanged since. */
+export async function loadForEdit(ws: Workspace, path: string): Promise<{ text: string; info: FileInfo }> {
+  const head = await ws.requireFile(path);
+  await ws.requireReadUnchanged(path, head);
+  const { bytes, info } = await ws.readBytes(path, MAX_EDIT_BYTES);
+  if (info.etag !== head.etag) {
+    throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: info.etag });
+  }
+  if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192)) {
+    throw new ToolError("BINARY_FILE", `${path} is a binary file (${sniffType(bytes)}); it cannot be edited as text. Use write with encoding: "base64".`, { path, size: info.size, type: sniffType(bytes) });
+  }
+  return { text: new TextDecoder().decode(bytes), info };
+}
+
+/** Writes the edited text over exactly the version that was loaded, and records it. */
+export async function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
+  const info = await ws.put(path, utf8.encode(text), loaded ? { ifMatch: loaded.etag } : { create: true });
+  await ws.recordRead(path, info.etag);
+  return info;
+}

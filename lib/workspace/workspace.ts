@@ -1,0 +1,272 @@
+/**
+ * A workspace as the tools see it: canonical paths in, files and directories out.
+ * It builds every storage key (through lib/paths), maps storage conditions to tool
+ * errors, and keeps the session's file records. Tools never see keys or tenants.
+ */
+import { ToolError } from "../errors.js";
+import { fileKey, filesPrefix, joinPath, ancestorsOf, baseName, parentOf } from "../paths.js";
+import type { RecordStore } from "../records/store.js";
+import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
+
+export interface FileInfo {
+  path: string;
+  size: number;
+  etag: string;
+  modified: Date;
+}
+
+export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
+
+/** Told about every change made through a Workspace (search indexes listen here). */
+export interface WorkspaceListener {
+  changed(ws: Workspace, path: string, info: FileInfo | null): Promise<void>;
+}
+
+export interface WorkspaceOptions {
+  driver: StorageDriver;
+  records: RecordStore;
+  tenant: string;
+  id: string;
+  listeners?: WorkspaceListener[];
+}
+
+export interface ListEntry {
+  name: string;
+  path: string;
+  type: "file" | "directory";
+  size?: number;
+  modified?: string;
+  etag?: string;
+}
+
+export class Workspace {
+  readonly driver: StorageDriver;
+  readonly records: RecordStore;
+  readonly tenant: string;
+  readonly id: string;
+  private readonly prefix: string;
+  private readonly listeners: WorkspaceListener[];
+  /** Bytes moved to and from storage during this request (for usage). */
+  bytesRead = 0;
+  bytesWritten = 0;
+
+  constructor(opts: WorkspaceOptions) {
+    this.driver = opts.driver;
+    this.records = opts.records;
+    this.tenant = opts.tenant;
+    this.id = opts.id;
+    this.prefix = filesPrefix(opts.tenant, opts.id);
+    this.listeners = opts.listeners ?? [];
+  }
+
+  /** The storage key of a canonical path. */
+  key(path: string): string {
+    return fileKey(this.tenant, this.id, path);
+  }
+
+  /** The canonical path of a storage key of this workspace. */
+  pathOf(key: string): string {
+    return key.slice(this.prefix.length).replace(/\/$/, "");
+  }
+
+  private toInfo(o: ObjectInfo): FileInfo {
+    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified };
+  }
+
+  async head(path: string): Promise<FileInfo | null> {
+    if (path === "") return null;
+    const o = await this.driver.head(this.key(path));
+    return o ? this.toInfo(o) : null;
+  }
+
+  async isDirectory(path: string): Promise<boolean> {
+    if (path === "") return true;
+    const r = await this.driver.list({ prefix: `${this.key(path)}/`, limit: 1 });
+    return r.objects.length > 0 || r.prefixes.length > 0;
+  }
+
+  async stat(path: string): Promise<Stat | null> {
+    const [file, dir] = await Promise.all([this.head(path), this.isDirectory(path)]);
+    if (file) return { type: "file", ...file };
+    return dir ? { type: "directory", path } : null;
+  }
+
+  /** A file's info, or NOT_FOUND / IS_DIRECTORY with a hint. */
+  async requireFile(path: string): Promise<FileInfo> {
+    const info = await this.head(path);
+    if (info) return info;
+    if (await this.isDirectory(path)) {
+      throw new ToolError("IS_DIRECTORY", `${path || "/"} is a directory, not a file. Use ls to list it.`, { path });
+    }
+    throw await this.notFound(path);
+  }
+
+  /** NOT_FOUND naming the closest existing paths. */
+  async notFound(path: string, what = "File"): Promise<ToolError> {
+    const similar = await this.similarPaths(path);
+    const hint = similar.length ? ` Did you mean: ${similar.join(", ")}?` : " Use glob or ls to find it.";
+    return new ToolError("NOT_FOUND", `${what} not found: ${path}.${hint}`, { path, similar });
+  }
+
+  /** Up to 5 existing paths close to `path`: same directory, nearest names first. */
+  async similarPaths(path: string): Promise<string[]> {
+    let dir = parentOf(path);
+    // Walk up to the nearest directory that exists.
+    for (;;) {
+      if (await this.isDirectory(dir)) break;
+      dir = parentOf(dir);
+    }
+    const page = await this.list(dir, { limit: 200 });
+    const target = baseName(path).toLowerCase();
+    return page.entries
+      .map((e) => ({ e, d: distance(e.name.toLowerCase(), target) }))
+      .filter(({ e, d }) => d <= Math.max(3, Math.floor(target.length / 2)) || e.name.toLowerCase().includes(target) || target.includes(e.name.toLowerCase()))
+      .sort((a, b) => a.d - b.d)
+      .slice(0, 5)
+      .map(({ e }) => (e.type === "directory" ? `${e.path}/` : e.path));
+  }
+
+  async get(path: string, range?: { offset: number; length?: number }): Promise<GetResult | null> {
+    const r = await this.driver.get(this.key(path), range ? { range } : undefined);
+    if (r) this.bytesRead += r.range.length;
+    return r;
+  }
+
+  /** The whole file as bytes; FILE_TOO_LARGE past maxBytes. */
+  async readBytes(path: string, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    const info = await this.requireFile(path);
+    if (info.size > maxBytes) {
+      throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; this operation handles at most ${maxBytes}. Read it in pages with offset and limit, or search it with grep.`, { path, size: info.size, max: maxBytes });
+    }
+    const r = await this.get(path);
+    if (!r) throw await this.notFound(path);
+    const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+    return { bytes, info: this.toInfo(r) };
+  }
+
+  /**
+   * Writes a file. `ifMatch` guards an overwrite, `create` makes it create-only.
+   * Refuses a path that is a directory or lies below a file.
+   */
+  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string } = {}): Promise<FileInfo> {
+    if (opts.ifMatch === undefined) await this.checkPlace(path);
+    try {
+      const o = await this.driver.put(this.key(path), body, {
+        ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
+        ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
+        ...(opts.length !== undefined ? { length: opts.length } : {}),
+        ...(opts.contentType ? { contentType: opts.contentType } : {}),
+      });
+      const info = this.toInfo(o);
+      this.bytesWritten += info.size;
+      await this.notify(path, info);
+      return info;
+    } catch (e) {
+      if (!isConditionFailed(e)) throw e;
+      if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
+      const current = await this.head(path);
+      throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
+    }
+  }
+
+  /** A new file may not be a directory, nor lie below a file. */
+  private async checkPlace(path: string): Promise<void> {
+    const [dir, parents] = await Promise.all([this.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => this.head(p)))]);
+    if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
+    const file = parents.find((p) => p !== null);
+    if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
+  }
+
+  async delete(path: string): Promise<void> {
+    await this.driver.delete(this.key(path));
+    await this.notify(path, null);
+  }
+
+  async deleteMany(paths: string[]): Promise<void> {
+    await this.driver.delete(paths.map((p) => this.key(p)));
+    for (const p of paths) await this.notify(p, null);
+  }
+
+  private async notify(path: string, info: FileInfo | null): Promise<void> {
+    for (const l of this.listeners) await l.changed(this, path, info);
+  }
+
+  /**
+   * One page of a directory. Non-recursive pages list files and subdirectories;
+   * recursive pages list every file below and the directories they imply.
+   */
+  async list(dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number } = {}): Promise<{ entries: ListEntry[]; cursor?: string }> {
+    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
+    const r = await this.driver.list({ prefix: base, ...(opts.recursive ? {} : { delimiter: "/" }), ...(opts.cursor ? { cursor: opts.cursor } : {}), limit: opts.limit ?? 1000 });
+    const entries: ListEntry[] = [];
+    for (const p of r.prefixes) {
+      const path = this.pathOf(p);
+      entries.push({ name: baseName(path), path, type: "directory" });
+    }
+    const dirs = new Set<string>();
+    for (const o of r.objects) {
+      const path = this.pathOf(o.key);
+      if (opts.recursive) {
+        for (const a of ancestorsOf(path)) if (a.length > dir.length && !dirs.has(a)) dirs.add(a);
+      }
+      entries.push({ name: opts.recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
+    }
+    for (const d of dirs) entries.push({ name: d.slice(dir === "" ? 0 : dir.length + 1), path: d, type: "directory" });
+    return { entries, ...(r.cursor ? { cursor: r.cursor } : {}) };
+  }
+
+  /** Every file below a directory, page by page (bounded by maxFiles). */
+  async *walk(dir: string, maxFiles = Infinity): AsyncGenerator<FileInfo> {
+    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
+    let cursor: string | undefined;
+    let n = 0;
+    do {
+      const r = await this.driver.list({ prefix: base, limit: 1000, ...(cursor ? { cursor } : {}) });
+      for (const o of r.objects) {
+        if (n++ >= maxFiles) return;
+        yield this.toInfo(o);
+      }
+      cursor = r.cursor;
+    } while (cursor);
+  }
+
+  // ---- session records ----
+
+  async recordRead(path: string, etag: string): Promise<void> {
+    await this.records.set(path, etag);
+  }
+
+  /**
+   * Before changing an existing file: the session must have read it, and it must not
+   * have changed since. Returns the current info (its etag guards the write).
+   */
+  async requireReadUnchanged(path: string, current: FileInfo): Promise<void> {
+    const rec = await this.records.get(path);
+    if (!rec) {
+      throw new ToolError("NOT_READ", `${path} has not been read in this session. Read it with the read tool first, then retry.`, { path });
+    }
+    if (rec.etag !== current.etag) {
+      throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: current.etag, read_etag: rec.etag });
+    }
+  }
+
+  join(dir: string, name: string): string {
+    return joinPath(dir, name);
+  }
+}
+
+/** Levenshtein distance, bounded to short strings. */
+function distance(a: string, b: string): number {
+  if (a.length > 64 || b.length > 64) return a === b ? 0 : 99;
+  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = prev[j]!;
+      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = tmp;
+    }
+  }
+  return prev[b.length]!;
+}

@@ -1,0 +1,8 @@
+// Bindings the Workers test project sees (from wrangler.toml and vitest.config.ts).
+declare namespace Cloudflare {
+  interface Env {
+    FILES: R2Bucket;
+    KV: KVNamespace;
+    TOOLSHED_ADMIN_TOKEN: string;
+  }
+}

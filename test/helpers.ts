@@ -1,0 +1,63 @@
+/** Test helpers for the Workers project: the real app over the real (local) R2 and KV. */
+import { env } from "cloudflare:workers";
+import { tools as allTools } from "../functions/index.js";
+import { createApp } from "../lib/app.js";
+import type { AppDeps } from "../lib/deps.js";
+import { randomId } from "../lib/hash.js";
+import { r2Driver } from "../lib/storage/drivers/r2.js";
+import { workersKeyValue } from "../lib/storage/kv-workers.js";
+import type { Tool } from "../lib/tool.js";
+
+export const ADMIN = "test-admin-token";
+
+export function testDeps(extra: Partial<AppDeps> = {}): AppDeps {
+  return { storage: r2Driver(env.FILES), kv: workersKeyValue(env.KV), adminToken: ADMIN, ...extra };
+}
+
+export type TestApp = ReturnType<typeof createApp>;
+
+export function testApp(extra: Partial<AppDeps> = {}, tools: readonly Tool[] = allTools): TestApp {
+  return createApp(testDeps(extra), tools);
+}
+
+export interface Tenant {
+  app: TestApp;
+  tenant: string;
+  key: string;
+  ws: string;
+  call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
+  /** Raw request with this tenant's key. */
+  req: (path: string, init?: RequestInit) => Promise<Response>;
+}
+
+export async function admin(app: TestApp, path: string, body?: unknown, method = "POST") {
+  const res = await app.request(path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** A fresh tenant with an API key and one workspace. */
+export async function newTenant(app: TestApp = testApp(), opts: { scopes?: string[] } = {}): Promise<Tenant> {
+  const tenant = `t-${randomId(8)}`;
+  const t = await admin(app, "/v1/admin/tenants", { id: tenant });
+  if (t.status !== 201) throw new Error(`tenant: ${JSON.stringify(t.body)}`);
+  const k = await admin(app, `/v1/admin/tenants/${tenant}/keys`, opts.scopes ? { scopes: opts.scopes } : {});
+  if (k.status !== 201) throw new Error(`key: ${JSON.stringify(k.body)}`);
+  const key = k.body.key as string;
+  const req = async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string> | undefined) } });
+  const w = await req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  if (w.status !== 201) throw new Error(`workspace: ${await w.text()}`);
+  const ws = "main";
+  const call = async (tool: string, args: unknown, session = "s1") => {
+    const res = await req(`/v1/workspaces/${ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  return { app, tenant, key, ws, call, req };
+}
+
+/** Uploads a file through the raw files route (no session record). */
+export async function upload(t: Tenant, path: string, body: string | Uint8Array): Promise<string> {
+  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  const res = await t.req(`/v1/workspaces/${t.ws}/files/${path}`, { method: "PUT", headers: { "content-length": String(bytes.length) }, body: bytes });
+  if (res.status !== 200 && res.status !== 201) throw new Error(`upload ${path}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { etag: string }).etag;
+}
