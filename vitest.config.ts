@@ -5,6 +5,7 @@ import { defineConfig } from "vitest/config";
 // `*.node.test.ts` runs in Node (S3 driver against a real S3 server, Lambda entry, bash sandbox).
 export default defineConfig({
   test: {
+    reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
         plugins: [

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, shortDiff } from "../lib/edit.js";
-import { ToolError } from "../lib/errors.js";
+import { isToolError, ToolError } from "../lib/errors.js";
 import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
@@ -44,7 +44,14 @@ export default defineTool({
     let replacements = 0;
     const offset = args.edits.length - edits.length;
     edits.forEach((edit, i) => {
-      const r = applyEdit(text, edit, path, `edits[${i + offset}]: `);
+      let r;
+      try {
+        r = applyEdit(text, edit, path, `edits[${i + offset}]: `);
+      } catch (e) {
+        // The failing edit's index, for programs as well as for the model (the message says it too).
+        if (isToolError(e)) e.details.edit = i + offset;
+        throw e;
+      }
       text = r.text;
       replacements += r.count;
     });

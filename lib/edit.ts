@@ -38,6 +38,9 @@ export function applyEdit(text: string, edit: EditSpec, path: string, label = ""
   const body = crlf ? text.replaceAll("\r\n", "\n") : text;
   const oldS = crlf ? edit.old_string.replaceAll("\r\n", "\n") : edit.old_string;
   const newS = crlf ? edit.new_string.replaceAll("\r\n", "\n") : edit.new_string;
+  if (oldS === newS) {
+    throw new ToolError("INVALID_ARGUMENT", `${label}old_string and new_string differ only in line endings; ${path} keeps its CRLF line endings, so nothing would change.`);
+  }
   const found = positions(body, oldS);
   if (found.length === 0) throw noMatch(body, oldS, path, label);
   if (found.length > 1 && !edit.replace_all) {
@@ -91,13 +94,22 @@ function similarity(a: string, b: string): number {
   return (2 * common) / (a.length - 1 + b.length - 1);
 }
 
+/** Lines of a text for diffing: no phantom empty line after a final newline; a missing one is marked. */
+function diffLines(text: string): string[] {
+  if (text === "") return [];
+  const lines = text.replaceAll("\r\n", "\n").split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  else lines[lines.length - 1] += "\n\\ No newline at end of file";
+  return lines;
+}
+
 /**
  * A unified diff of the changed region (common leading and trailing lines trimmed),
  * with `context` lines around it, cut at maxLines.
  */
 export function shortDiff(path: string, before: string, after: string, context = 3, maxLines = 80): string {
-  const a = before.replaceAll("\r\n", "\n").split("\n");
-  const b = after.replaceAll("\r\n", "\n").split("\n");
+  const a = diffLines(before);
+  const b = diffLines(after);
   let start = 0;
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
   let endA = a.length - 1;
@@ -109,11 +121,17 @@ export function shortDiff(path: string, before: string, after: string, context =
   const from = Math.max(0, start - context);
   const toA = Math.min(a.length - 1, endA + context);
   const toB = Math.min(b.length - 1, endB + context);
-  const out = [`--- a/${path}`, `+++ b/${path}`, `@@ -${from + 1},${toA - from + 1} +${from + 1},${toB - from + 1} @@`];
+  // An empty range is numbered by the line before it (as in `diff -u`).
+  const range = (to: number) => {
+    const n = to - from + 1;
+    return `${n === 0 ? from : from + 1},${n}`;
+  };
+  const out = [`--- a/${path}`, `+++ b/${path}`, `@@ -${range(toA)} +${range(toB)} @@`];
   for (let i = from; i < start; i++) out.push(` ${a[i]}`);
   for (let i = start; i <= endA; i++) out.push(`-${a[i]}`);
   for (let i = start; i <= endB; i++) out.push(`+${b[i]}`);
   for (let i = endA + 1; i <= toA; i++) out.push(` ${a[i]}`);
-  if (out.length > maxLines) return [...out.slice(0, maxLines), `... (${out.length - maxLines} more diff lines)`].join("\n");
-  return out.join("\n");
+  const flat = out.join("\n").split("\n");
+  if (flat.length > maxLines) return [...flat.slice(0, maxLines), `... (${flat.length - maxLines} more diff lines)`].join("\n");
+  return flat.join("\n");
 }

@@ -17,6 +17,7 @@ export function toToolError(err: unknown): ToolError {
   if (err instanceof HTTPException) {
     if (err.status === 401) return new ToolError("UNAUTHORIZED", "Missing or invalid API key. Send 'Authorization: Bearer <api key>'.");
     if (err.status === 413) return new ToolError("PAYLOAD_TOO_LARGE", err.message || "Request body too large.");
+    if (err.status === 415) return new ToolError("INVALID_ARGUMENT", "Send the arguments as a JSON body with 'Content-Type: application/json'.", { status: 415 });
     return new ToolError("INVALID_ARGUMENT", err.message || "Bad request.", { status: err.status });
   }
   return new ToolError("INTERNAL", "Internal error. Retry; if it persists, report it with the request id.", {});

@@ -26,8 +26,9 @@ export function normalizePath(input: unknown): string {
   if (input.length > MAX_PATH_BYTES * 4) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
   // Lone surrogates cannot be encoded as UTF-8 and would turn into U+FFFD: refuse them.
   if (!input.isWellFormed()) throw invalid(input, "it is not well-formed Unicode");
+  // C0, DEL and C1 (the Unicode category Cc): NUL, newline, ESC, NEL ...
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(input)) throw invalid(input, "it contains a control character (NUL, newline, ...)");
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(input)) throw invalid(input, "it contains a control character (NUL, newline, ...)");
   if (input.includes("\\")) throw invalid(input, "use '/' to separate directories, not '\\'");
   const nfc = input.normalize("NFC");
   const out: string[] = [];
@@ -83,10 +84,19 @@ export function workspacePrefix(tenant: string, workspace: string): string {
   if (!ID_PATTERN.test(workspace)) throw new ToolError("INVALID_ARGUMENT", `Bad workspace id ${JSON.stringify(workspace)}: use lower-case letters, digits, '-' and '_' (at most 63).`);
   return `t/${tenant}/w/${workspace}/`;
 }
-export const tenantWorkspacesPrefix = (tenant: string): string => `t/${tenant}/w/`;
+export function tenantWorkspacesPrefix(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/w/`;
+}
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
-/** The storage key of a canonical workspace path (the root maps to the files prefix itself). */
+/**
+ * The storage key of a canonical workspace path (the root maps to the files prefix itself).
+ * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build
+ * a key with "..", "//" or unnormalized Unicode (some HTTP layers resolve dot segments in S3 URLs).
+ */
 export function fileKey(tenant: string, workspace: string, canonicalPath: string): string {
-  return filesPrefix(tenant, workspace) + canonicalPath;
+  const prefix = filesPrefix(tenant, workspace);
+  if (normalizePath(canonicalPath) !== canonicalPath) throw invalid(canonicalPath, "it is not a canonical workspace path (normalize it first)");
+  return prefix + canonicalPath;
 }

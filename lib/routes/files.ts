@@ -18,10 +18,10 @@ import { errorResponses, newApp, requireWorkspace } from "./common.js";
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
 
 function pathFromUrl(c: Context<AppEnv>): string {
-  const pathname = new URL(c.req.url).pathname;
-  const marker = `/v1/workspaces/${c.req.param("ws")}/files/`;
-  const i = pathname.indexOf(marker);
-  const raw = i >= 0 ? pathname.slice(i + marker.length) : "";
+  // The raw (still percent-encoded) rest of the URL after the route's own /files/: matched on the
+  // URL itself, not on the decoded ws param, which may be spelled differently (m%61in = main).
+  const m = /\/v1\/workspaces\/[^/]+\/files\/(.*)$/.exec(new URL(c.req.url).pathname);
+  const raw = m?.[1] ?? "";
   let decoded: string;
   try {
     decoded = raw.split("/").map(decodeURIComponent).join("/");
@@ -104,8 +104,8 @@ export function filesApp(deps: AppDeps) {
     const ws = await workspace(c);
     const path = pathFromUrl(c);
     const head = await ws.requireFile(path);
-    const ifMatch = c.req.header("if-match");
-    if (ifMatch && unquoteEtag(ifMatch) !== head.etag) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+    const im = etagList(c.req.header("if-match"));
+    if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
     await ws.delete(path);
     return c.json({ deleted: true, path }, 200);
   });
@@ -130,7 +130,10 @@ function parseRange(header: string | undefined, size: number): { offset: number;
   if (!header) return null;
   const m = header.match(/^bytes=(\d*)-(\d*)$/);
   if (!m || (m[1] === "" && m[2] === "")) throw new ToolError("INVALID_ARGUMENT", `Unsupported Range ${JSON.stringify(header)}: send one range like bytes=0-1023.`);
+  // An empty file has no byte to range over: answer with the whole (empty) body.
+  if (size === 0) return null;
   if (m[1] === "") {
+    if (Number(m[2]) === 0) throw new ToolError("INVALID_ARGUMENT", `Range ${header} asks for no bytes.`, { size });
     const n = Math.min(Number(m[2]), size);
     return { offset: size - n, length: n };
   }

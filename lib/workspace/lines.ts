@@ -28,24 +28,62 @@ export interface LinePageOptions {
 }
 
 const decoder = new TextDecoder("utf-8");
+const encoder = new TextEncoder();
 
 export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePageOptions): Promise<LinePage> {
   const reader = body.getReader();
   const page: LinePage = { lines: [], start: o.offset, cutLines: 0, stoppedBy: "eof" };
   let line = 1; // number of the line being read
-  let pending: Uint8Array[] = []; // bytes of the current line, in the page window
+  let pending: Uint8Array[] = []; // bytes of the current line, in the page window (at most keepBytes)
+  let pendingLen = 0;
+  let overflowUnits = 0; // UTF-16 length of the line's bytes beyond keepBytes (counted, not kept)
+  let lastByte = -1; // last byte of the current line
+  // Enough bytes to decode more than maxLineChars characters (at most 3 bytes per UTF-16 unit);
+  // the rest of a longer line is only counted, so one huge line is never held in memory.
+  const keepBytes = o.maxLineChars * 3 + 4;
   let pageBytes = 0;
   let full = false;
   let tailBytes = 0; // bytes since the last line feed
+  let base = 0; // stream offset of the current chunk
+  let pageEnd = -1; // stream offset just after the page's last line feed
 
-  const emit = (bytes: Uint8Array[]) => {
-    let text = decoder.decode(concat(bytes));
-    if (text.endsWith("\r")) text = text.slice(0, -1);
-    if (text.length > o.maxLineChars) {
-      text = `${text.slice(0, o.maxLineChars)}… [line cut: ${text.length} characters]`;
+  const keep = (seg: Uint8Array) => {
+    if (seg.length === 0) return;
+    lastByte = seg[seg.length - 1]!;
+    const room = Math.max(0, keepBytes - pendingLen);
+    if (seg.length <= room) {
+      pending.push(seg);
+      pendingLen += seg.length;
+      return;
+    }
+    if (room > 0) pending.push(seg.slice(0, room));
+    pendingLen += room;
+    overflowUnits += utf16Units(seg.subarray(room));
+  };
+
+  const emit = () => {
+    const raw = concat(pending);
+    const overflow = overflowUnits > 0;
+    pending = [];
+    pendingLen = 0;
+    let text = decoder.decode(raw);
+    let size = raw.length; // the cost is counted in UTF-8 bytes, as the cap is
+    let chars = text.length;
+    if (overflow) {
+      chars = utf16Units(raw) + overflowUnits - (lastByte === 13 ? 1 : 0);
+      overflowUnits = 0;
+    } else if (text.endsWith("\r")) {
+      text = text.slice(0, -1);
+      size--;
+      chars--;
+    }
+    lastByte = -1;
+    if (chars > o.maxLineChars) {
+      text = `${text.slice(0, o.maxLineChars)}… [line cut: ${chars} characters]`;
+      size = encoder.encode(text).length;
       page.cutLines++;
     }
-    const cost = text.length + 8;
+    const cost = size + 8;
     if (page.lines.length > 0 && pageBytes + cost > o.maxBytes) {
       page.stoppedBy = "bytes";
       return false;
@@ -64,28 +102,34 @@ export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePage
       while (pos <= value.length) {
         const nl = value.indexOf(10, pos);
         const end = nl === -1 ? value.length : nl;
-        if (!full && line >= o.offset) pending.push(value.subarray(pos, end));
+        if (!full && line >= o.offset) keep(value.subarray(pos, end));
         if (nl === -1) {
           tailBytes += value.length - pos;
           break;
         }
         tailBytes = 0;
         if (!full && line >= o.offset) {
-          full = !emit(pending);
-          pending = [];
+          full = !emit();
+          if (full) pageEnd = base + nl + 1;
         }
         line++;
         pos = nl + 1;
       }
+      base += value.length;
       if (full && o.size > o.countBelowBytes) {
         await reader.cancel();
+        // A page that ends with the file's last byte is the end, even uncounted.
+        if (page.stoppedBy === "limit" && pageEnd >= o.size) {
+          page.stoppedBy = "eof";
+          page.totalLines = page.start + page.lines.length - 1;
+        }
         return page;
       }
     }
     // The last line has no terminator: it counts only if it has bytes.
     const lastHasBytes = tailBytes > 0;
     if (!full && line >= o.offset && lastHasBytes) {
-      full = !emit(pending);
+      full = !emit();
     }
     page.totalLines = lastHasBytes ? line : line - 1;
     if (!full) page.stoppedBy = "eof";
@@ -94,6 +138,16 @@ export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePage
   } finally {
     reader.releaseLock();
   }
+}
+
+/** UTF-16 length of UTF-8 bytes, counted without decoding (exact for valid UTF-8). */
+function utf16Units(b: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < b.length; i++) {
+    const x = b[i]!;
+    if ((x & 0xc0) !== 0x80) n += x >= 0xf0 ? 2 : 1;
+  }
+  return n;
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

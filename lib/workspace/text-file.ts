@@ -14,10 +14,12 @@ export async function loadForEdit(ws: Workspace, path: string): Promise<{ text: 
   if (info.etag !== head.etag) {
     throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: info.etag });
   }
-  if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192)) {
-    throw new ToolError("BINARY_FILE", `${path} is a binary file (${sniffType(bytes)}); it cannot be edited as text. Use write with encoding: "base64".`, { path, size: info.size, type: sniffType(bytes) });
+  // The whole file must be UTF-8: decoding invalid bytes would write U+FFFD back over them.
+  if (looksBinary(bytes, true)) {
+    throw new ToolError("BINARY_FILE", `${path} is a binary file or not valid UTF-8 (${sniffType(bytes)}); it cannot be edited as text. Use write with encoding: "base64".`, { path, size: info.size, type: sniffType(bytes) });
   }
-  return { text: new TextDecoder().decode(bytes), info };
+  // ignoreBOM: a byte order mark is kept as text, so it is written back.
+  return { text: new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes), info };
 }
 
 /** Writes the edited text over exactly the version that was loaded, and records it. */

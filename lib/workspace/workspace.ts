@@ -148,8 +148,9 @@ export class Workspace {
    * Writes a file. `ifMatch` guards an overwrite, `create` makes it create-only.
    * Refuses a path that is a directory or lies below a file.
    */
-  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string } = {}): Promise<FileInfo> {
-    if (opts.ifMatch === undefined) await this.checkPlace(path);
+  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean } = {}): Promise<FileInfo> {
+    // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
+    if (opts.ifMatch === undefined && !opts.placeChecked) await this.checkPlace(path);
     try {
       const o = await this.driver.put(this.key(path), body, {
         ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
@@ -215,6 +216,27 @@ export class Workspace {
     return { entries, ...(r.cursor ? { cursor: r.cursor } : {}) };
   }
 
+  /**
+   * One raw page below a directory in storage order, as paths relative to it (a rolled-up
+   * subdirectory ends with "/"). `after` resumes after such a relative position; listings
+   * that page by position (ls) use it instead of storage cursors.
+   */
+  async scan(dir: string, opts: { recursive?: boolean; after?: string; cursor?: string; limit?: number } = {}): Promise<{ items: ScanItem[]; cursor?: string }> {
+    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
+    const r = await this.driver.list({
+      prefix: base,
+      ...(opts.recursive ? {} : { delimiter: "/" }),
+      ...(opts.cursor ? { cursor: opts.cursor } : opts.after ? { startAfter: base + opts.after } : {}),
+      limit: opts.limit ?? 1000,
+    });
+    const items: ScanItem[] = [
+      ...r.prefixes.map((p) => ({ rel: p.slice(base.length), dir: true })),
+      ...r.objects.map((o) => ({ rel: o.key.slice(base.length), dir: false, size: o.size, modified: o.modified, etag: o.etag })),
+    ];
+    items.sort((a, b) => compareKeys(a.rel, b.rel));
+    return { items, ...(r.cursor ? { cursor: r.cursor } : {}) };
+  }
+
   /** Every file below a directory, page by page (bounded by maxFiles). */
   async *walk(dir: string, maxFiles = Infinity): AsyncGenerator<FileInfo> {
     const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
@@ -253,6 +275,27 @@ export class Workspace {
   join(dir: string, name: string): string {
     return joinPath(dir, name);
   }
+}
+
+export interface ScanItem {
+  /** Path relative to the scanned directory; a subdirectory (non-recursive scans) ends with "/". */
+  rel: string;
+  dir: boolean;
+  size?: number;
+  modified?: Date;
+  etag?: string;
+}
+
+/** Storage order: by code point, which is the UTF-8 byte order of S3 and R2 keys. */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x - y;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
 }
 
 /** Levenshtein distance, bounded to short strings. */

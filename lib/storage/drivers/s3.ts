@@ -150,6 +150,9 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
       if (length === 0) {
         await body.cancel();
         body = emptyStream();
+      } else if (sent.start > start || sent.start + sentLength < start + length) {
+        await body.cancel();
+        throw new Error(`S3 returned bytes ${sent.start}-${sent.end} of ${key} for a request of ${start}+${length}`);
       } else if (sent.start !== start || sentLength !== length) {
         // The server ignored or widened the range (HTTP allows it): cut the asked bytes out of what came.
         body = sliceStream(body, start - sent.start, length);

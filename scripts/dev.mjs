@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// `npm start`: serve Toolshed locally in the Workers runtime (wrangler dev) with local R2 and KV
+// persisted under .wrangler/state, make sure a dev tenant and API key exist, and print a first curl.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+
+const PORT = Number(process.env.PORT ?? 8787);
+const BASE = `http://127.0.0.1:${PORT}`;
+const VARS = ".dev.vars";
+const DEV_STATE = ".toolshed-dev.json";
+
+function readVars() {
+  if (!existsSync(VARS)) return {};
+  return Object.fromEntries(
+    readFileSync(VARS, "utf8")
+      .split("\n")
+      .filter((l) => l.includes("=") && !l.startsWith("#"))
+      .map((l) => [l.slice(0, l.indexOf("=")).trim(), l.slice(l.indexOf("=") + 1).trim()]),
+  );
+}
+
+/** Local secrets live in .dev.vars (git-ignored), made once. */
+function ensureVars() {
+  const vars = readVars();
+  let changed = false;
+  for (const name of ["TOOLSHED_ADMIN_TOKEN", "TOOLSHED_SYNC_SECRET"]) {
+    if (!vars[name]) {
+      vars[name] = randomBytes(24).toString("hex");
+      changed = true;
+    }
+  }
+  if (changed) writeFileSync(VARS, `${Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n")}\n`, { mode: 0o600 });
+  return vars;
+}
+
+async function waitForServer(child, ms = 90_000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited with code ${child.exitCode}`);
+    try {
+      const r = await fetch(`${BASE}/healthz`);
+      if (r.ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`Toolshed did not answer on ${BASE} within ${ms / 1000}s`);
+}
+
+async function api(path, { token, method = "GET", body } = {}) {
+  const r = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+/** The dev tenant's key from last time if it still works, else a new tenant/key. */
+async function ensureDevKey(adminToken) {
+  if (existsSync(DEV_STATE)) {
+    const { key } = JSON.parse(readFileSync(DEV_STATE, "utf8"));
+    if (key && (await api("/v1/workspaces", { token: key })).status === 200) return key;
+  }
+  const t = await api("/v1/admin/tenants", { token: adminToken, method: "POST", body: { id: "dev", name: "Local development" } });
+  if (t.status !== 201 && t.status !== 409) throw new Error(`could not create the dev tenant: ${JSON.stringify(t.body)}`);
+  const k = await api("/v1/admin/tenants/dev/keys", { token: adminToken, method: "POST", body: { name: "npm start", scopes: ["read", "write", "execute"] } });
+  if (k.status !== 201) throw new Error(`could not create a dev key: ${JSON.stringify(k.body)}`);
+  writeFileSync(DEV_STATE, JSON.stringify({ tenant: "dev", key: k.body.key }, null, 2), { mode: 0o600 });
+  return k.body.key;
+}
+
+const vars = ensureVars();
+const started = Date.now();
+const wrangler = spawn(
+  "wrangler",
+  ["dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", ".wrangler/state", "--show-interactive-dev-session=false", "--log-level", "warn"],
+  { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+);
+const stop = () => {
+  wrangler.kill("SIGTERM");
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);
+wrangler.on("exit", (code) => process.exit(code ?? 0));
+
+try {
+  await waitForServer(wrangler);
+  const key = await ensureDevKey(vars.TOOLSHED_ADMIN_TOKEN);
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(`
+Toolshed is running on ${BASE} (ready in ${secs}s; local R2 and KV in .wrangler/state)
+
+  dev tenant:   dev
+  API key:      ${key}
+  admin token:  in .dev.vars (TOOLSHED_ADMIN_TOKEN)
+  docs:         ${BASE}/docs    tools: ${BASE}/v1/tools
+
+Try:
+  export TOOLSHED_KEY=${key}
+  curl -s -X POST ${BASE}/v1/workspaces -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"id":"demo"}'
+  curl -s -X POST ${BASE}/v1/workspaces/demo/tools/write -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"file_path":"hello.txt","content":"hello world\\n"}'
+  curl -s -X POST ${BASE}/v1/workspaces/demo/tools/read -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"file_path":"hello.txt"}'
+`);
+  if (process.env.TOOLSHED_DEV_EXIT_WHEN_READY) stop();
+} catch (e) {
+  console.error(`npm start failed: ${e.message}`);
+  stop();
+  process.exitCode = 1;
+}

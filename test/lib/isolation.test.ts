@@ -1,0 +1,284 @@
+/**
+ * Tenant isolation (issue 2, "Done when"): tenant B's key on every route of tenant A's workspace
+ * gets 404, learns nothing of A, and A's storage (objects and their etags) and A's KV records are
+ * byte-for-byte what they were before.
+ */
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { tools } from "../../functions/index.js";
+import { z } from "@hono/zod-openapi";
+import { newTenant, testApp, type Tenant, type TestApp } from "../helpers.js";
+import type { Tool } from "../../lib/tool.js";
+
+const A_WS = "a-private";
+const SECRET = "top secret of tenant A";
+
+/** Plausible arguments per tool, aimed at A's files. Unknown tools get arguments built from their schema. */
+const ARGS: Record<string, unknown[]> = {
+  read: [{ file_path: "secret.txt" }, { file_path: "/dir/nested/deep.txt", offset: 1, limit: 10 }, { file_path: "bin.dat", encoding: "base64" }],
+  write: [{ file_path: "secret.txt", content: "pwned" }, { file_path: "new-by-b.txt", content: "pwned" }],
+  edit: [{ file_path: "secret.txt", old_string: "top", new_string: "pwned" }, { file_path: "created-by-b.txt", old_string: "", new_string: "pwned" }],
+  multi_edit: [{ file_path: "secret.txt", edits: [{ old_string: "top", new_string: "pwned" }] }],
+  ls: [{}, { path: "/", recursive: true, show_hidden: true }, { path: "dir" }],
+  delete: [{ path: "secret.txt" }, { path: "dir", recursive: true }],
+  move: [{ from: "secret.txt", to: "stolen.txt" }, { from: "dir", to: "elsewhere", overwrite: true }],
+  copy: [{ from: "secret.txt", to: "stolen.txt" }, { from: "dir", to: "elsewhere", overwrite: true }],
+  glob: [{ pattern: "**/*" }],
+  grep: [{ pattern: "secret" }, { pattern: "top", path: "/", output_mode: "content" }],
+  bash: [{ command: "cat secret.txt; ls -la; rm -rf ./*" }],
+};
+
+/** A value that satisfies a JSON Schema (the subset zod emits), guessing from property names. */
+function sample(schema: any, name = ""): unknown {
+  if (!schema || typeof schema !== "object") return "x";
+  if ("const" in schema) return schema.const;
+  if (schema.enum) return schema.enum[0];
+  if (schema.default !== undefined) return schema.default;
+  for (const k of ["anyOf", "oneOf"]) if (Array.isArray(schema[k])) return sample(schema[k][0], name);
+  if (Array.isArray(schema.allOf)) return sample(schema.allOf[0], name);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "string":
+      if (/path|file|from|to|dir/i.test(name)) return "secret.txt";
+      if (/pattern|glob|regex|query/i.test(name)) return "*";
+      if (/command|cmd|script|code/i.test(name)) return "ls";
+      if (/url/i.test(name)) return "https://example.com/";
+      return "x".repeat(Math.max(1, schema.minLength ?? 1));
+    case "integer":
+    case "number":
+      return Math.max(schema.minimum ?? 1, schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : 1);
+    case "boolean":
+      return false;
+    case "array":
+      return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, () => sample(schema.items, name));
+    case "null":
+      return null;
+    default: {
+      const out: Record<string, unknown> = {};
+      for (const k of schema.required ?? []) out[k] = sample(schema.properties?.[k], k);
+      return out;
+    }
+  }
+}
+
+function argsFor(tool: Tool): unknown[] {
+  const list = ARGS[tool.name] ?? [sample(z.toJSONSchema(tool.input, { io: "input" }))];
+  for (const a of list) {
+    const ok = tool.input.safeParse(a);
+    if (!ok.success) throw new Error(`isolation test: arguments for ${tool.name} do not validate (${ok.error.message}); add valid ones to ARGS`);
+  }
+  return list;
+}
+
+async function storage(tenant: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
+    out.push(...page.objects.map((o) => `${o.key} ${o.etag} ${o.size}`));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return out.sort();
+}
+
+/** KV entries that belong to a tenant: its record, its keys' ids, its session records (with values). */
+async function kvState(tenant: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const prefix of [`tenant/${tenant}`, `keyid/${tenant}/`, `rec/${tenant}/`]) {
+    let cursor: string | undefined;
+    do {
+      const page = await env.KV.list({ prefix, ...(cursor ? { cursor } : {}) });
+      for (const k of page.keys) out.push(`${k.name} ${await env.KV.get(k.name)}`);
+      cursor = page.list_complete ? undefined : page.cursor;
+    } while (cursor);
+  }
+  return out.sort();
+}
+
+async function callTool(t: Tenant, ws: string, tool: string, args: unknown, session = "s1") {
+  const res = await t.req(`/v1/workspaces/${ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
+  return { status: res.status, text: await res.text() };
+}
+
+async function rawPut(t: Tenant, ws: string, path: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
+  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  return t.req(`/v1/workspaces/${ws}/files/${path}`, { method: "PUT", headers: { "content-length": String(bytes.length), ...headers }, body: bytes });
+}
+
+describe("tenant isolation", () => {
+  let app: TestApp;
+  let a: Tenant;
+  let b: Tenant;
+  let etags: Record<string, string>;
+
+  beforeAll(async () => {
+    app = testApp();
+    a = await newTenant(app);
+    b = await newTenant(app, { scopes: ["read", "write", "execute", "network"] });
+    expect((await a.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: A_WS }) })).status).toBe(201);
+    // A's files, through the raw route and through the tools.
+    etags = {};
+    for (const [p, body] of [
+      ["secret.txt", `${SECRET}\nline two\n`],
+      ["dir/nested/deep.txt", `${SECRET} (deep)\n`],
+      ["dir/other.md", "# notes\n"],
+      [".env", "API_KEY=a-only\n"],
+      ["café.txt", "unicode\n"],
+    ] as const) {
+      const r = await rawPut(a, A_WS, p.split("/").map(encodeURIComponent).join("/"), body);
+      expect(r.status).toBe(201);
+      etags[p] = ((await r.json()) as any).etag;
+    }
+    expect((await rawPut(a, A_WS, "bin.dat", new Uint8Array([0, 1, 2, 255]))).status).toBe(201);
+    expect((await callTool(a, A_WS, "write", { file_path: "by-tool.txt", content: `${SECRET} via write\n` })).status).toBe(200);
+    expect((await callTool(a, A_WS, "read", { file_path: "secret.txt" })).status).toBe(200);
+    expect((await callTool(a, A_WS, "edit", { file_path: "secret.txt", old_string: "line two", new_string: "line 2" })).status).toBe(200);
+    // A also has files in "main"; B has a "main" of its own.
+    expect((await rawPut(a, a.ws, "a-main.txt", SECRET)).status).toBe(201);
+  });
+
+  /** Runs one request as B and checks the answer: 404 NOT_FOUND, nothing of A in it. */
+  async function expectHidden(what: string, res: { status: number; text: string }, method = "") {
+    expect(res.status, what).toBe(404);
+    if (method === "HEAD") return;
+    const body = JSON.parse(res.text);
+    expect(body.ok, what).toBe(false);
+    expect(body.error.code, what).toBe("NOT_FOUND");
+    expect(res.text, what).not.toContain(a.tenant);
+    expect(res.text, what).not.toContain(SECRET);
+    expect(res.text, what).not.toContain("secret.txt\""); // no similar-path hints from A's tree
+  }
+
+  it("B's key on every route of A's workspace → 404, and A's storage is identical before and after", async () => {
+    const beforeFiles = await storage(a.tenant);
+    const beforeKv = await kvState(a.tenant);
+    expect(beforeFiles.length).toBeGreaterThanOrEqual(9);
+    expect(beforeKv.some((k) => k.startsWith(`rec/${a.tenant}/`))).toBe(true);
+
+    let requests = 0;
+    const run = async (what: string, method: string, path: string, init: RequestInit = {}) => {
+      const res = await b.req(path, { method, ...init });
+      requests++;
+      await expectHidden(what, { status: res.status, text: await res.text() }, method);
+    };
+
+    // The workspace itself.
+    await run("GET workspace", "GET", `/v1/workspaces/${A_WS}`);
+    await run("DELETE workspace", "DELETE", `/v1/workspaces/${A_WS}`);
+
+    // Raw files, existing and not, with and without conditions.
+    const filePaths = ["secret.txt", "dir/nested/deep.txt", "caf%C3%A9.txt", ".env", "bin.dat", "by-tool.txt", "missing.txt", "dir"];
+    for (const p of filePaths) {
+      const url = `/v1/workspaces/${A_WS}/files/${p}`;
+      await run(`GET ${p}`, "GET", url);
+      await run(`GET ${p} range`, "GET", url, { headers: { range: "bytes=0-3" } });
+      await run(`GET ${p} if-none-match`, "GET", url, { headers: { "if-none-match": `"${etags["secret.txt"]}"` } });
+      await run(`HEAD ${p}`, "HEAD", url);
+      await run(`PUT ${p}`, "PUT", url, { headers: { "content-length": "5" }, body: "pwned" });
+      await run(`PUT ${p} if-match`, "PUT", url, { headers: { "content-length": "5", "if-match": `"${etags["secret.txt"]}"` }, body: "pwned" });
+      await run(`PUT ${p} create`, "PUT", url, { headers: { "content-length": "5", "if-none-match": "*" }, body: "pwned" });
+      await run(`DELETE ${p}`, "DELETE", url);
+      await run(`DELETE ${p} if-match`, "DELETE", url, { headers: { "if-match": `"${etags["secret.txt"]}"` } });
+    }
+
+    // Every tool, with plausible arguments, in B's default session and in the session A used.
+    expect(tools.length).toBeGreaterThanOrEqual(4);
+    for (const tool of tools) {
+      for (const args of argsFor(tool)) {
+        for (const session of ["default", "s1"]) {
+          const res = await callTool(b, A_WS, tool.name, args, session);
+          requests++;
+          await expectHidden(`tool ${tool.name} ${JSON.stringify(args)}`, res);
+          expect(JSON.parse(res.text).tool).toBe(tool.name);
+        }
+      }
+    }
+
+    // Workspace ids that try to name A's tenant or climb out of B's: refused as unknown workspaces,
+    // with the very answer a made-up tenant id gets (B typed A's id itself; it is only echoed back).
+    const madeUp = "t-zzzzzzzz";
+    for (const tmpl of ["..%2F..%2F{T}%2Fw%2Fa-private", "{T}", "{T}%2Fa-private", "..%2F{T}", "%2e%2e", "a-private%2F..", "A-PRIVATE"]) {
+      const answer = async (tenant: string) => {
+        const ws = tmpl.replace("{T}", tenant);
+        const out: string[] = [];
+        for (const path of [`/v1/workspaces/${ws}`, `/v1/workspaces/${ws}/files/secret.txt`]) {
+          const res = await b.req(path);
+          out.push(`${res.status} ${await res.text()}`);
+        }
+        const t = await callTool(b, ws, "read", { file_path: "secret.txt" });
+        out.push(`${t.status} ${t.text}`);
+        requests += 3;
+        return out.map((o) => o.replaceAll(tenant, "<T>"));
+      };
+      const real = await answer(a.tenant);
+      expect(real, tmpl).toEqual(await answer(madeUp));
+      for (const r of real) {
+        expect(r.startsWith("404 "), `${tmpl}: ${r}`).toBe(true);
+        expect(JSON.parse(r.slice(4)).error.code).toBe("NOT_FOUND");
+        expect(r).not.toContain(SECRET);
+      }
+    }
+
+    expect(requests).toBeGreaterThan(100);
+    expect(await storage(a.tenant)).toEqual(beforeFiles);
+    expect(await kvState(a.tenant)).toEqual(beforeKv);
+
+    // A still works, and sees its own content unchanged.
+    const r = await callTool(a, A_WS, "read", { file_path: "secret.txt" });
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text).output).toContain(SECRET);
+    expect(await (await a.req(`/v1/workspaces/${A_WS}/files/by-tool.txt`)).text()).toBe(`${SECRET} via write\n`);
+  });
+
+  it("B's workspace list shows none of A's workspaces", async () => {
+    const res = await b.req("/v1/workspaces");
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const body = JSON.parse(text);
+    expect(body.workspaces.map((w: any) => w.id)).toEqual([b.ws]);
+    expect(text).not.toContain(A_WS);
+    expect(text).not.toContain(a.tenant);
+    // And A's shows both of A's.
+    const mine = (await (await a.req("/v1/workspaces")).json()) as any;
+    expect(mine.workspaces.map((w: any) => w.id).sort()).toEqual([A_WS, a.ws].sort());
+  });
+
+  it("B's 'main' is B's own: same id as A's, different files", async () => {
+    // B reads "a-main.txt" in its own "main": it is not there.
+    const res = await b.req(`/v1/workspaces/${b.ws}/files/a-main.txt`);
+    expect(res.status).toBe(404);
+    expect(await res.text()).not.toContain(SECRET);
+    const r = await callTool(b, b.ws, "read", { file_path: "a-main.txt" });
+    expect(r.status).toBe(404);
+    expect(r.text).not.toContain(a.tenant);
+  });
+
+  it("B creating a workspace with the same id as A's works and is separate", async () => {
+    const beforeA = await storage(a.tenant);
+    const c = await b.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: A_WS }) });
+    expect(c.status).toBe(201);
+    // Fresh and empty for B.
+    expect((await b.req(`/v1/workspaces/${A_WS}/files/secret.txt`)).status).toBe(404);
+    const ls = await callTool(b, A_WS, "ls", { path: "/", recursive: true, show_hidden: true });
+    if (tools.some((t) => t.name === "ls")) {
+      expect(ls.status).toBe(200);
+      expect(JSON.parse(ls.text).data.entries).toEqual([]);
+    }
+    // B writes its own secret.txt, by both routes.
+    expect((await rawPut(b, A_WS, "secret.txt", "B's own")).status).toBe(201);
+    expect((await callTool(b, A_WS, "write", { file_path: "by-tool.txt", content: "B via write" })).status).toBe(200);
+    expect(await (await b.req(`/v1/workspaces/${A_WS}/files/secret.txt`)).text()).toBe("B's own");
+    // A's files are untouched; A's workspace still A's.
+    expect(await storage(a.tenant)).toEqual(beforeA);
+    expect(await (await a.req(`/v1/workspaces/${A_WS}/files/secret.txt`)).text()).toContain(SECRET);
+    expect(await (await a.req(`/v1/workspaces/${A_WS}/files/by-tool.txt`)).text()).toBe(`${SECRET} via write\n`);
+    const aRead = await callTool(a, A_WS, "read", { file_path: "by-tool.txt" });
+    expect(JSON.parse(aRead.text).output).toContain(SECRET);
+    // Deleting B's copy leaves A's.
+    expect((await b.req(`/v1/workspaces/${A_WS}`, { method: "DELETE" })).status).toBe(200);
+    expect(await storage(a.tenant)).toEqual(beforeA);
+    expect((await a.req(`/v1/workspaces/${A_WS}`)).status).toBe(200);
+    // B's objects live only under B's prefix.
+    expect((await storage(b.tenant)).every((k) => k.startsWith(`t/${b.tenant}/`))).toBe(true);
+  });
+});
