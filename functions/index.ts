@@ -1,8 +1,12 @@
 /** The explicit list of tools: the registry is data. */
 import type { Tool } from "../lib/tool.js";
+import copy from "./copy.js";
+import del from "./delete.js";
 import edit from "./edit.js";
+import ls from "./ls.js";
+import move from "./move.js";
 import multi_edit from "./multi_edit.js";
 import read from "./read.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy];

@@ -1,0 +1,188 @@
+import { z } from "@hono/zod-openapi";
+import { ToolError } from "../lib/errors.js";
+import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib/paths.js";
+import { decodeBase64, encodeBase64, utf8 } from "../lib/text.js";
+import { defineTool } from "../lib/tool.js";
+import { compareKeys, type ScanItem } from "../lib/workspace/workspace.js";
+
+export const DEFAULT_LS_LIMIT = 1000;
+export const MAX_LS_LIMIT = 5000;
+/** The listing text stops near this size (the cursor continues it). */
+export const MAX_LS_OUTPUT_CHARS = 80_000;
+/** Storage pages one call may scan (hidden entries are skipped page by page). */
+const MAX_SCAN_PAGES = 20;
+
+const description = `List a directory of the workspace: its files (with sizes) and subdirectories (ending in "/").
+- path: the directory (default: "/", the workspace root). A path that is a file lists just that file.
+- recursive: list everything below the directory, one full workspace path per line, each directory before its contents (default: false).
+- show_hidden: include names starting with "." such as .git or .env (default: false). A note says how many were hidden.
+- limit: most entries to return (default: ${DEFAULT_LS_LIMIT}, at most ${MAX_LS_LIMIT}); the text also stops near ${MAX_LS_OUTPUT_CHARS / 1000} KB.
+- Sorted directories first, then by name (recursive: in path order). When truncated is true, call ls again with the same path and recursive plus the returned cursor for the next entries; each page is sorted on its own.
+- An empty workspace or directory gives an empty listing. A missing directory gives NOT_FOUND with similar paths; a path below a file gives NOT_A_DIRECTORY.
+Returns: {path, type, entries: [{name, path, type: "file"|"directory", size?, modified?}], count, truncated, cursor, hidden_skipped}`;
+
+interface Entry {
+  name: string;
+  path: string;
+  type: "file" | "directory";
+  size?: number;
+  modified?: string;
+}
+
+/** The continuation of a listing: where the scan stopped, and the last entry it returned. */
+interface Cursor {
+  v: 1;
+  /** Listed directory and mode: a cursor only continues the listing that made it. */
+  p: string;
+  r: boolean;
+  /** Scan position, relative to the directory ("sub/" for a directory). */
+  a: string;
+  /** Position of the last returned entry (tells which directories were already listed). */
+  d: string;
+}
+
+const encodeCursor = (c: Cursor): string => encodeBase64(utf8.encode(JSON.stringify(c)));
+
+function decodeCursor(s: string, dir: string, recursive: boolean): Cursor {
+  const bad = (why: string) => new ToolError("INVALID_ARGUMENT", `Invalid cursor: ${why}. Pass the cursor exactly as a previous ls call returned it, with the same path and recursive, or omit it to start from the beginning.`);
+  const bytes = decodeBase64(s);
+  let c: Partial<Cursor> | null = null;
+  try {
+    c = bytes ? (JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes)) as Partial<Cursor>) : null;
+  } catch {
+    c = null;
+  }
+  if (!c || c.v !== 1 || typeof c.p !== "string" || typeof c.r !== "boolean" || typeof c.a !== "string" || typeof c.d !== "string") throw bad("it is not a cursor returned by ls");
+  if (c.p !== dir || c.r !== recursive) throw bad(`it continues the listing of "${c.p || "/"}"${c.r ? " (recursive)" : ""}, not this one`);
+  return c as Cursor;
+}
+
+const sizeText = (n: number) => `${n} byte${n === 1 ? "" : "s"}`;
+
+export default defineTool({
+  name: "ls",
+  description,
+  category: "file",
+  permission: "read",
+  input: z.object({
+    path: z.string().optional().describe('Directory to list (default: "/", the workspace root)'),
+    recursive: z.boolean().optional().describe("List everything below the directory (default: false)"),
+    show_hidden: z.boolean().optional().describe('Include names starting with "." (default: false)'),
+    limit: z.number().int().min(1).max(MAX_LS_LIMIT).optional().describe(`Most entries to return (default: ${DEFAULT_LS_LIMIT})`),
+    cursor: z.string().min(1).max(8192).optional().describe("The cursor of a truncated listing, to continue it"),
+  }),
+  async execute(args, { ws }) {
+    const dir = normalizePath(args.path ?? "");
+    const recursive = args.recursive ?? false;
+    const showHidden = args.show_hidden ?? false;
+    const limit = args.limit ?? DEFAULT_LS_LIMIT;
+
+    if (dir !== "") {
+      const stat = await ws.stat(dir);
+      if (stat?.type === "file") {
+        const entry: Entry = { name: baseName(dir), path: dir, type: "file", size: stat.size, modified: stat.modified.toISOString() };
+        return {
+          title: dir,
+          output: `${dir} is a file (${sizeText(stat.size)}, modified ${entry.modified}). Use read to see its content.`,
+          data: { path: dir, type: "file", entries: [entry], count: 1, truncated: false, cursor: null, hidden_skipped: 0 },
+        };
+      }
+      if (!stat) {
+        const parents = await Promise.all(ancestorsOf(dir).map((p) => ws.head(p)));
+        const file = parents.find((p) => p !== null);
+        if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot list ${dir}: ${file.path} is a file, not a directory. Use read to see ${file.path}, or ls its directory.`, { path: dir, file: file.path });
+        throw await ws.notFound(dir, "Directory");
+      }
+    }
+
+    const start = args.cursor ? decodeCursor(args.cursor, dir, recursive) : null;
+    const entries: Entry[] = [];
+    /** Scan position: everything up to it was returned or skipped as hidden. */
+    let pos = start?.a ?? "";
+    /** Position of the last returned entry: directories it lies in were already listed. */
+    let last = start?.d ?? "";
+    let chars = 0;
+    let hiddenSkipped = 0;
+    let full = false;
+    let more = false;
+
+    /** Adds an entry, or (once the page is full) notes that more remain. Returns false to stop. */
+    const add = (e: Entry, position: string): boolean => {
+      if (full) {
+        more = true;
+        return false;
+      }
+      entries.push(e);
+      chars += e.path.length + 24;
+      pos = last = position;
+      if (entries.length >= limit || chars >= MAX_LS_OUTPUT_CHARS) full = true;
+      return true;
+    };
+    const visit = (item: ScanItem): boolean => {
+      const rel = item.dir ? item.rel.slice(0, -1) : item.rel;
+      if (!showHidden && isHidden(rel)) {
+        if (!full) {
+          hiddenSkipped++;
+          pos = item.rel;
+        }
+        return true;
+      }
+      if (item.dir) return add({ name: baseName(rel), path: joinPath(dir, rel), type: "directory" }, item.rel);
+      if (recursive) {
+        // Each directory is listed just before its first entry (it was listed already if the last returned entry lies in it).
+        const segments = rel.split("/");
+        for (let i = 1; i < segments.length; i++) {
+          const d = segments.slice(0, i).join("/");
+          if (last.startsWith(`${d}/`)) continue;
+          if (!add({ name: segments[i - 1]!, path: joinPath(dir, d), type: "directory" }, `${d}/`)) return false;
+        }
+      }
+      return add({ name: baseName(rel), path: joinPath(dir, rel), type: "file", size: item.size!, modified: item.modified!.toISOString() }, item.rel);
+    };
+
+    let storageCursor: string | undefined;
+    let pages = 0;
+    scan: for (;;) {
+      if (pages++ >= MAX_SCAN_PAGES) {
+        more = true;
+        break;
+      }
+      const page = await ws.scan(dir, {
+        recursive,
+        ...(storageCursor ? { cursor: storageCursor } : pos ? { after: pos } : {}),
+        // A small first page for a small limit; full pages after it (hidden entries may need skipping).
+        limit: pages === 1 ? Math.min(1000, Math.max(limit + 2, 10)) : 1000,
+      });
+      for (const item of page.items) {
+        // A rolled-up directory can come again on the next page (or after its own position).
+        if (pos && compareKeys(item.rel, pos) <= 0) continue;
+        if (!visit(item)) break scan;
+      }
+      if (!page.cursor) break;
+      storageCursor = page.cursor;
+    }
+
+    if (!recursive) entries.sort((a, b) => (a.type === b.type ? compareKeys(a.name, b.name) : a.type === "directory" ? -1 : 1));
+    const cursor = more ? encodeCursor({ v: 1, p: dir, r: recursive, a: pos, d: last }) : null;
+    const label = dir === "" ? "/" : `${dir}/`;
+    const lines = entries.map((e) => {
+      const shown = recursive ? e.path : e.name;
+      return e.type === "directory" ? `${shown}/` : `${shown} (${sizeText(e.size!)})`;
+    });
+    let output: string;
+    if (entries.length === 0 && !more) {
+      output = dir === "" ? "The workspace is empty." : `${label} is empty.`;
+      if (hiddenSkipped) output = `${label} has no entries other than hidden ones.`;
+    } else {
+      const dirs = entries.filter((e) => e.type === "directory").length;
+      output = `${label}${recursive ? " (recursive)" : ""}: ${dirs} director${dirs === 1 ? "y" : "ies"}, ${entries.length - dirs} file${entries.length - dirs === 1 ? "" : "s"}${start ? " (continued)" : ""}\n${lines.join("\n")}`;
+    }
+    if (hiddenSkipped) output += `\n[${hiddenSkipped} hidden entr${hiddenSkipped === 1 ? "y" : "ies"} (names starting with ".") not shown; pass show_hidden: true to include them.]`;
+    if (more) output += `\n[Truncated after ${entries.length} entries. To continue, call ls again with the same path${recursive ? " and recursive: true" : ""} and cursor: "${cursor}".]`;
+    return {
+      title: label,
+      output,
+      data: { path: dir, type: "directory", entries, count: entries.length, truncated: more, cursor, hidden_skipped: hiddenSkipped },
+    };
+  },
+});
