@@ -7,64 +7,23 @@
  * s3rver runs in a child process: its continuation tokens use DES, which needs Node's
  * --openssl-legacy-provider (and it keeps the server's buffers out of this process's memory numbers).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Readable } from "node:stream";
-import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3Driver } from "../../../lib/storage/drivers/s3.js";
 import { ConditionFailedError, unquoteEtag, type StorageDriver } from "../../../lib/storage/types.js";
+import { startS3Server, type S3Server } from "../../support/s3rver.js";
 import { describeStorageConformance, type SentConditions } from "./conformance.js";
 
-const SERVER = `
-const S3rver = require(process.env.S3RVER_MODULE);
-const server = new S3rver({ address: "127.0.0.1", port: 0, directory: process.env.S3RVER_DIR, silent: true });
-server.run().then(({ port }) => console.log(JSON.stringify({ port })));
-const stop = () => server.close().finally(() => process.exit(0));
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop).resume(); // the test process went away
-`;
-
-/** Start s3rver in a child process; resolves with its port once it listens. */
-function startS3rver(directory: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--openssl-legacy-provider", "-e", SERVER], {
-    env: { ...process.env, S3RVER_MODULE: createRequire(import.meta.url).resolve("s3rver"), S3RVER_DIR: directory },
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const end = out.indexOf("\n");
-      if (end >= 0) resolve({ child, port: (JSON.parse(out.slice(0, end)) as { port: number }).port });
-    });
-  });
-}
-
 const BUCKET = "toolshed-test";
-let server: ChildProcess | undefined;
-let dir: string;
-let endpoint: string;
+let server: S3Server;
 
 /** What the driver put on the wire, per key, recorded by a middleware after serialization. */
 interface SentPut { conditions: SentConditions; contentLength?: string; bodyIsStream: boolean }
 const sentPuts = new Map<string, SentPut>();
 
 function makeClient(extra: Partial<ConstructorParameters<typeof S3Client>[0]> = {}): S3Client {
-  return new S3Client({
-    endpoint,
-    region: "auto",
-    forcePathStyle: true,
-    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    ...extra,
-  });
+  return server.client(extra);
 }
 
 function spyOnPuts(client: S3Client): S3Client {
@@ -87,21 +46,12 @@ function spyOnPuts(client: S3Client): S3Client {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "toolshed-s3rver-"));
-  const started = await startS3rver(dir);
-  server = started.child;
-  const port = started.port;
-  endpoint = `http://127.0.0.1:${port}`;
-  await makeClient().send(new CreateBucketCommand({ Bucket: BUCKET }));
+  server = await startS3Server();
+  await server.createBucket(BUCKET);
 });
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server!.once("exit", resolve));
-    server.kill("SIGTERM");
-    await exited;
-  }
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
 });
 
 describeStorageConformance("s3 (s3rver)", () => s3Driver({ client: spyOnPuts(makeClient()), bucket: BUCKET }), {

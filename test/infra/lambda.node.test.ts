@@ -1,0 +1,121 @@
+/**
+ * The AWS Lambda entry (infra/lambda.ts) driven with API Gateway v2 events, over the S3 driver
+ * against a real S3 server (s3rver on 127.0.0.1). Same app as on Workers: admin, workspaces,
+ * raw files (binary, base64 in the event), tools and their error envelope.
+ */
+import type { APIGatewayProxyResult, LambdaContext, LambdaEvent } from "hono/aws-lambda";
+
+type APIGatewayProxyEventV2 = Extract<LambdaEvent, { version: "2.0" }>;
+type Context = LambdaContext;
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startS3Server, type S3Server } from "../support/s3rver.js";
+
+let s3: S3Server;
+let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResult>;
+const ADMIN = "lambda-admin-token";
+
+beforeAll(async () => {
+  s3 = await startS3Server();
+  await s3.createBucket("toolshed-lambda");
+  Object.assign(process.env, {
+    TOOLSHED_BUCKET: "toolshed-lambda",
+    S3_ENDPOINT: s3.endpoint,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "S3RVER",
+    AWS_SECRET_ACCESS_KEY: "S3RVER",
+    TOOLSHED_ADMIN_TOKEN: ADMIN,
+  });
+  ({ handler } = (await import("../../infra/lambda.js")) as unknown as { handler: typeof handler });
+});
+
+afterAll(async () => {
+  await s3?.stop();
+});
+
+function event(method: string, path: string, opts: { token?: string; json?: unknown; body?: Uint8Array; headers?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = { host: "toolshed.example", ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined;
+  let isBase64Encoded = false;
+  if (opts.json !== undefined) {
+    headers["content-type"] = "application/json";
+    body = JSON.stringify(opts.json);
+  } else if (opts.body) {
+    headers["content-length"] = String(opts.body.length);
+    body = Buffer.from(opts.body).toString("base64");
+    isBase64Encoded = true;
+  }
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: path,
+    rawQueryString: "",
+    headers,
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "api",
+      domainName: "toolshed.example",
+      domainPrefix: "toolshed",
+      http: { method, path, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" },
+      requestId: `req-${Math.random()}`,
+      routeKey: "$default",
+      stage: "$default",
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    ...(body !== undefined ? { body } : {}),
+    isBase64Encoded,
+  } as APIGatewayProxyEventV2;
+}
+
+async function call(e: APIGatewayProxyEventV2) {
+  const r = await handler(e, {} as Context);
+  const raw = r.isBase64Encoded ? Buffer.from(r.body, "base64") : Buffer.from(r.body ?? "");
+  let json: any = null;
+  try {
+    json = JSON.parse(raw.toString("utf8"));
+  } catch {}
+  return { status: r.statusCode, headers: r.headers ?? {}, raw, json };
+}
+
+it("serves the whole API from a Lambda handler over S3", async () => {
+  const t = await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "acme" } }));
+  expect(t.status).toBe(201);
+  const k = await call(event("POST", "/v1/admin/tenants/acme/keys", { token: ADMIN, json: {} }));
+  expect(k.status).toBe(201);
+  const key = k.json.key as string;
+  expect(key.startsWith("tsk_")).toBe(true);
+
+  expect((await call(event("POST", "/v1/workspaces", { token: key, json: { id: "proj" } }))).status).toBe(201);
+  const list = await call(event("GET", "/v1/workspaces", { token: key }));
+  expect(list.json.workspaces.map((w: { id: string }) => w.id)).toEqual(["proj"]);
+
+  // Binary upload through the raw files route (base64 in the event), byte-identical download.
+  const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+  const put = await call(event("PUT", "/v1/workspaces/proj/files/bin/all.bytes", { token: key, body: bytes }));
+  expect(put.status).toBe(201);
+  const got = await call(event("GET", "/v1/workspaces/proj/files/bin/all.bytes", { token: key }));
+  expect(got.status).toBe(200);
+  expect([...got.raw]).toEqual([...bytes]);
+
+  // Tools: write, read, edit, and an error envelope.
+  const w = await call(event("POST", "/v1/workspaces/proj/tools/write", { token: key, json: { file_path: "src/a.ts", content: "export const a = 1;\n" } }));
+  expect(w.json).toMatchObject({ ok: true, tool: "write", data: { created: true } });
+  const r = await call(event("POST", "/v1/workspaces/proj/tools/read", { token: key, json: { file_path: "/src/a.ts" } }));
+  expect(r.json.output).toBe("     1\texport const a = 1;");
+  const e = await call(event("POST", "/v1/workspaces/proj/tools/edit", { token: key, json: { file_path: "src/a.ts", old_string: "= 1", new_string: "= 2" } }));
+  expect(e.json).toMatchObject({ ok: true, data: { replacements: 1 } });
+  const again = await call(event("POST", "/v1/workspaces/proj/tools/read", { token: key, json: { file_path: "src/a.ts" } }));
+  expect(again.json.output).toBe("     1\texport const a = 2;");
+  const missing = await call(event("POST", "/v1/workspaces/proj/tools/read", { token: key, json: { file_path: "src/b.ts" } }));
+  expect(missing.status).toBe(404);
+  expect(missing.json).toMatchObject({ ok: false, tool: "read", error: { code: "NOT_FOUND" } });
+
+  // Unauthenticated and cross-tenant calls.
+  expect((await call(event("GET", "/v1/workspaces"))).status).toBe(401);
+  await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "other" } }));
+  const other = (await call(event("POST", "/v1/admin/tenants/other/keys", { token: ADMIN, json: {} }))).json.key as string;
+  const cross = await call(event("POST", "/v1/workspaces/proj/tools/read", { token: other, json: { file_path: "src/a.ts" } }));
+  expect(cross.status).toBe(404);
+  expect(cross.json.error.code).toBe("NOT_FOUND");
+});
