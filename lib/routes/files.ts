@@ -91,7 +91,7 @@ export function filesApp(deps: AppDeps) {
       throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
     }
     const range = parseRange(c.req.header("range"), head.size);
-    if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head), "content-length": String(head.size) });
+    if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head, head.contentType), "content-length": String(head.size) });
     const r = await ws.get(path, range ?? undefined);
     if (!r) throw await ws.notFound(path);
     const headers: Record<string, string> = { ...fileHeaders({ path, size: r.size, etag: r.etag, modified: r.modified }, r.contentType), "content-length": String(r.range.length) };

@@ -13,6 +13,7 @@ export interface FileInfo {
   size: number;
   etag: string;
   modified: Date;
+  contentType?: string;
 }
 
 export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
@@ -70,7 +71,7 @@ export class Workspace {
   }
 
   private toInfo(o: ObjectInfo): FileInfo {
-    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified };
+    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}) };
   }
 
   async head(path: string): Promise<FileInfo | null> {

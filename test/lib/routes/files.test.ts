@@ -193,6 +193,9 @@ describe("GET and HEAD", () => {
     expect(h.headers.get("etag")).toBe(`"${p.body.etag}"`);
     expect(h.headers.get("content-length")).toBe("11");
     expect((await h.arrayBuffer()).byteLength).toBe(0);
+    const typed = await t.req(url(t, "page.html"), { method: "PUT", headers: { "content-type": "text/html", "content-length": "4" }, body: "<p/>" });
+    expect(typed.status).toBe(201);
+    expect((await t.req(url(t, "page.html"), { method: "HEAD" })).headers.get("content-type")).toBe("text/html");
     const missing = await t.req(url(t, "nope.txt"), { method: "HEAD" });
     expect(missing.status).toBe(404);
   });
