@@ -1,12 +1,16 @@
 /** The explicit list of tools: the registry is data. */
 import type { Tool } from "../lib/tool.js";
+import bash from "./bash.js";
+import bash_output from "./bash_output.js";
 import copy from "./copy.js";
 import del from "./delete.js";
 import edit from "./edit.js";
+import kill_shell from "./kill_shell.js";
 import ls from "./ls.js";
 import move from "./move.js";
 import multi_edit from "./multi_edit.js";
 import read from "./read.js";
+import run_code from "./run_code.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, bash, run_code, bash_output, kill_shell];

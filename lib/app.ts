@@ -10,11 +10,12 @@ import { newApp } from "./routes/common.js";
 import { filesApp } from "./routes/files.js";
 import { catalogApp, toolApp } from "./routes/tools.js";
 import { workspacesApp } from "./routes/workspaces.js";
+import { handleSync } from "./exec/sync-server.js";
 import type { Tool } from "./tool.js";
 
 export const API_VERSION = "0.1.0";
 
-export function createApp(deps: AppDeps, tools: readonly Tool[], extra: { mount?: (app: ReturnType<typeof newApp>) => void } = {}) {
+export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
@@ -26,7 +27,9 @@ export function createApp(deps: AppDeps, tools: readonly Tool[], extra: { mount?
   app.route("/", filesApp(deps));
   app.route("/", catalogApp(tools));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
-  extra.mount?.(app);
+  // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
+  const syncSecret = deps.syncSecret;
+  if (syncSecret) app.all("/v1/sync/*", (c) => handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }));
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

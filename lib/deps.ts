@@ -27,4 +27,6 @@ export interface AppDeps {
   onUsage?: (u: UsageRecord) => void;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
+  /** This API's base URL as the runner reaches it (for /v1/sync). */
+  syncUrl?: string;
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // `npm start`: serve Toolshed locally in the Workers runtime (wrangler dev) with local R2 and KV
 // persisted under .wrangler/state, make sure a dev tenant and API key exist, and print a first curl.
-import { spawn } from "node:child_process";
+// Beside it runs the bash runner: the container function's handler behind a local stand-in for
+// the Lambda Invoke API (infra/container/local-server.ts), sandboxed with bubblewrap.
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
 const PORT = Number(process.env.PORT ?? 8787);
+const RUNNER_PORT = Number(process.env.TOOLSHED_INVOKE_PORT ?? 9009);
 const BASE = `http://127.0.0.1:${PORT}`;
 const VARS = ".dev.vars";
 const DEV_STATE = ".toolshed-dev.json";
@@ -70,19 +73,38 @@ async function ensureDevKey(adminToken) {
   return k.body.key;
 }
 
+/** The bash runner, bundled for Node and started on 127.0.0.1:RUNNER_PORT. */
+function startRunner() {
+  const built = spawnSync("node", ["infra/container/build.mjs"], { encoding: "utf8" });
+  if (built.status !== 0) throw new Error(`building the bash runner failed (node infra/container/build.mjs):\n${built.stderr}`);
+  return spawn("node", ["dist/container/local-server.mjs"], {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, TOOLSHED_INVOKE_PORT: String(RUNNER_PORT), TOOLSHED_RUNNER_ROOT: ".wrangler/runner" },
+  });
+}
+
 const vars = ensureVars();
 const started = Date.now();
+const hasBwrap = spawnSync("sh", ["-c", "command -v bwrap"]).status === 0;
+const runner = startRunner();
 const wrangler = spawn(
   "wrangler",
-  ["dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", ".wrangler/state", "--show-interactive-dev-session=false", "--log-level", "warn"],
+  [
+    "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", ".wrangler/state", "--show-interactive-dev-session=false", "--log-level", "warn",
+    "--var", `TOOLSHED_RUNNER_URL:http://127.0.0.1:${RUNNER_PORT}`, "--var", `TOOLSHED_PUBLIC_URL:${BASE}`,
+  ],
   { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
 const stop = () => {
   wrangler.kill("SIGTERM");
+  runner.kill("SIGTERM");
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-wrangler.on("exit", (code) => process.exit(code ?? 0));
+wrangler.on("exit", (code) => {
+  runner.kill("SIGTERM");
+  process.exit(code ?? 0);
+});
 
 try {
   await waitForServer(wrangler);
@@ -95,12 +117,14 @@ Toolshed is running on ${BASE} (ready in ${secs}s; local R2 and KV in .wrangler/
   API key:      ${key}
   admin token:  in .dev.vars (TOOLSHED_ADMIN_TOKEN)
   docs:         ${BASE}/docs    tools: ${BASE}/v1/tools
+  bash runner:  http://127.0.0.1:${RUNNER_PORT} (${hasBwrap ? "sandboxed with bubblewrap" : "bubblewrap is missing: bash answers with how to install it (apt-get install bubblewrap)"})
 
 Try:
   export TOOLSHED_KEY=${key}
   curl -s -X POST ${BASE}/v1/workspaces -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"id":"demo"}'
   curl -s -X POST ${BASE}/v1/workspaces/demo/tools/write -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"file_path":"hello.txt","content":"hello world\\n"}'
   curl -s -X POST ${BASE}/v1/workspaces/demo/tools/read -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"file_path":"hello.txt"}'
+  curl -s -X POST ${BASE}/v1/workspaces/demo/tools/bash -H "Authorization: Bearer $TOOLSHED_KEY" -H 'content-type: application/json' -d '{"command":"ls -la && wc -l hello.txt"}'
 `);
   if (process.env.TOOLSHED_DEV_EXIT_WHEN_READY) stop();
 } catch (e) {

@@ -5,7 +5,8 @@
  * rlimits set inside before the command starts. No bwrap, no run: never unsandboxed.
  */
 import { spawn } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
@@ -61,6 +62,15 @@ export function defaultHostIds(): { uid: number; gid: number } | null {
   return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : null;
 }
 
+/** bwrap runs as the sandbox uid and binds the tree by path: every ancestor needs o+x. */
+export function assertTraversable(dir: string): void {
+  for (let d = dir; ; d = dirname(d)) {
+    const st = statSync(d);
+    if ((st.mode & 0o001) === 0) throw new ToolError("INTERNAL", `The runner directory ${d} must be traversable by the sandbox user (chmod o+x ${d}), or use a root under /tmp.`);
+    if (d === dirname(d)) return;
+  }
+}
+
 function findOnPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(delimiter)) {
     const p = join(dir, name);
@@ -73,10 +83,12 @@ function findOnPath(name: string): string | null {
 const ETC_BINDS = ["alternatives", "ssl", "ca-certificates", "pki", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "protocols", "services", "nsswitch.conf", "host.conf", "bash.bashrc", "profile", "inputrc", "gitconfig", "python3", "python3.11"];
 const NET_ETC_BINDS = ["resolv.conf", "gai.conf"];
 const SANDBOX_UID = 1000;
+const ETC_FILES = ["passwd", "group", "hosts", "hostname"];
+const FD_ETC = 3;
 
 function writeEtc(stateDir: string): string {
   const etc = join(stateDir, "etc");
-  mkdirSync(etc, { recursive: true, mode: 0o755 });
+  mkdirSync(etc, { recursive: true, mode: 0o700 });
   const files: Record<string, string> = {
     passwd: `root:x:0:0:root:/root:/bin/bash\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
     group: `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`,
@@ -106,7 +118,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
 
   /** Arguments up to (not including) the command. */
   function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env">): string[] {
-    etcDir ??= writeEtc(opts.stateDir);
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
     if (spec.network) a.push("--share-net");
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
@@ -121,11 +132,13 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
       }
     }
     a.push("--dir", "/etc");
-    for (const name of ["passwd", "group", "hosts", "hostname"]) a.push("--ro-bind", join(etcDir, name), `/etc/${name}`);
+    // Handler-private files are passed as open file descriptors (3, 4, ...) and copied in.
+    ETC_FILES.forEach((name, i) => a.push("--ro-bind-data", String(FD_ETC + i), `/etc/${name}`));
     for (const name of spec.network ? [...ETC_BINDS, ...NET_ETC_BINDS] : ETC_BINDS) a.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
     a.push("--proc", "/proc", "--dev", "/dev");
     const tmpBytes = String(spec.limits.tmp_mb * 1024 * 1024);
     a.push("--size", tmpBytes, "--tmpfs", "/tmp", "--size", tmpBytes, "--tmpfs", "/dev/shm");
+    // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
     const env: Record<string, string> = {
@@ -151,14 +164,22 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   function run(spec: SandboxSpec): Promise<SandboxExit> {
     const args = [...baseArgs(spec), "--", "/bin/bash", "-c", limitsScript(spec.limits, spec.timeoutMs), "toolshed", spec.command];
     const started = Date.now();
+    const bin = bwrap();
+    etcDir ??= writeEtc(opts.stateDir);
+    const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
     return new Promise<SandboxExit>((resolve, reject) => {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
-      const child = spawn(bwrap(), args, {
-        env: {},
-        detached: true,
-        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe"],
-        ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
-      });
+      let child;
+      try {
+        child = spawn(bin, args, {
+          env: {},
+          detached: true,
+          stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds],
+          ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
+        });
+      } finally {
+        for (const fd of fds) closeSync(fd); // the child has its copies
+      }
       let timedOut = false;
       let killed = false;
       let settled = false;

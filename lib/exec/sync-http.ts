@@ -9,6 +9,7 @@
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
  */
 import { ToolError } from "../errors.js";
+import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
@@ -52,7 +53,8 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient {
     throw new ToolError(code, `Workspace sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
   }
 
-  const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(path)}`;
+  // Canonical paths only (INVALID_PATH otherwise): "..", "//", backslashes never reach the wire.
+  const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(normalizeFilePath(path))}`;
 
   return {
     async manifest() {

@@ -5,15 +5,22 @@
  */
 import { ToolError, errorBody, isToolError } from "../errors.js";
 import { filesPrefix, normalizeFilePath } from "../paths.js";
-import { quoteEtag, unquoteEtag, type StorageDriver } from "../storage/types.js";
+import { RecordStore } from "../records/store.js";
+import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
+import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { storageSyncClient } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
+  kv: KeyValueStore;
   /** HMAC secret shared with whoever mints tokens (the API itself). */
   secret: string;
+  /** Told about every write-back, like any other write (search indexes). */
+  listeners?: WorkspaceListener[];
 }
+
+const conflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED" || e.code === "ALREADY_EXISTS");
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -28,6 +35,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
     const prefix = filesPrefix(claims.t, claims.w);
     const sync = storageSyncClient(deps.driver, prefix);
+    // Writes go through a Workspace, so listeners (the search index) see them like any write.
+    const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [] });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;
@@ -51,18 +60,27 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
         const ifNoneMatch = req.headers.get("if-none-match");
         const length = req.headers.get("content-length");
         const body = req.body ?? new Uint8Array(0);
-        const r = await sync.put(path, body, {
-          ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
-          ...(ifNoneMatch === "*" ? { ifNoneMatch: "*" as const } : {}),
-          ...(length !== null ? { size: Number(length) } : {}),
-        });
-        return r.ok ? json({ etag: r.etag }) : json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+        try {
+          const info = await ws.put(path, body, {
+            placeChecked: true,
+            ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
+            ...(ifNoneMatch === "*" ? { create: true } : {}),
+            ...(length !== null ? { length: Number(length) } : {}),
+          });
+          return json({ etag: info.etag });
+        } catch (e) {
+          if (conflict(e)) return json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+          throw e;
+        }
       }
       case "DELETE": {
         const ifMatch = req.headers.get("if-match");
         if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
-        const r = await sync.delete(path, { ifMatch: unquoteEtag(ifMatch) });
-        return r.ok ? new Response(null, { status: 204 }) : json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+        // StorageDriver.delete has no condition: check, then delete (a window of milliseconds).
+        const head = await ws.head(path);
+        if (head && head.etag !== unquoteEtag(ifMatch)) return json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+        if (head) await ws.delete(path);
+        return new Response(null, { status: 204 });
       }
       default:
         throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed.`);

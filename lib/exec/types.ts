@@ -128,6 +128,8 @@ export interface TaskPoll {
   output: string;
   /** The full result once the task is no longer running. */
   result?: RunResult;
+  /** Set when the task failed before or after its command (e.g. the workspace sync failed). */
+  error?: { code: string; message: string };
 }
 
 /** One interface, two implementations: lambda (lib/exec/lambda.ts) and local (infra/container). */

@@ -60,12 +60,13 @@ function statusField(pid: number, field: string): number {
   }
 }
 
-export async function startWorker(opts: { vars?: Record<string, string> } = {}): Promise<WorkerProcess> {
-  const port = await freePort();
+export async function startWorker(opts: { vars?: Record<string, string>; /** wrangler config file (default: ./wrangler.toml) */ config?: string; port?: number } = {}): Promise<WorkerProcess> {
+  const port = opts.port ?? (await freePort());
   const state = mkdtempSync(join(tmpdir(), "toolshed-wrangler-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const vars = { TOOLSHED_ADMIN_TOKEN: adminToken, ...opts.vars };
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", "error", "--inspector-port", String(await freePort())];
+  if (opts.config) args.push("--config", opts.config);
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn(join(process.cwd(), "node_modules/.bin/wrangler"), args, {
     stdio: ["ignore", "pipe", "pipe"],

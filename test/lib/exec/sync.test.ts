@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { mintSyncToken, verifySyncToken } from "../../../lib/exec/sync-token.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
@@ -11,7 +12,7 @@ const enc = new TextEncoder();
 
 async function setup() {
   const driver = memoryDriver();
-  const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, secret: SECRET })) as typeof fetch;
+  const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET })) as typeof fetch;
   const client = async (t: string, w: string, secret = SECRET) =>
     httpSyncClient({ url: "https://api.example", token: await mintSyncToken(secret, { t, w, r: "run1" }, 60), fetch: fetchFn });
   return { driver, client };
@@ -63,7 +64,7 @@ describe("sync API over HTTP", () => {
     await expect(c.fetch("../../other/w/main/f/x.txt")).rejects.toMatchObject({ code: "INVALID_PATH" });
     // A raw request that climbs (the URL parser folds the dots) finds no route.
     const token = await mintSyncToken(SECRET, { t: "acme", w: "main", r: "r" }, 60);
-    const raw = await handleSync(new Request("https://api.example/v1/sync/files/../../other/w/main/f/x.txt", { headers: { authorization: `Bearer ${token}` } }), { driver, secret: SECRET });
+    const raw = await handleSync(new Request("https://api.example/v1/sync/files/../../other/w/main/f/x.txt", { headers: { authorization: `Bearer ${token}` } }), { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET });
     expect(raw.status).toBe(404);
     const enc2 = await c.fetch("%2e%2e/%2e%2e/x.txt").catch((e) => e);
     expect(enc2 === null || enc2.code === "INTERNAL").toBe(true);

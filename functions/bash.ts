@@ -1,0 +1,56 @@
+import { z } from "@hono/zod-openapi";
+import { assertCommandAllowed } from "../lib/exec/guard.js";
+import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, timeoutError } from "../lib/exec/tool-support.js";
+import { normalizePath } from "../lib/paths.js";
+import { defineTool } from "../lib/tool.js";
+
+const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
+- command: run by \`bash -c\` in the workspace root (or working_dir). python3, node and git are installed.
+- timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
+- run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell.
+- No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
+- Output: stdout and stderr merged, cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed (the full output is saved in the workspace, path in output_file); a non-zero exit code is appended.
+- Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back.
+- After a command changes a file, read it again before editing it.
+- Destructive commands (rm -r, git push --force, chmod -R, ...) need confirmed: true, after asking the user; some (rm -rf /, fork bombs, writes to system paths) are always refused.
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, files_changed, files_deleted, conflicts} or {task_id, status} in background`;
+
+export default defineTool({
+  name: "bash",
+  description,
+  category: "execute",
+  permission: "execute",
+  input: z.object({
+    command: z.string().min(1).max(100_000).describe("The bash command to run"),
+    timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
+    description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
+    working_dir: z.string().optional().describe("Workspace directory to run in (default: the workspace root)"),
+    run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
+    confirmed: z.boolean().optional().describe("The user confirmed this destructive command (default: false)"),
+  }),
+  async execute(args, ctx) {
+    assertCommandAllowed(args.command, await guardFor(ctx), args.confirmed === true);
+    const executor = executorOf(ctx.deps);
+    const seconds = args.timeout ?? 120;
+    const cwd = normalizePath(args.working_dir ?? "");
+    const req = await runRequest(ctx, { command: args.command, timeoutMs: seconds * 1000, cwd });
+    const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
+
+    if (args.run_in_background) {
+      const { task_id } = await executor.start(req);
+      return {
+        title,
+        output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
+        data: { task_id, status: "running" },
+      };
+    }
+
+    const r = await executor.run(req);
+    if (r.timed_out) throw timeoutError(r, seconds);
+    let { text } = commandOutput(r);
+    for (const c of r.conflicts) {
+      text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;
+    }
+    return { title, output: text, data: commandData(r) };
+  },
+});

@@ -1,0 +1,33 @@
+import { z } from "@hono/zod-openapi";
+import { commandData, executorOf, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
+import { defineTool, truncateMiddle } from "../lib/tool.js";
+
+const description = `Read a background task's output since the last call, and its status.
+- task_id: from bash with run_in_background: true.
+- wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
+- status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back.
+- Output is cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed. An unknown task_id gives NOT_FOUND.
+Returns: {task_id, status, exit_code, output, result?}`;
+
+export default defineTool({
+  name: "bash_output",
+  description,
+  category: "execute",
+  permission: "execute",
+  input: z.object({
+    task_id: z.string().min(1).max(100).describe("The background task's id"),
+    wait: z.boolean().optional().describe("Wait for the task to finish (default: false)"),
+    timeout: z.number().int().min(1).max(600).optional().describe("Longest wait, seconds (default: 30)"),
+  }),
+  async execute(args, ctx) {
+    const p = await executorOf(ctx.deps).poll({ tenant: ctx.ws.tenant, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
+    const out = truncateMiddle(p.output, MAX_COMMAND_OUTPUT).text;
+    const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
+    const err = p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "";
+    return {
+      title: `${args.task_id}: ${p.status}`,
+      output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,
+      data: { task_id: p.task_id, status: p.status, exit_code: p.exit_code, output: out, ...(p.result ? { result: commandData(p.result) } : {}), ...(p.error ? { error: p.error } : {}) },
+    };
+  },
+});

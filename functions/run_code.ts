@@ -1,0 +1,40 @@
+import { z } from "@hono/zod-openapi";
+import { commandOutput, executorOf, runRequest, timeoutError } from "../lib/exec/tool-support.js";
+import { defineTool } from "../lib/tool.js";
+
+const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
+- language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
+- args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
+- timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
+- No network unless your API key has the network scope.
+Returns: {stdout, stderr, exit_code, duration_ms}`;
+
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
+
+export default defineTool({
+  name: "run_code",
+  description,
+  category: "execute",
+  permission: "execute",
+  input: z.object({
+    language: z.enum(["python", "node", "bash"]).describe("The language of code"),
+    code: z.string().min(1).max(1_000_000).describe("The program"),
+    args: z.array(z.string().max(10_000)).max(100).optional().describe("Command-line arguments (default: none)"),
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional().describe("Extra environment variables (default: none)"),
+    timeout: z.number().int().min(1).max(600).optional().describe("Seconds before it is killed (default: 60, max 600)"),
+  }),
+  async execute(args, ctx) {
+    const executor = executorOf(ctx.deps);
+    const seconds = args.timeout ?? 60;
+    const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
+    const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) });
+    const r = await executor.run(req);
+    if (r.timed_out) throw timeoutError(r, seconds);
+    return {
+      title: `${args.language} (${args.code.split("\n").length} lines)`,
+      output: commandOutput(r).text,
+      data: { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms, ...(r.files_changed.length ? { files_changed: r.files_changed } : {}) },
+    };
+  },
+});

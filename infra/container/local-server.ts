@@ -1,0 +1,138 @@
+/**
+ * A local stand-in for the AWS Lambda Invoke API, running the real handler, so
+ * `new LambdaClient({ endpoint: "http://127.0.0.1:PORT" })` + InvokeCommand work unchanged.
+ *
+ *   POST /2015-03-31/functions/{name}/invocations
+ *     X-Amz-Tenant-Id        required (the function is PER_TENANT)
+ *     X-Amz-Invocation-Type  RequestResponse (default) | Event (202, runs after) | DryRun (204)
+ *
+ * Like PER_TENANT Lambda, each tenant gets its own "execution environment": its own
+ * handler instance, cache directory, stored results and background tasks.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { join } from "node:path";
+import { ID_PATTERN } from "../../lib/paths.js";
+import type { ExecEvent } from "../../lib/exec/types.js";
+import { createHandler, type Handler, type HandlerOptions } from "./handler.js";
+
+export interface LocalInvokeOptions {
+  /** Parent directory of the per-tenant environments. */
+  root: string;
+  /** 0 (default) picks a free port. Always bound to 127.0.0.1. */
+  port?: number;
+  /** When set, other function names get ResourceNotFoundException. */
+  functionName?: string;
+  /** Concurrent invocations before TooManyRequestsException (default 32). */
+  maxConcurrent?: number;
+  /** The function's own timeout (default 15 min): past it, Sandbox.Timedout like Lambda. */
+  functionTimeoutMs?: number;
+  /** Passed to every tenant's handler (e.g. syncClient in tests). */
+  handler?: Partial<Omit<HandlerOptions, "root">>;
+}
+
+export interface LocalInvokeServer {
+  url: string;
+  port: number;
+  /** The environment of a tenant, if it exists. */
+  environment(tenant: string): Handler | undefined;
+  close(): Promise<void>;
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "x-amzn-requestid": randomUUID(), ...headers });
+  res.end(text);
+}
+
+const apiError = (res: ServerResponse, status: number, type: string, message: string) =>
+  send(res, status, { Type: "User", message, __type: type }, { "x-amzn-errortype": type });
+
+async function readBody(req: IncomingMessage, max = 6 * 1024 * 1024): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > max) return null;
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<LocalInvokeServer> {
+  const envs = new Map<string, Handler>();
+  const maxConcurrent = opts.maxConcurrent ?? 32;
+  const functionTimeoutMs = opts.functionTimeoutMs ?? 15 * 60 * 1000;
+  let inflight = 0;
+
+  const environment = (tenant: string): Handler => {
+    let h = envs.get(tenant);
+    if (!h) {
+      h = createHandler({ background: true, ...opts.handler, root: join(opts.root, tenant) });
+      envs.set(tenant, h);
+    }
+    return h;
+  };
+
+  const server = createServer(async (req, res) => {
+    try {
+      const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/.exec((req.url ?? "").split("?")[0]!);
+      if (req.method !== "POST" || !m) return apiError(res, 404, "ResourceNotFoundException", `No route ${req.method} ${req.url}`);
+      const name = decodeURIComponent(m[1]!);
+      if (opts.functionName && name !== opts.functionName && !name.endsWith(`:function:${opts.functionName}`))
+        return apiError(res, 404, "ResourceNotFoundException", `Function not found: ${name}`);
+      const tenant = String(req.headers["x-amz-tenant-id"] ?? "");
+      if (!ID_PATTERN.test(tenant)) return apiError(res, 400, "InvalidParameterValueException", "This function uses tenant isolation: TenantId is required.");
+      const body = await readBody(req);
+      if (!body) return apiError(res, 413, "RequestTooLargeException", "Request must be smaller than 6291456 bytes for the InvokeFunction operation");
+      const type = String(req.headers["x-amz-invocation-type"] ?? "RequestResponse");
+      if (type === "DryRun") return send(res, 204, "");
+      let event: ExecEvent;
+      try {
+        event = JSON.parse(body.toString("utf8") || "{}") as ExecEvent;
+      } catch {
+        return apiError(res, 400, "InvalidRequestContentException", "Could not parse request body into json");
+      }
+      if (inflight >= maxConcurrent) return apiError(res, 429, "TooManyRequestsException", "Rate Exceeded.");
+      const handler = environment(tenant);
+      inflight++;
+      const run = handler(event, { tenantId: tenant }).finally(() => inflight--);
+      if (type === "Event") {
+        run.catch(() => {});
+        return send(res, 202, "");
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), functionTimeoutMs)));
+      const result = await Promise.race([run, timedOut]).finally(() => clearTimeout(timer));
+      if (result === "timeout") {
+        const secs = (functionTimeoutMs / 1000).toFixed(2);
+        return send(res, 200, { errorType: "Sandbox.Timedout", errorMessage: `RequestId: ${randomUUID()} Error: Task timed out after ${secs} seconds` }, { "x-amz-function-error": "Unhandled" });
+      }
+      send(res, 200, result, { "x-amz-executed-version": "$LATEST" });
+    } catch (e) {
+      send(res, 200, { errorType: "Runtime.UnhandledError", errorMessage: String((e as Error)?.message ?? e) }, { "x-amz-function-error": "Unhandled" });
+    }
+  });
+  server.requestTimeout = 0; // invocations may last as long as the function's timeout
+  server.headersTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(opts.port ?? 0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    environment: (t) => envs.get(t),
+    async close() {
+      await Promise.all([...envs.values()].map((h) => h.tasks?.killAll()));
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+// `node local-server.js` (after bundling): TOOLSHED_INVOKE_PORT, TOOLSHED_RUNNER_ROOT.
+if (process.argv[1] && /local-server\.(js|mjs|ts)$/.test(process.argv[1])) {
+  const port = Number(process.env.TOOLSHED_INVOKE_PORT ?? 9009);
+  startLocalInvokeServer({ root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port }).then((s) => {
+    console.log(`Local Lambda Invoke stand-in on ${s.url} (POST /2015-03-31/functions/<name>/invocations)`);
+  });
+}

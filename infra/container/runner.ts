@@ -1,0 +1,172 @@
+/**
+ * One run: materialize the workspace (warm slot: only changed files are fetched), run the
+ * command in the sandbox, diff the tree, write back per file (see writeback.ts), settle
+ * the slot back to what storage holds. Node only (never bundled for Workers).
+ */
+import { createHash } from "node:crypto";
+import { createReadStream, promises as fs } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { ToolError } from "../../lib/errors.js";
+import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
+import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
+import { OutputCollector } from "./output.js";
+import { DEFAULT_LIMITS, type Sandbox } from "./sandbox.js";
+import { diff, pruneEmptyDirs, reconcile, walk, type Change, type Owner, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { writeBack, type WriteBackOutcome } from "./writeback.js";
+
+export interface RunnerDeps {
+  cache: TreeCache;
+  sandbox: Sandbox;
+  owner: Owner;
+  /** Handler-private scratch (logs); never visible in the sandbox. */
+  workDir: string;
+}
+
+export interface RunHooks {
+  signal?: AbortSignal;
+  /** Receives the collector before the command starts (background tasks read output from it). */
+  onStart?: (collector: OutputCollector) => void;
+}
+
+const MAX_TIMEOUT_MS = 15 * 60 * 1000;
+const LIMIT_MAX: RunLimits = { memory_mb: 16_384, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
+
+const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
+
+/** Checks a request from the wire; returns its limits with defaults filled in. */
+export function validateRequest(req: RunRequest): RunLimits {
+  if (!req || typeof req !== "object") throw bad("The event is not a run request.");
+  if (req.version !== 1) throw bad(`Unsupported request version ${String(req.version)}; this function speaks version 1.`);
+  if (typeof req.tenant !== "string" || !ID_PATTERN.test(req.tenant)) throw bad("Bad tenant id.");
+  if (typeof req.workspace !== "string" || !ID_PATTERN.test(req.workspace)) throw bad("Bad workspace id.");
+  if (typeof req.idempotency_key !== "string" || req.idempotency_key.length < 1 || req.idempotency_key.length > 200) throw bad("idempotency_key must be 1-200 characters.");
+  if (typeof req.command !== "string" || req.command.trim() === "") throw bad("command must be a non-empty string.");
+  if (req.command.length > 100_000 || req.command.includes("\0")) throw bad("command is longer than 100000 characters or contains NUL.");
+  if (!Number.isInteger(req.timeout_ms) || req.timeout_ms < 1 || req.timeout_ms > MAX_TIMEOUT_MS) throw bad(`timeout_ms must be an integer from 1 to ${MAX_TIMEOUT_MS}.`);
+  if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
+  if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
+  for (const [k, v] of Object.entries(req.env ?? {})) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(k)) throw bad(`Bad environment variable name ${JSON.stringify(k)}.`);
+    if (typeof v !== "string" || v.includes("\0") || v.length > 100_000) throw bad(`Bad value of environment variable ${k}.`);
+  }
+  const limits = { ...DEFAULT_LIMITS };
+  for (const [k, v] of Object.entries(req.limits ?? {})) {
+    const key = k as keyof RunLimits;
+    if (!(key in LIMIT_MAX)) throw bad(`Unknown limit ${k}.`);
+    if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > LIMIT_MAX[key]) throw bad(`Limit ${k} must be an integer from 0 to ${LIMIT_MAX[key]}.`);
+    limits[key] = v as number;
+  }
+  return limits;
+}
+
+/** Stable per call: a retry writes the same output file. */
+export const runIdOf = (req: RunRequest): string =>
+  "r" + createHash("sha256").update(`${req.tenant}\0${req.workspace}\0${req.idempotency_key}`).digest("hex").slice(0, 15);
+
+async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<void> {
+  let rel = "";
+  for (const seg of cwd === "" ? [] : cwd.split("/")) {
+    rel = rel ? `${rel}/${seg}` : seg;
+    const abs = join(slot.tree, rel);
+    const st = await fs.lstat(abs).catch(() => null);
+    if (st?.isDirectory()) continue;
+    if (st) throw new ToolError("NOT_A_DIRECTORY", `working_dir ${cwd}: ${rel} is a file.`, { path: cwd });
+    await fs.mkdir(abs, { mode: 0o755 });
+    if (owner) await fs.lchown(abs, owner.uid, owner.gid);
+  }
+}
+
+/** Puts the slot back to exactly what storage holds after the write-back. */
+async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
+  for (const c of changes) {
+    const written = outcome?.written.get(c.path);
+    if (written) slot.files.set(c.path, written);
+    else {
+      slot.files.delete(c.path);
+      if (c.kind !== "deleted") await fs.rm(join(slot.tree, c.path), { force: true });
+    }
+  }
+  for (const s of after.skipped) await fs.rm(join(slot.tree, s.path), { recursive: true, force: true });
+  await pruneEmptyDirs(slot.tree, after.dirs);
+}
+
+export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {
+  const limits = validateRequest(req);
+  const cwd = normalizePath(req.cwd ?? "");
+  await deps.sandbox.check();
+  const runId = runIdOf(req);
+  const slot = await deps.cache.acquire(req.tenant, req.workspace);
+  let clean = false;
+  try {
+    const t0 = Date.now();
+    const manifest = await sync.manifest();
+    const rec = await reconcile(slot, manifest, sync, deps.owner);
+    await ensureCwd(slot, cwd, deps.owner);
+    const syncInMs = Date.now() - t0;
+
+    await fs.mkdir(join(deps.workDir, "logs"), { recursive: true, mode: 0o700 });
+    const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
+    const out = new OutputCollector(limits.output_bytes, logPath);
+    hooks.onStart?.(out);
+    const exit = await deps.sandbox.run({
+      tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, network: req.network === true, limits,
+      timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
+      ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+      ...(hooks.signal ? { signal: hooks.signal } : {}),
+    });
+    await out.close();
+
+    const t1 = Date.now();
+    const after = await walk(slot.tree);
+    const changes = await diff(slot, after);
+    const finished = !exit.timedOut && !exit.killed;
+    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files }) : null;
+
+    let outputFile: string | undefined;
+    if (out.truncated) {
+      const path = `.toolshed/output/${runId}.log`;
+      const st = await fs.stat(logPath);
+      const body = Readable.toWeb(createReadStream(logPath)) as unknown as ReadableStream<Uint8Array>;
+      const r = await sync.put(path, body, { size: st.size }).catch(() => null);
+      if (r?.ok) outputFile = path;
+    }
+    await fs.rm(logPath, { force: true });
+    await settle(slot, after, changes, wb);
+    clean = true;
+
+    const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? [])];
+    const note = outputFile ? `; full output in ${outputFile}` : "";
+    return {
+      run_id: runId,
+      stdout: out.stdout.text(),
+      stderr: out.stderr.text(),
+      output: out.merged.text(note),
+      exit_code: exit.exitCode,
+      duration_ms: exit.durationMs,
+      timed_out: exit.timedOut,
+      killed: exit.killed,
+      truncated: out.truncated,
+      ...(outputFile ? { output_file: outputFile } : {}),
+      files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],
+      files_created: wb?.created ?? [],
+      files_deleted: wb?.deleted ?? [],
+      conflicts: wb?.conflicts ?? [],
+      skipped,
+      discarded: finished ? [] : changes.map((c) => c.path),
+      sync: {
+        cache: slot.cold ? "cold" : "warm",
+        manifest_files: manifest.length,
+        downloaded_files: rec.downloaded_files,
+        downloaded_bytes: rec.downloaded_bytes,
+        uploaded_files: wb ? wb.created.length + wb.modified.length : 0,
+        uploaded_bytes: wb?.uploaded_bytes ?? 0,
+        deleted_files: wb?.deleted.length ?? 0,
+        sync_in_ms: syncInMs,
+        sync_out_ms: Date.now() - t1,
+      },
+    };
+  } finally {
+    await deps.cache.release(slot, clean);
+  }
+}

@@ -1,0 +1,317 @@
+/**
+ * Local workspace trees ("slots"): the content cache of the container function.
+ *
+ * A slot is a directory holding one workspace's files as of the end of its last run,
+ * plus (in memory) path → {etag, size, hash, fingerprint}. A warm call reconciles the
+ * slot with the manifest: only files whose etag changed are downloaded, files gone from
+ * the workspace are removed. After every run the slot is settled back to exactly what
+ * storage holds (unsent changes, symlinks and special files removed), so nothing of one
+ * call is visible to the next. Concurrent runs on one workspace get separate slots.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
+import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
+
+export interface FileState {
+  etag: string;
+  size: number;
+  /** sha256 of the content: a rewrite with equal bytes is no change. */
+  hash: string;
+  /** inode:size:mtime:ctime (ns) after we wrote it; ctime cannot be forged by the command. */
+  fp: string;
+}
+
+export interface Slot {
+  key: string;
+  dir: string;
+  /** Bound at /workspace in the sandbox. */
+  tree: string;
+  files: Map<string, FileState>;
+  cold: boolean;
+  busy: boolean;
+  lastUsed: number;
+}
+
+export type Owner = { uid: number; gid: number } | null;
+
+/** Downloads up to this size are buffered whole; larger ones are streamed to disk. */
+const SMALL_FILE = 1024 * 1024;
+
+const PLAIN = /^[A-Za-z0-9_][A-Za-z0-9._+@=,-]*(\/[A-Za-z0-9_][A-Za-z0-9._+@=,-]*)*$/;
+
+/** A path the workspace can hold as it is (canonical). Plain ASCII names skip the full check. */
+export const isValidName = (rel: string): boolean => {
+  if (rel.length <= MAX_PATH_BYTES && PLAIN.test(rel) && !rel.split("/").some((s) => s.length > MAX_SEGMENT_BYTES)) return true;
+  try {
+    return normalizePath(rel) === rel && rel !== "";
+  } catch {
+    return false;
+  }
+};
+
+export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
+  `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+
+/** Runs fn over items, at most n at a time. */
+export async function pool<T>(n: number, items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  const worker = async () => {
+    while (i < items.length) await fn(items[i++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+}
+
+export async function hashFile(abs: string): Promise<string> {
+  const h = createHash("sha256");
+  const fh = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    for await (const chunk of fh.createReadStream({ autoClose: false })) h.update(chunk as Buffer);
+  } finally {
+    await fh.close();
+  }
+  return h.digest("hex");
+}
+
+export class TreeCache {
+  private slots = new Map<string, Slot[]>();
+  private init: Promise<void> | null = null;
+  private seq = 0;
+
+  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8) {}
+
+  /** Trees left by an earlier process are not trusted: start empty. */
+  private ready(): Promise<void> {
+    this.init ??= (async () => {
+      await fs.rm(this.root, { recursive: true, force: true });
+      await fs.mkdir(this.root, { recursive: true, mode: 0o711 });
+      await fs.chmod(this.root, 0o711);
+    })();
+    return this.init;
+  }
+
+  async acquire(tenant: string, workspace: string): Promise<Slot> {
+    await this.ready();
+    const key = `${tenant}/${workspace}`;
+    const list = this.slots.get(key) ?? [];
+    this.slots.set(key, list);
+    const idle = list.filter((s) => !s.busy).sort((a, b) => b.lastUsed - a.lastUsed)[0];
+    if (idle) {
+      idle.busy = true;
+      idle.cold = false;
+      return idle;
+    }
+    const dir = join(this.root, tenant, workspace, String(++this.seq));
+    for (const d of [join(this.root, tenant), join(this.root, tenant, workspace), dir]) {
+      await fs.mkdir(d, { recursive: true, mode: 0o711 });
+      await fs.chmod(d, 0o711);
+    }
+    const tree = join(dir, "tree");
+    await fs.mkdir(tree, { mode: 0o755 });
+    await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
+    if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
+    const slot: Slot = { key, dir, tree, files: new Map(), cold: true, busy: true, lastUsed: Date.now() };
+    list.push(slot);
+    return slot;
+  }
+
+  /** clean=false (an error left the tree in an unknown state): the slot is wiped. */
+  async release(slot: Slot, clean: boolean): Promise<void> {
+    slot.busy = false;
+    slot.lastUsed = Date.now();
+    if (!clean) await this.drop(slot);
+    const idle = [...this.slots.values()].flat().filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const s of idle.slice(0, Math.max(0, idle.length - this.maxIdleSlots))) await this.drop(s);
+  }
+
+  private async drop(slot: Slot): Promise<void> {
+    const list = this.slots.get(slot.key) ?? [];
+    list.splice(list.indexOf(slot), 1);
+    if (list.length === 0) this.slots.delete(slot.key);
+    await fs.rm(slot.dir, { recursive: true, force: true });
+  }
+
+  /** Wipes every slot of a tenant (tests, and an admin "forget this tenant"). */
+  async forgetTenant(tenant: string): Promise<void> {
+    for (const s of [...this.slots.values()].flat()) if (s.key.startsWith(`${tenant}/`) && !s.busy) await this.drop(s);
+  }
+}
+
+/** Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist. */
+async function mkdirs(tree: string, rel: string, owner: Owner, known: Set<string>): Promise<void> {
+  if (rel === "" || known.has(rel)) return;
+  for (const dir of [...ancestorsOf(`${rel}/x`)].reverse()) {
+    if (known.has(dir)) continue;
+    const abs = join(tree, dir);
+    try {
+      await fs.mkdir(abs, { mode: 0o755 });
+      if (owner) await fs.lchown(abs, owner.uid, owner.gid);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const st = await fs.lstat(abs);
+      if (!st.isDirectory()) throw Object.assign(new Error(`${dir} is not a directory`), { code: "ENOTDIR" });
+    }
+    known.add(dir);
+  }
+}
+
+/** Removes now-empty directories from `dirs` upwards (never the tree itself). */
+export async function pruneEmptyDirs(tree: string, dirs: Iterable<string>): Promise<void> {
+  const all = new Set<string>();
+  for (const d of dirs) for (let p = d; p !== ""; p = parentOf(p)) all.add(p);
+  const deepestFirst = [...all].sort((a, b) => b.split("/").length - a.split("/").length);
+  for (const d of deepestFirst) await fs.rmdir(join(tree, d)).catch(() => {});
+}
+
+export interface ReconcileStats {
+  downloaded_files: number;
+  downloaded_bytes: number;
+  skipped: Skipped[];
+}
+
+/** Makes slot.tree equal to the manifest, downloading only files whose etag changed. */
+export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats> {
+  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [] };
+  const want = new Map<string, SyncEntry>();
+  for (const e of manifest) {
+    if (isValidName(e.path)) want.set(e.path, e);
+    else stats.skipped.push({ path: e.path, reason: "invalid_name" });
+  }
+  // An object store may hold both "a" and "a/b"; a file system cannot.
+  for (const p of [...want.keys()]) {
+    if (ancestorsOf(p).some((a) => want.has(a))) {
+      want.delete(p);
+      stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
+    }
+  }
+  const emptied = new Set<string>();
+  for (const [p, st] of slot.files) {
+    if (want.get(p)?.etag === st.etag) continue;
+    if (!want.has(p)) {
+      await fs.rm(join(slot.tree, p), { force: true });
+      emptied.add(parentOf(p));
+    }
+    slot.files.delete(p);
+  }
+  await pruneEmptyDirs(slot.tree, emptied);
+
+  const todo = [...want.values()].filter((e) => !slot.files.has(e.path));
+  const known = new Set<string>();
+  await pool(concurrency, todo, async (e) => {
+    const abs = join(slot.tree, e.path);
+    const file = await sync.fetch(e.path);
+    if (!file) {
+      await fs.rm(abs, { force: true }); // deleted since the manifest was taken
+      return;
+    }
+    const tmp = join(slot.dir, "incoming", randomBytes(8).toString("hex"));
+    const h = createHash("sha256");
+    let size = 0;
+    if (file.size >= 0 && file.size <= SMALL_FILE) {
+      // Small files (most of a workspace): one buffer, one write; streams cost more than the bytes.
+      const buf = new Uint8Array(await new Response(file.body).arrayBuffer());
+      h.update(buf);
+      size = buf.length;
+      writeFileSync(tmp, buf, { mode: 0o644 }); // sync: small, and the thread pool is the bottleneck
+    } else {
+      const tap = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          h.update(chunk);
+          size += chunk.length;
+          cb(null, chunk);
+        },
+      });
+      await pipeline(Readable.fromWeb(file.body as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
+    }
+    try {
+      await mkdirs(slot.tree, parentOf(e.path), owner, known);
+      renameSync(tmp, abs);
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      stats.skipped.push({ path: e.path, reason: "path_conflict", detail: String((err as Error).message) });
+      return;
+    }
+    if (owner) lchownSync(abs, owner.uid, owner.gid);
+    const st = lstatSync(abs, { bigint: true });
+    slot.files.set(e.path, { etag: file.etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st) });
+    stats.downloaded_files++;
+    stats.downloaded_bytes += size;
+  });
+  return stats;
+}
+
+export interface WalkResult {
+  /** Regular files: path → fingerprint and size. */
+  files: Map<string, { fp: string; size: number }>;
+  dirs: string[];
+  /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
+  skipped: Skipped[];
+}
+
+/** Lists the tree without following any symlink. */
+export async function walk(tree: string): Promise<WalkResult> {
+  const out: WalkResult = { files: new Map(), dirs: [], skipped: [] };
+  const stack = [""];
+  while (stack.length) {
+    const rel = stack.pop()!;
+    const abs = join(tree, rel);
+    let names: string[];
+    try {
+      names = readdirSync(abs);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
+      await fs.chmod(abs, 0o755); // the command took its own permission away
+      names = readdirSync(abs);
+    }
+    // Synchronous on purpose: 10,000 lstat calls through the thread pool cost ~5x more,
+    // and nothing else of this run can proceed meanwhile anyway.
+    for (const name of names) {
+      const r = rel === "" ? name : `${rel}/${name}`;
+      const st = lstatSync(join(abs, name), { bigint: true });
+      const valid = isValidName(r);
+      if (st.isDirectory()) {
+        if (valid) {
+          out.dirs.push(r);
+          stack.push(r);
+        } else out.skipped.push({ path: r, reason: "invalid_name" });
+      } else if (st.isFile()) {
+        if (valid) out.files.set(r, { fp: fingerprint(st), size: Number(st.size) });
+        else out.skipped.push({ path: r, reason: "invalid_name" });
+      } else if (st.isSymbolicLink()) {
+        out.skipped.push({ path: r, reason: "symlink", detail: `-> ${await fs.readlink(join(tree, r)).catch(() => "?")}` });
+      } else {
+        out.skipped.push({ path: r, reason: "special_file" });
+      }
+    }
+  }
+  return out;
+}
+
+export interface Change {
+  path: string;
+  kind: "created" | "modified" | "deleted";
+  /** The version the run started from (modified, deleted). */
+  base?: FileState;
+}
+
+/** What the command changed: created, modified (content differs), deleted. */
+export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
+  const changes: Change[] = [];
+  const suspects: string[] = [];
+  for (const [p, loc] of after.files) {
+    const st = slot.files.get(p);
+    if (!st) changes.push({ path: p, kind: "created" });
+    else if (st.fp !== loc.fp) suspects.push(p);
+  }
+  await pool(8, suspects, async (p) => {
+    const st = slot.files.get(p)!;
+    const loc = after.files.get(p)!;
+    if (loc.size === st.size && (await hashFile(join(slot.tree, p))) === st.hash) slot.files.set(p, { ...st, fp: loc.fp });
+    else changes.push({ path: p, kind: "modified", base: st });
+  });
+  for (const [p, st] of slot.files) if (!after.files.has(p)) changes.push({ path: p, kind: "deleted", base: st });
+  return changes.sort((a, b) => (a.path < b.path ? -1 : 1));
+}

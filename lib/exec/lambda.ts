@@ -1,0 +1,90 @@
+/**
+ * Executor over AWS Lambda: InvokeCommand with TenantId = the tenant (the function is
+ * deployed with tenant isolation mode PER_TENANT, so an execution environment never serves
+ * two tenants). The endpoint is the client's: tests point it at infra/container/local-server.ts.
+ * Retries (the SDK's, or the caller's) are safe: each call carries an idempotency key.
+ * Bundles for Workers (no node: imports).
+ */
+import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
+import { ToolError } from "../errors.js";
+import { unwrapExecResponse } from "./response.js";
+import type { ExecEvent, ExecResponse, Executor, RunResult, TaskPoll } from "./types.js";
+
+export interface LambdaExecutorOptions {
+  /** Configure it with a request timeout above the longest run (15 min) and the endpoint. */
+  client: LambdaClient;
+  functionName: string;
+  qualifier?: string;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** An error of the Invoke API itself (the function did not run, or we lost the answer). */
+export function invokeError(e: unknown, functionName: string): ToolError {
+  const err = e as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const name = err?.name ?? "";
+  const msg = err?.message ?? String(e);
+  if (name === "TooManyRequestsException") return new ToolError("RATE_LIMITED", `Too many commands are running for this account right now (${msg}). Retry in a few seconds.`, { cause: name });
+  if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", `The command runner function ${functionName} is not deployed.`, { cause: name });
+  if (name === "RequestTooLargeException") return new ToolError("PAYLOAD_TOO_LARGE", "The command (with its stdin) is larger than the 6 MB Invoke limit; put large inputs in a workspace file.", { cause: name });
+  if (name === "TimeoutError" || name === "RequestTimeout" || name === "AbortError" || err?.code === "ETIMEDOUT")
+    return new ToolError("TIMEOUT", `The command runner did not answer in time (${msg}).`, { cause: name || err?.code });
+  if (["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EPIPE"].includes(err?.code ?? "") || /ECONNREFUSED|socket hang up|fetch failed/i.test(msg))
+    return new ToolError("UNAVAILABLE", `The command runner is unreachable (${msg}).`, { cause: err?.code ?? name });
+  const status = err?.$metadata?.httpStatusCode ?? 0;
+  if (status >= 500 || /^(ServiceException|ResourceNotReadyException|ResourceConflictException|EC2|ENI|Subnet|EFS|KMS|SnapStart)/.test(name))
+    return new ToolError("UNAVAILABLE", `The command runner is unavailable: ${name}: ${msg}`, { cause: name });
+  return new ToolError("INTERNAL", `Invoking the command runner failed: ${name || "Error"}: ${msg}`, { cause: name });
+}
+
+/** An error raised inside the function (X-Amz-Function-Error): crash, out of memory, function timeout. */
+export function functionError(kind: string, payload: string): ToolError {
+  let body: { errorType?: string; errorMessage?: string } = {};
+  try {
+    body = JSON.parse(payload);
+  } catch {
+    /* not JSON */
+  }
+  const type = body.errorType ?? kind;
+  const message = body.errorMessage ?? payload.slice(0, 500);
+  if (type === "Sandbox.Timedout" || /timed out after/i.test(message))
+    return new ToolError("TIMEOUT", `The command runner hit its function timeout (${message}); the command's changes were not written back.`, { cause: type });
+  if (/OutOfMemory/i.test(type)) return new ToolError("INTERNAL", `The command runner ran out of memory (${message}).`, { cause: type });
+  return new ToolError("INTERNAL", `The command runner failed: ${type}: ${message}`, { cause: type });
+}
+
+export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
+  async function invoke<T>(event: ExecEvent, tenant: string): Promise<T> {
+    let out;
+    try {
+      out = await opts.client.send(
+        new InvokeCommand({
+          FunctionName: opts.functionName,
+          ...(opts.qualifier ? { Qualifier: opts.qualifier } : {}),
+          InvocationType: "RequestResponse",
+          TenantId: tenant,
+          Payload: enc.encode(JSON.stringify(event)),
+        }),
+      );
+    } catch (e) {
+      throw invokeError(e, opts.functionName);
+    }
+    const text = out.Payload ? dec.decode(out.Payload) : "";
+    if (out.FunctionError) throw functionError(out.FunctionError, text);
+    let parsed: ExecResponse;
+    try {
+      parsed = JSON.parse(text) as ExecResponse;
+    } catch {
+      throw new ToolError("INTERNAL", `The command runner answered with invalid JSON: ${text.slice(0, 200)}`);
+    }
+    return unwrapExecResponse<T>(parsed);
+  }
+
+  return {
+    run: (req) => invoke<RunResult>({ ...req, action: "run" }, req.tenant),
+    start: (req) => invoke<{ task_id: string }>({ ...req, action: "start" }, req.tenant),
+    poll: (ref, o) => invoke<TaskPoll>({ action: "poll", tenant: ref.tenant, task_id: ref.task_id, ...(o?.wait_ms ? { wait_ms: o.wait_ms } : {}) }, ref.tenant),
+    kill: (ref) => invoke<{ status: "killed" | "already_completed" }>({ action: "kill", tenant: ref.tenant, task_id: ref.task_id }, ref.tenant),
+  };
+}

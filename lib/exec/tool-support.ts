@@ -1,0 +1,92 @@
+/**
+ * What bash, run_code, bash_output and kill_shell share: the executor, the run request
+ * (with its short-lived sync token), the tenant's guard rails, and the model's output text.
+ * Bundles for Workers.
+ */
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../errors.js";
+import { randomId } from "../hash.js";
+import type { ToolContext } from "../tool.js";
+import { truncateMiddle } from "../tool.js";
+import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
+import { mintSyncToken } from "./sync-token.js";
+import type { Executor, RunRequest, RunResult } from "./types.js";
+
+/** Characters of command output handed to the model (the middle is cut). */
+export const MAX_COMMAND_OUTPUT = 30_000;
+/** Margin of the sync token beyond the command's timeout (materialize + write-back). */
+const TOKEN_MARGIN_SECONDS = 15 * 60;
+
+export function executorOf(deps: AppDeps): Executor {
+  if (!deps.executor) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (no executor configured). Locally, start the runner (infra/container/local-server.ts) and set TOOLSHED_RUNNER_URL.");
+  return deps.executor;
+}
+
+export async function runRequest(
+  ctx: ToolContext,
+  input: { command: string; timeoutMs: number; cwd?: string; env?: Record<string, string>; stdin?: string },
+): Promise<RunRequest> {
+  const deps = ctx.deps;
+  if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
+  const key = `run_${randomId(20)}`;
+  const token = await mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil(input.timeoutMs / 1000) + TOKEN_MARGIN_SECONDS);
+  return {
+    version: 1,
+    idempotency_key: key,
+    tenant: ctx.ws.tenant,
+    workspace: ctx.ws.id,
+    command: input.command,
+    timeout_ms: input.timeoutMs,
+    ...(input.cwd ? { cwd: input.cwd } : {}),
+    ...(input.env ? { env: input.env } : {}),
+    ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
+    network: ctx.auth.scopes.includes("network"),
+    sync: { url: deps.syncUrl, token },
+    limits: { output_bytes: MAX_COMMAND_OUTPUT },
+  };
+}
+
+/** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults. */
+export async function guardFor(ctx: ToolContext): Promise<GuardLists> {
+  const raw = await ctx.deps.kv.get(`guard/${ctx.ws.tenant}`);
+  if (!raw) return DEFAULT_GUARD;
+  try {
+    return mergeGuard(JSON.parse(raw));
+  } catch {
+    return DEFAULT_GUARD; // a broken config must not disable the defaults
+  }
+}
+
+/** The model's text: merged output, middle cut, exit code appended when non-zero. */
+export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "output_file">): { text: string; truncated: boolean } {
+  const cut = truncateMiddle(r.output, MAX_COMMAND_OUTPUT);
+  let text = cut.text;
+  if (cut.truncated && r.output_file && !text.includes(r.output_file)) text += `\n[Full output: ${r.output_file}]`;
+  if (r.exit_code !== null && r.exit_code !== 0) text += `${text && !text.endsWith("\n") ? "\n" : ""}[exit code ${r.exit_code}]`;
+  return { text: text === "" ? "(no output)" : text, truncated: cut.truncated };
+}
+
+/** The `data` of a finished command. */
+export function commandData(r: RunResult) {
+  return {
+    stdout: r.stdout,
+    stderr: r.stderr,
+    exit_code: r.exit_code,
+    duration_ms: r.duration_ms,
+    truncated: r.truncated,
+    ...(r.output_file ? { output_file: r.output_file } : {}),
+    files_changed: r.files_changed,
+    files_deleted: r.files_deleted,
+    conflicts: r.conflicts,
+    ...(r.skipped.length ? { skipped: r.skipped } : {}),
+  };
+}
+
+/** A timed-out run as a TIMEOUT error that still carries the output so far. */
+export function timeoutError(r: RunResult, seconds: number): ToolError {
+  return new ToolError(
+    "TIMEOUT",
+    `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.`,
+    { output: commandOutput(r).text, stdout: r.stdout, stderr: r.stderr, duration_ms: r.duration_ms, discarded: r.discarded, ...(r.output_file ? { output_file: r.output_file } : {}) },
+  );
+}

@@ -1,0 +1,198 @@
+/**
+ * bash, run_code, bash_output, kill_shell through the real app and the real sandbox, with
+ * both executors: local (handler in process) and lambda (InvokeCommand → local Invoke
+ * stand-in → handler). The runner reaches the workspace only through the app's /v1/sync.
+ */
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import bash from "../../functions/bash.js";
+import bash_output from "../../functions/bash_output.js";
+import { tools as fileTools } from "../../functions/index.js";
+import kill_shell from "../../functions/kill_shell.js";
+import run_code from "../../functions/run_code.js";
+import { localExecutor } from "../../infra/container/local-executor.js";
+import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
+import { createApp } from "../../lib/app.js";
+import type { AppDeps } from "../../lib/deps.js";
+import { lambdaExecutor } from "../../lib/exec/lambda.js";
+import { httpSyncClient } from "../../lib/exec/sync-http.js";
+import type { Executor } from "../../lib/exec/types.js";
+import { memoryDriver } from "../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+
+const ADMIN = "admin-token-for-tests";
+const SECRET = "sync-secret-for-tests-0123456789";
+const tools = [...fileTools, bash, run_code, bash_output, kill_shell];
+
+interface Env {
+  call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
+  close: () => Promise<void>;
+}
+
+/** An app over memory storage whose /v1/sync serves the runner, with one tenant + workspace. */
+async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
+  const root = mkdtempSync(join(tmpdir(), `toolshed-tools-${kind}-`));
+  chmodSync(root, 0o711);
+  const storage = memoryDriver();
+  let app: ReturnType<typeof createApp>;
+  let server: Server | null = null;
+  let invoke: LocalInvokeServer | null = null;
+  let executor: Executor;
+  let syncUrl: string;
+  if (kind === "local") {
+    syncUrl = "http://toolshed.internal";
+    executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch }) });
+  } else {
+    server = createServer(async (req, res) => {
+      const hasBody = req.method !== "GET" && req.method !== "HEAD";
+      const r = await app.request(`http://127.0.0.1${req.url}`, { method: req.method!, headers: req.headers as Record<string, string>, ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}) } as RequestInit);
+      res.writeHead(r.status, Object.fromEntries(r.headers));
+      if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
+      res.end();
+    });
+    await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
+    syncUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    invoke = await startLocalInvokeServer({ root, functionName: "runner" });
+    executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
+  }
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl } as AppDeps;
+  app = createApp(deps, tools);
+
+  const adminCall = async (path: string, body: unknown) =>
+    (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+  await adminCall("/v1/admin/tenants", { id: "acme" });
+  const { key } = await adminCall("/v1/admin/tenants/acme/keys", {});
+  const ws = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  expect(ws.status).toBe(201);
+  const call = async (tool: string, args: unknown, session = "s1") => {
+    const res = await app.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  return {
+    call,
+    close: async () => {
+      await invoke?.close();
+      server?.close();
+      if (kind === "local") await (executor as ReturnType<typeof localExecutor>).handler.tasks?.killAll();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+const ok = (r: { status: number; body: any }) => {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body;
+};
+const err = (r: { status: number; body: any }, code: string) => {
+  expect(r.body.ok, JSON.stringify(r.body)).toBe(false);
+  expect(r.body.error.code).toBe(code);
+  return r.body.error;
+};
+
+describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) => {
+  let env: Env;
+  beforeAll(async () => {
+    env = await makeEnv(kind);
+  });
+  afterAll(() => env.close());
+
+  it("a command edits, creates and deletes; read and ls see it right after", async () => {
+    ok(await env.call("write", { file_path: "src/a.txt", content: "alpha\n" }));
+    ok(await env.call("write", { file_path: "old.txt", content: "old\n" }));
+    const r = ok(await env.call("bash", { command: "sed -i s/alpha/ALPHA/ src/a.txt && echo new > src/b.txt && rm old.txt && echo done" }));
+    expect(r.output).toBe("done\n");
+    expect(r.data).toMatchObject({ exit_code: 0, files_changed: ["src/a.txt", "src/b.txt"], files_deleted: ["old.txt"], conflicts: [] });
+    expect(ok(await env.call("read", { file_path: "src/a.txt" })).output).toContain("ALPHA");
+    expect(ok(await env.call("read", { file_path: "src/b.txt" })).output).toContain("new");
+    err(await env.call("read", { file_path: "old.txt" }), "NOT_FOUND");
+    const names = ok(await env.call("ls", { path: "src" })).data.entries.map((e: any) => e.name);
+    expect(names).toEqual(["a.txt", "b.txt"]);
+  });
+
+  it("after a command changed a file, an edit needs a fresh read", async () => {
+    ok(await env.call("read", { file_path: "src/a.txt" }));
+    ok(await env.call("bash", { command: "echo more >> src/a.txt" }));
+    err(await env.call("edit", { file_path: "src/a.txt", old_string: "ALPHA", new_string: "beta" }), "FILE_MODIFIED");
+    ok(await env.call("read", { file_path: "src/a.txt" }));
+    ok(await env.call("edit", { file_path: "src/a.txt", old_string: "ALPHA", new_string: "beta" }));
+  });
+
+  it("exit code appended when non-zero; long output cut in the middle with the full output saved", async () => {
+    const failed = ok(await env.call("bash", { command: "echo oops >&2; exit 4" }));
+    expect(failed.output).toBe("oops\n[exit code 4]");
+    expect(failed.data.exit_code).toBe(4);
+    const long = ok(await env.call("bash", { command: "seq 1 100000" }));
+    expect(long.output.length).toBeLessThan(31_000);
+    expect(long.data.truncated).toBe(true);
+    expect(long.output).toContain(long.data.output_file);
+    const full = ok(await env.call("read", { file_path: long.data.output_file, offset: 99_999, limit: 5 }));
+    expect(full.output).toContain("100000");
+  });
+
+  it("run_code runs python and node", async () => {
+    const py = ok(await env.call("run_code", { language: "python", code: "import sys\nprint(sum(range(10)), sys.argv[1:])", args: ["a b", "it's"] }));
+    expect(py.data).toMatchObject({ stdout: "45 ['a b', \"it's\"]\n", exit_code: 0 });
+    const js = ok(await env.call("run_code", { language: "node", code: "console.log(process.env.GREETING, [1,2,3].map(x => x * 2).join())", env: { GREETING: "hi" } }));
+    expect(js.data.stdout).toBe("hi 2,4,6\n");
+  });
+
+  it("timeout gives TIMEOUT with the output so far, and writes nothing back", async () => {
+    const e = err(await env.call("bash", { command: "echo started; echo x > timed.txt; sleep 30", timeout: 1 }), "TIMEOUT");
+    expect(e.details.output).toContain("started");
+    expect(e.details.discarded).toEqual(["timed.txt"]);
+    err(await env.call("read", { file_path: "timed.txt" }), "NOT_FOUND");
+  });
+
+  it("guard rails: BLOCKED, and NEEDS_CONFIRMATION until confirmed", async () => {
+    err(await env.call("bash", { command: "rm -rf /" }), "BLOCKED");
+    err(await env.call("bash", { command: "rm -rf /", confirmed: true }), "BLOCKED");
+    ok(await env.call("bash", { command: "mkdir -p junk && echo x > junk/f" }));
+    err(await env.call("bash", { command: "rm -rf junk" }), "NEEDS_CONFIRMATION");
+    const r = ok(await env.call("bash", { command: "rm -rf junk", confirmed: true }));
+    expect(r.data.files_deleted).toEqual(["junk/f"]);
+  });
+
+  it("a symlink to /etc/passwd made by a command is not uploaded and not readable through read", async () => {
+    const r = ok(await env.call("bash", { command: "ln -s /etc/passwd pw; echo made" }));
+    expect(r.data.skipped).toEqual([{ path: "pw", reason: "symlink", detail: "-> /etc/passwd" }]);
+    err(await env.call("read", { file_path: "pw" }), "NOT_FOUND");
+  });
+
+  it("a tool write racing a running command: neither change is lost", async () => {
+    ok(await env.call("write", { file_path: "race.txt", content: "v0\n" }));
+    const running = env.call("bash", { command: "sleep 2; echo from-command > race.txt" });
+    await new Promise((r) => setTimeout(r, 800));
+    ok(await env.call("read", { file_path: "race.txt" }));
+    ok(await env.call("write", { file_path: "race.txt", content: "from-tool\n" }));
+    const r = ok(await running);
+    expect(r.data.conflicts).toHaveLength(1);
+    expect(r.data.conflicts[0]).toMatchObject({ path: "race.txt", change: "modified" });
+    expect(r.output).toContain("[conflict: race.txt");
+    expect(ok(await env.call("read", { file_path: "race.txt" })).output).toContain("from-tool");
+    expect(ok(await env.call("read", { file_path: r.data.conflicts[0].saved_as })).output).toContain("from-command");
+  });
+
+  it("background: start, poll with bash_output until completed; kill_shell a long one", async () => {
+    const started = ok(await env.call("bash", { command: "sleep 2; echo done", run_in_background: true }));
+    const id = started.data.task_id;
+    expect(ok(await env.call("bash_output", { task_id: id })).data.status).toBe("running");
+    const done = ok(await env.call("bash_output", { task_id: id, wait: true, timeout: 20 }));
+    expect(done.data).toMatchObject({ status: "completed", exit_code: 0 });
+    expect(done.output).toContain("done\n");
+    const long = ok(await env.call("bash", { command: "sleep 1000", run_in_background: true }));
+    expect(ok(await env.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("killed");
+    expect(ok(await env.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("already_completed");
+    expect(ok(await env.call("bash_output", { task_id: long.data.task_id })).data.status).toBe("killed");
+    err(await env.call("kill_shell", { task_id: "bg_unknown" }), "NOT_FOUND");
+  });
+
+  it("no network without the network scope", async () => {
+    const r = ok(await env.call("bash", { command: "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\" 2>&1 | tail -1" }));
+    expect(r.output).toMatch(/Network is unreachable|unreachable|Errno/);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Escape attempts against the real sandbox. Each has a positive control where one is
+ * possible, so the test can fail: the same thing done without the barrier succeeds.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setup } from "./helpers.js";
+
+const t = setup({}, "tenant-a", "ws-a");
+const FAKE_SECRET = "FAKE-SECRET-123";
+const SYNC_TOKEN = "SYNC-TOKEN-SECRET-456";
+let server: Server;
+let port = 0;
+let connections = 0;
+
+beforeAll(async () => {
+  process.env.AWS_SECRET_ACCESS_KEY = FAKE_SECRET;
+  process.env.TOOLSHED_SYNC_SECRET = FAKE_SECRET;
+  server = createServer((s) => {
+    connections++;
+    s.on("error", () => {});
+    s.end("hello from the host\n");
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  port = (server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  delete process.env.AWS_SECRET_ACCESS_KEY;
+  delete process.env.TOOLSHED_SYNC_SECRET;
+  server.close();
+  await t.cleanup();
+});
+
+const hostProcesses = (pattern: string): string => {
+  try {
+    return execFileSync("pgrep", ["-af", pattern]).toString();
+  } catch {
+    return ""; // pgrep exits 1 when nothing matches
+  }
+};
+
+describe("sandbox escapes", () => {
+  it("cannot connect to a server on the host's 127.0.0.1 (and can when the tenant allows network)", async () => {
+    const cmd = `exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3 || echo bash-refused; python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2)" 2>/dev/null || echo py-refused`;
+    const r = await t.run(cmd);
+    expect(r.stdout).toContain("bash-refused");
+    expect(r.stdout).toContain("py-refused");
+    expect(r.stdout).not.toContain("hello from the host");
+    expect(connections).toBe(0);
+    // Control: with network allowed, the same command reaches the server.
+    const allowed = await t.run(cmd, { network: true });
+    expect(allowed.stdout).toContain("hello from the host");
+    expect(connections).toBeGreaterThan(0);
+  });
+
+  it("cannot read files outside the workspace: the project, /root, the handler's directory", async () => {
+    const project = resolve("package.json");
+    expect(existsSync(project)).toBe(true); // control: it exists on the host
+    const r = await t.run(`cat ${project} 2>&1; ls /root 2>&1; ls ${t.root} 2>&1; ls /work 2>&1; ls /; echo; ls /etc`);
+    expect(r.stdout).not.toContain('"name": "toolshed"');
+    expect(r.stdout).toContain(`${project}: No such file or directory`);
+    expect(r.stdout).toContain("ls: cannot access '/root'");
+    expect(r.stdout).toContain(`ls: cannot access '${t.root}'`);
+    const top = r.stdout.split("\n");
+    expect(top).not.toContain("home");
+    expect(top).not.toContain("root");
+    expect(top).not.toContain("work");
+    expect(top).not.toContain("shadow");
+  });
+
+  it("cannot see the handler's environment, credentials or sync token anywhere", async () => {
+    expect(process.env.AWS_SECRET_ACCESS_KEY).toBe(FAKE_SECRET); // control: the handler has it
+    const script = [
+      "env",
+      "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; echo; done",
+      // The secrets are spelled in two halves so the command's own text never contains them.
+      `grep -rl -e "${FAKE_SECRET.slice(0, 6)}""${FAKE_SECRET.slice(6)}" -e "${SYNC_TOKEN.slice(0, 6)}""${SYNC_TOKEN.slice(6)}" /etc /tmp /dev/shm /workspace 2>/dev/null`,
+      "cat /proc/1/environ | wc -c",
+      "ls /proc | grep -c '^[0-9]'",
+      "curl -s -m 2 http://169.254.169.254/latest/meta-data/ 2>&1 || echo no-metadata",
+    ].join("; ");
+    const r = await t.run(script, { sync: { url: "http://127.0.0.1:9", token: SYNC_TOKEN } });
+    expect(r.timed_out).toBe(false);
+    expect(r.output).toContain("== /proc/1/environ");
+    expect(r.output).not.toContain(FAKE_SECRET);
+    expect(r.output).not.toContain(SYNC_TOKEN);
+    expect(r.output).not.toContain("AWS_");
+    expect(r.stdout).toContain("PATH=/usr/local/bin:/usr/bin:/bin");
+    expect(r.stdout).toContain("HOME=/tmp");
+  });
+
+  it("a fork bomb is bounded and the call returns", async () => {
+    const started = Date.now();
+    // The classic bomb, kept busy for 2 s so it hits the process limit before the shell exits.
+    const r = await t.run(":(){ :|:& };:; sleep 2; ulimit -u", { timeout_ms: 6000, limits: { processes: 64 } });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(r.timed_out || r.exit_code !== null).toBe(true);
+    expect(r.output).toMatch(/Resource temporarily unavailable|retry/);
+  });
+
+  it("cannot allocate 4 GB", async () => {
+    const r = await t.run("python3 -c 'b = bytearray(4 * 1024**3); print(\"allocated\")' 2>&1; node -e 'Buffer.alloc(4 * 1024**3, 1); console.log(\"allocated\")' 2>&1 | tail -1");
+    expect(r.stdout).not.toContain("allocated\n");
+    expect(r.stdout).toContain("MemoryError");
+  });
+
+  it("cannot write a 2 GB file (file size limit)", async () => {
+    const r = await t.run("head -c 2G /dev/zero > big; echo rc=$?; stat -c %s big; rm -f big", { timeout_ms: 30_000 });
+    expect(r.stdout).toContain("rc=153"); // 128 + SIGXFSZ
+    expect(r.stdout).toContain(String(1024 * 1024 * 1024));
+    expect(r.files_changed).toEqual([]);
+  }, 60_000);
+
+  it("`sleep 1000 &` and daemonized processes are dead when the call returns", async () => {
+    const r = await t.run("sleep 987654 & setsid nohup sleep 987655 > /dev/null 2>&1 & (sleep 987656 &) ; disown -a; echo started");
+    expect(r.stdout).toBe("started\n");
+    expect(r.duration_ms).toBeLessThan(5000);
+    await new Promise((res) => setTimeout(res, 200));
+    expect(hostProcesses("sleep 98765[456]")).toBe("");
+    // Control: the same check sees a process that is alive.
+    const alive = await t.run("echo x", { timeout_ms: 5000 }).then(() => hostProcesses("vitest"));
+    expect(alive).not.toBe("");
+  });
+
+  it("symlinks made by the command are never uploaded, followed or kept", async () => {
+    await t.write("real.txt", "real\n");
+    const r = await t.run("ln -s /etc/passwd passwd-link; ln -s / rootdir; ln -s real.txt alias; mkfifo pipe; ln real.txt hard.txt; echo ok");
+    expect(r.stdout).toBe("ok\n");
+    const skipped = Object.fromEntries(r.skipped.map((s) => [s.path, s.reason]));
+    expect(skipped).toEqual({ "passwd-link": "symlink", rootdir: "symlink", alias: "symlink", pipe: "special_file" });
+    expect(r.files_changed).toEqual(["hard.txt"]); // a hard link inside the workspace is an ordinary file
+    expect(await t.read("passwd-link")).toBeNull();
+    expect(await t.read("rootdir")).toBeNull();
+    expect(await t.paths()).not.toContain("passwd-link");
+    // The next call does not see them either.
+    const next = await t.run("ls -a");
+    expect(next.stdout.split("\n")).not.toContain("passwd-link");
+    // Control: the host file the link pointed to exists and was readable.
+    expect(readFileSync("/etc/passwd", "utf8")).toContain("root:");
+  });
+
+  it("a replaced directory symlink cannot redirect the next materialization", async () => {
+    await t.write("src/a.txt", "a\n");
+    await t.run("true"); // materialize src/
+    const r = await t.run("rm -rf src && ln -s /etc src && echo done");
+    expect(r.files_deleted).toEqual(["src/a.txt"]);
+    await t.write("src/b.txt", "b\n");
+    const next = await t.run("cat src/b.txt; test -L src && echo still-link || echo real-dir");
+    expect(next.stdout).toBe("b\nreal-dir\n");
+    expect(existsSync("/etc/b.txt")).toBe(false);
+  });
+
+  it("nothing of one tenant's workspace is visible to another's run", async () => {
+    await t.write("private.txt", "tenant-a secret\n");
+    await t.run("cat private.txt");
+    // Same handler (as in the local server), another tenant.
+    const r = await t.run("ls -a /workspace; cat /workspace/private.txt 2>&1; ls -a /tmp; find / -name private.txt 2>/dev/null; echo end", { tenant: "tenant-b", workspace: "ws-b" });
+    expect(r.stdout).not.toContain("tenant-a secret");
+    expect(r.stdout).not.toMatch(/\/private\.txt\n/);
+    expect(r.stdout).toContain("end\n");
+  });
+});

@@ -1,0 +1,226 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { createHandler } from "../../../infra/container/handler.js";
+import type { RunResult, TaskPoll } from "../../../lib/exec/types.js";
+import { setup } from "./helpers.js";
+
+const t = setup();
+afterAll(() => t.cleanup());
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("container handler: happy paths", () => {
+  it("edits, creates and deletes files; the write-back shows exactly those changes", async () => {
+    await t.write("a.txt", "hello\n");
+    await t.write("b.txt", "bye\n");
+    await t.write("dir/c.txt", "keep\n");
+    const r = await t.run("sed -i s/hello/HELLO/ a.txt && echo new > new.txt && mkdir -p sub && echo d > sub/d.txt && rm b.txt && touch dir/c.txt && echo out && echo err >&2");
+    expect(r.exit_code).toBe(0);
+    expect(r.stdout).toBe("out\n");
+    expect(r.stderr).toBe("err\n");
+    expect(r.output).toBe("out\nerr\n");
+    expect(r.files_changed).toEqual(["a.txt", "new.txt", "sub/d.txt"]); // touch: same bytes, no upload
+    expect(r.files_created).toEqual(["new.txt", "sub/d.txt"]);
+    expect(r.files_deleted).toEqual(["b.txt"]);
+    expect(r.conflicts).toEqual([]);
+    expect(await t.paths()).toEqual(["a.txt", "dir/c.txt", "new.txt", "sub/d.txt"]);
+    expect(await t.read("a.txt")).toBe("HELLO\n");
+    expect(await t.read("sub/d.txt")).toBe("d\n");
+    expect(await t.read("dir/c.txt")).toBe("keep\n");
+  });
+
+  it("a warm call on an unchanged workspace downloads nothing; a one-file change downloads one file", async () => {
+    const first = await t.run("cat a.txt");
+    expect(first.stdout).toBe("HELLO\n");
+    const warm = await t.run("ls -R | wc -l");
+    expect(warm.sync.cache).toBe("warm");
+    expect(warm.sync.downloaded_files).toBe(0);
+    expect(warm.sync.uploaded_files).toBe(0);
+    await t.write("dir/c.txt", "changed by a tool\n");
+    const after = await t.run("cat dir/c.txt");
+    expect(after.stdout).toBe("changed by a tool\n");
+    expect(after.sync.downloaded_files).toBe(1);
+    expect(after.sync.manifest_files).toBe(4);
+  });
+
+  it("runs python3 and node, with the program on stdin", async () => {
+    const py = await t.run("python3 - one two", { stdin: "import sys\nprint('py', sys.argv[1:], 6*7)\n" });
+    expect(py.stdout).toBe("py ['one', 'two'] 42\n");
+    const js = await t.run("node - x", { stdin: "console.log('js', process.argv.slice(2).join(','), 6*7)" });
+    expect(js.stdout).toBe("js x 42\n");
+  });
+
+  it("runs in working_dir (created when missing) and passes env", async () => {
+    const r = await t.run('pwd; echo "$GREETING"; echo in-sub > here.txt', { cwd: "dir/deeper", env: { GREETING: "hi there" } });
+    expect(r.stdout).toBe("/workspace/dir/deeper\nhi there\n");
+    expect(await t.read("dir/deeper/here.txt")).toBe("in-sub\n");
+  });
+
+  it("a failing command still writes back what it completed", async () => {
+    const r = await t.run("echo partial > failed.txt; exit 3");
+    expect(r.exit_code).toBe(3);
+    expect(r.files_changed).toEqual(["failed.txt"]);
+    expect(await t.read("failed.txt")).toBe("partial\n");
+  });
+
+  it("cuts long output (head + tail) and saves the full output in the workspace", async () => {
+    const r = await t.run("seq 1 100000", { limits: { output_bytes: 2000 } });
+    expect(r.truncated).toBe(true);
+    expect(r.stdout.startsWith("1\n2\n3\n")).toBe(true);
+    expect(r.stdout.endsWith("99999\n100000\n")).toBe(true);
+    expect(r.output).toContain("bytes omitted; full output in .toolshed/output/");
+    expect(r.output_file).toMatch(/^\.toolshed\/output\/r[0-9a-f]+\.log$/);
+    const full = await t.read(r.output_file!);
+    expect(full!.split("\n").length).toBe(100001);
+  });
+});
+
+describe("container handler: write-back rules", () => {
+  it("a file a tool changed during the run is not overwritten; both versions survive", async () => {
+    await t.write("race.txt", "v0\n");
+    await t.write("gone.txt", "v0\n");
+    const running = t.run("sleep 1.5; echo from-command > race.txt; echo cmd-new > created.txt; rm gone.txt; echo ok > clean.txt");
+    await sleep(700);
+    await t.write("race.txt", "from-tool\n");
+    await t.write("created.txt", "tool-new\n");
+    await t.write("gone.txt", "tool-edit\n");
+    const r = await running;
+    expect(r.conflicts.map((c) => [c.path, c.change])).toEqual([
+      ["created.txt", "created"],
+      ["gone.txt", "deleted"],
+      ["race.txt", "modified"],
+    ]);
+    expect(r.files_changed).toEqual(["clean.txt"]);
+    expect(await t.read("race.txt")).toBe("from-tool\n");
+    expect(await t.read("created.txt")).toBe("tool-new\n");
+    expect(await t.read("gone.txt")).toBe("tool-edit\n");
+    const saved = r.conflicts.find((c) => c.path === "race.txt")!.saved_as!;
+    expect(saved).toMatch(/^\.toolshed\/conflicts\/r[0-9a-f]+\/race\.txt$/);
+    expect(await t.read(saved)).toBe("from-command\n");
+    expect(await t.read(r.conflicts.find((c) => c.path === "created.txt")!.saved_as!)).toBe("cmd-new\n");
+    // The next run sees the tool's versions, not the command's leftovers.
+    expect((await t.run("cat race.txt created.txt gone.txt")).stdout).toBe("from-tool\ntool-new\ntool-edit\n");
+  });
+
+  it("timeout: every process is killed, the output so far is returned, nothing is written back", async () => {
+    await t.write("keep.txt", "original\n");
+    const started = Date.now();
+    const r = await t.run("echo before; echo changed > keep.txt; echo made > made.txt; sleep 30; echo never", { timeout_ms: 1000 });
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(r.timed_out).toBe(true);
+    expect(r.exit_code).toBeNull();
+    expect(r.output).toBe("before\n");
+    expect(r.files_changed).toEqual([]);
+    expect(r.discarded).toEqual(["keep.txt", "made.txt"]);
+    expect(await t.read("keep.txt")).toBe("original\n");
+    expect(await t.read("made.txt")).toBeNull();
+    // ...and the local tree was put back: the next run sees storage, not the discarded edits.
+    expect((await t.run("cat keep.txt; ls made.txt 2>&1 || true")).stdout).toContain("original\n");
+  });
+
+  it("two concurrent runs on one workspace get separate trees; both write back", async () => {
+    const [a, b] = await Promise.all([t.run("sleep 0.5; echo a > par-a.txt; ls par-b.txt 2>&1 || true"), t.run("sleep 0.5; echo b > par-b.txt")]);
+    expect(a.files_changed).toEqual(["par-a.txt"]);
+    expect(b.files_changed).toEqual(["par-b.txt"]);
+    expect(a.stdout).toContain("No such file"); // b's file was not in a's tree
+    expect(await t.read("par-a.txt")).toBe("a\n");
+    expect(await t.read("par-b.txt")).toBe("b\n");
+  });
+
+  it("the same idempotency key twice runs the command once (sequential and concurrent)", async () => {
+    const req = t.req("echo x >> counter.txt; echo ran");
+    const a = t.unwrap<RunResult>(await t.handler(req));
+    const b = t.unwrap<RunResult>(await t.handler({ ...req }));
+    expect(b).toEqual(a);
+    expect(await t.read("counter.txt")).toBe("x\n");
+    const req2 = t.req("echo y >> counter2.txt");
+    const [c, d] = await Promise.all([t.handler(req2), t.handler({ ...req2 })]);
+    expect(c).toEqual(d);
+    expect(await t.read("counter2.txt")).toBe("y\n");
+  });
+
+  it("the stored result survives a new handler process on the same disk", async () => {
+    const req = t.req("echo z >> counter3.txt");
+    const a = await t.handler(req);
+    const again = createHandler({ root: t.root, syncClient: () => t.sync });
+    expect(await again(req)).toEqual(a);
+    expect(await t.read("counter3.txt")).toBe("z\n");
+  });
+});
+
+describe("container handler: names the workspace cannot hold", () => {
+  it("skips unsafe names from storage and from the command, and file/dir clashes", async () => {
+    const prefix = `t/${t.tenant}/w/${t.workspace}/f/`;
+    await t.driver.put(`${prefix}odd\\name.txt`, "x");
+    await t.driver.put(`${prefix}clash`, "file");
+    await t.driver.put(`${prefix}clash/inner.txt`, "below a file");
+    const r = await t.run("ls; printf x > 'back\\slash'; printf y > \"$(printf 'new\\nline')\"; echo ok > fine.txt");
+    const reasons = Object.fromEntries(r.skipped.map((s) => [s.path, s.reason]));
+    expect(reasons["odd\\name.txt"]).toBe("invalid_name");
+    expect(reasons["clash/inner.txt"]).toBe("path_conflict");
+    expect(reasons["back\\slash"]).toBe("invalid_name");
+    expect(reasons["new\nline"]).toBe("invalid_name");
+    expect(r.files_changed).toEqual(["fine.txt"]);
+    expect(r.stdout).toContain("clash\n");
+    await t.driver.delete([`${prefix}odd\\name.txt`, `${prefix}clash`, `${prefix}clash/inner.txt`]);
+  });
+});
+
+describe("container handler: background tasks", () => {
+  it("start, poll (running, then completed with the output), write-back at the end", async () => {
+    const { task_id } = t.unwrap<{ task_id: string }>(await t.handler({ ...t.req("echo begin; sleep 2; echo done; echo bg > bg.txt"), action: "start" }));
+    await sleep(500);
+    const p1 = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id }));
+    expect(p1.status).toBe("running");
+    expect(p1.output).toBe("begin\n");
+    const p2 = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id, wait_ms: 10_000 }));
+    expect(p2.status).toBe("completed");
+    expect(p2.exit_code).toBe(0);
+    expect(p2.output).toBe("done\n");
+    expect(p2.result!.files_changed).toEqual(["bg.txt"]);
+    expect(await t.read("bg.txt")).toBe("bg\n");
+  });
+
+  it("kill stops a long task; killing again says already_completed; unknown or foreign ids are NOT_FOUND", async () => {
+    const { task_id } = t.unwrap<{ task_id: string }>(await t.handler({ ...t.req("echo long > long.txt; sleep 1000"), action: "start" }));
+    await sleep(300);
+    expect(t.unwrap(await t.handler({ action: "kill", tenant: t.tenant, task_id }))).toEqual({ status: "killed" });
+    const p = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id }));
+    expect(p.status).toBe("killed");
+    expect(p.result!.discarded).toEqual(["long.txt"]);
+    expect(await t.read("long.txt")).toBeNull();
+    expect(t.unwrap(await t.handler({ action: "kill", tenant: t.tenant, task_id }))).toEqual({ status: "already_completed" });
+    const other = await t.handler({ action: "poll", tenant: "someone-else", task_id });
+    expect(other.ok ? null : other.error.code).toBe("NOT_FOUND");
+    const unknown = await t.handler({ action: "kill", tenant: t.tenant, task_id: "bg_nope" });
+    expect(unknown.ok ? null : unknown.error.code).toBe("NOT_FOUND");
+  });
+
+  it("a runner without background support says so", async () => {
+    const fg = createHandler({ root: `${t.root}-fg`, syncClient: () => t.sync });
+    const r = await fg({ ...t.req("true"), action: "start" });
+    expect(r.ok ? null : r.error.code).toBe("UNAVAILABLE");
+  });
+});
+
+describe("container handler: refusals", () => {
+  it("without bubblewrap, answers UNAVAILABLE with how to install it, and runs nothing", async () => {
+    const h = createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, bwrapPath: "/nonexistent/bwrap" });
+    const r = await h(t.req("echo should-not-run > nope.txt"));
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error.code).toBe("UNAVAILABLE");
+      expect(r.error.message).toContain("apt-get install bubblewrap");
+    }
+    expect(await t.read("nope.txt")).toBeNull();
+  });
+
+  it("rejects bad requests and a TenantId that does not match", async () => {
+    const bad = await t.handler({ ...t.req("true"), timeout_ms: 0 });
+    expect(bad.ok ? null : bad.error.code).toBe("INVALID_ARGUMENT");
+    const badEnv = await t.handler(t.req("true", { env: { "A=B": "x" } }));
+    expect(badEnv.ok ? null : badEnv.error.code).toBe("INVALID_ARGUMENT");
+    const badCwd = await t.handler(t.req("true", { cwd: "../x" }));
+    expect(badCwd.ok ? null : badCwd.error.code).toBe("INVALID_PATH");
+    const wrongTenant = await t.handler(t.req("true"), { tenantId: "other" });
+    expect(wrongTenant.ok ? null : wrongTenant.error.code).toBe("PERMISSION_DENIED");
+  });
+});

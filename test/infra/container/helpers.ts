@@ -1,0 +1,58 @@
+/** Shared setup of the container-function tests: a real sandbox over an in-memory workspace. */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createHandler, type HandlerOptions } from "../../../infra/container/handler.js";
+import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
+import type { ExecResponse, RunRequest, RunResult } from "../../../lib/exec/types.js";
+import { filesPrefix } from "../../../lib/paths.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+
+let seq = 0;
+
+export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspace = "w1") {
+  const driver = memoryDriver();
+  const sync = storageSyncClient(driver, filesPrefix(tenant, workspace));
+  const root = mkdtempSync(join(tmpdir(), "toolshed-test-"));
+  chmodSync(root, 0o711); // the sandbox uid traverses to its tree
+  // One handler for every tenant, as in the local server: the request names the workspace.
+  const handler = createHandler({ root, background: true, syncClient: (r) => storageSyncClient(driver, filesPrefix(r.tenant, r.workspace)), ...opts });
+
+  const req = (command: string, extra: Partial<RunRequest> = {}): RunRequest => ({
+    version: 1,
+    idempotency_key: `k${++seq}-${Date.now()}`,
+    tenant,
+    workspace,
+    command,
+    timeout_ms: 20_000,
+    sync: { url: "http://127.0.0.1:1", token: "unused-in-process" },
+    ...extra,
+  });
+
+  const unwrap = <T>(r: ExecResponse): T => {
+    if (!r.ok) throw Object.assign(new Error(`${r.error.code}: ${r.error.message}`), { code: r.error.code });
+    return r.result as T;
+  };
+
+  const run = async (command: string, extra: Partial<RunRequest> = {}): Promise<RunResult> => unwrap<RunResult>(await handler(req(command, extra)));
+
+  const write = async (path: string, text: string) => {
+    const r = await sync.put(path, new TextEncoder().encode(text), {});
+    if (!r.ok) throw new Error("seed write failed");
+    return r.etag;
+  };
+
+  const read = async (path: string): Promise<string | null> => {
+    const f = await sync.fetch(path);
+    return f ? await new Response(f.body).text() : null;
+  };
+
+  const paths = async () => (await sync.manifest()).map((e) => e.path).sort();
+
+  const cleanup = async () => {
+    await handler.tasks?.killAll();
+    for (const dir of [root, `${root}-fg`, `${root}-nobwrap`]) rmSync(dir, { recursive: true, force: true });
+  };
+
+  return { driver, sync, root, handler, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
+}

@@ -1,0 +1,190 @@
+/**
+ * End to end over the wire: lambdaExecutor → (Invoke API) local stand-in → real handler →
+ * (HTTP, bearer sync token) sync endpoint → storage. No storage client in the runner.
+ */
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
+import { lambdaExecutor } from "../../../lib/exec/lambda.js";
+import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
+import { handleSync } from "../../../lib/exec/sync-server.js";
+import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import type { Executor, RunRequest } from "../../../lib/exec/types.js";
+import { filesPrefix } from "../../../lib/paths.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+
+const SECRET = "test-sync-secret-0123456789";
+const driver = memoryDriver();
+let syncServer: Server;
+let syncUrl = "";
+let invoke: LocalInvokeServer;
+let root = "";
+let exec: Executor;
+let requests = 0;
+
+const client = (endpoint: string, maxAttempts = 3) =>
+  new LambdaClient({ endpoint, region: "us-east-1", maxAttempts, credentials: { accessKeyId: "test", secretAccessKey: "test" } });
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "toolshed-lambda-"));
+  chmodSync(root, 0o711); // the sandbox uid traverses to its tree
+  syncServer = createServer(async (req, res) => {
+    requests++;
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const request = new Request(`http://127.0.0.1${req.url}`, {
+      method: req.method!,
+      headers: req.headers as Record<string, string>,
+      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
+    } as RequestInit);
+    const r = await handleSync(request, { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET });
+    res.writeHead(r.status, Object.fromEntries(r.headers));
+    if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
+    res.end();
+  });
+  await new Promise<void>((r) => syncServer.listen(0, "127.0.0.1", r));
+  syncUrl = `http://127.0.0.1:${(syncServer.address() as { port: number }).port}`;
+  invoke = await startLocalInvokeServer({ root, functionName: "toolshed-runner" });
+  exec = lambdaExecutor({ client: client(invoke.url), functionName: "toolshed-runner" });
+});
+
+afterAll(async () => {
+  await invoke.close();
+  syncServer.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+let seq = 0;
+async function request(tenant: string, workspace: string, command: string, extra: Partial<RunRequest> = {}): Promise<RunRequest> {
+  const key = `call-${++seq}`;
+  const token = await mintSyncToken(SECRET, { t: tenant, w: workspace, r: key }, 300);
+  return { version: 1, idempotency_key: key, tenant, workspace, command, timeout_ms: 20_000, sync: { url: syncUrl, token }, ...extra };
+}
+const files = (tenant: string, ws: string) => storageSyncClient(driver, filesPrefix(tenant, ws));
+const text = async (tenant: string, ws: string, path: string) => {
+  const f = await files(tenant, ws).fetch(path);
+  return f ? new Response(f.body).text() : null;
+};
+
+describe("lambda executor through the local Invoke stand-in", () => {
+  it("runs a command that edits, creates and deletes; the workspace shows it", async () => {
+    const ws = files("acme", "main");
+    await ws.put("a.txt", new TextEncoder().encode("one\n"), {});
+    await ws.put("old.txt", new TextEncoder().encode("old\n"), {});
+    const r = await exec.run(await request("acme", "main", "echo two >> a.txt; echo n > new.txt; rm old.txt; cat a.txt"));
+    expect(r.stdout).toBe("one\ntwo\n");
+    expect(r.files_changed).toEqual(["a.txt", "new.txt"]);
+    expect(r.files_deleted).toEqual(["old.txt"]);
+    expect(await text("acme", "main", "a.txt")).toBe("one\ntwo\n");
+    expect(await text("acme", "main", "old.txt")).toBeNull();
+    // TenantId reached the stand-in: this tenant has an environment, others do not.
+    expect(invoke.environment("acme")).toBeDefined();
+    expect(invoke.environment("other")).toBeUndefined();
+  });
+
+  it("a retried invocation with the same idempotency key does not run the command twice", async () => {
+    const req = await request("acme", "main", "echo tick >> ticks.txt");
+    const a = await exec.run(req);
+    const b = await exec.run(req);
+    expect(b).toEqual(a);
+    expect(await text("acme", "main", "ticks.txt")).toBe("tick\n");
+  });
+
+  it("works for workspaces larger than the 6 MB Invoke payload, and warm calls fetch nothing", async () => {
+    const ws = files("acme", "big");
+    const mb = new Uint8Array(2 * 1024 * 1024).fill(97);
+    for (let i = 0; i < 4; i++) await ws.put(`blob${i}.bin`, mb, {});
+    const r = await exec.run(await request("acme", "big", "cat blob*.bin | wc -c"));
+    expect(r.stdout.trim()).toBe(String(8 * 1024 * 1024));
+    expect(r.sync.downloaded_bytes).toBe(8 * 1024 * 1024);
+    const before = requests;
+    const warm = await exec.run(await request("acme", "big", "ls | wc -l"));
+    expect(warm.sync.downloaded_files).toBe(0);
+    expect(requests - before).toBe(1); // the manifest, nothing else
+  });
+
+  it("writes back a large file by streaming it, and the next call does not fetch it again", async () => {
+    const r = await exec.run(await request("acme", "big", "head -c 6000000 /dev/urandom > made.bin; sha256sum made.bin"));
+    expect(r.files_changed).toEqual(["made.bin"]);
+    expect(r.sync.uploaded_bytes).toBe(6_000_000);
+    const f = await files("acme", "big").fetch("made.bin");
+    const bytes = new Uint8Array(await new Response(f!.body).arrayBuffer());
+    expect(bytes.length).toBe(6_000_000);
+    const digest = Buffer.from(await crypto.subtle.digest("SHA-256", bytes)).toString("hex");
+    expect(r.stdout.split(" ")[0]).toBe(digest);
+    const again = await exec.run(await request("acme", "big", "sha256sum made.bin"));
+    expect(again.sync.downloaded_files).toBe(0);
+    expect(again.stdout).toBe(r.stdout);
+  });
+
+  it("the sync token and the handler's secrets are invisible to the command", async () => {
+    process.env.AWS_SECRET_ACCESS_KEY = "FAKE-SECRET-123";
+    try {
+      const req = await request("acme", "main", "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done; grep -rl \"$(printf 'FAKE-SEC''RET')\" /etc /tmp /workspace 2>/dev/null; echo end");
+      const r = await exec.run(req);
+      expect(r.stdout).toContain("end\n");
+      expect(r.output).not.toContain(req.sync.token);
+      expect(r.output).not.toContain(req.sync.token.split(".")[1]!);
+      expect(r.output).not.toContain("FAKE-SECRET-123");
+      expect(r.output).not.toContain(syncUrl);
+    } finally {
+      delete process.env.AWS_SECRET_ACCESS_KEY;
+    }
+  });
+
+  it("background tasks: start, poll until completed, kill a long one", async () => {
+    const { task_id } = await exec.start(await request("acme", "main", "sleep 2; echo done"));
+    const first = await exec.poll({ tenant: "acme", task_id });
+    expect(first.status).toBe("running");
+    const done = await exec.poll({ tenant: "acme", task_id }, { wait_ms: 10_000 });
+    expect(done.status).toBe("completed");
+    expect(first.output + done.output).toBe("done\n");
+    const long = await exec.start(await request("acme", "main", "sleep 1000"));
+    expect(await exec.kill({ tenant: "acme", task_id: long.task_id })).toEqual({ status: "killed" });
+    expect((await exec.poll({ tenant: "acme", task_id: long.task_id })).status).toBe("killed");
+    // Another tenant cannot see the task (its environment does not even hold it).
+    await expect(exec.poll({ tenant: "globex", task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+});
+
+describe("lambda executor: errors become clear tool errors", () => {
+  it("a request the function refuses keeps its code", async () => {
+    await expect(exec.run(await request("acme", "main", "true", { timeout_ms: 0 }))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
+  it("a missing function is UNAVAILABLE", async () => {
+    const wrong = lambdaExecutor({ client: client(invoke.url, 1), functionName: "nope" });
+    await expect(wrong.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("an unreachable endpoint is UNAVAILABLE", async () => {
+    const down = lambdaExecutor({ client: client("http://127.0.0.1:9", 1), functionName: "toolshed-runner" });
+    await expect(down.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  });
+
+  it("throttling is RATE_LIMITED and the function's own timeout is TIMEOUT", async () => {
+    const throttled = await startLocalInvokeServer({ root: join(root, "throttled"), maxConcurrent: 0 });
+    const slow = await startLocalInvokeServer({ root: join(root, "slow"), functionTimeoutMs: 800 });
+    try {
+      const t = lambdaExecutor({ client: client(throttled.url, 1), functionName: "f" });
+      await expect(t.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "RATE_LIMITED" });
+      const s = lambdaExecutor({ client: client(slow.url, 1), functionName: "f" });
+      await expect(s.run(await request("acme", "main", "sleep 3"))).rejects.toMatchObject({ code: "TIMEOUT" });
+    } finally {
+      await throttled.close();
+      await slow.close();
+    }
+  });
+
+  it("a bad or foreign sync token cannot reach the workspace", async () => {
+    const req = await request("acme", "main", "true");
+    const r = await exec.run({ ...req, idempotency_key: "forged", sync: { url: syncUrl, token: req.sync.token.replace(/.$/, (c) => (c === "A" ? "B" : "A")) } }).catch((e) => e);
+    expect(r).toMatchObject({ code: "INTERNAL" });
+    expect(String(r.message)).toContain("401");
+  });
+});
