@@ -18,16 +18,9 @@ import {
   tenantWithBrokenFile,
   tenantWithCreateRace,
   tenantWithOverwriteRace,
+  withFile,
 } from "./file-helpers.js";
 
-/** A tenant with `path` uploaded and read in session s1. */
-async function withFile(path: string, content: string | Uint8Array, t?: Tenant): Promise<Tenant> {
-  t ??= await newTenant();
-  await upload(t, path, content);
-  const r = await t.call("read", typeof content === "string" ? { file_path: path } : { file_path: path, encoding: "base64" });
-  expect(r.status).toBe(200);
-  return t;
-}
 
 const SRC = `import { a } from "./a";
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../lib/storage/types.js";
-import { admin, newTenant, testApp, type Tenant } from "../helpers.js";
+import { admin, newTenant, testApp, upload, type Tenant } from "../helpers.js";
 
 export type CallResult = { status: number; body: any };
 
@@ -140,4 +140,13 @@ export async function expectAuthErrors(t: Tenant, tool: string, args: unknown): 
 export async function expectMissingWorkspace(t: Tenant, tool: string, args: unknown): Promise<void> {
   const e = expectError(await callAs(t, `Bearer ${t.key}`, tool, args, "no-such-ws"), 404, "NOT_FOUND", tool);
   expect(e.message).toContain("Workspace not found");
+}
+
+/** A tenant with `path` uploaded and read in session s1 (so it may be edited). */
+export async function withFile(path: string, content: string | Uint8Array, t?: Tenant): Promise<Tenant> {
+  t ??= await newTenant();
+  await upload(t, path, content);
+  const r = await t.call("read", typeof content === "string" ? { file_path: path } : { file_path: path, encoding: "base64" });
+  expect(r.status).toBe(200);
+  return t;
 }
