@@ -5,6 +5,9 @@ import bash_output from "./bash_output.js";
 import copy from "./copy.js";
 import del from "./delete.js";
 import edit from "./edit.js";
+import find from "./find.js";
+import glob from "./glob.js";
+import grep from "./grep.js";
 import kill_shell from "./kill_shell.js";
 import ls from "./ls.js";
 import move from "./move.js";
@@ -13,4 +16,4 @@ import read from "./read.js";
 import run_code from "./run_code.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, bash, run_code, bash_output, kill_shell];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell];

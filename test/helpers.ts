@@ -4,6 +4,7 @@ import { tools as allTools } from "../functions/index.js";
 import { createApp } from "../lib/app.js";
 import type { AppDeps } from "../lib/deps.js";
 import { randomId } from "../lib/hash.js";
+import { searchIndexer } from "../lib/search/indexer.js";
 import { r2Driver } from "../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../lib/storage/kv-workers.js";
 import type { Tool } from "../lib/tool.js";
@@ -11,7 +12,7 @@ import type { Tool } from "../lib/tool.js";
 export const ADMIN = "test-admin-token";
 
 export function testDeps(extra: Partial<AppDeps> = {}): AppDeps {
-  return { storage: r2Driver(env.FILES), kv: workersKeyValue(env.KV), adminToken: ADMIN, ...extra };
+  return { storage: r2Driver(env.FILES), kv: workersKeyValue(env.KV), adminToken: ADMIN, listeners: [searchIndexer()], ...extra };
 }
 
 export type TestApp = ReturnType<typeof createApp>;

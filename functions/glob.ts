@@ -1,0 +1,90 @@
+import { z } from "@hono/zod-openapi";
+import { normalizePath } from "../lib/paths.js";
+import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs.js";
+import { namesHidden } from "../lib/search/ignore.js";
+import { requireDirectory, scanTree, type Listed } from "../lib/search/listing.js";
+import { Budget, IndexStore } from "../lib/search/store.js";
+import { defineTool } from "../lib/tool.js";
+
+const DEFAULT_LIMIT = 100;
+
+const description = `Find files by name pattern (glob). Returns matching file paths, newest first by default.
+- pattern: a glob matched against paths relative to path: * (within a name), ** (any depth), ?, [abc], braces {ts,tsx}. Examples: "**/*.ts", "src/**/*.{js,jsx}", "*.md" (top level only), "**/test_*.py".
+- path: the directory to search in (default: the workspace root).
+- sort: "modified" (newest first), "name" (by path) or "size" (largest first) (default: "modified").
+- limit: files returned (default: ${DEFAULT_LIMIT}); offset: files to skip, for paging (default: 0).
+- Skipped by default, and reported with counts so that "no match" is never confused with "ignored": hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden: true includes hidden entries (a pattern that names one, like ".env" or "**/.github/**", does too); include_ignored: true includes the ignored ones (default: false).
+- Directories are not listed (use find or ls).
+Returns: {matches: [{path, size, modified}], count, total_found, truncated, next_offset, skipped: {total, counts, examples}}`;
+
+export default defineTool({
+  name: "glob",
+  description,
+  category: "search",
+  permission: "read",
+  input: z.object({
+    pattern: z.string().min(1).max(1000).describe('Glob pattern, e.g. "**/*.ts" or "src/*.{js,jsx}"'),
+    path: z.string().optional().describe("Directory to search in (default: the workspace root)"),
+    sort: z.enum(["modified", "name", "size"]).optional().describe('"modified" (newest first), "name" or "size" (largest first) (default: "modified")'),
+    limit: z.number().int().min(1).max(10_000).optional().describe(`Files to return (default: ${DEFAULT_LIMIT})`),
+    offset: z.number().int().min(0).max(1_000_000).optional().describe("Files to skip (default: 0)"),
+    include_hidden: z.boolean().optional().describe("Include hidden files and directories (default: false)"),
+    include_ignored: z.boolean().optional().describe("Include .git, node_modules, vendor, __pycache__ and .gitignore'd files (default: false)"),
+  }),
+  async execute(args, { ws }) {
+    const root = normalizePath(args.path ?? "");
+    const test = globTest(args.pattern, root);
+    await requireDirectory(ws, root, "glob");
+    const includeHidden = (args.include_hidden ?? false) || namesHidden(relativePattern(args.pattern, root));
+    const budget = new Budget(Infinity);
+    // List only below the pattern's literal directory prefix ("src/lib/**" lists src/lib/).
+    const lit = literalDirPrefix(relativePattern(args.pattern, root));
+    const listRoot = lit === "" ? root : normalizePath(root === "" ? lit : `${root}/${lit}`);
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false });
+    const found = scan.files.filter((f) => test(f.path));
+    const sort = args.sort ?? "modified";
+    const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+    found.sort(sort === "name" ? byPath : sort === "size" ? (a, b) => b.size - a.size || byPath(a, b) : (a, b) => b.modified - a.modified || byPath(a, b));
+    const offset = args.offset ?? 0;
+    const limit = args.limit ?? DEFAULT_LIMIT;
+    const page = found.slice(offset, offset + limit);
+    const end = offset + page.length;
+    const more = found.length > end;
+    const where = root === "" ? "the workspace" : `${root}/`;
+
+    const lines: string[] = [];
+    if (found.length === 0) {
+      let hint = "";
+      const rel = relativePattern(args.pattern, root);
+      if (!rel.includes("/") && !rel.startsWith("**")) {
+        const deep = globTest(`**/${rel}`, root);
+        const n = scan.files.filter((f) => deep(f.path)).length;
+        if (n > 0) hint = ` ${n} file(s) match **/${rel} at any depth: "${rel}" matches only directly in ${where}.`;
+      }
+      lines.push(`No files match ${JSON.stringify(args.pattern)} in ${where}.${hint}`);
+    } else if (page.length === 0) {
+      lines.push(`offset ${offset} is past the end: ${found.length} files match ${JSON.stringify(args.pattern)} in ${where}.`);
+    } else {
+      const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
+      const order = sort === "modified" ? "newest first" : sort === "size" ? "largest first" : "by name";
+      lines.push(`Found ${found.length} file(s) matching ${JSON.stringify(args.pattern)} in ${where}${range}, ${order}:`);
+      lines.push(page.map((f) => f.path).join("\n"));
+    }
+    if (more) lines.push(`[More files: call glob again with offset=${end}.]`);
+    if (scan.truncated) lines.push("[Only the first 200,000 files were listed: give a narrower path.]");
+    const skip = scan.skipped.describe();
+    if (skip) lines.push(skip);
+    return {
+      title: `glob ${args.pattern}${root ? ` in ${root}` : ""}`,
+      output: lines.join("\n\n"),
+      data: {
+        matches: page.map((f) => ({ path: f.path, size: f.size, modified: new Date(f.modified).toISOString() })),
+        count: page.length,
+        total_found: found.length,
+        truncated: more,
+        next_offset: more ? end : null,
+        skipped: scan.skipped.toJSON(),
+      },
+    };
+  },
+});

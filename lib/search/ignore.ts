@@ -1,0 +1,154 @@
+/**
+ * What the search tools skip by default, and why: hidden entries, a few directories no one
+ * means to search (.git, node_modules, vendor, __pycache__), and what .gitignore files in
+ * the workspace ignore (root and nested, with git's precedence: deeper files win, and
+ * nothing below an ignored directory comes back). The search root itself is never
+ * skipped: rules apply to the entries below it.
+ */
+import ignore, { type Ignore } from "ignore";
+import { parentOf } from "../paths.js";
+
+export const IGNORED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules", "vendor", "__pycache__"]);
+
+export type SkipReason = "ignored_dir" | "hidden" | "gitignore" | "binary" | "too_large";
+
+const EXAMPLES = 5;
+
+/** Counts of skipped entries by reason, with a few examples each. A skipped directory is one entry. */
+export class SkipReport {
+  readonly counts: Partial<Record<SkipReason, number>> = {};
+  readonly examples: Partial<Record<SkipReason, string[]>> = {};
+  private readonly seen = new Set<string>();
+
+  add(reason: SkipReason, entry: string): void {
+    const id = `${reason}\0${entry}`;
+    if (this.seen.has(id)) return;
+    this.seen.add(id);
+    this.counts[reason] = (this.counts[reason] ?? 0) + 1;
+    const ex = (this.examples[reason] ??= []);
+    if (ex.length < EXAMPLES) ex.push(entry);
+  }
+
+  get total(): number {
+    return Object.values(this.counts).reduce((a, b) => a + (b ?? 0), 0);
+  }
+
+  toJSON() {
+    return { total: this.total, counts: this.counts, examples: this.examples };
+  }
+
+  /** One paragraph for the model, or "" when nothing was skipped. */
+  describe(options: { hiddenFlag?: boolean } = {}): string {
+    if (this.total === 0) return "";
+    const label: Record<SkipReason, string> = {
+      ignored_dir: "in ignored directories (.git, node_modules, vendor, __pycache__)",
+      hidden: "hidden (name starts with '.')",
+      gitignore: "matched by .gitignore",
+      binary: "binary files",
+      too_large: "too large to search",
+    };
+    const parts = (Object.keys(this.counts) as SkipReason[]).map((r) => {
+      const ex = this.examples[r] ?? [];
+      const more = (this.counts[r] ?? 0) > ex.length ? ", ..." : "";
+      return `${this.counts[r]} ${label[r]}: ${ex.join(", ")}${more}`;
+    });
+    const hints: string[] = [];
+    if (this.counts.hidden && options.hiddenFlag !== false) hints.push("include_hidden: true");
+    if (this.counts.ignored_dir || this.counts.gitignore) hints.push("include_ignored: true");
+    const hint = hints.length ? ` Pass ${hints.join(" and/or ")} to include them.` : "";
+    return `[Skipped ${this.total} ${this.total === 1 ? "entry" : "entries"} (not searched): ${parts.join("; ")}.${hint}]`;
+  }
+}
+
+export interface StaticSkip {
+  reason: "ignored_dir" | "hidden";
+  /** The skipped entry: a directory (with a trailing "/") or the file. */
+  entry: string;
+  isDir: boolean;
+}
+
+/** The static rule (hidden / ignored directory) that skips `path`, checked below `root`. */
+export function staticSkip(path: string, root: string, o: { includeHidden: boolean; includeIgnored: boolean }): StaticSkip | null {
+  if (o.includeHidden && o.includeIgnored) return null;
+  const rel = root === "" ? path : path.slice(root.length + 1);
+  const segs = rel.split("/");
+  let at = root === "" ? 0 : root.length + 1;
+  for (let k = 0; k < segs.length; k++) {
+    const seg = segs[k]!;
+    at += seg.length;
+    const isDir = k < segs.length - 1;
+    if (isDir && !o.includeIgnored && IGNORED_DIRS.has(seg)) return { reason: "ignored_dir", entry: `${path.slice(0, at)}/`, isDir };
+    if (!o.includeHidden && seg.startsWith(".")) return { reason: "hidden", entry: isDir ? `${path.slice(0, at)}/` : path, isDir };
+    at += 1;
+  }
+  return null;
+}
+
+/** The rules of the .gitignore files of a workspace. */
+export class GitIgnores {
+  private readonly byDir = new Map<string, Ignore>();
+  private ordered: [string, Ignore][] = [];
+  private readonly dirCache = new Map<string, boolean>();
+
+  get size(): number {
+    return this.byDir.size;
+  }
+
+  /** Adds the .gitignore file of directory `dir` ("" = workspace root). */
+  add(dir: string, text: string): void {
+    try {
+      this.byDir.set(dir, ignore().add(text));
+    } catch {
+      return; // an unreadable rule file ignores nothing
+    }
+    this.ordered = [...this.byDir.entries()].sort((a, b) => depth(b[0]) - depth(a[0]));
+    this.dirCache.clear();
+  }
+
+  /** Whether the rules ignore `entry` itself, given that its parent directory is not ignored. */
+  private decide(entry: string, isDir: boolean): boolean {
+    for (const [dir, ig] of this.ordered) {
+      if (dir !== "" && !entry.startsWith(`${dir}/`)) continue;
+      const rel = dir === "" ? entry : entry.slice(dir.length + 1);
+      try {
+        const r = ig.test(isDir ? `${rel}/` : rel);
+        if (r.unignored) return false;
+        if (!r.ignored) continue;
+        // `ignore` passes a parent directory's verdict down; the parent is known not to be
+        // ignored (a deeper file re-included it), so that verdict is not this file's own.
+        const parent = parentOf(rel);
+        if (parent !== "" && ig.test(`${parent}/`).ignored) continue;
+        return true;
+      } catch {
+        continue;
+      }
+    }
+    return false;
+  }
+
+  /** The top-most entry below `root` that the rules ignore on the way to `path` ("dir/" or the file), or null. */
+  ignoredEntry(path: string, root: string): string | null {
+    if (this.byDir.size === 0) return null;
+    let at = root === "" ? 0 : root.length + 1;
+    for (;;) {
+      const slash = path.indexOf("/", at);
+      if (slash < 0) break;
+      const dir = path.slice(0, slash);
+      let ignored = this.dirCache.get(dir);
+      if (ignored === undefined) {
+        ignored = this.decide(dir, true);
+        this.dirCache.set(dir, ignored);
+      }
+      if (ignored) return `${dir}/`;
+      at = slash + 1;
+    }
+    return this.decide(path, false) ? path : null;
+  }
+}
+
+const depth = (dir: string): number => (dir === "" ? 0 : dir.split("/").length);
+
+/** True when a glob pattern explicitly names a hidden entry (a segment starting with "."), e.g. ".env" or "**\/.github/**". */
+export function namesHidden(pattern: string): boolean {
+  return pattern.split("/").some((s) => s.startsWith(".") && s !== "." && s !== "..");
+}

@@ -1,0 +1,249 @@
+/**
+ * Keeps a workspace's search index up to date: a WorkspaceListener told about every
+ * change made through a Workspace (tools and the raw files route).
+ *
+ * On a write it re-reads the file and stores it as a new one-file segment (a unique key:
+ * concurrent writers never contend), then merges small segments of one size tier into a
+ * bigger one when the tier holds `fanIn` of them (size-tiered compaction, as in an LSM
+ * tree: each byte is rewritten about log_fanIn(files) times over its life). Deletions need
+ * no work: readers check every segment entry against the file listing.
+ *
+ * Index upkeep never fails a write: errors are logged and the affected files are simply
+ * not covered by the index (readers then read them directly).
+ */
+import { filesPrefix } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
+import { looksBinary } from "../text.js";
+import type { FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
+import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
+import { IndexStore, type SegmentRef } from "./store.js";
+import { TrigramCollector } from "./trigrams.js";
+
+/** Text files up to this size are packed into segments; bigger ones are read directly by grep. */
+export const MAX_PACKED_FILE = 1024 * 1024;
+/** A segment holding this much content is full: no longer merged. */
+export const FULL_SEGMENT = 4 * 1024 * 1024;
+/** No merge produces more content than this. */
+export const MAX_SEGMENT = 8 * 1024 * 1024;
+const SNIFF = 8192;
+const LOCK_TTL_MS = 60_000;
+
+export interface IndexerOptions {
+  /** Segments of one tier merged at once (default 8). */
+  fanIn?: number;
+  /** Chance that a change also runs a vacuum (default 1/64); at most one per request. */
+  vacuumChance?: number;
+  /** Called with errors of index upkeep (default: console.warn). */
+  onError?: (e: unknown, what: string) => void;
+}
+
+/** Reads one file for indexing: its bytes when small text, else its flags. */
+export async function readForIndex(driver: StorageDriver, key: string, path: string, info: { size: number }): Promise<SegmentInput | null> {
+  if (info.size > MAX_PACKED_FILE) {
+    const r = await driver.get(key, { range: { offset: 0, length: SNIFF } });
+    if (!r) return null;
+    const head = new Uint8Array(await new Response(r.body).arrayBuffer());
+    return { path, etag: r.etag, size: r.size, modified: r.modified.getTime(), flags: FLAG_LARGE | (looksBinary(head, false) ? FLAG_BINARY : 0) };
+  }
+  const r = await driver.get(key);
+  if (!r) return null;
+  const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+  return inputFromBytes(path, r.etag, r.modified.getTime(), bytes);
+}
+
+/** A segment input from a whole file's bytes. */
+export function inputFromBytes(path: string, etag: string, modified: number, bytes: Uint8Array): SegmentInput {
+  const base = { path, etag, size: bytes.length, modified };
+  if (bytes.length > MAX_PACKED_FILE) return { ...base, flags: FLAG_LARGE | (looksBinary(bytes.subarray(0, SNIFF), false) ? FLAG_BINARY : 0) };
+  if (looksBinary(bytes.subarray(0, SNIFF), bytes.length <= SNIFF)) return { ...base, flags: FLAG_BINARY };
+  return { ...base, flags: 0, content: bytes };
+}
+
+/** Size tier of a segment: 0, 1, 2, or -1 when full. */
+export function tierOf(ref: Pick<SegmentRef, "contentBytes" | "files">): number {
+  const c = Math.max(ref.contentBytes, ref.files * 512);
+  if (c >= FULL_SEGMENT) return -1;
+  if (c < 64 * 1024) return 0;
+  if (c < 512 * 1024) return 1;
+  return 2;
+}
+
+/** Most segments one merge reads. */
+const MAX_MERGE_INPUTS = 64;
+/** Merge slots per tier: segments are split between slots by id, so merges can run side by side. */
+const SLOTS = [4, 2, 1];
+
+function slotOf(id: string, slots: number): number {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
+  return h % slots;
+}
+
+/**
+ * Merges the oldest segments of one slot of the first tier where a slot holds at least
+ * `fanIn` of them (one merge per call; a lease per slot keeps two writers from doing the
+ * same merge). Files present in several inputs keep their newest version. Returns whether it merged.
+ */
+export async function mergeOnce(store: IndexStore, collector: TrigramCollector, fanIn: number, refs?: SegmentRef[], mine?: SegmentRef): Promise<boolean> {
+  const all = refs ?? (await store.listSegments());
+  for (const tier of [0, 1, 2]) {
+    const slots = SLOTS[tier]!;
+    const inTier = all.filter((r) => tierOf(r) === tier);
+    if (inTier.length < fanIn) continue;
+    for (let k = 0; k < slots; k++) {
+      // A writer tries only the slot of the segment it just wrote: fewer lease collisions.
+      if (mine && tierOf(mine) === tier && slotOf(mine.id, slots) !== k) continue;
+      const inSlot = inTier.filter((r) => slotOf(r.id, slots) === k);
+      if (inSlot.length < fanIn) continue;
+      const inputs = pickInputs(inSlot);
+      const lock = `merge-${tier}-${k}`;
+      if (!(await store.tryLock(lock, LOCK_TTL_MS))) continue;
+      try {
+        await mergeSegments(store, collector, inputs);
+      } finally {
+        await store.unlock(lock);
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The oldest segments whose merged content stays within MAX_SEGMENT (at least two). */
+function pickInputs(refs: SegmentRef[]): SegmentRef[] {
+  const inputs: SegmentRef[] = [];
+  let bytes = 0;
+  for (const r of refs) {
+    if (inputs.length >= 2 && bytes + r.contentBytes > MAX_SEGMENT) break;
+    inputs.push(r);
+    bytes += r.contentBytes;
+    if (inputs.length >= MAX_MERGE_INPUTS) break;
+  }
+  return inputs;
+}
+
+/** Reads (unless given), merges, writes one segment, deletes the inputs. */
+export async function mergeSegments(store: IndexStore, collector: TrigramCollector, inputs: SegmentRef[], heads?: (SegmentHead | null)[]): Promise<void> {
+  const read = heads ?? (await Promise.all(inputs.map(async (r) => {
+    const b = await store.read(r);
+    return b ? new SegmentHead(b, true) : null;
+  })));
+  const merged = mergeHeads(read.filter((h): h is SegmentHead => h !== null));
+  if (merged.length > 0) await store.putSegment(buildSegment(merged, collector));
+  await store.deleteSegments(inputs);
+}
+
+/** The files of several whole segments; one entry per path, the newest version. */
+export function mergeHeads(heads: SegmentHead[], keep: (path: string, etag: string) => boolean = () => true): SegmentInput[] {
+  const byPath = new Map<string, SegmentInput>();
+  for (const h of heads) {
+    for (const f of h.files) {
+      if (!keep(f.path, f.etag)) continue;
+      const prev = byPath.get(f.path);
+      if (prev && prev.modified > f.modified) continue;
+      const content = f.flags & (FLAG_BINARY | FLAG_LARGE) ? undefined : h.content(f) ?? undefined;
+      byPath.set(f.path, { path: f.path, etag: f.etag, size: f.size, modified: f.modified, flags: f.flags, ...(content ? { content } : {}) });
+    }
+  }
+  return [...byPath.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** The listener that keeps search indexes current. One instance serves every workspace. */
+export class SearchIndexer implements WorkspaceListener {
+  readonly fanIn: number;
+  readonly vacuumChance: number;
+  private readonly onError: (e: unknown, what: string) => void;
+  /** Workspace objects live for one request: at most one vacuum per request. */
+  private readonly vacuumed = new WeakSet<Workspace>();
+  constructor(opts: IndexerOptions = {}) {
+    this.fanIn = opts.fanIn ?? 8;
+    this.vacuumChance = opts.vacuumChance ?? 1 / 64;
+    this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
+  }
+
+  /**
+   * `content`, when the writer has the bytes it just wrote in hand, saves re-reading the
+   * file (Workspace does not pass it yet: an optional 4th argument of the listener hook).
+   */
+  async changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    try {
+      // Deletions need no upkeep for correctness: readers drop entries whose file is gone.
+      if (info) {
+        const known = content && content.length === info.size ? { etag: info.etag, modified: info.modified.getTime(), bytes: content } : {};
+        await this.index(ws.driver, ws.tenant, ws.id, [{ path, size: info.size, ...known }]);
+      }
+      if (!this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
+        this.vacuumed.add(ws);
+        await vacuum(ws.driver, ws.tenant, ws.id);
+      }
+    } catch (e) {
+      this.onError(e, `indexing ${path}`);
+    }
+  }
+
+  /**
+   * Indexes files of a workspace as one new segment, then runs one merge if a tier is
+   * full. Usable by any writer that bypasses Workspace (e.g. a bulk import or a sync).
+   */
+  async index(driver: StorageDriver, tenant: string, workspace: string, files: { path: string; size: number; etag?: string; modified?: number; bytes?: Uint8Array }[]): Promise<void> {
+    const store = new IndexStore(driver, tenant, workspace);
+    const prefix = filesPrefix(tenant, workspace);
+    const [inputs, refs] = await Promise.all([
+      Promise.all(files.map((f) => (f.bytes && f.etag !== undefined && f.modified !== undefined ? inputFromBytes(f.path, f.etag, f.modified, f.bytes) : readForIndex(driver, prefix + f.path, f.path, f)))),
+      store.listSegments(),
+    ]);
+    const present = inputs.filter((x): x is SegmentInput => x !== null);
+    if (present.length === 0) return;
+    const collector = new TrigramCollector();
+    const ref = await store.putSegment(buildSegment(present, collector));
+    await mergeOnce(store, collector, this.fanIn, [...refs, ref], ref);
+  }
+}
+
+/**
+ * Drops dead entries (files deleted or changed since they were indexed) from segments
+ * where they make up at least half: lists every file of the workspace, reads the segments'
+ * file tables, rewrites (or deletes) up to `maxRewrites` segments. Returns what it did.
+ */
+export async function vacuum(driver: StorageDriver, tenant: string, workspace: string, opts: { maxRewrites?: number } = {}): Promise<{ rewritten: number; deleted: number }> {
+  const store = new IndexStore(driver, tenant, workspace);
+  const prefix = filesPrefix(tenant, workspace);
+  const live = new Map<string, string>();
+  // Segments written after the listing began may hold files it did not see: leave them alone.
+  const before = Date.now() - 60_000;
+  let cursor: string | undefined;
+  do {
+    const r = await driver.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of r.objects) live.set(o.key.slice(prefix.length), o.etag);
+    cursor = r.cursor;
+  } while (cursor);
+  const refs = (await store.listSegments()).filter((r) => IndexStore.timeOf(r.id) < before);
+  const tables = await Promise.all(refs.map((r) => store.readFileTable(r)));
+  const isLive = (path: string, etag: string) => live.get(path) === etag;
+  let rewritten = 0;
+  let deleted = 0;
+  const dead: SegmentRef[] = [];
+  const collector = new TrigramCollector();
+  for (let i = 0; i < refs.length; i++) {
+    const files = tables[i];
+    if (!files || files.length === 0) continue;
+    const liveFiles = files.filter((f) => isLive(f.path, f.etag));
+    if (liveFiles.length === 0) {
+      dead.push(refs[i]!);
+      continue;
+    }
+    const deadBytes = files.reduce((n, f) => n + (isLive(f.path, f.etag) ? 0 : f.len), 0);
+    const half = deadBytes * 2 >= Math.max(1, refs[i]!.contentBytes) && (files.length - liveFiles.length) * 2 >= files.length;
+    if (!half || rewritten >= (opts.maxRewrites ?? 2)) continue;
+    const bytes = await store.read(refs[i]!);
+    if (!bytes) continue;
+    await store.putSegment(buildSegment(mergeHeads([new SegmentHead(bytes, true)], isLive), collector));
+    await store.deleteSegments([refs[i]!]);
+    rewritten++;
+  }
+  await store.deleteSegments(dead);
+  deleted = dead.length;
+  return { rewritten, deleted };
+}
+
+export const searchIndexer = (opts?: IndexerOptions): SearchIndexer => new SearchIndexer(opts);

@@ -1,0 +1,241 @@
+/**
+ * The file listing of a directory tree, with the skip rules applied. The listing is the
+ * source of truth of every search tool: the index is only trusted for (path, etag) pairs
+ * the listing confirms.
+ *
+ * Cost: one list request per 1,000 keys. Directories skipped by a static rule (hidden,
+ * node_modules, ...) are jumped over with `startAfter` once a page shows they fill it.
+ * When the workspace was listed before, the split points it saw (bounds.json) let the
+ * pages after the first be listed in parallel.
+ */
+import { ToolError } from "../errors.js";
+import { baseName, filesPrefix, parentOf } from "../paths.js";
+import type { ObjectInfo } from "../storage/types.js";
+import type { Workspace } from "../workspace/workspace.js";
+import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
+import type { Budget, IndexStore } from "./store.js";
+
+export interface Listed {
+  path: string;
+  etag: string;
+  size: number;
+  /** Milliseconds since the epoch. */
+  modified: number;
+}
+
+export interface ScanOptions {
+  /** The search root: skip rules apply to entries below it. */
+  root: string;
+  /** A directory at or below root to list instead of all of it (a glob's literal prefix). */
+  listRoot?: string;
+  includeHidden: boolean;
+  includeIgnored: boolean;
+  /** Directories below the root are collected too (find). */
+  collectDirs?: boolean;
+  /** Most files listed (default 200,000); past it the scan stops and says so. */
+  maxFiles?: number;
+}
+
+export interface Scan {
+  files: Listed[];
+  /** Directories below the root (when collectDirs), not skipped. */
+  dirs: string[];
+  skipped: SkipReport;
+  /** The scan stopped at maxFiles. */
+  truncated: boolean;
+  /** List requests made. */
+  pages: number;
+}
+
+const PAGE = 1000;
+const PARALLEL = 6;
+const MAX_GITIGNORES = 100;
+const MAX_GITIGNORE_BYTES = 256 * 1024;
+/** Past every key a directory can hold (U+10FFFF is the largest code point). */
+const AFTER_ALL = "\u{10ffff}";
+
+/** Compares strings in code point order, which is the UTF-8 byte order storage lists in. */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // A surrogate (code point >= U+10000) sorts after every BMP unit.
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget, o: ScanOptions): Promise<Scan> {
+  const prefix = filesPrefix(ws.tenant, ws.id);
+  const listRoot = o.listRoot ?? o.root;
+  const rootPrefix = listRoot === "" ? prefix : `${prefix}${listRoot}/`;
+  const maxFiles = o.maxFiles ?? 200_000;
+  const skipped = new SkipReport();
+  const kept: Listed[] = [];
+  const dirs = new Set<string>();
+  const gitignoreFiles: string[] = [];
+  const pageEnds: string[] = [];
+  let pages = 0;
+  let truncated = false;
+  const rootLen = o.root === "" ? 0 : o.root.length + 1;
+
+  const ancestorsIgnores = o.includeIgnored ? Promise.resolve([]) : readAncestorIgnores(ws, listRoot, budget);
+
+  /** Takes one object; returns the key to jump past when the object lies in a skipped directory. */
+  const take = (obj: ObjectInfo): string | null => {
+    const path = obj.key.slice(prefix.length);
+    const skip = staticSkip(path, o.root, o);
+    if (o.collectDirs) {
+      const limit = skip?.isDir ? skip.entry.length - 1 : path.length;
+      for (let at = path.indexOf("/", rootLen); at >= 0 && at < limit; at = path.indexOf("/", at + 1)) dirs.add(path.slice(0, at));
+    }
+    if (!o.includeIgnored && baseName(path) === ".gitignore" && !(skip?.isDir)) gitignoreFiles.push(path);
+    if (skip) {
+      skipped.add(skip.reason, skip.entry);
+      return skip.isDir ? skip.entry : null;
+    }
+    if (kept.length >= maxFiles) {
+      truncated = true;
+      return null;
+    }
+    kept.push({ path, etag: obj.etag, size: obj.size, modified: obj.modified.getTime() });
+    return null;
+  };
+
+  /** Lists keys after `lo` (exclusive; null = from the start) up to `hi` (inclusive; null = to the end). */
+  let longestRange = 0;
+  const listRange = async (lo: string | null, hi: string | null): Promise<void> => {
+    let after = lo;
+    for (let n = 1; ; n++) {
+      if (truncated) return;
+      budget.take("list");
+      pages++;
+      longestRange = Math.max(longestRange, n);
+      const r = await ws.driver.list({ prefix: rootPrefix, limit: PAGE, ...(after !== null ? { startAfter: after } : {}) });
+      const objs = r.objects;
+      if (objs.length === 0) return;
+      const last = objs[objs.length - 1]!.key;
+      let jump: string | null = null;
+      for (const obj of objs) {
+        if (hi !== null && compareKeys(obj.key, hi) > 0) return;
+        const dir = take(obj);
+        if (dir !== null && last.startsWith(prefix + dir)) {
+          jump = prefix + dir + AFTER_ALL;
+          break;
+        }
+      }
+      if (r.cursor === undefined) return;
+      pageEnds.push(last.slice(prefix.length));
+      after = jump ?? last;
+      if (hi !== null && compareKeys(after, hi) >= 0) return;
+    }
+  };
+
+  // The first page, then (when there is more and a hint exists) the rest in parallel.
+  budget.take("list");
+  pages++;
+  const first = await ws.driver.list({ prefix: rootPrefix, limit: PAGE });
+  let jumpFirst: string | null = null;
+  const firstLastKey = first.objects[first.objects.length - 1]?.key ?? "";
+  for (const obj of first.objects) {
+    const dir = take(obj);
+    const last = firstLastKey;
+    if (dir !== null && last.startsWith(prefix + dir)) {
+      jumpFirst = prefix + dir + AFTER_ALL;
+      break;
+    }
+  }
+  let sequential = false;
+  if (first.cursor !== undefined && first.objects.length > 0) {
+    const firstLast = first.objects[first.objects.length - 1]!.key;
+    pageEnds.push(firstLast.slice(prefix.length));
+    const start = jumpFirst ?? firstLast;
+    const bounds = (await store.readBounds()) ?? [];
+    const inside = bounds.map((b) => prefix + b).filter((k) => k.startsWith(rootPrefix) && compareKeys(k, start) > 0).sort(compareKeys);
+    if (inside.length === 0) {
+      sequential = true;
+      await listRange(start, null);
+    } else {
+      const ranges: [string, string | null][] = [];
+      let lo = start;
+      for (const b of inside) {
+        ranges.push([lo, b]);
+        lo = b;
+      }
+      ranges.push([lo, null]);
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(PARALLEL, ranges.length) }, async () => {
+          while (next < ranges.length) {
+            const [a, b] = ranges[next++]!;
+            await listRange(a, b);
+          }
+        }),
+      );
+    }
+  }
+  // Remember split points for next time when the listing of the whole workspace was long.
+  if (listRoot === "" && !truncated && pageEnds.length >= 2 && (sequential || longestRange >= 3)) {
+    await store.writeBounds(pageEnds.sort(compareKeys)).catch(() => undefined);
+  }
+
+  // .gitignore rules: those above the root, and those listed below it.
+  let files = kept;
+  let dirList = [...dirs];
+  if (!o.includeIgnored) {
+    const rules = new GitIgnores();
+    for (const [dir, text] of await ancestorsIgnores) rules.add(dir, text);
+    const listed = gitignoreFiles.slice(0, MAX_GITIGNORES);
+    const texts = await Promise.all(listed.map((p) => readText(ws, p, budget)));
+    listed.forEach((p, i) => {
+      const t = texts[i];
+      if (t !== null && t !== undefined) rules.add(parentOf(p), t);
+    });
+    if (rules.size > 0) {
+      files = [];
+      for (const f of kept) {
+        const entry = rules.ignoredEntry(f.path, o.root);
+        if (entry === null) files.push(f);
+        else skipped.add("gitignore", entry);
+      }
+      dirList = dirList.filter((d) => {
+        const entry = rules.ignoredEntry(`${d}/x`, o.root);
+        if (entry !== null && entry !== `${d}/x`) {
+          skipped.add("gitignore", entry);
+          return false;
+        }
+        return true;
+      });
+    }
+  }
+  return { files, dirs: dirList, skipped, truncated, pages };
+}
+
+async function readText(ws: Workspace, path: string, budget: Budget): Promise<string | null> {
+  budget.take("get");
+  const r = await ws.driver.get(ws.key(path), { range: { offset: 0, length: MAX_GITIGNORE_BYTES } });
+  if (!r) return null;
+  return new TextDecoder().decode(await new Response(r.body).arrayBuffer());
+}
+
+/** The .gitignore files of the root's ancestors (workspace root included), as [dir, text]. */
+async function readAncestorIgnores(ws: Workspace, root: string, budget: Budget): Promise<[string, string][]> {
+  if (root === "") return [];
+  const dirs: string[] = [""];
+  for (let d = parentOf(root); d !== ""; d = parentOf(d)) dirs.push(d);
+  const texts = await Promise.all(dirs.map((d) => readText(ws, d === "" ? ".gitignore" : `${d}/.gitignore`, budget)));
+  return dirs.flatMap((d, i) => (texts[i] !== null ? [[d, texts[i]!] as [string, string]] : []));
+}
+
+/** The root of a search: "" or an existing directory; NOT_FOUND or NOT_A_DIRECTORY otherwise. */
+export async function requireDirectory(ws: Workspace, root: string, tool: string): Promise<void> {
+  if (root === "") return;
+  const st = await ws.stat(root);
+  if (!st) throw await ws.notFound(root, "Directory");
+  if (st.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${root} is a file, not a directory. ${tool === "grep" ? "" : `Give a directory as path, or use read to open ${root}.`}`.trim(), { path: root });
+}

@@ -1,0 +1,166 @@
+/** The grep engine and the index upkeep, below the HTTP API: budgets, merges, vacuum. */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { fileKey } from "../../../lib/paths.js";
+import { RecordStore } from "../../../lib/records/store.js";
+import { grep, type GrepRequest } from "../../../lib/search/grep.js";
+import { SearchIndexer, tierOf, vacuum } from "../../../lib/search/indexer.js";
+import { compileMatcher } from "../../../lib/search/matcher.js";
+import { Budget, IndexStore } from "../../../lib/search/store.js";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
+import { Workspace } from "../../../lib/workspace/workspace.js";
+import { newTenant, testApp, type Tenant } from "../../helpers.js";
+import { sourceText } from "./helpers.js";
+
+const driver = () => r2Driver(env.FILES);
+
+function workspace(t: Tenant, listeners: SearchIndexer[] = []): Workspace {
+  return new Workspace({ driver: driver(), records: new RecordStore(workersKeyValue(env.KV), `${t.tenant}/${t.ws}`, "test"), tenant: t.tenant, id: t.ws, listeners });
+}
+
+function request(pattern: string, extra: Partial<GrepRequest> = {}): GrepRequest {
+  return {
+    root: "",
+    rootFile: null,
+    compiled: compileMatcher({ pattern, literal: false, caseInsensitive: false, multiline: false }),
+    filter: null,
+    includeHidden: false,
+    includeIgnored: false,
+    mode: "files_with_matches",
+    before: 0,
+    after: 0,
+    offset: 0,
+    limit: 1000,
+    ...extra,
+  };
+}
+
+/** Files written straight to the bucket: no index knows them. */
+async function seed(t: Tenant, n: number, text: (i: number) => string): Promise<void> {
+  await Promise.all(Array.from({ length: n }, (_, i) => env.FILES.put(fileKey(t.tenant, t.ws, `src/f${String(i).padStart(3, "0")}.ts`), text(i))));
+}
+
+describe("grep engine", { timeout: 60_000 }, () => {
+  it("stops within its storage budget, says so, and converges over repeated calls", async () => {
+    const t = await newTenant(testApp({ listeners: [] }));
+    await seed(t, 120, (i) => sourceText(i, 5) + (i % 10 === 0 ? "tokenZeta\n" : ""));
+    const ws = workspace(t);
+    const seen = new Set<string>();
+    let calls = 0;
+    for (;;) {
+      calls++;
+      const budget = new Budget(50);
+      const r = await grep(ws, request("tokenZeta"), budget);
+      expect(budget.used).toBeLessThanOrEqual(50);
+      for (const h of r.hits) seen.add(h.file);
+      if (r.complete) {
+        expect(r.hits.map((h) => h.file).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `src/f${String(i * 10).padStart(3, "0")}.ts`));
+        expect(r.stats.files_indexed_now).toBe(r.stats.files_unindexed);
+        break;
+      }
+      expect(r.exhausted).toBe(true);
+      expect(r.unsearched).toBeGreaterThan(0);
+      expect(r.stats.files_indexed_now).toBeGreaterThan(0);
+      expect(calls).toBeLessThan(10);
+    }
+    expect(calls).toBeGreaterThan(1);
+    expect(seen.size).toBe(12);
+  });
+
+  it("reads far fewer objects than files for a selective search once indexed", async () => {
+    const t = await newTenant(testApp({ listeners: [] }));
+    await seed(t, 300, (i) => sourceText(i, 10) + (i === 123 ? "export const rareIdentifierXyz = 1;\n" : ""));
+    const ws = workspace(t);
+    await new SearchIndexer().index(driver(), t.tenant, t.ws, Array.from({ length: 300 }, (_, i) => ({ path: `src/f${String(i).padStart(3, "0")}.ts`, size: 1 })));
+    const budget = new Budget(800);
+    const r = await grep(ws, request("rareIdentifierXyz", { mode: "content" }), budget);
+    expect(r.hits.map((h) => [h.file, h.matches[0]!.line])).toEqual([["src/f123.ts", 11]]);
+    expect(r.stats).toMatchObject({ files_considered: 300, files_indexed: 300, files_unindexed: 0, candidates: 1, files_searched: 1 });
+    // One list of files, one of segments, the segment, the candidate's bytes.
+    expect(budget.gets).toBeLessThanOrEqual(3);
+    expect(budget.lists).toBeLessThanOrEqual(2);
+  });
+
+  it("streams files too big to read whole", async () => {
+    const t = await newTenant(testApp({ listeners: [] }));
+    const line = "filler line of the big file, nothing to find here\n";
+    const big = line.repeat(Math.ceil((5 * 1024 * 1024) / line.length)) + "the needle at the end\nlast line\n";
+    await env.FILES.put(fileKey(t.tenant, t.ws, "big.log"), big);
+    const ws = workspace(t);
+    const total = big.split("\n").length - 1;
+    const r = await grep(ws, request("needle", { mode: "content", before: 1, after: 1 }));
+    expect(r.hits[0]!.matches).toEqual([{ line: total - 1, column: 5, text: "the needle at the end", before: [line.trimEnd()], after: ["last line"] }]);
+    const c = await grep(ws, request("filler", { mode: "count" }));
+    expect(c.hits[0]!.count).toBe(total - 2);
+    const m = await grep(ws, request("needle", { compiled: compileMatcher({ pattern: "needle", literal: false, caseInsensitive: false, multiline: true }) }));
+    expect(m.hits).toEqual([]);
+    expect(m.skipped.counts).toEqual({ too_large: 1 });
+  });
+});
+
+describe("index upkeep", { timeout: 60_000 }, () => {
+  it("merges small segments as writes come in, and vacuum drops what was deleted", async () => {
+    const t = await newTenant(testApp({ listeners: [] }));
+    const indexer = new SearchIndexer({ fanIn: 4, vacuumChance: 0 });
+    const ws = workspace(t, [indexer]);
+    for (let i = 0; i < 40; i++) await ws.put(`d/f${i}.txt`, `file ${i} wordling${i}\n`);
+    const store = new IndexStore(driver(), t.tenant, t.ws);
+    let refs = await store.listSegments();
+    // Without merging there would be 40; the tiers keep it to fewer than fanIn per tier and slot (3·4 + 3·2 + 3·1).
+    expect(refs.length).toBeLessThanOrEqual(21);
+    expect(refs.reduce((n, r) => n + r.files, 0)).toBeGreaterThanOrEqual(40);
+    const r = await grep(ws, request("wordling17\\b"));
+    expect(r.hits.map((h) => h.file)).toEqual(["d/f17.txt"]);
+    expect(r.stats.files_unindexed).toBe(0);
+
+    // Delete most files; a vacuum removes their entries (segments written in the last minute are left alone).
+    await ws.deleteMany(Array.from({ length: 36 }, (_, i) => `d/f${i}.txt`));
+    const fresh = await vacuum(driver(), t.tenant, t.ws);
+    expect(fresh).toEqual({ rewritten: 0, deleted: 0 });
+    // Age the segments by rewriting their ids as if written two minutes ago.
+    refs = await store.listSegments();
+    const old = (Date.now() - 120_000).toString(36).padStart(9, "0");
+    for (const ref of refs) {
+      const body = await env.FILES.get(ref.key);
+      await env.FILES.put(ref.key.replace(`/${ref.id}_`, `/${old}${ref.id.slice(9)}_`), await body!.arrayBuffer());
+      await env.FILES.delete(ref.key);
+    }
+    const done = await vacuum(driver(), t.tenant, t.ws, { maxRewrites: 100 });
+    expect(done.rewritten + done.deleted).toBeGreaterThan(0);
+    refs = await store.listSegments();
+    expect(refs.reduce((n, r) => n + r.files, 0)).toBe(4);
+    expect(refs.every((r) => tierOf(r) >= 0)).toBe(true);
+    const after = await grep(ws, request("wordling"));
+    expect(after.hits.map((h) => h.file).sort()).toEqual(["d/f36.txt", "d/f37.txt", "d/f38.txt", "d/f39.txt"]);
+  });
+
+  it("never fails a write, even when the index cannot be written", async () => {
+    const t = await newTenant();
+    const errors: unknown[] = [];
+    const indexer = new SearchIndexer({ onError: (e) => errors.push(e) });
+    const broken = { ...driver(), put: async (key: string, body: any, opts: any) => (key.includes("/x/") ? Promise.reject(new Error("index store down")) : driver().put(key, body, opts)) };
+    const ws = new Workspace({ driver: broken, records: new RecordStore(workersKeyValue(env.KV), `${t.tenant}/${t.ws}`, "test"), tenant: t.tenant, id: t.ws, listeners: [indexer] });
+    const info = await ws.put("a.txt", "still written");
+    expect(info.size).toBe(13);
+    expect(errors).toHaveLength(1);
+    const r = await grep(workspace(t), request("still"));
+    expect(r.hits.map((h) => h.file)).toEqual(["a.txt"]);
+  });
+});
+
+describe("index upkeep: content in hand", () => {
+  it("does not re-read a file the writer passes to the listener", async () => {
+    const t = await newTenant(testApp({ listeners: [] }));
+    const { countingDriver } = await import("./helpers.js");
+    const { driver: counted, counts } = countingDriver();
+    const ws = new Workspace({ driver: counted, records: new RecordStore(workersKeyValue(env.KV), `${t.tenant}/${t.ws}`, "test"), tenant: t.tenant, id: t.ws });
+    const bytes = new TextEncoder().encode("passed along: zetaWord\n");
+    const info = await ws.put("p.txt", bytes);
+    const gets = counts.get;
+    await new SearchIndexer().changed(ws, "p.txt", info, bytes);
+    expect(counts.get).toBe(gets);
+    const r = await grep(workspace(t), request("zetaWord"));
+    expect(r.hits.map((h) => h.file)).toEqual(["p.txt"]);
+  });
+});
