@@ -166,7 +166,10 @@ describe("DELETE /v1/workspaces/{ws}", () => {
     const w = await d.req("/v1/workspaces/doomed/tools/write", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ file_path: "tool.txt", content: "by tool" }) });
     expect(w.status).toBe(200);
     const prefix = workspacePrefix(t.tenant, "doomed");
-    expect((await storageKeys(prefix)).length).toBe(paths.length + 2);
+    // The record, the files, and the search index's internal objects (under x/).
+    const keys = await storageKeys(prefix);
+    expect(keys.filter((k) => k.startsWith(`${prefix}f/`)).length).toBe(paths.length + 1);
+    expect(keys).toContain(`${prefix}meta.json`);
 
     const del = await json(t, "/v1/workspaces/doomed", { method: "DELETE" });
     expect(del.status).toBe(200);
