@@ -20,7 +20,8 @@ export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: st
 
 /** Told about every change made through a Workspace (search indexes listen here). */
 export interface WorkspaceListener {
-  changed(ws: Workspace, path: string, info: FileInfo | null): Promise<void>;
+  /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
+  changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
 }
 
 export interface WorkspaceOptions {
@@ -161,7 +162,7 @@ export class Workspace {
       });
       const info = this.toInfo(o);
       this.bytesWritten += info.size;
-      await this.notify(path, info);
+      await this.notify(path, info, typeof body === "string" ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : undefined);
       return info;
     } catch (e) {
       if (!isConditionFailed(e)) throw e;
@@ -189,8 +190,8 @@ export class Workspace {
     for (const p of paths) await this.notify(p, null);
   }
 
-  private async notify(path: string, info: FileInfo | null): Promise<void> {
-    for (const l of this.listeners) await l.changed(this, path, info);
+  private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    for (const l of this.listeners) await l.changed(this, path, info, content);
   }
 
   /**

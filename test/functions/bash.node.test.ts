@@ -22,6 +22,7 @@ import type { AppDeps } from "../../lib/deps.js";
 import { lambdaExecutor } from "../../lib/exec/lambda.js";
 import { httpSyncClient } from "../../lib/exec/sync-http.js";
 import type { Executor } from "../../lib/exec/types.js";
+import { searchIndexer } from "../../lib/search/indexer.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 
@@ -60,7 +61,7 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
     invoke = await startLocalInvokeServer({ root, functionName: "runner" });
     executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl } as AppDeps;
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()] } as AppDeps;
   app = createApp(deps, tools);
 
   const adminCall = async (path: string, body: unknown) =>
@@ -101,9 +102,10 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
   });
   afterAll(() => env.close());
 
-  it("a command edits, creates and deletes; read and ls see it right after", async () => {
+  it("a command edits, creates and deletes; read, ls and grep see it right after", async () => {
     ok(await env.call("write", { file_path: "src/a.txt", content: "alpha\n" }));
     ok(await env.call("write", { file_path: "old.txt", content: "old\n" }));
+    expect(ok(await env.call("grep", { pattern: "old" })).data.files).toEqual(["old.txt"]);
     const r = ok(await env.call("bash", { command: "sed -i s/alpha/ALPHA/ src/a.txt && echo new > src/b.txt && rm old.txt && echo done" }));
     expect(r.output).toBe("done\n");
     expect(r.data).toMatchObject({ exit_code: 0, files_changed: ["src/a.txt", "src/b.txt"], files_deleted: ["old.txt"], conflicts: [] });
@@ -112,6 +114,10 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "old.txt" }), "NOT_FOUND");
     const names = ok(await env.call("ls", { path: "src" })).data.entries.map((e: any) => e.name);
     expect(names).toEqual(["a.txt", "b.txt"]);
+    // The search index saw the write-back: the new content is found, the deleted file is not.
+    expect(ok(await env.call("grep", { pattern: "ALPHA|new|old" })).data.files).toEqual(expect.arrayContaining(["src/a.txt", "src/b.txt"]));
+    expect(ok(await env.call("grep", { pattern: "ALPHA|new|old" })).data.files).not.toContain("old.txt");
+    expect(ok(await env.call("grep", { pattern: "alpha" })).data.files).toEqual([]);
   });
 
   it("after a command changed a file, an edit needs a fresh read", async () => {
