@@ -5,7 +5,11 @@
 export interface ObjectInfo {
   key: string;
   size: number;
-  /** Unquoted entity tag; changes on every write of the object. */
+  /**
+   * Unquoted entity tag; changes whenever the content changes. On S3 and R2 it is the MD5 of the
+   * content, so writing the same bytes again gives the same etag (the memory driver changes it
+   * on every write).
+   */
   etag: string;
   modified: Date;
   contentType?: string;

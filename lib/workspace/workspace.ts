@@ -257,6 +257,10 @@ export class Workspace {
   // ---- session records ----
 
   async recordRead(path: string, etag: string): Promise<void> {
+    // Re-reading an unchanged file writes nothing (Workers KV takes one write per second per
+    // key), unless the record is a day old (its TTL is refreshed by writing it again).
+    const rec = await this.records.get(path);
+    if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
     await this.records.set(path, etag);
   }
 
