@@ -1,0 +1,123 @@
+/**
+ * bash rows of `npm run bench`, end to end as `npm start` runs it: the Worker calls the runner
+ * (infra/container/local-server.ts, bundled by infra/container/build.mjs) through the Lambda
+ * Invoke API, and the runner syncs the workspace through the Worker's /v1/sync.
+ *   cold: first call after the runner started with an empty cache (the runner is restarted)
+ *   warm: unchanged workspace
+ *   one file changed: a tool wrote one file just before the call (sync cost = this - warm)
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { measure, type Cell, type MeasureOptions } from "./stats.ts";
+import type { ToolshedClient } from "./toolshed.ts";
+
+/** Why bash cannot be benchmarked here, or null when it can. */
+export function bashUnavailable(): string | null {
+  if (!existsSync("functions/bash.ts")) return "n/a (tool missing)";
+  try {
+    execFileSync("sh", ["-c", "command -v bwrap"], { stdio: "ignore" });
+  } catch {
+    return "n/a (bubblewrap missing: apt-get install bubblewrap)";
+  }
+  return null;
+}
+
+/** The local Invoke stand-in as its own process; restart() empties its cache (new root). */
+export class LocalRunner {
+  private child: ChildProcess | null = null;
+  private root = "";
+  readonly port: number;
+  constructor(port: number) {
+    this.port = port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  static build(): void {
+    execFileSync(process.execPath, ["infra/container/build.mjs"], { stdio: ["ignore", "ignore", "inherit"] });
+  }
+
+  async start(): Promise<void> {
+    this.root = mkdtempSync(join(tmpdir(), "toolshed-bench-runner-"));
+    chmodSync(this.root, 0o711);
+    const child = spawn(process.execPath, ["dist/container/local-server.mjs"], {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, TOOLSHED_INVOKE_PORT: String(this.port), TOOLSHED_RUNNER_ROOT: this.root },
+      detached: true,
+    });
+    this.child = child;
+    const until = Date.now() + 30_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`the runner exited (${child.exitCode})`);
+      try {
+        await fetch(`${this.url}/`);
+        return;
+      } catch {}
+      if (Date.now() > until) throw new Error("the runner did not start");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      try {
+        process.kill(-child.pid!, "SIGTERM");
+      } catch {}
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {}
+    }
+    if (this.root) rmSync(this.root, { recursive: true, force: true });
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+}
+
+export interface BashRow {
+  op: string;
+  size: number;
+  cell: Cell;
+  note?: string;
+}
+
+export async function benchBash(runner: LocalRunner, clients: Map<number, ToolshedClient>, opts: MeasureOptions): Promise<BashRow[]> {
+  const rows: BashRow[] = [];
+  for (const size of [100, 10_000].filter((s) => clients.has(s))) {
+    const ts = clients.get(size)!;
+    const echo = async () => {
+      const r = await ts.call("bash", { command: "echo hi" });
+      if (r.body.data?.stdout !== "hi\n") throw new Error(`unexpected output ${JSON.stringify(r.body.output)}`);
+      return r.ms;
+    };
+    const coldN = size > 1000 ? 3 : 5;
+    const cold = await measure(async () => {
+      await runner.restart();
+      return echo();
+    }, { ...opts, iterations: coldN, minIterations: coldN, warmup: 0, budgetMs: Infinity });
+    rows.push({ op: "bash echo hi, cold", size, cell: cold, note: "runner restarted: whole workspace downloaded" });
+    const warm = await measure(echo, opts);
+    rows.push({ op: "bash echo hi, warm", size, cell: warm });
+    const changed = await measure(async (i) => {
+      await ts.call("write", { file_path: "zz-bench/bash-sync.txt", content: `changed ${i}\n` });
+      return echo();
+    }, opts);
+    rows.push({
+      op: "bash echo hi, 1 file changed",
+      size,
+      cell: changed,
+      note: warm.n && changed.n ? `sync cost of a one-file change ~ ${(changed.p50 - warm.p50).toFixed(1)} ms (p50 - warm p50)` : undefined,
+    });
+  }
+  return rows;
+}

@@ -1,0 +1,217 @@
+/**
+ * `npm run bench`: Toolshed in the Workers runtime (wrangler dev, local R2/KV) against the floor
+ * (same R2 operations in the same Worker), ripgrep and the MCP filesystem server, on workspaces
+ * of real source files. Prints one table and writes bench/results.json.
+ *
+ *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash --out=bench/results.json --data=bench/.data]
+ *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples)
+ */
+import { execSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { cpus, platform, release, totalmem } from "node:os";
+import { freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
+import { FloorClient } from "./baselines/floor.ts";
+import { McpFilesystem } from "./baselines/mcp.ts";
+import { ensureRipgrep } from "./baselines/rg.ts";
+import { bashUnavailable, benchBash, LocalRunner, type BashRow } from "./bash-e2e.ts";
+import { freezeWorker } from "./freeze.ts";
+import { buildCorpora, rareLiteral, resetScratch, type Corpus } from "./corpus.ts";
+import { buildOps, COMMON, editSeed, GLOB, NO_LITERAL, SCRATCH, type Op, type System } from "./ops.ts";
+import { measure, type Cell, type MeasureOptions } from "./stats.ts";
+import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
+import { ToolshedClient } from "./toolshed.ts";
+
+const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
+const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
+const measureOpts: MeasureOptions = { iterations: Number(arg("iterations", "30")), budgetMs: Number(arg("budget", "15")) * 1000, minIterations: Math.min(3, Number(arg("iterations", "30"))), warmup: 2 };
+const skip = new Set(arg("skip", "").split(",").filter(Boolean));
+if (process.argv.includes("--no-bash")) skip.add("bash");
+const out = arg("out", "bench/results.json");
+const DATA = arg("data", "bench/.data");
+const TENANT = "bench";
+
+const log = (s: string) => console.log(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)}s] ${s}`);
+const t0 = performance.now();
+const cleanups: (() => Promise<void>)[] = [];
+async function cleanup() {
+  while (cleanups.length) {
+    try {
+      await cleanups.pop()!();
+    } catch {}
+  }
+}
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.on(sig, () => {
+    console.error(`\n${sig}: stopping everything the bench started`);
+    void cleanup().then(() => process.exit(130));
+  });
+}
+
+function git(cmd: string): string {
+  try {
+    return execSync(`git ${cmd}`, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+async function main() {
+  mkdirSync(DATA, { recursive: true });
+  const rgVersion = skip.has("rg") ? "skipped" : ensureRipgrep();
+  log(`${rgVersion}; building corpora ${sizes.join(", ")} from node_modules`);
+  const corpora = buildCorpora(sizes, DATA);
+  const rare = rareLiteral(corpora[0]!, corpora.at(-1)!);
+  for (const c of corpora) log(`corpus ${c.size}: ${c.files.length} files, ${(c.bytes / 1e6).toFixed(1)} MB`);
+  log(`rare literal: ${JSON.stringify(rare.literal)} (in ${rare.files} file(s) of the largest set)`);
+
+  // The runner (bash) must be listening before the Worker starts: its URL is a Worker var.
+  const bashMissing = skip.has("bash") ? "skipped (--skip=bash)" : bashUnavailable();
+  let runner: LocalRunner | null = null;
+  const port = await freePort();
+  const vars: Record<string, string> = {};
+  if (!bashMissing) {
+    LocalRunner.build();
+    runner = new LocalRunner(await freePort());
+    cleanups.push(() => runner!.stop());
+    await runner.start();
+    Object.assign(vars, { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` });
+  }
+  const frozen = freezeWorker("bench/wrangler.toml");
+  cleanups.push(async () => frozen.remove());
+  const worker: WorkerProcess = await startWorker({ config: frozen.config, port, vars });
+  cleanups.push(() => worker.stop());
+  log(`wrangler dev on ${worker.url}${runner ? `, bash runner on ${runner.url}` : ""}`);
+
+  const rows: Row[] = [];
+  const found: { op: string; size: number; expected?: number; found: Op["found"]; toolshed_details?: unknown }[] = [];
+  const uploads: Record<number, { ms: number; files_per_s: number }> = {};
+  const clients = new Map<number, ToolshedClient>();
+  let tools: string[] = [];
+
+  for (const corpus of corpora) {
+    const ws = `w${corpus.size}`;
+    const ts = await ToolshedClient.create(worker, TENANT, ws);
+    clients.set(corpus.size, ts);
+    tools = await ts.tools();
+    const ms = await ts.upload(corpus.files, 8, (n) => log(`  uploaded ${n}/${corpus.files.length}`));
+    uploads[corpus.size] = { ms: Math.round(ms), files_per_s: Math.round(corpus.files.length / (ms / 1000)) };
+    log(`workspace ${ws}: uploaded ${corpus.files.length} files in ${(ms / 1000).toFixed(1)} s through PUT /files`);
+
+    resetScratch(corpus, SCRATCH);
+    const mcp = skip.has("mcp") ? null : await McpFilesystem.start(resolve(corpus.dir));
+    const closeMcp = async () => mcp?.close();
+    cleanups.push(closeMcp);
+    const floor = new FloorClient(worker.url, worker.adminToken, TENANT, ws);
+    for (const op of buildOps(corpus, { toolshed: ts, floor, mcp }, rare.literal)) {
+      if (op.tool === "write") mkdirSync(join(corpus.dir, SCRATCH), { recursive: true }); // MCP write_file makes no directories
+      if (op.tool === "edit") await seedEdit(corpus, ts, floor);
+      const row: Row = { op: op.name, size: corpus.size, cells: {} };
+      for (const sys of ["toolshed", "floor", "rg", "mcp"] as System[]) {
+        const run = op.run[sys];
+        if (!run || skip.has(sys)) continue;
+        if (sys === "toolshed" && !tools.includes(op.tool)) {
+          row.cells.toolshed = "missing";
+          continue;
+        }
+        row.cells[sys] = await measure(run, measureOpts);
+      }
+      if (op.found.toolshed === -1) row.note = "toolshed: [Search incomplete] (files left unsearched)";
+      rows.push(row);
+      found.push({ op: op.name, size: corpus.size, ...(op.expected !== undefined ? { expected: op.expected } : {}), found: { ...op.found }, ...(op.details ? { toolshed_details: op.details } : {}) });
+      const errs = Object.entries(row.cells).filter(([, c]) => typeof c === "object" && c.errors).map(([s, c]) => `${s}: ${(c as Cell).error}`);
+      log(`  ${corpus.size} ${op.name}: ${Object.entries(row.cells).map(([s, c]) => `${s} ${typeof c === "object" ? `${c.p50}/${c.p99} x${c.n}` : c}`).join(", ")}${errs.length ? `  ERRORS ${errs.join("; ")}` : ""}`);
+    }
+    cleanups.splice(cleanups.indexOf(closeMcp), 1);
+    await closeMcp();
+    resetScratch(corpus, SCRATCH);
+  }
+
+  let bashRows: BashRow[] = [];
+  let bashNote: string | null = bashMissing;
+  if (!bashMissing && !tools.includes("bash")) bashNote = "n/a (tool missing)";
+  if (!bashNote && runner) {
+    log("bash rows (echo hi; cold = runner restarted)");
+    try {
+      bashRows = await benchBash(runner, clients, measureOpts);
+    } catch (e) {
+      bashNote = `failed: ${(e as Error).message}`;
+    }
+    for (const b of bashRows) log(`  ${b.size} ${b.op}: ${b.cell.p50}/${b.cell.p99} x${b.cell.n}${b.cell.error ? ` ERR ${b.cell.error}` : ""}`);
+  }
+  for (const b of bashRows) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
+  if (bashNote) for (const size of sizes.filter((s) => s === 100 || s === 10_000)) rows.push({ op: "bash echo hi", size, cells: {}, note: bashNote });
+
+  const memory = worker.memory();
+  // Table order: op, then size.
+  const opOrder = [...new Set(rows.map((r) => r.op))];
+  rows.sort((a, b) => opOrder.indexOf(a.op) - opOrder.indexOf(b.op) || a.size - b.size);
+
+  const largest = sizes.at(-1)!;
+  const cell = (op: string, size: number) => rows.find((r) => r.op === op && r.size === size)?.cells ?? {};
+  const rareCells = cell("grep rare literal", largest);
+  const globCells = cell(`glob ${GLOB}`, largest);
+  const rareRatio = ratio(rareCells.toolshed, rareCells.rg);
+  const globRatio = ratio(globCells.toolshed, globCells.floor);
+  const targets: Target[] = [
+    { what: `${largest} files: grep rare literal vs ripgrep (p50)`, factor: rareRatio, limit: 3, pass: rareRatio !== null && rareRatio <= 3 },
+    { what: `${largest} files: glob ${GLOB} vs floor (p50)`, factor: globRatio, limit: 2, pass: globRatio !== null && globRatio <= 2 },
+  ];
+
+  // Result counts every system reported: they should agree (toolshed ls/glob/grep pages are capped, so totals are compared).
+  const checks = found
+    .filter((f) => Object.keys(f.found).length > 0)
+    .map((f) => {
+      const values = Object.values(f.found);
+      const bad = f.found.toolshed === -1 || (f.expected !== undefined && Object.values(f.found).some((v) => v !== f.expected)) || new Set(values).size > 1;
+      return { ...f, ok: !bad };
+    });
+
+  const runtime_s = Math.round((performance.now() - t0) / 1000);
+  const commit = git("rev-parse HEAD");
+  const dirty = git("status --porcelain") !== "";
+  const results = {
+    commit,
+    dirty_worktree: dirty,
+    date: new Date().toISOString(),
+    runtime_s,
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 1e9), os: `${platform()} ${release()}`, node: process.version, ripgrep: rgVersion },
+    settings: { ...measureOpts, budgetMs: measureOpts.budgetMs, note: "per cell: warm-up calls, then up to `iterations` samples or until budgetMs passed (at least minIterations); p99 of fewer than 100 samples is the maximum" },
+    corpus: { sizes: corpora.map((c) => ({ size: c.size, files: c.files.length, bytes: c.bytes })), source: "text files from node_modules, <= 256 KB each", rare_literal: rare, common_word: COMMON, regex_no_literal: NO_LITERAL, glob: GLOB },
+    uploads,
+    workerd_memory: { peak_bytes: memory.peak, rss_bytes: memory.rss },
+    rows,
+    checks,
+    targets,
+  };
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+
+  console.log(`\nToolshed bench @ ${commit.slice(0, 12)}${dirty ? " (+ uncommitted changes)" : ""}, ${results.date}, ${results.machine.cpus} x ${results.machine.cpu}, node ${process.version}`);
+  console.log(`latency in ms, client wall time: p50 / p99 xN (N samples; p99 of N < 100 is the max); ratios are p50 / p50\n`);
+  console.log(renderTable(rows));
+  console.log(`\ntargets:\n${renderTargets(targets)}`);
+  const badChecks = checks.filter((c) => !c.ok);
+  console.log(`\nresult checks (counts each system found; expected = computed from the files): ${badChecks.length === 0 ? "all agree" : `${badChecks.length} disagree`}`);
+  for (const c of badChecks) console.log(`  ${c.size} ${c.op}: expected ${c.expected ?? "-"}, ${Object.entries(c.found).map(([s, v]) => `${s} ${v === -1 ? "INCOMPLETE" : v}`).join(", ")}`);
+  console.log(`\nuploads: ${Object.entries(uploads).map(([s, u]) => `${s} files ${(u.ms / 1000).toFixed(1)} s (${u.files_per_s}/s)`).join(", ")}; workerd peak RSS ${(memory.peak / 1e6).toFixed(0)} MB`);
+  console.log(`wrote ${out}; whole bench ${runtime_s} s`);
+}
+
+/** The edit targets: one 16 KB file per system (Toolshed and floor share the bucket, MCP uses disk). */
+async function seedEdit(corpus: Corpus, ts: ToolshedClient, floor: FloorClient) {
+  const seed = editSeed(corpus);
+  await ts.put(`${SCRATCH}/edit-toolshed.js`, seed);
+  await floor.op({ op: "write", path: `${SCRATCH}/edit-floor.js`, content: seed });
+  mkdirSync(join(corpus.dir, SCRATCH), { recursive: true });
+  writeFileSync(join(corpus.dir, SCRATCH, "edit-mcp.js"), seed);
+}
+
+try {
+  await main();
+} catch (e) {
+  console.error(`bench failed: ${(e as Error)?.stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+  process.exit(process.exitCode ?? 0);
+}

@@ -1,0 +1,76 @@
+/** Timing loops and percentiles. Every sample is client-side wall time in milliseconds. */
+
+export interface Cell {
+  n: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  errors: number;
+  /** First error message, if any. */
+  error?: string;
+  /** Something the op reported that a reader of the table should know (e.g. incomplete results). */
+  note?: string;
+}
+
+export interface MeasureOptions {
+  /** Samples wanted (default 30). */
+  iterations: number;
+  /** Stop sampling once this much time went by, after at least minIterations (default 20 s). */
+  budgetMs: number;
+  minIterations: number;
+  /** Untimed calls first (default 2; one when the op is slow). */
+  warmup: number;
+}
+
+export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+const round = (x: number) => Math.round(x * 10) / 10;
+
+/**
+ * Runs `fn(i)` (which returns the milliseconds of the part being measured) until the wanted
+ * number of samples or the time budget. Errors are counted; three errors end the cell.
+ */
+export async function measure(fn: (i: number) => Promise<number>, opts: MeasureOptions): Promise<Cell> {
+  const samples: number[] = [];
+  let errors = 0;
+  let error: string | undefined;
+  let i = 0;
+  const fail = (e: unknown) => {
+    errors++;
+    error ??= String((e as Error)?.message ?? e).slice(0, 300);
+  };
+  for (let w = 0; w < opts.warmup && errors < 3; w++) {
+    const t = performance.now();
+    try {
+      await fn(i++);
+    } catch (e) {
+      fail(e);
+    }
+    if (performance.now() - t > opts.budgetMs / 10) break; // a slow op: one warm-up call is enough
+  }
+  const start = performance.now();
+  while (samples.length < opts.iterations && errors < 3) {
+    if (samples.length >= opts.minIterations && performance.now() - start > opts.budgetMs) break;
+    try {
+      samples.push(await fn(i++));
+    } catch (e) {
+      fail(e);
+    }
+  }
+  const sorted = samples.sort((a, b) => a - b);
+  if (sorted.length === 0) return { n: 0, p50: NaN, p99: NaN, mean: NaN, errors, ...(error ? { error } : {}) };
+  return {
+    n: sorted.length,
+    p50: round(percentile(sorted, 50)),
+    p99: round(percentile(sorted, 99)),
+    mean: round(sorted.reduce((a, b) => a + b, 0) / sorted.length),
+    errors,
+    ...(error ? { error } : {}),
+  };
+}
+
+/** Wall time of one async call, and its value. */
+export async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const t = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t, value };
+}

@@ -1,0 +1,29 @@
+/**
+ * `npm run bench` end to end at a tiny size: wrangler dev with the bench Worker, upload, every
+ * op against Toolshed, the floor and the MCP server (and ripgrep when installed), table and
+ * results.json. Proves the bench works; the numbers mean nothing here.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, it } from "vitest";
+
+const dir = mkdtempSync(join(tmpdir(), "toolshed-bench-smoke-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it("runs the bench on a 20-file workspace and writes results.json", () => {
+  const hasRg = spawnSync("sh", ["-c", "command -v rg"]).status === 0;
+  const out = join(dir, "results.json");
+  const args = ["bench/run.ts", "--sizes=20", "--iterations=2", "--budget=1", `--skip=bash${hasRg ? "" : ",rg"}`, `--out=${out}`, `--data=${join(dir, "data")}`];
+  const stdout = execFileSync(process.execPath, args, { encoding: "utf8", timeout: 90_000, env: { ...process.env, PATH: `${join(process.cwd(), "node_modules/.bin")}:${process.env.PATH}` } });
+  expect(stdout).toContain("targets:");
+  const results = JSON.parse(readFileSync(out, "utf8"));
+  const ops = results.rows.filter((r: any) => !r.op.startsWith("bash"));
+  expect(ops.length).toBe(9);
+  for (const row of ops) {
+    expect(row.cells.toolshed?.n, `${row.op}: ${row.cells.toolshed?.error}`).toBe(2);
+    expect(row.cells.floor?.n, `${row.op} floor: ${row.cells.floor?.error}`).toBe(2);
+  }
+  expect(results.checks.filter((c: any) => !c.ok)).toEqual([]);
+}, 120_000);
