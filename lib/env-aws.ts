@@ -4,6 +4,7 @@
  */
 import { S3Client } from "@aws-sdk/client-s3";
 import type { AppDeps } from "./deps.js";
+import { logUsage } from "./metering/usage.js";
 import { executorFromEnv, type RunnerEnv } from "./exec/from-env.js";
 import { s3Driver } from "./storage/drivers/s3.js";
 import { storageKeyValue } from "./storage/kv-over-storage.js";
@@ -38,5 +39,6 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
+    onUsage: logUsage,
   };
 }

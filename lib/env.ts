@@ -1,5 +1,6 @@
 /** Builds AppDeps from a Workers environment (bindings and secrets). */
 import type { AppDeps } from "./deps.js";
+import { logUsage } from "./metering/usage.js";
 import { executorFromEnv, type RunnerEnv } from "./exec/from-env.js";
 import { r2Driver } from "./storage/drivers/r2.js";
 import { workersKeyValue } from "./storage/kv-workers.js";
@@ -24,5 +25,6 @@ export function fromWorkersEnv(env: WorkersEnv): AppDeps {
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
+    onUsage: logUsage,
   };
 }
