@@ -95,7 +95,9 @@ const wrangler = spawn(
   ],
   { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
+let stopping = false;
 const stop = () => {
+  stopping = true;
   wrangler.kill("SIGTERM");
   runner.kill("SIGTERM");
 };
@@ -103,7 +105,7 @@ process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 wrangler.on("exit", (code) => {
   runner.kill("SIGTERM");
-  process.exit(code ?? 0);
+  process.exit(stopping ? 0 : (code ?? 1));
 });
 
 try {
