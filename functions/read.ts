@@ -35,14 +35,23 @@ export default defineTool({
   }),
   async execute(args, { ws }) {
     const path = normalizeFilePath(args.file_path);
-    const info = await ws.requireFile(path);
+    // One ranged GET answers most reads: the file's size and version, the bytes to sniff, and
+    // all of a small file. A missing file costs one more look to say why (directory or not found).
+    const first = await ws.get(path, { offset: 0, length: SNIFF_BYTES });
+    if (!first) {
+      await ws.requireFile(path);
+      throw await ws.notFound(path);
+    }
+    const info = { size: first.size, etag: first.etag, modified: first.modified };
+    const head = new Uint8Array(await new Response(first.body).arrayBuffer());
+    const whole = head.length >= info.size;
     const base = { file_path: path, etag: info.etag, size: info.size, modified: info.modified.toISOString() };
 
     if (args.encoding === "base64") {
       if (info.size > MAX_BASE64_BYTES) {
         throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
-      const { bytes, info: current } = await ws.readBytes(path, MAX_BASE64_BYTES);
+      const { bytes, info: current } = whole ? { bytes: head, info } : await ws.readBytes(path, MAX_BASE64_BYTES);
       await ws.recordRead(path, current.etag);
       const b64 = encodeBase64(bytes);
       return { title: path, output: b64, data: { ...base, etag: current.etag, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
@@ -57,17 +66,14 @@ export default defineTool({
       };
     }
 
-    const sample = await ws.get(path, { offset: 0, length: SNIFF_BYTES });
-    if (!sample) throw await ws.notFound(path);
-    const head = new Uint8Array(await new Response(sample.body).arrayBuffer());
-    if (looksBinary(head, head.length >= info.size)) {
+    if (looksBinary(head, whole)) {
       const type = sniffType(head);
       throw new ToolError("BINARY_FILE", `${path} is a binary file (${type}, ${info.size} bytes). Pass encoding: "base64" to read its bytes.`, { path, size: info.size, type });
     }
 
     const offset = args.offset ?? 1;
     const limit = args.limit ?? 2000;
-    const full = await ws.get(path);
+    const full = whole ? { body: new Response(head).body!, etag: info.etag, size: info.size } : await ws.get(path);
     if (!full) throw await ws.notFound(path);
     const page = await readLinePage(full.body, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: full.size });
     if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
