@@ -78,6 +78,7 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  *   t/<tenant>/w/<ws>/meta.json      workspace record
  *   t/<tenant>/w/<ws>/f/<path>       files
  *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, ...), never listed as files
+ *   t/<tenant>/tenant.json           the tenant record
  */
 export function workspacePrefix(tenant: string, workspace: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
@@ -87,6 +88,10 @@ export function workspacePrefix(tenant: string, workspace: string): string {
 export function tenantWorkspacesPrefix(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/w/`;
+}
+export function tenantRecordKey(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/tenant.json`;
 }
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;

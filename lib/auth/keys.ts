@@ -1,12 +1,13 @@
 /**
- * Tenants and their API keys, in KV. A key is shown once at creation and stored only
- * as its SHA-256 hash. Keys look like `tsk_<key id>_<secret>` so they are easy to spot
- * in logs and secret scanners.
+ * Tenants and their API keys. A tenant record lives in object storage (strongly consistent,
+ * created with If-None-Match: *, so two creates of one id cannot both win); API keys live in
+ * KV (read on every request). A key is shown once at creation and stored only as its SHA-256
+ * hash. Keys look like `tsk_<key id>_<secret>` so they are easy to spot in logs and scanners.
  */
 import { ToolError } from "../errors.js";
 import { randomId, sha256Hex } from "../hash.js";
-import { ID_PATTERN } from "../paths.js";
-import type { KeyValueStore } from "../storage/types.js";
+import { ID_PATTERN, tenantRecordKey } from "../paths.js";
+import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 
 export const SCOPES = ["read", "write", "execute", "network"] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -33,27 +34,30 @@ export interface AuthInfo {
   scopes: Scope[];
 }
 
-const tenantKey = (id: string) => `tenant/${id}`;
 const hashKey = (hash: string) => `apikey/${hash}`;
 const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
 
-export async function createTenant(kv: KeyValueStore, input: { id?: string; name?: string }): Promise<Tenant> {
+export async function createTenant(storage: StorageDriver, input: { id?: string; name?: string }): Promise<Tenant> {
   const id = input.id ?? `tn_${randomId(12)}`;
   if (!ID_PATTERN.test(id)) throw new ToolError("INVALID_ARGUMENT", `Invalid tenant id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_'.`, { id });
-  if (await kv.get(tenantKey(id))) throw new ToolError("ALREADY_EXISTS", `Tenant ${id} already exists.`, { id });
   const tenant: Tenant = { id, name: input.name ?? id, created_at: new Date().toISOString() };
-  await kv.put(tenantKey(id), JSON.stringify(tenant));
+  try {
+    await storage.put(tenantRecordKey(id), JSON.stringify(tenant), { ifNoneMatch: "*", contentType: "application/json" });
+  } catch (e) {
+    if (isConditionFailed(e)) throw new ToolError("ALREADY_EXISTS", `Tenant ${id} already exists.`, { id });
+    throw e;
+  }
   return tenant;
 }
 
-export async function getTenant(kv: KeyValueStore, id: string): Promise<Tenant> {
-  const raw = ID_PATTERN.test(id) ? await kv.get(tenantKey(id)) : null;
-  if (!raw) throw new ToolError("NOT_FOUND", `Tenant not found: ${id}.`, { tenant: id });
-  return JSON.parse(raw) as Tenant;
+export async function getTenant(storage: StorageDriver, id: string): Promise<Tenant> {
+  const r = ID_PATTERN.test(id) ? await storage.get(tenantRecordKey(id)) : null;
+  if (!r) throw new ToolError("NOT_FOUND", `Tenant not found: ${id}.`, { tenant: id });
+  return JSON.parse(await new Response(r.body).text()) as Tenant;
 }
 
-export async function createApiKey(kv: KeyValueStore, tenant: string, input: { name?: string; scopes?: Scope[] }): Promise<{ key: string; record: ApiKeyRecord }> {
-  await getTenant(kv, tenant);
+export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[] }): Promise<{ key: string; record: ApiKeyRecord }> {
+  await getTenant(storage, tenant);
   const keyId = randomId(10);
   const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
   const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, created_at: new Date().toISOString() };

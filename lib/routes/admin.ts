@@ -19,7 +19,7 @@ export function adminApp(deps: AppDeps) {
       request: { body: { required: true, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "acme" }), name: z.string().max(200).optional() }) } } } },
       responses: { 201: { description: "Created", content: { "application/json": { schema: TenantSchema } } }, ...errorResponses(400, 401, 403, 409) },
     }),
-    async (c) => c.json(await createTenant(deps.kv, c.req.valid("json")), 201),
+    async (c) => c.json(await createTenant(deps.storage, c.req.valid("json")), 201),
   );
   app.openapi(
     createRoute({
@@ -28,7 +28,7 @@ export function adminApp(deps: AppDeps) {
       request: { params: TenantParam },
       responses: { 200: { description: "Tenant", content: { "application/json": { schema: TenantSchema } } }, ...errorResponses(401, 403, 404) },
     }),
-    async (c) => c.json(await getTenant(deps.kv, c.req.valid("param").tenant), 200),
+    async (c) => c.json(await getTenant(deps.storage, c.req.valid("param").tenant), 200),
   );
   app.openapi(
     createRoute({
@@ -46,7 +46,7 @@ export function adminApp(deps: AppDeps) {
     async (c) => {
       const body = (await c.req.json().catch(() => ({}))) as { name?: string; scopes?: (typeof SCOPES)[number][] };
       const parsed = z.object({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).optional() }).parse(body);
-      const { key, record } = await createApiKey(deps.kv, c.req.valid("param").tenant, parsed);
+      const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, parsed);
       return c.json({ key, ...record }, 201);
     },
   );

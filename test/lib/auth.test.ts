@@ -1,4 +1,4 @@
-/** lib/auth: tenants and API keys in KV (hash only), and the two bearer middlewares. */
+/** lib/auth: tenants (object storage) and API keys in KV (hash only), and the two bearer middlewares. */
 import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
@@ -7,10 +7,12 @@ import { requireAdmin, requireTenant } from "../../lib/auth/middleware.js";
 import { ToolError } from "../../lib/errors.js";
 import { randomId, safeEqual, sha256Hex } from "../../lib/hash.js";
 import { onError, type AppEnv } from "../../lib/http.js";
+import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../lib/storage/kv-workers.js";
 import { testDeps } from "../helpers.js";
 
 const kv = workersKeyValue(env.KV);
+const storage = r2Driver(env.FILES);
 const tid = () => `t-${randomId(8)}`;
 
 async function codeOf(p: Promise<unknown>): Promise<string | null> {
@@ -24,16 +26,23 @@ async function codeOf(p: Promise<unknown>): Promise<string | null> {
 }
 
 describe("tenants", () => {
+  it("of 10 concurrent creates of one id, exactly one wins (create-only write)", async () => {
+    const id = tid();
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => createTenant(storage, { id, name: `n${i}` }).then(() => "ok", (e: ToolError) => e.code)));
+    expect(results.filter((r) => r === "ok")).toHaveLength(1);
+    expect(results.filter((r) => r === "ALREADY_EXISTS")).toHaveLength(9);
+  });
+
   it("creates, reads, refuses duplicates and bad ids", async () => {
     const id = tid();
-    const t = await createTenant(kv, { id, name: "Acme" });
+    const t = await createTenant(storage, { id, name: "Acme" });
     expect(t).toMatchObject({ id, name: "Acme" });
-    expect(await getTenant(kv, id)).toEqual(t);
-    expect(await codeOf(createTenant(kv, { id }))).toBe("ALREADY_EXISTS");
-    for (const bad of ["", "A", "../x", "a/b", "x".repeat(64), "-a"]) expect(await codeOf(createTenant(kv, { id: bad })), bad).toBe("INVALID_ARGUMENT");
-    expect(await codeOf(getTenant(kv, tid()))).toBe("NOT_FOUND");
-    expect(await codeOf(getTenant(kv, "../x"))).toBe("NOT_FOUND");
-    const anon = await createTenant(kv, {});
+    expect(await getTenant(storage, id)).toEqual(t);
+    expect(await codeOf(createTenant(storage, { id }))).toBe("ALREADY_EXISTS");
+    for (const bad of ["", "A", "../x", "a/b", "x".repeat(64), "-a"]) expect(await codeOf(createTenant(storage, { id: bad })), bad).toBe("INVALID_ARGUMENT");
+    expect(await codeOf(getTenant(storage, tid()))).toBe("NOT_FOUND");
+    expect(await codeOf(getTenant(storage, "../x"))).toBe("NOT_FOUND");
+    const anon = await createTenant(storage, {});
     expect(anon.id).toMatch(/^tn_[a-z2-7]{12}$/);
     expect(anon.name).toBe(anon.id);
   });
@@ -41,8 +50,8 @@ describe("tenants", () => {
 
 describe("API keys", () => {
   it("a key is tsk_<id>_<secret>, stored only as its SHA-256 hash, resolving to its tenant and scopes", async () => {
-    const tenant = (await createTenant(kv, { id: tid() })).id;
-    const { key, record } = await createApiKey(kv, tenant, { name: "ci", scopes: ["read"] });
+    const tenant = (await createTenant(storage, { id: tid() })).id;
+    const { key, record } = await createApiKey(kv, storage, tenant, { name: "ci", scopes: ["read"] });
     expect(key.startsWith(KEY_PREFIX)).toBe(true);
     expect(key).toBe(`${KEY_PREFIX}${record.key_id}_${key.split("_").at(-1)}`);
     expect(key.split("_").at(-1)).toMatch(/^[a-z2-7]{32}$/);
@@ -59,20 +68,20 @@ describe("API keys", () => {
   });
 
   it("default scopes are read, write, execute", async () => {
-    const tenant = (await createTenant(kv, { id: tid() })).id;
-    const { record } = await createApiKey(kv, tenant, {});
+    const tenant = (await createTenant(storage, { id: tid() })).id;
+    const { record } = await createApiKey(kv, storage, tenant, {});
     expect(record.scopes).toEqual(DEFAULT_SCOPES);
     expect(DEFAULT_SCOPES).toEqual(["read", "write", "execute"]);
     expect(record.name).toBe("default");
   });
 
   it("no key for an unknown tenant", async () => {
-    expect(await codeOf(createApiKey(kv, tid(), {}))).toBe("NOT_FOUND");
+    expect(await codeOf(createApiKey(kv, storage, tid(), {}))).toBe("NOT_FOUND");
   });
 
   it("resolves nothing for a wrong, altered, overlong or foreign-looking key", async () => {
-    const tenant = (await createTenant(kv, { id: tid() })).id;
-    const { key } = await createApiKey(kv, tenant, {});
+    const tenant = (await createTenant(storage, { id: tid() })).id;
+    const { key } = await createApiKey(kv, storage, tenant, {});
     const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === "a" ? "b" : "a") + s.slice(i + 1);
     for (const k of ["", "tsk_", key.slice(4), `x${key}`, `${key}x`, key.slice(0, -1), flip(key, key.length - 1), flip(key, 5), key.toUpperCase(), `${key}${"a".repeat(100)}`, `sk_${key.slice(4)}`]) {
       expect(await resolveApiKey(kv, k), k).toBeNull();
@@ -81,10 +90,10 @@ describe("API keys", () => {
   });
 
   it("revoking removes both records; unknown, malformed or foreign key ids → NOT_FOUND", async () => {
-    const a = (await createTenant(kv, { id: tid() })).id;
-    const b = (await createTenant(kv, { id: tid() })).id;
-    const ka = await createApiKey(kv, a, {});
-    const kb = await createApiKey(kv, b, {});
+    const a = (await createTenant(storage, { id: tid() })).id;
+    const b = (await createTenant(storage, { id: tid() })).id;
+    const ka = await createApiKey(kv, storage, a, {});
+    const kb = await createApiKey(kv, storage, b, {});
     expect(await codeOf(revokeApiKey(kv, a, kb.record.key_id))).toBe("NOT_FOUND");
     expect(await resolveApiKey(kv, kb.key)).not.toBeNull();
     for (const id of ["", "nope", "../x", "A", "x".repeat(33), `${ka.record.key_id}/`]) expect(await codeOf(revokeApiKey(kv, a, id)), id).toBe("NOT_FOUND");
@@ -108,8 +117,8 @@ describe("middleware", () => {
   };
 
   it("requireTenant sets the caller's tenant and scopes, or answers 401", async () => {
-    const tenant = (await createTenant(kv, { id: tid() })).id;
-    const { key, record } = await createApiKey(kv, tenant, { scopes: ["read", "network"] });
+    const tenant = (await createTenant(storage, { id: tid() })).id;
+    const { key, record } = await createApiKey(kv, storage, tenant, { scopes: ["read", "network"] });
     const ok = await app().request("/tenant", { headers: { authorization: `Bearer ${key}` } });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ tenant, key_id: record.key_id, scopes: ["read", "network"] });
