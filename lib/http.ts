@@ -2,7 +2,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
-import { ERROR_CODES, ToolError, isToolError } from "./errors.js";
+import { ToolError, isToolError } from "./errors.js";
 import type { AuthInfo } from "./auth/keys.js";
 
 export type AppEnv = { Variables: { auth: AuthInfo; tool?: string } };
@@ -43,5 +43,3 @@ export function validationHook(result: { success: boolean; error?: unknown }, c:
   return errorResponse(c, new ToolError("INVALID_ARGUMENT", message, { issues }), tool ? { tool } : {});
 }
 
-export const errorSchemaExample = { ok: false, error: { code: "NOT_FOUND", message: "File not found: src/a.ts. Use glob or ls to find it.", details: {} } };
-export const statusOf = (code: keyof typeof ERROR_CODES) => ERROR_CODES[code].status;

@@ -45,8 +45,4 @@ export class RecordStore {
     const rec: FileRecord = { etag, at: Date.now() };
     await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
   }
-
-  async delete(path: string): Promise<void> {
-    await this.kv.delete(await this.key(path));
-  }
 }

@@ -11,7 +11,7 @@
 import { ToolError } from "../errors.js";
 import { baseName, filesPrefix, parentOf } from "../paths.js";
 import type { ObjectInfo } from "../storage/types.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
 
@@ -53,22 +53,6 @@ const MAX_GITIGNORES = 100;
 const MAX_GITIGNORE_BYTES = 256 * 1024;
 /** Past every key a directory can hold (U+10FFFF is the largest code point). */
 const AFTER_ALL = "\u{10ffff}";
-
-/** Compares strings in code point order, which is the UTF-8 byte order storage lists in. */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    // A surrogate (code point >= U+10000) sorts after every BMP unit.
-    const xs = x >= 0xd800 && x <= 0xdfff;
-    const ys = y >= 0xd800 && y <= 0xdfff;
-    if (xs !== ys) return xs ? 1 : -1;
-    return x - y;
-  }
-  return a.length - b.length;
-}
 
 export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget, o: ScanOptions): Promise<Scan> {
   const prefix = filesPrefix(ws.tenant, ws.id);

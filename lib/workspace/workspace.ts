@@ -4,7 +4,7 @@
  * errors, and keeps the session's file records. Tools never see keys or tenants.
  */
 import { ToolError } from "../errors.js";
-import { fileKey, filesPrefix, joinPath, ancestorsOf, baseName, parentOf } from "../paths.js";
+import { fileKey, filesPrefix, ancestorsOf, baseName, parentOf } from "../paths.js";
 import type { RecordStore } from "../records/store.js";
 import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
 
@@ -278,9 +278,6 @@ export class Workspace {
     }
   }
 
-  join(dir: string, name: string): string {
-    return joinPath(dir, name);
-  }
 }
 
 export interface ScanItem {
