@@ -51,7 +51,7 @@ export default defineTool({
       if (info.size > MAX_BASE64_BYTES) {
         throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
-      const { bytes, info: current } = whole ? { bytes: head, info } : await ws.readBytes(path, MAX_BASE64_BYTES);
+      const { bytes, info: current } = whole ? { bytes: head, info } : await ws.readBytes({ path, ...info }, MAX_BASE64_BYTES);
       await ws.recordRead(path, current.etag);
       const b64 = encodeBase64(bytes);
       return { title: path, output: b64, data: { ...base, etag: current.etag, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };

@@ -43,7 +43,7 @@ export default defineTool({
     if (current) {
       await ws.requireReadUnchanged(path, current);
       if (current.size === bytes.length) {
-        const { bytes: old } = await ws.readBytes(path, MAX_WRITE_BYTES);
+        const { bytes: old } = await ws.readBytes(current, MAX_WRITE_BYTES);
         if (bytesEqual(old, bytes)) throw new ToolError("NO_CHANGE", `${path} already has exactly this content; nothing was written.`, { path, etag: current.etag });
       }
       info = await ws.put(path, bytes, { ifMatch: current.etag });

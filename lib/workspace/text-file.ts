@@ -10,7 +10,7 @@ export const MAX_EDIT_BYTES = 10 * 1024 * 1024;
 export async function loadForEdit(ws: Workspace, path: string): Promise<{ text: string; info: FileInfo }> {
   const head = await ws.requireFile(path);
   await ws.requireReadUnchanged(path, head);
-  const { bytes, info } = await ws.readBytes(path, MAX_EDIT_BYTES);
+  const { bytes, info } = await ws.readBytes(head, MAX_EDIT_BYTES);
   if (info.etag !== head.etag) {
     throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: info.etag });
   }

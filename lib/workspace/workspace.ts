@@ -134,11 +134,11 @@ export class Workspace {
     return r;
   }
 
-  /** The whole file as bytes; FILE_TOO_LARGE past maxBytes. */
-  async readBytes(path: string, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
-    const info = await this.requireFile(path);
-    if (info.size > maxBytes) {
-      throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; this operation handles at most ${maxBytes}. Read it in pages with offset and limit, or search it with grep.`, { path, size: info.size, max: maxBytes });
+  /** The whole of a file the caller has looked up (`file`), as bytes; FILE_TOO_LARGE past maxBytes. */
+  async readBytes(file: FileInfo, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    const { path, size } = file;
+    if (size > maxBytes) {
+      throw new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${maxBytes}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max: maxBytes });
     }
     const r = await this.get(path);
     if (!r) throw await this.notFound(path);
