@@ -8,7 +8,6 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
-import { storageSyncClient } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
 
 export interface SyncServerDeps {
@@ -34,7 +33,6 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7)) : null;
     if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
     const prefix = filesPrefix(claims.t, claims.w);
-    const sync = storageSyncClient(deps.driver, prefix);
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [] });
 
@@ -51,7 +49,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 
     switch (req.method) {
       case "GET": {
-        const file = await sync.fetch(path);
+        const file = await ws.get(path);
         if (!file) return json({ ok: false, error: { code: "NOT_FOUND", message: `No file ${path}.` } }, 404);
         return new Response(file.body, { headers: { etag: quoteEtag(file.etag), "content-length": String(file.size), "content-type": "application/octet-stream" } });
       }
