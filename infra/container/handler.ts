@@ -4,9 +4,9 @@
  *
  * The handler holds no storage or cloud credentials: it reaches the workspace through the
  * sync endpoint with the run's short-lived token, which stays in this process's memory
- * (the sandbox sees neither this process nor its environment).
+ * (bubblewrap hides this process and its environment; on Lambda, see sandbox-process.ts).
  */
-import { chmodSync, mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { isToolError, ToolError } from "../../lib/errors.js";
 import { httpSyncClient } from "../../lib/exec/sync-http.js";
@@ -14,7 +14,8 @@ import type { ExecEvent, ExecResponse, RunRequest, RunResult, SyncClient } from 
 import { TaskManager } from "./background.js";
 import { ResultStore } from "./idempotency.js";
 import { runCommand, validateRequest, type RunnerDeps } from "./runner.js";
-import { assertTraversable, bwrapSandbox, defaultHostIds, type Sandbox } from "./sandbox.js";
+import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
+import { processSandbox } from "./sandbox-process.js";
 import { TreeCache } from "./tree.js";
 
 export interface HandlerOptions {
@@ -45,15 +46,16 @@ const errorOf = (e: unknown): ExecResponse => {
 };
 
 export function createHandler(opts: HandlerOptions): Handler {
-  const owner = defaultHostIds();
+  const sandbox = opts.sandbox ?? bwrapSandbox({ stateDir: join(opts.root, "sandbox"), ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}) });
+  const owner = sandbox.runAs;
   // Traversable (not listable) by the sandbox uid, which bwrap runs as to bind the tree.
   mkdirSync(opts.root, { recursive: true });
   chmodSync(opts.root, 0o711);
   if (owner) assertTraversable(opts.root);
-  const cache = new TreeCache(join(opts.root, "slots"), owner, opts.maxIdleSlots);
-  const sandbox = opts.sandbox ?? bwrapSandbox({ stateDir: join(opts.root, "sandbox"), ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}) });
+  const cache = new TreeCache(join(opts.root, "slots"), owner, opts.maxIdleSlots, sandbox.hostIsolated);
   const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work") };
-  const results = new ResultStore<ExecResponse>(join(opts.root, "results"));
+  // Host-isolated: a command can read this process's files, and results hold other workspaces' output.
+  const results = new ResultStore<ExecResponse>(sandbox.hostIsolated ? null : join(opts.root, "results"));
   const tasks = opts.background ? new TaskManager() : null;
   const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient(req.sync));
 
@@ -61,6 +63,10 @@ export function createHandler(opts: HandlerOptions): Handler {
     try {
       if (!event || typeof event !== "object") throw new ToolError("INVALID_ARGUMENT", "The event must be a JSON object.");
       const action = event.action ?? "run";
+      if (sandbox.hostIsolated && !context?.tenantId) {
+        // Without namespaces, the execution environment is the boundary between tenants.
+        throw new ToolError("UNAVAILABLE", "This command runner has no namespace sandbox and relies on AWS Lambda's per-tenant execution environments, but the invocation carries no tenant: deploy the function with tenant isolation mode PER_TENANT and invoke it with TenantId.", { reason: "tenant_isolation_missing" });
+      }
       if (context?.tenantId && context.tenantId !== event.tenant) {
         // PER_TENANT isolation: an environment serves one tenant; anything else is a routing bug.
         throw new ToolError("PERMISSION_DENIED", "The invocation's TenantId does not match the request's tenant.");
@@ -96,16 +102,53 @@ export function createHandler(opts: HandlerOptions): Handler {
   return Object.assign(handle, { tasks, cache });
 }
 
-let lambdaHandler: Handler | null = null;
+let lambdaHandler: Promise<Handler> | null = null;
 
 /** Names of credentials the Lambda runtime puts in the environment; the runner needs none. */
 const CREDENTIAL_VARS = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN"];
 
+/**
+ * The sandbox of the image: bubblewrap where the host allows user namespaces (ECS/EC2),
+ * else the process sandbox, which relies on Lambda's per-tenant microVMs (sandbox-process.ts).
+ *   TOOLSHED_RUNNER_EGRESS  "none" when the function has no route out (VPC without NAT);
+ *                           anything else counts as open, and commands without network are refused.
+ */
+export async function imageSandbox(root: string, env: Record<string, string | undefined> = process.env, bwrapPath?: string): Promise<Sandbox> {
+  const stateDir = join(root, "sandbox");
+  mkdirSync(root, { recursive: true });
+  chmodSync(root, 0o711); // the probe's tree must be reachable by the sandbox user
+  const bwrap = bwrapSandbox({ stateDir, ...(bwrapPath ? { bwrapPath } : {}) });
+  try {
+    await bwrap.check();
+    return bwrap;
+  } catch {
+    /* no user namespaces here: AWS Lambda */
+  }
+  const link = join(root, "workspace");
+  // The image links /workspace to <root>/workspace, so commands see the same path as under bwrap.
+  const imageLinked = (() => {
+    try {
+      return readlinkSync("/workspace") === link;
+    } catch {
+      return false;
+    }
+  })();
+  return processSandbox({
+    stateDir,
+    egress: env.TOOLSHED_RUNNER_EGRESS === "none" ? "none" : "open",
+    scratchDirs: ["/tmp", "/dev/shm", root],
+    keep: ["slots", "work", "sandbox", "results"].map((d) => join(root, d)),
+    ...(imageLinked ? { workspace: { link, path: "/workspace" } } : {}),
+  });
+}
+
 /** The AWS Lambda entry (CMD of the image). */
 export async function handler(event: ExecEvent, context?: InvokeContext): Promise<ExecResponse> {
-  if (!lambdaHandler) {
+  lambdaHandler ??= (async () => {
+    // The image's entrypoint already started us without them (see the Dockerfile); this covers other launches.
     for (const name of CREDENTIAL_VARS) delete process.env[name];
-    lambdaHandler = createHandler({ root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed", background: false });
-  }
-  return lambdaHandler(event, context);
+    const root = process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed";
+    return createHandler({ root, background: false, sandbox: await imageSandbox(root) });
+  })();
+  return (await lambdaHandler)(event, context);
 }

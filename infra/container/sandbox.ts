@@ -4,7 +4,7 @@
  * read-write at /workspace; private size-limited /tmp and /dev/shm; an empty environment;
  * rlimits set inside before the command starts. No bwrap, no run: never unsandboxed.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { delimiter, join } from "node:path";
@@ -58,7 +58,7 @@ export interface SandboxExit {
 }
 
 /** The uid/gid user code runs as on the host: never root. */
-export function defaultHostIds(): { uid: number; gid: number } | null {
+function defaultHostIds(): { uid: number; gid: number } | null {
   return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : null;
 }
 
@@ -99,10 +99,101 @@ function writeEtc(stateDir: string): string {
   return etc;
 }
 
+/** The whole environment of a command: these few variables and the call's own. */
+export function commandEnv(tmp: string, extra: Record<string, string>): Record<string, string> {
+  return { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: tmp, TMPDIR: tmp, LANG: "C.UTF-8", TERM: "dumb", USER: "user", ...extra };
+}
+
+/** bash sets the limits (soft = hard) in the sandboxed process, then execs the command ($1). */
+export function limitsScript(l: RunLimits, timeoutMs: number): string {
+  const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
+  const lim = `ulimit -c 0 -u ${l.processes} -v ${l.memory_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
+  return `${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+}
+
 export interface Sandbox {
-  /** Throws UNAVAILABLE (with how to install bubblewrap) when the sandbox cannot run here. */
+  /** Throws UNAVAILABLE (saying what is missing) when the sandbox cannot run here. */
   check(): Promise<void>;
   run(spec: SandboxSpec): Promise<SandboxExit>;
+  /** Host uid/gid commands run as (null: the handler's own); the slot trees belong to it. */
+  readonly runAs: { uid: number; gid: number } | null;
+  /**
+   * true when the sandbox relies on its host for isolation between tenants (a Lambda
+   * execution environment per tenant): the handler then requires the invocation's tenant
+   * and keeps only the current workspace's files (see sandbox-process.ts).
+   */
+  readonly hostIsolated: boolean;
+}
+
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid) process.kill(-child.pid, "SIGKILL");
+  } catch {
+    /* already gone */
+  }
+}
+
+/**
+ * Runs a spawned sandbox to its end: feeds stdin, streams output, enforces the wall-clock
+ * timeout and the abort signal. `killAll` must end every process of the run; it is called
+ * on timeout, abort, and as soon as the first process exits (nothing may outlive the call).
+ */
+export function supervise(
+  child: ChildProcess,
+  spec: SandboxSpec,
+  killAll: () => void | Promise<void>,
+  spawnError: (e: NodeJS.ErrnoException) => Error,
+): Promise<SandboxExit> {
+  const started = Date.now();
+  return new Promise<SandboxExit>((resolve, reject) => {
+    let timedOut = false;
+    let killed = false;
+    let settled = false;
+    let ended: Promise<void> | null = null;
+    const end = () => (ended ??= Promise.resolve().then(killAll));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void end();
+    }, spec.timeoutMs);
+    const onAbort = () => {
+      killed = true;
+      void end();
+    };
+    spec.signal?.addEventListener("abort", onAbort, { once: true });
+    if (spec.signal?.aborted) onAbort();
+    child.stdout!.on("data", spec.onStdout);
+    child.stderr!.on("data", spec.onStderr);
+    if (child.stdin) {
+      child.stdin.on("error", () => {});
+      child.stdin.end(spec.stdin);
+    }
+    const finish = async (code: number | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      spec.signal?.removeEventListener("abort", onAbort);
+      try {
+        await end();
+        await killAll(); // once more: a process may have forked meanwhile
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      resolve({ exitCode: timedOut || killed ? null : code, timedOut, killed: killed && !timedOut, durationMs: Date.now() - started });
+    };
+    child.on("error", (e) => {
+      settled = true;
+      clearTimeout(timer);
+      reject(spawnError(e as NodeJS.ErrnoException));
+    });
+    child.on("close", (code, signal) => void finish(code ?? (signal ? 128 + 9 : null)));
+    // A process left behind may hold the pipes open: end everything once the first one exits,
+    // and give up on the pipes 5 s later.
+    child.on("exit", (code) => {
+      void end();
+      setTimeout(() => void finish(code), 5000).unref();
+    });
+  });
 }
 
 export function bwrapSandbox(opts: SandboxOptions): Sandbox {
@@ -141,90 +232,30 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
-    const env: Record<string, string> = {
-      PATH: "/usr/local/bin:/usr/bin:/bin",
-      HOME: "/tmp",
-      TMPDIR: "/tmp",
-      LANG: "C.UTF-8",
-      TERM: "dumb",
-      USER: "user",
-      ...spec.env,
-    };
-    for (const [k, v] of Object.entries(env)) a.push("--setenv", k, v);
+    for (const [k, v] of Object.entries(commandEnv("/tmp", spec.env))) a.push("--setenv", k, v);
     return a;
-  }
-
-  /** bash sets the limits (soft and hard) inside the namespaces, then execs the command. */
-  function limitsScript(l: RunLimits, timeoutMs: number): string {
-    const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
-    const lim = `ulimit -c 0 -u ${l.processes} -v ${l.memory_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
-    return `${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
   }
 
   function run(spec: SandboxSpec): Promise<SandboxExit> {
     const args = [...baseArgs(spec), "--", "/bin/bash", "-c", limitsScript(spec.limits, spec.timeoutMs), "toolshed", spec.command];
-    const started = Date.now();
     const bin = bwrap();
     etcDir ??= writeEtc(opts.stateDir);
     const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
-    return new Promise<SandboxExit>((resolve, reject) => {
+    let child: ChildProcess;
+    try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
-      let child;
-      try {
-        child = spawn(bin, args, {
-          env: {},
-          detached: true,
-          stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds],
-          ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
-        });
-      } finally {
-        for (const fd of fds) closeSync(fd); // the child has its copies
-      }
-      let timedOut = false;
-      let killed = false;
-      let settled = false;
-      const killAll = () => {
-        // bwrap's pid 1 dies with its parent (--die-with-parent), and every process of the
-        // pid namespace dies with pid 1: killing the group is enough to end them all.
-        try {
-          if (child.pid) process.kill(-child.pid, "SIGKILL");
-        } catch {
-          /* already gone */
-        }
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        killAll();
-      }, spec.timeoutMs);
-      const onAbort = () => {
-        killed = true;
-        killAll();
-      };
-      spec.signal?.addEventListener("abort", onAbort, { once: true });
-      if (spec.signal?.aborted) onAbort();
-      child.stdout!.on("data", spec.onStdout);
-      child.stderr!.on("data", spec.onStderr);
-      if (child.stdin) {
-        child.stdin.on("error", () => {});
-        child.stdin.end(spec.stdin);
-      }
-      const finish = (code: number | null) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        spec.signal?.removeEventListener("abort", onAbort);
-        killAll(); // nothing may outlive the call
-        resolve({ exitCode: timedOut || killed ? null : code, timedOut, killed: killed && !timedOut, durationMs: Date.now() - started });
-      };
-      child.on("error", (e) => {
-        settled = true;
-        clearTimeout(timer);
-        reject((e as NodeJS.ErrnoException).code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e);
+      child = spawn(bin, args, {
+        env: {},
+        detached: true,
+        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds],
+        ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
       });
-      child.on("close", (code, signal) => finish(code ?? (signal ? 128 + 9 : null)));
-      // If a pipe stays open after the exit (it should not: the namespace is gone), give up after 5 s.
-      child.on("exit", (code) => setTimeout(() => finish(code), 5000).unref());
-    });
+    } finally {
+      for (const fd of fds) closeSync(fd); // the child has its copies
+    }
+    // bwrap's pid 1 dies with its parent (--die-with-parent), and every process of the pid
+    // namespace dies with pid 1: killing the group is enough to end them all.
+    return supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e));
   }
 
   return {
@@ -248,5 +279,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
       return checked;
     },
     run,
+    runAs: hostIds,
+    hostIsolated: false,
   };
 }

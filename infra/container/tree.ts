@@ -81,7 +81,11 @@ export class TreeCache {
   private init: Promise<void> | null = null;
   private seq = 0;
 
-  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8) {}
+  /**
+   * exclusive: keep one workspace's trees at a time (a host-isolated sandbox, where a
+   * command could read any tree on disk: acquiring another workspace's slot drops the rest).
+   */
+  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8, private readonly exclusive = false) {}
 
   /** Trees left by an earlier process are not trusted: start empty. */
   private ready(): Promise<void> {
@@ -96,6 +100,7 @@ export class TreeCache {
   async acquire(tenant: string, workspace: string): Promise<Slot> {
     await this.ready();
     const key = `${tenant}/${workspace}`;
+    if (this.exclusive) for (const s of [...this.slots.values()].flat()) if (s.key !== key && !s.busy) await this.drop(s);
     const list = this.slots.get(key) ?? [];
     this.slots.set(key, list);
     const idle = list.filter((s) => !s.busy).sort((a, b) => b.lastUsed - a.lastUsed)[0];

@@ -1,6 +1,8 @@
 /**
  * The executor from environment settings, the same on Workers and on Lambda:
  *   TOOLSHED_RUNNER_FUNCTION  the container function's name (default: toolshed-runner)
+ *   TOOLSHED_RUNNER_FUNCTION_NETWORK  the same image deployed with egress, for API keys with
+ *                             the network scope (default: TOOLSHED_RUNNER_FUNCTION)
  *   TOOLSHED_RUNNER_URL       another Invoke endpoint (locally: infra/container/local-server.ts)
  *   AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY  (on Lambda, the role's credentials are used)
  * Without a function name or URL, commands are off (the bash tools answer UNAVAILABLE).
@@ -11,6 +13,7 @@ import { lambdaExecutor } from "./lambda.js";
 
 export interface RunnerEnv {
   TOOLSHED_RUNNER_FUNCTION?: string;
+  TOOLSHED_RUNNER_FUNCTION_NETWORK?: string;
   TOOLSHED_RUNNER_URL?: string;
   AWS_REGION?: string;
   AWS_ACCESS_KEY_ID?: string;
@@ -31,5 +34,9 @@ export function executorFromEnv(env: RunnerEnv): Executor | undefined {
     // The local stand-in does not check signatures; it still needs some credentials to sign with.
     ...(keys ? { credentials: keys } : env.TOOLSHED_RUNNER_URL ? { credentials: { accessKeyId: "local", secretAccessKey: "local" } } : {}),
   });
-  return lambdaExecutor({ client, functionName: env.TOOLSHED_RUNNER_FUNCTION ?? "toolshed-runner" });
+  return lambdaExecutor({
+    client,
+    functionName: env.TOOLSHED_RUNNER_FUNCTION ?? "toolshed-runner",
+    ...(env.TOOLSHED_RUNNER_FUNCTION_NETWORK ? { networkFunctionName: env.TOOLSHED_RUNNER_FUNCTION_NETWORK } : {}),
+  });
 }

@@ -14,6 +14,8 @@ export interface LambdaExecutorOptions {
   /** Configure it with a request timeout above the longest run (15 min) and the endpoint. */
   client: LambdaClient;
   functionName: string;
+  /** The runner deployed with egress, for calls whose API key allows network (default: functionName). */
+  networkFunctionName?: string;
   qualifier?: string;
 }
 
@@ -55,12 +57,13 @@ export function functionError(kind: string, payload: string): ToolError {
 }
 
 export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
-  async function invoke<T>(event: ExecEvent, tenant: string): Promise<T> {
+  async function invoke<T>(event: ExecEvent, tenant: string, network = false): Promise<T> {
+    const functionName = (network && opts.networkFunctionName) || opts.functionName;
     let out;
     try {
       out = await opts.client.send(
         new InvokeCommand({
-          FunctionName: opts.functionName,
+          FunctionName: functionName,
           ...(opts.qualifier ? { Qualifier: opts.qualifier } : {}),
           InvocationType: "RequestResponse",
           TenantId: tenant,
@@ -68,7 +71,7 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
         }),
       );
     } catch (e) {
-      throw invokeError(e, opts.functionName);
+      throw invokeError(e, functionName);
     }
     const text = out.Payload ? dec.decode(out.Payload) : "";
     if (out.FunctionError) throw functionError(out.FunctionError, text);
@@ -82,8 +85,8 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
   }
 
   return {
-    run: (req) => invoke<RunResult>({ ...req, action: "run" }, req.tenant),
-    start: (req) => invoke<{ task_id: string }>({ ...req, action: "start" }, req.tenant),
+    run: (req) => invoke<RunResult>({ ...req, action: "run" }, req.tenant, req.network),
+    start: (req) => invoke<{ task_id: string }>({ ...req, action: "start" }, req.tenant, req.network),
     poll: (ref, o) => invoke<TaskPoll>({ action: "poll", tenant: ref.tenant, task_id: ref.task_id, ...(o?.wait_ms ? { wait_ms: o.wait_ms } : {}) }, ref.tenant),
     kill: (ref) => invoke<{ status: "killed" | "already_completed" }>({ action: "kill", tenant: ref.tenant, task_id: ref.task_id }, ref.tenant),
   };

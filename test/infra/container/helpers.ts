@@ -34,7 +34,11 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
     return r.result as T;
   };
 
-  const run = async (command: string, extra: Partial<RunRequest> = {}): Promise<RunResult> => unwrap<RunResult>(await handler(req(command, extra)));
+  // Invoked as PER_TENANT Lambda does: the context names the request's tenant.
+  const run = async (command: string, extra: Partial<RunRequest> = {}): Promise<RunResult> => {
+    const r = req(command, extra);
+    return unwrap<RunResult>(await handler(r, { tenantId: r.tenant }));
+  };
 
   const write = async (path: string, text: string) => {
     const r = await sync.put(path, new TextEncoder().encode(text), {});

@@ -188,3 +188,16 @@ describe("lambda executor: errors become clear tool errors", () => {
     expect(String(r.message)).toContain("401");
   });
 });
+
+describe("lambda executor: the runner with egress", () => {
+  it("sends calls with network to networkFunctionName and the others to functionName", async () => {
+    // The stand-in serves only "toolshed-runner": reaching another name proves the routing.
+    const routed = lambdaExecutor({ client: client(invoke.url, 1), functionName: "toolshed-runner", networkFunctionName: "toolshed-runner-net" });
+    const plain = await routed.run(await request("acme", "main", "echo plain"));
+    expect(plain.stdout).toBe("plain\n");
+    await expect(routed.run(await request("acme", "main", "echo net", { network: true }))).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      message: expect.stringContaining("toolshed-runner-net is not deployed"),
+    });
+  });
+});
