@@ -98,6 +98,13 @@ describe("process sandbox: commands", () => {
     expect(r.stdout).toContain("MY_VAR=x");
   });
 
+  it("runs python3 and node programs fed on stdin, as run_code sends them", async () => {
+    const py = await t.run("python3 - a b", { stdin: "import sys; print('py', sys.argv[1:], 'é')" });
+    expect(py.stdout).toBe("py ['a', 'b'] é\n");
+    const js = await t.run("node - x", { stdin: "console.log('node', process.argv.slice(2).join(','))" });
+    expect(js.stdout).toBe("node x\n");
+  });
+
   it("runs a non-zero exit and a timeout like the bubblewrap sandbox", async () => {
     const fail = await t.run("echo out; echo err >&2; exit 3");
     expect(fail.exit_code).toBe(3);
