@@ -1,12 +1,17 @@
 /** Shared setup of the container-function tests: a real sandbox over an in-memory workspace. */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { createHandler, type HandlerOptions } from "../../../infra/container/handler.js";
+import { handleSync } from "../../../lib/exec/sync-server.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { ExecResponse, RunRequest, RunResult } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import type { StorageDriver } from "../../../lib/storage/types.js";
 
 let seq = 0;
 
@@ -59,4 +64,26 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   };
 
   return { driver, sync, root, handler, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
+}
+
+/** The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP. */
+export async function startSyncServer(driver: StorageDriver, secret: string): Promise<{ url: string; requests(): number; close(): void }> {
+  let requests = 0;
+  const kv = storageKeyValue(memoryDriver(), "kv/");
+  const server = createServer(async (req, res) => {
+    requests++;
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const request = new Request(`http://127.0.0.1${req.url}`, {
+      method: req.method!,
+      headers: req.headers as Record<string, string>,
+      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
+    } as RequestInit);
+    const r = await handleSync(request, { driver, kv, secret });
+    res.writeHead(r.status, Object.fromEntries(r.headers));
+    if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return { url, requests: () => requests, close: () => server.close() };
 }
