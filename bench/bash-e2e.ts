@@ -5,6 +5,8 @@
  *   cold: first call after the runner started with an empty cache (the runner is restarted)
  *   warm: unchanged workspace
  *   one file changed: a tool wrote one file just before the call (sync cost = this - warm)
+ *   command writes one file: the command changes a file each call (write-back; the next call
+ *     reconciles in full, since the slot changed)
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -117,6 +119,17 @@ export async function benchBash(runner: LocalRunner, clients: Map<number, Toolsh
       size,
       cell: changed,
       note: warm.n && changed.n ? `sync cost of a one-file change ~ ${(changed.p50 - warm.p50).toFixed(1)} ms (p50 - warm p50)` : undefined,
+    });
+    const writes = await measure(async (i) => {
+      const r = await ts.call("bash", { command: `mkdir -p zz-bench && echo ${i} > zz-bench/bash-own.txt && echo hi` });
+      if (r.body.data?.stdout !== "hi\n" || !r.body.data?.files_changed?.includes("zz-bench/bash-own.txt")) throw new Error(`unexpected result ${JSON.stringify(r.body.output)}`);
+      return r.ms;
+    }, opts);
+    rows.push({
+      op: "bash echo hi, command writes 1 file",
+      size,
+      cell: writes,
+      note: warm.n && writes.n ? `write-back of one file + full reconcile ~ ${(writes.p50 - warm.p50).toFixed(1)} ms (p50 - warm p50)` : undefined,
     });
   }
   return rows;

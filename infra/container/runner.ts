@@ -12,7 +12,8 @@ import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
 import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { DEFAULT_LIMITS, type Sandbox } from "./sandbox.js";
-import { diff, pruneEmptyDirs, reconcile, walk, type Change, type Owner, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { conditionalManifest } from "../../lib/exec/sync-storage.js";
+import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -77,18 +78,33 @@ async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<void> {
   }
 }
 
-/** Puts the slot back to exactly what storage holds after the write-back. */
+/**
+ * Puts the slot back to exactly what storage holds after the write-back, and its view of
+ * storage with it (what was written, what was deleted). Any change ends Slot.synced: the next
+ * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled).
+ */
 async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
+  const removed: string[] = [];
+  if (changes.length) slot.synced = null;
   for (const c of changes) {
     const written = outcome?.written.get(c.path);
-    if (written) slot.files.set(c.path, written);
-    else {
+    if (written) {
+      slot.files.set(c.path, written);
+      slot.view.set({ path: c.path, etag: written.etag, size: written.size });
+    } else {
       slot.files.delete(c.path);
-      if (c.kind !== "deleted") await fs.rm(join(slot.tree, c.path), { force: true });
+      if (c.kind !== "deleted") {
+        await fs.rm(join(slot.tree, c.path), { force: true });
+        removed.push(c.path);
+      }
     }
   }
-  for (const s of after.skipped) await fs.rm(join(slot.tree, s.path), { recursive: true, force: true });
-  await pruneEmptyDirs(slot.tree, after.dirs);
+  for (const p of outcome?.deleted ?? []) slot.view.delete(p);
+  for (const s of after.skipped) {
+    await fs.rm(join(slot.tree, s.path), { recursive: true, force: true });
+    removed.push(s.path);
+  }
+  pruneSettled(slot.tree, after, removed);
 }
 
 export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {
@@ -100,8 +116,18 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
   let clean = false;
   try {
     const t0 = Date.now();
-    const manifest = await sync.manifest();
-    const rec = await reconcile(slot, manifest, sync, deps.owner);
+    // Storage is the source of truth: listed in full on every run, but only what differs from
+    // the slot's view crosses the wire, and an unchanged workspace on a synced slot needs no
+    // reconcile at all (it would change nothing).
+    const manifest = await conditionalManifest(sync, slot.view); // slot.view := storage
+    const manifestFiles = slot.view.size;
+    let rec: ReconcileStats;
+    if (manifest.unchanged && slot.synced) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
+    else {
+      slot.synced = null;
+      rec = await reconcile(slot, [...slot.view.values()], sync, deps.owner);
+      if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
+    }
     await ensureCwd(slot, cwd, deps.owner);
     const syncInMs = Date.now() - t0;
 
@@ -129,7 +155,11 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       const st = await fs.stat(logPath);
       const body = Readable.toWeb(createReadStream(logPath)) as unknown as ReadableStream<Uint8Array>;
       const r = await sync.put(path, body, { size: st.size }).catch(() => null);
-      if (r?.ok) outputFile = path;
+      if (r?.ok) {
+        outputFile = path;
+        slot.view.set({ path, etag: r.etag, size: st.size });
+        slot.synced = null; // storage has a file the slot lacks: the next run downloads it
+      }
     }
     await fs.rm(logPath, { force: true });
     await settle(slot, after, changes, wb);
@@ -156,7 +186,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       discarded: finished ? [] : changes.map((c) => c.path),
       sync: {
         cache: slot.cold ? "cold" : "warm",
-        manifest_files: manifest.length,
+        manifest_files: manifestFiles,
         downloaded_files: rec.downloaded_files,
         downloaded_bytes: rec.downloaded_bytes,
         uploaded_files: wb ? wb.created.length + wb.modified.length : 0,

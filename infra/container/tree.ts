@@ -9,11 +9,12 @@
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, rmdirSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
+import { ManifestView } from "../../lib/exec/sync-storage.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 
 export interface FileState {
@@ -31,6 +32,19 @@ export interface Slot {
   /** Bound at /workspace in the sandbox. */
   tree: string;
   files: Map<string, FileState>;
+  /**
+   * What this slot believes storage holds (path → etag, size): the last manifest, plus the
+   * write-back's own results. Only a guess to make the manifest conditional (see
+   * conditionalManifest): a wrong guess costs bytes on the wire, never correctness.
+   */
+  view: ManifestView;
+  /**
+   * Set when the tree and `files` are exactly what reconcile(view) makes of them (a fixpoint:
+   * every wanted file present at its etag), with the entries that reconcile skipped. Cleared
+   * by anything that changes `files` or `view` after that (a run's changes). While it is set
+   * and storage still equals `view`, reconciling again would change nothing.
+   */
+  synced: { skipped: Skipped[] } | null;
   cold: boolean;
   busy: boolean;
   lastUsed: number;
@@ -41,11 +55,38 @@ export type Owner = { uid: number; gid: number } | null;
 /** Downloads up to this size are buffered whole; larger ones are streamed to disk. */
 const SMALL_FILE = 1024 * 1024;
 
-const PLAIN = /^[A-Za-z0-9_][A-Za-z0-9._+@=,-]*(\/[A-Za-z0-9_][A-Za-z0-9._+@=,-]*)*$/;
+/**
+ * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
+ * return it unchanged) iff every segment is non-empty, not only dots, at most MAX_SEGMENT_BYTES,
+ * the whole at most MAX_PATH_BYTES, with no control character and no backslash (NFC changes no
+ * ASCII). null for a path with a non-ASCII character: that one takes the full check.
+ */
+function asciiName(rel: string): boolean | null {
+  const n = rel.length;
+  // UTF-8 never takes fewer bytes than UTF-16 code units: longer is too long in any encoding.
+  if (n === 0 || n > MAX_PATH_BYTES) return false;
+  let seg = 0;
+  let dots = true;
+  for (let i = 0; i < n; i++) {
+    const c = rel.charCodeAt(i);
+    if (c === 0x2f) {
+      if (seg === 0 || dots) return false;
+      seg = 0;
+      dots = true;
+      continue;
+    }
+    if (c >= 0x80) return null;
+    if (c < 0x20 || c === 0x7f || c === 0x5c) return false;
+    if (c !== 0x2e) dots = false;
+    if (++seg > MAX_SEGMENT_BYTES) return false;
+  }
+  return !dots;
+}
 
-/** A path the workspace can hold as it is (canonical). Plain ASCII names skip the full check. */
+/** A path the workspace can hold as it is (canonical). ASCII paths skip the full check. */
 export const isValidName = (rel: string): boolean => {
-  if (rel.length <= MAX_PATH_BYTES && PLAIN.test(rel) && !rel.split("/").some((s) => s.length > MAX_SEGMENT_BYTES)) return true;
+  const ascii = asciiName(rel);
+  if (ascii !== null) return ascii;
   try {
     return normalizePath(rel) === rel && rel !== "";
   } catch {
@@ -118,7 +159,7 @@ export class TreeCache {
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), cold: true, busy: true, lastUsed: Date.now() };
+    const slot: Slot = { key, dir, tree, files: new Map(), view: new ManifestView(), synced: null, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }
@@ -171,26 +212,67 @@ export async function pruneEmptyDirs(tree: string, dirs: Iterable<string>): Prom
   for (const d of deepestFirst) await fs.rmdir(join(tree, d)).catch(() => {});
 }
 
+/**
+ * Removes the directories a settled run left empty, without scanning the tree: `after` says
+ * how many entries each directory had after the command, `removed` are the entries settle
+ * removed since (files not written back, skipped entries). A directory whose count reaches
+ * zero is removed, and counts against its parent. Same outcome as pruneEmptyDirs over every
+ * directory, in O(removed + empty directories) system calls instead of one per directory.
+ */
+export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<string>): void {
+  const left = new Map(after.counts);
+  const empty: string[] = [];
+  for (const [d, n] of left) if (n === 0 && d !== "") empty.push(d);
+  const drop = (p: string) => {
+    const parent = parentOf(p);
+    const n = left.get(parent);
+    if (n === undefined) return;
+    left.set(parent, n - 1);
+    if (n === 1 && parent !== "") empty.push(parent);
+  };
+  for (const p of removed) drop(p);
+  while (empty.length) {
+    const d = empty.pop()!;
+    try {
+      rmdirSync(join(tree, d));
+    } catch {
+      continue; // not empty after all, or gone: leave it and its parents, like pruneEmptyDirs
+    }
+    drop(d);
+  }
+}
+
 export interface ReconcileStats {
   downloaded_files: number;
   downloaded_bytes: number;
   skipped: Skipped[];
+  /** The slot now holds every wanted file at the manifest's etag, and nothing else (see Slot.synced). */
+  clean: boolean;
+}
+
+/** The nearest ancestor of `p` that `set` holds, or undefined (no arrays, unlike ancestorsOf). */
+function ancestorIn(p: string, set: Map<string, unknown>): string | undefined {
+  for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) {
+    const a = p.slice(0, i);
+    if (set.has(a)) return a;
+  }
+  return undefined;
 }
 
 /** Makes slot.tree equal to the manifest, downloading only files whose etag changed. */
 export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats> {
-  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [] };
+  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false };
   const want = new Map<string, SyncEntry>();
   for (const e of manifest) {
     if (isValidName(e.path)) want.set(e.path, e);
     else stats.skipped.push({ path: e.path, reason: "invalid_name" });
   }
   // An object store may hold both "a" and "a/b"; a file system cannot.
-  for (const p of [...want.keys()]) {
-    if (ancestorsOf(p).some((a) => want.has(a))) {
-      want.delete(p);
-      stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
-    }
+  const conflicting: string[] = [];
+  for (const p of want.keys()) if (ancestorIn(p, want) !== undefined) conflicting.push(p);
+  for (const p of conflicting) {
+    want.delete(p);
+    stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
   }
   const emptied = new Set<string>();
   for (const [p, st] of slot.files) {
@@ -245,6 +327,9 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
     stats.downloaded_files++;
     stats.downloaded_bytes += size;
   });
+  // A fixpoint unless a download failed, vanished or brought another version than listed.
+  stats.clean = slot.files.size === want.size;
+  if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;
   return stats;
 }
 
@@ -252,38 +337,43 @@ export interface WalkResult {
   /** Regular files: path → fingerprint and size. */
   files: Map<string, { fp: string; size: number }>;
   dirs: string[];
+  /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
+  counts: Map<string, number>;
   /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
   skipped: Skipped[];
 }
 
 /** Lists the tree without following any symlink. */
 export async function walk(tree: string): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], skipped: [] };
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [] };
   const stack = [""];
   while (stack.length) {
     const rel = stack.pop()!;
-    const abs = join(tree, rel);
-    let names: string[];
+    const abs = rel === "" ? tree : `${tree}/${rel}`;
+    let names: Dirent[];
     try {
-      names = readdirSync(abs);
+      names = readdirSync(abs, { withFileTypes: true });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
       await fs.chmod(abs, 0o755); // the command took its own permission away
-      names = readdirSync(abs);
+      names = readdirSync(abs, { withFileTypes: true });
     }
+    out.counts.set(rel, names.length);
     // Synchronous on purpose: 10,000 lstat calls through the thread pool cost ~5x more,
-    // and nothing else of this run can proceed meanwhile anyway.
-    for (const name of names) {
+    // and nothing else of this run can proceed meanwhile anyway. The entry type comes from
+    // readdir (Node lstats entries of unknown type itself): directories need no lstat, and
+    // files get the one lstat their fingerprint needs.
+    for (const d of names) {
+      const name = d.name;
       const r = rel === "" ? name : `${rel}/${name}`;
-      const st = lstatSync(join(abs, name), { bigint: true });
-      const valid = isValidName(r);
-      if (st.isDirectory()) {
-        if (valid) {
+      const st = d.isDirectory() ? null : lstatSync(`${abs}/${name}`, { bigint: true });
+      if (!st || st.isDirectory()) {
+        if (isValidName(r)) {
           out.dirs.push(r);
           stack.push(r);
         } else out.skipped.push({ path: r, reason: "invalid_name" });
       } else if (st.isFile()) {
-        if (valid) out.files.set(r, { fp: fingerprint(st), size: Number(st.size) });
+        if (isValidName(r)) out.files.set(r, { fp: fingerprint(st), size: Number(st.size) });
         else out.skipped.push({ path: r, reason: "invalid_name" });
       } else if (st.isSymbolicLink()) {
         out.skipped.push({ path: r, reason: "symlink", detail: `-> ${await fs.readlink(join(tree, r)).catch(() => "?")}` });

@@ -4,6 +4,9 @@
  * workspace come from the token only. fetch-based: bundles for Workers and runs in Node.
  *
  *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
+ *   POST   /v1/sync/manifest  {buckets, digests?} → { v: 2, count, buckets, same: [bucket],
+ *                                      files: [[path, etag, size]] }  (conditional, one request;
+ *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
@@ -11,6 +14,7 @@
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
 export interface HttpSyncOptions extends SyncAccess {
@@ -21,14 +25,17 @@ export interface HttpSyncOptions extends SyncAccess {
 
 export const encodeSyncPath = (path: string): string => path.split("/").map(encodeURIComponent).join("/");
 
-export function httpSyncClient(opts: HttpSyncOptions): SyncClient {
+export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalSync {
   const doFetch = opts.fetch ?? fetch;
   const base = opts.url.replace(/\/+$/, "") + "/v1/sync";
   const auth = { authorization: `Bearer ${opts.token}` };
   const attempts = opts.attempts ?? 3;
 
-  async function call(method: string, url: string, init: RequestInit = {}): Promise<Response> {
-    const tries = method === "GET" ? attempts : 1;
+  /** Set once the server answered that it has no conditional manifest (an older API). */
+  let noConditional = false;
+
+  async function call(method: string, url: string, init: RequestInit = {}, idempotent = method === "GET"): Promise<Response> {
+    const tries = idempotent ? attempts : 1;
     let last: unknown;
     for (let i = 0; i < tries; i++) {
       if (i > 0) await new Promise((r) => setTimeout(r, 100 * 2 ** i));
@@ -57,6 +64,21 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient {
   const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(normalizeFilePath(path))}`;
 
   return {
+    async manifestSince(q) {
+      if (noConditional) return null;
+      const res = await call("POST", `${base}/manifest`, { body: JSON.stringify(q), headers: { "content-type": "application/json" } }, true);
+      if (res.status === 404 || res.status === 405) {
+        await res.body?.cancel();
+        noConditional = true;
+        return null;
+      }
+      if (!res.ok) await fail(res, "manifest");
+      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][] };
+      if (body.v !== 2 || body.paged) return null;
+      if (!Array.isArray(body.files) || !Array.isArray(body.same)) throw new ToolError("INTERNAL", "Workspace sync failed (manifest): malformed answer.");
+      const files: SyncEntry[] = body.files.map(([path, etag, size]) => ({ path, etag, size }));
+      return { count: body.count, buckets: body.buckets, same: body.same, files } satisfies ManifestAnswer;
+    },
     async manifest() {
       const out: SyncEntry[] = [];
       let cursor: string | undefined;

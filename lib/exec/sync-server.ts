@@ -8,6 +8,7 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
+import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
 
 export interface SyncServerDeps {
@@ -18,6 +19,9 @@ export interface SyncServerDeps {
   /** Told about every write-back, like any other write (search indexes). */
   listeners?: WorkspaceListener[];
 }
+
+/** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
+const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
 
 const conflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED" || e.code === "ALREADY_EXISTS");
 
@@ -42,6 +46,24 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
+    if (url.pathname === "/v1/sync/manifest" && req.method === "POST") {
+      // Conditional manifest, one request (lib/exec/sync-storage.ts): storage is listed in full,
+      // only buckets that differ from the runner's digests are sent, entries as [path, etag, size].
+      const length = Number(req.headers.get("content-length") ?? 0);
+      if (length > MAX_MANIFEST_QUERY_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", "The manifest query is too large.");
+      const text = await req.text();
+      if (text.length > MAX_MANIFEST_QUERY_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", "The manifest query is too large.");
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new ToolError("INVALID_ARGUMENT", "The manifest query is not JSON.");
+      }
+      const a = await answerManifest(deps.driver, prefix, parseManifestQuery(body));
+      if (!a) return json({ v: 2, paged: true });
+      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]) });
+    }
+
 
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
