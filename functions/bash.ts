@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
+import { startTask } from "../lib/exec/runs.js";
 import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, timeoutError } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
@@ -37,7 +38,7 @@ export default defineTool({
     const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
 
     if (args.run_in_background) {
-      const { task_id } = await executor.start(req);
+      const { task_id } = await startTask(ctx.deps.storage, executor, req);
       return {
         title,
         output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,

@@ -1,12 +1,13 @@
 import { z } from "@hono/zod-openapi";
-import { commandData, executorOf, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
+import { pollTask } from "../lib/exec/runs.js";
+import { commandData, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
 import { defineTool, truncateMiddle } from "../lib/tool.js";
 
 const description = `Read a background task's output since the last call, and its status.
 - task_id: from bash with run_in_background: true.
 - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
 - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back.
-- Output is cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed. An unknown task_id gives NOT_FOUND.
+- Output is cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
 Returns: {task_id, status, exit_code, output, result?}`;
 
 export default defineTool({
@@ -20,7 +21,8 @@ export default defineTool({
     timeout: z.number().int().min(1).max(600).optional().describe("Longest wait, seconds (default: 30)"),
   }),
   async execute(args, ctx) {
-    const p = await executorOf(ctx.deps).poll({ tenant: ctx.ws.tenant, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
+    // The task's record in this workspace's storage: no call to the runner.
+    const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
     const out = truncateMiddle(p.output, MAX_COMMAND_OUTPUT).text;
     const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
     const err = p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "";

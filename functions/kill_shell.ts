@@ -1,10 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { executorOf } from "../lib/exec/tool-support.js";
+import { killTask } from "../lib/exec/runs.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Stop a background task started by bash with run_in_background: true. Every process of the task is killed and its file changes are not written back.
 - task_id: the task's id. An unknown task_id gives NOT_FOUND.
-Returns: {task_id, status: "killed" | "already_completed"}`;
+- status "stopping": the task was told to stop but had not confirmed within 15 s; bash_output shows when it has.
+Returns: {task_id, status: "killed" | "already_completed" | "stopping"}`;
 
 export default defineTool({
   name: "kill_shell",
@@ -13,10 +14,16 @@ export default defineTool({
   permission: "execute",
   input: z.object({ task_id: z.string().min(1).max(100).describe("The background task's id") }),
   async execute(args, ctx) {
-    const { status } = await executorOf(ctx.deps).kill({ tenant: ctx.ws.tenant, task_id: args.task_id });
+    // Sets the kill flag in the task's record; its runner checks it about every second.
+    const { status } = await killTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id });
+    const output = {
+      killed: `Task ${args.task_id} killed.`,
+      already_completed: `Task ${args.task_id} had already finished; use bash_output to read its result.`,
+      stopping: `Task ${args.task_id} was told to stop and has not confirmed yet; call bash_output with wait: true to see it end.`,
+    }[status];
     return {
       title: `${args.task_id}: ${status}`,
-      output: status === "killed" ? `Task ${args.task_id} killed.` : `Task ${args.task_id} had already finished; use bash_output to read its result.`,
+      output,
       data: { task_id: args.task_id, status },
     };
   },

@@ -77,7 +77,7 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  * from the authenticated request (never from a body), and are checked against ID_PATTERN.
  *   t/<tenant>/w/<ws>/meta.json      workspace record
  *   t/<tenant>/w/<ws>/f/<path>       files
- *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, ...), never listed as files
+ *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, ...), never listed as files
  *   t/<tenant>/tenant.json           the tenant record
  */
 export function workspacePrefix(tenant: string, workspace: string): string {
@@ -95,6 +95,13 @@ export function tenantRecordKey(tenant: string): string {
 }
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
+/** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/exec/runs.ts. */
+export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
+/** A run's record: t/<tenant>/w/<ws>/x/runs/<run id>/ (claim, result, output chunks, kill flag). */
+export function runPrefix(tenant: string, workspace: string, runId: string): string {
+  if (!RUN_ID_PATTERN.test(runId)) throw new ToolError("INTERNAL", "Bad run id.");
+  return `${internalPrefix(tenant, workspace)}runs/${runId}/`;
+}
 /**
  * The storage key of a canonical workspace path (the root maps to the files prefix itself).
  * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build

@@ -8,23 +8,25 @@
  */
 import { chmodSync, mkdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { isToolError, ToolError } from "../../lib/errors.js";
+import { ToolError } from "../../lib/errors.js";
 import { httpSyncClient } from "../../lib/exec/sync-http.js";
-import type { ExecEvent, ExecResponse, RunRequest, RunResult, SyncClient } from "../../lib/exec/types.js";
-import { TaskManager } from "./background.js";
-import { ResultStore } from "./idempotency.js";
-import { runCommand, validateRequest, type RunnerDeps } from "./runner.js";
+import { httpRunRecords } from "../../lib/exec/sync-runs.js";
+import type { ExecEvent, ExecResponse, RunRecordClient, RunRequest, SyncClient } from "../../lib/exec/types.js";
+import { errorOf, runOnce } from "./run-once.js";
+import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.js";
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
 import { processSandbox } from "./sandbox-process.js";
 import { TreeCache } from "./tree.js";
 
 export interface HandlerOptions {
-  /** Private directory of the handler: slots, logs, stored results. */
+  /** Private directory of the handler: slots, logs. */
   root: string;
-  /** Allow start/poll/kill (a long-lived process); false on Lambda. */
-  background?: boolean;
   /** How to reach the workspace (default: HTTP sync client with the request's token). */
   syncClient?: (req: RunRequest) => SyncClient;
+  /** How to reach the run's record (default: the sync API's /v1/sync/run with the request's token). */
+  runRecords?: (req: RunRequest) => RunRecordClient;
+  /** How long a retried invocation waits for the attempt that still runs (default 30 s). */
+  claimWaitMs?: number;
   sandbox?: Sandbox;
   bwrapPath?: string;
   maxIdleSlots?: number;
@@ -36,13 +38,9 @@ export interface InvokeContext {
 }
 
 export type Handler = ((event: ExecEvent, context?: InvokeContext) => Promise<ExecResponse>) & {
-  tasks: TaskManager | null;
   cache: TreeCache;
-};
-
-const errorOf = (e: unknown): ExecResponse => {
-  if (isToolError(e)) return { ok: false, error: { code: e.code, message: e.message, details: e.details } };
-  return { ok: false, error: { code: "INTERNAL", message: `The command runner failed: ${String((e as Error)?.message ?? e)}` } };
+  /** Kills the runs in progress (each stores its answer) and waits for them (shutdown). */
+  close(): Promise<void>;
 };
 
 export function createHandler(opts: HandlerOptions): Handler {
@@ -54,10 +52,11 @@ export function createHandler(opts: HandlerOptions): Handler {
   if (owner) assertTraversable(opts.root);
   const cache = new TreeCache(join(opts.root, "slots"), owner, opts.maxIdleSlots, sandbox.hostIsolated);
   const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work") };
-  // Host-isolated: a command can read this process's files, and results hold other workspaces' output.
-  const results = new ResultStore<ExecResponse>(sandbox.hostIsolated ? null : join(opts.root, "results"));
-  const tasks = opts.background ? new TaskManager() : null;
   const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient(req.sync));
+  // Results live in the run record in storage, never on this host's disk.
+  const recordsOf = opts.runRecords ?? ((req: RunRequest) => httpRunRecords(req.sync));
+  const closing = new AbortController();
+  const inflight = new Set<Promise<ExecResponse>>();
 
   const handle = async (event: ExecEvent, context?: InvokeContext): Promise<ExecResponse> => {
     try {
@@ -71,35 +70,33 @@ export function createHandler(opts: HandlerOptions): Handler {
         // PER_TENANT isolation: an environment serves one tenant; anything else is a routing bug.
         throw new ToolError("PERMISSION_DENIED", "The invocation's TenantId does not match the request's tenant.");
       }
-      if (action === "poll" || action === "kill") {
-        if (!tasks) throw new ToolError("UNAVAILABLE", "Background tasks are not available on this runner (AWS Lambda cannot keep a process after its invocation returns).");
-        const { tenant, task_id } = event as { tenant: string; task_id: string; wait_ms?: number };
-        if (action === "kill") return { ok: true, result: await tasks.kill(tenant, String(task_id)) };
-        const waitMs = Math.min(Math.max(Number((event as { wait_ms?: number }).wait_ms ?? 0), 0), 600_000);
-        return { ok: true, result: await tasks.poll(tenant, String(task_id), waitMs) };
-      }
-      if (action !== "run" && action !== "start") throw new ToolError("INVALID_ARGUMENT", `Unknown action ${JSON.stringify(action)}.`);
+      // Background tasks are runs with task: true; the API polls and kills them in storage (lib/exec/runs.ts).
+      if (action !== "run") throw new ToolError("INVALID_ARGUMENT", `Unknown action ${JSON.stringify(action)}; this function only runs commands (background tasks are runs with task: true).`);
       const req = event as RunRequest;
       validateRequest(req);
-      const key = `${action}\0${req.tenant}\0${req.workspace}\0${req.idempotency_key}`;
-      if (action === "start") {
-        if (!tasks) throw new ToolError("UNAVAILABLE", "Background tasks are not available on this runner (AWS Lambda cannot keep a process after its invocation returns). Run the command in the foreground.");
-        return await results.once(key, async () => {
-          await sandbox.check();
-          const id = tasks.start(req.tenant, (hooks) => runCommand(req, syncOf(req), deps, hooks));
-          return { ok: true, result: { task_id: id } };
-        }, (r) => r.ok);
+      if (closing.signal.aborted) throw new ToolError("UNAVAILABLE", "The command runner is shutting down; retry.");
+      const task = event.task === true;
+      // A runner that cannot run anything claims nothing; a task still reports that to its record.
+      if (!task) await sandbox.check();
+      const run = runOnce(runIdOf(req), task, recordsOf(req), (hooks) => runCommand(req, syncOf(req), deps, hooks), {
+        signal: closing.signal,
+        ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
+      });
+      inflight.add(run);
+      try {
+        return await run;
+      } finally {
+        inflight.delete(run);
       }
-      return await results.once(
-        key,
-        async () => ({ ok: true, result: await runCommand(req, syncOf(req), deps) satisfies RunResult }),
-        (r) => r.ok,
-      );
     } catch (e) {
       return errorOf(e);
     }
   };
-  return Object.assign(handle, { tasks, cache });
+  const close = async () => {
+    closing.abort();
+    await Promise.allSettled([...inflight]);
+  };
+  return Object.assign(handle, { cache, close });
 }
 
 let lambdaHandler: Promise<Handler> | null = null;
@@ -137,7 +134,7 @@ export async function imageSandbox(root: string, env: Record<string, string | un
     stateDir,
     egress: env.TOOLSHED_RUNNER_EGRESS === "none" ? "none" : "open",
     scratchDirs: ["/tmp", "/dev/shm", root],
-    keep: ["slots", "work", "sandbox", "results"].map((d) => join(root, d)),
+    keep: ["slots", "work", "sandbox"].map((d) => join(root, d)),
     ...(imageLinked ? { workspace: { link, path: "/workspace" } } : {}),
   });
 }
@@ -148,7 +145,7 @@ export async function handler(event: ExecEvent, context?: InvokeContext): Promis
     // The image's entrypoint already started us without them (see the Dockerfile); this covers other launches.
     for (const name of CREDENTIAL_VARS) delete process.env[name];
     const root = process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed";
-    return createHandler({ root, background: false, sandbox: await imageSandbox(root) });
+    return createHandler({ root, sandbox: await imageSandbox(root) });
   })();
   return (await lambdaHandler)(event, context);
 }

@@ -7,7 +7,8 @@
  *     X-Amz-Invocation-Type  RequestResponse (default) | Event (202, runs after) | DryRun (204)
  *
  * Like PER_TENANT Lambda, each tenant gets its own "execution environment": its own
- * handler instance, cache directory, stored results and background tasks.
+ * handler instance and cache directory. Results and background tasks live in run records in
+ * storage (infra/container/run-once.ts), as on Lambda.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -34,6 +35,8 @@ export interface LocalInvokeOptions {
 export interface LocalInvokeServer {
   url: string;
   port: number;
+  /** Every invocation received: its tenant and invocation type (tests count what reaches the function). */
+  invocations: { tenant: string; type: string }[];
   /** The environment of a tenant, if it exists. */
   environment(tenant: string): Handler | undefined;
   close(): Promise<void>;
@@ -64,11 +67,12 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
   const maxConcurrent = opts.maxConcurrent ?? 32;
   const functionTimeoutMs = opts.functionTimeoutMs ?? 15 * 60 * 1000;
   let inflight = 0;
+  const invocations: { tenant: string; type: string }[] = [];
 
   const environment = (tenant: string): Handler => {
     let h = envs.get(tenant);
     if (!h) {
-      h = createHandler({ background: true, ...opts.handler, root: join(opts.root, tenant) });
+      h = createHandler({ ...opts.handler, root: join(opts.root, tenant) });
       envs.set(tenant, h);
     }
     return h;
@@ -86,6 +90,7 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
       const body = await readBody(req);
       if (!body) return apiError(res, 413, "RequestTooLargeException", "Request must be smaller than 6291456 bytes for the InvokeFunction operation");
       const type = String(req.headers["x-amz-invocation-type"] ?? "RequestResponse");
+      invocations.push({ tenant, type });
       if (type === "DryRun") return send(res, 204, "");
       let event: ExecEvent;
       try {
@@ -120,9 +125,10 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    invocations,
     environment: (t) => envs.get(t),
     async close() {
-      await Promise.all([...envs.values()].map((h) => h.tasks?.killAll()));
+      await Promise.all([...envs.values()].map((h) => h.close()));
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },

@@ -2,13 +2,15 @@
  * Executor over AWS Lambda: InvokeCommand with TenantId = the tenant (the function is
  * deployed with tenant isolation mode PER_TENANT, so an execution environment never serves
  * two tenants). The endpoint is the client's: tests point it at infra/container/local-server.ts.
- * Retries (the SDK's, or the caller's) are safe: each call carries an idempotency key.
- * Bundles for Workers (no node: imports).
+ * Retries (the SDK's, or the caller's) are safe: each call carries an idempotency key, and the
+ * runner claims the run in storage before running it. Background tasks are asynchronous
+ * Invokes (InvocationType Event); they report to their run record, which the API reads
+ * (lib/exec/runs.ts). Bundles for Workers (no node: imports).
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import { ToolError } from "../errors.js";
 import { unwrapExecResponse } from "./response.js";
-import type { ExecEvent, ExecResponse, Executor, RunResult, TaskPoll } from "./types.js";
+import type { ExecEvent, ExecResponse, Executor, RunResult } from "./types.js";
 
 export interface LambdaExecutorOptions {
   /** Configure it with a request timeout above the longest run (15 min) and the endpoint. */
@@ -57,37 +59,39 @@ export function functionError(kind: string, payload: string): ToolError {
 }
 
 export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
-  async function invoke<T>(event: ExecEvent, tenant: string, network = false): Promise<T> {
-    const functionName = (network && opts.networkFunctionName) || opts.functionName;
-    let out;
+  async function send(event: ExecEvent, type: "RequestResponse" | "Event") {
+    const functionName = (event.network && opts.networkFunctionName) || opts.functionName;
     try {
-      out = await opts.client.send(
+      return await opts.client.send(
         new InvokeCommand({
           FunctionName: functionName,
           ...(opts.qualifier ? { Qualifier: opts.qualifier } : {}),
-          InvocationType: "RequestResponse",
-          TenantId: tenant,
+          InvocationType: type,
+          TenantId: event.tenant,
           Payload: enc.encode(JSON.stringify(event)),
         }),
       );
     } catch (e) {
       throw invokeError(e, functionName);
     }
-    const text = out.Payload ? dec.decode(out.Payload) : "";
-    if (out.FunctionError) throw functionError(out.FunctionError, text);
-    let parsed: ExecResponse;
-    try {
-      parsed = JSON.parse(text) as ExecResponse;
-    } catch {
-      throw new ToolError("INTERNAL", `The command runner answered with invalid JSON: ${text.slice(0, 200)}`);
-    }
-    return unwrapExecResponse<T>(parsed);
   }
 
   return {
-    run: (req) => invoke<RunResult>({ ...req, action: "run" }, req.tenant, req.network),
-    start: (req) => invoke<{ task_id: string }>({ ...req, action: "start" }, req.tenant, req.network),
-    poll: (ref, o) => invoke<TaskPoll>({ action: "poll", tenant: ref.tenant, task_id: ref.task_id, ...(o?.wait_ms ? { wait_ms: o.wait_ms } : {}) }, ref.tenant),
-    kill: (ref) => invoke<{ status: "killed" | "already_completed" }>({ action: "kill", tenant: ref.tenant, task_id: ref.task_id }, ref.tenant),
+    async run(req) {
+      const out = await send({ ...req, action: "run" }, "RequestResponse");
+      const text = out.Payload ? dec.decode(out.Payload) : "";
+      if (out.FunctionError) throw functionError(out.FunctionError, text);
+      let parsed: ExecResponse;
+      try {
+        parsed = JSON.parse(text) as ExecResponse;
+      } catch {
+        throw new ToolError("INTERNAL", `The command runner answered with invalid JSON: ${text.slice(0, 200)}`);
+      }
+      return unwrapExecResponse<RunResult>(parsed);
+    },
+    async start(req) {
+      // Lambda queues the event and answers 202; the run reports to its record in storage.
+      await send({ ...req, action: "run", task: true }, "Event");
+    },
   };
 }

@@ -8,6 +8,7 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
+import { handleSyncRun } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
 
@@ -64,6 +65,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]) });
     }
 
+    // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
 
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);

@@ -9,13 +9,12 @@ import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
 import { truncateMiddle } from "../tool.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
+import { RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 
 /** Characters of command output handed to the model (the middle is cut). */
 export const MAX_COMMAND_OUTPUT = 30_000;
-/** Margin of the sync token beyond the command's timeout (materialize + write-back). */
-const TOKEN_MARGIN_SECONDS = 15 * 60;
 
 export function executorOf(deps: AppDeps): Executor {
   if (!deps.executor) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (no executor configured). Locally, start the runner (infra/container/local-server.ts) and set TOOLSHED_RUNNER_URL.");
@@ -29,7 +28,7 @@ export async function runRequest(
   const deps = ctx.deps;
   if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
   const key = `run_${randomId(20)}`;
-  const token = await mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil(input.timeoutMs / 1000) + TOKEN_MARGIN_SECONDS);
+  const token = await mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000));
   return {
     version: 1,
     idempotency_key: key,

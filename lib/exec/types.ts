@@ -34,10 +34,13 @@ export interface SyncAccess {
   token: string;
 }
 
-/** The invocation payload of the container function (action "run" or "start"). */
+/** The invocation payload of the container function. */
 export interface RunRequest {
   version: 1;
-  /** Same key = same call: a retried invocation returns the stored result, never runs twice. */
+  /**
+   * Same key = same call: a retried invocation returns the stored result, never runs twice,
+   * in any execution environment (the run record in storage, see RunRecordClient).
+   */
   idempotency_key: string;
   tenant: string;
   workspace: string;
@@ -115,8 +118,10 @@ export interface RunResult {
 
 export type TaskStatus = "running" | "completed" | "killed" | "timed_out";
 
+/** A background task: its id is the run id (runIdFor), its record lives in its workspace. */
 export interface TaskRef {
   tenant: string;
+  workspace: string;
   task_id: string;
 }
 
@@ -132,27 +137,67 @@ export interface TaskPoll {
   error?: { code: string; message: string };
 }
 
-/** One interface, two implementations: lambda (lib/exec/lambda.ts) and local (infra/container). */
+/** "stopping": the kill flag is set, the runner had not stopped yet when kill returned. */
+export type KillStatus = "killed" | "already_completed" | "stopping";
+
+/**
+ * One interface, two implementations: lambda (lib/exec/lambda.ts) and local (infra/container).
+ * Background tasks report to their run record in storage; the API reads and kills them there
+ * (lib/exec/runs.ts), never through the executor.
+ */
 export interface Executor {
   /** Runs to completion (or timeout). Throws ToolError for infrastructure failures only. */
   run(req: RunRequest): Promise<RunResult>;
-  /** Starts a background task; returns at once. */
-  start(req: RunRequest): Promise<{ task_id: string }>;
-  /** Status and new output; with wait_ms, waits up to that long for the task to finish. */
-  poll(ref: TaskRef, opts?: { wait_ms?: number }): Promise<TaskPoll>;
-  kill(ref: TaskRef): Promise<{ status: "killed" | "already_completed" }>;
+  /** Hands a background task to the runner (an asynchronous Invoke) and returns at once. */
+  start(req: RunRequest): Promise<void>;
 }
 
-/** The container function's event: a bare RunRequest means action "run". */
-export type ExecEvent =
-  | (RunRequest & { action?: "run" | "start" })
-  | { action: "poll"; tenant: string; task_id: string; wait_ms?: number }
-  | { action: "kill"; tenant: string; task_id: string };
+/**
+ * The container function's event: a run request. `task: true` marks a background task: the
+ * runner streams its output to the run record and polls the record's kill flag.
+ */
+export type ExecEvent = RunRequest & { action?: "run"; task?: boolean };
 
 /** The container function's answer: errors are data (codes of lib/errors.ts). */
 export type ExecResponse<T = unknown> =
   | { ok: true; result: T }
   | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+// ---------------------------------------------------------------- run records
+
+/** The runner's claim on a run: created once (If-None-Match: *); a retry finds it. */
+export interface RunClaim {
+  run_id: string;
+  task: boolean;
+  /** Epoch ms. */
+  started_at: number;
+  /** Epoch ms after which the run cannot report any more (its sync token expired). */
+  deadline: number;
+}
+
+export type ClaimOutcome =
+  /** This invocation runs the command; kill: a kill was requested before it started. */
+  | { claimed: true; kill: boolean }
+  /** Another invocation (maybe in another execution environment) claimed it first. */
+  | { claimed: false; claim: RunClaim | null; result: ExecResponse | null };
+
+/**
+ * What the container function may do to its own run's record (`x/runs/<run id>/` of the
+ * workspace), and nothing more: the run is fixed by the sync token, never named in a call.
+ */
+export interface RunRecordClient {
+  claim(opts: { task: boolean }): Promise<ClaimOutcome>;
+  /** The record as it stands (a retry waiting for the first attempt). */
+  state(): Promise<{ claim: RunClaim | null; result: ExecResponse | null }>;
+  /** Stores output chunk `seq` (1, 2, ...; a repeated seq is ignored); answers the kill flag. */
+  output(seq: number, text: string): Promise<{ kill: boolean }>;
+  /** Whether a kill was requested. */
+  killRequested(): Promise<boolean>;
+  /** Stores the final answer (once). */
+  finish(res: ExecResponse): Promise<void>;
+  /** Drops the claim of a run whose command never started, so a retry may run it. */
+  release(): Promise<void>;
+}
 
 // ---------------------------------------------------------------- sync client
 

@@ -21,6 +21,7 @@ import { createApp } from "../../lib/app.js";
 import type { AppDeps } from "../../lib/deps.js";
 import { lambdaExecutor } from "../../lib/exec/lambda.js";
 import { httpSyncClient } from "../../lib/exec/sync-http.js";
+import { httpRunRecords } from "../../lib/exec/sync-runs.js";
 import type { Executor } from "../../lib/exec/types.js";
 import { searchIndexer } from "../../lib/search/indexer.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
@@ -47,7 +48,8 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
   let syncUrl: string;
   if (kind === "local") {
     syncUrl = "http://toolshed.internal";
-    executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch }) });
+    const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+    executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   } else {
     server = createServer(async (req, res) => {
       const hasBody = req.method !== "GET" && req.method !== "HEAD";
@@ -79,7 +81,7 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
     close: async () => {
       await invoke?.close();
       server?.close();
-      if (kind === "local") await (executor as ReturnType<typeof localExecutor>).handler.tasks?.killAll();
+      if (kind === "local") await (executor as ReturnType<typeof localExecutor>).handler.close();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -46,3 +46,35 @@ it("runs a command from the Worker through the Invoke API and writes its changes
   const py = await t.call("run_code", { language: "python", code: "print(6 * 7)" });
   expect(py.data.stdout).toBe("42\n");
 }, 120_000);
+
+it("background tasks through the Worker: one asynchronous Invoke each; bash_output and kill_shell use the run record in R2, never the runner", async () => {
+  const t = await setupTenant(w, "bg");
+  const seen = runner.invocations.length;
+  const started = await t.call("bash", { command: "sleep 2; echo done", run_in_background: true });
+  expect(started.ok, JSON.stringify(started)).toBe(true);
+  const id = started.data.task_id;
+  const first = await t.call("bash_output", { task_id: id });
+  expect(first.data.status).toBe("running");
+  const done = await t.call("bash_output", { task_id: id, wait: true, timeout: 30 });
+  expect(done.data).toMatchObject({ status: "completed", exit_code: 0 });
+  expect(first.data.output + done.data.output).toBe("done\n");
+
+  const long = await t.call("bash", { command: "echo changed > killed.txt; sleep 1000", run_in_background: true });
+  await new Promise((r) => setTimeout(r, 1500));
+  expect((await t.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("killed");
+  const after = await t.call("bash_output", { task_id: long.data.task_id });
+  expect(after.data.status).toBe("killed");
+  expect((await t.call("read", { file_path: "killed.txt" })).error.code).toBe("NOT_FOUND");
+
+  // Another tenant, or another workspace of the same tenant, cannot see or kill the tasks.
+  const other = await setupTenant(w, "bg-other");
+  expect((await other.call("bash_output", { task_id: id })).error.code).toBe("NOT_FOUND");
+  expect((await other.call("kill_shell", { task_id: long.data.task_id })).error.code).toBe("NOT_FOUND");
+  const otherWs = await setupTenant(w, "bg", "second");
+  expect((await otherWs.call("bash_output", { task_id: id })).error.code).toBe("NOT_FOUND");
+  // The function was invoked twice, asynchronously; polls and kills never reached it.
+  expect(runner.invocations.slice(seen)).toEqual([
+    { tenant: "bg", type: "Event" },
+    { tenant: "bg", type: "Event" },
+  ]);
+}, 120_000);

@@ -1,6 +1,9 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
-import type { RunResult, TaskPoll } from "../../../lib/exec/types.js";
+import { localExecutor } from "../../../infra/container/local-executor.js";
+import { runIdOf } from "../../../infra/container/runner.js";
+import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
+import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
 
 const t = setup();
@@ -137,12 +140,52 @@ describe("container handler: write-back rules", () => {
     expect(await t.read("counter2.txt")).toBe("y\n");
   });
 
-  it("the stored result survives a new handler process on the same disk", async () => {
-    const req = t.req("echo z >> counter3.txt");
+  it("a retry landing in another execution environment (new root, no memory) returns the stored result; the command ran once", async () => {
+    const req = t.req("echo z >> counter3.txt; echo ran");
     const a = await t.handler(req);
-    const again = createHandler({ root: t.root, syncClient: () => t.sync });
-    expect(await again(req)).toEqual(a);
+    expect(a.ok).toBe(true);
+    const elsewhere = t.freshHandler();
+    expect(await elsewhere({ ...req })).toEqual(a);
     expect(await t.read("counter3.txt")).toBe("z\n");
+  });
+
+  it("a retry while the first attempt still runs waits, then answers CONFLICT naming the run to follow; later the stored result", async () => {
+    const req = t.req("echo once >> slow.txt; sleep 3; echo finished");
+    const first = t.handler(req);
+    await sleep(800);
+    const elsewhere = t.freshHandler({ claimWaitMs: 700 });
+    const retry = await elsewhere({ ...req });
+    expect(retry.ok).toBe(false);
+    if (!retry.ok) {
+      expect(retry.error.code).toBe("CONFLICT");
+      expect(retry.error.details?.task_id).toBe(runIdOf(req));
+      expect(retry.error.message).toContain(`bash_output task_id ${runIdOf(req)}`);
+    }
+    // What the CONFLICT says to do works: the foreground run can be followed like a task.
+    const ref = { tenant: t.tenant, workspace: t.workspace, task_id: runIdOf(req) };
+    expect((await pollTask(t.driver, ref)).status).toBe("running");
+    const followed = await pollTask(t.driver, ref, { wait_ms: 15_000 });
+    expect(followed).toMatchObject({ status: "completed", exit_code: 0, output: "finished\n" });
+    await expect(killTask(t.driver, ref)).resolves.toEqual({ status: "already_completed" });
+    const done = await first;
+    expect(await t.freshHandler()({ ...req })).toEqual(done);
+    expect(await t.read("slow.txt")).toBe("once\n");
+  });
+
+  it("a run that never started (the workspace could not be fetched) releases its claim: a retry runs it", async () => {
+    const req = t.req("echo r >> released.txt");
+    const down = new Proxy({}, { get: () => async () => { throw new Error("storage down"); } }) as typeof t.sync;
+    const broken = t.freshHandler({ syncClient: () => down });
+    const failed = await broken(req);
+    expect(failed.ok ? null : failed.error.code).toBe("INTERNAL");
+    const retried = await t.handler({ ...req });
+    expect(retried.ok).toBe(true);
+    expect(await t.read("released.txt")).toBe("r\n");
+  });
+
+  it("the run id of the runner and of the API agree (the record a retry finds is the one the API reads)", async () => {
+    const req = t.req("true");
+    expect(await runIdFor(req.tenant, req.workspace, req.idempotency_key)).toBe(runIdOf(req));
   });
 });
 
@@ -164,40 +207,69 @@ describe("container handler: names the workspace cannot hold", () => {
   });
 });
 
-describe("container handler: background tasks", () => {
+describe("container handler: background tasks (run records in storage, nothing kept in the runner)", () => {
+  // The local executor hands the run over without waiting, as an asynchronous Invoke does.
+  const exec = localExecutor({ handler: t.handler });
+  const ref = (task_id: string) => ({ tenant: t.tenant, workspace: t.workspace, task_id });
+
   it("start, poll (running, then completed with the output), write-back at the end", async () => {
-    const { task_id } = t.unwrap<{ task_id: string }>(await t.handler({ ...t.req("echo begin; sleep 2; echo done; echo bg > bg.txt"), action: "start" }));
-    await sleep(500);
-    const p1 = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id }));
+    const { task_id } = await startTask(t.driver, exec, t.req("echo begin; sleep 2; echo done; echo bg > bg.txt"));
+    await sleep(1500);
+    const p1 = await pollTask(t.driver, ref(task_id));
     expect(p1.status).toBe("running");
     expect(p1.output).toBe("begin\n");
-    const p2 = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id, wait_ms: 10_000 }));
+    const p2 = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
     expect(p2.status).toBe("completed");
     expect(p2.exit_code).toBe(0);
     expect(p2.output).toBe("done\n");
     expect(p2.result!.files_changed).toEqual(["bg.txt"]);
     expect(await t.read("bg.txt")).toBe("bg\n");
+    // Output is handed out once; the chunks are gone from storage afterwards.
+    expect((await pollTask(t.driver, ref(task_id))).output).toBe("");
+    expect((await t.driver.list({ prefix: `t/${t.tenant}/w/${t.workspace}/x/runs/${task_id}/out/` })).objects).toEqual([]);
   });
 
   it("kill stops a long task; killing again says already_completed; unknown or foreign ids are NOT_FOUND", async () => {
-    const { task_id } = t.unwrap<{ task_id: string }>(await t.handler({ ...t.req("echo long > long.txt; sleep 1000"), action: "start" }));
+    const { task_id } = await startTask(t.driver, exec, t.req("echo long > long.txt; sleep 1000"));
     await sleep(300);
-    expect(t.unwrap(await t.handler({ action: "kill", tenant: t.tenant, task_id }))).toEqual({ status: "killed" });
-    const p = t.unwrap<TaskPoll>(await t.handler({ action: "poll", tenant: t.tenant, task_id }));
+    expect(await killTask(t.driver, ref(task_id))).toEqual({ status: "killed" });
+    const p = await pollTask(t.driver, ref(task_id));
     expect(p.status).toBe("killed");
     expect(p.result!.discarded).toEqual(["long.txt"]);
     expect(await t.read("long.txt")).toBeNull();
-    expect(t.unwrap(await t.handler({ action: "kill", tenant: t.tenant, task_id }))).toEqual({ status: "already_completed" });
-    const other = await t.handler({ action: "poll", tenant: "someone-else", task_id });
-    expect(other.ok ? null : other.error.code).toBe("NOT_FOUND");
-    const unknown = await t.handler({ action: "kill", tenant: t.tenant, task_id: "bg_nope" });
-    expect(unknown.ok ? null : unknown.error.code).toBe("NOT_FOUND");
+    expect(await killTask(t.driver, ref(task_id))).toEqual({ status: "already_completed" });
+    await expect(pollTask(t.driver, { tenant: "someone-else", workspace: t.workspace, task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(pollTask(t.driver, { tenant: t.tenant, workspace: "other-ws", task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(killTask(t.driver, { tenant: "someone-else", workspace: t.workspace, task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(killTask(t.driver, ref("rffffffffffffff0"))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(pollTask(t.driver, ref("../../x"))).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 
-  it("a runner without background support says so", async () => {
-    const fg = createHandler({ root: `${t.root}-fg`, syncClient: () => t.sync });
-    const r = await fg({ ...t.req("true"), action: "start" });
-    expect(r.ok ? null : r.error.code).toBe("UNAVAILABLE");
+  it("a kill that arrives before the runner claimed the task: the command never writes anything", async () => {
+    const req = t.req("echo early > early.txt; sleep 1000");
+    let handOver: () => void = () => {};
+    const slow = { start: async (r: typeof req) => void new Promise<void>((go) => (handOver = go)).then(() => t.handler({ ...r, task: true })), run: exec.run };
+    const { task_id } = await startTask(t.driver, slow, req);
+    expect((await pollTask(t.driver, ref(task_id))).status).toBe("running");
+    expect(await killTask(t.driver, ref(task_id), { wait_ms: 200 })).toEqual({ status: "stopping" });
+    handOver();
+    const p = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
+    expect(p.status).toBe("killed");
+    expect(await t.read("early.txt")).toBeNull();
+  });
+
+  it("a task whose runner cannot run anything reports that to its record", async () => {
+    const nobwrap = localExecutor({ handler: createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, runRecords: t.runRecords, bwrapPath: "/nonexistent/bwrap" }) });
+    const { task_id } = await startTask(t.driver, nobwrap, t.req("echo never > never.txt"));
+    const p = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
+    expect(p.status).toBe("completed");
+    expect(p.error?.code).toBe("UNAVAILABLE");
+    expect(await t.read("never.txt")).toBeNull();
+  });
+
+  it("an event with another action is refused", async () => {
+    const r = (await t.handler({ ...t.req("true"), action: "poll" as "run" })) as ExecResponse;
+    expect(r.ok ? null : r.error.code).toBe("INVALID_ARGUMENT");
   });
 });
 

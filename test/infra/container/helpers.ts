@@ -4,7 +4,8 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { createHandler, type HandlerOptions } from "../../../infra/container/handler.js";
+import { createHandler, type Handler, type HandlerOptions } from "../../../infra/container/handler.js";
+import { RUN_MARGIN_MS, storageRunRecords } from "../../../lib/exec/runs.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { ExecResponse, RunRequest, RunResult } from "../../../lib/exec/types.js";
@@ -20,8 +21,19 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   const sync = storageSyncClient(driver, filesPrefix(tenant, workspace));
   const root = mkdtempSync(join(tmpdir(), "toolshed-test-"));
   chmodSync(root, 0o711); // the sandbox uid traverses to its tree
+  // The run's record in the same storage, as the sync API's /v1/sync/run serves it.
+  const runRecords = (r: RunRequest) => storageRunRecords(driver, r.tenant, r.workspace, r.idempotency_key, Date.now() + r.timeout_ms + RUN_MARGIN_MS);
+  const base: HandlerOptions = { root, syncClient: (r) => storageSyncClient(driver, filesPrefix(r.tenant, r.workspace)), runRecords, ...opts };
   // One handler for every tenant, as in the local server: the request names the workspace.
-  const handler = createHandler({ root, background: true, syncClient: (r) => storageSyncClient(driver, filesPrefix(r.tenant, r.workspace)), ...opts });
+  const handler = createHandler(base);
+  // Another execution environment: its own root (slots), no memory of this one; the same storage.
+  const others: Handler[] = [];
+  let envs = 0;
+  const freshHandler = (extra: Partial<HandlerOptions> = {}): Handler => {
+    const h = createHandler({ ...base, root: `${root}-env${++envs}`, ...extra });
+    others.push(h);
+    return h;
+  };
 
   const req = (command: string, extra: Partial<RunRequest> = {}): RunRequest => ({
     version: 1,
@@ -59,11 +71,11 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   const paths = async () => (await sync.manifest()).map((e) => e.path).sort();
 
   const cleanup = async () => {
-    await handler.tasks?.killAll();
-    for (const dir of [root, `${root}-fg`, `${root}-nobwrap`]) rmSync(dir, { recursive: true, force: true });
+    await Promise.all([handler, ...others].map((h) => h.close()));
+    for (const dir of [root, `${root}-fg`, `${root}-nobwrap`, ...Array.from({ length: envs }, (_, i) => `${root}-env${i + 1}`)]) rmSync(dir, { recursive: true, force: true });
   };
 
-  return { driver, sync, root, handler, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
+  return { driver, sync, root, handler, freshHandler, runRecords, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
 }
 
 /** The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP. */

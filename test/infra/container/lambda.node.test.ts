@@ -11,6 +11,7 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { lambdaExecutor } from "../../../lib/exec/lambda.js";
+import { killTask, pollTask, startTask } from "../../../lib/exec/runs.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
@@ -27,6 +28,7 @@ let invoke: LocalInvokeServer;
 let root = "";
 let exec: Executor;
 let requests = 0;
+let runRequests = 0;
 
 const client = (endpoint: string, maxAttempts = 3) =>
   new LambdaClient({ endpoint, region: "us-east-1", maxAttempts, credentials: { accessKeyId: "test", secretAccessKey: "test" } });
@@ -35,7 +37,8 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-lambda-"));
   chmodSync(root, 0o711); // the sandbox uid traverses to its tree
   syncServer = createServer(async (req, res) => {
-    requests++;
+    if (req.url?.startsWith("/v1/sync/run")) runRequests++;
+    else requests++;
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const request = new Request(`http://127.0.0.1${req.url}`, {
       method: req.method!,
@@ -102,10 +105,11 @@ describe("lambda executor through the local Invoke stand-in", () => {
     const r = await exec.run(await request("acme", "big", "cat blob*.bin | wc -c"));
     expect(r.stdout.trim()).toBe(String(8 * 1024 * 1024));
     expect(r.sync.downloaded_bytes).toBe(8 * 1024 * 1024);
-    const before = requests;
+    const [before, runBefore] = [requests, runRequests];
     const warm = await exec.run(await request("acme", "big", "ls | wc -l"));
     expect(warm.sync.downloaded_files).toBe(0);
     expect(requests - before).toBe(1); // the manifest, nothing else
+    expect(runRequests - runBefore).toBe(2); // the run record: claim, result
   });
 
   it("writes back a large file by streaming it, and the next call does not fetch it again", async () => {
@@ -137,18 +141,58 @@ describe("lambda executor through the local Invoke stand-in", () => {
     }
   });
 
-  it("background tasks: start, poll until completed, kill a long one", async () => {
-    const { task_id } = await exec.start(await request("acme", "main", "sleep 2; echo done"));
-    const first = await exec.poll({ tenant: "acme", task_id });
+  it("a retry that lands in another execution environment does not run the command twice", async () => {
+    // A second stand-in = other execution environments (own roots, no memory), the same storage.
+    const elsewhere = await startLocalInvokeServer({ root: join(root, "elsewhere"), functionName: "toolshed-runner", handler: { claimWaitMs: 600 } });
+    try {
+      const there = lambdaExecutor({ client: client(elsewhere.url), functionName: "toolshed-runner" });
+      const req = await request("acme", "main", "echo once >> retried.txt; echo ran");
+      const a = await exec.run(req);
+      expect(await there.run(req)).toEqual(a);
+      expect(await text("acme", "main", "retried.txt")).toBe("once\n");
+      // While the first attempt still runs, the retry waits (bounded), then says what to do.
+      const slow = await request("acme", "main", "echo once >> slow.txt; sleep 3; echo slow-done");
+      const first = exec.run(slow);
+      await new Promise((r) => setTimeout(r, 1000));
+      const conflict = await there.run(slow).catch((e) => e);
+      expect(conflict).toMatchObject({ code: "CONFLICT" });
+      expect(String(conflict.message)).toContain("bash_output task_id");
+      const followed = await pollTask(driver, { tenant: "acme", workspace: "main", task_id: conflict.details.task_id }, { wait_ms: 15_000 });
+      expect(followed).toMatchObject({ status: "completed", output: "slow-done\n" });
+      expect(await there.run(slow)).toEqual(await first);
+      expect(await text("acme", "main", "slow.txt")).toBe("once\n");
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it("background tasks: asynchronous Invoke, then poll and kill in storage without invoking the function", async () => {
+    const sent: string[] = [];
+    const c = client(invoke.url);
+    const send = c.send.bind(c);
+    c.send = ((cmd: { input: { InvocationType?: string } }) => (sent.push(cmd.input.InvocationType ?? ""), send(cmd as never))) as typeof c.send;
+    const bg = lambdaExecutor({ client: c, functionName: "toolshed-runner" });
+    const seen = invoke.invocations.length;
+    const ref = (task_id: string, tenant = "acme", workspace = "main") => ({ tenant, workspace, task_id });
+    const { task_id } = await startTask(driver, bg, await request("acme", "main", "sleep 2; echo done"));
+    const first = await pollTask(driver, ref(task_id));
     expect(first.status).toBe("running");
-    const done = await exec.poll({ tenant: "acme", task_id }, { wait_ms: 10_000 });
+    const done = await pollTask(driver, ref(task_id), { wait_ms: 15_000 });
     expect(done.status).toBe("completed");
     expect(first.output + done.output).toBe("done\n");
-    const long = await exec.start(await request("acme", "main", "sleep 1000"));
-    expect(await exec.kill({ tenant: "acme", task_id: long.task_id })).toEqual({ status: "killed" });
-    expect((await exec.poll({ tenant: "acme", task_id: long.task_id })).status).toBe("killed");
-    // Another tenant cannot see the task (its environment does not even hold it).
-    await expect(exec.poll({ tenant: "globex", task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    const long = await startTask(driver, bg, await request("acme", "main", "echo changed > bg-long.txt; sleep 1000"));
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await killTask(driver, ref(long.task_id))).toEqual({ status: "killed" });
+    const killed = await pollTask(driver, ref(long.task_id));
+    expect(killed.status).toBe("killed");
+    expect(killed.result!.discarded).toEqual(["bg-long.txt"]);
+    expect(await text("acme", "main", "bg-long.txt")).toBeNull();
+    // Another tenant or workspace cannot see the task.
+    await expect(pollTask(driver, ref(task_id, "globex"))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(killTask(driver, ref(long.task_id, "acme", "other"))).rejects.toMatchObject({ code: "NOT_FOUND" });
+    // Two asynchronous invocations reached the function, nothing else: it keeps no task state.
+    expect(sent).toEqual(["Event", "Event"]);
+    expect(invoke.invocations.slice(seen)).toEqual([{ tenant: "acme", type: "Event" }, { tenant: "acme", type: "Event" }]);
   });
 });
 

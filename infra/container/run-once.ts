@@ -1,0 +1,164 @@
+/**
+ * One run, once, wherever the invocation lands: the runner's side of the run record
+ * (lib/exec/runs.ts). Before running, the handler claims the run in storage (If-None-Match: *,
+ * through the sync API). A retried invocation, in this execution environment or another,
+ * finds the claim: it answers the stored result when the first attempt has finished, else it
+ * waits (bounded) and answers CONFLICT naming the run to follow with bash_output.
+ * Background tasks send their output to the record about once a second and stop when its
+ * kill flag is set; every run stores its final answer there.
+ */
+import { isToolError } from "../../lib/errors.js";
+import type { ExecResponse, RunClaim, RunRecordClient, RunResult } from "../../lib/exec/types.js";
+import type { OutputCollector } from "./output.js";
+import type { RunHooks } from "./runner.js";
+
+export interface OnceOptions {
+  /** How long a retry waits for an earlier attempt that still runs (default 30 s). */
+  claimWaitMs?: number;
+  /** How often a background task sends its output and checks the kill flag (default 1 s). */
+  pumpMs?: number;
+  /** Aborts the run (the handler shutting down). */
+  signal?: AbortSignal;
+}
+
+export const errorOf = (e: unknown): ExecResponse => {
+  if (isToolError(e)) return { ok: false, error: { code: e.code, message: e.message, details: e.details } };
+  return { ok: false, error: { code: "INTERNAL", message: `The command runner failed: ${String((e as Error)?.message ?? e)}` } };
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+const stillRunning = (runId: string, claim: RunClaim | null): ExecResponse => ({
+  ok: false,
+  error: {
+    code: "CONFLICT",
+    message:
+      `This call's command is still running: an earlier attempt of the same call (a retried invocation) started it${claim ? ` ${Math.round((Date.now() - claim.started_at) / 1000)} s ago` : ""}, and it was not started again. ` +
+      `Do not run it again; follow it with bash_output task_id ${runId} (wait: true): its output and result appear there when it finishes.`,
+    details: { task_id: runId, ...(claim ? { started_at: new Date(claim.started_at).toISOString() } : {}) },
+  },
+});
+
+const lost = (runId: string): ExecResponse => ({
+  ok: false,
+  error: {
+    code: "INTERNAL",
+    message: "An earlier attempt of this call started the command, and its runner stopped without a result (it crashed or hit its time limit); some of its file changes may have been written back. Check the files before running it again.",
+    details: { task_id: runId },
+  },
+});
+
+/** Waits for the attempt holding the claim: its answer, "released" (it never started: claim again), or CONFLICT. */
+async function waitForEarlier(records: RunRecordClient, claim: RunClaim | null, runId: string, waitMs: number): Promise<ExecResponse | "released"> {
+  const until = Date.now() + waitMs;
+  let current = claim;
+  for (;;) {
+    if (current && Date.now() > current.deadline) return lost(runId);
+    if (Date.now() >= until) return stillRunning(runId, current);
+    await sleep(Math.min(500, until - Date.now()));
+    const st = await records.state().catch(() => null);
+    if (!st) continue;
+    if (st.result) return st.result;
+    if (!st.claim) return "released";
+    current = st.claim;
+  }
+}
+
+/** Sends a task's output about every `everyMs` and aborts it when the kill flag is set. */
+function startPump(records: RunRecordClient, collector: () => OutputCollector | null, ctrl: AbortController, everyMs: number) {
+  let stopped = false;
+  let wake = () => {};
+  let seq = 0;
+  // A chunk whose upload failed is sent again with the same number (the record ignores repeats).
+  let unsent: { seq: number; text: string } | null = null;
+  const send = async (checkKill: boolean) => {
+    if (!unsent) {
+      const text = collector()?.take() ?? "";
+      if (text) unsent = { seq: ++seq, text };
+    }
+    let kill = false;
+    if (unsent) kill = (await records.output(unsent.seq, unsent.text)).kill;
+    else if (checkKill && !ctrl.signal.aborted) kill = await records.killRequested();
+    unsent = null;
+    if (kill && checkKill) ctrl.abort();
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, everyMs);
+        wake = () => {
+          clearTimeout(t);
+          r();
+        };
+      });
+      if (!stopped) await send(true).catch(() => {});
+    }
+  })();
+  return {
+    /** Stops the loop and sends the rest of the output (before the result is stored). */
+    async stop() {
+      stopped = true;
+      wake();
+      await loop;
+      for (let i = 0; i < 3; i++) {
+        try {
+          await send(false);
+          return;
+        } catch {
+          await sleep(500);
+        }
+      }
+    },
+  };
+}
+
+async function execute(task: boolean, killed: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions): Promise<ExecResponse> {
+  const ctrl = new AbortController();
+  const abort = () => ctrl.abort();
+  opts.signal?.addEventListener("abort", abort, { once: true });
+  if (opts.signal?.aborted || killed) abort(); // killed before it started: the sandbox stops it at once, nothing is written back
+  let started = false;
+  let collector: OutputCollector | null = null;
+  const pump = task ? startPump(records, () => collector, ctrl, opts.pumpMs ?? 1000) : null;
+  let res: ExecResponse;
+  try {
+    res = { ok: true, result: await run({ signal: ctrl.signal, onStart: (c) => ((started = true), (collector = c)) }) };
+  } catch (e) {
+    res = errorOf(e);
+  } finally {
+    opts.signal?.removeEventListener("abort", abort);
+  }
+  await pump?.stop();
+  if (!task && !started) {
+    // The command never ran (e.g. the workspace could not be fetched): a retry may run it.
+    await records.release().catch(() => {});
+    return res;
+  }
+  for (let i = 0; i < 3; i++) {
+    try {
+      await records.finish(res);
+      break;
+    } catch {
+      await sleep(500 * (i + 1));
+    }
+  }
+  return res;
+}
+
+/**
+ * Runs `run` once per run id: claims the run, runs it and stores the answer; or answers what
+ * the attempt holding the claim answered (or will: see waitForEarlier).
+ */
+export async function runOnce(runId: string, task: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions = {}): Promise<ExecResponse> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const c = await records.claim({ task });
+    if (c.claimed) return execute(task, c.kill, records, run, opts);
+    if (c.result) return c.result;
+    if (!c.claim) continue; // released meanwhile: claim again
+    // A task is started by one asynchronous event; a repeated event (Lambda retries them) has nothing to add.
+    if (task) return { ok: false, error: { code: "CONFLICT", message: `Task ${runId} is already running; this invocation is a repeat and did nothing.`, details: { task_id: runId } } };
+    const answer = await waitForEarlier(records, c.claim, runId, opts.claimWaitMs ?? 30_000);
+    if (answer !== "released") return answer;
+  }
+  return stillRunning(runId, null);
+}

@@ -1,0 +1,256 @@
+/**
+ * Run records: what makes a run happen once across execution environments, and what lets
+ * background tasks work where a runner cannot outlive its invocation (AWS Lambda). One record
+ * per run, under the workspace's private prefix (never visible to the tools):
+ *
+ *   x/runs/<run id>/task.json    API     a background task was started (its deadline)
+ *                   claim.json   runner  the run is taken (If-None-Match: *): RunClaim
+ *                   out/<seq>    runner  output chunks of a background task, about one a second
+ *                   result.json  runner  the final ExecResponse (created once)
+ *                   kill         API     kill_shell's flag; the runner checks it about every second
+ *                   cursor.json  API     the last chunk bash_output handed out
+ *
+ * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
+ * the claim wherever it lands. The runner reaches its record only through the sync API
+ * (lib/exec/sync-runs.ts; the run is fixed by its token); the API reads and writes it directly
+ * (startTask, pollTask, killTask). Records go with their workspace. Bundles for Workers.
+ */
+import { ToolError } from "../errors.js";
+import { sha256Hex } from "../hash.js";
+import { RUN_ID_PATTERN, runPrefix } from "../paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import type { ExecResponse, Executor, KillStatus, RunClaim, RunRecordClient, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
+
+/** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
+export const RUN_MARGIN_MS = 15 * 60 * 1000;
+/** Output bytes one poll hands out at most (head + tail of the unread chunks; the tools cut to 30,000 characters). */
+const POLL_OUTPUT_BYTES = 100_000;
+/** How long kill_shell waits for the runner to confirm. */
+const KILL_WAIT_MS = 15_000;
+const JSON_TYPE = "application/json";
+
+/** The run id of a call: "r" + 15 hex digits of SHA-256(tenant, workspace, key). Same as infra/container/runner.ts runIdOf. */
+export async function runIdFor(tenant: string, workspace: string, idempotencyKey: string): Promise<string> {
+  return "r" + (await sha256Hex(`${tenant}\0${workspace}\0${idempotencyKey}`)).slice(0, 15);
+}
+
+interface TaskMarker {
+  task_id: string;
+  created_at: number;
+  deadline: number;
+}
+
+const keysOf = (prefix: string) => ({
+  task: `${prefix}task.json`,
+  claim: `${prefix}claim.json`,
+  result: `${prefix}result.json`,
+  kill: `${prefix}kill`,
+  cursor: `${prefix}cursor.json`,
+  out: `${prefix}out/`,
+});
+type RunKeys = ReturnType<typeof keysOf>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+async function readJson<T>(driver: StorageDriver, key: string): Promise<{ value: T; etag: string } | null> {
+  const got = await driver.get(key);
+  if (!got) return null;
+  const text = await new Response(got.body).text();
+  try {
+    return { value: JSON.parse(text) as T, etag: got.etag };
+  } catch {
+    return null;
+  }
+}
+
+/** Create-only write; false when the object already exists. */
+async function createOnly(driver: StorageDriver, key: string, body: string, contentType = JSON_TYPE): Promise<boolean> {
+  try {
+    await driver.put(key, body, { ifNoneMatch: "*", contentType });
+    return true;
+  } catch (e) {
+    if (isConditionFailed(e)) return false;
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------- the runner's side
+
+/**
+ * A run's record over a StorageDriver: what the sync routes serve (with the run and deadline
+ * taken from the token) and what in-process runners use in tests.
+ */
+export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): RunRecordClient {
+  let at: Promise<{ runId: string; k: RunKeys }> | null = null;
+  const record = () => (at ??= runIdFor(tenant, workspace, idempotencyKey).then((runId) => ({ runId, k: keysOf(runPrefix(tenant, workspace, runId)) })));
+  const state = async () => {
+    const { k } = await record();
+    const [claim, result] = await Promise.all([readJson<RunClaim>(driver, k.claim), readJson<ExecResponse>(driver, k.result)]);
+    return { claim: claim?.value ?? null, result: result?.value ?? null };
+  };
+  const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
+  return {
+    async claim({ task }) {
+      const { runId, k } = await record();
+      const claim: RunClaim = { run_id: runId, task, started_at: Date.now(), deadline };
+      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return { claimed: true, kill: await killRequested() };
+      return { claimed: false, ...(await state()) };
+    },
+    state,
+    async output(seq, text) {
+      if (!Number.isInteger(seq) || seq < 1 || seq > 99_999_999) throw new ToolError("INVALID_ARGUMENT", "Output chunk numbers run from 1 to 99999999.");
+      await createOnly(driver, `${(await record()).k.out}${String(seq).padStart(8, "0")}`, text, "text/plain; charset=utf-8");
+      return { kill: await killRequested() };
+    },
+    killRequested,
+    async finish(res) {
+      await createOnly(driver, (await record()).k.result, JSON.stringify(res));
+    },
+    async release() {
+      const { k } = await record();
+      if (!(await driver.head(k.result))) await driver.delete(k.claim);
+    },
+  };
+}
+
+// ---------------------------------------------------------------- the API's side
+
+const notFound = (id: string) =>
+  new ToolError("NOT_FOUND", `No background task ${JSON.stringify(id)} in this workspace. Task ids come from bash with run_in_background: true, called on the same workspace.`, { task_id: id });
+
+function recordOf(ref: TaskRef): RunKeys {
+  if (typeof ref.task_id !== "string" || !RUN_ID_PATTERN.test(ref.task_id)) throw notFound(String(ref.task_id));
+  return keysOf(runPrefix(ref.tenant, ref.workspace, ref.task_id));
+}
+
+/** Starts a background task: its marker first (so a poll right after finds it), then the asynchronous Invoke. */
+export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
+  const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
+  const k = keysOf(runPrefix(req.tenant, req.workspace, taskId));
+  const now = Date.now();
+  const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS };
+  if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });
+  try {
+    await executor.start(req);
+  } catch (e) {
+    await storage.delete(k.task).catch(() => {});
+    throw e;
+  }
+  return { task_id: taskId };
+}
+
+interface RecordNow {
+  task: TaskMarker | null;
+  claim: RunClaim | null;
+  result: ExecResponse | null;
+}
+
+async function readRecord(storage: StorageDriver, k: RunKeys): Promise<RecordNow> {
+  const [task, claim, result] = await Promise.all([readJson<TaskMarker>(storage, k.task), readJson<RunClaim>(storage, k.claim), readJson<ExecResponse>(storage, k.result)]);
+  return { task: task?.value ?? null, claim: claim?.value ?? null, result: result?.value ?? null };
+}
+
+/** After this, nobody can report on the run any more (its runner's sync token expired). */
+const deadlineOf = (r: RecordNow) => Math.max(r.task?.deadline ?? 0, r.claim?.deadline ?? 0);
+
+/** Waits (polling storage, 250 ms growing to 2 s) until the result exists or `until` / the deadline passes. */
+async function waitForResult(storage: StorageDriver, k: RunKeys, rec: RecordNow, until: number): Promise<ExecResponse | null> {
+  let result = rec.result;
+  const deadline = deadlineOf(rec);
+  let interval = 250;
+  while (!result && Date.now() < until && (deadline === 0 || Date.now() < deadline)) {
+    await sleep(Math.min(interval, until - Date.now()));
+    interval = Math.min(interval * 1.5, 2000);
+    result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
+  }
+  return result;
+}
+
+/**
+ * The unread output chunks, head and tail within POLL_OUTPUT_BYTES; moves the cursor past them
+ * (conditionally: of two concurrent polls one hands a chunk out) and deletes them.
+ */
+async function takeOutput(storage: StorageDriver, k: RunKeys): Promise<string> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const cursor = await readJson<{ after: string }>(storage, k.cursor);
+    const chunks: { key: string; size: number }[] = [];
+    let page: string | undefined;
+    do {
+      const r = await storage.list({ prefix: k.out, ...(page ? { cursor: page } : cursor ? { startAfter: cursor.value.after } : {}) });
+      for (const o of r.objects) if (!cursor || o.key > cursor.value.after) chunks.push({ key: o.key, size: o.size });
+      page = r.cursor;
+    } while (page);
+    if (chunks.length === 0) return "";
+    // Head and tail of the unread chunks, whole chunks only (at least one each side).
+    const half = POLL_OUTPUT_BYTES / 2;
+    let head = 0;
+    for (let bytes = 0; head < chunks.length && (head === 0 || bytes + chunks[head]!.size <= half); head++) bytes += chunks[head]!.size;
+    let tail = chunks.length;
+    for (let bytes = 0; tail > head && (tail === chunks.length || bytes + chunks[tail - 1]!.size <= half); tail--) bytes += chunks[tail - 1]!.size;
+    const read = async (c: { key: string }) => {
+      const got = await storage.get(c.key);
+      return got ? new Response(got.body).text() : "";
+    };
+    const [first, last] = await Promise.all([Promise.all(chunks.slice(0, head).map(read)), Promise.all(chunks.slice(tail).map(read))]);
+    const omitted = chunks.slice(head, tail).reduce((n, c) => n + c.size, 0);
+    const text = first.join("") + (omitted > 0 ? `\n... [${omitted} bytes of output omitted] ...\n` : "") + last.join("");
+    try {
+      await storage.put(k.cursor, JSON.stringify({ after: chunks[chunks.length - 1]!.key }), { contentType: JSON_TYPE, ...(cursor ? { ifMatch: cursor.etag } : { ifNoneMatch: "*" }) });
+    } catch (e) {
+      if (isConditionFailed(e)) continue; // another poll handed these out first
+      throw e;
+    }
+    await storage.delete(chunks.map((c) => c.key)).catch(() => {}); // handed out: never needed again
+    return text;
+  }
+  return "";
+}
+
+const LOST = {
+  code: "INTERNAL",
+  message: "The task's runner stopped without reporting a result (it crashed, or the function hit its time limit); some of its file changes may have been written back. Check the files, then run the command again if you still need it.",
+};
+
+/** Status and output since the last poll; with wait_ms, waits up to that long for the task to finish. */
+export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<TaskPoll> {
+  const k = recordOf(ref);
+  const rec = await readRecord(storage, k);
+  if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
+  const waitMs = Math.min(Math.max(Number(opts.wait_ms ?? 0) || 0, 0), 600_000);
+  const result = await waitForResult(storage, k, rec, Date.now() + waitMs);
+  const deadline = deadlineOf(rec);
+  const lost = !result && deadline > 0 && Date.now() > deadline;
+  let output = await takeOutput(storage, k);
+  let status: TaskStatus = "running";
+  let run: RunResult | undefined;
+  let error: { code: string; message: string } | undefined;
+  if (result?.ok) {
+    run = result.result as RunResult;
+    status = run.timed_out ? "timed_out" : run.killed ? "killed" : "completed";
+    // A foreground run (followed after a retried call) streams no chunks: its output is in the result.
+    if (!rec.task && rec.claim && !rec.claim.task && output === "") output = run.output;
+  } else if (result) {
+    error = { code: result.error.code, message: result.error.message };
+    status = (await storage.head(k.kill)) ? "killed" : "completed";
+  } else if (lost) {
+    status = "timed_out";
+    error = LOST;
+  }
+  return { task_id: ref.task_id, status, exit_code: run?.exit_code ?? null, output, ...(run ? { result: run } : {}), ...(error ? { error } : {}) };
+}
+
+/** Sets the kill flag and waits (up to 15 s) for the runner to stop the task and report. */
+export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<{ status: KillStatus }> {
+  const k = recordOf(ref);
+  const rec = await readRecord(storage, k);
+  if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
+  const deadline = deadlineOf(rec);
+  if (rec.result || (deadline > 0 && Date.now() > deadline)) return { status: "already_completed" };
+  if (!rec.task && rec.claim && !rec.claim.task)
+    throw new ToolError("INVALID_ARGUMENT", `${ref.task_id} is a foreground command (bash without run_in_background): it cannot be killed and stops at its timeout. Follow it with bash_output.`, { task_id: ref.task_id });
+  await storage.put(k.kill, "kill", { contentType: "text/plain" });
+  const result = await waitForResult(storage, k, rec, Date.now() + (opts.wait_ms ?? KILL_WAIT_MS));
+  if (!result) return { status: "stopping" };
+  const killed = result.ok ? (result.result as RunResult).killed : true;
+  return { status: killed ? "killed" : "already_completed" };
+}

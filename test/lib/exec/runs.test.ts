@@ -1,0 +1,139 @@
+/** Run records (lib/exec/runs.ts) and their sync routes (lib/exec/sync-runs.ts) in workerd, over the real local R2. */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { randomId } from "../../../lib/hash.js";
+import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
+import { httpSyncClient } from "../../../lib/exec/sync-http.js";
+import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
+import { handleSync } from "../../../lib/exec/sync-server.js";
+import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import type { Executor, RunRequest, RunResult } from "../../../lib/exec/types.js";
+import { internalPrefix, runPrefix } from "../../../lib/paths.js";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
+
+const SECRET = "a-test-secret-of-some-length";
+const driver = r2Driver(env.FILES);
+const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, kv: workersKeyValue(env.KV), secret: SECRET })) as typeof fetch;
+const access = async (t: string, w: string, r: string) => ({ url: "https://api.example", token: await mintSyncToken(SECRET, { t, w, r }, 600), fetch: fetchFn });
+const tid = () => `t-${randomId(8)}`;
+
+/** An executor that hands nothing over: the test plays the runner through the sync routes. */
+const idle: Executor = { run: async () => ({}) as RunResult, start: async () => {} };
+const request = (tenant: string, key: string): RunRequest => ({ version: 1, idempotency_key: key, tenant, workspace: "main", command: "true", timeout_ms: 60_000, sync: { url: "https://api.example", token: "" } });
+const fakeResult = (over: Partial<RunResult>): RunResult => ({
+  run_id: "r0", stdout: "", stderr: "", output: "", exit_code: 0, duration_ms: 1, timed_out: false, killed: false, truncated: false,
+  files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
+  sync: { cache: "cold", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
+  ...over,
+});
+
+describe("run record sync routes", () => {
+  it("a token reaches its own run's record only; claims and results are created once; the files never show it", async () => {
+    const t = tid();
+    const a = httpRunRecords(await access(t, "main", "k1"));
+    expect(await a.claim({ task: false })).toEqual({ claimed: true, kill: false });
+    const again = await a.claim({ task: true });
+    expect(again).toMatchObject({ claimed: false, claim: { run_id: await runIdFor(t, "main", "k1"), task: false }, result: null });
+    // Another run of the same workspace, and the same key in another workspace, are other records.
+    const b = httpRunRecords(await access(t, "main", "k2"));
+    expect(await b.state()).toEqual({ claim: null, result: null });
+    expect((await b.claim({ task: false })).claimed).toBe(true);
+    expect(await httpRunRecords(await access(t, "other", "k1")).state()).toEqual({ claim: null, result: null });
+
+    await a.finish({ ok: true, result: { n: 1 } });
+    await a.finish({ ok: true, result: { n: 2 } });
+    await a.release(); // finished: the claim stays
+    expect(await a.state()).toMatchObject({ claim: { task: false }, result: { ok: true, result: { n: 1 } } });
+
+    const keys = (await driver.list({ prefix: `t/${t}/` })).objects.map((o) => o.key);
+    const runs = [await runIdFor(t, "main", "k1"), await runIdFor(t, "main", "k2")].map((id) => runPrefix(t, "main", id));
+    expect(keys.every((k) => runs.some((p) => k.startsWith(p)))).toBe(true);
+    expect(keys.every((k) => k.startsWith(internalPrefix(t, "main")))).toBe(true);
+    expect(await httpSyncClient(await access(t, "main", "k1")).manifest()).toEqual([]);
+  });
+
+  it("refuses a token that names no run, a bad one, and an unknown route", async () => {
+    const t = tid();
+    await expect(httpRunRecords(await access(t, "main", "")).state()).rejects.toThrow(/401/);
+    await expect(httpRunRecords({ url: "https://api.example", token: "x.y", fetch: fetchFn }).claim({ task: false })).rejects.toThrow(/401/);
+    const res = await fetchFn("https://api.example/v1/sync/run/../../files/x", { headers: { authorization: `Bearer ${(await access(t, "main", "k")).token}` } });
+    expect(res.status).toBe(404);
+    const bad = await fetchFn("https://api.example/v1/sync/run/nope", { headers: { authorization: `Bearer ${(await access(t, "main", "k")).token}` } });
+    expect(bad.status).toBe(404);
+  });
+});
+
+describe("background tasks in storage: start, poll, kill", () => {
+  it("output chunks are handed out once, in order; many are cut to head and tail", async () => {
+    const t = tid();
+    const { task_id } = await startTask(driver, idle, request(t, "out"));
+    const ref = { tenant: t, workspace: "main", task_id };
+    expect(await pollTask(driver, ref)).toMatchObject({ task_id, status: "running", output: "", exit_code: null });
+    const runner = httpRunRecords(await access(t, "main", "out"));
+    expect((await runner.claim({ task: true })).claimed).toBe(true);
+    await runner.output(1, "one\n");
+    await runner.output(1, "repeated\n"); // a retried upload
+    await runner.output(2, "two\n");
+    expect((await pollTask(driver, ref)).output).toBe("one\ntwo\n");
+    expect((await pollTask(driver, ref)).output).toBe("");
+    const line = "x".repeat(999) + "\n";
+    for (let i = 3; i < 300; i++) await runner.output(i, i === 3 ? "FIRST" + line.slice(5) : i === 299 ? line.slice(4) + "LAST" : line);
+    const cut = (await pollTask(driver, ref)).output;
+    expect(cut.startsWith("FIRST")).toBe(true);
+    expect(cut.endsWith("LAST")).toBe(true);
+    expect(cut).toMatch(/\[\d+ bytes of output omitted\]/);
+    expect(cut.length).toBeLessThan(110_000);
+    await runner.finish({ ok: true, result: fakeResult({ output: "done", exit_code: 3 }) });
+    expect(await pollTask(driver, ref)).toMatchObject({ status: "completed", exit_code: 3, output: "" });
+    expect(await killTask(driver, ref)).toEqual({ status: "already_completed" });
+  });
+
+  it("kill sets the flag the runner sees; the task's answer decides the status", async () => {
+    const t = tid();
+    const { task_id } = await startTask(driver, idle, request(t, "kill"));
+    const ref = { tenant: t, workspace: "main", task_id };
+    const runner = httpRunRecords(await access(t, "main", "kill"));
+    expect((await runner.claim({ task: true })).claimed).toBe(true);
+    expect(await runner.killRequested()).toBe(false);
+    expect(await killTask(driver, ref, { wait_ms: 100 })).toEqual({ status: "stopping" });
+    expect(await runner.killRequested()).toBe(true);
+    expect(await runner.output(1, "bye\n")).toEqual({ kill: true });
+    const killing = killTask(driver, ref, { wait_ms: 5000 });
+    await runner.finish({ ok: true, result: fakeResult({ killed: true, exit_code: null }) });
+    expect(await killing).toEqual({ status: "killed" });
+    expect(await pollTask(driver, ref)).toMatchObject({ status: "killed", output: "bye\n" });
+    // A kill that reaches a runner that failed: killed too, with the error.
+    const other = await startTask(driver, idle, request(t, "kill2"));
+    const r2 = httpRunRecords(await access(t, "main", "kill2"));
+    await r2.claim({ task: true });
+    await killTask(driver, { ...ref, task_id: other.task_id }, { wait_ms: 0 });
+    await r2.finish({ ok: false, error: { code: "UNAVAILABLE", message: "sync down" } });
+    expect(await pollTask(driver, { ...ref, task_id: other.task_id })).toMatchObject({ status: "killed", error: { code: "UNAVAILABLE" } });
+  });
+
+  it("a foreground run can be followed but not killed; a task past its deadline without an answer is reported lost", async () => {
+    const t = tid();
+    const fg = httpRunRecords(await access(t, "main", "fg"));
+    await fg.claim({ task: false });
+    const ref = { tenant: t, workspace: "main", task_id: await runIdFor(t, "main", "fg") };
+    expect((await pollTask(driver, ref)).status).toBe("running");
+    await expect(killTask(driver, ref)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await fg.finish({ ok: true, result: fakeResult({ output: "all of it\n" }) });
+    expect(await pollTask(driver, ref)).toMatchObject({ status: "completed", output: "all of it\n" });
+
+    const lostId = await runIdFor(t, "main", "lost");
+    await driver.put(`${runPrefix(t, "main", lostId)}task.json`, JSON.stringify({ task_id: lostId, created_at: 0, deadline: Date.now() - 1 }));
+    const lost = await pollTask(driver, { ...ref, task_id: lostId }, { wait_ms: 5000 });
+    expect(lost).toMatchObject({ status: "timed_out", error: { code: "INTERNAL" } });
+    expect(lost.error!.message).toContain("stopped without reporting");
+    expect(await killTask(driver, { ...ref, task_id: lostId })).toEqual({ status: "already_completed" });
+  });
+
+  it("a failed hand-over leaves no task behind", async () => {
+    const t = tid();
+    const failing: Executor = { ...idle, start: async () => { throw new Error("invoke failed"); } };
+    await expect(startTask(driver, failing, request(t, "fail"))).rejects.toThrow("invoke failed");
+    await expect(pollTask(driver, { tenant: t, workspace: "main", task_id: await runIdFor(t, "main", "fail") })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+});
