@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
-import { startTask } from "../lib/exec/runs.js";
+import { runForeground, startTask } from "../lib/exec/runs.js";
 import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, timeoutError } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
@@ -46,7 +46,7 @@ export default defineTool({
       };
     }
 
-    const r = await executor.run(req);
+    const r = await runForeground(ctx.deps.storage, executor, req);
     if (r.timed_out) throw timeoutError(r, seconds);
     let { text } = commandOutput(r);
     for (const c of r.conflicts) {

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { runForeground } from "../lib/exec/runs.js";
 import { commandOutput, executorOf, runRequest, timeoutError } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 
@@ -29,7 +30,7 @@ export default defineTool({
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) });
-    const r = await executor.run(req);
+    const r = await runForeground(ctx.deps.storage, executor, req);
     if (r.timed_out) throw timeoutError(r, seconds);
     return {
       title: `${args.language} (${args.code.split("\n").length} lines)`,

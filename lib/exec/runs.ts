@@ -13,7 +13,9 @@
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
  * the claim wherever it lands. The runner reaches its record only through the sync API
  * (lib/exec/sync-runs.ts; the run is fixed by its token); the API reads and writes it directly
- * (startTask, pollTask, killTask). Records go with their workspace. Bundles for Workers.
+ * (runForeground, startTask, pollTask, killTask). A foreground run's record is deleted once the
+ * API has its answer; a background task's stays (a few small objects, its output chunks are
+ * deleted as bash_output hands them out) until the workspace is deleted. Bundles for Workers.
  */
 import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
@@ -93,7 +95,7 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
     async claim({ task }) {
       const { runId, k } = await record();
       const claim: RunClaim = { run_id: runId, task, started_at: Date.now(), deadline };
-      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return { claimed: true, kill: await killRequested() };
+      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return { claimed: true, kill: task && (await killRequested()) }; // only tasks can be killed
       return { claimed: false, ...(await state()) };
     },
     state,
@@ -121,6 +123,18 @@ const notFound = (id: string) =>
 function recordOf(ref: TaskRef): RunKeys {
   if (typeof ref.task_id !== "string" || !RUN_ID_PATTERN.test(ref.task_id)) throw notFound(String(ref.task_id));
   return keysOf(runPrefix(ref.tenant, ref.workspace, ref.task_id));
+}
+
+/**
+ * Runs a foreground command. Its record (claim + result) only guards against retried
+ * invocations of this one call, whose key is never used again: once the answer is in hand it
+ * is deleted. A run that answered an error keeps its record: a CONFLICT names it for bash_output.
+ */
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest): Promise<RunResult> {
+  const result = await executor.run(req);
+  const k = keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
+  await storage.delete([k.claim, k.result]).catch(() => {}); // storage hiccup: an orphan record, not a failed call
+  return result;
 }
 
 /** Starts a background task: its marker first (so a poll right after finds it), then the asynchronous Invoke. */

@@ -32,6 +32,7 @@ const SECRET = "sync-secret-for-tests-0123456789";
 const tools = [...fileTools, bash, run_code, bash_output, kill_shell];
 
 interface Env {
+  storage: ReturnType<typeof memoryDriver>;
   call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
   close: () => Promise<void>;
 }
@@ -77,6 +78,7 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
     return { status: res.status, body: (await res.json()) as any };
   };
   return {
+    storage,
     call,
     close: async () => {
       await invoke?.close();
@@ -197,6 +199,20 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(ok(await env.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("already_completed");
     expect(ok(await env.call("bash_output", { task_id: long.data.task_id })).data.status).toBe("killed");
     err(await env.call("kill_shell", { task_id: "bg_unknown" }), "NOT_FOUND");
+  });
+
+  it("run records: a foreground run's is gone once answered, a background task's stays for bash_output", async () => {
+    const runs = async () => (await env.storage.list({ prefix: "t/acme/w/main/x/runs/" })).objects.map((o) => o.key);
+    const before = await runs();
+    ok(await env.call("bash", { command: "echo fg" }));
+    ok(await env.call("run_code", { language: "python", code: "print(1)" }));
+    expect(await runs()).toEqual(before);
+    const bg = ok(await env.call("bash", { command: "echo bg", run_in_background: true })).data.task_id;
+    expect(ok(await env.call("bash_output", { task_id: bg, wait: true, timeout: 20 })).data.status).toBe("completed");
+    const left = (await runs()).filter((k) => !before.includes(k));
+    expect(left).toEqual(expect.arrayContaining([`t/acme/w/main/x/runs/${bg}/result.json`, `t/acme/w/main/x/runs/${bg}/task.json`]));
+    expect(left.every((k) => k.startsWith(`t/acme/w/main/x/runs/${bg}/`) && !k.includes("/out/"))).toBe(true);
+    expect(ok(await env.call("bash_output", { task_id: bg })).data.status).toBe("completed");
   });
 
   it("no network without the network scope", async () => {
