@@ -8,7 +8,7 @@ import { defineTool } from "../lib/tool.js";
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by \`bash -c\` in the workspace root (or working_dir). python3, node and git are installed.
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
-- run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell.
+- run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
 - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged, cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed (the full output is saved in the workspace, path in output_file); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back.

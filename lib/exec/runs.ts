@@ -14,12 +14,13 @@
  * the claim wherever it lands. The runner reaches its record only through the sync API
  * (lib/exec/sync-runs.ts; the run is fixed by its token); the API reads and writes it directly
  * (runForeground, startTask, pollTask, killTask). A foreground run's record is deleted once the
- * API has its answer; a background task's stays (a few small objects, its output chunks are
- * deleted as bash_output hands them out) until the workspace is deleted. Bundles for Workers.
+ * API has its answer; a background task's (a few small objects, its output chunks are deleted
+ * as bash_output hands them out) is deleted by the housekeeping of a later task start, 24 h
+ * after it ended (housekeepRuns). Bundles for Workers.
  */
 import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
-import { RUN_ID_PATTERN, runPrefix } from "../paths.js";
+import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { ExecResponse, Executor, KillStatus, RunClaim, RunRecordClient, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
 
@@ -137,10 +138,62 @@ export async function runForeground(storage: StorageDriver, executor: Executor, 
   return result;
 }
 
-/** Starts a background task: its marker first (so a poll right after finds it), then the asynchronous Invoke. */
+/** Background tasks of one workspace that may run at once. */
+export const MAX_RUNNING_TASKS = 8;
+/** How long a finished run's record stays readable by bash_output. */
+export const RECORD_KEEP_MS = 24 * 60 * 60 * 1000;
+/** The longest a task can run and still report: the tool's max timeout + RUN_MARGIN_MS. */
+const TASK_LIFE_MS = 600_000 + RUN_MARGIN_MS;
+/** Pages of x/runs/ housekeeping reads at most (1000 keys each). */
+const HOUSEKEEPING_PAGES = 10;
+
+/**
+ * Before a task starts: deletes the records of runs finished (or dead) more than
+ * RECORD_KEEP_MS ago, and counts the tasks still running. From object times alone (one list,
+ * no reads): a task without a result counts as running until its marker is TASK_LIFE_MS old.
+ */
+export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<{ running: number; deleted: number }> {
+  const prefix = `${internalPrefix(tenant, workspace)}runs/`;
+  const runs = new Map<string, { keys: string[]; task?: number; result?: number; latest: number }>();
+  let cursor: string | undefined;
+  for (let page = 0; page < HOUSEKEEPING_PAGES; page++) {
+    const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of r.objects) {
+      const rest = o.key.slice(prefix.length);
+      const id = rest.slice(0, rest.indexOf("/"));
+      if (!RUN_ID_PATTERN.test(id)) continue;
+      const run = runs.get(id) ?? { keys: [], latest: 0 };
+      const at = o.modified.getTime();
+      run.keys.push(o.key);
+      run.latest = Math.max(run.latest, at);
+      if (rest === `${id}/task.json`) run.task = at;
+      if (rest === `${id}/result.json`) run.result = at;
+      runs.set(id, run);
+    }
+    cursor = r.cursor;
+    if (!cursor) break;
+  }
+  let running = 0;
+  const expired: string[] = [];
+  for (const run of runs.values()) {
+    const endedAt = run.result ?? (run.task !== undefined ? run.task + TASK_LIFE_MS : run.latest + TASK_LIFE_MS);
+    if (run.result === undefined && run.task !== undefined && now < run.task + TASK_LIFE_MS) running++;
+    else if (now - Math.max(endedAt, run.latest) > RECORD_KEEP_MS) expired.push(...run.keys);
+  }
+  for (let i = 0; i < expired.length; i += 1000) await storage.delete(expired.slice(i, i + 1000));
+  return { running, deleted: expired.length };
+}
+
+/**
+ * Starts a background task: housekeeping and the running-task cap, its marker (so a poll
+ * right after finds it), then the asynchronous Invoke.
+ */
 export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
   const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
   const k = keysOf(runPrefix(req.tenant, req.workspace, taskId));
+  const { running } = await housekeepRuns(storage, req.tenant, req.workspace);
+  if (running >= MAX_RUNNING_TASKS)
+    throw new ToolError("RATE_LIMITED", `${running} background tasks are already running in this workspace (at most ${MAX_RUNNING_TASKS}). Wait for one with bash_output, or stop one with kill_shell.`, { running, max: MAX_RUNNING_TASKS });
   const now = Date.now();
   const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS };
   if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });

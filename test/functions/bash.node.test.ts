@@ -213,6 +213,13 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(left).toEqual(expect.arrayContaining([`t/acme/w/main/x/runs/${bg}/result.json`, `t/acme/w/main/x/runs/${bg}/task.json`]));
     expect(left.every((k) => k.startsWith(`t/acme/w/main/x/runs/${bg}/`) && !k.includes("/out/"))).toBe(true);
     expect(ok(await env.call("bash_output", { task_id: bg })).data.status).toBe("completed");
+    // Eight tasks that still run (their markers, fresh): a ninth is refused before it starts.
+    const markers = Array.from({ length: 8 }, (_, i) => `t/acme/w/main/x/runs/r${String(i).padStart(15, "f")}/task.json`);
+    for (const k of markers) await env.storage.put(k, "{}");
+    const refused = err(await env.call("bash", { command: "echo never > never.txt", run_in_background: true }), "RATE_LIMITED");
+    expect(refused.message).toContain("at most 8");
+    await env.storage.delete(markers);
+    err(await env.call("read", { file_path: "never.txt" }), "NOT_FOUND");
   });
 
   it("no network without the network scope", async () => {

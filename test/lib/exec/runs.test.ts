@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/hash.js";
-import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
+import { housekeepRuns, killTask, MAX_RUNNING_TASKS, pollTask, RECORD_KEEP_MS, runIdFor, startTask } from "../../../lib/exec/runs.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
@@ -135,5 +135,51 @@ describe("background tasks in storage: start, poll, kill", () => {
     const failing: Executor = { ...idle, start: async () => { throw new Error("invoke failed"); } };
     await expect(startTask(driver, failing, request(t, "fail"))).rejects.toThrow("invoke failed");
     await expect(pollTask(driver, { tenant: t, workspace: "main", task_id: await runIdFor(t, "main", "fail") })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+});
+
+describe("run record housekeeping", () => {
+  it(`at most ${MAX_RUNNING_TASKS} tasks run at once in a workspace; a finished one frees its place; other workspaces are not counted`, async () => {
+    const t = tid();
+    for (let i = 0; i < MAX_RUNNING_TASKS; i++) await startTask(driver, idle, request(t, `cap${i}`));
+    const refused = await startTask(driver, idle, request(t, "cap-over")).catch((e) => e);
+    expect(refused).toMatchObject({ code: "RATE_LIMITED", details: { running: MAX_RUNNING_TASKS, max: MAX_RUNNING_TASKS } });
+    expect(refused.message).toContain("kill_shell");
+    // Refused before anything was written: no record, nothing to poll.
+    await expect(pollTask(driver, { tenant: t, workspace: "main", task_id: await runIdFor(t, "main", "cap-over") })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await startTask(driver, idle, { ...request(t, "cap-other"), workspace: "other" });
+    const first = httpRunRecords(await access(t, "main", "cap0"));
+    await first.claim({ task: true });
+    await first.finish({ ok: true, result: fakeResult({}) });
+    expect((await startTask(driver, idle, request(t, "cap-over"))).task_id).toBe(await runIdFor(t, "main", "cap-over"));
+  });
+
+  it("deletes records a day after their run ended, keeps the running and the recent ones", async () => {
+    const t = tid();
+    const done = await startTask(driver, idle, request(t, "old-done"));
+    const runner = httpRunRecords(await access(t, "main", "old-done"));
+    await runner.claim({ task: true });
+    await runner.output(1, "x\n");
+    await runner.finish({ ok: true, result: fakeResult({}) });
+    const running = await startTask(driver, idle, request(t, "old-running"));
+    const fg = httpRunRecords(await access(t, "main", "old-fg")); // a foreground leftover (e.g. answered CONFLICT)
+    await fg.claim({ task: false });
+    const keys = async () => (await driver.list({ prefix: `${internalPrefix(t, "main")}runs/` })).objects.map((o) => o.key);
+    const all = await keys();
+
+    expect(await housekeepRuns(driver, t, "main")).toEqual({ running: 1, deleted: 0 });
+    expect(await keys()).toEqual(all);
+    // A day after the finished run: it goes (task, claim, an unread chunk, result). The task
+    // without an answer no longer counts as running (past the longest life a task has), but
+    // keeps its record for a day after that, like the foreground leftover.
+    expect(await housekeepRuns(driver, t, "main", Date.now() + RECORD_KEEP_MS + 60_000)).toEqual({ running: 0, deleted: 4 });
+    expect((await keys()).some((k) => k.includes(done.task_id))).toBe(false);
+    await expect(pollTask(driver, { tenant: t, workspace: "main", task_id: done.task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    // Long after: the dead task and the leftover go too; another workspace's records are untouched.
+    await startTask(driver, idle, { ...request(t, "elsewhere"), workspace: "other" });
+    expect(await housekeepRuns(driver, t, "main", Date.now() + 2 * RECORD_KEEP_MS)).toMatchObject({ running: 0 });
+    expect(await keys()).toEqual([]);
+    expect((await driver.list({ prefix: `${internalPrefix(t, "other")}runs/` })).objects.length).toBe(1);
+    expect(running.task_id).toMatch(/^r[0-9a-f]{15}$/);
   });
 });
