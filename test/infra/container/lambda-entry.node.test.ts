@@ -8,7 +8,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
@@ -57,6 +57,8 @@ function runEntry(events: unknown[]): Promise<ExecResponse[]> {
   const args = [
     "--unshare-user", "--disable-userns", "--unshare-pid", "--die-with-parent", "--uid", "993", "--gid", "993",
     "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", dir, dir,
+    // node itself may live under /tmp (a checkout there, node from node_modules): the private /tmp would hide it.
+    "--ro-bind", dirname(process.execPath), dirname(process.execPath),
     "--setenv", "TOOLSHED_RUNNER_EGRESS", "none", "--setenv", "TOOLSHED_RUNNER_ROOT", "/tmp/toolshed",
     process.execPath, join(dir, "drive.mjs"), join(dir, "handler.mjs"), join(dir, "events.json"),
   ];
