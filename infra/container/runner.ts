@@ -31,7 +31,7 @@ export interface RunHooks {
 }
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
-const LIMIT_MAX: RunLimits = { memory_mb: 16_384, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
+const LIMIT_MAX: RunLimits = { memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
 
 const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
 

@@ -13,6 +13,7 @@ import type { RunLimits } from "../../lib/exec/types.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
   memory_mb: 2048,
+  address_space_mb: 32_768,
   file_size_mb: 1024,
   processes: 256,
   cpu_seconds: 0, // 0: the wall-clock timeout, rounded up
@@ -104,11 +105,17 @@ export function commandEnv(tmp: string, extra: Record<string, string>): Record<s
   return { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: tmp, TMPDIR: tmp, LANG: "C.UTF-8", TERM: "dumb", USER: "user", ...extra };
 }
 
-/** bash sets the limits (soft = hard) in the sandboxed process, then execs the command ($1). */
+/**
+ * bash sets the limits (soft = hard) in the sandboxed process, then execs the command ($1).
+ * Memory is RLIMIT_DATA (what a process writes), not RLIMIT_AS alone: an address-space limit
+ * of 2 GiB stops `java` and WebAssembly, which reserve gigabytes they never touch. rlimits
+ * are per process, so the command also volunteers as the OOM killer's first victim
+ * (oom_score_adj 1000): if the host runs short, it dies before the handler does.
+ */
 export function limitsScript(l: RunLimits, timeoutMs: number): string {
   const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
-  const lim = `ulimit -c 0 -u ${l.processes} -v ${l.memory_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
-  return `${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
+  return `echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
 }
 
 export interface Sandbox {

@@ -9,8 +9,17 @@
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
 export interface RunLimits {
-  /** Address space of each process, MiB (default 2048): allocating 4 GB fails. */
+  /**
+   * Private writable memory of each process (heap, stacks, private mappings: RLIMIT_DATA),
+   * MiB (default 2048): allocating 4 GB fails. Address space reserved but not written (a JVM's
+   * heap reservation, WebAssembly's guard regions) does not count, so java and wasm still run.
+   */
   memory_mb: number;
+  /**
+   * Address space of each process, MiB (default 32768: RLIMIT_AS): bounds what memory_mb
+   * cannot see (shared mappings). Large, since runtimes reserve far more than they use.
+   */
+  address_space_mb: number;
   /** Largest file a process may write, MiB (default 1024): writing 2 GB fails. */
   file_size_mb: number;
   /** Processes (threads) of the sandbox user (default 256): a fork bomb stops there. */

@@ -108,6 +108,29 @@ describe("sandbox escapes", () => {
     expect(r.stdout).toContain("MemoryError");
   });
 
+  it("cannot map 40 GB of shared memory, which the written-memory limit does not count", async () => {
+    const map = (gb: number) => `python3 -c 'import mmap; m = mmap.mmap(-1, ${gb} * 1024**3, flags=mmap.MAP_SHARED); print("mapped")' 2>&1 | tail -1`;
+    const r = await t.run(map(40));
+    expect(r.stdout).toContain("Cannot allocate memory");
+    // Control: a mapping under the address-space limit is made (only mapped, never touched).
+    expect((await t.run(map(4))).stdout).toBe("mapped\n");
+  });
+
+  it("runs what reserves address space it never writes: WebAssembly (node) and, where installed, a JVM", async () => {
+    const wasm = "node -e 'const a = new WebAssembly.Memory({ initial: 16 }), b = new WebAssembly.Memory({ initial: 16 }); console.log(\"wasm\", a.buffer.byteLength + b.buffer.byteLength)'";
+    const r = await t.run(`${wasm}; if command -v java >/dev/null; then java -version 2>&1 | head -1; else echo no-java; fi`);
+    expect(r.stdout).toContain(`wasm ${2 * 16 * 65536}`);
+    expect(r.stdout).toMatch(/no-java|version "/);
+    // Control: the 2 GiB address-space limit this replaced refuses both.
+    const old = await t.run(`ulimit -v ${2048 * 1024}; ${wasm} 2>&1 | grep -o "could not allocate memory"`);
+    expect(old.stdout).toBe("could not allocate memory\n");
+  });
+
+  it("commands are the OOM killer's first victims", async () => {
+    const r = await t.run("cat /proc/self/oom_score_adj; ulimit -d; ulimit -v");
+    expect(r.stdout).toBe(`1000\n${2048 * 1024}\n${32_768 * 1024}\n`);
+  });
+
   it("cannot write a 2 GB file (file size limit)", async () => {
     const r = await t.run("head -c 2G /dev/zero > big; echo rc=$?; stat -c %s big; rm -f big", { timeout_ms: 30_000 });
     expect(r.stdout).toContain("rc=153"); // 128 + SIGXFSZ

@@ -153,6 +153,11 @@ describe("process sandbox: limits and leftovers", () => {
     expect(big.stdout).toContain(String(1024 * 1024 * 1024));
   }, 60_000);
 
+  it("runs WebAssembly (address space reserved, not written) and volunteers for the OOM killer", async () => {
+    const r = await t.run("node -e 'new WebAssembly.Memory({ initial: 16 }); console.log(\"wasm ok\")'; cat /proc/self/oom_score_adj");
+    expect(r.stdout).toBe("wasm ok\n1000\n");
+  });
+
   it("`sleep &`, setsid and double-forked processes are dead when the call returns", async () => {
     const r = await t.run("sleep 887654 & setsid nohup sleep 887655 > /dev/null 2>&1 & (sleep 887656 &) ; disown -a; echo started");
     expect(r.stdout).toBe("started\n");
