@@ -2,7 +2,8 @@
  * The sandbox of user commands: bubblewrap. New user, pid, net, ipc, uts, mount and
  * cgroup namespaces; a read-only /usr and a minimal /etc; the workspace tree bound
  * read-write at /workspace; private size-limited /tmp and /dev/shm; an empty environment;
- * rlimits set inside before the command starts. No bwrap, no run: never unsandboxed.
+ * rlimits set inside before the command starts; a seccomp filter (seccomp.ts) installed by
+ * bwrap just before the command's exec. No bwrap, no run: never unsandboxed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import { dirname } from "node:path";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
+import { hostSeccompProgram } from "./seccomp.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
   memory_mb: 2048,
@@ -31,8 +33,13 @@ export interface SandboxOptions {
   bwrapPath?: string;
   /** Host uid/gid the sandbox runs as. Default when the handler is root: 65534 (nobody). */
   hostIds?: { uid: number; gid: number } | null;
-  /** Directory for the sandbox's synthetic /etc files. */
+  /** Directory for the sandbox's synthetic /etc files and its seccomp program. */
   stateDir: string;
+  /**
+   * The seccomp program bwrap installs before the command (default: `hostSeccompProgram()`,
+   * null on an architecture other than x64/arm64). Tests pass null for a control without it.
+   */
+  seccomp?: Buffer | null;
 }
 
 export interface SandboxSpec {
@@ -86,6 +93,8 @@ const NET_ETC_BINDS = ["resolv.conf", "gai.conf"];
 const SANDBOX_UID = 1000;
 const ETC_FILES = ["passwd", "group", "hosts", "hostname"];
 const FD_ETC = 3;
+/** The seccomp program's descriptor: after the /etc files. */
+const FD_SECCOMP = FD_ETC + ETC_FILES.length;
 
 function writeEtc(stateDir: string): string {
   const etc = join(stateDir, "etc");
@@ -205,7 +214,9 @@ export function supervise(
 
 export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   const hostIds = opts.hostIds === undefined ? defaultHostIds() : opts.hostIds;
+  const seccomp = opts.seccomp === undefined ? hostSeccompProgram() : opts.seccomp;
   let etcDir: string | null = null;
+  let seccompFile: string | null = null;
   let checked: Promise<void> | null = null;
 
   const bwrap = () => {
@@ -240,6 +251,8 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
     for (const [k, v] of Object.entries(commandEnv("/tmp", spec.env))) a.push("--setenv", k, v);
+    // bwrap reads the filter from this descriptor and installs it just before exec.
+    if (seccomp) a.push("--seccomp", String(FD_SECCOMP));
     return a;
   }
 
@@ -247,7 +260,12 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     const args = [...baseArgs(spec), "--", "/bin/bash", "-c", limitsScript(spec.limits, spec.timeoutMs), "toolshed", spec.command];
     const bin = bwrap();
     etcDir ??= writeEtc(opts.stateDir);
+    if (seccomp && !seccompFile) {
+      seccompFile = join(opts.stateDir, "seccomp.bpf");
+      writeFileSync(seccompFile, seccomp, { mode: 0o600 });
+    }
     const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
+    if (seccompFile) fds.push(openSync(seccompFile, "r")); // FD_SECCOMP: right after the /etc files
     let child: ChildProcess;
     try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
