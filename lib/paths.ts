@@ -95,6 +95,8 @@ export function tenantRecordKey(tenant: string): string {
 }
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
+/** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/exec/modes.ts). */
+export const modesKey = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}modes.json`;
 /** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/exec/runs.ts. */
 export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
 /** A run's record: t/<tenant>/w/<ws>/x/runs/<run id>/ (claim, result, output chunks, kill flag). */

@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
-import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
+import type { ModesDelta, RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { DEFAULT_LIMITS, type Sandbox } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
-import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { diff, pruneSettled, reconcile, setExec, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -107,6 +107,38 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
   pruneSettled(slot.tree, after, removed);
 }
 
+/**
+ * What the run did to execute bits, for the workspace's list (lib/exec/modes.ts): the bit of
+ * every file that storage now holds as the tree has it (unchanged, or written back), and no
+ * entry for a file storage no longer holds. Called after settle; null when nothing changed
+ * or modes are unknown.
+ */
+function modesDelta(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome): ModesDelta | null {
+  if (!slot.modes) return null;
+  const old = slot.modes.exec;
+  const changed = new Set(changes.map((c) => c.path));
+  const add: string[] = [];
+  const remove: string[] = [];
+  for (const [p, loc] of after.files) {
+    if (changed.has(p) ? !outcome.written.has(p) : !slot.files.has(p)) continue;
+    if (loc.exec && !old.has(p)) add.push(p);
+    else if (!loc.exec && old.has(p)) remove.push(p);
+  }
+  for (const p of old) if (!slot.view.get(p)) remove.push(p);
+  return add.length || remove.length ? { add, remove } : null;
+}
+
+/** Gives every file of the slot the execute bit the workspace records (or, modes unknown, keeps the tree's). */
+function settleModes(slot: Slot, after: WalkResult): void {
+  for (const [p, loc] of after.files) {
+    const st = slot.files.get(p);
+    if (!st) continue;
+    const want = slot.modes ? slot.modes.exec.has(p) : loc.exec;
+    if (loc.exec !== want) setExec(slot, p, want);
+    else if (st.exec !== want) slot.files.set(p, { ...st, exec: want });
+  }
+}
+
 export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {
   const limits = validateRequest(req);
   const cwd = normalizePath(req.cwd ?? "");
@@ -119,10 +151,12 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // Storage is the source of truth: listed in full on every run, but only what differs from
     // the slot's view crosses the wire, and an unchanged workspace on a synced slot needs no
     // reconcile at all (it would change nothing).
-    const manifest = await conditionalManifest(sync, slot.view); // slot.view := storage
+    const [manifest, modes] = await Promise.all([conditionalManifest(sync, slot.view), sync.modes(slot.modes?.etag)]); // slot.view := storage
     const manifestFiles = slot.view.size;
+    const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
+    if (modes !== "same") slot.modes = modes && { etag: modes.etag, exec: new Set(modes.exec) };
     let rec: ReconcileStats;
-    if (manifest.unchanged && slot.synced) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
+    if (manifest.unchanged && slot.synced && !modesChanged) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
     else {
       slot.synced = null;
       rec = await reconcile(slot, [...slot.view.values()], sync, deps.owner);
@@ -163,9 +197,20 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     }
     await fs.rm(logPath, { force: true });
     await settle(slot, after, changes, wb);
+    const modeSkips: Skipped[] = [];
+    const delta = wb && modesDelta(slot, after, changes, wb);
+    if (delta) {
+      try {
+        const m = await sync.updateModes(delta);
+        slot.modes = { etag: m.etag, exec: new Set(m.exec) };
+      } catch (e) {
+        for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${String((e as Error).message ?? e).slice(0, 200)}` });
+      }
+    }
+    settleModes(slot, after);
     clean = true;
 
-    const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? [])];
+    const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? []), ...modeSkips];
     const note = outputFile ? `; full output in ${outputFile}` : "";
     return {
       run_id: runId,

@@ -9,7 +9,7 @@
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, rmdirSync, writeFileSync, type Dirent } from "node:fs";
+import { chmodSync, constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, rmdirSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -24,6 +24,8 @@ export interface FileState {
   hash: string;
   /** inode:size:mtime:ctime (ns) after we wrote it; ctime cannot be forged by the command. */
   fp: string;
+  /** The owner's execute bit, as the tree has it. */
+  exec: boolean;
 }
 
 export interface Slot {
@@ -45,6 +47,11 @@ export interface Slot {
    * and storage still equals `view`, reconciling again would change nothing.
    */
   synced: { skipped: Skipped[] } | null;
+  /**
+   * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
+   * version of that list; null while unknown (not read yet, or the API keeps no modes).
+   */
+  modes: { etag: string | null; exec: Set<string> } | null;
   cold: boolean;
   busy: boolean;
   lastUsed: number;
@@ -96,6 +103,21 @@ export const isValidName = (rel: string): boolean => {
 
 export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
   `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+
+/** Whether a mode has the owner's execute bit (what git and the exec list record). */
+export const isExec = (mode: bigint | number): boolean => (BigInt(mode) & 0o100n) !== 0n;
+
+/**
+ * Sets a file of the slot to 0755 or 0644 and records it (mode and the fingerprint, which
+ * chmod changes through ctime). Never follows a symlink: the slot's files are regular files.
+ */
+export function setExec(slot: Slot, path: string, exec: boolean): void {
+  const st = slot.files.get(path);
+  if (!st) return;
+  const abs = join(slot.tree, path);
+  chmodSync(abs, exec ? 0o755 : 0o644);
+  slot.files.set(path, { ...st, exec, fp: fingerprint(lstatSync(abs, { bigint: true })) });
+}
 
 /** Runs fn over items, at most n at a time. */
 export async function pool<T>(n: number, items: T[], fn: (item: T) => Promise<void>): Promise<void> {
@@ -159,7 +181,7 @@ export class TreeCache {
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), view: new ManifestView(), synced: null, cold: true, busy: true, lastUsed: Date.now() };
+    const slot: Slot = { key, dir, tree, files: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }
@@ -275,8 +297,12 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
     stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
   }
   const emptied = new Set<string>();
+  const exec = slot.modes?.exec ?? null; // null: modes unknown, leave them as they are
   for (const [p, st] of slot.files) {
-    if (want.get(p)?.etag === st.etag) continue;
+    if (want.get(p)?.etag === st.etag) {
+      if (exec && exec.has(p) !== st.exec) setExec(slot, p, exec.has(p));
+      continue;
+    }
     if (!want.has(p)) {
       await fs.rm(join(slot.tree, p), { force: true });
       emptied.add(parentOf(p));
@@ -322,8 +348,9 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
       return;
     }
     if (owner) lchownSync(abs, owner.uid, owner.gid);
+    if (exec?.has(e.path)) chmodSync(abs, 0o755);
     const st = lstatSync(abs, { bigint: true });
-    slot.files.set(e.path, { etag: file.etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st) });
+    slot.files.set(e.path, { etag: file.etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st), exec: isExec(st.mode) });
     stats.downloaded_files++;
     stats.downloaded_bytes += size;
   });
@@ -334,8 +361,8 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
 }
 
 export interface WalkResult {
-  /** Regular files: path → fingerprint and size. */
-  files: Map<string, { fp: string; size: number }>;
+  /** Regular files: path → fingerprint, size and execute bit. */
+  files: Map<string, { fp: string; size: number; exec: boolean }>;
   dirs: string[];
   /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
   counts: Map<string, number>;
@@ -373,7 +400,7 @@ export async function walk(tree: string): Promise<WalkResult> {
           stack.push(r);
         } else out.skipped.push({ path: r, reason: "invalid_name" });
       } else if (st.isFile()) {
-        if (isValidName(r)) out.files.set(r, { fp: fingerprint(st), size: Number(st.size) });
+        if (isValidName(r)) out.files.set(r, { fp: fingerprint(st), size: Number(st.size), exec: isExec(st.mode) });
         else out.skipped.push({ path: r, reason: "invalid_name" });
       } else if (st.isSymbolicLink()) {
         out.skipped.push({ path: r, reason: "symlink", detail: `-> ${await fs.readlink(join(tree, r)).catch(() => "?")}` });
@@ -404,6 +431,7 @@ export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
   await pool(8, suspects, async (p) => {
     const st = slot.files.get(p)!;
     const loc = after.files.get(p)!;
+    // Same bytes (a touch, a chmod): no change of content; the execute bit is the runner's business.
     if (loc.size === st.size && (await hashFile(join(slot.tree, p))) === st.hash) slot.files.set(p, { ...st, fp: loc.fp });
     else changes.push({ path: p, kind: "modified", base: st });
   });

@@ -11,7 +11,7 @@ import { constants, promises as fs } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import type { Conflict, Skipped, SyncClient } from "../../lib/exec/types.js";
-import { fingerprint, pool, type Change, type FileState } from "./tree.js";
+import { fingerprint, isExec, pool, type Change, type FileState } from "./tree.js";
 
 /** Files up to this size are read whole; larger ones are streamed. */
 const INLINE_BYTES = 4 * 1024 * 1024;
@@ -108,7 +108,7 @@ export async function writeBack(opts: {
         return;
       }
       const st = await fs.lstat(abs, { bigint: true });
-      out.written.set(c.path, { etag: r.etag, size: body.size, hash: body.hash(), fp: fingerprint(st) });
+      out.written.set(c.path, { etag: r.etag, size: body.size, hash: body.hash(), fp: fingerprint(st), exec: isExec(st.mode) });
       out.uploaded_bytes += body.size;
       (c.kind === "created" ? out.created : out.modified).push(c.path);
     } catch (e) {

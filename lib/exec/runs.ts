@@ -55,7 +55,7 @@ type RunKeys = ReturnType<typeof keysOf>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-async function readJson<T>(driver: StorageDriver, key: string): Promise<{ value: T; etag: string } | null> {
+export async function readJson<T>(driver: StorageDriver, key: string): Promise<{ value: T; etag: string } | null> {
   const got = await driver.get(key);
   if (!got) return null;
   const text = await new Response(got.body).text();

@@ -10,12 +10,14 @@
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
+ *   GET    /v1/sync/modes               If-None-Match: <etag>    → { etag, exec: [path] } | 304
+ *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
  */
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
-import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
 export interface HttpSyncOptions extends SyncAccess {
   fetch?: typeof fetch;
@@ -122,6 +124,22 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       if (res.status === 412) return { ok: false, conflict: true };
       if (!res.ok && res.status !== 404) await fail(res, `delete ${path}`);
       return { ok: true };
+    },
+    async modes(known) {
+      const res = await call("GET", `${base}/modes`, known ? { headers: { "if-none-match": quoteEtag(known) } } : {});
+      if (res.status === 304) return "same";
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null; // an API that keeps no modes
+      }
+      if (!res.ok) await fail(res, "modes");
+      return (await res.json()) as ExecModes;
+    },
+    async updateModes(delta) {
+      // Idempotent (a delta applied twice is applied once): retried like a GET.
+      const res = await call("POST", `${base}/modes`, { body: JSON.stringify(delta), headers: { "content-type": "application/json" } }, true);
+      if (!res.ok) await fail(res, "update modes");
+      return (await res.json()) as ExecModes;
     },
   };
 }

@@ -22,12 +22,22 @@ const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
-async function bodyText(req: Request, max: number): Promise<string> {
+/** A request body of at most `max` bytes (PAYLOAD_TOO_LARGE beyond). */
+export async function bodyText(req: Request, max: number): Promise<string> {
   const length = Number(req.headers.get("content-length") ?? 0);
   if (length > max) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${max} bytes.`);
   const text = await req.text();
   if (text.length > max) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${max} bytes.`);
   return text;
+}
+
+/** JSON.parse, or INVALID_ARGUMENT naming what was expected. */
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ToolError("INVALID_ARGUMENT", `The ${what} is not JSON.`);
+  }
 }
 
 /** Serves /v1/sync/run[/...] for a verified token; mounted by handleSync (sync-server.ts). */
@@ -41,8 +51,8 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
     case "GET ":
       return json(await rec.state());
     case "POST /claim": {
-      const body = JSON.parse((await bodyText(req, 1024)) || "{}") as { task?: unknown };
-      return json(await rec.claim({ task: body.task === true }));
+      const body = parseJson((await bodyText(req, 1024)) || "{}", "claim") as { task?: unknown } | null;
+      return json(await rec.claim({ task: body?.task === true }));
     }
     case "DELETE /claim":
       await rec.release();

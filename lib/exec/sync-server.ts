@@ -8,7 +8,8 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
-import { handleSyncRun } from "./sync-runs.js";
+import { parseModesDelta, readModes, updateModes } from "./modes.js";
+import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
 
@@ -23,6 +24,9 @@ export interface SyncServerDeps {
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
+
+/** A modes delta: up to MAX_EXEC_FILES paths of up to 768 bytes, twice. */
+const MAX_MODES_BYTES = 16 * 1024 * 1024;
 
 const conflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED" || e.code === "ALREADY_EXISTS");
 
@@ -50,19 +54,21 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/manifest" && req.method === "POST") {
       // Conditional manifest, one request (lib/exec/sync-storage.ts): storage is listed in full,
       // only buckets that differ from the runner's digests are sent, entries as [path, etag, size].
-      const length = Number(req.headers.get("content-length") ?? 0);
-      if (length > MAX_MANIFEST_QUERY_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", "The manifest query is too large.");
-      const text = await req.text();
-      if (text.length > MAX_MANIFEST_QUERY_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", "The manifest query is too large.");
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new ToolError("INVALID_ARGUMENT", "The manifest query is not JSON.");
-      }
+      const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
       const a = await answerManifest(deps.driver, prefix, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]) });
+    }
+
+    if (url.pathname === "/v1/sync/modes" && req.method === "GET") {
+      const m = await readModes(deps.driver, claims.t, claims.w);
+      const known = req.headers.get("if-none-match");
+      if (known && m.etag !== null && unquoteEtag(known) === m.etag) return new Response(null, { status: 304 });
+      return json(m);
+    }
+    if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
+      const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
+      return json(await updateModes(deps.driver, claims.t, claims.w, delta));
     }
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.

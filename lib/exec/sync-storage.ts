@@ -1,5 +1,5 @@
 /**
- * SyncClient over a StorageDriver and one workspace's files prefix. Used in-process by
+ * SyncClient over a StorageDriver and one workspace. Used in-process by
  * tests and by the sync endpoint (lib/exec/sync-server.ts). Bundles for Workers.
  *
  * Also the conditional manifest, shared by both ends: the runner sends what it believes
@@ -8,8 +8,9 @@
  * differs. A warm call on an unchanged workspace ships B "same" flags instead of every entry.
  */
 import { ToolError } from "../errors.js";
-import { normalizeFilePath } from "../paths.js";
+import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { readModes, updateModes } from "./modes.js";
 import type { SyncClient, SyncEntry } from "./types.js";
 
 // ---------------------------------------------------------------- conditional manifest
@@ -229,7 +230,8 @@ export async function conditionalManifest(sync: SyncClient, view: ManifestView):
   return { unchanged: view.apply(q, a), received: a.files.length };
 }
 
-export function storageSyncClient(driver: StorageDriver, filesPrefix: string): SyncClient & ConditionalSync {
+export function storageSyncClient(driver: StorageDriver, tenant: string, workspace: string): SyncClient & ConditionalSync {
+  const filesPrefix = filesPrefixOf(tenant, workspace);
   const key = (path: string) => filesPrefix + normalizeFilePath(path);
   return {
     manifestSince: (q) => answerManifest(driver, filesPrefix, q),
@@ -270,5 +272,10 @@ export function storageSyncClient(driver: StorageDriver, filesPrefix: string): S
       await driver.delete(k);
       return { ok: true };
     },
+    async modes(known) {
+      const m = await readModes(driver, tenant, workspace);
+      return known !== undefined && known !== null && m.etag === known ? "same" : m;
+    },
+    updateModes: (delta) => updateModes(driver, tenant, workspace, delta),
   };
 }

@@ -226,6 +226,18 @@ export interface SyncFile {
 export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
 export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
 
+/** The workspace's executable files (lib/exec/modes.ts); etag null: none ever recorded. */
+export interface ExecModes {
+  etag: string | null;
+  exec: string[];
+}
+
+/** A change of executable bits: `remove` applies first, then `add`. */
+export interface ModesDelta {
+  add: string[];
+  remove: string[];
+}
+
 /**
  * What the container function may do to one workspace, and nothing more. Tenant and
  * workspace are fixed by the token, never named in a call.
@@ -239,4 +251,11 @@ export interface SyncClient {
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
   delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * The executable files; "same" when `known` (an etag of an earlier answer) is still current;
+   * null when the other end keeps no modes (an older API): modes are then left alone.
+   */
+  modes(known?: string | null): Promise<ExecModes | "same" | null>;
+  /** Changes executable bits, merged with concurrent changes; the list as it now stands. */
+  updateModes(delta: ModesDelta): Promise<ExecModes>;
 }

@@ -106,6 +106,14 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
   });
   afterAll(() => env.close());
 
+  it("an executable script stays executable after the edit tool changes it", async () => {
+    ok(await env.call("bash", { command: "printf '#!/bin/sh\\necho one\\n' > s.sh && chmod +x s.sh && ./s.sh" }));
+    ok(await env.call("read", { file_path: "s.sh" }));
+    ok(await env.call("edit", { file_path: "s.sh", old_string: "one", new_string: "two" }));
+    const r = ok(await env.call("bash", { command: "./s.sh && stat -c %a s.sh" }));
+    expect(r.output).toBe("two\n755\n");
+  });
+
   it("a command edits, creates and deletes; read, ls and grep see it right after", async () => {
     ok(await env.call("write", { file_path: "src/a.txt", content: "alpha\n" }));
     ok(await env.call("write", { file_path: "old.txt", content: "old\n" }));

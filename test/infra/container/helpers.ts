@@ -18,12 +18,12 @@ let seq = 0;
 
 export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspace = "w1") {
   const driver = memoryDriver();
-  const sync = storageSyncClient(driver, filesPrefix(tenant, workspace));
+  const sync = storageSyncClient(driver, tenant, workspace);
   const root = mkdtempSync(join(tmpdir(), "toolshed-test-"));
   chmodSync(root, 0o711); // the sandbox uid traverses to its tree
   // The run's record in the same storage, as the sync API's /v1/sync/run serves it.
   const runRecords = (r: RunRequest) => storageRunRecords(driver, r.tenant, r.workspace, r.idempotency_key, Date.now() + r.timeout_ms + RUN_MARGIN_MS);
-  const base: HandlerOptions = { root, syncClient: (r) => storageSyncClient(driver, filesPrefix(r.tenant, r.workspace)), runRecords, ...opts };
+  const base: HandlerOptions = { root, syncClient: (r) => storageSyncClient(driver, r.tenant, r.workspace), runRecords, ...opts };
   // One handler for every tenant, as in the local server: the request names the workspace.
   const handler = createHandler(base);
   // Another execution environment: its own root (slots), no memory of this one; the same storage.

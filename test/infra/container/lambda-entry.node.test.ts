@@ -84,7 +84,7 @@ const pgrep = (pattern: string): string => {
 
 describe("the Lambda entry where user namespaces are refused", () => {
   it("falls back to the process sandbox, writes back, kills leftovers, survives its own reap, and refuses calls without a tenant", async () => {
-    await storageSyncClient(driver, filesPrefix("acme", "main")).put("a.txt", new TextEncoder().encode("one\n"), {});
+    await storageSyncClient(driver, "acme", "main").put("a.txt", new TextEncoder().encode("one\n"), {});
     const answers = await runEntry([
       // The entry's own bubblewrap cannot start here (control: the command below would fail under it).
       await event("unshare -U true 2>/dev/null && echo userns || echo no-userns; id -u; cat a.txt; echo two > b.txt; sleep 998877 & setsid sleep 998878 & echo started"),
@@ -98,7 +98,7 @@ describe("the Lambda entry where user namespaces are refused", () => {
     expect(second).toMatchObject({ ok: true, result: { stdout: "no-leftovers\ntwo\n" } });
     expect(third).toMatchObject({ ok: false, error: { code: "UNAVAILABLE", details: { reason: "tenant_isolation_missing" } } });
     expect(pgrep("sleep 99887[78]")).toBe("");
-    const ws = storageSyncClient(driver, filesPrefix("acme", "main"));
+    const ws = storageSyncClient(driver, "acme", "main");
     expect(await new Response((await ws.fetch("b.txt"))!.body).text()).toBe("two\n");
     expect(await ws.fetch("c.txt")).toBeNull();
   }, 60_000);

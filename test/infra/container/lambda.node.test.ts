@@ -68,7 +68,7 @@ async function request(tenant: string, workspace: string, command: string, extra
   const token = await mintSyncToken(SECRET, { t: tenant, w: workspace, r: key }, 300);
   return { version: 1, idempotency_key: key, tenant, workspace, command, timeout_ms: 20_000, sync: { url: syncUrl, token }, ...extra };
 }
-const files = (tenant: string, ws: string) => storageSyncClient(driver, filesPrefix(tenant, ws));
+const files = (tenant: string, ws: string) => storageSyncClient(driver, tenant, ws);
 const text = async (tenant: string, ws: string, path: string) => {
   const f = await files(tenant, ws).fetch(path);
   return f ? new Response(f.body).text() : null;
@@ -108,7 +108,7 @@ describe("lambda executor through the local Invoke stand-in", () => {
     const [before, runBefore] = [requests, runRequests];
     const warm = await exec.run(await request("acme", "big", "ls | wc -l"));
     expect(warm.sync.downloaded_files).toBe(0);
-    expect(requests - before).toBe(1); // the manifest, nothing else
+    expect(requests - before).toBe(2); // the manifest and the execute bits (in parallel), nothing else
     expect(runRequests - runBefore).toBe(2); // the run record: claim, result
   });
 

@@ -161,7 +161,7 @@ describe("conditional manifest", () => {
 
   it("keeps the view equal to storage through random changes, sending only buckets that differ", async () => {
     const driver = memoryDriver();
-    const sync = storageSyncClient(driver, prefix);
+    const sync = storageSyncClient(driver, "acme", "main");
     const r = rng(3);
     const paths = Array.from({ length: 4000 }, (_, i) => `d${i % 17}/f${i}.txt`);
     for (const p of paths.slice(0, 3000)) await driver.put(prefix + p, p);
@@ -190,7 +190,7 @@ describe("conditional manifest", () => {
 
   it("a wrong view (any guess) only costs bytes: the result is storage's", async () => {
     const driver = memoryDriver();
-    const sync = storageSyncClient(driver, prefix);
+    const sync = storageSyncClient(driver, "acme", "main");
     for (let i = 0; i < 300; i++) await driver.put(`${prefix}f${i}`, String(i));
     const truth = await listing(driver, prefix);
     const guesses: SyncEntry[][] = [
@@ -255,7 +255,7 @@ describe("conditional manifest", () => {
 
   it("refuses an answer that vouches for entries it also sends, or miscounts", async () => {
     const driver = memoryDriver();
-    const real = storageSyncClient(driver, prefix);
+    const real = storageSyncClient(driver, "acme", "main");
     for (let i = 0; i < 10; i++) await driver.put(`${prefix}f${i}`, String(i));
     const view = new ManifestView();
     await conditionalManifest(real, view);
@@ -306,6 +306,8 @@ function counted(inner: SyncClient, conditional: boolean) {
     },
     put: (p, b, o) => inner.put(p, b, o),
     delete: (p, o) => inner.delete(p, o),
+    modes: (k) => inner.modes(k),
+    updateModes: (d) => inner.updateModes(d),
   };
   const im = (inner as { manifestSince?: (q: unknown) => Promise<unknown> }).manifestSince;
   if (conditional && im) c.manifestSince = (q: unknown) => (stats.manifests++, im(q));
@@ -316,7 +318,7 @@ for (const conditional of [true, false]) {
   describe(`runner, ${conditional ? "conditional" : "plain"} manifest: a warm run sees every change and nothing stale`, () => {
     const prefix = filesPrefix("acme", "main");
     const driver = memoryDriver();
-    const { client, stats, vanish } = counted(storageSyncClient(driver, prefix), conditional);
+    const { client, stats, vanish } = counted(storageSyncClient(driver, "acme", "main"), conditional);
     const run = runner();
     const put = (p: string, text: string) => driver.put(prefix + p, text);
 

@@ -1,0 +1,70 @@
+/**
+ * The executable bit of workspace files. Object storage keeps bytes, not modes, so the
+ * bash runner keeps the list of executable files in one internal object per workspace
+ * (`x/modes.json`, see lib/paths.ts): `chmod +x run.sh` in one call is still true in the
+ * next, in any execution environment, and `git status` does not see every script as
+ * changed after a cold start. Bundles for Workers.
+ *
+ * The list is keyed by path: a tool's edit of an executable file keeps it executable (as an
+ * editor keeps a file's mode). Entries of deleted files are pruned by the runner's next
+ * update; until then a file recreated at that path by a tool (not by a command) comes back
+ * executable. move and copy do not carry the bit; `mv` and `cp -p` in bash do.
+ *
+ * Updates are deltas merged on the server (read, apply, write with If-Match), retried on a
+ * concurrent update, so two runs that chmod different files both keep their change.
+ */
+import { ToolError } from "../errors.js";
+import { modesKey, normalizeFilePath } from "../paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { readJson } from "./runs.js";
+import type { ExecModes, ModesDelta } from "./types.js";
+
+/** Most executable files one workspace records, and most paths in one delta. */
+export const MAX_EXEC_FILES = 100_000;
+const ATTEMPTS = 6;
+
+interface Stored {
+  v: 1;
+  exec: string[];
+}
+
+/** The workspace's executable files ({etag: null, exec: []} when none were ever recorded). */
+export async function readModes(driver: StorageDriver, tenant: string, workspace: string): Promise<ExecModes> {
+  const got = await readJson<Stored>(driver, modesKey(tenant, workspace));
+  if (!got || !Array.isArray(got.value?.exec)) return { etag: got?.etag ?? null, exec: [] };
+  return { etag: got.etag, exec: got.value.exec.filter((p): p is string => typeof p === "string") };
+}
+
+/** A delta from the wire, checked: canonical paths, bounded. Throws INVALID_ARGUMENT. */
+export function parseModesDelta(body: unknown): ModesDelta {
+  const d = body as Partial<ModesDelta> | null;
+  const list = (v: unknown, name: string): string[] => {
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || v.length > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `${name} must be an array of at most ${MAX_EXEC_FILES} paths.`);
+    return v.map((p) => normalizeFilePath(p));
+  };
+  return { add: list(d?.add, "add"), remove: list(d?.remove, "remove") };
+}
+
+/** Applies a delta (removals first, then additions) and stores the list, merging with concurrent updates. */
+export async function updateModes(driver: StorageDriver, tenant: string, workspace: string, delta: ModesDelta): Promise<ExecModes> {
+  const key = modesKey(tenant, workspace);
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const now = await readModes(driver, tenant, workspace);
+    const exec = new Set(now.exec);
+    for (const p of delta.remove) exec.delete(p);
+    for (const p of delta.add) exec.add(p);
+    if (exec.size > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_EXEC_FILES} executable files.`);
+    const sorted = [...exec].sort();
+    if (now.etag !== null && sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
+    try {
+      const body: Stored = { v: 1, exec: sorted };
+      const info = await driver.put(key, JSON.stringify(body), { ...(now.etag === null ? { ifNoneMatch: "*" as const } : { ifMatch: now.etag }), contentType: "application/json" });
+      return { etag: info.etag, exec: sorted };
+    } catch (e) {
+      if (!isConditionFailed(e)) throw e;
+      await new Promise((r) => setTimeout(r, 20 * 2 ** attempt * Math.random()));
+    }
+  }
+  throw new ToolError("CONFLICT", "The workspace's file modes kept changing under concurrent commands; run the command again.");
+}
