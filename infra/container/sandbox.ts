@@ -119,12 +119,16 @@ export function commandEnv(tmp: string, extra: Record<string, string>): Record<s
  * Memory is RLIMIT_DATA (what a process writes), not RLIMIT_AS alone: an address-space limit
  * of 2 GiB stops `java` and WebAssembly, which reserve gigabytes they never touch. rlimits
  * are per process, so the command also volunteers as the OOM killer's first victim
- * (oom_score_adj 1000): if the host runs short, it dies before the handler does.
+ * (oom_score_adj 1000): if the host runs short, it dies before the handler does. Only
+ * descriptors 0-2 reach the command.
  */
 export function limitsScript(l: RunLimits, timeoutMs: number): string {
   const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
   const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
-  return `echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  // Descriptors beyond 0-2 that the handler inherited without close-on-exec would reach the command: closed.
+  // (Not `done 2>/dev/null`: bash would save stderr in a descriptor the loop then closes.)
+  const closeFds = `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] && { eval "exec $n<&-"; } 2>/dev/null; done`;
+  return `${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
 }
 
 export interface Sandbox {

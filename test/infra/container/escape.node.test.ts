@@ -2,11 +2,12 @@
  * Escape attempts against the real sandbox. Each has a positive control where one is
  * possible, so the test can fail: the same thing done without the barrier succeeds.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_LIMITS, limitsScript } from "../../../infra/container/sandbox.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "tenant-a", "ws-a");
@@ -124,6 +125,18 @@ describe("sandbox escapes", () => {
     // Control: the 2 GiB address-space limit this replaced refuses both.
     const old = await t.run(`ulimit -v ${2048 * 1024}; ${wasm} 2>&1 | grep -o "could not allocate memory"`);
     expect(old.stdout).toBe("could not allocate memory\n");
+  });
+
+  it("no descriptor of the handler reaches the command, even one inherited without close-on-exec", async () => {
+    expect((await t.run("ls /proc/self/fd | tr '\\n' ' '")).stdout).toBe("0 1 2 3 "); // 3: ls's own directory
+    // The limits script alone, handed two open pipes (as a leaky parent would), closes them.
+    const script = limitsScript(DEFAULT_LIMITS, 5000);
+    const ls = spawnSync("/bin/bash", ["-c", script, "toolshed", "ls /proc/self/fd | tr '\\n' ' '; echo to-stderr >&2"], { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] });
+    expect(ls.stdout.toString()).toBe("0 1 2 3 ");
+    expect(ls.stderr.toString()).toBe("to-stderr\n"); // stdout and stderr themselves stay
+    // Control: without the script, bash passes them on.
+    const leaky = spawnSync("/bin/bash", ["-c", "ls /proc/self/fd | tr '\\n' ' '"], { stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] });
+    expect(leaky.stdout.toString().split(" ")).toEqual(expect.arrayContaining(["4", "5"]));
   });
 
   it("commands are the OOM killer's first victims", async () => {
