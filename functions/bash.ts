@@ -1,13 +1,14 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
 import { runForeground, startTask } from "../lib/exec/runs.js";
-import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, timeoutError } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by \`bash -c\` in the workspace root (or working_dir). python3, node and git are installed.
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
+- A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
 - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged, cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed (the full output is saved in the workspace, path in output_file); a non-zero exit code is appended.
@@ -47,7 +48,8 @@ export default defineTool({
     }
 
     const r = await runForeground(ctx.deps.storage, executor, req);
-    if (r.timed_out) throw timeoutError(r, seconds);
+    const stopped = stoppedError(r, seconds);
+    if (stopped) throw stopped;
     let { text } = commandOutput(r);
     for (const c of r.conflicts) {
       text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;

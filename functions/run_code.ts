@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForeground } from "../lib/exec/runs.js";
-import { commandOutput, executorOf, runRequest, timeoutError } from "../lib/exec/tool-support.js";
+import { commandOutput, executorOf, runRequest, stoppedError } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
@@ -31,7 +31,8 @@ export default defineTool({
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) });
     const r = await runForeground(ctx.deps.storage, executor, req);
-    if (r.timed_out) throw timeoutError(r, seconds);
+    const stopped = stoppedError(r, seconds);
+    if (stopped) throw stopped;
     return {
       title: `${args.language} (${args.code.split("\n").length} lines)`,
       output: commandOutput(r).text,

@@ -1,5 +1,5 @@
 /** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
-import type { Executor } from "./exec/types.js";
+import type { Executor, RunLimits } from "./exec/types.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 
@@ -29,4 +29,6 @@ export interface AppDeps {
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */
   syncUrl?: string;
+  /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
+  runLimits?: Partial<RunLimits>;
 }

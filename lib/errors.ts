@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   FILE_TOO_LARGE: { status: 413, hint: "Read it in pages with offset and limit, or use grep." },
   PAYLOAD_TOO_LARGE: { status: 413, hint: "Send a smaller body." },
   CONFLICT: { status: 409, hint: "Another change is in progress; retry." },
+  QUOTA_EXCEEDED: { status: 413, hint: "The command wrote more than one call may add to the workspace; write less, or delete what it does not need in the same command, then retry." },
   TIMEOUT: { status: 408, hint: "Use a larger timeout, or run_in_background: true for long commands." },
   BLOCKED: { status: 403, hint: "This command is refused by the workspace's guard rails." },
   NEEDS_CONFIRMATION: { status: 409, hint: "Ask the user, then call again with confirmed: true." },

@@ -11,7 +11,8 @@ import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
 import type { ModesDelta, RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
-import { DEFAULT_LIMITS, type Sandbox } from "./sandbox.js";
+import { watchDisk } from "./disk-quota.js";
+import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
 import { diff, pruneSettled, reconcile, setExec, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
@@ -31,7 +32,8 @@ export interface RunHooks {
 }
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
-const LIMIT_MAX: RunLimits = { memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
+const MiB = 1024 * 1024;
+const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
 
 const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
 
@@ -169,18 +171,32 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
     const out = new OutputCollector(limits.output_bytes, logPath);
     hooks.onStart?.(out);
-    const exit = await deps.sandbox.run({
-      tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, network: req.network === true, limits,
-      timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
-      ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
-      ...(hooks.signal ? { signal: hooks.signal } : {}),
-    });
+    let baseBytes = 0;
+    for (const f of slot.files.values()) baseBytes += f.size;
+    const overQuota = new AbortController();
+    const disk = watchDisk(slot.tree, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+    let exit: SandboxExit;
+    try {
+      exit = await deps.sandbox.run({
+        tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, network: req.network === true, limits,
+        timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
+        signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
+        ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+      });
+    } finally {
+      disk.stop();
+    }
     await out.close();
 
     const t1 = Date.now();
     const after = await walk(slot.tree);
     const changes = await diff(slot, after);
-    const finished = !exit.timedOut && !exit.killed;
+    let afterBytes = 0;
+    for (const f of after.files.values()) afterBytes += f.size;
+    // The sample may have missed a last burst: the exact figure decides too.
+    const quotaHit = disk.exceeded || afterBytes - baseBytes > limits.disk_mb * MiB;
+    const killed = exit.killed && !disk.exceeded;
+    const finished = !exit.timedOut && !exit.killed && !quotaHit;
     const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files }) : null;
 
     let outputFile: string | undefined;
@@ -220,7 +236,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       exit_code: exit.exitCode,
       duration_ms: exit.durationMs,
       timed_out: exit.timedOut,
-      killed: exit.killed,
+      killed,
+      ...(quotaHit ? { limit_exceeded: { disk_mb: limits.disk_mb } } : {}),
       truncated: out.truncated,
       ...(outputFile ? { output_file: outputFile } : {}),
       files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],

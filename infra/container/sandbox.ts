@@ -23,6 +23,7 @@ export const DEFAULT_LIMITS: RunLimits = {
   tmp_mb: 512,
   output_bytes: 30_000,
   max_writeback_files: 20_000,
+  disk_mb: 4096,
 };
 
 export const INSTALL_HINT =

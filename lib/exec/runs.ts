@@ -293,7 +293,8 @@ export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   let error: { code: string; message: string } | undefined;
   if (result?.ok) {
     run = result.result as RunResult;
-    status = run.timed_out ? "timed_out" : run.killed ? "killed" : "completed";
+    status = run.timed_out ? "timed_out" : run.killed || run.limit_exceeded ? "killed" : "completed";
+    if (run.limit_exceeded) error = { code: "QUOTA_EXCEEDED", message: `Stopped: the task added more than ${run.limit_exceeded.disk_mb} MiB to the workspace; none of its file changes were written back.` };
     // A foreground run (followed after a retried call) streams no chunks: its output is in the result.
     if (!rec.task && rec.claim && !rec.claim.task && output === "") output = run.output;
   } else if (result) {

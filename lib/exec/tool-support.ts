@@ -41,7 +41,7 @@ export async function runRequest(
     ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
     network: ctx.auth.scopes.includes("network"),
     sync: { url: deps.syncUrl, token },
-    limits: { output_bytes: MAX_COMMAND_OUTPUT },
+    limits: { ...deps.runLimits, output_bytes: MAX_COMMAND_OUTPUT },
   };
 }
 
@@ -81,11 +81,20 @@ export function commandData(r: RunResult) {
   };
 }
 
-/** A timed-out run as a TIMEOUT error that still carries the output so far. */
-export function timeoutError(r: RunResult, seconds: number): ToolError {
-  return new ToolError(
-    "TIMEOUT",
-    `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.`,
-    { output: commandOutput(r).text, stdout: r.stdout, stderr: r.stderr, duration_ms: r.duration_ms, discarded: r.discarded, ...(r.output_file ? { output_file: r.output_file } : {}) },
-  );
+/** Why a finished run was stopped by a limit, for the model; null when it was not. */
+function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA_EXCEEDED"; message: string } | null {
+  if (r.timed_out)
+    return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.` };
+  if (r.limit_exceeded)
+    return { code: "QUOTA_EXCEEDED", message: `The command was stopped: it added more than ${r.limit_exceeded.disk_mb} MiB to the workspace, and none of its file changes were written back. The output so far is in details.output. Write less, or delete what is not needed in the same command.` };
+  return null;
+}
+
+/** A run stopped by its timeout or a limit, as an error that still carries the output so far; null otherwise. */
+export function stoppedError(r: RunResult, seconds: number): ToolError | null {
+  const why = limitMessage(r, seconds);
+  if (!why) return null;
+  return new ToolError(why.code, why.message, {
+    output: commandOutput(r).text, stdout: r.stdout, stderr: r.stderr, duration_ms: r.duration_ms, discarded: r.discarded, ...(r.output_file ? { output_file: r.output_file } : {}),
+  });
 }

@@ -34,6 +34,11 @@ export interface RunLimits {
   output_bytes: number;
   /** Most files one run may write back (default 20000); more are listed under `skipped`. */
   max_writeback_files: number;
+  /**
+   * Most bytes the command may add to the workspace tree, MiB (default 4096): sampled while
+   * it runs, checked exactly after; past it the command is stopped and nothing is written back.
+   */
+  disk_mb: number;
 }
 
 export interface SyncAccess {
@@ -120,7 +125,9 @@ export interface RunResult {
   files_deleted: string[];
   conflicts: Conflict[];
   skipped: Skipped[];
-  /** Changes not written back because the run timed out or was killed. */
+  /** Set when the command was stopped for adding more than `disk_mb` MiB to the workspace (nothing written back). */
+  limit_exceeded?: { disk_mb: number };
+  /** Changes not written back because the run timed out, was killed or exceeded a limit. */
   discarded: string[];
   sync: SyncStats;
 }

@@ -38,7 +38,7 @@ interface Env {
 }
 
 /** An app over memory storage whose /v1/sync serves the runner, with one tenant + workspace. */
-async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
+async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): Promise<Env> {
   const root = mkdtempSync(join(tmpdir(), `toolshed-tools-${kind}-`));
   chmodSync(root, 0o711);
   const storage = memoryDriver();
@@ -64,7 +64,7 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
     invoke = await startLocalInvokeServer({ root, functionName: "runner" });
     executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()] } as AppDeps;
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()], ...extra } as AppDeps;
   app = createApp(deps, tools);
 
   const adminCall = async (path: string, body: unknown) =>
@@ -233,5 +233,34 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
   it("no network without the network scope", async () => {
     const r = ok(await env.call("bash", { command: "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\" 2>&1 | tail -1" }));
     expect(r.output).toMatch(/Network is unreachable|unreachable|Errno/);
+  });
+});
+
+describe("bash tools over the disk quota (runLimits: 20 MiB)", () => {
+  let env: Env;
+  beforeAll(async () => {
+    env = await makeEnv("local", { runLimits: { disk_mb: 20 } });
+  });
+  afterAll(() => env.close());
+
+  it("bash and run_code: QUOTA_EXCEEDED with the output so far; nothing written back", async () => {
+    const e = err(await env.call("bash", { command: "echo before; echo x > small.txt; head -c 30M /dev/zero > big.bin; echo after" }), "QUOTA_EXCEEDED");
+    expect(e.message).toContain("20 MiB");
+    expect(e.details.output).toContain("before");
+    expect(e.details.discarded).toEqual(["big.bin", "small.txt"]);
+    err(await env.call("read", { file_path: "small.txt" }), "NOT_FOUND");
+    err(await env.call("run_code", { language: "python", code: "open('big.bin', 'wb').write(b'0' * (25 << 20))" }), "QUOTA_EXCEEDED");
+    expect(ok(await env.call("ls", { path: "" })).data.entries).toEqual([]);
+    // Under the quota, the same tools work.
+    expect(ok(await env.call("bash", { command: "head -c 5M /dev/zero > ok.bin && echo fine" })).output).toBe("fine\n");
+  });
+
+  it("a background task over the quota is stopped: bash_output says killed, QUOTA_EXCEEDED", async () => {
+    const bg = ok(await env.call("bash", { command: "for i in 1 2 3 4 5 6; do head -c 5M /dev/zero > f$i; sleep 0.3; done; echo done", run_in_background: true })).data.task_id;
+    const p = ok(await env.call("bash_output", { task_id: bg, wait: true, timeout: 30 }));
+    expect(p.data.status).toBe("killed");
+    expect(p.data.error.code).toBe("QUOTA_EXCEEDED");
+    expect(p.output).toContain("QUOTA_EXCEEDED");
+    err(await env.call("read", { file_path: "f1" }), "NOT_FOUND");
   });
 });

@@ -151,6 +151,37 @@ describe("sandbox escapes", () => {
     expect(r.files_changed).toEqual([]);
   }, 60_000);
 
+  it("many files past the disk quota: stopped while it runs, nothing written back, the tree put back", async () => {
+    await t.write("keep.txt", "keep\n");
+    const before = await t.paths();
+    const started = Date.now();
+    // 10 MB every 0.1 s for 100 rounds (10 s, 1 GB), each file under the 1 GiB file-size limit.
+    const r = await t.run("echo x > keep.txt; for i in $(seq 1 100); do head -c 10M /dev/zero > f$i; sleep 0.1; done; echo finished", { limits: { disk_mb: 50 }, timeout_ms: 30_000 });
+    expect(r.limit_exceeded).toEqual({ disk_mb: 50 });
+    expect(r.stdout).not.toContain("finished");
+    expect(Date.now() - started).toBeLessThan(6000); // stopped within a few samples, not at the end
+    expect(r.exit_code).toBeNull();
+    expect(r.killed).toBe(false);
+    expect(r.files_changed).toEqual([]);
+    expect(r.discarded).toContain("keep.txt");
+    expect(await t.paths()).toEqual(before);
+    expect(await t.read("keep.txt")).toBe("keep\n");
+    // The next run sees storage, not the discarded files.
+    expect((await t.run("ls f* 2>/dev/null | wc -l; cat keep.txt")).stdout).toBe("0\nkeep\n");
+  });
+
+  it("a burst past the disk quota between two samples is caught by the exact check after the run", async () => {
+    const r = await t.run("head -c 60M /dev/zero > big; echo wrote", { limits: { disk_mb: 50 } });
+    expect(r.stdout).toBe("wrote\n"); // it ended before the first sample
+    expect(r.limit_exceeded).toEqual({ disk_mb: 50 });
+    expect(r.files_changed).toEqual([]);
+    expect(await t.paths()).not.toContain("big");
+    // Control: what is deleted in the same command gives its room back.
+    const ok = await t.run("head -c 40M /dev/zero > a; rm a; head -c 40M /dev/zero > b; rm b; echo small > c.txt", { limits: { disk_mb: 50 } });
+    expect(ok.limit_exceeded).toBeUndefined();
+    expect(ok.files_changed).toEqual(["c.txt"]);
+  });
+
   it("`sleep 1000 &` and daemonized processes are dead when the call returns", async () => {
     const r = await t.run("sleep 987654 & setsid nohup sleep 987655 > /dev/null 2>&1 & (sleep 987656 &) ; disown -a; echo started");
     expect(r.stdout).toBe("started\n");

@@ -1,0 +1,84 @@
+/**
+ * How much a command may add to the workspace tree (RunLimits.disk_mb). RLIMIT_FSIZE bounds
+ * one file; this bounds the sum, so a loop of 1 GiB files cannot fill the runner's disk.
+ *
+ * While the command runs, the tree's size is sampled (`treeBytes`, one lstat per file, never
+ * following a link) every 0.5-2 s, the interval growing with the cost of a sample (at most
+ * ~5% of a core); past the quota the run is stopped. Between two samples a command can
+ * overshoot by what the disk writes in that time: the operator sizes the runner's disk with
+ * that margin. After the run the runner checks the exact figure from its own walk (runner.ts),
+ * so a run over the quota never writes anything back.
+ */
+import { lstatSync, readdirSync, type Dirent } from "node:fs";
+
+/**
+ * Bytes of the regular files under `tree` (directories, links and special files count 0).
+ * Synchronous system calls (several times cheaper than the thread pool's), yielding to the
+ * event loop every 2,000 entries so other runs of this handler keep streaming.
+ */
+export async function treeBytes(tree: string): Promise<number> {
+  let total = 0;
+  let seen = 0;
+  const stack = [tree];
+  while (stack.length) {
+    const dir = stack.pop()!;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue; // gone, or made unreadable by the command: the exact check after the run counts it
+    }
+    for (const d of entries) {
+      if (++seen % 2000 === 0) await new Promise((r) => setImmediate(r));
+      const abs = `${dir}/${d.name}`;
+      if (d.isDirectory()) stack.push(abs);
+      else if (d.isFile()) {
+        try {
+          total += lstatSync(abs).size;
+        } catch {
+          /* removed meanwhile */
+        }
+      }
+    }
+  }
+  return total;
+}
+
+export interface DiskWatch {
+  /** Set once a sample found the tree over the quota (the run was then stopped). */
+  readonly exceeded: boolean;
+  stop(): void;
+}
+
+/** Samples the tree until stop(); calls onExceed once when it grew more than `limitBytes` past `baseBytes`. */
+export function watchDisk(tree: string, baseBytes: number, limitBytes: number, onExceed: () => void): DiskWatch {
+  let exceeded = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  const schedule = (costMs: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => void sample(), Math.min(2000, Math.max(500, costMs * 20)));
+    timer.unref();
+  };
+  const sample = async () => {
+    const t0 = Date.now();
+    const bytes = await treeBytes(tree);
+    if (stopped) return;
+    if (bytes - baseBytes > limitBytes) {
+      exceeded = true;
+      onExceed();
+      return;
+    }
+    schedule(Date.now() - t0);
+  };
+  schedule(0);
+  return {
+    get exceeded() {
+      return exceeded;
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
