@@ -141,6 +141,33 @@ function settleModes(slot: Slot, after: WalkResult): void {
   }
 }
 
+/** Full logs of cut output kept in the workspace: the newest ones, the older deleted. */
+export const KEEP_OUTPUT_LOGS = 20;
+const OUTPUT_DIR = ".toolshed/output/";
+const OUTPUT_LOG = /^\.toolshed\/output\/\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
+
+/**
+ * Uploads the whole merged output of a run whose output was cut, as
+ * `.toolshed/output/<UTC time to the millisecond>-<run>.log`, and deletes (conditionally) the logs beyond the
+ * newest KEEP_OUTPUT_LOGS. Returns its path, or undefined when the upload failed.
+ */
+async function keepFullOutput(slot: Slot, sync: SyncClient, runId: string, logPath: string): Promise<string | undefined> {
+  const stamp = new Date().toISOString().replace(/[-:.]/g, ""); // 20261123T015959123Z
+  const path = `${OUTPUT_DIR}${stamp}-${runId}.log`;
+  const st = await fs.stat(logPath);
+  const body = Readable.toWeb(createReadStream(logPath)) as unknown as ReadableStream<Uint8Array>;
+  const r = await sync.put(path, body, { size: st.size }).catch(() => null);
+  if (!r?.ok) return undefined;
+  slot.view.set({ path, etag: r.etag, size: st.size });
+  slot.synced = null; // storage has a file the slot lacks: the next run downloads it
+  const logs = [...slot.view.values()].filter((e) => OUTPUT_LOG.test(e.path)).sort((a, b) => (a.path < b.path ? 1 : -1));
+  for (const old of logs.filter((e) => e.path !== path).slice(KEEP_OUTPUT_LOGS - 1)) {
+    const d = await sync.delete(old.path, { ifMatch: old.etag }).catch(() => null);
+    if (d?.ok) slot.view.delete(old.path);
+  }
+  return path;
+}
+
 export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {
   const limits = validateRequest(req);
   const cwd = normalizePath(req.cwd ?? "");
@@ -199,18 +226,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const finished = !exit.timedOut && !exit.killed && !quotaHit;
     const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files }) : null;
 
-    let outputFile: string | undefined;
-    if (out.truncated) {
-      const path = `.toolshed/output/${runId}.log`;
-      const st = await fs.stat(logPath);
-      const body = Readable.toWeb(createReadStream(logPath)) as unknown as ReadableStream<Uint8Array>;
-      const r = await sync.put(path, body, { size: st.size }).catch(() => null);
-      if (r?.ok) {
-        outputFile = path;
-        slot.view.set({ path, etag: r.etag, size: st.size });
-        slot.synced = null; // storage has a file the slot lacks: the next run downloads it
-      }
-    }
+    const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
     await fs.rm(logPath, { force: true });
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
-import { runIdOf } from "../../../infra/container/runner.js";
+import { KEEP_OUTPUT_LOGS, runIdOf } from "../../../infra/container/runner.js";
 import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
 import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
@@ -70,9 +70,23 @@ describe("container handler: happy paths", () => {
     expect(r.stdout.startsWith("1\n2\n3\n")).toBe(true);
     expect(r.stdout.endsWith("99999\n100000\n")).toBe(true);
     expect(r.output).toContain("bytes omitted; full output in .toolshed/output/");
-    expect(r.output_file).toMatch(/^\.toolshed\/output\/r[0-9a-f]+\.log$/);
+    expect(r.output_file).toMatch(/^\.toolshed\/output\/\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/);
     const full = await t.read(r.output_file!);
     expect(full!.split("\n").length).toBe(100001);
+  });
+
+  it(`keeps the newest ${KEEP_OUTPUT_LOGS} full-output logs; older ones are deleted`, async () => {
+    const logs = async () => (await t.paths()).filter((p) => p.startsWith(".toolshed/output/"));
+    const made: string[] = [];
+    for (let i = 0; i < KEEP_OUTPUT_LOGS + 3; i++) made.push((await t.run(`seq ${i} 20000`, { limits: { output_bytes: 500 } })).output_file!);
+    const left = await logs();
+    expect(left).toHaveLength(KEEP_OUTPUT_LOGS);
+    expect(left).toEqual(made.slice(-KEEP_OUTPUT_LOGS).sort());
+    expect(await t.read(made.at(-1)!)).toMatch(/^22\n23\n/);
+    // A log the agent keeps under another name is its own file: never pruned.
+    await t.run(`cp ${made.at(-1)} .toolshed/output/mine.log`);
+    await t.run("seq 1 20000", { limits: { output_bytes: 500 } });
+    expect(await logs()).toContain(".toolshed/output/mine.log");
   });
 });
 
