@@ -4,17 +4,18 @@
  * the slot back to what storage holds. Node only (never bundled for Workers).
  */
 import { createHash } from "node:crypto";
-import { createReadStream, promises as fs } from "node:fs";
+import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
-import type { ModesDelta, RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
+import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
+import { modesDelta, settleModes } from "./exec-bits.js";
+import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
-import { diff, pruneSettled, reconcile, setExec, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -107,65 +108,6 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     removed.push(s.path);
   }
   pruneSettled(slot.tree, after, removed);
-}
-
-/**
- * What the run did to execute bits, for the workspace's list (lib/exec/modes.ts): the bit of
- * every file that storage now holds as the tree has it (unchanged, or written back), and no
- * entry for a file storage no longer holds. Called after settle; null when nothing changed
- * or modes are unknown.
- */
-function modesDelta(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome): ModesDelta | null {
-  if (!slot.modes) return null;
-  const old = slot.modes.exec;
-  const changed = new Set(changes.map((c) => c.path));
-  const add: string[] = [];
-  const remove: string[] = [];
-  for (const [p, loc] of after.files) {
-    if (changed.has(p) ? !outcome.written.has(p) : !slot.files.has(p)) continue;
-    if (loc.exec && !old.has(p)) add.push(p);
-    else if (!loc.exec && old.has(p)) remove.push(p);
-  }
-  for (const p of old) if (!slot.view.get(p)) remove.push(p);
-  return add.length || remove.length ? { add, remove } : null;
-}
-
-/** Gives every file of the slot the execute bit the workspace records (or, modes unknown, keeps the tree's). */
-function settleModes(slot: Slot, after: WalkResult): void {
-  for (const [p, loc] of after.files) {
-    const st = slot.files.get(p);
-    if (!st) continue;
-    const want = slot.modes ? slot.modes.exec.has(p) : loc.exec;
-    if (loc.exec !== want) setExec(slot, p, want);
-    else if (st.exec !== want) slot.files.set(p, { ...st, exec: want });
-  }
-}
-
-/** Full logs of cut output kept in the workspace: the newest ones, the older deleted. */
-export const KEEP_OUTPUT_LOGS = 20;
-const OUTPUT_DIR = ".toolshed/output/";
-const OUTPUT_LOG = /^\.toolshed\/output\/\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
-
-/**
- * Uploads the whole merged output of a run whose output was cut, as
- * `.toolshed/output/<UTC time to the millisecond>-<run>.log`, and deletes (conditionally) the logs beyond the
- * newest KEEP_OUTPUT_LOGS. Returns its path, or undefined when the upload failed.
- */
-async function keepFullOutput(slot: Slot, sync: SyncClient, runId: string, logPath: string): Promise<string | undefined> {
-  const stamp = new Date().toISOString().replace(/[-:.]/g, ""); // 20261123T015959123Z
-  const path = `${OUTPUT_DIR}${stamp}-${runId}.log`;
-  const st = await fs.stat(logPath);
-  const body = Readable.toWeb(createReadStream(logPath)) as unknown as ReadableStream<Uint8Array>;
-  const r = await sync.put(path, body, { size: st.size }).catch(() => null);
-  if (!r?.ok) return undefined;
-  slot.view.set({ path, etag: r.etag, size: st.size });
-  slot.synced = null; // storage has a file the slot lacks: the next run downloads it
-  const logs = [...slot.view.values()].filter((e) => OUTPUT_LOG.test(e.path)).sort((a, b) => (a.path < b.path ? 1 : -1));
-  for (const old of logs.filter((e) => e.path !== path).slice(KEEP_OUTPUT_LOGS - 1)) {
-    const d = await sync.delete(old.path, { ifMatch: old.etag }).catch(() => null);
-    if (d?.ok) slot.view.delete(old.path);
-  }
-  return path;
 }
 
 export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {

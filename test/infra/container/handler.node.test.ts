@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
-import { KEEP_OUTPUT_LOGS, runIdOf } from "../../../infra/container/runner.js";
+import { KEEP_OUTPUT_LOGS } from "../../../infra/container/output-log.js";
+import { runIdOf } from "../../../infra/container/runner.js";
 import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
 import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
