@@ -122,8 +122,9 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // Storage is the source of truth: listed in full on every run, but only what differs from
     // the slot's view crosses the wire, and an unchanged workspace on a synced slot needs no
     // reconcile at all (it would change nothing).
-    const [manifest, modes] = await Promise.all([conditionalManifest(sync, slot.view), sync.modes(slot.modes?.etag)]); // slot.view := storage
+    const manifest = await conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
     const manifestFiles = slot.view.size;
+    const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
     const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
     if (modes !== "same") slot.modes = modes && { etag: modes.etag, exec: new Set(modes.exec) };
     let rec: ReconcileStats;

@@ -4,13 +4,12 @@
  * workspace come from the token only. fetch-based: bundles for Workers and runs in Node.
  *
  *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
- *   POST   /v1/sync/manifest  {buckets, digests?} → { v: 2, count, buckets, same: [bucket],
- *                                      files: [[path, etag, size]] }  (conditional, one request;
+ *   POST   /v1/sync/manifest  {buckets, digests?, modes?} → { v: 2, count, buckets, same: [bucket],
+ *                                      files: [[path, etag, size]], modes? }  (conditional, one request;
  *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
- *   GET    /v1/sync/modes               If-None-Match: <etag>    → { etag, exec: [path] } | 304
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
  */
 import { ToolError } from "../errors.js";
@@ -75,11 +74,11 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
         return null;
       }
       if (!res.ok) await fail(res, "manifest");
-      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][] };
+      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][]; modes?: ExecModes | "same" };
       if (body.v !== 2 || body.paged) return null;
       if (!Array.isArray(body.files) || !Array.isArray(body.same)) throw new ToolError("INTERNAL", "Workspace sync failed (manifest): malformed answer.");
       const files: SyncEntry[] = body.files.map(([path, etag, size]) => ({ path, etag, size }));
-      return { count: body.count, buckets: body.buckets, same: body.same, files } satisfies ManifestAnswer;
+      return { count: body.count, buckets: body.buckets, same: body.same, files, ...(body.modes !== undefined ? { modes: body.modes } : {}) } satisfies ManifestAnswer;
     },
     async manifest() {
       const out: SyncEntry[] = [];
@@ -124,16 +123,6 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       if (res.status === 412) return { ok: false, conflict: true };
       if (!res.ok && res.status !== 404) await fail(res, `delete ${path}`);
       return { ok: true };
-    },
-    async modes(known) {
-      const res = await call("GET", `${base}/modes`, known ? { headers: { "if-none-match": quoteEtag(known) } } : {});
-      if (res.status === 304) return "same";
-      if (res.status === 404) {
-        await res.body?.cancel();
-        return null; // an API that keeps no modes
-      }
-      if (!res.ok) await fail(res, "modes");
-      return (await res.json()) as ExecModes;
     },
     async updateModes(delta) {
       // Idempotent (a delta applied twice is applied once): retried like a GET.

@@ -8,7 +8,7 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
-import { parseModesDelta, readModes, updateModes } from "./modes.js";
+import { parseModesDelta, updateModes } from "./modes.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
@@ -55,17 +55,11 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // Conditional manifest, one request (lib/exec/sync-storage.ts): storage is listed in full,
       // only buckets that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
-      const a = await answerManifest(deps.driver, prefix, parseManifestQuery(body));
+      const a = await answerManifest(deps.driver, claims.t, claims.w, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });
-      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]) });
+      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}) });
     }
 
-    if (url.pathname === "/v1/sync/modes" && req.method === "GET") {
-      const m = await readModes(deps.driver, claims.t, claims.w);
-      const known = req.headers.get("if-none-match");
-      if (known && m.etag !== null && unquoteEtag(known) === m.etag) return new Response(null, { status: 304 });
-      return json(m);
-    }
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
       return json(await updateModes(deps.driver, claims.t, claims.w, delta));

@@ -6,12 +6,14 @@
  * storage holds as digests of B buckets (path → bucket by hash); the server lists storage,
  * which stays the source of truth, and sends back only the entries of buckets whose digest
  * differs. A warm call on an unchanged workspace ships B "same" flags instead of every entry.
+ * The same request carries the workspace's execute bits (lib/exec/modes.ts), "same" when the
+ * asker's version is current: one round trip per run.
  */
 import { ToolError } from "../errors.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { readModes, updateModes } from "./modes.js";
-import type { SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
 
 // ---------------------------------------------------------------- conditional manifest
 
@@ -19,6 +21,8 @@ import type { SyncClient, SyncEntry } from "./types.js";
 export interface ManifestQuery {
   buckets: number;
   digests?: string[];
+  /** Ask for the execute bits too: the etag of the list the asker holds (null: none). */
+  modes?: string | null;
 }
 
 export interface ManifestAnswer {
@@ -29,6 +33,8 @@ export interface ManifestAnswer {
   same: number[];
   /** Every entry of every other bucket. */
   files: SyncEntry[];
+  /** The execute bits when asked for; "same" when the asker's etag is current. */
+  modes?: ExecModes | "same";
 }
 
 /** A SyncClient that can answer a ManifestQuery (null: the other end cannot; use manifest()). */
@@ -88,13 +94,22 @@ export function parseManifestQuery(body: unknown): ManifestQuery {
   const q = body as Partial<ManifestQuery> | null;
   const b = q?.buckets;
   if (typeof b !== "number" || !Number.isInteger(b) || b < 1 || b > MAX_BUCKETS) throw new ToolError("INVALID_ARGUMENT", `buckets must be an integer from 1 to ${MAX_BUCKETS}.`);
-  if (q!.digests === undefined) return { buckets: b };
+  const modes = q!.modes;
+  if (modes !== undefined && modes !== null && (typeof modes !== "string" || modes.length > 200)) throw new ToolError("INVALID_ARGUMENT", "modes must be an etag or null.");
+  const withModes = modes !== undefined ? { modes } : {};
+  if (q!.digests === undefined) return { buckets: b, ...withModes };
   if (!Array.isArray(q!.digests) || q!.digests.length !== b || q!.digests.some((d) => typeof d !== "string" || d.length > 100)) throw new ToolError("INVALID_ARGUMENT", "digests must be one string per bucket.");
-  return { buckets: b, digests: q!.digests };
+  return { buckets: b, digests: q!.digests, ...withModes };
 }
 
-/** Lists the whole prefix (the source of truth) and answers the query; null past maxPages. */
-export async function answerManifest(driver: StorageDriver, filesPrefix: string, q: ManifestQuery, maxPages = MANIFEST_MAX_PAGES): Promise<ManifestAnswer | null> {
+/** Lists the workspace's files (the source of truth) and answers the query; null past maxPages. */
+export async function answerManifest(driver: StorageDriver, tenant: string, workspace: string, q: ManifestQuery, maxPages = MANIFEST_MAX_PAGES): Promise<ManifestAnswer | null> {
+  const modes = q.modes === undefined ? Promise.resolve(undefined) : readModes(driver, tenant, workspace).then((m) => (q.modes !== null && m.etag === q.modes ? ("same" as const) : m));
+  const [m, a] = await Promise.all([modes, listAll(driver, filesPrefixOf(tenant, workspace), q, maxPages)]);
+  return a && (m === undefined ? a : { ...a, modes: m });
+}
+
+async function listAll(driver: StorageDriver, filesPrefix: string, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
   const all: SyncEntry[] = [];
   let cursor: string | undefined;
   let pages = 0;
@@ -209,32 +224,35 @@ export interface ManifestResult {
   unchanged: boolean;
   /** Entries that crossed the wire. */
   received: number;
+  /** The execute bits ("same": `knownModes` is current; null: the other end keeps none). */
+  modes: ExecModes | "same" | null;
 }
 
 /**
  * Makes `view` equal to what storage lists now: conditionally when the client can (only
  * buckets that differ from the view cross the wire), from the plain manifest otherwise.
  * Exact either way: every entry is storage's, either sent or vouched for by a SHA-256 digest.
+ * With the conditional manifest come the execute bits; the plain one has none (modes: null).
  */
-export async function conditionalManifest(sync: SyncClient, view: ManifestView): Promise<ManifestResult> {
+export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null): Promise<ManifestResult> {
   const plain = async (): Promise<ManifestResult> => {
     const entries = await sync.manifest();
     const unchanged = entries.length === view.size && entries.every((e) => view.get(e.path)?.etag === e.etag);
     if (!unchanged) view.reset(entries);
-    return { unchanged, received: entries.length };
+    return { unchanged, received: entries.length, modes: null };
   };
   if (!hasManifestSince(sync)) return plain();
-  const q = await view.query();
+  const q = { ...(await view.query()), modes: knownModes };
   const a = await sync.manifestSince(q);
   if (!a) return plain();
-  return { unchanged: view.apply(q, a), received: a.files.length };
+  return { unchanged: view.apply(q, a), received: a.files.length, modes: a.modes ?? null };
 }
 
 export function storageSyncClient(driver: StorageDriver, tenant: string, workspace: string): SyncClient & ConditionalSync {
   const filesPrefix = filesPrefixOf(tenant, workspace);
   const key = (path: string) => filesPrefix + normalizeFilePath(path);
   return {
-    manifestSince: (q) => answerManifest(driver, filesPrefix, q),
+    manifestSince: (q) => answerManifest(driver, tenant, workspace, q),
     async manifest() {
       const out: SyncEntry[] = [];
       let cursor: string | undefined;
@@ -271,10 +289,6 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
       if (head.etag !== opts.ifMatch) return { ok: false, conflict: true };
       await driver.delete(k);
       return { ok: true };
-    },
-    async modes(known) {
-      const m = await readModes(driver, tenant, workspace);
-      return known !== undefined && known !== null && m.etag === known ? "same" : m;
     },
     updateModes: (delta) => updateModes(driver, tenant, workspace, delta),
   };

@@ -259,10 +259,8 @@ export interface SyncClient {
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
   delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
   /**
-   * The executable files; "same" when `known` (an etag of an earlier answer) is still current;
-   * null when the other end keeps no modes (an older API): modes are then left alone.
+   * Changes executable bits, merged with concurrent changes; the list as it now stands. (They
+   * are read with the conditional manifest: lib/exec/sync-storage.ts.)
    */
-  modes(known?: string | null): Promise<ExecModes | "same" | null>;
-  /** Changes executable bits, merged with concurrent changes; the list as it now stands. */
   updateModes(delta: ModesDelta): Promise<ExecModes>;
 }

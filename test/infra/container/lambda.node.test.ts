@@ -108,7 +108,7 @@ describe("lambda executor through the local Invoke stand-in", () => {
     const [before, runBefore] = [requests, runRequests];
     const warm = await exec.run(await request("acme", "big", "ls | wc -l"));
     expect(warm.sync.downloaded_files).toBe(0);
-    expect(requests - before).toBe(2); // the manifest and the execute bits (in parallel), nothing else
+    expect(requests - before).toBe(1); // the manifest (with the execute bits), nothing else
     expect(runRequests - runBefore).toBe(2); // the run record: claim, result
   });
 

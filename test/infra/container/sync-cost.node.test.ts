@@ -167,7 +167,7 @@ describe("conditional manifest", () => {
     for (const p of paths.slice(0, 3000)) await driver.put(prefix + p, p);
     const view = new ManifestView();
     const first = await conditionalManifest(sync, view);
-    expect(first).toEqual({ unchanged: false, received: 3000 });
+    expect(first).toEqual({ unchanged: false, received: 3000, modes: { etag: null, exec: [] } });
     for (let round = 0; round < 60; round++) {
       const n = r.int(4); // 0 to 3 changes by "other writers" (a delete of a missing file is none)
       const before = await listing(driver, prefix);
@@ -229,7 +229,7 @@ describe("conditional manifest", () => {
     expect(view.size).toBe(3000);
     wire.length = 0;
     const warm = await conditionalManifest(client(), view);
-    expect(warm).toEqual({ unchanged: true, received: 0 });
+    expect(warm).toEqual({ unchanged: true, received: 0, modes: { etag: null, exec: [] } });
     expect(wire.length).toBe(1);
     expect(wire[0]!.bytes).toBeLessThan(1000); // the plain manifest of 3,000 files is ~250 KB
     await driver.put(`${prefix}src/dir3/file-3.ts`, "changed");
@@ -306,7 +306,6 @@ function counted(inner: SyncClient, conditional: boolean) {
     },
     put: (p, b, o) => inner.put(p, b, o),
     delete: (p, o) => inner.delete(p, o),
-    modes: (k) => inner.modes(k),
     updateModes: (d) => inner.updateModes(d),
   };
   const im = (inner as { manifestSince?: (q: unknown) => Promise<unknown> }).manifestSince;

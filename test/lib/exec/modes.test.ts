@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/exec/modes.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
+import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-storage.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import { randomId } from "../../../lib/hash.js";
@@ -59,29 +60,35 @@ describe("modes over the sync API", () => {
     const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET })) as typeof fetch;
     return httpSyncClient({ url: "https://api.example", token: await mintSyncToken(SECRET, { t, w, r: "run1" }, 60), fetch: fetchFn });
   };
+  /** The execute bits as the conditional manifest brings them (one request with the listing). */
+  const modesOf = async (c: Awaited<ReturnType<typeof setup>>, known: string | null = null) => (await conditionalManifest(c, new ManifestView(), known)).modes;
 
-  it("GET answers the list, 'same' for a current etag; POST merges a delta", async () => {
+  it("the manifest brings the list, 'same' for a current etag; POST merges a delta", async () => {
     const w = ws();
     const c = await setup(w);
-    expect(await c.modes()).toEqual({ etag: null, exec: [] });
+    expect(await modesOf(c)).toEqual({ etag: null, exec: [] });
     const m = await c.updateModes({ add: ["run.sh"], remove: [] });
     expect(m.exec).toEqual(["run.sh"]);
-    expect(await c.modes(m.etag)).toBe("same");
-    expect(await c.modes("stale-etag")).toEqual(m);
+    expect(await modesOf(c, m.etag)).toBe("same");
+    expect(await modesOf(c, "stale-etag")).toEqual(m);
     await expect(c.updateModes({ add: ["../x"], remove: [] })).rejects.toThrow(/HTTP 400/);
   });
 
   it("a token reaches only its own workspace's list", async () => {
     const w = ws();
     await (await setup(w)).updateModes({ add: ["secret.sh"], remove: [] });
-    expect(await (await setup(ws())).modes()).toEqual({ etag: null, exec: [] });
-    expect(await (await setup(w, "other")).modes()).toEqual({ etag: null, exec: [] });
+    expect(await modesOf(await setup(ws()))).toEqual({ etag: null, exec: [] });
+    expect(await modesOf(await setup(w, "other"))).toEqual({ etag: null, exec: [] });
     await (await setup(w, "other")).updateModes({ add: ["x.sh"], remove: ["secret.sh"] });
     expect((await readModes(driver, "acme", w)).exec).toEqual(["secret.sh"]);
   });
 
-  it("an API without modes (404) answers null, and the runner leaves modes alone", async () => {
-    const old = httpSyncClient({ url: "https://api.example", token: "t", fetch: (async () => new Response("{}", { status: 404 })) as unknown as typeof fetch });
-    expect(await old.modes()).toBeNull();
+  it("an API without the conditional manifest: modes unknown (null), and the runner leaves them alone", async () => {
+    const old = httpSyncClient({
+      url: "https://api.example",
+      token: "t",
+      fetch: (async (_: RequestInfo | URL, init?: RequestInit) => (init?.method === "POST" ? new Response("", { status: 404 }) : Response.json({ files: [] }))) as unknown as typeof fetch,
+    });
+    expect(await conditionalManifest(old, new ManifestView(), null)).toEqual({ unchanged: true, received: 0, modes: null });
   });
 });
