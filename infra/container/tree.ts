@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
+import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
 import { ManifestView } from "../../lib/exec/sync-storage.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 
@@ -61,6 +62,8 @@ export type Owner = { uid: number; gid: number } | null;
 
 /** Downloads up to this size are buffered whole; larger ones are streamed to disk. */
 const SMALL_FILE = 1024 * 1024;
+/** Batch requests in flight during a reconcile. */
+const BATCH_CONCURRENCY = 4;
 
 /**
  * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
@@ -313,22 +316,18 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
 
   const todo = [...want.values()].filter((e) => !slot.files.has(e.path));
   const known = new Set<string>();
-  await pool(concurrency, todo, async (e) => {
+
+  /** Writes the bytes to a private temporary file, then moves it into the tree. */
+  const place = async (e: SyncEntry, etag: string, data: Uint8Array | ReadableStream<Uint8Array>): Promise<void> => {
     const abs = join(slot.tree, e.path);
-    const file = await sync.fetch(e.path);
-    if (!file) {
-      await fs.rm(abs, { force: true }); // deleted since the manifest was taken
-      return;
-    }
     const tmp = join(slot.dir, "incoming", randomBytes(8).toString("hex"));
     const h = createHash("sha256");
     let size = 0;
-    if (file.size >= 0 && file.size <= SMALL_FILE) {
+    if (data instanceof Uint8Array) {
       // Small files (most of a workspace): one buffer, one write; streams cost more than the bytes.
-      const buf = new Uint8Array(await new Response(file.body).arrayBuffer());
-      h.update(buf);
-      size = buf.length;
-      writeFileSync(tmp, buf, { mode: 0o644 }); // sync: small, and the thread pool is the bottleneck
+      h.update(data);
+      size = data.length;
+      writeFileSync(tmp, data, { mode: 0o644 }); // sync: small, and the thread pool is the bottleneck
     } else {
       const tap = new Transform({
         transform(chunk: Buffer, _enc, cb) {
@@ -337,7 +336,7 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
           cb(null, chunk);
         },
       });
-      await pipeline(Readable.fromWeb(file.body as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
+      await pipeline(Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
     }
     try {
       await mkdirs(slot.tree, parentOf(e.path), owner, known);
@@ -350,10 +349,39 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
     if (owner) lchownSync(abs, owner.uid, owner.gid);
     if (exec?.has(e.path)) chmodSync(abs, 0o755);
     const st = lstatSync(abs, { bigint: true });
-    slot.files.set(e.path, { etag: file.etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st), exec: isExec(st.mode) });
+    slot.files.set(e.path, { etag: etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st), exec: isExec(st.mode) });
     stats.downloaded_files++;
     stats.downloaded_bytes += size;
-  });
+  };
+
+  /** One file, one request (large files, and what a batch could not bring). */
+  const fetchOne = async (e: SyncEntry): Promise<void> => {
+    const file = await sync.fetch(e.path);
+    if (!file) {
+      await fs.rm(join(slot.tree, e.path), { force: true }); // deleted since the manifest was taken
+      return;
+    }
+    const small = file.size >= 0 && file.size <= SMALL_FILE;
+    await place(e, file.etag, small ? new Uint8Array(await new Response(file.body).arrayBuffer()) : file.body);
+  };
+
+  // Small files in batches (one request each, lib/exec/sync-batch.ts), large ones alone, side by side.
+  const batch = todo.length > 1;
+  const batched = batch ? todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES) : [];
+  const alone = batch ? todo.filter((e) => e.size > BATCH_MAX_FILE_BYTES) : todo;
+  let batching = true; // false once the API answered that it has no batches: every file alone
+  await Promise.all([
+    pool(BATCH_CONCURRENCY, batchesOf(batched), async (batch) => {
+      const got = batching ? await sync.fetchMany(batch.map((e) => e.path)) : null;
+      if (!got) {
+        batching = false;
+        await pool(concurrency, batch, fetchOne);
+        return;
+      }
+      await pool(concurrency, batch.map((e, i) => [e, got[i]!] as const), async ([e, f]) => ("missing" in f ? fetchOne(e) : place(e, f.etag, f.bytes)));
+    }),
+    pool(concurrency, alone, fetchOne),
+  ]);
   // A fixpoint unless a download failed, vanished or brought another version than listed.
   stats.clean = slot.files.size === want.size;
   if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;

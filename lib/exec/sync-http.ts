@@ -8,6 +8,7 @@
  *                                      files: [[path, etag, size]], modes? }  (conditional, one request;
  *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
+ *   POST   /v1/sync/fetch  {paths}      → frames of many small files (lib/exec/sync-batch.ts)
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
@@ -15,6 +16,7 @@
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import { decodeFrames } from "./sync-batch.js";
 import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
 import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
@@ -34,6 +36,8 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
 
   /** Set once the server answered that it has no conditional manifest (an older API). */
   let noConditional = false;
+  /** Set once the server answered that it has no batch fetch (an older API). */
+  let noBatches = false;
 
   async function call(method: string, url: string, init: RequestInit = {}, idempotent = method === "GET"): Promise<Response> {
     const tries = idempotent ? attempts : 1;
@@ -100,6 +104,17 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       }
       if (!res.ok || !res.body) await fail(res, `fetch ${path}`);
       return { body: res.body!, etag: unquoteEtag(res.headers.get("etag") ?? ""), size: Number(res.headers.get("content-length") ?? -1) };
+    },
+    async fetchMany(paths) {
+      if (noBatches) return null;
+      const res = await call("POST", `${base}/fetch`, { body: JSON.stringify({ paths }), headers: { "content-type": "application/json" } }, true);
+      if (res.status === 404 || res.status === 405) {
+        await res.body?.cancel();
+        noBatches = true;
+        return null;
+      }
+      if (!res.ok) await fail(res, "batch fetch");
+      return decodeFrames(new Uint8Array(await res.arrayBuffer()), paths.map((p) => normalizeFilePath(p)));
     },
     async put(path, body, o) {
       const headers: Record<string, string> = { "content-type": "application/octet-stream" };

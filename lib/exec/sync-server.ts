@@ -4,11 +4,12 @@
  * Tenant and workspace come from the verified token only; paths go through normalizeFilePath.
  */
 import { ToolError, errorBody, isToolError } from "../errors.js";
-import { filesPrefix, normalizeFilePath } from "../paths.js";
+import { fileKey, filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { parseModesDelta, updateModes } from "./modes.js";
+import { BATCH_CONTENT_TYPE, batchStream, parseBatchRequest, readBatchFile } from "./sync-batch.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
@@ -24,6 +25,9 @@ export interface SyncServerDeps {
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
+
+/** A batch: at most BATCH_MAX_FILES paths of up to 768 bytes. */
+const MAX_BATCH_QUERY_BYTES = 128 * 1024;
 
 /** A modes delta: up to MAX_EXEC_FILES paths of up to 768 bytes, twice. */
 const MAX_MODES_BYTES = 16 * 1024 * 1024;
@@ -63,6 +67,12 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
       return json(await updateModes(deps.driver, claims.t, claims.w, delta));
+    }
+
+    if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {
+      // Many small files in one answer (lib/exec/sync-batch.ts), read through the Workspace like GET.
+      const paths = parseBatchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch"));
+      return new Response(batchStream(paths, (p) => readBatchFile(deps.driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.

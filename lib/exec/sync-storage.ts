@@ -13,6 +13,7 @@ import { ToolError } from "../errors.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { readModes, updateModes } from "./modes.js";
+import { readBatchFile } from "./sync-batch.js";
 import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
 
 // ---------------------------------------------------------------- conditional manifest
@@ -267,6 +268,7 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
       const got = await driver.get(key(path));
       return got ? { body: got.body, etag: got.etag, size: got.size } : null;
     },
+    fetchMany: (paths) => Promise.all(paths.map((p) => readBatchFile(driver, key(p), p))),
     async put(path, body, opts) {
       try {
         const info = await driver.put(key(path), body, {

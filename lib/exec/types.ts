@@ -6,6 +6,8 @@
  * workspace through a SyncClient: a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
+import type { BatchFile } from "./sync-batch.js";
+
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
 export interface RunLimits {
@@ -254,6 +256,12 @@ export interface SyncClient {
   manifest(): Promise<SyncEntry[]>;
   /** null when the file does not exist (any more). */
   fetch(path: string): Promise<SyncFile | null>;
+  /**
+   * Small files in one request, in the order asked (lib/exec/sync-batch.ts); an entry is
+   * `missing` when the file is gone or too large for a batch (fetch it alone). null when the
+   * other end has no batches (an older API).
+   */
+  fetchMany(paths: string[]): Promise<BatchFile[] | null>;
   /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */

@@ -15,6 +15,7 @@ import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { isValidName, pruneEmptyDirs, pruneSettled, TreeCache, walk } from "../../../infra/container/tree.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
+import { BATCH_MAX_FILES } from "../../../lib/exec/sync-batch.js";
 import { bucketCountFor, conditionalManifest, ManifestView, storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import type { RunRequest, RunResult, SyncClient, SyncEntry } from "../../../lib/exec/types.js";
@@ -295,7 +296,7 @@ function runner() {
 
 /** The plain SyncClient (no conditional manifest), with counters and a one-shot fetch failure. */
 function counted(inner: SyncClient, conditional: boolean) {
-  const stats = { fetches: 0, manifests: 0 };
+  const stats = { fetches: 0, manifests: 0, batches: 0 };
   const vanish = new Set<string>();
   const c: SyncClient & { manifestSince?: unknown } = {
     manifest: () => (stats.manifests++, inner.manifest()),
@@ -303,6 +304,12 @@ function counted(inner: SyncClient, conditional: boolean) {
       stats.fetches++;
       if (vanish.delete(p)) return Promise.resolve(null); // as if deleted between listing and fetch
       return inner.fetch(p);
+    },
+    fetchMany: async (ps) => {
+      stats.batches++;
+      const got = await inner.fetchMany(ps);
+      // A vanishing file is missing from the batch; the runner then asks for it alone (and it is gone).
+      return got && got.map((f) => (vanish.has(f.path) ? { path: f.path, missing: true as const } : f));
     },
     put: (p, b, o) => inner.put(p, b, o),
     delete: (p, o) => inner.delete(p, o),
@@ -400,3 +407,30 @@ for (const conditional of [true, false]) {
     });
   });
 }
+
+describe("runner: a cold start fetches small files in batches", () => {
+  const prefix = filesPrefix("acme", "main");
+
+  it("300 small files and one large: 5 batch requests and 1 single fetch, every byte in place", async () => {
+    const driver = memoryDriver();
+    const { client, stats } = counted(storageSyncClient(driver, "acme", "main"), true);
+    for (let i = 0; i < 300; i++) await driver.put(`${prefix}src/m${i % 7}/f${i}.txt`, `file ${i}\n`);
+    await driver.put(`${prefix}big.bin`, new Uint8Array(2 * 1024 * 1024 + 3).fill(7));
+    const r = await runner()(client, "cat src/m*/f*.txt | wc -l; wc -c < big.bin; cat src/m3/f3.txt");
+    expect(r.stdout).toBe(`300\n${2 * 1024 * 1024 + 3}\nfile 3\n`);
+    expect(r.sync.downloaded_files).toBe(301);
+    expect(stats.batches).toBe(Math.ceil(300 / BATCH_MAX_FILES));
+    expect(stats.fetches).toBe(1); // the large file, alone
+  });
+
+  it("without batches (an older API) every file comes alone, with the same result", async () => {
+    const driver = memoryDriver();
+    const { client, stats } = counted(storageSyncClient(driver, "acme", "main"), true);
+    const noBatches: SyncClient = { ...client, fetchMany: async () => (stats.batches++, null) };
+    for (let i = 0; i < 100; i++) await driver.put(`${prefix}f${i}.txt`, `${i}\n`);
+    const r = await runner()(noBatches, "cat f*.txt | wc -l");
+    expect(r.stdout).toBe("100\n");
+    expect(stats.fetches).toBe(100);
+    expect(stats.batches).toBeLessThanOrEqual(4); // one per batch in flight, then no more asking
+  });
+});
