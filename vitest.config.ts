@@ -18,6 +18,8 @@ export default defineConfig({
           name: "workers",
           include: ["test/**/*.test.ts"],
           exclude: ["test/**/*.node.test.ts"],
+          // Tests that write a thousand objects into local R2 take seconds on a busy 2-core machine.
+          testTimeout: 30_000,
         },
       },
       {
