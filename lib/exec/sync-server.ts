@@ -70,7 +70,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     }
 
     if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {
-      // Many small files in one answer (lib/exec/sync-batch.ts), read through the Workspace like GET.
+      // Many small files in one answer (lib/exec/sync-batch.ts), from this workspace's files only (fileKey).
       const paths = parseBatchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch"));
       return new Response(batchStream(paths, (p) => readBatchFile(deps.driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
