@@ -3,8 +3,9 @@
  * one file; this bounds the sum, so a loop of 1 GiB files cannot fill the runner's disk.
  *
  * While the command runs, the tree's size is sampled (`treeBytes`, one lstat per file, never
- * following a link) every 0.5-2 s, the interval growing with the cost of a sample (at most
- * ~5% of a core); past the quota the run is stopped. Between two samples a command can
+ * following a link) every 0.5-2 s, the interval 20 times the cost of a sample (~5% of a core;
+ * more for a tree whose sample takes over 100 ms, since the interval stops at 2 s); past the
+ * quota the run is stopped. Between two samples a command can
  * overshoot by what the disk writes in that time: the operator sizes the runner's disk with
  * that margin. After the run the runner checks the exact figure from its own walk (runner.ts),
  * so a run over the quota never writes anything back.

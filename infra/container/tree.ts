@@ -366,9 +366,9 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   };
 
   // Small files in batches (one request each, lib/exec/sync-batch.ts), large ones alone, side by side.
-  const batch = todo.length > 1;
-  const batched = batch ? todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES) : [];
-  const alone = batch ? todo.filter((e) => e.size > BATCH_MAX_FILE_BYTES) : todo;
+  const useBatches = todo.length > 1;
+  const batched = useBatches ? todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES) : [];
+  const alone = useBatches ? todo.filter((e) => e.size > BATCH_MAX_FILE_BYTES) : todo;
   let batching = true; // false once the API answered that it has no batches: every file alone
   await Promise.all([
     pool(BATCH_CONCURRENCY, batchesOf(batched), async (batch) => {

@@ -273,6 +273,10 @@ async function takeOutput(storage: StorageDriver, k: RunKeys): Promise<string> {
   return "";
 }
 
+/** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */
+export const quotaMessage = (diskMb: number): string =>
+  `The command was stopped: it added more than ${diskMb} MiB to the workspace, and none of its file changes were written back. Write less, or delete what is not needed in the same command.`;
+
 const LOST = {
   code: "INTERNAL",
   message: "The task's runner stopped without reporting a result (it crashed, or the function hit its time limit); some of its file changes may have been written back. Check the files, then run the command again if you still need it.",
@@ -294,7 +298,7 @@ export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   if (result?.ok) {
     run = result.result as RunResult;
     status = run.timed_out ? "timed_out" : run.killed || run.limit_exceeded ? "killed" : "completed";
-    if (run.limit_exceeded) error = { code: "QUOTA_EXCEEDED", message: `Stopped: the task added more than ${run.limit_exceeded.disk_mb} MiB to the workspace; none of its file changes were written back.` };
+    if (run.limit_exceeded) error = { code: "QUOTA_EXCEEDED", message: quotaMessage(run.limit_exceeded.disk_mb) };
     // A foreground run (followed after a retried call) streams no chunks: its output is in the result.
     if (!rec.task && rec.claim && !rec.claim.task && output === "") output = run.output;
   } else if (result) {

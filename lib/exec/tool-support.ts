@@ -9,7 +9,7 @@ import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
 import { truncateMiddle } from "../tool.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
-import { RUN_MARGIN_MS } from "./runs.js";
+import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 
@@ -86,7 +86,7 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
   if (r.timed_out)
     return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.` };
   if (r.limit_exceeded)
-    return { code: "QUOTA_EXCEEDED", message: `The command was stopped: it added more than ${r.limit_exceeded.disk_mb} MiB to the workspace, and none of its file changes were written back. The output so far is in details.output. Write less, or delete what is not needed in the same command.` };
+    return { code: "QUOTA_EXCEEDED", message: `${quotaMessage(r.limit_exceeded.disk_mb)} The output so far is in details.output.` };
   return null;
 }
 
