@@ -1,13 +1,14 @@
 import { z } from "@hono/zod-openapi";
 import { pollTask } from "../lib/exec/runs.js";
 import { commandData, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
-import { defineTool, truncateMiddle } from "../lib/tool.js";
+import { cutText } from "../lib/output-cut.js";
+import { defineTool } from "../lib/tool.js";
 
 const description = `Read a background task's output since the last call, and its status.
 - task_id: from bash with run_in_background: true.
 - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
 - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back.
-- Output is cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
+- Output is cut to ${MAX_COMMAND_OUTPUT} bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
 Returns: {task_id, status, exit_code, output, result?}`;
 
 export default defineTool({
@@ -23,7 +24,9 @@ export default defineTool({
   async execute(args, ctx) {
     // The task's record in this workspace's storage: no call to the runner.
     const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
-    const out = truncateMiddle(p.output, MAX_COMMAND_OUTPUT).text;
+    // Line-aware, with the real bytes and lines of what this poll's text loses, and where the whole output is.
+    const running = p.status === "running" ? "The full output is saved when the task ends (output_file in its result)." : "";
+    const out = cutText(p.output, MAX_COMMAND_OUTPUT, p.result?.output_file, running).text;
     const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
     const err = p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "";
     return {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { applyEdit, shortDiff } from "../lib/edit.js";
+import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/edit.js";
 import { ToolError } from "../lib/errors.js";
 import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
@@ -12,7 +12,9 @@ const description = `Replace exact text in a file.
 - An empty old_string creates a new file with new_string as content (ALREADY_EXISTS if the file exists).
 - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED: read it again).
 - Files with CRLF line endings keep them; write old_string and new_string with plain newlines.
-- NO_MATCH shows the nearest lines of the file, with spaces as · and tabs as →.
+- NO_MATCH shows the nearest lines of the file, with spaces as · and tabs as →, and says when old_string still has read's line-number prefixes.
+- The result may be at most 10 MiB (UTF-8); a bigger one is refused with FILE_TOO_LARGE before anything is written.
+- The diff is minimal (one hunk per separate change, 3 lines of context), cut at 80 lines.
 Returns: {file_path, replacements, etag, diff}`;
 
 export default defineTool({
@@ -30,6 +32,7 @@ export default defineTool({
     const path = normalizeFilePath(args.file_path);
     if (args.old_string === args.new_string) throw new ToolError("INVALID_ARGUMENT", "old_string and new_string are identical; nothing would change.");
     if (args.old_string === "") {
+      assertEditSize(utf8Length(args.new_string), path);
       if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists. An empty old_string only creates new files: read the file and give the text to replace.`, { path });
       const info = await saveEdit(ws, path, args.new_string, null);
       const diff = shortDiff(path, "", args.new_string);

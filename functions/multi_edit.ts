@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { applyEdit, shortDiff } from "../lib/edit.js";
+import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/edit.js";
 import { isToolError, ToolError } from "../lib/errors.js";
 import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
@@ -8,6 +8,8 @@ import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 const description = `Make several exact replacements in one file, in order, all or nothing.
 - edits: [{old_string, new_string, replace_all? (default: false)}], applied one after another, each on the result of the previous ones.
 - Each edit follows the rules of the edit tool. If any edit fails (NO_MATCH, NOT_UNIQUE, ...), nothing is written and the error names the edit (edits[i]).
+- Each edit's result may be at most 10 MiB (UTF-8): an edit that would pass it is refused with FILE_TOO_LARGE (naming edits[i]) before it is applied, and nothing is written.
+- The diff is minimal: one hunk per separate change, 3 lines of context, cut at 80 lines.
 - To create a new file, give an empty old_string in the first edit.
 - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED).
 Returns: {file_path, edits_applied, replacements, etag, diff}`;
@@ -36,6 +38,7 @@ export default defineTool({
     if (edits[0]!.old_string === "") {
       if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists; edits[0] has an empty old_string, which only creates new files.`, { path, edit: 0 });
       text = edits[0]!.new_string;
+      assertEditSize(utf8Length(text), path, { label: "edits[0]: ", details: { edit: 0 } });
       edits = edits.slice(1);
     } else {
       ({ text, info: loaded } = await loadForEdit(ws, path));

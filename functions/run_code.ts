@@ -7,8 +7,8 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
-- No network unless your API key has the network scope.
-Returns: {stdout, stderr, exit_code, duration_ms}`;
+- No network unless your API key has the network scope. Long output is cut as bash cuts it (the note says what was left out and where the full output is).
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?}`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
@@ -36,7 +36,11 @@ export default defineTool({
     return {
       title: `${args.language} (${args.code.split("\n").length} lines)`,
       output: commandOutput(r).text,
-      data: { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms, ...(r.files_changed.length ? { files_changed: r.files_changed } : {}) },
+      data: {
+        stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
+        ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
+        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}),
+      },
     };
   },
 });

@@ -1,9 +1,13 @@
 /**
  * String replacement as the edit tools do it: exact matches, CRLF files kept CRLF,
- * helpful failures (nearest lines, every duplicate's line number), and a short diff.
+ * helpful failures (nearest lines, every duplicate's line number, line-number prefixes
+ * pasted from read), and a bound on the result checked before the result is built.
  */
 import { ToolError } from "./errors.js";
 import { lineEnding, visibleWhitespace } from "./text.js";
+import { MAX_EDIT_BYTES } from "./workspace/text-file.js";
+
+export { shortDiff } from "./diff.js";
 
 export interface EditSpec {
   old_string: string;
@@ -11,23 +15,81 @@ export interface EditSpec {
   replace_all?: boolean;
 }
 
-const lineOf = (text: string, index: number): number => {
-  let n = 1;
-  for (let i = text.indexOf("\n"); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) n++;
+/** Most match lines NOT_UNIQUE lists. */
+const MAX_LISTED_MATCHES = 50;
+
+/** UTF-8 bytes of a string, without encoding it (a lone surrogate counts as U+FFFD: 3 bytes). */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+const countOf = (s: string, ch: string): number => {
+  let n = 0;
+  for (let i = s.indexOf(ch); i !== -1; i = s.indexOf(ch, i + 1)) n++;
   return n;
 };
 
-function positions(text: string, needle: string): number[] {
+const fmt = (n: number) => n.toLocaleString("en-US");
+const mib = (n: number) => `${(n / 1024 / 1024).toFixed(n % (1024 * 1024) === 0 ? 0 : 1)} MiB`;
+
+/**
+ * The one size rule of the edit tools (edit, multi_edit, and any tool that builds a file from
+ * edits): a result over `max` UTF-8 bytes is refused with FILE_TOO_LARGE before it is built.
+ */
+export function assertEditSize(bytes: number, path: string, opts: { label?: string; max?: number; why?: string; details?: Record<string, unknown> } = {}): void {
+  const max = opts.max ?? MAX_EDIT_BYTES;
+  if (bytes <= max) return;
+  throw new ToolError(
+    "FILE_TOO_LARGE",
+    `${opts.label ?? ""}this edit would make ${path} ${fmt(bytes)} bytes${opts.why ?? ""}, over the ${mib(max)} (${fmt(max)} bytes) limit of the edit tools; nothing was written. ` +
+      `Make a smaller change (fewer replacements, or a shorter new_string), or produce the file with bash.`,
+    { path, size: bytes, limit: max, ...opts.details },
+  );
+}
+
+/** Match positions of `needle`, without overlap: the count, and the first `keep` of them. */
+function scan(text: string, needle: string, keep: number): { count: number; first: number[] } {
+  const first: number[] = [];
+  let count = 0;
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) {
+    if (count < keep) first.push(i);
+    count++;
+  }
+  return { count, first };
+}
+
+/** 1-based line numbers of ascending positions, in one pass. */
+function linesOf(text: string, sorted: number[]): number[] {
   const out: number[] = [];
-  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) out.push(i);
+  let line = 1;
+  let at = 0;
+  for (const p of sorted) {
+    for (let i = text.indexOf("\n", at); i !== -1 && i < p; i = text.indexOf("\n", i + 1)) {
+      line++;
+      at = i + 1;
+    }
+    out.push(line);
+  }
   return out;
 }
 
 /**
  * Applies one edit to `text`. In a CRLF file, old and new strings written with LF match
- * and are written back with CRLF. `label` names the edit in errors (multi_edit).
+ * and are written back with CRLF. `label` names the edit in errors (multi_edit). The size of
+ * the result (UTF-8 bytes, CRLF expansion included) is checked against `maxBytes` before
+ * the result is built.
  */
-export function applyEdit(text: string, edit: EditSpec, path: string, label = ""): { text: string; count: number } {
+export function applyEdit(text: string, edit: EditSpec, path: string, label = "", maxBytes = MAX_EDIT_BYTES): { text: string; count: number; bytes: number } {
   if (edit.old_string === edit.new_string) {
     throw new ToolError("INVALID_ARGUMENT", `${label}old_string and new_string are identical; nothing would change.`);
   }
@@ -41,23 +103,55 @@ export function applyEdit(text: string, edit: EditSpec, path: string, label = ""
   if (oldS === newS) {
     throw new ToolError("INVALID_ARGUMENT", `${label}old_string and new_string differ only in line endings; ${path} keeps its CRLF line endings, so nothing would change.`);
   }
-  const found = positions(body, oldS);
-  if (found.length === 0) throw noMatch(body, oldS, path, label);
-  if (found.length > 1 && !edit.replace_all) {
-    const lines = found.map((i) => lineOf(body, i));
-    throw new ToolError("NOT_UNIQUE", `${label}old_string occurs ${found.length} times in ${path} (lines ${lines.join(", ")}). Add surrounding lines to make it unique, or set replace_all: true.`, { path, count: found.length, lines });
+  const found = scan(body, oldS, edit.replace_all ? 1 : MAX_LISTED_MATCHES);
+  if (found.count === 0) throw noMatch(body, oldS, path, label);
+  if (found.count > 1 && !edit.replace_all) {
+    const lines = linesOf(body, found.first);
+    const more = found.count > lines.length ? ` and ${found.count - lines.length} more` : "";
+    throw new ToolError("NOT_UNIQUE", `${label}old_string occurs ${found.count} times in ${path} (lines ${lines.join(", ")}${more}). Add surrounding lines to make it unique, or set replace_all: true.`, { path, count: found.count, lines });
   }
-  const replaced = edit.replace_all ? body.split(oldS).join(newS) : body.slice(0, found[0]) + newS + body.slice(found[0]! + oldS.length);
-  return { text: crlf ? replaced.replaceAll("\n", "\r\n") : replaced, count: edit.replace_all ? found.length : 1 };
+  const count = edit.replace_all ? found.count : 1;
+  // The size of the result, before building it: each match changes it by the same amount.
+  const perMatch = utf8Length(newS) - utf8Length(oldS) + (crlf ? countOf(newS, "\n") - countOf(oldS, "\n") : 0);
+  const bytes = utf8Length(body) + (crlf ? countOf(body, "\n") : 0) + count * perMatch;
+  const why = count > 1 ? ` (${fmt(count)} replacements of ${perMatch >= 0 ? "+" : ""}${fmt(perMatch)} bytes each)` : "";
+  assertEditSize(bytes, path, { label, max: maxBytes, why, details: { replacements: count } });
+  // A string replacement pattern would read `$&` and `$1` in new_string: escape `$`.
+  const replaced = edit.replace_all ? body.replaceAll(oldS, newS.replaceAll("$", "$$$$")) : body.slice(0, found.first[0]) + newS + body.slice(found.first[0]! + oldS.length);
+  return { text: crlf ? replaced.replaceAll("\n", "\r\n") : replaced, count, bytes };
+}
+
+/** read's line-number prefix (`     12\t`), or its `→` rendering, at the start of a line. */
+const LINE_PREFIX = /^ *\d+(?:\t|→)/;
+
+/**
+ * When every line of old_string starts with a line-number prefix and the text without them
+ * is in the file: the first prefix (for the message). Else null.
+ */
+function pastedLinePrefix(body: string, oldS: string): string | null {
+  const lines = oldS.split("\n");
+  if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+  if (!lines.every((l) => LINE_PREFIX.test(l))) return null;
+  const stripped = lines.map((l) => l.replace(LINE_PREFIX, "")).join("\n");
+  if (stripped.trim() === "" || !body.includes(stripped)) return null;
+  return lines[0]!.match(LINE_PREFIX)![0];
 }
 
 function noMatch(body: string, oldS: string, path: string, label: string): ToolError {
+  const prefix = pastedLinePrefix(body, oldS);
+  if (prefix) {
+    return new ToolError(
+      "NO_MATCH",
+      `${label}old_string was not found in ${path}: old_string starts with line-number prefixes from read's output (e.g. '${prefix.replace("\t", "→")}'); drop the line-number prefix and retry. The text after the prefixes is in the file.`,
+      { path, candidates: [], whitespace_only: false, line_number_prefix: true, example_prefix: prefix },
+    );
+  }
   const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
-  const lines = body.split("\n");
+  const lines = body.split("\n", 50_000);
   const first = oldS.split("\n").find((l) => l.trim() !== "") ?? oldS;
   const target = collapse(first);
   const scored: { line: number; text: string; score: number }[] = [];
-  for (let i = 0; i < lines.length && i < 50_000; i++) {
+  for (let i = 0; i < lines.length; i++) {
     const l = lines[i]!;
     const c = collapse(l);
     if (!c) continue;
@@ -71,7 +165,7 @@ function noMatch(body: string, oldS: string, path: string, label: string): ToolE
   if (whitespaceOnly) message += " It matches if whitespace is ignored: copy the indentation and line breaks exactly (· is a space, → a tab).";
   if (candidates.length) message += ` Nearest lines:\n${candidates.map((c) => `  ${c.line}: ${c.text}`).join("\n")}\nYour first line: ${visibleWhitespace(first.slice(0, 300))}`;
   else message += " Read the file again and copy the text exactly.";
-  return new ToolError("NO_MATCH", message, { path, candidates, whitespace_only: whitespaceOnly });
+  return new ToolError("NO_MATCH", message, { path, candidates, whitespace_only: whitespaceOnly, line_number_prefix: false });
 }
 
 /** Similarity in [0,1] from common bigrams (Dice coefficient), cheap enough for every line. */
@@ -92,46 +186,4 @@ function similarity(a: string, b: string): number {
     }
   }
   return (2 * common) / (a.length - 1 + b.length - 1);
-}
-
-/** Lines of a text for diffing: no phantom empty line after a final newline; a missing one is marked. */
-function diffLines(text: string): string[] {
-  if (text === "") return [];
-  const lines = text.replaceAll("\r\n", "\n").split("\n");
-  if (lines[lines.length - 1] === "") lines.pop();
-  else lines[lines.length - 1] += "\n\\ No newline at end of file";
-  return lines;
-}
-
-/**
- * A unified diff of the changed region (common leading and trailing lines trimmed),
- * with `context` lines around it, cut at maxLines.
- */
-export function shortDiff(path: string, before: string, after: string, context = 3, maxLines = 80): string {
-  const a = diffLines(before);
-  const b = diffLines(after);
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start++;
-  let endA = a.length - 1;
-  let endB = b.length - 1;
-  while (endA >= start && endB >= start && a[endA] === b[endB]) {
-    endA--;
-    endB--;
-  }
-  const from = Math.max(0, start - context);
-  const toA = Math.min(a.length - 1, endA + context);
-  const toB = Math.min(b.length - 1, endB + context);
-  // An empty range is numbered by the line before it (as in `diff -u`).
-  const range = (to: number) => {
-    const n = to - from + 1;
-    return `${n === 0 ? from : from + 1},${n}`;
-  };
-  const out = [`--- a/${path}`, `+++ b/${path}`, `@@ -${range(toA)} +${range(toB)} @@`];
-  for (let i = from; i < start; i++) out.push(` ${a[i]}`);
-  for (let i = start; i <= endA; i++) out.push(`-${a[i]}`);
-  for (let i = start; i <= endB; i++) out.push(`+${b[i]}`);
-  for (let i = endA + 1; i <= toA; i++) out.push(` ${a[i]}`);
-  const flat = out.join("\n").split("\n");
-  if (flat.length > maxLines) return [...flat.slice(0, maxLines), `... (${flat.length - maxLines} more diff lines)`].join("\n");
-  return flat.join("\n");
 }

@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import type { AuthInfo, Scope } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
+import { cutText } from "./output-cut.js";
 import type { Workspace } from "./workspace/workspace.js";
 
 export type Permission = Scope;
@@ -43,16 +44,16 @@ export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
   return tool as unknown as Tool;
 }
 
-/** Longest `output` any tool hands back; tools cut earlier with their own notes. */
+/** Longest `output` any tool hands back, in UTF-8 bytes of kept text; tools cut earlier with their own notes. */
 export const MAX_OUTPUT_CHARS = 100_000;
 
-/** Cuts text in the middle, saying how much was removed. */
+/**
+ * Cuts text in the middle, on line boundaries, saying how many bytes and which lines of the
+ * real text were left out (lib/output-cut.ts, the same cut as command output).
+ */
 export function truncateMiddle(text: string, max: number): { text: string; truncated: boolean } {
-  if (text.length <= max) return { text, truncated: false };
-  const head = Math.floor(max * 0.5);
-  const tail = max - head;
-  const removed = text.length - head - tail;
-  return { text: `${text.slice(0, head)}\n\n... [${removed} characters removed] ...\n\n${text.slice(text.length - tail)}`, truncated: true };
+  const r = cutText(text, max, undefined, "Ask for less: a smaller page (offset, limit) or a narrower pattern.");
+  return { text: r.text, truncated: r.cut !== null };
 }
 
 /** The tool definition as listed by GET /v1/tools. */

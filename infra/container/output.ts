@@ -1,64 +1,20 @@
 /**
  * Output of a command with bounded memory: head and tail of stdout, stderr and the merged
- * stream are kept; the whole merged stream goes to a log file (itself capped).
+ * stream are kept, the whole of each counted (lib/output-cut.ts: the one truncation, on line
+ * boundaries, whose note states what was left out); the whole merged stream goes to a log
+ * file (itself capped).
  */
 import { createWriteStream, type WriteStream } from "node:fs";
+import { HeadTail } from "../../lib/output-cut.js";
 
-/** Keeps the first and last `max / 2` bytes of a stream. */
-export class HeadTail {
-  private head: Buffer[] = [];
-  private headLen = 0;
-  private tail: Buffer[] = [];
-  private tailLen = 0;
-  total = 0;
-  constructor(private readonly max: number) {}
-
-  push(chunk: Buffer): void {
-    this.total += chunk.length;
-    const headMax = Math.floor(this.max / 2);
-    if (this.headLen < headMax) {
-      const take = chunk.subarray(0, headMax - this.headLen);
-      this.head.push(take);
-      this.headLen += take.length;
-      chunk = chunk.subarray(take.length);
-      if (chunk.length === 0) return;
-    }
-    const tailMax = this.max - headMax;
-    this.tail.push(chunk);
-    this.tailLen += chunk.length;
-    while (this.tailLen - this.tail[0]!.length >= tailMax) this.tailLen -= this.tail.shift()!.length;
-  }
-
-  get truncated(): boolean {
-    return this.total > this.max;
-  }
-
-  text(note = ""): string {
-    const head = Buffer.concat(this.head);
-    let tail = Buffer.concat(this.tail);
-    const tailMax = this.max - Math.floor(this.max / 2);
-    if (tail.length > tailMax) tail = tail.subarray(tail.length - tailMax);
-    const omitted = this.total - head.length - tail.length;
-    if (omitted <= 0) return Buffer.concat([head, tail]).toString("utf8");
-    // Skip UTF-8 continuation bytes so the tail starts on a character.
-    let i = 0;
-    while (i < tail.length && i < 4 && (tail[i]! & 0xc0) === 0x80) i++;
-    return `${head.toString("utf8")}\n\n... [${omitted} bytes omitted${note}] ...\n\n${tail.subarray(i).toString("utf8")}`;
-  }
-
-  reset(): void {
-    this.head = [];
-    this.tail = [];
-    this.headLen = this.tailLen = this.total = 0;
-  }
-}
+export { HeadTail };
 
 export class OutputCollector {
   readonly stdout: HeadTail;
   readonly stderr: HeadTail;
   readonly merged: HeadTail;
   /** Merged output since the last take() (background tasks), also bounded. */
-  private readonly pending = new HeadTail(200_000);
+  private readonly pending: HeadTail;
   private log: WriteStream | null;
   private logBytes = 0;
   logTruncated = false;
@@ -67,6 +23,8 @@ export class OutputCollector {
     this.stdout = new HeadTail(outputBytes);
     this.stderr = new HeadTail(outputBytes);
     this.merged = new HeadTail(outputBytes);
+    // A poll hands out whole pieces, head and tail within the output cap: a piece is at most half of it.
+    this.pending = new HeadTail(Math.max(2, Math.floor(outputBytes / 2)));
     this.log = logPath ? createWriteStream(logPath, { mode: 0o600 }) : null;
   }
 
@@ -99,10 +57,10 @@ export class OutputCollector {
     return this.stdout.truncated || this.stderr.truncated || this.merged.truncated;
   }
 
-  /** Output since the previous take(). */
+  /** Output since the previous take(), its lines numbered as in the whole output. */
   take(): string {
-    const s = this.pending.text();
-    this.pending.reset();
+    const s = this.pending.text(undefined, " printed since the previous poll");
+    this.pending.reset(this.merged.completeLines);
     return s;
   }
 

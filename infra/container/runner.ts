@@ -186,12 +186,15 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     clean = true;
 
     const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? []), ...modeSkips];
-    const note = outputFile ? `; full output in ${outputFile}` : "";
+    // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
+    const full = outputFile ?? (out.truncated ? null : undefined);
+    const cut = out.merged.parts().cut;
     return {
       run_id: runId,
-      stdout: out.stdout.text(),
-      stderr: out.stderr.text(),
-      output: out.merged.text(note),
+      stdout: out.stdout.text(full),
+      stderr: out.stderr.text(full),
+      output: out.merged.text(full),
+      ...(cut ? { output_cut: cut } : {}),
       exit_code: exit.exitCode,
       duration_ms: exit.durationMs,
       timed_out: exit.timedOut,

@@ -7,13 +7,12 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
-import { truncateMiddle } from "../tool.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 
-/** Characters of command output handed to the model (the middle is cut). */
+/** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
 export const MAX_COMMAND_OUTPUT = 30_000;
 
 export function executorOf(deps: AppDeps): Executor {
@@ -56,13 +55,15 @@ export async function guardFor(ctx: ToolContext): Promise<GuardLists> {
   }
 }
 
-/** The model's text: merged output, middle cut, exit code appended when non-zero. */
-export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "output_file">): { text: string; truncated: boolean } {
-  const cut = truncateMiddle(r.output, MAX_COMMAND_OUTPUT);
-  let text = cut.text;
-  if (cut.truncated && r.output_file && !text.includes(r.output_file)) text += `\n[Full output: ${r.output_file}]`;
+/**
+ * The model's text: the merged output as the runner cut it (once, on line boundaries, with a
+ * note of what the real output lost and where the full output is: lib/output-cut.ts; it is
+ * never cut again here), the exit code appended when non-zero.
+ */
+export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "truncated">): { text: string; truncated: boolean } {
+  let text = r.output;
   if (r.exit_code !== null && r.exit_code !== 0) text += `${text && !text.endsWith("\n") ? "\n" : ""}[exit code ${r.exit_code}]`;
-  return { text: text === "" ? "(no output)" : text, truncated: cut.truncated };
+  return { text: text === "" ? "(no output)" : text, truncated: r.truncated };
 }
 
 /** The `data` of a finished command. */
@@ -74,6 +75,7 @@ export function commandData(r: RunResult) {
     duration_ms: r.duration_ms,
     truncated: r.truncated,
     ...(r.output_file ? { output_file: r.output_file } : {}),
+    ...(r.output_cut ? { output_cut: r.output_cut } : {}),
     files_changed: r.files_changed,
     files_deleted: r.files_deleted,
     conflicts: r.conflicts,

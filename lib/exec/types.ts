@@ -6,6 +6,7 @@
  * workspace through a SyncClient: a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
+import type { OutputCut } from "../output-cut.js";
 import type { BatchFile } from "./sync-batch.js";
 
 
@@ -119,6 +120,8 @@ export interface RunResult {
   killed: boolean;
   /** Some output was cut (head and tail kept). */
   truncated: boolean;
+  /** What the cut of `output` left out of the real merged output (bytes, lines); absent when nothing was cut. */
+  output_cut?: OutputCut;
   /** Workspace path of the full merged output, saved when it was truncated. */
   output_file?: string;
   /** Created or modified files written back (created ones are also in files_created). */

@@ -152,6 +152,24 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(full.output).toContain("100000");
   });
 
+  it("seq 1 200000 (1.26 MB): one note with the real totals, on line boundaries, saying where the full output is; run_code alike", async () => {
+    const note = (file: string) =>
+      `3221\n[... output cut: 1,258,903 of 1,288,895 bytes omitted, lines 3,222–197,858 of 200,000. The full output is in ${file}: read it with read (file_path: "${file}", offset: 3222, limit: 2000), or search it with grep. ...]\n197859\n`;
+    const cut = { total_bytes: 1_288_895, total_lines: 200_000, omitted_bytes: 1_258_903, omitted_from_line: 3222, omitted_to_line: 197_858, within_line: false };
+    const r = ok(await env.call("bash", { command: "seq 1 200000" }));
+    expect(r.output.match(/output cut/g)).toHaveLength(1);
+    expect(r.output).toContain(note(r.data.output_file));
+    expect(r.output.startsWith("1\n2\n3\n")).toBe(true);
+    expect(r.output.endsWith("199999\n200000\n")).toBe(true);
+    expect(r.data.output_cut).toEqual(cut);
+    // Where the note says to read, the log has the first omitted line.
+    expect(ok(await env.call("read", { file_path: r.data.output_file, offset: 3222, limit: 1 })).output).toMatch(/^\s+3222\t3222\n/);
+    const py = ok(await env.call("run_code", { language: "python", code: "for i in range(1, 200001):\n    print(i)" }));
+    expect(py.output.match(/output cut/g)).toHaveLength(1);
+    expect(py.output).toContain(note(py.data.output_file));
+    expect(py.data.output_cut).toEqual(cut);
+  });
+
   it("run_code runs python and node", async () => {
     const py = ok(await env.call("run_code", { language: "python", code: "import sys\nprint(sum(range(10)), sys.argv[1:])", args: ["a b", "it's"] }));
     expect(py.data).toMatchObject({ stdout: "45 ['a b', \"it's\"]\n", exit_code: 0 });

@@ -269,6 +269,36 @@ describe("edit", () => {
     expect(await rawText(t, "a.txt")).toBe("abc\n");
   });
 
+  it("a replace_all that would pass 10 MiB is refused with FILE_TOO_LARGE, fast, and nothing is stored", async () => {
+    // The reproduction: x → 1,000 × y in a 100 KB file would be ~100 MB.
+    const content = ("x".repeat(99) + "\n").repeat(1000);
+    const t = await withFile("big.txt", content);
+    const before = await rawGet(t, "big.txt");
+    const t0 = Date.now();
+    const e = expectError(await t.call("edit", { file_path: "big.txt", old_string: "x", new_string: "y".repeat(1000), replace_all: true }), 413, "FILE_TOO_LARGE", "edit");
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(e.details).toMatchObject({ path: "big.txt", size: 99_000 * 1000 + 1000, limit: 10 * 1024 * 1024, replacements: 99_000 });
+    expect(e.message).toContain("99,001,000 bytes");
+    expect(e.message).toContain("10 MiB");
+    const after = await rawGet(t, "big.txt");
+    expect(after.etag).toBe(before.etag);
+    // A new file over the limit is refused the same way.
+    expectError(await t.call("edit", { file_path: "huge.txt", old_string: "", new_string: "z".repeat(10 * 1024 * 1024 + 1) }), 413, "FILE_TOO_LARGE", "edit");
+    expect((await rawGet(t, "huge.txt")).status).toBe(404);
+  });
+
+  it("NO_MATCH says when old_string kept read's line-number prefixes", async () => {
+    const t = await withFile("src/f.ts", SRC);
+    // Lines 4 and 5 exactly as read shows them.
+    const out = (await t.call("read", { file_path: "src/f.ts", offset: 4, limit: 2 })).body.output as string;
+    const pasted = out.split("\n").slice(0, 2).join("\n");
+    expect(pasted).toBe("     4\t\tif (x > 0) {\n     5\t\t\treturn a(x);");
+    const e = expectError(await t.call("edit", { file_path: "src/f.ts", old_string: pasted, new_string: "\tif (x) {\n\t\treturn 1;" }), 422, "NO_MATCH", "edit");
+    expect(e.message).toContain("old_string starts with line-number prefixes from read's output (e.g. '     4→'); drop the line-number prefix and retry");
+    expect(e.details.line_number_prefix).toBe(true);
+    expect(await rawText(t, "src/f.ts")).toBe(SRC);
+  });
+
   it("INTERNAL when storage fails", async () => {
     const t = await tenantWithBrokenFile();
     const r = await t.call("edit", { file_path: "boom.txt", old_string: "", new_string: "x" });

@@ -217,6 +217,38 @@ describe("multi_edit", () => {
     expect(await rawText(t, "a.txt")).toBe("abc\n");
   });
 
+  it("100 doubling edits: FILE_TOO_LARGE names the first edit that would pass 10 MiB, fast, and nothing is stored", async () => {
+    const content = "x".repeat(100_000); // 100 KB
+    const t = await withFile("d.txt", content);
+    const before = await rawGet(t, "d.txt");
+    const t0 = Date.now();
+    const edits = Array.from({ length: 100 }, () => ({ old_string: "x", new_string: "xx", replace_all: true }));
+    const e = expectError(await t.call("multi_edit", { file_path: "d.txt", edits }), 413, "FILE_TOO_LARGE", "multi_edit");
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // 100 KB × 2^7 = 12.8 MB > 10 MiB ≥ 6.4 MB: edits[6] is the seventh doubling.
+    expect(e.details).toMatchObject({ edit: 6, size: 12_800_000, limit: 10 * 1024 * 1024 });
+    expect(e.message.startsWith("edits[6]: this edit would make d.txt 12,800,000 bytes")).toBe(true);
+    expect((await rawGet(t, "d.txt")).etag).toBe(before.etag);
+  });
+
+  it("the diff of two far-apart edits has two hunks with only the changed lines", async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => `row ${i + 1}`).join("\n") + "\n";
+    const t = await withFile("rows.txt", lines);
+    const data = expectOk(await t.call("multi_edit", { file_path: "rows.txt", edits: [{ old_string: "row 2\n", new_string: "ROW 2\n" }, { old_string: "row 28\n", new_string: "ROW 28\n" }] }));
+    expect(data.diff).toBe(
+      ["--- a/rows.txt", "+++ b/rows.txt", "@@ -1,5 +1,5 @@", " row 1", "-row 2", "+ROW 2", " row 3", " row 4", " row 5",
+        "@@ -25,6 +25,6 @@", " row 25", " row 26", " row 27", "-row 28", "+ROW 28", " row 29", " row 30"].join("\n"),
+    );
+  });
+
+  it("NO_MATCH names the edit and says when old_string kept read's line-number prefixes", async () => {
+    const t = await withFile("app.conf", CONFIG);
+    const e = expectError(await t.call("multi_edit", { file_path: "app.conf", edits: [{ old_string: "debug = true", new_string: "debug = false" }, { old_string: "     2\tport = 8080", new_string: "port = 1" }] }), 422, "NO_MATCH", "multi_edit");
+    expect(e.message).toMatch(/^edits\[1\]: .*old_string starts with line-number prefixes from read's output \(e\.g\. '     2→'\); drop the line-number prefix and retry/);
+    expect(e.details).toMatchObject({ edit: 1, line_number_prefix: true });
+    expect(await rawText(t, "app.conf")).toBe(CONFIG);
+  });
+
   it("INTERNAL when storage fails", async () => {
     const t = await tenantWithBrokenFile();
     const r = await t.call("multi_edit", { file_path: "boom.txt", edits: [{ old_string: "", new_string: "x" }] });

@@ -70,7 +70,9 @@ describe("container handler: happy paths", () => {
     expect(r.truncated).toBe(true);
     expect(r.stdout.startsWith("1\n2\n3\n")).toBe(true);
     expect(r.stdout.endsWith("99999\n100000\n")).toBe(true);
-    expect(r.output).toContain("bytes omitted; full output in .toolshed/output/");
+    expect(r.output).toContain(`of 588,895 bytes omitted, lines `);
+    expect(r.output).toContain(`of 100,000. The full output is in ${r.output_file}: read it with read`);
+    expect(r.output_cut).toMatchObject({ total_bytes: 588_895, total_lines: 100_000 });
     expect(r.output_file).toMatch(/^\.toolshed\/output\/\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/);
     const full = await t.read(r.output_file!);
     expect(full!.split("\n").length).toBe(100001);
