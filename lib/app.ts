@@ -2,8 +2,8 @@
  * createApp(deps): the whole API. Each piece is its own OpenAPIHono app (admin, workspaces,
  * raw files, one per tool), mounted here; the OpenAPI document is generated from their schemas.
  */
-import { swaggerUI } from "@hono/swagger-ui";
 import type { AppDeps } from "./deps.js";
+import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { adminApp } from "./routes/admin.js";
 import { newApp } from "./routes/common.js";
@@ -39,7 +39,8 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
       description: "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details } }`.",
     },
   });
-  app.get("/docs", swaggerUI({ url: "/openapi.json" }));
+  // The reference UI is served from here (no CDN): it works offline and behind a locked-down network.
+  app.route("/", docsApp({ specUrl: "/openapi.json", title: "Toolshed API reference" }));
   app.notFound(() => {
     throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
   });

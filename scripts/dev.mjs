@@ -93,7 +93,9 @@ const wrangler = spawn(
     "dev", "--ip", "127.0.0.1", "--port", String(PORT), "--persist-to", ".wrangler/state", "--show-interactive-dev-session=false", "--log-level", "warn",
     "--var", `TOOLSHED_RUNNER_URL:http://127.0.0.1:${RUNNER_PORT}`, "--var", `TOOLSHED_PUBLIC_URL:${BASE}`,
   ],
-  { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+  // CLOUDFLARE_CF_FETCH_ENABLED=false: request.cf is miniflare's built-in placeholder instead of a
+  // download from Cloudflare (which, offline, printed a stack trace per runtime). Nothing here reads cf.
+  { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } },
 );
 let stopping = false;
 const stop = () => {

@@ -1,0 +1,71 @@
+/**
+ * The vendored Swagger UI: the committed lib/docs/swagger-ui.generated.ts is exactly what
+ * scripts/docs-assets.ts makes from the installed swagger-ui-dist, whose version package.json pins
+ * exactly; and the Lambda entry, bundled by esbuild with no loader rule, serves the same bytes.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
+import { expect, it } from "vitest";
+import { SWAGGER_UI_DIGEST, SWAGGER_UI_FILES, SWAGGER_UI_VERSION } from "../../lib/docs/swagger-ui.generated.js";
+import { GENERATED_PATH, renderSwaggerUiModule, swaggerUiDistDir } from "../../scripts/docs-assets.ts";
+
+it("matches what scripts/docs-assets.ts makes from the installed, exactly pinned swagger-ui-dist", () => {
+  const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+  const pinned = pkg.devDependencies?.["swagger-ui-dist"] ?? pkg.dependencies?.["swagger-ui-dist"];
+  expect(pinned, "swagger-ui-dist must be pinned to an exact version").toMatch(/^\d+\.\d+\.\d+$/);
+  expect(SWAGGER_UI_VERSION).toBe(pinned);
+  const fresh = renderSwaggerUiModule(swaggerUiDistDir());
+  // On failure: npm run docs:assets, then commit lib/docs/swagger-ui.generated.ts.
+  expect(readFileSync(GENERATED_PATH, "utf8") === fresh, `${GENERATED_PATH} is stale: run npm run docs:assets`).toBe(true);
+});
+
+it("ships no source map reference (nothing that makes a browser ask for a file we do not serve)", () => {
+  for (const [name, f] of Object.entries(SWAGGER_UI_FILES)) expect(f.body, name).not.toContain("sourceMappingURL");
+});
+
+it("is served by the Lambda entry as bundled by esbuild", async () => {
+  const out = mkdtempSync(join(tmpdir(), "toolshed-lambda-docs-"));
+  try {
+    await build({
+      entryPoints: ["infra/lambda.ts"],
+      outfile: join(out, "lambda.mjs"),
+      bundle: true,
+      platform: "node",
+      target: "node22",
+      format: "esm",
+      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+      logLevel: "error",
+    });
+    // Never contacted: /docs touches no storage.
+    Object.assign(process.env, { TOOLSHED_BUCKET: "docs-test", AWS_REGION: "us-east-1", S3_ENDPOINT: "http://127.0.0.1:1", AWS_ACCESS_KEY_ID: "unused", AWS_SECRET_ACCESS_KEY: "unused" });
+    const { handler } = (await import(pathToFileURL(join(out, "lambda.mjs")).href)) as { handler: (e: unknown, c: unknown) => Promise<{ statusCode: number; headers?: Record<string, string>; body: string; isBase64Encoded: boolean }> };
+    const get = (path: string) =>
+      handler(
+        {
+          version: "2.0",
+          routeKey: "$default",
+          rawPath: path,
+          rawQueryString: "",
+          headers: { host: "toolshed.example" },
+          requestContext: { http: { method: "GET", path, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" }, domainName: "toolshed.example", requestId: "r", routeKey: "$default", stage: "$default", timeEpoch: Date.now() },
+          isBase64Encoded: false,
+        },
+        {},
+      );
+    const page = await get("/docs");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(`/docs/assets/${SWAGGER_UI_DIGEST}/swagger-ui-bundle.js`);
+    for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"]) {
+      const r = await get(`/docs/assets/${SWAGGER_UI_DIGEST}/${name}`);
+      expect(r.statusCode, name).toBe(200);
+      const body = r.isBase64Encoded ? Buffer.from(r.body, "base64").toString("utf8") : r.body;
+      expect(body === SWAGGER_UI_FILES[name]!.body, `${name} served as is`).toBe(true);
+      expect(r.headers?.["cache-control"]).toBe("public, max-age=31536000, immutable");
+    }
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}, 60_000);
