@@ -2,7 +2,7 @@
  * A workspace (or one directory of it) as a tar.gz, streamed: the listing is taken first (it
  * gives the ETag, so If-None-Match is answered without reading a file), then each file is read
  * and written as one tar entry, small files fetched a few ahead, large ones streamed in order,
- * the whole compressed by the platform's CompressionStream. Entry names are relative to the
+ * the whole gzip-compressed as the client pulls it (flate.ts: level 1, for speed). Entry names are relative to the
  * exported directory, so importing with prefix = that directory restores the same paths.
  *
  * What a file changed during the export looks like: its newer bytes (the header is written
@@ -12,6 +12,7 @@
 import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
 import type { FileInfo, Workspace } from "../workspace/workspace.js";
+import { gzipStream } from "./flate.js";
 import { END_OF_ARCHIVE, padding, tarHeader } from "./tar-writer.js";
 
 const PREFETCH = 6;
@@ -109,5 +110,5 @@ export function exportStream(ws: Workspace, listing: ExportListing): ReadableStr
       await chunks.return(undefined);
     },
   }, { highWaterMark: 0 });
-  return tar.pipeThrough(new CompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>);
+  return gzipStream(tar);
 }

@@ -1,11 +1,12 @@
 /**
  * From a request body to archive entries: the format is sniffed from the first bytes (never
- * from the Content-Type): gzip (1f 8b) is inflated with the platform's DecompressionStream and
- * must hold a tar; "PK" is a zip (spooled, see spool.ts); anything else is read as tar, whose
+ * from the Content-Type): gzip (1f 8b) is inflated (flate.ts, with its bomb guard) and must
+ * hold a tar; "PK" is a zip (spooled, see spool.ts); anything else is read as tar, whose
  * header checksum refuses what is not one.
  */
 import { ToolError } from "../errors.js";
 import { ByteReader, peek } from "./byte-reader.js";
+import { gunzip } from "./flate.js";
 import type { EntrySource } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";
 import type { Spool, SpooledArchive } from "./spool.js";
@@ -19,31 +20,6 @@ export interface OpenedArchive {
   entries: EntrySource;
   /** Releases what reading holds (the body, a spooled copy); safe to call twice. */
   close(): Promise<void>;
-}
-
-/**
- * gzip with a ratio guard: past `ratioFloorBytes` out, more than `maxRatio` bytes out per byte
- * in is refused as a decompression bomb, before the bytes reach anything that keeps them.
- */
-export function gunzip(body: ReadableStream<Uint8Array>, limits: Pick<ArchiveLimits, "maxRatio" | "ratioFloorBytes">): ReadableStream<Uint8Array> {
-  let compressed = 0;
-  let out = 0;
-  const countIn = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, c) {
-      compressed += chunk.length;
-      c.enqueue(chunk);
-    },
-  });
-  const guard = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, c) {
-      out += chunk.length;
-      if (out > limits.ratioFloorBytes && out > compressed * limits.maxRatio) {
-        throw new ToolError("PAYLOAD_TOO_LARGE", `The gzip body inflates more than ${limits.maxRatio} times (${out} bytes from ${compressed}): refused as a decompression bomb. Send the archive uncompressed or split it.`, { reason: "ratio", max_ratio: limits.maxRatio });
-      }
-      c.enqueue(chunk);
-    },
-  });
-  return body.pipeThrough(countIn).pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>).pipeThrough(guard);
 }
 
 const isZip = (h: Uint8Array) => h[0] === 0x50 && h[1] === 0x4b && (h[2] === 3 || h[2] === 5) && (h[3] === 4 || h[3] === 6);

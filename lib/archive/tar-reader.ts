@@ -114,9 +114,9 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
     pax = new Map();
     longName = undefined;
     let kind: EntryKind = KINDS[type] ?? "other";
+    // Links, devices, fifos and directories carry no data in the archive whatever their size field says.
+    const dataSize = "123456".includes(type) ? 0 : bodySize;
     if (kind === "file" && rawName?.endsWith("/")) kind = "directory"; // old tars mark directories by the slash
-    // Links, devices and directories carry no data in the archive whatever their size field says.
-    const dataSize = kind === "file" || kind === "other" ? bodySize : 0;
     let taken = false;
     const what = `entry ${JSON.stringify((rawName ?? "?").slice(0, 100))}`;
     const entry: ArchiveEntry = {

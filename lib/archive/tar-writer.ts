@@ -16,10 +16,16 @@ export interface TarHeaderInput {
   linkname?: string;
 }
 
+/** An octal field; past its range, GNU base-256 (high bit set), which GNU tar and bsdtar read. */
 function octal(h: Uint8Array, offset: number, length: number, value: number): void {
   const text = Math.floor(value).toString(8).padStart(length - 1, "0");
-  if (text.length > length - 1) throw new Error(`tar field too small for ${value}`);
-  h.set(enc.encode(text), offset);
+  if (text.length <= length - 1) return h.set(enc.encode(text), offset);
+  let v = Math.floor(value);
+  for (let i = offset + length - 1; i > offset; i--) {
+    h[i] = v % 256;
+    v = Math.floor(v / 256);
+  }
+  h[offset] = 0x80;
 }
 
 /** One 512-byte header block with the name as given (bytes beyond the field are cut: use tarHeader). */

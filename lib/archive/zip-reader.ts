@@ -6,15 +6,15 @@
  *
  * Two streamed reads in total: the central directory, and the data region from the first entry
  * on, walked forward. Entries whose data would overlap or lie behind the previous one (the
- * overlapping-entry zip bomb) are refused. Deflate goes through the platform's
- * DecompressionStream("deflate-raw"); each entry must inflate to exactly its declared size
- * (one byte more and it is refused). Zip64 sizes, offsets and counts are read. Names are
+ * overlapping-entry zip bomb) are refused. Each entry must inflate to exactly its declared size
+ * (one byte more and it is refused). Deflate goes through flate.ts (pulled, bounded). Zip64 sizes, offsets and counts are read. Names are
  * UTF-8 (the flag, or bytes that happen to be valid UTF-8); others are skipped as unreadable.
  * Encrypted entries and methods other than stored/deflate are skipped with a reason.
  */
 import { ToolError } from "../errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
 import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import { inflateRaw } from "./flate.js";
 import type { ArchiveLimits } from "./limits.js";
 
 export interface RangeSource {
@@ -150,7 +150,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       const body = async (): Promise<ReadableStream<Uint8Array>> => {
         const r = await open();
         const raw = r.stream(csize, what);
-        return method === 0 ? exactly(raw, usize, what) : exactly(raw.pipeThrough(new DecompressionStream("deflate-raw")), usize, what);
+        return method === 0 ? exactly(raw, usize, what) : exactly(inflateRaw(raw), usize, what);
       };
       const entry: ArchiveEntry = {
         name,
