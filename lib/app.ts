@@ -6,6 +6,7 @@ import type { AppDeps } from "./deps.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { adminApp } from "./routes/admin.js";
+import { archiveApp } from "./routes/archive.js";
 import { newApp } from "./routes/common.js";
 import { filesApp } from "./routes/files.js";
 import { catalogApp, toolApp } from "./routes/tools.js";
@@ -25,6 +26,7 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   app.route("/", adminApp(deps));
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
+  app.route("/", archiveApp(deps));
   app.route("/", catalogApp(tools));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).

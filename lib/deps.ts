@@ -1,4 +1,5 @@
 /** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
+import type { ArchiveLimits } from "./archive/limits.js";
 import type { Executor, RunLimits } from "./exec/types.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
@@ -31,4 +32,6 @@ export interface AppDeps {
   syncUrl?: string;
   /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
   runLimits?: Partial<RunLimits>;
+  /** Bounds of archive import/export where the defaults (lib/archive/limits.ts) should not apply. */
+  archiveLimits?: Partial<ArchiveLimits>;
 }

@@ -3,6 +3,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../workspace/registry.js";
+import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 
 const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Workspace");
@@ -14,11 +15,16 @@ export function workspacesApp(deps: AppDeps) {
   app.openapi(
     createRoute({
       method: "post", path: "/v1/workspaces", tags: ["workspaces"], security, middleware: auth,
-      summary: "Create a workspace",
-      request: { body: { required: false, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }), name: z.string().max(200).optional() }) } } } },
-      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema } } }, ...errorResponses(400, 401, 409) },
+      summary: "Create a workspace (with an archive body: create it loaded, in one call)",
+      description: "A JSON body {id?, name?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
+      request: {
+        query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional() }).openapi({ description: "With an archive body only" }),
+        body: { required: false, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }), name: z.string().max(200).optional() }) }, ...ARCHIVE_CONTENT } },
+      },
+      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 409, 413) },
     }),
     async (c) => {
+      if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
       const body = (await c.req.json().catch(() => ({}))) as { id?: string; name?: string };
       return c.json(await createWorkspace(deps.storage, c.get("auth").tenant, { ...(body.id !== undefined ? { id: String(body.id) } : {}), ...(body.name !== undefined ? { name: String(body.name) } : {}) }), 201);
     },

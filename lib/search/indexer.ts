@@ -14,7 +14,7 @@
 import { filesPrefix } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
-import type { FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
+import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
 import { IndexStore, type SegmentRef } from "./store.js";
 import { TrigramCollector } from "./trigrams.js";
@@ -178,6 +178,31 @@ export class SearchIndexer implements WorkspaceListener {
       }
     } catch (e) {
       this.onError(e, `indexing ${path}`);
+    }
+  }
+
+  /**
+   * A batch of changes (a Workspace with deferChanges, e.g. an archive import): the files
+   * written become one new segment, not one per file. The caller sizes the batch (about one
+   * full segment, FULL_SEGMENT bytes of text). Never fails the writes it follows.
+   */
+  async changedBatch(ws: Workspace, changes: FileChange[]): Promise<void> {
+    try {
+      // The last change of a path wins; deletions need no upkeep.
+      const last = new Map<string, FileChange>();
+      for (const c of changes) last.set(c.path, c);
+      const files = [...last.values()].flatMap((c) => {
+        if (!c.info) return [];
+        const known = c.content && c.content.length === c.info.size ? { etag: c.info.etag, modified: c.info.modified.getTime(), bytes: c.content } : {};
+        return [{ path: c.path, size: c.info.size, ...known }];
+      });
+      if (files.length) await this.index(ws.driver, ws.tenant, ws.id, files);
+      if (!this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
+        this.vacuumed.add(ws);
+        await vacuum(ws.driver, ws.tenant, ws.id);
+      }
+    } catch (e) {
+      this.onError(e, `indexing a batch of ${changes.length} changes`);
     }
   }
 

@@ -22,6 +22,14 @@ export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: st
 export interface WorkspaceListener {
   /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
   changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
+  /** Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each. */
+  changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
+}
+
+export interface FileChange {
+  path: string;
+  info: FileInfo | null;
+  content?: Uint8Array;
 }
 
 export interface WorkspaceOptions {
@@ -30,6 +38,8 @@ export interface WorkspaceOptions {
   tenant: string;
   id: string;
   listeners?: WorkspaceListener[];
+  /** Queue changes instead of telling listeners one by one; flushChanges() hands them over as one batch (bulk writers). */
+  deferChanges?: boolean;
 }
 
 export interface ListEntry {
@@ -48,6 +58,9 @@ export class Workspace {
   readonly id: string;
   private readonly prefix: string;
   private readonly listeners: WorkspaceListener[];
+  /** Changes not yet told to the listeners (deferChanges), else null. */
+  private readonly deferred: FileChange[] | null;
+  private deferredBytes = 0;
   /** Bytes moved to and from storage during this request (for usage). */
   bytesRead = 0;
   bytesWritten = 0;
@@ -59,6 +72,7 @@ export class Workspace {
     this.id = opts.id;
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.listeners = opts.listeners ?? [];
+    this.deferred = opts.deferChanges ? [] : null;
   }
 
   /** The storage key of a canonical path. */
@@ -191,7 +205,28 @@ export class Workspace {
   }
 
   private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    if (this.deferred) {
+      this.deferred.push({ path, info, ...(content ? { content } : {}) });
+      this.deferredBytes += content?.length ?? 0;
+      return;
+    }
     for (const l of this.listeners) await l.changed(this, path, info, content);
+  }
+
+  /** Changes queued by a deferChanges workspace (files, bytes of content held). */
+  get pendingChanges(): { files: number; bytes: number } {
+    return { files: this.deferred?.length ?? 0, bytes: this.deferredBytes };
+  }
+
+  /** Hands the queued changes to every listener as one batch. */
+  async flushChanges(): Promise<void> {
+    const batch = this.deferred?.splice(0) ?? [];
+    this.deferredBytes = 0;
+    if (batch.length === 0) return;
+    for (const l of this.listeners) {
+      if (l.changedBatch) await l.changedBatch(this, batch);
+      else for (const c of batch) await l.changed(this, c.path, c.info, c.content);
+    }
   }
 
   /**

@@ -9,6 +9,7 @@ import { tools } from "../../functions/index.js";
 import { z } from "@hono/zod-openapi";
 import { newTenant, testApp, type Tenant, type TestApp } from "../helpers.js";
 import type { Tool } from "../../lib/tool.js";
+import { tarHeader } from "../../lib/archive/tar-writer.js";
 
 const A_WS = "a-private";
 const SECRET = "top secret of tenant A";
@@ -180,6 +181,14 @@ describe("tenant isolation", () => {
       await run(`DELETE ${p}`, "DELETE", url);
       await run(`DELETE ${p} if-match`, "DELETE", url, { headers: { "if-match": `"${etags["secret.txt"]}"` } });
     }
+
+    // Archive import and export (lib/routes/archive.ts): a replace that would empty A's workspace, a zip, exports.
+    const archive = new Uint8Array([...tarHeader({ name: "secret.txt", size: 5 }), ...new TextEncoder().encode("pwned"), ...new Uint8Array(507), ...new Uint8Array(1024)]);
+    for (const q of ["", "?mode=replace", "?prefix=dir&mode=replace"]) {
+      await run(`POST import${q}`, "POST", `/v1/workspaces/${A_WS}/import${q}`, { headers: { "content-type": "application/x-tar" }, body: archive });
+    }
+    await run("POST import zip", "POST", `/v1/workspaces/${A_WS}/import`, { headers: { "content-type": "application/zip", "content-length": "22" }, body: new Uint8Array([0x50, 0x4b, 5, 6, ...new Uint8Array(18)]) });
+    for (const q of ["", "?path=dir", "?path=secret.txt"]) await run(`GET export${q}`, "GET", `/v1/workspaces/${A_WS}/export${q}`);
 
     // Every tool, with plausible arguments, in B's default session and in the session A used.
     expect(tools.length).toBeGreaterThanOrEqual(4);

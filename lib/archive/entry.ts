@@ -1,0 +1,27 @@
+/** What every archive reader (tar, zip) yields: one entry, its kind, its declared size and its bytes. */
+export type EntryKind = "file" | "directory" | "symlink" | "hardlink" | "device" | "fifo" | "other";
+
+export interface ArchiveEntry {
+  /** The name as the archive spells it (not yet a workspace path: see policy.ts). */
+  name: string;
+  kind: EntryKind;
+  /** Declared size of the body in bytes (what the reader will hand out, exactly). */
+  size: number;
+  /** What the reader could not decode (a name not in UTF-8, an unsupported compression): the entry is skipped with this reason. */
+  unreadable?: string;
+  /** The whole body. Call at most one of bytes()/stream(), before asking for the next entry; a body not asked for is skipped. */
+  bytes(): Promise<Uint8Array>;
+  stream(): ReadableStream<Uint8Array>;
+}
+
+export type EntrySource = AsyncGenerator<ArchiveEntry, void, undefined>;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/** A name's bytes as UTF-8 text, or null when they are not UTF-8. */
+export function decodeName(bytes: Uint8Array): string | null {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}

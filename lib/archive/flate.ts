@@ -1,0 +1,82 @@
+/**
+ * gzip and deflate as pulled streams, over fflate's push codecs. Not the platform's
+ * CompressionStream/DecompressionStream: in workerd their writable side applies no backpressure
+ * (measured: 200 MB written into a CompressionStream nobody reads were all accepted), so
+ * anything piped through them is pulled as fast as it arrives and its output queued in memory.
+ * Here each pull feeds the codec slices of input only until it has produced output, so memory
+ * holds at most one slice's output (a slice of 8 KB inflates to at most ~8 MB), and a bomb's
+ * ratio is measured on exactly the input that produced the output.
+ */
+import { Gunzip, Gzip, Inflate } from "fflate";
+import { ToolError } from "../errors.js";
+import type { ArchiveLimits } from "./limits.js";
+
+const SLICE = 8 * 1024;
+
+interface PushCodec {
+  push(chunk: Uint8Array, final?: boolean): void;
+  ondata: (data: Uint8Array, final: boolean) => void;
+}
+
+function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?: (outBytes: number, inBytes: number) => void): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const queue: Uint8Array[] = [];
+  let finished = false;
+  let sourceDone = false;
+  let pending: Uint8Array | null = null;
+  let pos = 0;
+  let inBytes = 0;
+  let outBytes = 0;
+  codec.ondata = (data, final) => {
+    if (data.length) queue.push(data);
+    if (final) finished = true;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(c) {
+      while (queue.length === 0) {
+        if (finished) {
+          await reader.cancel().catch(() => {});
+          return c.close();
+        }
+        if (sourceDone) throw new Error("the compressed data ends early");
+        if (!pending || pos >= pending.length) {
+          const r = await reader.read();
+          if (r.done) {
+            sourceDone = true;
+            codec.push(new Uint8Array(0), true);
+            continue;
+          }
+          pending = r.value;
+          pos = 0;
+        }
+        const slice = pending.subarray(pos, pos + SLICE);
+        pos += slice.length;
+        inBytes += slice.length;
+        codec.push(slice, false);
+      }
+      const out = queue.shift()!;
+      outBytes += out.length;
+      onOutput?.(outBytes, inBytes);
+      c.enqueue(out);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  }, { highWaterMark: 0 });
+}
+
+/**
+ * gzip decompression with a ratio guard: past `ratioFloorBytes` out, more than `maxRatio` bytes
+ * out per byte in is refused as a decompression bomb before the bytes reach anything that keeps them.
+ */
+export function gunzip(body: ReadableStream<Uint8Array>, limits: Pick<ArchiveLimits, "maxRatio" | "ratioFloorBytes">): ReadableStream<Uint8Array> {
+  return pulled(body, new Gunzip() as unknown as PushCodec, (out, inBytes) => {
+    if (out > limits.ratioFloorBytes && out > inBytes * limits.maxRatio) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `The gzip body inflates more than ${limits.maxRatio} times (${out} bytes from ${inBytes}): refused as a decompression bomb. Send the archive uncompressed, or split it.`, { reason: "ratio", max_ratio: limits.maxRatio });
+    }
+  });
+}
+
+/** Raw deflate (zip entries); the caller bounds the output to the entry's declared size. */
+export const inflateRaw = (body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => pulled(body, new Inflate() as unknown as PushCodec);
+
+/** gzip compression, pulled: the source is read only as fast as the output is. */
+export const gzipStream = (body: ReadableStream<Uint8Array>, level: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 = 1): ReadableStream<Uint8Array> => pulled(body, new Gzip({ level }) as unknown as PushCodec);

@@ -1,0 +1,167 @@
+/**
+ * One archive into one workspace: read entries as they stream in, admit each through the
+ * policy, write it through the ImportWriter, then (mode "replace") delete what the archive did
+ * not hold.
+ *
+ * The rule (per file, README "Import and export"): every file is whole or absent, never partial.
+ * Files land in archive order, a few at a time. Entries the policy refuses are skipped and
+ * reported; anything else that goes wrong (a bound, a damaged or cut archive, a concurrent
+ * change to a file being imported, a storage failure) stops the import: what is in flight
+ * finishes, the files that landed stay (and are indexed), nothing after them is written, and
+ * the error's details say how many landed. "replace" deletes nothing until every file of the
+ * archive has landed, and then only files still at the etag it listed when it began.
+ */
+import { isToolError, ToolError } from "../errors.js";
+import { ancestorsOf } from "../paths.js";
+import type { Workspace } from "../workspace/workspace.js";
+import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
+import type { ArchiveLimits } from "./limits.js";
+import { openArchive, type ArchiveFormat } from "./open.js";
+import { EntryPolicy } from "./policy.js";
+import type { Spool } from "./spool.js";
+
+/** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */
+const SMALL_FILE = 1024 * 1024;
+/** Most skipped entries and kept paths listed in a report (the counts are exact). */
+const REPORT_MAX = 100;
+
+export type ImportMode = "merge" | "replace";
+
+export interface ImportOptions {
+  mode: ImportMode;
+  /** Canonical directory the archive lands in ("" = the root). */
+  prefix: string;
+  limits: ArchiveLimits;
+  spool: Spool;
+  contentLength?: number;
+  /** The writer to use (default: one conditional PUT per file). */
+  writer?: (ws: Workspace, target: Target) => ImportWriter;
+}
+
+export interface ImportReport {
+  format: ArchiveFormat;
+  mode: ImportMode;
+  prefix: string;
+  entries: number;
+  files: number;
+  bytes: number;
+  created: number;
+  updated: number;
+  deleted: number;
+  /** replace: files not in the archive left in place because they changed (or appeared) during the import. */
+  kept: string[];
+  kept_count: number;
+  directories: number;
+  skipped: { name: string; reason: string }[];
+  skipped_count: number;
+  ms: number;
+}
+
+/** The files under the prefix (path → etag) and the directories they imply; the prefix must not be (or lie below) a file. */
+async function listTarget(ws: Workspace, prefix: string, max: number): Promise<Target> {
+  if (prefix) {
+    const files = await Promise.all([prefix, ...ancestorsOf(prefix)].map((p) => ws.head(p)));
+    const file = files.find((f) => f !== null);
+    if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot import into ${prefix}: ${file.path} is a file. Choose another prefix, or delete the file first.`, { prefix, file: file.path });
+  }
+  const existing = new Map<string, string>();
+  const dirs = new Set<string>();
+  for await (const f of ws.walk(prefix)) {
+    if (existing.size >= max) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `The import's target ${prefix || "/"} already holds more than ${max} files. Import into a narrower prefix.`, { prefix, max });
+    }
+    existing.set(f.path, f.etag);
+    for (const a of ancestorsOf(f.path)) dirs.add(a);
+  }
+  return { existing, dirs };
+}
+
+/** replace: deletes the files under the prefix that the archive did not hold and that still have the etag listed at the start. */
+async function deleteMissing(ws: Workspace, prefix: string, target: Target, landed: Map<string, string>): Promise<{ deleted: number; kept: string[] }> {
+  let deleted = 0;
+  const kept: string[] = [];
+  let batch: string[] = [];
+  const flush = async () => {
+    if (batch.length) await ws.deleteMany(batch);
+    deleted += batch.length;
+    batch = [];
+  };
+  for await (const f of ws.walk(prefix)) {
+    if (landed.has(f.path)) continue;
+    if (target.existing.get(f.path) === f.etag) batch.push(f.path);
+    else kept.push(f.path);
+    if (batch.length >= 1000) await flush();
+  }
+  await flush();
+  return { deleted, kept };
+}
+
+export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
+  const started = Date.now();
+  const { limits, prefix } = opts;
+  const target = await listTarget(ws, prefix, limits.maxEntries);
+  const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
+  const writer = opts.writer ? opts.writer(ws, target) : new ObjectWriter(ws, target);
+  const policy = new EntryPolicy(limits, prefix);
+  const skipped: { name: string; reason: string }[] = [];
+  let skippedCount = 0;
+  let directories = 0;
+  const skip = (name: string, reason: string) => {
+    if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
+    skippedCount++;
+  };
+  try {
+    for await (const entry of archive.entries) {
+      const a = policy.admit(entry);
+      if ("skip" in a) {
+        skip(entry.name, a.skip);
+        continue;
+      }
+      if ("directory" in a) {
+        directories++;
+        continue;
+      }
+      const conflict = writer.claim(a.path);
+      if (conflict) {
+        skip(entry.name, conflict);
+        continue;
+      }
+      await writer.write(a.path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
+    }
+    await writer.finish();
+  } catch (e) {
+    await writer.settle();
+    throw stopped(e, writer, skippedCount);
+  } finally {
+    await archive.close();
+  }
+  const removal = opts.mode === "replace" ? await deleteMissing(ws, prefix, target, writer.landed) : { deleted: 0, kept: [] };
+  await ws.flushChanges();
+  return {
+    format: archive.format,
+    mode: opts.mode,
+    prefix,
+    entries: policy.entries,
+    files: writer.landed.size,
+    ...writer.stats,
+    deleted: removal.deleted,
+    kept: removal.kept.slice(0, REPORT_MAX),
+    kept_count: removal.kept.length,
+    directories,
+    skipped,
+    skipped_count: skippedCount,
+    ms: Date.now() - started,
+  };
+}
+
+/** The error that stopped an import, with what had landed by then. */
+function stopped(e: unknown, writer: ImportWriter, skippedCount: number): ToolError {
+  const progress = { files_written: writer.landed.size, skipped_count: skippedCount };
+  const tail = ` ${writer.landed.size} file(s) had been written, each whole; nothing was deleted. Fix the cause, then import again (mode "merge" overwrites what landed).`;
+  if (isToolError(e)) {
+    const what = e.code === "FILE_MODIFIED" || e.code === "ALREADY_EXISTS" ? `${e.message.replace(/ Read it.*$/, "")} The import stopped so as not to overwrite that change.` : e.message;
+    return new ToolError(e.code, `${what}${tail}`, { ...e.details, ...progress });
+  }
+  console.error("import failed", e instanceof Error ? e.stack ?? e.message : String(e));
+  return new ToolError("INTERNAL", `The import failed on a storage error.${tail}`, progress);
+}

@@ -1,0 +1,63 @@
+/**
+ * The one rule for archive entries, used by every import (tar, tar.gz, zip; the import route and
+ * POST /v1/workspaces). Each entry is first counted against the bounds (count, declared size,
+ * total: the import stops with PAYLOAD_TOO_LARGE), then either admitted as a workspace path
+ * under the prefix, or skipped with a reason the response reports:
+ *   - links (symbolic or hard), devices, fifos and unknown kinds are never written;
+ *   - an absolute name, or one with a ".." segment, is refused outright (not clamped);
+ *   - the rest goes through normalizeFilePath (lib/paths.ts) joined to the prefix: whatever
+ *     that function refuses (control characters, backslashes, over-long names) is skipped.
+ * Directory entries are counted and otherwise ignored (object storage has no empty directories;
+ * a directory exists while a file lies below it).
+ */
+import { isToolError, ToolError } from "../errors.js";
+import { joinPath, normalizeFilePath, normalizePath } from "../paths.js";
+import type { ArchiveEntry } from "./entry.js";
+import type { ArchiveLimits } from "./limits.js";
+
+export type Admission = { path: string } | { skip: string } | { directory: true };
+
+const KIND_REASON: Record<string, string> = {
+  symlink: "symbolic links are not imported",
+  hardlink: "hard links are not imported",
+  device: "device files are not imported",
+  fifo: "fifos are not imported",
+  other: "this kind of entry (sparse, volume label, ...) is not imported",
+};
+
+const utf8Length = (s: string) => new TextEncoder().encode(s).length;
+
+export class EntryPolicy {
+  entries = 0;
+  totalBytes = 0;
+  constructor(readonly limits: ArchiveLimits, readonly prefix: string) {}
+
+  admit(entry: Pick<ArchiveEntry, "name" | "kind" | "size" | "unreadable">): Admission {
+    const { limits } = this;
+    if (++this.entries > limits.maxEntries) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `The archive holds more than ${limits.maxEntries} entries. Split it into several imports (each can target its own prefix).`, { reason: "entries", max: limits.maxEntries });
+    }
+    const shown = entry.name.slice(0, 200);
+    if (entry.size > limits.maxFileBytes) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `Entry ${JSON.stringify(shown)} is ${entry.size} bytes; at most ${limits.maxFileBytes} per file. Upload it alone through PUT /v1/workspaces/{ws}/files/{path}.`, { reason: "file_size", name: shown, size: entry.size, max: limits.maxFileBytes });
+    }
+    this.totalBytes += entry.size;
+    if (this.totalBytes > limits.maxTotalBytes) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `The archive's entries add up to more than ${limits.maxTotalBytes} bytes. Split it into several imports.`, { reason: "total_size", max: limits.maxTotalBytes });
+    }
+    if (entry.unreadable) return { skip: entry.unreadable };
+    const reason = KIND_REASON[entry.kind];
+    if (reason) return { skip: reason };
+    if (utf8Length(entry.name) > limits.maxNameBytes) return { skip: `the name is longer than ${limits.maxNameBytes} bytes` };
+    if (entry.name.startsWith("/")) return { skip: "absolute names are not imported (use names relative to the archive's root)" };
+    if (entry.name.split("/").includes("..")) return { skip: "names with a '..' segment are not imported" };
+    if (entry.kind === "directory") return { directory: true };
+    try {
+      if (normalizePath(entry.name) === "") return { skip: "a file entry names the archive's root" };
+      return { path: normalizeFilePath(joinPath(this.prefix, entry.name)) };
+    } catch (e) {
+      if (isToolError(e)) return { skip: e.message };
+      throw e;
+    }
+  }
+}

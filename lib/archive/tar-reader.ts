@@ -1,0 +1,143 @@
+/**
+ * A streaming tar reader (POSIX ustar, pax extended headers, GNU long names) over a ByteReader.
+ * Hand-written (about 150 lines) rather than a library so that every byte it buffers is bounded
+ * here: pax and long-name records at `maxMetaBytes`, a run of metadata records at 8, bodies
+ * handed out as pulled streams of their declared size. Sparse, multi-volume and other exotic
+ * entries come out as kind "other" (skipped and reported by the policy).
+ */
+import { ToolError } from "../errors.js";
+import { ByteReader, truncated } from "./byte-reader.js";
+import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import type { ArchiveLimits } from "./limits.js";
+
+const BLOCK = 512;
+const ascii = new TextDecoder("latin1");
+
+const notTar = (why: string) => new ToolError("INVALID_ARGUMENT", `Not a readable tar archive (${why}). Send a tar, tar.gz or zip archive.`, { reason: "format" });
+
+function field(h: Uint8Array, offset: number, length: number): Uint8Array {
+  const f = h.subarray(offset, offset + length);
+  const nul = f.indexOf(0);
+  return nul < 0 ? f : f.subarray(0, nul);
+}
+
+/** An octal field, or GNU base-256 (high bit of the first byte set). */
+function number(h: Uint8Array, offset: number, length: number): number {
+  if (h[offset]! & 0x80) {
+    if (h[offset] === 0xff) throw notTar("a negative number");
+    let n = h[offset]! & 0x7f;
+    for (let i = 1; i < length; i++) n = n * 256 + h[offset + i]!;
+    return n;
+  }
+  const text = ascii.decode(field(h, offset, length)).trim();
+  if (text === "") return 0;
+  if (!/^[0-7]+$/.test(text)) throw notTar(`a malformed number field ${JSON.stringify(text.slice(0, 20))}`);
+  return parseInt(text, 8);
+}
+
+function checksumOk(h: Uint8Array): boolean {
+  let unsigned = 0;
+  let signed = 0;
+  for (let i = 0; i < BLOCK; i++) {
+    const b = i >= 148 && i < 156 ? 32 : h[i]!;
+    unsigned += b;
+    signed += b > 127 ? b - 256 : b;
+  }
+  const want = number(h, 148, 8);
+  return want === unsigned || want === signed;
+}
+
+const KINDS: Record<string, EntryKind> = { "0": "file", "\0": "file", "7": "file", "1": "hardlink", "2": "symlink", "3": "device", "4": "device", "5": "directory", "6": "fifo" };
+
+/** pax records "len key=value\n": the keys we use (path, linkpath, size). */
+function parsePax(bytes: Uint8Array): Map<string, string> {
+  const out = new Map<string, string>();
+  let i = 0;
+  while (i < bytes.length) {
+    const space = bytes.indexOf(0x20, i);
+    if (space < 0) break;
+    const len = parseInt(ascii.decode(bytes.subarray(i, space)), 10);
+    if (!(len > 0) || i + len > bytes.length) throw notTar("a malformed pax record");
+    const rec = bytes.subarray(space + 1, i + len - 1);
+    const eq = rec.indexOf(0x3d);
+    if (eq > 0) {
+      const key = ascii.decode(rec.subarray(0, eq));
+      const value = decodeName(rec.subarray(eq + 1));
+      if (value !== null) out.set(key, value);
+      else if (key === "path") out.set("path!", "");
+    }
+    i += len;
+  }
+  return out;
+}
+
+const pad = (n: number) => (BLOCK - (n % BLOCK)) % BLOCK;
+
+export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "maxMetaBytes">): EntrySource {
+  let pax = new Map<string, string>();
+  let longName: string | null | undefined;
+  let metaRun = 0;
+  let index = 0;
+  for (;;) {
+    const h = await reader.readUpTo(BLOCK);
+    if (h.length === 0) return; // no end-of-archive blocks: accepted, as GNU tar does
+    if (h.length < BLOCK) throw truncated("a tar header");
+    if (h.every((b) => b === 0)) return; // end of archive; what follows is never read
+    if (!checksumOk(h)) throw notTar(index === 0 ? "no tar header at the start" : `bad header checksum after entry ${index}`);
+    const type = String.fromCharCode(h[156]!);
+    const size = number(h, 124, 12);
+    if (type === "x" || type === "g" || type === "L" || type === "K") {
+      if (++metaRun > 8) throw notTar("more than 8 metadata records in a row");
+      if (size > limits.maxMetaBytes) throw new ToolError("PAYLOAD_TOO_LARGE", `A tar metadata record is ${size} bytes; at most ${limits.maxMetaBytes} are accepted.`, { size, max: limits.maxMetaBytes });
+      const body = await reader.read(size, "a tar metadata record");
+      await reader.skip(pad(size), "a tar metadata record");
+      if (type === "x") pax = parsePax(body);
+      else if (type === "L") longName = decodeName(field(body, 0, body.length));
+      continue; // "g" (global) and "K" (long link name) change nothing we use
+    }
+    metaRun = 0;
+    index++;
+    const magic = ascii.decode(h.subarray(257, 263));
+    let rawName: string | null;
+    if (pax.has("path")) rawName = pax.get("path")!;
+    else if (pax.has("path!") || longName === null) rawName = null;
+    else if (longName !== undefined) rawName = longName;
+    else {
+      const name = field(h, 0, 100);
+      const prefix = magic === "ustar\0" ? field(h, 345, 155) : new Uint8Array(0);
+      const p = prefix.length ? decodeName(prefix) : "";
+      const n = decodeName(name);
+      rawName = p === null || n === null ? null : p ? `${p}/${n}` : n;
+    }
+    const paxSize = pax.get("size");
+    const bodySize = paxSize !== undefined && /^\d+$/.test(paxSize) ? Number(paxSize) : size;
+    pax = new Map();
+    longName = undefined;
+    let kind: EntryKind = KINDS[type] ?? "other";
+    // Links, devices, fifos and directories carry no data in the archive whatever their size field says.
+    const dataSize = "123456".includes(type) ? 0 : bodySize;
+    if (kind === "file" && rawName?.endsWith("/")) kind = "directory"; // old tars mark directories by the slash
+    let taken = false;
+    const what = `entry ${JSON.stringify((rawName ?? "?").slice(0, 100))}`;
+    const entry: ArchiveEntry = {
+      name: rawName ?? "",
+      kind,
+      size: dataSize,
+      ...(rawName === null ? { unreadable: "its name is not UTF-8" } : {}),
+      bytes: async () => {
+        taken = true;
+        return reader.read(dataSize, what);
+      },
+      stream: () => {
+        taken = true;
+        return reader.stream(dataSize, what);
+      },
+    };
+    const before = reader.consumed;
+    yield entry;
+    // Whatever the consumer did not read of the body (a skipped entry, a failed write) is skipped here.
+    const read = reader.consumed - before;
+    if (!taken || read < dataSize) await reader.skip(dataSize - read, what);
+    await reader.skip(pad(dataSize), what);
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * A zip reader that works from the central directory, over a spooled copy of the archive
+ * (random access: see spool.ts). Streaming a zip from its local headers alone cannot be done
+ * safely: a local header carries neither the entry's Unix mode (so a symlink looks like a file
+ * holding its target) nor, with a data descriptor, its size. The central directory has both.
+ *
+ * Two streamed reads in total: the central directory, and the data region from the first entry
+ * on, walked forward. Entries whose data would overlap or lie behind the previous one (the
+ * overlapping-entry zip bomb) are refused. Each entry must inflate to exactly its declared size
+ * (one byte more and it is refused). Deflate goes through flate.ts (pulled, bounded). Zip64 sizes, offsets and counts are read. Names are
+ * UTF-8 (the flag, or bytes that happen to be valid UTF-8); others are skipped as unreadable.
+ * Encrypted entries and methods other than stored/deflate are skipped with a reason.
+ */
+import { ToolError } from "../errors.js";
+import { ByteReader, truncated } from "./byte-reader.js";
+import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import { inflateRaw } from "./flate.js";
+import type { ArchiveLimits } from "./limits.js";
+
+export interface RangeSource {
+  size: number;
+  read(offset: number, length: number): Promise<Uint8Array>;
+  stream(offset: number, length: number): Promise<ReadableStream<Uint8Array>>;
+}
+
+const notZip = (why: string) => new ToolError("INVALID_ARGUMENT", `Not a readable zip archive (${why}). Send a tar, tar.gz or zip archive.`, { reason: "format" });
+const u16 = (b: Uint8Array, o: number) => b[o]! | (b[o + 1]! << 8);
+const u32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 0x1000000;
+const u64 = (b: Uint8Array, o: number) => {
+  const hi = u32(b, o + 4);
+  if (hi >= 0x200000) throw notZip("a 64-bit size beyond 2^53");
+  return u32(b, o) + hi * 0x100000000;
+};
+
+interface Directory {
+  entries: number;
+  offset: number;
+  size: number;
+}
+
+async function findDirectory(src: RangeSource): Promise<Directory> {
+  const tail = Math.min(src.size, 22 + 65535 + 20);
+  const buf = await src.read(src.size - tail, tail);
+  let eocd = -1;
+  for (let i = buf.length - 22; i >= 0; i--) {
+    if (u32(buf, i) === 0x06054b50 && i + 22 + u16(buf, i + 20) <= buf.length) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw notZip("no end of central directory record");
+  let entries = u16(buf, eocd + 10);
+  let size = u32(buf, eocd + 12);
+  let offset = u32(buf, eocd + 16);
+  if ((entries === 0xffff || size === 0xffffffff || offset === 0xffffffff) && eocd >= 20 && u32(buf, eocd - 20) === 0x07064b50) {
+    const at = u64(buf, eocd - 20 + 8);
+    const rec = await src.read(at, 56);
+    if (u32(rec, 0) !== 0x06064b50) throw notZip("a broken zip64 record");
+    entries = u64(rec, 32);
+    size = u64(rec, 40);
+    offset = u64(rec, 48);
+  }
+  if (offset + size > src.size) throw notZip("the central directory lies outside the file");
+  return { entries, offset, size };
+}
+
+function kindOf(madeBy: number, external: number, name: string): EntryKind {
+  if ((madeBy >> 8) === 3) {
+    const fmt = (external >>> 16) & 0o170000;
+    if (fmt === 0o120000) return "symlink";
+    if (fmt === 0o040000) return "directory";
+    if (fmt === 0o020000 || fmt === 0o060000) return "device";
+    if (fmt === 0o010000) return "fifo";
+    if (fmt !== 0 && fmt !== 0o100000) return "other";
+  }
+  return name.endsWith("/") ? "directory" : "file";
+}
+
+/** Exactly `size` bytes out of an inflating stream, or an error naming the entry. */
+function exactly(stream: ReadableStream<Uint8Array>, size: number, what: string): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return stream.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, c) {
+      seen += chunk.length;
+      if (seen > size) throw new ToolError("INVALID_ARGUMENT", `${what} inflates to more than its declared ${size} bytes: the archive is damaged or hostile.`, { reason: "size_mismatch" });
+      c.enqueue(chunk);
+    },
+    flush() {
+      if (seen !== size) throw new ToolError("INVALID_ARGUMENT", `${what} inflates to ${seen} bytes, not its declared ${size}: the archive is damaged.`, { reason: "size_mismatch" });
+    },
+  }));
+}
+
+export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "maxEntries">): EntrySource {
+  const dir = await findDirectory(src);
+  if (dir.entries > limits.maxEntries) {
+    throw new ToolError("PAYLOAD_TOO_LARGE", `The zip holds ${dir.entries} entries; at most ${limits.maxEntries} are accepted. Split it into several imports.`, { entries: dir.entries, max: limits.maxEntries });
+  }
+  const cd = new ByteReader(await src.stream(dir.offset, dir.size));
+  // One forward reader over the data region: its position is dataBase + consumed.
+  let data: ByteReader | null = null;
+  let dataBase = 0;
+  /** The lowest offset the next entry may start at (its predecessor's local header and data end there or later). */
+  let end = 0;
+  try {
+    for (let i = 0; i < dir.entries; i++) {
+      const h = await cd.read(46, "the central directory");
+      if (u32(h, 0) !== 0x02014b50) throw notZip("a broken central directory");
+      const flags = u16(h, 8);
+      const method = u16(h, 10);
+      let csize = u32(h, 20);
+      let usize = u32(h, 24);
+      const nameLen = u16(h, 28);
+      const extraLen = u16(h, 30);
+      const commentLen = u16(h, 32);
+      const external = u32(h, 38);
+      let local = u32(h, 42);
+      const nameBytes = await cd.read(nameLen, "the central directory");
+      const extra = await cd.read(extraLen, "the central directory");
+      await cd.skip(commentLen, "the central directory");
+      // Zip64: the fields that are all ones come, in this order, from extra field 0x0001.
+      for (let o = 0; o + 4 <= extra.length; o += 4 + u16(extra, o + 2)) {
+        if (u16(extra, o) !== 0x0001) continue;
+        let p = o + 4;
+        if (usize === 0xffffffff) (usize = u64(extra, p)), (p += 8);
+        if (csize === 0xffffffff) (csize = u64(extra, p)), (p += 8);
+        if (local === 0xffffffff) local = u64(extra, p);
+      }
+      const decoded = decodeName(nameBytes);
+      const name = decoded ?? "";
+      const kind = kindOf(u16(h, 4), external, name);
+      const what = `entry ${JSON.stringify(name.slice(0, 100))}`;
+      const unreadable = decoded === null ? "its name is not UTF-8" : flags & 1 ? "it is encrypted" : method !== 0 && method !== 8 ? `compression method ${method} is not supported (use deflate or store)` : undefined;
+      if (local < end) throw new ToolError("INVALID_ARGUMENT", `Zip ${what} overlaps the entry before it: refused (overlapping entries are a zip bomb pattern).`, { reason: "overlap" });
+      const dataSize = kind === "file" || kind === "other" ? usize : 0;
+      end = local + 30 + csize;
+      const open = async (): Promise<ByteReader> => {
+        if (!data) {
+          data = new ByteReader(await src.stream(local, src.size - local));
+          dataBase = local;
+        }
+        const at = dataBase + data.consumed;
+        if (at > local) throw new ToolError("INVALID_ARGUMENT", `Zip ${what} overlaps the entry before it: refused.`, { reason: "overlap" });
+        await data.skip(local - at, what);
+        const lh = await data.read(30, what);
+        if (u32(lh, 0) !== 0x04034b50) throw notZip(`no local header for ${what}`);
+        await data.skip(u16(lh, 26) + u16(lh, 28), what);
+        return data;
+      };
+      const body = async (): Promise<ReadableStream<Uint8Array>> => {
+        const r = await open();
+        const raw = r.stream(csize, what);
+        return method === 0 ? exactly(raw, usize, what) : exactly(inflateRaw(raw), usize, what);
+      };
+      const entry: ArchiveEntry = {
+        name,
+        kind,
+        size: dataSize,
+        ...(unreadable ? { unreadable } : {}),
+        bytes: async () => new Uint8Array(await new Response(await body()).arrayBuffer()),
+        stream: () => {
+          const pending = body();
+          let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+          return new ReadableStream<Uint8Array>({
+            pull: async (c) => {
+              reader ??= (await pending).getReader();
+              const r = await reader.read();
+              if (r.done) c.close();
+              else c.enqueue(r.value);
+            },
+          }, { highWaterMark: 0 });
+        },
+      };
+      // A body not read is simply not read: the data reader skips forward to the next entry it is asked for.
+      yield entry;
+    }
+  } finally {
+    await cd.cancel();
+    await (data as ByteReader | null)?.cancel();
+  }
+}
+
+export { truncated };

@@ -1,0 +1,140 @@
+/**
+ * Bulk import and export of workspaces (README "Import and export"):
+ *   POST /v1/workspaces/{ws}/import?mode=merge|replace&prefix=   body: tar, tar.gz or zip (sniffed)
+ *   GET  /v1/workspaces/{ws}/export?path=                        a tar.gz, ETag / If-None-Match
+ *   POST /v1/workspaces?id=&name=&prefix=                        with an archive body (workspaces.ts hands it here)
+ */
+import type { Context } from "hono";
+import { createRoute, z } from "@hono/zod-openapi";
+import { requireTenant } from "../auth/middleware.js";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../errors.js";
+import type { AppEnv } from "../http.js";
+import { internalPrefix, normalizePath } from "../paths.js";
+import { RecordStore } from "../records/store.js";
+import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import { createWorkspace, deleteWorkspace } from "../workspace/registry.js";
+import { Workspace } from "../workspace/workspace.js";
+import { archiveLimits } from "../archive/limits.js";
+import { exportEtag, exportStream, listForExport } from "../archive/export.js";
+import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
+import { storageSpool } from "../archive/spool.js";
+import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+
+const security = [{ Bearer: [] }];
+const binary = z.string().openapi({ format: "binary" });
+/** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
+export const ARCHIVE_CONTENT = {
+  "application/gzip": { schema: binary },
+  "application/x-tar": { schema: binary },
+  "application/zip": { schema: binary },
+  "application/octet-stream": { schema: binary },
+};
+/** Content types that make POST /v1/workspaces a create-and-import. */
+export const isArchiveContentType = (ct: string | undefined) => /^application\/(gzip|x-tar|zip|octet-stream)\s*(;|$)/i.test(ct?.trim() ?? "");
+
+const ImportQuery = z.object({
+  mode: z.enum(["merge", "replace"]).default("merge").openapi({ description: "merge: add and overwrite; replace: also delete files under the prefix that the archive does not hold (only after every file landed)" }),
+  prefix: z.string().max(3072).optional().openapi({ description: "Directory the archive's entries land in (default: the root)" }),
+});
+export const ImportReportSchema = z
+  .object({
+    workspace: z.string(), format: z.enum(["tar", "tar.gz", "zip"]), mode: z.enum(["merge", "replace"]), prefix: z.string(),
+    entries: z.number(), files: z.number(), bytes: z.number(), created: z.number(), updated: z.number(), deleted: z.number(),
+    kept: z.array(z.string()), kept_count: z.number(), directories: z.number(),
+    skipped: z.array(z.object({ name: z.string(), reason: z.string() })), skipped_count: z.number(), ms: z.number(),
+  })
+  .openapi("ImportReport");
+
+const needScope = (c: Context<AppEnv>, scope: "read" | "write") => { if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope }); };
+
+const workspaceOf = (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
+  new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
+
+function contentLength(c: Context<AppEnv>): number | undefined {
+  const h = c.req.header("content-length");
+  return h !== undefined && /^\d+$/.test(h) ? Number(h) : undefined;
+}
+
+/** Runs one import of the request's body into an existing workspace of the caller's tenant. */
+async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: ImportMode, prefixInput: string | undefined): Promise<ImportReport> {
+  const tenant = c.get("auth").tenant;
+  const prefix = normalizePath(prefixInput ?? "");
+  const body = c.req.raw.body;
+  if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
+  const ws = workspaceOf(deps, tenant, id, true);
+  const length = contentLength(c);
+  return importArchive(ws, body, {
+    mode,
+    prefix,
+    limits: archiveLimits(deps.archiveLimits),
+    spool: storageSpool(deps.storage, internalPrefix(tenant, id)),
+    ...(length !== undefined ? { contentLength: length } : {}),
+  });
+}
+
+/** POST /v1/workspaces with an archive body: creates the workspace, imports into it; a failed import deletes it again. */
+export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Promise<Response> {
+  needScope(c, "write");
+  const q = c.req.query();
+  const tenant = c.get("auth").tenant;
+  const meta = await createWorkspace(deps.storage, tenant, { ...(q.id !== undefined ? { id: q.id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}) });
+  try {
+    const report = await runImport(c, deps, meta.id, "merge", q.prefix);
+    return c.json({ ...meta, import: { workspace: meta.id, ...report } }, 201);
+  } catch (e) {
+    await deleteWorkspace(deps.storage, tenant, meta.id).catch((err) => console.error("could not delete a workspace whose import failed", err));
+    throw e;
+  }
+}
+
+export function archiveApp(deps: AppDeps) {
+  const app = newApp();
+  const auth = requireTenant(deps);
+  app.openapi(
+    createRoute({
+      method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"], security, middleware: auth,
+      summary: "Import an archive (tar, tar.gz or zip; streamed)",
+      description: "Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. An import that stops (a bound, a damaged or cut archive, a concurrent change) keeps the files that landed and deletes nothing; its error says how many landed.",
+      request: { params: WsParam, query: ImportQuery, body: { required: true, content: ARCHIVE_CONTENT } },
+      responses: { 200: { description: "Imported", content: { "application/json": { schema: ImportReportSchema } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
+    }),
+    async (c) => {
+      needScope(c, "write");
+      const { ws } = c.req.valid("param");
+      const q = c.req.valid("query");
+      await requireWorkspace(deps.storage, c.get("auth").tenant, ws);
+      const report = await runImport(c, deps, ws, q.mode, q.prefix);
+      return c.json({ workspace: ws, ...report }, 200);
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get", path: "/v1/workspaces/{ws}/export", tags: ["workspaces"], security, middleware: auth,
+      summary: "Export the workspace (or a directory) as a tar.gz, streamed",
+      description: "Entry names are relative to `path`. The ETag is a digest of the listed files' paths and etags: send it back in If-None-Match to get 304 without the archive being built.",
+      request: { params: WsParam, query: z.object({ path: z.string().max(3072).optional().openapi({ description: "Directory (or file) to export; default the whole workspace" }) }) },
+      responses: { 200: { description: "A gzip-compressed tar", content: { "application/gzip": { schema: binary } } }, 304: { description: "Not modified" }, ...errorResponses(400, 401, 403, 404, 413) },
+    }),
+    async (c) => {
+      needScope(c, "read");
+      const { ws } = c.req.valid("param");
+      const tenant = c.get("auth").tenant;
+      await requireWorkspace(deps.storage, tenant, ws);
+      const dir = normalizePath(c.req.valid("query").path ?? "");
+      const workspace = workspaceOf(deps, tenant, ws);
+      const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles);
+      const etag = await exportEtag(listing);
+      const inm = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));
+      if (inm.includes(etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(etag) });
+      const name = `${ws}${dir ? `-${dir.replaceAll("/", "-")}` : ""}.tar.gz`.replace(/[^A-Za-z0-9._-]/g, "_");
+      return c.body(exportStream(workspace, listing), 200, {
+        "content-type": "application/gzip",
+        "content-disposition": `attachment; filename="${name}"`,
+        etag: quoteEtag(etag),
+        "x-toolshed-files": String(listing.files.length),
+      });
+    },
+  );
+  return app;
+}

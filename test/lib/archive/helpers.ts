@@ -1,0 +1,63 @@
+/** Shared by the archive tests: requests, and what a workspace holds in storage. */
+import { env } from "cloudflare:workers";
+import type { Tenant } from "../../helpers.js";
+
+export async function importReq(t: Tenant, body: Uint8Array | ReadableStream<Uint8Array>, query = "", headers: Record<string, string> = {}, ws = t.ws) {
+  const res = await t.req(`/v1/workspaces/${ws}/import${query}`, { method: "POST", headers: { "content-type": "application/octet-stream", ...(body instanceof Uint8Array ? { "content-length": String(body.length) } : {}), ...headers }, body });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+export async function exportReq(t: Tenant, query = "", headers: Record<string, string> = {}, ws = t.ws) {
+  return t.req(`/v1/workspaces/${ws}/export${query}`, { headers });
+}
+
+/** path → bytes of every file of a workspace, read straight from R2. */
+export async function files(tenant: string, ws: string): Promise<Map<string, Uint8Array>> {
+  const prefix = `t/${tenant}/w/${ws}/f/`;
+  const out = new Map<string, Uint8Array>();
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of page.objects) {
+      const r = await env.FILES.get(o.key);
+      out.set(o.key.slice(prefix.length), new Uint8Array(await r!.arrayBuffer()));
+    }
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return out;
+}
+
+/** Every object key (with etag) under a tenant: storage as a whole, for "unchanged" checks. */
+export async function snapshot(tenant: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
+    out.push(...page.objects.map((o) => `${o.key} ${o.etag}`));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return out.sort();
+}
+
+export async function countObjects(prefix: string): Promise<number> {
+  let n = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
+    n += page.objects.length;
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return n;
+}
+
+export const text = (b: Uint8Array | undefined) => (b ? new TextDecoder().decode(b) : undefined);
+
+/** Reads a tar.gz response into name → bytes with the library's own reader. */
+export async function untarGz(res: Response): Promise<Map<string, Uint8Array>> {
+  const { ByteReader } = await import("../../../lib/archive/byte-reader.js");
+  const { readTar } = await import("../../../lib/archive/tar-reader.js");
+  const out = new Map<string, Uint8Array>();
+  const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
+  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out.set(e.name, await e.bytes());
+  return out;
+}

@@ -1,0 +1,193 @@
+/**
+ * Hostile archives: every one is refused or its bad entries skipped, nothing is written outside
+ * the rules, and memory and time stay bounded (bodies are generated as they are pulled).
+ */
+import { describe, expect, it } from "vitest";
+import { gzipStream } from "../../../lib/archive/flate.js";
+import { headerBlock } from "../../../lib/archive/tar-writer.js";
+import { newTenant, testApp, upload } from "../../helpers.js";
+import { gzipBomb } from "./bombs.js";
+import { generated, tar, zip } from "./archives.js";
+import { countObjects, files, importReq, snapshot, text } from "./helpers.js";
+
+const app = testApp();
+
+describe("hostile entries are skipped and reported, never written", () => {
+  it("tar: traversal, absolute names, symlinks, hard links, devices, fifos, bad names", async () => {
+    const t = await newTenant(app);
+    const other = await newTenant(app);
+    const otherBefore = await snapshot(other.tenant);
+    const r = await importReq(t, tar([
+      { name: "ok.txt", body: "fine" },
+      { name: "../escape.txt", body: "x" },
+      { name: "a/../../escape2.txt", body: "x" },
+      { name: "safe/../inside.txt", body: "x" },
+      { name: `../../${other.tenant}/w/main/f/pwned.txt`, body: "x" },
+      { name: "/etc/passwd", body: "x" },
+      { name: "link", type: "2", linkname: "/etc/passwd" },
+      { name: "hard", type: "1", linkname: "ok.txt" },
+      { name: "dev/tty", type: "3" },
+      { name: "dev/sda", type: "4" },
+      { name: "pipe", type: "6" },
+      { name: "back\\slash.txt", body: "x" },
+      { name: "ctrl\u0001.txt", body: "x" },
+      { name: "...", body: "x" },
+      { name: "./", body: "x" },
+      { name: "dir/", type: "5" },
+      { name: "dir/kept.txt", body: "kept" },
+    ]), "?prefix=in");
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.files).toBe(2);
+    expect(r.body.directories).toBe(2); // "dir/" and "./" (a file entry with a trailing slash is a directory, as in old tars)
+    expect(r.body.skipped_count).toBe(13);
+    const reasons = Object.fromEntries(r.body.skipped.map((s: any) => [s.name, s.reason]));
+    expect(reasons["../escape.txt"]).toMatch(/'\.\.'/);
+    expect(reasons["/etc/passwd"]).toMatch(/absolute/);
+    expect(reasons["link"]).toMatch(/symbolic link/);
+    expect(reasons["hard"]).toMatch(/hard link/);
+    expect(reasons["dev/tty"]).toMatch(/device/);
+    expect(reasons["pipe"]).toMatch(/fifo/);
+    expect(reasons["back\\slash.txt"]).toMatch(/Invalid path/);
+    const f = await files(t.tenant, t.ws);
+    expect([...f.keys()].sort()).toEqual(["in/dir/kept.txt", "in/ok.txt"]);
+    // Nothing anywhere else in the tenant but its workspace records, the files and the index; nothing in the other tenant.
+    expect((await snapshot(t.tenant)).every((k) => /^t\/[^/]+\/(tenant\.json|w\/main\/(meta\.json|f\/in\/|x\/search\/))/.test(k))).toBe(true);
+    expect(await snapshot(other.tenant)).toEqual(otherBefore);
+  });
+
+  it("zip: symlinks (by Unix mode), devices, traversal, absolute names; overlapping entries and lying sizes are refused", async () => {
+    const t = await newTenant(app);
+    const z = await zip([
+      { name: "ok.txt", body: "fine", deflate: true },
+      { name: "link", body: "../../etc/passwd", mode: 0o120777 },
+      { name: "fifo", mode: 0o010644 },
+      { name: "chr", mode: 0o020644 },
+      { name: "../up.txt", body: "x" },
+      { name: "/abs.txt", body: "x" },
+      { name: "sub/", mode: 0o040755 },
+    ]);
+    const r = await importReq(t, z);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ format: "zip", files: 1, skipped_count: 5, directories: 1 });
+    expect([...(await files(t.tenant, t.ws)).keys()]).toEqual(["ok.txt"]);
+
+    const before = await snapshot(t.tenant);
+    const overlap = await zip([{ name: "a.txt", body: "a".repeat(1000), deflate: true }, { name: "b.txt", body: "b", offsetOf: 0 }]);
+    const o = await importReq(t, overlap, "?prefix=o");
+    expect(o.status).toBe(400);
+    expect(o.body.error.message).toMatch(/overlap/);
+    const lie = await zip([{ name: "small.txt", body: "z".repeat(100_000), deflate: true, declaredSize: 10 }]);
+    const l = await importReq(t, lie, "?prefix=l");
+    expect(l.status).toBe(400);
+    expect(l.body.error.message).toMatch(/more than its declared/);
+    // Only the overlap's first file may have landed (per-file rule); nothing of the liar; no spool left.
+    const after = (await snapshot(t.tenant)).filter((k) => !before.includes(k));
+    expect(after.every((k) => k.includes("/f/o/a.txt ") || k.includes("/x/search/"))).toBe(true);
+    expect(await countObjects(`t/${t.tenant}/w/${t.ws}/x/import/`)).toBe(0);
+  });
+});
+
+describe("bounds", () => {
+  it("a 10 GiB gzip bomb (10 entries of 1 GiB of zeros) is refused by the ratio guard; nothing is written", async () => {
+    const t = await newTenant(app, {});
+    const before = await snapshot(t.tenant);
+    const bomb = gzipBomb(10 * 1024 ** 3, 1024 ** 3 - 1024 * 1024);
+    const started = Date.now();
+    const r = await importReq(t, bomb.stream);
+    expect(r.status, JSON.stringify(r.body)).toBe(413);
+    expect(r.body.error.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(r.body.error.message).toMatch(/decompression bomb/);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(bomb.pulled()).toBeLessThan(2 * 1024 ** 2); // stopped after ~64 MiB inflated
+    expect(await snapshot(t.tenant)).toEqual(before);
+  });
+
+  it("one entry declaring 10 GiB is refused at its header, before its body is read", async () => {
+    const t = await newTenant(app);
+    const before = await snapshot(t.tenant);
+    let sent = 0;
+    const body = generated(() => (sent++ === 0 ? headerBlock({ name: "huge.bin", size: 10 * 1024 ** 3 }) : sent < 100_000 ? new Uint8Array(1 << 20) : null));
+    const r = await importReq(t, body.stream);
+    expect(r.status).toBe(413);
+    expect(r.body.error.details).toMatchObject({ reason: "file_size" });
+    expect(body.pulled()).toBeLessThan(16 * 1024 ** 2);
+    expect(await snapshot(t.tenant)).toEqual(before);
+  });
+
+  it("1,000,000 entries: the count bound stops the import early, in bounded time, having written nothing beyond it", async () => {
+    // Entries that are never written (symlinks): the default bound (200,000) is reached by parsing alone.
+    const t = await newTenant(app);
+    const before = await snapshot(t.tenant);
+    let i = 0;
+    const links = generated(() => {
+      if (i >= 1_000_000) return null;
+      const chunk = new Uint8Array(512 * 1000);
+      for (let k = 0; k < 1000; k++, i++) chunk.set(headerBlock({ name: `l/${i}`, size: 0, type: "2", linkname: "x" }), k * 512);
+      return chunk;
+    });
+    const started = Date.now();
+    const r = await importReq(t, links.stream);
+    expect(r.status).toBe(413);
+    expect(r.body.error.details).toMatchObject({ reason: "entries", max: 200_000 });
+    expect(links.pulled()).toBeLessThan(512 * 202_000);
+    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(await snapshot(t.tenant)).toEqual(before);
+    console.log(`200,000 link entries refused after ${Date.now() - started} ms`);
+
+    // Empty files, which would be written: a deployment's lower bound stops at it (500 here).
+    const small = testApp({ archiveLimits: { maxEntries: 500 } });
+    const u = await newTenant(small);
+    let j = 0;
+    const empties = generated(() => {
+      if (j >= 1_000_000) return null;
+      const chunk = new Uint8Array(512 * 500);
+      for (let k = 0; k < 500; k++, j++) chunk.set(headerBlock({ name: `e/${j}`, size: 0 }), k * 512);
+      return chunk;
+    });
+    const e = await u.req(`/v1/workspaces/${u.ws}/import`, { method: "POST", body: gzipStream(empties.stream) });
+    const eb = (await e.json()) as any;
+    console.log(`500 empty files then refused after ${Date.now() - started} ms`);
+    expect(e.status).toBe(413);
+    expect(eb.error.details).toMatchObject({ reason: "entries", files_written: 500 });
+    expect(await countObjects(`t/${u.tenant}/w/${u.ws}/f/`)).toBe(500);
+    expect(empties.pulled()).toBeLessThan(512 * 20_000); // the generator was pulled only a little past the bound
+  }, 120_000);
+});
+
+describe("a cut upload", () => {
+  it("stops: files that landed are whole, nothing after the cut exists, replace deleted nothing", async () => {
+    const t = await newTenant(app);
+    await upload(t, "old.txt", "must survive a failed replace");
+    const items = Array.from({ length: 40 }, (_, i) => ({ name: `f${String(i).padStart(2, "0")}.txt`, body: `file ${i}\n`.repeat(200) }));
+    const whole = tar(items, false);
+    const cutAt = Math.floor(whole.length / 2) + 100; // inside an entry's body
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent >= cutAt) return c.error(new Error("connection reset by peer"));
+        const n = Math.min(4096, cutAt - sent);
+        c.enqueue(whole.slice(sent, sent + n));
+        sent += n;
+      },
+    });
+    const r = await importReq(t, stream, "?mode=replace");
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toMatch(/cut/);
+    const written = r.body.error.details.files_written as number;
+    const f = await files(t.tenant, t.ws);
+    expect(text(f.get("old.txt"))).toBe("must survive a failed replace");
+    expect(f.size).toBe(written + 1);
+    for (const [path, bytes] of f) {
+      if (path === "old.txt") continue;
+      const i = Number(path.slice(1, 3));
+      expect(text(bytes), path).toBe(`file ${i}\n`.repeat(200));
+    }
+    // Landed files are a prefix of the archive, up to the in-flight window.
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThan(40);
+    // A truncated body (no error, just short) is refused the same way.
+    const short = await importReq(t, whole.subarray(0, cutAt), "?prefix=short");
+    expect(short.status).toBe(400);
+    expect(short.body.error.details.reason).toBe("truncated");
+  });
+});
