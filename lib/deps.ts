@@ -1,5 +1,6 @@
 /** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
 import type { Executor, RunLimits } from "./exec/types.js";
+import type { SearchLimits } from "./search/cpu-budget.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 
@@ -31,4 +32,6 @@ export interface AppDeps {
   syncUrl?: string;
   /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
   runLimits?: Partial<RunLimits>;
+  /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
+  searchLimits?: Partial<SearchLimits>;
 }
