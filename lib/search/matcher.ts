@@ -3,10 +3,11 @@
  * pattern can make a search take more than time linear in the text, which matters in a
  * Worker that cannot interrupt its own CPU-bound loop.
  *
- * Lines: a file is matched line by line ("\r\n" counts as one line ending). A whole-text
- * test with ^/$ at line boundaries runs first; only texts it accepts are split into lines.
- * Every line match found by the line loop is also found by that test, so the prefilter
- * never hides a match (patterns with \A, \z or flag groups skip it).
+ * Lines: a file is matched line by line ("\r\n" counts as one line ending), in blocks the
+ * line splitter bounds (text-search.ts). A whole-block test with ^/$ at line boundaries runs
+ * first; only blocks it accepts are split into lines. Every line match found by the line loop
+ * is also found by that test, so the prefilter never hides a match (patterns with \A, \z or
+ * flag groups skip it). Multiline mode is in multiline.ts.
  */
 import { RE2JS } from "re2js";
 import { ToolError } from "../errors.js";

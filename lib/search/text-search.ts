@@ -151,9 +151,10 @@ export class TextSearch {
   private endLong(): void {
     const l = this.long!;
     this.long = null;
+    const m = l.pending?.m;
     this.settle(l, l.units);
     this.contextLine(cutHead(l.head, l.units));
-    if (l.pending && this.o.after > 0) this.open.push(l.pending.m);
+    if (m && this.o.after > 0) this.open.push(m);
     if (this.o.before > 0) this.remember([cutHead(l.head, l.units)], true);
   }
 
