@@ -1,10 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { normalizePath } from "../lib/paths.js";
 import { both, fileGlobTest, typeTest } from "../lib/search/globs.js";
+import { CpuBudget } from "../lib/search/cpu-budget.js";
 import { DEFAULT_BUDGET, grep, MAX_SCAN_BYTES, type FileHits, type GrepMode } from "../lib/search/grep.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import type { Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
+import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
 
@@ -24,8 +26,9 @@ const description = `Search file contents with a regular expression (RE2 syntax,
 - head_limit: entries returned, i.e. files, lines or counts (default: ${DEFAULT_LIMIT}); offset: entries to skip, for paging (default: 0).
 - Lines end at \\n; CRLF files match as if they had LF endings. Binary files are skipped; files over ${MAX_SCAN_BYTES / 1024 / 1024} MB are not searched.
 - Skipped by default, and reported with counts so that "no match" is never confused with "not searched": hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden: true / include_ignored: true search them too (default: false). An explicit path is always searched.
+- One call has a budget of storage requests and of verification time. When it runs out, the result has complete: false and resume: a value to pass back (with the same other arguments) to continue where it stopped, inside a file if need be.
 - An invalid regex gives INVALID_ARGUMENT naming the problem.
-Returns: {mode, matches?: [{file, line, column, text, before[], after[]}], files?: string[], counts?: [{file, count}], count, total_found, truncated, next_offset, complete, skipped: {total, counts, examples}, stats}`;
+Returns: {mode, matches?: [{file, line, column, text, before[], after[]}], files?: string[], counts?: [{file, count}], count, total_found, truncated, next_offset, complete, resume, skipped: {total, counts, examples}, stats}`;
 
 export default defineTool({
   name: "grep",
@@ -48,8 +51,9 @@ export default defineTool({
     offset: z.number().int().min(0).max(1_000_000).optional().describe("Entries to skip (default: 0)"),
     include_hidden: z.boolean().optional().describe("Search hidden files and directories too (default: false)"),
     include_ignored: z.boolean().optional().describe("Search .git, node_modules, vendor, __pycache__ and .gitignore'd files too (default: false)"),
+    resume: z.string().max(8192).optional().describe("Continue a search that stopped with complete: false: the resume value of its result (same other arguments)"),
   }),
-  async execute(args, { ws }) {
+  async execute(args, { ws, deps, signal }) {
     const compiled = compileMatcher({ pattern: args.pattern, literal: args.literal ?? false, caseInsensitive: args.case_insensitive ?? false, multiline: args.multiline ?? false });
     const path = normalizePath(args.path ?? "");
     let rootFile: Listed | null = null;
@@ -67,8 +71,16 @@ export default defineTool({
     const after = args.after ?? args.context ?? 0;
     const includeHidden = (args.include_hidden ?? false) || (args.glob !== undefined && namesHidden(args.glob));
 
+    const fingerprint = searchFingerprint({ pattern: args.pattern, path, glob: args.glob, type: args.type, mode, ci: args.case_insensitive, literal: args.literal, multiline: args.multiline, hidden: includeHidden, ignored: args.include_ignored, before, after });
+    const resume = args.resume ? decodeResume(args.resume, fingerprint) : null;
+
     const budget = new Budget(DEFAULT_BUDGET);
-    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit }, budget);
+    const cpu = new CpuBudget(deps.searchLimits, signal);
+    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit, resume }, budget, cpu);
+    // Entries are numbered across calls: a resumed call's hits start at r.base.
+    const first = Math.max(offset, r.base);
+    const from = first - r.base;
+    const to = offset + limit - r.base;
 
     const where = rootFile ? rootFile.path : root === "" ? "the workspace" : `${root}/`;
     const notes: string[] = [];
@@ -78,13 +90,13 @@ export default defineTool({
 
     if (mode === "content") {
       const all: (LineMatch & { file: string })[] = r.hits.flatMap((h) => h.matches.map((m) => ({ file: h.file, ...m })));
-      const page = all.slice(offset, offset + limit);
+      const page = all.slice(from, Math.max(from, to));
       const { text, shown } = renderContent(page);
       body = text;
       pageCount = shown;
       data.matches = page.slice(0, shown).map((m) => ({ file: m.file, line: m.line, column: m.column, text: m.text, before: m.before, after: m.after, ...(m.end_line ? { end_line: m.end_line } : {}) }));
     } else {
-      const page = r.hits.slice(offset, offset + limit);
+      const page = r.hits.slice(from, Math.max(from, to));
       pageCount = page.length;
       if (mode === "files_with_matches") {
         body = page.map((h) => h.file).join("\n");
@@ -94,7 +106,7 @@ export default defineTool({
         data.counts = page.map((h: FileHits) => ({ file: h.file, count: h.count }));
       }
     }
-    const shownEnd = offset + pageCount;
+    const shownEnd = first + pageCount;
     const more = r.entries > shownEnd;
     const total = r.complete ? r.entries : null;
     const unit = (n: number) => (mode === "content" ? (n === 1 ? "matching line" : "matching lines") : n === 1 ? "file" : "files");
@@ -102,19 +114,25 @@ export default defineTool({
     let head: string;
     if (r.entries === 0) {
       head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.`;
+    } else if (pageCount === 0 && resume && r.entries <= first) {
+      head = `No more matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"} (${r.entries} ${unit(r.entries)} found in all).`;
     } else if (pageCount === 0) {
       head = `offset ${offset} is past the end: ${total ?? r.entries} ${unit(total ?? r.entries)} found in ${where}.`;
     } else {
       const totalText = total !== null ? `${total}` : `at least ${r.entries}`;
-      const range = offset > 0 || more ? ` (showing ${offset + 1}-${shownEnd})` : "";
-      const lines = r.hits.slice(offset, shownEnd).reduce((n, h) => n + h.count, 0);
+      const range = first > 0 || more ? ` (showing ${first + 1}-${shownEnd})` : "";
+      const lines = r.hits.slice(from, from + pageCount).reduce((n, h) => n + h.count, 0);
       head = `Found ${totalText} ${unit(total ?? r.entries)} in ${where}${range}${mode === "count" ? ` (${lines} matching ${lines === 1 ? "line" : "lines"} in ${pageCount === 1 ? "this file" : "these files"})` : ""}, newest files first:`;
     }
     if (more) notes.push(`[More results: call grep again with offset=${shownEnd}.]`);
-    if (r.exhausted) {
-      notes.push(
-        `[Search incomplete: ${r.unsearched} candidate file(s) were not searched in this call (per-request storage limit; ${r.stats.files_unindexed} file(s) were not yet in the search index). What was read is now indexed: call grep again with the same arguments to continue.]`,
-      );
+    const token = r.resume ? encodeResume(r.resume, fingerprint) : null;
+    if (r.exhausted && token) {
+      const why =
+        r.stoppedBy === "cpu"
+          ? `this call used its verification budget (${Math.round(cpu.bytes / 1024 / 1024)} MB verified in ${cpu.ms} ms)`
+          : `per-request storage limit; ${r.stats.files_unindexed} file(s) were not yet in the search index, and what was read is now indexed`;
+      const inside = r.resume?.file ? `, ${r.resume.path} from line ${r.resume.file.line + 1}` : "";
+      notes.push(`[Search incomplete: ${r.unsearched} candidate file(s) not searched yet${inside} (${why}). Call grep again with the same arguments and resume: ${JSON.stringify(token)} to continue.]`);
     }
     if (r.scanTruncated) notes.push("[Only the first 200,000 files were listed: give a narrower path.]");
     const skipNote = r.skipped.describe();
@@ -131,8 +149,9 @@ export default defineTool({
         truncated: more || r.exhausted,
         next_offset: more ? shownEnd : null,
         complete: r.complete,
+        resume: token,
         skipped: r.skipped.toJSON(),
-        stats: { ...r.stats, budget: DEFAULT_BUDGET },
+        stats: { ...r.stats, budget: DEFAULT_BUDGET, bytes_verified: cpu.bytes, verify_ms: cpu.ms },
       },
     };
   },

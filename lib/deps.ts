@@ -1,6 +1,7 @@
 /** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
 import type { ArchiveLimits } from "./archive/limits.js";
 import type { Executor, RunLimits } from "./exec/types.js";
+import type { SearchLimits } from "./search/cpu-budget.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 
@@ -34,4 +35,6 @@ export interface AppDeps {
   runLimits?: Partial<RunLimits>;
   /** Bounds of archive import/export where the defaults (lib/archive/limits.ts) should not apply. */
   archiveLimits?: Partial<ArchiveLimits>;
+  /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
+  searchLimits?: Partial<SearchLimits>;
 }

@@ -15,17 +15,22 @@
  *   6. Unindexed files it read are written as a new segment, so the next search is cheap.
  *
  * Every storage request is counted against a budget (Workers: ~1,000 subrequests per
- * request). When the budget runs out before all candidates are searched, the result says
- * so and the agent calls again: each call indexes what it read, so calls converge.
+ * request), and the verification against a CPU budget (cpu-budget.ts). When either runs out
+ * before all candidates are searched, the result says so with a cursor (the first unfinished
+ * file, and where inside it): the agent calls again with it, and each call indexes what it
+ * read, so calls converge. Every file goes through the one line splitter (line-splitter.ts):
+ * time linear in the bytes read, memory bounded by a block or a long line's window.
  */
 import type { Workspace } from "../workspace/workspace.js";
+import { coalesce, indexCandidates, mapLimit, type Candidate, type Seg } from "./candidates.js";
+import { CpuBudget } from "./cpu-budget.js";
+import { readFrom, searchHeld, searchMultiline, searchStream, type FileCursor, type FileRun } from "./file-search.js";
 import { SkipReport } from "./ignore.js";
 import { inputFromBytes, MAX_SEGMENT, mergeSegments, tierOf } from "./indexer.js";
 import { scanTree, type Listed } from "./listing.js";
-import { TextSearch, type Compiled, type LineMatch } from "./matcher.js";
-import type { Query } from "./query.js";
-import { buildSegment, decodePostings, FLAG_BINARY, FLAG_LARGE, type SegmentFile, type SegmentHead, type SegmentInput } from "./segment.js";
-import { Budget, IndexStore, type SegmentRef } from "./store.js";
+import type { Compiled, LineMatch, SearchOptions } from "./matcher.js";
+import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segment.js";
+import { Budget, IndexStore } from "./store.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../text.js";
 
@@ -46,6 +51,20 @@ export interface GrepRequest {
   after: number;
   offset: number;
   limit: number;
+  /** Continue a search an earlier call stopped (its cursor). */
+  resume?: GrepCursor | null;
+}
+
+/**
+ * Where a stopped search continues: candidates are searched in a fixed order (newest first,
+ * then by path), so the first unfinished one names the place; `entries` were found before it.
+ */
+export interface GrepCursor {
+  modified: number;
+  path: string;
+  entries: number;
+  /** The search stopped inside this file. */
+  file?: FileCursor;
 }
 
 export interface FileHits {
@@ -74,8 +93,14 @@ export interface GrepOutcome {
   entries: number;
   /** Every candidate was searched (so `entries` is the total). */
   complete: boolean;
-  /** The search stopped because the request budget ran out (not because the page was full). */
+  /** The search stopped because a budget ran out (not because the page was full). */
   exhausted: boolean;
+  /** Which budget: storage requests, or verification (CPU). */
+  stoppedBy: "storage" | "cpu" | null;
+  /** Where to continue when exhausted. */
+  resume: GrepCursor | null;
+  /** Entries found before this call's start (a resumed search): hits[0] is entry number `base`. */
+  base: number;
   /** Candidates left unsearched when exhausted. */
   unsearched: number;
   skipped: SkipReport;
@@ -96,157 +121,12 @@ const MULTILINE_MAX = 4 * 1024 * 1024;
 /** With this few files to search, read them directly (the index would cost more). */
 const DIRECT_BELOW = 12;
 const CONCURRENCY = 6;
-/** Out-of-line posting lists fetched per AND: the rarest few are enough to narrow. */
-const RAREST = 3;
-const POSTING_GAP = 16 * 1024;
 const CONTENT_GAP = 64 * 1024;
-const MAX_RANGE = 8 * 1024 * 1024;
 const PERSIST_MIN_FILES = 4;
-
-async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!, i);
-      }
-    }),
-  );
-  return out;
-}
-
-interface Seg {
-  ref: SegmentRef;
-  head: SegmentHead;
-}
-
-/**
- * A file to search: packed in a segment, or read directly (`entry` = its index entry when
- * the index knows it as too large to pack; `unindexed`: no segment covers it, so once read
- * it is worth indexing).
- */
-type Candidate = { file: Listed; seg: Seg; entry: SegmentFile; unindexed: false } | { file: Listed; seg: null; entry: SegmentFile | null; unindexed: boolean };
-
-// ---- the trigram query on one segment ----
-
-type Node =
-  | { op: "all" }
-  | { op: "none" }
-  | { op: "ids"; ids: number[] }
-  | { op: "fetch"; off: number; end: number; ids?: number[] }
-  | { op: "and" | "or"; of: Node[] };
-
-function plan(q: Query, head: SegmentHead): Node {
-  switch (q.op) {
-    case "all":
-    case "none":
-      return q;
-    case "tri": {
-      const r = head.lookup(q.t);
-      if (!r) return { op: "none" };
-      if ("inline" in r) return { op: "ids", ids: decodePostings(r.inline) };
-      return { op: "fetch", off: r.off, end: r.end };
-    }
-    case "and": {
-      const of: Node[] = [];
-      for (const x of q.of) {
-        const n = plan(x, head);
-        if (n.op === "none") return n;
-        if (n.op !== "all") of.push(n);
-      }
-      // Fetch only the rarest out-of-line lists; the rest cannot narrow much further.
-      const fetches = of.filter((n): n is Extract<Node, { op: "fetch" }> => n.op === "fetch").sort((a, b) => a.end - a.off - (b.end - b.off));
-      const drop = new Set(fetches.slice(RAREST));
-      const kept = of.filter((n) => !drop.has(n as never));
-      return kept.length === 0 ? { op: "all" } : { op: "and", of: kept };
-    }
-    case "or": {
-      const of: Node[] = [];
-      for (const x of q.of) {
-        const n = plan(x, head);
-        if (n.op === "all") return n;
-        if (n.op !== "none") of.push(n);
-      }
-      return of.length === 0 ? { op: "none" } : { op: "or", of };
-    }
-  }
-}
-
-function fetchLeaves(n: Node, out: Extract<Node, { op: "fetch" }>[] = []): Extract<Node, { op: "fetch" }>[] {
-  if (n.op === "fetch") out.push(n);
-  else if (n.op === "and" || n.op === "or") for (const x of n.of) fetchLeaves(x, out);
-  return out;
-}
-
-function evaluate(n: Node, size: number): Uint8Array {
-  const bits = new Uint8Array(size);
-  switch (n.op) {
-    case "all":
-      bits.fill(1);
-      return bits;
-    case "none":
-      return bits;
-    case "ids":
-    case "fetch":
-      for (const id of n.ids ?? []) if (id < size) bits[id] = 1;
-      return bits;
-    case "and": {
-      bits.fill(1);
-      for (const x of n.of) {
-        const b = evaluate(x, size);
-        for (let i = 0; i < size; i++) bits[i]! &= b[i]!;
-      }
-      return bits;
-    }
-    case "or": {
-      for (const x of n.of) {
-        const b = evaluate(x, size);
-        for (let i = 0; i < size; i++) bits[i]! |= b[i]!;
-      }
-      return bits;
-    }
-  }
-}
-
-/** Coalesces [off, end) ranges that lie close together. */
-function coalesce<T extends { off: number; end: number }>(items: T[], gap: number): { off: number; end: number; items: T[] }[] {
-  const sorted = [...items].sort((a, b) => a.off - b.off);
-  const out: { off: number; end: number; items: T[] }[] = [];
-  for (const it of sorted) {
-    const last = out[out.length - 1];
-    if (last && it.off - last.end <= gap && Math.max(last.end, it.end) - last.off <= MAX_RANGE) {
-      last.end = Math.max(last.end, it.end);
-      last.items.push(it);
-    } else out.push({ off: it.off, end: it.end, items: [it] });
-  }
-  return out;
-}
-
-/** Candidate files of one segment among the entries it covers. */
-async function segmentCandidates(store: IndexStore, seg: Seg, q: Query, covered: number[]): Promise<Set<number>> {
-  const root = plan(q, seg.head);
-  const leaves = fetchLeaves(root);
-  if (leaves.length) {
-    const groups = coalesce(leaves, POSTING_GAP);
-    await Promise.all(
-      groups.map(async (g) => {
-        const bytes = seg.head.whole
-          ? seg.head.postingBytes(g.off, g.end)
-          : await store.read(seg.ref, { offset: seg.head.postingsStart + g.off, length: g.end - g.off });
-        // A segment deleted meanwhile (merged away): every covered file stays a candidate.
-        for (const leaf of g.items) leaf.ids = bytes ? decodePostings(bytes.subarray(leaf.off - g.off, leaf.end - g.off)) : covered;
-      }),
-    );
-  }
-  const bits = evaluate(root, seg.head.files.length);
-  return new Set(covered.filter((i) => bits[i] === 1));
-}
 
 // ---- the search ----
 
-export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET)): Promise<GrepOutcome> {
+export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
   const store = new IndexStore(ws.driver, ws.tenant, ws.id, budget);
   const stats: GrepStats = { files_considered: 0, files_indexed: 0, files_unindexed: 0, candidates: 0, files_searched: 0, segments: 0, storage_reads: 0, storage_lists: 0, storage_writes: 0, files_indexed_now: 0 };
   let skipped = new SkipReport();
@@ -272,11 +152,21 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
   stats.candidates = candidates.length;
   candidates.sort((a, b) => b.file.modified - a.file.modified || (a.file.path < b.file.path ? -1 : a.file.path > b.file.path ? 1 : 0));
 
+  // A resumed search starts at its cursor's file (and inside it, when the file is unchanged).
+  const resume = req.resume ?? null;
+  let next = resume ? candidates.findIndex((c) => c.file.modified < resume.modified || (c.file.modified === resume.modified && c.file.path >= resume.path)) : 0;
+  if (next < 0) next = candidates.length;
+  const startIn = (c: Candidate): FileCursor | null => {
+    const f = resume?.file;
+    return f && c.file.path === resume.path && c.file.modified === resume.modified && c.file.etag === f.etag ? f : null;
+  };
+
+  const base = resume?.entries ?? 0;
   const need = req.offset + req.limit + 1;
   const hits: FileHits[] = [];
-  let entries = 0;
-  let next = 0;
-  let exhausted = false;
+  let entries = base;
+  let stoppedBy: "storage" | "cpu" | null = null;
+  let cursor: GrepCursor | null = null;
   const persist: SegmentInput[] = [];
   let persistBytes = 0;
   const collector = new TrigramCollector();
@@ -292,28 +182,34 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
     persistBytes += input.content?.length ?? 0;
   };
 
-  const searchText = (file: Listed, text: string): void => {
-    const s = newSearch(req, need - entries);
-    s.block(text);
-    record(file, s);
-  };
-  const newSearch = (r: GrepRequest, left: number) =>
-    new TextSearch(r.compiled, {
-      before: r.mode === "content" ? r.before : 0,
-      after: r.mode === "content" ? r.after : 0,
-      maxMatches: r.mode === "content" ? left : r.mode === "files_with_matches" ? 1 : 1_000_000,
-      collect: r.mode === "content",
-    });
-  const record = (file: Listed, s: TextSearch) => {
+  const options = (): SearchOptions => ({
+    before: req.mode === "content" ? req.before : 0,
+    after: req.mode === "content" ? req.after : 0,
+    maxMatches: req.mode === "content" ? need - entries : req.mode === "files_with_matches" ? 1 : 1_000_000,
+    collect: req.mode === "content",
+  });
+  /** Records a file's result; a file stopped by the budget leaves the cursor (count mode reports it once done). */
+  const record = (c: Candidate, run: FileRun) => {
     stats.files_searched++;
-    if (s.result.count === 0) return;
-    hits.push({ file: file.path, modified: file.modified, count: s.result.count, matches: s.result.matches });
-    entries += req.mode === "content" ? s.result.matches.length : 1;
+    const r = run.search.result;
+    if (run.stopped) {
+      cursor = { modified: c.file.modified, path: c.file.path, entries: 0, file: run.stopped };
+      stoppedBy = "cpu";
+      if (req.mode !== "content") return;
+    }
+    if (r.count === 0 || (req.mode === "content" && r.matches.length === 0)) return;
+    hits.push({ file: c.file.path, modified: c.file.modified, count: r.count, matches: r.matches });
+    entries += req.mode === "content" ? r.matches.length : 1;
   };
-  const decoder = new TextDecoder();
+  const searchBytes = (c: Candidate, bytes: Uint8Array, etag: string, from: FileCursor | null) =>
+    req.compiled.spec.multiline ? searchMultiline(bytes, etag, req.compiled, options(), cpu, from) : searchHeld(bytes, etag, req.compiled, options(), cpu, from);
 
   let batchBytes = 256 * 1024;
-  while (next < candidates.length && entries < need) {
+  outer: while (next < candidates.length && entries < need) {
+    if (cpu.spent) {
+      stoppedBy = "cpu";
+      break;
+    }
     // The next batch: growing, so an early page is cheap and a full scan takes few requests.
     let end = next;
     let bytes = 0;
@@ -328,7 +224,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
     }
     const batch = candidates.slice(next, next + lo);
     if (batch.length === 0) {
-      exhausted = true;
+      stoppedBy = "storage";
       break;
     }
     batchBytes = Math.min(batchBytes * 4, 16 * 1024 * 1024);
@@ -336,10 +232,17 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
     const contents = await readBatch(ws, store, batch);
     for (let i = 0; i < batch.length && entries < need; i++) {
       const c = batch[i]!;
+      if (cpu.spent) {
+        stoppedBy = "cpu";
+        break outer;
+      }
       next++;
+      const from = startIn(c);
       const got = contents[i];
       if (got === "stream") {
-        await streamSearch(ws, req, c.file, need - entries, skipped, budget, (s) => record(c.file, s), c.unindexed ? remember : null);
+        const run = await streamFile(ws, req, options(), c, from, skipped, budget, cpu, c.unindexed ? remember : null);
+        if (run) record(c, run);
+        if (cursor) break outer;
         continue;
       }
       if (!got) continue; // deleted meanwhile
@@ -356,12 +259,21 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
           continue;
         }
       }
-      searchText(c.file, decoder.decode(got.bytes));
+      record(c, await searchBytes(c, got.bytes, got.etag, from));
+      if (cursor) break outer;
     }
     if (persistBytes >= MAX_SEGMENT) await flush();
   }
   next = Math.min(next, candidates.length);
-  const complete = next >= candidates.length && !exhausted;
+  if (stoppedBy && !cursor && next < candidates.length) {
+    const c = candidates[next]!;
+    cursor = { modified: c.file.modified, path: c.file.path, entries: 0 };
+  }
+  if (!cursor) stoppedBy = null;
+  const resumeAt: GrepCursor | null = cursor ? { ...(cursor as GrepCursor), entries } : null;
+  // A file stopped inside is not finished: it counts as unsearched.
+  const unsearched = candidates.length - next + (resumeAt?.file ? 1 : 0);
+  const complete = unsearched === 0 && stoppedBy === null;
   if (persist.length >= PERSIST_MIN_FILES || persistBytes >= 256 * 1024 || (persist.length > 0 && stats.files_unindexed >= PERSIST_MIN_FILES)) {
     await flush().catch(() => undefined);
   }
@@ -369,49 +281,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
   stats.storage_reads = budget.gets;
   stats.storage_lists = budget.lists;
   stats.storage_writes = budget.puts;
-  return { hits, entries, complete, exhausted, unsearched: candidates.length - next, skipped, scanTruncated, stats };
-}
-
-/** Candidates through the index: covered files the query admits, and every uncovered file. */
-async function indexCandidates(store: IndexStore, refs: SegmentRef[], files: Listed[], q: Query, skipped: SkipReport, stats: GrepStats): Promise<{ candidates: Candidate[]; segs: Seg[] }> {
-  const live = new Map(files.map((f) => [f.path, f]));
-  const heads = await mapLimit([...refs].reverse(), CONCURRENCY, async (ref) => {
-    const head = await store.readHead(ref).catch(() => null);
-    return head ? { ref, head } : null;
-  });
-  const covered = new Map<Seg, number[]>();
-  const claimed = new Set<string>();
-  for (const seg of heads) {
-    if (!seg) continue;
-    seg.head.files.forEach((f, i) => {
-      const l = live.get(f.path);
-      if (!l || l.etag !== f.etag || claimed.has(f.path)) return;
-      claimed.add(f.path);
-      let list = covered.get(seg);
-      if (!list) covered.set(seg, (list = []));
-      list.push(i);
-    });
-  }
-  stats.segments = heads.filter(Boolean).length;
-  stats.files_indexed = claimed.size;
-  const out: Candidate[] = [];
-  await mapLimit([...covered.entries()], CONCURRENCY, async ([seg, ids]) => {
-    const text = ids.filter((i) => (seg.head.files[i]!.flags & (FLAG_BINARY | FLAG_LARGE)) === 0);
-    for (const i of ids) {
-      const f = seg.head.files[i]!;
-      if (f.flags & FLAG_BINARY) skipped.add("binary", f.path);
-      else if (f.flags & FLAG_LARGE) out.push({ file: live.get(f.path)!, seg: null, entry: f, unindexed: false });
-    }
-    if (text.length === 0) return;
-    const admitted = q.op === "all" ? new Set(text) : await segmentCandidates(store, seg, q, text);
-    for (const i of text) if (admitted.has(i)) out.push({ file: live.get(seg.head.files[i]!.path)!, seg, entry: seg.head.files[i]!, unindexed: false });
-  });
-  for (const f of files) {
-    if (claimed.has(f.path)) continue;
-    stats.files_unindexed++;
-    out.push({ file: f, seg: null, entry: null, unindexed: true });
-  }
-  return { candidates: out, segs: heads.filter((h): h is Seg => h !== null) };
+  return { hits, entries, complete, exhausted: stoppedBy !== null, stoppedBy, resume: resumeAt, base, unsearched, skipped, scanTruncated, stats };
 }
 
 /** With this many small segments read whole, a search merges them (it holds their bytes already). */
@@ -496,56 +366,21 @@ async function readBatch(ws: Workspace, store: IndexStore, batch: Candidate[]): 
   return out;
 }
 
-/** Searches a big file as a stream of line blocks, never holding it whole. */
-async function streamSearch(ws: Workspace, req: GrepRequest, file: Listed, left: number, skipped: SkipReport, budget: Budget, done: (s: TextSearch) => void, remember: ((i: SegmentInput) => void) | null): Promise<void> {
+/** Searches a big file as a stream (from the cursor's offset when resuming), never holding it whole. */
+async function streamFile(ws: Workspace, req: GrepRequest, o: SearchOptions, c: Candidate, from: FileCursor | null, skipped: SkipReport, budget: Budget, cpu: CpuBudget, remember: ((i: SegmentInput) => void) | null): Promise<FileRun | null> {
+  const file = c.file;
   if (file.size > MAX_SCAN_BYTES || req.compiled.spec.multiline) {
     skipped.add("too_large", file.path);
-    return;
+    return null;
   }
   budget.take("get");
-  const r = await ws.get(file.path);
-  if (!r) return;
-  const reader = r.body.getReader();
-  const decoder = new TextDecoder();
-  const s = new TextSearch(req.compiled, {
-    before: req.mode === "content" ? req.before : 0,
-    after: req.mode === "content" ? req.after : 0,
-    maxMatches: req.mode === "content" ? left : req.mode === "files_with_matches" ? 1 : 1_000_000,
-    collect: req.mode === "content",
+  const r = from ? await ws.get(file.path, { offset: readFrom(from) }) : await ws.get(file.path);
+  if (!r) return null;
+  return searchStream(r.body, r.etag, req.compiled, o, cpu, from, (first) => {
+    if (from) return true; // sniffed (and remembered) by the call that started the file
+    const binary = looksBinary(first.subarray(0, 8192), false);
+    remember?.({ path: file.path, etag: r.etag, size: r.size, modified: file.modified, flags: FLAG_LARGE | (binary ? FLAG_BINARY : 0) });
+    if (binary) skipped.add("binary", file.path);
+    return !binary;
   });
-  let pending = "";
-  let first = true;
-  try {
-    for (;;) {
-      const { done: end, value } = await reader.read();
-      if (end) break;
-      if (first) {
-        first = false;
-        const binary = looksBinary(value.subarray(0, 8192), false);
-        remember?.({ path: file.path, etag: r.etag, size: r.size, modified: file.modified, flags: FLAG_LARGE | (binary ? FLAG_BINARY : 0) });
-        if (binary) {
-          skipped.add("binary", file.path);
-          await reader.cancel();
-          return;
-        }
-      }
-      pending += decoder.decode(value, { stream: true });
-      if (pending.length >= 1 << 20) {
-        const cut = pending.lastIndexOf("\n");
-        if (cut >= 0) {
-          s.block(pending.slice(0, cut + 1));
-          pending = pending.slice(cut + 1);
-        }
-      }
-      if (s.done) {
-        await reader.cancel();
-        break;
-      }
-    }
-    pending += decoder.decode();
-    if (!s.done) s.block(pending);
-  } finally {
-    reader.releaseLock();
-  }
-  done(s);
 }

@@ -1,0 +1,206 @@
+/**
+ * Which files a grep reads: the index's trigram query evaluated per segment (only the rarest
+ * few posting lists of each AND are fetched), over the entries the listing confirms; files
+ * no segment covers are candidates too.
+ */
+import type { SkipReport } from "./ignore.js";
+import type { Listed } from "./listing.js";
+import type { Query } from "./query.js";
+import { decodePostings, FLAG_BINARY, FLAG_LARGE, type SegmentFile, type SegmentHead } from "./segment.js";
+import type { IndexStore, SegmentRef } from "./store.js";
+
+const CONCURRENCY = 6;
+/** Out-of-line posting lists fetched per AND: the rarest few are enough to narrow. */
+const RAREST = 3;
+const POSTING_GAP = 16 * 1024;
+export const MAX_RANGE = 8 * 1024 * 1024;
+
+export interface CandidateStats {
+  segments: number;
+  files_indexed: number;
+  files_unindexed: number;
+}
+
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!, i);
+      }
+    }),
+  );
+  return out;
+}
+
+export interface Seg {
+  ref: SegmentRef;
+  head: SegmentHead;
+}
+
+/**
+ * A file to search: packed in a segment, or read directly (`entry` = its index entry when
+ * the index knows it as too large to pack; `unindexed`: no segment covers it, so once read
+ * it is worth indexing).
+ */
+export type Candidate = { file: Listed; seg: Seg; entry: SegmentFile; unindexed: false } | { file: Listed; seg: null; entry: SegmentFile | null; unindexed: boolean };
+
+// ---- the trigram query on one segment ----
+
+type Node =
+  | { op: "all" }
+  | { op: "none" }
+  | { op: "ids"; ids: number[] }
+  | { op: "fetch"; off: number; end: number; ids?: number[] }
+  | { op: "and" | "or"; of: Node[] };
+
+function plan(q: Query, head: SegmentHead): Node {
+  switch (q.op) {
+    case "all":
+    case "none":
+      return q;
+    case "tri": {
+      const r = head.lookup(q.t);
+      if (!r) return { op: "none" };
+      if ("inline" in r) return { op: "ids", ids: decodePostings(r.inline) };
+      return { op: "fetch", off: r.off, end: r.end };
+    }
+    case "and": {
+      const of: Node[] = [];
+      for (const x of q.of) {
+        const n = plan(x, head);
+        if (n.op === "none") return n;
+        if (n.op !== "all") of.push(n);
+      }
+      // Fetch only the rarest out-of-line lists; the rest cannot narrow much further.
+      const fetches = of.filter((n): n is Extract<Node, { op: "fetch" }> => n.op === "fetch").sort((a, b) => a.end - a.off - (b.end - b.off));
+      const drop = new Set(fetches.slice(RAREST));
+      const kept = of.filter((n) => !drop.has(n as never));
+      return kept.length === 0 ? { op: "all" } : { op: "and", of: kept };
+    }
+    case "or": {
+      const of: Node[] = [];
+      for (const x of q.of) {
+        const n = plan(x, head);
+        if (n.op === "all") return n;
+        if (n.op !== "none") of.push(n);
+      }
+      return of.length === 0 ? { op: "none" } : { op: "or", of };
+    }
+  }
+}
+
+function fetchLeaves(n: Node, out: Extract<Node, { op: "fetch" }>[] = []): Extract<Node, { op: "fetch" }>[] {
+  if (n.op === "fetch") out.push(n);
+  else if (n.op === "and" || n.op === "or") for (const x of n.of) fetchLeaves(x, out);
+  return out;
+}
+
+function evaluate(n: Node, size: number): Uint8Array {
+  const bits = new Uint8Array(size);
+  switch (n.op) {
+    case "all":
+      bits.fill(1);
+      return bits;
+    case "none":
+      return bits;
+    case "ids":
+    case "fetch":
+      for (const id of n.ids ?? []) if (id < size) bits[id] = 1;
+      return bits;
+    case "and": {
+      bits.fill(1);
+      for (const x of n.of) {
+        const b = evaluate(x, size);
+        for (let i = 0; i < size; i++) bits[i]! &= b[i]!;
+      }
+      return bits;
+    }
+    case "or": {
+      for (const x of n.of) {
+        const b = evaluate(x, size);
+        for (let i = 0; i < size; i++) bits[i]! |= b[i]!;
+      }
+      return bits;
+    }
+  }
+}
+
+/** Coalesces [off, end) ranges that lie close together. */
+export function coalesce<T extends { off: number; end: number }>(items: T[], gap: number): { off: number; end: number; items: T[] }[] {
+  const sorted = [...items].sort((a, b) => a.off - b.off);
+  const out: { off: number; end: number; items: T[] }[] = [];
+  for (const it of sorted) {
+    const last = out[out.length - 1];
+    if (last && it.off - last.end <= gap && Math.max(last.end, it.end) - last.off <= MAX_RANGE) {
+      last.end = Math.max(last.end, it.end);
+      last.items.push(it);
+    } else out.push({ off: it.off, end: it.end, items: [it] });
+  }
+  return out;
+}
+
+/** Candidate files of one segment among the entries it covers. */
+async function segmentCandidates(store: IndexStore, seg: Seg, q: Query, covered: number[]): Promise<Set<number>> {
+  const root = plan(q, seg.head);
+  const leaves = fetchLeaves(root);
+  if (leaves.length) {
+    const groups = coalesce(leaves, POSTING_GAP);
+    await Promise.all(
+      groups.map(async (g) => {
+        const bytes = seg.head.whole
+          ? seg.head.postingBytes(g.off, g.end)
+          : await store.read(seg.ref, { offset: seg.head.postingsStart + g.off, length: g.end - g.off });
+        // A segment deleted meanwhile (merged away): every covered file stays a candidate.
+        for (const leaf of g.items) leaf.ids = bytes ? decodePostings(bytes.subarray(leaf.off - g.off, leaf.end - g.off)) : covered;
+      }),
+    );
+  }
+  const bits = evaluate(root, seg.head.files.length);
+  return new Set(covered.filter((i) => bits[i] === 1));
+}
+
+/** Candidates through the index: covered files the query admits, and every uncovered file. */
+export async function indexCandidates(store: IndexStore, refs: SegmentRef[], files: Listed[], q: Query, skipped: SkipReport, stats: CandidateStats): Promise<{ candidates: Candidate[]; segs: Seg[] }> {
+  const live = new Map(files.map((f) => [f.path, f]));
+  const heads = await mapLimit([...refs].reverse(), CONCURRENCY, async (ref) => {
+    const head = await store.readHead(ref).catch(() => null);
+    return head ? { ref, head } : null;
+  });
+  const covered = new Map<Seg, number[]>();
+  const claimed = new Set<string>();
+  for (const seg of heads) {
+    if (!seg) continue;
+    seg.head.files.forEach((f, i) => {
+      const l = live.get(f.path);
+      if (!l || l.etag !== f.etag || claimed.has(f.path)) return;
+      claimed.add(f.path);
+      let list = covered.get(seg);
+      if (!list) covered.set(seg, (list = []));
+      list.push(i);
+    });
+  }
+  stats.segments = heads.filter(Boolean).length;
+  stats.files_indexed = claimed.size;
+  const out: Candidate[] = [];
+  await mapLimit([...covered.entries()], CONCURRENCY, async ([seg, ids]) => {
+    const text = ids.filter((i) => (seg.head.files[i]!.flags & (FLAG_BINARY | FLAG_LARGE)) === 0);
+    for (const i of ids) {
+      const f = seg.head.files[i]!;
+      if (f.flags & FLAG_BINARY) skipped.add("binary", f.path);
+      else if (f.flags & FLAG_LARGE) out.push({ file: live.get(f.path)!, seg: null, entry: f, unindexed: false });
+    }
+    if (text.length === 0) return;
+    const admitted = q.op === "all" ? new Set(text) : await segmentCandidates(store, seg, q, text);
+    for (const i of text) if (admitted.has(i)) out.push({ file: live.get(seg.head.files[i]!.path)!, seg, entry: seg.head.files[i]!, unindexed: false });
+  });
+  for (const f of files) {
+    if (claimed.has(f.path)) continue;
+    stats.files_unindexed++;
+    out.push({ file: f, seg: null, entry: null, unindexed: true });
+  }
+  return { candidates: out, segs: heads.filter((h): h is Seg => h !== null) };
+}
+
