@@ -104,7 +104,8 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
   }
   for (const p of outcome?.deleted ?? []) slot.view.delete(p);
   for (const s of after.skipped) {
-    await fs.rm(join(slot.tree, s.path), { recursive: true, force: true });
+    // A name that is not UTF-8 is reached through its bytes only: its shown path names nothing.
+    await fs.rm(after.rawPaths.get(s.path) ?? join(slot.tree, s.path), { recursive: true, force: true });
     removed.push(s.path);
   }
   pruneSettled(slot.tree, after, removed);

@@ -22,6 +22,7 @@ import { spawn } from "node:child_process";
 import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
+import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, supervise, type Sandbox, type SandboxExit, type SandboxSpec } from "./sandbox.js";
 
 export type Ids = { uid: number; gid: number };
@@ -94,12 +95,21 @@ export async function reap(uid: number, exclude: Set<number>, maxRounds = 200): 
   throw new ToolError("INTERNAL", `Processes of the command survived ${maxRounds} rounds of SIGKILL; this runner's execution environment should be recycled.`);
 }
 
-/** Removes every entry of `dirs` except `keep` and the directories that lead to it. */
+/**
+ * Removes every entry of `dirs` except `keep` and the directories that lead to it. Names are
+ * read as bytes (dir-entries.ts): an entry whose name is not UTF-8 is removed too.
+ */
 async function wipe(dirs: string[], keep: string[]): Promise<void> {
   const kept = (p: string) => keep.some((k) => k === p || k.startsWith(`${p}/`));
   for (const dir of dirs) {
-    const names = await fs.readdir(dir).catch(() => [] as string[]);
-    await Promise.all(names.map((n) => join(dir, n)).filter((p) => !kept(p)).map((p) => fs.rm(p, { recursive: true, force: true }).catch(() => {})));
+    let entries: DirEntry[] = [];
+    try {
+      entries = readEntries(dir);
+    } catch {
+      continue;
+    }
+    const doomed = entries.filter((e) => e.name === null || !kept(join(dir, e.name))).map((e) => rawPath(dir, e.raw));
+    await Promise.all(doomed.map((p) => fs.rm(p, { recursive: true, force: true }).catch(() => {})));
   }
 }
 

@@ -167,7 +167,7 @@ describe("process sandbox: limits and leftovers", () => {
   });
 
   it("nothing the command leaves in HOME, TMPDIR or the scratch directories reaches the next call", async () => {
-    const first = await t.run(`echo a > "$HOME/h"; echo b > "$TMPDIR/t"; echo c > ${scratch}/left; mkdir -p ${scratch}/d; echo $HOME`);
+    const first = await t.run(`echo a > "$HOME/h"; echo b > "$TMPDIR/t"; echo c > ${scratch}/left; mkdir -p ${scratch}/d; echo e > ${scratch}/$'bad\\xff'; mkdir ${scratch}/$'\\xfe'; echo $HOME`);
     const home = first.stdout.trim();
     expect(existsSync(home)).toBe(false);
     expect(readdirSync(scratch).sort()).toEqual(["handler-own"]);
