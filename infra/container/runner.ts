@@ -8,6 +8,7 @@ import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
+import { gitHomeFiles, validateGitIdentity } from "../../lib/exec/git-identity.js";
 import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
@@ -50,6 +51,7 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (!Number.isInteger(req.timeout_ms) || req.timeout_ms < 1 || req.timeout_ms > MAX_TIMEOUT_MS) throw bad(`timeout_ms must be an integer from 1 to ${MAX_TIMEOUT_MS}.`);
   if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
   if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
+  if (req.git !== undefined) validateGitIdentity(req.git);
   for (const [k, v] of Object.entries(req.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(k)) throw bad(`Bad environment variable name ${JSON.stringify(k)}.`);
     if (typeof v !== "string" || v.includes("\0") || v.length > 100_000) throw bad(`Bad value of environment variable ${k}.`);
@@ -149,7 +151,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let exit: SandboxExit;
     try {
       exit = await deps.sandbox.run({
-        tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, network: req.network === true, limits,
+        tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, limits,
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),

@@ -113,6 +113,21 @@ async function wipe(dirs: string[], keep: string[]): Promise<void> {
   }
 }
 
+/** Puts the HOME files (git's config and excludes) into a fresh HOME, owned by the command's user. */
+async function writeHome(home: string, files: { path: string; text: string }[], owner: Ids | null): Promise<void> {
+  for (const f of files) {
+    const parts = f.path.split("/");
+    for (let k = 1; k < parts.length; k++) {
+      const d = join(home, ...parts.slice(0, k));
+      await fs.mkdir(d, { recursive: true, mode: 0o755 });
+      if (owner) await fs.chown(d, owner.uid, owner.gid);
+    }
+    const abs = join(home, f.path);
+    await fs.writeFile(abs, f.text, { mode: 0o644 });
+    if (owner) await fs.chown(abs, owner.uid, owner.gid);
+  }
+}
+
 export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
   const own = process.getuid?.() ?? 0;
   // A root handler must not run commands as root (and must not reap root's processes).
@@ -131,6 +146,7 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
     const tmp = join(opts.stateDir, `run-${process.pid}-${++seq}`);
     await fs.mkdir(tmp, { recursive: true, mode: 0o700 });
     if (runAs) await fs.chown(tmp, runAs.uid, runAs.gid);
+    await writeHome(tmp, spec.home ?? [], runAs);
     let root = spec.tree;
     if (opts.workspace) {
       await fs.rm(opts.workspace.link, { force: true });

@@ -8,6 +8,7 @@ import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
 import { truncateMiddle } from "../tool.js";
+import { gitIdentityKey, parseGitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
@@ -28,7 +29,10 @@ export async function runRequest(
   const deps = ctx.deps;
   if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
   const key = `run_${randomId(20)}`;
-  const token = await mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000));
+  const [token, git] = await Promise.all([
+    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity),
+  ]);
   return {
     version: 1,
     idempotency_key: key,
@@ -40,6 +44,7 @@ export async function runRequest(
     ...(input.env ? { env: input.env } : {}),
     ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
     network: ctx.auth.scopes.includes("network"),
+    git,
     sync: { url: deps.syncUrl, token },
     limits: { ...deps.runLimits, output_bytes: MAX_COMMAND_OUTPUT },
   };

@@ -6,6 +6,7 @@
  * workspace through a SyncClient: a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
+import type { GitIdentity } from "./git-identity.js";
 import type { BatchFile } from "./sync-batch.js";
 
 
@@ -72,6 +73,8 @@ export interface RunRequest {
   stdin?: string;
   /** Allow network access (a per-tenant setting); default false: no network at all. */
   network?: boolean;
+  /** Who `git commit` names (the tenant's setting; default DEFAULT_GIT_IDENTITY), written to the sandbox HOME's .gitconfig. */
+  git?: GitIdentity;
   sync: SyncAccess;
   limits?: Partial<RunLimits>;
 }

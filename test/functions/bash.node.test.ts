@@ -33,6 +33,7 @@ const tools = [...fileTools, bash, run_code, bash_output, kill_shell];
 
 interface Env {
   storage: ReturnType<typeof memoryDriver>;
+  kv: AppDeps["kv"];
   call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
   close: () => Promise<void>;
 }
@@ -79,6 +80,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
   };
   return {
     storage,
+    kv: deps.kv,
     call,
     close: async () => {
       await invoke?.close();
@@ -228,6 +230,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(refused.message).toContain("at most 8");
     await env.storage.delete(markers);
     err(await env.call("read", { file_path: "never.txt" }), "NOT_FOUND");
+  });
+
+  it("git commits as Toolshed Agent by default, as the tenant's identity once set (KV git/<tenant>)", async () => {
+    const cmd = "rm -rf g && mkdir g && cd g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Acme Bot <bot@acme.example>\n");
+    await env.kv.put("git/acme", "{broken");
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    await env.kv.delete("git/acme");
   });
 
   it("no network without the network scope", async () => {

@@ -177,6 +177,12 @@ describe("process sandbox: limits and leftovers", () => {
     expect(next.stdout).toContain("kept\n"); // the handler's own entry stays
   });
 
+  it("git works out of the box: the request's identity, main, .toolshed/ ignored", async () => {
+    const r = await t.run("git init -q && mkdir -p .toolshed/output && echo log > .toolshed/output/x.log && echo a > a.txt && git add -A && git commit -qm x && git log --format=%an && git branch --show-current && git ls-files", { git: { name: "Proc Agent", email: "p@example.com" } });
+    expect(r.stdout, r.output).toBe("Proc Agent\nmain\na.txt\n");
+    await t.run("rm -rf .git .toolshed a.txt");
+  });
+
   it("symlinks made by the command are never uploaded", async () => {
     const r = await t.run("ln -s /etc/passwd passwd-link; echo ok");
     expect(r.skipped).toMatchObject([{ path: "passwd-link", reason: "symlink" }]);
