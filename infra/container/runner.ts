@@ -17,6 +17,7 @@ import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
 import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { stageTree } from "./stage.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -25,6 +26,8 @@ export interface RunnerDeps {
   owner: Owner;
   /** Handler-private scratch (logs); never visible in the sandbox. */
   workDir: string;
+  /** Where a run's tree is renamed for the run (stage.ts): same file system as the slots. */
+  stageDir: string;
 }
 
 export interface RunHooks {
@@ -147,17 +150,19 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let baseBytes = 0;
     for (const f of slot.files.values()) baseBytes += f.size;
     const overQuota = new AbortController();
-    const disk = watchDisk(slot.tree, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+    const staged = await stageTree(slot.tree, deps.stageDir);
+    const disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
     let exit: SandboxExit;
     try {
       exit = await deps.sandbox.run({
-        tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, limits,
+        tree: staged.path, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, limits,
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
       });
     } finally {
       disk.stop();
+      await staged.restore();
     }
     await out.close();
 

@@ -176,11 +176,10 @@ export class TreeCache {
       idle.cold = false;
       return idle;
     }
-    const dir = join(this.root, tenant, workspace, String(++this.seq));
-    for (const d of [join(this.root, tenant), join(this.root, tenant, workspace), dir]) {
-      await fs.mkdir(d, { recursive: true, mode: 0o711 });
-      await fs.chmod(d, 0o711);
-    }
+    // A random name: no tenant or workspace id on disk (the key lives in memory only).
+    const dir = join(this.root, `${(++this.seq).toString(36)}-${randomBytes(6).toString("hex")}`);
+    await fs.mkdir(dir, { mode: 0o711 });
+    await fs.chmod(dir, 0o711);
     const tree = join(dir, "tree");
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });

@@ -178,9 +178,9 @@ describe("process sandbox: limits and leftovers", () => {
   });
 
   it("git works out of the box: the request's identity, main, .toolshed/ ignored", async () => {
-    const r = await t.run("git init -q && mkdir -p .toolshed/output && echo log > .toolshed/output/x.log && echo a > a.txt && git add -A && git commit -qm x && git log --format=%an && git branch --show-current && git ls-files", { git: { name: "Proc Agent", email: "p@example.com" } });
+    const r = await t.run("mkdir g && cd g && git init -q && mkdir -p .toolshed/output && echo log > .toolshed/output/x.log && echo a > a.txt && git add -A && git commit -qm x && git log --format=%an && git branch --show-current && git ls-files", { git: { name: "Proc Agent", email: "p@example.com" } });
     expect(r.stdout, r.output).toBe("Proc Agent\nmain\na.txt\n");
-    await t.run("rm -rf .git .toolshed a.txt");
+    await t.run("rm -rf g");
   });
 
   it("symlinks made by the command are never uploaded", async () => {
