@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pollTask } from "../lib/exec/runs.js";
-import { commandData, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
+import { commandData, MAX_COMMAND_OUTPUT, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool, truncateMiddle } from "../lib/tool.js";
 
 const description = `Read a background task's output since the last call, and its status.
@@ -25,7 +25,7 @@ export default defineTool({
     const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
     const out = truncateMiddle(p.output, MAX_COMMAND_OUTPUT).text;
     const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
-    const err = p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "";
+    const err = (p.result ? writeBackNotes(p.result) : "") + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
     return {
       title: `${args.task_id}: ${p.status}`,
       output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
 import { gitHomeFiles, validateGitIdentity } from "../../lib/exec/git-identity.js";
-import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
+import { UNSYNCED_SHOWN, type RunLimits, type RunRequest, type RunResult, type Skipped, type SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
@@ -38,7 +38,7 @@ export interface RunHooks {
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
 const MiB = 1024 * 1024;
-const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
+const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000, writeback_ms: 3_600_000 };
 
 const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
 
@@ -67,6 +67,21 @@ export function validateRequest(req: RunRequest): RunLimits {
     limits[key] = v as number;
   }
   return limits;
+}
+
+/** The least time a write-back gets after its command, however long the command ran. */
+export const MIN_WRITEBACK_MS = 10_000;
+
+/**
+ * When the write-back stops starting changes (writeback.ts): `writebackMs` after the command
+ * when set; else the run's timeout counted from the start of the run, but never less than
+ * max(10 s, timeout / 4) after the command. A run thus answers within about 1.25 × its
+ * timeout (at least timeout + 10 s) plus fetching the workspace and the requests in flight,
+ * never minutes later for a command that made 20,000 files.
+ */
+export function writeBackDeadline(runStart: number, commandEnd: number, timeoutMs: number, writebackMs: number): number {
+  if (writebackMs > 0) return commandEnd + writebackMs;
+  return Math.max(runStart + timeoutMs, commandEnd + Math.max(MIN_WRITEBACK_MS, timeoutMs / 4));
 }
 
 /** Stable per call: a retry writes the same output file. */
@@ -175,7 +190,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const quotaHit = disk.exceeded || afterBytes - baseBytes > limits.disk_mb * MiB;
     const killed = exit.killed && !disk.exceeded;
     const finished = !exit.timedOut && !exit.killed && !quotaHit;
-    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files }) : null;
+    const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
+    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline }) : null;
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
     await fs.rm(logPath, { force: true });
@@ -213,6 +229,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       conflicts: wb?.conflicts ?? [],
       skipped,
       discarded: finished ? [] : changes.map((c) => c.path),
+      ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
       sync: {
         cache: slot.cold ? "cold" : "warm",
         manifest_files: manifestFiles,

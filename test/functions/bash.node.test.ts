@@ -276,3 +276,25 @@ describe("bash tools over the disk quota (runLimits: 20 MiB)", () => {
     err(await env.call("read", { file_path: "f1" }), "NOT_FOUND");
   });
 });
+
+describe("bash tools over max_writeback_files (runLimits: 3 files)", () => {
+  let env: Env;
+  beforeAll(async () => {
+    env = await makeEnv("local", { runLimits: { max_writeback_files: 3 } });
+  });
+  afterAll(() => env.close());
+
+  it("bash, run_code and bash_output say which changes were not written back, and that they are not in the workspace", async () => {
+    const r = ok(await env.call("bash", { command: "for i in 1 2 3 4 5; do echo $i > f$i.txt; done" }));
+    expect(r.data.files_changed).toEqual(["f1.txt", "f2.txt", "f3.txt"]);
+    expect(r.data.unsynced).toEqual({ count: 2, paths: ["f4.txt", "f5.txt"], reasons: ["limit"] });
+    expect(r.output).toContain("[not written back: 2 changed files (f4.txt, f5.txt): more files changed than one call writes back. These changes are NOT in the workspace");
+    err(await env.call("read", { file_path: "f4.txt" }), "NOT_FOUND");
+    const code = ok(await env.call("run_code", { language: "python", code: "for i in range(6, 11): open(f'g{i}.txt', 'w').write('x')" }));
+    expect(code.output).toContain("[not written back: 2 changed files (g8.txt, g9.txt)");
+    const bg = ok(await env.call("bash", { command: "for i in 1 2 3 4 5; do echo $i > h$i.txt; done", run_in_background: true })).data.task_id;
+    const p = ok(await env.call("bash_output", { task_id: bg, wait: true, timeout: 30 }));
+    expect(p.output).toContain("[not written back: 2 changed files (h4.txt, h5.txt)");
+    expect(p.data.result.unsynced.count).toBe(2);
+  });
+});
