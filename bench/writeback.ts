@@ -47,13 +47,21 @@ async function server(): Promise<void> {
   const kv = storageKeyValue(memoryDriver(), "kv/");
   const listeners = [searchIndexer({ onError: () => {} })];
   let requests = 0;
+  let slowest = 0;
+  let over1s = 0;
   const http = createServer(async (req, res) => {
     if (req.url === "/__stats") {
       const cpu = process.cpuUsage();
-      res.end(JSON.stringify({ cpu_s: (cpu.user + cpu.system) / 1e6, requests, ops }));
+      res.end(JSON.stringify({ cpu_s: (cpu.user + cpu.system) / 1e6, requests, ops, slowest_ms: slowest, over_1s: over1s }));
       return;
     }
     requests++;
+    const started = Date.now();
+    res.on("finish", () => {
+      const ms = Date.now() - started;
+      slowest = Math.max(slowest, ms);
+      if (ms > 1000) over1s++;
+    });
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const r = await handleSync(new Request(`http://127.0.0.1${req.url}`, {
       method: req.method!, headers: req.headers as Record<string, string>,
@@ -72,7 +80,7 @@ async function main(files: number, timeoutS: number): Promise<void> {
   const child = fork(process.argv[1]!, ["--server"], { stdio: "inherit", ...(prof ? { execArgv: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {}) });
   const port = await new Promise<number>((r) => child.once("message", (m: { port: number }) => r(m.port)));
   const url = `http://127.0.0.1:${port}`;
-  const stats = async () => (await (await fetch(`${url}/__stats`)).json()) as { cpu_s: number; requests: number; ops: Record<string, number> };
+  const stats = async () => (await (await fetch(`${url}/__stats`)).json()) as { cpu_s: number; requests: number; ops: Record<string, number>; slowest_ms: number; over_1s: number };
   const root = mkdtempSync(join(tmpdir(), "toolshed-bench-wb-"));
   chmodSync(root, 0o711);
   const owner = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : null;
@@ -97,7 +105,7 @@ for i in range(1, ${files} + 1):
     console.log(JSON.stringify({
       files, written: r.files_changed.length, unsynced: r.unsynced?.count ?? 0,
       command_ms: r.duration_ms, writeback_ms: r.sync.sync_out_ms, run_ms: wall,
-      api_cpu_s: +(after.cpu_s - before.cpu_s).toFixed(2), api_requests: after.requests - before.requests, storage_ops: ops,
+      api_cpu_s: +(after.cpu_s - before.cpu_s).toFixed(2), api_requests: after.requests - before.requests, slowest_request_ms: after.slowest_ms, requests_over_1s: after.over_1s, storage_ops: ops,
     }, null, 1));
   } finally {
     child.kill("SIGINT");

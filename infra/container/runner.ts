@@ -16,7 +16,7 @@ import { modesDelta, settleModes } from "./exec-bits.js";
 import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
-import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { diff, pool, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { stageTree } from "./stage.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
@@ -116,12 +116,11 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
       slot.view.set({ path: c.path, etag: written.etag, size: written.size });
     } else {
       slot.files.delete(c.path);
-      if (c.kind !== "deleted") {
-        await fs.rm(join(slot.tree, c.path), { force: true });
-        removed.push(c.path);
-      }
+      if (c.kind !== "deleted") removed.push(c.path);
     }
   }
+  // Thousands after a cut write-back: side by side (an unlink can wait on the disk).
+  await pool(16, removed, (p) => fs.rm(join(slot.tree, p), { force: true }));
   for (const p of outcome?.deleted ?? []) slot.view.delete(p);
   for (const s of after.skipped) {
     // A name that is not UTF-8 is reached through its bytes only: its shown path names nothing.
