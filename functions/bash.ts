@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
 import { runForeground, startTask } from "../lib/exec/runs.js";
-import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 
@@ -12,10 +12,11 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
 - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
-- Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back.
+- Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 20,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
+- git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git push --force, chmod -R, ...) need confirmed: true, after asking the user; some (rm -rf /, fork bombs, writes to system paths) are always refused.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, conflicts} or {task_id, status} in background`;
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, conflicts, unsynced?} or {task_id, status} in background`;
 
 export default defineTool({
   name: "bash",
@@ -50,10 +51,6 @@ export default defineTool({
     const r = await runForeground(ctx.deps.storage, executor, req);
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    let { text } = commandOutput(r);
-    for (const c of r.conflicts) {
-      text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;
-    }
-    return { title, output: text, data: commandData(r) };
+    return { title, output: commandOutput(r).text + writeBackNotes(r), data: commandData(r) };
   },
 });

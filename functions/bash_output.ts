@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pollTask } from "../lib/exec/runs.js";
-import { commandData, MAX_COMMAND_OUTPUT } from "../lib/exec/tool-support.js";
+import { commandData, MAX_COMMAND_OUTPUT, writeBackNotes } from "../lib/exec/tool-support.js";
 import { cutText } from "../lib/output-cut.js";
 import { defineTool } from "../lib/tool.js";
 
@@ -28,7 +28,7 @@ export default defineTool({
     const running = p.status === "running" ? "The full output is saved when the task ends (output_file in its result)." : "";
     const out = cutText(p.output, MAX_COMMAND_OUTPUT, p.result?.output_file, running).text;
     const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
-    const err = p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "";
+    const err = (p.result ? writeBackNotes(p.result) : "") + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
     return {
       title: `${args.task_id}: ${p.status}`,
       output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,

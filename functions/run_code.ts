@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForeground } from "../lib/exec/runs.js";
-import { commandOutput, executorOf, runRequest, stoppedError } from "../lib/exec/tool-support.js";
+import { commandOutput, executorOf, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
@@ -35,11 +35,11 @@ export default defineTool({
     if (stopped) throw stopped;
     return {
       title: `${args.language} (${args.code.split("\n").length} lines)`,
-      output: commandOutput(r).text,
+      output: commandOutput(r).text + writeBackNotes(r),
       data: {
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
-        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}),
+        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
       },
     };
   },

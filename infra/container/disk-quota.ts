@@ -10,30 +10,32 @@
  * that margin. After the run the runner checks the exact figure from its own walk (runner.ts),
  * so a run over the quota never writes anything back.
  */
-import { lstatSync, readdirSync, type Dirent } from "node:fs";
+import { lstatSync } from "node:fs";
+import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 
 /**
  * Bytes of the regular files under `tree` (directories, links and special files count 0).
+ * Paths are bytes (dir-entries.ts): a name that is not UTF-8 cannot hide a file from the count.
  * Synchronous system calls (several times cheaper than the thread pool's), yielding to the
  * event loop every 2,000 entries so other runs of this handler keep streaming.
  */
 export async function treeBytes(tree: string): Promise<number> {
   let total = 0;
   let seen = 0;
-  const stack = [tree];
+  const stack: Buffer[] = [Buffer.from(tree)];
   while (stack.length) {
     const dir = stack.pop()!;
-    let entries: Dirent[];
+    let entries: DirEntry[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      entries = readEntries(dir);
     } catch {
       continue; // gone, or made unreadable by the command: the exact check after the run counts it
     }
     for (const d of entries) {
       if (++seen % 2000 === 0) await new Promise((r) => setImmediate(r));
-      const abs = `${dir}/${d.name}`;
-      if (d.isDirectory()) stack.push(abs);
-      else if (d.isFile()) {
+      const abs = rawPath(dir, d.raw);
+      if (d.isDirectory) stack.push(abs);
+      else if (d.isFile) {
         try {
           total += lstatSync(abs).size;
         } catch {

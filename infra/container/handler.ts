@@ -16,6 +16,7 @@ import { errorOf, runOnce } from "./run-once.js";
 import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.js";
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
 import { processSandbox } from "./sandbox-process.js";
+import { prepareStageDir } from "./stage.js";
 import { TreeCache } from "./tree.js";
 
 export interface HandlerOptions {
@@ -51,7 +52,9 @@ export function createHandler(opts: HandlerOptions): Handler {
   chmodSync(opts.root, 0o711);
   if (owner) assertTraversable(opts.root);
   const cache = new TreeCache(join(opts.root, "slots"), owner, opts.maxIdleSlots, sandbox.hostIsolated);
-  const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work") };
+  const stageDir = join(opts.root, "ws");
+  prepareStageDir(stageDir);
+  const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work"), stageDir };
   const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient(req.sync));
   // Results live in the run record in storage, never on this host's disk.
   const recordsOf = opts.runRecords ?? ((req: RunRequest) => httpRunRecords(req.sync));
@@ -134,7 +137,7 @@ export async function imageSandbox(root: string, env: Record<string, string | un
     stateDir,
     egress: env.TOOLSHED_RUNNER_EGRESS === "none" ? "none" : "open",
     scratchDirs: ["/tmp", "/dev/shm", root],
-    keep: ["slots", "work", "sandbox"].map((d) => join(root, d)),
+    keep: ["slots", "work", "sandbox", "ws"].map((d) => join(root, d)),
     ...(imageLinked ? { workspace: { link, path: "/workspace" } } : {}),
   });
 }

@@ -8,14 +8,16 @@ import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
-import type { RunLimits, RunRequest, RunResult, Skipped, SyncClient } from "../../lib/exec/types.js";
+import { gitHomeFiles, validateGitIdentity } from "../../lib/exec/git-identity.js";
+import { UNSYNCED_SHOWN, type RunLimits, type RunRequest, type RunResult, type Skipped, type SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
 import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
-import { diff, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { diff, pool, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
+import { stageTree } from "./stage.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -24,6 +26,8 @@ export interface RunnerDeps {
   owner: Owner;
   /** Handler-private scratch (logs); never visible in the sandbox. */
   workDir: string;
+  /** Where a run's tree is renamed for the run (stage.ts): same file system as the slots. */
+  stageDir: string;
 }
 
 export interface RunHooks {
@@ -34,7 +38,7 @@ export interface RunHooks {
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
 const MiB = 1024 * 1024;
-const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000 };
+const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000, writeback_ms: 3_600_000 };
 
 const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
 
@@ -50,6 +54,7 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (!Number.isInteger(req.timeout_ms) || req.timeout_ms < 1 || req.timeout_ms > MAX_TIMEOUT_MS) throw bad(`timeout_ms must be an integer from 1 to ${MAX_TIMEOUT_MS}.`);
   if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
   if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
+  if (req.git !== undefined) validateGitIdentity(req.git);
   for (const [k, v] of Object.entries(req.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(k)) throw bad(`Bad environment variable name ${JSON.stringify(k)}.`);
     if (typeof v !== "string" || v.includes("\0") || v.length > 100_000) throw bad(`Bad value of environment variable ${k}.`);
@@ -62,6 +67,21 @@ export function validateRequest(req: RunRequest): RunLimits {
     limits[key] = v as number;
   }
   return limits;
+}
+
+/** The least time a write-back gets after its command, however long the command ran. */
+export const MIN_WRITEBACK_MS = 10_000;
+
+/**
+ * When the write-back stops starting changes (writeback.ts): `writebackMs` after the command
+ * when set; else the run's timeout counted from the start of the run, but never less than
+ * max(10 s, timeout / 4) after the command. A run thus answers within about 1.25 × its
+ * timeout (at least timeout + 10 s) plus fetching the workspace and the requests in flight,
+ * never minutes later for a command that made 20,000 files.
+ */
+export function writeBackDeadline(runStart: number, commandEnd: number, timeoutMs: number, writebackMs: number): number {
+  if (writebackMs > 0) return commandEnd + writebackMs;
+  return Math.max(runStart + timeoutMs, commandEnd + Math.max(MIN_WRITEBACK_MS, timeoutMs / 4));
 }
 
 /** Stable per call: a retry writes the same output file. */
@@ -96,15 +116,15 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
       slot.view.set({ path: c.path, etag: written.etag, size: written.size });
     } else {
       slot.files.delete(c.path);
-      if (c.kind !== "deleted") {
-        await fs.rm(join(slot.tree, c.path), { force: true });
-        removed.push(c.path);
-      }
+      if (c.kind !== "deleted") removed.push(c.path);
     }
   }
+  // Thousands after a cut write-back: side by side (an unlink can wait on the disk).
+  await pool(16, removed, (p) => fs.rm(join(slot.tree, p), { force: true }));
   for (const p of outcome?.deleted ?? []) slot.view.delete(p);
   for (const s of after.skipped) {
-    await fs.rm(join(slot.tree, s.path), { recursive: true, force: true });
+    // A name that is not UTF-8 is reached through its bytes only: its shown path names nothing.
+    await fs.rm(after.rawPaths.get(s.path) ?? join(slot.tree, s.path), { recursive: true, force: true });
     removed.push(s.path);
   }
   pruneSettled(slot.tree, after, removed);
@@ -144,17 +164,19 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let baseBytes = 0;
     for (const f of slot.files.values()) baseBytes += f.size;
     const overQuota = new AbortController();
-    const disk = watchDisk(slot.tree, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+    const staged = await stageTree(slot.tree, deps.stageDir);
+    const disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
     let exit: SandboxExit;
     try {
       exit = await deps.sandbox.run({
-        tree: slot.tree, cwd, command: req.command, env: req.env ?? {}, network: req.network === true, limits,
+        tree: staged.path, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, limits,
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
       });
     } finally {
       disk.stop();
+      await staged.restore();
     }
     await out.close();
 
@@ -167,7 +189,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const quotaHit = disk.exceeded || afterBytes - baseBytes > limits.disk_mb * MiB;
     const killed = exit.killed && !disk.exceeded;
     const finished = !exit.timedOut && !exit.killed && !quotaHit;
-    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files }) : null;
+    const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
+    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline }) : null;
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
     await fs.rm(logPath, { force: true });
@@ -208,6 +231,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       conflicts: wb?.conflicts ?? [],
       skipped,
       discarded: finished ? [] : changes.map((c) => c.path),
+      ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
       sync: {
         cache: slot.cold ? "cold" : "warm",
         manifest_files: manifestFiles,

@@ -22,6 +22,7 @@ import { spawn } from "node:child_process";
 import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
+import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, supervise, type Sandbox, type SandboxExit, type SandboxSpec } from "./sandbox.js";
 
 export type Ids = { uid: number; gid: number };
@@ -94,12 +95,36 @@ export async function reap(uid: number, exclude: Set<number>, maxRounds = 200): 
   throw new ToolError("INTERNAL", `Processes of the command survived ${maxRounds} rounds of SIGKILL; this runner's execution environment should be recycled.`);
 }
 
-/** Removes every entry of `dirs` except `keep` and the directories that lead to it. */
+/**
+ * Removes every entry of `dirs` except `keep` and the directories that lead to it. Names are
+ * read as bytes (dir-entries.ts): an entry whose name is not UTF-8 is removed too.
+ */
 async function wipe(dirs: string[], keep: string[]): Promise<void> {
   const kept = (p: string) => keep.some((k) => k === p || k.startsWith(`${p}/`));
   for (const dir of dirs) {
-    const names = await fs.readdir(dir).catch(() => [] as string[]);
-    await Promise.all(names.map((n) => join(dir, n)).filter((p) => !kept(p)).map((p) => fs.rm(p, { recursive: true, force: true }).catch(() => {})));
+    let entries: DirEntry[] = [];
+    try {
+      entries = readEntries(dir);
+    } catch {
+      continue;
+    }
+    const doomed = entries.filter((e) => e.name === null || !kept(join(dir, e.name))).map((e) => rawPath(dir, e.raw));
+    await Promise.all(doomed.map((p) => fs.rm(p, { recursive: true, force: true }).catch(() => {})));
+  }
+}
+
+/** Puts the HOME files (git's config and excludes) into a fresh HOME, owned by the command's user. */
+async function writeHome(home: string, files: { path: string; text: string }[], owner: Ids | null): Promise<void> {
+  for (const f of files) {
+    const parts = f.path.split("/");
+    for (let k = 1; k < parts.length; k++) {
+      const d = join(home, ...parts.slice(0, k));
+      await fs.mkdir(d, { recursive: true, mode: 0o755 });
+      if (owner) await fs.chown(d, owner.uid, owner.gid);
+    }
+    const abs = join(home, f.path);
+    await fs.writeFile(abs, f.text, { mode: 0o644 });
+    if (owner) await fs.chown(abs, owner.uid, owner.gid);
   }
 }
 
@@ -121,6 +146,7 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
     const tmp = join(opts.stateDir, `run-${process.pid}-${++seq}`);
     await fs.mkdir(tmp, { recursive: true, mode: 0o700 });
     if (runAs) await fs.chown(tmp, runAs.uid, runAs.gid);
+    await writeHome(tmp, spec.home ?? [], runAs);
     let root = spec.tree;
     if (opts.workspace) {
       await fs.rm(opts.workspace.link, { force: true });

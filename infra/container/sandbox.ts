@@ -6,7 +6,8 @@
  * bwrap just before the command's exec. No bwrap, no run: never unsandboxed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
@@ -23,6 +24,7 @@ export const DEFAULT_LIMITS: RunLimits = {
   tmp_mb: 512,
   output_bytes: 30_000,
   max_writeback_files: 20_000,
+  writeback_ms: 0, // 0: the rest of the timeout, at least max(10 s, timeout / 4): runner.ts
   disk_mb: 4096,
 };
 
@@ -50,6 +52,8 @@ export interface SandboxSpec {
   cwd: string;
   command: string;
   env: Record<string, string>;
+  /** Files the command's HOME starts with (relative path → text; writable copies): git's config and excludes. */
+  home?: { path: string; text: string }[];
   stdin?: string;
   network: boolean;
   limits: RunLimits;
@@ -108,6 +112,19 @@ function writeEtc(stateDir: string): string {
   };
   for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), text, { mode: 0o644 });
   return etc;
+}
+
+/** A file of the handler's state holding `text` (named by its hash: written once, shared by runs). */
+function homeFile(stateDir: string, text: string): string {
+  const dir = join(stateDir, "home");
+  const path = join(dir, createHash("sha256").update(text).digest("hex").slice(0, 32));
+  if (!existsSync(path)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, path);
+  }
+  return path;
 }
 
 /** The whole environment of a command: these few variables and the call's own. */
@@ -222,6 +239,8 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   const seccomp = opts.seccomp === undefined ? hostSeccompProgram() : opts.seccomp;
   let etcDir: string | null = null;
   let seccompFile: string | null = null;
+  /** The first descriptor of the HOME files: after the seccomp program's, if any. */
+  const fdHome = FD_SECCOMP + (seccomp ? 1 : 0);
   let checked: Promise<void> | null = null;
 
   const bwrap = () => {
@@ -231,7 +250,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   };
 
   /** Arguments up to (not including) the command. */
-  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env">): string[] {
+  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env" | "home">): string[] {
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
     if (spec.network) a.push("--share-net");
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
@@ -252,6 +271,17 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     a.push("--proc", "/proc", "--dev", "/dev");
     const tmpBytes = String(spec.limits.tmp_mb * 1024 * 1024);
     a.push("--size", tmpBytes, "--tmpfs", "/tmp", "--size", tmpBytes, "--tmpfs", "/dev/shm");
+    // HOME (/tmp) starts with these files, copied from descriptors after the seccomp program's.
+    const dirs = new Set<string>();
+    (spec.home ?? []).forEach((f, i) => {
+      const parts = f.path.split("/").slice(0, -1);
+      for (let k = 1; k <= parts.length; k++) {
+        const d = `/tmp/${parts.slice(0, k).join("/")}`;
+        if (!dirs.has(d)) a.push("--dir", d);
+        dirs.add(d);
+      }
+      a.push("--file", String(fdHome + i), `/tmp/${f.path}`);
+    });
     // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
@@ -271,6 +301,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     }
     const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
     if (seccompFile) fds.push(openSync(seccompFile, "r")); // FD_SECCOMP: right after the /etc files
+    for (const f of spec.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
     let child: ChildProcess;
     try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.

@@ -9,13 +9,14 @@
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, constants, createWriteStream, lchownSync, lstatSync, promises as fs, readdirSync, renameSync, rmdirSync, writeFileSync, type Dirent } from "node:fs";
+import { chmodSync, constants, createWriteStream, lchownSync, lstatSync, promises as fs, renameSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
 import { ManifestView } from "../../lib/exec/sync-storage.js";
+import { rawPath, readEntries, shownName, type DirEntry } from "./dir-entries.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 
 export interface FileState {
@@ -175,11 +176,10 @@ export class TreeCache {
       idle.cold = false;
       return idle;
     }
-    const dir = join(this.root, tenant, workspace, String(++this.seq));
-    for (const d of [join(this.root, tenant), join(this.root, tenant, workspace), dir]) {
-      await fs.mkdir(d, { recursive: true, mode: 0o711 });
-      await fs.chmod(d, 0o711);
-    }
+    // A random name: no tenant or workspace id on disk (the key lives in memory only).
+    const dir = join(this.root, `${(++this.seq).toString(36)}-${randomBytes(6).toString("hex")}`);
+    await fs.mkdir(dir, { mode: 0o711 });
+    await fs.chmod(dir, 0o711);
     const tree = join(dir, "tree");
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
@@ -396,22 +396,24 @@ export interface WalkResult {
   counts: Map<string, number>;
   /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
   skipped: Skipped[];
+  /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
+  rawPaths: Map<string, Buffer>;
 }
 
-/** Lists the tree without following any symlink. */
+/** Lists the tree without following any symlink; names are read as bytes (dir-entries.ts). */
 export async function walk(tree: string): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [] };
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [], rawPaths: new Map() };
   const stack = [""];
   while (stack.length) {
     const rel = stack.pop()!;
     const abs = rel === "" ? tree : `${tree}/${rel}`;
-    let names: Dirent[];
+    let names: DirEntry[];
     try {
-      names = readdirSync(abs, { withFileTypes: true });
+      names = readEntries(abs);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
       await fs.chmod(abs, 0o755); // the command took its own permission away
-      names = readdirSync(abs, { withFileTypes: true });
+      names = readEntries(abs);
     }
     out.counts.set(rel, names.length);
     // Synchronous on purpose: 10,000 lstat calls through the thread pool cost ~5x more,
@@ -420,8 +422,15 @@ export async function walk(tree: string): Promise<WalkResult> {
     // files get the one lstat their fingerprint needs.
     for (const d of names) {
       const name = d.name;
+      if (name === null) {
+        // Not UTF-8: no string can name it. Skipped whole (a directory is not entered).
+        const shown = `${rel === "" ? "" : `${rel}/`}${shownName(d.raw)}`;
+        out.skipped.push({ path: shown, reason: "invalid_name", detail: "the name is not valid UTF-8" });
+        out.rawPaths.set(shown, rawPath(abs, d.raw));
+        continue;
+      }
       const r = rel === "" ? name : `${rel}/${name}`;
-      const st = d.isDirectory() ? null : lstatSync(`${abs}/${name}`, { bigint: true });
+      const st = d.isDirectory ? null : lstatSync(`${abs}/${name}`, { bigint: true });
       if (!st || st.isDirectory()) {
         if (isValidName(r)) {
           out.dirs.push(r);

@@ -5,12 +5,16 @@
  * overwritten: it is listed under `conflicts` and the command's version is saved at
  * `.toolshed/conflicts/<run>/<path>`, so neither change is lost. A run that timed out or
  * was killed writes back nothing (its changes are listed under `discarded`).
+ *
+ * Bounded: at most `maxFiles` changes, and no change is started after `deadline` (the requests
+ * in flight then finish: cutting one off would leave unknown whether it was written). What is
+ * left is returned as `unsynced`: those changes are not in the workspace.
  */
 import { createHash } from "node:crypto";
 import { constants, promises as fs } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
-import type { Conflict, Skipped, SyncClient } from "../../lib/exec/types.js";
+import type { Conflict, Skipped, SyncClient, UnsyncedReason } from "../../lib/exec/types.js";
 import { fingerprint, isExec, pool, type Change, type FileState } from "./tree.js";
 
 /** Files up to this size are read whole; larger ones are streamed. */
@@ -24,6 +28,8 @@ export interface WriteBackOutcome {
   conflicts: Conflict[];
   skipped: Skipped[];
   uploaded_bytes: number;
+  /** Changes not written back (path order): over maxFiles, or not started before the deadline. */
+  unsynced: { paths: string[]; reasons: UnsyncedReason[] };
 }
 
 interface Body {
@@ -65,11 +71,16 @@ export async function writeBack(opts: {
   sync: SyncClient;
   runId: string;
   maxFiles: number;
+  /** Epoch ms after which no further change is started. */
+  deadline: number;
   concurrency?: number;
+  now?: () => number;
 }): Promise<WriteBackOutcome> {
-  const out: WriteBackOutcome = { written: new Map(), created: [], modified: [], deleted: [], conflicts: [], skipped: [], uploaded_bytes: 0 };
+  const now = opts.now ?? Date.now;
+  const out: WriteBackOutcome = { written: new Map(), created: [], modified: [], deleted: [], conflicts: [], skipped: [], uploaded_bytes: 0, unsynced: { paths: [], reasons: [] } };
   const accepted = opts.changes.slice(0, opts.maxFiles);
-  for (const c of opts.changes.slice(opts.maxFiles)) out.skipped.push({ path: c.path, reason: "limit", detail: `more than ${opts.maxFiles} changed files in one run` });
+  const overLimit = opts.changes.slice(opts.maxFiles).map((c) => c.path);
+  const late: string[] = [];
 
   const saveCopy = async (path: string): Promise<string | undefined> => {
     const saved = `.toolshed/conflicts/${opts.runId}/${path}`;
@@ -87,6 +98,10 @@ export async function writeBack(opts: {
   };
 
   await pool(opts.concurrency ?? 16, accepted, async (c) => {
+    if (now() >= opts.deadline) {
+      late.push(c.path);
+      return;
+    }
     try {
       if (c.kind === "deleted") {
         const r = await opts.sync.delete(c.path, { ifMatch: c.base!.etag });
@@ -116,6 +131,9 @@ export async function writeBack(opts: {
     }
   });
   for (const list of [out.created, out.modified, out.deleted]) list.sort();
+  if (overLimit.length) out.unsynced.reasons.push("limit");
+  if (late.length) out.unsynced.reasons.push("deadline");
+  out.unsynced.paths = [...late, ...overLimit].sort();
   out.conflicts.sort((a, b) => (a.path < b.path ? -1 : 1));
   return out;
 }

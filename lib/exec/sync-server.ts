@@ -29,6 +29,9 @@ const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
 /** A batch: at most BATCH_MAX_FILES paths of up to 768 bytes. */
 const MAX_BATCH_QUERY_BYTES = 128 * 1024;
 
+/** Writes up to this size arrive whole (the search index packs text files up to 1 MiB); larger ones stream. */
+const INLINE_PUT_BYTES = 1024 * 1024;
+
 /** A modes delta: up to MAX_EXEC_FILES paths of up to 768 bytes, twice. */
 const MAX_MODES_BYTES = 16 * 1024 * 1024;
 
@@ -92,7 +95,15 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
         const ifMatch = req.headers.get("if-match");
         const ifNoneMatch = req.headers.get("if-none-match");
         const length = req.headers.get("content-length");
-        const body = req.body ?? new Uint8Array(0);
+        const size = length !== null ? Number(length) : NaN;
+        let body: ReadableStream<Uint8Array> | Uint8Array = req.body ?? new Uint8Array(0);
+        if (req.body && Number.isSafeInteger(size) && size <= INLINE_PUT_BYTES) {
+          // Read whole: the write hands these bytes to the listeners, so the search index does
+          // not read the file back from storage (one GET per written file less).
+          const bytes = new Uint8Array(await req.arrayBuffer());
+          if (bytes.length !== size) throw new ToolError("INVALID_ARGUMENT", `The body has ${bytes.length} bytes but Content-Length says ${size}; send the file again.`);
+          body = bytes;
+        }
         try {
           const info = await ws.put(path, body, {
             placeChecked: true,

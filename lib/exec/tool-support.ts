@@ -7,6 +7,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
+import { gitIdentityKey, parseGitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
@@ -27,7 +28,10 @@ export async function runRequest(
   const deps = ctx.deps;
   if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
   const key = `run_${randomId(20)}`;
-  const token = await mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000));
+  const [token, git] = await Promise.all([
+    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity),
+  ]);
   return {
     version: 1,
     idempotency_key: key,
@@ -39,6 +43,7 @@ export async function runRequest(
     ...(input.env ? { env: input.env } : {}),
     ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
     network: ctx.auth.scopes.includes("network"),
+    git,
     sync: { url: deps.syncUrl, token },
     limits: { ...deps.runLimits, output_bytes: MAX_COMMAND_OUTPUT },
   };
@@ -66,6 +71,25 @@ export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "trunc
   return { text: text === "" ? "(no output)" : text, truncated: r.truncated };
 }
 
+/**
+ * What the model must know about the write-back of a finished run, one line each: conflicts
+ * (both versions kept) and changes that were not written back (`unsynced`: not in the
+ * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
+ */
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced">): string {
+  let text = "";
+  for (const c of r.conflicts) {
+    text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;
+  }
+  const u = r.unsynced;
+  if (u) {
+    const why = [u.reasons.includes("limit") ? "more files changed than one call writes back" : "", u.reasons.includes("deadline") ? "the write-back ran out of time" : ""].filter(Boolean).join(" and ");
+    const first = u.paths.join(", ") + (u.count > u.paths.length ? ", ..." : "");
+    text += `\n[not written back: ${u.count} changed file${u.count === 1 ? "" : "s"} (${first}): ${why}. These changes are NOT in the workspace (files the command created or changed are missing there, files it deleted are still there); its other effects did happen. To keep them, make fewer files per call (e.g. pack them: tar czf out.tgz dir) or run the step that makes them again.]`;
+  }
+  return text;
+}
+
 /** The `data` of a finished command. */
 export function commandData(r: RunResult) {
   return {
@@ -79,6 +103,7 @@ export function commandData(r: RunResult) {
     files_changed: r.files_changed,
     files_deleted: r.files_deleted,
     conflicts: r.conflicts,
+    ...(r.unsynced ? { unsynced: r.unsynced } : {}),
     ...(r.skipped.length ? { skipped: r.skipped } : {}),
   };
 }

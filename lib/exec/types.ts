@@ -7,6 +7,7 @@
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
 import type { OutputCut } from "../output-cut.js";
+import type { GitIdentity } from "./git-identity.js";
 import type { BatchFile } from "./sync-batch.js";
 
 
@@ -35,8 +36,14 @@ export interface RunLimits {
   tmp_mb: number;
   /** Bytes of stdout / stderr / merged output kept in the result, head + tail (default 30000). */
   output_bytes: number;
-  /** Most files one run may write back (default 20000); more are listed under `skipped`. */
+  /** Most changed files one run may write back (default 20000); the rest are reported in `unsynced`. */
   max_writeback_files: number;
+  /**
+   * Time the write-back may take after the command, ms; 0 (default): what the timeout leaves
+   * of the run, and at least max(10 s, timeout / 4). Changes not started by then are reported
+   * in `unsynced`, not written.
+   */
+  writeback_ms: number;
   /**
    * Most bytes the command may add to the workspace tree, MiB (default 4096): sampled while
    * it runs, checked exactly after; past it the command is stopped and nothing is written back.
@@ -73,6 +80,8 @@ export interface RunRequest {
   stdin?: string;
   /** Allow network access (a per-tenant setting); default false: no network at all. */
   network?: boolean;
+  /** Who `git commit` names (the tenant's setting; default DEFAULT_GIT_IDENTITY), written to the sandbox HOME's .gitconfig. */
+  git?: GitIdentity;
   sync: SyncAccess;
   limits?: Partial<RunLimits>;
 }
@@ -92,6 +101,21 @@ export interface Skipped {
   reason: "symlink" | "special_file" | "invalid_name" | "path_conflict" | "limit" | "error";
   detail?: string;
 }
+
+export type UnsyncedReason = "limit" | "deadline";
+
+/** Changes of a finished run that were NOT written back: they are not in the workspace. */
+export interface Unsynced {
+  /** How many changed files (created, modified or deleted) were not written back. */
+  count: number;
+  /** The first of them in path order (at most UNSYNCED_SHOWN). */
+  paths: string[];
+  /** limit: more than max_writeback_files changes; deadline: the write-back's time ran out. */
+  reasons: UnsyncedReason[];
+}
+
+/** Paths of `unsynced` listed in a result. */
+export const UNSYNCED_SHOWN = 20;
 
 export interface SyncStats {
   /** "warm": the run started from this workspace's local tree of an earlier run. */
@@ -134,6 +158,8 @@ export interface RunResult {
   limit_exceeded?: { disk_mb: number };
   /** Changes not written back because the run timed out, was killed or exceeded a limit. */
   discarded: string[];
+  /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */
+  unsynced?: Unsynced;
   sync: SyncStats;
 }
 

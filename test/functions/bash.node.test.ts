@@ -33,6 +33,7 @@ const tools = [...fileTools, bash, run_code, bash_output, kill_shell];
 
 interface Env {
   storage: ReturnType<typeof memoryDriver>;
+  kv: AppDeps["kv"];
   call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
   close: () => Promise<void>;
 }
@@ -79,6 +80,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
   };
   return {
     storage,
+    kv: deps.kv,
     call,
     close: async () => {
       await invoke?.close();
@@ -248,6 +250,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "never.txt" }), "NOT_FOUND");
   });
 
+  it("git commits as Toolshed Agent by default, as the tenant's identity once set (KV git/<tenant>)", async () => {
+    const cmd = "rm -rf g && mkdir g && cd g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Acme Bot <bot@acme.example>\n");
+    await env.kv.put("git/acme", "{broken");
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    await env.kv.delete("git/acme");
+  });
+
   it("no network without the network scope", async () => {
     const r = ok(await env.call("bash", { command: "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\" 2>&1 | tail -1" }));
     expect(r.output).toMatch(/Network is unreachable|unreachable|Errno/);
@@ -280,5 +292,27 @@ describe("bash tools over the disk quota (runLimits: 20 MiB)", () => {
     expect(p.data.error.code).toBe("QUOTA_EXCEEDED");
     expect(p.output).toContain("QUOTA_EXCEEDED");
     err(await env.call("read", { file_path: "f1" }), "NOT_FOUND");
+  });
+});
+
+describe("bash tools over max_writeback_files (runLimits: 3 files)", () => {
+  let env: Env;
+  beforeAll(async () => {
+    env = await makeEnv("local", { runLimits: { max_writeback_files: 3 } });
+  });
+  afterAll(() => env.close());
+
+  it("bash, run_code and bash_output say which changes were not written back, and that they are not in the workspace", async () => {
+    const r = ok(await env.call("bash", { command: "for i in 1 2 3 4 5; do echo $i > f$i.txt; done" }));
+    expect(r.data.files_changed).toEqual(["f1.txt", "f2.txt", "f3.txt"]);
+    expect(r.data.unsynced).toEqual({ count: 2, paths: ["f4.txt", "f5.txt"], reasons: ["limit"] });
+    expect(r.output).toContain("[not written back: 2 changed files (f4.txt, f5.txt): more files changed than one call writes back. These changes are NOT in the workspace");
+    err(await env.call("read", { file_path: "f4.txt" }), "NOT_FOUND");
+    const code = ok(await env.call("run_code", { language: "python", code: "for i in range(6, 11): open(f'g{i}.txt', 'w').write('x')" }));
+    expect(code.output).toContain("[not written back: 2 changed files (g8.txt, g9.txt)");
+    const bg = ok(await env.call("bash", { command: "for i in 1 2 3 4 5; do echo $i > h$i.txt; done", run_in_background: true })).data.task_id;
+    const p = ok(await env.call("bash_output", { task_id: bg, wait: true, timeout: 30 }));
+    expect(p.output).toContain("[not written back: 2 changed files (h4.txt, h5.txt)");
+    expect(p.data.result.unsynced.count).toBe(2);
   });
 });

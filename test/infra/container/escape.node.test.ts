@@ -58,6 +58,16 @@ describe("sandbox escapes", () => {
     expect(connections).toBeGreaterThan(0);
   });
 
+  it("/proc/self/mountinfo names neither the runner's cache nor the tenant or the workspace", async () => {
+    const r = await t.run("cat /proc/self/mountinfo; cat /proc/1/mountinfo; grep ' /workspace ' /proc/self/mountinfo");
+    const line = r.stdout.split("\n").find((l) => l.includes(" /workspace "));
+    expect(line).toBeDefined(); // control: the workspace's mount is listed
+    for (const secret of [`${t.root}/slots`, t.tenant, t.workspace, "slots"]) expect(r.stdout).not.toContain(secret);
+    // Each run's tree is bound under a new name: nothing ties two runs to one cache entry.
+    const again = await t.run("grep ' /workspace ' /proc/self/mountinfo");
+    expect(again.stdout.split(" ")[3]).not.toBe(line!.split(" ")[3]);
+  });
+
   it("cannot read files outside the workspace: the project, /root, the handler's directory", async () => {
     const project = resolve("package.json");
     expect(existsSync(project)).toBe(true); // control: it exists on the host

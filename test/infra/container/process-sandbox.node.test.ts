@@ -167,7 +167,7 @@ describe("process sandbox: limits and leftovers", () => {
   });
 
   it("nothing the command leaves in HOME, TMPDIR or the scratch directories reaches the next call", async () => {
-    const first = await t.run(`echo a > "$HOME/h"; echo b > "$TMPDIR/t"; echo c > ${scratch}/left; mkdir -p ${scratch}/d; echo $HOME`);
+    const first = await t.run(`echo a > "$HOME/h"; echo b > "$TMPDIR/t"; echo c > ${scratch}/left; mkdir -p ${scratch}/d; echo e > ${scratch}/$'bad\\xff'; mkdir ${scratch}/$'\\xfe'; echo $HOME`);
     const home = first.stdout.trim();
     expect(existsSync(home)).toBe(false);
     expect(readdirSync(scratch).sort()).toEqual(["handler-own"]);
@@ -175,6 +175,12 @@ describe("process sandbox: limits and leftovers", () => {
     expect(next.stdout).not.toContain("h\n");
     expect(next.stdout).toContain("No such file");
     expect(next.stdout).toContain("kept\n"); // the handler's own entry stays
+  });
+
+  it("git works out of the box: the request's identity, main, .toolshed/ ignored", async () => {
+    const r = await t.run("mkdir g && cd g && git init -q && mkdir -p .toolshed/output && echo log > .toolshed/output/x.log && echo a > a.txt && git add -A && git commit -qm x && git log --format=%an && git branch --show-current && git ls-files", { git: { name: "Proc Agent", email: "p@example.com" } });
+    expect(r.stdout, r.output).toBe("Proc Agent\nmain\na.txt\n");
+    await t.run("rm -rf g");
   });
 
   it("symlinks made by the command are never uploaded", async () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
+import { prepareStageDir } from "../../../infra/container/stage.js";
 import { isValidName, pruneEmptyDirs, pruneSettled, TreeCache, walk } from "../../../infra/container/tree.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
@@ -288,7 +289,9 @@ function runner() {
     sandbox: bwrapSandbox({ stateDir: join(root, "sandbox") }),
     owner,
     workDir: join(root, "work"),
+    stageDir: join(root, "ws"),
   };
+  prepareStageDir(deps.stageDir);
   let seq = 0;
   return (sync: SyncClient, command: string, extra: Partial<RunRequest> = {}): Promise<RunResult> =>
     runCommand({ version: 1, idempotency_key: `k${++seq}`, tenant: "acme", workspace: "main", command, timeout_ms: 20_000, sync: { url: "http://127.0.0.1:1", token: "unused" }, ...extra }, sync, deps);

@@ -1,0 +1,51 @@
+/**
+ * Names that are not valid UTF-8, through the real bubblewrap sandbox: they can never reach a
+ * string path (the walk reads names as bytes), they are skipped as invalid_name, and every
+ * other change of the run is written back.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { treeBytes } from "../../../infra/container/disk-quota.js";
+import { setup } from "./helpers.js";
+
+const t = setup({}, "t-names", "w-names");
+afterAll(() => t.cleanup());
+
+describe("names that are not UTF-8", () => {
+  it("a file, a directory and a symlink with such names are skipped; the rest of the run is written back", async () => {
+    await t.write("keep.txt", "v0\n");
+    const r = await t.run(
+      "touch $'bad\\xff.txt' good.txt; mkdir $'dir\\xfe' && echo inside > $'dir\\xfe/inner.txt'; mkdir ok && echo x > $'ok/\\xc3\\x28' && echo fine > ok/fine.txt; ln -s good.txt $'ln\\xff'; echo v1 > keep.txt; echo done",
+    );
+    expect(r.stdout).toBe("done\n");
+    expect(r.files_changed).toEqual(["good.txt", "keep.txt", "ok/fine.txt"]);
+    const bad = r.skipped.filter((s) => s.reason === "invalid_name").map((s) => s.path).sort();
+    expect(bad).toEqual(["bad\\xff.txt", "dir\\xfe", "ln\\xff", "ok/\\xc3("]);
+    for (const s of r.skipped.filter((s) => s.reason === "invalid_name")) expect(s.detail).toContain("not valid UTF-8");
+    expect(await t.read("keep.txt")).toBe("v1\n");
+    expect(await t.paths()).toEqual(["good.txt", "keep.txt", "ok/fine.txt"]);
+    // The slot was settled: the next run sees storage only, not the skipped entries.
+    const next = await t.run("ls -A | od -c | head -5; ls -A ok");
+    expect(next.stdout).not.toContain("377");
+    expect(next.stdout).not.toContain("dir");
+    expect(next.stdout).toContain("fine.txt");
+    expect(next.skipped).toEqual([]);
+  });
+
+  it("the disk sampler counts bytes below a directory whose name is not UTF-8", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "toolshed-names-"));
+    try {
+      const bad = Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x64, 0xff])]);
+      mkdirSync(bad);
+      writeFileSync(Buffer.concat([bad, Buffer.from("/big.bin")]), Buffer.alloc(100_000));
+      writeFileSync(Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x66, 0xfe])]), Buffer.alloc(50_000));
+      writeFileSync(join(dir, "plain.txt"), Buffer.alloc(1_000));
+      expect(readdirSync(dir).length).toBe(3);
+      expect(await treeBytes(dir)).toBe(151_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
