@@ -26,6 +26,18 @@ const SECRET = "race-test-sync-secret-of-some-length";
 const WRITERS = ["edit", "write", "put", "sync"] as const;
 type Writer = (typeof WRITERS)[number];
 
+/** The sync API's DELETE of one file with If-Match (bash write-back of a deleted file): its status. */
+async function syncDelete(t: Tenant, path: string, ifMatch: string): Promise<number> {
+  const token = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "race" }, 60);
+  const res = await handleSync(new Request(`https://api.example/v1/sync/files/${path}`, { method: "DELETE", headers: { authorization: `Bearer ${token}`, "if-match": `"${ifMatch}"` } }), {
+    driver: r2Driver(env.FILES),
+    kv: workersKeyValue(env.KV),
+    secret: SECRET,
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
 /** The sync API's PUT of one file with If-Match, as the bash runner's write-back sends it. */
 async function syncPut(t: Tenant, path: string, body: string, ifMatch: string): Promise<boolean> {
   const token = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "race" }, 60);
@@ -128,4 +140,29 @@ describe("move racing writers of its source", () => {
     expect(outcomes.some((o) => o.moveOk && o.writeOk && o.writer !== "write")).toBe(true);
     expect(outcomes.some((o) => !o.moveOk && o.writeOk)).toBe(true);
   }, 300_000);
+});
+
+describe("the sync API's DELETE (bash write-back) is conditional in storage", () => {
+  it("racing a conditional PUT of the same version: exactly one wins, an acknowledged PUT is never deleted", async () => {
+    const t = await newTenant();
+    const wins = { del: 0, put: 0 };
+    for (let i = 0; i < 20; i++) {
+      const path = `d-${i}.txt`;
+      const etag = await upload(t, path, "v0");
+      const [del, put] = await Promise.all([syncDelete(t, path, etag), write(t, "put", path, etag, i, "s")]);
+      const now = await text(t, path);
+      expect(del === 204 ? 1 : 0).toBe(put === null ? 1 : 0);
+      if (put !== null) expect(now).toBe(put);
+      else expect(now).toBeNull();
+      if (del === 204) wins.del++;
+      else wins.put++;
+    }
+    console.log(`sync DELETE vs PUT: ${JSON.stringify(wins)}`);
+    // A stale etag is refused; an already deleted file is what the runner wanted (204).
+    const etag = await upload(t, "x.txt", "v0");
+    await upload(t, "x.txt", "v1");
+    expect(await syncDelete(t, "x.txt", etag)).toBe(412);
+    expect(await text(t, "x.txt")).toBe("v1");
+    expect(await syncDelete(t, "never.txt", etag)).toBe(204);
+  });
 });
