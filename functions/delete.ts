@@ -32,7 +32,9 @@ export default defineTool({
     const stat = await ws.stat(path);
     if (!stat) throw await ws.notFound(path, "Path");
     if (stat.type === "file") {
-      await ws.delete(path);
+      // Deleting is "remove whatever is there": a write landing just before is then deleted, as in
+      // any serial order of the two calls, so the delete is unconditional (etag null).
+      await ws.delete(path, null);
       return { title: path, output: `Deleted ${path} (${stat.size} bytes).`, data: { path, type: "file", deleted: [path], count: 1, truncated: false } };
     }
     if (!args.recursive) {
@@ -50,7 +52,7 @@ export default defineTool({
       }
       paths.push(f.path);
     }
-    await ws.deleteMany(paths);
+    await ws.deleteMany(paths.map((p) => ({ path: p, etag: null })));
     const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${p}`).join("\n");
     const rest = paths.length > SHOWN_PATHS ? `\n  ... and ${paths.length - SHOWN_PATHS} more` : "";
     const note = truncated

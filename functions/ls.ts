@@ -3,6 +3,7 @@ import { ToolError } from "../lib/errors.js";
 import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib/paths.js";
 import { decodeBase64, encodeBase64, utf8 } from "../lib/text.js";
 import { defineTool } from "../lib/tool.js";
+import { openJournals, unfinishedMoveNotes } from "../lib/workspace/move-journal.js";
 import { compareKeys, type ScanItem } from "../lib/workspace/workspace.js";
 
 export const DEFAULT_LS_LIMIT = 1000;
@@ -179,10 +180,13 @@ export default defineTool({
     }
     if (hiddenSkipped) output += `\n[${hiddenSkipped} hidden entr${hiddenSkipped === 1 ? "y" : "ies"} (names starting with ".") not shown; pass show_hidden: true to include them.]`;
     if (more) output += `\n[Truncated after ${entries.length} entries. To continue, call ls again with the same path${recursive ? " and recursive: true" : ""} and cursor: "${cursor}".]`;
+    // An unfinished directory move touching this directory (lib/workspace/move-journal.ts): say so, and how to finish it.
+    const moves = start ? [] : await unfinishedMoveNotes(ws, await openJournals(ws), [dir]);
+    if (moves.length) output += `\n[${moves.join(" ")}]`;
     return {
       title: label,
       output,
-      data: { path: dir, type: "directory", entries, count: entries.length, truncated: more, cursor, hidden_skipped: hiddenSkipped },
+      data: { path: dir, type: "directory", entries, count: entries.length, truncated: more, cursor, hidden_skipped: hiddenSkipped, ...(moves.length ? { unfinished_moves: moves } : {}) },
     };
   },
 });

@@ -97,6 +97,12 @@ export const filesPrefix = (tenant: string, workspace: string): string => `${wor
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
 /** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/exec/modes.ts). */
 export const modesKey = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}modes.json`;
+/** Unfinished directory moves: t/<tenant>/w/<ws>/x/moves/<sha-256 of from and to>.json (lib/workspace/move-journal.ts). */
+export const moveJournalPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}moves/`;
+export function moveJournalKey(tenant: string, workspace: string, id: string): string {
+  if (!/^[0-9a-f]{64}$/.test(id)) throw new ToolError("INTERNAL", "Bad move journal id.");
+  return `${moveJournalPrefix(tenant, workspace)}${id}.json`;
+}
 /** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/exec/runs.ts. */
 export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
 /** A run's record: t/<tenant>/w/<ws>/x/runs/<run id>/ (claim, result, output chunks, kill flag). */

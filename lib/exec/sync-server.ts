@@ -120,10 +120,10 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       case "DELETE": {
         const ifMatch = req.headers.get("if-match");
         if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
-        // StorageDriver.delete has no condition: check, then delete (a window of milliseconds).
-        const head = await ws.head(path);
-        if (head && head.etag !== unquoteEtag(ifMatch)) return json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
-        if (head) await ws.delete(path);
+        // Conditional in storage: a write that lands after the runner's snapshot is never deleted.
+        const { refused } = await ws.deleteMany([{ path, etag: unquoteEtag(ifMatch) }]);
+        // Refused because someone else deleted it already: the outcome the runner wanted.
+        if (refused.length && (await ws.head(path))) return json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
         return new Response(null, { status: 204 });
       }
       default:

@@ -106,7 +106,8 @@ export function filesApp(deps: AppDeps) {
     const head = await ws.requireFile(path);
     const im = etagList(c.req.header("if-match"));
     if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
-    await ws.delete(path);
+    // With If-Match, only the version it named (conditional in storage, not only checked above).
+    await ws.delete(path, im.length && !im.includes("*") ? head.etag : null);
     return c.json({ deleted: true, path }, 200);
   });
 

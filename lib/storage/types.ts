@@ -52,6 +52,15 @@ export interface ListResult {
 
 export type PutBody = ReadableStream<Uint8Array> | Uint8Array | string;
 
+/**
+ * One key to delete. With `ifMatch`, the object is deleted only if its current etag is that one
+ * (a missing object fails the condition too); without it, whatever is there is deleted.
+ */
+export interface DeleteTarget {
+  key: string;
+  ifMatch?: string;
+}
+
 export interface StorageDriver {
   readonly name: string;
   head(key: string): Promise<ObjectInfo | null>;
@@ -59,18 +68,36 @@ export interface StorageDriver {
   get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null>;
   /** Throws ConditionFailedError when ifMatch / ifNoneMatch does not hold. */
   put(key: string, body: PutBody, opts?: PutOptions): Promise<ObjectInfo>;
-  /** Deleting a missing key is not an error. */
-  delete(keys: string | string[]): Promise<void>;
+  /**
+   * Deletes every target. A plain key (or a target without ifMatch) is deleted whatever it holds;
+   * deleting a missing key that way is not an error. A target with ifMatch is deleted only if its
+   * current etag is that one, atomically against every conditional writer. When some conditions
+   * do not hold, every other target is still deleted, the refused ones are left exactly as they
+   * were, and the call then throws ConditionFailedError listing them (`keys`).
+   */
+  delete(keys: string | readonly (string | DeleteTarget)[]): Promise<void>;
   list(opts: ListOptions): Promise<ListResult>;
 }
 
-/** A conditional write was refused (HTTP 412 / 409 from the backend). */
+/** A conditional write or delete was refused (HTTP 412 / 409 from the backend). */
 export class ConditionFailedError extends Error {
-  constructor(readonly key: string, readonly condition: "ifMatch" | "ifNoneMatch") {
-    super(`Condition ${condition} failed for ${key}`);
+  /** Every refused key (a delete of many keys may refuse several); `key` is the first. */
+  readonly keys: string[];
+  constructor(readonly key: string, readonly condition: "ifMatch" | "ifNoneMatch", keys?: string[]) {
+    super(`Condition ${condition} failed for ${keys && keys.length > 1 ? `${keys.length} keys, first ${key}` : key}`);
     this.name = "ConditionFailedError";
+    this.keys = keys ?? [key];
   }
 }
+
+/** Throws ConditionFailedError(ifMatch) naming `refused`, if any (the end of a delete of many keys). */
+export function throwIfRefused(refused: readonly string[]): void {
+  if (refused.length > 0) throw new ConditionFailedError(refused[0]!, "ifMatch", [...refused]);
+}
+
+/** The targets of a delete call, each as { key, ifMatch? }. */
+export const deleteTargets = (keys: string | readonly (string | DeleteTarget)[]): DeleteTarget[] =>
+  (typeof keys === "string" ? [keys] : keys).map((k) => (typeof k === "string" ? { key: k } : k));
 
 export const isConditionFailed = (e: unknown): e is ConditionFailedError => e instanceof ConditionFailedError;
 

@@ -3,69 +3,39 @@
  *
  * Everything is planned and checked before the first write; then every file is copied
  * (streaming get → put, create-only unless it replaces a file seen at planning time, which
- * is guarded by its etag); only when all copies are complete does a move delete its sources.
- * A failure midway removes the copies this call created and leaves every source in place.
+ * is guarded by its etag); only when all copies are complete does a move delete its sources,
+ * each only in the version it copied (DESIGN invariant 9). A failure midway removes the copies
+ * this call created (each only in the version it created) and leaves every source in place.
+ *
+ * A source changed by another call between its copy and its delete is not deleted: its copy is
+ * removed again (if this call created it) and the newer version stays at the old path; the move
+ * answers FILE_MODIFIED (a file) or CONFLICT (a directory: the other files are moved, and the
+ * journal stays, so calling move again with the same arguments moves the rest).
+ * A directory move keeps a journal (move-journal.ts) from before its first copy to its end.
  */
 import { ToolError } from "../errors.js";
 import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../paths.js";
+import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
+import { run, verb, type Planned, type TransferMode, type TransferResult } from "./transfer-run.js";
 import type { FileInfo, Workspace } from "./workspace.js";
+
+export type { TransferItem, TransferMode, TransferResult } from "./transfer-run.js";
 
 /** Most files one directory move or copy handles (each costs a few storage and KV operations). */
 export const MAX_TRANSFER_FILES = 1000;
 /** Largest existing target directory a directory can be merged into (overwrite: true). */
 export const MAX_MERGE_TARGET_FILES = 10_000;
-/** Files copied at once (Workers allow 6 simultaneous connections per request). */
-const CONCURRENCY = 6;
+/** Largest file compared byte for byte when etags differ (finishing a move on a backend whose etags are not content hashes). */
+const MAX_COMPARE_BYTES = 4 * 1024 * 1024;
 
-export type TransferMode = "move" | "copy";
-
-export interface TransferItem {
-  from: string;
-  to: string;
-  size: number;
-  etag: string;
-  /** True when an existing file at `to` was replaced. */
-  replaced: boolean;
+/** Same bytes? Etags of R2 and S3 are content hashes; otherwise compare small files. */
+async function sameContent(ws: Workspace, a: FileInfo, b: FileInfo): Promise<boolean> {
+  if (a.etag === b.etag) return true;
+  if (a.size !== b.size || a.size > MAX_COMPARE_BYTES) return false;
+  const read = (f: FileInfo) => ws.readBytes(f, MAX_COMPARE_BYTES).then((r) => r.bytes, () => null);
+  const [x, y] = await Promise.all([read(a), read(b)]);
+  return x !== null && y !== null && x.length === y.length && x.every((v, i) => v === y[i]);
 }
-
-export interface TransferResult {
-  from: string;
-  /** The resolved target (inside `to` when `to` is a directory). */
-  to: string;
-  type: "file" | "directory";
-  files: TransferItem[];
-  bytes: number;
-  overwritten: number;
-}
-
-interface Planned {
-  from: string;
-  to: string;
-  /** Etag of the file being replaced, or null for a new file (create-only). */
-  replaceEtag: string | null;
-}
-
-/** Runs `fn` over `items`, at most `n` at a time; stops starting new ones after the first failure. */
-async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  let error: unknown;
-  const worker = async () => {
-    while (!failed && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (e) {
-        if (!failed) error = e;
-        failed = true;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
-  if (failed) throw error;
-}
-
-const verb = (mode: TransferMode) => (mode === "move" ? "move" : "copy");
 
 export async function transfer(ws: Workspace, args: { from: string; to: string; overwrite?: boolean | undefined }, mode: TransferMode): Promise<TransferResult> {
   const overwrite = args.overwrite ?? false;
@@ -74,7 +44,10 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     throw new ToolError("INVALID_PATH", `The workspace root cannot be ${mode === "move" ? "moved" : "copied"}; give a file or directory inside it, e.g. src.`, { path: "/" });
   }
   const to = normalizePath(args.to);
-  const [src, dst] = await Promise.all([ws.stat(from), ws.stat(to)]);
+  const [src, dst, journals] = await Promise.all([ws.stat(from), ws.stat(to), mode === "move" ? openJournals(ws) : Promise.resolve([])]);
+  // The same move, unfinished (interrupted, or files left behind): finish it.
+  const unfinished = await findJournal(journals, ws, from, to);
+  if (unfinished) return finishMove(ws, unfinished, src, journals);
   if (!src) throw await ws.notFound(from, "Source");
 
   // mv/cp semantics: an existing directory (or a `to` ending in "/") receives the source inside it.
@@ -106,22 +79,47 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     throw new ToolError("NOT_A_DIRECTORY", `${target} is a file; a directory cannot replace it. Delete it first, or choose another target.`, { path: target });
   }
 
-  // The plan: every file, its target, and whether it replaces an existing file.
-  const plan: Planned[] = [];
+  const notes = mode === "move" ? await unfinishedMoveNotes(ws, journals, [from, target]) : [];
   if (src.type === "file") {
-    plan.push({ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null });
-  } else {
+    return run(ws, mode, { from, target, type: "file", notes }, [{ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null }], null);
+  }
+  const plan = await planDirectory(ws, mode, from, target, tstat !== null, overwrite, false);
+  const journal = mode === "move" ? await startJournal(ws, { from, to, toArg: args.to, target, overwrite, files: plan.items.length }) : null;
+  return run(ws, mode, { from, target, type: "directory", notes }, plan.items, journal);
+}
+
+/** Calling move again with the arguments of an unfinished move: move what is left, per file and conditionally. */
+async function finishMove(ws: Workspace, j: OpenJournal, src: Awaited<ReturnType<Workspace["stat"]>>, journals: OpenJournal[]): Promise<TransferResult> {
+  const { from, target, overwrite } = j.journal;
+  const notes = await unfinishedMoveNotes(ws, journals, [from, target], j);
+  if (src?.type !== "directory") {
+    // Nothing left below the source (or it is now a file someone else wrote): the move is done.
+    await closeJournal(ws, j);
+    return { from, to: target, type: "directory", files: [], bytes: 0, overwritten: 0, ...(notes.length ? { notes } : {}), finished: true };
+  }
+  const tstat = await ws.stat(target);
+  if (tstat?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `Cannot finish the move of ${from}/ to ${target}/: ${target} is now a file. Move or delete it, then call move again with the same arguments.`, { path: target });
+  const plan = await planDirectory(ws, "move", from, target, tstat !== null, overwrite, true);
+  const r = await run(ws, "move", { from, target, type: "directory", notes, finishing: true }, plan.items, j, plan.kept);
+  return { ...r, finished: true };
+}
+
+/** The plan of a directory: every file, its target, and whether it replaces an existing file. */
+async function planDirectory(ws: Workspace, mode: TransferMode, from: string, target: string, targetExists: boolean, overwrite: boolean, finishing: boolean): Promise<{ items: Planned[]; kept: string[] }> {
+  const plan: Planned[] = [];
+  const kept: string[] = [];
+  {
     const sources: FileInfo[] = [];
     for await (const f of ws.walk(from, MAX_TRANSFER_FILES + 1)) sources.push(f);
     if (sources.length > MAX_TRANSFER_FILES) {
       throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
     }
     // Merging into an existing directory: know its files, so that no file lands on a directory or below a file.
-    const existing = new Map<string, string>();
+    const existing = new Map<string, FileInfo>();
     const existingDirs = new Set<string>();
-    if (tstat?.type === "directory") {
+    if (targetExists) {
       for await (const f of ws.walk(target, MAX_MERGE_TARGET_FILES + 1)) {
-        existing.set(f.path, f.etag);
+        existing.set(f.path, f);
         for (const a of ancestorsOf(f.path)) if (isWithin(a, target)) existingDirs.add(a);
       }
       if (existing.size > MAX_MERGE_TARGET_FILES) {
@@ -133,69 +131,29 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
       if (existingDirs.has(dest)) throw new ToolError("IS_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${dest} is a directory. Nothing was changed.`, { path: dest, from: f.path });
       const blocking = ancestorsOf(dest).find((a) => isWithin(a, target) && existing.has(a));
       if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: dest, file: blocking });
-      plan.push({ from: f.path, to: dest, replaceEtag: existing.get(dest) ?? null });
+      const there = existing.get(dest);
+      if (finishing && there) {
+        // The interrupted call may have copied it already; anything else there is someone's newer write.
+        if (await sameContent(ws, f, there)) plan.push({ from: f.path, to: dest, replaceEtag: null, copied: { source: f, target: there } });
+        else if (overwrite) plan.push({ from: f.path, to: dest, replaceEtag: there.etag });
+        else kept.push(f.path);
+        continue;
+      }
+      plan.push({ from: f.path, to: dest, replaceEtag: there?.etag ?? null });
     }
   }
-
-  // Copy everything. On failure, remove the copies this call created; sources are untouched.
-  const done: (TransferItem & { sourceEtag: string })[] = [];
-  const created: string[] = [];
-  try {
-    await pool(plan, CONCURRENCY, async (p) => {
-      const r = await ws.get(p.from);
-      if (!r) throw new ToolError("CONFLICT", `${p.from} was deleted by another call during the ${verb(mode)}.`, { path: p.from });
-      let info: FileInfo;
-      try {
-        const body = r.size === 0 ? new Uint8Array(0) : r.body;
-        if (r.size === 0) await r.body.cancel().catch(() => {});
-        info = await ws.put(p.to, body, {
-          ...(p.replaceEtag !== null ? { ifMatch: p.replaceEtag } : { create: true }),
-          length: r.size,
-          ...(r.contentType ? { contentType: r.contentType } : {}),
-          placeChecked: true,
-        });
-      } catch (e) {
-        await r.body.cancel().catch(() => {});
-        throw e;
-      }
-      if (p.replaceEtag === null) created.push(p.to);
-      done.push({ from: p.from, to: p.to, size: info.size, etag: info.etag, replaced: p.replaceEtag !== null, sourceEtag: r.etag });
-    });
-  } catch (e) {
-    await ws.deleteMany(created).catch(() => {});
-    if (!(e instanceof ToolError)) console.error(`${mode} failed`, e instanceof Error ? (e.stack ?? e.message) : String(e));
-    const err = e instanceof ToolError ? e : new ToolError("INTERNAL", "Storage failed during the copy; retry.");
-    const undo = `Nothing was ${mode === "move" ? "moved" : "copied"}: ${created.length ? `the ${created.length} new cop${created.length === 1 ? "y" : "ies"} made so far were removed` : "no new copy remained"}${mode === "move" ? " and every source is still in place" : ""}.`;
-    const replaced = done.filter((d) => d.replaced).length;
-    const warn = replaced ? ` ${replaced} existing file${replaced === 1 ? " was" : "s were"} already replaced.` : "";
-    throw new ToolError(err.code, `${err.message} ${undo}${warn}`, { ...err.details, copied_before_failure: done.length, removed_copies: created.length, replaced });
-  }
-
-  // The session's records: a target is known as written, unless the session's knowledge of its
-  // source was stale (then the stale record follows it, and the agent must read it again).
-  await pool(done, CONCURRENCY, async (d) => {
-    const rec = await ws.records.get(d.from);
-    await ws.recordRead(d.to, rec && rec.etag !== d.sourceEtag ? rec.etag : d.etag);
-  });
-  if (mode === "move") {
-    if (src.type === "file") await ws.delete(from);
-    else await ws.deleteMany(done.map((d) => d.from));
-  }
-  done.sort((a, b) => (a.to < b.to ? -1 : a.to > b.to ? 1 : 0));
-  return {
-    from,
-    to: target,
-    type: src.type,
-    files: done.map(({ sourceEtag: _, ...d }) => d),
-    bytes: done.reduce((n, d) => n + d.size, 0),
-    overwritten: done.filter((d) => d.replaced).length,
-  };
+  return { items: plan, kept };
 }
 
 const bytesText = (n: number) => `${n} byte${n === 1 ? "" : "s"}`;
 
 /** The text for the model. */
 export function describeTransfer(r: TransferResult, mode: TransferMode): string {
+  const notes = r.notes?.length ? `\n\n${r.notes.join("\n")}` : "";
+  return describeFiles(r, mode) + notes;
+}
+
+function describeFiles(r: TransferResult, mode: TransferMode): string {
   const did = mode === "move" ? "Moved" : "Copied";
   if (r.type === "file") {
     const f = r.files[0]!;
@@ -206,6 +164,11 @@ export function describeTransfer(r: TransferResult, mode: TransferMode): string 
   const shown = r.files.slice(0, 20).map((f) => `  ${f.from} -> ${f.to}${f.replaced ? " (replaced)" : ""}`).join("\n");
   const rest = r.files.length > 20 ? `\n  ... and ${r.files.length - 20} more` : "";
   const replaced = r.overwritten ? ` ${r.overwritten} existing file${r.overwritten === 1 ? " was" : "s were"} replaced.` : "";
-  const gone = mode === "move" ? ` ${r.from}/ no longer exists.` : "";
-  return `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}.${replaced}${gone}\n${shown}${rest}`;
+  const kept = r.kept ?? [];
+  const gone = mode !== "move" ? "" : kept.length ? "" : ` ${r.from}/ no longer exists.`;
+  const keptText = kept.length
+    ? ` ${kept.length} file${kept.length === 1 ? "" : "s"} differ${kept.length === 1 ? "s" : ""} between ${r.from}/ and ${r.to}/ (changed by another call since the move started) and ${kept.length === 1 ? "was" : "were"} left at both paths: ${kept.slice(0, 10).join(", ")}${kept.length > 10 ? ", ..." : ""}. Compare them and delete the one you do not want.`
+    : "";
+  const head = r.finished ? `Finished the interrupted move of ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"} moved by this call, ${bytesText(r.bytes)}.` : `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}.`;
+  return `${head}${replaced}${gone}${keptText}${shown ? `\n${shown}${rest}` : ""}`;
 }

@@ -16,6 +16,12 @@ export interface FileInfo {
   contentType?: string;
 }
 
+/** A file to delete, and the version it must still be (null: whatever is there). */
+export interface DeleteItem {
+  path: string;
+  etag: string | null;
+}
+
 export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
 
 /** Told about every change made through a Workspace (search indexes listen here). */
@@ -194,14 +200,35 @@ export class Workspace {
     if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
   }
 
-  async delete(path: string): Promise<void> {
-    await this.driver.delete(this.key(path));
-    await this.notify(path, null);
+  /**
+   * Deletes one file if it is still the version `etag` (null: whatever is there).
+   * FILE_MODIFIED, and nothing deleted, when it changed or went since.
+   */
+  async delete(path: string, etag: string | null): Promise<void> {
+    const { refused } = await this.deleteMany([{ path, etag }]);
+    if (refused.length === 0) return;
+    const current = await this.head(path);
+    throw new ToolError("FILE_MODIFIED", `${path} ${current ? "was modified" : "was deleted"} by another call since it was looked up; nothing was deleted. ${current ? "Read it again, then retry if you still want it gone." : "It is already gone."}`, { path, current_etag: current?.etag ?? null });
   }
 
-  async deleteMany(paths: string[]): Promise<void> {
-    await this.driver.delete(paths.map((p) => this.key(p)));
-    for (const p of paths) await this.notify(p, null);
+  /**
+   * Deletes files, each only if it is still the version given (`etag`; null: whatever is there).
+   * A file changed or deleted since (refused) is left exactly as it is; all others are deleted.
+   * This is the one way files are deleted, so every multi-step change deletes only what it saw.
+   */
+  async deleteMany(files: readonly DeleteItem[]): Promise<{ deleted: string[]; refused: string[] }> {
+    const refusedKeys = new Set<string>();
+    try {
+      await this.driver.delete(files.map((f) => (f.etag === null ? this.key(f.path) : { key: this.key(f.path), ifMatch: f.etag })));
+    } catch (e) {
+      if (!isConditionFailed(e)) throw e;
+      for (const k of e.keys) refusedKeys.add(k);
+    }
+    const deleted: string[] = [];
+    const refused: string[] = [];
+    for (const f of files) (refusedKeys.has(this.key(f.path)) ? refused : deleted).push(f.path);
+    for (const p of deleted) await this.notify(p, null);
+    return { deleted, refused };
   }
 
   private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {

@@ -247,6 +247,98 @@ describe("move", () => {
     expect(await snapshot(t)).toEqual({ ...files, "dst/b.txt": "theirs" });
   });
 
+  it("a source changed between its copy and its delete is not moved: its copy is removed, FILE_MODIFIED, the newer version stays", async () => {
+    const base = testDeps().storage;
+    let change: (() => Promise<void>) | null = null;
+    const app = testApp({ storage: { ...base, put: async (key, body, opts) => {
+      const r = await base.put(key, body, opts);
+      const c = change;
+      if (c && key.includes("/f/dst")) {
+        change = null;
+        await c(); // right after the move's copy: the source changes
+      }
+      return r;
+    } } });
+    const t = await newTenant(app);
+    await upload(t, "a.txt", "old");
+    change = async () => void (await upload(t, "a.txt", "newer"));
+    const r = await t.call("move", { from: "a.txt", to: "dst.txt" });
+    expectError(r, "FILE_MODIFIED", 409);
+    expect(r.body.error.message).toBe("a.txt was changed by another call during the move, so it was not moved: the newer version is still at a.txt and nothing was written to dst.txt. Read it, then move it again.");
+    expect(await snapshot(t)).toEqual({ "a.txt": "newer" });
+
+    // A directory: the unchanged files move, the changed one stays, and the same call again moves it.
+    await uploadAll(t, { "src/a.txt": "a", "src/b.txt": "b", "src/c.txt": "c" });
+    change = async () => void (await upload(t, "src/b.txt", "b newer"));
+    const d = await t.call("move", { from: "src", to: "dst" });
+    expectError(d, "CONFLICT", 409);
+    expect(d.body.error.message).toMatch(/^1 file was changed by another call during the move of src\/ and was not moved \(the newer version stays at the old path\): src\/b\.txt\. The other 2 files were moved to dst\/\. Call move again with the same arguments to move the rest\.$/);
+    expect(await snapshot(t)).toEqual({ "a.txt": "newer", "src/b.txt": "b newer", "dst/a.txt": "a", "dst/c.txt": "c" });
+    const again = await t.call("move", { from: "src", to: "dst" });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(await snapshot(t)).toEqual({ "a.txt": "newer", "dst/a.txt": "a", "dst/b.txt": "b newer", "dst/c.txt": "c" });
+  });
+
+  it("an interrupted directory move is reported by ls and move, and the same move again finishes it", async () => {
+    const base = testDeps().storage;
+    const crash = { after: -1, copies: 0, dead: false };
+    const dead = () => {
+      if (crash.dead) throw new Error("the isolate died");
+    };
+    // After K copies every storage call fails: the move can neither go on nor undo (a crash).
+    const app = testApp({ storage: {
+      ...base,
+      head: async (k) => (dead(), base.head(k)),
+      get: async (k, o) => (dead(), base.get(k, o)),
+      list: async (o) => (dead(), base.list(o)),
+      delete: async (k) => (dead(), base.delete(k)),
+      put: async (key, body, opts) => {
+        if (crash.after >= 0 && key.includes("/f/lib/") && ++crash.copies > crash.after) crash.dead = true;
+        dead();
+        return base.put(key, body, opts);
+      },
+    } });
+    const t = await newTenant(app);
+    const files = { "src/a.ts": "a", "src/b.ts": "b", "src/c.ts": "c", "src/d/e.ts": "e", "src/f.ts": "f" };
+    await uploadAll(t, files);
+    crash.after = 3;
+    const r = await t.call("move", { from: "src", to: "lib" });
+    expect(r.status).toBe(500);
+    crash.after = -1;
+    crash.dead = false;
+    const after = await snapshot(t);
+    expect(Object.keys(after).filter((p) => p.startsWith("lib/"))).toHaveLength(3);
+    expect(Object.keys(after).filter((p) => p.startsWith("src/"))).toHaveLength(5);
+    // Someone changes one of the copies meanwhile: finishing must keep both versions of that file.
+    const changed = Object.keys(after).find((p) => p.startsWith("lib/"))!;
+    await upload(t, changed, "changed at the target");
+
+    const note = /A move of src\/ to lib\/ started at \S+ did not finish \(it was interrupted, or is still running\): 3 files exist in both, 5 still in src\/\. Call move again with the same arguments \(from: "src", to: "lib"\) to finish it\./;
+    for (const path of ["src", "lib", "/"]) {
+      const ls = await t.call("ls", { path });
+      expect(ls.body.output, path).toMatch(note);
+      expect(ls.body.data.unfinished_moves).toHaveLength(1);
+    }
+    const other = await t.call("move", { from: "src/f.ts", to: "g.ts" });
+    expect(other.status).toBe(200);
+    expect(other.body.output).toMatch(/\n\nA move of src\/ to lib\/ started at \S+ did not finish/);
+    expect(other.body.data.notes).toHaveLength(1);
+
+    const finish = await t.call("move", { from: "src", to: "lib" });
+    expect(finish.status, JSON.stringify(finish.body)).toBe(200);
+    expect(finish.body.data.finished).toBe(true);
+    const src = changed.replace(/^lib\//, "src/");
+    expect(finish.body.data.kept).toEqual([src]);
+    expect(finish.body.output).toMatch(/^Finished the interrupted move of src\/ to lib\/: 3 files moved by this call, 3 bytes\. 1 file differs between src\/ and lib\/ .* left at both paths: src\/\S+\. Compare them and delete the one you do not want\./);
+    const want: Record<string, string> = { "g.ts": "f" };
+    for (const [p, c] of Object.entries(files)) if (p !== "src/f.ts") want[p.replace(/^src\//, "lib/")] = c;
+    want[changed] = "changed at the target";
+    want[src] = (files as Record<string, string>)[src]!;
+    expect(await snapshot(t)).toEqual(want);
+    // Done: no more notes.
+    expect((await t.call("ls", { path: "lib" })).body.data.unfinished_moves).toBeUndefined();
+  });
+
   it("another tenant's workspace is NOT_FOUND and nothing of theirs changes", async () => {
     const { a, b } = await twoTenants({ "secret.txt": "s", "dir/x.txt": "x" });
     const before = await snapshot(a, "secret");

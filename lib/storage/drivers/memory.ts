@@ -1,5 +1,5 @@
 /** In-memory StorageDriver for unit tests. Same semantics as the real drivers. */
-import { ConditionFailedError, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type StorageDriver } from "../types.js";
+import { ConditionFailedError, deleteTargets, throwIfRefused, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type StorageDriver } from "../types.js";
 
 interface Entry { data: Uint8Array; info: ObjectInfo }
 
@@ -37,7 +37,13 @@ export function memoryDriver(): StorageDriver {
       return { ...info };
     },
     async delete(keys) {
-      for (const k of Array.isArray(keys) ? keys : [keys]) objects.delete(k);
+      // Synchronous per key: a check and its delete cannot interleave with another call.
+      const refused: string[] = [];
+      for (const t of deleteTargets(keys)) {
+        if (t.ifMatch !== undefined && objects.get(t.key)?.info.etag !== t.ifMatch) refused.push(t.key);
+        else objects.delete(t.key);
+      }
+      throwIfRefused(refused);
     },
     async list(opts: ListOptions): Promise<ListResult> {
       const limit = Math.min(opts.limit ?? 1000, 1000);

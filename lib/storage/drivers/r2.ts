@@ -1,5 +1,6 @@
 /** StorageDriver over a Cloudflare R2 bucket binding (Workers). */
 import { ConditionFailedError, type GetResult, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../types.js";
+import { deleteConditionally, isTombstone, settledHead } from "./r2-tombstones.js";
 
 const info = (o: R2Object): ObjectInfo => ({
   key: o.key,
@@ -26,13 +27,14 @@ export function r2Driver(bucket: R2Bucket): StorageDriver {
     name: "r2",
     async head(key) {
       const o = await bucket.head(key);
-      return o ? info(o) : null;
+      return o && !isTombstone(o) ? info(o) : null;
     },
     async get(key, opts): Promise<GetResult | null> {
       const range = opts?.range;
       // R2 throws on an unsatisfiable range (zero length, past the end, any range of an empty object): those read as an empty body.
       const empty = async (offset: number): Promise<GetResult | null> => {
-        const h = await bucket.head(key);
+        const raw = await bucket.head(key);
+        const h = raw && !isTombstone(raw) ? raw : null;
         return h && { ...info(h), body: new ReadableStream({ start: (c) => c.close() }), range: { offset: Math.min(offset, h.size), length: 0 } };
       };
       if (range?.length === 0) return empty(range.offset);
@@ -48,39 +50,62 @@ export function r2Driver(bucket: R2Bucket): StorageDriver {
       }
       if (!o) return null;
       if (!("body" in o)) return null;
+      if (isTombstone(o)) {
+        await o.body.cancel().catch(() => {});
+        return null;
+      }
       const offset = range ? Math.min(range.offset, o.size) : 0;
       const length = range ? Math.max(0, Math.min(range.length ?? Infinity, o.size - offset)) : o.size;
       return { ...info(o), body: o.body, range: { offset, length } };
     },
     async put(key, body, opts: PutOptions = {}) {
-      const onlyIf: R2Conditional = {};
-      if (opts.ifMatch !== undefined) onlyIf.etagMatches = opts.ifMatch;
-      if (opts.ifNoneMatch === "*") onlyIf.etagDoesNotMatch = "*";
-      const hasCondition = opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined;
-      const o = await bucket.put(key, await r2Body(body, opts.length), {
-        ...(hasCondition ? { onlyIf } : {}),
-        ...(opts.contentType ? { httpMetadata: { contentType: opts.contentType } } : {}),
-      });
-      // R2 returns null when the onlyIf condition does not hold.
-      if (!o) throw new ConditionFailedError(key, opts.ifMatch !== undefined ? "ifMatch" : "ifNoneMatch");
-      return info(o);
-    },
-    async delete(keys) {
-      const list = Array.isArray(keys) ? keys : [keys];
-      for (let i = 0; i < list.length; i += 1000) await bucket.delete(list.slice(i, i + 1000));
-    },
-    async list(opts: ListOptions): Promise<ListResult> {
-      const r = await bucket.list({
-        prefix: opts.prefix,
-        limit: Math.min(opts.limit ?? 1000, 1000),
-        ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-        ...(opts.cursor ? { cursor: opts.cursor } : opts.startAfter ? { startAfter: opts.startAfter } : {}),
-      });
-      return {
-        objects: r.objects.map(info),
-        prefixes: r.delimitedPrefixes,
-        ...(r.truncated ? { cursor: r.cursor } : {}),
+      const httpMetadata = opts.contentType ? { httpMetadata: { contentType: opts.contentType } } : {};
+      const write = async (onlyIf?: R2Conditional) => {
+        const o = await bucket.put(key, await r2Body(body, opts.length), { ...(onlyIf ? { onlyIf } : {}), ...httpMetadata });
+        // R2 returns null when the onlyIf condition does not hold.
+        if (!o) throw new ConditionFailedError(key, opts.ifMatch !== undefined ? "ifMatch" : "ifNoneMatch");
+        return info(o);
       };
+      if (opts.ifMatch !== undefined) return write({ etagMatches: opts.ifMatch });
+      if (opts.ifNoneMatch !== "*") return write();
+      // Create-only: "no object, or a tombstone" (a deleted key: r2-tombstones.ts). A stream can be
+      // sent once, so look first; bytes in hand are tried first and looked at only when refused.
+      const overTombstone = (o: R2Object | null): R2Conditional => (o && isTombstone(o) ? { etagMatches: o.etag } : { etagDoesNotMatch: "*" });
+      if (body instanceof ReadableStream) return write(overTombstone(await settledHead(bucket, key)));
+      try {
+        return await write({ etagDoesNotMatch: "*" });
+      } catch (e) {
+        const current = await settledHead(bucket, key);
+        if (current && !isTombstone(current)) throw e;
+        return write(overTombstone(current));
+      }
+    },
+    delete: (keys) => deleteConditionally(bucket, keys),
+    async list(opts: ListOptions): Promise<ListResult> {
+      const limit = Math.min(opts.limit ?? 1000, 1000);
+      const page = (cursor: string | undefined, n: number) =>
+        bucket.list({
+          prefix: opts.prefix,
+          limit: n,
+          include: ["customMetadata"],
+          ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
+          ...(cursor ? { cursor } : !opts.cursor && opts.startAfter ? { startAfter: opts.startAfter } : {}),
+        });
+      // Tombstones are never listed. A page they thinned (or one R2 cut short to make room for
+      // metadata) is topped up from the next ones, so `limit: 1` still finds the next live key.
+      const objects: ObjectInfo[] = [];
+      const prefixes = new Set<string>();
+      let cursor = opts.cursor;
+      let truncated = false;
+      for (let round = 0; round < 8; round++) {
+        const r = await page(cursor, limit - objects.length - prefixes.size);
+        for (const o of r.objects) if (!isTombstone(o)) objects.push(info(o));
+        for (const p of r.delimitedPrefixes) prefixes.add(p);
+        truncated = r.truncated;
+        cursor = r.truncated ? r.cursor : undefined;
+        if (!truncated || objects.length + prefixes.size >= limit) break;
+      }
+      return { objects, prefixes: [...prefixes], ...(truncated && cursor ? { cursor } : {}) };
     },
   };
 }

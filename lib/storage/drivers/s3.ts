@@ -15,7 +15,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
-import { ConditionFailedError, quoteEtag, unquoteEtag, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../types.js";
+import { ConditionFailedError, deleteTargets, quoteEtag, throwIfRefused, unquoteEtag, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../types.js";
 
 export interface S3DriverOptions {
   client: S3Client;
@@ -123,6 +123,30 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
     }
   }
 
+  /**
+   * Conditional deletes: one DeleteObject each with If-Match (AWS S3 enforces it since 2025-09;
+   * 412 when the etag differs, 404 when the object is gone, 409 when a concurrent write won).
+   * Returns the refused keys. One request per key: DeleteObjects' per-object ETag is newer and
+   * less widely implemented by S3-compatible servers than the header.
+   */
+  async function deleteIfMatch(targets: DeleteTarget[]): Promise<string[]> {
+    const refused: string[] = [];
+    for (let i = 0; i < targets.length; i += 16) {
+      await Promise.all(
+        targets.slice(i, i + 16).map(async (t) => {
+          try {
+            await client.send(new DeleteObjectCommand({ Bucket, Key: t.key, IfMatch: quoteEtag(t.ifMatch!) }));
+          } catch (e) {
+            const status = statusOf(e);
+            if (status === 412 || status === 409 || isNotFound(e)) refused.push(t.key);
+            else throw e;
+          }
+        }),
+      );
+    }
+    return refused;
+  }
+
   return {
     name: "s3",
     head,
@@ -201,7 +225,8 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
     },
 
     async delete(keys) {
-      const all = Array.isArray(keys) ? keys : [keys];
+      const targets = deleteTargets(keys);
+      const all = targets.filter((t) => t.ifMatch === undefined).map((t) => t.key);
       for (let i = 0; i < all.length; i += 1000) {
         const batch = all.slice(i, i + 1000);
         if (batch.length === 1) {
@@ -222,6 +247,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
         const failed = (r.Errors ?? []).filter((err) => err.Code !== "NoSuchKey");
         if (failed.length > 0) throw new Error(`S3 delete failed for ${failed.length} key(s), first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ""}`);
       }
+      throwIfRefused(await deleteIfMatch(targets.filter((t) => t.ifMatch !== undefined)));
     },
 
     async list(opts) {

@@ -115,7 +115,7 @@ describe("index upkeep", { timeout: 60_000 }, () => {
     expect(r.stats.files_unindexed).toBe(0);
 
     // Delete most files; a vacuum removes their entries (segments written in the last minute are left alone).
-    await ws.deleteMany(Array.from({ length: 36 }, (_, i) => `d/f${i}.txt`));
+    await ws.deleteMany(Array.from({ length: 36 }, (_, i) => ({ path: `d/f${i}.txt`, etag: null })));
     const fresh = await vacuum(driver(), t.tenant, t.ws);
     expect(fresh).toEqual({ rewritten: 0, deleted: 0 });
     // Age the segments by rewriting their ids as if written two minutes ago.

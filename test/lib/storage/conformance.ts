@@ -16,7 +16,11 @@ export interface ConformanceOptions {
    * The backend ignores If-Match / If-None-Match on writes (e.g. s3rver). The suite then skips the
    * enforcement tests and asserts only that the driver SENT the conditions, through this spy.
    */
-  conditionsNotEnforced?: { sent(key: string): SentConditions | undefined };
+  conditionsNotEnforced?: {
+    sent(key: string): SentConditions | undefined;
+    /** The If-Match (unquoted) of the driver's last delete request for a key; null: sent none; undefined: no delete seen. */
+    sentDelete(key: string): string | null | undefined;
+  };
   /** The backend does not count common prefixes toward `limit` (s3rver); only objects are bounded. */
   prefixesOutsideLimit?: boolean;
 }
@@ -295,6 +299,90 @@ export function describeStorageConformance(name: string, makeDriver: () => Stora
         await driver.delete(keys);
         expect((await driver.list({ prefix: p })).objects).toEqual([]);
       }, 60_000);
+    });
+
+    describe.runIf(!opts.conditionsNotEnforced)("conditional delete (ifMatch)", () => {
+      it("deletes when the etag is current; the key then reads, lists and creates as missing", async () => {
+        const p = fresh();
+        const v1 = await driver.put(`${p}f`, "v1");
+        await driver.delete([{ key: `${p}f`, ifMatch: v1.etag }]);
+        expect(await driver.head(`${p}f`)).toBeNull();
+        expect(await driver.get(`${p}f`)).toBeNull();
+        expect(await driver.get(`${p}f`, { range: { offset: 1, length: 1 } })).toBeNull();
+        expect(await driver.list({ prefix: p })).toMatchObject({ objects: [], prefixes: [] });
+        await driver.put(`${p}f`, "again", { ifNoneMatch: "*" });
+        expect(await text((await driver.get(`${p}f`))!.body)).toBe("again");
+      });
+
+      it("a stale etag, or a missing key, throws ConditionFailedError and leaves the object as it was", async () => {
+        const p = fresh();
+        const v1 = await driver.put(`${p}f`, "v1");
+        const v2 = await driver.put(`${p}f`, "v2");
+        await expectCondition(driver.delete([{ key: `${p}f`, ifMatch: v1.etag }]), `${p}f`, "ifMatch");
+        expect(await driver.head(`${p}f`)).toMatchObject({ etag: v2.etag });
+        expect(await text((await driver.get(`${p}f`))!.body)).toBe("v2");
+        await expectCondition(driver.delete([{ key: `${p}missing`, ifMatch: v1.etag }]), `${p}missing`, "ifMatch");
+        expect(await driver.head(`${p}missing`)).toBeNull();
+      });
+
+      it("a mixed batch deletes every other target and names every refused key", async () => {
+        const p = fresh();
+        const a = await driver.put(`${p}a`, "a");
+        const b = await driver.put(`${p}b`, "b");
+        await driver.put(`${p}b`, "b changed");
+        const c = await driver.put(`${p}c`, "c");
+        await driver.put(`${p}plain`, "p");
+        await driver.put(`${p}keep`, "k");
+        const err = await driver
+          .delete([{ key: `${p}a`, ifMatch: a.etag }, { key: `${p}b`, ifMatch: b.etag }, `${p}plain`, { key: `${p}c`, ifMatch: c.etag }, { key: `${p}gone`, ifMatch: c.etag }])
+          .catch((e: unknown) => e);
+        expect(isConditionFailed(err)).toBe(true);
+        expect([...(err as ConditionFailedError).keys].sort()).toEqual([`${p}b`, `${p}gone`]);
+        expect((await driver.list({ prefix: p })).objects.map((o) => o.key)).toEqual([`${p}b`, `${p}keep`]);
+        expect(await text((await driver.get(`${p}b`))!.body)).toBe("b changed");
+      });
+
+      it("20 conditional deletes and 20 conditional puts of the same version: exactly one wins", async () => {
+        for (let round = 0; round < 3; round++) {
+          const key = `${fresh()}race`;
+          const base = await driver.put(key, "base");
+          const ops = Array.from({ length: 40 }, (_, i) => (i % 2 ? driver.delete([{ key, ifMatch: base.etag }]).then(() => "delete") : driver.put(key, `writer ${i}`, { ifMatch: base.etag }).then(() => `writer ${i}`)));
+          const results = await Promise.allSettled(ops);
+          const won = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+          expect(won).toHaveLength(1);
+          for (const r of results) if (r.status === "rejected") expect(isConditionFailed(r.reason)).toBe(true);
+          const now = await driver.get(key);
+          if (won[0] === "delete") expect(now).toBeNull();
+          else expect(await text(now!.body)).toBe(won[0]);
+        }
+      });
+
+      it("a create racing a conditional delete of the same key is never lost once acknowledged", async () => {
+        for (let round = 0; round < 10; round++) {
+          const key = `${fresh()}k`;
+          const base = await driver.put(key, "base");
+          const [del, create] = await Promise.allSettled([driver.delete([{ key, ifMatch: base.etag }]), driver.put(key, "created", { ifNoneMatch: "*" })]);
+          const now = await driver.get(key);
+          if (create.status === "fulfilled") expect(await text(now!.body)).toBe("created");
+          else if (del.status === "fulfilled") expect(now).toBeNull();
+        }
+      });
+    });
+
+    describe.skipIf(!opts.conditionsNotEnforced)("conditional delete (backend does NOT enforce it: only checks the driver sends If-Match)", () => {
+      it("sends If-Match with the etag given, per key, and none for plain keys", async () => {
+        const spy = opts.conditionsNotEnforced!;
+        const p = fresh();
+        const a = await driver.put(`${p}a`, "a");
+        const b = await driver.put(`${p}b`, "b");
+        await driver.delete([{ key: `${p}a`, ifMatch: a.etag }, { key: `${p}b`, ifMatch: b.etag }]);
+        expect(spy.sentDelete(`${p}a`)).toBe(a.etag);
+        expect(spy.sentDelete(`${p}b`)).toBe(b.etag);
+        await driver.put(`${p}c`, "c");
+        await driver.delete(`${p}c`);
+        expect(spy.sentDelete(`${p}c`)).toBeNull();
+        expect(await driver.head(`${p}a`)).toBeNull();
+      });
     });
 
     describe("list", () => {

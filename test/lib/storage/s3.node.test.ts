@@ -21,6 +21,8 @@ let server: S3Server;
 /** What the driver put on the wire, per key, recorded by a middleware after serialization. */
 interface SentPut { conditions: SentConditions; contentLength?: string; bodyIsStream: boolean }
 const sentPuts = new Map<string, SentPut>();
+/** The If-Match (unquoted) of the last DeleteObject per key; null when it had none. */
+const sentDeletes = new Map<string, string | null>();
 
 function makeClient(extra: Partial<ConstructorParameters<typeof S3Client>[0]> = {}): S3Client {
   return server.client(extra);
@@ -37,6 +39,11 @@ function spyOnPuts(client: S3Client): S3Client {
         if (h["if-match"] !== undefined) conditions.ifMatch = unquoteEtag(h["if-match"]);
         if (h["if-none-match"] !== undefined) conditions.ifNoneMatch = h["if-none-match"];
         sentPuts.set(key, { conditions, contentLength: h["content-length"], bodyIsStream: req.body instanceof Readable });
+      }
+      if (context.commandName === "DeleteObjectCommand" && key !== undefined) {
+        const req = args.request as { headers: Record<string, string> };
+        const ifMatch = Object.entries(req.headers).find(([k]) => k.toLowerCase() === "if-match")?.[1];
+        sentDeletes.set(key, ifMatch === undefined ? null : unquoteEtag(ifMatch));
       }
       return next(args);
     },
@@ -55,7 +62,7 @@ afterAll(async () => {
 });
 
 describeStorageConformance("s3 (s3rver)", () => s3Driver({ client: spyOnPuts(makeClient()), bucket: BUCKET }), {
-  conditionsNotEnforced: { sent: (key) => sentPuts.get(key)?.conditions },
+  conditionsNotEnforced: { sent: (key) => sentPuts.get(key)?.conditions, sentDelete: (key) => sentDeletes.get(key) },
   prefixesOutsideLimit: true,
 });
 
@@ -166,6 +173,24 @@ describe("s3 driver error mapping (fake responses s3rver never sends)", () => {
   it("other errors on a conditional put pass through", async () => {
     const { driver } = fakeServer(403, s3Error("AccessDenied"));
     await expect(driver.put("k", "x", { ifMatch: "abc" })).rejects.toMatchObject({ name: "AccessDenied" });
+  });
+
+  it("412 / 409 / 404 on a conditional delete → ConditionFailedError naming every refused key; plain keys still go", async () => {
+    for (const [status, code] of [[412, "PreconditionFailed"], [409, "ConditionalRequestConflict"], [404, "NoSuchKey"]] as const) {
+      const { driver, requests } = fakeServer(status, s3Error(code));
+      const err = await driver.delete([{ key: "a", ifMatch: "e1" }, { key: "b", ifMatch: "e2" }]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConditionFailedError);
+      expect(err).toMatchObject({ condition: "ifMatch", key: "a", keys: ["a", "b"] });
+      expect(requests.map((r) => [r.method, r.path])).toEqual([["DELETE", `/${BUCKET}/a`], ["DELETE", `/${BUCKET}/b`]]);
+    }
+    const { driver, requests } = fakeServer(204, "");
+    await driver.delete([{ key: "a", ifMatch: "e1" }, "p"]);
+    expect(requests.map((r) => r.method)).toEqual(["DELETE", "DELETE"]);
+  });
+
+  it("other errors on a conditional delete pass through", async () => {
+    const { driver } = fakeServer(403, s3Error("AccessDenied"));
+    await expect(driver.delete([{ key: "a", ifMatch: "e" }])).rejects.toMatchObject({ name: "AccessDenied" });
   });
 
   it("404 on head and get → null", async () => {
