@@ -80,15 +80,19 @@ async function listTarget(ws: Workspace, prefix: string, max: number): Promise<T
 async function deleteMissing(ws: Workspace, prefix: string, target: Target, landed: Map<string, string>): Promise<{ deleted: number; kept: string[] }> {
   let deleted = 0;
   const kept: string[] = [];
-  let batch: string[] = [];
+  let batch: { path: string; etag: string }[] = [];
   const flush = async () => {
-    if (batch.length) await ws.deleteMany(batch);
-    deleted += batch.length;
+    // Conditional per file: a file changed since it was listed is kept, not deleted.
+    if (batch.length) {
+      const r = await ws.deleteMany(batch);
+      deleted += r.deleted.length;
+      kept.push(...r.refused);
+    }
     batch = [];
   };
   for await (const f of ws.walk(prefix)) {
     if (landed.has(f.path)) continue;
-    if (target.existing.get(f.path) === f.etag) batch.push(f.path);
+    if (target.existing.get(f.path) === f.etag) batch.push({ path: f.path, etag: f.etag });
     else kept.push(f.path);
     if (batch.length >= 1000) await flush();
   }

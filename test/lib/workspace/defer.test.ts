@@ -23,7 +23,7 @@ describe("deferChanges", () => {
     const w = ws(r.listeners, true);
     await w.put("a.txt", "aaa");
     await w.put("b.txt", new Uint8Array([1, 2]));
-    await w.delete("a.txt");
+    await w.delete("a.txt", null);
     expect(r.calls).toEqual([]);
     expect(w.pendingChanges).toEqual({ files: 3, bytes: 5 });
     await w.flushChanges();
