@@ -2,6 +2,8 @@
 import type { Executor, RunLimits } from "./exec/types.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
+import type { WebFetcher } from "./web/fetch.js";
+import type { SearchProvider } from "./web/search/types.js";
 
 export interface UsageRecord {
   tenant: string;
@@ -31,4 +33,8 @@ export interface AppDeps {
   syncUrl?: string;
   /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
   runLimits?: Partial<RunLimits>;
+  /** web_fetch's transport (default: the runtime's fetch; Lambda: lib/web/node-fetcher.ts). allowLoopback is for tests only. */
+  webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
+  /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
+  search?: SearchProvider;
 }
