@@ -80,10 +80,10 @@ export default defineTool({
     const kind = classify(contentType, body.bytes.subarray(0, 8192), !body.more);
     if (kind === "binary") throw binaryError(final, contentType, body.bytes.subarray(0, 16), declaredBytes, body.bytes.length, body.more);
     const raw = decode(body.bytes, contentType);
-    const page = convert(kind, format, raw, finalUrl.href);
+    const page = convert(kind, format, raw, finalUrl.href, maxBytes);
     const cut = cutHead(page.content, maxBytes);
-    const truncated = cut.cut || body.more;
-    const note = truncated ? truncationNote({ kept: utf8Length(cut.text), total: cut.bytes, readAll: !body.more, bodyBytes: body.bytes.length, maxBytes, format, kind }) : "";
+    const truncated = cut.cut || body.more || !page.complete;
+    const note = truncated ? truncationNote({ kept: utf8Length(cut.text), total: cut.bytes, whole: !body.more && page.complete, readAll: !body.more, bodyBytes: body.bytes.length, maxBytes, format, kind }) : "";
     const data = {
       url: args.url,
       final_url: final,
@@ -115,8 +115,8 @@ function decode(bytes: Uint8Array, contentType: string | null): string {
   }
 }
 
-function truncationNote(o: { kept: number; total: number; readAll: boolean; bodyBytes: number; maxBytes: number; format: Format; kind: "html" | "text" }): string {
-  const of = o.readAll ? `of ${o.total} bytes` : `of more than ${o.total} bytes (only the first ${o.bodyBytes} bytes of the page were read)`;
+function truncationNote(o: { kept: number; total: number; whole: boolean; readAll: boolean; bodyBytes: number; maxBytes: number; format: Format; kind: "html" | "text" }): string {
+  const of = o.whole ? `of ${o.total} bytes` : `of more than ${o.total} bytes${o.readAll ? "" : ` (only the first ${o.bodyBytes} bytes of the page were read)`}`;
   const ways = [
     o.maxBytes < MAX_MAX_BYTES ? `call again with max_bytes: ${MAX_MAX_BYTES}` : null,
     o.kind === "html" && o.format !== "text" ? 'use format: "text", which is smaller' : null,

@@ -45,7 +45,7 @@ function looksLikeBotWall(status: number, headers: Headers, excerpt: string): bo
 export function remoteError(url: string, status: number, statusText: string, headers: Headers, body: Uint8Array): ToolError {
   const type = mediaType(headers.get("content-type"));
   const raw = new TextDecoder().decode(body);
-  const text = isHtml(type) ? htmlToText(raw).content : raw;
+  const text = isHtml(type) ? htmlToText(raw, 2000).content : raw;
   const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 300);
   const bot = looksLikeBotWall(status, headers, `${excerpt} ${raw.slice(0, 4000)}`);
   const what = bot
@@ -64,12 +64,13 @@ export function remoteError(url: string, status: number, statusText: string, hea
   });
 }
 
-export function convert(kind: "html" | "text", format: Format, raw: string, base: string): { title?: string; content: string } {
+/** The page in the asked format; stops converting past `limit` characters (`complete: false`). */
+export function convert(kind: "html" | "text", format: Format, raw: string, base: string, limit: number): { title?: string; content: string; complete: boolean } {
   if (kind === "text" || format === "html") {
     const title = kind === "html" ? htmlTitle(raw) : undefined;
-    return { ...(title ? { title } : {}), content: raw };
+    return { ...(title ? { title } : {}), content: raw, complete: true };
   }
-  return format === "text" ? htmlToText(raw) : htmlToMarkdown(raw, base);
+  return format === "text" ? htmlToText(raw, limit) : htmlToMarkdown(raw, base, limit);
 }
 
 /** The first `max` UTF-8 bytes of text, cut on a line boundary when one is near, never inside a character. */
