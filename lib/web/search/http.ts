@@ -31,15 +31,16 @@ export async function providerRequest(provider: string, doFetch: typeof fetch, u
   try {
     body = JSON.parse(text);
   } catch {}
+  const why = () => describeError(res.status, body, text).replace(/\.+$/, "");
   if (res.status === 429) {
     const retry = retryAfterSeconds(res.headers);
-    throw new ToolError("RATE_LIMITED", `The ${provider} search API is rate-limiting this deployment (${describeError(429, body, text)}). Retry after ${retry ?? "a few"} seconds.`, { provider, status: 429, ...(retry !== null ? { retry_after: retry } : {}) });
+    throw new ToolError("RATE_LIMITED", `The ${provider} search API is rate-limiting this deployment (${why()}). Retry after ${retry ?? "a few"} seconds.`, { provider, status: 429, ...(retry !== null ? { retry_after: retry } : {}) });
   }
   if (!res.ok) {
     const auth = res.status === 401 || res.status === 403;
     throw new ToolError(
       "UNAVAILABLE",
-      `The ${provider} search API failed with HTTP ${res.status}: ${describeError(res.status, body, text)}.${auth ? " The deployment's search API key is missing, wrong or out of quota: tell the operator." : " Retry later."}`,
+      `The ${provider} search API failed with HTTP ${res.status}: ${why()}.${auth ? " The deployment's search API key is missing, wrong or out of quota: tell the operator." : " Retry later."}`,
       { provider, status: res.status },
     );
   }
