@@ -79,7 +79,13 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
       throw new ToolError("FETCH_FAILED", `${safeHref(url)} redirected to an invalid URL (${JSON.stringify(location.slice(0, 200))}).`, { url: safeHref(url), status: response.status });
     }
     redirects.push(safeHref(url));
-    ({ url, host } = checkUrl(next.href, deps.guard));
+    try {
+      ({ url, host } = checkUrl(next.href, deps.guard));
+    } catch (e) {
+      // A redirect to ftp:, file: or a URL with credentials is the site's doing, not a bad argument.
+      if (isToolError(e) && e.code === "INVALID_ARGUMENT") throw new ToolError("FETCH_FAILED", `${redirects.at(-1)} redirected to a URL web_fetch does not follow (${e.message}).`, { url: redirects.at(-1), status: response.status });
+      throw e;
+    }
     if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
       method = "GET";
       body = undefined;

@@ -158,6 +158,13 @@ describe("cuts and bounds", () => {
     expect(b.data.content.endsWith("xyz")).toBe(true);
   });
 
+  it("at max_bytes 102400 the data holds it all; the output (capped for every tool) keeps the head and says where the rest is", async () => {
+    const b = ok(await t.call({ url: `${server.url}/huge.txt`, max_bytes: 102400 }));
+    expect(new TextEncoder().encode(b.data.content).length).toBeGreaterThan(100_000);
+    expect(b.output).toMatch(/\[The output shows the first \d+ of the \d+ bytes returned; data\.content has them all\.\]/);
+    expect(b.output).not.toMatch(/removed|left out/);
+  });
+
   it("max_bytes above 102400 is refused by the schema", async () => {
     fails(await t.call({ url: `${server.url}/data.json`, max_bytes: 102401 }), "INVALID_ARGUMENT", 400);
   });
@@ -216,6 +223,11 @@ describe("redirects", () => {
       expect(e.message).toMatch(/link-local|unique-local|internal/);
       expect(server.seen.length).toBe(before + 1);
     }
+  });
+
+  it("to a non-http URL is FETCH_FAILED (the site's doing), not INVALID_ARGUMENT", async () => {
+    const e = fails(await t.call({ url: `${server.url}/redirect?to=${encodeURIComponent("file:///etc/passwd")}` }), "FETCH_FAILED", 502);
+    expect(e.message).toMatch(/redirected to a URL web_fetch does not follow \(Only http and https/);
   });
 
   it("to a name that resolves to a private address are refused (the Node transport checks what DNS says)", async () => {
