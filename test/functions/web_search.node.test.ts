@@ -13,6 +13,8 @@ import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { braveProvider } from "../../lib/web/search/brave.js";
 import { searchProviderFromEnv } from "../../lib/web/search/from-env.js";
+import { commonDeps } from "../../lib/env.js";
+import { fromAwsEnv } from "../../lib/env-aws.js";
 import { tavilyProvider } from "../../lib/web/search/tavily.js";
 import type { SearchProvider } from "../../lib/web/search/types.js";
 
@@ -152,6 +154,15 @@ describe("configuration", () => {
     expect(searchProviderFromEnv({ BRAVE_SEARCH_API_KEY: "k" })?.name).toBe("brave");
     expect(searchProviderFromEnv({ TAVILY_API_KEY: "k" })?.name).toBe("tavily");
     expect(searchProviderFromEnv({ TOOLSHED_SEARCH_PROVIDER: "tavily", BRAVE_SEARCH_API_KEY: "b", TAVILY_API_KEY: "t" })?.name).toBe("tavily");
+  });
+
+  it("is wired into AppDeps on Workers and Lambda; Lambda gets the resolving web transport", () => {
+    expect(commonDeps({ TAVILY_API_KEY: "k" }).search?.name).toBe("tavily");
+    expect(commonDeps({}).search).toBeUndefined();
+    const aws = fromAwsEnv({ TOOLSHED_BUCKET: "b", BRAVE_SEARCH_API_KEY: "k" });
+    expect(aws.search?.name).toBe("brave");
+    expect(aws.webFetch?.fetcher).toBeDefined();
+    expect(aws.webFetch?.allowLoopback).toBeUndefined();
   });
 
   it("TOOLSHED_SEARCH_ENDPOINT points the provider elsewhere", async () => {
