@@ -14,6 +14,8 @@ import move from "./move.js";
 import multi_edit from "./multi_edit.js";
 import read from "./read.js";
 import run_code from "./run_code.js";
+import web_fetch from "./web_fetch.js";
+import web_search from "./web_search.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, web_fetch, web_search];

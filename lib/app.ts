@@ -8,6 +8,7 @@ import { ToolError } from "./errors.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
 import { newApp } from "./routes/common.js";
+import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
 import { catalogApp, toolApp } from "./routes/tools.js";
 import { workspacesApp } from "./routes/workspaces.js";
@@ -24,6 +25,7 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   app.get("/", (c) => c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }));
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/", adminApp(deps));
+  app.route("/", policyApp(deps));
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));

@@ -4,6 +4,8 @@ import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
+import type { WebFetcher } from "./web/fetch.js";
+import type { SearchProvider } from "./web/search/types.js";
 
 export interface UsageRecord {
   tenant: string;
@@ -37,4 +39,8 @@ export interface AppDeps {
   archiveLimits?: Partial<ArchiveLimits>;
   /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
   searchLimits?: Partial<SearchLimits>;
+  /** web_fetch's transport (default: the runtime's fetch; Lambda: lib/web/node-fetcher.ts). allowLoopback is for tests only. */
+  webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
+  /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
+  search?: SearchProvider;
 }

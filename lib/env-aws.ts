@@ -7,6 +7,7 @@ import type { AppDeps } from "./deps.js";
 import { commonDeps, type CommonEnv } from "./env.js";
 import { s3Driver } from "./storage/drivers/s3.js";
 import { storageKeyValue } from "./storage/kv-over-storage.js";
+import { nodeFetcher } from "./web/node-fetcher.js";
 
 export interface AwsEnv extends CommonEnv {
   TOOLSHED_BUCKET?: string;
@@ -23,5 +24,6 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
       ...(env.S3_ENDPOINT ? { endpoint: env.S3_ENDPOINT, forcePathStyle: true, requestChecksumCalculation: "WHEN_REQUIRED" as const } : {}),
     });
   const storage = s3Driver({ client: s3, bucket: env.TOOLSHED_BUCKET });
-  return { storage, kv: storageKeyValue(storage, "kv/"), ...commonDeps(env) };
+  // web_fetch resolves names itself here and connects only to checked addresses (DNS rebinding).
+  return { storage, kv: storageKeyValue(storage, "kv/"), ...commonDeps(env), webFetch: { fetcher: nodeFetcher() } };
 }

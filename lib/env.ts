@@ -8,8 +8,9 @@ import { logUsage } from "./metering/usage.js";
 import { searchIndexer } from "./search/indexer.js";
 import { r2Driver } from "./storage/drivers/r2.js";
 import { workersKeyValue } from "./storage/kv-workers.js";
+import { searchProviderFromEnv, type SearchEnv } from "./web/search/from-env.js";
 
-export interface CommonEnv extends RunnerEnv {
+export interface CommonEnv extends RunnerEnv, SearchEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
   TOOLSHED_SYNC_SECRET?: string;
   /** This API's public base URL, as the bash runner reaches it. */
@@ -19,6 +20,7 @@ export interface CommonEnv extends RunnerEnv {
 /** Everything but storage and KV. */
 export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
   const executor = executorFromEnv(env);
+  const search = searchProviderFromEnv(env);
   return {
     listeners: [searchIndexer()],
     onUsage: logUsage,
@@ -26,6 +28,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
+    ...(search ? { search } : {}),
   };
 }
 

@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   BLOCKED: { status: 403, hint: "This command is refused by the workspace's guard rails." },
   NEEDS_CONFIRMATION: { status: 409, hint: "Ask the user, then call again with confirmed: true." },
   UNAVAILABLE: { status: 503, hint: "The service behind this tool is unavailable; retry later." },
+  FETCH_FAILED: { status: 502, hint: "The remote site answered with an error (its status and an excerpt are in the message); try another URL or source, or retry later." },
   RATE_LIMITED: { status: 429, hint: "Slow down and retry after a moment." },
   INTERNAL: { status: 500, hint: "An internal error occurred; retry, and report it if it persists." },
 } as const satisfies Record<string, { status: number; hint: string }>;

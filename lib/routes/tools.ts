@@ -43,7 +43,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
     },
     responses: {
       200: { description: "Tool result", content: { "application/json": { schema: SuccessSchema } } },
-      ...errorResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 500, 503),
+      ...errorResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 500, 502, 503),
     },
   });
   app.openapi(route, async (c) => {

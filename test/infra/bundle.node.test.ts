@@ -23,6 +23,11 @@ it("bundles for Workers offline, under the 3 MB (gzip) limit of the free plan", 
     const text = readFileSync(bundle, "utf8");
     expect(text).not.toContain("bwrap");
     expect(text).not.toContain("s3rver");
+    // web_fetch's Node transport (undici, node:dns) is for Lambda; Workers use the runtime's fetch.
+    expect(text).not.toContain("guardedLookup");
+    expect(text).not.toContain("undici");
+    // The HTML converter of web_fetch is in.
+    expect(text).toContain("node-html-markdown");
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

@@ -1,0 +1,163 @@
+/**
+ * One guarded fetch for web_fetch: every hop's URL goes through the SSRF guard (lib/web/ssrf.ts)
+ * and the tenant's domain policy, redirects are followed by hand (at most MAX_REDIRECTS, each
+ * re-checked), and the body is read with a bound (never more than `cap` bytes buffered).
+ * The transport is a WebFetcher passed in: the runtime's fetch on Workers (the runtime resolves
+ * names), the resolving, address-pinning one of lib/web/node-fetcher.ts on Lambda/Node.
+ */
+import { ToolError, isToolError } from "../errors.js";
+import { checkUrl, safeHref, type GuardOptions, type HostKind } from "./ssrf.js";
+
+export const MAX_REDIRECTS = 5;
+
+export interface WebFetcher {
+  /**
+   * Sends one request, never following redirects. `host` is what the guard found in the URL;
+   * a fetcher that resolves names itself must refuse any resolved address the guard refuses.
+   */
+  fetch(url: URL, init: RequestInit, host: HostKind, guard: GuardOptions): Promise<Response>;
+}
+
+/** The runtime's fetch (Workers): names are resolved by the runtime, see README "SSRF rules". */
+export const runtimeFetcher: WebFetcher = {
+  fetch: (url, init) => fetch(url.href, { ...init, redirect: "manual" }),
+};
+
+export interface FetchRequest {
+  url: string;
+  method: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export interface FetchDeps {
+  fetcher: WebFetcher;
+  guard: GuardOptions;
+  /** Called with every hop's URL before it is fetched (the tenant's domain policy); throws to refuse. */
+  checkHop?: (url: URL) => void;
+}
+
+export interface FetchedResponse {
+  response: Response;
+  finalUrl: URL;
+  redirects: string[];
+  /** Aborts when the call's time is up; the body must be read under it. */
+  signal: AbortSignal;
+}
+
+/** Headers that must not cross to another origin on a redirect. */
+const CREDENTIAL_HEADERS = ["authorization", "cookie", "proxy-authorization"];
+
+export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<FetchedResponse> {
+  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+  let { url, host } = checkUrl(req.url, deps.guard);
+  let method = req.method;
+  let body = req.body;
+  let headers = { ...req.headers };
+  const redirects: string[] = [];
+  for (;;) {
+    deps.checkHop?.(url);
+    let response: Response;
+    try {
+      response = await deps.fetcher.fetch(url, { method, headers, ...(body !== undefined ? { body } : {}), signal, redirect: "manual" }, host, deps.guard);
+    } catch (e) {
+      throw transportError(e, url, timeout.aborted, req.timeoutMs);
+    }
+    const location = response.headers.get("location");
+    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location) return { response, finalUrl: url, redirects, signal };
+    await response.body?.cancel().catch(() => {});
+    if (redirects.length >= MAX_REDIRECTS) {
+      throw new ToolError("FETCH_FAILED", `Too many redirects: ${safeHref(url)} redirected more than ${MAX_REDIRECTS} times (${[...redirects, safeHref(url)].join(" → ")}). Fetch the final page's URL directly if you know it.`, { url: req.url, redirects, status: response.status });
+    }
+    let next: URL;
+    try {
+      next = new URL(location, url);
+    } catch {
+      throw new ToolError("FETCH_FAILED", `${safeHref(url)} redirected to an invalid URL (${JSON.stringify(location.slice(0, 200))}).`, { url: safeHref(url), status: response.status });
+    }
+    redirects.push(safeHref(url));
+    try {
+      ({ url, host } = checkUrl(next.href, deps.guard));
+    } catch (e) {
+      // A redirect to ftp:, file: or a URL with credentials is the site's doing, not a bad argument.
+      if (isToolError(e) && e.code === "INVALID_ARGUMENT") throw new ToolError("FETCH_FAILED", `${redirects.at(-1)} redirected to a URL web_fetch does not follow (${e.message}).`, { url: redirects.at(-1), status: response.status });
+      throw e;
+    }
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+      method = "GET";
+      body = undefined;
+      headers = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== "content-type"));
+    }
+    if (new URL(redirects[redirects.length - 1]!).origin !== url.origin) {
+      headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !CREDENTIAL_HEADERS.includes(k.toLowerCase())));
+    }
+  }
+}
+
+/** A transport failure as the agent should see it: our guard's refusal, a timeout, or the network's reason. */
+export function transportError(e: unknown, url: URL, timedOut: boolean, timeoutMs: number): ToolError {
+  for (let c: unknown = e, i = 0; c && i < 5; c = (c as { cause?: unknown }).cause, i++) if (isToolError(c)) return c;
+  if (timedOut) return timeoutError(url, timeoutMs);
+  const name = (e as Error)?.name;
+  if (name === "AbortError") return new ToolError("UNAVAILABLE", `The fetch of ${safeHref(url)} was cancelled (the client went away).`, { url: safeHref(url) });
+  const reason = networkReason(e);
+  return new ToolError("UNAVAILABLE", `Could not reach ${safeHref(url)}: ${reason}. Check the host name; if it is right, the site may be down: retry later.`, { url: safeHref(url), reason });
+}
+
+export const timeoutError = (url: URL, timeoutMs: number) =>
+  new ToolError("TIMEOUT", `${safeHref(url)} did not answer within ${timeoutMs / 1000} s. Retry with a larger timeout (at most 120), or try another page of the site.`, { url: safeHref(url), timeout_s: timeoutMs / 1000 });
+
+function networkReason(e: unknown): string {
+  const parts: string[] = [];
+  for (let c: unknown = e, i = 0; c && i < 4; c = (c as { cause?: unknown }).cause, i++) {
+    const err = c as { code?: string; message?: string };
+    if (err.code && /^E[A-Z_]+$/.test(err.code)) {
+      const known: Record<string, string> = { ENOTFOUND: "the host name does not resolve (DNS: not found)", EAI_AGAIN: "DNS lookup failed temporarily", ECONNREFUSED: "connection refused", ECONNRESET: "the connection was reset", ETIMEDOUT: "the connection timed out", EHOSTUNREACH: "host unreachable", ENETUNREACH: "network unreachable", CERT_HAS_EXPIRED: "its TLS certificate has expired" };
+      return known[err.code] ?? err.code;
+    }
+    if (err.message && !/^fetch failed$/i.test(err.message)) parts.push(err.message);
+  }
+  return parts[0]?.slice(0, 200) ?? "the connection failed";
+}
+
+export interface BoundedBody {
+  bytes: Uint8Array;
+  /** True when the body had more than `cap` bytes (reading stopped there). */
+  more: boolean;
+}
+
+/** Reads at most `cap` bytes of a body, then cancels the rest: never buffers more than cap plus one chunk. */
+export async function readBounded(body: ReadableStream<Uint8Array> | null, cap: number): Promise<BoundedBody> {
+  if (!body) return { bytes: new Uint8Array(0), more: false };
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let more = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (size + value.length > cap) {
+        chunks.push(value.subarray(0, cap - size));
+        size = cap;
+        more = true;
+        break;
+      }
+      chunks.push(value);
+      size += value.length;
+    }
+  } finally {
+    if (more) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return { bytes, more };
+}

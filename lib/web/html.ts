@@ -1,0 +1,160 @@
+/**
+ * HTML → clean Markdown or plain text for web_fetch, with node-html-parser (a pure-JS parser:
+ * runs in Workers, which have no DOM) and node-html-markdown. Page chrome (scripts, styles,
+ * navigation, headers, footers, hidden parts) is removed first; when the page marks its main
+ * content (<main>, <article>, role=main) only that is kept. Code blocks keep their language
+ * (from language-x / lang-x / highlight-x classes) and a fence longer than any backtick run
+ * inside; images become `[Image: alt]`.
+ */
+import { NodeHtmlMarkdown, type TranslatorConfigObject } from "node-html-markdown";
+import { parse, type HTMLElement } from "node-html-parser";
+
+/** Removed before conversion: never content an agent asked for. */
+const CHROME = [
+  "script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "form", "button", "select", "input", "textarea",
+  "nav", "header", "footer", "aside", "dialog", "[role=navigation]", "[role=banner]", "[role=contentinfo]", "[role=search]", "[role=dialog]",
+  "[hidden]", "[aria-hidden=true]", ".sidebar", ".toc", "#sidebar", "#toc", ".skip-link",
+].join(",");
+
+const LANG_CLASS = /(?:^|\s)(?:language|lang|highlight|brush:?)-?([A-Za-z0-9_+#.-]+)/;
+
+function codeLanguage(pre: HTMLElement): string {
+  const code = pre.querySelector("code");
+  for (let el: HTMLElement | null = code ?? pre, depth = 0; el && depth < 4; el = el.parentNode as HTMLElement | null, depth++) {
+    const m = (el.getAttribute?.("class") ?? "").match(LANG_CLASS);
+    if (m && !/^(source|default|none|notranslate)$/i.test(m[1]!)) return m[1]!.toLowerCase();
+  }
+  return "";
+}
+
+const translators: TranslatorConfigObject = {
+  pre: ({ node }) => {
+    const el = node as unknown as HTMLElement;
+    const text = el.textContent.replace(/\n+$/, "");
+    const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((r) => r.length));
+    const fence = "`".repeat(longest + 1);
+    return { content: `${fence}${codeLanguage(el)}\n${text}\n${fence}`, recurse: false, noEscape: true, surroundingNewlines: 2, preserveWhitespace: true };
+  },
+  img: ({ node }) => {
+    const alt = (node.getAttribute("alt") ?? "").trim().replace(/\s+/g, " ");
+    return alt ? { content: `[Image: ${alt.replace(/[[\]]/g, "")}]`, recurse: false } : { ignore: true };
+  },
+};
+
+const converter = () =>
+  new NodeHtmlMarkdown({ codeBlockStyle: "fenced", bulletMarker: "-", maxConsecutiveNewlines: 2, useLinkReferenceDefinitions: false, keepDataImages: false }, translators);
+
+export interface ConvertedPage {
+  title?: string;
+  content: string;
+}
+
+/** The one outermost element marked as the main content, if the page marks exactly one (a list of articles keeps the body). */
+function marked(root: HTMLElement): HTMLElement | null {
+  const all = root.querySelectorAll("main, article, [role=main]");
+  const set = new Set(all);
+  const outer = all.filter((el) => {
+    for (let p = el.parentNode as HTMLElement | null; p; p = p.parentNode as HTMLElement | null) if (set.has(p)) return false;
+    return true;
+  });
+  return outer.length === 1 ? outer[0]! : null;
+}
+
+/** The part of the page worth reading, chrome removed, links made absolute against `base`. */
+function mainContent(html: string, base?: string): { title?: string; body: HTMLElement } {
+  const root = parse(html, { comment: false, blockTextElements: { script: false, style: false, noscript: false, pre: true } });
+  const titleText = root.querySelector("title")?.textContent.trim().replace(/\s+/g, " ");
+  for (const el of root.querySelectorAll(CHROME)) el.remove();
+  const main = marked(root) ?? root.querySelector("body") ?? root;
+  if (base) {
+    for (const a of main.querySelectorAll("a[href]")) {
+      const href = a.getAttribute("href")!;
+      if (href.startsWith("#") || /^(javascript|data):/i.test(href)) {
+        if (!href.startsWith("#")) a.removeAttribute("href");
+        continue;
+      }
+      try {
+        a.setAttribute("href", new URL(href, base).href);
+      } catch {}
+    }
+  }
+  const title = titleText || main.querySelector("h1")?.textContent.trim().replace(/\s+/g, " ") || undefined;
+  return { ...(title ? { title } : {}), body: main };
+}
+
+/** HTML per conversion: node-html-markdown slows down quadratically on one large document, so large pages go in pieces. */
+const CHUNK_CHARS = 32 * 1024;
+/** Kept whole even when large: splitting them would break their markdown. */
+const ATOMIC = new Set(["PRE", "TABLE", "UL", "OL", "DL", "BLOCKQUOTE", "P", "CODE"]);
+
+function pieces(el: HTMLElement, out: string[] = []): string[] {
+  let batch = "";
+  for (const child of el.childNodes) {
+    const html = child.toString();
+    const node = child as HTMLElement;
+    if (html.length > CHUNK_CHARS && node.childNodes?.length && !ATOMIC.has(node.tagName ?? "")) {
+      if (batch) out.push(batch), (batch = "");
+      pieces(node, out);
+      continue;
+    }
+    if (batch.length + html.length > CHUNK_CHARS && batch) out.push(batch), (batch = "");
+    batch += html;
+  }
+  if (batch) out.push(batch);
+  return out;
+}
+
+/**
+ * Converts piece by piece and stops once `limit` characters of markdown are made (the caller cuts
+ * there anyway): `complete` says whether the whole page was converted.
+ */
+export function htmlToMarkdown(html: string, base?: string, limit = Infinity): ConvertedPage & { complete: boolean } {
+  const { title, body } = mainContent(html, base);
+  const nhm = converter();
+  const out: string[] = [];
+  let size = 0;
+  let complete = true;
+  for (const piece of pieces(body)) {
+    if (size > limit) {
+      complete = false;
+      break;
+    }
+    const md = nhm.translate(piece).trim();
+    if (md) out.push(md), (size += md.length + 2);
+  }
+  const content = out.join("\n\n").replace(/\n{3,}/g, "\n\n").trim();
+  return { ...(title ? { title } : {}), content, complete };
+}
+
+/** Plain text: the markdown above without its markup (link targets, fences, emphasis, heading marks). */
+export function htmlToText(html: string, limit = Infinity): ConvertedPage & { complete: boolean } {
+  const { title, content, complete } = htmlToMarkdown(html, undefined, limit);
+  return { ...(title ? { title } : {}), content: stripMarkdown(content), complete };
+}
+
+/** Markup is removed outside code blocks only; a code block keeps its text and loses its fences. */
+function stripMarkdown(md: string): string {
+  const parts = md.split(/^(`{3,})[^\n]*\n([\s\S]*?)\n\1$/m);
+  let out = "";
+  for (let i = 0; i < parts.length; i += 3) {
+    out += stripInline(parts[i]!);
+    if (i + 2 < parts.length) out += parts[i + 2]!;
+  }
+  return out.replace(/\n{3,}/g, "\n\n").trim();
+}
+
+const stripInline = (md: string): string =>
+  md
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/^#{1,6} /gm, "")
+    .replace(/\*\*(?=\S)([^\n]*?\S)\*\*/g, "$1")
+    .replace(/(^|[\s(])_(?=\S)([^_\n]*?\S)_(?=[\s).,;:!?]|$)/g, "$1$2")
+    .replace(/`+([^`\n]+?)`+/g, "$1")
+    .replace(/\\([\\`*_{}\[\]()#+.!|-])/g, "$1");
+
+/** The <title> of a page kept as HTML (format: "html"). */
+export function htmlTitle(html: string): string | undefined {
+  const m = html.match(/<title[^>]*>([\s\S]*?)<\/title>/i);
+  const t = m?.[1] ? parse(m[1]).textContent.trim().replace(/\s+/g, " ") : "";
+  return t || undefined;
+}

@@ -1,0 +1,61 @@
+/**
+ * The WebFetcher of Lambda and Node: resolve the name ourselves (every address), refuse it if any
+ * address is refused by the SSRF guard, then connect to an address that was checked — the socket's
+ * `lookup` is ours, so there is no second, unchecked resolution for DNS rebinding to win.
+ * undici's own fetch + Agent (one version for both). Node-only: never imported by the Workers entry.
+ */
+import { lookup as dnsLookup } from "node:dns/promises";
+import type { LookupAddress } from "node:dns";
+import { Agent, fetch as undiciFetch } from "undici";
+import { ToolError } from "../errors.js";
+import type { WebFetcher } from "./fetch.js";
+import { addressBlockedReason, type GuardOptions } from "./ssrf.js";
+
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
+
+export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+type LookupCallback = (err: Error | null, address?: string | LookupAddress[], family?: number) => void;
+
+/** A net.connect `lookup` that answers only with addresses the guard allows, and fails if any is refused. */
+export function guardedLookup(resolve: Resolver, guard: GuardOptions) {
+  return (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback) => {
+    resolve(hostname)
+      .then((all) => {
+        if (all.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" });
+        for (const a of all) {
+          const reason = addressBlockedReason(a.address, guard);
+          if (reason) {
+            throw new ToolError("BLOCKED", `Refused to fetch from ${hostname}: it resolves to ${a.address}, which is ${reason}. web_fetch reaches only public internet addresses; use a public URL.`, { host: hostname, address: a.address, reason });
+          }
+        }
+        const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+        const usable = family ? all.filter((a) => a.family === family) : all;
+        if (usable.length === 0) throw Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: "ENOTFOUND" });
+        if (options.all) callback(null, usable);
+        else callback(null, usable[0]!.address, usable[0]!.family);
+      })
+      .catch((e: Error) => callback(e));
+  };
+}
+
+/** The Node transport; `resolve` is injectable so tests can play a DNS that answers what they need. */
+export function nodeFetcher(opts: { resolve?: Resolver } = {}): WebFetcher {
+  const resolve = opts.resolve ?? systemResolver;
+  const agents = new Map<string, Agent>();
+  const agentFor = (guard: GuardOptions) => {
+    const key = guard.allowLoopback ? "loopback" : "default";
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = new Agent({ connect: { lookup: guardedLookup(resolve, guard) as never }, connectTimeout: 30_000 });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  return {
+    async fetch(url, init, _host, guard) {
+      const res = await undiciFetch(url.href, { ...(init as object), redirect: "manual", dispatcher: agentFor(guard) } as never);
+      return res as unknown as Response;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * A tenant's web policy: which domains web_fetch and web_search may reach. KV `policy/<tenant>`
+ * = {web: {allowed_domains?, blocked_domains?}} (set with PUT /v1/admin/tenants/{t}/policy).
+ * A domain entry matches itself and its subdomains ("example.com" matches docs.example.com);
+ * "*.example.com" matches only subdomains. Pure but for load/save.
+ */
+import { z } from "@hono/zod-openapi";
+import { ToolError } from "../errors.js";
+import type { KeyValueStore } from "../storage/types.js";
+import { safeHref } from "./ssrf.js";
+
+const Domain = z
+  .string()
+  .min(1)
+  .max(253)
+  .transform((d) => d.trim().toLowerCase().replace(/\.+$/, ""))
+  .refine((d) => /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(d), { message: "a domain like example.com or *.example.com" });
+
+export const WebPolicySchema = z.object({
+  allowed_domains: z.array(Domain).max(1000).optional().openapi({ description: "When set, only these domains (and their subdomains) are fetched without approval." }),
+  blocked_domains: z.array(Domain).max(1000).optional().openapi({ description: "Never fetched or returned by search." }),
+});
+export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional() }).openapi("TenantPolicy");
+
+export type WebPolicy = z.infer<typeof WebPolicySchema>;
+export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
+
+const policyKey = (tenant: string) => `policy/${tenant}`;
+
+export async function loadTenantPolicy(kv: KeyValueStore, tenant: string): Promise<TenantPolicy> {
+  const raw = await kv.get(policyKey(tenant));
+  return raw ? (JSON.parse(raw) as TenantPolicy) : {};
+}
+
+export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy): Promise<void> {
+  await kv.put(policyKey(tenant), JSON.stringify(policy));
+}
+
+/** Normalizes domain lists given in tool arguments (same rules as the policy). */
+export const DomainList = z.array(Domain).max(100);
+
+export function hostMatches(hostname: string, pattern: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.+$/, "").replace(/^\[|\]$/g, "");
+  if (pattern.startsWith("*.")) return host.endsWith(pattern.slice(1));
+  return host === pattern || host.endsWith(`.${pattern}`);
+}
+
+export const matchesAny = (hostname: string, patterns: readonly string[] = []) => patterns.find((p) => hostMatches(hostname, p));
+
+/** Throws BLOCKED when the tenant's policy refuses this URL's host. */
+export function checkWebPolicy(url: URL, policy: WebPolicy = {}): void {
+  const blocked = matchesAny(url.hostname, policy.blocked_domains);
+  if (blocked) {
+    throw new ToolError("BLOCKED", `Refused to fetch ${safeHref(url)}: the domain ${blocked} is blocked by this tenant's web policy. Use another source.`, { url: safeHref(url), domain: blocked, policy: "blocked_domains" });
+  }
+  if (policy.allowed_domains && !matchesAny(url.hostname, policy.allowed_domains)) {
+    throw new ToolError(
+      "BLOCKED",
+      `${url.hostname} is outside this tenant's allowed domains (${policy.allowed_domains.slice(0, 10).join(", ")}${policy.allowed_domains.length > 10 ? ", …" : ""}). Fetching it needs a human's approval, which this deployment cannot ask for yet: use an allowed domain, or ask the user to add this one to the tenant's policy.`,
+      { url: safeHref(url), host: url.hostname, needs_approval: true, policy: "allowed_domains" },
+    );
+  }
+}

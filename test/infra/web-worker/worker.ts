@@ -1,0 +1,10 @@
+/** Tests only: the Workers entry with web_fetch's test-only loopback switch (see wrangler.toml beside it). */
+import { tools } from "../../../functions/index.js";
+import { createApp } from "../../../lib/app.js";
+import { fromWorkersEnv, type WorkersEnv } from "../../../lib/env.js";
+
+export default {
+  fetch(request: Request, env: WorkersEnv, ctx: ExecutionContext) {
+    return createApp({ ...fromWorkersEnv(env), webFetch: { allowLoopback: true } }, tools).fetch(request, env, ctx);
+  },
+} satisfies ExportedHandler<WorkersEnv>;
