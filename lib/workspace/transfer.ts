@@ -5,6 +5,9 @@
  * (streaming get → put, create-only unless it replaces a file seen at planning time, which
  * is guarded by its etag); only when all copies are complete does a move delete its sources.
  * A failure midway removes the copies this call created and leaves every source in place.
+ * Explicit directories (markers: empty directories kept on purpose) below a source directory
+ * travel with it: each is made at its target after the files are copied, and a move removes
+ * the source's markers with its files.
  */
 import { ToolError } from "../errors.js";
 import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../paths.js";
@@ -34,6 +37,8 @@ export interface TransferResult {
   to: string;
   type: "file" | "directory";
   files: TransferItem[];
+  /** Explicit directories made at the target (empty ones included), as target paths. */
+  directories: string[];
   bytes: number;
   overwritten: number;
 }
@@ -106,22 +111,29 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     throw new ToolError("NOT_A_DIRECTORY", `${target} is a file; a directory cannot replace it. Delete it first, or choose another target.`, { path: target });
   }
 
-  // The plan: every file, its target, and whether it replaces an existing file.
+  // The plan: every file, its target, and whether it replaces an existing file; every explicit directory and its target.
   const plan: Planned[] = [];
+  const dirPlan: { from: string; to: string }[] = [];
   if (src.type === "file") {
     plan.push({ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null });
   } else {
     const sources: FileInfo[] = [];
-    for await (const f of ws.walk(from, MAX_TRANSFER_FILES + 1)) sources.push(f);
-    if (sources.length > MAX_TRANSFER_FILES) {
+    let entries = 0;
+    for await (const e of ws.walkEntries(from, MAX_TRANSFER_FILES + 1)) {
+      entries++;
+      if (e.type === "file") sources.push(e);
+      else dirPlan.push({ from: e.path, to: e.path === from ? target : joinPath(target, e.path.slice(from.length + 1)) });
+    }
+    if (entries > MAX_TRANSFER_FILES) {
       throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
     }
     // Merging into an existing directory: know its files, so that no file lands on a directory or below a file.
     const existing = new Map<string, string>();
     const existingDirs = new Set<string>();
     if (tstat?.type === "directory") {
-      for await (const f of ws.walk(target, MAX_MERGE_TARGET_FILES + 1)) {
-        existing.set(f.path, f.etag);
+      for await (const f of ws.walkEntries(target, MAX_MERGE_TARGET_FILES + 1)) {
+        if (f.type === "file") existing.set(f.path, f.etag);
+        else existingDirs.add(f.path);
         for (const a of ancestorsOf(f.path)) if (isWithin(a, target)) existingDirs.add(a);
       }
       if (existing.size > MAX_MERGE_TARGET_FILES) {
@@ -135,11 +147,16 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
       if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: dest, file: blocking });
       plan.push({ from: f.path, to: dest, replaceEtag: existing.get(dest) ?? null });
     }
+    for (const d of dirPlan) {
+      const blocking = [d.to, ...ancestorsOf(d.to)].find((a) => isWithin(a, target) && existing.has(a));
+      if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} the directory ${d.from} to ${d.to}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: d.to, file: blocking });
+    }
   }
 
   // Copy everything. On failure, remove the copies this call created; sources are untouched.
   const done: (TransferItem & { sourceEtag: string })[] = [];
   const created: string[] = [];
+  const createdDirs: string[] = [];
   try {
     await pool(plan, CONCURRENCY, async (p) => {
       const r = await ws.get(p.from);
@@ -161,8 +178,12 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
       if (p.replaceEtag === null) created.push(p.to);
       done.push({ from: p.from, to: p.to, size: info.size, etag: info.etag, replaced: p.replaceEtag !== null, sourceEtag: r.etag });
     });
+    await pool(dirPlan, CONCURRENCY, async (d) => {
+      if ((await ws.makeDirectory(d.to, { placeChecked: true })).created) createdDirs.push(d.to);
+    });
   } catch (e) {
     await ws.deleteMany(created).catch(() => {});
+    await ws.deleteMarkers(createdDirs).catch(() => {});
     if (!(e instanceof ToolError)) console.error(`${mode} failed`, e instanceof Error ? (e.stack ?? e.message) : String(e));
     const err = e instanceof ToolError ? e : new ToolError("INTERNAL", "Storage failed during the copy; retry.");
     const undo = `Nothing was ${mode === "move" ? "moved" : "copied"}: ${created.length ? `the ${created.length} new cop${created.length === 1 ? "y" : "ies"} made so far were removed` : "no new copy remained"}${mode === "move" ? " and every source is still in place" : ""}.`;
@@ -180,6 +201,7 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
   if (mode === "move") {
     if (src.type === "file") await ws.delete(from);
     else await ws.deleteMany(done.map((d) => d.from));
+    await ws.deleteMarkers(dirPlan.map((d) => d.from));
   }
   done.sort((a, b) => (a.to < b.to ? -1 : a.to > b.to ? 1 : 0));
   return {
@@ -187,6 +209,7 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     to: target,
     type: src.type,
     files: done.map(({ sourceEtag: _, ...d }) => d),
+    directories: dirPlan.map((d) => d.to).sort(),
     bytes: done.reduce((n, d) => n + d.size, 0),
     overwritten: done.filter((d) => d.replaced).length,
   };
@@ -207,5 +230,7 @@ export function describeTransfer(r: TransferResult, mode: TransferMode): string 
   const rest = r.files.length > 20 ? `\n  ... and ${r.files.length - 20} more` : "";
   const replaced = r.overwritten ? ` ${r.overwritten} existing file${r.overwritten === 1 ? " was" : "s were"} replaced.` : "";
   const gone = mode === "move" ? ` ${r.from}/ no longer exists.` : "";
-  return `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}.${replaced}${gone}\n${shown}${rest}`;
+  const dirs = r.directories.filter((d) => d !== r.to).length;
+  const withDirs = dirs ? ` and ${dirs} director${dirs === 1 ? "y" : "ies"} (empty ones kept)` : "";
+  return `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}${withDirs}.${replaced}${gone}${shown ? `\n${shown}${rest}` : ""}`;
 }

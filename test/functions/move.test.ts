@@ -18,6 +18,7 @@ describe("move", () => {
       files: [{ from: "a.txt", to: "docs/b.txt", size: 5, etag: expect.any(String), replaced: false }],
       count: 1,
       bytes: 5,
+      directories: [],
       overwritten: 0,
     });
     expect(await snapshot(t)).toEqual({ "docs/b.txt": "hello", "keep.txt": "k" });
