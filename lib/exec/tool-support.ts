@@ -76,6 +76,8 @@ export function commandData(r: RunResult) {
     ...(r.output_file ? { output_file: r.output_file } : {}),
     files_changed: r.files_changed,
     files_deleted: r.files_deleted,
+    ...(r.dirs_created?.length ? { dirs_created: r.dirs_created } : {}),
+    ...(r.dirs_deleted?.length ? { dirs_deleted: r.dirs_deleted } : {}),
     conflicts: r.conflicts,
     ...(r.skipped.length ? { skipped: r.skipped } : {}),
   };

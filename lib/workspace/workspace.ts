@@ -13,6 +13,7 @@ import { ancestorsOf, dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
 import type { RecordStore } from "../records/store.js";
 import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
+import { makeDirMarker, removeDirMarker } from "./markers.js";
 import { similarPaths } from "./similar.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
@@ -196,21 +197,11 @@ export class Workspace {
    */
   async makeDirectory(dir: string, opts: { placeChecked?: boolean } = {}): Promise<{ created: boolean; etag: string }> {
     if (dir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it, e.g. src.", { path: "/" });
-    if (!opts.placeChecked) {
-      const [file, parents] = await Promise.all([this.head(dir), Promise.all(ancestorsOf(dir).map((p) => this.head(p)))]);
-      if (file) throw new ToolError("ALREADY_EXISTS", `${dir} is a file; a directory cannot be made there. Choose another name, or delete the file first.`, { path: dir, type: "file" });
-      const parent = parents.find((p) => p !== null);
-      if (parent) throw new ToolError("NOT_A_DIRECTORY", `Cannot make ${dir}: ${parent.path} is a file, not a directory.`, { path: dir, file: parent.path });
-    }
-    try {
-      const o = await this.driver.put(this.markerKey(dir), new Uint8Array(0), { ifNoneMatch: "*", length: 0 });
-      return { created: true, etag: o.etag };
-    } catch (e) {
-      if (!isConditionFailed(e)) throw e;
-      const o = await this.driver.head(this.markerKey(dir));
-      if (!o) throw new ToolError("CONFLICT", `${dir} was removed by another call while it was being made; retry.`, { path: dir });
-      return { created: false, etag: o.etag };
-    }
+    const r = await makeDirMarker(this.driver, this.tenant, this.id, dir, opts);
+    if (r.ok) return r;
+    if ("gone" in r) throw new ToolError("CONFLICT", `${dir} was removed by another call while it was being made; retry.`, { path: dir });
+    if (r.at === "path") throw new ToolError("ALREADY_EXISTS", `${dir} is a file; a directory cannot be made there. Choose another name, or delete the file first.`, { path: dir, type: "file" });
+    throw new ToolError("NOT_A_DIRECTORY", `Cannot make ${dir}: ${r.file} is a file, not a directory.`, { path: dir, file: r.file });
   }
 
   /**
@@ -218,16 +209,8 @@ export class Workspace {
    * the caller saw (false when it changed; true when it is already gone). The caller checks
    * emptiness where it matters (the directory then stays, implied by what is below it).
    */
-  async removeDirectory(dir: string, opts: { ifMatch?: string } = {}): Promise<boolean> {
-    const key = this.markerKey(dir);
-    if (opts.ifMatch !== undefined) {
-      // StorageDriver.delete has no condition: check, then delete (a window of milliseconds).
-      const o = await this.driver.head(key);
-      if (!o) return true;
-      if (o.etag !== opts.ifMatch) return false;
-    }
-    await this.driver.delete(key);
-    return true;
+  removeDirectory(dir: string, opts: { ifMatch?: string } = {}): Promise<boolean> {
+    return removeDirMarker(this.driver, this.tenant, this.id, dir, opts.ifMatch);
   }
 
   /** Removes the markers of several explicit directories (recursive delete, move). */
