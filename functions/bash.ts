@@ -12,10 +12,10 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
 - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged, cut at ${MAX_COMMAND_OUTPUT} characters with the middle removed (the full output is saved in the workspace, path in output_file); a non-zero exit code is appended.
-- Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back.
+- Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git push --force, chmod -R, ...) need confirmed: true, after asking the user; some (rm -rf /, fork bombs, writes to system paths) are always refused.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, files_changed, files_deleted, conflicts} or {task_id, status} in background`;
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts} or {task_id, status} in background`;
 
 export default defineTool({
   name: "bash",
