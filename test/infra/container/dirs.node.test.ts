@@ -114,6 +114,26 @@ describe("bash: directories are first-class entries", () => {
     expect((await t.run("test -e tooldir || echo gone")).stdout).toBe("gone\n");
   });
 
+  it("a directory the command made where a tool meanwhile wrote a file: a conflict, the file wins", async () => {
+    const running = t.run("sleep 1; mkdir race && echo made");
+    await new Promise((r) => setTimeout(r, 300));
+    await t.write("race", "from a tool\n");
+    const r = await running;
+    expect(r.stdout).toBe("made\n");
+    expect(r.dirs_created).toEqual([]);
+    expect(r.conflicts).toEqual([{ path: "race/", change: "created", reason: "changed_meanwhile" }]);
+    expect(await markers()).not.toContain("race/");
+    expect((await t.run("cat race")).stdout).toBe("from a tool\n");
+  });
+
+  it("directories count against the write-back limit after files", async () => {
+    const r = await t.run("echo 1 > lim.txt && mkdir lim-dir", { limits: { max_writeback_files: 1 } });
+    expect(r.files_created).toEqual(["lim.txt"]);
+    expect(r.dirs_created).toEqual([]);
+    expect(r.skipped).toContainEqual(expect.objectContaining({ path: "lim-dir/", reason: "limit" }));
+    expect((await t.run("test -e lim-dir || echo none")).stdout).toBe("none\n");
+  });
+
   it("a marker where storage also has a file of that path is skipped; the file wins", async () => {
     await t.write("clash", "file\n");
     // The sync API refuses it (a file is there) ...
