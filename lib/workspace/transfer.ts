@@ -125,7 +125,7 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
       else dirPlan.push({ from: e.path, to: e.path === from ? target : joinPath(target, e.path.slice(from.length + 1)) });
     }
     if (entries > MAX_TRANSFER_FILES) {
-      throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
+      throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files and directories; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
     }
     // Merging into an existing directory: know its files, so that no file lands on a directory or below a file.
     const existing = new Map<string, string>();
