@@ -13,10 +13,11 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 20,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
+- Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git push --force, chmod -R, ...) need confirmed: true, after asking the user; some (rm -rf /, fork bombs, writes to system paths) are always refused.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, conflicts, unsynced?} or {task_id, status} in background`;
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?} or {task_id, status} in background`;
 
 export default defineTool({
   name: "bash",

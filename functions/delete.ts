@@ -8,12 +8,12 @@ export const MAX_DELETE_FILES = 10_000;
 /** Deleted paths shown in the text for the model (data.deleted has them all). */
 const SHOWN_PATHS = 20;
 
-const description = `Delete a file, or a directory with everything in it.
+const description = `Delete a file, an empty directory, or a directory with everything in it.
 - path: the file or directory to delete. The workspace root cannot be deleted (INVALID_PATH).
-- recursive: needed to delete a directory and all files below it, hidden ones included (default: false); without it a directory gives IS_DIRECTORY.
-- A recursive delete removes at most ${MAX_DELETE_FILES} files per call; when truncated is true, call delete again with the same arguments to continue.
+- recursive: needed to delete a directory that is not empty, with all files and subdirectories below it, hidden ones included (default: false); without it such a directory gives IS_DIRECTORY. An empty directory is deleted without it.
+- A recursive delete removes at most ${MAX_DELETE_FILES} entries per call; when truncated is true, call delete again with the same arguments to continue.
 - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
-Returns: {path, type: "file"|"directory", deleted: [paths], count, truncated}`;
+Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}`;
 
 export default defineTool({
   name: "delete",
@@ -38,29 +38,41 @@ export default defineTool({
       return { title: path, output: `Deleted ${path} (${stat.size} bytes).`, data: { path, type: "file", deleted: [path], count: 1, truncated: false } };
     }
     if (!args.recursive) {
-      const sample: string[] = [];
-      for await (const f of ws.walk(path, 101)) sample.push(f.path);
-      const count = sample.length > 100 ? "more than 100 files" : `${sample.length} file${sample.length === 1 ? "" : "s"}`;
-      throw new ToolError("IS_DIRECTORY", `${path} is a directory (${count}). To delete it and everything in it, call delete again with recursive: true.`, { path, files: Math.min(sample.length, 100) });
+      // An empty directory is an explicit one (an implied directory has files below it): rmdir.
+      if (!(await ws.hasEntries(path))) {
+        await ws.removeDirectory(path);
+        return { title: `${path}/`, output: `Deleted the empty directory ${path}/.`, data: { path, type: "directory", deleted: [`${path}/`], count: 1, truncated: false } };
+      }
+      let files = 0;
+      let dirs = 0;
+      for await (const e of ws.walkEntries(path, 101)) if (e.type === "file") files++;
+      else if (e.path !== path) dirs++;
+      const count = files + dirs > 100 ? "more than 100 entries" : [files ? `${files} file${files === 1 ? "" : "s"}` : "", dirs ? `${dirs} director${dirs === 1 ? "y" : "ies"}` : ""].filter(Boolean).join(", ");
+      throw new ToolError("IS_DIRECTORY", `${path} is a directory (${count}). To delete it and everything in it, call delete again with recursive: true.`, { path, files: Math.min(files, 100) });
     }
-    const paths: string[] = [];
+    const files: string[] = [];
+    const dirs: string[] = [];
     let truncated = false;
-    for await (const f of ws.walk(path, MAX_DELETE_FILES + 1)) {
-      if (paths.length === MAX_DELETE_FILES) {
+    for await (const e of ws.walkEntries(path, MAX_DELETE_FILES + 1)) {
+      if (files.length + dirs.length === MAX_DELETE_FILES) {
         truncated = true;
         break;
       }
-      paths.push(f.path);
+      (e.type === "file" ? files : dirs).push(e.path);
     }
-    await ws.deleteMany(paths.map((p) => ({ path: p, etag: null })));
+    await ws.deleteMany(files.map((p) => ({ path: p, etag: null })));
+    await ws.deleteMarkers(dirs);
+    const paths = [...files, ...dirs.map((d) => `${d}/`)];
     const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${p}`).join("\n");
     const rest = paths.length > SHOWN_PATHS ? `\n  ... and ${paths.length - SHOWN_PATHS} more` : "";
     const note = truncated
-      ? `\n[Stopped after ${MAX_DELETE_FILES} files; more remain in ${path}/. Call delete again with the same arguments to continue.]`
+      ? `\n[Stopped after ${MAX_DELETE_FILES} files and directories; more remain in ${path}/. Call delete again with the same arguments to continue.]`
       : "";
+    const sub = dirs.filter((d) => d !== path).length;
+    const what = `${files.length} file${files.length === 1 ? "" : "s"}${sub ? ` and ${sub} director${sub === 1 ? "y" : "ies"}` : ""}`;
     return {
       title: `${path}/`,
-      output: `${truncated ? `Deleted ${paths.length} files in ${path}/ (not all of them)` : `Deleted ${path}/ and the ${paths.length} file${paths.length === 1 ? "" : "s"} in it`}:\n${shown}${rest}${note}`,
+      output: `${truncated ? `Deleted ${what} in ${path}/ (not all of them)` : `Deleted ${path}/ and the ${what} in it`}:\n${shown}${rest}${note}`,
       data: { path, type: "directory", deleted: paths, count: paths.length, truncated },
     };
   },

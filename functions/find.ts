@@ -15,7 +15,7 @@ const description = `Find files and directories by name. Returns paths only (dir
 - pattern: a glob matched against each entry's name (e.g. "*.test.ts", "*config*", "[Mm]akefile"; with a "/" it is matched against the path relative to path), or else a case-insensitive substring of the name (e.g. "auth"). Without pattern, every entry is listed.
 - type: "file" or "dir" for only one kind (default: both).
 - max_results: entries returned (default: ${DEFAULT_MAX}); offset: entries to skip, for paging (default: 0).
-- Directories exist as long as files are below them (object storage has no empty directories).
+- Directories are those with files below them, and empty directories made explicitly (by a command such as mkdir in bash, or the files API).
 - Skipped by default, and reported with counts: hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden / include_ignored include them (default: false); a pattern naming a hidden entry (".env") includes hidden entries.
 Returns: {matches: [{path, type}], count, total_found, truncated, next_offset, skipped: {total, counts, examples}}`;
 

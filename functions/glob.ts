@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { normalizePath } from "../lib/paths.js";
 import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
-import { requireDirectory, scanTree, type Listed } from "../lib/search/listing.js";
+import { requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
 
@@ -14,8 +14,8 @@ const description = `Find files by name pattern (glob). Returns matching file pa
 - sort: "modified" (newest first), "name" (by path) or "size" (largest first) (default: "modified").
 - limit: files returned (default: ${DEFAULT_LIMIT}); offset: files to skip, for paging (default: 0).
 - Skipped by default, and reported with counts so that "no match" is never confused with "ignored": hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden: true includes hidden entries (a pattern that names one, like ".env" or "**/.github/**", does too); include_ignored: true includes the ignored ones (default: false).
-- Directories are not listed (use find or ls).
-Returns: {matches: [{path, size, modified}], count, total_found, truncated, next_offset, skipped: {total, counts, examples}}`;
+- A pattern ending in "/" matches directories instead of files (e.g. "**/" every directory, "src/*/" the directories directly in src, "**/test/"), empty ones included; they are returned with a trailing "/", sorted by path.
+Returns: {matches: [{path, size, modified}] (directories: [{path, type: "directory"}]), count, total_found, truncated, next_offset, skipped: {total, counts, examples}}`;
 
 export default defineTool({
   name: "glob",
@@ -33,14 +33,18 @@ export default defineTool({
   }),
   async execute(args, { ws }) {
     const root = normalizePath(args.path ?? "");
-    const test = globTest(args.pattern, root);
+    // A trailing "/" asks for directories (as in shells: "*/" matches only directories).
+    const dirsOnly = /\/\s*$/.test(args.pattern) && args.pattern.trim().replace(/^(\.\/|\/)+/, "") !== "";
+    const pattern = dirsOnly ? args.pattern.trim().replace(/\/+$/, "") : args.pattern;
+    const test = globTest(pattern, root);
     await requireDirectory(ws, root, "glob");
-    const includeHidden = (args.include_hidden ?? false) || namesHidden(relativePattern(args.pattern, root));
+    const includeHidden = (args.include_hidden ?? false) || namesHidden(relativePattern(pattern, root));
     const budget = new Budget(Infinity);
     // List only below the pattern's literal directory prefix ("src/lib/**" lists src/lib/).
-    const lit = literalDirPrefix(relativePattern(args.pattern, root));
+    const lit = literalDirPrefix(relativePattern(pattern, root));
     const listRoot = lit === "" ? root : normalizePath(root === "" ? lit : `${root}/${lit}`);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false });
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: dirsOnly });
+    if (dirsOnly) return directoryMatches(args, root, scan.dirs.filter(test).sort(), scan);
     const found = scan.files.filter((f) => test(f.path));
     const sort = args.sort ?? "modified";
     const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
@@ -88,3 +92,30 @@ export default defineTool({
     };
   },
 });
+
+/** The answer of a directory pattern (trailing "/"): paths with "/", by path (directories have no size or time to sort by). */
+function directoryMatches(args: { pattern: string; limit?: number | undefined; offset?: number | undefined }, root: string, dirs: string[], scan: Scan) {
+  const offset = args.offset ?? 0;
+  const limit = args.limit ?? DEFAULT_LIMIT;
+  const page = dirs.slice(offset, offset + limit);
+  const end = offset + page.length;
+  const more = dirs.length > end;
+  const where = root === "" ? "the workspace" : `${root}/`;
+  const lines: string[] = [];
+  if (dirs.length === 0) lines.push(`No directories match ${JSON.stringify(args.pattern)} in ${where}.`);
+  else if (page.length === 0) lines.push(`offset ${offset} is past the end: ${dirs.length} directories match ${JSON.stringify(args.pattern)} in ${where}.`);
+  else {
+    const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
+    lines.push(`Found ${dirs.length} director${dirs.length === 1 ? "y" : "ies"} matching ${JSON.stringify(args.pattern)} in ${where}${range}, by name:`);
+    lines.push(page.map((d) => `${d}/`).join("\n"));
+  }
+  if (more) lines.push(`[More directories: call glob again with offset=${end}.]`);
+  if (scan.truncated) lines.push("[Only the first 200,000 files were listed: give a narrower path.]");
+  const skip = scan.skipped.describe();
+  if (skip) lines.push(skip);
+  return {
+    title: `glob ${args.pattern}${root ? ` in ${root}` : ""}`,
+    output: lines.join("\n\n"),
+    data: { matches: page.map((d) => ({ path: `${d}/`, type: "directory" as const })), count: page.length, total_found: dirs.length, truncated: more, next_offset: more ? end : null, skipped: scan.skipped.toJSON() },
+  };
+}

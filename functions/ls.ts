@@ -128,9 +128,9 @@ export default defineTool({
         }
         return true;
       }
-      if (item.dir) return add({ name: baseName(rel), path: joinPath(dir, rel), type: "directory" }, item.rel);
       if (recursive) {
-        // Each directory is listed just before its first entry (it was listed already if the last returned entry lies in it).
+        // Each directory is listed just before its first entry (it was listed already if the last
+        // returned entry lies in it). An explicit directory (item.dir) comes before its contents.
         const segments = rel.split("/");
         for (let i = 1; i < segments.length; i++) {
           const d = segments.slice(0, i).join("/");
@@ -138,6 +138,7 @@ export default defineTool({
           if (!add({ name: segments[i - 1]!, path: joinPath(dir, d), type: "directory" }, `${d}/`)) return false;
         }
       }
+      if (item.dir) return add({ name: baseName(rel), path: joinPath(dir, rel), type: "directory" }, item.rel);
       return add({ name: baseName(rel), path: joinPath(dir, rel), type: "file", size: item.size!, modified: item.modified!.toISOString() }, item.rel);
     };
 

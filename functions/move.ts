@@ -5,12 +5,13 @@ import { describeTransfer, MAX_TRANSFER_FILES, transfer } from "../lib/workspace
 const description = `Move or rename a file or a whole directory.
 - from: the file or directory to move. to: its new path. Like mv: if to is an existing directory, or ends with "/", the source goes inside it (to: "lib/" moves src/a.ts to lib/a.ts).
 - An existing target gives ALREADY_EXISTS unless overwrite is true (default: false). With overwrite a file replaces a file, and a directory is merged into a directory (files with the same paths are replaced, the others are kept); a file never replaces a directory, nor a directory a file.
-- A directory cannot move into itself (INVALID_ARGUMENT). One call moves at most ${MAX_TRANSFER_FILES} files (FILE_TOO_LARGE: move its subdirectories one at a time).
+- A directory cannot move into itself (INVALID_ARGUMENT). One call moves at most ${MAX_TRANSFER_FILES} files and directories (FILE_TOO_LARGE: move its subdirectories one at a time).
 - Safe midway: every file is copied first and the sources are deleted only after all copies succeeded, each only if unchanged since it was copied; if a copy fails, the new copies are removed and nothing is moved.
 - A file changed by another call during the move is not moved (its newer version stays at the old path): FILE_MODIFIED for a file; CONFLICT for a directory, whose other files are moved (call move again with the same arguments to move the rest).
 - A directory move that was interrupted is reported by ls and move; call move again with the same arguments to finish it (files that differ at both paths are left and listed in kept).
 - Moved files keep what this session knew of them: a file you had read (or that you move without reading) can be edited at its new path without reading it again; one that changed since you read it must be read again.
-Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], count, bytes, overwritten, finished?, kept?, notes?}`;
+- Empty directories below a directory are moved with it (directories lists the directories kept explicitly at the target).
+Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}`;
 
 export default defineTool({
   name: "move",

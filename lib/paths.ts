@@ -77,6 +77,7 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  * from the authenticated request (never from a body), and are checked against ID_PATTERN.
  *   t/<tenant>/w/<ws>/meta.json      workspace record
  *   t/<tenant>/w/<ws>/f/<path>       files
+ *   t/<tenant>/w/<ws>/f/<dir>/       an explicit directory: a zero-byte marker (dirMarkerKey)
  *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, ...), never listed as files
  *   t/<tenant>/tenant.json           the tenant record
  */
@@ -120,3 +121,20 @@ export function fileKey(tenant: string, workspace: string, canonicalPath: string
   if (normalizePath(canonicalPath) !== canonicalPath) throw invalid(canonicalPath, "it is not a canonical workspace path (normalize it first)");
   return prefix + canonicalPath;
 }
+
+/**
+ * Explicit directories: a zero-byte marker object at the directory's key plus "/" (the S3
+ * "folder" convention). With a "/" delimiter it rolls up into its parent's listing like any
+ * directory; in a flat listing it is the one kind of key that ends with "/". Directories implied
+ * by the files below them need none. Only the Workspace reads markers (as directory entries).
+ */
+export const DIR_MARKER_SUFFIX = "/";
+/** The marker key of a canonical directory path (never the root, which always exists). */
+export function dirMarkerKey(tenant: string, workspace: string, canonicalDir: string): string {
+  if (canonicalDir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it.", { path: "/" });
+  return fileKey(tenant, workspace, canonicalDir) + DIR_MARKER_SUFFIX;
+}
+/** True for a storage key (or a path relative to the files prefix) that is a directory marker. */
+export const isDirMarker = (keyOrRel: string): boolean => keyOrRel.endsWith(DIR_MARKER_SUFFIX);
+/** The canonical directory path of a marker given relative to the files prefix ("a/b/" → "a/b"). */
+export const markerDir = (rel: string): string => rel.slice(0, -DIR_MARKER_SUFFIX.length);

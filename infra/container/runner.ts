@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-storage.js";
 import { diff, pool, pruneSettled, reconcile, walk, type Change, type Owner, type ReconcileStats, type Slot, type TreeCache, type WalkResult } from "./tree.js";
 import { stageTree } from "./stage.js";
+import { dirChanges, dirOutcome, reconcileDirs, settleDirs, splitManifest, writeBackDirs, type DirOutcome } from "./dirs.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 export interface RunnerDeps {
@@ -88,7 +89,9 @@ export function writeBackDeadline(runStart: number, commandEnd: number, timeoutM
 export const runIdOf = (req: RunRequest): string =>
   "r" + createHash("sha256").update(`${req.tenant}\0${req.workspace}\0${req.idempotency_key}`).digest("hex").slice(0, 15);
 
-async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<void> {
+/** Makes the working directory; returns the directories it made (not the command's: they get no marker). */
+async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<Set<string>> {
+  const made = new Set<string>();
   let rel = "";
   for (const seg of cwd === "" ? [] : cwd.split("/")) {
     rel = rel ? `${rel}/${seg}` : seg;
@@ -98,13 +101,16 @@ async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<void> {
     if (st) throw new ToolError("NOT_A_DIRECTORY", `working_dir ${cwd}: ${rel} is a file.`, { path: cwd });
     await fs.mkdir(abs, { mode: 0o755 });
     if (owner) await fs.lchown(abs, owner.uid, owner.gid);
+    made.add(rel);
   }
+  return made;
 }
 
 /**
  * Puts the slot back to exactly what storage holds after the write-back, and its view of
  * storage with it (what was written, what was deleted). Any change ends Slot.synced: the next
- * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled).
+ * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled);
+ * explicit directories (slot.dirs, after settleDirs) stay.
  */
 async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
   const removed: string[] = [];
@@ -127,7 +133,7 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     await fs.rm(after.rawPaths.get(s.path) ?? join(slot.tree, s.path), { recursive: true, force: true });
     removed.push(s.path);
   }
-  pruneSettled(slot.tree, after, removed);
+  pruneSettled(slot.tree, after, removed, slot.dirs);
 }
 
 export async function runCommand(req: RunRequest, sync: SyncClient, deps: RunnerDeps, hooks: RunHooks = {}): Promise<RunResult> {
@@ -151,10 +157,15 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     if (manifest.unchanged && slot.synced && !modesChanged) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
     else {
       slot.synced = null;
-      rec = await reconcile(slot, [...slot.view.values()], sync, deps.owner);
+      // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
+      const manifestParts = splitManifest(slot.view.values());
+      rec = await reconcile(slot, manifestParts.files, sync, deps.owner);
+      const dirRec = await reconcileDirs(slot, manifestParts.dirs, deps.owner);
+      rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped);
+      rec.clean &&= dirRec.clean;
       if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
     }
-    await ensureCwd(slot, cwd, deps.owner);
+    const cwdMade = await ensureCwd(slot, cwd, deps.owner);
     const syncInMs = Date.now() - t0;
 
     await fs.mkdir(join(deps.workDir, "logs"), { recursive: true, mode: 0o700 });
@@ -189,11 +200,18 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const quotaHit = disk.exceeded || afterBytes - baseBytes > limits.disk_mb * MiB;
     const killed = exit.killed && !disk.exceeded;
     const finished = !exit.timedOut && !exit.killed && !quotaHit;
+    // Directories by the rule of dirs.ts: markers removed before the files are written, made after.
+    const dirDelta = dirChanges(slot.dirs, after, cwdMade);
+    const dirPlan = dirOutcome(dirDelta, Math.max(0, limits.max_writeback_files - changes.length));
+    const dirsOut: DirOutcome | null = finished ? dirPlan.outcome : null;
+    if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "deleted", dirsOut);
     const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
     const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline }) : null;
+    if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
     await fs.rm(logPath, { force: true });
+    settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];
     const delta = wb && modesDelta(slot, after, changes, wb);
@@ -208,7 +226,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     settleModes(slot, after);
     clean = true;
 
-    const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? []), ...modeSkips];
+    const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? []), ...(dirsOut?.skipped ?? []), ...modeSkips];
     // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
     const full = outputFile ?? (out.truncated ? null : undefined);
     const cut = out.merged.parts().cut;
@@ -228,9 +246,11 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],
       files_created: wb?.created ?? [],
       files_deleted: wb?.deleted ?? [],
-      conflicts: wb?.conflicts ?? [],
+      dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
+      dirs_deleted: dirsOut?.deleted ?? [],
+      conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
       skipped,
-      discarded: finished ? [] : changes.map((c) => c.path),
+      discarded: finished ? [] : [...changes.map((c) => c.path), ...dirDelta.map((d) => `${d.path}/`)],
       ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
       sync: {
         cache: slot.cold ? "cold" : "warm",

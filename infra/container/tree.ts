@@ -49,6 +49,8 @@ export interface Slot {
    * and storage still equals `view`, reconciling again would change nothing.
    */
   synced: { skipped: Skipped[] } | null;
+  /** The explicit directories (markers) storage holds, as materialized here: directory → marker etag (infra/container/dirs.ts). */
+  dirs: Map<string, string>;
   /**
    * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
    * version of that list; null while unknown (not read yet, or the API keeps no modes).
@@ -184,7 +186,7 @@ export class TreeCache {
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
+    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }
@@ -212,7 +214,7 @@ export class TreeCache {
 }
 
 /** Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist. */
-async function mkdirs(tree: string, rel: string, owner: Owner, known: Set<string>): Promise<void> {
+export async function mkdirs(tree: string, rel: string, owner: Owner, known: Set<string>): Promise<void> {
   if (rel === "" || known.has(rel)) return;
   for (const dir of [...ancestorsOf(`${rel}/x`)].reverse()) {
     if (known.has(dir)) continue;
@@ -241,10 +243,11 @@ export async function pruneEmptyDirs(tree: string, dirs: Iterable<string>): Prom
  * Removes the directories a settled run left empty, without scanning the tree: `after` says
  * how many entries each directory had after the command, `removed` are the entries settle
  * removed since (files not written back, skipped entries). A directory whose count reaches
- * zero is removed, and counts against its parent. Same outcome as pruneEmptyDirs over every
- * directory, in O(removed + empty directories) system calls instead of one per directory.
+ * zero is removed, and counts against its parent; one in `keep` (explicit directories: storage
+ * has their markers) stays. Same outcome as pruneEmptyDirs over every other directory, in
+ * O(removed + empty directories) system calls instead of one per directory.
  */
-export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<string>): void {
+export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<string>, keep: ReadonlyMap<string, unknown> = new Map()): void {
   const left = new Map(after.counts);
   const empty: string[] = [];
   for (const [d, n] of left) if (n === 0 && d !== "") empty.push(d);
@@ -258,6 +261,7 @@ export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<
   for (const p of removed) drop(p);
   while (empty.length) {
     const d = empty.pop()!;
+    if (keep.has(d)) continue;
     try {
       rmdirSync(join(tree, d));
     } catch {

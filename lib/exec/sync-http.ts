@@ -11,6 +11,8 @@
  *   POST   /v1/sync/fetch  {paths}      → frames of many small files (lib/exec/sync-batch.ts)
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
+ *   PUT    /v1/sync/files/<dir>/        (empty body)             → { etag } | 412  (an explicit directory: its marker)
+ *   DELETE /v1/sync/files/<dir>/        If-Match                 → 204 | 412
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
  */
 import { ToolError } from "../errors.js";
@@ -67,6 +69,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
 
   // Canonical paths only (INVALID_PATH otherwise): "..", "//", backslashes never reach the wire.
   const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(normalizeFilePath(path))}`;
+  const dirUrl = (dir: string) => `${fileUrl(dir)}/`;
 
   return {
     async manifestSince(q) {
@@ -137,6 +140,24 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       await res.body?.cancel();
       if (res.status === 412) return { ok: false, conflict: true };
       if (!res.ok && res.status !== 404) await fail(res, `delete ${path}`);
+      return { ok: true };
+    },
+    async mkdir(dir) {
+      // Idempotent (a marker made twice is one marker): retried like a GET.
+      const res = await call("PUT", dirUrl(dir), { headers: { "content-length": "0" } }, true);
+      if (res.status === 412) {
+        await res.body?.cancel();
+        return { ok: false, conflict: true };
+      }
+      if (!res.ok) await fail(res, `mkdir ${dir}`);
+      const { etag } = (await res.json()) as { etag: string };
+      return { ok: true, etag };
+    },
+    async rmdir(dir, o) {
+      const res = await call("DELETE", dirUrl(dir), { headers: { "if-match": quoteEtag(o.ifMatch) } });
+      await res.body?.cancel();
+      if (res.status === 412) return { ok: false, conflict: true };
+      if (!res.ok && res.status !== 404) await fail(res, `rmdir ${dir}`);
       return { ok: true };
     },
     async updateModes(delta) {

@@ -42,6 +42,28 @@ const json = (body: unknown, status = 200, headers: Record<string, string> = {})
 
 const fail = (e: ToolError) => json({ ok: false, error: errorBody(e) }, e.status);
 
+const modified = (path: string) => json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
+
+/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker. */
+async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<Response> {
+  if (req.method === "PUT") {
+    await req.body?.cancel();
+    try {
+      return json({ etag: (await ws.makeDirectory(dir)).etag });
+    } catch (e) {
+      // A file has the path or a parent path, or the marker vanished meanwhile: the workspace changed.
+      if (isToolError(e) && (e.code === "ALREADY_EXISTS" || e.code === "NOT_A_DIRECTORY" || e.code === "CONFLICT")) return modified(dir);
+      throw e;
+    }
+  }
+  if (req.method === "DELETE") {
+    const ifMatch = req.headers.get("if-match");
+    if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
+    return (await ws.removeDirectory(dir, { ifMatch: unquoteEtag(ifMatch) })) ? new Response(null, { status: 204 }) : modified(dir);
+  }
+  throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on a directory.`);
+}
+
 export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Response> {
   try {
     const url = new URL(req.url);
@@ -84,6 +106,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
     const path = normalizeFilePath(m[1]!.split("/").map(decodeURIComponent).join("/"));
+    // A path ending in "/" is an explicit directory (its marker), never the file of that name.
+    if (m[1]!.endsWith("/")) return await syncDirectory(req, ws, path);
 
     switch (req.method) {
       case "GET": {

@@ -12,6 +12,7 @@
 import { ToolError } from "../errors.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { makeDirMarker, removeDirMarker } from "../workspace/markers.js";
 import { readModes, updateModes } from "./modes.js";
 import { readBatchFile } from "./sync-batch.js";
 import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
@@ -292,6 +293,11 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
       await driver.delete(k);
       return { ok: true };
     },
+    async mkdir(dir) {
+      const r = await makeDirMarker(driver, tenant, workspace, normalizeFilePath(dir));
+      return r.ok ? { ok: true, etag: r.etag } : { ok: false, conflict: true };
+    },
+    rmdir: async (dir, opts) => ((await removeDirMarker(driver, tenant, workspace, normalizeFilePath(dir), opts.ifMatch)) ? { ok: true } : { ok: false, conflict: true }),
     updateModes: (delta) => updateModes(driver, tenant, workspace, delta),
   };
 }

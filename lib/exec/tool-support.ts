@@ -102,6 +102,8 @@ export function commandData(r: RunResult) {
     ...(r.output_cut ? { output_cut: r.output_cut } : {}),
     files_changed: r.files_changed,
     files_deleted: r.files_deleted,
+    ...(r.dirs_created?.length ? { dirs_created: r.dirs_created } : {}),
+    ...(r.dirs_deleted?.length ? { dirs_deleted: r.dirs_deleted } : {}),
     conflicts: r.conflicts,
     ...(r.unsynced ? { unsynced: r.unsynced } : {}),
     ...(r.skipped.length ? { skipped: r.skipped } : {}),

@@ -152,6 +152,9 @@ export interface RunResult {
   files_changed: string[];
   files_created: string[];
   files_deleted: string[];
+  /** Explicit directories written back: made for directories the command left empty, removed with the directory. */
+  dirs_created?: string[];
+  dirs_deleted?: string[];
   conflicts: Conflict[];
   skipped: Skipped[];
   /** Set when the command was stopped for adding more than `disk_mb` MiB to the workspace (nothing written back). */
@@ -249,7 +252,10 @@ export interface RunRecordClient {
 // ---------------------------------------------------------------- sync client
 
 export interface SyncEntry {
-  /** Canonical workspace path. */
+  /**
+   * Canonical workspace path of a file; or, ending in "/", of an explicit directory (a marker:
+   * an empty directory kept on purpose, lib/paths.ts), whose etag is its marker's.
+   */
   path: string;
   etag: string;
   size: number;
@@ -295,6 +301,13 @@ export interface SyncClient {
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
   delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * Makes `dir` an explicit directory (its marker): ok with the marker's etag, made now or there
+   * already; conflict when a file has the path or a parent path.
+   */
+  mkdir(dir: string): Promise<SyncPutResult>;
+  /** Removes the marker of `dir` if it is still the version the run started from; one already gone is ok. */
+  rmdir(dir: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
   /**
    * Changes executable bits, merged with concurrent changes; the list as it now stands. (They
    * are read with the conditional manifest: lib/exec/sync-storage.ts.)

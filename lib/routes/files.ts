@@ -1,6 +1,8 @@
 /**
  * Raw files for the app (not the model): PUT | GET | HEAD | DELETE /v1/workspaces/{ws}/files/{path}.
  * Binary-safe and streaming; ETag, If-Match and If-None-Match honoured; GET supports one byte Range.
+ * A path ending in "/" names a directory: PUT (empty body) makes it explicit (it stays when
+ * empty), DELETE removes an empty one.
  */
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
@@ -16,6 +18,9 @@ import { errorResponses, newApp, requireWorkspace } from "./common.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
+
+/** Whether the URL's path ends in "/": the request is about a directory. */
+const namesDirectory = (c: Context<AppEnv>): boolean => /\/v1\/workspaces\/[^/]+\/files\/.+\/$/.test(new URL(c.req.url).pathname);
 
 function pathFromUrl(c: Context<AppEnv>): string {
   // The raw (still percent-encoded) rest of the URL after the route's own /files/: matched on the
@@ -61,6 +66,12 @@ export function filesApp(deps: AppDeps) {
     needScope(c, "write");
     const ws = await workspace(c);
     const path = pathFromUrl(c);
+    if (namesDirectory(c)) {
+      const length = c.req.header("content-length");
+      if (length !== undefined && length !== "0") throw new ToolError("INVALID_ARGUMENT", `A path ending in "/" names a directory: send an empty body to make ${path}/, or drop the trailing "/" to upload a file.`, { path });
+      const made = await ws.makeDirectory(path);
+      return c.json({ path, type: "directory", created: made.created }, made.created ? 201 : 200);
+    }
     const lengthHeader = c.req.header("content-length");
     if (lengthHeader === undefined || !/^\d+$/.test(lengthHeader)) throw new ToolError("INVALID_ARGUMENT", "Send a Content-Length header with the body (chunked uploads are not supported).");
     const length = Number(lengthHeader);
@@ -103,6 +114,7 @@ export function filesApp(deps: AppDeps) {
     needScope(c, "write");
     const ws = await workspace(c);
     const path = pathFromUrl(c);
+    if (namesDirectory(c)) return deleteDirectory(c, ws, path);
     const head = await ws.requireFile(path);
     const im = etagList(c.req.header("if-match"));
     if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
@@ -118,12 +130,24 @@ export function filesApp(deps: AppDeps) {
       path: "/v1/workspaces/{ws}/files/{path}",
       tags: ["files"],
       security: [{ Bearer: [] }],
-      summary: { put: "Upload a file (streaming; If-Match / If-None-Match: *)", get: "Download a file (Range, If-None-Match)", head: "File metadata", delete: "Delete a file (If-Match)" }[method],
+      summary: { put: "Upload a file (streaming; If-Match / If-None-Match: *); a path ending in \"/\" with an empty body makes a directory", get: "Download a file (Range, If-None-Match)", head: "File metadata", delete: "Delete a file (If-Match); a path ending in \"/\" deletes an empty directory" }[method],
       request: { params: pathParams },
       responses: { 200: { description: "OK" }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     });
   }
   return app;
+}
+
+/** DELETE of a path ending in "/": an empty directory only (its marker); never a file. */
+async function deleteDirectory(c: Context<AppEnv>, ws: Workspace, path: string): Promise<Response> {
+  const st = await ws.stat(path);
+  if (st?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${path} is a file, not a directory. To delete it, send DELETE without the trailing "/".`, { path });
+  if (!st) throw await ws.notFound(path, "Directory");
+  if (await ws.hasEntries(path)) {
+    throw new ToolError("IS_DIRECTORY", `${path}/ is not empty. Delete the files and directories inside it first (or call the delete tool with recursive: true), then delete it again.`, { path, empty: false });
+  }
+  await ws.removeDirectory(path);
+  return c.json({ deleted: true, path, type: "directory" }, 200);
 }
 
 /** One `bytes=a-b` range, or null for the whole file. Unsatisfiable ranges are INVALID_ARGUMENT. */

@@ -11,7 +11,7 @@
  * Index upkeep never fails a write: errors are logged and the affected files are simply
  * not covered by the index (readers then read them directly).
  */
-import { filesPrefix } from "../paths.js";
+import { filesPrefix, isDirMarker } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
 import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
@@ -239,7 +239,7 @@ export async function vacuum(driver: StorageDriver, tenant: string, workspace: s
   let cursor: string | undefined;
   do {
     const r = await driver.list({ prefix, ...(cursor ? { cursor } : {}) });
-    for (const o of r.objects) live.set(o.key.slice(prefix.length), o.etag);
+    for (const o of r.objects) if (!isDirMarker(o.key)) live.set(o.key.slice(prefix.length), o.etag);
     cursor = r.cursor;
   } while (cursor);
   const refs = (await store.listSegments()).filter((r) => IndexStore.timeOf(r.id) < before);

@@ -7,9 +7,13 @@
  * node_modules, ...) are jumped over with `startAfter` once a page shows they fill it.
  * When the workspace was listed before, the split points it saw (bounds.json) let the
  * pages after the first be listed in parallel.
+ *
+ * Explicit directories (markers, keys ending in "/": lib/paths.ts) are never files here: they
+ * only add their directory to `dirs` (find, glob with a trailing "/"), like a file implies its
+ * parents.
  */
 import { ToolError } from "../errors.js";
-import { baseName, filesPrefix, parentOf } from "../paths.js";
+import { baseName, filesPrefix, isDirMarker, parentOf } from "../paths.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
@@ -30,7 +34,7 @@ export interface ScanOptions {
   listRoot?: string;
   includeHidden: boolean;
   includeIgnored: boolean;
-  /** Directories below the root are collected too (find). */
+  /** Directories below the root are collected too (find, glob of directories); explicit empty ones included. */
   collectDirs?: boolean;
   /** Most files listed (default 200,000); past it the scan stops and says so. */
   maxFiles?: number;
@@ -83,6 +87,7 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
       skipped.add(skip.reason, skip.entry);
       return skip.isDir ? skip.entry : null;
     }
+    if (isDirMarker(path)) return null; // a directory, collected above; never a file
     if (kept.length >= maxFiles) {
       truncated = true;
       return null;

@@ -2,11 +2,21 @@
  * A workspace as the tools see it: canonical paths in, files and directories out.
  * It builds every storage key (through lib/paths), maps storage conditions to tool
  * errors, and keeps the session's file records. Tools never see keys or tenants.
+ *
+ * Directories are implied by the files below them, or explicit: a zero-byte marker at
+ * "<dir>/" (lib/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
+ * reads markers: list, scan, walk, walkEntries, stat and isDirectory turn them into
+ * directories, so no caller ever sees one as a file.
  */
 import { ToolError } from "../errors.js";
-import { fileKey, filesPrefix, ancestorsOf, baseName, parentOf } from "../paths.js";
+import { ancestorsOf, dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
 import type { RecordStore } from "../records/store.js";
 import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
+import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
+import { makeDirMarker, removeDirMarker } from "./markers.js";
+import { similarPaths } from "./similar.js";
+
+export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
 export interface FileInfo {
   path: string;
@@ -23,6 +33,7 @@ export interface DeleteItem {
 }
 
 export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
+
 
 /** Told about every change made through a Workspace (search indexes listen here). */
 export interface WorkspaceListener {
@@ -48,14 +59,6 @@ export interface WorkspaceOptions {
   deferChanges?: boolean;
 }
 
-export interface ListEntry {
-  name: string;
-  path: string;
-  type: "file" | "directory";
-  size?: number;
-  modified?: string;
-  etag?: string;
-}
 
 export class Workspace {
   readonly driver: StorageDriver;
@@ -86,12 +89,23 @@ export class Workspace {
     return fileKey(this.tenant, this.id, path);
   }
 
-  /** The canonical path of a storage key of this workspace. */
+  /** The storage key of an explicit directory's marker. */
+  markerKey(dir: string): string {
+    return dirMarkerKey(this.tenant, this.id, dir);
+  }
+
+  /** The canonical path of a storage key of this workspace (a marker gives its directory). */
   pathOf(key: string): string {
     return key.slice(this.prefix.length).replace(/\/$/, "");
   }
 
-  private toInfo(o: ObjectInfo): FileInfo {
+  /** The listing prefix of a directory's contents (its own marker included, at rel ""). */
+  dirPrefix(dir: string): string {
+    return dir === "" ? this.prefix : `${this.key(dir)}/`;
+  }
+
+  /** A file's info from its storage object. */
+  toInfo(o: ObjectInfo): FileInfo {
     return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}) };
   }
 
@@ -105,6 +119,20 @@ export class Workspace {
     if (path === "") return true;
     const r = await this.driver.list({ prefix: `${this.key(path)}/`, limit: 1 });
     return r.objects.length > 0 || r.prefixes.length > 0;
+  }
+
+  /** The marker of an explicit directory, or null (implied or missing). */
+  async headMarker(dir: string): Promise<{ etag: string } | null> {
+    if (dir === "") return null;
+    const o = await this.driver.head(this.markerKey(dir));
+    return o ? { etag: o.etag } : null;
+  }
+
+  /** Whether a directory holds anything besides its own marker. */
+  async hasEntries(dir: string): Promise<boolean> {
+    const base = this.dirPrefix(dir);
+    const r = await this.driver.list({ prefix: base, delimiter: "/", limit: 2 });
+    return r.prefixes.length > 0 || r.objects.some((o) => o.key !== base);
   }
 
   async stat(path: string): Promise<Stat | null> {
@@ -125,27 +153,9 @@ export class Workspace {
 
   /** NOT_FOUND naming the closest existing paths. */
   async notFound(path: string, what = "File"): Promise<ToolError> {
-    const similar = await this.similarPaths(path);
+    const similar = await similarPaths(this, path);
     const hint = similar.length ? ` Did you mean: ${similar.join(", ")}?` : " Use glob or ls to find it.";
     return new ToolError("NOT_FOUND", `${what} not found: ${path}.${hint}`, { path, similar });
-  }
-
-  /** Up to 5 existing paths close to `path`: same directory, nearest names first. */
-  async similarPaths(path: string): Promise<string[]> {
-    let dir = parentOf(path);
-    // Walk up to the nearest directory that exists.
-    for (;;) {
-      if (await this.isDirectory(dir)) break;
-      dir = parentOf(dir);
-    }
-    const page = await this.list(dir, { limit: 200 });
-    const target = baseName(path).toLowerCase();
-    return page.entries
-      .map((e) => ({ e, d: distance(e.name.toLowerCase(), target) }))
-      .filter(({ e, d }) => d <= Math.max(3, Math.floor(target.length / 2)) || e.name.toLowerCase().includes(target) || target.includes(e.name.toLowerCase()))
-      .sort((a, b) => a.d - b.d)
-      .slice(0, 5)
-      .map(({ e }) => (e.type === "directory" ? `${e.path}/` : e.path));
   }
 
   async get(path: string, range?: { offset: number; length?: number }): Promise<GetResult | null> {
@@ -198,6 +208,34 @@ export class Workspace {
     if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
     const file = parents.find((p) => p !== null);
     if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
+  }
+
+  /**
+   * Makes `dir` an explicit directory (mkdir -p: its ancestors need nothing, they are implied).
+   * Refuses a path that is a file or lies below one. created: false when the marker was there.
+   * Markers are not files: listeners (the search index) are not told.
+   */
+  async makeDirectory(dir: string, opts: { placeChecked?: boolean } = {}): Promise<{ created: boolean; etag: string }> {
+    if (dir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it, e.g. src.", { path: "/" });
+    const r = await makeDirMarker(this.driver, this.tenant, this.id, dir, opts);
+    if (r.ok) return r;
+    if ("gone" in r) throw new ToolError("CONFLICT", `${dir} was removed by another call while it was being made; retry.`, { path: dir });
+    if (r.at === "path") throw new ToolError("ALREADY_EXISTS", `${dir} is a file; a directory cannot be made there. Choose another name, or delete the file first.`, { path: dir, type: "file" });
+    throw new ToolError("NOT_A_DIRECTORY", `Cannot make ${dir}: ${r.file} is a file, not a directory.`, { path: dir, file: r.file });
+  }
+
+  /**
+   * Removes the marker of an explicit directory (rmdir). `ifMatch`: only the marker version
+   * the caller saw (false when it changed; true when it is already gone). The caller checks
+   * emptiness where it matters (the directory then stays, implied by what is below it).
+   */
+  removeDirectory(dir: string, opts: { ifMatch?: string } = {}): Promise<boolean> {
+    return removeDirMarker(this.driver, this.tenant, this.id, dir, opts.ifMatch);
+  }
+
+  /** Removes the markers of several explicit directories (recursive delete, move). */
+  async deleteMarkers(dirs: string[]): Promise<void> {
+    if (dirs.length) await this.driver.delete(dirs.map((d) => this.markerKey(d)));
   }
 
   /**
@@ -258,62 +296,38 @@ export class Workspace {
 
   /**
    * One page of a directory. Non-recursive pages list files and subdirectories;
-   * recursive pages list every file below and the directories they imply.
+   * recursive pages list every file below and the directories they and markers imply.
    */
-  async list(dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number } = {}): Promise<{ entries: ListEntry[]; cursor?: string }> {
-    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
-    const r = await this.driver.list({ prefix: base, ...(opts.recursive ? {} : { delimiter: "/" }), ...(opts.cursor ? { cursor: opts.cursor } : {}), limit: opts.limit ?? 1000 });
-    const entries: ListEntry[] = [];
-    for (const p of r.prefixes) {
-      const path = this.pathOf(p);
-      entries.push({ name: baseName(path), path, type: "directory" });
-    }
-    const dirs = new Set<string>();
-    for (const o of r.objects) {
-      const path = this.pathOf(o.key);
-      if (opts.recursive) {
-        for (const a of ancestorsOf(path)) if (a.length > dir.length && !dirs.has(a)) dirs.add(a);
-      }
-      entries.push({ name: opts.recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
-    }
-    for (const d of dirs) entries.push({ name: d.slice(dir === "" ? 0 : dir.length + 1), path: d, type: "directory" });
-    return { entries, ...(r.cursor ? { cursor: r.cursor } : {}) };
+  list(dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number } = {}): Promise<{ entries: ListEntry[]; cursor?: string }> {
+    return listPage(this, dir, opts);
   }
 
   /**
-   * One raw page below a directory in storage order, as paths relative to it (a rolled-up
-   * subdirectory ends with "/"). `after` resumes after such a relative position; listings
-   * that page by position (ls) use it instead of storage cursors.
+   * One raw page below a directory in storage order, as paths relative to it (a directory,
+   * rolled-up or explicit, ends with "/"). `after` resumes after such a relative position;
+   * listings that page by position (ls) use it instead of storage cursors.
    */
-  async scan(dir: string, opts: { recursive?: boolean; after?: string; cursor?: string; limit?: number } = {}): Promise<{ items: ScanItem[]; cursor?: string }> {
-    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
-    const r = await this.driver.list({
-      prefix: base,
-      ...(opts.recursive ? {} : { delimiter: "/" }),
-      ...(opts.cursor ? { cursor: opts.cursor } : opts.after ? { startAfter: base + opts.after } : {}),
-      limit: opts.limit ?? 1000,
-    });
-    const items: ScanItem[] = [
-      ...r.prefixes.map((p) => ({ rel: p.slice(base.length), dir: true })),
-      ...r.objects.map((o) => ({ rel: o.key.slice(base.length), dir: false, size: o.size, modified: o.modified, etag: o.etag })),
-    ];
-    items.sort((a, b) => compareKeys(a.rel, b.rel));
-    return { items, ...(r.cursor ? { cursor: r.cursor } : {}) };
+  scan(dir: string, opts: { recursive?: boolean; after?: string; cursor?: string; limit?: number } = {}): Promise<{ items: ScanItem[]; cursor?: string }> {
+    return scanPage(this, dir, opts);
   }
 
-  /** Every file below a directory, page by page (bounded by maxFiles). */
+  /** Every file below a directory, page by page (bounded by maxFiles); markers are skipped. */
   async *walk(dir: string, maxFiles = Infinity): AsyncGenerator<FileInfo> {
-    const base = dir === "" ? this.prefix : `${this.key(dir)}/`;
-    let cursor: string | undefined;
     let n = 0;
-    do {
-      const r = await this.driver.list({ prefix: base, limit: 1000, ...(cursor ? { cursor } : {}) });
-      for (const o of r.objects) {
-        if (n++ >= maxFiles) return;
-        yield this.toInfo(o);
-      }
-      cursor = r.cursor;
-    } while (cursor);
+    for await (const e of walkEntries(this, dir)) {
+      if (e.type !== "file") continue;
+      if (n++ >= maxFiles) return;
+      yield e;
+    }
+  }
+
+  /**
+   * Every file and explicit directory below `dir` (the directory's own marker first, when it
+   * has one), in storage order, bounded by maxEntries: what a recursive delete, move or copy
+   * must carry. Directories implied by files are not entries.
+   */
+  walkEntries(dir: string, maxEntries = Infinity): AsyncGenerator<WalkEntry> {
+    return walkEntries(this, dir, maxEntries);
   }
 
   // ---- session records ----
@@ -340,41 +354,4 @@ export class Workspace {
     }
   }
 
-}
-
-export interface ScanItem {
-  /** Path relative to the scanned directory; a subdirectory (non-recursive scans) ends with "/". */
-  rel: string;
-  dir: boolean;
-  size?: number;
-  modified?: Date;
-  etag?: string;
-}
-
-/** Storage order: by code point, which is the UTF-8 byte order of S3 and R2 keys. */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x - y;
-    if (x > 0xffff) i++;
-  }
-  return a.length - b.length;
-}
-
-/** Levenshtein distance, bounded to short strings. */
-function distance(a: string, b: string): number {
-  if (a.length > 64 || b.length > 64) return a === b ? 0 : 99;
-  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0]!;
-    prev[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = prev[j]!;
-      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = tmp;
-    }
-  }
-  return prev[b.length]!;
 }

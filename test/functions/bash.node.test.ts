@@ -134,6 +134,22 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(ok(await env.call("grep", { pattern: "alpha" })).data.files).toEqual([]);
   });
 
+  it("an empty directory a command makes stays: the next call, ls, glob, find and delete see it", async () => {
+    const r = ok(await env.call("bash", { command: "mkdir -p empty/inner && mkdir gone && rmdir gone" }));
+    expect(r.data.dirs_created).toEqual(["empty/inner"]);
+    expect(ok(await env.call("bash", { command: "test -d empty/inner && echo kept" })).output).toBe("kept\n");
+    expect(ok(await env.call("ls", { path: "empty" })).data.entries).toEqual([{ name: "inner", path: "empty/inner", type: "directory" }]);
+    expect(ok(await env.call("glob", { pattern: "empty/**/" })).data.matches).toEqual(["empty/", "empty/inner/"].map((path) => ({ path, type: "directory" }))); // as bash's globstar
+    expect(ok(await env.call("find", { type: "dir", pattern: "inner" })).data.matches).toEqual([{ path: "empty/inner/", type: "dir" }]);
+    // A directory the delete tool removes is gone in the next call (its parent was implied by it: gone too).
+    ok(await env.call("delete", { path: "empty/inner" }));
+    expect(ok(await env.call("bash", { command: "test -e empty || echo removed; mkdir solo" })).output).toBe("removed\n");
+    // rmdir in a command removes a directory's marker.
+    ok(await env.call("ls", { path: "solo" }));
+    expect(ok(await env.call("bash", { command: "rmdir solo" })).data.dirs_deleted).toEqual(["solo"]);
+    err(await env.call("ls", { path: "solo" }), "NOT_FOUND");
+  });
+
   it("after a command changed a file, an edit needs a fresh read", async () => {
     ok(await env.call("read", { file_path: "src/a.txt" }));
     ok(await env.call("bash", { command: "echo more >> src/a.txt" }));

@@ -25,6 +25,7 @@ describe("copy", () => {
       files: [{ from: "a.txt", to: "b/c.txt", size: 5, etag: expect.any(String), replaced: false }],
       count: 1,
       bytes: 5,
+      directories: [],
       overwritten: 0,
     });
     expect(await snapshot(t)).toEqual({ "a.txt": "hello", "b/c.txt": "hello" });

@@ -139,7 +139,7 @@ describe("delete", () => {
     expect(first.body.data.count).toBe(MAX_DELETE_FILES);
     expect(first.body.data.deleted.length).toBe(MAX_DELETE_FILES);
     expect(first.body.data.truncated).toBe(true);
-    expect(first.body.output).toContain(`[Stopped after ${MAX_DELETE_FILES} files; more remain in big/. Call delete again with the same arguments to continue.]`);
+    expect(first.body.output).toContain(`[Stopped after ${MAX_DELETE_FILES} files and directories; more remain in big/. Call delete again with the same arguments to continue.]`);
     expect(first.body.output.split("\n").length).toBeLessThan(30);
     const second = await t.call("delete", { path: "big", recursive: true });
     expect(second.body.data.deleted).toEqual(["big/f10000", "big/f10001", "big/f10002"]);

@@ -18,6 +18,7 @@ describe("move", () => {
       files: [{ from: "a.txt", to: "docs/b.txt", size: 5, etag: expect.any(String), replaced: false }],
       count: 1,
       bytes: 5,
+      directories: [],
       overwritten: 0,
     });
     expect(await snapshot(t)).toEqual({ "docs/b.txt": "hello", "keep.txt": "k" });
@@ -214,7 +215,7 @@ describe("move", () => {
     await seedMany(t, "big", MAX_TRANSFER_FILES + 1);
     const r = await t.call("move", { from: "big", to: "bigger" });
     expectError(r, "FILE_TOO_LARGE", 413);
-    expect(r.body.error.message).toBe(`big holds more than ${MAX_TRANSFER_FILES} files; one move handles at most ${MAX_TRANSFER_FILES}. Move its subdirectories one at a time.`);
+    expect(r.body.error.message).toBe(`big holds more than ${MAX_TRANSFER_FILES} files and directories; one move handles at most ${MAX_TRANSFER_FILES}. Move its subdirectories one at a time.`);
     const ls = await t.call("ls", {});
     expect(ls.body.data.entries.map((e: any) => e.path)).toEqual(["big"]);
   }, 30_000);

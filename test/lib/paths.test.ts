@@ -14,12 +14,15 @@ import {
   MAX_SEGMENT_BYTES,
   ancestorsOf,
   baseName,
+  dirMarkerKey,
   fileKey,
   filesPrefix,
   internalPrefix,
+  isDirMarker,
   isHidden,
   isWithin,
   joinPath,
+  markerDir,
   normalizeFilePath,
   normalizePath,
   parentOf,
@@ -222,6 +225,19 @@ describe("normalizePath: refused characters", () => {
     expect(normalizePath(".. ")).toBe(".. ");
     expect(normalizePath(" ..")).toBe(" ..");
     expect(normalizePath("..a/b")).toBe("..a/b");
+  });
+});
+
+describe("dirMarkerKey: explicit directories", () => {
+  it("is the directory's file key plus '/', never the root, only for canonical paths", () => {
+    expect(dirMarkerKey(T, WS, "a/b")).toBe(`${fileKey(T, WS, "a/b")}/`);
+    expect(isDirMarker(dirMarkerKey(T, WS, "a/b"))).toBe(true);
+    expect(isDirMarker(fileKey(T, WS, "a/b"))).toBe(false);
+    expect(markerDir(dirMarkerKey(T, WS, "a/b").slice(filesPrefix(T, WS).length))).toBe("a/b");
+    expect(() => dirMarkerKey(T, WS, "")).toThrow(ToolError);
+    for (const bad of ["a/", "/a", "a//b", "a/../b", "./a", "cafe\u0301"]) expect(() => dirMarkerKey(T, WS, bad), bad).toThrow(ToolError);
+    // No canonical path gives a key ending in "/": a file key is never a marker.
+    for (const p of ["a", "a/b", ".git/refs", "x/y.z"]) expect(isDirMarker(fileKey(T, WS, normalizePath(`${p}/`)))).toBe(false);
   });
 });
 

@@ -316,6 +316,8 @@ function counted(inner: SyncClient, conditional: boolean) {
     },
     put: (p, b, o) => inner.put(p, b, o),
     delete: (p, o) => inner.delete(p, o),
+    mkdir: (d) => inner.mkdir(d),
+    rmdir: (d, o) => inner.rmdir(d, o),
     updateModes: (d) => inner.updateModes(d),
   };
   const im = (inner as { manifestSince?: (q: unknown) => Promise<unknown> }).manifestSince;

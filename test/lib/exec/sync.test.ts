@@ -54,6 +54,32 @@ describe("sync API over HTTP", () => {
     expect(await c.delete("src/a.txt", { ifMatch: f!.etag })).toEqual({ ok: true }); // already gone
   });
 
+  it("explicit directories: mkdir and rmdir of markers, listed in the manifest with a trailing /, never confused with files", async () => {
+    const { client, driver } = await setup();
+    const c = await client("acme", "main");
+    const made = await c.mkdir("a/b");
+    expect(made.ok).toBe(true);
+    const etag = made.ok ? made.etag : "";
+    expect(await c.mkdir("a/b")).toEqual({ ok: true, etag }); // there already: same marker
+    expect(await driver.head(`${filesPrefix("acme", "main")}a/b/`)).toMatchObject({ size: 0 });
+    expect(await driver.head(`${filesPrefix("acme", "main")}a/b`)).toBeNull(); // no file of that name
+    expect(await c.manifest()).toEqual([{ path: "a/b/", etag, size: 0 }]);
+    expect(await c.fetch("a/b")).toBeNull();
+
+    // A directory where a file is, or below one, is refused; so is a file where a directory is.
+    expect((await c.put("f.txt", enc.encode("x"), { ifNoneMatch: "*" })).ok).toBe(true);
+    expect(await c.mkdir("f.txt")).toEqual({ ok: false, conflict: true });
+    expect(await c.mkdir("f.txt/sub")).toEqual({ ok: false, conflict: true });
+
+    expect(await c.rmdir("a/b", { ifMatch: "another-version" })).toEqual({ ok: false, conflict: true });
+    expect(await c.rmdir("a/b", { ifMatch: etag })).toEqual({ ok: true });
+    expect(await c.rmdir("a/b", { ifMatch: etag })).toEqual({ ok: true }); // already gone
+    expect((await c.manifest()).map((e) => e.path)).toEqual(["f.txt"]);
+    // rmdir never deletes the file of the same name.
+    expect(await c.rmdir("f.txt", { ifMatch: "x" })).toEqual({ ok: true });
+    expect((await c.manifest()).map((e) => e.path)).toEqual(["f.txt"]);
+  });
+
   it("a token reaches its own workspace only; paths cannot climb out", async () => {
     const { client, driver } = await setup();
     await driver.put(filesPrefix("acme", "secret") + "plans.txt", "hidden");

@@ -1,0 +1,131 @@
+/**
+ * Explicit directories in the runner's tree. Storage keeps an empty directory only as a marker
+ * (a zero-byte object at "<dir>/", lib/paths.ts); the manifest carries markers as entries whose
+ * path ends in "/". A slot knows the markers storage holds (Slot.dirs: directory → marker etag)
+ * and materializes each as a directory, empty or not.
+ *
+ * The rule after a command (the simplest one that keeps what mkdir, rmdir and git expect):
+ *  - a directory the command leaves EMPTY gets a marker, unless it has one already;
+ *  - a marker whose directory the command REMOVED goes (If-Match: the version the run saw);
+ *  - a marker of a directory that still exists stays, empty or not.
+ * Directories with entries below them need no marker: what is below implies them. Directories
+ * the runner made itself (a working_dir that did not exist) are not the command's: no marker.
+ * Markers are removed before files are written (a file may take a removed directory's name) and
+ * made after (a directory may take a deleted file's name).
+ */
+import { isDirMarker, markerDir, parentOf } from "../../lib/paths.js";
+import type { Conflict, Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
+import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot, type WalkResult } from "./tree.js";
+
+export interface DirChange {
+  /** The directory (canonical, without the trailing "/"). */
+  path: string;
+  kind: "created" | "deleted";
+  /** The marker's etag the run started from (deleted). */
+  base?: string;
+}
+
+export interface DirOutcome {
+  /** Markers made: directory → etag. */
+  created: Map<string, string>;
+  deleted: string[];
+  conflicts: Conflict[];
+  skipped: Skipped[];
+}
+
+/** A manifest's files, and its markers as directory → etag (a marker with a bad name is skipped). */
+export function splitManifest(entries: Iterable<SyncEntry>): { files: SyncEntry[]; dirs: Map<string, string>; skipped: Skipped[] } {
+  const files: SyncEntry[] = [];
+  const dirs = new Map<string, string>();
+  const skipped: Skipped[] = [];
+  for (const e of entries) {
+    if (!isDirMarker(e.path)) files.push(e);
+    else if (isValidName(markerDir(e.path))) dirs.set(markerDir(e.path), e.etag);
+    else skipped.push({ path: e.path, reason: "invalid_name" });
+  }
+  return { files, dirs, skipped };
+}
+
+/**
+ * Makes the slot's explicit directories those of the manifest (after reconcile placed its files):
+ * a marker storage no longer has is forgotten and its directory removed if empty; every marker
+ * is made a directory (a cold start, or one a failed removal left out). clean: all of them are.
+ */
+export async function reconcileDirs(slot: Slot, want: Map<string, string>, owner: Owner): Promise<{ skipped: Skipped[]; clean: boolean }> {
+  const skipped: Skipped[] = [];
+  const gone: string[] = [];
+  for (const d of slot.dirs.keys()) if (!want.has(d)) gone.push(d);
+  for (const d of gone) slot.dirs.delete(d);
+  await pruneEmptyDirs(slot.tree, gone);
+  const known = new Set<string>();
+  for (const [d, etag] of want) {
+    // An object store may hold a file "a" and a marker "a/" (or "a/b/"); a file system cannot: the file wins.
+    let file: string | undefined;
+    for (let p = d; p !== "" && file === undefined; p = parentOf(p)) if (slot.files.has(p)) file = p;
+    try {
+      if (file !== undefined) throw new Error(`${file} is a file`);
+      await mkdirs(slot.tree, d, owner, known);
+      slot.dirs.set(d, etag);
+    } catch (e) {
+      slot.dirs.delete(d);
+      skipped.push({ path: `${d}/`, reason: "path_conflict", detail: String((e as Error).message) });
+    }
+  }
+  return { skipped, clean: skipped.length === 0 };
+}
+
+/** What the command did to directories, by the rule above. */
+export function dirChanges(known: ReadonlyMap<string, string>, after: WalkResult, runnerMade: ReadonlySet<string>): DirChange[] {
+  const out: DirChange[] = [];
+  const present = new Set(after.dirs);
+  for (const d of after.dirs) if (after.counts.get(d) === 0 && !known.has(d) && !runnerMade.has(d)) out.push({ path: d, kind: "created" });
+  for (const [d, etag] of known) if (!present.has(d)) out.push({ path: d, kind: "deleted", base: etag });
+  return out.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+/** An empty outcome, with the changes past `budget` (the write-back's file limit) listed as skipped. */
+export function dirOutcome(changes: DirChange[], budget: number): { accepted: DirChange[]; outcome: DirOutcome } {
+  const outcome: DirOutcome = { created: new Map(), deleted: [], conflicts: [], skipped: [] };
+  for (const c of changes.slice(budget)) outcome.skipped.push({ path: `${c.path}/`, reason: "limit", detail: "more than the write-back limit of changed files and directories in one run" });
+  return { accepted: changes.slice(0, budget), outcome };
+}
+
+/** Writes back one kind of change (removals first, creations last: see the header). */
+export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind: DirChange["kind"], out: DirOutcome, concurrency = 16): Promise<void> {
+  await pool(concurrency, changes.filter((c) => c.kind === kind), async (c) => {
+    try {
+      if (c.kind === "created") {
+        const r = await sync.mkdir(c.path);
+        if (r.ok) out.created.set(c.path, r.etag);
+        else out.conflicts.push({ path: `${c.path}/`, change: "created", reason: "changed_meanwhile" });
+      } else {
+        const r = await sync.rmdir(c.path, { ifMatch: c.base! });
+        if (r.ok) out.deleted.push(c.path);
+        else out.conflicts.push({ path: `${c.path}/`, change: "deleted", reason: "changed_meanwhile" });
+      }
+    } catch (e) {
+      out.skipped.push({ path: `${c.path}/`, reason: "error", detail: String((e as Error).message ?? e).slice(0, 300) });
+    }
+  });
+  out.deleted.sort();
+  out.conflicts.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+/**
+ * Records what was written in the slot (its markers and its view of storage). A marker not made
+ * leaves its directory unknown, so settling prunes it when empty; a marker not removed stays known
+ * while its directory is gone from the tree, and the next run's reconcile (the slot is no longer
+ * synced) makes it again.
+ */
+export function settleDirs(slot: Slot, changes: DirChange[], outcome: DirOutcome | null): void {
+  if (changes.length) slot.synced = null;
+  if (!outcome) return;
+  for (const [d, etag] of outcome.created) {
+    slot.dirs.set(d, etag);
+    slot.view.set({ path: `${d}/`, etag, size: 0 });
+  }
+  for (const d of outcome.deleted) {
+    slot.dirs.delete(d);
+    slot.view.delete(`${d}/`);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * How the storage keys below a directory become entries: files, and directories (rolled-up
+ * prefixes, and explicit ones: markers, lib/paths.ts). The Workspace's list, scan, walk and
+ * walkEntries are these functions: the one place a marker is read, and never as a file.
+ */
+import { ancestorsOf, baseName, isDirMarker, markerDir } from "../paths.js";
+import type { FileInfo, Workspace } from "./workspace.js";
+
+export interface ListEntry {
+  name: string;
+  path: string;
+  type: "file" | "directory";
+  size?: number;
+  modified?: string;
+  etag?: string;
+}
+
+export interface ScanItem {
+  /** Path relative to the scanned directory; a directory (rolled-up or explicit) ends with "/". */
+  rel: string;
+  dir: boolean;
+  size?: number;
+  modified?: Date;
+  etag?: string;
+}
+
+/** An entry of walkEntries: a file, or an explicit directory (its marker's etag). */
+export type WalkEntry = ({ type: "file" } & FileInfo) | { type: "directory"; path: string; etag: string };
+
+/** Storage order: by code point, which is the UTF-8 byte order of S3 and R2 keys. */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x - y;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
+}
+
+export async function listPage(ws: Workspace, dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }> {
+  const base = ws.dirPrefix(dir);
+  const r = await ws.driver.list({ prefix: base, ...(opts.recursive ? {} : { delimiter: "/" }), ...(opts.cursor ? { cursor: opts.cursor } : {}), limit: opts.limit ?? 1000 });
+  const entries: ListEntry[] = [];
+  for (const p of r.prefixes) {
+    const path = ws.pathOf(p);
+    entries.push({ name: baseName(path), path, type: "directory" });
+  }
+  const dirs = new Set<string>();
+  for (const o of r.objects) {
+    if (o.key === base) continue; // the directory's own marker
+    const path = ws.pathOf(o.key);
+    if (opts.recursive) {
+      for (const a of ancestorsOf(path)) if (a.length > dir.length && !dirs.has(a)) dirs.add(a);
+    }
+    if (isDirMarker(o.key)) {
+      dirs.add(path);
+      continue;
+    }
+    entries.push({ name: opts.recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
+  }
+  for (const d of dirs) entries.push({ name: d.slice(dir === "" ? 0 : dir.length + 1), path: d, type: "directory" });
+  return { entries, ...(r.cursor ? { cursor: r.cursor } : {}) };
+}
+
+export async function scanPage(ws: Workspace, dir: string, opts: { recursive?: boolean; after?: string; cursor?: string; limit?: number }): Promise<{ items: ScanItem[]; cursor?: string }> {
+  const base = ws.dirPrefix(dir);
+  const r = await ws.driver.list({
+    prefix: base,
+    ...(opts.recursive ? {} : { delimiter: "/" }),
+    ...(opts.cursor ? { cursor: opts.cursor } : opts.after ? { startAfter: base + opts.after } : {}),
+    limit: opts.limit ?? 1000,
+  });
+  const items: ScanItem[] = r.prefixes.map((p) => ({ rel: p.slice(base.length), dir: true }));
+  for (const o of r.objects) {
+    if (o.key === base) continue; // the directory's own marker is no entry of it
+    const rel = o.key.slice(base.length);
+    items.push(isDirMarker(rel) ? { rel, dir: true } : { rel, dir: false, size: o.size, modified: o.modified, etag: o.etag });
+  }
+  items.sort((a, b) => compareKeys(a.rel, b.rel));
+  return { items, ...(r.cursor ? { cursor: r.cursor } : {}) };
+}
+
+export async function* walkEntries(ws: Workspace, dir: string, maxEntries = Infinity): AsyncGenerator<WalkEntry> {
+  const root = ws.dirPrefix("");
+  let cursor: string | undefined;
+  let n = 0;
+  do {
+    const r = await ws.driver.list({ prefix: ws.dirPrefix(dir), limit: 1000, ...(cursor ? { cursor } : {}) });
+    for (const o of r.objects) {
+      if (n++ >= maxEntries) return;
+      if (!isDirMarker(o.key)) yield { type: "file", ...ws.toInfo(o) };
+      else if (o.key !== root) yield { type: "directory", path: markerDir(o.key.slice(root.length)), etag: o.etag };
+    }
+    cursor = r.cursor;
+  } while (cursor);
+}
