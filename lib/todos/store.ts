@@ -10,8 +10,8 @@
  * with TodoListSchema first).
  *
  * Storage operations: read = 1 GET; write = 1 GET + 1 PUT (+ 1 GET + 1 PUT on a retry), and when
- * the session's list is new, 1 LIST of x/todos/ (+ 1 DELETE when the workspace already holds
- * TODO_LIMITS.sessions lists: the least recently written ones are dropped).
+ * the session's list is new, 1 LIST of x/todos/ after creating it (+ 1 DELETE when the workspace
+ * holds more than TODO_LIMITS.sessions lists: the least recently written others are dropped).
  */
 import { ToolError } from "../errors.js";
 import { todosKey, todosPrefix } from "../paths.js";
@@ -66,16 +66,18 @@ export async function writeTodos(scope: TodoScope, todos: TodoItem[], now = new 
   const key = todosKey(scope.tenant, scope.workspace, scope.session);
   for (let attempt = 0; attempt < 2; attempt++) {
     const current = await load(scope, key);
-    if (!current && attempt === 0) await makeRoom(scope, key);
     const next: StoredTodos = { session: scope.session, version: (current?.value?.version ?? 0) + 1, updated_at: now.toISOString(), todos };
     const body = JSON.stringify(next);
     try {
       await scope.driver.put(key, body, { contentType: "application/json", ...(current ? { ifMatch: current.etag } : { ifNoneMatch: "*" }) });
-      scope.meter?.written(new TextEncoder().encode(body).length);
-      return next;
     } catch (e) {
-      if (!isConditionFailed(e)) throw e;
+      if (isConditionFailed(e)) continue;
+      throw e;
     }
+    scope.meter?.written(new TextEncoder().encode(body).length);
+    // Only once the new list exists (a failed call drops nothing), and as housekeeping: the list is saved either way.
+    if (!current) await makeRoom(scope, key).catch((e) => console.error("todo lists: housekeeping failed", e instanceof Error ? e.message : String(e)));
+    return next;
   }
   throw new ToolError(
     "CONFLICT",
@@ -84,7 +86,7 @@ export async function writeTodos(scope: TodoScope, todos: TodoItem[], now = new 
   );
 }
 
-/** Before a new session's list is created: keep at most maxSessions lists per workspace, dropping the least recently written. */
+/** After a new session's list was created: keep at most maxSessions lists per workspace (this one included), dropping the least recently written others. */
 async function makeRoom(scope: TodoScope, key: string): Promise<void> {
   const max = scope.maxSessions ?? TODO_LIMITS.sessions;
   const prefix = todosPrefix(scope.tenant, scope.workspace);
