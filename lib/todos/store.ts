@@ -56,9 +56,10 @@ async function load(scope: TodoScope, key: string): Promise<Current | null> {
   }
 }
 
-/** The session's list, or null when it has none. */
-export async function readTodos(scope: TodoScope): Promise<StoredTodos | null> {
-  return (await load(scope, todosKey(scope.tenant, scope.workspace, scope.session)))?.value ?? null;
+/** The session's list and the etag of its object, or null when it has none. */
+export async function readTodos(scope: TodoScope): Promise<(StoredTodos & { etag: string }) | null> {
+  const current = await load(scope, todosKey(scope.tenant, scope.workspace, scope.session));
+  return current?.value ? { ...current.value, etag: current.etag } : null;
 }
 
 /** Replaces the session's list with `todos` (already validated). */

@@ -208,6 +208,26 @@ describe("todo_write and todo_read", () => {
     expect(await env.FILES.head(todosKey(w.tenant, w.ws, "s1"))).toBeNull();
   });
 
+  it("the app route gives an ETag and answers 304 to If-None-Match while the list is unchanged", async () => {
+    const t = await newTenant();
+    const url = `/v1/workspaces/${t.ws}/sessions/s1/todos`;
+    const get = (etag?: string) => t.req(url, etag ? { headers: { "if-none-match": etag } } : {});
+    const none = await get();
+    expect(none.status).toBe(200);
+    expect(none.headers.get("etag")).toBeNull();
+    expectOk(await t.call("todo_write", { todos: PLAN }));
+    const first = await get();
+    const etag = first.headers.get("etag")!;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect((await get(etag)).status).toBe(304);
+    expect((await get(`"other", ${etag}`)).status).toBe(304);
+    expectOk(await t.call("todo_write", { todos: PLAN.slice(0, 1) }));
+    const changed = await get(etag);
+    expect(changed.status).toBe(200);
+    expect(changed.headers.get("etag")).not.toBe(etag);
+    expect(((await changed.json()) as any).todos).toEqual(PLAN.slice(0, 1));
+  });
+
   it("the app route: bad session ids, unknown workspaces and missing keys get clear errors", async () => {
     const t = await newTenant();
     for (const bad of ["has space", "a/b", "x".repeat(129), "ümlaut"]) {
