@@ -10,6 +10,7 @@ import { archiveApp } from "./routes/archive.js";
 import { newApp } from "./routes/common.js";
 import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
+import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp } from "./routes/tools.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "./exec/sync-server.js";
@@ -29,6 +30,7 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
+  app.route("/", sessionsApp(deps));
   app.route("/", catalogApp(tools));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).

@@ -6,6 +6,7 @@
  * The root is "". `/a/b`, `a/b` and `./a//b/` all give "a/b".
  */
 import { ToolError } from "./errors.js";
+import { checkSessionId } from "./records/store.js";
 
 /** Longest canonical path, in UTF-8 bytes (S3/R2 keys stop at 1024; the prefix needs room). */
 export const MAX_PATH_BYTES = 768;
@@ -78,7 +79,7 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  *   t/<tenant>/w/<ws>/meta.json      workspace record
  *   t/<tenant>/w/<ws>/f/<path>       files
  *   t/<tenant>/w/<ws>/f/<dir>/       an explicit directory: a zero-byte marker (dirMarkerKey)
- *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, ...), never listed as files
+ *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, todo lists, ...), never listed as files
  *   t/<tenant>/tenant.json           the tenant record
  */
 export function workspacePrefix(tenant: string, workspace: string): string {
@@ -111,6 +112,9 @@ export function runPrefix(tenant: string, workspace: string, runId: string): str
   if (!RUN_ID_PATTERN.test(runId)) throw new ToolError("INTERNAL", "Bad run id.");
   return `${internalPrefix(tenant, workspace)}runs/${runId}/`;
 }
+/** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
+export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
+export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
 /**
  * The storage key of a canonical workspace path (the root maps to the files prefix itself).
  * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build

@@ -10,7 +10,7 @@ import { cutText } from "./output-cut.js";
 import type { Workspace } from "./workspace/workspace.js";
 
 export type Permission = Scope;
-export type Category = "file" | "search" | "execute" | "web";
+export type Category = "file" | "search" | "execute" | "planning" | "web";
 
 export interface ToolContext {
   ws: Workspace;

@@ -105,7 +105,7 @@ describe("/v1/tools", () => {
     for (const t of catalog.tools) {
       expect(Object.keys(t).sort()).toEqual(["category", "description", "input_schema", "name", "permission"]);
       expect(t.name).toMatch(/^[a-z][a-z0-9_]*$/);
-      expect(["file", "search", "execute", "web"]).toContain(t.category);
+      expect(["file", "search", "execute", "planning", "web"]).toContain(t.category);
       expect(SCOPES as readonly string[]).toContain(t.permission);
       expect(t.input_schema.type).toBe("object");
     }

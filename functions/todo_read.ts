@@ -1,0 +1,27 @@
+import { z } from "@hono/zod-openapi";
+import { defineTool } from "../lib/tool.js";
+import { todoScope } from "../lib/todos/context.js";
+import { countTodos, renderTodos } from "../lib/todos/schema.js";
+import { readTodos } from "../lib/todos/store.js";
+
+const description = `Read the todo list of this session (the one todo_write keeps), to check progress or before updating it. Takes no arguments.
+- An empty list means todo_write was not called yet in this session (X-Session-Id), or the list was cleared.
+Returns: {todos: [{content, activeForm, status}], count, counts: {pending, in_progress, completed}, session, updated_at (null when there is no list)}`;
+
+export default defineTool({
+  name: "todo_read",
+  description,
+  category: "planning",
+  permission: "read",
+  input: z.object({}),
+  async execute(_args, ctx) {
+    const stored = await readTodos(todoScope(ctx));
+    const todos = stored?.todos ?? [];
+    const counts = countTodos(todos);
+    return {
+      title: `${todos.length} todos (${counts.completed} completed)`,
+      output: todos.length === 0 ? "The todo list is empty. Use todo_write to plan work of several steps." : renderTodos(todos),
+      data: { todos, count: todos.length, counts, session: ctx.session, updated_at: stored?.updated_at ?? null },
+    };
+  },
+});

@@ -1,0 +1,50 @@
+/** What an agent session keeps, for the app: GET /v1/workspaces/{ws}/sessions/{session}/todos. */
+import { createRoute, z } from "@hono/zod-openapi";
+import { requireTenant } from "../auth/middleware.js";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../errors.js";
+import { checkSessionId } from "../records/store.js";
+import { TodoItemSchema } from "../todos/schema.js";
+import { quoteEtag, unquoteEtag } from "../storage/types.js";
+import { readTodos } from "../todos/store.js";
+import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+
+const TodosSchema = z
+  .object({
+    session: z.string(),
+    todos: z.array(TodoItemSchema),
+    updated_at: z.string().nullable().openapi({ description: "When todo_write last saved the list; null when the session has none." }),
+  })
+  .openapi("SessionTodos");
+
+export function sessionsApp(deps: AppDeps) {
+  const app = newApp();
+  app.openapi(
+    createRoute({
+      method: "get", path: "/v1/workspaces/{ws}/sessions/{session}/todos", tags: ["sessions"], security: [{ Bearer: [] }], middleware: requireTenant(deps),
+      summary: "The todo list of an agent session (what todo_write saved)",
+      description: "The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. A saved list comes with an ETag; send it back in If-None-Match to poll cheaply (304 while unchanged).",
+      request: {
+        params: WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "default" }) }),
+        headers: z.object({ "if-none-match": z.string().optional().openapi({ description: "The ETag of the list you have: 304 while it is unchanged." }) }),
+      },
+      responses: {
+        200: { description: "The todo list", content: { "application/json": { schema: TodosSchema } } },
+        304: { description: "Unchanged since the ETag in If-None-Match" },
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const auth = c.get("auth");
+      if (!auth.scopes.includes("read")) throw new ToolError("PERMISSION_DENIED", "This call needs the 'read' scope.", { needed: "read" });
+      const { ws, session } = c.req.valid("param");
+      await requireWorkspace(deps.storage, auth.tenant, ws);
+      const stored = await readTodos({ driver: deps.storage, tenant: auth.tenant, workspace: ws, session: checkSessionId(session) });
+      if (!stored) return c.json({ session, todos: [], updated_at: null }, 200);
+      const known = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));
+      if (known.includes(stored.etag)) return c.body(null, 304, { etag: quoteEtag(stored.etag) });
+      return c.json({ session, todos: stored.todos, updated_at: stored.updated_at }, 200, { etag: quoteEtag(stored.etag) });
+    },
+  );
+  return app;
+}
