@@ -187,7 +187,7 @@ describe("copy", () => {
     expect(r.body.data.count).toBe(MAX_TRANSFER_FILES);
     const ls = await t.call("ls", { path: "copy", limit: 5000 });
     expect(ls.body.data.count).toBe(MAX_TRANSFER_FILES);
-  }, 60_000);
+  }, 180_000);
 
   it("a copy that fails midway removes the new copies it made", async () => {
     let fail = true;

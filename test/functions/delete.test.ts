@@ -145,5 +145,5 @@ describe("delete", () => {
     expect(second.body.data.deleted).toEqual(["big/f10000", "big/f10001", "big/f10002"]);
     expect(second.body.data.truncated).toBe(false);
     expect(await snapshot(t)).toEqual({ "big-sibling.txt": "stay" });
-  }, 60_000);
+  }, 180_000);
 });
