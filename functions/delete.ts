@@ -61,7 +61,7 @@ export default defineTool({
       (e.type === "file" ? files : dirs).push(e.path);
     }
     await ws.deleteMany(files.map((p) => ({ path: p, etag: null })));
-    await ws.deleteMarkers(dirs);
+    await ws.deleteMarkers(dirs.map((d) => ({ path: d, etag: null })));
     const paths = [...files, ...dirs.map((d) => `${d}/`)];
     const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${p}`).join("\n");
     const rest = paths.length > SHOWN_PATHS ? `\n  ... and ${paths.length - SHOWN_PATHS} more` : "";

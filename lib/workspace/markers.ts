@@ -31,18 +31,34 @@ export async function makeDirMarker(driver: StorageDriver, tenant: string, works
   }
 }
 
+/** A marker to remove, and the version it must still be (null: whatever is there). */
+export interface MarkerTarget {
+  dir: string;
+  etag: string | null;
+}
+
 /**
- * Removes a directory's marker. `ifMatch`: only the version the caller saw (false when it
- * changed; true when it is already gone). StorageDriver.delete has no condition: check, then
- * delete (a window of milliseconds, as for files).
+ * Removes directories' markers, each only if it is still the version given (null: whatever is
+ * there), in one conditional delete of the driver. A marker already gone counts as removed (the
+ * directory is not explicit any more, which is what the caller wanted); one that is there in
+ * another version is refused and left as it is. Returns the refused directories.
  */
-export async function removeDirMarker(driver: StorageDriver, tenant: string, workspace: string, dir: string, ifMatch?: string): Promise<boolean> {
-  const key = dirMarkerKey(tenant, workspace, dir);
-  if (ifMatch !== undefined) {
-    const o = await driver.head(key);
-    if (!o) return true;
-    if (o.etag !== ifMatch) return false;
+export async function removeDirMarkers(driver: StorageDriver, tenant: string, workspace: string, targets: readonly MarkerTarget[]): Promise<string[]> {
+  if (targets.length === 0) return [];
+  const keyOf = (dir: string) => dirMarkerKey(tenant, workspace, dir);
+  try {
+    await driver.delete(targets.map((t) => (t.etag === null ? keyOf(t.dir) : { key: keyOf(t.dir), ifMatch: t.etag })));
+    return [];
+  } catch (e) {
+    if (!isConditionFailed(e)) throw e;
+    const failed = new Set(e.keys);
+    const candidates = targets.filter((t) => failed.has(keyOf(t.dir)));
+    const still = await Promise.all(candidates.map((t) => driver.head(keyOf(t.dir))));
+    return candidates.filter((_, i) => still[i] !== null).map((t) => t.dir);
   }
-  await driver.delete(key);
-  return true;
+}
+
+/** Removes one directory's marker (rmdir): false when it is there in another version than `ifMatch`. */
+export async function removeDirMarker(driver: StorageDriver, tenant: string, workspace: string, dir: string, ifMatch?: string): Promise<boolean> {
+  return (await removeDirMarkers(driver, tenant, workspace, [{ dir, etag: ifMatch ?? null }])).length === 0;
 }

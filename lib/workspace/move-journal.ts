@@ -85,28 +85,35 @@ export async function closeJournal(ws: Workspace, j: OpenJournal): Promise<void>
 
 const overlaps = (a: string, b: string) => isWithin(a, b) || isWithin(b, a);
 
-/** Relative paths of the files below a directory (bounded). */
-async function relFiles(ws: Workspace, dir: string, max: number): Promise<Set<string>> {
-  const out = new Set<string>();
-  for await (const f of ws.walk(dir, max)) out.add(f.path.slice(dir.length + 1));
-  return out;
+/** Relative paths of the files below a directory, and its count of explicit directories (bounded together). */
+async function relEntries(ws: Workspace, dir: string, max: number): Promise<{ files: Set<string>; dirs: number }> {
+  const files = new Set<string>();
+  let dirs = 0;
+  for await (const e of ws.walkEntries(dir, max)) {
+    if (e.type === "file") files.add(e.path.slice(dir.length + 1));
+    else dirs++;
+  }
+  return { files, dirs };
 }
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 /**
  * What the agent must know about unfinished moves touching `paths`: one sentence each, with the
- * count of files that exist in both trees. A journal whose source tree is empty is finished work
- * (only the journal was left behind) and is not mentioned.
+ * count of files that exist in both trees. A journal whose source tree is empty (no file, no
+ * explicit directory) is finished work (only the journal was left behind) and is not mentioned.
  */
 export async function unfinishedMoveNotes(ws: Workspace, journals: OpenJournal[], paths: string[], skip?: OpenJournal | null): Promise<string[]> {
   const notes: string[] = [];
   for (const { journal: j, key } of journals) {
     if (key === skip?.key || !paths.some((p) => overlaps(p, j.from) || overlaps(p, j.target))) continue;
-    const source = await relFiles(ws, j.from, 2000);
-    if (source.size === 0) continue;
+    const source = await relEntries(ws, j.from, 2000);
+    if (source.files.size === 0 && source.dirs === 0) continue;
     let both = 0;
-    for await (const f of ws.walk(j.target, 10_000)) if (source.has(f.path.slice(j.target.length + 1))) both++;
+    for await (const f of ws.walk(j.target, 10_000)) if (source.files.has(f.path.slice(j.target.length + 1))) both++;
+    const left = source.dirs ? `${plural(source.files.size, "file", "files")} and ${plural(source.dirs, "directory", "directories")}` : `${source.files.size}`;
     notes.push(
-      `A move of ${j.from}/ to ${j.target}/ started at ${j.started} did not finish (it was interrupted, or is still running): ${both} file${both === 1 ? " exists" : "s exist"} in both, ${source.size} still in ${j.from}/. ` +
+      `A move of ${j.from}/ to ${j.target}/ started at ${j.started} did not finish (it was interrupted, or is still running): ${both} file${both === 1 ? " exists" : "s exist"} in both, ${left} still in ${j.from}/. ` +
         `Call move again with the same arguments (from: ${JSON.stringify(j.from)}, to: ${JSON.stringify(j.toArg)}) to finish it.`,
     );
   }

@@ -1,7 +1,8 @@
 /**
- * Running a planned move or copy (transfer.ts plans it): copy every file, then (a move) delete
- * each source only in the version it copied; undo on failure, each copy only in the version
- * this call created. The rules are in transfer.ts's header.
+ * Running a planned move or copy (transfer.ts plans it): copy every file, make every explicit
+ * directory at its target, then (a move) delete each source only in the version it copied and
+ * each source marker only in the version planned; undo on failure, each copy and marker only in
+ * the version this call created. The rules are in transfer.ts's header.
  */
 import { ToolError } from "../errors.js";
 import { closeJournal, type OpenJournal } from "./move-journal.js";
@@ -26,6 +27,8 @@ export interface TransferResult {
   to: string;
   type: "file" | "directory";
   files: TransferItem[];
+  /** Explicit directories made (or found) at the target, empty ones included, as target paths. */
+  directories: string[];
   bytes: number;
   overwritten: number;
   /** Finishing an unfinished move: files that differ at both paths and were left as they are. */
@@ -43,6 +46,21 @@ export interface Planned {
   replaceEtag: string | null;
   /** Finishing a move: the target already holds this source's bytes (no copy; delete the source). */
   copied?: { source: FileInfo; target: FileInfo };
+}
+
+/** An explicit directory (a marker) below the source, and where it goes. */
+export interface PlannedDir {
+  from: string;
+  to: string;
+  /** The source marker's etag when planned: a move removes it only in this version. */
+  etag: string;
+}
+
+/** What one call copies: files, then explicit directories; `kept`: files a finishing move leaves alone. */
+export interface Plan {
+  files: Planned[];
+  dirs: PlannedDir[];
+  kept: string[];
 }
 
 /** Runs `fn` over `items`, at most `n` at a time; stops starting new ones after the first failure. */
@@ -76,15 +94,18 @@ export interface RunInfo {
   finishing?: boolean;
 }
 
-/** Copies the plan, then (a move) deletes each source in the version it copied. */
-export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan: Planned[], journal: OpenJournal | null, kept: string[] = []): Promise<TransferResult> {
+/** Copies the plan and makes its directories, then (a move) deletes each source in the version it copied. */
+export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan: Plan, journal: OpenJournal | null): Promise<TransferResult> {
   const { from, target } = info;
+  const { dirs, kept } = plan;
 
-  // Copy everything. On failure, remove the copies this call created; sources are untouched.
+  // Copy everything, then make the explicit directories (empty ones need their marker).
+  // On failure, remove the copies and markers this call created; sources are untouched.
   const done: (TransferItem & { sourceEtag: string })[] = [];
   const created: { path: string; etag: string }[] = [];
+  const createdDirs: { path: string; etag: string }[] = [];
   try {
-    await pool(plan, CONCURRENCY, async (p) => {
+    await pool(plan.files, CONCURRENCY, async (p) => {
       if (p.copied) {
         done.push({ from: p.from, to: p.to, size: p.copied.target.size, etag: p.copied.target.etag, replaced: false, sourceEtag: p.copied.source.etag });
         return;
@@ -108,11 +129,17 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
       if (p.replaceEtag === null) created.push({ path: p.to, etag: put.etag });
       done.push({ from: p.from, to: p.to, size: put.size, etag: put.etag, replaced: p.replaceEtag !== null, sourceEtag: r.etag });
     });
+    await pool(dirs, CONCURRENCY, async (d) => {
+      const m = await ws.makeDirectory(d.to, { placeChecked: true });
+      if (m.created) createdDirs.push({ path: d.to, etag: m.etag });
+    });
   } catch (e) {
-    // Each copy is removed only in the version this call created (an edit of it since is kept).
+    // Each copy and marker is removed only in the version this call created (an edit of it since is kept).
     const undo = await ws.deleteMany(created).catch(() => null);
+    const undoDirs = await ws.deleteMarkers(createdDirs).catch(() => null);
+    const dirsLeft = undoDirs ? undoDirs.refused : createdDirs.map((d) => d.path);
     // Fully undone: nothing of this move is left to finish (an earlier call's journal stays for the next one).
-    if (undo && undo.refused.length === 0 && journal && !info.finishing) await closeJournal(ws, journal).catch(() => {});
+    if (undo && undo.refused.length === 0 && dirsLeft.length === 0 && journal && !info.finishing) await closeJournal(ws, journal).catch(() => {});
     if (!(e instanceof ToolError)) console.error(`${mode} failed`, e instanceof Error ? (e.stack ?? e.message) : String(e));
     const err = e instanceof ToolError ? e : new ToolError("INTERNAL", "Storage failed during the copy; retry.");
     const left = undo ? undo.refused : created.map((c) => c.path);
@@ -123,12 +150,24 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
       : `${left.length} of the ${created.length} new copies could not be removed (${left.slice(0, 5).join(", ")}${left.length > 5 ? ", ..." : ""})${what}. ${journal ? "Call move again with the same arguments to finish the move" : `Delete ${left.length === 1 ? "it" : "them"} if you do not want ${left.length === 1 ? "it" : "them"}`}.`;
     const replaced = done.filter((d) => d.replaced).length;
     const warn = replaced ? ` ${replaced} existing file${replaced === 1 ? " was" : "s were"} already replaced.` : "";
-    throw new ToolError(err.code, `${err.message} ${undoText}${warn}`, { ...err.details, copied_before_failure: done.length, removed_copies: removed, ...(left.length ? { copies_left: left } : {}), replaced });
+    const dirsText = dirsLeft.length ? ` ${dirsLeft.length} new empty director${dirsLeft.length === 1 ? "y" : "ies"} could not be removed (${dirsLeft.slice(0, 5).join(", ")}${dirsLeft.length > 5 ? ", ..." : ""}); delete ${dirsLeft.length === 1 ? "it" : "them"} if you do not want ${dirsLeft.length === 1 ? "it" : "them"}.` : "";
+    throw new ToolError(err.code, `${err.message} ${undoText}${dirsText}${warn}`, {
+      ...err.details,
+      copied_before_failure: done.length,
+      removed_copies: removed,
+      ...(left.length ? { copies_left: left } : {}),
+      ...(dirsLeft.length ? { directories_left: dirsLeft } : {}),
+      replaced,
+    });
   }
 
-  // A move deletes each source only in the version it copied. One changed since stays, newer.
+  // A move deletes each source only in the version it copied (one changed since stays, newer),
+  // and each source marker only in the version planned (one made again meanwhile stays).
+  const notes = [...info.notes];
   if (mode === "move") {
     const { refused } = await ws.deleteMany(done.map((d) => ({ path: d.from, etag: d.sourceEtag })));
+    const { refused: dirsKept } = await ws.deleteMarkers(dirs.map((d) => ({ path: d.from, etag: d.etag })));
+    if (dirsKept.length) notes.push(`${dirsKept.map((d) => `${d}/`).join(", ")} ${dirsKept.length === 1 ? "was" : "were"} made again by another call during the move and ${dirsKept.length === 1 ? "was" : "were"} kept at the old path as well.`);
     if (refused.length) return changedDuringMove(ws, info, done, created, refused, journal);
     if (journal) await closeJournal(ws, journal);
   }
@@ -142,10 +181,11 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
     to: target,
     type: info.type,
     files: done.map(({ sourceEtag: _, ...d }) => d),
+    directories: dirs.map((d) => d.to).sort(),
     bytes: done.reduce((n, d) => n + d.size, 0),
     overwritten: done.filter((d) => d.replaced).length,
     ...(kept.length ? { kept } : {}),
-    ...(info.notes.length ? { notes: info.notes } : {}),
+    ...(notes.length ? { notes } : {}),
   };
 }
 

@@ -12,18 +12,23 @@
  * answers FILE_MODIFIED (a file) or CONFLICT (a directory: the other files are moved, and the
  * journal stays, so calling move again with the same arguments moves the rest).
  * A directory move keeps a journal (move-journal.ts) from before its first copy to its end.
+ *
+ * Explicit directories (markers: empty directories kept on purpose) below a source directory
+ * travel with it: each is made at its target after the files are copied (and removed again by
+ * the undo if this call made it), and a move removes each source marker with its files, only in
+ * the version planned. They count against MAX_TRANSFER_FILES like files.
  */
 import { ToolError } from "../errors.js";
 import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../paths.js";
 import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
-import { run, verb, type Planned, type TransferMode, type TransferResult } from "./transfer-run.js";
+import { run, verb, type Plan, type TransferMode, type TransferResult } from "./transfer-run.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 export type { TransferItem, TransferMode, TransferResult } from "./transfer-run.js";
 
-/** Most files one directory move or copy handles (each costs a few storage and KV operations). */
+/** Most files and explicit directories one directory move or copy handles (each costs a few storage and KV operations). */
 export const MAX_TRANSFER_FILES = 1000;
-/** Largest existing target directory a directory can be merged into (overwrite: true). */
+/** Largest existing target directory (files and explicit directories) a directory can be merged into (overwrite: true). */
 export const MAX_MERGE_TARGET_FILES = 10_000;
 /** Largest file compared byte for byte when etags differ (finishing a move on a backend whose etags are not content hashes). */
 const MAX_COMPARE_BYTES = 4 * 1024 * 1024;
@@ -81,11 +86,12 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
 
   const notes = mode === "move" ? await unfinishedMoveNotes(ws, journals, [from, target]) : [];
   if (src.type === "file") {
-    return run(ws, mode, { from, target, type: "file", notes }, [{ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null }], null);
+    const files = [{ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null }];
+    return run(ws, mode, { from, target, type: "file", notes }, { files, dirs: [], kept: [] }, null);
   }
   const plan = await planDirectory(ws, mode, from, target, tstat !== null, overwrite, false);
-  const journal = mode === "move" ? await startJournal(ws, { from, to, toArg: args.to, target, overwrite, files: plan.items.length }) : null;
-  return run(ws, mode, { from, target, type: "directory", notes }, plan.items, journal);
+  const journal = mode === "move" ? await startJournal(ws, { from, to, toArg: args.to, target, overwrite, files: plan.files.length }) : null;
+  return run(ws, mode, { from, target, type: "directory", notes }, plan, journal);
 }
 
 /** Calling move again with the arguments of an unfinished move: move what is left, per file and conditionally. */
@@ -95,54 +101,67 @@ async function finishMove(ws: Workspace, j: OpenJournal, src: Awaited<ReturnType
   if (src?.type !== "directory") {
     // Nothing left below the source (or it is now a file someone else wrote): the move is done.
     await closeJournal(ws, j);
-    return { from, to: target, type: "directory", files: [], bytes: 0, overwritten: 0, ...(notes.length ? { notes } : {}), finished: true };
+    return { from, to: target, type: "directory", files: [], directories: [], bytes: 0, overwritten: 0, ...(notes.length ? { notes } : {}), finished: true };
   }
   const tstat = await ws.stat(target);
   if (tstat?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `Cannot finish the move of ${from}/ to ${target}/: ${target} is now a file. Move or delete it, then call move again with the same arguments.`, { path: target });
   const plan = await planDirectory(ws, "move", from, target, tstat !== null, overwrite, true);
-  const r = await run(ws, "move", { from, target, type: "directory", notes, finishing: true }, plan.items, j, plan.kept);
+  const r = await run(ws, "move", { from, target, type: "directory", notes, finishing: true }, plan, j);
   return { ...r, finished: true };
 }
 
-/** The plan of a directory: every file, its target, and whether it replaces an existing file. */
-async function planDirectory(ws: Workspace, mode: TransferMode, from: string, target: string, targetExists: boolean, overwrite: boolean, finishing: boolean): Promise<{ items: Planned[]; kept: string[] }> {
-  const plan: Planned[] = [];
-  const kept: string[] = [];
-  {
-    const sources: FileInfo[] = [];
-    for await (const f of ws.walk(from, MAX_TRANSFER_FILES + 1)) sources.push(f);
-    if (sources.length > MAX_TRANSFER_FILES) {
-      throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
+/**
+ * The plan of a directory: every file, its target, and whether it replaces an existing file;
+ * every explicit directory and its target. Checked against the target's files and directories.
+ */
+async function planDirectory(ws: Workspace, mode: TransferMode, from: string, target: string, targetExists: boolean, overwrite: boolean, finishing: boolean): Promise<Plan> {
+  const plan: Plan = { files: [], dirs: [], kept: [] };
+  const sources: FileInfo[] = [];
+  let entries = 0;
+  for await (const e of ws.walkEntries(from, MAX_TRANSFER_FILES + 1)) {
+    entries++;
+    if (e.type === "file") sources.push(e);
+    else plan.dirs.push({ from: e.path, to: e.path === from ? target : joinPath(target, e.path.slice(from.length + 1)), etag: e.etag });
+  }
+  if (entries > MAX_TRANSFER_FILES) {
+    throw new ToolError("FILE_TOO_LARGE", `${from} holds more than ${MAX_TRANSFER_FILES} files and directories; one ${verb(mode)} handles at most ${MAX_TRANSFER_FILES}. ${mode === "move" ? "Move" : "Copy"} its subdirectories one at a time.`, { path: from, max_files: MAX_TRANSFER_FILES });
+  }
+  // Merging into an existing directory: know its files and directories, so that no file lands on
+  // a directory, and nothing below a file.
+  const existing = new Map<string, FileInfo>();
+  const existingDirs = new Set<string>();
+  if (targetExists) {
+    let n = 0;
+    for await (const e of ws.walkEntries(target, MAX_MERGE_TARGET_FILES + 1)) {
+      n++;
+      if (e.type === "file") existing.set(e.path, e);
+      else existingDirs.add(e.path);
+      for (const a of ancestorsOf(e.path)) if (isWithin(a, target)) existingDirs.add(a);
     }
-    // Merging into an existing directory: know its files, so that no file lands on a directory or below a file.
-    const existing = new Map<string, FileInfo>();
-    const existingDirs = new Set<string>();
-    if (targetExists) {
-      for await (const f of ws.walk(target, MAX_MERGE_TARGET_FILES + 1)) {
-        existing.set(f.path, f);
-        for (const a of ancestorsOf(f.path)) if (isWithin(a, target)) existingDirs.add(a);
-      }
-      if (existing.size > MAX_MERGE_TARGET_FILES) {
-        throw new ToolError("FILE_TOO_LARGE", `${target} holds more than ${MAX_MERGE_TARGET_FILES} files, too many to merge into. Choose a new target, or ${verb(mode)} into a subdirectory of it.`, { path: target, max_files: MAX_MERGE_TARGET_FILES });
-      }
-    }
-    for (const f of sources) {
-      const dest = joinPath(target, f.path.slice(from.length + 1));
-      if (existingDirs.has(dest)) throw new ToolError("IS_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${dest} is a directory. Nothing was changed.`, { path: dest, from: f.path });
-      const blocking = ancestorsOf(dest).find((a) => isWithin(a, target) && existing.has(a));
-      if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: dest, file: blocking });
-      const there = existing.get(dest);
-      if (finishing && there) {
-        // The interrupted call may have copied it already; anything else there is someone's newer write.
-        if (await sameContent(ws, f, there)) plan.push({ from: f.path, to: dest, replaceEtag: null, copied: { source: f, target: there } });
-        else if (overwrite) plan.push({ from: f.path, to: dest, replaceEtag: there.etag });
-        else kept.push(f.path);
-        continue;
-      }
-      plan.push({ from: f.path, to: dest, replaceEtag: there?.etag ?? null });
+    if (n > MAX_MERGE_TARGET_FILES) {
+      throw new ToolError("FILE_TOO_LARGE", `${target} holds more than ${MAX_MERGE_TARGET_FILES} files and directories, too many to merge into. Choose a new target, or ${verb(mode)} into a subdirectory of it.`, { path: target, max_files: MAX_MERGE_TARGET_FILES });
     }
   }
-  return { items: plan, kept };
+  for (const f of sources) {
+    const dest = joinPath(target, f.path.slice(from.length + 1));
+    if (existingDirs.has(dest)) throw new ToolError("IS_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${dest} is a directory. Nothing was changed.`, { path: dest, from: f.path });
+    const blocking = ancestorsOf(dest).find((a) => isWithin(a, target) && existing.has(a));
+    if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} ${f.path} to ${dest}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: dest, file: blocking });
+    const there = existing.get(dest);
+    if (finishing && there) {
+      // The interrupted call may have copied it already; anything else there is someone's newer write.
+      if (await sameContent(ws, f, there)) plan.files.push({ from: f.path, to: dest, replaceEtag: null, copied: { source: f, target: there } });
+      else if (overwrite) plan.files.push({ from: f.path, to: dest, replaceEtag: there.etag });
+      else plan.kept.push(f.path);
+      continue;
+    }
+    plan.files.push({ from: f.path, to: dest, replaceEtag: there?.etag ?? null });
+  }
+  for (const d of plan.dirs) {
+    const blocking = [d.to, ...ancestorsOf(d.to)].find((a) => isWithin(a, target) && existing.has(a));
+    if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} the directory ${d.from} to ${d.to}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: d.to, file: blocking });
+  }
+  return plan;
 }
 
 const bytesText = (n: number) => `${n} byte${n === 1 ? "" : "s"}`;
@@ -166,9 +185,13 @@ function describeFiles(r: TransferResult, mode: TransferMode): string {
   const replaced = r.overwritten ? ` ${r.overwritten} existing file${r.overwritten === 1 ? " was" : "s were"} replaced.` : "";
   const kept = r.kept ?? [];
   const gone = mode !== "move" ? "" : kept.length ? "" : ` ${r.from}/ no longer exists.`;
+  const dirs = r.directories.filter((d) => d !== r.to).length;
+  const withDirs = dirs ? ` and ${dirs} director${dirs === 1 ? "y" : "ies"} (empty ones kept)` : "";
   const keptText = kept.length
     ? ` ${kept.length} file${kept.length === 1 ? "" : "s"} differ${kept.length === 1 ? "s" : ""} between ${r.from}/ and ${r.to}/ (changed by another call since the move started) and ${kept.length === 1 ? "was" : "were"} left at both paths: ${kept.slice(0, 10).join(", ")}${kept.length > 10 ? ", ..." : ""}. Compare them and delete the one you do not want.`
     : "";
-  const head = r.finished ? `Finished the interrupted move of ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"} moved by this call, ${bytesText(r.bytes)}.` : `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}.`;
+  const head = r.finished
+    ? `Finished the interrupted move of ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}${withDirs} moved by this call, ${bytesText(r.bytes)}.`
+    : `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}${withDirs}.`;
   return `${head}${replaced}${gone}${keptText}${shown ? `\n${shown}${rest}` : ""}`;
 }

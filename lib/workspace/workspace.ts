@@ -13,7 +13,7 @@ import { ancestorsOf, dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
 import type { RecordStore } from "../records/store.js";
 import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
-import { makeDirMarker, removeDirMarker } from "./markers.js";
+import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
@@ -26,7 +26,7 @@ export interface FileInfo {
   contentType?: string;
 }
 
-/** A file to delete, and the version it must still be (null: whatever is there). */
+/** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
 export interface DeleteItem {
   path: string;
   etag: string | null;
@@ -229,13 +229,17 @@ export class Workspace {
    * the caller saw (false when it changed; true when it is already gone). The caller checks
    * emptiness where it matters (the directory then stays, implied by what is below it).
    */
-  removeDirectory(dir: string, opts: { ifMatch?: string } = {}): Promise<boolean> {
-    return removeDirMarker(this.driver, this.tenant, this.id, dir, opts.ifMatch);
+  async removeDirectory(dir: string, opts: { ifMatch?: string } = {}): Promise<boolean> {
+    return (await this.deleteMarkers([{ path: dir, etag: opts.ifMatch ?? null }])).refused.length === 0;
   }
 
-  /** Removes the markers of several explicit directories (recursive delete, move). */
-  async deleteMarkers(dirs: string[]): Promise<void> {
-    if (dirs.length) await this.driver.delete(dirs.map((d) => this.markerKey(d)));
+  /**
+   * Removes the markers of explicit directories (recursive delete, move, undo of a copy), each
+   * only if it is still the version given (`etag`; null: whatever is there), like deleteMany for
+   * files. A marker already gone counts as removed; one in another version is refused and kept.
+   */
+  async deleteMarkers(dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
+    return { refused: await removeDirMarkers(this.driver, this.tenant, this.id, dirs.map((d) => ({ dir: d.path, etag: d.etag }))) };
   }
 
   /**

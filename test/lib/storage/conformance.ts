@@ -418,6 +418,28 @@ export function describeStorageConformance(name: string, makeDriver: () => Stora
         expect(inner.prefixes).toEqual([`${p}a/deep/`]);
       });
 
+      it('a key ending in "/" (a directory marker) round-trips empty and rolls up with its directory', async () => {
+        const p = fresh();
+        const marker = await driver.put(`${p}d/`, new Uint8Array(0), { ifNoneMatch: "*", length: 0 });
+        await driver.put(`${p}e/`, new Uint8Array(0), { length: 0 });
+        await driver.put(`${p}d/f.txt`, "f");
+        expect(await driver.head(`${p}d/`)).toMatchObject({ key: `${p}d/`, size: 0, etag: marker.etag });
+        const got = (await driver.get(`${p}d/`))!;
+        expect((await bytes(got.body)).length).toBe(0);
+        // Under "/" the markers roll up into their directories' prefixes, like the files below them.
+        const top = await driver.list({ prefix: p, delimiter: "/" });
+        expect(top.objects).toEqual([]);
+        expect(top.prefixes).toEqual([`${p}d/`, `${p}e/`]);
+        // Inside its directory, the marker is the object whose key is the prefix itself, listed first.
+        const inner = await driver.list({ prefix: `${p}d/`, delimiter: "/" });
+        expect(inner.objects.map((o) => o.key)).toEqual([`${p}d/`, `${p}d/f.txt`]);
+        expect((await driver.list({ prefix: p })).objects.map((o) => o.key)).toEqual([`${p}d/`, `${p}d/f.txt`, `${p}e/`]);
+        // Deleting the marker leaves what is below it.
+        await driver.delete(`${p}d/`);
+        expect(await driver.head(`${p}d/`)).toBeNull();
+        expect((await driver.list({ prefix: p })).objects.map((o) => o.key)).toEqual([`${p}d/f.txt`, `${p}e/`]);
+      });
+
       it("pages with limit and cursor (25 keys, limit 10)", async () => {
         const p = fresh();
         const keys = Array.from({ length: 25 }, (_, i) => `${p}k${String(i).padStart(2, "0")}`);
