@@ -9,7 +9,7 @@ import picomatch from "picomatch/posix";
 import { ToolError } from "../errors.js";
 import { FILE_TYPES, typeNames } from "./filetypes.js";
 import { baseName } from "../paths.js";
-import { compileLinear } from "./regex-nfa.js";
+import { compileLinear } from "./regex-dfa.js";
 
 export type PathTest = (path: string) => boolean;
 

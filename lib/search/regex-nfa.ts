@@ -10,15 +10,24 @@
  * evaluated at every position at once, by one right-to-left run of its reversed body.
  * Each is computed at most once per position, so nesting keeps the bound.
  */
-import { isWordChar, parseRegex, type Assertion, type CharTest, type RegexNode } from "./regex-parse.js";
+import { isWordChar, type Assertion, type CharTest, type RegexNode } from "./regex-parse.js";
 
-const CHAR = 0, SPLIT = 1, ASSERT = 2, LOOK = 3, MATCH = 4;
+const SLASH = 47, DOT = 46;
+const isLineEnd = (c: number): boolean => c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
+/** Whether s has "." or ".." at pos, followed by "/" or the end: /\.{1,2}(?:\/|$)/ there. */
+function dotSegmentAt(s: string, pos: number): boolean {
+  if (s.charCodeAt(pos) !== DOT) return false;
+  const after = (q: number) => q === s.length || s.charCodeAt(q) === SLASH;
+  return after(pos + 1) || (s.charCodeAt(pos + 1) === DOT && after(pos + 2));
+}
+
+export const CHAR = 0, SPLIT = 1, ASSERT = 2, LOOK = 3, MATCH = 4;
 /** More program states than this is refused (counted repeats are expanded). */
 const MAX_STATES = 200_000;
 
 interface Look { negate: boolean; bounded: boolean; fwd: number; rev: number }
 
-interface Program {
+export interface Program {
   op: number[];
   next: number[];
   alt: number[];
@@ -38,7 +47,7 @@ const bounded = (n: RegexNode): boolean => {
   }
 };
 
-function build(root: RegexNode): { prog: Program; start: number } {
+export function build(root: RegexNode): { prog: Program; start: number } {
   const prog: Program = { op: [], next: [], alt: [], test: [], assertion: [], look: [], looks: [] };
   const add = (op: number, next: number, alt = -1, test: CharTest | null = null, assertion: Assertion | null = null, look = -1): number => {
     if (prog.op.length >= MAX_STATES) throw new Error("pattern too large");
@@ -86,6 +95,22 @@ function build(root: RegexNode): { prog: Program; start: number } {
   return { prog, start };
 }
 
+/** Whether a zero-width assertion holds at pos of s. */
+export function assertionAt(kind: Assertion, s: string, pos: number): boolean {
+  switch (kind) {
+    case "start": return pos === 0;
+    case "end": return pos === s.length;
+    case "notEnd": return pos < s.length && !isLineEnd(s.charCodeAt(pos));
+    case "notDotSegmentHere": return !dotSegmentAt(s, pos);
+    case "notDotSegment": return !((pos === 0 && dotSegmentAt(s, pos)) || (s.charCodeAt(pos) === SLASH && dotSegmentAt(s, pos + 1)));
+    default: {
+      const before = pos > 0 && isWordChar(s.charCodeAt(pos - 1));
+      const after = pos < s.length && isWordChar(s.charCodeAt(pos));
+      return (before !== after) === (kind === "word");
+    }
+  }
+}
+
 /** A set of states, cleared in O(1). */
 class StateSet {
   readonly items: Int32Array;
@@ -108,7 +133,7 @@ class StateSet {
 }
 
 /** One text being matched: the memo of lookahead answers per position, and scratch sets per nesting depth. */
-class Run {
+export class Run {
   private readonly memo: (Int8Array | null)[];
   private readonly stack: number[] = [];
   constructor(private readonly p: Program, private readonly s: string, private readonly sets: StateSet[]) {
@@ -140,17 +165,14 @@ class Run {
     }
   }
 
+  /** Whether the ASSERT or LOOK state st lets the match through at pos. */
+  condition(st: number, pos: number): boolean {
+    const p = this.p;
+    return p.op[st] === ASSERT ? this.assertion(p.assertion[st]!, pos) : this.look(p.look[st]!, pos, 0);
+  }
+
   private assertion(kind: Assertion, pos: number): boolean {
-    const { s } = this;
-    switch (kind) {
-      case "start": return pos === 0;
-      case "end": return pos === s.length;
-      default: {
-        const before = pos > 0 && isWordChar(s.charCodeAt(pos - 1));
-        const after = pos < s.length && isWordChar(s.charCodeAt(pos));
-        return (before !== after) === (kind === "word");
-      }
-    }
+    return assertionAt(kind, this.s, pos);
   }
 
   private look(id: number, pos: number, depth: number): boolean {
@@ -207,9 +229,8 @@ class Run {
 
 export type TextTest = (text: string) => boolean;
 
-/** Compiles a regex source (picomatch's output) into a linear-time test, like `new RegExp(source).test`. Throws RegexSyntaxError or Error on what it cannot compile. */
-export function compileLinear(source: string): TextTest {
-  const { prog, start } = build(parseRegex(source));
+/** The NFA simulation alone: whether the program matches text (anchored when it starts with "^"). */
+export function nfaTest(prog: Program, start: number): TextTest {
   const anchored = prog.op[start] === ASSERT && prog.assertion[start] === "start";
   const sets: StateSet[] = [];
   return (text) => new Run(prog, text, sets).forward(start, 0, anchored, 0);

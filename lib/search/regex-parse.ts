@@ -8,7 +8,18 @@
  */
 
 export type CharTest = (c: number) => boolean;
-export type Assertion = "start" | "end" | "word" | "notword";
+export type Assertion = "start" | "end" | "word" | "notword" | "notDotSegment" | "notDotSegmentHere" | "notEnd";
+
+/**
+ * picomatch's lookaheads, spelled as it emits them, each an O(1) assertion with the same
+ * meaning (regex-nfa.ts evaluates them): the general lookahead machinery gives the same
+ * answers (the differential test checks both), only slower.
+ */
+const KNOWN_LOOKAHEADS: readonly [string, Assertion][] = [
+  ["(?!(?:^|\\/)\\.{1,2}(?:\\/|$))", "notDotSegment"], // no "." or ".." segment starts here (or after the "/" here)
+  ["(?!\\.{1,2}(?:\\/|$))", "notDotSegmentHere"], // the text here is not "." or ".." followed by "/" or the end
+  ["(?=.)", "notEnd"], // a character (not a line terminator) follows
+];
 
 export type RegexNode =
   | { t: "empty" }
@@ -39,7 +50,8 @@ function rangesTest(rs: Range[], negate: boolean): CharTest {
 
 const SIMPLE_ESCAPES: Record<string, number> = { n: 10, r: 13, t: 9, v: 11, f: 12, "0": 0 };
 
-export function parseRegex(source: string): RegexNode {
+/** fastLookaheads: false parses picomatch's lookaheads as lookaheads (for tests). */
+export function parseRegex(source: string, fastLookaheads = true): RegexNode {
   let i = 0;
   const fail = (why: string): never => {
     throw new RegexSyntaxError(`${why} at offset ${i} of /${source}/`);
@@ -110,6 +122,11 @@ export function parseRegex(source: string): RegexNode {
   function parseAtom(): RegexNode {
     const ch = source[i];
     if (ch === "(") {
+      const known = fastLookaheads ? KNOWN_LOOKAHEADS.find(([text]) => source.startsWith(text, i)) : undefined;
+      if (known) {
+        i += known[0].length;
+        return { t: "assert", kind: known[1] };
+      }
       i++;
       let look: { negate: boolean } | null = null;
       if (source.startsWith("?:", i)) i += 2;
