@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import picomatch from "picomatch/posix";
 import { describe, expect, it } from "vitest";
 import { compileGlob } from "../../../lib/search/globs.js";
@@ -144,4 +146,25 @@ describe("glob matching takes time linear in the name", () => {
       expect(tLong).toBeLessThan(9 * t + 5);
     });
   }
+});
+
+describe("one place compiles globs", () => {
+  it("no source file but lib/search/globs.ts imports picomatch (which would run its backtracking regex)", () => {
+    const users: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/\.tsx?$/.test(e.name) && /from\s+["']picomatch/.test(readFileSync(p, "utf8"))) users.push(p);
+      }
+    };
+    for (const dir of ["lib", "functions", "infra", "scripts"]) {
+      try {
+        walk(dir);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      }
+    }
+    expect(users).toEqual([join("lib", "search", "globs.ts")]);
+  });
 });
