@@ -1,12 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { baseName, normalizePath } from "../lib/paths.js";
-import { hasGlobSyntax, relativePattern } from "../lib/search/globs.js";
+import { compileGlob, hasGlobSyntax, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import { requireDirectory, scanTree } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
-import picomatch from "picomatch/posix";
-import { ToolError } from "../lib/errors.js";
 
 const DEFAULT_MAX = 200;
 
@@ -41,12 +39,7 @@ export default defineTool({
     if (pattern !== "") {
       if (hasGlobSyntax(pattern) || pattern.includes("/")) {
         const p = relativePattern(pattern, root);
-        let m: (s: string) => boolean;
-        try {
-          m = picomatch(p, { dot: true, windows: false });
-        } catch (e) {
-          throw new ToolError("INVALID_ARGUMENT", `Invalid pattern ${JSON.stringify(pattern)}: ${e instanceof Error ? e.message : String(e)}.`);
-        }
+        const m = compileGlob(p, "pattern");
         test = p.includes("/") ? (_name, rel) => m(rel) : (name) => m(name);
       } else {
         const needle = pattern.toLowerCase();

@@ -1,18 +1,37 @@
-/** Glob matching for the search tools (picomatch: *, **, ?, [...], {a,b}, leading ! negates). */
+/**
+ * Glob matching for the search tools, the one place every glob is compiled (glob, find,
+ * grep's glob and type filters): picomatch's syntax and semantics (*, **, ?, [...], {a,b},
+ * extglobs, leading ! negates), dotfiles matched. picomatch only translates the glob into a
+ * regex; the regex runs on a linear-time NFA (regex-nfa.ts), never on JavaScript's
+ * backtracking engine, so a match costs O(name length × pattern size) for every pattern.
+ */
 import picomatch from "picomatch/posix";
 import { ToolError } from "../errors.js";
 import { FILE_TYPES, typeNames } from "./filetypes.js";
 import { baseName } from "../paths.js";
+import { compileLinear } from "./regex-dfa.js";
 
 export type PathTest = (path: string) => boolean;
 
-function compile(pattern: string, what: string): (s: string) => boolean {
+/** picomatch's options for every glob here: POSIX paths, dotfiles matched by * and **. */
+const OPTIONS = { dot: true, windows: false } as const;
+
+/**
+ * A glob as a linear-time test, with picomatch's rules: "" never matches, the glob itself
+ * (as a literal string) always does, else its regex decides. Refuses a glob that picomatch
+ * refuses or that compiles to a regex construct the linear engine lacks.
+ */
+export function compileGlob(pattern: string, what: string): (s: string) => boolean {
+  let test: (s: string) => boolean;
   try {
-    return picomatch(pattern, { dot: true, windows: false });
+    test = compileLinear(picomatch.makeRe(pattern, OPTIONS).source);
   } catch (e) {
-    throw new ToolError("INVALID_ARGUMENT", `Invalid ${what} ${JSON.stringify(pattern)}: ${e instanceof Error ? e.message : String(e)}.`, { pattern });
+    throw new ToolError("INVALID_ARGUMENT", `Invalid ${what} ${JSON.stringify(pattern)}: ${e instanceof Error ? e.message : String(e)}. Use *, **, ?, [abc], {a,b} and a leading ! to negate.`, { pattern });
   }
+  return (s) => s !== "" && (s === pattern || test(s));
 }
+
+
 
 /** A glob pattern made relative: leading "/" and "./" dropped, and the search root when the pattern repeats it. */
 export function relativePattern(pattern: string, root: string): string {
@@ -39,7 +58,7 @@ export function literalDirPrefix(relPattern: string): string {
 export function globTest(pattern: string, root: string): PathTest {
   const p = relativePattern(pattern, root);
   if (p === "") throw new ToolError("INVALID_ARGUMENT", "pattern is empty. Give a glob such as **/*.ts or src/*.{js,jsx}.");
-  const m = compile(p, "glob pattern");
+  const m = compileGlob(p, "glob pattern");
   const cut = root === "" ? 0 : root.length + 1;
   return (path) => m(path.slice(cut));
 }
@@ -53,7 +72,7 @@ export function fileGlobTest(pattern: string, root: string): PathTest {
   const negate = pattern.startsWith("!");
   const p = relativePattern(negate ? pattern.slice(1) : pattern, root);
   if (p === "") throw new ToolError("INVALID_ARGUMENT", "glob is empty. Give a pattern such as *.ts or src/**/*.py.");
-  const m = compile(p, "glob");
+  const m = compileGlob(p, "glob");
   const cut = root === "" ? 0 : root.length + 1;
   const test: PathTest = p.includes("/") ? (path) => m(path.slice(cut)) || m(path) : (path) => m(baseName(path));
   return negate ? (path) => !test(path) : test;
@@ -63,8 +82,11 @@ export function fileGlobTest(pattern: string, root: string): PathTest {
 export function typeTest(type: string): PathTest {
   const globs = FILE_TYPES[type.toLowerCase()];
   if (!globs) throw new ToolError("INVALID_ARGUMENT", `Unknown file type ${JSON.stringify(type)}. Known types: ${typeNames().join(", ")}. Or use glob, e.g. "*.ext".`, { type, known: typeNames() });
-  const m = picomatch([...globs], { dot: true, windows: false });
-  return (path) => m(baseName(path));
+  const tests = globs.map((g) => compileGlob(g, "type glob"));
+  return (path) => {
+    const name = baseName(path);
+    return tests.some((t) => t(name));
+  };
 }
 
 /** Whether a pattern has glob syntax (else find treats it as a substring of the name). */
