@@ -86,9 +86,19 @@ export async function resolveApiKey(kv: KeyValueStore, key: string): Promise<Aut
 /** The most a listing page holds: each entry costs one more read (the tenant record, the key record). */
 export const MAX_LIST_PAGE = 100;
 
+/** A listing with a caller's cursor: a cursor the store refuses is the caller's mistake, not INTERNAL. */
+async function withCursor<T>(cursor: string | undefined, list: () => Promise<T>): Promise<T> {
+  try {
+    return await list();
+  } catch (e) {
+    if (cursor && !(e instanceof ToolError)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page as it was.", {});
+    throw e;
+  }
+}
+
 /** One page of tenants, in id order. */
 export async function listTenants(storage: StorageDriver, opts: { cursor?: string; limit?: number }): Promise<{ tenants: Tenant[]; cursor?: string }> {
-  const r = await storage.list({ prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
+  const r = await withCursor(opts.cursor, () => storage.list({ prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
   const ids = r.prefixes.map((p) => p.slice(TENANTS_PREFIX.length, -1)).filter((id) => ID_PATTERN.test(id));
   // A prefix whose record is gone (a tenant half deleted by hand) is skipped.
   const tenants = await Promise.all(ids.map((id) => getTenant(storage, id).catch(() => null)));
@@ -99,7 +109,7 @@ export async function listTenants(storage: StorageDriver, opts: { cursor?: strin
 export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ keys: ApiKeyRecord[]; cursor?: string }> {
   await getTenant(storage, tenant);
   const prefix = keyIdKey(tenant, "");
-  const r = await kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
+  const r = await withCursor(opts.cursor, () => kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
   const records = await Promise.all(
     r.keys.map(async (k) => {
       const hash = await kv.get(k);

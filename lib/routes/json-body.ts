@@ -90,9 +90,19 @@ export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknow
   }
 }
 
-/** Reads the request's JSON body once (see the file comment); sets c.var.json. */
+/** application/json, or a +json type; parameters (charset) allowed. */
+const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+
+/** Reads the request's JSON body once (see the file comment); sets c.var.json. A body needs a JSON Content-Type; no body is fine. */
 export async function readJsonBody(c: Context<AppEnv>, max = MAX_JSON_BODY_BYTES): Promise<void> {
-  const { text, value } = parseJsonBytes(await readCapped(c.req.raw, max));
+  const type = c.req.header("content-type") ?? "";
+  const wrongType = () =>
+    new ToolError("INVALID_ARGUMENT", `Send the body as JSON with 'Content-Type: application/json' (got ${type ? JSON.stringify(type.slice(0, 100)) : "none"}).`, { content_type: type.slice(0, 100) });
+  const isJson = JSON_TYPE.test(type.trim());
+  if (type && !isJson) throw wrongType();
+  const bytes = await readCapped(c.req.raw, max);
+  if (!isJson && bytes.length > 0) throw wrongType();
+  const { text, value } = parseJsonBytes(bytes);
   // Later readers (zod-openapi's validator, c.req.json()) get this text, never the raw stream again.
   (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
   c.set("json", value);

@@ -8,6 +8,10 @@ import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 
+const CreateBody = z.object({
+  id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
+  name: z.string().max(200).optional(),
+});
 const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Workspace");
 
 export function workspacesApp(deps: AppDeps) {
@@ -16,12 +20,13 @@ export function workspacesApp(deps: AppDeps) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
       method: "post", path: "/v1/workspaces", tags: ["workspaces"],
       summary: "Create a workspace",
-      request: { body: { required: false, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }), name: z.string().max(200).optional() }) } } } },
+      request: { body: { required: false, content: { "application/json": { schema: CreateBody } } } },
       responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema } } }, ...errorResponses(400, 401, 403, 409) },
     })),
     async (c) => {
-      const body = (c.get("json") ?? {}) as { id?: string; name?: string };
-      return c.json(await createWorkspace(deps.storage, c.get("auth").tenant, { ...(body.id !== undefined ? { id: String(body.id) } : {}), ...(body.name !== undefined ? { name: String(body.name) } : {}) }), 201);
+      // The body is optional, and without a JSON content type the validator skips it: check it here too.
+      const body = CreateBody.parse(c.get("json") ?? {});
+      return c.json(await createWorkspace(deps.storage, c.get("auth").tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}) }), 201);
     },
   );
   app.openapi(

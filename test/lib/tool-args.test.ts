@@ -199,6 +199,22 @@ describe("invalid UTF-8 in a JSON body", () => {
   });
 });
 
+describe("the body of a tool call", () => {
+  it("needs a JSON content type; an empty body is no arguments", async () => {
+    const t = await newTenant(app);
+    const send = (headers: Record<string, string>, body?: string) =>
+      app.request(`/v1/workspaces/${t.ws}/tools/ls`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, ...headers }, ...(body !== undefined ? { body: new TextEncoder().encode(body) } : {}) });
+    for (const h of [{ "content-type": "text/plain" }, {}]) {
+      const r = await send(h, "{}");
+      expect(r.status, JSON.stringify(h)).toBe(400);
+      expect(((await r.json()) as any).error.message).toMatch(/Content-Type: application\/json/);
+    }
+    expect((await send({})).status).toBe(200);
+    expect((await send({ "content-type": "application/json" }, "")).status).toBe(200);
+    expect((await send({ "content-type": "application/json" }, "null")).status).toBe(400);
+  });
+});
+
 describe("utf8ErrorOffset", () => {
   it("finds the first bad byte of each kind", () => {
     const cases: [number[], number][] = [
@@ -218,7 +234,7 @@ describe("utf8ErrorOffset", () => {
   });
 
   it("agrees with a strict TextDecoder on random bytes, and the offset is where decoding first fails", () => {
-    const strict = new TextDecoder("utf-8", { fatal: true });
+    const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
     for (let i = 0; i < 3000; i++) {
       const bytes = new Uint8Array(1 + (i % 12));
       crypto.getRandomValues(bytes);

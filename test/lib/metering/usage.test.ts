@@ -24,7 +24,7 @@ describe("usage records", () => {
     const records: UsageRecord[] = [];
     const app = testApp({ onUsage: (u) => records.push(u) });
     const t = await newTenant(app);
-    const readOnly = (await app.request(`/v1/admin/tenants/${t.tenant}/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read"] }) }).then((r) => r.json())) as any;
+    const readOnly = (await (await app.request(`/v1/admin/tenants/${t.tenant}/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read"] }) })).json()) as any;
     await upload(t, "a.txt", "hello\n");
     const post = async (path: string, body: string, key = t.key) => {
       const res = await app.request(path, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });

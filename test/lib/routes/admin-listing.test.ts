@@ -44,7 +44,7 @@ describe("GET /v1/admin/tenants/{tenant}/keys", () => {
   it("lists key id, name, scopes and creation time of each live key; never the key or its hash", async () => {
     const tenant = `keys-${crypto.randomUUID().slice(0, 8)}`;
     expect((await admin(app, "/v1/admin/tenants", { id: tenant })).status).toBe(201);
-    const made = [];
+    const made: any[] = [];
     for (const [name, scopes] of [["ci", ["read"]], ["agent", undefined], ["ops", ["read", "network"]]] as const) {
       const k = await admin(app, `/v1/admin/tenants/${tenant}/keys`, { name, ...(scopes ? { scopes } : {}) });
       expect(k.status).toBe(201);
