@@ -65,6 +65,18 @@ describe("POST /v1/workspaces", () => {
     expect((await create(t, { id: t.ws })).status).toBe(409);
   });
 
+  it("a body without a JSON content type is refused, saying to send JSON; nothing is created", async () => {
+    const t = await newTenant(app);
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
+      const r = await json(t, "/v1/workspaces", { method: "POST", ...(type ? { headers: { "content-type": type } } : {}), body: new TextEncoder().encode('{"id":"typed"}') });
+      expect(r.status, type).toBe(400);
+      expect(r.body.error.code).toBe("INVALID_ARGUMENT");
+      expect(r.body.error.message).toMatch(/Content-Type: application\/json/);
+    }
+    expect((await json(t, "/v1/workspaces/typed")).status).toBe(404);
+    expect((await json(t, "/v1/workspaces", { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: '{"id":"typed"}' })).status).toBe(201);
+  });
+
   it("an invalid id → 400 INVALID_ARGUMENT", async () => {
     const t = await newTenant(app);
     for (const id of ["My-WS", "../x", "a/b", "", "x".repeat(64), "ws evil", "-ws", "_ws", "ws.", "é", "..", "ws\n", "%2e%2e"]) {
