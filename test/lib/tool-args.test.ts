@@ -204,7 +204,7 @@ describe("the body of a tool call", () => {
     const t = await newTenant(app);
     const send = (headers: Record<string, string>, body?: string) =>
       app.request(`/v1/workspaces/${t.ws}/tools/ls`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, ...headers }, ...(body !== undefined ? { body: new TextEncoder().encode(body) } : {}) });
-    for (const h of [{ "content-type": "text/plain" }, {}]) {
+    for (const h of [{ "content-type": "text/plain" }, {}] as Record<string, string>[]) {
       const r = await send(h, "{}");
       expect(r.status, JSON.stringify(h)).toBe(400);
       expect(((await r.json()) as any).error.message).toMatch(/Content-Type: application\/json/);
