@@ -40,7 +40,8 @@ function parseQuery(q: Record<string, string>): { cursor?: string; limit: number
 }
 
 /**
- * One page of `dir` (canonical; "" is the root). A directory that does not exist is NOT_FOUND;
+ * One page of `dir` (canonical; "" is the root); an empty explicit directory lists no entries.
+ * A directory that does not exist is NOT_FOUND;
  * `explicit` (the URL ended in "/") on a file is NOT_A_DIRECTORY.
  */
 export async function listDirectory(ws: Workspace, dir: string, query: Record<string, string>, opts: { explicit?: boolean } = {}) {
@@ -53,7 +54,8 @@ export async function listDirectory(ws: Workspace, dir: string, query: Record<st
     if (q.cursor && !isToolError(e)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page of this listing as it was.", {});
     throw e;
   }
-  if (dir !== "" && page.entries.length === 0 && !q.cursor) {
+  // Nothing listed: an empty explicit directory (only its marker, f/<dir>/) is still a directory.
+  if (dir !== "" && page.entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {
     if (opts.explicit && (await ws.head(dir))) {
       throw new ToolError("NOT_A_DIRECTORY", `${dir} is a file, not a directory. GET it without the trailing slash to download it.`, { path: dir });
     }
