@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { tools } from "../../functions/index.js";
+import { SCOPES } from "../../lib/auth/keys.js";
 import { parseJsonBytes, utf8ErrorOffset } from "../../lib/routes/json-body.js";
 import { ADMIN, newTenant, testApp, upload, type Tenant } from "../helpers.js";
 
@@ -111,7 +112,8 @@ describe("unknown and missing arguments", () => {
   });
 
   it("every tool: unknown arguments are refused, and each of its optional arguments may be null", async () => {
-    const t = await newTenant(app);
+    // A key with every scope, so that every tool (web_* need 'network') gets past the guard to its arguments.
+    const t = await newTenant(app, { scopes: [...SCOPES] });
     for (const tool of tools) {
       const r = await json(t, tool.name, { not_an_argument_of_any_tool: true });
       expect(r.status, tool.name).toBe(400);
