@@ -1,54 +1,68 @@
 /**
  * createApp(deps): the whole API. Each piece is its own OpenAPIHono app (admin, workspaces,
  * raw files, one per tool), mounted here; the OpenAPI document is generated from their schemas.
+ * Every route declares its access (routes/access.ts); the app refuses to start with one that does not.
  */
+import { createAuthBackoff } from "./auth/backoff.js";
 import type { AppDeps } from "./deps.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
+import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
 import { newApp } from "./routes/common.js";
 import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
-import { catalogApp, toolApp } from "./routes/tools.js";
+import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "./exec/sync-server.js";
 import type { Tool } from "./tool.js";
 
 export const API_VERSION = "0.1.0";
 
-export function createApp(deps: AppDeps, tools: readonly Tool[]) {
+const OPENAPI_INFO = {
+  title: "Toolshed",
+  version: API_VERSION,
+  description:
+    "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details }, usage }`. `x-toolshed-access` on each operation says what it needs: `public`, `admin` (the admin token) or `tenant:<scope>` (an API key with that scope).",
+};
+
+export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
+  // One backoff for failed authentication per app (per isolate), unless the caller brings one.
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff() };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
 
-  app.get("/", (c) => c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }));
-  app.get("/healthz", (c) => c.json({ ok: true }));
+  const meta = (summary: string) => ({ tags: ["meta"], summary, responses: { 200: { description: "OK" } } });
+  const open = { auth: "public" } as const;
+  addRoute(app, deps, { method: "get", path: "/", access: open, doc: meta("Where to start: links to the docs, the OpenAPI document and the tools") }, (c) =>
+    c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }),
+  );
+  addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
   app.route("/", adminApp(deps));
   app.route("/", policyApp(deps));
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", sessionsApp(deps));
-  app.route("/", catalogApp(tools));
+  app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
+  app.route("/", unknownToolApp(tools, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;
-  if (syncSecret) app.all("/v1/sync/*", (c) => handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }));
-
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Toolshed",
-      version: API_VERSION,
-      description: "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details } }`.",
-    },
-  });
+  if (syncSecret) {
+    addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) =>
+      handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }),
+    );
+  }
+  addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));
   // The reference UI is served from here (no CDN): it works offline and behind a locked-down network.
-  app.route("/", docsApp({ specUrl: "/openapi.json", title: "Toolshed API reference" }));
+  app.route("/", docsApp(deps, { specUrl: "/openapi.json", title: "Toolshed API reference" }));
   app.notFound(() => {
     throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
   });
+  assertEveryRouteGuarded(app);
   return app;
 }

@@ -1,5 +1,6 @@
 /** Everything the app needs from its runtime, passed in (no module-level state in lib/). */
 import type { ArchiveLimits } from "./archive/limits.js";
+import type { AuthBackoff } from "./auth/backoff.js";
 import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
@@ -27,7 +28,12 @@ export interface AppDeps {
   executor?: Executor;
   /** Told about every file change (search indexes). */
   listeners?: WorkspaceListener[];
-  /** One record per tool call, for billing. */
+  /**
+   * Per-client backoff after failed authentication. createApp makes one per app (per isolate)
+   * when this is absent; pass one to share it or to change its limits.
+   */
+  authBackoff?: AuthBackoff;
+  /** One record per tool call that reached a tenant (success or failure), for billing. */
   onUsage?: (u: UsageRecord) => void;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;

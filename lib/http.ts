@@ -1,19 +1,42 @@
 /** The HTTP side of errors: one error handler and one validation hook for every app. */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ZodError } from "zod";
+import { ZodError } from "zod";
 import { ToolError, isToolError } from "./errors.js";
 import type { AuthInfo } from "./auth/keys.js";
+import type { CallMeter } from "./metering/usage.js";
 
-export type AppEnv = { Variables: { auth: AuthInfo; tool?: string } };
+export type AppEnv = {
+  Variables: {
+    auth: AuthInfo;
+    /** The tool of a tool route (named in its error envelope). */
+    tool?: string;
+    /** The cost of a tool call (its error envelope carries `usage`). */
+    call?: CallMeter;
+    /** The request's JSON body, read once by lib/routes/json-body.ts. */
+    json?: unknown;
+  };
+};
 
-export function errorResponse(c: Context, e: ToolError, extra: Record<string, unknown> = {}) {
-  return c.json({ ok: false as const, ...extra, error: { code: e.code, message: e.message, details: e.details } }, e.status as 400);
+/** The one error envelope: `{ ok: false, tool?, error, usage? }`; RATE_LIMITED with retry_after sets Retry-After. */
+export function errorResponse(c: Context<AppEnv>, e: ToolError) {
+  const tool = c.get("tool");
+  const call = c.get("call");
+  if (call) call.code = e.code;
+  if (typeof e.details.retry_after === "number") c.header("retry-after", String(e.details.retry_after));
+  return c.json(
+    { ok: false as const, ...(tool ? { tool } : {}), error: { code: e.code, message: e.message, details: e.details }, ...(call ? { usage: call.usage() } : {}) },
+    e.status as 400,
+  );
 }
 
 /** Any thrown value → the error envelope. Unknown errors are INTERNAL and never leak their message. */
 export function toToolError(err: unknown): ToolError {
   if (isToolError(err)) return err;
+  if (err instanceof ZodError) {
+    const { message, issues } = formatZodError(err);
+    return new ToolError("INVALID_ARGUMENT", message, { issues });
+  }
   if (err instanceof HTTPException) {
     if (err.status === 401) return new ToolError("UNAUTHORIZED", "Missing or invalid API key. Send 'Authorization: Bearer <api key>'.");
     if (err.status === 413) return new ToolError("PAYLOAD_TOO_LARGE", err.message || "Request body too large.");
@@ -26,8 +49,7 @@ export function toToolError(err: unknown): ToolError {
 export function onError(err: unknown, c: Context<AppEnv>) {
   const e = toToolError(err);
   if (e.code === "INTERNAL") console.error("internal error", err instanceof Error ? err.stack ?? err.message : String(err));
-  const tool = c.get("tool");
-  return errorResponse(c, e, tool ? { tool } : {});
+  return errorResponse(c, e);
 }
 
 export function formatZodError(error: ZodError): { message: string; issues: { path: string; message: string }[] } {
@@ -39,7 +61,6 @@ export function formatZodError(error: ZodError): { message: string; issues: { pa
 export function validationHook(result: { success: boolean; error?: unknown }, c: Context<AppEnv>) {
   if (result.success) return undefined;
   const { message, issues } = formatZodError(result.error as ZodError);
-  const tool = c.get("tool");
-  return errorResponse(c, new ToolError("INVALID_ARGUMENT", message, { issues }), tool ? { tool } : {});
+  return errorResponse(c, new ToolError("INVALID_ARGUMENT", message, { issues }));
 }
 

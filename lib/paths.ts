@@ -91,6 +91,8 @@ export function tenantWorkspacesPrefix(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/w/`;
 }
+/** Every tenant lives below this prefix (t/<tenant>/...). */
+export const TENANTS_PREFIX = "t/";
 export function tenantRecordKey(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/tenant.json`;

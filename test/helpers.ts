@@ -44,8 +44,11 @@ export async function newTenant(app: TestApp = testApp(), opts: { scopes?: strin
   const k = await admin(app, `/v1/admin/tenants/${tenant}/keys`, opts.scopes ? { scopes: opts.scopes } : {});
   if (k.status !== 201) throw new Error(`key: ${JSON.stringify(k.body)}`);
   const key = k.body.key as string;
-  const req = async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string> | undefined) } });
-  const w = await req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  const as = (key: string) => async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string> | undefined) } });
+  const req = as(key);
+  // Creating a workspace needs 'write': a key without it gets its workspace from a setup key of the same tenant.
+  const setupKey = opts.scopes && !opts.scopes.includes("write") ? ((await admin(app, `/v1/admin/tenants/${tenant}/keys`, { name: "setup" })).body.key as string) : key;
+  const w = await as(setupKey)("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
   if (w.status !== 201) throw new Error(`workspace: ${await w.text()}`);
   const ws = "main";
   const call = async (tool: string, args: unknown, session = "s1") => {

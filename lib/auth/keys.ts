@@ -6,7 +6,7 @@
  */
 import { ToolError } from "../errors.js";
 import { randomId, sha256Hex } from "../hash.js";
-import { ID_PATTERN, tenantRecordKey } from "../paths.js";
+import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 
 export const SCOPES = ["read", "write", "execute", "network"] as const;
@@ -81,4 +81,43 @@ export async function resolveApiKey(kv: KeyValueStore, key: string): Promise<Aut
   if (!raw) return null;
   const rec = JSON.parse(raw) as ApiKeyRecord;
   return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes };
+}
+
+/** The most a listing page holds: each entry costs one more read (the tenant record, the key record). */
+export const MAX_LIST_PAGE = 100;
+
+/** A listing with a caller's cursor: a cursor the store refuses is the caller's mistake, not INTERNAL. */
+async function withCursor<T>(cursor: string | undefined, list: () => Promise<T>): Promise<T> {
+  try {
+    return await list();
+  } catch (e) {
+    if (cursor && !(e instanceof ToolError)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page as it was.", {});
+    throw e;
+  }
+}
+
+/** One page of tenants, in id order. */
+export async function listTenants(storage: StorageDriver, opts: { cursor?: string; limit?: number }): Promise<{ tenants: Tenant[]; cursor?: string }> {
+  const r = await withCursor(opts.cursor, () => storage.list({ prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
+  const ids = r.prefixes.map((p) => p.slice(TENANTS_PREFIX.length, -1)).filter((id) => ID_PATTERN.test(id));
+  // A prefix whose record is gone (a tenant half deleted by hand) is skipped.
+  const tenants = await Promise.all(ids.map((id) => getTenant(storage, id).catch(() => null)));
+  return { tenants: tenants.filter((t): t is Tenant => t !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
+}
+
+/** One page of a tenant's API keys (never the key or its hash). KV lists are eventually consistent: a new key may take a minute to show. */
+export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ keys: ApiKeyRecord[]; cursor?: string }> {
+  await getTenant(storage, tenant);
+  const prefix = keyIdKey(tenant, "");
+  const r = await withCursor(opts.cursor, () => kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
+  const records = await Promise.all(
+    r.keys.map(async (k) => {
+      const hash = await kv.get(k);
+      const raw = hash ? await kv.get(hashKey(hash)) : null;
+      if (!raw) return null; // revoked between the list and the read
+      const rec = JSON.parse(raw) as ApiKeyRecord;
+      return { key_id: rec.key_id, tenant: rec.tenant, name: rec.name, scopes: rec.scopes, created_at: rec.created_at };
+    }),
+  );
+  return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
 }

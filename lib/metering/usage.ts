@@ -1,10 +1,30 @@
 /**
- * Billing records: one per tool call (success or failure), written as one JSON line to the
- * runtime's logs (Workers Logs / Logpush, CloudWatch), from where a pipeline can bill per call.
- * Holds no arguments, paths or output: only who, which tool, how it ended, and the cost.
+ * Billing records: one per tool call that reached a tenant (success or failure), written as one
+ * JSON line to the runtime's logs (Workers Logs / Logpush, CloudWatch), from where a pipeline can
+ * bill per call. Holds no arguments, paths or output: only who, which tool, how it ended, and the cost.
+ *
+ * Rules (lib/routes/tools.ts applies them): every response of a tool route carries `usage`;
+ * a record is emitted once per call when the key was valid (the tenant is known), whatever
+ * failed after that (scope, arguments, unknown tool, missing workspace, the tool itself);
+ * a call without a valid key bills no one.
  */
 import type { UsageRecord } from "../deps.js";
 
 export function logUsage(u: UsageRecord): void {
   console.log(JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), ...u }));
+}
+
+/** The cost of one tool call so far; the error envelope reads it too. */
+export class CallMeter {
+  readonly started = Date.now();
+  /** The workspace the call runs on, once it is open (its byte counters). */
+  ws?: { bytesRead: number; bytesWritten: number };
+  /** The error code the call ended with, set by the error envelope. */
+  code?: string;
+
+  constructor(readonly tool: string) {}
+
+  usage() {
+    return { ms: Date.now() - this.started, bytes_read: this.ws?.bytesRead ?? 0, bytes_written: this.ws?.bytesWritten ?? 0 };
+  }
 }

@@ -6,7 +6,6 @@
  */
 import type { Context } from "hono";
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
@@ -19,9 +18,9 @@ import { archiveLimits } from "../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../archive/export.js";
 import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
 import { storageSpool } from "../archive/spool.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { secureRoute } from "./access.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
 
-const security = [{ Bearer: [] }];
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
 export const ARCHIVE_CONTENT = {
@@ -45,8 +44,6 @@ export const ImportReportSchema = z
     skipped: z.array(z.object({ name: z.string(), reason: z.string() })), skipped_count: z.number(), ms: z.number(),
   })
   .openapi("ImportReport");
-
-const needScope = (c: Context<AppEnv>, scope: "read" | "write") => { if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope }); };
 
 const workspaceOf = (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
   new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
@@ -73,9 +70,8 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   });
 }
 
-/** POST /v1/workspaces with an archive body: creates the workspace, imports into it; a failed import deletes it again. */
+/** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */
 export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Promise<Response> {
-  needScope(c, "write");
   const q = c.req.query();
   const tenant = c.get("auth").tenant;
   const meta = await createWorkspace(deps.storage, tenant, { ...(q.id !== undefined ? { id: q.id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}) });
@@ -90,37 +86,32 @@ export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Prom
 
 export function archiveApp(deps: AppDeps) {
   const app = newApp();
-  const auth = requireTenant(deps);
   app.openapi(
-    createRoute({
-      method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"], security, middleware: auth,
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "write", workspace: true }, {
+      method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"],
       summary: "Import an archive (tar, tar.gz or zip; streamed)",
       description: "Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. An import that stops (a bound, a damaged or cut archive, a concurrent change) keeps the files that landed and deletes nothing; its error says how many landed.",
       request: { params: WsParam, query: ImportQuery, body: { required: true, content: ARCHIVE_CONTENT } },
       responses: { 200: { description: "Imported", content: { "application/json": { schema: ImportReportSchema } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
-    }),
+    })),
     async (c) => {
-      needScope(c, "write");
       const { ws } = c.req.valid("param");
       const q = c.req.valid("query");
-      await requireWorkspace(deps.storage, c.get("auth").tenant, ws);
       const report = await runImport(c, deps, ws, q.mode, q.prefix);
       return c.json({ workspace: ws, ...report }, 200);
     },
   );
   app.openapi(
-    createRoute({
-      method: "get", path: "/v1/workspaces/{ws}/export", tags: ["workspaces"], security, middleware: auth,
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "read", workspace: true }, {
+      method: "get", path: "/v1/workspaces/{ws}/export", tags: ["workspaces"],
       summary: "Export the workspace (or a directory) as a tar.gz, streamed",
       description: "Entry names are relative to `path`. The ETag is a digest of the listed files' paths and etags: send it back in If-None-Match to get 304 without the archive being built.",
       request: { params: WsParam, query: z.object({ path: z.string().max(3072).optional().openapi({ description: "Directory (or file) to export; default the whole workspace" }) }) },
       responses: { 200: { description: "A gzip-compressed tar", content: { "application/gzip": { schema: binary } } }, 304: { description: "Not modified" }, ...errorResponses(400, 401, 403, 404, 413) },
-    }),
+    })),
     async (c) => {
-      needScope(c, "read");
       const { ws } = c.req.valid("param");
       const tenant = c.get("auth").tenant;
-      await requireWorkspace(deps.storage, tenant, ws);
       const dir = normalizePath(c.req.valid("query").path ?? "");
       const workspace = workspaceOf(deps, tenant, ws);
       const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles);

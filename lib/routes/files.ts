@@ -2,19 +2,22 @@
  * Raw files for the app (not the model): PUT | GET | HEAD | DELETE /v1/workspaces/{ws}/files/{path}.
  * Binary-safe and streaming; ETag, If-Match and If-None-Match honoured; GET supports one byte Range.
  * A path ending in "/" names a directory: PUT (empty body) makes it explicit (it stays when
- * empty), DELETE removes an empty one.
+ * empty), DELETE removes an empty one. GET of a directory (files/, files/<dir>/, or a path naming
+ * a directory) lists it (files-list.ts).
+ * Reading needs the 'read' scope, PUT and DELETE 'write' (the routes declare it; access.ts).
  */
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
-import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
-import { normalizeFilePath } from "../paths.js";
+import { normalizeFilePath, normalizePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { Workspace, type FileInfo } from "../workspace/workspace.js";
-import { errorResponses, newApp, requireWorkspace } from "./common.js";
+import { addRoute } from "./access.js";
+import { errorResponses, newApp } from "./common.js";
+import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
@@ -22,7 +25,9 @@ export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
 /** Whether the URL's path ends in "/": the request is about a directory. */
 const namesDirectory = (c: Context<AppEnv>): boolean => /\/v1\/workspaces\/[^/]+\/files\/.+\/$/.test(new URL(c.req.url).pathname);
 
-function pathFromUrl(c: Context<AppEnv>): string {
+function pathFromUrl(c: Context<AppEnv>): string;
+function pathFromUrl(c: Context<AppEnv>, opts: { allowDirectory: true }): { path: string; dir: boolean };
+function pathFromUrl(c: Context<AppEnv>, opts?: { allowDirectory: true }): string | { path: string; dir: boolean } {
   // The raw (still percent-encoded) rest of the URL after the route's own /files/: matched on the
   // URL itself, not on the decoded ws param, which may be spelled differently (m%61in = main).
   const m = /\/v1\/workspaces\/[^/]+\/files\/(.*)$/.exec(new URL(c.req.url).pathname);
@@ -33,7 +38,10 @@ function pathFromUrl(c: Context<AppEnv>): string {
   } catch {
     throw new ToolError("INVALID_PATH", "The file path in the URL is not valid percent-encoding.", {});
   }
-  return normalizeFilePath(decoded);
+  if (!opts) return normalizeFilePath(decoded);
+  // A trailing slash (or a path that normalizes to the root) asks for a directory.
+  const path = normalizePath(decoded);
+  return { path, dir: path === "" || raw.endsWith("/") };
 }
 
 function fileHeaders(info: FileInfo, contentType?: string): Record<string, string> {
@@ -50,21 +58,27 @@ const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquote
 export function filesApp(deps: AppDeps) {
   const app = newApp();
   const base = "/v1/workspaces/:ws/files/*";
-  const workspace = async (c: Context<AppEnv>) => {
+  // The guard has checked the key's scope and that the workspace exists and is the tenant's.
+  const workspace = (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
-    await requireWorkspace(deps.storage, tenant, id);
     return new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
   };
-  const needScope = (c: Context<AppEnv>, scope: "read" | "write") => {
-    if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope });
-  };
+  const read = { auth: "tenant", scope: "read", workspace: true } as const;
+  const write = { auth: "tenant", scope: "write", workspace: true } as const;
+  const params = z.object({ ws: z.string(), path: z.string().openapi({ description: "File path inside the workspace, slashes allowed; a trailing slash names a directory" }) });
+  const fileDoc = (summary: string, extra: Record<string, unknown> = {}) => ({
+    tags: ["files"], summary, request: { params }, responses: { 200: { description: "OK" }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) }, ...extra,
+  });
 
-  app.use(base, requireTenant(deps));
+  addRoute(
+    app, deps,
+    { method: "get", path: "/v1/workspaces/:ws/files/", access: read, doc: { tags: ["files"], summary: "List the workspace root", description: LISTING_DOC, request: { params: z.object({ ws: z.string() }), query: ListQuery }, responses: { 200: { description: "A page of entries", content: { "application/json": { schema: ListingSchema } } }, ...errorResponses(400, 401, 403, 404, 429) } } },
+    async (c) => c.json(await listDirectory(workspace(c), "", c.req.query()), 200),
+  );
 
-  app.put(base, async (c) => {
-    needScope(c, "write");
-    const ws = await workspace(c);
+  addRoute(app, deps, { method: "put", path: base, access: write, doc: fileDoc('Upload a file (streaming; If-Match / If-None-Match: *); a path ending in "/" with an empty body makes a directory') }, async (c) => {
+    const ws = workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) {
       const length = c.req.header("content-length");
@@ -90,29 +104,38 @@ export function filesApp(deps: AppDeps) {
     return c.json({ path, size: info.size, etag: info.etag, created: !existed }, existed ? 200 : 201, { etag: quoteEtag(info.etag) });
   });
 
-  app.on(["GET", "HEAD"], base, async (c) => {
-    needScope(c, "read");
-    const ws = await workspace(c);
-    const path = pathFromUrl(c);
-    const head = await ws.requireFile(path);
-    const inm = etagList(c.req.header("if-none-match"));
-    if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
-    const im = etagList(c.req.header("if-match"));
-    if (im.length && !im.includes(head.etag) && !im.includes("*")) {
-      throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
-    }
-    const range = parseRange(c.req.header("range"), head.size);
-    if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head, head.contentType), "content-length": String(head.size) });
-    const r = await ws.get(path, range ?? undefined);
-    if (!r) throw await ws.notFound(path);
-    const headers: Record<string, string> = { ...fileHeaders({ path, size: r.size, etag: r.etag, modified: r.modified }, r.contentType), "content-length": String(r.range.length) };
-    if (range) headers["content-range"] = `bytes ${r.range.offset}-${r.range.offset + r.range.length - 1}/${r.size}`;
-    return c.body(r.body, range ? 206 : 200, headers);
-  });
+  addRoute(
+    app, deps,
+    {
+      method: ["get", "head"], path: base, access: read,
+      doc: {
+        get: fileDoc("Download a file (Range, If-None-Match), or list a directory", { description: `A file answers with its bytes. A directory (a path ending in "/", or naming a directory) answers with a listing. ${LISTING_DOC}`, request: { params, query: ListQuery } }),
+        head: fileDoc("File metadata"),
+      },
+    },
+    async (c) => {
+      const ws = workspace(c);
+      const { path, dir } = pathFromUrl(c, { allowDirectory: true });
+      const head = dir ? null : await ws.head(path);
+      if (!head) return c.json(await listDirectory(ws, path, c.req.query(), { explicit: dir }), 200);
+      const inm = etagList(c.req.header("if-none-match"));
+      if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
+      const im = etagList(c.req.header("if-match"));
+      if (im.length && !im.includes(head.etag) && !im.includes("*")) {
+        throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+      }
+      const range = parseRange(c.req.header("range"), head.size);
+      if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head, head.contentType), "content-length": String(head.size) });
+      const r = await ws.get(path, range ?? undefined);
+      if (!r) throw await ws.notFound(path);
+      const headers: Record<string, string> = { ...fileHeaders({ path, size: r.size, etag: r.etag, modified: r.modified }, r.contentType), "content-length": String(r.range.length) };
+      if (range) headers["content-range"] = `bytes ${r.range.offset}-${r.range.offset + r.range.length - 1}/${r.size}`;
+      return c.body(r.body, range ? 206 : 200, headers);
+    },
+  );
 
-  app.delete(base, async (c) => {
-    needScope(c, "write");
-    const ws = await workspace(c);
+  addRoute(app, deps, { method: "delete", path: base, access: write, doc: fileDoc('Delete a file (If-Match); a path ending in "/" deletes an empty directory') }, async (c) => {
+    const ws = workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) return deleteDirectory(c, ws, path);
     const head = await ws.requireFile(path);
@@ -122,19 +145,6 @@ export function filesApp(deps: AppDeps) {
     await ws.delete(path, im.length && !im.includes("*") ? head.etag : null);
     return c.json({ deleted: true, path }, 200);
   });
-
-  const pathParams = z.object({ ws: z.string(), path: z.string().openapi({ description: "File path inside the workspace, slashes allowed" }) });
-  for (const method of ["put", "get", "head", "delete"] as const) {
-    app.openAPIRegistry.registerPath({
-      method,
-      path: "/v1/workspaces/{ws}/files/{path}",
-      tags: ["files"],
-      security: [{ Bearer: [] }],
-      summary: { put: "Upload a file (streaming; If-Match / If-None-Match: *); a path ending in \"/\" with an empty body makes a directory", get: "Download a file (Range, If-None-Match)", head: "File metadata", delete: "Delete a file (If-Match); a path ending in \"/\" deletes an empty directory" }[method],
-      request: { params: pathParams },
-      responses: { 200: { description: "OK" }, ...errorResponses(400, 401, 403, 404, 409, 413) },
-    });
-  }
   return app;
 }
 

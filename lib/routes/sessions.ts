@@ -1,13 +1,12 @@
 /** What an agent session keeps, for the app: GET /v1/workspaces/{ws}/sessions/{session}/todos. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
-import { ToolError } from "../errors.js";
 import { checkSessionId } from "../records/store.js";
 import { TodoItemSchema } from "../todos/schema.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { readTodos } from "../todos/store.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { secureRoute } from "./access.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
 
 const TodosSchema = z
   .object({
@@ -20,8 +19,8 @@ const TodosSchema = z
 export function sessionsApp(deps: AppDeps) {
   const app = newApp();
   app.openapi(
-    createRoute({
-      method: "get", path: "/v1/workspaces/{ws}/sessions/{session}/todos", tags: ["sessions"], security: [{ Bearer: [] }], middleware: requireTenant(deps),
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "read", workspace: true }, {
+      method: "get", path: "/v1/workspaces/{ws}/sessions/{session}/todos", tags: ["sessions"],
       summary: "The todo list of an agent session (what todo_write saved)",
       description: "The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. A saved list comes with an ETag; send it back in If-None-Match to poll cheaply (304 while unchanged).",
       request: {
@@ -33,12 +32,10 @@ export function sessionsApp(deps: AppDeps) {
         304: { description: "Unchanged since the ETag in If-None-Match" },
         ...errorResponses(400, 401, 403, 404),
       },
-    }),
+    })),
     async (c) => {
       const auth = c.get("auth");
-      if (!auth.scopes.includes("read")) throw new ToolError("PERMISSION_DENIED", "This call needs the 'read' scope.", { needed: "read" });
       const { ws, session } = c.req.valid("param");
-      await requireWorkspace(deps.storage, auth.tenant, ws);
       const stored = await readTodos({ driver: deps.storage, tenant: auth.tenant, workspace: ws, session: checkSessionId(session) });
       if (!stored) return c.json({ session, todos: [], updated_at: null }, 200);
       const known = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));

@@ -1,13 +1,27 @@
-/** POST /v1/workspaces/{ws}/tools/{tool}: one stateless Hono app per tool, and the tool catalog. */
+/**
+ * POST /v1/workspaces/{ws}/tools/{tool}: one stateless Hono app per tool, the answer for a tool
+ * that does not exist, and the tool catalog.
+ *
+ * The one wrapper every tool call goes through: meter (first, so that refusals are metered too),
+ * guard (key, the tool's permission, the workspace), arguments as models send them
+ * (lib/tool-args.ts), the tool, the envelope. Every response carries `usage`; a call whose key
+ * was valid emits one usage record, success or failure (lib/metering/usage.ts).
+ */
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireTenant } from "../auth/middleware.js";
+import type { MiddlewareHandler } from "hono";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
-import { toToolError } from "../http.js";
+import type { AppEnv } from "../http.js";
+import { CallMeter } from "../metering/usage.js";
 import { checkSessionId, RecordStore } from "../records/store.js";
+import { closestName } from "../suggest.js";
+import { argumentParser } from "../tool-args.js";
 import { MAX_OUTPUT_CHARS, toolDefinition, truncateMiddle, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { addRoute, secureRoute } from "./access.js";
+import { newApp, WsParam } from "./common.js";
+
+const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
 const SuccessSchema = z.object({
   ok: z.literal(true),
@@ -15,80 +29,121 @@ const SuccessSchema = z.object({
   title: z.string(),
   output: z.string().openapi({ description: "The text for the model." }),
   data: z.record(z.string(), z.unknown()).openapi({ description: "The same result, structured." }),
-  usage: z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }),
+  usage: Usage,
 });
 
-/** A tool as a stateless Hono app: auth, validation, workspace, envelope, usage. Mountable or deployable alone. */
+const ToolErrorSchema = z
+  .object({
+    ok: z.literal(false),
+    tool: z.string(),
+    error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
+    usage: Usage,
+  })
+  .openapi("ToolError");
+
+const toolErrors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { description: "Error (with the call's usage)", content: { "application/json": { schema: ToolErrorSchema } } }]));
+
+/** First on every tool route: names the tool, starts its meter, and emits its usage record once the call has ended. */
+function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<AppEnv>>[0]) => string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const tool = name(c);
+    const call = new CallMeter(tool);
+    c.set("tool", tool);
+    c.set("call", call);
+    await next();
+    const auth = c.get("auth");
+    if (!auth) return; // no valid key: nobody to bill
+    const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
+    deps.onUsage?.({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() });
+  };
+}
+
+/** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
 export function toolApp(tool: Tool, deps: AppDeps) {
   const app = newApp();
-  const route = createRoute({
-    method: "post",
-    path: `/v1/workspaces/{ws}/tools/${tool.name}`,
-    operationId: `tool_${tool.name}`,
-    tags: ["tools"],
-    summary: tool.description.split("\n")[0],
-    description: tool.description,
-    security: [{ Bearer: [] }],
-    middleware: [
-      async (c, next) => {
-        c.set("tool", tool.name);
-        await next();
+  const parseArgs = argumentParser(tool.input);
+  addRoute(
+    app, deps,
+    {
+      method: "post",
+      path: `/v1/workspaces/:ws/tools/${tool.name}`,
+      access: { auth: "tenant", scope: tool.permission, workspace: true },
+      before: [meterToolCall(deps, () => tool.name)],
+      doc: {
+        operationId: `tool_${tool.name}`,
+        tags: ["tools"],
+        summary: tool.description.split("\n")[0],
+        description: tool.description,
+        request: {
+          params: WsParam,
+          headers: z.object({ "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }) }),
+          body: { required: true, content: { "application/json": { schema: tool.input } } },
+        },
+        responses: {
+          200: { description: "Tool result", content: { "application/json": { schema: SuccessSchema } } },
+          ...toolErrors(400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 500, 502, 503),
+        },
       },
-      requireTenant(deps),
-    ],
-    request: {
-      params: WsParam,
-      headers: z.object({ "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }) }),
-      body: { required: true, content: { "application/json": { schema: tool.input } } },
     },
-    responses: {
-      200: { description: "Tool result", content: { "application/json": { schema: SuccessSchema } } },
-      ...errorResponses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 500, 502, 503),
-    },
-  });
-  app.openapi(route, async (c) => {
-    const started = Date.now();
-    const auth = c.get("auth");
-    const { ws: wsId } = c.req.valid("param");
-    if (!auth.scopes.includes(tool.permission)) {
-      throw new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have.`, { needed: tool.permission });
-    }
-    const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-    await requireWorkspace(deps.storage, auth.tenant, wsId);
-    const ws = new Workspace({
-      driver: deps.storage,
-      records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
-      tenant: auth.tenant,
-      id: wsId,
-      listeners: deps.listeners ?? [],
-    });
-    const usage = () => ({ ms: Date.now() - started, bytes_read: ws.bytesRead, bytes_written: ws.bytesWritten });
-    const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
-    try {
-      const result = await tool.execute(c.req.valid("json") as never, { ws, session, auth, deps, signal: c.req.raw.signal });
+    async (c) => {
+      const auth = c.get("auth");
+      const call = c.get("call")!;
+      const wsId = c.req.param("ws") ?? "";
+      const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+      const body = c.get("json");
+      const args = parseArgs(body === undefined ? {} : body); // an empty body: no arguments
+      const ws = new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
+      call.ws = ws;
+      const result = await tool.execute(args as never, { ws, session, auth, deps, signal: c.req.raw.signal });
       const output = truncateMiddle(result.output, MAX_OUTPUT_CHARS).text;
-      meter(true);
-      return c.json({ ok: true as const, tool: tool.name, title: result.title, output, data: result.data, usage: usage() }, 200);
-    } catch (err) {
-      meter(false, toToolError(err).code);
-      throw err;
-    }
-  });
+      return c.json({ ok: true as const, tool: tool.name, title: result.title, output, data: result.data, usage: call.usage() }, 200);
+    },
+  );
+  return app;
+}
+
+/** POST to a tool that does not exist: NOT_FOUND naming the closest tool and the ones this key may use. Mount after every tool. */
+export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
+  const app = newApp();
+  addRoute(
+    app, deps,
+    {
+      method: "post",
+      path: "/v1/workspaces/:ws/tools/:tool",
+      access: { auth: "tenant", scope: "any" },
+      before: [meterToolCall(deps, (c) => (c.req.param("tool") ?? "").slice(0, 64))],
+      undocumented: "every tool has its own documented path; this answers for names that are none of them",
+    },
+    async (c) => {
+      const name = c.req.param("tool") ?? "";
+      const scopes = c.get("auth").scopes;
+      const usable = tools.filter((t) => scopes.includes(t.permission)).map((t) => t.name);
+      const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
+      const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
+      const mean = guess ? ` Did you mean '${guess}'?${usable.includes(guess) ? "" : " (this key lacks its scope)"}` : "";
+      throw new ToolError("NOT_FOUND", `No tool named '${shown}'.${mean} Tools this key can use: ${usable.join(", ") || "none"}. GET /v1/tools lists every tool with its arguments.`, {
+        tool: shown,
+        similar: guess,
+        available: usable,
+      });
+    },
+  );
   return app;
 }
 
 /** GET /v1/tools: every tool's definition, as the model sees it. */
-export function catalogApp(tools: readonly Tool[]) {
+export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
   const ToolDef = z.object({ name: z.string(), description: z.string(), category: z.string(), permission: z.string(), input_schema: z.record(z.string(), z.unknown()) });
   app.openapi(
-    createRoute({
+    createRoute(secureRoute(deps, { auth: "public" }, {
       method: "get",
       path: "/v1/tools",
       tags: ["tools"],
       summary: "List the tools, with the description and JSON Schema the model sees",
       responses: { 200: { description: "Tool definitions", content: { "application/json": { schema: z.object({ tools: z.array(ToolDef) }) } } } },
-    }),
+    })),
     (c) => c.json({ tools: tools.map(toolDefinition) }, 200),
   );
   return app;

@@ -82,8 +82,13 @@ describe("explicit directories: the raw files route", () => {
     res = await t.req(`/v1/workspaces/${t.ws}/files/d`, { method: "PUT", headers: { "content-length": "1" }, body: "x" });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.code).toBe("IS_DIRECTORY");
-    // GET and DELETE of the directory's name without "/" do not treat the marker as a file.
-    expect((await t.req(`/v1/workspaces/${t.ws}/files/d`)).status).toBe(400);
+    // GET and DELETE of the directory's name without "/" do not treat the marker as a file:
+    // GET lists the (empty) directory, with or without "/", and DELETE refuses.
+    for (const p of ["d", "d/"]) {
+      const list = await t.req(`/v1/workspaces/${t.ws}/files/${p}`);
+      expect(list.status, p).toBe(200);
+      expect(await list.json(), p).toEqual({ path: "d", entries: [] });
+    }
     expect((await t.req(`/v1/workspaces/${t.ws}/files/d`, { method: "DELETE" })).status).toBe(400);
     expect(await keys(t)).toEqual(["d/", "f.txt"]);
   });

@@ -40,7 +40,10 @@ async function tenant(a: ReturnType<typeof app>, scopes = ["read", "network"]) {
   const id = `t${Math.random().toString(36).slice(2, 10)}`;
   await adm("/v1/admin/tenants", { id });
   const key = ((await (await adm(`/v1/admin/tenants/${id}/keys`, { scopes })).json()) as { key: string }).key;
-  await a.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  // Creating a workspace needs 'write', which the key under test need not have: a setup key of the tenant makes it.
+  const setup = ((await (await adm(`/v1/admin/tenants/${id}/keys`, { name: "setup" })).json()) as { key: string }).key;
+  const ws = await a.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${setup}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  if (ws.status !== 201) throw new Error(`workspace: ${await ws.text()}`);
   const call = async (args: unknown, tool = "web_fetch") => {
     const res = await a.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) });
     return { status: res.status, body: (await res.json()) as any };

@@ -180,7 +180,10 @@ describe("the web_search tool", () => {
     await adm("/v1/admin/tenants", { id: "acme" });
     if (policy) await adm("/v1/admin/tenants/acme/policy", policy, "PUT");
     const key = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "network"] })).json()) as { key: string }).key;
-    await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+    // Creating a workspace needs 'write', which the key under test lacks: a setup key of the tenant makes it.
+    const setup = ((await (await adm("/v1/admin/tenants/acme/keys", { name: "setup" })).json()) as { key: string }).key;
+    const ws = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${setup}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+    if (ws.status !== 201) throw new Error(`workspace: ${await ws.text()}`);
     return async (args: unknown) => {
       const res = await app.request("/v1/workspaces/main/tools/web_search", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) });
       return { status: res.status, body: (await res.json()) as any };

@@ -18,7 +18,10 @@ beforeAll(async () => {
   const admin = (path: string, body: unknown) => fetch(`${w.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   await admin("/v1/admin/tenants", { id: "web" });
   const key = ((await (await admin("/v1/admin/tenants/web/keys", { scopes: ["read", "network"] })).json()) as { key: string }).key;
-  await fetch(`${w.url}/v1/workspaces`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  // Creating a workspace needs 'write', which the key under test lacks: a setup key of the tenant makes it.
+  const setup = ((await (await admin("/v1/admin/tenants/web/keys", { name: "setup" })).json()) as { key: string }).key;
+  const ws = await fetch(`${w.url}/v1/workspaces`, { method: "POST", headers: { authorization: `Bearer ${setup}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  if (ws.status !== 201) throw new Error(`workspace: ${await ws.text()}`);
   call = async (args) => (await fetch(`${w.url}/v1/workspaces/main/tools/web_fetch`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) })).json();
 }, 120_000);
 

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_SCOPES, KEY_PREFIX, createApiKey, createTenant, getTenant, resolveApiKey, revokeApiKey } from "../../lib/auth/keys.js";
-import { requireAdmin, requireTenant } from "../../lib/auth/middleware.js";
 import { ToolError } from "../../lib/errors.js";
 import { randomId, safeEqual, sha256Hex } from "../../lib/hash.js";
 import { onError, type AppEnv } from "../../lib/http.js";
+import { guard } from "../../lib/routes/access.js";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../lib/storage/kv-workers.js";
 import { testDeps } from "../helpers.js";
@@ -111,12 +111,12 @@ describe("middleware", () => {
   const app = (deps = testDeps()) => {
     const h = new Hono<AppEnv>();
     h.onError(onError);
-    h.get("/tenant", requireTenant(deps), (c) => c.json(c.get("auth")));
-    h.get("/admin", requireAdmin(deps), (c) => c.json({ admin: true }));
+    h.get("/tenant", guard(deps, { access: { auth: "tenant", scope: "any" } }), (c) => c.json(c.get("auth")));
+    h.get("/admin", guard(deps, { access: { auth: "admin" } }), (c) => c.json({ admin: true }));
     return h;
   };
 
-  it("requireTenant sets the caller's tenant and scopes, or answers 401", async () => {
+  it("the tenant guard sets the caller's tenant and scopes, or answers 401", async () => {
     const tenant = (await createTenant(storage, { id: tid() })).id;
     const { key, record } = await createApiKey(kv, storage, tenant, { scopes: ["read", "network"] });
     const ok = await app().request("/tenant", { headers: { authorization: `Bearer ${key}` } });
@@ -135,7 +135,7 @@ describe("middleware", () => {
     expect(missing.error.message).toMatch(/Missing API key/);
   });
 
-  it("requireAdmin: 403 when off, 401 on a wrong token, through on the right one", async () => {
+  it("the admin guard: 403 when off, 401 on a wrong token, through on the right one", async () => {
     expect((await app(testDeps({ adminToken: undefined })).request("/admin", { headers: { authorization: "Bearer x" } })).status).toBe(403);
     const on = app(testDeps({ adminToken: "s3cret-token" }));
     expect((await on.request("/admin")).status).toBe(401);

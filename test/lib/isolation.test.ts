@@ -10,6 +10,7 @@ import { z } from "@hono/zod-openapi";
 import { newTenant, testApp, type Tenant, type TestApp } from "../helpers.js";
 import type { Tool } from "../../lib/tool.js";
 import { tarHeader } from "../../lib/archive/tar-writer.js";
+import { sample } from "../support/json-sample.js";
 
 const A_WS = "a-private";
 const SECRET = "top secret of tenant A";
@@ -28,39 +29,6 @@ const ARGS: Record<string, unknown[]> = {
   grep: [{ pattern: "secret" }, { pattern: "top", path: "/", output_mode: "content" }],
   bash: [{ command: "cat secret.txt; ls -la; rm -rf ./*" }],
 };
-
-/** A value that satisfies a JSON Schema (the subset zod emits), guessing from property names. */
-function sample(schema: any, name = ""): unknown {
-  if (!schema || typeof schema !== "object") return "x";
-  if ("const" in schema) return schema.const;
-  if (schema.enum) return schema.enum[0];
-  if (schema.default !== undefined) return schema.default;
-  for (const k of ["anyOf", "oneOf"]) if (Array.isArray(schema[k])) return sample(schema[k][0], name);
-  if (Array.isArray(schema.allOf)) return sample(schema.allOf[0], name);
-  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
-  switch (type) {
-    case "string":
-      if (/path|file|from|to|dir/i.test(name)) return "secret.txt";
-      if (/pattern|glob|regex|query/i.test(name)) return "*";
-      if (/command|cmd|script|code/i.test(name)) return "ls";
-      if (/url/i.test(name)) return "https://example.com/";
-      return "x".repeat(Math.max(1, schema.minLength ?? 1));
-    case "integer":
-    case "number":
-      return Math.max(schema.minimum ?? 1, schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : 1);
-    case "boolean":
-      return false;
-    case "array":
-      return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, () => sample(schema.items, name));
-    case "null":
-      return null;
-    default: {
-      const out: Record<string, unknown> = {};
-      for (const k of schema.required ?? []) out[k] = sample(schema.properties?.[k], k);
-      return out;
-    }
-  }
-}
 
 function argsFor(tool: Tool): unknown[] {
   const list = ARGS[tool.name] ?? [sample(z.toJSONSchema(tool.input, { io: "input" }))];
@@ -217,7 +185,8 @@ describe("tenant isolation", () => {
         const t = await callTool(b, ws, "read", { file_path: "secret.txt" });
         out.push(`${t.status} ${t.text}`);
         requests += 3;
-        return out.map((o) => o.replaceAll(tenant, "<T>"));
+        // The time a call took (usage.ms) is the one figure allowed to differ.
+        return out.map((o) => o.replaceAll(tenant, "<T>").replace(/"ms":\d+/g, '"ms":0'));
       };
       const real = await answer(a.tenant);
       expect(real, tmpl).toEqual(await answer(madeUp));

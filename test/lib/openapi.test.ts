@@ -64,9 +64,10 @@ describe("/openapi.json", () => {
       ["/v1/workspaces", ["get", "post"]],
       ["/v1/workspaces/{ws}", ["get", "delete"]],
       ["/v1/workspaces/{ws}/files/{path}", ["put", "get", "head", "delete"]],
-      ["/v1/admin/tenants", ["post"]],
+      ["/v1/workspaces/{ws}/files/", ["get"]],
+      ["/v1/admin/tenants", ["post", "get"]],
       ["/v1/admin/tenants/{tenant}", ["get"]],
-      ["/v1/admin/tenants/{tenant}/keys", ["post"]],
+      ["/v1/admin/tenants/{tenant}/keys", ["post", "get"]],
       ["/v1/admin/tenants/{tenant}/keys/{key_id}", ["delete"]],
       ["/v1/tools", ["get"]],
     ];

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { UsageRecord } from "../../../lib/deps.js";
 import { logUsage } from "../../../lib/metering/usage.js";
-import { newTenant, testApp, upload } from "../../helpers.js";
+import { ADMIN, newTenant, testApp, upload } from "../../helpers.js";
 
 describe("usage records", () => {
   it("one record per tool call, for successes and failures, with the tenant and the cost", async () => {
@@ -18,6 +18,45 @@ describe("usage records", () => {
     const bad = await t.app.request("/v1/workspaces/main/tools/read", { method: "POST", headers: { authorization: "Bearer tsk_nope", "content-type": "application/json" }, body: "{}" });
     expect(bad.status).toBe(401);
     expect(records).toHaveLength(2);
+  });
+
+  it("every response of a tool route carries usage; a call with a valid key emits exactly one record, whatever failed", async () => {
+    const records: UsageRecord[] = [];
+    const app = testApp({ onUsage: (u) => records.push(u) });
+    const t = await newTenant(app);
+    const readOnly = (await (await app.request(`/v1/admin/tenants/${t.tenant}/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read"] }) })).json()) as any;
+    await upload(t, "a.txt", "hello\n");
+    const post = async (path: string, body: string, key = t.key) => {
+      const res = await app.request(path, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const cases: [string, () => Promise<{ status: number; body: any }>, number, Partial<UsageRecord> | null][] = [
+      ["success", () => post("/v1/workspaces/main/tools/read", '{"file_path":"a.txt"}'), 200, { tool: "read", ok: true }],
+      ["the tool fails", () => post("/v1/workspaces/main/tools/read", '{"file_path":"nope.txt"}'), 404, { tool: "read", ok: false, code: "NOT_FOUND" }],
+      ["invalid arguments", () => post("/v1/workspaces/main/tools/read", '{"file_path":"a.txt","ofset":1}'), 400, { tool: "read", ok: false, code: "INVALID_ARGUMENT" }],
+      ["not JSON", () => post("/v1/workspaces/main/tools/read", "{nope"), 400, { tool: "read", ok: false, code: "INVALID_ARGUMENT" }],
+      ["a scope the key lacks", () => post("/v1/workspaces/main/tools/write", '{"file_path":"b.txt","content":"x"}', readOnly.key), 403, { tool: "write", ok: false, code: "PERMISSION_DENIED" }],
+      ["an unknown workspace", () => post("/v1/workspaces/nope/tools/read", '{"file_path":"a.txt"}'), 404, { tool: "read", workspace: "nope", ok: false, code: "NOT_FOUND" }],
+      ["an unknown tool", () => post("/v1/workspaces/main/tools/raed", '{"file_path":"a.txt"}'), 404, { tool: "raed", ok: false, code: "NOT_FOUND" }],
+      ["a bad key (no tenant: no record)", () => post("/v1/workspaces/main/tools/read", '{"file_path":"a.txt"}', "tsk_bogus"), 401, null],
+      ["no key", () => post("/v1/workspaces/main/tools/nope", "{}", ""), 401, null],
+    ];
+    for (const [what, run, status, record] of cases) {
+      const before = records.length;
+      const r = await run();
+      expect(r.status, what).toBe(status);
+      expect(r.body.usage, what).toEqual({ ms: expect.any(Number), bytes_read: expect.any(Number), bytes_written: expect.any(Number) });
+      if (status !== 200) expect(r.body.tool, what).toBeTruthy();
+      if (!record) {
+        expect(records.length, what).toBe(before);
+        continue;
+      }
+      expect(records.length, what).toBe(before + 1);
+      expect(records.at(-1), what).toMatchObject({ tenant: t.tenant, workspace: "main", ...record });
+      if (record.ok === false) expect(records.at(-1)!.code, what).toBe(r.body.error.code);
+    }
+    // A failure after reading reports what it read.
+    expect(records[0]!.bytes_read).toBeGreaterThan(0);
   });
 
   it("logs one JSON line without arguments or content", () => {

@@ -44,9 +44,12 @@ describe("admin token", () => {
   it("a wrong token → 401, whatever it looks like", async () => {
     const tenant = await newTenant(app);
     const wrong = ["nope", `${ADMIN}x`, ADMIN.slice(0, -1), ADMIN.toUpperCase(), tenant.key, " ", `${ADMIN} ${ADMIN}`];
+    let n = 0;
     for (const token of wrong) {
       for (const [method, path] of routes) {
-        const r = await raw(app, path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, ...(method === "POST" ? { body: "{}" } : {}) });
+        // Each attempt from its own client: repeated failures from one client back off (429, tested in access.test.ts).
+        const client = { "cf-connecting-ip": `192.0.2.${n++}` };
+        const r = await raw(app, path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...client }, ...(method === "POST" ? { body: "{}" } : {}) });
         expect(r.status, `${method} ${path} with ${JSON.stringify(token)}`).toBe(401);
         expect(r.body.error.code).toBe("UNAUTHORIZED");
       }

@@ -270,7 +270,7 @@ describe("GET and HEAD", () => {
     expect((await t.req(url(t, "m.txt"), { headers: { "if-match": `"${p.body.etag}"` } })).status).toBe(200);
   });
 
-  it("a missing file → 404 NOT_FOUND naming similar paths; a directory → 400 IS_DIRECTORY", async () => {
+  it("a missing file → 404 NOT_FOUND naming similar paths; a directory → its listing", async () => {
     const t = await newTenant(app);
     await upload(t, "src/index.ts", "x");
     const g = await t.req(url(t, "src/indx.ts"));
@@ -279,8 +279,8 @@ describe("GET and HEAD", () => {
     expect(e.code).toBe("NOT_FOUND");
     expect(e.details.similar).toContain("src/index.ts");
     const d = await t.req(url(t, "src"));
-    expect(d.status).toBe(400);
-    expect((await errorOf(d)).code).toBe("IS_DIRECTORY");
+    expect(d.status).toBe(200);
+    expect(((await d.json()) as any).entries.map((e: any) => e.path)).toEqual(["src/index.ts"]);
   });
 });
 
@@ -371,9 +371,9 @@ describe("paths in the URL", () => {
     expect(await same.text()).toBe("x");
   });
 
-  it("the root /files/ → 400 IS_DIRECTORY", async () => {
+  it("the root /files/ → 400 IS_DIRECTORY for PUT and DELETE (GET lists it)", async () => {
     const t = await newTenant(app);
-    for (const method of ["GET", "PUT", "DELETE"]) {
+    for (const method of ["PUT", "DELETE"]) {
       const res = await t.req(`/v1/workspaces/${t.ws}/files/`, { method, ...(method === "PUT" ? { headers: { "content-length": "1" }, body: "x" } : {}) });
       expect(res.status, method).toBe(400);
       expect((await errorOf(res)).code).toBe("IS_DIRECTORY");

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/hash.js";
 import { ID_PATTERN, workspacePrefix } from "../../../lib/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { tar } from "../archive/archives.js";
 
 const app = testApp();
 
@@ -63,6 +64,18 @@ describe("POST /v1/workspaces", () => {
     expect((await t.req("/v1/workspaces/dup/files/keep.txt")).status).toBe(200);
     // "main" (made by newTenant) too.
     expect((await create(t, { id: t.ws })).status).toBe(409);
+  });
+
+  it("a body without a JSON content type is refused, saying to send JSON; nothing is created", async () => {
+    const t = await newTenant(app);
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", undefined]) {
+      const r = await json(t, "/v1/workspaces", { method: "POST", ...(type ? { headers: { "content-type": type } } : {}), body: new TextEncoder().encode('{"id":"typed"}') });
+      expect(r.status, type).toBe(400);
+      expect(r.body.error.code).toBe("INVALID_ARGUMENT");
+      expect(r.body.error.message).toMatch(/Content-Type: application\/json/);
+    }
+    expect((await json(t, "/v1/workspaces/typed")).status).toBe(404);
+    expect((await json(t, "/v1/workspaces", { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: '{"id":"typed"}' })).status).toBe(201);
   });
 
   it("an invalid id → 400 INVALID_ARGUMENT", async () => {
@@ -233,5 +246,23 @@ describe("authentication", () => {
     // And nothing happened.
     expect((await json(t, `/v1/workspaces/${t.ws}`)).status).toBe(200);
     expect((await json(t, "/v1/workspaces")).body.workspaces).toHaveLength(1);
+  });
+});
+
+describe("POST /v1/workspaces: the bodies it declares", () => {
+  it("JSON is read by the guard, a declared archive type (with parameters) is left to the handler, anything else is refused and creates nothing", async () => {
+    const t = await newTenant(app);
+    const wrong = await json(t, "/v1/workspaces?id=plain", { method: "POST", headers: { "content-type": "text/plain" }, body: '{"id":"plain"}' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.code).toBe("INVALID_ARGUMENT");
+    expect(wrong.body.error.message).toMatch(/Content-Type: application\/json/);
+    expect((await t.req("/v1/workspaces/plain")).status).toBe(404);
+    const archive = await json(t, "/v1/workspaces?id=packed", { method: "POST", headers: { "content-type": "application/x-tar; foo=bar" }, body: tar([{ name: "a.txt", body: "packed" }]) });
+    expect(archive.status, JSON.stringify(archive.body)).toBe(201);
+    expect(archive.body.import).toMatchObject({ format: "tar", files: 1 });
+    expect(await (await t.req("/v1/workspaces/packed/files/a.txt")).text()).toBe("packed");
+    const fromJson = await json(t, "/v1/workspaces", { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body: '{"id":"typed"}' });
+    expect(fromJson.status).toBe(201);
+    expect(fromJson.body.id).toBe("typed");
   });
 });
