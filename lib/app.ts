@@ -12,6 +12,7 @@ import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp } from "./routes/tools.js";
+import { compatApp } from "./routes/compat.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "./exec/sync-server.js";
 import type { Tool } from "./tool.js";
@@ -33,6 +34,7 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   app.route("/", sessionsApp(deps));
   app.route("/", catalogApp(tools));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
+  app.route("/", compatApp(deps, tools));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;
   if (syncSecret) app.all("/v1/sync/*", (c) => handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }));

@@ -2,12 +2,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
-import { ToolError } from "../errors.js";
-import { toToolError } from "../http.js";
-import { checkSessionId, RecordStore } from "../records/store.js";
-import { MAX_OUTPUT_CHARS, toolDefinition, truncateMiddle, type Tool } from "../tool.js";
-import { Workspace } from "../workspace/workspace.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { checkSessionId } from "../records/store.js";
+import { assertPermission, openWorkspace, runTool } from "../run-tool.js";
+import { toolDefinition, type Tool } from "../tool.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
 
 const SuccessSchema = z.object({
   ok: z.literal(true),
@@ -47,32 +45,13 @@ export function toolApp(tool: Tool, deps: AppDeps) {
     },
   });
   app.openapi(route, async (c) => {
-    const started = Date.now();
     const auth = c.get("auth");
     const { ws: wsId } = c.req.valid("param");
-    if (!auth.scopes.includes(tool.permission)) {
-      throw new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have.`, { needed: tool.permission });
-    }
-    const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-    await requireWorkspace(deps.storage, auth.tenant, wsId);
-    const ws = new Workspace({
-      driver: deps.storage,
-      records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
-      tenant: auth.tenant,
-      id: wsId,
-      listeners: deps.listeners ?? [],
-    });
-    const usage = () => ({ ms: Date.now() - started, bytes_read: ws.bytesRead, bytes_written: ws.bytesWritten });
-    const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
-    try {
-      const result = await tool.execute(c.req.valid("json") as never, { ws, session, auth, deps, signal: c.req.raw.signal });
-      const output = truncateMiddle(result.output, MAX_OUTPUT_CHARS).text;
-      meter(true);
-      return c.json({ ok: true as const, tool: tool.name, title: result.title, output, data: result.data, usage: usage() }, 200);
-    } catch (err) {
-      meter(false, toToolError(err).code);
-      throw err;
-    }
+    assertPermission(tool, auth);
+    const scope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal };
+    const ws = await openWorkspace(scope);
+    const r = await runTool(tool, c.req.valid("json"), { ...scope, ws }, { validated: true });
+    return c.json({ ok: true as const, tool: r.tool, title: r.title, output: r.output, data: r.data, usage: r.usage }, 200);
   });
   return app;
 }
