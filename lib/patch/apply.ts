@@ -119,7 +119,8 @@ export function applyHunks(text: string, hunks: readonly Hunk[], path: string): 
       const earlier = seek(lines, old, 0, false);
       throw hunkNotFound(raw, old, cursor, label, earlier !== null && earlier.at < cursor ? earlier.at : null);
     }
-    replacements.push({ start: found.at, remove: old.length, insert: neu });
+    // Context lines keep the file's own text (a loose match must not rewrite their whitespace).
+    replacements.push({ start: found.at, remove: old.length, insert: found.fuzz === 0 ? neu : keepContext(h.lines, raw, found.at, old.length) });
     applied.push({ hunk: i + 1, line: found.at + 1, fuzz: Math.max(worst, found.fuzz) as Fuzz });
     cursor = found.at + old.length;
   });
@@ -137,6 +138,20 @@ export function applyHunks(text: string, hunks: readonly Hunk[], path: string): 
   let result = out.join("\n");
   if (out.length && (finalNewline || raw.length === 0)) result += "\n";
   return { text: crlf ? result.replaceAll("\n", "\r\n") : result, applied };
+}
+
+/** The hunk's new lines, with each context line taken from the file where the hunk matched. */
+function keepContext(lines: Hunk["lines"], raw: string[], at: number, oldCount: number): string[] {
+  const out: string[] = [];
+  let k = 0;
+  for (const l of lines) {
+    if (l.op === "+") out.push(l.text);
+    else if (k < oldCount) {
+      if (l.op === " ") out.push(raw[at + k]!);
+      k++;
+    }
+  }
+  return out;
 }
 
 interface HunkLabel {
