@@ -257,7 +257,7 @@ describe("applyHunks", () => {
     expect(e.message).toContain("Nearest lines:\n  2: ··const·total·=·compute(1);");
     expect(e.message).toContain("nothing was changed");
     expect(e.details).toMatchObject({ path: "src/main.ts", hunk: 2, patch_line: 7, first_line: "  const totl = compute(2);" });
-    expect(e.details.candidates[0].line).toBe(2);
+    expect((e.details.candidates as { line: number }[])[0]!.line).toBe(2);
   });
 
   it("an anchor that is not in the file: NO_MATCH naming it", () => {
