@@ -4,7 +4,10 @@
  * own route. Cases follow OpenAI's apply_patch documentation (create_file / update_file /
  * delete_file operations with V4A diffs) and codex's scenarios (moves, multi-file patches).
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import type { StorageDriver } from "../../../lib/storage/types.js";
 import { expectError, expectOk, keyWithScopes, rawGet, rawText } from "../../functions/file-helpers.js";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 import { compat, type CompatResult } from "./compat-helpers.js";
@@ -205,5 +208,52 @@ describe("scopes, isolation, shell without an executor", () => {
   it("a malformed shell action is a 400", async () => {
     const t = await newTenant();
     expect((await compat(t, "openai", "shell", { commands: [] })).status).toBe(400);
+  });
+});
+
+describe("apply_patch against a concurrent writer (every step conditional)", () => {
+  /**
+   * A tenant whose storage lets "another call" write right after this patch's write of `after`
+   * succeeds: it overwrites each of `changes` (file path → content) straight in storage.
+   */
+  async function tenantWithIntruder(after: string, changes: Record<string, string>): Promise<Tenant> {
+    const r2 = r2Driver(env.FILES);
+    let fired = true;
+    const storage: StorageDriver = {
+      ...r2,
+      put: async (key, body, opts) => {
+        const info = await r2.put(key, body, opts);
+        if (!fired && key.endsWith(`/f/${after}`)) {
+          fired = true;
+          const prefix = key.slice(0, -after.length);
+          for (const [p, c] of Object.entries(changes)) await r2.put(`${prefix}${p}`, c);
+        }
+        return info;
+      },
+    };
+    const t = await newTenant(testApp({ storage }));
+    await upload(t, "a.txt", "alpha\n");
+    await upload(t, "b.txt", "beta\n");
+    fired = false; // armed: the next write of `after` lets the other call in
+    return t;
+  }
+  const PATCH = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: b.txt\n@@\n-beta\n+BETA\n*** End Patch";
+
+  it("b.txt changed after planning: its write fails FILE_MODIFIED, a.txt is put back, b.txt keeps the other write", async () => {
+    const t = await tenantWithIntruder("a.txt", { "b.txt": "beta by another call\n" });
+    const out = failedWith(await patchCall(t, { patch: PATCH }), "FILE_MODIFIED");
+    expect(out).toContain("was put back: nothing was changed");
+    expect(await rawText(t, "a.txt")).toBe("alpha\n");
+    expect(await rawText(t, "b.txt")).toBe("beta by another call\n");
+  });
+
+  it("a.txt changed again by the other call: it is not overwritten by the undo, and the error names it", async () => {
+    const t = await tenantWithIntruder("a.txt", { "a.txt": "alpha by another call\n", "b.txt": "beta by another call\n" });
+    const r = await t.call("apply_patch", { patch: PATCH });
+    const e = expectError(r, 409, "FILE_MODIFIED", "apply_patch");
+    expect(e.message).toContain("except a.txt, which another call changed meanwhile");
+    expect(e.details).toMatchObject({ failed_path: "b.txt", rolled_back: [], not_restored: [{ path: "a.txt", reason: "FILE_MODIFIED" }] });
+    expect(await rawText(t, "a.txt")).toBe("alpha by another call\n");
+    expect(await rawText(t, "b.txt")).toBe("beta by another call\n");
   });
 });
