@@ -95,23 +95,38 @@ async function view(input: z.infer<typeof EditorInput>, run: RunTool): Promise<C
       ...(range ? { offset: range[0] } : {}),
       limit: range && range[1] !== -1 ? range[1] - range[0] + 1 : VIEW_ALL_LINES,
     });
-    return { text: r.output };
+    return { text: pagingNote(r.output) };
   } catch (e) {
     if (e instanceof ToolError && e.code === "IS_DIRECTORY") return listDir();
     throw e;
   }
 }
 
+/** read's closing note says how to continue with read; the model holding the text editor continues with view_range. Only the note is touched, never the file's lines. */
+function pagingNote(output: string): string {
+  const at = output.lastIndexOf("\n\n[Showing lines ");
+  if (at === -1) return output;
+  return output.slice(0, at) + output.slice(at).replace(/Call read with offset=(\d+) to continue\./, "View it with view_range [$1, -1] to continue.");
+}
+
 /**
- * Our messages speak of our tools (read, old_string, replace_all); the model holding Anthropic's
- * tools knows view, old_str and view_range. The few phrases that name our tools, in its words.
+ * Error messages speak of our tools (read, old_string, replace_all); the model holding Anthropic's
+ * tools knows view, old_str and view_range. The few phrases that name our tools, in its words
+ * (applied to error messages only: a tool's output holds file content, which is never rewritten).
  */
 export function anthropicWording(text: string): string {
+  // Lines that quote the file (nearest lines, "Your first line: …") are left as they are.
+  return text
+    .split("\n")
+    .map((line) => (/^\s+\d+: |^Your first line: /.test(line) ? line : reword(line)))
+    .join("\n");
+}
+
+function reword(text: string): string {
   return text
     .replace(/Read it with the read tool first/g, "View it with the view command first")
     .replace(/Read the file with the read tool first/g, "View the file with the view command first")
     .replace(/has not been read in this session/g, "has not been viewed in this session")
-    .replace(/Call read with offset=(\d+) to continue\./g, "View it with view_range [$1, -1] to continue.")
     .replace(/, or set replace_all: true/g, "")
     .replace(/\bold_string\b/g, "old_str")
     .replace(/\bnew_string\b/g, "new_str");

@@ -73,8 +73,11 @@ const headerOf = (line: string): { kind: "add" | "delete" | "update"; path: stri
   return null;
 };
 
-/** A line that ends a file section: the next file header (or a stray marker, reported by the caller). */
-const endsSection = (line: string): boolean => headerOf(line) !== null;
+/**
+ * A line that ends an Update File section: the next file header, written at the start of the line
+ * (a line starting with a space is a context line, whatever follows: ' *** x' is file content).
+ */
+const endsSection = (line: string): boolean => line.startsWith("*") && headerOf(line) !== null;
 
 /** Parses a whole patch (with its envelope) into file operations, in order. */
 export function parsePatch(patch: string): FileOp[] {
@@ -148,7 +151,8 @@ export function parseHunks(lines: string[], first: number): Hunk[] {
   for (let k = 0; k < lines.length; k++) {
     const raw = lines[k]!;
     const lineNo = first + k;
-    const t = raw.trim();
+    // Markers are read at the start of the line: ' @@ x' and ' *** End of File' are context lines.
+    const t = raw.trimEnd();
     if (t.startsWith("@@")) {
       if (cur && meaningful(cur)) {
         close(cur);
@@ -169,7 +173,7 @@ export function parseHunks(lines: string[], first: number): Hunk[] {
       cur = null;
       continue;
     }
-    if (t === "" && raw[0] !== " ") {
+    if (t.trim() === "" && raw[0] !== " ") {
       if (!cur) continue; // blank lines between hunks
       const l: HunkLine = { op: " ", text: "" };
       blank.add(l);
@@ -205,7 +209,7 @@ export function operationToPatch(op: PatchOperation): string {
   if (/[\r\n]/.test(op.path) || op.path.trim() === "") throw new ToolError("INVALID_ARGUMENT", "operation.path must be one non-empty line, e.g. src/app.ts.");
   const diffLines = (op.diff ?? "").split(/\r?\n/);
   while (diffLines.length && diffLines[diffLines.length - 1] === "") diffLines.pop();
-  const stray = diffLines.findIndex((l) => l.trim().startsWith("*** ") && l.trim() !== EOF_MARK);
+  const stray = diffLines.findIndex((l) => l.startsWith("*** ") && l.trimEnd() !== EOF_MARK);
   if (stray !== -1) throw new ToolError("INVALID_ARGUMENT", `Line ${stray + 1} of operation.diff is a patch marker ('${diffLines[stray]!.slice(0, 100)}'); an operation's diff holds only the lines of its own file.`, { line: stray + 1 });
   switch (op.type) {
     case "delete_file":

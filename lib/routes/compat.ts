@@ -86,9 +86,9 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       } catch (e) {
         if (!isToolError(e)) throw e;
         error = e;
-        text = `Error: ${e.message}`;
+        text = `Error: ${anthropicWording(e.message)}`;
       }
-      const result = { type: "tool_result" as const, ...(id ? { tool_use_id: id } : {}), content: [{ type: "text" as const, text: anthropicWording(text) }], is_error: error !== undefined };
+      const result = { type: "tool_result" as const, ...(id ? { tool_use_id: id } : {}), content: [{ type: "text" as const, text }], is_error: error !== undefined };
       return c.json(result, 200, errorHeader(error));
     },
   );

@@ -139,6 +139,13 @@ describe("parseHunks", () => {
     expect(h!.lines).toEqual([{ op: " ", text: "a" }, { op: " ", text: "" }, { op: "-", text: "b" }, { op: "+", text: "c" }]);
   });
 
+  it("markers are read at the start of a line: a context line may hold '@@', '***' or a file header", () => {
+    const ops = parsePatch(wrap("*** Update File: notes.md\n@@\n @@ -1 +1 @@ quoted diff\n *** Delete File: x\n *** End of File\n-old\n+new"));
+    expect(ops).toHaveLength(1);
+    expect(ops[0]).toMatchObject({ hunks: [{ anchors: [], eof: false, lines: [{ op: " ", text: "@@ -1 +1 @@ quoted diff" }, { op: " ", text: "*** Delete File: x" }, { op: " ", text: "*** End of File" }, { op: "-" }, { op: "+" }] }] });
+    expect(() => operationToPatch({ type: "update_file", path: "notes.md", diff: "@@\n *** bold ***\n-a\n+b" })).not.toThrow();
+  });
+
   it("a hunk after *** End of File must start with @@", () => {
     expect(errorOf(() => parseHunks(["@@", "-a", "+b", "*** End of File", "-c"], 1)).message).toContain("must start with '@@'");
   });

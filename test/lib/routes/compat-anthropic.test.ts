@@ -62,6 +62,20 @@ describe("text editor: view", () => {
     expect(b).not.toContain("     2\t");
   });
 
+  it("file content is shown as it is, even where it reads like our messages", async () => {
+    const t = await newTenant();
+    const body = "old_string = 'Read it with the read tool first'\nCall read with offset=9 to continue.\n";
+    await upload(t, "quirk.py", body);
+    const text = ok(await editor(t, { command: "view", path: "quirk.py" }));
+    expect(text).toContain("\told_string = 'Read it with the read tool first'");
+    expect(text).toContain("\tCall read with offset=9 to continue.");
+    // An error quoting the file's lines quotes them as they are; only its own words are Anthropic's.
+    const e = failed(await editor(t, { command: "str_replace", path: "quirk.py", old_str: "old_string = 'Read it'", new_str: "x" }), "NO_MATCH");
+    expect(e).toContain("old_str was not found in quirk.py");
+    expect(e).toContain("1: old_string·=·'Read·it·with·the·read·tool·first'");
+    expect(e).toContain("Your first line: old_string·=·'Read·it'");
+  });
+
   it("a bad view_range is an error block", async () => {
     const t = await withPrimes();
     expect(failed(await editor(t, { command: "view", path: "primes.py", view_range: [0, 2] }), "INVALID_ARGUMENT")).toContain("the first line is 1");
