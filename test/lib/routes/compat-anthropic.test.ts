@@ -171,7 +171,8 @@ describe("text editor: create, str_replace, insert", () => {
   it("insert keeps CRLF line endings", async () => {
     const t = await newTenant();
     await upload(t, "w.txt", "a\r\nb\r\n");
-    ok(await editor(t, { command: "view", path: "w.txt" }));
+    expect(failed(await editor(t, { command: "insert", path: "w.txt", insert_line: 1, insert_text: "x\n" }), "NOT_READ")).toContain("View it with the view command first");
+    ok(await compat(t, "anthropic", "str_replace_editor", { command: "view", path: "w.txt" }));
     ok(await editor(t, { command: "insert", path: "w.txt", insert_line: 1, insert_text: "x\n" }));
     expect(await rawText(t, "w.txt")).toBe("a\r\nx\r\nb\r\n");
   });

@@ -77,6 +77,11 @@ describe("apply_patch operations (apply_patch_call items)", () => {
     expect(failedWith(await patchCall(t, op({ type: "create_file", path: "a.py", diff: "+z" })), "ALREADY_EXISTS")).toContain("*** Update File: a.py");
     expect(failedWith(await patchCall(t, op({ type: "create_file", path: "c.py", diff: "no plus" })), "INVALID_ARGUMENT")).toContain("does not start with '+'");
     expect(failedWith(await patchCall(t, op({ type: "delete_file", path: "../etc/passwd" })), "INVALID_PATH")).toBeTruthy();
+    // codex 007 and 012: deleting a missing file, or a directory, is refused.
+    expect(failedWith(await patchCall(t, op({ type: "delete_file", path: "gone.py" })), "NOT_FOUND")).toContain("gone.py");
+    await upload(t, "dir/inner.py", "z = 0\n");
+    expect(failedWith(await patchCall(t, op({ type: "delete_file", path: "dir" })), "IS_DIRECTORY")).toContain("delete tool");
+    expect(await rawText(t, "dir/inner.py")).toBe("z = 0\n");
     expect(await rawText(t, "a.py")).toBe("x = 1\ny = 2\n");
   });
 });
