@@ -116,7 +116,7 @@ export function applyHunks(text: string, hunks: readonly Hunk[], path: string): 
       found = old.length ? seek(lines, old, cursor, h.eof) : null;
     }
     if (!found) {
-      const earlier = seek(lines, old, 0, false);
+      const earlier = cursor > 0 ? seek(lines, old, 0, false) : null;
       throw hunkNotFound(raw, old, cursor, label, earlier !== null && earlier.at < cursor ? earlier.at : null);
     }
     // Context lines keep the file's own text (a loose match must not rewrite their whitespace).
