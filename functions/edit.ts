@@ -9,7 +9,7 @@ const description = `Replace exact text in a file.
 - old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix).
 - old_string must be unique in the file unless replace_all is true (default: false); otherwise NOT_UNIQUE lists the line of every match.
 - new_string replaces it; an empty new_string deletes the match. old_string and new_string must differ.
-- An empty old_string creates a new file with new_string as content (ALREADY_EXISTS if the file exists).
+- An empty old_string creates a new file with new_string as content, which may be empty (ALREADY_EXISTS if the file exists).
 - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED: read it again).
 - Files with CRLF line endings keep them; write old_string and new_string with plain newlines.
 - NO_MATCH shows the nearest lines of the file, with spaces as · and tabs as →, and says when old_string still has read's line-number prefixes.
@@ -30,7 +30,6 @@ export default defineTool({
   }),
   async execute(args, { ws }) {
     const path = normalizeFilePath(args.file_path);
-    if (args.old_string === args.new_string) throw new ToolError("INVALID_ARGUMENT", "old_string and new_string are identical; nothing would change.");
     if (args.old_string === "") {
       assertEditSize(utf8Length(args.new_string), path);
       if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists. An empty old_string only creates new files: read the file and give the text to replace.`, { path });
@@ -38,6 +37,7 @@ export default defineTool({
       const diff = shortDiff(path, "", args.new_string);
       return { title: path, output: `Created ${path}.\n${diff}`, data: { file_path: path, replacements: 0, created: true, etag: info.etag, diff } };
     }
+    if (args.old_string === args.new_string) throw new ToolError("INVALID_ARGUMENT", "old_string and new_string are identical; nothing would change.");
     const { text, info: loaded } = await loadForEdit(ws, path);
     const result = applyEdit(text, args, path);
     const info = await saveEdit(ws, path, result.text, loaded);

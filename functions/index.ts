@@ -1,5 +1,6 @@
 /** The explicit list of tools: the registry is data. */
 import type { Tool } from "../lib/tool.js";
+import apply_patch from "./apply_patch.js";
 import bash from "./bash.js";
 import bash_output from "./bash_output.js";
 import copy from "./copy.js";
@@ -8,6 +9,7 @@ import edit from "./edit.js";
 import find from "./find.js";
 import glob from "./glob.js";
 import grep from "./grep.js";
+import insert from "./insert.js";
 import kill_shell from "./kill_shell.js";
 import ls from "./ls.js";
 import move from "./move.js";
@@ -20,4 +22,4 @@ import web_fetch from "./web_fetch.js";
 import web_search from "./web_search.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, web_fetch, web_search];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, web_fetch, web_search];

@@ -146,26 +146,36 @@ function noMatch(body: string, oldS: string, path: string, label: string): ToolE
       { path, candidates: [], whitespace_only: false, line_number_prefix: true, example_prefix: prefix },
     );
   }
-  const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
-  const lines = body.split("\n", 50_000);
   const first = oldS.split("\n").find((l) => l.trim() !== "") ?? oldS;
-  const target = collapse(first);
-  const scored: { line: number; text: string; score: number }[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i]!;
-    const c = collapse(l);
-    if (!c) continue;
-    const score = c === target ? 1 : similarity(c, target);
-    if (score >= 0.5) scored.push({ line: i + 1, text: l, score });
-  }
-  scored.sort((a, b) => b.score - a.score || a.line - b.line);
-  const candidates = scored.slice(0, 3).map((s) => ({ line: s.line, text: visibleWhitespace(s.text.slice(0, 300)) }));
+  const candidates = nearestLines(body, first);
   const whitespaceOnly = collapse(body).includes(collapse(oldS)) && collapse(oldS) !== "";
   let message = `${label}old_string was not found in ${path}.`;
   if (whitespaceOnly) message += " It matches if whitespace is ignored: copy the indentation and line breaks exactly (· is a space, → a tab).";
   if (candidates.length) message += ` Nearest lines:\n${candidates.map((c) => `  ${c.line}: ${c.text}`).join("\n")}\nYour first line: ${visibleWhitespace(first.slice(0, 300))}`;
   else message += " Read the file again and copy the text exactly.";
   return new ToolError("NO_MATCH", message, { path, candidates, whitespace_only: whitespaceOnly, line_number_prefix: false });
+}
+
+const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
+
+/**
+ * The lines of `body` most like `target` (whitespace collapsed, bigram similarity of at least 0.5),
+ * best first, at most `max`, rendered with visible whitespace (· a space, → a tab): what NO_MATCH
+ * shows. The one "nearest lines" rule of the edit tools and apply_patch.
+ */
+export function nearestLines(body: string, target: string, max = 3): { line: number; text: string }[] {
+  const lines = body.split("\n", 50_000);
+  const want = collapse(target);
+  const scored: { line: number; text: string; score: number }[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]!;
+    const c = collapse(l);
+    if (!c) continue;
+    const score = c === want ? 1 : similarity(c, want);
+    if (score >= 0.5) scored.push({ line: i + 1, text: l, score });
+  }
+  scored.sort((a, b) => b.score - a.score || a.line - b.line);
+  return scored.slice(0, max).map((s) => ({ line: s.line, text: visibleWhitespace(s.text.slice(0, 300)) }));
 }
 
 /** Similarity in [0,1] from common bigrams (Dice coefficient), cheap enough for every line. */

@@ -4,6 +4,7 @@
  * JSON Schema of the tool definition. toolApp() turns a tool into a stateless Hono app.
  */
 import { z } from "@hono/zod-openapi";
+import { argumentParser } from "./tool-args.js";
 import type { AuthInfo, Scope } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { cutText } from "./output-cut.js";
@@ -38,10 +39,19 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   permission: Permission;
   input: S;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+  /** Set by defineTool: parseToolArgs uses it (built once per tool). */
+  parseArgs?: (raw: unknown) => unknown;
 }
 
 export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
-  return tool as unknown as Tool;
+  // The argument parser is built from the schema on first use, once per tool.
+  let parse: ((raw: unknown) => unknown) | undefined;
+  return { ...tool, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+}
+
+/** A tool's arguments as models send them: null is absent; unknown and missing arguments are INVALID_ARGUMENT naming them. */
+export function parseToolArgs(tool: Tool, raw: unknown): unknown {
+  return tool.parseArgs ? tool.parseArgs(raw) : argumentParser(tool.input)(raw);
 }
 
 /** Longest `output` any tool hands back, in UTF-8 bytes of kept text; tools cut earlier with their own notes. */

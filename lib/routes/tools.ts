@@ -15,8 +15,8 @@ import type { AppEnv } from "../http.js";
 import { CallMeter } from "../metering/usage.js";
 import { checkSessionId, RecordStore } from "../records/store.js";
 import { closestName } from "../suggest.js";
-import { argumentParser } from "../tool-args.js";
-import { MAX_OUTPUT_CHARS, toolDefinition, truncateMiddle, type Tool } from "../tool.js";
+import { executeTool } from "../run-tool.js";
+import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
 import { newApp, WsParam } from "./common.js";
@@ -62,7 +62,6 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
 /** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
 export function toolApp(tool: Tool, deps: AppDeps) {
   const app = newApp();
-  const parseArgs = argumentParser(tool.input);
   addRoute(
     app, deps,
     {
@@ -91,13 +90,11 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      const body = c.get("json");
-      const args = parseArgs(body === undefined ? {} : body); // an empty body: no arguments
       const ws = new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
       call.ws = ws;
-      const result = await tool.execute(args as never, { ws, session, auth, deps, signal: c.req.raw.signal });
-      const output = truncateMiddle(result.output, MAX_OUTPUT_CHARS).text;
-      return c.json({ ok: true as const, tool: tool.name, title: result.title, output, data: result.data, usage: call.usage() }, 200);
+      // An empty body: no arguments.
+      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal });
+      return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
     },
   );
   return app;

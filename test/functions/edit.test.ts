@@ -92,7 +92,11 @@ describe("edit", () => {
     const t = await withFile("a.txt", "abc\n");
     const e = expectError(await t.call("edit", { file_path: "a.txt", old_string: "abc", new_string: "abc" }), 400, "INVALID_ARGUMENT", "edit");
     expect(e.message).toContain("identical");
-    expectError(await t.call("edit", { file_path: "new.txt", old_string: "", new_string: "" }), 400, "INVALID_ARGUMENT");
+    // Both empty: creates an empty file (how the text editor's create writes an empty file).
+    const created = await t.call("edit", { file_path: "new.txt", old_string: "", new_string: "" });
+    expect(created.status).toBe(200);
+    expect(await rawText(t, "new.txt")).toBe("");
+    expectError(await t.call("edit", { file_path: "new.txt", old_string: "", new_string: "" }), 409, "ALREADY_EXISTS");
   });
 
   it("an empty old_string creates a new file; ALREADY_EXISTS when it exists", async () => {

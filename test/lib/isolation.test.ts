@@ -171,6 +171,25 @@ describe("tenant isolation", () => {
       }
     }
 
+    // The provider-native compat routes (lib/routes/compat.ts): every command aimed at A's files.
+    const compatCalls: [string, unknown][] = [
+      ["anthropic/str_replace_based_edit_tool", { command: "view", path: "secret.txt" }],
+      ["anthropic/str_replace_based_edit_tool", { command: "view", path: "/" }],
+      ["anthropic/str_replace_based_edit_tool", { command: "create", path: "new-by-b.txt", file_text: "pwned" }],
+      ["anthropic/str_replace_based_edit_tool", { command: "str_replace", path: "secret.txt", old_str: "top", new_str: "pwned" }],
+      ["anthropic/str_replace_based_edit_tool", { command: "insert", path: "secret.txt", insert_line: 0, insert_text: "pwned" }],
+      ["anthropic/str_replace_editor", { type: "tool_use", id: "toolu_1", name: "str_replace_editor", input: { command: "view", path: "secret.txt" } }],
+      ["anthropic/bash", { command: "cat secret.txt; rm -rf ./*" }],
+      ["openai/apply_patch", { type: "apply_patch_call", call_id: "c1", operation: { type: "delete_file", path: "secret.txt" } }],
+      ["openai/apply_patch", { patch: "*** Begin Patch\n*** Update File: secret.txt\n@@\n-top secret of tenant A\n+pwned\n*** End Patch" }],
+      ["openai/shell", { type: "shell_call", call_id: "c2", action: { commands: ["cat secret.txt", "rm -rf ./*"] } }],
+    ];
+    for (const [route, body] of compatCalls) {
+      for (const session of ["default", "s1"]) {
+        await run(`compat ${route} ${JSON.stringify(body)}`, "POST", `/v1/workspaces/${A_WS}/compat/${route}`, { headers: { "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(body) });
+      }
+    }
+
     // Workspace ids that try to name A's tenant or climb out of B's: refused as unknown workspaces,
     // with the very answer a made-up tenant id gets (B typed A's id itself; it is only echoed back).
     const madeUp = "t-zzzzzzzz";

@@ -14,7 +14,8 @@ export function sample(schema: any, name = ""): unknown {
       if (/path|file|from|to|dir/i.test(name)) return "secret.txt";
       if (/pattern|glob|regex|query/i.test(name)) return "*";
       if (/command|cmd|script|code/i.test(name)) return "ls";
-      if (/url/i.test(name)) return "https://example.com/";
+      // Refused (INVALID_ARGUMENT: not http/https) before any lookup or connection: a sampled call never leaves the machine.
+      if (/url/i.test(name)) return "ftp://example.invalid/";
       return "x".repeat(Math.max(1, schema.minLength ?? 1));
     case "integer":
     case "number":

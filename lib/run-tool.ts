@@ -1,0 +1,93 @@
+/**
+ * Running one tool call: the one path every door takes (the HTTP tool route, the provider-native
+ * compat routes, and any later door). It checks the key's scope, validates the arguments against
+ * the tool's schema, runs the tool with its context, cuts the output, and meters the call.
+ */
+import type { AuthInfo } from "./auth/keys.js";
+import type { AppDeps } from "./deps.js";
+import { ToolError } from "./errors.js";
+import { toToolError } from "./http.js";
+import { RecordStore } from "./records/store.js";
+import { requireWorkspace } from "./routes/common.js";
+import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
+import { Workspace } from "./workspace/workspace.js";
+
+/** Who calls, on which workspace, in which session. */
+export interface CallScope {
+  deps: AppDeps;
+  auth: AuthInfo;
+  /** The workspace id from the path (the tenant comes from the key, never from the request). */
+  wsId: string;
+  /** A session id already checked with checkSessionId. */
+  session: string;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+}
+
+export interface Usage {
+  ms: number;
+  bytes_read: number;
+  bytes_written: number;
+}
+
+/** A tool's successful result, as every door shapes it. */
+export interface ToolOutcome {
+  tool: string;
+  title: string;
+  output: string;
+  data: Record<string, unknown>;
+  usage: Usage;
+}
+
+/** The key must hold the scope of the tool's permission, else PERMISSION_DENIED. */
+export function assertPermission(tool: Tool, auth: AuthInfo): void {
+  if (!auth.scopes.includes(tool.permission)) {
+    throw new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have.`, { needed: tool.permission });
+  }
+}
+
+/** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), ready for tool calls. */
+export async function openWorkspace(scope: CallScope): Promise<Workspace> {
+  const { deps, auth, wsId, session } = scope;
+  await requireWorkspace(deps.storage, auth.tenant, wsId);
+  return new Workspace({
+    driver: deps.storage,
+    records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
+    tenant: auth.tenant,
+    id: wsId,
+    listeners: deps.listeners ?? [],
+  });
+}
+
+/**
+ * The core every door shares once the call is authorized and its workspace open: arguments as
+ * models send them (lib/tool-args.ts: null is absent, unknown and missing arguments named), the
+ * tool, the output cut. Throws the tool's ToolError.
+ */
+export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
+  const result = await tool.execute(args as never, ctx);
+  return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data };
+}
+
+/**
+ * Runs `tool` with `args` on an opened workspace, for doors that meter the call themselves here
+ * (the compat routes): permission, executeTool, one usage record, success or failure.
+ */
+export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
+  const started = Date.now();
+  const { ws, auth, deps, wsId, session, signal } = scope;
+  const read0 = ws.bytesRead;
+  const written0 = ws.bytesWritten;
+  const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
+  const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
+  try {
+    assertPermission(tool, auth);
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}) });
+    meter(true);
+    return { tool: tool.name, ...r, usage: usage() };
+  } catch (err) {
+    meter(false, toToolError(err).code);
+    throw err;
+  }
+}

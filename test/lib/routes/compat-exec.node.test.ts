@@ -1,0 +1,109 @@
+/**
+ * The command tools of the compat routes in the real bubblewrap sandbox (local executor, the
+ * runner reaching the workspace through the app's /v1/sync): Anthropic's bash tool and OpenAI's
+ * shell tool (two commands, a failing one, a timeout, max_output_length).
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tools } from "../../../functions/index.js";
+import { localExecutor } from "../../../infra/container/local-executor.js";
+import { createApp } from "../../../lib/app.js";
+import type { AppDeps } from "../../../lib/deps.js";
+import { httpSyncClient } from "../../../lib/exec/sync-http.js";
+import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { compat, textOf } from "./compat-helpers.js";
+
+const ADMIN = "admin-token-for-tests";
+
+let app: ReturnType<typeof createApp>;
+let executor: ReturnType<typeof localExecutor>;
+let root: string;
+let key: string;
+const t = { ws: "main", req: async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) } }) };
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "toolshed-compat-"));
+  chmodSync(root, 0o711);
+  const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+  executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
+  const deps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal" } as AppDeps;
+  app = createApp(deps, tools);
+  const admin = async (path: string, body: unknown) => (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+  await admin("/v1/admin/tenants", { id: "acme" });
+  key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
+  expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) })).status).toBe(201);
+});
+
+afterAll(async () => {
+  await executor.handler.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("Anthropic's bash tool", () => {
+  it("runs the command in the workspace; its files are written back and the text editor sees them", async () => {
+    const r = await compat(t, "anthropic", "bash", { command: "mkdir -p src && printf 'hello\\n' > src/a.txt && cat src/a.txt && echo oops >&2" }, { headers: { "x-tool-use-id": "toolu_b" } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ type: "tool_result", tool_use_id: "toolu_b", is_error: false });
+    expect(textOf(r)).toContain("hello");
+    expect(textOf(r)).toContain("oops");
+    const view = await compat(t, "anthropic", "str_replace_based_edit_tool", { command: "view", path: "/src/a.txt" });
+    expect(textOf(view)).toContain("     1\thello");
+  });
+
+  it("a non-zero exit is output, not an error; a timeout-free restart is a no-op", async () => {
+    const r = await compat(t, "anthropic", "bash", { command: "echo before; exit 3" });
+    expect(r.body.is_error).toBe(false);
+    expect(textOf(r)).toContain("before");
+    expect(textOf(r)).toMatch(/exit code[: ]+3/i);
+    expect(textOf(await compat(t, "anthropic", "bash", { restart: true }))).toBe("tool has been restarted.");
+  });
+});
+
+describe("OpenAI's shell tool", () => {
+  it("two commands: one output entry each, with stdout, stderr and the exit code", async () => {
+    const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_sh", action: { commands: ["echo one && echo two > two.txt", "cat two.txt; echo bad >&2; exit 4"], timeout_ms: 20_000, max_output_length: null } });
+    expect(r.status).toBe(200);
+    expect(r.code).toBeNull();
+    expect(r.body).toEqual({
+      type: "shell_call_output",
+      call_id: "call_sh",
+      max_output_length: null,
+      output: [
+        { stdout: "one\n", stderr: "", outcome: { type: "exit", exit_code: 0 } },
+        { stdout: "two\n", stderr: "bad\n", outcome: { type: "exit", exit_code: 4 } },
+      ],
+    });
+  });
+
+  it("a command past timeout_ms answers outcome timeout; the next command still runs", async () => {
+    const started = Date.now();
+    const r = await compat(t, "openai", "shell", { commands: ["echo started; sleep 30", "echo after"], timeout_ms: 1500 }, { headers: { "x-call-id": "call_t" } });
+    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(r.code).toBe("TIMEOUT");
+    expect(r.body.call_id).toBe("call_t");
+    expect(r.body.output[0].outcome).toEqual({ type: "timeout" });
+    expect(r.body.output[0].stdout).toContain("started");
+    expect(r.body.output[1]).toEqual({ stdout: "after\n", stderr: "", outcome: { type: "exit", exit_code: 0 } });
+  });
+
+  it("max_output_length keeps the head and tail of each stream", async () => {
+    const r = await compat(t, "openai", "shell", { commands: ["seq 1 2000"], max_output_length: 200 });
+    const out = r.body.output[0].stdout as string;
+    expect(out.length).toBeLessThanOrEqual(200);
+    expect(out.startsWith("1\n2\n")).toBe(true);
+    expect(out.endsWith("1999\n2000\n")).toBe(true);
+    expect(out).toContain("characters cut");
+    expect(r.body.max_output_length).toBe(200);
+  });
+
+  it("a refused command is exit 126 with the guard's reason in stderr", async () => {
+    const r = await compat(t, "openai", "shell", { commands: ["rm -rf /"] });
+    expect(r.code).toBe("BLOCKED");
+    expect(r.body.output[0].outcome).toEqual({ type: "exit", exit_code: 126 });
+    expect(r.body.output[0].stderr).toContain("toolshed: BLOCKED");
+  });
+});
