@@ -6,6 +6,7 @@
  * runner (infra/container/output.ts) cuts streams with it; tools cut strings with cutText.
  * Pure: bundles for Workers.
  */
+import { concatBytes } from "./text.js";
 
 /** What a cut left out, in terms of the real output. Lines are 1-based, inclusive. */
 export interface OutputCut {
@@ -86,9 +87,9 @@ export class HeadTail {
 
   /** The kept head and tail, decoded, and what was left out between them (null: nothing). */
   parts(): { head: string; tail: string; cut: OutputCut | null } {
-    const head = concat(this.head);
-    const tailAll = concat(this.tail);
-    if (!this.truncated) return { head: decoder().decode(concat([head, tailAll])), tail: "", cut: null };
+    const head = concatBytes(this.head);
+    const tailAll = concatBytes(this.tail);
+    if (!this.truncated) return { head: decoder().decode(concatBytes([head, tailAll])), tail: "", cut: null };
     const tailMax = this.max - this.headMax;
     const before = tailAll[tailAll.length - tailMax - 1]!;
     const tail = tailAll.subarray(tailAll.length - tailMax);
@@ -140,16 +141,6 @@ export class HeadTail {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 const fmt = (n: number) => n.toLocaleString("en-US");
 

@@ -8,6 +8,7 @@
  * guard) passes through unchanged.
  */
 import { isToolError, ToolError } from "../errors.js";
+import { concatBytes } from "../text.js";
 
 export function sourceError(e: unknown): ToolError {
   if (isToolError(e)) return e;
@@ -129,7 +130,7 @@ export async function peek(stream: ReadableStream<Uint8Array>, n: number): Promi
     parts.push(r.value);
     have += r.value.length;
   }
-  const head = concat(parts);
+  const head = concatBytes(parts);
   let sentHead = false;
   const rest = new ReadableStream<Uint8Array>({
     pull: async (controller) => {
@@ -144,15 +145,4 @@ export async function peek(stream: ReadableStream<Uint8Array>, n: number): Promi
     cancel: (reason) => reader.cancel(reason),
   }, { highWaterMark: 0 });
   return { head: head.subarray(0, Math.min(n, head.length)), stream: rest };
-}
-
-export function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(parts.reduce((s, p) => s + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
 }

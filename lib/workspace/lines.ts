@@ -3,6 +3,7 @@
  * are counted at the byte level (never decoded), the page is decoded line by line, and
  * the stream is cancelled as soon as the page is full (unless counting to the end is cheap).
  */
+import { concatBytes } from "../text.js";
 export interface LinePage {
   /** Lines of the page, without their line terminators ("\r" of CRLF removed). */
   lines: string[];
@@ -62,7 +63,7 @@ export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePage
   };
 
   const emit = () => {
-    const raw = concat(pending);
+    const raw = concatBytes(pending);
     const overflow = overflowUnits > 0;
     pending = [];
     pendingLen = 0;
@@ -150,13 +151,3 @@ function utf16Units(b: Uint8Array): number {
   return n;
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}

@@ -1,4 +1,5 @@
 /** Archive builders for the tests: tar (via the export's header writer), gzip, zip, and hostile streams generated on the fly. */
+import { concatBytes } from "../../../lib/text.js";
 import { END_OF_ARCHIVE, headerBlock, padding, tarHeader, type TarType } from "../../../lib/archive/tar-writer.js";
 
 const enc = new TextEncoder();
@@ -15,31 +16,22 @@ export interface TarItem {
   raw?: boolean;
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 export function tarEntry(item: TarItem): Uint8Array {
   const body = bytesOf(item.body ?? "");
   const size = item.size ?? body.length;
   const input = { name: item.name, size, type: item.type ?? "0", mtime: 1_700_000_000, ...(item.linkname ? { linkname: item.linkname } : {}) };
   const head = item.raw ? headerBlock(input) : tarHeader(input);
-  return concat([head, body, padding(body.length)]);
+  return concatBytes([head, body, padding(body.length)]);
 }
 
 /** A GNU long-name record ("L") followed by the entry with a cut name. */
 export function gnuLongName(name: string, body: string): Uint8Array {
   const n = enc.encode(`${name}\0`);
-  return concat([headerBlock({ name: "././@LongLink", size: n.length, type: "L" }), n, padding(n.length), tarEntry({ name: name.slice(0, 90), body, raw: true })]);
+  return concatBytes([headerBlock({ name: "././@LongLink", size: n.length, type: "L" }), n, padding(n.length), tarEntry({ name: name.slice(0, 90), body, raw: true })]);
 }
 
-export const tar = (items: TarItem[], end = true) => concat([...items.map(tarEntry), ...(end ? [END_OF_ARCHIVE()] : [])]);
+export const tar = (items: TarItem[], end = true) => concatBytes([...items.map(tarEntry), ...(end ? [END_OF_ARCHIVE()] : [])]);
 
 export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer());
@@ -132,12 +124,12 @@ export async function zip(items: ZipItem[]): Promise<Uint8Array> {
     central.push(new Uint8Array(ch.buffer), name);
     offset += 30 + name.length + data.length;
   }
-  const cd = concat(central);
+  const cd = concatBytes(central);
   const end = new DataView(new ArrayBuffer(22));
   end.setUint32(0, 0x06054b50, true);
   end.setUint16(8, items.length, true);
   end.setUint16(10, items.length, true);
   end.setUint32(12, cd.length, true);
   end.setUint32(16, offset, true);
-  return concat([...locals, cd, new Uint8Array(end.buffer)]);
+  return concatBytes([...locals, cd, new Uint8Array(end.buffer)]);
 }
