@@ -171,6 +171,15 @@ describe("the approval gate", () => {
     expect(fetched).toBe(1);
   });
 
+  it("the gate policy is validated when saved and reads back", async () => {
+    const t = await newTenant();
+    expect((await admin(t.app, `/v1/admin/tenants/${t.tenant}/policy`, { gate: [{ tool: "write", when: "sometimes" }] }, "PUT")).status).toBe(400);
+    expect((await admin(t.app, `/v1/admin/tenants/${t.tenant}/policy`, { self_confirm: "yes" }, "PUT")).status).toBe(400);
+    const policy = { gate: [{ tool: "bash" }, { tool: "delete", when: "recursive" }], self_confirm: false };
+    await setPolicy(t.app, t.tenant, policy);
+    expect((await admin(t.app, `/v1/admin/tenants/${t.tenant}/policy`, undefined, "GET")).body).toEqual(policy);
+  });
+
   it("a tool gated whole: every call waits; the gate holds on the compat doors too", async () => {
     const t = await newTenant();
     await setPolicy(t.app, t.tenant, { gate: [{ tool: "delete", when: "recursive" }, { tool: "read" }] });
