@@ -16,7 +16,7 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
-- Destructive commands (rm -r, git push --force, chmod -R, ...) need confirmed: true, after asking the user; some (rm -rf /, fork bombs, writes to system paths) are always refused.
+- Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?} or {task_id, status} in background`;
 
 export default defineTool({
@@ -33,7 +33,8 @@ export default defineTool({
     confirmed: z.boolean().optional().describe("The user confirmed this destructive command (default: false)"),
   }),
   async execute(args, ctx) {
-    assertCommandAllowed(args.command, await guardFor(ctx), args.confirmed === true);
+    // Caution commands are held by the approval gate (lib/pending/gate.ts) before this runs; here only the blocked ones are refused.
+    assertCommandAllowed(args.command, await guardFor(ctx), true);
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");

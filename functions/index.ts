@@ -1,6 +1,7 @@
 /** The explicit list of tools: the registry is data. */
 import type { Tool } from "../lib/tool.js";
 import apply_patch from "./apply_patch.js";
+import ask_user from "./ask_user.js";
 import bash from "./bash.js";
 import bash_output from "./bash_output.js";
 import copy from "./copy.js";
@@ -22,4 +23,4 @@ import web_fetch from "./web_fetch.js";
 import web_search from "./web_search.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, web_fetch, web_search];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, ask_user, web_fetch, web_search];

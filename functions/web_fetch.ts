@@ -20,6 +20,7 @@ const description = `Fetch a web page and return it as clean Markdown (or text, 
 - max_bytes: the most content returned (default: ${DEFAULT_MAX_BYTES}, at most ${MAX_MAX_BYTES}); a longer page is cut and says so.
 - timeout: seconds for the whole fetch (default: 30, at most 120).
 - method: "GET" or "POST" (default: "GET"); headers: extra request headers; body: the POST body (a string).
+- A URL outside the tenant's allowed domains waits for a human's approval: NEEDS_APPROVAL with details.pending_id (repeat the call with header X-Pending-Id to get the outcome).
 - Errors: BLOCKED (refused address or domain, with the reason), FETCH_FAILED (the site answered HTTP >= 400: its status and the start of its answer; a 403 from a bot wall says so), TIMEOUT, UNAVAILABLE (DNS or connection failure), BINARY_FILE (images, PDFs, archives: not returned).
 Returns: {url, final_url, status, content_type, title?, bytes, truncated, content, redirects}`;
 
@@ -37,7 +38,8 @@ export default defineTool({
     headers: z.record(z.string().max(256), z.string().max(8192)).optional().describe("Extra request headers"),
     body: z.string().max(1_048_576).optional().describe("Request body, for POST"),
   }),
-  async execute(args, { deps, auth, signal }) {
+  async execute(args, ctx) {
+    const { deps, auth, signal } = ctx;
     const format: Format = args.format ?? "markdown";
     const maxBytes = args.max_bytes ?? DEFAULT_MAX_BYTES;
     const timeoutMs = Math.round((args.timeout ?? 30) * 1000);
@@ -51,10 +53,12 @@ export default defineTool({
       headers[name.toLowerCase()] = value;
     }
     const policy = (await loadTenantPolicy(deps.kv, auth.tenant)).web ?? {};
+    // A human approved this call (the approval gate): its own host may be outside allowed_domains; a redirect elsewhere may not.
+    const approvedHost = ctx.approved && URL.canParse(args.url) ? new URL(args.url).hostname : undefined;
     const guard = { allowLoopback: deps.webFetch?.allowLoopback === true };
     const fetched = await guardedFetch(
       { url: args.url, method, headers, ...(args.body !== undefined ? { body: args.body } : {}), timeoutMs, ...(signal ? { signal } : {}) },
-      { fetcher: deps.webFetch?.fetcher ?? runtimeFetcher, guard, checkHop: (u) => checkWebPolicy(u, policy) },
+      { fetcher: deps.webFetch?.fetcher ?? runtimeFetcher, guard, checkHop: (u) => checkWebPolicy(u, policy, approvedHost) },
     );
     const { response, finalUrl } = fetched;
     const final = safeHref(finalUrl);

@@ -11,6 +11,7 @@ import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
 import { newApp } from "./routes/common.js";
+import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
@@ -51,6 +52,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));
+  app.route("/", pendingApp(deps, tools));
   app.route("/", unknownToolApp(tools, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;

@@ -47,6 +47,8 @@ export interface AppDeps {
   searchLimits?: Partial<SearchLimits>;
   /** web_fetch's transport (default: the runtime's fetch; Lambda: lib/web/node-fetcher.ts). allowLoopback is for tests only. */
   webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
+  /** Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests). */
+  pending?: { ttlMs?: number; now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
 }

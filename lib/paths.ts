@@ -117,6 +117,14 @@ export function runPrefix(tenant: string, workspace: string, runId: string): str
 /** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
+/** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/pending/store.ts). */
+export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
+/** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */
+export const pendingPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}pending/`;
+export function pendingKey(tenant: string, workspace: string, id: string): string {
+  if (!PENDING_ID_PATTERN.test(id)) throw new ToolError("NOT_FOUND", `No pending call ${JSON.stringify(id.slice(0, 40))} in this workspace. List them with GET /v1/workspaces/{ws}/pending.`, { pending_id: id.slice(0, 40) });
+  return `${pendingPrefix(tenant, workspace)}${id}.json`;
+}
 /**
  * The storage key of a canonical workspace path (the root maps to the files prefix itself).
  * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build

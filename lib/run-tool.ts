@@ -11,6 +11,8 @@ import { RecordStore } from "./records/store.js";
 import { requireWorkspace } from "./routes/common.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
 import { Workspace } from "./workspace/workspace.js";
+import { gateCall } from "./pending/gate.js";
+import { pendingOutcome } from "./pending/outcome.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -22,6 +24,8 @@ export interface CallScope {
   session: string;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /** A human approved this call (the pending-call answer route): not gated again. */
+  approved?: boolean;
 }
 
 export interface Usage {
@@ -62,10 +66,14 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
 /**
  * The core every door shares once the call is authorized and its workspace open: arguments as
  * models send them (lib/tool-args.ts: null is absent, unknown and missing arguments named), the
- * tool, the output cut. Throws the tool's ToolError.
+ * approval gate (lib/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
+ * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
 export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
+  // The approval gate, in this one place: a held call is stored and answered NEEDS_APPROVAL, and does not run.
+  await gateCall(tool, args as Record<string, unknown>, ctx);
   const result = await tool.execute(args as never, ctx);
   return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data };
 }
@@ -76,14 +84,14 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext
  */
 export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
   const started = Date.now();
-  const { ws, auth, deps, wsId, session, signal } = scope;
+  const { ws, auth, deps, wsId, session, signal, approved } = scope;
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
   try {
     assertPermission(tool, auth);
-    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}) });
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}) });
     meter(true);
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {

@@ -20,6 +20,10 @@ export interface ToolContext {
   deps: AppDeps;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /** A human approved this call (lib/pending/): the gate lets it through; web_fetch may reach the approved host. */
+  approved?: boolean;
+  /** X-Pending-Id: the caller repeats a pending call to get its outcome instead of running it again. */
+  pendingId?: string;
 }
 
 export interface ToolResult {

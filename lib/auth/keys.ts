@@ -9,7 +9,8 @@ import { randomId, sha256Hex } from "../hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 
-export const SCOPES = ["read", "write", "execute", "network"] as const;
+/** `approve` answers pending calls (ask_user, the approval gate); it is not in the default set, so an agent's key cannot approve its own calls. */
+export const SCOPES = ["read", "write", "execute", "network", "approve"] as const;
 export type Scope = (typeof SCOPES)[number];
 export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 export const KEY_PREFIX = "tsk_";

@@ -29,7 +29,7 @@ export function policyApp(deps: AppDeps) {
     createRoute(secureRoute(deps, adminOnly, {
       method: "put", path: "/v1/admin/tenants/{tenant}/policy", tags: ["admin"],
       summary: "Replace a tenant's policy",
-      description: "`web.allowed_domains`: when set, web_fetch reaches only these domains (and subdomains); others answer BLOCKED with `needs_approval: true`. `web.blocked_domains`: never fetched, removed from search results.",
+      description: "`web.allowed_domains`: when set, web_fetch reaches only these domains (and subdomains); others wait for approval (NEEDS_APPROVAL, see `gate`). `web.blocked_domains`: never fetched, removed from search results.",
       request: { params: TenantParam, body: { required: true, content: { "application/json": { schema: TenantPolicySchema } } } },
       responses: { 200: { description: "The stored policy", ...ok }, ...errorResponses(400, 401, 403, 404) },
     })),

@@ -76,12 +76,15 @@ export function toolApp(tool: Tool, deps: AppDeps) {
         description: tool.description,
         request: {
           params: WsParam,
-          headers: z.object({ "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }) }),
+          headers: z.object({
+            "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }),
+            "x-pending-id": z.string().optional().openapi({ description: "The pending_id of an earlier NEEDS_INPUT / NEEDS_APPROVAL answer: returns that call's outcome instead of running anew." }),
+          }),
           body: { required: true, content: { "application/json": { schema: tool.input } } },
         },
         responses: {
           200: { description: "Tool result", content: { "application/json": { schema: SuccessSchema } } },
-          ...toolErrors(400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 500, 502, 503),
+          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 502, 503),
         },
       },
     },
@@ -93,7 +96,8 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const ws = new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
       call.ws = ws;
       // An empty body: no arguments.
-      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal });
+      const pendingId = c.req.header("x-pending-id");
+      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}) });
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
     },
   );

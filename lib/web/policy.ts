@@ -7,6 +7,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../errors.js";
 import type { KeyValueStore } from "../storage/types.js";
+import { GatePolicyFields } from "../pending/gate-policy.js";
 import { safeHref } from "./ssrf.js";
 
 const Domain = z
@@ -20,7 +21,7 @@ export const WebPolicySchema = z.object({
   allowed_domains: z.array(Domain).max(1000).optional().openapi({ description: "When set, only these domains (and their subdomains) are fetched without approval." }),
   blocked_domains: z.array(Domain).max(1000).optional().openapi({ description: "Never fetched or returned by search." }),
 });
-export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional() }).openapi("TenantPolicy");
+export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional(), ...GatePolicyFields }).openapi("TenantPolicy");
 
 export type WebPolicy = z.infer<typeof WebPolicySchema>;
 export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
@@ -47,17 +48,23 @@ export function hostMatches(hostname: string, pattern: string): boolean {
 
 export const matchesAny = (hostname: string, patterns: readonly string[] = []) => patterns.find((p) => hostMatches(hostname, p));
 
-/** Throws BLOCKED when the tenant's policy refuses this URL's host. */
-export function checkWebPolicy(url: URL, policy: WebPolicy = {}): void {
+/** True when allowed_domains is set and `url`'s host is outside it: such a fetch waits for approval (lib/pending/gate.ts). */
+export const outsideAllowed = (url: URL, policy: WebPolicy = {}): boolean => !!policy.allowed_domains && !matchesAny(url.hostname, policy.allowed_domains);
+
+/**
+ * Throws BLOCKED when the tenant's policy refuses this URL's host. `approvedHost`: a host a human
+ * approved for this call (the approval gate), reached although it is outside allowed_domains.
+ */
+export function checkWebPolicy(url: URL, policy: WebPolicy = {}, approvedHost?: string): void {
   const blocked = matchesAny(url.hostname, policy.blocked_domains);
   if (blocked) {
     throw new ToolError("BLOCKED", `Refused to fetch ${safeHref(url)}: the domain ${blocked} is blocked by this tenant's web policy. Use another source.`, { url: safeHref(url), domain: blocked, policy: "blocked_domains" });
   }
-  if (policy.allowed_domains && !matchesAny(url.hostname, policy.allowed_domains)) {
+  if (policy.allowed_domains && outsideAllowed(url, policy) && url.hostname.toLowerCase() !== approvedHost?.toLowerCase()) {
     throw new ToolError(
       "BLOCKED",
-      `${url.hostname} is outside this tenant's allowed domains (${policy.allowed_domains.slice(0, 10).join(", ")}${policy.allowed_domains.length > 10 ? ", …" : ""}). Fetching it needs a human's approval, which this deployment cannot ask for yet: use an allowed domain, or ask the user to add this one to the tenant's policy.`,
-      { url: safeHref(url), host: url.hostname, needs_approval: true, policy: "allowed_domains" },
+      `${url.hostname} is outside this tenant's allowed domains (${policy.allowed_domains.slice(0, 10).join(", ")}${policy.allowed_domains.length > 10 ? ", …" : ""}) and was not approved for this call (a redirect leads there, or the tenant's gate does not ask for approval). Use an allowed domain, or fetch this URL directly: outside allowed_domains a fetch waits for a human's approval when the tenant's policy gates it.`,
+      { url: safeHref(url), host: url.hostname, policy: "allowed_domains" },
     );
   }
 }

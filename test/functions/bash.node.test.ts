@@ -202,11 +202,12 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "timed.txt" }), "NOT_FOUND");
   });
 
-  it("guard rails: BLOCKED, and NEEDS_CONFIRMATION until confirmed", async () => {
+  it("guard rails: BLOCKED, and caution commands held by the approval gate (NEEDS_APPROVAL) until confirmed", async () => {
     err(await env.call("bash", { command: "rm -rf /" }), "BLOCKED");
     err(await env.call("bash", { command: "rm -rf /", confirmed: true }), "BLOCKED");
     ok(await env.call("bash", { command: "mkdir -p junk && echo x > junk/f" }));
-    err(await env.call("bash", { command: "rm -rf junk" }), "NEEDS_CONFIRMATION");
+    err(await env.call("bash", { command: "rm -rf junk" }), "NEEDS_APPROVAL");
+    ok(await env.call("bash", { command: "test -f junk/f && echo still-there" })); // nothing ran
     const r = ok(await env.call("bash", { command: "rm -rf junk", confirmed: true }));
     expect(r.data.files_deleted).toEqual(["junk/f"]);
   });

@@ -300,7 +300,7 @@ describe("the default deployment refuses loopback", () => {
 });
 
 describe("tenant web policy", () => {
-  it("blocked_domains and allowed_domains (needs_approval), also on a redirect hop", async () => {
+  it("blocked_domains and allowed_domains (outside: NEEDS_APPROVAL, nothing fetched), also on a redirect hop", async () => {
     const p = await tenant(app());
     expect((await p.policy({ web: { blocked_domains: ["site.test"] } })).status).toBe(200);
     const e = fails(await p.call({ url: `http://site.test:${server.port}/data.json` }), "BLOCKED", 403);
@@ -309,9 +309,15 @@ describe("tenant web policy", () => {
     expect(hop.details.domain).toBe("site.test");
     await p.policy({ web: { allowed_domains: ["127.0.0.1"] } });
     ok(await p.call({ url: `${server.url}/data.json` }));
-    const na = fails(await p.call({ url: `http://site.test:${server.port}/data.json` }), "BLOCKED", 403);
-    expect(na.details).toMatchObject({ needs_approval: true, host: "site.test" });
-    expect(na.message).toMatch(/outside this tenant's allowed domains.*needs a human's approval/);
+    const seen = server.seen.length;
+    const na = fails(await p.call({ url: `http://site.test:${server.port}/data.json` }), "NEEDS_APPROVAL", 202);
+    expect(na.details).toMatchObject({ tool: "web_fetch", args: { url: `http://site.test:${server.port}/data.json` } });
+    expect(na.details.pending_id).toMatch(/^p[a-z2-7]{24}$/);
+    expect(na.message).toMatch(/outside this tenant's allowed domains; fetching it needs a human's approval/);
+    // A redirect from an allowed host to one outside: BLOCKED (only a URL asked for directly can be approved).
+    const hop2 = fails(await p.call({ url: `${server.url}/redirect?to=${encodeURIComponent(`http://site.test:${server.port}/`)}` }), "BLOCKED", 403);
+    expect(hop2.details).toMatchObject({ host: "site.test", policy: "allowed_domains" });
+    expect(server.seen.length).toBe(seen + 1); // the redirect itself, never site.test
   });
 
   it("the policy route validates and reads back", async () => {

@@ -1,0 +1,156 @@
+/**
+ * Pending calls: a tool call that waits for a human (ask_user's question, a call the approval
+ * gate holds). One JSON object per call in the workspace's internal area
+ * (x/pending/<id>.json, keyed in lib/paths.ts): object storage, strongly consistent, with
+ * conditional writes, so an answer is taken exactly once.
+ *
+ * Life of a record: `pending` (created with If-None-Match: *) → `running` (the answer, written
+ * If-Match the pending version: a second answer fails the condition → CONFLICT) → `done` (the
+ * outcome, written If-Match the running version). A refusal or an ask_user answer goes straight
+ * to `done`. A `pending` record past `expires_at` is expired: it can no longer be answered.
+ *
+ * Storage operations: create = 1 PUT; read = 1 GET; answer = 1 GET + 1 PUT (+ the call + 1 PUT
+ * when it runs); list = 1 LIST + 1 GET per record shown.
+ */
+import { ToolError } from "../errors.js";
+import { randomId } from "../hash.js";
+import { pendingKey, pendingPrefix } from "../paths.js";
+import type { Scope } from "../auth/keys.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+
+/** How long a pending call waits for its answer by default. */
+export const DEFAULT_PENDING_TTL_MS = 24 * 60 * 60 * 1000;
+
+export type PendingKind = "input" | "approval";
+export type PendingStatus = "pending" | "running" | "done";
+
+/** What the call came to: the tool's result, or the error it (or the refusal) ended with. */
+export type PendingOutcome =
+  | { ok: true; title: string; output: string; data: Record<string, unknown> }
+  | { ok: false; code: string; message: string; details: Record<string, unknown> };
+
+export interface PendingRecord {
+  id: string;
+  kind: PendingKind;
+  tool: string;
+  args: Record<string, unknown>;
+  /** ask_user */
+  question?: string;
+  options?: string[];
+  /** the gate: why the call waits, and the rule that holds it */
+  reason?: string;
+  rule?: { tool: string; when?: string };
+  /** Who called: the call runs, once approved, with the caller's session and scopes (never the approver's). */
+  session: string;
+  key_id: string;
+  scopes: Scope[];
+  created_at: string;
+  expires_at: string;
+  status: PendingStatus;
+  answer?: { by: string; at: string; approved?: boolean; answer?: string; note?: string; modified_args?: boolean };
+  outcome?: PendingOutcome;
+}
+
+export interface PendingScope {
+  driver: StorageDriver;
+  tenant: string;
+  workspace: string;
+  now?: () => number;
+}
+
+const nowOf = (s: PendingScope) => (s.now ?? Date.now)();
+
+export const newPendingId = () => `p${randomId(24)}`;
+
+export const isExpired = (r: PendingRecord, now: number) => r.status === "pending" && Date.parse(r.expires_at) <= now;
+
+/** Stores a new pending call (create-only). */
+export async function createPending(s: PendingScope, rec: Omit<PendingRecord, "id" | "created_at" | "expires_at" | "status">, ttlMs = DEFAULT_PENDING_TTL_MS): Promise<PendingRecord> {
+  const now = nowOf(s);
+  const full: PendingRecord = { id: newPendingId(), ...rec, created_at: new Date(now).toISOString(), expires_at: new Date(now + ttlMs).toISOString(), status: "pending" };
+  await s.driver.put(pendingKey(s.tenant, s.workspace, full.id), JSON.stringify(full), { ifNoneMatch: "*", contentType: "application/json" });
+  return full;
+}
+
+/** The record and its etag; NOT_FOUND when this workspace has no such pending call (another tenant's id included). */
+export async function loadPending(s: PendingScope, id: string): Promise<{ rec: PendingRecord; etag: string }> {
+  const got = await s.driver.get(pendingKey(s.tenant, s.workspace, id));
+  if (!got) throw new ToolError("NOT_FOUND", `No pending call ${id} in workspace ${s.workspace}. List them with GET /v1/workspaces/${s.workspace}/pending.`, { pending_id: id });
+  return { rec: JSON.parse(await new Response(got.body).text()) as PendingRecord, etag: got.etag };
+}
+
+/** Replaces the record only if it is still the version read; a lost race is CONFLICT (the call was answered already). */
+export async function replacePending(s: PendingScope, rec: PendingRecord, etag: string): Promise<string> {
+  try {
+    const info = await s.driver.put(pendingKey(s.tenant, s.workspace, rec.id), JSON.stringify(rec), { ifMatch: etag, contentType: "application/json" });
+    return info.etag;
+  } catch (e) {
+    if (isConditionFailed(e)) throw answeredError(rec.id);
+    throw e;
+  }
+}
+
+export const answeredError = (id: string) =>
+  new ToolError("CONFLICT", `Pending call ${id} has been answered already (an answer is taken once). GET /v1/workspaces/{ws}/pending/${id} shows its outcome.`, { pending_id: id });
+
+export const expiredError = (r: PendingRecord) =>
+  new ToolError("EXPIRED", `Pending call ${r.id} (${r.tool}) expired unanswered at ${r.expires_at}; nothing ran. Make the call again to ask anew.`, { pending_id: r.id, tool: r.tool, expires_at: r.expires_at });
+
+/** Most records one listing reads. */
+export const MAX_PENDING_LISTED = 100;
+
+/** The workspace's pending calls still waiting for an answer (not answered, not expired), oldest first. */
+export async function listWaiting(s: PendingScope): Promise<PendingRecord[]> {
+  const page = await s.driver.list({ prefix: pendingPrefix(s.tenant, s.workspace), limit: 1000 });
+  const now = nowOf(s);
+  const recent = page.objects.sort((a, b) => b.modified.getTime() - a.modified.getTime()).slice(0, MAX_PENDING_LISTED);
+  const recs = await Promise.all(
+    recent.map(async (o) => {
+      const got = await s.driver.get(o.key);
+      if (!got) return null;
+      try {
+        return JSON.parse(await new Response(got.body).text()) as PendingRecord;
+      } catch {
+        return null;
+      }
+    }),
+  );
+  return recs.filter((r): r is PendingRecord => r !== null && r.status === "pending" && !isExpired(r, now)).sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+/** The record as the app sees it (status `expired` for a pending one past its time). */
+export function pendingView(r: PendingRecord, now: number) {
+  return {
+    id: r.id,
+    kind: r.kind,
+    tool: r.tool,
+    args: r.args,
+    ...(r.question !== undefined ? { question: r.question } : {}),
+    ...(r.options ? { options: r.options } : {}),
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    ...(r.rule ? { rule: r.rule } : {}),
+    session: r.session,
+    status: isExpired(r, now) ? ("expired" as const) : r.status,
+    created_at: r.created_at,
+    expires_at: r.expires_at,
+    ...(r.answer ? { answer: r.answer } : {}),
+    ...(r.outcome ? { outcome: r.outcome } : {}),
+  };
+}
+
+/** The NEEDS_INPUT / NEEDS_APPROVAL error that tells the agent its call waits. */
+export function waitingError(r: PendingRecord, ws: string): ToolError {
+  const details = {
+    pending_id: r.id,
+    tool: r.tool,
+    args: r.args,
+    ...(r.kind === "input" ? { question: r.question } : { reason: r.reason }),
+    ...(r.options ? { options: r.options } : {}),
+    status: r.status,
+    expires_at: r.expires_at,
+  };
+  const how = `Get the outcome with GET /v1/workspaces/${ws}/pending/${r.id}?wait=30, or repeat this call with header X-Pending-Id: ${r.id}.`;
+  if (r.kind === "input") return new ToolError("NEEDS_INPUT", `Your question waits for the user's answer (pending call ${r.id}). ${how}`, details);
+  const state = r.status === "running" ? "was approved and is running" : "waits for a human's approval; it has not run";
+  return new ToolError("NEEDS_APPROVAL", `This ${r.tool} call ${state} (pending call ${r.id}): ${r.reason ?? ""} ${how}`, details);
+}
