@@ -16,6 +16,8 @@
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
  * written). What is left is returned as `unsynced`: those changes are not in the workspace.
+ * Groups start in path order, so what is left is the end of the path order, give or take the
+ * groups in flight.
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
@@ -31,6 +33,8 @@ const GROUP_FILES = 64;
 const GROUPS_IN_FLIGHT = 4;
 /** Files sent alone at once within a group (large files, or every file against an API without batches). */
 const SINGLES_PER_GROUP = 4;
+/** Requests in flight with a client that has no batches (one per change). */
+const SINGLES_IN_FLIGHT = 16;
 
 export interface WriteBackOutcome {
   written: Map<string, FileState>;
@@ -52,7 +56,7 @@ export async function writeBack(opts: {
   maxFiles: number;
   /** Epoch ms after which no further change is started. */
   deadline: number;
-  /** Groups in flight (default GROUPS_IN_FLIGHT). */
+  /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests with a client without batches (default SINGLES_IN_FLIGHT). */
   concurrency?: number;
   now?: () => number;
 }): Promise<WriteBackOutcome> {
@@ -128,7 +132,7 @@ export async function writeBack(opts: {
     if (!cs.length || !inTime(cs)) return;
     let rs;
     try {
-      rs = sync.deleteMany ? await sync.deleteMany(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag }))) : null;
+      rs = await sync.deleteMany!(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag })));
     } catch (e) {
       for (const c of cs) skip(c, e);
       return;
@@ -181,7 +185,6 @@ export async function writeBack(opts: {
 
   const puts = async (cs: Change[]) => {
     if (!cs.length) return;
-    if (!sync.putMany) return singles(cs);
     const small: (Change & { size: number })[] = [];
     const large: Change[] = [];
     await Promise.all(cs.map(async (c) => {
@@ -194,12 +197,17 @@ export async function writeBack(opts: {
     await singles(large.sort((a, b) => (a.path < b.path ? -1 : 1)));
   };
 
-  const groups: Change[][] = [];
-  for (let i = 0; i < accepted.length; i += GROUP_FILES) groups.push(accepted.slice(i, i + GROUP_FILES));
-  await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
-    if (!inTime(g)) return;
-    await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
-  });
+  if (!sync.putMany || !sync.deleteMany) {
+    // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
+    await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, accepted, single);
+  } else {
+    const groups: Change[][] = [];
+    for (let i = 0; i < accepted.length; i += GROUP_FILES) groups.push(accepted.slice(i, i + GROUP_FILES));
+    await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
+      if (!inTime(g)) return;
+      await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
+    });
+  }
   for (const list of [out.created, out.modified, out.deleted]) list.sort();
   if (overLimit.length) out.unsynced.reasons.push("limit");
   if (late.length) out.unsynced.reasons.push("deadline");
