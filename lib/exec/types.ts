@@ -37,7 +37,7 @@ export interface RunLimits {
   tmp_mb: number;
   /** Bytes of stdout / stderr / merged output kept in the result, head + tail (default 30000). */
   output_bytes: number;
-  /** Most changed files one run may write back (default 20000); the rest are reported in `unsynced`. */
+  /** Most changed files one run may write back (default 100000); the rest are reported in `unsynced`. */
   max_writeback_files: number;
   /**
    * Time the write-back may take after the command, ms; 0 (default): what the timeout leaves
