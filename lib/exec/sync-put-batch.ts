@@ -89,14 +89,16 @@ class ByteReader {
     if (this.have < n) throw new ToolError("INVALID_ARGUMENT", "The put batch ends inside a frame; send the batch again.");
     const out = new Uint8Array(n);
     let at = 0;
+    let used = 0; // chunks consumed whole: dropped once at the end (no shift per chunk: tiny chunks stay linear)
     while (at < n) {
-      const c = this.chunks[0]!;
+      const c = this.chunks[used]!;
       const k = Math.min(c.length, n - at);
       out.set(c.subarray(0, k), at);
       at += k;
-      if (k === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(k);
+      if (k === c.length) used++;
+      else this.chunks[used] = c.subarray(k);
     }
+    this.chunks = this.chunks.slice(used);
     this.have -= n;
     return out;
   }
