@@ -1,11 +1,12 @@
 /**
- * What a large bash write-back costs the API. Usage: node bench/writeback.mjs [files=5000] [timeout s=600]
+ * What a large bash write-back costs the API. Usage: node bench/writeback.mjs [files=5000] [timeout s=600] [files|git]
  *
  * The API's sync endpoint (handleSync with the search indexer, as lib/env.ts wires it, over
  * the memory driver) runs in a child process that reports its own CPU time; the runner (the
  * real handler code, bubblewrap) writes back a command that creates `files` text files of
  * ~1 KB in 50 directories, over HTTP on 127.0.0.1. Prints wall time of the write-back, API CPU
- * seconds, requests and storage operations by kind.
+ * seconds, requests and storage operations by kind. Mode `git`: the files exist (a first run made
+ * them), the measured run is `git init && git add -A && git commit` over them.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { fork } from "node:child_process";
@@ -74,7 +75,7 @@ async function server(): Promise<void> {
   http.listen(0, "127.0.0.1", () => process.send!({ port: (http.address() as { port: number }).port }));
 }
 
-async function main(files: number, timeoutS: number): Promise<void> {
+async function main(files: number, timeoutS: number, mode: string): Promise<void> {
   // WRITEBACK_PROF=<dir>: the API process writes a V8 CPU profile there (node --cpu-prof).
   const prof = process.env.WRITEBACK_PROF;
   const child = fork(process.argv[1]!, ["--server"], { stdio: "inherit", ...(prof ? { execArgv: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {}) });
@@ -96,14 +97,20 @@ for i in range(1, ${files} + 1):
     os.makedirs(d, exist_ok=True)
     open('%s/f%d.ts' % (d, i), 'w').write('export const v%d = \\"%s\\";\\n' % (i, 'x' * 700))
 "`;
+    // Mode "git": the files are made by a first run, then measured: git init && git add -A && git commit.
+    let measured = command;
+    if (mode === "git") {
+      await runCommand({ version: 1, idempotency_key: "k0", tenant: "bench", workspace: "wb", command, timeout_ms: timeoutS * 1000, sync: { url, token } }, sync, deps);
+      measured = "git init -q && git add -A && git commit -qm import && git count-objects";
+    }
     const before = await stats();
     const t0 = Date.now();
-    const r = await runCommand({ version: 1, idempotency_key: "k1", tenant: "bench", workspace: "wb", command, timeout_ms: timeoutS * 1000, sync: { url, token } }, sync, deps);
+    const r = await runCommand({ version: 1, idempotency_key: "k1", tenant: "bench", workspace: "wb", command: measured, timeout_ms: timeoutS * 1000, sync: { url, token } }, sync, deps);
     const wall = Date.now() - t0;
     const after = await stats();
     const ops = Object.fromEntries(Object.entries(after.ops).map(([k, v]) => [k, v - (before.ops[k] ?? 0)]));
     console.log(JSON.stringify({
-      files, written: r.files_changed.length, unsynced: r.unsynced?.count ?? 0,
+      files, mode, written: r.files_changed.length, stdout: r.stdout.trim().slice(0, 200), unsynced: r.unsynced?.count ?? 0,
       command_ms: r.duration_ms, writeback_ms: r.sync.sync_out_ms, run_ms: wall,
       api_cpu_s: +(after.cpu_s - before.cpu_s).toFixed(2), api_requests: after.requests - before.requests, slowest_request_ms: after.slowest_ms, requests_over_1s: after.over_1s, storage_ops: ops,
     }, null, 1));
@@ -117,4 +124,4 @@ if (process.argv.includes("--server")) {
   process.on("SIGINT", () => process.exit(0)); // exit normally: --cpu-prof writes its profile on exit
   void server();
 }
-else void main(Number(process.argv[2] ?? 5000), Number(process.argv[3] ?? 600));
+else void main(Number(process.argv[2] ?? 5000), Number(process.argv[3] ?? 600), process.argv[4] ?? "files");

@@ -23,7 +23,7 @@ export const DEFAULT_LIMITS: RunLimits = {
   open_files: 1024,
   tmp_mb: 512,
   output_bytes: 30_000,
-  max_writeback_files: 20_000,
+  max_writeback_files: 100_000,
   writeback_ms: 0, // 0: the rest of the timeout, at least max(10 s, timeout / 4): runner.ts
   disk_mb: 4096,
 };

@@ -6,19 +6,35 @@
  * `.toolshed/conflicts/<run>/<path>`, so neither change is lost. A run that timed out or
  * was killed writes back nothing (its changes are listed under `discarded`).
  *
- * Bounded: at most `maxFiles` changes, and no change is started after `deadline` (the requests
- * in flight then finish: cutting one off would leave unknown whether it was written). What is
- * left is returned as `unsynced`: those changes are not in the workspace.
+ * Batched: changes go in path order, in groups of GROUP_FILES, GROUPS_IN_FLIGHT groups at a
+ * time. A group's small files (up to 1 MiB) go as put batches of about PUT_BATCH_TARGET_BYTES
+ * (SyncClient.putMany, one request and one index segment each), its deletes as one delete
+ * batch, its large files alone and streamed. Against an API without batches (putMany null or
+ * absent) every file goes alone, as before. The outcome of every file is its own: a batch
+ * answers per file.
+ *
+ * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
+ * (the requests in flight then finish: cutting one off would leave unknown whether it was
+ * written). What is left is returned as `unsynced`: those changes are not in the workspace.
+ * Groups start in path order, so what is left is the end of the path order, give or take the
+ * groups in flight.
  */
-import { createHash } from "node:crypto";
-import { constants, promises as fs } from "node:fs";
+import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { Readable, Transform } from "node:stream";
+import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
+import { PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/exec/sync-put-batch.js";
 import type { Conflict, Skipped, SyncClient, UnsyncedReason } from "../../lib/exec/types.js";
+import { openBody, readSmall } from "./file-body.js";
 import { fingerprint, isExec, pool, type Change, type FileState } from "./tree.js";
 
-/** Files up to this size are read whole; larger ones are streamed. */
-const INLINE_BYTES = 4 * 1024 * 1024;
+/** Changes per group: the size of a put batch's file count and of a delete batch. */
+const GROUP_FILES = 64;
+/** Groups written at once (each: up to a put batch and a delete batch in flight, or SINGLES_PER_GROUP files alone). */
+const GROUPS_IN_FLIGHT = 4;
+/** Files sent alone at once within a group (large files, or every file against an API without batches). */
+const SINGLES_PER_GROUP = 4;
+/** Requests in flight with a client that has no batches (one per change). */
+const SINGLES_IN_FLIGHT = 16;
 
 export interface WriteBackOutcome {
   written: Map<string, FileState>;
@@ -32,39 +48,6 @@ export interface WriteBackOutcome {
   unsynced: { paths: string[]; reasons: UnsyncedReason[] };
 }
 
-interface Body {
-  body: Uint8Array | ReadableStream<Uint8Array>;
-  size: number;
-  hash: () => string;
-}
-
-async function openBody(abs: string): Promise<{ body: Body; close: () => Promise<void> }> {
-  const fh = await fs.open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
-  const st = await fh.stat();
-  if (!st.isFile()) {
-    await fh.close();
-    throw new Error("not a regular file");
-  }
-  const h = createHash("sha256");
-  if (st.size <= INLINE_BYTES) {
-    const buf = await fh.readFile();
-    await fh.close();
-    h.update(buf);
-    const digest = h.digest("hex");
-    return { body: { body: new Uint8Array(buf.buffer, buf.byteOffset, buf.length), size: buf.length, hash: () => digest }, close: async () => {} };
-  }
-  const tap = new Transform({
-    transform(chunk: Buffer, _e, cb) {
-      h.update(chunk);
-      cb(null, chunk);
-    },
-  });
-  const stream = fh.createReadStream({ autoClose: true }).pipe(tap);
-  const web = Readable.toWeb(stream) as unknown as ReadableStream<Uint8Array>;
-  let digest: string | null = null;
-  return { body: { body: web, size: st.size, hash: () => (digest ??= h.digest("hex")) }, close: () => fh.close().catch(() => {}) };
-}
-
 export async function writeBack(opts: {
   tree: string;
   changes: Change[];
@@ -73,21 +56,32 @@ export async function writeBack(opts: {
   maxFiles: number;
   /** Epoch ms after which no further change is started. */
   deadline: number;
+  /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests with a client without batches (default SINGLES_IN_FLIGHT). */
   concurrency?: number;
   now?: () => number;
 }): Promise<WriteBackOutcome> {
   const now = opts.now ?? Date.now;
+  const sync = opts.sync;
   const out: WriteBackOutcome = { written: new Map(), created: [], modified: [], deleted: [], conflicts: [], skipped: [], uploaded_bytes: 0, unsynced: { paths: [], reasons: [] } };
   const accepted = opts.changes.slice(0, opts.maxFiles);
   const overLimit = opts.changes.slice(opts.maxFiles).map((c) => c.path);
   const late: string[] = [];
+  const abs = (c: Change) => join(opts.tree, c.path);
+  const condition = (c: Change) => (c.base ? { ifMatch: c.base.etag } : { ifNoneMatch: "*" as const });
+  const skip = (c: Change, e: unknown) => out.skipped.push({ path: c.path, reason: "error", detail: String((e as Error)?.message ?? e).slice(0, 300) });
+  /** False (and the changes listed as late) once the deadline has passed. */
+  const inTime = (cs: Change[]) => {
+    if (now() < opts.deadline) return true;
+    late.push(...cs.map((c) => c.path));
+    return false;
+  };
 
   const saveCopy = async (path: string): Promise<string | undefined> => {
     const saved = `.toolshed/conflicts/${opts.runId}/${path}`;
     try {
       const { body, close } = await openBody(join(opts.tree, path));
       try {
-        const r = await opts.sync.put(saved, body.body, { ifNoneMatch: "*", size: body.size });
+        const r = await sync.put(saved, body.body, { ifNoneMatch: "*", size: body.size });
         return r.ok ? saved : undefined;
       } finally {
         await close();
@@ -97,43 +91,145 @@ export async function writeBack(opts: {
     }
   };
 
-  await pool(opts.concurrency ?? 16, accepted, async (c) => {
-    if (now() >= opts.deadline) {
-      late.push(c.path);
-      return;
-    }
+  const written = async (c: Change, etag: string, size: number, hash: string) => {
+    const st = await fs.lstat(abs(c), { bigint: true });
+    out.written.set(c.path, { etag, size, hash, fp: fingerprint(st), exec: isExec(st.mode) });
+    out.uploaded_bytes += size;
+    (c.kind === "created" ? out.created : out.modified).push(c.path);
+  };
+  const conflicted = async (c: Change) => {
+    if (c.kind === "deleted") return void out.conflicts.push({ path: c.path, change: "deleted", reason: "changed_meanwhile" });
+    const saved_as = await saveCopy(c.path);
+    out.conflicts.push({ path: c.path, change: c.kind, reason: "changed_meanwhile", ...(saved_as ? { saved_as } : {}) });
+  };
+
+  /** One change alone: a PUT (streamed when large) or a DELETE. */
+  const single = async (c: Change) => {
+    if (!inTime([c])) return;
     try {
       if (c.kind === "deleted") {
-        const r = await opts.sync.delete(c.path, { ifMatch: c.base!.etag });
+        const r = await sync.delete(c.path, { ifMatch: c.base!.etag });
         if (r.ok) out.deleted.push(c.path);
-        else out.conflicts.push({ path: c.path, change: "deleted", reason: "changed_meanwhile" });
+        else await conflicted(c);
         return;
       }
-      const abs = join(opts.tree, c.path);
-      const { body, close } = await openBody(abs);
+      const { body, close } = await openBody(abs(c));
       let r;
       try {
-        r = await opts.sync.put(c.path, body.body, { ...(c.base ? { ifMatch: c.base.etag } : { ifNoneMatch: "*" as const }), size: body.size });
+        r = await sync.put(c.path, body.body, { ...condition(c), size: body.size });
       } finally {
         await close();
       }
-      if (!r.ok) {
-        const saved_as = await saveCopy(c.path);
-        out.conflicts.push({ path: c.path, change: c.kind, reason: "changed_meanwhile", ...(saved_as ? { saved_as } : {}) });
-        return;
-      }
-      const st = await fs.lstat(abs, { bigint: true });
-      out.written.set(c.path, { etag: r.etag, size: body.size, hash: body.hash(), fp: fingerprint(st), exec: isExec(st.mode) });
-      out.uploaded_bytes += body.size;
-      (c.kind === "created" ? out.created : out.modified).push(c.path);
+      if (r.ok) await written(c, r.etag, body.size, body.hash());
+      else await conflicted(c);
     } catch (e) {
-      out.skipped.push({ path: c.path, reason: "error", detail: String((e as Error).message ?? e).slice(0, 300) });
+      skip(c, e);
     }
-  });
+  };
+  const singles = (cs: Change[]) => pool(SINGLES_PER_GROUP, cs, single);
+
+  const deleteBatch = async (cs: Change[]) => {
+    if (!cs.length || !inTime(cs)) return;
+    let rs;
+    try {
+      rs = await sync.deleteMany!(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag })));
+    } catch (e) {
+      for (const c of cs) skip(c, e);
+      return;
+    }
+    if (!rs) return singles(cs);
+    for (const [i, r] of rs.entries()) {
+      const c = cs[i]!;
+      if (r.ok) out.deleted.push(c.path);
+      else if ("conflict" in r) await conflicted(c);
+      else skip(c, r.error);
+    }
+  };
+
+  /** One put batch: read (a file that is no longer small goes alone), send, record per file. */
+  const putBatch = async (cs: Change[]) => {
+    if (!inTime(cs)) return;
+    const items: PutManyItem[] = [];
+    const sent: { c: Change; hash: string }[] = [];
+    const alone: Change[] = [];
+    await Promise.all(cs.map(async (c) => {
+      try {
+        const got = await readSmall(abs(c), BATCH_MAX_FILE_BYTES);
+        if (!got) return void alone.push(c);
+        items.push({ path: c.path, bytes: got.bytes, ...condition(c) });
+        sent.push({ c, hash: got.hash });
+      } catch (e) {
+        skip(c, e);
+      }
+    }));
+    if (items.length) {
+      try {
+        const rs = await sync.putMany!(items);
+        if (rs === null) alone.push(...sent.map((s) => s.c));
+        for (const [i, r] of (rs ?? []).entries()) {
+          const { c, hash } = sent[i]!;
+          try {
+            if (r.ok) await written(c, r.etag, items[i]!.bytes.length, hash);
+            else if ("conflict" in r) await conflicted(c);
+            else skip(c, r.error);
+          } catch (e) {
+            skip(c, e);
+          }
+        }
+      } catch (e) {
+        for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx): not written as far as we know
+      }
+    }
+    await singles(alone.sort((a, b) => (a.path < b.path ? -1 : 1)));
+  };
+
+  const puts = async (cs: Change[]) => {
+    if (!cs.length) return;
+    const small: (Change & { size: number })[] = [];
+    const large: Change[] = [];
+    await Promise.all(cs.map(async (c) => {
+      const st = await fs.lstat(abs(c)).catch(() => null);
+      if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ ...c, size: st.size });
+      else large.push(c); // alone: large, or not a file any more (single says why)
+    }));
+    small.sort((a, b) => (a.path < b.path ? -1 : 1));
+    for (const b of splitBySize(small, PUT_BATCH_TARGET_BYTES)) await putBatch(b);
+    await singles(large.sort((a, b) => (a.path < b.path ? -1 : 1)));
+  };
+
+  if (!sync.putMany || !sync.deleteMany) {
+    // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
+    await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, accepted, single);
+  } else {
+    const groups: Change[][] = [];
+    for (let i = 0; i < accepted.length; i += GROUP_FILES) groups.push(accepted.slice(i, i + GROUP_FILES));
+    await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
+      if (!inTime(g)) return;
+      await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
+    });
+  }
   for (const list of [out.created, out.modified, out.deleted]) list.sort();
   if (overLimit.length) out.unsynced.reasons.push("limit");
   if (late.length) out.unsynced.reasons.push("deadline");
   out.unsynced.paths = [...late, ...overLimit].sort();
   out.conflicts.sort((a, b) => (a.path < b.path ? -1 : 1));
+  return out;
+}
+
+/** Consecutive runs of at most `bytes` in all (a file larger than that makes a batch of its own). */
+function splitBySize<T extends { size: number }>(items: T[], bytes: number): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
+  let sum = 0;
+  for (const x of items) {
+    if (cur.length && sum + x.size > bytes) {
+      out.push(cur);
+      cur = [];
+      sum = 0;
+    }
+    cur.push(x);
+    sum += x.size;
+  }
+  if (cur.length) out.push(cur);
   return out;
 }

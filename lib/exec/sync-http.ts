@@ -14,11 +14,14 @@
  *   PUT    /v1/sync/files/<dir>/        (empty body)             → { etag } | 412  (an explicit directory: its marker)
  *   DELETE /v1/sync/files/<dir>/        If-Match                 → 204 | 412
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
+ *   POST   /v1/sync/put    frames of many small files → a result per file  (lib/exec/sync-put-batch.ts)
+ *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
  */
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
-import { decodeFrames } from "./sync-batch.js";
+import { BATCH_CONTENT_TYPE, decodeFrames } from "./sync-batch.js";
+import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
 import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
 import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
@@ -40,6 +43,33 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
   let noConditional = false;
   /** Set once the server answered that it has no batch fetch (an older API). */
   let noBatches = false;
+  /** Set once the server answered that it has no batched write-back (an older API). */
+  let noWriteBatches = false;
+
+  /**
+   * A write batch's answer: null (no such route: older API), or the per-file answer. Not retried
+   * (a conditional write sent twice would conflict with itself). A refused batch (4xx) that
+   * still lists what happened to its first files keeps those outcomes.
+   */
+  async function writeBatch(route: string, init: RequestInit): Promise<{ body: unknown; why: string } | null> {
+    if (noWriteBatches) return null;
+    const res = await call("POST", `${base}/${route}`, init);
+    if (res.status === 404 || res.status === 405) {
+      await res.body?.cancel();
+      noWriteBatches = true;
+      return null;
+    }
+    if (res.ok) return { body: await res.json(), why: "no answer for this file" };
+    const text = await res.text().catch(() => "");
+    let body: { files?: unknown; error?: { message?: string } } | null = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON: fail below */
+    }
+    if (res.status >= 400 && res.status < 500 && Array.isArray(body?.files)) return { body, why: `batch refused: ${body?.error?.message ?? `HTTP ${res.status}`}` };
+    throw new ToolError(res.status >= 500 ? "UNAVAILABLE" : "INTERNAL", `Workspace sync failed (${route} batch): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
+  }
 
   async function call(method: string, url: string, init: RequestInit = {}, idempotent = method === "GET"): Promise<Response> {
     const tries = idempotent ? attempts : 1;
@@ -118,6 +148,17 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       }
       if (!res.ok) await fail(res, "batch fetch");
       return decodeFrames(new Uint8Array(await res.arrayBuffer()), paths.map((p) => normalizeFilePath(p)));
+    },
+    async putMany(files) {
+      const paths = files.map((f) => normalizeFilePath(f.path));
+      const init = { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit;
+      const a = await writeBatch("put", init);
+      return a && putResults(a.body, paths, a.why);
+    },
+    async deleteMany(files) {
+      const paths = files.map((f) => normalizeFilePath(f.path));
+      const a = await writeBatch("delete", { body: JSON.stringify({ files: files.map((f, i) => ({ path: paths[i], etag: f.ifMatch })) }), headers: { "content-type": "application/json" } });
+      return a && deleteResults(a.body, paths, a.why);
     },
     async put(path, body, o) {
       const headers: Record<string, string> = { "content-type": "application/octet-stream" };

@@ -10,6 +10,7 @@ import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { parseModesDelta, updateModes } from "./modes.js";
 import { BATCH_CONTENT_TYPE, batchStream, parseBatchRequest, readBatchFile } from "./sync-batch.js";
+import { handleWriteBatch } from "./sync-put-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
@@ -99,6 +100,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const paths = parseBatchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch"));
       return new Response(batchStream(paths, (p) => readBatchFile(deps.driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
+
+    // Batched write-back (lib/exec/sync-put-server.ts): many files per request, one index segment per batch.
+    if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, deps);
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);

@@ -9,6 +9,7 @@
 import type { OutputCut } from "../output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 import type { BatchFile } from "./sync-batch.js";
+import type { DeleteManyResult, PutManyItem, PutManyResult } from "./sync-put-batch.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -36,7 +37,7 @@ export interface RunLimits {
   tmp_mb: number;
   /** Bytes of stdout / stderr / merged output kept in the result, head + tail (default 30000). */
   output_bytes: number;
-  /** Most changed files one run may write back (default 20000); the rest are reported in `unsynced`. */
+  /** Most changed files one run may write back (default 100000); the rest are reported in `unsynced`. */
   max_writeback_files: number;
   /**
    * Time the write-back may take after the command, ms; 0 (default): what the timeout leaves
@@ -301,6 +302,14 @@ export interface SyncClient {
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
   delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * Many small files (up to 1 MiB each) in one request, each conditional like put; a result per
+   * file in the order given (lib/exec/sync-put-batch.ts). null when the other end has no batches
+   * (an older API): use put. Absent: this client has none.
+   */
+  putMany?(files: PutManyItem[]): Promise<PutManyResult[] | null>;
+  /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
+  deleteMany?(files: { path: string; ifMatch: string }[]): Promise<DeleteManyResult[] | null>;
   /**
    * Makes `dir` an explicit directory (its marker): ok with the marker's etag, made now or there
    * already; conflict when a file has the path or a parent path.
