@@ -3,6 +3,7 @@
  * raw files, one per tool), mounted here; the OpenAPI document is generated from their schemas.
  */
 import type { AppDeps } from "./deps.js";
+import { ManifestCache } from "./layers/manifest.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { adminApp } from "./routes/admin.js";
@@ -18,7 +19,9 @@ import type { Tool } from "./tool.js";
 
 export const API_VERSION = "0.1.0";
 
-export function createApp(deps: AppDeps, tools: readonly Tool[]) {
+export function createApp(input: AppDeps, tools: readonly Tool[]) {
+  // Per-isolate caches are made here, never at module level (lib/ holds no state).
+  const deps: AppDeps = { ...input, manifests: input.manifests ?? new ManifestCache() };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
@@ -35,7 +38,7 @@ export function createApp(deps: AppDeps, tools: readonly Tool[]) {
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;
-  if (syncSecret) app.all("/v1/sync/*", (c) => handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }));
+  if (syncSecret) app.all("/v1/sync/*", (c) => handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }));
 
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -19,7 +19,7 @@ import { archiveLimits } from "../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../archive/export.js";
 import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
 import { storageSpool } from "../archive/spool.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const security = [{ Bearer: [] }];
 const binary = z.string().openapi({ format: "binary" });
@@ -48,8 +48,9 @@ export const ImportReportSchema = z
 
 const needScope = (c: Context<AppEnv>, scope: "read" | "write") => { if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope }); };
 
-const workspaceOf = (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
-  new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
+/** The workspace (NOT_FOUND when missing or another tenant's), its files through the merged view when layered. */
+const workspaceOf = async (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
+  new Workspace({ driver: (await openWorkspace(layerDeps(deps), tenant, id)).driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
 
 function contentLength(c: Context<AppEnv>): number | undefined {
   const h = c.req.header("content-length");
@@ -62,7 +63,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const prefix = normalizePath(prefixInput ?? "");
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
-  const ws = workspaceOf(deps, tenant, id, true);
+  const ws = await workspaceOf(deps, tenant, id, true);
   const length = contentLength(c);
   return importArchive(ws, body, {
     mode,
@@ -103,7 +104,6 @@ export function archiveApp(deps: AppDeps) {
       needScope(c, "write");
       const { ws } = c.req.valid("param");
       const q = c.req.valid("query");
-      await requireWorkspace(deps.storage, c.get("auth").tenant, ws);
       const report = await runImport(c, deps, ws, q.mode, q.prefix);
       return c.json({ workspace: ws, ...report }, 200);
     },
@@ -120,9 +120,8 @@ export function archiveApp(deps: AppDeps) {
       needScope(c, "read");
       const { ws } = c.req.valid("param");
       const tenant = c.get("auth").tenant;
-      await requireWorkspace(deps.storage, tenant, ws);
       const dir = normalizePath(c.req.valid("query").path ?? "");
-      const workspace = workspaceOf(deps, tenant, ws);
+      const workspace = await workspaceOf(deps, tenant, ws);
       const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles);
       const etag = await exportEtag(listing);
       const inm = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));

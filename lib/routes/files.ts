@@ -14,7 +14,7 @@ import { normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { Workspace, type FileInfo } from "../workspace/workspace.js";
-import { errorResponses, newApp, requireWorkspace } from "./common.js";
+import { errorResponses, layerDeps, newApp, openWorkspace } from "./common.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
@@ -53,8 +53,8 @@ export function filesApp(deps: AppDeps) {
   const workspace = async (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
-    await requireWorkspace(deps.storage, tenant, id);
-    return new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
+    const { driver } = await openWorkspace(layerDeps(deps), tenant, id);
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
   };
   const needScope = (c: Context<AppEnv>, scope: "read" | "write") => {
     if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope });

@@ -7,7 +7,7 @@ import { toToolError } from "../http.js";
 import { checkSessionId, RecordStore } from "../records/store.js";
 import { MAX_OUTPUT_CHARS, toolDefinition, truncateMiddle, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
-import { errorResponses, newApp, requireWorkspace, WsParam } from "./common.js";
+import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const SuccessSchema = z.object({
   ok: z.literal(true),
@@ -54,9 +54,9 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       throw new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have.`, { needed: tool.permission });
     }
     const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-    await requireWorkspace(deps.storage, auth.tenant, wsId);
+    const opened = await openWorkspace(layerDeps(deps), auth.tenant, wsId);
     const ws = new Workspace({
-      driver: deps.storage,
+      driver: opened.driver,
       records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
       tenant: auth.tenant,
       id: wsId,

@@ -11,6 +11,10 @@ export interface WorkspaceMeta {
   id: string;
   name: string;
   created_at: string;
+  /** The lower layer: a manifest id (lib/layers/), or absent/null for a plain workspace. */
+  base?: string | null;
+  /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
+  seq?: number;
 }
 
 const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
