@@ -8,6 +8,7 @@ import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
+import { versionsApp } from "./routes/versions.js";
 import { newApp } from "./routes/common.js";
 import { policyApp } from "./routes/policy.js";
 import { filesApp } from "./routes/files.js";
@@ -33,6 +34,7 @@ export function createApp(input: AppDeps, tools: readonly Tool[]) {
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
+  app.route("/", versionsApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", catalogApp(tools));
   for (const tool of tools) app.route("/", toolApp(tool, deps));

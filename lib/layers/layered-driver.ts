@@ -173,6 +173,9 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
         if (!isConditionFailed(e)) throw e;
         refused.push(...e.keys);
       }
+      // A base switched meanwhile may hold these paths: the delete did not make them go.
+      const plainFiles = plain.filter((t) => mine(t.key) && !refused.includes(t.key));
+      if (plainFiles.length && !(await view.stillCurrent())) refused.push(...plainFiles.map((t) => t.key));
       for (let i = 0; i < layered.length; i += 16) {
         const done = await Promise.all(layered.slice(i, i + 16).map((x) => whiteOut(x.t, x.etag)));
         done.forEach((ok, j) => ok || refused.push(layered[i + j]!.t.key));

@@ -4,9 +4,11 @@ import { requireTenant } from "../auth/middleware.js";
 import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../workspace/registry.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
+import { ToolError } from "../errors.js";
+import { forkWorkspace } from "../layers/checkpoints.js";
 
-const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Workspace");
+const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional() }).openapi("Workspace");
 const security = [{ Bearer: [] }];
 
 export function workspacesApp(deps: AppDeps) {
@@ -19,13 +21,18 @@ export function workspacesApp(deps: AppDeps) {
       description: "A JSON body {id?, name?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
       request: {
         query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional() }).openapi({ description: "With an archive body only" }),
-        body: { required: false, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }), name: z.string().max(200).optional() }) }, ...ARCHIVE_CONTENT } },
+        body: { required: false, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }), name: z.string().max(200).optional(), from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours (needs write): the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }), checkpoint: z.string().optional() }) }, ...ARCHIVE_CONTENT } },
       },
-      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 409, 413) },
+      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     }),
     async (c) => {
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
-      const body = (await c.req.json().catch(() => ({}))) as { id?: string; name?: string };
+      const body = (await c.req.json().catch(() => ({}))) as { id?: string; name?: string; from_workspace?: string; checkpoint?: string };
+      if (body.from_workspace !== undefined) {
+        if (!c.get("auth").scopes.includes("write")) throw new ToolError("PERMISSION_DENIED", "A fork needs the 'write' scope (it checkpoints the origin).", { needed: "write" });
+        const fork = await forkWorkspace(layerDeps(deps), c.get("auth").tenant, { from: String(body.from_workspace), ...(body.id !== undefined ? { id: String(body.id) } : {}), ...(body.name !== undefined ? { name: String(body.name) } : {}), ...(body.checkpoint !== undefined ? { checkpoint: String(body.checkpoint) } : {}) });
+        return c.json(fork, 201);
+      }
       return c.json(await createWorkspace(deps.storage, c.get("auth").tenant, { ...(body.id !== undefined ? { id: String(body.id) } : {}), ...(body.name !== undefined ? { name: String(body.name) } : {}) }), 201);
     },
   );
