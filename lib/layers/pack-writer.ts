@@ -53,14 +53,29 @@ export class PackWriter {
     const id = newLayerId();
     const hash = md5Stream();
     let seen = 0;
-    const tapped = body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, c) {
-        hash.update(chunk);
-        seen += chunk.length;
-        c.enqueue(chunk);
+    // The source's own error (a bound, a cut body) is what the caller must see, not the storage's echo of it.
+    let sourceError: unknown;
+    const reader = body.getReader();
+    const tapped = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        try {
+          const r = await reader.read();
+          if (r.done) return c.close();
+          hash.update(r.value);
+          seen += r.value.length;
+          c.enqueue(r.value);
+        } catch (e) {
+          sourceError ??= e;
+          throw e;
+        }
       },
-    }));
-    await this.driver.put(packKey(this.tenant, id), tapped, { ifNoneMatch: "*", length: size });
+      cancel: (reason) => reader.cancel(reason),
+    }, { highWaterMark: 0 });
+    try {
+      await this.driver.put(packKey(this.tenant, id), tapped, { ifNoneMatch: "*", length: size });
+    } catch (e) {
+      throw sourceError ?? e;
+    }
     if (seen !== size) throw new Error(`${path}: expected ${size} bytes, read ${seen}`);
     const pack = this.packs.push(id) - 1;
     const e: ManifestEntry = { path, etag: opts.etag ?? hash.hex(), size, modified: opts.modified ?? Date.now(), pack, offset: 0 };

@@ -19,6 +19,7 @@ import { archiveLimits } from "../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../archive/export.js";
 import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
 import { storageSpool } from "../archive/spool.js";
+import { importIntoLayers } from "../layers/import.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const security = [{ Bearer: [] }];
@@ -63,15 +64,18 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const prefix = normalizePath(prefixInput ?? "");
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
-  const ws = await workspaceOf(deps, tenant, id, true);
+  const opened = await openWorkspace(layerDeps(deps), tenant, id);
+  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true });
   const length = contentLength(c);
-  return importArchive(ws, body, {
+  const opts = {
     mode,
     prefix,
     limits: archiveLimits(deps.archiveLimits),
     spool: storageSpool(deps.storage, internalPrefix(tenant, id)),
     ...(length !== undefined ? { contentLength: length } : {}),
-  });
+  };
+  // Default: into packs + a manifest, all or nothing (lib/layers/import.ts); packImport: false keeps one object per file.
+  return deps.packImport === false ? importArchive(ws, body, opts) : importIntoLayers(layerDeps(deps), ws, opened, body, opts);
 }
 
 /** POST /v1/workspaces with an archive body: creates the workspace, imports into it; a failed import deletes it again. */

@@ -269,6 +269,11 @@ export class Workspace {
     return { deleted, refused };
   }
 
+  /** Tells listeners about a file a bulk writer stored itself (packs: lib/layers/import.ts); queued with deferChanges. */
+  announce(path: string, info: FileInfo, content?: Uint8Array): Promise<void> {
+    return this.notify(path, info, content);
+  }
+
   private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
     if (this.deferred) {
       this.deferred.push({ path, info, ...(content ? { content } : {}) });
