@@ -86,7 +86,7 @@ describe("merged view = plain view (model check)", () => {
       for (const p of expected.keys()) await plain.put(FP + p, "x");
 
       const prefixes = [FP, ...new Set([...expected.keys()].flatMap((p) => p.split("/").slice(0, -1).map((_, i, a) => `${FP}${a.slice(0, i + 1).join("/")}/`)))];
-      for (const prefix of prefixes.slice(0, 6)) // root and a few directories {
+      for (const prefix of prefixes.slice(0, 6)) {
         for (const delimiter of [undefined, "/"]) {
           for (const limit of [1, 2, 7, 1000]) {
             const opts = { prefix, limit, ...(delimiter ? { delimiter } : {}) };
