@@ -46,6 +46,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     for (const a of ancestorsOf(path)) target.dirs.add(a);
     return null;
   };
+  let indexing: Promise<void> = Promise.resolve();
   try {
     for await (const entry of archive.entries) {
       const a = policy.admit(entry);
@@ -67,14 +68,20 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
         const e = await writer.add(a.path, bytes);
         await ws.announce(a.path, { path: a.path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
         const p = ws.pendingChanges;
-        if (p.files >= BATCH_FILES || p.bytes >= BATCH_BYTES) await ws.flushChanges();
+        // One index segment per batch, built while the archive keeps streaming (one batch at a time).
+        if (p.files >= BATCH_FILES || p.bytes >= BATCH_BYTES) {
+          await indexing;
+          indexing = ws.flushChanges();
+        }
       } else {
         await writer.addStream(a.path, entry.stream(), entry.size);
       }
     }
     await writer.finish();
+    await indexing;
   } catch (e) {
     await writer.settle();
+    await indexing.catch(() => {});
     await dropPacks(deps, ws.tenant, writer.packs);
     throw stopped(e);
   } finally {

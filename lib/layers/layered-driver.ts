@@ -24,6 +24,19 @@ import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
+/**
+ * Reads many small files at once: those whose listed etag is the lower layer's come from their
+ * packs in a few coalesced range reads; the rest are read one by one. (Export, the runner's cold start.)
+ */
+export interface BatchReader {
+  readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]>;
+}
+export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
+
+/** Ranges of one pack closer than this are read as one; one read spans at most RANGE_MAX bytes. */
+const RANGE_GAP = 64 * 1024;
+const RANGE_MAX = 8 * 1024 * 1024;
+
 export interface LayerView {
   tenant: string;
   filesPrefix: string;
@@ -40,7 +53,7 @@ function refuseWhiteoutBytes(body: PutBody): void {
   if (s === WHITEOUT_BODY) throw new ToolError("INVALID_ARGUMENT", "These 22 bytes are reserved (they mark deleted files in a layered workspace); write other content.");
 }
 
-export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver {
+export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader {
   const fp = view.filesPrefix;
   const m = view.manifest;
   const mine = (key: string) => key.startsWith(fp) && key.length > fp.length;
@@ -130,6 +143,63 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     return false;
   }
 
+  async function readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]> {
+    const out: (Uint8Array | null)[] = new Array(items.length).fill(null);
+    const byPack = new Map<number, { i: number; offset: number; size: number }[]>();
+    const single: number[] = [];
+    items.forEach((it, i) => {
+      const e = mine(it.key) ? lowerOf(it.key) : undefined;
+      if (!e || e.etag !== it.etag) return void single.push(i);
+      if (e.pack < 0 || e.size === 0) return void (out[i] = new Uint8Array(0));
+      const list = byPack.get(e.pack) ?? [];
+      list.push({ i, offset: e.offset, size: e.size });
+      byPack.set(e.pack, list);
+    });
+    const reads: Promise<void>[] = [];
+    for (const [pack, list] of byPack) {
+      list.sort((a, b) => a.offset - b.offset);
+      for (let s = 0; s < list.length; ) {
+        let e = s + 1;
+        while (e < list.length && list[e]!.offset - (list[e - 1]!.offset + list[e - 1]!.size) <= RANGE_GAP && list[e]!.offset + list[e]!.size - list[s]!.offset <= RANGE_MAX) e++;
+        const group = list.slice(s, e);
+        const start = group[0]!.offset;
+        const end = Math.max(...group.map((g) => g.offset + g.size));
+        reads.push((async () => {
+          const r = await inner.get(packKey(view.tenant, m.packs[pack]!), { range: { offset: start, length: end - start } });
+          if (!r) throw new Error(`Pack ${m.packs[pack]} of manifest ${m.id} is missing`);
+          const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+          for (const g of group) out[g.i] = bytes.slice(g.offset - start, g.offset - start + g.size);
+        })());
+        s = e;
+      }
+    }
+    reads.push(...single.map(async (i) => {
+      const r = await get(items[i]!.key);
+      out[i] = r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
+    }));
+    await Promise.all(reads);
+    return out;
+  }
+
+  async function get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null> {
+    if (!mine(key)) return inner.get(key, opts);
+    const u = await inner.get(key, opts);
+    if (u) {
+      if (!isWhiteout(u)) return u;
+      await u.body.cancel();
+      return null;
+    }
+    const e = lowerOf(key);
+    if (!e) return null;
+    const offset = Math.min(opts?.range?.offset ?? 0, e.size);
+    const end = opts?.range?.length === undefined ? e.size : Math.min(e.size, offset + opts.range.length);
+    const info = lowerInfo(fp, e);
+    if (end <= offset || e.pack < 0) return { ...info, body: emptyBody(), range: { offset, length: 0 } };
+    const r = await inner.get(packKey(view.tenant, m.packs[e.pack]!), { range: { offset: e.offset + offset, length: end - offset } });
+    if (!r) throw new Error(`Pack ${m.packs[e.pack]} of manifest ${m.id} is missing`);
+    return { ...info, body: r.body, range: { offset, length: end - offset } };
+  }
+
   return {
     name: `${inner.name}+layers`,
     async head(key) {
@@ -139,24 +209,8 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       const e = lowerOf(key);
       return e ? lowerInfo(fp, e) : null;
     },
-    async get(key, opts): Promise<GetResult | null> {
-      if (!mine(key)) return inner.get(key, opts);
-      const u = await inner.get(key, opts);
-      if (u) {
-        if (!isWhiteout(u)) return u;
-        await u.body.cancel();
-        return null;
-      }
-      const e = lowerOf(key);
-      if (!e) return null;
-      const offset = Math.min(opts?.range?.offset ?? 0, e.size);
-      const end = opts?.range?.length === undefined ? e.size : Math.min(e.size, offset + opts.range.length);
-      const info = lowerInfo(fp, e);
-      if (end <= offset || e.pack < 0) return { ...info, body: emptyBody(), range: { offset, length: 0 } };
-      const r = await inner.get(packKey(view.tenant, m.packs[e.pack]!), { range: { offset: e.offset + offset, length: end - offset } });
-      if (!r) throw new Error(`Pack ${m.packs[e.pack]} of manifest ${m.id} is missing`);
-      return { ...info, body: r.body, range: { offset, length: end - offset } };
-    },
+    get,
+    readMany,
     put,
     async delete(keys) {
       const plain: DeleteTarget[] = [];

@@ -69,7 +69,7 @@ describe("reads over the lower layer", () => {
   });
 
   it("export streams lower and upper files", async () => {
-    const t = await layered(base, { "new.txt": "upper\n" });
+    const t = await layered(base, { "new.txt": "upper\n", "src/b.ts": "export const b = 'upper over lower';\n" });
     const res = await t.req(`/v1/workspaces/${t.ws}/export`);
     expect(res.status).toBe(200);
     expect(res.headers.get("x-toolshed-files")).toBe("5");
@@ -77,7 +77,9 @@ describe("reads over the lower layer", () => {
     const tarBytes = new Uint8Array(await new Response(new Blob([gz]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
     const text = new TextDecoder().decode(tarBytes);
     expect(text).toContain("hello lower");
-    expect(text).toContain("export const b = 2;");
+    expect(text).toContain("export const b = 'upper over lower';");
+    expect(text).not.toContain("export const b = 2;");
+    expect(text).toContain("export const a = 1;");
     expect(text).toContain("upper\n");
   });
 });
