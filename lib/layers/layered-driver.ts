@@ -78,8 +78,10 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     const lower = lowerOf(key);
     const bytesInHand = !(body instanceof ReadableStream);
     if (opts.ifMatch !== undefined) {
-      // An upper object with that etag: the native condition decides (bytes: try it first).
-      if (bytesInHand) {
+      // No lower entry: only an upper object can match, the native condition decides alone.
+      if (!lower) return inner.put(key, body, opts);
+      // An upper object with that etag: the native condition decides (bytes, and the lower etag differs: try it first).
+      if (bytesInHand && lower.etag !== opts.ifMatch) {
         try {
           return await inner.put(key, body, opts);
         } catch (e) {
