@@ -71,6 +71,20 @@ describe("import into packs", () => {
     expect(await get(t, "app/x.txt")).toBe("x2");
   });
 
+  it("POST /v1/workspaces with an archive creates it loaded (packs); a failed one leaves no workspace", async () => {
+    const t = await newTenant(app);
+    const body = tar([{ name: "one.txt", body: "1" }, { name: "two/2.txt", body: "2" }]);
+    const r = await t.req("/v1/workspaces?id=loaded", { method: "POST", headers: { "content-type": "application/x-tar", "content-length": String(body.length) }, body });
+    const j = (await r.json()) as any;
+    expect(r.status, JSON.stringify(j)).toBe(201);
+    expect(j.import.files).toBe(2);
+    expect(await (await t.req("/v1/workspaces/loaded/files/two/2.txt")).text()).toBe("2");
+    const bad = tar([{ name: "x.txt", body: "x" }], false).slice(0, 700);
+    const f = await t.req("/v1/workspaces?id=broken", { method: "POST", headers: { "content-type": "application/x-tar", "content-length": String(bad.length) }, body: bad });
+    expect(f.status).toBe(400);
+    expect((await t.req("/v1/workspaces/broken")).status).toBe(404);
+  });
+
   it("a gzip bomb and a cut body leave the workspace exactly as it was (all or nothing)", async () => {
     const t = await newTenant(app);
     expect((await importReq(t, tar([{ name: "keep.txt", body: "kept" }]))).status).toBe(200);

@@ -169,6 +169,23 @@ describe("writes over the lower layer", () => {
   });
 });
 
+describe("explicit directories in the lower layer", () => {
+  it("an empty directory sealed by a checkpoint stays listed; rmdir whites it out; mkdir makes it again", async () => {
+    const t = await newTenant(app);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/empty/inner/`, { method: "PUT", headers: { "content-length": "0" } })).status).toBe(201);
+    await upload(t, "f.txt", "f");
+    await checkpoint(t);
+    expect(await upperKeys(t)).toEqual([]);
+    expect((await t.call("ls", { path: "" })).body.data.entries.map((e: any) => `${e.path}:${e.type}`)).toEqual(["empty:directory", "f.txt:file"]);
+    expect((await t.call("ls", { path: "empty" })).body.data.entries.map((e: any) => e.path)).toEqual(["empty/inner"]);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/empty/inner/`, { method: "PUT", headers: { "content-length": "0" } })).status).toBe(200);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/empty/inner/`, { method: "DELETE" })).status).toBeLessThan(300);
+    expect((await t.call("ls", { path: "" })).body.data.entries.map((e: any) => e.path)).toEqual(["f.txt"]);
+    expect((await t.call("write", { file_path: "empty/inner", content: "now a file" })).status).toBe(200);
+    expect((await t.call("find", { name: "inner" })).body.output).toContain("empty/inner");
+  });
+});
+
 describe("checkpoint, restore, fork, diff", () => {
   it("checkpoint → change → restore gives the checkpoint's content back; diff shows the changes", async () => {
     const t = await layered(base);
