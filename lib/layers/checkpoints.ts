@@ -13,6 +13,7 @@ import { createWorkspace, type WorkspaceMeta } from "../workspace/registry.js";
 import type { Manifest } from "./manifest.js";
 import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { newLayerId } from "./pack-writer.js";
+import { readModes, updateModes } from "../exec/modes.js";
 import { listUpper, removeUpper, seal } from "./seal.js";
 
 export interface CheckpointRecord {
@@ -23,6 +24,8 @@ export interface CheckpointRecord {
   created_at: string;
   files: number;
   bytes: number;
+  /** The executable files at the checkpoint (x/modes.json, lib/exec/modes.ts): restored and forked with it. */
+  exec?: string[];
 }
 
 const wsNotFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
@@ -44,7 +47,8 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
   const rec = await requireMeta(deps, tenant, ws);
   const { manifest, sealed } = await seal(deps, tenant, ws, rec.meta.base);
   if (manifest.id !== rec.meta.base) await switchBase(deps.storage, tenant, ws, rec, manifest.id);
-  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest) };
+  const { exec } = await readModes(deps.storage, tenant, ws);
+  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}) };
   await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
   const refused = await removeUpper(deps.storage, sealed);
   return { ...cp, sealed: sealed.length, kept: refused.length };
@@ -94,6 +98,11 @@ export async function restoreCheckpoint(deps: LayerDeps, tenant: string, ws: str
   const listed = new Set(before.map((o) => o.key));
   const after = await listUpper(deps.storage, tenant, ws);
   for (const o of after) if (!listed.has(o.key)) refused.add(o.key);
+  // Executable bits as at the checkpoint (merged with concurrent updates, like any modes update).
+  const now = await readModes(deps.storage, tenant, ws);
+  const want = new Set(cp.exec ?? []);
+  const remove = now.exec.filter((p) => !want.has(p));
+  if (remove.length || want.size) await updateModes(deps.storage, tenant, ws, { add: [...want], remove });
   const cut = (k: string) => k.slice(k.indexOf("/f/") + 3);
   return { checkpoint: cp, removed: before.length - [...refused].filter((k) => listed.has(k)).length, conflicts: [...refused].map(cut).sort() };
 }
@@ -103,5 +112,6 @@ export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id
   await requireMeta(deps, tenant, input.from);
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
   const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest });
+  if (cp.exec?.length) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec, remove: [] });
   return { ...meta, checkpoint: cp.id };
 }

@@ -15,7 +15,7 @@ const security = [{ Bearer: [] }];
 const needScope = (c: Context<AppEnv>, scope: "read" | "write") => { if (!c.get("auth").scopes.includes(scope)) throw new ToolError("PERMISSION_DENIED", `This call needs the '${scope}' scope.`, { needed: scope }); };
 
 export const CheckpointSchema = z
-  .object({ id: z.string(), name: z.string(), workspace: z.string(), manifest: z.string(), created_at: z.string(), files: z.number(), bytes: z.number() })
+  .object({ id: z.string(), name: z.string(), workspace: z.string(), manifest: z.string(), created_at: z.string(), files: z.number(), bytes: z.number(), exec: z.array(z.string()).optional() })
   .openapi("Checkpoint");
 const CpParam = WsParam.extend({ id: z.string().openapi({ param: { name: "id", in: "path" } }) });
 const Change = z.object({

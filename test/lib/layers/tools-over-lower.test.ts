@@ -6,6 +6,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { readModes, updateModes } from "../../../lib/exec/modes.js";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 
 const app = testApp();
 
@@ -253,5 +255,19 @@ describe("checkpoint, restore, fork, diff", () => {
     const f2 = await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "fork2", from_workspace: t.ws, checkpoint: fb.checkpoint }) });
     expect(f2.status).toBe(201);
     expect(await (await t.req(`/v1/workspaces/fork2/files/src/a.ts`)).text()).toBe(base["src/a.ts"]);
+  });
+
+  it("executable bits go with a checkpoint: a fork has them, a restore brings them back", async () => {
+    const t = await layered(base);
+    const d = r2Driver(env.FILES);
+    await updateModes(d, t.tenant, t.ws, { add: ["src/a.ts"], remove: [] });
+    const cp = await checkpoint(t, "with modes");
+    expect(cp.exec).toEqual(["src/a.ts"]);
+    const f = await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "forkm", from_workspace: t.ws, checkpoint: cp.id }) });
+    expect(f.status).toBe(201);
+    expect((await readModes(d, t.tenant, "forkm")).exec).toEqual(["src/a.ts"]);
+    await updateModes(d, t.tenant, t.ws, { add: ["src/b.ts"], remove: ["src/a.ts"] });
+    expect((await t.req(`/v1/workspaces/${t.ws}/checkpoints/${cp.id}/restore`, { method: "POST" })).status).toBe(200);
+    expect((await readModes(d, t.tenant, t.ws)).exec).toEqual(["src/a.ts"]);
   });
 });
