@@ -5,6 +5,7 @@
  * bounded unified diff (lib/diff.ts).
  */
 import { shortDiff } from "../diff.js";
+import { ToolError } from "../errors.js";
 import { packKey } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
@@ -43,7 +44,10 @@ export function manifestSide(storage: StorageDriver, tenant: string, m: Manifest
 
 export async function currentSide(ws: Workspace): Promise<Side> {
   const files: VersionFile[] = [];
-  for await (const f of ws.walk("", MAX_DIFF_FILES)) files.push({ path: f.path, etag: f.etag, size: f.size });
+  for await (const f of ws.walk("", MAX_DIFF_FILES + 1)) {
+    if (files.length >= MAX_DIFF_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `The workspace holds more than ${MAX_DIFF_FILES} files; diff two checkpoints instead (to=<checkpoint>), or checkpoint now and diff against that.`, { max: MAX_DIFF_FILES });
+    files.push({ path: f.path, etag: f.etag, size: f.size });
+  }
   files.sort((a, b) => compareKeys(a.path, b.path));
   return {
     files,
