@@ -229,13 +229,16 @@ describe("checkpoint, restore, fork, diff", () => {
     const writes = Array.from({ length: 10 }, (_, i) => t.req(`/v1/workspaces/${t.ws}/files/w${i}.txt`, { method: "PUT", headers: { "content-length": "2" }, body: `w${i}` }).then((r) => r.status));
     const [restore, ...statuses] = await Promise.all([t.req(`/v1/workspaces/${t.ws}/checkpoints/${cp.id}/restore`, { method: "POST" }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })), ...writes]);
     expect(restore.status, JSON.stringify(restore.body)).toBe(200);
+    // Every acknowledged write is still there, or was removed by the restore itself (it was listed
+    // before the switch, so the restore counts it in `removed`): nothing else makes one vanish.
+    let absent = 0;
     for (let i = 0; i < statuses.length; i++) {
-      if (statuses[i]! >= 300) continue;
-      // acknowledged: either still there, or reported... never silently dropped after its ack
+      expect(statuses[i]).toBeLessThan(300);
       const got = await t.req(`/v1/workspaces/${t.ws}/files/w${i}.txt`);
-      const present = got.status === 200;
-      if (!present) expect(restore.body.conflicts).not.toContain(`w${i}.txt`);
+      if (got.status === 200) expect(await got.text()).toBe(`w${i}`);
+      else absent++;
     }
+    expect(restore.body.removed).toBe(1 + absent); // u.txt, listed before the restore began, and the absent ones
   });
 
   it("a fork and its origin evolve independently; fork from a given checkpoint", async () => {
