@@ -77,6 +77,8 @@ async function modelCheck(seed: number, inner: StorageDriver, names: readonly st
       const extra = consistent([...expected.keys(), ...Array.from({ length: Math.floor(r() * 20) }, () => randomPath(r, names))]);
       for (const p of extra) {
         if (expected.has(p)) continue;
+        // s3rver keeps objects as files on disk: "z" (a whiteout) and "z/a" cannot both exist there (they can on S3).
+        if (names === S3RVER_NAMES && [...lowerPaths].some((l) => p.startsWith(`${l.replace(/\/$/, "")}/`) || l.startsWith(`${p.replace(/\/$/, "")}/`))) continue;
         await inner.put(FP + p, "new");
         expected.set(p, true);
       }
