@@ -5,11 +5,13 @@
  */
 import { createAuthBackoff } from "./auth/backoff.js";
 import type { AppDeps } from "./deps.js";
+import { ManifestCache } from "./layers/manifest.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
+import { versionsApp } from "./routes/versions.js";
 import { newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
@@ -31,8 +33,9 @@ const OPENAPI_INFO = {
 };
 
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
-  // One backoff for failed authentication per app (per isolate), unless the caller brings one.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff() };
+  // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
+  // failed authentication and the manifest cache, unless the caller brings them.
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache() };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
@@ -48,6 +51,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", workspacesApp(deps));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
+  app.route("/", versionsApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
@@ -58,7 +62,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const syncSecret = deps.syncSecret;
   if (syncSecret) {
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) =>
-      handleSync(c.req.raw, { driver: deps.storage, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }),
+      handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [] }),
     );
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

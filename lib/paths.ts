@@ -152,3 +152,28 @@ export function dirMarkerKey(tenant: string, workspace: string, canonicalDir: st
 export const isDirMarker = (keyOrRel: string): boolean => keyOrRel.endsWith(DIR_MARKER_SUFFIX);
 /** The canonical directory path of a marker given relative to the files prefix ("a/b/" → "a/b"). */
 export const markerDir = (rel: string): string => rel.slice(0, -DIR_MARKER_SUFFIX.length);
+
+/**
+ * Layers (lib/layers/): immutable packs and manifests, shared by a workspace and its forks, so
+ * kept per tenant; ids are random (LAYER_ID_PATTERN), never from a request body unchecked.
+ *   t/<tenant>/packs/<id>                       concatenated file contents (≤ ~8 MB)
+ *   t/<tenant>/manifests/<id>                   sorted entries: path, etag, size, modified, pack, offset
+ *   t/<tenant>/w/<ws>/x/checkpoints/<id>.json   a checkpoint of a workspace (name, manifest, time)
+ */
+export const LAYER_ID_PATTERN = /^[a-z0-9]{8,40}$/;
+function layerId(id: string): string {
+  if (!LAYER_ID_PATTERN.test(id)) throw new ToolError("NOT_FOUND", `No such checkpoint or layer: ${JSON.stringify(id)}. List checkpoints with GET /v1/workspaces/{ws}/checkpoints.`, { id });
+  return id;
+}
+export function packKey(tenant: string, id: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/packs/${layerId(id)}`;
+}
+export function manifestKey(tenant: string, id: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/manifests/${layerId(id)}`;
+}
+export const checkpointsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}checkpoints/`;
+export const checkpointKey = (tenant: string, workspace: string, id: string): string => `${checkpointsPrefix(tenant, workspace)}${layerId(id)}.json`;
+/** The workspace record (layer pointer included): t/<tenant>/w/<ws>/meta.json. */
+export const workspaceMetaKey = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}meta.json`;

@@ -8,7 +8,7 @@ import type { AppDeps } from "./deps.js";
 import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
 import { RecordStore } from "./records/store.js";
-import { requireWorkspace } from "./routes/common.js";
+import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
 import { Workspace } from "./workspace/workspace.js";
 import { gateCall } from "./pending/gate.js";
@@ -50,12 +50,12 @@ export function assertPermission(tool: Tool, auth: AuthInfo): void {
   }
 }
 
-/** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), ready for tool calls. */
+/** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
-  await requireWorkspace(deps.storage, auth.tenant, wsId);
+  const { driver } = await openLayers(layerDeps(deps), auth.tenant, wsId);
   return new Workspace({
-    driver: deps.storage,
+    driver,
     records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
     tenant: auth.tenant,
     id: wsId,

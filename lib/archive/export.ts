@@ -1,7 +1,8 @@
 /**
  * A workspace (or one directory of it) as a tar.gz, streamed: the listing is taken first (it
  * gives the ETag, so If-None-Match is answered without reading a file), then each file is read
- * and written as one tar entry, small files fetched a few ahead, large ones streamed in order,
+ * and written as one tar entry, small files a window ahead (Workspace.readMany: from packs in a few
+ * range reads when the workspace is layered), large ones streamed in order,
  * the whole gzip-compressed as the client pulls it (flate.ts: level 1, for speed). Entry names are relative to the
  * exported directory, so importing with prefix = that directory restores the same paths.
  *
@@ -15,7 +16,6 @@ import type { FileInfo, Workspace } from "../workspace/workspace.js";
 import { gzipStream } from "./flate.js";
 import { END_OF_ARCHIVE, padding, tarHeader } from "./tar-writer.js";
 
-const PREFETCH = 6;
 const SMALL_FILE = 1024 * 1024;
 
 export interface ExportListing {
@@ -47,45 +47,60 @@ export async function exportEtag(listing: ExportListing): Promise<string> {
 
 const nameIn = (dir: string, path: string) => (dir === "" ? path : path === dir ? path.slice(path.lastIndexOf("/") + 1) : path.slice(dir.length + 1));
 
+/** Small files are read a window at a time (Workspace.readMany: a few pack range reads when layered), the next window while this one is written. */
+const WINDOW_FILES = 256;
+const WINDOW_BYTES = 8 * 1024 * 1024;
+
+function entryChunk(name: string, bytes: Uint8Array, modified: Date): Uint8Array {
+  const head = tarHeader({ name, size: bytes.length, mtime: modified.getTime() / 1000 });
+  const pad = padding(bytes.length);
+  const chunk = new Uint8Array(head.length + bytes.length + pad.length);
+  chunk.set(head, 0);
+  chunk.set(bytes, head.length);
+  return chunk;
+}
+
 /** The tar bytes, one chunk per small file (header + bytes + padding), large files chunk by chunk. */
 async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator<Uint8Array> {
   const { files, dir } = listing;
-  const fetchSmall = async (f: FileInfo) => {
-    const r = await ws.get(f.path);
-    return r ? { info: r, bytes: new Uint8Array(await new Response(r.body).arrayBuffer()) } : null;
-  };
-  const ahead = new Map<number, ReturnType<typeof fetchSmall>>();
-  let next = 0;
-  const refill = (from: number) => {
-    for (next = Math.max(next, from); next < files.length && next < from + PREFETCH; next++) {
-      const f = files[next]!;
-      if (f.size <= SMALL_FILE) {
-        const p = fetchSmall(f);
-        p.catch(() => {});
-        ahead.set(next, p);
-      }
-    }
-  };
-  for (let i = 0; i < files.length; i++) {
-    refill(i + 1);
-    const f = files[i]!;
-    const name = nameIn(dir, f.path);
-    const prefetched = ahead.get(i);
-    ahead.delete(i);
-    if (prefetched || f.size <= SMALL_FILE) {
-      const got = await (prefetched ?? fetchSmall(f));
-      if (!got) continue;
-      const head = tarHeader({ name, size: got.bytes.length, mtime: got.info.modified.getTime() / 1000 });
-      const pad = padding(got.bytes.length);
-      const chunk = new Uint8Array(head.length + got.bytes.length + pad.length);
-      chunk.set(head, 0);
-      chunk.set(got.bytes, head.length);
-      yield chunk;
+  // Windows: runs of small files (bounded by count and bytes); a large file is a window of its own.
+  const windows: { from: number; to: number; small: boolean }[] = [];
+  for (let i = 0; i < files.length; ) {
+    if (files[i]!.size > SMALL_FILE) {
+      windows.push({ from: i, to: i + 1, small: false });
+      i++;
       continue;
     }
+    let j = i;
+    let bytes = 0;
+    while (j < files.length && files[j]!.size <= SMALL_FILE && j - i < WINDOW_FILES && bytes + files[j]!.size <= WINDOW_BYTES) bytes += files[j++]!.size;
+    if (j === i) j++;
+    windows.push({ from: i, to: j, small: true });
+    i = j;
+  }
+  const fetchWindow = (w: { from: number; to: number }) => {
+    const p = ws.readMany(files.slice(w.from, w.to));
+    p.catch(() => {});
+    return p;
+  };
+  let ahead: Promise<(Uint8Array | null)[]> | null = null;
+  for (let k = 0; k < windows.length; k++) {
+    const w = windows[k]!;
+    const nextSmall = windows.slice(k + 1).find((x) => x.small);
+    if (w.small) {
+      const got = await (ahead ?? fetchWindow(w));
+      ahead = nextSmall ? fetchWindow(nextSmall) : null;
+      for (let i = w.from; i < w.to; i++) {
+        const bytes = got[i - w.from];
+        if (bytes) yield entryChunk(nameIn(dir, files[i]!.path), bytes, files[i]!.modified);
+      }
+      continue;
+    }
+    if (!ahead && nextSmall) ahead = fetchWindow(nextSmall);
+    const f = files[w.from]!;
     const r = await ws.get(f.path);
     if (!r) continue;
-    yield tarHeader({ name, size: r.size, mtime: r.modified.getTime() / 1000 });
+    yield tarHeader({ name: nameIn(dir, f.path), size: r.size, mtime: r.modified.getTime() / 1000 });
     const reader = r.body.getReader();
     for (;;) {
       const c = await reader.read();

@@ -21,9 +21,9 @@ import { EntryPolicy } from "./policy.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */
-const SMALL_FILE = 1024 * 1024;
+export const SMALL_FILE = 1024 * 1024;
 /** Most skipped entries and kept paths listed in a report (the counts are exact). */
-const REPORT_MAX = 100;
+export const REPORT_MAX = 100;
 
 export type ImportMode = "merge" | "replace";
 
@@ -58,7 +58,7 @@ export interface ImportReport {
 }
 
 /** The files under the prefix (path → etag) and the directories they imply; the prefix must not be (or lie below) a file. */
-async function listTarget(ws: Workspace, prefix: string, max: number): Promise<Target> {
+export async function listTarget(ws: Workspace, prefix: string, max: number): Promise<Target> {
   if (prefix) {
     const files = await Promise.all([prefix, ...ancestorsOf(prefix)].map((p) => ws.head(p)));
     const file = files.find((f) => f !== null);

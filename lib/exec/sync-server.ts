@@ -14,9 +14,13 @@ import { handleWriteBatch } from "./sync-put-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
+import { ManifestCache } from "../layers/manifest.js";
+import { filesDriver, readMeta } from "../layers/open.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
+  /** Lower layers' manifests (lib/layers/): the runner sees the merged view, like every reader. */
+  manifests?: ManifestCache;
   kv: KeyValueStore;
   /** HMAC secret shared with whoever mints tokens (the API itself). */
   secret: string;
@@ -72,12 +76,16 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7)) : null;
     if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
     const prefix = filesPrefix(claims.t, claims.w);
+    // Every route reads this workspace's files through the driver openWorkspace gives (the merged
+    // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
+    const rec = await readMeta(deps.driver, claims.t, claims.w);
+    const driver = rec ? await filesDriver({ storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, rec.meta) : deps.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
-    const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [] });
+    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [] });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;
-      const page = await deps.driver.list({ prefix, ...(cursor ? { cursor } : {}) });
+      const page = await driver.list({ prefix, ...(cursor ? { cursor } : {}) });
       const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
@@ -85,27 +93,27 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // Conditional manifest, one request (lib/exec/sync-storage.ts): storage is listed in full,
       // only buckets that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
-      const a = await answerManifest(deps.driver, claims.t, claims.w, parseManifestQuery(body));
+      const a = await answerManifest(driver, claims.t, claims.w, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}) });
     }
 
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
-      return json(await updateModes(deps.driver, claims.t, claims.w, delta));
+      return json(await updateModes(driver, claims.t, claims.w, delta));
     }
 
     if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {
       // Many small files in one answer (lib/exec/sync-batch.ts), from this workspace's files only (fileKey).
       const paths = parseBatchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch"));
-      return new Response(batchStream(paths, (p) => readBatchFile(deps.driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
+      return new Response(batchStream(paths, (p) => readBatchFile(driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
 
     // Batched write-back (lib/exec/sync-put-server.ts): many files per request, one index segment per batch.
-    if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, deps);
+    if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, { ...deps, driver });
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
-    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, driver);
 
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);

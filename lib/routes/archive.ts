@@ -18,8 +18,9 @@ import { archiveLimits } from "../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../archive/export.js";
 import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
 import { storageSpool } from "../archive/spool.js";
+import { importIntoLayers } from "../layers/import.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
@@ -45,8 +46,9 @@ export const ImportReportSchema = z
   })
   .openapi("ImportReport");
 
-const workspaceOf = (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
-  new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
+/** The workspace (NOT_FOUND when missing or another tenant's), its files through the merged view when layered. */
+const workspaceOf = async (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
+  new Workspace({ driver: (await openWorkspace(layerDeps(deps), tenant, id)).driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
 
 function contentLength(c: Context<AppEnv>): number | undefined {
   const h = c.req.header("content-length");
@@ -59,15 +61,18 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const prefix = normalizePath(prefixInput ?? "");
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
-  const ws = workspaceOf(deps, tenant, id, true);
+  const opened = await openWorkspace(layerDeps(deps), tenant, id);
+  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true });
   const length = contentLength(c);
-  return importArchive(ws, body, {
+  const opts = {
     mode,
     prefix,
     limits: archiveLimits(deps.archiveLimits),
     spool: storageSpool(deps.storage, internalPrefix(tenant, id)),
     ...(length !== undefined ? { contentLength: length } : {}),
-  });
+  };
+  // Default: into packs + a manifest, all or nothing (lib/layers/import.ts); packImport: false keeps one object per file.
+  return deps.packImport === false ? importArchive(ws, body, opts) : importIntoLayers(layerDeps(deps), ws, opened, body, opts);
 }
 
 /** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */
@@ -113,7 +118,7 @@ export function archiveApp(deps: AppDeps) {
       const { ws } = c.req.valid("param");
       const tenant = c.get("auth").tenant;
       const dir = normalizePath(c.req.valid("query").path ?? "");
-      const workspace = workspaceOf(deps, tenant, ws);
+      const workspace = await workspaceOf(deps, tenant, ws);
       const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles);
       const etag = await exportEtag(listing);
       const inm = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));

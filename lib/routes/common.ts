@@ -5,6 +5,13 @@ import { ToolError } from "../errors.js";
 import { onError, validationHook, type AppEnv } from "../http.js";
 import { workspacePrefix } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
+import type { AppDeps } from "../deps.js";
+import { ManifestCache } from "../layers/manifest.js";
+import type { LayerDeps } from "../layers/open.js";
+export { openWorkspace } from "../layers/open.js";
+
+/** What opening a workspace needs (createApp always sets `manifests`; a bare deps gets a private cache). */
+export const layerDeps = (deps: AppDeps): LayerDeps => ({ storage: deps.storage, manifests: deps.manifests ?? new ManifestCache() });
 
 export const newApp = () => {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

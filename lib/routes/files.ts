@@ -16,7 +16,7 @@ import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { Workspace, type FileInfo } from "../workspace/workspace.js";
 import { addRoute } from "./access.js";
-import { errorResponses, newApp } from "./common.js";
+import { errorResponses, layerDeps, newApp, openWorkspace } from "./common.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
@@ -59,10 +59,11 @@ export function filesApp(deps: AppDeps) {
   const app = newApp();
   const base = "/v1/workspaces/:ws/files/*";
   // The guard has checked the key's scope and that the workspace exists and is the tenant's.
-  const workspace = (c: Context<AppEnv>) => {
+  const workspace = async (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
-    return new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
+    const { driver } = await openWorkspace(layerDeps(deps), tenant, id);
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;
@@ -74,11 +75,11 @@ export function filesApp(deps: AppDeps) {
   addRoute(
     app, deps,
     { method: "get", path: "/v1/workspaces/:ws/files/", access: read, doc: { tags: ["files"], summary: "List the workspace root", description: LISTING_DOC, request: { params: z.object({ ws: z.string() }), query: ListQuery }, responses: { 200: { description: "A page of entries", content: { "application/json": { schema: ListingSchema } } }, ...errorResponses(400, 401, 403, 404, 429) } } },
-    async (c) => c.json(await listDirectory(workspace(c), "", c.req.query()), 200),
+    async (c) => c.json(await listDirectory(await workspace(c), "", c.req.query()), 200),
   );
 
   addRoute(app, deps, { method: "put", path: base, access: write, doc: fileDoc('Upload a file (streaming; If-Match / If-None-Match: *); a path ending in "/" with an empty body makes a directory') }, async (c) => {
-    const ws = workspace(c);
+    const ws = await workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) {
       const length = c.req.header("content-length");
@@ -114,7 +115,7 @@ export function filesApp(deps: AppDeps) {
       },
     },
     async (c) => {
-      const ws = workspace(c);
+      const ws = await workspace(c);
       const { path, dir } = pathFromUrl(c, { allowDirectory: true });
       const head = dir ? null : await ws.head(path);
       if (!head) return c.json(await listDirectory(ws, path, c.req.query(), { explicit: dir }), 200);
@@ -135,7 +136,7 @@ export function filesApp(deps: AppDeps) {
   );
 
   addRoute(app, deps, { method: "delete", path: base, access: write, doc: fileDoc('Delete a file (If-Match); a path ending in "/" deletes an empty directory') }, async (c) => {
-    const ws = workspace(c);
+    const ws = await workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) return deleteDirectory(c, ws, path);
     const head = await ws.requireFile(path);

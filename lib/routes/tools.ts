@@ -19,7 +19,7 @@ import { executeTool } from "../run-tool.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
-import { newApp, WsParam } from "./common.js";
+import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -93,7 +93,9 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      const ws = new Workspace({ driver: deps.storage, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
+      // The workspace's files through the merged view when it has a lower layer (lib/layers/open.ts).
+      const { driver } = await openWorkspace(layerDeps(deps), auth.tenant, wsId);
+      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");

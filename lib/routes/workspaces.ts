@@ -7,13 +7,17 @@ import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../workspace/registry.js";
 import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
+import { ToolError } from "../errors.js";
+import { forkWorkspace } from "../layers/checkpoints.js";
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
   name: z.string().max(200).optional(),
+  from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }),
+  checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
 });
-const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Workspace");
+const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional() }).openapi("Workspace");
 
 export function workspacesApp(deps: AppDeps) {
   const app = newApp();
@@ -26,14 +30,20 @@ export function workspacesApp(deps: AppDeps) {
         query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional() }).openapi({ description: "With an archive body only" }),
         body: { required: false, content: { "application/json": { schema: CreateBody }, ...ARCHIVE_CONTENT } },
       },
-      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 409, 413) },
+      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),
     async (c) => {
       // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
       const body = CreateBody.parse(c.get("json") ?? {});
-      return c.json(await createWorkspace(deps.storage, c.get("auth").tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}) }), 201);
+      const tenant = c.get("auth").tenant;
+      if (body.from_workspace !== undefined) {
+        // A fork checkpoints its origin: the route already needs write.
+        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+        return c.json(fork, 201);
+      }
+      return c.json(await createWorkspace(deps.storage, tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}) }), 201);
     },
   );
   app.openapi(

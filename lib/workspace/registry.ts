@@ -11,16 +11,20 @@ export interface WorkspaceMeta {
   id: string;
   name: string;
   created_at: string;
+  /** The lower layer: a manifest id (lib/layers/), or absent/null for a plain workspace. */
+  base?: string | null;
+  /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
+  seq?: number;
 }
 
 const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
 
-export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string }): Promise<WorkspaceMeta> {
+export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string }): Promise<WorkspaceMeta> {
   const id = input.id ?? `ws_${randomId(16)}`;
   if (!ID_PATTERN.test(id)) {
     throw new ToolError("INVALID_ARGUMENT", `Invalid workspace id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit.`, { id });
   }
-  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString() };
+  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}) };
   try {
     await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
   } catch (e) {

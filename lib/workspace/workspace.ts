@@ -15,6 +15,7 @@ import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type 
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
+import { hasReadMany } from "../layers/layered-driver.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -164,6 +165,27 @@ export class Workspace {
     return r;
   }
 
+  /**
+   * The bytes of many small listed files (null for one gone since). Over a layered workspace the
+   * ones still at their listed (lower) version come from their packs in a few range reads.
+   */
+  async readMany(files: readonly FileInfo[]): Promise<(Uint8Array | null)[]> {
+    let out: (Uint8Array | null)[];
+    if (hasReadMany(this.driver)) out = await this.driver.readMany(files.map((f) => ({ key: this.key(f.path), etag: f.etag })));
+    else {
+      out = [];
+      // One GET per file, 6 at a time (a Worker's concurrent connections).
+      for (let i = 0; i < files.length; i += 6) {
+        out.push(...(await Promise.all(files.slice(i, i + 6).map(async (f) => {
+          const r = await this.driver.get(this.key(f.path));
+          return r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
+        }))));
+      }
+    }
+    for (const b of out) this.bytesRead += b?.length ?? 0;
+    return out;
+  }
+
   /** The whole of a file the caller has looked up (`file`), as bytes; FILE_TOO_LARGE past maxBytes. */
   async readBytes(file: FileInfo, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
     const { path, size } = file;
@@ -271,6 +293,11 @@ export class Workspace {
     for (const f of files) (refusedKeys.has(this.key(f.path)) ? refused : deleted).push(f.path);
     for (const p of deleted) await this.notify(p, null);
     return { deleted, refused };
+  }
+
+  /** Tells listeners about a file a bulk writer stored itself (packs: lib/layers/import.ts); queued with deferChanges. */
+  announce(path: string, info: FileInfo, content?: Uint8Array): Promise<void> {
+    return this.notify(path, info, content);
   }
 
   private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {

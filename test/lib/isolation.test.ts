@@ -104,7 +104,13 @@ describe("tenant isolation", () => {
     expect((await callTool(a, A_WS, "edit", { file_path: "secret.txt", old_string: "line two", new_string: "line 2" })).status).toBe(200);
     // A also has files in "main"; B has a "main" of its own.
     expect((await rawPut(a, a.ws, "a-main.txt", SECRET)).status).toBe(201);
+    // A's workspace is layered: a checkpoint sealed its files into a pack; one more file is upper.
+    const cp = await a.req(`/v1/workspaces/${A_WS}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "a-cp" }) });
+    expect(cp.status).toBe(201);
+    aCheckpoint = ((await cp.json()) as any).id;
+    expect((await rawPut(a, A_WS, "after-cp.txt", `${SECRET} upper\n`)).status).toBe(201);
   });
+  let aCheckpoint: string;
 
   /** Runs one request as B and checks the answer: 404 NOT_FOUND, nothing of A in it. */
   async function expectHidden(what: string, res: { status: number; text: string }, method = "") {
@@ -148,6 +154,17 @@ describe("tenant isolation", () => {
       await run(`PUT ${p} create`, "PUT", url, { headers: { "content-length": "5", "if-none-match": "*" }, body: "pwned" });
       await run(`DELETE ${p}`, "DELETE", url);
       await run(`DELETE ${p} if-match`, "DELETE", url, { headers: { "if-match": `"${etags["secret.txt"]}"` } });
+    }
+
+    // Versions (lib/routes/versions.ts): checkpoint, list, restore, diff; a fork of A's workspace.
+    const json = { "content-type": "application/json" };
+    await run("POST checkpoints", "POST", `/v1/workspaces/${A_WS}/checkpoints`, { headers: json, body: JSON.stringify({ name: "b" }) });
+    await run("GET checkpoints", "GET", `/v1/workspaces/${A_WS}/checkpoints`);
+    await run("POST restore", "POST", `/v1/workspaces/${A_WS}/checkpoints/${aCheckpoint}/restore`);
+    await run("GET diff", "GET", `/v1/workspaces/${A_WS}/diff?from=${aCheckpoint}`);
+    await run("GET diff to", "GET", `/v1/workspaces/${A_WS}/diff?from=${aCheckpoint}&to=${aCheckpoint}`);
+    for (const body of [{ id: "b-fork", from_workspace: A_WS }, { id: "b-fork2", from_workspace: A_WS, checkpoint: aCheckpoint }]) {
+      await run(`POST fork ${JSON.stringify(body)}`, "POST", "/v1/workspaces", { headers: json, body: JSON.stringify(body) });
     }
 
     // Archive import and export (lib/routes/archive.ts): a replace that would empty A's workspace, a zip, exports.

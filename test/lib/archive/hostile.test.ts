@@ -10,7 +10,8 @@ import { gzipBomb } from "./bombs.js";
 import { generated, tar, zip } from "./archives.js";
 import { countObjects, files, importReq, snapshot, text } from "./helpers.js";
 
-const app = testApp();
+// The per-file writer (packImport: false); the pack writer (the default) has test/lib/layers/import-packs.test.ts.
+const app = testApp({ packImport: false });
 
 describe("hostile entries are skipped and reported, never written", () => {
   it("tar: traversal, absolute names, symlinks, hard links, devices, fifos, bad names", async () => {
@@ -135,7 +136,7 @@ describe("bounds", () => {
     console.log(`200,000 link entries refused after ${Date.now() - started} ms`);
 
     // Empty files, which would be written: a deployment's lower bound stops at it (500 here).
-    const small = testApp({ archiveLimits: { maxEntries: 500 } });
+    const small = testApp({ archiveLimits: { maxEntries: 500 }, packImport: false });
     const u = await newTenant(small);
     let j = 0;
     const empties = generated(() => {

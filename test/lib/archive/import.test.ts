@@ -5,7 +5,8 @@ import { newTenant, testApp, upload } from "../../helpers.js";
 import { gnuLongName, gzip, tar, zip } from "./archives.js";
 import { countObjects, exportReq, files, importReq, snapshot, text, untarGz } from "./helpers.js";
 
-const app = testApp();
+// The per-file writer (packImport: false); the pack writer (the default) has test/lib/layers/import-packs.test.ts.
+const app = testApp({ packImport: false });
 
 const binary = new Uint8Array(3000).map((_, i) => (i * 7919) % 256);
 const LONG = `deep/${"d".repeat(120)}/${"n".repeat(150)}.txt`;

@@ -90,7 +90,8 @@ function requestFor(route: ServedRoute): { method: string; url: string; body?: B
   const url = openApiPathOf(route.path).replace(/\{(\w+)\}/g, (_, p: string) => params[p] ?? "probe");
   const op = doc.paths[openApiPathOf(route.path)]?.[method.toLowerCase()];
   const schema = deref(op?.requestBody?.content?.["application/json"]?.schema);
-  if (schema) return { method, url, body: JSON.stringify(sample(schema)), headers: { "content-type": "application/json" } };
+  // A sampled path of its own per route: a file an earlier route of the walk made cannot turn a create into NOT_READ.
+  if (schema) return { method, url, body: JSON.stringify(sample(schema)).replaceAll('"secret.txt"', `"secret-${route.path.replace(/\W+/g, "-")}.txt"`), headers: { "content-type": "application/json" } };
   if (method === "PUT") return { method, url, body: "probe", headers: { "content-length": "5" } };
   if (method === "POST") return { method, url, body: "{}", headers: { "content-type": "application/json" } };
   return { method, url, headers: {} };

@@ -1,0 +1,117 @@
+/**
+ * Checkpoints, restore and fork over the layer pointer (README "Versions").
+ * - checkpoint: seal the upper layer into base ⊕ upper, switch the pointer (If-Match), write the
+ *   record (create-only), then delete each sealed upper object only in the version sealed.
+ * - restore: switch the pointer to the checkpoint's manifest (If-Match the record seen), then delete
+ *   every upper object listed before the switch, each only in the version listed; a writer that
+ *   changed one, or created one, around the switch is reported in `conflicts`, never overwritten.
+ * - fork: checkpoint the origin (or take a checkpoint of it), create the new workspace on that manifest.
+ */
+import { ToolError } from "../errors.js";
+import { checkpointKey, checkpointsPrefix } from "../paths.js";
+import { createWorkspace, type WorkspaceMeta } from "../workspace/registry.js";
+import type { Manifest } from "./manifest.js";
+import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
+import { newLayerId } from "./pack-writer.js";
+import { readModes, updateModes } from "../exec/modes.js";
+import { listUpper, removeUpper, seal } from "./seal.js";
+
+export interface CheckpointRecord {
+  id: string;
+  name: string;
+  workspace: string;
+  manifest: string;
+  created_at: string;
+  files: number;
+  bytes: number;
+  /** The executable files at the checkpoint (x/modes.json, lib/exec/modes.ts): restored and forked with it. */
+  exec?: string[];
+}
+
+const wsNotFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+
+export async function requireMeta(deps: LayerDeps, tenant: string, ws: string): Promise<MetaRecord> {
+  const rec = await readMeta(deps.storage, tenant, ws);
+  if (!rec) throw wsNotFound(ws);
+  return rec;
+}
+
+const countFiles = (m: Manifest) => {
+  let files = 0;
+  let bytes = 0;
+  for (const e of m.entries) if (!e.path.endsWith("/")) (files++, (bytes += e.size));
+  return { files, bytes };
+};
+
+export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string): Promise<CheckpointRecord & { sealed: number; kept: number }> {
+  const rec = await requireMeta(deps, tenant, ws);
+  const { manifest, sealed } = await seal(deps, tenant, ws, rec.meta.base);
+  if (manifest.id !== rec.meta.base) await switchBase(deps.storage, tenant, ws, rec, manifest.id);
+  const { exec } = await readModes(deps.storage, tenant, ws);
+  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}) };
+  await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
+  const refused = await removeUpper(deps.storage, sealed);
+  return { ...cp, sealed: sealed.length, kept: refused.length };
+}
+
+export async function getCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<CheckpointRecord> {
+  const r = await deps.storage.get(checkpointKey(tenant, ws, id));
+  if (!r) throw new ToolError("NOT_FOUND", `Checkpoint not found: ${id}. List checkpoints with GET /v1/workspaces/${ws}/checkpoints.`, { checkpoint: id });
+  return JSON.parse(await new Response(r.body).text()) as CheckpointRecord;
+}
+
+export async function listCheckpoints(deps: LayerDeps, tenant: string, ws: string): Promise<CheckpointRecord[]> {
+  const prefix = checkpointsPrefix(tenant, ws);
+  const keys: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await deps.storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    keys.push(...r.objects.map((o) => o.key));
+    cursor = r.cursor;
+  } while (cursor && keys.length < 10_000);
+  const out: CheckpointRecord[] = [];
+  for (let i = 0; i < keys.length; i += 16) {
+    const got = await Promise.all(keys.slice(i, i + 16).map(async (k) => {
+      const r = await deps.storage.get(k);
+      return r ? (JSON.parse(await new Response(r.body).text()) as CheckpointRecord) : null;
+    }));
+    for (const g of got) if (g) out.push(g);
+  }
+  return out.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+}
+
+export interface RestoreReport {
+  checkpoint: CheckpointRecord;
+  removed: number;
+  /** Files a concurrent writer changed or created around the restore: their version stays over the restored base. */
+  conflicts: string[];
+}
+
+export async function restoreCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<RestoreReport> {
+  const cp = await getCheckpoint(deps, tenant, ws, id);
+  const rec = await requireMeta(deps, tenant, ws);
+  const before = await listUpper(deps.storage, tenant, ws);
+  await switchBase(deps.storage, tenant, ws, rec, cp.manifest);
+  const refused = new Set(await removeUpper(deps.storage, before.map((o) => ({ key: o.key, etag: o.etag }))));
+  // Objects that appeared between the listing and the switch were written against the old base
+  // and acknowledged: they stay, and are reported.
+  const listed = new Set(before.map((o) => o.key));
+  const after = await listUpper(deps.storage, tenant, ws);
+  for (const o of after) if (!listed.has(o.key)) refused.add(o.key);
+  // Executable bits as at the checkpoint (merged with concurrent updates, like any modes update).
+  const now = await readModes(deps.storage, tenant, ws);
+  const want = new Set(cp.exec ?? []);
+  const remove = now.exec.filter((p) => !want.has(p));
+  if (remove.length || want.size) await updateModes(deps.storage, tenant, ws, { add: [...want], remove });
+  const cut = (k: string) => k.slice(k.indexOf("/f/") + 3);
+  return { checkpoint: cp, removed: before.length - [...refused].filter((k) => listed.has(k)).length, conflicts: [...refused].map(cut).sort() };
+}
+
+/** A new workspace on the manifest of `checkpoint` of the origin, or of a checkpoint made of it now. */
+export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id?: string; name?: string; from: string; checkpoint?: string }): Promise<WorkspaceMeta & { checkpoint: string }> {
+  await requireMeta(deps, tenant, input.from);
+  const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
+  const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest });
+  if (cp.exec?.length) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec, remove: [] });
+  return { ...meta, checkpoint: cp.id };
+}

@@ -1,0 +1,108 @@
+/**
+ * What changed between two versions of a workspace: a checkpoint's manifest and another one, or
+ * the current merged view. Files are compared by path and etag (added, changed, deleted), in path
+ * order, paged (`cursor` = the last path of the previous page); a changed or added text file gets a
+ * bounded unified diff (lib/diff.ts).
+ */
+import { shortDiff } from "../diff.js";
+import { ToolError } from "../errors.js";
+import { packKey } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
+import { looksBinary } from "../text.js";
+import { compareKeys } from "../workspace/entries.js";
+import type { Workspace } from "../workspace/workspace.js";
+import type { Manifest } from "./manifest.js";
+
+/** Largest file whose text is diffed. */
+const MAX_DIFF_BYTES = 256 * 1024;
+/** Files compared at most (both sides listed in memory). */
+export const MAX_DIFF_FILES = 200_000;
+
+export interface VersionFile {
+  path: string;
+  etag: string;
+  size: number;
+}
+
+export interface Side {
+  files: VersionFile[];
+  read(path: string): Promise<Uint8Array | null>;
+}
+
+export function manifestSide(storage: StorageDriver, tenant: string, m: Manifest): Side {
+  return {
+    files: m.entries.filter((e) => !e.path.endsWith("/")).map((e) => ({ path: e.path, etag: e.etag, size: e.size })),
+    async read(path) {
+      const e = m.find(path);
+      if (!e) return null;
+      if (e.size === 0 || e.pack < 0) return new Uint8Array(0);
+      const r = await storage.get(packKey(tenant, m.packs[e.pack]!), { range: { offset: e.offset, length: e.size } });
+      return r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
+    },
+  };
+}
+
+export async function currentSide(ws: Workspace): Promise<Side> {
+  const files: VersionFile[] = [];
+  for await (const f of ws.walk("", MAX_DIFF_FILES + 1)) {
+    if (files.length >= MAX_DIFF_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `The workspace holds more than ${MAX_DIFF_FILES} files; diff two checkpoints instead (to=<checkpoint>), or checkpoint now and diff against that.`, { max: MAX_DIFF_FILES });
+    files.push({ path: f.path, etag: f.etag, size: f.size });
+  }
+  files.sort((a, b) => compareKeys(a.path, b.path));
+  return {
+    files,
+    async read(path) {
+      const r = await ws.get(path);
+      return r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
+    },
+  };
+}
+
+export interface DiffChange {
+  path: string;
+  status: "added" | "changed" | "deleted";
+  from_etag?: string;
+  to_etag?: string;
+  size?: number;
+  /** Unified diff of a text file (bounded); absent for binary or large files. */
+  diff?: string;
+  binary?: boolean;
+}
+
+export async function diffVersions(from: Side, to: Side, opts: { cursor?: string; limit: number }): Promise<{ changes: DiffChange[]; cursor?: string }> {
+  const a = from.files;
+  const b = to.files;
+  const changes: DiffChange[] = [];
+  let i = 0;
+  let j = 0;
+  const after = opts.cursor;
+  while ((i < a.length || j < b.length) && changes.length <= opts.limit) {
+    const x = a[i];
+    const y = b[j];
+    const c = !x ? 1 : !y ? -1 : compareKeys(x.path, y.path);
+    const path = c <= 0 ? x!.path : y!.path;
+    if (c <= 0) i++;
+    if (c >= 0) j++;
+    if (after !== undefined && compareKeys(path, after) <= 0) continue;
+    if (c < 0) changes.push({ path, status: "deleted", from_etag: x!.etag });
+    else if (c > 0) changes.push({ path, status: "added", to_etag: y!.etag, size: y!.size });
+    else if (x!.etag !== y!.etag) changes.push({ path, status: "changed", from_etag: x!.etag, to_etag: y!.etag, size: y!.size });
+  }
+  const more = changes.length > opts.limit;
+  const page = changes.slice(0, opts.limit);
+  for (let k = 0; k < page.length; k += 8) {
+    await Promise.all(page.slice(k, k + 8).map(async (ch) => {
+      const fromSize = a.find((f) => f.path === ch.path)?.size ?? 0;
+      if (ch.status === "deleted" || (ch.size ?? 0) > MAX_DIFF_BYTES || fromSize > MAX_DIFF_BYTES) return;
+      const [before, now] = await Promise.all([ch.status === "changed" ? from.read(ch.path) : Promise.resolve(new Uint8Array(0)), to.read(ch.path)]);
+      if (!before || !now) return;
+      if (looksBinary(before.subarray(0, 8192), before.length <= 8192) || looksBinary(now.subarray(0, 8192), now.length <= 8192)) {
+        ch.binary = true;
+        return;
+      }
+      const dec = new TextDecoder();
+      ch.diff = shortDiff(ch.path, dec.decode(before), dec.decode(now));
+    }));
+  }
+  return { changes: page, ...(more ? { cursor: page[page.length - 1]!.path } : {}) };
+}

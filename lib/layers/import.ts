@@ -1,0 +1,150 @@
+/**
+ * Import into the lower layer: the archive's files are streamed into packs (a few PUTs of ≤ 8 MB,
+ * not one per file) and a new manifest = base ⊕ archive ("merge") or base without the prefix ⊕
+ * archive ("replace"); then the workspace's layer pointer is switched (If-Match the record read at
+ * the start). **All or nothing:** until that switch nothing is visible; a failed or cut import
+ * leaves the workspace exactly as it was (its packs are unreachable garbage, see README "GC").
+ * Upper objects that would shadow imported paths (and, for replace, every upper object under the
+ * prefix) are then deleted, each only in the version listed just before the switch; one changed
+ * meanwhile is kept (the newer write wins) and reported in `kept`.
+ * The search index is fed the same bytes in batches (one segment per batch).
+ */
+import { isToolError, ToolError } from "../errors.js";
+import { ancestorsOf, filesPrefix, packKey } from "../paths.js";
+import type { Workspace } from "../workspace/workspace.js";
+import { REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
+import { openArchive } from "../archive/open.js";
+import { EntryPolicy } from "../archive/policy.js";
+import { Manifest, sortEntries, writeManifest } from "./manifest.js";
+import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
+import { PackWriter } from "./pack-writer.js";
+import { listUpper, mergeManifest, removeUpper } from "./seal.js";
+import { isWhiteout } from "./whiteout.js";
+
+const BATCH_FILES = 2000;
+const BATCH_BYTES = 4 * 1024 * 1024;
+
+export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: Omit<ImportOptions, "writer">): Promise<ImportReport> {
+  const started = Date.now();
+  const { limits, prefix } = opts;
+  const target = await listTarget(ws, prefix, limits.maxEntries);
+  const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
+  const policy = new EntryPolicy(limits, prefix);
+  const writer = new PackWriter(deps.storage, ws.tenant);
+  const claimed = new Set<string>();
+  const skipped: { name: string; reason: string }[] = [];
+  let skippedCount = 0;
+  let directories = 0;
+  const skip = (name: string, reason: string) => {
+    if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
+    skippedCount++;
+  };
+  const claim = (path: string): string | null => {
+    if (target.dirs.has(path)) return `${path} is a directory in the workspace`;
+    for (const a of ancestorsOf(path)) if (target.existing.has(a) || claimed.has(a)) return `${a} is a file, so ${path} cannot be created below it`;
+    claimed.add(path);
+    for (const a of ancestorsOf(path)) target.dirs.add(a);
+    return null;
+  };
+  let indexing: Promise<void> = Promise.resolve();
+  try {
+    for await (const entry of archive.entries) {
+      const a = policy.admit(entry);
+      if ("skip" in a) {
+        skip(entry.name, a.skip);
+        continue;
+      }
+      if ("directory" in a) {
+        directories++;
+        continue;
+      }
+      const conflict = claim(a.path);
+      if (conflict) {
+        skip(entry.name, conflict);
+        continue;
+      }
+      if (entry.size <= SMALL_FILE) {
+        const bytes = await entry.bytes();
+        const e = await writer.add(a.path, bytes);
+        await ws.announce(a.path, { path: a.path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
+        const p = ws.pendingChanges;
+        // One index segment per batch, built while the archive keeps streaming (one batch at a time).
+        if (p.files >= BATCH_FILES || p.bytes >= BATCH_BYTES) {
+          await indexing;
+          indexing = ws.flushChanges();
+        }
+      } else {
+        await writer.addStream(a.path, entry.stream(), entry.size);
+      }
+    }
+    await writer.finish();
+    await indexing;
+  } catch (e) {
+    await writer.settle();
+    await indexing.catch(() => {});
+    await dropPacks(deps, ws.tenant, writer.packs);
+    throw stopped(e);
+  } finally {
+    await archive.close();
+  }
+
+  const base = rec.meta.base ? await deps.manifests.load(deps.storage, ws.tenant, rec.meta.base) : Manifest.empty();
+  const imported = sortEntries(writer.entries);
+  const landed = new Set(imported.map((e) => e.path));
+  const manifest = mergeManifest(base, writer.packs, imported.map((e) => ({ path: e.path, entry: e })), opts.mode === "replace" ? prefix : undefined);
+  await writeManifest(deps.storage, deps.manifests, ws.tenant, manifest);
+
+  // Upper objects the new base must not stay hidden under (listed now, removed after the switch).
+  const fp = filesPrefix(ws.tenant, ws.id);
+  const upper = await listUpper(deps.storage, ws.tenant, ws.id, prefix ? `${prefix}/` : "");
+  const remove: { key: string; etag: string }[] = [];
+  const kept: string[] = [];
+  let deleted = 0;
+  for (const o of upper) {
+    const path = o.key.slice(fp.length);
+    const isMarker = path.endsWith("/");
+    if (isWhiteout(o)) {
+      if (landed.has(path) || opts.mode === "replace") remove.push({ key: o.key, etag: o.etag });
+      continue;
+    }
+    if (!landed.has(path) && opts.mode !== "replace") continue;
+    if (isMarker || target.existing.get(path) === o.etag) remove.push({ key: o.key, etag: o.etag });
+    else kept.push(path);
+  }
+  if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) deleted++;
+  await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
+  const refused = new Set(await removeUpper(deps.storage, remove));
+  for (const k of refused) kept.push(k.slice(fp.length));
+  await ws.flushChanges();
+  let updated = 0;
+  for (const p of landed) if (target.existing.has(p)) updated++;
+  return {
+    format: archive.format,
+    mode: opts.mode,
+    prefix,
+    entries: policy.entries,
+    files: landed.size,
+    created: landed.size - updated,
+    updated,
+    bytes: writer.bytes,
+    deleted,
+    kept: kept.slice(0, REPORT_MAX),
+    kept_count: kept.length,
+    directories,
+    skipped,
+    skipped_count: skippedCount,
+    ms: Date.now() - started,
+  };
+}
+
+/** A failed import removes the packs it wrote (nothing points at them); best effort. */
+async function dropPacks(deps: LayerDeps, tenant: string, packs: readonly string[]): Promise<void> {
+  if (packs.length) await deps.storage.delete(packs.map((id) => packKey(tenant, id))).catch((e: unknown) => console.warn("could not drop the packs of a failed import", e));
+}
+
+function stopped(e: unknown): ToolError {
+  const tail = " Nothing was imported (an import into packs is all or nothing); fix the cause and import again.";
+  if (isToolError(e)) return new ToolError(e.code, `${e.message}${tail}`, { ...e.details, files_written: 0 });
+  console.error("import failed", e instanceof Error ? e.stack ?? e.message : String(e));
+  return new ToolError("INTERNAL", `The import failed on a storage error.${tail}`, { files_written: 0 });
+}

@@ -1,0 +1,123 @@
+/**
+ * A manifest: the immutable lower layer of a workspace. Sorted entries (storage order of their
+ * keys, lib/workspace/entries.ts compareKeys), each a file (its bytes at `offset` in pack
+ * `packs[pack]`) or an explicit directory (path ending "/", no bytes). Written once under a
+ * random id (t/<tenant>/manifests/<id>), read whole, cached per isolate by id (ManifestCache,
+ * made by createApp and passed in: no module-level state).
+ */
+import { manifestKey } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
+import { compareKeys } from "../workspace/entries.js";
+
+export interface ManifestEntry {
+  /** Path relative to the files prefix; an explicit directory ends with "/". */
+  path: string;
+  etag: string;
+  size: number;
+  /** Milliseconds since the epoch. */
+  modified: number;
+  /** Index into Manifest.packs; -1 for a directory or an empty file. */
+  pack: number;
+  offset: number;
+}
+
+/** Stored form: {v:1, packs, entries: [path, etag, size, modified, pack, offset][]}. */
+type Row = [string, string, number, number, number, number];
+
+export class Manifest {
+  constructor(readonly id: string, readonly packs: readonly string[], readonly entries: readonly ManifestEntry[]) {}
+
+  /** Index of the first entry whose path is ≥ `path` (> with `strict`). */
+  bound(path: string, strict = false): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareKeys(this.entries[mid]!.path, path);
+      if (c < 0 || (strict && c === 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  find(path: string): ManifestEntry | undefined {
+    const e = this.entries[this.bound(path)];
+    return e && e.path === path ? e : undefined;
+  }
+
+  /** Whether any entry lies below the directory prefix `dirSlash` ("a/b/"). */
+  hasBelow(dirSlash: string): boolean {
+    const e = this.entries[this.bound(dirSlash)];
+    return !!e && e.path.startsWith(dirSlash);
+  }
+
+  encode(): string {
+    return JSON.stringify({ v: 1, packs: this.packs, entries: this.entries.map((e): Row => [e.path, e.etag, e.size, e.modified, e.pack, e.offset]) });
+  }
+
+  static decode(id: string, text: string): Manifest {
+    const j = JSON.parse(text) as { v: number; packs: string[]; entries: Row[] };
+    if (j.v !== 1) throw new Error(`Unknown manifest version ${j.v}`);
+    return new Manifest(id, j.packs, j.entries.map(([path, etag, size, modified, pack, offset]) => ({ path, etag, size, modified, pack, offset })));
+  }
+
+  static empty(): Manifest {
+    return new Manifest("", [], []);
+  }
+}
+
+/** Sorts entries into storage order and keeps the last of equal paths. */
+export function sortEntries(entries: ManifestEntry[]): ManifestEntry[] {
+  entries.sort((a, b) => compareKeys(a.path, b.path));
+  const out: ManifestEntry[] = [];
+  for (const e of entries) {
+    if (out.length && out[out.length - 1]!.path === e.path) out[out.length - 1] = e;
+    else out.push(e);
+  }
+  return out;
+}
+
+/** Manifests by id, per isolate (they never change). Bounded by total entries held. */
+export class ManifestCache {
+  private readonly byId = new Map<string, Manifest>();
+  private held = 0;
+  /** ~200 bytes of isolate memory per entry held: 200,000 entries ≈ 40 MB (a manifest larger than that is still used, alone). */
+  constructor(private readonly maxEntries = 200_000) {}
+
+  async load(driver: StorageDriver, tenant: string, id: string): Promise<Manifest> {
+    const key = `${tenant}/${id}`;
+    const hit = this.byId.get(key);
+    if (hit) {
+      this.byId.delete(key);
+      this.byId.set(key, hit);
+      return hit;
+    }
+    const r = await driver.get(manifestKey(tenant, id));
+    if (!r) throw new Error(`Manifest ${id} of tenant ${tenant} is missing`);
+    const m = Manifest.decode(id, await new Response(r.body).text());
+    this.put(key, m);
+    return m;
+  }
+
+  /** A manifest this isolate just wrote. */
+  remember(tenant: string, m: Manifest): void {
+    this.put(`${tenant}/${m.id}`, m);
+  }
+
+  private put(key: string, m: Manifest): void {
+    this.byId.set(key, m);
+    this.held += m.entries.length;
+    for (const [k, v] of this.byId) {
+      if (this.held <= this.maxEntries || k === key) break;
+      this.byId.delete(k);
+      this.held -= v.entries.length;
+    }
+  }
+}
+
+/** Writes a manifest under its id (create-only: ids are unique). */
+export async function writeManifest(driver: StorageDriver, cache: ManifestCache, tenant: string, m: Manifest): Promise<void> {
+  const body = m.encode();
+  await driver.put(manifestKey(tenant, m.id), body, { ifNoneMatch: "*", contentType: "application/json" });
+  cache.remember(tenant, m);
+}

@@ -1,0 +1,120 @@
+/**
+ * A listing of the merged view: the upper layer's objects (a flat storage listing) over the
+ * manifest's entries, in storage order, with whiteouts hiding what they cover (themselves too).
+ * With a delimiter, a directory is listed only if something visible lies below it (a directory
+ * whose every file is whited out is gone, as in the plain layout).
+ * Cursors are "m:" + the last key (or rolled-up prefix) handed out; `startAfter` works too.
+ */
+import type { ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
+import { compareKeys } from "../workspace/entries.js";
+import type { Manifest, ManifestEntry } from "./manifest.js";
+import { isWhiteout } from "./whiteout.js";
+
+/** Past every key below a prefix (U+10FFFF is the largest code point). */
+const AFTER_ALL = "\u{10ffff}";
+const CURSOR = "m:";
+
+class UpperStream {
+  private buf: ObjectInfo[] = [];
+  private i = 0;
+  private cursor: string | undefined;
+  private done = false;
+  private started = false;
+  constructor(private readonly inner: StorageDriver, private readonly prefix: string, private after: string | null) {}
+
+  async peek(): Promise<ObjectInfo | null> {
+    while (this.i >= this.buf.length && !(this.started && this.done)) await this.fill();
+    return this.buf[this.i] ?? null;
+  }
+  next(): void {
+    this.i++;
+  }
+  private async fill(): Promise<void> {
+    this.started = true;
+    const r = await this.inner.list({ prefix: this.prefix, limit: 1000, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
+    this.buf = r.objects;
+    this.i = 0;
+    this.cursor = r.cursor;
+    this.done = !r.cursor;
+  }
+  /** Drops every key below `p`, re-listing after it when the page runs out. */
+  async skipPrefix(p: string): Promise<void> {
+    while (this.i < this.buf.length && this.buf[this.i]!.key.startsWith(p)) this.i++;
+    if (this.i >= this.buf.length && !this.done) {
+      this.cursor = undefined;
+      this.after = p + AFTER_ALL;
+      this.started = false;
+      this.buf = [];
+      this.i = 0;
+    }
+  }
+}
+
+export function lowerInfo(filesPrefix: string, e: ManifestEntry): ObjectInfo {
+  return { key: filesPrefix + e.path, size: e.size, etag: e.etag, modified: new Date(e.modified) };
+}
+
+export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix: string, opts: ListOptions): Promise<ListResult> {
+  const limit = Math.min(opts.limit ?? 1000, 1000);
+  const { prefix, delimiter } = opts;
+  let after: string | null = opts.cursor?.startsWith(CURSOR) ? opts.cursor.slice(CURSOR.length) : (opts.startAfter ?? null);
+  if (after !== null && compareKeys(after, prefix) < 0) after = null;
+  const relPrefix = prefix.slice(filesPrefix.length);
+  let li = after === null ? m.bound(relPrefix) : Math.max(m.bound(relPrefix), m.bound(after.slice(filesPrefix.length), true));
+  const lower = (): ManifestEntry | null => {
+    const e = m.entries[li];
+    return e && e.path.startsWith(relPrefix) ? e : null;
+  };
+  const up = new UpperStream(inner, prefix, after);
+  const objects: ObjectInfo[] = [];
+  const prefixes: string[] = [];
+  let last: string | null = null;
+
+  /** The next key of the merged stream and whether it is visible; consumes it. */
+  const take = async (): Promise<{ key: string; info: ObjectInfo | null } | null> => {
+    const u = await up.peek();
+    const l = lower();
+    if (!u && !l) return null;
+    const lk = l ? filesPrefix + l.path : null;
+    if (u && (lk === null || compareKeys(u.key, lk) <= 0)) {
+      up.next();
+      if (lk === u.key) li++;
+      return { key: u.key, info: isWhiteout(u) ? null : u };
+    }
+    li++;
+    return { key: lk!, info: lowerInfo(filesPrefix, l!) };
+  };
+  const peekKey = async (): Promise<string | null> => {
+    const u = await up.peek();
+    const l = lower();
+    const lk = l ? filesPrefix + l.path : null;
+    if (!u) return lk;
+    if (lk === null) return u.key;
+    return compareKeys(u.key, lk) <= 0 ? u.key : lk;
+  };
+
+  while (objects.length + prefixes.length < limit) {
+    const k = await peekKey();
+    if (k === null) return { objects, prefixes };
+    const d = delimiter ? k.indexOf(delimiter, prefix.length) : -1;
+    if (d >= 0) {
+      const p = k.slice(0, d + delimiter!.length);
+      let visible = false;
+      for (let next = await peekKey(); next !== null && next.startsWith(p); next = await peekKey()) {
+        if ((await take())!.info) {
+          visible = true;
+          break;
+        }
+      }
+      await up.skipPrefix(p);
+      li = Math.max(li, m.bound(p.slice(filesPrefix.length) + AFTER_ALL));
+      last = p + AFTER_ALL;
+      if (visible) prefixes.push(p);
+      continue;
+    }
+    const t = (await take())!;
+    last = t.key;
+    if (t.info) objects.push(t.info);
+  }
+  return (await peekKey()) !== null && last !== null ? { objects, prefixes, cursor: CURSOR + last } : { objects, prefixes };
+}

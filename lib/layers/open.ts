@@ -1,0 +1,73 @@
+/**
+ * The one place a workspace's files are opened: the workspace record (meta.json, which every
+ * request reads anyway) says whether it has a lower layer; if it does, its storage is the merged
+ * view (layered-driver.ts) over the manifest (cached per isolate). A workspace without `base`
+ * gets the plain driver: no extra cost. Also the one place the layer pointer is switched (If-Match).
+ */
+import { ToolError } from "../errors.js";
+import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import type { WorkspaceMeta } from "../workspace/registry.js";
+import { layeredDriver } from "./layered-driver.js";
+import type { ManifestCache } from "./manifest.js";
+
+export interface LayerDeps {
+  storage: StorageDriver;
+  manifests: ManifestCache;
+}
+
+export interface MetaRecord {
+  meta: WorkspaceMeta;
+  etag: string;
+}
+
+export interface OpenedWorkspace extends MetaRecord {
+  /** Storage as this workspace's files must be read and written: the merged view when layered. */
+  driver: StorageDriver;
+}
+
+const notFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+
+export async function readMeta(storage: StorageDriver, tenant: string, ws: string): Promise<MetaRecord | null> {
+  if (!ID_PATTERN.test(ws)) return null;
+  const r = await storage.get(workspaceMetaKey(tenant, ws));
+  if (!r) return null;
+  return { meta: JSON.parse(await new Response(r.body).text()) as WorkspaceMeta, etag: r.etag };
+}
+
+/** The workspace (NOT_FOUND when missing or another tenant's) and the driver its files are read through. */
+export async function openWorkspace(deps: LayerDeps, tenant: string, ws: string): Promise<OpenedWorkspace> {
+  const rec = await readMeta(deps.storage, tenant, ws);
+  if (!rec) throw notFound(ws);
+  return { ...rec, driver: await filesDriver(deps, tenant, ws, rec.meta) };
+}
+
+export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
+  if (!meta.base) return deps.storage;
+  const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
+  const seq = meta.seq ?? 0;
+  return layeredDriver(deps.storage, {
+    tenant,
+    filesPrefix: filesPrefix(tenant, ws),
+    manifest,
+    stillCurrent: async () => {
+      const now = await readMeta(deps.storage, tenant, ws);
+      return !!now && (now.meta.seq ?? 0) === seq && now.meta.base === meta.base;
+    },
+  });
+}
+
+/**
+ * Points the workspace at another lower layer, only if its record is still the one seen
+ * (If-Match): a concurrent import, checkpoint or restore is detected (CONFLICT), never overwritten.
+ */
+export async function switchBase(storage: StorageDriver, tenant: string, ws: string, seen: MetaRecord, base: string | null): Promise<MetaRecord> {
+  const meta: WorkspaceMeta = { ...seen.meta, base, seq: (seen.meta.seq ?? 0) + 1 };
+  try {
+    const o = await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: seen.etag, contentType: "application/json" });
+    return { meta, etag: o.etag };
+  } catch (e) {
+    if (isConditionFailed(e)) throw new ToolError("CONFLICT", `Workspace ${ws} was changed by another import, checkpoint or restore meanwhile; nothing was switched. Retry.`, { workspace: ws });
+    throw e;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Sealing: the upper layer (the per-file objects, whiteouts included) packed into a new manifest
+ * = base ⊕ upper. Only upper objects are read (O(changed files)); unchanged content stays in the
+ * packs it is in. The sealed objects are returned with the version sealed, so the caller deletes
+ * each only in that version once the workspace points at the new manifest (a newer write stays).
+ */
+import { filesPrefix } from "../paths.js";
+import type { ObjectInfo, StorageDriver } from "../storage/types.js";
+import { compareKeys } from "../workspace/entries.js";
+import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
+import type { LayerDeps } from "./open.js";
+import { newLayerId, PackWriter } from "./pack-writer.js";
+import { isWhiteout } from "./whiteout.js";
+
+/** Upper objects read at once while sealing; files up to this size are read whole. */
+const READS = 8;
+const WHOLE = 4 * 1024 * 1024;
+
+/** Every raw object of the upper layer (one flat listing per 1,000). */
+export async function listUpper(storage: StorageDriver, tenant: string, ws: string, under = ""): Promise<ObjectInfo[]> {
+  const prefix = filesPrefix(tenant, ws) + under;
+  const out: ObjectInfo[] = [];
+  let cursor: string | undefined;
+  do {
+    const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    out.push(...r.objects);
+    cursor = r.cursor;
+  } while (cursor);
+  return out;
+}
+
+/**
+ * base ⊕ changes (sorted by path; null removes the path), keeping only the packs still used.
+ * `extraPacks` are the packs the changes' entries index (after base.packs).
+ */
+export function mergeManifest(base: Manifest, extraPacks: readonly string[], changes: { path: string; entry: ManifestEntry | null }[], dropUnder?: string): Manifest {
+  const packs = [...base.packs, ...extraPacks];
+  const out: ManifestEntry[] = [];
+  let i = 0;
+  const keepBase = (e: ManifestEntry) => dropUnder === undefined || !(dropUnder === "" || e.path.startsWith(`${dropUnder}/`) || e.path === dropUnder);
+  for (const c of changes) {
+    while (i < base.entries.length && compareKeys(base.entries[i]!.path, c.path) < 0) {
+      if (keepBase(base.entries[i]!)) out.push(base.entries[i]!);
+      i++;
+    }
+    if (i < base.entries.length && base.entries[i]!.path === c.path) i++;
+    if (c.entry) out.push({ ...c.entry, pack: c.entry.pack < 0 ? -1 : c.entry.pack + base.packs.length });
+  }
+  for (; i < base.entries.length; i++) if (keepBase(base.entries[i]!)) out.push(base.entries[i]!);
+  // Only the packs some entry still uses, renumbered.
+  const used = new Map<number, number>();
+  const kept: string[] = [];
+  const entries = out.map((e) => {
+    if (e.pack < 0) return e;
+    let n = used.get(e.pack);
+    if (n === undefined) {
+      n = kept.push(packs[e.pack]!) - 1;
+      used.set(e.pack, n);
+    }
+    return n === e.pack ? e : { ...e, pack: n };
+  });
+  return new Manifest(newLayerId(), kept, entries);
+}
+
+export interface Sealed {
+  manifest: Manifest;
+  /** The upper objects folded into it, each with the version folded (delete only that). */
+  sealed: { key: string; etag: string }[];
+}
+
+/** Packs the upper layer over `baseId` into a new manifest (written); the same manifest when nothing is upper. */
+export async function seal(deps: LayerDeps, tenant: string, ws: string, baseId: string | null | undefined): Promise<Sealed> {
+  const base = baseId ? await deps.manifests.load(deps.storage, tenant, baseId) : Manifest.empty();
+  const upper = (await listUpper(deps.storage, tenant, ws)).sort((a, b) => compareKeys(a.key, b.key));
+  if (upper.length === 0 && baseId) return { manifest: base, sealed: [] };
+  const fp = filesPrefix(tenant, ws);
+  const writer = new PackWriter(deps.storage, tenant);
+  const changes: { path: string; entry: ManifestEntry | null }[] = [];
+  const sealed: { key: string; etag: string }[] = [];
+  for (let i = 0; i < upper.length; i += READS) {
+    const got = await Promise.all(upper.slice(i, i + READS).map(async (o) => {
+      if (isWhiteout(o) || o.key.endsWith("/")) return { o, bytes: new Uint8Array(0) };
+      if (o.size > WHOLE) return { o, stream: true as const };
+      const r = await deps.storage.get(o.key);
+      if (!r) return null; // deleted meanwhile (an upper-only file): nothing to seal
+      return { o: { ...o, etag: r.etag, size: r.size, modified: r.modified }, bytes: new Uint8Array(await new Response(r.body).arrayBuffer()) };
+    }));
+    for (const g of got) {
+      if (!g) continue;
+      const path = g.o.key.slice(fp.length);
+      if (isWhiteout(g.o)) {
+        changes.push({ path, entry: null });
+      } else if ("stream" in g) {
+        const r = await deps.storage.get(g.o.key);
+        if (!r) continue;
+        changes.push({ path, entry: await writer.addStream(path, r.body, r.size, { etag: r.etag, modified: r.modified.getTime() }) });
+        g.o = { ...g.o, etag: r.etag };
+      } else {
+        changes.push({ path, entry: await writer.add(path, g.bytes!, { etag: g.o.etag, modified: g.o.modified.getTime() }) });
+      }
+      sealed.push({ key: g.o.key, etag: g.o.etag });
+    }
+  }
+  await writer.finish();
+  const manifest = mergeManifest(base, writer.packs, changes);
+  await writeManifest(deps.storage, deps.manifests, tenant, manifest);
+  return { manifest, sealed };
+}
+
+/** Deletes sealed (or restored-over) upper objects, each only in the version given; returns the keys refused (changed since). */
+export async function removeUpper(storage: StorageDriver, items: readonly { key: string; etag: string }[]): Promise<string[]> {
+  const refused: string[] = [];
+  for (let i = 0; i < items.length; i += 1000) {
+    try {
+      await storage.delete(items.slice(i, i + 1000).map((x) => ({ key: x.key, ifMatch: x.etag })));
+    } catch (e) {
+      if (!(e instanceof Error && "keys" in e)) throw e;
+      refused.push(...(e as Error & { keys: string[] }).keys);
+    }
+  }
+  return refused;
+}

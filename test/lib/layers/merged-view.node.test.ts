@@ -1,0 +1,123 @@
+/**
+ * The merged view against a model: random lower layers (manifest), random upper layers (files,
+ * whiteouts, markers), and every listing shape the readers use (flat, "/" delimiter, paged with
+ * any limit, startAfter, cursors) must equal the listing of the same tree stored plainly.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { s3Driver } from "../../../lib/storage/drivers/s3.js";
+import { startS3Server, type S3Server } from "../../support/s3rver.js";
+import { layeredDriver } from "../../../lib/layers/layered-driver.js";
+import { Manifest, sortEntries, type ManifestEntry } from "../../../lib/layers/manifest.js";
+import { WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE } from "../../../lib/layers/whiteout.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import type { ListOptions, StorageDriver } from "../../../lib/storage/types.js";
+
+const NAMES = ["a", "b", "c", "a.b", "a-b", "é", "z"];
+/** s3rver lists "a/x" before "a-b" (not in byte order, unlike S3 and R2) and filters startAfter by that order: no names with bytes below "/". */
+const S3RVER_NAMES = ["a", "b", "c", "ab", "é", "z"];
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+}
+
+function randomPath(r: () => number, names: readonly string[]): string {
+  const depth = 1 + Math.floor(r() * 3);
+  const parts = Array.from({ length: depth }, () => names[Math.floor(r() * names.length)]!);
+  return parts.join("/") + (r() < 0.1 ? "/" : "");
+}
+
+/** Keys only: a path and one of its ancestors can't both be files. */
+function consistent(paths: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const p of paths) {
+    const file = p.endsWith("/") ? p.slice(0, -1) : p;
+    const parts = file.split("/");
+    let clash = false;
+    for (let i = 1; i < parts.length; i++) if (out.has(parts.slice(0, i).join("/"))) clash = true;
+    for (const q of out) if (q.startsWith(`${file}/`) && !p.endsWith("/")) clash = true;
+    if (!clash) out.add(p);
+  }
+  return out;
+}
+
+async function listAll(d: StorageDriver, opts: Omit<ListOptions, "cursor">): Promise<{ keys: string[]; prefixes: string[] }> {
+  const keys: string[] = [];
+  const prefixes: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const r = await d.list({ ...opts, ...(cursor ? { cursor } : {}) });
+    keys.push(...r.objects.map((o) => o.key));
+    prefixes.push(...r.prefixes);
+    cursor = r.cursor;
+    if (++pages > 10_000) throw new Error("no end");
+  } while (cursor);
+  return { keys, prefixes: [...new Set(prefixes)].sort() };
+}
+
+async function modelCheck(seed: number, inner: StorageDriver, names: readonly string[] = NAMES): Promise<void> {
+      const FP = `t/acme/w/s${seed}/f/`;
+      const r = rng(seed);
+      const lowerPaths = consistent(Array.from({ length: 5 + Math.floor(r() * 60) }, () => randomPath(r, names)));
+      const entries: ManifestEntry[] = [...lowerPaths].map((p) => ({ path: p, etag: `l-${p}`, size: 0, modified: 0, pack: -1, offset: 0 }));
+      const m = new Manifest("m", [], sortEntries(entries));
+      const expected = new Map<string, boolean>(); // path → present
+      for (const p of lowerPaths) expected.set(p, true);
+      // upper: overwrite some lower files, whiteout some, add new ones (keeping the tree consistent)
+      for (const p of lowerPaths) {
+        const x = r();
+        if (x < 0.25) {
+          await inner.put(FP + p, WHITEOUT_BODY, { contentType: WHITEOUT_CONTENT_TYPE });
+          expected.delete(p);
+        } else if (x < 0.4 && !p.endsWith("/")) {
+          await inner.put(FP + p, "upper");
+        }
+      }
+      const extra = consistent([...expected.keys(), ...Array.from({ length: Math.floor(r() * 20) }, () => randomPath(r, names))]);
+      for (const p of extra) {
+        if (expected.has(p)) continue;
+        // s3rver keeps objects as files on disk: "z" (a whiteout) and "z/a" cannot both exist there (they can on S3).
+        if (names === S3RVER_NAMES && [...lowerPaths].some((l) => p.startsWith(`${l.replace(/\/$/, "")}/`) || l.startsWith(`${p.replace(/\/$/, "")}/`))) continue;
+        await inner.put(FP + p, "new");
+        expected.set(p, true);
+      }
+      // a stale whiteout with nothing under it
+      await inner.put(`${FP}zz-stale`, WHITEOUT_BODY, { contentType: WHITEOUT_CONTENT_TYPE });
+      const view = layeredDriver(inner, { tenant: "acme", filesPrefix: FP, manifest: m, stillCurrent: async () => true });
+      const plain = memoryDriver();
+      for (const p of expected.keys()) await plain.put(FP + p, "x");
+
+      const prefixes = [FP, ...new Set([...expected.keys()].flatMap((p) => p.split("/").slice(0, -1).map((_, i, a) => `${FP}${a.slice(0, i + 1).join("/")}/`)))];
+      for (const prefix of prefixes.slice(0, 6)) {
+        for (const delimiter of [undefined, "/"]) {
+          for (const limit of [1, 2, 7, 1000]) {
+            const opts = { prefix, limit, ...(delimiter ? { delimiter } : {}) };
+            expect(await listAll(view, opts), JSON.stringify(opts)).toEqual(await listAll(plain, opts));
+          }
+        }
+        const all = (await listAll(plain, { prefix })).keys;
+        const after = all[Math.floor(all.length / 2)];
+        if (after) expect(await listAll(view, { prefix, startAfter: after, limit: 3 })).toEqual(await listAll(plain, { prefix, startAfter: after, limit: 3 }));
+      }
+      for (const p of [...lowerPaths, ...extra]) {
+        expect(!!(await view.head(FP + p)), p).toBe(expected.has(p));
+      }
+}
+
+describe("merged view = plain view (model check)", () => {
+  for (let seed = 1; seed <= 40; seed++) it(`memory, seed ${seed}`, () => modelCheck(seed, memoryDriver()));
+});
+
+// S3 lists no metadata: whiteouts are recognised by size and ETag (the MD5 of their fixed body) alone.
+describe("merged view over S3 (s3rver)", () => {
+  let server: S3Server;
+  beforeAll(async () => {
+    server = await startS3Server();
+    await server.createBucket("layers");
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  for (let seed = 1; seed <= 8; seed++) it(`s3, seed ${seed}`, () => modelCheck(seed, s3Driver({ client: server.client(), bucket: "layers" }), S3RVER_NAMES), 60_000);
+});
