@@ -49,4 +49,6 @@ export interface AppDeps {
   webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
+  /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
+  mcp?: { allowedOrigins?: string[] };
 }
