@@ -136,10 +136,16 @@ export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
 /**
  * GET /v1/tools: every tool's definition, as the model sees it; ?format=openai|anthropic|mcp gives
  * the provider's own shape (lib/doors/formats.ts). Public: without a key it lists every tool; with a
- * key (Authorization: Bearer) only the tools that key may use, and a bad key is refused as anywhere.
+ * valid API key (Authorization: Bearer) only the tools that key may use. Being public, it refuses no
+ * credential: one that is not a valid key (the admin token, a typo) lists every tool.
  */
 export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
+  const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
+    if (!headers.get("authorization")) return tools;
+    const scopes = await authenticateTenant(deps, headers).then((a) => a.scopes, () => null);
+    return scopes ? usableTools(tools, scopes) : tools;
+  };
   const ToolDef = z.object({
     name: z.string(),
     description: z.string(),
@@ -164,7 +170,7 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
     })),
     async (c) => {
       const format = c.req.valid("query").format ?? "toolshed";
-      const listed = c.req.header("authorization") ? usableTools(tools, (await authenticateTenant(deps, c.req.raw.headers)).scopes) : tools;
+      const listed = await listedFor(c.req.raw.headers);
       return c.json({ tools: format === "toolshed" ? listed.map(toolDefinition) : exportTools(listed, format) }, 200);
     },
   );
