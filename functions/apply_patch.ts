@@ -38,6 +38,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Apply a V4A patch ('*** Begin Patch' ... '*** End Patch' with Add/Update/Delete File sections, moves allowed) to one or more files, all or nothing.",
+  annotations: { title: "Apply patch", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  output: z.object({ files: z.array(z.object({ path: z.string(), action: z.enum(["add", "update", "delete"]), from: z.string().optional(), etag: z.string().optional(), hunks: z.array(z.object({ hunk: z.number().int(), line: z.number().int(), fuzz: z.number() })).optional() })), added: z.number().int(), updated: z.number().int(), deleted: z.number().int() }),
   input: z.object({
     patch: z.string().min(1).describe("The patch, from '*** Begin Patch' to '*** End Patch'"),
   }),

@@ -10,6 +10,9 @@ Returns: {question, answer, option_index} (once answered)`;
 export default defineTool({
   name: "ask_user",
   description,
+  summary: "Ask the user a question (optionally with choices). Answers NEEDS_INPUT with a pending_id; repeat the call with header X-Pending-Id to get the answer once the user has given it.",
+  annotations: { title: "Ask the user", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  output: z.object({ question: z.string(), answer: z.string(), option_index: z.number().int().nullable(), note: z.string().optional() }),
   category: "planning",
   permission: "read",
   input: z.object({

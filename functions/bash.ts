@@ -4,6 +4,7 @@ import { runForeground, startTask } from "../lib/exec/runs.js";
 import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
+import { CommandResult } from "../lib/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by \`bash -c\` in the workspace root (or working_dir). python3, node and git are installed.
@@ -24,6 +25,9 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.",
+  annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
     command: z.string().min(1).max(100_000).describe("The bash command to run"),
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),

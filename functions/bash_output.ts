@@ -3,6 +3,7 @@ import { pollTask } from "../lib/exec/runs.js";
 import { commandData, MAX_COMMAND_OUTPUT, writeBackNotes } from "../lib/exec/tool-support.js";
 import { cutText } from "../lib/output-cut.js";
 import { defineTool } from "../lib/tool.js";
+import { CommandResult } from "../lib/tool-output.js";
 
 const description = `Read a background task's output since the last call, and its status.
 - task_id: from bash with run_in_background: true.
@@ -16,6 +17,9 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  summary: "Read a background bash task's new output and its status (running, completed, killed, timed_out); wait: true waits for it to finish.",
+  annotations: { title: "Read background output", readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  output: z.object({ task_id: z.string(), status: z.enum(["running", "completed", "killed", "timed_out"]), exit_code: z.number().int().nullable(), output: z.string(), result: CommandResult.optional(), error: z.object({ code: z.string(), message: z.string() }).optional() }),
   input: z.object({
     task_id: z.string().min(1).max(100).describe("The background task's id"),
     wait: z.boolean().optional().describe("Wait for the task to finish (default: false)"),

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineTool } from "../lib/tool.js";
 import { describeTransfer, MAX_TRANSFER_FILES, transfer } from "../lib/workspace/transfer.js";
+import { TransferOutput } from "../lib/tool-output.js";
 
 const description = `Copy a file or a whole directory (byte for byte, binary files included).
 - from: the file or directory to copy. to: the path of the copy. Like cp -r: if to is an existing directory, or ends with "/", the copy goes inside it (to: "backup/" copies src/a.ts to backup/a.ts).
@@ -16,6 +17,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Copy a file or directory, binary files included (like cp -r: a target that is a directory or ends with '/' receives the copy inside it); overwrite: true replaces or merges.",
+  annotations: { title: "Copy", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  output: TransferOutput,
   input: z.object({
     from: z.string().min(1).describe("Path of the file or directory to copy"),
     to: z.string().min(1).describe('Path of the copy; an existing directory (or a path ending in "/") receives it inside'),

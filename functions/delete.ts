@@ -20,6 +20,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Delete a file, an empty directory, or (with recursive: true) a directory and everything in it. Large directories may need repeated calls while truncated is true.",
+  annotations: { title: "Delete", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  output: z.object({ path: z.string(), type: z.enum(["file", "directory"]), deleted: z.array(z.string()), count: z.number().int(), truncated: z.boolean() }),
   input: z.object({
     path: z.string().min(1).describe("Path of the file or directory to delete"),
     recursive: z.boolean().optional().describe("Delete a directory and everything in it (default: false)"),

@@ -22,6 +22,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Replace an exact, unique string in a file with new text (replace_all for every occurrence); whitespace must match. Read the file first; returns a diff.",
+  annotations: { title: "Edit file", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  output: z.object({ file_path: z.string(), replacements: z.number().int(), created: z.boolean(), etag: z.string(), diff: z.string() }),
   input: z.object({
     file_path: z.string().min(1).describe("Path of the file in the workspace"),
     old_string: z.string().describe("The exact text to replace (empty: create a new file)"),

@@ -5,6 +5,7 @@ import { namesHidden } from "../lib/search/ignore.js";
 import { requireDirectory, scanTree } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
+import { Paging, SkippedReport } from "../lib/tool-output.js";
 
 const DEFAULT_MAX = 200;
 
@@ -22,6 +23,9 @@ export default defineTool({
   description,
   category: "search",
   permission: "read",
+  summary: "Find files and directories by name: a glob on the name (e.g. \"*.test.ts\") or a case-insensitive substring; paths only, sorted; filter by type file or dir.",
+  annotations: { title: "Find by name", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ matches: z.array(z.object({ path: z.string(), type: z.enum(["file", "dir"]) })), ...Paging, skipped: SkippedReport }),
   input: z.object({
     path: z.string().optional().describe("Directory to search in (default: the workspace root)"),
     pattern: z.string().max(1000).optional().describe('Glob on the name ("*.ts") or a substring of the name ("auth")'),

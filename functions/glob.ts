@@ -5,6 +5,7 @@ import { namesHidden } from "../lib/search/ignore.js";
 import { requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
+import { Paging, SkippedReport } from "../lib/tool-output.js";
 
 const DEFAULT_LIMIT = 100;
 
@@ -22,6 +23,9 @@ export default defineTool({
   description,
   category: "search",
   permission: "read",
+  summary: "Find files whose paths match a glob pattern (e.g. \"**/*.ts\", \"src/**/*.{js,jsx}\"), newest first by default; paged with limit/offset.",
+  annotations: { title: "Find files by glob", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ matches: z.array(z.object({ path: z.string(), size: z.number().int().optional(), modified: z.string().optional(), type: z.literal("directory").optional() })), ...Paging, skipped: SkippedReport }),
   input: z.object({
     pattern: z.string().min(1).max(1000).describe('Glob pattern, e.g. "**/*.ts" or "src/*.{js,jsx}"'),
     path: z.string().optional().describe("Directory to search in (default: the workspace root)"),

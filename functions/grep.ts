@@ -9,6 +9,7 @@ import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
 import { defineTool } from "../lib/tool.js";
+import { SkippedReport } from "../lib/tool-output.js";
 
 const DEFAULT_LIMIT = 100;
 const MAX_CONTEXT = 20;
@@ -35,6 +36,9 @@ export default defineTool({
   description,
   category: "search",
   permission: "read",
+  summary: "Search file contents with a regular expression (RE2 syntax, linear time) or literal text; modes: matching lines with context, matching files, or counts per file. Filter files with glob or type.",
+  annotations: { title: "Search file contents", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ mode: z.enum(["content", "files_with_matches", "count"]), pattern: z.string(), path: z.string(), matches: z.array(z.object({ file: z.string(), line: z.number().int(), column: z.number().int(), text: z.string(), before: z.array(z.string()), after: z.array(z.string()), end_line: z.number().int().optional() })).optional(), files: z.array(z.string()).optional(), counts: z.array(z.object({ file: z.string(), count: z.number().int() })).optional(), count: z.number().int(), total_found: z.number().int().nullable(), truncated: z.boolean(), next_offset: z.number().int().nullable(), complete: z.boolean(), resume: z.string().nullable(), skipped: SkippedReport, stats: z.record(z.string(), z.number()) }),
   input: z.object({
     pattern: z.string().min(1).max(10_000).describe("Regular expression (RE2 syntax), or the exact text with literal: true"),
     path: z.string().optional().describe("Directory or file to search (default: the workspace root)"),

@@ -17,6 +17,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Insert lines into a file after a given line number (0 = at the start). Read the file first; returns a diff.",
+  annotations: { title: "Insert lines", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  output: z.object({ file_path: z.string(), insert_line: z.number().int(), lines_inserted: z.number().int(), etag: z.string(), diff: z.string() }),
   input: z.object({
     file_path: z.string().min(1).describe("Path of the file in the workspace"),
     insert_line: z.number().int().min(0).describe("Insert after this line (0: at the start)"),

@@ -12,6 +12,9 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  summary: "Stop a background bash task by task_id: every process is killed and its file changes are not written back.",
+  annotations: { title: "Stop background task", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  output: z.object({ task_id: z.string(), status: z.enum(["killed", "already_completed", "stopping"]) }),
   input: z.object({ task_id: z.string().min(1).max(100).describe("The background task's id") }),
   async execute(args, ctx) {
     // Sets the kill flag in the task's record; its runner checks it about every second.

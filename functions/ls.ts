@@ -65,6 +65,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "read",
+  summary: "List a workspace directory: files with sizes and subdirectories (ending in '/'), optionally recursive or with hidden entries; pages with a cursor.",
+  annotations: { title: "List directory", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ path: z.string(), type: z.enum(["file", "directory"]), entries: z.array(z.object({ name: z.string(), path: z.string(), type: z.enum(["file", "directory"]), size: z.number().int().optional(), modified: z.string().optional() })), count: z.number().int(), truncated: z.boolean(), cursor: z.string().nullable(), hidden_skipped: z.number().int(), unfinished_moves: z.array(z.string()).optional() }),
   input: z.object({
     path: z.string().optional().describe('Directory to list (default: "/", the workspace root)'),
     recursive: z.boolean().optional().describe("List everything below the directory (default: false)"),

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { defineTool } from "../lib/tool.js";
 import { describeTransfer, MAX_TRANSFER_FILES, transfer } from "../lib/workspace/transfer.js";
+import { TransferOutput } from "../lib/tool-output.js";
 
 const description = `Move or rename a file or a whole directory.
 - from: the file or directory to move. to: its new path. Like mv: if to is an existing directory, or ends with "/", the source goes inside it (to: "lib/" moves src/a.ts to lib/a.ts).
@@ -18,6 +19,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Move or rename a file or directory (like mv: a target that is a directory or ends with '/' receives the source inside it); overwrite: true replaces or merges.",
+  annotations: { title: "Move or rename", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  output: TransferOutput,
   input: z.object({
     from: z.string().min(1).describe("Path of the file or directory to move"),
     to: z.string().min(1).describe('New path; an existing directory (or a path ending in "/") receives the source inside it'),

@@ -27,6 +27,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "read",
+  summary: "Read a workspace file as numbered lines (cat -n style), paged by offset/limit (1-based lines, default 2000); encoding \"base64\" returns the bytes of a binary file. Reading a file is required before edit, insert or overwrite.",
+  annotations: { title: "Read file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ file_path: z.string(), etag: z.string(), size: z.number().int(), modified: z.string(), encoding: z.literal("base64").optional(), content_base64: z.string().optional(), type: z.string().optional(), start_line: z.number().int().optional(), lines_returned: z.number().int().optional(), total_lines: z.number().int().optional(), truncated: z.boolean().optional(), next_offset: z.number().int().nullable().optional(), line_endings: z.string().optional() }),
   input: z.object({
     file_path: z.string().min(1).describe("Path of the file in the workspace"),
     offset: z.number().int().min(1).optional().describe("1-based line to start at (default: 1)"),

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { runForeground } from "../lib/exec/runs.js";
 import { commandOutput, executorOf, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
+import { OutputCutInfo } from "../lib/tool-output.js";
 
 const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
 - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
@@ -18,6 +19,9 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
+  annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional() }),
   input: z.object({
     language: z.enum(["python", "node", "bash"]).describe("The language of code"),
     code: z.string().min(1).max(1_000_000).describe("The program"),

@@ -3,6 +3,7 @@ import { defineTool } from "../lib/tool.js";
 import { todoScope } from "../lib/todos/context.js";
 import { countTodos, renderTodos } from "../lib/todos/schema.js";
 import { readTodos } from "../lib/todos/store.js";
+import { TodoItemOut, TodoCountsOut } from "../lib/tool-output.js";
 
 const description = `Read the todo list of this session (the one todo_write keeps), to check progress or before updating it. Takes no arguments.
 - An empty list means todo_write was not called yet in this session (X-Session-Id), or the list was cleared.
@@ -13,6 +14,9 @@ export default defineTool({
   description,
   category: "planning",
   permission: "read",
+  summary: "Read this session's todo list and its counts by status. Takes no arguments.",
+  annotations: { title: "Read todo list", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ todos: z.array(TodoItemOut), count: z.number().int(), counts: TodoCountsOut, session: z.string(), updated_at: z.string().nullable() }),
   input: z.object({}),
   async execute(_args, ctx) {
     const stored = await readTodos(todoScope(ctx));

@@ -3,6 +3,7 @@ import { defineTool } from "../lib/tool.js";
 import { todoScope } from "../lib/todos/context.js";
 import { countTodos, renderTodos, TODO_LIMITS, TodoListSchema } from "../lib/todos/schema.js";
 import { writeTodos } from "../lib/todos/store.js";
+import { TodoCountsOut } from "../lib/tool-output.js";
 
 const description = `Create and update the todo list of this session: plan multi-step work, track progress, and show the user what is being done. Each call replaces the whole list.
 - Use it for work of 3 or more steps, or when the user asks for several things; skip it for one trivial step.
@@ -19,6 +20,9 @@ export default defineTool({
   category: "planning",
   // Planning changes no file: a read-only key may keep a todo list (README, "The tools").
   permission: "read",
+  summary: "Replace this session's todo list (content, activeForm, status pending|in_progress|completed; at most one in_progress) to plan and track multi-step work.",
+  annotations: { title: "Write todo list", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  output: z.object({ success: z.literal(true), count: z.number().int(), counts: TodoCountsOut, session: z.string(), updated_at: z.string() }),
   input: z.object({ todos: TodoListSchema.describe("The whole updated todo list, in order.") }),
   async execute(args, ctx) {
     const saved = await writeTodos(todoScope(ctx), args.todos);

@@ -29,6 +29,9 @@ export default defineTool({
   description,
   category: "web",
   permission: "network",
+  summary: "Fetch a public http(s) URL and return the page as Markdown (or text, or HTML), cut at max_bytes; private and metadata addresses are refused.",
+  annotations: { title: "Fetch web page", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  output: z.object({ url: z.string(), final_url: z.string(), status: z.number().int(), content_type: z.string().nullable(), title: z.string().optional(), bytes: z.number().int(), truncated: z.boolean(), content: z.string(), redirects: z.array(z.string()) }),
   input: z.object({
     url: z.string().min(1).max(8192).describe("Absolute http(s) URL"),
     format: z.enum(["markdown", "text", "html"]).optional().describe('How to return HTML (default: "markdown")'),

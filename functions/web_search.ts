@@ -30,6 +30,9 @@ export default defineTool({
   description,
   category: "web",
   permission: "network",
+  summary: "Search the web; returns titles, URLs and snippets (filter with allowed_domains / blocked_domains). Read a result with web_fetch.",
+  annotations: { title: "Search the web", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  output: z.object({ query: z.string(), provider: z.string(), results: z.array(z.object({ title: z.string(), url: z.string(), snippet: z.string() })) }),
   input: z.object({
     query: z.string().trim().min(1).max(400).describe("The search query"),
     max_results: z.number().int().min(1).max(MAX_RESULTS).optional().describe(`How many results (default: ${DEFAULT_RESULTS})`),

@@ -20,6 +20,9 @@ export default defineTool({
   description,
   category: "file",
   permission: "write",
+  summary: "Create a file or replace all of its content (utf-8 text, or base64 for binary). Overwriting an existing file requires reading it first in this session.",
+  annotations: { title: "Write file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  output: z.object({ file_path: z.string(), bytes_written: z.number().int(), created: z.boolean(), etag: z.string() }),
   input: z.object({
     file_path: z.string().min(1).describe("Path of the file in the workspace"),
     content: z.string().describe("The complete content to write"),

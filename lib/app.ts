@@ -19,6 +19,7 @@ import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
 import { compatApp } from "./routes/compat.js";
+import { mcpApp } from "./doors/mcp.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "./exec/sync-server.js";
 import type { Tool } from "./tool.js";
@@ -57,6 +58,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));
   app.route("/", pendingApp(deps, tools));
+  app.route("/", mcpApp(deps, tools));
   app.route("/", unknownToolApp(tools, deps));
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;

@@ -56,4 +56,6 @@ export interface AppDeps {
   manifests?: ManifestCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */
   packImport?: boolean;
+  /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
+  mcp?: { allowedOrigins?: string[] };
 }

@@ -35,10 +35,24 @@ export interface ToolResult {
   data: Record<string, unknown>;
 }
 
+/** MCP's tool annotations (hints for clients: whether a call changes anything, can be repeated, reaches outside). */
+export interface ToolAnnotations {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
 export interface Tool<S extends z.ZodObject = z.ZodObject> {
   name: string;
   /** What the model reads: purpose, rules, defaults as `(default: X)`, a closing `Returns: {...}`. */
   description: string;
+  /** The short description (at most 1,024 characters) for formats that cap it (OpenAI). */
+  summary: string;
+  annotations: ToolAnnotations;
+  /** The zod schema of `data` (test/helpers.ts validates every `data` the tests produce against it). */
+  output: z.ZodObject;
   category: Category;
   permission: Permission;
   input: S;
@@ -47,7 +61,11 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   parseArgs?: (raw: unknown) => unknown;
 }
 
+/** Longest `summary`: OpenAI refuses a function description longer than this. */
+export const MAX_SUMMARY_CHARS = 1024;
+
 export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
+  if (tool.summary.length > MAX_SUMMARY_CHARS || tool.summary.length === 0) throw new Error(`${tool.name}: summary must be 1-${MAX_SUMMARY_CHARS} characters`);
   // The argument parser is built from the schema on first use, once per tool.
   let parse: ((raw: unknown) => unknown) | undefined;
   return { ...tool, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
@@ -77,6 +95,19 @@ export function toolDefinition(tool: Tool) {
     description: tool.description,
     category: tool.category,
     permission: tool.permission,
-    input_schema: z.toJSONSchema(tool.input, { target: "draft-2020-12", io: "input" }),
+    summary: tool.summary,
+    annotations: tool.annotations,
+    input_schema: inputJsonSchema(tool),
+    output_schema: outputJsonSchema(tool),
   };
+}
+
+/** The JSON Schema of a tool's arguments (as the model sends them). */
+export function inputJsonSchema(tool: Tool): Record<string, unknown> {
+  return z.toJSONSchema(tool.input, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
+}
+
+/** The JSON Schema of a tool's `data`. */
+export function outputJsonSchema(tool: Tool): Record<string, unknown> {
+  return z.toJSONSchema(tool.output, { target: "draft-2020-12", io: "output" }) as Record<string, unknown>;
 }

@@ -120,7 +120,8 @@ Toolshed is running on ${BASE} (ready in ${secs}s; local R2 and KV in .wrangler/
   dev tenant:   dev
   API key:      ${key}
   admin token:  in .dev.vars (TOOLSHED_ADMIN_TOKEN)
-  docs:         ${BASE}/docs    tools: ${BASE}/v1/tools
+  docs:         ${BASE}/docs    tools: ${BASE}/v1/tools  (?format=openai|anthropic|mcp)
+  MCP:          ${BASE}/v1/workspaces/demo/mcp  (header  Authorization: Bearer ${key}; after the first curl below makes "demo")
   bash runner:  http://127.0.0.1:${RUNNER_PORT} (${hasBwrap ? "sandboxed with bubblewrap" : "bubblewrap is missing: bash answers with how to install it (apt-get install bubblewrap)"})
 
 Try:

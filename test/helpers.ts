@@ -8,6 +8,7 @@ import { searchIndexer } from "../lib/search/indexer.js";
 import { r2Driver } from "../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../lib/storage/kv-workers.js";
 import type { Tool } from "../lib/tool.js";
+import { checkOutputs } from "./support/output-check.js";
 
 export const ADMIN = "test-admin-token";
 
@@ -18,7 +19,8 @@ export function testDeps(extra: Partial<AppDeps> = {}): AppDeps {
 export type TestApp = ReturnType<typeof createApp>;
 
 export function testApp(extra: Partial<AppDeps> = {}, tools: readonly Tool[] = allTools): TestApp {
-  return createApp(testDeps(extra), tools);
+  // Every 200 tool response is checked against its tool's output schema (test/support/output-check.ts).
+  return checkOutputs(createApp(testDeps(extra), tools), tools);
 }
 
 export interface Tenant {

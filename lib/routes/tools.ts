@@ -15,6 +15,8 @@ import type { AppEnv } from "../http.js";
 import { CallMeter } from "../metering/usage.js";
 import { checkSessionId, RecordStore } from "../records/store.js";
 import { closestName } from "../suggest.js";
+import { authenticateTenant } from "../auth/middleware.js";
+import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
 import { executeTool } from "../run-tool.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
@@ -23,14 +25,16 @@ import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
-const SuccessSchema = z.object({
-  ok: z.literal(true),
-  tool: z.string(),
-  title: z.string(),
-  output: z.string().openapi({ description: "The text for the model." }),
-  data: z.record(z.string(), z.unknown()).openapi({ description: "The same result, structured." }),
-  usage: Usage,
-});
+/** The envelope of a tool's success, its `data` documented by the tool's output schema. */
+const successSchema = (tool: Tool) =>
+  z.object({
+    ok: z.literal(true),
+    tool: z.literal(tool.name),
+    title: z.string(),
+    output: z.string().openapi({ description: "The text for the model." }),
+    data: tool.output.openapi({ description: "The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema)." }),
+    usage: Usage,
+  });
 
 const ToolErrorSchema = z
   .object({
@@ -72,7 +76,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],
-        summary: tool.description.split("\n")[0],
+        summary: tool.annotations.title,
         description: tool.description,
         request: {
           params: WsParam,
@@ -83,7 +87,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
           body: { required: true, content: { "application/json": { schema: tool.input } } },
         },
         responses: {
-          200: { description: "Tool result", content: { "application/json": { schema: SuccessSchema } } },
+          200: { description: "Tool result", content: { "application/json": { schema: successSchema(tool) } } },
           ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 502, 503),
         },
       },
@@ -135,19 +139,51 @@ export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
   return app;
 }
 
-/** GET /v1/tools: every tool's definition, as the model sees it. */
+/**
+ * GET /v1/tools: every tool's definition, as the model sees it; ?format=openai|anthropic|mcp gives
+ * the provider's own shape (lib/doors/formats.ts). Public: without a key it lists every tool; with a
+ * valid API key (Authorization: Bearer) only the tools that key may use. Being public, it refuses no
+ * credential: one that is not a valid key (the admin token, a typo) lists every tool.
+ */
 export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
-  const ToolDef = z.object({ name: z.string(), description: z.string(), category: z.string(), permission: z.string(), input_schema: z.record(z.string(), z.unknown()) });
+  const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
+    if (!headers.get("authorization")) return tools;
+    const scopes = await authenticateTenant(deps, headers).then((a) => a.scopes, () => null);
+    return scopes ? usableTools(tools, scopes) : tools;
+  };
+  const ToolDef = z.object({
+    name: z.string(),
+    description: z.string(),
+    summary: z.string(),
+    category: z.string(),
+    permission: z.string(),
+    annotations: z.object({ title: z.string(), readOnlyHint: z.boolean(), destructiveHint: z.boolean(), idempotentHint: z.boolean(), openWorldHint: z.boolean() }),
+    input_schema: z.record(z.string(), z.unknown()),
+    output_schema: z.record(z.string(), z.unknown()),
+  });
   app.openapi(
     createRoute(secureRoute(deps, { auth: "public" }, {
       method: "get",
       path: "/v1/tools",
       tags: ["tools"],
-      summary: "List the tools, with the description and JSON Schema the model sees",
-      responses: { 200: { description: "Tool definitions", content: { "application/json": { schema: z.object({ tools: z.array(ToolDef) }) } } } },
+      summary: "List the tools, with the description and JSON Schemas the model sees",
+      description: "format: toolshed (default), openai (Responses API function tools, strict mode), anthropic (Messages API tools) or mcp (MCP Tool objects). With an API key, only the tools that key may use.",
+      request: { query: z.object({ format: z.enum(TOOL_FORMATS).optional().openapi({ description: "The shape of each tool (default: toolshed)" }) }) },
+      responses: {
+        200: { description: "Tool definitions (their shape follows format)", content: { "application/json": { schema: z.object({ tools: z.array(z.union([ToolDef, z.record(z.string(), z.unknown())])) }) } } },
+      },
     })),
-    (c) => c.json({ tools: tools.map(toolDefinition) }, 200),
+    async (c) => {
+      const format = c.req.valid("query").format ?? "toolshed";
+      const listed = await listedFor(c.req.raw.headers);
+      return c.json({ tools: format === "toolshed" ? listed.map(toolDefinition) : exportTools(listed, format) }, 200);
+    },
   );
   return app;
+}
+
+/** The tools a key with these scopes may call: what every listing (catalog, MCP) shows it. */
+export function usableTools(tools: readonly Tool[], scopes: readonly string[]): Tool[] {
+  return tools.filter((t) => scopes.includes(t.permission));
 }

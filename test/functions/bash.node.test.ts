@@ -26,6 +26,7 @@ import type { Executor } from "../../lib/exec/types.js";
 import { searchIndexer } from "../../lib/search/indexer.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import { checkOutputs } from "../support/output-check.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
@@ -66,7 +67,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
   const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()], ...extra } as AppDeps;
-  app = createApp(deps, tools);
+  app = checkOutputs(createApp(deps, tools), tools);
 
   const adminCall = async (path: string, body: unknown) =>
     (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;

@@ -13,6 +13,7 @@ import { nodeFetcher, type Resolver } from "../../lib/web/node-fetcher.js";
 import { ACCEPT } from "../../functions/web_fetch.js";
 import { DOCS, startWebServer, type WebServer } from "../support/web-server.js";
 import { freePort } from "../support/wrangler-dev.js";
+import { checkOutputs } from "../support/output-check.js";
 
 const ADMIN = "admin-web-fetch-test";
 let server: WebServer;
@@ -32,7 +33,7 @@ const fakeDns: Resolver = async (name) => {
 
 function app(extra: Partial<AppDeps> = {}) {
   const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { fetcher: nodeFetcher({ resolve: fakeDns }), allowLoopback: true }, ...extra };
-  return createApp(deps, tools);
+  return checkOutputs(createApp(deps, tools), tools);
 }
 
 async function tenant(a: ReturnType<typeof app>, scopes = ["read", "network"]) {

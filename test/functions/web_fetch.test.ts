@@ -29,7 +29,9 @@ describe("catalog and admin", () => {
   it("both tools are listed with the network permission and in the OpenAPI document", async () => {
     const app = testApp();
     const t = await newTenant(app);
-    const list = (await (await t.req("/v1/tools")).json()) as { tools: { name: string; permission: string; description: string; input_schema: any }[] };
+    // Without a key: every tool (with a key, only the tools its scopes allow, and this key lacks 'network').
+    expect(((await (await t.req("/v1/tools")).json()) as { tools: { name: string }[] }).tools.map((x) => x.name)).not.toContain("web_fetch");
+    const list = (await (await app.request("/v1/tools")).json()) as { tools: { name: string; permission: string; description: string; input_schema: any }[] };
     const byName = Object.fromEntries(list.tools.map((x) => [x.name, x]));
     for (const name of ["web_fetch", "web_search"]) {
       expect(byName[name]!.permission).toBe("network");

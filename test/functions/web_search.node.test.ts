@@ -17,6 +17,7 @@ import { commonDeps } from "../../lib/env.js";
 import { fromAwsEnv } from "../../lib/env-aws.js";
 import { tavilyProvider } from "../../lib/web/search/tavily.js";
 import type { SearchProvider } from "../../lib/web/search/types.js";
+import { checkOutputs } from "../support/output-check.js";
 
 const BRAVE_KEY = "brave-test-key";
 const TAVILY_KEY = "tvly-test-key";
@@ -175,7 +176,7 @@ describe("the web_search tool", () => {
   const ADMIN = "admin-search";
   async function tenant(search?: SearchProvider, policy?: unknown) {
     const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, ...(search ? { search } : {}) };
-    const app = createApp(deps, tools);
+    const app = checkOutputs(createApp(deps, tools), tools);
     const adm = (path: string, body: unknown, method = "POST") => app.request(path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) });
     await adm("/v1/admin/tenants", { id: "acme" });
     if (policy) await adm("/v1/admin/tenants/acme/policy", policy, "PUT");

@@ -104,7 +104,7 @@ describe("/v1/tools", () => {
   it("lists every tool with name, description, category, permission and input schema", () => {
     expect(catalog.tools.map((t) => t.name)).toEqual(tools.map((t) => t.name));
     for (const t of catalog.tools) {
-      expect(Object.keys(t).sort()).toEqual(["category", "description", "input_schema", "name", "permission"]);
+      expect(Object.keys(t).sort()).toEqual(["annotations", "category", "description", "input_schema", "name", "output_schema", "permission", "summary"]);
       expect(t.name).toMatch(/^[a-z][a-z0-9_]*$/);
       expect(["file", "search", "execute", "planning", "web"]).toContain(t.category);
       expect(SCOPES as readonly string[]).toContain(t.permission);

@@ -2,9 +2,10 @@
 import { tools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../../../lib/env.js";
+import { checkOutputs } from "../../support/output-check.js";
 
 export default {
   fetch(request: Request, env: WorkersEnv, ctx: ExecutionContext) {
-    return createApp({ ...fromWorkersEnv(env), webFetch: { allowLoopback: true } }, tools).fetch(request, env, ctx);
+    return checkOutputs(createApp({ ...fromWorkersEnv(env), webFetch: { allowLoopback: true } }, tools), tools).fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<WorkersEnv>;

@@ -50,6 +50,10 @@ const EXPECTED: Record<string, string> = {
   "GET /docs/assets/{digest}/{file}": "public",
   "ALL /v1/sync/{path}": "sync",
   "POST /v1/workspaces/{ws}/tools/{tool}": "tenant:any",
+  // MCP: any key of the tenant; each tools/call checks its tool's scope (lib/doors/mcp.ts).
+  "POST /v1/workspaces/{ws}/mcp": "tenant:any",
+  "GET /v1/workspaces/{ws}/mcp": "tenant:any",
+  "DELETE /v1/workspaces/{ws}/mcp": "tenant:any",
   ...Object.fromEntries(tools.map((t) => [`POST /v1/workspaces/{ws}/tools/${t.name}`, `tenant:${t.permission}`])),
 };
 
@@ -156,9 +160,10 @@ describe("the app's routes and its OpenAPI document", () => {
     for (const [k, v] of Object.entries(EXPECTED)) expect(actual[k], k).toBe(v);
     // Only the runner's API, the unknown-tool answer and the /docs page's own script and assets are undocumented.
     const undocumented = routes.filter((r) => r.policy!.undocumented).map((r) => `${r.method} ${openApiPathOf(r.path)}`);
-    expect(undocumented.sort()).toEqual(["ALL /v1/sync/{path}", "GET /docs/assets/{digest}/{file}", "GET /docs/init.js", "POST /v1/workspaces/{ws}/tools/{tool}"]);
+    // MCP's JSON-RPC is specified by the MCP spec, not by OpenAPI.
+    expect(undocumented.sort()).toEqual(["ALL /v1/sync/{path}", "DELETE /v1/workspaces/{ws}/mcp", "GET /docs/assets/{digest}/{file}", "GET /docs/init.js", "GET /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/tools/{tool}"]);
     // Routes that bind the {ws} of their path.
-    for (const k of ["POST /v1/workspaces/{ws}/import", "GET /v1/workspaces/{ws}/export", "GET /v1/workspaces/{ws}/sessions/{session}/todos", "PUT /v1/workspaces/{ws}/files/{path}"]) {
+    for (const k of ["POST /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/import", "GET /v1/workspaces/{ws}/export", "GET /v1/workspaces/{ws}/sessions/{session}/todos", "PUT /v1/workspaces/{ws}/files/{path}"]) {
       const r = routes.find((x) => `${x.method} ${openApiPathOf(x.path)}` === k)!;
       expect(r.policy!.access, k).toMatchObject({ auth: "tenant", workspace: true });
     }

@@ -16,6 +16,7 @@ import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { compat, textOf } from "./compat-helpers.js";
+import { checkOutputs } from "../../support/output-check.js";
 
 const ADMIN = "admin-token-for-tests";
 
@@ -31,7 +32,7 @@ beforeAll(async () => {
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const deps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal" } as AppDeps;
-  app = createApp(deps, tools);
+  app = checkOutputs(createApp(deps, tools), tools);
   const admin = async (path: string, body: unknown) => (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
   await admin("/v1/admin/tenants", { id: "acme" });
   key = (await admin("/v1/admin/tenants/acme/keys", {})).key;

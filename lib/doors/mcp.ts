@@ -1,0 +1,108 @@
+/**
+ * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp, the same API key as `Authorization:
+ * Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
+ * which runs on Workers and Lambda alike); stateless: a server and a transport per request, no
+ * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
+ * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
+ *
+ *   tools/list  the tools this key may use (usableTools), as MCP Tool objects (formats.ts mcpTool)
+ *   tools/call  runTool (lib/run-tool.ts), the path every door takes: scope, arguments, the tool,
+ *               the output cut, one usage record. A tool's error is an `isError: true` result
+ *               naming its code, never a protocol error.
+ *
+ * The route's guard checks the key and binds {ws} (another tenant's workspace: 404 before any
+ * JSON-RPC). A present `Origin` must be this server's own origin or one of deps.mcp.allowedOrigins
+ * (DNS rebinding, as the spec asks). Progress notifications: not sent (tools have no progress hook yet).
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { AuthInfo } from "../auth/keys.js";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../errors.js";
+import { toToolError } from "../http.js";
+import { checkSessionId } from "../records/store.js";
+import { addRoute } from "../routes/access.js";
+import { newApp } from "../routes/common.js";
+import { usableTools } from "../routes/tools.js";
+import { openWorkspace, runTool } from "../run-tool.js";
+import type { Tool } from "../tool.js";
+import { API_VERSION } from "../app.js";
+import { mcpTool } from "./formats.js";
+
+/** Schemas are validated by our own argument parser (lib/tool-args.ts); the SDK's validator is only used for elicitation, which this server never sends. */
+const noSchemaValidator = {
+  getValidator() {
+    throw new Error("This server does not validate JSON Schemas through the MCP SDK.");
+  },
+};
+
+interface McpCall {
+  deps: AppDeps;
+  tools: readonly Tool[];
+  auth: AuthInfo;
+  wsId: string;
+  session: string;
+  signal: AbortSignal;
+}
+
+/** One MCP server for one request: the key's tools, calls through runTool. */
+export function buildMcpServer(call: McpCall): Server {
+  const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {} }, jsonSchemaValidator: noSchemaValidator as never });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth.scopes).map(mcpTool) as never }));
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+    const tool = call.tools.find((t) => t.name === req.params.name);
+    try {
+      if (!tool) {
+        const usable = usableTools(call.tools, call.auth.scopes).map((t) => t.name);
+        throw new ToolError("NOT_FOUND", `No tool named '${req.params.name.slice(0, 64)}'. Tools this key can use: ${usable.join(", ") || "none"}. tools/list lists them with their arguments.`);
+      }
+      const ws = await openWorkspace(call);
+      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws });
+      return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title } };
+    } catch (err) {
+      const e = toToolError(err);
+      if (e.code === "INTERNAL") console.error("internal error (mcp)", err instanceof Error ? err.stack ?? err.message : String(err));
+      return { isError: true, content: [{ type: "text", text: `${e.code}: ${e.message}` }], _meta: { "toolshed/error": { code: e.code, message: e.message, details: e.details } } };
+    }
+  });
+  return server;
+}
+
+/** A present Origin must be ours or allowed (DNS rebinding); absent (a non-browser client) is fine. */
+function assertOrigin(req: Request, allowed: readonly string[]): void {
+  const origin = req.headers.get("origin");
+  if (origin === null) return;
+  if (origin === new URL(req.url).origin || allowed.includes(origin)) return;
+  throw new ToolError("PERMISSION_DENIED", `Origin ${origin.slice(0, 200)} may not call this MCP endpoint. Call it from a server-side client (no Origin header), or have the operator add the origin to the MCP allow-list (deps.mcp.allowedOrigins).`, { origin: origin.slice(0, 200) });
+}
+
+export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
+  const app = newApp();
+  addRoute(
+    app, deps,
+    {
+      method: ["post", "get", "delete"],
+      path: "/v1/workspaces/:ws/mcp",
+      access: { auth: "tenant", scope: "any", workspace: true },
+      undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
+    },
+    async (c) => {
+      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? []);
+      if (c.req.method !== "POST") {
+        // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
+        return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
+      }
+      const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+      const server = buildMcpServer({ deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      await server.connect(transport);
+      try {
+        return await transport.handleRequest(c.req.raw);
+      } finally {
+        await server.close();
+      }
+    },
+  );
+  return app;
+}
