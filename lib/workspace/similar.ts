@@ -1,5 +1,6 @@
 /** "Did you mean": existing paths close to a missing one, for NOT_FOUND messages. */
 import { baseName, parentOf } from "../paths.js";
+import { editDistance } from "../suggest.js";
 import type { Workspace } from "./workspace.js";
 
 /** Up to 5 existing paths close to `path`: same directory, nearest names first. */
@@ -13,25 +14,9 @@ export async function similarPaths(ws: Workspace, path: string): Promise<string[
   const page = await ws.list(dir, { limit: 200 });
   const target = baseName(path).toLowerCase();
   return page.entries
-    .map((e) => ({ e, d: distance(e.name.toLowerCase(), target) }))
+    .map((e) => ({ e, d: editDistance(e.name.toLowerCase(), target) }))
     .filter(({ e, d }) => d <= Math.max(3, Math.floor(target.length / 2)) || e.name.toLowerCase().includes(target) || target.includes(e.name.toLowerCase()))
     .sort((a, b) => a.d - b.d)
     .slice(0, 5)
     .map(({ e }) => (e.type === "directory" ? `${e.path}/` : e.path));
-}
-
-/** Levenshtein distance, bounded to short strings. */
-function distance(a: string, b: string): number {
-  if (a.length > 64 || b.length > 64) return a === b ? 0 : 99;
-  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0]!;
-    prev[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = prev[j]!;
-      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = tmp;
-    }
-  }
-  return prev[b.length]!;
 }
