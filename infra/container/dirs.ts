@@ -15,7 +15,8 @@
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/paths.js";
 import type { Conflict, Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
-import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot, type WalkResult } from "./tree.js";
+import type { WalkResult } from "./changes.js";
+import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
 
 export interface DirChange {
   /** The directory (canonical, without the trailing "/"). */

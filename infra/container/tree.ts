@@ -16,8 +16,8 @@ import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
 import { ManifestView } from "../../lib/exec/sync-storage.js";
-import { rawPath, readEntries, shownName, type DirEntry } from "./dir-entries.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
+import type { WalkResult } from "./changes.js";
 
 export interface FileState {
   etag: string;
@@ -390,92 +390,4 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   stats.clean = slot.files.size === want.size;
   if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;
   return stats;
-}
-
-export interface WalkResult {
-  /** Regular files: path → fingerprint, size and execute bit. */
-  files: Map<string, { fp: string; size: number; exec: boolean }>;
-  dirs: string[];
-  /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
-  counts: Map<string, number>;
-  /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
-  skipped: Skipped[];
-  /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
-  rawPaths: Map<string, Buffer>;
-}
-
-/** Lists the tree without following any symlink; names are read as bytes (dir-entries.ts). */
-export async function walk(tree: string): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [], rawPaths: new Map() };
-  const stack = [""];
-  while (stack.length) {
-    const rel = stack.pop()!;
-    const abs = rel === "" ? tree : `${tree}/${rel}`;
-    let names: DirEntry[];
-    try {
-      names = readEntries(abs);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
-      await fs.chmod(abs, 0o755); // the command took its own permission away
-      names = readEntries(abs);
-    }
-    out.counts.set(rel, names.length);
-    // Synchronous on purpose: 10,000 lstat calls through the thread pool cost ~5x more,
-    // and nothing else of this run can proceed meanwhile anyway. The entry type comes from
-    // readdir (Node lstats entries of unknown type itself): directories need no lstat, and
-    // files get the one lstat their fingerprint needs.
-    for (const d of names) {
-      const name = d.name;
-      if (name === null) {
-        // Not UTF-8: no string can name it. Skipped whole (a directory is not entered).
-        const shown = `${rel === "" ? "" : `${rel}/`}${shownName(d.raw)}`;
-        out.skipped.push({ path: shown, reason: "invalid_name", detail: "the name is not valid UTF-8" });
-        out.rawPaths.set(shown, rawPath(abs, d.raw));
-        continue;
-      }
-      const r = rel === "" ? name : `${rel}/${name}`;
-      const st = d.isDirectory ? null : lstatSync(`${abs}/${name}`, { bigint: true });
-      if (!st || st.isDirectory()) {
-        if (isValidName(r)) {
-          out.dirs.push(r);
-          stack.push(r);
-        } else out.skipped.push({ path: r, reason: "invalid_name" });
-      } else if (st.isFile()) {
-        if (isValidName(r)) out.files.set(r, { fp: fingerprint(st), size: Number(st.size), exec: isExec(st.mode) });
-        else out.skipped.push({ path: r, reason: "invalid_name" });
-      } else if (st.isSymbolicLink()) {
-        out.skipped.push({ path: r, reason: "symlink", detail: `-> ${await fs.readlink(join(tree, r)).catch(() => "?")}` });
-      } else {
-        out.skipped.push({ path: r, reason: "special_file" });
-      }
-    }
-  }
-  return out;
-}
-
-export interface Change {
-  path: string;
-  kind: "created" | "modified" | "deleted";
-  /** The version the run started from (modified, deleted). */
-  base?: FileState;
-}
-
-/** What the command changed: created, modified (content differs), deleted. */
-export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
-  const changes: Change[] = [];
-  const suspects: string[] = [];
-  for (const [p, loc] of after.files) {
-    const st = slot.files.get(p);
-    if (!st) changes.push({ path: p, kind: "created" });
-    else if (st.fp !== loc.fp) suspects.push(p);
-  }
-  await pool(8, suspects, async (p) => {
-    const st = slot.files.get(p)!;
-    const loc = after.files.get(p)!;
-    // Same bytes (a touch, a chmod): no change of content; the execute bit is the runner's business.
-    if (loc.size === st.size && (await hashFile(join(slot.tree, p))) === st.hash) slot.files.set(p, { ...st, fp: loc.fp });
-    else changes.push({ path: p, kind: "modified", base: st });
-  });
-  for (const [p, st] of slot.files) if (!after.files.has(p)) changes.push({ path: p, kind: "deleted", base: st });
-  return changes.sort((a, b) => (a.path < b.path ? -1 : 1));
 }

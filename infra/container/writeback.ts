@@ -25,7 +25,8 @@ import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
 import { PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/exec/sync-put-batch.js";
 import type { Conflict, Skipped, SyncClient, UnsyncedReason } from "../../lib/exec/types.js";
 import { openBody, readSmall } from "./file-body.js";
-import { fingerprint, isExec, pool, type Change, type FileState } from "./tree.js";
+import type { Change } from "./changes.js";
+import { fingerprint, isExec, pool, type FileState } from "./tree.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
