@@ -47,9 +47,9 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
     c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }),
   );
   addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
-  app.route("/", adminApp(deps));
+  app.route("/", adminApp(deps, tools));
   app.route("/", policyApp(deps));
-  app.route("/", workspacesApp(deps));
+  app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
