@@ -90,7 +90,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
         },
         responses: {
           200: { description: "Tool result", content: { "application/json": { schema: successSchema(tool) } } },
-          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 502, 503),
+          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 501, 502, 503),
         },
       },
     },
@@ -104,7 +104,8 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
-      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}) });
+      const waitUntil = executionWaitUntil(c);
+      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) });
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
     },
   );
@@ -189,3 +190,13 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
 
 /** The rule every listing uses lives in lib/toolset.ts. */
 export { usableTools } from "../toolset.js";
+
+/** The runtime's waitUntil (Workers), or undefined where the request has no execution context (Node). */
+function executionWaitUntil(c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }): ((p: Promise<unknown>) => void) | undefined {
+  try {
+    const ec = c.executionCtx;
+    return (p) => ec.waitUntil(p);
+  } catch {
+    return undefined;
+  }
+}
