@@ -118,8 +118,16 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const server = buildMcpServer({ deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
       // JSON responses, except for a call that asked for progress: that one answers as SSE so the notifications can go out.
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !(await asksProgress(c.req.raw)) });
+      const streamed = await asksProgress(c.req.raw);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
       await server.connect(transport);
+      // A streamed answer is still being written when handleRequest returns: the transport ends its
+      // stream once the response is sent, and the server is closed then (closing it here would cut it).
+      if (streamed) {
+        const res = await transport.handleRequest(c.req.raw);
+        transport.onclose = undefined;
+        return res;
+      }
       try {
         return await transport.handleRequest(c.req.raw);
       } finally {
