@@ -8,7 +8,8 @@
  * was valid emits one usage record, success or failure (lib/metering/usage.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
@@ -17,11 +18,12 @@ import { checkSessionId, RecordStore } from "../records/store.js";
 import { closestName } from "../suggest.js";
 import { authenticateTenant } from "../auth/middleware.js";
 import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
-import { executeTool } from "../run-tool.js";
+import { assertPermission, executeTool } from "../run-tool.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
-import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { readJsonBody } from "./json-body.js";
+import { layerDeps, newApp, openWorkspace, requireWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -92,7 +94,13 @@ export function toolApp(tool: Tool, deps: AppDeps) {
         },
       },
     },
-    async (c) => {
+    async (c) => runOnWorkspace(c, tool, deps),
+  );
+  return app;
+}
+
+/** The tool route's body once the call is authorized: workspace, arguments, the tool, the envelope. */
+async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const auth = c.get("auth");
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
@@ -105,13 +113,10 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const pendingId = c.req.header("x-pending-id");
       const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}) });
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
-    },
-  );
-  return app;
 }
 
 /** POST to a tool that does not exist: NOT_FOUND naming the closest tool and the ones this key may use. Mount after every tool. */
-export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
+export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
   const app = newApp();
   addRoute(
     app, deps,
@@ -124,7 +129,17 @@ export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
     },
     async (c) => {
       const name = c.req.param("tool") ?? "";
-      const scopes = c.get("auth").scopes;
+      const auth = c.get("auth");
+      const scopes = auth.scopes;
+      // The key's tenant's custom tools (lib/custom/): a custom name runs here, through the same path as a built-in.
+      const tools = await toolsForTenant(deps, builtins, auth.tenant);
+      const custom = tools.find((t) => t.name === name && !builtins.includes(t));
+      if (custom) {
+        assertPermission(custom, auth);
+        await requireWorkspace(deps.storage, auth.tenant, c.req.param("ws") ?? "");
+        await readJsonBody(c);
+        return runOnWorkspace(c, custom, deps);
+      }
       const usable = tools.filter((t) => scopes.includes(t.permission)).map((t) => t.name);
       const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
       const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
@@ -149,8 +164,8 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
   const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
     if (!headers.get("authorization")) return tools;
-    const scopes = await authenticateTenant(deps, headers).then((a) => a.scopes, () => null);
-    return scopes ? usableTools(tools, scopes) : tools;
+    const auth = await authenticateTenant(deps, headers).catch(() => null);
+    return auth ? usableTools(await toolsForTenant(deps, tools, auth.tenant), auth.scopes) : tools;
   };
   const ToolDef = z.object({
     name: z.string(),
