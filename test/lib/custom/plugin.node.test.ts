@@ -3,6 +3,8 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { tools } from "../../../functions/index.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { createApp } from "../../../lib/app.js";
@@ -85,5 +87,25 @@ describe("plugin custom tools in the sandbox", () => {
     expect(await reason("garbage")).toEqual(["PLUGIN_FAILED", "invalid_output"]);
     expect(await reason("wrong_id")).toEqual(["PLUGIN_FAILED", "wrong_call_id"]);
     expect(await reason("too_big")).toEqual(["PLUGIN_FAILED", "output_too_large"]);
+  });
+});
+
+describe("plugin custom tools over MCP (official SDK client)", () => {
+  it("tools/list shows them; tools/call runs them; errors are isError results", async () => {
+    const client = new Client({ name: "t", version: "1" });
+    const transport = new StreamableHTTPClientTransport(new URL("http://toolshed.test/v1/workspaces/main/mcp"), {
+      fetch: ((u: string | URL, i?: RequestInit) => app.request(String(u), i)) as typeof fetch,
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+    });
+    await client.connect(transport);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain("py_echo");
+    expect(names).toContain("node_echo");
+    const r = (await client.callTool({ name: "py_echo", arguments: { message: "mcp" } })) as any;
+    expect(r.content[0].text).toBe("py: mcp");
+    const bad = (await client.callTool({ name: "crasher", arguments: { message: "x" } })) as any;
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0].text).toMatch(/^PLUGIN_FAILED/);
+    await client.close();
   });
 });
