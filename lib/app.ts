@@ -20,6 +20,7 @@ import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
 import { compatApp } from "./routes/compat.js";
+import { customToolsApp } from "./routes/custom-tools.js";
 import { mcpApp } from "./doors/mcp.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "./exec/sync-server.js";
@@ -56,6 +57,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
   app.route("/", sessionsApp(deps));
+  app.route("/", customToolsApp(deps, tools));
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));

@@ -69,6 +69,8 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   permission: Permission;
   input: S;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+  /** The JSON Schema of the arguments when it is not made from `input` (custom tools: the tenant's own schema). */
+  inputSchema?: Record<string, unknown>;
   /** Set by defineTool: parseToolArgs uses it (built once per tool). */
   parseArgs?: (raw: unknown) => unknown;
 }
@@ -116,6 +118,7 @@ export function toolDefinition(tool: Tool) {
 
 /** The JSON Schema of a tool's arguments (as the model sends them). */
 export function inputJsonSchema(tool: Tool): Record<string, unknown> {
+  if (tool.inputSchema) return tool.inputSchema;
   return z.toJSONSchema(tool.input, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
 }
 

@@ -10,8 +10,8 @@ import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import type { ToolList } from "../toolset.js";
 
-/** `approve` answers pending calls (ask_user, the approval gate); it is not in the default set, so an agent's key cannot approve its own calls. */
-export const SCOPES = ["read", "write", "execute", "network", "approve"] as const;
+/** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
+export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
 export type Scope = (typeof SCOPES)[number];
 export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 export const KEY_PREFIX = "tsk_";

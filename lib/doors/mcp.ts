@@ -30,6 +30,7 @@ import { openWorkspace, runTool } from "../run-tool.js";
 import type { ProgressEvent, Tool } from "../tool.js";
 import { API_VERSION } from "../app.js";
 import { mcpTool } from "./formats.js";
+import { toolsForTenant } from "../custom/tool.js";
 
 /** Schemas are validated by our own argument parser (lib/tool-args.ts); the SDK's validator is only used for elicitation, which this server never sends. */
 const noSchemaValidator = {
@@ -119,7 +120,9 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
         return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      const server = buildMcpServer({ deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
+      const auth = c.get("auth");
+      // Built-ins and this tenant's custom tools (lib/custom/tool.ts, the one join).
+      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
       // JSON responses, except for a call that asked for progress: that one answers as SSE so the notifications can go out.
       const streamed = await asksProgress(c.req.raw);
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });

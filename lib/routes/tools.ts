@@ -8,7 +8,8 @@
  * was valid emits one usage record, success or failure (lib/metering/usage.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
@@ -24,7 +25,8 @@ import { streamToolCall, wantsEventStream } from "../doors/sse.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
-import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { readJsonBody } from "./json-body.js";
+import { layerDeps, newApp, openWorkspace, requireWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -102,7 +104,13 @@ export function toolApp(tool: Tool, deps: AppDeps) {
         },
       },
     },
-    async (c) => {
+    async (c) => runOnWorkspace(c, tool, deps),
+  );
+  return app;
+}
+
+/** The tool route's body once the call is authorized: workspace, arguments, the tool, the envelope. */
+async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const auth = c.get("auth");
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
@@ -118,13 +126,10 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
       const result = await executeTool(tool, c.get("json"), ctx);
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
-    },
-  );
-  return app;
 }
 
 /** POST to a tool that does not exist: NOT_FOUND naming the closest tool and the ones this key may use. Mount after every tool. */
-export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
+export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
   const app = newApp();
   addRoute(
     app, deps,
@@ -138,6 +143,14 @@ export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
     async (c) => {
       const name = c.req.param("tool") ?? "";
       const auth = c.get("auth");
+      // The key's tenant's custom tools (lib/custom/): a custom name runs here, through the same path as a built-in.
+      const tools = await toolsForTenant(deps, builtins, auth.tenant);
+      const custom = tools.find((t) => t.name === name && !builtins.includes(t));
+      if (custom) {
+        await requireWorkspace(deps.storage, auth.tenant, c.req.param("ws") ?? "");
+        await readJsonBody(c);
+        return runOnWorkspace(c, custom, deps);
+      }
       // The workspace's own tool list narrows the answer (a missing workspace: the key's alone).
       const wsTools = (await readMeta(deps.storage, auth.tenant, c.req.param("ws") ?? ""))?.meta.tools;
       const usable = usableTools(tools, auth, wsTools).map((t) => t.name);
@@ -166,7 +179,7 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
     if (!headers.get("authorization")) return tools;
     const auth = await authenticateTenant(deps, headers).then((a) => a, () => null);
-    return auth ? usableTools(tools, auth) : tools;
+    return auth ? usableTools(await toolsForTenant(deps, tools, auth.tenant), auth) : tools;
   };
   const ToolDef = z.object({
     name: z.string(),
