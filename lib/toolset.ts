@@ -15,11 +15,12 @@ import type { Tool } from "./tool.js";
  * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and
  * apply_patch (edits, no more power than edit/write), find (read-only), bash_output and kill_shell
  * (without them a background bash cannot be read or stopped), run_code, delete/move/copy (bash can
- * do all of these already; the tools just save round trips). Left out: web_fetch, web_search
+ * do all of these already; the tools just save round trips), task/task_output (a subagent with
+ * the same tools, as Claude Code's Task). Left out: web_fetch, web_search
  * (network: use `web`) and ask_user (a human in the loop is the deployer's choice).
  */
 export const PRESETS = {
-  coding: ["read", "write", "edit", "multi_edit", "insert", "apply_patch", "ls", "glob", "grep", "find", "delete", "move", "copy", "bash", "bash_output", "kill_shell", "run_code", "todo_write", "todo_read"],
+  coding: ["read", "write", "edit", "multi_edit", "insert", "apply_patch", "ls", "glob", "grep", "find", "delete", "move", "copy", "bash", "bash_output", "kill_shell", "run_code", "todo_write", "todo_read", "task", "task_output"],
   readonly: ["read", "ls", "glob", "grep", "find"],
   web: ["web_fetch", "web_search"],
   all: null,

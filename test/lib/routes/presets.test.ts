@@ -17,7 +17,7 @@ const ARGS: Record<string, unknown> = {
   apply_patch: { patch: "*** Begin Patch\n*** Add File: p.txt\n+x\n*** End Patch" }, ls: {}, delete: { path: "a.txt" }, move: { source: "a.txt", destination: "b.txt" },
   copy: { source: "a.txt", destination: "c.txt" }, glob: { pattern: "*" }, grep: { pattern: "hello" }, find: {}, bash: { command: "touch z.txt" },
   run_code: { language: "python", code: "open('z.txt','w')" }, bash_output: { shell_id: "x" }, kill_shell: { shell_id: "x" },
-  todo_write: { todos: [{ content: "x", status: "pending" }] }, todo_read: {}, ask_user: { question: "ok?" }, web_fetch: { url: "http://127.0.0.1:9/" }, web_search: { query: "x" },
+  todo_write: { todos: [{ content: "x", status: "pending" }] }, todo_read: {}, ask_user: { question: "ok?" }, web_fetch: { url: "http://127.0.0.1:9/" }, web_search: { query: "x" }, task: { prompt: "x" }, task_output: { task_id: "x" },
 };
 
 async function keyWith(t: Tenant, body: Record<string, unknown>) {
