@@ -9,6 +9,7 @@ import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
 import { RecordStore } from "./records/store.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
+import { filesDriver, type MetaRecord } from "./layers/open.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
 import { Workspace } from "./workspace/workspace.js";
 import { gateCall } from "./pending/gate.js";
@@ -26,6 +27,8 @@ export interface CallScope {
   signal?: AbortSignal;
   /** A human approved this call (the pending-call answer route): not gated again. */
   approved?: boolean;
+  /** The workspace record the route's guard already read (saves reading meta.json again). */
+  record?: MetaRecord;
 }
 
 export interface Usage {
@@ -53,7 +56,7 @@ export function assertPermission(tool: Tool, auth: AuthInfo): void {
 /** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
-  const { driver } = await openLayers(layerDeps(deps), auth.tenant, wsId);
+  const { driver } = scope.record ? { driver: await filesDriver(layerDeps(deps), auth.tenant, wsId, scope.record.meta) } : await openLayers(layerDeps(deps), auth.tenant, wsId);
   return new Workspace({
     driver,
     records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),

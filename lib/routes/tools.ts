@@ -21,7 +21,12 @@ import { executeTool } from "../run-tool.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
-import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { backgroundOf, newApp, requestWorkspace, WsParam } from "./common.js";
+
+const bg = (c: Parameters<typeof backgroundOf>[0]) => {
+  const background = backgroundOf(c);
+  return background ? { background } : {};
+};
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -98,8 +103,8 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const wsId = c.req.param("ws") ?? "";
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       // The workspace's files through the merged view when it has a lower layer (lib/layers/open.ts).
-      const { driver } = await openWorkspace(layerDeps(deps), auth.tenant, wsId);
-      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
+      const { driver } = await requestWorkspace(c, deps, auth.tenant, wsId);
+      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [], ...bg(c) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
