@@ -3,14 +3,14 @@
  * (same R2 operations in the same Worker), ripgrep and the MCP filesystem server, on workspaces
  * of real source files. Prints one table and writes bench/results.json.
  *
- *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash --out=bench/results.json --data=bench/.data]
+ *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,lifecycle,git --git-files=1000 --out=bench/results.json --data=bench/.data]
  *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples)
  */
 import { execSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { cpus, platform, release, totalmem } from "node:os";
-import { freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
+import { freePort, setupTenant, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
 import { FloorClient } from "./baselines/floor.ts";
 import { McpFilesystem } from "./baselines/mcp.ts";
 import { ensureRipgrep } from "./baselines/rg.ts";
@@ -21,6 +21,10 @@ import { buildOps, COMMON, editSeed, GLOB, NO_LITERAL, SCRATCH, type Op, type Sy
 import { measure, type Cell, type MeasureOptions } from "./stats.ts";
 import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
 import { ToolshedClient } from "./toolshed.ts";
+import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
+
+/** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
+const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows };
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
@@ -141,6 +145,17 @@ async function main() {
   }
   for (const b of bashRows) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
   if (bashNote) for (const size of sizes.filter((s) => s === 100 || s === 10_000)) rows.push({ op: "bash echo hi", size, cells: {}, note: bashNote });
+
+  for (const [name, source] of Object.entries(rowSources)) {
+    if (skip.has(name)) continue;
+    log(`${name} rows`);
+    try {
+      const { key } = await setupTenant(worker, `${TENANT}-${name}`, "scratch");
+      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && tools.includes("bash"), log, arg })));
+    } catch (e) {
+      rows.push({ op: name, size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
+    }
+  }
 
   const memory = worker.memory();
   // Table order: op, then size.

@@ -55,7 +55,7 @@ export default defineTool({
       if (/[\r\n\0]/.test(value)) throw new ToolError("INVALID_ARGUMENT", `The value of header ${name} has a line break or NUL.`);
       headers[name.toLowerCase()] = value;
     }
-    const policy = (await loadTenantPolicy(deps.kv, auth.tenant)).web ?? {};
+    const policy = (await loadTenantPolicy(deps.kv, auth.tenant, deps.policies)).web ?? {};
     // A human approved this call (the approval gate): its own host may be outside allowed_domains; a redirect elsewhere may not.
     const approvedHost = ctx.approved && URL.canParse(args.url) ? new URL(args.url).hostname : undefined;
     const guard = { allowLoopback: deps.webFetch?.allowLoopback === true };

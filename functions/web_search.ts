@@ -43,7 +43,7 @@ export default defineTool({
     const provider = deps.search;
     if (!provider) throw new ToolError("UNAVAILABLE", `web_search is not configured on this deployment. ${SEARCH_SETUP_HINT}`, { setup: SEARCH_SETUP_HINT });
     const max = args.max_results ?? DEFAULT_RESULTS;
-    const policy = (await loadTenantPolicy(deps.kv, auth.tenant)).web ?? {};
+    const policy = (await loadTenantPolicy(deps.kv, auth.tenant, deps.policies)).web ?? {};
     const blocked = [...(args.blocked_domains ?? []), ...(policy.blocked_domains ?? [])];
     const allowed = args.allowed_domains;
     const timeout = AbortSignal.timeout(SEARCH_TIMEOUT_MS);

@@ -6,6 +6,7 @@
 import { createAuthBackoff } from "./auth/backoff.js";
 import type { AppDeps } from "./deps.js";
 import { ManifestCache } from "./layers/manifest.js";
+import { PolicyCache } from "./web/policy-cache.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
@@ -38,7 +39,7 @@ const OPENAPI_INFO = {
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), tools };
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new PolicyCache(), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });

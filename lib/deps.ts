@@ -4,6 +4,7 @@ import type { AuthBackoff } from "./auth/backoff.js";
 import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
+import type { PolicyCache } from "./web/policy-cache.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 import type { WebFetcher } from "./web/fetch.js";
@@ -53,6 +54,8 @@ export interface AppDeps {
   pending?: { ttlMs?: number; now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
+  /** Tenant policies per isolate for a few seconds (lib/web/policy-cache.ts); createApp makes one when absent. */
+  policies?: PolicyCache;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */

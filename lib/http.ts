@@ -1,4 +1,5 @@
 /** The HTTP side of errors: one error handler and one validation hook for every app. */
+import type { MetaRecord } from "./layers/open.js";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ZodError } from "zod";
@@ -15,6 +16,8 @@ export type AppEnv = {
     call?: CallMeter;
     /** The request's JSON body, read once by lib/routes/json-body.ts. */
     json?: unknown;
+    /** The workspace record (meta.json) the guard read for a `workspace: true` route: handlers reuse it (one read per call). */
+    workspace?: { tenant: string; id: string; record: MetaRecord };
   };
 };
 

@@ -8,6 +8,7 @@ import type { AppDeps } from "./deps.js";
 import { toToolError } from "./http.js";
 import { RecordStore } from "./records/store.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
+import { filesDriver, type MetaRecord } from "./layers/open.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
 import { Workspace } from "./workspace/workspace.js";
 import { gateCall } from "./pending/gate.js";
@@ -28,6 +29,10 @@ export interface CallScope {
   approved?: boolean;
   /** Where the tool's progress goes (ToolContext.progress), when the door has a listener. */
   progress?: ToolContext["progress"];
+  /** The workspace record the route's guard already read (saves reading meta.json again). */
+  record?: MetaRecord;
+  /** The runtime's waitUntil: index upkeep after the response (WorkspaceOptions.background). */
+  background?: (p: Promise<unknown>) => void;
 }
 
 export interface Usage {
@@ -49,10 +54,11 @@ export interface ToolOutcome {
 /** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
-  const { driver, meta } = await openLayers(layerDeps(deps), auth.tenant, wsId);
+  const { driver, meta } = scope.record ? { driver: await filesDriver(layerDeps(deps), auth.tenant, wsId, scope.record.meta), meta: scope.record.meta } : await openLayers(layerDeps(deps), auth.tenant, wsId);
   return new Workspace({
     driver,
     tools: meta.tools,
+    ...(scope.background ? { background: scope.background } : {}),
     records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
     tenant: auth.tenant,
     id: wsId,

@@ -4,7 +4,7 @@
  * NEEDS_APPROVAL; nothing of it runs. Called from one place, executeTool (lib/run-tool.ts), so
  * every door is gated alike; a call a human approved runs with `approved: true` and is not gated again.
  *
- * Cost: 1 KV read (the tenant policy) per tool call; + 1 KV read (guard rails) for a bash call
+ * Cost: 1 KV read (the tenant policy) per tool call, cached per isolate for 5 s (deps.policies); + 1 KV read (guard rails) for a bash call
  * under a caution rule; + 1 HEAD for an overwrite rule; + 1 PUT when the call is held.
  */
 import { guardFor } from "../exec/tool-support.js";
@@ -52,7 +52,7 @@ async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, 
 /** Holds the call when the tenant's gate says so: stores it as a pending call and throws NEEDS_APPROVAL. */
 export async function gateCall(tool: Tool, args: Record<string, unknown>, ctx: ToolContext): Promise<void> {
   if (ctx.approved) return;
-  const policy = await loadTenantPolicy(ctx.deps.kv, ctx.ws.tenant);
+  const policy = await loadTenantPolicy(ctx.deps.kv, ctx.ws.tenant, ctx.deps.policies);
   for (const rule of policy.gate ?? DEFAULT_GATE) {
     const reason = await holds(rule, tool, args, ctx, policy);
     if (!reason) continue;

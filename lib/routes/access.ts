@@ -59,7 +59,10 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promi
       { needed: access.scope, scopes: auth.scopes },
     );
   }
-  if (access.workspace) await requireWorkspace(deps.storage, auth.tenant, c.req.param("ws") ?? "");
+  if (access.workspace) {
+    const id = c.req.param("ws") ?? "";
+    c.set("workspace", { tenant: auth.tenant, id, record: await requireWorkspace(deps.storage, auth.tenant, id) });
+  }
 }
 
 export interface BodyRule {

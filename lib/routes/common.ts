@@ -7,7 +7,8 @@ import { workspacePrefix } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { AppDeps } from "../deps.js";
 import { ManifestCache } from "../layers/manifest.js";
-import type { LayerDeps } from "../layers/open.js";
+import { filesDriver, openWorkspace, readMeta, type LayerDeps, type MetaRecord, type OpenedWorkspace } from "../layers/open.js";
+import type { Context } from "hono";
 export { openWorkspace } from "../layers/open.js";
 
 /** What opening a workspace needs (createApp always sets `manifests`; a bare deps gets a private cache). */
@@ -32,15 +33,41 @@ export const errorResponses = (...statuses: number[]) =>
 
 export const WsParam = z.object({ ws: z.string().openapi({ param: { name: "ws", in: "path" }, example: "my-project" }) });
 
-/** The workspace exists and belongs to the caller's tenant, else NOT_FOUND (no difference between the two). */
-export async function requireWorkspace(storage: StorageDriver, tenant: string, ws: string): Promise<void> {
-  let prefix: string;
+/**
+ * The workspace exists and belongs to the caller's tenant, else NOT_FOUND (no difference between
+ * the two). Returns its record (meta.json, one GET): the guard keeps it for the handler, which
+ * opens the workspace from it (requestWorkspace) instead of reading it again.
+ */
+export async function requireWorkspace(storage: StorageDriver, tenant: string, ws: string): Promise<MetaRecord> {
+  let rec: MetaRecord | null = null;
   try {
-    prefix = workspacePrefix(tenant, ws);
+    workspacePrefix(tenant, ws);
+    rec = await readMeta(storage, tenant, ws);
+  } catch (e) {
+    if (e instanceof ToolError) rec = null;
+    else throw e;
+  }
+  if (!rec) throw new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+  return rec;
+}
+
+/** The runtime's waitUntil for this request (Workers), or undefined (Lambda, tests without an execution context). */
+export function backgroundOf(c: Context<AppEnv>): ((p: Promise<unknown>) => void) | undefined {
+  let ctx: { waitUntil(p: Promise<unknown>): void } | undefined;
+  try {
+    ctx = c.executionCtx;
   } catch {
-    prefix = "";
+    return undefined;
   }
-  if (!prefix || !(await storage.head(`${prefix}meta.json`))) {
-    throw new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
-  }
+  return typeof ctx?.waitUntil === "function" ? (p) => ctx!.waitUntil(p) : undefined;
+}
+
+/**
+ * The request's workspace opened from the record its guard read (one read of meta.json per call);
+ * read anew when the guard did not bind this workspace.
+ */
+export async function requestWorkspace(c: Context<AppEnv>, deps: AppDeps, tenant: string, ws: string): Promise<OpenedWorkspace> {
+  const seen = c.get("workspace");
+  if (seen && seen.tenant === tenant && seen.id === ws) return { ...seen.record, driver: await filesDriver(layerDeps(deps), tenant, ws, seen.record.meta) };
+  return openWorkspace(layerDeps(deps), tenant, ws);
 }

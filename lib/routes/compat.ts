@@ -37,7 +37,9 @@ const ShellCallOutput = z.object({
 /** The tools of this app by name, run through the one tool path on an opened workspace. */
 async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId: string): Promise<RunTool> {
   const auth = c.get("auth");
-  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal };
+  const seen = c.get("workspace");
+  const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
+  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, ...(record ? { record } : {}) };
   const ws = await openWorkspace(scope);
   return (name, args) => {
     const tool = tools.find((t) => t.name === name);

@@ -16,7 +16,7 @@ import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { Workspace, type FileInfo } from "../workspace/workspace.js";
 import { addRoute } from "./access.js";
-import { errorResponses, layerDeps, newApp, openWorkspace } from "./common.js";
+import { errorResponses, newApp, requestWorkspace } from "./common.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
@@ -62,7 +62,7 @@ export function filesApp(deps: AppDeps) {
   const workspace = async (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
-    const { driver } = await openWorkspace(layerDeps(deps), tenant, id);
+    const { driver } = await requestWorkspace(c, deps, tenant, id);
     return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;

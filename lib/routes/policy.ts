@@ -37,7 +37,7 @@ export function policyApp(deps: AppDeps) {
       const { tenant } = c.req.valid("param");
       await getTenant(deps.storage, tenant);
       const policy = c.req.valid("json");
-      await saveTenantPolicy(deps.kv, tenant, policy);
+      await saveTenantPolicy(deps.kv, tenant, policy, deps.policies);
       return c.json(policy, 200);
     },
   );

@@ -26,7 +26,7 @@ import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
-import { layerDeps, newApp, openWorkspace, requireWorkspace, WsParam } from "./common.js";
+import { backgroundOf, layerDeps, newApp, openWorkspace, requireWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -116,11 +116,13 @@ async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const wsId = c.req.param("ws") ?? "";
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       // The workspace's files through the merged view when it has a lower layer, with its tool list (one meta.json read).
-      const ws = await openToolWorkspace({ deps, auth, wsId, session });
+      const seen = c.get("workspace");
+      const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
+      const waitUntil = backgroundOf(c);
+      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
-      const waitUntil = executionWaitUntil(c);
       const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
       if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
@@ -215,12 +217,3 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
 /** The rule every listing uses lives in lib/toolset.ts. */
 export { usableTools } from "../toolset.js";
 
-/** The runtime's waitUntil (Workers), or undefined where the request has no execution context (Node). */
-function executionWaitUntil(c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }): ((p: Promise<unknown>) => void) | undefined {
-  try {
-    const ec = c.executionCtx;
-    return (p) => ec.waitUntil(p);
-  } catch {
-    return undefined;
-  }
-}

@@ -9,6 +9,7 @@ import { ToolError } from "../errors.js";
 import type { KeyValueStore } from "../storage/types.js";
 import { GatePolicyFields } from "../pending/gate-policy.js";
 import { safeHref } from "./ssrf.js";
+import type { PolicyCache } from "./policy-cache.js";
 
 const Domain = z
   .string()
@@ -28,13 +29,18 @@ export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
 
 const policyKey = (tenant: string) => `policy/${tenant}`;
 
-export async function loadTenantPolicy(kv: KeyValueStore, tenant: string): Promise<TenantPolicy> {
-  const raw = await kv.get(policyKey(tenant));
-  return raw ? (JSON.parse(raw) as TenantPolicy) : {};
+/** The tenant's policy; through `cache` (deps.policies, per isolate, seconds) when given. */
+export async function loadTenantPolicy(kv: KeyValueStore, tenant: string, cache?: PolicyCache): Promise<TenantPolicy> {
+  const load = async () => {
+    const raw = await kv.get(policyKey(tenant));
+    return raw ? (JSON.parse(raw) as TenantPolicy) : {};
+  };
+  return cache ? ((await cache.get(tenant, load)) as TenantPolicy) : load();
 }
 
-export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy): Promise<void> {
+export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy, cache?: PolicyCache): Promise<void> {
   await kv.put(policyKey(tenant), JSON.stringify(policy));
+  cache?.forget(tenant);
 }
 
 /** Normalizes domain lists given in tool arguments (same rules as the policy). */

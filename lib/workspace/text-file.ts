@@ -35,6 +35,6 @@ export async function loadText(ws: Workspace, path: string, head?: FileInfo): Pr
 /** Writes the edited text over exactly the version that was loaded, and records it. */
 export async function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
   const info = await ws.put(path, utf8.encode(text), loaded ? { ifMatch: loaded.etag } : { create: true });
-  await ws.recordRead(path, info.etag);
+  await ws.recordWrite(path, info.etag);
   return info;
 }

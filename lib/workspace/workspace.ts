@@ -61,6 +61,11 @@ export interface WorkspaceOptions {
   deferChanges?: boolean;
   /** The workspace's tool list (meta.json `tools`; lib/toolset.ts): executeTool refuses tools outside it. */
   tools?: ToolList | undefined;
+  /**
+   * The runtime's waitUntil (Workers): listeners (index upkeep) run after the response instead of
+   * on it. Safe for search: grep reads every file no segment covers at its listed version directly.
+   */
+  background?: (p: Promise<unknown>) => void;
 }
 
 
@@ -89,7 +94,9 @@ export class Workspace {
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.listeners = opts.listeners ?? [];
     this.deferred = opts.deferChanges ? [] : null;
+    this.background = opts.background;
   }
+  private readonly background: ((p: Promise<unknown>) => void) | undefined;
 
   /** The storage key of a canonical path. */
   key(path: string): string {
@@ -312,7 +319,12 @@ export class Workspace {
       this.deferredBytes += content?.length ?? 0;
       return;
     }
-    for (const l of this.listeners) await l.changed(this, path, info, content);
+    if (this.listeners.length === 0) return;
+    const tell = async () => {
+      for (const l of this.listeners) await l.changed(this, path, info, content);
+    };
+    if (this.background) this.background(tell().catch((e) => console.warn("workspace listener failed", e)));
+    else await tell();
   }
 
   /** Changes queued by a deferChanges workspace (files, bytes of content held). */
@@ -374,6 +386,11 @@ export class Workspace {
     // key), unless the record is a day old (its TTL is refreshed by writing it again).
     const rec = await this.records.get(path);
     if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
+    await this.records.set(path, etag);
+  }
+
+  /** After this session's own write: the new version is the one it knows (no read of the old record: it always differs). */
+  async recordWrite(path: string, etag: string): Promise<void> {
     await this.records.set(path, etag);
   }
 

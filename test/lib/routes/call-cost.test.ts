@@ -1,0 +1,132 @@
+/**
+ * The storage and KV operations of one read, write and edit through the tool route (issue #11 §4):
+ * every operation on the request path is counted with counting wrappers around the real R2 and
+ * KV bindings, and the exact list is asserted, so a call that grows fails here.
+ *
+ * "On the response path" = before the response is returned. Index upkeep handed to the
+ * runtime's waitUntil (when the request has an execution context, as on Workers) runs after it
+ * and is listed separately.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
+import type { KeyValueStore, StorageDriver } from "../../../lib/storage/types.js";
+import { newTenant, testApp, upload } from "../../helpers.js";
+
+/** What a key is, for the op log: the kind of object, never the tenant or path. */
+function kindOf(key: string): string {
+  if (key.startsWith("apikey/")) return "apikey";
+  if (key.startsWith("policy/")) return "policy";
+  if (key.startsWith("rec/")) return "record";
+  if (/\/meta\.json$/.test(key)) return "meta.json";
+  if (/\/x\/index\/seg\/|\/x\/.*seg\//.test(key)) return "index";
+  if (/\/x\//.test(key)) return `internal:${key.replace(/^.*\/x\//, "").split("/")[0]}`;
+  if (/^t\/[^/]+\/w\/[^/]+\/f\//.test(key) || /\/f\//.test(key)) return "file";
+  return `other:${key.slice(0, 40)}`;
+}
+
+/**
+ * R2 and KV with every operation logged. Index operations (upkeep a write may leave to waitUntil)
+ * are held until `release()` (or 1 s) and logged when they run: one the route awaited would keep
+ * the response waiting and show up on its path.
+ */
+function countingStores() {
+  const log: string[] = [];
+  let open: () => void = () => {};
+  let gate = Promise.resolve();
+  const hold = () => {
+    gate = new Promise<void>((r) => {
+      open = r;
+      setTimeout(r, 1000);
+    });
+  };
+  const op = async <T>(what: string, key: string, run: () => Promise<T>): Promise<T> => {
+    const kind = kindOf(key);
+    if (kind === "index") await gate;
+    log.push(`${what} ${kind}`);
+    return run();
+  };
+  const base = r2Driver(env.FILES);
+  const storage: StorageDriver = {
+    name: base.name,
+    head: (k) => op("r2.head", k, () => base.head(k)),
+    get: (k, o) => op("r2.get", k, () => base.get(k, o)),
+    put: (k, b, o) => op("r2.put", k, () => base.put(k, b, o)),
+    delete: (k) => op("r2.delete", typeof k === "string" ? k : typeof k[0] === "string" ? k[0] : (k[0]?.key ?? ""), () => base.delete(k)),
+    list: (o) => op("r2.list", o.prefix, () => base.list(o)),
+  };
+  const kvBase = workersKeyValue(env.KV);
+  const kv: KeyValueStore = {
+    get: (k) => op("kv.get", k, () => kvBase.get(k)),
+    put: (k, v, o) => op("kv.put", k, () => kvBase.put(k, v, o)),
+    delete: (k) => op("kv.delete", k, () => kvBase.delete(k)),
+    list: (o) => op("kv.list", o.prefix, () => kvBase.list(o)),
+  };
+  return { storage, kv, log, hold, release: () => open() };
+}
+
+/** An execution context like the Workers runtime's: waitUntil promises are kept, to be awaited after the response. */
+function executionContext() {
+  const later: Promise<unknown>[] = [];
+  const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
+  return { ctx, settle: async () => void (await Promise.all(later.splice(0))) };
+}
+
+const sorted = (xs: string[]) => [...xs].sort();
+
+async function setup() {
+  const stores = countingStores();
+  const app = testApp({ storage: stores.storage, kv: stores.kv });
+  const t = await newTenant(app);
+  await upload(t, "src/a.ts", "export const a = 1;\n".repeat(50));
+  await upload(t, "src/b.ts", "export const b = 2;\n".repeat(50));
+  const { ctx, settle } = executionContext();
+  /** One tool call: the ops before its response, and those waitUntil ran after it. */
+  const call = async (tool: string, args: unknown) => {
+    await settle();
+    stores.log.length = 0;
+    stores.hold();
+    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, ctx);
+    const body = (await res.json()) as any;
+    const onPath = sorted(stores.log);
+    stores.release();
+    await settle();
+    const after = sorted(stores.log.slice(onPath.length));
+    expect(body.ok, JSON.stringify(body)).toBe(true);
+    return { onPath, after, body };
+  };
+  return { t, call };
+}
+
+describe("per-call storage and KV operations (tool route, plain workspace)", () => {
+  it("read of a file the session read before: key, workspace record, the file, its record", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/a.ts" }); // first read writes the record
+    const { onPath, after } = await call("read", { file_path: "src/a.ts" });
+    // The guard's read of meta.json is the one the tool opens the workspace from; the tenant policy is cached per isolate.
+    expect(onPath).toEqual(sorted(["kv.get apikey", "r2.get meta.json", "r2.get file", "kv.get record"]));
+    expect(after).toEqual([]);
+  });
+
+  it("write over a file the session read", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/a.ts" });
+    const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
+    // The session's record is written, not read again after the write; index upkeep runs after the response.
+    expect({ onPath, after }).toEqual({
+      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record"]),
+      after: sorted(["r2.list index", "r2.put index"]),
+    });
+  });
+
+  it("edit of a file the session read", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/b.ts" });
+    const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
+    expect({ onPath, after }).toEqual({
+      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.get file", "r2.put file", "kv.put record"]),
+      after: sorted(["r2.list index", "r2.put index"]),
+    });
+  });
+});
