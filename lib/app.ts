@@ -12,6 +12,7 @@ import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
+import { undoApp } from "./routes/undo.js";
 import { newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
@@ -53,6 +54,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
+  app.route("/", undoApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));

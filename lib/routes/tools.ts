@@ -20,6 +20,7 @@ import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
 import { executeTool } from "../run-tool.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
+import { UndoJournal } from "../undo/journal.js";
 import { addRoute, secureRoute } from "./access.js";
 import { layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
@@ -33,6 +34,7 @@ const successSchema = (tool: Tool) =>
     title: z.string(),
     output: z.string().openapi({ description: "The text for the model." }),
     data: tool.output.openapi({ description: "The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema)." }),
+    call_id: z.string().optional().openapi({ description: "Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}." }),
     usage: Usage,
   });
 
@@ -99,7 +101,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       // The workspace's files through the merged view when it has a lower layer (lib/layers/open.ts).
       const { driver } = await openWorkspace(layerDeps(deps), auth.tenant, wsId);
-      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
+      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [], undo: new UndoJournal(deps.storage, auth.tenant, wsId, session) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
