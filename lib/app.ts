@@ -13,6 +13,7 @@ import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
+import { undoApp } from "./routes/undo.js";
 import { newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
@@ -57,6 +58,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
+  app.route("/", undoApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", customToolsApp(deps, tools));
   app.route("/", catalogApp(tools, deps));

@@ -5,12 +5,14 @@
  */
 import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
+import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
 import { RecordStore } from "./records/store.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
 import { filesDriver, type MetaRecord } from "./layers/open.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
 import { Workspace } from "./workspace/workspace.js";
+import { UndoJournal } from "./undo/journal.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "./pending/outcome.js";
 import { assertToolAllowed } from "./toolset.js";
@@ -47,6 +49,8 @@ export interface ToolOutcome {
   title: string;
   output: string;
   data: Record<string, unknown>;
+  /** The call's undo id, when it changed files (POST /v1/workspaces/{ws}/undo). */
+  call_id?: string;
   usage: Usage;
 }
 
@@ -63,6 +67,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],
+    undo: new UndoJournal(deps.storage, auth.tenant, wsId, session),
   });
 }
 
@@ -79,8 +84,20 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
   // The approval gate, in this one place: a held call is stored and answered NEEDS_APPROVAL, and does not run.
   await gateCall(tool, args as Record<string, unknown>, ctx);
-  const result = await tool.execute(args as never, ctx);
-  return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data };
+  const undo = ctx.ws.undo;
+  if (undo) undo.tool = tool.name;
+  let result;
+  try {
+    result = await tool.execute(args as never, ctx);
+  } catch (e) {
+    // What a failed call did write stays undoable; its call_id goes with the error.
+    const id = await undo?.commit().catch(() => null);
+    if (id && e instanceof ToolError) e.details.call_id = id;
+    throw e;
+  }
+  // The undo record of this call (one create-only object; none when nothing changed): lib/undo/.
+  const callId = (await undo?.commit()) ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
+  return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data, ...(callId ? { call_id: callId } : {}) };
 }
 
 /**

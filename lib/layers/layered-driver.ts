@@ -33,6 +33,19 @@ export interface BatchReader {
 }
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
+/** Where a key's lower-layer bytes live (undo references them instead of copying: lib/undo/). */
+export interface LowerRef {
+  etag: string;
+  /** Pack id; null for an empty file. */
+  pack: string | null;
+  offset: number;
+  size: number;
+}
+export interface LowerLookup {
+  lowerRef(key: string): LowerRef | null;
+}
+export const hasLowerRef = (d: StorageDriver): d is StorageDriver & LowerLookup => typeof (d as Partial<LowerLookup>).lowerRef === "function";
+
 /** Ranges of one pack closer than this are read as one; one read spans at most RANGE_MAX bytes. */
 const RANGE_GAP = 64 * 1024;
 const RANGE_MAX = 8 * 1024 * 1024;
@@ -53,7 +66,7 @@ function refuseWhiteoutBytes(body: PutBody): void {
   if (s === WHITEOUT_BODY) throw new ToolError("INVALID_ARGUMENT", "These 22 bytes are reserved (they mark deleted files in a layered workspace); write other content.");
 }
 
-export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader {
+export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader & LowerLookup {
   const fp = view.filesPrefix;
   const m = view.manifest;
   const mine = (key: string) => key.startsWith(fp) && key.length > fp.length;
@@ -213,6 +226,11 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     },
     get,
     readMany,
+    lowerRef(key) {
+      const e = mine(key) ? lowerOf(key) : undefined;
+      if (!e || e.path.endsWith("/")) return null;
+      return { etag: e.etag, pack: e.pack < 0 || e.size === 0 ? null : m.packs[e.pack]!, offset: e.offset, size: e.size };
+    },
     put,
     async delete(keys) {
       const plain: DeleteTarget[] = [];

@@ -38,6 +38,7 @@ const successSchema = (tool: Tool) =>
     title: z.string(),
     output: z.string().openapi({ description: "The text for the model." }),
     data: tool.output.openapi({ description: "The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema)." }),
+    call_id: z.string().optional().openapi({ description: "Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}." }),
     usage: Usage,
   });
 

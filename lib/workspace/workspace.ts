@@ -17,6 +17,7 @@ import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
 import { hasReadMany } from "../layers/layered-driver.js";
 import type { ToolList } from "../toolset.js";
+import type { UndoJournal } from "../undo/journal.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -66,6 +67,8 @@ export interface WorkspaceOptions {
    * on it. Safe for search: grep reads every file no segment covers at its listed version directly.
    */
   background?: (p: Promise<unknown>) => void;
+  /** The call's undo journal (lib/undo/): every write and delete keeps its before-image there. */
+  undo?: UndoJournal;
 }
 
 
@@ -78,6 +81,8 @@ export class Workspace {
   readonly tools: ToolList | undefined;
   private readonly prefix: string;
   private readonly listeners: WorkspaceListener[];
+  /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
+  readonly undo: UndoJournal | undefined;
   /** Changes not yet told to the listeners (deferChanges), else null. */
   private readonly deferred: FileChange[] | null;
   private deferredBytes = 0;
@@ -95,6 +100,7 @@ export class Workspace {
     this.listeners = opts.listeners ?? [];
     this.deferred = opts.deferChanges ? [] : null;
     this.background = opts.background;
+    this.undo = opts.undo;
   }
   private readonly background: ((p: Promise<unknown>) => void) | undefined;
 
@@ -208,6 +214,7 @@ export class Workspace {
     const r = await this.get(path);
     if (!r) throw await this.notFound(path);
     const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+    this.undo?.noteRead(path, r.etag, bytes);
     return { bytes, info: this.toInfo(r) };
   }
 
@@ -218,6 +225,16 @@ export class Workspace {
   async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean } = {}): Promise<FileInfo> {
     // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
     if (opts.ifMatch === undefined && !opts.placeChecked) await this.checkPlace(path);
+    if (this.undo && opts.ifMatch === undefined && !opts.create) {
+      // Undo needs the version replaced: an unconditional write becomes conditional on what is there now.
+      const now = await this.head(path);
+      opts = now ? { ...opts, ifMatch: now.etag } : { ...opts, create: true };
+    }
+    if (this.undo && !(await this.undo.capture(this.driver, this.key(path), path, opts.ifMatch ?? null))) {
+      if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+      const current = await this.head(path);
+      throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
+    }
     try {
       const o = await this.driver.put(this.key(path), body, {
         ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
@@ -226,10 +243,12 @@ export class Workspace {
         ...(opts.contentType ? { contentType: opts.contentType } : {}),
       });
       const info = this.toInfo(o);
+      this.undo?.landed(path, info.etag);
       this.bytesWritten += info.size;
       await this.notify(path, info, typeof body === "string" ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : undefined);
       return info;
     } catch (e) {
+      await this.undo?.refused(path);
       if (!isConditionFailed(e)) throw e;
       if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
       const current = await this.head(path);
@@ -293,17 +312,34 @@ export class Workspace {
    * A file changed or deleted since (refused) is left exactly as it is; all others are deleted.
    * This is the one way files are deleted, so every multi-step change deletes only what it saw.
    */
-  async deleteMany(files: readonly DeleteItem[]): Promise<{ deleted: string[]; refused: string[] }> {
+  async deleteMany(items: readonly DeleteItem[]): Promise<{ deleted: string[]; refused: string[] }> {
     const refusedKeys = new Set<string>();
+    let files = items;
+    if (this.undo) {
+      // Undo needs the version deleted: an unconditional delete becomes conditional on what is there now.
+      const undo = this.undo;
+      const known: DeleteItem[] = [];
+      for (let i = 0; i < items.length; i += 6) {
+        known.push(...(await Promise.all(items.slice(i, i + 6).map(async (f): Promise<DeleteItem | null> => {
+          const etag = f.etag ?? (await this.head(f.path))?.etag ?? null;
+          if (etag === null) return null; // already gone: nothing to delete or undo
+          if (!(await undo.capture(this.driver, this.key(f.path), f.path, etag))) refusedKeys.add(this.key(f.path));
+          return { path: f.path, etag };
+        }))).filter((f): f is DeleteItem => f !== null && !refusedKeys.has(this.key(f.path))));
+      }
+      files = known;
+    }
     try {
-      await this.driver.delete(files.map((f) => (f.etag === null ? this.key(f.path) : { key: this.key(f.path), ifMatch: f.etag })));
+      if (files.length) await this.driver.delete(files.map((f) => (f.etag === null ? this.key(f.path) : { key: this.key(f.path), ifMatch: f.etag })));
     } catch (e) {
       if (!isConditionFailed(e)) throw e;
       for (const k of e.keys) refusedKeys.add(k);
     }
     const deleted: string[] = [];
     const refused: string[] = [];
-    for (const f of files) (refusedKeys.has(this.key(f.path)) ? refused : deleted).push(f.path);
+    for (const f of items) (refusedKeys.has(this.key(f.path)) ? refused : deleted).push(f.path);
+    for (const p of refused) await this.undo?.refused(p);
+    for (const p of deleted) this.undo?.landed(p, null);
     for (const p of deleted) await this.notify(p, null);
     return { deleted, refused };
   }

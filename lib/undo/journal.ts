@@ -1,0 +1,147 @@
+/**
+ * The undo journal of one call (lib/undo/): the Workspace asks it, before every file write or
+ * delete, to keep the version about to be replaced, and tells it the version left after. It is
+ * the one place before-images are taken, so no tool (and no bash write-back) can forget.
+ *
+ * Before-bytes: a version that is the lower layer's (same etag) is referenced in its pack (free);
+ * an upper version is copied to an undo blob under the call's prefix (+1 GET, 0 when the call read
+ * the bytes through Workspace.readBytes, +1 PUT); a file that did not exist costs nothing.
+ * commit() writes one record object per call (per sync request for bash), create-only, under a
+ * unique key: no hot key. Layout: x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
+ */
+import { internalPrefix } from "../paths.js";
+import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
+import type { StorageDriver } from "../storage/types.js";
+
+/** The bytes of a version before the call: none (the file did not exist), a pack range, or a blob. */
+export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; blob: string };
+
+export interface UndoChange {
+  path: string;
+  before: Before;
+  /** The etag the call left; null: the call deleted the file. */
+  after: string | null;
+}
+
+export interface UndoRecord {
+  v: 1;
+  call_id: string;
+  tool: string;
+  session: string;
+  at: string;
+  changes: UndoChange[];
+}
+
+export const undoPrefix = (tenant: string, ws: string): string => `${internalPrefix(tenant, ws)}undo/`;
+export const sessionUndoPrefix = (tenant: string, ws: string, session: string): string => `${undoPrefix(tenant, ws)}${session}/`;
+
+/** Newest first in key order: the time counted down, fixed width, plus a random tail. */
+export function newStamp(now = Date.now()): string {
+  const down = (9_999_999_999_999 - now).toString(36).padStart(9, "0");
+  const rand = [...crypto.getRandomValues(new Uint8Array(5))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `${down}${rand}`;
+}
+export const stampTime = (stamp: string): number => 9_999_999_999_999 - parseInt(stamp.slice(0, 9), 36);
+
+/** call_id = <session>~<stamp> (a session id never holds "~"): self-contained, so undo needs nothing else. */
+export const callIdOf = (session: string, stamp: string): string => `${session}~${stamp}`;
+export function parseCallId(id: string): { session: string; stamp: string } | null {
+  const m = /^([A-Za-z0-9._:-]{1,128})~([0-9a-z]{9}[0-9a-f]{10})$/.exec(id);
+  return m ? { session: m[1]!, stamp: m[2]! } : null;
+}
+
+const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** Bytes a call read through readBytes, kept so a capture needs no second GET (bounded per call). */
+const READ_CACHE_BYTES = 16 * 1024 * 1024;
+
+export class UndoJournal {
+  readonly callId: string;
+  readonly prefix: string;
+  /** The tool this call runs (set by the door). */
+  tool = "call";
+  private readonly changes = new Map<string, UndoChange>();
+  private readonly blobs: string[] = [];
+  private readonly landedPaths = new Set<string>();
+  private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
+  private readBytes = 0;
+
+  constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
+    this.callId = callIdOf(session, stamp);
+    this.prefix = `${sessionUndoPrefix(tenant, ws, session)}${stamp}/`;
+  }
+
+  get size(): number {
+    return this.changes.size;
+  }
+
+  /** Workspace.readBytes saw these bytes of `path` at `etag`. */
+  noteRead(path: string, etag: string, bytes: Uint8Array): void {
+    if (this.readBytes + bytes.length > READ_CACHE_BYTES) return;
+    this.read.set(path, { etag, bytes });
+    this.readBytes += bytes.length;
+  }
+
+  /**
+   * Before a write or delete of `key` (path `path`) over version `etag` (null: no file). The first
+   * change of a path in a call keeps its before-image; later ones keep the first. Returns false when
+   * the version is no longer there (the write's own condition will refuse it).
+   */
+  async capture(driver: StorageDriver, key: string, path: string, etag: string | null): Promise<boolean> {
+    if (this.changes.has(path)) return true;
+    if (etag === null) {
+      this.changes.set(path, { path, before: null, after: null });
+      return true;
+    }
+    const lower = hasLowerRef(driver) ? driver.lowerRef(key) : null;
+    if (lower && lower.etag === etag) {
+      this.changes.set(path, { path, before: { etag, size: lower.size, lower }, after: null });
+      return true;
+    }
+    const blob = `${this.prefix}b-${rid()}`;
+    const cached = this.read.get(path);
+    let size: number;
+    if (cached && cached.etag === etag) {
+      size = (await this.storage.put(blob, cached.bytes, { length: cached.bytes.length })).size;
+    } else {
+      const r = await driver.get(key);
+      if (!r || r.etag !== etag) {
+        await r?.body.cancel().catch(() => {});
+        return false;
+      }
+      size = (await this.storage.put(blob, r.size === 0 ? new Uint8Array(0) : r.body, { length: r.size })).size;
+    }
+    this.blobs.push(blob);
+    this.changes.set(path, { path, before: { etag, size, blob }, after: null });
+    return true;
+  }
+
+  /** After the write or delete of `path` landed: the version it left (null: deleted). */
+  landed(path: string, etag: string | null): void {
+    const c = this.changes.get(path);
+    if (!c) return;
+    c.after = etag;
+    this.landedPaths.add(path);
+  }
+
+  /** The write of `path` was refused: forget its capture (and its blob) when nothing of the call landed there. */
+  async refused(path: string): Promise<void> {
+    const c = this.changes.get(path);
+    if (!c || this.landedPaths.has(path)) return;
+    this.changes.delete(path);
+    if (c.before && "blob" in c.before) await this.storage.delete(c.before.blob).catch(() => {});
+  }
+
+  /**
+   * Writes the record (create-only) when the call changed something; returns the call id, or null.
+   * A path left as it was before (written, then put back) is dropped.
+   */
+  async commit(): Promise<string | null> {
+    const changes = [...this.changes.values()].filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
+    this.changes.clear();
+    if (changes.length === 0) return null;
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes };
+    await this.storage.put(`${this.prefix}r-${Date.now().toString(36)}-${rid()}.json`, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
+    return this.callId;
+  }
+}
