@@ -115,7 +115,9 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
     // The session's record is written, not read again after the write; index upkeep runs after the response.
     expect({ onPath, after }).toEqual({
-      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record"]),
+      // Undo (lib/undo/): the replaced upper version's bytes (a blob) and the call's record, both written before the answer.
+      // write does not read the old bytes itself, so undo GETs them (+1 GET +2 PUT in all).
+      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record", "r2.get file", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
   });
@@ -125,7 +127,7 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
     expect({ onPath, after }).toEqual({
-      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.get file", "r2.put file", "kv.put record"]),
+      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.get file", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
   });
