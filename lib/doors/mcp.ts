@@ -95,12 +95,29 @@ async function asksProgress(req: Request): Promise<boolean> {
   return msgs.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta?.progressToken !== undefined);
 }
 
-/** A present Origin must be ours or allowed (DNS rebinding); absent (a non-browser client) is fine. */
-function assertOrigin(req: Request, allowed: readonly string[]): void {
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * DNS rebinding: a present Origin must be one we trust; absent (a non-browser client) is fine.
+ * Trusted: the operator's allow-list, the API's public URL (TOOLSHED_PUBLIC_URL), and the request's
+ * own origin only when it is a loopback name. A rebound name (Host and Origin both evil.example)
+ * therefore never passes, though the two match each other.
+ */
+function assertOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): void {
   const origin = req.headers.get("origin");
   if (origin === null) return;
-  if (origin === new URL(req.url).origin || allowed.includes(origin)) return;
+  const own = new URL(req.url);
+  const publicOrigin = publicUrl ? safeOrigin(publicUrl) : null;
+  if (allowed.includes(origin) || origin === publicOrigin || (origin === own.origin && LOOPBACK_HOSTS.has(own.hostname))) return;
   throw new ToolError("PERMISSION_DENIED", `Origin ${origin.slice(0, 200)} may not call this MCP endpoint. Call it from a server-side client (no Origin header), or have the operator add the origin to the MCP allow-list (deps.mcp.allowedOrigins).`, { origin: origin.slice(0, 200) });
+}
+
+function safeOrigin(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
 }
 
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
@@ -114,7 +131,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
     },
     async (c) => {
-      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? []);
+      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
       if (c.req.method !== "POST") {
         // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
         return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });

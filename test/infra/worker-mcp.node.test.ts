@@ -4,6 +4,7 @@
  * through the local Invoke stand-in and its bubblewrap sandbox. The client validates every
  * structuredContent against the tool's outputSchema, so this also checks the output schemas.
  */
+import { request as httpRequest } from "node:http";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -134,6 +135,19 @@ it("speaks the protocol versions current clients send, refuses foreign origins a
   }
   const evil = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { origin: "http://evil.example" });
   expect(evil.status).toBe(403);
+  // DNS rebinding: a name rebound to our address sends its own Host and Origin, which match each other (the
+  // MCP conformance suite's dns-rebinding-protection scenario); node:http, since fetch cannot set Host.
+  const rebound = await new Promise<number>((resolve, reject) => {
+    const u = new URL(`${t.base}/mcp`);
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: "POST", headers: { host: "evil.example.com", origin: "http://evil.example.com", authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "content-length": Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+  expect(rebound).toBe(403);
   const own = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { origin: new URL(w.url).origin, "mcp-protocol-version": "2025-06-18" });
   expect(own.status).toBe(200);
   expect(((await own.json()) as any).result.tools.length).toBeGreaterThan(5);
