@@ -12,12 +12,12 @@
  * (for tools: the envelope {ok, tool, title, output, data, usage}, `data` typed per tool).
  */
 import createFetchClient from "openapi-fetch";
-import type { components, paths } from "./api.generated.js";
-import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.js";
-import { readSse } from "./sse.js";
+import type { components, paths } from "./api.generated.ts";
+import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.ts";
+import { readSse } from "./sse.ts";
 
-export { ToolshedError, type ToolshedErrorCode } from "./errors.js";
-export type { components, paths } from "./api.generated.js";
+export { ToolshedError, type ToolshedErrorCode } from "./errors.ts";
+export type { components, paths } from "./api.generated.ts";
 
 type ToolPath = Extract<keyof paths, `/v1/workspaces/{ws}/tools/${string}`>;
 /** Every tool the API documents ("read", "edit", "grep", "bash", …). */

@@ -2,12 +2,15 @@
  * The client as another program gets it: `toolshed/client` resolves through package.json
  * `exports`, and `npm run client:build`'s single ES module (esbuild, platform neutral) imports no
  * Node built-ins and works with the platform's own fetch against the app served over real HTTP
- * on 127.0.0.1 (Content-Length set by fetch, SSE read off the socket).
+ * on 127.0.0.1 (Content-Length set by fetch, SSE read off the socket). The README's example runs
+ * as written, with Node (type stripping) in a child process.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { build } from "esbuild";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
@@ -62,4 +65,24 @@ it("bundles to one ES module without Node built-ins that works over real HTTP", 
   const e = await ts.tools.call("net", "edit", { file_path: "docs/read me.md", old_string: "absent", new_string: "x" }, { session: "a" }).catch((err: unknown) => err);
   expect(e).toBeInstanceOf(ToolshedError);
   expect(e).toMatchObject({ code: "NO_MATCH", status: 422 });
+});
+
+it("runs the README's TypeScript client example as written, with Node", async () => {
+  const readme = readFileSync("README.md", "utf8");
+  const section = readme.slice(readme.indexOf("### TypeScript client"));
+  const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  expect(example).toContain('from "toolshed/client"');
+  // Inside the repository, so "toolshed/client" resolves through package.json exports as for a user.
+  const dir = mkdtempSync(join(process.cwd(), ".client-example-"));
+  try {
+    writeFileSync(join(dir, "example.ts"), example!);
+    const { stdout } = await promisify(execFile)(process.execPath, [join(dir, "example.ts")], { env: { ...process.env, TOOLSHED_URL: server.url, TOOLSHED_KEY: apiKey, NODE_NO_WARNINGS: "1" }, timeout: 20_000 });
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^\S+ 1$/); // etag, total_lines
+    expect(stdout).toMatch(/src\/a\.ts\n1:\d+:export const a = 2;/); // grep: path, then line:column:text
+    expect(stdout).toContain("NOT_FOUND 404 File not found: src/b.ts. Did you mean: src/a.ts?");
+    expect(lines.at(-1)).toBe("export const a = 2;");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
