@@ -118,8 +118,14 @@ export function createClient(options: ClientOptions) {
         body: JSON.stringify(args),
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
-      // Refusals before the stream starts (key, scope, workspace, arguments) come as plain JSON.
-      if (!res.ok || !res.headers.get("content-type")?.startsWith("text/event-stream") || !res.body) throw await errorFromResponse(res);
+      // Refusals before the stream starts (key, scope, workspace, arguments) come as plain JSON;
+      // so would the whole answer of a server (or proxy) that does not stream: no progress, then the result.
+      if (!res.headers.get("content-type")?.startsWith("text/event-stream") || !res.body) {
+        if (!res.ok || !res.headers.get("content-type")?.includes("json")) throw await errorFromResponse(res);
+        const envelope = (await res.json()) as unknown;
+        if (isErrorEnvelope(envelope) || (envelope as { ok?: unknown } | null)?.ok !== true) throw errorFromBody(envelope, res.status, res.headers.get("content-type"));
+        return envelope as ToolResult<N>;
+      }
       for await (const m of readSse(res.body, opts.signal)) {
         if (m.event === "progress") yield { event: "progress", data: JSON.parse(m.data) as ProgressEvent };
         else if (m.event === "result") {
@@ -143,8 +149,9 @@ export function createClient(options: ClientOptions) {
       async create(body: CreateWorkspaceBody = {}): Promise<Workspace> {
         return unwrap(await api.POST("/v1/workspaces", { body }));
       },
-      async list(query: { cursor?: string } = {}): Promise<{ workspaces: Workspace[]; cursor?: string }> {
-        return unwrap(await api.GET("/v1/workspaces", { params: { query } as never }));
+      /** One page (pass `cursor` back for the next). */
+      async list(query: NonNullable<paths["/v1/workspaces"]["get"]["parameters"]["query"]> = {}): Promise<{ workspaces: Workspace[]; cursor?: string }> {
+        return unwrap(await api.GET("/v1/workspaces", { params: { query } }));
       },
       async get(ws: string): Promise<Workspace> {
         return unwrap(await api.GET("/v1/workspaces/{ws}", { params: { path: { ws } } }));

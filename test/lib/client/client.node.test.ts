@@ -154,6 +154,13 @@ describe("toolshed/client", () => {
     let last = await g.next();
     while (!last.done) last = await g.next();
     expect(last.value.output).toContain("x.txt");
+    // A server that answers plain JSON instead of a stream: the result, no progress.
+    const plain = createClient({ baseUrl: "http://toolshed.test", apiKey, fetch: (req) => { const h = new Headers(req.headers); h.delete("accept"); return app.fetch(new Request(req, { headers: h })); } });
+    const p = plain.tools.stream("stream", "grep", { pattern: "needle" });
+    const only = await p.next();
+    expect(only.done).toBe(true);
+    expect(only.value).toMatchObject({ ok: true, tool: "grep" });
+    expect(await failure(plain.tools.stream("stream", "read", { file_path: "nope" }).next())).toMatchObject({ code: "NOT_FOUND", status: 404 });
     // Refused before the stream starts: thrown as usual.
     expect(await failure(ts.tools.stream("nowhere", "grep", { pattern: "x" }).next())).toMatchObject({ code: "NOT_FOUND" });
   });
