@@ -121,6 +121,8 @@ describe("toolshed/client", () => {
     const modified = await failure(ts.tools.call("errors", "edit", { file_path: "f.txt", old_string: "two", new_string: "three" }, { session: "s1" }));
     expect(modified).toMatchObject({ code: "FILE_MODIFIED", status: 409 });
     expect(modified.message).toMatch(/read/i);
+    // Records are per session: the client sends it (X-Session-Id), so another session has not read the file.
+    expect(await failure(ts.tools.call("errors", "edit", { file_path: "f.txt", old_string: "two", new_string: "three" }, { session: "s2" }))).toMatchObject({ code: "NOT_READ", status: 409 });
     // A raw put over a stale etag is refused too, and leaves the file as it was.
     expect(await failure(ts.files.put("errors", "f.txt", "three\n", { ifMatch: first.etag }))).toMatchObject({ code: "FILE_MODIFIED", status: 409 });
     expect((await ts.files.get("errors", "f.txt")).text()).toBe("two\n");
