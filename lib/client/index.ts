@@ -139,6 +139,8 @@ export function createClient(options: ClientOptions) {
   };
 
   return {
+    /** The typed openapi-fetch client underneath, for routes without a helper here (checkpoints, import, pending…). */
+    api,
     tools,
     /** `client.tool("read")`: the tool as a function of (ws, args, opts). */
     tool<N extends ToolName>(name: N) {

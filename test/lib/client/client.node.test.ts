@@ -64,6 +64,9 @@ describe("toolshed/client", () => {
     expect(ws).toMatchObject({ id: "lifecycle", name: "Lifecycle" });
     expect((await ts.workspaces.list()).workspaces.map((w) => w.id)).toContain("lifecycle");
     expect((await ts.workspaces.get("lifecycle")).id).toBe("lifecycle");
+    // Routes without a helper: the typed openapi-fetch client underneath.
+    const cp = await ts.api.POST("/v1/workspaces/{ws}/checkpoints", { params: { path: { ws: "lifecycle" } }, body: {} });
+    expect(cp.response.status, JSON.stringify(cp.error)).toBe(201);
     expect(await ts.workspaces.delete("lifecycle")).toMatchObject({ deleted: true, id: "lifecycle" });
     const gone = await failure(ts.workspaces.get("lifecycle"));
     expect(gone).toMatchObject({ code: "NOT_FOUND", status: 404 });
