@@ -99,17 +99,27 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /**
  * DNS rebinding: a present Origin must be one we trust; absent (a non-browser client) is fine.
- * Trusted: the operator's allow-list, the API's public URL (TOOLSHED_PUBLIC_URL), and the request's
- * own origin only when it is a loopback name. A rebound name (Host and Origin both evil.example)
- * therefore never passes, though the two match each other.
+ * Trusted: the operator's allow-list, the API's public URL (TOOLSHED_PUBLIC_URL), and a loopback
+ * origin when the request itself came to a loopback name (local development; any port, as the
+ * SDK's own localhost guard does). A rebound name (Host and Origin both evil.example) never passes,
+ * though the two match each other.
  */
 function assertOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): void {
   const origin = req.headers.get("origin");
   if (origin === null) return;
-  const own = new URL(req.url);
   const publicOrigin = publicUrl ? safeOrigin(publicUrl) : null;
-  if (allowed.includes(origin) || origin === publicOrigin || (origin === own.origin && LOOPBACK_HOSTS.has(own.hostname))) return;
+  if (allowed.includes(origin) || origin === publicOrigin || (isLoopback(hostnameOf(origin)) && isLoopback(hostnameOf(`http://${req.headers.get("host") ?? new URL(req.url).host}`)))) return;
   throw new ToolError("PERMISSION_DENIED", `Origin ${origin.slice(0, 200)} may not call this MCP endpoint. Call it from a server-side client (no Origin header), or have the operator add the origin to the MCP allow-list (deps.mcp.allowedOrigins).`, { origin: origin.slice(0, 200) });
+}
+
+const isLoopback = (hostname: string | null) => hostname !== null && LOOPBACK_HOSTS.has(hostname);
+
+function hostnameOf(url: string): string | null {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
+  }
 }
 
 function safeOrigin(url: string): string | null {
