@@ -97,6 +97,11 @@ export function tenantRecordKey(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/tenant.json`;
 }
+/** A tenant's custom tool definitions, one object (lib/custom/store.ts). */
+export function customToolsKey(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/custom-tools.json`;
+}
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
 /** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/exec/modes.ts). */

@@ -4,14 +4,11 @@
  * so two concurrent changes never lose one another (the loser gets CONFLICT and retries).
  */
 import { ToolError } from "../errors.js";
-import { ID_PATTERN } from "../paths.js";
+import { customToolsKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { StoredCustomTool } from "./definition.js";
 
-const keyOf = (tenant: string) => {
-  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
-  return `t/${tenant}/custom-tools.json`;
-};
+const keyOf = customToolsKey;
 
 export interface CustomToolDoc {
   tools: StoredCustomTool[];

@@ -148,7 +148,7 @@ describe("an unknown tool", () => {
     const readOnly = tools.filter((x) => x.permission === "read").map((x) => x.name);
     expect(r.body.error.details.available).toEqual(readOnly);
     expect(r.body.error.message).toContain(`Tools this key can use: ${readOnly.join(", ")}`);
-    expect(r.body.error.message).toContain("Did you mean 'write'? (this key lacks its scope)");
+    expect(r.body.error.message).toContain("Did you mean 'write'? (not usable here: The write tool needs the 'write' scope");
   });
 
   it("needs a valid key, like every tool", async () => {
