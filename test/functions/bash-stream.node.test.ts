@@ -5,6 +5,8 @@
  * local (handler in process) and lambda (asynchronous Invoke through the local stand-in).
  */
 import { LambdaClient } from "@aws-sdk/client-lambda";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -63,6 +65,8 @@ async function readEvents(res: Response, onEvent: (e: SseEvent) => void = () => 
 
 interface Env {
   storage: ReturnType<typeof memoryDriver>;
+  /** An MCP client of the workspace, over the app. */
+  mcp: () => Promise<Client>;
   call: (tool: string, args: unknown, opts?: { sse?: boolean; signal?: AbortSignal }) => Promise<Response>;
   close: () => Promise<void>;
 }
@@ -103,7 +107,13 @@ async function makeEnv(kind: "local" | "lambda"): Promise<Env> {
   expect(ws.status).toBe(201);
   return {
     storage,
-    call: (tool, args, opts = {}) =>
+    mcp: async () => {
+      const client = new Client({ name: "t", version: "1.0.0" });
+      const url = new URL("http://127.0.0.1/v1/workspaces/main/mcp");
+      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: async (input, init) => app.request(String(input), init as RequestInit) }));
+      return client;
+    },
+    call: async (tool, args, opts = {}) =>
       app.request(`/v1/workspaces/main/tools/${tool}`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "s1", ...(opts.sse ? { accept: "text/event-stream" } : {}) },
@@ -180,6 +190,18 @@ describe.each(["local", "lambda"] as const)("bash over SSE (%s executor)", (kind
     expect(events.at(-1)!.data).toMatchObject({ ok: false, error: { code: "TIMEOUT", details: { output: expect.stringContaining("before") } } });
     const read = (await (await env.call("read", { file_path: "t.txt" })).json()) as any;
     expect(read.error?.code).toBe("NOT_FOUND");
+  });
+
+  it("MCP: a tools/call with a progress token gets the output as notifications/progress before the result", async () => {
+    const client = await env.mcp();
+    const seen: { message?: string; at: number }[] = [];
+    const r = await client.callTool({ name: "bash", arguments: { command: "echo alpha; sleep 1.5; echo beta" } }, undefined, { onprogress: (p) => seen.push({ ...(p.message !== undefined ? { message: p.message } : {}), at: Date.now() }) });
+    const done = Date.now();
+    expect(r.structuredContent).toMatchObject({ exit_code: 0, stdout: "alpha\nbeta\n" });
+    const alpha = seen.find((p) => p.message?.includes("alpha"));
+    expect(alpha, JSON.stringify(seen)).toBeDefined();
+    expect(done - alpha!.at).toBeGreaterThanOrEqual(700);
+    await client.close();
   });
 
   it("a client that goes away kills the command; nothing is written back", async () => {
