@@ -28,6 +28,8 @@ export interface StreamOptions {
   /** The caller's: aborted when the client goes away. */
   signal?: AbortSignal;
   pollMs?: number;
+  /** Keeps the kill flag's write going after the client left (Workers: executionCtx.waitUntil). */
+  waitUntil?: (p: Promise<unknown>) => void;
 }
 
 /** Sleeps `ms`, or less when the signal aborts. */
@@ -99,7 +101,9 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
   for (;;) {
     if (opts.signal?.aborted) {
       // The runner checks the flag with every chunk it sends; it kills the command and writes nothing back.
-      await storage.put(k.kill, "kill", { contentType: "text/plain" });
+      const kill = storage.put(k.kill, "kill", { contentType: "text/plain" });
+      opts.waitUntil?.(kill.catch(() => {}));
+      await kill;
       throw cancelled(taskId);
     }
     // The result first: once it is there, every chunk is (the runner sends the rest before it).
@@ -119,7 +123,7 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
 }
 
 /** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
-export function runForCall(ctx: Pick<ToolContext, "deps" | "progress" | "signal">, executor: Executor, req: RunRequest): Promise<RunResult> {
+export function runForCall(ctx: Pick<ToolContext, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
   if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req);
-  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

@@ -50,6 +50,7 @@ async function readEvents(res: Response, onEvent: (e: SseEvent) => void = () => 
       while ((i = buf.indexOf("\n\n")) >= 0) {
         const block = buf.slice(0, i);
         buf = buf.slice(i + 2);
+        if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
         const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
         const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
         const e = { event, data: JSON.parse(data), at: Date.now() };
