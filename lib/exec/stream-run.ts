@@ -6,9 +6,11 @@
  * `{kind: "output", stream: "merged", text}`, and a caller that goes away (its AbortSignal)
  * sets the task's kill flag: the runner kills every process and writes nothing back.
  *
- * Storage per streamed call: the marker (1 put), then per poll (every POLL_MS) 1 get + 1 list,
- * + 1 get per new chunk; at the end 1 list + 1 delete of the record. The runner sends a chunk at
- * most every STREAM_OUTPUT_EVERY_MS (and checks the kill flag as often). Bundles for Workers.
+ * Storage per streamed call: the marker (1 put), then per poll 1 get + 1 list, + 1 get per new
+ * chunk; at the end 1 list + 1 delete of the record. Polls come every POLL_MS for the first 5 s
+ * and while output comes (for the first minute), else back off to IDLE_POLL_MS: a 10-minute call
+ * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
+ * checks the kill flag as often). Bundles for Workers.
  */
 import { ToolError } from "../errors.js";
 import { runPrefix } from "../paths.js";
@@ -20,8 +22,13 @@ import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";
 
 /** How often the runner of a streamed call sends its output (and checks the kill flag), ms. */
 export const STREAM_OUTPUT_EVERY_MS = 250;
-/** How often the call reads the run record, ms. */
+/** How often the call reads the run record while output comes, ms; a quiet run is read less often (up to IDLE_POLL_MS). */
 export const POLL_MS = 200;
+export const IDLE_POLL_MS = 1000;
+/** After this long, the record is read at most every IDLE_POLL_MS (bounds the storage operations of a long call). */
+export const FAST_POLL_FOR_MS = 60_000;
+/** The first seconds are read every POLL_MS even when quiet: a short command answers without a backed-off wait. */
+const ALWAYS_FAST_MS = 5_000;
 
 export interface StreamOptions {
   progress: (event: ProgressEvent) => void;
@@ -98,6 +105,7 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
     throw e;
   }
   let after: string | null = null;
+  let wait = opts.pollMs ?? POLL_MS;
   for (;;) {
     if (opts.signal?.aborted) {
       // The runner checks the flag with every chunk it sends; it kills the command and writes nothing back.
@@ -118,7 +126,10 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
     if (Date.now() > marker.deadline) {
       throw new ToolError("INTERNAL", "The command's runner stopped without reporting a result (it crashed, or the function hit its time limit); some of its file changes may have been written back. Check the files, then run the command again if you still need it.", { task_id: taskId });
     }
-    await pause(opts.pollMs ?? POLL_MS, opts.signal);
+    const fast = opts.pollMs ?? POLL_MS;
+    const ran = Date.now() - now;
+    wait = ran < FAST_POLL_FOR_MS && (got.texts.length > 0 || ran < ALWAYS_FAST_MS) ? fast : Math.min(Math.max(wait * 1.5, fast), IDLE_POLL_MS);
+    await pause(wait, opts.signal);
   }
 }
 
