@@ -29,12 +29,16 @@ export const IDLE_POLL_MS = 1000;
 export const FAST_POLL_FOR_MS = 60_000;
 /** The first seconds are read every POLL_MS even when quiet: a short command answers without a backed-off wait. */
 const ALWAYS_FAST_MS = 5_000;
+/** A runner that has not claimed the run by then never will (it refused the request, or the invocation was lost). */
+export const CLAIM_WAIT_MS = 60_000;
 
 export interface StreamOptions {
   progress: (event: ProgressEvent) => void;
   /** The caller's: aborted when the client goes away. */
   signal?: AbortSignal;
   pollMs?: number;
+  /** How long the runner may take to claim the run before the call gives up (default CLAIM_WAIT_MS). */
+  claimWaitMs?: number;
   /** Keeps the kill flag's write going after the client left (Workers: executionCtx.waitUntil). */
   waitUntil?: (p: Promise<unknown>) => void;
 }
@@ -106,16 +110,27 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
   }
   let after: string | null = null;
   let wait = opts.pollMs ?? POLL_MS;
+  let claimed = false;
+  // The runner checks the flag with every chunk it sends (and when it claims the run): it kills the command and writes nothing back.
+  const kill = async () => {
+    const put = storage.put(k.kill, "kill", { contentType: "text/plain" });
+    opts.waitUntil?.(put.catch(() => {}));
+    await put;
+  };
   for (;;) {
     if (opts.signal?.aborted) {
-      // The runner checks the flag with every chunk it sends; it kills the command and writes nothing back.
-      const kill = storage.put(k.kill, "kill", { contentType: "text/plain" });
-      opts.waitUntil?.(kill.catch(() => {}));
-      await kill;
+      await kill();
       throw cancelled(taskId);
     }
     // The result first: once it is there, every chunk is (the runner sends the rest before it).
     const result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
+    if (!result && !claimed) {
+      claimed = (await storage.head(k.claim)) !== null;
+      if (!claimed && Date.now() - now > (opts.claimWaitMs ?? CLAIM_WAIT_MS)) {
+        await kill(); // should it start after all, it stops at once
+        throw new ToolError("UNAVAILABLE", `The command runner did not pick the command up within ${Math.round((opts.claimWaitMs ?? CLAIM_WAIT_MS) / 1000)} s; nothing ran. Retry later; if it keeps happening, the runner is down or refuses requests (see its logs).`, { task_id: taskId });
+      }
+    }
     const got = await newChunks(storage, k, after);
     after = got.last;
     for (const text of got.texts) if (text) opts.progress({ kind: "output", stream: "merged", text });

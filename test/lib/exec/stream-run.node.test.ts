@@ -37,6 +37,22 @@ describe("runStreamed", () => {
     expect(await recordKeys()).toEqual([]);
   });
 
+  it("a runner that never claims the run: UNAVAILABLE after the claim wait, and the kill flag stops a late start", async () => {
+    const req = t.req("echo late > late.txt");
+    let handOver: () => void = () => {};
+    const lost = { start: async (r: typeof req) => void new Promise<void>((go) => (handOver = go)).then(() => t.handler({ ...r, task: true })), run: exec.run };
+    const t0 = Date.now();
+    await expect(runStreamed(t.driver, lost, req, { progress: () => {}, claimWaitMs: 500 })).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    handOver();
+    const until = Date.now() + 10_000;
+    while (!(await recordKeys()).some((k) => k.endsWith("/result.json")) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const key = (await recordKeys()).find((k) => k.endsWith("/result.json"))!;
+    expect(JSON.parse(await new Response((await t.driver.get(key))!.body).text())).toMatchObject({ ok: true, result: { killed: true } });
+    expect(await t.read("late.txt")).toBeNull();
+    await t.driver.delete(await recordKeys());
+  });
+
   it("the runner refuses an output interval out of its bounds", async () => {
     for (const ms of [0, 50, 10_001, 1.5]) {
       const r = await t.handler({ ...t.req("true"), output_every_ms: ms });
