@@ -5,7 +5,7 @@
  *
  *   x/runs/<run id>/task.json    API     a background task was started (its deadline)
  *                   claim.json   runner  the run is taken (If-None-Match: *): RunClaim
- *                   out/<seq>    runner  output chunks of a background task, about one a second
+ *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag; the runner checks it about every second
  *                   cursor.json  API     the last chunk bash_output handed out
