@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
-import { runForeground, startTask } from "../lib/exec/runs.js";
+import { startTask } from "../lib/exec/runs.js";
+import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
@@ -54,7 +55,7 @@ export default defineTool({
       };
     }
 
-    const r = await runForeground(ctx.deps.storage, executor, req);
+    const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return { title, output: commandOutput(r).text + writeBackNotes(r), data: commandData(r) };

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { runForeground } from "../lib/exec/runs.js";
+import { runForCall } from "../lib/exec/stream-run.js";
 import { commandOutput, executorOf, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 import { OutputCutInfo } from "../lib/tool-output.js";
@@ -34,7 +34,7 @@ export default defineTool({
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) });
-    const r = await runForeground(ctx.deps.storage, executor, req);
+    const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return {

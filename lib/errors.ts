@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   LLM_ASSIST_REQUIRED: { status: 501, hint: "This tenant has no model endpoint for subagents: run the prompt (details.prompt) with your own agent, or ask an admin to configure PUT /v1/admin/tenants/{tenant}/model." },
   PLUGIN_FAILED: { status: 502, hint: "The custom tool's plugin misbehaved (details.reason: crashed, invalid_output, wrong_call_id, output_too_large); its owner must fix it. Try another approach meanwhile." },
   TOOL_REPORTED_ERROR: { status: 422, hint: "The custom tool ran and reported an error (its text is the message): change the arguments as it says, or try another approach." },
+  CANCELLED: { status: 499, hint: "The client went away before the call finished; the call was stopped (a command is killed, its file changes not written back). Call again to run it." },
   RATE_LIMITED: { status: 429, hint: "Slow down and retry after a moment." },
   INTERNAL: { status: 500, hint: "An internal error occurred; retry, and report it if it persists." },
 } as const satisfies Record<string, { status: number; hint: string }>;

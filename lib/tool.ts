@@ -35,7 +35,8 @@ export interface ToolContext {
 
 /** What a running tool reports: command output as it comes, or a status line (files scanned, bytes fetched). */
 export type ProgressEvent =
-  | { kind: "output"; stream: "stdout" | "stderr"; text: string }
+  /** stream "merged": stdout and stderr in arrival order (bash, run_code). */
+  | { kind: "output"; stream: "stdout" | "stderr" | "merged"; text: string }
   | { kind: "status"; message: string; done?: number; total?: number };
 
 export interface ToolResult {

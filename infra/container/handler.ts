@@ -83,6 +83,7 @@ export function createHandler(opts: HandlerOptions): Handler {
       if (!task) await sandbox.check();
       const run = runOnce(runIdOf(req), task, recordsOf(req), (hooks) => runCommand(req, syncOf(req), deps, hooks), {
         signal: closing.signal,
+        ...(req.output_every_ms !== undefined ? { pumpMs: req.output_every_ms } : {}),
         ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
       });
       inflight.add(run);

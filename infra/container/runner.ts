@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
 import { gitHomeFiles, validateGitIdentity } from "../../lib/exec/git-identity.js";
-import { UNSYNCED_SHOWN, type RunLimits, type RunRequest, type RunResult, type Skipped, type SyncClient } from "../../lib/exec/types.js";
+import { MAX_OUTPUT_EVERY_MS, MIN_OUTPUT_EVERY_MS, UNSYNCED_SHOWN, type RunLimits, type RunRequest, type RunResult, type Skipped, type SyncClient } from "../../lib/exec/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
@@ -57,6 +57,8 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
   if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
   if (req.git !== undefined) validateGitIdentity(req.git);
+  if (req.output_every_ms !== undefined && (!Number.isInteger(req.output_every_ms) || req.output_every_ms < MIN_OUTPUT_EVERY_MS || req.output_every_ms > MAX_OUTPUT_EVERY_MS))
+    throw bad(`output_every_ms must be an integer from ${MIN_OUTPUT_EVERY_MS} to ${MAX_OUTPUT_EVERY_MS}.`);
   for (const [k, v] of Object.entries(req.env ?? {})) {
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(k)) throw bad(`Bad environment variable name ${JSON.stringify(k)}.`);
     if (typeof v !== "string" || v.includes("\0") || v.length > 100_000) throw bad(`Bad value of environment variable ${k}.`);

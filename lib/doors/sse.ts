@@ -3,6 +3,7 @@
  *
  *   event: progress   data: a ProgressEvent (lib/tool.ts), as many as the tool reports
  *   event: result     data: the usual envelope, success or error, with usage; exactly one, last
+ *   : keep-alive      a comment every HEARTBEAT_MS (SSE clients ignore it)
  *
  * Everything before the stream (key, scope, workspace, JSON body) is refused as plain JSON by the
  * route's guard; once the stream has started, every outcome is a result event (HTTP 200). The
@@ -15,6 +16,9 @@ import type { AppEnv } from "../http.js";
 import { toToolError } from "../http.js";
 import { executeTool } from "../run-tool.js";
 import type { ProgressEvent, Tool, ToolContext } from "../tool.js";
+
+/** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
+export const HEARTBEAT_MS = 1000;
 
 /** Whether the caller asked for an event stream (Accept lists text/event-stream). */
 export function wantsEventStream(accept: string | undefined): boolean {
@@ -32,9 +36,21 @@ export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext)
       if (stream.aborted || stream.closed) return;
       chain = chain.then(() => stream.writeSSE({ event: "progress", data: JSON.stringify(e) })).catch(() => {});
     };
+    // The client is gone when the request's signal aborts (Node; Workers with enable_request_signal) or the
+    // response stream is cancelled. workerd notices a closed connection only when it writes to it: a comment
+    // line (": keep-alive", ignored by SSE clients) every HEARTBEAT_MS also keeps idle proxies from closing it.
+    const gone = new AbortController();
+    const leave = () => gone.abort();
+    if (ctx.signal?.aborted) leave();
+    ctx.signal?.addEventListener("abort", leave, { once: true });
+    stream.onAbort(leave);
+    const heartbeat = setInterval(() => {
+      if (stream.aborted || stream.closed) return;
+      chain = chain.then(() => stream.write(": keep-alive\n\n")).then(() => {}, () => {});
+    }, HEARTBEAT_MS);
     let envelope: Record<string, unknown>;
     try {
-      const r = await executeTool(tool, c.get("json"), { ...ctx, progress });
+      const r = await executeTool(tool, c.get("json"), { ...ctx, progress, signal: gone.signal });
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {
       const e = toToolError(err);
@@ -46,6 +62,8 @@ export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext)
       await chain;
       if (!stream.aborted) await stream.writeSSE({ event: "result", data: JSON.stringify(envelope) });
     } finally {
+      clearInterval(heartbeat);
+      ctx.signal?.removeEventListener("abort", leave);
       finished();
     }
   });

@@ -5,7 +5,7 @@
  *
  *   x/runs/<run id>/task.json    API     a background task was started (its deadline)
  *                   claim.json   runner  the run is taken (If-None-Match: *): RunClaim
- *                   out/<seq>    runner  output chunks of a background task, about one a second
+ *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag; the runner checks it about every second
  *                   cursor.json  API     the last chunk bash_output handed out
@@ -37,13 +37,14 @@ export async function runIdFor(tenant: string, workspace: string, idempotencyKey
   return "r" + (await sha256Hex(`${tenant}\0${workspace}\0${idempotencyKey}`)).slice(0, 15);
 }
 
-interface TaskMarker {
+export interface TaskMarker {
   task_id: string;
   created_at: number;
   deadline: number;
 }
 
-const keysOf = (prefix: string) => ({
+/** The objects of one run's record under its prefix (runPrefix). */
+export const keysOf = (prefix: string) => ({
   task: `${prefix}task.json`,
   claim: `${prefix}claim.json`,
   result: `${prefix}result.json`,
@@ -51,7 +52,7 @@ const keysOf = (prefix: string) => ({
   cursor: `${prefix}cursor.json`,
   out: `${prefix}out/`,
 });
-type RunKeys = ReturnType<typeof keysOf>;
+export type RunKeys = ReturnType<typeof keysOf>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -67,7 +68,7 @@ export async function readJson<T>(driver: StorageDriver, key: string): Promise<{
 }
 
 /** Create-only write; false when the object already exists. */
-async function createOnly(driver: StorageDriver, key: string, body: string, contentType = JSON_TYPE): Promise<boolean> {
+export async function createOnly(driver: StorageDriver, key: string, body: string, contentType = JSON_TYPE): Promise<boolean> {
   try {
     await driver.put(key, body, { ifNoneMatch: "*", contentType });
     return true;

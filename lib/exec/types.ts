@@ -85,7 +85,16 @@ export interface RunRequest {
   git?: GitIdentity;
   sync: SyncAccess;
   limits?: Partial<RunLimits>;
+  /**
+   * How often a background task sends its output to its run record and checks the kill flag,
+   * ms (MIN_OUTPUT_EVERY_MS to MAX_OUTPUT_EVERY_MS; default 1000). A streamed call (lib/exec/stream-run.ts) asks for 250.
+   */
+  output_every_ms?: number;
 }
+
+/** Bounds of RunRequest.output_every_ms. */
+export const MIN_OUTPUT_EVERY_MS = 100;
+export const MAX_OUTPUT_EVERY_MS = 10_000;
 
 export interface Conflict {
   path: string;

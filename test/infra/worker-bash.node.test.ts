@@ -3,6 +3,7 @@
  * runner through @aws-sdk/client-lambda InvokeCommand against the local Invoke stand-in, and the
  * runner reaches the workspace only through the Worker's /v1/sync (a short-lived token).
  */
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,4 +78,63 @@ it("background tasks through the Worker: one asynchronous Invoke each; bash_outp
     { tenant: "bg", type: "Event" },
     { tenant: "bg", type: "Event" },
   ]);
+}, 120_000);
+
+/** Reads SSE events as they come; `onEvent` may abort the request. */
+async function sseEvents(res: Response, onEvent: (e: { event: string; data: any }) => void = () => {}) {
+  const events: { event: string; data: any; at: number }[] = [];
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
+        const e = { event: /^event: (.*)$/m.exec(block)?.[1] ?? "message", data: JSON.parse(block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")), at: Date.now() };
+        events.push(e);
+        onEvent(e);
+      }
+    }
+  } catch (e) {
+    if ((e as Error).name !== "AbortError") throw e;
+  }
+  return events;
+}
+
+/** Whether a process whose command line contains `pattern` runs on this host (the sandbox's pid namespace is nested in ours). */
+function running(pattern: string): boolean {
+  return spawnSync("pgrep", ["-f", pattern]).status === 0;
+}
+
+it("SSE through the Worker: bash output arrives before the result; a client that goes away kills the command", async () => {
+  const t = await setupTenant(w, "sse");
+  const headers = { authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "text/event-stream" };
+  const res = await fetch(`${t.base}/tools/bash`, { method: "POST", headers, body: JSON.stringify({ command: "echo first; sleep 2; echo second" }) });
+  const events = await sseEvents(res);
+  const first = events.find((e) => e.event === "progress" && e.data.text.includes("first"));
+  expect(first, JSON.stringify(events)).toBeDefined();
+  expect(events.at(-1)!.at - first!.at).toBeGreaterThanOrEqual(1000);
+  expect(events.at(-1)!.data).toMatchObject({ ok: true, output: "first\nsecond\n", data: { exit_code: 0 } });
+
+  const marker = `sleep 29.${process.pid}`;
+  const ctrl = new AbortController();
+  const long = await fetch(`${t.base}/tools/bash`, { method: "POST", headers, signal: ctrl.signal, body: JSON.stringify({ command: `echo changed > gone.txt; echo started; ${marker}` }) });
+  let sawProcess = false;
+  await sseEvents(long, (e) => {
+    if (e.event === "progress" && e.data.text.includes("started")) {
+      sawProcess = running(marker);
+      ctrl.abort();
+    }
+  });
+  expect(sawProcess).toBe(true);
+  const abortedAt = Date.now();
+  while (running(marker) && Date.now() - abortedAt < 8000) await new Promise((r) => setTimeout(r, 100));
+  expect(running(marker), "the command still runs 8 s after the client went away").toBe(false);
+  await new Promise((r) => setTimeout(r, 1000));
+  expect((await t.call("read", { file_path: "gone.txt" })).error.code).toBe("NOT_FOUND");
 }, 120_000);

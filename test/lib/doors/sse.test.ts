@@ -2,6 +2,7 @@
 import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
+import { HEARTBEAT_MS } from "../../../lib/doors/sse.js";
 import { defineTool, type Tool } from "../../../lib/tool.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 
@@ -24,6 +25,28 @@ const ticker = defineTool({
   },
 }) as Tool;
 
+/** A tool that waits `ms` without reporting, or until its call is cancelled; it records what its signal saw. */
+const waits: { aborted: boolean }[] = [];
+const waiter = defineTool({
+  name: "waiter",
+  description: "Test tool: waits.\nReturns: {aborted}",
+  summary: "Test tool: waits.",
+  annotations: { title: "Waiter", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ aborted: z.boolean() }),
+  category: "file",
+  permission: "read",
+  input: z.object({ ms: z.number() }),
+  async execute(args, ctx) {
+    const seen = { aborted: false };
+    waits.push(seen);
+    await new Promise<void>((r) => {
+      const t = setTimeout(r, args.ms);
+      ctx.signal?.addEventListener("abort", () => ((seen.aborted = true), clearTimeout(t), r()), { once: true });
+    });
+    return { title: "waiter", output: "waited", data: { aborted: seen.aborted } };
+  },
+}) as Tool;
+
 interface SseEvent { event: string; data: any; at: number }
 
 async function readEvents(res: Response): Promise<SseEvent[]> {
@@ -38,6 +61,7 @@ async function readEvents(res: Response): Promise<SseEvent[]> {
     while ((i = buf.indexOf("\n\n")) >= 0) {
       const block = buf.slice(0, i);
       buf = buf.slice(i + 2);
+      if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
       const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
       const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
       events.push({ event, data: JSON.parse(data), at: Date.now() });
@@ -47,7 +71,7 @@ async function readEvents(res: Response): Promise<SseEvent[]> {
 }
 
 const usages: any[] = [];
-const app = () => testApp({ onUsage: (u) => usages.push(u) }, [...allTools, ticker]);
+const app = () => testApp({ onUsage: (u) => usages.push(u) }, [...allTools, ticker, waiter]);
 const sse = { "content-type": "application/json", accept: "text/event-stream" };
 
 describe("SSE tool calls", () => {
@@ -92,6 +116,24 @@ describe("SSE tool calls", () => {
     const bad = await readEvents(await t.req(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: sse, body: JSON.stringify({ file_pth: "a.txt" }) }));
     expect(bad.map((e) => e.event)).toEqual(["result"]);
     expect(bad[0]!.data).toMatchObject({ ok: false, error: { code: "INVALID_ARGUMENT" } });
+  });
+
+  it("a quiet call writes a keep-alive comment every HEARTBEAT_MS; a client that cancels the stream aborts the tool's signal", async () => {
+    const t = await newTenant(app());
+    const res = await t.req(`/v1/workspaces/${t.ws}/tools/waiter`, { method: "POST", headers: sse, body: JSON.stringify({ ms: HEARTBEAT_MS + 400 }) });
+    const raw = await res.text();
+    expect(raw).toContain(": keep-alive\n\n");
+    expect(raw.trimEnd().endsWith("}")).toBe(true); // the result event is last
+    const gone = await t.req(`/v1/workspaces/${t.ws}/tools/waiter`, { method: "POST", headers: sse, body: JSON.stringify({ ms: 20_000 }) });
+    const reader = gone.body!.getReader();
+    await new Promise((r) => setTimeout(r, 100));
+    const before = waits.length;
+    expect(waits.at(-1)!.aborted).toBe(false);
+    await reader.cancel();
+    const until = Date.now() + HEARTBEAT_MS * 3;
+    while (!waits.at(-1)!.aborted && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(waits.length).toBe(before);
+    expect(waits.at(-1)!.aborted).toBe(true);
   });
 
   it("refusals before the stream (no key, missing scope, another tenant's workspace) are plain JSON", async () => {

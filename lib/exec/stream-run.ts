@@ -1,0 +1,155 @@
+/**
+ * A foreground command whose caller listens for progress (SSE, MCP progress): it runs as a
+ * background task (the one way a runner reports before it ends, on Lambda as locally), and the
+ * call follows the task's run record until the result is there. The caller sees the same result
+ * as runForeground's; meanwhile every output chunk the runner stores becomes a progress event
+ * `{kind: "output", stream: "merged", text}`, and a caller that goes away (its AbortSignal)
+ * sets the task's kill flag: the runner kills every process and writes nothing back.
+ *
+ * Storage per streamed call: the marker (1 put), then per poll 1 get + 1 list, + 1 get per new
+ * chunk; at the end 1 list + 1 delete of the record. Polls come every POLL_MS for the first 5 s
+ * and while output comes (for the first minute), else back off to IDLE_POLL_MS: a 10-minute call
+ * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
+ * checks the kill flag as often). Bundles for Workers.
+ */
+import { ToolError } from "../errors.js";
+import { runPrefix } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
+import type { ProgressEvent, ToolContext } from "../tool.js";
+import { unwrapExecResponse } from "./response.js";
+import { createOnly, keysOf, readJson, RUN_MARGIN_MS, runForeground, runIdFor, type RunKeys, type TaskMarker } from "./runs.js";
+import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";
+
+/** How often the runner of a streamed call sends its output (and checks the kill flag), ms. */
+export const STREAM_OUTPUT_EVERY_MS = 250;
+/** How often the call reads the run record while output comes, ms; a quiet run is read less often (up to IDLE_POLL_MS). */
+export const POLL_MS = 200;
+export const IDLE_POLL_MS = 1000;
+/** After this long, the record is read at most every IDLE_POLL_MS (bounds the storage operations of a long call). */
+export const FAST_POLL_FOR_MS = 60_000;
+/** The first seconds are read every POLL_MS even when quiet: a short command answers without a backed-off wait. */
+const ALWAYS_FAST_MS = 5_000;
+/** A runner that has not claimed the run by then never will (it refused the request, or the invocation was lost). */
+export const CLAIM_WAIT_MS = 60_000;
+
+export interface StreamOptions {
+  progress: (event: ProgressEvent) => void;
+  /** The caller's: aborted when the client goes away. */
+  signal?: AbortSignal;
+  pollMs?: number;
+  /** How long the runner may take to claim the run before the call gives up (default CLAIM_WAIT_MS). */
+  claimWaitMs?: number;
+  /** Keeps the kill flag's write going after the client left (Workers: executionCtx.waitUntil). */
+  waitUntil?: (p: Promise<unknown>) => void;
+}
+
+/** Sleeps `ms`, or less when the signal aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** The chunks stored after `after`, in order, as text (each read once). */
+async function newChunks(storage: StorageDriver, k: RunKeys, after: string | null): Promise<{ texts: string[]; last: string | null }> {
+  const keys: string[] = [];
+  let page: string | undefined;
+  do {
+    const r = await storage.list({ prefix: k.out, ...(page ? { cursor: page } : after ? { startAfter: after } : {}) });
+    for (const o of r.objects) if (after === null || o.key > after) keys.push(o.key);
+    page = r.cursor;
+  } while (page);
+  keys.sort();
+  const texts = await Promise.all(keys.map(async (key) => {
+    const got = await storage.get(key);
+    return got ? new Response(got.body).text() : "";
+  }));
+  return { texts, last: keys.at(-1) ?? after };
+}
+
+/** Deletes the whole record of a finished streamed run (best effort: housekeeping takes what is left). */
+async function dropRecord(storage: StorageDriver, prefix: string): Promise<void> {
+  const keys: string[] = [];
+  let page: string | undefined;
+  do {
+    const r = await storage.list({ prefix, ...(page ? { cursor: page } : {}) });
+    keys.push(...r.objects.map((o) => o.key));
+    page = r.cursor;
+  } while (page);
+  for (let i = 0; i < keys.length; i += 1000) await storage.delete(keys.slice(i, i + 1000));
+}
+
+const cancelled = (taskId: string) =>
+  new ToolError("CANCELLED", "The client went away before the command finished: it was killed and its file changes were not written back. Call again to run it.", { task_id: taskId });
+
+/** Runs `req` to its end like runForeground, reporting its output as it comes; killed when `signal` aborts. */
+export async function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
+  const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
+  const prefix = runPrefix(req.tenant, req.workspace, taskId);
+  const k = keysOf(prefix);
+  const now = Date.now();
+  const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS };
+  // The marker makes it a task (bash_output and housekeeping know it) before the runner claims it.
+  if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });
+  if (opts.signal?.aborted) {
+    await storage.delete(k.task).catch(() => {});
+    throw cancelled(taskId);
+  }
+  try {
+    await executor.start({ ...req, output_every_ms: STREAM_OUTPUT_EVERY_MS });
+  } catch (e) {
+    await storage.delete(k.task).catch(() => {});
+    throw e;
+  }
+  let after: string | null = null;
+  let wait = opts.pollMs ?? POLL_MS;
+  let claimed = false;
+  // The runner checks the flag with every chunk it sends (and when it claims the run): it kills the command and writes nothing back.
+  const kill = async () => {
+    const put = storage.put(k.kill, "kill", { contentType: "text/plain" });
+    opts.waitUntil?.(put.catch(() => {}));
+    await put;
+  };
+  for (;;) {
+    if (opts.signal?.aborted) {
+      await kill();
+      throw cancelled(taskId);
+    }
+    // The result first: once it is there, every chunk is (the runner sends the rest before it).
+    const result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
+    if (!result && !claimed) {
+      claimed = (await storage.head(k.claim)) !== null;
+      if (!claimed && Date.now() - now > (opts.claimWaitMs ?? CLAIM_WAIT_MS)) {
+        await kill(); // should it start after all, it stops at once
+        throw new ToolError("UNAVAILABLE", `The command runner did not pick the command up within ${Math.round((opts.claimWaitMs ?? CLAIM_WAIT_MS) / 1000)} s; nothing ran. Retry later; if it keeps happening, the runner is down or refuses requests (see its logs).`, { task_id: taskId });
+      }
+    }
+    const got = await newChunks(storage, k, after);
+    after = got.last;
+    for (const text of got.texts) if (text) opts.progress({ kind: "output", stream: "merged", text });
+    if (result) {
+      await dropRecord(storage, prefix).catch(() => {});
+      return unwrapExecResponse<RunResult>(result);
+    }
+    if (Date.now() > marker.deadline) {
+      throw new ToolError("INTERNAL", "The command's runner stopped without reporting a result (it crashed, or the function hit its time limit); some of its file changes may have been written back. Check the files, then run the command again if you still need it.", { task_id: taskId });
+    }
+    const fast = opts.pollMs ?? POLL_MS;
+    const ran = Date.now() - now;
+    wait = ran < FAST_POLL_FOR_MS && (got.texts.length > 0 || ran < ALWAYS_FAST_MS) ? fast : Math.min(Math.max(wait * 1.5, fast), IDLE_POLL_MS);
+    await pause(wait, opts.signal);
+  }
+}
+
+/** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
+export function runForCall(ctx: Pick<ToolContext, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req);
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
+}
