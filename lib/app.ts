@@ -40,7 +40,7 @@ const OPENAPI_INFO = {
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new PolicyCache(), tools };
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new PolicyCache(), customTools: inputDeps.customTools ?? new PolicyCache<readonly Tool[]>(), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });

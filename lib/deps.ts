@@ -56,6 +56,8 @@ export interface AppDeps {
   search?: SearchProvider;
   /** Tenant policies per isolate for a few seconds (lib/web/policy-cache.ts); createApp makes one when absent. */
   policies?: PolicyCache;
+  /** Each tenant's custom tools, built, per isolate for a few seconds (lib/custom/tool.ts); createApp makes one when absent. */
+  customTools?: PolicyCache<readonly Tool[]>;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */

@@ -99,22 +99,37 @@ function zodIssues(error: ZodError): ArgIssue[] {
   });
 }
 
-/** Validates a tool's arguments once its JSON Schema is known: nulls dropped, unknown and missing arguments named. */
-export function argumentParser<S extends z.ZodObject>(input: S) {
-  const schema = z.toJSONSchema(input, { target: "draft-2020-12", io: "input" }) as Schema;
-  return (raw: unknown): z.infer<S> => {
+/** What validates the cleaned arguments: a zod schema's safeParse (built-ins), or one imported from JSON Schema (custom tools). */
+type Validate = (cleaned: unknown) => { success: true; data: unknown } | { success: false; error: ZodError };
+
+/**
+ * The rule for every tool, built-in or custom: nulls dropped, unknown and missing arguments named
+ * (walking `schema`, the JSON Schema the model sees), then `validate` on what is left.
+ * `label` names the tool in the message (custom tools), `hint` ends it.
+ */
+export function jsonSchemaArgumentParser(schema: Record<string, unknown>, validate: Validate, opts: { label?: string; hint?: string } = {}) {
+  const root = schema as Schema;
+  const head = `Invalid arguments${opts.label ? ` for ${opts.label}` : ""}`;
+  const tail = opts.hint ? ` ${opts.hint}` : "";
+  return (raw: unknown): unknown => {
     if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-      throw new ToolError("INVALID_ARGUMENT", `Invalid arguments: send them as one JSON object (got ${typeOf(raw)}). Known arguments: ${Object.keys(schema.properties ?? {}).join(", ")}.`, {
+      throw new ToolError("INVALID_ARGUMENT", `${head}: send them as one JSON object (got ${typeOf(raw)}). Known arguments: ${Object.keys(root.properties ?? {}).join(", ")}.${tail}`, {
         issues: [{ path: "(body)", message: `expected an object, got ${typeOf(raw)}` }],
       });
     }
     const issues: ArgIssue[] = [];
-    const cleaned = walk(schema, raw, "", schema, issues);
-    const parsed = input.safeParse(cleaned);
+    const cleaned = walk(root, raw, "", root, issues);
+    const parsed = validate(cleaned);
     if (parsed.success && issues.length === 0) return parsed.data;
     // A missing argument is reported once, in our words (zod would add "expected string, received undefined").
     const named = new Set(issues.map((i) => i.path));
     const all = [...issues, ...(parsed.success ? [] : zodIssues(parsed.error).filter((i) => !named.has(i.path)))];
-    throw new ToolError("INVALID_ARGUMENT", `Invalid arguments: ${all.map((i) => i.message).join("; ")}.`, { issues: all });
+    throw new ToolError("INVALID_ARGUMENT", `${head}: ${all.map((i) => i.message).join("; ")}.${tail}`, { issues: all });
   };
+}
+
+/** Validates a built-in tool's arguments once its JSON Schema is known: nulls dropped, unknown and missing arguments named. */
+export function argumentParser<S extends z.ZodObject>(input: S) {
+  const schema = z.toJSONSchema(input, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
+  return jsonSchemaArgumentParser(schema, (cleaned) => input.safeParse(cleaned)) as (raw: unknown) => z.infer<S>;
 }

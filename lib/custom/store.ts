@@ -22,8 +22,12 @@ export async function readCustomTools(storage: StorageDriver, tenant: string): P
   return { tools: parsed.tools ?? [], etag: got.etag };
 }
 
-/** Applies `change` to the list as stored and writes it back only over that version. */
-export async function updateCustomTools<T>(storage: StorageDriver, tenant: string, change: (tools: StoredCustomTool[]) => { tools: StoredCustomTool[]; result: T }): Promise<T> {
+/**
+ * Applies `change` to the list as stored and writes it back only over that version. `cache` (the
+ * isolate's cache of built custom tools, lib/custom/tool.ts) forgets the tenant once the write is
+ * tried, so this isolate sees the change at once.
+ */
+export async function updateCustomTools<T>(storage: StorageDriver, tenant: string, change: (tools: StoredCustomTool[]) => { tools: StoredCustomTool[]; result: T }, cache?: { forget(tenant: string): void }): Promise<T> {
   const doc = await readCustomTools(storage, tenant);
   const { tools, result } = change(doc.tools.slice());
   try {
@@ -31,6 +35,8 @@ export async function updateCustomTools<T>(storage: StorageDriver, tenant: strin
   } catch (e) {
     if (isConditionFailed(e)) throw new ToolError("CONFLICT", "The tenant's custom tools changed during this call (another change won); nothing was written. Read them again and retry.");
     throw e;
+  } finally {
+    cache?.forget(tenant);
   }
   return result;
 }

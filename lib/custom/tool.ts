@@ -7,6 +7,7 @@ import { z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { Tool } from "../tool.js";
+import { jsonSchemaArgumentParser } from "../tool-args.js";
 import { backendScope, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
 import { readCustomTools } from "./store.js";
@@ -17,8 +18,6 @@ const CustomOutput = z.object({
   json: z.unknown().optional(),
   files_changed: z.array(z.string()).optional(),
 });
-
-const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /** Throws INVALID_ARGUMENT (400) when the schema cannot be read; used when a tool is defined. */
 export function schemaValidator(schema: Record<string, unknown>): z.ZodType {
@@ -44,13 +43,8 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
     input: z.object({}).passthrough(),
     inputSchema,
     output: CustomOutput,
-    parseArgs(raw) {
-      if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new ToolError("INVALID_ARGUMENT", `Invalid arguments: send one JSON object (got ${typeOf(raw)}).`);
-      const r = validator.safeParse(raw);
-      if (r.success) return r.data;
-      const issues = r.error.issues.map((i) => ({ path: i.path.join(".") || "(body)", message: `${i.path.join(".") || "(body)"}: ${i.message}` }));
-      throw new ToolError("INVALID_ARGUMENT", `Invalid arguments for ${def.name}: ${issues.map((i) => i.message).join("; ")}. GET /v1/tools shows its input_schema.`, { issues });
-    },
+    // Arguments as models send them, the same rule as built-ins (lib/tool-args.ts), then the tenant's JSON Schema.
+    parseArgs: jsonSchemaArgumentParser(inputSchema, (cleaned) => validator.safeParse(cleaned), { label: def.name, hint: "GET /v1/tools shows its input_schema." }),
     async execute(args, ctx) {
       if (def.backend.type === "plugin") {
         const r = await callPlugin(def, def.backend, args, ctx);
@@ -66,16 +60,25 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
   };
 }
 
-/** The tenant's custom tools as Tools (a definition that no longer builds is left out). */
-export async function loadCustomTools(deps: AppDeps, tenant: string): Promise<Tool[]> {
-  const { tools } = await readCustomTools(deps.storage, tenant);
-  return tools.flatMap((d) => {
-    try {
-      return [toCustomTool(d)];
-    } catch {
-      return [];
-    }
-  });
+/**
+ * The tenant's custom tools as Tools (a definition that no longer builds is left out), from the
+ * isolate's cache (deps.customTools, made by createApp) for a few seconds: a tenant without custom
+ * tools costs one GET per isolate and TTL, not one per catalog, MCP or unknown-name request. A
+ * change through this isolate is seen at once (the routes forget the tenant); one through another
+ * isolate after at most the cache's TTL (5 s).
+ */
+export async function loadCustomTools(deps: AppDeps, tenant: string): Promise<readonly Tool[]> {
+  const load = async () => {
+    const { tools } = await readCustomTools(deps.storage, tenant);
+    return tools.flatMap((d) => {
+      try {
+        return [toCustomTool(d)];
+      } catch {
+        return [];
+      }
+    });
+  };
+  return deps.customTools ? deps.customTools.get(tenant, load) : load();
 }
 
 /**

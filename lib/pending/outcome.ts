@@ -76,7 +76,7 @@ export async function answerPending(deps: AppDeps, who: { tenant: string; key_id
 
   if (body.approved !== true) throw new ToolError("INVALID_ARGUMENT", `Pending call ${id} waits for approval: send {"approved": true} (optionally with modified_args and note) or {"approved": false, "note": "why"}.`, { pending_id: id });
   const tool = tools.find((t) => t.name === rec.tool);
-  if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server; the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
+  if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
   const args = body.modified_args ?? rec.args;
   // Validated before the answer is taken: bad modified arguments leave the call pending, to be answered again.
   if (body.modified_args) parseToolArgs(tool, args);

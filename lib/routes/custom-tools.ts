@@ -79,7 +79,7 @@ export function customToolsApp(deps: AppDeps, builtins: readonly Tool[]) {
           if (tools.some((t) => t.name === stored.name)) throw new ToolError("ALREADY_EXISTS", `A custom tool named '${stored.name}' exists; change it with PUT ${v.base}/${stored.name}.`, { name: stored.name });
           if (tools.length >= MAX_CUSTOM_TOOLS) throw new ToolError("QUOTA_EXCEEDED", `A tenant has at most ${MAX_CUSTOM_TOOLS} custom tools; delete one first.`);
           return { tools: [...tools, stored], result: null };
-        });
+        }, deps.customTools);
         return c.json(stored as unknown as Record<string, unknown>, 201) as never;
       },
     );
@@ -109,7 +109,7 @@ export function customToolsApp(deps: AppDeps, builtins: readonly Tool[]) {
           tools[i] = next;
           const fresh = backend.type === "webhook" && backend.secret !== oldSecret;
           return { tools, result: fresh ? next : shown(next) };
-        });
+        }, deps.customTools);
         return c.json(out as Record<string, unknown>, 200) as never;
       },
     );
@@ -120,7 +120,7 @@ export function customToolsApp(deps: AppDeps, builtins: readonly Tool[]) {
         await updateCustomTools(deps.storage, await v.tenantOf(c), (tools) => {
           if (!tools.some((t) => t.name === name)) throw new ToolError("NOT_FOUND", `No custom tool named '${name.slice(0, 64)}'. List them with GET ${v.base}.`);
           return { tools: tools.filter((t) => t.name !== name), result: null };
-        });
+        }, deps.customTools);
         return c.json({ deleted: name }, 200) as never;
       },
     );

@@ -6,6 +6,7 @@
  * Answering needs the `approve` scope, which no key has by default: an agent's key cannot approve its own calls.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { answerPending } from "../pending/outcome.js";
 import { isExpired, listWaiting, loadPending, pendingView, type PendingScope } from "../pending/store.js";
@@ -92,7 +93,8 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
     async (c) => {
       const { ws, id } = c.req.valid("param");
       const auth = c.get("auth");
-      const rec = await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, ws, id, c.req.valid("json"), tools);
+      // The tenant's custom tools too (the one join): a gated custom-tool call runs once approved.
+      const rec = await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, ws, id, c.req.valid("json"), await toolsForTenant(deps, tools, auth.tenant));
       return c.json(pendingView(rec, now()), 200);
     },
   );

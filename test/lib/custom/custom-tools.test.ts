@@ -86,4 +86,25 @@ describe("custom tools", () => {
     expect(del.status).toBe(200);
     expect((await app.request("/v1/tools/custom/acme_echo", { headers: { authorization: `Bearer ${mkey}` } })).status).toBe(404);
   });
+
+  it("MCP with tenant B's key sees none of A's custom tools (tools/list), and cannot call one (tools/call)", async () => {
+    const app = testApp();
+    const a = await newTenant(app, { scopes: ["read", "write", "network"] });
+    const b = await newTenant(app, { scopes: ["read", "write", "network"] });
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("acme_echo"))).status).toBe(201);
+    const mcp = async (t: typeof a, method: string, params: unknown = {}) => {
+      const res = await t.req(`/v1/workspaces/${t.ws}/mcp`, { method: "POST", headers: { accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as any;
+    };
+    const names = async (t: typeof a) => ((await mcp(t, "tools/list")).result.tools as any[]).map((x) => x.name);
+    expect(await names(a)).toContain("acme_echo");
+    const seenByB = await names(b);
+    expect(seenByB).not.toContain("acme_echo");
+    expect(seenByB).toContain("read");
+    const called = await mcp(b, "tools/call", { name: "acme_echo", arguments: { message: "hi" } });
+    expect(JSON.stringify(called)).not.toContain("hooks.example.com");
+    expect(called.error ?? called.result?.isError).toBeTruthy();
+  });
 });
+

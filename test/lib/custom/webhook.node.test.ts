@@ -46,15 +46,15 @@ async function setup() {
   const key = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "network"] })).json()) as any).key as string;
   const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   await app.request("/v1/workspaces", { method: "POST", headers: h, body: JSON.stringify({ id: "main" }) });
-  const add = async (name: string, path: string) => {
-    const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "echo", input_schema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] }, backend: { type: "webhook", url: `${base}${path}`, secret: SECRET } });
+  const add = async (name: string, path: string, input_schema: Record<string, unknown> = { type: "object", properties: { message: { type: "string" } }, required: ["message"] }) => {
+    const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "echo", input_schema, backend: { type: "webhook", url: `${base}${path}`, secret: SECRET } });
     expect(r.status).toBe(201);
   };
-  const call = async (name: string, args: unknown) => {
-    const r = await app.request(`/v1/workspaces/main/tools/${name}`, { method: "POST", headers: { ...h, "x-session-id": "s9" }, body: JSON.stringify(args) });
+  const call = async (name: string, args: unknown, extra: Record<string, string> = {}) => {
+    const r = await app.request(`/v1/workspaces/main/tools/${name}`, { method: "POST", headers: { ...h, "x-session-id": "s9", ...extra }, body: JSON.stringify(args) });
     return { status: r.status, body: (await r.json()) as any };
   };
-  return { add, call };
+  return { add, call, app, adm };
 }
 
 describe("webhook custom tools", () => {
@@ -78,6 +78,74 @@ describe("webhook custom tools", () => {
     expect(e.body.error.message).toBe("city unknown");
     const p = await call("acme_plain", { message: "x" });
     expect(p.body.data.json).toEqual({ temp: 21 });
+  });
+});
+
+describe("custom tools: arguments as models send them, and the approval gate", () => {
+  const schema = {
+    type: "object",
+    properties: { message: { type: "string" }, times: { type: "integer", minimum: 1 }, style: { type: "object", properties: { loud: { type: "boolean" }, prefix: { type: "string" } } } },
+    required: ["message"],
+  };
+
+  it("null is absent at any depth (OpenAI strict mode sends every property); the webhook never sees the nulls", async () => {
+    const { add, call } = await setup();
+    await add("acme_echo", "/echo", schema);
+    const r = await call("acme_echo", { message: "hi", times: null, style: { loud: true, prefix: null } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(seen.at(-1)!.body.arguments).toEqual({ message: "hi", style: { loud: true } });
+  });
+
+  it("an unknown argument is named with the closest known one; a missing required one is named; nothing is sent", async () => {
+    const { add, call } = await setup();
+    await add("acme_echo", "/echo", schema);
+    const before = seen.length;
+    const typo = await call("acme_echo", { mesage: "hi" });
+    expect(typo.status).toBe(400);
+    expect(typo.body.error.code).toBe("INVALID_ARGUMENT");
+    expect(typo.body.error.message).toContain("Unknown argument 'mesage'. Did you mean 'message'?");
+    expect(typo.body.error.message).toContain("Missing required argument message");
+    expect(typo.body.error.message).toContain("GET /v1/tools shows its input_schema");
+    const nested = await call("acme_echo", { message: "hi", style: { lowd: true } });
+    expect(nested.body.error.message).toContain("Unknown argument 'style.lowd'. Did you mean 'loud'?");
+    // null for a required argument is not "absent": it is refused by the schema.
+    const nul = await call("acme_echo", { message: null });
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.details.issues.map((i: any) => i.path)).toEqual(["message"]);
+    expect(seen.length).toBe(before);
+  });
+
+  it("additionalProperties: true in the tenant's schema lets unknown arguments through", async () => {
+    const { add, call } = await setup();
+    await add("acme_open", "/echo", { ...schema, additionalProperties: true });
+    const r = await call("acme_open", { message: "hi", extra: 1 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(seen.at(-1)!.body.arguments).toEqual({ message: "hi", extra: 1 });
+  });
+
+  it("a custom tool gated by the tenant's policy waits; approving it runs it (the pending routes find custom tools)", async () => {
+    const { add, call, app, adm } = await setup();
+    await add("acme_echo", "/echo", schema);
+    const put = await app.request("/v1/admin/tenants/acme/policy", { method: "PUT", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ gate: [{ tool: "acme_echo" }] }) });
+    expect(put.status).toBe(200);
+    const before = seen.length;
+    const held = await call("acme_echo", { message: "needs a human" });
+    expect(held.status).toBe(202);
+    expect(held.body.error.code).toBe("NEEDS_APPROVAL");
+    expect(seen.length).toBe(before);
+    const id = held.body.error.details.pending_id as string;
+    const approver = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "approve"] })).json()) as any).key as string;
+    const answered = await app.request(`/v1/workspaces/main/pending/${id}`, { method: "POST", headers: { authorization: `Bearer ${approver}`, "content-type": "application/json" }, body: JSON.stringify({ approved: true }) });
+    const a = (await answered.json()) as any;
+    expect(answered.status, JSON.stringify(a)).toBe(200);
+    expect(a).toMatchObject({ status: "done", outcome: { ok: true, output: "echo: needs a human" } });
+    expect(seen.length).toBe(before + 1);
+    expect(seen.at(-1)!.body).toMatchObject({ tool: "acme_echo", arguments: { message: "needs a human" }, session: "s9" });
+    // The agent's repeat with X-Pending-Id gets the stored result (nothing runs again).
+    const again = await call("acme_echo", { message: "needs a human" }, { "x-pending-id": id });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.output).toBe("echo: needs a human");
+    expect(seen.length).toBe(before + 1);
   });
 });
 

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import type { KeyValueStore, StorageDriver } from "../../../lib/storage/types.js";
-import { newTenant, testApp, upload } from "../../helpers.js";
+import { admin, newTenant, testApp, upload } from "../../helpers.js";
 
 /** What a key is, for the op log: the kind of object, never the tenant or path. */
 function kindOf(key: string): string {
@@ -20,6 +20,7 @@ function kindOf(key: string): string {
   if (key.startsWith("policy/")) return "policy";
   if (key.startsWith("rec/")) return "record";
   if (/\/meta\.json$/.test(key)) return "meta.json";
+  if (/^t\/[^/]+\/custom-tools\.json$/.test(key)) return "custom-tools.json";
   if (/\/x\/index\/seg\/|\/x\/.*seg\//.test(key)) return "index";
   if (/\/x\//.test(key)) return `internal:${key.replace(/^.*\/x\//, "").split("/")[0]}`;
   if (/^t\/[^/]+\/w\/[^/]+\/f\//.test(key) || /\/f\//.test(key)) return "file";
@@ -130,5 +131,38 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
       onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.get file", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
+  });
+});
+
+describe("catalog and MCP requests: the tenant's custom tools are read once per isolate and TTL", () => {
+  it("a tenant without custom tools: one GET of custom-tools.json, then none; a change through this isolate is seen at once", async () => {
+    const stores = countingStores();
+    const app = testApp({ storage: stores.storage, kv: stores.kv });
+    const t = await newTenant(app, { scopes: ["read", "network"] });
+    const customReads = async (run: () => Promise<Response>) => {
+      stores.log.length = 0;
+      const res = await run();
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      return { reads: stores.log.filter((l) => l.endsWith(" custom-tools.json")), names: (body.tools ?? body.result?.tools ?? []).map((x: any) => x.name) as string[] };
+    };
+    const catalog = () => t.req("/v1/tools");
+    const mcpList = () => t.req(`/v1/workspaces/${t.ws}/mcp`, { method: "POST", headers: { accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }) });
+
+    expect((await customReads(catalog)).reads).toEqual(["r2.get custom-tools.json"]);
+    expect((await customReads(catalog)).reads).toEqual([]);
+    expect((await customReads(mcpList)).reads).toEqual([]);
+
+    const made = await admin(app, `/v1/admin/tenants/${t.tenant}/tools/custom`, { name: "acme_echo", description: "Echo.", input_schema: { type: "object", properties: { message: { type: "string" } } }, backend: { type: "webhook", url: "https://hooks.example.com/echo" } });
+    expect(made.status).toBe(201);
+    const after = await customReads(catalog);
+    expect(after.reads).toEqual(["r2.get custom-tools.json"]);
+    expect(after.names).toContain("acme_echo");
+    const viaMcp = await customReads(mcpList);
+    expect(viaMcp.reads).toEqual([]);
+    expect(viaMcp.names).toContain("acme_echo");
+
+    expect((await admin(app, `/v1/admin/tenants/${t.tenant}/tools/custom/acme_echo`, undefined, "DELETE")).status).toBe(200);
+    expect((await customReads(catalog)).names).not.toContain("acme_echo");
   });
 });
