@@ -85,7 +85,7 @@ export async function benchBashScale(runner: LocalRunner, url: string, key: stri
     await bash(gid, "echo warm-up"); // the cold start is not what this row measures
     const c = await bash(gid, "git init -q && git add -A && git commit -qm import && git count-objects");
     const d = c.data;
-    const note = `${d.files_created?.length ?? 0} files written, command ${d.duration_ms} ms, unsynced ${d.unsynced?.count ?? 0}, conflicts ${d.conflicts?.length ?? 0}`;
+    const note = `${d.files_changed?.length ?? 0} files written, command ${d.duration_ms} ms, unsynced ${d.unsynced?.count ?? 0}, conflicts ${d.conflicts?.length ?? 0}`;
     rows.push({ op: `git commit write-back`, size, cell: one(c.ms), note });
     log(`git commit write-back ${label}: ${Math.round(c.ms)} ms; ${note}`);
   }
