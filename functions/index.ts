@@ -17,10 +17,12 @@ import move from "./move.js";
 import multi_edit from "./multi_edit.js";
 import read from "./read.js";
 import run_code from "./run_code.js";
+import task from "./task.js";
+import task_output from "./task_output.js";
 import todo_read from "./todo_read.js";
 import todo_write from "./todo_write.js";
 import web_fetch from "./web_fetch.js";
 import web_search from "./web_search.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, ask_user, web_fetch, web_search];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, ask_user, web_fetch, web_search, task, task_output];

@@ -15,6 +15,7 @@ import { versionsApp } from "./routes/versions.js";
 import { newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
+import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
@@ -36,7 +37,7 @@ const OPENAPI_INFO = {
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache() };
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
@@ -47,9 +48,10 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
     c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }),
   );
   addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
-  app.route("/", adminApp(deps));
+  app.route("/", adminApp(deps, tools));
   app.route("/", policyApp(deps));
-  app.route("/", workspacesApp(deps));
+  app.route("/", modelApp(deps));
+  app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));

@@ -8,6 +8,7 @@ import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 import type { WebFetcher } from "./web/fetch.js";
 import type { SearchProvider } from "./web/search/types.js";
+import type { Tool } from "./tool.js";
 
 export interface UsageRecord {
   tenant: string;
@@ -56,6 +57,8 @@ export interface AppDeps {
   manifests?: ManifestCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */
   packImport?: boolean;
+  /** The tools this app serves (createApp sets it): what a `task` subagent may call. */
+  tools?: readonly Tool[];
   /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
   mcp?: { allowedOrigins?: string[] };
 }

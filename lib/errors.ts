@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   EXPIRED: { status: 410, hint: "The pending call expired unanswered; make the call again to ask anew." },
   UNAVAILABLE: { status: 503, hint: "The service behind this tool is unavailable; retry later." },
   FETCH_FAILED: { status: 502, hint: "The remote site answered with an error (its status and an excerpt are in the message); try another URL or source, or retry later." },
+  LLM_ASSIST_REQUIRED: { status: 501, hint: "This tenant has no model endpoint for subagents: run the prompt (details.prompt) with your own agent, or ask an admin to configure PUT /v1/admin/tenants/{tenant}/model." },
   RATE_LIMITED: { status: 429, hint: "Slow down and retry after a moment." },
   INTERNAL: { status: 500, hint: "An internal error occurred; retry, and report it if it persists." },
 } as const satisfies Record<string, { status: number; hint: string }>;

@@ -115,6 +115,9 @@ export function runPrefix(tenant: string, workspace: string, runId: string): str
   return `${internalPrefix(tenant, workspace)}runs/${runId}/`;
 }
 /** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
+/** A `task` subagent run's record (functions/task.ts). */
+export const taskKey = (tenant: string, workspace: string, id: string): string => `${internalPrefix(tenant, workspace)}tasks/${id}.json`;
+
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
 /** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/pending/store.ts). */

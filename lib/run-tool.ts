@@ -5,7 +5,6 @@
  */
 import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
-import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
 import { RecordStore } from "./records/store.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
@@ -13,6 +12,7 @@ import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolCo
 import { Workspace } from "./workspace/workspace.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "./pending/outcome.js";
+import { assertToolAllowed } from "./toolset.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -43,19 +43,14 @@ export interface ToolOutcome {
   usage: Usage;
 }
 
-/** The key must hold the scope of the tool's permission, else PERMISSION_DENIED. */
-export function assertPermission(tool: Tool, auth: AuthInfo): void {
-  if (!auth.scopes.includes(tool.permission)) {
-    throw new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have.`, { needed: tool.permission });
-  }
-}
 
 /** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
-  const { driver } = await openLayers(layerDeps(deps), auth.tenant, wsId);
+  const { driver, meta } = await openLayers(layerDeps(deps), auth.tenant, wsId);
   return new Workspace({
     driver,
+    tools: meta.tools,
     records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
     tenant: auth.tenant,
     id: wsId,
@@ -70,6 +65,8 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
 export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  // Who may use which tool, in this one place (lib/toolset.ts): the key's scopes and tools, the workspace's tools.
+  assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
   // The approval gate, in this one place: a held call is stored and answered NEEDS_APPROVAL, and does not run.
@@ -80,7 +77,7 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext
 
 /**
  * Runs `tool` with `args` on an opened workspace, for doors that meter the call themselves here
- * (the compat routes): permission, executeTool, one usage record, success or failure.
+ * (the compat routes, MCP, approved calls): executeTool (which checks the tool is allowed), one usage record, success or failure.
  */
 export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
   const started = Date.now();
@@ -90,7 +87,6 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
   try {
-    assertPermission(tool, auth);
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}) });
     meter(true);
     return { tool: tool.name, ...r, usage: usage() };

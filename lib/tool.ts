@@ -24,6 +24,8 @@ export interface ToolContext {
   approved?: boolean;
   /** X-Pending-Id: the caller repeats a pending call to get its outcome instead of running it again. */
   pendingId?: string;
+  /** Keeps work going after the response (Workers: executionCtx.waitUntil); absent in Node, where it just continues. */
+  waitUntil?: (p: Promise<unknown>) => void;
 }
 
 export interface ToolResult {

@@ -8,6 +8,7 @@ import { ToolError } from "../errors.js";
 import { randomId, sha256Hex } from "../hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
+import type { ToolList } from "../toolset.js";
 
 /** `approve` answers pending calls (ask_user, the approval gate); it is not in the default set, so an agent's key cannot approve its own calls. */
 export const SCOPES = ["read", "write", "execute", "network", "approve"] as const;
@@ -26,6 +27,8 @@ export interface ApiKeyRecord {
   tenant: string;
   name: string;
   scopes: Scope[];
+  /** The tools this key may use (lib/toolset.ts): a preset or names; absent: all. */
+  tools?: ToolList;
   created_at: string;
 }
 
@@ -33,6 +36,8 @@ export interface AuthInfo {
   tenant: string;
   key_id: string;
   scopes: Scope[];
+  /** The key's tool list (absent: all); lib/toolset.ts applies it. */
+  tools?: ToolList;
 }
 
 const hashKey = (hash: string) => `apikey/${hash}`;
@@ -57,11 +62,11 @@ export async function getTenant(storage: StorageDriver, id: string): Promise<Ten
   return JSON.parse(await new Response(r.body).text()) as Tenant;
 }
 
-export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[] }): Promise<{ key: string; record: ApiKeyRecord }> {
+export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[]; tools?: ToolList }): Promise<{ key: string; record: ApiKeyRecord }> {
   await getTenant(storage, tenant);
   const keyId = randomId(10);
   const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
-  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, created_at: new Date().toISOString() };
+  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, ...(input.tools !== undefined ? { tools: input.tools } : {}), created_at: new Date().toISOString() };
   const hash = await sha256Hex(key);
   await kv.put(hashKey(hash), JSON.stringify(record));
   await kv.put(keyIdKey(tenant, keyId), hash);
@@ -81,7 +86,7 @@ export async function resolveApiKey(kv: KeyValueStore, key: string): Promise<Aut
   const raw = await kv.get(hashKey(await sha256Hex(key)));
   if (!raw) return null;
   const rec = JSON.parse(raw) as ApiKeyRecord;
-  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes };
+  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
 }
 
 /** The most a listing page holds: each entry costs one more read (the tenant record, the key record). */
@@ -117,7 +122,8 @@ export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, ten
       const raw = hash ? await kv.get(hashKey(hash)) : null;
       if (!raw) return null; // revoked between the list and the read
       const rec = JSON.parse(raw) as ApiKeyRecord;
-      return { key_id: rec.key_id, tenant: rec.tenant, name: rec.name, scopes: rec.scopes, created_at: rec.created_at };
+      const info: ApiKeyRecord = { key_id: rec.key_id, tenant: rec.tenant, name: rec.name, scopes: rec.scopes, tools: rec.tools ?? "all", created_at: rec.created_at };
+      return info;
     }),
   );
   return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };

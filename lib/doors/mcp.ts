@@ -5,7 +5,7 @@
  * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
  * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
  *
- *   tools/list  the tools this key may use (usableTools), as MCP Tool objects (formats.ts mcpTool)
+ *   tools/list  the tools this key may use on this workspace (lib/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
  *   tools/call  runTool (lib/run-tool.ts), the path every door takes: scope, arguments, the tool,
  *               the output cut, one usage record. A tool's error is an `isError: true` result
  *               naming its code, never a protocol error.
@@ -24,7 +24,8 @@ import { toToolError } from "../http.js";
 import { checkSessionId } from "../records/store.js";
 import { addRoute } from "../routes/access.js";
 import { newApp } from "../routes/common.js";
-import { usableTools } from "../routes/tools.js";
+import { usableTools } from "../toolset.js";
+import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run-tool.js";
 import type { Tool } from "../tool.js";
 import { API_VERSION } from "../app.js";
@@ -49,12 +50,14 @@ interface McpCall {
 /** One MCP server for one request: the key's tools, calls through runTool. */
 export function buildMcpServer(call: McpCall): Server {
   const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {} }, jsonSchemaValidator: noSchemaValidator as never });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth.scopes).map(mcpTool) as never }));
+  // The workspace's tool list narrows the key's (one meta.json read per tools/list).
+  const workspaceTools = async () => (await readMeta(call.deps.storage, call.auth.tenant, call.wsId))?.meta.tools;
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth, await workspaceTools()).map(mcpTool) as never }));
   server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     const tool = call.tools.find((t) => t.name === req.params.name);
     try {
       if (!tool) {
-        const usable = usableTools(call.tools, call.auth.scopes).map((t) => t.name);
+        const usable = usableTools(call.tools, call.auth, await workspaceTools()).map((t) => t.name);
         throw new ToolError("NOT_FOUND", `No tool named '${req.params.name.slice(0, 64)}'. Tools this key can use: ${usable.join(", ") || "none"}. tools/list lists them with their arguments.`);
       }
       const ws = await openWorkspace(call);

@@ -109,9 +109,9 @@ export async function restoreCheckpoint(deps: LayerDeps, tenant: string, ws: str
 
 /** A new workspace on the manifest of `checkpoint` of the origin, or of a checkpoint made of it now. */
 export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id?: string; name?: string; from: string; checkpoint?: string }): Promise<WorkspaceMeta & { checkpoint: string }> {
-  await requireMeta(deps, tenant, input.from);
+  const origin = await requireMeta(deps, tenant, input.from);
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
-  const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest });
+  const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest, ...(origin.meta.tools !== undefined ? { tools: origin.meta.tools } : {}) }); // a fork keeps its origin's tools
   if (cp.exec?.length) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec, remove: [] });
   return { ...meta, checkpoint: cp.id };
 }

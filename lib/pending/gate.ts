@@ -58,7 +58,7 @@ export async function gateCall(tool: Tool, args: Record<string, unknown>, ctx: T
     if (!reason) continue;
     const rec = await createPending(
       { driver: ctx.deps.storage, tenant: ctx.ws.tenant, workspace: ctx.ws.id, ...(ctx.deps.pending?.now ? { now: ctx.deps.pending.now } : {}) },
-      { kind: "approval", tool: tool.name, args, reason, rule, session: ctx.session, key_id: ctx.auth.key_id, scopes: ctx.auth.scopes },
+      { kind: "approval", tool: tool.name, args, reason, rule, session: ctx.session, key_id: ctx.auth.key_id, scopes: ctx.auth.scopes, ...(ctx.auth.tools !== undefined ? { tools: ctx.auth.tools } : {}) },
       ctx.deps.pending?.ttlMs ?? DEFAULT_PENDING_TTL_MS,
     );
     throw waitingError(rec, ctx.ws.id);

@@ -85,7 +85,7 @@ export async function answerPending(deps: AppDeps, who: { tenant: string; key_id
 
   let outcome: PendingOutcome;
   try {
-    const scope = { deps, auth: { tenant: who.tenant, key_id: rec.key_id, scopes: rec.scopes }, wsId, session: rec.session, approved: true };
+    const scope = { deps, auth: { tenant: who.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) }, wsId, session: rec.session, approved: true };
     const ws = await openWorkspace(scope);
     const r = await runTool(tool, args, { ...scope, ws });
     outcome = { ok: true, title: r.title, output: r.output, data: r.data };

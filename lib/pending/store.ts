@@ -12,6 +12,7 @@
  * Storage operations: create = 1 PUT; read = 1 GET; answer = 1 GET + 1 PUT (+ the call + 1 PUT
  * when it runs); list = 1 LIST + 1 GET per record shown.
  */
+import type { ToolList } from "../toolset.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import { pendingKey, pendingPrefix } from "../paths.js";
@@ -44,6 +45,8 @@ export interface PendingRecord {
   session: string;
   key_id: string;
   scopes: Scope[];
+  /** The caller key's tool list (lib/toolset.ts); an approved call is checked against it and the workspace's again. */
+  tools?: ToolList;
   created_at: string;
   expires_at: string;
   status: PendingStatus;

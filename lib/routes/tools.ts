@@ -17,7 +17,9 @@ import { checkSessionId, RecordStore } from "../records/store.js";
 import { closestName } from "../suggest.js";
 import { authenticateTenant } from "../auth/middleware.js";
 import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
-import { executeTool } from "../run-tool.js";
+import { executeTool, openWorkspace as openToolWorkspace } from "../run-tool.js";
+import { readMeta } from "../layers/open.js";
+import { toolRefusal, usableTools } from "../toolset.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
@@ -88,7 +90,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
         },
         responses: {
           200: { description: "Tool result", content: { "application/json": { schema: successSchema(tool) } } },
-          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 502, 503),
+          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 501, 502, 503),
         },
       },
     },
@@ -97,13 +99,13 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      // The workspace's files through the merged view when it has a lower layer (lib/layers/open.ts).
-      const { driver } = await openWorkspace(layerDeps(deps), auth.tenant, wsId);
-      const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session), tenant: auth.tenant, id: wsId, listeners: deps.listeners ?? [] });
+      // The workspace's files through the merged view when it has a lower layer, with its tool list (one meta.json read).
+      const ws = await openToolWorkspace({ deps, auth, wsId, session });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
-      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}) });
+      const waitUntil = executionWaitUntil(c);
+      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) });
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
     },
   );
@@ -124,11 +126,14 @@ export function unknownToolApp(tools: readonly Tool[], deps: AppDeps) {
     },
     async (c) => {
       const name = c.req.param("tool") ?? "";
-      const scopes = c.get("auth").scopes;
-      const usable = tools.filter((t) => scopes.includes(t.permission)).map((t) => t.name);
+      const auth = c.get("auth");
+      // The workspace's own tool list narrows the answer (a missing workspace: the key's alone).
+      const wsTools = (await readMeta(deps.storage, auth.tenant, c.req.param("ws") ?? ""))?.meta.tools;
+      const usable = usableTools(tools, auth, wsTools).map((t) => t.name);
       const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
       const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
-      const mean = guess ? ` Did you mean '${guess}'?${usable.includes(guess) ? "" : " (this key lacks its scope)"}` : "";
+      const refusal = guess && !usable.includes(guess) ? toolRefusal(tools.find((t) => t.name === guess)!, auth, wsTools) : null;
+      const mean = guess ? ` Did you mean '${guess}'?${refusal ? ` (not usable here: ${refusal.message})` : ""}` : "";
       throw new ToolError("NOT_FOUND", `No tool named '${shown}'.${mean} Tools this key can use: ${usable.join(", ") || "none"}. GET /v1/tools lists every tool with its arguments.`, {
         tool: shown,
         similar: guess,
@@ -149,8 +154,8 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
   const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
     if (!headers.get("authorization")) return tools;
-    const scopes = await authenticateTenant(deps, headers).then((a) => a.scopes, () => null);
-    return scopes ? usableTools(tools, scopes) : tools;
+    const auth = await authenticateTenant(deps, headers).then((a) => a, () => null);
+    return auth ? usableTools(tools, auth) : tools;
   };
   const ToolDef = z.object({
     name: z.string(),
@@ -168,7 +173,7 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
       path: "/v1/tools",
       tags: ["tools"],
       summary: "List the tools, with the description and JSON Schemas the model sees",
-      description: "format: toolshed (default), openai (Responses API function tools, strict mode), anthropic (Messages API tools) or mcp (MCP Tool objects). With an API key, only the tools that key may use.",
+      description: "format: toolshed (default), openai (Responses API function tools, strict mode), anthropic (Messages API tools) or mcp (MCP Tool objects). With an API key, only the tools that key may use (its scopes and its tools preset or list).",
       request: { query: z.object({ format: z.enum(TOOL_FORMATS).optional().openapi({ description: "The shape of each tool (default: toolshed)" }) }) },
       responses: {
         200: { description: "Tool definitions (their shape follows format)", content: { "application/json": { schema: z.object({ tools: z.array(z.union([ToolDef, z.record(z.string(), z.unknown())])) }) } } },
@@ -183,7 +188,15 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   return app;
 }
 
-/** The tools a key with these scopes may call: what every listing (catalog, MCP) shows it. */
-export function usableTools(tools: readonly Tool[], scopes: readonly string[]): Tool[] {
-  return tools.filter((t) => scopes.includes(t.permission));
+/** The rule every listing uses lives in lib/toolset.ts. */
+export { usableTools } from "../toolset.js";
+
+/** The runtime's waitUntil (Workers), or undefined where the request has no execution context (Node). */
+function executionWaitUntil(c: { executionCtx: { waitUntil(p: Promise<unknown>): void } }): ((p: Promise<unknown>) => void) | undefined {
+  try {
+    const ec = c.executionCtx;
+    return (p) => ec.waitUntil(p);
+  } catch {
+    return undefined;
+  }
 }

@@ -10,16 +10,20 @@ import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveConten
 import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
 import { ToolError } from "../errors.js";
 import { forkWorkspace } from "../layers/checkpoints.js";
+import type { Tool } from "../tool.js";
+import { parseToolList } from "../toolset.js";
+import { ToolsField } from "./admin.js";
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
   name: z.string().max(200).optional(),
   from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }),
   checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
+  tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
 });
-const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional() }).openapi("Workspace");
+const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional(), tools: z.union([z.string(), z.array(z.string())]).optional() }).openapi("Workspace");
 
-export function workspacesApp(deps: AppDeps) {
+export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
@@ -38,12 +42,14 @@ export function workspacesApp(deps: AppDeps) {
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
       const body = CreateBody.parse(c.get("json") ?? {});
       const tenant = c.get("auth").tenant;
+      const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
       if (body.from_workspace !== undefined) {
+        if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin: the route already needs write.
         const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
         return c.json(fork, 201);
       }
-      return c.json(await createWorkspace(deps.storage, tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}) }), 201);
+      return c.json(await createWorkspace(deps.storage, tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
     },
   );
   app.openapi(

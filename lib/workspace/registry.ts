@@ -6,6 +6,7 @@ import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import type { ToolList } from "../toolset.js";
 
 export interface WorkspaceMeta {
   id: string;
@@ -15,16 +16,18 @@ export interface WorkspaceMeta {
   base?: string | null;
   /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
   seq?: number;
+  /** The tools calls on this workspace may use (lib/toolset.ts): a preset or names; absent: all. Set at creation. */
+  tools?: ToolList;
 }
 
 const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
 
-export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string }): Promise<WorkspaceMeta> {
+export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string; tools?: ToolList }): Promise<WorkspaceMeta> {
   const id = input.id ?? `ws_${randomId(16)}`;
   if (!ID_PATTERN.test(id)) {
     throw new ToolError("INVALID_ARGUMENT", `Invalid workspace id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit.`, { id });
   }
-  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}) };
+  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) };
   try {
     await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
   } catch (e) {

@@ -16,6 +16,7 @@ import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type Wa
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
 import { hasReadMany } from "../layers/layered-driver.js";
+import type { ToolList } from "../toolset.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -58,6 +59,8 @@ export interface WorkspaceOptions {
   listeners?: WorkspaceListener[];
   /** Queue changes instead of telling listeners one by one; flushChanges() hands them over as one batch (bulk writers). */
   deferChanges?: boolean;
+  /** The workspace's tool list (meta.json `tools`; lib/toolset.ts): executeTool refuses tools outside it. */
+  tools?: ToolList | undefined;
 }
 
 
@@ -66,6 +69,8 @@ export class Workspace {
   readonly records: RecordStore;
   readonly tenant: string;
   readonly id: string;
+  /** The tools calls on this workspace may use (absent: all); read from meta.json when the workspace is opened. */
+  readonly tools: ToolList | undefined;
   private readonly prefix: string;
   private readonly listeners: WorkspaceListener[];
   /** Changes not yet told to the listeners (deferChanges), else null. */
@@ -80,6 +85,7 @@ export class Workspace {
     this.records = opts.records;
     this.tenant = opts.tenant;
     this.id = opts.id;
+    this.tools = opts.tools;
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.listeners = opts.listeners ?? [];
     this.deferred = opts.deferChanges ? [] : null;

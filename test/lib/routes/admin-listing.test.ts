@@ -41,7 +41,7 @@ describe("GET /v1/admin/tenants", () => {
 });
 
 describe("GET /v1/admin/tenants/{tenant}/keys", () => {
-  it("lists key id, name, scopes and creation time of each live key; never the key or its hash", async () => {
+  it("lists key id, name, scopes, tools and creation time of each live key; never the key or its hash", async () => {
     const tenant = `keys-${crypto.randomUUID().slice(0, 8)}`;
     expect((await admin(app, "/v1/admin/tenants", { id: tenant })).status).toBe(201);
     const made: any[] = [];
@@ -55,7 +55,7 @@ describe("GET /v1/admin/tenants/{tenant}/keys", () => {
     const { items } = await all(`/v1/admin/tenants/${tenant}/keys`, "keys", 1);
     expect(items.map((k) => k.key_id).sort()).toEqual([made[0].key_id, made[2].key_id].sort());
     const ci = items.find((k) => k.key_id === made[0].key_id);
-    expect(ci).toEqual({ key_id: made[0].key_id, tenant, name: "ci", scopes: ["read"], created_at: made[0].created_at });
+    expect(ci).toEqual({ key_id: made[0].key_id, tenant, name: "ci", scopes: ["read"], tools: "all", created_at: made[0].created_at });
     expect(items.find((k) => k.key_id === made[2].key_id).scopes).toEqual(["read", "network"]);
 
     const text = JSON.stringify((await get(`/v1/admin/tenants/${tenant}/keys`)).body);

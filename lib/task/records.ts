@@ -1,0 +1,48 @@
+/**
+ * Task records: one JSON object per `task` run in the workspace's private area
+ * (x/tasks/<id>.json, lib/paths.ts taskKey), so another workspace or tenant cannot see it (NOT_FOUND).
+ * Written at the start of a background task, after each of its steps, and at the end (1 PUT each);
+ * a foreground task writes it once, at the end. Read: 1 GET.
+ */
+import { ToolError } from "../errors.js";
+import { randomId } from "../hash.js";
+import { taskKey } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
+
+export type TaskStatus = "running" | "completed" | "max_steps" | "failed";
+
+export interface TaskRecord {
+  task_id: string;
+  status: TaskStatus;
+  description?: string;
+  answer: string;
+  steps: number;
+  files_changed: string[];
+  pending_ids: string[];
+  usage: { prompt_tokens: number; completion_tokens: number };
+  error?: { code: string; message: string };
+  created_at: string;
+  /** When the task's max_seconds is up: a record still `running` well past it was lost (its worker ended). */
+  deadline: string;
+}
+
+export interface TaskScope {
+  driver: StorageDriver;
+  tenant: string;
+  workspace: string;
+}
+
+export const TASK_ID_PATTERN = /^task_[A-Za-z0-9]{16,32}$/;
+export const newTaskId = () => `task_${randomId(20)}`;
+
+export async function saveTask(s: TaskScope, rec: TaskRecord): Promise<void> {
+  await s.driver.put(taskKey(s.tenant, s.workspace, rec.task_id), JSON.stringify(rec), { contentType: "application/json" });
+}
+
+export async function loadTask(s: TaskScope, id: string): Promise<TaskRecord> {
+  const missing = () => new ToolError("NOT_FOUND", `No task ${id} in workspace ${s.workspace}. Use the task_id a task call of this workspace returned.`, { task_id: id });
+  if (!TASK_ID_PATTERN.test(id)) throw missing();
+  const got = await s.driver.get(taskKey(s.tenant, s.workspace, id));
+  if (!got) throw missing();
+  return JSON.parse(await new Response(got.body).text()) as TaskRecord;
+}

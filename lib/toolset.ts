@@ -1,0 +1,111 @@
+/**
+ * Which tools a caller may use: the ONE rule every door applies (GET /v1/tools, the formats,
+ * MCP tools/list and tools/call, the tool routes, the compat routes, approved pending calls, the
+ * unknown-tool answer). A tool is usable when the key holds its scope AND it is in the key's tool
+ * list AND in the workspace's tool list (each absent = all). Lists are presets or tool names.
+ *
+ * The rule takes the tools as input, so per-tenant tools (custom tools) join by being in that list.
+ */
+import type { AuthInfo } from "./auth/keys.js";
+import { ToolError } from "./errors.js";
+import { closestName } from "./suggest.js";
+import type { Tool } from "./tool.js";
+
+/**
+ * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and
+ * apply_patch (edits, no more power than edit/write), find (read-only), bash_output and kill_shell
+ * (without them a background bash cannot be read or stopped), run_code, delete/move/copy (bash can
+ * do all of these already; the tools just save round trips). Left out: web_fetch, web_search
+ * (network: use `web`) and ask_user (a human in the loop is the deployer's choice).
+ */
+export const PRESETS = {
+  coding: ["read", "write", "edit", "multi_edit", "insert", "apply_patch", "ls", "glob", "grep", "find", "delete", "move", "copy", "bash", "bash_output", "kill_shell", "run_code", "todo_write", "todo_read"],
+  readonly: ["read", "ls", "glob", "grep", "find"],
+  web: ["web_fetch", "web_search"],
+  all: null,
+  none: [],
+} as const satisfies Record<string, readonly string[] | null>;
+export type PresetName = keyof typeof PRESETS;
+export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
+
+/** A stored tool list: a preset name, or tool names (and preset names, whose tools join). Absent: all. */
+export type ToolList = PresetName | string[];
+
+const isPreset = (s: string): s is PresetName => Object.hasOwn(PRESETS, s);
+
+/** The names a list allows; null means every tool. */
+export function namesOf(list: ToolList | undefined): Set<string> | null {
+  if (list === undefined) return null;
+  const items = typeof list === "string" ? [list] : list;
+  const names = new Set<string>();
+  for (const item of items) {
+    if (!isPreset(item)) {
+      names.add(item);
+      continue;
+    }
+    const p = PRESETS[item];
+    if (p === null) return null;
+    for (const n of p) names.add(n);
+  }
+  return names;
+}
+
+/**
+ * A caller's `tools` as given (a preset name or an array of names), checked against the known
+ * tools: an unknown name is INVALID_ARGUMENT with the closest name. Returns the list to store.
+ */
+export function parseToolList(input: unknown, tools: readonly Tool[], field = "tools"): ToolList {
+  const known = [...PRESET_NAMES, ...tools.map((t) => t.name)];
+  const check = (name: unknown): string => {
+    if (typeof name === "string" && known.includes(name)) return name;
+    const shown = typeof name === "string" ? name.slice(0, 64) : JSON.stringify(name)?.slice(0, 64);
+    const guess = typeof name === "string" ? closestName(name, known) : null;
+    throw new ToolError("INVALID_ARGUMENT", `${field}: '${shown}' is neither a preset (${PRESET_NAMES.join(", ")}) nor a tool name.${guess ? ` Did you mean '${guess}'?` : ""} GET /v1/tools lists the tool names.`, { field, value: shown, similar: guess, presets: PRESET_NAMES });
+  };
+  if (typeof input === "string") {
+    const name = check(input);
+    if (!isPreset(name)) throw new ToolError("INVALID_ARGUMENT", `${field}: a single name must be a preset (${PRESET_NAMES.join(", ")}); give tools as a list: ["${name}"].`, { field, value: name });
+    return name;
+  }
+  if (!Array.isArray(input) || input.length > 200) throw new ToolError("INVALID_ARGUMENT", `${field} must be a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (at most 200).`, { field });
+  return [...new Set(input.map(check))];
+}
+
+/** Where a tool list came from, for messages. */
+export interface ToolLimits {
+  /** The key's list (AuthInfo.tools). */
+  key?: ToolList | undefined;
+  /** The workspace's list (meta.json `tools`). */
+  workspace?: ToolList | undefined;
+}
+
+const describe = (list: ToolList) => (typeof list === "string" ? `preset '${list}'` : `list [${list.join(", ")}]`);
+
+/** Why `tool` is refused to this caller, or null when it may run. */
+export function toolRefusal(tool: Tool, auth: AuthInfo, workspaceTools?: ToolList): ToolError | null {
+  if (!auth.scopes.includes(tool.permission)) {
+    return new ToolError("PERMISSION_DENIED", `The ${tool.name} tool needs the '${tool.permission}' scope, which this API key does not have (it has: ${auth.scopes.join(", ") || "none"}). Use a key with '${tool.permission}'; an admin creates one with POST /v1/admin/tenants/{tenant}/keys.`, { needed: tool.permission, scopes: auth.scopes });
+  }
+  const key = namesOf(auth.tools);
+  if (key && !key.has(tool.name)) {
+    return new ToolError("PERMISSION_DENIED", `The ${tool.name} tool is outside this API key's tools (${describe(auth.tools!)}). Use a key whose tools include it; an admin creates one with POST /v1/admin/tenants/{tenant}/keys {"tools": ...}. GET /v1/tools with this key lists what it may use.`, { tool: tool.name, refused_by: "key", key_tools: auth.tools });
+  }
+  const ws = namesOf(workspaceTools);
+  if (ws && !ws.has(tool.name)) {
+    return new ToolError("PERMISSION_DENIED", `The ${tool.name} tool is outside this workspace's tools (${describe(workspaceTools!)}). Use another workspace, or create one with {"tools": ...} that includes it (POST /v1/workspaces). MCP tools/list on this workspace shows what it allows.`, { tool: tool.name, refused_by: "workspace", workspace_tools: workspaceTools });
+  }
+  return null;
+}
+
+/** Throws PERMISSION_DENIED unless the caller may use `tool` (scope, key list, workspace list). */
+export function assertToolAllowed(tool: Tool, auth: AuthInfo, workspaceTools?: ToolList): void {
+  const e = toolRefusal(tool, auth, workspaceTools);
+  if (e) throw e;
+}
+
+/** The tools this caller may use, in catalog order: what every listing shows. */
+export function usableTools(tools: readonly Tool[], auth: Pick<AuthInfo, "scopes" | "tools">, workspaceTools?: ToolList): Tool[] {
+  const key = namesOf(auth.tools);
+  const ws = namesOf(workspaceTools);
+  return tools.filter((t) => auth.scopes.includes(t.permission) && (!key || key.has(t.name)) && (!ws || ws.has(t.name)));
+}

@@ -1,0 +1,226 @@
+/**
+ * task / task_output through the HTTP API, in Node, against a stand-in chat-completions server on
+ * 127.0.0.1 that plays a scripted model. The app allows loopback through the test-only switch.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tools } from "../../functions/index.js";
+import { createApp } from "../../lib/app.js";
+import type { AppDeps } from "../../lib/deps.js";
+import { memoryDriver } from "../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import { checkOutputs } from "../support/output-check.js";
+
+const ADMIN = "admin-task-test";
+const KEY = "sk-test-SECRET-model-key-9f3a";
+
+type Reply = { status?: number; delayMs?: number; body: unknown };
+type Script = (req: { messages: any[]; tools: any[]; model: string; auth: string | undefined }) => Reply;
+let script: Script = () => ({ body: answer("nothing scripted") });
+const seen: { messages: any[]; tools: any[]; model: string; auth: string | undefined }[] = [];
+let server: Server;
+let baseUrl = "";
+
+const answer = (content: string, usage = { prompt_tokens: 10, completion_tokens: 5 }) => ({ choices: [{ message: { role: "assistant", content } }], usage });
+const calls = (...c: { name: string; args: unknown | string }[]) => ({
+  choices: [{ message: { role: "assistant", content: null, tool_calls: c.map((x, i) => ({ id: `call_${i}`, type: "function", function: { name: x.name, arguments: typeof x.args === "string" ? x.args : JSON.stringify(x.args) } })) } }],
+  usage: { prompt_tokens: 10, completion_tokens: 5 },
+});
+
+async function body(req: IncomingMessage): Promise<string> {
+  let s = "";
+  for await (const chunk of req) s += chunk;
+  return s;
+}
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    const parsed = JSON.parse(await body(req));
+    const r = { messages: parsed.messages, tools: parsed.tools, model: parsed.model, auth: req.headers.authorization };
+    seen.push(r);
+    const reply = script(r);
+    if (reply.delayMs) await new Promise((ok) => setTimeout(ok, reply.delayMs));
+    if (res.destroyed) return;
+    res.writeHead(reply.status ?? 200, { "content-type": "application/json" });
+    res.end(typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body));
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+});
+afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+
+const texts: string[] = [];
+function app() {
+  const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true } };
+  return checkOutputs(createApp(deps, tools), tools);
+}
+const a = app();
+const adm = async (path: string, b?: unknown, method = "POST") => {
+  const res = await a.request(path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, ...(b === undefined ? {} : { body: JSON.stringify(b) }) });
+  const text = await res.text();
+  texts.push(text);
+  return { status: res.status, body: JSON.parse(text) as any };
+};
+
+async function tenant(scopes = ["read", "write", "execute"]) {
+  const id = `t${Math.random().toString(36).slice(2, 10)}`;
+  await adm("/v1/admin/tenants", { id });
+  const key = (await adm(`/v1/admin/tenants/${id}/keys`, { scopes })).body.key as string;
+  const ws = await a.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
+  expect(ws.status).toBe(201);
+  const call = async (tool: string, args: unknown) => {
+    const res = await a.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) });
+    const text = await res.text();
+    texts.push(text);
+    return { status: res.status, body: JSON.parse(text) as any };
+  };
+  const model = (cfg: Record<string, unknown> = {}) => adm(`/v1/admin/tenants/${id}/model`, { base_url: baseUrl, api_key: KEY, model: "scripted-1", ...cfg }, "PUT");
+  return { id, key, call, model };
+}
+
+const fails = (r: { status: number; body: any }, code: string, status: number) => {
+  expect(r.body.error?.code, JSON.stringify(r.body).slice(0, 600)).toBe(code);
+  expect(r.status).toBe(status);
+  return r.body.error as { code: string; message: string; details: any };
+};
+const ok = (r: { status: number; body: any }) => {
+  expect(r.status, JSON.stringify(r.body).slice(0, 600)).toBe(200);
+  return r.body.data;
+};
+
+describe("without a model endpoint", () => {
+  it("task answers LLM_ASSIST_REQUIRED (501) with the prompt, and names the admin route", async () => {
+    const t = await tenant();
+    const e = fails(await t.call("task", { prompt: "Summarize README.md" }), "LLM_ASSIST_REQUIRED", 501);
+    expect(e.details.prompt).toBe("Summarize README.md");
+    expect(e.message).toContain(`/v1/admin/tenants/${t.id}/model`);
+  });
+});
+
+describe("model endpoint configuration", () => {
+  it("GET never shows the key (api_key_set, last 4); base_url goes through the SSRF guard; DELETE removes it; API keys cannot read it", async () => {
+    const t = await tenant();
+    const put = await t.model();
+    expect(put.status).toBe(200);
+    expect(put.body).toEqual({ base_url: baseUrl, model: "scripted-1", max_steps: 20, max_seconds: 300, api_key_set: true, api_key_last4: "9f3a" });
+    const got = await adm(`/v1/admin/tenants/${t.id}/model`, undefined, "GET");
+    expect(got.body.api_key_last4).toBe("9f3a");
+    expect(JSON.stringify(got.body)).not.toContain(KEY);
+    expect((await t.model({ base_url: "http://169.254.169.254/latest" })).status).toBe(403);
+    expect((await t.model({ base_url: "http://[::ffff:a9fe:a9fe]/v1" })).status).toBe(403);
+    // A tenant's own key cannot read or set it (admin routes).
+    const asTenant = await a.request(`/v1/admin/tenants/${t.id}/model`, { headers: { authorization: `Bearer ${t.key}` } });
+    expect([401, 403]).toContain(asTenant.status);
+    expect(await asTenant.text()).not.toContain(KEY);
+    expect((await adm(`/v1/admin/tenants/${t.id}/model`, undefined, "DELETE")).status).toBe(200);
+    expect((await adm(`/v1/admin/tenants/${t.id}/model`, undefined, "GET")).status).toBe(404);
+  });
+});
+
+describe("a scripted subagent", () => {
+  it("reads then edits a file over several steps: the file changed, files_changed and usage add up", async () => {
+    const t = await tenant();
+    await t.model();
+    ok(await t.call("write", { file_path: "src/app.txt", content: "greeting = hello\n" }));
+    seen.length = 0;
+    script = ({ messages }) => {
+      const step = messages.filter((m) => m.role === "assistant").length;
+      if (step === 0) return { body: calls({ name: "read", args: { file_path: "src/app.txt" } }) };
+      if (step === 1) return { body: calls({ name: "edit", args: { file_path: "src/app.txt", old_string: "hello", new_string: "goodbye" } }) };
+      return { body: answer("Changed the greeting to goodbye.") };
+    };
+    const d = ok(await t.call("task", { prompt: "Change the greeting in src/app.txt to goodbye", description: "edit greeting" }));
+    expect(d).toMatchObject({ status: "completed", answer: "Changed the greeting to goodbye.", steps: 3, files_changed: ["src/app.txt"], usage: { prompt_tokens: 30, completion_tokens: 15 } });
+    const reread = await t.call("read", { file_path: "src/app.txt" });
+    expect(reread.body.output).toContain("greeting = goodbye");
+    // What the model was sent: the key as bearer, this workspace's tools in chat-completions format, never task/task_output/ask_user.
+    expect(seen[0]!.auth).toBe(`Bearer ${KEY}`);
+    expect(seen[0]!.model).toBe("scripted-1");
+    const names = seen[0]!.tools.map((x: any) => x.function.name);
+    expect(names).toContain("edit");
+    for (const n of ["task", "task_output", "ask_user"]) expect(names).not.toContain(n);
+    expect(seen[1]!.messages.at(-1)).toMatchObject({ role: "tool", tool_call_id: "call_0" });
+    expect(seen[1]!.messages.at(-1).content).toContain("greeting = hello");
+    // The record is there for task_output too.
+    expect(ok(await t.call("task_output", { task_id: d.task_id }))).toMatchObject({ status: "completed", files_changed: ["src/app.txt"] });
+  });
+
+  it("malformed tool calls (arguments not JSON, an unknown tool, task inside a task) are answered to the model as tool errors", async () => {
+    const t = await tenant();
+    await t.model();
+    seen.length = 0;
+    script = ({ messages }) =>
+      messages.some((m) => m.role === "tool")
+        ? { body: answer("done") }
+        : { body: calls({ name: "read", args: "{not json" }, { name: "no_such_tool", args: {} }, { name: "task", args: { prompt: "again" } }, { name: "ls", args: { path: "/", bogus: 1 } }) };
+    const d = ok(await t.call("task", { prompt: "look around" }));
+    expect(d.status).toBe("completed");
+    const toolMsgs = seen[1]!.messages.filter((m: any) => m.role === "tool").map((m: any) => JSON.parse(m.content));
+    expect(toolMsgs.map((m: any) => m.error.code)).toEqual(["INVALID_ARGUMENT", "NOT_FOUND", "NOT_FOUND", "INVALID_ARGUMENT"]);
+  });
+
+  it("a call the tenant's gate holds is not run: NEEDS_APPROVAL goes to the model, the step's later calls are skipped", async () => {
+    const t = await tenant();
+    await t.model();
+    await adm(`/v1/admin/tenants/${t.id}/policy`, { gate: [{ tool: "write" }] }, "PUT");
+    seen.length = 0;
+    script = ({ messages }) =>
+      messages.some((m) => m.role === "tool") ? { body: answer("write waits for approval") } : { body: calls({ name: "write", args: { file_path: "x.txt", content: "x" } }, { name: "ls", args: {} }) };
+    const d = ok(await t.call("task", { prompt: "write x" }));
+    expect(d.pending_ids).toHaveLength(1);
+    expect(d.files_changed).toEqual([]);
+    const toolMsgs = seen[1]!.messages.filter((m: any) => m.role === "tool").map((m: any) => JSON.parse(m.content));
+    expect(toolMsgs.map((m: any) => m.error.code)).toEqual(["NEEDS_APPROVAL", "SKIPPED"]);
+    fails(await t.call("read", { file_path: "x.txt" }), "NOT_FOUND", 404);
+  });
+
+  it("an endpoint 500 is UNAVAILABLE with the status and an excerpt, never the key (even when the endpoint echoes it)", async () => {
+    const t = await tenant();
+    await t.model();
+    script = () => ({ status: 500, body: { error: { message: `internal error for key ${KEY}` } } });
+    const e = fails(await t.call("task", { prompt: "x" }), "UNAVAILABLE", 503);
+    expect(e.message).toContain("HTTP 500");
+    expect(e.message).toContain("internal error");
+    expect(JSON.stringify(e)).not.toContain(KEY);
+    expect(e.details.task_id).toMatch(/^task_/);
+    const rec = ok(await t.call("task_output", { task_id: e.details.task_id }));
+    expect(rec.status).toBe("failed");
+  });
+
+  it("an endpoint slower than max_seconds is TIMEOUT", async () => {
+    const t = await tenant();
+    await t.model({ max_seconds: 1 });
+    script = () => ({ delayMs: 2500, body: answer("too late") });
+    const started = Date.now();
+    fails(await t.call("task", { prompt: "x" }), "TIMEOUT", 408);
+    expect(Date.now() - started).toBeLessThan(2400);
+  });
+
+  it("max_steps stops a model that never answers (status max_steps)", async () => {
+    const t = await tenant();
+    await t.model({ max_steps: 2 });
+    script = () => ({ body: calls({ name: "ls", args: {} }) });
+    const d = ok(await t.call("task", { prompt: "loop forever" }));
+    expect(d).toMatchObject({ status: "max_steps", steps: 2 });
+  });
+
+  it("background: true returns running at once; task_output waits for the outcome; another tenant gets NOT_FOUND", async () => {
+    const t = await tenant();
+    await t.model();
+    script = ({ messages }) => (messages.some((m) => m.role === "tool") ? { delayMs: 300, body: answer("background done") } : { delayMs: 300, body: calls({ name: "write", args: { file_path: "bg.txt", content: "made in background\n" } }) });
+    const started = ok(await t.call("task", { prompt: "make bg.txt", background: true }));
+    expect(started).toEqual({ task_id: expect.stringMatching(/^task_/), status: "running" });
+    const early = ok(await t.call("task_output", { task_id: started.task_id, wait: false }));
+    expect(early.status).toBe("running");
+    const done = ok(await t.call("task_output", { task_id: started.task_id, timeout: 20 }));
+    expect(done).toMatchObject({ status: "completed", answer: "background done", files_changed: ["bg.txt"], steps: 2 });
+    const other = await tenant();
+    fails(await other.call("task_output", { task_id: started.task_id }), "NOT_FOUND", 404);
+    fails(await t.call("task_output", { task_id: "task_nonexistent0000000000" }), "NOT_FOUND", 404);
+  });
+
+  it("the key never appears in any response of these tests", () => {
+    expect(texts.length).toBeGreaterThan(20);
+    for (const x of texts) expect(x).not.toContain(KEY);
+  });
+});
