@@ -26,6 +26,8 @@ export interface CallScope {
   signal?: AbortSignal;
   /** A human approved this call (the pending-call answer route): not gated again. */
   approved?: boolean;
+  /** Where the tool's progress goes (ToolContext.progress), when the door has a listener. */
+  progress?: ToolContext["progress"];
 }
 
 export interface Usage {
@@ -81,13 +83,13 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext
  */
 export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
   const started = Date.now();
-  const { ws, auth, deps, wsId, session, signal, approved } = scope;
+  const { ws, auth, deps, wsId, session, signal, approved, progress } = scope;
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
   try {
-    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}) });
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}) });
     meter(true);
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {

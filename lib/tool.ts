@@ -20,6 +20,11 @@ export interface ToolContext {
   deps: AppDeps;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
+  /**
+   * Reports progress while the call runs (SSE `progress` events, MCP notifications/progress); absent
+   * when nobody listens. Tools call it as `ctx.progress?.(event)`; it never throws.
+   */
+  progress?: (event: ProgressEvent) => void;
   /** A human approved this call (lib/pending/): the gate lets it through; web_fetch may reach the approved host. */
   approved?: boolean;
   /** X-Pending-Id: the caller repeats a pending call to get its outcome instead of running it again. */
@@ -27,6 +32,11 @@ export interface ToolContext {
   /** Keeps work going after the response (Workers: executionCtx.waitUntil); absent in Node, where it just continues. */
   waitUntil?: (p: Promise<unknown>) => void;
 }
+
+/** What a running tool reports: command output as it comes, or a status line (files scanned, bytes fetched). */
+export type ProgressEvent =
+  | { kind: "output"; stream: "stdout" | "stderr"; text: string }
+  | { kind: "status"; message: string; done?: number; total?: number };
 
 export interface ToolResult {
   /** One line for humans (UI titles, logs). */

@@ -12,11 +12,11 @@
  *
  * The route's guard checks the key and binds {ws} (another tenant's workspace: 404 before any
  * JSON-RPC). A present `Origin` must be this server's own origin or one of deps.mcp.allowedOrigins
- * (DNS rebinding, as the spec asks). Progress notifications: not sent (tools have no progress hook yet).
+ * (DNS rebinding, as the spec asks). With _meta.progressToken, what the tool reports through ctx.progress is sent as notifications/progress.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { AuthInfo } from "../auth/keys.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
@@ -27,7 +27,7 @@ import { newApp } from "../routes/common.js";
 import { usableTools } from "../toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run-tool.js";
-import type { Tool } from "../tool.js";
+import type { ProgressEvent, Tool } from "../tool.js";
 import { API_VERSION } from "../app.js";
 import { mcpTool } from "./formats.js";
 
@@ -53,7 +53,7 @@ export function buildMcpServer(call: McpCall): Server {
   // The workspace's tool list narrows the key's (one meta.json read per tools/list).
   const workspaceTools = async () => (await readMeta(call.deps.storage, call.auth.tenant, call.wsId))?.meta.tools;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth, await workspaceTools()).map(mcpTool) as never }));
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const tool = call.tools.find((t) => t.name === req.params.name);
     try {
       if (!tool) {
@@ -61,7 +61,8 @@ export function buildMcpServer(call: McpCall): Server {
         throw new ToolError("NOT_FOUND", `No tool named '${req.params.name.slice(0, 64)}'. Tools this key can use: ${usable.join(", ") || "none"}. tools/list lists them with their arguments.`);
       }
       const ws = await openWorkspace(call);
-      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws });
+      const token = req.params._meta?.progressToken;
+      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}) });
       return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title } };
     } catch (err) {
       const e = toToolError(err);
@@ -70,6 +71,27 @@ export function buildMcpServer(call: McpCall): Server {
     }
   });
   return server;
+}
+
+/**
+ * ctx.progress as MCP notifications/progress (the client sent _meta.progressToken): progress counts
+ * the events (it must increase), total/message from a status event, the text of an output event as message.
+ */
+function mcpProgress(token: string | number, send: (n: ServerNotification) => Promise<void>): (e: ProgressEvent) => void {
+  let n = 0;
+  return (e) => {
+    n = e.kind === "status" && e.done !== undefined && e.done > n ? e.done : n + 1;
+    const message = e.kind === "output" ? e.text : e.message;
+    const total = e.kind === "status" ? e.total : undefined;
+    send({ method: "notifications/progress", params: { progressToken: token, progress: n, ...(total !== undefined ? { total } : {}), message } }).catch(() => {});
+  };
+}
+
+/** Whether a JSON-RPC body (one message or a batch) carries a progress token. */
+async function asksProgress(req: Request): Promise<boolean> {
+  const body: unknown = await req.clone().json().catch(() => null);
+  const msgs = Array.isArray(body) ? body : [body];
+  return msgs.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta?.progressToken !== undefined);
 }
 
 /** A present Origin must be ours or allowed (DNS rebinding); absent (a non-browser client) is fine. */
@@ -98,8 +120,17 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const server = buildMcpServer({ deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      // JSON responses, except for a call that asked for progress: that one answers as SSE so the notifications can go out.
+      const streamed = await asksProgress(c.req.raw);
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
       await server.connect(transport);
+      // A streamed answer is still being written when handleRequest returns: the transport ends its
+      // stream once the response is sent, and the server is closed then (closing it here would cut it).
+      if (streamed) {
+        const res = await transport.handleRequest(c.req.raw);
+        transport.onclose = undefined;
+        return res;
+      }
       try {
         return await transport.handleRequest(c.req.raw);
       } finally {

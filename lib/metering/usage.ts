@@ -21,6 +21,8 @@ export class CallMeter {
   ws?: { bytesRead: number; bytesWritten: number };
   /** The error code the call ended with, set by the error envelope. */
   code?: string;
+  /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
+  done?: Promise<void>;
 
   constructor(readonly tool: string) {}
 

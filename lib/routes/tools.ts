@@ -20,6 +20,7 @@ import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
 import { executeTool, openWorkspace as openToolWorkspace } from "../run-tool.js";
 import { readMeta } from "../layers/open.js";
 import { toolRefusal, usableTools } from "../toolset.js";
+import { streamToolCall, wantsEventStream } from "../doors/sse.js";
 import { toolDefinition, type Tool } from "../tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
@@ -60,11 +61,15 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     await next();
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
-    const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-    deps.onUsage?.({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() });
+    const emit = () => {
+      const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
+      deps.onUsage?.({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() });
+    };
+    // A streamed call is billed once its result event is sent.
+    if (call.done) void call.done.then(emit);
+    else emit();
   };
 }
-
 /** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
 export function toolApp(tool: Tool, deps: AppDeps) {
   const app = newApp();
@@ -89,7 +94,10 @@ export function toolApp(tool: Tool, deps: AppDeps) {
           body: { required: true, content: { "application/json": { schema: tool.input } } },
         },
         responses: {
-          200: { description: "Tool result", content: { "application/json": { schema: successSchema(tool) } } },
+          200: {
+            description: "Tool result. With `Accept: text/event-stream`: Server-Sent Events, `progress` events (JSON: {kind: \"output\", stream, text} or {kind: \"status\", message, done?, total?}) while the tool runs, then exactly one `result` event whose data is this envelope or the error envelope.",
+            content: { "application/json": { schema: successSchema(tool) }, "text/event-stream": { schema: z.string().openapi({ description: "event: progress|result, data: JSON" }) } },
+          },
           ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 501, 502, 503),
         },
       },
@@ -105,7 +113,10 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");
       const waitUntil = executionWaitUntil(c);
-      const result = await executeTool(tool, c.get("json"), { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) });
+      const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
+      // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
+      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
+      const result = await executeTool(tool, c.get("json"), ctx);
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
     },
   );

@@ -1,0 +1,44 @@
+/** MCP progress: a tools/call with a progress token gets notifications/progress from ctx.progress (official SDK Client, onprogress). */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { z } from "@hono/zod-openapi";
+import { describe, expect, it } from "vitest";
+import { tools as allTools } from "../../../functions/index.js";
+import { defineTool, type Tool } from "../../../lib/tool.js";
+import { newTenant, testApp } from "../../helpers.js";
+
+const ticker = defineTool({
+  name: "ticker",
+  description: "Test tool: reports progress.\nReturns: {n}",
+  summary: "Test tool: reports progress.",
+  annotations: { title: "Ticker", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  output: z.object({ n: z.number() }),
+  category: "file",
+  permission: "read",
+  input: z.object({}),
+  async execute(_args, ctx) {
+    ctx.progress?.({ kind: "output", stream: "stdout", text: "first\n" });
+    ctx.progress?.({ kind: "status", message: "half", done: 2, total: 4 });
+    return { title: "ticker", output: "done", data: { n: 2 } };
+  },
+}) as Tool;
+
+describe("MCP progress notifications", () => {
+  it("the SDK client's onprogress sees what the tool reports; without a token the call is plain JSON", async () => {
+    const app = testApp({}, [...allTools, ticker]);
+    const t = await newTenant(app);
+    const client = new Client({ name: "t", version: "1.0.0" });
+    const url = new URL(`http://127.0.0.1/v1/workspaces/${t.ws}/mcp`);
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${t.key}` } }, fetch: async (input, init) => app.request(String(input), init as RequestInit) }));
+    const seen: { progress: number; total?: number; message?: string }[] = [];
+    const r = await client.callTool({ name: "ticker", arguments: {} }, undefined, { onprogress: (p) => seen.push(p) });
+    expect(r.structuredContent).toEqual({ n: 2 });
+    expect(seen).toEqual([
+      { progress: 1, message: "first\n" },
+      { progress: 2, total: 4, message: "half" },
+    ]);
+    const plain = await client.callTool({ name: "ticker", arguments: {} });
+    expect(plain.structuredContent).toEqual({ n: 2 });
+    await client.close();
+  });
+});
