@@ -46,12 +46,12 @@ export async function readBatchFile(driver: StorageDriver, key: string, path: st
 }
 
 /** The response body of a batch: frames in the order of `paths`, at most `parallel` files read at once. */
-export function batchStream(paths: string[], read: (path: string) => Promise<BatchFile>, parallel = 6): ReadableStream<Uint8Array> {
+export function batchStream(paths: string[], read: (path: string, index: number) => Promise<BatchFile>, parallel = 6): ReadableStream<Uint8Array> {
   const pending: Promise<BatchFile>[] = [];
   let started = 0;
   let sent = 0;
   const top = () => {
-    while (started < paths.length && started - sent < parallel) pending[started] = read(paths[started++]!);
+    while (started < paths.length && started - sent < parallel) pending[started] = read(paths[started]!, started++);
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
