@@ -2,7 +2,8 @@
  * Batched download for the runner: many small files in one request, so a cold start costs
  * one round trip per batch instead of one per file. Both ends; bundles for Workers.
  *
- *   POST /v1/sync/fetch  {paths: [path]}  →  application/vnd.toolshed.files: one frame per
+ *   POST /v1/sync/fetch  {paths: [path], etags?: [listed etag]} (server: sync-fetch.ts)
+ *   →  application/vnd.toolshed.files: one frame per
  *   path, in the order asked: u32 (big-endian) length of a JSON header, the header
  *   {path, etag, size} (or {path, missing: true}: gone, or larger than BATCH_MAX_FILE_BYTES,
  *   fetch it alone), then `size` bytes.
