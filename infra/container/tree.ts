@@ -376,7 +376,7 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   let batching = true; // false once the API answered that it has no batches: every file alone
   await Promise.all([
     pool(BATCH_CONCURRENCY, batchesOf(batched), async (batch) => {
-      const got = batching ? await sync.fetchMany(batch.map((e) => e.path)) : null;
+      const got = batching ? await sync.fetchMany(batch.map((e) => e.path), batch.map((e) => e.etag)) : null;
       if (!got) {
         batching = false;
         await pool(concurrency, batch, fetchOne);

@@ -2,7 +2,8 @@
  * Batched download for the runner: many small files in one request, so a cold start costs
  * one round trip per batch instead of one per file. Both ends; bundles for Workers.
  *
- *   POST /v1/sync/fetch  {paths: [path]}  →  application/vnd.toolshed.files: one frame per
+ *   POST /v1/sync/fetch  {paths: [path], etags?: [listed etag]} (server: sync-fetch.ts)
+ *   →  application/vnd.toolshed.files: one frame per
  *   path, in the order asked: u32 (big-endian) length of a JSON header, the header
  *   {path, etag, size} (or {path, missing: true}: gone, or larger than BATCH_MAX_FILE_BYTES,
  *   fetch it alone), then `size` bytes.
@@ -46,12 +47,12 @@ export async function readBatchFile(driver: StorageDriver, key: string, path: st
 }
 
 /** The response body of a batch: frames in the order of `paths`, at most `parallel` files read at once. */
-export function batchStream(paths: string[], read: (path: string) => Promise<BatchFile>, parallel = 6): ReadableStream<Uint8Array> {
+export function batchStream(paths: string[], read: (path: string, index: number) => Promise<BatchFile>, parallel = 6): ReadableStream<Uint8Array> {
   const pending: Promise<BatchFile>[] = [];
   let started = 0;
   let sent = 0;
   const top = () => {
-    while (started < paths.length && started - sent < parallel) pending[started] = read(paths[started++]!);
+    while (started < paths.length && started - sent < parallel) pending[started] = read(paths[started]!, started++);
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {

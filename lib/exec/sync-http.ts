@@ -138,9 +138,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       if (!res.ok || !res.body) await fail(res, `fetch ${path}`);
       return { body: res.body!, etag: unquoteEtag(res.headers.get("etag") ?? ""), size: Number(res.headers.get("content-length") ?? -1) };
     },
-    async fetchMany(paths) {
+    async fetchMany(paths, etags) {
       if (noBatches) return null;
-      const res = await call("POST", `${base}/fetch`, { body: JSON.stringify({ paths }), headers: { "content-type": "application/json" } }, true);
+      const res = await call("POST", `${base}/fetch`, { body: JSON.stringify(etags ? { paths, etags } : { paths }), headers: { "content-type": "application/json" } }, true);
       if (res.status === 404 || res.status === 405) {
         await res.body?.cancel();
         noBatches = true;

@@ -4,12 +4,13 @@
  * Tenant and workspace come from the verified token only; paths go through normalizeFilePath.
  */
 import { ToolError, errorBody, isToolError } from "../errors.js";
-import { fileKey, filesPrefix, normalizeFilePath } from "../paths.js";
+import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { parseModesDelta, updateModes } from "./modes.js";
-import { BATCH_CONTENT_TYPE, batchStream, parseBatchRequest, readBatchFile } from "./sync-batch.js";
+import { BATCH_CONTENT_TYPE } from "./sync-batch.js";
+import { fetchBatch, parseFetchRequest } from "./sync-fetch.js";
 import { handleWriteBatch } from "./sync-put-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
@@ -31,8 +32,8 @@ export interface SyncServerDeps {
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
 
-/** A batch: at most BATCH_MAX_FILES paths of up to 768 bytes. */
-const MAX_BATCH_QUERY_BYTES = 128 * 1024;
+/** A batch: at most BATCH_MAX_FILES paths of up to 768 bytes, and their etags. */
+const MAX_BATCH_QUERY_BYTES = 160 * 1024;
 
 /** Writes up to this size arrive whole (the search index packs text files up to 1 MiB); larger ones stream. */
 const INLINE_PUT_BYTES = 1024 * 1024;
@@ -104,9 +105,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     }
 
     if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {
-      // Many small files in one answer (lib/exec/sync-batch.ts), from this workspace's files only (fileKey).
-      const paths = parseBatchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch"));
-      return new Response(batchStream(paths, (p) => readBatchFile(driver, fileKey(claims.t, claims.w, p), p)), { headers: { "content-type": BATCH_CONTENT_TYPE } });
+      // Many small files in one answer (lib/exec/sync-fetch.ts), from this workspace's files only; packed ones in a few range reads.
+      const body = await fetchBatch(driver, claims.t, claims.w, parseFetchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch")));
+      return new Response(body, { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
 
     // Batched write-back (lib/exec/sync-put-server.ts): many files per request, one index segment per batch.

@@ -22,6 +22,7 @@ import { packKey } from "../paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
 import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
+import { upperKeysAmong } from "./upper-range.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
 /**
@@ -30,6 +31,12 @@ import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from 
  */
 export interface BatchReader {
   readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]>;
+  /**
+   * For each item, the size of its lower entry when the file is still at that version: no upper
+   * object (file or whiteout) at its key and the manifest's etag is the one given; else null.
+   * One LIST of the upper layer over the items' key range (upper-range.ts), no read per file.
+   */
+  stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]>;
 }
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
@@ -196,6 +203,13 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     return out;
   }
 
+  async function stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]> {
+    const lower = items.map((it) => (mine(it.key) ? lowerOf(it.key) : undefined));
+    const candidates = items.filter((it, i) => lower[i]?.etag === it.etag).map((it) => it.key);
+    const upper = await upperKeysAmong(inner, candidates);
+    return items.map((it, i) => (lower[i]?.etag === it.etag && !upper.has(it.key) ? lower[i]!.size : null));
+  }
+
   async function get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null> {
     if (!mine(key)) return inner.get(key, opts);
     const u = await inner.get(key, opts);
@@ -231,6 +245,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       if (!e || e.path.endsWith("/")) return null;
       return { etag: e.etag, pack: e.pack < 0 || e.size === 0 ? null : m.packs[e.pack]!, offset: e.offset, size: e.size };
     },
+    stillLower,
     put,
     async delete(keys) {
       const plain: DeleteTarget[] = [];

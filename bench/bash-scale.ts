@@ -1,0 +1,117 @@
+/**
+ * bash at repository scale (issue #11 §3): rows `bash cold 10k`, `bash warm 10k` and
+ * `git commit write-back`, on a workspace loaded by archive import (packs: the layout a
+ * repository gets), end to end as `npm start` runs it (Worker → local Invoke stand-in → runner
+ * → the Worker's /v1/sync).
+ *
+ *   cold:  the runner restarted (empty cache), then `echo hi`: the whole workspace is fetched
+ *   warm:  `echo hi` again on the unchanged workspace
+ *   git commit write-back: `git init -q && git add -A && git commit -qm import` once on a fresh
+ *          copy of the workspace; the call's wall time (command + write-back), the command's own time in the note
+ *
+ * Standalone (starts its own wrangler dev and runner; prints the rows as JSON lines):
+ *   node bench/bash-scale.ts [--sizes=10000] [--cold=3] [--warm=20] [--no-git]
+ * From bench/run.ts: benchBashScale(runner, workerUrl, key, opts).
+ */
+import { gzipSync } from "node:zlib";
+import { END_OF_ARCHIVE, padding, tarHeader } from "../lib/archive/tar-writer.ts";
+import { LocalRunner, type BashRow } from "./bash-e2e.ts";
+import { pickFiles, type CorpusFile } from "./corpus.ts";
+import { measure, type Cell } from "./stats.ts";
+
+const enc = new TextEncoder();
+
+export function tarGz(files: { path: string; text: string }[]): Buffer {
+  const parts: Uint8Array[] = [];
+  for (const f of files) {
+    const body = enc.encode(f.text);
+    parts.push(tarHeader({ name: f.path, size: body.length, mtime: 1_700_000_000 }), body, padding(body.length));
+  }
+  parts.push(END_OF_ARCHIVE());
+  return gzipSync(Buffer.concat(parts), { level: 1 });
+}
+
+export interface ScaleOptions {
+  sizes: number[];
+  coldRuns: number;
+  warmRuns: number;
+  git: boolean;
+  files?: CorpusFile[];
+  log?: (s: string) => void;
+}
+
+const one = (ms: number): Cell => ({ n: 1, p50: Math.round(ms), p99: Math.round(ms), mean: Math.round(ms), errors: 0 });
+
+export async function benchBashScale(runner: LocalRunner, url: string, key: string, opts: ScaleOptions): Promise<BashRow[]> {
+  const auth = { authorization: `Bearer ${key}` };
+  const log = opts.log ?? (() => {});
+  const all = opts.files ?? pickFiles(Math.max(...opts.sizes));
+  const rows: BashRow[] = [];
+  const load = async (id: string, files: CorpusFile[]) => {
+    const r = await fetch(`${url}/v1/workspaces?id=${id}`, { method: "POST", headers: { ...auth, "content-type": "application/gzip" }, body: tarGz(files) });
+    if (r.status !== 201) throw new Error(`import ${id}: ${r.status} ${await r.text()}`);
+  };
+  const bash = async (id: string, command: string) => {
+    const t = performance.now();
+    const res = await fetch(`${url}/v1/workspaces/${id}/tools/bash`, { method: "POST", headers: { ...auth, "content-type": "application/json", "x-session-id": "bench" }, body: JSON.stringify({ command, timeout: 600 }) });
+    const body = (await res.json()) as { ok: boolean; data?: any; error?: unknown };
+    if (!body.ok) throw new Error(`bash: ${JSON.stringify(body.error)}`);
+    return { ms: performance.now() - t, data: body.data };
+  };
+  const stamp = Date.now().toString(36);
+  for (const size of opts.sizes) {
+    const files = all.slice(0, size);
+    const label = size >= 1000 ? `${size / 1000}k` : String(size);
+    const id = `scale-${size}-${stamp}`;
+    await load(id, files);
+    const cold = await measure(async () => {
+      await runner.restart();
+      const r = await bash(id, "echo hi");
+      if (r.data.stdout !== "hi\n") throw new Error(`unexpected ${JSON.stringify(r.data).slice(0, 300)}`);
+      return r.ms;
+    }, { iterations: opts.coldRuns, minIterations: opts.coldRuns, warmup: 0, budgetMs: Infinity });
+    rows.push({ op: `bash cold ${label}`, size, cell: cold, note: "runner restarted: the whole workspace is fetched" });
+    log(`bash cold ${label}: p50 ${cold.p50} ms${cold.error ? ` ERROR ${cold.error}` : ""}`);
+    const warm = await measure(async () => {
+      const r = await bash(id, "echo hi");
+      if (r.data.stdout !== "hi\n") throw new Error(`unexpected ${JSON.stringify(r.data).slice(0, 300)}`);
+      return r.ms;
+    }, { iterations: opts.warmRuns, minIterations: Math.min(3, opts.warmRuns), warmup: 2, budgetMs: 30_000 });
+    rows.push({ op: `bash warm ${label}`, size, cell: warm });
+    log(`bash warm ${label}: p50 ${warm.p50} ms${warm.error ? ` ERROR ${warm.error}` : ""}`);
+    if (!opts.git) continue;
+    const gid = `scale-git-${size}-${stamp}`;
+    await load(gid, files);
+    await bash(gid, "echo warm-up"); // the cold start is not what this row measures
+    const c = await bash(gid, "git init -q && git add -A && git commit -qm import && git count-objects");
+    const d = c.data;
+    const note = `${d.files_changed?.length ?? 0} files written, command ${d.duration_ms} ms, unsynced ${d.unsynced?.count ?? 0}, conflicts ${d.conflicts?.length ?? 0}`;
+    rows.push({ op: `git commit write-back`, size, cell: one(c.ms), note });
+    log(`git commit write-back ${label}: ${Math.round(c.ms)} ms; ${note}`);
+  }
+  return rows;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { freePort, setupTenant, startWorker } = await import("../test/support/wrangler-dev.ts");
+  const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
+  LocalRunner.build();
+  const runner = new LocalRunner(await freePort());
+  await runner.start();
+  const port = await freePort();
+  const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+  try {
+    const { key } = await setupTenant(w, "scalebench", "scratch");
+    const rows = await benchBashScale(runner, w.url, key, {
+      sizes: arg("sizes", "10000").split(",").map(Number),
+      coldRuns: Number(arg("cold", "3")),
+      warmRuns: Number(arg("warm", "20")),
+      git: !process.argv.includes("--no-git"),
+      log: (s) => console.error(`[bash-scale] ${s}`),
+    });
+    for (const r of rows) console.log(JSON.stringify(r));
+  } finally {
+    await w.stop();
+    await runner.stop();
+  }
+}
