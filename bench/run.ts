@@ -3,7 +3,7 @@
  * (same R2 operations in the same Worker), ripgrep and the MCP filesystem server, on workspaces
  * of real source files. Prints one table and writes bench/results.json.
  *
- *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,lifecycle,git --git-files=1000 --out=bench/results.json --data=bench/.data]
+ *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,bash-scale,lifecycle,git --git-files=1000 --out=bench/results.json --data=bench/.data]
  *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples)
  */
 import { execSync } from "node:child_process";
@@ -22,6 +22,7 @@ import { measure, type Cell, type MeasureOptions } from "./stats.ts";
 import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
 import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
+import { benchBashScale } from "./bash-scale.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
 const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows };
@@ -144,6 +145,17 @@ async function main() {
     for (const b of bashRows) log(`  ${b.size} ${b.op}: ${b.cell.p50}/${b.cell.p99} x${b.cell.n}${b.cell.error ? ` ERR ${b.cell.error}` : ""}`);
   }
   for (const b of bashRows) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
+  // bash on a workspace loaded by archive import (its files in packs): cold (runner restarted) and warm (bench/bash-scale.ts).
+  if (runner && !skip.has("bash-scale") && sizes.at(-1)! >= 1000) {
+    log("bash-scale rows (packed workspace)");
+    try {
+      const { key } = await setupTenant(worker, `${TENANT}-bash-scale`, "scratch");
+      const scale = await benchBashScale(runner, worker.url, key, { sizes: [sizes.at(-1)!], coldRuns: 2, warmRuns: 5, git: false, log });
+      for (const b of scale) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
+    } catch (e) {
+      rows.push({ op: "bash-scale", size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
+    }
+  }
   if (bashNote) for (const size of sizes.filter((s) => s === 100 || s === 10_000)) rows.push({ op: "bash echo hi", size, cells: {}, note: bashNote });
 
   for (const [name, source] of Object.entries(rowSources)) {
