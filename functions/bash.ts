@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
 import { runForeground, startTask } from "../lib/exec/runs.js";
-import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
@@ -18,7 +18,8 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?} or {task_id, status} in background`;
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background
+- call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.`;
 
 export default defineTool({
   name: "bash",
@@ -57,6 +58,6 @@ export default defineTool({
     const r = await runForeground(ctx.deps.storage, executor, req);
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    return { title, output: commandOutput(r).text + writeBackNotes(r), data: commandData(r) };
+    return { title, output: commandOutput(r).text + writeBackNotes(r), data: { ...commandData(r), ...runCallId(ctx, r) } };
   },
 });
