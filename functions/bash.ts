@@ -47,7 +47,7 @@ export default defineTool({
     const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
 
     if (args.run_in_background) {
-      const { task_id } = await startTask(ctx.deps.storage, executor, req);
+      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId);
       return {
         title,
         output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
@@ -58,6 +58,6 @@ export default defineTool({
     const r = await runForeground(ctx.deps.storage, executor, req);
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    return { title, output: commandOutput(r).text + writeBackNotes(r), data: { ...commandData(r), ...runCallId(ctx, r) } };
+    return { title, output: commandOutput(r).text + writeBackNotes(r), data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
   },
 });

@@ -44,7 +44,7 @@ export default defineTool({
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
         ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
-        ...runCallId(ctx, r),
+        ...runCallId(ctx.ws.undo?.callId, r),
       },
     };
   },

@@ -97,11 +97,10 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced">): st
  * The undo id of a finished run's write-back (the call's own: runRequest put it in the sync token),
  * when the run changed files; executeTool lifts it to the envelope's call_id.
  */
-export function runCallId(ctx: ToolContext, r: Pick<RunResult, "files_changed" | "files_deleted" | "conflicts">): { call_id?: string } {
-  const undo = ctx.ws.undo;
-  if (!undo) return {};
+export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "conflicts">): { call_id?: string } {
+  if (!callId) return {};
   const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || r.conflicts.some((c) => c.saved_as);
-  return changed ? { call_id: undo.callId } : {};
+  return changed ? { call_id: callId } : {};
 }
 
 /** The `data` of a finished command. */

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import bash from "../../functions/bash.js";
+import bash_output from "../../functions/bash_output.js";
 import { tools as fileTools } from "../../functions/index.js";
 import run_code from "../../functions/run_code.js";
 import { localExecutor } from "../../infra/container/local-executor.js";
@@ -22,7 +23,7 @@ import { checkOutputs } from "../support/output-check.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
-const tools = [...fileTools, bash, run_code];
+const tools = [...fileTools, bash, run_code, bash_output];
 
 type Res = { status: number; body: any };
 let app: ReturnType<typeof createApp>;
@@ -99,6 +100,20 @@ describe("undo of bash / run_code write-back", () => {
     expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["y.txt"] } });
     expect(await text("x.txt")).toBe("one\n");
     expect(await text("y.txt")).toBe("by a tool\n");
+  });
+
+  it("a background run's write-back is journaled under the starting call; bash_output's result names its call_id", async () => {
+    const start = ok(await call("bash", { command: "echo bg > bg.txt", run_in_background: true }, "s3"));
+    expect(start.call_id).toBeUndefined();
+    const done = ok(await call("bash_output", { task_id: start.data.task_id, wait: true, timeout: 60 }, "s3"));
+    expect(done.data.status).toBe("completed");
+    expect(done.data.result.files_changed).toEqual(["bg.txt"]);
+    const id = done.data.result.call_id;
+    expect(id.startsWith("s3~")).toBe(true);
+    const list = ok(await req("/v1/workspaces/main/undo?session=s3"));
+    expect(list.calls.map((c: any) => [c.call_id, c.tool])).toEqual([[id, "bash"]]);
+    ok(await undo({ call_id: id }, "s3"));
+    expect(await text("bg.txt")).toBe(null);
   });
 
   it("a run that changes nothing has no call_id; run_code's write-back is undone too", async () => {
