@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/runs.js";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
@@ -19,7 +19,8 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?} or {task_id, status} in background`;
+- call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 
 export default defineTool({
   name: "bash",
@@ -47,7 +48,7 @@ export default defineTool({
     const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
 
     if (args.run_in_background) {
-      const { task_id } = await startTask(ctx.deps.storage, executor, req);
+      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId);
       return {
         title,
         output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
@@ -58,6 +59,6 @@ export default defineTool({
     const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    return { title, output: commandOutput(r).text + writeBackNotes(r), data: commandData(r) };
+    return { title, output: commandOutput(r).text + writeBackNotes(r), data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
   },
 });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { pollTask } from "../lib/exec/runs.js";
-import { commandData, MAX_COMMAND_OUTPUT, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandData, MAX_COMMAND_OUTPUT, runCallId, writeBackNotes } from "../lib/exec/tool-support.js";
 import { cutText } from "../lib/output-cut.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
@@ -8,7 +8,7 @@ import { CommandResult } from "../lib/tool-output.js";
 const description = `Read a background task's output since the last call, and its status.
 - task_id: from bash with run_in_background: true.
 - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
-- status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back.
+- status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
 - Output is cut to ${MAX_COMMAND_OUTPUT} bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
 Returns: {task_id, status, exit_code, output, result?}`;
 
@@ -36,7 +36,7 @@ export default defineTool({
     return {
       title: `${args.task_id}: ${p.status}`,
       output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,
-      data: { task_id: p.task_id, status: p.status, exit_code: p.exit_code, output: out, ...(p.result ? { result: commandData(p.result) } : {}), ...(p.error ? { error: p.error } : {}) },
+      data: { task_id: p.task_id, status: p.status, exit_code: p.exit_code, output: out, ...(p.result ? { result: { ...commandData(p.result), ...runCallId(p.call_id, p.result) } } : {}), ...(p.error ? { error: p.error } : {}) },
     };
   },
 });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandOutput, executorOf, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandOutput, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 import { OutputCutInfo } from "../lib/tool-output.js";
 
@@ -9,7 +9,7 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
 - No network unless your API key has the network scope. Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?}`;
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
@@ -21,7 +21,7 @@ export default defineTool({
   permission: "execute",
   summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional() }),
+  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
   input: z.object({
     language: z.enum(["python", "node", "bash"]).describe("The language of code"),
     code: z.string().min(1).max(1_000_000).describe("The program"),
@@ -44,6 +44,7 @@ export default defineTool({
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
         ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
+        ...runCallId(ctx.ws.undo?.callId, r),
       },
     };
   },

@@ -31,6 +31,8 @@ export interface AppDeps {
   executor?: Executor;
   /** Told about every file change (search indexes). */
   listeners?: WorkspaceListener[];
+  /** Undo retention runs on 1 in this many tool calls' record writes (default 16; 0: never; lib/undo/retention.ts). */
+  undoPruneEvery?: number;
   /**
    * Per-client backoff after failed authentication. createApp makes one per app (per isolate)
    * when this is absent; pass one to share it or to change its limits.

@@ -55,6 +55,12 @@ export interface ToolOutcome {
 }
 
 
+function journalFor(deps: AppDeps, tenant: string, wsId: string, session: string): UndoJournal {
+  const j = new UndoJournal(deps.storage, tenant, wsId, session);
+  if (deps.undoPruneEvery !== undefined) j.pruneEvery = deps.undoPruneEvery;
+  return j;
+}
+
 /** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
@@ -67,7 +73,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],
-    undo: new UndoJournal(deps.storage, auth.tenant, wsId, session),
+    undo: journalFor(deps, auth.tenant, wsId, session),
   });
 }
 

@@ -37,6 +37,8 @@ export const CommandResult = z.object({
   conflicts: z.array(z.object({ path: z.string(), change: z.enum(["created", "modified", "deleted"]), reason: z.string() }).loose()),
   unsynced: z.record(z.string(), z.unknown()).optional(),
   skipped: z.array(z.object({ path: z.string(), reason: z.string(), detail: z.string().optional() })).optional(),
+  /** The write-back's undo id, when the run changed files (POST /v1/workspaces/{ws}/undo). */
+  call_id: z.string().optional(),
 });
 
 /** A move or copy (lib/workspace/transfer-run.ts TransferResult, plus count). */

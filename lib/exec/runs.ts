@@ -41,6 +41,8 @@ export interface TaskMarker {
   task_id: string;
   created_at: number;
   deadline: number;
+  /** The starting call's undo id: the task's write-back is journaled under it (lib/exec/sync-journal.ts). */
+  call_id?: string;
 }
 
 /** The objects of one run's record under its prefix (runPrefix). */
@@ -189,14 +191,14 @@ export async function housekeepRuns(storage: StorageDriver, tenant: string, work
  * Starts a background task: housekeeping and the running-task cap, its marker (so a poll
  * right after finds it), then the asynchronous Invoke.
  */
-export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
+export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest, callId?: string): Promise<{ task_id: string }> {
   const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
   const k = keysOf(runPrefix(req.tenant, req.workspace, taskId));
   const { running } = await housekeepRuns(storage, req.tenant, req.workspace);
   if (running >= MAX_RUNNING_TASKS)
     throw new ToolError("RATE_LIMITED", `${running} background tasks are already running in this workspace (at most ${MAX_RUNNING_TASKS}). Wait for one with bash_output, or stop one with kill_shell.`, { running, max: MAX_RUNNING_TASKS });
   const now = Date.now();
-  const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS };
+  const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS, ...(callId ? { call_id: callId } : {}) };
   if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });
   try {
     await executor.start(req);
@@ -309,7 +311,7 @@ export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wai
     status = "timed_out";
     error = LOST;
   }
-  return { task_id: ref.task_id, status, exit_code: run?.exit_code ?? null, output, ...(run ? { result: run } : {}), ...(error ? { error } : {}) };
+  return { task_id: ref.task_id, status, exit_code: run?.exit_code ?? null, output, ...(run ? { result: run } : {}), ...(error ? { error } : {}), ...(rec.task?.call_id ? { call_id: rec.task.call_id } : {}) };
 }
 
 /** Sets the kill flag and waits (up to 15 s) for the runner to stop the task and report. */

@@ -11,6 +11,7 @@ import { RecordStore } from "../records/store.js";
 import { Workspace } from "../workspace/workspace.js";
 import { DELETE_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./sync-put-batch.js";
 import { bodyText, parseJson } from "./sync-runs.js";
+import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import type { SyncServerDeps } from "./sync-server.js";
 import type { SyncClaims } from "./sync-token.js";
 
@@ -29,12 +30,15 @@ const isConflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED"
 /** Serves POST /v1/sync/put and POST /v1/sync/delete. */
 export async function handleWriteBatch(req: Request, route: "put" | "delete", claims: SyncClaims, deps: SyncServerDeps): Promise<Response> {
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
+  // The run's call journals this batch (one record part per request, committed before the answer).
+  const undo = syncJournal(deps.storage ?? deps.driver, claims);
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}) });
   try {
     return route === "put" ? await putBatch(req, ws) : await deleteBatch(req, ws);
   } finally {
-    // Whatever was written, even by a batch cut short, reaches the index as one segment.
+    // Whatever was written, even by a batch cut short, reaches the index as one segment and the undo record.
     await ws.flushChanges();
+    await commitSyncJournal(undo);
   }
 }
 

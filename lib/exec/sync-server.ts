@@ -15,6 +15,7 @@ import { handleWriteBatch } from "./sync-put-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
+import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { filesDriver, readMeta } from "../layers/open.js";
 
@@ -25,6 +26,8 @@ export interface SyncServerDeps {
   kv: KeyValueStore;
   /** HMAC secret shared with whoever mints tokens (the API itself). */
   secret: string;
+  /** Raw storage for undo records and blobs (the batch routes get `driver` as the merged view). Default: driver. */
+  storage?: StorageDriver;
   /** Told about every write-back, like any other write (search indexes). */
   listeners?: WorkspaceListener[];
 }
@@ -82,7 +85,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const rec = await readMeta(deps.driver, claims.t, claims.w);
     const driver = rec ? await filesDriver({ storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, rec.meta) : deps.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
-    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [] });
+    const undo = syncJournal(deps.driver, claims);
+    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}) });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;
@@ -111,7 +115,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     }
 
     // Batched write-back (lib/exec/sync-put-server.ts): many files per request, one index segment per batch.
-    if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, { ...deps, driver });
+    if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, { ...deps, driver, storage: deps.driver });
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, driver);
@@ -122,6 +126,23 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // A path ending in "/" is an explicit directory (its marker), never the file of that name.
     if (m[1]!.endsWith("/")) return await syncDirectory(req, ws, path);
 
+    // The single-file write routes commit this request's undo part before answering.
+    if (req.method === "PUT" || req.method === "DELETE") {
+      try {
+        return await syncFile(req, ws, path);
+      } finally {
+        await commitSyncJournal(undo);
+      }
+    }
+    return await syncFile(req, ws, path);
+  } catch (e) {
+    if (isToolError(e)) return fail(e);
+    return fail(new ToolError("INTERNAL", `Sync failed: ${String(e)}`));
+  }
+}
+
+/** GET, PUT (conditional) and DELETE (If-Match) of one file. */
+async function syncFile(req: Request, ws: Workspace, path: string): Promise<Response> {
     switch (req.method) {
       case "GET": {
         const file = await ws.get(path);
@@ -166,8 +187,4 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       default:
         throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed.`);
     }
-  } catch (e) {
-    if (isToolError(e)) return fail(e);
-    return fail(new ToolError("INTERNAL", `Sync failed: ${String(e)}`));
-  }
 }

@@ -12,6 +12,8 @@ export interface SyncClaims {
   w: string;
   /** run (idempotency key) */
   r: string;
+  /** The undo journal of the call that started the run (lib/undo/): session, call stamp, tool. Absent: write-back not undoable. */
+  u?: { s: string; c: string; n: string };
   /** expiry, seconds since the epoch */
   exp: number;
 }

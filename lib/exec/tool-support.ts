@@ -28,8 +28,11 @@ export async function runRequest(
   const deps = ctx.deps;
   if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
   const key = `run_${randomId(20)}`;
+  // The write-back is journaled under this call's undo id (the sync server commits one record part per request).
+  const undo = ctx.ws.undo;
+  const u = undo ? { s: undo.session, c: undo.stamp, n: undo.tool } : undefined;
   const [token, git] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key, ...(u ? { u } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity),
   ]);
   return {
@@ -88,6 +91,16 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced">): st
     text += `\n[not written back: ${u.count} changed file${u.count === 1 ? "" : "s"} (${first}): ${why}. These changes are NOT in the workspace (files the command created or changed are missing there, files it deleted are still there); its other effects did happen. To keep them, make fewer files per call (e.g. pack them: tar czf out.tgz dir) or run the step that makes them again.]`;
   }
   return text;
+}
+
+/**
+ * The undo id of a finished run's write-back (the call's own: runRequest put it in the sync token),
+ * when the run changed files; executeTool lifts it to the envelope's call_id.
+ */
+export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "conflicts">): { call_id?: string } {
+  if (!callId) return {};
+  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || r.conflicts.some((c) => c.saved_as);
+  return changed ? { call_id: callId } : {};
 }
 
 /** The `data` of a finished command. */

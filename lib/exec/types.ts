@@ -195,6 +195,8 @@ export interface TaskPoll {
   result?: RunResult;
   /** Set when the task failed before or after its command (e.g. the workspace sync failed). */
   error?: { code: string; message: string };
+  /** The starting call's undo id (its write-back is journaled under it). */
+  call_id?: string;
 }
 
 /** "stopping": the kill flag is set, the runner had not stopped yet when kill returned. */

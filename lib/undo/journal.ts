@@ -12,6 +12,7 @@
 import { internalPrefix } from "../paths.js";
 import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
+import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./retention.js";
 
 /** The bytes of a version before the call: none (the file did not exist), a pack range, or a blob. */
 export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; blob: string };
@@ -58,6 +59,10 @@ const READ_CACHE_BYTES = 16 * 1024 * 1024;
 export class UndoJournal {
   readonly callId: string;
   readonly prefix: string;
+  /** The session's undo prefix (retention prunes under it: lib/undo/retention.ts). */
+  readonly sessionPrefix: string;
+  /** 1 in this many commits prunes the session; 0: never (AppDeps.undoPruneEvery). */
+  pruneEvery = PRUNE_EVERY;
   /** The tool this call runs (set by the door). */
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
@@ -68,7 +73,8 @@ export class UndoJournal {
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
-    this.prefix = `${sessionUndoPrefix(tenant, ws, session)}${stamp}/`;
+    this.sessionPrefix = sessionUndoPrefix(tenant, ws, session);
+    this.prefix = `${this.sessionPrefix}${stamp}/`;
   }
 
   get size(): number {
@@ -142,6 +148,10 @@ export class UndoJournal {
     if (changes.length === 0) return null;
     const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes };
     await this.storage.put(`${this.prefix}r-${Date.now().toString(36)}-${rid()}.json`, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
+    // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
+    if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {
+      await pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now: Date.now() }).catch(() => {});
+    }
     return this.callId;
   }
 }

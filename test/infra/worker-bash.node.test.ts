@@ -48,6 +48,22 @@ it("runs a command from the Worker through the Invoke API and writes its changes
   expect(py.data.stdout).toBe("42\n");
 }, 120_000);
 
+it("a bash run's write-back is undone whole through the Worker (R2): call_id in the result, POST /undo", async () => {
+  const t = await setupTenant(w, "wbu");
+  expect((await t.call("write", { file_path: "a.txt", content: "one\n" })).ok).toBe(true);
+  expect((await t.call("write", { file_path: "gone.txt", content: "keep me\n" })).ok).toBe(true);
+  const r = await t.call("bash", { command: "echo two >> a.txt && echo new > b.txt && rm gone.txt" });
+  expect(r.ok, JSON.stringify(r)).toBe(true);
+  expect(typeof r.call_id).toBe("string");
+  expect(r.data.call_id).toBe(r.call_id);
+  const u = await fetch(`${t.base}/undo`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ call_id: r.call_id }) });
+  const ub = (await u.json()) as any;
+  expect(u.status, JSON.stringify(ub)).toBe(200);
+  expect(ub.restored.map((x: any) => `${x.path}:${x.action}`).sort()).toEqual(["a.txt:restored", "b.txt:deleted", "gone.txt:recreated"]);
+  const after = await t.call("bash", { command: "cat a.txt gone.txt; ls" });
+  expect(after.output).toBe("one\nkeep me\na.txt\ngone.txt\n");
+}, 120_000);
+
 it("background tasks through the Worker: one asynchronous Invoke each; bash_output and kill_shell use the run record in R2, never the runner", async () => {
   const t = await setupTenant(w, "bg");
   const seen = runner.invocations.length;

@@ -1,0 +1,131 @@
+/**
+ * Undo of bash/run_code write-back through the real app and the real sandbox (local executor):
+ * the sync token names the call (claim u), every sync write request journals under that call's
+ * id (lib/exec/sync-journal.ts), and POST /v1/workspaces/{ws}/undo puts the run back whole.
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import bash from "../../functions/bash.js";
+import bash_output from "../../functions/bash_output.js";
+import { tools as fileTools } from "../../functions/index.js";
+import run_code from "../../functions/run_code.js";
+import { localExecutor } from "../../infra/container/local-executor.js";
+import { createApp } from "../../lib/app.js";
+import type { AppDeps } from "../../lib/deps.js";
+import { httpSyncClient } from "../../lib/exec/sync-http.js";
+import { httpRunRecords } from "../../lib/exec/sync-runs.js";
+import { searchIndexer } from "../../lib/search/indexer.js";
+import { memoryDriver } from "../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import { checkOutputs } from "../support/output-check.js";
+
+const ADMIN = "admin-token-for-tests";
+const SECRET = "sync-secret-for-tests-0123456789";
+const tools = [...fileTools, bash, run_code, bash_output];
+
+type Res = { status: number; body: any };
+let app: ReturnType<typeof createApp>;
+let key: string;
+let root: string;
+let executor: ReturnType<typeof localExecutor>;
+let storage: ReturnType<typeof memoryDriver>;
+
+const req = async (path: string, init: RequestInit = {}, session = "s1"): Promise<Res> => {
+  const res = await app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session, ...(init.headers ?? {}) } });
+  const t = await res.text();
+  return { status: res.status, body: t ? JSON.parse(t) : null };
+};
+const call = (tool: string, args: unknown, session = "s1") => req(`/v1/workspaces/main/tools/${tool}`, { method: "POST", body: JSON.stringify(args) }, session);
+const undo = (body: unknown, session = "s1") => req("/v1/workspaces/main/undo", { method: "POST", body: JSON.stringify(body) }, session);
+const text = async (path: string): Promise<string | null> => {
+  const r = await app.request(`/v1/workspaces/main/files/${path}`, { headers: { authorization: `Bearer ${key}` } });
+  return r.status === 200 ? r.text() : null;
+};
+const ok = (r: Res) => {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body;
+};
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "toolshed-bash-undo-"));
+  chmodSync(root, 0o711);
+  storage = memoryDriver();
+  const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+  executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", listeners: [searchIndexer()] } as AppDeps;
+  app = checkOutputs(createApp(deps, tools), tools);
+  const admin = async (path: string, body: unknown) => (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
+  await admin("/v1/admin/tenants", { id: "acme" });
+  key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
+  expect((await req("/v1/workspaces", { method: "POST", body: JSON.stringify({ id: "main" }) })).status).toBe(201);
+});
+afterAll(async () => {
+  await executor.handler.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("undo of bash / run_code write-back", () => {
+  it("a bash run that creates, changes and deletes files is undone whole (one call_id, search follows)", async () => {
+    ok(await call("write", { file_path: "src/a.txt", content: "alpha\n" }));
+    ok(await call("write", { file_path: "old.txt", content: "old zebra\n" }));
+    const r = ok(await call("bash", { command: "sed -i s/alpha/ALPHA/ src/a.txt && echo new > src/b.txt && rm old.txt" }));
+    expect(r.data).toMatchObject({ files_changed: ["src/a.txt", "src/b.txt"], files_deleted: ["old.txt"] });
+    expect(typeof r.call_id).toBe("string");
+    expect(r.data.call_id).toBe(r.call_id);
+    expect(r.call_id.startsWith("s1~")).toBe(true);
+
+    const list = ok(await req("/v1/workspaces/main/undo?session=s1&limit=5"));
+    expect(list.calls[0]).toMatchObject({ call_id: r.call_id, tool: "bash", paths: ["old.txt", "src/a.txt", "src/b.txt"], undone: false });
+
+    const u = ok(await undo({ call_id: r.call_id }));
+    expect(u.restored.map((x: any) => `${x.path}:${x.action}`).sort()).toEqual(["old.txt:recreated", "src/a.txt:restored", "src/b.txt:deleted"]);
+    expect(await text("src/a.txt")).toBe("alpha\n");
+    expect(await text("src/b.txt")).toBe(null);
+    expect(await text("old.txt")).toBe("old zebra\n");
+    expect(ok(await call("grep", { pattern: "zebra" })).data.files).toEqual(["old.txt"]);
+    // The next command sees the restored files.
+    expect(ok(await call("bash", { command: "cat src/a.txt old.txt; ls src" })).output).toBe("alpha\nold zebra\na.txt\n");
+    expect((await undo({ call_id: r.call_id })).body.error.code).toBe("CONFLICT");
+  });
+
+  it("undo is refused, nothing written, when a tool changed one of the run's files since", async () => {
+    const r = ok(await call("bash", { command: "echo one > x.txt && echo two > y.txt" }));
+    expect(typeof r.call_id).toBe("string");
+    ok(await call("read", { file_path: "y.txt" }));
+    ok(await call("write", { file_path: "y.txt", content: "by a tool\n" }));
+    const u = await undo({ call_id: r.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["y.txt"] } });
+    expect(await text("x.txt")).toBe("one\n");
+    expect(await text("y.txt")).toBe("by a tool\n");
+  });
+
+  it("a background run's write-back is journaled under the starting call; bash_output's result names its call_id", async () => {
+    const start = ok(await call("bash", { command: "echo bg > bg.txt", run_in_background: true }, "s3"));
+    expect(start.call_id).toBeUndefined();
+    const done = ok(await call("bash_output", { task_id: start.data.task_id, wait: true, timeout: 60 }, "s3"));
+    expect(done.data.status).toBe("completed");
+    expect(done.data.result.files_changed).toEqual(["bg.txt"]);
+    const id = done.data.result.call_id;
+    expect(id.startsWith("s3~")).toBe(true);
+    const list = ok(await req("/v1/workspaces/main/undo?session=s3"));
+    expect(list.calls.map((c: any) => [c.call_id, c.tool])).toEqual([[id, "bash"]]);
+    ok(await undo({ call_id: id }, "s3"));
+    expect(await text("bg.txt")).toBe(null);
+  });
+
+  it("a run that changes nothing has no call_id; run_code's write-back is undone too", async () => {
+    const none = ok(await call("bash", { command: "echo hi" }));
+    expect(none.call_id).toBeUndefined();
+    expect(none.data.call_id).toBeUndefined();
+    ok(await call("write", { file_path: "r.txt", content: "before\n" }));
+    const r = ok(await call("run_code", { language: "python", code: "open('r.txt','w').write('after\\n')\nopen('made.txt','w').write('m')\n" }, "s2"));
+    expect(r.data.files_changed).toEqual(["made.txt", "r.txt"]);
+    expect(r.call_id.startsWith("s2~")).toBe(true);
+    ok(await undo({}, "s2"));
+    expect(await text("r.txt")).toBe("before\n");
+    expect(await text("made.txt")).toBe(null);
+  });
+});
