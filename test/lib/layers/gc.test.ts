@@ -164,3 +164,25 @@ describe("GC of packs and manifests", () => {
     expect(asTenant.status).toBe(401);
   });
 });
+
+describe("GC refuses to guess", () => {
+  it("a base manifest that cannot be read stops the pack sweep; an unreadable checkpoint record stops the call", async () => {
+    const t = await newTenant(app);
+    await imp(t, { "a.txt": "1\n" });
+    await imp(t, { "a.txt": "2\n" });
+    expect((await post(t, "/v1/workspaces", { id: "dangling" })).status).toBe(201);
+    const key = `t/${t.tenant}/w/dangling/meta.json`;
+    const m = JSON.parse(await (await env.FILES.get(key))!.text());
+    await env.FILES.put(key, JSON.stringify({ ...m, base: "nosuchmanifest0" }));
+    const before = await layers(t);
+    const r = await gc(t);
+    expect(r.missing_manifests).toEqual(["nosuchmanifest0"]);
+    expect(r.packs_deleted).toBe(0);
+    expect((await layers(t)).packs).toEqual(before.packs);
+
+    await env.FILES.put(`t/${t.tenant}/w/dangling/x/checkpoints/badrecord0.json`, "{not json");
+    const snap = await keys(`t/${t.tenant}/`);
+    await expect(gc(t)).rejects.toMatchObject({ code: "INTERNAL" });
+    expect(await keys(`t/${t.tenant}/`)).toEqual(snap);
+  });
+});
