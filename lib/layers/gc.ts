@@ -77,9 +77,9 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
 const idOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1);
 
 /** Root manifest ids and pack ids named by undo records, over every workspace of the tenant. */
-async function findRoots(storage: StorageDriver, tenant: string) {
+async function findRoots(storage: StorageDriver, tenant: string, seen: ReadonlySet<string> = new Set()) {
   const wsPrefix = tenantWorkspacesPrefix(tenant);
-  const workspaces = (await listAll(storage, wsPrefix, "/")).prefixes.map((p) => p.slice(wsPrefix.length, -1));
+  const workspaces = (await listAll(storage, wsPrefix, "/")).prefixes.map((p) => p.slice(wsPrefix.length, -1)).filter((ws) => !seen.has(ws));
   const manifests = new Set<string>();
   const packs = new Set<string>();
   await inBatches(workspaces, async (ws) => {
@@ -96,7 +96,7 @@ async function findRoots(storage: StorageDriver, tenant: string) {
       for (const c of rec?.changes ?? []) if (c.before && "lower" in c.before && c.before.lower.pack) packs.add(c.before.lower.pack);
     });
   });
-  return { workspaces: workspaces.length, manifests, packs };
+  return { workspaces, manifests, packs };
 }
 
 export async function collectGarbage(storage: StorageDriver, tenant: string, opts: GcOptions = {}): Promise<GcReport> {
@@ -111,6 +111,11 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
   const packPrefix = packKey(tenant, "00000000").slice(0, -8);
   const [manifestObjs, packObjs] = [(await listAll(storage, manifestPrefix)).objects, (await listAll(storage, packPrefix)).objects];
   const roots = await findRoots(storage, tenant);
+  // A workspace created during the mark (a fork of a checkpoint whose origin is deleted meanwhile)
+  // holds a base the first pass may not have seen: list the workspaces again and add the new ones.
+  const late = await findRoots(storage, tenant, new Set(roots.workspaces));
+  for (const m of late.manifests) roots.manifests.add(m);
+  for (const p of late.packs) roots.packs.add(p);
   // Young manifests are written by an import or checkpoint in flight: kept, and so are their packs.
   const youngManifests = manifestObjs.filter((o) => young(o) && !roots.manifests.has(idOf(o.key))).map((o) => idOf(o.key));
 
@@ -128,7 +133,7 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
 
   const report: GcReport = {
     manifests_deleted: 0, packs_deleted: 0, bytes_freed: 0, kept_young: 0,
-    roots: { workspaces: roots.workspaces, manifests: roots.manifests.size, undo_packs: roots.packs.size },
+    roots: { workspaces: roots.workspaces.length + late.workspaces.length, manifests: roots.manifests.size, undo_packs: roots.packs.size },
     live: { manifests: roots.manifests.size, packs: livePacks.size },
     missing_manifests: missing.sort(), more: false, dry_run: dryRun,
   };

@@ -186,3 +186,33 @@ describe("GC refuses to guess", () => {
     expect(await keys(`t/${t.tenant}/`)).toEqual(snap);
   });
 });
+
+describe("GC and a workspace created during the mark", () => {
+  it("a workspace that appears after the first listing (a fork whose origin is deleted meanwhile) keeps its base", async () => {
+    const t = await newTenant(app);
+    await imp(t, { "a.txt": "old\n" });
+    const m1 = (await meta(t, t.ws)).base!;
+    const p1 = (await layers(t)).packs;
+    await imp(t, { "a.txt": "new\n" });
+    const metaKey = `t/${t.tenant}/w/${t.ws}/meta.json`;
+    let injected = false;
+    const racing = {
+      ...storage,
+      get: async (key: string, opts?: Parameters<typeof storage.get>[1]) => {
+        if (key === metaKey && !injected) {
+          injected = true; // a fork created now, on the old manifest (as if from a checkpoint whose origin is then deleted)
+          await env.FILES.put(`t/${t.tenant}/w/late/meta.json`, JSON.stringify({ id: "late", name: "late", created_at: new Date().toISOString(), base: m1 }));
+        }
+        return storage.get(key, opts);
+      },
+    };
+    const r = await collectGarbage(racing, t.tenant, { now: LATER() });
+    expect(injected).toBe(true);
+    expect(r.roots.workspaces).toBe(2);
+    expect(r.manifests_deleted).toBe(0);
+    const after = await layers(t);
+    expect(after.manifests.some((k) => k.includes(m1))).toBe(true);
+    for (const p of p1) expect(after.packs).toContain(p);
+    expect(await text(t, "late", "a.txt")).toBe("old\n");
+  });
+});
