@@ -17,6 +17,7 @@ import { undoApp } from "./routes/undo.js";
 import { newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
+import { gcApp } from "./routes/gc.js";
 import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
@@ -53,6 +54,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
   app.route("/", adminApp(deps, tools));
   app.route("/", policyApp(deps));
+  app.route("/", gcApp(deps));
   app.route("/", modelApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));

@@ -681,6 +681,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants/{tenant}/gc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a tenant's packs and manifests nothing references
+         * @description Roots: every workspace's base, every checkpoint's manifest, the packs undo records name, and manifests younger than `grace_seconds`. Unreferenced manifests and packs older than `grace_seconds` are deleted (each If-Match the etag listed), at most `max_deletions` per call (`more: true`: call again). Cost: lists of the tenant's workspaces, checkpoints, undo records, manifests and packs, one GET per workspace, checkpoint, undo record and live manifest, one DELETE per 1000 objects. `missing_manifests` non-empty: a root manifest could not be read and no pack was deleted.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description Unreferenced objects younger than this stay (an import or checkpoint in flight). Default 3600, at least 60. */
+                        grace_seconds?: number;
+                        /** @description Count what would be deleted; delete nothing. */
+                        dry_run?: boolean;
+                        /** @description Objects deleted per call at most (default 1000); `more: true` says call again. */
+                        max_deletions?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description What was (or, with dry_run, would be) deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GcReport"];
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants/{tenant}/model": {
         parameters: {
             query?: never;
@@ -3561,7 +3649,8 @@ export interface paths {
          *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
          *     - After a command changes a file, read it again before editing it.
          *     - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
-         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?} or {task_id, status} in background
+         *     - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
+         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background
          */
         post: operations["tool_bash"];
         delete?: never;
@@ -3586,7 +3675,7 @@ export interface paths {
          *     - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
          *     - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
          *     - No network unless your API key has the network scope. Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?}
+         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files: undo it with POST /v1/workspaces/{ws}/undo)
          */
         post: operations["tool_run_code"];
         delete?: never;
@@ -3609,7 +3698,7 @@ export interface paths {
          * @description Read a background task's output since the last call, and its status.
          *     - task_id: from bash with run_in_background: true.
          *     - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
-         *     - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back.
+         *     - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
          *     - Output is cut to 30000 bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
          *     Returns: {task_id, status, exit_code, output, result?}
          */
@@ -4014,6 +4103,24 @@ export interface components {
              * @enum {string}
              */
             when?: "overwrite" | "recursive" | "outside_allowed_domains" | "caution";
+        };
+        GcReport: {
+            manifests_deleted: number;
+            packs_deleted: number;
+            bytes_freed: number;
+            kept_young: number;
+            roots: {
+                workspaces: number;
+                manifests: number;
+                undo_packs: number;
+            };
+            live: {
+                manifests: number;
+                packs: number;
+            };
+            missing_manifests: string[];
+            more: boolean;
+            dry_run: boolean;
         };
         ModelConfigView: {
             base_url: string;
@@ -7122,6 +7229,7 @@ export interface operations {
                                 reason: string;
                                 detail?: string;
                             }[];
+                            call_id?: string;
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7346,6 +7454,7 @@ export interface operations {
                             unsynced?: {
                                 [key: string]: unknown;
                             };
+                            call_id?: string;
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7584,6 +7693,7 @@ export interface operations {
                                     reason: string;
                                     detail?: string;
                                 }[];
+                                call_id?: string;
                             };
                             error?: {
                                 code: string;

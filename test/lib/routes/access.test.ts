@@ -46,6 +46,7 @@ const EXPECTED: Record<string, string> = {
   "GET /v1/admin/tenants/{tenant}/model": "admin",
   "PUT /v1/admin/tenants/{tenant}/model": "admin",
   "DELETE /v1/admin/tenants/{tenant}/model": "admin",
+  "POST /v1/admin/tenants/{tenant}/gc": "admin",
   "POST /v1/workspaces/{ws}/import": "tenant:write",
   "GET /v1/workspaces/{ws}/export": "tenant:read",
   "GET /v1/workspaces/{ws}/sessions/{session}/todos": "tenant:read",
