@@ -4,7 +4,7 @@ import { toToolError } from "../lib/http.js";
 import { defineTool } from "../lib/tool.js";
 import { runSubagent } from "../lib/task/loop.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/task/model-config.js";
-import { newTaskId, saveTask, type TaskRecord } from "../lib/task/records.js";
+import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/task/records.js";
 import { TaskData, taskData, taskText } from "../lib/task/view.js";
 
 const description = `Delegate a task to a subagent that works in this workspace with the same tools (and your key's permissions, the tenant's policy and approval gate), then answers.
@@ -40,6 +40,7 @@ export default defineTool({
       usage: { prompt_tokens: 0, completion_tokens: 0 }, created_at: new Date(now).toISOString(), deadline: new Date(now + (cfg.max_seconds ?? DEFAULT_MAX_SECONDS) * 1000).toISOString(),
     };
     const s = { driver: ctx.deps.storage, tenant: ctx.ws.tenant, workspace: ctx.ws.id };
+    await sweepTasks(s, (ctx.deps.task?.now ?? Date.now)()); // records of tasks ended more than 24 h ago
     if (args.background) {
       await saveTask(s, rec);
       // The client's disconnect must not stop a background task.

@@ -54,6 +54,8 @@ export interface AppDeps {
   webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
   /** Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests). */
   pending?: { ttlMs?: number; now?: () => number };
+  /** The clock the sweep of old task records reads (tests move it). */
+  task?: { now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
   /** Tenant policies per isolate for a few seconds (lib/web/policy-cache.ts); createApp makes one when absent. */

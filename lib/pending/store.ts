@@ -9,15 +9,21 @@
  * outcome, written If-Match the running version). A refusal or an ask_user answer goes straight
  * to `done`. A `pending` record past `expires_at` is expired: it can no longer be answered.
  *
- * Storage operations: create = 1 PUT; read = 1 GET; answer = 1 GET + 1 PUT (+ the call + 1 PUT
- * when it runs); list = 1 LIST + 1 GET per record shown.
+ * Storage operations: create = 1 PUT + the sweep; read = 1 GET; answer = 1 GET + 1 PUT (+ the call
+ * + 1 PUT when it runs); list = 1 LIST + 1 GET per record shown + the sweep.
+ *
+ * Records do not live forever: creating one and listing them sweep (lib/storage/sweep.ts) up to
+ * MAX_SWEPT_PER_CALL records that expired, or were answered, more than RECORD_GRACE_MS (24 h) ago,
+ * each deleted only if still the version read. The sweep costs nothing extra when no record was
+ * last written more than 24 h ago; else ≤ 20 GETs + 1 DELETE (+ 1 LIST on create).
  */
 import type { ToolList } from "../toolset.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import { pendingKey, pendingPrefix } from "../paths.js";
 import type { Scope } from "../auth/keys.js";
-import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { RECORD_GRACE_MS, sweepRecords } from "../storage/sweep.js";
+import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 
 /** How long a pending call waits for its answer by default. */
 export const DEFAULT_PENDING_TTL_MS = 24 * 60 * 60 * 1000;
@@ -67,11 +73,24 @@ export const newPendingId = () => `p${randomId(24)}`;
 
 export const isExpired = (r: PendingRecord, now: number) => r.status === "pending" && Date.parse(r.expires_at) <= now;
 
+/** When the record stopped mattering: its expiry while unanswered, else its answer (a call still `running` a day later was lost). */
+const endOf = (r: PendingRecord) => (r.status === "pending" ? Date.parse(r.expires_at) : Date.parse(r.answer?.at ?? r.expires_at));
+/** Whether the sweep may delete it: expired or answered more than the grace ago (a record it cannot date stays). */
+export const isSweepable = (r: PendingRecord, now: number, graceMs = RECORD_GRACE_MS) => {
+  const end = endOf(r);
+  return Number.isFinite(end) && end + graceMs <= now;
+};
+
+/** Deletes up to 20 pending calls of the workspace that ended more than 24 h ago (see lib/storage/sweep.ts); never throws. */
+export const sweepPending = (s: PendingScope, listed?: readonly ObjectInfo[]) =>
+  sweepRecords<PendingRecord>({ driver: s.driver, prefix: pendingPrefix(s.tenant, s.workspace), now: nowOf(s), isStale: (r, now) => isSweepable(r, now), ...(listed ? { listed } : {}) });
+
 /** Stores a new pending call (create-only). */
 export async function createPending(s: PendingScope, rec: Omit<PendingRecord, "id" | "created_at" | "expires_at" | "status">, ttlMs = DEFAULT_PENDING_TTL_MS): Promise<PendingRecord> {
   const now = nowOf(s);
   const full: PendingRecord = { id: newPendingId(), ...rec, created_at: new Date(now).toISOString(), expires_at: new Date(now + ttlMs).toISOString(), status: "pending" };
   await s.driver.put(pendingKey(s.tenant, s.workspace, full.id), JSON.stringify(full), { ifNoneMatch: "*", contentType: "application/json" });
+  await sweepPending(s);
   return full;
 }
 
@@ -102,7 +121,7 @@ export const expiredError = (r: PendingRecord) =>
 /** Most records one listing reads. */
 export const MAX_PENDING_LISTED = 100;
 
-/** The workspace's pending calls still waiting for an answer (not answered, not expired), oldest first. */
+/** The workspace's pending calls still waiting for an answer (not answered, not expired), oldest first; sweeps old ones. */
 export async function listWaiting(s: PendingScope): Promise<PendingRecord[]> {
   const page = await s.driver.list({ prefix: pendingPrefix(s.tenant, s.workspace), limit: 1000 });
   const now = nowOf(s);
@@ -118,6 +137,7 @@ export async function listWaiting(s: PendingScope): Promise<PendingRecord[]> {
       }
     }),
   );
+  await sweepPending(s, page.objects);
   return recs.filter((r): r is PendingRecord => r !== null && r.status === "pending" && !isExpired(r, now)).sort((a, b) => a.created_at.localeCompare(b.created_at));
 }
 

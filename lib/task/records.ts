@@ -3,10 +3,14 @@
  * (x/tasks/<id>.json, lib/paths.ts taskKey), so another workspace or tenant cannot see it (NOT_FOUND).
  * Written at the start of a background task, after each of its steps, and at the end (1 PUT each);
  * a foreground task writes it once, at the end. Read: 1 GET.
+ * Records live RECORD_GRACE_MS (24 h) past their deadline: each new task sweeps (lib/storage/sweep.ts)
+ * up to 20 older ones, each deleted only if still the version read. Cost per task start: 1 LIST,
+ * plus ≤ 20 GETs + 1 DELETE when some record was last written more than 24 h ago.
  */
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
-import { taskKey } from "../paths.js";
+import { internalPrefix, taskKey } from "../paths.js";
+import { RECORD_GRACE_MS, sweepRecords } from "../storage/sweep.js";
 import type { StorageDriver } from "../storage/types.js";
 
 export type TaskStatus = "running" | "completed" | "max_steps" | "failed";
@@ -31,6 +35,19 @@ export interface TaskScope {
   tenant: string;
   workspace: string;
 }
+
+/**
+ * Whether the sweep may delete it: its deadline (max_seconds after the start; every task has ended by
+ * then, a record still `running` after it was lost) lies more than the grace ago.
+ */
+export const isTaskSweepable = (r: TaskRecord, now: number, graceMs = RECORD_GRACE_MS) => {
+  const end = Date.parse(r.deadline);
+  return Number.isFinite(end) && end + graceMs <= now;
+};
+
+/** Deletes up to 20 task records of the workspace that ended more than 24 h before `now`; never throws. */
+export const sweepTasks = (s: TaskScope, now: number) =>
+  sweepRecords<TaskRecord>({ driver: s.driver, prefix: `${internalPrefix(s.tenant, s.workspace)}tasks/`, now, isStale: (r, at) => isTaskSweepable(r, at) });
 
 export const TASK_ID_PATTERN = /^task_[A-Za-z0-9]{16,32}$/;
 export const newTaskId = () => `task_${randomId(20)}`;

@@ -224,3 +224,30 @@ describe("a scripted subagent", () => {
     for (const x of texts) expect(x).not.toContain(KEY);
   });
 });
+
+describe("task records are swept", () => {
+  it("a new task deletes the records of tasks that ended more than 24 h ago; the new one stays", async () => {
+    let now = Date.now();
+    const storage = memoryDriver();
+    const b = createApp({ storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true }, task: { now: () => now } }, tools);
+    const req = async (path: string, auth: string, body?: unknown, method = "POST") => {
+      const res = await b.request(path, { method, headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    await req("/v1/admin/tenants", ADMIN, { id: "sweep" });
+    const key = (await req("/v1/admin/tenants/sweep/keys", ADMIN, {})).body.key as string;
+    expect((await req("/v1/workspaces", key, { id: "main" })).status).toBe(201);
+    expect((await req("/v1/admin/tenants/sweep/model", ADMIN, { base_url: baseUrl, api_key: KEY, model: "scripted-1" }, "PUT")).status).toBe(200);
+    script = () => ({ body: answer("done") });
+    const run = async () => ok(await req("/v1/workspaces/main/tools/task", key, { prompt: "say done" })).task_id as string;
+    const output = async (id: string) => (await req("/v1/workspaces/main/tools/task_output", key, { task_id: id, wait: false })).status;
+    const first = await run();
+    now += 24 * 3600_000 - 60_000;
+    const second = await run(); // the first's deadline (start + 300 s) lies less than 24 h back: kept
+    expect(await output(first)).toBe(200);
+    now += 400_000; // now more than 24 h back (the recent-one-stays case at the record level: test/lib/pending/sweep.test.ts)
+    const third = await run();
+    expect(await output(first)).toBe(404);
+    expect(await output(third)).toBe(200);
+  });
+});
