@@ -19,11 +19,16 @@ it("runs the bench on a 20-file workspace and writes results.json", () => {
   const stdout = execFileSync(process.execPath, args, { encoding: "utf8", timeout: 90_000, env: { ...process.env, PATH: `${join(process.cwd(), "node_modules/.bin")}:${process.env.PATH}` } });
   expect(stdout).toContain("targets:");
   const results = JSON.parse(readFileSync(out, "utf8"));
-  const ops = results.rows.filter((r: any) => !r.op.startsWith("bash"));
+  // The tool ops, each against the floor.
+  const ops = results.rows.filter((r: any) => r.cells.floor);
   expect(ops.length).toBe(9);
   for (const row of ops) {
     expect(row.cells.toolshed?.n, `${row.op}: ${row.cells.toolshed?.error}`).toBe(2);
     expect(row.cells.floor?.n, `${row.op} floor: ${row.cells.floor?.error}`).toBe(2);
   }
+  // The workspace lifecycle rows (bench/lifecycle.ts): one sample each, none failed.
+  const lifecycle = results.rows.filter((r: any) => /^(import|export|checkpoint|diff|restore|fork)\b/.test(r.op));
+  expect(lifecycle.map((r: any) => r.op.split(" ")[0])).toEqual(["import", "export", "checkpoint", "diff", "restore", "fork"]);
+  for (const row of lifecycle) expect(row.cells.toolshed?.n, `${row.op}: ${row.note}`).toBe(1);
   expect(results.checks.filter((c: any) => !c.ok)).toEqual([]);
 }, 120_000);
