@@ -7,12 +7,11 @@
  * and, with --baseline, the same files through PUT /v1/workspaces/{ws}/files (8 in flight).
  * Prints files/s and MB/s; does not touch bench/results.json.
  */
-import { gzipSync } from "node:zlib";
 import { startWorker } from "../test/support/wrangler-dev.ts";
 import { setupTenant } from "../test/support/wrangler-dev.ts";
-import { END_OF_ARCHIVE, padding, tarHeader } from "../lib/archive/tar-writer.ts";
 import { pickFiles } from "./corpus.ts";
 import { ToolshedClient } from "./toolshed.ts";
+import { tarGz } from "./tar-gz.ts";
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number);
@@ -21,15 +20,6 @@ const baseline = process.argv.includes("--baseline");
 const versions = process.argv.includes("--versions");
 const enc = new TextEncoder();
 
-function tarGz(files: { path: string; text: string }[]): Buffer {
-  const parts: Uint8Array[] = [];
-  for (const f of files) {
-    const body = enc.encode(f.text);
-    parts.push(tarHeader({ name: f.path, size: body.length, mtime: 1_700_000_000 }), body, padding(body.length));
-  }
-  parts.push(END_OF_ARCHIVE());
-  return gzipSync(Buffer.concat(parts));
-}
 
 const w = await startWorker();
 try {

@@ -13,23 +13,12 @@
  *   node bench/bash-scale.ts [--sizes=10000] [--cold=3] [--warm=20] [--no-git]
  * From bench/run.ts: benchBashScale(runner, workerUrl, key, opts).
  */
-import { gzipSync } from "node:zlib";
-import { END_OF_ARCHIVE, padding, tarHeader } from "../lib/archive/tar-writer.ts";
 import { LocalRunner, type BashRow } from "./bash-e2e.ts";
 import { pickFiles, type CorpusFile } from "./corpus.ts";
 import { measure, type Cell } from "./stats.ts";
+import { tarGz } from "./tar-gz.ts";
 
-const enc = new TextEncoder();
 
-export function tarGz(files: { path: string; text: string }[]): Buffer {
-  const parts: Uint8Array[] = [];
-  for (const f of files) {
-    const body = enc.encode(f.text);
-    parts.push(tarHeader({ name: f.path, size: body.length, mtime: 1_700_000_000 }), body, padding(body.length));
-  }
-  parts.push(END_OF_ARCHIVE());
-  return gzipSync(Buffer.concat(parts), { level: 1 });
-}
 
 export interface ScaleOptions {
   sizes: number[];

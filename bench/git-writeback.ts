@@ -6,25 +6,14 @@
  * commits them: the command's own time, the write-back (sync_out_ms) and the call end to end.
  * Prints one JSON line per size; does not touch bench/results.json.
  */
-import { gzipSync } from "node:zlib";
 import { freePort, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
-import { END_OF_ARCHIVE, padding, tarHeader } from "../lib/archive/tar-writer.ts";
 import { LocalRunner } from "./bash-e2e.ts";
 import { pickFiles } from "./corpus.ts";
+import { tarGz } from "./tar-gz.ts";
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "2000").split(",").map(Number);
-const enc = new TextEncoder();
 
-function tarGz(files: { path: string; text: string }[]): Buffer {
-  const parts: Uint8Array[] = [];
-  for (const f of files) {
-    const body = enc.encode(f.text);
-    parts.push(tarHeader({ name: f.path, size: body.length, mtime: 1_700_000_000 }), body, padding(body.length));
-  }
-  parts.push(END_OF_ARCHIVE());
-  return gzipSync(Buffer.concat(parts));
-}
 
 LocalRunner.build();
 const runner = new LocalRunner(await freePort());

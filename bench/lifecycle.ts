@@ -7,11 +7,10 @@
  * Other row sources register the same way: a function (ctx) => Promise<Row[]> in run.ts's
  * `rowSources` list (bench/run.ts), e.g. bash cold/warm at 10,000 files.
  */
-import { gzipSync } from "node:zlib";
-import { END_OF_ARCHIVE, padding, tarHeader } from "../lib/archive/tar-writer.ts";
 import type { Corpus } from "./corpus.ts";
 import type { Cell } from "./stats.ts";
 import type { Row } from "./table.ts";
+import { tarGz } from "./tar-gz.ts";
 
 export interface RowContext {
   url: string;
@@ -24,18 +23,8 @@ export interface RowContext {
 }
 export type RowSource = (ctx: RowContext) => Promise<Row[]>;
 
-const enc = new TextEncoder();
 const one = (ms: number): Cell => ({ n: 1, p50: Math.round(ms), p99: Math.round(ms), mean: Math.round(ms), errors: 0 });
 
-function tarGz(files: { path: string; text: string }[]): Buffer {
-  const parts: Uint8Array[] = [];
-  for (const f of files) {
-    const body = enc.encode(f.text);
-    parts.push(tarHeader({ name: f.path, size: body.length, mtime: 1_700_000_000 }), body, padding(body.length));
-  }
-  parts.push(END_OF_ARCHIVE());
-  return gzipSync(Buffer.concat(parts));
-}
 
 async function req(ctx: RowContext, method: string, path: string, body?: unknown, type = "application/json"): Promise<{ ms: number; j: any; bytes: number }> {
   const t = performance.now();
