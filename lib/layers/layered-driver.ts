@@ -110,7 +110,9 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       }
       const u = await inner.head(key);
       if (u && !isWhiteout(u)) {
-        if (bytesInHand) throw new ConditionFailedError(key, "ifMatch");
+        // An upper object decides alone. Its etag may be the lower one's (the same bytes written
+        // back): then the native condition was not tried yet, and must be.
+        if (bytesInHand && lower.etag !== opts.ifMatch) throw new ConditionFailedError(key, "ifMatch");
         return inner.put(key, body, opts);
       }
       if (u || !lower || lower.etag !== opts.ifMatch) throw new ConditionFailedError(key, "ifMatch");

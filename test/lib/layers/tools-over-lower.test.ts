@@ -117,6 +117,27 @@ describe("writes over the lower layer", () => {
     expect(await (await t.req(`/v1/workspaces/${t.ws}/files/README.md`)).text()).toBe("new");
   });
 
+
+  it("a file edited back to its lower bytes (same etag above and below) is still editable, and its stale etag refused", async () => {
+    const t = await layered(base);
+    const lowerEtag = await md5(base["src/b.ts"]);
+    await t.call("read", { file_path: "src/b.ts" });
+    expect((await t.call("edit", { file_path: "src/b.ts", old_string: "b = 2", new_string: "b = 3" })).status).toBe(200);
+    const back = await t.call("edit", { file_path: "src/b.ts", old_string: "b = 3", new_string: "b = 2" });
+    expect(back.status, JSON.stringify(back.body)).toBe(200);
+    expect(back.body.data.etag ?? lowerEtag).toBe(lowerEtag);
+    expect(await upperKeys(t)).toEqual(["src/b.ts"]); // an upper object whose etag is the lower one's
+    const next = await t.call("edit", { file_path: "src/b.ts", old_string: "b = 2", new_string: "b = 4" });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+    expect(await (await t.req(`/v1/workspaces/${t.ws}/files/src/b.ts`)).text()).toBe("export const b = 4;\n");
+    // The raw route: If-Match the shared etag is accepted while it is current, refused once it is not.
+    await t.req(`/v1/workspaces/${t.ws}/files/src/b.ts`, { method: "PUT", headers: { "content-length": String(base["src/b.ts"].length) }, body: base["src/b.ts"] });
+    const ok = await t.req(`/v1/workspaces/${t.ws}/files/src/b.ts`, { method: "PUT", headers: { "if-match": `"${lowerEtag}"`, "content-length": "5" }, body: "five\n" });
+    expect(ok.status).toBe(200);
+    const stale = await t.req(`/v1/workspaces/${t.ws}/files/src/b.ts`, { method: "PUT", headers: { "if-match": `"${lowerEtag}"`, "content-length": "4" }, body: "six\n" });
+    expect(stale.status).toBe(409);
+    expect(await (await t.req(`/v1/workspaces/${t.ws}/files/src/b.ts`)).text()).toBe("five\n");
+  });
   it("20 concurrent edits of one lower file: exactly one wins", async () => {
     const t = await layered(base);
     const sessions = Array.from({ length: 20 }, (_, i) => `s${i}`);
