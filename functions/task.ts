@@ -11,9 +11,10 @@ const description = `Delegate a task to a subagent that works in this workspace 
 - prompt: the whole task; the subagent sees nothing else of your conversation. description: a short title (3-5 words).
 - background: true returns {task_id, status: "running"} at once; read the outcome with task_output (default: false).
 - The subagent cannot call task, task_output or ask_user; a call of its own that needs approval is not run (its pending_ids are listed).
+- Each of its calls that changed files is undoable on its own: call_ids lists them in order (POST /v1/workspaces/{ws}/undo with a call_id, or without one to walk back your session newest first).
 - Without a model endpoint configured for this tenant: LLM_ASSIST_REQUIRED with the prompt in details (run it with your own agent).
 - Bounded by the tenant's max_steps (status "max_steps" when reached) and max_seconds (TIMEOUT). Endpoint failure: UNAVAILABLE.
-Returns: {task_id, status, answer, steps, files_changed, usage: {prompt_tokens, completion_tokens}}`;
+Returns: {task_id, status, answer, steps, files_changed, call_ids, usage: {prompt_tokens, completion_tokens}}`;
 
 export default defineTool({
   name: "task",
@@ -36,7 +37,7 @@ export default defineTool({
     }
     const now = Date.now();
     const rec: TaskRecord = {
-      task_id: newTaskId(), status: "running", ...(args.description ? { description: args.description } : {}), answer: "", steps: 0, files_changed: [], pending_ids: [],
+      task_id: newTaskId(), status: "running", ...(args.description ? { description: args.description } : {}), answer: "", steps: 0, files_changed: [], call_ids: [], pending_ids: [],
       usage: { prompt_tokens: 0, completion_tokens: 0 }, created_at: new Date(now).toISOString(), deadline: new Date(now + (cfg.max_seconds ?? DEFAULT_MAX_SECONDS) * 1000).toISOString(),
     };
     const s = { driver: ctx.deps.storage, tenant: ctx.ws.tenant, workspace: ctx.ws.id };
@@ -57,7 +58,7 @@ export default defineTool({
     } catch (e) {
       const te = isToolError(e) ? e : toToolError(e);
       await saveTask(s, { ...rec, status: "failed", error: { code: te.code, message: te.message } });
-      throw new ToolError(te.code, te.message, { ...te.details, task_id: rec.task_id, steps: rec.steps, files_changed: rec.files_changed });
+      throw new ToolError(te.code, te.message, { ...te.details, task_id: rec.task_id, steps: rec.steps, files_changed: rec.files_changed, call_ids: rec.call_ids });
     }
     await saveTask(s, rec);
     return { title: `task ${rec.task_id}: ${rec.status}`, output: taskText(rec), data: taskData(rec) };

@@ -11,7 +11,7 @@ const description = `Read the outcome of a background task (started with task, b
 - task_id: from task.
 - wait: wait until the task ends or timeout seconds pass (default: true). timeout: seconds (default: 30, max ${MAX_WAIT_S}).
 - status: running | completed | max_steps | failed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
-Returns: {task_id, status, answer, steps, files_changed, usage, error?}`;
+Returns: {task_id, status, answer, steps, files_changed, call_ids, usage, error?}`;
 
 export default defineTool({
   name: "task_output",

@@ -55,8 +55,9 @@ export interface ToolOutcome {
 }
 
 
-function journalFor(deps: AppDeps, tenant: string, wsId: string, session: string): UndoJournal {
-  const j = new UndoJournal(deps.storage, tenant, wsId, session);
+/** The undo journal of one call in `session` (its call_id is the session and `stamp`, default now), with the deployment's retention. */
+export function journalFor(deps: AppDeps, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
+  const j = new UndoJournal(deps.storage, tenant, wsId, session, stamp);
   if (deps.undoPruneEvery !== undefined) j.pruneEvery = deps.undoPruneEvery;
   return j;
 }

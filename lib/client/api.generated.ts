@@ -3872,9 +3872,10 @@ export interface paths {
          *     - prompt: the whole task; the subagent sees nothing else of your conversation. description: a short title (3-5 words).
          *     - background: true returns {task_id, status: "running"} at once; read the outcome with task_output (default: false).
          *     - The subagent cannot call task, task_output or ask_user; a call of its own that needs approval is not run (its pending_ids are listed).
+         *     - Each of its calls that changed files is undoable on its own: call_ids lists them in order (POST /v1/workspaces/{ws}/undo with a call_id, or without one to walk back your session newest first).
          *     - Without a model endpoint configured for this tenant: LLM_ASSIST_REQUIRED with the prompt in details (run it with your own agent).
          *     - Bounded by the tenant's max_steps (status "max_steps" when reached) and max_seconds (TIMEOUT). Endpoint failure: UNAVAILABLE.
-         *     Returns: {task_id, status, answer, steps, files_changed, usage: {prompt_tokens, completion_tokens}}
+         *     Returns: {task_id, status, answer, steps, files_changed, call_ids, usage: {prompt_tokens, completion_tokens}}
          */
         post: operations["tool_task"];
         delete?: never;
@@ -3898,7 +3899,7 @@ export interface paths {
          *     - task_id: from task.
          *     - wait: wait until the task ends or timeout seconds pass (default: true). timeout: seconds (default: 30, max 300).
          *     - status: running | completed | max_steps | failed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
-         *     Returns: {task_id, status, answer, steps, files_changed, usage, error?}
+         *     Returns: {task_id, status, answer, steps, files_changed, call_ids, usage, error?}
          */
         post: operations["tool_task_output"];
         delete?: never;
@@ -9142,6 +9143,8 @@ export interface operations {
                             answer?: string;
                             steps?: number;
                             files_changed?: string[];
+                            /** @description Undo ids of the subagent's calls that changed files, in order (POST /v1/workspaces/{ws}/undo) */
+                            call_ids?: string[];
                             usage?: {
                                 prompt_tokens: number;
                                 completion_tokens: number;
@@ -9355,6 +9358,8 @@ export interface operations {
                             answer?: string;
                             steps?: number;
                             files_changed?: string[];
+                            /** @description Undo ids of the subagent's calls that changed files, in order (POST /v1/workspaces/{ws}/undo) */
+                            call_ids?: string[];
                             usage?: {
                                 prompt_tokens: number;
                                 completion_tokens: number;

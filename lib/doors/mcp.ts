@@ -8,7 +8,8 @@
  *   tools/list  the tools this key may use on this workspace (lib/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
  *   tools/call  runTool (lib/run-tool.ts), the path every door takes: scope, arguments, the tool,
  *               the output cut, one usage record. A tool's error is an `isError: true` result
- *               naming its code, never a protocol error.
+ *               naming its code, never a protocol error. A call that changed files carries its
+ *               undo id in _meta["toolshed/call_id"] (POST /v1/workspaces/{ws}/undo {call_id}).
  *
  * The route's guard checks the key and binds {ws} (another tenant's workspace: 404 before any
  * JSON-RPC). A present `Origin` must be this server's own origin or one of deps.mcp.allowedOrigins
@@ -64,7 +65,8 @@ export function buildMcpServer(call: McpCall): Server {
       const ws = await openWorkspace(call);
       const token = req.params._meta?.progressToken;
       const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}) });
-      return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title } };
+      // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
+      return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
     } catch (err) {
       const e = toToolError(err);
       if (e.code === "INTERNAL") console.error("internal error (mcp)", err instanceof Error ? err.stack ?? err.message : String(err));

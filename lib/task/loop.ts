@@ -5,13 +5,17 @@
  * A gated call's NEEDS_APPROVAL answer is handed to the model and ends the step (the step's later
  * calls are skipped: they may depend on it). Malformed calls (arguments not JSON, unknown tool) are
  * answered to the model as tool errors. No task, task_output or ask_user inside a task.
+ * Undo: each tool call gets its own Workspace with its own undo journal in the caller's session
+ * (a call_id per call, as a direct call gets); the ids of the calls that changed files are kept in
+ * rec.call_ids, in order, with stamps strictly increasing so a session undo walks them back newest first.
  * Bounds: max_steps model calls, max_seconds of wall time (each model call gets what is left).
  */
 import { isToolError, ToolError } from "../errors.js";
 import { toToolError } from "../http.js";
 import { openaiTool } from "../doors/formats.js";
-import { runTool } from "../run-tool.js";
+import { journalFor, runTool } from "../run-tool.js";
 import type { Tool, ToolContext } from "../tool.js";
+import { newStamp } from "../undo/journal.js";
 import { Workspace } from "../workspace/workspace.js";
 import { usableTools, type ToolList } from "../toolset.js";
 import { chatCompletion, type ChatMessage, type ChatToolCall } from "./chat.js";
@@ -44,7 +48,14 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
   const changed = new Set<string>(rec.files_changed);
   // The caller's workspace, with one more listener: it collects the paths the subagent's file tools change.
   const recorder = { changed: async (_ws: Workspace, path: string) => void changed.add(path) };
-  const ws = new Workspace({ driver: ctx.ws.driver, records: ctx.ws.records, tenant: ctx.ws.tenant, id: ctx.ws.id, tools: ctx.ws.tools, listeners: [...(ctx.deps.listeners ?? []), recorder] });
+  const listeners = [...(ctx.deps.listeners ?? []), recorder];
+  // One Workspace per call, each with its own journal; stamps 1 ms apart at least, so calls in one millisecond keep their order.
+  let lastMs = 0;
+  const callWorkspace = () => {
+    lastMs = Math.max(Date.now(), lastMs + 1);
+    const undo = journalFor(ctx.deps, ctx.ws.tenant, ctx.ws.id, ctx.session, newStamp(lastMs));
+    return new Workspace({ driver: ctx.ws.driver, records: ctx.ws.records, tenant: ctx.ws.tenant, id: ctx.ws.id, tools: ctx.ws.tools, listeners, undo });
+  };
   const chatTools = tools.map((t) => {
     const { name, description, parameters, strict } = openaiTool(t);
     return { type: "function", function: { name, description, parameters, strict } };
@@ -69,7 +80,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     }
     let held = false;
     for (const call of calls) {
-      const r: { content: string; held: boolean } = held ? { content: JSON.stringify({ ok: false, error: { code: "SKIPPED", message: "Not run: an earlier call of this step waits for a human's approval." } }), held } : await runCall(call, byName, ctx, ws, changed, rec);
+      const r: { content: string; held: boolean } = held ? { content: JSON.stringify({ ok: false, error: { code: "SKIPPED", message: "Not run: an earlier call of this step waits for a human's approval." } }), held } : await runCall(call, byName, ctx, callWorkspace, changed, rec);
       held = r.held;
       const content = r.content;
       messages.push({ role: "tool", tool_call_id: call.id, content });
@@ -83,7 +94,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
 }
 
 /** One tool call of the model, its result as the text handed back to it (never throws). */
-async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolContext, ws: Workspace, changed: Set<string>, rec: TaskRecord): Promise<{ content: string; held: boolean }> {
+async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolContext, callWorkspace: () => Workspace, changed: Set<string>, rec: TaskRecord): Promise<{ content: string; held: boolean }> {
   const fail = (code: string, message: string, details: Record<string, unknown> = {}) => ({ content: JSON.stringify({ ok: false, error: { code, message, details } }), held: code === "NEEDS_APPROVAL" });
   const name = call?.function?.name;
   const tool = typeof name === "string" ? byName.get(name) : undefined;
@@ -95,12 +106,15 @@ async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolC
     return fail("INVALID_ARGUMENT", `The arguments of ${tool.name} are not valid JSON (${String(call.function.arguments).slice(0, 100)}). Send one JSON object.`);
   }
   try {
-    const r = await runTool(tool, args, { deps: ctx.deps, auth: ctx.auth, wsId: ctx.ws.id, session: ctx.session, ws, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const r = await runTool(tool, args, { deps: ctx.deps, auth: ctx.auth, wsId: ctx.ws.id, session: ctx.session, ws: callWorkspace(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    if (r.call_id) rec.call_ids.push(r.call_id);
     const bashChanged = (r.data.result as { files_changed?: string[] } | undefined)?.files_changed;
     for (const p of bashChanged ?? []) changed.add(p);
     return { content: r.output.length > MAX_TOOL_RESULT_CHARS ? `${r.output.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: ask for less]` : r.output, held: false };
   } catch (e) {
     const te = isToolError(e) ? e : toToolError(e);
+    // A call that failed midway keeps what it wrote undoable (executeTool put its call_id in the details).
+    if (typeof te.details.call_id === "string") rec.call_ids.push(te.details.call_id);
     if (te.code === "NEEDS_APPROVAL" && typeof te.details.pending_id === "string") rec.pending_ids.push(te.details.pending_id);
     return fail(te.code, te.message, te.code === "NEEDS_APPROVAL" ? { pending_id: te.details.pending_id } : {});
   }

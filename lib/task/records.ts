@@ -22,6 +22,8 @@ export interface TaskRecord {
   answer: string;
   steps: number;
   files_changed: string[];
+  /** The undo ids of the subagent's calls that changed files, in order (POST /v1/workspaces/{ws}/undo). */
+  call_ids: string[];
   pending_ids: string[];
   usage: { prompt_tokens: number; completion_tokens: number };
   error?: { code: string; message: string };
@@ -61,5 +63,7 @@ export async function loadTask(s: TaskScope, id: string): Promise<TaskRecord> {
   if (!TASK_ID_PATTERN.test(id)) throw missing();
   const got = await s.driver.get(taskKey(s.tenant, s.workspace, id));
   if (!got) throw missing();
-  return JSON.parse(await new Response(got.body).text()) as TaskRecord;
+  const rec = JSON.parse(await new Response(got.body).text()) as TaskRecord;
+  rec.call_ids ??= []; // records written before call_ids existed
+  return rec;
 }

@@ -8,6 +8,7 @@ export const TaskData = z.object({
   answer: z.string().optional(),
   steps: z.number().int().optional(),
   files_changed: z.array(z.string()).optional(),
+  call_ids: z.array(z.string()).optional().describe("Undo ids of the subagent's calls that changed files, in order (POST /v1/workspaces/{ws}/undo)"),
   usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number() }).optional(),
   pending_ids: z.array(z.string()).optional().describe("Calls of the subagent that wait for a human's approval (not run)"),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
@@ -20,11 +21,12 @@ export function taskText(r: TaskRecord): string {
     : r.status === "running" ? `Task ${r.task_id} is still running (${r.steps} steps so far). Call task_output again to wait for it.`
     : `Task ${r.task_id} failed after ${r.steps} steps: ${r.error?.code}: ${r.error?.message}`;
   const files = r.files_changed.length ? `\nFiles changed: ${r.files_changed.join(", ")}` : "";
+  const undo = r.call_ids.length ? `\nUndo ids (oldest first): ${r.call_ids.join(", ")}` : "";
   const pend = r.pending_ids.length ? `\nWaiting for approval (not run): ${r.pending_ids.join(", ")}` : "";
-  return `${head}${files}${pend}${r.answer ? `\n\n${r.answer}` : ""}`;
+  return `${head}${files}${undo}${pend}${r.answer ? `\n\n${r.answer}` : ""}`;
 }
 
 export const taskData = (r: TaskRecord) => ({
-  task_id: r.task_id, status: r.status, answer: r.answer, steps: r.steps, files_changed: r.files_changed, usage: r.usage,
+  task_id: r.task_id, status: r.status, answer: r.answer, steps: r.steps, files_changed: r.files_changed, call_ids: r.call_ids, usage: r.usage,
   ...(r.pending_ids.length ? { pending_ids: r.pending_ids } : {}), ...(r.error ? { error: r.error } : {}),
 });

@@ -75,7 +75,18 @@ async function tenant(scopes = ["read", "write", "execute"]) {
     return { status: res.status, body: JSON.parse(text) as any };
   };
   const model = (cfg: Record<string, unknown> = {}) => adm(`/v1/admin/tenants/${id}/model`, { base_url: baseUrl, api_key: KEY, model: "scripted-1", ...cfg }, "PUT");
-  return { id, key, call, model };
+  const undo = async (b: Record<string, unknown> = {}) => {
+    const res = await a.request("/v1/workspaces/main/undo", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(b) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  /** A file's bytes through the raw files route (null: no such file). */
+  const raw = async (path: string) => {
+    const res = await a.request(`/v1/workspaces/main/files/${path}`, { headers: { authorization: `Bearer ${key}` } });
+    return res.status === 200 ? res.text() : null;
+  };
+  /** Puts a file through the raw files route (not journaled: no undo record). */
+  const upload = async (path: string, text: string) => expect((await a.request(`/v1/workspaces/main/files/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key}`, "content-length": String(Buffer.byteLength(text)) }, body: text })).status).toBeLessThan(300);
+  return { id, key, call, model, undo, raw, upload };
 }
 
 const fails = (r: { status: number; body: any }, code: string, status: number) => {
@@ -174,6 +185,51 @@ describe("a scripted subagent", () => {
     fails(await t.call("read", { file_path: "x.txt" }), "NOT_FOUND", 404);
   });
 
+  it("each call of the subagent that changed files is undoable: data.call_ids in order, a session undo walks them back newest first", async () => {
+    const t = await tenant();
+    await t.model();
+    await t.upload("b.txt", "beta one\n");
+    ok(await t.call("write", { file_path: "own.txt", content: "the caller's own\n" }));
+    script = ({ messages }) => {
+      const step = messages.filter((m) => m.role === "assistant").length;
+      if (step === 0) return { body: calls({ name: "read", args: { file_path: "b.txt" } }) };
+      // Both in one step: they may land in the same millisecond, and must still undo in order.
+      if (step === 1) return { body: calls({ name: "write", args: { file_path: "a.txt", content: "alpha\n" } }, { name: "edit", args: { file_path: "b.txt", old_string: "one", new_string: "two" } }) };
+      return { body: answer("wrote a.txt, edited b.txt") };
+    };
+    const d = ok(await t.call("task", { prompt: "write a.txt, edit b.txt" }));
+    expect(d.files_changed).toEqual(["a.txt", "b.txt"]);
+    expect(d.call_ids).toHaveLength(2);
+    expect(new Set(d.call_ids).size).toBe(2);
+    expect(ok(await t.call("task_output", { task_id: d.task_id })).call_ids).toEqual(d.call_ids);
+    expect(await t.raw("a.txt")).toBe("alpha\n");
+    expect(await t.raw("b.txt")).toBe("beta two\n");
+    const edit = await t.undo();
+    expect(edit.body, JSON.stringify(edit.body)).toMatchObject({ call_id: d.call_ids[1], tool: "edit", restored: [{ path: "b.txt", action: "restored" }] });
+    expect(await t.raw("b.txt")).toBe("beta one\n");
+    const write = await t.undo();
+    expect(write.body).toMatchObject({ call_id: d.call_ids[0], tool: "write", restored: [{ path: "a.txt", action: "deleted" }] });
+    expect(await t.raw("a.txt")).toBeNull();
+    // The walk goes on into the caller's own calls of the session: its write of own.txt.
+    const own = await t.undo();
+    expect(own.body, JSON.stringify(own.body)).toMatchObject({ tool: "write", restored: [{ path: "own.txt", action: "deleted" }] });
+    expect(await t.raw("own.txt")).toBeNull();
+  });
+
+  it("undo of a subagent's call whose file changed since is refused (FILE_MODIFIED), nothing written", async () => {
+    const t = await tenant();
+    await t.model();
+    script = ({ messages }) => (messages.some((m) => m.role === "tool") ? { body: answer("done") } : { body: calls({ name: "write", args: { file_path: "c.txt", content: "from the subagent\n" } }) });
+    const d = ok(await t.call("task", { prompt: "write c.txt" }));
+    expect(d.call_ids).toHaveLength(1);
+    ok(await t.call("read", { file_path: "c.txt" }));
+    ok(await t.call("write", { file_path: "c.txt", content: "changed since\n" }));
+    const r = await t.undo({ call_id: d.call_ids[0] });
+    expect(r.status).toBe(409);
+    expect(r.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["c.txt"] } });
+    expect(await t.raw("c.txt")).toBe("changed since\n");
+  });
+
   it("an endpoint 500 is UNAVAILABLE with the status and an excerpt, never the key (even when the endpoint echoes it)", async () => {
     const t = await tenant();
     await t.model();
@@ -213,7 +269,7 @@ describe("a scripted subagent", () => {
     const early = ok(await t.call("task_output", { task_id: started.task_id, wait: false }));
     expect(early.status).toBe("running");
     const done = ok(await t.call("task_output", { task_id: started.task_id, timeout: 20 }));
-    expect(done).toMatchObject({ status: "completed", answer: "background done", files_changed: ["bg.txt"], steps: 2 });
+    expect(done).toMatchObject({ status: "completed", answer: "background done", files_changed: ["bg.txt"], call_ids: [expect.stringContaining("~")], steps: 2 });
     const other = await tenant();
     fails(await other.call("task_output", { task_id: started.task_id }), "NOT_FOUND", 404);
     fails(await t.call("task_output", { task_id: "task_nonexistent0000000000" }), "NOT_FOUND", 404);

@@ -115,7 +115,7 @@ describe("pending calls are swept", () => {
 
 describe("task records are swept", () => {
   const task = (id: string, deadline: number, status: TaskRecord["status"] = "completed"): TaskRecord => ({
-    task_id: id, status, answer: "", steps: 1, files_changed: [], pending_ids: [], usage: { prompt_tokens: 0, completion_tokens: 0 },
+    task_id: id, status, answer: "", steps: 1, files_changed: [], call_ids: [], pending_ids: [], usage: { prompt_tokens: 0, completion_tokens: 0 },
     created_at: new Date(deadline - 600_000).toISOString(), deadline: new Date(deadline).toISOString(),
   });
 
