@@ -6,6 +6,7 @@
  * calls are skipped: they may depend on it). Malformed calls (arguments not JSON, unknown tool) are
  * answered to the model as tool errors. No task, task_output or ask_user inside a task.
  * Bounds: max_steps model calls, max_seconds of wall time (each model call gets what is left).
+ * Progress (ctx.progress): one status event per step, {message: "step 2: called read, edit", done: 2, total: max_steps}.
  */
 import { isToolError, ToolError } from "../errors.js";
 import { toToolError } from "../http.js";
@@ -63,6 +64,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     messages.push(reply.message);
     const calls = reply.message.tool_calls ?? [];
     if (calls.length === 0) {
+      ctx.progress?.({ kind: "status", message: `step ${rec.steps}: answered`, done: rec.steps, total: maxSteps });
       rec.status = "completed";
       sync();
       return rec;
@@ -75,6 +77,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
       messages.push({ role: "tool", tool_call_id: call.id, content });
     }
     sync();
+    ctx.progress?.({ kind: "status", message: `step ${rec.steps}: called ${[...new Set(calls.map((c) => String(c?.function?.name ?? "?").slice(0, 64)))].join(", ")}`, done: rec.steps, total: maxSteps });
     await hooks.onStep?.(rec);
   }
   rec.status = "max_steps";
