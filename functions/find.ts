@@ -2,8 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { baseName, normalizePath } from "../lib/paths.js";
 import { compileGlob, hasGlobSyntax, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
-import { requireDirectory, scanTree } from "../lib/search/listing.js";
+import { listingStatus, requireDirectory, scanTree } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
+import { statusReporter } from "../lib/progress.js";
 import { defineTool } from "../lib/tool.js";
 import { Paging, SkippedReport } from "../lib/tool-output.js";
 
@@ -35,7 +36,9 @@ export default defineTool({
     include_hidden: z.boolean().optional().describe("Include hidden files and directories (default: false)"),
     include_ignored: z.boolean().optional().describe("Include .git, node_modules, vendor, __pycache__ and .gitignore'd entries (default: false)"),
   }),
-  async execute(args, { ws }) {
+  async execute(args, ctx) {
+    const { ws } = ctx;
+    const progress = statusReporter(ctx, listingStatus);
     const root = normalizePath(args.path ?? "");
     await requireDirectory(ws, root, "find");
     const pattern = args.pattern?.trim() ?? "";
@@ -52,7 +55,8 @@ export default defineTool({
     }
     const includeHidden = (args.include_hidden ?? false) || namesHidden(pattern);
     const budget = new Budget(Infinity);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file" });
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file", ...(progress ? { onListed: progress.update } : {}) });
+    progress?.finish();
     const cut = root === "" ? 0 : root.length + 1;
     const entries: { path: string; type: "file" | "dir" }[] = [];
     if (args.type !== "dir") for (const f of scan.files) if (test(baseName(f.path), f.path.slice(cut))) entries.push({ path: f.path, type: "file" });

@@ -2,8 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { normalizePath } from "../lib/paths.js";
 import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
-import { requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
+import { listingStatus, requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
+import { statusReporter } from "../lib/progress.js";
 import { defineTool } from "../lib/tool.js";
 import { Paging, SkippedReport } from "../lib/tool-output.js";
 
@@ -35,7 +36,9 @@ export default defineTool({
     include_hidden: z.boolean().optional().describe("Include hidden files and directories (default: false)"),
     include_ignored: z.boolean().optional().describe("Include .git, node_modules, vendor, __pycache__ and .gitignore'd files (default: false)"),
   }),
-  async execute(args, { ws }) {
+  async execute(args, ctx) {
+    const { ws } = ctx;
+    const progress = statusReporter(ctx, listingStatus);
     const root = normalizePath(args.path ?? "");
     // A trailing "/" asks for directories (as in shells: "*/" matches only directories).
     const dirsOnly = /\/\s*$/.test(args.pattern) && args.pattern.trim().replace(/^(\.\/|\/)+/, "") !== "";
@@ -47,7 +50,8 @@ export default defineTool({
     // List only below the pattern's literal directory prefix ("src/lib/**" lists src/lib/).
     const lit = literalDirPrefix(relativePattern(pattern, root));
     const listRoot = lit === "" ? root : normalizePath(root === "" ? lit : `${root}/${lit}`);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: dirsOnly });
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: dirsOnly, ...(progress ? { onListed: progress.update } : {}) });
+    progress?.finish();
     if (dirsOnly) return directoryMatches(args, root, scan.dirs.filter(test).sort(), scan);
     const found = scan.files.filter((f) => test(f.path));
     const sort = args.sort ?? "modified";

@@ -2,12 +2,13 @@ import { z } from "@hono/zod-openapi";
 import { normalizePath } from "../lib/paths.js";
 import { both, fileGlobTest, typeTest } from "../lib/search/globs.js";
 import { CpuBudget } from "../lib/search/cpu-budget.js";
-import { DEFAULT_BUDGET, grep, MAX_SCAN_BYTES, type FileHits, type GrepMode } from "../lib/search/grep.js";
+import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES, type FileHits, type GrepMode } from "../lib/search/grep.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import type { Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
+import { statusReporter } from "../lib/progress.js";
 import { defineTool } from "../lib/tool.js";
 import { SkippedReport } from "../lib/tool-output.js";
 
@@ -57,7 +58,9 @@ export default defineTool({
     include_ignored: z.boolean().optional().describe("Search .git, node_modules, vendor, __pycache__ and .gitignore'd files too (default: false)"),
     resume: z.string().max(8192).optional().describe("Continue a search that stopped with complete: false: the resume value of its result (same other arguments)"),
   }),
-  async execute(args, { ws, deps, signal }) {
+  async execute(args, ctx) {
+    const { ws, deps, signal } = ctx;
+    const progress = statusReporter(ctx, GREP_LISTING);
     const compiled = compileMatcher({ pattern: args.pattern, literal: args.literal ?? false, caseInsensitive: args.case_insensitive ?? false, multiline: args.multiline ?? false });
     const path = normalizePath(args.path ?? "");
     let rootFile: Listed | null = null;
@@ -80,7 +83,8 @@ export default defineTool({
 
     const budget = new Budget(DEFAULT_BUDGET);
     const cpu = new CpuBudget(deps.searchLimits, signal);
-    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit, resume }, budget, cpu);
+    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit, resume, progress }, budget, cpu);
+    progress?.finish();
     // Entries are numbered across calls: a resumed call's hits start at r.base.
     const first = Math.max(offset, r.base);
     const from = first - r.base;

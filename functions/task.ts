@@ -44,8 +44,8 @@ export default defineTool({
     await sweepTasks(s, (ctx.deps.task?.now ?? Date.now)()); // records of tasks ended more than 24 h ago
     if (args.background) {
       await saveTask(s, rec);
-      // The client's disconnect must not stop a background task.
-      const { signal: _drop, ...bgCtx } = ctx;
+      // The client's disconnect must not stop a background task, and nobody listens to its progress.
+      const { signal: _drop, progress: _quiet, ...bgCtx } = ctx;
       const run = runSubagent(args.prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r) }).then(
         (r) => saveTask(s, r),
         (e) => saveTask(s, { ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }),

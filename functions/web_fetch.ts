@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/errors.js";
+import { sizeText, statusReporter } from "../lib/progress.js";
 import { defineTool, MAX_OUTPUT_CHARS } from "../lib/tool.js";
 import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/web/content.js";
 import { guardedFetch, readBounded, runtimeFetcher, timeoutError } from "../lib/web/fetch.js";
@@ -65,9 +66,10 @@ export default defineTool({
     );
     const { response, finalUrl } = fetched;
     const final = safeHref(finalUrl);
+    const progress = statusReporter(ctx, fetchedStatus(bodyLength(response.headers)));
     const read = async (cap: number) => {
       try {
-        return await readBounded(response.body, cap);
+        return await readBounded(response.body, cap, progress?.update);
       } catch (e) {
         if (fetched.signal.aborted) throw timeoutError(finalUrl, timeoutMs);
         throw new ToolError("UNAVAILABLE", `The connection to ${final} broke while reading the page (${String((e as Error)?.message ?? e).slice(0, 120)}). Retry.`, { url: final });
@@ -84,6 +86,7 @@ export default defineTool({
     // HTML is read up to HTML_READ_CAP to convert; other text only as far as max_bytes (+1 to know it goes on).
     const htmlLike = type === "text/html" || type === "application/xhtml+xml" || (!type && format !== "html");
     const body = await read(htmlLike && format !== "html" ? HTML_READ_CAP : maxBytes + 1);
+    progress?.finish();
     const kind = classify(contentType, body.bytes.subarray(0, 8192), !body.more);
     if (kind === "binary") throw binaryError(final, contentType, body.bytes.subarray(0, 16), declaredBytes, body.bytes.length, body.more);
     const raw = decode(body.bytes, contentType);
@@ -110,6 +113,19 @@ export default defineTool({
     return { title: page.title ?? final, output: `${header}${shown.text}${shownNote}${note}`, data };
   },
 });
+
+/** The body's length as sent, when the response says it and sends it unencoded (a compressed body decodes to more bytes). */
+function bodyLength(headers: Headers): number | undefined {
+  const encoding = (headers.get("content-encoding") ?? "identity").trim().toLowerCase();
+  const n = Number(headers.get("content-length") ?? NaN);
+  return encoding === "identity" && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** web_fetch's progress: bytes of the body received, of the Content-Length when known (never a total below what came). */
+const fetchedStatus = (length: number | undefined) => (done: number) => {
+  const total = length !== undefined && length >= done ? length : undefined;
+  return { message: `fetched ${sizeText(done)}${total !== undefined ? ` of ${sizeText(total)}` : ""}`, done, ...(total !== undefined ? { total } : {}) };
+};
 
 const utf8Length = (s: string) => new TextEncoder().encode(s).length;
 

@@ -50,6 +50,8 @@ export interface AppDeps {
   archiveLimits?: Partial<ArchiveLimits>;
   /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
   searchLimits?: Partial<SearchLimits>;
+  /** Status progress (grep, glob, find, web_fetch: lib/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
+  progress?: { intervalMs?: number };
   /** web_fetch's transport (default: the runtime's fetch; Lambda: lib/web/node-fetcher.ts). allowLoopback is for tests only. */
   webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
   /** Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests). */

@@ -77,13 +77,18 @@ export function buildMcpServer(call: McpCall): Server {
 }
 
 /**
- * ctx.progress as MCP notifications/progress (the client sent _meta.progressToken): progress counts
- * the events (it must increase), total/message from a status event, the text of an output event as message.
+ * ctx.progress as MCP notifications/progress (the client sent _meta.progressToken). progress must
+ * increase: an output event adds 1; a status event's `done` is the progress when it advances it, and a
+ * status event that advances nothing (no done: grep's listing; or the same done) adds a thousandth, so
+ * later counts still land on their own number and never pass their total. total/message from a status
+ * event, the text of an output event as message.
  */
 function mcpProgress(token: string | number, send: (n: ServerNotification) => Promise<void>): (e: ProgressEvent) => void {
   let n = 0;
   return (e) => {
-    n = e.kind === "status" && e.done !== undefined && e.done > n ? e.done : n + 1;
+    if (e.kind === "output") n += 1;
+    else if (e.done !== undefined && e.done > n) n = e.done;
+    else n = Math.round(n * 1000 + 1) / 1000;
     const message = e.kind === "output" ? e.text : e.message;
     const total = e.kind === "status" ? e.total : undefined;
     send({ method: "notifications/progress", params: { progressToken: token, progress: n, ...(total !== undefined ? { total } : {}), message } }).catch(() => {});

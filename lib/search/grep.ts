@@ -33,6 +33,7 @@ import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segm
 import { Budget, IndexStore } from "./store.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../text.js";
+import type { Describe, StatusReporter } from "../progress.js";
 
 export type GrepMode = "content" | "files_with_matches" | "count";
 
@@ -53,7 +54,17 @@ export interface GrepRequest {
   limit: number;
   /** Continue a search an earlier call stopped (its cursor). */
   resume?: GrepCursor | null;
+  /** Where progress goes when someone listens: the listing stage, then files searched of the candidates. */
+  progress?: StatusReporter | undefined;
 }
+
+/**
+ * grep's progress stages. Listing events carry no `done` (the search stage's `done` counts files,
+ * and a client's `done` must not go backwards); searching counts candidates in search order, so a
+ * resumed search starts past the files earlier calls searched.
+ */
+export const GREP_LISTING: Describe = (n) => ({ message: `listing files: ${n} entries so far` });
+const GREP_SEARCHING: Describe = (done, total) => ({ message: `searched ${done} of ${total} files`, done, total: total ?? done });
 
 /**
  * Where a stopped search continues: candidates are searched in a fixed order (newest first,
@@ -139,7 +150,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
     candidates = [{ file: req.rootFile, seg: null, entry: null, unindexed: false }];
   } else {
     const [scan, refs] = await Promise.all([
-      scanTree(ws, store, budget, { root: req.root, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored }),
+      scanTree(ws, store, budget, { root: req.root, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored, ...(req.progress ? { onListed: (n: number) => req.progress!.update(n) } : {}) }),
       store.listSegments(),
     ]);
     skipped = scan.skipped;
@@ -156,6 +167,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
   const resume = req.resume ?? null;
   let next = resume ? candidates.findIndex((c) => c.file.modified < resume.modified || (c.file.modified === resume.modified && c.file.path >= resume.path)) : 0;
   if (next < 0) next = candidates.length;
+  req.progress?.stage(GREP_SEARCHING);
   const startIn = (c: Candidate): FileCursor | null => {
     const f = resume?.file;
     return f && c.file.path === resume.path && c.file.modified === resume.modified && c.file.etag === f.etag ? f : null;
@@ -236,6 +248,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
         stoppedBy = "cpu";
         break outer;
       }
+      req.progress?.update(next, candidates.length);
       next++;
       const from = startIn(c);
       const got = contents[i];
@@ -265,6 +278,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
     if (persistBytes >= MAX_SEGMENT) await flush();
   }
   next = Math.min(next, candidates.length);
+  req.progress?.update(next, candidates.length);
   if (stoppedBy && !cursor && next < candidates.length) {
     const c = candidates[next]!;
     cursor = { modified: c.file.modified, path: c.file.path, entries: 0 };

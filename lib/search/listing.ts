@@ -18,6 +18,7 @@ import type { ObjectInfo } from "../storage/types.js";
 import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
+import type { Describe } from "../progress.js";
 
 export interface Listed {
   path: string;
@@ -38,6 +39,8 @@ export interface ScanOptions {
   collectDirs?: boolean;
   /** Most files listed (default 200,000); past it the scan stops and says so. */
   maxFiles?: number;
+  /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/progress.ts). */
+  onListed?: (entries: number, total?: number) => void;
 }
 
 export interface Scan {
@@ -50,6 +53,9 @@ export interface Scan {
   /** List requests made. */
   pages: number;
 }
+
+/** A listing's progress (glob, find): entries listed (files, directories, skipped ones); the total is known at the end. */
+export const listingStatus: Describe = (n, total) => ({ message: total === undefined ? `listed ${n} entries so far` : `listed ${n} entries`, done: n, ...(total !== undefined ? { total } : {}) });
 
 const PAGE = 1000;
 const PARALLEL = 6;
@@ -71,11 +77,13 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
   let pages = 0;
   let truncated = false;
   const rootLen = o.root === "" ? 0 : o.root.length + 1;
+  let listed = 0;
 
   const ancestorsIgnores = o.includeIgnored ? Promise.resolve([]) : readAncestorIgnores(ws, listRoot, budget);
 
   /** Takes one object; returns the key to jump past when the object lies in a skipped directory. */
   const take = (obj: ObjectInfo): string | null => {
+    listed++;
     const path = obj.key.slice(prefix.length);
     const skip = staticSkip(path, o.root, o);
     if (o.collectDirs) {
@@ -118,6 +126,7 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
           break;
         }
       }
+      o.onListed?.(listed);
       if (r.cursor === undefined) return;
       pageEnds.push(last.slice(prefix.length));
       after = jump ?? last;
@@ -139,6 +148,7 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
       break;
     }
   }
+  o.onListed?.(listed);
   let sequential = false;
   if (first.cursor !== undefined && first.objects.length > 0) {
     const firstLast = first.objects[first.objects.length - 1]!.key;
@@ -172,6 +182,8 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
   if (listRoot === "" && !truncated && pageEnds.length >= 2 && (sequential || longestRange >= 3)) {
     await store.writeBounds(pageEnds.sort(compareKeys)).catch(() => undefined);
   }
+
+  o.onListed?.(listed, listed);
 
   // .gitignore rules: those above the root, and those listed below it.
   let files = kept;

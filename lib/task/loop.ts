@@ -9,6 +9,7 @@
  * (a call_id per call, as a direct call gets); the ids of the calls that changed files are kept in
  * rec.call_ids, in order, with stamps strictly increasing so a session undo walks them back newest first.
  * Bounds: max_steps model calls, max_seconds of wall time (each model call gets what is left).
+ * Progress (ctx.progress): one status event per step, {message: "step 2: called read, edit", done: 2, total: max_steps}.
  */
 import { isToolError, ToolError } from "../errors.js";
 import { toToolError } from "../http.js";
@@ -74,6 +75,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     messages.push(reply.message);
     const calls = reply.message.tool_calls ?? [];
     if (calls.length === 0) {
+      ctx.progress?.({ kind: "status", message: `step ${rec.steps}: answered`, done: rec.steps, total: maxSteps });
       rec.status = "completed";
       sync();
       return rec;
@@ -86,6 +88,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
       messages.push({ role: "tool", tool_call_id: call.id, content });
     }
     sync();
+    ctx.progress?.({ kind: "status", message: `step ${rec.steps}: called ${[...new Set(calls.map((c) => String(c?.function?.name ?? "?").slice(0, 64)))].join(", ")}`, done: rec.steps, total: maxSteps });
     await hooks.onStep?.(rec);
   }
   rec.status = "max_steps";

@@ -129,8 +129,11 @@ export interface BoundedBody {
   more: boolean;
 }
 
-/** Reads at most `cap` bytes of a body, then cancels the rest: never buffers more than cap plus one chunk. */
-export async function readBounded(body: ReadableStream<Uint8Array> | null, cap: number): Promise<BoundedBody> {
+/**
+ * Reads at most `cap` bytes of a body, then cancels the rest: never buffers more than cap plus one chunk.
+ * `onBytes` is told the bytes kept so far after every chunk (progress).
+ */
+export async function readBounded(body: ReadableStream<Uint8Array> | null, cap: number, onBytes?: (bytes: number) => void): Promise<BoundedBody> {
   if (!body) return { bytes: new Uint8Array(0), more: false };
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
@@ -148,6 +151,7 @@ export async function readBounded(body: ReadableStream<Uint8Array> | null, cap: 
       }
       chunks.push(value);
       size += value.length;
+      onBytes?.(size);
     }
   } finally {
     if (more) await reader.cancel().catch(() => {});

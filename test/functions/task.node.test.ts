@@ -10,6 +10,7 @@ import type { AppDeps } from "../../lib/deps.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { checkOutputs } from "../support/output-check.js";
+import { readEvents, statusEvents } from "../support/sse-events.js";
 
 const ADMIN = "admin-task-test";
 const KEY = "sk-test-SECRET-model-key-9f3a";
@@ -74,6 +75,12 @@ async function tenant(scopes = ["read", "write", "execute"]) {
     texts.push(text);
     return { status: res.status, body: JSON.parse(text) as any };
   };
+  /** The call with Accept: text/event-stream: its events (progress, then the result). */
+  const stream = async (tool: string, args: unknown) => {
+    const res = await a.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(args) });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    return readEvents(res);
+  };
   const model = (cfg: Record<string, unknown> = {}) => adm(`/v1/admin/tenants/${id}/model`, { base_url: baseUrl, api_key: KEY, model: "scripted-1", ...cfg }, "PUT");
   const undo = async (b: Record<string, unknown> = {}) => {
     const res = await a.request("/v1/workspaces/main/undo", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(b) });
@@ -86,7 +93,7 @@ async function tenant(scopes = ["read", "write", "execute"]) {
   };
   /** Puts a file through the raw files route (not journaled: no undo record). */
   const upload = async (path: string, text: string) => expect((await a.request(`/v1/workspaces/main/files/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key}`, "content-length": String(Buffer.byteLength(text)) }, body: text })).status).toBeLessThan(300);
-  return { id, key, call, model, undo, raw, upload };
+  return { id, key, call, stream, model, undo, raw, upload };
 }
 
 const fails = (r: { status: number; body: any }, code: string, status: number) => {
@@ -154,6 +161,29 @@ describe("a scripted subagent", () => {
     expect(seen[1]!.messages.at(-1).content).toContain("greeting = hello");
     // The record is there for task_output too.
     expect(ok(await t.call("task_output", { task_id: d.task_id }))).toMatchObject({ status: "completed", files_changed: ["src/app.txt"] });
+  });
+
+  it("over SSE, each step is a status event (the tools it called, step of max_steps) before the result; a background task reports none", async () => {
+    const t = await tenant();
+    await t.model({ max_steps: 5 });
+    ok(await t.call("write", { file_path: "a.txt", content: "one\n" }));
+    script = ({ messages }) => {
+      const step = messages.filter((m) => m.role === "assistant").length;
+      if (step === 0) return { body: calls({ name: "read", args: { file_path: "a.txt" } }, { name: "ls", args: {} }, { name: "read", args: { file_path: "a.txt" } }) };
+      if (step === 1) return { body: calls({ name: "edit", args: { file_path: "a.txt", old_string: "one", new_string: "two" } }) };
+      return { body: answer("Done.") };
+    };
+    const events = await t.stream("task", { prompt: "change one to two" });
+    expect(statusEvents(events)).toEqual([
+      { kind: "status", message: "step 1: called read, ls", done: 1, total: 5 },
+      { kind: "status", message: "step 2: called edit", done: 2, total: 5 },
+      { kind: "status", message: "step 3: answered", done: 3, total: 5 },
+    ]);
+    expect(events.at(-1)!.data).toMatchObject({ ok: true, data: { status: "completed", steps: 3, files_changed: ["a.txt"] } });
+    const bg = await t.stream("task", { prompt: "change one to two", background: true });
+    expect(bg.map((e) => e.event)).toEqual(["result"]);
+    const id = bg[0]!.data.data.task_id;
+    for (let i = 0; i < 100 && ok(await t.call("task_output", { task_id: id })).status === "running"; i++) await new Promise((r) => setTimeout(r, 20));
   });
 
   it("malformed tool calls (arguments not JSON, an unknown tool, task inside a task) are answered to the model as tool errors", async () => {

@@ -14,6 +14,7 @@ import { ACCEPT } from "../../functions/web_fetch.js";
 import { DOCS, startWebServer, type WebServer } from "../support/web-server.js";
 import { freePort } from "../support/wrangler-dev.js";
 import { checkOutputs } from "../support/output-check.js";
+import { readEvents, statusEvents } from "../support/sse-events.js";
 
 const ADMIN = "admin-web-fetch-test";
 let server: WebServer;
@@ -49,7 +50,13 @@ async function tenant(a: ReturnType<typeof app>, scopes = ["read", "network"]) {
     const res = await a.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) });
     return { status: res.status, body: (await res.json()) as any };
   };
-  return { id, call, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
+  /** The call with Accept: text/event-stream: its events (progress, then the result). */
+  const stream = async (args: unknown) => {
+    const res = await a.request("/v1/workspaces/main/tools/web_fetch", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify(args) });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    return readEvents(res);
+  };
+  return { id, call, stream, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
 }
 
 let t: Awaited<ReturnType<typeof tenant>>;
@@ -179,6 +186,38 @@ describe("cuts and bounds", () => {
     expect(Date.now() - started).toBeLessThan(3000);
     expect(e.message).toMatch(/did not answer within 1 s.*larger timeout/);
     fails(await t.call({ url: `${server.url}/slow-body?ms=5000`, timeout: 1 }), "TIMEOUT", 408);
+  });
+});
+
+describe("progress over SSE (the default 250 ms throttle)", () => {
+  const withoutUsage = (e: any) => {
+    const { usage: _u, ...rest } = e;
+    return rest;
+  };
+
+  it("a body that comes slowly reports bytes received of its Content-Length, throttled, before the result a plain call answers", async () => {
+    const url = `${server.url}/chunked?n=20&size=2048&ms=50`; // 40 KB over about 1 s
+    const events = await t.stream({ url });
+    const status = statusEvents(events);
+    // Unthrottled it would be 20 events (one per chunk): about one per 250 ms, and the last count.
+    expect(status.length).toBeGreaterThanOrEqual(2);
+    expect(status.length).toBeLessThanOrEqual(7);
+    expect(status.every((s) => s.total === 40960 && s.done! > 0)).toBe(true);
+    expect(status.at(-1)).toEqual({ kind: "status", message: "fetched 40 KB of 40 KB", done: 40960, total: 40960 });
+    const result = events.at(-1)!.data;
+    expect(result).toMatchObject({ ok: true, data: { bytes: 40960, truncated: false } });
+    const plain = ok(await t.call({ url }));
+    expect(withoutUsage(plain)).toEqual(withoutUsage(result));
+  });
+
+  it("without a Content-Length the events have no total; a quick fetch sends no progress at all", async () => {
+    const status = statusEvents(await t.stream({ url: `${server.url}/chunked?n=12&size=1024&ms=50&len=0` }));
+    expect(status.length).toBeGreaterThanOrEqual(1);
+    expect(status.every((s) => s.total === undefined)).toBe(true);
+    expect(status.at(-1)).toEqual({ kind: "status", message: "fetched 12 KB", done: 12288 });
+    const quick = await t.stream({ url: `${server.url}/data.json` });
+    expect(quick.map((e) => e.event)).toEqual(["result"]);
+    expect(quick[0]!.data).toMatchObject({ ok: true, data: { content_type: "application/json" } });
   });
 });
 

@@ -54,6 +54,21 @@ function handle(req: IncomingMessage, res: ServerResponse, body: string, base: s
       res.write("first part\n");
       return void setTimeout(() => res.end("second part\n"), Number(url.searchParams.get("ms") ?? 5000)).unref();
     }
+    case "/chunked": {
+      // n chunks of `size` bytes of text, `ms` apart; with Content-Length unless len=0.
+      const n = Number(url.searchParams.get("n") ?? 10);
+      const size = Number(url.searchParams.get("size") ?? 1024);
+      const line = "x".repeat(size - 1) + "\n";
+      res.writeHead(200, { "content-type": "text/plain", ...(url.searchParams.get("len") === "0" ? {} : { "content-length": String(n * size) }) });
+      let sent = 0;
+      const tick = () => {
+        if (res.destroyed) return;
+        res.write(line);
+        if (++sent === n) res.end();
+        else setTimeout(tick, Number(url.searchParams.get("ms") ?? 50)).unref();
+      };
+      return tick();
+    }
     case "/bot-wall":
       return send(403, "text/html; charset=utf-8", BOT_WALL, { "cf-mitigated": "challenge", server: "cloudflare" });
     case "/forbidden":

@@ -5,6 +5,7 @@ import { tools as allTools } from "../../../functions/index.js";
 import { HEARTBEAT_MS } from "../../../lib/doors/sse.js";
 import { defineTool, type Tool } from "../../../lib/tool.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
+import { readEvents } from "../../support/sse-events.js";
 
 /** A tool that reports two output chunks 300 ms apart, then answers. */
 const ticker = defineTool({
@@ -46,29 +47,6 @@ const waiter = defineTool({
     return { title: "waiter", output: "waited", data: { aborted: seen.aborted } };
   },
 }) as Tool;
-
-interface SseEvent { event: string; data: any; at: number }
-
-async function readEvents(res: Response): Promise<SseEvent[]> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: SseEvent[] = [];
-  let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let i: number;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
-      const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
-      const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-      events.push({ event, data: JSON.parse(data), at: Date.now() });
-    }
-  }
-  return events;
-}
 
 const usages: any[] = [];
 const app = () => testApp({ onUsage: (u) => usages.push(u) }, [...allTools, ticker, waiter]);
