@@ -6,8 +6,11 @@
  *   every upper object listed before the switch, each only in the version listed; a writer that
  *   changed one, or created one, around the switch is reported in `conflicts`, never overwritten.
  * - fork: checkpoint the origin (or take a checkpoint of it), create the new workspace on that manifest.
+ * - delete: remove the record only in the version read (If-Match); its manifest and packs stay until
+ *   GC (gc.ts) finds no base, checkpoint record or undo record referencing them.
  */
 import { ToolError } from "../errors.js";
+import { isConditionFailed } from "../storage/types.js";
 import { checkpointKey, checkpointsPrefix } from "../paths.js";
 import { createWorkspace, type WorkspaceMeta } from "../workspace/registry.js";
 import type { Manifest } from "./manifest.js";
@@ -54,10 +57,32 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
   return { ...cp, sealed: sealed.length, kept: refused.length };
 }
 
-export async function getCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<CheckpointRecord> {
+const cpNotFound = (ws: string, id: string) => new ToolError("NOT_FOUND", `Checkpoint not found: ${id}. List checkpoints with GET /v1/workspaces/${ws}/checkpoints.`, { checkpoint: id });
+
+async function readCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<{ record: CheckpointRecord; etag: string }> {
   const r = await deps.storage.get(checkpointKey(tenant, ws, id));
-  if (!r) throw new ToolError("NOT_FOUND", `Checkpoint not found: ${id}. List checkpoints with GET /v1/workspaces/${ws}/checkpoints.`, { checkpoint: id });
-  return JSON.parse(await new Response(r.body).text()) as CheckpointRecord;
+  if (!r) throw cpNotFound(ws, id);
+  return { record: JSON.parse(await new Response(r.body).text()) as CheckpointRecord, etag: r.etag };
+}
+
+export async function getCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<CheckpointRecord> {
+  return (await readCheckpoint(deps, tenant, ws, id)).record;
+}
+
+/**
+ * Deletes the checkpoint record, only in the version read: of concurrent deletes one wins and the
+ * others answer NOT_FOUND, as for a checkpoint already gone. Nothing else is touched: forks made
+ * from it have the manifest as their own base, and GC reclaims what nothing references any more.
+ */
+export async function deleteCheckpoint(deps: LayerDeps, tenant: string, ws: string, id: string): Promise<CheckpointRecord> {
+  const { record, etag } = await readCheckpoint(deps, tenant, ws, id);
+  try {
+    await deps.storage.delete([{ key: checkpointKey(tenant, ws, id), ifMatch: etag }]);
+  } catch (e) {
+    if (isConditionFailed(e)) throw cpNotFound(ws, id);
+    throw e;
+  }
+  return record;
 }
 
 export async function listCheckpoints(deps: LayerDeps, tenant: string, ws: string): Promise<CheckpointRecord[]> {

@@ -1,7 +1,7 @@
-/** Versions of a workspace: checkpoints (create, list), restore, diff (lib/layers/). Forks: POST /v1/workspaces (workspaces.ts). */
+/** Versions of a workspace: checkpoints (create, list, get, delete), restore, diff (lib/layers/). Forks: POST /v1/workspaces (workspaces.ts). */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
-import { createCheckpoint, getCheckpoint, listCheckpoints, requireMeta, restoreCheckpoint } from "../layers/checkpoints.js";
+import { createCheckpoint, deleteCheckpoint, getCheckpoint, listCheckpoints, requireMeta, restoreCheckpoint } from "../layers/checkpoints.js";
 import { currentSide, diffVersions, manifestSide } from "../layers/diff.js";
 import { RecordStore } from "../records/store.js";
 import { Workspace } from "../workspace/workspace.js";
@@ -49,6 +49,36 @@ export function versionsApp(deps: AppDeps) {
       const { ws } = c.req.valid("param");
       await requireMeta(ld, c.get("auth").tenant, ws);
       return c.json({ checkpoints: await listCheckpoints(ld, c.get("auth").tenant, ws) }, 200);
+    },
+  );
+  app.openapi(
+    createRoute(secureRoute(deps, read, {
+      method: "get", path: "/v1/workspaces/{ws}/checkpoints/{id}", tags: ["versions"],
+      summary: "One checkpoint",
+      request: { params: CpParam },
+      responses: { 200: { description: "Checkpoint", content: { "application/json": { schema: CheckpointSchema } } }, ...errorResponses(401, 403, 404) },
+    })),
+    async (c) => {
+      const { ws, id } = c.req.valid("param");
+      return c.json(await getCheckpoint(ld, c.get("auth").tenant, ws, id), 200);
+    },
+  );
+  app.openapi(
+    createRoute(secureRoute(deps, write, {
+      method: "delete", path: "/v1/workspaces/{ws}/checkpoints/{id}", tags: ["versions"],
+      summary: "Delete a checkpoint (its storage is reclaimed by the next GC once nothing else references its manifest; forks made from it keep working)",
+      request: { params: CpParam },
+      responses: { 200: { description: "Deleted", content: { "application/json": { schema: z.object({ deleted: z.literal(true), checkpoint: CheckpointSchema, hint: z.string() }) } } }, ...errorResponses(401, 403, 404) },
+    })),
+    async (c) => {
+      const tenant = c.get("auth").tenant;
+      const { ws, id } = c.req.valid("param");
+      const cp = await deleteCheckpoint(ld, tenant, ws, id);
+      const current = c.get("workspace")?.record.meta.base === cp.manifest; // as the guard read it: a hint
+      const hint = current
+        ? `Checkpoint ${id} is deleted. Its manifest ${cp.manifest} is still this workspace's current base, so nothing is freed yet: once a checkpoint, restore or import replaces that base, the next GC (POST /v1/admin/tenants/{tenant}/gc) reclaims it, unless another checkpoint or a fork still uses it.`
+        : `Checkpoint ${id} is deleted. The next GC (POST /v1/admin/tenants/{tenant}/gc, past its grace period) reclaims its manifest ${cp.manifest} and the packs only it uses, unless another checkpoint or a workspace (a fork made from it) still uses that manifest. Forks made from it keep working.`;
+      return c.json({ deleted: true as const, checkpoint: cp, hint }, 200);
     },
   );
   app.openapi(

@@ -156,11 +156,13 @@ describe("tenant isolation", () => {
       await run(`DELETE ${p} if-match`, "DELETE", url, { headers: { "if-match": `"${etags["secret.txt"]}"` } });
     }
 
-    // Versions (lib/routes/versions.ts): checkpoint, list, restore, diff; a fork of A's workspace.
+    // Versions (lib/routes/versions.ts): checkpoint, list, get, delete, restore, diff; a fork of A's workspace.
     const json = { "content-type": "application/json" };
     await run("POST checkpoints", "POST", `/v1/workspaces/${A_WS}/checkpoints`, { headers: json, body: JSON.stringify({ name: "b" }) });
     await run("GET checkpoints", "GET", `/v1/workspaces/${A_WS}/checkpoints`);
     await run("POST restore", "POST", `/v1/workspaces/${A_WS}/checkpoints/${aCheckpoint}/restore`);
+    await run("GET checkpoint", "GET", `/v1/workspaces/${A_WS}/checkpoints/${aCheckpoint}`);
+    await run("DELETE checkpoint", "DELETE", `/v1/workspaces/${A_WS}/checkpoints/${aCheckpoint}`);
     await run("GET diff", "GET", `/v1/workspaces/${A_WS}/diff?from=${aCheckpoint}`);
     await run("GET diff to", "GET", `/v1/workspaces/${A_WS}/diff?from=${aCheckpoint}&to=${aCheckpoint}`);
     for (const body of [{ id: "b-fork", from_workspace: A_WS }, { id: "b-fork2", from_workspace: A_WS, checkpoint: aCheckpoint }]) {

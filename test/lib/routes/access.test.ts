@@ -47,6 +47,9 @@ const EXPECTED: Record<string, string> = {
   "PUT /v1/admin/tenants/{tenant}/model": "admin",
   "DELETE /v1/admin/tenants/{tenant}/model": "admin",
   "POST /v1/admin/tenants/{tenant}/gc": "admin",
+  // Deleting a checkpoint gives up a version (its storage goes at the next GC): write, like creating one.
+  "GET /v1/workspaces/{ws}/checkpoints/{id}": "tenant:read",
+  "DELETE /v1/workspaces/{ws}/checkpoints/{id}": "tenant:write",
   "POST /v1/workspaces/{ws}/import": "tenant:write",
   "GET /v1/workspaces/{ws}/export": "tenant:read",
   "GET /v1/workspaces/{ws}/sessions/{session}/todos": "tenant:read",
