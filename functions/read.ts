@@ -38,6 +38,7 @@ export default defineTool({
   }),
   async execute(args, { ws }) {
     const path = normalizeFilePath(args.file_path);
+    ws.records.prefetch(path); // the session record (recordRead) is read beside the file
     // One ranged GET answers most reads: the file's size and version, the bytes to sniff, and
     // all of a small file. A missing file costs one more look to say why (directory or not found).
     const first = await ws.get(path, { offset: 0, length: SNIFF_BYTES });

@@ -4,9 +4,10 @@
  * Every route declares its access (routes/access.ts); the app refuses to start with one that does not.
  */
 import { createAuthBackoff } from "./auth/backoff.js";
+import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { ManifestCache } from "./layers/manifest.js";
-import { PolicyCache } from "./web/policy-cache.js";
+import { IsolateCache } from "./isolate-cache.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "./errors.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
@@ -41,7 +42,7 @@ const OPENAPI_INFO = {
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new PolicyCache(), customTools: inputDeps.customTools ?? new PolicyCache<readonly Tool[]>(), tools };
+  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });

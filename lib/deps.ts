@@ -4,7 +4,8 @@ import type { AuthBackoff } from "./auth/backoff.js";
 import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
-import type { PolicyCache } from "./web/policy-cache.js";
+import type { IsolateCache } from "./isolate-cache.js";
+import type { AuthInfo } from "./auth/keys.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 import type { WebFetcher } from "./web/fetch.js";
@@ -60,10 +61,12 @@ export interface AppDeps {
   task?: { now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
-  /** Tenant policies per isolate for a few seconds (lib/web/policy-cache.ts); createApp makes one when absent. */
-  policies?: PolicyCache;
+  /** Tenant policies per isolate for a few seconds (lib/isolate-cache.ts); createApp makes one when absent. */
+  policies?: IsolateCache;
+  /** API keys (by hash) resolved per isolate for a few seconds (lib/auth/keys.ts); createApp makes one when absent. */
+  apiKeys?: IsolateCache<AuthInfo | null>;
   /** Each tenant's custom tools, built, per isolate for a few seconds (lib/custom/tool.ts); createApp makes one when absent. */
-  customTools?: PolicyCache<readonly Tool[]>;
+  customTools?: IsolateCache<readonly Tool[]>;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */

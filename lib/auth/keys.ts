@@ -9,6 +9,7 @@ import { randomId, sha256Hex } from "../hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import type { ToolList } from "../toolset.js";
+import type { IsolateCache } from "../isolate-cache.js";
 
 /** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
 export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
@@ -73,20 +74,29 @@ export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, te
   return { key, record };
 }
 
-export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string): Promise<void> {
+export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string, cache?: IsolateCache<AuthInfo | null>): Promise<void> {
   const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
   if (!hash) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
   await kv.delete(hashKey(hash));
   await kv.delete(keyIdKey(tenant, keyId));
+  cache?.forget(hash);
 }
 
-/** The tenant and scopes of a presented key, or null. */
-export async function resolveApiKey(kv: KeyValueStore, key: string): Promise<AuthInfo | null> {
+/**
+ * The tenant and scopes of a presented key, or null. With `cache` (createApp's), a key's record
+ * is read from KV at most once per isolate every few seconds: a key revoked through this isolate
+ * stops at once, through another within the cache's TTL (5 s) on top of KV's own propagation.
+ */
+export async function resolveApiKey(kv: KeyValueStore, key: string, cache?: IsolateCache<AuthInfo | null>): Promise<AuthInfo | null> {
   if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
-  const raw = await kv.get(hashKey(await sha256Hex(key)));
-  if (!raw) return null;
-  const rec = JSON.parse(raw) as ApiKeyRecord;
-  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+  const hash = await sha256Hex(key);
+  const load = async (): Promise<AuthInfo | null> => {
+    const raw = await kv.get(hashKey(hash));
+    if (!raw) return null;
+    const rec = JSON.parse(raw) as ApiKeyRecord;
+    return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+  };
+  return cache ? cache.get(hash, load) : load();
 }
 
 /** The most a listing page holds: each entry costs one more read (the tenant record, the key record). */

@@ -20,7 +20,7 @@ export async function authenticateTenant(deps: AppDeps, headers: Headers): Promi
   deps.authBackoff?.check(client);
   const key = bearer(headers.get("authorization"));
   if (!key) throw new ToolError("UNAUTHORIZED", "Missing API key. Send 'Authorization: Bearer <api key>'.");
-  const auth = await resolveApiKey(deps.kv, key);
+  const auth = await resolveApiKey(deps.kv, key, deps.apiKeys);
   if (!auth) {
     deps.authBackoff?.failed(client);
     throw new ToolError("UNAUTHORIZED", "Invalid or revoked API key. Send a current key as 'Authorization: Bearer <api key>'; an admin creates keys with POST /v1/admin/tenants/{tenant}/keys.");

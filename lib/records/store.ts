@@ -36,12 +36,36 @@ export class RecordStore {
     return `rec/${this.scope}/${this.session}/${(await sha256Hex(path)).slice(0, 40)}`;
   }
 
+  /** Reads started early (prefetch), each taken by the next get of its path. */
+  private readonly early = new Map<string, Promise<FileRecord | null>>();
+
+  /**
+   * Starts reading the record of `path` now, so the KV read runs beside the call's storage
+   * reads instead of after them; the next get(path) takes it. A set(path) drops it.
+   */
+  prefetch(path: string): void {
+    if (this.early.has(path)) return;
+    const p = this.load(path);
+    p.catch(() => {}); // a failure surfaces in the get that takes it
+    this.early.set(path, p);
+  }
+
   async get(path: string): Promise<FileRecord | null> {
+    const early = this.early.get(path);
+    if (early) {
+      this.early.delete(path);
+      return early;
+    }
+    return this.load(path);
+  }
+
+  private async load(path: string): Promise<FileRecord | null> {
     const raw = await this.kv.get(await this.key(path));
     return raw ? (JSON.parse(raw) as FileRecord) : null;
   }
 
   async set(path: string, etag: string): Promise<void> {
+    this.early.delete(path);
     const rec: FileRecord = { etag, at: Date.now() };
     await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
   }

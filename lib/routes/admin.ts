@@ -85,7 +85,7 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       const { tenant, key_id } = c.req.valid("param");
-      await revokeApiKey(deps.kv, tenant, key_id);
+      await revokeApiKey(deps.kv, tenant, key_id, deps.apiKeys);
       return c.json({ revoked: true as const, key_id }, 200);
     },
   );

@@ -9,7 +9,7 @@ import { ToolError } from "../errors.js";
 import type { KeyValueStore } from "../storage/types.js";
 import { GatePolicyFields } from "../pending/gate-policy.js";
 import { safeHref } from "./ssrf.js";
-import type { PolicyCache } from "./policy-cache.js";
+import type { IsolateCache } from "../isolate-cache.js";
 
 const Domain = z
   .string()
@@ -30,7 +30,7 @@ export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
 const policyKey = (tenant: string) => `policy/${tenant}`;
 
 /** The tenant's policy; through `cache` (deps.policies, per isolate, seconds) when given. */
-export async function loadTenantPolicy(kv: KeyValueStore, tenant: string, cache?: PolicyCache): Promise<TenantPolicy> {
+export async function loadTenantPolicy(kv: KeyValueStore, tenant: string, cache?: IsolateCache): Promise<TenantPolicy> {
   const load = async () => {
     const raw = await kv.get(policyKey(tenant));
     return raw ? (JSON.parse(raw) as TenantPolicy) : {};
@@ -38,7 +38,7 @@ export async function loadTenantPolicy(kv: KeyValueStore, tenant: string, cache?
   return cache ? ((await cache.get(tenant, load)) as TenantPolicy) : load();
 }
 
-export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy, cache?: PolicyCache): Promise<void> {
+export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy, cache?: IsolateCache): Promise<void> {
   await kv.put(policyKey(tenant), JSON.stringify(policy));
   cache?.forget(tenant);
 }

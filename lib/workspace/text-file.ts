@@ -6,11 +6,13 @@ import type { FileInfo, Workspace } from "./workspace.js";
 /** Largest file the edit tools load whole. */
 export const MAX_EDIT_BYTES = 10 * 1024 * 1024;
 
-/** The current text of a file the session has read, unchanged since. */
+/**
+ * The current text of a file the session has read, unchanged since: one GET, the session record
+ * read beside it (prefetch), the rule checked before the body is read.
+ */
 export async function loadForEdit(ws: Workspace, path: string): Promise<{ text: string; info: FileInfo }> {
-  const head = await ws.requireFile(path);
-  await ws.requireReadUnchanged(path, head);
-  return loadText(ws, path, head);
+  ws.records.prefetch(path);
+  return decodeText(path, await ws.readForChange(path, MAX_EDIT_BYTES, (info) => ws.requireReadUnchanged(path, info)));
 }
 
 /**
@@ -18,12 +20,11 @@ export async function loadForEdit(ws: Workspace, path: string): Promise<{ text: 
  * No read-before-write check: for tools whose input proves what the caller saw (apply_patch's
  * context lines); the write that follows is conditional on `info.etag`.
  */
-export async function loadText(ws: Workspace, path: string, head?: FileInfo): Promise<{ text: string; info: FileInfo; bytes: Uint8Array }> {
-  head ??= await ws.requireFile(path);
-  const { bytes, info } = await ws.readBytes(head, MAX_EDIT_BYTES);
-  if (info.etag !== head.etag) {
-    throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: info.etag });
-  }
+export async function loadText(ws: Workspace, path: string): Promise<{ text: string; info: FileInfo; bytes: Uint8Array }> {
+  return decodeText(path, await ws.readForChange(path, MAX_EDIT_BYTES, async () => {}));
+}
+
+function decodeText(path: string, { bytes, info }: { bytes: Uint8Array; info: FileInfo }): { text: string; info: FileInfo; bytes: Uint8Array } {
   // The whole file must be UTF-8: decoding invalid bytes would write U+FFFD back over them.
   if (looksBinary(bytes, true)) {
     throw new ToolError("BINARY_FILE", `${path} is a binary file or not valid UTF-8 (${sniffType(bytes)}); it cannot be edited as text. Use write with encoding: "base64".`, { path, size: info.size, type: sniffType(bytes) });

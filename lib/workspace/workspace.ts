@@ -72,6 +72,9 @@ export interface WorkspaceOptions {
 }
 
 
+const tooLarge = (path: string, size: number, max: number) =>
+  new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${max}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max });
+
 export class Workspace {
   readonly driver: StorageDriver;
   readonly records: RecordStore;
@@ -208,14 +211,37 @@ export class Workspace {
   /** The whole of a file the caller has looked up (`file`), as bytes; FILE_TOO_LARGE past maxBytes. */
   async readBytes(file: FileInfo, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
     const { path, size } = file;
-    if (size > maxBytes) {
-      throw new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${maxBytes}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max: maxBytes });
-    }
+    if (size > maxBytes) throw tooLarge(path, size, maxBytes);
     const r = await this.get(path);
     if (!r) throw await this.notFound(path);
     const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
     this.undo?.noteRead(path, r.etag, bytes);
     return { bytes, info: this.toInfo(r) };
+  }
+
+  /**
+   * The whole of a file about to be changed, in ONE GET (no HEAD first): NOT_FOUND / IS_DIRECTORY
+   * with a hint, then `check(info)` (the read-before-write rule), then FILE_TOO_LARGE past
+   * maxBytes; the body is read only when all pass (else it is cancelled unread).
+   */
+  async readForChange(path: string, maxBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    const r = await this.driver.get(this.key(path));
+    if (!r) {
+      await this.requireFile(path); // IS_DIRECTORY, or NOT_FOUND with similar paths
+      throw await this.notFound(path); // it appeared since: the caller has not seen this version
+    }
+    const info = this.toInfo(r);
+    try {
+      await check(info);
+      if (info.size > maxBytes) throw tooLarge(path, info.size, maxBytes);
+    } catch (e) {
+      await r.body.cancel().catch(() => {});
+      throw e;
+    }
+    const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+    this.bytesRead += bytes.length;
+    this.undo?.noteRead(path, r.etag, bytes);
+    return { bytes, info };
   }
 
   /**

@@ -13,6 +13,8 @@ import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import type { KeyValueStore, StorageDriver } from "../../../lib/storage/types.js";
 import { admin, newTenant, testApp, upload } from "../../helpers.js";
+import { IsolateCache } from "../../../lib/isolate-cache.js";
+import type { AuthInfo } from "../../../lib/auth/keys.js";
 
 /** What a key is, for the op log: the kind of object, never the tenant or path. */
 function kindOf(key: string): string {
@@ -106,8 +108,9 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" }); // first read writes the record
     const { onPath, after } = await call("read", { file_path: "src/a.ts" });
-    // The guard's read of meta.json is the one the tool opens the workspace from; the tenant policy is cached per isolate.
-    expect(onPath).toEqual(sorted(["kv.get apikey", "r2.get meta.json", "r2.get file", "kv.get record"]));
+    // The guard's read of meta.json is the one the tool opens the workspace from; the tenant policy
+    // and the API key are cached per isolate (lib/isolate-cache.ts): the upload above read the key.
+    expect(onPath).toEqual(sorted(["r2.get meta.json", "r2.get file", "kv.get record"]));
     expect(after).toEqual([]);
   });
 
@@ -119,7 +122,7 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     expect({ onPath, after }).toEqual({
       // Undo (lib/undo/): the replaced upper version's bytes (a blob) and the call's record, both written before the answer.
       // write does not read the old bytes itself, so undo GETs them (+1 GET +2 PUT in all).
-      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record", "r2.get file", "r2.put internal:undo", "r2.put internal:undo"]),
+      onPath: sorted(["r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record", "r2.get file", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
   });
@@ -128,10 +131,39 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
+    // One GET of the file (no HEAD first: Workspace.readForChange), its record read beside it (prefetch).
     expect({ onPath, after }).toEqual({
-      onPath: sorted(["kv.get apikey", "r2.get meta.json", "r2.head file", "kv.get record", "r2.get file", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
+      onPath: sorted(["r2.get meta.json", "kv.get record", "r2.get file", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
+  });
+});
+
+describe("API keys: read from KV once per isolate and TTL (lib/isolate-cache.ts)", () => {
+  it("a key is read once; revoked through this isolate it stops at once, through another isolate after the TTL", async () => {
+    const stores = countingStores();
+    let clock = 1_000_000;
+    const app = testApp({ storage: stores.storage, kv: stores.kv, apiKeys: new IsolateCache<AuthInfo | null>(5_000, 10_000, () => clock) });
+    const other = testApp({ storage: stores.storage, kv: stores.kv }); // another isolate: its own cache
+    stores.log.length = 0;
+    const t = await newTenant(app); // its workspace is made with the key: the one read of it
+    const list = (a = app) => a.request("/v1/workspaces", { headers: { authorization: `Bearer ${t.key}` } }, env);
+    expect((await list()).status).toBe(200);
+    expect((await list()).status).toBe(200);
+    expect(stores.log.filter((l) => l === "kv.get apikey")).toEqual(["kv.get apikey"]);
+    // Revoked through the other isolate: this one still knows the key until its entry expires.
+    const keyId = t.key.split("_")[1];
+    expect((await admin(other, `/v1/admin/tenants/${t.tenant}/keys/${keyId}`, undefined, "DELETE")).status).toBe(200);
+    expect((await list(other)).status).toBe(401);
+    expect((await list()).status).toBe(200);
+    clock += 5_001;
+    expect((await list()).status).toBe(401);
+    // Revoked through this isolate: refused at once (the entry is dropped).
+    const t2 = await newTenant(app);
+    const list2 = () => app.request("/v1/workspaces", { headers: { authorization: `Bearer ${t2.key}` } }, env);
+    expect((await list2()).status).toBe(200);
+    expect((await admin(app, `/v1/admin/tenants/${t2.tenant}/keys/${t2.key.split("_")[1]}`, undefined, "DELETE")).status).toBe(200);
+    expect((await list2()).status).toBe(401);
   });
 });
 
