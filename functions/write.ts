@@ -53,7 +53,7 @@ export default defineTool({
     } else {
       info = await ws.put(path, bytes, { create: true });
     }
-    await ws.recordWrite(path, info.etag);
+    ws.recordWrite(path, info.etag);
     const created = current === null;
     return {
       title: path,

@@ -97,13 +97,16 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext
   try {
     result = await tool.execute(args as never, ctx);
   } catch (e) {
+    await ctx.ws.settleRecords().catch(() => {});
     // What a failed call did write stays undoable; its call_id goes with the error.
     const id = await undo?.commit().catch(() => null);
     if (id && e instanceof ToolError) e.details.call_id = id;
     throw e;
   }
   // The undo record of this call (one create-only object; none when nothing changed): lib/undo/.
-  const callId = (await undo?.commit()) ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
+  // Beside it, the session records the tool started (Workspace.recordWrite): one round trip for both.
+  const [committed] = await Promise.all([undo?.commit(), ctx.ws.settleRecords()]);
+  const callId = committed ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
   return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data, ...(callId ? { call_id: callId } : {}) };
 }
 

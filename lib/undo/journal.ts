@@ -55,6 +55,8 @@ const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.to
 
 /** Bytes a call read through readBytes, kept so a capture needs no second GET (bounded per call). */
 const READ_CACHE_BYTES = 16 * 1024 * 1024;
+/** Before-image bytes a call holds while their blobs are written beside its writes; past this a blob is streamed first. */
+const INFLIGHT_BYTES = 16 * 1024 * 1024;
 
 export class UndoJournal {
   readonly callId: string;
@@ -70,6 +72,9 @@ export class UndoJournal {
   private readonly landedPaths = new Set<string>();
   private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
   private readBytes = 0;
+  /** Blob writes under way (capture), by blob key: their outcome (null = written) and the bytes. */
+  private readonly inflight = new Map<string, { done: Promise<unknown>; bytes: Uint8Array }>();
+  private inflightBytes = 0;
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
@@ -106,20 +111,44 @@ export class UndoJournal {
     }
     const blob = `${this.prefix}b-${rid()}`;
     const cached = this.read.get(path);
-    let size: number;
-    if (cached && cached.etag === etag) {
-      size = (await this.storage.put(blob, cached.bytes, { length: cached.bytes.length })).size;
-    } else {
+    let bytes = cached && cached.etag === etag ? cached.bytes : null;
+    if (!bytes) {
       const r = await driver.get(key);
       if (!r || r.etag !== etag) {
         await r?.body.cancel().catch(() => {});
         return false;
       }
-      size = (await this.storage.put(blob, r.size === 0 ? new Uint8Array(0) : r.body, { length: r.size })).size;
+      if (this.inflightBytes + r.size > INFLIGHT_BYTES) {
+        // Too large to hold: streamed into the blob before the call's write goes ahead.
+        const size = (await this.storage.put(blob, r.size === 0 ? new Uint8Array(0) : r.body, { length: r.size })).size;
+        this.blobs.push(blob);
+        this.changes.set(path, { path, before: { etag, size, blob }, after: null });
+        return true;
+      }
+      bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
     }
+    // Bytes in hand: the blob is written BESIDE the call's own write (one round trip less);
+    // commit() waits for it before the record names it, refused() before deleting it.
+    const held = bytes;
+    this.inflightBytes += held.length;
+    const done = this.storage.put(blob, held, { length: held.length }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    this.inflight.set(blob, { done, bytes: held });
     this.blobs.push(blob);
-    this.changes.set(path, { path, before: { etag, size, blob }, after: null });
+    this.changes.set(path, { path, before: { etag, size: held.length, blob }, after: null });
     return true;
+  }
+
+  /** Waits for the blob writes started by capture; one that failed is tried once more (its bytes are held), then throws. */
+  private async settleBlobs(): Promise<void> {
+    const all = [...this.inflight.entries()];
+    this.inflight.clear();
+    this.inflightBytes = 0;
+    await Promise.all(all.map(async ([blob, { done, bytes }]) => {
+      if ((await done) !== null) await this.storage.put(blob, bytes, { length: bytes.length });
+    }));
   }
 
   /** After the write or delete of `path` landed: the version it left (null: deleted). */
@@ -135,7 +164,12 @@ export class UndoJournal {
     const c = this.changes.get(path);
     if (!c || this.landedPaths.has(path)) return;
     this.changes.delete(path);
-    if (c.before && "blob" in c.before) await this.storage.delete(c.before.blob).catch(() => {});
+    if (c.before && "blob" in c.before) {
+      const blob = c.before.blob;
+      await this.inflight.get(blob)?.done;
+      this.inflight.delete(blob);
+      await this.storage.delete(blob).catch(() => {});
+    }
   }
 
   /**
@@ -143,6 +177,7 @@ export class UndoJournal {
    * A path left as it was before (written, then put back) is dropped.
    */
   async commit(): Promise<string | null> {
+    await this.settleBlobs();
     const changes = [...this.changes.values()].filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
     this.changes.clear();
     if (changes.length === 0) return null;

@@ -36,6 +36,6 @@ function decodeText(path: string, { bytes, info }: { bytes: Uint8Array; info: Fi
 /** Writes the edited text over exactly the version that was loaded, and records it. */
 export async function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
   const info = await ws.put(path, utf8.encode(text), loaded ? { ifMatch: loaded.etag } : { create: true });
-  await ws.recordWrite(path, info.etag);
+  ws.recordWrite(path, info.etag);
   return info;
 }

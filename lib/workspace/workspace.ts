@@ -84,6 +84,8 @@ export class Workspace {
   readonly tools: ToolList | undefined;
   private readonly prefix: string;
   private readonly listeners: WorkspaceListener[];
+  /** Session record writes under way (recordWrite), awaited by settleRecords. */
+  private readonly recordWrites: Promise<void>[] = [];
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
   /** Changes not yet told to the listeners (deferChanges), else null. */
@@ -451,9 +453,20 @@ export class Workspace {
     await this.records.set(path, etag);
   }
 
-  /** After this session's own write: the new version is the one it knows (no read of the old record: it always differs). */
-  async recordWrite(path: string, etag: string): Promise<void> {
-    await this.records.set(path, etag);
+  /**
+   * After this session's own write: the new version is the one it knows (no read of the old
+   * record: it always differs). The KV write starts now and runs beside the rest of the call;
+   * executeTool waits for it (settleRecords) with the undo record, before the call answers.
+   */
+  recordWrite(path: string, etag: string): void {
+    const p = this.records.set(path, etag);
+    p.catch(() => {}); // its failure surfaces in settleRecords
+    this.recordWrites.push(p);
+  }
+
+  /** Waits for the record writes recordWrite started; throws the first failure. */
+  async settleRecords(): Promise<void> {
+    await Promise.all(this.recordWrites.splice(0));
   }
 
   /**
