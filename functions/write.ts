@@ -41,15 +41,12 @@ export default defineTool({
     if (bytes.length > MAX_WRITE_BYTES) {
       throw new ToolError("FILE_TOO_LARGE", `content is ${bytes.length} bytes; write takes at most ${MAX_WRITE_BYTES}. Upload large files with PUT /v1/workspaces/{ws}/files/{path}.`, { size: bytes.length, max: MAX_WRITE_BYTES });
     }
-    const current = await ws.head(path);
+    // One GET: the version the write replaces, and its bytes (NO_CHANGE, and undo's before-image: no second GET).
+    const current = await ws.openForChange(path, MAX_WRITE_BYTES, (info) => ws.requireReadUnchanged(path, info));
     let info;
     if (current) {
-      await ws.requireReadUnchanged(path, current);
-      if (current.size === bytes.length) {
-        const { bytes: old } = await ws.readBytes(current, MAX_WRITE_BYTES);
-        if (bytesEqual(old, bytes)) throw new ToolError("NO_CHANGE", `${path} already has exactly this content; nothing was written.`, { path, etag: current.etag });
-      }
-      info = await ws.put(path, bytes, { ifMatch: current.etag });
+      if (current.bytes && bytesEqual(current.bytes, bytes)) throw new ToolError("NO_CHANGE", `${path} already has exactly this content; nothing was written.`, { path, etag: current.info.etag });
+      info = await ws.put(path, bytes, { ifMatch: current.info.etag });
     } else {
       info = await ws.put(path, bytes, { create: true });
     }

@@ -222,28 +222,40 @@ export class Workspace {
   }
 
   /**
-   * The whole of a file about to be changed, in ONE GET (no HEAD first): NOT_FOUND / IS_DIRECTORY
-   * with a hint, then `check(info)` (the read-before-write rule), then FILE_TOO_LARGE past
-   * maxBytes; the body is read only when all pass (else it is cancelled unread).
+   * A file about to be changed, in ONE GET (no HEAD first); null when there is no such file.
+   * `check(info)` (the read-before-write rule) runs before the body is read; the bytes are read
+   * (and kept for undo's before-image) when the file has at most `holdBytes`, else the body is
+   * cancelled unread and `bytes` is null.
    */
-  async readForChange(path: string, maxBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+  async openForChange(path: string, holdBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ info: FileInfo; bytes: Uint8Array | null } | null> {
     const r = await this.driver.get(this.key(path));
-    if (!r) {
-      await this.requireFile(path); // IS_DIRECTORY, or NOT_FOUND with similar paths
-      throw await this.notFound(path); // it appeared since: the caller has not seen this version
-    }
+    if (!r) return null;
     const info = this.toInfo(r);
     try {
       await check(info);
-      if (info.size > maxBytes) throw tooLarge(path, info.size, maxBytes);
     } catch (e) {
       await r.body.cancel().catch(() => {});
       throw e;
     }
+    if (info.size > holdBytes) {
+      await r.body.cancel().catch(() => {});
+      return { info, bytes: null };
+    }
     const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
     this.bytesRead += bytes.length;
     this.undo?.noteRead(path, r.etag, bytes);
-    return { bytes, info };
+    return { info, bytes };
+  }
+
+  /** The whole of a file about to be changed (openForChange): NOT_FOUND / IS_DIRECTORY with a hint, FILE_TOO_LARGE past maxBytes (after `check`). */
+  async readForChange(path: string, maxBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    const r = await this.openForChange(path, maxBytes, check);
+    if (!r) {
+      await this.requireFile(path); // IS_DIRECTORY, or NOT_FOUND with similar paths
+      throw await this.notFound(path); // it appeared since: the caller has not seen this version
+    }
+    if (!r.bytes) throw tooLarge(path, r.info.size, maxBytes);
+    return { bytes: r.bytes, info: r.info };
   }
 
   /**

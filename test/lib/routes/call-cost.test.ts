@@ -121,8 +121,8 @@ describe("per-call storage and KV operations (tool route, plain workspace)", () 
     // The session's record is written, not read again after the write; index upkeep runs after the response.
     expect({ onPath, after }).toEqual({
       // Undo (lib/undo/): the replaced upper version's bytes (a blob) and the call's record, both written before the answer.
-      // write does not read the old bytes itself, so undo GETs them (+1 GET +2 PUT in all).
-      onPath: sorted(["r2.get meta.json", "r2.head file", "kv.get record", "r2.put file", "kv.put record", "r2.get file", "r2.put internal:undo", "r2.put internal:undo"]),
+      // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo keeps.
+      onPath: sorted(["r2.get meta.json", "r2.get file", "kv.get record", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
       after: sorted(["r2.list index", "r2.put index"]),
     });
   });
