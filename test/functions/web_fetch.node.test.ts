@@ -49,7 +49,8 @@ async function tenant(a: ReturnType<typeof app>, scopes = ["read", "network"]) {
     const res = await a.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) });
     return { status: res.status, body: (await res.json()) as any };
   };
-  return { id, call, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
+  const pending = async () => ((await (await a.request("/v1/workspaces/main/pending", { headers: { authorization: `Bearer ${key}` } })).json()) as { pending: unknown[] }).pending;
+  return { id, call, pending, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
 }
 
 let t: Awaited<ReturnType<typeof tenant>>;
@@ -319,6 +320,25 @@ describe("tenant web policy", () => {
     const hop2 = fails(await p.call({ url: `${server.url}/redirect?to=${encodeURIComponent(`http://site.test:${server.port}/`)}` }), "BLOCKED", 403);
     expect(hop2.details).toMatchObject({ host: "site.test", policy: "allowed_domains" });
     expect(server.seen.length).toBe(seen + 1); // the redirect itself, never site.test
+  });
+
+  it("with both lists set, a blocked domain is BLOCKED at once: no pending call, nothing fetched", async () => {
+    const p = await tenant(app());
+    await p.policy({ web: { allowed_domains: ["docs.example.org"], blocked_domains: ["site.test"] } });
+    const seen = server.seen.length;
+    const e = fails(await p.call({ url: `http://sub.site.test:${server.port}/data.json` }), "BLOCKED", 403);
+    expect(e.details).toMatchObject({ domain: "site.test", policy: "blocked_domains" });
+    expect(e.message).toMatch(/blocked by this tenant's web policy \(blocked_domains\)/);
+    expect(await p.pending()).toEqual([]);
+    // A gate that holds every web_fetch call does not hold a blocked one either.
+    await p.policy({ web: { blocked_domains: ["site.test"] }, gate: [{ tool: "web_fetch" }] });
+    fails(await p.call({ url: `http://site.test:${server.port}/` }), "BLOCKED", 403);
+    expect(await p.pending()).toEqual([]);
+    expect(server.seen.length).toBe(seen);
+    // Outside allowed_domains and not blocked: still held for approval.
+    await p.policy({ web: { allowed_domains: ["docs.example.org"], blocked_domains: ["site.test"] } });
+    fails(await p.call({ url: `${server.url}/data.json` }), "NEEDS_APPROVAL", 202);
+    expect(await p.pending()).toHaveLength(1);
   });
 
   it("the policy route validates and reads back", async () => {
