@@ -35,7 +35,7 @@ export async function chatCompletion(
   try {
     const { response, signal } = await guardedFetch(
       { url, method: "POST", headers: { authorization: `Bearer ${cfg.api_key}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ model: cfg.model, ...body }), timeoutMs: Math.max(1, opts.timeoutMs), ...(opts.signal ? { signal: opts.signal } : {}) },
-      { fetcher: opts.fetcher ?? runtimeFetcher, guard: { allowLoopback: opts.allowLoopback === true } },
+      { fetcher: opts.fetcher ?? runtimeFetcher, guard: { allowLoopback: opts.allowLoopback === true, subject: "model_endpoint" } },
     );
     const read = await Promise.race([
       readBounded(response.body, MAX_REPLY_BYTES),

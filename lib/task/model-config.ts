@@ -39,7 +39,7 @@ export async function loadModelConfig(kv: KeyValueStore, tenant: string): Promis
 
 /** Checks base_url with the SSRF guard (throws BLOCKED / INVALID_ARGUMENT), then stores. */
 export async function saveModelConfig(kv: KeyValueStore, tenant: string, cfg: ModelConfig, guard: { allowLoopback?: boolean }): Promise<void> {
-  checkUrl(cfg.base_url, guard);
+  checkUrl(cfg.base_url, { ...guard, subject: "model_endpoint" });
   await kv.put(modelKey(tenant), JSON.stringify(cfg));
 }
 
