@@ -201,14 +201,18 @@ describe("the site's errors are FETCH_FAILED, not ours", () => {
     expect(rl.message).toMatch(/rate-limiting us \(HTTP 429\); it asks to retry after 30 s/);
   });
 
-  it("a name that does not resolve is UNAVAILABLE with the reason", async () => {
+  it("a name that does not resolve is UNAVAILABLE with the reason and what to do", async () => {
     const e = fails(await t.call({ url: "http://nowhere.test/" }), "UNAVAILABLE", 503);
-    expect(e.message).toMatch(/does not resolve/);
+    expect(e.message).toBe("Could not reach http://nowhere.test/: the host name does not resolve (DNS: not found). Check the host name and that the host is reachable from the public internet; if both are right, retry later.");
+    // The system resolver (getaddrinfo) and a name under .invalid (RFC 2606: never resolves).
+    const real = await tenant(app({ webFetch: { fetcher: nodeFetcher(), allowLoopback: true } }));
+    const inv = fails(await real.call({ url: "https://nothing.invalid/" }), "UNAVAILABLE", 503);
+    expect(inv.message).toMatch(/^Could not reach https:\/\/nothing\.invalid\/: the (host name does not resolve|DNS lookup failed for now)[^.]*\. Check the host name and that the host is reachable/);
   });
 
   it("a refused connection is UNAVAILABLE", async () => {
     const e = fails(await t.call({ url: `http://127.0.0.1:${await freePort()}/` }), "UNAVAILABLE", 503);
-    expect(e.message).toMatch(/connection refused/);
+    expect(e.message).toMatch(/the host refused the connection \(nothing listens on that port\)\. Check the host name/);
   });
 });
 
