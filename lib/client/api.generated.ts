@@ -2397,7 +2397,7 @@ export interface paths {
         };
         /**
          * The todo list of an agent session (what todo_write saved)
-         * @description The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. A saved list comes with an ETag; send it back in If-None-Match to poll cheaply (304 while unchanged).
+         * @description The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. Every answer has an ETag (a fixed one, "no-list", while the session has no list); send it back in If-None-Match to poll cheaply (304 while unchanged).
          */
         get: {
             parameters: {
