@@ -4128,6 +4128,7 @@ export interface components {
             max_steps: number;
             max_seconds: number;
             api_key_set: boolean;
+            /** @description The key's last 4 characters, to tell keys apart; "" when the key is shorter than 16 characters (too few would be left secret). */
             api_key_last4: string;
         };
         ModelConfig: {
