@@ -142,7 +142,7 @@ function noMatch(body: string, oldS: string, path: string, label: string): ToolE
   if (prefix) {
     return new ToolError(
       "NO_MATCH",
-      `${label}old_string was not found in ${path}: old_string starts with line-number prefixes from read's output (e.g. '${prefix.replace("\t", "→")}'); drop the line-number prefix and retry. The text after the prefixes is in the file.`,
+      `${label}old_string was not found in ${path}: old_string starts with line-number prefixes from read's output (e.g. ${JSON.stringify(prefix)}: ${prefix.endsWith("\t") ? "spaces, the line number and a tab" : "spaces, the line number and →"}, as in details.example_prefix); drop that prefix from every line and retry. The text after the prefixes is in the file.`,
       { path, candidates: [], whitespace_only: false, line_number_prefix: true, example_prefix: prefix },
     );
   }

@@ -3,7 +3,8 @@
  * - `null` for an optional argument means "absent" (OpenAI's strict mode sends every
  *   property, null for the unused ones), at any depth (multi_edit's edits[i].replace_all).
  *   The schema the model sees stays the tool's own: no argument becomes nullable.
- * - An argument the tool does not know is refused, naming the closest known one.
+ * - An argument the tool does not know is refused, naming the closest known one (or the one a
+ *   well-known synonym from other tools stands for: lib/suggest.ts).
  * - A missing required argument is named as such, not as "expected string, received undefined".
  * Then the tool's zod schema validates what is left. The walk follows the tool's JSON Schema
  * (z.toJSONSchema), the same document the model and the OpenAPI description show.
@@ -11,7 +12,7 @@
 import { z } from "@hono/zod-openapi";
 import type { ZodError } from "zod";
 import { ToolError } from "./errors.js";
-import { closestName } from "./suggest.js";
+import { suggestArgument } from "./suggest.js";
 
 interface Schema {
   type?: string | string[];
@@ -74,7 +75,7 @@ function walk(s: Schema, value: unknown, path: string, root: Schema, issues: Arg
       if (extra) out[key] = walk(extra, v, join(path, key), root, issues);
       else if (node.additionalProperties === true) out[key] = v;
       else {
-        const guess = closestName(key, known);
+        const guess = suggestArgument(key, known);
         issues.push({
           path: join(path, key),
           message: `Unknown argument '${join(path, key)}'.${guess ? ` Did you mean '${guess}'?` : ""} Known: ${known.join(", ") || "(none)"}`,

@@ -2,7 +2,7 @@
  * From a request body to archive entries: the format is sniffed from the first bytes (never
  * from the Content-Type): gzip (1f 8b) is inflated (flate.ts, with its bomb guard) and must
  * hold a tar; "PK" is a zip (spooled, see spool.ts); anything else is read as tar, whose
- * header checksum refuses what is not one.
+ * first header (its checksum, or "ustar" in a body shorter than one) tells "not an archive" from a cut one.
  */
 import { ToolError } from "../errors.js";
 import { ByteReader, peek } from "./byte-reader.js";
@@ -52,5 +52,5 @@ export async function openArchive(body: ReadableStream<Uint8Array>, opts: { limi
   }
   const gz = first.head[0] === 0x1f && first.head[1] === 0x8b;
   const reader = new ByteReader(gz ? gunzip(first.stream, limits) : first.stream);
-  return { format: gz ? "tar.gz" : "tar", entries: readTar(reader, limits), close: () => reader.cancel() };
+  return { format: gz ? "tar.gz" : "tar", entries: readTar(reader, limits, gz), close: () => reader.cancel() };
 }

@@ -15,6 +15,14 @@ const ascii = new TextDecoder("latin1");
 
 const notTar = (why: string) => new ToolError("INVALID_ARGUMENT", `Not a readable tar archive (${why}). Send a tar, tar.gz or zip archive.`, { reason: "format" });
 
+/** The body's first bytes are no tar header (a tar inside a gzip for tar.gz): it is no archive we read. */
+const notAnArchive = (why: string, gzip: boolean) =>
+  new ToolError(
+    "INVALID_ARGUMENT",
+    `The body is not a tar, tar.gz or zip archive (${gzip ? "it is gzip, but what it holds is not a tar: " : ""}${why}). Send one of those as the request body, with Content-Type application/x-tar, application/gzip, application/zip or application/octet-stream (the format is recognised from the bytes), e.g. tar czf - dir | curl --data-binary @- -H 'content-type: application/gzip' ….`,
+    { reason: "not_an_archive", accepted: ["tar", "tar.gz", "zip"] },
+  );
+
 function field(h: Uint8Array, offset: number, length: number): Uint8Array {
   const f = h.subarray(offset, offset + length);
   const nul = f.indexOf(0);
@@ -36,6 +44,7 @@ function number(h: Uint8Array, offset: number, length: number): number {
 }
 
 function checksumOk(h: Uint8Array): boolean {
+  if (!/^[0-7 \0]*$/.test(ascii.decode(h.subarray(148, 156)))) return false; // text, not an octal checksum
   let unsigned = 0;
   let signed = 0;
   for (let i = 0; i < BLOCK; i++) {
@@ -73,17 +82,22 @@ function parsePax(bytes: Uint8Array): Map<string, string> {
 
 const pad = (n: number) => (BLOCK - (n % BLOCK)) % BLOCK;
 
-export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "maxMetaBytes">): EntrySource {
+/** `gzip`: the tar came out of a gzip (tar.gz), for the message when it is no tar at all. */
+export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "maxMetaBytes">, gzip = false): EntrySource {
   let pax = new Map<string, string>();
   let longName: string | null | undefined;
   let metaRun = 0;
   let index = 0;
-  for (;;) {
+  for (let atStart = true; ; atStart = false) {
     const h = await reader.readUpTo(BLOCK);
     if (h.length === 0) return; // no end-of-archive blocks: accepted, as GNU tar does
-    if (h.length < BLOCK) throw truncated("a tar header");
+    if (h.length < BLOCK) {
+      // A cut tar still shows its first header's "ustar" magic; a short body without it was never a tar.
+      if (atStart && ascii.decode(h.subarray(257, 262)) !== "ustar") throw notAnArchive(`${h.length} bytes, shorter than one tar header`, gzip);
+      throw truncated("a tar header");
+    }
     if (h.every((b) => b === 0)) return; // end of archive; what follows is never read
-    if (!checksumOk(h)) throw notTar(index === 0 ? "no tar header at the start" : `bad header checksum after entry ${index}`);
+    if (!checksumOk(h)) throw atStart ? notAnArchive("its first 512 bytes are not a tar header", gzip) : notTar(`bad header checksum after entry ${index}`);
     const type = String.fromCharCode(h[156]!);
     const size = number(h, 124, 12);
     if (type === "x" || type === "g" || type === "L" || type === "K") {

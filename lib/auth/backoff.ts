@@ -1,8 +1,10 @@
 /**
- * Backoff for failed authentication, per client. After `freeFailures` wrong credentials
- * (a bearer token that is not a valid API key, or not the admin token) from one client, the
- * client is refused with RATE_LIMITED for a window that doubles with each further failure
- * (1 s, 2 s, 4 s, ... up to `maxDelayMs`); a successful authentication forgets the client.
+ * Backoff for failed authentication, per client. The first `freeFailures` wrong credentials
+ * (a bearer token that is not a valid API key, or not the admin token) from one client cost
+ * nothing (401); each failure after them (the 11th by default, itself still a 401) starts a
+ * window in which the client is refused with RATE_LIMITED, doubling with each further failure
+ * (1 s, 2 s, 4 s, ... up to `maxDelayMs`). So by default the 12th request after 11 wrong keys
+ * is the first 429. A successful authentication forgets the client.
  *
  * The state lives in the object createApp makes (or AppDeps.authBackoff), so it is per isolate:
  * on a fleet of Workers or Lambda instances a client is only slowed where its requests land.
@@ -13,7 +15,7 @@
 import { ToolError } from "../errors.js";
 
 export interface AuthBackoffOptions {
-  /** Failures allowed before the first wait (default 10). */
+  /** Failures that cost nothing (default 10); the next one starts the first wait. */
   freeFailures?: number;
   /** First wait (default 1 s); doubles with each further failure. */
   baseDelayMs?: number;

@@ -2518,7 +2518,7 @@ export interface paths {
         };
         /**
          * The todo list of an agent session (what todo_write saved)
-         * @description The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. A saved list comes with an ETag; send it back in If-None-Match to poll cheaply (304 while unchanged).
+         * @description The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. Every answer has an ETag (a fixed one, "no-list", while the session has no list); send it back in If-None-Match to poll cheaply (304 while unchanged).
          */
         get: {
             parameters: {
@@ -4250,6 +4250,7 @@ export interface components {
             max_steps: number;
             max_seconds: number;
             api_key_set: boolean;
+            /** @description The key's last 4 characters, to tell keys apart; "" when the key is shorter than 16 characters (too few would be left secret). */
             api_key_last4: string;
         };
         ModelConfig: {

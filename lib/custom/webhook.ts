@@ -34,7 +34,7 @@ export interface WebhookReply {
 }
 
 export async function callWebhook(def: CustomToolInput, backend: Extract<CustomToolInput["backend"], { type: "webhook" }>, secret: string, args: unknown, ctx: ToolContext): Promise<WebhookReply> {
-  const guard = { allowLoopback: ctx.deps.webFetch?.allowLoopback === true };
+  const guard = { allowLoopback: ctx.deps.webFetch?.allowLoopback === true, subject: "webhook" as const };
   const { url, host } = checkUrl(backend.url, guard);
   const body = JSON.stringify({ tool: def.name, call_id: `call_${randomId(16)}`, arguments: args, workspace: ctx.ws.id, session: ctx.session });
   const timeoutMs = (backend.timeout ?? 30) * 1000;

@@ -11,7 +11,7 @@ import { guardFor } from "../exec/tool-support.js";
 import { checkCommand } from "../exec/guard.js";
 import { normalizeFilePath } from "../paths.js";
 import type { Tool, ToolContext } from "../tool.js";
-import { loadTenantPolicy, outsideAllowed, type TenantPolicy } from "../web/policy.js";
+import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../web/policy.js";
 import { DEFAULT_GATE, DEFAULT_SELF_CONFIRM, type GateRule } from "./gate-policy.js";
 import { createPending, DEFAULT_PENDING_TTL_MS, waitingError } from "./store.js";
 
@@ -53,6 +53,8 @@ async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, 
 export async function gateCall(tool: Tool, args: Record<string, unknown>, ctx: ToolContext): Promise<void> {
   if (ctx.approved) return;
   const policy = await loadTenantPolicy(ctx.deps.kv, ctx.ws.tenant, ctx.deps.policies);
+  // blocked_domains win over every rule: a fetch the policy refuses anyway is refused now, not held for a human.
+  if (tool.name === "web_fetch" && typeof args.url === "string" && URL.canParse(args.url)) refuseBlocked(new URL(args.url), policy.web);
   for (const rule of policy.gate ?? DEFAULT_GATE) {
     const reason = await holds(rule, tool, args, ctx, policy);
     if (!reason) continue;

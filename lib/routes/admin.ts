@@ -1,5 +1,6 @@
 /** Admin API (bearer TOOLSHED_ADMIN_TOKEN): tenants and their API keys. */
 import { createRoute, z } from "@hono/zod-openapi";
+import { parseJsonBody } from "../http.js";
 import { createApiKey, createTenant, getTenant, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey, SCOPES } from "../auth/keys.js";
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../tool.js";
@@ -70,7 +71,7 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       // The body is optional; without a JSON content type the validator skips it, so parse it here too.
-      const parsed = KeyBody.parse(c.get("json") ?? {});
+      const parsed = parseJsonBody(KeyBody, c.get("json") ?? {});
       const { tools: list, ...rest } = parsed;
       const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, { ...rest, ...(list !== undefined ? { tools: parseToolList(list, tools) } : {}) });
       return c.json({ key, ...record, tools: record.tools ?? "all" }, 201);

@@ -42,7 +42,7 @@ function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInpu
   if (b.type === "plugin" && b.path && (b.path.includes("..") || b.path.startsWith("/"))) throw new ToolError("INVALID_ARGUMENT", "backend.path is a workspace path (no '..', no leading '/'), e.g. tools/weather.py.");
   if (b.type === "webhook") {
     const loopback = deps.webFetch?.allowLoopback === true;
-    const { url } = checkUrl(b.url, { allowLoopback: loopback });
+    const { url } = checkUrl(b.url, { allowLoopback: loopback, subject: "webhook" });
     if (url.protocol !== "https:" && !loopback) throw new ToolError("INVALID_ARGUMENT", "A webhook URL must be https://.");
   }
   const least = b.type === "plugin" ? "execute" : "network";

@@ -16,13 +16,16 @@ const TodosSchema = z
   })
   .openapi("SessionTodos");
 
+/** The ETag of "this session has no list" (none saved, or unreadable): stable, so polling can use If-None-Match from the start. Never a storage etag (those are hex). */
+export const NO_LIST_ETAG = "no-list";
+
 export function sessionsApp(deps: AppDeps) {
   const app = newApp();
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read", workspace: true }, {
       method: "get", path: "/v1/workspaces/{ws}/sessions/{session}/todos", tags: ["sessions"],
       summary: "The todo list of an agent session (what todo_write saved)",
-      description: "The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. A saved list comes with an ETag; send it back in If-None-Match to poll cheaply (304 while unchanged).",
+      description: "The list as the agent last wrote it with todo_write in this workspace and session (X-Session-Id); an empty list when it has none. Needs the 'read' scope. Every answer has an ETag (a fixed one, \"no-list\", while the session has no list); send it back in If-None-Match to poll cheaply (304 while unchanged).",
       request: {
         params: WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "default" }) }),
         headers: z.object({ "if-none-match": z.string().optional().openapi({ description: "The ETag of the list you have: 304 while it is unchanged." }) }),
@@ -37,10 +40,10 @@ export function sessionsApp(deps: AppDeps) {
       const auth = c.get("auth");
       const { ws, session } = c.req.valid("param");
       const stored = await readTodos({ driver: deps.storage, tenant: auth.tenant, workspace: ws, session: checkSessionId(session) });
-      if (!stored) return c.json({ session, todos: [], updated_at: null }, 200);
+      const etag = stored?.etag ?? NO_LIST_ETAG;
       const known = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));
-      if (known.includes(stored.etag)) return c.body(null, 304, { etag: quoteEtag(stored.etag) });
-      return c.json({ session, todos: stored.todos, updated_at: stored.updated_at }, 200, { etag: quoteEtag(stored.etag) });
+      if (known.includes(etag)) return c.body(null, 304, { etag: quoteEtag(etag) });
+      return c.json({ session, todos: stored?.todos ?? [], updated_at: stored?.updated_at ?? null }, 200, { etag: quoteEtag(etag) });
     },
   );
   return app;

@@ -3,6 +3,7 @@
  * scope (deleting destroys every file), listing and getting 'read'.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { parseJsonBody } from "../http.js";
 import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../workspace/registry.js";
 import { secureRoute } from "./access.js";
@@ -40,7 +41,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
-      const body = CreateBody.parse(c.get("json") ?? {});
+      const body = parseJsonBody(CreateBody, c.get("json") ?? {});
       const tenant = c.get("auth").tenant;
       const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
       if (body.from_workspace !== undefined) {

@@ -4,7 +4,7 @@
  * and a short excerpt, an answer that is not chat-completions JSON). The key never appears in them.
  */
 import { ToolError, isToolError } from "../errors.js";
-import { guardedFetch, readBounded, runtimeFetcher, type WebFetcher } from "../web/fetch.js";
+import { guardedFetch, networkCause, readBounded, runtimeFetcher, type WebFetcher } from "../web/fetch.js";
 import { redact, type ModelConfig } from "./model-config.js";
 
 export interface ChatToolCall {
@@ -35,7 +35,7 @@ export async function chatCompletion(
   try {
     const { response, signal } = await guardedFetch(
       { url, method: "POST", headers: { authorization: `Bearer ${cfg.api_key}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ model: cfg.model, ...body }), timeoutMs: Math.max(1, opts.timeoutMs), ...(opts.signal ? { signal: opts.signal } : {}) },
-      { fetcher: opts.fetcher ?? runtimeFetcher, guard: { allowLoopback: opts.allowLoopback === true } },
+      { fetcher: opts.fetcher ?? runtimeFetcher, guard: { allowLoopback: opts.allowLoopback === true, subject: "model_endpoint" } },
     );
     const read = await Promise.race([
       readBounded(response.body, MAX_REPLY_BYTES),
@@ -62,6 +62,6 @@ export async function chatCompletion(
       if (e.code === "BLOCKED") throw new ToolError("UNAVAILABLE", `The tenant's model endpoint is refused by the SSRF guard: ${msg}. Ask an admin to set a public base_url.`, {});
       throw new ToolError(e.code, msg, JSON.parse(clean(JSON.stringify(e.details))));
     }
-    throw new ToolError("UNAVAILABLE", `Could not reach the tenant's model endpoint: ${clean(String((e as Error)?.message ?? e)).slice(0, 200)}. Retry later.`, {});
+    throw new ToolError("UNAVAILABLE", `Could not reach the tenant's model endpoint: ${clean(networkCause(e))}. Retry later; if it persists, ask an admin to check base_url (PUT /v1/admin/tenants/{tenant}/model).`, {});
   }
 }

@@ -27,7 +27,7 @@ export const ModelConfigSchema = z
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 export const ModelConfigView = z
-  .object({ base_url: z.string(), model: z.string(), max_steps: z.number(), max_seconds: z.number(), api_key_set: z.boolean(), api_key_last4: z.string() })
+  .object({ base_url: z.string(), model: z.string(), max_steps: z.number(), max_seconds: z.number(), api_key_set: z.boolean(), api_key_last4: z.string().openapi({ description: 'The key\'s last 4 characters, to tell keys apart; "" when the key is shorter than 16 characters (too few would be left secret).' }) })
   .openapi("ModelConfigView");
 
 const modelKey = (tenant: string) => `model/${tenant}`;
@@ -39,7 +39,7 @@ export async function loadModelConfig(kv: KeyValueStore, tenant: string): Promis
 
 /** Checks base_url with the SSRF guard (throws BLOCKED / INVALID_ARGUMENT), then stores. */
 export async function saveModelConfig(kv: KeyValueStore, tenant: string, cfg: ModelConfig, guard: { allowLoopback?: boolean }): Promise<void> {
-  checkUrl(cfg.base_url, guard);
+  checkUrl(cfg.base_url, { ...guard, subject: "model_endpoint" });
   await kv.put(modelKey(tenant), JSON.stringify(cfg));
 }
 

@@ -103,24 +103,46 @@ export function transportError(e: unknown, url: URL, timedOut: boolean, timeoutM
   if (timedOut) return timeoutError(url, timeoutMs);
   const name = (e as Error)?.name;
   if (name === "AbortError") return new ToolError("UNAVAILABLE", `The fetch of ${safeHref(url)} was cancelled (the client went away).`, { url: safeHref(url) });
-  const reason = networkReason(e);
-  return new ToolError("UNAVAILABLE", `Could not reach ${safeHref(url)}: ${reason}. Check the host name; if it is right, the site may be down: retry later.`, { url: safeHref(url), reason });
+  const reason = networkCause(e);
+  return new ToolError("UNAVAILABLE", `Could not reach ${safeHref(url)}: ${reason}. ${UNREACHABLE_NEXT_STEP}`, { url: safeHref(url), reason });
 }
+
+/** What to do about a host that could not be reached, whatever the cause. */
+export const UNREACHABLE_NEXT_STEP = "Check the host name and that the host is reachable from the public internet; if both are right, retry later.";
 
 export const timeoutError = (url: URL, timeoutMs: number) =>
   new ToolError("TIMEOUT", `${safeHref(url)} did not answer within ${timeoutMs / 1000} s. Retry with a larger timeout (at most 120), or try another page of the site.`, { url: safeHref(url), timeout_s: timeoutMs / 1000 });
 
-function networkReason(e: unknown): string {
-  const parts: string[] = [];
+/** Error codes (Node, undici) and texts (any runtime) of network failures, as a plain cause. First match wins. */
+const CAUSES: [RegExp, string][] = [
+  [/\bENOTFOUND\b|NXDOMAIN|could not resolve|name (?:or service )?not known|no such host|dns (?:lookup|resolution) failed/i, "the host name does not resolve (DNS: not found)"],
+  [/\bEAI_AGAIN\b|temporary failure in name resolution/i, "the DNS lookup failed for now (temporary failure)"],
+  [/\bECONNREFUSED\b|connection refused/i, "the host refused the connection (nothing listens on that port)"],
+  [/\bECONNRESET\b|connection reset|network connection lost|socket hang up|\bUND_ERR_SOCKET\b/i, "the connection was reset"],
+  [/\bETIMEDOUT\b|\bUND_ERR_CONNECT_TIMEOUT\b|connect(?:ion)? tim(?:ed|e) ?out/i, "the connection timed out"],
+  [/\bEHOSTUNREACH\b|host (?:is )?unreachable|no route to host/i, "the host is unreachable"],
+  [/\bENETUNREACH\b|network (?:is )?unreachable/i, "the network is unreachable"],
+  [/\bCERT_|certificate|\bTLS\b|\bSSL\b|handshake/i, "the TLS handshake failed (the site's certificate or TLS setup)"],
+];
+
+/**
+ * The network's reason for a failed fetch, in plain words when the error (or one of its causes)
+ * shows a DNS or connection failure; workerd's opaque "internal error; reference = …" says what
+ * it usually means; else the first message as it is.
+ */
+export function networkCause(e: unknown): string {
+  const texts: string[] = [];
   for (let c: unknown = e, i = 0; c && i < 4; c = (c as { cause?: unknown }).cause, i++) {
-    const err = c as { code?: string; message?: string };
-    if (err.code && /^E[A-Z_]+$/.test(err.code)) {
-      const known: Record<string, string> = { ENOTFOUND: "the host name does not resolve (DNS: not found)", EAI_AGAIN: "DNS lookup failed temporarily", ECONNREFUSED: "connection refused", ECONNRESET: "the connection was reset", ETIMEDOUT: "the connection timed out", EHOSTUNREACH: "host unreachable", ENETUNREACH: "network unreachable", CERT_HAS_EXPIRED: "its TLS certificate has expired" };
-      return known[err.code] ?? err.code;
-    }
-    if (err.message && !/^fetch failed$/i.test(err.message)) parts.push(err.message);
+    const err = c as { code?: unknown; message?: unknown };
+    if (typeof err.code === "string") texts.push(err.code);
+    if (typeof err.message === "string" && !/^fetch failed$/i.test(err.message)) texts.push(err.message);
+    else if (typeof c === "string") texts.push(c);
   }
-  return parts[0]?.slice(0, 200) ?? "the connection failed";
+  for (const [pattern, cause] of CAUSES) if (texts.some((t) => pattern.test(t))) return cause;
+  const first = texts.find((t) => !/^[A-Z_]+$/.test(t)) ?? texts[0];
+  if (!first) return "the connection failed";
+  if (/^internal error; reference = /i.test(first)) return `the connection failed and the runtime gave no reason (${first.slice(0, 80)}): most often the host name does not resolve, or nothing answers at that address`;
+  return first.slice(0, 200);
 }
 
 export interface BoundedBody {

@@ -7,9 +7,8 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress } from "node:dns";
 import { Agent, fetch as undiciFetch } from "undici";
-import { ToolError } from "../errors.js";
 import type { WebFetcher } from "./fetch.js";
-import { addressBlockedReason, type GuardOptions } from "./ssrf.js";
+import { addressBlockedReason, blockedError, type GuardOptions } from "./ssrf.js";
 
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
@@ -26,7 +25,7 @@ export function guardedLookup(resolve: Resolver, guard: GuardOptions) {
         for (const a of all) {
           const reason = addressBlockedReason(a.address, guard);
           if (reason) {
-            throw new ToolError("BLOCKED", `Refused to fetch from ${hostname}: it resolves to ${a.address}, which is ${reason}. web_fetch reaches only public internet addresses; use a public URL.`, { host: hostname, address: a.address, reason });
+            throw blockedError(hostname, `it resolves to ${a.address}, which is ${reason}`, guard, { host: hostname, address: a.address, reason });
           }
         }
         const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
@@ -44,7 +43,7 @@ export function nodeFetcher(opts: { resolve?: Resolver } = {}): WebFetcher {
   const resolve = opts.resolve ?? systemResolver;
   const agents = new Map<string, Agent>();
   const agentFor = (guard: GuardOptions) => {
-    const key = guard.allowLoopback ? "loopback" : "default";
+    const key = `${guard.allowLoopback ? "loopback" : "default"}:${guard.subject ?? "web_fetch"}`;
     let agent = agents.get(key);
     if (!agent) {
       agent = new Agent({ connect: { lookup: guardedLookup(resolve, guard) as never }, connectTimeout: 30_000 });

@@ -58,14 +58,22 @@ export const matchesAny = (hostname: string, patterns: readonly string[] = []) =
 export const outsideAllowed = (url: URL, policy: WebPolicy = {}): boolean => !!policy.allowed_domains && !matchesAny(url.hostname, policy.allowed_domains);
 
 /**
+ * Throws BLOCKED when `url`'s host is in blocked_domains. Such a host is never fetched and never
+ * held for approval: the approval gate calls this before any of its rules, web_fetch on every hop.
+ */
+export function refuseBlocked(url: URL, policy: WebPolicy = {}): void {
+  const blocked = matchesAny(url.hostname, policy.blocked_domains);
+  if (blocked) {
+    throw new ToolError("BLOCKED", `Refused to fetch ${safeHref(url)}: the domain ${blocked} is blocked by this tenant's web policy (blocked_domains). Use another source.`, { url: safeHref(url), domain: blocked, policy: "blocked_domains" });
+  }
+}
+
+/**
  * Throws BLOCKED when the tenant's policy refuses this URL's host. `approvedHost`: a host a human
  * approved for this call (the approval gate), reached although it is outside allowed_domains.
  */
 export function checkWebPolicy(url: URL, policy: WebPolicy = {}, approvedHost?: string): void {
-  const blocked = matchesAny(url.hostname, policy.blocked_domains);
-  if (blocked) {
-    throw new ToolError("BLOCKED", `Refused to fetch ${safeHref(url)}: the domain ${blocked} is blocked by this tenant's web policy. Use another source.`, { url: safeHref(url), domain: blocked, policy: "blocked_domains" });
-  }
+  refuseBlocked(url, policy);
   if (policy.allowed_domains && outsideAllowed(url, policy) && url.hostname.toLowerCase() !== approvedHost?.toLowerCase()) {
     throw new ToolError(
       "BLOCKED",

@@ -1,5 +1,5 @@
 /**
- * The SSRF guard of web_fetch: which URLs and addresses our servers may reach. Pure (no I/O),
+ * The SSRF guard of web_fetch, custom-tool webhooks and the model endpoint: which URLs and addresses our servers may reach. Pure (no I/O),
  * so it bundles for Workers and every user of it (the URL check, each redirect hop, the Node
  * resolver's check of every resolved address) applies the same rules.
  *
@@ -11,9 +11,29 @@
  */
 import { ToolError } from "../errors.js";
 
+/** What the guard is checking a URL for, named in its refusals. */
+export type GuardSubject = "web_fetch" | "webhook" | "model_endpoint";
+
 export interface GuardOptions {
   /** Test-only: let loopback (127.0.0.0/8, ::1, localhost) through. Never set in a deployment. */
   allowLoopback?: boolean;
+  /** What is being reached (default: web_fetch): the refusal says whose rule it is and what to do. */
+  subject?: GuardSubject;
+}
+
+const SUBJECTS: Record<GuardSubject, { reach: string; rule: string }> = {
+  web_fetch: { reach: "fetch", rule: "web_fetch reaches only public internet addresses; use a public URL" },
+  webhook: { reach: "call the webhook URL", rule: "A custom tool's webhook URL must be on the public internet; use a public https URL for the webhook" },
+  model_endpoint: { reach: "use the model endpoint's base_url", rule: "The model endpoint's base_url must be on the public internet; use the provider's public API URL (e.g. https://api.openai.com/v1)" },
+};
+
+/**
+ * The one refusal of the guard, for an address in the URL or one its name resolves to:
+ * "Refused to <reach> <target>: <why>. <subject's rule>."
+ */
+export function blockedError(target: string, why: string, opts: GuardOptions, details: Record<string, unknown>): ToolError {
+  const s = SUBJECTS[opts.subject ?? "web_fetch"];
+  return new ToolError("BLOCKED", `Refused to ${s.reach} ${target}: ${why}. ${s.rule}.`, { ...details, ...(opts.subject && opts.subject !== "web_fetch" ? { subject: opts.subject } : {}) });
 }
 
 type Range4 = [base: number, bits: number, reason: string];
@@ -154,7 +174,7 @@ export function nameBlockedReason(hostname: string, opts: GuardOptions = {}): st
 export type HostKind = { kind: "ip"; address: string } | { kind: "name"; name: string };
 
 /**
- * Parses and checks a URL for web_fetch: http/https only, no credentials, a host that is neither
+ * Parses and checks a URL for web_fetch (or a webhook, a model endpoint: opts.subject): http/https only, no credentials, a host that is neither
  * a refused address nor a refused name. Throws INVALID_ARGUMENT or BLOCKED; returns the URL and
  * what its host is (an IP literal needs no resolving; a name is resolved and checked again where
  * the runtime lets us, see lib/web/node-fetcher.ts).
@@ -173,7 +193,7 @@ export function checkUrl(raw: string, opts: GuardOptions = {}): { url: URL; host
   const bracketed = hostname.startsWith("[");
   const address = bracketed ? hostname.slice(1, -1) : parseIPv4(hostname) !== null ? formatIPv4(parseIPv4(hostname)!) : null;
   const reason = address !== null ? addressBlockedReason(address, opts) : nameBlockedReason(hostname, opts);
-  if (reason) throw blocked(safeHref(url), hostname, reason);
+  if (reason) throw blockedError(safeHref(url), `${hostname} is ${reason}`, opts, { url: safeHref(url), address: hostname, reason });
   if (url.username || url.password) {
     throw new ToolError("INVALID_ARGUMENT", `The URL carries credentials (user:password@). Remove them from the URL and send them in headers (e.g. Authorization) if the site needs them.`, { url: safeHref(url) });
   }
@@ -182,11 +202,3 @@ export function checkUrl(raw: string, opts: GuardOptions = {}): { url: URL; host
 
 /** The URL without user:password@, for messages. */
 export const safeHref = (url: URL): string => `${url.protocol}//${url.host}${url.pathname}${url.search}`;
-
-export function blocked(url: string, address: string, reason: string): ToolError {
-  return new ToolError(
-    "BLOCKED",
-    `Refused to fetch ${url}: ${address} is ${reason}. web_fetch reaches only public internet addresses; use a public URL.`,
-    { url, address, reason },
-  );
-}

@@ -298,8 +298,9 @@ describe("edit", () => {
     const pasted = out.split("\n").slice(0, 2).join("\n");
     expect(pasted).toBe("     4\t\tif (x > 0) {\n     5\t\t\treturn a(x);");
     const e = expectError(await t.call("edit", { file_path: "src/f.ts", old_string: pasted, new_string: "\tif (x) {\n\t\treturn 1;" }), 422, "NO_MATCH", "edit");
-    expect(e.message).toContain("old_string starts with line-number prefixes from read's output (e.g. '     4→'); drop the line-number prefix and retry");
-    expect(e.details.line_number_prefix).toBe(true);
+    // The prefix as read writes it (a tab, shown escaped), the same as details.example_prefix.
+    expect(e.message).toContain(`old_string starts with line-number prefixes from read's output (e.g. "     4\\t": spaces, the line number and a tab, as in details.example_prefix); drop that prefix from every line and retry`);
+    expect(e.details).toMatchObject({ line_number_prefix: true, example_prefix: "     4\t" });
     expect(await rawText(t, "src/f.ts")).toBe(SRC);
   });
 

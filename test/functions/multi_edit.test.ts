@@ -244,7 +244,7 @@ describe("multi_edit", () => {
   it("NO_MATCH names the edit and says when old_string kept read's line-number prefixes", async () => {
     const t = await withFile("app.conf", CONFIG);
     const e = expectError(await t.call("multi_edit", { file_path: "app.conf", edits: [{ old_string: "debug = true", new_string: "debug = false" }, { old_string: "     2\tport = 8080", new_string: "port = 1" }] }), 422, "NO_MATCH", "multi_edit");
-    expect(e.message).toMatch(/^edits\[1\]: .*old_string starts with line-number prefixes from read's output \(e\.g\. '     2→'\); drop the line-number prefix and retry/);
+    expect(e.message).toMatch(/^edits\[1\]: .*old_string starts with line-number prefixes from read's output \(e\.g\. "     2\\t": spaces, the line number and a tab, as in details\.example_prefix\); drop that prefix from every line and retry/);
     expect(e.details).toMatchObject({ edit: 1, line_number_prefix: true });
     expect(await rawText(t, "app.conf")).toBe(CONFIG);
   });

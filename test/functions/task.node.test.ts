@@ -124,6 +124,9 @@ describe("model endpoint configuration", () => {
     const got = await adm(`/v1/admin/tenants/${t.id}/model`, undefined, "GET");
     expect(got.body.api_key_last4).toBe("9f3a");
     expect(JSON.stringify(got.body)).not.toContain(KEY);
+    // A key under 16 characters shows no last 4 (too much of it would be given away).
+    expect((await t.model({ api_key: "short-key-12345" })).body).toMatchObject({ api_key_set: true, api_key_last4: "" });
+    expect((await t.model({ api_key: "sixteen-chars-ab" })).body.api_key_last4).toBe("s-ab");
     expect((await t.model({ base_url: "http://169.254.169.254/latest" })).status).toBe(403);
     expect((await t.model({ base_url: "http://[::ffff:a9fe:a9fe]/v1" })).status).toBe(403);
     // A tenant's own key cannot read or set it (admin routes).

@@ -212,10 +212,18 @@ describe("todo_write and todo_read", () => {
     const t = await newTenant();
     const url = `/v1/workspaces/${t.ws}/sessions/s1/todos`;
     const get = (etag?: string) => t.req(url, etag ? { headers: { "if-none-match": etag } } : {});
+    // No list yet: a stable ETag too, so polling works from the first request.
     const none = await get();
     expect(none.status).toBe(200);
-    expect(none.headers.get("etag")).toBeNull();
+    expect(await none.json()).toEqual({ session: "s1", todos: [], updated_at: null });
+    const noneEtag = none.headers.get("etag")!;
+    expect(noneEtag).toBe('"no-list"');
+    expect((await get()).headers.get("etag")).toBe(noneEtag);
+    const still = await get(noneEtag);
+    expect(still.status).toBe(304);
+    expect(still.headers.get("etag")).toBe(noneEtag);
     expectOk(await t.call("todo_write", { todos: PLAN }));
+    expect((await get(noneEtag)).status).toBe(200);
     const first = await get();
     const etag = first.headers.get("etag")!;
     expect(etag).toMatch(/^"[^"]+"$/);

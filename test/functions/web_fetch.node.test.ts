@@ -56,7 +56,8 @@ async function tenant(a: ReturnType<typeof app>, scopes = ["read", "network"]) {
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     return readEvents(res);
   };
-  return { id, call, stream, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
+  const pending = async () => ((await (await a.request("/v1/workspaces/main/pending", { headers: { authorization: `Bearer ${key}` } })).json()) as { pending: unknown[] }).pending;
+  return { id, call, stream, pending, policy: (body: unknown) => adm(`/v1/admin/tenants/${id}/policy`, body, "PUT") };
 }
 
 let t: Awaited<ReturnType<typeof tenant>>;
@@ -239,14 +240,18 @@ describe("the site's errors are FETCH_FAILED, not ours", () => {
     expect(rl.message).toMatch(/rate-limiting us \(HTTP 429\); it asks to retry after 30 s/);
   });
 
-  it("a name that does not resolve is UNAVAILABLE with the reason", async () => {
+  it("a name that does not resolve is UNAVAILABLE with the reason and what to do", async () => {
     const e = fails(await t.call({ url: "http://nowhere.test/" }), "UNAVAILABLE", 503);
-    expect(e.message).toMatch(/does not resolve/);
+    expect(e.message).toBe("Could not reach http://nowhere.test/: the host name does not resolve (DNS: not found). Check the host name and that the host is reachable from the public internet; if both are right, retry later.");
+    // The system resolver (getaddrinfo) and a name under .invalid (RFC 2606: never resolves).
+    const real = await tenant(app({ webFetch: { fetcher: nodeFetcher(), allowLoopback: true } }));
+    const inv = fails(await real.call({ url: "https://nothing.invalid/" }), "UNAVAILABLE", 503);
+    expect(inv.message).toMatch(/^Could not reach https:\/\/nothing\.invalid\/: the (host name does not resolve|DNS lookup failed for now)[^.]*\. Check the host name and that the host is reachable/);
   });
 
   it("a refused connection is UNAVAILABLE", async () => {
     const e = fails(await t.call({ url: `http://127.0.0.1:${await freePort()}/` }), "UNAVAILABLE", 503);
-    expect(e.message).toMatch(/connection refused/);
+    expect(e.message).toMatch(/the host refused the connection \(nothing listens on that port\)\. Check the host name/);
   });
 });
 
@@ -358,6 +363,25 @@ describe("tenant web policy", () => {
     const hop2 = fails(await p.call({ url: `${server.url}/redirect?to=${encodeURIComponent(`http://site.test:${server.port}/`)}` }), "BLOCKED", 403);
     expect(hop2.details).toMatchObject({ host: "site.test", policy: "allowed_domains" });
     expect(server.seen.length).toBe(seen + 1); // the redirect itself, never site.test
+  });
+
+  it("with both lists set, a blocked domain is BLOCKED at once: no pending call, nothing fetched", async () => {
+    const p = await tenant(app());
+    await p.policy({ web: { allowed_domains: ["docs.example.org"], blocked_domains: ["site.test"] } });
+    const seen = server.seen.length;
+    const e = fails(await p.call({ url: `http://sub.site.test:${server.port}/data.json` }), "BLOCKED", 403);
+    expect(e.details).toMatchObject({ domain: "site.test", policy: "blocked_domains" });
+    expect(e.message).toMatch(/blocked by this tenant's web policy \(blocked_domains\)/);
+    expect(await p.pending()).toEqual([]);
+    // A gate that holds every web_fetch call does not hold a blocked one either.
+    await p.policy({ web: { blocked_domains: ["site.test"] }, gate: [{ tool: "web_fetch" }] });
+    fails(await p.call({ url: `http://site.test:${server.port}/` }), "BLOCKED", 403);
+    expect(await p.pending()).toEqual([]);
+    expect(server.seen.length).toBe(seen);
+    // Outside allowed_domains and not blocked: still held for approval.
+    await p.policy({ web: { allowed_domains: ["docs.example.org"], blocked_domains: ["site.test"] } });
+    fails(await p.call({ url: `${server.url}/data.json` }), "NEEDS_APPROVAL", 202);
+    expect(await p.pending()).toHaveLength(1);
   });
 
   it("the policy route validates and reads back", async () => {

@@ -25,6 +25,18 @@ describe("web_fetch refuses internal addresses by default (Workers runtime)", ()
   });
 });
 
+describe("a host the runtime cannot reach", () => {
+  it("workerd's opaque 'internal error; reference = …' gets a plain cause and a next step (.invalid never resolves)", async () => {
+    const t = await newTenant(testApp(), { scopes: ["read", "network"] });
+    const r = await t.call("web_fetch", { url: "https://nothing.invalid/", timeout: 20 });
+    expect(r.status, JSON.stringify(r.body)).toBe(503);
+    expect(r.body.error.code).toBe("UNAVAILABLE");
+    expect(r.body.error.message).toMatch(/^Could not reach https:\/\/nothing\.invalid\/: /);
+    expect(r.body.error.message).toMatch(/does not resolve|gave no reason \(internal error; reference = [^)]*\): most often the host name does not resolve/);
+    expect(r.body.error.message).toMatch(/Check the host name and that the host is reachable from the public internet; if both are right, retry later\.$/);
+  });
+});
+
 describe("catalog and admin", () => {
   it("both tools are listed with the network permission and in the OpenAPI document", async () => {
     const app = testApp();

@@ -169,10 +169,12 @@ describe("applyEdit: line-number prefixes pasted from read", () => {
   it("NO_MATCH says to drop the prefixes when the text without them is in the file", () => {
     const e = fails(() => applyEdit(text, { old_string: "     1\tconst a = 1;\n     2\tconst b = 2;", new_string: "x" }, "f.ts"));
     expect(e.code).toBe("NO_MATCH");
-    expect(e.message).toContain("old_string starts with line-number prefixes from read's output (e.g. '     1→'); drop the line-number prefix and retry");
+    expect(e.message).toContain(`old_string starts with line-number prefixes from read's output (e.g. "     1\\t": spaces, the line number and a tab, as in details.example_prefix); drop that prefix from every line and retry`);
     expect(e.details).toMatchObject({ line_number_prefix: true, example_prefix: "     1\t" });
-    // The → rendering and a single line work too; a tab-indented line keeps its tab after the prefix.
-    expect(fails(() => applyEdit(text, { old_string: "     3→\tif (a) {", new_string: "x" }, "f.ts")).details.line_number_prefix).toBe(true);
+    // The → rendering and a single line work too (the message shows the prefix as pasted); a tab-indented line keeps its tab after the prefix.
+    const arrow = fails(() => applyEdit(text, { old_string: "     3→\tif (a) {", new_string: "x" }, "f.ts"));
+    expect(arrow.details).toMatchObject({ line_number_prefix: true, example_prefix: "     3→" });
+    expect(arrow.message).toContain('(e.g. "     3→": spaces, the line number and →,');
     expect(fails(() => applyEdit(text, { old_string: "    12\tconst a = 1;\n", new_string: "x" }, "f.ts")).details.line_number_prefix).toBe(true);
   });
 

@@ -89,6 +89,43 @@ describe("unknown and missing arguments", () => {
     expect(await bucket()).toEqual(before);
   });
 
+  it("names other tools use: the argument this tool has for it, never one it lacks", async () => {
+    const t = await newTenant(app, { scopes: [...SCOPES] });
+    const cases: [string, Record<string, unknown>, string, string][] = [
+      ["read", { path: "a.txt" }, "path", "file_path"],
+      ["write", { file_path: "a.txt", text: "x" }, "text", "content"],
+      ["insert", { file_path: "a.txt", insert_line: 0, content: "x" }, "content", "text"],
+      ["delete", { file_path: "a.txt" }, "file_path", "path"],
+      ["ls", { file_path: "." }, "file_path", "path"],
+      ["move", { source: "a", destination: "b" }, "source", "from"],
+      ["move", { source: "a", destination: "b" }, "destination", "to"],
+      ["copy", { src: "a", dst: "b" }, "src", "from"],
+      ["copy", { src: "a", dst: "b" }, "dst", "to"],
+      ["find", { name: "*.ts" }, "name", "pattern"],
+      ["grep", { query: "x" }, "query", "pattern"],
+      ["grep", { regex: "x" }, "regex", "pattern"],
+      ["glob", { glob: "*.ts" }, "glob", "pattern"],
+      ["edit", { file_path: "a.txt", old: "a", new: "b" }, "old", "old_string"],
+      ["edit", { file_path: "a.txt", old: "a", new: "b" }, "new", "new_string"],
+      ["edit", { file_path: "a.txt", oldStr: "a", new_str: "b" }, "oldStr", "old_string"],
+      ["bash", { cmd: "ls" }, "cmd", "command"],
+      ["bash", { command: "ls", cwd: "src" }, "cwd", "working_dir"],
+      ["web_search", { q: "rust" }, "q", "query"],
+      ["kill_shell", { shell_id: "x" }, "shell_id", "task_id"],
+    ];
+    for (const [tool, args, wrong, meant] of cases) {
+      const r = await json(t, tool, args);
+      expect(r.status, `${tool} ${wrong}`).toBe(400);
+      expect(r.body.error.message, `${tool} ${wrong}`).toMatch(new RegExp(`Unknown argument '${wrong}'\\. Did you mean '${meant}'\\? Known: `));
+    }
+    // A synonym whose meanings the tool lacks: no guess (ls has no pattern, and nothing close to 'query').
+    const none = await json(t, "ls", { query: "x" });
+    expect(none.body.error.message).toContain("Unknown argument 'query'. Known: path, recursive, show_hidden, limit, cursor");
+    // Nested: multi_edit's edits[i].
+    const nested = await json(t, "multi_edit", { file_path: "m.txt", edits: [{ old: "a", new_string: "b" }] });
+    expect(nested.body.error.message).toContain("Unknown argument 'edits[0].old'. Did you mean 'old_string'? Known: old_string, new_string, replace_all");
+  });
+
   it("nested unknown arguments are named with their path", async () => {
     const t = await newTenant(app);
     const r = await json(t, "multi_edit", { file_path: "m.txt", edits: [{ old_string: "a", new_string: "b" }, { old_string: "a", new_string: "b", replaceAll: true }] });

@@ -7,7 +7,7 @@ import { gzipStream } from "../../../lib/archive/flate.js";
 import { headerBlock } from "../../../lib/archive/tar-writer.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { gzipBomb } from "./bombs.js";
-import { generated, tar, zip } from "./archives.js";
+import { generated, gzip, tar, zip } from "./archives.js";
 import { countObjects, files, importReq, snapshot, text } from "./helpers.js";
 
 // The per-file writer (packImport: false); the pack writer (the default) has test/lib/layers/import-packs.test.ts.
@@ -190,5 +190,38 @@ describe("a cut upload", () => {
     const short = await importReq(t, whole.subarray(0, cutAt), "?prefix=short");
     expect(short.status).toBe(400);
     expect(short.body.error.details.reason).toBe("truncated");
+  });
+});
+
+describe("a body that is no archive", () => {
+  const enc = new TextEncoder();
+  it("text shorter than a tar header, a longer non-tar and a gzip of text: not a tar, tar.gz or zip, with what is accepted; nothing written", async () => {
+    const t = await newTenant(app);
+    const before = await snapshot(t.tenant);
+    const bodies: [string, Uint8Array, RegExp][] = [
+      ["echo 'not an archive'", enc.encode("not an archive\n"), /\(15 bytes, shorter than one tar header\)/],
+      ["a README", enc.encode("# Project\n\n" + "Some text that is no archive at all.\n".repeat(40)), /\(its first 512 bytes are not a tar header\)/],
+      ["gzip of text", await gzip(enc.encode("not an archive\n")), /\(it is gzip, but what it holds is not a tar: 15 bytes, shorter than one tar header\)/],
+    ];
+    for (const [what, body, why] of bodies) {
+      const r = await importReq(t, body);
+      expect(r.status, what).toBe(400);
+      expect(r.body.error.code, what).toBe("INVALID_ARGUMENT");
+      expect(r.body.error.message, what).toMatch(/^The body is not a tar, tar\.gz or zip archive /);
+      expect(r.body.error.message, what).toMatch(why);
+      expect(r.body.error.message, what).toContain("Content-Type application/x-tar, application/gzip, application/zip or application/octet-stream");
+      expect(r.body.error.message, what).not.toMatch(/cut|middle of/);
+      expect(r.body.error.details, what).toMatchObject({ reason: "not_an_archive", accepted: ["tar", "tar.gz", "zip"] });
+    }
+    expect(await snapshot(t.tenant)).toEqual(before);
+  });
+
+  it("a real tar cut inside its first header is still a cut upload", async () => {
+    const t = await newTenant(app);
+    const whole = tar([{ name: "a.txt", body: "a\n" }]);
+    const r = await importReq(t, whole.subarray(0, 300));
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.reason).toBe("truncated");
+    expect(r.body.error.message).toMatch(/ends in the middle of a tar header: the upload was cut/);
   });
 });

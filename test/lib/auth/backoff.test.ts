@@ -69,7 +69,7 @@ describe("createAuthBackoff", () => {
 describe("through HTTP (the backoff createApp makes)", () => {
   const ip = (n: string) => ({ "cf-connecting-ip": n });
 
-  it("tenant keys: after 10 wrong keys a client gets 429 RATE_LIMITED with Retry-After, even with a good key; others go on", async () => {
+  it("tenant keys: 10 wrong keys are free, the 11th starts the wait: the 12th request gets 429 RATE_LIMITED with Retry-After, even with a good key; others go on", async () => {
     const app = testApp();
     const t = await newTenant(app);
     const get = (key: string, client: string) => app.request("/v1/workspaces", { headers: { authorization: `Bearer ${key}`, ...ip(client) } });

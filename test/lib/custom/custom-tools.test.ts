@@ -63,6 +63,11 @@ describe("custom tools", () => {
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("Bad-Name"))).status).toBe(400);
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("x1", { input_schema: { type: "string" } }))).status).toBe(400);
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("x2", { backend: { type: "webhook", url: "http://169.254.169.254/" } }))).status).toBe(403);
+    // A loopback webhook: the refusal names the webhook URL, not web_fetch.
+    const loop = await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("x5", { backend: { type: "webhook", url: "https://127.0.0.1:8443/hook" } }));
+    expect(loop.status).toBe(403);
+    expect(loop.body.error.message).toBe("Refused to call the webhook URL https://127.0.0.1:8443/hook: 127.0.0.1 is a loopback address (127.0.0.0/8). A custom tool's webhook URL must be on the public internet; use a public https URL for the webhook.");
+    expect(loop.body.error.details).toMatchObject({ subject: "webhook", reason: "a loopback address (127.0.0.0/8)" });
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("x3", { backend: { type: "plugin", command: "a", path: "b" } }))).status).toBe(400);
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("x4", { permission: "read" }))).status).toBe(400);
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, undefined, "GET")).body.tools).toEqual([]);

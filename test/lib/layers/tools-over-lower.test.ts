@@ -243,6 +243,20 @@ describe("checkpoint, restore, fork, diff", () => {
     expect(await (await t.req(`/v1/workspaces/${t.ws}/files/added.txt`)).text()).toBe("added\n");
   });
 
+  it("diff without from, or with a limit that is not a number: 400 naming the query parameter in plain words", async () => {
+    const t = await layered(base);
+    const r = await t.req(`/v1/workspaces/${t.ws}/diff`);
+    const body = (await r.json()) as any;
+    expect(r.status).toBe(400);
+    expect(body.error.code).toBe("INVALID_ARGUMENT");
+    expect(body.error.message).toMatch(/^Missing required query parameter 'from'\. Fix the request and retry; GET \/openapi\.json describes/);
+    expect(body.error.message).not.toMatch(/undefined|Invalid input/);
+    expect(body.error.details.issues).toEqual([{ path: "from", message: "Missing required query parameter 'from'" }]);
+    const cp = (await (await t.req(`/v1/workspaces/${t.ws}/checkpoints`)).json() as any).checkpoints[0];
+    const bad = (await (await t.req(`/v1/workspaces/${t.ws}/diff?from=${cp.id}&limit=ten`)).json()) as any;
+    expect(bad.error.message).toContain(`Query parameter 'limit' must be a number, got "ten"`);
+  });
+
   it("restore racing writers loses no acknowledged write", async () => {
     const t = await layered(base);
     const cp = (await (await t.req(`/v1/workspaces/${t.ws}/checkpoints`)).json() as any).checkpoints[0];

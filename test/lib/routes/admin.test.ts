@@ -127,6 +127,36 @@ describe("tenants", () => {
     expect((await admin(app, "/v1/admin/tenants", { id: tenantId(), name: "n".repeat(201) })).status).toBe(400);
   });
 
+  it("names a wrong or missing field, query parameter or body value in plain words", async () => {
+    const id = tenantId();
+    const wrong = await admin(app, "/v1/admin/tenants", { id: 42 });
+    expect(wrong.body.error.message).toMatch(/^Field 'id' must be a string, got 42\. Fix the request and retry/);
+    const page = await admin(app, "/v1/admin/tenants?limit=lots", undefined, "GET");
+    expect(page.status).toBe(400);
+    expect(page.body.error.message).toContain(`Query parameter 'limit' must be a number, got "lots"`);
+    await admin(app, "/v1/admin/tenants", { id });
+    const scopes = await admin(app, `/v1/admin/tenants/${id}/keys`, { scopes: ["root"] });
+    expect(scopes.body.error.message).toMatch(/^Field 'scopes\.0' must be one of "read", .*, got "root"\./);
+    const policy = await admin(app, `/v1/admin/tenants/${id}/model`, {}, "PUT");
+    expect(policy.status).toBe(400);
+    expect(policy.body.error.message).toMatch(/Missing required field '\w+'/);
+    expect(policy.body.error.message).not.toMatch(/undefined/);
+  });
+
+  it("a loopback model endpoint is refused, naming the model endpoint's base_url (not web_fetch)", async () => {
+    const id = tenantId();
+    await admin(app, "/v1/admin/tenants", { id });
+    for (const base_url of ["http://127.0.0.1:11434/v1", "http://localhost:8000/v1"]) {
+      const r = await admin(app, `/v1/admin/tenants/${id}/model`, { base_url, api_key: "sk-test-0123456789abcdef", model: "m" }, "PUT");
+      expect(r.status, base_url).toBe(403);
+      expect(r.body.error.code).toBe("BLOCKED");
+      expect(r.body.error.message).toMatch(/^Refused to use the model endpoint's base_url http:\/\/(127\.0\.0\.1|localhost):\d+\/v1: .*loopback.*\. The model endpoint's base_url must be on the public internet; use the provider's public API URL/);
+      expect(r.body.error.message).not.toContain("web_fetch");
+      expect(r.body.error.details.subject).toBe("model_endpoint");
+    }
+    expect((await admin(app, `/v1/admin/tenants/${id}/model`, undefined, "GET")).status).toBe(404);
+  });
+
   it("refuses a malformed JSON body with 400 INVALID_ARGUMENT", async () => {
     const r = await raw(app, "/v1/admin/tenants", { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: "{not json" });
     expect(r.status).toBe(400);

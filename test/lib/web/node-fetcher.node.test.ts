@@ -35,6 +35,14 @@ describe("guardedLookup", () => {
     expect(r.address).toBeUndefined();
   });
 
+  it("names what is being reached: web_fetch by default, else the webhook URL or the model endpoint", async () => {
+    expect((await look(table, "rebind.test", {})).err!.message).toMatch(/^Refused to fetch rebind\.test: .*\. web_fetch reaches only public internet addresses/);
+    const hook = (await look(table, "rebind.test", {}, { subject: "webhook" })).err as ToolError;
+    expect(hook.message).toMatch(/^Refused to call the webhook URL rebind\.test: it resolves to 169\.254\.169\.254, .*\. A custom tool's webhook URL must be on the public internet/);
+    expect(hook.details).toMatchObject({ subject: "webhook", host: "rebind.test" });
+    expect((await look(table, "loop.test", {}, { subject: "model_endpoint" })).err!.message).toMatch(/^Refused to use the model endpoint's base_url loop\.test: .*\. The model endpoint's base_url must be on the public internet/);
+  });
+
   it("checks IPv6 answers that carry IPv4, and loopback only opens with the test switch", async () => {
     expect(((await look(table, "mapped.test", {})).err as ToolError).code).toBe("BLOCKED");
     expect(((await look(table, "loop.test", {})).err as ToolError).code).toBe("BLOCKED");
