@@ -29,40 +29,11 @@ import type { Executor } from "../../lib/exec/types.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { assertOutput, checkOutputs } from "../support/output-check.js";
+import { readEvents, type SseEvent } from "../support/sse-events.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
 const tools = [...fileTools, bash, run_code, bash_output, kill_shell];
-
-interface SseEvent { event: string; data: any; at: number }
-
-/** Reads SSE events as they come; `onEvent` sees each one at once (it may abort the request). */
-async function readEvents(res: Response, onEvent: (e: SseEvent) => void = () => {}): Promise<SseEvent[]> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: SseEvent[] = [];
-  let buf = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let i: number;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
-        const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
-        const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-        const e = { event, data: JSON.parse(data), at: Date.now() };
-        events.push(e);
-        onEvent(e);
-      }
-    }
-  } catch (e) {
-    if ((e as Error).name !== "AbortError") throw e;
-  }
-  return events;
-}
 
 interface Env {
   storage: ReturnType<typeof memoryDriver>;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
 import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
+import { readEvents } from "../support/sse-events.js";
 
 let w: WorkerProcess;
 let runner: LocalInvokeServer;
@@ -96,32 +97,6 @@ it("background tasks through the Worker: one asynchronous Invoke each; bash_outp
   ]);
 }, 120_000);
 
-/** Reads SSE events as they come; `onEvent` may abort the request. */
-async function sseEvents(res: Response, onEvent: (e: { event: string; data: any }) => void = () => {}) {
-  const events: { event: string; data: any; at: number }[] = [];
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let i: number;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
-        const e = { event: /^event: (.*)$/m.exec(block)?.[1] ?? "message", data: JSON.parse(block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n")), at: Date.now() };
-        events.push(e);
-        onEvent(e);
-      }
-    }
-  } catch (e) {
-    if ((e as Error).name !== "AbortError") throw e;
-  }
-  return events;
-}
-
 /** Whether a process whose command line contains `pattern` runs on this host (the sandbox's pid namespace is nested in ours). */
 function running(pattern: string): boolean {
   return spawnSync("pgrep", ["-f", pattern]).status === 0;
@@ -131,7 +106,7 @@ it("SSE through the Worker: bash output arrives before the result; a client that
   const t = await setupTenant(w, "sse");
   const headers = { authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "text/event-stream" };
   const res = await fetch(`${t.base}/tools/bash`, { method: "POST", headers, body: JSON.stringify({ command: "echo first; sleep 2; echo second" }) });
-  const events = await sseEvents(res);
+  const events = await readEvents(res);
   const first = events.find((e) => e.event === "progress" && e.data.text.includes("first"));
   expect(first, JSON.stringify(events)).toBeDefined();
   expect(events.at(-1)!.at - first!.at).toBeGreaterThanOrEqual(1000);
@@ -141,7 +116,7 @@ it("SSE through the Worker: bash output arrives before the result; a client that
   const ctrl = new AbortController();
   const long = await fetch(`${t.base}/tools/bash`, { method: "POST", headers, signal: ctrl.signal, body: JSON.stringify({ command: `echo changed > gone.txt; echo started; ${marker}` }) });
   let sawProcess = false;
-  await sseEvents(long, (e) => {
+  await readEvents(long, (e) => {
     if (e.event === "progress" && e.data.text.includes("started")) {
       sawProcess = running(marker);
       ctrl.abort();

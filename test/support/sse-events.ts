@@ -6,26 +6,30 @@ export interface SseEvent {
   at: number;
 }
 
-/** Every event until the stream ends; `onEvent` sees each one as it comes (it may abort the request). */
+/** Every event until the stream ends; `onEvent` sees each one as it comes (it may abort the request: the events so far are returned). */
 export async function readEvents(res: Response, onEvent: (e: SseEvent) => void = () => {}): Promise<SseEvent[]> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const events: SseEvent[] = [];
   let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let i: number;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const block = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (!/^data: /m.test(block)) continue;
-      const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
-      const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-      const e = { event, data: JSON.parse(data), at: Date.now() };
-      events.push(e);
-      onEvent(e);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (!/^data: /m.test(block)) continue; // a comment (": keep-alive")
+        const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+        const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        const e = { event, data: JSON.parse(data), at: Date.now() };
+        events.push(e);
+        onEvent(e);
+      }
     }
+  } catch (e) {
+    if ((e as Error).name !== "AbortError") throw e;
   }
   return events;
 }
