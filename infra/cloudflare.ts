@@ -1,7 +1,8 @@
-/** Cloudflare Workers entry: the app over the R2 and KV bindings. */
+/** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC. */
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/env.js";
+import { gcTick } from "../lib/layers/gc-schedule.js";
 
 // One app per env object: bindings are fixed for the isolate's life, routes are built once.
 const apps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();
@@ -14,5 +15,10 @@ export default {
       apps.set(env, app);
     }
     return app.fetch(request, env, ctx);
+  },
+  /** `[triggers] crons` in wrangler.toml: GC of packs and manifests, a few tenants per tick (README "GC"). */
+  scheduled(_controller: ScheduledController, env: WorkersEnv, ctx: ExecutionContext) {
+    const { storage, kv } = fromWorkersEnv(env);
+    ctx.waitUntil(gcTick({ storage, kv }).then(() => undefined));
   },
 } satisfies ExportedHandler<WorkersEnv>;

@@ -1,7 +1,15 @@
-/** AWS Lambda entry (API Gateway v2 / function URL): the same app over S3. */
+/** AWS Lambda entry (API Gateway v2 / function URL): the same app over S3; `gcHandler` for a schedule. */
 import { handle } from "hono/aws-lambda";
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/app.js";
 import { fromAwsEnv } from "../lib/env-aws.js";
+import { gcTick } from "../lib/layers/gc-schedule.js";
 
-export const handler = handle(createApp(fromAwsEnv(process.env), tools));
+const deps = fromAwsEnv(process.env);
+export const handler = handle(createApp(deps, tools));
+
+/** An EventBridge schedule (e.g. every 30 minutes) invokes this: GC of packs and manifests, a few tenants per tick (README "GC"). */
+export const gcHandler = async (): Promise<{ tenants: number; cursor: string | null }> => {
+  const r = await gcTick({ storage: deps.storage, kv: deps.kv });
+  return { tenants: r.tenants.length, cursor: r.cursor };
+};
