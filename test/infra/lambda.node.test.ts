@@ -119,3 +119,53 @@ it("serves the whole API from a Lambda handler over S3", async () => {
   expect(cross.status).toBe(404);
   expect(cross.json.error.code).toBe("NOT_FOUND");
 });
+
+it("layers over S3: import, checkpoint, fork, checkpoint delete, then GC (the admin route's collector and the scheduled gcHandler) frees only what nothing uses", async () => {
+  const { tar } = await import("../lib/archive/archives.js");
+  const { collectGarbage } = await import("../../lib/layers/gc.js");
+  const { gcHandler } = (await import("../../infra/lambda.js")) as unknown as { gcHandler: () => Promise<{ tenants: number; cursor: string | null }> };
+  const { fromAwsEnv } = await import("../../lib/env-aws.js");
+  const storage = fromAwsEnv(process.env).storage;
+  expect((await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "layers" } }))).status).toBe(201);
+  const key = (await call(event("POST", "/v1/admin/tenants/layers/keys", { token: ADMIN, json: {} }))).json.key as string;
+  expect((await call(event("POST", "/v1/workspaces", { token: key, json: { id: "origin" } }))).status).toBe(201);
+  const imp = await call(event("POST", "/v1/workspaces/origin/import", { token: key, body: tar([{ name: "a.txt", body: "alpha\n" }, { name: "b.txt", body: "beta\n" }]), headers: { "content-type": "application/x-tar" } }));
+  expect(imp.status, JSON.stringify(imp.json)).toBe(200);
+  expect((await call(event("PUT", "/v1/workspaces/origin/files/c.txt", { token: key, body: new TextEncoder().encode("gamma\n") }))).status).toBe(201);
+  const cp = await call(event("POST", "/v1/workspaces/origin/checkpoints", { token: key, json: { name: "one" } }));
+  expect(cp.status, JSON.stringify(cp.json)).toBe(201);
+  const fork = await call(event("POST", "/v1/workspaces", { token: key, json: { id: "fork", from_workspace: "origin", checkpoint: cp.json.id } }));
+  expect(fork.status, JSON.stringify(fork.json)).toBe(201);
+  expect((await call(event("DELETE", `/v1/workspaces/origin/checkpoints/${cp.json.id}`, { token: key }))).status).toBe(200);
+  expect((await call(event("DELETE", "/v1/workspaces/origin", { token: key }))).status).toBe(200);
+
+  const layerKeys = async () => {
+    const out: string[] = [];
+    for (const p of ["t/layers/manifests/", "t/layers/packs/"]) {
+      let cursor: string | undefined;
+      do {
+        const r = await storage.list({ prefix: p, ...(cursor ? { cursor } : {}) });
+        out.push(...r.objects.map((o) => o.key));
+        cursor = r.cursor;
+      } while (cursor);
+    }
+    return out.sort();
+  };
+  const before = await layerKeys();
+  expect(before.length).toBeGreaterThanOrEqual(3); // the import's manifest and pack, the checkpoint's manifest (+ its pack)
+  // The scheduled handler visits the tenant; within the grace period it deletes nothing.
+  const tick = await gcHandler();
+  expect(tick.tenants).toBeGreaterThanOrEqual(1);
+  expect(await layerKeys()).toEqual(before);
+  // Past the grace period: the import's manifest (replaced by the checkpoint's) goes; the fork's base and its packs stay.
+  const r = await collectGarbage(storage, "layers", { now: Date.now() + 2 * 3600 * 1000 });
+  expect(r.missing_manifests).toEqual([]);
+  expect(r.manifests_deleted).toBeGreaterThanOrEqual(1);
+  const read = async (p: string) => (await call(event("POST", "/v1/workspaces/fork/tools/read", { token: key, json: { file_path: p } }))).json.output;
+  expect(await read("a.txt")).toBe("     1\talpha");
+  expect(await read("c.txt")).toBe("     1\tgamma");
+  // Once the fork is deleted too, everything goes.
+  expect((await call(event("DELETE", "/v1/workspaces/fork", { token: key }))).status).toBe(200);
+  await collectGarbage(storage, "layers", { now: Date.now() + 2 * 3600 * 1000 });
+  expect(await layerKeys()).toEqual([]);
+});
