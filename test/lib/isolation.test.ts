@@ -11,6 +11,8 @@ import { newTenant, testApp, type Tenant, type TestApp } from "../helpers.js";
 import type { Tool } from "../../lib/tool.js";
 import { tarHeader } from "../../lib/archive/tar-writer.js";
 import { sample } from "../support/json-sample.js";
+import { routeRequest } from "../support/route-request.js";
+import { openApiPathOf, servedRoutes } from "../../lib/routes/access.js";
 
 const A_WS = "a-private";
 const SECRET = "top secret of tenant A";
@@ -244,6 +246,39 @@ describe("tenant isolation", () => {
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).output).toContain(SECRET);
     expect(await (await a.req(`/v1/workspaces/${A_WS}/files/by-tool.txt`)).text()).toBe(`${SECRET} via write\n`);
+  });
+
+  it("every route of a workspace the app serves, read from the app (no hand-kept list), answers B 404 on A's workspace and changes nothing", async () => {
+    const doc = await (await app.request("/openapi.json")).json();
+    const wsRoutes = servedRoutes(app).filter((r) => openApiPathOf(r.path).includes("{ws}"));
+    expect(wsRoutes.length).toBeGreaterThan(15);
+    const beforeFiles = await storage(a.tenant);
+    const beforeKv = await kvState(a.tenant);
+    const params = { ws: A_WS, id: aCheckpoint, path: "secret.txt", tool: "read", session: "s1" };
+    const walked: string[] = [];
+    for (const route of wsRoutes) {
+      const r = routeRequest(doc, route, params);
+      // GET/DELETE of the MCP route speak its own protocol: an Accept it understands, so the answer is its, not a 406.
+      const headers = { ...r.headers, "x-session-id": "s1", ...(r.url.endsWith("/mcp") ? { accept: "application/json, text/event-stream" } : {}) };
+      const send = async (url: string) => {
+        const res = await b.req(url, { method: r.method, headers, ...(r.body !== undefined ? { body: r.body } : {}) });
+        return { status: res.status, text: await res.text() };
+      };
+      const what = `${route.method} ${openApiPathOf(route.path)}`;
+      const res = await send(r.url);
+      if (res.status === 403) {
+        // B's key lacks the route's scope: refused before any workspace is looked at, exactly as for a workspace that never existed.
+        const none = await send(r.url.replace(`/workspaces/${A_WS}`, "/workspaces/never-made"));
+        expect(res.text.replace(/"ms":\d+/g, ""), what).toBe(none.text.replace(/"ms":\d+/g, "").replaceAll("never-made", A_WS));
+        expect(JSON.parse(res.text).error.code, what).toBe("PERMISSION_DENIED");
+      } else {
+        await expectHidden(what, res, r.method);
+      }
+      walked.push(`${route.method} ${openApiPathOf(route.path)}`);
+    }
+    expect(walked).toContain("POST /v1/workspaces/{ws}/undo");
+    expect(await storage(a.tenant)).toEqual(beforeFiles);
+    expect(await kvState(a.tenant)).toEqual(beforeKv);
   });
 
   it("B's workspace list shows none of A's workspaces", async () => {

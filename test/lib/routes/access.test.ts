@@ -14,7 +14,7 @@ import { createAuthBackoff } from "../../../lib/auth/backoff.js";
 import { SCOPES, type Scope } from "../../../lib/auth/keys.js";
 import { accessLabel, assertEveryRouteGuarded, guard, openApiPathOf, servedRoutes, type ServedRoute } from "../../../lib/routes/access.js";
 import { ADMIN, admin, testApp, type TestApp } from "../../helpers.js";
-import { sample } from "../../support/json-sample.js";
+import { routeRequest } from "../../support/route-request.js";
 
 // Failed authentications are the point here: no backoff (tested in auth-backoff.test.ts).
 const app: TestApp = testApp({ authBackoff: createAuthBackoff({ freeFailures: Infinity }), syncSecret: "route-walk-sync-secret" });
@@ -92,21 +92,8 @@ async function snapshot(): Promise<string> {
   return [...objects.sort(), "--", ...kv.sort()].join("\n");
 }
 
-const deref = (s: any): any => (s?.$ref ? deref(doc.components.schemas[s.$ref.split("/").pop()]) : s);
-
 /** A request for one route, built from its document entry (or a plain one for undocumented routes). */
-function requestFor(route: ServedRoute): { method: string; url: string; body?: BodyInit; headers: Record<string, string> } {
-  const method = route.method === "ALL" ? "POST" : route.method;
-  const params: Record<string, string> = { ws: "probe", tenant, key_id: spareKeyId, tool: "nope", path: "secret.txt" };
-  const url = openApiPathOf(route.path).replace(/\{(\w+)\}/g, (_, p: string) => params[p] ?? "probe");
-  const op = doc.paths[openApiPathOf(route.path)]?.[method.toLowerCase()];
-  const schema = deref(op?.requestBody?.content?.["application/json"]?.schema);
-  // A sampled path of its own per route: a file an earlier route of the walk made cannot turn a create into NOT_READ.
-  if (schema) return { method, url, body: JSON.stringify(sample(schema)).replaceAll('"secret.txt"', `"secret-${route.path.replace(/\W+/g, "-")}.txt"`), headers: { "content-type": "application/json" } };
-  if (method === "PUT") return { method, url, body: "probe", headers: { "content-length": "5" } };
-  if (method === "POST") return { method, url, body: "{}", headers: { "content-type": "application/json" } };
-  return { method, url, headers: {} };
-}
+const requestFor = (route: ServedRoute) => routeRequest(doc, route, { ws: "probe", tenant, key_id: spareKeyId, tool: "nope", path: "secret.txt" });
 
 async function call(route: ServedRoute, authorization?: string) {
   const r = requestFor(route);
