@@ -17,6 +17,7 @@ import type { Workspace } from "../workspace/workspace.js";
 import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
 import type { ArchiveLimits } from "./limits.js";
 import { openArchive, type ArchiveFormat } from "./open.js";
+import type { ArchiveEntry } from "./entry.js";
 import { EntryPolicy } from "./policy.js";
 import type { Spool } from "./spool.js";
 
@@ -100,6 +101,36 @@ async function deleteMissing(ws: Workspace, prefix: string, target: Target, land
   return { deleted, kept };
 }
 
+/**
+ * The one admission loop of every import: each entry through the policy (skipped ones reported,
+ * directory entries counted), then `claim` (a path that cannot be placed is skipped with its
+ * reason); yields the entries to write, each with its workspace path. Ask for the entry's body
+ * before the next one (archive/entry.ts).
+ */
+export async function* admitted(
+  entries: AsyncIterable<ArchiveEntry>,
+  policy: EntryPolicy,
+  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(): void },
+): AsyncGenerator<{ path: string; entry: ArchiveEntry }> {
+  for await (const entry of entries) {
+    const a = policy.admit(entry);
+    if ("skip" in a) {
+      on.skip(entry.name, a.skip);
+      continue;
+    }
+    if ("directory" in a) {
+      on.directory();
+      continue;
+    }
+    const conflict = on.claim(a.path);
+    if (conflict) {
+      on.skip(entry.name, conflict);
+      continue;
+    }
+    yield { path: a.path, entry };
+  }
+}
+
 export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
   const started = Date.now();
   const { limits, prefix } = opts;
@@ -115,22 +146,8 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
     skippedCount++;
   };
   try {
-    for await (const entry of archive.entries) {
-      const a = policy.admit(entry);
-      if ("skip" in a) {
-        skip(entry.name, a.skip);
-        continue;
-      }
-      if ("directory" in a) {
-        directories++;
-        continue;
-      }
-      const conflict = writer.claim(a.path);
-      if (conflict) {
-        skip(entry.name, conflict);
-        continue;
-      }
-      await writer.write(a.path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory: () => void directories++ })) {
+      await writer.write(path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
     }
     await writer.finish();
   } catch (e) {

@@ -12,7 +12,7 @@
 import { isToolError, ToolError } from "../errors.js";
 import { ancestorsOf, filesPrefix, packKey } from "../paths.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
+import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
@@ -48,25 +48,11 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   };
   let indexing: Promise<void> = Promise.resolve();
   try {
-    for await (const entry of archive.entries) {
-      const a = policy.admit(entry);
-      if ("skip" in a) {
-        skip(entry.name, a.skip);
-        continue;
-      }
-      if ("directory" in a) {
-        directories++;
-        continue;
-      }
-      const conflict = claim(a.path);
-      if (conflict) {
-        skip(entry.name, conflict);
-        continue;
-      }
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory: () => void directories++ })) {
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
-        const e = await writer.add(a.path, bytes);
-        await ws.announce(a.path, { path: a.path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
+        const e = await writer.add(path, bytes);
+        await ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
         const p = ws.pendingChanges;
         // One index segment per batch, built while the archive keeps streaming (one batch at a time).
         if (p.files >= BATCH_FILES || p.bytes >= BATCH_BYTES) {
@@ -74,7 +60,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
           indexing = ws.flushChanges();
         }
       } else {
-        await writer.addStream(a.path, entry.stream(), entry.size);
+        await writer.addStream(path, entry.stream(), entry.size);
       }
     }
     await writer.finish();
