@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
-import { startTask } from "../lib/exec/runs.js";
+import { startTask } from "../lib/exec/tasks.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";

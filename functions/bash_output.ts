@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pollTask } from "../lib/exec/runs.js";
+import { pollTask } from "../lib/exec/tasks.js";
 import { commandData, MAX_COMMAND_OUTPUT, runCallId, writeBackNotes } from "../lib/exec/tool-support.js";
 import { cutText } from "../lib/output-cut.js";
 import { defineTool } from "../lib/tool.js";

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { killTask } from "../lib/exec/runs.js";
+import { killTask } from "../lib/exec/tasks.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Stop a background task started by bash with run_in_background: true. Every process of the task is killed and its file changes are not written back.

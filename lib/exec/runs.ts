@@ -13,24 +13,20 @@
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
  * the claim wherever it lands. The runner reaches its record only through the sync API
  * (lib/exec/sync-runs.ts; the run is fixed by its token); the API reads and writes it directly
- * (runForeground, startTask, pollTask, killTask). A foreground run's record is deleted once the
+ * (runForeground here; startTask, pollTask, killTask in tasks.ts). A foreground run's record is deleted once the
  * API has its answer; a background task's (a few small objects, its output chunks are deleted
  * as bash_output hands them out) is deleted by the housekeeping of a later task start, 24 h
  * after it ended (housekeepRuns). Bundles for Workers.
  */
 import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
-import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../paths.js";
+import { runPrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import type { ExecResponse, Executor, KillStatus, RunClaim, RunRecordClient, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
+import type { ExecResponse, Executor, RunClaim, RunRecordClient, RunRequest, RunResult } from "./types.js";
 
 /** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
 export const RUN_MARGIN_MS = 15 * 60 * 1000;
-/** Output bytes one poll hands out at most (head + tail of the unread chunks; the tools cut to 30,000 characters). */
-const POLL_OUTPUT_BYTES = 100_000;
-/** How long kill_shell waits for the runner to confirm. */
-const KILL_WAIT_MS = 15_000;
-const JSON_TYPE = "application/json";
+export const JSON_TYPE = "application/json";
 
 /** The run id of a call: "r" + 15 hex digits of SHA-256(tenant, workspace, key). Same as infra/container/runner.ts runIdOf. */
 export async function runIdFor(tenant: string, workspace: string, idempotencyKey: string): Promise<string> {
@@ -56,7 +52,6 @@ export const keysOf = (prefix: string) => ({
 });
 export type RunKeys = ReturnType<typeof keysOf>;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export async function readJson<T>(driver: StorageDriver, key: string): Promise<{ value: T; etag: string } | null> {
   const got = await driver.get(key);
@@ -119,16 +114,6 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
   };
 }
 
-// ---------------------------------------------------------------- the API's side
-
-const notFound = (id: string) =>
-  new ToolError("NOT_FOUND", `No background task ${JSON.stringify(id)} in this workspace. Task ids come from bash with run_in_background: true, called on the same workspace.`, { task_id: id });
-
-function recordOf(ref: TaskRef): RunKeys {
-  if (typeof ref.task_id !== "string" || !RUN_ID_PATTERN.test(ref.task_id)) throw notFound(String(ref.task_id));
-  return keysOf(runPrefix(ref.tenant, ref.workspace, ref.task_id));
-}
-
 /**
  * Runs a foreground command. Its record (claim + result) only guards against retried
  * invocations of this one call, whose key is never used again: once the answer is in hand it
@@ -141,191 +126,6 @@ export async function runForeground(storage: StorageDriver, executor: Executor, 
   return result;
 }
 
-/** Background tasks of one workspace that may run at once. */
-export const MAX_RUNNING_TASKS = 8;
-/** How long a finished run's record stays readable by bash_output. */
-export const RECORD_KEEP_MS = 24 * 60 * 60 * 1000;
-/** The longest a task can run and still report: the tool's max timeout + RUN_MARGIN_MS. */
-const TASK_LIFE_MS = 600_000 + RUN_MARGIN_MS;
-/** Pages of x/runs/ housekeeping reads at most (1000 keys each). */
-const HOUSEKEEPING_PAGES = 10;
-
-/**
- * Before a task starts: deletes the records of runs finished (or dead) more than
- * RECORD_KEEP_MS ago, and counts the tasks still running. From object times alone (one list,
- * no reads): a task without a result counts as running until its marker is TASK_LIFE_MS old.
- */
-export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<{ running: number; deleted: number }> {
-  const prefix = `${internalPrefix(tenant, workspace)}runs/`;
-  const runs = new Map<string, { keys: string[]; task?: number; result?: number; latest: number }>();
-  let cursor: string | undefined;
-  for (let page = 0; page < HOUSEKEEPING_PAGES; page++) {
-    const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
-    for (const o of r.objects) {
-      const rest = o.key.slice(prefix.length);
-      const id = rest.slice(0, rest.indexOf("/"));
-      if (!RUN_ID_PATTERN.test(id)) continue;
-      const run = runs.get(id) ?? { keys: [], latest: 0 };
-      const at = o.modified.getTime();
-      run.keys.push(o.key);
-      run.latest = Math.max(run.latest, at);
-      if (rest === `${id}/task.json`) run.task = at;
-      if (rest === `${id}/result.json`) run.result = at;
-      runs.set(id, run);
-    }
-    cursor = r.cursor;
-    if (!cursor) break;
-  }
-  let running = 0;
-  const expired: string[] = [];
-  for (const run of runs.values()) {
-    const endedAt = run.result ?? (run.task !== undefined ? run.task + TASK_LIFE_MS : run.latest + TASK_LIFE_MS);
-    if (run.result === undefined && run.task !== undefined && now < run.task + TASK_LIFE_MS) running++;
-    else if (now - Math.max(endedAt, run.latest) > RECORD_KEEP_MS) expired.push(...run.keys);
-  }
-  for (let i = 0; i < expired.length; i += 1000) await storage.delete(expired.slice(i, i + 1000));
-  return { running, deleted: expired.length };
-}
-
-/**
- * Starts a background task: housekeeping and the running-task cap, its marker (so a poll
- * right after finds it), then the asynchronous Invoke.
- */
-export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest, callId?: string): Promise<{ task_id: string }> {
-  const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
-  const k = keysOf(runPrefix(req.tenant, req.workspace, taskId));
-  const { running } = await housekeepRuns(storage, req.tenant, req.workspace);
-  if (running >= MAX_RUNNING_TASKS)
-    throw new ToolError("RATE_LIMITED", `${running} background tasks are already running in this workspace (at most ${MAX_RUNNING_TASKS}). Wait for one with bash_output, or stop one with kill_shell.`, { running, max: MAX_RUNNING_TASKS });
-  const now = Date.now();
-  const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS, ...(callId ? { call_id: callId } : {}) };
-  if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });
-  try {
-    await executor.start(req);
-  } catch (e) {
-    await storage.delete(k.task).catch(() => {});
-    throw e;
-  }
-  return { task_id: taskId };
-}
-
-interface RecordNow {
-  task: TaskMarker | null;
-  claim: RunClaim | null;
-  result: ExecResponse | null;
-}
-
-async function readRecord(storage: StorageDriver, k: RunKeys): Promise<RecordNow> {
-  const [task, claim, result] = await Promise.all([readJson<TaskMarker>(storage, k.task), readJson<RunClaim>(storage, k.claim), readJson<ExecResponse>(storage, k.result)]);
-  return { task: task?.value ?? null, claim: claim?.value ?? null, result: result?.value ?? null };
-}
-
-/** After this, nobody can report on the run any more (its runner's sync token expired). */
-const deadlineOf = (r: RecordNow) => Math.max(r.task?.deadline ?? 0, r.claim?.deadline ?? 0);
-
-/** Waits (polling storage, 250 ms growing to 2 s) until the result exists or `until` / the deadline passes. */
-async function waitForResult(storage: StorageDriver, k: RunKeys, rec: RecordNow, until: number): Promise<ExecResponse | null> {
-  let result = rec.result;
-  const deadline = deadlineOf(rec);
-  let interval = 250;
-  while (!result && Date.now() < until && (deadline === 0 || Date.now() < deadline)) {
-    await sleep(Math.min(interval, until - Date.now()));
-    interval = Math.min(interval * 1.5, 2000);
-    result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
-  }
-  return result;
-}
-
-/**
- * The unread output chunks, head and tail within POLL_OUTPUT_BYTES; moves the cursor past them
- * (conditionally: of two concurrent polls one hands a chunk out) and deletes them.
- */
-async function takeOutput(storage: StorageDriver, k: RunKeys): Promise<string> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const cursor = await readJson<{ after: string }>(storage, k.cursor);
-    const chunks: { key: string; size: number }[] = [];
-    let page: string | undefined;
-    do {
-      const r = await storage.list({ prefix: k.out, ...(page ? { cursor: page } : cursor ? { startAfter: cursor.value.after } : {}) });
-      for (const o of r.objects) if (!cursor || o.key > cursor.value.after) chunks.push({ key: o.key, size: o.size });
-      page = r.cursor;
-    } while (page);
-    if (chunks.length === 0) return "";
-    // Head and tail of the unread chunks, whole chunks only (at least one each side).
-    const half = POLL_OUTPUT_BYTES / 2;
-    let head = 0;
-    for (let bytes = 0; head < chunks.length && (head === 0 || bytes + chunks[head]!.size <= half); head++) bytes += chunks[head]!.size;
-    let tail = chunks.length;
-    for (let bytes = 0; tail > head && (tail === chunks.length || bytes + chunks[tail - 1]!.size <= half); tail--) bytes += chunks[tail - 1]!.size;
-    const read = async (c: { key: string }) => {
-      const got = await storage.get(c.key);
-      return got ? new Response(got.body).text() : "";
-    };
-    const [first, last] = await Promise.all([Promise.all(chunks.slice(0, head).map(read)), Promise.all(chunks.slice(tail).map(read))]);
-    const omitted = chunks.slice(head, tail).reduce((n, c) => n + c.size, 0);
-    const text = first.join("") + (omitted > 0 ? `\n... [${omitted} bytes of output omitted] ...\n` : "") + last.join("");
-    try {
-      await storage.put(k.cursor, JSON.stringify({ after: chunks[chunks.length - 1]!.key }), { contentType: JSON_TYPE, ...(cursor ? { ifMatch: cursor.etag } : { ifNoneMatch: "*" }) });
-    } catch (e) {
-      if (isConditionFailed(e)) continue; // another poll handed these out first
-      throw e;
-    }
-    await storage.delete(chunks.map((c) => c.key)).catch(() => {}); // handed out: never needed again
-    return text;
-  }
-  return "";
-}
-
 /** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */
 export const quotaMessage = (diskMb: number): string =>
   `The command was stopped: it added more than ${diskMb} MiB to the workspace, and none of its file changes were written back. Write less, or delete what is not needed in the same command.`;
-
-const LOST = {
-  code: "INTERNAL",
-  message: "The task's runner stopped without reporting a result (it crashed, or the function hit its time limit); some of its file changes may have been written back. Check the files, then run the command again if you still need it.",
-};
-
-/** Status and output since the last poll; with wait_ms, waits up to that long for the task to finish. */
-export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<TaskPoll> {
-  const k = recordOf(ref);
-  const rec = await readRecord(storage, k);
-  if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
-  const waitMs = Math.min(Math.max(Number(opts.wait_ms ?? 0) || 0, 0), 600_000);
-  const result = await waitForResult(storage, k, rec, Date.now() + waitMs);
-  const deadline = deadlineOf(rec);
-  const lost = !result && deadline > 0 && Date.now() > deadline;
-  let output = await takeOutput(storage, k);
-  let status: TaskStatus = "running";
-  let run: RunResult | undefined;
-  let error: { code: string; message: string } | undefined;
-  if (result?.ok) {
-    run = result.result as RunResult;
-    status = run.timed_out ? "timed_out" : run.killed || run.limit_exceeded ? "killed" : "completed";
-    if (run.limit_exceeded) error = { code: "QUOTA_EXCEEDED", message: quotaMessage(run.limit_exceeded.disk_mb) };
-    // A foreground run (followed after a retried call) streams no chunks: its output is in the result.
-    if (!rec.task && rec.claim && !rec.claim.task && output === "") output = run.output;
-  } else if (result) {
-    error = { code: result.error.code, message: result.error.message };
-    status = (await storage.head(k.kill)) ? "killed" : "completed";
-  } else if (lost) {
-    status = "timed_out";
-    error = LOST;
-  }
-  return { task_id: ref.task_id, status, exit_code: run?.exit_code ?? null, output, ...(run ? { result: run } : {}), ...(error ? { error } : {}), ...(rec.task?.call_id ? { call_id: rec.task.call_id } : {}) };
-}
-
-/** Sets the kill flag and waits (up to 15 s) for the runner to stop the task and report. */
-export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<{ status: KillStatus }> {
-  const k = recordOf(ref);
-  const rec = await readRecord(storage, k);
-  if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
-  const deadline = deadlineOf(rec);
-  if (rec.result || (deadline > 0 && Date.now() > deadline)) return { status: "already_completed" };
-  if (!rec.task && rec.claim && !rec.claim.task)
-    throw new ToolError("INVALID_ARGUMENT", `${ref.task_id} is a foreground command (bash without run_in_background): it cannot be killed and stops at its timeout. Follow it with bash_output.`, { task_id: ref.task_id });
-  await storage.put(k.kill, "kill", { contentType: "text/plain" });
-  const result = await waitForResult(storage, k, rec, Date.now() + (opts.wait_ms ?? KILL_WAIT_MS));
-  if (!result) return { status: "stopping" };
-  const killed = result.ok ? (result.result as RunResult).killed : true;
-  return { status: killed ? "killed" : "already_completed" };
-}

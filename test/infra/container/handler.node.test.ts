@@ -3,7 +3,8 @@ import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { KEEP_OUTPUT_LOGS } from "../../../infra/container/output-log.js";
 import { runIdOf } from "../../../infra/container/runner.js";
-import { killTask, pollTask, runIdFor, startTask } from "../../../lib/exec/runs.js";
+import { runIdFor } from "../../../lib/exec/runs.js";
+import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
 

@@ -11,7 +11,7 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { lambdaExecutor } from "../../../lib/exec/lambda.js";
-import { killTask, pollTask, startTask } from "../../../lib/exec/runs.js";
+import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";

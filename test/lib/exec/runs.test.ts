@@ -2,7 +2,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/hash.js";
-import { housekeepRuns, killTask, MAX_RUNNING_TASKS, pollTask, RECORD_KEEP_MS, runIdFor, startTask } from "../../../lib/exec/runs.js";
+import { runIdFor } from "../../../lib/exec/runs.js";
+import { housekeepRuns, killTask, MAX_RUNNING_TASKS, pollTask, RECORD_KEEP_MS, startTask } from "../../../lib/exec/tasks.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
