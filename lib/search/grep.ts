@@ -22,11 +22,12 @@
  * time linear in the bytes read, memory bounded by a block or a long line's window.
  */
 import type { Workspace } from "../workspace/workspace.js";
-import { coalesce, indexCandidates, mapLimit, type Candidate, type Seg } from "./candidates.js";
+import { indexCandidates, type Candidate, type Seg } from "./candidates.js";
+import { batchCost, compactSmall, readBatch } from "./grep-read.js";
 import { CpuBudget } from "./cpu-budget.js";
 import { readFrom, searchHeld, searchMultiline, searchStream, type FileCursor, type FileRun } from "./file-search.js";
 import { SkipReport } from "./ignore.js";
-import { inputFromBytes, MAX_SEGMENT, mergeSegments, tierOf } from "./indexer.js";
+import { inputFromBytes, MAX_SEGMENT } from "./indexer.js";
 import { scanTree, type Listed } from "./listing.js";
 import type { Compiled, LineMatch, SearchOptions } from "./matcher.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segment.js";
@@ -123,16 +124,12 @@ export interface GrepOutcome {
 export const DEFAULT_BUDGET = 800;
 /** Kept free for writing what was indexed. */
 const RESERVE = 12;
-/** Files read whole when at most this big; bigger ones are streamed. */
-const WHOLE_MAX = 4 * 1024 * 1024;
 /** Files bigger than this are not searched (reported as too_large). */
 export const MAX_SCAN_BYTES = 64 * 1024 * 1024;
 /** Multiline patterns need the whole text in memory. */
 const MULTILINE_MAX = 4 * 1024 * 1024;
 /** With this few files to search, read them directly (the index would cost more). */
 const DIRECT_BELOW = 12;
-const CONCURRENCY = 6;
-const CONTENT_GAP = 64 * 1024;
 const PERSIST_MIN_FILES = 4;
 
 // ---- the search ----
@@ -296,88 +293,6 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
   stats.storage_lists = budget.lists;
   stats.storage_writes = budget.puts;
   return { hits, entries, complete, exhausted: stoppedBy !== null, stoppedBy, resume: resumeAt, base, unsearched, skipped, scanTruncated, stats };
-}
-
-/** With this many small segments read whole, a search merges them (it holds their bytes already). */
-const COMPACT_SMALL = 16;
-
-/**
- * Read-side compaction: writers merge small segments as they go, but a burst of writes can
- * leave many behind. A search has just read the small ones whole, so merging them costs two
- * writes and no reads.
- */
-async function compactSmall(store: IndexStore, collector: TrigramCollector, segs: Seg[]): Promise<void> {
-  const small = segs.filter((s) => s.head.whole && tierOf(s.ref) >= 0).sort((a, b) => (a.ref.id < b.ref.id ? -1 : 1));
-  if (small.length < COMPACT_SMALL || store.budget.left < 8) return;
-  const inputs: Seg[] = [];
-  let bytes = 0;
-  for (const s of small) {
-    if (inputs.length >= 2 && bytes + s.ref.contentBytes > MAX_SEGMENT) break;
-    inputs.push(s);
-    bytes += s.ref.contentBytes;
-  }
-  if (!(await store.tryLock("merge-read", 60_000))) return;
-  try {
-    await mergeSegments(store, collector, inputs.map((s) => s.ref), inputs.map((s) => s.head));
-  } finally {
-    await store.unlock("merge-read");
-  }
-}
-
-/** Storage requests readBatch makes for these candidates. */
-function batchCost(batch: Candidate[]): number {
-  const bySeg = new Map<Seg, { off: number; end: number }[]>();
-  let n = 0;
-  for (const c of batch) {
-    if (!c.seg) {
-      n++;
-      continue;
-    }
-    if (c.seg.head.whole) continue;
-    let l = bySeg.get(c.seg);
-    if (!l) bySeg.set(c.seg, (l = []));
-    l.push({ off: c.entry.off, end: c.entry.off + c.entry.len });
-  }
-  for (const l of bySeg.values()) n += coalesce(l, CONTENT_GAP).length;
-  return n;
-}
-
-type Got = { bytes: Uint8Array; etag: string } | null | "stream";
-
-/** Contents of a batch: packed files by coalesced range reads, others directly. */
-async function readBatch(ws: Workspace, store: IndexStore, batch: Candidate[]): Promise<Got[]> {
-  const out = new Array<Got>(batch.length).fill(null);
-  const bySeg = new Map<Seg, { i: number; off: number; end: number }[]>();
-  const direct: number[] = [];
-  batch.forEach((c, i) => {
-    if (c.seg) {
-      let l = bySeg.get(c.seg);
-      if (!l) bySeg.set(c.seg, (l = []));
-      l.push({ i, off: c.entry.off, end: c.entry.off + c.entry.len });
-    } else if (c.file.size > WHOLE_MAX) out[i] = "stream";
-    else direct.push(i);
-  });
-  const jobs: (() => Promise<void>)[] = [];
-  for (const [seg, items] of bySeg) {
-    for (const g of coalesce(items, CONTENT_GAP)) {
-      jobs.push(async () => {
-        const local = seg.head.whole ? seg.head.whole.subarray(seg.head.contentsStart + g.off, seg.head.contentsStart + g.end) : await store.read(seg.ref, { offset: seg.head.contentsStart + g.off, length: g.end - g.off });
-        if (local && !seg.head.whole) ws.bytesRead += local.length;
-        for (const it of g.items) {
-          if (local) out[it.i] = { bytes: local.subarray(it.off - g.off, it.end - g.off), etag: batch[it.i]!.file.etag };
-          else direct.push(it.i); // merged away meanwhile: read the file itself
-        }
-      });
-    }
-  }
-  await mapLimit(jobs, CONCURRENCY, (j) => j());
-  await mapLimit(direct, CONCURRENCY, async (i) => {
-    const c = batch[i]!;
-    store.budget.take("get");
-    const r = await ws.get(c.file.path);
-    out[i] = r ? { bytes: new Uint8Array(await new Response(r.body).arrayBuffer()), etag: r.etag } : null;
-  });
-  return out;
 }
 
 /** Searches a big file as a stream (from the cursor's offset when resuming), never holding it whole. */
