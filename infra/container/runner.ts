@@ -233,7 +233,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
     const full = outputFile ?? (out.truncated ? null : undefined);
     const cut = out.merged.parts().cut;
-    return {
+    const result: RunResult = {
       run_id: runId,
       stdout: out.stdout.text(full),
       stderr: out.stderr.text(full),
@@ -267,6 +267,9 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         sync_out_ms: Date.now() - t1,
       },
     };
+    // Benchmarks (bench/git-writeback.ts) read the sync timings here; the tools do not show them.
+    if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync })}`);
+    return result;
   } finally {
     await deps.cache.release(slot, clean);
   }

@@ -13,6 +13,10 @@
  * absent) every file goes alone, as before. The outcome of every file is its own: a batch
  * answers per file.
  *
+ * Packed (writeback-packed.ts): a run with many small created/modified files stages them into
+ * packs and commits them with one switch of the layer pointer; what that leaves (files an upper
+ * object stands at, an API without the routes) goes the way described above.
+ *
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
  * written). What is left is returned as `unsynced`: those changes are not in the workspace.
@@ -27,6 +31,7 @@ import type { Conflict, Skipped, SyncClient, UnsyncedReason } from "../../lib/ex
 import { openBody, readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { fingerprint, isExec, pool, type FileState } from "./tree.js";
+import { canPack, packedWriteBack } from "./writeback-packed.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
@@ -198,12 +203,18 @@ export async function writeBack(opts: {
     await singles(large.sort((a, b) => (a.path < b.path ? -1 : 1)));
   };
 
+  // Many small created/modified files: into packs, one commit (writeback-packed.ts); the rest below.
+  let ordinary = accepted;
+  if (canPack(sync, accepted)) {
+    const left = new Set(await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }));
+    ordinary = accepted.filter((c) => c.kind === "deleted" || left.has(c));
+  }
   if (!sync.putMany || !sync.deleteMany) {
     // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
-    await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, accepted, single);
+    await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, ordinary, single);
   } else {
     const groups: Change[][] = [];
-    for (let i = 0; i < accepted.length; i += GROUP_FILES) groups.push(accepted.slice(i, i + GROUP_FILES));
+    for (let i = 0; i < ordinary.length; i += GROUP_FILES) groups.push(ordinary.slice(i, i + GROUP_FILES));
     await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
       if (!inTime(g)) return;
       await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);

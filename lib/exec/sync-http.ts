@@ -16,12 +16,15 @@
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
  *   POST   /v1/sync/put    frames of many small files → a result per file  (lib/exec/sync-put-batch.ts)
  *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
+ *   POST   /v1/sync/stage  frames (as put), into one pack → a result per file + receipt  (lib/exec/sync-stage.ts)
+ *   POST   /v1/sync/commit {receipts}                  → a result per staged file (one layer switch)
  */
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, decodeFrames } from "./sync-batch.js";
 import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
+import { commitResults, stageResults } from "./sync-stage.js";
 import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
 import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
@@ -45,6 +48,21 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
   let noBatches = false;
   /** Set once the server answered that it has no batched write-back (an older API). */
   let noWriteBatches = false;
+  /** Set once the server answered that it has no packed write-back (an older API). */
+  let noStaging = false;
+
+  /** A stage or commit answer's body; null when the API has no such route (404/405). Not retried: a commit sent twice would conflict with itself. */
+  async function staging(route: "stage" | "commit", init: RequestInit): Promise<unknown> {
+    if (noStaging) return null;
+    const res = await call("POST", `${base}/${route}`, init);
+    if (res.status === 404 || res.status === 405) {
+      await res.body?.cancel();
+      noStaging = true;
+      return null;
+    }
+    if (!res.ok) await fail(res, route);
+    return res.json();
+  }
 
   /**
    * A write batch's answer: null (no such route: older API), or the per-file answer. Not retried
@@ -154,6 +172,15 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
       const init = { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit;
       const a = await writeBatch("put", init);
       return a && putResults(a.body, paths, a.why);
+    },
+    async stage(files) {
+      const paths = files.map((f) => normalizeFilePath(f.path));
+      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit);
+      return body === null ? null : stageResults(body, paths);
+    },
+    async commit(receipts, paths) {
+      const body = await staging("commit", { body: JSON.stringify({ receipts }), headers: { "content-type": "application/json" } });
+      return body === null ? null : commitResults(body, paths);
     },
     async deleteMany(files) {
       const paths = files.map((f) => normalizeFilePath(f.path));

@@ -109,7 +109,7 @@ class ByteReader {
  * INVALID_ARGUMENT / PAYLOAD_TOO_LARGE when the framing is broken or over the limits, at the
  * frame where it happens: frames yielded before are the caller's to finish.
  */
-export async function* readPutFrames(body: ReadableStream<Uint8Array> | null): AsyncGenerator<PutFrame> {
+export async function* readPutFrames(body: ReadableStream<Uint8Array> | null, limits: { files: number; bytes: number } = { files: PUT_BATCH_MAX_FILES, bytes: PUT_BATCH_MAX_BYTES }): AsyncGenerator<PutFrame> {
   if (!body) throw new ToolError("INVALID_ARGUMENT", "A put batch needs a body of frames.");
   const reader = body.getReader();
   const bytes = new ByteReader(reader);
@@ -132,9 +132,9 @@ export async function* readPutFrames(body: ReadableStream<Uint8Array> | null): A
       const size = head?.size;
       if (typeof size !== "number" || !Number.isInteger(size) || size < 0) throw new ToolError("INVALID_ARGUMENT", `Frame ${files}: size must be a non-negative integer.`);
       if (size > BATCH_MAX_FILE_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `Frame ${files}: ${size} bytes; files over ${BATCH_MAX_FILE_BYTES} bytes go alone (PUT /v1/sync/files/<path>).`);
-      if (++files > PUT_BATCH_MAX_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `A put batch holds at most ${PUT_BATCH_MAX_FILES} files; send the rest in another batch.`);
+      if (++files > limits.files) throw new ToolError("PAYLOAD_TOO_LARGE", `A put batch holds at most ${limits.files} files; send the rest in another batch.`);
       total += size;
-      if (total > PUT_BATCH_MAX_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `A put batch holds at most ${PUT_BATCH_MAX_BYTES} bytes; send the rest in another batch.`);
+      if (total > limits.bytes) throw new ToolError("PAYLOAD_TOO_LARGE", `A put batch holds at most ${limits.bytes} bytes; send the rest in another batch.`);
       const content = size === 0 ? new Uint8Array(0) : await bytes.take(size);
       if (!content) throw new ToolError("INVALID_ARGUMENT", "The put batch ends inside a frame; send the batch again.");
       yield { path: head.path, ifMatch: head.if_match, create: head.create, bytes: content };

@@ -12,6 +12,7 @@ import { parseModesDelta, updateModes } from "./modes.js";
 import { BATCH_CONTENT_TYPE } from "./sync-batch.js";
 import { fetchBatch, parseFetchRequest } from "./sync-fetch.js";
 import { handleWriteBatch } from "./sync-put-server.js";
+import { handleStaging } from "./sync-stage-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
 import { answerManifest, parseManifestQuery } from "./sync-storage.js";
 import { verifySyncToken } from "./sync-token.js";
@@ -116,6 +117,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 
     // Batched write-back (lib/exec/sync-put-server.ts): many files per request, one index segment per batch.
     if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, { ...deps, driver, storage: deps.driver });
+
+    // Packed write-back (lib/exec/sync-stage-server.ts): stage into packs, then one commit switches the layer pointer.
+    if (url.pathname === "/v1/sync/stage" || url.pathname === "/v1/sync/commit") return await handleStaging(req, url.pathname === "/v1/sync/stage" ? "stage" : "commit", claims, { ...deps, driver, storage: deps.driver });
 
     // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, driver);

@@ -10,6 +10,7 @@ import type { OutputCut } from "../output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 import type { BatchFile } from "./sync-batch.js";
 import type { DeleteManyResult, PutManyItem, PutManyResult } from "./sync-put-batch.js";
+import type { CommitResult, StageResult } from "./sync-stage.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -321,6 +322,14 @@ export interface SyncClient {
    * (an older API): use put. Absent: this client has none.
    */
   putMany?(files: PutManyItem[]): Promise<PutManyResult[] | null>;
+  /**
+   * Packed write-back (lib/exec/sync-stage.ts): many small files into one new pack, nothing
+   * visible yet; a result per file and a receipt. null when the other end has no such route (an
+   * older API): use putMany. Absent: this client has none.
+   */
+  stage?(files: PutManyItem[]): Promise<{ files: StageResult[]; receipt: string } | null>;
+  /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
+  commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
   deleteMany?(files: { path: string; ifMatch: string }[]): Promise<DeleteManyResult[] | null>;
   /**

@@ -2,13 +2,14 @@
  * The one place a workspace's files are opened: the workspace record (meta.json, which every
  * request reads anyway) says whether it has a lower layer; if it does, its storage is the merged
  * view (layered-driver.ts) over the manifest (cached per isolate). A workspace without `base`
- * gets the plain driver: no extra cost. Also the one place the layer pointer is switched (If-Match).
+ * gets the plain storage (plus the re-read after a create: plain-driver.ts). Also the one place the layer pointer is switched (If-Match).
  */
 import { ToolError } from "../errors.js";
 import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";
+import { plainDriver } from "./plain-driver.js";
 import type { ManifestCache } from "./manifest.js";
 
 export interface LayerDeps {
@@ -43,7 +44,16 @@ export async function openWorkspace(deps: LayerDeps, tenant: string, ws: string)
 }
 
 export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
-  if (!meta.base) return deps.storage;
+  if (!meta.base) {
+    // Plain; a packed write-back may give it a lower layer meanwhile (plain-driver.ts re-checks creates).
+    return plainDriver(deps.storage, {
+      filesPrefix: filesPrefix(tenant, ws),
+      currentBase: async () => {
+        const now = await readMeta(deps.storage, tenant, ws);
+        return now?.meta.base ? deps.manifests.load(deps.storage, tenant, now.meta.base) : null;
+      },
+    });
+  }
   const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
   const seq = meta.seq ?? 0;
   return layeredDriver(deps.storage, {

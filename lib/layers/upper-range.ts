@@ -4,7 +4,7 @@
  * After an import or a checkpoint the upper layer is small, so this is one request that
  * answers "none of these changed since the lower layer".
  */
-import type { StorageDriver } from "../storage/types.js";
+import type { ObjectInfo, StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
 
 function commonPrefix(a: string, b: string): string {
@@ -17,7 +17,12 @@ function commonPrefix(a: string, b: string): string {
 
 /** The subset of `keys` that `inner` holds (any object at all: whiteouts count). */
 export async function upperKeysAmong(inner: StorageDriver, keys: readonly string[]): Promise<Set<string>> {
-  const found = new Set<string>();
+  return new Set((await upperAmong(inner, keys)).keys());
+}
+
+/** The objects `inner` holds at any of `keys` (whiteouts included), as listed. */
+export async function upperAmong(inner: StorageDriver, keys: readonly string[]): Promise<Map<string, ObjectInfo>> {
+  const found = new Map<string, ObjectInfo>();
   if (!keys.length) return found;
   const asked = new Set(keys);
   const sorted = [...asked].sort(compareKeys);
@@ -32,7 +37,7 @@ export async function upperKeysAmong(inner: StorageDriver, keys: readonly string
     const page = await inner.list({ prefix, ...(cursor ? { cursor } : before !== null ? { startAfter: before } : {}) });
     for (const o of page.objects) {
       if (compareKeys(o.key, max) > 0) return found;
-      if (asked.has(o.key)) found.add(o.key);
+      if (asked.has(o.key)) found.set(o.key, o);
     }
     cursor = page.cursor;
   } while (cursor);

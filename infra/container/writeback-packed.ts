@@ -1,0 +1,137 @@
+/**
+ * Packed write-back (wire: lib/exec/sync-stage.ts): when a run created or modified at least
+ * STAGE_MIN small files, they go as stage requests (up to STAGE_FILES files / STAGE_BYTES each,
+ * STAGES_IN_FLIGHT at a time: their bytes land in new packs, nothing visible), then ONE commit
+ * makes them current with one switch of the layer pointer. The commit answers per file:
+ * written, conflict (as a refused put: the runner saves its copy), or `alone` (an upper object
+ * stands at the path: the ordinary conditional put does it). Everything this does not settle
+ * (alone files, files no longer small, stage requests refused, an API without the routes) is
+ * returned for the ordinary path (writeback.ts), which also keeps deletes, large files and markers.
+ * No stage request and no commit starts after the deadline: what is left then is unsynced
+ * (staged packs nobody commits are unreferenced: GC deletes them after its grace period).
+ */
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
+import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
+import type { PutManyItem } from "../../lib/exec/sync-put-batch.js";
+import type { SyncClient } from "../../lib/exec/types.js";
+import { readSmall } from "./file-body.js";
+import type { Change } from "./changes.js";
+import { pool } from "./tree.js";
+
+/** Fewer small created/modified files than this go the ordinary way (a commit rewrites the whole manifest). */
+export const STAGE_MIN = 200;
+const STAGE_FILES = 2000;
+/** Bytes aimed at per stage request (the server takes 8 MiB). */
+const STAGE_BYTES = 6 * 1024 * 1024;
+const STAGES_IN_FLIGHT = 3;
+/** Files read (or stat'ed) at once. */
+const READS = 16;
+/** Timings for benchmarks (TOOLSHED_LOG_SYNC_STATS, as runner.ts). */
+const log = (what: string) => void (process.env.TOOLSHED_LOG_SYNC_STATS && console.error(`sync-stats packed ${what}`));
+
+export interface PackedHooks {
+  /** False (and the changes counted as late) once the deadline has passed. */
+  inTime(cs: Change[]): boolean;
+  written(c: Change, etag: string, size: number, hash: string): Promise<void>;
+  conflicted(c: Change): Promise<void>;
+  skip(c: Change, e: unknown): void;
+}
+
+/** Whether this run's write-back should be packed. */
+export const canPack = (sync: SyncClient, changes: Change[]): boolean =>
+  !!sync.stage && !!sync.commit && !!sync.putMany && changes.filter((c) => c.kind !== "deleted").length >= STAGE_MIN;
+
+/** Writes back `changes` (created/modified) through stage + commit; returns those left for the ordinary path. */
+export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks): Promise<Change[]> {
+  const rest: Change[] = [];
+  const small: { c: Change; size: number }[] = [];
+  await pool(READS, changes, async (c) => {
+    const st = await fs.lstat(join(tree, c.path)).catch(() => null);
+    if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ c, size: st.size });
+    else rest.push(c);
+  });
+  if (small.length < STAGE_MIN) return changes;
+  small.sort((a, b) => (a.c.path < b.c.path ? -1 : 1));
+  const batches: (typeof small)[] = [];
+  let bytes = 0;
+  for (const x of small) {
+    const cur = batches[batches.length - 1];
+    if (cur && cur.length < STAGE_FILES && bytes + x.size <= STAGE_BYTES) {
+      cur.push(x);
+      bytes += x.size;
+    } else {
+      batches.push([x]);
+      bytes = x.size;
+    }
+  }
+  const staged: { c: Change; hash: string; size: number; n: number }[] = [];
+  const receipts: string[] = [];
+  let unsupported = false;
+  await pool(STAGES_IN_FLIGHT, batches, async (b) => {
+    const cs = b.map((x) => x.c);
+    if (unsupported) return void rest.push(...cs);
+    if (!hooks.inTime(cs)) return;
+    const read = new Array<{ bytes: Uint8Array; hash: string } | null | undefined>(cs.length);
+    await pool(READS, cs.map((c, i) => ({ c, i })), async ({ c, i }) => {
+      try {
+        read[i] = await readSmall(join(tree, c.path), BATCH_MAX_FILE_BYTES);
+      } catch (e) {
+        hooks.skip(c, e);
+      }
+    });
+    const items: PutManyItem[] = [];
+    const sent: { c: Change; hash: string }[] = [];
+    cs.forEach((c, i) => {
+      const got = read[i];
+      if (got === null) rest.push(c);
+      else if (got) {
+        items.push({ path: c.path, bytes: got.bytes, ...(c.base ? { ifMatch: c.base.etag } : { ifNoneMatch: "*" as const }) });
+        sent.push({ c, hash: got.hash });
+      }
+    });
+    if (!items.length) return;
+    const t0 = Date.now();
+    let r;
+    try {
+      r = await sync.stage!(items);
+    } catch {
+      r = null; // nothing is visible before the commit: the ordinary path writes these
+    }
+    if (!r) {
+      unsupported = true;
+      return void rest.push(...sent.map((s) => s.c));
+    }
+    log(`stage ${items.length} files ${Date.now() - t0} ms`);
+    const n = receipts.push(r.receipt) - 1;
+    r.files.forEach((f, i) => {
+      if (f.ok) staged.push({ ...sent[i]!, size: items[i]!.bytes.length, n });
+      else hooks.skip(sent[i]!.c, f.error);
+    });
+  });
+  if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return rest;
+  // The commit answers in receipt order, each receipt's files in the order staged.
+  staged.sort((a, b) => a.n - b.n);
+  let results;
+  const t0 = Date.now();
+  try {
+    results = await sync.commit!(receipts, staged.map((s) => s.c.path));
+    log(`commit ${staged.length} files ${Date.now() - t0} ms`);
+  } catch (e) {
+    for (const s of staged) hooks.skip(s.c, e); // the outcome is unknown: settle syncs the slot with storage
+    return rest;
+  }
+  if (!results) return [...rest, ...staged.map((s) => s.c)];
+  await pool(READS, [...results.entries()], async ([i, r]) => {
+    const { c, hash, size } = staged[i]!;
+    try {
+      if (r.ok) await hooks.written(c, r.etag, size, hash);
+      else if ("conflict" in r) await hooks.conflicted(c);
+      else if ("alone" in r) rest.push(c);
+      else hooks.skip(c, r.error);
+    } catch (e) {
+      hooks.skip(c, e);
+    }
+  });
+  return rest;
+}
