@@ -4,9 +4,12 @@
  *
  * stage: the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
  * visible), each file's etag is the MD5 of its bytes (what its own R2/S3 object would have), and
- * the search index gets one segment for the request (segments are keyed by path + etag: one for a
- * version that never becomes current is never used by a search, which checks every entry against
- * the listing). The answer signs what was staged (the receipt).
+ * the search index gets one segment for the request, as an import does. A staged version that
+ * never becomes current (a conflict) leaves an entry no search uses: grep checks every entry's
+ * path + etag against the listing. It costs coverage at most: a merge of segments keeps the newer
+ * entry of a path (lib/search/indexer.ts mergeHeads), so the live file's entry may be dropped for
+ * it, and grep then reads that file directly until it is indexed again. The answer signs what was
+ * staged (the receipt).
  * commit: every receipt verified (a forged, damaged or other run's receipt → 400, nothing
  * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
  */

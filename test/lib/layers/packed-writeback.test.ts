@@ -282,4 +282,18 @@ describe("packed write-back: stage + commit", () => {
     await stale.put(`t/${t.tenant}/w/${t.ws}/f/other.txt`, "fine", { ifNoneMatch: "*" });
     expect((await text(t, "other.txt"))!.body).toBe("fine");
   });
+
+  it("the same for a request that opened the layered workspace before a commit: its create of a committed path is undone and refused", async () => {
+    const t = await newTenant(app);
+    await layered(t, { "a.txt": "a" });
+    const deps = { storage: raw, manifests: new ManifestCache() };
+    const stale = await filesDriver(deps, t.tenant, t.ws, (await readMeta(raw, t.tenant, t.ws))!.meta); // the old base
+    const { sync } = await client(t, raw);
+    expect(await stageCommit(sync, [item("same.txt", "runner")])).toEqual({ "same.txt": "written" });
+    const key = `t/${t.tenant}/w/${t.ws}/f/same.txt`;
+    const e = await stale.put(key, "late tool", { ifNoneMatch: "*" }).then(() => null, (x: unknown) => x);
+    expect(isConditionFailed(e)).toBe(true);
+    expect(await raw.head(key)).toBeNull();
+    expect((await text(t, "same.txt"))!.body).toBe("runner");
+  });
 });
