@@ -3,7 +3,9 @@
  * `node bench/git-writeback.ts [--sizes=2000,10000]`. Starts Toolshed in `wrangler dev` (local
  * R2/KV) and the bash runner (infra/container/local-server.ts, as `npm run bench` does), loads
  * the bench's real source files by archive import (untimed), then times one bash call that
- * commits them: the command's own time, the write-back (sync_out_ms) and the call end to end.
+ * commits them: the command's own time and the call end to end. The write-back's own time
+ * (sync_out_ms) is not in the tool's result: with TOOLSHED_LOG_SYNC_STATS=1 the runner prints its
+ * sync timings (and a packed write-back's stage and commit requests) on stderr, `sync-stats {...}`.
  * Prints one JSON line per size; does not touch bench/results.json.
  */
 import { freePort, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
@@ -46,7 +48,7 @@ try {
     const d = c.data;
     if (process.env.DEBUG_GIT) console.error(JSON.stringify(d).slice(0, 1500));
     console.log(JSON.stringify({
-      files: size, objects: d.stdout?.trim(), call_ms: c.ms, command_ms: d.duration_ms, writeback_ms: d.sync?.sync_out_ms, written: d.files_created?.length, unsynced: d.unsynced?.count ?? 0, conflicts: d.conflicts?.length ?? 0, skipped: d.skipped?.length ?? 0,
+      files: size, objects: d.stdout?.trim(), call_ms: c.ms, command_ms: d.duration_ms, written: d.files_created?.length, unsynced: d.unsynced?.count ?? 0, conflicts: d.conflicts?.length ?? 0, skipped: d.skipped?.length ?? 0,
     }));
   }
 } finally {

@@ -209,7 +209,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const dirsOut: DirOutcome | null = finished ? dirPlan.outcome : null;
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "deleted", dirsOut);
     const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
-    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline }) : null;
+    const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline, workspaceFiles: manifestFiles }) : null;
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;

@@ -1,6 +1,6 @@
 /**
  * Packed write-back (wire: lib/exec/sync-stage.ts): when a run created or modified at least
- * STAGE_MIN small files, they go as stage requests (up to STAGE_FILES files / STAGE_BYTES each,
+ * STAGE_MIN small files (and 1% of the workspace's), they go as stage requests (up to STAGE_FILES files / STAGE_BYTES each,
  * STAGES_IN_FLIGHT at a time: their bytes land in new packs, nothing visible), then ONE commit
  * makes them current with one switch of the layer pointer. The commit answers per file:
  * written, conflict (as a refused put: the runner saves its copy), or `alone` (an upper object
@@ -19,8 +19,14 @@ import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";
 
-/** Fewer small created/modified files than this go the ordinary way (a commit rewrites the whole manifest). */
+/**
+ * Fewer small created/modified files than this go the ordinary way; and fewer than 1 per
+ * WORKSPACE_RATIO files of the workspace: a commit rewrites the whole manifest (~100 B per file),
+ * which for a large workspace costs more than a few hundred single PUTs.
+ */
 export const STAGE_MIN = 200;
+const WORKSPACE_RATIO = 100;
+const threshold = (workspaceFiles: number) => Math.max(STAGE_MIN, Math.ceil(workspaceFiles / WORKSPACE_RATIO));
 const STAGE_FILES = 2000;
 /** Bytes aimed at per stage request (the server takes 8 MiB). */
 const STAGE_BYTES = 6 * 1024 * 1024;
@@ -39,11 +45,11 @@ export interface PackedHooks {
 }
 
 /** Whether this run's write-back should be packed. */
-export const canPack = (sync: SyncClient, changes: Change[]): boolean =>
-  !!sync.stage && !!sync.commit && !!sync.putMany && changes.filter((c) => c.kind !== "deleted").length >= STAGE_MIN;
+export const canPack = (sync: SyncClient, changes: Change[], workspaceFiles: number): boolean =>
+  !!sync.stage && !!sync.commit && !!sync.putMany && changes.filter((c) => c.kind !== "deleted").length >= threshold(workspaceFiles);
 
 /** Writes back `changes` (created/modified) through stage + commit; returns those left for the ordinary path. */
-export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks): Promise<Change[]> {
+export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number): Promise<Change[]> {
   const rest: Change[] = [];
   const small: { c: Change; size: number }[] = [];
   await pool(READS, changes, async (c) => {
@@ -51,7 +57,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
     if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ c, size: st.size });
     else rest.push(c);
   });
-  if (small.length < STAGE_MIN) return changes;
+  if (small.length < threshold(workspaceFiles)) return changes;
   small.sort((a, b) => (a.c.path < b.c.path ? -1 : 1));
   const batches: (typeof small)[] = [];
   let bytes = 0;

@@ -65,6 +65,8 @@ export async function writeBack(opts: {
   /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests with a client without batches (default SINGLES_IN_FLIGHT). */
   concurrency?: number;
   now?: () => number;
+  /** Files the workspace had at the start (a packed write-back rewrites its whole manifest: writeback-packed.ts). */
+  workspaceFiles?: number;
 }): Promise<WriteBackOutcome> {
   const now = opts.now ?? Date.now;
   const sync = opts.sync;
@@ -205,8 +207,8 @@ export async function writeBack(opts: {
 
   // Many small created/modified files: into packs, one commit (writeback-packed.ts); the rest below.
   let ordinary = accepted;
-  if (canPack(sync, accepted)) {
-    const left = new Set(await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }));
+  if (canPack(sync, accepted, opts.workspaceFiles ?? 0)) {
+    const left = new Set(await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0));
     ordinary = accepted.filter((c) => c.kind === "deleted" || left.has(c));
   }
   if (!sync.putMany || !sync.deleteMany) {
