@@ -213,6 +213,28 @@ describe("packed write-back: stage + commit", () => {
     expect((await text(t, "a.txt"))!.body).toBe("a");
   });
 
+  it("a pointer that keeps moving (3 switches refused): every file is answered `alone` (the ordinary put writes it), nothing switched by the commit", async () => {
+    const t = await newTenant(app);
+    await layered(t, { "a.txt": "a" });
+    const probe: Probe = { hook: null, ops: [] };
+    const { sync } = await client(t, probed(probe));
+    const s = (await sync.stage!([item("n1.txt", "one")]))!;
+    let moved = 0;
+    const hook: Hook = async (key, opts) => {
+      if (!key.endsWith(`/w/${t.ws}/meta.json`) || opts.ifMatch === undefined) return;
+      moved++;
+      await upload(t, `u${moved}.txt`, "x");
+      expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: `m${moved}` })).status).toBe(201);
+    };
+    probe.hook = hook;
+    const c = (await sync.commit!([s.receipt], ["n1.txt"]))!;
+    probe.hook = null;
+    expect(moved).toBe(3);
+    expect(c).toEqual([{ path: "n1.txt", ok: false, alone: true }]);
+    expect(await text(t, "n1.txt")).toBeNull();
+    expect((await text(t, "u3.txt"))!.body).toBe("x");
+  });
+
   it("undo of the run's call puts the workspace back: created files deleted, a modified lower file restored", async () => {
     const t = await newTenant(app);
     const base = await layered(t, { "keep.txt": "keep", "mod.txt": "old bytes" });
