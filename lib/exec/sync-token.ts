@@ -31,7 +31,7 @@ export function unb64url(s: string): Uint8Array {
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
-/** HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and write-back receipts: sync-receipt.ts). */
+/** HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and packed write-back receipts: sync-stage.ts). */
 export async function sign(secret: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return b64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
