@@ -80,6 +80,8 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     throw e;
   }
   const { driver, meta } = opened;
+  const undo = journalFor(deps, auth.tenant, wsId, session);
+  undo.background = scope.background; // retention's pruning after the response, where the runtime allows
   return new Workspace({
     driver,
     tools: meta.tools,
@@ -89,7 +91,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],
-    undo: journalFor(deps, auth.tenant, wsId, session),
+    undo,
   });
 }
 

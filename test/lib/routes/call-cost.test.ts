@@ -210,6 +210,26 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
   });
 });
 
+describe("undo retention (lib/undo/retention.ts): its listing runs after the response where the runtime has waitUntil", () => {
+  it("a write that prunes: the LIST of the session's undo prefix is not on the response path", async () => {
+    const stores = countingStores();
+    const app = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 1 });
+    const t = await newTenant(app);
+    await upload(t, "src/a.ts", "export const a = 1;\n");
+    const { ctx, settle } = executionContext();
+    const send = (tool: string, args: unknown) => app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, ctx);
+    await (await send("read", { file_path: "src/a.ts" })).json();
+    await settle();
+    stores.log.length = 0;
+    const body = (await (await send("write", { file_path: "src/a.ts", content: "export const a = 2;\n" })).json()) as any;
+    expect(body.ok, JSON.stringify(body)).toBe(true);
+    const onPath = [...stores.log];
+    await settle();
+    expect(onPath.filter((l) => l.startsWith("r2.list internal:undo"))).toEqual([]);
+    expect(stores.log.filter((l) => l.startsWith("r2.list internal:undo"))).toEqual(["r2.list internal:undo"]);
+  });
+});
+
 describe("the early reads (lib/workspace/early.ts): a layered workspace, a missing one", () => {
   it("read of a lower-layer file: the upper GET (a miss) starts beside meta.json, then the pack", async () => {
     const { t, call } = await setup();
