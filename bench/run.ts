@@ -31,6 +31,8 @@ const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
 const measureOpts: MeasureOptions = { iterations: Number(arg("iterations", "30")), budgetMs: Number(arg("budget", "15")) * 1000, minIterations: Math.min(3, Number(arg("iterations", "30"))), warmup: 2 };
 const skip = new Set(arg("skip", "").split(",").filter(Boolean));
+/** --ops=read,write,edit: only the per-op rows of these tools (default: all). */
+const onlyTools = new Set(arg("ops", "").split(",").filter(Boolean));
 if (process.argv.includes("--no-bash")) skip.add("bash");
 const out = arg("out", "bench/results.json");
 const DATA = arg("data", "bench/.data");
@@ -108,7 +110,7 @@ async function main() {
     const closeMcp = async () => mcp?.close();
     cleanups.push(closeMcp);
     const floor = new FloorClient(worker.url, worker.adminToken, TENANT, ws);
-    for (const op of buildOps(corpus, { toolshed: ts, floor, mcp }, rare.literal)) {
+    for (const op of buildOps(corpus, { toolshed: ts, floor, mcp }, rare.literal).filter((o) => onlyTools.size === 0 || onlyTools.has(o.tool))) {
       if (op.tool === "write") mkdirSync(join(corpus.dir, SCRATCH), { recursive: true }); // MCP write_file makes no directories
       if (op.tool === "edit") await seedEdit(corpus, ts, floor);
       const row: Row = { op: op.name, size: corpus.size, cells: {} };

@@ -3,7 +3,7 @@ import { ToolError } from "../lib/errors.js";
 import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/text.js";
-import { readLinePage } from "../lib/workspace/lines.js";
+import { peekBytes, readLinePage } from "../lib/workspace/lines.js";
 
 export const MAX_LINE_CHARS = 2000;
 export const MAX_OUTPUT_BYTES = 50 * 1024;
@@ -27,6 +27,7 @@ export default defineTool({
   description,
   category: "file",
   permission: "read",
+  opens: "file_path",
   summary: "Read a workspace file as numbered lines (cat -n style), paged by offset/limit (1-based lines, default 2000); encoding \"base64\" returns the bytes of a binary file. Reading a file is required before edit, insert or overwrite.",
   annotations: { title: "Read file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   output: z.object({ file_path: z.string(), etag: z.string(), size: z.number().int(), modified: z.string(), encoding: z.literal("base64").optional(), content_base64: z.string().optional(), type: z.string().optional(), start_line: z.number().int().optional(), lines_returned: z.number().int().optional(), total_lines: z.number().int().optional(), truncated: z.boolean().optional(), next_offset: z.number().int().nullable().optional(), line_endings: z.string().optional() }),
@@ -39,26 +40,26 @@ export default defineTool({
   async execute(args, { ws }) {
     const path = normalizeFilePath(args.file_path);
     ws.records.prefetch(path); // the session record (recordRead) is read beside the file
-    // One ranged GET answers most reads: the file's size and version, the bytes to sniff, and
-    // all of a small file. A missing file costs one more look to say why (directory or not found).
-    const first = await ws.get(path, { offset: 0, length: SNIFF_BYTES });
-    if (!first) {
+    // One GET answers every read: the file's size and version, the bytes to sniff, then the page,
+    // streamed from the same body. A missing file costs one more look to say why (directory or not found).
+    const got = await ws.get(path);
+    if (!got) {
       await ws.requireFile(path);
       throw await ws.notFound(path);
     }
-    const info = { size: first.size, etag: first.etag, modified: first.modified };
-    const head = new Uint8Array(await new Response(first.body).arrayBuffer());
-    const whole = head.length >= info.size;
+    const info = { size: got.size, etag: got.etag, modified: got.modified };
+    const { head, whole, body } = await peekBytes(got.body, SNIFF_BYTES);
     const base = { file_path: path, etag: info.etag, size: info.size, modified: info.modified.toISOString() };
 
     if (args.encoding === "base64") {
       if (info.size > MAX_BASE64_BYTES) {
+        await body.cancel().catch(() => {});
         throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
-      const { bytes, info: current } = whole ? { bytes: head, info } : await ws.readBytes({ path, ...info }, MAX_BASE64_BYTES);
-      await ws.recordRead(path, current.etag);
+      const bytes = whole ? head : new Uint8Array(await new Response(body).arrayBuffer());
+      await ws.recordRead(path, info.etag);
       const b64 = encodeBase64(bytes);
-      return { title: path, output: b64, data: { ...base, etag: current.etag, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
+      return { title: path, output: b64, data: { ...base, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
     }
 
     if (info.size === 0) {
@@ -70,20 +71,20 @@ export default defineTool({
       };
     }
 
-    if (looksBinary(head, whole)) {
-      const type = sniffType(head);
+    const sniffed = head.subarray(0, SNIFF_BYTES);
+    if (looksBinary(sniffed, whole && head.length <= SNIFF_BYTES)) {
+      await body.cancel().catch(() => {});
+      const type = sniffType(sniffed);
       throw new ToolError("BINARY_FILE", `${path} is a binary file (${type}, ${info.size} bytes). Pass encoding: "base64" to read its bytes.`, { path, size: info.size, type });
     }
 
     const offset = args.offset ?? 1;
     const limit = args.limit ?? 2000;
-    const full = whole ? { body: new Response(head).body!, etag: info.etag, size: info.size } : await ws.get(path);
-    if (!full) throw await ws.notFound(path);
-    const page = await readLinePage(full.body, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: full.size });
+    const page = await readLinePage(body, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: info.size });
     if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
       throw new ToolError("INVALID_ARGUMENT", `offset ${offset} is past the end of ${path}, which has ${page.totalLines} lines.`, { path, total_lines: page.totalLines });
     }
-    await ws.recordRead(path, full.etag);
+    await ws.recordRead(path, info.etag);
 
     const width = String(offset + page.lines.length).length;
     const numbered = page.lines.map((l, i) => `${String(offset + i).padStart(Math.max(6, width))}\t${l}`).join("\n");
@@ -97,13 +98,12 @@ export default defineTool({
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
     if (page.cutLines) note += `\n[${page.cutLines} line(s) longer than ${MAX_LINE_CHARS} characters were cut.]`;
-    const endings = lineEnding(new TextDecoder().decode(head));
+    const endings = lineEnding(new TextDecoder().decode(sniffed));
     return {
       title: path,
       output: numbered + note,
       data: {
         ...base,
-        etag: full.etag,
         start_line: offset,
         lines_returned: page.lines.length,
         ...(page.totalLines !== undefined ? { total_lines: page.totalLines } : {}),

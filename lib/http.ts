@@ -6,6 +6,7 @@ import { ZodError, type ZodType } from "zod";
 import { ToolError, isToolError } from "./errors.js";
 import type { AuthInfo } from "./auth/keys.js";
 import type { CallMeter } from "./metering/usage.js";
+import type { EarlyCall } from "./workspace/early.js";
 
 export type AppEnv = {
   Variables: {
@@ -18,6 +19,8 @@ export type AppEnv = {
     json?: unknown;
     /** The workspace record (meta.json) the guard read for a `workspace: true` route: handlers reuse it (one read per call). */
     workspace?: { tenant: string; id: string; record: MetaRecord };
+    /** What a tool route started beside that read (lib/workspace/early.ts): the call's Workspace takes it. */
+    early?: EarlyCall;
   };
 };
 

@@ -7,7 +7,8 @@ import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
-import { RecordStore } from "./records/store.js";
+import { sessionRecords } from "./records/store.js";
+import type { EarlyCall } from "./workspace/early.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
 import { filesDriver, type MetaRecord } from "./layers/open.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
@@ -35,6 +36,8 @@ export interface CallScope {
   record?: MetaRecord;
   /** The runtime's waitUntil: index upkeep after the response (WorkspaceOptions.background). */
   background?: (p: Promise<unknown>) => void;
+  /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
+  early?: EarlyCall;
 }
 
 export interface Usage {
@@ -65,16 +68,30 @@ export function journalFor(deps: AppDeps, tenant: string, wsId: string, session:
 /** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
 export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { deps, auth, wsId, session } = scope;
-  const { driver, meta } = scope.record ? { driver: await filesDriver(layerDeps(deps), auth.tenant, wsId, scope.record.meta), meta: scope.record.meta } : await openLayers(layerDeps(deps), auth.tenant, wsId);
+  const early = scope.early && scope.early.tenant === auth.tenant && scope.early.wsId === wsId && scope.early.session === session ? scope.early : undefined;
+  if (scope.early && !early) void scope.early.reads.discard();
+  // The files are read through the early reads' storage: the layered driver's first GET (the upper object) takes one too.
+  const layers = early ? { ...layerDeps(deps), storage: early.reads.storage } : layerDeps(deps);
+  let opened;
+  try {
+    opened = scope.record ? { driver: await filesDriver(layers, auth.tenant, wsId, scope.record.meta), meta: scope.record.meta } : await openLayers(layers, auth.tenant, wsId);
+  } catch (e) {
+    await early?.reads.discard();
+    throw e;
+  }
+  const { driver, meta } = opened;
+  const undo = journalFor(deps, auth.tenant, wsId, session);
+  undo.background = scope.background; // retention's pruning after the response, where the runtime allows
   return new Workspace({
     driver,
     tools: meta.tools,
     ...(scope.background ? { background: scope.background } : {}),
-    records: new RecordStore(deps.kv, `${auth.tenant}/${wsId}`, session),
+    ...(early ? { early: early.reads } : {}),
+    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session),
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],
-    undo: journalFor(deps, auth.tenant, wsId, session),
+    undo,
   });
 }
 
@@ -85,6 +102,14 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
 export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  try {
+    return await executeChecked(tool, rawArgs, ctx);
+  } finally {
+    ctx.ws.discardEarly(); // an early read the call did not take (refused, gated, failed) is cancelled unread
+  }
+}
+
+async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   // Who may use which tool, in this one place (lib/toolset.ts): the key's scopes and tools, the workspace's tools.
   assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);

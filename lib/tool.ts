@@ -72,6 +72,12 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
   /** The JSON Schema of the arguments when it is not made from `input` (custom tools: the tenant's own schema). */
   inputSchema?: Record<string, unknown>;
+  /**
+   * The argument naming the one file this tool reads whole first (read, write, edit: "file_path"):
+   * the tool route starts that GET, and its session record's, beside the guard's read of the
+   * workspace record (lib/workspace/early.ts). Absent: nothing is read early.
+   */
+  opens?: string;
   /** Set by defineTool: parseToolArgs uses it (built once per tool). */
   parseArgs?: (raw: unknown) => unknown;
 }

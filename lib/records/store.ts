@@ -70,3 +70,6 @@ export class RecordStore {
     await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
   }
 }
+
+/** The records of `session` in a tenant's workspace (the scope tool calls use). */
+export const sessionRecords = (kv: KeyValueStore, tenant: string, wsId: string, session: string): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, session);

@@ -45,9 +45,13 @@ export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant
 
 const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
 
-async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promise<void> {
+/** Authenticates and authorizes; for a `workspace: true` route, returns its record's read, started (not awaited). */
+async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promise<(() => Promise<void>) | undefined> {
   if (access.auth === "public" || access.auth === "sync") return;
-  if (access.auth === "admin") return authenticateAdmin(deps, c.req.raw.headers);
+  if (access.auth === "admin") {
+    await authenticateAdmin(deps, c.req.raw.headers);
+    return;
+  }
   const auth = await authenticateTenant(deps, c.req.raw.headers);
   c.set("auth", auth);
   if (access.scope !== "any" && !auth.scopes.includes(access.scope)) {
@@ -59,10 +63,11 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promi
       { needed: access.scope, scopes: auth.scopes },
     );
   }
-  if (access.workspace) {
-    const id = c.req.param("ws") ?? "";
-    c.set("workspace", { tenant: auth.tenant, id, record: await requireWorkspace(deps.storage, auth.tenant, id) });
-  }
+  if (!access.workspace) return;
+  const id = c.req.param("ws") ?? "";
+  const record = requireWorkspace(deps.storage, auth.tenant, id);
+  record.catch(() => {}); // awaited by the guard, after the route's early reads have started
+  return async () => c.set("workspace", { tenant: auth.tenant, id, record: await record });
 }
 
 export interface BodyRule {
@@ -70,6 +75,12 @@ export interface BodyRule {
   jsonBody?: boolean;
   /** Other media types the route declares (an archive upload): such a body is left to the handler, unread. */
   otherBodyTypes?: readonly string[];
+  /**
+   * Reads the route starts beside the guard's read of the workspace record, once the key is
+   * authorized and the body read (a tool's first file: lib/workspace/early.ts). It sets
+   * c.get("early"); when the workspace turns out missing, the guard cancels them unseen.
+   */
+  early?: (c: Context<AppEnv>) => void;
 }
 
 const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -77,8 +88,21 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 /** The guard of one route: authenticate and authorize as its policy says, then read its JSON body if it has one. */
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
-    await enforce(deps, policy.access, c);
-    if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
+    const bindWorkspace = await enforce(deps, policy.access, c);
+    try {
+      // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
+      if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
+      opts.early?.(c);
+    } catch (e) {
+      await bindWorkspace?.();
+      throw e;
+    }
+    try {
+      await bindWorkspace?.();
+    } catch (e) {
+      await c.get("early")?.reads.discard();
+      throw e;
+    }
     await next();
   };
   return Object.assign(mw, { [POLICY]: policy });
@@ -115,6 +139,8 @@ export interface RawRoute {
   undocumented?: string;
   /** Handlers that run before the guard (the tool meter, so that refusals are metered too). */
   before?: MiddlewareHandler<AppEnv>[];
+  /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
+  early?: BodyRule["early"];
 }
 
 /** A route without zod-openapi's validators (raw files, tools, the index, sync), guarded and documented the same way. */
@@ -125,7 +151,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)));
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

@@ -14,7 +14,9 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
 import { CallMeter } from "../metering/usage.js";
-import { checkSessionId, RecordStore } from "../records/store.js";
+import { checkSessionId } from "../records/store.js";
+import { normalizeFilePath } from "../paths.js";
+import { startEarly } from "../workspace/early.js";
 import { closestName } from "../suggest.js";
 import { authenticateTenant } from "../auth/middleware.js";
 import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
@@ -83,6 +85,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       path: `/v1/workspaces/:ws/tools/${tool.name}`,
       access: { auth: "tenant", scope: tool.permission, workspace: true },
       before: [meterToolCall(deps, () => tool.name)],
+      ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool.opens!, deps) } : {}),
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],
@@ -110,6 +113,22 @@ export function toolApp(tool: Tool, deps: AppDeps) {
   return app;
 }
 
+/**
+ * The file a tool opens (its `opens` argument) and its session record, read beside the guard's read
+ * of the workspace record (lib/workspace/early.ts). Arguments that are not a valid path or session
+ * start nothing: the tool refuses them as before.
+ */
+function startToolReads(c: Context<AppEnv>, arg: string, deps: AppDeps): void {
+  const raw = (c.get("json") as Record<string, unknown> | undefined)?.[arg];
+  if (typeof raw !== "string") return;
+  try {
+    const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+    c.set("early", startEarly(deps, c.get("auth").tenant, c.req.param("ws") ?? "", session, normalizeFilePath(raw)));
+  } catch {
+    // an invalid path, session or workspace id: the call itself says so
+  }
+}
+
 /** The tool route's body once the call is authorized: workspace, arguments, the tool, the envelope. */
 async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const auth = c.get("auth");
@@ -120,7 +139,8 @@ async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const seen = c.get("workspace");
       const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
       const waitUntil = backgroundOf(c);
-      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}) });
+      const early = c.get("early");
+      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");

@@ -65,6 +65,8 @@ export class UndoJournal {
   readonly sessionPrefix: string;
   /** 1 in this many commits prunes the session; 0: never (AppDeps.undoPruneEvery). */
   pruneEvery = PRUNE_EVERY;
+  /** The runtime's waitUntil (Workers): pruning runs after the response; without it, before. */
+  background: ((p: Promise<unknown>) => void) | undefined;
   /** The tool this call runs (set by the door). */
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
@@ -185,7 +187,9 @@ export class UndoJournal {
     await this.storage.put(`${this.prefix}r-${Date.now().toString(36)}-${rid()}.json`, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
     // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
     if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {
-      await pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now: Date.now() }).catch(() => {});
+      const prune = pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now: Date.now() }).catch(() => {});
+      if (this.background) this.background(prune);
+      else await prune;
     }
     return this.callId;
   }

@@ -151,3 +151,40 @@ function utf16Units(b: Uint8Array): number {
   return n;
 }
 
+
+/**
+ * The first bytes of a stream (at least `n`, or all of it when shorter) and the whole stream
+ * again (`body`: those bytes, then the rest as it comes), so one GET serves both a sniff and a
+ * streamed read. `whole`: the stream ended within `head`. Cancelling `body` cancels the source.
+ */
+export async function peekBytes(source: ReadableStream<Uint8Array>, n: number): Promise<{ head: Uint8Array; whole: boolean; body: ReadableStream<Uint8Array> }> {
+  const reader = source.getReader();
+  const chunks: Uint8Array[] = [];
+  let got = 0;
+  let whole = false;
+  while (got < n) {
+    const { done, value } = await reader.read();
+    if (done) {
+      whole = true;
+      break;
+    }
+    chunks.push(value);
+    got += value.length;
+  }
+  const head = concatBytes(chunks);
+  let sentHead = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      if (!sentHead) {
+        sentHead = true;
+        if (head.length) return ctl.enqueue(head);
+      }
+      if (whole) return ctl.close();
+      const { done, value } = await reader.read();
+      if (done) ctl.close();
+      else ctl.enqueue(value);
+    },
+    cancel: (why) => reader.cancel(why),
+  });
+  return { head, whole, body };
+}

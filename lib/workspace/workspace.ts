@@ -18,6 +18,7 @@ import { similarPaths } from "./similar.js";
 import { hasReadMany } from "../layers/layered-driver.js";
 import type { ToolList } from "../toolset.js";
 import type { UndoJournal } from "../undo/journal.js";
+import type { EarlyReads } from "./early.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -69,6 +70,8 @@ export interface WorkspaceOptions {
   background?: (p: Promise<unknown>) => void;
   /** The call's undo journal (lib/undo/): every write and delete keeps its before-image there. */
   undo?: UndoJournal;
+  /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
+  early?: EarlyReads;
 }
 
 
@@ -106,6 +109,13 @@ export class Workspace {
     this.deferred = opts.deferChanges ? [] : null;
     this.background = opts.background;
     this.undo = opts.undo;
+    this.early = opts.early;
+  }
+  private readonly early: EarlyReads | undefined;
+
+  /** Cancels the early reads the call did not take (executeTool, when the call ends). */
+  discardEarly(): void {
+    void this.early?.discard();
   }
   private readonly background: ((p: Promise<unknown>) => void) | undefined;
 

@@ -24,18 +24,46 @@ function kindOf(key: string): string {
   if (/\/meta\.json$/.test(key)) return "meta.json";
   if (/^t\/[^/]+\/custom-tools\.json$/.test(key)) return "custom-tools.json";
   if (/\/x\/index\/seg\/|\/x\/.*seg\//.test(key)) return "index";
+  if (/^t\/[^/]+\/packs?\//.test(key) || /\/pack\//.test(key)) return "pack";
+  if (/^t\/[^/]+\/manifests?\//.test(key) || /\/manifest\//.test(key)) return "manifest";
   if (/\/x\//.test(key)) return `internal:${key.replace(/^.*\/x\//, "").split("/")[0]}`;
   if (/^t\/[^/]+\/w\/[^/]+\/f\//.test(key) || /\/f\//.test(key)) return "file";
   return `other:${key.slice(0, 40)}`;
 }
 
+/** How long no new operation may start before the waiting ones run, as one round trip. */
+const QUIET_MS = 40;
+
 /**
  * R2 and KV with every operation logged. Index operations (upkeep a write may leave to waitUntil)
  * are held until `release()` (or 1 s) and logged when they run: one the route awaited would keep
  * the response waiting and show up on its path.
+ *
+ * Round trips: an operation does not start at once; it waits until no other operation has been
+ * asked for during QUIET_MS, then all the waiting ones run together as one step (`steps` numbers
+ * them). Operations a call starts side by side share a step; one that needs another's answer
+ * comes a step later. So the steps of a call are its round trips, whatever the machine's speed.
  */
 function countingStores() {
   const log: string[] = [];
+  /** The step of each entry of `log`. */
+  const steps: number[] = [];
+  /** The key of every operation (the isolation test checks whose they are). */
+  const keys: string[] = [];
+  let step = 0;
+  let waiting: (() => void)[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const nextStep = () =>
+    new Promise<void>((run) => {
+      waiting.push(run);
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        step++;
+        const go = waiting;
+        waiting = [];
+        for (const r of go) r();
+      }, QUIET_MS);
+    });
   let open: () => void = () => {};
   let gate = Promise.resolve();
   const hold = () => {
@@ -47,7 +75,10 @@ function countingStores() {
   const op = async <T>(what: string, key: string, run: () => Promise<T>): Promise<T> => {
     const kind = kindOf(key);
     if (kind === "index") await gate;
+    await nextStep();
     log.push(`${what} ${kind}`);
+    steps.push(step);
+    keys.push(key);
     return run();
   };
   const base = r2Driver(env.FILES);
@@ -66,7 +97,7 @@ function countingStores() {
     delete: (k) => op("kv.delete", k, () => kvBase.delete(k)),
     list: (o) => op("kv.list", o.prefix, () => kvBase.list(o)),
   };
-  return { storage, kv, log, hold, release: () => open() };
+  return { storage, kv, log, steps, keys, hold, release: () => open() };
 }
 
 /** An execution context like the Workers runtime's: waitUntil promises are kept, to be awaited after the response. */
@@ -77,6 +108,13 @@ function executionContext() {
 }
 
 const sorted = (xs: string[]) => [...xs].sort();
+
+/** The operations of log[from..to) as round trips: one sorted list per step, in order. */
+function roundTrips(stores: { log: string[]; steps: number[] }, from: number, to: number): string[][] {
+  const byStep = new Map<number, string[]>();
+  for (let i = from; i < to; i++) byStep.set(stores.steps[i]!, [...(byStep.get(stores.steps[i]!) ?? []), stores.log[i]!]);
+  return [...byStep.keys()].sort((a, b) => a - b).map((k) => sorted(byStep.get(k)!));
+}
 
 async function setup() {
   const stores = countingStores();
@@ -90,52 +128,138 @@ async function setup() {
   const call = async (tool: string, args: unknown) => {
     await settle();
     stores.log.length = 0;
+    stores.steps.length = 0;
     stores.hold();
     const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, ctx);
     const body = (await res.json()) as any;
-    const onPath = sorted(stores.log);
+    const answered = stores.log.length;
+    const onPath = roundTrips(stores, 0, answered);
     stores.release();
     await settle();
-    const after = sorted(stores.log.slice(onPath.length));
+    const after = sorted(stores.log.slice(answered));
     expect(body.ok, JSON.stringify(body)).toBe(true);
     return { onPath, after, body };
   };
-  return { t, call };
+  return { t, app, stores, call };
 }
 
-describe("per-call storage and KV operations (tool route, plain workspace)", () => {
-  it("read of a file the session read before: key, workspace record, the file, its record", async () => {
+describe("per-call storage and KV operations and round trips (tool route, plain workspace)", () => {
+  it("read of a file the session read before: one round trip, the workspace record, the file and its record side by side", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" }); // first read writes the record
     const { onPath, after } = await call("read", { file_path: "src/a.ts" });
-    // The guard's read of meta.json is the one the tool opens the workspace from; the tenant policy
-    // and the API key are cached per isolate (lib/isolate-cache.ts): the upload above read the key.
-    expect(onPath).toEqual(sorted(["r2.get meta.json", "r2.get file", "kv.get record"]));
+    // The guard's read of meta.json is the one the tool opens the workspace from; the file's GET and its
+    // session record's start beside it (lib/workspace/early.ts). The tenant policy and the API key are
+    // cached per isolate (lib/isolate-cache.ts): the upload above read the key.
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
     expect(after).toEqual([]);
+  });
+
+  it("read of a file larger than the sniff (8 KB): still one GET", async () => {
+    const { t, call } = await setup();
+    await upload(t, "src/big.ts", "export const big = 1;\n".repeat(2000));
+    await call("read", { file_path: "src/big.ts" });
+    const { onPath } = await call("read", { file_path: "src/big.ts" });
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
   });
 
   it("write over a file the session read", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" });
     const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
-    // The session's record is written, not read again after the write; index upkeep runs after the response.
+    // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo
+    // keeps; it and the session record start beside meta.json. Undo (lib/undo/): the replaced version's
+    // bytes (a blob, beside the write) and the call's record (beside the session record's write), both
+    // before the answer. Index upkeep runs after the response.
     expect({ onPath, after }).toEqual({
-      // Undo (lib/undo/): the replaced upper version's bytes (a blob) and the call's record, both written before the answer.
-      // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo keeps.
-      onPath: sorted(["r2.get meta.json", "r2.get file", "kv.get record", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
+      onPath: [
+        sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
+        sorted(["r2.put file", "r2.put internal:undo"]),
+        sorted(["kv.put record", "r2.put internal:undo"]),
+      ],
       after: sorted(["r2.list index", "r2.put index"]),
     });
+  });
+
+  it("write of a new file: the record read is speculative, the write create-only", async () => {
+    const { call } = await setup();
+    await call("write", { file_path: "src/first.ts", content: "1\n" }); // the tenant policy (approval gate) is read once per isolate
+    const { onPath } = await call("write", { file_path: "src/new.ts", content: "export const n = 1;\n" });
+    expect(onPath).toEqual([
+      sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
+      // The place of a new file (Workspace.checkPlace): not a directory (LIST), no file above it (HEAD src).
+      sorted(["r2.list file", "r2.head file"]),
+      ["r2.put file"],
+      sorted(["kv.put record", "r2.put internal:undo"]),
+    ]);
   });
 
   it("edit of a file the session read", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
-    // One GET of the file (no HEAD first: Workspace.readForChange), its record read beside it (prefetch).
+    // One GET of the file (no HEAD first: Workspace.readForChange), its record read beside it.
     expect({ onPath, after }).toEqual({
-      onPath: sorted(["r2.get meta.json", "kv.get record", "r2.get file", "r2.put file", "kv.put record", "r2.put internal:undo", "r2.put internal:undo"]),
+      onPath: [
+        sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
+        sorted(["r2.put file", "r2.put internal:undo"]),
+        sorted(["kv.put record", "r2.put internal:undo"]),
+      ],
       after: sorted(["r2.list index", "r2.put index"]),
     });
+  });
+});
+
+describe("undo retention (lib/undo/retention.ts): its listing runs after the response where the runtime has waitUntil", () => {
+  it("a write that prunes: the LIST of the session's undo prefix is not on the response path", async () => {
+    const stores = countingStores();
+    const app = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 1 });
+    const t = await newTenant(app);
+    await upload(t, "src/a.ts", "export const a = 1;\n");
+    const { ctx, settle } = executionContext();
+    const send = (tool: string, args: unknown) => app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, ctx);
+    await (await send("read", { file_path: "src/a.ts" })).json();
+    await settle();
+    stores.log.length = 0;
+    const body = (await (await send("write", { file_path: "src/a.ts", content: "export const a = 2;\n" })).json()) as any;
+    expect(body.ok, JSON.stringify(body)).toBe(true);
+    const onPath = [...stores.log];
+    await settle();
+    expect(onPath.filter((l) => l.startsWith("r2.list internal:undo"))).toEqual([]);
+    expect(stores.log.filter((l) => l.startsWith("r2.list internal:undo"))).toEqual(["r2.list internal:undo"]);
+  });
+});
+
+describe("the early reads (lib/workspace/early.ts): a layered workspace, a missing one", () => {
+  it("read of a lower-layer file: the upper GET (a miss) starts beside meta.json, then the pack", async () => {
+    const { t, call } = await setup();
+    const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
+    expect(cp.status).toBe(201);
+    await call("read", { file_path: "src/a.ts" }); // the manifest is read once per isolate
+    const { onPath, body } = await call("read", { file_path: "src/a.ts" });
+    expect(body.output).toContain("export const a = 1;");
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"]), ["r2.get pack"]]);
+  });
+
+  it("a workspace that does not exist, or is another tenant's: NOT_FOUND, the early read was of the caller's own keys and is never shown", async () => {
+    const { t, app, stores } = await setup();
+    const other = await newTenant(app);
+    // A workspace only the other tenant has (both have "main").
+    expect((await other.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "theirs" }) })).status).toBe(201);
+    await upload({ ...other, ws: "theirs" }, "secret.txt", "other tenant's secret\n");
+    const keys: string[] = [];
+    stores.keys.length = 0;
+    for (const ws of ["theirs", "no-such-ws"]) {
+      const res = await app.request(`/v1/workspaces/${ws}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: "secret.txt" }) }, env);
+      const text = await res.text();
+      expect(res.status).toBe(404);
+      expect(JSON.parse(text).error.code).toBe("NOT_FOUND");
+      expect(text).not.toContain("secret\n");
+      keys.push(...stores.keys.splice(0));
+    }
+    const files = keys.filter((k) => k.includes("/f/"));
+    expect(files, JSON.stringify(keys)).toHaveLength(2); // the speculative GETs
+    for (const k of files) expect(k.startsWith(`t/${t.tenant}/`)).toBe(true);
   });
 });
 
