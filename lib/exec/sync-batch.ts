@@ -25,8 +25,8 @@ export const BATCH_MAX_FILE_BYTES = 1024 * 1024;
 /** What the runner aims at per request. */
 export const FETCH_TARGET_BYTES = 16 * 1024 * 1024;
 export const BATCH_CONTENT_TYPE = "application/vnd.toolshed.files";
-/** A request body: FETCH_MAX_FILES paths and etags as JSON. */
-export const FETCH_MAX_QUERY_BYTES = FETCH_MAX_FILES * (MAX_PATH_BYTES + 256 + 8) + 64;
+/** A request body: FETCH_MAX_FILES paths and etags as JSON (each at most twice its length once escaped). */
+export const FETCH_MAX_QUERY_BYTES = FETCH_MAX_FILES * 2 * (MAX_PATH_BYTES + 256 + 8) + 64;
 
 export type BatchFile =
   | { path: string; etag: string; size: number; bytes: Uint8Array }
