@@ -19,7 +19,7 @@ import type { SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import { fingerprint, isExec, pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
 
 /** Batch requests in flight during a download. */
-const FETCH_CONCURRENCY = 3;
+const FETCH_CONCURRENCY = 6;
 
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 

@@ -30,8 +30,12 @@ import type { StorageDriver } from "../storage/types.js";
 import { hasLowerRef, hasReadMany } from "../layers/layered-driver.js";
 import { BATCH_MAX_FILE_BYTES, FETCH_MAX_SINGLE, encodeFrame, parseBatchRequest, readBatchFile, type BatchFile } from "./sync-batch.js";
 
-/** Bytes an answer holds at most: read from storage and not yet taken by the connection. */
-export const FETCH_BUFFER_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes an answer holds at most: read from storage and not yet taken by the connection. A runner
+ * keeps 6 answers in flight (infra/container/download.ts): 48 MiB if one isolate serves them all,
+ * well within a Worker's 128 MB.
+ */
+export const FETCH_BUFFER_BYTES = 8 * 1024 * 1024;
 /** Reads in flight per answer. */
 const PARALLEL = 6;
 
