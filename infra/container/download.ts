@@ -8,6 +8,7 @@
  * Large files (and what a batch could not bring) come alone, streamed to a private temporary
  * file and renamed into place.
  */
+import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -22,6 +23,18 @@ import { fingerprint, isExec, pool, type Owner, type ReconcileStats, type Slot }
 const FETCH_CONCURRENCY = 6;
 
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Asks the file system to spread the directories made in `dir` over its block groups, as ext4
+ * does for directories at its root (the Orlov allocator's "top directory" flag, `chattr +T`).
+ * Files land in their directory's group, so a cold start then creates its thousands of files in
+ * groups of their own instead of where trees were just deleted: ext4 without a journal skips
+ * recently freed inodes one by one on every create (measured: 10,000 files 5-16 s → 1.2-3.4 s
+ * just after a tree of 10,000 was removed). Best effort: other file systems refuse the flag.
+ */
+export async function spreadDirectories(dir: string): Promise<void> {
+  await new Promise<void>((resolve) => execFile("chattr", ["+T", dir], () => resolve()));
+}
 
 /** Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist. */
 export function mkdirsSync(tree: string, rel: string, owner: Owner, known: Set<string>): void {

@@ -15,7 +15,7 @@ import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf
 import { ManifestView } from "../../lib/exec/sync-storage.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import type { WalkResult } from "./changes.js";
-import { download } from "./download.js";
+import { download, spreadDirectories } from "./download.js";
 
 export interface FileState {
   etag: string;
@@ -177,6 +177,7 @@ export class TreeCache {
     await fs.chmod(dir, 0o711);
     const tree = join(dir, "tree");
     await fs.mkdir(tree, { mode: 0o755 });
+    await spreadDirectories(tree);
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
     const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
