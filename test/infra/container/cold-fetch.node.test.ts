@@ -110,6 +110,7 @@ describe("cold start of a packed workspace", () => {
     expect(r.body.data.stdout).toBe(`${N}\n// file 7\n${md5}  -\n`);
     // One request per 1,000 files, none per file; the packs read in a few coalesced ranges.
     expect(seen.routes.get("/v1/sync/fetch")).toBe(Math.ceil(N / FETCH_MAX_FILES));
+    expect(seen.routes.get("/v1/sync/fetch")).toBeLessThanOrEqual(2); // 32 with batches of 64
     expect(seen.routes.get("/v1/sync/files/*") ?? 0).toBe(0);
     expect(seen.packReads).toBeLessThanOrEqual(8);
     expect(seen.packBytes).toBeLessThan(all.length * 1.1);
