@@ -9,15 +9,13 @@
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, constants, createWriteStream, lchownSync, lstatSync, promises as fs, renameSync, rmdirSync, writeFileSync } from "node:fs";
+import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { Readable, Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
-import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
 import { ManifestView } from "../../lib/exec/sync-storage.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import type { WalkResult } from "./changes.js";
+import { download, spreadDirectories } from "./download.js";
 
 export interface FileState {
   etag: string;
@@ -62,11 +60,6 @@ export interface Slot {
 }
 
 export type Owner = { uid: number; gid: number } | null;
-
-/** Downloads up to this size are buffered whole; larger ones are streamed to disk. */
-const SMALL_FILE = 1024 * 1024;
-/** Batch requests in flight during a reconcile. */
-const BATCH_CONCURRENCY = 4;
 
 /**
  * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
@@ -184,6 +177,7 @@ export class TreeCache {
     await fs.chmod(dir, 0o711);
     const tree = join(dir, "tree");
     await fs.mkdir(tree, { mode: 0o755 });
+    await spreadDirectories(tree);
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
     const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
@@ -318,74 +312,7 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   }
   await pruneEmptyDirs(slot.tree, emptied);
 
-  const todo = [...want.values()].filter((e) => !slot.files.has(e.path));
-  const known = new Set<string>();
-
-  /** Writes the bytes to a private temporary file, then moves it into the tree. */
-  const place = async (e: SyncEntry, etag: string, data: Uint8Array | ReadableStream<Uint8Array>): Promise<void> => {
-    const abs = join(slot.tree, e.path);
-    const tmp = join(slot.dir, "incoming", randomBytes(8).toString("hex"));
-    const h = createHash("sha256");
-    let size = 0;
-    if (data instanceof Uint8Array) {
-      // Small files (most of a workspace): one buffer, one write; streams cost more than the bytes.
-      h.update(data);
-      size = data.length;
-      writeFileSync(tmp, data, { mode: 0o644 }); // sync: small, and the thread pool is the bottleneck
-    } else {
-      const tap = new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          h.update(chunk);
-          size += chunk.length;
-          cb(null, chunk);
-        },
-      });
-      await pipeline(Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
-    }
-    try {
-      await mkdirs(slot.tree, parentOf(e.path), owner, known);
-      renameSync(tmp, abs);
-    } catch (err) {
-      await fs.rm(tmp, { force: true });
-      stats.skipped.push({ path: e.path, reason: "path_conflict", detail: String((err as Error).message) });
-      return;
-    }
-    if (owner) lchownSync(abs, owner.uid, owner.gid);
-    if (exec?.has(e.path)) chmodSync(abs, 0o755);
-    const st = lstatSync(abs, { bigint: true });
-    slot.files.set(e.path, { etag: etag || e.etag, size, hash: h.digest("hex"), fp: fingerprint(st), exec: isExec(st.mode) });
-    stats.downloaded_files++;
-    stats.downloaded_bytes += size;
-  };
-
-  /** One file, one request (large files, and what a batch could not bring). */
-  const fetchOne = async (e: SyncEntry): Promise<void> => {
-    const file = await sync.fetch(e.path);
-    if (!file) {
-      await fs.rm(join(slot.tree, e.path), { force: true }); // deleted since the manifest was taken
-      return;
-    }
-    const small = file.size >= 0 && file.size <= SMALL_FILE;
-    await place(e, file.etag, small ? new Uint8Array(await new Response(file.body).arrayBuffer()) : file.body);
-  };
-
-  // Small files in batches (one request each, lib/exec/sync-batch.ts), large ones alone, side by side.
-  const useBatches = todo.length > 1;
-  const batched = useBatches ? todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES) : [];
-  const alone = useBatches ? todo.filter((e) => e.size > BATCH_MAX_FILE_BYTES) : todo;
-  let batching = true; // false once the API answered that it has no batches: every file alone
-  await Promise.all([
-    pool(BATCH_CONCURRENCY, batchesOf(batched), async (batch) => {
-      const got = batching ? await sync.fetchMany(batch.map((e) => e.path), batch.map((e) => e.etag)) : null;
-      if (!got) {
-        batching = false;
-        await pool(concurrency, batch, fetchOne);
-        return;
-      }
-      await pool(concurrency, batch.map((e, i) => [e, got[i]!] as const), async ([e, f]) => ("missing" in f ? fetchOne(e) : place(e, f.etag, f.bytes)));
-    }),
-    pool(concurrency, alone, fetchOne),
-  ]);
+  await download(slot, [...want.values()].filter((e) => !slot.files.has(e.path)), sync, owner, stats, concurrency);
   // A fixpoint unless a download failed, vanished or brought another version than listed.
   stats.clean = slot.files.size === want.size;
   if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;

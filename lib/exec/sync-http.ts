@@ -8,7 +8,7 @@
  *                                      files: [[path, etag, size]], modes? }  (conditional, one request;
  *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
- *   POST   /v1/sync/fetch  {paths}      → frames of many small files (lib/exec/sync-batch.ts)
+ *   POST   /v1/sync/fetch  {paths, etags?, order?} → frames of many small files, streamed (lib/exec/sync-batch.ts)
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
  *   PUT    /v1/sync/files/<dir>/        (empty body)             → { etag } | 412  (an explicit directory: its marker)
@@ -22,7 +22,7 @@
 import { ToolError } from "../errors.js";
 import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
-import { BATCH_CONTENT_TYPE, decodeFrames } from "./sync-batch.js";
+import { BATCH_CONTENT_TYPE, readFrames } from "./sync-batch.js";
 import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
 import { commitResults, stageResults } from "./sync-stage.js";
 import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
@@ -158,14 +158,15 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
     },
     async fetchMany(paths, etags) {
       if (noBatches) return null;
-      const res = await call("POST", `${base}/fetch`, { body: JSON.stringify(etags ? { paths, etags } : { paths }), headers: { "content-type": "application/json" } }, true);
+      // With the etags, frames may come in any order (the server's: packed files by pack and offset).
+      const res = await call("POST", `${base}/fetch`, { body: JSON.stringify(etags ? { paths, etags, order: "any" } : { paths }), headers: { "content-type": "application/json" } }, true);
       if (res.status === 404 || res.status === 405) {
         await res.body?.cancel();
         noBatches = true;
         return null;
       }
-      if (!res.ok) await fail(res, "batch fetch");
-      return decodeFrames(new Uint8Array(await res.arrayBuffer()), paths.map((p) => normalizeFilePath(p)));
+      if (!res.ok || !res.body) await fail(res, "batch fetch");
+      return readFrames(res.body!, paths.map((p) => normalizeFilePath(p)), !!etags);
     },
     async putMany(files) {
       const paths = files.map((f) => normalizeFilePath(f.path));

@@ -9,7 +9,7 @@ import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { parseModesDelta, updateModes } from "./modes.js";
-import { BATCH_CONTENT_TYPE } from "./sync-batch.js";
+import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./sync-batch.js";
 import { fetchBatch, parseFetchRequest } from "./sync-fetch.js";
 import { handleWriteBatch } from "./sync-put-server.js";
 import { handleStaging } from "./sync-stage-server.js";
@@ -35,9 +35,6 @@ export interface SyncServerDeps {
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
-
-/** A batch: at most BATCH_MAX_FILES paths of up to 768 bytes, and their etags. */
-const MAX_BATCH_QUERY_BYTES = 160 * 1024;
 
 /** Writes up to this size arrive whole (the search index packs text files up to 1 MiB); larger ones stream. */
 const INLINE_PUT_BYTES = 1024 * 1024;
@@ -110,8 +107,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     }
 
     if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {
-      // Many small files in one answer (lib/exec/sync-fetch.ts), from this workspace's files only; packed ones in a few range reads.
-      const body = await fetchBatch(driver, claims.t, claims.w, parseFetchRequest(parseJson(await bodyText(req, MAX_BATCH_QUERY_BYTES), "fetch batch")));
+      // Many small files in one streamed answer (lib/exec/sync-fetch.ts), from this workspace's files only; packed ones in a few range reads.
+      const body = await fetchBatch(driver, claims.t, claims.w, parseFetchRequest(parseJson(await bodyText(req, FETCH_MAX_QUERY_BYTES), "fetch batch")));
       return new Response(body, { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
 

@@ -269,7 +269,12 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
       const got = await driver.get(key(path));
       return got ? { body: got.body, etag: got.etag, size: got.size } : null;
     },
-    fetchMany: (paths) => Promise.all(paths.map((p) => readBatchFile(driver, key(p), p))),
+    async fetchMany(paths) {
+      const files = await Promise.all(paths.map((p) => readBatchFile(driver, key(p), p)));
+      return (async function* () {
+        yield* files;
+      })();
+    },
     async put(path, body, opts) {
       try {
         const info = await driver.put(key(path), body, {

@@ -305,13 +305,15 @@ export interface SyncClient {
   /** null when the file does not exist (any more). */
   fetch(path: string): Promise<SyncFile | null>;
   /**
-   * Small files in one request, in the order asked (lib/exec/sync-batch.ts); an entry is
-   * `missing` when the file is gone or too large for a batch (fetch it alone). null when the
-   * other end has no batches (an older API). `etags`: the etag listed for each path, which lets
-   * the API read files still at that version from packs (lib/exec/sync-fetch.ts); each answer
-   * carries the etag of its bytes, whatever was asked.
+   * Small files in one request, streamed (lib/exec/sync-batch.ts): the iterable yields each file
+   * as it arrives, in the order asked, or in any order (each path once) when `etags` are given (and throws when the answer is cut or malformed).
+   * An entry is `missing` when the file is gone or too large for a batch (fetch it alone), `later`
+   * when the server read its share of files one by one (ask again). null when the other end has
+   * no batches (an older API). `etags`: the etag listed for each path, which lets the API read
+   * files still at that version from packs (lib/exec/sync-fetch.ts); each answer carries the
+   * etag of its bytes, whatever was asked.
    */
-  fetchMany(paths: string[], etags?: string[]): Promise<BatchFile[] | null>;
+  fetchMany(paths: string[], etags?: string[]): Promise<AsyncIterable<BatchFile> | null>;
   /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */

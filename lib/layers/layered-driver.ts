@@ -20,7 +20,7 @@
 import { ToolError } from "../errors.js";
 import { packKey } from "../paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
-import type { Manifest } from "./manifest.js";
+import type { Manifest, ManifestEntry } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
 import { upperKeysAmong } from "./upper-range.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
@@ -37,6 +37,21 @@ export interface BatchReader {
    * One LIST of the upper layer over the items' key range (upper-range.ts), no read per file.
    */
   stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]>;
+  /**
+   * The range reads that bring the items still at their lower version (the etag given is the
+   * manifest's), coalescing runs of consecutive items of one pack whose bytes lie close together
+   * into one read spanning at most `maxSpan` bytes. A null item, or one not at its lower version,
+   * ends a run and is in no read (read it with get). Reads are in the order of their items.
+   */
+  lowerReads(items: readonly ({ key: string; etag: string } | null)[], maxSpan: number): LowerRead[];
+}
+
+/** One range read of lowerReads: the items it brings (indices, consecutive) and how many bytes it reads. */
+export interface LowerRead {
+  items: number[];
+  bytes: number;
+  /** The items' bytes, in the order of `items`. */
+  read(): Promise<Uint8Array[]>;
 }
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
@@ -205,6 +220,45 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     return out;
   }
 
+  function lowerReads(items: readonly ({ key: string; etag: string } | null)[], maxSpan: number): LowerRead[] {
+    type Run = { items: number[]; entries: ManifestEntry[]; pack: number; start: number; end: number };
+    const out: LowerRead[] = [];
+    let run: Run | null = null;
+    const flush = () => {
+      if (!run) return;
+      const r: Run = run;
+      run = null;
+      out.push({
+        items: r.items,
+        bytes: r.end - r.start,
+        async read() {
+          if (r.pack < 0) return r.entries.map(() => new Uint8Array(0));
+          const got = await inner.get(packKey(view.tenant, m.packs[r.pack]!), { range: { offset: r.start, length: r.end - r.start } });
+          if (!got) throw new Error(`Pack ${m.packs[r.pack]} of manifest ${m.id} is missing`);
+          const bytes = new Uint8Array(await new Response(got.body).arrayBuffer());
+          return r.entries.map((e) => (e.pack < 0 || e.size === 0 ? new Uint8Array(0) : bytes.subarray(e.offset - r.start, e.offset - r.start + e.size)));
+        },
+      });
+    };
+    items.forEach((it, i) => {
+      const e = it && mine(it.key) ? lowerOf(it.key) : undefined;
+      if (!e || e.etag !== it!.etag || e.path.endsWith("/")) return flush();
+      const bytes = e.pack >= 0 && e.size > 0;
+      if (bytes && run && run.pack >= 0) {
+        const start = Math.min(run.start, e.offset);
+        const end = Math.max(run.end, e.offset + e.size);
+        if (run.pack !== e.pack || e.offset > run.end + RANGE_GAP || e.offset + e.size < run.start - RANGE_GAP || end - start > maxSpan) flush();
+      }
+      run ??= { items: [], entries: [], pack: -1, start: 0, end: 0 };
+      if (bytes && run.pack < 0) Object.assign(run, { pack: e.pack, start: e.offset, end: e.offset + e.size });
+      else if (bytes) Object.assign(run, { start: Math.min(run.start, e.offset), end: Math.max(run.end, e.offset + e.size) });
+      run.items.push(i);
+      run.entries.push(e);
+    });
+    flush();
+    return out;
+  }
+
   async function stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]> {
     const lower = items.map((it) => (mine(it.key) ? lowerOf(it.key) : undefined));
     const candidates = items.filter((it, i) => lower[i]?.etag === it.etag).map((it) => it.key);
@@ -242,6 +296,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     },
     get,
     readMany,
+    lowerReads,
     lowerRef(key) {
       const e = mine(key) ? lowerOf(key) : undefined;
       if (!e || e.path.endsWith("/")) return null;

@@ -11,7 +11,11 @@ import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
-import type { BatchFile } from "../../../lib/exec/sync-batch.js";
+import { FETCH_MAX_FILES, allFrames, type BatchFile } from "../../../lib/exec/sync-batch.js";
+import { fetchBatch } from "../../../lib/exec/sync-fetch.js";
+import { openWorkspace } from "../../../lib/layers/open.js";
+import { tar } from "../archive/archives.js";
+import { importReq } from "../archive/helpers.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { quoteEtag, type StorageDriver } from "../../../lib/storage/types.js";
@@ -58,7 +62,7 @@ async function syncClient(t: Tenant, storage: StorageDriver, ws = t.ws, tenant =
   return httpSyncClient({ url: "https://api.example", token: await mintSyncToken(SECRET, { t: tenant, w: ws, r: "run1" }, 60), fetch: fetchFn });
 }
 
-const shape = (files: BatchFile[]) => files.map((f) => ("missing" in f ? { path: f.path, missing: true } : { path: f.path, etag: f.etag, body: text(f.bytes) }));
+const shape = (files: BatchFile[]) => files.map((f) => ("bytes" in f ? { path: f.path, etag: f.etag, body: text(f.bytes) } : { path: f.path, missing: "missing" in f }));
 
 const post = async (t: Tenant, path: string, body: unknown) =>
   (await t.req(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
@@ -93,15 +97,18 @@ describe("batch fetch from packs (etags with the paths)", () => {
     expect((await t.call("delete", { path: "src/f06.txt" })).status).toBe(200);
     await upload(t, "src/f03.txt", "override changed after listing\n");
 
-    const oldForm = await c.fetchMany(paths);
+    const oldForm = await allFrames((await c.fetchMany(paths))!);
     ops.length = 0;
-    const newForm = await c.fetchMany(paths, listed.map((e) => e.etag));
-    expect(shape(newForm!)).toEqual(shape(oldForm!));
+    const newForm = await allFrames((await c.fetchMany(paths, listed.map((e) => e.etag)))!);
+    // The old form answers in the order asked; the new one in pack order (each path once).
+    expect(oldForm.map((f) => f.path)).toEqual(paths);
+    const byName = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+    expect(shape(newForm).sort(byName)).toEqual(shape(oldForm).sort(byName));
 
     // What each frame holds is the file as it is now, under the etag of those bytes.
-    for (const f of newForm!) {
+    for (const f of newForm) {
       const now = await t.req(`/v1/workspaces/${t.ws}/files/${f.path.split("/").map(encodeURIComponent).join("/")}`);
-      if ("missing" in f) {
+      if (!("bytes" in f)) {
         expect(f.path).toBe("src/f06.txt");
         expect(now.status).toBe(404);
         continue;
@@ -109,7 +116,7 @@ describe("batch fetch from packs (etags with the paths)", () => {
       expect(text(f.bytes)).toBe(await bodyOf(now));
       expect(quoteEtag(f.etag)).toBe(now.headers.get("etag"));
     }
-    const byPath = new Map(shape(newForm!).map((f) => [f.path, f]));
+    const byPath = new Map(shape(newForm).map((f) => [f.path, f]));
     expect(byPath.get("src/f05.txt")).toMatchObject({ body: "changed after listing\n" });
     expect(byPath.get("src/f03.txt")).toMatchObject({ body: "override changed after listing\n" });
     expect(byPath.get("src/f06.txt")).toEqual({ path: "src/f06.txt", missing: true });
@@ -135,10 +142,10 @@ describe("batch fetch from packs (etags with the paths)", () => {
     hook.beforePackRead = async () => {
       await upload(t, "src/f02.txt", "racer\n");
     };
-    const got = await c.fetchMany(listed.map((e) => e.path), listed.map((e) => e.etag));
+    const got = await allFrames((await c.fetchMany(listed.map((e) => e.path), listed.map((e) => e.etag)))!);
     expect(hook.beforePackRead).toBeNull();
     const f = got!.find((x) => x.path === "src/f02.txt")!;
-    if ("missing" in f) throw new Error("missing");
+    if (!("bytes" in f)) throw new Error("missing");
     expect({ etag: f.etag, body: text(f.bytes) }).toEqual({ etag: target.etag, body: "file 2\nfile 2\nfile 2\n" });
     // The stale version can never overwrite the racer's write.
     const put = await c.put("src/f02.txt", enc.encode("runner's edit\n"), { ifMatch: f.etag });
@@ -156,14 +163,59 @@ describe("batch fetch from packs (etags with the paths)", () => {
     const sibling = (await post(b, "/v1/workspaces", { name: "sibling" })) as { id: string };
     const a = await newTenant(app);
     for (const c of [await syncClient(b, raw, sibling.id), await syncClient(a, raw, b.ws), await syncClient(a, raw)]) {
-      const got = await c.fetchMany(paths, etags);
+      const got = await allFrames((await c.fetchMany(paths, etags))!);
       expect(got!.every((f) => "missing" in f)).toBe(true);
     }
+  });
+
+  it(`an answer of ${FETCH_MAX_FILES} packed files holds at most its byte budget: bytes read from packs and not yet taken stay within it`, async () => {
+    const t = await newTenant(app);
+    // Archive order is not path order: the answer follows the packs, not the paths.
+    const body = (i: number) => `// ${i}\n${"y".repeat(500 + (i % 17) * 150)}\n`;
+    const items = Array.from({ length: FETCH_MAX_FILES }, (_, i) => ({ name: `m${i % 9}/f${String(i).padStart(4, "0")}.js`, body: body(i) }));
+    expect((await importReq(t, tar(items))).status).toBe(200);
+    let read = 0;
+    const storage: StorageDriver = {
+      ...raw,
+      name: "bytes",
+      async get(key, opts) {
+        if (key.includes("/packs/")) read += opts?.range?.length ?? Infinity;
+        return raw.get(key, opts);
+      },
+    };
+    const { driver } = await openWorkspace({ storage, manifests: new ManifestCache() }, t.tenant, t.ws);
+    const listed = await (await syncClient(t, raw)).manifest();
+    expect(listed.length).toBe(FETCH_MAX_FILES);
+    const total = listed.reduce((n, e) => n + e.size, 0);
+    const budget = 64 * 1024;
+    const stream = await fetchBatch(driver, t.tenant, t.ws, { paths: listed.map((e) => e.path), etags: listed.map((e) => e.etag), anyOrder: true }, budget);
+    const reader = stream.getReader();
+    let taken = 0;
+    let most = 0;
+    const seen = new Map<string, string>();
+    for (;;) {
+      most = Math.max(most, read - taken);
+      await new Promise((r) => setTimeout(r, 1)); // a slow reader: reads in flight may complete meanwhile
+      most = Math.max(most, read - taken);
+      const r = await reader.read();
+      if (r.done) break;
+      // One frame per chunk: u32 header length, header, bytes.
+      const hl = new DataView(r.value.buffer, r.value.byteOffset).getUint32(0);
+      const head = JSON.parse(text(r.value.subarray(4, 4 + hl))) as { path: string; size: number };
+      seen.set(head.path, text(r.value.subarray(4 + hl)));
+      taken += head.size;
+    }
+    expect(seen.size).toBe(FETCH_MAX_FILES);
+    for (const it of items) expect(seen.get(it.name)).toBe(it.body);
+    expect(taken).toBe(total);
+    expect(read).toBeLessThan(total * 1.2); // coalesced, not read twice
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(budget);
   });
 
   it("refuses etags that do not match the paths", async () => {
     const t = await newTenant(app);
     const c = await syncClient(t, raw);
-    await expect(c.fetchMany(["a.txt", "b.txt"], ["x"])).rejects.toThrow(/etags must be an array of 2 strings/);
+    await expect(c.fetchMany(["a.txt", "b.txt"], ["x"]).then((f) => allFrames(f!))).rejects.toThrow(/etags must be an array of 2 strings/);
   });
 });
