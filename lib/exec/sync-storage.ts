@@ -8,11 +8,21 @@
  * differs. A warm call on an unchanged workspace ships B "same" flags instead of every entry.
  * The same request carries the workspace's execute bits (lib/exec/modes.ts), "same" when the
  * asker's version is current: one round trip per run.
+ *
+ * Every answer also names the listing it was made from (LayerState: the lower layer's manifest id
+ * and pointer seq, a SHA-256 of the upper layer's listing, the count). A manifest id never
+ * changes what it holds, so base + upper listing fix the merged listing exactly: an asker whose
+ * view is still that listing sends the state back, and when the pointer and the upper listing
+ * are unchanged the server answers "all the same" from ONE listing of the upper layer, without
+ * merging the lower layer or hashing buckets (DESIGN.md §5). Anything else: the full answer.
  */
 import { ToolError } from "../errors.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
-import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { makeDirMarker, removeDirMarker } from "../workspace/markers.js";
+import type { LowerLayer } from "../layers/open.js";
+import { mergeAll } from "../layers/merge-list.js";
+import { isWhiteout } from "../layers/whiteout.js";
 import { readModes, updateModes } from "./modes.js";
 import { readBatchFile } from "./sync-batch.js";
 import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
@@ -25,6 +35,19 @@ export interface ManifestQuery {
   digests?: string[];
   /** Ask for the execute bits too: the etag of the list the asker holds (null: none). */
   modes?: string | null;
+  /** The listing the asker's view still equals (the `layer` of the answer it last applied, unchanged since). */
+  layer?: LayerState;
+}
+
+/** Names one listing of a workspace's files exactly (see the top of this file). */
+export interface LayerState {
+  /** The lower layer's manifest id; null for a workspace without one. */
+  base: string | null;
+  seq: number;
+  /** SHA-256 of the upper layer's listing (every file of a workspace without a lower layer), whiteouts included. */
+  upper: string;
+  /** Files in the merged listing. */
+  count: number;
 }
 
 export interface ManifestAnswer {
@@ -37,6 +60,20 @@ export interface ManifestAnswer {
   files: SyncEntry[];
   /** The execute bits when asked for; "same" when the asker's etag is current. */
   modes?: ExecModes | "same";
+  /** The listing this answer was made from (absent: an older server). */
+  layer?: LayerState;
+}
+
+/** What a conditional manifest is answered from: one workspace's files. */
+export interface ManifestSource {
+  /** Storage without the merged view: listing `prefix` there gives the upper layer (whiteouts too), or every file without a lower layer. */
+  storage: StorageDriver;
+  /** The workspace's files prefix. */
+  prefix: string;
+  /** The lower layer the workspace record points at (null: none). */
+  layer: LowerLayer | null;
+  /** The workspace's execute bits (read only when the query asks). */
+  modes(): Promise<ExecModes>;
 }
 
 /** A SyncClient that can answer a ManifestQuery (null: the other end cannot; use manifest()). */
@@ -91,6 +128,15 @@ export async function bucketDigests(entries: Iterable<{ path: string; etag: stri
   return Promise.all(groups.map(digestOf));
 }
 
+/** A LayerState from the wire (either end), copied; null when it is not one. */
+export function layerStateOf(x: unknown): LayerState | null {
+  const l = x as Partial<LayerState> | null;
+  if (typeof l !== "object" || l === null) return null;
+  if (!(l.base === null || (typeof l.base === "string" && l.base.length <= 200))) return null;
+  if (!Number.isSafeInteger(l.seq) || l.seq! < 0 || typeof l.upper !== "string" || l.upper.length > 100 || !Number.isSafeInteger(l.count) || l.count! < 0) return null;
+  return { base: l.base, seq: l.seq!, upper: l.upper, count: l.count! };
+}
+
 /** A query from the wire, checked; throws INVALID_ARGUMENT. */
 export function parseManifestQuery(body: unknown): ManifestQuery {
   const q = body as Partial<ManifestQuery> | null;
@@ -98,47 +144,72 @@ export function parseManifestQuery(body: unknown): ManifestQuery {
   if (typeof b !== "number" || !Number.isInteger(b) || b < 1 || b > MAX_BUCKETS) throw new ToolError("INVALID_ARGUMENT", `buckets must be an integer from 1 to ${MAX_BUCKETS}.`);
   const modes = q!.modes;
   if (modes !== undefined && modes !== null && (typeof modes !== "string" || modes.length > 200)) throw new ToolError("INVALID_ARGUMENT", "modes must be an etag or null.");
-  const withModes = modes !== undefined ? { modes } : {};
-  if (q!.digests === undefined) return { buckets: b, ...withModes };
+  const l = q!.layer === undefined ? undefined : layerStateOf(q!.layer);
+  if (l === null) throw new ToolError("INVALID_ARGUMENT", "layer must be the layer of an earlier answer: {base, seq, upper, count}.");
+  const extra = { ...(modes !== undefined ? { modes } : {}), ...(l !== undefined ? { layer: l } : {}) };
+  if (q!.digests === undefined) return { buckets: b, ...extra };
   if (!Array.isArray(q!.digests) || q!.digests.length !== b || q!.digests.some((d) => typeof d !== "string" || d.length > 100)) throw new ToolError("INVALID_ARGUMENT", "digests must be one string per bucket.");
-  return { buckets: b, digests: q!.digests, ...withModes };
+  return { buckets: b, digests: q!.digests, ...extra };
 }
 
-/** Lists the workspace's files (the source of truth) and answers the query; null past maxPages. */
-export async function answerManifest(driver: StorageDriver, tenant: string, workspace: string, q: ManifestQuery, maxPages = MANIFEST_MAX_PAGES): Promise<ManifestAnswer | null> {
-  const modes = q.modes === undefined ? Promise.resolve(undefined) : readModes(driver, tenant, workspace).then((m) => (q.modes !== null && m.etag === q.modes ? ("same" as const) : m));
-  const [m, a] = await Promise.all([modes, listAll(driver, filesPrefixOf(tenant, workspace), q, maxPages)]);
+/**
+ * Answers the query from storage (the source of truth); null past maxPages. The prefix is listed
+ * once: that listing is the upper layer the answer's state names, and, unless the asker's state
+ * is current, what the merged listing is made of.
+ */
+export async function answerManifest(src: ManifestSource, q: ManifestQuery, maxPages = MANIFEST_MAX_PAGES): Promise<ManifestAnswer | null> {
+  const modes = q.modes === undefined ? Promise.resolve(undefined) : src.modes().then((m) => (q.modes !== null && m.etag === q.modes ? ("same" as const) : m));
+  const [m, a] = await Promise.all([modes, answerFiles(src, q, maxPages)]);
   return a && (m === undefined ? a : { ...a, modes: m });
 }
 
-async function listAll(driver: StorageDriver, filesPrefix: string, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
-  const all: SyncEntry[] = [];
+async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
+  const listed: ObjectInfo[] = [];
   let cursor: string | undefined;
   let pages = 0;
   do {
     if (++pages > maxPages) return null;
-    const page = await driver.list({ prefix: filesPrefix, ...(cursor ? { cursor } : {}) });
-    for (const o of page.objects) all.push({ path: o.key.slice(filesPrefix.length), etag: o.etag, size: o.size });
+    const page = await src.storage.list({ prefix: src.prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of page.objects) listed.push(o);
     cursor = page.cursor;
   } while (cursor);
-  if (!q.digests) return { count: all.length, buckets: q.buckets, same: [], files: all };
+  const upper = await listingDigest(listed, src.prefix);
+  const base = src.layer?.base ?? null;
+  const seq = src.layer?.seq ?? 0;
+  const all = Array.from({ length: q.buckets }, (_, i) => i);
+  const l = q.layer;
+  if (l && l.base === base && l.seq === seq && l.upper === upper) return { count: l.count, buckets: q.buckets, same: all, files: [], layer: l };
+  const entries: SyncEntry[] = src.layer ? mergeAll(listed, src.layer.manifest, src.prefix) : listed.map((o) => ({ path: o.key.slice(src.prefix.length), etag: o.etag, size: o.size }));
+  if (entries.length > maxPages * 1000) return null;
+  const layer: LayerState = { base, seq, upper, count: entries.length };
+  const files = (e: SyncEntry): SyncEntry => ({ path: e.path, etag: e.etag, size: e.size });
+  if (!q.digests) return { count: entries.length, buckets: q.buckets, same: [], files: entries.map(files), layer };
   const theirs = q.digests;
-  const ours = await bucketDigests(all, q.buckets);
+  const ours = await bucketDigests(entries, q.buckets);
   const same: number[] = [];
   for (let i = 0; i < q.buckets; i++) if (ours[i] === theirs[i]) same.push(i);
   const sameSet = new Set(same);
-  return { count: all.length, buckets: q.buckets, same, files: same.length ? all.filter((e) => !sameSet.has(bucketOf(e.path, q.buckets))) : all };
+  return { count: entries.length, buckets: q.buckets, same, files: (same.length ? entries.filter((e) => !sameSet.has(bucketOf(e.path, q.buckets))) : entries).map(files), layer };
+}
+
+/** SHA-256 of a listing of the files prefix: [path, etag, size, whiteout] per object, in storage order. */
+async function listingDigest(objects: readonly ObjectInfo[], prefix: string): Promise<string> {
+  const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, isWhiteout(o) ? 1 : 0]);
+  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
 }
 
 /**
  * What a runner believes storage holds (path → etag, size), kept in buckets with each
- * bucket's digest cached: a change recomputes one bucket's digest, not all of them.
+ * bucket's digest cached: a change recomputes one bucket's digest, not all of them. Holds the
+ * state of the listing it equals (LayerState) until it is changed by anything but an answer.
  */
 export class ManifestView {
   private readonly map = new Map<string, SyncEntry>();
   private buckets = 1;
   private groups: Map<string, SyncEntry>[] = [new Map()];
   private digests: (string | null)[] = [null];
+  /** The listing this view equals, as the last applied answer named it; null once changed since (or never named). */
+  private layer: LayerState | null = null;
 
   constructor(entries: Iterable<SyncEntry> = []) {
     this.reset(entries);
@@ -155,6 +226,7 @@ export class ManifestView {
   }
 
   set(e: SyncEntry): void {
+    this.layer = null;
     this.map.set(e.path, e);
     const i = bucketOf(e.path, this.buckets);
     this.groups[i]!.set(e.path, e);
@@ -162,6 +234,7 @@ export class ManifestView {
   }
 
   delete(path: string): void {
+    this.layer = null;
     if (!this.map.delete(path)) return;
     const i = bucketOf(path, this.buckets);
     this.groups[i]!.delete(path);
@@ -170,6 +243,7 @@ export class ManifestView {
 
   /** Replaces everything (a plain manifest). */
   reset(entries: Iterable<SyncEntry>): void {
+    this.layer = null;
     this.map.clear();
     for (const e of entries) this.map.set(e.path, e);
     this.rebucket(bucketCountFor(this.map.size));
@@ -186,9 +260,11 @@ export class ManifestView {
   async query(): Promise<ManifestQuery> {
     const b = bucketCountFor(this.map.size);
     if (b !== this.buckets) this.rebucket(b);
-    if (this.map.size === 0) return { buckets: b };
+    const layer = this.layer ? { layer: this.layer } : {};
+    // Digests even of an empty view (one bucket, no entries): an answer may then vouch for it.
+    if (this.map.size === 0 && !this.layer) return { buckets: b };
     await Promise.all(this.digests.map(async (d, i) => (d === null ? (this.digests[i] = await digestOf(this.groups[i]!.values())) : d)));
-    return { buckets: b, digests: [...(this.digests as string[])] };
+    return { buckets: b, digests: [...(this.digests as string[])], ...layer };
   }
 
   /**
@@ -209,7 +285,10 @@ export class ManifestView {
     let kept = 0;
     for (const i of same) kept += this.groups[i]!.size;
     if (kept + fresh.size !== a.count) throw bad("count");
-    if (same.size === q.buckets) return true;
+    if (same.size === q.buckets) {
+      this.layer = a.layer ?? null;
+      return true;
+    }
     for (let i = 0; i < q.buckets; i++) {
       if (same.has(i)) continue;
       for (const p of this.groups[i]!.keys()) this.map.delete(p);
@@ -217,6 +296,7 @@ export class ManifestView {
       this.digests[i] = null;
     }
     for (const e of fresh.values()) this.set(e);
+    this.layer = a.layer ?? null;
     return false;
   }
 }
@@ -254,7 +334,7 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
   const filesPrefix = filesPrefixOf(tenant, workspace);
   const key = (path: string) => filesPrefix + normalizeFilePath(path);
   return {
-    manifestSince: (q) => answerManifest(driver, tenant, workspace, q),
+    manifestSince: (q) => answerManifest({ storage: driver, prefix: filesPrefix, layer: null, modes: () => readModes(driver, tenant, workspace) }, q),
     async manifest() {
       const out: SyncEntry[] = [];
       let cursor: string | undefined;

@@ -9,7 +9,7 @@ import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";
-import type { ManifestCache } from "./manifest.js";
+import type { Manifest, ManifestCache } from "./manifest.js";
 
 export interface LayerDeps {
   storage: StorageDriver;
@@ -42,11 +42,19 @@ export async function openWorkspace(deps: LayerDeps, tenant: string, ws: string)
   return { ...rec, driver: await filesDriver(deps, tenant, ws, rec.meta) };
 }
 
-export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
-  if (!meta.base) return deps.storage;
+/** The lower layer a workspace record points at: the manifest's id (immutable) and the pointer's seq. */
+export interface LowerLayer {
+  base: string;
+  seq: number;
+  manifest: Manifest;
+}
+
+/** The workspace's files: the driver they are read through and, when layered, the lower layer under it. */
+export async function openFiles(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<{ driver: StorageDriver; layer: LowerLayer | null }> {
+  if (!meta.base) return { driver: deps.storage, layer: null };
   const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
   const seq = meta.seq ?? 0;
-  return layeredDriver(deps.storage, {
+  const driver = layeredDriver(deps.storage, {
     tenant,
     filesPrefix: filesPrefix(tenant, ws),
     manifest,
@@ -55,6 +63,11 @@ export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, m
       return !!now && (now.meta.seq ?? 0) === seq && now.meta.base === meta.base;
     },
   });
+  return { driver, layer: { base: meta.base, seq, manifest } };
+}
+
+export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
+  return (await openFiles(deps, tenant, ws, meta)).driver;
 }
 
 /**
