@@ -36,6 +36,8 @@ export interface RunHooks {
   signal?: AbortSignal;
   /** Receives the collector before the command starts (background tasks read output from it). */
   onStart?: (collector: OutputCollector) => void;
+  /** Whether the run is this invocation's (run-once.ts): awaited before the command; false stops the run there. */
+  claimed?: Promise<boolean>;
 }
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
@@ -167,6 +169,10 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped);
       rec.clean &&= dirRec.clean;
       if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
+    }
+    if (hooks.claimed && !(await hooks.claimed)) {
+      clean = true; // the slot is as reconcile left it
+      throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
     }
     const cwdMade = await ensureCwd(slot, cwd, deps.owner);
     const syncInMs = Date.now() - t0;
