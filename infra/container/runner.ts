@@ -201,7 +201,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     await out.close();
 
     const t1 = Date.now();
-    const after = await walk(slot.tree);
+    const after = await walk(slot.tree, slot.listings);
     const changes = await diff(slot, after);
     let afterBytes = 0;
     for (const f of after.files.values()) afterBytes += f.size;

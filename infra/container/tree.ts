@@ -17,7 +17,7 @@ import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
 import { ManifestView } from "../../lib/exec/sync-storage.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
-import type { WalkResult } from "./changes.js";
+import type { DirListings, WalkResult } from "./changes.js";
 
 export interface FileState {
   etag: string;
@@ -51,6 +51,8 @@ export interface Slot {
   synced: { skipped: Skipped[] } | null;
   /** The explicit directories (markers) storage holds, as materialized here: directory → marker etag (infra/container/dirs.ts). */
   dirs: Map<string, string>;
+  /** Directory listings of the last walk, reused while each directory is unchanged (changes.ts walk). */
+  listings: DirListings;
   /**
    * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
    * version of that list; null while unknown (not read yet, or the API keeps no modes).
@@ -186,7 +188,7 @@ export class TreeCache {
     await fs.mkdir(tree, { mode: 0o755 });
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
+    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), listings: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }
