@@ -168,8 +168,13 @@ describe("the runner over a layered workspace", () => {
     const r = await run("cat made.txt src/d5/f5.ts");
     expect(r.stdout).toBe("UPPER\nexport const x5 = 6;\n");
     expect(r.sync.downloaded_files).toBe(2);
-    // Unchanged again: nothing downloaded.
+    // Unchanged again: nothing downloaded, and once the runner's view is the listing it was
+    // told (the run before wrote nothing), its sync requests ask storage for one LIST and two GETs
+    // (the claim and the result, the handler's, add one PUT each).
     expect((await run("true")).sync.downloaded_files).toBe(0);
+    ws.ops.length = 0;
+    expect((await run("true")).sync.downloaded_files).toBe(0);
+    expect(ws.ops.sort()).toEqual([`get t/${T}/w/${W}/meta.json`, `get t/${T}/w/${W}/x/modes.json`, `list ${prefix}`]);
     // A restore: the import's files, made.txt gone.
     await restoreCheckpoint(ws.layers, T, W, ws.firstCheckpoint);
     const after = await run("cat src/d5/f5.ts; ls made.txt 2>&1 || true");
