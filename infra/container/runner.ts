@@ -15,7 +15,7 @@ import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
 import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
-import { conditionalManifest } from "../../lib/exec/sync-storage.js";
+import { conditionalManifest } from "../../lib/exec/sync-view.js";
 import { diff, walk, type Change, type WalkResult } from "./changes.js";
 import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot, type TreeCache } from "./tree.js";
 import { stageTree } from "./stage.js";

@@ -15,7 +15,7 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/exec/sync-batch.js";
-import { ManifestView } from "../../lib/exec/sync-storage.js";
+import { ManifestView } from "../../lib/exec/sync-view.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import type { DirListings, WalkResult } from "./changes.js";
 

@@ -6,7 +6,7 @@
  *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
  *   POST   /v1/sync/manifest  {buckets, digests?, modes?, layer?} → { v: 2, count, buckets, same: [bucket],
  *                                      files: [[path, etag, size]], modes?, layer }  (conditional, one request;
- *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
+ *                                      { v: 2, paged: true }: too large, use GET; see sync-manifest.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   POST   /v1/sync/fetch  {paths}      → frames of many small files (lib/exec/sync-batch.ts)
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
@@ -22,7 +22,7 @@ import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, decodeFrames } from "./sync-batch.js";
 import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
-import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./sync-storage.js";
+import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./sync-manifest.js";
 import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
 export interface HttpSyncOptions extends SyncAccess {

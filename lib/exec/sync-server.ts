@@ -13,7 +13,7 @@ import { BATCH_CONTENT_TYPE } from "./sync-batch.js";
 import { fetchBatch, parseFetchRequest } from "./sync-fetch.js";
 import { handleWriteBatch } from "./sync-put-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
-import { answerManifest, parseManifestQuery } from "./sync-storage.js";
+import { answerManifest, parseManifestQuery } from "./sync-manifest.js";
 import { verifySyncToken } from "./sync-token.js";
 import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import { ManifestCache } from "../layers/manifest.js";
@@ -99,7 +99,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
     if (url.pathname === "/v1/sync/manifest" && req.method === "POST") {
-      // Conditional manifest, one request (lib/exec/sync-storage.ts): one listing of the files prefix
+      // Conditional manifest, one request (lib/exec/sync-manifest.ts): one listing of the files prefix
       // (the upper layer); "all the same" when the runner's layer state is current, else only buckets
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");

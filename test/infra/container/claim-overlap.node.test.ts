@@ -4,7 +4,8 @@
  * attempt's runs no command, keeps its slot warm, and touches no record.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { storageSyncClient, type ManifestQuery } from "../../../lib/exec/sync-storage.js";
+import type { ManifestQuery } from "../../../lib/exec/sync-manifest.js";
+import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { RunRecordClient, RunRequest, RunResult, SyncClient } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 /**
- * The warm run over a layered workspace (lib/exec/sync-storage.ts, LayerState): when the layer
+ * The warm run over a layered workspace (lib/exec/sync-manifest.ts, LayerState): when the layer
  * pointer and the upper layer are unchanged, the conditional manifest is answered from ONE
  * listing of the upper layer (no merge of the lower one); and every change between two runs is
  * still seen: a tool's write over a lower file, a whiteout, an upper file made and removed, a
@@ -19,7 +19,7 @@ import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
-import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-storage.js";
+import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
