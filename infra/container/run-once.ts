@@ -8,7 +8,7 @@
  * kill flag is set; every run stores its final answer there.
  */
 import { isToolError } from "../../lib/errors.js";
-import type { ExecResponse, RunClaim, RunRecordClient, RunResult } from "../../lib/exec/types.js";
+import type { ClaimOutcome, ExecResponse, RunClaim, RunRecordClient, RunResult } from "../../lib/exec/types.js";
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 
@@ -112,27 +112,45 @@ function startPump(records: RunRecordClient, collector: () => OutputCollector | 
   };
 }
 
-async function execute(task: boolean, killed: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions): Promise<ExecResponse> {
+/** What execute did: ran the command (its answer), or stopped before it because the run was another attempt's. */
+type Executed = { ran: true; res: ExecResponse } | { ran: false; claim: Extract<ClaimOutcome, { claimed: false }> };
+
+/**
+ * Runs the command once `claim` is ours. The run starts at once, side by side with the claim:
+ * what comes before the command (the manifest, the workspace's download) only reads, and the
+ * command itself waits for the claim (RunHooks.claimed). Not ours: nothing ran, the record is
+ * left alone.
+ */
+async function execute(task: boolean, claim: Promise<ClaimOutcome>, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions): Promise<Executed> {
   const ctrl = new AbortController();
   const abort = () => ctrl.abort();
   opts.signal?.addEventListener("abort", abort, { once: true });
-  if (opts.signal?.aborted || killed) abort(); // killed before it started: the sandbox stops it at once, nothing is written back
+  if (opts.signal?.aborted) abort();
   let started = false;
   let collector: OutputCollector | null = null;
-  const pump = task ? startPump(records, () => collector, ctrl, opts.pumpMs ?? 1000) : null;
+  let pump: ReturnType<typeof startPump> | null = null;
+  const claimed = claim.then((c) => {
+    if (c.claimed && c.kill) abort(); // killed before it started: the sandbox stops it at once, nothing is written back
+    if (c.claimed && task) pump = startPump(records, () => collector, ctrl, opts.pumpMs ?? 1000);
+    return c;
+  });
+  const ours = claimed.then((c) => c.claimed);
+  ours.catch(() => {}); // a failed claim is answered below, after the run stopped (it may stop before asking)
   let res: ExecResponse;
   try {
-    res = { ok: true, result: await run({ signal: ctrl.signal, onStart: (c) => ((started = true), (collector = c)) }) };
+    res = { ok: true, result: await run({ signal: ctrl.signal, claimed: ours, onStart: (c) => ((started = true), (collector = c)) }) };
   } catch (e) {
     res = errorOf(e);
   } finally {
     opts.signal?.removeEventListener("abort", abort);
   }
-  await pump?.stop();
+  const c = await claimed; // throws what the claim threw: the run never started its command then
+  if (!c.claimed) return { ran: false, claim: c };
+  await (pump as ReturnType<typeof startPump> | null)?.stop();
   if (!task && !started) {
     // The command never ran (e.g. the workspace could not be fetched): a retry may run it.
     await records.release().catch(() => {});
-    return res;
+    return { ran: true, res };
   }
   for (let i = 0; i < 3; i++) {
     try {
@@ -142,7 +160,7 @@ async function execute(task: boolean, killed: boolean, records: RunRecordClient,
       await sleep(500 * (i + 1));
     }
   }
-  return res;
+  return { ran: true, res };
 }
 
 /**
@@ -151,8 +169,9 @@ async function execute(task: boolean, killed: boolean, records: RunRecordClient,
  */
 export async function runOnce(runId: string, task: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions = {}): Promise<ExecResponse> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const c = await records.claim({ task });
-    if (c.claimed) return execute(task, c.kill, records, run, opts);
+    const done = await execute(task, records.claim({ task }), records, run, opts);
+    if (done.ran) return done.res;
+    const c = done.claim;
     if (c.result) return c.result;
     if (!c.claim) continue; // released meanwhile: claim again
     // A task is started by one asynchronous event; a repeated event (Lambda retries them) has nothing to add.

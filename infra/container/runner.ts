@@ -15,7 +15,7 @@ import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
 import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
-import { conditionalManifest } from "../../lib/exec/sync-storage.js";
+import { conditionalManifest } from "../../lib/exec/sync-view.js";
 import { diff, walk, type Change, type WalkResult } from "./changes.js";
 import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot, type TreeCache } from "./tree.js";
 import { stageTree } from "./stage.js";
@@ -36,6 +36,8 @@ export interface RunHooks {
   signal?: AbortSignal;
   /** Receives the collector before the command starts (background tasks read output from it). */
   onStart?: (collector: OutputCollector) => void;
+  /** Whether the run is this invocation's (run-once.ts): awaited before the command; false stops the run there. */
+  claimed?: Promise<boolean>;
 }
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
@@ -168,6 +170,10 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       rec.clean &&= dirRec.clean;
       if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
     }
+    if (hooks.claimed && !(await hooks.claimed)) {
+      clean = true; // the slot is as reconcile left it
+      throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
+    }
     const cwdMade = await ensureCwd(slot, cwd, deps.owner);
     const syncInMs = Date.now() - t0;
 
@@ -195,7 +201,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     await out.close();
 
     const t1 = Date.now();
-    const after = await walk(slot.tree);
+    const after = await walk(slot.tree, slot.listings);
     const changes = await diff(slot, after);
     let afterBytes = 0;
     for (const f of after.files.values()) afterBytes += f.size;

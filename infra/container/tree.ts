@@ -12,9 +12,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
-import { ManifestView } from "../../lib/exec/sync-storage.js";
+import { ManifestView } from "../../lib/exec/sync-view.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
-import type { WalkResult } from "./changes.js";
+import type { DirListings, WalkResult } from "./changes.js";
 import { download, spreadDirectories } from "./download.js";
 
 export interface FileState {
@@ -49,6 +49,8 @@ export interface Slot {
   synced: { skipped: Skipped[] } | null;
   /** The explicit directories (markers) storage holds, as materialized here: directory → marker etag (infra/container/dirs.ts). */
   dirs: Map<string, string>;
+  /** Directory listings of the last walk, reused while each directory is unchanged (changes.ts walk). */
+  listings: DirListings;
   /**
    * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
    * version of that list; null while unknown (not read yet, or the API keeps no modes).
@@ -180,7 +182,7 @@ export class TreeCache {
     await spreadDirectories(tree);
     await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
+    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), listings: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }

@@ -4,9 +4,9 @@
  * workspace come from the token only. fetch-based: bundles for Workers and runs in Node.
  *
  *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
- *   POST   /v1/sync/manifest  {buckets, digests?, modes?} → { v: 2, count, buckets, same: [bucket],
- *                                      files: [[path, etag, size]], modes? }  (conditional, one request;
- *                                      { v: 2, paged: true }: too large, use GET; see sync-storage.ts)
+ *   POST   /v1/sync/manifest  {buckets, digests?, modes?, layer?} → { v: 2, count, buckets, same: [bucket],
+ *                                      files: [[path, etag, size]], modes?, layer }  (conditional, one request;
+ *                                      { v: 2, paged: true }: too large, use GET; see sync-manifest.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   POST   /v1/sync/fetch  {paths, etags?, order?} → frames of many small files, streamed (lib/exec/sync-batch.ts)
  *   PUT    /v1/sync/files/<path>        If-Match / If-None-Match → { etag } | 412
@@ -24,8 +24,8 @@ import { normalizeFilePath } from "../paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, readFrames } from "./sync-batch.js";
 import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
+import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./sync-manifest.js";
 import { commitResults, stageResults } from "./sync-stage.js";
-import type { ConditionalSync, ManifestAnswer } from "./sync-storage.js";
 import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
 
 export interface HttpSyncOptions extends SyncAccess {
@@ -129,11 +129,12 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
         return null;
       }
       if (!res.ok) await fail(res, "manifest");
-      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][]; modes?: ExecModes | "same" };
+      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][]; modes?: ExecModes | "same"; layer?: LayerState };
       if (body.v !== 2 || body.paged) return null;
       if (!Array.isArray(body.files) || !Array.isArray(body.same)) throw new ToolError("INTERNAL", "Workspace sync failed (manifest): malformed answer.");
       const files: SyncEntry[] = body.files.map(([path, etag, size]) => ({ path, etag, size }));
-      return { count: body.count, buckets: body.buckets, same: body.same, files, ...(body.modes !== undefined ? { modes: body.modes } : {}) } satisfies ManifestAnswer;
+      const layer = body.layer === undefined ? null : layerStateOf(body.layer); // a malformed one is only a lost shortcut
+      return { count: body.count, buckets: body.buckets, same: body.same, files, ...(body.modes !== undefined ? { modes: body.modes } : {}), ...(layer ? { layer } : {}) } satisfies ManifestAnswer;
     },
     async manifest() {
       const out: SyncEntry[] = [];

@@ -8,17 +8,17 @@ import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
 import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
-import { parseModesDelta, updateModes } from "./modes.js";
+import { parseModesDelta, readModes, updateModes } from "./modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./sync-batch.js";
 import { fetchBatch, parseFetchRequest } from "./sync-fetch.js";
 import { handleWriteBatch } from "./sync-put-server.js";
 import { handleStaging } from "./sync-stage-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./sync-runs.js";
-import { answerManifest, parseManifestQuery } from "./sync-storage.js";
+import { answerManifest, parseManifestQuery } from "./sync-manifest.js";
 import { verifySyncToken } from "./sync-token.js";
 import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import { ManifestCache } from "../layers/manifest.js";
-import { filesDriver, readMeta } from "../layers/open.js";
+import { openFiles, readMeta } from "../layers/open.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -78,10 +78,14 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const claims = auth.startsWith("Bearer ") ? await verifySyncToken(deps.secret, auth.slice(7)) : null;
     if (!claims) throw new ToolError("UNAUTHORIZED", "Missing, invalid or expired sync token.");
     const prefix = filesPrefix(claims.t, claims.w);
+    // The run's own record (claim, output, kill flag, result: lib/exec/sync-runs.ts) lies outside
+    // the files: no workspace record or lower layer is needed to reach it (two reads fewer per run).
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     const rec = await readMeta(deps.driver, claims.t, claims.w);
-    const driver = rec ? await filesDriver({ storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, rec.meta) : deps.driver;
+    const files = rec ? await openFiles({ storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, rec.meta) : { driver: deps.driver, layer: null };
+    const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
     const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}) });
@@ -93,12 +97,14 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
     if (url.pathname === "/v1/sync/manifest" && req.method === "POST") {
-      // Conditional manifest, one request (lib/exec/sync-storage.ts): storage is listed in full,
-      // only buckets that differ from the runner's digests are sent, entries as [path, etag, size].
+      // Conditional manifest, one request (lib/exec/sync-manifest.ts): one listing of the files prefix
+      // (the upper layer); "all the same" when the runner's layer state is current, else only buckets
+      // that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
-      const a = await answerManifest(driver, claims.t, claims.w, parseManifestQuery(body));
+      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w) };
+      const a = await answerManifest(src, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });
-      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}) });
+      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });
     }
 
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
@@ -117,9 +123,6 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 
     // Packed write-back (lib/exec/sync-stage-server.ts): stage into packs, then one commit switches the layer pointer.
     if (url.pathname === "/v1/sync/stage" || url.pathname === "/v1/sync/commit") return await handleStaging(req, url.pathname === "/v1/sync/stage" ? "stage" : "commit", claims, { ...deps, driver, storage: deps.driver });
-
-    // The run's own record (claim, output, kill flag, result): lib/exec/sync-runs.ts.
-    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, driver);
 
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);

@@ -343,7 +343,7 @@ export interface SyncClient {
   rmdir(dir: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
   /**
    * Changes executable bits, merged with concurrent changes; the list as it now stands. (They
-   * are read with the conditional manifest: lib/exec/sync-storage.ts.)
+   * are read with the conditional manifest: lib/exec/sync-manifest.ts.)
    */
   updateModes(delta: ModesDelta): Promise<ExecModes>;
 }

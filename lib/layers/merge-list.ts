@@ -118,3 +118,24 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
   }
   return (await peekKey()) !== null && last !== null ? { objects, prefixes, cursor: CURSOR + last } : { objects, prefixes };
 }
+
+/**
+ * The whole merged view from one listing of the upper layer already in hand (storage order,
+ * whiteouts included): the rule of mergedList (upper over lower, whiteouts hide what they cover
+ * and themselves), flat and without paging. Lower entries are returned as the manifest holds
+ * them (no copy). The conditional manifest uses it to answer from the same upper listing it
+ * names (lib/exec/sync-manifest.ts).
+ */
+export function mergeAll(upper: readonly ObjectInfo[], m: Manifest, filesPrefix: string): { path: string; etag: string; size: number }[] {
+  const out: { path: string; etag: string; size: number }[] = [];
+  const lower = m.entries;
+  let li = 0;
+  for (const u of upper) {
+    const path = u.key.slice(filesPrefix.length);
+    while (li < lower.length && compareKeys(lower[li]!.path, path) < 0) out.push(lower[li++]!);
+    if (li < lower.length && lower[li]!.path === path) li++;
+    if (!isWhiteout(u)) out.push({ path, etag: u.etag, size: u.size });
+  }
+  while (li < lower.length) out.push(lower[li++]!);
+  return out;
+}

@@ -9,8 +9,8 @@ import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";
+import type { Manifest, ManifestCache } from "./manifest.js";
 import { plainDriver } from "./plain-driver.js";
-import type { ManifestCache } from "./manifest.js";
 
 export interface LayerDeps {
   storage: StorageDriver;
@@ -43,20 +43,29 @@ export async function openWorkspace(deps: LayerDeps, tenant: string, ws: string)
   return { ...rec, driver: await filesDriver(deps, tenant, ws, rec.meta) };
 }
 
-export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
+/** The lower layer a workspace record points at: the manifest's id (immutable) and the pointer's seq. */
+export interface LowerLayer {
+  base: string;
+  seq: number;
+  manifest: Manifest;
+}
+
+/** The workspace's files: the driver they are read through and, when layered, the lower layer under it. */
+export async function openFiles(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<{ driver: StorageDriver; layer: LowerLayer | null }> {
   if (!meta.base) {
     // Plain; a packed write-back may give it a lower layer meanwhile (plain-driver.ts re-checks creates).
-    return plainDriver(deps.storage, {
+    const driver = plainDriver(deps.storage, {
       filesPrefix: filesPrefix(tenant, ws),
       currentBase: async () => {
         const now = await readMeta(deps.storage, tenant, ws);
         return now?.meta.base ? deps.manifests.load(deps.storage, tenant, now.meta.base) : null;
       },
     });
+    return { driver, layer: null };
   }
   const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
   const seq = meta.seq ?? 0;
-  return layeredDriver(deps.storage, {
+  const driver = layeredDriver(deps.storage, {
     tenant,
     filesPrefix: filesPrefix(tenant, ws),
     manifest,
@@ -65,6 +74,11 @@ export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, m
       return !!now && (now.meta.seq ?? 0) === seq && now.meta.base === meta.base;
     },
   });
+  return { driver, layer: { base: meta.base, seq, manifest } };
+}
+
+export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
+  return (await openFiles(deps, tenant, ws, meta)).driver;
 }
 
 /**

@@ -34,6 +34,15 @@ describe("names that are not UTF-8", () => {
     expect(next.skipped).toEqual([]);
   });
 
+  it("a name holding U+FFFD itself (valid UTF-8) is an ordinary file, beside a name that is not UTF-8 or not", async () => {
+    const r = await t.run("mkdir -p u v && echo a > $'u/\\xef\\xbf\\xbd.txt' && echo b > $'u/\\xff' && echo c > $'v/x\\xef\\xbf\\xbd' && echo d > v/plain; echo done");
+    expect(r.stdout).toBe("done\n");
+    expect(r.files_created).toEqual(["u/\uFFFD.txt", "v/plain", "v/x\uFFFD"]);
+    expect(r.skipped.filter((s) => s.reason === "invalid_name").map((s) => s.path)).toEqual(["u/\\xff"]);
+    expect(await t.read("u/\uFFFD.txt")).toBe("a\n");
+    expect(await t.read("v/x\uFFFD")).toBe("c\n");
+  });
+
   it("the disk sampler counts bytes below a directory whose name is not UTF-8", async () => {
     const dir = mkdtempSync(join(tmpdir(), "toolshed-names-"));
     try {

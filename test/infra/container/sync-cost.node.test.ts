@@ -1,6 +1,6 @@
 /**
  * The fixed cost of a warm run, and that cutting it gave up no exactness:
- * - the conditional manifest (lib/exec/sync-storage.ts): only buckets that differ from the
+ * - the conditional manifest (lib/exec/sync-manifest.ts, sync-view.ts): only buckets that differ from the
  *   runner's view cross the wire, and the view always ends equal to storage's listing;
  * - the runner skips reconcile only when storage is unchanged AND the slot is a fixpoint of it;
  * - walk + pruneSettled give the same tree as pruning every directory;
@@ -18,7 +18,9 @@ import { isValidName, pruneEmptyDirs, pruneSettled, TreeCache } from "../../../i
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { FETCH_MAX_FILES, allFrames } from "../../../lib/exec/sync-batch.js";
-import { bucketCountFor, conditionalManifest, ManifestView, storageSyncClient } from "../../../lib/exec/sync-storage.js";
+import { bucketCountFor } from "../../../lib/exec/sync-manifest.js";
+import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
+import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import type { RunRequest, RunResult, SyncClient, SyncEntry } from "../../../lib/exec/types.js";
 import { filesPrefix, normalizePath } from "../../../lib/paths.js";

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/exec/modes.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-storage.js";
+import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import { randomId } from "../../../lib/hash.js";

@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s3Driver } from "../../../lib/storage/drivers/s3.js";
 import { startS3Server, type S3Server } from "../../support/s3rver.js";
 import { layeredDriver } from "../../../lib/layers/layered-driver.js";
+import { mergeAll } from "../../../lib/layers/merge-list.js";
 import { Manifest, sortEntries, type ManifestEntry } from "../../../lib/layers/manifest.js";
 import { WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE } from "../../../lib/layers/whiteout.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import type { ListOptions, StorageDriver } from "../../../lib/storage/types.js";
+import type { ListOptions, ObjectInfo, StorageDriver } from "../../../lib/storage/types.js";
 
 const NAMES = ["a", "b", "c", "a.b", "a-b", "é", "z"];
 /** s3rver lists "a/x" before "a-b" (not in byte order, unlike S3 and R2) and filters startAfter by that order: no names with bytes below "/". */
@@ -103,6 +104,16 @@ async function modelCheck(seed: number, inner: StorageDriver, names: readonly st
       for (const p of [...lowerPaths, ...extra]) {
         expect(!!(await view.head(FP + p)), p).toBe(expected.has(p));
       }
+      // mergeAll (the conditional manifest's merge of one upper listing in hand) = the merged listing.
+      const upper: ObjectInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await inner.list({ prefix: FP, ...(cursor ? { cursor } : {}) });
+        upper.push(...page.objects);
+        cursor = page.cursor;
+      } while (cursor);
+      const whole = mergeAll(upper, m, FP).map((e) => FP + e.path);
+      expect(whole).toEqual((await listAll(view, { prefix: FP })).keys);
 }
 
 describe("merged view = plain view (model check)", () => {
