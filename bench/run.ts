@@ -3,7 +3,7 @@
  * (same R2 operations in the same Worker), ripgrep and the MCP filesystem server, on workspaces
  * of real source files. Prints one table and writes bench/results.json.
  *
- *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,bash-scale,lifecycle,git --git-files=1000 --out=bench/results.json --data=bench/.data]
+ *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,bash-scale,lifecycle,git --git-files=10000 --out=bench/results.json --data=bench/.data]
  *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples)
  */
 import { execSync } from "node:child_process";
