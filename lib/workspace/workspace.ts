@@ -1,7 +1,8 @@
 /**
  * A workspace as the tools see it: canonical paths in, files and directories out.
  * It builds every storage key (through lib/paths), maps storage conditions to tool
- * errors, and keeps the session's file records. Tools never see keys or tenants.
+ * errors, and keeps the session's file records (session-files.ts) and tells listeners of changes (change-feed.ts).
+ * Tools never see keys or tenants.
  *
  * Directories are implied by the files below them, or explicit: a zero-byte marker at
  * "<dir>/" (lib/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
@@ -18,7 +19,9 @@ import { similarPaths } from "./similar.js";
 import { hasReadMany } from "../layers/layered-driver.js";
 import type { ToolList } from "../toolset.js";
 import type { UndoJournal } from "../undo/journal.js";
+import { ChangeFeed } from "./change-feed.js";
 import type { EarlyReads } from "./early.js";
+import { SessionFiles } from "./session-files.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -86,14 +89,12 @@ export class Workspace {
   /** The tools calls on this workspace may use (absent: all); read from meta.json when the workspace is opened. */
   readonly tools: ToolList | undefined;
   private readonly prefix: string;
-  private readonly listeners: WorkspaceListener[];
-  /** Session record writes under way (recordWrite), awaited by settleRecords. */
-  private readonly recordWrites: Promise<void>[] = [];
+  /** Who hears of changes, and the changes queued for them (deferChanges). */
+  private readonly changes: ChangeFeed;
+  /** The session's file records (read before write). */
+  private readonly session: SessionFiles;
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
-  /** Changes not yet told to the listeners (deferChanges), else null. */
-  private readonly deferred: FileChange[] | null;
-  private deferredBytes = 0;
   /** Bytes moved to and from storage during this request (for usage). */
   bytesRead = 0;
   bytesWritten = 0;
@@ -105,9 +106,8 @@ export class Workspace {
     this.id = opts.id;
     this.tools = opts.tools;
     this.prefix = filesPrefix(opts.tenant, opts.id);
-    this.listeners = opts.listeners ?? [];
-    this.deferred = opts.deferChanges ? [] : null;
-    this.background = opts.background;
+    this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
+    this.session = new SessionFiles(opts.records);
     this.undo = opts.undo;
     this.early = opts.early;
   }
@@ -117,7 +117,6 @@ export class Workspace {
   discardEarly(): void {
     void this.early?.discard();
   }
-  private readonly background: ((p: Promise<unknown>) => void) | undefined;
 
   /** The storage key of a canonical path. */
   key(path: string): string {
@@ -396,37 +395,21 @@ export class Workspace {
 
   /** Tells listeners about a file a bulk writer stored itself (packs: lib/layers/import.ts); queued with deferChanges. */
   announce(path: string, info: FileInfo, content?: Uint8Array): Promise<void> {
-    return this.notify(path, info, content);
+    return this.changes.notify(this, path, info, content);
   }
 
-  private async notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
-    if (this.deferred) {
-      this.deferred.push({ path, info, ...(content ? { content } : {}) });
-      this.deferredBytes += content?.length ?? 0;
-      return;
-    }
-    if (this.listeners.length === 0) return;
-    const tell = async () => {
-      for (const l of this.listeners) await l.changed(this, path, info, content);
-    };
-    if (this.background) this.background(tell().catch((e) => console.warn("workspace listener failed", e)));
-    else await tell();
+  private notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    return this.changes.notify(this, path, info, content);
   }
 
   /** Changes queued by a deferChanges workspace (files, bytes of content held). */
   get pendingChanges(): { files: number; bytes: number } {
-    return { files: this.deferred?.length ?? 0, bytes: this.deferredBytes };
+    return this.changes.pending;
   }
 
   /** Hands the queued changes to every listener as one batch. */
-  async flushChanges(): Promise<void> {
-    const batch = this.deferred?.splice(0) ?? [];
-    this.deferredBytes = 0;
-    if (batch.length === 0) return;
-    for (const l of this.listeners) {
-      if (l.changedBatch) await l.changedBatch(this, batch);
-      else for (const c of batch) await l.changed(this, c.path, c.info, c.content);
-    }
+  flushChanges(): Promise<void> {
+    return this.changes.flush(this);
   }
 
   /**
@@ -465,44 +448,25 @@ export class Workspace {
     return walkEntries(this, dir, maxEntries);
   }
 
-  // ---- session records ----
+  // ---- session records (session-files.ts) ----
 
-  async recordRead(path: string, etag: string): Promise<void> {
-    // Re-reading an unchanged file writes nothing (Workers KV takes one write per second per
-    // key), unless the record is a day old (its TTL is refreshed by writing it again).
-    const rec = await this.records.get(path);
-    if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
-    await this.records.set(path, etag);
+  /** The session read `path` at `etag`. */
+  recordRead(path: string, etag: string): Promise<void> {
+    return this.session.recordRead(path, etag);
   }
 
-  /**
-   * After this session's own write: the new version is the one it knows (no read of the old
-   * record: it always differs). The KV write starts now and runs beside the rest of the call;
-   * executeTool waits for it (settleRecords) with the undo record, before the call answers.
-   */
+  /** After this session's own write: the KV write starts now; executeTool waits for it (settleRecords). */
   recordWrite(path: string, etag: string): void {
-    const p = this.records.set(path, etag);
-    p.catch(() => {}); // its failure surfaces in settleRecords
-    this.recordWrites.push(p);
+    this.session.recordWrite(path, etag);
   }
 
   /** Waits for the record writes recordWrite started; throws the first failure. */
-  async settleRecords(): Promise<void> {
-    await Promise.all(this.recordWrites.splice(0));
+  settleRecords(): Promise<void> {
+    return this.session.settle();
   }
 
-  /**
-   * Before changing an existing file: the session must have read it, and it must not
-   * have changed since. Returns the current info (its etag guards the write).
-   */
-  async requireReadUnchanged(path: string, current: FileInfo): Promise<void> {
-    const rec = await this.records.get(path);
-    if (!rec) {
-      throw new ToolError("NOT_READ", `${path} has not been read in this session. Read it with the read tool first, then retry.`, { path });
-    }
-    if (rec.etag !== current.etag) {
-      throw new ToolError("FILE_MODIFIED", `${path} was modified since you last read it. Read it again, then retry.`, { path, current_etag: current.etag, read_etag: rec.etag });
-    }
+  /** Before changing an existing file: the session must have read it, and it must not have changed since. */
+  requireReadUnchanged(path: string, current: FileInfo): Promise<void> {
+    return this.session.requireReadUnchanged(path, current);
   }
-
 }

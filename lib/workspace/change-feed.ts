@@ -1,0 +1,50 @@
+/**
+ * Who hears of a Workspace's changes (its listeners: the search index) and how: one by one as
+ * they happen (after the response when the runtime gives `background`: Workers' waitUntil), or
+ * queued (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
+ */
+import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "./workspace.js";
+
+export class ChangeFeed {
+  /** Changes not yet told to the listeners (deferChanges), else null. */
+  private readonly deferred: FileChange[] | null;
+  private deferredBytes = 0;
+
+  constructor(
+    private readonly listeners: readonly WorkspaceListener[],
+    defer: boolean,
+    private readonly background: ((p: Promise<unknown>) => void) | undefined,
+  ) {
+    this.deferred = defer ? [] : null;
+  }
+
+  async notify(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    if (this.deferred) {
+      this.deferred.push({ path, info, ...(content ? { content } : {}) });
+      this.deferredBytes += content?.length ?? 0;
+      return;
+    }
+    if (this.listeners.length === 0) return;
+    const tell = async () => {
+      for (const l of this.listeners) await l.changed(ws, path, info, content);
+    };
+    if (this.background) this.background(tell().catch((e) => console.warn("workspace listener failed", e)));
+    else await tell();
+  }
+
+  /** Changes queued (files, bytes of content held). */
+  get pending(): { files: number; bytes: number } {
+    return { files: this.deferred?.length ?? 0, bytes: this.deferredBytes };
+  }
+
+  /** Hands the queued changes to every listener as one batch. */
+  async flush(ws: Workspace): Promise<void> {
+    const batch = this.deferred?.splice(0) ?? [];
+    this.deferredBytes = 0;
+    if (batch.length === 0) return;
+    for (const l of this.listeners) {
+      if (l.changedBatch) await l.changedBatch(ws, batch);
+      else for (const c of batch) await l.changed(ws, c.path, c.info, c.content);
+    }
+  }
+}
