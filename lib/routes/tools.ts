@@ -25,10 +25,9 @@ import { readMeta } from "../layers/open.js";
 import { toolRefusal, usableTools } from "../toolset.js";
 import { streamToolCall, wantsEventStream } from "../doors/sse.js";
 import { toolDefinition, type Tool } from "../tool.js";
-import { Workspace } from "../workspace/workspace.js";
 import { addRoute, secureRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
-import { backgroundOf, layerDeps, newApp, openWorkspace, requireWorkspace, WsParam } from "./common.js";
+import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 

@@ -11,24 +11,14 @@ import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import { newTenant, testApp, type Tenant } from "../../helpers.js";
 import { tar } from "../archive/archives.js";
-import { importReq } from "../archive/helpers.js";
+import { countObjects, importReq } from "../archive/helpers.js";
 
 const app = testApp();
 const deps = { storage: r2Driver(env.FILES), kv: workersKeyValue(env.KV) };
 const LATER = () => Date.now() + 2 * 3600 * 1000;
 const quiet = () => {};
 
-async function count(prefix: string): Promise<number> {
-  let n = 0;
-  let cursor: string | undefined;
-  do {
-    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    n += page.objects.length;
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
-  return n;
-}
-const layerObjects = async (t: Tenant) => (await count(`t/${t.tenant}/manifests/`)) + (await count(`t/${t.tenant}/packs/`));
+const layerObjects = async (t: Tenant) => (await countObjects(`t/${t.tenant}/manifests/`)) + (await countObjects(`t/${t.tenant}/packs/`));
 
 /** A tenant whose workspace `gone` (imported, so it has a manifest and a pack) was deleted: garbage. */
 async function tenantWithGarbage(): Promise<Tenant> {
