@@ -34,6 +34,8 @@ export interface SyncServerDeps {
   listeners?: WorkspaceListener[];
   /** Seal a large upper layer before a run's manifest is answered (lib/layers/auto-seal.ts). Default: true. */
   autoSeal?: boolean;
+  /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
+  background?: (p: Promise<unknown>) => void;
 }
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
@@ -106,7 +108,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
       // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
-      const seal = rec && deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed) : undefined;
+      const seal = rec && deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
       const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w), ...(seal ? { seal } : {}) };
       const a = await answerManifest(src, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });

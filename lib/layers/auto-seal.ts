@@ -15,11 +15,19 @@
  * records, runners' caches and undo records stay valid. Two sealers (two runs starting at once):
  * one switch wins; the loser deletes its manifest and packs (dropSeal) and answers from the
  * winner's layer. Any failure leaves the workspace as it was, and the run goes on unsealed.
+ *
+ * The removal of the sealed upper objects (on R2 one tombstone PUT each: a conditional delete)
+ * runs after the answer where the runtime has waitUntil (`background`): the run's cold fetch
+ * reads packs meanwhile, since an upper object with its lower entry's etag is the same bytes
+ * (layered-driver.ts stillLower). Objects left behind (the background work cut short) are not
+ * counted toward the next seal; a later run's manifest removes them, conditionally, after its answer.
  */
 import { ToolError } from "../errors.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
-import { dropSeal, seal, settleSealed } from "./seal.js";
+import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
+import { isWhiteout } from "./whiteout.js";
+import { filesPrefix } from "../paths.js";
 
 /** Upper objects from which a workspace is sealed (about a quarter of a listing page)... */
 export const SEAL_MIN_UPPER = 256;
@@ -51,11 +59,18 @@ async function layerOf(deps: LayerDeps, tenant: string, rec: MetaRecord | null):
  * Seals the upper layer `listed` (just listed, raw storage) of workspace `ws` whose record is
  * `rec`. Returns null when the listing does not call for a seal; else the layer to answer from.
  */
-export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[]): Promise<AutoSealed | null> {
-  if (!wantsSeal(listed.length, lower?.manifest.entries.length ?? 0)) return null;
+export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void): Promise<AutoSealed | null> {
+  // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
+  const fp = filesPrefix(tenant, ws);
+  const settled = lower ? listed.filter((o) => !isWhiteout(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
+  const fresh = settled.length ? listed.filter((o) => !settled.includes(o)) : listed;
+  if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0)) {
+    if (settled.length >= SEAL_MIN_UPPER && background) background(removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}));
+    return null;
+  }
   let s;
   try {
-    s = await seal(deps, tenant, ws, rec.meta.base, listed);
+    s = await seal(deps, tenant, ws, rec.meta.base, fresh);
   } catch (e) {
     console.warn(`auto-seal of ${ws}: the seal failed, the workspace stays as it was`, e);
     return { layer: lower, sealed: 0, kept: 0 };
@@ -70,10 +85,17 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
     else console.warn(`auto-seal of ${ws}: the pointer switch failed`, e);
     return { layer: await layerOf(deps, tenant, await readMeta(deps.storage, tenant, ws)), sealed: 0, kept: 0 };
   }
-  const kept = await settleSealed(deps.storage, tenant, ws, s).catch((e: unknown) => {
-    // The switch stands; upper objects not deleted are the same versions as the lower ones (harmless, sealed again later).
+  const layer = { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest };
+  const settle = settleSealed(deps.storage, tenant, ws, s).catch((e: unknown) => {
+    // The switch stands; upper objects not deleted hold the lower entries' etags (the same bytes): removed by a later run.
     console.warn(`auto-seal of ${ws}: removing the sealed upper objects failed`, e);
     return s.sealed.map((x) => x.key);
   });
-  return { layer: { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest }, sealed: s.sealed.length - kept.length, kept: kept.length };
+  if (background) {
+    // After the answer (Workers: waitUntil): the run's fetch reads packs meanwhile (an upper object with the lower etag is the same bytes).
+    background(settle);
+    return { layer, sealed: s.sealed.length, kept: 0 };
+  }
+  const kept = await settle;
+  return { layer, sealed: s.sealed.length - kept.length, kept: kept.length };
 }
