@@ -17,6 +17,7 @@ import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { PutOptions, StorageDriver } from "../../../lib/storage/types.js";
+import type { BatchFile } from "../../../lib/exec/sync-batch.js";
 
 const raw = r2Driver(env.FILES);
 const SECRET = "a-test-secret-of-some-length";
@@ -51,10 +52,10 @@ function hooked(hook: { put: Hook | null; del: ((keys: string[]) => Promise<void
 const appHook: { put: Hook | null; del: ((keys: string[]) => Promise<void>) | null } = { put: null, del: null };
 const app = testApp({ storage: hooked(appHook) });
 
-async function runner(t: Tenant, storage: StorageDriver = raw, autoSeal = true) {
+async function runner(t: Tenant, storage: StorageDriver = raw, autoSeal = true, background?: (p: Promise<unknown>) => void) {
   const manifests = new ManifestCache(); // per isolate, as createApp makes it
   const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) =>
-    handleSync(new Request(input, init), { driver: storage, manifests, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET, autoSeal })) as typeof fetch;
+    handleSync(new Request(input, init), { driver: storage, manifests, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET, autoSeal, ...(background ? { background } : {}) })) as typeof fetch;
   return httpSyncClient({ url: "https://api.example", token: await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "run1" }, 60), fetch: fetchFn });
 }
 
@@ -225,6 +226,53 @@ describe("a run's manifest on a plain workspace of raw uploads", () => {
     };
     expect(await (await runner(u, hooked(hook), false)).delete("src/f0009.txt", { ifMatch: before })).toEqual({ ok: false, conflict: true });
     expect(await text(u, "src/f0009.txt")).toBe("changed\n");
+  });
+});
+
+describe("the removal of the sealed objects after the answer (waitUntil)", () => {
+  it("the answer comes first; the run's fetch reads packs while the sealed objects are still there; then they go", async () => {
+    const t = await newTenant(app);
+    await rawFiles(t, 300);
+    const later: Promise<unknown>[] = [];
+    const ops: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    // The removal waits at its first delete until the fetch below is done.
+    const c = await runner(t, hooked({ put: null, del: () => gate }, ops), true, (p) => later.push(p));
+    const a = (await c.manifestSince({ buckets: 4 }))!;
+    expect(later.length).toBe(1);
+    expect(await count(fp(t))).toBe(300); // not removed yet
+    ops.length = 0;
+    const got: BatchFile[] = [];
+    for await (const f of (await c.fetchMany(a.files.slice(0, 50).map((f) => f.path), a.files.slice(0, 50).map((f) => f.etag)))!) got.push(f);
+    expect(got.filter((f) => "bytes" in f).length).toBe(50);
+    expect(ops.filter((o) => o.startsWith(`get ${fp(t)}`))).toEqual([]);
+    expect(ops.some((o) => o.includes("/packs/"))).toBe(true);
+    open();
+    await Promise.all(later);
+    expect(await count(fp(t))).toBe(0);
+  });
+
+  it("sealed objects left behind (the background work cut short) are not sealed again: a later run removes them after its answer", async () => {
+    const t = await newTenant(app);
+    await rawFiles(t, 300);
+    const cut = async () => {
+      throw new Error("cut short");
+    };
+    const later0: Promise<unknown>[] = [];
+    await (await runner(t, hooked({ put: null, del: cut }), true, (p) => later0.push(p))).manifestSince({ buckets: 4 }); // its removal fails
+    await Promise.all(later0);
+    const base = (await readMeta(raw, t.tenant, t.ws))!.meta.base;
+    expect(await count(fp(t))).toBe(300);
+    const later: Promise<unknown>[] = [];
+    const ops: string[] = [];
+    const a = (await (await runner(t, hooked({ put: null, del: null }, ops), true, (p) => later.push(p))).manifestSince({ buckets: 4 }))!;
+    expect(a.count).toBe(300);
+    expect((await readMeta(raw, t.tenant, t.ws))!.meta.base).toBe(base);
+    expect(ops.filter((o) => o.startsWith(`get ${fp(t)}`))).toEqual([]);
+    await Promise.all(later);
+    expect(await count(fp(t))).toBe(0);
+    expect(await text(t, "src/f0010.txt")).toBe(body(10));
   });
 });
 
