@@ -63,7 +63,8 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
   // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
   const fp = filesPrefix(tenant, ws);
   const settled = lower ? listed.filter((o) => !isWhiteout(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
-  const fresh = settled.length ? listed.filter((o) => !settled.includes(o)) : listed;
+  const done = new Set(settled);
+  const fresh = settled.length ? listed.filter((o) => !done.has(o)) : listed;
   if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0)) {
     if (settled.length >= SEAL_MIN_UPPER && background) background(removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}));
     return null;
