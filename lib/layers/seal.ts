@@ -13,7 +13,7 @@ import { newLayerId, PackWriter } from "./pack-writer.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
 /** Upper objects read at once while sealing, and the listed bytes they may hold; files up to WHOLE are read whole. */
-const READS = 16;
+const READS = 32;
 const READ_BYTES = 16 * 1024 * 1024;
 const WHOLE = 4 * 1024 * 1024;
 
