@@ -99,6 +99,7 @@ export function createHandler(opts: HandlerOptions): Handler {
   const close = async () => {
     closing.abort();
     await Promise.allSettled([...inflight]);
+    await cache.emptied();
   };
   return Object.assign(handle, { cache, close });
 }

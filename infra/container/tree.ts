@@ -16,6 +16,7 @@ import { ManifestView } from "../../lib/exec/sync-view.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import type { DirListings, WalkResult } from "./changes.js";
 import { download, spreadDirectories } from "./download.js";
+import { Trash } from "./trash.js";
 
 export interface FileState {
   etag: string;
@@ -144,17 +145,22 @@ export class TreeCache {
   private slots = new Map<string, Slot[]>();
   private init: Promise<void> | null = null;
   private seq = 0;
+  /** Dropped slots are deleted off the call's path (trash.ts), in `<root>.trash`. */
+  private trash: Trash;
 
   /**
    * exclusive: keep one workspace's trees at a time (a host-isolated sandbox, where a
    * command could read any tree on disk: acquiring another workspace's slot drops the rest).
    */
-  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8, private readonly exclusive = false) {}
+  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8, private readonly exclusive = false) {
+    this.trash = new Trash(`${root}.trash`);
+  }
 
   /** Trees left by an earlier process are not trusted: start empty. */
   private ready(): Promise<void> {
     this.init ??= (async () => {
-      await fs.rm(this.root, { recursive: true, force: true });
+      await this.trash.open();
+      await this.trash.discard(this.root);
       await fs.mkdir(this.root, { recursive: true, mode: 0o711 });
       await fs.chmod(this.root, 0o711);
     })();
@@ -200,7 +206,21 @@ export class TreeCache {
     const list = this.slots.get(slot.key) ?? [];
     list.splice(list.indexOf(slot), 1);
     if (list.length === 0) this.slots.delete(slot.key);
-    await fs.rm(slot.dir, { recursive: true, force: true });
+    await this.trash.discard(slot.dir);
+  }
+
+  /**
+   * Resolves when the command of a run may start: in exclusive mode once every dropped tree is
+   * deleted (the command could read it), otherwise at once (the sandbox shows the command its
+   * own tree only; the trash empties in the background).
+   */
+  async beforeCommand(): Promise<void> {
+    if (this.exclusive) await this.trash.emptied();
+  }
+
+  /** Resolves once every dropped tree is deleted (shutdown, tests). */
+  emptied(): Promise<void> {
+    return this.trash.emptied();
   }
 
   /** Wipes every slot of a tenant (tests, and an admin "forget this tenant"). */
