@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { TreeCache, type Slot } from "../../../infra/container/tree.js";
+import { TreeCache } from "../../../infra/container/slot-cache.js";
+import type { Slot } from "../../../infra/container/tree.js";
 
 const dirs: string[] = [];
 afterAll(() => {
