@@ -12,11 +12,13 @@ import { spreadDirectories } from "./download.js";
 import { Trash } from "./trash.js";
 import type { Owner, Slot } from "./tree.js";
 
+const TRASH = ".trash";
+
 export class TreeCache {
   private slots = new Map<string, Slot[]>();
   private init: Promise<void> | null = null;
   private seq = 0;
-  /** Dropped slots are deleted off the call's path (trash.ts), in `<root>.trash`. */
+  /** Dropped slots are deleted off the call's path (trash.ts), in `<root>/.trash` (no slot has that name). */
   private trash: Trash;
 
   /**
@@ -24,16 +26,16 @@ export class TreeCache {
    * command could read any tree on disk: acquiring another workspace's slot drops the rest).
    */
   constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8, private readonly exclusive = false) {
-    this.trash = new Trash(`${root}.trash`);
+    this.trash = new Trash(join(root, TRASH));
   }
 
-  /** Trees left by an earlier process are not trusted: start empty. */
+  /** Trees left by an earlier process are not trusted: start empty (their deletion runs in the background). */
   private ready(): Promise<void> {
     this.init ??= (async () => {
-      await this.trash.open();
-      await this.trash.discard(this.root);
       await fs.mkdir(this.root, { recursive: true, mode: 0o711 });
       await fs.chmod(this.root, 0o711);
+      await this.trash.open();
+      for (const name of await fs.readdir(this.root)) if (name !== TRASH) await this.trash.discard(join(this.root, name));
     })();
     return this.init;
   }

@@ -23,14 +23,14 @@ export class Trash {
     for (const name of await fs.readdir(this.dir)) this.remove(join(this.dir, name));
   }
 
-  /** Takes `path` out of use at once and deletes it in the background. Nothing there: nothing to do. */
+  /** Takes `path` out of use at once and deletes it in the background. */
   async discard(path: string): Promise<void> {
     const aside = join(this.dir, randomBytes(8).toString("hex"));
     try {
       await fs.rename(path, aside);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
-      await fs.rm(path, { recursive: true, force: true }); // cannot move it: delete it in place, now
+    } catch {
+      // Nothing there, or the trash is gone (something wiped it): delete in place, now. Never leave it.
+      await fs.rm(path, { recursive: true, force: true });
       return;
     }
     this.remove(aside);

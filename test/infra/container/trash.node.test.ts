@@ -37,11 +37,11 @@ describe("TreeCache: dropped trees go to the trash", () => {
     fill(slot, "w1\n");
     await cache.release(slot, true);
     expect(existsSync(slot.dir)).toBe(false);
-    expect(readdirSync(root)).toEqual([]);
+    expect(readdirSync(root)).toEqual([".trash"]);
     // The release did not wait for the delete: the tree is still in the trash.
-    expect(readdirSync(`${root}.trash`)).toHaveLength(1);
+    expect(readdirSync(join(root, ".trash"))).toHaveLength(1);
     await cache.emptied();
-    expect(readdirSync(`${root}.trash`)).toEqual([]);
+    expect(readdirSync(join(root, ".trash"))).toEqual([]);
   });
 
   it("a slot released unclean is wiped the same way", async () => {
@@ -52,10 +52,21 @@ describe("TreeCache: dropped trees go to the trash", () => {
     await cache.release(slot, false);
     expect(existsSync(slot.dir)).toBe(false);
     await cache.emptied();
-    expect(readdirSync(`${root}.trash`)).toEqual([]);
+    expect(readdirSync(join(root, ".trash"))).toEqual([]);
     const again = await cache.acquire("acme", "w1");
     expect(again.dir).not.toBe(slot.dir);
     expect(readdirSync(again.tree).filter((n) => n.startsWith("d"))).toEqual([]);
+  });
+
+  it("a trash removed from under the cache (the process sandbox's wipe, an operator) still deletes what is dropped", async () => {
+    const root = join(base(), "slots");
+    const cache = new TreeCache(root, null, 0);
+    const slot = await cache.acquire("acme", "w1");
+    fill(slot, "w1\n");
+    rmSync(join(root, ".trash"), { recursive: true });
+    await cache.release(slot, true);
+    expect(existsSync(slot.dir)).toBe(false);
+    expect(readdirSync(root)).toEqual([]);
   });
 
   it("exclusive: another workspace's tree is gone from the disk before a command may start", async () => {
@@ -79,15 +90,15 @@ describe("TreeCache: dropped trees go to the trash", () => {
     const old = await before.acquire("acme", "w1");
     fill(old, "old\n");
     await before.release(old, true); // kept as an idle slot
-    mkdirSync(`${root}.trash/leftover`, { recursive: true }); // a delete the old process did not finish
-    writeFileSync(`${root}.trash/leftover/f`, "x");
+    mkdirSync(join(root, ".trash", "leftover"), { recursive: true }); // a delete the old process did not finish
+    writeFileSync(join(root, ".trash", "leftover", "f"), "x");
 
     const after = new TreeCache(root, null); // the process restarted
     const slot = await after.acquire("acme", "w1");
-    expect(readdirSync(root)).toEqual([slot.dir.slice(root.length + 1)]);
+    expect(readdirSync(root).sort()).toEqual([".trash", slot.dir.slice(root.length + 1)].sort());
     expect(readdirSync(slot.tree).filter((n) => n.startsWith("d"))).toEqual([]);
     await after.emptied();
-    expect(readdirSync(`${root}.trash`)).toEqual([]);
+    expect(readdirSync(join(root, ".trash"))).toEqual([]);
     await after.release(slot, true);
   });
 });
