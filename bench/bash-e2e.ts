@@ -123,7 +123,7 @@ export async function benchBash(runner: LocalRunner, clients: Map<number, Toolsh
       await runner.restart();
       return echo();
     }, { ...opts, iterations: coldN, minIterations: coldN, warmup: 0, budgetMs: Infinity });
-    rows.push({ op: "bash echo hi, cold", size, cell: cold, note: "runner restarted: whole workspace downloaded" });
+    rows.push({ op: "bash echo hi, cold", size, cell: cold, note: "runner restarted (new empty root; old roots deleted when the bench ends): whole workspace downloaded" });
     const warm = await measure(echo, opts);
     rows.push({ op: "bash echo hi, warm", size, cell: warm });
     const changed = await measure(async (i) => {
