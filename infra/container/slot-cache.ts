@@ -88,7 +88,7 @@ export class TreeCache {
    * own tree only; the trash empties in the background).
    */
   async beforeCommand(): Promise<void> {
-    if (this.exclusive) await this.trash.emptied();
+    if (this.exclusive) await this.trash.clear(); // a tree it cannot delete stops the run
   }
 
   /** Resolves once every dropped tree is deleted (shutdown, tests). */

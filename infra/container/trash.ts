@@ -4,7 +4,7 @@
  * and deleted in the background. Deleting 10,000 files takes seconds, and on ext4 it slows the
  * creates that follow (the allocator skips recently freed inodes one by one), so it must not sit
  * between a command and its answer. Where a command could read any tree on disk (TreeCache's
- * exclusive mode), the runner waits for `emptied()` before the command starts.
+ * exclusive mode), the runner waits for `clear()` before the command starts.
  */
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
@@ -36,9 +36,15 @@ export class Trash {
     this.remove(aside);
   }
 
-  /** Resolves once every tree discarded so far is deleted. */
+  /** Resolves once every background delete started so far has ended (a failed one leaves its tree in the trash). */
   async emptied(): Promise<void> {
     while (this.pending.size) await Promise.all([...this.pending]);
+  }
+
+  /** Waits for the background deletes, then deletes what they left, now; throws if that fails. */
+  async clear(): Promise<void> {
+    await this.emptied();
+    for (const name of await fs.readdir(this.dir)) await fs.rm(join(this.dir, name), { recursive: true, force: true });
   }
 
   private remove(path: string): void {

@@ -4,6 +4,7 @@
  * cache (exclusive) waits for the deletion before a command may start; a new process neither
  * keeps nor waits for the trees of the one before.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,6 +83,29 @@ describe("TreeCache: dropped trees go to the trash", () => {
     const left = (dir: string): string[] => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
     expect(left(b)).toEqual([]);
     await cache.release(w2, true);
+  });
+
+  it("exclusive: a tree that cannot be deleted stops the command (never left readable under it)", async (ctx) => {
+    const root = join(base(), "slots");
+    const cache = new TreeCache(root, null, 8, true);
+    const w1 = await cache.acquire("acme", "w1");
+    fill(w1, "w1 secret\n");
+    const stuck = join(w1.tree, "d0", "f0.txt");
+    try {
+      execFileSync("chattr", ["+i", stuck]); // immutable: not even root can unlink it
+    } catch {
+      return ctx.skip(); // not root, or a file system without the flag
+    }
+    try {
+      await cache.release(w1, true);
+      const w2 = await cache.acquire("acme", "w2");
+      await expect(cache.beforeCommand()).rejects.toThrow();
+      await cache.release(w2, true);
+    } finally {
+      for (const name of readdirSync(join(root, ".trash"))) execFileSync("chattr", ["-i", join(root, ".trash", name, "tree", "d0", "f0.txt")]);
+    }
+    await cache.beforeCommand(); // deletable again: the next run proceeds
+    expect(readdirSync(join(root, ".trash"))).toEqual([]);
   });
 
   it("a new process starts empty and deletes the old trees (and an old trash) in the background", async () => {
