@@ -17,7 +17,8 @@ import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-view.js";
 import { diff, walk, type Change, type WalkResult } from "./changes.js";
-import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot, type TreeCache } from "./tree.js";
+import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot } from "./tree.js";
+import type { TreeCache } from "./slot-cache.js";
 import { stageTree } from "./stage.js";
 import { dirChanges, dirOutcome, reconcileDirs, settleDirs, splitManifest, writeBackDirs, type DirOutcome } from "./dirs.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
@@ -154,6 +155,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // the slot's view crosses the wire, and an unchanged workspace on a synced slot needs no
     // reconcile at all (it would change nothing).
     const manifest = await conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
+    const tManifest = Date.now();
     const manifestFiles = slot.view.size;
     const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
     const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
@@ -184,6 +186,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let baseBytes = 0;
     for (const f of slot.files.values()) baseBytes += f.size;
     const overQuota = new AbortController();
+    await deps.cache.beforeCommand();
     const staged = await stageTree(slot.tree, deps.stageDir);
     const disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
     let exit: SandboxExit;
@@ -202,6 +205,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
 
     const t1 = Date.now();
     const after = await walk(slot.tree, slot.listings);
+    const tWalk = Date.now();
     const changes = await diff(slot, after);
     let afterBytes = 0;
     for (const f of after.files.values()) afterBytes += f.size;
@@ -274,7 +278,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       },
     };
     // Benchmarks (bench/git-writeback.ts) read the sync timings here; the tools do not show them.
-    if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync })}`);
+    if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync, manifest_ms: tManifest - t0, walk_ms: tWalk - t1 })}`);
     return result;
   } finally {
     await deps.cache.release(slot, clean);
