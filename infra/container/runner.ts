@@ -156,7 +156,6 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // set up while it is answered, and its command waits at the gate until the tree is ready.
     const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
     listed.catch(() => {}); // awaited below, unless staging fails first
-    await fs.mkdir(join(deps.workDir, "logs"), { recursive: true, mode: 0o700 });
     const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
     const out = new OutputCollector(limits.output_bytes, logPath);
     const overQuota = new AbortController();
@@ -211,7 +210,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         go(false); // the command never starts; the sandbox ends
         await running.catch(() => {});
         await out.close();
-        await fs.rm(logPath, { force: true });
+        if (out.hasLog) await fs.rm(logPath, { force: true });
         throw e;
       }
       go(true);
@@ -242,7 +241,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
-    await fs.rm(logPath, { force: true });
+    if (out.hasLog) await fs.rm(logPath, { force: true });
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];
