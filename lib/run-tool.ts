@@ -129,7 +129,8 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
     throw e;
   }
   // The undo record of this call (one create-only object; none when nothing changed): lib/undo/.
-  // Beside it, the session records the tool started (Workspace.recordWrite): one round trip for both.
+  // Beside it, the session records the tool started (Workspace.put's `record`): one round trip for
+  // both, or none when both were written beside the call's last write (its etag known in advance).
   const [committed] = await Promise.all([undo?.commit(), ctx.ws.settleRecords()]);
   const callId = committed ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
   return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data, ...(callId ? { call_id: callId } : {}) };

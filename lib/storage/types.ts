@@ -63,6 +63,13 @@ export interface DeleteTarget {
 
 export interface StorageDriver {
   readonly name: string;
+  /**
+   * true: a single put's etag is the MD5 hex of its body (R2; S3 single-part PUTs without
+   * SSE-KMS). The Workspace then knows a write's etag before it lands, and writes what names it
+   * (the undo record, the session record) beside the write instead of after it; it checks the
+   * etag the put returns and repairs both if they differ. Wrappers pass it through.
+   */
+  readonly contentEtags?: boolean;
   head(key: string): Promise<ObjectInfo | null>;
   /** null when the object does not exist. A range past the end returns an empty body. */
   get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null>;

@@ -8,8 +8,9 @@ import type { RecordStore } from "../records/store.js";
 import type { FileInfo } from "./workspace.js";
 
 export class SessionFiles {
-  /** Record writes under way (recordWrite), awaited by settle. */
+  /** Record writes under way (recordWrite), awaited by settle; the last one per path, so a later write of a path starts after it. */
   private readonly writes: Promise<void>[] = [];
+  private readonly lastWrite = new Map<string, Promise<void>>();
 
   constructor(private readonly records: RecordStore) {}
 
@@ -22,13 +23,16 @@ export class SessionFiles {
   }
 
   /**
-   * After this session's own write: the new version is the one it knows (no read of the old
-   * record: it always differs). The KV write starts now and runs beside the rest of the call;
-   * executeTool waits for it (settle) with the undo record, before the call answers.
+   * After (or beside: Workspace.put) this session's own write: the new version is the one it knows
+   * (no read of the old record: it always differs). The KV write starts now and runs beside the
+   * rest of the call; executeTool waits for it (settle) before the call answers. Writes of one
+   * path run in the order asked (a correction waits for the write it corrects).
    */
   recordWrite(path: string, etag: string): void {
-    const p = this.records.set(path, etag);
+    const before = this.lastWrite.get(path);
+    const p = before ? before.catch(() => {}).then(() => this.records.set(path, etag)) : this.records.set(path, etag);
     p.catch(() => {}); // its failure surfaces in settle
+    this.lastWrite.set(path, p);
     this.writes.push(p);
   }
 

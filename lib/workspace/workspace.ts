@@ -22,6 +22,8 @@ import type { UndoJournal } from "../undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
+import { md5Hex } from "../storage/md5.js";
+import { utf8 } from "../text.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -270,8 +272,15 @@ export class Workspace {
   /**
    * Writes a file. `ifMatch` guards an overwrite, `create` makes it create-only.
    * Refuses a path that is a directory or lies below a file.
+   * `record`: the session now knows the version written (read-before-write: session-files.ts).
+   * `last`: this is the call's last change (its undo record may be written now).
+   * Both are written BESIDE the file's PUT when the storage's etags are content hashes
+   * (StorageDriver.contentEtags): one round trip for the three. If the PUT is refused, the undo
+   * record is deleted (UndoJournal.refused); the session record is left naming a version of
+   * exactly the bytes this session sent, which it knows: it lets the session change the file only
+   * while it holds those bytes. If the PUT lands at another etag than expected, both are rewritten.
    */
-  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean } = {}): Promise<FileInfo> {
+  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean; record?: boolean; last?: boolean } = {}): Promise<FileInfo> {
     // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
     if (opts.ifMatch === undefined && !opts.placeChecked) await this.checkPlace(path);
     if (this.undo && opts.ifMatch === undefined && !opts.create) {
@@ -284,17 +293,24 @@ export class Workspace {
       const current = await this.head(path);
       throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
     }
+    const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+    const expected = bytes && this.driver.contentEtags && (opts.record || opts.last) ? md5Hex(bytes) : null;
+    if (expected !== null) {
+      if (opts.last) this.undo?.writeBeside(path, expected);
+      if (opts.record) this.session.recordWrite(path, expected);
+    }
     try {
-      const o = await this.driver.put(this.key(path), body, {
+      const o = await this.driver.put(this.key(path), bytes ?? body, {
         ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
         ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
         ...(opts.length !== undefined ? { length: opts.length } : {}),
         ...(opts.contentType ? { contentType: opts.contentType } : {}),
       });
       const info = this.toInfo(o);
-      this.undo?.landed(path, info.etag);
+      this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
+      if (opts.record && info.etag !== expected) this.session.recordWrite(path, info.etag);
       this.bytesWritten += info.size;
-      await this.notify(path, info, typeof body === "string" ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : undefined);
+      await this.notify(path, info, bytes);
       return info;
     } catch (e) {
       await this.undo?.refused(path);
@@ -455,12 +471,7 @@ export class Workspace {
     return this.session.recordRead(path, etag);
   }
 
-  /** After this session's own write: the KV write starts now; executeTool waits for it (settleRecords). */
-  recordWrite(path: string, etag: string): void {
-    this.session.recordWrite(path, etag);
-  }
-
-  /** Waits for the record writes recordWrite started; throws the first failure. */
+  /** Waits for the session record writes put({ record: true }) started; throws the first failure. */
   settleRecords(): Promise<void> {
     return this.session.settle();
   }

@@ -25,6 +25,7 @@ async function r2Body(body: PutBody, length: number | undefined): Promise<Readab
 export function r2Driver(bucket: R2Bucket): StorageDriver {
   return {
     name: "r2",
+    contentEtags: true,
     async head(key) {
       const o = await bucket.head(key);
       return o && !isTombstone(o) ? info(o) : null;

@@ -20,6 +20,8 @@ import { ConditionFailedError, deleteTargets, quoteEtag, throwIfRefused, unquote
 export interface S3DriverOptions {
   client: S3Client;
   bucket: string;
+  /** false for a bucket whose etags are not the MD5 of the body (SSE-KMS encryption); default true (StorageDriver.contentEtags). */
+  contentEtags?: boolean;
 }
 
 interface SdkError { name?: string; $metadata?: { httpStatusCode?: number } }
@@ -92,7 +94,7 @@ async function putBody(body: PutBody, length: number | undefined): Promise<{ bod
   return { body: bytes, size: bytes.length };
 }
 
-export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
+export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOptions): StorageDriver {
   const Bucket = bucket;
 
   async function head(key: string): Promise<ObjectInfo | null> {
@@ -149,6 +151,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
 
   return {
     name: "s3",
+    ...(contentEtags ? { contentEtags: true } : {}),
     head,
 
     async get(key, opts) {
