@@ -189,11 +189,10 @@ export class UndoJournal {
   }
 
   /**
-   * The write of `path` was refused: the record written beside it (if any) is deleted, so it is
-   * never listed nor applied; its capture (and its blob) is forgotten when nothing of the call landed there.
+   * The write of `path` was refused: forget its capture (and its blob) when nothing of the call
+   * landed there. A record written beside it no longer names what the call did: commit() deletes it.
    */
   async refused(path: string): Promise<void> {
-    if (this.beside?.path === path) await this.dropBeside();
     const c = this.changes.get(path);
     if (!c || this.landedPaths.has(path)) return;
     this.changes.delete(path);
@@ -244,7 +243,9 @@ export class UndoJournal {
   /**
    * Writes the record (create-only) when the call changed something; returns the call id, or null.
    * A record already written beside the last write (writeBeside) is kept when it names exactly what
-   * the call did; else it is deleted and the right one written.
+   * the call did; else (the write was refused, landed at another etag, or more followed) it is
+   * deleted, so it is never listed nor applied, and the right one (if any) written. Every call that
+   * has a journal ends here, failed or not (executeTool, the sync requests).
    */
   async commit(): Promise<string | null> {
     try {

@@ -177,12 +177,12 @@ describe("undo journal: the record written beside the call's last write (writeBe
     expect(recs[0]!.changes).toEqual([{ path: "a.txt", before: { etag: old.etag, size: 4, inline: btoa("old\n") }, after: now.etag }]);
   });
 
-  it("the write was refused: the record written beside is deleted (never listed), commit writes none", async () => {
+  it("the write was refused: commit deletes the record written beside (never listed) and writes none", async () => {
     const { s, j, ops } = await setup();
     j.writeBeside("a.txt", "predicted-etag");
     await j.refused("a.txt");
-    expect(await undoKeys(s.storage)).toEqual([]);
     expect(await j.commit()).toBeNull();
+    expect(await undoKeys(s.storage)).toEqual([]);
     expect(ops).toEqual(["put record", "delete"]);
   });
 
