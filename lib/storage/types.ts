@@ -13,6 +13,8 @@ export interface ObjectInfo {
   etag: string;
   modified: Date;
   contentType?: string;
+  /** The session that wrote this version (PutOptions.writer), from a HEAD or GET (listings may omit it). */
+  writer?: string;
 }
 
 export interface GetResult extends ObjectInfo {
@@ -29,6 +31,12 @@ export interface PutOptions {
   contentType?: string;
   /** Byte length of a stream body; required by some backends to stream without buffering. */
   length?: number;
+  /**
+   * The session writing this version, kept with the object (R2 custom metadata, S3 x-amz-meta-writer)
+   * and given back by head and get as `writer`: the session knows a version it wrote itself
+   * (lib/workspace/session-files.ts) without a record of its own. A put without it clears it.
+   */
+  writer?: string;
 }
 
 export interface ListOptions {

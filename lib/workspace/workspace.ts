@@ -33,6 +33,8 @@ export interface FileInfo {
   etag: string;
   modified: Date;
   contentType?: string;
+  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
+  writer?: string;
 }
 
 /** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
@@ -142,7 +144,7 @@ export class Workspace {
 
   /** A file's info from its storage object. */
   toInfo(o: ObjectInfo): FileInfo {
-    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}) };
+    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}), ...(o.writer ? { writer: o.writer } : {}) };
   }
 
   async head(path: string): Promise<FileInfo | null> {
@@ -272,13 +274,11 @@ export class Workspace {
   /**
    * Writes a file. `ifMatch` guards an overwrite, `create` makes it create-only.
    * Refuses a path that is a directory or lies below a file.
-   * `record`: the session now knows the version written (read-before-write: session-files.ts).
-   * `last`: this is the call's last change (its undo record may be written now).
-   * Both are written BESIDE the file's PUT when the storage's etags are content hashes
-   * (StorageDriver.contentEtags): one round trip for the three. If the PUT is refused, the undo
-   * record is deleted (UndoJournal.refused); the session record is left naming a version of
-   * exactly the bytes this session sent, which it knows: it lets the session change the file only
-   * while it holds those bytes. If the PUT lands at another etag than expected, both are rewritten.
+   * `record`: the session knows the version written: it is written with the session as its
+   * `writer` (read-before-write: session-files.ts), no KV record.
+   * `last`: this is the call's last change: its undo record is written BESIDE the file's PUT when
+   * the storage's etags are content hashes (StorageDriver.contentEtags), one round trip for both;
+   * UndoJournal.commit() deletes it when the PUT was refused or landed at another etag.
    */
   async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean; record?: boolean; last?: boolean } = {}): Promise<FileInfo> {
     // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
@@ -294,21 +294,17 @@ export class Workspace {
       throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
     }
     const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
-    const expected = bytes && this.driver.contentEtags && (opts.record || opts.last) ? md5Hex(bytes) : null;
-    if (expected !== null) {
-      if (opts.last) this.undo?.writeBeside(path, expected);
-      if (opts.record) this.session.recordWrite(path, expected);
-    }
+    if (bytes && opts.last && this.undo && this.driver.contentEtags) this.undo.writeBeside(path, md5Hex(bytes));
     try {
       const o = await this.driver.put(this.key(path), bytes ?? body, {
         ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
         ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
         ...(opts.length !== undefined ? { length: opts.length } : {}),
         ...(opts.contentType ? { contentType: opts.contentType } : {}),
+        ...(opts.record ? { writer: this.session.id } : {}),
       });
       const info = this.toInfo(o);
       this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
-      if (opts.record && info.etag !== expected) this.session.recordWrite(path, info.etag);
       this.bytesWritten += info.size;
       await this.notify(path, info, bytes);
       return info;
@@ -466,14 +462,9 @@ export class Workspace {
 
   // ---- session records (session-files.ts) ----
 
-  /** The session read `path` at `etag`. */
-  recordRead(path: string, etag: string): Promise<void> {
-    return this.session.recordRead(path, etag);
-  }
-
-  /** Waits for the session record writes put({ record: true }) started; throws the first failure. */
-  settleRecords(): Promise<void> {
-    return this.session.settle();
+  /** The session read `path` at `etag` (`writer`: the version's, when known: the session's own needs no record). */
+  recordRead(path: string, etag: string, writer?: string): Promise<void> {
+    return this.session.recordRead(path, etag, writer);
   }
 
   /** Before changing an existing file: the session must have read it, and it must not have changed since. */

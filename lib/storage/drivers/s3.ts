@@ -106,6 +106,7 @@ export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOption
         etag: unquoteEtag(r.ETag ?? ""),
         modified: r.LastModified ?? new Date(0),
         ...(r.ContentType ? { contentType: r.ContentType } : {}),
+        ...(r.Metadata?.writer ? { writer: r.Metadata.writer } : {}),
       };
     } catch (e) {
       if (isNotFound(e)) return null;
@@ -190,6 +191,7 @@ export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOption
         etag: unquoteEtag(r.ETag ?? ""),
         modified: r.LastModified ?? new Date(0),
         ...(r.ContentType ? { contentType: r.ContentType } : {}),
+        ...(r.Metadata?.writer ? { writer: r.Metadata.writer } : {}),
         body,
         range: { offset: start, length },
       };
@@ -206,6 +208,7 @@ export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOption
             Body: Body as Uint8Array,
             ContentLength: size,
             ...(opts.contentType ? { ContentType: opts.contentType } : {}),
+            ...(opts.writer ? { Metadata: { writer: opts.writer } } : {}),
             ...(opts.ifMatch !== undefined ? { IfMatch: quoteEtag(opts.ifMatch) } : {}),
             ...(opts.ifNoneMatch !== undefined ? { IfNoneMatch: opts.ifNoneMatch } : {}),
           }),
@@ -217,6 +220,7 @@ export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOption
           // PutObject does not return LastModified; the client clock is close enough.
           modified: new Date(),
           ...(opts.contentType ? { contentType: opts.contentType } : {}),
+          ...(opts.writer ? { writer: opts.writer } : {}),
         };
       } catch (e) {
         const status = statusOf(e);

@@ -181,11 +181,11 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo
     // keeps; it and the session record start beside meta.json. The new etag is the MD5 of the bytes
     // (StorageDriver.contentEtags), so the call's undo record (the replaced version's bytes inline, no
-    // blob: lib/undo/) and the session record of the new version are written BESIDE the file's PUT.
-    // Index upkeep runs after the response.
+    // blob: lib/undo/) is written BESIDE the file's PUT. No KV PUT: the version carries the session as
+    // its writer (lib/workspace/session-files.ts). Index upkeep runs after the response.
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
-      sorted(["r2.put file", "r2.put internal:undo", "kv.put record"]),
+      sorted(["r2.put file", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
   });
@@ -198,12 +198,20 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
       // The place of a new file (Workspace.checkPlace): not a directory (LIST), no file above it (HEAD src).
       sorted(["r2.list file", "r2.head file"]),
-      // The undo record (a create: no before-image) and the session record beside the PUT.
-      sorted(["r2.put file", "r2.put internal:undo", "kv.put record"]),
+      // The undo record (a create: no before-image) beside the PUT.
+      sorted(["r2.put file", "r2.put internal:undo"]),
       // A create in a plain workspace re-reads the layer pointer (lib/layers/plain-driver.ts): a packed
       // bash write-back may have made the workspace layered, with this path in its new lower layer.
       ["r2.get meta.json"],
     ]);
+  });
+
+  it("read of a version the session wrote itself: no KV PUT (the version carries its writer)", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/a.ts" });
+    await call("write", { file_path: "src/a.ts", content: "export const a = 3;\n" });
+    const { onPath } = await call("read", { file_path: "src/a.ts" });
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
   });
 
   it("edit of a file the session read", async () => {
@@ -211,10 +219,10 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
     // One GET of the file (no HEAD first: Workspace.readForChange), its record read beside it; the
-    // PUT, the undo record (before-image inline) and the session record side by side.
+    // PUT and the undo record (before-image inline) side by side; no KV PUT.
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
-      sorted(["r2.put file", "r2.put internal:undo", "kv.put record"]),
+      sorted(["r2.put file", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
   });

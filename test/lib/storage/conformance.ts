@@ -145,6 +145,20 @@ export function describeStorageConformance(name: string, makeDriver: () => Stora
         if (driver.contentEtags) expect(empty.etag).toBe(md5Hex(new Uint8Array(0)));
       });
 
+      it("writer: kept with the version that was put with it (head, get), cleared by a put without it", async () => {
+        const key = `${fresh()}w`;
+        const put = await driver.put(key, "one", { writer: "s1" });
+        expect(put.writer).toBe("s1");
+        expect((await driver.head(key))!.writer).toBe("s1");
+        const got = await driver.get(key);
+        await got!.body.cancel();
+        expect(got!.writer).toBe("s1");
+        await driver.put(key, "two", { writer: "other:session_2" });
+        expect((await driver.head(key))!.writer).toBe("other:session_2");
+        await driver.put(key, "three");
+        expect((await driver.head(key))!.writer).toBeUndefined();
+      });
+
       it("returns an unquoted etag that changes when the content changes", async () => {
         const key = `${fresh()}v`;
         const etags = [];

@@ -1,10 +1,11 @@
 /**
- * write and edit write their undo record and their session record BESIDE the file's PUT, naming
- * the etag the PUT will leave (the MD5 of the bytes: StorageDriver.contentEtags), and keep small
- * before-images inside the record (lib/undo/journal.ts, Workspace.put). Through HTTP, real local R2:
- * a refused PUT leaves no undo record and no session record naming another writer's version; undo
- * of an inline before-image is exact; undo refuses when the file changed since; a storage whose
- * etags are not what was expected gets its records repaired.
+ * write and edit write their undo record BESIDE the file's PUT, naming the etag the PUT will leave
+ * (the MD5 of the bytes: StorageDriver.contentEtags), keep small before-images inside the record
+ * (lib/undo/journal.ts, Workspace.put), and write no session record: the version carries the session
+ * as its writer (lib/workspace/session-files.ts). Through HTTP, real local R2: a refused PUT leaves no
+ * undo record and the session does not know the other writer's version; undo of an inline
+ * before-image is exact; undo refuses when the file changed since; a storage whose etags are not
+ * what was expected gets its undo record repaired.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -119,7 +120,7 @@ describe("inline before-images (at most INLINE_BYTES): undo is exact; no blob is
   });
 });
 
-describe("a storage that claims content etags but returns others: the records written beside are repaired", () => {
+describe("a storage that claims content etags but returns others: the undo record written beside is repaired", () => {
   it("write, edit again unread, undo: all as if the etag had been known", async () => {
     const base = memoryDriver(); // etags m<version>-<size>, never the MD5
     const liar: StorageDriver = { ...base, contentEtags: true };
@@ -139,3 +140,17 @@ describe("a storage that claims content etags but returns others: the records wr
 
 // r2Driver is what testApp uses; this file relies on it declaring content etags.
 it("the R2 driver declares content etags", () => expect(r2Driver(env.FILES).contentEtags).toBe(true));
+
+describe("the session knows the versions it wrote (the object's writer), without a KV record", () => {
+  it("s1 writes: s1 edits again unread, s2 may not (NOT_READ); after a raw upload s1 may not either", async () => {
+    const t = await newTenant(app);
+    expect((await t.call("write", { file_path: "a.txt", content: "one\n" }, "s1")).status).toBe(200);
+    expect(await env.KV.list({ prefix: `rec/${t.tenant}/${t.ws}/s1/` }).then((r) => r.keys)).toEqual([]);
+    expect((await t.call("edit", { file_path: "a.txt", old_string: "one", new_string: "two" }, "s1")).status).toBe(200);
+    expect((await t.call("edit", { file_path: "a.txt", old_string: "two", new_string: "six" }, "s2")).body.error?.code).toBe("NOT_READ");
+    await upload(t, "a.txt", "two\n"); // same bytes, same etag, but no writer: the raw route is nobody's session
+    expect((await t.call("edit", { file_path: "a.txt", old_string: "two", new_string: "six" }, "s1")).body.error?.code).toBe("NOT_READ");
+    expect((await t.call("read", { file_path: "a.txt" }, "s1")).status).toBe(200);
+    expect((await t.call("edit", { file_path: "a.txt", old_string: "two", new_string: "six" }, "s1")).status).toBe(200);
+  });
+});
