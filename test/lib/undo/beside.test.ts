@@ -153,4 +153,14 @@ describe("the session knows the versions it wrote (the object's writer), without
     expect((await t.call("read", { file_path: "a.txt" }, "s1")).status).toBe(200);
     expect((await t.call("edit", { file_path: "a.txt", old_string: "two", new_string: "six" }, "s1")).status).toBe(200);
   });
+
+  it("apply_patch: the files it adds and updates count as read (their writer), with no KV record written", async () => {
+    const t = await newTenant(app);
+    await upload(t, "b.txt", "b\n");
+    const p = await t.call("apply_patch", { patch: "*** Begin Patch\n*** Add File: a.txt\n+alpha\n*** Update File: b.txt\n@@\n-b\n+bravo\n*** End Patch" }, "s1");
+    expect(p.status, JSON.stringify(p.body)).toBe(200);
+    expect(await env.KV.list({ prefix: `rec/${t.tenant}/${t.ws}/s1/` }).then((r) => r.keys)).toEqual([]);
+    expect((await t.call("edit", { file_path: "a.txt", old_string: "alpha", new_string: "A" }, "s1")).status).toBe(200);
+    expect((await t.call("edit", { file_path: "b.txt", old_string: "bravo", new_string: "B" }, "s1")).status).toBe(200);
+  });
 });
