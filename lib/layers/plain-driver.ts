@@ -31,6 +31,7 @@ export function plainDriver(inner: StorageDriver, view: PlainView): StorageDrive
   let moved: StorageDriver | null = null;
   return {
     name: inner.name,
+    ...(inner.contentEtags ? { contentEtags: true } : {}),
     head: (key) => (moved ?? inner).head(key),
     get: (key, opts) => (moved ?? inner).get(key, opts),
     list: (opts) => (moved ?? inner).list(opts),

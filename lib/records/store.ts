@@ -28,7 +28,7 @@ export class RecordStore {
   constructor(
     private readonly kv: KeyValueStore,
     private readonly scope: string,
-    private readonly session: string,
+    readonly session: string,
   ) {}
 
   private async key(path: string): Promise<string> {
