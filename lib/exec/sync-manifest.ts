@@ -66,6 +66,11 @@ export interface ManifestSource {
   layer: LowerLayer | null;
   /** The workspace's execute bits (read only when the query asks). */
   modes(): Promise<ExecModes>;
+  /**
+   * Given the upper listing, seals it when it is large (lib/layers/auto-seal.ts): the lower layer
+   * to answer from then (null: no seal was called for; the listing stands).
+   */
+  seal?(listed: readonly ObjectInfo[]): Promise<{ layer: LowerLayer | null } | null>;
 }
 
 /** A SyncClient that can answer a ManifestQuery (null: the other end cannot; use manifest()). */
@@ -155,7 +160,8 @@ export async function answerManifest(src: ManifestSource, q: ManifestQuery, maxP
   return a && (m === undefined ? a : { ...a, modes: m });
 }
 
-async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
+/** The upper layer (every file of a workspace without a lower layer), whiteouts included; null past maxPages. */
+async function listUpperPages(src: ManifestSource, maxPages: number): Promise<ObjectInfo[] | null> {
   const listed: ObjectInfo[] = [];
   let cursor: string | undefined;
   let pages = 0;
@@ -165,6 +171,19 @@ async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: numb
     for (const o of page.objects) listed.push(o);
     cursor = page.cursor;
   } while (cursor);
+  return listed;
+}
+
+async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
+  let listed = await listUpperPages(src, maxPages);
+  if (!listed) return null;
+  // A large upper layer is sealed first (then listed again: what stayed, or was written meanwhile).
+  const sealed = src.seal ? await src.seal(listed) : null;
+  if (sealed) {
+    src = { ...src, layer: sealed.layer };
+    listed = await listUpperPages(src, maxPages);
+    if (!listed) return null;
+  }
   const upper = await listingDigest(listed, src.prefix);
   const base = src.layer?.base ?? null;
   const seq = src.layer?.seq ?? 0;

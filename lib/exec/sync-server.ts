@@ -6,7 +6,7 @@
 import { ToolError, errorBody, isToolError } from "../errors.js";
 import { filesPrefix, normalizeFilePath } from "../paths.js";
 import { RecordStore } from "../records/store.js";
-import { quoteEtag, unquoteEtag, type KeyValueStore, type StorageDriver } from "../storage/types.js";
+import { quoteEtag, unquoteEtag, type KeyValueStore, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
 import { parseModesDelta, readModes, updateModes } from "./modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./sync-batch.js";
@@ -19,6 +19,7 @@ import { verifySyncToken } from "./sync-token.js";
 import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { openFiles, readMeta } from "../layers/open.js";
+import { autoSeal } from "../layers/auto-seal.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -31,6 +32,10 @@ export interface SyncServerDeps {
   storage?: StorageDriver;
   /** Told about every write-back, like any other write (search indexes). */
   listeners?: WorkspaceListener[];
+  /** Seal a large upper layer before a run's manifest is answered (lib/layers/auto-seal.ts). Default: true. */
+  autoSeal?: boolean;
+  /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
+  background?: (p: Promise<unknown>) => void;
 }
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
@@ -84,7 +89,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     const rec = await readMeta(deps.driver, claims.t, claims.w);
-    const files = rec ? await openFiles({ storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, rec.meta) : { driver: deps.driver, layer: null };
+    const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
+    const files = rec ? await openFiles(layerDeps, claims.t, claims.w, rec.meta) : { driver: deps.driver, layer: null };
     const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
@@ -101,7 +107,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // (the upper layer); "all the same" when the runner's layer state is current, else only buckets
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
-      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w) };
+      // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
+      const seal = rec && deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
+      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w), ...(seal ? { seal } : {}) };
       const a = await answerManifest(src, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });

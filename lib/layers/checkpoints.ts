@@ -1,7 +1,8 @@
 /**
  * Checkpoints, restore and fork over the layer pointer (README "Versions").
  * - checkpoint: seal the upper layer into base ⊕ upper, switch the pointer (If-Match), write the
- *   record (create-only), then delete each sealed upper object only in the version sealed.
+ *   record (create-only), then delete each sealed upper object only in the version sealed
+ *   (seal.ts settleSealed, shared with the automatic seal: auto-seal.ts).
  * - restore: switch the pointer to the checkpoint's manifest (If-Match the record seen), then delete
  *   every upper object listed before the switch, each only in the version listed; a writer that
  *   changed one, or created one, around the switch is reported in `conflicts`, never overwritten.
@@ -17,7 +18,7 @@ import type { Manifest } from "./manifest.js";
 import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { newLayerId } from "./pack-writer.js";
 import { readModes, updateModes } from "../exec/modes.js";
-import { listUpper, removeUpper, seal } from "./seal.js";
+import { dropSeal, listUpper, removeUpper, seal, settleSealed } from "./seal.js";
 
 export interface CheckpointRecord {
   id: string;
@@ -48,12 +49,21 @@ const countFiles = (m: Manifest) => {
 
 export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string): Promise<CheckpointRecord & { sealed: number; kept: number }> {
   const rec = await requireMeta(deps, tenant, ws);
-  const { manifest, sealed } = await seal(deps, tenant, ws, rec.meta.base);
-  if (manifest.id !== rec.meta.base) await switchBase(deps.storage, tenant, ws, rec, manifest.id);
+  const s = await seal(deps, tenant, ws, rec.meta.base);
+  const { manifest, sealed } = s;
+  if (manifest.id !== rec.meta.base) {
+    try {
+      await switchBase(deps.storage, tenant, ws, rec, manifest.id);
+    } catch (e) {
+      // Refused: nothing points at what this seal wrote; it goes now rather than at the next GC.
+      if (e instanceof ToolError && e.code === "CONFLICT") await dropSeal(deps.storage, tenant, s);
+      throw e;
+    }
+  }
   const { exec } = await readModes(deps.storage, tenant, ws);
   const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}) };
   await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
-  const refused = await removeUpper(deps.storage, sealed);
+  const refused = await settleSealed(deps.storage, tenant, ws, s);
   return { ...cp, sealed: sealed.length, kept: refused.length };
 }
 

@@ -22,7 +22,7 @@ import { packKey } from "../paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
-import { upperKeysAmong } from "./upper-range.js";
+import { upperAmong } from "./upper-range.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
 /**
@@ -32,8 +32,9 @@ import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from 
 export interface BatchReader {
   readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]>;
   /**
-   * For each item, the size of its lower entry when the file is still at that version: no upper
-   * object (file or whiteout) at its key and the manifest's etag is the one given; else null.
+   * For each item, the size of its lower entry when the file is still at that version: the
+   * manifest's etag is the one given, and no upper object at its key (a whiteout, another
+   * version) or only one with that same etag (the same bytes); else null.
    * One LIST of the upper layer over the items' key range (upper-range.ts), no read per file.
    */
   stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]>;
@@ -262,8 +263,12 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
   async function stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]> {
     const lower = items.map((it) => (mine(it.key) ? lowerOf(it.key) : undefined));
     const candidates = items.filter((it, i) => lower[i]?.etag === it.etag).map((it) => it.key);
-    const upper = await upperKeysAmong(inner, candidates);
-    return items.map((it, i) => (lower[i]?.etag === it.etag && !upper.has(it.key) ? lower[i]!.size : null));
+    const upper = await upperAmong(inner, candidates);
+    // An upper object with the lower entry's etag holds the same bytes (a sealed object not yet removed: auto-seal.ts).
+    return items.map((it, i) => {
+      const u = upper.get(it.key);
+      return lower[i]?.etag === it.etag && (!u || (u.etag === it.etag && !isWhiteout(u))) ? lower[i]!.size : null;
+    });
   }
 
   async function get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null> {

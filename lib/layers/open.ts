@@ -53,16 +53,22 @@ export interface LowerLayer {
 /** The workspace's files: the driver they are read through and, when layered, the lower layer under it. */
 export async function openFiles(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<{ driver: StorageDriver; layer: LowerLayer | null }> {
   if (!meta.base) {
-    // Plain; a packed write-back may give it a lower layer meanwhile (plain-driver.ts re-checks creates).
+    // Plain; a packed write-back or a seal may give it a lower layer meanwhile (plain-driver.ts re-checks creates and deletes).
     const driver = plainDriver(deps.storage, {
       filesPrefix: filesPrefix(tenant, ws),
-      currentBase: async () => {
+      currentLayer: async () => {
         const now = await readMeta(deps.storage, tenant, ws);
-        return now?.meta.base ? deps.manifests.load(deps.storage, tenant, now.meta.base) : null;
+        if (!now?.meta.base) return null;
+        const { driver, layer } = await openLayered(deps, tenant, ws, { ...now.meta, base: now.meta.base });
+        return { manifest: layer.manifest, driver };
       },
     });
     return { driver, layer: null };
   }
+  return openLayered(deps, tenant, ws, { ...meta, base: meta.base });
+}
+
+async function openLayered(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta & { base: string }) {
   const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
   const seq = meta.seq ?? 0;
   const driver = layeredDriver(deps.storage, {

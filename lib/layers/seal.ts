@@ -4,16 +4,17 @@
  * packs it is in. The sealed objects are returned with the version sealed, so the caller deletes
  * each only in that version once the workspace points at the new manifest (a newer write stays).
  */
-import { filesPrefix } from "../paths.js";
-import type { ObjectInfo, StorageDriver } from "../storage/types.js";
+import { filesPrefix, manifestKey, packKey } from "../paths.js";
+import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import type { LayerDeps } from "./open.js";
 import { newLayerId, PackWriter } from "./pack-writer.js";
-import { isWhiteout } from "./whiteout.js";
+import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
-/** Upper objects read at once while sealing; files up to this size are read whole. */
-const READS = 8;
+/** Upper objects read at once while sealing, and the listed bytes they may hold; files up to WHOLE are read whole. */
+const READS = 32;
+const READ_BYTES = 16 * 1024 * 1024;
 const WHOLE = 4 * 1024 * 1024;
 
 /** Every raw object of the upper layer (one flat listing per 1,000). */
@@ -66,19 +67,41 @@ export interface Sealed {
   manifest: Manifest;
   /** The upper objects folded into it, each with the version folded (delete only that). */
   sealed: { key: string; etag: string }[];
+  /** The base it was built on (its entries tell a sealed object deleted by a writer from one another sealer removed: settleSealed). */
+  base: Manifest;
+  /** The packs this seal wrote (fresh ids: nothing else references them until the pointer is switched). */
+  packs: string[];
 }
 
-/** Packs the upper layer over `baseId` into a new manifest (written); the same manifest when nothing is upper. */
-export async function seal(deps: LayerDeps, tenant: string, ws: string, baseId: string | null | undefined): Promise<Sealed> {
+/** Windows of the upper listing read at once: at most READS objects, READ_BYTES listed bytes (at least one object). */
+function windows(upper: readonly ObjectInfo[]): ObjectInfo[][] {
+  const out: ObjectInfo[][] = [];
+  let cur: ObjectInfo[] = [];
+  let bytes = 0;
+  for (const o of upper) {
+    const b = o.size > WHOLE ? 0 : o.size;
+    if (cur.length && (cur.length >= READS || bytes + b > READ_BYTES)) (out.push(cur), (cur = []), (bytes = 0));
+    cur.push(o);
+    bytes += b;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/**
+ * Packs the upper layer over `baseId` into a new manifest (written); the same manifest when nothing
+ * is upper. `listed`: the upper layer as the caller just listed it (else listed here).
+ */
+export async function seal(deps: LayerDeps, tenant: string, ws: string, baseId: string | null | undefined, listed?: readonly ObjectInfo[]): Promise<Sealed> {
   const base = baseId ? await deps.manifests.load(deps.storage, tenant, baseId) : Manifest.empty();
-  const upper = (await listUpper(deps.storage, tenant, ws)).sort((a, b) => compareKeys(a.key, b.key));
-  if (upper.length === 0 && baseId) return { manifest: base, sealed: [] };
+  const upper = [...(listed ?? (await listUpper(deps.storage, tenant, ws)))].sort((a, b) => compareKeys(a.key, b.key));
+  if (upper.length === 0 && baseId) return { manifest: base, sealed: [], base, packs: [] };
   const fp = filesPrefix(tenant, ws);
   const writer = new PackWriter(deps.storage, tenant);
   const changes: { path: string; entry: ManifestEntry | null }[] = [];
   const sealed: { key: string; etag: string }[] = [];
-  for (let i = 0; i < upper.length; i += READS) {
-    const got = await Promise.all(upper.slice(i, i + READS).map(async (o) => {
+  for (const win of windows(upper)) {
+    const got = await Promise.all(win.map(async (o) => {
       if (isWhiteout(o) || o.key.endsWith("/")) return { o, bytes: new Uint8Array(0) };
       if (o.size > WHOLE) return { o, stream: true as const };
       const r = await deps.storage.get(o.key);
@@ -101,10 +124,55 @@ export async function seal(deps: LayerDeps, tenant: string, ws: string, baseId: 
       sealed.push({ key: g.o.key, etag: g.o.etag });
     }
   }
-  await writer.finish();
+  try {
+    await writer.finish();
+  } catch (e) {
+    await writer.settle();
+    await dropPacks(deps.storage, tenant, writer.packs);
+    throw e;
+  }
   const manifest = mergeManifest(base, writer.packs, changes);
-  await writeManifest(deps.storage, deps.manifests, tenant, manifest);
-  return { manifest, sealed };
+  try {
+    await writeManifest(deps.storage, deps.manifests, tenant, manifest);
+  } catch (e) {
+    await dropPacks(deps.storage, tenant, writer.packs);
+    throw e;
+  }
+  return { manifest, sealed, base, packs: [...writer.packs] };
+}
+
+const dropPacks = (storage: StorageDriver, tenant: string, packs: readonly string[]) =>
+  packs.length ? storage.delete(packs.map((id) => packKey(tenant, id))).catch(() => {}) : Promise.resolve();
+
+/**
+ * Deletes what a seal wrote whose pointer switch was refused (a concurrent seal, checkpoint,
+ * import, restore or packed write-back won): its manifest and its packs, fresh ids nothing else
+ * references, so storage is as it was (best effort: what stays is GC's, as after a failed import).
+ */
+export async function dropSeal(storage: StorageDriver, tenant: string, s: Sealed): Promise<void> {
+  if (s.manifest.id === s.base.id) return;
+  await storage.delete([manifestKey(tenant, s.manifest.id)]).catch(() => {});
+  await dropPacks(storage, tenant, s.packs);
+}
+
+/**
+ * After the pointer points at the sealed manifest: each sealed upper object deleted only in the
+ * version sealed (a newer write stays, over the new base). One that is gone already was deleted by
+ * a writer after the seal read it: when the old base lacked its path, that delete removed the file
+ * (no whiteout was needed then), and the new base would show it again, so a whiteout is put there
+ * (create-only: a writer that re-created the file meanwhile wins). Returns the keys kept.
+ */
+export async function settleSealed(storage: StorageDriver, tenant: string, ws: string, s: Sealed): Promise<string[]> {
+  const refused = await removeUpper(storage, s.sealed);
+  const fp = filesPrefix(tenant, ws);
+  const gone = refused.filter((k) => !k.endsWith("/") && !s.base.find(k.slice(fp.length)) && s.manifest.find(k.slice(fp.length)));
+  await Promise.all(gone.map(async (key) => {
+    if (await storage.head(key)) return;
+    await storage.put(key, WHITEOUT_BODY, { ifNoneMatch: "*", contentType: WHITEOUT_CONTENT_TYPE, length: WHITEOUT_SIZE }).catch((e: unknown) => {
+      if (!isConditionFailed(e)) throw e;
+    });
+  }));
+  return refused;
 }
 
 /** Deletes sealed (or restored-over) upper objects, each only in the version given; returns the keys refused (changed since). */

@@ -1,0 +1,102 @@
+/**
+ * Automatic sealing: a workspace whose upper layer has grown large (raw uploads, many small
+ * writes: every file its own object) is folded into packs with no checkpoint record, so a bash
+ * runner's cold start reads packs in a few range reads and a warm run lists a small upper layer.
+ *
+ * When: the bash runner's conditional manifest (POST /v1/sync/manifest, lib/exec/sync-manifest.ts)
+ * lists the upper layer anyway; when that listing holds SEAL_MIN_UPPER objects or more, and at
+ * least 1/SEAL_SHARE of the lower layer's entries, the upper layer is sealed before the answer is
+ * made. No tool call pays anything (read, write, edit keep their round trips): the listing is the
+ * signal, and it is made only where it is made today.
+ *
+ * How: seal.ts (read each upper object once, READS at a time; pack; manifest = base ⊕ upper),
+ * then the layer pointer switched If-Match the workspace record this request read, then each
+ * sealed upper object deleted only in the version sealed (settleSealed). Etags are kept, so read
+ * records, runners' caches and undo records stay valid. Two sealers (two runs starting at once):
+ * one switch wins; the loser deletes its manifest and packs (dropSeal) and answers from the
+ * winner's layer. Any failure leaves the workspace as it was, and the run goes on unsealed.
+ *
+ * The removal of the sealed upper objects (on R2 one tombstone PUT each: a conditional delete)
+ * runs after the answer where the runtime has waitUntil (`background`): the run's cold fetch
+ * reads packs meanwhile, since an upper object with its lower entry's etag is the same bytes
+ * (layered-driver.ts stillLower). Objects left behind (the background work cut short) are not
+ * counted toward the next seal; a later run's manifest removes them, conditionally, after its answer.
+ */
+import { ToolError } from "../errors.js";
+import type { ObjectInfo } from "../storage/types.js";
+import { readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
+import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
+import { isWhiteout } from "./whiteout.js";
+import { filesPrefix } from "../paths.js";
+
+/** Upper objects from which a workspace is sealed (about a quarter of a listing page)... */
+export const SEAL_MIN_UPPER = 256;
+/** ...when they are also at least 1/SEAL_SHARE of the lower layer (a seal rewrites the whole manifest). */
+export const SEAL_SHARE = 8;
+
+/** Whether an upper layer of `upper` objects over a lower layer of `lower` entries is sealed. */
+export function wantsSeal(upper: number, lower: number): boolean {
+  return upper >= SEAL_MIN_UPPER && upper * SEAL_SHARE >= lower;
+}
+
+export interface AutoSealed {
+  /** The lower layer the workspace has now (the sealed one, or the winner's when another switch won). */
+  layer: LowerLayer | null;
+  /** Upper objects folded into packs by this call (0: another sealer won, or the seal failed). */
+  sealed: number;
+  /** Sealed objects kept in the upper layer (a writer changed them meanwhile). */
+  kept: number;
+}
+
+const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLICT";
+
+async function layerOf(deps: LayerDeps, tenant: string, rec: MetaRecord | null): Promise<LowerLayer | null> {
+  if (!rec?.meta.base) return null;
+  return { base: rec.meta.base, seq: rec.meta.seq ?? 0, manifest: await deps.manifests.load(deps.storage, tenant, rec.meta.base) };
+}
+
+/**
+ * Seals the upper layer `listed` (just listed, raw storage) of workspace `ws` whose record is
+ * `rec`. Returns null when the listing does not call for a seal; else the layer to answer from.
+ */
+export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void): Promise<AutoSealed | null> {
+  // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
+  const fp = filesPrefix(tenant, ws);
+  const settled = lower ? listed.filter((o) => !isWhiteout(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
+  const done = new Set(settled);
+  const fresh = settled.length ? listed.filter((o) => !done.has(o)) : listed;
+  if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0)) {
+    if (settled.length >= SEAL_MIN_UPPER && background) background(removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}));
+    return null;
+  }
+  let s;
+  try {
+    s = await seal(deps, tenant, ws, rec.meta.base, fresh);
+  } catch (e) {
+    console.warn(`auto-seal of ${ws}: the seal failed, the workspace stays as it was`, e);
+    return { layer: lower, sealed: 0, kept: 0 };
+  }
+  let now: MetaRecord;
+  try {
+    now = await switchBase(deps.storage, tenant, ws, rec, s.manifest.id);
+  } catch (e) {
+    // Refused (CONFLICT): the switch did not happen, what this seal wrote is deleted. Another
+    // error: the switch may have happened, nothing is deleted (GC's, past its grace period).
+    if (isConflict(e)) await dropSeal(deps.storage, tenant, s);
+    else console.warn(`auto-seal of ${ws}: the pointer switch failed`, e);
+    return { layer: await layerOf(deps, tenant, await readMeta(deps.storage, tenant, ws)), sealed: 0, kept: 0 };
+  }
+  const layer = { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest };
+  const settle = settleSealed(deps.storage, tenant, ws, s).catch((e: unknown) => {
+    // The switch stands; upper objects not deleted hold the lower entries' etags (the same bytes): removed by a later run.
+    console.warn(`auto-seal of ${ws}: removing the sealed upper objects failed`, e);
+    return s.sealed.map((x) => x.key);
+  });
+  if (background) {
+    // After the answer (Workers: waitUntil): the run's fetch reads packs meanwhile (an upper object with the lower etag is the same bytes).
+    background(settle);
+    return { layer, sealed: s.sealed.length, kept: 0 };
+  }
+  const kept = await settle;
+  return { layer, sealed: s.sealed.length - kept.length, kept: kept.length };
+}
