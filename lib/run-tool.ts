@@ -87,7 +87,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     tools: meta.tools,
     ...(scope.background ? { background: scope.background } : {}),
     ...(early ? { early: early.reads } : {}),
-    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session),
+    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session, deps.knownRecords),
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],

@@ -13,7 +13,7 @@ import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
-import { CallMeter } from "../metering/usage.js";
+import { CallMeter, emitUsage } from "../metering/usage.js";
 import { checkSessionId } from "../records/store.js";
 import { normalizeFilePath } from "../paths.js";
 import { startEarly } from "../workspace/early.js";
@@ -65,13 +65,14 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     await next();
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
-    const emit = () => {
+    const emit = (later?: (p: Promise<unknown>) => void) => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-      deps.onUsage?.({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() });
+      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() }, later);
     };
-    // A streamed call is billed once its result event is sent.
-    if (call.done) void call.done.then(emit);
-    else emit();
+    // A streamed call is billed once its result event is sent (its response is long on its way);
+    // any other once its response is (lib/metering/usage.ts).
+    if (call.done) void call.done.then(() => emit());
+    else emit(backgroundOf(c));
   };
 }
 /** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
