@@ -47,7 +47,8 @@ describe("a known workspace record (read)", () => {
     expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
     expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: t.ws, tools: ["write"] }) })).status).toBe(201);
     // The file comes back through another isolate: this one's read finds it, under the new record's tools.
-    await upload({ ...t, app: testApp(), req: req(t, testApp()) }, "a.txt", "two\n");
+    const other = testApp();
+    await upload({ ...t, app: other, req: async (path, init) => req(t, other)(path, init) }, "a.txt", "two\n");
     const r = await t.call("read", { file_path: "a.txt" });
     expect(r.status, JSON.stringify(r.body)).toBe(403);
     expect(r.body.error.code).toBe("PERMISSION_DENIED");
