@@ -59,7 +59,7 @@ export async function benchBashScale(runner: LocalRunner, url: string, key: stri
       if (r.data.stdout !== "hi\n") throw new Error(`unexpected ${JSON.stringify(r.data).slice(0, 300)}`);
       return r.ms;
     }, { iterations: opts.coldRuns, minIterations: opts.coldRuns, warmup: 0, budgetMs: Infinity });
-    rows.push({ op: `bash cold ${label}`, size, cell: cold, note: "runner restarted: the whole workspace is fetched" });
+    rows.push({ op: `bash cold ${label}`, size, cell: cold, note: "runner restarted (new empty root; old roots deleted when the bench ends): the whole workspace is fetched" });
     log(`bash cold ${label}: p50 ${cold.p50} ms${cold.error ? ` ERROR ${cold.error}` : ""}`);
     const warm = await measure(async () => {
       const r = await bash(id, "echo hi");

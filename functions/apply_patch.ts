@@ -63,8 +63,7 @@ export default defineTool({
     }
     // Writes first, deletions last: a failed write then never leaves a file deleted.
     const steps = [...plans.flatMap((p) => p.steps.filter((s) => s.op === "put")), ...plans.flatMap((p) => p.steps.filter((s) => s.op === "delete"))];
-    const { written } = await commitBatch(ws, steps);
-    for (const [path, info] of written) await ws.recordRead(path, info.etag);
+    const { written } = await commitBatch(ws, steps); // the files it wrote count as read (their writer is the session)
 
     const files = plans.map((p) => ({
       path: p.to,

@@ -47,7 +47,7 @@ export default defineTool({
       await ws.requireFile(path);
       throw await ws.notFound(path);
     }
-    const info = { size: got.size, etag: got.etag, modified: got.modified };
+    const info = { size: got.size, etag: got.etag, modified: got.modified, writer: got.writer };
     const { head, whole, body } = await peekBytes(got.body, SNIFF_BYTES);
     const base = { file_path: path, etag: info.etag, size: info.size, modified: info.modified.toISOString() };
 
@@ -57,13 +57,13 @@ export default defineTool({
         throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
       const bytes = whole ? head : new Uint8Array(await new Response(body).arrayBuffer());
-      await ws.recordRead(path, info.etag);
+      await ws.recordRead(path, info.etag, info.writer);
       const b64 = encodeBase64(bytes);
       return { title: path, output: b64, data: { ...base, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
     }
 
     if (info.size === 0) {
-      await ws.recordRead(path, info.etag);
+      await ws.recordRead(path, info.etag, info.writer);
       return {
         title: path,
         output: `(${path} is empty: 0 bytes)`,
@@ -84,7 +84,7 @@ export default defineTool({
     if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
       throw new ToolError("INVALID_ARGUMENT", `offset ${offset} is past the end of ${path}, which has ${page.totalLines} lines.`, { path, total_lines: page.totalLines });
     }
-    await ws.recordRead(path, info.etag);
+    await ws.recordRead(path, info.etag, info.writer);
 
     const width = String(offset + page.lines.length).length;
     const numbered = page.lines.map((l, i) => `${String(offset + i).padStart(Math.max(6, width))}\t${l}`).join("\n");

@@ -126,15 +126,14 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
   try {
     result = await tool.execute(args as never, ctx);
   } catch (e) {
-    await ctx.ws.settleRecords().catch(() => {});
     // What a failed call did write stays undoable; its call_id goes with the error.
     const id = await undo?.commit().catch(() => null);
     if (id && e instanceof ToolError) e.details.call_id = id;
     throw e;
   }
   // The undo record of this call (one create-only object; none when nothing changed): lib/undo/.
-  // Beside it, the session records the tool started (Workspace.recordWrite): one round trip for both.
-  const [committed] = await Promise.all([undo?.commit(), ctx.ws.settleRecords()]);
+  // Nothing left to write when it went beside the call's last write (its etag known in advance).
+  const committed = await undo?.commit();
   const callId = committed ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
   return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data, ...(callId ? { call_id: callId } : {}) };
 }

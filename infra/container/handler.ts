@@ -17,7 +17,7 @@ import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
 import { processSandbox } from "./sandbox-process.js";
 import { prepareStageDir } from "./stage.js";
-import { TreeCache } from "./tree.js";
+import { TreeCache } from "./slot-cache.js";
 
 export interface HandlerOptions {
   /** Private directory of the handler: slots, logs. */
@@ -99,6 +99,7 @@ export function createHandler(opts: HandlerOptions): Handler {
   const close = async () => {
     closing.abort();
     await Promise.allSettled([...inflight]);
+    await cache.emptied();
   };
   return Object.assign(handle, { cache, close });
 }

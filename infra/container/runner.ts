@@ -17,7 +17,8 @@ import { keepFullOutput } from "./output-log.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-view.js";
 import { diff, walk, type Change, type WalkResult } from "./changes.js";
-import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot, type TreeCache } from "./tree.js";
+import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot } from "./tree.js";
+import type { TreeCache } from "./slot-cache.js";
 import { stageTree } from "./stage.js";
 import { dirChanges, dirOutcome, reconcileDirs, settleDirs, splitManifest, writeBackDirs, type DirOutcome } from "./dirs.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
@@ -152,56 +153,82 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const t0 = Date.now();
     // Storage is the source of truth: listed in full on every run, but only what differs from
     // the slot's view crosses the wire, and an unchanged workspace on a synced slot needs no
-    // reconcile at all (it would change nothing).
-    const manifest = await conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
-    const manifestFiles = slot.view.size;
-    const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
-    const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
-    if (modes !== "same") slot.modes = modes && { etag: modes.etag, exec: new Set(modes.exec) };
-    let rec: ReconcileStats;
-    if (manifest.unchanged && slot.synced && !modesChanged) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
-    else {
-      slot.synced = null;
-      // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
-      const manifestParts = splitManifest(slot.view.values());
-      rec = await reconcile(slot, manifestParts.files, sync, deps.owner);
-      const dirRec = await reconcileDirs(slot, manifestParts.dirs, deps.owner);
-      rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped);
-      rec.clean &&= dirRec.clean;
-      if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
-    }
-    if (hooks.claimed && !(await hooks.claimed)) {
-      clean = true; // the slot is as reconcile left it
-      throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
-    }
-    const cwdMade = await ensureCwd(slot, cwd, deps.owner);
-    const syncInMs = Date.now() - t0;
-
-    await fs.mkdir(join(deps.workDir, "logs"), { recursive: true, mode: 0o700 });
+    // reconcile at all (it would change nothing). The request goes out first; the sandbox is
+    // set up while it is answered, and its command waits at the gate until the tree is ready.
+    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
+    listed.catch(() => {}); // awaited below, unless staging fails first
     const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
     const out = new OutputCollector(limits.output_bytes, logPath);
-    hooks.onStart?.(out);
-    let baseBytes = 0;
-    for (const f of slot.files.values()) baseBytes += f.size;
     const overQuota = new AbortController();
-    const staged = await stageTree(slot.tree, deps.stageDir);
-    const disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+    // The tree is bound by path when the sandbox starts: it moves first, and is reconciled where it is bound.
+    const home = slot.tree;
+    const staged = await stageTree(home, deps.stageDir);
+    slot.tree = staged.path;
+    let go!: (ready: boolean) => void;
+    const gate = new Promise<boolean>((r) => (go = r));
+    let disk: ReturnType<typeof watchDisk> | null = null;
     let exit: SandboxExit;
+    let rec: ReconcileStats;
+    let manifestFiles: number;
+    let cwdMade: Set<string>;
+    let syncInMs: number;
+    let tManifest = t0;
+    let baseBytes = 0;
     try {
-      exit = await deps.sandbox.run({
+      const running = deps.sandbox.run({
         tree: staged.path, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, limits,
-        timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err,
+        timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
       });
+      running.catch(() => {}); // awaited below, after the gate
+      try {
+        const manifest = await listed;
+        tManifest = Date.now();
+        manifestFiles = slot.view.size;
+        const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
+        const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
+        if (modes !== "same") slot.modes = modes && { etag: modes.etag, exec: new Set(modes.exec) };
+        if (manifest.unchanged && slot.synced && !modesChanged) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
+        else {
+          slot.synced = null;
+          // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
+          const manifestParts = splitManifest(slot.view.values());
+          rec = await reconcile(slot, manifestParts.files, sync, deps.owner);
+          const dirRec = await reconcileDirs(slot, manifestParts.dirs, deps.owner);
+          rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped);
+          rec.clean &&= dirRec.clean;
+          if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
+        }
+        if (hooks.claimed && !(await hooks.claimed)) {
+          clean = true; // the slot is as reconcile left it
+          throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
+        }
+        cwdMade = await ensureCwd(slot, cwd, deps.owner);
+        syncInMs = Date.now() - t0;
+        for (const f of slot.files.values()) baseBytes += f.size;
+        hooks.onStart?.(out);
+        disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+        await deps.cache.beforeCommand(); // exclusive mode: dropped trees are gone before the command starts
+      } catch (e) {
+        go(false); // the command never starts; the sandbox ends
+        await running.catch(() => {});
+        await out.close();
+        if (out.hasLog) await fs.rm(logPath, { force: true });
+        throw e;
+      }
+      go(true);
+      exit = await running;
     } finally {
-      disk.stop();
+      disk?.stop();
+      slot.tree = home;
       await staged.restore();
     }
     await out.close();
 
     const t1 = Date.now();
     const after = await walk(slot.tree, slot.listings);
+    const tWalk = Date.now();
     const changes = await diff(slot, after);
     let afterBytes = 0;
     for (const f of after.files.values()) afterBytes += f.size;
@@ -219,7 +246,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
     const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
-    await fs.rm(logPath, { force: true });
+    if (out.hasLog) await fs.rm(logPath, { force: true });
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];
@@ -274,7 +301,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       },
     };
     // Benchmarks (bench/git-writeback.ts) read the sync timings here; the tools do not show them.
-    if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync })}`);
+    if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync, manifest_ms: tManifest - t0, walk_ms: tWalk - t1 })}`);
     return result;
   } finally {
     await deps.cache.release(slot, clean);

@@ -143,6 +143,8 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
       throw new ToolError("UNAVAILABLE", "Commands cannot run on this runner: it has no sandbox that can cut the network here, and its host allows egress. The operator must deploy the runner without egress (TOOLSHED_RUNNER_EGRESS=none), see infra/container/README.md.", { reason: "network_not_isolated" });
     if (spec.network && opts.egress === "none")
       throw new ToolError("UNAVAILABLE", "This API key allows network access, but the command runner has no egress. The operator must point TOOLSHED_RUNNER_FUNCTION_NETWORK at a runner deployed with egress; until then, run commands that need no network with a key without the network scope.", { reason: "no_egress" });
+    // Nothing to set up ahead here: the gate is awaited first (SandboxSpec.gate).
+    if (spec.gate && !(await spec.gate.catch(() => false))) return { exitCode: null, timedOut: false, killed: true, durationMs: 0 };
     const tmp = join(opts.stateDir, `run-${process.pid}-${++seq}`);
     await fs.mkdir(tmp, { recursive: true, mode: 0o700 });
     if (runAs) await fs.chown(tmp, runAs.uid, runAs.gid);

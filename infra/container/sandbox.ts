@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import type { Writable } from "node:stream";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
@@ -58,6 +59,13 @@ export interface SandboxSpec {
   network: boolean;
   limits: RunLimits;
   timeoutMs: number;
+  /**
+   * The command starts once this resolves true; meanwhile the sandbox is set up (bubblewrap's
+   * namespaces and mounts), so that cost overlaps whatever the caller still does (the manifest,
+   * the claim). false or a rejection: the command never starts and the run ends as killed. The
+   * timeout and durationMs count from the start. The working directory need not exist before.
+   */
+  gate?: Promise<boolean>;
   signal?: AbortSignal;
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
@@ -140,13 +148,24 @@ export function commandEnv(tmp: string, extra: Record<string, string>): Record<s
  * (oom_score_adj 1000): if the host runs short, it dies before the handler does. Only
  * descriptors 0-2 reach the command.
  */
-export function limitsScript(l: RunLimits, timeoutMs: number): string {
+export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }): string {
   const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
   const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
   // Descriptors beyond 0-2 that the handler inherited without close-on-exec would reach the command: closed.
   // (Not `done 2>/dev/null`: bash would save stderr in a descriptor the loop then closes.)
   const closeFds = `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] && { eval "exec $n<&-"; } 2>/dev/null; done`;
-  return `${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  // The gate: one line "go" on its descriptor starts the command (in `cwd`, made meanwhile); anything else ends it unrun.
+  const wait = gate ? `read -r g <&${gate.fd} && [ "$g" = go ] || exit 125; cd -- ${shellQuote(gate.cwd)} || exit 125; ` : "";
+  return `${wait}${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+}
+
+/** `s` as one shell word. */
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The gate of a spawned sandbox (SandboxSpec.gate): open() lets its command start. */
+export interface Gate {
+  wait: Promise<boolean>;
+  open(): void;
 }
 
 export interface Sandbox {
@@ -181,18 +200,31 @@ export function supervise(
   spec: SandboxSpec,
   killAll: () => void | Promise<void>,
   spawnError: (e: NodeJS.ErrnoException) => Error,
+  gate?: Gate,
 ): Promise<SandboxExit> {
-  const started = Date.now();
+  let started = Date.now();
   return new Promise<SandboxExit>((resolve, reject) => {
     let timedOut = false;
     let killed = false;
     let settled = false;
     let ended: Promise<void> | null = null;
+    let timer: NodeJS.Timeout | undefined;
     const end = () => (ended ??= Promise.resolve().then(killAll));
-    const timer = setTimeout(() => {
-      timedOut = true;
-      void end();
-    }, spec.timeoutMs);
+    const begin = () => {
+      if (settled) return;
+      started = Date.now();
+      timer = setTimeout(() => {
+        timedOut = true;
+        void end();
+      }, spec.timeoutMs);
+      gate?.open();
+    };
+    if (!gate) begin();
+    else
+      gate.wait.then(
+        (go) => (go ? begin() : ((killed = true), void end())),
+        () => ((killed = true), void end()),
+      );
     const onAbort = () => {
       killed = true;
       void end();
@@ -250,7 +282,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   };
 
   /** Arguments up to (not including) the command. */
-  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env" | "home">): string[] {
+  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env" | "home" | "gate">): string[] {
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
     if (spec.network) a.push("--share-net");
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
@@ -283,7 +315,8 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
       a.push("--file", String(fdHome + i), `/tmp/${f.path}`);
     });
     // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
-    a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd ? `/workspace/${spec.cwd}` : "/workspace");
+    // With a gate the script changes to the working directory itself: it may not exist yet.
+    a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd && !spec.gate ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
     for (const [k, v] of Object.entries(commandEnv("/tmp", spec.env))) a.push("--setenv", k, v);
     // bwrap reads the filter from this descriptor and installs it just before exec.
@@ -292,7 +325,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   }
 
   function run(spec: SandboxSpec): Promise<SandboxExit> {
-    const args = [...baseArgs(spec), "--", "/bin/bash", "-c", limitsScript(spec.limits, spec.timeoutMs), "toolshed", spec.command];
     const bin = bwrap();
     etcDir ??= writeEtc(opts.stateDir);
     if (seccomp && !seccompFile) {
@@ -302,13 +334,17 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
     if (seccompFile) fds.push(openSync(seccompFile, "r")); // FD_SECCOMP: right after the /etc files
     for (const f of spec.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
+    // The gate's pipe comes last: the script reads "go" from it (limitsScript), then closes it with the others.
+    const gateFd = spec.gate ? 3 + fds.length : null;
+    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" });
+    const args = [...baseArgs(spec), "--", "/bin/bash", "-c", script, "toolshed", spec.command];
     let child: ChildProcess;
     try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
       child = spawn(bin, args, {
         env: {},
         detached: true,
-        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds],
+        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds, ...(gateFd === null ? [] : ["pipe" as const])],
         ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
       });
     } finally {
@@ -316,7 +352,10 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     }
     // bwrap's pid 1 dies with its parent (--die-with-parent), and every process of the pid
     // namespace dies with pid 1: killing the group is enough to end them all.
-    return supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e));
+    const pipe = gateFd === null ? null : (child.stdio[gateFd] as Writable);
+    pipe?.on("error", () => {}); // bwrap gave up before the gate opened: its exit says why
+    const gate = spec.gate && pipe ? { wait: spec.gate, open: () => pipe.end("go\n") } : undefined;
+    return supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e), gate);
   }
 
   return {

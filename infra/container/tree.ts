@@ -8,14 +8,14 @@
  * storage holds (unsent changes, symlinks and special files removed), so nothing of one
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
-import { ManifestView } from "../../lib/exec/sync-view.js";
+import type { ManifestView } from "../../lib/exec/sync-view.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
 import type { DirListings, WalkResult } from "./changes.js";
-import { download, spreadDirectories } from "./download.js";
+import { download } from "./download.js";
 
 export interface FileState {
   etag: string;
@@ -138,75 +138,6 @@ export async function hashFile(abs: string): Promise<string> {
     await fh.close();
   }
   return h.digest("hex");
-}
-
-export class TreeCache {
-  private slots = new Map<string, Slot[]>();
-  private init: Promise<void> | null = null;
-  private seq = 0;
-
-  /**
-   * exclusive: keep one workspace's trees at a time (a host-isolated sandbox, where a
-   * command could read any tree on disk: acquiring another workspace's slot drops the rest).
-   */
-  constructor(readonly root: string, private readonly owner: Owner, private readonly maxIdleSlots = 8, private readonly exclusive = false) {}
-
-  /** Trees left by an earlier process are not trusted: start empty. */
-  private ready(): Promise<void> {
-    this.init ??= (async () => {
-      await fs.rm(this.root, { recursive: true, force: true });
-      await fs.mkdir(this.root, { recursive: true, mode: 0o711 });
-      await fs.chmod(this.root, 0o711);
-    })();
-    return this.init;
-  }
-
-  async acquire(tenant: string, workspace: string): Promise<Slot> {
-    await this.ready();
-    const key = `${tenant}/${workspace}`;
-    if (this.exclusive) for (const s of [...this.slots.values()].flat()) if (s.key !== key && !s.busy) await this.drop(s);
-    const list = this.slots.get(key) ?? [];
-    this.slots.set(key, list);
-    const idle = list.filter((s) => !s.busy).sort((a, b) => b.lastUsed - a.lastUsed)[0];
-    if (idle) {
-      idle.busy = true;
-      idle.cold = false;
-      return idle;
-    }
-    // A random name: no tenant or workspace id on disk (the key lives in memory only).
-    const dir = join(this.root, `${(++this.seq).toString(36)}-${randomBytes(6).toString("hex")}`);
-    await fs.mkdir(dir, { mode: 0o711 });
-    await fs.chmod(dir, 0o711);
-    const tree = join(dir, "tree");
-    await fs.mkdir(tree, { mode: 0o755 });
-    await spreadDirectories(tree);
-    await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
-    if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), listings: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
-    list.push(slot);
-    return slot;
-  }
-
-  /** clean=false (an error left the tree in an unknown state): the slot is wiped. */
-  async release(slot: Slot, clean: boolean): Promise<void> {
-    slot.busy = false;
-    slot.lastUsed = Date.now();
-    if (!clean) await this.drop(slot);
-    const idle = [...this.slots.values()].flat().filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed);
-    for (const s of idle.slice(0, Math.max(0, idle.length - this.maxIdleSlots))) await this.drop(s);
-  }
-
-  private async drop(slot: Slot): Promise<void> {
-    const list = this.slots.get(slot.key) ?? [];
-    list.splice(list.indexOf(slot), 1);
-    if (list.length === 0) this.slots.delete(slot.key);
-    await fs.rm(slot.dir, { recursive: true, force: true });
-  }
-
-  /** Wipes every slot of a tenant (tests, and an admin "forget this tenant"). */
-  async forgetTenant(tenant: string): Promise<void> {
-    for (const s of [...this.slots.values()].flat()) if (s.key.startsWith(`${tenant}/`) && !s.busy) await this.drop(s);
-  }
 }
 
 /** Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist. */

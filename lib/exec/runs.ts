@@ -117,12 +117,15 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
 /**
  * Runs a foreground command. Its record (claim + result) only guards against retried
  * invocations of this one call, whose key is never used again: once the answer is in hand it
- * is deleted. A run that answered an error keeps its record: a CONFLICT names it for bash_output.
+ * is deleted, after the response when the runtime gives `waitUntil` (Workers). A run that
+ * answered an error keeps its record: a CONFLICT names it for bash_output.
  */
-export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest): Promise<RunResult> {
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: (p: Promise<unknown>) => void): Promise<RunResult> {
   const result = await executor.run(req);
   const k = keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
-  await storage.delete([k.claim, k.result]).catch(() => {}); // storage hiccup: an orphan record, not a failed call
+  const gone = storage.delete([k.claim, k.result]).catch(() => {}); // storage hiccup: an orphan record, not a failed call
+  if (waitUntil) waitUntil(gone);
+  else await gone;
   return result;
 }
 

@@ -150,6 +150,6 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
 
 /** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
 export function runForCall(ctx: Pick<ToolContext, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req);
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
   return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

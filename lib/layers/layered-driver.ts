@@ -287,6 +287,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
 
   return {
     name: `${inner.name}+layers`,
+    ...(inner.contentEtags ? { contentEtags: true } : {}),
     async head(key) {
       if (!mine(key)) return inner.head(key);
       const u = await inner.head(key);

@@ -9,7 +9,7 @@ import { randomId } from "../hash.js";
 import { packKey } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { ManifestEntry } from "./manifest.js";
-import { md5Hex, md5Stream } from "./md5.js";
+import { md5Hex, md5Stream } from "../storage/md5.js";
 
 export const PACK_BYTES = 8 * 1024 * 1024;
 const IN_FLIGHT = 3;

@@ -20,6 +20,7 @@ export function plainDriver(inner: StorageDriver, view: PlainView): StorageDrive
   const fp = view.filesPrefix;
   return {
     name: inner.name,
+    ...(inner.contentEtags ? { contentEtags: true } : {}),
     head: (key) => inner.head(key),
     get: (key, opts) => inner.get(key, opts),
     list: (opts) => inner.list(opts),

@@ -44,7 +44,7 @@ export class RecordStore {
   constructor(
     private readonly kv: KeyValueStore,
     private readonly scope: string,
-    private readonly session: string,
+    readonly session: string,
     private readonly knownRecords?: KnownRecords,
   ) {}
 

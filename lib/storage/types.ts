@@ -13,6 +13,8 @@ export interface ObjectInfo {
   etag: string;
   modified: Date;
   contentType?: string;
+  /** The session that wrote this version (PutOptions.writer), from a HEAD or GET (listings may omit it). */
+  writer?: string;
 }
 
 export interface GetResult extends ObjectInfo {
@@ -29,6 +31,12 @@ export interface PutOptions {
   contentType?: string;
   /** Byte length of a stream body; required by some backends to stream without buffering. */
   length?: number;
+  /**
+   * The session writing this version, kept with the object (R2 custom metadata, S3 x-amz-meta-writer)
+   * and given back by head and get as `writer`: the session knows a version it wrote itself
+   * (lib/workspace/session-files.ts) without a record of its own. A put without it clears it.
+   */
+  writer?: string;
 }
 
 export interface ListOptions {
@@ -63,6 +71,13 @@ export interface DeleteTarget {
 
 export interface StorageDriver {
   readonly name: string;
+  /**
+   * true: a single put's etag is the MD5 hex of its body (R2; S3 single-part PUTs without
+   * SSE-KMS). The Workspace then knows a write's etag before it lands, and writes what names it
+   * (the undo record, the session record) beside the write instead of after it; it checks the
+   * etag the put returns and repairs both if they differ. Wrappers pass it through.
+   */
+  readonly contentEtags?: boolean;
   head(key: string): Promise<ObjectInfo | null>;
   /** null when the object does not exist. A range past the end returns an empty body. */
   get(key: string, opts?: { range?: { offset: number; length?: number } }): Promise<GetResult | null>;

@@ -11,6 +11,7 @@
 import { ToolError } from "../errors.js";
 import { packKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { decodeBase64 } from "../text.js";
 import type { Workspace } from "../workspace/workspace.js";
 import { callIdOf, parseCallId, sessionUndoPrefix, stampTime, type UndoChange, type UndoRecord } from "./journal.js";
 
@@ -106,6 +107,11 @@ async function findCall(storage: StorageDriver, tenant: string, ws: string, targ
 
 async function beforeBytes(storage: StorageDriver, tenant: string, c: UndoChange): Promise<Uint8Array> {
   const b = c.before!;
+  if ("inline" in b) {
+    const bytes = decodeBase64(b.inline);
+    if (!bytes || bytes.length !== b.size) throw new ToolError("INTERNAL", `The saved version of ${c.path} in the undo record is damaged; this call can no longer be undone.`, { path: c.path });
+    return bytes;
+  }
   if ("blob" in b) {
     const r = await storage.get(b.blob);
     if (!r) throw new ToolError("NOT_FOUND", `The saved version of ${c.path} is gone (expired); this call can no longer be undone.`, { path: c.path });

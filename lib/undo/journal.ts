@@ -4,18 +4,23 @@
  * the one place before-images are taken, so no tool (and no bash write-back) can forget.
  *
  * Before-bytes: a version that is the lower layer's (same etag) is referenced in its pack (free);
- * an upper version is copied to an undo blob under the call's prefix (+1 GET, 0 when the call read
- * the bytes through Workspace.readBytes, +1 PUT); a file that did not exist costs nothing.
+ * an upper version of at most INLINE_BYTES is kept in the record itself, base64 (+1 GET, 0 when
+ * the call read the bytes through Workspace.readBytes / openForChange); a larger one is copied to
+ * an undo blob under the call's prefix (the same GET, +1 PUT beside the call's write); a file that
+ * did not exist costs nothing.
  * commit() writes one record object per call (per sync request for bash), create-only, under a
- * unique key: no hot key. Layout: x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
+ * unique key: no hot key. A call whose last change is a write of known etag (writeBeside) has its
+ * record written beside that write instead of after it. Layout:
+ * x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
  */
 import { internalPrefix } from "../paths.js";
 import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
+import { encodeBase64 } from "../text.js";
 import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./retention.js";
 
-/** The bytes of a version before the call: none (the file did not exist), a pack range, or a blob. */
-export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; blob: string };
+/** The bytes of a version before the call: none (the file did not exist), a pack range, the bytes themselves (base64), or a blob. */
+export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; inline: string } | { etag: string; size: number; blob: string };
 
 export interface UndoChange {
   path: string;
@@ -57,6 +62,15 @@ const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.to
 const READ_CACHE_BYTES = 16 * 1024 * 1024;
 /** Before-image bytes a call holds while their blobs are written beside its writes; past this a blob is streamed first. */
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
+/** A before-image this size or smaller goes into the record (base64), not a blob; one record holds at most INLINE_RECORD_BYTES of them. */
+export const INLINE_BYTES = 64 * 1024;
+const INLINE_RECORD_BYTES = 256 * 1024;
+
+const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
+/** The changes a record names: a path left as it was before (written, then put back) is dropped. */
+const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => changes.filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
+/** What a record says, for comparing the one written beside a write with the one the call ends with. */
+const changesJson = (changes: readonly UndoChange[]) => JSON.stringify(changes);
 
 export class UndoJournal {
   readonly callId: string;
@@ -77,6 +91,9 @@ export class UndoJournal {
   /** Blob writes under way (capture), by blob key: their outcome (null = written) and the bytes. */
   private readonly inflight = new Map<string, { done: Promise<unknown>; bytes: Uint8Array }>();
   private inflightBytes = 0;
+  private inlineBytes = 0;
+  /** The record written beside the call's last write (writeBeside): its key, what it says, its PUT's outcome (null = written). */
+  private beside: { key: string; path: string; json: string; done: Promise<unknown> } | null = null;
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
@@ -120,7 +137,7 @@ export class UndoJournal {
         await r?.body.cancel().catch(() => {});
         return false;
       }
-      if (this.inflightBytes + r.size > INFLIGHT_BYTES) {
+      if (!this.inlines(r.size) && this.inflightBytes + r.size > INFLIGHT_BYTES) {
         // Too large to hold: streamed into the blob before the call's write goes ahead.
         const size = (await this.storage.put(blob, r.size === 0 ? new Uint8Array(0) : r.body, { length: r.size })).size;
         this.blobs.push(blob);
@@ -128,6 +145,11 @@ export class UndoJournal {
         return true;
       }
       bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+    }
+    if (this.inlines(bytes.length)) {
+      this.inlineBytes += bytes.length;
+      this.changes.set(path, { path, before: { etag, size: bytes.length, inline: encodeBase64(bytes) }, after: null });
+      return true;
     }
     // Bytes in hand: the blob is written BESIDE the call's own write (one round trip less);
     // commit() waits for it before the record names it, refused() before deleting it.
@@ -141,6 +163,11 @@ export class UndoJournal {
     this.blobs.push(blob);
     this.changes.set(path, { path, before: { etag, size: held.length, blob }, after: null });
     return true;
+  }
+
+  /** Whether a before-image of `size` bytes goes into the record. */
+  private inlines(size: number): boolean {
+    return size <= INLINE_BYTES && this.inlineBytes + size <= INLINE_RECORD_BYTES;
   }
 
   /** Waits for the blob writes started by capture; one that failed is tried once more (its bytes are held), then throws. */
@@ -161,11 +188,15 @@ export class UndoJournal {
     this.landedPaths.add(path);
   }
 
-  /** The write of `path` was refused: forget its capture (and its blob) when nothing of the call landed there. */
+  /**
+   * The write of `path` was refused: forget its capture (and its blob) when nothing of the call
+   * landed there. A record written beside it no longer names what the call did: commit() deletes it.
+   */
   async refused(path: string): Promise<void> {
     const c = this.changes.get(path);
     if (!c || this.landedPaths.has(path)) return;
     this.changes.delete(path);
+    if (c.before && "inline" in c.before) this.inlineBytes -= c.before.size;
     if (c.before && "blob" in c.before) {
       const blob = c.before.blob;
       await this.inflight.get(blob)?.done;
@@ -174,17 +205,65 @@ export class UndoJournal {
     }
   }
 
+  /** The changes a record names. */
+  private recorded(): UndoChange[] {
+    return recordedOf([...this.changes.values()]);
+  }
+
+  private putRecord(key: string, changes: UndoChange[]): Promise<unknown> {
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes };
+    return this.storage.put(key, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
+  }
+
+  /**
+   * The call's last change is the write of `path` (captured), about to leave version `etag` (known in
+   * advance: StorageDriver.contentEtags): its record is written now, BESIDE that write (one round
+   * trip less). Until the write is known to have landed at `etag` the record is provisional: refused()
+   * deletes it, and commit() replaces it when the call ended with other changes than it names.
+   */
+  writeBeside(path: string, etag: string): void {
+    const c = this.changes.get(path);
+    if (!c || this.beside) return;
+    const changes = recordedOf([...this.changes.values()].map((x) => (x === c ? { ...c, after: etag } : x)));
+    if (changes.length === 0) return;
+    const key = recordKey(this.prefix);
+    const done = this.putRecord(key, changes).then(() => null, (e: unknown) => e);
+    this.beside = { key, path, json: changesJson(changes), done };
+  }
+
+  /** Deletes the record written beside a write (whatever its PUT's outcome); a failed delete is left to retention. */
+  private async dropBeside(): Promise<void> {
+    const b = this.beside;
+    if (!b) return;
+    this.beside = null;
+    await b.done;
+    await this.storage.delete(b.key).catch(() => {});
+  }
+
   /**
    * Writes the record (create-only) when the call changed something; returns the call id, or null.
-   * A path left as it was before (written, then put back) is dropped.
+   * A record already written beside the last write (writeBeside) is kept when it names exactly what
+   * the call did; else (the write was refused, landed at another etag, or more followed) it is
+   * deleted, so it is never listed nor applied, and the right one (if any) written. Every call that
+   * has a journal ends here, failed or not (executeTool, the sync requests).
    */
   async commit(): Promise<string | null> {
-    await this.settleBlobs();
-    const changes = [...this.changes.values()].filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
+    try {
+      await this.settleBlobs();
+    } catch (e) {
+      await this.dropBeside(); // it would name a blob that is not there
+      throw e;
+    }
+    const changes = this.recorded();
     this.changes.clear();
-    if (changes.length === 0) return null;
-    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes };
-    await this.storage.put(`${this.prefix}r-${Date.now().toString(36)}-${rid()}.json`, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
+    const beside = this.beside;
+    if (beside && (await beside.done) === null && beside.json === changesJson(changes)) {
+      this.beside = null;
+    } else {
+      await this.dropBeside();
+      if (changes.length === 0) return null;
+      await this.putRecord(recordKey(this.prefix), changes);
+    }
     // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
     if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {
       const prune = pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now: Date.now() }).catch(() => {});

@@ -54,6 +54,7 @@ export class EarlyReads {
     };
     this.storage = {
       name: inner.name,
+      ...(inner.contentEtags ? { contentEtags: true } : {}),
       head: (key) => inner.head(key),
       get: (key, opts) => {
         const p = opts?.range ? undefined : this.started.get(key);

@@ -30,7 +30,8 @@ export async function commitBatch(ws: Workspace, steps: readonly FileStep[]): Pr
   for (const step of steps) {
     try {
       if (step.op === "put") {
-        const info = await ws.put(step.path, step.bytes, step.etag === null ? { create: true } : { ifMatch: step.etag });
+        // record: the session knows what it wrote (the version's writer), so it may edit it next without a read.
+        const info = await ws.put(step.path, step.bytes, { ...(step.etag === null ? { create: true } : { ifMatch: step.etag }), record: true });
         written.set(step.path, info);
         done.push({ step, info });
       } else {

@@ -1,19 +1,23 @@
 /**
  * A session's file records (read before write): which version of each file this session read
- * (KV through RecordStore: session → path → etag, read time). Records are hints; the conditional
- * write is the guard (DESIGN invariant 2).
+ * (KV through RecordStore: session → path → etag, read time), and the versions it wrote itself
+ * (the object's `writer`). Records are hints; the conditional write is the guard (DESIGN invariant 2).
  */
 import { ToolError } from "../errors.js";
 import type { RecordStore } from "../records/store.js";
 import type { FileInfo } from "./workspace.js";
 
 export class SessionFiles {
-  /** Record writes under way (recordWrite), awaited by settle. */
-  private readonly writes: Promise<void>[] = [];
-
   constructor(private readonly records: RecordStore) {}
 
-  async recordRead(path: string, etag: string): Promise<void> {
+  /** The session this is (versions it wrote carry it: PutOptions.writer). */
+  get id(): string {
+    return this.records.session;
+  }
+
+  /** The session read `path` at `etag` (`writer`: who wrote that version; the session's own needs no record). */
+  async recordRead(path: string, etag: string, writer?: string): Promise<void> {
+    if (writer === this.id) return;
     // Re-reading an unchanged file writes nothing (Workers KV takes one write per second per
     // key), unless the record is a day old (its TTL is refreshed by writing it again). A record
     // this isolate saw (RecordStore.known) saves the KV read: the same version writes nothing,
@@ -24,26 +28,13 @@ export class SessionFiles {
   }
 
   /**
-   * After this session's own write: the new version is the one it knows (no read of the old
-   * record: it always differs). The KV write starts now and runs beside the rest of the call;
-   * executeTool waits for it (settle) with the undo record, before the call answers.
-   */
-  recordWrite(path: string, etag: string): void {
-    const p = this.records.set(path, etag);
-    p.catch(() => {}); // its failure surfaces in settle
-    this.writes.push(p);
-  }
-
-  /** Waits for the record writes recordWrite started; throws the first failure. */
-  async settle(): Promise<void> {
-    await Promise.all(this.writes.splice(0));
-  }
-
-  /**
-   * Before changing an existing file: the session must have read it, and it must not
-   * have changed since (its current etag guards the write).
+   * Before changing an existing file: the session must have read it, and it must not have changed
+   * since (its current etag guards the write). A version this session wrote itself (its `writer`,
+   * kept with the object by Workspace.put's `record`) counts as read: no KV record is written for
+   * the session's own writes.
    */
   async requireReadUnchanged(path: string, current: FileInfo): Promise<void> {
+    if (current.writer === this.id) return;
     // A record this isolate saw confirms at once; it never refuses (KV decides that).
     if (this.records.known(path)?.etag === current.etag) return;
     const rec = await this.records.get(path);

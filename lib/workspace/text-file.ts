@@ -33,9 +33,7 @@ function decodeText(path: string, { bytes, info }: { bytes: Uint8Array; info: Fi
   return { text: new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes), info, bytes };
 }
 
-/** Writes the edited text over exactly the version that was loaded, and records it. */
-export async function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
-  const info = await ws.put(path, utf8.encode(text), loaded ? { ifMatch: loaded.etag } : { create: true });
-  ws.recordWrite(path, info.etag);
-  return info;
+/** Writes the edited text over exactly the version that was loaded, and records it: the call's one change. */
+export function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
+  return ws.put(path, utf8.encode(text), { ...(loaded ? { ifMatch: loaded.etag } : { create: true }), record: true, last: true });
 }

@@ -22,6 +22,8 @@ import type { UndoJournal } from "../undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
+import { md5Hex } from "../storage/md5.js";
+import { utf8 } from "../text.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -31,6 +33,8 @@ export interface FileInfo {
   etag: string;
   modified: Date;
   contentType?: string;
+  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
+  writer?: string;
 }
 
 /** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
@@ -140,7 +144,7 @@ export class Workspace {
 
   /** A file's info from its storage object. */
   toInfo(o: ObjectInfo): FileInfo {
-    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}) };
+    return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}), ...(o.writer ? { writer: o.writer } : {}) };
   }
 
   async head(path: string): Promise<FileInfo | null> {
@@ -270,8 +274,13 @@ export class Workspace {
   /**
    * Writes a file. `ifMatch` guards an overwrite, `create` makes it create-only.
    * Refuses a path that is a directory or lies below a file.
+   * `record`: the session knows the version written: it is written with the session as its
+   * `writer` (read-before-write: session-files.ts), no KV record.
+   * `last`: this is the call's last change: its undo record is written BESIDE the file's PUT when
+   * the storage's etags are content hashes (StorageDriver.contentEtags), one round trip for both;
+   * UndoJournal.commit() deletes it when the PUT was refused or landed at another etag.
    */
-  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean } = {}): Promise<FileInfo> {
+  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean; record?: boolean; last?: boolean } = {}): Promise<FileInfo> {
     // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
     if (opts.ifMatch === undefined && !opts.placeChecked) await this.checkPlace(path);
     if (this.undo && opts.ifMatch === undefined && !opts.create) {
@@ -284,17 +293,20 @@ export class Workspace {
       const current = await this.head(path);
       throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
     }
+    const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+    if (bytes && opts.last && this.undo && this.driver.contentEtags) this.undo.writeBeside(path, md5Hex(bytes));
     try {
-      const o = await this.driver.put(this.key(path), body, {
+      const o = await this.driver.put(this.key(path), bytes ?? body, {
         ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
         ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
         ...(opts.length !== undefined ? { length: opts.length } : {}),
         ...(opts.contentType ? { contentType: opts.contentType } : {}),
+        ...(opts.record ? { writer: this.session.id } : {}),
       });
       const info = this.toInfo(o);
-      this.undo?.landed(path, info.etag);
+      this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
       this.bytesWritten += info.size;
-      await this.notify(path, info, typeof body === "string" ? new TextEncoder().encode(body) : body instanceof Uint8Array ? body : undefined);
+      await this.notify(path, info, bytes);
       return info;
     } catch (e) {
       await this.undo?.refused(path);
@@ -450,19 +462,9 @@ export class Workspace {
 
   // ---- session records (session-files.ts) ----
 
-  /** The session read `path` at `etag`. */
-  recordRead(path: string, etag: string): Promise<void> {
-    return this.session.recordRead(path, etag);
-  }
-
-  /** After this session's own write: the KV write starts now; executeTool waits for it (settleRecords). */
-  recordWrite(path: string, etag: string): void {
-    this.session.recordWrite(path, etag);
-  }
-
-  /** Waits for the record writes recordWrite started; throws the first failure. */
-  settleRecords(): Promise<void> {
-    return this.session.settle();
+  /** The session read `path` at `etag` (`writer`: the version's, when known: the session's own needs no record). */
+  recordRead(path: string, etag: string, writer?: string): Promise<void> {
+    return this.session.recordRead(path, etag, writer);
   }
 
   /** Before changing an existing file: the session must have read it, and it must not have changed since. */

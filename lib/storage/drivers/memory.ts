@@ -32,7 +32,7 @@ export function memoryDriver(): StorageDriver {
       if (opts.ifNoneMatch === "*" && current) throw new ConditionFailedError(key, "ifNoneMatch");
       if (opts.ifMatch !== undefined && current?.info.etag !== opts.ifMatch) throw new ConditionFailedError(key, "ifMatch");
       version += 1;
-      const info: ObjectInfo = { key, size: data.length, etag: `m${version.toString(16)}-${data.length}`, modified: new Date(), ...(opts.contentType ? { contentType: opts.contentType } : {}) };
+      const info: ObjectInfo = { key, size: data.length, etag: `m${version.toString(16)}-${data.length}`, modified: new Date(), ...(opts.contentType ? { contentType: opts.contentType } : {}), ...(opts.writer ? { writer: opts.writer } : {}) };
       objects.set(key, { data, info });
       return { ...info };
     },

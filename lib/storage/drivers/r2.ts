@@ -2,12 +2,16 @@
 import { ConditionFailedError, type GetResult, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../types.js";
 import { deleteConditionally, isTombstone, settledHead } from "./r2-tombstones.js";
 
+/** The custom metadata key of PutOptions.writer. */
+const WRITER = "writer";
+
 const info = (o: R2Object): ObjectInfo => ({
   key: o.key,
   size: o.size,
   etag: o.etag,
   modified: o.uploaded,
   ...(o.httpMetadata?.contentType ? { contentType: o.httpMetadata.contentType } : {}),
+  ...(o.customMetadata?.[WRITER] ? { writer: o.customMetadata[WRITER] } : {}),
 });
 
 /**
@@ -25,6 +29,7 @@ async function r2Body(body: PutBody, length: number | undefined): Promise<Readab
 export function r2Driver(bucket: R2Bucket): StorageDriver {
   return {
     name: "r2",
+    contentEtags: true,
     async head(key) {
       const o = await bucket.head(key);
       return o && !isTombstone(o) ? info(o) : null;
@@ -60,8 +65,9 @@ export function r2Driver(bucket: R2Bucket): StorageDriver {
     },
     async put(key, body, opts: PutOptions = {}) {
       const httpMetadata = opts.contentType ? { httpMetadata: { contentType: opts.contentType } } : {};
+      const customMetadata = opts.writer ? { customMetadata: { [WRITER]: opts.writer } } : {};
       const write = async (onlyIf?: R2Conditional) => {
-        const o = await bucket.put(key, await r2Body(body, opts.length), { ...(onlyIf ? { onlyIf } : {}), ...httpMetadata });
+        const o = await bucket.put(key, await r2Body(body, opts.length), { ...(onlyIf ? { onlyIf } : {}), ...httpMetadata, ...customMetadata });
         // R2 returns null when the onlyIf condition does not hold.
         if (!o) throw new ConditionFailedError(key, opts.ifMatch !== undefined ? "ifMatch" : "ifNoneMatch");
         return info(o);

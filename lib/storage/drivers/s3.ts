@@ -20,6 +20,8 @@ import { ConditionFailedError, deleteTargets, quoteEtag, throwIfRefused, unquote
 export interface S3DriverOptions {
   client: S3Client;
   bucket: string;
+  /** false for a bucket whose etags are not the MD5 of the body (SSE-KMS encryption); default true (StorageDriver.contentEtags). */
+  contentEtags?: boolean;
 }
 
 interface SdkError { name?: string; $metadata?: { httpStatusCode?: number } }
@@ -92,7 +94,7 @@ async function putBody(body: PutBody, length: number | undefined): Promise<{ bod
   return { body: bytes, size: bytes.length };
 }
 
-export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
+export function s3Driver({ client, bucket, contentEtags = true }: S3DriverOptions): StorageDriver {
   const Bucket = bucket;
 
   async function head(key: string): Promise<ObjectInfo | null> {
@@ -104,6 +106,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
         etag: unquoteEtag(r.ETag ?? ""),
         modified: r.LastModified ?? new Date(0),
         ...(r.ContentType ? { contentType: r.ContentType } : {}),
+        ...(r.Metadata?.writer ? { writer: r.Metadata.writer } : {}),
       };
     } catch (e) {
       if (isNotFound(e)) return null;
@@ -149,6 +152,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
 
   return {
     name: "s3",
+    ...(contentEtags ? { contentEtags: true } : {}),
     head,
 
     async get(key, opts) {
@@ -187,6 +191,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
         etag: unquoteEtag(r.ETag ?? ""),
         modified: r.LastModified ?? new Date(0),
         ...(r.ContentType ? { contentType: r.ContentType } : {}),
+        ...(r.Metadata?.writer ? { writer: r.Metadata.writer } : {}),
         body,
         range: { offset: start, length },
       };
@@ -203,6 +208,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
             Body: Body as Uint8Array,
             ContentLength: size,
             ...(opts.contentType ? { ContentType: opts.contentType } : {}),
+            ...(opts.writer ? { Metadata: { writer: opts.writer } } : {}),
             ...(opts.ifMatch !== undefined ? { IfMatch: quoteEtag(opts.ifMatch) } : {}),
             ...(opts.ifNoneMatch !== undefined ? { IfNoneMatch: opts.ifNoneMatch } : {}),
           }),
@@ -214,6 +220,7 @@ export function s3Driver({ client, bucket }: S3DriverOptions): StorageDriver {
           // PutObject does not return LastModified; the client clock is close enough.
           modified: new Date(),
           ...(opts.contentType ? { contentType: opts.contentType } : {}),
+          ...(opts.writer ? { writer: opts.writer } : {}),
         };
       } catch (e) {
         const status = statusOf(e);

@@ -1,8 +1,10 @@
 /**
  * The run's claim and its start go side by side (run-once.ts): the manifest is asked while the
- * claim is in flight, and the command waits for the claim. A run that turns out to be another
- * attempt's runs no command, keeps its slot warm, and touches no record.
+ * claim is in flight, the sandbox is set up meanwhile (its command waits at the gate: runner.ts),
+ * and the command waits for the claim. A run that turns out to be another attempt's runs no
+ * command, keeps its slot warm, and touches no record.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ManifestQuery } from "../../../lib/exec/sync-manifest.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
@@ -37,6 +39,22 @@ function logged(hold: () => Promise<void>) {
   return { events, handler: t.freshHandler({ runRecords, syncClient }) };
 }
 
+/** This process's bubblewrap children whose command line holds `marker` (the sandboxes of one command). */
+function bwrapChildren(marker: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const m = /^\d+ \((.*)\) \S+ (\d+)/.exec(stat);
+      if (m && m[1] === "bwrap" && Number(m[2]) === process.pid && readFileSync(`/proc/${d}/cmdline`, "utf8").includes(marker)) out.push(Number(d));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
 describe("claim and manifest side by side", () => {
   it("the manifest is asked before the claim is answered; the command runs after it", async () => {
     await t.write("in.txt", "hello\n");
@@ -65,5 +83,43 @@ describe("claim and manifest side by side", () => {
     const next = t.unwrap<RunResult>(await handler(t.req("cat counter.txt"), { tenantId: req.tenant }));
     expect(next.stdout).toBe("x\n");
     expect(next.sync.cache).toBe("warm"); // the slot reconciled by the run that was not ours
+  });
+
+  it("the sandbox starts while the claim is held, its command at the gate; the timeout counts from the gate; a new working directory is made before", async () => {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    const { events, handler } = logged(() => opened);
+    // A timeout shorter than the hold: counted from spawn, it would kill the command.
+    const req = t.req("pwd; echo ran > /workspace/gate.txt", { timeout_ms: 1000, cwd: "new/sub" });
+    const pending = handler(req, { tenantId: req.tenant });
+    const until = Date.now() + 10_000;
+    while (bwrapChildren("gate.txt").length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(bwrapChildren("gate.txt").length).toBe(1); // set up before the claim is answered
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(events).toEqual(["claim asked", "manifest"]);
+    expect(await t.read("gate.txt")).toBe(null);
+    open();
+    const r = t.unwrap<RunResult>(await pending);
+    expect(r.timed_out).toBe(false);
+    expect(r.stdout).toBe("/workspace/new/sub\n");
+    expect(await t.read("gate.txt")).toBe("ran\n");
+    expect(bwrapChildren("gate.txt")).toEqual([]);
+  });
+
+  it("a run that is not ours ends its waiting sandbox without running the command", async () => {
+    const req = t.req("echo y >> gated.txt");
+    await t.handler(req, { tenantId: req.tenant });
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    const { events, handler } = logged(() => opened);
+    const pending = handler({ ...req }, { tenantId: req.tenant });
+    const until = Date.now() + 10_000;
+    while (bwrapChildren("gated.txt").length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(bwrapChildren("gated.txt").length).toBe(1);
+    open();
+    await pending;
+    expect(events).toContain("not ours");
+    expect(bwrapChildren("gated.txt")).toEqual([]);
+    expect(await t.read("gated.txt")).toBe("y\n");
   });
 });

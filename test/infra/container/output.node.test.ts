@@ -1,5 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { HeadTail } from "../../../infra/container/output.js";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { HeadTail, OutputCollector } from "../../../infra/container/output.js";
+
+const dir = mkdtempSync(join(tmpdir(), "toolshed-output-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("HeadTail", () => {
   it("keeps everything under the cap", () => {
@@ -25,5 +31,33 @@ describe("HeadTail", () => {
     const h = new HeadTail(10);
     h.push(Buffer.from("aaaaa" + "é".repeat(50)));
     expect(h.text()).not.toContain("\uFFFD");
+  });
+});
+
+describe("OutputCollector's log", () => {
+  it("output within the cap makes no file", async () => {
+    const path = join(dir, "small", "run.log");
+    const out = new OutputCollector(100, path);
+    out.out(Buffer.from("hi\n"));
+    out.err(Buffer.from("oops\n"));
+    await out.close();
+    expect(out.truncated).toBe(false);
+    expect(out.hasLog).toBe(false);
+    expect(existsSync(join(dir, "small"))).toBe(false);
+  });
+
+  it("output past the cap: the log (its directory made) holds the whole merged stream, what came before the cap included", async () => {
+    const path = join(dir, "big", "run.log");
+    const out = new OutputCollector(20, path);
+    let all = "";
+    for (let i = 0; i < 1000; i++) {
+      const line = `${i}\n`;
+      all += line;
+      (i % 2 ? out.err : out.out)(Buffer.from(line));
+    }
+    await out.close();
+    expect(out.truncated).toBe(true);
+    expect(out.hasLog).toBe(true);
+    expect(readFileSync(path, "utf8")).toBe(all);
   });
 });

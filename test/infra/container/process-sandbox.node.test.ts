@@ -233,6 +233,18 @@ describe("reap", () => {
     expect(a.pid).toBeGreaterThan(0);
   });
 
+  it("a closed gate (the run was not ours, or its workspace failed): nothing starts, the run ends as killed", async () => {
+    const sandbox = processSandbox({ stateDir: join(t.root, "gate-state"), egress: "none", runAs: ids });
+    const tree = mkdtempSync(join(tmpdir(), "toolshed-gate-"));
+    chmodSync(tree, 0o777);
+    const spec = { tree, cwd: "", command: "echo ran > ran.txt", env: {}, network: false, limits: DEFAULT_LIMITS, timeoutMs: 10_000, onStdout: () => {}, onStderr: () => {} };
+    expect(await sandbox.run({ ...spec, gate: Promise.resolve(false) })).toMatchObject({ exitCode: null, killed: true, timedOut: false });
+    expect(existsSync(join(tree, "ran.txt"))).toBe(false);
+    expect(await sandbox.run({ ...spec, gate: Promise.resolve(true) })).toMatchObject({ exitCode: 0, killed: false });
+    expect(existsSync(join(tree, "ran.txt"))).toBe(true);
+    rmSync(tree, { recursive: true, force: true });
+  });
+
   it("never runs commands as root", () => {
     expect(() => processSandbox({ stateDir: "/tmp/x", egress: "none", runAs: { uid: 0, gid: 0 } })).toThrow(/never runs commands as root/);
   });

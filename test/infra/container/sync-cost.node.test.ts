@@ -14,7 +14,8 @@ import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js"
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
 import { walk } from "../../../infra/container/changes.js";
-import { isValidName, pruneEmptyDirs, pruneSettled, TreeCache } from "../../../infra/container/tree.js";
+import { isValidName, pruneEmptyDirs, pruneSettled } from "../../../infra/container/tree.js";
+import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { FETCH_MAX_FILES, allFrames } from "../../../lib/exec/sync-batch.js";

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
-import { TreeCache } from "../../../infra/container/tree.js";
+import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { createCheckpoint, restoreCheckpoint } from "../../../lib/layers/checkpoints.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
-import { TreeCache } from "../../../infra/container/tree.js";
+import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";

@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/hash.js";
-import { runIdFor } from "../../../lib/exec/runs.js";
+import { runForeground, runIdFor } from "../../../lib/exec/runs.js";
 import { housekeepRuns, killTask, MAX_RUNNING_TASKS, pollTask, RECORD_KEEP_MS, startTask } from "../../../lib/exec/tasks.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
 import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
@@ -182,5 +182,32 @@ describe("run record housekeeping", () => {
     expect(await keys()).toEqual([]);
     expect((await driver.list({ prefix: `${internalPrefix(t, "other")}runs/` })).objects.length).toBe(1);
     expect(running.task_id).toMatch(/^r[0-9a-f]{15}$/);
+  });
+});
+
+describe("foreground run records", () => {
+  /** An executor that plays the runner: claims the run and stores its result through the sync routes, then answers. */
+  const answering: Executor = {
+    async run(req) {
+      const rec = httpRunRecords(await access(req.tenant, req.workspace, req.idempotency_key));
+      await rec.claim({ task: false });
+      const result = fakeResult({ stdout: "fg\n" });
+      await rec.finish({ ok: true, result });
+      return result;
+    },
+    start: async () => {},
+  };
+  const keys = async (t: string) => (await driver.list({ prefix: `${internalPrefix(t, "main")}runs/` })).objects.map((o) => o.key);
+
+  it("the record is deleted before the answer without waitUntil, after it with waitUntil", async () => {
+    const t = tid();
+    expect((await runForeground(driver, answering, request(t, "fg-1"))).stdout).toBe("fg\n");
+    expect(await keys(t)).toEqual([]);
+
+    const later: Promise<unknown>[] = [];
+    expect((await runForeground(driver, answering, request(t, "fg-2"), (p) => later.push(p))).stdout).toBe("fg\n");
+    expect(later).toHaveLength(1); // handed to the runtime: the answer did not wait for it
+    await Promise.all(later);
+    expect(await keys(t)).toEqual([]);
   });
 });

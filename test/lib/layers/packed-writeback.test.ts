@@ -13,7 +13,7 @@ import { handleSync } from "../../../lib/exec/sync-server.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import type { PutManyItem } from "../../../lib/exec/sync-put-batch.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
-import { md5Hex } from "../../../lib/layers/md5.js";
+import { md5Hex } from "../../../lib/storage/md5.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";
 import { newStamp } from "../../../lib/undo/journal.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";

@@ -84,6 +84,7 @@ function countingStores() {
   const base = r2Driver(env.FILES);
   const storage: StorageDriver = {
     name: base.name,
+    ...(base.contentEtags ? { contentEtags: true } : {}),
     head: (k) => op("r2.head", k, () => base.head(k)),
     get: (k, o) => op("r2.get", k, () => base.get(k, o)),
     put: (k, b, o) => op("r2.put", k, () => base.put(k, b, o)),
@@ -209,13 +210,13 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
     // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo
     // keeps; it starts beside meta.json. The session record the read wrote is known to this isolate
-    // (lib/records/store.ts): no KV read. Undo (lib/undo/): the replaced version's bytes (a blob, beside
-    // the write) and the call's record (beside the session record's write), both before the answer.
+    // (lib/records/store.ts): no KV read. The new etag is the MD5 of the bytes (StorageDriver.contentEtags),
+    // so the call's undo record (the replaced version's bytes inline, no blob: lib/undo/) is written BESIDE
+    // the file's PUT. No KV PUT: the version carries the session as its writer (lib/workspace/session-files.ts).
     // Index upkeep runs after the response.
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
-      sorted(["kv.put record", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
   });
@@ -228,23 +229,32 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
       // The place of a new file (Workspace.checkPlace): not a directory (LIST), no file above it (HEAD src).
       sorted(["r2.list file", "r2.head file"]),
-      ["r2.put file"],
+      // The undo record (a create: no before-image) beside the PUT.
+      sorted(["r2.put file", "r2.put internal:undo"]),
       // A create in a plain workspace re-reads the layer pointer (lib/layers/plain-driver.ts): a packed
       // bash write-back may have made the workspace layered, with this path in its new lower layer.
       ["r2.get meta.json"],
-      sorted(["kv.put record", "r2.put internal:undo"]),
     ]);
+  });
+
+  it("read of a version the session wrote itself: no KV PUT (the version carries its writer)", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/a.ts" });
+    await call("write", { file_path: "src/a.ts", content: "export const a = 3;\n" });
+    const { onPath } = await call("read", { file_path: "src/a.ts" });
+    // The workspace record and the session's record of the file are known to this isolate: the file's GET alone.
+    expect(onPath).toEqual([["r2.get file"]]);
   });
 
   it("edit of a file the session read", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
-    // One GET of the file (no HEAD first: Workspace.readForChange); its record, known to this isolate, is not read.
+    // One GET of the file (no HEAD first: Workspace.readForChange); its record, known to this isolate, is
+    // not read; the PUT and the undo record (before-image inline) side by side; no KV PUT.
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
-      sorted(["kv.put record", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
   });

@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { ConditionFailedError, isConditionFailed, type StorageDriver } from "../../../lib/storage/types.js";
+import { md5Hex } from "../../../lib/storage/md5.js";
 
 /** The conditional headers the driver sent on its last put of a key (etag unquoted). */
 export interface SentConditions {
@@ -124,6 +125,38 @@ export function describeStorageConformance(name: string, makeDriver: () => Stora
         expect(await text((await driver.get(key))!.body)).toBe("naïve ☃ 名前");
         const listed = await driver.list({ prefix: p });
         expect(listed.objects.map((o) => o.key)).toEqual([key]);
+      });
+
+      it("contentEtags: the driver declares it exactly when every put's etag is the MD5 hex of its body (text, binary, empty, stream, conditional)", async () => {
+        const p = fresh();
+        const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+        const puts = [
+          { body: enc.encode("hello\r\nworld\n"), put: () => driver.put(`${p}text`, "hello\r\nworld\n") },
+          { body: all, put: () => driver.put(`${p}bin`, all) },
+          { body: all, put: () => driver.put(`${p}stream`, new Blob([all]).stream(), { length: all.length }) },
+          { body: enc.encode("v2"), put: async () => driver.put(`${p}text`, "v2", { ifMatch: (await driver.head(`${p}text`))!.etag }) },
+          { body: enc.encode("new"), put: () => driver.put(`${p}created`, "new", { ifNoneMatch: "*" }) },
+        ];
+        for (const { body, put } of puts) {
+          const o = await put();
+          expect(o.etag === md5Hex(body), `${o.key}: ${o.etag}`).toBe(driver.contentEtags === true);
+        }
+        const empty = await driver.put(`${p}empty`, new Uint8Array(0));
+        if (driver.contentEtags) expect(empty.etag).toBe(md5Hex(new Uint8Array(0)));
+      });
+
+      it("writer: kept with the version that was put with it (head, get), cleared by a put without it", async () => {
+        const key = `${fresh()}w`;
+        const put = await driver.put(key, "one", { writer: "s1" });
+        expect(put.writer).toBe("s1");
+        expect((await driver.head(key))!.writer).toBe("s1");
+        const got = await driver.get(key);
+        await got!.body.cancel();
+        expect(got!.writer).toBe("s1");
+        await driver.put(key, "two", { writer: "other:session_2" });
+        expect((await driver.head(key))!.writer).toBe("other:session_2");
+        await driver.put(key, "three");
+        expect((await driver.head(key))!.writer).toBeUndefined();
       });
 
       it("returns an unquoted etag that changes when the content changes", async () => {
