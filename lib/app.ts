@@ -5,6 +5,9 @@
  */
 import { createAuthBackoff } from "./auth/backoff.js";
 import type { AuthInfo } from "./auth/keys.js";
+import { KNOWN_RECORDS_TTL_MS, type FileRecord } from "./records/store.js";
+import { forgetOnWrite } from "./routes/known-workspace.js";
+import type { MetaRecord } from "./layers/open.js";
 import type { AppDeps } from "./deps.js";
 import { ManifestCache } from "./layers/manifest.js";
 import { IsolateCache } from "./isolate-cache.js";
@@ -42,7 +45,9 @@ const OPENAPI_INFO = {
 export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
-  const deps: AppDeps = { ...inputDeps, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), tools };
+  // Every write of a workspace record through this isolate forgets what it knew of it (known-workspace.ts).
+  const knownWorkspaces = inputDeps.knownWorkspaces ?? new IsolateCache<MetaRecord>();
+  const deps: AppDeps = { ...inputDeps, storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });

@@ -5,6 +5,8 @@ import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
 import type { IsolateCache } from "./isolate-cache.js";
+import type { KnownRecords } from "./records/store.js";
+import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "./auth/keys.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
@@ -65,6 +67,10 @@ export interface AppDeps {
   policies?: IsolateCache;
   /** API keys (by hash) resolved per isolate for a few seconds (lib/auth/keys.ts); createApp makes one when absent. */
   apiKeys?: IsolateCache<AuthInfo | null>;
+  /** Plain workspaces' records (meta.json) this isolate read, per isolate for a few seconds (lib/routes/known-workspace.ts); createApp makes one when absent. */
+  knownWorkspaces?: KnownWorkspaces;
+  /** Session file records this isolate read or wrote, per isolate for a few seconds, used only to confirm (lib/records/store.ts); createApp makes one when absent. */
+  knownRecords?: KnownRecords;
   /** Each tenant's custom tools, built, per isolate for a few seconds (lib/custom/tool.ts); createApp makes one when absent. */
   customTools?: IsolateCache<readonly Tool[]>;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */

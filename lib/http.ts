@@ -17,8 +17,11 @@ export type AppEnv = {
     call?: CallMeter;
     /** The request's JSON body, read once by lib/routes/json-body.ts. */
     json?: unknown;
-    /** The workspace record (meta.json) the guard read for a `workspace: true` route: handlers reuse it (one read per call). */
-    workspace?: { tenant: string; id: string; record: MetaRecord };
+    /**
+     * The workspace record (meta.json) the guard read for a `workspace: true` route: handlers reuse it (one read per call).
+     * `known`: not read, but known to this isolate (a route that allows it: lib/routes/known-workspace.ts).
+     */
+    workspace?: { tenant: string; id: string; record: MetaRecord; known?: boolean };
     /** What a tool route started beside that read (lib/workspace/early.ts): the call's Workspace takes it. */
     early?: EarlyCall;
   };

@@ -17,6 +17,7 @@ import { UndoJournal } from "./undo/journal.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "./pending/outcome.js";
 import { assertToolAllowed } from "./toolset.js";
+import type { StorageDriver } from "./storage/types.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -38,6 +39,8 @@ export interface CallScope {
   background?: (p: Promise<unknown>) => void;
   /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
   early?: EarlyCall;
+  /** Wraps the storage the workspace's files are read through (a known record's upperOnly: lib/routes/known-workspace.ts). */
+  filesStorage?: (s: StorageDriver) => StorageDriver;
 }
 
 export interface Usage {
@@ -71,7 +74,8 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const early = scope.early && scope.early.tenant === auth.tenant && scope.early.wsId === wsId && scope.early.session === session ? scope.early : undefined;
   if (scope.early && !early) void scope.early.reads.discard();
   // The files are read through the early reads' storage: the layered driver's first GET (the upper object) takes one too.
-  const layers = early ? { ...layerDeps(deps), storage: early.reads.storage } : layerDeps(deps);
+  const storage = early ? early.reads.storage : deps.storage;
+  const layers = { ...layerDeps(deps), storage: scope.filesStorage ? scope.filesStorage(storage) : storage };
   let opened;
   try {
     opened = scope.record ? { driver: await filesDriver(layers, auth.tenant, wsId, scope.record.meta), meta: scope.record.meta } : await openLayers(layers, auth.tenant, wsId);
@@ -87,7 +91,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     tools: meta.tools,
     ...(scope.background ? { background: scope.background } : {}),
     ...(early ? { early: early.reads } : {}),
-    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session),
+    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session, deps.knownRecords),
     tenant: auth.tenant,
     id: wsId,
     listeners: deps.listeners ?? [],

@@ -14,6 +14,23 @@ export function logUsage(u: UsageRecord): void {
   console.log(JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), ...u }));
 }
 
+/**
+ * Emits one call's record through `onUsage`. With `later` (the runtime's waitUntil, on Workers) it is
+ * emitted once the response is on its way (the next task), still within the request's life, so the
+ * log line costs the answer nothing; without it (Lambda, tests), at once.
+ */
+export function emitUsage(onUsage: ((u: UsageRecord) => void) | undefined, record: UsageRecord, later?: (p: Promise<unknown>) => void): void {
+  if (!onUsage) return;
+  if (!later) return onUsage(record);
+  later(new Promise<void>((done) => setTimeout(() => {
+    try {
+      onUsage(record);
+    } finally {
+      done();
+    }
+  }, 0)));
+}
+
 /** The cost of one tool call so far; the error envelope reads it too. */
 export class CallMeter {
   readonly started = Date.now();

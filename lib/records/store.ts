@@ -5,6 +5,7 @@
  */
 import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
+import type { IsolateCache } from "../isolate-cache.js";
 import type { KeyValueStore } from "../storage/types.js";
 
 export interface FileRecord {
@@ -24,12 +25,37 @@ export function checkSessionId(session: string): string {
   return session;
 }
 
+/**
+ * What this isolate last saw a record hold in KV (it read it, or wrote it), for a few seconds
+ * (createApp's, AppDeps.records; keyed by tenant/workspace, session and path). It is only ever used
+ * to CONFIRM: "this session read this version" is a fact once seen, so a known record equal to the
+ * file's current etag answers without a KV read (a re-read writes nothing; write and edit pass the
+ * read-before-write check). Anything else (no entry, another etag) asks KV as before: a stale entry
+ * can never refuse a call. What it can do: a re-read in this isolate skips the record's write while
+ * another isolate of the same session wrote another version of it meanwhile; that session's next
+ * write elsewhere may get FILE_MODIFIED until the entry expires (KV's own caching at the edge, up to
+ * 60 s, allows the same); the conditional write stays the guard (DESIGN invariant 2).
+ */
+export type KnownRecords = IsolateCache<FileRecord>;
+/** How long a seen record is known (createApp's cache). */
+export const KNOWN_RECORDS_TTL_MS = 10_000;
+
 export class RecordStore {
   constructor(
     private readonly kv: KeyValueStore,
     private readonly scope: string,
     readonly session: string,
+    private readonly knownRecords?: KnownRecords,
   ) {}
+
+  private knownKey(path: string): string {
+    return `${this.scope}/${this.session}/${path}`;
+  }
+
+  /** The record as this isolate last saw it in KV within the cache's TTL (see KnownRecords), or undefined. */
+  known(path: string): FileRecord | undefined {
+    return this.knownRecords?.peek(this.knownKey(path));
+  }
 
   private async key(path: string): Promise<string> {
     // KV keys stop at 512 bytes; paths may be longer, so they are hashed.
@@ -44,7 +70,8 @@ export class RecordStore {
    * reads instead of after them; the next get(path) takes it. A set(path) drops it.
    */
   prefetch(path: string): void {
-    if (this.early.has(path)) return;
+    // A known record answers a re-read of the same version; a changed file writes without reading.
+    if (this.early.has(path) || this.known(path)) return;
     const p = this.load(path);
     p.catch(() => {}); // a failure surfaces in the get that takes it
     this.early.set(path, p);
@@ -61,15 +88,20 @@ export class RecordStore {
 
   private async load(path: string): Promise<FileRecord | null> {
     const raw = await this.kv.get(await this.key(path));
-    return raw ? (JSON.parse(raw) as FileRecord) : null;
+    const rec = raw ? (JSON.parse(raw) as FileRecord) : null;
+    if (rec) this.knownRecords?.set(this.knownKey(path), rec);
+    return rec;
   }
 
   async set(path: string, etag: string): Promise<void> {
     this.early.delete(path);
+    // Unknown while the write is under way; known once KV took it.
+    this.knownRecords?.forget(this.knownKey(path));
     const rec: FileRecord = { etag, at: Date.now() };
     await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
+    this.knownRecords?.set(this.knownKey(path), rec);
   }
 }
 
 /** The records of `session` in a tenant's workspace (the scope tool calls use). */
-export const sessionRecords = (kv: KeyValueStore, tenant: string, wsId: string, session: string): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, session);
+export const sessionRecords = (kv: KeyValueStore, tenant: string, wsId: string, session: string, known?: KnownRecords): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, session, known);

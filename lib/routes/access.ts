@@ -23,6 +23,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
 import { requireWorkspace } from "./common.js";
+import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 
 export type Access =
@@ -46,7 +47,7 @@ export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant
 const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
 
 /** Authenticates and authorizes; for a `workspace: true` route, returns its record's read, started (not awaited). */
-async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promise<(() => Promise<void>) | undefined> {
+async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: BodyRule): Promise<(() => Promise<void>) | undefined> {
   if (access.auth === "public" || access.auth === "sync") return;
   if (access.auth === "admin") {
     await authenticateAdmin(deps, c.req.raw.headers);
@@ -65,7 +66,9 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>): Promi
   }
   if (!access.workspace) return;
   const id = c.req.param("ws") ?? "";
-  const record = requireWorkspace(deps.storage, auth.tenant, id);
+  const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
+  if (known) return async () => c.set("workspace", { tenant: auth.tenant, id, record: known, known: true });
+  const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
   record.catch(() => {}); // awaited by the guard, after the route's early reads have started
   return async () => c.set("workspace", { tenant: auth.tenant, id, record: await record });
 }
@@ -81,6 +84,11 @@ export interface BodyRule {
    * c.get("early"); when the workspace turns out missing, the guard cancels them unseen.
    */
   early?: (c: Context<AppEnv>) => void;
+  /**
+   * The route's handler can run on a workspace record this isolate knows instead of reading it
+   * (lib/routes/known-workspace.ts; c.get("workspace").known), and reads it when that is not enough.
+   */
+  knownWorkspace?: boolean;
 }
 
 const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -88,7 +96,7 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 /** The guard of one route: authenticate and authorize as its policy says, then read its JSON body if it has one. */
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const bindWorkspace = await enforce(deps, policy.access, c);
+    const bindWorkspace = await enforce(deps, policy.access, c, opts);
     try {
       // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
       if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
@@ -141,6 +149,8 @@ export interface RawRoute {
   before?: MiddlewareHandler<AppEnv>[];
   /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
   early?: BodyRule["early"];
+  /** BodyRule.knownWorkspace. */
+  knownWorkspace?: boolean;
 }
 
 /** A route without zod-openapi's validators (raw files, tools, the index, sync), guarded and documented the same way. */
@@ -151,7 +161,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: true } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

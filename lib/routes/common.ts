@@ -9,6 +9,7 @@ import type { AppDeps } from "../deps.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { filesDriver, openWorkspace, readMeta, type LayerDeps, type MetaRecord, type OpenedWorkspace } from "../layers/open.js";
 import type { Context } from "hono";
+import { knownWorkspaceKey, type KnownWorkspaces } from "./known-workspace.js";
 export { openWorkspace } from "../layers/open.js";
 
 /** What opening a workspace needs (createApp always sets `manifests`; a bare deps gets a private cache). */
@@ -38,7 +39,7 @@ export const WsParam = z.object({ ws: z.string().openapi({ param: { name: "ws", 
  * the two). Returns its record (meta.json, one GET): the guard keeps it for the handler, which
  * opens the workspace from it (requestWorkspace) instead of reading it again.
  */
-export async function requireWorkspace(storage: StorageDriver, tenant: string, ws: string): Promise<MetaRecord> {
+export async function requireWorkspace(storage: StorageDriver, tenant: string, ws: string, known?: KnownWorkspaces): Promise<MetaRecord> {
   let rec: MetaRecord | null = null;
   try {
     workspacePrefix(tenant, ws);
@@ -47,7 +48,11 @@ export async function requireWorkspace(storage: StorageDriver, tenant: string, w
     if (e instanceof ToolError) rec = null;
     else throw e;
   }
-  if (!rec) throw new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+  if (!rec) {
+    known?.forget(knownWorkspaceKey(tenant, ws));
+    throw new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+  }
+  known?.set(knownWorkspaceKey(tenant, ws), rec);
   return rec;
 }
 

@@ -13,7 +13,7 @@ import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
-import { CallMeter } from "../metering/usage.js";
+import { CallMeter, emitUsage } from "../metering/usage.js";
 import { checkSessionId } from "../records/store.js";
 import { normalizeFilePath } from "../paths.js";
 import { startEarly } from "../workspace/early.js";
@@ -28,6 +28,9 @@ import { toolDefinition, type Tool } from "../tool.js";
 import { addRoute, secureRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
+import { StaleRecord, upperOnly } from "./known-workspace.js";
+import { filesPrefix } from "../paths.js";
+import type { StorageDriver } from "../storage/types.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -65,13 +68,14 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     await next();
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
-    const emit = () => {
+    const emit = (later?: (p: Promise<unknown>) => void) => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-      deps.onUsage?.({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() });
+      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() }, later);
     };
-    // A streamed call is billed once its result event is sent.
-    if (call.done) void call.done.then(emit);
-    else emit();
+    // A streamed call is billed once its result event is sent (its response is long on its way);
+    // any other once its response is (lib/metering/usage.ts).
+    if (call.done) void call.done.then(() => emit());
+    else emit(backgroundOf(c));
   };
 }
 /** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
@@ -85,6 +89,8 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       access: { auth: "tenant", scope: tool.permission, workspace: true },
       before: [meterToolCall(deps, () => tool.name)],
       ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool.opens!, deps) } : {}),
+      // A read-only tool whose first read is its file: a plain workspace's known record is enough when that read finds it (known-workspace.ts).
+      ...(tool.opens && tool.annotations.readOnlyHint ? { knownWorkspace: true } : {}),
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],
@@ -128,8 +134,29 @@ function startToolReads(c: Context<AppEnv>, arg: string, deps: AppDeps): void {
   }
 }
 
-/** The tool route's body once the call is authorized: workspace, arguments, the tool, the envelope. */
+/**
+ * The tool route's body once the call is authorized. On a workspace record this isolate only knows
+ * (known-workspace.ts), the call runs with its files' storage limited to what that record can
+ * answer; when that is not enough (StaleRecord, before anything was done) the record is read and the
+ * call runs again as any other. A streamed call reads the record first.
+ */
 async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
+  const seen = c.get("workspace");
+  if (seen?.known) {
+    if (!wantsEventStream(c.req.header("accept"))) {
+      try {
+        return await runCall(c, tool, deps, (s) => upperOnly(s, filesPrefix(seen.tenant, seen.id)));
+      } catch (e) {
+        if (!(e instanceof StaleRecord)) throw e;
+      }
+    }
+    c.set("workspace", { tenant: seen.tenant, id: seen.id, record: await requireWorkspace(deps.storage, seen.tenant, seen.id, deps.knownWorkspaces) });
+  }
+  return runCall(c, tool, deps);
+}
+
+/** Workspace, arguments, the tool, the envelope. */
+async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStorage?: (s: StorageDriver) => StorageDriver) {
       const auth = c.get("auth");
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
@@ -138,8 +165,10 @@ async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
       const seen = c.get("workspace");
       const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
       const waitUntil = backgroundOf(c);
+      // The early reads are taken once: a call run again after StaleRecord reads anew.
       const early = c.get("early");
-      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}) });
+      c.set("early", undefined);
+      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}), ...(filesStorage ? { filesStorage } : {}) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = c.req.header("x-pending-id");

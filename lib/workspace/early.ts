@@ -15,7 +15,7 @@
  *   start changes nothing a call relies on: every write is conditional on the version it read.
  */
 import { fileKey } from "../paths.js";
-import { sessionRecords, type RecordStore } from "../records/store.js";
+import { sessionRecords, type KnownRecords, type RecordStore } from "../records/store.js";
 import type { GetResult, KeyValueStore, StorageDriver } from "../storage/types.js";
 
 /** What a call started early: its storage (the file's GET) and its session records (the record's GET). */
@@ -32,10 +32,10 @@ export interface EarlyCall {
  * Starts the whole GET of `path` (canonical) in the caller's workspace and the KV GET of its
  * session record. `tenant` is the authenticated tenant's (never from the request body).
  */
-export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore }, tenant: string, wsId: string, session: string, path: string): EarlyCall {
+export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore; knownRecords?: KnownRecords }, tenant: string, wsId: string, session: string, path: string): EarlyCall {
   const reads = new EarlyReads(deps.storage);
   reads.get(fileKey(tenant, wsId, path));
-  const records = sessionRecords(deps.kv, tenant, wsId, session);
+  const records = sessionRecords(deps.kv, tenant, wsId, session, deps.knownRecords);
   records.prefetch(path);
   return { tenant, wsId, session, reads, records };
 }

@@ -19,8 +19,10 @@ export class SessionFiles {
   async recordRead(path: string, etag: string, writer?: string): Promise<void> {
     if (writer === this.id) return;
     // Re-reading an unchanged file writes nothing (Workers KV takes one write per second per
-    // key), unless the record is a day old (its TTL is refreshed by writing it again).
-    const rec = await this.records.get(path);
+    // key), unless the record is a day old (its TTL is refreshed by writing it again). A record
+    // this isolate saw (RecordStore.known) saves the KV read: the same version writes nothing,
+    // another is written at once.
+    const rec = this.records.known(path) ?? (await this.records.get(path));
     if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
     await this.records.set(path, etag);
   }
@@ -33,6 +35,8 @@ export class SessionFiles {
    */
   async requireReadUnchanged(path: string, current: FileInfo): Promise<void> {
     if (current.writer === this.id) return;
+    // A record this isolate saw confirms at once; it never refuses (KV decides that).
+    if (this.records.known(path)?.etag === current.etag) return;
     const rec = await this.records.get(path);
     if (!rec) {
       throw new ToolError("NOT_READ", `${path} has not been read in this session. Read it with the read tool first, then retry.`, { path });

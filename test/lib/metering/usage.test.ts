@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { UsageRecord } from "../../../lib/deps.js";
 import { logUsage } from "../../../lib/metering/usage.js";
@@ -67,5 +68,27 @@ describe("usage records", () => {
     expect(line).toMatchObject({ type: "toolshed.usage", tenant: "acme", tool: "grep", ok: true, ms: 3 });
     expect(Object.keys(line).sort()).toEqual(["at", "bytes_read", "bytes_written", "ms", "ok", "tenant", "tool", "type", "workspace"]);
     log.mockRestore();
+  });
+});
+
+describe("usage records where the runtime has waitUntil (Workers)", () => {
+  it("the record is logged after the response, within the request's waitUntil, exactly once, success or failure", async () => {
+    const records: UsageRecord[] = [];
+    const t = await newTenant(testApp({ onUsage: (u) => records.push(u) }));
+    await upload(t, "a.txt", "hello\n");
+    const later: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
+    for (const [file, status, ok] of [["a.txt", 200, true], ["missing.txt", 404, false]] as const) {
+      const before = records.length;
+      const res = await t.app.request(`/v1/workspaces/main/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: file }) }, env, ctx);
+      expect(res.status).toBe(status);
+      const body = (await res.json()) as any;
+      // Answered: the record is not logged yet, it waits in waitUntil.
+      expect(records.length).toBe(before);
+      await Promise.all(later.splice(0));
+      expect(records.length).toBe(before + 1);
+      expect(records.at(-1)).toMatchObject({ tenant: t.tenant, workspace: "main", tool: "read", ok });
+      expect(records.at(-1)!.bytes_read).toBe(body.usage.bytes_read);
+    }
   });
 });

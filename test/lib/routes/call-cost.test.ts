@@ -155,15 +155,45 @@ async function setup() {
 }
 
 describe("per-call storage and KV operations and round trips (tool route, plain workspace)", () => {
-  it("read of a file the session read before: one round trip, the workspace record, the file and its record side by side", async () => {
+  it("first read of a file by the session: its record is read beside the file, then written", async () => {
     const { call } = await setup();
-    await call("read", { file_path: "src/a.ts" }); // first read writes the record
+    await call("read", { file_path: "src/b.ts" }); // the tenant policy (approval gate) is read once per isolate
     const { onPath, after } = await call("read", { file_path: "src/a.ts" });
     // The guard's read of meta.json is the one the tool opens the workspace from; the file's GET and its
     // session record's start beside it (lib/workspace/early.ts). The tenant policy and the API key are
     // cached per isolate (lib/isolate-cache.ts): the upload above read the key.
-    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
+    // The workspace record is known to this isolate (the uploads' guard read it) and the workspace is
+    // plain: the file's GET finding it is enough (lib/routes/known-workspace.ts), no meta.json.
+    expect(onPath).toEqual([sorted(["r2.get file", "kv.get record"]), ["kv.put record"]]);
     expect(after).toEqual([]);
+  });
+
+  it("read of a file the session read before, in this isolate: one GET, as the floor", async () => {
+    const { call } = await setup();
+    await call("read", { file_path: "src/a.ts" }); // first read writes the record: this isolate knows it (lib/records/store.ts)
+    const { onPath, after } = await call("read", { file_path: "src/a.ts" });
+    expect(onPath).toEqual([["r2.get file"]]);
+    expect(after).toEqual([]);
+  });
+
+  it("read of a file the session read before in ANOTHER isolate: its record is read from KV, and not written again", async () => {
+    const { t, call, stores } = await setup();
+    await call("read", { file_path: "src/a.ts" });
+    const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0 }); // its own caches
+    stores.log.length = 0;
+    stores.steps.length = 0;
+    const res = await other.request(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ file_path: "src/a.ts" }) }, env);
+    expect(res.status).toBe(200);
+    // The other isolate resolves the key once (kv.get apikey), then reads the record beside the file: same version, no write.
+    expect(stores.log.filter((l) => l.endsWith(" record"))).toEqual(["kv.get record"]);
+  });
+
+  it("read of a file changed since this isolate saw its record: written at once, without reading it first", async () => {
+    const { t, call } = await setup();
+    await call("read", { file_path: "src/a.ts" });
+    await upload(t, "src/a.ts", "export const a = 9;\n");
+    const { onPath } = await call("read", { file_path: "src/a.ts" });
+    expect(onPath).toEqual([["r2.get file"], ["kv.put record"]]);
   });
 
   it("read of a file larger than the sniff (8 KB): still one GET", async () => {
@@ -171,7 +201,7 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     await upload(t, "src/big.ts", "export const big = 1;\n".repeat(2000));
     await call("read", { file_path: "src/big.ts" });
     const { onPath } = await call("read", { file_path: "src/big.ts" });
-    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
+    expect(onPath).toEqual([["r2.get file"]]);
   });
 
   it("write over a file the session read", async () => {
@@ -179,12 +209,13 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     await call("read", { file_path: "src/a.ts" });
     const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
     // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo
-    // keeps; it and the session record start beside meta.json. The new etag is the MD5 of the bytes
-    // (StorageDriver.contentEtags), so the call's undo record (the replaced version's bytes inline, no
-    // blob: lib/undo/) is written BESIDE the file's PUT. No KV PUT: the version carries the session as
-    // its writer (lib/workspace/session-files.ts). Index upkeep runs after the response.
+    // keeps; it starts beside meta.json. The session record the read wrote is known to this isolate
+    // (lib/records/store.ts): no KV read. The new etag is the MD5 of the bytes (StorageDriver.contentEtags),
+    // so the call's undo record (the replaced version's bytes inline, no blob: lib/undo/) is written BESIDE
+    // the file's PUT. No KV PUT: the version carries the session as its writer (lib/workspace/session-files.ts).
+    // Index upkeep runs after the response.
     expect(onPath).toEqual([
-      sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
+      sorted(["r2.get meta.json", "r2.get file"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
@@ -211,17 +242,18 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     await call("read", { file_path: "src/a.ts" });
     await call("write", { file_path: "src/a.ts", content: "export const a = 3;\n" });
     const { onPath } = await call("read", { file_path: "src/a.ts" });
-    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"])]);
+    // The workspace record and the session's record of the file are known to this isolate: the file's GET alone.
+    expect(onPath).toEqual([["r2.get file"]]);
   });
 
   it("edit of a file the session read", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
-    // One GET of the file (no HEAD first: Workspace.readForChange), its record read beside it; the
-    // PUT and the undo record (before-image inline) side by side; no KV PUT.
+    // One GET of the file (no HEAD first: Workspace.readForChange); its record, known to this isolate, is
+    // not read; the PUT and the undo record (before-image inline) side by side; no KV PUT.
     expect(onPath).toEqual([
-      sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
+      sorted(["r2.get meta.json", "r2.get file"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
@@ -256,7 +288,7 @@ describe("the early reads (lib/workspace/early.ts): a layered workspace, a missi
     await call("read", { file_path: "src/a.ts" }); // the manifest is read once per isolate
     const { onPath, body } = await call("read", { file_path: "src/a.ts" });
     expect(body.output).toContain("export const a = 1;");
-    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "kv.get record"]), ["r2.get pack"]]);
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file"]), ["r2.get pack"]]);
   });
 
   it("a workspace that does not exist, or is another tenant's: NOT_FOUND, the early read was of the caller's own keys and is never shown", async () => {
