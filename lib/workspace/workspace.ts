@@ -22,65 +22,13 @@ import type { UndoJournal } from "../undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
+import type { DeleteItem, FileInfo, Stat, WorkspaceOptions } from "./workspace-types.js";
 import { md5Hex } from "../storage/md5.js";
 import { utf8 } from "../text.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
-export interface FileInfo {
-  path: string;
-  size: number;
-  etag: string;
-  modified: Date;
-  contentType?: string;
-  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
-  writer?: string;
-}
-
-/** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
-export interface DeleteItem {
-  path: string;
-  etag: string | null;
-}
-
-export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
-
-
-/** Told about every change made through a Workspace (search indexes listen here). */
-export interface WorkspaceListener {
-  /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
-  changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
-  /** Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each. */
-  changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
-}
-
-export interface FileChange {
-  path: string;
-  info: FileInfo | null;
-  content?: Uint8Array;
-}
-
-export interface WorkspaceOptions {
-  driver: StorageDriver;
-  records: RecordStore;
-  tenant: string;
-  id: string;
-  listeners?: WorkspaceListener[];
-  /** Queue changes instead of telling listeners one by one; flushChanges() hands them over as one batch (bulk writers). */
-  deferChanges?: boolean;
-  /** The workspace's tool list (meta.json `tools`; lib/toolset.ts): executeTool refuses tools outside it. */
-  tools?: ToolList | undefined;
-  /**
-   * The runtime's waitUntil (Workers): listeners (index upkeep) run after the response instead of
-   * on it. Safe for search: grep reads every file no segment covers at its listed version directly.
-   */
-  background?: (p: Promise<unknown>) => void;
-  /** The call's undo journal (lib/undo/): every write and delete keeps its before-image there. */
-  undo?: UndoJournal;
-  /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
-  early?: EarlyReads;
-}
-
+export type { DeleteItem, FileChange, FileInfo, Stat, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 const tooLarge = (path: string, size: number, max: number) =>
   new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${max}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max });
@@ -97,6 +45,8 @@ export class Workspace {
   private readonly changes: ChangeFeed;
   /** The session's file records (read before write). */
   private readonly session: SessionFiles;
+  /** Reads started before the workspace was opened (early.ts), taken by the first GET of their key. */
+  private readonly early: EarlyReads | undefined;
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
   /** Bytes moved to and from storage during this request (for usage). */
@@ -115,7 +65,6 @@ export class Workspace {
     this.undo = opts.undo;
     this.early = opts.early;
   }
-  private readonly early: EarlyReads | undefined;
 
   /** Cancels the early reads the call did not take (executeTool, when the call ends). */
   discardEarly(): void {
@@ -290,8 +239,7 @@ export class Workspace {
     }
     if (this.undo && !(await this.undo.capture(this.driver, this.key(path), path, opts.ifMatch ?? null))) {
       if (body instanceof ReadableStream) await body.cancel().catch(() => {});
-      const current = await this.head(path);
-      throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
+      throw await this.modified(path);
     }
     const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
     if (bytes && opts.last && this.undo && this.driver.contentEtags) this.undo.writeBeside(path, md5Hex(bytes));
@@ -312,9 +260,14 @@ export class Workspace {
       await this.undo?.refused(path);
       if (!isConditionFailed(e)) throw e;
       if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
-      const current = await this.head(path);
-      throw new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
+      throw await this.modified(path);
     }
+  }
+
+  /** FILE_MODIFIED for a write refused because `path` changed since the caller read it, with its current version. */
+  private async modified(path: string): Promise<ToolError> {
+    const current = await this.head(path);
+    return new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
   }
 
   /** A new file may not be a directory, nor lie below a file. */

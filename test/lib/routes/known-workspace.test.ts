@@ -7,10 +7,6 @@ import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 
 type App = ReturnType<typeof testApp>;
-const send = (t: Tenant, app: App, ws = t.ws) => async (tool: string, args: unknown) => {
-  const res = await app.request(`/v1/workspaces/${ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) });
-  return { status: res.status, body: (await res.json()) as any };
-};
 const req = (t: Tenant, app: App) => (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...(init.headers as Record<string, string> | undefined) } });
 
 describe("a known workspace record (read)", () => {

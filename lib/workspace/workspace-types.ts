@@ -1,0 +1,64 @@
+/**
+ * What the Workspace (workspace.ts) takes and gives: file info, directory stats, delete items, the
+ * change feed's listeners and changes, and the options a Workspace is opened with. Declarations only.
+ */
+import type { RecordStore } from "../records/store.js";
+import type { StorageDriver } from "../storage/types.js";
+import type { ToolList } from "../toolset.js";
+import type { UndoJournal } from "../undo/journal.js";
+import type { EarlyReads } from "./early.js";
+import type { Workspace } from "./workspace.js";
+
+export interface FileInfo {
+  path: string;
+  size: number;
+  etag: string;
+  modified: Date;
+  contentType?: string;
+  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
+  writer?: string;
+}
+
+/** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
+export interface DeleteItem {
+  path: string;
+  etag: string | null;
+}
+
+export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
+
+
+/** Told about every change made through a Workspace (search indexes listen here). */
+export interface WorkspaceListener {
+  /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
+  changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
+  /** Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each. */
+  changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
+}
+
+export interface FileChange {
+  path: string;
+  info: FileInfo | null;
+  content?: Uint8Array;
+}
+
+export interface WorkspaceOptions {
+  driver: StorageDriver;
+  records: RecordStore;
+  tenant: string;
+  id: string;
+  listeners?: WorkspaceListener[];
+  /** Queue changes instead of telling listeners one by one; flushChanges() hands them over as one batch (bulk writers). */
+  deferChanges?: boolean;
+  /** The workspace's tool list (meta.json `tools`; lib/toolset.ts): executeTool refuses tools outside it. */
+  tools?: ToolList | undefined;
+  /**
+   * The runtime's waitUntil (Workers): listeners (index upkeep) run after the response instead of
+   * on it. Safe for search: grep reads every file no segment covers at its listed version directly.
+   */
+  background?: (p: Promise<unknown>) => void;
+  /** The call's undo journal (lib/undo/): every write and delete keeps its before-image there. */
+  undo?: UndoJournal;
+  /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
+  early?: EarlyReads;
+}
