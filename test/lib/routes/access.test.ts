@@ -182,6 +182,9 @@ describe("the app's routes and its OpenAPI document", () => {
   });
 });
 
+/** The paths under /v1/sync/* that lib/exec/sync-server.ts serves (one token check before dispatch guards them all). */
+const SYNC_SUBROUTES = ["manifest", "modes", "fetch", "put", "delete", "stage", "commit", "run", "run/r1/claim"];
+
 describe("every route, with every kind of credential", () => {
   // The decided routes whose allowed call must change storage: proof that the snapshots can tell.
   const mustChange = ["POST /v1/workspaces", "DELETE /v1/workspaces/{ws}", "PUT /v1/workspaces/{ws}/files/{path}", "DELETE /v1/workspaces/{ws}/files/{path}", "POST /v1/workspaces/{ws}/tools/write", "POST /v1/admin/tenants", "POST /v1/admin/tenants/{tenant}/keys"];
@@ -207,6 +210,13 @@ describe("every route, with every kind of credential", () => {
       if (access.auth === "sync") {
         // No API key or admin token opens the runner's API (it takes only its own per-run token).
         for (const a of [undefined, `Bearer ${ADMIN}`, ...[...keys.values()].map((k) => `Bearer ${k}`)]) await expectStatus(a, [401, 403], a ?? "no credential");
+        // Every sub-route lib/exec/sync-server.ts dispatches, the packed write-back's stage and commit included.
+        for (const sub of SYNC_SUBROUTES) {
+          for (const a of [undefined, `Bearer ${ADMIN}`, ...[...keys.values()].map((k) => `Bearer ${k}`)]) {
+            const r = await app.request(`/v1/sync/${sub}`, { method: "POST", headers: { "content-type": "application/json", ...(a ? { authorization: a } : {}) }, body: "{}" });
+            expect([401, 403], `POST /v1/sync/${sub} with ${a ?? "no credential"}: ${r.status}`).toContain(r.status);
+          }
+        }
         expect(await snapshot(), `${name}: storage after refused calls`).toBe(before);
         return;
       }
