@@ -24,7 +24,7 @@
  */
 import { ToolError } from "../errors.js";
 import type { ObjectInfo } from "../storage/types.js";
-import { readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
+import { lowerLayerOf, readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
 import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
 import { isWhiteout } from "./whiteout.js";
 import { filesPrefix } from "../paths.js";
@@ -49,11 +49,6 @@ export interface AutoSealed {
 }
 
 const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLICT";
-
-async function layerOf(deps: LayerDeps, tenant: string, rec: MetaRecord | null): Promise<LowerLayer | null> {
-  if (!rec?.meta.base) return null;
-  return { base: rec.meta.base, seq: rec.meta.seq ?? 0, manifest: await deps.manifests.load(deps.storage, tenant, rec.meta.base) };
-}
 
 /**
  * Seals the upper layer `listed` (just listed, raw storage) of workspace `ws` whose record is
@@ -84,7 +79,8 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
     // error: the switch may have happened, nothing is deleted (GC's, past its grace period).
     if (isConflict(e)) await dropSeal(deps.storage, tenant, s);
     else console.warn(`auto-seal of ${ws}: the pointer switch failed`, e);
-    return { layer: await layerOf(deps, tenant, await readMeta(deps.storage, tenant, ws)), sealed: 0, kept: 0 };
+    const winner = await readMeta(deps.storage, tenant, ws);
+    return { layer: winner ? await lowerLayerOf(deps, tenant, winner.meta) : null, sealed: 0, kept: 0 };
   }
   const layer = { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest };
   const settle = settleSealed(deps.storage, tenant, ws, s).catch((e: unknown) => {

@@ -68,9 +68,15 @@ export async function openFiles(deps: LayerDeps, tenant: string, ws: string, met
   return openLayered(deps, tenant, ws, { ...meta, base: meta.base });
 }
 
+/** The lower layer a workspace record points at, its manifest loaded (through the isolate's cache); null when plain. */
+export async function lowerLayerOf(deps: LayerDeps, tenant: string, meta: WorkspaceMeta): Promise<LowerLayer | null> {
+  if (!meta.base) return null;
+  return { base: meta.base, seq: meta.seq ?? 0, manifest: await deps.manifests.load(deps.storage, tenant, meta.base) };
+}
+
 async function openLayered(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta & { base: string }) {
-  const manifest = await deps.manifests.load(deps.storage, tenant, meta.base);
-  const seq = meta.seq ?? 0;
+  const layer = (await lowerLayerOf(deps, tenant, meta))!;
+  const { manifest, seq } = layer;
   const driver = layeredDriver(deps.storage, {
     tenant,
     filesPrefix: filesPrefix(tenant, ws),
@@ -80,7 +86,7 @@ async function openLayered(deps: LayerDeps, tenant: string, ws: string, meta: Wo
       return !!now && (now.meta.seq ?? 0) === seq && now.meta.base === meta.base;
     },
   });
-  return { driver, layer: { base: meta.base, seq, manifest } };
+  return { driver, layer };
 }
 
 export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta): Promise<StorageDriver> {
