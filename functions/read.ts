@@ -3,12 +3,14 @@ import { ToolError } from "../lib/errors.js";
 import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/text.js";
-import { peekBytes, readLinePage } from "../lib/workspace/lines.js";
+import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
 
 export const MAX_LINE_CHARS = 2000;
 export const MAX_OUTPUT_BYTES = 50 * 1024;
 export const MAX_BASE64_BYTES = 64 * 1024;
 const SNIFF_BYTES = 8192;
+/** The one buffer a read streams the file through (lib/workspace/chunks.ts); a smaller file's size. */
+const READ_BUFFER_BYTES = 256 * 1024;
 /** Below this size a read also counts the file's lines, to report total_lines. */
 const COUNT_LINES_BELOW = 4 * 1024 * 1024;
 
@@ -48,15 +50,15 @@ export default defineTool({
       throw await ws.notFound(path);
     }
     const info = { size: got.size, etag: got.etag, modified: got.modified, writer: got.writer };
-    const { head, whole, body } = await peekBytes(got.body, SNIFF_BYTES);
+    const { head, whole, rest } = await peekBytes(got.body, SNIFF_BYTES, Math.max(SNIFF_BYTES, Math.min(got.size, READ_BUFFER_BYTES)));
     const base = { file_path: path, etag: info.etag, size: info.size, modified: info.modified.toISOString() };
 
     if (args.encoding === "base64") {
       if (info.size > MAX_BASE64_BYTES) {
-        await body.cancel().catch(() => {});
+        await rest.cancel();
         throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
-      const bytes = whole ? head : new Uint8Array(await new Response(body).arrayBuffer());
+      const bytes = whole ? head : await collect(rest);
       await ws.recordRead(path, info.etag, info.writer);
       const b64 = encodeBase64(bytes);
       return { title: path, output: b64, data: { ...base, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
@@ -73,14 +75,14 @@ export default defineTool({
 
     const sniffed = head.subarray(0, SNIFF_BYTES);
     if (looksBinary(sniffed, whole && head.length <= SNIFF_BYTES)) {
-      await body.cancel().catch(() => {});
+      await rest.cancel();
       const type = sniffType(sniffed);
       throw new ToolError("BINARY_FILE", `${path} is a binary file (${type}, ${info.size} bytes). Pass encoding: "base64" to read its bytes.`, { path, size: info.size, type });
     }
 
     const offset = args.offset ?? 1;
     const limit = args.limit ?? 2000;
-    const page = await readLinePage(body, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: info.size });
+    const page = await readLinePage(rest, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: info.size });
     if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
       throw new ToolError("INVALID_ARGUMENT", `offset ${offset} is past the end of ${path}, which has ${page.totalLines} lines.`, { path, total_lines: page.totalLines });
     }

@@ -2,8 +2,10 @@
  * Pages of lines out of a byte stream, without holding the file: lines before `offset`
  * are counted at the byte level (never decoded), the page is decoded line by line, and
  * the stream is cancelled as soon as the page is full (unless counting to the end is cheap).
+ * The stream is read into one reused buffer (chunks.ts): the page's bytes are copied out of it.
  */
 import { concatBytes } from "../text.js";
+import { type Chunks, prepend, reusedChunks } from "./chunks.js";
 export interface LinePage {
   /** Lines of the page, without their line terminators ("\r" of CRLF removed). */
   lines: string[];
@@ -31,8 +33,7 @@ export interface LinePageOptions {
 const decoder = new TextDecoder("utf-8");
 const encoder = new TextEncoder();
 
-export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePageOptions): Promise<LinePage> {
-  const reader = body.getReader();
+export async function readLinePage(chunks: Chunks, o: LinePageOptions): Promise<LinePage> {
   const page: LinePage = { lines: [], start: o.offset, cutLines: 0, stoppedBy: "eof" };
   let line = 1; // number of the line being read
   let pending: Uint8Array[] = []; // bytes of the current line, in the page window (at most keepBytes)
@@ -53,7 +54,7 @@ export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePage
     lastByte = seg[seg.length - 1]!;
     const room = Math.max(0, keepBytes - pendingLen);
     if (seg.length <= room) {
-      pending.push(seg);
+      pending.push(seg.slice()); // the chunk's buffer is reused by the next read
       pendingLen += seg.length;
       return;
     }
@@ -95,50 +96,46 @@ export async function readLinePage(body: ReadableStream<Uint8Array>, o: LinePage
     return page.lines.length < o.limit;
   };
 
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      let pos = 0;
-      while (pos <= value.length) {
-        const nl = value.indexOf(10, pos);
-        const end = nl === -1 ? value.length : nl;
-        if (!full && line >= o.offset) keep(value.subarray(pos, end));
-        if (nl === -1) {
-          tailBytes += value.length - pos;
-          break;
-        }
-        tailBytes = 0;
-        if (!full && line >= o.offset) {
-          full = !emit();
-          if (full) pageEnd = base + nl + 1;
-        }
-        line++;
-        pos = nl + 1;
+  for (;;) {
+    const value = await chunks.next();
+    if (!value) break;
+    let pos = 0;
+    while (pos <= value.length) {
+      const nl = value.indexOf(10, pos);
+      const end = nl === -1 ? value.length : nl;
+      if (!full && line >= o.offset) keep(value.subarray(pos, end));
+      if (nl === -1) {
+        tailBytes += value.length - pos;
+        break;
       }
-      base += value.length;
-      if (full && o.size > o.countBelowBytes) {
-        await reader.cancel();
-        // A page that ends with the file's last byte is the end, even uncounted.
-        if (page.stoppedBy === "limit" && pageEnd >= o.size) {
-          page.stoppedBy = "eof";
-          page.totalLines = page.start + page.lines.length - 1;
-        }
-        return page;
+      tailBytes = 0;
+      if (!full && line >= o.offset) {
+        full = !emit();
+        if (full) pageEnd = base + nl + 1;
       }
+      line++;
+      pos = nl + 1;
     }
-    // The last line has no terminator: it counts only if it has bytes.
-    const lastHasBytes = tailBytes > 0;
-    if (!full && line >= o.offset && lastHasBytes) {
-      full = !emit();
+    base += value.length;
+    if (full && o.size > o.countBelowBytes) {
+      await chunks.cancel();
+      // A page that ends with the file's last byte is the end, even uncounted.
+      if (page.stoppedBy === "limit" && pageEnd >= o.size) {
+        page.stoppedBy = "eof";
+        page.totalLines = page.start + page.lines.length - 1;
+      }
+      return page;
     }
-    page.totalLines = lastHasBytes ? line : line - 1;
-    if (!full) page.stoppedBy = "eof";
-    else if (page.start + page.lines.length - 1 >= page.totalLines) page.stoppedBy = "eof";
-    return page;
-  } finally {
-    reader.releaseLock();
   }
+  // The last line has no terminator: it counts only if it has bytes.
+  const lastHasBytes = tailBytes > 0;
+  if (!full && line >= o.offset && lastHasBytes) {
+    full = !emit();
+  }
+  page.totalLines = lastHasBytes ? line : line - 1;
+  if (!full) page.stoppedBy = "eof";
+  else if (page.start + page.lines.length - 1 >= page.totalLines) page.stoppedBy = "eof";
+  return page;
 }
 
 /** UTF-16 length of UTF-8 bytes, counted without decoding (exact for valid UTF-8). */
@@ -153,38 +150,34 @@ function utf16Units(b: Uint8Array): number {
 
 
 /**
- * The first bytes of a stream (at least `n`, or all of it when shorter) and the whole stream
- * again (`body`: those bytes, then the rest as it comes), so one GET serves both a sniff and a
- * streamed read. `whole`: the stream ended within `head`. Cancelling `body` cancels the source.
+ * The first bytes of a stream (at least `n`, or all of it when shorter: a copy the caller may
+ * keep) and the whole stream again as reused-buffer chunks (`rest`: those bytes, then the rest as
+ * it comes), so one GET serves both a sniff and a streamed read. `whole`: the stream ended within
+ * `head`. `bufferBytes`: the reused buffer (a file's size, when smaller, saves allocating more).
  */
-export async function peekBytes(source: ReadableStream<Uint8Array>, n: number): Promise<{ head: Uint8Array; whole: boolean; body: ReadableStream<Uint8Array> }> {
-  const reader = source.getReader();
-  const chunks: Uint8Array[] = [];
+export async function peekBytes(source: ReadableStream<Uint8Array>, n: number, bufferBytes?: number): Promise<{ head: Uint8Array; whole: boolean; rest: Chunks }> {
+  const chunks = reusedChunks(source, bufferBytes);
+  const copies: Uint8Array[] = [];
   let got = 0;
   let whole = false;
   while (got < n) {
-    const { done, value } = await reader.read();
-    if (done) {
+    const value = await chunks.next();
+    if (!value) {
       whole = true;
       break;
     }
-    chunks.push(value);
+    copies.push(value.slice());
     got += value.length;
   }
-  const head = concatBytes(chunks);
-  let sentHead = false;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(ctl) {
-      if (!sentHead) {
-        sentHead = true;
-        if (head.length) return ctl.enqueue(head);
-      }
-      if (whole) return ctl.close();
-      const { done, value } = await reader.read();
-      if (done) ctl.close();
-      else ctl.enqueue(value);
-    },
-    cancel: (why) => reader.cancel(why),
-  });
-  return { head, whole, body };
+  const head = concatBytes(copies);
+  return { head, whole, rest: prepend(head, whole ? ended : chunks) };
 }
+
+/** Reads the rest of `chunks` into one array (a small file read whole). */
+export async function collect(chunks: Chunks): Promise<Uint8Array> {
+  const copies: Uint8Array[] = [];
+  for (let c = await chunks.next(); c; c = await chunks.next()) copies.push(c.slice());
+  return concatBytes(copies);
+}
+
+const ended: Chunks = { next: async () => null, cancel: async () => {} };

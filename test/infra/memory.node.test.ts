@@ -3,7 +3,10 @@
  * real Workers runtime (wrangler dev). How it is checked: the resident memory of the workerd
  * processes is sampled every 5 ms while `read` pages through the file (first page, middle, last
  * page: the last one streams all 200 MB through the Worker). Code that buffered the file would add
- * at least 200 MB; the bound is the 128 MB Workers limit, and the test fails past it.
+ * at least 200 MB. The bound is 48 MB: the read streams the file through one reused buffer
+ * (lib/workspace/chunks.ts) and grows workerd by ~6 MB; reading it chunk by chunk as the stream
+ * allocates them grew it by 108-145 MB of spent chunks awaiting the GC (over the 128 MB Workers
+ * limit when other test files load the cores), which this bound catches.
  *
  * The upload is not bounded here: local R2 itself (miniflare's simulator, inside workerd) grows by
  * ~155 MB for a 200 MB put even from a bare Worker doing `env.FILES.put(key, request.body)` with no
@@ -15,6 +18,7 @@ import { setupTenant, startWorker, type WorkerProcess } from "../support/wrangle
 
 const MB = 1024 * 1024;
 const SIZE = 200 * MB;
+const BOUND = 48 * MB;
 // A line is 9 digits, a space, 89 letters and a line feed: 100 bytes.
 const FILL = "abcdefghij".repeat(9).slice(0, 89);
 let w: WorkerProcess;
@@ -92,9 +96,9 @@ it("uploads and pages through a 200 MB file without holding it in memory", async
   // other test files load the cores. A pass over the bound is measured once more, against the same
   // baseline (after the upload): code that held the file would be ≥ 200 MB over it on every pass.
   const growth = [await pageThrough()];
-  if (growth[0]! >= 128 * MB) growth.push(await pageThrough());
+  if (growth[0]! >= BOUND) growth.push(await pageThrough());
   const readGrowth = Math.min(...growth);
   console.log(`workerd RSS: before upload ${(before.rss / MB).toFixed(0)} MB, after upload ${(afterUpload.rss / MB).toFixed(0)} MB; growth while reading ${growth.map((g) => `+${(g / MB).toFixed(1)} MB`).join(", then ")} for a ${SIZE / MB} MB file`);
   expect(afterUpload.rss).toBeGreaterThan(0);
-  expect(readGrowth).toBeLessThan(128 * MB);
+  expect(readGrowth).toBeLessThan(BOUND);
 }, 300_000);

@@ -1,6 +1,10 @@
-/** readLinePage over streams cut into tiny chunks: the page must not depend on where chunks end. */
+/**
+ * readLinePage over streams cut into tiny chunks: the page must not depend on where chunks end,
+ * nor on whether the chunks are views of one reused buffer (a byte stream read BYOB, chunks.ts).
+ */
 import { describe, expect, it } from "vitest";
-import { readLinePage, type LinePageOptions } from "../../../lib/workspace/lines.js";
+import { reusedChunks } from "../../../lib/workspace/chunks.js";
+import { collect, peekBytes, readLinePage, type LinePageOptions } from "../../../lib/workspace/lines.js";
 
 const enc = new TextEncoder();
 
@@ -30,12 +34,30 @@ function chunked(bytes: Uint8Array, size: number, extraEmpty = false) {
   return { stream, state };
 }
 
+/** A byte stream of `bytes`: read through reusedChunks, every chunk lands in the same buffer. */
+function byteStream(bytes: Uint8Array) {
+  let at = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(c) {
+      if (at >= bytes.length) {
+        c.close();
+        c.byobRequest?.respond(0);
+        return;
+      }
+      const n = Math.min(1 + (at % 5), bytes.length - at); // uneven pieces
+      c.enqueue(bytes.slice(at, at + n));
+      at += n;
+    },
+  }) as ReadableStream<Uint8Array>;
+}
+
 const defaults = (size: number): LinePageOptions => ({ offset: 1, limit: 2000, maxBytes: 50 * 1024, maxLineChars: 2000, countBelowBytes: Infinity, size });
 
 async function page(text: string | Uint8Array, chunk: number, o: Partial<LinePageOptions> = {}) {
   const bytes = typeof text === "string" ? enc.encode(text) : text;
   const { stream, state } = chunked(bytes, chunk);
-  const p = await readLinePage(stream, { ...defaults(bytes.length), ...o });
+  const p = await readLinePage(reusedChunks(stream), { ...defaults(bytes.length), ...o });
   return { ...p, cancelled: state.cancelled };
 }
 
@@ -114,7 +136,7 @@ describe("readLinePage", () => {
   it("tolerates empty chunks in the stream", async () => {
     const bytes = enc.encode("one\ntwo\nthree");
     const { stream } = chunked(bytes, 2, true);
-    const p = await readLinePage(stream, defaults(bytes.length));
+    const p = await readLinePage(reusedChunks(stream), defaults(bytes.length));
     expect(p.lines).toEqual(["one", "two", "three"]);
     expect(p.totalLines).toBe(3);
   });
@@ -209,7 +231,7 @@ describe("readLinePage", () => {
         i++;
       },
     });
-    const p = await readLinePage(stream, { ...defaults(n * mb.length + 6), maxLineChars: 2000 });
+    const p = await readLinePage(reusedChunks(stream), { ...defaults(n * mb.length + 6), maxLineChars: 2000 });
     expect(p.lines).toEqual([`${"a".repeat(2000)}… [line cut: ${n * mb.length} characters]`, "next"]);
     expect(p.totalLines).toBe(2);
   }, 60_000);
@@ -256,6 +278,34 @@ describe("readLinePage", () => {
       const last = offset + ref.lines.length - 1;
       expect(p.stoppedBy === "eof", ctx).toBe(last >= ref.total);
       if (count === Infinity) expect(p.totalLines, ctx).toBe(ref.total);
+      // The same page from a byte stream read into one reused buffer of `chunk` bytes, behind a sniff.
+      const bytes = enc.encode(text);
+      const peeked = await peekBytes(byteStream(bytes), 1 + rand(4), chunk);
+      const q = await readLinePage(peeked.rest, { ...defaults(bytes.length), offset, limit, countBelowBytes: count });
+      expect(q.lines, `${ctx} reused buffer`).toEqual(ref.lines);
+      if (count === Infinity) expect(q.totalLines, ctx).toBe(ref.total);
     }
+  });
+
+  it("reads a byte stream into one reused buffer: every chunk is a view of the same memory", async () => {
+    const bytes = enc.encode("alpha\nbeta\ngamma\n".repeat(50));
+    const chunks = reusedChunks(byteStream(bytes), 16);
+    const buffers = new Set<number>();
+    let total = 0;
+    const copies: Uint8Array[] = [];
+    for (let c = await chunks.next(); c; c = await chunks.next()) {
+      buffers.add(c.buffer.byteLength);
+      total += c.length;
+      copies.push(c.slice());
+    }
+    expect(total).toBe(bytes.length);
+    expect(Buffer.concat(copies).equals(Buffer.from(bytes))).toBe(true);
+    // Every chunk is a view of the 16-byte buffer handed to the reader, not memory the stream
+    // allocated: walking 200 MB this way leaves no spent chunks for the GC.
+    expect([...buffers]).toEqual([16]);
+    const again = await peekBytes(byteStream(bytes), 8, 16);
+    expect(again.head.length).toBeGreaterThanOrEqual(8);
+    const whole = await collect(again.rest);
+    expect(Buffer.from(whole).equals(Buffer.from(bytes))).toBe(true);
   });
 });
