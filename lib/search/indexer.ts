@@ -14,6 +14,7 @@
 import { filesPrefix, isDirMarker } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
+import { HeldChanges, type HoldOptions } from "../workspace/held-changes.js";
 import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
 import { IndexStore, type SegmentRef } from "./store.js";
@@ -35,6 +36,8 @@ export interface IndexerOptions {
   vacuumChance?: number;
   /** Called with errors of index upkeep (default: console.warn). */
   onError?: (e: unknown, what: string) => void;
+  /** How changes told after the response are held and batched (changedSoon; default: 1 s, 64 files, 1 MiB). */
+  hold?: HoldOptions;
 }
 
 /** Reads one file for indexing: its bytes when small text, else its flags. */
@@ -155,7 +158,10 @@ export class SearchIndexer implements WorkspaceListener {
   private readonly onError: (e: unknown, what: string) => void;
   /** Workspace objects live for one request: at most one vacuum per request. */
   private readonly vacuumed = new WeakSet<Workspace>();
+  /** Changes told after the response, held to become one segment per burst (held-changes.ts). */
+  readonly held: HeldChanges;
   constructor(opts: IndexerOptions = {}) {
+    this.held = new HeldChanges((ws, changes) => this.changedBatch(ws, changes), opts.hold);
     this.fanIn = opts.fanIn ?? 8;
     this.vacuumChance = opts.vacuumChance ?? 1 / 64;
     this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
@@ -179,6 +185,11 @@ export class SearchIndexer implements WorkspaceListener {
     } catch (e) {
       this.onError(e, `indexing ${path}`);
     }
+  }
+
+  /** After the response (Workers): held up to a second with the workspace's next changes, then indexed as one segment. */
+  changedSoon(ws: Workspace, change: FileChange): Promise<void> {
+    return this.held.add(ws, change);
   }
 
   /**

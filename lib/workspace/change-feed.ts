@@ -1,7 +1,8 @@
 /**
  * Who hears of a Workspace's changes (its listeners: the search index) and how: one by one as
- * they happen (after the response when the runtime gives `background`: Workers' waitUntil), or
- * queued (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
+ * they happen, or after the response when the runtime gives `background` (Workers' waitUntil:
+ * `changedSoon`, which may hold them a moment to batch a burst of calls), or queued
+ * (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
  */
 import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "./workspace.js";
 
@@ -25,11 +26,14 @@ export class ChangeFeed {
       return;
     }
     if (this.listeners.length === 0) return;
-    const tell = async () => {
-      for (const l of this.listeners) await l.changed(ws, path, info, content);
-    };
-    if (this.background) this.background(tell().catch((e) => console.warn("workspace listener failed", e)));
-    else await tell();
+    if (this.background) {
+      // After the response; a listener may hold the change to handle it with the next ones.
+      const change: FileChange = { path, info, ...(content ? { content } : {}) };
+      const told = this.listeners.map((l) => (l.changedSoon ? l.changedSoon(ws, change) : l.changed(ws, path, info, content)));
+      this.background(Promise.all(told).catch((e) => console.warn("workspace listener failed", e)));
+      return;
+    }
+    for (const l of this.listeners) await l.changed(ws, path, info, content);
   }
 
   /** Changes queued (files, bytes of content held). */

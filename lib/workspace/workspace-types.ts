@@ -34,6 +34,11 @@ export interface WorkspaceListener {
   changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
   /** Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each. */
   changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
+  /**
+   * A change told after the response (the Workspace has `background`): the listener may hold it
+   * briefly to handle it with others (held-changes.ts); settles once handled. Without it, `changed`.
+   */
+  changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
 }
 
 export interface FileChange {
