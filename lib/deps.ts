@@ -8,6 +8,7 @@ import type { IsolateCache } from "./isolate-cache.js";
 import type { KnownRecords } from "./records/store.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "./auth/keys.js";
+import type { UsageSink } from "./metering/usage.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
 import type { WebFetcher } from "./web/fetch.js";
@@ -41,8 +42,8 @@ export interface AppDeps {
    * when this is absent; pass one to share it or to change its limits.
    */
   authBackoff?: AuthBackoff;
-  /** One record per tool call that reached a tenant (success or failure), for billing. */
-  onUsage?: (u: UsageRecord) => void;
+  /** One record per tool call that reached a tenant (success or failure), for billing (lib/metering/usage.ts: a plain function, or heldUsageLog). */
+  onUsage?: UsageSink;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */

@@ -4,7 +4,7 @@
  */
 import type { AppDeps } from "./deps.js";
 import { executorFromEnv, type RunnerEnv } from "./exec/from-env.js";
-import { logUsage } from "./metering/usage.js";
+import { heldUsageLog } from "./metering/usage.js";
 import { searchIndexer } from "./search/indexer.js";
 import { r2Driver } from "./storage/drivers/r2.js";
 import { workersKeyValue } from "./storage/kv-workers.js";
@@ -23,7 +23,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
   const search = searchProviderFromEnv(env);
   return {
     listeners: [searchIndexer()],
-    onUsage: logUsage,
+    onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
     ...(env.TOOLSHED_ADMIN_TOKEN ? { adminToken: env.TOOLSHED_ADMIN_TOKEN } : {}),
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),

@@ -7,6 +7,7 @@ import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { ToolError } from "./errors.js";
 import { toToolError } from "./http.js";
+import { emitUsage } from "./metering/usage.js";
 import { sessionRecords } from "./records/store.js";
 import type { EarlyCall } from "./workspace/early.js";
 import { layerDeps, openWorkspace as openLayers } from "./routes/common.js";
@@ -148,7 +149,7 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
-  const meter = (ok: boolean, code?: string) => deps.onUsage?.({ tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() });
+  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() }, scope.background);
   try {
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}) });
     meter(true);

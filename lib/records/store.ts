@@ -93,13 +93,29 @@ export class RecordStore {
     return rec;
   }
 
-  async set(path: string, etag: string): Promise<void> {
+  /**
+   * Records that the session read `path` at `etag`. With `later` (Workers' waitUntil) the KV write
+   * goes after the answer and this isolate knows the record at once: the read it records has been
+   * answered, so "this session read this version" is already a fact here; another isolate sees it
+   * once KV has it (it would wait for KV's propagation anyway). A failed write forgets it again.
+   * Without `later`: unknown while the write is under way, known once KV took it.
+   */
+  async set(path: string, etag: string, later?: (p: Promise<unknown>) => void): Promise<void> {
     this.early.delete(path);
-    // Unknown while the write is under way; known once KV took it.
-    this.knownRecords?.forget(this.knownKey(path));
+    const known = this.knownKey(path);
     const rec: FileRecord = { etag, at: Date.now() };
-    await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
-    this.knownRecords?.set(this.knownKey(path), rec);
+    const write = async () => this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
+    if (later && this.knownRecords) {
+      this.knownRecords.set(known, rec);
+      later(write().catch((e) => {
+        if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
+        console.warn("session record write failed", e);
+      }));
+      return;
+    }
+    this.knownRecords?.forget(known);
+    await write();
+    this.knownRecords?.set(known, rec);
   }
 }
 

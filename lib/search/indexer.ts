@@ -14,7 +14,7 @@
 import { filesPrefix, isDirMarker } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
-import { HeldChanges, type HoldOptions } from "../workspace/held-changes.js";
+import { HeldBatches, type HoldOptions } from "../held-batches.js";
 import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
 import { IndexStore, type SegmentRef } from "./store.js";
@@ -36,7 +36,7 @@ export interface IndexerOptions {
   vacuumChance?: number;
   /** Called with errors of index upkeep (default: console.warn). */
   onError?: (e: unknown, what: string) => void;
-  /** How changes told after the response are held and batched (changedSoon; default: 1 s, 64 files, 1 MiB). */
+  /** How changes told after the response are held and batched (changedSoon; default: 1 s, 64 changes, 1 MiB of text). */
   hold?: HoldOptions;
 }
 
@@ -158,10 +158,10 @@ export class SearchIndexer implements WorkspaceListener {
   private readonly onError: (e: unknown, what: string) => void;
   /** Workspace objects live for one request: at most one vacuum per request. */
   private readonly vacuumed = new WeakSet<Workspace>();
-  /** Changes told after the response, held to become one segment per burst (held-changes.ts). */
-  readonly held: HeldChanges;
+  /** Changes told after the response, held per workspace to become one segment per burst (lib/held-batches.ts). */
+  readonly held: HeldBatches<{ ws: Workspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
-    this.held = new HeldChanges((ws, changes) => this.changedBatch(ws, changes), opts.hold);
+    this.held = new HeldBatches((items) => this.changedBatch(items[0]!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
     this.fanIn = opts.fanIn ?? 8;
     this.vacuumChance = opts.vacuumChance ?? 1 / 64;
     this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
@@ -187,9 +187,15 @@ export class SearchIndexer implements WorkspaceListener {
     }
   }
 
-  /** After the response (Workers): held up to a second with the workspace's next changes, then indexed as one segment. */
+  /**
+   * After the response (Workers): held up to a second with the workspace's next changes, then
+   * indexed as one segment (changedBatch: the last change of a path wins). Before, each call wrote
+   * its own one-file segment after its answer (a LIST and a PUT, a merge every 8), and that work
+   * ran into the next call: npm run bench (100 files) write 19.9 -> 13.8 ms p50, edit 20.1 -> 13.7.
+   * A grep meanwhile is still exact: a file no segment covers is read directly.
+   */
   changedSoon(ws: Workspace, change: FileChange): Promise<void> {
-    return this.held.add(ws, change);
+    return this.held.add(`${ws.tenant}/${ws.id}`, { ws, change });
   }
 
   /**

@@ -8,7 +8,11 @@ import type { RecordStore } from "../records/store.js";
 import type { FileInfo } from "./workspace.js";
 
 export class SessionFiles {
-  constructor(private readonly records: RecordStore) {}
+  /** `later`: the runtime's waitUntil (Workers): a read's record goes to KV after the answer (RecordStore.set). */
+  constructor(
+    private readonly records: RecordStore,
+    private readonly later?: (p: Promise<unknown>) => void,
+  ) {}
 
   /** The session this is (versions it wrote carry it: PutOptions.writer). */
   get id(): string {
@@ -24,7 +28,7 @@ export class SessionFiles {
     // another is written at once.
     const rec = this.records.known(path) ?? (await this.records.get(path));
     if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
-    await this.records.set(path, etag);
+    await this.records.set(path, etag, this.later);
   }
 
   /**

@@ -36,7 +36,7 @@ export interface WorkspaceListener {
   changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
   /**
    * A change told after the response (the Workspace has `background`): the listener may hold it
-   * briefly to handle it with others (held-changes.ts); settles once handled. Without it, `changed`.
+   * briefly to handle it with others (lib/held-batches.ts); settles once handled. Without it, `changed`.
    */
   changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
 }

@@ -61,7 +61,7 @@ export class Workspace {
     this.tools = opts.tools;
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
-    this.session = new SessionFiles(opts.records);
+    this.session = new SessionFiles(opts.records, opts.background);
     this.undo = opts.undo;
     this.early = opts.early;
   }

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { UsageRecord } from "../../../lib/deps.js";
-import { logUsage } from "../../../lib/metering/usage.js";
+import { heldUsageLog, logUsage } from "../../../lib/metering/usage.js";
 import { ADMIN, newTenant, testApp, upload } from "../../helpers.js";
 
 describe("usage records", () => {
@@ -91,4 +91,50 @@ describe("usage records where the runtime has waitUntil (Workers)", () => {
       expect(records.at(-1)!.bytes_read).toBe(body.usage.bytes_read);
     }
   });
+});
+
+describe("the Workers sink (heldUsageLog): an isolate's records of a second as one log message", () => {
+  const ctxOf = (later: Promise<unknown>[]) => ({ waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} }) as unknown as ExecutionContext;
+
+  it("calls answered with waitUntil: held, then one console.log with one JSON line per call; each request waits for its line", async () => {
+    const t = await newTenant(testApp({ onUsage: heldUsageLog({ holdMs: 200 }) }));
+    await upload(t, "a.txt", "hello\n");
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    try {
+      const later: Promise<unknown>[] = [];
+      for (const file of ["a.txt", "missing.txt", "a.txt"]) {
+        const res = await t.app.request(`/v1/workspaces/main/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: file }) }, env, ctxOf(later));
+        await res.arrayBuffer();
+      }
+      const usageCalls = () => log.mock.calls.filter((c) => String(c[0]).includes('"toolshed.usage"'));
+      expect(usageCalls()).toHaveLength(0);
+      await Promise.all(later);
+      expect(usageCalls()).toHaveLength(1);
+      const lines = String(usageCalls()[0]![0]).split("\n").map((l) => JSON.parse(l));
+      expect(lines.map((l) => [l.type, l.tenant, l.tool, l.ok, l.code ?? null])).toEqual([
+        ["toolshed.usage", t.tenant, "read", true, null],
+        ["toolshed.usage", t.tenant, "read", false, "NOT_FOUND"],
+        ["toolshed.usage", t.tenant, "read", true, null],
+      ]);
+    } finally {
+      log.mockRestore();
+    }
+  });
+
+  it("100 records go at once without waiting for the hold; calls without waitUntil log at once, one line each", async () => {
+    const sink = heldUsageLog({ holdMs: 60_000 });
+    const log = vi.spyOn(console, "log").mockImplementation(() => {});
+    try {
+      const rec = { tenant: "acme", workspace: "w", tool: "read", ok: true, ms: 1, bytes_read: 0, bytes_written: 0 };
+      const waits = Array.from({ length: 100 }, () => sink.held!(rec));
+      await Promise.all(waits); // a 60 s hold: only the 100-record cap can have released them
+      expect(log).toHaveBeenCalledTimes(1);
+      expect(String(log.mock.calls[0]![0]).split("\n")).toHaveLength(100);
+      sink(rec);
+      expect(log).toHaveBeenCalledTimes(2);
+      expect(JSON.parse(String(log.mock.calls[1]![0]))).toMatchObject({ type: "toolshed.usage", tenant: "acme" });
+    } finally {
+      log.mockRestore();
+    }
+  }, 10_000);
 });

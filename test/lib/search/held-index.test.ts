@@ -1,6 +1,6 @@
 /**
  * Index upkeep after the response (Workers' waitUntil): changes are held and become one segment
- * per burst of calls (lib/workspace/held-changes.ts). The app is called with an execution context
+ * per burst of calls (lib/held-batches.ts). The app is called with an execution context
  * whose waitUntil collects the work, as Workers would run it after each answer.
  */
 import { env } from "cloudflare:workers";
@@ -14,7 +14,7 @@ import { ok } from "./helpers.js";
 const driver = r2Driver(env.FILES);
 
 /** An app whose indexer holds changes as told, and the work its calls left for after their answers. */
-function heldApp(hold: { holdMs: number; maxFiles?: number; maxBytes?: number }) {
+function heldApp(hold: { holdMs: number; maxItems?: number; maxBytes?: number }) {
   const indexer = searchIndexer({ hold });
   const app = testApp({ listeners: [indexer] });
   const later: Promise<unknown>[] = [];
@@ -61,9 +61,9 @@ describe("index upkeep held after the response", () => {
     expect(segs[0]!.sort((x, y) => x.path.localeCompare(y.path))).toEqual(["a.txt", "b.txt", "c.txt"].map((path) => ({ path, etag: etags[path] })));
   });
 
-  it("a batch that reaches maxFiles goes at once, without waiting for the hold", async () => {
+  it("a batch that reaches maxItems goes at once, without waiting for the hold", async () => {
     // A 30 s hold: the test would time out if only the hold released the batch.
-    const h = heldApp({ holdMs: 30_000, maxFiles: 4 });
+    const h = heldApp({ holdMs: 30_000, maxItems: 4 });
     const t = await newTenant(h.app);
     for (let i = 0; i < 4; i++) ok(await h.call(t, "write", { file_path: `f${i}.txt`, content: `file ${i}\n` }));
     await h.settle();
