@@ -67,3 +67,26 @@ export async function upload(t: Tenant, path: string, body: string | Uint8Array)
   if (res.status !== 200 && res.status !== 201) throw new Error(`upload ${path}: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { etag: string }).etag;
 }
+
+/**
+ * An execution context like the Workers runtime's: what a request hands to waitUntil is kept in
+ * `later`; `settle` awaits it (and whatever that work hands on) as the runtime would after the answer.
+ */
+export function executionContext() {
+  const later: Promise<unknown>[] = [];
+  const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
+  const settle = async () => {
+    while (later.length) await Promise.all(later.splice(0));
+  };
+  return { ctx, later, settle };
+}
+
+/** Tool calls on `app` answered as on Workers (with an execution context): the work after each answer waits in `later`. */
+export function workersCalls(app: TestApp) {
+  const { ctx, later, settle } = executionContext();
+  const call = async (t: Tenant, tool: string, args: unknown, session = "s1") => {
+    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) }, {}, ctx);
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  return { call, later, settle, ctx };
+}

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { UsageRecord } from "../../../lib/deps.js";
 import { heldUsageLog, logUsage } from "../../../lib/metering/usage.js";
-import { ADMIN, newTenant, testApp, upload } from "../../helpers.js";
+import { ADMIN, executionContext, newTenant, testApp, upload } from "../../helpers.js";
 
 describe("usage records", () => {
   it("one record per tool call, for successes and failures, with the tenant and the cost", async () => {
@@ -76,8 +76,7 @@ describe("usage records where the runtime has waitUntil (Workers)", () => {
     const records: UsageRecord[] = [];
     const t = await newTenant(testApp({ onUsage: (u) => records.push(u) }));
     await upload(t, "a.txt", "hello\n");
-    const later: Promise<unknown>[] = [];
-    const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
+    const { ctx, later } = executionContext();
     for (const [file, status, ok] of [["a.txt", 200, true], ["missing.txt", 404, false]] as const) {
       const before = records.length;
       const res = await t.app.request(`/v1/workspaces/main/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: file }) }, env, ctx);
@@ -94,21 +93,19 @@ describe("usage records where the runtime has waitUntil (Workers)", () => {
 });
 
 describe("the Workers sink (heldUsageLog): an isolate's records of a second as one log message", () => {
-  const ctxOf = (later: Promise<unknown>[]) => ({ waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} }) as unknown as ExecutionContext;
-
   it("calls answered with waitUntil: held, then one console.log with one JSON line per call; each request waits for its line", async () => {
     const t = await newTenant(testApp({ onUsage: heldUsageLog({ holdMs: 200 }) }));
     await upload(t, "a.txt", "hello\n");
     const log = vi.spyOn(console, "log").mockImplementation(() => {});
     try {
-      const later: Promise<unknown>[] = [];
+      const { ctx, settle } = executionContext();
       for (const file of ["a.txt", "missing.txt", "a.txt"]) {
-        const res = await t.app.request(`/v1/workspaces/main/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: file }) }, env, ctxOf(later));
+        const res = await t.app.request(`/v1/workspaces/main/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: file }) }, env, ctx);
         await res.arrayBuffer();
       }
       const usageCalls = () => log.mock.calls.filter((c) => String(c[0]).includes('"toolshed.usage"'));
       expect(usageCalls()).toHaveLength(0);
-      await Promise.all(later);
+      await settle();
       expect(usageCalls()).toHaveLength(1);
       const lines = String(usageCalls()[0]![0]).split("\n").map((l) => JSON.parse(l));
       expect(lines.map((l) => [l.type, l.tenant, l.tool, l.ok, l.code ?? null])).toEqual([

@@ -8,21 +8,12 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import type { KeyValueStore } from "../../../lib/storage/types.js";
-import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { newTenant, testApp, upload, workersCalls } from "../../helpers.js";
 
 /** An app (an isolate) called as Workers would: its work after each answer is left in `later`. */
 function isolate(kv?: KeyValueStore) {
   const app = testApp(kv ? { kv } : {});
-  const later: Promise<unknown>[] = [];
-  const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
-  const call = async (t: Tenant, tool: string, args: unknown) => {
-    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, {}, ctx);
-    return { status: res.status, body: (await res.json()) as any };
-  };
-  const settle = async () => {
-    while (later.length) await Promise.all(later.splice(0));
-  };
-  return { app, call, settle, later };
+  return { app, ...workersCalls(app) };
 }
 
 describe("a read's record written after the answer", () => {

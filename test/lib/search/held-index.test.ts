@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { IndexStore } from "../../../lib/search/store.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
-import { newTenant, testApp, type Tenant } from "../../helpers.js";
+import { newTenant, testApp, workersCalls, type Tenant } from "../../helpers.js";
 import { ok } from "./helpers.js";
 
 const driver = r2Driver(env.FILES);
@@ -17,17 +17,7 @@ const driver = r2Driver(env.FILES);
 function heldApp(hold: { holdMs: number; maxItems?: number; maxBytes?: number }) {
   const indexer = searchIndexer({ hold });
   const app = testApp({ listeners: [indexer] });
-  const later: Promise<unknown>[] = [];
-  const ctx = { waitUntil: (p: Promise<unknown>) => void later.push(p), passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
-  /** A tool call answered as on Workers: its index upkeep is left in `later`. */
-  const call = async (t: Tenant, tool: string, args: unknown) => {
-    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, {}, ctx);
-    return { status: res.status, body: (await res.json()) as any };
-  };
-  const settle = async () => {
-    while (later.length) await Promise.all(later.splice(0));
-  };
-  return { app, indexer, call, settle };
+  return { app, indexer, ...workersCalls(app) };
 }
 
 async function segmentsOf(t: Tenant) {
