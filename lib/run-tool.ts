@@ -36,7 +36,7 @@ export interface CallScope {
   progress?: ToolContext["progress"];
   /** The workspace record the route's guard already read (saves reading meta.json again). */
   record?: MetaRecord;
-  /** The runtime's waitUntil: index upkeep after the response (WorkspaceOptions.background). */
+  /** The runtime's waitUntil: index upkeep, the usage record and a read's session record after the response (WorkspaceOptions.background). */
   background?: (p: Promise<unknown>) => void;
   /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
   early?: EarlyCall;

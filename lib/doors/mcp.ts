@@ -24,7 +24,7 @@ import { ToolError } from "../errors.js";
 import { toToolError } from "../http.js";
 import { checkSessionId } from "../records/store.js";
 import { addRoute } from "../routes/access.js";
-import { newApp } from "../routes/common.js";
+import { backgroundOf, newApp } from "../routes/common.js";
 import { usableTools } from "../toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run-tool.js";
@@ -47,6 +47,8 @@ interface McpCall {
   wsId: string;
   session: string;
   signal: AbortSignal;
+  /** The runtime's waitUntil (Workers): index upkeep and the usage record after the answer, as on the tool route. */
+  background?: (p: Promise<unknown>) => void;
 }
 
 /** One MCP server for one request: the key's tools, calls through runTool. */
@@ -156,7 +158,8 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const auth = c.get("auth");
       // Built-ins and this tenant's custom tools (lib/custom/tool.ts, the one join).
-      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal });
+      const background = backgroundOf(c);
+      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal, ...(background ? { background } : {}) });
       // JSON responses, except for a call that asked for progress: that one answers as SSE so the notifications can go out.
       const streamed = await asksProgress(c.req.raw);
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });

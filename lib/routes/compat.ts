@@ -16,7 +16,7 @@ import { checkSessionId } from "../records/store.js";
 import { openWorkspace, runTool, type CallScope } from "../run-tool.js";
 import type { Tool } from "../tool.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import type { Context } from "hono";
 
 const Headers = z.object({
@@ -39,7 +39,8 @@ async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId
   const auth = c.get("auth");
   const seen = c.get("workspace");
   const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
-  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, ...(record ? { record } : {}) };
+  const background = backgroundOf(c);
+  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, ...(record ? { record } : {}), ...(background ? { background } : {}) };
   const ws = await openWorkspace(scope);
   return (name, args) => {
     const tool = tools.find((t) => t.name === name);

@@ -86,4 +86,19 @@ describe("index upkeep held after the response", () => {
     expect(JSON.stringify(fromB)).toContain("from b");
     expect(JSON.stringify(fromB)).not.toContain("from a");
   });
+
+  it("the MCP and compat doors hold their calls' upkeep after the answer too", async () => {
+    const h = heldApp({ holdMs: 300 });
+    const t = await newTenant(h.app);
+    const rpc = await h.app.request(`/v1/workspaces/${t.ws}/mcp`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "write", arguments: { file_path: "m.txt", content: "via mcp\n" } } }) }, {}, h.ctx);
+    expect(rpc.status).toBe(200);
+    expect(((await rpc.json()) as any).result.isError ?? false).toBe(false);
+    const compat = await h.app.request(`/v1/workspaces/${t.ws}/compat/anthropic/str_replace_based_edit_tool`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ command: "create", path: "/c.txt", file_text: "via compat\n" }) }, {}, h.ctx);
+    expect(compat.status).toBe(200);
+    await compat.arrayBuffer();
+    expect(h.indexer.held.pending).toBe(1);
+    expect(await segmentsOf(t)).toEqual([]);
+    await h.settle();
+    expect((await segmentsOf(t)).map((s) => s.map((f) => f.path).sort())).toEqual([["c.txt", "m.txt"]]);
+  });
 });
