@@ -94,16 +94,6 @@ export class RecordStore {
   }
 
   /**
-   * The session wrote `path` at `etag` itself (the version carries it as its writer: no KV record).
-   * Known to this isolate like a read: the session's next call on the file starts no KV read of
-   * its record (early.ts), since the version's writer already says the session knows it.
-   */
-  knowOwn(path: string, etag: string): void {
-    this.early.delete(path);
-    this.knownRecords?.set(this.knownKey(path), { etag, at: Date.now() });
-  }
-
-  /**
    * Records that the session read `path` at `etag`. With `later` (Workers' waitUntil) the KV write
    * goes after the answer and this isolate knows the record at once: the read it records has been
    * answered, so "this session read this version" is already a fact here; another isolate sees it

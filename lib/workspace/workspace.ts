@@ -252,7 +252,6 @@ export class Workspace {
         ...(opts.record ? { writer: this.session.id } : {}),
       });
       const info = this.toInfo(o);
-      if (opts.record) this.records.knowOwn(path, info.etag); // the session's next call on it needs no KV read
       this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
       this.bytesWritten += info.size;
       await this.notify(path, info, bytes);

@@ -237,17 +237,6 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     ]);
   });
 
-  it("write and edit again of a version the session wrote itself: no KV read (this isolate knows its own write)", async () => {
-    const { call } = await setup();
-    await call("write", { file_path: "src/new.ts", content: "export const a = 2;\n" }); // created: never read
-    const again = await call("write", { file_path: "src/new.ts", content: "export const a = 3;\n" });
-    // The version's writer is the session, and this isolate saw it write it (RecordStore.knowOwn):
-    // the early read starts no KV GET of the record (it was read for nothing before).
-    expect(again.onPath).toEqual([sorted(["r2.get meta.json", "r2.get file"]), sorted(["r2.put file", "r2.put internal:undo"])]);
-    const edit = await call("edit", { file_path: "src/new.ts", old_string: "a = 3", new_string: "a = 4" });
-    expect(edit.onPath).toEqual([sorted(["r2.get meta.json", "r2.get file"]), sorted(["r2.put file", "r2.put internal:undo"])]);
-  });
-
   it("read of a version the session wrote itself: no KV PUT (the version carries its writer)", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" });
