@@ -3,8 +3,9 @@
  * within the call's CPU budget. Every path ends the same way: the file is done, or the budget
  * ran out and a cursor says where to continue (a line start, or a window inside a long line).
  */
+import { reusedChunks } from "../workspace/chunks.js";
 import type { CpuBudget } from "./cpu-budget.js";
-import { LineSplitter, utf16Length, type Segment } from "./line-splitter.js";
+import { BLOCK_BYTES, LineSplitter, utf16Length, type Segment } from "./line-splitter.js";
 import type { Compiled, SearchOptions } from "./matcher.js";
 import { MultilineSearch } from "./multiline.js";
 import { TextSearch, type LongLineState } from "./text-search.js";
@@ -37,8 +38,11 @@ export function readFrom(from: FileCursor | null): number {
   return from ? from.byte - (from.overlap ?? 0) : 0;
 }
 
-function newSplitter(from: FileCursor | null): LineSplitter {
-  return from?.long ? new LineSplitter(readFrom(from), { inLongLine: true, overlap: from.overlap ?? 0 }) : new LineSplitter(readFrom(from));
+/** The buffer a streamed file is read through: a block of lines (line-splitter.ts BLOCK_BYTES). */
+const STREAM_BUFFER_BYTES = BLOCK_BYTES;
+
+function newSplitter(from: FileCursor | null, opts: { reusedInput?: boolean } = {}): LineSplitter {
+  return new LineSplitter(readFrom(from), from?.long ? { inLongLine: true, overlap: from.overlap ?? 0 } : undefined, opts);
 }
 
 function newSearch(c: Compiled, o: SearchOptions, from: FileCursor | null): TextSearch {
@@ -75,36 +79,34 @@ export async function searchHeld(bytes: Uint8Array, etag: string, c: Compiled, o
 
 /**
  * Line mode over a stream that starts at readFrom(from). `first` sees the first chunk (a
- * fresh read sniffs it) and returns false to stop reading.
+ * fresh read sniffs it) and returns false to stop reading. The stream is read into one reused
+ * buffer (lib/workspace/chunks.ts): a 60 MB file no longer leaves 60 MB of spent chunks for the GC.
  */
 export async function searchStream(body: ReadableStream<Uint8Array>, etag: string, c: Compiled, o: SearchOptions, budget: CpuBudget, from: FileCursor | null, first: (chunk: Uint8Array) => boolean): Promise<FileRun<TextSearch> | null> {
-  const reader = body.getReader();
+  const chunks = reusedChunks(body, STREAM_BUFFER_BYTES);
   const s = newSearch(c, o, from);
-  const splitter = newSplitter(from);
+  const splitter = newSplitter(from, { reusedInput: true });
   let stopped: FileCursor | null = null;
   let started = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) {
-        if (!s.done) stopped = await feed(splitter.end(), s, budget, etag);
-        break;
-      }
-      if (!started) {
-        started = true;
-        if (!first(value)) {
-          await reader.cancel();
-          return null;
-        }
-      }
-      stopped = await feed(splitter.push(value), s, budget, etag);
-      if (stopped || s.done) {
-        await reader.cancel();
-        break;
+  for (;;) {
+    const value = await chunks.next();
+    if (!value) {
+      if (!s.done) stopped = await feed(splitter.end(), s, budget, etag);
+      break;
+    }
+    if (!started) {
+      started = true;
+      if (!first(value)) {
+        await chunks.cancel();
+        return null;
       }
     }
-  } finally {
-    reader.releaseLock();
+    // Every segment of this push is searched before the next read overwrites the buffer.
+    stopped = await feed(splitter.push(value), s, budget, etag);
+    if (stopped || s.done) {
+      await chunks.cancel();
+      break;
+    }
   }
   s.finish();
   return { search: s, stopped };

@@ -10,6 +10,11 @@
  *
  * Only the bytes of the current block or window are held: memory is bounded whatever the
  * file holds, and a newline is searched for only in bytes not searched before.
+ *
+ * `reusedInput`: each pushed chunk is overwritten once push() returns (a stream read into one
+ * reused buffer, lib/workspace/chunks.ts). Then every push hands out all its complete lines (the
+ * blocks are at most a chunk long) and copies what it still holds (the line not yet ended); the
+ * segments it returns are views of the chunk, to be used before the next push.
  */
 export const BLOCK_BYTES = 256 * 1024;
 /** Lines up to this long are searched whole; longer ones in windows. */
@@ -33,14 +38,16 @@ export class LineSplitter {
   private complete = 0;
   /** Inside a long line: bytes of `parts` that are overlap (already searched). */
   private long: { overlap: number; first: boolean } | null = null;
+  private readonly reusedInput: boolean;
 
   /**
    * `start`: file offset of the first byte pushed. `inLongLine`: the stream starts inside a
    * long line, with `overlap` bytes already searched by an earlier call (a resumed search).
    */
-  constructor(start = 0, resume?: { inLongLine: true; overlap: number }) {
+  constructor(start = 0, resume?: { inLongLine: true; overlap: number }, opts: { reusedInput?: boolean } = {}) {
     this.at = start;
     if (resume) this.long = { overlap: resume.overlap, first: false };
+    this.reusedInput = opts.reusedInput ?? false;
   }
 
   push(chunk: Uint8Array): Segment[] {
@@ -69,7 +76,26 @@ export class LineSplitter {
         this.longWindows(out);
       }
     }
+    if (this.reusedInput) {
+      if (!this.long) this.flushComplete(out);
+      this.detach();
+    }
     return out;
+  }
+
+  /** Copies what is held out of the pushed chunks (reusedInput: they are overwritten next). */
+  private detach(): void {
+    if (this.len === 0) {
+      this.parts = [];
+      return;
+    }
+    const own = new Uint8Array(this.len);
+    let at = 0;
+    for (const part of this.parts) {
+      own.set(part, at);
+      at += part.length;
+    }
+    this.parts = [own];
   }
 
   /** What is left at the end of the input. */

@@ -37,6 +37,27 @@ function split(bytes: Uint8Array, chunk: (i: number) => number): Segment[] {
   return out;
 }
 
+/**
+ * As split, with reusedInput: every chunk is copied into one buffer that is poisoned after its
+ * push (as a stream read into one reused buffer would overwrite it), so a view the splitter kept
+ * across pushes shows up as wrong bytes. Segments are copied as soon as the push returns them.
+ */
+function splitReused(bytes: Uint8Array, chunk: (i: number) => number): Segment[] {
+  const s = new LineSplitter(0, undefined, { reusedInput: true });
+  const buffer = new Uint8Array(bytes.length + 1);
+  const out: Segment[] = [];
+  const take = (segs: Segment[]) => out.push(...segs.map((g) => ({ ...g, bytes: g.bytes.slice() })));
+  for (let at = 0, i = 0; at < bytes.length; i++) {
+    const n = Math.min(Math.max(1, chunk(i)), bytes.length - at);
+    buffer.set(bytes.subarray(at, at + n));
+    take(s.push(buffer.subarray(0, n)));
+    buffer.fill(0xff);
+    at += n;
+  }
+  take(s.end());
+  return out;
+}
+
 /** Checks the segments against the input: new bytes in order cover it exactly, bounds hold, lines are whole. */
 function check(bytes: Uint8Array, segs: Segment[]): void {
   let at = 0;
@@ -82,6 +103,7 @@ describe("line splitter", { timeout: 60_000 }, () => {
       const bytes = textOf(shape, r);
       for (const chunking of [() => bytes.length, () => 65_536, () => 1 + Math.floor(r() * 300_000), () => 4093]) {
         check(bytes, split(bytes, chunking));
+        check(bytes, splitReused(bytes, chunking));
       }
     }
   });
