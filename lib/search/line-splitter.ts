@@ -85,17 +85,18 @@ export class LineSplitter {
 
   /** Copies what is held out of the pushed chunks (reusedInput: they are overwritten next). */
   private detach(): void {
-    if (this.len === 0) {
-      this.parts = [];
-      return;
-    }
-    const own = new Uint8Array(this.len);
+    this.parts = this.len === 0 ? [] : [this.copyHeld()];
+  }
+
+  /** Everything held, copied into one array. */
+  private copyHeld(): Uint8Array {
+    const all = new Uint8Array(this.len);
     let at = 0;
     for (const part of this.parts) {
-      own.set(part, at);
+      all.set(part, at);
       at += part.length;
     }
-    this.parts = [own];
+    return all;
   }
 
   /** What is left at the end of the input. */
@@ -202,16 +203,8 @@ export class LineSplitter {
   private peek(n: number): Uint8Array {
     n = Math.min(n, this.len);
     if (n === 0) return new Uint8Array(0);
-    if (this.parts.length > 1 && this.parts[0]!.length < n) {
-      // Consolidate: later takes then slice one array.
-      const all = new Uint8Array(this.len);
-      let at = 0;
-      for (const part of this.parts) {
-        all.set(part, at);
-        at += part.length;
-      }
-      this.parts = [all];
-    }
+    // Consolidate: later takes then slice one array.
+    if (this.parts.length > 1 && this.parts[0]!.length < n) this.parts = [this.copyHeld()];
     return this.parts[0]!.subarray(0, n);
   }
 }
