@@ -7,8 +7,8 @@
  *
  *   npx node bench/read-cpu.ts [--n=200] [--rounds=3] [--only=get,read,read-quiet]
  */
-import { readFileSync, readdirSync } from "node:fs";
-import { setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
+import { readFileSync } from "node:fs";
+import { descendants, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
 
 const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const N = Number(arg("n", "200"));
@@ -32,27 +32,9 @@ function cpuOf(pids: number[]): { total: number; by: Record<string, number> } {
   return { total, by };
 }
 
-function processTree(root: number): number[] {
-  const kids = new Map<number, number[]>();
-  for (const e of readdirSync("/proc")) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const s = readFileSync(`/proc/${e}/stat`, "utf8");
-      const ppid = Number(s.slice(s.lastIndexOf(")") + 2).split(" ")[1]);
-      kids.set(ppid, [...(kids.get(ppid) ?? []), Number(e)]);
-    } catch {}
-  }
-  const out = [root];
-  const walk = (p: number) => {
-    for (const c of kids.get(p) ?? []) (out.push(c), walk(c));
-  };
-  walk(root);
-  return out;
-}
-
 const w = await startWorker({ config: "bench/read-cpu.wrangler.toml" });
 try {
-  const pids = processTree(w.child.pid!);
+  const pids = [w.child.pid!, ...descendants(w.child.pid!)];
   const t = await setupTenant(w, "probe");
   const content = Array.from({ length: 300 }, (_, i) => `export const v${i} = ${i}; // some line of code here`).join("\n") + "\n";
   for (let i = 0; i < 20; i++) await fetch(`${t.base}/files/src/f${i}.ts`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(Buffer.byteLength(content)) }, body: content });

@@ -30,7 +30,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Every descendant pid of `pid` (Linux /proc). */
-function descendants(pid: number): number[] {
+export function descendants(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
