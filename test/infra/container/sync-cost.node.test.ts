@@ -6,10 +6,10 @@
  * - walk + pruneSettled give the same tree as pruning every directory;
  * - isValidName's ASCII fast path agrees with normalizePath.
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDirs } from "../../support/temp-dirs.js";
 import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
@@ -29,15 +29,7 @@ import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = (name: string) => {
-  const d = mkdtempSync(join(tmpdir(), `toolshed-sync-cost-${name}-`));
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs("sync-cost");
 
 /** A small deterministic PRNG (mulberry32): failures reproduce. */
 function rng(seed: number) {

@@ -5,22 +5,14 @@
  * keeps nor waits for the trees of the one before.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDirs } from "../../support/temp-dirs.js";
 import { TreeCache } from "../../../infra/container/slot-cache.js";
 import type { Slot } from "../../../infra/container/tree.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const base = () => {
-  const d = mkdtempSync(join(tmpdir(), "toolshed-trash-"));
-  dirs.push(d);
-  return d;
-};
+const base = tempDirs("trash");
 
 /** 20 directories of 20 files: enough that deleting them takes many steps of the thread pool. */
 function fill(slot: Slot, text: string): void {

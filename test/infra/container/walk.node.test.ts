@@ -3,21 +3,13 @@
  * listing stands for readdir only while its directory is unchanged, so a walk with listings
  * always equals a walk without them, whatever the command did to the tree.
  */
-import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDirs } from "../../support/temp-dirs.js";
 import { LISTING_SETTLED_MS, walk, type DirListings, type WalkResult } from "../../../infra/container/changes.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), "toolshed-walk-"));
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs("walk");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** As if every directory had settled long ago: each one's listing is kept. */
 const later = () => Date.now() + 10 * LISTING_SETTLED_MS;
