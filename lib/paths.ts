@@ -185,3 +185,9 @@ export const checkpointsPrefix = (tenant: string, workspace: string): string => 
 export const checkpointKey = (tenant: string, workspace: string, id: string): string => `${checkpointsPrefix(tenant, workspace)}${layerId(id)}.json`;
 /** The workspace record (layer pointer included): t/<tenant>/w/<ws>/meta.json. */
 export const workspaceMetaKey = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}meta.json`;
+/** The tenant and workspace whose record `key` is (workspaceMetaKey's inverse), or null for any other key. */
+export function workspaceOfMetaKey(key: string): { tenant: string; workspace: string } | null {
+  const m = /^t\/([^/]+)\/w\/([^/]+)\/meta\.json$/.exec(key);
+  if (!m || !ID_PATTERN.test(m[1]!) || !ID_PATTERN.test(m[2]!)) return null;
+  return { tenant: m[1]!, workspace: m[2]! };
+}

@@ -20,6 +20,7 @@
  * just deleted whose files are not swept yet. Keyed by the authenticated tenant and the path's id.
  */
 import type { IsolateCache } from "../isolate-cache.js";
+import { workspaceOfMetaKey } from "../paths.js";
 import type { MetaRecord } from "../layers/open.js";
 import { isWhiteout } from "../layers/whiteout.js";
 import type { GetResult, StorageDriver } from "../storage/types.js";
@@ -41,13 +42,11 @@ export class StaleRecord extends Error {
   }
 }
 
-const META = /^t\/([^/]+)\/w\/([^/]+)\/meta\.json$/;
-
 /** `storage`, except that a put or delete of a workspace record forgets that record from `known`. */
 export function forgetOnWrite(storage: StorageDriver, known: KnownWorkspaces): StorageDriver {
   const forget = (key: string) => {
-    const m = META.exec(key);
-    if (m) known.forget(knownWorkspaceKey(m[1]!, m[2]!));
+    const of = workspaceOfMetaKey(key);
+    if (of) known.forget(knownWorkspaceKey(of.tenant, of.workspace));
   };
   return new Proxy(storage, {
     get(target, prop, receiver) {

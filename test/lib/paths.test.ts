@@ -27,6 +27,8 @@ import {
   normalizePath,
   parentOf,
   tenantWorkspacesPrefix,
+  workspaceMetaKey,
+  workspaceOfMetaKey,
   workspacePrefix,
 } from "../../lib/paths.js";
 import { RecordStore } from "../../lib/records/store.js";
@@ -736,3 +738,13 @@ describe(`fuzz: ${FUZZ_COUNT} hostile paths (seed 0x${FUZZ_SEED.toString(16)})`,
     expect(count).toBe(5000);
   });
 });
+
+describe("workspaceOfMetaKey", () => {
+  it("is workspaceMetaKey's inverse, and null for every other key", () => {
+    expect(workspaceOfMetaKey(workspaceMetaKey("acme", "main-1"))).toEqual({ tenant: "acme", workspace: "main-1" });
+    for (const key of ["t/acme/w/main/f/meta.json", "t/acme/w/main/x/meta.json", "t/acme/w/main/meta.json.bak", "t/acme/tenant.json", "t/ACME/w/main/meta.json", "x/t/acme/w/main/meta.json", "t/acme/w//meta.json"]) {
+      expect(workspaceOfMetaKey(key), key).toBeNull();
+    }
+  });
+});
+
