@@ -15,7 +15,7 @@
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/paths.js";
 import type { Conflict, Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
-import type { WalkResult } from "./changes.js";
+import type { WalkResult } from "./walk.js";
 import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
 
 export interface DirChange {

@@ -4,7 +4,8 @@
  * the command changed and put the slot back to what the list records.
  */
 import type { ModesDelta } from "../../lib/exec/types.js";
-import type { Change, WalkResult } from "./changes.js";
+import type { Change } from "./changes.js";
+import type { WalkResult } from "./walk.js";
 import { setExec, type Slot } from "./tree.js";
 import type { WriteBackOutcome } from "./writeback.js";
 

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
 import type { ManifestView } from "../../lib/exec/sync-view.js";
 import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
-import type { DirListings, WalkResult } from "./changes.js";
+import type { DirListings, WalkResult } from "./walk.js";
 import { download } from "./download.js";
 
 export interface FileState {
@@ -49,7 +49,7 @@ export interface Slot {
   synced: { skipped: Skipped[] } | null;
   /** The explicit directories (markers) storage holds, as materialized here: directory → marker etag (infra/container/dirs.ts). */
   dirs: Map<string, string>;
-  /** Directory listings of the last walk, reused while each directory is unchanged (changes.ts walk). */
+  /** Directory listings of the last walk, reused while each directory is unchanged (walk.ts). */
   listings: DirListings;
   /**
    * The workspace's executable files as last read or written (lib/exec/modes.ts), with the

@@ -52,8 +52,20 @@ export async function runRequest(
   };
 }
 
-/** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults. */
-export async function guardFor(ctx: ToolContext): Promise<GuardLists> {
+/** Each call's guard rails, read once: the approval gate and the tool both ask (one KV read, not two). */
+const guards = new WeakMap<ToolContext, Promise<GuardLists>>();
+
+/** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call). */
+export function guardFor(ctx: ToolContext): Promise<GuardLists> {
+  let g = guards.get(ctx);
+  if (!g) {
+    g = readGuard(ctx);
+    guards.set(ctx, g);
+  }
+  return g;
+}
+
+async function readGuard(ctx: ToolContext): Promise<GuardLists> {
   const raw = await ctx.deps.kv.get(`guard/${ctx.ws.tenant}`);
   if (!raw) return DEFAULT_GUARD;
   try {

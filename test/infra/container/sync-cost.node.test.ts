@@ -13,7 +13,7 @@ import { tempDirs } from "../../support/temp-dirs.js";
 import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
-import { walk } from "../../../infra/container/changes.js";
+import { walk } from "../../../infra/container/walk.js";
 import { isValidName, pruneEmptyDirs, pruneSettled } from "../../../infra/container/tree.js";
 import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";

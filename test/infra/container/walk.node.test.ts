@@ -1,13 +1,14 @@
 /**
- * The walk after a command (changes.ts) with the slot's kept directory listings: a reused
+ * The walk after a command (walk.ts) with the slot's kept directory listings: a reused
  * listing stands for readdir only while its directory is unchanged, so a walk with listings
  * always equals a walk without them, whatever the command did to the tree.
  */
-import { chmodSync, mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDirs } from "../../support/temp-dirs.js";
-import { LISTING_SETTLED_MS, walk, type DirListings, type WalkResult } from "../../../infra/container/changes.js";
+import { LISTING_SETTLED_MS, walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
+import { fingerprint, isExec } from "../../../infra/container/tree.js";
 
 const tmp = tempDirs("walk");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -19,6 +20,17 @@ const shape = (w: WalkResult) => ({
   counts: [...w.counts].sort(),
   skipped: [...w.skipped].sort((a, b) => (a.path < b.path ? -1 : 1)),
 });
+
+/** The files of a tree by plain recursion, one lstat each (the fingerprint as tree.ts takes it): what a walk must find. */
+function oracle(root: string, rel = "", out: [string, string, number, boolean][] = []) {
+  for (const d of readdirSync(rel ? join(root, rel) : root, { withFileTypes: true })) {
+    const r = rel ? `${rel}/${d.name}` : d.name;
+    const st = lstatSync(join(root, r), { bigint: true });
+    if (st.isDirectory()) oracle(root, r, out);
+    else if (st.isFile()) out.push([r, fingerprint(st), Number(st.size), isExec(st.mode)]);
+  }
+  return out.sort();
+}
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -57,6 +69,37 @@ describe("walk with kept listings", () => {
       const fresh = shape(await walk(t));
       expect(reused, `round ${round}`).toEqual(fresh);
       expect(listings.size).toBe(fresh.dirs.length + 1);
+    }
+  });
+
+  it("a tree big enough for the stat workers: thousands of files, batches in flight, the same answer as one lstat each", async () => {
+    const t = tmp();
+    const r = rng(11);
+    for (let a = 0; a < 8; a++)
+      for (let b = 0; b < 8; b++) {
+        mkdirSync(join(t, `d${a}/e${b}`), { recursive: true });
+        for (let f = 0; f < 40; f++) writeFileSync(join(t, `d${a}/e${b}/f${f}.txt`), `${a}${b}${f}`);
+      }
+    const listings: DirListings = new Map();
+    const first = await walk(t, listings, later()); // no listings: every lstat deferred, in batches
+    expect(shape(first).files).toEqual(oracle(t));
+    expect(first.files.size).toBe(2560);
+    for (let round = 0; round < 6; round++) {
+      await sleep(15);
+      const dir = `d${r(8)}/e${r(8)}`;
+      if (round === 2) {
+        mkdirSync(join(t, "new"), { recursive: true });
+        for (let f = 0; f < 2500; f++) writeFileSync(join(t, `new/n${f}`), "n"); // more new entries than one batch
+      }
+      writeFileSync(join(t, `${dir}/f${r(40)}.txt`), `changed ${round}`); // content only: its directory is unchanged
+      chmodSync(join(t, `${dir}/f${r(40)}.txt`), 0o755);
+      rmSync(join(t, `d${r(8)}/e${r(8)}/f${r(40)}.txt`), { force: true });
+      symlinkSync("/etc/passwd", join(t, `d${r(8)}/link${round}`));
+      const reused = shape(await walk(t, listings, later()));
+      const fresh = shape(await walk(t));
+      expect(reused, `round ${round}`).toEqual(fresh);
+      expect(reused.files, `round ${round}`).toEqual(oracle(t));
+      expect(reused.skipped.filter((s) => s.reason === "symlink")).toHaveLength(round + 1);
     }
   });
 

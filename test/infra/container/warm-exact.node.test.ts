@@ -1,12 +1,12 @@
 /**
- * Exactness of a warm run's change detection (changes.ts walk + diff, with the slot's kept
+ * Exactness of a warm run's change detection (walk.ts + changes.ts diff, with the slot's kept
  * directory listings): whatever a command changes is seen by its write-back, even a change
  * that leaves its directory alone and hides behind an old mtime. Each case runs on a warm slot
  * whose directories settled long before (their listings are reused), in the real sandbox.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { readModes } from "../../../lib/exec/modes.js";
-import { LISTING_SETTLED_MS } from "../../../infra/container/changes.js";
+import { LISTING_SETTLED_MS } from "../../../infra/container/walk.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "t-exact", "w-exact");

@@ -1,0 +1,218 @@
+/**
+ * The walk of a slot's tree after a run: every regular file with its fingerprint, every
+ * directory, and what may not be written back (symlinks, special files, bad names). No
+ * symlink is followed; names that are not UTF-8 are read as bytes (dir-entries.ts).
+ */
+import { constants, lstatSync, promises as fs, readdirSync, type Dirent } from "node:fs";
+import { join } from "node:path";
+import type { Skipped } from "../../lib/exec/types.js";
+import { rawPath, readEntries, shownName } from "./dir-entries.js";
+import { statPaths, statSpread, type Stats } from "./stat-pool.js";
+import { fingerprint, isExec, isValidName } from "./tree.js";
+
+export interface WalkResult {
+  /** Regular files: path → fingerprint, size and execute bit. */
+  files: Map<string, { fp: string; size: number; exec: boolean }>;
+  dirs: string[];
+  /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
+  counts: Map<string, number>;
+  /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
+  skipped: Skipped[];
+  /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
+  rawPaths: Map<string, Buffer>;
+}
+
+/** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
+export interface DirListing {
+  /** The directory's fingerprint (inode, size, mtime and ctime) when it was read: the key it holds for. */
+  key: string;
+  names: string[];
+  dirs: boolean[];
+}
+
+/** Listings a walk may reuse (directory → listing): the slot's, from its last walk. */
+export type DirListings = Map<string, DirListing>;
+
+/**
+ * A listing is kept for the next walk only when its directory's ctime was at least this much
+ * older than the walk's start: any later change of the directory then gets a ctime the key
+ * cannot hold, even with timestamps as coarse as 2 s (FAT) or a clock tick behind.
+ */
+export const LISTING_SETTLED_MS = 3000;
+
+/** A reused listing named an entry that is gone: the walk starts again without listings. */
+class StaleListing extends Error {}
+
+/** What lstat said of one path: its mode, size and fingerprint, or the error's code. */
+type Stat = { mode: number; size: number; fp: string } | string;
+
+/** Entries of the walk whose lstat is under way: their paths, and the batches that stat them (in order). */
+interface Deferred {
+  rel: string[];
+  abs: string[];
+  batches: Promise<Stats>[];
+  sent: number;
+}
+
+/** Paths are stated in batches of this many (stat-pool.ts): side by side, and beside the walk of the directories. */
+const STAT_BATCH = 2048;
+
+/**
+ * Lists the tree without following any symlink. Every lstat goes to the stat workers
+ * (stat-pool.ts) in batches, so the calls are made side by side: those of the paths the kept
+ * listings name before the walk starts (prefetch), those of new entries while the walk goes
+ * on; nothing else changes the tree during a walk, so an answer taken early is the answer.
+ * The entry type comes from readdir (Node lstats entries of unknown type itself), and every
+ * entry gets the one lstat its fingerprint or its kind needs. Names are read as strings; a
+ * directory holding a name that is not UTF-8 (decoded with U+FFFD, which would name another
+ * file) is read again as bytes (dir-entries.ts).
+ *
+ * `listings` (the slot's, updated in place): while a directory's fingerprint (inode, size,
+ * mtime, ctime) is that of its kept listing, the listing stands for readdir (no open +
+ * getdents + close). Adding, removing or renaming an entry changes the directory's mtime and
+ * ctime, and ctime cannot be set by a command; a listing is only kept for a directory settled
+ * for LISTING_SETTLED_MS, so no change after it can reuse its ctime. Files are lstat'ed every
+ * time (their content changes leave the directory alone). `now` is the walk's start (tests move it).
+ */
+export async function walk(tree: string, listings: DirListings = new Map(), now = Date.now()): Promise<WalkResult> {
+  try {
+    return await walkWith(tree, listings, now);
+  } catch (e) {
+    if (!(e instanceof StaleListing)) throw e;
+    listings.clear();
+    return walkWith(tree, listings, now);
+  }
+}
+
+async function walkWith(tree: string, listings: DirListings, now: number): Promise<WalkResult> {
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [], rawPaths: new Map() };
+  const links: Skipped[] = []; // their targets are read after the walk (asynchronously)
+  const settled = BigInt(now - LISTING_SETTLED_MS) * 1_000_000n;
+  const kept: DirListings = new Map();
+  const reused = listings.size > 0;
+  const known = reused ? await prefetch(tree, listings) : new Map<string, Stat>();
+  const stack = [""];
+  try {
+    while (stack.length) {
+      const later: Deferred = { rel: [], abs: [], batches: [], sent: 0 };
+      while (stack.length) {
+        const rel = stack.pop()!;
+        const abs = rel === "" ? tree : `${tree}/${rel}`;
+        const pre = rel === "" ? "" : `${rel}/`;
+        const st = statOf(known, rel, abs);
+        let l = listings.get(rel);
+        if (!l || l.key !== st.fp) {
+          let names: Dirent[];
+          try {
+            names = readdirSync(abs, { withFileTypes: true });
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== "EACCES") throw e;
+            await fs.chmod(abs, 0o755); // the command took its own permission away
+            names = readdirSync(abs, { withFileTypes: true });
+          }
+          if (names.some((d) => d.name.includes("\uFFFD"))) {
+            out.counts.set(rel, names.length);
+            walkBytes(out, stack, links, known, later, abs, pre); // never kept
+            continue;
+          }
+          l = { key: st.fp, names: names.map((d) => d.name), dirs: names.map((d) => d.isDirectory()) };
+        }
+        if (ctimeOf(st.fp) < settled) kept.set(rel, l);
+        out.counts.set(rel, l.names.length);
+        for (let i = 0; i < l.names.length; i++) visit(out, stack, links, known, later, abs, pre, l.names[i]!, l.dirs[i]!);
+        if (later.abs.length - later.sent >= STAT_BATCH) send(later);
+      }
+      send(later);
+      // Entries that turned out to be directories go on the stack: the loop walks them next.
+      let i = 0;
+      for (const b of await Promise.all(later.batches))
+        for (let j = 0; j < b.fp.length; j++, i++) sortOut(out, stack, links, later.rel[i]!, b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! });
+    }
+  } catch (e) {
+    // Nothing else changes the tree during a walk: an entry gone can only be a reused listing's.
+    if (reused && ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR")) throw new StaleListing();
+    throw e;
+  }
+  listings.clear();
+  for (const [d, l] of kept) listings.set(d, l);
+  for (const s of links) s.detail = `-> ${await fs.readlink(join(tree, s.path)).catch(() => "?")}`;
+  return out;
+}
+
+/**
+ * The lstat of every path the kept listings name (each directory, and each entry of theirs
+ * that is not a directory), taken side by side before the walk: relative path → what lstat said.
+ */
+async function prefetch(tree: string, listings: DirListings): Promise<Map<string, Stat>> {
+  const rel: string[] = [];
+  for (const [d, l] of listings) {
+    rel.push(d);
+    const pre = d === "" ? "" : `${d}/`;
+    for (let i = 0; i < l.names.length; i++) if (!l.dirs[i]) rel.push(pre + l.names[i]);
+  }
+  const known = new Map<string, Stat>();
+  let i = 0;
+  for (const b of await statSpread(rel.map((r) => (r === "" ? tree : `${tree}/${r}`))))
+    for (let j = 0; j < b.fp.length; j++, i++) known.set(rel[i]!, b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! });
+  return known;
+}
+
+/** A directory's lstat: the prefetched one, else taken now. Throws what lstat threw. */
+function statOf(known: Map<string, Stat>, rel: string, abs: string): Exclude<Stat, string> {
+  const k = known.get(rel);
+  if (typeof k === "string") throw Object.assign(new Error(`lstat ${rel}: ${k}`), { code: k });
+  if (k) return k;
+  const st = lstatSync(abs, { bigint: true });
+  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st) };
+}
+
+/** The ctime (ns) a fingerprint holds: its last field. */
+const ctimeOf = (fp: string): bigint => BigInt(fp.slice(fp.lastIndexOf(":") + 1));
+
+/** Sends the entries not yet under way to the stat workers. */
+function send(later: Deferred): void {
+  if (later.abs.length > later.sent) later.batches.push(statPaths(later.abs.slice(later.sent)));
+  later.sent = later.abs.length;
+}
+
+/** One entry of the walk (a name that is UTF-8): a directory goes on the stack; anything else is sorted out by its lstat, known or deferred. */
+function visit(out: WalkResult, stack: string[], links: Skipped[], known: Map<string, Stat>, later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
+  const r = pre + name;
+  if (isDirectory) return sortOut(out, stack, links, r, null);
+  const k = known.get(r);
+  if (k !== undefined) return sortOut(out, stack, links, r, k);
+  later.rel.push(r);
+  later.abs.push(`${abs}/${name}`);
+}
+
+/** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). */
+function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, st: Stat | null): void {
+  if (typeof st === "string") throw Object.assign(new Error(`lstat ${r}: ${st}`), { code: st });
+  const type = st === null ? constants.S_IFDIR : st.mode & constants.S_IFMT;
+  if (type === constants.S_IFDIR) {
+    // From readdir, or readdir said otherwise and the entry changed meanwhile (or the file system reports no types).
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    out.dirs.push(r);
+    stack.push(r);
+  } else if (type === constants.S_IFREG) {
+    if (isValidName(r)) out.files.set(r, { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) });
+    else out.skipped.push({ path: r, reason: "invalid_name" });
+  } else if (type === constants.S_IFLNK) {
+    const s: Skipped = { path: r, reason: "symlink" };
+    out.skipped.push(s);
+    links.push(s);
+  } else out.skipped.push({ path: r, reason: "special_file" });
+}
+
+/** A directory holding a name that is not UTF-8: its entries as bytes; such a name is skipped whole (a directory is not entered). */
+function walkBytes(out: WalkResult, stack: string[], links: Skipped[], known: Map<string, Stat>, later: Deferred, abs: string, pre: string): void {
+  for (const d of readEntries(abs)) {
+    if (d.name !== null) {
+      visit(out, stack, links, known, later, abs, pre, d.name, d.isDirectory);
+      continue;
+    }
+    const shown = pre + shownName(d.raw);
+    out.skipped.push({ path: shown, reason: "invalid_name", detail: "the name is not valid UTF-8" });
+    out.rawPaths.set(shown, rawPath(abs, d.raw));
+  }
+}
