@@ -58,10 +58,11 @@ interface Deferred {
 const STAT_BATCH = 2048;
 
 /**
- * Lists the tree without following any symlink. Every lstat goes to the stat workers
- * (stat-pool.ts) in batches, so the calls are made side by side: those of the paths the kept
- * listings name before the walk starts (prefetch), those of new entries while the walk goes
- * on; nothing else changes the tree during a walk, so an answer taken early is the answer.
+ * Lists the tree without following any symlink. The lstat calls are made side by side in
+ * batches (stat-pool.ts): those of the paths the kept listings name before the walk starts
+ * (prefetch), those of entries no listing named while the walk goes on (a directory no listing
+ * named is stated where the walk reaches it). Nothing else changes the tree during a walk, so
+ * an answer taken early is the answer.
  * The entry type comes from readdir (Node lstats entries of unknown type itself), and every
  * entry gets the one lstat its fingerprint or its kind needs. Names are read as strings; a
  * directory holding a name that is not UTF-8 (decoded with U+FFFD, which would name another
