@@ -91,7 +91,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
   const settled = BigInt(now - LISTING_SETTLED_MS) * 1_000_000n;
   const kept: DirListings = new Map();
   const reused = listings.size > 0;
-  const known = reused ? await prefetch(tree, listings) : new Map<string, Stat>();
+  const known = reused ? await prefetch(tree, listings) : null;
   const stack = [""];
   try {
     while (stack.length) {
@@ -100,9 +100,13 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
         const rel = stack.pop()!;
         const abs = rel === "" ? tree : `${tree}/${rel}`;
         const pre = rel === "" ? "" : `${rel}/`;
-        const st = statOf(known, rel, abs);
+        const at = known?.at.get(rel);
+        const st = at === undefined ? statNow(abs) : statAt(known!, at, rel);
         let l = listings.get(rel);
+        // The prefetched answers of a listing's entries hold while the listing does (they follow its directory's).
+        let next = at === undefined ? -1 : at + 1;
         if (!l || l.key !== st.fp) {
+          next = -1;
           let names: Dirent[];
           try {
             names = readdirSync(abs, { withFileTypes: true });
@@ -113,14 +117,17 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
           }
           if (names.some((d) => d.name.includes("\uFFFD"))) {
             out.counts.set(rel, names.length);
-            walkBytes(out, stack, links, known, later, abs, pre); // never kept
+            walkBytes(out, stack, links, later, abs, pre); // never kept
             continue;
           }
           l = { key: st.fp, names: names.map((d) => d.name), dirs: names.map((d) => d.isDirectory()) };
         }
         if (ctimeOf(st.fp) < settled) kept.set(rel, l);
         out.counts.set(rel, l.names.length);
-        for (let i = 0; i < l.names.length; i++) visit(out, stack, links, known, later, abs, pre, l.names[i]!, l.dirs[i]!);
+        for (let i = 0; i < l.names.length; i++) {
+          const isDir = l.dirs[i]!;
+          visit(out, stack, links, later, abs, pre, l.names[i]!, isDir, next < 0 || isDir ? undefined : statAt(known!, next++, pre + l.names[i]!, false));
+        }
         if (later.abs.length - later.sent >= STAT_BATCH) send(later);
       }
       send(later);
@@ -140,29 +147,55 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
   return out;
 }
 
-/**
- * The lstat of every path the kept listings name (each directory, and each entry of theirs
- * that is not a directory), taken side by side before the walk: relative path → what lstat said.
- */
-async function prefetch(tree: string, listings: DirListings): Promise<Map<string, Stat>> {
-  const rel: string[] = [];
-  for (const [d, l] of listings) {
-    rel.push(d);
-    const pre = d === "" ? "" : `${d}/`;
-    for (let i = 0; i < l.names.length; i++) if (!l.dirs[i]) rel.push(pre + l.names[i]);
-  }
-  const known = new Map<string, Stat>();
-  let i = 0;
-  for (const b of await statSpread(rel.map((r) => (r === "" ? tree : `${tree}/${r}`))))
-    for (let j = 0; j < b.fp.length; j++, i++) known.set(rel[i]!, b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! });
-  return known;
+/** The prefetched answers: `at` gives a kept directory's index; the entries of its listing that are not directories follow it, in order. */
+interface Prefetched {
+  at: Map<string, number>;
+  parts: Stats[];
+  /** Index where each part starts. */
+  starts: number[];
 }
 
-/** A directory's lstat: the prefetched one, else taken now. Throws what lstat threw. */
-function statOf(known: Map<string, Stat>, rel: string, abs: string): Exclude<Stat, string> {
-  const k = known.get(rel);
-  if (typeof k === "string") throw Object.assign(new Error(`lstat ${rel}: ${k}`), { code: k });
-  if (k) return k;
+/**
+ * The lstat of every path the kept listings name (each directory, then each entry of its
+ * listing that is not a directory), taken side by side before the walk.
+ */
+async function prefetch(tree: string, listings: DirListings): Promise<Prefetched> {
+  const abs: string[] = [];
+  const at = new Map<string, number>();
+  for (const [d, l] of listings) {
+    at.set(d, abs.length);
+    const dir = d === "" ? tree : `${tree}/${d}`;
+    abs.push(dir);
+    for (let i = 0; i < l.names.length; i++) if (!l.dirs[i]) abs.push(`${dir}/${l.names[i]}`);
+  }
+  const parts = await statSpread(abs);
+  const starts: number[] = [];
+  let n = 0;
+  for (const p of parts) {
+    starts.push(n);
+    n += p.fp.length;
+  }
+  return { at, parts, starts };
+}
+
+/** The prefetched answer at index `i` (`rel` names it in errors); an error is thrown, or returned as its code when `raise` is false. */
+function statAt(known: Prefetched, i: number, rel: string, raise?: true): Exclude<Stat, string>;
+function statAt(known: Prefetched, i: number, rel: string, raise: false): Stat;
+function statAt(known: Prefetched, i: number, rel: string, raise = true): Stat {
+  let k = known.starts.length - 1;
+  while (known.starts[k]! > i) k--;
+  const b = known.parts[k]!;
+  const j = i - known.starts[k]!;
+  const err = b.err[j];
+  if (err !== undefined) {
+    if (raise) throw Object.assign(new Error(`lstat ${rel}: ${err}`), { code: err });
+    return err;
+  }
+  return { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
+}
+
+/** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
+function statNow(abs: string): Exclude<Stat, string> {
   const st = lstatSync(abs, { bigint: true });
   return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st) };
 }
@@ -176,12 +209,11 @@ function send(later: Deferred): void {
   later.sent = later.abs.length;
 }
 
-/** One entry of the walk (a name that is UTF-8): a directory goes on the stack; anything else is sorted out by its lstat, known or deferred. */
-function visit(out: WalkResult, stack: string[], links: Skipped[], known: Map<string, Stat>, later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
+/** One entry of the walk (a name that is UTF-8): a directory goes on the stack; anything else is sorted out by its lstat, known (prefetched) or deferred. */
+function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean, known: Stat | undefined): void {
   const r = pre + name;
   if (isDirectory) return sortOut(out, stack, links, r, null);
-  const k = known.get(r);
-  if (k !== undefined) return sortOut(out, stack, links, r, k);
+  if (known !== undefined) return sortOut(out, stack, links, r, known);
   later.rel.push(r);
   later.abs.push(`${abs}/${name}`);
 }
@@ -206,10 +238,10 @@ function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, 
 }
 
 /** A directory holding a name that is not UTF-8: its entries as bytes; such a name is skipped whole (a directory is not entered). */
-function walkBytes(out: WalkResult, stack: string[], links: Skipped[], known: Map<string, Stat>, later: Deferred, abs: string, pre: string): void {
+function walkBytes(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string): void {
   for (const d of readEntries(abs)) {
     if (d.name !== null) {
-      visit(out, stack, links, known, later, abs, pre, d.name, d.isDirectory);
+      visit(out, stack, links, later, abs, pre, d.name, d.isDirectory, undefined);
       continue;
     }
     const shown = pre + shownName(d.raw);
