@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { assertCommandAllowed } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandData, commandOutput, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
@@ -27,6 +27,7 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  startReads: commandReads(true), // its guard rails and git identity, beside the approval gate's reads
   summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.",
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandOutput, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { defineTool } from "../lib/tool.js";
 import { OutputCutInfo } from "../lib/tool-output.js";
 
@@ -19,6 +19,7 @@ export default defineTool({
   description,
   category: "execute",
   permission: "execute",
+  startReads: commandReads(false), // its git identity, beside the approval gate's reads
   summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),

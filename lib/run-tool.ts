@@ -119,6 +119,7 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
   assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
+  tool.startReads?.(ctx);
   // The approval gate, in this one place: a held call is stored and answered NEEDS_APPROVAL, and does not run.
   await gateCall(tool, args as Record<string, unknown>, ctx);
   const undo = ctx.ws.undo;

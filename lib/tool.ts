@@ -78,6 +78,12 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
    * workspace record (lib/workspace/early.ts). Absent: nothing is read early.
    */
   opens?: string;
+  /**
+   * Starts the reads the tool will need (the tenant's settings, memoized per call), before the
+   * approval gate, so they go side by side with the gate's own reads instead of after them.
+   * Only reads: nothing here may change anything, since the gate may still hold the call.
+   */
+  startReads?: (ctx: ToolContext) => void;
   /** Set by defineTool: parseToolArgs uses it (built once per tool). */
   parseArgs?: (raw: unknown) => unknown;
 }

@@ -8,6 +8,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { Tool } from "../tool.js";
 import { jsonSchemaArgumentParser } from "../tool-args.js";
+import { commandReads } from "../exec/tool-support.js";
 import { backendScope, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
 import { readCustomTools } from "./store.js";
@@ -45,6 +46,7 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
     output: CustomOutput,
     // Arguments as models send them, the same rule as built-ins (lib/tool-args.ts), then the tenant's JSON Schema.
     parseArgs: jsonSchemaArgumentParser(inputSchema, (cleaned) => validator.safeParse(cleaned), { label: def.name, hint: "GET /v1/tools shows its input_schema." }),
+    ...(def.backend.type === "plugin" ? { startReads: commandReads(false) } : {}),
     async execute(args, ctx) {
       if (def.backend.type === "plugin") {
         const r = await callPlugin(def, def.backend, args, ctx);

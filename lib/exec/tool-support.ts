@@ -7,7 +7,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
-import { gitIdentityKey, parseGitIdentity } from "./git-identity.js";
+import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
 import { mintSyncToken } from "./sync-token.js";
@@ -33,7 +33,7 @@ export async function runRequest(
   const u = undo ? { s: undo.session, c: undo.stamp, n: undo.tool } : undefined;
   const [token, git] = await Promise.all([
     mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key, ...(u ? { u } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
-    deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity),
+    gitIdentityFor(ctx),
   ]);
   return {
     version: 1,
@@ -52,8 +52,31 @@ export async function runRequest(
   };
 }
 
-/** Each call's guard rails, read once: the approval gate and the tool both ask (one KV read, not two). */
+/** Each call's guard rails and git identity, read once: the approval gate and the tool both ask for the guard (one KV read, not two). */
 const guards = new WeakMap<ToolContext, Promise<GuardLists>>();
+const gitIdentities = new WeakMap<ToolContext, Promise<GitIdentity>>();
+
+/** The git identity of the tenant's commits (KV, lib/exec/git-identity.ts), read once per call. */
+function gitIdentityFor(ctx: ToolContext): Promise<GitIdentity> {
+  let g = gitIdentities.get(ctx);
+  if (!g) {
+    g = ctx.deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity);
+    gitIdentities.set(ctx, g);
+  }
+  return g;
+}
+
+/**
+ * A command tool's `startReads` (lib/tool.ts): its git identity, and its guard rails when it
+ * checks the command (`guard`), read beside the approval gate's reads. A failed read fails the
+ * tool when it asks for it, as before; unasked (a held call) it is dropped quietly.
+ */
+export const commandReads =
+  (guard: boolean) =>
+  (ctx: ToolContext): void => {
+    if (guard) guardFor(ctx).catch(() => {});
+    gitIdentityFor(ctx).catch(() => {});
+  };
 
 /** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call). */
 export function guardFor(ctx: ToolContext): Promise<GuardLists> {
