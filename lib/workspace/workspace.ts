@@ -16,10 +16,11 @@ import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type 
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
-import { hasReadMany } from "../layers/layered-driver.js";
 import type { ToolList } from "../toolset.js";
 import type { UndoJournal } from "../undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
+import { deleteFile, deleteFiles } from "./deletes.js";
+import { openForChange, readBytes, readForChange, readMany } from "./file-reads.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
 import type { DeleteItem, FileInfo, Stat, WorkspaceOptions } from "./workspace-types.js";
@@ -29,9 +30,6 @@ import { utf8 } from "../text.js";
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
 export type { DeleteItem, FileChange, FileInfo, Stat, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
-
-const tooLarge = (path: string, size: number, max: number) =>
-  new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${max}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max });
 
 export class Workspace {
   readonly driver: StorageDriver;
@@ -151,73 +149,26 @@ export class Workspace {
     return r;
   }
 
-  /**
-   * The bytes of many small listed files (null for one gone since). Over a layered workspace the
-   * ones still at their listed (lower) version come from their packs in a few range reads.
-   */
-  async readMany(files: readonly FileInfo[]): Promise<(Uint8Array | null)[]> {
-    let out: (Uint8Array | null)[];
-    if (hasReadMany(this.driver)) out = await this.driver.readMany(files.map((f) => ({ key: this.key(f.path), etag: f.etag })));
-    else {
-      out = [];
-      // One GET per file, 6 at a time (a Worker's concurrent connections).
-      for (let i = 0; i < files.length; i += 6) {
-        out.push(...(await Promise.all(files.slice(i, i + 6).map(async (f) => {
-          const r = await this.driver.get(this.key(f.path));
-          return r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
-        }))));
-      }
-    }
-    for (const b of out) this.bytesRead += b?.length ?? 0;
-    return out;
+  // ---- whole files: the bytes of files about to be searched, shown or changed (file-reads.ts) ----
+
+  /** The bytes of many small listed files (null for one gone since); packed ones in a few range reads. */
+  readMany(files: readonly FileInfo[]): Promise<(Uint8Array | null)[]> {
+    return readMany(this, files);
   }
 
-  /** The whole of a file the caller has looked up (`file`), as bytes; FILE_TOO_LARGE past maxBytes. */
-  async readBytes(file: FileInfo, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
-    const { path, size } = file;
-    if (size > maxBytes) throw tooLarge(path, size, maxBytes);
-    const r = await this.get(path);
-    if (!r) throw await this.notFound(path);
-    const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
-    this.undo?.noteRead(path, r.etag, bytes);
-    return { bytes, info: this.toInfo(r) };
+  /** The whole of a file the caller has looked up, as bytes; FILE_TOO_LARGE past maxBytes. */
+  readBytes(file: FileInfo, maxBytes: number): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    return readBytes(this, file, maxBytes);
   }
 
-  /**
-   * A file about to be changed, in ONE GET (no HEAD first); null when there is no such file.
-   * `check(info)` (the read-before-write rule) runs before the body is read; the bytes are read
-   * (and kept for undo's before-image) when the file has at most `holdBytes`, else the body is
-   * cancelled unread and `bytes` is null.
-   */
-  async openForChange(path: string, holdBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ info: FileInfo; bytes: Uint8Array | null } | null> {
-    const r = await this.driver.get(this.key(path));
-    if (!r) return null;
-    const info = this.toInfo(r);
-    try {
-      await check(info);
-    } catch (e) {
-      await r.body.cancel().catch(() => {});
-      throw e;
-    }
-    if (info.size > holdBytes) {
-      await r.body.cancel().catch(() => {});
-      return { info, bytes: null };
-    }
-    const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
-    this.bytesRead += bytes.length;
-    this.undo?.noteRead(path, r.etag, bytes);
-    return { info, bytes };
+  /** A file about to be changed, in one GET, `check` (read-before-write) first; its bytes up to holdBytes; null when there is none. */
+  openForChange(path: string, holdBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ info: FileInfo; bytes: Uint8Array | null } | null> {
+    return openForChange(this, path, holdBytes, check);
   }
 
-  /** The whole of a file about to be changed (openForChange): NOT_FOUND / IS_DIRECTORY with a hint, FILE_TOO_LARGE past maxBytes (after `check`). */
-  async readForChange(path: string, maxBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ bytes: Uint8Array; info: FileInfo }> {
-    const r = await this.openForChange(path, maxBytes, check);
-    if (!r) {
-      await this.requireFile(path); // IS_DIRECTORY, or NOT_FOUND with similar paths
-      throw await this.notFound(path); // it appeared since: the caller has not seen this version
-    }
-    if (!r.bytes) throw tooLarge(path, r.info.size, maxBytes);
-    return { bytes: r.bytes, info: r.info };
+  /** The whole of a file about to be changed: NOT_FOUND / IS_DIRECTORY with a hint, FILE_TOO_LARGE past maxBytes (after `check`). */
+  readForChange(path: string, maxBytes: number, check: (info: FileInfo) => Promise<void>): Promise<{ bytes: Uint8Array; info: FileInfo }> {
+    return readForChange(this, path, maxBytes, check);
   }
 
   /**
@@ -310,52 +261,14 @@ export class Workspace {
     return { refused: await removeDirMarkers(this.driver, this.tenant, this.id, dirs.map((d) => ({ dir: d.path, etag: d.etag }))) };
   }
 
-  /**
-   * Deletes one file if it is still the version `etag` (null: whatever is there).
-   * FILE_MODIFIED, and nothing deleted, when it changed or went since.
-   */
-  async delete(path: string, etag: string | null): Promise<void> {
-    const { refused } = await this.deleteMany([{ path, etag }]);
-    if (refused.length === 0) return;
-    const current = await this.head(path);
-    throw new ToolError("FILE_MODIFIED", `${path} ${current ? "was modified" : "was deleted"} by another call since it was looked up; nothing was deleted. ${current ? "Read it again, then retry if you still want it gone." : "It is already gone."}`, { path, current_etag: current?.etag ?? null });
+  /** Deletes one file if it is still the version `etag` (null: whatever is there); FILE_MODIFIED, and nothing deleted, when it changed or went since (deletes.ts). */
+  delete(path: string, etag: string | null): Promise<void> {
+    return deleteFile(this, path, etag, (p) => this.notify(p, null));
   }
 
-  /**
-   * Deletes files, each only if it is still the version given (`etag`; null: whatever is there).
-   * A file changed or deleted since (refused) is left exactly as it is; all others are deleted.
-   * This is the one way files are deleted, so every multi-step change deletes only what it saw.
-   */
-  async deleteMany(items: readonly DeleteItem[]): Promise<{ deleted: string[]; refused: string[] }> {
-    const refusedKeys = new Set<string>();
-    let files = items;
-    if (this.undo) {
-      // Undo needs the version deleted: an unconditional delete becomes conditional on what is there now.
-      const undo = this.undo;
-      const known: DeleteItem[] = [];
-      for (let i = 0; i < items.length; i += 6) {
-        known.push(...(await Promise.all(items.slice(i, i + 6).map(async (f): Promise<DeleteItem | null> => {
-          const etag = f.etag ?? (await this.head(f.path))?.etag ?? null;
-          if (etag === null) return null; // already gone: nothing to delete or undo
-          if (!(await undo.capture(this.driver, this.key(f.path), f.path, etag))) refusedKeys.add(this.key(f.path));
-          return { path: f.path, etag };
-        }))).filter((f): f is DeleteItem => f !== null && !refusedKeys.has(this.key(f.path))));
-      }
-      files = known;
-    }
-    try {
-      if (files.length) await this.driver.delete(files.map((f) => (f.etag === null ? this.key(f.path) : { key: this.key(f.path), ifMatch: f.etag })));
-    } catch (e) {
-      if (!isConditionFailed(e)) throw e;
-      for (const k of e.keys) refusedKeys.add(k);
-    }
-    const deleted: string[] = [];
-    const refused: string[] = [];
-    for (const f of items) (refusedKeys.has(this.key(f.path)) ? refused : deleted).push(f.path);
-    for (const p of refused) await this.undo?.refused(p);
-    for (const p of deleted) this.undo?.landed(p, null);
-    for (const p of deleted) await this.notify(p, null);
-    return { deleted, refused };
+  /** Deletes files, each only if it is still the version given; the one way files are deleted (deletes.ts). */
+  deleteMany(items: readonly DeleteItem[]): Promise<{ deleted: string[]; refused: string[] }> {
+    return deleteFiles(this, items, (p) => this.notify(p, null));
   }
 
   /** Tells listeners about a file a bulk writer stored itself (packs: lib/layers/import.ts); queued with deferChanges. */
