@@ -17,10 +17,14 @@ export interface Change {
 export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
   const changes: Change[] = [];
   const suspects: string[] = [];
+  let kept = 0; // files of the slot the walk found again
   for (const [p, loc] of after.files) {
     const st = slot.files.get(p);
     if (!st) changes.push({ path: p, kind: "created" });
-    else if (st.fp !== loc.fp) suspects.push(p);
+    else {
+      kept++;
+      if (st.fp !== loc.fp) suspects.push(p);
+    }
   }
   await pool(8, suspects, async (p) => {
     const st = slot.files.get(p)!;
@@ -29,6 +33,7 @@ export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
     if (loc.size === st.size && (await hashFile(join(slot.tree, p))) === st.hash) slot.files.set(p, { ...st, fp: loc.fp });
     else changes.push({ path: p, kind: "modified", base: st });
   });
-  for (const [p, st] of slot.files) if (!after.files.has(p)) changes.push({ path: p, kind: "deleted", base: st });
+  // Every file of the slot found again (paths are unique): none deleted, no need to look for one.
+  if (kept < slot.files.size) for (const [p, st] of slot.files) if (!after.files.has(p)) changes.push({ path: p, kind: "deleted", base: st });
   return changes.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
