@@ -52,19 +52,21 @@ export async function runRequest(
   };
 }
 
-/** Each call's guard rails and git identity, read once: the approval gate and the tool both ask for the guard (one KV read, not two). */
-const guards = new WeakMap<ToolContext, Promise<GuardLists>>();
-const gitIdentities = new WeakMap<ToolContext, Promise<GitIdentity>>();
+/** `read`, once per call: later asks in the same call (the approval gate's and the tool's) get the first answer. */
+function oncePerCall<T>(read: (ctx: ToolContext) => Promise<T>): (ctx: ToolContext) => Promise<T> {
+  const answers = new WeakMap<ToolContext, Promise<T>>();
+  return (ctx) => {
+    let a = answers.get(ctx);
+    if (!a) {
+      a = read(ctx);
+      answers.set(ctx, a);
+    }
+    return a;
+  };
+}
 
 /** The git identity of the tenant's commits (KV, lib/exec/git-identity.ts), read once per call. */
-function gitIdentityFor(ctx: ToolContext): Promise<GitIdentity> {
-  let g = gitIdentities.get(ctx);
-  if (!g) {
-    g = ctx.deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity);
-    gitIdentities.set(ctx, g);
-  }
-  return g;
-}
+const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => ctx.deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity));
 
 /**
  * A command tool's `startReads` (lib/tool.ts): its git identity, and its guard rails when it
@@ -78,15 +80,8 @@ export const commandReads =
     gitIdentityFor(ctx).catch(() => {});
   };
 
-/** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call). */
-export function guardFor(ctx: ToolContext): Promise<GuardLists> {
-  let g = guards.get(ctx);
-  if (!g) {
-    g = readGuard(ctx);
-    guards.set(ctx, g);
-  }
-  return g;
-}
+/** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call: the gate and bash both ask). */
+export const guardFor = oncePerCall(readGuard);
 
 async function readGuard(ctx: ToolContext): Promise<GuardLists> {
   const raw = await ctx.deps.kv.get(`guard/${ctx.ws.tenant}`);
