@@ -123,18 +123,14 @@ class StatPool {
 const poolSize = (): number => Math.min(3, availableParallelism() - 1);
 
 let shared: StatPool | null = null;
+/** The process's pool, made on first use. */
+const sharedPool = (): StatPool => (shared ??= new StatPool(poolSize()));
 
 /** Stats `paths` (absolute, never followed: lstat), side by side where the machine has cores for it. */
-export function statPaths(paths: string[]): Promise<Stats> {
-  shared ??= new StatPool(poolSize());
-  return shared.stat(paths);
-}
+export const statPaths = (paths: string[]): Promise<Stats> => sharedPool().stat(paths);
 
 /** Stats `paths` in parts side by side, the calling thread taking one (see StatPool.spread). */
-export function statSpread(paths: string[]): Promise<Stats[]> {
-  shared ??= new StatPool(poolSize());
-  return shared.spread(paths);
-}
+export const statSpread = (paths: string[]): Promise<Stats[]> => sharedPool().spread(paths);
 
 /** A pool of `size` workers (0: in-thread), for tests that compare both ways. */
 export const statPool = (size: number): StatPool => new StatPool(size);

@@ -106,7 +106,7 @@ export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ct
   `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 
 /** Whether a mode has the owner's execute bit (what git and the exec list record). */
-export const isExec = (mode: bigint | number): boolean => (BigInt(mode) & 0o100n) !== 0n;
+export const isExec = (mode: bigint | number): boolean => (typeof mode === "number" ? (mode & 0o100) !== 0 : (mode & 0o100n) !== 0n);
 
 /**
  * Sets a file of the slot to 0755 or 0644 and records it (mode and the fingerprint, which

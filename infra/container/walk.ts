@@ -101,7 +101,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
         const abs = rel === "" ? tree : `${tree}/${rel}`;
         const pre = rel === "" ? "" : `${rel}/`;
         const at = known?.at.get(rel);
-        const st = at === undefined ? statNow(abs) : statAt(known!, at, rel);
+        const st = at === undefined ? statNow(abs) : raised(rel, statAt(known!, at));
         let l = listings.get(rel);
         // The prefetched answers of a listing's entries hold while the listing does (they follow its directory's).
         let next = at === undefined ? -1 : at + 1;
@@ -126,7 +126,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
         out.counts.set(rel, l.names.length);
         for (let i = 0; i < l.names.length; i++) {
           const isDir = l.dirs[i]!;
-          visit(out, stack, links, later, abs, pre, l.names[i]!, isDir, next < 0 || isDir ? undefined : statAt(known!, next++, pre + l.names[i]!, false));
+          visit(out, stack, links, later, abs, pre, l.names[i]!, isDir, next < 0 || isDir ? undefined : statAt(known!, next++));
         }
         if (later.abs.length - later.sent >= STAT_BATCH) send(later);
       }
@@ -134,7 +134,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
       // Entries that turned out to be directories go on the stack: the loop walks them next.
       let i = 0;
       for (const b of await Promise.all(later.batches))
-        for (let j = 0; j < b.fp.length; j++, i++) sortOut(out, stack, links, later.rel[i]!, b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! });
+        for (let j = 0; j < b.fp.length; j++, i++) sortOut(out, stack, links, later.rel[i]!, answer(b, j));
     }
   } catch (e) {
     // Nothing else changes the tree during a walk: an entry gone can only be a reused listing's.
@@ -178,20 +178,20 @@ async function prefetch(tree: string, listings: DirListings): Promise<Prefetched
   return { at, parts, starts };
 }
 
-/** The prefetched answer at index `i` (`rel` names it in errors); an error is thrown, or returned as its code when `raise` is false. */
-function statAt(known: Prefetched, i: number, rel: string, raise?: true): Exclude<Stat, string>;
-function statAt(known: Prefetched, i: number, rel: string, raise: false): Stat;
-function statAt(known: Prefetched, i: number, rel: string, raise = true): Stat {
+/** What lstat said of a batch's `j`-th path. */
+const answer = (b: Stats, j: number): Stat => b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
+
+/** The prefetched answer at index `i`. */
+function statAt(known: Prefetched, i: number): Stat {
   let k = known.starts.length - 1;
   while (known.starts[k]! > i) k--;
-  const b = known.parts[k]!;
-  const j = i - known.starts[k]!;
-  const err = b.err[j];
-  if (err !== undefined) {
-    if (raise) throw Object.assign(new Error(`lstat ${rel}: ${err}`), { code: err });
-    return err;
-  }
-  return { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
+  return answer(known.parts[k]!, i - known.starts[k]!);
+}
+
+/** An answer that is an error code, thrown as the error lstat threw (`rel` names the entry); any other, as it is. */
+function raised(rel: string, st: Stat): Exclude<Stat, string> {
+  if (typeof st === "string") throw Object.assign(new Error(`lstat ${rel}: ${st}`), { code: st });
+  return st;
 }
 
 /** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
@@ -219,8 +219,8 @@ function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferr
 }
 
 /** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). */
-function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, st: Stat | null): void {
-  if (typeof st === "string") throw Object.assign(new Error(`lstat ${r}: ${st}`), { code: st });
+function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, answered: Stat | null): void {
+  const st = answered === null ? null : raised(r, answered);
   const type = st === null ? constants.S_IFDIR : st.mode & constants.S_IFMT;
   if (type === constants.S_IFDIR) {
     // From readdir, or readdir said otherwise and the entry changed meanwhile (or the file system reports no types).
