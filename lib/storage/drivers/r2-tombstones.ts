@@ -45,6 +45,11 @@ const SETTLE_MS = 100;
 
 export const isTombstone = (o: { customMetadata?: Record<string, string> | undefined }): boolean => o.customMetadata?.[TOMBSTONE] !== undefined;
 
+/** A tombstone's body: random, so its etag is one nobody holds; always TOMBSTONE_BYTES long (listings find suspects by size: r2-list.ts). */
+export const tombstoneBody = (): string => `deleted ${crypto.randomUUID()}`;
+/** The size of every tombstone ("deleted " and a UUID). */
+export const TOMBSTONE_BYTES = 44;
+
 /**
  * The current object of `key` for a creator: a tombstone is waited out (a deleter is between its
  * two steps), up to SETTLE_POLLS × SETTLE_MS; one still there after that is returned as is.
@@ -59,7 +64,7 @@ export async function settledHead(bucket: R2Bucket, key: string): Promise<R2Obje
 
 /** The tombstone step: true if `t.key` held `t.ifMatch` and is now a tombstone. */
 async function bury(bucket: R2Bucket, t: DeleteTarget): Promise<boolean> {
-  const o = await bucket.put(t.key, `deleted ${crypto.randomUUID()}`, { onlyIf: { etagMatches: t.ifMatch! }, customMetadata: { [TOMBSTONE]: new Date().toISOString() } });
+  const o = await bucket.put(t.key, tombstoneBody(), { onlyIf: { etagMatches: t.ifMatch! }, customMetadata: { [TOMBSTONE]: new Date().toISOString() } });
   return o !== null;
 }
 

@@ -1,5 +1,6 @@
 /** StorageDriver over a Cloudflare R2 bucket binding (Workers). */
 import { ConditionFailedError, type GetResult, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../types.js";
+import { listLive } from "./r2-list.js";
 import { deleteConditionally, isTombstone, settledHead } from "./r2-tombstones.js";
 
 /** The custom metadata key of PutOptions.writer. */
@@ -87,31 +88,6 @@ export function r2Driver(bucket: R2Bucket): StorageDriver {
       }
     },
     delete: (keys) => deleteConditionally(bucket, keys),
-    async list(opts: ListOptions): Promise<ListResult> {
-      const limit = Math.min(opts.limit ?? 1000, 1000);
-      const page = (cursor: string | undefined, n: number) =>
-        bucket.list({
-          prefix: opts.prefix,
-          limit: n,
-          include: ["customMetadata"],
-          ...(opts.delimiter ? { delimiter: opts.delimiter } : {}),
-          ...(cursor ? { cursor } : !opts.cursor && opts.startAfter ? { startAfter: opts.startAfter } : {}),
-        });
-      // Tombstones are never listed. A page they thinned (or one R2 cut short to make room for
-      // metadata) is topped up from the next ones, so `limit: 1` still finds the next live key.
-      const objects: ObjectInfo[] = [];
-      const prefixes = new Set<string>();
-      let cursor = opts.cursor;
-      let truncated = false;
-      for (let round = 0; round < 8; round++) {
-        const r = await page(cursor, limit - objects.length - prefixes.size);
-        for (const o of r.objects) if (!isTombstone(o)) objects.push(info(o));
-        for (const p of r.delimitedPrefixes) prefixes.add(p);
-        truncated = r.truncated;
-        cursor = r.truncated ? r.cursor : undefined;
-        if (!truncated || objects.length + prefixes.size >= limit) break;
-      }
-      return { objects, prefixes: [...prefixes], ...(truncated && cursor ? { cursor } : {}) };
-    },
+    list: (opts: ListOptions): Promise<ListResult> => listLive(bucket, opts, info),
   };
 }
