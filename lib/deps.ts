@@ -5,6 +5,7 @@ import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
 import type { IsolateCache } from "./isolate-cache.js";
+import type { SegmentCache } from "./search/segment-cache.js";
 import type { KnownRecords } from "./records/store.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "./auth/keys.js";
@@ -76,6 +77,8 @@ export interface AppDeps {
   customTools?: IsolateCache<readonly Tool[]>;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
+  /** Index segment bytes grep read, per isolate (immutable; lib/search/segment-cache.ts); createApp makes one when absent. */
+  segmentCache?: SegmentCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */
   packImport?: boolean;
   /** The tools this app serves (createApp sets it): what a `task` subagent may call. */

@@ -32,6 +32,7 @@ import { scanTree, type Listed } from "./listing.js";
 import type { Compiled, LineMatch, SearchOptions } from "./matcher.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segment.js";
 import { Budget, IndexStore } from "./store.js";
+import type { SegmentCache } from "./segment-cache.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../text.js";
 import type { Describe, StatusReporter } from "../progress.js";
@@ -57,6 +58,8 @@ export interface GrepRequest {
   resume?: GrepCursor | null;
   /** Where progress goes when someone listens: the listing stage, then files searched of the candidates. */
   progress?: StatusReporter | undefined;
+  /** Index segment bytes this isolate read before (AppDeps.segmentCache). */
+  segmentCache?: SegmentCache | undefined;
 }
 
 /**
@@ -135,7 +138,7 @@ const PERSIST_MIN_FILES = 4;
 // ---- the search ----
 
 export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
-  const store = new IndexStore(ws.driver, ws.tenant, ws.id, budget);
+  const store = new IndexStore(ws.driver, ws.tenant, ws.id, budget, req.segmentCache);
   const stats: GrepStats = { files_considered: 0, files_indexed: 0, files_unindexed: 0, candidates: 0, files_searched: 0, segments: 0, storage_reads: 0, storage_lists: 0, storage_writes: 0, files_indexed_now: 0 };
   let skipped = new SkipReport();
   let scanTruncated = false;

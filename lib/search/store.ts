@@ -12,6 +12,7 @@
 import { internalPrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { parseFileTable, SegmentHead, type BuiltSegment, type SegmentFile } from "./segment.js";
+import { SegmentCache } from "./segment-cache.js";
 
 /** Counts storage operations of one request against a ceiling (Workers: subrequests). */
 export class Budget {
@@ -49,7 +50,8 @@ const READ_WHOLE_BELOW = 512 * 1024;
 
 export class IndexStore {
   readonly base: string;
-  constructor(readonly driver: StorageDriver, tenant: string, workspace: string, readonly budget: Budget = new Budget(Infinity)) {
+  /** segmentCache: segment bytes this isolate read before (segment-cache.ts); a hit costs no request. */
+  constructor(readonly driver: StorageDriver, tenant: string, workspace: string, readonly budget: Budget = new Budget(Infinity), private readonly segmentCache?: SegmentCache) {
     this.base = `${internalPrefix(tenant, workspace)}search/v1/`;
   }
 
@@ -115,10 +117,15 @@ export class IndexStore {
 
   /** A byte range of a segment; null when it is gone. */
   async read(ref: SegmentRef, range?: { offset: number; length: number }): Promise<Uint8Array | null> {
+    const cacheKey = SegmentCache.keyOf(ref.key, range);
+    const hit = this.segmentCache?.get(cacheKey);
+    if (hit) return hit;
     this.budget.take("get");
     const r = await this.driver.get(ref.key, range ? { range } : undefined);
     if (!r) return null;
-    return new Uint8Array(await new Response(r.body).arrayBuffer());
+    const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
+    this.segmentCache?.set(cacheKey, bytes);
+    return bytes;
   }
 
   // ---- leases ----
