@@ -62,6 +62,19 @@ export class RecordStore {
     return `rec/${this.scope}/${this.session}/${(await sha256Hex(path)).slice(0, 40)}`;
   }
 
+  private ownKey(path: string): string {
+    return `${this.knownKey(path)}\u0000own`;
+  }
+
+  /**
+   * The session wrote `path` at `etag` through this isolate: its next change of the file will most
+   * likely find that version, whose writer is the session, and need no record (prefetch skips it).
+   * Kept apart from the known records, which say only what KV holds.
+   */
+  notedOwnWrite(path: string, etag: string): void {
+    this.knownRecords?.set(this.ownKey(path), { etag, at: Date.now() });
+  }
+
   /** Reads started early (prefetch), each taken by the next get of its path. */
   private readonly early = new Map<string, Promise<FileRecord | null>>();
 
@@ -71,7 +84,9 @@ export class RecordStore {
    */
   prefetch(path: string): void {
     // A known record answers a re-read of the same version; a changed file writes without reading.
-    if (this.early.has(path) || this.known(path)) return;
+    // A version this session just wrote here needs none either (the object names its writer);
+    // should the file have changed since, the check reads the record then (get), one step later.
+    if (this.early.has(path) || this.known(path) || this.knownRecords?.peek(this.ownKey(path))) return;
     const p = this.load(path);
     p.catch(() => {}); // a failure surfaces in the get that takes it
     this.early.set(path, p);

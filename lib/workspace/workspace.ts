@@ -204,6 +204,7 @@ export class Workspace {
       });
       const info = this.toInfo(o);
       this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
+      if (opts.record) this.records.notedOwnWrite(path, info.etag);
       this.bytesWritten += info.size;
       await this.notify(path, info, bytes);
       return info;

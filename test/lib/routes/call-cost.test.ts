@@ -237,6 +237,24 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     ]);
   });
 
+  it("write over a version the session wrote itself, through this isolate: no KV read of a record (the version carries its writer)", async () => {
+    const { call, stores, t } = await setup();
+    await call("write", { file_path: "src/mine.ts", content: "1\n" }); // created by the session: never read, no record in KV
+    for (const content of ["2\n", "3\n"]) {
+      const { onPath } = await call("write", { file_path: "src/mine.ts", content });
+      expect(onPath).toEqual([
+        sorted(["r2.get meta.json", "r2.get file"]),
+        sorted(["r2.put file", "r2.put internal:undo"]),
+      ]);
+    }
+    // Changed since by someone else (a raw PUT): the check then reads the record (none: never read) and refuses.
+    await upload(t, "src/mine.ts", "theirs\n");
+    stores.log.length = 0;
+    const refused = await t.call("write", { file_path: "src/mine.ts", content: "4\n" }, "s1");
+    expect(refused.body.error?.code, JSON.stringify(refused.body)).toBe("NOT_READ");
+    expect(stores.log).toContain("kv.get record");
+  });
+
   it("read of a version the session wrote itself: no KV PUT (the version carries its writer)", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" });
