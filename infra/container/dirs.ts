@@ -14,7 +14,8 @@
  * made after (a directory may take a deleted file's name).
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/paths.js";
-import type { Conflict, Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
+import type { Conflict, Skipped } from "../../lib/exec/types.js";
+import type { SyncClient, SyncEntry } from "../../lib/exec/sync-types.js";
 import type { WalkResult } from "./walk.js";
 import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
 

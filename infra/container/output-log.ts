@@ -1,7 +1,7 @@
 /** The whole output of a run whose output was cut, kept in the workspace for the agent to read. */
 import { createReadStream, promises as fs } from "node:fs";
 import { Readable } from "node:stream";
-import type { SyncClient } from "../../lib/exec/types.js";
+import type { SyncClient } from "../../lib/exec/sync-types.js";
 import type { Slot } from "./tree.js";
 
 /** Full logs of cut output kept in the workspace: the newest ones, the older deleted. */

@@ -8,7 +8,8 @@
  * kill flag is set; every run stores its final answer there.
  */
 import { isToolError } from "../../lib/errors.js";
-import type { ClaimOutcome, ExecResponse, RunClaim, RunRecordClient, RunResult } from "../../lib/exec/types.js";
+import type { ExecResponse, RunResult } from "../../lib/exec/types.js";
+import type { ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/exec/sync-types.js";
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 

@@ -13,7 +13,8 @@ import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node
 import { join } from "node:path";
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
 import type { ManifestView } from "../../lib/exec/sync-view.js";
-import type { Skipped, SyncClient, SyncEntry } from "../../lib/exec/types.js";
+import type { Skipped } from "../../lib/exec/types.js";
+import type { SyncClient, SyncEntry } from "../../lib/exec/sync-types.js";
 import type { DirListings, WalkResult } from "./walk.js";
 import { download } from "./download.js";
 

@@ -14,7 +14,7 @@ import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
 import type { PutManyItem } from "../../lib/exec/sync-put-batch.js";
-import type { SyncClient } from "../../lib/exec/types.js";
+import type { SyncClient } from "../../lib/exec/sync-types.js";
 import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";

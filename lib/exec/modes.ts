@@ -17,7 +17,7 @@ import { ToolError } from "../errors.js";
 import { modesKey, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { readJson } from "./runs.js";
-import type { ExecModes, ModesDelta } from "./types.js";
+import type { ExecModes, ModesDelta } from "./sync-types.js";
 
 /** Most executable files one workspace records, and most paths in one delta. */
 export const MAX_EXEC_FILES = 100_000;

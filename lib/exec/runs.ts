@@ -22,7 +22,8 @@ import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
 import { runPrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import type { ExecResponse, Executor, RunClaim, RunRecordClient, RunRequest, RunResult } from "./types.js";
+import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";
+import type { RunClaim, RunRecordClient } from "./sync-types.js";
 
 /** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
 export const RUN_MARGIN_MS = 15 * 60 * 1000;

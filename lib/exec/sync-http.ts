@@ -26,7 +26,8 @@ import { BATCH_CONTENT_TYPE, readFrames } from "./sync-batch.js";
 import { deleteResults, putBatchBody, putResults } from "./sync-put-batch.js";
 import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./sync-manifest.js";
 import { commitResults, stageResults } from "./sync-stage.js";
-import type { ExecModes, SyncAccess, SyncClient, SyncEntry } from "./types.js";
+import type { SyncAccess } from "./types.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./sync-types.js";
 
 export interface HttpSyncOptions extends SyncAccess {
   fetch?: typeof fetch;

@@ -19,7 +19,7 @@ import type { ObjectInfo, StorageDriver } from "../storage/types.js";
 import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
 import { isWhiteout } from "../layers/whiteout.js";
-import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./sync-types.js";
 
 /** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
 export interface ManifestQuery {

@@ -15,7 +15,8 @@ import { ToolError } from "../errors.js";
 import type { StorageDriver } from "../storage/types.js";
 import { storageRunRecords } from "./runs.js";
 import type { SyncClaims } from "./sync-token.js";
-import type { ClaimOutcome, ExecResponse, RunClaim, RunRecordClient, SyncAccess } from "./types.js";
+import type { ExecResponse, SyncAccess } from "./types.js";
+import type { ClaimOutcome, RunClaim, RunRecordClient } from "./sync-types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;

@@ -8,7 +8,7 @@ import { makeDirMarker, removeDirMarker } from "../workspace/markers.js";
 import { readModes, updateModes } from "./modes.js";
 import { readBatchFile } from "./sync-batch.js";
 import { answerManifest, type ConditionalSync } from "./sync-manifest.js";
-import type { SyncClient, SyncEntry } from "./types.js";
+import type { SyncClient, SyncEntry } from "./sync-types.js";
 
 export function storageSyncClient(driver: StorageDriver, tenant: string, workspace: string): SyncClient & ConditionalSync {
   const filesPrefix = filesPrefixOf(tenant, workspace);

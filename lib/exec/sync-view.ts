@@ -4,7 +4,7 @@
  */
 import { ToolError } from "../errors.js";
 import { bucketCountFor, bucketOf, digestOf, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./sync-manifest.js";
-import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./sync-types.js";
 
 /**
  * What a runner believes storage holds (path → etag, size), kept in buckets with each

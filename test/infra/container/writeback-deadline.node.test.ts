@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { MIN_WRITEBACK_MS, writeBackDeadline } from "../../../infra/container/runner.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
-import type { SyncClient } from "../../../lib/exec/types.js";
+import type { SyncClient } from "../../../lib/exec/sync-types.js";
 import { setup } from "./helpers.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
