@@ -20,40 +20,12 @@
 import { ToolError } from "../errors.js";
 import { packKey } from "../paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
-import type { Manifest, ManifestEntry } from "./manifest.js";
+import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
+import { lowerReads, readMany, readPackRange, type BatchReader, type PackSource } from "./pack-reads.js";
 import { upperAmong } from "./upper-range.js";
 import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
 
-/**
- * Reads many small files at once: those whose listed etag is the lower layer's come from their
- * packs in a few coalesced range reads; the rest are read one by one. (Export, the runner's cold start.)
- */
-export interface BatchReader {
-  readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]>;
-  /**
-   * For each item, the size of its lower entry when the file is still at that version: the
-   * manifest's etag is the one given, and no upper object at its key (a whiteout, another
-   * version) or only one with that same etag (the same bytes); else null.
-   * One LIST of the upper layer over the items' key range (upper-range.ts), no read per file.
-   */
-  stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]>;
-  /**
-   * The range reads that bring the items still at their lower version (the etag given is the
-   * manifest's), coalescing runs of consecutive items of one pack whose bytes lie close together
-   * into one read spanning at most `maxSpan` bytes. A null item, or one not at its lower version,
-   * ends a run and is in no read (read it with get). Reads are in the order of their items.
-   */
-  lowerReads(items: readonly ({ key: string; etag: string } | null)[], maxSpan: number): LowerRead[];
-}
-
-/** One range read of lowerReads: the items it brings (indices, consecutive) and how many bytes it reads. */
-export interface LowerRead {
-  items: number[];
-  bytes: number;
-  /** The items' bytes, in the order of `items`. */
-  read(): Promise<Uint8Array[]>;
-}
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
 /** Where a key's lower-layer bytes live (undo references them instead of copying: lib/undo/). */
@@ -69,9 +41,6 @@ export interface LowerLookup {
 }
 export const hasLowerRef = (d: StorageDriver): d is StorageDriver & LowerLookup => typeof (d as Partial<LowerLookup>).lowerRef === "function";
 
-/** Ranges of one pack closer than this are read as one; one read spans at most RANGE_MAX bytes. */
-const RANGE_GAP = 64 * 1024;
-const RANGE_MAX = 8 * 1024 * 1024;
 
 export interface LayerView {
   tenant: string;
@@ -94,6 +63,12 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
   const m = view.manifest;
   const mine = (key: string) => key.startsWith(fp) && key.length > fp.length;
   const lowerOf = (key: string) => m.find(key.slice(fp.length));
+  /** What the pack reads need (pack-reads.ts): the lower entry of one of this workspace's keys, a pack's range, a merged get. */
+  const packs: PackSource = {
+    lowerEntry: (key) => (mine(key) ? lowerOf(key) : undefined),
+    packRange: (pack, offset, length) => readPackRange(inner, view.tenant, m, pack, offset, length),
+    get: (key) => get(key),
+  };
 
   /** After a write that relied on the lower layer: undo it and refuse when the base moved. */
   const confirm = async (key: string, written: ObjectInfo, previous: "none" | "whiteout", cond: "ifMatch" | "ifNoneMatch"): Promise<ObjectInfo> => {
@@ -183,83 +158,6 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     return false;
   }
 
-  async function readMany(items: readonly { key: string; etag: string }[]): Promise<(Uint8Array | null)[]> {
-    const out: (Uint8Array | null)[] = new Array(items.length).fill(null);
-    const byPack = new Map<number, { i: number; offset: number; size: number }[]>();
-    const single: number[] = [];
-    items.forEach((it, i) => {
-      const e = mine(it.key) ? lowerOf(it.key) : undefined;
-      if (!e || e.etag !== it.etag) return void single.push(i);
-      if (e.pack < 0 || e.size === 0) return void (out[i] = new Uint8Array(0));
-      const list = byPack.get(e.pack) ?? [];
-      list.push({ i, offset: e.offset, size: e.size });
-      byPack.set(e.pack, list);
-    });
-    const reads: Promise<void>[] = [];
-    for (const [pack, list] of byPack) {
-      list.sort((a, b) => a.offset - b.offset);
-      for (let s = 0; s < list.length; ) {
-        let e = s + 1;
-        while (e < list.length && list[e]!.offset - (list[e - 1]!.offset + list[e - 1]!.size) <= RANGE_GAP && list[e]!.offset + list[e]!.size - list[s]!.offset <= RANGE_MAX) e++;
-        const group = list.slice(s, e);
-        const start = group[0]!.offset;
-        const end = Math.max(...group.map((g) => g.offset + g.size));
-        reads.push((async () => {
-          const r = await inner.get(packKey(view.tenant, m.packs[pack]!), { range: { offset: start, length: end - start } });
-          if (!r) throw new Error(`Pack ${m.packs[pack]} of manifest ${m.id} is missing`);
-          const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
-          for (const g of group) out[g.i] = bytes.slice(g.offset - start, g.offset - start + g.size);
-        })());
-        s = e;
-      }
-    }
-    reads.push(...single.map(async (i) => {
-      const r = await get(items[i]!.key);
-      out[i] = r ? new Uint8Array(await new Response(r.body).arrayBuffer()) : null;
-    }));
-    await Promise.all(reads);
-    return out;
-  }
-
-  function lowerReads(items: readonly ({ key: string; etag: string } | null)[], maxSpan: number): LowerRead[] {
-    type Run = { items: number[]; entries: ManifestEntry[]; pack: number; start: number; end: number };
-    const out: LowerRead[] = [];
-    let run: Run | null = null;
-    const flush = () => {
-      if (!run) return;
-      const r: Run = run;
-      run = null;
-      out.push({
-        items: r.items,
-        bytes: r.end - r.start,
-        async read() {
-          if (r.pack < 0) return r.entries.map(() => new Uint8Array(0));
-          const got = await inner.get(packKey(view.tenant, m.packs[r.pack]!), { range: { offset: r.start, length: r.end - r.start } });
-          if (!got) throw new Error(`Pack ${m.packs[r.pack]} of manifest ${m.id} is missing`);
-          const bytes = new Uint8Array(await new Response(got.body).arrayBuffer());
-          return r.entries.map((e) => (e.pack < 0 || e.size === 0 ? new Uint8Array(0) : bytes.subarray(e.offset - r.start, e.offset - r.start + e.size)));
-        },
-      });
-    };
-    items.forEach((it, i) => {
-      const e = it && mine(it.key) ? lowerOf(it.key) : undefined;
-      if (!e || e.etag !== it!.etag || e.path.endsWith("/")) return flush();
-      const bytes = e.pack >= 0 && e.size > 0;
-      if (bytes && run && run.pack >= 0) {
-        const start = Math.min(run.start, e.offset);
-        const end = Math.max(run.end, e.offset + e.size);
-        if (run.pack !== e.pack || e.offset > run.end + RANGE_GAP || e.offset + e.size < run.start - RANGE_GAP || end - start > maxSpan) flush();
-      }
-      run ??= { items: [], entries: [], pack: -1, start: 0, end: 0 };
-      if (bytes && run.pack < 0) Object.assign(run, { pack: e.pack, start: e.offset, end: e.offset + e.size });
-      else if (bytes) Object.assign(run, { start: Math.min(run.start, e.offset), end: Math.max(run.end, e.offset + e.size) });
-      run.items.push(i);
-      run.entries.push(e);
-    });
-    flush();
-    return out;
-  }
-
   async function stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]> {
     const lower = items.map((it) => (mine(it.key) ? lowerOf(it.key) : undefined));
     const candidates = items.filter((it, i) => lower[i]?.etag === it.etag).map((it) => it.key);
@@ -286,7 +184,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     const info = lowerInfo(fp, e);
     if (end <= offset || e.pack < 0) return { ...info, body: emptyBody(), range: { offset, length: 0 } };
     const r = await inner.get(packKey(view.tenant, m.packs[e.pack]!), { range: { offset: e.offset + offset, length: end - offset } });
-    if (!r) throw new Error(`Pack ${m.packs[e.pack]} of manifest ${m.id} is missing`);
+    if (!r) throw new Error(`Pack ${m.packs[e.pack]} of manifest ${m.id} is missing`); // streamed: not readPackRange
     return { ...info, body: r.body, range: { offset, length: end - offset } };
   }
 
@@ -301,8 +199,8 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       return e ? lowerInfo(fp, e) : null;
     },
     get,
-    readMany,
-    lowerReads,
+    readMany: (items) => readMany(packs, items),
+    lowerReads: (items, maxSpan) => lowerReads(packs, items, maxSpan),
     lowerRef(key) {
       const e = mine(key) ? lowerOf(key) : undefined;
       if (!e || e.path.endsWith("/")) return null;
