@@ -35,7 +35,7 @@ export async function listLive(bucket: R2Bucket, opts: ListOptions, info: (o: R2
   for (let round = 0; round < 8; round++) {
     const r = await page(cursor, limit - objects.length - prefixes.size, false);
     const suspects = r.objects.filter((o) => o.size === TOMBSTONE_BYTES);
-    const dead = suspects.length === 0 ? null : await deadAmong(suspects, cursor);
+    const dead = suspects.length === 0 ? null : await deadAmong(suspects, cursor, r.objects.length + r.delimitedPrefixes.length);
     for (const o of r.objects) if (!dead?.has(o.key)) objects.push(info(o));
     for (const p of r.delimitedPrefixes) prefixes.add(p);
     truncated = r.truncated;
@@ -44,8 +44,8 @@ export async function listLive(bucket: R2Bucket, opts: ListOptions, info: (o: R2
   }
   return { objects, prefixes: [...prefixes], ...(truncated && cursor ? { cursor } : {}) };
 
-  /** The suspects of a page (listed from `cursor`) that are tombstones, or gone since. */
-  async function deadAmong(suspects: readonly R2Object[], cursor: string | undefined): Promise<Set<string>> {
+  /** The suspects of a page (listed from `cursor`, `window` entries long) that are tombstones, or gone since. */
+  async function deadAmong(suspects: readonly R2Object[], cursor: string | undefined, window: number): Promise<Set<string>> {
     const dead = new Set<string>();
     if (suspects.length <= SUSPECT_HEADS) {
       const heads = await Promise.all(suspects.map((s) => bucket.head(s.key)));
@@ -56,15 +56,18 @@ export async function listLive(bucket: R2Bucket, opts: ListOptions, info: (o: R2
       return dead;
     }
     // The same range again, with metadata, until each suspect was seen (R2 gives fewer keys a page then).
+    // A suspect deleted meanwhile is never seen: the listing stops once it has gone past the
+    // page's window, with a page of slack for keys created inside it meanwhile.
     const unseen = new Set(suspects.map((s) => s.key));
     let at = cursor;
-    for (;;) {
+    for (let listed = 0; ; ) {
       const r = await page(at, 1000, true);
+      listed += r.objects.length + r.delimitedPrefixes.length;
       for (const o of r.objects) {
         if (!unseen.delete(o.key)) continue;
         if (isTombstone(o)) dead.add(o.key);
       }
-      if (unseen.size === 0 || !r.truncated) break;
+      if (unseen.size === 0 || !r.truncated || listed >= window + 1000) break;
       at = r.cursor;
     }
     for (const k of unseen) dead.add(k); // not listed any more: deleted meanwhile
