@@ -67,7 +67,7 @@ class StatPool {
 
   /** Stats `paths` in the pool (in-thread when the pool is off or broken). */
   stat(paths: string[]): Promise<Stats> {
-    if (this.size < 1 || this.broken || paths.length < MIN_PARALLEL) return Promise.resolve(statAll(lstatSync, paths));
+    if (this.inThread(paths)) return Promise.resolve(statAll(lstatSync, paths));
     const w = this.worker(this.turn++ % this.size);
     const id = this.nextId++;
     return new Promise<Stats>((resolve) => {
@@ -82,12 +82,17 @@ class StatPool {
    * thread meanwhile (it would only wait). The parts come back in order.
    */
   spread(paths: string[]): Promise<Stats[]> {
-    if (this.size < 1 || this.broken || paths.length < MIN_PARALLEL) return Promise.resolve([statAll(lstatSync, paths)]);
+    if (this.inThread(paths)) return Promise.resolve([statAll(lstatSync, paths)]);
     const per = Math.ceil(paths.length / (this.size + 1));
     const parts: Promise<Stats>[] = [];
     for (let i = 0; i < this.size; i++) parts.push(this.stat(paths.slice(i * per, (i + 1) * per)));
     parts.push(Promise.resolve(statAll(lstatSync, paths.slice(this.size * per))));
     return Promise.all(parts);
+  }
+
+  /** The pool is off or broken, or the batch too small to be worth a message. */
+  private inThread(paths: string[]): boolean {
+    return this.size < 1 || this.broken || paths.length < MIN_PARALLEL;
   }
 
   /** Stops the workers; later batches are stated in-thread. */

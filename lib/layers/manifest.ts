@@ -8,6 +8,8 @@
 import { manifestKey } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
+import { WeightedLru } from "../weighted-lru.js";
+
 
 export interface ManifestEntry {
   /** Path relative to the files prefix; an explicit directory ends with "/". */
@@ -79,39 +81,26 @@ export function sortEntries(entries: ManifestEntry[]): ManifestEntry[] {
 
 /** Manifests by id, per isolate (they never change). Bounded by total entries held. */
 export class ManifestCache {
-  private readonly byId = new Map<string, Manifest>();
-  private held = 0;
+  private readonly byId: WeightedLru<Manifest>;
   /** ~200 bytes of isolate memory per entry held: 200,000 entries ≈ 40 MB (a manifest larger than that is still used, alone). */
-  constructor(private readonly maxEntries = 200_000) {}
+  constructor(maxEntries = 200_000) {
+    this.byId = new WeightedLru(maxEntries);
+  }
 
   async load(driver: StorageDriver, tenant: string, id: string): Promise<Manifest> {
     const key = `${tenant}/${id}`;
     const hit = this.byId.get(key);
-    if (hit) {
-      this.byId.delete(key);
-      this.byId.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const r = await driver.get(manifestKey(tenant, id));
     if (!r) throw new Error(`Manifest ${id} of tenant ${tenant} is missing`);
     const m = Manifest.decode(id, await new Response(r.body).text());
-    this.put(key, m);
+    this.byId.set(key, m, m.entries.length);
     return m;
   }
 
   /** A manifest this isolate just wrote. */
   remember(tenant: string, m: Manifest): void {
-    this.put(`${tenant}/${m.id}`, m);
-  }
-
-  private put(key: string, m: Manifest): void {
-    this.byId.set(key, m);
-    this.held += m.entries.length;
-    for (const [k, v] of this.byId) {
-      if (this.held <= this.maxEntries || k === key) break;
-      this.byId.delete(k);
-      this.held -= v.entries.length;
-    }
+    this.byId.set(`${tenant}/${m.id}`, m, m.entries.length);
   }
 }
 

@@ -4,40 +4,32 @@
  * once under a fresh id: store.ts) and a search uses it only for the (path, etag) pairs the file
  * listing of that same search confirms, so bytes of a segment deleted since (merged by a vacuum)
  * say nothing wrong. Keyed by the segment's key (tenant and workspace are in it) and the range.
- * Bounded by bytes, least recently used dropped first. Made by createApp (no module-level state).
+ * Bounded by bytes, least recently used dropped first (lib/weighted-lru.ts). Made by createApp.
  */
+import { WeightedLru } from "../weighted-lru.js";
+
 export class SegmentCache {
-  private readonly byKey = new Map<string, Uint8Array>();
-  private held = 0;
+  private readonly byKey: WeightedLru<Uint8Array>;
   /** Ranges larger than a quarter of the bound are never kept. */
-  constructor(readonly maxBytes = 16 * 1024 * 1024) {}
+  constructor(readonly maxBytes = 16 * 1024 * 1024) {
+    this.byKey = new WeightedLru(maxBytes);
+  }
 
   static keyOf(key: string, range?: { offset: number; length: number }): string {
     return range ? `${key}@${range.offset}+${range.length}` : key;
   }
 
   get(k: string): Uint8Array | undefined {
-    const hit = this.byKey.get(k);
-    if (hit) {
-      this.byKey.delete(k);
-      this.byKey.set(k, hit);
-    }
-    return hit;
+    return this.byKey.get(k);
   }
 
   set(k: string, bytes: Uint8Array): void {
     if (bytes.length > this.maxBytes / 4 || this.byKey.has(k)) return;
-    this.byKey.set(k, bytes);
-    this.held += bytes.length;
-    for (const [old, v] of this.byKey) {
-      if (this.held <= this.maxBytes) break;
-      this.byKey.delete(old);
-      this.held -= v.length;
-    }
+    this.byKey.set(k, bytes, bytes.length);
   }
 
   /** Bytes held (tests). */
   get bytes(): number {
-    return this.held;
+    return this.byKey.weight;
   }
 }
