@@ -23,6 +23,7 @@ export default defineTool({
   category: "file",
   permission: "write",
   opens: "file_path",
+  onKnownRecord: "change",
   summary: "Replace an exact, unique string in a file with new text (replace_all for every occurrence); whitespace must match. Read the file first; returns a diff.",
   annotations: { title: "Edit file", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   output: z.object({ file_path: z.string(), replacements: z.number().int(), created: z.boolean(), etag: z.string(), diff: z.string() }),

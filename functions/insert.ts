@@ -18,6 +18,7 @@ export default defineTool({
   category: "file",
   permission: "write",
   opens: "file_path",
+  onKnownRecord: "change",
   summary: "Insert lines into a file after a given line number (0 = at the start). Read the file first; returns a diff.",
   annotations: { title: "Insert lines", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   output: z.object({ file_path: z.string(), insert_line: z.number().int(), lines_inserted: z.number().int(), etag: z.string(), diff: z.string() }),

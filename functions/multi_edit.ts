@@ -26,6 +26,7 @@ export default defineTool({
   category: "file",
   permission: "write",
   opens: "file_path",
+  onKnownRecord: "change",
   summary: "Apply several exact string replacements to one file in order, all or nothing (each follows the edit tool's rules). Read the file first; returns a diff.",
   annotations: { title: "Edit file (several replacements)", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   output: z.object({ file_path: z.string(), edits_applied: z.number().int(), replacements: z.number().int(), created: z.boolean(), etag: z.string(), diff: z.string() }),

@@ -4,6 +4,8 @@ import { normalizeFilePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/text.js";
 import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
+import { recordingChunks } from "../lib/workspace/chunks.js";
+import { MAX_ENTRY_BYTES } from "../lib/workspace/version-cache.js";
 
 export const MAX_LINE_CHARS = 2000;
 export const MAX_OUTPUT_BYTES = 50 * 1024;
@@ -30,6 +32,7 @@ export default defineTool({
   category: "file",
   permission: "read",
   opens: "file_path",
+  onKnownRecord: "read",
   summary: "Read a workspace file as numbered lines (cat -n style), paged by offset/limit (1-based lines, default 2000); encoding \"base64\" returns the bytes of a binary file. Reading a file is required before edit, insert or overwrite.",
   annotations: { title: "Read file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   output: z.object({ file_path: z.string(), etag: z.string(), size: z.number().int(), modified: z.string(), encoding: z.literal("base64").optional(), content_base64: z.string().optional(), type: z.string().optional(), start_line: z.number().int().optional(), lines_returned: z.number().int().optional(), total_lines: z.number().int().optional(), truncated: z.boolean().optional(), next_offset: z.number().int().nullable().optional(), line_endings: z.string().optional() }),
@@ -60,12 +63,14 @@ export default defineTool({
       }
       const bytes = whole ? head : await collect(rest);
       await ws.recordRead(path, info.etag, info.writer);
+      ws.noteVersion(path, info, bytes);
       const b64 = encodeBase64(bytes);
       return { title: path, output: b64, data: { ...base, encoding: "base64", content_base64: b64, type: sniffType(bytes) } };
     }
 
     if (info.size === 0) {
       await ws.recordRead(path, info.etag, info.writer);
+      ws.noteVersion(path, info, head);
       return {
         title: path,
         output: `(${path} is empty: 0 bytes)`,
@@ -82,11 +87,15 @@ export default defineTool({
 
     const offset = args.offset ?? 1;
     const limit = args.limit ?? 2000;
-    const page = await readLinePage(rest, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: info.size });
+    // A small file read to its end is kept by the isolate: a write or edit of this version next needs no GET (version-cache.ts).
+    const recorded = info.size <= MAX_ENTRY_BYTES ? recordingChunks(rest, MAX_ENTRY_BYTES) : null;
+    const page = await readLinePage(recorded?.chunks ?? rest, { offset, limit, maxBytes: MAX_OUTPUT_BYTES, maxLineChars: MAX_LINE_CHARS, countBelowBytes: COUNT_LINES_BELOW, size: info.size });
     if (page.lines.length === 0 && page.totalLines !== undefined && offset > 1) {
       throw new ToolError("INVALID_ARGUMENT", `offset ${offset} is past the end of ${path}, which has ${page.totalLines} lines.`, { path, total_lines: page.totalLines });
     }
     await ws.recordRead(path, info.etag, info.writer);
+    const kept = recorded?.whole();
+    if (kept) ws.noteVersion(path, info, kept);
 
     const width = String(offset + page.lines.length).length;
     const numbered = page.lines.map((l, i) => `${String(offset + i).padStart(Math.max(6, width))}\t${l}`).join("\n");

@@ -21,6 +21,7 @@ export default defineTool({
   category: "file",
   permission: "write",
   opens: "file_path",
+  onKnownRecord: "change",
   summary: "Create a file or replace all of its content (utf-8 text, or base64 for binary). Overwriting an existing file requires reading it first in this session.",
   annotations: { title: "Write file", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   output: z.object({ file_path: z.string(), bytes_written: z.number().int(), created: z.boolean(), etag: z.string() }),

@@ -5,6 +5,7 @@ import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
 import type { IsolateCache } from "./isolate-cache.js";
+import type { VersionCache } from "./workspace/version-cache.js";
 import type { SegmentCache } from "./search/segment-cache.js";
 import type { KnownRecords } from "./records/store.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
@@ -79,6 +80,8 @@ export interface AppDeps {
   manifests?: ManifestCache;
   /** Index segment bytes grep read, per isolate (immutable; lib/search/segment-cache.ts); createApp makes one when absent. */
   segmentCache?: SegmentCache;
+  /** Files' last versions this isolate wrote or read whole, per isolate, only ever a change's condition (lib/workspace/version-cache.ts); createApp makes one when absent. */
+  versions?: VersionCache;
   /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */
   packImport?: boolean;
   /** The tools this app serves (createApp sets it): what a `task` subagent may call. */

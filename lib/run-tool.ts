@@ -40,7 +40,7 @@ export interface CallScope {
   background?: (p: Promise<unknown>) => void;
   /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
   early?: EarlyCall;
-  /** Wraps the storage the workspace's files are read through (a known record's upperOnly: lib/routes/known-workspace.ts). */
+  /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/routes/known-workspace.ts). */
   filesStorage?: (s: StorageDriver) => StorageDriver;
 }
 
@@ -87,9 +87,13 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   const { driver, meta } = opened;
   const undo = journalFor(deps, auth.tenant, wsId, session);
   undo.background = scope.background; // retention's pruning after the response, where the runtime allows
+  // A call whose files' storage is limited (a known record): work after it opens the workspace from its record then.
+  const upkeep = scope.filesStorage ? async () => (await openLayers(layerDeps(deps), auth.tenant, wsId)).driver : undefined;
   return new Workspace({
     driver,
     tools: meta.tools,
+    ...(upkeep ? { upkeep } : {}),
+    ...(deps.versions ? { versions: deps.versions } : {}),
     ...(scope.background ? { background: scope.background } : {}),
     ...(early ? { early: early.reads } : {}),
     records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session, deps.knownRecords),

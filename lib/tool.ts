@@ -79,6 +79,14 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
    */
   opens?: string;
   /**
+   * How a call may run on a plain workspace record this isolate knows, without reading it
+   * (lib/routes/known-workspace.ts): "read": its first read is its `opens` file, found in the upper
+   * layer (read); "change": besides, its one write is If-Match the version it read, which may come
+   * from the isolate's versions (lib/workspace/version-cache.ts; write, edit, multi_edit, insert).
+   * Absent: the record is read first.
+   */
+  onKnownRecord?: "read" | "change";
+  /**
    * Starts the reads the tool will need (the tenant's settings, memoized per call), before the
    * approval gate, so they go side by side with the gate's own reads instead of after them.
    * Only reads: nothing here may change anything, since the gate may still hold the call.

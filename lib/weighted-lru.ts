@@ -38,6 +38,13 @@ export class WeightedLru<V> {
     }
   }
 
+  delete(key: string): void {
+    const old = this.byKey.get(key);
+    if (!old) return;
+    this.byKey.delete(key);
+    this.held -= old.weight;
+  }
+
   /** The total weight held. */
   get weight(): number {
     return this.held;

@@ -67,7 +67,12 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   if (!access.workspace) return;
   const id = c.req.param("ws") ?? "";
   const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
-  if (known) return async () => c.set("workspace", { tenant: auth.tenant, id, record: known, known: true });
+  if (known) {
+    return async () => {
+      if (body.knownWorkspace!(c)) return c.set("workspace", { tenant: auth.tenant, id, record: known, known: true });
+      c.set("workspace", { tenant: auth.tenant, id, record: await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces) });
+    };
+  }
   const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
   record.catch(() => {}); // awaited by the guard, after the route's early reads have started
   return async () => c.set("workspace", { tenant: auth.tenant, id, record: await record });
@@ -85,10 +90,11 @@ export interface BodyRule {
    */
   early?: (c: Context<AppEnv>) => void;
   /**
-   * The route's handler can run on a workspace record this isolate knows instead of reading it
-   * (lib/routes/known-workspace.ts; c.get("workspace").known), and reads it when that is not enough.
+   * Whether the route's handler can run on a workspace record this isolate knows instead of reading
+   * it (lib/routes/known-workspace.ts; c.get("workspace").known), and reads it when that is not
+   * enough; asked once the body is read and the early reads started. When it says no, the record is read then.
    */
-  knownWorkspace?: boolean;
+  knownWorkspace?: (c: Context<AppEnv>) => boolean;
 }
 
 const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -150,7 +156,7 @@ export interface RawRoute {
   /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
   early?: BodyRule["early"];
   /** BodyRule.knownWorkspace. */
-  knownWorkspace?: boolean;
+  knownWorkspace?: BodyRule["knownWorkspace"];
 }
 
 /** A route without zod-openapi's validators (raw files, tools, the index, sync), guarded and documented the same way. */
@@ -161,7 +167,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: true } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

@@ -63,7 +63,7 @@ export function filesApp(deps: AppDeps) {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
     const { driver } = await requestWorkspace(c, deps, tenant, id);
-    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [] });
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;

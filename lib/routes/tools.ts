@@ -28,8 +28,8 @@ import { toolDefinition, type Tool } from "../tool.js";
 import { addRoute, secureRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
-import { StaleRecord, upperOnly } from "./known-workspace.js";
-import { filesPrefix } from "../paths.js";
+import { knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
+import { fileKey, filesPrefix } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
@@ -88,9 +88,10 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       path: `/v1/workspaces/:ws/tools/${tool.name}`,
       access: { auth: "tenant", scope: tool.permission, workspace: true },
       before: [meterToolCall(deps, () => tool.name)],
-      ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool.opens!, deps) } : {}),
-      // A read-only tool whose first read is its file: a plain workspace's known record is enough when that read finds it (known-workspace.ts).
-      ...(tool.opens && tool.annotations.readOnlyHint ? { knownWorkspace: true } : {}),
+      ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool, deps) } : {}),
+      // A plain workspace's known record is enough for read when its file's GET finds it, and for a
+      // change tool whose file's version the isolate holds (known-workspace.ts).
+      ...(tool.opens && tool.onKnownRecord ? { knownWorkspace: (c: Context<AppEnv>) => tool.onKnownRecord === "read" || c.get("early")?.fromVersions === true } : {}),
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],
@@ -123,12 +124,17 @@ export function toolApp(tool: Tool, deps: AppDeps) {
  * of the workspace record (lib/workspace/early.ts). Arguments that are not a valid path or session
  * start nothing: the tool refuses them as before.
  */
-function startToolReads(c: Context<AppEnv>, arg: string, deps: AppDeps): void {
-  const raw = (c.get("json") as Record<string, unknown> | undefined)?.[arg];
+function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
+  const raw = (c.get("json") as Record<string, unknown> | undefined)?.[tool.opens!];
   if (typeof raw !== "string") return;
   try {
     const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-    c.set("early", startEarly(deps, c.get("auth").tenant, c.req.param("ws") ?? "", session, normalizeFilePath(raw)));
+    const tenant = c.get("auth").tenant;
+    const ws = c.req.param("ws") ?? "";
+    const path = normalizeFilePath(raw);
+    // A change tool on a known plain record over a version the isolate holds: no GET of the file.
+    const fromVersions = tool.onKnownRecord === "change" && knownPlainRecord(deps.knownWorkspaces, tenant, ws) !== undefined && deps.versions?.peek(fileKey(tenant, ws, path)) !== undefined;
+    c.set("early", startEarly(deps, tenant, ws, session, path, fromVersions));
   } catch {
     // an invalid path, session or workspace id: the call itself says so
   }
@@ -137,17 +143,25 @@ function startToolReads(c: Context<AppEnv>, arg: string, deps: AppDeps): void {
 /**
  * The tool route's body once the call is authorized. On a workspace record this isolate only knows
  * (known-workspace.ts), the call runs with its files' storage limited to what that record can
- * answer; when that is not enough (StaleRecord, before anything was done) the record is read and the
- * call runs again as any other. A streamed call reads the record first.
+ * answer; when that is not enough (StaleRecord, before anything was done), or a change tool's
+ * answer rests on the isolate's version of its file and is not a landed write (a refusal:
+ * NO_CHANGE, NOT_READ, old_string not found…), the record is read and the call runs again as any
+ * other. Never once a write landed (mayRunAgain). A streamed call reads the record first.
  */
 async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
   const seen = c.get("workspace");
   if (seen?.known) {
     if (!wantsEventStream(c.req.header("accept"))) {
+      let state: KnownFilesState | undefined;
+      const versions = tool.onKnownRecord === "change" ? deps.versions : undefined;
       try {
-        return await runCall(c, tool, deps, (s) => upperOnly(s, filesPrefix(seen.tenant, seen.id)));
+        return await runCall(c, tool, deps, (s) => {
+          const files = knownFiles(s, filesPrefix(seen.tenant, seen.id), versions, c.get("call")?.started);
+          state = files.state;
+          return files.storage;
+        });
       } catch (e) {
-        if (!(e instanceof StaleRecord)) throw e;
+        if (!state || !mayRunAgain(state, e)) throw e;
       }
     }
     c.set("workspace", { tenant: seen.tenant, id: seen.id, record: await requireWorkspace(deps.storage, seen.tenant, seen.id, deps.knownWorkspaces) });

@@ -35,7 +35,7 @@ export function undoApp(deps: AppDeps) {
       const body = ((c.get("json") as { call_id?: unknown; session?: unknown } | undefined) ?? {});
       const session = checkSessionId(typeof body.session === "string" ? body.session : (c.req.header("x-session-id") ?? "default"));
       const opened = await openWorkspace(ld, tenant, ws);
-      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [] });
+      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}) });
       return c.json(await undoCall(deps.storage, workspace, { session, ...(typeof body.call_id === "string" ? { callId: body.call_id } : {}) }), 200);
     },
   );

@@ -176,11 +176,11 @@ export class SearchIndexer implements WorkspaceListener {
       // Deletions need no upkeep for correctness: readers drop entries whose file is gone.
       if (info) {
         const known = content && content.length === info.size ? { etag: info.etag, modified: info.modified.getTime(), bytes: content } : {};
-        await this.index(ws.driver, ws.tenant, ws.id, [{ path, size: info.size, ...known }]);
+        await this.index(await ws.upkeepDriver(), ws.tenant, ws.id, [{ path, size: info.size, ...known }]);
       }
       if (!this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
         this.vacuumed.add(ws);
-        await vacuum(ws.driver, ws.tenant, ws.id);
+        await vacuum(await ws.upkeepDriver(), ws.tenant, ws.id);
       }
     } catch (e) {
       this.onError(e, `indexing ${path}`);
@@ -213,10 +213,10 @@ export class SearchIndexer implements WorkspaceListener {
         const known = c.content && c.content.length === c.info.size ? { etag: c.info.etag, modified: c.info.modified.getTime(), bytes: c.content } : {};
         return [{ path: c.path, size: c.info.size, ...known }];
       });
-      if (files.length) await this.index(ws.driver, ws.tenant, ws.id, files);
+      if (files.length) await this.index(await ws.upkeepDriver(), ws.tenant, ws.id, files);
       if (!this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
         this.vacuumed.add(ws);
-        await vacuum(ws.driver, ws.tenant, ws.id);
+        await vacuum(await ws.upkeepDriver(), ws.tenant, ws.id);
       }
     } catch (e) {
       this.onError(e, `indexing a batch of ${changes.length} changes`);

@@ -7,6 +7,7 @@
  *
  * The contract: a chunk is a view that the next `next()` overwrites. Copy what you keep.
  */
+import { concatBytes } from "../text.js";
 export interface Chunks {
   /** The next chunk, or null at the end. Valid until the next call. */
   next(): Promise<Uint8Array | null>;
@@ -58,5 +59,35 @@ export function prepend(first: Uint8Array, chunks: Chunks): Chunks {
       return first;
     },
     cancel: () => chunks.cancel(),
+  };
+}
+
+/**
+ * `chunks`, keeping a copy of what passes through while it stays within `maxBytes`. `whole()`:
+ * every byte of the stream, once it was read to its end (null if it was cancelled or grew past
+ * `maxBytes`).
+ */
+export function recordingChunks(chunks: Chunks, maxBytes: number): { chunks: Chunks; whole(): Uint8Array | null } {
+  let copies: Uint8Array[] | null = [];
+  let held = 0;
+  let ended = false;
+  return {
+    chunks: {
+      async next() {
+        const c = await chunks.next();
+        if (!c) ended = true;
+        else if (copies) {
+          held += c.length;
+          if (held > maxBytes) copies = null;
+          else copies.push(c.slice());
+        }
+        return c;
+      },
+      cancel: () => {
+        copies = null;
+        return chunks.cancel();
+      },
+    },
+    whole: () => (ended && copies ? concatBytes(copies) : null),
   };
 }

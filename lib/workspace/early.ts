@@ -26,18 +26,21 @@ export interface EarlyCall {
   session: string;
   reads: EarlyReads;
   records: RecordStore;
+  /** The file's version is the isolate's (a change tool on a known record: lib/routes/known-workspace.ts): its GET was not started. */
+  fromVersions: boolean;
 }
 
 /**
  * Starts the whole GET of `path` (canonical) in the caller's workspace and the KV GET of its
  * session record. `tenant` is the authenticated tenant's (never from the request body).
+ * `fromVersions`: the call will take the file from the isolate's versions: no GET is started.
  */
-export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore; knownRecords?: KnownRecords }, tenant: string, wsId: string, session: string, path: string): EarlyCall {
+export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore; knownRecords?: KnownRecords }, tenant: string, wsId: string, session: string, path: string, fromVersions = false): EarlyCall {
   const reads = new EarlyReads(deps.storage);
-  reads.get(fileKey(tenant, wsId, path));
+  if (!fromVersions) reads.get(fileKey(tenant, wsId, path));
   const records = sessionRecords(deps.kv, tenant, wsId, session, deps.knownRecords);
   records.prefetch(path);
-  return { tenant, wsId, session, reads, records };
+  return { tenant, wsId, session, reads, records, fromVersions };
 }
 
 export class EarlyReads {

@@ -65,6 +65,7 @@ export async function openForChange(ws: Workspace, path: string, holdBytes: numb
   const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
   ws.bytesRead += bytes.length;
   ws.undo?.noteRead(path, r.etag, bytes);
+  ws.noteVersion(path, info, bytes);
   return { info, bytes };
 }
 

@@ -7,6 +7,7 @@ import type { StorageDriver } from "../storage/types.js";
 import type { ToolList } from "../toolset.js";
 import type { UndoJournal } from "../undo/journal.js";
 import type { EarlyReads } from "./early.js";
+import type { VersionCache } from "./version-cache.js";
 import type { Workspace } from "./workspace.js";
 
 export interface FileInfo {
@@ -66,4 +67,12 @@ export interface WorkspaceOptions {
   undo?: UndoJournal;
   /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
   early?: EarlyReads;
+  /** The isolate's last seen versions of files (version-cache.ts): told of every write, delete and whole read. */
+  versions?: VersionCache;
+  /**
+   * The workspace's files for work after the call (listeners: index upkeep), when `driver` is
+   * limited to what the call itself may do (a call on a known record: lib/routes/known-workspace.ts).
+   * Absent: `driver`.
+   */
+  upkeep?: () => Promise<StorageDriver>;
 }

@@ -10,9 +10,9 @@
  * directories, so no caller ever sees one as a file.
  */
 import { ToolError } from "../errors.js";
-import { ancestorsOf, dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
+import { dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
 import type { RecordStore } from "../records/store.js";
-import { isConditionFailed, type GetResult, type ObjectInfo, type PutBody, type StorageDriver } from "../storage/types.js";
+import type { GetResult, ObjectInfo, PutBody, StorageDriver } from "../storage/types.js";
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
@@ -21,11 +21,11 @@ import type { UndoJournal } from "../undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import { deleteFile, deleteFiles } from "./deletes.js";
 import { openForChange, readBytes, readForChange, readMany } from "./file-reads.js";
+import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
 import type { DeleteItem, FileInfo, Stat, WorkspaceOptions } from "./workspace-types.js";
-import { md5Hex } from "../storage/md5.js";
-import { utf8 } from "../text.js";
+import type { VersionCache } from "./version-cache.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
@@ -47,6 +47,10 @@ export class Workspace {
   private readonly early: EarlyReads | undefined;
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
+  /** The isolate's last seen versions of files (version-cache.ts). */
+  private readonly versions: VersionCache | undefined;
+  private readonly upkeep: (() => Promise<StorageDriver>) | undefined;
+  private upkeepOpened: Promise<StorageDriver> | undefined;
   /** Bytes moved to and from storage during this request (for usage). */
   bytesRead = 0;
   bytesWritten = 0;
@@ -62,6 +66,19 @@ export class Workspace {
     this.session = new SessionFiles(opts.records, opts.background);
     this.undo = opts.undo;
     this.early = opts.early;
+    this.versions = opts.versions;
+    this.upkeep = opts.upkeep;
+  }
+
+  /** The files as work after the call (listeners: index upkeep) sees them: WorkspaceOptions.upkeep, opened once; else `driver`. */
+  upkeepDriver(): Promise<StorageDriver> {
+    if (!this.upkeep) return Promise.resolve(this.driver);
+    return (this.upkeepOpened ??= this.upkeep());
+  }
+
+  /** This call saw the whole of `path` at `info` (a read, a change's read): the isolate keeps it (version-cache.ts). */
+  noteVersion(path: string, info: Omit<FileInfo, "path">, bytes: Uint8Array): void {
+    this.versions?.remember(this.key(path), info, bytes);
   }
 
   /** Cancels the early reads the call did not take (executeTool, when the call ends). */
@@ -180,54 +197,8 @@ export class Workspace {
    * the storage's etags are content hashes (StorageDriver.contentEtags), one round trip for both;
    * UndoJournal.commit() deletes it when the PUT was refused or landed at another etag.
    */
-  async put(path: string, body: PutBody, opts: { ifMatch?: string; create?: boolean; length?: number; contentType?: string; placeChecked?: boolean; record?: boolean; last?: boolean } = {}): Promise<FileInfo> {
-    // placeChecked: the caller has already checked the place (e.g. once for a whole directory copy).
-    if (opts.ifMatch === undefined && !opts.placeChecked) await this.checkPlace(path);
-    if (this.undo && opts.ifMatch === undefined && !opts.create) {
-      // Undo needs the version replaced: an unconditional write becomes conditional on what is there now.
-      const now = await this.head(path);
-      opts = now ? { ...opts, ifMatch: now.etag } : { ...opts, create: true };
-    }
-    if (this.undo && !(await this.undo.capture(this.driver, this.key(path), path, opts.ifMatch ?? null))) {
-      if (body instanceof ReadableStream) await body.cancel().catch(() => {});
-      throw await this.modified(path);
-    }
-    const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
-    if (bytes && opts.last && this.undo && this.driver.contentEtags) this.undo.writeBeside(path, md5Hex(bytes));
-    try {
-      const o = await this.driver.put(this.key(path), bytes ?? body, {
-        ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
-        ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
-        ...(opts.length !== undefined ? { length: opts.length } : {}),
-        ...(opts.contentType ? { contentType: opts.contentType } : {}),
-        ...(opts.record ? { writer: this.session.id } : {}),
-      });
-      const info = this.toInfo(o);
-      this.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
-      if (opts.record) this.records.notedOwnWrite(path, info.etag);
-      this.bytesWritten += info.size;
-      await this.notify(path, info, bytes);
-      return info;
-    } catch (e) {
-      await this.undo?.refused(path);
-      if (!isConditionFailed(e)) throw e;
-      if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
-      throw await this.modified(path);
-    }
-  }
-
-  /** FILE_MODIFIED for a write refused because `path` changed since the caller read it, with its current version. */
-  private async modified(path: string): Promise<ToolError> {
-    const current = await this.head(path);
-    return new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
-  }
-
-  /** A new file may not be a directory, nor lie below a file. */
-  private async checkPlace(path: string): Promise<void> {
-    const [dir, parents] = await Promise.all([this.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => this.head(p)))]);
-    if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
-    const file = parents.find((p) => p !== null);
-    if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
+  put(path: string, body: PutBody, opts: PutFileOptions = {}): Promise<FileInfo> {
+    return putFile(this, path, body, opts, { writer: this.session.id, landed: (p, info, bytes) => this.notify(p, info, bytes) });
   }
 
   /**
@@ -277,7 +248,10 @@ export class Workspace {
     return this.changes.notify(this, path, info, content);
   }
 
+  /** Every change made through this Workspace: the isolate's versions learn it, listeners hear of it. */
   private notify(path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+    if (info) this.versions?.remember(this.key(path), info, content);
+    else this.versions?.forget(this.key(path));
     return this.changes.notify(this, path, info, content);
   }
 

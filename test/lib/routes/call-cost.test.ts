@@ -120,9 +120,12 @@ function roundTrips(stores: { log: string[]; steps: number[] }, from: number, to
  * and whatever listing of segments and files its merges need (how many depends on the segments
  * earlier calls left and on timing, so only the kinds are fixed). Nothing else may wait there.
  */
-function expectIndexUpkeepOnly(after: string[]): void {
+function expectIndexUpkeepOnly(after: string[], opts: { opensRecord?: boolean } = {}): void {
   expect(after).toContain("r2.put index");
-  expect(after.filter((o) => !/^r2\.(list|get|put|delete) index$/.test(o) && o !== "r2.list file")).toEqual([]);
+  // A call on a known record (lib/routes/known-workspace.ts) leaves the upkeep to open the workspace from its record (Workspace.upkeepDriver).
+  const record = after.filter((o) => o === "r2.get meta.json");
+  expect(record).toEqual(opts.opensRecord ? ["r2.get meta.json"] : []);
+  expect(after.filter((o) => !/^r2\.(list|get|put|delete) index$/.test(o) && o !== "r2.list file" && o !== "r2.get meta.json")).toEqual([]);
 }
 
 async function setup() {
@@ -204,18 +207,31 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     expect(onPath).toEqual([["r2.get file"]]);
   });
 
-  it("write over a file the session read", async () => {
+  it("write over a file the session read: one round trip, the PUT and the undo record side by side", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/a.ts" });
     const { onPath, after } = await call("write", { file_path: "src/a.ts", content: "export const a = 2;\n" });
-    // One GET of the file replaced (Workspace.openForChange): its version, NO_CHANGE, and the bytes undo
-    // keeps; it starts beside meta.json. The session record the read wrote is known to this isolate
-    // (lib/records/store.ts): no KV read. The new etag is the MD5 of the bytes (StorageDriver.contentEtags),
-    // so the call's undo record (the replaced version's bytes inline, no blob: lib/undo/) is written BESIDE
-    // the file's PUT. No KV PUT: the version carries the session as its writer (lib/workspace/session-files.ts).
-    // Index upkeep runs after the response.
+    // The read left the version it read, whole, in this isolate (lib/workspace/version-cache.ts), and the
+    // workspace's plain record is known: the write takes that version instead of a GET, and no meta.json
+    // (lib/routes/known-workspace.ts, knownFiles). The session record the read wrote is known to this isolate
+    // (lib/records/store.ts): no KV read. The PUT is If-Match that version: it lands only over exactly those
+    // bytes. The new etag is the MD5 of the bytes (StorageDriver.contentEtags), so the call's undo record
+    // (the replaced version's bytes inline, no blob: lib/undo/) is written BESIDE the file's PUT. No KV PUT:
+    // the version carries the session as its writer (lib/workspace/session-files.ts).
+    // Index upkeep runs after the response, opening the workspace from its record.
+    expect(onPath).toEqual([sorted(["r2.put file", "r2.put internal:undo"])]);
+    expectIndexUpkeepOnly(after, { opensRecord: true });
+  });
+
+  it("write over a file this isolate does not hold (read through another isolate): its GET starts beside meta.json", async () => {
+    const { t, call, stores } = await setup();
+    const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() }); // its own caches
+    const res = await other.request(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ file_path: "src/b.ts" }) }, env);
+    expect(res.status).toBe(200);
+    await call("read", { file_path: "src/a.ts" }); // this isolate knows the workspace record, not src/b.ts's version
+    const { onPath, after } = await call("write", { file_path: "src/b.ts", content: "export const b = 3;\n" });
     expect(onPath).toEqual([
-      sorted(["r2.get meta.json", "r2.get file"]),
+      sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
     ]);
     expectIndexUpkeepOnly(after);
@@ -242,13 +258,13 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     await call("write", { file_path: "src/mine.ts", content: "1\n" }); // created by the session: never read, no record in KV
     for (const content of ["2\n", "3\n"]) {
       const { onPath } = await call("write", { file_path: "src/mine.ts", content });
-      expect(onPath).toEqual([
-        sorted(["r2.get meta.json", "r2.get file"]),
-        sorted(["r2.put file", "r2.put internal:undo"]),
-      ]);
+      expect(onPath).toEqual([sorted(["r2.put file", "r2.put internal:undo"])]);
     }
-    // Changed since by someone else (a raw PUT): the check then reads the record (none: never read) and refuses.
-    await upload(t, "src/mine.ts", "theirs\n");
+    // Changed since by someone else (a raw PUT through another isolate: this one still holds "3\n"): the
+    // write over the held version is refused, the call runs again on storage, where the check reads the
+    // record (none: never read) and refuses.
+    const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() });
+    await upload({ ...t, req: async (path, init = {}) => other.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } }, env) }, "src/mine.ts", "theirs\n");
     stores.log.length = 0;
     const refused = await t.call("write", { file_path: "src/mine.ts", content: "4\n" }, "s1");
     expect(refused.body.error?.code, JSON.stringify(refused.body)).toBe("NOT_READ");
@@ -268,13 +284,10 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" });
     const { onPath, after } = await call("edit", { file_path: "src/b.ts", old_string: "export const b = 2;", new_string: "export const b = 3;", replace_all: true });
-    // One GET of the file (no HEAD first: Workspace.readForChange); its record, known to this isolate, is
-    // not read; the PUT and the undo record (before-image inline) side by side; no KV PUT.
-    expect(onPath).toEqual([
-      sorted(["r2.get meta.json", "r2.get file"]),
-      sorted(["r2.put file", "r2.put internal:undo"]),
-    ]);
-    expectIndexUpkeepOnly(after);
+    // The version the read left in this isolate, no GET (as for write above); its record, known to this
+    // isolate, is not read; the PUT If-Match and the undo record (before-image inline) side by side; no KV PUT.
+    expect(onPath).toEqual([sorted(["r2.put file", "r2.put internal:undo"])]);
+    expectIndexUpkeepOnly(after, { opensRecord: true });
   });
 });
 

@@ -1,0 +1,78 @@
+/**
+ * Writing a file through a Workspace: the place checked (not a directory, not below a file), undo's
+ * before-image captured first, the write conditional on the version the caller saw, storage
+ * conditions turned into tool errors. The Workspace's put is this function (its contract is
+ * documented there).
+ */
+import { ToolError } from "../errors.js";
+import { ancestorsOf } from "../paths.js";
+import { md5Hex } from "../storage/md5.js";
+import { isConditionFailed, type PutBody } from "../storage/types.js";
+import { utf8 } from "../text.js";
+import type { FileInfo, Workspace } from "./workspace.js";
+
+export interface PutFileOptions {
+  ifMatch?: string;
+  create?: boolean;
+  length?: number;
+  contentType?: string;
+  /** The caller has already checked the place (e.g. once for a whole directory copy). */
+  placeChecked?: boolean;
+  record?: boolean;
+  last?: boolean;
+}
+
+/** What the Workspace gives a write: the session (the version's writer) and who hears of the version that landed. */
+export interface PutHooks {
+  writer: string;
+  landed: (path: string, info: FileInfo, bytes: Uint8Array | undefined) => Promise<void>;
+}
+
+export async function putFile(ws: Workspace, path: string, body: PutBody, opts: PutFileOptions, hooks: PutHooks): Promise<FileInfo> {
+  if (opts.ifMatch === undefined && !opts.placeChecked) await checkPlace(ws, path);
+  if (ws.undo && opts.ifMatch === undefined && !opts.create) {
+    // Undo needs the version replaced: an unconditional write becomes conditional on what is there now.
+    const now = await ws.head(path);
+    opts = now ? { ...opts, ifMatch: now.etag } : { ...opts, create: true };
+  }
+  if (ws.undo && !(await ws.undo.capture(ws.driver, ws.key(path), path, opts.ifMatch ?? null))) {
+    if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+    throw await modified(ws, path);
+  }
+  const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+  if (bytes && opts.last && ws.undo && ws.driver.contentEtags) ws.undo.writeBeside(path, md5Hex(bytes));
+  try {
+    const o = await ws.driver.put(ws.key(path), bytes ?? body, {
+      ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
+      ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
+      ...(opts.length !== undefined ? { length: opts.length } : {}),
+      ...(opts.contentType ? { contentType: opts.contentType } : {}),
+      ...(opts.record ? { writer: hooks.writer } : {}),
+    });
+    const info = ws.toInfo(o);
+    ws.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
+    if (opts.record) ws.records.notedOwnWrite(path, info.etag);
+    ws.bytesWritten += info.size;
+    await hooks.landed(path, info, bytes);
+    return info;
+  } catch (e) {
+    await ws.undo?.refused(path);
+    if (!isConditionFailed(e)) throw e;
+    if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
+    throw await modified(ws, path);
+  }
+}
+
+/** FILE_MODIFIED for a write refused because `path` changed since the caller read it, with its current version. */
+async function modified(ws: Workspace, path: string): Promise<ToolError> {
+  const current = await ws.head(path);
+  return new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
+}
+
+/** A new file may not be a directory, nor lie below a file. */
+async function checkPlace(ws: Workspace, path: string): Promise<void> {
+  const [dir, parents] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p)))]);
+  if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
+  const file = parents.find((p) => p !== null);
+  if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
+}
