@@ -18,7 +18,7 @@ import { bashUnavailable, benchBash, LocalRunner, type BashRow } from "./bash-e2
 import { freezeWorker } from "./freeze.ts";
 import { buildCorpora, rareLiteral, resetScratch, type Corpus } from "./corpus.ts";
 import { buildOps, COMMON, editSeed, GLOB, NO_LITERAL, SCRATCH, type Op, type System } from "./ops.ts";
-import { measure, type Cell, type MeasureOptions } from "./stats.ts";
+import { measureTogether, type Cell, type MeasureOptions } from "./stats.ts";
 import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
 import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
@@ -114,6 +114,8 @@ async function main() {
       if (op.tool === "write") mkdirSync(join(corpus.dir, SCRATCH), { recursive: true }); // MCP write_file makes no directories
       if (op.tool === "edit") await seedEdit(corpus, ts, floor);
       const row: Row = { op: op.name, size: corpus.size, cells: {} };
+      // The systems' samples alternate (measureTogether): background work falls on all of them alike.
+      const runs: Partial<Record<System, (i: number) => Promise<number>>> = {};
       for (const sys of ["toolshed", "floor", "rg", "mcp"] as System[]) {
         const run = op.run[sys];
         if (!run || skip.has(sys)) continue;
@@ -121,8 +123,9 @@ async function main() {
           row.cells.toolshed = "missing";
           continue;
         }
-        row.cells[sys] = await measure(run, measureOpts);
+        runs[sys] = run;
       }
+      Object.assign(row.cells, await measureTogether(runs as Record<string, (i: number) => Promise<number>>, measureOpts));
       if (op.found.toolshed === -1) row.note = "toolshed: [Search incomplete] (files left unsearched)";
       rows.push(row);
       found.push({ op: op.name, size: corpus.size, ...(op.expected !== undefined ? { expected: op.expected } : {}), found: { ...op.found }, ...(op.details ? { toolshed_details: op.details } : {}) });
@@ -205,7 +208,7 @@ async function main() {
     date: new Date().toISOString(),
     runtime_s,
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 1e9), os: `${platform()} ${release()}`, node: process.version, ripgrep: rgVersion },
-    settings: { ...measureOpts, budgetMs: measureOpts.budgetMs, note: "per cell: warm-up calls, then up to `iterations` samples or until budgetMs passed (at least minIterations); p99 of fewer than 100 samples is the maximum" },
+    settings: { ...measureOpts, budgetMs: measureOpts.budgetMs, note: "per row: each system's warm-up calls, then one sample of each system in turn, each up to `iterations` samples or until budgetMs per system passed (at least minIterations); p99 of fewer than 100 samples is the maximum" },
     corpus: { sizes: corpora.map((c) => ({ size: c.size, files: c.files.length, bytes: c.bytes })), source: "text files from node_modules, <= 256 KB each", rare_literal: rare, common_word: COMMON, regex_no_literal: NO_LITERAL, glob: GLOB },
     uploads,
     workerd_memory: { peak_bytes: memory.peak, rss_bytes: memory.rss },

@@ -30,33 +30,51 @@ const round = (x: number) => Math.round(x * 10) / 10;
  * number of samples or the time budget. Errors are counted; three errors end the cell.
  */
 export async function measure(fn: (i: number) => Promise<number>, opts: MeasureOptions): Promise<Cell> {
-  const samples: number[] = [];
-  let errors = 0;
-  let error: string | undefined;
-  let i = 0;
-  const fail = (e: unknown) => {
-    errors++;
-    error ??= String((e as Error)?.message ?? e).slice(0, 300);
+  return (await measureTogether({ only: fn }, opts)).only!;
+}
+
+/**
+ * `measure` for several systems of one row at once: their warm-ups, then one sample of each in
+ * turn (toolshed, floor, toolshed, floor, …), each system until its own number of samples, three
+ * errors, or the row's budget (budgetMs per system). Whatever runs in the background meanwhile (the
+ * index upkeep earlier rows left, the machine's other load) then falls on every system alike;
+ * sampling one system's 30 calls and then the other's gave the first one the noisier moment.
+ */
+export async function measureTogether(fns: Record<string, (i: number) => Promise<number>>, opts: MeasureOptions): Promise<Record<string, Cell>> {
+  const state = Object.entries(fns).map(([name, fn]) => ({ name, fn, samples: [] as number[], errors: 0, error: undefined as string | undefined, i: 0 }));
+  type S = (typeof state)[number];
+  const fail = (s: S, e: unknown) => {
+    s.errors++;
+    s.error ??= String((e as Error)?.message ?? e).slice(0, 300);
   };
-  for (let w = 0; w < opts.warmup && errors < 3; w++) {
-    const t = performance.now();
-    try {
-      await fn(i++);
-    } catch (e) {
-      fail(e);
+  for (const s of state) {
+    for (let w = 0; w < opts.warmup && s.errors < 3; w++) {
+      const t = performance.now();
+      try {
+        await s.fn(s.i++);
+      } catch (e) {
+        fail(s, e);
+      }
+      if (performance.now() - t > opts.budgetMs / 10) break; // a slow op: one warm-up call is enough
     }
-    if (performance.now() - t > opts.budgetMs / 10) break; // a slow op: one warm-up call is enough
   }
   const start = performance.now();
-  while (samples.length < opts.iterations && errors < 3) {
-    if (samples.length >= opts.minIterations && performance.now() - start > opts.budgetMs) break;
-    try {
-      samples.push(await fn(i++));
-    } catch (e) {
-      fail(e);
+  const budget = opts.budgetMs * state.length;
+  const done = (s: S) => s.samples.length >= opts.iterations || s.errors >= 3 || (s.samples.length >= opts.minIterations && performance.now() - start > budget);
+  for (let left = state.filter((s) => !done(s)); left.length; left = left.filter((s) => !done(s))) {
+    for (const s of left) {
+      try {
+        s.samples.push(await s.fn(s.i++));
+      } catch (e) {
+        fail(s, e);
+      }
     }
   }
-  const sorted = samples.sort((a, b) => a - b);
+  return Object.fromEntries(state.map((s) => [s.name, cellOf(s.samples, s.errors, s.error)]));
+}
+
+function cellOf(samples: number[], errors: number, error: string | undefined): Cell {
+  const sorted = [...samples].sort((a, b) => a - b);
   if (sorted.length === 0) return { n: 0, p50: NaN, p99: NaN, mean: NaN, errors, ...(error ? { error } : {}) };
   return {
     n: sorted.length,
