@@ -101,11 +101,41 @@ export class RecordStore {
     return this.load(path);
   }
 
-  private async load(path: string): Promise<FileRecord | null> {
+  private async load(path: string, learn = true): Promise<FileRecord | null> {
     const raw = await this.kv.get(await this.key(path));
     const rec = raw ? (JSON.parse(raw) as FileRecord) : null;
-    if (rec) this.knownRecords?.set(this.knownKey(path), rec);
+    if (rec && learn) this.knownRecords?.set(this.knownKey(path), rec);
     return rec;
+  }
+
+  /** Whether this store has an isolate's known records (recordSoon needs them). */
+  get knowsRecords(): boolean {
+    return this.knownRecords !== undefined;
+  }
+
+  /**
+   * Records that the session read `path` at `etag` with nothing left on the call's path (Workers'
+   * waitUntil): this isolate knows the record at once (as `set` with `later`: the read it records has
+   * been answered), and after the answer KV is read (the prefetched read, when one was started) and
+   * written only if it holds another version or one older than `refreshMs`. The read of KV does not
+   * teach the known records (they already hold this version). A failed write forgets it again.
+   */
+  recordSoon(path: string, etag: string, later: (p: Promise<unknown>) => void, refreshMs: number): void {
+    const known = this.knownKey(path);
+    const rec: FileRecord = { etag, at: Date.now() };
+    this.knownRecords?.set(known, rec);
+    const early = this.early.get(path);
+    this.early.delete(path);
+    later(
+      (async () => {
+        const held = early ? await early : await this.load(path, false);
+        if (held?.etag === etag && Date.now() - held.at < refreshMs) return;
+        await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
+      })().catch((e) => {
+        if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
+        console.warn("session record write failed", e);
+      }),
+    );
   }
 
   /**

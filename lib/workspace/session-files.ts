@@ -7,6 +7,9 @@ import { ToolError } from "../errors.js";
 import type { RecordStore } from "../records/store.js";
 import type { FileInfo } from "./workspace.js";
 
+/** A record this old is written again when its version is read (its KV TTL is refreshed). */
+const REFRESH_MS = 24 * 3600 * 1000;
+
 export class SessionFiles {
   /** `later`: the runtime's waitUntil (Workers): a read's record goes to KV after the answer (RecordStore.set). */
   constructor(
@@ -26,8 +29,12 @@ export class SessionFiles {
     // key), unless the record is a day old (its TTL is refreshed by writing it again). A record
     // this isolate saw (RecordStore.known) saves the KV read: the same version writes nothing,
     // another is written at once.
-    const rec = this.records.known(path) ?? (await this.records.get(path));
-    if (rec?.etag === etag && Date.now() - rec.at < 24 * 3600 * 1000) return;
+    const known = this.records.known(path);
+    if (known?.etag === etag && Date.now() - known.at < REFRESH_MS) return;
+    // With waitUntil the whole of it (KV's read, and its write when needed) goes after the answer.
+    if (this.later && !known && this.records.knowsRecords) return this.records.recordSoon(path, etag, this.later, REFRESH_MS);
+    const rec = known ?? (await this.records.get(path));
+    if (rec?.etag === etag && Date.now() - rec.at < REFRESH_MS) return;
     await this.records.set(path, etag, this.later);
   }
 

@@ -43,6 +43,30 @@ describe("a read's record written after the answer", () => {
     expect(other.status, JSON.stringify(other.body)).toBe(200);
   });
 
+  it("the answer waits for no KV read either: the record's read and its write both go after it, and the same version is not written twice", async () => {
+    const kv = workersKeyValue(env.KV);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let gets = 0;
+    let puts = 0;
+    const gated: KeyValueStore = { ...kv, get: async (k) => (k.startsWith("rec/") ? (gets++, gate.then(() => kv.get(k))) : kv.get(k)), put: async (k, v, o) => ((k.startsWith("rec/") ? puts++ : 0), kv.put(k, v, o)) };
+    const a = isolate(gated);
+    const t = await newTenant(a.app);
+    await upload(t, "a.txt", "one\n");
+    expect((await a.call(t, "read", { file_path: "a.txt" })).status).toBe(200);
+    expect({ gets, puts }).toEqual({ gets: 1, puts: 0 }); // answered while the record's read waits at the gate
+    open();
+    await a.settle();
+    expect(puts).toBe(1); // KV had no record: written after the answer
+    // Another isolate reads the same version: KV already holds it, nothing is written.
+    const b = isolate(gated);
+    expect((await b.call(t, "read", { file_path: "a.txt" })).status).toBe(200);
+    await b.settle();
+    expect(puts).toBe(1);
+    const edit = await b.call(t, "edit", { file_path: "a.txt", old_string: "one", new_string: "two" });
+    expect(edit.status, JSON.stringify(edit.body)).toBe(200);
+  });
+
   it("a KV write that failed is forgotten: the next edit asks KV and gets NOT_READ", async () => {
     const kv = workersKeyValue(env.KV);
     let failPuts = false;
