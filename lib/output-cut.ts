@@ -172,8 +172,10 @@ export function joinCut(head: string, tail: string, note: string): string {
 export function cutText(text: string, maxBytes: number, fullOutput?: string | null, hint = ""): { text: string; cut: OutputCut | null } {
   // Under the cap in characters and in bytes: nothing to do, no encoding.
   if (text.length * 3 <= maxBytes) return { text, cut: null };
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= maxBytes) return { text, cut: null };
   const h = new HeadTail(maxBytes);
-  h.push(new TextEncoder().encode(text));
+  h.push(bytes);
   const p = h.parts();
   return p.cut ? { text: joinCut(p.head, p.tail, describeCut(p.cut, fullOutput, "", hint)), cut: p.cut } : { text, cut: null };
 }

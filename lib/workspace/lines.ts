@@ -96,11 +96,51 @@ export async function readLinePage(chunks: Chunks, o: LinePageOptions): Promise<
     return page.lines.length < o.limit;
   };
 
+  /**
+   * The page's next lines that end in `value` from `pos`, as emit would take them one by one, while
+   * none is long enough to be cut (bytes <= maxLineChars: a UTF-16 length is never more) and each
+   * fits the page: their bytes decoded once and split at "\n" (a byte UTF-8 uses for nothing else).
+   * Null when not even one such line is there (the line-by-line path takes it).
+   */
+  const batch = (value: Uint8Array, pos: number): { lines: number; end: number } | null => {
+    let p = pos;
+    let n = 0;
+    let bytes = 0;
+    while (page.lines.length + n < o.limit) {
+      const nl = value.indexOf(10, p);
+      if (nl === -1 || nl - p > o.maxLineChars) break;
+      const cost = nl - p - (nl > p && value[nl - 1] === 13 ? 1 : 0) + 8;
+      if (page.lines.length + n > 0 && pageBytes + bytes + cost > o.maxBytes) break;
+      bytes += cost;
+      n++;
+      p = nl + 1;
+    }
+    if (n === 0) return null;
+    for (const text of decoder.decode(value.subarray(pos, p - 1)).split("\n")) page.lines.push(text.endsWith("\r") ? text.slice(0, -1) : text);
+    pageBytes += bytes;
+    if (page.lines.length >= o.limit) {
+      page.stoppedBy = "limit";
+      full = true;
+    }
+    return { lines: n, end: p };
+  };
+
   for (;;) {
     const value = await chunks.next();
     if (!value) break;
     let pos = 0;
     while (pos <= value.length) {
+      // Whole short lines of the page at the start of a line: decoded together (batch), not one by one.
+      if (!full && line >= o.offset && pendingLen === 0) {
+        const b = batch(value, pos);
+        if (b) {
+          line += b.lines;
+          pos = b.end;
+          tailBytes = 0;
+          if (full) pageEnd = base + pos;
+          continue;
+        }
+      }
       const nl = value.indexOf(10, pos);
       const end = nl === -1 ? value.length : nl;
       if (!full && line >= o.offset) keep(value.subarray(pos, end));

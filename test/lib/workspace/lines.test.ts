@@ -287,6 +287,54 @@ describe("readLinePage", () => {
     }
   });
 
+  it("matches a reference with bounds too (maxBytes, maxLineChars) on chunks that hold many lines (the batch path)", async () => {
+    let seed = 777;
+    const rand = (n: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    /** What the page must be: lines in order, CR of CRLF removed, cut past maxLineChars, stopped before maxBytes (one line at least). */
+    const reference = (text: string, o: { offset: number; limit: number; maxBytes: number; maxLineChars: number }) => {
+      const all = expected(text, 1, Infinity);
+      const lines: string[] = [];
+      let bytes = 0;
+      let stopped: "eof" | "limit" | "bytes" = "eof";
+      for (const raw of all.lines.slice(o.offset - 1)) {
+        const line = raw.length > o.maxLineChars ? `${raw.slice(0, o.maxLineChars)}… [line cut: ${raw.length} characters]` : raw;
+        const cost = enc.encode(line).length + 8;
+        if (lines.length > 0 && bytes + cost > o.maxBytes) {
+          stopped = "bytes";
+          break;
+        }
+        bytes += cost;
+        lines.push(line);
+        if (lines.length >= o.limit) {
+          stopped = o.offset - 1 + lines.length >= all.total ? "eof" : "limit";
+          break;
+        }
+      }
+      return { lines, stopped };
+    };
+    // No lone surrogates: a cut inside a surrogate pair is counted the same by both, but kept halves differ.
+    const pieces = ["a", "bc", " ", "\t", "\n", "\r\n", "é", "日", "\n\n", "xyz", "0123456789", "\r"];
+    for (let round = 0; round < 400; round++) {
+      let text = "";
+      const n = rand(120);
+      for (let i = 0; i < n; i++) text += pieces[rand(pieces.length)];
+      const total = expected(text, 1, Infinity).total;
+      const o = { offset: 1 + rand(Math.max(1, total)), limit: 1 + rand(40), maxBytes: 20 + rand(300), maxLineChars: 3 + rand(20) };
+      const chunk = 8 + rand(200);
+      const p = await page(text, chunk, { ...o, countBelowBytes: Infinity });
+      const ref = reference(text, o);
+      const ctx = JSON.stringify({ text, ...o, chunk });
+      expect(p.lines, ctx).toEqual(ref.lines);
+      expect(p.stoppedBy, ctx).toBe(ref.stopped);
+      expect(p.totalLines, ctx).toBe(total);
+    }
+  });
+
   it("reads a byte stream into one reused buffer: every chunk is a view of the same memory", async () => {
     const bytes = enc.encode("alpha\nbeta\ngamma\n".repeat(50));
     const chunks = reusedChunks(byteStream(bytes), 16);
