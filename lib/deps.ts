@@ -66,7 +66,7 @@ export interface AppDeps {
   task?: { now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
-  /** Tenant policies per isolate for a few seconds (lib/isolate-cache.ts); createApp makes one when absent. */
+  /** Tenant settings per isolate for a few seconds (lib/isolate-cache.ts): the policy (keyed by tenant), a command's guard rails and git identity (keyed by their KV key); createApp makes one when absent. */
   policies?: IsolateCache;
   /** API keys (by hash) resolved per isolate for a few seconds (lib/auth/keys.ts); createApp makes one when absent. */
   apiKeys?: IsolateCache<AuthInfo | null>;

@@ -65,8 +65,19 @@ function oncePerCall<T>(read: (ctx: ToolContext) => Promise<T>): (ctx: ToolConte
   };
 }
 
+/**
+ * A tenant setting in KV (git identity, guard rails) through the isolate's cache of tenant settings
+ * (deps.policies, 5 s, as the tenant policy: lib/isolate-cache.ts), keyed by its KV key. The
+ * operator sets these in KV directly; a change reaches an isolate within those 5 s on top of KV's own
+ * propagation (up to about 60 s).
+ */
+function tenantSetting(ctx: ToolContext, key: string): Promise<string | null> {
+  const load = () => ctx.deps.kv.get(key);
+  return ctx.deps.policies ? (ctx.deps.policies.get(key, load) as Promise<string | null>) : load();
+}
+
 /** The git identity of the tenant's commits (KV, lib/exec/git-identity.ts), read once per call. */
-const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => ctx.deps.kv.get(gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity));
+const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => tenantSetting(ctx, gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity));
 
 /**
  * A command tool's `startReads` (lib/tool.ts): its git identity, and its guard rails when it
@@ -84,7 +95,7 @@ export const commandReads =
 export const guardFor = oncePerCall(readGuard);
 
 async function readGuard(ctx: ToolContext): Promise<GuardLists> {
-  const raw = await ctx.deps.kv.get(`guard/${ctx.ws.tenant}`);
+  const raw = await tenantSetting(ctx, `guard/${ctx.ws.tenant}`);
   if (!raw) return DEFAULT_GUARD;
   try {
     return mergeGuard(JSON.parse(raw));

@@ -4,8 +4,8 @@
  * NEEDS_APPROVAL; nothing of it runs. Called from one place, executeTool (lib/run-tool.ts), so
  * every door is gated alike; a call a human approved runs with `approved: true` and is not gated again.
  *
- * Cost: 1 KV read (the tenant policy) per tool call, cached per isolate for 5 s (deps.policies); + 1 KV read (guard rails) for a bash call
- * under a caution rule; + 1 HEAD for an overwrite rule; + 1 PUT when the call is held.
+ * Cost: 1 KV read (the tenant policy) per tool call, cached per isolate for 5 s (deps.policies); + 1 KV read (guard rails, cached
+ * the same way) for a bash call under a caution rule; + 1 HEAD for an overwrite rule; + 1 PUT when the call is held.
  */
 import { guardFor } from "../exec/tool-support.js";
 import { checkCommand } from "../exec/guard.js";

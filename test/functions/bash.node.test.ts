@@ -27,6 +27,7 @@ import { searchIndexer } from "../../lib/search/indexer.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { checkOutputs } from "../support/output-check.js";
+import { IsolateCache } from "../../lib/isolate-cache.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
@@ -36,6 +37,8 @@ interface Env {
   storage: ReturnType<typeof memoryDriver>;
   kv: AppDeps["kv"];
   call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
+  /** Moves the clock of the isolate's cache of tenant settings (deps.policies) forward. */
+  passTime: (ms: number) => void;
   close: () => Promise<void>;
 }
 
@@ -66,7 +69,9 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     invoke = await startLocalInvokeServer({ root, functionName: "runner" });
     executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()], ...extra } as AppDeps;
+  let skew = 0;
+  const policies = new IsolateCache(5_000, 10_000, () => Date.now() + skew);
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()], policies, ...extra } as AppDeps;
   app = checkOutputs(createApp(deps, tools), tools);
 
   const adminCall = async (path: string, body: unknown) =>
@@ -83,6 +88,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     storage,
     kv: deps.kv,
     call,
+    passTime: (ms) => void (skew += ms),
     close: async () => {
       await invoke?.close();
       server?.close();
@@ -271,11 +277,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
   it("git commits as Toolshed Agent by default, as the tenant's identity once set (KV git/<tenant>)", async () => {
     const cmd = "rm -rf g && mkdir g && cd g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
     expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    // The operator sets it in KV; an isolate reads it again once its cache of tenant settings (5 s) let it go.
     await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
+    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    env.passTime(5_001);
     expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Acme Bot <bot@acme.example>\n");
     await env.kv.put("git/acme", "{broken");
+    env.passTime(5_001);
     expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
     await env.kv.delete("git/acme");
+    env.passTime(5_001);
   });
 
   it("no network without the network scope", async () => {
