@@ -87,15 +87,24 @@ export interface KnownFilesState {
  * a write If-Match goes through: it lands only over exactly the version the call read, which in a
  * plain workspace is the upper object, the file whatever the record now says (the plain driver does
  * the same write: lib/layers/plain-driver.ts). When it is refused, the version there now tells why
- * (one HEAD): written since the call began (`startedAt`, epoch ms), it is a concurrent writer, and
- * the refusal stands as for a call that had read the file (FILE_MODIFIED: of N concurrent edits of
- * one version one wins, the rest are refused, DESIGN invariant 2); written before, the isolate's
- * version was stale and StaleRecord has the call run again on storage. Creates, unconditional writes,
+ * (one HEAD): written since the call began (`startedAt`, epoch ms; or up to CLOCK_MARGIN_MS before
+ * it), it is a concurrent writer, and the refusal stands as for a call that had read the file
+ * (FILE_MODIFIED: of N concurrent edits of one version one wins, the rest are refused, DESIGN
+ * invariant 2); written earlier, the isolate's version was stale and StaleRecord has the call run
+ * again on storage. Creates, unconditional writes,
  * deletes, listings and other HEADs still throw StaleRecord.
  *
  * The route (tools.ts runOnWorkspace) runs a call again after StaleRecord, and after any ToolError
  * once a GET was served from the versions, unless a write settled it (mayRunAgain).
  */
+/**
+ * How far before a call's start a version that refused its write still counts as written during
+ * the call: S3's Last-Modified has whole seconds, and the storage's clock is not the isolate's. In
+ * doubt the refusal stands (FILE_MODIFIED: the agent reads again) rather than the call running again
+ * over a version a concurrent call just wrote.
+ */
+export const CLOCK_MARGIN_MS = 1000;
+
 export function knownFiles(storage: StorageDriver, filesPrefix: string, versions?: VersionCache, startedAt = Date.now()): { storage: StorageDriver; state: KnownFilesState } {
   const state: KnownFilesState = { servedCached: false, decided: false };
   const refuse = (what: string) => () => Promise.reject(new StaleRecord(what));
@@ -134,7 +143,7 @@ export function knownFiles(storage: StorageDriver, filesPrefix: string, versions
         if (!isConditionFailed(e)) throw e;
         versions.forget(key);
         const now = await storage.head(key);
-        if (!now || isWhiteout(now) || now.modified.getTime() < startedAt) throw new StaleRecord("a write over a stale version");
+        if (!now || isWhiteout(now) || now.modified.getTime() < startedAt - CLOCK_MARGIN_MS) throw new StaleRecord("a write over a stale version");
         state.decided = true;
         refusedOver = { key, now };
         throw e;

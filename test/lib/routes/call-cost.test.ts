@@ -16,6 +16,7 @@ import { admin, executionContext, newTenant, testApp, upload } from "../../helpe
 import { IsolateCache } from "../../../lib/isolate-cache.js";
 import type { AuthInfo } from "../../../lib/auth/keys.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
+import { CLOCK_MARGIN_MS } from "../../../lib/routes/known-workspace.js";
 
 // The index holds a call's changes after the answer up to 1 s by default (lib/held-batches.ts); each
 // call here waits for its work after the answer, so a short hold keeps the file fast (the operations are the same).
@@ -265,6 +266,7 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     // record (none: never read) and refuses.
     const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() });
     await upload({ ...t, req: async (path, init = {}) => other.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } }, env) }, "src/mine.ts", "theirs\n");
+    await new Promise((r) => setTimeout(r, CLOCK_MARGIN_MS + 50)); // written before this call, not during it (known-workspace.ts)
     stores.log.length = 0;
     const refused = await t.call("write", { file_path: "src/mine.ts", content: "4\n" }, "s1");
     expect(refused.body.error?.code, JSON.stringify(refused.body)).toBe("NOT_READ");

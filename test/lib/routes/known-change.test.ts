@@ -9,12 +9,14 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
-import { mayRunAgain, StaleRecord } from "../../../lib/routes/known-workspace.js";
+import { CLOCK_MARGIN_MS, mayRunAgain, StaleRecord } from "../../../lib/routes/known-workspace.js";
 import { ToolError } from "../../../lib/errors.js";
 import { newTenant, testApp, upload, workersCalls, type Tenant } from "../../helpers.js";
 import { rawText } from "../../functions/file-helpers.js";
 
 type App = ReturnType<typeof testApp>;
+/** Waits until a version written now counts as written before the next call (CLOCK_MARGIN_MS). */
+const pastMargin = () => new Promise((r) => setTimeout(r, CLOCK_MARGIN_MS + 50));
 /** The same tenant and workspace through another isolate (its own caches). */
 function through(t: Tenant, app: App): Tenant {
   const req = async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } });
@@ -38,6 +40,7 @@ describe("change tools over the isolate's version of a file", () => {
     const t = await newTenant();
     expect((await t.call("write", { file_path: "a.txt", content: "mine\n" })).status).toBe(200);
     await upload(through(t, testApp()), "a.txt", "theirs\n");
+    await pastMargin();
     const r = await t.call("write", { file_path: "a.txt", content: "mine again\n" });
     expect(r.body.error?.code, JSON.stringify(r.body)).toBe("NOT_READ");
     expect(await rawText(t, "a.txt")).toBe("theirs\n");
@@ -64,11 +67,20 @@ describe("change tools over the isolate's version of a file", () => {
     const r = await t.call("edit", { file_path: "a.ts", old_string: "v = 2", new_string: "v = 3" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(await rawText(t, "a.ts")).toBe("let v = 3;\n");
-    // And a write over the stale version: refused, run again over the session's own newer version, lands.
+    // And a write over a stale version (b holds "v = 2"; t wrote "v = 3" over 1 s before): refused, run
+    // again over the session's own newer version, lands; the same for t's write after b's.
+    await pastMargin();
     expect((await b.call("write", { file_path: "a.ts", content: "b's\n" })).status).toBe(200);
+    await pastMargin();
     const w = await t.call("write", { file_path: "a.ts", content: "a's\n" });
     expect(w.status, JSON.stringify(w.body)).toBe(200);
     expect(await rawText(t, "a.ts")).toBe("a's\n");
+    // Within the margin the refusal stands: a version written a moment before the call may be a concurrent call's.
+    expect((await b.call("read", { file_path: "a.ts" })).status).toBe(200);
+    expect((await b.call("write", { file_path: "a.ts", content: "b's again\n" })).status).toBe(200);
+    const soon = await t.call("write", { file_path: "a.ts", content: "a's again\n" });
+    expect(soon.body.error?.code, JSON.stringify(soon.body)).toBe("FILE_MODIFIED");
+    expect(await rawText(t, "a.ts")).toBe("b's again\n");
   });
 
   it("20 concurrent edits of the held version: no GET of the file, one wins, the 19 others are FILE_MODIFIED (a writer during the call), the file is the winner's", async () => {
