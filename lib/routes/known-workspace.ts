@@ -79,6 +79,14 @@ export interface KnownFilesState {
 }
 
 /**
+ * How far before a call's start a version that refused its write still counts as written during
+ * the call: S3's Last-Modified has whole seconds, and the storage's clock is not the isolate's. In
+ * doubt the refusal stands (FILE_MODIFIED: the agent reads again) rather than the call running again
+ * over a version a concurrent call just wrote.
+ */
+export const CLOCK_MARGIN_MS = 1000;
+
+/**
  * The storage of a call opened on a known plain record: a GET under `filesPrefix` that finds an
  * object other than a whiteout passes; every other operation throws StaleRecord without running.
  *
@@ -91,20 +99,12 @@ export interface KnownFilesState {
  * it), it is a concurrent writer, and the refusal stands as for a call that had read the file
  * (FILE_MODIFIED: of N concurrent edits of one version one wins, the rest are refused, DESIGN
  * invariant 2); written earlier, the isolate's version was stale and StaleRecord has the call run
- * again on storage. Creates, unconditional writes,
- * deletes, listings and other HEADs still throw StaleRecord.
+ * again on storage. Creates, unconditional writes, deletes, listings and other HEADs still throw
+ * StaleRecord.
  *
  * The route (tools.ts runOnWorkspace) runs a call again after StaleRecord, and after any ToolError
  * once a GET was served from the versions, unless a write settled it (mayRunAgain).
  */
-/**
- * How far before a call's start a version that refused its write still counts as written during
- * the call: S3's Last-Modified has whole seconds, and the storage's clock is not the isolate's. In
- * doubt the refusal stands (FILE_MODIFIED: the agent reads again) rather than the call running again
- * over a version a concurrent call just wrote.
- */
-export const CLOCK_MARGIN_MS = 1000;
-
 export function knownFiles(storage: StorageDriver, filesPrefix: string, versions?: VersionCache, startedAt = Date.now()): { storage: StorageDriver; state: KnownFilesState } {
   const state: KnownFilesState = { servedCached: false, decided: false };
   const refuse = (what: string) => () => Promise.reject(new StaleRecord(what));
