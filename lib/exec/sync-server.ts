@@ -88,9 +88,12 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
+    // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
+    // (the files would come back in a workspace made again with the same id, and nothing collects them).
     const rec = await readMeta(deps.driver, claims.t, claims.w);
+    if (!rec) throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted); nothing was read or written back.`, { workspace: claims.w });
     const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
-    const files = rec ? await openFiles(layerDeps, claims.t, claims.w, rec.meta) : { driver: deps.driver, layer: null };
+    const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);
     const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
@@ -108,7 +111,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
       // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
-      const seal = rec && deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
+      const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
       const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w), ...(seal ? { seal } : {}) };
       const a = await answerManifest(src, parseManifestQuery(body));
       if (!a) return json({ v: 2, paged: true });

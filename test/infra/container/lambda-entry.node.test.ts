@@ -16,6 +16,7 @@ import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { ExecResponse } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import { startSyncServer } from "./helpers.js";
 
 const SECRET = "entry-test-secret-0123456789";
@@ -48,6 +49,7 @@ afterAll(() => {
 
 async function event(command: string, extra: Record<string, unknown> = {}) {
   const key = `entry-${Math.random().toString(36).slice(2)}`;
+  await workspaceRecord(driver, "acme", "main");
   const token = await mintSyncToken(SECRET, { t: "acme", w: "main", r: key }, 300);
   return { action: "run", version: 1, idempotency_key: key, tenant: "acme", workspace: "main", command, timeout_ms: 20_000, sync: { url: sync.url, token }, ...extra };
 }

@@ -18,6 +18,7 @@ import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import type { Executor, RunRequest } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 
 const SECRET = "test-sync-secret-0123456789";
@@ -65,6 +66,7 @@ afterAll(async () => {
 let seq = 0;
 async function request(tenant: string, workspace: string, command: string, extra: Partial<RunRequest> = {}): Promise<RunRequest> {
   const key = `call-${++seq}`;
+  await workspaceRecord(driver, tenant, workspace);
   const token = await mintSyncToken(SECRET, { t: tenant, w: workspace, r: key }, 300);
   return { version: 1, idempotency_key: key, tenant, workspace, command, timeout_ms: 20_000, sync: { url: syncUrl, token }, ...extra };
 }

@@ -27,6 +27,7 @@ import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
 import type { SyncClient, SyncEntry } from "../../../lib/exec/sync-types.js";
 import { filesPrefix, normalizePath } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 
@@ -215,11 +216,12 @@ describe("conditional manifest", () => {
       const url = new URL(req.url);
       // An API from before the conditional manifest: POST /v1/sync/manifest is no route there.
       if (old && req.method === "POST" && url.pathname === "/v1/sync/manifest") return Response.json({ ok: false, error: { code: "NOT_FOUND" } }, { status: 404 });
-      const res = await handleSync(req, { driver, kv, secret });
+      const res = await handleSync(req, { driver, kv, secret, autoSeal: false }); // the 3,000 raw files stay upper objects: the manifest's bytes are what this measures
       const body = await res.arrayBuffer();
       wire.push({ method: req.method, path: url.pathname, bytes: body.byteLength });
       return new Response(body, { status: res.status, headers: res.headers });
     };
+    await workspaceRecord(driver, "acme", "main");
     const token = await mintSyncToken(secret, { t: "acme", w: "main", r: "r1" }, 60);
     const client = (old = false) => httpSyncClient({ url: "https://api.example", token, fetch: ((i: RequestInfo | URL, init?: RequestInit) => serve(new Request(i, init), old)) as typeof fetch });
 

@@ -19,6 +19,7 @@ import type { RunRequest } from "../../../lib/exec/types.js";
 import { fileKey } from "../../../lib/paths.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 
 const SECRET = "writeback-batch-secret-0123456789";
@@ -48,7 +49,8 @@ async function startApi(opts: { batches: boolean }): Promise<Api> {
       api.beforeWriteBack = null;
       await hook();
     }
-    if (!opts.batches && (path === "/v1/sync/put" || path === "/v1/sync/delete")) {
+    // This file is about put batches: the packed write-back's routes are not offered (writeback-packed tests those).
+    if (path === "/v1/sync/stage" || path === "/v1/sync/commit" || (!opts.batches && (path === "/v1/sync/put" || path === "/v1/sync/delete"))) {
       req.resume();
       res.writeHead(404, { "content-type": "application/json" });
       return res.end(JSON.stringify({ ok: false, error: { code: "NOT_FOUND", message: "No sync route." } }));
@@ -57,7 +59,7 @@ async function startApi(opts: { batches: boolean }): Promise<Api> {
     const r = await handleSync(new Request(`http://127.0.0.1${req.url}`, {
       method: req.method!, headers: req.headers as Record<string, string>,
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
-    } as RequestInit), { driver, kv, secret: SECRET, listeners });
+    } as RequestInit), { driver, kv, secret: SECRET, listeners, autoSeal: false }); // the files stay one object each (this file reads them raw)
     res.writeHead(r.status, Object.fromEntries(r.headers));
     if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
     res.end();
@@ -81,6 +83,7 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 async function run(api: Api, ws: string, command: string, extra: Partial<RunRequest> = {}) {
+  await workspaceRecord(api.driver, T, ws);
   const token = await mintSyncToken(SECRET, { t: T, w: ws, r: `k${++seq}` }, 600);
   const req: RunRequest = { version: 1, idempotency_key: `k${seq}`, tenant: T, workspace: ws, command, timeout_ms: 120_000, sync: { url: api.url, token }, ...extra };
   return runCommand(req, httpSyncClient({ url: api.url, token }), deps);

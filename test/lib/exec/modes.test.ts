@@ -10,6 +10,7 @@ import { randomId } from "../../../lib/hash.js";
 import { modesKey } from "../../../lib/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 
 const driver = r2Driver(env.FILES);
@@ -57,6 +58,7 @@ describe("modes store", () => {
 
 describe("modes over the sync API", () => {
   const setup = async (w: string, t = "acme") => {
+    await workspaceRecord(driver, t, w);
     const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET })) as typeof fetch;
     return httpSyncClient({ url: "https://api.example", token: await mintSyncToken(SECRET, { t, w, r: "run1" }, 60), fetch: fetchFn });
   };

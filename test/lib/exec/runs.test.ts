@@ -12,6 +12,7 @@ import type { Executor, RunRequest, RunResult } from "../../../lib/exec/types.js
 import { internalPrefix, runPrefix } from "../../../lib/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 
 const SECRET = "a-test-secret-of-some-length";
 const driver = r2Driver(env.FILES);
@@ -51,6 +52,9 @@ describe("run record sync routes", () => {
     const runs = [await runIdFor(t, "main", "k1"), await runIdFor(t, "main", "k2")].map((id) => runPrefix(t, "main", id));
     expect(keys.every((k) => runs.some((p) => k.startsWith(p)))).toBe(true);
     expect(keys.every((k) => k.startsWith(internalPrefix(t, "main")))).toBe(true);
+    // The run routes need no workspace record; the files' routes do (a deleted workspace is NOT_FOUND there).
+    await expect(httpSyncClient(await access(t, "main", "k1")).manifest()).rejects.toThrow(/404/);
+    await workspaceRecord(driver, t, "main");
     expect(await httpSyncClient(await access(t, "main", "k1")).manifest()).toEqual([]);
   });
 

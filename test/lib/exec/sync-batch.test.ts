@@ -10,6 +10,7 @@ import { fileKey } from "../../../lib/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 
 const driver = r2Driver(env.FILES);
 const SECRET = "a-test-secret-of-some-length";
@@ -17,6 +18,7 @@ const enc = new TextEncoder();
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
 async function client(t: string, w: string, requests: string[] = []) {
+  await workspaceRecord(driver, t, w);
   const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => {
     const req = new Request(input, init);
     requests.push(`${req.method} ${new URL(req.url).pathname}`);

@@ -9,6 +9,7 @@ import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 
 const SECRET = "sync-put-secret-0123456789";
@@ -19,6 +20,7 @@ describe("sync PUT", () => {
     const base = memoryDriver();
     const driver: StorageDriver = { ...base, get: (key, o) => (gets.push(key), base.get(key, o)) };
     const kv = storageKeyValue(memoryDriver(), "kv/");
+    await workspaceRecord(base, "t1", "w1");
     const fetchVia = ((url: string, init: RequestInit) => handleSync(new Request(url, init), { driver, kv, secret: SECRET, listeners: [searchIndexer({ vacuumChance: 0 })] })) as typeof fetch;
     const sync = httpSyncClient({ url: "http://api.test", token: await mintSyncToken(SECRET, { t: "t1", w: "w1", r: "k" }, 60), fetch: fetchVia });
     expect((await sync.put("src/a.ts", new TextEncoder().encode("export const a = 1;\n"), { ifNoneMatch: "*", size: 20 })).ok).toBe(true);

@@ -6,6 +6,8 @@ import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { mintSyncToken, verifySyncToken } from "../../../lib/exec/sync-token.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { workspaceRecord } from "../../support/workspace-record.js";
+import { deleteWorkspace } from "../../../lib/workspace/registry.js";
 
 const SECRET = "a-test-secret-of-some-length";
 const enc = new TextEncoder();
@@ -13,8 +15,10 @@ const enc = new TextEncoder();
 async function setup() {
   const driver = memoryDriver();
   const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => handleSync(new Request(input, init), { driver, kv: storageKeyValue(memoryDriver(), "kv/"), secret: SECRET })) as typeof fetch;
-  const client = async (t: string, w: string, secret = SECRET) =>
-    httpSyncClient({ url: "https://api.example", token: await mintSyncToken(secret, { t, w, r: "run1" }, 60), fetch: fetchFn });
+  const client = async (t: string, w: string, secret = SECRET) => {
+    await workspaceRecord(driver, t, w);
+    return httpSyncClient({ url: "https://api.example", token: await mintSyncToken(secret, { t, w, r: "run1" }, 60), fetch: fetchFn });
+  };
   return { driver, client };
 }
 
@@ -97,6 +101,17 @@ describe("sync API over HTTP", () => {
     await c.put("..%2F..%2Fescape.txt", enc.encode("x"), {});
     const keys = (await driver.list({ prefix: "" })).objects.map((o) => o.key);
     expect(keys.filter((k) => !k.startsWith(filesPrefix("acme", "main")) && k.includes("escape"))).toEqual([]);
+  });
+
+  it("a workspace deleted while a run holds its token: nothing is listed, fetched or written back under its prefix", async () => {
+    const { client, driver } = await setup();
+    const c = await client("acme", "gone");
+    expect((await c.put("a.txt", enc.encode("one"), { ifNoneMatch: "*" })).ok).toBe(true);
+    // The workspace is deleted (its record first, then its objects), as DELETE /v1/workspaces/{ws} does.
+    await deleteWorkspace(driver, "acme", "gone");
+    await expect(c.manifest()).rejects.toThrow(/404/);
+    await expect(c.put("b.txt", enc.encode("two"), { ifNoneMatch: "*" })).rejects.toThrow(/404|no longer exists/);
+    expect((await driver.list({ prefix: "t/acme/w/gone/" })).objects).toEqual([]);
   });
 
   it("refuses a bad token", async () => {
