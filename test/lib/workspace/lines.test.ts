@@ -69,6 +69,16 @@ function expected(text: string, offset: number, limit: number) {
   return { lines: lines.slice(offset - 1, offset - 1 + limit), total: lines.length };
 }
 
+/** Random integers below n from a seed (mulberry32: a small PRNG with usable low bits). */
+function randomInts(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) % n;
+  };
+}
+
 describe("readLinePage", () => {
   it("reads lines with a trailing newline", async () => {
     for (const chunk of [1, 2, 3, 1000]) {
@@ -253,14 +263,7 @@ describe("readLinePage", () => {
   });
 
   it("matches a reference implementation on random text, chunking and pages", async () => {
-    let seed = 12345;
-    // mulberry32: a small PRNG with usable low bits.
-    const rand = (n: number) => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) % n;
-    };
+    const rand = randomInts(12345);
     const pieces = ["a", "bc", " ", "\t", "\n", "\r\n", "é", "日", "😀", "\n\n", "xyz"];
     for (let round = 0; round < 500; round++) {
       let text = "";
@@ -288,13 +291,7 @@ describe("readLinePage", () => {
   });
 
   it("matches a reference with bounds too (maxBytes, maxLineChars) on chunks that hold many lines (the batch path)", async () => {
-    let seed = 777;
-    const rand = (n: number) => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) % n;
-    };
+    const rand = randomInts(777);
     /** What the page must be: lines in order, CR of CRLF removed, cut past maxLineChars, stopped before maxBytes (one line at least). */
     const reference = (text: string, o: { offset: number; limit: number; maxBytes: number; maxLineChars: number }) => {
       const all = expected(text, 1, Infinity);
