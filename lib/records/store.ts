@@ -121,21 +121,30 @@ export class RecordStore {
    * teach the known records (they already hold this version). A failed write forgets it again.
    */
   recordSoon(path: string, etag: string, later: (p: Promise<unknown>) => void, refreshMs: number): void {
-    const known = this.knownKey(path);
     const rec: FileRecord = { etag, at: Date.now() };
-    this.knownRecords?.set(known, rec);
     const early = this.early.get(path);
     this.early.delete(path);
+    this.knowNowWriteLater(path, rec, later, async () => {
+      const held = early ? await early : await this.load(path, false);
+      if (held?.etag === etag && Date.now() - held.at < refreshMs) return;
+      await this.write(path, rec);
+    });
+  }
+
+  /** `rec` is known here at once; `write` (its KV write, after any check) runs after the answer, and a failure forgets it again. */
+  private knowNowWriteLater(path: string, rec: FileRecord, later: (p: Promise<unknown>) => void, write: () => Promise<void>): void {
+    const known = this.knownKey(path);
+    this.knownRecords?.set(known, rec);
     later(
-      (async () => {
-        const held = early ? await early : await this.load(path, false);
-        if (held?.etag === etag && Date.now() - held.at < refreshMs) return;
-        await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
-      })().catch((e) => {
+      write().catch((e) => {
         if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
         console.warn("session record write failed", e);
       }),
     );
+  }
+
+  private async write(path: string, rec: FileRecord): Promise<void> {
+    await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
   }
 
   /**
@@ -147,19 +156,11 @@ export class RecordStore {
    */
   async set(path: string, etag: string, later?: (p: Promise<unknown>) => void): Promise<void> {
     this.early.delete(path);
-    const known = this.knownKey(path);
     const rec: FileRecord = { etag, at: Date.now() };
-    const write = async () => this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
-    if (later && this.knownRecords) {
-      this.knownRecords.set(known, rec);
-      later(write().catch((e) => {
-        if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
-        console.warn("session record write failed", e);
-      }));
-      return;
-    }
+    if (later && this.knownRecords) return this.knowNowWriteLater(path, rec, later, () => this.write(path, rec));
+    const known = this.knownKey(path);
     this.knownRecords?.forget(known);
-    await write();
+    await this.write(path, rec);
     this.knownRecords?.set(known, rec);
   }
 }
