@@ -3,7 +3,7 @@
  * directory, and what may not be written back (symlinks, special files, bad names). No
  * symlink is followed; names that are not UTF-8 are read as bytes (dir-entries.ts).
  */
-import { constants, lstatSync, promises as fs, readdirSync, type Dirent } from "node:fs";
+import { constants, lstatSync, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
@@ -12,7 +12,7 @@ import { fingerprint, isExec, isValidName } from "./tree.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */
-  files: Map<string, { fp: string; size: number; exec: boolean }>;
+  files: Map<string, FileEntry>;
   dirs: string[];
   /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
   counts: Map<string, number>;
@@ -28,6 +28,17 @@ export interface DirListing {
   key: string;
   names: string[];
   dirs: boolean[];
+  /** Each entry's path from the root (made once while the listing holds: the same string, its hash kept, every walk). */
+  paths?: string[];
+  /** The last walk's entry of each regular file, by index: the next walk keeps it while the file's fingerprint is the same. */
+  seen?: (FileEntry | undefined)[];
+}
+
+/** A regular file as a walk found it. */
+export interface FileEntry {
+  fp: string;
+  size: number;
+  exec: boolean;
 }
 
 /** Listings a walk may reuse (directory → listing): the slot's, from its last walk. */
@@ -39,6 +50,20 @@ export type DirListings = Map<string, DirListing>;
  * cannot hold, even with timestamps as coarse as 2 s (FAT) or a clock tick behind.
  */
 export const LISTING_SETTLED_MS = 3000;
+
+/**
+ * The same on the file systems whose timestamps have nanoseconds (statfs magic numbers: ext2-4,
+ * tmpfs, XFS, btrfs, f2fs, overlayfs). Linux stamps a change with its coarse clock, at most one
+ * tick (≤ 10 ms) behind the time the walk reads with Date.now(), so a change after a walk's
+ * start gets a ctime later than any kept listing's. A second run soon after a cold start (whose
+ * download changed every directory) then reuses its listings too.
+ */
+export const FINE_LISTING_SETTLED_MS = 100;
+
+const FINE_TIMESTAMPS = new Set([0xef53, 0x01021994, 0x58465342, 0x9123683e, 0xf2f52010, 0x794c7630]);
+
+/** How long a directory of the file system with statfs magic `type` must be unchanged before its listing is kept. */
+export const listingSettledMs = (type: number | bigint): number => (FINE_TIMESTAMPS.has(Number(type)) ? FINE_LISTING_SETTLED_MS : LISTING_SETTLED_MS);
 
 /** A reused listing named an entry that is gone: the walk starts again without listings. */
 class StaleListing extends Error {}
@@ -72,7 +97,7 @@ const STAT_BATCH = 2048;
  * mtime, ctime) is that of its kept listing, the listing stands for readdir (no open +
  * getdents + close). Adding, removing or renaming an entry changes the directory's mtime and
  * ctime, and ctime cannot be set by a command; a listing is only kept for a directory settled
- * for LISTING_SETTLED_MS, so no change after it can reuse its ctime. Files are lstat'ed every
+ * for listingSettledMs, so no change after it can reuse its ctime. Files are lstat'ed every
  * time (their content changes leave the directory alone). `now` is the walk's start (tests move it).
  */
 export async function walk(tree: string, listings: DirListings = new Map(), now = Date.now()): Promise<WalkResult> {
@@ -88,7 +113,7 @@ export async function walk(tree: string, listings: DirListings = new Map(), now 
 async function walkWith(tree: string, listings: DirListings, now: number): Promise<WalkResult> {
   const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [], rawPaths: new Map() };
   const links: Skipped[] = []; // their targets are read after the walk (asynchronously)
-  const settled = BigInt(now - LISTING_SETTLED_MS) * 1_000_000n;
+  const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
   const kept: DirListings = new Map();
   const reused = listings.size > 0;
   const known = reused ? await prefetch(tree, listings) : null;
@@ -124,9 +149,25 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
         }
         if (ctimeOf(st.fp) < settled) kept.set(rel, l);
         out.counts.set(rel, l.names.length);
-        for (let i = 0; i < l.names.length; i++) {
-          const isDir = l.dirs[i]!;
-          visit(out, stack, links, later, abs, pre, l.names[i]!, isDir, next < 0 || isDir ? undefined : statAt(known!, next++));
+        if (next < 0) {
+          for (let i = 0; i < l.names.length; i++) visit(out, stack, links, later, abs, pre, l.names[i]!, l.dirs[i]!);
+        } else {
+          // The listing holds: its entries' paths are made once, and a file whose fingerprint holds keeps its entry.
+          const paths = (l.paths ??= l.names.map((n) => pre + n));
+          const seen = (l.seen ??= new Array<FileEntry | undefined>(l.names.length));
+          for (let i = 0; i < l.names.length; i++) {
+            const r = paths[i]!;
+            if (l.dirs[i]) {
+              sortOut(out, stack, links, r, null);
+              continue;
+            }
+            const k = partOf(known!, next);
+            const part = known!.parts[k]!;
+            const j = next++ - known!.starts[k]!;
+            const prev = seen[i];
+            if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev);
+            else seen[i] = sortOut(out, stack, links, r, answer(part, j));
+          }
         }
         if (later.abs.length - later.sent >= STAT_BATCH) send(later);
       }
@@ -181,10 +222,16 @@ async function prefetch(tree: string, listings: DirListings): Promise<Prefetched
 /** What lstat said of a batch's `j`-th path. */
 const answer = (b: Stats, j: number): Stat => b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
 
-/** The prefetched answer at index `i`. */
-function statAt(known: Prefetched, i: number): Stat {
+/** The part holding the prefetched answer at index `i`. */
+function partOf(known: Prefetched, i: number): number {
   let k = known.starts.length - 1;
   while (known.starts[k]! > i) k--;
+  return k;
+}
+
+/** The prefetched answer at index `i`. */
+function statAt(known: Prefetched, i: number): Stat {
+  const k = partOf(known, i);
   return answer(known.parts[k]!, i - known.starts[k]!);
 }
 
@@ -209,17 +256,16 @@ function send(later: Deferred): void {
   later.sent = later.abs.length;
 }
 
-/** One entry of the walk (a name that is UTF-8): a directory goes on the stack; anything else is sorted out by its lstat, known (prefetched) or deferred. */
-function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean, known: Stat | undefined): void {
+/** One entry of a directory just read (a name that is UTF-8): a directory goes on the stack; anything else waits for its lstat (deferred). */
+function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
   const r = pre + name;
-  if (isDirectory) return sortOut(out, stack, links, r, null);
-  if (known !== undefined) return sortOut(out, stack, links, r, known);
+  if (isDirectory) return void sortOut(out, stack, links, r, null);
   later.rel.push(r);
   later.abs.push(`${abs}/${name}`);
 }
 
-/** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). */
-function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, answered: Stat | null): void {
+/** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). Returns a regular file's entry. */
+function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, answered: Stat | null): FileEntry | undefined {
   const st = answered === null ? null : raised(r, answered);
   const type = st === null ? constants.S_IFDIR : st.mode & constants.S_IFMT;
   if (type === constants.S_IFDIR) {
@@ -228,8 +274,10 @@ function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, 
     out.dirs.push(r);
     stack.push(r);
   } else if (type === constants.S_IFREG) {
-    if (isValidName(r)) out.files.set(r, { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) });
-    else out.skipped.push({ path: r, reason: "invalid_name" });
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    const entry: FileEntry = { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) };
+    out.files.set(r, entry);
+    return entry;
   } else if (type === constants.S_IFLNK) {
     const s: Skipped = { path: r, reason: "symlink" };
     out.skipped.push(s);
@@ -241,7 +289,7 @@ function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, 
 function walkBytes(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string): void {
   for (const d of readEntries(abs)) {
     if (d.name !== null) {
-      visit(out, stack, links, later, abs, pre, d.name, d.isDirectory, undefined);
+      visit(out, stack, links, later, abs, pre, d.name, d.isDirectory);
       continue;
     }
     const shown = pre + shownName(d.raw);

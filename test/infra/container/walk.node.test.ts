@@ -3,11 +3,11 @@
  * listing stands for readdir only while its directory is unchanged, so a walk with listings
  * always equals a walk without them, whatever the command did to the tree.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statfsSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDirs } from "../../support/temp-dirs.js";
-import { LISTING_SETTLED_MS, walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
+import { FINE_LISTING_SETTLED_MS, LISTING_SETTLED_MS, listingSettledMs, walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
 import { fingerprint, isExec } from "../../../infra/container/tree.js";
 
 const tmp = tempDirs("walk");
@@ -120,7 +120,64 @@ describe("walk with kept listings", () => {
     expect([...(await walk(t, listings, later())).files.keys()].sort()).toEqual(["d/one", "d/two"]);
   });
 
-  it(`a directory changed less than ${LISTING_SETTLED_MS} ms before the walk is read again next time`, async () => {
+  it("with the real clock: random changes, some right after the last walk, some past the settle margin: always a fresh walk's answer", async () => {
+    const t = tmp();
+    const r = rng(11);
+    const paths = ["a", "a/f", "a/b", "a/b/g", "c", "c/h", "top"];
+    mkdirSync(join(t, "a/b"), { recursive: true });
+    const listings: DirListings = new Map();
+    await walk(t, listings);
+    const margin = listingSettledMs(statfsSync(t).type);
+    for (let round = 0; round < 16; round++) {
+      await sleep(r(2) ? 15 : margin + 20); // within the margin (read again) or past it (kept)
+      for (let k = 0; k < 1 + r(3); k++) {
+        const p = join(t, paths[r(paths.length)]!);
+        try {
+          if (r(3) === 0) mkdirSync(p, { recursive: true });
+          else if (r(2)) writeFileSync(p, `v${round % 10}`); // same size, new bytes
+          else rmSync(p, { recursive: true, force: true });
+        } catch {
+          /* a parent is missing or a file */
+        }
+      }
+      const reused = shape(await walk(t, listings));
+      expect(reused, `round ${round}`).toEqual(shape(await walk(t)));
+      expect(reused.files, `round ${round}`).toEqual(oracle(t));
+    }
+  });
+
+  it("a file whose fingerprint holds keeps its entry from the last walk; a changed one gets a new entry", async () => {
+    const t = tmp();
+    mkdirSync(join(t, "d"));
+    writeFileSync(join(t, "d/same"), "1");
+    writeFileSync(join(t, "d/grows"), "1");
+    const listings: DirListings = new Map();
+    await walk(t, listings, later()); // reads every directory
+    const first = await walk(t, listings, later()); // reuses the listings: the entries are made here
+    await sleep(15);
+    appendFileSync(join(t, "d/grows"), "23");
+    const second = await walk(t, listings, later());
+    expect(second.files.get("d/same")).toBe(first.files.get("d/same"));
+    expect(second.files.get("d/grows")).not.toBe(first.files.get("d/grows"));
+    expect(second.files.get("d/grows")!.size).toBe(3);
+    expect(shape(second).files).toEqual(oracle(t));
+  });
+
+  it(`the settle margin: ${FINE_LISTING_SETTLED_MS} ms on file systems with nanosecond timestamps, ${LISTING_SETTLED_MS} ms on any other`, async () => {
+    for (const magic of [0xef53, 0x01021994, 0x58465342, 0x9123683e, 0xf2f52010, 0x794c7630, BigInt(0xef53)]) expect(listingSettledMs(magic)).toBe(FINE_LISTING_SETTLED_MS);
+    for (const magic of [0x4d44 /* FAT */, 0x6969 /* NFS */, 0x65735546 /* FUSE */, 0]) expect(listingSettledMs(magic)).toBe(LISTING_SETTLED_MS);
+    // The walk uses the margin of the tree's own file system.
+    const t = tmp();
+    mkdirSync(join(t, "d"));
+    const margin = listingSettledMs(statfsSync(t).type);
+    const listings: DirListings = new Map();
+    await walk(t, listings, Date.now() + margin - 50);
+    expect(listings.has("d")).toBe(false);
+    await walk(t, listings, Date.now() + margin + 50);
+    expect(listings.has("d")).toBe(true);
+  });
+
+  it("a directory changed within the settle margin before the walk is read again next time", async () => {
     const t = tmp();
     mkdirSync(join(t, "fresh"));
     const listings: DirListings = new Map();
