@@ -155,7 +155,7 @@ async function main() {
     log("bash-scale rows (packed workspace)");
     try {
       const { key } = await setupTenant(worker, `${TENANT}-bash-scale`, "scratch");
-      const scale = await benchBashScale(runner, worker.url, key, { sizes: [sizes.at(-1)!], coldRuns: 2, warmRuns: 5, git: false, log });
+      const scale = await benchBashScale(runner, worker.url, key, { sizes: [sizes.at(-1)!], coldRuns: 2, warmRuns: 20, git: false, log });
       for (const b of scale) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
     } catch (e) {
       rows.push({ op: "bash-scale", size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
