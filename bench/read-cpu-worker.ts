@@ -3,7 +3,8 @@
  * - POST /__probe (admin token) {mode, tenant, ws, path}: the storage operations of a read done
  *   straight on the bindings, side by side: "get" (the file, as the floor), "meta" (meta.json),
  *   "kv" (one KV GET), "log" (one usage-sized console.log line), combined with "+"; "noop"; "kvput"
- *   writes the KV key "kv" reads;
+ *   writes the KV key "kv" reads; "body" answers the file's text in the JSON (as a read answers its
+ *   content) instead of its length;
  * - any request with `x-probe-quiet: 1`: the same app, its usage records dropped (what the usage
  *   line costs).
  */
@@ -29,6 +30,7 @@ async function probe(request: Request, env: WorkersEnv): Promise<Response> {
   if (parts.has("kv")) jobs.push(env.KV.get("probe/rec"));
   if (parts.has("log")) console.log(JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), tenant: q.tenant, workspace: q.ws, tool: "read", ok: true, ms: 1, bytes_read: 100, bytes_written: 0 }));
   const r = await Promise.all(jobs);
+  if (parts.has("body")) return Response.json({ ok: true, output: r[0] });
   return Response.json({ ok: true, bytes: typeof r[0] === "string" ? r[0].length : 0 });
 }
 

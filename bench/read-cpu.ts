@@ -49,7 +49,7 @@ try {
     if (!r.ok) throw new Error(`read: ${b}`);
   };
   await probe("kvput")(0);
-  const variants: Record<string, (i: number) => Promise<void>> = { noop: probe("noop"), get: probe("get"), "get+meta": probe("get+meta"), "get+kv": probe("get+kv"), "get+meta+kv": probe("get+meta+kv"), "get+log": probe("get+log"), read: read(false), "read-quiet": read(true) };
+  const variants: Record<string, (i: number) => Promise<void>> = { noop: probe("noop"), get: probe("get"), "get+meta": probe("get+meta"), "get+kv": probe("get+kv"), "get+meta+kv": probe("get+meta+kv"), "get+log": probe("get+log"), "get+body": probe("get+body"), read: read(false), "read-quiet": read(true) };
   const names = Object.keys(variants).filter((n) => !only.length || only.includes(n));
   const res: Record<string, { ms: number[]; cpu: number[]; by: Record<string, number> }> = {};
   for (const n of names) {
