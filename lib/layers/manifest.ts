@@ -27,7 +27,23 @@ export interface ManifestEntry {
 type Row = [string, string, number, number, number, number];
 
 export class Manifest {
+  /** Values derived from the entries alone, made on first use (see derive). */
+  private readonly derived = new Map<string, unknown>();
+
   constructor(readonly id: string, readonly packs: readonly string[], readonly entries: readonly ManifestEntry[]) {}
+
+  /**
+   * `make(this)`, made once per `key` and kept with the manifest, so as long as the isolate's
+   * ManifestCache keeps it: the entries never change, so neither does anything made from them
+   * alone. A promise that fails is forgotten (the next call makes it again).
+   */
+  derive<T>(key: string, make: (m: Manifest) => T): T {
+    if (this.derived.has(key)) return this.derived.get(key) as T;
+    const value = make(this);
+    this.derived.set(key, value);
+    if (value instanceof Promise) value.catch(() => this.derived.delete(key));
+    return value;
+  }
 
   /** Index of the first entry whose path is ≥ `path` (> with `strict`). */
   bound(path: string, strict = false): number {
