@@ -212,14 +212,14 @@ async function listingDigest(objects: readonly ObjectInfo[], prefix: string): Pr
 
 /*
  * The bucket digests of a layered workspace's merged view without hashing every entry on every
- * answer. A bucket no upper object falls
- * in (no file, no whiteout) holds exactly the lower manifest's entries of that bucket, whose
- * digest never changes: the lower manifest's buckets and digests are made once per manifest and
- * bucket count (Manifest.derive, kept in the isolate's ManifestCache), and only the buckets the
- * upper layer touches are hashed again, from the lower bucket with the upper objects over it
- * (the rule of mergeAll: an upper file replaces the lower entry of its path, a whiteout hides it).
- * A workspace after an import or a checkpoint, with a few files written since, hashes a few
- * buckets instead of all of them (10,000 files: every bucket was ~20 ms of CPU per answer).
+ * answer. A bucket no upper object falls in (no file, no whiteout) holds exactly the lower
+ * manifest's entries of that bucket, whose digest never changes: the lower manifest's buckets
+ * and digests are made once per manifest and bucket count (Manifest.derive, kept in the
+ * isolate's ManifestCache), and only the buckets the upper layer touches are hashed again, from
+ * the lower bucket with the upper objects over it (the rule of mergeAll: an upper file replaces
+ * the lower entry of its path, a whiteout hides it). A workspace after an import or a
+ * checkpoint, with a few files written since, hashes a few buckets instead of all of them
+ * (10,000 files: every bucket was ~20 ms of CPU per answer).
  */
 
 interface LowerBuckets {
