@@ -177,9 +177,9 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
   }
 }
 
-/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`. */
+/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; a wildcard after `tools/` is a tool's name (`{tool}`: tools.ts, unknownToolApp). */
 export function openApiPathOf(honoPath: string): string {
-  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/\*$/, "/{path}");
+  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/tools\/\*$/, "/tools/{tool}").replace(/\/\*$/, "/{path}");
 }
 
 /** Hono wraps a mounted sub-app's handlers; the original is kept under this name. */

@@ -193,6 +193,20 @@ describe("an unknown tool", () => {
     const r = await json(t, "nope", {}, "tsk_bogus");
     expect(r.status).toBe(401);
   });
+
+  it("a name with a slash, an encoded one, or none: the same NOT_FOUND, the name as sent (decoded)", async () => {
+    const t = await newTenant(app);
+    const deeper = await json(t, "read/extra", { file_path: "a.txt" });
+    expect(deeper.status).toBe(404);
+    expect(deeper.body).toMatchObject({ ok: false, tool: "read/extra", error: { code: "NOT_FOUND", details: { tool: "read/extra" } } });
+    const encoded = await json(t, "r%C3%A9ad", {});
+    expect(encoded.body).toMatchObject({ tool: "réad", error: { code: "NOT_FOUND", details: { tool: "réad", similar: "read" } } });
+    const malformed = await json(t, "re%E0ad", {});
+    expect(malformed.body).toMatchObject({ error: { code: "NOT_FOUND", details: { tool: "re%E0ad" } } });
+    const none = await json(t, "", {});
+    expect(none.status).toBe(404);
+    expect(none.body.error.code).toBe("NOT_FOUND");
+  });
 });
 
 describe("invalid UTF-8 in a JSON body", () => {

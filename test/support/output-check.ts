@@ -27,13 +27,22 @@ export function assertOutput(tool: Tool, data: unknown): void {
 }
 
 /** Wraps app.fetch (which app.request calls) so every 200 tool response is checked. */
+const decodedOrNull = (s: string): string | null => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+};
+
 export function checkOutputs<A extends { fetch: (req: Request, ...rest: any[]) => Response | Promise<Response> }>(app: A, tools: readonly Tool[]): A {
   const byName = new Map(tools.map((t) => [t.name, t]));
   const inner = app.fetch.bind(app);
   app.fetch = (async (req: Request, ...rest: any[]) => {
     const res = await inner(req, ...rest);
     const m = TOOL_ROUTE.exec(new URL(req.url).pathname);
-    const tool = m ? byName.get(decodeURIComponent(m[1]!)) : undefined;
+    // A name that does not decode (a malformed escape) is no tool of the list: nothing to check.
+    const tool = m ? byName.get(decodedOrNull(m[1]!) ?? "") : undefined;
     if (!tool || res.status !== 200 || !(res.headers.get("content-type") ?? "").includes("application/json")) return res;
     const body = (await res.clone().json()) as { ok?: boolean; data?: unknown };
     if (body.ok === true) assertOutput(tool, body.data);
