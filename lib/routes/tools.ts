@@ -208,7 +208,7 @@ function toolNameOf(c: Context<AppEnv>): string {
  * use; a tenant's custom tool runs here. Mount after every tool. The path ends in a wildcard, not
  * a `:tool` parameter: Hono's RegExpRouter serves no parameter beside static siblings (the
  * built-in tools' paths), and one such route makes the whole app fall back to TrieRouter, which
- * cost ~0.6 ms of CPU per request in workerd. A built-in tool's own route answers first (it is
+ * cost ~0.7 ms of CPU per request in workerd. A built-in tool's own route answers first (it is
  * mounted before), so this one runs only for other names.
  */
 export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {

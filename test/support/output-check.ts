@@ -26,7 +26,7 @@ export function assertOutput(tool: Tool, data: unknown): void {
   if (problems.length) throw new Error(`${tool.name}: data does not match its output schema:\n  ${problems.join("\n  ")}\ndata: ${JSON.stringify(data).slice(0, 2000)}`);
 }
 
-/** Wraps app.fetch (which app.request calls) so every 200 tool response is checked. */
+/** `s` percent-decoded, or null when it does not decode (a malformed escape). */
 const decodedOrNull = (s: string): string | null => {
   try {
     return decodeURIComponent(s);
@@ -35,6 +35,7 @@ const decodedOrNull = (s: string): string | null => {
   }
 };
 
+/** Wraps app.fetch (which app.request calls) so every 200 tool response is checked. */
 export function checkOutputs<A extends { fetch: (req: Request, ...rest: any[]) => Response | Promise<Response> }>(app: A, tools: readonly Tool[]): A {
   const byName = new Map(tools.map((t) => [t.name, t]));
   const inner = app.fetch.bind(app);

@@ -127,7 +127,7 @@ beforeAll(async () => {
 describe("the app's routes and its OpenAPI document", () => {
   it("are served by Hono's RegExpRouter (one regular expression per method), not its TrieRouter fallback", async () => {
     // A route RegExpRouter cannot serve (a `:param` beside static siblings, e.g. /tools/:tool beside
-    // /tools/read) makes SmartRouter fall back to TrieRouter for every request: ~0.6 ms of CPU per
+    // /tools/read) makes SmartRouter fall back to TrieRouter for every request: ~0.7 ms of CPU per
     // request in workerd (a CPU profile of read through wrangler dev), not a failure anyone sees.
     await app.request("/health");
     expect((app as unknown as { router: { name: string } }).router.name).toBe("SmartRouter + RegExpRouter");
