@@ -3,9 +3,13 @@
  * `wrangler dev` (workerd and wrangler's Node, from /proc: robust on a shared machine where client
  * latency is not) per request, for the floor's GET, its parts side by side (bench/read-cpu-worker.ts)
  * and Toolshed's `read` with and without its usage line. 20 files of 15 KB, one session: after the
- * warm-up every read is a repeat read. Variants are measured in turn, `rounds` times.
+ * warm-up every read is a repeat read; "read-first" reads in a new session each time (the session's
+ * first read of the file: its record is read and written after the answer). Variants are measured
+ * in turn, `rounds` times.
  *
- *   npx node bench/read-cpu.ts [--n=200] [--rounds=3] [--only=get,read,read-quiet]
+ *   npx node bench/read-cpu.ts [--n=200] [--rounds=3] [--only=get,read,read-quiet] [--lines=300]
+ *
+ * --lines: lines of ~50 bytes per file (300: ~15 KB; the bench's read targets are 1-64 KB).
  */
 import { readFileSync } from "node:fs";
 import { descendants, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
@@ -14,6 +18,7 @@ const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWit
 const N = Number(arg("n", "200"));
 const ROUNDS = Number(arg("rounds", "3"));
 const only = arg("only", "")?.split(",").filter(Boolean);
+const LINES = Number(arg("lines", "300"));
 
 /** utime + stime (ms) of `pids`, by command name. */
 function cpuOf(pids: number[]): { total: number; by: Record<string, number> } {
@@ -36,20 +41,21 @@ const w = await startWorker({ config: "bench/read-cpu.wrangler.toml" });
 try {
   const pids = [w.child.pid!, ...descendants(w.child.pid!)];
   const t = await setupTenant(w, "probe");
-  const content = Array.from({ length: 300 }, (_, i) => `export const v${i} = ${i}; // some line of code here`).join("\n") + "\n";
+  const content = Array.from({ length: LINES }, (_, i) => `export const v${i} = ${i}; // some line of code here`).join("\n") + "\n";
   for (let i = 0; i < 20; i++) await fetch(`${t.base}/files/src/f${i}.ts`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(Buffer.byteLength(content)) }, body: content });
   const probe = (mode: string) => async (i: number) => {
     const r = await fetch(`${w.url}/__probe`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ mode, tenant: "probe", ws: "main", path: `src/f${i % 20}.ts` }) });
     await r.text();
     if (!r.ok) throw new Error(`probe ${mode}: ${r.status}`);
   };
-  const read = (quiet: boolean) => async (i: number) => {
-    const r = await fetch(`${t.base}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1", ...(quiet ? { "x-probe-quiet": "1" } : {}) }, body: JSON.stringify({ file_path: `src/f${i % 20}.ts` }) });
+  let calls = 0;
+  const read = (quiet: boolean, first = false) => async (i: number) => {
+    const r = await fetch(`${t.base}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": first ? `f${calls++}` : "s1", ...(quiet ? { "x-probe-quiet": "1" } : {}) }, body: JSON.stringify({ file_path: `src/f${i % 20}.ts` }) });
     const b = await r.text();
     if (!r.ok) throw new Error(`read: ${b}`);
   };
   await probe("kvput")(0);
-  const variants: Record<string, (i: number) => Promise<void>> = { noop: probe("noop"), get: probe("get"), "get+meta": probe("get+meta"), "get+kv": probe("get+kv"), "get+meta+kv": probe("get+meta+kv"), "get+log": probe("get+log"), "get+body": probe("get+body"), read: read(false), "read-quiet": read(true) };
+  const variants: Record<string, (i: number) => Promise<void>> = { noop: probe("noop"), get: probe("get"), "get+meta": probe("get+meta"), "get+kv": probe("get+kv"), "get+meta+kv": probe("get+meta+kv"), "get+log": probe("get+log"), "get+body": probe("get+body"), read: read(false), "read-quiet": read(true), "read-first": read(false, true) };
   const names = Object.keys(variants).filter((n) => !only.length || only.includes(n));
   const res: Record<string, { ms: number[]; cpu: number[]; by: Record<string, number> }> = {};
   for (const n of names) {

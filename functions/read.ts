@@ -44,7 +44,7 @@ export default defineTool({
   }),
   async execute(args, { ws }) {
     const path = normalizeFilePath(args.file_path);
-    ws.records.prefetch(path); // the session record (recordRead) is read beside the file
+    ws.prefetchReadRecord(path); // the session record (recordRead) is read beside the file, if needed before the answer
     // One GET answers every read: the file's size and version, the bytes to sniff, then the page,
     // streamed from the same body. A missing file costs one more look to say why (directory or not found).
     const got = await ws.get(path);

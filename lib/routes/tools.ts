@@ -17,6 +17,7 @@ import { CallMeter, emitUsage } from "../metering/usage.js";
 import { checkSessionId } from "../records/store.js";
 import { normalizeFilePath } from "../paths.js";
 import { startEarly } from "../workspace/early.js";
+import { readRecordOnPath } from "../workspace/session-files.js";
 import { closestName } from "../suggest.js";
 import { authenticateTenant } from "../auth/middleware.js";
 import { exportTools, TOOL_FORMATS } from "../doors/formats.js";
@@ -134,7 +135,9 @@ function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
     const path = normalizeFilePath(raw);
     // A change tool on a known plain record over a version the isolate holds: no GET of the file.
     const fromVersions = tool.onKnownRecord === "change" && knownPlainRecord(deps.knownWorkspaces, tenant, ws) !== undefined && deps.versions?.peek(fileKey(tenant, ws, path)) !== undefined;
-    c.set("early", startEarly(deps, tenant, ws, session, path, fromVersions));
+    // A tool that changes nothing only records its read: its record may wait for the answer (session-files.ts).
+    const record = tool.permission !== "read" || readRecordOnPath(backgroundOf(c), deps.knownRecords !== undefined);
+    c.set("early", startEarly(deps, tenant, ws, session, path, { fromVersions, record }));
   } catch {
     // an invalid path, session or workspace id: the call itself says so
   }

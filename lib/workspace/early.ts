@@ -31,15 +31,16 @@ export interface EarlyCall {
 }
 
 /**
- * Starts the whole GET of `path` (canonical) in the caller's workspace and the KV GET of its
- * session record. `tenant` is the authenticated tenant's (never from the request body).
+ * Starts the whole GET of `path` (canonical) in the caller's workspace and, when `record`, the KV
+ * GET of its session record. `tenant` is the authenticated tenant's (never from the request body).
  * `fromVersions`: the call will take the file from the isolate's versions: no GET is started.
  */
-export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore; knownRecords?: KnownRecords }, tenant: string, wsId: string, session: string, path: string, fromVersions = false): EarlyCall {
+export function startEarly(deps: { storage: StorageDriver; kv: KeyValueStore; knownRecords?: KnownRecords }, tenant: string, wsId: string, session: string, path: string, opts: { fromVersions?: boolean; record: boolean }): EarlyCall {
+  const fromVersions = opts.fromVersions ?? false;
   const reads = new EarlyReads(deps.storage);
   if (!fromVersions) reads.get(fileKey(tenant, wsId, path));
   const records = sessionRecords(deps.kv, tenant, wsId, session, deps.knownRecords);
-  records.prefetch(path);
+  if (opts.record) records.prefetch(path);
   return { tenant, wsId, session, reads, records, fromVersions };
 }
 

@@ -10,6 +10,17 @@ import type { FileInfo } from "./workspace.js";
 /** A record this old is written again when its version is read (its KV TTL is refreshed). */
 const REFRESH_MS = 24 * 3600 * 1000;
 
+/**
+ * Whether recording a read needs the session's record on the call's path. With waitUntil
+ * (`background`) and the isolate's known records it does not: recordRead answers at once, and KV
+ * is read (then written, if it holds another version) after the answer (RecordStore.recordSoon).
+ * Only without them is the record's read worth starting beside the file's GET (prefetch): a KV
+ * read on the path of every first read costs the call time and CPU for nothing.
+ */
+export function readRecordOnPath(background: unknown, knowsRecords: boolean): boolean {
+  return !background || !knowsRecords;
+}
+
 export class SessionFiles {
   /** `later`: the runtime's waitUntil (Workers): a read's record goes to KV after the answer (RecordStore.set). */
   constructor(
@@ -20,6 +31,11 @@ export class SessionFiles {
   /** The session this is (versions it wrote carry it: PutOptions.writer). */
   get id(): string {
     return this.records.session;
+  }
+
+  /** Starts reading the record of `path` beside the file's GET when recordRead will need it on the call's path. */
+  prefetchForRead(path: string): void {
+    if (readRecordOnPath(this.later, this.records.knowsRecords)) this.records.prefetch(path);
   }
 
   /** The session read `path` at `etag` (`writer`: who wrote that version; the session's own needs no record). */

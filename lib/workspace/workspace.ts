@@ -303,6 +303,11 @@ export class Workspace {
 
   // ---- session records (session-files.ts) ----
 
+  /** Starts what recordRead(path) will need on the call's path (session-files.ts: prefetchForRead). */
+  prefetchReadRecord(path: string): void {
+    this.session.prefetchForRead(path);
+  }
+
   /** The session read `path` at `etag` (`writer`: the version's, when known: the session's own needs no record). */
   recordRead(path: string, etag: string, writer?: string): Promise<void> {
     return this.session.recordRead(path, etag, writer);

@@ -5,7 +5,7 @@
  * for two isolates; the app is called with an execution context whose waitUntil collects the work.
  */
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import type { KeyValueStore } from "../../../lib/storage/types.js";
 import { newTenant, testApp, upload, workersCalls } from "../../helpers.js";
@@ -28,7 +28,7 @@ describe("a read's record written after the answer", () => {
     const t = await newTenant(a.app);
     await upload(t, "a.txt", "one\n");
     expect((await a.call(t, "read", { file_path: "a.txt" })).status).toBe(200);
-    expect(held).toBe(1); // answered while its record's write waits
+    await vi.waitFor(() => expect(held).toBe(1)); // answered; the record's write (after KV's read, after the answer) waits
     const edit = await a.call(t, "edit", { file_path: "a.txt", old_string: "one", new_string: "two" });
     expect(edit.status, JSON.stringify(edit.body)).toBe(200);
     open();

@@ -129,7 +129,8 @@ function expectIndexUpkeepOnly(after: string[], opts: { opensRecord?: boolean } 
   expect(after.filter((o) => !/^r2\.(list|get|put|delete) index$/.test(o) && o !== "r2.list file" && o !== "r2.get meta.json")).toEqual([]);
 }
 
-async function setup() {
+/** `waitUntil: false`: called as on Node or Lambda, without an execution context (nothing runs after the answer). */
+async function setup(opts: { waitUntil?: boolean } = {}) {
   const stores = countingStores();
   // Undo retention's listing runs on 1 in 16 calls (lib/undo/retention.ts): off here, so the list is exact.
   const app = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() });
@@ -143,7 +144,7 @@ async function setup() {
     stores.log.length = 0;
     stores.steps.length = 0;
     stores.hold();
-    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, ctx);
+    const res = await app.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }, env, opts.waitUntil === false ? undefined : ctx);
     const body = (await res.json()) as any;
     const answered = stores.log.length;
     const onPath = roundTrips(stores, 0, answered);
@@ -157,18 +158,26 @@ async function setup() {
 }
 
 describe("per-call storage and KV operations and round trips (tool route, plain workspace)", () => {
-  it("first read of a file by the session: its record is read beside the file, and written after the answer", async () => {
+  it("first read of a file by the session: one GET, as the floor; its record is read and written after the answer", async () => {
     const { call } = await setup();
     await call("read", { file_path: "src/b.ts" }); // the tenant policy (approval gate) is read once per isolate
     const { onPath, after } = await call("read", { file_path: "src/a.ts" });
-    // The guard's read of meta.json is the one the tool opens the workspace from; the file's GET and its
-    // session record's start beside it (lib/workspace/early.ts). The tenant policy and the API key are
-    // cached per isolate (lib/isolate-cache.ts): the upload above read the key.
+    // The file's GET starts beside the guard's work (lib/workspace/early.ts). The tenant policy and the API
+    // key are cached per isolate (lib/isolate-cache.ts): the upload above read the key.
     // The workspace record is known to this isolate (the uploads' guard read it) and the workspace is
     // plain: the file's GET finding it is enough (lib/routes/known-workspace.ts), no meta.json.
-    // The record's write waits for after the answer (waitUntil): this isolate knows it at once (lib/records/store.ts).
-    expect(onPath).toEqual([sorted(["r2.get file", "kv.get record"])]);
-    expect(after).toEqual(["kv.put record"]);
+    // The session record is not needed for the answer (waitUntil: session-files.ts readRecordOnPath):
+    // this isolate knows it at once, and KV is read, then written, after the answer (lib/records/store.ts).
+    expect(onPath).toEqual([["r2.get file"]]);
+    expect(after).toEqual(["kv.get record", "kv.put record"]);
+  });
+
+  it("first read without waitUntil (Node, Lambda): its record's read starts beside the file's GET, its write before the answer", async () => {
+    const { call } = await setup({ waitUntil: false });
+    await call("read", { file_path: "src/b.ts" });
+    const { onPath, after } = await call("read", { file_path: "src/a.ts" });
+    expect(onPath).toEqual([sorted(["r2.get file", "kv.get record"]), ["kv.put record"]]);
+    expect(after).toEqual([]);
   });
 
   it("read of a file the session read before, in this isolate: one GET, as the floor", async () => {
