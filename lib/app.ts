@@ -11,6 +11,7 @@ import type { MetaRecord } from "./layers/open.js";
 import type { AppDeps } from "./deps.js";
 import { ManifestCache } from "./layers/manifest.js";
 import { IsolateCache } from "./isolate-cache.js";
+import { IsolateMemory } from "./isolate-memory.js";
 import { VersionCache } from "./workspace/version-cache.js";
 import { SegmentCache } from "./search/segment-cache.js";
 import { docsApp } from "./docs/docs-app.js";
@@ -49,7 +50,9 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // failed authentication and the manifest cache, unless the caller brings them.
   // Every write of a workspace record through this isolate forgets what it knew of it (known-workspace.ts).
   const knownWorkspaces = inputDeps.knownWorkspaces ?? new IsolateCache<MetaRecord>();
-  const deps: AppDeps = { ...inputDeps, storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), manifests: inputDeps.manifests ?? new ManifestCache(), segmentCache: inputDeps.segmentCache ?? new SegmentCache(), versions: inputDeps.versions ?? new VersionCache(), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
+  // Manifests, segments and versions share one byte budget (lib/isolate-memory.ts).
+  const memory = inputDeps.memory ?? new IsolateMemory();
+  const deps: AppDeps = { ...inputDeps, storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });

@@ -5,6 +5,7 @@ import type { Executor, RunLimits } from "./exec/types.js";
 import type { SearchLimits } from "./search/cpu-budget.js";
 import type { ManifestCache } from "./layers/manifest.js";
 import type { IsolateCache } from "./isolate-cache.js";
+import type { IsolateMemory } from "./isolate-memory.js";
 import type { VersionCache } from "./workspace/version-cache.js";
 import type { SegmentCache } from "./search/segment-cache.js";
 import type { KnownRecords } from "./records/store.js";
@@ -76,6 +77,8 @@ export interface AppDeps {
   knownRecords?: KnownRecords;
   /** Each tenant's custom tools, built, per isolate for a few seconds (lib/custom/tool.ts); createApp makes one when absent. */
   customTools?: IsolateCache<readonly Tool[]>;
+  /** The isolate's one byte budget for manifests, segments and versions (lib/isolate-memory.ts); createApp makes one (48 MB) when absent. */
+  memory?: IsolateMemory;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
   /** Index segment bytes grep read, per isolate (immutable; lib/search/segment-cache.ts); createApp makes one when absent. */

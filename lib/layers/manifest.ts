@@ -8,7 +8,7 @@
 import { manifestKey } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
-import { WeightedLru } from "../weighted-lru.js";
+import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
 
 
 export interface ManifestEntry {
@@ -95,12 +95,18 @@ export function sortEntries(entries: ManifestEntry[]): ManifestEntry[] {
   return out;
 }
 
-/** Manifests by id, per isolate (they never change). Bounded by total entries held. */
+/** Isolate memory counted per manifest entry held (its path, etag, pack and range, mode: ~200 bytes). */
+export const MANIFEST_ENTRY_BYTES = 200;
+
+/**
+ * Manifests by id, per isolate (they never change): a region of the isolate's one cache budget
+ * (lib/isolate-memory.ts), each weighing MANIFEST_ENTRY_BYTES per entry: the default 48 MB holds
+ * ~250,000 entries if nothing else is kept (a manifest larger than the budget is still used, alone).
+ */
 export class ManifestCache {
-  private readonly byId: WeightedLru<Manifest>;
-  /** ~200 bytes of isolate memory per entry held: 200,000 entries ≈ 40 MB (a manifest larger than that is still used, alone). */
-  constructor(maxEntries = 200_000) {
-    this.byId = new WeightedLru(maxEntries);
+  private readonly byId: MemoryRegion<Manifest>;
+  constructor(memory = new IsolateMemory()) {
+    this.byId = memory.region("manifests");
   }
 
   async load(driver: StorageDriver, tenant: string, id: string): Promise<Manifest> {
@@ -110,13 +116,13 @@ export class ManifestCache {
     const r = await driver.get(manifestKey(tenant, id));
     if (!r) throw new Error(`Manifest ${id} of tenant ${tenant} is missing`);
     const m = Manifest.decode(id, await new Response(r.body).text());
-    this.byId.set(key, m, m.entries.length);
+    this.byId.set(key, m, m.entries.length * MANIFEST_ENTRY_BYTES);
     return m;
   }
 
   /** A manifest this isolate just wrote. */
   remember(tenant: string, m: Manifest): void {
-    this.byId.set(`${tenant}/${m.id}`, m, m.entries.length);
+    this.byId.set(`${tenant}/${m.id}`, m, m.entries.length * MANIFEST_ENTRY_BYTES);
   }
 }
 

@@ -4,15 +4,20 @@
  * once under a fresh id: store.ts) and a search uses it only for the (path, etag) pairs the file
  * listing of that same search confirms, so bytes of a segment deleted since (merged by a vacuum)
  * say nothing wrong. Keyed by the segment's key (tenant and workspace are in it) and the range.
- * Bounded by bytes, least recently used dropped first (lib/weighted-lru.ts). Made by createApp.
+ * A region of the isolate's one cache budget (lib/isolate-memory.ts), least recently used dropped
+ * first. Made by createApp.
  */
-import { WeightedLru } from "../weighted-lru.js";
+import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
+
+/** Largest range kept (and never more than a quarter of the budget). */
+export const MAX_CACHED_RANGE_BYTES = 4 * 1024 * 1024;
 
 export class SegmentCache {
-  private readonly byKey: WeightedLru<Uint8Array>;
-  /** Ranges larger than a quarter of the bound are never kept. */
-  constructor(readonly maxBytes = 16 * 1024 * 1024) {
-    this.byKey = new WeightedLru(maxBytes);
+  private readonly byKey: MemoryRegion<Uint8Array>;
+  private readonly maxRange: number;
+  constructor(memory = new IsolateMemory()) {
+    this.byKey = memory.region("segments");
+    this.maxRange = Math.min(MAX_CACHED_RANGE_BYTES, memory.maxBytes / 4);
   }
 
   static keyOf(key: string, range?: { offset: number; length: number }): string {
@@ -24,12 +29,12 @@ export class SegmentCache {
   }
 
   set(k: string, bytes: Uint8Array): void {
-    if (bytes.length > this.maxBytes / 4 || this.byKey.has(k)) return;
+    if (bytes.length > this.maxRange || this.byKey.has(k)) return;
     this.byKey.set(k, bytes, bytes.length);
   }
 
   /** Bytes held (tests). */
   get bytes(): number {
-    return this.byKey.weight;
+    return this.byKey.bytes;
   }
 }

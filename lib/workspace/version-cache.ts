@@ -18,7 +18,7 @@
  * MAX_ENTRY_BYTES are not kept. Made by createApp (AppDeps.versions).
  */
 import type { ObjectInfo } from "../storage/types.js";
-import { WeightedLru } from "../weighted-lru.js";
+import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
 
 /** A version as a GET would have described it, and its whole content. */
 export interface CachedVersion {
@@ -30,10 +30,11 @@ export interface CachedVersion {
 export const MAX_ENTRY_BYTES = 1024 * 1024;
 
 export class VersionCache {
-  private readonly byKey: WeightedLru<CachedVersion>;
+  private readonly byKey: MemoryRegion<CachedVersion>;
 
-  constructor(readonly maxBytes = 16 * 1024 * 1024) {
-    this.byKey = new WeightedLru(maxBytes);
+  /** A region of the isolate's one cache budget (lib/isolate-memory.ts). */
+  constructor(memory = new IsolateMemory()) {
+    this.byKey = memory.region("versions");
   }
 
   /** The version of `key` this isolate last saw whole, if it still holds it. */
@@ -59,6 +60,6 @@ export class VersionCache {
 
   /** Bytes held (tests). */
   get bytes(): number {
-    return this.byKey.weight;
+    return this.byKey.bytes;
   }
 }

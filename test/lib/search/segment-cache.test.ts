@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { IsolateMemory } from "../../../lib/isolate-memory.js";
 import { SegmentCache } from "../../../lib/search/segment-cache.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { countingDriver, ok, sleep, sourceText } from "./helpers.js";
 
 describe("SegmentCache", () => {
   it("holds at most maxBytes, drops the least recently used first, never keeps a range over a quarter of the bound", () => {
-    const c = new SegmentCache(1000);
+    const c = new SegmentCache(new IsolateMemory(1000));
     const b = (n: number, v = 1) => new Uint8Array(n).fill(v);
     c.set("a", b(240, 1));
     c.set("b", b(200, 2));

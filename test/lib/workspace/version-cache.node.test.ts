@@ -1,5 +1,6 @@
 /** The isolate's versions of files (lib/workspace/version-cache.ts) and the recording of a read (chunks.ts recordingChunks). */
 import { describe, expect, it } from "vitest";
+import { IsolateMemory } from "../../../lib/isolate-memory.js";
 import { MAX_ENTRY_BYTES, VersionCache } from "../../../lib/workspace/version-cache.js";
 import { recordingChunks, type Chunks } from "../../../lib/workspace/chunks.js";
 
@@ -35,7 +36,7 @@ describe("VersionCache", () => {
   });
 
   it("is bounded by bytes, least recently used dropped first", () => {
-    const c = new VersionCache(4 * 1024); // each entry weighs its bytes + 200
+    const c = new VersionCache(new IsolateMemory(4 * 1024)); // each entry weighs its bytes + 200
     for (const k of ["a", "b", "c"]) c.remember(k, info(900), bytes(900));
     c.peek("a"); // a is now the most recently used
     c.remember("d", info(900), bytes(900));
