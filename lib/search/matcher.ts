@@ -11,7 +11,8 @@
  */
 import { RE2JS } from "re2js";
 import { ToolError } from "../errors.js";
-import { literalQuery, regexQuery, type Query } from "./query.js";
+import { literalQuery, type Query } from "./query.js";
+import { regexQuery } from "./regex-query.js";
 
 /** Longest line shown; longer lines are cut around the match. */
 export const MAX_LINE_CHARS = 400;

@@ -1,6 +1,7 @@
 import { RE2JS } from "re2js";
 import { describe, expect, it } from "vitest";
-import { evalQuery, leaves, literalQuery, regexQuery, type Query } from "../../../lib/search/query.js";
+import { evalQuery, leaves, literalQuery, type Query } from "../../../lib/search/query.js";
+import { regexQuery } from "../../../lib/search/regex-query.js";
 import { foldBytes, literalTrigrams, TrigramCollector, trigramText } from "../../../lib/search/trigrams.js";
 
 const enc = new TextEncoder();
