@@ -36,6 +36,8 @@ export interface RoutePolicy {
   access: Access;
   /** Why the route is left out of the OpenAPI document; absent for documented routes. */
   undocumented?: string;
+  /** What the path's trailing `*` holds, named `{wildcard}` in the document and the route walks (default: `path`). */
+  wildcard?: string;
 }
 
 /** The guard carries its route's policy, so the policy can be read back from the app's routes. */
@@ -145,8 +147,10 @@ type Doc = Omit<RouteConfig, "method" | "path" | "security" | "middleware">;
 
 export interface RawRoute {
   method: Method | Method[] | "all";
-  /** Hono path (`:param`, trailing `*` for the rest of the URL, documented as {path}). */
+  /** Hono path (`:param`, trailing `*` for the rest of the URL, documented as {path}, or as `wildcard` names it). */
   path: string;
+  /** RoutePolicy.wildcard. */
+  wildcard?: string;
   access: Access;
   /** The OpenAPI operation(s), keyed by method when they differ; required unless `undocumented` says why. */
   doc?: Doc | Partial<Record<Method, Doc>>;
@@ -167,20 +171,23 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);
   if (spec.undocumented) return;
   for (const { m, d } of docs) {
-    app.openAPIRegistry.registerPath({ ...(d as Doc), method: m, path: openApiPathOf(spec.path), security: securityOf(spec.access), "x-toolshed-access": accessLabel(spec.access) } as RouteConfig);
+    app.openAPIRegistry.registerPath({ ...(d as Doc), method: m, path: openApiPathOf(spec.path, spec.wildcard), security: securityOf(spec.access), "x-toolshed-access": accessLabel(spec.access) } as RouteConfig);
   }
 }
 
-/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; a wildcard after `tools/` is a tool's name (`{tool}`: tools.ts, unknownToolApp). */
-export function openApiPathOf(honoPath: string): string {
-  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/tools\/\*$/, "/tools/{tool}").replace(/\/\*$/, "/{path}");
+/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; `wildcard` names what the trailing `*` holds (RoutePolicy.wildcard). */
+function openApiPathOf(honoPath: string, wildcard = "path"): string {
+  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/\*$/, `/{${wildcard}}`);
 }
+
+/** A served route's path as the document names it (its policy's wildcard name). */
+export const docPathOf = (route: ServedRoute): string => openApiPathOf(route.path, route.policy?.wildcard);
 
 /** Hono wraps a mounted sub-app's handlers; the original is kept under this name. */
 const COMPOSED_HANDLER = "__COMPOSED_HANDLER";

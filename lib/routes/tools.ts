@@ -221,6 +221,7 @@ export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
     {
       method: "post",
       path: "/v1/workspaces/:ws/tools/*",
+      wildcard: "tool",
       access: { auth: "tenant", scope: "any" },
       before: [meterToolCall(deps, (c) => toolNameOf(c).slice(0, 64))],
       undocumented: "every tool has its own documented path; this answers for names that are none of them",

@@ -12,7 +12,7 @@ import type { Tool } from "../../lib/tool.js";
 import { tarHeader } from "../../lib/archive/tar-writer.js";
 import { sample } from "../support/json-sample.js";
 import { routeRequest } from "../support/route-request.js";
-import { openApiPathOf, servedRoutes } from "../../lib/routes/access.js";
+import { docPathOf, servedRoutes } from "../../lib/routes/access.js";
 
 const A_WS = "a-private";
 const SECRET = "top secret of tenant A";
@@ -250,7 +250,7 @@ describe("tenant isolation", () => {
 
   it("every route of a workspace the app serves, read from the app (no hand-kept list), answers B 404 on A's workspace and changes nothing", async () => {
     const doc = await (await app.request("/openapi.json")).json();
-    const wsRoutes = servedRoutes(app).filter((r) => openApiPathOf(r.path).includes("{ws}"));
+    const wsRoutes = servedRoutes(app).filter((r) => docPathOf(r).includes("{ws}"));
     expect(wsRoutes.length).toBeGreaterThan(15);
     const beforeFiles = await storage(a.tenant);
     const beforeKv = await kvState(a.tenant);
@@ -264,7 +264,7 @@ describe("tenant isolation", () => {
         const res = await b.req(url, { method: r.method, headers, ...(r.body !== undefined ? { body: r.body } : {}) });
         return { status: res.status, text: await res.text() };
       };
-      const what = `${route.method} ${openApiPathOf(route.path)}`;
+      const what = `${route.method} ${docPathOf(route)}`;
       const res = await send(r.url);
       if (res.status === 403) {
         // B's key lacks the route's scope: refused before any workspace is looked at, exactly as for a workspace that never existed.
@@ -274,7 +274,7 @@ describe("tenant isolation", () => {
       } else {
         await expectHidden(what, res, r.method);
       }
-      walked.push(`${route.method} ${openApiPathOf(route.path)}`);
+      walked.push(`${route.method} ${docPathOf(route)}`);
     }
     expect(walked).toContain("POST /v1/workspaces/{ws}/undo");
     expect(await storage(a.tenant)).toEqual(beforeFiles);

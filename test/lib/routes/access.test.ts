@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { createAuthBackoff } from "../../../lib/auth/backoff.js";
 import { SCOPES, type Scope } from "../../../lib/auth/keys.js";
-import { accessLabel, assertEveryRouteGuarded, guard, openApiPathOf, servedRoutes, type ServedRoute } from "../../../lib/routes/access.js";
+import { accessLabel, assertEveryRouteGuarded, docPathOf, guard, servedRoutes, type ServedRoute } from "../../../lib/routes/access.js";
 import { ADMIN, admin, testApp, type TestApp } from "../../helpers.js";
 import { routeRequest } from "../../support/route-request.js";
 
@@ -140,7 +140,7 @@ describe("the app's routes and its OpenAPI document", () => {
 
   it("the document lists exactly the documented routes, each with the access of its guard", () => {
     const served = new Map<string, string>();
-    for (const r of routes) if (!r.policy!.undocumented) served.set(`${r.method} ${openApiPathOf(r.path)}`, accessLabel(r.policy!.access));
+    for (const r of routes) if (!r.policy!.undocumented) served.set(`${r.method} ${docPathOf(r)}`, accessLabel(r.policy!.access));
     const documented = new Map<string, string>();
     for (const [path, ops] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(ops)) documented.set(`${method.toUpperCase()} ${path}`, op["x-toolshed-access"]);
@@ -158,15 +158,15 @@ describe("the app's routes and its OpenAPI document", () => {
   });
 
   it("each route's access is the one decided, and every decided route is served", () => {
-    const actual = Object.fromEntries(routes.map((r) => [`${r.method} ${openApiPathOf(r.path)}`, accessLabel(r.policy!.access)]));
+    const actual = Object.fromEntries(routes.map((r) => [`${r.method} ${docPathOf(r)}`, accessLabel(r.policy!.access)]));
     for (const [k, v] of Object.entries(EXPECTED)) expect(actual[k], k).toBe(v);
     // Only the runner's API, the unknown-tool answer and the /docs page's own script and assets are undocumented.
-    const undocumented = routes.filter((r) => r.policy!.undocumented).map((r) => `${r.method} ${openApiPathOf(r.path)}`);
+    const undocumented = routes.filter((r) => r.policy!.undocumented).map((r) => `${r.method} ${docPathOf(r)}`);
     // MCP's JSON-RPC is specified by the MCP spec, not by OpenAPI.
     expect(undocumented.sort()).toEqual(["ALL /v1/sync/{path}", "DELETE /v1/workspaces/{ws}/mcp", "GET /docs/assets/{digest}/{file}", "GET /docs/init.js", "GET /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/tools/{tool}"]);
     // Routes that bind the {ws} of their path.
     for (const k of ["POST /v1/workspaces/{ws}/mcp", "POST /v1/workspaces/{ws}/import", "GET /v1/workspaces/{ws}/export", "GET /v1/workspaces/{ws}/sessions/{session}/todos", "PUT /v1/workspaces/{ws}/files/{path}"]) {
-      const r = routes.find((x) => `${x.method} ${openApiPathOf(x.path)}` === k)!;
+      const r = routes.find((x) => `${x.method} ${docPathOf(x)}` === k)!;
       expect(r.policy!.access, k).toMatchObject({ auth: "tenant", workspace: true });
     }
   });
@@ -198,7 +198,7 @@ describe("every route, with every kind of credential", () => {
   const mustChange = ["POST /v1/workspaces", "DELETE /v1/workspaces/{ws}", "PUT /v1/workspaces/{ws}/files/{path}", "DELETE /v1/workspaces/{ws}/files/{path}", "POST /v1/workspaces/{ws}/tools/write", "POST /v1/admin/tenants", "POST /v1/admin/tenants/{tenant}/keys"];
 
   for (const route of servedRoutes(app)) {
-    const name = `${route.method} ${openApiPathOf(route.path)}`;
+    const name = `${route.method} ${docPathOf(route)}`;
     it(`${name}: refused exactly where its policy says, and a refused call changes nothing`, async () => {
       const access = route.policy!.access;
       await ensureFixture();
