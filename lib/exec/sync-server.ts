@@ -88,6 +88,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
+    // The conditional manifest's own reads (the upper listing's first page, the execute bits) start
+    // beside the workspace record's: one round trip per run instead of two (manifestReads).
+    const manifest = url.pathname === "/v1/sync/manifest" && req.method === "POST" ? await manifestReads(req, deps.driver, prefix, claims) : null;
     // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
     // (the files would come back in a workspace made again with the same id, and nothing collects them).
     const rec = await readMeta(deps.driver, claims.t, claims.w);
@@ -105,15 +108,14 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
-    if (url.pathname === "/v1/sync/manifest" && req.method === "POST") {
+    if (manifest) {
       // Conditional manifest, one request (lib/exec/sync-manifest.ts): one listing of the files prefix
       // (the upper layer); "all the same" when the runner's layer state is current, else only buckets
       // that differ from the runner's digests are sent, entries as [path, etag, size].
-      const body = parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query");
       // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
       const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
-      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => readModes(driver, claims.t, claims.w), ...(seal ? { seal } : {}) };
-      const a = await answerManifest(src, parseManifestQuery(body));
+      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => manifest.modes ?? readModes(deps.driver, claims.t, claims.w), firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
+      const a = await answerManifest(src, manifest.query);
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });
     }
@@ -154,6 +156,25 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (isToolError(e)) return fail(e);
     return fail(new ToolError("INTERNAL", `Sync failed: ${String(e)}`));
   }
+}
+
+/**
+ * The conditional manifest's query, and its reads started now, beside the workspace record's read:
+ * the first page of the raw listing of the files prefix (the upper layer) and, when the query asks,
+ * the execute bits (their key is outside the files: raw storage reads it as the merged view would).
+ * Started from the token's tenant and workspace only. Safe against a concurrent seal: the listing
+ * then predates the record, and a seal keeps every sealed file's etag in the new lower layer, so
+ * upper objects listed before a switch hold the same bytes as their lower entries after it (as
+ * layered-driver.ts's stillLower relies on). A failure surfaces where each is awaited; when the
+ * record turns out missing, nothing read here is answered.
+ */
+async function manifestReads(req: Request, storage: StorageDriver, prefix: string, claims: { t: string; w: string }) {
+  const query = parseManifestQuery(parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query"));
+  const firstPage = storage.list({ prefix });
+  const modes = query.modes !== undefined ? readModes(storage, claims.t, claims.w) : undefined;
+  firstPage.catch(() => {});
+  modes?.catch(() => {});
+  return { query, firstPage, modes };
 }
 
 /** GET, PUT (conditional) and DELETE (If-Match) of one file. */
