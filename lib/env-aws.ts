@@ -5,6 +5,7 @@
 import { S3Client } from "@aws-sdk/client-s3";
 import type { AppDeps } from "./deps.js";
 import { commonDeps, type CommonEnv } from "./env.js";
+import { cacheBytesFor, IsolateMemory } from "./isolate-memory.js";
 import { s3Driver } from "./storage/drivers/s3.js";
 import { storageKeyValue } from "./storage/kv-over-storage.js";
 import { nodeFetcher } from "./web/node-fetcher.js";
@@ -13,6 +14,8 @@ export interface AwsEnv extends CommonEnv {
   TOOLSHED_BUCKET?: string;
   /** Another S3 endpoint (R2's S3 API, a local server); path-style addressing is then used. */
   S3_ENDPOINT?: string;
+  /** Set by Lambda: the function's memory in MB (the caches' budget is a quarter of it: lib/isolate-memory.ts). */
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE?: string;
 }
 
 export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
@@ -25,5 +28,6 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
     });
   const storage = s3Driver({ client: s3, bucket: env.TOOLSHED_BUCKET });
   // web_fetch resolves names itself here and connects only to checked addresses (DNS rebinding).
-  return { storage, kv: storageKeyValue(storage, "kv/"), ...commonDeps(env), webFetch: { fetcher: nodeFetcher() } };
+  const memory = new IsolateMemory(cacheBytesFor(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE === undefined ? undefined : Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)));
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() } };
 }

@@ -14,6 +14,17 @@ import { WeightedLru } from "./weighted-lru.js";
 
 /** Default budget: with the app's own ~25 MB, ~73 MB of the 128 MB of a Workers isolate at most. */
 export const ISOLATE_CACHE_BYTES = 48 * 1024 * 1024;
+/** Most a larger runtime gets (a Lambda function of 2 GB and more). */
+export const MAX_CACHE_BYTES = 512 * 1024 * 1024;
+
+/**
+ * The budget for a runtime of `memoryMb` (Lambda: AWS_LAMBDA_FUNCTION_MEMORY_SIZE): a quarter of
+ * it, never less than the Workers default nor more than MAX_CACHE_BYTES. Unknown: the default.
+ */
+export function cacheBytesFor(memoryMb: number | undefined): number {
+  if (memoryMb === undefined || !Number.isFinite(memoryMb) || memoryMb <= 0) return ISOLATE_CACHE_BYTES;
+  return Math.min(MAX_CACHE_BYTES, Math.max(ISOLATE_CACHE_BYTES, Math.floor((memoryMb * 1024 * 1024) / 4)));
+}
 
 export class IsolateMemory {
   private readonly lru: WeightedLru<unknown>;

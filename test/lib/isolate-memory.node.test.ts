@@ -1,6 +1,7 @@
 /** The isolate's one cache budget (lib/isolate-memory.ts): regions share one bound and one least-recently-used order. */
 import { describe, expect, it } from "vitest";
-import { IsolateMemory } from "../../lib/isolate-memory.js";
+import { cacheBytesFor, IsolateMemory, ISOLATE_CACHE_BYTES, MAX_CACHE_BYTES } from "../../lib/isolate-memory.js";
+import { fromAwsEnv } from "../../lib/env-aws.js";
 import { Manifest, ManifestCache, MANIFEST_ENTRY_BYTES } from "../../lib/layers/manifest.js";
 import { SegmentCache } from "../../lib/search/segment-cache.js";
 import { VersionCache } from "../../lib/workspace/version-cache.js";
@@ -70,5 +71,14 @@ describe("IsolateMemory", () => {
     // A segment range over a quarter of the budget (or 4 MB) is never kept.
     segments.set("big", bytes(budget / 4 + 1));
     expect(segments.get("big")).toBeUndefined();
+  });
+
+  it("a larger runtime gets a quarter of its memory, within [the Workers default, 512 MB]; Lambda's deps use it", () => {
+    const MB = 1024 * 1024;
+    expect([undefined, NaN, 0, -5, 128, 192].map(cacheBytesFor)).toEqual(Array(6).fill(ISOLATE_CACHE_BYTES));
+    expect(cacheBytesFor(1024)).toBe(256 * MB);
+    expect(cacheBytesFor(10240)).toBe(MAX_CACHE_BYTES);
+    expect(fromAwsEnv({ TOOLSHED_BUCKET: "b", AWS_LAMBDA_FUNCTION_MEMORY_SIZE: "1024" }).memory?.maxBytes).toBe(256 * MB);
+    expect(fromAwsEnv({ TOOLSHED_BUCKET: "b" }).memory?.maxBytes).toBe(ISOLATE_CACHE_BYTES);
   });
 });
