@@ -24,6 +24,8 @@ export type AppEnv = {
     workspace?: { tenant: string; id: string; record: MetaRecord; known?: boolean };
     /** What a tool route started beside that read (lib/workspace/early.ts): the call's Workspace takes it. */
     early?: EarlyCall;
+    /** The runtime's waitUntil, once looked up (null: none): lib/routes/common.ts backgroundOf. */
+    background?: ((p: Promise<unknown>) => void) | null;
   };
 };
 
