@@ -114,7 +114,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
       const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
-      const src = { storage: deps.driver, prefix, layer: files.layer, modes: () => manifest.modes ?? readModes(deps.driver, claims.t, claims.w), firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
+      const src = { storage: deps.driver, prefix, layer: files.layer, modes: manifest.modes, firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
       const a = await answerManifest(src, manifest.query);
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });
@@ -171,10 +171,11 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 async function manifestReads(req: Request, storage: StorageDriver, prefix: string, claims: { t: string; w: string }) {
   const query = parseManifestQuery(parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query"));
   const firstPage = storage.list({ prefix });
-  const modes = query.modes !== undefined ? readModes(storage, claims.t, claims.w) : undefined;
   firstPage.catch(() => {});
-  modes?.catch(() => {});
-  return { query, firstPage, modes };
+  // answerManifest asks for the bits exactly when the query does: read them now in that case.
+  let bits = query.modes !== undefined ? readModes(storage, claims.t, claims.w) : undefined;
+  bits?.catch(() => {});
+  return { query, firstPage, modes: () => (bits ??= readModes(storage, claims.t, claims.w)) };
 }
 
 /** GET, PUT (conditional) and DELETE (If-Match) of one file. */
