@@ -23,6 +23,8 @@ const run = promisify(execFile);
 const REPO = resolve(".");
 const TSC = join(REPO, "node_modules/typescript/bin/tsc");
 const ADMIN = "package-test-admin";
+/** tsc over the API's 10,000 lines of declarations takes ~10 s a run on an idle 2-core machine. */
+const TSC_TIMEOUT = 120_000;
 const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN }, tools);
 const scratch = mkdtempSync(join(tmpdir(), "toolshed-client-user-"));
 let server: Served;
@@ -93,7 +95,7 @@ describe("a project that installs toolshed from the repository", () => {
       expect(await typecheck(`${resolution}-nodom`, { ...base, lib: ["ES2022"] }, ["example.ts"])).toBe("");
       // A project made by `tsc --init` skips checking libraries' declarations; the strict variants above and below do not.
       expect(await typecheck(`${resolution}-dom`, { ...base, lib: ["ES2022", "DOM", "DOM.Iterable"], skipLibCheck: true }, ["example.ts"])).toBe("");
-    });
+    }, TSC_TIMEOUT);
   }
 
   it("type-checks in a browser project (DOM lib, no Node types), and a wrong argument is a compile error", async () => {
@@ -104,7 +106,7 @@ describe("a project that installs toolshed from the repository", () => {
     expect(await typecheck("browser", { module: "esnext", moduleResolution: "bundler", lib: ["ES2022", "DOM"], types: [], noEmit: true }, ["browser.ts"])).toBe("");
     writeFileSync(join(scratch, "wrong.ts"), 'import { createClient } from "toolshed/client";\nexport const r = createClient({ baseUrl: "", apiKey: "" }).tools.call("w", "read", { file_pth: "a" });\n');
     expect(await typecheck("wrong", { module: "node16", moduleResolution: "node16", lib: ["ES2022"], types: ["node"], noEmit: true, skipLibCheck: true }, ["wrong.ts"])).toMatch(/file_pth/);
-  });
+  }, TSC_TIMEOUT);
 
   it("runs the README example compiled to JavaScript on Node 22 and Node 20", async () => {
     expect(await typecheck("emit", { module: "node16", moduleResolution: "node16", lib: ["ES2022"], types: ["node"], outDir: "out", skipLibCheck: true }, ["example.ts"])).toBe("");
@@ -119,5 +121,5 @@ describe("a project that installs toolshed from the repository", () => {
     }
     // This machine and CI have Node 20 as the system node; elsewhere the Node 22 run above still counts.
     if (node20()) expect(runtimes).toHaveLength(2);
-  });
+  }, TSC_TIMEOUT);
 });
