@@ -12,12 +12,12 @@
  * (for tools: the envelope {ok, tool, title, output, data, usage}, `data` typed per tool).
  */
 import createFetchClient from "openapi-fetch";
-import type { components, paths } from "./api.generated.ts";
-import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.ts";
-import { readSse } from "./sse.ts";
+import type { components, paths } from "./api.generated.js";
+import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.js";
+import { readSse } from "./sse.js";
 
-export { ToolshedError, type ToolshedErrorCode } from "./errors.ts";
-export type { components, paths } from "./api.generated.ts";
+export { ToolshedError, type ToolshedErrorCode } from "./errors.js";
+export type { components, paths } from "./api.generated.js";
 
 type ToolPath = Extract<keyof paths, `/v1/workspaces/{ws}/tools/${string}`>;
 /** Every tool the API documents ("read", "edit", "grep", "bash", …). */
@@ -92,7 +92,7 @@ export function createClient(options: ClientOptions) {
     ...(o.pendingId !== undefined ? { "x-pending-id": o.pendingId } : {}),
   });
   /** A raw request for routes openapi-fetch does not model well (file bytes, SSE). */
-  const raw = (method: string, path: string, init: { headers?: Record<string, string>; body?: BodyInit; signal?: AbortSignal } = {}) =>
+  const raw = (method: string, path: string, init: { headers?: Record<string, string>; body?: RequestInit["body"]; signal?: AbortSignal } = {}) =>
     fetchImpl(new Request(`${baseUrl}${path}`, { method, headers: { authorization, ...init.headers }, ...(init.body !== undefined ? { body: init.body } : {}), ...(init.signal ? { signal: init.signal } : {}) }));
   const fileUrl = (ws: string, path: string) => `/v1/workspaces/${encodeURIComponent(ws)}/files/${filePathForUrl(path)}`;
 
@@ -186,7 +186,7 @@ export function createClient(options: ClientOptions) {
         const headers: Record<string, string> = { "content-type": opts.contentType ?? (typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream"), "content-length": String(length) };
         if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
         if (opts.create) headers["if-none-match"] = "*";
-        const res = await raw("PUT", fileUrl(ws, path), { headers, body: bytes as BodyInit });
+        const res = await raw("PUT", fileUrl(ws, path), { headers, body: bytes as RequestInit["body"] });
         if (!res.ok) throw await errorFromResponse(res);
         return (await res.json()) as FileUpload;
       },

@@ -10,7 +10,9 @@ export interface SseMessage {
 }
 
 export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseMessage, void, void> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // TextDecoder in streaming mode rather than TextDecoderStream, whose type only the DOM lib has.
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
   let buffer = "";
   let event = "";
   let data: string[] = [];
@@ -19,8 +21,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal?: AbortS
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
+      if (done) break; // an unterminated last event is not an event (as before)
+      buffer += decoder.decode(value, { stream: true });
       // A line ends at \r\n, \n or \r; a trailing \r may be the first half of \r\n, so wait for more.
       let m: RegExpExecArray | null;
       const lineEnd = /\r\n|\n|\r(?!$)/g;
