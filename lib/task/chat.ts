@@ -60,7 +60,7 @@ export async function chatCompletion(
     if (isToolError(e)) {
       const msg = clean(e.message.replace(url, "the model endpoint"));
       if (e.code === "TIMEOUT") throw new ToolError("TIMEOUT", `The model endpoint did not answer within the task's remaining time (${Math.round(opts.timeoutMs / 1000)} s of max_seconds). Give the task a smaller job, or ask an admin to raise max_seconds.`, { timeout_s: Math.round(opts.timeoutMs / 1000) });
-      if (e.code === "BLOCKED") throw new ToolError("BLOCKED", `The tenant's model endpoint is refused by the SSRF guard: ${msg} Ask an admin to set a public base_url (PUT /v1/admin/tenants/{tenant}/model).`, { ...JSON.parse(clean(JSON.stringify(e.details))), subject: "model_endpoint" });
+      if (e.code === "BLOCKED") throw new ToolError("BLOCKED", `The tenant's model endpoint is refused by the SSRF guard: ${clean(e.message.replace(url, "{base_url}/chat/completions"))} Ask an admin to set a public base_url (PUT /v1/admin/tenants/{tenant}/model).`, { ...JSON.parse(clean(JSON.stringify(e.details))), subject: "model_endpoint" });
       throw new ToolError(e.code, msg, JSON.parse(clean(JSON.stringify(e.details))));
     }
     throw new ToolError("UNAVAILABLE", `Could not reach the tenant's model endpoint: ${clean(networkCause(e))}. Retry later; if it persists, ask an admin to check base_url (PUT /v1/admin/tenants/{tenant}/model).`, {});
