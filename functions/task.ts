@@ -13,7 +13,7 @@ const description = `Delegate a task to a subagent that works in this workspace 
 - The subagent cannot call task, task_output or ask_user; a call of its own that needs approval is not run (its pending_ids are listed).
 - Each of its calls that changed files is undoable on its own: call_ids lists them in order (POST /v1/workspaces/{ws}/undo with a call_id, or without one to walk back your session newest first).
 - Without a model endpoint configured for this tenant: LLM_ASSIST_REQUIRED with the prompt in details (run it with your own agent).
-- Bounded by the tenant's max_steps (status "max_steps" when reached) and max_seconds (TIMEOUT). Endpoint failure: UNAVAILABLE.
+- Bounded by the tenant's max_steps (status "max_steps" when reached) and max_seconds (TIMEOUT). Endpoint failure: UNAVAILABLE; an endpoint the SSRF guard refuses: BLOCKED.
 Returns: {task_id, status, answer, steps, files_changed, call_ids, usage: {prompt_tokens, completion_tokens}}`;
 
 export default defineTool({

@@ -3,7 +3,8 @@ import { ToolError } from "../lib/errors.js";
 import { sizeText, statusReporter } from "../lib/progress.js";
 import { defineTool, MAX_OUTPUT_CHARS } from "../lib/tool.js";
 import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/web/content.js";
-import { guardedFetch, readBounded, runtimeFetcher, timeoutError } from "../lib/web/fetch.js";
+import { guardedFetch, readBounded, timeoutError } from "../lib/web/fetch.js";
+import { webAccess } from "../lib/web/transport.js";
 import { checkWebPolicy, loadTenantPolicy } from "../lib/web/policy.js";
 import { safeHref } from "../lib/web/ssrf.js";
 
@@ -59,10 +60,9 @@ export default defineTool({
     const policy = (await loadTenantPolicy(deps.kv, auth.tenant, deps.policies)).web ?? {};
     // A human approved this call (the approval gate): its own host may be outside allowed_domains; a redirect elsewhere may not.
     const approvedHost = ctx.approved && URL.canParse(args.url) ? new URL(args.url).hostname : undefined;
-    const guard = { allowLoopback: deps.webFetch?.allowLoopback === true };
     const fetched = await guardedFetch(
       { url: args.url, method, headers, ...(args.body !== undefined ? { body: args.body } : {}), timeoutMs, ...(signal ? { signal } : {}) },
-      { fetcher: deps.webFetch?.fetcher ?? runtimeFetcher, guard, checkHop: (u) => checkWebPolicy(u, policy, approvedHost) },
+      { ...webAccess(deps.webFetch, "web_fetch"), checkHop: (u) => checkWebPolicy(u, policy, approvedHost) },
     );
     const { response, finalUrl } = fetched;
     const final = safeHref(finalUrl);

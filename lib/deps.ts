@@ -14,7 +14,7 @@ import type { AuthInfo } from "./auth/keys.js";
 import type { UsageSink } from "./metering/usage.js";
 import type { KeyValueStore, StorageDriver } from "./storage/types.js";
 import type { WorkspaceListener } from "./workspace/workspace.js";
-import type { WebFetcher } from "./web/fetch.js";
+import type { WebFetchDeps } from "./web/transport.js";
 import type { SearchProvider } from "./web/search/types.js";
 import type { Tool } from "./tool.js";
 
@@ -59,8 +59,8 @@ export interface AppDeps {
   searchLimits?: Partial<SearchLimits>;
   /** Status progress (grep, glob, find, web_fetch: lib/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
   progress?: { intervalMs?: number };
-  /** web_fetch's transport (default: the runtime's fetch; Lambda: lib/web/node-fetcher.ts). allowLoopback is for tests only. */
-  webFetch?: { fetcher?: WebFetcher; allowLoopback?: boolean };
+  /** The transport of web_fetch, webhooks and the model endpoint (lib/web/transport.ts; default: names refused). allowLoopback is for tests only. */
+  webFetch?: WebFetchDeps;
   /** Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests). */
   pending?: { ttlMs?: number; now?: () => number };
   /** The clock the sweep of old task records reads (tests move it). */

@@ -9,6 +9,7 @@ import { searchIndexer } from "./search/indexer.js";
 import { r2Driver } from "./storage/drivers/r2.js";
 import { workersKeyValue } from "./storage/kv-workers.js";
 import { searchProviderFromEnv, type SearchEnv } from "./web/search/from-env.js";
+import { cloudflareFetcher } from "./web/transport.js";
 
 export interface CommonEnv extends RunnerEnv, SearchEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
@@ -35,8 +36,20 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
 export interface WorkersEnv extends CommonEnv {
   FILES: R2Bucket;
   KV: KVNamespace;
+  /**
+   * "cloudflare" only on a Worker deployed on Cloudflare (wrangler deploy --var TOOLSHED_WEB_EGRESS:cloudflare):
+   * web_fetch, webhooks and the model endpoint then reach host names through the runtime's fetch,
+   * which resolves them with Cloudflare's DNS on Cloudflare's network. Unset (wrangler dev, npm start,
+   * tests): names are refused, as workerd would resolve them through this machine's hosts file (docs/ssrf.md).
+   */
+  TOOLSHED_WEB_EGRESS?: string;
 }
 
 export function fromWorkersEnv(env: WorkersEnv): AppDeps {
-  return { storage: r2Driver(env.FILES), kv: workersKeyValue(env.KV), ...commonDeps(env) };
+  return {
+    storage: r2Driver(env.FILES),
+    kv: workersKeyValue(env.KV),
+    ...commonDeps(env),
+    ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
+  };
 }

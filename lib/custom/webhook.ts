@@ -1,15 +1,16 @@
 /**
  * The webhook backend: POST `{tool, call_id, arguments, workspace, session}` as JSON to the tool's
- * URL through the SSRF guard (lib/web/ssrf.ts; one hop, redirects are not followed: the signed
- * body goes only where the definition says), signed with
+ * URL through the one guarded fetch (lib/web/fetch.ts, lib/web/transport.ts; one hop, redirects are
+ * not followed: the signed body goes only where the definition says), signed with
  * `X-Toolshed-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
  * The answer: `{content:[{type:"text",text}], is_error?}` or any JSON (shown as JSON).
  */
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import type { ToolContext } from "../tool.js";
-import { readBounded, runtimeFetcher, transportError, timeoutError } from "../web/fetch.js";
-import { checkUrl, safeHref } from "../web/ssrf.js";
+import { guardedFetch, readBounded, timeoutError } from "../web/fetch.js";
+import { safeHref } from "../web/ssrf.js";
+import { webAccess } from "../web/transport.js";
 import type { CustomToolInput } from "./definition.js";
 
 export const MAX_WEBHOOK_RESPONSE = 200_000;
@@ -34,24 +35,18 @@ export interface WebhookReply {
 }
 
 export async function callWebhook(def: CustomToolInput, backend: Extract<CustomToolInput["backend"], { type: "webhook" }>, secret: string, args: unknown, ctx: ToolContext): Promise<WebhookReply> {
-  const guard = { allowLoopback: ctx.deps.webFetch?.allowLoopback === true, subject: "webhook" as const };
-  const { url, host } = checkUrl(backend.url, guard);
   const body = JSON.stringify({ tool: def.name, call_id: `call_${randomId(16)}`, arguments: args, workspace: ctx.ws.id, session: ctx.session });
   const timeoutMs = (backend.timeout ?? 30) * 1000;
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const signal = ctx.signal ? AbortSignal.any([ctx.signal, timeout]) : timeout;
   const headers = { "content-type": "application/json", accept: "application/json", "user-agent": "Toolshed-webhook/0.1", [SIGNATURE_HEADER]: await signatureHeader(secret, body) };
-  let res: Response;
-  try {
-    res = await (ctx.deps.webFetch?.fetcher ?? runtimeFetcher).fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }, host, guard);
-  } catch (e) {
-    throw transportError(e, url, timeout.aborted, timeoutMs);
-  }
+  const { response: res, finalUrl: url, signal } = await guardedFetch(
+    { url: backend.url, method: "POST", headers, body, timeoutMs, followRedirects: false, ...(ctx.signal ? { signal: ctx.signal } : {}) },
+    webAccess(ctx.deps.webFetch, "webhook"),
+  );
   let got;
   try {
     got = await readBounded(res.body, MAX_WEBHOOK_RESPONSE);
   } catch {
-    if (timeout.aborted) throw timeoutError(url, timeoutMs);
+    if (signal.aborted && !ctx.signal?.aborted) throw timeoutError(url, timeoutMs);
     throw new ToolError("UNAVAILABLE", `The connection to the ${def.name} webhook broke while reading its answer; retry.`);
   }
   const text = new TextDecoder().decode(got.bytes);

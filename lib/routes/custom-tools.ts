@@ -14,7 +14,7 @@ import type { Tool } from "../tool.js";
 import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, RESERVED_NAMES, type StoredCustomTool } from "../custom/definition.js";
 import { readCustomTools, updateCustomTools } from "../custom/store.js";
 import { schemaValidator, toCustomTool } from "../custom/tool.js";
-import { checkUrl } from "../web/ssrf.js";
+import { checkReachable, webAccess } from "../web/transport.js";
 import { secureRoute, type Access } from "./access.js";
 import { errorResponses, newApp } from "./common.js";
 
@@ -30,8 +30,8 @@ function shown(t: StoredCustomTool) {
   return { ...t, backend };
 }
 
-/** Checks a definition before it is stored: names, sizes, the schema, the backend. */
-function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInput): CustomToolInput {
+/** Checks a definition before it is stored: names, sizes, the schema, the backend (a webhook URL as it will be called). */
+async function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInput): Promise<CustomToolInput> {
   if (builtins.some((t) => t.name === input.name) || RESERVED_NAMES.includes(input.name)) {
     throw new ToolError("ALREADY_EXISTS", `'${input.name}' is a built-in tool name; a custom tool can never shadow one. Pick another name (e.g. a prefix: acme_${input.name}).`, { name: input.name });
   }
@@ -41,9 +41,9 @@ function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInpu
   if (b.type === "plugin" && !b.command === !b.path) throw new ToolError("INVALID_ARGUMENT", "A plugin backend takes exactly one of command (a shell command) or path (an executable of the workspace).");
   if (b.type === "plugin" && b.path && (b.path.includes("..") || b.path.startsWith("/"))) throw new ToolError("INVALID_ARGUMENT", "backend.path is a workspace path (no '..', no leading '/'), e.g. tools/weather.py.");
   if (b.type === "webhook") {
-    const loopback = deps.webFetch?.allowLoopback === true;
-    const { url } = checkUrl(b.url, { allowLoopback: loopback, subject: "webhook" });
-    if (url.protocol !== "https:" && !loopback) throw new ToolError("INVALID_ARGUMENT", "A webhook URL must be https://.");
+    const access = webAccess(deps.webFetch, "webhook");
+    const url = await checkReachable(b.url, access);
+    if (url.protocol !== "https:" && !access.guard.allowLoopback) throw new ToolError("INVALID_ARGUMENT", "A webhook URL must be https://.");
   }
   const least = b.type === "plugin" ? "execute" : "network";
   if (input.permission && input.permission !== least) {
@@ -71,7 +71,7 @@ export function customToolsApp(deps: AppDeps, builtins: readonly Tool[]) {
       createRoute(secureRoute(deps, v.access, { method: "post", path: v.base, tags: [v.tag], summary: "Add a custom tool (plugin or webhook backend)", description: "A webhook's secret (given, or generated) is in this answer only.", request: { params: v.params, body: { required: true, ...json(CustomToolInput) } }, responses: { 201: { description: "The tool (with its webhook secret, once)", ...json(Any) }, ...errorResponses(400, 401, 403, 404, 409, 413) } })),
       async (c) => {
         const tenant = await v.tenantOf(c);
-        const input = checked(deps, builtins, c.req.valid("json") as CustomToolInput);
+        const input = await checked(deps, builtins, c.req.valid("json") as CustomToolInput);
         const now = new Date().toISOString();
         const stored: StoredCustomTool = { ...input, ...(input.backend.type === "webhook" ? { backend: { ...input.backend, secret: input.backend.secret ?? `whsec_${randomId(32)}` } } : {}), created_at: now, updated_at: now };
         toCustomTool(stored);
@@ -96,7 +96,7 @@ export function customToolsApp(deps: AppDeps, builtins: readonly Tool[]) {
       createRoute(secureRoute(deps, v.access, { method: "put", path: `${v.base}/{name}`, tags: [v.tag], summary: "Replace a custom tool (same name; a webhook keeps its secret unless one is given)", request: { params: one, body: { required: true, ...json(CustomToolInput) } }, responses: { 200: { description: "The tool", ...json(Any) }, ...errorResponses(400, 401, 403, 404, 409, 413) } })),
       async (c) => {
         const name = c.req.param("name") ?? "";
-        const input = checked(deps, builtins, c.req.valid("json") as CustomToolInput);
+        const input = await checked(deps, builtins, c.req.valid("json") as CustomToolInput);
         if (input.name !== name) throw new ToolError("INVALID_ARGUMENT", `The body names '${input.name}', the path '${name}': a tool is renamed by adding the new one and deleting the old.`);
         const out = await updateCustomTools(deps.storage, await v.tenantOf(c), (tools) => {
           const i = tools.findIndex((t) => t.name === name);

@@ -39,7 +39,7 @@ export function modelApp(deps: AppDeps) {
       const { tenant } = c.req.valid("param");
       await getTenant(deps.storage, tenant);
       const cfg = c.req.valid("json");
-      await saveModelConfig(deps.kv, tenant, cfg, { allowLoopback: deps.webFetch?.allowLoopback === true });
+      await saveModelConfig(deps.kv, tenant, cfg, deps.webFetch);
       return c.json(modelView(cfg), 200);
     },
   );

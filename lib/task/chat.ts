@@ -4,7 +4,8 @@
  * and a short excerpt, an answer that is not chat-completions JSON). The key never appears in them.
  */
 import { ToolError, isToolError } from "../errors.js";
-import { guardedFetch, networkCause, readBounded, runtimeFetcher, type WebFetcher } from "../web/fetch.js";
+import { guardedFetch, networkCause, readBounded } from "../web/fetch.js";
+import { webAccess, type WebFetchDeps } from "../web/transport.js";
 import { redact, type ModelConfig } from "./model-config.js";
 
 export interface ChatToolCall {
@@ -28,14 +29,14 @@ const MAX_REPLY_BYTES = 2_000_000;
 export async function chatCompletion(
   cfg: ModelConfig,
   body: { messages: ChatMessage[]; tools: unknown[] },
-  opts: { timeoutMs: number; fetcher?: WebFetcher; allowLoopback?: boolean; signal?: AbortSignal },
+  opts: { timeoutMs: number; web?: WebFetchDeps; signal?: AbortSignal },
 ): Promise<ChatReply> {
   const url = `${cfg.base_url.replace(/\/+$/, "")}/chat/completions`;
   const clean = (s: string) => redact(s, cfg.api_key);
   try {
     const { response, signal } = await guardedFetch(
       { url, method: "POST", headers: { authorization: `Bearer ${cfg.api_key}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ model: cfg.model, ...body }), timeoutMs: Math.max(1, opts.timeoutMs), ...(opts.signal ? { signal: opts.signal } : {}) },
-      { fetcher: opts.fetcher ?? runtimeFetcher, guard: { allowLoopback: opts.allowLoopback === true, subject: "model_endpoint" } },
+      webAccess(opts.web, "model_endpoint"),
     );
     const read = await Promise.race([
       readBounded(response.body, MAX_REPLY_BYTES),
@@ -59,7 +60,7 @@ export async function chatCompletion(
     if (isToolError(e)) {
       const msg = clean(e.message.replace(url, "the model endpoint"));
       if (e.code === "TIMEOUT") throw new ToolError("TIMEOUT", `The model endpoint did not answer within the task's remaining time (${Math.round(opts.timeoutMs / 1000)} s of max_seconds). Give the task a smaller job, or ask an admin to raise max_seconds.`, { timeout_s: Math.round(opts.timeoutMs / 1000) });
-      if (e.code === "BLOCKED") throw new ToolError("UNAVAILABLE", `The tenant's model endpoint is refused by the SSRF guard: ${msg}. Ask an admin to set a public base_url.`, {});
+      if (e.code === "BLOCKED") throw new ToolError("BLOCKED", `The tenant's model endpoint is refused by the SSRF guard: ${clean(e.message.replace(url, "{base_url}/chat/completions"))} Ask an admin to set a public base_url (PUT /v1/admin/tenants/{tenant}/model).`, { ...JSON.parse(clean(JSON.stringify(e.details))), subject: "model_endpoint" });
       throw new ToolError(e.code, msg, JSON.parse(clean(JSON.stringify(e.details))));
     }
     throw new ToolError("UNAVAILABLE", `Could not reach the tenant's model endpoint: ${clean(networkCause(e))}. Retry later; if it persists, ask an admin to check base_url (PUT /v1/admin/tenants/{tenant}/model).`, {});

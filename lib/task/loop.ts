@@ -67,7 +67,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
   while (rec.steps < maxSteps) {
     const left = deadline - Date.now();
     if (left <= 0) throw new ToolError("TIMEOUT", `The task used its ${cfg.max_seconds ?? DEFAULT_MAX_SECONDS} s (max_seconds) after ${rec.steps} steps without a final answer. Give it a smaller job, or ask an admin to raise max_seconds.`, {});
-    const reply = await chatCompletion(cfg, { messages, tools: chatTools }, { timeoutMs: left, ...(ctx.deps.webFetch?.fetcher ? { fetcher: ctx.deps.webFetch.fetcher } : {}), allowLoopback: ctx.deps.webFetch?.allowLoopback === true, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const reply = await chatCompletion(cfg, { messages, tools: chatTools }, { timeoutMs: left, ...(ctx.deps.webFetch ? { web: ctx.deps.webFetch } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     rec.steps += 1;
     rec.usage.prompt_tokens += reply.usage.prompt_tokens;
     rec.usage.completion_tokens += reply.usage.completion_tokens;

@@ -7,7 +7,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { KeyValueStore } from "../storage/types.js";
-import { checkUrl } from "../web/ssrf.js";
+import { checkReachable, webAccess, type WebFetchDeps } from "../web/transport.js";
 
 export const DEFAULT_MAX_STEPS = 20;
 export const MAX_MAX_STEPS = 100;
@@ -37,9 +37,9 @@ export async function loadModelConfig(kv: KeyValueStore, tenant: string): Promis
   return raw ? (JSON.parse(raw) as ModelConfig) : null;
 }
 
-/** Checks base_url with the SSRF guard (throws BLOCKED / INVALID_ARGUMENT), then stores. */
-export async function saveModelConfig(kv: KeyValueStore, tenant: string, cfg: ModelConfig, guard: { allowLoopback?: boolean }): Promise<void> {
-  checkUrl(cfg.base_url, { ...guard, subject: "model_endpoint" });
+/** Checks base_url with the SSRF guard and the transport's check of its host (throws BLOCKED / INVALID_ARGUMENT), then stores. */
+export async function saveModelConfig(kv: KeyValueStore, tenant: string, cfg: ModelConfig, web: WebFetchDeps | undefined): Promise<void> {
+  await checkReachable(cfg.base_url, webAccess(web, "model_endpoint"));
   await kv.put(modelKey(tenant), JSON.stringify(cfg));
 }
 

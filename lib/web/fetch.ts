@@ -1,27 +1,15 @@
 /**
- * One guarded fetch for web_fetch: every hop's URL goes through the SSRF guard (lib/web/ssrf.ts)
- * and the tenant's domain policy, redirects are followed by hand (at most MAX_REDIRECTS, each
- * re-checked), and the body is read with a bound (never more than `cap` bytes buffered).
- * The transport is a WebFetcher passed in: the runtime's fetch on Workers (the runtime resolves
- * names), the resolving, address-pinning one of lib/web/node-fetcher.ts on Lambda/Node.
+ * One guarded fetch for every door that reaches a URL (web_fetch, a webhook call, the model endpoint):
+ * every hop's URL goes through the SSRF guard (lib/web/ssrf.ts) and the caller's hop check (the
+ * tenant's domain policy), redirects are followed by hand (at most MAX_REDIRECTS, each re-checked,
+ * and its name resolved and checked again by the transport), and the body is read with a bound
+ * (never more than `cap` bytes buffered). The transport and guard come from lib/web/transport.ts.
  */
 import { ToolError, isToolError } from "../errors.js";
-import { checkUrl, safeHref, type GuardOptions, type HostKind } from "./ssrf.js";
+import { checkUrl, safeHref } from "./ssrf.js";
+import type { WebAccess } from "./transport.js";
 
 export const MAX_REDIRECTS = 5;
-
-export interface WebFetcher {
-  /**
-   * Sends one request, never following redirects. `host` is what the guard found in the URL;
-   * a fetcher that resolves names itself must refuse any resolved address the guard refuses.
-   */
-  fetch(url: URL, init: RequestInit, host: HostKind, guard: GuardOptions): Promise<Response>;
-}
-
-/** The runtime's fetch (Workers): names are resolved by the runtime, see README "SSRF rules". */
-export const runtimeFetcher: WebFetcher = {
-  fetch: (url, init) => fetch(url.href, { ...init, redirect: "manual" }),
-};
 
 export interface FetchRequest {
   url: string;
@@ -30,11 +18,11 @@ export interface FetchRequest {
   body?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** false: a 3xx is answered as it is (a webhook's signed body goes only where its definition says). Default true. */
+  followRedirects?: boolean;
 }
 
-export interface FetchDeps {
-  fetcher: WebFetcher;
-  guard: GuardOptions;
+export interface FetchDeps extends WebAccess {
   /** Called with every hop's URL before it is fetched (the tenant's domain policy); throws to refuse. */
   checkHop?: (url: URL) => void;
 }
@@ -67,7 +55,7 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
       throw transportError(e, url, timeout.aborted, req.timeoutMs);
     }
     const location = response.headers.get("location");
-    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location) return { response, finalUrl: url, redirects, signal };
+    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location || req.followRedirects === false) return { response, finalUrl: url, redirects, signal };
     await response.body?.cancel().catch(() => {});
     if (redirects.length >= MAX_REDIRECTS) {
       throw new ToolError("FETCH_FAILED", `Too many redirects: ${safeHref(url)} redirected more than ${MAX_REDIRECTS} times (${[...redirects, safeHref(url)].join(" → ")}). Fetch the final page's URL directly if you know it.`, { url: req.url, redirects, status: response.status });

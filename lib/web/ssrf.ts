@@ -28,12 +28,13 @@ const SUBJECTS: Record<GuardSubject, { reach: string; rule: string }> = {
 };
 
 /**
- * The one refusal of the guard, for an address in the URL or one its name resolves to:
- * "Refused to <reach> <target>: <why>. <subject's rule>."
+ * The one refusal of the guard, for an address in the URL, one its name resolves to, or a name the
+ * runtime cannot check (lib/web/transport.ts): "Refused to <reach> <target>: <why>. <next step>.",
+ * the next step being the subject's rule unless the refusal has its own.
  */
-export function blockedError(target: string, why: string, opts: GuardOptions, details: Record<string, unknown>): ToolError {
+export function blockedError(target: string, why: string, opts: GuardOptions, details: Record<string, unknown>, next?: string): ToolError {
   const s = SUBJECTS[opts.subject ?? "web_fetch"];
-  return new ToolError("BLOCKED", `Refused to ${s.reach} ${target}: ${why}. ${s.rule}.`, { ...details, ...(opts.subject && opts.subject !== "web_fetch" ? { subject: opts.subject } : {}) });
+  return new ToolError("BLOCKED", `Refused to ${s.reach} ${target}: ${why}. ${next ?? s.rule}.`, { ...details, ...(opts.subject && opts.subject !== "web_fetch" ? { subject: opts.subject } : {}) });
 }
 
 type Range4 = [base: number, bits: number, reason: string];
@@ -176,8 +177,8 @@ export type HostKind = { kind: "ip"; address: string } | { kind: "name"; name: s
 /**
  * Parses and checks a URL for web_fetch (or a webhook, a model endpoint: opts.subject): http/https only, no credentials, a host that is neither
  * a refused address nor a refused name. Throws INVALID_ARGUMENT or BLOCKED; returns the URL and
- * what its host is (an IP literal needs no resolving; a name is resolved and checked again where
- * the runtime lets us, see lib/web/node-fetcher.ts).
+ * what its host is (an IP literal needs no resolving; a name is the transport's to check:
+ * lib/web/transport.ts).
  */
 export function checkUrl(raw: string, opts: GuardOptions = {}): { url: URL; host: HostKind } {
   let url: URL;

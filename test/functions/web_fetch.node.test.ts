@@ -323,6 +323,7 @@ describe("the default deployment refuses loopback", () => {
     const strict = await tenant(app({
       webFetch: {
         fetcher: {
+          check: real.check,
           fetch(url, init, host, guard) {
             hops.push(url.href);
             if (url.hostname !== "public.test") return real.fetch(url, init, host, guard);

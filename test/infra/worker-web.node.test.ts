@@ -3,23 +3,30 @@
  * "manual", against a real HTTP server on 127.0.0.1 serving real documents. The worker is the test
  * entry with the loopback switch on (test/infra/web-worker/); the default entry's refusal is tested
  * in test/functions/web_fetch.test.ts (workerd) and web_fetch.node.test.ts.
+ * A hosts-file alias of this machine (`vm`, `runsc`, its own name) with a real server on its address
+ * is refused by every door even with the loopback switch on: workerd would resolve it unseen.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHostsAlias, type HostsAlias } from "../support/hosts-alias.js";
 import { DOCS, startWebServer, type WebServer } from "../support/web-server.js";
 import { startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
 
 let w: WorkerProcess;
 let server: WebServer;
+let alias: HostsAlias;
 let call: (args: unknown) => Promise<any>;
+let admin: (path: string, body: unknown, method?: string) => Promise<Response>;
+let setup: string;
 
 beforeAll(async () => {
   server = await startWebServer();
+  alias = await startHostsAlias();
   w = await startWorker({ config: "test/infra/web-worker/wrangler.toml" });
-  const admin = (path: string, body: unknown) => fetch(`${w.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  admin = (path: string, body: unknown, method = "POST") => fetch(`${w.url}${path}`, { method, headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   await admin("/v1/admin/tenants", { id: "web" });
   const key = ((await (await admin("/v1/admin/tenants/web/keys", { scopes: ["read", "network"] })).json()) as { key: string }).key;
   // Creating a workspace needs 'write', which the key under test lacks: a setup key of the tenant makes it.
-  const setup = ((await (await admin("/v1/admin/tenants/web/keys", { name: "setup" })).json()) as { key: string }).key;
+  setup = ((await (await admin("/v1/admin/tenants/web/keys", { name: "setup", scopes: ["read", "write", "execute"] })).json()) as { key: string }).key;
   const ws = await fetch(`${w.url}/v1/workspaces`, { method: "POST", headers: { authorization: `Bearer ${setup}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
   if (ws.status !== 201) throw new Error(`workspace: ${await ws.text()}`);
   call = async (args) => (await fetch(`${w.url}/v1/workspaces/main/tools/web_fetch`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(args) })).json();
@@ -28,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.stop();
   await server?.close();
+  await alias?.close();
 });
 
 it("turns three real documents into markdown inside workerd", async () => {
@@ -63,3 +71,32 @@ it("timeouts, bot walls and huge pages behave as in Node", async () => {
   const bin = await call({ url: `${server.url}/image.png` });
   expect(bin.error.code).toBe("BINARY_FILE");
 }, 60_000);
+
+describe("a hosts-file alias of this machine, in workerd", () => {
+  const refused = (r: any) => {
+    expect(r.error?.code, JSON.stringify(r).slice(0, 400)).toBe("BLOCKED");
+    expect(r.error.message).toContain(`${alias.name} is a host name, and this runtime resolves names itself`);
+    expect(alias.seen).toEqual([]);
+  };
+
+  it("web_fetch refuses it, directly and as a redirect target of a server it may reach", async () => {
+    refused(await call({ url: `${alias.url}/secret` }));
+    const before = server.seen.length;
+    refused(await call({ url: `${server.url}/redirect?to=${encodeURIComponent(`${alias.url}/secret`)}` }));
+    expect(server.seen.length).toBe(before + 1);
+  }, 60_000);
+
+  it("a webhook's creation and the model endpoint's save refuse it; a task whose endpoint redirects to it is refused", async () => {
+    const hook = await admin("/v1/admin/tenants/web/tools/custom", { name: "acme_alias", description: "echo", input_schema: { type: "object" }, backend: { type: "webhook", url: `${alias.url}/hook` } });
+    expect(hook.status).toBe(403);
+    refused(await hook.json());
+    const model = (base_url: string) => admin("/v1/admin/tenants/web/model", { base_url, api_key: "sk-test-0123456789abcdef", model: "m" }, "PUT");
+    const saved = await model(`${alias.url}/v1`);
+    expect(saved.status).toBe(403);
+    refused(await saved.json());
+    // The endpoint on 127.0.0.1 (the test switch allows it) answers POST /chat/completions with a redirect to the alias.
+    expect((await model(`${server.url}/redirect?to=${encodeURIComponent(`${alias.url}/v1`)}`)).status).toBe(200);
+    const task = await fetch(`${w.url}/v1/workspaces/main/tools/task`, { method: "POST", headers: { authorization: `Bearer ${setup}`, "content-type": "application/json" }, body: JSON.stringify({ prompt: "hi" }) });
+    refused(await task.json());
+  }, 60_000);
+});

@@ -1,6 +1,10 @@
 /** Custom tools: definitions per tenant (admin and `manage` routes), name rules, argument validation in workerd, tenant isolation. */
 import { describe, expect, it } from "vitest";
-import { admin, newTenant, testApp } from "../../helpers.js";
+import { cloudflareFetcher } from "../../../lib/web/transport.js";
+import { admin, newTenant, testApp as plainApp } from "../../helpers.js";
+
+/** As deployed on Cloudflare (TOOLSHED_WEB_EGRESS=cloudflare): webhook host names are the runtime's to resolve (docs/ssrf.md). */
+const testApp = () => plainApp({ webFetch: { fetcher: cloudflareFetcher } });
 
 const def = (name: string, extra: Record<string, unknown> = {}) => ({
   name,

@@ -13,6 +13,7 @@ import { countingStores, roundTrips, sorted } from "../../support/counting-store
 import { admin, executionContext, newTenant, testApp, upload } from "../../helpers.js";
 import { IsolateCache } from "../../../lib/isolate-cache.js";
 import type { AuthInfo } from "../../../lib/auth/keys.js";
+import { cloudflareFetcher } from "../../../lib/web/transport.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { CLOCK_MARGIN_MS } from "../../../lib/routes/known-workspace.js";
 
@@ -291,7 +292,8 @@ describe("API keys: read from KV once per isolate and TTL (lib/isolate-cache.ts)
 describe("catalog and MCP requests: the tenant's custom tools are read once per isolate and TTL", () => {
   it("a tenant without custom tools: one GET of custom-tools.json, then none; a change through this isolate is seen at once", async () => {
     const stores = countingStores();
-    const app = testApp({ storage: stores.storage, kv: stores.kv });
+    // As deployed on Cloudflare: the webhook's host name is the runtime's to resolve (docs/ssrf.md).
+    const app = testApp({ storage: stores.storage, kv: stores.kv, webFetch: { fetcher: cloudflareFetcher } });
     const t = await newTenant(app, { scopes: ["read", "network"] });
     const customReads = async (run: () => Promise<Response>) => {
       stores.log.length = 0;

@@ -152,7 +152,7 @@ describe("the approval gate", () => {
 
   it("defaults: bash caution commands wait (confirmed: true passes while self_confirm allows it); web_fetch outside allowed_domains waits and fetches nothing", async () => {
     let fetched = 0;
-    const app = testApp({ webFetch: { fetcher: { fetch: async () => (fetched++, new Response("x")) } } });
+    const app = testApp({ webFetch: { fetcher: { check: async () => {}, fetch: async () => (fetched++, new Response("x")) } } });
     const t = await newTenant(app, { scopes: ["read", "write", "execute", "network"] });
     const d = held(await t.call("bash", { command: "rm -rf build" }), "NEEDS_APPROVAL");
     expect(d.reason).toMatch(/rule rm-recursive/);
