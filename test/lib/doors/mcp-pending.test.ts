@@ -151,6 +151,26 @@ describe("who may see and answer a pending call", () => {
     await theirs.close();
   });
 
+  it("a client's answer without content.answer is INVALID_ARGUMENT and leaves the question waiting; one after the app's answer is CONFLICT", async () => {
+    const t = await newTenant(testApp({ pending: { askWaitMs: 0 } }));
+    let respond!: (r: ElicitResult) => void;
+    const client = await connect(t, () => new Promise<ElicitResult>((r) => (respond = r)));
+    const id = held(await client.callTool({ name: "ask_user", arguments: { question: "Name?" } }), "NEEDS_INPUT");
+    const post = (result: unknown) =>
+      t.req(`/v1/workspaces/${t.ws}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: `toolshed-ask:${id}`, result }) });
+    const bad = await post({ action: "accept", content: { name: "x" } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.message).toMatch(/^INVALID_ARGUMENT: .*content\.answer/);
+    expect(await statusOf(t, id)).toBe("pending");
+    expect(await answer(t, await approverKey(t.app, t.tenant), id, { answer: "from the app" })).toBe(200);
+    const late = await post({ action: "accept", content: { answer: "from the client" } });
+    expect(late.status).toBe(409);
+    const r = await client.callTool({ name: "pending_result", arguments: { pending_id: id } });
+    expect(text(r)).toBe("The user answered: from the app");
+    respond({ action: "cancel" });
+    await client.close();
+  });
+
   it("no tool description tells the model to send a header; ask_user, bash and web_fetch point at pending_result", async () => {
     const t = await newTenant(testApp(), { scopes: ["read", "write", "execute", "network"] });
     const client = await connect(t);
