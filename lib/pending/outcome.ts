@@ -7,8 +7,10 @@
  * runs through runTool (lib/run-tool.ts, the one run path of every door) with the caller's
  * session and scopes, and its result (or error) is stored as the outcome.
  *
- * pendingOutcome: what a repeat of the original call with X-Pending-Id answers: the stored
+ * pendingOutcome: what a repeat of the original call with X-Pending-Id answers (apps): the stored
  * result as the tool's own result, the stored error as the tool's error, or NEEDS_* while it waits.
+ * heldCallResult: the same outcome as the pending_result tool answers it (models, every door),
+ * saying what the human decided.
  */
 import type { AppDeps } from "../deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../errors.js";
