@@ -18,7 +18,7 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
-- Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+- Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
 - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 

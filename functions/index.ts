@@ -15,6 +15,7 @@ import kill_shell from "./kill_shell.js";
 import ls from "./ls.js";
 import move from "./move.js";
 import multi_edit from "./multi_edit.js";
+import pending_result from "./pending_result.js";
 import read from "./read.js";
 import run_code from "./run_code.js";
 import task from "./task.js";
@@ -25,4 +26,4 @@ import web_fetch from "./web_fetch.js";
 import web_search from "./web_search.js";
 import write from "./write.js";
 
-export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, ask_user, web_fetch, web_search, task, task_output];
+export const tools: readonly Tool[] = [read, write, edit, multi_edit, insert, apply_patch, ls, del, move, copy, glob, grep, find, bash, run_code, bash_output, kill_shell, todo_write, todo_read, ask_user, pending_result, web_fetch, web_search, task, task_output];

@@ -22,7 +22,7 @@ const description = `Fetch a web page and return it as clean Markdown (or text, 
 - max_bytes: the most content returned (default: ${DEFAULT_MAX_BYTES}, at most ${MAX_MAX_BYTES}); a longer page is cut and says so.
 - timeout: seconds for the whole fetch (default: 30, at most 120).
 - method: "GET" or "POST" (default: "GET"); headers: extra request headers; body: the POST body (a string).
-- A URL outside the tenant's allowed domains waits for a human's approval: NEEDS_APPROVAL with details.pending_id (repeat the call with header X-Pending-Id to get the outcome).
+- A URL outside the tenant's allowed domains waits for a human's approval: NEEDS_APPROVAL with details.pending_id (get the outcome with the pending_result tool).
 - Errors: BLOCKED (refused address or domain, with the reason), FETCH_FAILED (the site answered HTTP >= 400: its status and the start of its answer; a 403 from a bot wall says so), TIMEOUT, UNAVAILABLE (DNS or connection failure), BINARY_FILE (images, PDFs, archives: not returned).
 Returns: {url, final_url, status, content_type, title?, bytes, truncated, content, redirects}`;
 

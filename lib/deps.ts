@@ -61,8 +61,12 @@ export interface AppDeps {
   progress?: { intervalMs?: number };
   /** The transport of web_fetch, webhooks and the model endpoint (lib/web/transport.ts; default: names refused). allowLoopback is for tests only. */
   webFetch?: WebFetchDeps;
-  /** Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests). */
-  pending?: { ttlMs?: number; now?: () => number };
+  /**
+   * Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests);
+   * askWaitMs: how long an ask_user call put to an MCP client (elicitation) holds its request for the
+   * answer before it answers NEEDS_INPUT (default 45 s, under the SDK client's 60 s request timeout).
+   */
+  pending?: { ttlMs?: number; now?: () => number; askWaitMs?: number };
   /** The clock the sweep of old task records reads (tests move it). */
   task?: { now?: () => number };
   /** web_search's provider (lib/web/search/); without it web_search answers UNAVAILABLE. */

@@ -29,5 +29,8 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
   const storage = s3Driver({ client: s3, bucket: env.TOOLSHED_BUCKET });
   // web_fetch resolves names itself here and connects only to checked addresses (DNS rebinding).
   const memory = new IsolateMemory(cacheBytesFor(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE === undefined ? undefined : Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)));
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() } };
+  // hono/aws-lambda's handle() sends a response whole: an MCP client's ask_user question (elicitation on
+  // the call's SSE stream) reaches it only with the call's answer, so the call does not wait for the
+  // answer; it answers NEEDS_INPUT at once and the model reads the answer with pending_result (docs/mcp-pending.md).
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
 }

@@ -34,6 +34,8 @@ export interface CallScope {
   approved?: boolean;
   /** Where the tool's progress goes (ToolContext.progress), when the door has a listener. */
   progress?: ToolContext["progress"];
+  /** The door's way to put a question to the human directly (ToolContext.askHuman: MCP elicitation). */
+  askHuman?: ToolContext["askHuman"];
   /** The workspace record the route's guard already read (saves reading meta.json again). */
   record?: MetaRecord;
   /** The runtime's waitUntil: index upkeep, the usage record and a read's session record after the response (WorkspaceOptions.background). */
@@ -150,13 +152,13 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
  */
 export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
   const started = Date.now();
-  const { ws, auth, deps, wsId, session, signal, approved, progress } = scope;
+  const { ws, auth, deps, wsId, session, signal, approved, progress, askHuman } = scope;
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() }, scope.background);
   try {
-    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}) });
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) });
     meter(true);
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {

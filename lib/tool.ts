@@ -29,8 +29,21 @@ export interface ToolContext {
   approved?: boolean;
   /** X-Pending-Id: the caller repeats a pending call to get its outcome instead of running it again. */
   pendingId?: string;
+  /**
+   * Puts an ask_user question straight to the human in front of the agent, where the door can (MCP
+   * elicitation, when the client declared it: lib/doors/mcp-ask.ts). It only delivers the question:
+   * the answer lands in the pending store, where ask_user waits for it. Absent: the app answers it.
+   */
+  askHuman?: (q: HumanQuestion) => Promise<void>;
   /** Keeps work going after the response (Workers: executionCtx.waitUntil); absent in Node, where it just continues. */
   waitUntil?: (p: Promise<unknown>) => void;
+}
+
+/** An ask_user question as a door shows it to the human: its pending call, the text, the choices. */
+export interface HumanQuestion {
+  pending_id: string;
+  question: string;
+  options?: string[];
 }
 
 /** What a running tool reports: command output as it comes, or a status line (files scanned, bytes fetched). */

@@ -3769,7 +3769,7 @@ export interface paths {
          *     - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
          *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
          *     - After a command changes a file, read it again before editing it.
-         *     - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+         *     - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
          *     - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
          *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background
          */
@@ -3913,12 +3913,36 @@ export interface paths {
         put?: never;
         /**
          * Ask the user
-         * @description Ask the user a question and get the answer later (the app in front of this API shows it to them).
-         *     - question: what to ask, complete and self-contained. options: the choices to offer, if any (default: none, a free answer); the user may still answer in their own words.
-         *     - The call answers NEEDS_INPUT (HTTP 202) with details.pending_id: the question is stored, nothing else happens. Get the answer by repeating this call with header X-Pending-Id: <pending_id> (or GET /v1/workspaces/{ws}/pending/{id}?wait=30); until the user answers it is NEEDS_INPUT again; a question unanswered for 24 h is EXPIRED; a dismissed one is DENIED.
+         * @description Ask the user a question and get their answer.
+         *     - question: what to ask, complete and self-contained. options: the choices to offer, if any (default: none, a free answer); the user may still answer in their own words where the app allows it.
+         *     - Where the client can ask the user itself (an MCP client with elicitation), the call waits for the answer and returns it. Otherwise it answers NEEDS_INPUT with details.pending_id: the question is stored for the app in front of this API to show; get the answer with the pending_result tool ({"pending_id": ..., "wait_seconds": 30}), which says NEEDS_INPUT again until the user answers. A question unanswered for 24 h is EXPIRED; a dismissed or declined one is DENIED.
          *     Returns: {question, answer, option_index} (once answered)
          */
         post: operations["tool_ask_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{ws}/tools/pending_result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pending call's outcome
+         * @description Get the outcome of a call that waited for a human: an ask_user question, or a call held for approval (answered NEEDS_INPUT / NEEDS_APPROVAL with a pending_id). Nothing runs again.
+         *     - pending_id: the pending_id of that answer. wait_seconds: how long to wait for the human (default: 0, at most 30).
+         *     - Answered: ask_user's answer; approved: "A human approved this call; it ran", with the human's note and changed arguments if any, then the call's own output (or its error).
+         *     - Still waiting: NEEDS_INPUT / NEEDS_APPROVAL again: call again later (with wait_seconds), or go on with work that does not depend on it. Refused or dismissed: DENIED with the human's note (do not retry the call as it was). Unanswered for 24 h: EXPIRED (nothing ran). An id this workspace does not have: NOT_FOUND.
+         *     Returns: {pending_id, tool, status, result} (result: the call's own data)
+         */
+        post: operations["tool_pending_result"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3942,7 +3966,7 @@ export interface paths {
          *     - max_bytes: the most content returned (default: 51200, at most 102400); a longer page is cut and says so.
          *     - timeout: seconds for the whole fetch (default: 30, at most 120).
          *     - method: "GET" or "POST" (default: "GET"); headers: extra request headers; body: the POST body (a string).
-         *     - A URL outside the tenant's allowed domains waits for a human's approval: NEEDS_APPROVAL with details.pending_id (repeat the call with header X-Pending-Id to get the outcome).
+         *     - A URL outside the tenant's allowed domains waits for a human's approval: NEEDS_APPROVAL with details.pending_id (get the outcome with the pending_result tool).
          *     - Errors: BLOCKED (refused address or domain, with the reason), FETCH_FAILED (the site answered HTTP >= 400: its status and the start of its answer; a 403 from a bot wall says so), TIMEOUT, UNAVAILABLE (DNS or connection failure), BINARY_FILE (images, PDFs, archives: not returned).
          *     Returns: {url, final_url, status, content_type, title?, bytes, truncated, content, redirects}
          */
@@ -8634,6 +8658,208 @@ export interface operations {
                             answer: string;
                             option_index: number | null;
                             note?: string;
+                        };
+                        /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
+                        call_id?: string;
+                        usage: components["schemas"]["Usage"];
+                    };
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Error (with the call's usage) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+            /** @description Error (with the call's usage) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolError"];
+                };
+            };
+        };
+    };
+    tool_pending_result: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The agent's conversation; scopes file records (default: default). */
+                "x-session-id"?: string;
+                /** @description The pending_id of an earlier NEEDS_INPUT / NEEDS_APPROVAL answer: returns that call's outcome instead of running anew. */
+                "x-pending-id"?: string;
+            };
+            path: {
+                ws: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The pending_id of the NEEDS_INPUT / NEEDS_APPROVAL answer */
+                    pending_id: string;
+                    /** @description Seconds to wait for the human's answer (default: 0, at most 30) */
+                    wait_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Tool result. With `Accept: text/event-stream`: Server-Sent Events, `progress` events (JSON: {kind: "output", stream, text} or {kind: "status", message, done?, total?}) while the tool runs, then exactly one `result` event whose data is this envelope or the error envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @enum {string} */
+                        tool: "pending_result";
+                        title: string;
+                        /** @description The text for the model. */
+                        output: string;
+                        /** @description The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema). */
+                        data: {
+                            pending_id: string;
+                            tool: string;
+                            /** @enum {string} */
+                            status: "done";
+                            result: {
+                                [key: string]: unknown;
+                            };
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;

@@ -14,6 +14,9 @@
  * The route's guard checks the key and binds {ws} (another tenant's workspace: 404 before any
  * JSON-RPC). A present `Origin` must be this server's own origin or one of deps.mcp.allowedOrigins
  * (DNS rebinding, as the spec asks). With _meta.progressToken, what the tool reports through ctx.progress is sent as notifications/progress.
+ * A client that declares form elicitation gets ask_user's question as elicitation/create and the
+ * call completes with the answer (lib/doors/mcp-ask.ts); every other held call (and ask_user for
+ * other clients) answers NEEDS_* and the model reads the outcome with the pending_result tool.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -28,12 +31,13 @@ import { backgroundOf, newApp } from "../routes/common.js";
 import { usableTools } from "../toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run-tool.js";
-import type { ProgressEvent, Tool } from "../tool.js";
+import type { HumanQuestion, ProgressEvent, Tool } from "../tool.js";
 import { API_VERSION } from "../app.js";
 import { mcpTool } from "./formats.js";
+import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../custom/tool.js";
 
-/** Schemas are validated by our own argument parser (lib/tool-args.ts); the SDK's validator is only used for elicitation, which this server never sends. */
+/** Schemas are validated by our own argument parser (lib/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
   getValidator() {
     throw new Error("This server does not validate JSON Schemas through the MCP SDK.");
@@ -49,6 +53,8 @@ interface McpCall {
   signal: AbortSignal;
   /** The runtime's waitUntil (Workers): index upkeep and the usage record after the answer, as on the tool route. */
   background?: (p: Promise<unknown>) => void;
+  /** The client declared form elicitation (its session id says so): ask_user's question goes to it. */
+  asks?: boolean;
 }
 
 /** One MCP server for one request: the key's tools, calls through runTool. */
@@ -66,7 +72,9 @@ export function buildMcpServer(call: McpCall): Server {
       }
       const ws = await openWorkspace(call);
       const token = req.params._meta?.progressToken;
-      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}) });
+      // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
+      const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
+      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
       // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
       return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
     } catch (err) {
@@ -98,8 +106,7 @@ function mcpProgress(token: string | number, send: (n: ServerNotification) => Pr
 }
 
 /** Whether a JSON-RPC body (one message or a batch) carries a progress token. */
-async function asksProgress(req: Request): Promise<boolean> {
-  const body: unknown = await req.clone().json().catch(() => null);
+function asksProgress(body: unknown): boolean {
   const msgs = Array.isArray(body) ? body : [body];
   return msgs.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta?.progressToken !== undefined);
 }
@@ -157,12 +164,20 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const auth = c.get("auth");
+      const wsId = c.req.param("ws") ?? "";
+      const body: unknown = await c.req.raw.clone().json().catch(() => null);
+      // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
+      const answers = askAnswersIn(body);
+      if (answers) return takeAskAnswers(deps, auth, wsId, answers);
+      const asks = clientAnswersAsks(c.req.raw);
       // Built-ins and this tenant's custom tools (lib/custom/tool.ts, the one join).
       const background = backgroundOf(c);
-      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId: c.req.param("ws") ?? "", session, signal: c.req.raw.signal, ...(background ? { background } : {}) });
-      // JSON responses, except for a call that asked for progress: that one answers as SSE so the notifications can go out.
-      const streamed = await asksProgress(c.req.raw);
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
+      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId, session, signal: c.req.raw.signal, asks, ...(background ? { background } : {}) });
+      // JSON responses, except for a call that asked for progress, or may put a question to a client
+      // that answers them: that one answers as SSE so the notifications and questions can go out.
+      const streamed = asksProgress(body) || (asks && hasToolCall(body));
+      // No session, except the id that tells later requests this client answers questions (initialize only).
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: askSessionFor(body), enableJsonResponse: !streamed });
       await server.connect(transport);
       // A streamed answer is still being written when handleRequest returns: the transport ends its
       // stream once the response is sent, and the server is closed then (closing it here would cut it).

@@ -7,8 +7,10 @@
  * runs through runTool (lib/run-tool.ts, the one run path of every door) with the caller's
  * session and scopes, and its result (or error) is stored as the outcome.
  *
- * pendingOutcome: what a repeat of the original call with X-Pending-Id answers: the stored
+ * pendingOutcome: what a repeat of the original call with X-Pending-Id answers (apps): the stored
  * result as the tool's own result, the stored error as the tool's error, or NEEDS_* while it waits.
+ * heldCallResult: the same outcome as the pending_result tool answers it (models, every door),
+ * saying what the human decided.
  */
 import type { AppDeps } from "../deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../errors.js";
@@ -96,4 +98,29 @@ export async function answerPending(deps: AppDeps, who: { tenant: string; key_id
   const done: PendingRecord = { ...running, status: "done", outcome };
   await replacePending(s, done, runningEtag);
   return done;
+}
+
+/** Longest text of modified arguments quoted back to the agent. */
+const MAX_ARGS_SHOWN = 2000;
+
+/**
+ * A held call's outcome as the pending_result tool answers it (any door): what the human decided
+ * is said in the text the model reads (invariant 13: an approval's note and changed arguments, a
+ * refusal's note), then the tool's own output; `data` wraps the tool's data. A refusal, expiry or
+ * the approved call's own failure is thrown (DENIED, EXPIRED, the tool's code), NEEDS_* while it waits.
+ */
+export function heldCallResult(rec: PendingRecord, ws: string, now: number) {
+  const approved = rec.kind === "approval" && rec.answer?.approved === true;
+  const args = JSON.stringify(rec.args);
+  const changed = approved && rec.answer?.modified_args ? ` with arguments the human changed to ${args.length > MAX_ARGS_SHOWN ? `${args.slice(0, MAX_ARGS_SHOWN)}…` : args}` : "";
+  const note = approved && rec.answer?.note ? ` The human's note: ${rec.answer.note}` : "";
+  let r;
+  try {
+    r = outcomeOrThrow(rec, ws, now);
+  } catch (e) {
+    if (!approved || !(e instanceof ToolError) || rec.status !== "done") throw e;
+    throw new ToolError(e.code, `A human approved this ${rec.tool} call; it ran${changed} and failed: ${e.message}${note}`, e.details);
+  }
+  const head = approved ? `A human approved this ${rec.tool} call; it ran${changed}.${note}\n` : "";
+  return { title: r.title, output: `${head}${r.output}`, data: { pending_id: rec.id, tool: rec.tool, status: "done" as const, result: r.data } };
 }

@@ -47,6 +47,8 @@ export interface PendingRecord {
   /** the gate: why the call waits, and the rule that holds it */
   reason?: string;
   rule?: { tool: string; when?: string };
+  /** How the question reached the human besides the app's list: "elicitation" when the MCP client was asked it (lib/doors/mcp-ask.ts); only then may that client's answer take it. */
+  channel?: "elicitation";
   /** Who called: the call runs, once approved, with the caller's session and scopes (never the approver's). */
   session: string;
   key_id: string;
@@ -118,6 +120,9 @@ export const answeredError = (id: string) =>
 export const expiredError = (r: PendingRecord) =>
   new ToolError("EXPIRED", `Pending call ${r.id} (${r.tool}) expired unanswered at ${r.expires_at}; nothing ran. Make the call again to ask anew.`, { pending_id: r.id, tool: r.tool, expires_at: r.expires_at });
 
+/** Longest wait for an answer one request holds (GET .../pending/{id}?wait=, pending_result's wait_seconds), in seconds. */
+export const MAX_PENDING_WAIT_S = 30;
+
 /** Most records one listing reads. */
 export const MAX_PENDING_LISTED = 100;
 
@@ -161,6 +166,29 @@ export function pendingView(r: PendingRecord, now: number) {
   };
 }
 
+/**
+ * What every door tells the model to do about a waiting call: call the pending_result tool (any
+ * door can: HTTP, MCP, the formats). Never a header: a model cannot send one (apps still may, X-Pending-Id).
+ */
+export const howToGetOutcome = (id: string) =>
+  `To get the outcome, call the pending_result tool with {"pending_id": "${id}", "wait_seconds": 30}; meanwhile go on with work that does not depend on it.`;
+
+/**
+ * Waits until pending call `id` is no longer waiting (answered, done, or expired), reading it again
+ * with a backoff (250 ms doubling to 2 s, 1 GET each), until `until` (epoch ms) or the signal aborts;
+ * returns the last version read. NOT_FOUND as loadPending. The one wait of GET .../pending/{id}?wait=,
+ * pending_result's wait_seconds and ask_user's wait for an MCP client's answer.
+ */
+export async function waitForAnswer(s: PendingScope, id: string, until: number, signal?: AbortSignal): Promise<PendingRecord> {
+  let { rec } = await loadPending(s, id);
+  const settled = (r: PendingRecord) => r.status === "done" || isExpired(r, nowOf(s));
+  for (let pause = 250; !settled(rec) && Date.now() + pause <= until && !signal?.aborted; pause = Math.min(pause * 2, 2000)) {
+    await new Promise((r) => setTimeout(r, pause));
+    ({ rec } = await loadPending(s, id));
+  }
+  return rec;
+}
+
 /** The NEEDS_INPUT / NEEDS_APPROVAL error that tells the agent its call waits. */
 export function waitingError(r: PendingRecord, ws: string): ToolError {
   const details = {
@@ -172,7 +200,7 @@ export function waitingError(r: PendingRecord, ws: string): ToolError {
     status: r.status,
     expires_at: r.expires_at,
   };
-  const how = `Get the outcome with GET /v1/workspaces/${ws}/pending/${r.id}?wait=30, or repeat this call with header X-Pending-Id: ${r.id}.`;
+  const how = howToGetOutcome(r.id);
   if (r.kind === "input") return new ToolError("NEEDS_INPUT", `Your question waits for the user's answer (pending call ${r.id}). ${how}`, details);
   const state = r.status === "running" ? "was approved and is running" : "waits for a human's approval; it has not run";
   return new ToolError("NEEDS_APPROVAL", `This ${r.tool} call ${state} (pending call ${r.id}): ${r.reason ?? ""} ${how}`, details);

@@ -9,7 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { answerPending } from "../pending/outcome.js";
-import { isExpired, listWaiting, loadPending, pendingView, type PendingScope } from "../pending/store.js";
+import { listWaiting, MAX_PENDING_WAIT_S, pendingView, waitForAnswer, type PendingScope } from "../pending/store.js";
 import type { Tool } from "../tool.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -41,7 +41,6 @@ const AnswerBody = z
   })
   .strict()
   .openapi("PendingAnswer");
-const MAX_WAIT_S = 30;
 
 export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
@@ -66,18 +65,13 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read", workspace: true }, {
       method: "get", path: "/v1/workspaces/{ws}/pending/{id}", tags: ["pending"], operationId: "pending_get",
       summary: "One pending call and its outcome; with wait, holds the answer until it is done (at most 30 s)",
-      request: { params: IdParam, query: z.object({ wait: z.coerce.number().min(0).max(MAX_WAIT_S).optional().openapi({ description: "Seconds to wait for the outcome (default: 0, at most 30)" }) }) },
+      request: { params: IdParam, query: z.object({ wait: z.coerce.number().min(0).max(MAX_PENDING_WAIT_S).optional().openapi({ description: "Seconds to wait for the outcome (default: 0, at most 30)" }) }) },
       responses: { 200: { description: "The call", content: { "application/json": { schema: PendingView } } }, ...errorResponses(400, 401, 403, 404) },
     })),
     async (c) => {
       const { ws, id } = c.req.valid("param");
       const until = Date.now() + (c.req.valid("query").wait ?? 0) * 1000;
-      const s = scope(c.get("auth").tenant, ws);
-      let { rec } = await loadPending(s, id);
-      for (let pause = 250; rec.status !== "done" && !isExpired(rec, now()) && Date.now() + pause <= until && !c.req.raw.signal.aborted; pause = Math.min(pause * 2, 2000)) {
-        await new Promise((r) => setTimeout(r, pause));
-        ({ rec } = await loadPending(s, id));
-      }
+      const rec = await waitForAnswer(scope(c.get("auth").tenant, ws), id, until, c.req.raw.signal);
       return c.json(pendingView(rec, now()), 200);
     },
   );

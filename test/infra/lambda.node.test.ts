@@ -169,3 +169,31 @@ it("layers over S3: import, checkpoint, fork, checkpoint delete, then GC (the ad
   await collectGarbage(storage, "layers", { now: Date.now() + 2 * 3600 * 1000 });
   expect(await layerKeys()).toEqual([]);
 });
+
+/** The JSON-RPC messages of an SSE body. */
+const sseMessages = (raw: Buffer): any[] => raw.toString("utf8").split("\n").filter((l: string) => l.startsWith("data: ")).map((l: string) => JSON.parse(l.slice(6)));
+
+it("MCP ask_user for a client that declares elicitation: the question and NEEDS_INPUT in one buffered answer, its answer taken by a later request, read with pending_result", async () => {
+  await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "asks" } }));
+  const key = (await call(event("POST", "/v1/admin/tenants/asks/keys", { token: ADMIN, json: {} }))).json.key as string;
+  expect((await call(event("POST", "/v1/workspaces", { token: key, json: { id: "main" } }))).status).toBe(201);
+  const mcp = (json: unknown, headers: Record<string, string> = {}) =>
+    call(event("POST", "/v1/workspaces/main/mcp", { token: key, json, headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers } }));
+  const init = await mcp({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "raw", version: "1" } } });
+  const session = init.headers["mcp-session-id"] as string;
+  expect(session).toMatch(/^ask-/);
+  const started = Date.now();
+  const asked = await mcp({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ask_user", arguments: { question: "Which region?" } } }, { "mcp-session-id": session });
+  expect(Date.now() - started).toBeLessThan(10_000); // no wait for an answer the client cannot have seen yet
+  const events = sseMessages(asked.raw);
+  const question = events.find((m: any) => m.method === "elicitation/create");
+  expect(question.params.message).toBe("Which region?");
+  const result = events.find((m: any) => m.id === 1).result;
+  expect(result.content[0].text).toMatch(/^NEEDS_INPUT: .*call the pending_result tool/);
+  const taken = await mcp({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { answer: "eu-west-1" } } }, { "mcp-session-id": session });
+  expect(taken.status).toBe(202);
+  const pendingId = result._meta["toolshed/error"].details.pending_id;
+  const read = await mcp({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "pending_result", arguments: { pending_id: pendingId } } }, { "mcp-session-id": session });
+  const answered = sseMessages(read.raw).find((m: any) => m.id === 2).result;
+  expect(answered.structuredContent).toMatchObject({ tool: "ask_user", result: { answer: "eu-west-1" } });
+});

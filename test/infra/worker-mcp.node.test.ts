@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
 import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
@@ -87,6 +87,29 @@ it("the official client lists the tools with schemas and annotations, and calls 
   expect(text(unknown)).toMatch(/^NOT_FOUND: /);
   await client.close();
 }, 120_000);
+
+it("held calls over real HTTP in workerd: ask_user answered by the client's elicitation; without it, NEEDS_INPUT and pending_result", async () => {
+  const t = await setupTenant(w, "mcp-ask");
+  const asking = new Client({ name: "toolshed-test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  asking.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: "accept", content: { answer: `answer to ${req.params.message}` } }));
+  await asking.connect(new StreamableHTTPClientTransport(new URL(`${t.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${t.key}` } } }));
+  const r = await asking.callTool({ name: "ask_user", arguments: { question: "Which branch?" } });
+  expect(r.isError ?? false, text(r)).toBe(false);
+  expect(r.structuredContent).toEqual({ question: "Which branch?", answer: "answer to Which branch?", option_index: null });
+  await asking.close();
+
+  const plain = await connect(`${t.base}/mcp`, t.key);
+  const held = await plain.callTool({ name: "ask_user", arguments: { question: "Which tag?" } });
+  expect(text(held)).toMatch(/^NEEDS_INPUT: .*call the pending_result tool/);
+  expect(text(held)).not.toMatch(/x-pending-id/i);
+  const id = (held._meta as any)["toolshed/error"].details.pending_id as string;
+  const approver = ((await (await fetch(`${w.url}/v1/admin/tenants/mcp-ask/keys`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read", "approve"] }) })).json()) as { key: string }).key;
+  const answered = await fetch(`${t.base}/pending/${id}`, { method: "POST", headers: { authorization: `Bearer ${approver}`, "content-type": "application/json" }, body: JSON.stringify({ answer: "v2" }) });
+  expect(answered.status).toBe(200);
+  const got = await plain.callTool({ name: "pending_result", arguments: { pending_id: id } });
+  expect(got.structuredContent).toMatchObject({ pending_id: id, tool: "ask_user", result: { answer: "v2" } });
+  await plain.close();
+}, 60_000);
 
 it("a read-only key lists no write tools, and its write call is an isError PERMISSION_DENIED result", async () => {
   const t = await setupTenant(w, "mcp-ro");

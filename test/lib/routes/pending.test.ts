@@ -136,6 +136,31 @@ describe("the approval gate", () => {
     expect(await readFile(t, "a.txt")).toBe("one");
   });
 
+  it("the model is told to call pending_result, never to send a header; pending_result over HTTP returns the outcome to a readonly key, NOT_FOUND to another tenant", async () => {
+    const { t, approver, id } = await gatedWrite();
+    const heldAgain = await t.call("write", { file_path: "a.txt", content: "three" });
+    expect(heldAgain.body.error.message).toContain(`call the pending_result tool with {"pending_id": "${heldAgain.body.error.details.pending_id}"`);
+    const q = await t.call("ask_user", { question: "ok?" });
+    for (const m of [heldAgain.body.error.message, q.body.error.message]) expect(m).not.toMatch(/x-pending-id|header/i);
+    const readonly = (await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "ro", tools: "readonly" })).body.key as string;
+    const result = async (key: string, tenant: Tenant = t) => {
+      const res = await t.app.request(`/v1/workspaces/${tenant.ws}/tools/pending_result`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ pending_id: id }) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const waiting = await result(readonly);
+    expect(waiting.status).toBe(202);
+    expect(waiting.body.error.code).toBe("NEEDS_APPROVAL");
+    await answer(t, approver, id, { approved: true, note: "fine" });
+    const r = await result(readonly);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ ok: true, tool: "pending_result", data: { pending_id: id, tool: "write", status: "done", result: { file_path: "a.txt", created: false } } });
+    expect(r.body.output).toMatch(/^A human approved this write call; it ran\. The human's note: fine\n/);
+    const other = await newTenant(t.app);
+    const x = await result(other.key, other);
+    expect(x.status).toBe(404);
+    expect(x.body.error.code).toBe("NOT_FOUND");
+  });
+
   it("expiry: an unanswered call expires after its time and says so", async () => {
     let now = Date.now();
     const app = testApp({ pending: { now: () => now } });

@@ -17,7 +17,7 @@ const ARGS: Record<string, unknown> = {
   apply_patch: { patch: "*** Begin Patch\n*** Add File: p.txt\n+x\n*** End Patch" }, ls: {}, delete: { path: "a.txt" }, move: { source: "a.txt", destination: "b.txt" },
   copy: { source: "a.txt", destination: "c.txt" }, glob: { pattern: "*" }, grep: { pattern: "hello" }, find: {}, bash: { command: "touch z.txt" },
   run_code: { language: "python", code: "open('z.txt','w')" }, bash_output: { shell_id: "x" }, kill_shell: { shell_id: "x" },
-  todo_write: { todos: [{ content: "x", status: "pending" }] }, todo_read: {}, ask_user: { question: "ok?" }, web_fetch: { url: "http://127.0.0.1:9/" }, web_search: { query: "x" }, task: { prompt: "x" }, task_output: { task_id: "x" },
+  todo_write: { todos: [{ content: "x", status: "pending" }] }, todo_read: {}, ask_user: { question: "ok?" }, pending_result: { pending_id: "paaaaaaaaaaaaaaaaaaaaaaaa" }, web_fetch: { url: "http://127.0.0.1:9/" }, web_search: { query: "x" }, task: { prompt: "x" }, task_output: { task_id: "x" },
 };
 
 async function keyWith(t: Tenant, body: Record<string, unknown>) {
@@ -103,7 +103,7 @@ describe("presets on keys", () => {
   it("an explicit list (names and presets) works; unknown names and presets are INVALID_ARGUMENT with did-you-mean", async () => {
     const t = await newTenant();
     const k = await keyWith(t, { tools: ["read", "web"] });
-    expect(names(((await (await k.req("/v1/tools")).json()) as any).tools)).toEqual(["read"]); // web tools need 'network', which this key lacks
+    expect(names(((await (await k.req("/v1/tools")).json()) as any).tools)).toEqual(["pending_result", "read"]); // web_fetch and web_search need 'network', which this key lacks; the web preset's pending_result needs only 'read'
     const bad = await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { tools: "redonly" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("INVALID_ARGUMENT");
@@ -137,7 +137,8 @@ describe("tool lists on workspaces", () => {
     const listed = await mcp(coding.req, "ro", "tools/list");
     expect(names(listed.result.tools)).toEqual([...READONLY, "todo_read", "bash"].sort());
     const web = await keyWith(t, { tools: "web", scopes: ["read", "network"] });
-    expect((await mcp(web.req, "ro", "tools/list")).result.tools).toEqual([]);
+    // Only pending_result is in both (the web preset and readonly): a held web_fetch's outcome stays readable.
+    expect(names((await mcp(web.req, "ro", "tools/list")).result.tools)).toEqual(["pending_result"]);
     expect((await web.call("ro", "web_fetch", { url: "http://127.0.0.1:9/" })).body.error.code).toBe("PERMISSION_DENIED");
     expect(await snapshot(t, "ro")).toBe(before);
     // A fork keeps its origin's tools; tools with from_workspace is refused.
