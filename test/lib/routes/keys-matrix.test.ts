@@ -191,6 +191,20 @@ describe("a workspace's tools bound every route bound to it, for every key", () 
     }
     expect(walked).toBeGreaterThan(20);
   });
+
+  it("such a workspace is loaded when it is made: ?tools= with an archive body (a bad name: INVALID_ARGUMENT, nothing made)", async () => {
+    const h = { authorization: `Bearer ${unlimited}`, "content-type": "application/x-tar" };
+    const made = await app.request("/v1/workspaces?id=ro2&tools=readonly,bash", { method: "POST", headers: h, body: tar([{ name: "a.txt", body: "a" }]) });
+    expect(made.status, await made.clone().text()).toBe(201);
+    expect(((await made.json()) as any).tools).toEqual(["readonly", "bash"]);
+    const got = await app.request("/v1/workspaces/ro2/files/a.txt", { headers: { authorization: `Bearer ${unlimited}` } });
+    expect(await got.text()).toBe("a");
+    const before = await snapshot();
+    const bad = await app.request("/v1/workspaces?id=ro3&tools=redonly", { method: "POST", headers: h, body: tar([{ name: "a.txt", body: "a" }]) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.message).toContain("Did you mean 'readonly'");
+    expect(await snapshot()).toBe(before);
+  });
 });
 
 describe("key creation", () => {
