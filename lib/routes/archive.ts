@@ -76,13 +76,13 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   return deps.packImport === false ? importArchive(ws, body, opts) : importIntoLayers(layerDeps(deps), ws, opened, body, opts);
 }
 
-/** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */
 /** `?tools=readonly` is a preset, `?tools=readonly,bash` a list (as the JSON body's `tools`). */
 const toolsQuery = (v: string): string | string[] => {
   const items = v.split(",").map((x) => x.trim());
   return items.length === 1 && (PRESET_NAMES as string[]).includes(items[0]!) ? items[0]! : items;
 };
 
+/** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */
 export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Promise<Response> {
   const q = c.req.query();
   const tenant = c.get("auth").tenant;
