@@ -1,12 +1,21 @@
 /**
- * Which tools a caller may use: the ONE rule every door applies (GET /v1/tools, the formats,
- * MCP tools/list and tools/call, the tool routes, the compat routes, approved pending calls, the
- * unknown-tool answer). A tool is usable when the key holds its scope AND it is in the key's tool
- * list AND in the workspace's tool list (each absent = all). Lists are presets or tool names.
+ * What a caller may do: the ONE authorization rule (DESIGN invariant 12), for tools and routes.
+ *
+ * Tools (every door: GET /v1/tools, the formats, MCP tools/list and tools/call, the tool routes,
+ * the compat routes, approved pending calls, the unknown-tool answer): a tool is usable when the
+ * key holds its scope AND it is in the key's tool list AND in the workspace's tool list (each
+ * absent = all). Lists are presets or tool names.
+ *
+ * Routes (the route guard, lib/routes/access.ts): a tool list also bounds the scopes a key may
+ * act with on ANY route, to those its tools need (scopesOfList): a `readonly` key reads and
+ * lists, and writes, deletes, checkpoints, restores, undoes or imports by no route. A
+ * workspace's list bounds the tool scopes (read, write, execute, network) of every route bound to
+ * that workspace, for every key. Keys are made so their scopes never exceed their list
+ * (keyScopesFor); the guard applies the bound anyway, so a key stored before that rule is bound too.
  *
  * The rule takes the tools as input, so per-tenant tools (custom tools) join by being in that list.
  */
-import type { AuthInfo } from "./auth/keys.js";
+import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "./auth/keys.js";
 import { ToolError } from "./errors.js";
 import { closestName } from "./suggest.js";
 import type { Tool } from "./tool.js";
@@ -112,4 +121,95 @@ export function usableTools(tools: readonly Tool[], auth: Pick<AuthInfo, "scopes
   const key = namesOf(auth.tools);
   const ws = namesOf(workspaceTools);
   return tools.filter((t) => auth.scopes.includes(t.permission) && (!key || key.has(t.name)) && (!ws || ws.has(t.name)));
+}
+
+/** The scopes a tool can need; a workspace's list bounds these on its routes (`approve` and `manage` belong to no tool). */
+export const TOOL_SCOPES: readonly Scope[] = ["read", "write", "execute", "network"];
+
+/**
+ * The scopes a tool list lets a key or a workspace act with, on any route: the scopes its tools
+ * need (`readonly` → read; `coding` → read, write, execute; `web` → network; `none` → nothing).
+ * null: every scope (no list, or `all` in it).
+ */
+export function scopesOfList(list: ToolList | undefined, catalog: readonly Tool[]): ReadonlySet<Scope> | null {
+  const names = namesOf(list);
+  if (!names) return null;
+  const scopes = new Set<Scope>();
+  for (const t of catalog) if (names.has(t.name)) scopes.add(t.permission);
+  return scopes;
+}
+
+const listed = (s: ReadonlySet<Scope>) => (s.size ? [...s].join(", ") : "no scope");
+
+/**
+ * Why this key may not act with `scope` (on a route, or as a tool's permission), or null. `what`
+ * names the route or the tool for the message. The key must hold the scope, and its tool list
+ * must use it.
+ */
+export function keyScopeRefusal(scope: Scope, auth: AuthInfo, catalog: readonly Tool[], what: string): ToolError | null {
+  const usable = scopesOfList(auth.tools, catalog);
+  const inList = !usable || usable.has(scope);
+  if (inList && auth.scopes.includes(scope)) return null;
+  const why = inList
+    ? `which this API key does not have (it has: ${auth.scopes.join(", ") || "none"})`
+    : `which this API key may not use: its tools (${describe(auth.tools!)}) need only ${listed(usable!)}, and a key acts by every route only with the scopes its tools need`;
+  const fix = inList ? `Use a key with '${scope}'` : `Use a key whose tools need '${scope}' (e.g. tools "all", the default)`;
+  return new ToolError("PERMISSION_DENIED", `${what} needs the '${scope}' scope, ${why}. ${fix}; an admin creates one with POST /v1/admin/tenants/{tenant}/keys.`, {
+    needed: scope,
+    scopes: auth.scopes,
+    refused_by: "key",
+    ...(auth.tools !== undefined ? { key_tools: auth.tools } : {}),
+  });
+}
+
+/** Why a route bound to a workspace with this tool list may not act with `scope` (for any key), or null. */
+export function workspaceScopeRefusal(scope: Scope, workspaceTools: ToolList | undefined, catalog: readonly Tool[], what: string): ToolError | null {
+  if (!TOOL_SCOPES.includes(scope)) return null;
+  const usable = scopesOfList(workspaceTools, catalog);
+  if (!usable || usable.has(scope)) return null;
+  return new ToolError(
+    "PERMISSION_DENIED",
+    `${what} needs the '${scope}' scope, which this workspace's tools (${describe(workspaceTools!)}) do not need: on this workspace every route and every key acts only with ${listed(usable)}. Use another workspace, or create one whose tools need '${scope}' (POST /v1/workspaces {"tools": ...}; a workspace's tools are fixed at creation).`,
+    { needed: scope, refused_by: "workspace", workspace_tools: workspaceTools },
+  );
+}
+
+/** Which tools to add for the scopes a list lacks. */
+function hintFor(excess: readonly Scope[]): string {
+  const hints = [
+    ...(excess.some((s) => s === "write" || s === "execute") ? ['"coding" for write and execute'] : []),
+    ...(excess.includes("network") ? ['"web" for network'] : []),
+    ...(excess.some((s) => s === "approve" || s === "manage") ? ['approve and manage belong to no tool: only a key with tools "all" (the default) holds them'] : []),
+  ];
+  return hints.length ? ` (${hints.join("; ")})` : "";
+}
+
+/**
+ * The scopes of a new key with this tool list: the ones asked for, refused (INVALID_ARGUMENT) when
+ * they exceed what its tools need; by default read, write and execute, narrowed to what its tools
+ * need (so `{"tools": "readonly"}` is a read-only key). A key that could use no scope is refused.
+ */
+export function keyScopesFor(asked: readonly Scope[] | undefined, list: ToolList | undefined, catalog: readonly Tool[]): Scope[] {
+  const usable = scopesOfList(list, catalog);
+  if (asked !== undefined) {
+    const excess = usable ? asked.filter((s) => !usable.has(s)) : [];
+    if (excess.length) {
+      const keep = asked.filter((s) => usable!.has(s));
+      throw new ToolError(
+        "INVALID_ARGUMENT",
+        `scopes: ${excess.map((s) => `'${s}'`).join(", ")} exceed what the key's tools (${describe(list!)}) need (${listed(usable!)}): a key acts by every route only with the scopes its tools need. ${keep.length ? `Ask for scopes ${JSON.stringify(keep)}` : "Leave scopes out"}, or give tools that need ${excess.length > 1 ? "them" : "it"}${hintFor(excess)}.`,
+        { field: "scopes", excess, tools_scopes: [...usable!] },
+      );
+    }
+    return [...new Set(asked)];
+  }
+  const scopes = usable ? DEFAULT_SCOPES.filter((s) => usable.has(s)) : [...DEFAULT_SCOPES];
+  if (!scopes.length) {
+    throw new ToolError(
+      "INVALID_ARGUMENT",
+      `tools: the key's tools (${describe(list!)}) need ${listed(usable!)}, none of the default scopes (${DEFAULT_SCOPES.join(", ")}), so the key could do nothing. ${usable!.size ? `Give scopes ${JSON.stringify([...usable!])} explicitly` : "Give tools that the key may use"}.`,
+      { field: "tools", tools_scopes: [...usable!] },
+    );
+  }
+  return scopes;
 }

@@ -1,10 +1,15 @@
 /**
- * Backoff for failed authentication, per client. The first `freeFailures` wrong credentials
- * (a bearer token that is not a valid API key, or not the admin token) from one client cost
- * nothing (401); each failure after them (the 11th by default, itself still a 401) starts a
- * window in which the client is refused with RATE_LIMITED, doubling with each further failure
- * (1 s, 2 s, 4 s, ... up to `maxDelayMs`). So by default the 12th request after 11 wrong keys
- * is the first 429. A successful authentication forgets the client.
+ * Backoff for failed authentication, per throttle key. Which key a request counts under is one
+ * rule, throttleKeyOf (lib/auth/middleware.ts): a key-shaped bearer (`tsk_<key id>_<secret>`)
+ * counts under its key id from this client address, anything else under the client address. So
+ * one tenant's revoked key retrying slows that key alone, never another tenant's valid key
+ * behind the same address.
+ *
+ * The first `freeFailures` wrong credentials under one throttle key cost nothing (401); each
+ * failure after them (the 11th by default, itself still a 401) starts a window in which that
+ * throttle key is refused with RATE_LIMITED, doubling with each further failure (1 s, 2 s, 4 s,
+ * ... up to `maxDelayMs`). So by default the 12th request after 11 wrong ones is the first 429.
+ * A successful authentication forgets its throttle key.
  *
  * The state lives in the object createApp makes (or AppDeps.authBackoff), so it is per isolate:
  * on a fleet of Workers or Lambda instances a client is only slowed where its requests land.
@@ -67,7 +72,7 @@ export function createAuthBackoff(opts: AuthBackoffOptions = {}): AuthBackoff {
         const seconds = Math.ceil(wait / 1000);
         throw new ToolError(
           "RATE_LIMITED",
-          `Too many failed authentication attempts from this client. Wait ${seconds} s, then retry with a valid key; each further failure doubles the wait.`,
+          `Too many failed authentication attempts with this credential. Wait ${seconds} s, then retry with a valid key; each further failure doubles the wait.`,
           { retry_after: seconds },
         );
       }
@@ -87,7 +92,7 @@ export function createAuthBackoff(opts: AuthBackoffOptions = {}): AuthBackoff {
   };
 }
 
-/** The client a request comes from: cf-connecting-ip, else the first hop of x-forwarded-for, else "unknown". */
+/** The client address a request comes from: cf-connecting-ip, else the first hop of x-forwarded-for, else "unknown". */
 export function clientOf(headers: Headers): string {
   const cf = headers.get("cf-connecting-ip")?.trim();
   if (cf) return cf;

@@ -17,6 +17,14 @@ export type Scope = (typeof SCOPES)[number];
 export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 export const KEY_PREFIX = "tsk_";
 
+/**
+ * The key id a presented key names (`tsk_<key id>_<secret>`), or null when it is not shaped like
+ * a key. Read from the text alone: it says nothing about whether such a key exists.
+ */
+export function keyIdOf(presented: string): string | null {
+  return /^tsk_([a-z0-9]{1,32})_[^_\s]{1,64}$/.exec(presented)?.[1] ?? null;
+}
+
 export interface Tenant {
   id: string;
   name: string;

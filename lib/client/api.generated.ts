@@ -397,10 +397,10 @@ export interface paths {
                 content: {
                     "application/json": {
                         name?: string;
-                        /** @description Default: read, write, execute. */
+                        /** @description Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools "all". */
                         scopes?: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
                         /**
-                         * @description The tools allowed: a preset (coding, readonly, web, all, none) or a list of tool names (preset names in a list add their tools). Default: all.
+                         * @description The tools allowed: a preset (coding, readonly, web, all, none) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).
                          * @example readonly
                          */
                         tools?: string | string[];
@@ -1015,7 +1015,7 @@ export interface paths {
         put?: never;
         /**
          * Create a workspace (with an archive body: create it loaded, in one call)
-         * @description A JSON body {id?, name?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.
+         * @description A JSON body {id?, name?, tools?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix, tools) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.
          */
         post: {
             parameters: {
@@ -1023,6 +1023,8 @@ export interface paths {
                     id?: string;
                     name?: string;
                     prefix?: string;
+                    /** @description A preset, or tool names joined by commas: as the JSON body's tools. A workspace whose tools need no 'write' is loaded this way (no route writes to it later). */
+                    tools?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1042,7 +1044,7 @@ export interface paths {
                         /** @description With from_workspace: fork this checkpoint of it instead of its current state */
                         checkpoint?: string;
                         /**
-                         * @description Limit tool calls on this workspace to a preset or a list of tool names (default: all). Set at creation only; the key's own tools still apply (the effective set is the intersection).
+                         * @description Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection).
                          * @example readonly
                          */
                         tools?: string | string[];

@@ -10,8 +10,11 @@
  *
  *   public   anyone (/, /healthz, /openapi.json, /docs, /v1/tools)
  *   admin    the admin token (TOOLSHED_ADMIN_TOKEN)
- *   tenant   an API key with `scope` ("any": any valid key); `workspace: true` also binds the
- *            {ws} of the path: it must exist and belong to the key's tenant (else NOT_FOUND)
+ *   tenant   an API key that may act with `scope` ("any": any valid key; each tool call is then
+ *            checked by itself): the key holds the scope AND its tool list needs it (a `readonly`
+ *            key writes by no route; lib/toolset.ts keyScopeRefusal). `workspace: true` also binds
+ *            the {ws} of the path: it must exist and belong to the key's tenant (else NOT_FOUND),
+ *            and the workspace's tool list must need the scope too (workspaceScopeRefusal)
  *   sync     the bash runner's own HMAC token, checked by the sync handler itself
  */
 import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
@@ -20,8 +23,9 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { authenticateAdmin, authenticateTenant } from "../auth/middleware.js";
 import type { Scope } from "../auth/keys.js";
 import type { AppDeps } from "../deps.js";
-import { ToolError } from "../errors.js";
 import type { AppEnv } from "../http.js";
+import type { MetaRecord } from "../layers/open.js";
+import { keyScopeRefusal, workspaceScopeRefusal } from "../toolset.js";
 import { requireWorkspace } from "./common.js";
 import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
@@ -57,27 +61,31 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   }
   const auth = await authenticateTenant(deps, c.req.raw.headers);
   c.set("auth", auth);
-  if (access.scope !== "any" && !auth.scopes.includes(access.scope)) {
-    const tool = c.get("tool");
-    const what = tool ? `The ${tool} tool` : `${c.req.method} ${c.req.routePath.replace(/:(\w+)/g, "{$1}")}`;
-    throw new ToolError(
-      "PERMISSION_DENIED",
-      `${what} needs the '${access.scope}' scope, which this API key does not have (it has: ${auth.scopes.join(", ") || "none"}). Use a key with '${access.scope}'; an admin creates one with POST /v1/admin/tenants/{tenant}/keys.`,
-      { needed: access.scope, scopes: auth.scopes },
-    );
-  }
+  const scope = access.scope;
+  const catalog = deps.tools ?? [];
+  const tool = c.get("tool");
+  const what = () => (tool ? `The ${tool} tool` : `${c.req.method} ${c.req.routePath.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{path}")}`);
+  // The key's scopes within its tool list (lib/toolset.ts, the one rule).
+  const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
+  if (refusal) throw refusal;
   if (!access.workspace) return;
   const id = c.req.param("ws") ?? "";
+  // ... and within the workspace's tool list, once its record is here.
+  const bind = (record: MetaRecord, known?: true) => {
+    const refused = scope === "any" ? null : workspaceScopeRefusal(scope, record.meta.tools, catalog, what());
+    if (refused) throw refused;
+    c.set("workspace", { tenant: auth.tenant, id, record, ...(known ? { known } : {}) });
+  };
   const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
   if (known) {
     return async () => {
-      if (body.knownWorkspace!(c)) return c.set("workspace", { tenant: auth.tenant, id, record: known, known: true });
-      c.set("workspace", { tenant: auth.tenant, id, record: await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces) });
+      if (body.knownWorkspace!(c)) return bind(known, true);
+      bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
     };
   }
   const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
   record.catch(() => {}); // awaited by the guard, after the route's early reads have started
-  return async () => c.set("workspace", { tenant: auth.tenant, id, record: await record });
+  return async () => bind(await record);
 }
 
 export interface BodyRule {

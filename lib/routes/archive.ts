@@ -19,6 +19,7 @@ import { exportEtag, exportStream, listForExport } from "../archive/export.js";
 import { importArchive, type ImportMode, type ImportReport } from "../archive/import.js";
 import { storageSpool } from "../archive/spool.js";
 import { importIntoLayers } from "../layers/import.js";
+import { parseToolList, PRESET_NAMES } from "../toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
@@ -75,11 +76,19 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   return deps.packImport === false ? importArchive(ws, body, opts) : importIntoLayers(layerDeps(deps), ws, opened, body, opts);
 }
 
+/** `?tools=readonly` is a preset, `?tools=readonly,bash` a list (as the JSON body's `tools`). */
+const toolsQuery = (v: string): string | string[] => {
+  const items = v.split(",").map((x) => x.trim());
+  return items.length === 1 && (PRESET_NAMES as string[]).includes(items[0]!) ? items[0]! : items;
+};
+
 /** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */
 export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Promise<Response> {
   const q = c.req.query();
   const tenant = c.get("auth").tenant;
-  const meta = await createWorkspace(deps.storage, tenant, { ...(q.id !== undefined ? { id: q.id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}) });
+  // `tools` (a preset, or names joined by commas): the way to load a workspace no route may write to afterwards.
+  const list = q.tools !== undefined ? parseToolList(toolsQuery(q.tools), deps.tools ?? [], "tools") : undefined;
+  const meta = await createWorkspace(deps.storage, tenant, { ...(q.id !== undefined ? { id: q.id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}), ...(list !== undefined ? { tools: list } : {}) });
   try {
     const report = await runImport(c, deps, meta.id, "merge", q.prefix);
     return c.json({ ...meta, import: { workspace: meta.id, ...report } }, 201);

@@ -20,7 +20,7 @@ const CreateBody = z.object({
   name: z.string().max(200).optional(),
   from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }),
   checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
-  tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
+  tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
 });
 const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional(), tools: z.union([z.string(), z.array(z.string())]).optional() }).openapi("Workspace");
 
@@ -30,9 +30,9 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
       method: "post", path: "/v1/workspaces", tags: ["workspaces"],
       summary: "Create a workspace (with an archive body: create it loaded, in one call)",
-      description: "A JSON body {id?, name?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
+      description: "A JSON body {id?, name?, tools?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix, tools) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
       request: {
-        query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional() }).openapi({ description: "With an archive body only" }),
+        query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional(), tools: z.string().optional().openapi({ description: "A preset, or tool names joined by commas: as the JSON body's tools. A workspace whose tools need no 'write' is loaded this way (no route writes to it later)." }) }).openapi({ description: "With an archive body only" }),
         body: { required: false, content: { "application/json": { schema: CreateBody }, ...ARCHIVE_CONTENT } },
       },
       responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },

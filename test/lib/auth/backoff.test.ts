@@ -1,8 +1,9 @@
-/** Backoff after failed authentication, per client (lib/auth/backoff.ts), alone and through HTTP. */
+/** Backoff after failed authentication, per presented key id (else per client address; lib/auth/backoff.ts, throttleKeyOf), alone and through HTTP. */
 import { describe, expect, it } from "vitest";
 import { clientOf, createAuthBackoff } from "../../../lib/auth/backoff.js";
+import { keyIdOf } from "../../../lib/auth/keys.js";
 import { ToolError } from "../../../lib/errors.js";
-import { ADMIN, newTenant, testApp } from "../../helpers.js";
+import { ADMIN, admin, newTenant, testApp } from "../../helpers.js";
 
 const waitOf = (f: () => void): number | null => {
   try {
@@ -69,12 +70,14 @@ describe("createAuthBackoff", () => {
 describe("through HTTP (the backoff createApp makes)", () => {
   const ip = (n: string) => ({ "cf-connecting-ip": n });
 
-  it("tenant keys: 10 wrong keys are free, the 11th starts the wait: the 12th request gets 429 RATE_LIMITED with Retry-After, even with a good key; others go on", async () => {
+  it("a key id's failures: 10 are free, the 11th starts the wait: its 12th request gets 429 RATE_LIMITED with Retry-After, even with its right secret; other keys and clients go on", async () => {
     const app = testApp();
     const t = await newTenant(app);
+    const other = await newTenant(app);
+    const id = keyIdOf(t.key)!;
     const get = (key: string, client: string) => app.request("/v1/workspaces", { headers: { authorization: `Bearer ${key}`, ...ip(client) } });
-    for (let i = 0; i < 10; i++) expect((await get(`tsk_wrong_${i}`, "203.0.113.1")).status, `failure ${i + 1}`).toBe(401);
-    expect((await get("tsk_wrong_x", "203.0.113.1")).status).toBe(401); // the 11th failure starts the wait
+    for (let i = 0; i < 10; i++) expect((await get(`tsk_${id}_wrongsecret${i}`, "203.0.113.1")).status, `failure ${i + 1}`).toBe(401);
+    expect((await get(`tsk_${id}_wrongsecretx`, "203.0.113.1")).status).toBe(401); // the 11th failure starts the wait
     const limited = await get(t.key, "203.0.113.1");
     expect(limited.status).toBe(429);
     expect(limited.headers.get("retry-after")).toBe("1");
@@ -82,12 +85,56 @@ describe("through HTTP (the backoff createApp makes)", () => {
     expect(body.error.code).toBe("RATE_LIMITED");
     expect(body.error.message).toMatch(/Wait 1 s/);
     expect(body.error.details.retry_after).toBe(1);
-    // Another client, and the same key: fine.
+    // Another key behind the same address, and the same key from another address: fine.
+    expect((await get(other.key, "203.0.113.1")).status).toBe(200);
     expect((await get(t.key, "203.0.113.2")).status).toBe(200);
     // Tool routes too (a refused call reaches no tenant: it still carries usage).
     const tool = await app.request(`/v1/workspaces/${t.ws}/tools/ls`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...ip("203.0.113.1") }, body: "{}" });
     expect(tool.status).toBe(429);
     expect(((await tool.json()) as any).usage).toBeDefined();
+  });
+
+  it("two tenants behind one address: one hammering its revoked key is throttled, the other's valid key keeps getting 200 (issue #25)", async () => {
+    const app = testApp();
+    const a = await newTenant(app);
+    const b = await newTenant(app);
+    const revoked = await admin(app, `/v1/admin/tenants/${a.tenant}/keys`, { name: "old" });
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/keys/${revoked.body.key_id}`, undefined, "DELETE")).status).toBe(200);
+    const nat = ip("198.51.100.200");
+    const get = (key: string) => app.request(`/v1/workspaces/main`, { headers: { authorization: `Bearer ${key}`, ...nat } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      statuses.push((await get(revoked.body.key)).status);
+      const ok = await get(b.key);
+      expect(ok.status, `tenant B's valid key after ${i + 1} failures of A's revoked key`).toBe(200);
+      expect(((await ok.json()) as any).id).toBe("main");
+    }
+    // The revoked key: 11 answered 401, then throttled (each 429 is no new failure, so the window holds).
+    expect(statuses.slice(0, 11)).toEqual(Array(11).fill(401));
+    expect(statuses.slice(11).every((s) => s === 429), statuses.join(",")).toBe(true);
+    // Tenant A's own valid key (another key id) behind the same address: also fine.
+    expect((await get(a.key)).status).toBe(200);
+    // Garbage that is not key-shaped counts under the address, and does not touch keys either.
+    for (let i = 0; i < 12; i++) await get("not-a-key");
+    expect((await get("not-a-key")).status).toBe(429);
+    expect((await get(b.key)).status).toBe(200);
+  });
+
+  it("no oracle: a key id that exists and one that does not are counted and refused alike", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const real = keyIdOf(t.key)!;
+    const made = real.replace(/^./, (c) => (c === "a" ? "b" : "a"));
+    const run = async (id: string) => {
+      const seen: string[] = [];
+      for (let i = 0; i < 13; i++) {
+        const r = await app.request("/v1/workspaces", { headers: { authorization: `Bearer tsk_${id}_wrong${i}`, ...ip("192.0.2.33") } });
+        const b = (await r.json()) as any;
+        seen.push(`${r.status} ${b.error.code} ${b.error.message}`);
+      }
+      return seen;
+    };
+    expect(await run(made)).toEqual(await run(real));
   });
 
   it("the admin token: the same, per client; x-forwarded-for names the client behind a proxy", async () => {
@@ -103,9 +150,10 @@ describe("through HTTP (the backoff createApp makes)", () => {
   it("a success resets the count; a missing key is not a failure", async () => {
     const app = testApp();
     const t = await newTenant(app);
+    const id = keyIdOf(t.key)!;
     const get = (authorization: string | undefined) => app.request("/v1/workspaces", { headers: { ...(authorization ? { authorization } : {}), ...ip("203.0.113.50") } });
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < 10; i++) expect((await get(`Bearer tsk_wrong_${i}`)).status).toBe(401);
+      for (let i = 0; i < 10; i++) expect((await get(`Bearer tsk_${id}_mistyped${i}`)).status).toBe(401);
       expect((await get(`Bearer ${t.key}`)).status, `round ${round}`).toBe(200);
     }
     for (let i = 0; i < 30; i++) expect((await get(undefined)).status).toBe(401);

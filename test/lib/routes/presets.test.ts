@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
 import { PRESETS } from "../../../lib/toolset.js";
 import { admin, newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { tar } from "../archive/archives.js";
 import { compat } from "./compat-helpers.js";
 
 const READONLY: string[] = [...PRESETS.readonly];
@@ -67,7 +68,9 @@ describe("presets on keys", () => {
   it("walks every tool route with a readonly key: each tool outside readonly is PERMISSION_DENIED with storage unchanged", async () => {
     const t = await newTenant(testApp(), { scopes: ["read", "write", "execute", "network"] });
     await upload(t, "a.txt", "hello\n");
-    const k = await keyWith(t, { tools: "readonly", scopes: ["read", "write", "execute", "network"] });
+    // A readonly key is read-only (its scopes derived from its tools); asking it for more is refused (keys-matrix.test.ts).
+    const k = await keyWith(t, { tools: "readonly" });
+    expect(k.record.scopes).toEqual(["read"]);
     const before = await snapshot(t);
     expect(Object.keys(ARGS).sort()).toEqual(names(allTools as never)); // a new tool must be added here
     for (const tool of allTools) {
@@ -112,18 +115,20 @@ describe("presets on keys", () => {
     expect(badName.body.error.message).toContain("Did you mean 'grep'");
     const single = await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { tools: "read" });
     expect(single.body.error.message).toContain('["read"]');
-    const none = await keyWith(t, { tools: "none" });
-    expect(((await (await none.req("/v1/tools")).json()) as any).tools).toEqual([]);
+    // A key with no tool could do nothing: refused, saying why.
+    const none = await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { tools: "none" });
+    expect(none.status).toBe(400);
+    expect(none.body.error.message).toContain("could do nothing");
   });
 });
 
 describe("tool lists on workspaces", () => {
   it("a workspace's list narrows every caller; the effective set is its intersection with the key's", async () => {
     const t = await newTenant(testApp(), { scopes: ["read", "write", "execute", "network"] });
-    const mk = await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "ro", tools: ["readonly", "todo_read", "bash"] }) });
+    // No route writes to a workspace whose tools need no 'write': it is loaded at creation, from an archive.
+    const mk = await t.req("/v1/workspaces?id=ro&tools=readonly,todo_read,bash", { method: "POST", headers: { "content-type": "application/x-tar" }, body: tar([{ name: "a.txt", body: "hello\n" }]) });
     expect(mk.status, await mk.clone().text()).toBe(201);
     expect(((await mk.json()) as any).tools).toEqual(["readonly", "todo_read", "bash"]);
-    await upload({ ...t, ws: "ro" }, "a.txt", "hello\n");
     const before = await snapshot(t, "ro");
     // An unlimited key: the workspace refuses write, allows read.
     expect((await t.call("write", { file_path: "w.txt", content: "x" })).status).toBe(200); // "main" has no list: unaffected
@@ -133,7 +138,7 @@ describe("tool lists on workspaces", () => {
     expect(refused.body.error.details.refused_by).toBe("workspace");
     expect((await unlimited.call("ro", "read", { file_path: "a.txt" })).status).toBe(200);
     // A coding key on this workspace: read, grep, ... and bash (in both); todo_read is in both too; web_fetch in neither.
-    const coding = await keyWith(t, { tools: "coding", scopes: ["read", "write", "execute", "network"] });
+    const coding = await keyWith(t, { tools: "coding" });
     const listed = await mcp(coding.req, "ro", "tools/list");
     expect(names(listed.result.tools)).toEqual([...READONLY, "todo_read", "bash"].sort());
     const web = await keyWith(t, { tools: "web", scopes: ["read", "network"] });
