@@ -27,14 +27,15 @@ import type { Tool } from "./tool.js";
  * do all of these already; the tools just save round trips), task/task_output (a subagent with
  * the same tools, as Claude Code's Task). Left out: web_fetch, web_search
  * (network: use `web`) and ask_user (a human in the loop is the deployer's choice).
- * pending_result is in every preset with a tool the approval gate can hold (a tenant may gate any
- * tool, read included): it only reads the outcome of the caller's workspace's held calls, and
- * without it a model could not learn what became of a held call (docs/mcp-pending.md).
+ * pending_result is in coding and readonly (a tenant may gate any tool, read included): it only
+ * reads the outcome of the caller's workspace's held calls, and without it a model could not learn
+ * what became of a held call (docs/mcp-pending.md). Not in web: it needs `read`, and a preset's
+ * tools decide its key's scopes (docs/keys-and-presets.md), so it would give a web key the files.
  */
 export const PRESETS = {
   coding: ["read", "write", "edit", "multi_edit", "insert", "apply_patch", "ls", "glob", "grep", "find", "delete", "move", "copy", "bash", "bash_output", "kill_shell", "run_code", "todo_write", "todo_read", "task", "task_output", "pending_result"],
   readonly: ["read", "ls", "glob", "grep", "find", "pending_result"],
-  web: ["web_fetch", "web_search", "pending_result"],
+  web: ["web_fetch", "web_search"],
   all: null,
   none: [],
 } as const satisfies Record<string, readonly string[] | null>;

@@ -106,7 +106,7 @@ describe("presets on keys", () => {
   it("an explicit list (names and presets) works; unknown names and presets are INVALID_ARGUMENT with did-you-mean", async () => {
     const t = await newTenant();
     const k = await keyWith(t, { tools: ["read", "web"] });
-    expect(names(((await (await k.req("/v1/tools")).json()) as any).tools)).toEqual(["pending_result", "read"]); // web_fetch and web_search need 'network', which this key lacks; the web preset's pending_result needs only 'read'
+    expect(names(((await (await k.req("/v1/tools")).json()) as any).tools)).toEqual(["read"]); // web_fetch and web_search need 'network', which this key lacks
     const bad = await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { tools: "redonly" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("INVALID_ARGUMENT");
@@ -141,9 +141,8 @@ describe("tool lists on workspaces", () => {
     const coding = await keyWith(t, { tools: "coding" });
     const listed = await mcp(coding.req, "ro", "tools/list");
     expect(names(listed.result.tools)).toEqual([...READONLY, "todo_read", "bash"].sort());
-    const web = await keyWith(t, { tools: "web", scopes: ["read", "network"] });
-    // Only pending_result is in both (the web preset and readonly): a held web_fetch's outcome stays readable.
-    expect(names((await mcp(web.req, "ro", "tools/list")).result.tools)).toEqual(["pending_result"]);
+    const web = await keyWith(t, { tools: "web", scopes: ["network"] });
+    expect((await mcp(web.req, "ro", "tools/list")).result.tools).toEqual([]);
     expect((await web.call("ro", "web_fetch", { url: "http://127.0.0.1:9/" })).body.error.code).toBe("PERMISSION_DENIED");
     expect(await snapshot(t, "ro")).toBe(before);
     // A fork keeps its origin's tools; tools with from_workspace is refused.
