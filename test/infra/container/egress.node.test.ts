@@ -12,6 +12,7 @@ import { createServer, type Server } from "node:net";
 import { hostname, networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalInvokeServer } from "../../../infra/container/local-server.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import type { Resolver } from "../../../lib/web/node-fetcher.js";
 import { setup } from "./helpers.js";
@@ -134,6 +135,26 @@ describe("sandbox egress: nothing internal is reachable", () => {
     expect(r.stdout).toContain("no-dns");
     expect(r.output).not.toContain("hello from the host");
     expect(hostConnections).toBe(0);
+  });
+});
+
+describe("sandbox egress: the runner's own Invoke endpoint", () => {
+  it("is out of reach of every command, with and without network, through the proxy or around it", async () => {
+    const invoke = await startLocalInvokeServer({ root: join(t.root, "invoke"), functionName: "toolshed-runner" });
+    try {
+      const url = `${invoke.url}/2015-03-31/functions/toolshed-runner/invocations`;
+      const body = JSON.stringify({ version: 1, tenant: "victim", workspace: "w", command: "id" });
+      const post = (proxy: string) => `curl -fsS -m 5 ${proxy} -H 'X-Amz-Tenant-Id: victim' -d '${body}' ${url}; echo "[rc=$?]"`;
+      const cmd = [post("--noproxy ''"), post("--noproxy '*'")].join("; ");
+      for (const network of [false, true]) {
+        const r = await t.run(cmd, { network });
+        expect(r.stdout.match(/\[rc=[1-9]\d*\]/g) ?? []).toHaveLength(2); // through the proxy: 403; around it: no route
+        if (network) expect(r.stderr).toContain(`Refused to connect to ${new URL(invoke.url).host}: 127.0.0.1 is a loopback address`);
+      }
+      expect(invoke.invocations).toEqual([]);
+    } finally {
+      await invoke.close();
+    }
   });
 });
 
