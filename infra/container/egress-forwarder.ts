@@ -38,7 +38,8 @@ export function proxyEnv(): Record<string, string> {
 
 /**
  * The forwarder, run by node inside the sandbox: argv = socket path, port. It says "ready"
- * once it listens. Half-closes pass through (allowHalfOpen), errors end both sides.
+ * once it listens. An end (FIN) is passed on as an end, so nothing buffered is lost
+ * (allowHalfOpen both ways); an error on one side ends the other.
  * (No single quotes: it is one shell word.)
  */
 const FORWARDER = [
@@ -46,8 +47,7 @@ const FORWARDER = [
   `const [sock, port] = process.argv.slice(1);`,
   `net.createServer({ allowHalfOpen: true }, (c) => {`,
   `  const u = net.connect({ path: sock, allowHalfOpen: true });`,
-  `  const end = () => { c.destroy(); u.destroy(); };`,
-  `  c.on("error", end); u.on("error", end); c.on("close", end); u.on("close", end);`,
+  `  c.on("error", () => u.destroy()); u.on("error", () => c.destroy());`,
   `  c.pipe(u); u.pipe(c);`,
   `}).listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\\n"));`,
 ].join("\n");

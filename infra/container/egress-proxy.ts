@@ -110,7 +110,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const connectTo = (a: CheckedAddress, port: number) =>
     new Promise<Socket>((resolve, reject) => {
       // An address, never a name: nothing is resolved again here.
-      const s = connect({ host: a.address, port, family: a.family });
+      const s = connect({ host: a.address, port, family: a.family, allowHalfOpen: true });
       const timer = setTimeout(() => s.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })), connectTimeoutMs);
       s.once("connect", () => {
         clearTimeout(timer);
@@ -122,6 +122,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         reject(e);
       });
     });
+
+  /**
+   * Bytes both ways; an end (FIN) is passed on as an end, so what is still buffered is
+   * delivered (both sides are half-open capable); a failure on one side ends the other.
+   */
+  const splice = (a: Duplex, b: Duplex) => {
+    a.pipe(b);
+    b.pipe(a);
+    a.on("close", (failed: boolean) => failed && b.destroy());
+    b.on("close", (failed: boolean) => failed && a.destroy());
+  };
 
   const failureOf = (e: unknown, what: string): EgressRefused =>
     e instanceof EgressRefused ? e : new EgressRefused(`Could not reach ${what}: ${(e as Error).message}`, 502);
@@ -144,10 +155,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       if (client.destroyed) return void up.destroy();
       client.write("HTTP/1.1 200 Connection established\r\n\r\n");
       if (head.length) up.write(head);
-      up.pipe(client);
-      client.pipe(up);
-      up.on("close", () => client.destroy());
-      client.on("close", () => up.destroy());
+      splice(client, up);
     } catch (e) {
       const f = failureOf(e, req.url ?? "");
       tell(f.message);
@@ -173,7 +181,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     try {
       up = await dial(url.hostname, port);
     } catch (e) {
-      return answer(failureOf(e, url.host).status, failureOf(e, url.host).message);
+      const f = failureOf(e, url.host);
+      return answer(f.status, f.message);
     }
     const headers = { ...withoutHop(req.headers), host: url.host, connection: "close" };
     const out = httpRequest({ createConnection: () => up, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false });

@@ -33,6 +33,7 @@ let hostConnections = 0;
 let web: HttpServer;
 let webPort = 0;
 const webRequests: string[] = [];
+const BIG = 2 * 1024 * 1024;
 
 beforeAll(async () => {
   host = createServer((s) => {
@@ -44,6 +45,7 @@ beforeAll(async () => {
   hostPort = (host.address() as { port: number }).port;
   web = createHttpServer((req, res) => {
     webRequests.push(`${req.method} ${req.url}`);
+    if (req.url === "/big") return void res.end(Buffer.alloc(BIG, 97)); // ends right after its last byte
     res.end(`hello from web ${req.url}\n`);
   });
   await new Promise<void>((r) => web.listen(0, "127.0.0.2", r));
@@ -173,7 +175,10 @@ describe("sandbox egress: the allowed path (the proxy lets test loopback through
     expect(allowed.stdout).toContain("hello from web /plain");
     expect(allowed.stdout).toContain("hello from web /tunnel");
     expect(allowed.stdout).toContain("hello from web /py");
-    expect(webRequests.slice(before)).toEqual(["GET /plain", "GET /tunnel", "GET /py"]);
+    expect(webRequests.slice(before, before + 3)).toEqual(["GET /plain", "GET /tunnel", "GET /py"]);
+    // A large body arrives whole both ways (the server closes right after it: nothing buffered is dropped).
+    const big = await open.run(`curl -sS http://127.0.0.2:${webPort}/big | wc -c; curl -sS --proxytunnel http://127.0.0.2:${webPort}/big | wc -c`, { network: true });
+    expect(big.stdout.trim().split("\n")).toEqual([String(BIG), String(BIG)]);
     // The run's own loopback is reached directly (NO_PROXY), never through the proxy.
     const local = await open.run(`(python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &); for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8000/ && break; sleep 0.1; done; curl -sS -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8000/`, { network: true });
     expect(local.stdout.trim().split("\n").pop()).toBe("200");
