@@ -11,6 +11,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { ToolError } from "../../lib/errors.js";
 import { startEgressProxy, type EgressProxyLimits } from "./egress-proxy.js";
 import type { EgressRuleOptions } from "./egress-rules.js";
 
@@ -52,21 +53,20 @@ const FORWARDER = [
   `}).listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\\n"));`,
 ].join("\n");
 
-/**
- * Shell that starts the forwarder and waits until it listens (run before the command, its
- * stdin /dev/null; its errors go to the command's stderr). 125 when it cannot start.
- */
-export function forwarderStart(): string {
-  const run = `exec ${IN_SANDBOX}/node -e '${FORWARDER}' ${IN_SANDBOX}/egress/${SOCKET_NAME} ${EGRESS_PORT} </dev/null`;
-  return `exec 9< <(${run}); read -r ok <&9; exec 9<&-; [ "$ok" = ready ] || { echo "toolshed: the sandbox's network proxy did not start" >&2; exit 125; }`;
+/** The forwarder as limitsScript's helper (sandbox.ts): started before the gate opens, the command waits for its "ready". */
+function forwarder(): { command: string; failure: string } {
+  return {
+    command: `exec ${IN_SANDBOX}/node -e '${FORWARDER}' ${IN_SANDBOX}/egress/${SOCKET_NAME} ${EGRESS_PORT}`,
+    failure: "toolshed: the sandbox's network proxy did not start",
+  };
 }
 
 export interface RunEgress {
   /** bwrap arguments: the node binary and the socket's directory, read-only. */
   args: string[];
   env: Record<string, string>;
-  /** Shell run before the command (forwarderStart). */
-  start: string;
+  /** The forwarder, for limitsScript. */
+  helper: { command: string; failure: string };
   /** Ends the proxy and its connections, removes the socket. */
   close(): Promise<void>;
 }
@@ -79,13 +79,16 @@ export async function openRunEgress(stateDir: string, apiUrl: string | undefined
   const base = join(stateDir, "egress");
   mkdirSync(base, { recursive: true, mode: 0o711 });
   const dir = join(base, `${process.pid}-${++seq}`);
+  const socketPath = join(dir, SOCKET_NAME);
+  // Linux cuts a unix socket's path at 107 bytes without a word: the sandbox would dial a name that is not there.
+  if (Buffer.byteLength(socketPath) > 107) throw new ToolError("INTERNAL", `The runner's state directory ${stateDir} is too long for the egress proxy's socket (${socketPath} is over 107 bytes). Use a shorter runner root, e.g. /tmp/toolshed (TOOLSHED_RUNNER_ROOT).`);
   mkdirSync(dir, { mode: 0o711 });
   try {
-    const proxy = await startEgressProxy({ ...opts, ...(apiUrl ? { apiUrl } : {}), socketPath: join(dir, SOCKET_NAME), onRefusal });
+    const proxy = await startEgressProxy({ ...opts, ...(apiUrl ? { apiUrl } : {}), socketPath, onRefusal });
     return {
       args: ["--ro-bind", process.execPath, `${IN_SANDBOX}/node`, "--ro-bind", dir, `${IN_SANDBOX}/egress`],
       env: proxyEnv(),
-      start: forwarderStart(),
+      helper: forwarder(),
       async close() {
         await proxy.close();
         rmSync(dir, { recursive: true, force: true });

@@ -125,8 +125,12 @@ export function commandEnv(tmp: string, extra: Record<string, string>): Record<s
  * are per process, so the command also volunteers as the OOM killer's first victim
  * (oom_score_adj 1000): if the host runs short, it dies before the handler does. Only
  * descriptors 0-2 reach the command.
+ *
+ * `helper`: a process started first, before the gate opens (so its start overlaps the run's
+ * setup), with only descriptors 0-2 (stdin /dev/null); it prints "ready" once it serves, and the
+ * command starts only after that (the egress forwarder, egress-forwarder.ts).
  */
-export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }, start = ""): string {
+export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }, helper?: { command: string; failure: string }): string {
   const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
   const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
   // Descriptors beyond 0-2 that the handler inherited without close-on-exec would reach the command: closed.
@@ -134,8 +138,9 @@ export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: numbe
   const closeFds = `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] && { eval "exec $n<&-"; } 2>/dev/null; done`;
   // The gate: one line "go" on its descriptor starts the command (in `cwd`, made meanwhile); anything else ends it unrun.
   const wait = gate ? `read -r g <&${gate.fd} && [ "$g" = go ] || exit 125; cd -- ${shellQuote(gate.cwd)} || exit 125; ` : "";
-  // `start`: what must run before the command, after the descriptors are closed (the egress forwarder).
-  return `${wait}${closeFds}; ${start ? `${start}; ` : ""}echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  const launch = helper ? `exec {helper}< <(${closeFds}; ${helper.command} </dev/null); ` : "";
+  const ready = helper ? `read -r ok <&$helper; exec {helper}<&-; [ "$ok" = ready ] || { echo ${shellQuote(helper.failure)} >&2; exit 125; }; ` : "";
+  return `${launch}${wait}${ready}${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
 }
 
 /** `s` as one shell word. */
@@ -236,7 +241,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     for (const f of spec.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
     // The gate's pipe comes last: the script reads "go" from it (limitsScript), then closes it with the others.
     const gateFd = spec.gate ? 3 + fds.length : null;
-    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" }, egress?.start);
+    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" }, egress?.helper);
     const args = [...baseArgs(spec, egress), "--", "/bin/bash", "-c", script, "toolshed", spec.command];
     let child: ChildProcess;
     try {
