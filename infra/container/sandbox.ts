@@ -1,18 +1,20 @@
 /**
  * The sandbox of user commands: bubblewrap. New user, pid, net, ipc, uts, mount and
- * cgroup namespaces; a read-only /usr and a minimal /etc; the workspace tree bound
+ * cgroup namespaces (always the net one: a run with network gets out only through the
+ * runner's egress proxy, egress-forwarder.ts); a read-only /usr and a minimal /etc; the workspace tree bound
  * read-write at /workspace; private size-limited /tmp and /dev/shm; an empty environment;
  * rlimits set inside before the command starts; a seccomp filter (seccomp.ts) installed by
  * bwrap just before the command's exec. No bwrap, no run: never unsandboxed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
+import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forwarder.js";
+import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
 
@@ -45,6 +47,8 @@ export interface SandboxOptions {
    * null on an architecture other than x64/arm64). Tests pass null for a control without it.
    */
   seccomp?: Buffer | null;
+  /** The egress proxy of runs with network: limits; for tests only, a DNS and `allowLoopback`. */
+  egress?: EgressOptions;
 }
 
 export interface SandboxSpec {
@@ -57,7 +61,10 @@ export interface SandboxSpec {
   /** Files the command's HOME starts with (relative path → text; writable copies): git's config and excludes. */
   home?: { path: string; text: string }[];
   stdin?: string;
+  /** Reach the internet through the egress proxy (public addresses only); false: no network at all. */
   network: boolean;
+  /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
+  apiUrl?: string;
   limits: RunLimits;
   timeoutMs: number;
   /**
@@ -102,39 +109,9 @@ function findOnPath(name: string): string | null {
   return null;
 }
 
-const ETC_BINDS = ["alternatives", "ssl", "ca-certificates", "pki", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "mime.types", "protocols", "services", "nsswitch.conf", "host.conf", "bash.bashrc", "profile", "inputrc", "gitconfig", "python3", "python3.11"];
-const NET_ETC_BINDS = ["resolv.conf", "gai.conf"];
-const SANDBOX_UID = 1000;
-const ETC_FILES = ["passwd", "group", "hosts", "hostname"];
 const FD_ETC = 3;
 /** The seccomp program's descriptor: after the /etc files. */
 const FD_SECCOMP = FD_ETC + ETC_FILES.length;
-
-function writeEtc(stateDir: string): string {
-  const etc = join(stateDir, "etc");
-  mkdirSync(etc, { recursive: true, mode: 0o700 });
-  const files: Record<string, string> = {
-    passwd: `root:x:0:0:root:/root:/bin/bash\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
-    group: `root:x:0:\nuser:x:${SANDBOX_UID}:\nnogroup:x:65534:\n`,
-    hosts: "127.0.0.1 localhost toolshed\n::1 localhost\n",
-    hostname: "toolshed\n",
-  };
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(etc, name), text, { mode: 0o644 });
-  return etc;
-}
-
-/** A file of the handler's state holding `text` (named by its hash: written once, shared by runs). */
-function homeFile(stateDir: string, text: string): string {
-  const dir = join(stateDir, "home");
-  const path = join(dir, createHash("sha256").update(text).digest("hex").slice(0, 32));
-  if (!existsSync(path)) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, text, { mode: 0o600 });
-    renameSync(tmp, path);
-  }
-  return path;
-}
 
 /** The whole environment of a command: these few variables and the call's own. */
 export function commandEnv(tmp: string, extra: Record<string, string>): Record<string, string> {
@@ -148,8 +125,12 @@ export function commandEnv(tmp: string, extra: Record<string, string>): Record<s
  * are per process, so the command also volunteers as the OOM killer's first victim
  * (oom_score_adj 1000): if the host runs short, it dies before the handler does. Only
  * descriptors 0-2 reach the command.
+ *
+ * `helper`: a process started first, before the gate opens (so its start overlaps the run's
+ * setup), with only descriptors 0-2 (stdin /dev/null); it prints "ready" once it serves, and the
+ * command starts only after that (the egress forwarder, egress-forwarder.ts).
  */
-export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }): string {
+export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }, helper?: { command: string; failure: string }): string {
   const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
   const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
   // Descriptors beyond 0-2 that the handler inherited without close-on-exec would reach the command: closed.
@@ -157,7 +138,9 @@ export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: numbe
   const closeFds = `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] && { eval "exec $n<&-"; } 2>/dev/null; done`;
   // The gate: one line "go" on its descriptor starts the command (in `cwd`, made meanwhile); anything else ends it unrun.
   const wait = gate ? `read -r g <&${gate.fd} && [ "$g" = go ] || exit 125; cd -- ${shellQuote(gate.cwd)} || exit 125; ` : "";
-  return `${wait}${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
+  const launch = helper ? `exec {helper}< <(${closeFds}; ${helper.command} </dev/null); ` : "";
+  const ready = helper ? `read -r ok <&$helper; exec {helper}<&-; [ "$ok" = ready ] || { echo ${shellQuote(helper.failure)} >&2; exit 125; }; ` : "";
+  return `${launch}${wait}${ready}${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
 }
 
 /** `s` as one shell word. */
@@ -193,9 +176,9 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   };
 
   /** Arguments up to (not including) the command. */
-  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "network" | "limits" | "env" | "home" | "gate">): string[] {
+  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "limits" | "env" | "home" | "gate">, egress: RunEgress | null): string[] {
+    // --unshare-all includes the network: never --share-net, the host's network is never the sandbox's.
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
-    if (spec.network) a.push("--share-net");
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
     a.push("--ro-bind", "/usr", "/usr");
     for (const top of ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]) {
@@ -210,7 +193,8 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     a.push("--dir", "/etc");
     // Handler-private files are passed as open file descriptors (3, 4, ...) and copied in.
     ETC_FILES.forEach((name, i) => a.push("--ro-bind-data", String(FD_ETC + i), `/etc/${name}`));
-    for (const name of spec.network ? [...ETC_BINDS, ...NET_ETC_BINDS] : ETC_BINDS) a.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+    for (const name of ETC_BINDS) a.push("--ro-bind-try", `/etc/${name}`, `/etc/${name}`);
+    if (egress) a.push(...egress.args);
     a.push("--proc", "/proc", "--dev", "/dev");
     const tmpBytes = String(spec.limits.tmp_mb * 1024 * 1024);
     a.push("--size", tmpBytes, "--tmpfs", "/tmp", "--size", tmpBytes, "--tmpfs", "/dev/shm");
@@ -229,14 +213,24 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     // With a gate the script changes to the working directory itself: it may not exist yet.
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd && !spec.gate ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
-    for (const [k, v] of Object.entries(commandEnv("/tmp", spec.env))) a.push("--setenv", k, v);
+    for (const [k, v] of Object.entries(commandEnv("/tmp", { ...egress?.env, ...spec.env }))) a.push("--setenv", k, v);
     // bwrap reads the filter from this descriptor and installs it just before exec.
     if (seccomp) a.push("--seccomp", String(FD_SECCOMP));
     return a;
   }
 
-  function run(spec: SandboxSpec): Promise<SandboxExit> {
+  async function run(spec: SandboxSpec): Promise<SandboxExit> {
     const bin = bwrap();
+    // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
+    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, opts.egress ?? {}, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
+    try {
+      return await spawnRun(bin, spec, egress);
+    } finally {
+      await egress?.close();
+    }
+  }
+
+  function spawnRun(bin: string, spec: SandboxSpec, egress: RunEgress | null): Promise<SandboxExit> {
     etcDir ??= writeEtc(opts.stateDir);
     if (seccomp && !seccompFile) {
       seccompFile = join(opts.stateDir, "seccomp.bpf");
@@ -247,8 +241,8 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     for (const f of spec.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
     // The gate's pipe comes last: the script reads "go" from it (limitsScript), then closes it with the others.
     const gateFd = spec.gate ? 3 + fds.length : null;
-    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" });
-    const args = [...baseArgs(spec), "--", "/bin/bash", "-c", script, "toolshed", spec.command];
+    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" }, egress?.helper);
+    const args = [...baseArgs(spec, egress), "--", "/bin/bash", "-c", script, "toolshed", spec.command];
     let child: ChildProcess;
     try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.

@@ -3765,7 +3765,7 @@ export interface paths {
          *     - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
          *     - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
          *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
-         *     - No network unless your API key has the network scope. Nothing survives the call but workspace files: /tmp is private, processes are killed.
+         *     - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. Nothing survives the call but workspace files: /tmp is private, processes are killed.
          *     - Output: stdout and stderr merged; over 30000 bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
          *     - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
          *     - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
@@ -3797,7 +3797,7 @@ export interface paths {
          *     - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
          *     - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
          *     - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
-         *     - No network unless your API key has the network scope. Long output is cut as bash cuts it (the note says what was left out and where the full output is).
+         *     - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
          *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files: undo it with POST /v1/workspaces/{ws}/undo)
          */
         post: operations["tool_run_code"];

@@ -1,0 +1,216 @@
+/**
+ * The egress proxy of one sandboxed run with network: an HTTP forward proxy served by the
+ * runner, outside the sandbox, on a unix socket that only this run's sandbox sees (bound into
+ * it; egress-forwarder.ts makes it the sandbox's 127.0.0.1:3128). The sandbox has its own
+ * network namespace with nothing but loopback, so this is its only way out.
+ * - CONNECT host:port (https, and any TCP protocol a client tunnels): checked, then a tunnel.
+ * - absolute-form plain HTTP (GET http://host/path): checked, then forwarded, one upstream
+ *   connection per request.
+ * Every target is checked by egress-rules.ts (web_fetch's SSRF rules, the API's host, this
+ * host's addresses), names are resolved there and only checked addresses are dialled. A
+ * refusal answers 403 with one line saying why, and the same line goes to the command's
+ * stderr (onRefusal): curl does not print a refused CONNECT's body. Bounded: open and total
+ * connections per run, connect and idle timeouts; close() ends every connection.
+ */
+import { chmod } from "node:fs/promises";
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { connect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { EgressRefused, egressRules, parseAuthority, type CheckedAddress, type EgressRuleOptions } from "./egress-rules.js";
+
+export interface EgressProxyLimits {
+  /** Upstream connections open at once (default 64). */
+  maxOpen?: number;
+  /** Upstream connections over the whole run (default 4096). */
+  maxTotal?: number;
+  /** A connection with no traffic either way for this long is closed (default 120 s). */
+  idleMs?: number;
+  /** Longest wait for an upstream TCP connection (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+export interface EgressProxyOptions extends EgressRuleOptions, EgressProxyLimits {
+  /** Where to listen (a unix socket path; its directory exists). */
+  socketPath: string;
+  /** A one-line refusal for the command's output. */
+  onRefusal(line: string): void;
+}
+
+export interface EgressProxy {
+  /** Ends every connection and stops listening; reports refusals not yet told. */
+  close(): Promise<void>;
+}
+
+/** Refusals told one by one in the output; the rest are counted in one line at close. */
+const TOLD_REFUSALS = 20;
+/** Hop-by-hop headers, never forwarded (RFC 9110 7.6.1), and the proxy's own. */
+const HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+const withoutHop = (h: IncomingHttpHeaders): IncomingHttpHeaders => {
+  const named = new Set(String(h.connection ?? "").toLowerCase().split(",").map((s) => s.trim()));
+  return Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k) && !named.has(k)));
+};
+
+const plainAnswer = (status: number, line: string) => {
+  const body = `${line}\n`;
+  const reason = status === 403 ? "Forbidden" : status === 400 ? "Bad Request" : status === 503 ? "Service Unavailable" : "Bad Gateway";
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Toolshed-Egress: refused\r\nConnection: close\r\n\r\n${body}`;
+};
+
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const rules = egressRules(opts);
+  const maxOpen = opts.maxOpen ?? 64;
+  const maxTotal = opts.maxTotal ?? 4096;
+  const idleMs = opts.idleMs ?? 120_000;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
+  const sockets = new Set<Duplex>();
+  let open = 0;
+  let total = 0;
+  let refused = 0;
+  let closed = false;
+
+  const track = <T extends Duplex>(s: T): T => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+    if ("setTimeout" in s) (s as unknown as Socket).setTimeout(idleMs, () => s.destroy());
+    return s;
+  };
+
+  const tell = (line: string) => {
+    if (++refused <= TOLD_REFUSALS) opts.onRefusal(`toolshed egress: ${line}`);
+  };
+
+  /** A connected upstream socket to a checked address of host:port. */
+  async function dial(host: string, port: number): Promise<Socket> {
+    if (closed) throw new EgressRefused("The run is over; no new connections.", 503);
+    if (open >= maxOpen) throw new EgressRefused(`Refused to connect to ${host}:${port}: this command already has ${maxOpen} connections open, the most one run may. Close some, or reuse connections.`, 503);
+    if (total >= maxTotal) throw new EgressRefused(`Refused to connect to ${host}:${port}: this command has opened ${maxTotal} connections, the most one run may.`, 503);
+    open++;
+    total++;
+    try {
+      const addresses: CheckedAddress[] = await rules.check(host, port);
+      let last: Error | null = null;
+      for (const a of addresses) {
+        try {
+          const s = await connectTo(a, port);
+          s.on("close", () => open--);
+          return track(s);
+        } catch (e) {
+          last = e as Error;
+        }
+      }
+      throw new EgressRefused(`Could not connect to ${host}:${port} (${(last as NodeJS.ErrnoException | null)?.code ?? last?.message ?? "no address"}). Check the host and port, or retry later.`, 502);
+    } catch (e) {
+      open--;
+      throw e;
+    }
+  }
+
+  const connectTo = (a: CheckedAddress, port: number) =>
+    new Promise<Socket>((resolve, reject) => {
+      // An address, never a name: nothing is resolved again here.
+      const s = connect({ host: a.address, port, family: a.family, allowHalfOpen: true });
+      const timer = setTimeout(() => s.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })), connectTimeoutMs);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        s.removeListener("error", reject);
+        resolve(s);
+      });
+      s.once("error", (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
+
+  /**
+   * Bytes both ways; an end (FIN) is passed on as an end, so what is still buffered is
+   * delivered (both sides are half-open capable); a failure on one side ends the other.
+   */
+  const splice = (a: Duplex, b: Duplex) => {
+    a.pipe(b);
+    b.pipe(a);
+    a.on("close", (failed: boolean) => failed && b.destroy());
+    b.on("close", (failed: boolean) => failed && a.destroy());
+  };
+
+  const failureOf = (e: unknown, what: string): EgressRefused =>
+    e instanceof EgressRefused ? e : new EgressRefused(`Could not reach ${what}: ${(e as Error).message}`, 502);
+
+  const server = createServer({ requestTimeout: 0, headersTimeout: 30_000 }, (req, res) => void forward(req, res));
+  server.on("connection", (s: Socket) => track(s));
+  server.on("connect", (req: IncomingMessage, client: Duplex, head: Buffer) => void tunnel(req, client, head));
+  server.on("clientError", (_e, s: Duplex) => s.destroy());
+
+  async function tunnel(req: IncomingMessage, client: Duplex, head: Buffer) {
+    const target = parseAuthority(req.url ?? "");
+    if (!target) {
+      const line = `CONNECT needs host:port, not ${JSON.stringify((req.url ?? "").slice(0, 200))}.`;
+      tell(line);
+      client.end(plainAnswer(400, line));
+      return;
+    }
+    try {
+      const up = await dial(target.host, target.port);
+      if (client.destroyed) return void up.destroy();
+      client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+      if (head.length) up.write(head);
+      splice(client, up);
+    } catch (e) {
+      const f = failureOf(e, req.url ?? "");
+      tell(f.message);
+      client.end(plainAnswer(f.status, f.message));
+    }
+  }
+
+  async function forward(req: IncomingMessage, res: ServerResponse) {
+    const answer = (status: number, line: string) => {
+      tell(line);
+      if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "x-toolshed-egress": "refused", connection: "close" });
+      res.end(`${line}\n`);
+    };
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "");
+    } catch {
+      return answer(400, "This is the sandbox's HTTP proxy: send absolute URLs (http://host/path) or CONNECT host:port; HTTP_PROXY and HTTPS_PROXY are set for that.");
+    }
+    if (url.protocol !== "http:") return answer(400, `Only http:// URLs are forwarded as plain requests, not ${url.protocol}; https goes through CONNECT (HTTPS_PROXY).`);
+    const port = Number(url.port || 80);
+    let up: Socket;
+    try {
+      up = await dial(url.hostname, port);
+    } catch (e) {
+      const f = failureOf(e, url.host);
+      return answer(f.status, f.message);
+    }
+    const headers = { ...withoutHop(req.headers), host: url.host, connection: "close" };
+    const out = httpRequest({ createConnection: () => up, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false });
+    out.on("response", (r) => {
+      res.writeHead(r.statusCode ?? 502, r.statusMessage, withoutHop(r.headers));
+      r.pipe(res);
+      r.on("error", () => res.destroy());
+    });
+    out.on("error", (e) => (res.headersSent ? res.destroy() : answer(502, `Could not reach ${url.host}: ${e.message}`)));
+    res.on("close", () => up.destroy());
+    req.pipe(out);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.socketPath, () => resolve());
+  });
+  // The sandbox's user connects to it (it sees only this socket's directory).
+  await chmod(opts.socketPath, 0o666);
+
+  return {
+    async close() {
+      if (closed) return;
+      closed = true;
+      const stopped = new Promise<void>((r) => server.close(() => r()));
+      for (const s of sockets) s.destroy();
+      await stopped;
+      if (refused > TOLD_REFUSALS) opts.onRefusal(`toolshed egress: ${refused - TOLD_REFUSALS} more connections were refused (the first ${TOLD_REFUSALS} are above).`);
+    },
+  };
+}
