@@ -132,7 +132,8 @@ export async function ensureWhiteoutMark(storage: StorageDriver, tenant: string,
   for (let attempt = 0; attempt < MARK_ATTEMPTS; attempt++) {
     const rec = await readMeta(storage, tenant, ws);
     if (!rec) throw notFound(ws);
-    if (rec.meta.whiteout) return Whiteouts.of(storage, rec.meta);
+    const now = Whiteouts.of(storage, rec.meta);
+    if (now.body !== null) return now;
     const meta: WorkspaceMeta = { ...rec.meta, whiteout: newWhiteoutMark() };
     try {
       await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: rec.etag, contentType: "application/json" });
@@ -141,5 +142,5 @@ export async function ensureWhiteoutMark(storage: StorageDriver, tenant: string,
       if (!isConditionFailed(e)) throw e;
     }
   }
-  throw new ToolError("CONFLICT", `Workspace ${ws} was changed by other calls meanwhile; nothing was deleted. Retry.`, { workspace: ws });
+  throw new ToolError("CONFLICT", `Workspace ${ws}'s record kept changing meanwhile (other checkpoints, restores or imports); retry the call.`, { workspace: ws });
 }
