@@ -11,7 +11,7 @@ import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";
 import type { Manifest, ManifestCache } from "./manifest.js";
 import { plainDriver } from "./plain-driver.js";
-import { newWhiteoutMark, Whiteouts } from "./whiteout.js";
+import { markFor, Whiteouts } from "./whiteout.js";
 
 export interface LayerDeps {
   storage: StorageDriver;
@@ -110,7 +110,7 @@ export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, m
  * A record made before whiteout marks gets its mark here (whiteout.ts).
  */
 export async function switchBase(storage: StorageDriver, tenant: string, ws: string, seen: MetaRecord, base: string | null): Promise<MetaRecord> {
-  const meta: WorkspaceMeta = { ...seen.meta, base, seq: (seen.meta.seq ?? 0) + 1, whiteout: seen.meta.whiteout ?? newWhiteoutMark() };
+  const meta: WorkspaceMeta = { ...seen.meta, base, seq: (seen.meta.seq ?? 0) + 1, whiteout: markFor(seen.meta) };
   try {
     const o = await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: seen.etag, contentType: "application/json" });
     return { meta, etag: o.etag };
@@ -134,7 +134,7 @@ export async function ensureWhiteoutMark(storage: StorageDriver, tenant: string,
     if (!rec) throw notFound(ws);
     const now = Whiteouts.of(storage, rec.meta);
     if (now.body !== null) return now;
-    const meta: WorkspaceMeta = { ...rec.meta, whiteout: newWhiteoutMark() };
+    const meta: WorkspaceMeta = { ...rec.meta, whiteout: markFor(rec.meta) };
     try {
       await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: rec.etag, contentType: "application/json" });
       return Whiteouts.of(storage, meta);

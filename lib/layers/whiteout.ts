@@ -40,6 +40,9 @@ export function newWhiteoutMark(): string {
   return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
 
+/** A record's mark if it has a valid one, else a new one (what a record is written with: open.ts). */
+export const markFor = (meta: { whiteout?: string | undefined }): string => (typeof meta.whiteout === "string" && MARK_HEX.test(meta.whiteout) ? meta.whiteout : newWhiteoutMark());
+
 /** The content type a tenant's file is stored with (lib/workspace/file-writes.ts): never the whiteouts' own. */
 export const tenantContentType = (asked: string | undefined): string | undefined => (asked === WHITEOUT_CONTENT_TYPE ? undefined : asked);
 
