@@ -19,7 +19,7 @@ import type { ListResult, ObjectInfo, StorageDriver } from "../storage/types.js"
 import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
 import type { Manifest, ManifestEntry } from "../layers/manifest.js";
-import { isWhiteout } from "../layers/whiteout.js";
+import type { Whiteouts } from "../layers/whiteout.js";
 import type { ExecModes, SyncClient, SyncEntry } from "./sync-types.js";
 
 /** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
@@ -65,6 +65,8 @@ export interface ManifestSource {
   prefix: string;
   /** The lower layer the workspace record points at (null: none). */
   layer: LowerLayer | null;
+  /** How the workspace's whiteouts are told apart (from its record: lib/layers/whiteout.ts). */
+  whiteouts: Whiteouts;
   /** The workspace's execute bits (read only when the query asks). */
   modes(): Promise<ExecModes>;
   /**
@@ -166,7 +168,7 @@ export async function answerManifest(src: ManifestSource, q: ManifestQuery, maxP
   return a && (m === undefined ? a : { ...a, modes: m });
 }
 
-/** The upper layer (every file of a workspace without a lower layer), whiteouts included; null past maxPages. `first`: its first page, already started. */
+/** The upper layer (every file of a workspace without a lower layer), whiteouts included and resolved (Whiteouts.resolve); null past maxPages. `first`: its first page, already started. */
 async function listUpperPages(src: ManifestSource, maxPages: number, first?: Promise<ListResult>): Promise<ObjectInfo[] | null> {
   const listed: ObjectInfo[] = [];
   let cursor: string | undefined;
@@ -174,7 +176,7 @@ async function listUpperPages(src: ManifestSource, maxPages: number, first?: Pro
   do {
     if (++pages > maxPages) return null;
     const page = await (pages === 1 && first ? first : src.storage.list({ prefix: src.prefix, ...(cursor ? { cursor } : {}) }));
-    for (const o of page.objects) listed.push(o);
+    for (const o of await src.whiteouts.resolve(src.storage, page.objects)) listed.push(o);
     cursor = page.cursor;
   } while (cursor);
   return listed;
@@ -190,19 +192,19 @@ async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: numb
     listed = await listUpperPages(src, maxPages);
     if (!listed) return null;
   }
-  const upper = await listingDigest(listed, src.prefix);
+  const upper = await listingDigest(listed, src.prefix, src.whiteouts);
   const base = src.layer?.base ?? null;
   const seq = src.layer?.seq ?? 0;
   const all = Array.from({ length: q.buckets }, (_, i) => i);
   const l = q.layer;
   if (l && l.base === base && l.seq === seq && l.upper === upper) return { count: l.count, buckets: q.buckets, same: all, files: [], layer: l };
-  const entries: SyncEntry[] = src.layer ? mergeAll(listed, src.layer.manifest, src.prefix) : listed.map((o) => ({ path: o.key.slice(src.prefix.length), etag: o.etag, size: o.size }));
+  const entries: SyncEntry[] = src.layer ? mergeAll(listed, src.layer.manifest, src.prefix, src.whiteouts) : listed.map((o) => ({ path: o.key.slice(src.prefix.length), etag: o.etag, size: o.size }));
   if (entries.length > maxPages * 1000) return null;
   const layer: LayerState = { base, seq, upper, count: entries.length };
   const files = (e: SyncEntry): SyncEntry => ({ path: e.path, etag: e.etag, size: e.size });
   if (!q.digests) return { count: entries.length, buckets: q.buckets, same: [], files: entries.map(files), layer };
   const theirs = q.digests;
-  const ours = src.layer ? await mergedDigests(listed, src.layer.manifest, src.prefix, q.buckets) : await bucketDigests(entries, q.buckets);
+  const ours = src.layer ? await mergedDigests(listed, src.layer.manifest, src.prefix, q.buckets, src.whiteouts) : await bucketDigests(entries, q.buckets);
   const same: number[] = [];
   for (let i = 0; i < q.buckets; i++) if (ours[i] === theirs[i]) same.push(i);
   const sameSet = new Set(same);
@@ -210,8 +212,8 @@ async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: numb
 }
 
 /** SHA-256 of a listing of the files prefix: [path, etag, size, whiteout] per object, in storage order. */
-async function listingDigest(objects: readonly ObjectInfo[], prefix: string): Promise<string> {
-  const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, isWhiteout(o) ? 1 : 0]);
+async function listingDigest(objects: readonly ObjectInfo[], prefix: string, whiteouts: Whiteouts): Promise<string> {
+  const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, whiteouts.is(o) ? 1 : 0]);
   return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
 }
 
@@ -244,9 +246,9 @@ const lowerBuckets = (m: Manifest, buckets: number): LowerBuckets =>
 
 /**
  * The digest of every bucket of the view `upper` (the upper layer's listing, whiteouts included,
- * keys under `prefix`) makes over manifest `m`: equal to bucketDigests(mergeAll(upper, m, prefix)).
+ * resolved, keys under `prefix`) makes over manifest `m`: equal to bucketDigests(mergeAll(upper, m, prefix, whiteouts)).
  */
-export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, prefix: string, buckets: number): Promise<string[]> {
+export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, prefix: string, buckets: number, whiteouts: Whiteouts): Promise<string[]> {
   const lower = lowerBuckets(m, buckets);
   // Per touched bucket: the upper layer's word on each of its paths (null: a whiteout hides it).
   const touched = new Map<number, Map<string, { path: string; etag: string } | null>>();
@@ -255,7 +257,7 @@ export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, p
     const b = bucketOf(path, buckets);
     let over = touched.get(b);
     if (!over) touched.set(b, (over = new Map()));
-    over.set(path, isWhiteout(o) ? null : { path, etag: o.etag });
+    over.set(path, whiteouts.is(o) ? null : { path, etag: o.etag });
   }
   const out = (await lower.digests).slice();
   await Promise.all(

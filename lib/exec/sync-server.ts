@@ -20,6 +20,7 @@ import { commitSyncJournal, syncJournal } from "./sync-journal.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { openFiles, readMeta } from "../layers/open.js";
 import { autoSeal } from "../layers/auto-seal.js";
+import { Whiteouts } from "../layers/whiteout.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -114,7 +115,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       // that differ from the runner's digests are sent, entries as [path, etag, size].
       // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
       const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
-      const src = { storage: deps.driver, prefix, layer: files.layer, modes: manifest.modes, firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
+      const src = { storage: deps.driver, prefix, layer: files.layer, whiteouts: Whiteouts.of(deps.driver, rec.meta), modes: manifest.modes, firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
       const a = await answerManifest(src, manifest.query);
       if (!a) return json({ v: 2, paged: true });
       return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });

@@ -2,6 +2,7 @@
  * SyncClient over a StorageDriver and one workspace. Used in-process by tests and by the sync
  * endpoint (lib/exec/sync-server.ts). Bundles for Workers.
  */
+import { Whiteouts } from "../layers/whiteout.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { makeDirMarker, removeDirMarker } from "../workspace/markers.js";
@@ -14,7 +15,7 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
   const filesPrefix = filesPrefixOf(tenant, workspace);
   const key = (path: string) => filesPrefix + normalizeFilePath(path);
   return {
-    manifestSince: (q) => answerManifest({ storage: driver, prefix: filesPrefix, layer: null, modes: () => readModes(driver, tenant, workspace) }, q),
+    manifestSince: (q) => answerManifest({ storage: driver, prefix: filesPrefix, layer: null, whiteouts: Whiteouts.of(driver, {}), modes: () => readModes(driver, tenant, workspace) }, q),
     async manifest() {
       const out: SyncEntry[] = [];
       let cursor: string | undefined;

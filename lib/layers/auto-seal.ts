@@ -26,7 +26,7 @@ import { ToolError } from "../errors.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { lowerLayerOf, readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
 import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
-import { isWhiteout } from "./whiteout.js";
+import { Whiteouts } from "./whiteout.js";
 import { filesPrefix } from "../paths.js";
 
 /** Upper objects from which a workspace is sealed (about a quarter of a listing page)... */
@@ -51,13 +51,14 @@ export interface AutoSealed {
 const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLICT";
 
 /**
- * Seals the upper layer `listed` (just listed, raw storage) of workspace `ws` whose record is
+ * Seals the upper layer `listed` (just listed, raw storage, resolved: Whiteouts.resolve) of workspace `ws` whose record is
  * `rec`. Returns null when the listing does not call for a seal; else the layer to answer from.
  */
 export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void): Promise<AutoSealed | null> {
   // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
   const fp = filesPrefix(tenant, ws);
-  const settled = lower ? listed.filter((o) => !isWhiteout(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
+  const whiteouts = Whiteouts.of(deps.storage, rec.meta);
+  const settled = lower ? listed.filter((o) => !whiteouts.is(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
   const done = new Set(settled);
   const fresh = settled.length ? listed.filter((o) => !done.has(o)) : listed;
   if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0)) {
@@ -66,7 +67,7 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
   }
   let s;
   try {
-    s = await seal(deps, tenant, ws, rec.meta.base, fresh);
+    s = await seal(deps, tenant, ws, rec.meta, fresh);
   } catch (e) {
     console.warn(`auto-seal of ${ws}: the seal failed, the workspace stays as it was`, e);
     return { layer: lower, sealed: 0, kept: 0 };
@@ -83,7 +84,7 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
     return { layer: winner ? await lowerLayerOf(deps, tenant, winner.meta) : null, sealed: 0, kept: 0 };
   }
   const layer = { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest };
-  const settle = settleSealed(deps.storage, tenant, ws, s).catch((e: unknown) => {
+  const settle = settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta)).catch((e: unknown) => {
     // The switch stands; upper objects not deleted hold the lower entries' etags (the same bytes): removed by a later run.
     console.warn(`auto-seal of ${ws}: removing the sealed upper objects failed`, e);
     return s.sealed.map((x) => x.key);

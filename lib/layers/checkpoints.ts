@@ -19,6 +19,7 @@ import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js
 import { newLayerId } from "./pack-writer.js";
 import { readModes, updateModes } from "../exec/modes.js";
 import { dropSeal, listUpper, removeUpper, seal, settleSealed } from "./seal.js";
+import { Whiteouts } from "./whiteout.js";
 
 export interface CheckpointRecord {
   id: string;
@@ -49,11 +50,12 @@ const countFiles = (m: Manifest) => {
 
 export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string): Promise<CheckpointRecord & { sealed: number; kept: number }> {
   const rec = await requireMeta(deps, tenant, ws);
-  const s = await seal(deps, tenant, ws, rec.meta.base);
+  const s = await seal(deps, tenant, ws, rec.meta);
   const { manifest, sealed } = s;
+  let now = rec;
   if (manifest.id !== rec.meta.base) {
     try {
-      await switchBase(deps.storage, tenant, ws, rec, manifest.id);
+      now = await switchBase(deps.storage, tenant, ws, rec, manifest.id);
     } catch (e) {
       // Refused: nothing points at what this seal wrote; it goes now rather than at the next GC.
       if (e instanceof ToolError && e.code === "CONFLICT") await dropSeal(deps.storage, tenant, s);
@@ -63,7 +65,7 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
   const { exec } = await readModes(deps.storage, tenant, ws);
   const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}) };
   await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
-  const refused = await settleSealed(deps.storage, tenant, ws, s);
+  const refused = await settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta));
   return { ...cp, sealed: sealed.length, kept: refused.length };
 }
 

@@ -30,7 +30,7 @@ import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import { filesDriver, readMeta, switchBase, type LayerDeps } from "./open.js";
 import { mergeManifest } from "./seal.js";
 import { upperAmong } from "./upper-range.js";
-import { isWhiteout } from "./whiteout.js";
+import { Whiteouts } from "./whiteout.js";
 
 const ATTEMPTS = 3;
 
@@ -55,12 +55,13 @@ export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, 
     const rec = await readMeta(deps.storage, tenant, ws);
     if (!rec) throw new ToolError("NOT_FOUND", `Workspace ${ws} is gone; nothing was committed.`);
     const base = rec.meta.base ? await deps.manifests.load(deps.storage, tenant, rec.meta.base) : Manifest.empty();
-    const upper = await upperAmong(deps.storage, files.map((f) => fp + f.path));
+    const whiteouts = Whiteouts.of(deps.storage, rec.meta);
+    const upper = await upperAmong(deps.storage, files.map((f) => fp + f.path), whiteouts);
     // b. each file against the merged current version
     const accepted: { i: number; f: StagedFile; before: string | null }[] = [];
     files.forEach((f, i) => {
       const u = upper.get(fp + f.path);
-      const current = u ? (isWhiteout(u) ? null : u.etag) : (base.find(f.path)?.etag ?? null);
+      const current = u ? (whiteouts.is(u) ? null : u.etag) : (base.find(f.path)?.etag ?? null);
       if (current !== f.cond) answers[i] = { path: f.path, conflict: true };
       else if (u) answers[i] = { path: f.path, alone: true };
       else accepted.push({ i, f, before: current });

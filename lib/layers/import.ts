@@ -19,7 +19,7 @@ import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
 import { listUpper, mergeManifest, removeUpper } from "./seal.js";
-import { isWhiteout } from "./whiteout.js";
+import { Whiteouts } from "./whiteout.js";
 
 const BATCH_FILES = 2000;
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -82,14 +82,15 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
 
   // Upper objects the new base must not stay hidden under (listed now, removed after the switch).
   const fp = filesPrefix(ws.tenant, ws.id);
-  const upper = await listUpper(deps.storage, ws.tenant, ws.id, prefix ? `${prefix}/` : "");
+  const whiteouts = Whiteouts.of(deps.storage, rec.meta);
+  const upper = await whiteouts.resolve(deps.storage, await listUpper(deps.storage, ws.tenant, ws.id, prefix ? `${prefix}/` : ""));
   const remove: { key: string; etag: string }[] = [];
   const kept: string[] = [];
   let deleted = 0;
   for (const o of upper) {
     const path = o.key.slice(fp.length);
     const isMarker = path.endsWith("/");
-    if (isWhiteout(o)) {
+    if (whiteouts.is(o)) {
       if (landed.has(path) || opts.mode === "replace") remove.push({ key: o.key, etag: o.etag });
       continue;
     }

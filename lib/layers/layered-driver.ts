@@ -11,20 +11,20 @@
  *   seq never changes), then the upper object is created create-only, so of N concurrent writers
  *   exactly one wins; a create-only write where a whiteout stands replaces that whiteout If-Match;
  * - deleting a lower file puts a whiteout at its key the same way (create-only, or If-Match the
- *   upper version it replaces).
+ *   upper version it replaces), with the workspace's mark (whiteout.ts): any bytes a tenant writes
+ *   are a file, whatever they are.
  * A write that relied on the lower layer then re-reads the layer pointer (view.stillCurrent): if a
  * restore or checkpoint switched the base meanwhile, the write is undone (conditionally on what it
  * wrote) and refused (ConditionFailedError → FILE_MODIFIED / ALREADY_EXISTS), so nothing it did is
  * acknowledged against a base it did not check.
  */
-import { ToolError } from "../errors.js";
 import { packKey } from "../paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
 import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
 import { lowerReads, readMany, readPackRange, type BatchReader, type PackSource } from "./pack-reads.js";
 import { upperAmong } from "./upper-range.js";
-import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
+import type { Whiteouts } from "./whiteout.js";
 
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
@@ -46,21 +46,22 @@ export interface LayerView {
   tenant: string;
   filesPrefix: string;
   manifest: Manifest;
+  /** How this workspace's whiteouts are told apart (whiteout.ts), from the record the view was opened with. */
+  whiteouts: Whiteouts;
+  /** The same, able to write one: the record gets its mark first if it has none (open.ts ensureWhiteoutMark). */
+  markedWhiteouts(): Promise<Whiteouts>;
   /** Whether the workspace's layer pointer is still the one this view was opened with. */
   stillCurrent(): Promise<boolean>;
 }
 
 const emptyBody = () => new Response(new Uint8Array(0)).body!;
-const putWhiteout = (inner: StorageDriver, key: string, cond: PutOptions) => inner.put(key, WHITEOUT_BODY, { ...cond, contentType: WHITEOUT_CONTENT_TYPE, length: WHITEOUT_SIZE });
-
-function refuseWhiteoutBytes(body: PutBody): void {
-  const s = typeof body === "string" ? body : body instanceof Uint8Array && body.length === WHITEOUT_SIZE ? new TextDecoder().decode(body) : null;
-  if (s === WHITEOUT_BODY) throw new ToolError("INVALID_ARGUMENT", "These 22 bytes are reserved (they mark deleted files in a layered workspace); write other content.");
-}
 
 export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader & LowerLookup {
   const fp = view.filesPrefix;
   const m = view.manifest;
+  const wo = view.whiteouts;
+  const isWhiteout = (o: ObjectInfo) => wo.is(o);
+  const putWhiteout = async (key: string, cond: PutOptions) => (await view.markedWhiteouts()).put(inner, key, cond);
   const mine = (key: string) => key.startsWith(fp) && key.length > fp.length;
   const lowerOf = (key: string) => m.find(key.slice(fp.length));
   /** What the pack reads need (pack-reads.ts): the lower entry of one of this workspace's keys, a pack's range, a merged get. */
@@ -74,7 +75,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
   const confirm = async (key: string, written: ObjectInfo, previous: "none" | "whiteout", cond: "ifMatch" | "ifNoneMatch"): Promise<ObjectInfo> => {
     if (await view.stillCurrent()) return written;
     try {
-      if (previous === "whiteout") await putWhiteout(inner, key, { ifMatch: written.etag });
+      if (previous === "whiteout") await putWhiteout(key, { ifMatch: written.etag });
       else await inner.delete([{ key, ifMatch: written.etag }]);
     } catch (e) {
       if (!isConditionFailed(e)) throw e;
@@ -84,7 +85,6 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
 
   async function put(key: string, body: PutBody, opts: PutOptions = {}): Promise<ObjectInfo> {
     if (!mine(key)) return inner.put(key, body, opts);
-    refuseWhiteoutBytes(body);
     if (opts.ifMatch === undefined && opts.ifNoneMatch !== "*") return inner.put(key, body, opts);
     const lower = lowerOf(key);
     const bytesInHand = !(body instanceof ReadableStream);
@@ -143,7 +143,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       if (u && isWhiteout(u)) return t.ifMatch === undefined;
       if (t.ifMatch !== undefined && (u ? u.etag !== t.ifMatch : lowerEtag !== t.ifMatch)) return false;
       try {
-        const w = await putWhiteout(inner, t.key, u ? { ifMatch: u.etag } : { ifNoneMatch: "*" });
+        const w = await putWhiteout(t.key, u ? { ifMatch: u.etag } : { ifNoneMatch: "*" });
         if (u) return true; // the upper version asked for is gone, whatever the base
         if (await view.stillCurrent()) return true;
         await inner.delete([{ key: t.key, ifMatch: w.etag }]).catch((e: unknown) => {
@@ -161,7 +161,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
   async function stillLower(items: readonly { key: string; etag: string }[]): Promise<(number | null)[]> {
     const lower = items.map((it) => (mine(it.key) ? lowerOf(it.key) : undefined));
     const candidates = items.filter((it, i) => lower[i]?.etag === it.etag).map((it) => it.key);
-    const upper = await upperAmong(inner, candidates);
+    const upper = await upperAmong(inner, candidates, wo);
     // An upper object with the lower entry's etag holds the same bytes (a sealed object not yet removed: auto-seal.ts).
     return items.map((it, i) => {
       const u = upper.get(it.key);
@@ -233,7 +233,7 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
       if (refused.length) throw new ConditionFailedError(refused[0]!, "ifMatch", refused);
     },
     list(opts) {
-      return opts.prefix.startsWith(fp) ? mergedList(inner, m, fp, opts) : inner.list(opts);
+      return opts.prefix.startsWith(fp) ? mergedList(inner, m, fp, opts, wo) : inner.list(opts);
     },
   };
 }

@@ -8,7 +8,7 @@
 import type { ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
-import { isWhiteout } from "./whiteout.js";
+import type { Whiteouts } from "./whiteout.js";
 
 /** Past every key below a prefix (U+10FFFF is the largest code point). */
 const AFTER_ALL = "\u{10ffff}";
@@ -20,7 +20,7 @@ class UpperStream {
   private cursor: string | undefined;
   private done = false;
   private started = false;
-  constructor(private readonly inner: StorageDriver, private readonly prefix: string, private after: string | null) {}
+  constructor(private readonly inner: StorageDriver, private readonly whiteouts: Whiteouts, private readonly prefix: string, private after: string | null) {}
 
   async peek(): Promise<ObjectInfo | null> {
     while (this.i >= this.buf.length && !(this.started && this.done)) await this.fill();
@@ -31,7 +31,7 @@ class UpperStream {
   }
   private async fill(): Promise<void> {
     this.started = true;
-    const r = await this.inner.list({ prefix: this.prefix, limit: 1000, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
+    const r = await this.whiteouts.list(this.inner, { prefix: this.prefix, limit: 1000, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
     this.buf = r.objects;
     this.i = 0;
     this.cursor = r.cursor;
@@ -54,7 +54,7 @@ export function lowerInfo(filesPrefix: string, e: ManifestEntry): ObjectInfo {
   return { key: filesPrefix + e.path, size: e.size, etag: e.etag, modified: new Date(e.modified) };
 }
 
-export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix: string, opts: ListOptions): Promise<ListResult> {
+export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix: string, opts: ListOptions, whiteouts: Whiteouts): Promise<ListResult> {
   const limit = Math.min(opts.limit ?? 1000, 1000);
   const { prefix, delimiter } = opts;
   let after: string | null = opts.cursor?.startsWith(CURSOR) ? opts.cursor.slice(CURSOR.length) : (opts.startAfter ?? null);
@@ -65,7 +65,7 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
     const e = m.entries[li];
     return e && e.path.startsWith(relPrefix) ? e : null;
   };
-  const up = new UpperStream(inner, prefix, after);
+  const up = new UpperStream(inner, whiteouts, prefix, after);
   const objects: ObjectInfo[] = [];
   const prefixes: string[] = [];
   let last: string | null = null;
@@ -79,7 +79,7 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
     if (u && (lk === null || compareKeys(u.key, lk) <= 0)) {
       up.next();
       if (lk === u.key) li++;
-      return { key: u.key, info: isWhiteout(u) ? null : u };
+      return { key: u.key, info: whiteouts.is(u) ? null : u };
     }
     li++;
     return { key: lk!, info: lowerInfo(filesPrefix, l!) };
@@ -121,12 +121,12 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
 
 /**
  * The whole merged view from one listing of the upper layer already in hand (storage order,
- * whiteouts included): the rule of mergedList (upper over lower, whiteouts hide what they cover
+ * whiteouts included, resolved: Whiteouts.resolve): the rule of mergedList (upper over lower, whiteouts hide what they cover
  * and themselves), flat and without paging. Lower entries are returned as the manifest holds
  * them (no copy). The conditional manifest uses it to answer from the same upper listing it
  * names (lib/exec/sync-manifest.ts).
  */
-export function mergeAll(upper: readonly ObjectInfo[], m: Manifest, filesPrefix: string): { path: string; etag: string; size: number }[] {
+export function mergeAll(upper: readonly ObjectInfo[], m: Manifest, filesPrefix: string, whiteouts: Whiteouts): { path: string; etag: string; size: number }[] {
   const out: { path: string; etag: string; size: number }[] = [];
   const lower = m.entries;
   let li = 0;
@@ -134,7 +134,7 @@ export function mergeAll(upper: readonly ObjectInfo[], m: Manifest, filesPrefix:
     const path = u.key.slice(filesPrefix.length);
     while (li < lower.length && compareKeys(lower[li]!.path, path) < 0) out.push(lower[li++]!);
     if (li < lower.length && lower[li]!.path === path) li++;
-    if (!isWhiteout(u)) out.push({ path, etag: u.etag, size: u.size });
+    if (!whiteouts.is(u)) out.push({ path, etag: u.etag, size: u.size });
   }
   while (li < lower.length) out.push(lower[li++]!);
   return out;

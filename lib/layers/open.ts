@@ -11,6 +11,7 @@ import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";
 import type { Manifest, ManifestCache } from "./manifest.js";
 import { plainDriver } from "./plain-driver.js";
+import { markFor, Whiteouts } from "./whiteout.js";
 
 export interface LayerDeps {
   storage: StorageDriver;
@@ -77,10 +78,20 @@ export async function lowerLayerOf(deps: LayerDeps, tenant: string, meta: Worksp
 async function openLayered(deps: LayerDeps, tenant: string, ws: string, meta: WorkspaceMeta & { base: string }) {
   const layer = (await lowerLayerOf(deps, tenant, meta))!;
   const { manifest, seq } = layer;
+  const whiteouts = Whiteouts.of(deps.storage, meta);
+  let marked: Promise<Whiteouts> | null = whiteouts.body === null ? null : Promise.resolve(whiteouts);
   const driver = layeredDriver(deps.storage, {
     tenant,
     filesPrefix: filesPrefix(tenant, ws),
     manifest,
+    whiteouts,
+    markedWhiteouts: () => {
+      marked ??= ensureWhiteoutMark(deps.storage, tenant, ws).catch((e: unknown) => {
+        marked = null;
+        throw e;
+      });
+      return marked;
+    },
     stillCurrent: async () => {
       const now = await readMeta(deps.storage, tenant, ws);
       return !!now && (now.meta.seq ?? 0) === seq && now.meta.base === meta.base;
@@ -96,9 +107,10 @@ export async function filesDriver(deps: LayerDeps, tenant: string, ws: string, m
 /**
  * Points the workspace at another lower layer, only if its record is still the one seen
  * (If-Match): a concurrent import, checkpoint or restore is detected (CONFLICT), never overwritten.
+ * A record made before whiteout marks gets its mark here (whiteout.ts).
  */
 export async function switchBase(storage: StorageDriver, tenant: string, ws: string, seen: MetaRecord, base: string | null): Promise<MetaRecord> {
-  const meta: WorkspaceMeta = { ...seen.meta, base, seq: (seen.meta.seq ?? 0) + 1 };
+  const meta: WorkspaceMeta = { ...seen.meta, base, seq: (seen.meta.seq ?? 0) + 1, whiteout: markFor(seen.meta) };
   try {
     const o = await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: seen.etag, contentType: "application/json" });
     return { meta, etag: o.etag };
@@ -106,4 +118,29 @@ export async function switchBase(storage: StorageDriver, tenant: string, ws: str
     if (isConditionFailed(e)) throw new ToolError("CONFLICT", `Workspace ${ws} was changed by another import, checkpoint or restore meanwhile; nothing was switched. Retry.`, { workspace: ws });
     throw e;
   }
+}
+
+/** Attempts at giving a record its mark while other writers of meta.json move it. */
+const MARK_ATTEMPTS = 5;
+
+/**
+ * The workspace's whiteouts, able to write one: a record made before whiteout marks (whiteout.ts)
+ * gets its mark first, If-Match the record read (seq and base unchanged, so no layered view in
+ * flight goes stale); of concurrent callers one mark wins and every caller uses it.
+ */
+export async function ensureWhiteoutMark(storage: StorageDriver, tenant: string, ws: string): Promise<Whiteouts> {
+  for (let attempt = 0; attempt < MARK_ATTEMPTS; attempt++) {
+    const rec = await readMeta(storage, tenant, ws);
+    if (!rec) throw notFound(ws);
+    const now = Whiteouts.of(storage, rec.meta);
+    if (now.body !== null) return now;
+    const meta: WorkspaceMeta = { ...rec.meta, whiteout: markFor(rec.meta) };
+    try {
+      await storage.put(workspaceMetaKey(tenant, ws), JSON.stringify(meta), { ifMatch: rec.etag, contentType: "application/json" });
+      return Whiteouts.of(storage, meta);
+    } catch (e) {
+      if (!isConditionFailed(e)) throw e;
+    }
+  }
+  throw new ToolError("CONFLICT", `Workspace ${ws}'s record kept changing meanwhile (other checkpoints, restores or imports); retry the call.`, { workspace: ws });
 }

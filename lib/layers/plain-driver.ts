@@ -14,10 +14,13 @@
  * a file a writer changed meanwhile stays and is refused. From then on this request's driver is
  * that layered view, so a HEAD after a refusal sees what is there. (A delete that landed before
  * the switch is kept deleted by the sealer: seal.ts settleSealed.)
+ * A whiteout found by a HEAD or GET (a switch and a delete landed after this request read the
+ * record) is a deleted file, never bytes: its body is the workspace's mark (whiteout.ts).
  */
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import type { LowerLookup } from "./layered-driver.js";
 import type { Manifest } from "./manifest.js";
+import { isWhiteoutHead } from "./whiteout.js";
 
 export interface PlainView {
   filesPrefix: string;
@@ -32,8 +35,16 @@ export function plainDriver(inner: StorageDriver, view: PlainView): StorageDrive
   return {
     name: inner.name,
     ...(inner.contentEtags ? { contentEtags: true } : {}),
-    head: (key) => (moved ?? inner).head(key),
-    get: (key, opts) => (moved ?? inner).get(key, opts),
+    async head(key) {
+      const o = await (moved ?? inner).head(key);
+      return o && !isWhiteoutHead(o) ? o : null;
+    },
+    async get(key, opts) {
+      const o = await (moved ?? inner).get(key, opts);
+      if (!o || !isWhiteoutHead(o)) return o;
+      await o.body.cancel().catch(() => {});
+      return null;
+    },
     list: (opts) => (moved ?? inner).list(opts),
     async delete(keys) {
       if (moved) return moved.delete(keys);

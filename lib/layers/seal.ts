@@ -10,7 +10,7 @@ import { compareKeys } from "../workspace/entries.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import type { LayerDeps } from "./open.js";
 import { newLayerId, PackWriter } from "./pack-writer.js";
-import { isWhiteout, WHITEOUT_BODY, WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE } from "./whiteout.js";
+import { Whiteouts } from "./whiteout.js";
 
 /** Upper objects read at once while sealing, and the listed bytes they may hold; files up to WHOLE are read whole. */
 const READS = 32;
@@ -89,12 +89,16 @@ function windows(upper: readonly ObjectInfo[]): ObjectInfo[][] {
 }
 
 /**
- * Packs the upper layer over `baseId` into a new manifest (written); the same manifest when nothing
- * is upper. `listed`: the upper layer as the caller just listed it (else listed here).
+ * Packs the upper layer over the lower layer `meta` points at into a new manifest (written); the
+ * same manifest when nothing is upper. `listed`: the upper layer as the caller just listed it,
+ * resolved (Whiteouts.resolve; else listed here).
  */
-export async function seal(deps: LayerDeps, tenant: string, ws: string, baseId: string | null | undefined, listed?: readonly ObjectInfo[]): Promise<Sealed> {
+export async function seal(deps: LayerDeps, tenant: string, ws: string, meta: { base?: string | null; whiteout?: string }, listed?: readonly ObjectInfo[]): Promise<Sealed> {
+  const baseId = meta.base;
+  const whiteouts = Whiteouts.of(deps.storage, meta);
+  const isWhiteout = (o: ObjectInfo) => whiteouts.is(o);
   const base = baseId ? await deps.manifests.load(deps.storage, tenant, baseId) : Manifest.empty();
-  const upper = [...(listed ?? (await listUpper(deps.storage, tenant, ws)))].sort((a, b) => compareKeys(a.key, b.key));
+  const upper = [...(listed ?? (await whiteouts.resolve(deps.storage, await listUpper(deps.storage, tenant, ws))))].sort((a, b) => compareKeys(a.key, b.key));
   if (upper.length === 0 && baseId) return { manifest: base, sealed: [], base, packs: [] };
   const fp = filesPrefix(tenant, ws);
   const writer = new PackWriter(deps.storage, tenant);
@@ -160,15 +164,16 @@ export async function dropSeal(storage: StorageDriver, tenant: string, s: Sealed
  * version sealed (a newer write stays, over the new base). One that is gone already was deleted by
  * a writer after the seal read it: when the old base lacked its path, that delete removed the file
  * (no whiteout was needed then), and the new base would show it again, so a whiteout is put there
- * (create-only: a writer that re-created the file meanwhile wins). Returns the keys kept.
+ * (create-only: a writer that re-created the file meanwhile wins), with the mark of `whiteouts`
+ * (the record as switched: switchBase gives it one). Returns the keys kept.
  */
-export async function settleSealed(storage: StorageDriver, tenant: string, ws: string, s: Sealed): Promise<string[]> {
+export async function settleSealed(storage: StorageDriver, tenant: string, ws: string, s: Sealed, whiteouts: Whiteouts): Promise<string[]> {
   const refused = await removeUpper(storage, s.sealed);
   const fp = filesPrefix(tenant, ws);
   const gone = refused.filter((k) => !k.endsWith("/") && !s.base.find(k.slice(fp.length)) && s.manifest.find(k.slice(fp.length)));
   await Promise.all(gone.map(async (key) => {
     if (await storage.head(key)) return;
-    await storage.put(key, WHITEOUT_BODY, { ifNoneMatch: "*", contentType: WHITEOUT_CONTENT_TYPE, length: WHITEOUT_SIZE }).catch((e: unknown) => {
+    await whiteouts.put(storage, key, { ifNoneMatch: "*" }).catch((e: unknown) => {
       if (!isConditionFailed(e)) throw e;
     });
   }));

@@ -6,6 +6,7 @@
  */
 import type { ObjectInfo, StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
+import type { Whiteouts } from "./whiteout.js";
 
 function commonPrefix(a: string, b: string): string {
   let i = 0;
@@ -20,8 +21,17 @@ export async function upperKeysAmong(inner: StorageDriver, keys: readonly string
   return new Set((await upperAmong(inner, keys)).keys());
 }
 
-/** The objects `inner` holds at any of `keys` (whiteouts included), as listed. */
-export async function upperAmong(inner: StorageDriver, keys: readonly string[]): Promise<Map<string, ObjectInfo>> {
+/**
+ * The objects `inner` holds at any of `keys` (whiteouts included), as listed; with `whiteouts`,
+ * resolved so that `whiteouts.is` tells each (Whiteouts.resolve: a HEAD for a listing that cannot).
+ */
+export async function upperAmong(inner: StorageDriver, keys: readonly string[], whiteouts?: Whiteouts): Promise<Map<string, ObjectInfo>> {
+  const found = await listedAmong(inner, keys);
+  if (!whiteouts || !found.size) return found;
+  return new Map((await whiteouts.resolve(inner, [...found.values()])).map((o) => [o.key, o]));
+}
+
+async function listedAmong(inner: StorageDriver, keys: readonly string[]): Promise<Map<string, ObjectInfo>> {
   const found = new Map<string, ObjectInfo>();
   if (!keys.length) return found;
   const asked = new Set(keys);

@@ -28,7 +28,7 @@
 import type { IsolateCache } from "../isolate-cache.js";
 import { workspaceOfMetaKey } from "../paths.js";
 import type { MetaRecord } from "../layers/open.js";
-import { isWhiteout } from "../layers/whiteout.js";
+import { isWhiteoutHead } from "../layers/whiteout.js";
 import { ToolError } from "../errors.js";
 import { isConditionFailed, type GetResult, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import type { VersionCache } from "../workspace/version-cache.js";
@@ -129,7 +129,7 @@ export function knownFiles(storage: StorageDriver, filesPrefix: string, versions
         return { key, ...held.info, body, range: { offset: 0, length: copy.length } };
       }
       const r = await storage.get(key, opts);
-      if (r && !isWhiteout(r)) return r;
+      if (r && !isWhiteoutHead(r)) return r;
       await r?.body.cancel().catch(() => {});
       throw new StaleRecord(r ? "a whiteout" : "a miss");
     },
@@ -143,7 +143,7 @@ export function knownFiles(storage: StorageDriver, filesPrefix: string, versions
         if (!isConditionFailed(e)) throw e;
         versions.forget(key);
         const now = await storage.head(key);
-        if (!now || isWhiteout(now) || now.modified.getTime() < startedAt - CLOCK_MARGIN_MS) throw new StaleRecord("a write over a stale version");
+        if (!now || isWhiteoutHead(now) || now.modified.getTime() < startedAt - CLOCK_MARGIN_MS) throw new StaleRecord("a write over a stale version");
         state.decided = true;
         refusedOver = { key, now };
         throw e;

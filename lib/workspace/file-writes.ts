@@ -5,6 +5,7 @@
  * documented there).
  */
 import { ToolError } from "../errors.js";
+import { tenantContentType } from "../layers/whiteout.js";
 import { ancestorsOf } from "../paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
@@ -40,13 +41,14 @@ export async function putFile(ws: Workspace, path: string, body: PutBody, opts: 
     throw await modified(ws, path);
   }
   const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+  const contentType = tenantContentType(opts.contentType);
   if (bytes && opts.last && ws.undo && ws.driver.contentEtags) ws.undo.writeBeside(path, md5Hex(bytes));
   try {
     const o = await ws.driver.put(ws.key(path), bytes ?? body, {
       ...(opts.ifMatch !== undefined ? { ifMatch: opts.ifMatch } : {}),
       ...(opts.create ? { ifNoneMatch: "*" as const } : {}),
       ...(opts.length !== undefined ? { length: opts.length } : {}),
-      ...(opts.contentType ? { contentType: opts.contentType } : {}),
+      ...(contentType ? { contentType } : {}),
       ...(opts.record ? { writer: hooks.writer } : {}),
     });
     const info = ws.toInfo(o);

@@ -3,6 +3,7 @@
  * beside the files: t/<tenant>/w/<ws>/meta.json.
  */
 import { ToolError } from "../errors.js";
+import { newWhiteoutMark } from "../layers/whiteout.js";
 import { randomId } from "../hash.js";
 import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
@@ -18,30 +19,43 @@ export interface WorkspaceMeta {
   seq?: number;
   /** The tools calls on this workspace may use (lib/toolset.ts): a preset or names; absent: all. Set at creation. */
   tools?: ToolList;
+  /**
+   * The workspace's whiteout mark (lib/layers/whiteout.ts): what makes a deletion's body one no
+   * tenant can write. Never shown to a tenant (publicMeta). Absent in records made before it.
+   */
+  whiteout?: string;
+}
+
+/** The record as a tenant sees it: without the whiteout mark. */
+export function publicMeta(meta: WorkspaceMeta): WorkspaceMeta {
+  if (meta.whiteout === undefined) return meta;
+  const { whiteout: _, ...rest } = meta;
+  return rest;
 }
 
 const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
 
+/** Creates the record (create-only), with its own whiteout mark; returns it as a tenant sees it (publicMeta). */
 export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string; tools?: ToolList }): Promise<WorkspaceMeta> {
   const id = input.id ?? `ws_${randomId(16)}`;
   if (!ID_PATTERN.test(id)) {
     throw new ToolError("INVALID_ARGUMENT", `Invalid workspace id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit.`, { id });
   }
-  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}) };
+  const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}), whiteout: newWhiteoutMark() };
   try {
     await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
   } catch (e) {
     if (isConditionFailed(e)) throw new ToolError("ALREADY_EXISTS", `Workspace ${id} already exists. Pick another id, or use it.`, { id });
     throw e;
   }
-  return meta;
+  return publicMeta(meta);
 }
 
-/** The workspace record, or NOT_FOUND (the same answer whether it never existed or is another tenant's). */
+/** The workspace record as a tenant sees it (publicMeta), or NOT_FOUND (the same answer whether it never existed or is another tenant's). */
 export async function getWorkspace(driver: StorageDriver, tenant: string, id: string): Promise<WorkspaceMeta> {
   const r = ID_PATTERN.test(id) ? await driver.get(metaKey(tenant, id)) : null;
   if (!r) throw new ToolError("NOT_FOUND", `Workspace not found: ${id}. List your workspaces with GET /v1/workspaces.`, { workspace: id });
-  return JSON.parse(await new Response(r.body).text()) as WorkspaceMeta;
+  return publicMeta(JSON.parse(await new Response(r.body).text()) as WorkspaceMeta);
 }
 
 export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {

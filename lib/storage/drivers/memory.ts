@@ -1,4 +1,5 @@
 /** In-memory StorageDriver for unit tests. Same semantics as the real drivers. */
+import { md5Hex } from "../md5.js";
 import { ConditionFailedError, deleteTargets, throwIfRefused, type ListOptions, type ListResult, type ObjectInfo, type PutBody, type StorageDriver } from "../types.js";
 
 interface Entry { data: Uint8Array; info: ObjectInfo }
@@ -9,11 +10,20 @@ async function toBytes(body: PutBody): Promise<Uint8Array> {
   return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
-export function memoryDriver(): StorageDriver {
+export interface MemoryDriverOptions {
+  /**
+   * As S3 answers: an etag is the MD5 of the content (contentEtags: the same bytes, the same etag)
+   * and a listing carries no content type. Default: a new etag on every write, content types listed.
+   */
+  s3Like?: boolean;
+}
+
+export function memoryDriver({ s3Like = false }: MemoryDriverOptions = {}): StorageDriver {
   const objects = new Map<string, Entry>();
   let version = 0;
   return {
     name: "memory",
+    ...(s3Like ? { contentEtags: true } : {}),
     async head(key) {
       const e = objects.get(key);
       return e ? { ...e.info } : null;
@@ -32,7 +42,7 @@ export function memoryDriver(): StorageDriver {
       if (opts.ifNoneMatch === "*" && current) throw new ConditionFailedError(key, "ifNoneMatch");
       if (opts.ifMatch !== undefined && current?.info.etag !== opts.ifMatch) throw new ConditionFailedError(key, "ifMatch");
       version += 1;
-      const info: ObjectInfo = { key, size: data.length, etag: `m${version.toString(16)}-${data.length}`, modified: new Date(), ...(opts.contentType ? { contentType: opts.contentType } : {}), ...(opts.writer ? { writer: opts.writer } : {}) };
+      const info: ObjectInfo = { key, size: data.length, etag: s3Like ? md5Hex(data) : `m${version.toString(16)}-${data.length}`, modified: new Date(), ...(opts.contentType ? { contentType: opts.contentType } : {}), ...(opts.writer ? { writer: opts.writer } : {}) };
       objects.set(key, { data, info });
       return { ...info };
     },
@@ -68,7 +78,8 @@ export function memoryDriver(): StorageDriver {
           seen.add(rolled);
           result.prefixes.push(rolled);
         } else {
-          result.objects.push({ ...objects.get(k)!.info });
+          const { contentType: _, writer: __, ...bare } = objects.get(k)!.info;
+          result.objects.push(s3Like ? bare : { ...objects.get(k)!.info });
         }
         last = k;
       }

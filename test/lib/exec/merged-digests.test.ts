@@ -7,7 +7,10 @@ import { describe, expect, it } from "vitest";
 import { bucketDigests, mergedDigests } from "../../../lib/exec/sync-manifest.js";
 import { Manifest, sortEntries, type ManifestEntry } from "../../../lib/layers/manifest.js";
 import { mergeAll } from "../../../lib/layers/merge-list.js";
-import { WHITEOUT_ETAG, WHITEOUT_SIZE } from "../../../lib/layers/whiteout.js";
+import { WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE, Whiteouts } from "../../../lib/layers/whiteout.js";
+
+/** Whiteouts as a listing with content types shows them (the memory driver's). */
+const WO = Whiteouts.of({}, {});
 import type { ObjectInfo } from "../../../lib/storage/types.js";
 import { compareKeys } from "../../../lib/workspace/entries.js";
 
@@ -33,7 +36,7 @@ function upperOf(r: (n: number) => number, m: Manifest, n: number): ObjectInfo[]
     // Over a lower path (replaced or hidden) or a new one.
     const path = r(2) && m.entries.length ? m.entries[r(m.entries.length)]!.path : pathOf(r);
     const whiteout = r(4) === 0;
-    byKey.set(PREFIX + path, { key: PREFIX + path, size: whiteout ? WHITEOUT_SIZE : r(100), etag: whiteout ? WHITEOUT_ETAG : `u${r(1e6)}`, modified: new Date(0) });
+    byKey.set(PREFIX + path, { key: PREFIX + path, size: whiteout ? WHITEOUT_SIZE : r(100), etag: `u${r(1e6)}`, modified: new Date(0), ...(whiteout ? { contentType: WHITEOUT_CONTENT_TYPE } : {}) });
   }
   return [...byKey.values()].sort((a, b) => compareKeys(a.key, b.key));
 }
@@ -46,8 +49,8 @@ describe("mergedDigests", () => {
       const buckets = [1, 2, 8, 64][r(4)]!;
       for (const n of [0, 1, 1 + r(5), r(200)]) {
         const upper = upperOf(r, m, n);
-        const whole = await bucketDigests(mergeAll(upper, m, PREFIX), buckets);
-        expect(await mergedDigests(upper, m, PREFIX, buckets), `round ${round}, ${n} upper objects, ${buckets} buckets`).toEqual(whole);
+        const whole = await bucketDigests(mergeAll(upper, m, PREFIX, WO), buckets);
+        expect(await mergedDigests(upper, m, PREFIX, buckets, WO), `round ${round}, ${n} upper objects, ${buckets} buckets`).toEqual(whole);
       }
     }
   });
@@ -55,15 +58,15 @@ describe("mergedDigests", () => {
   it("the lower manifest's buckets are made once per manifest and bucket count, and never changed by an answer", async () => {
     const r = rng(3);
     const m = lowerOf(r, 300);
-    const first = await mergedDigests([], m, PREFIX, 8);
+    const first = await mergedDigests([], m, PREFIX, 8, WO);
     expect(first).toEqual(await bucketDigests(m.entries, 8));
     const made = m.derive("bucket-digests:8", () => {
       throw new Error("made again");
     });
     expect(await (made as { digests: Promise<string[]> }).digests).toEqual(first);
     // An answer over an upper layer changes its own copy, not the kept digests.
-    await mergedDigests(upperOf(r, m, 20), m, PREFIX, 8);
-    expect(await mergedDigests([], m, PREFIX, 8)).toEqual(first);
+    await mergedDigests(upperOf(r, m, 20), m, PREFIX, 8, WO);
+    expect(await mergedDigests([], m, PREFIX, 8, WO)).toEqual(first);
   });
 
   it("a derived promise that fails is forgotten: the next call makes it again", async () => {
