@@ -161,7 +161,8 @@ export class SearchIndexer implements WorkspaceListener {
   /** Changes told after the response, held per workspace to become one segment per burst (lib/held-batches.ts). */
   readonly held: HeldBatches<{ ws: Workspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
-    this.held = new HeldBatches((items) => this.changedBatch(items[0]!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
+    // The batch is handed over in the request of its last item (held-batches.ts): that request's Workspace does the I/O.
+    this.held = new HeldBatches((items) => this.changedBatch(items.at(-1)!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
     this.fanIn = opts.fanIn ?? 8;
     this.vacuumChance = opts.vacuumChance ?? 1 / 64;
     this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
