@@ -691,8 +691,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Delete a tenant's packs and manifests nothing references
-         * @description Roots: every workspace's base, every checkpoint's manifest, the packs undo records name, and manifests younger than `grace_seconds`. Unreferenced manifests and packs older than `grace_seconds` are deleted (each If-Match the etag listed), at most `max_deletions` per call (`more: true`: call again). Cost: lists of the tenant's workspaces, checkpoints, undo records, manifests and packs, one GET per workspace, checkpoint, undo record and live manifest, one DELETE per 1000 objects. `missing_manifests` non-empty: a root manifest could not be read and no pack was deleted.
+         * Delete a tenant's packs, manifests and index segments nothing references
+         * @description Roots: every workspace's base, every checkpoint's manifest, the packs undo records name, and manifests younger than `grace_seconds`. Unreferenced manifests and packs older than `grace_seconds` are deleted (each If-Match the etag listed), at most `max_deletions` per call (`more: true`: call again). Cost: lists of the tenant's workspaces, checkpoints, undo records, manifests and packs, one GET per workspace, checkpoint, undo record and live manifest, one DELETE per 1000 objects. `missing_manifests` non-empty: a root manifest could not be read and no pack was deleted. Then, per workspace, search-index segments none of whose entries is a current file, older than `grace_seconds` (a failed import's, a file long rewritten): the workspace's file listing and one ranged GET per such segment; they share `max_deletions`.
          */
         post: {
             parameters: {
@@ -4229,6 +4229,7 @@ export interface components {
         GcReport: {
             manifests_deleted: number;
             packs_deleted: number;
+            segments_deleted: number;
             bytes_freed: number;
             kept_young: number;
             roots: {
