@@ -55,14 +55,17 @@ export interface OrphanSweep {
 }
 
 /**
- * Deletes the workspace's segments created before `before` that no current file reaches, at most
- * `max`. The listing is read first: a segment written after it began is younger than `before`
- * (the caller's grace period) and never looked at.
+ * Deletes the workspace's segments created before `before` (the caller's grace period: an import
+ * in flight writes younger ones) that no current file reaches, at most `max`. A segment's entries
+ * never change, so the order of the two listings does not matter; a workspace with no segment that
+ * old costs one LIST and no file listing.
  */
 export async function sweepOrphanSegments(driver: StorageDriver, tenant: string, workspace: string, opts: { before: number; max: number; dryRun?: boolean }): Promise<OrphanSweep> {
-  const live = await liveFiles(driver, tenant, workspace);
   const store = new IndexStore(driver, tenant, workspace);
-  const orphans = (await segmentsBefore(store, opts.before)).filter((s) => !isReached(s.files, live)).map((s) => s.ref);
+  const old = await segmentsBefore(store, opts.before);
+  if (old.length === 0) return { deleted: 0, bytes: 0, more: false };
+  const live = await liveFiles(driver, tenant, workspace);
+  const orphans = old.filter((s) => !isReached(s.files, live)).map((s) => s.ref);
   const batch = orphans.slice(0, Math.max(0, opts.max));
   for (let i = 0; !opts.dryRun && i < batch.length; i += 1000) await store.deleteSegments(batch.slice(i, i + 1000));
   return { deleted: batch.length, bytes: batch.reduce((n, r) => n + r.size, 0), more: batch.length < orphans.length };
