@@ -7,10 +7,14 @@
  * Two streamed reads in total: the central directory, and the data region from the first entry
  * on, walked forward. Entries whose data would overlap or lie behind the previous one (the
  * overlapping-entry zip bomb) are refused. Each entry must inflate to exactly its declared size
- * (one byte more and it is refused). Deflate goes through flate.ts (pulled, bounded). Zip64 sizes, offsets and counts are read. Names are
+ * (one byte more and it is refused) and to bytes whose CRC-32 is the one the central directory
+ * declares; its local header, unless the sizes follow the data (flag bit 3), must declare the
+ * same CRC-32 and sizes. Either mismatch refuses the import, naming the entry, before its last
+ * byte is handed on (so nothing of it is written). Deflate goes through flate.ts (pulled, bounded). Zip64 sizes, offsets and counts are read. Names are
  * UTF-8 (the flag, or bytes that happen to be valid UTF-8); others are skipped as unreadable.
  * Encrypted entries and methods other than stored/deflate are skipped with a reason.
  */
+import { crc32 } from "node:zlib";
 import { ToolError } from "../errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
 import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
@@ -76,17 +80,32 @@ function kindOf(madeBy: number, external: number, name: string): EntryKind {
   return name.endsWith("/") ? "directory" : "file";
 }
 
-/** Exactly `size` bytes out of an inflating stream, or an error naming the entry. */
-function exactly(stream: ReadableStream<Uint8Array>, size: number, what: string): ReadableStream<Uint8Array> {
+const hex32 = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
+/** A damaged entry: the error names it (as `entry` in details too). */
+const damaged = (name: string, why: string, reason: string) =>
+  new ToolError("INVALID_ARGUMENT", `Zip entry ${JSON.stringify(name.slice(0, 100))} ${why}: the archive is damaged (or was altered), so nothing of it is imported. Re-create the zip from the original files, or send a tar/tar.gz, and import again.`, { reason, entry: name.slice(0, 300) });
+
+/**
+ * Exactly `size` bytes whose CRC-32 is `crc`, out of an entry's (inflated) stream, or an error
+ * naming the entry. The last chunk is held back until the check has passed, so a consumer never
+ * sees the whole of a damaged entry: its write fails instead of storing it.
+ */
+function verified(stream: ReadableStream<Uint8Array>, size: number, crc: number, name: string): ReadableStream<Uint8Array> {
   let seen = 0;
+  let sum = 0;
+  let last: Uint8Array | null = null;
   return stream.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, c) {
       seen += chunk.length;
-      if (seen > size) throw new ToolError("INVALID_ARGUMENT", `${what} inflates to more than its declared ${size} bytes: the archive is damaged or hostile.`, { reason: "size_mismatch" });
-      c.enqueue(chunk);
+      if (seen > size) throw damaged(name, `inflates to more than its declared ${size} bytes`, "size_mismatch");
+      sum = crc32(chunk, sum);
+      if (last) c.enqueue(last);
+      last = chunk;
     },
-    flush() {
-      if (seen !== size) throw new ToolError("INVALID_ARGUMENT", `${what} inflates to ${seen} bytes, not its declared ${size}: the archive is damaged.`, { reason: "size_mismatch" });
+    flush(c) {
+      if (seen !== size) throw damaged(name, `inflates to ${seen} bytes, not its declared ${size}`, "size_mismatch");
+      if (sum >>> 0 !== crc >>> 0) throw damaged(name, `fails its CRC-32 check (declared ${hex32(crc)}, its bytes give ${hex32(sum)})`, "crc_mismatch");
+      if (last) c.enqueue(last);
     },
   }));
 }
@@ -108,6 +127,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       if (u32(h, 0) !== 0x02014b50) throw notZip("a broken central directory");
       const flags = u16(h, 8);
       const method = u16(h, 10);
+      const crc = u32(h, 16);
       let csize = u32(h, 20);
       let usize = u32(h, 24);
       const nameLen = u16(h, 28);
@@ -144,13 +164,20 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
         await data.skip(local - at, what);
         const lh = await data.read(30, what);
         if (u32(lh, 0) !== 0x04034b50) throw notZip(`no local header for ${what}`);
+        // Without a data descriptor (bit 3) the local header declares what the central directory does (sizes all ones: zip64, in its extra field).
+        if (!(u16(lh, 6) & 8)) {
+          if (u32(lh, 14) !== crc) throw damaged(name, `declares CRC-32 ${hex32(u32(lh, 14))} in its local header and ${hex32(crc)} in the central directory`, "crc_mismatch");
+          const lc = u32(lh, 18);
+          const lu = u32(lh, 22);
+          if ((lc !== 0xffffffff && lc !== csize) || (lu !== 0xffffffff && lu !== usize)) throw damaged(name, `declares other sizes in its local header (${lc}/${lu} bytes) than in the central directory (${csize}/${usize})`, "size_mismatch");
+        }
         await data.skip(u16(lh, 26) + u16(lh, 28), what);
         return data;
       };
       const body = async (): Promise<ReadableStream<Uint8Array>> => {
         const r = await open();
         const raw = r.stream(csize, what);
-        return method === 0 ? exactly(raw, usize, what) : exactly(inflateRaw(raw), usize, what);
+        return verified(method === 0 ? raw : inflateRaw(raw), usize, crc, name);
       };
       const entry: ArchiveEntry = {
         name,

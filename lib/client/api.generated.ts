@@ -691,8 +691,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Delete a tenant's packs and manifests nothing references
-         * @description Roots: every workspace's base, every checkpoint's manifest, the packs undo records name, and manifests younger than `grace_seconds`. Unreferenced manifests and packs older than `grace_seconds` are deleted (each If-Match the etag listed), at most `max_deletions` per call (`more: true`: call again). Cost: lists of the tenant's workspaces, checkpoints, undo records, manifests and packs, one GET per workspace, checkpoint, undo record and live manifest, one DELETE per 1000 objects. `missing_manifests` non-empty: a root manifest could not be read and no pack was deleted.
+         * Delete a tenant's packs, manifests and index segments nothing references
+         * @description Roots: every workspace's base, every checkpoint's manifest, the packs undo records name, and manifests younger than `grace_seconds`. Unreferenced manifests and packs older than `grace_seconds` are deleted (each If-Match the etag listed), at most `max_deletions` per call (`more: true`: call again). Cost: lists of the tenant's workspaces, checkpoints, undo records, manifests and packs, one GET per workspace, checkpoint, undo record and live manifest, one DELETE per 1000 objects. `missing_manifests` non-empty: a root manifest could not be read and no pack was deleted. Then, per workspace, search-index segments none of whose entries is a current file, older than `grace_seconds` (a failed import's, a file long rewritten): the workspace's file listing and one ranged GET per such segment; they share `max_deletions`.
          */
         post: {
             parameters: {
@@ -1718,7 +1718,7 @@ export interface paths {
         put?: never;
         /**
          * Import an archive (tar, tar.gz or zip; streamed)
-         * @description Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. An import that stops (a bound, a damaged or cut archive, a concurrent change) keeps the files that landed and deletes nothing; its error says how many landed.
+         * @description Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
          */
         post: {
             parameters: {
@@ -4255,6 +4255,7 @@ export interface components {
         GcReport: {
             manifests_deleted: number;
             packs_deleted: number;
+            segments_deleted: number;
             bytes_freed: number;
             kept_young: number;
             roots: {

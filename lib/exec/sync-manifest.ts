@@ -232,16 +232,19 @@ async function listingDigest(objects: readonly ObjectInfo[], prefix: string, whi
 interface LowerBuckets {
   /** The manifest's entries by bucket. */
   groups: ManifestEntry[][];
-  /** Each bucket's digest. */
-  digests: Promise<string[]>;
+  /**
+   * Each bucket's digest, once a request has hashed them. A value, never a promise: a promise kept
+   * per isolate would make later requests wait on the request that started it (Manifest.derive).
+   */
+  digests?: string[];
 }
 
-/** The lower manifest's entries and digests by bucket: made once per manifest and bucket count. */
+/** The lower manifest's entries by bucket (and, once known, their digests): made once per manifest and bucket count. */
 const lowerBuckets = (m: Manifest, buckets: number): LowerBuckets =>
   m.derive(`bucket-digests:${buckets}`, () => {
     const groups: ManifestEntry[][] = Array.from({ length: buckets }, () => []);
     for (const e of m.entries) groups[bucketOf(e.path, buckets)]!.push(e);
-    return { groups, digests: Promise.all(groups.map((g) => digestOf(g))) };
+    return { groups };
   });
 
 /**
@@ -259,7 +262,9 @@ export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, p
     if (!over) touched.set(b, (over = new Map()));
     over.set(path, whiteouts.is(o) ? null : { path, etag: o.etag });
   }
-  const out = (await lower.digests).slice();
+  // Hashed by each request that finds them missing (the first few at once may each hash them; the same result).
+  lower.digests ??= await Promise.all(lower.groups.map((g) => digestOf(g)));
+  const out = lower.digests.slice();
   await Promise.all(
     [...touched].map(async ([b, over]) => {
       const merged = new Map<string, { path: string; etag: string }>();

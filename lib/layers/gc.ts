@@ -10,12 +10,18 @@
  * `maxDeletions` per call (`more: true`: call again). Only keys below t/<tenant>/ are read or deleted.
  * A root manifest that cannot be read stops the pack sweep (its packs are unknown): nothing is
  * guessed dead.
+ * Then each workspace's search-index segments: one none of whose entries is a current file (the
+ * workspace's listing is the index's root: lib/search/reachability.ts) and older than the grace
+ * period is deleted, within the same deletion budget; a failed import's staged segments that its
+ * process could not remove end here. A workspace that cannot be opened keeps all of its segments.
  */
 import { ToolError } from "../errors.js";
 import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, workspaceMetaKey } from "../paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { undoPrefix, type UndoRecord } from "../undo/journal.js";
-import { Manifest } from "./manifest.js";
+import { sweepOrphanSegments } from "../search/reachability.js";
+import { Manifest, ManifestCache } from "./manifest.js";
+import { openWorkspace } from "./open.js";
 
 export const GC_DEFAULT_GRACE_SECONDS = 3600;
 export const GC_MIN_GRACE_SECONDS = 60;
@@ -32,6 +38,8 @@ export interface GcOptions {
 export interface GcReport {
   manifests_deleted: number;
   packs_deleted: number;
+  /** Search-index segments no current file reaches (lib/search/reachability.ts). */
+  segments_deleted: number;
   bytes_freed: number;
   /** Unreferenced manifests and packs left because they are younger than the grace period. */
   kept_young: number;
@@ -132,7 +140,7 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
   await inBatches(youngManifests, mark(youngPacks));
 
   const report: GcReport = {
-    manifests_deleted: 0, packs_deleted: 0, bytes_freed: 0, kept_young: 0,
+    manifests_deleted: 0, packs_deleted: 0, segments_deleted: 0, bytes_freed: 0, kept_young: 0,
     roots: { workspaces: roots.workspaces.length + late.workspaces.length, manifests: roots.manifests.size, undo_packs: roots.packs.size },
     live: { manifests: roots.manifests.size, packs: livePacks.size },
     missing_manifests: missing.sort(), more: false, dry_run: dryRun,
@@ -174,5 +182,23 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
   // Manifests first: while the budget lasts, a dead manifest goes before the dead packs it used.
   report.manifests_deleted = await sweep(deadManifests);
   report.packs_deleted = await sweep(deadPacks);
+  const layerDeps = { storage, manifests: new ManifestCache() };
+  for (const ws of [...roots.workspaces, ...late.workspaces]) {
+    if (budget <= 0) {
+      report.more = true;
+      break;
+    }
+    const opened = await openWorkspace(layerDeps, tenant, ws).catch((e: unknown) => {
+      // Gone meanwhile, or its files cannot be listed (a missing manifest): its segments are left.
+      if (!(e instanceof ToolError && e.code === "NOT_FOUND")) console.warn(`gc: workspace ${ws} of ${tenant} not opened; its index segments are kept`, e instanceof Error ? e.message : String(e));
+      return null;
+    });
+    if (!opened) continue;
+    const swept = await sweepOrphanSegments(opened.driver, tenant, ws, { before: cutoff, max: budget, dryRun });
+    report.segments_deleted += swept.deleted;
+    report.bytes_freed += swept.bytes;
+    budget -= swept.deleted;
+    if (swept.more) report.more = true;
+  }
   return report;
 }

@@ -3,15 +3,18 @@
  * not one per file) and a new manifest = base ⊕ archive ("merge") or base without the prefix ⊕
  * archive ("replace"); then the workspace's layer pointer is switched (If-Match the record read at
  * the start). **All or nothing:** until that switch nothing is visible; a failed or cut import
- * leaves the workspace exactly as it was (its packs are unreachable garbage, see README "GC").
+ * leaves the workspace and its storage exactly as it was: it deletes the packs it wrote and the
+ * index segments it staged (what a process that died midway could not delete is unreachable
+ * garbage GC collects: packs by the manifests, segments by the file listing, README "GC").
  * Upper objects that would shadow imported paths (and, for replace, every upper object under the
  * prefix) are then deleted, each only in the version listed just before the switch; one changed
  * meanwhile is kept (the newer write wins) and reported in `kept`.
- * The search index is fed the same bytes in batches (one segment per batch).
+ * The search index is fed the same bytes in batches (one segment per batch), staged: each
+ * segment's key is kept and none is merged with the workspace's others until the switch.
  */
 import { isToolError, ToolError } from "../errors.js";
-import { ancestorsOf, filesPrefix, packKey } from "../paths.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../paths.js";
+import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
@@ -47,6 +50,13 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     return null;
   };
   let indexing: Promise<void> = Promise.resolve();
+  const staged: StagedUpkeep = { keys: [] };
+  /** Removes what the import wrote; called on any failure before the layer pointer switched. */
+  const undoWrites = async () => {
+    await writer.settle();
+    await indexing.catch(() => {});
+    await dropWrites(deps, writer.packs.map((id) => packKey(ws.tenant, id)), staged.keys);
+  };
   try {
     for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory: () => void directories++ })) {
       if (entry.size <= SMALL_FILE) {
@@ -57,7 +67,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
         // One index segment per batch, built while the archive keeps streaming (one batch at a time).
         if (p.files >= BATCH_FILES || p.bytes >= BATCH_BYTES) {
           await indexing;
-          indexing = ws.flushChanges();
+          indexing = ws.flushChanges(staged);
         }
       } else {
         await writer.addStream(path, entry.stream(), entry.size);
@@ -66,19 +76,23 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await writer.finish();
     await indexing;
   } catch (e) {
-    await writer.settle();
-    await indexing.catch(() => {});
-    await dropPacks(deps, ws.tenant, writer.packs);
+    await undoWrites();
     throw stopped(e);
   } finally {
     await archive.close();
   }
 
-  const base = rec.meta.base ? await deps.manifests.load(deps.storage, ws.tenant, rec.meta.base) : Manifest.empty();
   const imported = sortEntries(writer.entries);
   const landed = new Set(imported.map((e) => e.path));
-  const manifest = mergeManifest(base, writer.packs, imported.map((e) => ({ path: e.path, entry: e })), opts.mode === "replace" ? prefix : undefined);
-  await writeManifest(deps.storage, deps.manifests, ws.tenant, manifest);
+  let manifest: Manifest;
+  try {
+    const base = rec.meta.base ? await deps.manifests.load(deps.storage, ws.tenant, rec.meta.base) : Manifest.empty();
+    manifest = mergeManifest(base, writer.packs, imported.map((e) => ({ path: e.path, entry: e })), opts.mode === "replace" ? prefix : undefined);
+    await writeManifest(deps.storage, deps.manifests, ws.tenant, manifest);
+  } catch (e) {
+    await undoWrites();
+    throw stopped(e);
+  }
 
   // Upper objects the new base must not stay hidden under (listed now, removed after the switch).
   const fp = filesPrefix(ws.tenant, ws.id);
@@ -99,7 +113,17 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     else kept.push(path);
   }
   if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) deleted++;
-  await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
+  try {
+    await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
+  } catch (e) {
+    // Refused (the pointer moved meanwhile): nothing points at what was written. Any other failure
+    // may have switched after all, so nothing is removed then (GC collects it if it is garbage).
+    if (isToolError(e) && e.code === "CONFLICT") {
+      await undoWrites();
+      await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
+    }
+    throw e;
+  }
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
   await ws.flushChanges();
@@ -124,9 +148,12 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   };
 }
 
-/** A failed import removes the packs it wrote (nothing points at them); best effort. */
-async function dropPacks(deps: LayerDeps, tenant: string, packs: readonly string[]): Promise<void> {
-  if (packs.length) await deps.storage.delete(packs.map((id) => packKey(tenant, id))).catch((e: unknown) => console.warn("could not drop the packs of a failed import", e));
+/** A failed import removes the packs (and manifest) it wrote and the index segments it staged: nothing points at them. Best effort: what is left, GC collects. */
+async function dropWrites(deps: LayerDeps, keys: readonly string[], segments: readonly string[]): Promise<void> {
+  const all = [...keys, ...segments];
+  for (let i = 0; i < all.length; i += 1000) {
+    await deps.storage.delete(all.slice(i, i + 1000)).catch((e: unknown) => console.warn(`could not remove ${all.length} object(s) a failed import wrote; GC will`, e instanceof Error ? e.message : String(e)));
+  }
 }
 
 function stopped(e: unknown): ToolError {

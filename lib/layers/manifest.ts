@@ -35,13 +35,16 @@ export class Manifest {
   /**
    * `make(this)`, made once per `key` and kept with the manifest, so as long as the isolate's
    * ManifestCache keeps it: the entries never change, so neither does anything made from them
-   * alone. A promise that fails is forgotten (the next call makes it again).
+   * alone. Values only, never a promise: the manifest outlives the request that made the value,
+   * and a later request awaiting a promise another request started is cancelled by the Workers
+   * runtime as hung when that request is gone ("Promise will never complete"). Keep what an
+   * async step yields in the value once it is known (lib/exec/sync-manifest.ts lowerBuckets).
    */
   derive<T>(key: string, make: (m: Manifest) => T): T {
     if (this.derived.has(key)) return this.derived.get(key) as T;
     const value = make(this);
+    if (value instanceof Promise) throw new Error(`Manifest.derive(${key}) made a promise; keep values only (a promise would be awaited across requests).`);
     this.derived.set(key, value);
-    if (value instanceof Promise) value.catch(() => this.derived.delete(key));
     return value;
   }
 

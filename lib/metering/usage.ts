@@ -20,7 +20,7 @@ export function logUsage(u: UsageRecord): void {
 
 /**
  * Where usage records go: a function that writes one at once, and optionally `held`, which may
- * hold it and settles once it is written (used only where the request's waitUntil can wait for it).
+ * hold it and settles once it is written or a later call's request carries it (used only where the request's waitUntil can wait for it).
  */
 export type UsageSink = ((u: UsageRecord) => void) & { held?: (u: UsageRecord) => Promise<void> };
 
@@ -29,8 +29,10 @@ export type UsageSink = ((u: UsageRecord) => void) & { held?: (u: UsageRecord) =
  * isolate's records of up to a second (at most 100) go out as one log message, one JSON line per
  * call (split it on newlines). Workers Logs counts (and bills) log events, not lines; and in
  * `wrangler dev` each console.log costs ~2.5 ms of wrangler's own CPU, which ran into the next
- * call. Each held record's promise settles once logged, and the request's waitUntil waits for it,
- * so a record is not dropped when its request ends. Calls emitted without waitUntil log at once.
+ * call. Each held record's promise settles once logged by its own request, or once a later request
+ * of the batch has taken the batch into its care (lib/held-batches.ts: the request that added last
+ * logs the batch, under its own waitUntil; no request waits on another's timer), so a record is not
+ * dropped when its request ends. Calls emitted without waitUntil log at once.
  */
 export function heldUsageLog(opts: HoldOptions = {}): UsageSink {
   const held = new HeldBatches<string>(async (lines) => console.log(lines.join("\n")), { holdMs: 1_000, maxItems: 100, maxBytes: 64 * 1024, ...opts }, (line) => line.length);

@@ -104,7 +104,7 @@ export function archiveApp(deps: AppDeps) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write", workspace: true }, {
       method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"],
       summary: "Import an archive (tar, tar.gz or zip; streamed)",
-      description: "Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. An import that stops (a bound, a damaged or cut archive, a concurrent change) keeps the files that landed and deletes nothing; its error says how many landed.",
+      description: "Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)",
       request: { params: WsParam, query: ImportQuery, body: { required: true, content: ARCHIVE_CONTENT } },
       responses: { 200: { description: "Imported", content: { "application/json": { schema: ImportReportSchema } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),

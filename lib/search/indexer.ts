@@ -11,12 +11,13 @@
  * Index upkeep never fails a write: errors are logged and the affected files are simply
  * not covered by the index (readers then read them directly).
  */
-import { filesPrefix, isDirMarker } from "../paths.js";
+import { filesPrefix } from "../paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../text.js";
 import { HeldBatches, type HoldOptions } from "../held-batches.js";
-import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "../workspace/workspace.js";
+import type { FileChange, FileInfo, StagedUpkeep, Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
+import { isReached, liveFiles, segmentsBefore } from "./reachability.js";
 import { IndexStore, type SegmentRef } from "./store.js";
 import { TrigramCollector } from "./trigrams.js";
 
@@ -161,7 +162,8 @@ export class SearchIndexer implements WorkspaceListener {
   /** Changes told after the response, held per workspace to become one segment per burst (lib/held-batches.ts). */
   readonly held: HeldBatches<{ ws: Workspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
-    this.held = new HeldBatches((items) => this.changedBatch(items[0]!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
+    // The batch is handed over in the request of its last item (held-batches.ts): that request's Workspace does the I/O.
+    this.held = new HeldBatches((items) => this.changedBatch(items.at(-1)!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
     this.fanIn = opts.fanIn ?? 8;
     this.vacuumChance = opts.vacuumChance ?? 1 / 64;
     this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
@@ -201,9 +203,10 @@ export class SearchIndexer implements WorkspaceListener {
   /**
    * A batch of changes (a Workspace with deferChanges, e.g. an archive import): the files
    * written become one new segment, not one per file. The caller sizes the batch (about one
-   * full segment, FULL_SEGMENT bytes of text). Never fails the writes it follows.
+   * full segment, FULL_SEGMENT bytes of text). Never fails the writes it follows. `staged` (an
+   * all-or-nothing writer): the segment's key is added to it and the segment is not merged.
    */
-  async changedBatch(ws: Workspace, changes: FileChange[]): Promise<void> {
+  async changedBatch(ws: Workspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void> {
     try {
       // The last change of a path wins; deletions need no upkeep.
       const last = new Map<string, FileChange>();
@@ -213,8 +216,8 @@ export class SearchIndexer implements WorkspaceListener {
         const known = c.content && c.content.length === c.info.size ? { etag: c.info.etag, modified: c.info.modified.getTime(), bytes: c.content } : {};
         return [{ path: c.path, size: c.info.size, ...known }];
       });
-      if (files.length) await this.index(await ws.upkeepDriver(), ws.tenant, ws.id, files);
-      if (!this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
+      if (files.length) await this.index(await ws.upkeepDriver(), ws.tenant, ws.id, files, staged);
+      if (!staged && !this.vacuumed.has(ws) && Math.random() < this.vacuumChance) {
         this.vacuumed.add(ws);
         await vacuum(await ws.upkeepDriver(), ws.tenant, ws.id);
       }
@@ -226,18 +229,27 @@ export class SearchIndexer implements WorkspaceListener {
   /**
    * Indexes files of a workspace as one new segment, then runs one merge if a tier is
    * full. Usable by any writer that bypasses Workspace (e.g. a bulk import or a sync).
+   * `staged`: the segment's key is added to it, and no merge runs (the writer may still remove it).
    */
-  async index(driver: StorageDriver, tenant: string, workspace: string, files: { path: string; size: number; etag?: string; modified?: number; bytes?: Uint8Array }[]): Promise<void> {
+  async index(driver: StorageDriver, tenant: string, workspace: string, files: { path: string; size: number; etag?: string; modified?: number; bytes?: Uint8Array }[], staged?: StagedUpkeep): Promise<void> {
     const store = new IndexStore(driver, tenant, workspace);
     const prefix = filesPrefix(tenant, workspace);
     const [inputs, refs] = await Promise.all([
       Promise.all(files.map((f) => (f.bytes && f.etag !== undefined && f.modified !== undefined ? inputFromBytes(f.path, f.etag, f.modified, f.bytes) : readForIndex(driver, prefix + f.path, f.path, f)))),
-      store.listSegments(),
+      staged ? [] : store.listSegments(),
     ]);
     const present = inputs.filter((x): x is SegmentInput => x !== null);
     if (present.length === 0) return;
     const collector = new TrigramCollector();
-    const ref = await store.putSegment(buildSegment(present, collector));
+    const built = buildSegment(present, collector);
+    if (staged) {
+      // The key is known before the PUT: a PUT that fails after storing still gets it removed.
+      const key = store.segmentKey(built);
+      staged.keys.push(key);
+      await store.putSegment(built, key);
+      return;
+    }
+    const ref = await store.putSegment(built);
     await mergeOnce(store, collector, this.fanIn, [...refs, ref], ref);
   }
 }
@@ -249,43 +261,30 @@ export class SearchIndexer implements WorkspaceListener {
  */
 export async function vacuum(driver: StorageDriver, tenant: string, workspace: string, opts: { maxRewrites?: number } = {}): Promise<{ rewritten: number; deleted: number }> {
   const store = new IndexStore(driver, tenant, workspace);
-  const prefix = filesPrefix(tenant, workspace);
-  const live = new Map<string, string>();
+  const live = await liveFiles(driver, tenant, workspace);
   // Segments written after the listing began may hold files it did not see: leave them alone.
-  const before = Date.now() - 60_000;
-  let cursor: string | undefined;
-  do {
-    const r = await driver.list({ prefix, ...(cursor ? { cursor } : {}) });
-    for (const o of r.objects) if (!isDirMarker(o.key)) live.set(o.key.slice(prefix.length), o.etag);
-    cursor = r.cursor;
-  } while (cursor);
-  const refs = (await store.listSegments()).filter((r) => IndexStore.timeOf(r.id) < before);
-  const tables = await Promise.all(refs.map((r) => store.readFileTable(r)));
+  const segments = await segmentsBefore(store, Date.now() - 60_000);
   const isLive = (path: string, etag: string) => live.get(path) === etag;
   let rewritten = 0;
-  let deleted = 0;
   const dead: SegmentRef[] = [];
   const collector = new TrigramCollector();
-  for (let i = 0; i < refs.length; i++) {
-    const files = tables[i];
-    if (!files || files.length === 0) continue;
-    const liveFiles = files.filter((f) => isLive(f.path, f.etag));
-    if (liveFiles.length === 0) {
-      dead.push(refs[i]!);
+  for (const { ref, files } of segments) {
+    if (!isReached(files, live)) {
+      dead.push(ref);
       continue;
     }
+    const liveCount = files.filter((f) => isLive(f.path, f.etag)).length;
     const deadBytes = files.reduce((n, f) => n + (isLive(f.path, f.etag) ? 0 : f.len), 0);
-    const half = deadBytes * 2 >= Math.max(1, refs[i]!.contentBytes) && (files.length - liveFiles.length) * 2 >= files.length;
+    const half = deadBytes * 2 >= Math.max(1, ref.contentBytes) && (files.length - liveCount) * 2 >= files.length;
     if (!half || rewritten >= (opts.maxRewrites ?? 2)) continue;
-    const bytes = await store.read(refs[i]!);
+    const bytes = await store.read(ref);
     if (!bytes) continue;
     await store.putSegment(buildSegment(mergeHeads([new SegmentHead(bytes, true)], isLive), collector));
-    await store.deleteSegments([refs[i]!]);
+    await store.deleteSegments([ref]);
     rewritten++;
   }
   await store.deleteSegments(dead);
-  deleted = dead.length;
-  return { rewritten, deleted };
+  return { rewritten, deleted: dead.length };
 }
 
 export const searchIndexer = (opts?: IndexerOptions): SearchIndexer => new SearchIndexer(opts);

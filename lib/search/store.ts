@@ -88,12 +88,16 @@ export class IndexStore {
     return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  async putSegment(s: BuiltSegment): Promise<SegmentRef> {
-    const id = IndexStore.newId();
-    const key = `${this.base}seg/${id}_${s.headerEnd}_${s.dictEnd}_${s.contentBytes}_${s.files}`;
+  /** A fresh key for segment `s` (its id is new: the creation time and random bytes). */
+  segmentKey(s: BuiltSegment): string {
+    return `${this.base}seg/${IndexStore.newId()}_${s.headerEnd}_${s.dictEnd}_${s.contentBytes}_${s.files}`;
+  }
+
+  /** Stores segment `s` under `key` (default: a fresh segmentKey). */
+  async putSegment(s: BuiltSegment, key = this.segmentKey(s)): Promise<SegmentRef> {
     this.budget.take("put");
     await this.driver.put(key, s.bytes, { length: s.bytes.length });
-    return { key, id, headerEnd: s.headerEnd, dictEnd: s.dictEnd, contentBytes: s.contentBytes, files: s.files, size: s.bytes.length };
+    return this.parseRef(key, s.bytes.length)!;
   }
 
   async deleteSegments(refs: SegmentRef[]): Promise<void> {

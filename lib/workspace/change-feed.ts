@@ -4,7 +4,7 @@
  * `changedSoon`, which may hold them a moment to batch a burst of calls), or queued
  * (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
  */
-import type { FileChange, FileInfo, Workspace, WorkspaceListener } from "./workspace.js";
+import type { FileChange, FileInfo, StagedUpkeep, Workspace, WorkspaceListener } from "./workspace.js";
 
 export class ChangeFeed {
   /** Changes not yet told to the listeners (deferChanges), else null. */
@@ -41,13 +41,13 @@ export class ChangeFeed {
     return { files: this.deferred?.length ?? 0, bytes: this.deferredBytes };
   }
 
-  /** Hands the queued changes to every listener as one batch. */
-  async flush(ws: Workspace): Promise<void> {
+  /** Hands the queued changes to every listener as one batch (`staged`: see WorkspaceListener.changedBatch). */
+  async flush(ws: Workspace, staged?: StagedUpkeep): Promise<void> {
     const batch = this.deferred?.splice(0) ?? [];
     this.deferredBytes = 0;
     if (batch.length === 0) return;
     for (const l of this.listeners) {
-      if (l.changedBatch) await l.changedBatch(ws, batch);
+      if (l.changedBatch) await l.changedBatch(ws, batch, staged);
       else for (const c of batch) await l.changed(ws, c.path, c.info, c.content);
     }
   }

@@ -33,13 +33,23 @@ export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: st
 export interface WorkspaceListener {
   /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
   changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
-  /** Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each. */
-  changedBatch?(ws: Workspace, changes: FileChange[]): Promise<void>;
+  /**
+   * Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each.
+   * `staged`: the writer may still fail as a whole (an import into packs): the keys of what the
+   * listener stores for this batch are added to it, and nothing of it is merged with other data,
+   * so the writer can remove exactly that if it fails.
+   */
+  changedBatch?(ws: Workspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void>;
   /**
    * A change told after the response (the Workspace has `background`): the listener may hold it
    * briefly to handle it with others (lib/held-batches.ts); settles once handled. Without it, `changed`.
    */
   changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
+}
+
+/** What listeners stored for the batches of an all-or-nothing writer (see changedBatch): storage keys to remove if it fails. */
+export interface StagedUpkeep {
+  keys: string[];
 }
 
 export interface FileChange {

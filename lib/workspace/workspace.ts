@@ -24,12 +24,12 @@ import { openForChange, readBytes, readForChange, readMany } from "./file-reads.
 import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
-import type { DeleteItem, FileInfo, Stat, WorkspaceOptions } from "./workspace-types.js";
+import type { DeleteItem, FileInfo, StagedUpkeep, Stat, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
 
 export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 
-export type { DeleteItem, FileChange, FileInfo, Stat, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
+export type { DeleteItem, FileChange, FileInfo, StagedUpkeep, Stat, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 export class Workspace {
   readonly driver: StorageDriver;
@@ -260,9 +260,9 @@ export class Workspace {
     return this.changes.pending;
   }
 
-  /** Hands the queued changes to every listener as one batch. */
-  flushChanges(): Promise<void> {
-    return this.changes.flush(this);
+  /** Hands the queued changes to every listener as one batch; `staged` lists what they store for it (an all-or-nothing writer: WorkspaceListener.changedBatch). */
+  flushChanges(staged?: StagedUpkeep): Promise<void> {
+    return this.changes.flush(this, staged);
   }
 
   /**

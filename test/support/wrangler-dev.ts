@@ -15,6 +15,8 @@ export interface WorkerProcess {
   child: ChildProcess;
   /** Peak resident memory (VmHWM) and current RSS of every workerd process, in bytes. */
   memory(): { peak: number; rss: number };
+  /** Everything wrangler and the Worker printed so far (stdout and stderr); the Worker's console.log lines need logLevel "log". */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -60,12 +62,12 @@ function statusField(pid: number, field: string): number {
   }
 }
 
-export async function startWorker(opts: { vars?: Record<string, string>; /** wrangler config file (default: ./wrangler.toml) */ config?: string; port?: number } = {}): Promise<WorkerProcess> {
+export async function startWorker(opts: { vars?: Record<string, string>; /** wrangler config file (default: ./wrangler.toml) */ config?: string; port?: number; /** wrangler's --log-level (default "error"; "log" also prints the Worker's console.log lines) */ logLevel?: "error" | "warn" | "info" | "log" } = {}): Promise<WorkerProcess> {
   const port = opts.port ?? (await freePort());
   const state = mkdtempSync(join(tmpdir(), "toolshed-wrangler-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
   const vars = { TOOLSHED_ADMIN_TOKEN: adminToken, ...opts.vars };
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", "error", "--inspector-port", String(await freePort())];
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", opts.logLevel ?? "error", "--inspector-port", String(await freePort())];
   if (opts.config) args.push("--config", opts.config);
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn(join(process.cwd(), "node_modules/.bin/wrangler"), args, {
@@ -91,6 +93,7 @@ export async function startWorker(opts: { vars?: Record<string, string>; /** wra
     url,
     adminToken,
     child,
+    log: () => log,
     memory() {
       const pids = workerd();
       return { peak: pids.reduce((n, p) => n + statusField(p, "VmHWM"), 0), rss: pids.reduce((n, p) => n + statusField(p, "VmRSS"), 0) };

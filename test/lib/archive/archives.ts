@@ -78,8 +78,14 @@ export interface ZipItem {
   /** Unix mode (with file type bits), stored in the external attributes. */
   mode?: number;
   deflate?: boolean;
-  /** Lie about the uncompressed size in the central directory. */
+  /** Lie about the uncompressed size (in the local header and the central directory alike). */
   declaredSize?: number;
+  /** Declare this CRC-32 instead of the body's (in both headers): a damaged or altered entry. */
+  crc?: number;
+  /** Declare this CRC-32 in the local header only (the central directory keeps the true one). */
+  localCrc?: number;
+  /** Flip the bits of this byte of the stored data after the CRC was taken (data damaged in transit). */
+  flipByte?: number;
   /** Point the central directory entry at another entry's local header (overlap). */
   offsetOf?: number;
 }
@@ -95,17 +101,18 @@ export async function zip(items: ZipItem[]): Promise<Uint8Array> {
   let offset = 0;
   for (const item of items) {
     const body = bytesOf(item.body ?? "");
-    const data = item.deflate ? await deflateRaw(body) : body;
+    const data = item.deflate ? await deflateRaw(body) : body.slice();
+    if (item.flipByte !== undefined) data[item.flipByte] = data[item.flipByte]! ^ 0xff;
     const name = enc.encode(item.name);
-    const crc = crc32(body);
+    const crc = item.crc ?? crc32(body);
     const lh = new DataView(new ArrayBuffer(30));
     lh.setUint32(0, 0x04034b50, true);
     lh.setUint16(4, 20, true);
     lh.setUint16(6, 0x800, true);
     lh.setUint16(8, item.deflate ? 8 : 0, true);
-    lh.setUint32(14, crc, true);
+    lh.setUint32(14, item.localCrc ?? crc, true);
     lh.setUint32(18, data.length, true);
-    lh.setUint32(22, body.length, true);
+    lh.setUint32(22, item.declaredSize ?? body.length, true);
     lh.setUint16(26, name.length, true);
     offsets.push(offset);
     locals.push(new Uint8Array(lh.buffer), name, data);

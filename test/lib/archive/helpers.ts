@@ -1,5 +1,6 @@
 /** Shared by the archive tests: requests, and what a workspace holds in storage. */
 import { env } from "cloudflare:workers";
+import { expect } from "vitest";
 import type { Tenant } from "../../helpers.js";
 
 export async function importReq(t: Tenant, body: Uint8Array | ReadableStream<Uint8Array>, query = "", headers: Record<string, string> = {}, ws = t.ws) {
@@ -60,4 +61,16 @@ export async function untarGz(res: Response): Promise<Map<string, Uint8Array>> {
   const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
   for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out.set(e.name, await e.bytes());
   return out;
+}
+
+/** Text files of 800 KB each: six of them pass the pack import's 4 MiB batch, so an index segment is written before the archive ends. */
+export const bigText = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `big/t${i}.txt`, body: `line ${i} needle\n`.padEnd(16, "-").repeat(50_000) }));
+
+/** Imports `body`, expects `status`, and expects every object of the tenant (with its etag) as before: no pack, manifest, segment or spool left. */
+export async function expectRefusedUnchanged(t: Tenant, body: Uint8Array | ReadableStream<Uint8Array>, status: number) {
+  const before = await snapshot(t.tenant);
+  const r = await importReq(t, body);
+  expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(status);
+  expect(await snapshot(t.tenant)).toEqual(before);
+  return r.body.error as { code: string; message: string; details: Record<string, unknown> };
 }

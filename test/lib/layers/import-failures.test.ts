@@ -1,0 +1,107 @@
+/**
+ * A failed import leaves nothing behind (lib/layers/import.ts): no pack, no manifest, no index
+ * segment (it stages the segments it writes while the archive streams, and removes them), and
+ * GC reclaims the segments of an import whose process died midway (lib/search/reachability.ts:
+ * the workspace's file listing is the index's root). In workerd with local R2.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { collectGarbage } from "../../../lib/layers/gc.js";
+import { buildSegment } from "../../../lib/search/segment.js";
+import { IndexStore } from "../../../lib/search/store.js";
+import { TrigramCollector } from "../../../lib/search/trigrams.js";
+import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import { newTenant, testApp, type Tenant } from "../../helpers.js";
+import { tar } from "../archive/archives.js";
+import { bigText, expectRefusedUnchanged, importReq } from "../archive/helpers.js";
+
+const app = testApp();
+const storage = r2Driver(env.FILES);
+const LATER = () => Date.now() + 2 * 3600 * 1000;
+
+const segmentsOf = (t: Tenant, ws = t.ws) => new IndexStore(storage, t.tenant, ws).listSegments();
+const grepFiles = async (t: Tenant, pattern: string) => (await t.call("grep", { pattern, output_mode: "files_with_matches" })).body;
+
+describe("a failed import leaves no index segment, pack or manifest", () => {
+  it("an archive cut after a batch of index segments was written", async () => {
+    const t = await newTenant(app);
+    const whole = tar([...bigText(7), { name: "z.txt", body: "end" }], false);
+    let sent = 0;
+    const cut = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent >= whole.length - 400_000) return c.error(new Error("connection reset by peer")); // within the 7th file
+        c.enqueue(whole.slice(sent, sent + 65536));
+        sent += 65536;
+      },
+    });
+    await expectRefusedUnchanged(t, cut, 400);
+  });
+
+  it("a file over the size limit late in the archive", async () => {
+    const limited = testApp({ archiveLimits: { maxFileBytes: 2_000_000 } });
+    const t = await newTenant(limited);
+    const error = await expectRefusedUnchanged(t, tar([...bigText(6), { name: "huge.bin", body: new Uint8Array(2_500_000) }]), 413);
+    expect(error.details).toMatchObject({ reason: "file_size" });
+  });
+
+  it("the same archive whole imports, and its staged segments serve grep", async () => {
+    const t = await newTenant(app);
+    const r = await importReq(t, tar([...bigText(6), { name: "z.txt", body: "end needle" }]));
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
+    expect((await segmentsOf(t)).length).toBeGreaterThanOrEqual(2);
+    const found = JSON.stringify(await grepFiles(t, "needle"));
+    for (const f of ["big/t0.txt", "big/t5.txt", "z.txt"]) expect(found).toContain(f);
+  });
+});
+
+describe("GC reclaims index segments nothing reaches", () => {
+  /** A segment for files that are not (or no longer) in the workspace: what an import that died midway leaves. */
+  async function plantOrphan(t: Tenant, paths: string[]) {
+    const store = new IndexStore(storage, t.tenant, t.ws);
+    const enc = new TextEncoder();
+    const inputs = paths.map((path) => ({ path, etag: "0".repeat(32), size: 6, modified: 0, flags: 0, content: enc.encode("ghost\n") }));
+    // An id from two hours ago: an import that crashed long before this GC.
+    const built = buildSegment(inputs, new TrigramCollector());
+    const key = store.segmentKey(built).replace(/seg\/[0-9a-z]+-/, `seg/${(Date.now() - 2 * 3600 * 1000).toString(36).padStart(9, "0")}-`);
+    return (await store.putSegment(built, key)).key;
+  }
+
+  it("removes planted orphans older than the grace period, keeps live and young segments, and grep stays exact", async () => {
+    const t = await newTenant(app);
+    expect((await t.call("write", { file_path: "live.txt", content: "live needle\n" })).status).toBe(200);
+    expect((await importReq(t, tar([{ name: "lower.txt", body: "lower needle\n" }]))).status).toBe(200);
+    const live = (await segmentsOf(t)).map((s) => s.key);
+    expect(live.length).toBeGreaterThanOrEqual(2);
+    const orphan = await plantOrphan(t, ["gone/a.txt", "gone/b.txt"]);
+    // A segment for a file that exists, but in another version: nothing reaches it either.
+    const stale = await plantOrphan(t, ["live.txt"]);
+
+    const dry = await collectGarbage(storage, t.tenant, { now: LATER(), dryRun: true });
+    expect(dry.segments_deleted).toBe(2);
+    expect((await segmentsOf(t)).map((s) => s.key).sort()).toEqual([...live, orphan, stale].sort());
+
+    // GC run "two hours later": every segment is past the grace period; only the unreached ones go.
+    const r = await collectGarbage(storage, t.tenant, { now: LATER() });
+    expect(r.segments_deleted).toBe(2);
+    expect(r.bytes_freed).toBeGreaterThan(0);
+    expect((await segmentsOf(t)).map((s) => s.key).sort()).toEqual([...live].sort());
+    const found = JSON.stringify(await grepFiles(t, "needle"));
+    expect(found).toContain("live.txt");
+    expect(found).toContain("lower.txt");
+    expect(JSON.stringify(await grepFiles(t, "ghost"))).not.toContain("gone/");
+  });
+
+  it("a young orphan (an import in flight) is kept; the deletion budget is shared and `more` says so", async () => {
+    const t = await newTenant(app);
+    const store = new IndexStore(storage, t.tenant, t.ws);
+    const young = await store.putSegment(buildSegment([{ path: "in-flight.txt", etag: "1".repeat(32), size: 1, modified: 0, flags: 0, content: new Uint8Array([65]) }], new TrigramCollector()));
+    const old = [await plantOrphan(t, ["x.txt"]), await plantOrphan(t, ["y.txt"])];
+    const first = await collectGarbage(storage, t.tenant, { maxDeletions: 1 });
+    expect(first).toMatchObject({ segments_deleted: 1, more: true });
+    const second = await collectGarbage(storage, t.tenant);
+    expect(second.segments_deleted).toBe(1);
+    const left = (await segmentsOf(t)).map((s) => s.key);
+    expect(left).toContain(young.key);
+    for (const k of old) expect(left).not.toContain(k);
+  });
+});
