@@ -6,7 +6,7 @@ import { runIdOf } from "../../../infra/container/runner.js";
 import { runIdFor } from "../../../lib/exec/runs.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
-import { setup } from "./helpers.js";
+import { RUNNER_SECRET, setup, signing } from "./helpers.js";
 
 const t = setup();
 afterAll(() => t.cleanup());
@@ -227,7 +227,7 @@ describe("container handler: names the workspace cannot hold", () => {
 
 describe("container handler: background tasks (run records in storage, nothing kept in the runner)", () => {
   // The local executor hands the run over without waiting, as an asynchronous Invoke does.
-  const exec = localExecutor({ handler: t.handler });
+  const exec = localExecutor({ handler: t.handler.raw, secret: RUNNER_SECRET });
   const ref = (task_id: string) => ({ tenant: t.tenant, workspace: t.workspace, task_id });
 
   it("start, poll (running, then completed with the output), write-back at the end", async () => {
@@ -277,7 +277,7 @@ describe("container handler: background tasks (run records in storage, nothing k
   });
 
   it("a task whose runner cannot run anything reports that to its record", async () => {
-    const nobwrap = localExecutor({ handler: createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, runRecords: t.runRecords, bwrapPath: "/nonexistent/bwrap" }) });
+    const nobwrap = localExecutor({ handler: createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, runRecords: t.runRecords, bwrapPath: "/nonexistent/bwrap", secret: RUNNER_SECRET }), secret: RUNNER_SECRET });
     const { task_id } = await startTask(t.driver, nobwrap, t.req("echo never > never.txt"));
     const p = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
     expect(p.status).toBe("completed");
@@ -293,7 +293,7 @@ describe("container handler: background tasks (run records in storage, nothing k
 
 describe("container handler: refusals", () => {
   it("without bubblewrap, answers UNAVAILABLE with how to install it, and runs nothing", async () => {
-    const h = createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, bwrapPath: "/nonexistent/bwrap" });
+    const h = signing(createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, bwrapPath: "/nonexistent/bwrap", secret: RUNNER_SECRET }));
     const r = await h(t.req("echo should-not-run > nope.txt"));
     expect(r.ok).toBe(false);
     if (!r.ok) {
