@@ -93,8 +93,11 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   return { driver, sync, root, handler, freshHandler, runRecords, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
 }
 
-/** The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP. */
-export async function startSyncServer(driver: StorageDriver, secret: string): Promise<{ url: string; requests(): number; close(): void }> {
+/**
+ * The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP.
+ * `answer` may answer a request itself first (null: handleSync answers).
+ */
+export async function startSyncServer(driver: StorageDriver, secret: string, answer?: (req: Request) => Promise<Response | null>): Promise<{ url: string; requests(): number; close(): void }> {
   let requests = 0;
   const kv = storageKeyValue(memoryDriver(), "kv/");
   const server = createServer(async (req, res) => {
@@ -105,7 +108,7 @@ export async function startSyncServer(driver: StorageDriver, secret: string): Pr
       headers: req.headers as Record<string, string>,
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
     } as RequestInit);
-    const r = await handleSync(request, { driver, kv, secret });
+    const r = (await answer?.(request)) ?? (await handleSync(request, { driver, kv, secret }));
     res.writeHead(r.status, Object.fromEntries(r.headers));
     if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
     res.end();
