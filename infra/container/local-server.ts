@@ -175,7 +175,8 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
 }
 
 // `node local-server.js` (after bundling): TOOLSHED_INVOKE_PORT, TOOLSHED_RUNNER_ROOT,
-// TOOLSHED_RUNNER_SECRET (required: the API's), TOOLSHED_PUBLIC_URL (the API, optional: binds sync URLs to it).
+// TOOLSHED_RUNNER_SECRET (required: the API's), TOOLSHED_PUBLIC_URL (the API, optional: binds sync URLs to it),
+// TOOLSHED_RUNNER_CONCURRENCY (default 32) and TOOLSHED_RUNNER_TENANT_CONCURRENCY (default a quarter of it).
 if (process.argv[1] && /local-server\.(js|mjs|ts)$/.test(process.argv[1])) {
   const port = Number(process.env.TOOLSHED_INVOKE_PORT ?? 9009);
   const secret = takeRunnerSecret();
@@ -184,7 +185,13 @@ if (process.argv[1] && /local-server\.(js|mjs|ts)$/.test(process.argv[1])) {
     process.exit(1);
   }
   const syncUrl = process.env.TOOLSHED_PUBLIC_URL;
-  startLocalInvokeServer({ root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port, secret, ...(syncUrl ? { syncUrl } : {}) }).then((s) => {
+  const count = (name: string) => (process.env[name] ? { value: Number(process.env[name]) } : null);
+  const max = count("TOOLSHED_RUNNER_CONCURRENCY");
+  const perTenant = count("TOOLSHED_RUNNER_TENANT_CONCURRENCY");
+  startLocalInvokeServer({
+    root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port, secret,
+    ...(syncUrl ? { syncUrl } : {}), ...(max ? { maxConcurrent: max.value } : {}), ...(perTenant ? { maxPerTenant: perTenant.value } : {}),
+  }).then((s) => {
     console.log(`Local Lambda Invoke stand-in on ${s.url} (POST /2015-03-31/functions/<name>/invocations)`);
   });
 }
