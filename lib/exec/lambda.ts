@@ -98,7 +98,16 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
     },
     async start(req) {
       // Lambda queues the event and answers 202; the run reports to its record in storage.
-      await send({ ...req, action: "run", task: true }, "Event");
+      const out = await send({ ...req, action: "run", task: true }, "Event");
+      // A door that refuses an event at once (the local stand-in: unsigned, wrong secret) answers with the refusal.
+      const text = out.Payload ? dec.decode(out.Payload) : "";
+      let refused: ExecResponse | null = null;
+      try {
+        refused = text ? (JSON.parse(text) as ExecResponse) : null;
+      } catch {
+        /* not an answer of ours */
+      }
+      if (refused && refused.ok === false) unwrapExecResponse(refused);
     },
   };
 }

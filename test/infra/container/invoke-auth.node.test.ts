@@ -161,6 +161,13 @@ describe("runner configuration", () => {
     await expect(unsigned.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "UNAVAILABLE", message: expect.stringContaining("TOOLSHED_RUNNER_SECRET") });
   });
 
+  it("an API whose secret differs from the runner's is told so at once, for calls and for background tasks", async () => {
+    const wrong = lambdaExecutor({ client: client(invoke.url), functionName: "toolshed-runner", secret: "not-the-runners-secret-0123" });
+    const expected = { code: "UNAVAILABLE", details: { reason: "invocation_bad_signature" }, message: expect.stringContaining("TOOLSHED_RUNNER_SECRET") };
+    await expect(wrong.run(await request("acme", "main", "echo no"))).rejects.toMatchObject(expected);
+    await expect(wrong.start(await request("acme", "main", "echo no"))).rejects.toMatchObject(expected);
+  });
+
   it("with the API's URL set, a signed event whose sync endpoint is elsewhere is refused", async () => {
     const bound = await startLocalInvokeServer({ root: join(root, "bound"), secret: RUNNER_SECRET, syncUrl: api.url, functionName: "toolshed-runner" });
     try {
