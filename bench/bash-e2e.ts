@@ -8,6 +8,7 @@
  *   command writes one file: the command changes a file each call (write-back; the next call
  *     reconciles in full, since the slot changed)
  */
+import { randomBytes } from "node:crypto";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,6 +39,8 @@ export class LocalRunner {
   private root = "";
   private retired: string[] = [];
   readonly port: number;
+  /** TOOLSHED_RUNNER_SECRET of this runner: give the same value to the API (docs/runner-security.md). */
+  readonly secret = randomBytes(24).toString("hex");
   constructor(port: number) {
     this.port = port;
   }
@@ -55,7 +58,7 @@ export class LocalRunner {
     chmodSync(this.root, 0o711);
     const child = spawn(process.execPath, ["dist/container/local-server.mjs"], {
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, TOOLSHED_INVOKE_PORT: String(this.port), TOOLSHED_RUNNER_ROOT: this.root },
+      env: { ...process.env, TOOLSHED_INVOKE_PORT: String(this.port), TOOLSHED_RUNNER_ROOT: this.root, TOOLSHED_RUNNER_SECRET: this.secret },
       detached: true,
     });
     this.child = child;

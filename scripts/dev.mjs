@@ -27,7 +27,9 @@ function readVars() {
 function ensureVars() {
   const vars = readVars();
   let changed = false;
-  for (const name of ["TOOLSHED_ADMIN_TOKEN", "TOOLSHED_SYNC_SECRET"]) {
+  // TOOLSHED_RUNNER_SECRET signs every invocation of the runner (lib/exec/runner-auth.ts); wrangler reads
+  // it from .dev.vars like the others, and startRunner hands it to the runner. Never the sync secret.
+  for (const name of ["TOOLSHED_ADMIN_TOKEN", "TOOLSHED_SYNC_SECRET", "TOOLSHED_RUNNER_SECRET"]) {
     if (!vars[name]) {
       vars[name] = randomBytes(24).toString("hex");
       changed = true;
@@ -73,20 +75,23 @@ async function ensureDevKey(adminToken) {
   return k.body.key;
 }
 
-/** The bash runner, bundled for Node and started on 127.0.0.1:RUNNER_PORT. */
-function startRunner() {
+/**
+ * The bash runner, bundled for Node and started on 127.0.0.1:RUNNER_PORT. It answers only invocations
+ * signed with TOOLSHED_RUNNER_SECRET whose sync endpoint is this API (TOOLSHED_PUBLIC_URL).
+ */
+function startRunner(runnerSecret) {
   const built = spawnSync("node", ["infra/container/build.mjs"], { encoding: "utf8" });
   if (built.status !== 0) throw new Error(`building the bash runner failed (node infra/container/build.mjs):\n${built.stderr}`);
   return spawn("node", ["dist/container/local-server.mjs"], {
     stdio: ["ignore", "inherit", "inherit"],
-    env: { ...process.env, TOOLSHED_INVOKE_PORT: String(RUNNER_PORT), TOOLSHED_RUNNER_ROOT: ".wrangler/runner" },
+    env: { ...process.env, TOOLSHED_INVOKE_PORT: String(RUNNER_PORT), TOOLSHED_RUNNER_ROOT: ".wrangler/runner", TOOLSHED_RUNNER_SECRET: runnerSecret, TOOLSHED_PUBLIC_URL: BASE },
   });
 }
 
 const vars = ensureVars();
 const started = Date.now();
 const hasBwrap = spawnSync("sh", ["-c", "command -v bwrap"]).status === 0;
-const runner = startRunner();
+const runner = startRunner(vars.TOOLSHED_RUNNER_SECRET);
 const wrangler = spawn(
   "wrangler",
   [

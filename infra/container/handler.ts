@@ -5,12 +5,15 @@
  * The handler holds no storage or cloud credentials: it reaches the workspace through the
  * sync endpoint with the run's short-lived token, which stays in this process's memory
  * (bubblewrap hides this process and its environment; on Lambda, see sandbox-process.ts).
+ * It runs only events the API signed (lib/exec/runner-auth.ts), whatever door they came
+ * through, and takes the tenant, workspace and sync endpoint from the verified event only.
  */
-import { chmodSync, mkdirSync, readlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/errors.js";
 import { httpSyncClient } from "../../lib/exec/sync-http.js";
 import { httpRunRecords } from "../../lib/exec/sync-runs.js";
+import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec/runner-auth.js";
 import type { ExecEvent, ExecResponse, RunRequest } from "../../lib/exec/types.js";
 import type { RunRecordClient, SyncClient } from "../../lib/exec/sync-types.js";
 import { errorOf, runOnce } from "./run-once.js";
@@ -32,6 +35,10 @@ export interface HandlerOptions {
   sandbox?: Sandbox;
   bwrapPath?: string;
   maxIdleSlots?: number;
+  /** The secret the API signs invocations with (TOOLSHED_RUNNER_SECRET); without it every invocation is refused. */
+  secret?: string;
+  /** The API's base URL (TOOLSHED_PUBLIC_URL): a signed event whose sync.url has another origin is refused too. */
+  syncUrl?: string;
 }
 
 export interface InvokeContext {
@@ -39,11 +46,37 @@ export interface InvokeContext {
   tenantId?: string;
 }
 
-export type Handler = ((event: ExecEvent, context?: InvokeContext) => Promise<ExecResponse>) & {
+/** Takes an event as the API signed it (lib/exec/runner-auth.ts); anything else is refused. */
+export type Handler = ((event: SignedEvent, context?: InvokeContext) => Promise<ExecResponse>) & {
   cache: TreeCache;
   /** Kills the runs in progress (each stores its answer) and waits for them (shutdown). */
   close(): Promise<void>;
 };
+
+const originOf = (url: unknown): string | null => {
+  try {
+    return typeof url === "string" ? new URL(url).origin : null;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The one check of an invocation, at every door (this handler, the local Invoke stand-in before
+ * it makes a tenant's environment): the API's signature over every field and its expiry, the
+ * sync endpoint (when the runner knows its API), and the tenant the invocation was routed by.
+ * Returns the verified event: the only source of tenant, workspace and sync endpoint.
+ */
+export async function admitEvent(opts: Pick<HandlerOptions, "secret" | "syncUrl">, received: unknown, context?: InvokeContext): Promise<ExecEvent> {
+  const event = await verifyEvent(opts.secret, received);
+  if (opts.syncUrl && originOf(event.sync?.url) !== new URL(opts.syncUrl).origin)
+    throw new ToolError("PERMISSION_DENIED", `The event's sync endpoint is not this runner's API (${new URL(opts.syncUrl).origin}).`, { reason: "sync_origin" });
+  if (context?.tenantId && context.tenantId !== event.tenant) {
+    // PER_TENANT isolation: an environment serves one tenant; anything else is a routing bug.
+    throw new ToolError("PERMISSION_DENIED", "The invocation's TenantId does not match the request's tenant.");
+  }
+  return event;
+}
 
 export function createHandler(opts: HandlerOptions): Handler {
   const sandbox = opts.sandbox ?? bwrapSandbox({ stateDir: join(opts.root, "sandbox"), ...(opts.bwrapPath ? { bwrapPath: opts.bwrapPath } : {}) });
@@ -62,17 +95,14 @@ export function createHandler(opts: HandlerOptions): Handler {
   const closing = new AbortController();
   const inflight = new Set<Promise<ExecResponse>>();
 
-  const handle = async (event: ExecEvent, context?: InvokeContext): Promise<ExecResponse> => {
+  const handle = async (received: SignedEvent, context?: InvokeContext): Promise<ExecResponse> => {
     try {
-      if (!event || typeof event !== "object") throw new ToolError("INVALID_ARGUMENT", "The event must be a JSON object.");
+      // Before anything else (a slot, a record, a sandbox): only what the API signed runs.
+      const event = await admitEvent(opts, received, context);
       const action = event.action ?? "run";
       if (sandbox.hostIsolated && !context?.tenantId) {
         // Without namespaces, the execution environment is the boundary between tenants.
         throw new ToolError("UNAVAILABLE", "This command runner has no namespace sandbox and relies on AWS Lambda's per-tenant execution environments, but the invocation carries no tenant: deploy the function with tenant isolation mode PER_TENANT and invoke it with TenantId.", { reason: "tenant_isolation_missing" });
-      }
-      if (context?.tenantId && context.tenantId !== event.tenant) {
-        // PER_TENANT isolation: an environment serves one tenant; anything else is a routing bug.
-        throw new ToolError("PERMISSION_DENIED", "The invocation's TenantId does not match the request's tenant.");
       }
       // Background tasks are runs with task: true; the API polls and kills them in storage (lib/exec/runs.ts).
       if (action !== "run") throw new ToolError("INVALID_ARGUMENT", `Unknown action ${JSON.stringify(action)}; this function only runs commands (background tasks are runs with task: true).`);
@@ -103,6 +133,24 @@ export function createHandler(opts: HandlerOptions): Handler {
     await cache.emptied();
   };
   return Object.assign(handle, { cache, close });
+}
+
+/**
+ * The runner's secret, taken out of the environment so that no child process inherits it:
+ * from the file TOOLSHED_RUNNER_SECRET_FILE names, deleted once read (the image's entrypoint
+ * moves the variable there, so not even this process's /proc/<pid>/environ, readable by a
+ * same-user command under the process sandbox, holds it), else from TOOLSHED_RUNNER_SECRET.
+ */
+export function takeRunnerSecret(env: Record<string, string | undefined> = process.env): string | undefined {
+  const file = env[`${RUNNER_SECRET_VAR}_FILE`];
+  let secret = env[RUNNER_SECRET_VAR];
+  if (file) {
+    secret = readFileSync(file, "utf8").trim();
+    rmSync(file, { force: true });
+  }
+  delete env[RUNNER_SECRET_VAR];
+  delete env[`${RUNNER_SECRET_VAR}_FILE`];
+  return secret || undefined;
 }
 
 let lambdaHandler: Promise<Handler> | null = null;
@@ -146,12 +194,14 @@ export async function imageSandbox(root: string, env: Record<string, string | un
 }
 
 /** The AWS Lambda entry (CMD of the image). */
-export async function handler(event: ExecEvent, context?: InvokeContext): Promise<ExecResponse> {
+export async function handler(event: SignedEvent, context?: InvokeContext): Promise<ExecResponse> {
   lambdaHandler ??= (async () => {
     // The image's entrypoint already started us without them (see the Dockerfile); this covers other launches.
     for (const name of CREDENTIAL_VARS) delete process.env[name];
+    const secret = takeRunnerSecret();
     const root = process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed";
-    return createHandler({ root, sandbox: await imageSandbox(root) });
+    const syncUrl = process.env.TOOLSHED_PUBLIC_URL;
+    return createHandler({ root, sandbox: await imageSandbox(root), ...(secret ? { secret } : {}), ...(syncUrl ? { syncUrl } : {}) });
   })();
   return (await lambdaHandler)(event, context);
 }

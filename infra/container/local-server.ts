@@ -7,15 +7,23 @@
  *     X-Amz-Invocation-Type  RequestResponse (default) | Event (202, runs after) | DryRun (204)
  *
  * Like PER_TENANT Lambda, each tenant gets its own "execution environment": its own
- * handler instance and cache directory. Results and background tasks live in run records in
+ * handler instance and cache directory, named at random (`env-<hex>`: no tenant id on disk,
+ * nor in what a sandbox sees). Results and background tasks live in run records in
  * storage (infra/container/run-once.ts), as on Lambda.
+ *
+ * It answers only invocations the API signed (lib/exec/runner-auth.ts): checked here, before a
+ * tenant's environment is made or a place taken, and again by the handler. Each tenant may run
+ * a share of the concurrent invocations (tenant-share.ts), so one tenant cannot starve the rest.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdirSync, readdirSync, promises as fs } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
 import { ID_PATTERN } from "../../lib/paths.js";
-import type { ExecEvent } from "../../lib/exec/types.js";
-import { createHandler, type Handler, type HandlerOptions } from "./handler.js";
+import type { SignedEvent } from "../../lib/exec/runner-auth.js";
+import { admitEvent, createHandler, takeRunnerSecret, type Handler, type HandlerOptions } from "./handler.js";
+import { errorOf } from "./run-once.js";
+import { TenantShare } from "./tenant-share.js";
 
 export interface LocalInvokeOptions {
   /** Parent directory of the per-tenant environments. */
@@ -26,10 +34,16 @@ export interface LocalInvokeOptions {
   functionName?: string;
   /** Concurrent invocations before TooManyRequestsException (default 32). */
   maxConcurrent?: number;
+  /** Concurrent invocations of one tenant before TooManyRequestsException (default: a quarter of maxConcurrent). */
+  maxPerTenant?: number;
+  /** TOOLSHED_RUNNER_SECRET: the API signs every invocation with it. Without it, every invocation is refused. */
+  secret?: string;
+  /** The API's base URL: invocations whose sync endpoint has another origin are refused. */
+  syncUrl?: string;
   /** The function's own timeout (default 15 min): past it, Sandbox.Timedout like Lambda. */
   functionTimeoutMs?: number;
   /** Passed to every tenant's handler (e.g. syncClient in tests). */
-  handler?: Partial<Omit<HandlerOptions, "root">>;
+  handler?: Partial<Omit<HandlerOptions, "root" | "secret" | "syncUrl">>;
 }
 
 export interface LocalInvokeServer {
@@ -39,6 +53,8 @@ export interface LocalInvokeServer {
   invocations: { tenant: string; type: string }[];
   /** The environment of a tenant, if it exists. */
   environment(tenant: string): Handler | undefined;
+  /** The directory of a tenant's environment, if it exists. */
+  environmentDir(tenant: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -62,20 +78,31 @@ async function readBody(req: IncomingMessage, max = 6 * 1024 * 1024): Promise<Bu
   return Buffer.concat(chunks);
 }
 
+const ENV_DIR = /^env-[0-9a-f]{16}$/;
+
+/** Environments left by an earlier process are not trusted: they go, off the start's path. */
+function discardEarlierEnvironments(root: string): void {
+  mkdirSync(root, { recursive: true, mode: 0o711 });
+  for (const name of readdirSync(root)) if (ENV_DIR.test(name)) void fs.rm(join(root, name), { recursive: true, force: true }).catch(() => {});
+}
+
 export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<LocalInvokeServer> {
-  const envs = new Map<string, Handler>();
-  const maxConcurrent = opts.maxConcurrent ?? 32;
+  const envs = new Map<string, { handler: Handler; dir: string }>();
+  const share = new TenantShare(opts.maxConcurrent ?? 32, opts.maxPerTenant);
   const functionTimeoutMs = opts.functionTimeoutMs ?? 15 * 60 * 1000;
-  let inflight = 0;
   const invocations: { tenant: string; type: string }[] = [];
+  const auth = { ...(opts.secret ? { secret: opts.secret } : {}), ...(opts.syncUrl ? { syncUrl: opts.syncUrl } : {}) };
+  discardEarlierEnvironments(opts.root);
 
   const environment = (tenant: string): Handler => {
-    let h = envs.get(tenant);
-    if (!h) {
-      h = createHandler({ ...opts.handler, root: join(opts.root, tenant) });
-      envs.set(tenant, h);
+    let env = envs.get(tenant);
+    if (!env) {
+      // A name that says nothing: the sandbox's /proc/self/mountinfo shows the path of its tree.
+      const dir = join(opts.root, `env-${randomBytes(8).toString("hex")}`);
+      env = { handler: createHandler({ ...opts.handler, ...auth, root: dir }), dir };
+      envs.set(tenant, env);
     }
-    return h;
+    return env.handler;
   };
 
   const server = createServer(async (req, res) => {
@@ -92,16 +119,27 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
       const type = String(req.headers["x-amz-invocation-type"] ?? "RequestResponse");
       invocations.push({ tenant, type });
       if (type === "DryRun") return send(res, 204, "");
-      let event: ExecEvent;
+      let event: SignedEvent;
       try {
-        event = JSON.parse(body.toString("utf8") || "{}") as ExecEvent;
+        event = JSON.parse(body.toString("utf8") || "{}") as SignedEvent;
       } catch {
         return apiError(res, 400, "InvalidRequestContentException", "Could not parse request body into json");
       }
-      if (inflight >= maxConcurrent) return apiError(res, 429, "TooManyRequestsException", "Rate Exceeded.");
-      const handler = environment(tenant);
-      inflight++;
-      const run = handler(event, { tenantId: tenant }).finally(() => inflight--);
+      // Unsigned, altered, expired, or routed to another tenant: refused before anything is made for it.
+      try {
+        await admitEvent(auth, event, { tenantId: tenant });
+      } catch (e) {
+        return send(res, 200, errorOf(e), { "x-amz-executed-version": "$LATEST" });
+      }
+      const refused = share.take(tenant);
+      if (refused) return send(res, 429, { Type: "User", message: refused.message, Reason: refused.scope === "tenant" ? "TenantConcurrencyLimitExceeded" : "ConcurrentInvocationLimitExceeded", __type: "TooManyRequestsException" }, { "x-amzn-errortype": "TooManyRequestsException" });
+      let run: ReturnType<Handler>;
+      try {
+        run = environment(tenant)(event, { tenantId: tenant }).finally(() => share.release(tenant));
+      } catch (e) {
+        share.release(tenant);
+        throw e;
+      }
       if (type === "Event") {
         run.catch(() => {});
         return send(res, 202, "");
@@ -126,19 +164,34 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
     url: `http://127.0.0.1:${port}`,
     port,
     invocations,
-    environment: (t) => envs.get(t),
+    environment: (t) => envs.get(t)?.handler,
+    environmentDir: (t) => envs.get(t)?.dir,
     async close() {
-      await Promise.all([...envs.values()].map((h) => h.close()));
+      await Promise.all([...envs.values()].map((e) => e.handler.close()));
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
 }
 
-// `node local-server.js` (after bundling): TOOLSHED_INVOKE_PORT, TOOLSHED_RUNNER_ROOT.
+// `node local-server.js` (after bundling): TOOLSHED_INVOKE_PORT, TOOLSHED_RUNNER_ROOT,
+// TOOLSHED_RUNNER_SECRET (required: the API's), TOOLSHED_PUBLIC_URL (the API, optional: binds sync URLs to it),
+// TOOLSHED_RUNNER_CONCURRENCY (default 32) and TOOLSHED_RUNNER_TENANT_CONCURRENCY (default a quarter of it).
 if (process.argv[1] && /local-server\.(js|mjs|ts)$/.test(process.argv[1])) {
   const port = Number(process.env.TOOLSHED_INVOKE_PORT ?? 9009);
-  startLocalInvokeServer({ root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port }).then((s) => {
+  const secret = takeRunnerSecret();
+  if (!secret) {
+    console.error("TOOLSHED_RUNNER_SECRET is not set: the runner answers only invocations the API signs with it. Set the same value for the API (.dev.vars) and this process (npm start does both).");
+    process.exit(1);
+  }
+  const syncUrl = process.env.TOOLSHED_PUBLIC_URL;
+  const count = (name: string) => (process.env[name] ? { value: Number(process.env[name]) } : null);
+  const max = count("TOOLSHED_RUNNER_CONCURRENCY");
+  const perTenant = count("TOOLSHED_RUNNER_TENANT_CONCURRENCY");
+  startLocalInvokeServer({
+    root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port, secret,
+    ...(syncUrl ? { syncUrl } : {}), ...(max ? { maxConcurrent: max.value } : {}), ...(perTenant ? { maxPerTenant: perTenant.value } : {}),
+  }).then((s) => {
     console.log(`Local Lambda Invoke stand-in on ${s.url} (POST /2015-03-31/functions/<name>/invocations)`);
   });
 }

@@ -61,6 +61,7 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (!Number.isInteger(req.timeout_ms) || req.timeout_ms < 1 || req.timeout_ms > MAX_TIMEOUT_MS) throw bad(`timeout_ms must be an integer from 1 to ${MAX_TIMEOUT_MS}.`);
   if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
   if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
+  if (!/^https?:\/\/[^/]/.test(req.sync.url) || !URL.canParse(req.sync.url)) throw bad("sync.url must be an http(s) URL.");
   if (req.git !== undefined) validateGitIdentity(req.git);
   if (req.output_every_ms !== undefined && (!Number.isInteger(req.output_every_ms) || req.output_every_ms < MIN_OUTPUT_EVERY_MS || req.output_every_ms > MAX_OUTPUT_EVERY_MS))
     throw bad(`output_every_ms must be an integer from ${MIN_OUTPUT_EVERY_MS} to ${MAX_OUTPUT_EVERY_MS}.`);
@@ -149,7 +150,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
   const cwd = normalizePath(req.cwd ?? "");
   await deps.sandbox.check();
   const runId = runIdOf(req);
-  const slot = await deps.cache.acquire(req.tenant, req.workspace);
+  // Keyed by what the API signed (handler.ts): tenant, workspace, and the endpoint that fills the slot.
+  const slot = await deps.cache.acquire(req.tenant, req.workspace, new URL(req.sync.url).origin);
   let clean = false;
   try {
     const t0 = Date.now();

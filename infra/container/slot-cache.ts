@@ -40,9 +40,15 @@ export class TreeCache {
     return this.init;
   }
 
-  async acquire(tenant: string, workspace: string): Promise<Slot> {
+  /**
+   * A slot of this workspace, idle and warm if there is one. tenant and workspace come from the
+   * verified invocation (handler.ts); `source` is the origin of the sync endpoint that fills the
+   * slot: a slot is only ever reused with the endpoint that filled it, so no other server can
+   * vouch ("unchanged") for a tree it never served.
+   */
+  async acquire(tenant: string, workspace: string, source: string): Promise<Slot> {
     await this.ready();
-    const key = `${tenant}/${workspace}`;
+    const key = `${tenant}/${workspace}/${source}`;
     if (this.exclusive) for (const s of [...this.slots.values()].flat()) if (s.key !== key && !s.busy) await this.drop(s);
     const list = this.slots.get(key) ?? [];
     this.slots.set(key, list);

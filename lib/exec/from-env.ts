@@ -4,6 +4,8 @@
  *   TOOLSHED_RUNNER_FUNCTION_NETWORK  the same image deployed with egress, for API keys with
  *                             the network scope (default: TOOLSHED_RUNNER_FUNCTION)
  *   TOOLSHED_RUNNER_URL       another Invoke endpoint (locally: infra/container/local-server.ts)
+ *   TOOLSHED_RUNNER_SECRET    signs every invocation (lib/exec/runner-auth.ts); the runner holds the
+ *                             same value. Without it, commands answer UNAVAILABLE naming it.
  *   AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY  (on Lambda, the role's credentials are used)
  * Without a function name or URL, commands are off (the bash tools answer UNAVAILABLE).
  */
@@ -15,6 +17,7 @@ export interface RunnerEnv {
   TOOLSHED_RUNNER_FUNCTION?: string;
   TOOLSHED_RUNNER_FUNCTION_NETWORK?: string;
   TOOLSHED_RUNNER_URL?: string;
+  TOOLSHED_RUNNER_SECRET?: string;
   AWS_REGION?: string;
   AWS_ACCESS_KEY_ID?: string;
   AWS_SECRET_ACCESS_KEY?: string;
@@ -31,12 +34,13 @@ export function executorFromEnv(env: RunnerEnv): Executor | undefined {
     requestHandler: { requestTimeout: INVOKE_TIMEOUT_MS },
     maxAttempts: 3,
     ...(env.TOOLSHED_RUNNER_URL ? { endpoint: env.TOOLSHED_RUNNER_URL } : {}),
-    // The local stand-in does not check signatures; it still needs some credentials to sign with.
+    // The local stand-in does not check SigV4 (it checks the runner signature); the SDK still needs some credentials to sign with.
     ...(keys ? { credentials: keys } : env.TOOLSHED_RUNNER_URL ? { credentials: { accessKeyId: "local", secretAccessKey: "local" } } : {}),
   });
   return lambdaExecutor({
     client,
     functionName: env.TOOLSHED_RUNNER_FUNCTION ?? "toolshed-runner",
+    secret: env.TOOLSHED_RUNNER_SECRET,
     ...(env.TOOLSHED_RUNNER_FUNCTION_NETWORK ? { networkFunctionName: env.TOOLSHED_RUNNER_FUNCTION_NETWORK } : {}),
   });
 }

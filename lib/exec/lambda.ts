@@ -5,11 +5,13 @@
  * Retries (the SDK's, or the caller's) are safe: each call carries an idempotency key, and the
  * runner claims the run in storage before running it. Background tasks are asynchronous
  * Invokes (InvocationType Event); they report to their run record, which the API reads
- * (lib/exec/runs.ts). Bundles for Workers (no node: imports).
+ * (lib/exec/runs.ts). Every event is signed with the runner secret (lib/exec/runner-auth.ts):
+ * the runner runs nothing else. Bundles for Workers (no node: imports).
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import { ToolError } from "../errors.js";
 import { unwrapExecResponse } from "./response.js";
+import { signEvent } from "./runner-auth.js";
 import type { ExecEvent, ExecResponse, Executor, RunResult } from "./types.js";
 
 export interface LambdaExecutorOptions {
@@ -19,6 +21,8 @@ export interface LambdaExecutorOptions {
   /** The runner deployed with egress, for calls whose API key allows network (default: functionName). */
   networkFunctionName?: string;
   qualifier?: string;
+  /** TOOLSHED_RUNNER_SECRET, shared with the runner; without it every call answers UNAVAILABLE naming it. */
+  secret: string | undefined;
 }
 
 const enc = new TextEncoder();
@@ -26,9 +30,11 @@ const dec = new TextDecoder();
 
 /** An error of the Invoke API itself (the function did not run, or we lost the answer). */
 export function invokeError(e: unknown, functionName: string): ToolError {
-  const err = e as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const err = e as { name?: string; message?: string; code?: string; Reason?: string; $metadata?: { httpStatusCode?: number } };
   const name = err?.name ?? "";
   const msg = err?.message ?? String(e);
+  // The local stand-in's per-tenant share (infra/container/tenant-share.ts): its message says what to do.
+  if (name === "TooManyRequestsException" && err.Reason === "TenantConcurrencyLimitExceeded") return new ToolError("RATE_LIMITED", msg, { cause: name, scope: "tenant" });
   if (name === "TooManyRequestsException") return new ToolError("RATE_LIMITED", `Too many commands are running for this account right now (${msg}). Retry in a few seconds.`, { cause: name });
   if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", `The command runner function ${functionName} is not deployed.`, { cause: name });
   if (name === "RequestTooLargeException") return new ToolError("PAYLOAD_TOO_LARGE", "The command (with its stdin) is larger than the 6 MB Invoke limit; put large inputs in a workspace file.", { cause: name });
@@ -61,6 +67,7 @@ export function functionError(kind: string, payload: string): ToolError {
 export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
   async function send(event: ExecEvent, type: "RequestResponse" | "Event") {
     const functionName = (event.network && opts.networkFunctionName) || opts.functionName;
+    const signed = await signEvent(opts.secret, event);
     try {
       return await opts.client.send(
         new InvokeCommand({
@@ -68,7 +75,7 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
           ...(opts.qualifier ? { Qualifier: opts.qualifier } : {}),
           InvocationType: type,
           TenantId: event.tenant,
-          Payload: enc.encode(JSON.stringify(event)),
+          Payload: enc.encode(JSON.stringify(signed)),
         }),
       );
     } catch (e) {
@@ -91,7 +98,16 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
     },
     async start(req) {
       // Lambda queues the event and answers 202; the run reports to its record in storage.
-      await send({ ...req, action: "run", task: true }, "Event");
+      const out = await send({ ...req, action: "run", task: true }, "Event");
+      // A door that refuses an event at once (the local stand-in: unsigned, wrong secret) answers with the refusal.
+      const text = out.Payload ? dec.decode(out.Payload) : "";
+      let refused: ExecResponse | null = null;
+      try {
+        refused = text ? (JSON.parse(text) as ExecResponse) : null;
+      } catch {
+        /* not an answer of ours */
+      }
+      if (refused && refused.ok === false) unwrapExecResponse(refused);
     },
   };
 }

@@ -17,6 +17,7 @@ import kill_shell from "../../functions/kill_shell.js";
 import run_code from "../../functions/run_code.js";
 import { localExecutor } from "../../infra/container/local-executor.js";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
+import { RUNNER_SECRET } from "../infra/container/helpers.js";
 import { createApp } from "../../lib/app.js";
 import type { AppDeps } from "../../lib/deps.js";
 import { lambdaExecutor } from "../../lib/exec/lambda.js";
@@ -66,8 +67,8 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     });
     await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
     syncUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    invoke = await startLocalInvokeServer({ root, functionName: "runner" });
-    executor = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
+    invoke = await startLocalInvokeServer({ secret: RUNNER_SECRET, root, functionName: "runner" });
+    executor = lambdaExecutor({ secret: RUNNER_SECRET, client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
   let skew = 0;
   const policies = new IsolateCache(5_000, 10_000, () => Date.now() + skew);

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
+import { RUNNER_SECRET } from "./container/helpers.js";
 import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
 import { readEvents } from "../support/sse-events.js";
 
@@ -19,11 +20,11 @@ let root: string;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-worker-bash-"));
   chmodSync(root, 0o711);
-  runner = await startLocalInvokeServer({ root, port: await freePort() });
+  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
   const port = await freePort();
   w = await startWorker({
     port,
-    vars: { TOOLSHED_SYNC_SECRET: "worker-bash-test-secret-0123456789", TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
+    vars: { TOOLSHED_SYNC_SECRET: "worker-bash-test-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
   });
 }, 120_000);
 

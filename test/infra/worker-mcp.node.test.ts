@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
+import { RUNNER_SECRET } from "./container/helpers.js";
 import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
 
 let w: WorkerProcess;
@@ -22,11 +23,11 @@ let root: string;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-worker-mcp-"));
   chmodSync(root, 0o711);
-  runner = await startLocalInvokeServer({ root, port: await freePort() });
+  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
   const port = await freePort();
   w = await startWorker({
     port,
-    vars: { TOOLSHED_SYNC_SECRET: "worker-mcp-test-secret-0123456789", TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
+    vars: { TOOLSHED_SYNC_SECRET: "worker-mcp-test-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
   });
 }, 120_000);
 

@@ -5,7 +5,7 @@
  * command, keeps its slot warm, and touches no record.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { ManifestQuery } from "../../../lib/exec/sync-manifest.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
@@ -64,8 +64,8 @@ describe("claim and manifest side by side", () => {
     const { events, handler } = logged(() => opened);
     const req = t.req("cat in.txt; echo made > out.txt");
     const pending = handler(req, { tenantId: req.tenant });
-    await new Promise((r) => setTimeout(r, 300)); // the claim is held: the run gets as far as it may
-    expect(events).toEqual(["claim asked", "manifest"]);
+    // The claim is held: the run gets as far as it may (waited for, not slept: a loaded machine is slow to get there).
+    await vi.waitFor(() => expect(events).toEqual(["claim asked", "manifest"]), { timeout: 10_000, interval: 20 });
     expect(await t.read("out.txt")).toBe(null); // the command waits for the claim
     open();
     const r = t.unwrap<RunResult>(await pending);

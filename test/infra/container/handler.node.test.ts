@@ -6,7 +6,9 @@ import { runIdOf } from "../../../infra/container/runner.js";
 import { runIdFor } from "../../../lib/exec/runs.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
-import { setup } from "./helpers.js";
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { signEvent } from "../../../lib/exec/runner-auth.js";
+import { RUNNER_SECRET, setup, signing, unsigned } from "./helpers.js";
 
 const t = setup();
 afterAll(() => t.cleanup());
@@ -227,7 +229,7 @@ describe("container handler: names the workspace cannot hold", () => {
 
 describe("container handler: background tasks (run records in storage, nothing kept in the runner)", () => {
   // The local executor hands the run over without waiting, as an asynchronous Invoke does.
-  const exec = localExecutor({ handler: t.handler });
+  const exec = localExecutor({ handler: t.handler.raw, secret: RUNNER_SECRET });
   const ref = (task_id: string) => ({ tenant: t.tenant, workspace: t.workspace, task_id });
 
   it("start, poll (running, then completed with the output), write-back at the end", async () => {
@@ -277,7 +279,7 @@ describe("container handler: background tasks (run records in storage, nothing k
   });
 
   it("a task whose runner cannot run anything reports that to its record", async () => {
-    const nobwrap = localExecutor({ handler: createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, runRecords: t.runRecords, bwrapPath: "/nonexistent/bwrap" }) });
+    const nobwrap = localExecutor({ handler: createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, runRecords: t.runRecords, bwrapPath: "/nonexistent/bwrap", secret: RUNNER_SECRET }), secret: RUNNER_SECRET });
     const { task_id } = await startTask(t.driver, nobwrap, t.req("echo never > never.txt"));
     const p = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
     expect(p.status).toBe("completed");
@@ -293,7 +295,7 @@ describe("container handler: background tasks (run records in storage, nothing k
 
 describe("container handler: refusals", () => {
   it("without bubblewrap, answers UNAVAILABLE with how to install it, and runs nothing", async () => {
-    const h = createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, bwrapPath: "/nonexistent/bwrap" });
+    const h = signing(createHandler({ root: `${t.root}-nobwrap`, syncClient: () => t.sync, bwrapPath: "/nonexistent/bwrap", secret: RUNNER_SECRET }));
     const r = await h(t.req("echo should-not-run > nope.txt"));
     expect(r.ok).toBe(false);
     if (!r.ok) {
@@ -301,6 +303,30 @@ describe("container handler: refusals", () => {
       expect(r.error.message).toContain("apt-get install bubblewrap");
     }
     expect(await t.read("nope.txt")).toBeNull();
+  });
+
+  it("the in-process handler refuses an unsigned event, a reordered-but-altered one and one signed with another secret: no record, no slot, no command", async () => {
+    const root = `${t.root}-refuse`;
+    const h = createHandler({ root, syncClient: () => t.sync, runRecords: t.runRecords, secret: RUNNER_SECRET });
+    try {
+      const req = t.req("echo never > never.txt");
+      const forged = await signEvent("another-secret-entirely-0123", req);
+      const altered = { ...(await signEvent(RUNNER_SECRET, req)), timeout_ms: 600_000 };
+      for (const [event, reason] of [[unsigned(req), "invocation_unsigned"], [forged, "invocation_bad_signature"], [altered, "invocation_bad_signature"]] as const) {
+        const r = await h(event, { tenantId: req.tenant });
+        expect(r.ok ? null : { code: r.error.code, reason: r.error.details?.reason }).toEqual({ code: "UNAVAILABLE", reason });
+      }
+      expect((await t.driver.list({ prefix: `t/${t.tenant}/w/${t.workspace}/x/runs/${runIdOf(req)}/` })).objects).toEqual([]);
+      expect(existsSync(`${root}/slots`) ? readdirSync(`${root}/slots`) : []).toEqual([]);
+      expect(await t.read("never.txt")).toBeNull();
+      // Signed as the API signs it, with the keys in another order (another JSON parser): it runs.
+      const signed = await signEvent(RUNNER_SECRET, t.req("echo ran"));
+      const reordered = Object.fromEntries(Object.entries(signed).reverse()) as typeof signed;
+      expect(t.unwrap<RunResult>(await h(reordered, { tenantId: req.tenant })).stdout).toBe("ran\n");
+    } finally {
+      await h.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("rejects bad requests and a TenantId that does not match", async () => {

@@ -5,16 +5,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { createHandler, type Handler, type HandlerOptions } from "../../../infra/container/handler.js";
+import { signEvent, type SignedEvent } from "../../../lib/exec/runner-auth.js";
 import { RUN_MARGIN_MS, storageRunRecords } from "../../../lib/exec/runs.js";
 import { handleSync } from "../../../lib/exec/sync-server.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
-import type { ExecResponse, RunRequest, RunResult } from "../../../lib/exec/types.js";
+import type { ExecEvent, ExecResponse, RunRequest, RunResult } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 
 let seq = 0;
+
+/** The runner secret of the container-function tests (the API and the runner share it). */
+export const RUNNER_SECRET = "test-runner-secret-0123456789";
+
+/** A handler called as the API calls it: every event signed with RUNNER_SECRET first. */
+export type SigningHandler = ((event: ExecEvent, context?: { tenantId?: string }) => Promise<ExecResponse>) & { raw: Handler; close(): Promise<void> };
+
+export function signing(raw: Handler): SigningHandler {
+  const call = async (event: ExecEvent, context?: { tenantId?: string }) => raw(await signEvent(RUNNER_SECRET, event), context);
+  return Object.assign(call, { raw, close: () => raw.close() });
+}
+
+/** An event as sent by someone without the secret (tests of refusals). */
+export const unsigned = (event: ExecEvent): SignedEvent => event as SignedEvent;
 
 export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspace = "w1") {
   const driver = memoryDriver();
@@ -23,14 +38,14 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   chmodSync(root, 0o711); // the sandbox uid traverses to its tree
   // The run's record in the same storage, as the sync API's /v1/sync/run serves it.
   const runRecords = (r: RunRequest) => storageRunRecords(driver, r.tenant, r.workspace, r.idempotency_key, Date.now() + r.timeout_ms + RUN_MARGIN_MS);
-  const base: HandlerOptions = { root, syncClient: (r) => storageSyncClient(driver, r.tenant, r.workspace), runRecords, ...opts };
+  const base: HandlerOptions = { root, syncClient: (r) => storageSyncClient(driver, r.tenant, r.workspace), runRecords, secret: RUNNER_SECRET, ...opts };
   // One handler for every tenant, as in the local server: the request names the workspace.
-  const handler = createHandler(base);
+  const handler = signing(createHandler(base));
   // Another execution environment: its own root (slots), no memory of this one; the same storage.
-  const others: Handler[] = [];
+  const others: SigningHandler[] = [];
   let envs = 0;
-  const freshHandler = (extra: Partial<HandlerOptions> = {}): Handler => {
-    const h = createHandler({ ...base, root: `${root}-env${++envs}`, ...extra });
+  const freshHandler = (extra: Partial<HandlerOptions> = {}): SigningHandler => {
+    const h = signing(createHandler({ ...base, root: `${root}-env${++envs}`, ...extra }));
     others.push(h);
     return h;
   };
@@ -78,8 +93,11 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
   return { driver, sync, root, handler, freshHandler, runRecords, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
 }
 
-/** The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP. */
-export async function startSyncServer(driver: StorageDriver, secret: string): Promise<{ url: string; requests(): number; close(): void }> {
+/**
+ * The sync API of a Worker (handleSync) over `driver`, served on 127.0.0.1 for runners that speak HTTP.
+ * `answer` may answer a request itself first (null: handleSync answers).
+ */
+export async function startSyncServer(driver: StorageDriver, secret: string, answer?: (req: Request) => Promise<Response | null>): Promise<{ url: string; requests(): number; close(): void }> {
   let requests = 0;
   const kv = storageKeyValue(memoryDriver(), "kv/");
   const server = createServer(async (req, res) => {
@@ -90,7 +108,7 @@ export async function startSyncServer(driver: StorageDriver, secret: string): Pr
       headers: req.headers as Record<string, string>,
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
     } as RequestInit);
-    const r = await handleSync(request, { driver, kv, secret });
+    const r = (await answer?.(request)) ?? (await handleSync(request, { driver, kv, secret }));
     res.writeHead(r.status, Object.fromEntries(r.headers));
     if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
     res.end();

@@ -6,18 +6,19 @@
  * sandbox, run commands, kill what they leave behind, and survive its own reap.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signEvent } from "../../../lib/exec/runner-auth.js";
 import { mintSyncToken } from "../../../lib/exec/sync-token.js";
 import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
 import type { ExecResponse } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
-import { startSyncServer } from "./helpers.js";
+import { RUNNER_SECRET, startSyncServer } from "./helpers.js";
 
 const SECRET = "entry-test-secret-0123456789";
 const driver = memoryDriver();
@@ -47,21 +48,29 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** An event as the API sends it: signed with the runner secret. */
 async function event(command: string, extra: Record<string, unknown> = {}) {
   const key = `entry-${Math.random().toString(36).slice(2)}`;
   await workspaceRecord(driver, "acme", "main");
   const token = await mintSyncToken(SECRET, { t: "acme", w: "main", r: key }, 300);
-  return { action: "run", version: 1, idempotency_key: key, tenant: "acme", workspace: "main", command, timeout_ms: 20_000, sync: { url: sync.url, token }, ...extra };
+  return signEvent(RUNNER_SECRET, { action: "run", version: 1, idempotency_key: key, tenant: "acme", workspace: "main", command, timeout_ms: 20_000, sync: { url: sync.url, token }, ...extra });
 }
 
-/** Runs the entry in a Lambda-like jail: no user namespaces left, uid 993 (a stand-in for sbx_user1051), private /tmp. */
+/**
+ * Runs the entry in a Lambda-like jail: no user namespaces left, uid 993 (a stand-in for sbx_user1051), private /tmp.
+ * The runner secret comes as the image's entrypoint hands it over: in a file (TOOLSHED_RUNNER_SECRET_FILE).
+ */
 function runEntry(events: unknown[]): Promise<ExecResponse[]> {
+  const secretDir = join(dir, "secret");
+  mkdirSync(secretDir, { recursive: true, mode: 0o700 });
+  chmodSync(secretDir, 0o777); // the jail's uid 993 deletes the file once read
+  writeFileSync(join(secretDir, "runner-secret"), RUNNER_SECRET, { mode: 0o644 });
   const args = [
     "--unshare-user", "--disable-userns", "--unshare-pid", "--die-with-parent", "--uid", "993", "--gid", "993",
-    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", dir, dir,
+    "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", dir, dir, "--bind", secretDir, secretDir,
     // node itself may live under /tmp (a checkout there, node from node_modules): the private /tmp would hide it.
     "--ro-bind", dirname(process.execPath), dirname(process.execPath),
-    "--setenv", "TOOLSHED_RUNNER_EGRESS", "none", "--setenv", "TOOLSHED_RUNNER_ROOT", "/tmp/toolshed",
+    "--setenv", "TOOLSHED_RUNNER_EGRESS", "none", "--setenv", "TOOLSHED_RUNNER_SECRET_FILE", join(secretDir, "runner-secret"), "--setenv", "TOOLSHED_RUNNER_ROOT", "/tmp/toolshed",
     process.execPath, join(dir, "drive.mjs"), join(dir, "handler.mjs"), join(dir, "events.json"),
   ];
   // In a file, not in argv: the commands' pgrep would find their own text in the driver's argv.
@@ -103,5 +112,22 @@ describe("the Lambda entry where user namespaces are refused", () => {
     const ws = storageSyncClient(driver, "acme", "main");
     expect(await new Response((await ws.fetch("b.txt"))!.body).text()).toBe("two\n");
     expect(await ws.fetch("c.txt")).toBeNull();
+  }, 60_000);
+
+  it("refuses unsigned and altered events; the secret is nowhere a command can read it", async () => {
+    const signed = await event("echo never > unsigned.txt");
+    const { auth: _auth, ...unsigned } = signed;
+    const altered = { ...(await event("echo never > altered.txt")), command: "echo altered > altered.txt" };
+    // The pattern goes through a file: in argv, grep would find its own command line.
+    const [half1, half2] = [RUNNER_SECRET.slice(0, 10), RUNNER_SECRET.slice(10)];
+    const search = await event(`printf %s '${half1}' > /tmp/p; printf %s '${half2}' >> /tmp/p; grep -lsF -f /tmp/p /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/[0-9]*/task/*/environ | wc -l; ls -A ${join(dir, "secret")} | wc -l`);
+    const [a, b, c] = await runEntry([unsigned, altered, search]);
+    expect(a).toMatchObject({ ok: false, error: { code: "UNAVAILABLE", details: { reason: "invocation_unsigned" } } });
+    expect(b).toMatchObject({ ok: false, error: { code: "UNAVAILABLE", details: { reason: "invocation_bad_signature" } } });
+    expect(c).toMatchObject({ ok: true, result: { stdout: "0\n0\n" } });
+    const ws = storageSyncClient(driver, "acme", "main");
+    expect(await ws.fetch("unsigned.txt")).toBeNull();
+    expect(await ws.fetch("altered.txt")).toBeNull();
+    expect(existsSync(join(dir, "secret", "runner-secret"))).toBe(false);
   }, 60_000);
 });

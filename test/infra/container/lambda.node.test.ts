@@ -19,6 +19,7 @@ import type { Executor, RunRequest } from "../../../lib/exec/types.js";
 import { filesPrefix } from "../../../lib/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
+import { RUNNER_SECRET } from "./helpers.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 
 const SECRET = "test-sync-secret-0123456789";
@@ -53,8 +54,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => syncServer.listen(0, "127.0.0.1", r));
   syncUrl = `http://127.0.0.1:${(syncServer.address() as { port: number }).port}`;
-  invoke = await startLocalInvokeServer({ root, functionName: "toolshed-runner" });
-  exec = lambdaExecutor({ client: client(invoke.url), functionName: "toolshed-runner" });
+  invoke = await startLocalInvokeServer({ secret: RUNNER_SECRET, root, functionName: "toolshed-runner" });
+  exec = lambdaExecutor({ secret: RUNNER_SECRET, client: client(invoke.url), functionName: "toolshed-runner" });
 });
 
 afterAll(async () => {
@@ -145,9 +146,9 @@ describe("lambda executor through the local Invoke stand-in", () => {
 
   it("a retry that lands in another execution environment does not run the command twice", async () => {
     // A second stand-in = other execution environments (own roots, no memory), the same storage.
-    const elsewhere = await startLocalInvokeServer({ root: join(root, "elsewhere"), functionName: "toolshed-runner", handler: { claimWaitMs: 600 } });
+    const elsewhere = await startLocalInvokeServer({ secret: RUNNER_SECRET, root: join(root, "elsewhere"), functionName: "toolshed-runner", handler: { claimWaitMs: 600 } });
     try {
-      const there = lambdaExecutor({ client: client(elsewhere.url), functionName: "toolshed-runner" });
+      const there = lambdaExecutor({ secret: RUNNER_SECRET, client: client(elsewhere.url), functionName: "toolshed-runner" });
       const req = await request("acme", "main", "echo once >> retried.txt; echo ran");
       const a = await exec.run(req);
       expect(await there.run(req)).toEqual(a);
@@ -173,7 +174,7 @@ describe("lambda executor through the local Invoke stand-in", () => {
     const c = client(invoke.url);
     const send = c.send.bind(c);
     c.send = ((cmd: { input: { InvocationType?: string } }) => (sent.push(cmd.input.InvocationType ?? ""), send(cmd as never))) as typeof c.send;
-    const bg = lambdaExecutor({ client: c, functionName: "toolshed-runner" });
+    const bg = lambdaExecutor({ secret: RUNNER_SECRET, client: c, functionName: "toolshed-runner" });
     const seen = invoke.invocations.length;
     const ref = (task_id: string, tenant = "acme", workspace = "main") => ({ tenant, workspace, task_id });
     const { task_id } = await startTask(driver, bg, await request("acme", "main", "sleep 2; echo done"));
@@ -204,22 +205,22 @@ describe("lambda executor: errors become clear tool errors", () => {
   });
 
   it("a missing function is UNAVAILABLE", async () => {
-    const wrong = lambdaExecutor({ client: client(invoke.url, 1), functionName: "nope" });
+    const wrong = lambdaExecutor({ secret: RUNNER_SECRET, client: client(invoke.url, 1), functionName: "nope" });
     await expect(wrong.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 
   it("an unreachable endpoint is UNAVAILABLE", async () => {
-    const down = lambdaExecutor({ client: client("http://127.0.0.1:9", 1), functionName: "toolshed-runner" });
+    const down = lambdaExecutor({ secret: RUNNER_SECRET, client: client("http://127.0.0.1:9", 1), functionName: "toolshed-runner" });
     await expect(down.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "UNAVAILABLE" });
   });
 
   it("throttling is RATE_LIMITED and the function's own timeout is TIMEOUT", async () => {
-    const throttled = await startLocalInvokeServer({ root: join(root, "throttled"), maxConcurrent: 0 });
-    const slow = await startLocalInvokeServer({ root: join(root, "slow"), functionTimeoutMs: 800 });
+    const throttled = await startLocalInvokeServer({ secret: RUNNER_SECRET, root: join(root, "throttled"), maxConcurrent: 0 });
+    const slow = await startLocalInvokeServer({ secret: RUNNER_SECRET, root: join(root, "slow"), functionTimeoutMs: 800 });
     try {
-      const t = lambdaExecutor({ client: client(throttled.url, 1), functionName: "f" });
+      const t = lambdaExecutor({ secret: RUNNER_SECRET, client: client(throttled.url, 1), functionName: "f" });
       await expect(t.run(await request("acme", "main", "true"))).rejects.toMatchObject({ code: "RATE_LIMITED" });
-      const s = lambdaExecutor({ client: client(slow.url, 1), functionName: "f" });
+      const s = lambdaExecutor({ secret: RUNNER_SECRET, client: client(slow.url, 1), functionName: "f" });
       await expect(s.run(await request("acme", "main", "sleep 3"))).rejects.toMatchObject({ code: "TIMEOUT" });
     } finally {
       await throttled.close();
@@ -238,7 +239,7 @@ describe("lambda executor: errors become clear tool errors", () => {
 describe("lambda executor: the runner with egress", () => {
   it("sends calls with network to networkFunctionName and the others to functionName", async () => {
     // The stand-in serves only "toolshed-runner": reaching another name proves the routing.
-    const routed = lambdaExecutor({ client: client(invoke.url, 1), functionName: "toolshed-runner", networkFunctionName: "toolshed-runner-net" });
+    const routed = lambdaExecutor({ secret: RUNNER_SECRET, client: client(invoke.url, 1), functionName: "toolshed-runner", networkFunctionName: "toolshed-runner-net" });
     const plain = await routed.run(await request("acme", "main", "echo plain"));
     expect(plain.stdout).toBe("plain\n");
     await expect(routed.run(await request("acme", "main", "echo net", { network: true }))).rejects.toMatchObject({

@@ -26,7 +26,7 @@ describe("TreeCache: dropped trees go to the trash", () => {
   it("an evicted slot is out of its place when release returns, and deleted after", async () => {
     const root = join(base(), "slots");
     const cache = new TreeCache(root, null, 0); // no idle slot kept: every release evicts
-    const slot = await cache.acquire("acme", "w1");
+    const slot = await cache.acquire("acme", "w1", "http://api");
     fill(slot, "w1\n");
     await cache.release(slot, true);
     expect(existsSync(slot.dir)).toBe(false);
@@ -40,13 +40,13 @@ describe("TreeCache: dropped trees go to the trash", () => {
   it("a slot released unclean is wiped the same way", async () => {
     const root = join(base(), "slots");
     const cache = new TreeCache(root, null);
-    const slot = await cache.acquire("acme", "w1");
+    const slot = await cache.acquire("acme", "w1", "http://api");
     fill(slot, "w1\n");
     await cache.release(slot, false);
     expect(existsSync(slot.dir)).toBe(false);
     await cache.emptied();
     expect(readdirSync(join(root, ".trash"))).toEqual([]);
-    const again = await cache.acquire("acme", "w1");
+    const again = await cache.acquire("acme", "w1", "http://api");
     expect(again.dir).not.toBe(slot.dir);
     expect(readdirSync(again.tree).filter((n) => n.startsWith("d"))).toEqual([]);
   });
@@ -54,7 +54,7 @@ describe("TreeCache: dropped trees go to the trash", () => {
   it("a trash removed from under the cache (the process sandbox's wipe, an operator) still deletes what is dropped", async () => {
     const root = join(base(), "slots");
     const cache = new TreeCache(root, null, 0);
-    const slot = await cache.acquire("acme", "w1");
+    const slot = await cache.acquire("acme", "w1", "http://api");
     fill(slot, "w1\n");
     rmSync(join(root, ".trash"), { recursive: true });
     await cache.release(slot, true);
@@ -66,10 +66,10 @@ describe("TreeCache: dropped trees go to the trash", () => {
     const b = base();
     const root = join(b, "slots");
     const cache = new TreeCache(root, null, 8, true);
-    const w1 = await cache.acquire("acme", "w1");
+    const w1 = await cache.acquire("acme", "w1", "http://api");
     fill(w1, "w1 secret\n");
     await cache.release(w1, true);
-    const w2 = await cache.acquire("acme", "w2");
+    const w2 = await cache.acquire("acme", "w2", "http://api");
     expect(existsSync(w1.dir)).toBe(false);
     await cache.beforeCommand();
     const left = (dir: string): string[] => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
@@ -80,7 +80,7 @@ describe("TreeCache: dropped trees go to the trash", () => {
   it("exclusive: a tree that cannot be deleted stops the command (never left readable under it)", async (ctx) => {
     const root = join(base(), "slots");
     const cache = new TreeCache(root, null, 8, true);
-    const w1 = await cache.acquire("acme", "w1");
+    const w1 = await cache.acquire("acme", "w1", "http://api");
     fill(w1, "w1 secret\n");
     const stuck = join(w1.tree, "d0", "f0.txt");
     try {
@@ -90,7 +90,7 @@ describe("TreeCache: dropped trees go to the trash", () => {
     }
     try {
       await cache.release(w1, true);
-      const w2 = await cache.acquire("acme", "w2");
+      const w2 = await cache.acquire("acme", "w2", "http://api");
       await expect(cache.beforeCommand()).rejects.toThrow();
       await cache.release(w2, true);
     } finally {
@@ -103,14 +103,14 @@ describe("TreeCache: dropped trees go to the trash", () => {
   it("a new process starts empty and deletes the old trees (and an old trash) in the background", async () => {
     const root = join(base(), "slots");
     const before = new TreeCache(root, null);
-    const old = await before.acquire("acme", "w1");
+    const old = await before.acquire("acme", "w1", "http://api");
     fill(old, "old\n");
     await before.release(old, true); // kept as an idle slot
     mkdirSync(join(root, ".trash", "leftover"), { recursive: true }); // a delete the old process did not finish
     writeFileSync(join(root, ".trash", "leftover", "f"), "x");
 
     const after = new TreeCache(root, null); // the process restarted
-    const slot = await after.acquire("acme", "w1");
+    const slot = await after.acquire("acme", "w1", "http://api");
     expect(readdirSync(root).sort()).toEqual([".trash", slot.dir.slice(root.length + 1)].sort());
     expect(readdirSync(slot.tree).filter((n) => n.startsWith("d"))).toEqual([]);
     await after.emptied();

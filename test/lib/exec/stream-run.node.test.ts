@@ -6,11 +6,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { runStreamed, STREAM_OUTPUT_EVERY_MS } from "../../../lib/exec/stream-run.js";
 import type { ProgressEvent } from "../../../lib/tool.js";
-import { setup } from "../../infra/container/helpers.js";
+import { RUNNER_SECRET, setup } from "../../infra/container/helpers.js";
 
 const t = setup();
 afterAll(() => t.cleanup());
-const exec = localExecutor({ handler: t.handler });
+const exec = localExecutor({ handler: t.handler.raw, secret: RUNNER_SECRET });
 const recordKeys = async () => (await t.driver.list({ prefix: `t/${t.tenant}/w/${t.workspace}/x/runs/` })).objects.map((o) => o.key);
 
 describe("runStreamed", () => {
