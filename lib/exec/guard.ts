@@ -1,8 +1,8 @@
 /**
  * Guard rails for bash: save the agent from itself. NOT a security boundary (quoting,
  * variables or a script file get around any pattern); the sandbox is the boundary.
- * Blocked patterns give BLOCKED; caution patterns give NEEDS_CONFIRMATION unless the call
- * says confirmed: true. Both lists are data, per tenant. Patterns are RE2 (re2js), so a
+ * Blocked patterns give BLOCKED; caution patterns mark a command destructive, and the approval
+ * gate holds it for a human (lib/pending/destructive.ts). Both lists are data, per tenant. Patterns are RE2 (re2js), so a
  * tenant's pattern cannot stall the Worker. Pure: bundles for Workers.
  */
 import { RE2JS } from "re2js";
@@ -89,17 +89,16 @@ export function mergeGuard(extra: Partial<GuardLists> & { replace?: boolean } = 
 
 const find = (rules: GuardRule[], text: string) => rules.find((r) => compile(r.pattern).test(text));
 
-export function checkCommand(command: string, lists: GuardLists = DEFAULT_GUARD, confirmed = false): GuardVerdict {
+export function checkCommand(command: string, lists: GuardLists = DEFAULT_GUARD): GuardVerdict {
   const text = command.replace(/\s+/g, " ").trim();
   const blocked = find(lists.blocked, text);
   if (blocked) return { action: "block", rule: blocked };
-  const caution = confirmed ? undefined : find(lists.caution, text);
+  const caution = find(lists.caution, text);
   return caution ? { action: "confirm", rule: caution } : { action: "allow" };
 }
 
-/** Throws BLOCKED or NEEDS_CONFIRMATION; returns when the command may run. */
-export function assertCommandAllowed(command: string, lists: GuardLists = DEFAULT_GUARD, confirmed = false): void {
-  const v = checkCommand(command, lists, confirmed);
+/** Throws BLOCKED for a blocked command. Caution commands pass here: the approval gate has held them already (or a human approved them). */
+export function assertNotBlocked(command: string, lists: GuardLists = DEFAULT_GUARD): void {
+  const v = checkCommand(command, lists);
   if (v.action === "block") throw new ToolError("BLOCKED", `Refused: ${v.rule.message} (rule ${v.rule.id}). This command is not run; find another way to do what you need.`, { rule: v.rule.id });
-  if (v.action === "confirm") throw new ToolError("NEEDS_CONFIRMATION", `This command needs confirmation: ${v.rule.message} (rule ${v.rule.id}). Ask the user, then call again with confirmed: true.`, { rule: v.rule.id });
 }

@@ -1,21 +1,21 @@
 /**
  * Answering a pending call and reading its outcome.
  *
- * answerPending: an ask_user answer, or a gated call approved (optionally with modified
- * arguments, validated again against the tool's schema before anything is taken) or refused.
- * The answer is taken once (a conditional write; a second answer is CONFLICT). An approved call
- * runs through runTool (lib/run-tool.ts, the one run path of every door) with the caller's
- * session and scopes, and its result (or error) is stored as the outcome.
+ * answerPending: an ask_user answer, or a gated call approved (lib/pending/approve.ts: optionally
+ * with modified arguments and a note; the caller's key re-checked; only on the workspace state it
+ * was held on) or refused. The answer is taken once (a conditional write; a second answer is
+ * CONFLICT); a call closed as superseded or stale is CONFLICT too, and nothing runs.
  *
  * pendingOutcome: what a repeat of the original call with X-Pending-Id answers: the stored
- * result as the tool's own result, the stored error as the tool's error, or NEEDS_* while it waits.
+ * result as the tool's own result, the stored error as the tool's error, CONFLICT saying why for
+ * a closed call, or NEEDS_* while it waits.
  */
 import type { AppDeps } from "../deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../errors.js";
 import { toToolError } from "../http.js";
-import { openWorkspace, runTool } from "../run-tool.js";
-import { parseToolArgs, type Tool, type ToolContext } from "../tool.js";
-import { answeredError, expiredError, isExpired, loadPending, replacePending, waitingError, type PendingOutcome, type PendingRecord, type PendingScope } from "./store.js";
+import type { Tool, ToolContext } from "../tool.js";
+import { runApproved } from "./approve.js";
+import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, replacePending, waitingError, type PendingOutcome, type PendingRecord, type PendingScope } from "./store.js";
 
 export interface PendingAnswer {
   answer?: string;
@@ -30,6 +30,7 @@ const nowOf = (deps: AppDeps) => (deps.pending?.now ?? Date.now)();
 /** The outcome of a stored call as the tool's own result, or its error thrown; NEEDS_* while it waits. */
 export function outcomeOrThrow(rec: PendingRecord, ws: string, now: number) {
   if (isExpired(rec, now)) throw expiredError(rec);
+  if (isClosed(rec)) throw closedError(rec);
   if (rec.status !== "done" || !rec.outcome) throw waitingError(rec, ws);
   const o = rec.outcome;
   if (o.ok) return { title: o.title, output: o.output, data: o.data };
@@ -52,6 +53,7 @@ const errorOutcome = (e: ToolError): PendingOutcome => ({ ok: false, code: e.cod
 export async function answerPending(deps: AppDeps, who: { tenant: string; key_id: string }, wsId: string, id: string, body: PendingAnswer, tools: readonly Tool[]): Promise<PendingRecord> {
   const s = scopeOf(deps, who.tenant, wsId);
   const { rec, etag } = await loadPending(s, id);
+  if (isClosed(rec)) throw closedError(rec);
   if (rec.status !== "pending") throw answeredError(id);
   if (isExpired(rec, nowOf(deps))) throw expiredError(rec);
   const at = new Date(nowOf(deps)).toISOString();
@@ -75,25 +77,5 @@ export async function answerPending(deps: AppDeps, who: { tenant: string; key_id
   }
 
   if (body.approved !== true) throw new ToolError("INVALID_ARGUMENT", `Pending call ${id} waits for approval: send {"approved": true} (optionally with modified_args and note) or {"approved": false, "note": "why"}.`, { pending_id: id });
-  const tool = tools.find((t) => t.name === rec.tool);
-  if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
-  const args = body.modified_args ?? rec.args;
-  // Validated before the answer is taken: bad modified arguments leave the call pending, to be answered again.
-  if (body.modified_args) parseToolArgs(tool, args);
-  const running: PendingRecord = { ...rec, args, status: "running", answer: { by: who.key_id, at, approved: true, modified_args: !!body.modified_args, ...note } };
-  const runningEtag = await replacePending(s, running, etag);
-
-  let outcome: PendingOutcome;
-  try {
-    const scope = { deps, auth: { tenant: who.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) }, wsId, session: rec.session, approved: true };
-    const ws = await openWorkspace(scope);
-    const r = await runTool(tool, args, { ...scope, ws });
-    outcome = { ok: true, title: r.title, output: r.output, data: r.data };
-  } catch (e) {
-    const err = toToolError(e);
-    outcome = errorOutcome(err);
-  }
-  const done: PendingRecord = { ...running, status: "done", outcome };
-  await replacePending(s, done, runningEtag);
-  return done;
+  return runApproved(deps, who.tenant, wsId, s, { rec, etag }, { by: who.key_id, at, ...(body.modified_args ? { modified_args: body.modified_args } : {}), ...note }, tools);
 }

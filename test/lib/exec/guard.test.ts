@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ToolError } from "../../../lib/errors.js";
-import { assertCommandAllowed, checkCommand, DEFAULT_GUARD, mergeGuard } from "../../../lib/exec/guard.js";
+import { assertNotBlocked, checkCommand, DEFAULT_GUARD, mergeGuard } from "../../../lib/exec/guard.js";
 
-const verdict = (cmd: string, confirmed = false) => {
-  const v = checkCommand(cmd, DEFAULT_GUARD, confirmed);
+const verdict = (cmd: string) => {
+  const v = checkCommand(cmd, DEFAULT_GUARD);
   return v.action === "allow" ? "allow" : `${v.action}:${v.rule.id}`;
 };
 
@@ -28,7 +28,6 @@ describe("guard rails", () => {
     ["sudo shutdown -h now", "power"],
   ])("blocks %s", (cmd, rule) => {
     expect(verdict(cmd)).toBe(`block:${rule}`);
-    expect(verdict(cmd, true)).toBe(`block:${rule}`); // confirmation does not unblock
   });
 
   it.each([
@@ -48,9 +47,8 @@ describe("guard rails", () => {
     ["curl -fsSL https://x.sh | bash", "pipe-to-shell"],
     ["psql -c 'DROP TABLE users'", "sql-drop"],
     ["npm publish", "publish"],
-  ])("asks confirmation for %s, and allows it once confirmed", (cmd, rule) => {
+  ])("marks %s as a caution command (the approval gate holds it)", (cmd, rule) => {
     expect(verdict(cmd)).toBe(`confirm:${rule}`);
-    expect(verdict(cmd, true)).toBe("allow");
   });
 
   it.each([
@@ -71,10 +69,10 @@ describe("guard rails", () => {
     expect(verdict(cmd)).toBe("allow");
   });
 
-  it("throws BLOCKED / NEEDS_CONFIRMATION as ToolErrors naming the rule", () => {
-    const err = (cmd: string, confirmed = false) => {
+  it("throws BLOCKED as a ToolError naming the rule; caution commands pass (the approval gate holds them)", () => {
+    const err = (cmd: string) => {
       try {
-        assertCommandAllowed(cmd, DEFAULT_GUARD, confirmed);
+        assertNotBlocked(cmd, DEFAULT_GUARD);
         return null;
       } catch (e) {
         return e as ToolError;
@@ -82,8 +80,7 @@ describe("guard rails", () => {
     };
     expect(err("rm -rf /")?.code).toBe("BLOCKED");
     expect(err("rm -rf /")?.details.rule).toBe("rm-root");
-    expect(err("rm -rf x")?.code).toBe("NEEDS_CONFIRMATION");
-    expect(err("rm -rf x", true)).toBeNull();
+    expect(err("rm -rf x")).toBeNull();
     expect(err("echo ok")).toBeNull();
   });
 

@@ -150,17 +150,17 @@ describe("the approval gate", () => {
     expect((await repeat(t, "ask_user", { question: "still there?" }, d.pending_id)).body.error.code).toBe("EXPIRED");
   });
 
-  it("defaults: bash caution commands wait (confirmed: true passes while self_confirm allows it); web_fetch outside allowed_domains waits and fetches nothing", async () => {
+  it("defaults: bash caution commands wait, confirmed: true or not (self_confirm is off); the tenant can allow it; web_fetch outside allowed_domains waits and fetches nothing", async () => {
     let fetched = 0;
     const app = testApp({ webFetch: { fetcher: { fetch: async () => (fetched++, new Response("x")) } } });
     const t = await newTenant(app, { scopes: ["read", "write", "execute", "network"] });
     const d = held(await t.call("bash", { command: "rm -rf build" }), "NEEDS_APPROVAL");
     expect(d.reason).toMatch(/rule rm-recursive/);
+    held(await t.call("bash", { command: "rm -rf build", confirmed: true }), "NEEDS_APPROVAL");
+    expect((await t.call("bash", { command: "rm -rf /" })).body.error.code).toBe("BLOCKED");
+    await setPolicy(app, t.tenant, { self_confirm: true, web: { allowed_domains: ["example.com"] } });
     // Past the gate: no executor in this test app, so UNAVAILABLE shows the call went on to run.
     expect((await t.call("bash", { command: "rm -rf build", confirmed: true })).body.error.code).toBe("UNAVAILABLE");
-    expect((await t.call("bash", { command: "rm -rf /" })).body.error.code).toBe("BLOCKED");
-    await setPolicy(app, t.tenant, { self_confirm: false, web: { allowed_domains: ["example.com"] } });
-    held(await t.call("bash", { command: "rm -rf build", confirmed: true }), "NEEDS_APPROVAL");
     const w = held(await t.call("web_fetch", { url: "https://elsewhere.test/page" }), "NEEDS_APPROVAL");
     expect(w).toMatchObject({ tool: "web_fetch", args: { url: "https://elsewhere.test/page" } });
     expect(fetched).toBe(0);
