@@ -52,6 +52,29 @@ export function namedPaths(tool: string, args: Record<string, unknown>): string[
   return [...out].slice(0, MAX_BOUND_PATHS);
 }
 
+/** JSON with object keys sorted: two spellings of the same arguments compare equal. */
+const canonical = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(canonical).join(",")}]` : v && typeof v === "object" ? `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v);
+
+/**
+ * The call as it would run: its tool and arguments, path arguments normalized ("/d/" and "d" are
+ * one directory; a trailing "/" of `to` is kept, since it changes where a move goes) and the
+ * agent's own confirmation aside. Two calls with the same identity do the same thing.
+ */
+export function callIdentity(tool: string, args: Record<string, unknown>): string {
+  const same: Record<string, unknown> = { ...args, confirmed: undefined };
+  for (const k of PATH_ARGS) {
+    const v = args[k];
+    if (typeof v !== "string") continue;
+    try {
+      same[k] = normalizePath(v) + (k === "to" && /\/\s*$/.test(v) ? "/" : "");
+    } catch {
+      // kept as given: the tool refuses it
+    }
+  }
+  return `${tool} ${canonical(same)}`;
+}
+
 async function versionOf(ws: Workspace, path: string): Promise<string> {
   const stat = await ws.stat(path);
   if (!stat) return "absent";

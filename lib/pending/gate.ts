@@ -19,7 +19,7 @@
 import { normalizeFilePath } from "../paths.js";
 import type { Tool, ToolContext } from "../tool.js";
 import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../web/policy.js";
-import { bindingChange, bindingOf } from "./binding.js";
+import { bindingChange, bindingOf, callIdentity } from "./binding.js";
 import { destructiveCall } from "./destructive.js";
 import { DEFAULT_GATE, DEFAULT_SELF_CONFIRM, SELF_CONFIRMABLE, type GateRule } from "./gate-policy.js";
 import { closePending, createPending, DEFAULT_PENDING_TTL_MS, waitingCalls, waitingError, type PendingRecord, type PendingScope } from "./store.js";
@@ -58,14 +58,9 @@ async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, 
 
 const scopeOf = (ctx: ToolContext): PendingScope => ({ driver: ctx.deps.storage, tenant: ctx.ws.tenant, workspace: ctx.ws.id, ...(ctx.deps.pending?.now ? { now: ctx.deps.pending.now } : {}) });
 
-/** JSON with object keys sorted: two spellings of the same arguments compare equal. */
-const canonical = (v: unknown): string =>
-  Array.isArray(v) ? `[${v.map(canonical).join(",")}]` : v && typeof v === "object" ? `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v);
-/** The call as it would run: its tool and arguments, the agent's confirmation aside. */
-const callKey = (tool: string, args: Record<string, unknown>) => `${tool} ${canonical({ ...args, confirmed: undefined })}`;
 /** A waiting approval of the same call by the same key and session. */
 const sameCall = (r: PendingRecord, tool: Tool, args: Record<string, unknown>, ctx: ToolContext) =>
-  r.kind === "approval" && r.key_id === ctx.auth.key_id && r.session === ctx.session && callKey(r.tool, r.args) === callKey(tool.name, args);
+  r.kind === "approval" && r.key_id === ctx.auth.key_id && r.session === ctx.session && callIdentity(r.tool, r.args) === callIdentity(tool.name, args);
 
 /** Holds the call when the tenant's gate says so: stores it as a pending call and throws NEEDS_APPROVAL. */
 export async function gateCall(tool: Tool, args: Record<string, unknown>, ctx: ToolContext): Promise<void> {
