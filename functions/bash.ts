@@ -19,6 +19,7 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; repeat the call with header X-Pending-Id to get the outcome); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+- confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
 - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 
