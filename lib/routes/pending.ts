@@ -8,7 +8,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
-import { answerPending } from "../pending/outcome.js";
+import { answerPending } from "../pending/answer.js";
 import { isExpired, listWaiting, loadPending, pendingView, type PendingScope } from "../pending/store.js";
 import type { Tool } from "../tool.js";
 import { secureRoute } from "./access.js";
@@ -76,7 +76,8 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
       const until = Date.now() + (c.req.valid("query").wait ?? 0) * 1000;
       const s = scope(c.get("auth").tenant, ws);
       let { rec } = await loadPending(s, id);
-      for (let pause = 250; rec.status !== "done" && !isExpired(rec, now()) && Date.now() + pause <= until && !c.req.raw.signal.aborted; pause = Math.min(pause * 2, 2000)) {
+      // Until it ends: done, closed (superseded, stale) or expired.
+      for (let pause = 250; (rec.status === "pending" || rec.status === "running") && !isExpired(rec, now()) && Date.now() + pause <= until && !c.req.raw.signal.aborted; pause = Math.min(pause * 2, 2000)) {
         await new Promise((r) => setTimeout(r, pause));
         ({ rec } = await loadPending(s, id));
       }
