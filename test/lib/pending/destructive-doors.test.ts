@@ -67,9 +67,10 @@ describe("every destructive tool is held by default", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
   });
 
-  it("a recursive delete of an empty directory, and bash without a caution pattern, pass the gate", async () => {
-    const t = await newTenant();
-    expect((await t.req(`/v1/workspaces/${t.ws}/tools/delete`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path: "nothing", recursive: true }) })).status).toBe(404);
+  it("a recursive delete of a file or of a missing path, and bash without a caution pattern, pass the gate", async () => {
+    const t = await tenantWithFiles();
+    expect((await t.call("delete", { path: "nothing", recursive: true })).body.error.code).toBe("NOT_FOUND");
+    expect((await t.call("delete", { path: "b.txt", recursive: true })).status).toBe(200);
     // No executor in this test app: UNAVAILABLE shows the command went on past the gate.
     expect((await t.call("bash", { command: "rm one.txt" })).body.error.code).toBe("UNAVAILABLE");
   });
