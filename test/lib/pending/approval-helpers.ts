@@ -14,23 +14,24 @@ export const answer = async (t: Tenant, key: string, id: string, body: unknown) 
   return { status: res.status, body: (await res.json()) as any };
 };
 
-export const getPending = async (t: Tenant, id: string) => {
-  const res = await t.req(`/v1/workspaces/${t.ws}/pending/${id}`);
+export const getPending = async (t: Tenant, id: string, query = "") => {
+  const res = await t.req(`/v1/workspaces/${t.ws}/pending/${id}${query}`);
   return { status: res.status, body: (await res.json()) as any };
 };
 
-/** The original call repeated with X-Pending-Id: the outcome as the tool's own answer. */
-export const repeat = async (t: Tenant, tool: string, id: string) => {
-  const res = await t.req(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1", "x-pending-id": id }, body: "{}" });
+/** The original call repeated with X-Pending-Id (its arguments do not matter then): the outcome as the tool's own answer. */
+export const repeat = async (t: Tenant, tool: string, id: string, args: unknown = {}) => {
+  const res = await t.req(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1", "x-pending-id": id }, body: JSON.stringify(args) });
   return { status: res.status, body: (await res.json()) as any };
 };
 
-/** Asserts the answer is NEEDS_APPROVAL (202) and returns its details. */
-export const held = (r: { status: number; body: any }) => {
-  expect(r.body.error?.code, JSON.stringify(r.body)).toBe("NEEDS_APPROVAL");
+/** Asserts the answer is NEEDS_APPROVAL (or `code`: NEEDS_INPUT), HTTP 202, and returns its details. */
+export const held = (r: { status: number; body: any }, code: "NEEDS_APPROVAL" | "NEEDS_INPUT" = "NEEDS_APPROVAL") => {
+  expect(r.body.error?.code, JSON.stringify(r.body)).toBe(code);
   expect(r.status).toBe(202);
+  expect(r.body.ok).toBe(false);
   expect(r.body.error.details.pending_id).toMatch(/^p[a-z2-7]{24}$/);
-  return r.body.error.details as { pending_id: string; reason: string; tool: string; args: Record<string, unknown> };
+  return r.body.error.details as { pending_id: string; reason: string; tool: string; args: Record<string, unknown>; [k: string]: any };
 };
 
 export const setPolicy = async (app: TestApp, tenant: string, policy: unknown) => expect((await admin(app, `/v1/admin/tenants/${tenant}/policy`, policy, "PUT")).status).toBe(200);
