@@ -44,6 +44,9 @@ export const DEFAULT_CAUTION: GuardRule[] = [
   { id: "git-force-push", pattern: String.raw`\bgit\b[^;&|]*\bpush\b[^;&|]*(\s--force\b|\s-f\b|\s--force-with-lease\b|\s\+\S)`, message: "force-push rewrites the remote's history" },
   { id: "git-reset-hard", pattern: String.raw`\bgit\b[^;&|]*\breset\b[^;&|]*--hard\b`, message: "git reset --hard drops uncommitted work" },
   { id: "git-clean", pattern: String.raw`\bgit\b[^;&|]*\bclean\b[^;&|]*\s-[a-z]*f`, message: "git clean -f deletes untracked files" },
+  // Not `git checkout <branch>` or `git restore --staged` alone: only the forms that throw away working-tree changes.
+  { id: "git-discard", pattern: String.raw`\bgit\b[^;&|]*\b(checkout\s+(-f\b|--force\b|--\s|\.(\s|$))|restore\s+[^-\s]|restore\b[^;&|]*\s(--worktree|-W)\b)`, message: "git checkout -- / git restore discards uncommitted changes" },
+  { id: "git-stash-drop", pattern: String.raw`\bgit\b[^;&|]*\bstash\s+(drop|clear)\b`, message: "git stash drop/clear deletes stashed work" },
   { id: "chmod-recursive", pattern: String.raw`\b(chmod|chown|chgrp)\s+(-[a-z]*\s+)*(-[a-z]*R[a-z]*|--recursive)\b`, message: "recursive permission change" },
   { id: "find-delete", pattern: String.raw`\bfind\b[^;&|]*(\s-delete\b|-exec\s+rm\b)`, message: "find that deletes files" },
   { id: "pipe-to-shell", pattern: String.raw`\b(curl|wget)\b[^;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`, message: "running a script straight from the network" },

@@ -32,6 +32,7 @@ const DESTRUCTIVE_CALLS: { tool: string; args: Record<string, unknown>; rule: st
   { tool: "bash", args: { command: "git reset --hard HEAD~1" }, rule: "git-reset-hard" },
   { tool: "bash", args: { command: "git clean -fdx" }, rule: "git-clean" },
   { tool: "bash", args: { command: "find . -name '*.txt' -delete" }, rule: "find-delete" },
+  { tool: "bash", args: { command: "git checkout -- ." }, rule: "git-discard" },
   { tool: "delete", args: { path: "d", recursive: true }, rule: "delete-recursive" },
   { tool: "move", args: { from: "a.txt", to: "b.txt", overwrite: true }, rule: "move-overwrite" },
   { tool: "move", args: { from: "a.txt", to: "d", overwrite: true }, rule: "move-overwrite" }, // into d/, over d/a.txt
