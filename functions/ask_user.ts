@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { createPending, DEFAULT_PENDING_TTL_MS, waitingError } from "../lib/pending/store.js";
+import { createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitingError } from "../lib/pending/store.js";
 import { defineTool } from "../lib/tool.js";
 
 const description = `Ask the user a question and get the answer later (the app in front of this API shows it to them).
@@ -21,7 +21,7 @@ export default defineTool({
   }),
   async execute(args, { ws, deps, session, auth }) {
     const rec = await createPending(
-      { driver: deps.storage, tenant: ws.tenant, workspace: ws.id, ...(deps.pending?.now ? { now: deps.pending.now } : {}) },
+      pendingScope(deps, ws.tenant, ws.id),
       { kind: "input", tool: "ask_user", args, question: args.question, ...(args.options ? { options: args.options } : {}), session, key_id: auth.key_id, scopes: auth.scopes },
       deps.pending?.ttlMs ?? DEFAULT_PENDING_TTL_MS,
     );

@@ -9,8 +9,8 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../errors.js";
 import type { Tool } from "../tool.js";
 import { runApproved } from "./approve.js";
-import { nowOf, scopeOf } from "./outcome.js";
-import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, replacePending, type PendingOutcome, type PendingRecord } from "./store.js";
+import { nowOf } from "./outcome.js";
+import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, replacePending, type PendingOutcome, type PendingRecord } from "./store.js";
 
 export interface PendingAnswer {
   answer?: string;
@@ -23,7 +23,7 @@ const errorOutcome = (e: ToolError): PendingOutcome => ({ ok: false, code: e.cod
 
 /** Answers a pending call once; returns the stored record with its outcome. */
 export async function answerPending(deps: AppDeps, who: { tenant: string; key_id: string }, wsId: string, id: string, body: PendingAnswer, tools: readonly Tool[]): Promise<PendingRecord> {
-  const s = scopeOf(deps, who.tenant, wsId);
+  const s = pendingScope(deps, who.tenant, wsId);
   const { rec, etag } = await loadPending(s, id);
   if (isClosed(rec)) throw closedError(rec);
   if (rec.status !== "pending") throw answeredError(id);

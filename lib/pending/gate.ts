@@ -22,7 +22,7 @@ import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } fr
 import { bindingChange, bindingOf, callIdentity } from "./binding.js";
 import { destructiveCall } from "./destructive.js";
 import { DEFAULT_GATE, DEFAULT_SELF_CONFIRM, SELF_CONFIRMABLE, type GateRule } from "./gate-policy.js";
-import { closePending, createPending, DEFAULT_PENDING_TTL_MS, waitingCalls, waitingError, type PendingRecord, type PendingScope } from "./store.js";
+import { closePending, createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitingCalls, waitingError, type PendingRecord, type PendingScope } from "./store.js";
 
 /** Why the rule holds this call, or null when it does not apply. */
 async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, ctx: ToolContext, policy: TenantPolicy): Promise<string | null> {
@@ -56,7 +56,7 @@ async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, 
   }
 }
 
-const scopeOf = (ctx: ToolContext): PendingScope => ({ driver: ctx.deps.storage, tenant: ctx.ws.tenant, workspace: ctx.ws.id, ...(ctx.deps.pending?.now ? { now: ctx.deps.pending.now } : {}) });
+const scopeOf = (ctx: ToolContext): PendingScope => pendingScope(ctx.deps, ctx.ws.tenant, ctx.ws.id);
 
 /** A waiting approval of the same call by the same key and session. */
 const sameCall = (r: PendingRecord, tool: Tool, args: Record<string, unknown>, ctx: ToolContext) =>

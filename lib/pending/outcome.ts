@@ -11,9 +11,8 @@
 import type { AppDeps } from "../deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../errors.js";
 import type { Tool, ToolContext } from "../tool.js";
-import { closedError, expiredError, isClosed, isExpired, loadPending, waitingError, type PendingRecord, type PendingScope } from "./store.js";
+import { closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, waitingError, type PendingRecord } from "./store.js";
 
-export const scopeOf = (deps: AppDeps, tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
 export const nowOf = (deps: AppDeps) => (deps.pending?.now ?? Date.now)();
 
 /** The outcome of a stored call as the tool's own result, or its error thrown; NEEDS_* while it waits. */
@@ -29,7 +28,7 @@ export function outcomeOrThrow(rec: PendingRecord, ws: string, now: number) {
 
 /** X-Pending-Id on a tool call: the outcome of that pending call of this tool (nothing runs). */
 export async function pendingOutcome(tool: Tool, id: string, ctx: ToolContext) {
-  const { rec } = await loadPending(scopeOf(ctx.deps, ctx.ws.tenant, ctx.ws.id), id);
+  const { rec } = await loadPending(pendingScope(ctx.deps, ctx.ws.tenant, ctx.ws.id), id);
   if (rec.tool !== tool.name) {
     throw new ToolError("INVALID_ARGUMENT", `Pending call ${id} is a ${rec.tool} call, not ${tool.name}: repeat it on the ${rec.tool} tool, or drop the X-Pending-Id header to make a new call.`, { pending_id: id, tool: rec.tool });
   }

@@ -21,6 +21,7 @@
  * each deleted only if still the version read. The sweep costs nothing extra when no record was
  * last written more than 24 h ago; else ≤ 20 GETs + 1 DELETE (+ 1 LIST on create).
  */
+import type { AppDeps } from "../deps.js";
 import type { ToolList } from "../toolset.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
@@ -90,6 +91,9 @@ export interface PendingScope {
 }
 
 const nowOf = (s: PendingScope) => (s.now ?? Date.now)();
+
+/** The pending calls of one workspace, with the deployment's storage and clock (deps.pending.now in tests). */
+export const pendingScope = (deps: Pick<AppDeps, "storage" | "pending">, tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
 
 export const newPendingId = () => `p${randomId(24)}`;
 

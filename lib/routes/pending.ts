@@ -9,7 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { answerPending } from "../pending/answer.js";
-import { isExpired, listWaiting, loadPending, pendingView, type PendingScope } from "../pending/store.js";
+import { isExpired, listWaiting, loadPending, pendingScope, pendingView } from "../pending/store.js";
 import type { Tool } from "../tool.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -47,7 +47,7 @@ const MAX_WAIT_S = 30;
 
 export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
-  const scope = (tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
+  const scope = (tenant: string, workspace: string) => pendingScope(deps, tenant, workspace);
   const now = () => (deps.pending?.now ?? Date.now)();
 
   app.openapi(
