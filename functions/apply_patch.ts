@@ -21,6 +21,7 @@ const description = `Apply a patch in the V4A format (OpenAI's apply_patch, code
 - Give about 3 lines of context around each change; hunks go in file order. Context matches exactly, else ignoring trailing whitespace, else ignoring indentation (the result says so).
 - All or nothing: every hunk of every file is checked before anything is written; each write is conditional on the version checked, and if one fails the files already written are put back.
 - A hunk that does not match gives NO_MATCH naming the hunk and showing the nearest lines. Add File on an existing path gives ALREADY_EXISTS; Update or Delete of a missing file gives NOT_FOUND. A file may appear in one section only.
+- A patch with a '*** Delete File' section is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is written before.
 - No prior read is needed (the context lines show what you saw); files you add or update count as read for later edits. CRLF files stay CRLF. Text files up to 10 MiB.
 Returns: {files: [{path, action: "add"|"update"|"delete", from?, etag?, hunks?}], added, updated, deleted}`;
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { outcomeOrThrow } from "../lib/pending/outcome.js";
-import { createPending, DEFAULT_PENDING_TTL_MS, waitForAnswer, waitingError } from "../lib/pending/store.js";
+import { createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitForAnswer, waitingError } from "../lib/pending/store.js";
 import { defineTool } from "../lib/tool.js";
 
 /** How long a question put to an MCP client holds the call for the answer (deps.pending.askWaitMs). */
@@ -24,7 +24,7 @@ export default defineTool({
     options: z.array(z.string().min(1).max(500)).min(2).max(10).optional().describe("Choices to offer (default: none, a free answer)"),
   }),
   async execute(args, { ws, deps, session, auth, signal, askHuman }) {
-    const scope = { driver: deps.storage, tenant: ws.tenant, workspace: ws.id, ...(deps.pending?.now ? { now: deps.pending.now } : {}) };
+    const scope = pendingScope(deps, ws.tenant, ws.id);
     const rec = await createPending(
       scope,
       { kind: "input", tool: "ask_user", args, question: args.question, ...(args.options ? { options: args.options } : {}), session, key_id: auth.key_id, scopes: auth.scopes, ...(askHuman ? { channel: "elicitation" as const } : {}) },

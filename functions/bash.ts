@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { assertCommandAllowed } from "../lib/exec/guard.js";
+import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
@@ -18,7 +18,8 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
 - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
-- Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+- Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+- confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
 - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 
@@ -37,11 +38,11 @@ export default defineTool({
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: the workspace root)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
-    confirmed: z.boolean().optional().describe("The user confirmed this destructive command (default: false)"),
+    confirmed: z.boolean().optional().describe("The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says"),
   }),
   async execute(args, ctx) {
     // Caution commands are held by the approval gate (lib/pending/gate.ts) before this runs; here only the blocked ones are refused.
-    assertCommandAllowed(args.command, await guardFor(ctx), true);
+    assertNotBlocked(args.command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");

@@ -6,6 +6,7 @@ import { TransferOutput } from "../lib/tool-output.js";
 const description = `Copy a file or a whole directory (byte for byte, binary files included).
 - from: the file or directory to copy. to: the path of the copy. Like cp -r: if to is an existing directory, or ends with "/", the copy goes inside it (to: "backup/" copies src/a.ts to backup/a.ts).
 - An existing target gives ALREADY_EXISTS unless overwrite is true (default: false). With overwrite a file replaces a file, and a directory is merged into a directory (files with the same paths are replaced, the others are kept); a file never replaces a directory, nor a directory a file.
+- overwrite: true over an existing target is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is copied before.
 - A directory cannot be copied into itself (INVALID_ARGUMENT). One call copies at most ${MAX_TRANSFER_FILES} files and directories (FILE_TOO_LARGE: copy its subdirectories one at a time).
 - If a copy fails midway, the new copies made so far are removed (files already replaced with overwrite stay replaced).
 - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).

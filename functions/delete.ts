@@ -13,6 +13,7 @@ const description = `Delete a file, an empty directory, or a directory with ever
 - recursive: needed to delete a directory that is not empty, with all files and subdirectories below it, hidden ones included (default: false); without it such a directory gives IS_DIRECTORY. An empty directory is deleted without it.
 - A recursive delete removes at most ${MAX_DELETE_FILES} entries per call; when truncated is true, call delete again with the same arguments to continue.
 - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
+- A recursive delete of a directory that is not empty is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is deleted before.
 Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}`;
 
 export default defineTool({

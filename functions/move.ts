@@ -6,6 +6,7 @@ import { TransferOutput } from "../lib/tool-output.js";
 const description = `Move or rename a file or a whole directory.
 - from: the file or directory to move. to: its new path. Like mv: if to is an existing directory, or ends with "/", the source goes inside it (to: "lib/" moves src/a.ts to lib/a.ts).
 - An existing target gives ALREADY_EXISTS unless overwrite is true (default: false). With overwrite a file replaces a file, and a directory is merged into a directory (files with the same paths are replaced, the others are kept); a file never replaces a directory, nor a directory a file.
+- overwrite: true over an existing target is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing moves before.
 - A directory cannot move into itself (INVALID_ARGUMENT). One call moves at most ${MAX_TRANSFER_FILES} files and directories (FILE_TOO_LARGE: move its subdirectories one at a time).
 - Safe midway: every file is copied first and the sources are deleted only after all copies succeeded, each only if unchanged since it was copied; if a copy fails, the new copies are removed and nothing is moved.
 - A file changed by another call during the move is not moved (its newer version stays at the old path): FILE_MODIFIED for a file; CONFLICT for a directory, whose other files are moved (call move again with the same arguments to move the rest).

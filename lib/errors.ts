@@ -24,7 +24,6 @@ export const ERROR_CODES = {
   QUOTA_EXCEEDED: { status: 413, hint: "The command wrote more than one call may add to the workspace; write less, or delete what it does not need in the same command, then retry." },
   TIMEOUT: { status: 408, hint: "Use a larger timeout, or run_in_background: true for long commands." },
   BLOCKED: { status: 403, hint: "This command is refused by the workspace's guard rails." },
-  NEEDS_CONFIRMATION: { status: 409, hint: "Ask the user, then call again with confirmed: true." },
   NEEDS_INPUT: { status: 202, hint: "A question for the user is pending (details.pending_id): the app answers it with POST /v1/workspaces/{ws}/pending/{id}; the agent gets the answer with the pending_result tool {pending_id} (an app: GET .../pending/{id}?wait=30)." },
   NEEDS_APPROVAL: { status: 202, hint: "This call waits for a human's approval (details.pending_id); nothing ran. The agent gets the outcome with the pending_result tool {pending_id} (an app: GET /v1/workspaces/{ws}/pending/{id}?wait=30)." },
   DENIED: { status: 403, hint: "A human refused this call (their note says why); do not retry it as it was: change the approach or ask the user." },

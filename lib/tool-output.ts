@@ -66,3 +66,17 @@ export const Paging = {
   truncated: z.boolean(),
   next_offset: z.number().int().nullable(),
 };
+
+/**
+ * What a human changed or said when approving a held call (lib/pending/approve.ts): in every
+ * tool's `data` (defineTool adds it), beside the same words at the top of `output`.
+ */
+export const ApprovalInfo = z
+  .object({
+    approved_by: z.string().openapi({ description: "The approver's key id" }),
+    modified_args: z.boolean(),
+    asked_args: z.record(z.string(), z.unknown()).optional().openapi({ description: "What the agent asked for, when the approver changed it" }),
+    ran_args: z.record(z.string(), z.unknown()).optional().openapi({ description: "What ran instead" }),
+    note: z.string().optional(),
+  })
+  .openapi("ApprovalInfo");

@@ -8,6 +8,7 @@ import { argumentParser } from "./tool-args.js";
 import type { AuthInfo, Scope } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { cutText } from "./output-cut.js";
+import { ApprovalInfo } from "./tool-output.js";
 import type { Workspace } from "./workspace/workspace.js";
 
 export type Permission = Scope;
@@ -116,7 +117,9 @@ export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
   if (tool.summary.length > MAX_SUMMARY_CHARS || tool.summary.length === 0) throw new Error(`${tool.name}: summary must be 1-${MAX_SUMMARY_CHARS} characters`);
   // The argument parser is built from the schema on first use, once per tool.
   let parse: ((raw: unknown) => unknown) | undefined;
-  return { ...tool, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+  // Any tool's call may be held and approved with changes or a note: its data may then say so (lib/pending/approve.ts).
+  const output = tool.output.extend({ approval: ApprovalInfo.optional().openapi({ description: "Present when a human approved this call with changed arguments or a note" }) });
+  return { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
 }
 
 /** A tool's arguments as models send them: null is absent; unknown and missing arguments are INVALID_ARGUMENT naming them. */

@@ -38,11 +38,21 @@ export async function admin(app: TestApp, path: string, body?: unknown, method =
   return { status: res.status, body: (await res.json()) as any };
 }
 
-/** A fresh tenant with an API key and one workspace. */
-export async function newTenant(app: TestApp = testApp(), opts: { scopes?: string[] } = {}): Promise<Tenant> {
+/**
+ * A tenant policy whose gate holds nothing: for tests of what a tool does, not of the approval gate
+ * (which holds destructive calls by default: test/lib/pending/).
+ */
+export const UNGATED = { policy: { gate: [] } } as const;
+
+/** A fresh tenant with an API key and one workspace; `policy`: the tenant's policy (PUT /v1/admin/tenants/{t}/policy). */
+export async function newTenant(app: TestApp = testApp(), opts: { scopes?: string[]; policy?: Record<string, unknown> } = {}): Promise<Tenant> {
   const tenant = `t-${randomId(8)}`;
   const t = await admin(app, "/v1/admin/tenants", { id: tenant });
   if (t.status !== 201) throw new Error(`tenant: ${JSON.stringify(t.body)}`);
+  if (opts.policy) {
+    const p = await admin(app, `/v1/admin/tenants/${tenant}/policy`, opts.policy, "PUT");
+    if (p.status !== 200) throw new Error(`policy: ${JSON.stringify(p.body)}`);
+  }
   const k = await admin(app, `/v1/admin/tenants/${tenant}/keys`, opts.scopes ? { scopes: opts.scopes } : {});
   if (k.status !== 201) throw new Error(`key: ${JSON.stringify(k.body)}`);
   const key = k.body.key as string;

@@ -3544,6 +3544,7 @@ export interface paths {
          *     - Give about 3 lines of context around each change; hunks go in file order. Context matches exactly, else ignoring trailing whitespace, else ignoring indentation (the result says so).
          *     - All or nothing: every hunk of every file is checked before anything is written; each write is conditional on the version checked, and if one fails the files already written are put back.
          *     - A hunk that does not match gives NO_MATCH naming the hunk and showing the nearest lines. Add File on an existing path gives ALREADY_EXISTS; Update or Delete of a missing file gives NOT_FOUND. A file may appear in one section only.
+         *     - A patch with a '*** Delete File' section is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is written before.
          *     - No prior read is needed (the context lines show what you saw); files you add or update count as read for later edits. CRLF files stay CRLF. Text files up to 10 MiB.
          *     Returns: {files: [{path, action: "add"|"update"|"delete", from?, etag?, hunks?}], added, updated, deleted}
          */
@@ -3597,6 +3598,7 @@ export interface paths {
          *     - recursive: needed to delete a directory that is not empty, with all files and subdirectories below it, hidden ones included (default: false); without it such a directory gives IS_DIRECTORY. An empty directory is deleted without it.
          *     - A recursive delete removes at most 10000 entries per call; when truncated is true, call delete again with the same arguments to continue.
          *     - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
+         *     - A recursive delete of a directory that is not empty is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is deleted before.
          *     Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}
          */
         post: operations["tool_delete"];
@@ -3620,6 +3622,7 @@ export interface paths {
          * @description Move or rename a file or a whole directory.
          *     - from: the file or directory to move. to: its new path. Like mv: if to is an existing directory, or ends with "/", the source goes inside it (to: "lib/" moves src/a.ts to lib/a.ts).
          *     - An existing target gives ALREADY_EXISTS unless overwrite is true (default: false). With overwrite a file replaces a file, and a directory is merged into a directory (files with the same paths are replaced, the others are kept); a file never replaces a directory, nor a directory a file.
+         *     - overwrite: true over an existing target is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing moves before.
          *     - A directory cannot move into itself (INVALID_ARGUMENT). One call moves at most 1000 files and directories (FILE_TOO_LARGE: move its subdirectories one at a time).
          *     - Safe midway: every file is copied first and the sources are deleted only after all copies succeeded, each only if unchanged since it was copied; if a copy fails, the new copies are removed and nothing is moved.
          *     - A file changed by another call during the move is not moved (its newer version stays at the old path): FILE_MODIFIED for a file; CONFLICT for a directory, whose other files are moved (call move again with the same arguments to move the rest).
@@ -3649,6 +3652,7 @@ export interface paths {
          * @description Copy a file or a whole directory (byte for byte, binary files included).
          *     - from: the file or directory to copy. to: the path of the copy. Like cp -r: if to is an existing directory, or ends with "/", the copy goes inside it (to: "backup/" copies src/a.ts to backup/a.ts).
          *     - An existing target gives ALREADY_EXISTS unless overwrite is true (default: false). With overwrite a file replaces a file, and a directory is merged into a directory (files with the same paths are replaced, the others are kept); a file never replaces a directory, nor a directory a file.
+         *     - overwrite: true over an existing target is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is copied before.
          *     - A directory cannot be copied into itself (INVALID_ARGUMENT). One call copies at most 1000 files and directories (FILE_TOO_LARGE: copy its subdirectories one at a time).
          *     - If a copy fails midway, the new copies made so far are removed (files already replaced with overwrite stay replaced).
          *     - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).
@@ -3771,7 +3775,8 @@ export interface paths {
          *     - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
          *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
          *     - After a command changes a file, read it again before editing it.
-         *     - Destructive commands (rm -r, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); where the tenant allows it, confirmed: true after asking the user runs them. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+         *     - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
+         *     - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
          *     - call_id (when files changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file the command wrote back.
          *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, conflicts, unsynced?, call_id?} or {task_id, status} in background
          */
@@ -4124,7 +4129,7 @@ export interface paths {
         put?: never;
         /**
          * Answer a pending call: {answer} for ask_user, {approved, modified_args?, note?} for a gated call
-         * @description Needs the `approve` scope. An answer is taken once (a second one: CONFLICT); an expired call: EXPIRED. Approving runs the call (with modified_args when given, validated again) with the calling agent's session and scopes, and stores its result; refusing stores a DENIED outcome with the note.
+         * @description Needs the `approve` scope. An answer is taken once (a second one: CONFLICT); an expired call: EXPIRED; a superseded or stale call (the agent ran it itself, or the workspace moved past the state it was held on): CONFLICT, and nothing runs. Approving runs the call (with modified_args when given, validated again) with the calling agent's session and the scopes its key still has (a revoked key's call runs nothing: outcome PERMISSION_DENIED), and stores its result, which tells the agent of changed arguments and the note; refusing stores a DENIED outcome with the note.
          */
         post: operations["pending_answer"];
         delete?: never;
@@ -4238,19 +4243,19 @@ export interface components {
                 /** @description Never fetched or returned by search. */
                 blocked_domains?: string[];
             };
-            /** @description Calls that wait for approval; replaces the default list when set (default: bash caution commands, web_fetch outside allowed_domains). */
+            /** @description Calls that wait for approval; replaces the default list when set (default: destructive calls of bash, delete, move, copy and apply_patch; web_fetch outside allowed_domains). */
             gate?: components["schemas"]["GateRule"][];
-            /** @description An agent may pass confirmed: true to run a bash caution command without approval (default: true). */
+            /** @description An agent may pass confirmed: true to run a destructive bash command without approval, closing any held copy of it as superseded (default: false). */
             self_confirm?: boolean;
         };
         GateRule: {
             /** @description A tool name, e.g. bash */
             tool: string;
             /**
-             * @description Without it every call of the tool waits. overwrite: file_path names an existing file; recursive: recursive: true; outside_allowed_domains: url outside web.allowed_domains (when set); caution: a bash command matching the caution guard rails.
+             * @description Without it every call of the tool waits. destructive: the one rule of what destroys work (bash: a command matching the caution guard rails, e.g. rm -r, git reset --hard, git clean -f; delete: recursive over a directory that is not empty; move/copy: overwrite over an existing target; apply_patch: a Delete File section); overwrite: file_path names an existing file; recursive: recursive: true; outside_allowed_domains: url outside web.allowed_domains (when set); caution: the older name of destructive for bash.
              * @enum {string}
              */
-            when?: "overwrite" | "recursive" | "outside_allowed_domains" | "caution";
+            when?: "destructive" | "overwrite" | "recursive" | "outside_allowed_domains" | "caution";
         };
         GcReport: {
             manifests_deleted: number;
@@ -4412,6 +4417,21 @@ export interface components {
                 openWorldHint?: boolean;
             };
         };
+        /** @description Present when a human approved this call with changed arguments or a note */
+        ApprovalInfo: {
+            /** @description The approver's key id */
+            approved_by: string;
+            modified_args: boolean;
+            /** @description What the agent asked for, when the approver changed it */
+            asked_args?: {
+                [key: string]: unknown;
+            };
+            /** @description What ran instead */
+            ran_args?: {
+                [key: string]: unknown;
+            };
+            note?: string;
+        };
         Usage: {
             ms: number;
             bytes_read: number;
@@ -4453,12 +4473,26 @@ export interface components {
             options?: string[];
             reason?: string;
             session: string;
-            /** @enum {string} */
-            status: "pending" | "running" | "done" | "expired";
+            /**
+             * @description superseded: the agent ran the same call itself; stale: the workspace moved past the state it was held on. Both are closed: they never run, and answering them is CONFLICT (docs/approvals.md).
+             * @enum {string}
+             */
+            status: "pending" | "running" | "done" | "expired" | "superseded" | "stale";
             created_at: string;
             expires_at: string;
             answer?: {
                 [key: string]: unknown;
+            };
+            /** @description What the agent asked for, when the approver changed the arguments (args is what ran) */
+            asked_args?: {
+                [key: string]: unknown;
+            };
+            /** @description Why a superseded or stale call was closed */
+            closed?: {
+                at: string;
+                why: string;
+                /** @description The pending call that holds the same call now */
+                by?: string;
             };
             /** @description {ok: true, title, output, data} or {ok: false, code, message, details} (DENIED for a refusal) */
             outcome?: {
@@ -4548,6 +4582,7 @@ export interface operations {
                             truncated?: boolean;
                             next_offset?: number | null;
                             line_endings?: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -4752,6 +4787,7 @@ export interface operations {
                             bytes_written: number;
                             created: boolean;
                             etag: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -4956,6 +4992,7 @@ export interface operations {
                             created: boolean;
                             etag: string;
                             diff: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -5164,6 +5201,7 @@ export interface operations {
                             created: boolean;
                             etag: string;
                             diff: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -5366,6 +5404,7 @@ export interface operations {
                             lines_inserted: number;
                             etag: string;
                             diff: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -5574,6 +5613,7 @@ export interface operations {
                             added: number;
                             updated: number;
                             deleted: number;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -5791,6 +5831,7 @@ export interface operations {
                             cursor: string | null;
                             hidden_skipped: number;
                             unfinished_moves?: string[];
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -5992,6 +6033,7 @@ export interface operations {
                             deleted: string[];
                             count: number;
                             truncated: boolean;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -6207,6 +6249,7 @@ export interface operations {
                             notes?: string[];
                             finished?: boolean;
                             count: number;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -6422,6 +6465,7 @@ export interface operations {
                             notes?: string[];
                             finished?: boolean;
                             count: number;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -6650,6 +6694,7 @@ export interface operations {
                                     [key: string]: string[];
                                 };
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -6912,6 +6957,7 @@ export interface operations {
                             stats: {
                                 [key: string]: number;
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7138,6 +7184,7 @@ export interface operations {
                                     [key: string]: string[];
                                 };
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7319,7 +7366,7 @@ export interface operations {
                     working_dir?: string;
                     /** @description Start it and return a task_id at once (default: false) */
                     run_in_background?: boolean;
-                    /** @description The user confirmed this destructive command (default: false) */
+                    /** @description The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says */
                     confirmed?: boolean;
                 };
             };
@@ -7380,6 +7427,7 @@ export interface operations {
                                 detail?: string;
                             }[];
                             call_id?: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7605,6 +7653,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             call_id?: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -7849,6 +7898,7 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -8045,6 +8095,7 @@ export interface operations {
                             task_id: string;
                             /** @enum {string} */
                             status: "killed" | "already_completed" | "stopping";
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -8258,6 +8309,7 @@ export interface operations {
                             };
                             session: string;
                             updated_at: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -8462,6 +8514,7 @@ export interface operations {
                             };
                             session: string;
                             updated_at: string | null;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -8661,6 +8714,7 @@ export interface operations {
                             answer: string;
                             option_index: number | null;
                             note?: string;
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -8863,6 +8917,7 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -9085,6 +9140,7 @@ export interface operations {
                             truncated: boolean;
                             content: string;
                             redirects: string[];
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -9291,6 +9347,7 @@ export interface operations {
                                 url: string;
                                 snippet: string;
                             }[];
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -9506,6 +9563,7 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;
@@ -9721,6 +9779,7 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */
                         call_id?: string;

@@ -25,7 +25,7 @@ import type { AppDeps } from "../deps.js";
 import { ERROR_CODES, ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import { toToolError } from "../http.js";
-import { answerPending, type PendingAnswer } from "../pending/outcome.js";
+import { answerPending, type PendingAnswer } from "../pending/answer.js";
 import { loadPending } from "../pending/store.js";
 import type { HumanQuestion } from "../tool.js";
 

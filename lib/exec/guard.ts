@@ -1,8 +1,8 @@
 /**
  * Guard rails for bash: save the agent from itself. NOT a security boundary (quoting,
  * variables or a script file get around any pattern); the sandbox is the boundary.
- * Blocked patterns give BLOCKED; caution patterns give NEEDS_CONFIRMATION unless the call
- * says confirmed: true. Both lists are data, per tenant. Patterns are RE2 (re2js), so a
+ * Blocked patterns give BLOCKED; caution patterns mark a command destructive, and the approval
+ * gate holds it for a human (lib/pending/destructive.ts). Both lists are data, per tenant. Patterns are RE2 (re2js), so a
  * tenant's pattern cannot stall the Worker. Pure: bundles for Workers.
  */
 import { RE2JS } from "re2js";
@@ -44,6 +44,9 @@ export const DEFAULT_CAUTION: GuardRule[] = [
   { id: "git-force-push", pattern: String.raw`\bgit\b[^;&|]*\bpush\b[^;&|]*(\s--force\b|\s-f\b|\s--force-with-lease\b|\s\+\S)`, message: "force-push rewrites the remote's history" },
   { id: "git-reset-hard", pattern: String.raw`\bgit\b[^;&|]*\breset\b[^;&|]*--hard\b`, message: "git reset --hard drops uncommitted work" },
   { id: "git-clean", pattern: String.raw`\bgit\b[^;&|]*\bclean\b[^;&|]*\s-[a-z]*f`, message: "git clean -f deletes untracked files" },
+  // Not `git checkout <branch>` or `git restore --staged` alone: only the forms that throw away working-tree changes.
+  { id: "git-discard", pattern: String.raw`\bgit\b[^;&|]*\b(checkout\s+(-f\b|--force\b|--\s|\.(\s|$))|restore\s+[^-\s]|restore\b[^;&|]*\s(--worktree|-W)\b)`, message: "git checkout -- / git restore discards uncommitted changes" },
+  { id: "git-stash-drop", pattern: String.raw`\bgit\b[^;&|]*\bstash\s+(drop|clear)\b`, message: "git stash drop/clear deletes stashed work" },
   { id: "chmod-recursive", pattern: String.raw`\b(chmod|chown|chgrp)\s+(-[a-z]*\s+)*(-[a-z]*R[a-z]*|--recursive)\b`, message: "recursive permission change" },
   { id: "find-delete", pattern: String.raw`\bfind\b[^;&|]*(\s-delete\b|-exec\s+rm\b)`, message: "find that deletes files" },
   { id: "pipe-to-shell", pattern: String.raw`\b(curl|wget)\b[^;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b`, message: "running a script straight from the network" },
@@ -89,17 +92,16 @@ export function mergeGuard(extra: Partial<GuardLists> & { replace?: boolean } = 
 
 const find = (rules: GuardRule[], text: string) => rules.find((r) => compile(r.pattern).test(text));
 
-export function checkCommand(command: string, lists: GuardLists = DEFAULT_GUARD, confirmed = false): GuardVerdict {
+export function checkCommand(command: string, lists: GuardLists = DEFAULT_GUARD): GuardVerdict {
   const text = command.replace(/\s+/g, " ").trim();
   const blocked = find(lists.blocked, text);
   if (blocked) return { action: "block", rule: blocked };
-  const caution = confirmed ? undefined : find(lists.caution, text);
+  const caution = find(lists.caution, text);
   return caution ? { action: "confirm", rule: caution } : { action: "allow" };
 }
 
-/** Throws BLOCKED or NEEDS_CONFIRMATION; returns when the command may run. */
-export function assertCommandAllowed(command: string, lists: GuardLists = DEFAULT_GUARD, confirmed = false): void {
-  const v = checkCommand(command, lists, confirmed);
+/** Throws BLOCKED for a blocked command. Caution commands pass here: the approval gate has held them already (or a human approved them). */
+export function assertNotBlocked(command: string, lists: GuardLists = DEFAULT_GUARD): void {
+  const v = checkCommand(command, lists);
   if (v.action === "block") throw new ToolError("BLOCKED", `Refused: ${v.rule.message} (rule ${v.rule.id}). This command is not run; find another way to do what you need.`, { rule: v.rule.id });
-  if (v.action === "confirm") throw new ToolError("NEEDS_CONFIRMATION", `This command needs confirmation: ${v.rule.message} (rule ${v.rule.id}). Ask the user, then call again with confirmed: true.`, { rule: v.rule.id });
 }

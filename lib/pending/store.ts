@@ -8,6 +8,10 @@
  * If-Match the pending version: a second answer fails the condition → CONFLICT) → `done` (the
  * outcome, written If-Match the running version). A refusal or an ask_user answer goes straight
  * to `done`. A `pending` record past `expires_at` is expired: it can no longer be answered.
+ * A held call is closed without running (If-Match the pending version) when it can no longer
+ * mean what it meant: `superseded` (the agent ran the same call itself, self-confirmed) or
+ * `stale` (the workspace moved past the state it was held on: lib/pending/binding.ts). A closed
+ * call never runs; answering it is CONFLICT, and its agent is told why (closedError).
  *
  * Storage operations: create = 1 PUT + the sweep; read = 1 GET; answer = 1 GET + 1 PUT (+ the call
  * + 1 PUT when it runs); list = 1 LIST + 1 GET per record shown + the sweep.
@@ -17,19 +21,32 @@
  * each deleted only if still the version read. The sweep costs nothing extra when no record was
  * last written more than 24 h ago; else ≤ 20 GETs + 1 DELETE (+ 1 LIST on create).
  */
+import type { AppDeps } from "../deps.js";
 import type { ToolList } from "../toolset.js";
 import { ToolError } from "../errors.js";
 import { randomId } from "../hash.js";
 import { pendingKey, pendingPrefix } from "../paths.js";
 import type { Scope } from "../auth/keys.js";
 import { RECORD_GRACE_MS, sweepRecords } from "../storage/sweep.js";
+import type { CallBinding } from "./binding.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 
 /** How long a pending call waits for its answer by default. */
 export const DEFAULT_PENDING_TTL_MS = 24 * 60 * 60 * 1000;
 
 export type PendingKind = "input" | "approval";
-export type PendingStatus = "pending" | "running" | "done";
+export type PendingStatus = "pending" | "running" | "done" | ClosedStatus;
+/** A held call closed without running: the agent ran it itself, or the workspace moved past it. */
+export type ClosedStatus = "superseded" | "stale";
+export const isClosed = (r: PendingRecord): r is PendingRecord & { status: ClosedStatus; closed: ClosedNote } => r.status === "superseded" || r.status === "stale";
+
+export interface ClosedNote {
+  at: string;
+  /** What happened, in words the agent and the approver read. */
+  why: string;
+  /** The pending call that holds the same call now (a newer hold of it), if any. */
+  by?: string;
+}
 
 /** What the call came to: the tool's result, or the error it (or the refusal) ended with. */
 export type PendingOutcome =
@@ -55,6 +72,12 @@ export interface PendingRecord {
   scopes: Scope[];
   /** The caller key's tool list (lib/toolset.ts); an approved call is checked against it and the workspace's again. */
   tools?: ToolList;
+  /** The gate: the workspace state the call was held on (lib/pending/binding.ts); an approval runs it only on that state. */
+  binding?: CallBinding;
+  /** The arguments the agent asked for, when an approver changed them (`args` is what ran). */
+  asked_args?: Record<string, unknown>;
+  /** Why a `superseded` or `stale` call was closed. */
+  closed?: ClosedNote;
   created_at: string;
   expires_at: string;
   status: PendingStatus;
@@ -70,6 +93,9 @@ export interface PendingScope {
 }
 
 const nowOf = (s: PendingScope) => (s.now ?? Date.now)();
+
+/** The pending calls of one workspace, with the deployment's storage and clock (deps.pending.now in tests). */
+export const pendingScope = (deps: Pick<AppDeps, "storage" | "pending">, tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
 
 export const newPendingId = () => `p${randomId(24)}`;
 
@@ -114,6 +140,27 @@ export async function replacePending(s: PendingScope, rec: PendingRecord, etag: 
   }
 }
 
+/** Closes a waiting call without running it; null when it was answered (or closed) meanwhile. */
+export async function closePending(s: PendingScope, rec: PendingRecord, etag: string, status: ClosedStatus, why: string, by?: string): Promise<(PendingRecord & { status: ClosedStatus; closed: ClosedNote }) | null> {
+  const closed = { ...rec, status, closed: { at: new Date(nowOf(s)).toISOString(), why, ...(by ? { by } : {}) } };
+  try {
+    await replacePending(s, closed, etag);
+    return closed;
+  } catch (e) {
+    if (e instanceof ToolError && e.code === "CONFLICT") return null;
+    throw e;
+  }
+}
+
+/** What answering, or asking the outcome of, a closed call answers: CONFLICT saying why nothing ran and what to do. */
+export function closedError(r: PendingRecord & { status: ClosedStatus; closed: ClosedNote }): ToolError {
+  const what =
+    r.status === "superseded"
+      ? `was superseded: ${r.closed.why}. It will never run from this approval; the agent's own call is the one that counts.`
+      : `is stale: ${r.closed.why} since it was held, so it would not run on what was asked. Nothing ran; it will never run. ${r.closed.by ? `The same call was held again as pending call ${r.closed.by}.` : "Make the call again (after reading the files it names) if it is still wanted."}`;
+  return new ToolError("CONFLICT", `Pending call ${r.id} (${r.tool}) ${what}`, { pending_id: r.id, tool: r.tool, status: r.status, reason: r.closed.why, ...(r.closed.by ? { superseded_by: r.closed.by } : {}) });
+}
+
 export const answeredError = (id: string) =>
   new ToolError("CONFLICT", `Pending call ${id} has been answered already (an answer is taken once). GET /v1/workspaces/{ws}/pending/${id} shows its outcome.`, { pending_id: id });
 
@@ -126,8 +173,8 @@ export const MAX_PENDING_WAIT_S = 30;
 /** Most records one listing reads. */
 export const MAX_PENDING_LISTED = 100;
 
-/** The workspace's pending calls still waiting for an answer (not answered, not expired), oldest first; sweeps old ones. */
-export async function listWaiting(s: PendingScope): Promise<PendingRecord[]> {
+/** The workspace's pending calls still waiting for an answer (not answered, not expired), oldest first, each with its etag; sweeps old ones. */
+export async function waitingCalls(s: PendingScope): Promise<{ rec: PendingRecord; etag: string }[]> {
   const page = await s.driver.list({ prefix: pendingPrefix(s.tenant, s.workspace), limit: 1000 });
   const now = nowOf(s);
   const recent = page.objects.sort((a, b) => b.modified.getTime() - a.modified.getTime()).slice(0, MAX_PENDING_LISTED);
@@ -136,15 +183,18 @@ export async function listWaiting(s: PendingScope): Promise<PendingRecord[]> {
       const got = await s.driver.get(o.key);
       if (!got) return null;
       try {
-        return JSON.parse(await new Response(got.body).text()) as PendingRecord;
+        return { rec: JSON.parse(await new Response(got.body).text()) as PendingRecord, etag: got.etag };
       } catch {
         return null;
       }
     }),
   );
   await sweepPending(s, page.objects);
-  return recs.filter((r): r is PendingRecord => r !== null && r.status === "pending" && !isExpired(r, now)).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  return recs.filter((r): r is { rec: PendingRecord; etag: string } => r !== null && r.rec.status === "pending" && !isExpired(r.rec, now)).sort((a, b) => a.rec.created_at.localeCompare(b.rec.created_at));
 }
+
+/** The workspace's pending calls still waiting for an answer, oldest first; sweeps old ones. */
+export const listWaiting = async (s: PendingScope): Promise<PendingRecord[]> => (await waitingCalls(s)).map((w) => w.rec);
 
 /** The record as the app sees it (status `expired` for a pending one past its time). */
 export function pendingView(r: PendingRecord, now: number) {
@@ -162,6 +212,8 @@ export function pendingView(r: PendingRecord, now: number) {
     created_at: r.created_at,
     expires_at: r.expires_at,
     ...(r.answer ? { answer: r.answer } : {}),
+    ...(r.asked_args ? { asked_args: r.asked_args } : {}),
+    ...(r.closed ? { closed: r.closed } : {}),
     ...(r.outcome ? { outcome: r.outcome } : {}),
   };
 }
@@ -181,7 +233,8 @@ export const howToGetOutcome = (id: string) =>
  */
 export async function waitForAnswer(s: PendingScope, id: string, until: number, signal?: AbortSignal): Promise<PendingRecord> {
   let { rec } = await loadPending(s, id);
-  const settled = (r: PendingRecord) => r.status === "done" || isExpired(r, nowOf(s));
+  // Until it ends: done, closed (superseded, stale) or expired.
+  const settled = (r: PendingRecord) => r.status === "done" || isClosed(r) || isExpired(r, nowOf(s));
   for (let pause = 250; !settled(rec) && Date.now() + pause <= until && !signal?.aborted; pause = Math.min(pause * 2, 2000)) {
     await new Promise((r) => setTimeout(r, pause));
     ({ rec } = await loadPending(s, id));

@@ -8,8 +8,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../custom/tool.js";
 import type { AppDeps } from "../deps.js";
-import { answerPending } from "../pending/outcome.js";
-import { listWaiting, MAX_PENDING_WAIT_S, pendingView, waitForAnswer, type PendingScope } from "../pending/store.js";
+import { answerPending } from "../pending/answer.js";
+import { listWaiting, MAX_PENDING_WAIT_S, pendingScope, pendingView, waitForAnswer } from "../pending/store.js";
 import type { Tool } from "../tool.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -25,10 +25,12 @@ const PendingView = z
     options: z.array(z.string()).optional(),
     reason: z.string().optional(),
     session: z.string(),
-    status: z.enum(["pending", "running", "done", "expired"]),
+    status: z.enum(["pending", "running", "done", "expired", "superseded", "stale"]).openapi({ description: "superseded: the agent ran the same call itself; stale: the workspace moved past the state it was held on. Both are closed: they never run, and answering them is CONFLICT (docs/approvals.md)." }),
     created_at: z.string(),
     expires_at: z.string(),
     answer: z.record(z.string(), z.unknown()).optional(),
+    asked_args: z.record(z.string(), z.unknown()).optional().openapi({ description: "What the agent asked for, when the approver changed the arguments (args is what ran)" }),
+    closed: z.object({ at: z.string(), why: z.string(), by: z.string().optional().openapi({ description: "The pending call that holds the same call now" }) }).optional().openapi({ description: "Why a superseded or stale call was closed" }),
     outcome: z.record(z.string(), z.unknown()).optional().openapi({ description: "{ok: true, title, output, data} or {ok: false, code, message, details} (DENIED for a refusal)" }),
   })
   .openapi("PendingCall");
@@ -44,7 +46,7 @@ const AnswerBody = z
 
 export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
-  const scope = (tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
+  const scope = (tenant: string, workspace: string) => pendingScope(deps, tenant, workspace);
   const now = () => (deps.pending?.now ?? Date.now)();
 
   app.openapi(
@@ -80,7 +82,7 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "approve", workspace: true }, {
       method: "post", path: "/v1/workspaces/{ws}/pending/{id}", tags: ["pending"], operationId: "pending_answer",
       summary: "Answer a pending call: {answer} for ask_user, {approved, modified_args?, note?} for a gated call",
-      description: "Needs the `approve` scope. An answer is taken once (a second one: CONFLICT); an expired call: EXPIRED. Approving runs the call (with modified_args when given, validated again) with the calling agent's session and scopes, and stores its result; refusing stores a DENIED outcome with the note.",
+      description: "Needs the `approve` scope. An answer is taken once (a second one: CONFLICT); an expired call: EXPIRED; a superseded or stale call (the agent ran it itself, or the workspace moved past the state it was held on): CONFLICT, and nothing runs. Approving runs the call (with modified_args when given, validated again) with the calling agent's session and the scopes its key still has (a revoked key's call runs nothing: outcome PERMISSION_DENIED), and stores its result, which tells the agent of changed arguments and the note; refusing stores a DENIED outcome with the note.",
       request: { params: IdParam, body: { required: true, content: { "application/json": { schema: AnswerBody } } } },
       responses: { 200: { description: "The answered call with its outcome", content: { "application/json": { schema: PendingView } } }, ...errorResponses(400, 401, 403, 404, 409, 410) },
     })),

@@ -38,6 +38,10 @@ interface Env {
   storage: ReturnType<typeof memoryDriver>;
   kv: AppDeps["kv"];
   call: (tool: string, args: unknown, session?: string) => Promise<{ status: number; body: any }>;
+  /** An admin call (the admin token). */
+  admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+  /** A raw request to the app. */
+  request: (path: string, init: RequestInit) => Promise<Response>;
   /** Moves the clock of the isolate's cache of tenant settings (deps.policies) forward. */
   passTime: (ms: number) => void;
   close: () => Promise<void>;
@@ -85,10 +89,16 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     const res = await app.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
     return { status: res.status, body: (await res.json()) as any };
   };
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await app.request(path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
   return {
     storage,
     kv: deps.kv,
     call,
+    admin,
+    request: (path, init) => Promise.resolve(app.request(path, init)),
     passTime: (ms) => void (skew += ms),
     close: async () => {
       await invoke?.close();
@@ -210,14 +220,29 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "timed.txt" }), "NOT_FOUND");
   });
 
-  it("guard rails: BLOCKED, and caution commands held by the approval gate (NEEDS_APPROVAL) until confirmed", async () => {
+  it("guard rails: BLOCKED; caution commands held (confirmed: true or not, by default); a self-confirmed run, where the tenant allows it, supersedes the held call, whose approval then runs nothing", async () => {
     err(await env.call("bash", { command: "rm -rf /" }), "BLOCKED");
     err(await env.call("bash", { command: "rm -rf /", confirmed: true }), "BLOCKED");
     ok(await env.call("bash", { command: "mkdir -p junk && echo x > junk/f" }));
-    err(await env.call("bash", { command: "rm -rf junk" }), "NEEDS_APPROVAL");
+    const held = err(await env.call("bash", { command: "rm -rf junk" }), "NEEDS_APPROVAL");
+    expect(held.message).not.toMatch(/confirmed/i);
+    // Self-confirmation is off by default: the same call with confirmed: true is the same held call.
+    expect(err(await env.call("bash", { command: "rm -rf junk", confirmed: true }), "NEEDS_APPROVAL").details.pending_id).toBe(held.details.pending_id);
     ok(await env.call("bash", { command: "test -f junk/f && echo still-there" })); // nothing ran
-    const r = ok(await env.call("bash", { command: "rm -rf junk", confirmed: true }));
-    expect(r.data.files_deleted).toEqual(["junk/f"]);
+    expect((await env.admin("PUT", "/v1/admin/tenants/acme/policy", { self_confirm: true })).status).toBe(200);
+    try {
+      const r = ok(await env.call("bash", { command: "rm -rf junk", confirmed: true }));
+      expect(r.data.files_deleted).toEqual(["junk/f"]);
+      ok(await env.call("bash", { command: "mkdir -p junk && echo again > junk/f" })); // the user puts it back
+      const approver = (await env.admin("POST", "/v1/admin/tenants/acme/keys", { name: "app", scopes: ["read", "approve"] })).body.key as string;
+      const a = await env.request(`/v1/workspaces/main/pending/${held.details.pending_id}`, { method: "POST", headers: { authorization: `Bearer ${approver}`, "content-type": "application/json" }, body: JSON.stringify({ approved: true }) });
+      const body = (await a.json()) as any;
+      expect(a.status, JSON.stringify(body)).toBe(409);
+      expect(body.error.details.status).toBe("superseded");
+      expect(ok(await env.call("read", { file_path: "junk/f" })).output).toContain("again"); // the approval ran nothing
+    } finally {
+      await env.admin("PUT", "/v1/admin/tenants/acme/policy", {});
+    }
   });
 
   it("a symlink to /etc/passwd made by a command is not uploaded and not readable through read", async () => {
@@ -276,16 +301,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
   });
 
   it("git commits as Toolshed Agent by default, as the tenant's identity once set (KV git/<tenant>)", async () => {
-    const cmd = "rm -rf g && mkdir g && cd g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
-    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    const cmd = "g=$(mktemp -d ./g.XXXXXX) && cd $g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
+    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
     // The operator sets it in KV; an isolate reads it again once its cache of tenant settings (5 s) let it go.
     await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
-    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
     env.passTime(5_001);
-    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Acme Bot <bot@acme.example>\n");
+    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Acme Bot <bot@acme.example>\n");
     await env.kv.put("git/acme", "{broken");
     env.passTime(5_001);
-    expect(ok(await env.call("bash", { command: cmd, confirmed: true })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
     await env.kv.delete("git/acme");
     env.passTime(5_001);
   });

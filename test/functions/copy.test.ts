@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MAX_TRANSFER_FILES } from "../../lib/workspace/transfer.js";
-import { newTenant, testApp, testDeps, upload } from "../helpers.js";
+import { newTenant, testApp, testDeps, upload, UNGATED } from "../helpers.js";
 import { callIn, download, expectError, interceptPuts, seedMany, snapshot, text, twoTenants, uploadAll } from "./fs-helpers.js";
 
 /** Byte equality without a slow deep-equal over every element. */
@@ -12,7 +12,7 @@ function sameBytes(a: Uint8Array | null, b: Uint8Array): boolean {
 
 describe("copy", () => {
   it("copies a file; the source stays", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "hello");
     const r = await t.call("copy", { from: "a.txt", to: "/b/c.txt" });
     expect(r.status).toBe(200);
@@ -32,7 +32,7 @@ describe("copy", () => {
   });
 
   it("copies binary content byte for byte, keeping the content type", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const bytes = new Uint8Array(300_000).map((_, i) => (i * 31 + (i >> 8)) % 256);
     bytes.set([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff], 0);
     const put = await t.req(`/v1/workspaces/${t.ws}/files/img/logo.png`, { method: "PUT", headers: { "content-length": String(bytes.length), "content-type": "image/png" }, body: bytes });
@@ -48,7 +48,7 @@ describe("copy", () => {
   });
 
   it("copies an empty file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "empty", "");
     const r = await t.call("copy", { from: "empty", to: "empty2" });
     expect(r.status).toBe(200);
@@ -57,7 +57,7 @@ describe("copy", () => {
   });
 
   it("the copy can be edited without reading; the source and the copy are independent", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "same\n");
     expect((await t.call("read", { file_path: "a.txt" })).status).toBe(200);
     expect((await t.call("copy", { from: "a.txt", to: "b.txt" })).status).toBe(200);
@@ -69,7 +69,7 @@ describe("copy", () => {
   });
 
   it("a copy of a source that changed since the session read it must be read first", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "v1\n");
     expect((await t.call("read", { file_path: "a.txt" })).status).toBe(200);
     await upload(t, "a.txt", "v2\n");
@@ -80,7 +80,7 @@ describe("copy", () => {
   });
 
   it("copies a whole directory into an existing directory and to a path ending in '/'", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const src = { "src/a.ts": "a", "src/.hidden": "h", "src/x/y/z.ts": "zz", "src/é名.txt": "u" };
     await uploadAll(t, { ...src, "backup/old.txt": "o" });
     const r = await t.call("copy", { from: "src", to: "backup" });
@@ -101,7 +101,7 @@ describe("copy", () => {
   });
 
   it("NFD and NFC spellings name the same file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "dir/é名.txt", "x");
     const r = await t.call("copy", { from: "dir/é名.txt".normalize("NFD"), to: "out/é名.txt".normalize("NFD") });
     expect(r.status).toBe(200);
@@ -111,7 +111,7 @@ describe("copy", () => {
   });
 
   it("ALREADY_EXISTS without overwrite; overwrite replaces a file and merges a directory", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "new", "b.txt": "old", "src/a.ts": "new a", "src/n.ts": "n", "lib/src/a.ts": "old a", "lib/src/k.ts": "kept" });
     const file = await t.call("copy", { from: "a.txt", to: "b.txt" });
     expectError(file, "ALREADY_EXISTS", 409);
@@ -128,7 +128,7 @@ describe("copy", () => {
   });
 
   it("IS_DIRECTORY and NOT_A_DIRECTORY: a file never replaces a directory, nor the reverse", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "a.txt": "a", "d/a.txt/inner": "i", "src/x.ts": "x", "f": "file", "g.txt": "g" };
     await uploadAll(t, files);
     expectError(await t.call("copy", { from: "a.txt", to: "d", overwrite: true }), "IS_DIRECTORY", 400);
@@ -138,7 +138,7 @@ describe("copy", () => {
   });
 
   it("INVALID_ARGUMENT for a copy onto itself or into itself", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "a.txt": "a", "src/sub/x.ts": "x" };
     await uploadAll(t, files);
     expectError(await t.call("copy", { from: "a.txt", to: "./a.txt" }), "INVALID_ARGUMENT", 400);
@@ -151,7 +151,7 @@ describe("copy", () => {
   });
 
   it("NOT_FOUND for a missing source", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "src/index.ts", "i");
     const r = await t.call("copy", { from: "src/index.tsx", to: "b.ts" });
     expectError(r, "NOT_FOUND", 404);
@@ -159,7 +159,7 @@ describe("copy", () => {
   });
 
   it("INVALID_PATH for the root and for paths that leave the workspace", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "a");
     const root = await t.call("copy", { from: ".", to: "backup" });
     expectError(root, "INVALID_PATH", 400);
@@ -171,7 +171,7 @@ describe("copy", () => {
   });
 
   it(`FILE_TOO_LARGE for a directory of more than ${MAX_TRANSFER_FILES} files; nothing is copied`, async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await seedMany(t, "big", MAX_TRANSFER_FILES + 1);
     const r = await t.call("copy", { from: "big", to: "big2" });
     expectError(r, "FILE_TOO_LARGE", 413);
@@ -180,7 +180,7 @@ describe("copy", () => {
   }, 30_000);
 
   it("copies exactly the maximum number of files", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await seedMany(t, "many", MAX_TRANSFER_FILES);
     const r = await t.call("copy", { from: "many", to: "copy" });
     expect(r.status).toBe(200);
@@ -194,7 +194,7 @@ describe("copy", () => {
     const app = testApp({ storage: interceptPuts(testDeps().storage, async (key) => {
       if (fail && key.endsWith("/f/dst/d.txt")) throw new Error("storage failure");
     }) });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     const files = { "src/a.txt": "a", "src/b.txt": "b", "src/c.txt": "c", "src/d.txt": "d", "src/e.txt": "e", "src/f.txt": "f" };
     await uploadAll(t, files);
     const r = await t.call("copy", { from: "src", to: "dst" });

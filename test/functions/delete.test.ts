@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { MAX_DELETE_FILES } from "../../functions/delete.js";
-import { newTenant, upload } from "../helpers.js";
+import { newTenant, upload, UNGATED } from "../helpers.js";
 import { callIn, download, expectError, seedMany, snapshot, text, twoTenants, uploadAll } from "./fs-helpers.js";
 
 describe("delete", () => {
   it("deletes a file, and only that file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/a.ts": "aaa", "src/b.ts": "b", "src/a.ts.bak": "old" });
     const r = await t.call("delete", { path: "/src/a.ts" });
     expect(r.status).toBe(200);
@@ -18,7 +18,7 @@ describe("delete", () => {
   });
 
   it("deletes an empty file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "empty.txt", "");
     const r = await t.call("delete", { path: "empty.txt" });
     expect(r.body.output).toBe("Deleted empty.txt (0 bytes).");
@@ -26,7 +26,7 @@ describe("delete", () => {
   });
 
   it("a directory without recursive is IS_DIRECTORY and nothing is deleted", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "dir/a.txt": "a", "dir/sub/b.txt": "b" });
     const r = await t.call("delete", { path: "dir" });
     expectError(r, "IS_DIRECTORY", 400);
@@ -37,7 +37,7 @@ describe("delete", () => {
   });
 
   it("recursive deletes the whole tree, hidden files included, and nothing beside it", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, {
       "dir/a.txt": "a",
       "dir/.env": "secret",
@@ -59,7 +59,7 @@ describe("delete", () => {
   });
 
   it("recursive on a file deletes just the file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "a", "b.txt": "b" });
     const r = await t.call("delete", { path: "a.txt", recursive: true });
     expect(r.body.data.deleted).toEqual(["a.txt"]);
@@ -67,7 +67,7 @@ describe("delete", () => {
   });
 
   it("refuses the workspace root, however it is spelled", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "a");
     for (const path of ["/", ".", "./", "a/..", "//"]) {
       const r = await t.call("delete", { path, recursive: true });
@@ -79,7 +79,7 @@ describe("delete", () => {
   });
 
   it("NOT_FOUND for a missing path, with similar paths", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/index.ts": "i" });
     const r = await t.call("delete", { path: "src/indx.ts" });
     expectError(r, "NOT_FOUND", 404);
@@ -91,7 +91,7 @@ describe("delete", () => {
   });
 
   it("NFD and NFC spellings delete the same file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "dir/é名.txt", "x");
     const nfd = "dir/é名.txt".normalize("NFD");
     const r = await t.call("delete", { path: nfd });
@@ -101,7 +101,7 @@ describe("delete", () => {
   });
 
   it("INVALID_PATH for paths that leave the workspace; nothing is deleted", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "a");
     for (const path of ["..", "../a.txt", "x/../../a.txt", "../main/f/a.txt", "a\\..\\..\\b"]) {
       expectError(await t.call("delete", { path, recursive: true }), "INVALID_PATH", 400);
@@ -130,7 +130,7 @@ describe("delete", () => {
   });
 
   it(`stops after ${MAX_DELETE_FILES} files with truncated, and the next call finishes`, async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const n = MAX_DELETE_FILES + 3;
     await seedMany(t, "big", n);
     await upload(t, "big-sibling.txt", "stay");

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
-import { newTenant, upload, type Tenant } from "../helpers.js";
+import { newTenant, upload, type Tenant, UNGATED } from "../helpers.js";
 import { expectError, uploadAll } from "./fs-helpers.js";
 
 const mkdir = (t: Tenant, dir: string, body?: string) =>
@@ -35,7 +35,7 @@ async function ok(r: { status: number; body: any }) {
 
 describe("explicit directories: the raw files route", () => {
   it("PUT <dir>/ with an empty body makes a directory (a marker), idempotently; DELETE <dir>/ removes it when empty", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     let res = await mkdir(t, "a/b");
     expect(res.status).toBe(201);
     expect(await res.json()).toEqual({ path: "a/b", type: "directory", created: true });
@@ -63,7 +63,7 @@ describe("explicit directories: the raw files route", () => {
   });
 
   it("refuses a directory where a file is, below a file, with a body; and a file where a directory is", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "f.txt", "x");
     let res = await mkdir(t, "f.txt");
     expect(res.status).toBe(409);
@@ -96,7 +96,7 @@ describe("explicit directories: the raw files route", () => {
 
 describe("explicit directories in the tools", () => {
   it("ls lists an empty directory, plain and recursive, with paging and hidden ones", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/a.ts": "a", "z.txt": "z" });
     for (const d of ["empty", "src/sub", "src/sub/deeper", "deep/er/est", ".hidden"]) expect((await mkdir(t, d)).status).toBe(201);
 
@@ -127,7 +127,7 @@ describe("explicit directories in the tools", () => {
   });
 
   it("glob with a trailing / matches directories (empty ones too); find type dir lists them; neither sees a marker as a file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/a.ts": "a", "src/lib/b.ts": "b" });
     for (const d of ["src/empty", "tests/unit", ".git/refs/tags"]) expect((await mkdir(t, d)).status).toBe(201);
 
@@ -151,7 +151,7 @@ describe("explicit directories in the tools", () => {
   });
 
   it("read, write and edit on a directory give IS_DIRECTORY; a file below an empty directory keeps it", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     expect((await mkdir(t, "d")).status).toBe(201);
     expectError(await t.call("read", { file_path: "d" }), "IS_DIRECTORY", 400);
     expectError(await t.call("write", { file_path: "d", content: "x" }), "IS_DIRECTORY", 400);
@@ -168,7 +168,7 @@ describe("explicit directories in the tools", () => {
   });
 
   it("delete removes an empty directory without recursive; recursive removes markers below too", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     expect((await mkdir(t, "e")).status).toBe(201);
     const d = await ok(await t.call("delete", { path: "e" }));
     expect(d).toEqual({ path: "e", type: "directory", deleted: ["e/"], count: 1, truncated: false });
@@ -188,7 +188,7 @@ describe("explicit directories in the tools", () => {
   });
 
   it("move and copy carry empty subdirectories; a move removes the source's markers", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/a.ts": "a" });
     for (const dir of ["src/empty", "src/x/y"]) expect((await mkdir(t, dir)).status).toBe(201);
 

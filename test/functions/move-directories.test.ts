@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../lib/storage/types.js";
 import { deleteTargets } from "../../lib/storage/types.js";
-import { newTenant, testApp, testDeps, upload, type Tenant } from "../helpers.js";
+import { newTenant, testApp, testDeps, upload, type Tenant, UNGATED } from "../helpers.js";
 import { expectError, interceptPuts, uploadAll } from "./fs-helpers.js";
 
 const mkdir = (t: Tenant, dir: string) => t.req(`/v1/workspaces/${t.ws}/files/${dir}/`, { method: "PUT", headers: { "content-length": "0" } });
@@ -63,7 +63,7 @@ describe("move and copy with explicit directories", () => {
     const app = testApp({ storage: interceptPuts(testDeps().storage, async (key) => {
       if (key.endsWith("/f/dst/src/x/y/")) throw new Error("storage failure");
     }) });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     // dst exists, so src lands in dst/src/ (merged with overwrite), whose empty/ is there already.
     await seed(t, FILES, [...DIRS, "src/z", "dst/src/empty"]);
     const before = await keys(t);
@@ -79,7 +79,7 @@ describe("move and copy with explicit directories", () => {
 
   it("a move interrupted during the copies is finished by the same move, empty directories included", async () => {
     const c = crashing(testDeps().storage);
-    const t = await newTenant(testApp({ storage: c.driver }));
+    const t = await newTenant(testApp({ storage: c.driver }), UNGATED);
     await seed(t, FILES, DIRS);
     let copies = 0;
     c.state.when.put = (k) => k.includes("/f/lib/") && ++copies > 2;
@@ -99,7 +99,7 @@ describe("move and copy with explicit directories", () => {
 
   it("a move interrupted between the file deletes and the marker deletes is reported and finished by the same move", async () => {
     const c = crashing(testDeps().storage);
-    const t = await newTenant(testApp({ storage: c.driver }));
+    const t = await newTenant(testApp({ storage: c.driver }), UNGATED);
     await seed(t, FILES, DIRS);
     c.state.when.delete = (ks) => ks.some((k) => k.includes("/f/src/") && k.endsWith("/"));
     expect((await t.call("move", { from: "src", to: "lib" })).status).toBe(500);
@@ -125,7 +125,7 @@ describe("move and copy with explicit directories", () => {
         await c();
       }
     }) });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     await seed(t, FILES, DIRS);
     change = async () => void (await upload(t, "src/b.ts", "b newer"));
     const d = await t.call("move", { from: "src", to: "dst" });

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { MAX_TRANSFER_FILES } from "../../lib/workspace/transfer.js";
-import { newTenant, testApp, testDeps, upload } from "../helpers.js";
+import { newTenant, testApp, testDeps, upload, UNGATED } from "../helpers.js";
 import { callIn, download, expectError, interceptPuts, seedMany, snapshot, text, twoTenants, uploadAll } from "./fs-helpers.js";
 
 describe("move", () => {
   it("renames a file: the new path has the content, the old one is gone", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "hello", "keep.txt": "k" });
     const r = await t.call("move", { from: "/a.txt", to: "docs/b.txt" });
     expect(r.status).toBe(200);
@@ -29,7 +29,7 @@ describe("move", () => {
   });
 
   it("carries the session's read record: edit at the new path works without reading again", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "one\ntwo\n");
     expect((await t.call("read", { file_path: "a.txt" })).status).toBe(200);
     expect((await t.call("move", { from: "a.txt", to: "b.txt" })).status).toBe(200);
@@ -41,7 +41,7 @@ describe("move", () => {
   });
 
   it("a file moved without reading can be edited at its new path (the move is the session's own write)", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "x = 1\n");
     expect((await t.call("move", { from: "a.txt", to: "b.txt" })).status).toBe(200);
     const e = await t.call("edit", { file_path: "b.txt", old_string: "x = 1", new_string: "x = 2" });
@@ -49,7 +49,7 @@ describe("move", () => {
   });
 
   it("a file changed since the session read it stays stale after the move: FILE_MODIFIED until read again", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "v1\n");
     expect((await t.call("read", { file_path: "a.txt" })).status).toBe(200);
     await upload(t, "a.txt", "v2 by someone else\n");
@@ -60,7 +60,7 @@ describe("move", () => {
   });
 
   it("moves into an existing directory, into a path ending in '/', and to the root", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "a", "b.txt": "b", "sub/c.txt": "c", "dir/x": "x" });
     const into = await t.call("move", { from: "a.txt", to: "dir" });
     expect(into.body.data.to).toBe("dir/a.txt");
@@ -72,7 +72,7 @@ describe("move", () => {
   });
 
   it("moves a whole directory: deep, hidden and unicode files, and nothing beside it", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "src/a.ts": "a", "src/.env": "E", "src/x/y/z/deep.ts": "deep", "src/é名.txt": "u", "src/empty": "" };
     await uploadAll(t, { ...files, "src-old/keep.ts": "k", "src.ts": "s" });
     const r = await t.call("move", { from: "src", to: "lib" });
@@ -92,7 +92,7 @@ describe("move", () => {
   });
 
   it("moves a binary file byte for byte, and an empty file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const bytes = new Uint8Array(70_000).map((_, i) => (i * 7919 + 13) % 256);
     await upload(t, "img.bin", bytes);
     await upload(t, "empty", "");
@@ -105,7 +105,7 @@ describe("move", () => {
   });
 
   it("ALREADY_EXISTS for an existing target without overwrite; nothing changes", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "a.txt": "a", "b.txt": "b", "src/x.ts": "x", "lib/src/old.ts": "old", "d/a.txt/inner": "i" };
     await uploadAll(t, files);
     const file = await t.call("move", { from: "a.txt", to: "b.txt" });
@@ -119,7 +119,7 @@ describe("move", () => {
   });
 
   it("overwrite replaces a file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "new", "b.txt": "old" });
     const r = await t.call("move", { from: "a.txt", to: "b.txt", overwrite: true });
     expect(r.status).toBe(200);
@@ -129,7 +129,7 @@ describe("move", () => {
   });
 
   it("overwrite merges a directory into an existing one", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "src/a.ts": "new a", "src/sub/b.ts": "b", "lib/src/a.ts": "old a", "lib/src/other.ts": "kept" });
     const r = await t.call("move", { from: "src", to: "lib", overwrite: true });
     expect(r.status).toBe(200);
@@ -138,7 +138,7 @@ describe("move", () => {
   });
 
   it("overwrite never turns a file into a directory or the reverse; nothing changes", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "a.txt": "a", "d/a.txt/inner": "i", "src/x.ts": "x", "f": "file", "m/y/z.ts": "z", "n/m/y": "file y", "p/q.ts": "q", "o/p/q.ts/r": "dir" };
     await uploadAll(t, files);
     const fileOnDir = await t.call("move", { from: "a.txt", to: "d", overwrite: true });
@@ -158,7 +158,7 @@ describe("move", () => {
   });
 
   it("NOT_A_DIRECTORY when the target lies below a file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "a", "b.txt": "b" });
     const r = await t.call("move", { from: "a.txt", to: "b.txt/c.txt" });
     expectError(r, "NOT_A_DIRECTORY", 400);
@@ -169,7 +169,7 @@ describe("move", () => {
   });
 
   it("INVALID_ARGUMENT for a move onto itself or into itself", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const files = { "a.txt": "a", "src/sub/x.ts": "x", "q/s/q/f": "f", "é.txt": "e" };
     await uploadAll(t, files);
     const same = await t.call("move", { from: "a.txt", to: "/a.txt" });
@@ -190,7 +190,7 @@ describe("move", () => {
   });
 
   it("NOT_FOUND for a missing source, with similar paths", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "src/index.ts", "i");
     const r = await t.call("move", { from: "src/indx.ts", to: "b.ts" });
     expectError(r, "NOT_FOUND", 404);
@@ -199,7 +199,7 @@ describe("move", () => {
   });
 
   it("INVALID_PATH for the root and for paths that leave the workspace", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await uploadAll(t, { "a.txt": "a", "d/b.txt": "b" });
     const root = await t.call("move", { from: "/", to: "backup" });
     expectError(root, "INVALID_PATH", 400);
@@ -211,7 +211,7 @@ describe("move", () => {
   });
 
   it(`FILE_TOO_LARGE for a directory of more than ${MAX_TRANSFER_FILES} files; nothing moves`, async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await seedMany(t, "big", MAX_TRANSFER_FILES + 1);
     const r = await t.call("move", { from: "big", to: "bigger" });
     expectError(r, "FILE_TOO_LARGE", 413);
@@ -224,7 +224,7 @@ describe("move", () => {
     const app = testApp({ storage: interceptPuts(testDeps().storage, async (key) => {
       if (key.endsWith("/f/dst/c.txt")) throw new Error("storage failure");
     }) });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     const files = { "src/a.txt": "a", "src/b.txt": "b", "src/c.txt": "c", "src/d.txt": "d", "src/e/f.txt": "f" };
     await uploadAll(t, files);
     const r = await t.call("move", { from: "src", to: "dst" });
@@ -238,7 +238,7 @@ describe("move", () => {
     const app = testApp({ storage: interceptPuts(base, async (key) => {
       if (key.endsWith("/f/dst/b.txt")) await base.put(key, "theirs", { ifNoneMatch: "*" }).catch(() => {});
     }) });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     const files = { "src/a.txt": "a", "src/b.txt": "b", "src/c.txt": "c" };
     await uploadAll(t, files);
     const r = await t.call("move", { from: "src", to: "dst" });
@@ -260,7 +260,7 @@ describe("move", () => {
       }
       return r;
     } } });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     await upload(t, "a.txt", "old");
     change = async () => void (await upload(t, "a.txt", "newer"));
     const r = await t.call("move", { from: "a.txt", to: "dst.txt" });
@@ -299,7 +299,7 @@ describe("move", () => {
         return base.put(key, body, opts);
       },
     } });
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     const files = { "src/a.ts": "a", "src/b.ts": "b", "src/c.ts": "c", "src/d/e.ts": "e", "src/f.ts": "f" };
     await uploadAll(t, files);
     crash.after = 3;

@@ -101,7 +101,7 @@ describe("approvals over MCP", () => {
     expect(await answer(t, await approverKey(t.app, t.tenant), id, { approved: true, note: "only dist", modified_args: { path: "dist", recursive: true } })).toBe(200);
     const r = await client.callTool({ name: "pending_result", arguments: { pending_id: id } });
     expect(r.isError ?? false, text(r)).toBe(false);
-    expect(text(r)).toMatch(/^A human approved this delete call; it ran with arguments the human changed to \{"path":"dist","recursive":true\}\. The human's note: only dist\n/);
+    expect(text(r)).toMatch(/^A human approved this delete call with CHANGED arguments: what ran is not what you asked\. You asked for \{"path":"build","recursive":true\}; what ran was \{"path":"dist","recursive":true\}\. Their note: only dist\n/);
     expect(r.structuredContent).toMatchObject({ pending_id: id, tool: "delete", status: "done", result: { path: "dist" } });
     expect((await t.req(`/v1/workspaces/${t.ws}/files/dist/b.js`)).status).toBe(404);
     expect((await t.req(`/v1/workspaces/${t.ws}/files/build/a.o`)).status).toBe(200);

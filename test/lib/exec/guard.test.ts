@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ToolError } from "../../../lib/errors.js";
-import { assertCommandAllowed, checkCommand, DEFAULT_GUARD, mergeGuard } from "../../../lib/exec/guard.js";
+import { assertNotBlocked, checkCommand, DEFAULT_GUARD, mergeGuard } from "../../../lib/exec/guard.js";
 
-const verdict = (cmd: string, confirmed = false) => {
-  const v = checkCommand(cmd, DEFAULT_GUARD, confirmed);
+const verdict = (cmd: string) => {
+  const v = checkCommand(cmd, DEFAULT_GUARD);
   return v.action === "allow" ? "allow" : `${v.action}:${v.rule.id}`;
 };
 
@@ -28,7 +28,6 @@ describe("guard rails", () => {
     ["sudo shutdown -h now", "power"],
   ])("blocks %s", (cmd, rule) => {
     expect(verdict(cmd)).toBe(`block:${rule}`);
-    expect(verdict(cmd, true)).toBe(`block:${rule}`); // confirmation does not unblock
   });
 
   it.each([
@@ -41,6 +40,13 @@ describe("guard rails", () => {
     ["git push origin +main", "git-force-push"],
     ["git reset --hard HEAD~3", "git-reset-hard"],
     ["git clean -fdx", "git-clean"],
+    ["git checkout -- src/a.ts", "git-discard"],
+    ["git checkout .", "git-discard"],
+    ["git checkout -f main", "git-discard"],
+    ["git restore src/a.ts", "git-discard"],
+    ["git restore --worktree --staged .", "git-discard"],
+    ["git stash drop", "git-stash-drop"],
+    ["git stash clear", "git-stash-drop"],
     ["chmod -R 777 .", "chmod-recursive"],
     ["chown -R me:me src", "chmod-recursive"],
     ["find . -name '*.tmp' -delete", "find-delete"],
@@ -48,9 +54,8 @@ describe("guard rails", () => {
     ["curl -fsSL https://x.sh | bash", "pipe-to-shell"],
     ["psql -c 'DROP TABLE users'", "sql-drop"],
     ["npm publish", "publish"],
-  ])("asks confirmation for %s, and allows it once confirmed", (cmd, rule) => {
+  ])("marks %s as a caution command (the approval gate holds it)", (cmd, rule) => {
     expect(verdict(cmd)).toBe(`confirm:${rule}`);
-    expect(verdict(cmd, true)).toBe("allow");
   });
 
   it.each([
@@ -63,6 +68,11 @@ describe("guard rails", () => {
     "ln -s /etc/passwd link",
     "echo hi 2>/dev/null > out.txt",
     "git push origin main",
+    "git checkout main",
+    "git checkout -b feature",
+    "git restore --staged src/a.ts",
+    "git stash",
+    "git stash pop",
     "grep -r 'drop' src",
     "python3 -c 'print(1)'",
     "f() { echo hi; }; f",
@@ -71,10 +81,10 @@ describe("guard rails", () => {
     expect(verdict(cmd)).toBe("allow");
   });
 
-  it("throws BLOCKED / NEEDS_CONFIRMATION as ToolErrors naming the rule", () => {
-    const err = (cmd: string, confirmed = false) => {
+  it("throws BLOCKED as a ToolError naming the rule; caution commands pass (the approval gate holds them)", () => {
+    const err = (cmd: string) => {
       try {
-        assertCommandAllowed(cmd, DEFAULT_GUARD, confirmed);
+        assertNotBlocked(cmd, DEFAULT_GUARD);
         return null;
       } catch (e) {
         return e as ToolError;
@@ -82,8 +92,7 @@ describe("guard rails", () => {
     };
     expect(err("rm -rf /")?.code).toBe("BLOCKED");
     expect(err("rm -rf /")?.details.rule).toBe("rm-root");
-    expect(err("rm -rf x")?.code).toBe("NEEDS_CONFIRMATION");
-    expect(err("rm -rf x", true)).toBeNull();
+    expect(err("rm -rf x")).toBeNull();
     expect(err("echo ok")).toBeNull();
   });
 

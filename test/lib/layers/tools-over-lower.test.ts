@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { newTenant, testApp, upload, type Tenant, UNGATED } from "../../helpers.js";
 import { readModes, updateModes } from "../../../lib/exec/modes.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 
@@ -27,7 +27,7 @@ export async function checkpoint(t: Tenant, name = "cp", ws = t.ws) {
 
 /** A workspace whose files are all lower (sealed by a checkpoint) but `upper`. */
 export async function layered(files: Record<string, string>, upper: Record<string, string> = {}): Promise<Tenant> {
-  const t = await newTenant(app);
+  const t = await newTenant(app, UNGATED);
   for (const [p, c] of Object.entries(files)) await upload(t, p, c);
   await checkpoint(t, "base");
   expect(await upperKeys(t)).toEqual([]);
@@ -194,7 +194,7 @@ describe("writes over the lower layer", () => {
 
 describe("explicit directories in the lower layer", () => {
   it("an empty directory sealed by a checkpoint stays listed; rmdir whites it out; mkdir makes it again", async () => {
-    const t = await newTenant(app);
+    const t = await newTenant(app, UNGATED);
     expect((await t.req(`/v1/workspaces/${t.ws}/files/empty/inner/`, { method: "PUT", headers: { "content-length": "0" } })).status).toBe(201);
     await upload(t, "f.txt", "f");
     await checkpoint(t);

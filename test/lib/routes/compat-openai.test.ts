@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 import { expectError, expectOk, keyWithScopes, rawGet, rawText } from "../../functions/file-helpers.js";
-import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { newTenant, testApp, upload, type Tenant, UNGATED } from "../../helpers.js";
 import { compat, type CompatResult } from "./compat-helpers.js";
 
 const patchCall = (t: Tenant, body: unknown, opts: Parameters<typeof compat>[4] = {}) => compat(t, "openai", "apply_patch", body, opts);
@@ -32,7 +32,7 @@ function failedWith(r: CompatResult, code: string): string {
 
 describe("apply_patch operations (apply_patch_call items)", () => {
   it("create_file: the + lines become the file; call_id is echoed", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const r = await patchCall(t, op({ type: "create_file", path: "src/hello.py", diff: '+def hello():\n+    print("hi")\n' }, "call_abc"));
     expect(completed(r)).toBe("Success. Updated the following files:\nA src/hello.py");
     expect(r.body.call_id).toBe("call_abc");
@@ -40,35 +40,35 @@ describe("apply_patch operations (apply_patch_call items)", () => {
   });
 
   it("update_file: a V4A diff with an anchor, on a file the session never read", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "fib.py", "def fib(n):\n    if n <= 1:\n        return n\n    return fib(n - 1) + fib(n - 2)\n");
     completed(await patchCall(t, op({ type: "update_file", path: "fib.py", diff: "@@ def fib(n):\n-    if n <= 1:\n+    if n < 2:\n         return n\n" })));
     expect(await rawText(t, "fib.py")).toBe("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n");
   });
 
   it("update_file on a CRLF file keeps CRLF; unicode lines match and are written as given", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "win.txt", "Grüße\r\nnaïve café\r\n日本\r\n");
     completed(await patchCall(t, op({ type: "update_file", path: "win.txt", diff: "@@\n Grüße\n-naïve café\n+naïve café ☕\n 日本" })));
     expect(await rawText(t, "win.txt")).toBe("Grüße\r\nnaïve café ☕\r\n日本\r\n");
   });
 
   it("delete_file removes the file", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "old.txt", "bye\n");
     expect(completed(await patchCall(t, op({ type: "delete_file", path: "old.txt" })))).toContain("D old.txt");
     expect((await rawGet(t, "old.txt")).status).toBe(404);
   });
 
   it("the operation alone, with the call id in X-Call-Id", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const r = await patchCall(t, { type: "create_file", path: "a.txt", diff: "+a" }, { headers: { "x-call-id": "call_h" } });
     completed(r);
     expect(r.body.call_id).toBe("call_h");
   });
 
   it("errors are failed items the model can act on: no match (nearest lines), missing file, existing file, bad diff", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.py", "x = 1\ny = 2\n");
     const nm = failedWith(await patchCall(t, op({ type: "update_file", path: "a.py", diff: "@@\n-y = 3\n+y = 4" })), "NO_MATCH");
     expect(nm).toContain("Hunk 1 of 1 in a.py");
@@ -88,7 +88,7 @@ describe("apply_patch operations (apply_patch_call items)", () => {
 
 describe("apply_patch with a whole V4A patch", () => {
   it("add, update, move and delete in one patch", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "old/name.txt", "from\n");
     await upload(t, "modify.txt", "line1\nline2\n");
     await upload(t, "delete.txt", "obsolete\n");
@@ -118,7 +118,7 @@ describe("apply_patch with a whole V4A patch", () => {
   });
 
   it("all or nothing: the second file's hunk fails → the first file is unchanged", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "alpha\n");
     await upload(t, "b.txt", "beta\ngamma\n");
     const before = await rawGet(t, "a.txt");
@@ -133,7 +133,7 @@ describe("apply_patch with a whole V4A patch", () => {
   });
 
   it("a write that fails midway puts back what was already written (conditionally)", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "alpha\n");
     await upload(t, "f.txt", "a file, not a directory\n");
     // Planning passes (nothing at f.txt/new.txt); writing it fails (its parent is a file) after a.txt was written.
@@ -144,7 +144,7 @@ describe("apply_patch with a whole V4A patch", () => {
   });
 
   it("a file in two sections, and an empty patch, are refused before anything is written", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "a.txt", "a\n");
     expect(failedWith(await patchCall(t, { patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** Delete File: /a.txt\n*** End Patch" }), "INVALID_ARGUMENT")).toContain("appears in two sections");
     expect(failedWith(await patchCall(t, { patch: "*** Begin Patch\n*** End Patch" }), "INVALID_ARGUMENT")).toContain("no file sections");
@@ -154,7 +154,7 @@ describe("apply_patch with a whole V4A patch", () => {
 
 describe("apply_patch as a tool on its own route", () => {
   it("answers the usual envelope; added and updated files count as read for later edits", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const data = expectOk(await t.call("apply_patch", { patch: "*** Begin Patch\n*** Add File: n.txt\n+one\n*** End Patch" }));
     expect(data).toMatchObject({ added: 1, updated: 0, deleted: 0, files: [{ path: "n.txt", action: "add" }] });
     expect(typeof data.files[0].etag).toBe("string");
@@ -164,7 +164,7 @@ describe("apply_patch as a tool on its own route", () => {
   });
 
   it("a loose match is reported", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     await upload(t, "s.py", "    value = 1   \n");
     const r = expectOk(await t.call("apply_patch", { patch: "*** Begin Patch\n*** Update File: s.py\n@@\n-value = 1\n+    value = 2\n*** End Patch" }));
     expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 1, fuzz: 2 }]);
@@ -174,7 +174,7 @@ describe("apply_patch as a tool on its own route", () => {
 
 describe("scopes, isolation, shell without an executor", () => {
   it("a read-only key's patch fails with PERMISSION_DENIED and changes nothing", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const key = await keyWithScopes(t, ["read"]);
     failedWith(await patchCall(t, op({ type: "create_file", path: "x.txt", diff: "+x" }), { headers: { authorization: `Bearer ${key}` } }), "PERMISSION_DENIED");
     expect((await rawGet(t, "x.txt")).status).toBe(404);
@@ -182,10 +182,10 @@ describe("scopes, isolation, shell without an executor", () => {
 
   it("another tenant's workspace is 404 for apply_patch and shell", async () => {
     const app = testApp();
-    const a = await newTenant(app);
+    const a = await newTenant(app, UNGATED);
     expect((await a.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "a-private" }) })).status).toBe(201);
     await upload({ ...a, ws: "a-private" }, "keep.txt", "A's\n");
-    const b = await newTenant(app);
+    const b = await newTenant(app, UNGATED);
     for (const [tool, body] of [
       ["apply_patch", op({ type: "delete_file", path: "keep.txt" })],
       ["shell", { type: "shell_call", call_id: "c", action: { commands: ["rm -f keep.txt"] } }],
@@ -198,7 +198,7 @@ describe("scopes, isolation, shell without an executor", () => {
   });
 
   it("shell without an executor: each command answers exit 126 with the reason in stderr", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_s", action: { commands: ["ls", "pwd"], timeout_ms: 5000, max_output_length: 4096 } });
     expect(r.status).toBe(200);
     expect(r.code).toBe("UNAVAILABLE");
@@ -211,7 +211,7 @@ describe("scopes, isolation, shell without an executor", () => {
   });
 
   it("a malformed shell action is a 400", async () => {
-    const t = await newTenant();
+    const t = await newTenant(undefined, UNGATED);
     expect((await compat(t, "openai", "shell", { commands: [] })).status).toBe(400);
   });
 });
@@ -236,7 +236,7 @@ describe("apply_patch against a concurrent writer (every step conditional)", () 
         return info;
       },
     };
-    const t = await newTenant(testApp({ storage }));
+    const t = await newTenant(testApp({ storage }), UNGATED);
     await upload(t, "a.txt", "alpha\n");
     await upload(t, "b.txt", "beta\n");
     fired = false; // armed: the next write of `after` lets the other call in

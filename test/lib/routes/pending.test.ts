@@ -1,34 +1,7 @@
 /** Pending calls through HTTP: ask_user and the approval gate, with real (local) R2 and KV. */
 import { describe, expect, it } from "vitest";
-import { admin, newTenant, testApp, upload, type Tenant, type TestApp } from "../../helpers.js";
-
-async function approverKey(app: TestApp, tenant: string): Promise<string> {
-  const k = await admin(app, `/v1/admin/tenants/${tenant}/keys`, { name: "app", scopes: ["read", "approve"] });
-  expect(k.status).toBe(201);
-  return k.body.key as string;
-}
-
-const answer = async (t: Tenant, key: string, id: string, body: unknown) => {
-  const res = await t.app.request(`/v1/workspaces/${t.ws}/pending/${id}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as any };
-};
-const getPending = async (t: Tenant, id: string, q = "") => {
-  const res = await t.req(`/v1/workspaces/${t.ws}/pending/${id}${q}`);
-  return { status: res.status, body: (await res.json()) as any };
-};
-const repeat = async (t: Tenant, tool: string, args: unknown, id: string) => {
-  const res = await t.req(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1", "x-pending-id": id }, body: JSON.stringify(args) });
-  return { status: res.status, body: (await res.json()) as any };
-};
-const held = (r: { status: number; body: any }, code: "NEEDS_INPUT" | "NEEDS_APPROVAL") => {
-  expect(r.body.error?.code, JSON.stringify(r.body)).toBe(code);
-  expect(r.status).toBe(202);
-  expect(r.body.ok).toBe(false);
-  expect(r.body.error.details.pending_id).toMatch(/^p[a-z2-7]{24}$/);
-  return r.body.error.details as any;
-};
-const setPolicy = async (app: TestApp, tenant: string, policy: unknown) => expect((await admin(app, `/v1/admin/tenants/${tenant}/policy`, policy, "PUT")).status).toBe(200);
-const readFile = async (t: Tenant, path: string) => (await t.req(`/v1/workspaces/${t.ws}/files/${path}`)).text();
+import { admin, newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { answer, approverKey, getPending, held, readFile, repeat, setPolicy } from "../pending/approval-helpers.js";
 
 describe("ask_user", () => {
   it("free answer: NEEDS_INPUT, listed, answered by the app, the answer on repeat", async () => {
@@ -36,14 +9,14 @@ describe("ask_user", () => {
     const approver = await approverKey(t.app, t.tenant);
     const d = held(await t.call("ask_user", { question: "Which database?" }), "NEEDS_INPUT");
     expect(d).toMatchObject({ tool: "ask_user", question: "Which database?", args: { question: "Which database?" } });
-    const waiting = held(await repeat(t, "ask_user", { question: "Which database?" }, d.pending_id), "NEEDS_INPUT");
+    const waiting = held(await repeat(t, "ask_user", d.pending_id, { question: "Which database?" }), "NEEDS_INPUT");
     expect(waiting.pending_id).toBe(d.pending_id);
     const list = await t.req(`/v1/workspaces/${t.ws}/pending`);
     expect(((await list.json()) as any).pending.map((p: any) => p.id)).toEqual([d.pending_id]);
     const a = await answer(t, approver, d.pending_id, { answer: "Postgres, please" });
     expect(a.status).toBe(200);
     expect(a.body).toMatchObject({ status: "done", outcome: { ok: true, data: { answer: "Postgres, please", option_index: null } } });
-    const r = await repeat(t, "ask_user", { question: "Which database?" }, d.pending_id);
+    const r = await repeat(t, "ask_user", d.pending_id, { question: "Which database?" });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ ok: true, tool: "ask_user", data: { question: "Which database?", answer: "Postgres, please" } });
     expect(r.body.output).toContain("Postgres, please");
@@ -83,7 +56,7 @@ describe("the approval gate", () => {
     expect(a.status).toBe(200);
     expect(a.body).toMatchObject({ status: "done", answer: { approved: true, note: "ok" }, outcome: { ok: true, data: { file_path: "a.txt", created: false } } });
     expect(await readFile(t, "a.txt")).toBe("two");
-    const r = await repeat(t, "write", {}, id);
+    const r = await repeat(t, "write", id, {});
     expect(r.body).toMatchObject({ ok: true, tool: "write", data: { bytes_written: 3 } });
     const g = await getPending(t, id);
     expect(g.body.status).toBe("done");
@@ -104,7 +77,7 @@ describe("the approval gate", () => {
     const { t, approver, id } = await gatedWrite();
     const a = await answer(t, approver, id, { approved: false, note: "keep the old text" });
     expect(a.body).toMatchObject({ status: "done", outcome: { ok: false, code: "DENIED" } });
-    const r = await repeat(t, "write", {}, id);
+    const r = await repeat(t, "write", id, {});
     expect(r.status).toBe(403);
     expect(r.body.error.code).toBe("DENIED");
     expect(r.body.error.message).toContain("keep the old text");
@@ -132,7 +105,7 @@ describe("the approval gate", () => {
     const x = await answer(other, otherApprover, id, { approved: true });
     expect(x.status).toBe(404);
     expect((await getPending(other, id)).status).toBe(404);
-    expect((await repeat(other, "write", {}, id)).status).toBe(404);
+    expect((await repeat(other, "write", id, {})).status).toBe(404);
     expect(await readFile(t, "a.txt")).toBe("one");
   });
 
@@ -154,7 +127,7 @@ describe("the approval gate", () => {
     const r = await result(readonly);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ ok: true, tool: "pending_result", data: { pending_id: id, tool: "write", status: "done", result: { file_path: "a.txt", created: false } } });
-    expect(r.body.output).toMatch(/^A human approved this write call; it ran\. The human's note: fine\n/);
+    expect(r.body.output).toMatch(/^A human approved this write call as you asked it\. Their note: fine\n/);
     const other = await newTenant(t.app);
     const x = await result(other.key, other);
     expect(x.status).toBe(404);
@@ -172,20 +145,20 @@ describe("the approval gate", () => {
     expect(a.status).toBe(410);
     expect(a.body.error.code).toBe("EXPIRED");
     expect((await getPending(t, d.pending_id)).body.status).toBe("expired");
-    expect((await repeat(t, "ask_user", { question: "still there?" }, d.pending_id)).body.error.code).toBe("EXPIRED");
+    expect((await repeat(t, "ask_user", d.pending_id, { question: "still there?" })).body.error.code).toBe("EXPIRED");
   });
 
-  it("defaults: bash caution commands wait (confirmed: true passes while self_confirm allows it); web_fetch outside allowed_domains waits and fetches nothing", async () => {
+  it("defaults: bash caution commands wait, confirmed: true or not (self_confirm is off); the tenant can allow it; web_fetch outside allowed_domains waits and fetches nothing", async () => {
     let fetched = 0;
     const app = testApp({ webFetch: { fetcher: { check: async () => {}, fetch: async () => (fetched++, new Response("x")) } } });
     const t = await newTenant(app, { scopes: ["read", "write", "execute", "network"] });
     const d = held(await t.call("bash", { command: "rm -rf build" }), "NEEDS_APPROVAL");
     expect(d.reason).toMatch(/rule rm-recursive/);
+    held(await t.call("bash", { command: "rm -rf build", confirmed: true }), "NEEDS_APPROVAL");
+    expect((await t.call("bash", { command: "rm -rf /" })).body.error.code).toBe("BLOCKED");
+    await setPolicy(app, t.tenant, { self_confirm: true, web: { allowed_domains: ["example.com"] } });
     // Past the gate: no executor in this test app, so UNAVAILABLE shows the call went on to run.
     expect((await t.call("bash", { command: "rm -rf build", confirmed: true })).body.error.code).toBe("UNAVAILABLE");
-    expect((await t.call("bash", { command: "rm -rf /" })).body.error.code).toBe("BLOCKED");
-    await setPolicy(app, t.tenant, { self_confirm: false, web: { allowed_domains: ["example.com"] } });
-    held(await t.call("bash", { command: "rm -rf build", confirmed: true }), "NEEDS_APPROVAL");
     const w = held(await t.call("web_fetch", { url: "https://elsewhere.test/page" }), "NEEDS_APPROVAL");
     expect(w).toMatchObject({ tool: "web_fetch", args: { url: "https://elsewhere.test/page" } });
     expect(fetched).toBe(0);
