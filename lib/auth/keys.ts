@@ -90,6 +90,16 @@ export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: str
   cache?.forget(hash);
 }
 
+/** A tenant's key by its id, as it is now (2 KV GETs); null when revoked or never this tenant's. */
+export async function getApiKeyById(kv: KeyValueStore, tenant: string, keyId: string): Promise<AuthInfo | null> {
+  const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
+  const raw = hash ? await kv.get(hashKey(hash)) : null;
+  if (!raw) return null;
+  const rec = JSON.parse(raw) as ApiKeyRecord;
+  if (rec.tenant !== tenant || rec.key_id !== keyId) return null;
+  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+}
+
 /**
  * The tenant and scopes of a presented key, or null. With `cache` (createApp's), a key's record
  * is read from KV at most once per isolate every few seconds: a key revoked through this isolate
