@@ -100,6 +100,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
     if (!checksumOk(h)) throw atStart ? notAnArchive("its first 512 bytes are not a tar header", gzip) : notTar(`bad header checksum after entry ${index}`);
     const type = String.fromCharCode(h[156]!);
     const size = number(h, 124, 12);
+    const mode = number(h, 100, 8) & 0o7777;
     if (type === "x" || type === "g" || type === "L" || type === "K") {
       if (++metaRun > 8) throw notTar("more than 8 metadata records in a row");
       if (size > limits.maxMetaBytes) throw new ToolError("PAYLOAD_TOO_LARGE", `A tar metadata record is ${size} bytes; at most ${limits.maxMetaBytes} are accepted.`, { size, max: limits.maxMetaBytes });
@@ -137,6 +138,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       name: rawName ?? "",
       kind,
       size: dataSize,
+      mode,
       ...(rawName === null ? { unreadable: "its name is not UTF-8" } : {}),
       bytes: async () => {
         taken = true;
