@@ -117,3 +117,12 @@ for (const { name, app } of WRITERS) {
     });
   });
 }
+
+describe("execute bits of concurrent imports", () => {
+  it("four imports at once (per-file writer: no pointer switch to lose): every one's execute bit is kept, merged into one list", async () => {
+    const t = await newTenant(WRITERS[1]!.app);
+    const results = await Promise.all([0, 1, 2, 3].map((i) => importReq(t, tar([{ name: `run${i}.sh`, body: `echo ${i}\n`, mode: 0o755 }, { name: `data${i}.txt`, body: `${i}\n` }]), `?prefix=p${i}`)));
+    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(shape(await exported(t)).filter((l) => l.includes(".sh"))).toEqual(["p0/run0.sh file 755", "p1/run1.sh file 755", "p2/run2.sh file 755", "p3/run3.sh file 755"]);
+  });
+});
