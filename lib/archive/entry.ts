@@ -7,6 +7,8 @@ export interface ArchiveEntry {
   kind: EntryKind;
   /** Declared size of the body in bytes (what the reader will hand out, exactly). */
   size: number;
+  /** Permission bits (0o7777) as the archive declares them; absent when it declares none (a zip not made on Unix). */
+  mode?: number;
   /** What the reader could not decode (a name not in UTF-8, an unsupported compression): the entry is skipped with this reason. */
   unreadable?: string;
   /** The whole body. Call at most one of bytes()/stream(), before asking for the next entry; a body not asked for is skipped. */
@@ -25,3 +27,6 @@ export function decodeName(bytes: Uint8Array): string | null {
     return null;
   }
 }
+
+/** Whether an entry's mode makes it executable: the owner's execute bit, as git reads it (100755 vs 100644). */
+export const isExecutableMode = (mode: number | undefined): boolean => mode !== undefined && (mode & 0o100) !== 0;

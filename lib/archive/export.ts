@@ -5,12 +5,16 @@
  * range reads when the workspace is layered), large ones streamed in order,
  * the whole gzip-compressed as the client pulls it (flate.ts: level 1, for speed). Entry names are relative to the
  * exported directory, so importing with prefix = that directory restores the same paths.
+ * Every directory is an entry (type 5, mode 0755) before what it holds, explicit (empty) ones
+ * included, as `tar c` writes them; files are 0755 when the workspace records them executable
+ * (lib/exec/modes.ts), else 0644. A file's time is when it was last written to the workspace.
  *
  * What a file changed during the export looks like: its newer bytes (the header is written
  * after the read, with the size read). A file deleted in between is left out. The ETag names
  * the listing the export began from.
  */
 import { ToolError } from "../errors.js";
+import { ancestorsOf } from "../paths.js";
 import { sha256Hex } from "../hash.js";
 import type { FileInfo, Workspace } from "../workspace/workspace.js";
 import { gzipStream } from "./flate.js";
@@ -18,41 +22,74 @@ import { END_OF_ARCHIVE, padding, tarHeader } from "./tar-writer.js";
 
 const SMALL_FILE = 1024 * 1024;
 
+const nameIn = (dir: string, path: string) => (dir === "" ? path : path === dir ? path.slice(path.lastIndexOf("/") + 1) : path.slice(dir.length + 1));
+
 export interface ExportListing {
   dir: string;
   files: FileInfo[];
+  /** Directory entries (names relative to `dir`, ending "/") to write before files[i]; index files.length: after the last file. */
+  dirsBefore: string[][];
+  /** The listed files the workspace records as executable. */
+  exec: ReadonlySet<string>;
 }
 
-/** Every file below `dir` (or `dir` itself when it is a file), at most `max`. */
-export async function listForExport(ws: Workspace, dir: string, max: number): Promise<ExportListing> {
+/** Every file and explicit directory below `dir` (or `dir` itself when it is a file), at most `max` entries; `exec`: the workspace's executable files. */
+export async function listForExport(ws: Workspace, dir: string, max: number, exec: ReadonlySet<string>): Promise<ExportListing> {
   const files: FileInfo[] = [];
-  for await (const f of ws.walk(dir)) {
-    if (files.length >= max) throw new ToolError("PAYLOAD_TOO_LARGE", `${dir || "The workspace"} holds more than ${max} files; export its directories one by one (?path=).`, { path: dir, max });
-    files.push(f);
+  const dirsBefore: string[][] = [[]];
+  const written = new Set<string>();
+  const addDir = (path: string) => {
+    const chain = [path, ...ancestorsOf(path)].filter((d) => d.length > dir.length && !written.has(d)).reverse();
+    for (const d of chain) {
+      written.add(d);
+      dirsBefore[files.length]!.push(`${nameIn(dir, d)}/`);
+    }
+  };
+  let n = 0;
+  for await (const e of ws.walkEntries(dir)) {
+    if (e.type === "directory" && e.path === dir) continue; // the exported directory's own marker
+    if (n++ >= max) throw new ToolError("PAYLOAD_TOO_LARGE", `${dir || "The workspace"} holds more than ${max} files and directories; export its directories one by one (?path=).`, { path: dir, max });
+    if (e.type === "directory") {
+      addDir(e.path);
+      continue;
+    }
+    const parent = ancestorsOf(e.path)[0];
+    if (parent !== undefined) addDir(parent);
+    const { type: _, ...info } = e;
+    files.push(info);
+    dirsBefore.push([]);
   }
-  if (files.length === 0 && dir !== "") {
+  const keep = (l: ExportListing): ExportListing => ({ ...l, exec: new Set(l.files.filter((f) => exec.has(f.path)).map((f) => f.path)) });
+  if (n === 0 && dir !== "") {
     const file = await ws.head(dir);
-    if (!file) throw await ws.notFound(dir, "Directory");
-    return { dir, files: [file] };
+    if (!file) {
+      if (await ws.headMarker(dir)) return keep({ dir, files, dirsBefore, exec });
+      throw await ws.notFound(dir, "Directory");
+    }
+    return keep({ dir, files: [file], dirsBefore: [[], []], exec });
   }
-  return { dir, files };
+  return keep({ dir, files, dirsBefore, exec });
 }
 
-/** The export's ETag: a digest of the listed path → etag pairs (and the directory exported). */
+/** The export's ETag: a digest of what the archive holds (directories, files' etags and execute bits) and the directory exported. */
 export async function exportEtag(listing: ExportListing): Promise<string> {
-  const parts = [`v1\0${listing.dir}\n`];
-  for (const f of listing.files) parts.push(`${f.path}\0${f.etag}\n`);
+  const parts = [`v2\0${listing.dir}\n`];
+  listing.files.forEach((f, i) => {
+    for (const d of listing.dirsBefore[i]!) parts.push(`${d}\n`);
+    parts.push(`${f.path}\0${f.etag}\0${listing.exec.has(f.path) ? "x" : "-"}\n`);
+  });
+  for (const d of listing.dirsBefore[listing.files.length]!) parts.push(`${d}\n`);
   return (await sha256Hex(parts.join(""))).slice(0, 32);
 }
-
-const nameIn = (dir: string, path: string) => (dir === "" ? path : path === dir ? path.slice(path.lastIndexOf("/") + 1) : path.slice(dir.length + 1));
 
 /** Small files are read a window at a time (Workspace.readMany: a few pack range reads when layered), the next window while this one is written. */
 const WINDOW_FILES = 256;
 const WINDOW_BYTES = 8 * 1024 * 1024;
 
-function entryChunk(name: string, bytes: Uint8Array, modified: Date): Uint8Array {
-  const head = tarHeader({ name, size: bytes.length, mtime: modified.getTime() / 1000 });
+const fileMode = (listing: ExportListing, path: string) => (listing.exec.has(path) ? 0o755 : 0o644);
+
+function entryChunk(name: string, bytes: Uint8Array, modified: Date, mode: number): Uint8Array {
+  const head = tarHeader({ name, size: bytes.length, mtime: modified.getTime() / 1000, mode });
   const pad = padding(bytes.length);
   const chunk = new Uint8Array(head.length + bytes.length + pad.length);
   chunk.set(head, 0);
@@ -63,6 +100,11 @@ function entryChunk(name: string, bytes: Uint8Array, modified: Date): Uint8Array
 /** The tar bytes, one chunk per small file (header + bytes + padding), large files chunk by chunk. */
 async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator<Uint8Array> {
   const { files, dir } = listing;
+  // Directories carry the newest time of the listing (the archive is the same for the same listing).
+  const dirTime = files.reduce((t, f) => Math.max(t, f.modified.getTime()), 0) / 1000;
+  const dirs = function* (i: number) {
+    for (const name of listing.dirsBefore[i]!) yield tarHeader({ name, size: 0, type: "5", mode: 0o755, mtime: dirTime });
+  };
   // Windows: runs of small files (bounded by count and bytes); a large file is a window of its own.
   const windows: { from: number; to: number; small: boolean }[] = [];
   for (let i = 0; i < files.length; ) {
@@ -91,16 +133,18 @@ async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator
       const got = await (ahead ?? fetchWindow(w));
       ahead = nextSmall ? fetchWindow(nextSmall) : null;
       for (let i = w.from; i < w.to; i++) {
+        yield* dirs(i);
         const bytes = got[i - w.from];
-        if (bytes) yield entryChunk(nameIn(dir, files[i]!.path), bytes, files[i]!.modified);
+        if (bytes) yield entryChunk(nameIn(dir, files[i]!.path), bytes, files[i]!.modified, fileMode(listing, files[i]!.path));
       }
       continue;
     }
     if (!ahead && nextSmall) ahead = fetchWindow(nextSmall);
     const f = files[w.from]!;
+    yield* dirs(w.from);
     const r = await ws.get(f.path);
     if (!r) continue;
-    yield tarHeader({ name: nameIn(dir, f.path), size: r.size, mtime: r.modified.getTime() / 1000 });
+    yield tarHeader({ name: nameIn(dir, f.path), size: r.size, mtime: r.modified.getTime() / 1000, mode: fileMode(listing, f.path) });
     const reader = r.body.getReader();
     for (;;) {
       const c = await reader.read();
@@ -109,6 +153,7 @@ async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator
     }
     yield padding(r.size);
   }
+  yield* dirs(files.length);
   yield END_OF_ARCHIVE();
 }
 

@@ -10,6 +10,8 @@
  * finishes, the files that landed stay (and are indexed), nothing after them is written, and
  * the error's details say how many landed. "replace" deletes nothing until every file of the
  * archive has landed, and then only files still at the etag it listed when it began.
+ * Execute bits and empty directories follow the archive (import-tree.ts): markers are made and
+ * the modes delta recorded once the files have landed.
  */
 import { isToolError, ToolError } from "../errors.js";
 import { ancestorsOf } from "../paths.js";
@@ -19,6 +21,8 @@ import type { ArchiveLimits } from "./limits.js";
 import { openArchive, type ArchiveFormat } from "./open.js";
 import type { ArchiveEntry } from "./entry.js";
 import { EntryPolicy } from "./policy.js";
+import { ImportTree, importMessage } from "./import-tree.js";
+import type { ModesDelta } from "../exec/sync-types.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */
@@ -37,6 +41,8 @@ export interface ImportOptions {
   contentLength?: number;
   /** The writer to use (default: one conditional PUT per file). */
   writer?: (ws: Workspace, target: Target) => ImportWriter;
+  /** Records the import's execute bits in the workspace's list (lib/exec/modes.ts updateModes: merged with concurrent updates). */
+  recordModes(delta: ModesDelta): Promise<unknown>;
 }
 
 export interface ImportReport {
@@ -52,9 +58,16 @@ export interface ImportReport {
   /** replace: files not in the archive left in place because they changed (or appeared) during the import. */
   kept: string[];
   kept_count: number;
+  /** Directory entries in the archive. */
   directories: number;
+  /** Of those, the empty ones, kept as explicit directories. */
+  empty_directories: number;
+  /** Files that landed with the execute bit. */
+  executable: number;
   skipped: { name: string; reason: string }[];
   skipped_count: number;
+  /** The report as text, naming everything not kept (import-tree.ts importMessage). */
+  message: string;
   ms: number;
 }
 
@@ -78,26 +91,33 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
 }
 
 /** replace: deletes the files under the prefix that the archive did not hold and that still have the etag listed at the start. */
-async function deleteMissing(ws: Workspace, prefix: string, target: Target, landed: Map<string, string>): Promise<{ deleted: number; kept: string[] }> {
-  let deleted = 0;
+async function deleteMissing(ws: Workspace, prefix: string, target: Target, landed: Map<string, string>, markers: ReadonlySet<string>): Promise<{ deleted: string[]; kept: string[] }> {
+  const deleted: string[] = [];
   const kept: string[] = [];
   let batch: { path: string; etag: string }[] = [];
   const flush = async () => {
     // Conditional per file: a file changed since it was listed is kept, not deleted.
     if (batch.length) {
       const r = await ws.deleteMany(batch);
-      deleted += r.deleted.length;
+      deleted.push(...r.deleted);
       kept.push(...r.refused);
     }
     batch = [];
   };
-  for await (const f of ws.walk(prefix)) {
+  const staleMarkers: { path: string; etag: string }[] = [];
+  for await (const f of ws.walkEntries(prefix)) {
+    if (f.type === "directory") {
+      if (!markers.has(f.path)) staleMarkers.push({ path: f.path, etag: f.etag });
+      continue;
+    }
     if (landed.has(f.path)) continue;
     if (target.existing.get(f.path) === f.etag) batch.push({ path: f.path, etag: f.etag });
     else kept.push(f.path);
     if (batch.length >= 1000) await flush();
   }
   await flush();
+  // Explicit directories the archive does not hold go too (each only in the version listed).
+  for (let i = 0; i < staleMarkers.length; i += 1000) await ws.deleteMarkers(staleMarkers.slice(i, i + 1000));
   return { deleted, kept };
 }
 
@@ -110,7 +130,7 @@ async function deleteMissing(ws: Workspace, prefix: string, target: Target, land
 export async function* admitted(
   entries: AsyncIterable<ArchiveEntry>,
   policy: EntryPolicy,
-  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(): void },
+  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(path: string): void },
 ): AsyncGenerator<{ path: string; entry: ArchiveEntry }> {
   for await (const entry of entries) {
     const a = policy.admit(entry);
@@ -119,7 +139,7 @@ export async function* admitted(
       continue;
     }
     if ("directory" in a) {
-      on.directory();
+      on.directory(a.directory);
       continue;
     }
     const conflict = on.claim(a.path);
@@ -138,6 +158,7 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
   const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
   const writer = opts.writer ? opts.writer(ws, target) : new ObjectWriter(ws, target);
   const policy = new EntryPolicy(limits, prefix);
+  const tree = new ImportTree();
   const skipped: { name: string; reason: string }[] = [];
   let skippedCount = 0;
   let directories = 0;
@@ -145,34 +166,63 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
   };
+  const directory = (path: string) => {
+    directories++;
+    tree.directory(path);
+  };
+  let markers: string[] = [];
   try {
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory: () => void directories++ })) {
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory })) {
+      tree.file(path, entry.mode);
       await writer.write(path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
     }
     await writer.finish();
+    const empty = tree.emptyDirs(writer.landed.keys(), (p) => target.existing.has(p));
+    for (const r of empty.refused) skip(r.name, r.reason);
+    markers = await makeMarkers(ws, empty.dirs, skip);
   } catch (e) {
     await writer.settle();
     throw stopped(e, writer, skippedCount);
   } finally {
     await archive.close();
   }
-  const removal = opts.mode === "replace" ? await deleteMissing(ws, prefix, target, writer.landed) : { deleted: 0, kept: [] };
+  const removal = opts.mode === "replace" ? await deleteMissing(ws, prefix, target, writer.landed, new Set(markers)) : { deleted: [], kept: [] };
+  await opts.recordModes(tree.modesDelta(writer.landed.keys(), removal.deleted));
   await ws.flushChanges();
-  return {
+  const report = {
     format: archive.format,
     mode: opts.mode,
     prefix,
     entries: policy.entries,
     files: writer.landed.size,
     ...writer.stats,
-    deleted: removal.deleted,
+    deleted: removal.deleted.length,
     kept: removal.kept.slice(0, REPORT_MAX),
     kept_count: removal.kept.length,
     directories,
+    empty_directories: markers.length,
+    executable: tree.executable(writer.landed.keys()),
     skipped,
     skipped_count: skippedCount,
-    ms: Date.now() - started,
   };
+  return { ...report, message: importMessage(report), ms: Date.now() - started };
+}
+
+/** Makes the markers of the archive's empty directories (a few at a time); one that cannot be made (a file took its place meanwhile) is skipped with the reason. */
+async function makeMarkers(ws: Workspace, dirs: readonly string[], skip: (name: string, reason: string) => void): Promise<string[]> {
+  const made: string[] = [];
+  for (let i = 0; i < dirs.length; i += 6) {
+    await Promise.all(dirs.slice(i, i + 6).map(async (d) => {
+      try {
+        await ws.makeDirectory(d);
+        made.push(d);
+      } catch (e) {
+        if (!isToolError(e)) throw e;
+        skip(`${d}/`, e.message);
+      }
+    }));
+  }
+  return made.sort();
 }
 
 /** The error that stopped an import, with what had landed by then. */

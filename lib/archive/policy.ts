@@ -7,15 +7,15 @@
  *   - an absolute name, or one with a ".." segment, is refused outright (not clamped);
  *   - the rest goes through normalizeFilePath (lib/paths.ts) joined to the prefix: whatever
  *     that function refuses (control characters, backslashes, over-long names) is skipped.
- * Directory entries are counted and otherwise ignored (object storage has no empty directories;
- * a directory exists while a file lies below it).
+ * Directory entries are admitted as canonical directory paths under the prefix ("" for the
+ * archive's root): import-tree.ts keeps the empty ones as directory markers.
  */
 import { isToolError, ToolError } from "../errors.js";
 import { joinPath, normalizeFilePath, normalizePath } from "../paths.js";
 import type { ArchiveEntry } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";
 
-export type Admission = { path: string } | { skip: string } | { directory: true };
+export type Admission = { path: string } | { skip: string } | { directory: string };
 
 const KIND_REASON: Record<string, string> = {
   symlink: "symbolic links are not imported",
@@ -51,8 +51,8 @@ export class EntryPolicy {
     if (utf8Length(entry.name) > limits.maxNameBytes) return { skip: `the name is longer than ${limits.maxNameBytes} bytes` };
     if (entry.name.startsWith("/")) return { skip: "absolute names are not imported (use names relative to the archive's root)" };
     if (entry.name.split("/").includes("..")) return { skip: "names with a '..' segment are not imported" };
-    if (entry.kind === "directory") return { directory: true };
     try {
+      if (entry.kind === "directory") return { directory: normalizePath(entry.name) === "" ? this.prefix : normalizeFilePath(joinPath(this.prefix, entry.name)) };
       if (normalizePath(entry.name) === "") return { skip: "a file entry names the archive's root" };
       return { path: normalizeFilePath(joinPath(this.prefix, entry.name)) };
     } catch (e) {

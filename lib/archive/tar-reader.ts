@@ -43,6 +43,15 @@ function number(h: Uint8Array, offset: number, length: number): number {
   return parseInt(text, 8);
 }
 
+/** The permission bits, or undefined when the field is not a number (the mode is not worth refusing an archive for). */
+function modeOf(h: Uint8Array): number | undefined {
+  try {
+    return number(h, 100, 8) & 0o7777;
+  } catch {
+    return undefined;
+  }
+}
+
 function checksumOk(h: Uint8Array): boolean {
   if (!/^[0-7 \0]*$/.test(ascii.decode(h.subarray(148, 156)))) return false; // text, not an octal checksum
   let unsigned = 0;
@@ -100,6 +109,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
     if (!checksumOk(h)) throw atStart ? notAnArchive("its first 512 bytes are not a tar header", gzip) : notTar(`bad header checksum after entry ${index}`);
     const type = String.fromCharCode(h[156]!);
     const size = number(h, 124, 12);
+    const mode = modeOf(h);
     if (type === "x" || type === "g" || type === "L" || type === "K") {
       if (++metaRun > 8) throw notTar("more than 8 metadata records in a row");
       if (size > limits.maxMetaBytes) throw new ToolError("PAYLOAD_TOO_LARGE", `A tar metadata record is ${size} bytes; at most ${limits.maxMetaBytes} are accepted.`, { size, max: limits.maxMetaBytes });
@@ -137,6 +147,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       name: rawName ?? "",
       kind,
       size: dataSize,
+      ...(mode !== undefined ? { mode } : {}),
       ...(rawName === null ? { unreadable: "its name is not UTF-8" } : {}),
       bytes: async () => {
         taken = true;

@@ -149,6 +149,8 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       const decoded = decodeName(nameBytes);
       const name = decoded ?? "";
       const kind = kindOf(u16(h, 4), external, name);
+      // Permission bits only from a zip made on Unix (and only when it set any: some tools leave them 0).
+      const unixMode = u16(h, 4) >> 8 === 3 ? (external >>> 16) & 0o7777 : 0;
       const what = `entry ${JSON.stringify(name.slice(0, 100))}`;
       const unreadable = decoded === null ? "its name is not UTF-8" : flags & 1 ? "it is encrypted" : method !== 0 && method !== 8 ? `compression method ${method} is not supported (use deflate or store)` : undefined;
       if (local < end) throw new ToolError("INVALID_ARGUMENT", `Zip ${what} overlaps the entry before it: refused (overlapping entries are a zip bomb pattern).`, { reason: "overlap" });
@@ -183,6 +185,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
         name,
         kind,
         size: dataSize,
+        ...(unixMode ? { mode: unixMode } : {}),
         ...(unreadable ? { unreadable } : {}),
         bytes: async () => new Uint8Array(await new Response(await body()).arrayBuffer()),
         stream: () => {

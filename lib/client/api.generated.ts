@@ -1718,7 +1718,7 @@ export interface paths {
         put?: never;
         /**
          * Import an archive (tar, tar.gz or zip; streamed)
-         * @description Each file lands whole or not at all; links, devices and unsafe names are skipped and listed. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
+         * @description Each file lands whole or not at all, with its execute bit; empty directories are kept; links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
          */
         post: {
             parameters: {
@@ -1823,7 +1823,7 @@ export interface paths {
         };
         /**
          * Export the workspace (or a directory) as a tar.gz, streamed
-         * @description Entry names are relative to `path`. The ETag is a digest of the listed files' paths and etags: send it back in If-None-Match to get 304 without the archive being built.
+         * @description Entry names are relative to `path`. Every directory is an entry (empty ones included); files are mode 0755 when executable, else 0644. The ETag is a digest of the listed directories, files' paths, etags and execute bits: send it back in If-None-Match to get 304 without the archive being built.
          */
         get: {
             parameters: {
@@ -4316,12 +4316,19 @@ export interface components {
             deleted: number;
             kept: string[];
             kept_count: number;
+            /** @description Directory entries in the archive */
             directories: number;
+            /** @description Of those, the empty ones, kept as explicit directories (as mkdir leaves them) */
+            empty_directories: number;
+            /** @description Files imported with the execute bit (the owner's x in the archive's mode) */
+            executable: number;
             skipped: {
                 name: string;
                 reason: string;
             }[];
             skipped_count: number;
+            /** @description The report as text: what landed, and every entry not kept (links, devices, unsafe names), by reason */
+            message: string;
             ms: number;
         };
         Workspace: {

@@ -56,7 +56,8 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
     for (const p of delta.add) exec.add(p);
     if (exec.size > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_EXEC_FILES} executable files.`);
     const sorted = [...exec].sort();
-    if (now.etag !== null && sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
+    // Nothing changes (or nothing was ever recorded and nothing is to be): no write.
+    if (sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
     try {
       const body: Stored = { v: 1, exec: sorted };
       const info = await driver.put(key, JSON.stringify(body), { ...(now.etag === null ? { ifNoneMatch: "*" as const } : { ifMatch: now.etag }), contentType: "application/json" });

@@ -11,6 +11,8 @@
  * meanwhile is kept (the newer write wins) and reported in `kept`.
  * The search index is fed the same bytes in batches (one segment per batch), staged: each
  * segment's key is kept and none is merged with the workspace's others until the switch.
+ * Empty directories of the archive become marker entries of the manifest, and the execute bits
+ * are recorded (one modes delta) after the switch (archive/import-tree.ts: the rule).
  */
 import { isToolError, ToolError } from "../errors.js";
 import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../paths.js";
@@ -18,6 +20,8 @@ import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
+import { ImportTree, importMessage } from "../archive/import-tree.js";
+import { md5Hex } from "../storage/md5.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
@@ -33,6 +37,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   const target = await listTarget(ws, prefix, limits.maxEntries);
   const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
   const policy = new EntryPolicy(limits, prefix);
+  const tree = new ImportTree();
   const writer = new PackWriter(deps.storage, ws.tenant);
   const claimed = new Set<string>();
   const skipped: { name: string; reason: string }[] = [];
@@ -58,7 +63,12 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await dropWrites(deps, writer.packs.map((id) => packKey(ws.tenant, id)), staged.keys);
   };
   try {
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory: () => void directories++ })) {
+    const directory = (path: string) => {
+      directories++;
+      tree.directory(path);
+    };
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory })) {
+      tree.file(path, entry.mode);
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
         const e = await writer.add(path, bytes);
@@ -82,8 +92,15 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await archive.close();
   }
 
-  const imported = sortEntries(writer.entries);
+  const files = writer.entries.map((e) => e.path);
+  const empty = tree.emptyDirs(files, (p) => target.existing.has(p));
+  for (const r of empty.refused) skip(r.name, r.reason);
+  const now = Date.now();
+  const markers = empty.dirs.map((d) => ({ path: `${d}/`, etag: EMPTY_MD5, size: 0, modified: now, pack: -1, offset: 0 }));
+  const imported = sortEntries([...writer.entries, ...markers]);
+  // Files and markers: an upper object (or whiteout) at any of these paths gives way to the new base.
   const landed = new Set(imported.map((e) => e.path));
+  const landedFiles = new Set(files);
   let manifest: Manifest;
   try {
     const base = rec.meta.base ? await deps.manifests.load(deps.storage, ws.tenant, rec.meta.base) : Manifest.empty();
@@ -112,7 +129,9 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     if (isMarker || target.existing.get(path) === o.etag) remove.push({ key: o.key, etag: o.etag });
     else kept.push(path);
   }
-  if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) deleted++;
+  const gone: string[] = [];
+  if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) gone.push(p);
+  deleted = gone.length;
   try {
     await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
   } catch (e) {
@@ -126,27 +145,33 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   }
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
+  await opts.recordModes(tree.modesDelta(landedFiles, gone));
   await ws.flushChanges();
   let updated = 0;
-  for (const p of landed) if (target.existing.has(p)) updated++;
-  return {
+  for (const p of landedFiles) if (target.existing.has(p)) updated++;
+  const report = {
     format: archive.format,
     mode: opts.mode,
     prefix,
     entries: policy.entries,
-    files: landed.size,
-    created: landed.size - updated,
+    files: landedFiles.size,
+    created: landedFiles.size - updated,
     updated,
     bytes: writer.bytes,
     deleted,
     kept: kept.slice(0, REPORT_MAX),
     kept_count: kept.length,
     directories,
+    empty_directories: markers.length,
+    executable: tree.executable(landedFiles),
     skipped,
     skipped_count: skippedCount,
-    ms: Date.now() - started,
   };
+  return { ...report, message: importMessage(report), ms: Date.now() - started };
 }
+
+/** The etag of an empty marker object (the MD5 of no bytes), as storage gives a marker mkdir makes. */
+const EMPTY_MD5 = md5Hex(new Uint8Array(0));
 
 /** A failed import removes the packs (and manifest) it wrote and the index segments it staged: nothing points at them. Best effort: what is left, GC collects. */
 async function dropWrites(deps: LayerDeps, keys: readonly string[], segments: readonly string[]): Promise<void> {

@@ -14,13 +14,15 @@ export interface TarItem {
   size?: number;
   /** Write the raw name into the ustar field (no pax), e.g. to test GNU long names separately. */
   raw?: boolean;
+  /** Permission bits (default: 0644, 0755 for a directory). */
+  mode?: number;
 }
 
 
 export function tarEntry(item: TarItem): Uint8Array {
   const body = bytesOf(item.body ?? "");
   const size = item.size ?? body.length;
-  const input = { name: item.name, size, type: item.type ?? "0", mtime: 1_700_000_000, ...(item.linkname ? { linkname: item.linkname } : {}) };
+  const input = { name: item.name, size, type: item.type ?? "0", mtime: 1_700_000_000, ...(item.linkname ? { linkname: item.linkname } : {}), ...(item.mode !== undefined ? { mode: item.mode } : {}) };
   const head = item.raw ? headerBlock(input) : tarHeader(input);
   return concatBytes([head, body, padding(body.length)]);
 }

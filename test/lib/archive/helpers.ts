@@ -53,13 +53,27 @@ export async function countObjects(prefix: string): Promise<number> {
 
 export const text = (b: Uint8Array | undefined) => (b ? new TextDecoder().decode(b) : undefined);
 
-/** Reads a tar.gz response into name → bytes with the library's own reader. */
+/** Reads a tar.gz response into name → bytes of its files with the library's own reader. */
 export async function untarGz(res: Response): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
+  for (const e of await tarEntries(res)) if (e.kind === "file") out.set(e.name, e.bytes);
+  return out;
+}
+
+export interface TarListing {
+  name: string;
+  kind: string;
+  mode: number | undefined;
+  bytes: Uint8Array;
+}
+
+/** Every entry of a tar.gz response in archive order: name, kind, mode, bytes. */
+export async function tarEntries(res: Response): Promise<TarListing[]> {
   const { ByteReader } = await import("../../../lib/archive/byte-reader.js");
   const { readTar } = await import("../../../lib/archive/tar-reader.js");
-  const out = new Map<string, Uint8Array>();
+  const out: TarListing[] = [];
   const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
-  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out.set(e.name, await e.bytes());
+  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out.push({ name: e.name, kind: e.kind, mode: e.mode, bytes: await e.bytes() });
   return out;
 }
 

@@ -69,8 +69,9 @@ describe("hostile entries are skipped and reported, never written", () => {
     ]);
     const r = await importReq(t, z);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ format: "zip", files: 1, skipped_count: 5, directories: 1 });
-    expect([...(await files(t.tenant, t.ws)).keys()]).toEqual(["ok.txt"]);
+    expect(r.body).toMatchObject({ format: "zip", files: 1, skipped_count: 5, directories: 1, empty_directories: 1 });
+    // The empty directory is kept as an explicit directory (its marker, "sub/").
+    expect([...(await files(t.tenant, t.ws)).keys()]).toEqual(["ok.txt", "sub/"]);
 
     const before = await snapshot(t.tenant);
     const overlap = await zip([{ name: "a.txt", body: "a".repeat(1000), deflate: true }, { name: "b.txt", body: "b", offsetOf: 0 }]);

@@ -1,0 +1,104 @@
+/**
+ * What an import keeps of a POSIX tree besides the files' bytes: the one rule both writers use
+ * (the pack import, lib/layers/import.ts, and the per-file writer, ./import.ts).
+ *  - Execute bits: a file entry whose mode has the owner's execute bit (git's 100755) is recorded
+ *    in the workspace's list of executable files (lib/exec/modes.ts); a file entry without it is
+ *    taken off the list (an import over an executable file makes it what the archive says). One
+ *    delta per import, applied once the files are in place and merged there with concurrent
+ *    updates (a bash run's chmod of other files stays).
+ *  - Empty directories: a directory entry with nothing below it in the archive becomes a
+ *    directory marker (lib/paths.ts), the same thing bash's `mkdir` leaves. Directories with
+ *    entries below them are implied by those entries and need none.
+ *  - What is not kept (links, devices, fifos, unsafe names) is skipped and named in `message`,
+ *    the text the caller reads, grouped by reason; modification times are not kept (the time of
+ *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
+ */
+import { ancestorsOf } from "../paths.js";
+import type { ModesDelta } from "../exec/sync-types.js";
+import { isExecutableMode } from "./entry.js";
+
+export class ImportTree {
+  /** path → executable, for every file entry admitted (the last entry of a path wins). */
+  private readonly exec = new Map<string, boolean>();
+  private readonly dirs = new Set<string>();
+
+  file(path: string, mode: number | undefined): void {
+    this.exec.set(path, isExecutableMode(mode));
+  }
+
+  /** A directory entry (canonical; "" is the import's own root and needs nothing). */
+  directory(path: string): void {
+    if (path !== "") this.dirs.add(path);
+  }
+
+  /**
+   * The directories to keep as markers: those with no landed file and no other directory of the
+   * archive below them. One that is (or lies below) a file, of the archive or of the workspace
+   * (`isFile`), cannot be made: it comes back in `refused` with the reason.
+   */
+  emptyDirs(landed: Iterable<string>, isFile: (path: string) => boolean): { dirs: string[]; refused: { name: string; reason: string }[] } {
+    const files = new Set(landed);
+    const implied = new Set<string>();
+    for (const p of files) for (const a of ancestorsOf(p)) implied.add(a);
+    for (const d of this.dirs) for (const a of ancestorsOf(d)) implied.add(a);
+    const dirs: string[] = [];
+    const refused: { name: string; reason: string }[] = [];
+    for (const d of [...this.dirs].sort()) {
+      if (implied.has(d)) continue;
+      const file = [d, ...ancestorsOf(d)].find((p) => files.has(p) || isFile(p));
+      if (file === undefined) dirs.push(d);
+      else refused.push({ name: `${d}/`, reason: file === d ? `${d} is a file, so the directory cannot be made` : `${file} is a file, so ${d} cannot be made below it` });
+    }
+    return { dirs, refused };
+  }
+
+  /** The modes delta of the files that landed; `gone`: files the import deleted (replace), whose entries go too. */
+  modesDelta(landed: Iterable<string>, gone: Iterable<string> = []): ModesDelta {
+    const add: string[] = [];
+    const remove: string[] = [...gone];
+    for (const p of landed) (this.exec.get(p) ? add : remove).push(p);
+    return { add, remove };
+  }
+
+  /** How many of `landed` are executable. */
+  executable(landed: Iterable<string>): number {
+    let n = 0;
+    for (const p of landed) if (this.exec.get(p)) n++;
+    return n;
+  }
+}
+
+export interface ImportSummary {
+  format: string;
+  mode: string;
+  prefix: string;
+  files: number;
+  executable: number;
+  empty_directories: number;
+  deleted: number;
+  kept_count: number;
+  skipped: { name: string; reason: string }[];
+  skipped_count: number;
+}
+
+const LISTED_PER_REASON = 5;
+
+/** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
+export function importMessage(r: ImportSummary): string {
+  const lines = [
+    `Imported ${r.files} file(s) (${r.executable} executable) and ${r.empty_directories} empty director${r.empty_directories === 1 ? "y" : "ies"} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${r.deleted} file(s) deleted` : ""}).`,
+  ];
+  if (r.kept_count) lines.push(`${r.kept_count} file(s) that changed during the import were left as they are (listed in kept).`);
+  if (r.skipped_count) {
+    const byReason = new Map<string, string[]>();
+    for (const s of r.skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.name]);
+    lines.push(`Not kept: ${r.skipped_count} entr${r.skipped_count === 1 ? "y" : "ies"} of the archive:`);
+    for (const [reason, names] of byReason) {
+      const shown = names.slice(0, LISTED_PER_REASON).map((n) => JSON.stringify(n)).join(", ");
+      lines.push(`- ${names.length} × ${reason}: ${shown}${names.length > LISTED_PER_REASON ? `, … (${names.length - LISTED_PER_REASON} more in skipped)` : ""}`);
+    }
+    if (r.skipped_count > r.skipped.length) lines.push(`- and ${r.skipped_count - r.skipped.length} more not listed (the report lists the first ${r.skipped.length}).`);
+  }
+  lines.push("Modification times are not kept: a file's time is when it was written to the workspace.");
+  return lines.join("\n");
+}
