@@ -125,6 +125,8 @@ export const taskKey = (tenant: string, workspace: string, id: string): string =
 
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
+/** A session's shell state (cwd, kept variables and functions): t/<tenant>/w/<ws>/x/shells/<session>.json (lib/exec/shell-session.ts); the session id is checked. */
+export const shellKey = (tenant: string, workspace: string, session: string): string => `${internalPrefix(tenant, workspace)}shells/${checkSessionId(session)}.json`;
 /** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/pending/store.ts). */
 export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
 /** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */

@@ -3765,10 +3765,12 @@ export interface paths {
         /**
          * Run bash command
          * @description Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
-         *     - command: run by `bash -c` in the workspace root (or working_dir). python3, node and git are installed.
+         *     - command: run by bash in the workspace. python3, node and git are installed.
+         *     - The working directory persists between the commands of a session (X-Session-Id): after `cd sub`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root. Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
          *     - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
          *     - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
-         *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
+         *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
+         *     - A process the command starts in the background (`cmd &`, nohup, setsid) is killed when the command ends; it does not run on into the next call. For a long-running process use run_in_background: true.
          *     - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. Nothing survives the call but workspace files: /tmp is private, processes are killed.
          *     - Output: stdout and stderr merged; over 30000 bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
          *     - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
@@ -7362,8 +7364,12 @@ export interface operations {
                     timeout?: number;
                     /** @description What the command does, in a few words (shown as the title) */
                     description?: string;
-                    /** @description Workspace directory to run in (default: the workspace root) */
+                    /** @description Workspace directory to run in (default: where this session's previous command ended, else the workspace root) */
                     working_dir?: string;
+                    /** @description Forget this session's shell first: start in the workspace root, with no kept variables or functions (default: false) */
+                    restart?: boolean;
+                    /** @description Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over) */
+                    keep_env?: boolean;
                     /** @description Start it and return a task_id at once (default: false) */
                     run_in_background?: boolean;
                     /** @description The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says */
