@@ -168,6 +168,18 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("ls", { path: "solo" }), "NOT_FOUND");
   });
 
+  it("the working directory persists between the commands of a session (not variables); another session, working_dir and restart start elsewhere", async () => {
+    expect(bash.description).toMatch(/working directory persists between the commands of a session/);
+    ok(await env.call("bash", { command: "mkdir -p sub/deeper && cd sub && export NOT_KEPT=1" }, "cwd-a"));
+    expect(ok(await env.call("bash", { command: "pwd; echo \"[$NOT_KEPT]\"" }, "cwd-a")).output).toBe("/workspace/sub\n[]\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-b")).output).toBe("/workspace\n");
+    // working_dir wins for its command, and where that command ends is kept.
+    expect(ok(await env.call("bash", { command: "pwd", working_dir: "sub/deeper" }, "cwd-a")).output).toBe("/workspace/sub/deeper\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace/sub/deeper\n");
+    expect(ok(await env.call("bash", { command: "pwd", restart: true }, "cwd-a")).output).toBe("/workspace\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace\n");
+  });
+
   it("after a command changed a file, an edit needs a fresh read", async () => {
     ok(await env.call("read", { file_path: "src/a.txt" }));
     ok(await env.call("bash", { command: "echo more >> src/a.txt" }));
