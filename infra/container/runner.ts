@@ -257,7 +257,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline, workspaceFiles: manifestFiles }) : null;
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
-    const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
+    const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
     if (out.hasLog) await fs.rm(logPath, { force: true });
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);

@@ -182,7 +182,7 @@ export interface RunResult {
   truncated: boolean;
   /** What the cut of `output` left out of the real merged output (bytes, lines); absent when nothing was cut. */
   output_cut?: OutputCut;
-  /** Workspace path of the full merged output, saved when it was truncated. */
+  /** Name of the saved full merged output (not a workspace file: lib/exec/output-logs.ts; read it with bash_output {output_file}), when it was truncated. */
   output_file?: string;
   /** Created or modified files written back (created ones are also in files_created). */
   files_changed: string[];
