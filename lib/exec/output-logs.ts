@@ -26,7 +26,7 @@ export async function saveOutputLog(driver: StorageDriver, tenant: string, works
   const now = new Date();
   const name = `${stampOf(now)}-${runId}.log`;
   const prefix = outputLogsPrefix(tenant, workspace);
-  await driver.put(prefix + name, body, { length, contentType: "text/plain; charset=utf-8" });
+  await driver.put(prefix + name, body instanceof Uint8Array ? body : atMost(body, length), { length, contentType: "text/plain; charset=utf-8" });
   const names: string[] = [];
   let cursor: string | undefined;
   do {
@@ -38,6 +38,20 @@ export async function saveOutputLog(driver: StorageDriver, tenant: string, works
   const doomed = names.sort().reverse().filter((n, i) => n !== name && (i >= KEEP_OUTPUT_LOGS || n < oldest || !OUTPUT_LOG_NAME.test(n)));
   for (let i = 0; i < doomed.length; i += 1000) await driver.delete(doomed.slice(i, i + 1000).map((n) => prefix + n));
   return name;
+}
+
+/** `body`, failing once it passes `length` bytes (a body longer than its Content-Length is never stored whole). */
+function atMost(body: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, c) {
+        seen += chunk.byteLength;
+        if (seen > length) c.error(new ToolError("PAYLOAD_TOO_LARGE", `The output log is longer than its Content-Length (${length} bytes).`));
+        else c.enqueue(chunk);
+      },
+    }),
+  );
 }
 
 export interface LogPage {

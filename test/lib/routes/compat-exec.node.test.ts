@@ -94,6 +94,18 @@ describe("Anthropic's bash tool: a persistent shell per X-Session-Id", () => {
     expect(r).toContain("/tmp|unset|kept");
   });
 
+  it("state past 64 KiB keeps only the cwd, with a note; a state file the command turned into a link to a host file is not read", async () => {
+    const big = textOf(await bash({ command: "mkdir -p bigdir && cd bigdir && export SMALL=1 && export BIG=$(head -c 70000 /dev/zero | tr '\\0' x)" }, "shell-e"));
+    expect(big).toMatch(/take more than 64 KiB; they are NOT kept/);
+    expect(textOf(await bash({ command: "pwd; echo \"[${SMALL-}]\"" }, "shell-e"))).toBe("/workspace/bigdir\n[]\n");
+    // The scratch directory is the command's to write; the runner never follows a link out of it.
+    const r = textOf(await bash({ command: "trap - EXIT; for f in cwd root env base functions; do ln -sf /etc/passwd /run/toolshed-shell/$f; done; echo linked" }, "shell-e"));
+    expect(r).toBe("linked\n");
+    const next = textOf(await bash({ command: "pwd" }, "shell-e"));
+    expect(next).not.toContain("root:");
+    expect(next).toBe("/workspace/bigdir\n"); // nothing saved: the session's state stays as it was
+  });
+
   it("exit and set -e still save the state; the exit code is the command's", async () => {
     const r = textOf(await bash({ command: "mkdir -p ex && cd ex && export E=1 && exit 5" }, "shell-d"));
     expect(r).toMatch(/exit code[: ]+5/i);
