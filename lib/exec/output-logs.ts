@@ -22,7 +22,10 @@ const stampOf = (d: Date) => d.toISOString().replace(/[-:.]/g, ""); // 20261123T
 
 /** Saves the full output of run `runId`; returns its name (what output_file says). Older logs beyond the bounds are deleted. */
 export async function saveOutputLog(driver: StorageDriver, tenant: string, workspace: string, runId: string, body: ReadableStream<Uint8Array> | Uint8Array, length: number): Promise<string> {
-  if (!Number.isSafeInteger(length) || length < 0 || length > MAX_OUTPUT_LOG_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `An output log has at most ${MAX_OUTPUT_LOG_BYTES} bytes and needs its Content-Length.`);
+  if (!Number.isSafeInteger(length) || length < 0 || length > MAX_OUTPUT_LOG_BYTES) {
+    if (!(body instanceof Uint8Array)) await body.cancel().catch(() => {});
+    throw new ToolError("PAYLOAD_TOO_LARGE", `An output log has at most ${MAX_OUTPUT_LOG_BYTES} bytes and needs its Content-Length.`);
+  }
   const now = new Date();
   const name = `${stampOf(now)}-${runId}.log`;
   const prefix = outputLogsPrefix(tenant, workspace);
