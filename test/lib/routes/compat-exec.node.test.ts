@@ -114,6 +114,13 @@ describe("Anthropic's bash tool: a persistent shell per X-Session-Id", () => {
 });
 
 describe("OpenAI's shell tool", () => {
+  it("each command starts in the workspace root: a cd does not carry over, as OpenAI's shell runs them", async () => {
+    const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_cd", action: { commands: ["mkdir -p oa && cd oa && pwd", "pwd"], timeout_ms: 20_000, max_output_length: null } }, { session: "oa" });
+    expect(r.body.output.map((o: { stdout: string }) => o.stdout)).toEqual(["/workspace/oa\n", "/workspace\n"]);
+    const next = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_cd2", action: { commands: ["pwd"], timeout_ms: 20_000, max_output_length: null } }, { session: "oa" });
+    expect(next.body.output[0].stdout).toBe("/workspace\n");
+  });
+
   it("two commands: one output entry each, with stdout, stderr and the exit code", async () => {
     const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_sh", action: { commands: ["echo one && echo two > two.txt", "cat two.txt; echo bad >&2; exit 4"], timeout_ms: 20_000, max_output_length: null } });
     expect(r.status).toBe(200);
