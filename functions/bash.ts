@@ -51,8 +51,9 @@ export default defineTool({
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
-    const shell = await shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true);
-    const req = { ...(await runRequest(ctx, { command: args.command, timeoutMs: seconds * 1000, cwd })), shell };
+    // The session's shell (one storage read) beside the run request's token and git identity.
+    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command: args.command, timeoutMs: seconds * 1000, cwd })]);
+    const req = { ...base, shell };
     const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
 
     if (args.run_in_background) {
