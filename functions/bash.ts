@@ -4,13 +4,14 @@ import { startTask } from "../lib/exec/tasks.js";
 import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { ToolError } from "../lib/errors.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by bash in the workspace. python3, node and git are installed.
-- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root. Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
+- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
@@ -36,7 +37,7 @@ export default defineTool({
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
-    command: z.string().min(1).max(100_000).describe("The bash command to run"),
+    command: z.string().min(1).max(100_000).optional().describe("The bash command to run (required unless restart: true)"),
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
@@ -46,15 +47,21 @@ export default defineTool({
     confirmed: z.boolean().optional().describe("The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says"),
   }),
   async execute(args, ctx) {
+    if (args.command === undefined) {
+      if (!args.restart) throw new ToolError("INVALID_ARGUMENT", "Missing required argument command (the bash command to run); only restart: true may come without one.", { field: "command" });
+      await shellRequest(ctx, "cwd", true); // forgets the session's shell; nothing runs
+      return { title: "restart", output: "Shell restarted: the next command starts in the workspace root, with no kept variables or functions.", data: {} };
+    }
+    const command = args.command;
     // Caution commands are held by the approval gate (lib/pending/gate.ts) before this runs; here only the blocked ones are refused.
-    assertNotBlocked(args.command, await guardFor(ctx));
+    assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
     // The session's shell (one storage read) beside the run request's token and git identity.
-    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command: args.command, timeoutMs: seconds * 1000, cwd })]);
+    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd })]);
     const req = { ...base, shell };
-    const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
+    const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 
     if (args.run_in_background) {
       const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId);

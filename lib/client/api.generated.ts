@@ -3766,7 +3766,7 @@ export interface paths {
          * Run bash command
          * @description Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
          *     - command: run by bash in the workspace. python3, node and git are installed.
-         *     - The working directory persists between the commands of a session (X-Session-Id): after `cd sub`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root. Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
+         *     - The working directory persists between the commands of a session (X-Session-Id): after `cd sub`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
          *     - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
          *     - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
          *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
@@ -7359,8 +7359,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The bash command to run */
-                    command: string;
+                    /** @description The bash command to run (required unless restart: true) */
+                    command?: string;
                     /** @description Seconds before the command is killed (default: 120, max 600) */
                     timeout?: number;
                     /** @description What the command does, in a few words (shown as the title) */

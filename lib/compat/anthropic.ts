@@ -51,8 +51,8 @@ export async function runAnthropic(tool: AnthropicTool, input: unknown, run: Run
 
 async function runBash(input: z.infer<typeof BashInput>, run: RunTool): Promise<CompatAnswer> {
   if (input.restart) {
-    // A restart with a command runs it in the fresh shell; without one, a no-op command resets the session's shell.
-    const r = await run("bash", { command: input.command ?? ":", restart: true, keep_env: true });
+    // A restart with a command runs it in the fresh shell; without one it only forgets the session's shell (nothing runs).
+    const r = await run("bash", { ...(input.command ? { command: input.command } : {}), restart: true, keep_env: true });
     return { text: input.command ? r.output : "tool has been restarted." };
   }
   const command = requireField(input.command, "command", "the bash tool", "string");

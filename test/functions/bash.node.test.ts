@@ -182,6 +182,11 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace/sub/deeper\n");
     expect(ok(await env.call("bash", { command: "pwd", restart: true }, "cwd-a")).output).toBe("/workspace\n");
     expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace\n");
+    // restart alone only forgets the shell; no command and no restart is a clear error.
+    ok(await env.call("bash", { command: "cd sub" }, "cwd-a"));
+    expect(ok(await env.call("bash", { restart: true }, "cwd-a")).output).toMatch(/^Shell restarted/);
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace\n");
+    expect(err(await env.call("bash", {}, "cwd-a"), "INVALID_ARGUMENT").message).toMatch(/Missing required argument command/);
   });
 
   it("after a command changed a file, an edit needs a fresh read", async () => {
