@@ -1,22 +1,26 @@
 import { z } from "@hono/zod-openapi";
 import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
+import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { ToolError } from "../lib/errors.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
-- command: run by \`bash -c\` in the workspace root (or working_dir). python3, node and git are installed.
+- command: run by bash in the workspace. python3, node and git are installed.
+- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
-- run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
+- run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
+- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends; it does not run on into the next call. For a long-running process use run_in_background: true.
 - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. Nothing survives the call but workspace files: /tmp is private, processes are killed.
-- Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
+- Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
-- git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
+- git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (conflict copies) is ignored by git.
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
 - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
@@ -33,21 +37,31 @@ export default defineTool({
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
-    command: z.string().min(1).max(100_000).describe("The bash command to run"),
+    command: z.string().min(1).max(100_000).optional().describe("The bash command to run (required unless restart: true)"),
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
-    working_dir: z.string().optional().describe("Workspace directory to run in (default: the workspace root)"),
+    working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
+    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions (default: false)"),
+    keep_env: z.boolean().optional().describe("Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     confirmed: z.boolean().optional().describe("The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says"),
   }),
   async execute(args, ctx) {
+    if (args.command === undefined) {
+      if (!args.restart) throw new ToolError("INVALID_ARGUMENT", "Missing required argument command (the bash command to run); only restart: true may come without one.", { field: "command" });
+      await shellRequest(ctx, "cwd", true); // forgets the session's shell; nothing runs
+      return { title: "restart", output: "Shell restarted: the next command starts in the workspace root, with no kept variables or functions.", data: {} };
+    }
+    const command = args.command;
     // Caution commands are held by the approval gate (lib/pending/gate.ts) before this runs; here only the blocked ones are refused.
-    assertNotBlocked(args.command, await guardFor(ctx));
+    assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
-    const req = await runRequest(ctx, { command: args.command, timeoutMs: seconds * 1000, cwd });
-    const title = args.description ?? (args.command.length > 80 ? `${args.command.slice(0, 77)}...` : args.command);
+    // The session's shell (one storage read) beside the run request's token and git identity.
+    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd })]);
+    const req = { ...base, shell };
+    const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 
     if (args.run_in_background) {
       const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId);
@@ -61,6 +75,7 @@ export default defineTool({
     const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    return { title, output: commandOutput(r).text + writeBackNotes(r), data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+    const shellNotes = await saveShell(ctx, r);
+    return { title, output: commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
   },
 });

@@ -1,16 +1,19 @@
 import { z } from "@hono/zod-openapi";
+import { KEEP_OUTPUT_LOGS, OUTPUT_LOG_DAYS, readOutputLog } from "../lib/exec/output-logs.js";
 import { pollTask } from "../lib/exec/tasks.js";
+import { ToolError } from "../lib/errors.js";
 import { commandData, MAX_COMMAND_OUTPUT, runCallId, writeBackNotes } from "../lib/exec/tool-support.js";
 import { cutText } from "../lib/output-cut.js";
 import { defineTool } from "../lib/tool.js";
 import { CommandResult } from "../lib/tool-output.js";
 
-const description = `Read a background task's output since the last call, and its status.
+const description = `Read a background task's output since the last call, and its status; or the full output of a command whose output was cut.
 - task_id: from bash with run_in_background: true.
+- output_file (instead of task_id): the saved full output a cut note names (bash, run_code, a task's result); offset: first line (default 1), limit: lines (default 2000, at most 50 KB). Full outputs are not workspace files (never exported or listed); the ${KEEP_OUTPUT_LOGS} newest of the workspace are kept, ${OUTPUT_LOG_DAYS} days at most.
 - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
 - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
 - Output is cut to ${MAX_COMMAND_OUTPUT} bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
-Returns: {task_id, status, exit_code, output, result?}`;
+Returns: {task_id, status, exit_code, output, result?}, or {output_file, output, next_offset?}`;
 
 export default defineTool({
   name: "bash_output",
@@ -19,13 +22,24 @@ export default defineTool({
   permission: "execute",
   summary: "Read a background bash task's new output and its status (running, completed, killed, timed_out); wait: true waits for it to finish.",
   annotations: { title: "Read background output", readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  output: z.object({ task_id: z.string(), status: z.enum(["running", "completed", "killed", "timed_out"]), exit_code: z.number().int().nullable(), output: z.string(), result: CommandResult.optional(), error: z.object({ code: z.string(), message: z.string() }).optional() }),
+  output: z.object({ task_id: z.string().optional(), output_file: z.string().optional(), next_offset: z.number().int().optional(), status: z.enum(["running", "completed", "killed", "timed_out"]).optional(), exit_code: z.number().int().nullable().optional(), output: z.string(), result: CommandResult.optional(), error: z.object({ code: z.string(), message: z.string() }).optional() }),
   input: z.object({
-    task_id: z.string().min(1).max(100).describe("The background task's id"),
+    task_id: z.string().min(1).max(100).optional().describe("The background task's id"),
+    output_file: z.string().min(1).max(100).optional().describe("A saved full output (output_file of a cut command), instead of task_id"),
+    offset: z.number().int().min(1).optional().describe("With output_file: the first line to show (default: 1)"),
+    limit: z.number().int().min(1).max(100_000).optional().describe("With output_file: how many lines (default: 2000)"),
     wait: z.boolean().optional().describe("Wait for the task to finish (default: false)"),
     timeout: z.number().int().min(1).max(600).optional().describe("Longest wait, seconds (default: 30)"),
   }),
   async execute(args, ctx) {
+    if (args.output_file !== undefined) {
+      if (args.task_id !== undefined) throw new ToolError("INVALID_ARGUMENT", "Give task_id (a background task) or output_file (a saved full output), not both.");
+      const offset = args.offset ?? 1;
+      const page = await readOutputLog(ctx.deps.storage, ctx.ws.tenant, ctx.ws.id, args.output_file, offset, args.limit ?? 2000);
+      const more = page.next_offset ? `\n[Showing from line ${offset}. Call bash_output with output_file: "${args.output_file}", offset: ${page.next_offset} to continue.]` : "";
+      return { title: `${args.output_file} from line ${offset}`, output: page.text + more, data: { output_file: args.output_file, output: page.text, ...(page.next_offset ? { next_offset: page.next_offset } : {}) } };
+    }
+    if (args.task_id === undefined) throw new ToolError("INVALID_ARGUMENT", "Missing required argument task_id (a background task's id), or output_file (a saved full output).");
     // The task's record in this workspace's storage: no call to the runner.
     const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
     // Line-aware, with the real bytes and lines of what this poll's text loses, and where the whole output is.

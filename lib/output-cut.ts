@@ -146,7 +146,7 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 
 /**
  * The note of a cut: what of the real output was left out (bytes and lines), and where the
- * full output is (a workspace path, with how to read it), or `scope` when there is no path.
+ * full output is (a saved output's name, with how to read it: lib/exec/output-logs.ts), or `scope` when there is no path.
  */
 export function describeCut(cut: OutputCut, fullOutput?: string | null, scope = "", hint = ""): string {
   const lines =
@@ -154,7 +154,7 @@ export function describeCut(cut: OutputCut, fullOutput?: string | null, scope = 
   let note = `output cut: ${fmt(cut.omitted_bytes)} of ${fmt(cut.total_bytes)} bytes${scope} omitted, ${lines} of ${fmt(cut.total_lines)}`;
   if (cut.within_line) note += " (a line too long to show was cut inside)";
   note += ".";
-  if (fullOutput) note += ` The full output is in ${fullOutput}: read it with read (file_path: "${fullOutput}", offset: ${cut.omitted_from_line}, limit: 2000), or search it with grep.`;
+  if (fullOutput) note += ` The full output is saved as ${fullOutput} (not a workspace file): read it with bash_output (output_file: "${fullOutput}", offset: ${cut.omitted_from_line}, limit: 2000).`;
   else if (fullOutput === null) note += " The full output was not saved.";
   if (hint) note += ` ${hint}`;
   return note;

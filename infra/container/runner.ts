@@ -15,6 +15,7 @@ import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
 import { keepFullOutput } from "./output-log.js";
+import { makeShellDir, readShellState, validateShell, wrapCommand } from "./shell-state.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
 import { conditionalManifest } from "../../lib/exec/sync-view.js";
 import { diff, type Change } from "./changes.js";
@@ -63,6 +64,7 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (!req.sync || typeof req.sync.url !== "string" || typeof req.sync.token !== "string") throw bad("sync {url, token} is required.");
   if (!/^https?:\/\/[^/]/.test(req.sync.url) || !URL.canParse(req.sync.url)) throw bad("sync.url must be an http(s) URL.");
   if (req.git !== undefined) validateGitIdentity(req.git);
+  if (req.shell !== undefined) validateShell(req.shell);
   if (req.output_every_ms !== undefined && (!Number.isInteger(req.output_every_ms) || req.output_every_ms < MIN_OUTPUT_EVERY_MS || req.output_every_ms > MAX_OUTPUT_EVERY_MS))
     throw bad(`output_every_ms must be an integer from ${MIN_OUTPUT_EVERY_MS} to ${MAX_OUTPUT_EVERY_MS}.`);
   for (const [k, v] of Object.entries(req.env ?? {})) {
@@ -168,6 +170,9 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const home = slot.tree;
     const staged = await stageTree(home, deps.stageDir);
     slot.tree = staged.path;
+    // The session's shell: restored before the command, its end state saved in a scratch directory outside the tree.
+    const shellDir = req.shell ? await makeShellDir(deps.stageDir, deps.owner) : null;
+    const command = req.shell && shellDir ? wrapCommand(req.command, req.shell, deps.sandbox.shellPath(shellDir.path), cwd) : req.command;
     let go!: (ready: boolean) => void;
     const gate = new Promise<boolean>((r) => (go = r));
     let disk: ReturnType<typeof watchDisk> | null = null;
@@ -180,7 +185,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let baseBytes = 0;
     try {
       const running = deps.sandbox.run({
-        tree: staged.path, cwd, command: req.command, env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits,
+        tree: staged.path, cwd, command, ...(shellDir ? { shellDir: shellDir.path } : {}), env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits,
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
@@ -219,6 +224,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         await running.catch(() => {});
         await out.close();
         if (out.hasLog) await fs.rm(logPath, { force: true });
+        await shellDir?.drop();
         throw e;
       }
       go(true);
@@ -229,6 +235,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       await staged.restore();
     }
     await out.close();
+    const shell = shellDir && req.shell && !exit.timedOut && !exit.killed ? await readShellState(shellDir.path, req.shell.keep).finally(shellDir.drop) : null;
+    if (!shell) await shellDir?.drop();
 
     const t1 = Date.now();
     const after = await walk(slot.tree, slot.listings);
@@ -249,7 +257,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId, maxFiles: limits.max_writeback_files, deadline, workspaceFiles: manifestFiles }) : null;
     if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
-    const outputFile = out.truncated ? await keepFullOutput(slot, sync, runId, logPath) : undefined;
+    const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
     if (out.hasLog) await fs.rm(logPath, { force: true });
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
@@ -291,6 +299,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
       skipped,
       discarded: finished ? [] : [...changes.map((c) => c.path), ...dirDelta.map((d) => `${d.path}/`)],
+      ...(shell ? { shell } : {}),
       ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
       sync: {
         cache: slot.cold ? "cold" : "warm",

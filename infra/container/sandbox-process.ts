@@ -175,6 +175,7 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
   return {
     runAs,
     hostIsolated: true,
+    shellPath: (hostDir) => hostDir, // no mount namespace: the command sees the host path
     async check() {
       if (!existsSync("/bin/bash")) throw new ToolError("UNAVAILABLE", "The command runner image has no /bin/bash.");
       await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o711 });

@@ -75,6 +75,8 @@ export interface SandboxSpec {
    */
   gate?: Promise<boolean>;
   signal?: AbortSignal;
+  /** A host directory the command may write (its shell's saved state, shell-state.ts), seen at `shellPath(dir)`. */
+  shellDir?: string;
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
 }
@@ -144,7 +146,7 @@ export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: numbe
 }
 
 /** `s` as one shell word. */
-const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+export const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 export interface Sandbox {
   /** Throws UNAVAILABLE (saying what is missing) when the sandbox cannot run here. */
@@ -158,7 +160,12 @@ export interface Sandbox {
    * and keeps only the current workspace's files (see sandbox-process.ts).
    */
   readonly hostIsolated: boolean;
+  /** Where the command sees SandboxSpec.shellDir. */
+  shellPath(hostDir: string): string;
 }
+
+/** Where bubblewrap binds SandboxSpec.shellDir. */
+const SHELL_MOUNT = "/run/toolshed-shell";
 
 export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   const hostIds = opts.hostIds === undefined ? defaultHostIds() : opts.hostIds;
@@ -176,7 +183,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   };
 
   /** Arguments up to (not including) the command. */
-  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "limits" | "env" | "home" | "gate">, egress: RunEgress | null): string[] {
+  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "limits" | "env" | "home" | "gate" | "shellDir">, egress: RunEgress | null): string[] {
     // --unshare-all includes the network: never --share-net, the host's network is never the sandbox's.
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
@@ -211,6 +218,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     });
     // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
     // With a gate the script changes to the working directory itself: it may not exist yet.
+    if (spec.shellDir) a.push("--bind", spec.shellDir, SHELL_MOUNT);
     a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd && !spec.gate ? `/workspace/${spec.cwd}` : "/workspace");
     a.push("--clearenv");
     for (const [k, v] of Object.entries(commandEnv("/tmp", { ...egress?.env, ...spec.env }))) a.push("--setenv", k, v);
@@ -286,5 +294,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     run,
     runAs: hostIds,
     hostIsolated: false,
+    shellPath: () => SHELL_MOUNT,
   };
 }

@@ -3765,15 +3765,17 @@ export interface paths {
         /**
          * Run bash command
          * @description Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
-         *     - command: run by `bash -c` in the workspace root (or working_dir). python3, node and git are installed.
+         *     - command: run by bash in the workspace. python3, node and git are installed.
+         *     - The working directory persists between the commands of a session (X-Session-Id): after `cd sub`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
          *     - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
          *     - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
-         *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond).
+         *     - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
+         *     - A process the command starts in the background (`cmd &`, nohup, setsid) is killed when the command ends; it does not run on into the next call. For a long-running process use run_in_background: true.
          *     - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. Nothing survives the call but workspace files: /tmp is private, processes are killed.
-         *     - Output: stdout and stderr merged; over 30000 bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file: read it with offset, or grep it); a non-zero exit code is appended.
+         *     - Output: stdout and stderr merged; over 30000 bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
          *     - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks and special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
          *     - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
-         *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (full output logs, conflict copies) is ignored by git.
+         *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (conflict copies) is ignored by git.
          *     - After a command changes a file, read it again before editing it.
          *     - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
          *     - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
@@ -3823,12 +3825,13 @@ export interface paths {
         put?: never;
         /**
          * Read background output
-         * @description Read a background task's output since the last call, and its status.
+         * @description Read a background task's output since the last call, and its status; or the full output of a command whose output was cut.
          *     - task_id: from bash with run_in_background: true.
+         *     - output_file (instead of task_id): the saved full output a cut note names (bash, run_code, a task's result); offset: first line (default 1), limit: lines (default 2000, at most 50 KB). Full outputs are not workspace files (never exported or listed); the 20 newest of the workspace are kept, 7 days at most.
          *     - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
          *     - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
          *     - Output is cut to 30000 bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
-         *     Returns: {task_id, status, exit_code, output, result?}
+         *     Returns: {task_id, status, exit_code, output, result?}, or {output_file, output, next_offset?}
          */
         post: operations["tool_bash_output"];
         delete?: never;
@@ -7363,14 +7366,18 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The bash command to run */
-                    command: string;
+                    /** @description The bash command to run (required unless restart: true) */
+                    command?: string;
                     /** @description Seconds before the command is killed (default: 120, max 600) */
                     timeout?: number;
                     /** @description What the command does, in a few words (shown as the title) */
                     description?: string;
-                    /** @description Workspace directory to run in (default: the workspace root) */
+                    /** @description Workspace directory to run in (default: where this session's previous command ended, else the workspace root) */
                     working_dir?: string;
+                    /** @description Forget this session's shell first: start in the workspace root, with no kept variables or functions (default: false) */
+                    restart?: boolean;
+                    /** @description Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over) */
+                    keep_env?: boolean;
                     /** @description Start it and return a task_id at once (default: false) */
                     run_in_background?: boolean;
                     /** @description The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says */
@@ -7833,7 +7840,13 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description The background task's id */
-                    task_id: string;
+                    task_id?: string;
+                    /** @description A saved full output (output_file of a cut command), instead of task_id */
+                    output_file?: string;
+                    /** @description With output_file: the first line to show (default: 1) */
+                    offset?: number;
+                    /** @description With output_file: how many lines (default: 2000) */
+                    limit?: number;
                     /** @description Wait for the task to finish (default: false) */
                     wait?: boolean;
                     /** @description Longest wait, seconds (default: 30) */
@@ -7858,10 +7871,12 @@ export interface operations {
                         output: string;
                         /** @description The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema). */
                         data: {
-                            task_id: string;
+                            task_id?: string;
+                            output_file?: string;
+                            next_offset?: number;
                             /** @enum {string} */
-                            status: "running" | "completed" | "killed" | "timed_out";
-                            exit_code: number | null;
+                            status?: "running" | "completed" | "killed" | "timed_out";
+                            exit_code?: number | null;
                             output: string;
                             result?: {
                                 stdout: string;

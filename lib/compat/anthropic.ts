@@ -6,7 +6,9 @@
  *   create      → edit with an empty old_string: create-only, as Anthropic's reference refuses to overwrite
  *   str_replace → edit (old_str, new_str)
  *   insert      → insert (insert_line, insert_text; new_str accepted, as older docs name it)
- *   bash        → bash; restart → a success that says so (our commands keep no session state)
+ *   bash        → bash with keep_env: a persistent shell per X-Session-Id (cwd, exported variables and
+ *                 functions carry over, replayed by the runner: lib/exec/shell-session.ts); restart → bash
+ *                 with restart: true, which forgets the session's shell
  *
  * The adapter maps fields and words; every rule (paths, read-before-write, conditional writes,
  * scopes, metering) is the tool's own.
@@ -48,9 +50,13 @@ export async function runAnthropic(tool: AnthropicTool, input: unknown, run: Run
 }
 
 async function runBash(input: z.infer<typeof BashInput>, run: RunTool): Promise<CompatAnswer> {
-  if (input.restart) return { text: "tool has been restarted." };
+  if (input.restart) {
+    // A restart with a command runs it in the fresh shell; without one it only forgets the session's shell (nothing runs).
+    const r = await run("bash", { ...(input.command ? { command: input.command } : {}), restart: true, keep_env: true });
+    return { text: input.command ? r.output : "tool has been restarted." };
+  }
   const command = requireField(input.command, "command", "the bash tool", "string");
-  const r = await run("bash", { command });
+  const r = await run("bash", { command, keep_env: true });
   return { text: r.output };
 }
 

@@ -103,7 +103,9 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
   let error: ToolError | undefined;
   for (const command of action.commands) {
     try {
-      const r = await run("bash", { command, ...(timeout ? { timeout } : {}) });
+      // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
+      // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
+      const r = await run("bash", { command, restart: true, ...(timeout ? { timeout } : {}) });
       const d = r.data as { stdout: string; stderr: string; exit_code: number };
       output.push({ stdout: cut(d.stdout, max), stderr: cut(d.stderr, max), outcome: { type: "exit", exit_code: d.exit_code } });
     } catch (e) {

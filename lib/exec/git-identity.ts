@@ -49,7 +49,7 @@ const quote = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"
 /**
  * The files a command's HOME starts with (relative path → text): a global git config with the
  * identity, `main` as the default branch and /workspace as a safe directory, and git's global
- * excludes file listing Toolshed's own area `.toolshed/` (output logs, conflict copies), so it
+ * excludes file listing Toolshed's own area `.toolshed/` (conflict copies), so it
  * never shows in `git status` nor gets committed by `git add -A`, without touching the
  * repository's .gitignore or .git/info/exclude. A repository's own config still wins.
  */
@@ -66,7 +66,7 @@ export function gitHomeFiles(id: GitIdentity = DEFAULT_GIT_IDENTITY): { path: st
     "\tdirectory = /workspace/*",
     "",
   ].join("\n");
-  const ignore = ["# Toolshed's own files (output logs, conflict copies): never part of a repository.", "/.toolshed/", ""].join("\n");
+  const ignore = ["# Toolshed's own files (conflict copies): never part of a repository.", "/.toolshed/", ""].join("\n");
   return [
     { path: GITCONFIG_PATH, text: config },
     { path: GIT_IGNORE_PATH, text: ignore },

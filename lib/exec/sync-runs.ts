@@ -10,10 +10,12 @@
  *   PUT    /v1/sync/run/output/<seq>  text    → { kill }  (a repeated seq is ignored)
  *   GET    /v1/sync/run/kill          → { kill }
  *   PUT    /v1/sync/run/result        ExecResponse → 204 (the first one stays)
+ *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/exec/output-logs.ts)
  */
 import { ToolError } from "../errors.js";
 import type { StorageDriver } from "../storage/types.js";
-import { storageRunRecords } from "./runs.js";
+import { saveOutputLog } from "./output-logs.js";
+import { runIdFor, storageRunRecords } from "./runs.js";
 import type { SyncClaims } from "./sync-token.js";
 import type { ExecResponse, SyncAccess } from "./types.js";
 import type { ClaimOutcome, RunClaim, RunRecordClient } from "./sync-types.js";
@@ -48,6 +50,11 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
   const route = url.pathname.slice("/v1/sync/run".length);
   const out = /^\/output\/(\d{1,8})$/.exec(route);
   if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
+  if (req.method === "PUT" && route === "/log") {
+    // The run's full output, outside the workspace's files; named by the run the token names.
+    const name = await saveOutputLog(driver, claims.t, claims.w, await runIdFor(claims.t, claims.w, claims.r), req.body ?? new Uint8Array(0), Number(req.headers.get("content-length") ?? NaN));
+    return json({ name });
+  }
   switch (`${req.method} ${route}`) {
     case "GET ":
       return json(await rec.state());

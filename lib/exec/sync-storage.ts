@@ -2,6 +2,7 @@
  * SyncClient over a StorageDriver and one workspace. Used in-process by tests and by the sync
  * endpoint (lib/exec/sync-server.ts). Bundles for Workers.
  */
+import { saveOutputLog } from "./output-logs.js";
 import { Whiteouts } from "../layers/whiteout.js";
 import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
@@ -36,6 +37,7 @@ export function storageSyncClient(driver: StorageDriver, tenant: string, workspa
         yield* files;
       })();
     },
+    putOutputLog: (runId, body, size) => saveOutputLog(driver, tenant, workspace, runId, body, size),
     async put(path, body, opts) {
       try {
         const info = await driver.put(key(path), body, {

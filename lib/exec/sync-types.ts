@@ -98,6 +98,11 @@ export interface SyncClient {
   fetchMany(paths: string[], etags?: string[]): Promise<AsyncIterable<BatchFile> | null>;
   /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
+  /**
+   * Saves the full output of this run (its merged output was cut) outside the workspace's files
+   * (lib/exec/output-logs.ts); returns its name for output_file. Absent: the full output is not kept.
+   */
+  putOutputLog?(runId: string, body: ReadableStream<Uint8Array>, size: number): Promise<string>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
   delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
   /**

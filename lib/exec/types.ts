@@ -88,7 +88,35 @@ export interface RunRequest {
    * ms (MIN_OUTPUT_EVERY_MS to MAX_OUTPUT_EVERY_MS; default 1000). A streamed call (lib/exec/stream-run.ts) asks for 250.
    */
   output_every_ms?: number;
+  /**
+   * The session's shell (lib/exec/shell-session.ts): the command starts in the state of the
+   * session's previous command and the runner captures the state it ends in (RunResult.shell).
+   * Absent: a fresh shell, nothing captured.
+   */
+  shell?: ShellRequest;
 }
+
+/** What of a shell carries over to the session's next command: the working directory only (native bash), or also exported variables and functions (Anthropic's bash). */
+export type ShellKeep = "cwd" | "all";
+
+/** The state a command's shell ends in, as the runner captured it (bounded: MAX_SHELL_STATE_BYTES). */
+export interface ShellState {
+  /** Working directory, a canonical workspace path ("" = root). */
+  cwd: string;
+  /** Exported variables the command set or changed (never the runner's own: HOME, proxies, TOOLSHED_*, ...). keep "all" only. */
+  env?: Record<string, string>;
+  /** `declare -f` of the shell's functions. keep "all" only. */
+  functions?: string;
+}
+
+export interface ShellRequest {
+  keep: ShellKeep;
+  /** Restored before the command; its cwd is ignored when the request has a cwd (working_dir). */
+  state?: ShellState;
+}
+
+/** Most bytes of exported variables and functions a session's shell keeps; past it only the working directory is kept (and the output says so). */
+export const MAX_SHELL_STATE_BYTES = 64 * 1024;
 
 /** Bounds of RunRequest.output_every_ms. */
 export const MIN_OUTPUT_EVERY_MS = 100;
@@ -154,7 +182,7 @@ export interface RunResult {
   truncated: boolean;
   /** What the cut of `output` left out of the real merged output (bytes, lines); absent when nothing was cut. */
   output_cut?: OutputCut;
-  /** Workspace path of the full merged output, saved when it was truncated. */
+  /** Name of the saved full merged output (not a workspace file: lib/exec/output-logs.ts; read it with bash_output {output_file}), when it was truncated. */
   output_file?: string;
   /** Created or modified files written back (created ones are also in files_created). */
   files_changed: string[];
@@ -172,6 +200,12 @@ export interface RunResult {
   /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */
   unsynced?: Unsynced;
   sync: SyncStats;
+  /**
+   * The state the command's shell ended in (RunRequest.shell), with notes for the model (a state
+   * too large to keep); absent when none was asked for or the shell did not get to save it
+   * (killed, timed out, `exec`): the session's state then stays as it was.
+   */
+  shell?: { state: ShellState; notes: string[] };
 }
 
 export type TaskStatus = "running" | "completed" | "killed" | "timed_out";

@@ -9,6 +9,7 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import bash from "../../functions/bash.js";
 import bash_output from "../../functions/bash_output.js";
@@ -42,6 +43,8 @@ interface Env {
   admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
   /** A raw request to the app. */
   request: (path: string, init: RequestInit) => Promise<Response>;
+  /** A GET with the tenant's key. */
+  get: (path: string) => Promise<Response>;
   /** Moves the clock of the isolate's cache of tenant settings (deps.policies) forward. */
   passTime: (ms: number) => void;
   close: () => Promise<void>;
@@ -99,6 +102,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     call,
     admin,
     request: (path, init) => Promise.resolve(app.request(path, init)),
+    get: (path) => Promise.resolve(app.request(path, { headers: { authorization: `Bearer ${key}` } })),
     passTime: (ms) => void (skew += ms),
     close: async () => {
       await invoke?.close();
@@ -168,6 +172,23 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("ls", { path: "solo" }), "NOT_FOUND");
   });
 
+  it("the working directory persists between the commands of a session (not variables); another session, working_dir and restart start elsewhere", async () => {
+    expect(bash.description).toMatch(/working directory persists between the commands of a session/);
+    ok(await env.call("bash", { command: "mkdir -p sub/deeper && cd sub && export NOT_KEPT=1" }, "cwd-a"));
+    expect(ok(await env.call("bash", { command: "pwd; echo \"[$NOT_KEPT]\"" }, "cwd-a")).output).toBe("/workspace/sub\n[]\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-b")).output).toBe("/workspace\n");
+    // working_dir wins for its command, and where that command ends is kept.
+    expect(ok(await env.call("bash", { command: "pwd", working_dir: "sub/deeper" }, "cwd-a")).output).toBe("/workspace/sub/deeper\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace/sub/deeper\n");
+    expect(ok(await env.call("bash", { command: "pwd", restart: true }, "cwd-a")).output).toBe("/workspace\n");
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace\n");
+    // restart alone only forgets the shell; no command and no restart is a clear error.
+    ok(await env.call("bash", { command: "cd sub" }, "cwd-a"));
+    expect(ok(await env.call("bash", { restart: true }, "cwd-a")).output).toMatch(/^Shell restarted/);
+    expect(ok(await env.call("bash", { command: "pwd" }, "cwd-a")).output).toBe("/workspace\n");
+    expect(err(await env.call("bash", {}, "cwd-a"), "INVALID_ARGUMENT").message).toMatch(/Missing required argument command/);
+  });
+
   it("after a command changed a file, an edit needs a fresh read", async () => {
     ok(await env.call("read", { file_path: "src/a.txt" }));
     ok(await env.call("bash", { command: "echo more >> src/a.txt" }));
@@ -184,13 +205,13 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(long.output.length).toBeLessThan(31_000);
     expect(long.data.truncated).toBe(true);
     expect(long.output).toContain(long.data.output_file);
-    const full = ok(await env.call("read", { file_path: long.data.output_file, offset: 99_999, limit: 5 }));
+    const full = ok(await env.call("bash_output", { output_file: long.data.output_file, offset: 99_999, limit: 5 }));
     expect(full.output).toContain("100000");
   });
 
   it("seq 1 200000 (1.26 MB): one note with the real totals, on line boundaries, saying where the full output is; run_code alike", async () => {
     const note = (file: string) =>
-      `3221\n[... output cut: 1,258,903 of 1,288,895 bytes omitted, lines 3,222–197,858 of 200,000. The full output is in ${file}: read it with read (file_path: "${file}", offset: 3222, limit: 2000), or search it with grep. ...]\n197859\n`;
+      `3221\n[... output cut: 1,258,903 of 1,288,895 bytes omitted, lines 3,222–197,858 of 200,000. The full output is saved as ${file} (not a workspace file): read it with bash_output (output_file: "${file}", offset: 3222, limit: 2000). ...]\n197859\n`;
     const cut = { total_bytes: 1_288_895, total_lines: 200_000, omitted_bytes: 1_258_903, omitted_from_line: 3222, omitted_to_line: 197_858, within_line: false };
     const r = ok(await env.call("bash", { command: "seq 1 200000" }));
     expect(r.output.match(/output cut/g)).toHaveLength(1);
@@ -199,7 +220,17 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(r.output.endsWith("199999\n200000\n")).toBe(true);
     expect(r.data.output_cut).toEqual(cut);
     // Where the note says to read, the log has the first omitted line.
-    expect(ok(await env.call("read", { file_path: r.data.output_file, offset: 3222, limit: 1 })).output).toMatch(/^\s+3222\t3222\n/);
+    expect(ok(await env.call("bash_output", { output_file: r.data.output_file, offset: 3222, limit: 1 })).output).toMatch(/^\s+3222\t3222\n\n\[Showing from line 3222\. Call bash_output with output_file: ".+", offset: 3223 to continue\.\]$/);
+    // The full outputs are service logs, not the customer's files: no listing, search or export holds them.
+    expect(JSON.stringify(ok(await env.call("ls", { path: "" })).data)).not.toContain(".toolshed");
+    expect(ok(await env.call("grep", { pattern: "^197859$" })).data.files).toEqual([]);
+    ok(await env.call("write", { file_path: "kept.txt", content: "mine\n" }));
+    const ex = await env.get("/v1/workspaces/main/export");
+    expect(ex.status).toBe(200);
+    const tar = gunzipSync(Buffer.from(await ex.arrayBuffer())).toString("latin1");
+    expect(tar).toContain("kept.txt");
+    expect(tar).not.toContain(".toolshed");
+    expect(tar).not.toContain(r.data.output_file);
     const py = ok(await env.call("run_code", { language: "python", code: "for i in range(1, 200001):\n    print(i)" }));
     expect(py.output.match(/output cut/g)).toHaveLength(1);
     expect(py.output).toContain(note(py.data.output_file));

@@ -45,8 +45,8 @@ describe("HeadTail / cutText: one cut that knows the real totals", () => {
     expect(p.cut).toEqual({ total_bytes: 1_288_895, total_lines: 200_000, omitted_bytes: 1_258_903, omitted_from_line: 3222, omitted_to_line: 197_858, within_line: false });
     expect(p.head.endsWith("3221\n")).toBe(true);
     expect(p.tail.startsWith("197859\n")).toBe(true);
-    const out = h.text(".toolshed/output/x.log");
-    expect(out).toContain("[... output cut: 1,258,903 of 1,288,895 bytes omitted, lines 3,222–197,858 of 200,000. The full output is in .toolshed/output/x.log: read it with read (file_path: \".toolshed/output/x.log\", offset: 3222, limit: 2000), or search it with grep. ...]\n197859\n");
+    const out = h.text("20261127T233000000Z-r0123456789abcde.log");
+    expect(out).toContain("[... output cut: 1,258,903 of 1,288,895 bytes omitted, lines 3,222–197,858 of 200,000. The full output is saved as 20261127T233000000Z-r0123456789abcde.log (not a workspace file): read it with bash_output (output_file: \"20261127T233000000Z-r0123456789abcde.log\", offset: 3222, limit: 2000). ...]\n197859\n");
     expect(bytes(out)).toBeLessThan(30_000 + 400);
   });
 

@@ -1,7 +1,7 @@
 /**
  * git out of the box in the real bubblewrap sandbox: a default identity and a HOME with a
  * .gitconfig (the tenant's identity comes in the run request), and Toolshed's own files
- * (.toolshed/output logs, .toolshed/conflicts copies) invisible to git without any change to
+ * (.toolshed/conflicts copies) invisible to git without any change to
  * the repository.
  */
 import { afterAll, describe, expect, it } from "vitest";
@@ -32,10 +32,7 @@ describe("git in the sandbox", () => {
     expect(await t.read("never.txt")).toBeNull();
   });
 
-  it("output logs and conflict copies never show in git status, nor get committed by git add -A", async () => {
-    // A log: output cut at 1,000 bytes, the whole of it saved under .toolshed/output/.
-    const long = await t.run("seq 1 3000", { limits: { output_bytes: 1000 } });
-    expect(long.output_file).toMatch(/^\.toolshed\/output\/.+\.log$/);
+  it("conflict copies never show in git status, nor get committed by git add -A", async () => {
     // A conflict copy: a tool writes the file while the command changes it.
     const running = t.run("sleep 1.5; echo from-command > README.md");
     await sleep(700);
@@ -43,6 +40,6 @@ describe("git in the sandbox", () => {
     const raced = await running;
     expect(raced.conflicts[0]?.saved_as).toMatch(/^\.toolshed\/conflicts\//);
     const r = await t.run("ls .toolshed; git add -A; git status --porcelain; git ls-files; cat .gitignore .git/info/exclude 2>/dev/null | grep -c toolshed");
-    expect(r.stdout).toBe("conflicts\noutput\nM  README.md\nREADME.md\n0\n");
+    expect(r.stdout).toBe("conflicts\nM  README.md\nREADME.md\n0\n");
   });
 });

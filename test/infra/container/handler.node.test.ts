@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
-import { KEEP_OUTPUT_LOGS } from "../../../infra/container/output-log.js";
+import { KEEP_OUTPUT_LOGS, readOutputLog } from "../../../lib/exec/output-logs.js";
+import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/paths.js";
 import { runIdOf } from "../../../infra/container/runner.js";
 import { runIdFor } from "../../../lib/exec/runs.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
@@ -68,31 +69,32 @@ describe("container handler: happy paths", () => {
     expect(await t.read("failed.txt")).toBe("partial\n");
   });
 
-  it("cuts long output (head + tail) and saves the full output in the workspace", async () => {
+  it("cuts long output (head + tail) and saves the full output outside the workspace's files", async () => {
     const r = await t.run("seq 1 100000", { limits: { output_bytes: 2000 } });
     expect(r.truncated).toBe(true);
     expect(r.stdout.startsWith("1\n2\n3\n")).toBe(true);
     expect(r.stdout.endsWith("99999\n100000\n")).toBe(true);
     expect(r.output).toContain(`of 588,895 bytes omitted, lines `);
-    expect(r.output).toContain(`of 100,000. The full output is in ${r.output_file}: read it with read`);
+    expect(r.output).toContain(`of 100,000. The full output is saved as ${r.output_file} (not a workspace file): read it with bash_output (output_file: "${r.output_file}", offset: `);
     expect(r.output_cut).toMatchObject({ total_bytes: 588_895, total_lines: 100_000 });
-    expect(r.output_file).toMatch(/^\.toolshed\/output\/\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/);
-    const full = await t.read(r.output_file!);
-    expect(full!.split("\n").length).toBe(100001);
+    expect(r.output_file).toMatch(OUTPUT_LOG_NAME);
+    expect((await t.paths()).filter((p) => p.startsWith(".toolshed"))).toEqual([]);
+    const full = await t.driver.get(outputLogsPrefix(t.tenant, t.workspace) + r.output_file);
+    expect((await new Response(full!.body).text()).split("\n").length).toBe(100001);
+    // Where the note says to read, the first omitted line is.
+    const from = r.output_cut!.omitted_from_line;
+    expect((await readOutputLog(t.driver, t.tenant, t.workspace, r.output_file!, from, 2)).text).toBe(`${String(from).padStart(6)}\t${from}\n${String(from + 1).padStart(6)}\t${from + 1}\n`);
   });
 
-  it(`keeps the newest ${KEEP_OUTPUT_LOGS} full-output logs; older ones are deleted`, async () => {
-    const logs = async () => (await t.paths()).filter((p) => p.startsWith(".toolshed/output/"));
+  it(`keeps the newest ${KEEP_OUTPUT_LOGS} full outputs; older ones are deleted`, async () => {
+    const logs = async () => (await t.driver.list({ prefix: outputLogsPrefix(t.tenant, t.workspace) })).objects.map((o) => o.key.slice(outputLogsPrefix(t.tenant, t.workspace).length));
     const made: string[] = [];
     for (let i = 0; i < KEEP_OUTPUT_LOGS + 3; i++) made.push((await t.run(`seq ${i} 20000`, { limits: { output_bytes: 500 } })).output_file!);
     const left = await logs();
     expect(left).toHaveLength(KEEP_OUTPUT_LOGS);
-    expect(left).toEqual(made.slice(-KEEP_OUTPUT_LOGS).sort());
-    expect(await t.read(made.at(-1)!)).toMatch(/^22\n23\n/);
-    // A log the agent keeps under another name is its own file: never pruned.
-    await t.run(`cp ${made.at(-1)} .toolshed/output/mine.log`);
-    await t.run("seq 1 20000", { limits: { output_bytes: 500 } });
-    expect(await logs()).toContain(".toolshed/output/mine.log");
+    expect(left.sort()).toEqual(made.slice(-KEEP_OUTPUT_LOGS).sort());
+    expect((await readOutputLog(t.driver, t.tenant, t.workspace, made.at(-1)!, 1, 2)).text).toBe("     1\t22\n     2\t23\n");
+    await expect(readOutputLog(t.driver, t.tenant, t.workspace, made[0]!, 1, 2)).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 });
 

@@ -98,6 +98,14 @@ describe("process sandbox: commands", () => {
     expect(r.stdout).toContain("MY_VAR=x");
   });
 
+  it("a session's shell: its state is saved outside the tree and restored in the next run (cwd, exports, functions)", async () => {
+    const first = await t.run("mkdir -p sh/in && cd sh/in && export KEPT='a b' && f() { echo \"f:$KEPT\"; }", { shell: { keep: "all" } });
+    expect(first.shell).toEqual({ state: { cwd: "sh/in", env: { KEPT: "a b" }, functions: expect.stringContaining("f ()") }, notes: [] });
+    expect(await t.paths()).not.toContainEqual(expect.stringMatching(/^sh-|\/(cwd|env|base|functions|root)$/));
+    const next = await t.run("pwd; f", { shell: { keep: "all", state: first.shell!.state } });
+    expect(next.stdout).toBe(`${t.linkPath}/sh/in\nf:a b\n`);
+  });
+
   it("runs python3 and node programs fed on stdin, as run_code sends them", async () => {
     const py = await t.run("python3 - a b", { stdin: "import sys; print('py', sys.argv[1:], 'é')" });
     expect(py.stdout).toBe("py ['a', 'b'] é\n");

@@ -64,7 +64,63 @@ describe("Anthropic's bash tool", () => {
   });
 });
 
+describe("Anthropic's bash tool: a persistent shell per X-Session-Id", () => {
+  const bash = (body: unknown, session: string) => compat(t, "anthropic", "bash", body, { session });
+
+  it("cwd, exported variables and functions carry over to the session's next call; another session sees none of them; restart resets them", async () => {
+    const first = await bash({ command: "mkdir -p deep/er && cd deep/er && export GREETING='hi there' && greet() { echo \"$GREETING from $(basename \"$PWD\")\"; } && NOT_EXPORTED=1" }, "shell-a");
+    expect(first.body.is_error).toBe(false);
+    const next = textOf(await bash({ command: "pwd; greet; echo \"[$NOT_EXPORTED]\"" }, "shell-a"));
+    expect(next).toContain("/workspace/deep/er\n");
+    expect(next).toContain("hi there from er");
+    expect(next).toContain("[]"); // only exported variables are kept
+    const other = textOf(await bash({ command: "pwd; echo \"[$GREETING]\"; type greet 2>&1 || true" }, "shell-b"));
+    expect(other).toContain("/workspace\n");
+    expect(other).toContain("[]");
+    expect(other).toMatch(/greet: not found/);
+    expect(textOf(await bash({ restart: true }, "shell-a"))).toBe("tool has been restarted.");
+    const after = textOf(await bash({ command: "pwd; echo \"[$GREETING]\"; type greet 2>&1 || true" }, "shell-a"));
+    expect(after).toContain("/workspace\n");
+    expect(after).toContain("[]");
+    expect(after).toMatch(/greet: not found/);
+  });
+
+  it("a removed directory falls back to the root with a note; the runner's variables are never replayed", async () => {
+    await bash({ command: "mkdir -p gone && cd gone && export HOME=/nowhere TOOLSHED_X=1 MINE=kept" }, "shell-c");
+    await t.req("/v1/workspaces/main/tools/bash", { method: "POST", headers: { "content-type": "application/json", "x-session-id": "other" }, body: JSON.stringify({ command: "rmdir gone" }) }).then(async (res) => expect(res.status).toBe(200));
+    const r = textOf(await bash({ command: "pwd; echo \"$HOME|${TOOLSHED_X-unset}|$MINE\"" }, "shell-c"));
+    expect(r).toMatch(/working directory \/gone .*no longer exists/);
+    expect(r).toContain("/workspace\n");
+    expect(r).toContain("/tmp|unset|kept");
+  });
+
+  it("state past 64 KiB keeps only the cwd, with a note; a state file the command turned into a link to a host file is not read", async () => {
+    const big = textOf(await bash({ command: "mkdir -p bigdir && cd bigdir && export SMALL=1 && export BIG=$(head -c 70000 /dev/zero | tr '\\0' x)" }, "shell-e"));
+    expect(big).toMatch(/take more than 64 KiB; they are NOT kept/);
+    expect(textOf(await bash({ command: "pwd; echo \"[${SMALL-}]\"" }, "shell-e"))).toBe("/workspace/bigdir\n[]\n");
+    // The scratch directory is the command's to write; the runner never follows a link out of it.
+    const r = textOf(await bash({ command: "trap - EXIT; for f in cwd root env base functions; do ln -sf /etc/passwd /run/toolshed-shell/$f; done; echo linked" }, "shell-e"));
+    expect(r).toBe("linked\n");
+    const next = textOf(await bash({ command: "pwd" }, "shell-e"));
+    expect(next).not.toContain("root:");
+    expect(next).toBe("/workspace/bigdir\n"); // nothing saved: the session's state stays as it was
+  });
+
+  it("exit and set -e still save the state; the exit code is the command's", async () => {
+    const r = textOf(await bash({ command: "mkdir -p ex && cd ex && export E=1 && exit 5" }, "shell-d"));
+    expect(r).toMatch(/exit code[: ]+5/i);
+    expect(textOf(await bash({ command: "pwd; echo \"E=$E\"" }, "shell-d"))).toMatch(/\/workspace\/ex\n[^]*E=1/);
+  });
+});
+
 describe("OpenAI's shell tool", () => {
+  it("each command starts in the workspace root: a cd does not carry over, as OpenAI's shell runs them", async () => {
+    const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_cd", action: { commands: ["mkdir -p oa && cd oa && pwd", "pwd"], timeout_ms: 20_000, max_output_length: null } }, { session: "oa" });
+    expect(r.body.output.map((o: { stdout: string }) => o.stdout)).toEqual(["/workspace/oa\n", "/workspace\n"]);
+    const next = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_cd2", action: { commands: ["pwd"], timeout_ms: 20_000, max_output_length: null } }, { session: "oa" });
+    expect(next.body.output[0].stdout).toBe("/workspace\n");
+  });
+
   it("two commands: one output entry each, with stdout, stderr and the exit code", async () => {
     const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "call_sh", action: { commands: ["echo one && echo two > two.txt", "cat two.txt; echo bad >&2; exit 4"], timeout_ms: 20_000, max_output_length: null } });
     expect(r.status).toBe(200);

@@ -1,0 +1,142 @@
+/**
+ * A session's shell, replayed (RunRequest.shell): the command is wrapped so that it starts in the
+ * state the session's previous command ended in (working directory; with keep "all" also exported
+ * variables and shell functions), and the shell saves the state it ends in to files of a private
+ * scratch directory (a fresh one per run, outside the workspace tree: never written back), which
+ * the runner reads after the sandbox has ended. Node only.
+ *
+ * The saved state is the command's own and goes back only to its own session (the API keys it by
+ * tenant, workspace and session). What the runner sets itself (HOME, TMPDIR, the egress proxy's
+ * variables, TOOLSHED_*, ...) is never kept: a variable is kept only when the command (or an
+ * earlier command of the session) set it to something other than what the shell started with.
+ */
+import { constants, promises as fs } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { ToolError } from "../../lib/errors.js";
+import { normalizePath } from "../../lib/paths.js";
+import { MAX_SHELL_STATE_BYTES, type ShellRequest, type ShellState } from "../../lib/exec/types.js";
+import { shellQuote } from "./sandbox.js";
+import type { Owner } from "./tree.js";
+
+/** Variables the runner or bash set: never kept, whatever the command did to them. */
+const NEVER_KEPT = /^(HOME|TMPDIR|USER|LOGNAME|LANG|TERM|PWD|OLDPWD|SHLVL|_|HOSTNAME|SHELLOPTS|BASHOPTS|BASH_.*|TOOLSHED_.*|(HTTPS?|FTP|ALL|NO)_PROXY)$/i;
+const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Largest file of the scratch directory read back; a bigger one (the command wrote it, or its state is huge) counts as over the bound. */
+const MAX_FILE_BYTES = 4 * MAX_SHELL_STATE_BYTES;
+
+/** The run's scratch directory for its shell's state: made fresh, writable by the command's user, removed by `drop`. */
+export async function makeShellDir(parent: string, owner: Owner): Promise<{ path: string; drop: () => Promise<void> }> {
+  const path = join(parent, `sh-${randomBytes(9).toString("base64url")}`);
+  await fs.mkdir(path, { mode: 0o700 });
+  if (owner) await fs.chown(path, owner.uid, owner.gid);
+  return { path, drop: () => fs.rm(path, { recursive: true, force: true }) };
+}
+
+/** The exported variables as NUL-separated name, value pairs into `file` (a shell word). */
+const envTo = (file: string) => `for __toolshed_n in $(compgen -e); do printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; done >${file}`;
+
+/**
+ * The script that runs `command` (by eval, in the same shell) between the restore of `shell.state`
+ * and the save of the shell's state into `dir` (the scratch directory as the command sees it).
+ * `cwd`: the run's working directory (working_dir), which then wins over the saved one.
+ */
+export function wrapCommand(command: string, shell: ShellRequest, dir: string, cwd: string): string {
+  const d = shellQuote(dir);
+  const lines = [
+    // The workspace root as the shell sees it: the start directory less the run's cwd.
+    `__toolshed_root=\${PWD%${cwd ? shellQuote(`/${cwd}`) : '""'}}`,
+    `{ ${envTo(`${d}/base`)}; } 2>/dev/null`,
+  ];
+  const state = shell.state;
+  if (state && shell.keep === "all") {
+    for (const [k, v] of Object.entries(state.env ?? {})) if (NAME.test(k) && !NEVER_KEPT.test(k)) lines.push(`export ${k}=${shellQuote(v)} 2>/dev/null`);
+    if (state.functions) lines.push(`eval ${shellQuote(state.functions)} 2>/dev/null`);
+  }
+  if (state?.cwd && !cwd) {
+    const note = `[toolshed: the working directory /${state.cwd} of this session's previous command no longer exists; this command runs in the workspace root]`;
+    lines.push(`cd -- "$__toolshed_root"/${shellQuote(state.cwd)} 2>/dev/null || printf '%s\\n' ${shellQuote(note)} >&2`);
+  }
+  // Saved on every way out: the end of the command, `exit`, `set -e`. (A command that replaces the EXIT trap is still saved when it ends by itself.)
+  const save = `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root; ${envTo(`${d}/env`)}; declare -f >${d}/functions; } 2>/dev/null`;
+  lines.push(`__toolshed_save=${shellQuote(save)}`, `trap 'eval "$__toolshed_save"' EXIT`);
+  lines.push(`eval ${shellQuote(command)}`, `__toolshed_rc=$?`, `eval "$__toolshed_save"`, `exit $__toolshed_rc`);
+  return lines.join("\n");
+}
+
+/** A file of the scratch directory, never through a link or into anything but a regular file (the command could have put anything there); null if absent or too big. */
+async function readOwn(path: string): Promise<Buffer | null> {
+  const h = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  try {
+    const st = await h.stat();
+    if (!st.isFile() || st.size > MAX_FILE_BYTES) return null;
+    const buf = Buffer.alloc(st.size);
+    const { bytesRead } = await h.read(buf, 0, st.size, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await h.close();
+  }
+}
+
+function pairs(buf: Buffer | null): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!buf) return out;
+  const parts = buf.toString("utf8").split("\0");
+  for (let i = 0; i + 1 < parts.length; i += 2) if (NAME.test(parts[i]!)) out.set(parts[i]!, parts[i + 1]!);
+  return out;
+}
+
+/** The state the shell saved in `dir`, or null when it saved none (killed, timed out, `exec`). */
+export async function readShellState(dir: string, keep: ShellRequest["keep"]): Promise<{ state: ShellState; notes: string[] } | null> {
+  const [pwd, root] = await Promise.all([readOwn(join(dir, "cwd")), readOwn(join(dir, "root"))]);
+  if (pwd === null || root === null) return null;
+  const notes: string[] = [];
+  const abs = pwd.toString("utf8");
+  const top = root.toString("utf8");
+  let cwd = "";
+  if (abs === top || abs.startsWith(`${top}/`)) {
+    try {
+      cwd = normalizePath(abs.slice(top.length));
+    } catch {
+      notes.push(`[toolshed: the working directory ${abs} cannot be kept; the next command starts in the workspace root]`);
+    }
+  } else notes.push(`[toolshed: the working directory ${abs} is outside the workspace and is not kept; the next command starts in the workspace root]`);
+  const state: ShellState = { cwd };
+  if (keep !== "all") return { state, notes };
+  const [base, env, fns] = await Promise.all([readOwn(join(dir, "base")), readOwn(join(dir, "env")), readOwn(join(dir, "functions"))]);
+  const started = pairs(base);
+  const kept: Record<string, string> = {};
+  let bytes = 0;
+  for (const [k, v] of pairs(env)) {
+    if (NEVER_KEPT.test(k) || started.get(k) === v) continue;
+    kept[k] = v;
+    bytes += k.length + Buffer.byteLength(v);
+  }
+  const functions = fns?.toString("utf8") ?? "";
+  bytes += Buffer.byteLength(functions);
+  if (env === null || fns === null || bytes > MAX_SHELL_STATE_BYTES) {
+    notes.push(`[toolshed: this shell's exported variables and functions take more than ${MAX_SHELL_STATE_BYTES / 1024} KiB; they are NOT kept for the next command (its working directory is). Unset what you no longer need, or write large values to a file.]`);
+    return { state, notes };
+  }
+  if (Object.keys(kept).length) state.env = kept;
+  if (functions) state.functions = functions;
+  return { state, notes };
+}
+
+/** Checks RunRequest.shell from the wire (INVALID_ARGUMENT otherwise). */
+export function validateShell(shell: ShellRequest): void {
+  const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", `shell: ${msg}`);
+  if (!shell || typeof shell !== "object" || (shell.keep !== "cwd" && shell.keep !== "all")) throw bad('keep must be "cwd" or "all".');
+  const st = shell.state;
+  if (st === undefined) return;
+  if (!st || typeof st !== "object" || typeof st.cwd !== "string") throw bad("state.cwd must be a string.");
+  if (st.cwd !== normalizePath(st.cwd)) throw bad("state.cwd must be a canonical workspace path.");
+  if (st.functions !== undefined && (typeof st.functions !== "string" || st.functions.includes("\0"))) throw bad("state.functions must be a string without NUL.");
+  let bytes = Buffer.byteLength(st.functions ?? "");
+  for (const [k, v] of Object.entries(st.env ?? {})) {
+    if (!NAME.test(k) || typeof v !== "string" || v.includes("\0")) throw bad(`bad variable ${JSON.stringify(k.slice(0, 130))}.`);
+    bytes += k.length + Buffer.byteLength(v);
+  }
+  if (bytes > MAX_SHELL_STATE_BYTES) throw bad(`state is over ${MAX_SHELL_STATE_BYTES} bytes.`);
+}
