@@ -7,6 +7,8 @@ export interface ArchiveEntry {
   kind: EntryKind;
   /** Declared size of the body in bytes (what the reader will hand out, exactly). */
   size: number;
+  /** A symlink's target as the archive's header gives it (tar); a zip's link holds its target as its body. */
+  linkTarget?: string;
   /** What the reader could not decode (a name not in UTF-8, an unsupported compression): the entry is skipped with this reason. */
   unreadable?: string;
   /** The whole body. Call at most one of bytes()/stream(), before asking for the next entry; a body not asked for is skipped. */

@@ -14,34 +14,40 @@ import { ToolError } from "../errors.js";
 import { sha256Hex } from "../hash.js";
 import type { FileInfo, Workspace } from "../workspace/workspace.js";
 import { gzipStream } from "./flate.js";
-import { END_OF_ARCHIVE, padding, tarHeader } from "./tar-writer.js";
+import { END_OF_ARCHIVE, padding, tarHeader, tarLinkHeader } from "./tar-writer.js";
+import { readLinks } from "../workspace/links.js";
+import { isWithin } from "../paths.js";
 
 const SMALL_FILE = 1024 * 1024;
 
 export interface ExportListing {
   dir: string;
   files: FileInfo[];
+  /** Symlinks below dir (path → target, docs/symlinks.md): written as tar symlink entries. */
+  links: [string, string][];
 }
 
 /** Every file below `dir` (or `dir` itself when it is a file), at most `max`. */
 export async function listForExport(ws: Workspace, dir: string, max: number): Promise<ExportListing> {
   const files: FileInfo[] = [];
+  const links = [...(await readLinks(ws))].filter(([p]) => isWithin(p, dir) && p !== dir);
   for await (const f of ws.walk(dir)) {
     if (files.length >= max) throw new ToolError("PAYLOAD_TOO_LARGE", `${dir || "The workspace"} holds more than ${max} files; export its directories one by one (?path=).`, { path: dir, max });
     files.push(f);
   }
-  if (files.length === 0 && dir !== "") {
+  if (files.length === 0 && links.length === 0 && dir !== "") {
     const file = await ws.head(dir);
     if (!file) throw await ws.notFound(dir, "Directory");
-    return { dir, files: [file] };
+    return { dir, files: [file], links: [] };
   }
-  return { dir, files };
+  return { dir, files, links };
 }
 
 /** The export's ETag: a digest of the listed path → etag pairs (and the directory exported). */
 export async function exportEtag(listing: ExportListing): Promise<string> {
   const parts = [`v1\0${listing.dir}\n`];
   for (const f of listing.files) parts.push(`${f.path}\0${f.etag}\n`);
+  for (const [p, t] of listing.links) parts.push(`${p}\0->${t}\n`);
   return (await sha256Hex(parts.join(""))).slice(0, 32);
 }
 
@@ -109,6 +115,7 @@ async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator
     }
     yield padding(r.size);
   }
+  for (const [p, target] of listing.links) yield tarLinkHeader(nameIn(dir, p), target);
   yield END_OF_ARCHIVE();
 }
 

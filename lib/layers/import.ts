@@ -18,6 +18,7 @@ import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
+import { saveImportedLinks } from "../workspace/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
@@ -38,6 +39,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   const skipped: { name: string; reason: string }[] = [];
   let skippedCount = 0;
   let directories = 0;
+  const links = new Map<string, string>();
   const skip = (name: string, reason: string) => {
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
@@ -58,7 +60,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await dropWrites(deps, writer.packs.map((id) => packKey(ws.tenant, id)), staged.keys);
   };
   try {
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory: () => void directories++ })) {
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory: () => void directories++, link: (p, t) => void links.set(p, t) })) {
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
         const e = await writer.add(path, bytes);
@@ -124,6 +126,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     }
     throw e;
   }
+  await saveImportedLinks(ws, links, landed, opts.mode === "replace" ? prefix : null);
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
   await ws.flushChanges();
