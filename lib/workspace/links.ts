@@ -5,7 +5,9 @@
  * storage; resolution is lexical, inside the workspace (links-resolve.ts).
  */
 import { readModes, updateModes } from "../exec/modes.js";
-import { isWithin } from "../paths.js";
+import { ToolError } from "../errors.js";
+import { isWithin, normalizeFilePath } from "../paths.js";
+import { resolveLinks } from "./link-resolve.js";
 import type { Workspace } from "./workspace.js";
 
 type LinkStore = Pick<Workspace, "driver" | "tenant" | "id">;
@@ -31,4 +33,37 @@ export async function saveImportedLinks(ws: LinkStore, imported: Map<string, str
   if (replaceBelow !== null) for (const p of now.keys()) if (!imported.has(p) && isWithin(p, replaceBelow)) delta[p] = null;
   for (const [p, t] of imported) delta[p] = t;
   await saveLinks(ws, delta);
+}
+
+/**
+ * The file a tool opens (its `opens` argument: read, write, edit, multi_edit, insert), through
+ * the workspace's links: a path that is a link, or lies below one, is replaced in `args` by where
+ * it leads inside the workspace, and the link is returned (the result names both). A link that
+ * leads outside the workspace, loops, or names a file that does not exist (dangles) is refused
+ * (SYMLINK_REFUSED); a new file below a link to a directory is made in that directory.
+ * One GET of the links table; one HEAD more only when a link is involved.
+ */
+export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, args: Record<string, unknown>, key: string): Promise<{ link: string; target: string; path: string } | null> {
+  const raw = args[key];
+  if (typeof raw !== "string") return null;
+  let path: string;
+  try {
+    path = normalizeFilePath(raw);
+  } catch {
+    return null; // the tool refuses it with its own message
+  }
+  const links = await readLinks(ws);
+  if (!links.size) return null;
+  const r = resolveLinks(links, path);
+  if ("outside" in r) {
+    const { link, target, reason } = r.outside;
+    const why = reason === "loop" ? "loops" : "leads outside the workspace";
+    throw new ToolError("SYMLINK_REFUSED", `${path} goes through the symlink ${link} -> ${target}, which ${why}; tools never follow it. Use bash to work with the link, or give the path of a file inside the workspace.`, { path, link, target, reason });
+  }
+  if (!r.via) return null;
+  if (r.endsInLink && !(await ws.head(r.path))) {
+    throw new ToolError("SYMLINK_REFUSED", `${path} goes through the symlink ${r.via.link} -> ${r.via.target}, which leads to ${r.path}: no file is there (a dangling link). Create ${r.path} itself, or repoint the link with bash.`, { path, link: r.via.link, target: r.via.target, resolved: r.path, reason: "dangling" });
+  }
+  args[key] = r.path;
+  return { ...r.via, path: r.path };
 }
