@@ -4350,6 +4350,10 @@ export interface components {
             files: number;
             bytes: number;
             exec?: string[];
+            /** @description The symlinks at the checkpoint: path → target (docs/symlinks.md) */
+            links?: {
+                [key: string]: string;
+            };
         };
         UndoCall: {
             call_id: string;
