@@ -133,10 +133,15 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
   if (undo) undo.tool = tool.name;
   let result;
   try {
-    // The file a tool opens, through the workspace's symlinks (one place for every tool and door): docs/symlinks.md.
-    const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens) : null;
-    result = await tool.execute(args as never, ctx);
-    if (link) result = { ...result, output: `(${link.link} is a symlink to ${link.target}: this acted on ${link.path})\n${result.output}` };
+    try {
+      result = await tool.execute(args as never, ctx);
+    } catch (e) {
+      // The file a tool opens, through the workspace's symlinks, on a miss (one place for every tool and door): docs/symlinks.md.
+      const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens, e) : null;
+      if (!link) throw e;
+      result = await tool.execute(args as never, ctx);
+      result = { ...result, output: `(${link.link} is a symlink to ${link.target}: this acted on ${link.path})\n${result.output}` };
+    }
   } catch (e) {
     // What a failed call did write stays undoable; its call_id goes with the error.
     const id = await undo?.commit().catch(() => null);

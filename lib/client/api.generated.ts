@@ -3571,8 +3571,9 @@ export interface paths {
          *     - show_hidden: include names starting with "." such as .git or .env (default: false). A note says how many were hidden.
          *     - limit: most entries to return (default: 1000, at most 5000); the text also stops near 80 KB.
          *     - Sorted directories first, then by name (recursive: in path order). When truncated is true, call ls again with the same path and recursive plus the returned cursor for the next entries; each page is sorted on its own.
+         *     - A symlink is shown as "name -> target" (type "symlink", its target as data); ls never follows it.
          *     - An empty workspace or directory gives an empty listing. A missing directory gives NOT_FOUND with similar paths; a path below a file gives NOT_A_DIRECTORY.
-         *     Returns: {path, type, entries: [{name, path, type: "file"|"directory", size?, modified?}], count, truncated, cursor, hidden_skipped}
+         *     Returns: {path, type, entries: [{name, path, type: "file"|"directory"|"symlink", size?, modified?, target?}], count, truncated, cursor, hidden_skipped}
          */
         post: operations["tool_ls"];
         delete?: never;
@@ -5781,14 +5782,15 @@ export interface operations {
                         data: {
                             path: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             entries: {
                                 name: string;
                                 path: string;
                                 /** @enum {string} */
-                                type: "file" | "directory";
+                                type: "file" | "directory" | "symlink";
                                 size?: number;
                                 modified?: string;
+                                target?: string;
                             }[];
                             count: number;
                             truncated: boolean;

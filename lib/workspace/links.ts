@@ -36,23 +36,36 @@ export async function saveImportedLinks(ws: LinkStore, imported: Map<string, str
 }
 
 /**
- * The file a tool opens (its `opens` argument: read, write, edit, multi_edit, insert), through
- * the workspace's links: a path that is a link, or lies below one, is replaced in `args` by where
- * it leads inside the workspace, and the link is returned (the result names both). A link that
- * leads outside the workspace, loops, or names a file that does not exist (dangles) is refused
- * (SYMLINK_REFUSED); a new file below a link to a directory is made in that directory.
- * One GET of the links table; one HEAD more only when a link is involved.
+ * A new file refused because its path is a symlink, or lies below one (Workspace's place check,
+ * file-writes.ts). Callers that open one file (lib/run-tool.ts) follow the link and try again;
+ * any other caller answers this clear error.
  */
-export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, args: Record<string, unknown>, key: string): Promise<{ link: string; target: string; path: string } | null> {
+export class LinkOnPath extends ToolError {
+  constructor(path: string, link: string, readonly links: ReadonlyMap<string, string>) {
+    const target = links.get(link)!;
+    super("SYMLINK_REFUSED", `${path} ${path === link ? "is" : "lies below"} the symlink ${link} -> ${target}: no file is made over a link. Write the link's target path instead, or change the link with bash.`, { path, link, target, reason: "is_link" });
+  }
+}
+
+/**
+ * The file a tool opens (its `opens` argument: read, write, edit, multi_edit, insert), through the
+ * workspace's links, asked only when the tool missed (NOT_FOUND: no file at the path) or would make
+ * a file over a link (LinkOnPath), so a call on a plain file costs nothing more. A path that leads
+ * inside the workspace is put in `args` and returned with its link (the result names both); a link
+ * that leads outside, loops, or names no file (dangles) is refused (SYMLINK_REFUSED). null: no link
+ * is on the path (the caller rethrows what it caught).
+ */
+export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, args: Record<string, unknown>, key: string, caught: unknown): Promise<{ link: string; target: string; path: string } | null> {
   const raw = args[key];
   if (typeof raw !== "string") return null;
+  if (!(caught instanceof LinkOnPath) && !(caught instanceof ToolError && caught.code === "NOT_FOUND")) return null;
   let path: string;
   try {
     path = normalizeFilePath(raw);
   } catch {
-    return null; // the tool refuses it with its own message
+    return null;
   }
-  const links = await readLinks(ws);
+  const links = caught instanceof LinkOnPath ? caught.links : await readLinks(ws);
   if (!links.size) return null;
   const r = resolveLinks(links, path);
   if ("outside" in r) {
@@ -66,4 +79,22 @@ export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, 
   }
   args[key] = r.path;
   return { ...r.via, path: r.path };
+}
+
+/**
+ * The links a listing of `dir` shows (ls): recursive, every link below it; else the links directly
+ * in it, and the subdirectories that only links imply (a directory of links holds no file object).
+ */
+export function linksBelow(links: ReadonlyMap<string, string>, dir: string, recursive: boolean): { links: { path: string; target: string }[]; dirs: string[] } {
+  const out: { path: string; target: string }[] = [];
+  const dirs = new Set<string>();
+  const pre = dir === "" ? "" : `${dir}/`;
+  for (const [path, target] of links) {
+    if (!path.startsWith(pre)) continue;
+    const rel = path.slice(pre.length);
+    const slash = rel.indexOf("/");
+    if (recursive || slash < 0) out.push({ path, target });
+    else dirs.add(pre + rel.slice(0, slash));
+  }
+  return { links: out, dirs: [...dirs] };
 }

@@ -68,4 +68,33 @@ describe("file tools through symlinks", () => {
     expect(expectOk(await t.call("write", { file_path: "dirlink/new.ts", content: "n\n" })).file_path).toBe("src/new.ts");
     expect(await rawText(t, "src/new.ts")).toBe("n\n");
   });
+
+  it("ls shows links as name -> target (and directories only links make); ls of a link shows it without following", async () => {
+    const t = await seeded();
+    const r = await t.call("ls", { path: "/" });
+    const data = expectOk(r);
+    expect(r.body.output).toContain("alias -> real.txt");
+    expect(r.body.output).toContain("out -> /etc/passwd");
+    expect(r.body.output).toContain("nested/"); // only the link nested/up is in it
+    expect(data.entries).toContainEqual({ name: "dirlink", path: "dirlink", type: "symlink", target: "src" });
+    const one = await t.call("ls", { path: "dirlink" });
+    expect(expectOk(one).type).toBe("symlink");
+    expect(one.body.output).toContain("dirlink -> src");
+    expect(expectOk(await t.call("ls", { path: "nested" })).entries).toEqual([{ name: "up", path: "nested/up", type: "symlink", target: "../real.txt" }]);
+    const rec = expectOk(await t.call("ls", { path: "", recursive: true }));
+    expect(rec.entries.filter((e: any) => e.type === "symlink").map((e: any) => e.path)).toEqual(["above", "alias", "chain", "dang", "dirlink", "loop1", "loop2", "nested/up", "out"]);
+  });
+
+  it("glob, find and grep never follow links and name them in the skip report", async () => {
+    const t = await seeded();
+    for (const [tool, args] of [["glob", { pattern: "**/*" }], ["find", { path: "" }], ["grep", { pattern: "real" }]] as const) {
+      const r = await t.call(tool, args);
+      const data = expectOk(r);
+      expect(data.skipped.counts.symlink, tool).toBe(9);
+      expect(r.body.output, tool).toMatch(/9 symlinks, not followed/);
+    }
+    // Matches are the files only: src/a.ts once, never again as dirlink/a.ts.
+    const g = expectOk(await t.call("glob", { pattern: "**/a.ts" }));
+    expect(g.matches.map((m: any) => m.path)).toEqual(["src/a.ts"]);
+  });
 });
