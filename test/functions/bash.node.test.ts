@@ -226,6 +226,14 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "pw" }), "SYMLINK_REFUSED"); // it leads outside the workspace: never followed
   });
 
+  it("a link a command makes is seen by the tools: ls shows it, read and edit act on its target, the next command sees the edit", async () => {
+    ok(await env.call("bash", { command: "mkdir -p lnk && echo one > lnk/real.txt && ln -s real.txt lnk/alias && echo made" }));
+    expect(ok(await env.call("ls", { path: "lnk" })).data.entries).toContainEqual({ name: "alias", path: "lnk/alias", type: "symlink", target: "real.txt" });
+    expect(ok(await env.call("read", { file_path: "lnk/alias" })).data.file_path).toBe("lnk/real.txt");
+    expect(ok(await env.call("edit", { file_path: "lnk/alias", old_string: "one", new_string: "two" })).data.file_path).toBe("lnk/real.txt");
+    expect(ok(await env.call("bash", { command: "cat lnk/alias; readlink lnk/alias" })).data.stdout).toBe("two\nreal.txt\n");
+  });
+
   it("a tool write racing a running command: neither change is lost", async () => {
     ok(await env.call("write", { file_path: "race.txt", content: "v0\n" }));
     const running = env.call("bash", { command: "sleep 2; echo from-command > race.txt" });
