@@ -3598,7 +3598,8 @@ export interface paths {
          *     - recursive: needed to delete a directory that is not empty, with all files and subdirectories below it, hidden ones included (default: false); without it such a directory gives IS_DIRECTORY. An empty directory is deleted without it.
          *     - A recursive delete removes at most 10000 entries per call; when truncated is true, call delete again with the same arguments to continue.
          *     - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
-         *     Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}
+         *     - A symlink is deleted as a link (its target stays); a recursive delete removes the links below the directory too.
+         *     Returns: {path, type: "file"|"directory"|"symlink", deleted: [paths; directories end with "/"], count, truncated}
          */
         post: operations["tool_delete"];
         delete?: never;
@@ -5994,7 +5995,7 @@ export interface operations {
                         data: {
                             path: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             deleted: string[];
                             count: number;
                             truncated: boolean;

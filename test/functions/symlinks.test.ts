@@ -97,4 +97,21 @@ describe("file tools through symlinks", () => {
     const g = expectOk(await t.call("glob", { pattern: "**/a.ts" }));
     expect(g.matches.map((m: any) => m.path)).toEqual(["src/a.ts"]);
   });
+
+  it("delete removes a link (never its target), and a recursive delete the links below the directory", async () => {
+    const t = await seeded();
+    const r = await t.call("delete", { path: "alias" });
+    expect(expectOk(r)).toMatchObject({ type: "symlink", deleted: ["alias"] });
+    expect(r.body.output).toContain("alias -> real.txt");
+    expect(await rawText(t, "real.txt")).toBe("real one\n");
+    expectError(await t.call("delete", { path: "nested" }), 400, "IS_DIRECTORY", "delete");
+    expect(expectOk(await t.call("delete", { path: "nested", recursive: true })).deleted).toEqual(["nested/up"]);
+    await upload(t, "dir/f.txt", "f\n");
+    expect((await importReq(t, tar([{ name: "dir/l", type: "2", linkname: "f.txt" }]))).status).toBe(200);
+    expect(expectOk(await t.call("delete", { path: "dir", recursive: true })).deleted).toEqual(["dir/f.txt", "dir/l"]);
+    const left = expectOk(await t.call("ls", { path: "" })).entries.map((e: any) => e.path);
+    expect(left).not.toContain("alias");
+    expect(left).not.toContain("nested");
+    expect(left).not.toContain("dir");
+  });
 });
