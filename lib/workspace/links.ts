@@ -2,7 +2,7 @@
  * The workspace's symlinks as the tools, import and export see them (docs/symlinks.md). They
  * live in the workspace's modes table (lib/exec/modes.ts), never as file objects, so no bytes a
  * tenant writes can read as a link. A link's target is data: nothing here ever follows one in
- * storage; resolution is lexical, inside the workspace (links-resolve.ts).
+ * storage; resolution is lexical, inside the workspace (link-resolve.ts).
  */
 import { readModes, updateModes } from "../exec/modes.js";
 import { ToolError } from "../errors.js";
