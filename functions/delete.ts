@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/errors.js";
 import { normalizePath } from "../lib/paths.js";
 import { defineTool } from "../lib/tool.js";
+import { linksBelow, readLinks, saveLinks } from "../lib/workspace/links.js";
 
 /** Most files one recursive delete removes; the rest waits for the next call. */
 export const MAX_DELETE_FILES = 10_000;
@@ -14,7 +15,8 @@ const description = `Delete a file, an empty directory, or a directory with ever
 - A recursive delete removes at most ${MAX_DELETE_FILES} entries per call; when truncated is true, call delete again with the same arguments to continue.
 - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
 - A recursive delete of a directory that is not empty is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is deleted before.
-Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}`;
+- A symlink is deleted as a link (its target stays); a recursive delete removes the links below the directory too.
+Returns: {path, type: "file"|"directory"|"symlink", deleted: [paths; directories end with "/"], count, truncated}`;
 
 export default defineTool({
   name: "delete",
@@ -23,7 +25,7 @@ export default defineTool({
   permission: "write",
   summary: "Delete a file, an empty directory, or (with recursive: true) a directory and everything in it. Large directories may need repeated calls while truncated is true.",
   annotations: { title: "Delete", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-  output: z.object({ path: z.string(), type: z.enum(["file", "directory"]), deleted: z.array(z.string()), count: z.number().int(), truncated: z.boolean() }),
+  output: z.object({ path: z.string(), type: z.enum(["file", "directory", "symlink"]), deleted: z.array(z.string()), count: z.number().int(), truncated: z.boolean() }),
   input: z.object({
     path: z.string().min(1).describe("Path of the file or directory to delete"),
     recursive: z.boolean().optional().describe("Delete a directory and everything in it (default: false)"),
@@ -34,7 +36,20 @@ export default defineTool({
       throw new ToolError("INVALID_PATH", "The workspace root cannot be deleted. Delete the files and directories inside it one at a time (ls shows them); the app can delete the whole workspace with DELETE /v1/workspaces/{ws}.", { path: "/" });
     }
     const stat = await ws.stat(path);
-    if (!stat) throw await ws.notFound(path, "Path");
+    if (!stat) {
+      // Not a file nor a directory of files: a symlink, or a directory that only links make (docs/symlinks.md).
+      const links = await readLinks(ws);
+      const target = links.get(path);
+      if (target !== undefined) {
+        await saveLinks(ws, { [path]: null });
+        return { title: path, output: `Deleted the symlink ${path} -> ${target} (its target is untouched).`, data: { path, type: "symlink", deleted: [path], count: 1, truncated: false } };
+      }
+      const below = linksBelow(links, path, true).links.map((l) => l.path);
+      if (!below.length) throw await ws.notFound(path, "Path");
+      if (!args.recursive) throw new ToolError("IS_DIRECTORY", `${path} is a directory (${below.length} symlink${below.length === 1 ? "" : "s"}). To delete it and everything in it, call delete again with recursive: true.`, { path, files: 0 });
+      await saveLinks(ws, Object.fromEntries(below.map((p) => [p, null])));
+      return { title: `${path}/`, output: `Deleted ${path}/ (${below.length} symlink${below.length === 1 ? "" : "s"}).`, data: { path, type: "directory", deleted: below, count: below.length, truncated: false } };
+    }
     if (stat.type === "file") {
       // Deleting is "remove whatever is there": a write landing just before is then deleted, as in
       // any serial order of the two calls, so the delete is unconditional (etag null).
@@ -65,6 +80,12 @@ export default defineTool({
       (e.type === "file" ? files : dirs).push(e.path);
     }
     await ws.deleteMany(files.map((p) => ({ path: p, etag: null })));
+    if (!truncated) {
+      // The links below the directory go with it (docs/symlinks.md).
+      const links = linksBelow(await readLinks(ws), path, true).links.map((l) => l.path);
+      if (links.length) await saveLinks(ws, Object.fromEntries(links.map((p) => [p, null])));
+      files.push(...links);
+    }
     await ws.deleteMarkers(dirs.map((d) => ({ path: d, etag: null })));
     const paths = [...files, ...dirs.map((d) => `${d}/`)];
     const shown = paths.slice(0, SHOWN_PATHS).map((p) => `  ${p}`).join("\n");

@@ -4,6 +4,7 @@ import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib
 import { decodeBase64, encodeBase64, utf8 } from "../lib/text.js";
 import { defineTool } from "../lib/tool.js";
 import { openJournals, unfinishedMoveNotes } from "../lib/workspace/move-journal.js";
+import { linksBelow, readLinks } from "../lib/workspace/links.js";
 import { compareKeys, type ScanItem } from "../lib/workspace/workspace.js";
 
 export const DEFAULT_LS_LIMIT = 1000;
@@ -19,15 +20,17 @@ const description = `List a directory of the workspace: its files (with sizes) a
 - show_hidden: include names starting with "." such as .git or .env (default: false). A note says how many were hidden.
 - limit: most entries to return (default: ${DEFAULT_LS_LIMIT}, at most ${MAX_LS_LIMIT}); the text also stops near ${MAX_LS_OUTPUT_CHARS / 1000} KB.
 - Sorted directories first, then by name (recursive: in path order). When truncated is true, call ls again with the same path and recursive plus the returned cursor for the next entries; each page is sorted on its own.
+- A symlink is shown as "name -> target" (type "symlink", its target as data); ls never follows it.
 - An empty workspace or directory gives an empty listing. A missing directory gives NOT_FOUND with similar paths; a path below a file gives NOT_A_DIRECTORY.
-Returns: {path, type, entries: [{name, path, type: "file"|"directory", size?, modified?}], count, truncated, cursor, hidden_skipped}`;
+Returns: {path, type, entries: [{name, path, type: "file"|"directory"|"symlink", size?, modified?, target?}], count, truncated, cursor, hidden_skipped}`;
 
 interface Entry {
   name: string;
   path: string;
-  type: "file" | "directory";
+  type: "file" | "directory" | "symlink";
   size?: number;
   modified?: string;
+  target?: string;
 }
 
 /** The continuation of a listing: where the scan stopped, and the last entry it returned. */
@@ -67,7 +70,7 @@ export default defineTool({
   permission: "read",
   summary: "List a workspace directory: files with sizes and subdirectories (ending in '/'), optionally recursive or with hidden entries; pages with a cursor.",
   annotations: { title: "List directory", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  output: z.object({ path: z.string(), type: z.enum(["file", "directory"]), entries: z.array(z.object({ name: z.string(), path: z.string(), type: z.enum(["file", "directory"]), size: z.number().int().optional(), modified: z.string().optional() })), count: z.number().int(), truncated: z.boolean(), cursor: z.string().nullable(), hidden_skipped: z.number().int(), unfinished_moves: z.array(z.string()).optional() }),
+  output: z.object({ path: z.string(), type: z.enum(["file", "directory", "symlink"]), entries: z.array(z.object({ name: z.string(), path: z.string(), type: z.enum(["file", "directory", "symlink"]), size: z.number().int().optional(), modified: z.string().optional(), target: z.string().optional() })), count: z.number().int(), truncated: z.boolean(), cursor: z.string().nullable(), hidden_skipped: z.number().int(), unfinished_moves: z.array(z.string()).optional() }),
   input: z.object({
     path: z.string().optional().describe('Directory to list (default: "/", the workspace root)'),
     recursive: z.boolean().optional().describe("List everything below the directory (default: false)"),
@@ -80,9 +83,20 @@ export default defineTool({
     const recursive = args.recursive ?? false;
     const showHidden = args.show_hidden ?? false;
     const limit = args.limit ?? DEFAULT_LS_LIMIT;
+    const links = await readLinks(ws);
+    const below = linksBelow(links, dir, recursive);
 
+    const linkTarget = dir === "" ? undefined : links.get(dir);
+    if (linkTarget !== undefined) {
+      const entry: Entry = { name: baseName(dir), path: dir, type: "symlink", target: linkTarget };
+      return {
+        title: dir,
+        output: `${dir} -> ${linkTarget} (a symlink; ls does not follow it: ls ${linkTarget} to list its target)`,
+        data: { path: dir, type: "symlink", entries: [entry], count: 1, truncated: false, cursor: null, hidden_skipped: 0 },
+      };
+    }
     if (dir !== "") {
-      const stat = await ws.stat(dir);
+      const stat = (await ws.stat(dir)) ?? (below.links.length || below.dirs.length ? { type: "directory" as const } : null);
       if (stat?.type === "file") {
         const entry: Entry = { name: baseName(dir), path: dir, type: "file", size: stat.size, modified: stat.modified.toISOString() };
         return {
@@ -167,12 +181,28 @@ export default defineTool({
       storageCursor = page.cursor;
     }
 
-    if (!recursive) entries.sort((a, b) => (a.type === b.type ? compareKeys(a.name, b.name) : a.type === "directory" ? -1 : 1));
+    if (!start) {
+      // The links of this directory (docs/symlinks.md): on the first page, beside what storage lists.
+      const listed = new Set(entries.map((e) => e.path));
+      const hidden = (p: string) => !showHidden && isHidden(p.slice(dir ? dir.length + 1 : 0));
+      for (const d of below.dirs) {
+        if (listed.has(d)) continue;
+        if (hidden(d)) hiddenSkipped++;
+        else entries.push({ name: baseName(d), path: d, type: "directory" });
+      }
+      for (const l of below.links) {
+        if (hidden(l.path)) hiddenSkipped++;
+        else entries.push({ name: baseName(l.path), path: l.path, type: "symlink", target: l.target });
+      }
+      if (recursive) entries.sort((a, b) => compareKeys(a.path, b.path));
+    }
+    const rank = (e: Entry) => (e.type === "directory" ? 0 : 1);
+    if (!recursive) entries.sort((a, b) => rank(a) - rank(b) || compareKeys(a.name, b.name));
     const cursor = more ? encodeCursor({ v: 1, p: dir, r: recursive, a: pos, d: last }) : null;
     const label = dir === "" ? "/" : `${dir}/`;
     const lines = entries.map((e) => {
       const shown = recursive ? e.path : e.name;
-      return e.type === "directory" ? `${shown}/` : `${shown} (${sizeText(e.size!)})`;
+      return e.type === "directory" ? `${shown}/` : e.type === "symlink" ? `${shown} -> ${e.target}` : `${shown} (${sizeText(e.size!)})`;
     });
     let output: string;
     if (entries.length === 0 && !more) {
@@ -180,7 +210,9 @@ export default defineTool({
       if (hiddenSkipped) output = `${label} has no entries other than hidden ones.`;
     } else {
       const dirs = entries.filter((e) => e.type === "directory").length;
-      output = `${label}${recursive ? " (recursive)" : ""}: ${dirs} director${dirs === 1 ? "y" : "ies"}, ${entries.length - dirs} file${entries.length - dirs === 1 ? "" : "s"}${start ? " (continued)" : ""}\n${lines.join("\n")}`;
+      const linkCount = entries.filter((e) => e.type === "symlink").length;
+      const files = entries.length - dirs - linkCount;
+      output = `${label}${recursive ? " (recursive)" : ""}: ${dirs} director${dirs === 1 ? "y" : "ies"}, ${files} file${files === 1 ? "" : "s"}${linkCount ? `, ${linkCount} symlink${linkCount === 1 ? "" : "s"}` : ""}${start ? " (continued)" : ""}\n${lines.join("\n")}`;
     }
     if (hiddenSkipped) output += `\n[${hiddenSkipped} hidden entr${hiddenSkipped === 1 ? "y" : "ies"} (names starting with ".") not shown; pass show_hidden: true to include them.]`;
     if (more) output += `\n[Truncated after ${entries.length} entries. To continue, call ls again with the same path${recursive ? " and recursive: true" : ""} and cursor: "${cursor}".]`;

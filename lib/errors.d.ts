@@ -32,6 +32,10 @@ export declare const ERROR_CODES: {
         readonly status: 400;
         readonly hint: "A parent of this path is a file.";
     };
+    readonly SYMLINK_REFUSED: {
+        readonly status: 400;
+        readonly hint: "The path goes through a symlink whose target is outside the workspace or missing; tools never follow such a link. Give the path of a file inside the workspace, or work with the link in bash.";
+    };
     readonly NOT_READ: {
         readonly status: 409;
         readonly hint: "Read the file with the read tool first, then retry.";
@@ -146,7 +150,7 @@ export declare class ToolError extends Error {
 }
 export declare const isToolError: (e: unknown) => e is ToolError;
 export declare function errorBody(e: ToolError): {
-    code: "INVALID_ARGUMENT" | "INVALID_PATH" | "UNAUTHORIZED" | "PERMISSION_DENIED" | "NOT_FOUND" | "IS_DIRECTORY" | "NOT_A_DIRECTORY" | "NOT_READ" | "FILE_MODIFIED" | "ALREADY_EXISTS" | "NO_MATCH" | "NOT_UNIQUE" | "NO_CHANGE" | "BINARY_FILE" | "FILE_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "CONFLICT" | "QUOTA_EXCEEDED" | "TIMEOUT" | "BLOCKED" | "NEEDS_CONFIRMATION" | "NEEDS_INPUT" | "NEEDS_APPROVAL" | "DENIED" | "EXPIRED" | "UNAVAILABLE" | "FETCH_FAILED" | "LLM_ASSIST_REQUIRED" | "PLUGIN_FAILED" | "TOOL_REPORTED_ERROR" | "CANCELLED" | "RATE_LIMITED" | "INTERNAL";
+    code: "INVALID_ARGUMENT" | "INVALID_PATH" | "UNAUTHORIZED" | "PERMISSION_DENIED" | "NOT_FOUND" | "IS_DIRECTORY" | "NOT_A_DIRECTORY" | "SYMLINK_REFUSED" | "NOT_READ" | "FILE_MODIFIED" | "ALREADY_EXISTS" | "NO_MATCH" | "NOT_UNIQUE" | "NO_CHANGE" | "BINARY_FILE" | "FILE_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "CONFLICT" | "QUOTA_EXCEEDED" | "TIMEOUT" | "BLOCKED" | "NEEDS_CONFIRMATION" | "NEEDS_INPUT" | "NEEDS_APPROVAL" | "DENIED" | "EXPIRED" | "UNAVAILABLE" | "FETCH_FAILED" | "LLM_ASSIST_REQUIRED" | "PLUGIN_FAILED" | "TOOL_REPORTED_ERROR" | "CANCELLED" | "RATE_LIMITED" | "INTERNAL";
     message: string;
     details: Record<string, unknown>;
 };

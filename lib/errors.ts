@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   NOT_FOUND: { status: 404, hint: "Check the name; use ls or glob to find it." },
   IS_DIRECTORY: { status: 400, hint: "This is a directory; use ls to list it." },
   NOT_A_DIRECTORY: { status: 400, hint: "A parent of this path is a file." },
+  SYMLINK_REFUSED: { status: 400, hint: "The path goes through a symlink whose target is outside the workspace or missing; tools never follow such a link. Give the path of a file inside the workspace, or work with the link in bash." },
   NOT_READ: { status: 409, hint: "Read the file with the read tool first, then retry." },
   FILE_MODIFIED: { status: 409, hint: "The file changed since you read it; read it again, then retry." },
   ALREADY_EXISTS: { status: 409, hint: "Pick another name, or pass overwrite: true where allowed." },

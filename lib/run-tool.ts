@@ -19,6 +19,7 @@ import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "./pending/outcome.js";
 import { assertToolAllowed } from "./toolset.js";
 import type { StorageDriver } from "./storage/types.js";
+import { followOpenedLink } from "./workspace/links.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -132,7 +133,15 @@ async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): P
   if (undo) undo.tool = tool.name;
   let result;
   try {
-    result = await tool.execute(args as never, ctx);
+    try {
+      result = await tool.execute(args as never, ctx);
+    } catch (e) {
+      // The file a tool opens, through the workspace's symlinks, on a miss (one place for every tool and door): docs/symlinks.md.
+      const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens, e) : null;
+      if (!link) throw e;
+      result = await tool.execute(args as never, ctx);
+      result = { ...result, output: `(${link.link} is a symlink to ${link.target}: this acted on ${link.path})\n${result.output}` };
+    }
   } catch (e) {
     // What a failed call did write stays undoable; its call_id goes with the error.
     const id = await undo?.commit().catch(() => null);

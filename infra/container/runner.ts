@@ -14,6 +14,7 @@ import type { SyncClient } from "../../lib/exec/sync-types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
+import { dropLinks, linksDelta, makeLinks, runDelta, settleLinks, slotModes } from "./links.js";
 import { keepFullOutput } from "./output-log.js";
 import { makeShellDir, readShellState, validateShell, wrapCommand } from "./shell-state.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
@@ -197,16 +198,18 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         manifestFiles = slot.view.size;
         const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
         const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
-        if (modes !== "same") slot.modes = modes && { etag: modes.etag, exec: new Set(modes.exec) };
+        if (modes !== "same") slot.modes = modes && slotModes(modes);
         if (manifest.unchanged && slot.synced && !modesChanged) rec = { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true };
         else {
           slot.synced = null;
           // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
           const manifestParts = splitManifest(slot.view.values());
+          await dropLinks(slot); // symlinks last: links.ts
           rec = await reconcile(slot, manifestParts.files, sync, deps.owner);
           const dirRec = await reconcileDirs(slot, manifestParts.dirs, deps.owner);
-          rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped);
-          rec.clean &&= dirRec.clean;
+          const linkSkips = await makeLinks(slot, deps.owner);
+          rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped, ...linkSkips);
+          rec.clean &&= dirRec.clean && linkSkips.length === 0;
           if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
         }
         if (hooks.claimed && !(await hooks.claimed)) {
@@ -262,16 +265,18 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];
-    const delta = wb && modesDelta(slot, after, changes, wb);
+    const delta = wb && runDelta(modesDelta(slot, after, changes, wb), linksDelta(slot, after));
     if (delta) {
       try {
-        const m = await sync.updateModes(delta);
-        slot.modes = { etag: m.etag, exec: new Set(m.exec) };
+        slot.modes = slotModes(await sync.updateModes(delta));
       } catch (e) {
-        for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${String((e as Error).message ?? e).slice(0, 200)}` });
+        const why = String((e as Error).message ?? e).slice(0, 200);
+        for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${why}` });
+        for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: `symlink change not saved: ${why}` });
       }
     }
     settleModes(slot, after);
+    modeSkips.push(...(await settleLinks(slot, after, deps.owner)));
     clean = true;
 
     const skipped: Skipped[] = [...rec.skipped, ...after.skipped, ...(wb?.skipped ?? []), ...(dirsOut?.skipped ?? []), ...modeSkips];

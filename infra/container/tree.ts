@@ -5,7 +5,7 @@
  * plus (in memory) path → {etag, size, hash, fingerprint}. A warm call reconciles the
  * slot with the manifest: only files whose etag changed are downloaded, files gone from
  * the workspace are removed. After every run the slot is settled back to exactly what
- * storage holds (unsent changes, symlinks and special files removed), so nothing of one
+ * storage holds (unsent changes, unsaved symlinks and special files removed), so nothing of one
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash } from "node:crypto";
@@ -56,7 +56,9 @@ export interface Slot {
    * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
    * version of that list; null while unknown (not read yet, or the API keeps no modes).
    */
-  modes: { etag: string | null; exec: Set<string> } | null;
+  modes: { etag: string | null; exec: Set<string>; links: Map<string, string> } | null;
+  /** The symlinks the tree holds (path → target), as made by makeLinks or left by a settled run (links.ts). */
+  links: Map<string, string>;
   cold: boolean;
   busy: boolean;
   lastUsed: number;
@@ -231,6 +233,14 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
     want.delete(p);
     stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
   }
+  // A symlink wins over a file at its path or below it (docs/symlinks.md): the tree holds the link.
+  const links = slot.modes?.links;
+  if (links?.size)
+    for (const p of [...want.keys()])
+      if (links.has(p) || ancestorIn(p, links) !== undefined) {
+        want.delete(p);
+        stats.skipped.push({ path: p, reason: "path_conflict", detail: links.has(p) ? "the path is a symlink" : "a parent path is a symlink" });
+      }
   const emptied = new Set<string>();
   const exec = slot.modes?.exec ?? null; // null: modes unknown, leave them as they are
   for (const [p, st] of slot.files) {

@@ -1,7 +1,8 @@
 /**
  * The walk of a slot's tree after a run: every regular file with its fingerprint, every
- * directory, and what may not be written back (symlinks, special files, bad names). No
- * symlink is followed; names that are not UTF-8 are read as bytes (dir-entries.ts).
+ * directory, every symlink with its target (docs/symlinks.md), and what may not be written
+ * back (special files, bad names). No symlink is followed; names that are not UTF-8 are read
+ * as bytes (dir-entries.ts).
  */
 import { constants, lstatSync, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
 import { join } from "node:path";
@@ -16,7 +17,9 @@ export interface WalkResult {
   dirs: string[];
   /** Entries of each directory walked ("" = the root): what pruneSettled counts down. */
   counts: Map<string, number>;
-  /** Symlinks, fifos, sockets, devices, bad names: never uploaded, removed when settling. */
+  /** Symlinks (valid names): path → target, as readlink gives it. */
+  links: Map<string, string>;
+  /** Fifos, sockets, devices, bad names (a link's included): never uploaded, removed when settling. */
   skipped: Skipped[];
   /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
   rawPaths: Map<string, Buffer>;
@@ -111,8 +114,8 @@ export async function walk(tree: string, listings: DirListings = new Map(), now 
 }
 
 async function walkWith(tree: string, listings: DirListings, now: number): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), skipped: [], rawPaths: new Map() };
-  const links: Skipped[] = []; // their targets are read after the walk (asynchronously)
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map() };
+  const links: string[] = []; // their targets are read after the walk (asynchronously)
   const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
   const kept: DirListings = new Map();
   const reused = listings.size > 0;
@@ -184,7 +187,11 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
   }
   listings.clear();
   for (const [d, l] of kept) listings.set(d, l);
-  for (const s of links) s.detail = `-> ${await fs.readlink(join(tree, s.path)).catch(() => "?")}`;
+  for (const p of links) {
+    const target = await fs.readlink(join(tree, p)).catch(() => null);
+    if (target === null || target.includes("\uFFFD")) out.skipped.push({ path: p, reason: "invalid_name", detail: "the link's target could not be read as UTF-8" });
+    else out.links.set(p, target);
+  }
   return out;
 }
 
@@ -257,7 +264,7 @@ function send(later: Deferred): void {
 }
 
 /** One entry of a directory just read (a name that is UTF-8): a directory goes on the stack; anything else waits for its lstat (deferred). */
-function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
+function visit(out: WalkResult, stack: string[], links: string[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
   const r = pre + name;
   if (isDirectory) return void sortOut(out, stack, links, r, null);
   later.rel.push(r);
@@ -265,7 +272,7 @@ function visit(out: WalkResult, stack: string[], links: Skipped[], later: Deferr
 }
 
 /** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). Returns a regular file's entry. */
-function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, answered: Stat | null): FileEntry | undefined {
+function sortOut(out: WalkResult, stack: string[], links: string[], r: string, answered: Stat | null): FileEntry | undefined {
   const st = answered === null ? null : raised(r, answered);
   const type = st === null ? constants.S_IFDIR : st.mode & constants.S_IFMT;
   if (type === constants.S_IFDIR) {
@@ -279,14 +286,13 @@ function sortOut(out: WalkResult, stack: string[], links: Skipped[], r: string, 
     out.files.set(r, entry);
     return entry;
   } else if (type === constants.S_IFLNK) {
-    const s: Skipped = { path: r, reason: "symlink" };
-    out.skipped.push(s);
-    links.push(s);
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    links.push(r);
   } else out.skipped.push({ path: r, reason: "special_file" });
 }
 
 /** A directory holding a name that is not UTF-8: its entries as bytes; such a name is skipped whole (a directory is not entered). */
-function walkBytes(out: WalkResult, stack: string[], links: Skipped[], later: Deferred, abs: string, pre: string): void {
+function walkBytes(out: WalkResult, stack: string[], links: string[], later: Deferred, abs: string, pre: string): void {
   for (const d of readEntries(abs)) {
     if (d.name !== null) {
       visit(out, stack, links, later, abs, pre, d.name, d.isDirectory);

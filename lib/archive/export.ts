@@ -14,11 +14,11 @@
  * the listing the export began from.
  */
 import { ToolError } from "../errors.js";
-import { ancestorsOf } from "../paths.js";
+import { ancestorsOf, isWithin } from "../paths.js";
 import { sha256Hex } from "../hash.js";
 import type { FileInfo, Workspace } from "../workspace/workspace.js";
 import { gzipStream } from "./flate.js";
-import { END_OF_ARCHIVE, padding, tarHeader } from "./tar-writer.js";
+import { END_OF_ARCHIVE, padding, tarHeader, tarLinkHeader } from "./tar-writer.js";
 
 const SMALL_FILE = 1024 * 1024;
 
@@ -31,10 +31,16 @@ export interface ExportListing {
   dirsBefore: string[][];
   /** The listed files the workspace records as executable. */
   exec: ReadonlySet<string>;
+  /** Symlinks below dir (path → target, docs/symlinks.md): written as tar symlink entries after the files, their directories before them. */
+  links: [string, string][];
 }
 
-/** Every file and explicit directory below `dir` (or `dir` itself when it is a file), at most `max` entries; `exec`: the workspace's executable files. */
-export async function listForExport(ws: Workspace, dir: string, max: number, exec: ReadonlySet<string>): Promise<ExportListing> {
+/**
+ * Every file, explicit directory and symlink below `dir` (or `dir` itself when it is a file), at most
+ * `max` files and directories; `exec` and `linksAll`: the workspace's executable files and symlinks
+ * (one read of its modes table, lib/exec/modes.ts).
+ */
+export async function listForExport(ws: Workspace, dir: string, max: number, exec: ReadonlySet<string>, linksAll: ReadonlyMap<string, string>): Promise<ExportListing> {
   const files: FileInfo[] = [];
   const dirsBefore: string[][] = [[]];
   const written = new Set<string>();
@@ -59,26 +65,32 @@ export async function listForExport(ws: Workspace, dir: string, max: number, exe
     files.push(info);
     dirsBefore.push([]);
   }
+  const links = [...linksAll].filter(([p]) => isWithin(p, dir) && p !== dir).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [p] of links) {
+    const parent = ancestorsOf(p)[0];
+    if (parent !== undefined) addDir(parent);
+  }
   const keep = (l: ExportListing): ExportListing => ({ ...l, exec: new Set(l.files.filter((f) => exec.has(f.path)).map((f) => f.path)) });
-  if (n === 0 && dir !== "") {
+  if (n === 0 && links.length === 0 && dir !== "") {
     const file = await ws.head(dir);
     if (!file) {
-      if (await ws.headMarker(dir)) return keep({ dir, files, dirsBefore, exec });
+      if (await ws.headMarker(dir)) return keep({ dir, files, dirsBefore, exec, links });
       throw await ws.notFound(dir, "Directory");
     }
-    return keep({ dir, files: [file], dirsBefore: [[], []], exec });
+    return keep({ dir, files: [file], dirsBefore: [[], []], exec, links: [] });
   }
-  return keep({ dir, files, dirsBefore, exec });
+  return keep({ dir, files, dirsBefore, exec, links });
 }
 
-/** The export's ETag: a digest of what the archive holds (directories, files' etags and execute bits) and the directory exported. */
+/** The export's ETag: a digest of what the archive holds (directories, files' etags and execute bits, symlinks) and the directory exported. */
 export async function exportEtag(listing: ExportListing): Promise<string> {
-  const parts = [`v2\0${listing.dir}\n`];
+  const parts = [`v3\0${listing.dir}\n`];
   listing.files.forEach((f, i) => {
     for (const d of listing.dirsBefore[i]!) parts.push(`${d}\n`);
     parts.push(`${f.path}\0${f.etag}\0${listing.exec.has(f.path) ? "x" : "-"}\n`);
   });
   for (const d of listing.dirsBefore[listing.files.length]!) parts.push(`${d}\n`);
+  for (const [p, t] of listing.links) parts.push(`${p}\0->${t}\n`);
   return (await sha256Hex(parts.join(""))).slice(0, 32);
 }
 
@@ -154,6 +166,7 @@ async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator
     yield padding(r.size);
   }
   yield* dirs(files.length);
+  for (const [p, target] of listing.links) yield tarLinkHeader(nameIn(dir, p), target);
   yield END_OF_ARCHIVE();
 }
 

@@ -9,7 +9,7 @@
  *  - Empty directories: a directory entry with nothing below it in the archive becomes a
  *    directory marker (lib/paths.ts), the same thing bash's `mkdir` leaves. Directories with
  *    entries below them are implied by those entries and need none.
- *  - What is not kept (links, devices, fifos, unsafe names) is skipped and named in `message`,
+ *  - What is not kept (hard links, devices, fifos, unsafe names) is skipped and named in `message`,
  *    the text the caller reads, grouped by reason; modification times are not kept (the time of
  *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
  */
@@ -75,6 +75,7 @@ export interface ImportSummary {
   files: number;
   executable: number;
   empty_directories: number;
+  symlinks: number;
   deleted: number;
   kept_count: number;
   skipped: { name: string; reason: string }[];
@@ -86,7 +87,7 @@ const LISTED_PER_REASON = 5;
 /** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
 export function importMessage(r: ImportSummary): string {
   const lines = [
-    `Imported ${r.files} file(s) (${r.executable} executable) and ${r.empty_directories} empty director${r.empty_directories === 1 ? "y" : "ies"} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${r.deleted} file(s) deleted` : ""}).`,
+    `Imported ${r.files} file(s) (${r.executable} executable), ${r.symlinks} symlink(s) and ${r.empty_directories} empty director${r.empty_directories === 1 ? "y" : "ies"} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${r.deleted} file(s) deleted` : ""}).`,
   ];
   if (r.kept_count) lines.push(`${r.kept_count} file(s) that changed during the import were left as they are (listed in kept).`);
   if (r.skipped_count) {

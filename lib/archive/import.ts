@@ -19,7 +19,9 @@ import type { Workspace } from "../workspace/workspace.js";
 import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
 import type { ArchiveLimits } from "./limits.js";
 import { openArchive, type ArchiveFormat } from "./open.js";
-import type { ArchiveEntry } from "./entry.js";
+import { decodeName, type ArchiveEntry } from "./entry.js";
+import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js";
+import { saveImportedLinks } from "../workspace/links.js";
 import { EntryPolicy } from "./policy.js";
 import { ImportTree, importMessage } from "./import-tree.js";
 import type { ModesDelta } from "../exec/sync-types.js";
@@ -64,6 +66,8 @@ export interface ImportReport {
   empty_directories: number;
   /** Files that landed with the execute bit. */
   executable: number;
+  /** Symlinks kept as links (docs/symlinks.md). */
+  symlinks: number;
   skipped: { name: string; reason: string }[];
   skipped_count: number;
   /** The report as text, naming everything not kept (import-tree.ts importMessage). */
@@ -130,8 +134,9 @@ async function deleteMissing(ws: Workspace, prefix: string, target: Target, land
 export async function* admitted(
   entries: AsyncIterable<ArchiveEntry>,
   policy: EntryPolicy,
-  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(path: string): void },
+  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(path: string): void; link(path: string, target: string): void },
 ): AsyncGenerator<{ path: string; entry: ArchiveEntry }> {
+  let links = 0;
   for await (const entry of entries) {
     const a = policy.admit(entry);
     if ("skip" in a) {
@@ -145,6 +150,14 @@ export async function* admitted(
     const conflict = on.claim(a.path);
     if (conflict) {
       on.skip(entry.name, conflict);
+      continue;
+    }
+    if (entry.kind === "symlink") {
+      if (++links > MAX_LINKS) throw new ToolError("PAYLOAD_TOO_LARGE", `The archive holds more than ${MAX_LINKS} symbolic links; a workspace keeps at most that many.`, { reason: "links", max: MAX_LINKS });
+      // A link is kept as data, never followed (docs/symlinks.md): tar names its target in the header, zip in the body.
+      const target = entry.linkTarget ?? (entry.size <= MAX_LINK_TARGET_BYTES ? decodeName(await entry.bytes()) : null);
+      if (isLinkTarget(target)) on.link(a.path, target);
+      else on.skip(entry.name, `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`);
       continue;
     }
     yield { path: a.path, entry };
@@ -162,6 +175,7 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
   const skipped: { name: string; reason: string }[] = [];
   let skippedCount = 0;
   let directories = 0;
+  const links = new Map<string, string>();
   const skip = (name: string, reason: string) => {
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
@@ -172,11 +186,13 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
   };
   let markers: string[] = [];
   try {
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory })) {
+    const link = (p: string, t: string) => void links.set(p, t);
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory, link })) {
       tree.file(path, entry.mode);
       await writer.write(path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
     }
     await writer.finish();
+    await saveImportedLinks(ws, links, writer.landed.keys(), opts.mode === "replace" ? prefix : null);
     const empty = tree.emptyDirs(writer.landed.keys(), (p) => target.existing.has(p));
     for (const r of empty.refused) skip(r.name, r.reason);
     markers = await makeMarkers(ws, empty.dirs, skip);
@@ -201,6 +217,7 @@ export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Arr
     kept_count: removal.kept.length,
     directories,
     empty_directories: markers.length,
+    symlinks: links.size,
     executable: tree.executable(writer.landed.keys()),
     skipped,
     skipped_count: skippedCount,

@@ -3,7 +3,8 @@
  * POST /v1/workspaces). Each entry is first counted against the bounds (count, declared size,
  * total: the import stops with PAYLOAD_TOO_LARGE), then either admitted as a workspace path
  * under the prefix, or skipped with a reason the response reports:
- *   - links (symbolic or hard), devices, fifos and unknown kinds are never written;
+ *   - a symbolic link is admitted as a path like a file (its target is data: docs/symlinks.md);
+ *   - hard links, devices, fifos and unknown kinds are never written;
  *   - an absolute name, or one with a ".." segment, is refused outright (not clamped);
  *   - the rest goes through normalizeFilePath (lib/paths.ts) joined to the prefix: whatever
  *     that function refuses (control characters, backslashes, over-long names) is skipped.
@@ -18,7 +19,6 @@ import type { ArchiveLimits } from "./limits.js";
 export type Admission = { path: string } | { skip: string } | { directory: string };
 
 const KIND_REASON: Record<string, string> = {
-  symlink: "symbolic links are not imported",
   hardlink: "hard links are not imported",
   device: "device files are not imported",
   fifo: "fifos are not imported",

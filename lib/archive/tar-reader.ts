@@ -133,6 +133,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       const n = decodeName(name);
       rawName = p === null || n === null ? null : p ? `${p}/${n}` : n;
     }
+    const linkTarget = type === "2" ? pax.get("linkpath") ?? decodeName(field(h, 157, 100)) : null;
     const paxSize = pax.get("size");
     const bodySize = paxSize !== undefined && /^\d+$/.test(paxSize) ? Number(paxSize) : size;
     pax = new Map();
@@ -148,6 +149,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       kind,
       size: dataSize,
       ...(mode !== undefined ? { mode } : {}),
+      ...(linkTarget ? { linkTarget } : {}),
       ...(rawName === null ? { unreadable: "its name is not UTF-8" } : {}),
       bytes: async () => {
         taken = true;

@@ -75,3 +75,17 @@ export function tarHeader(input: TarHeaderInput): Uint8Array {
   out.set(headerBlock({ ...input, nameBytes: bytes.subarray(0, 100) }), out.length - BLOCK);
   return out;
 }
+
+/** The header block(s) of a symlink entry (type 2): a target longer than the ustar field goes in a pax "linkpath" record. */
+export function tarLinkHeader(name: string, target: string, mtime = 0): Uint8Array {
+  const t = enc.encode(target);
+  if (t.length <= 100) return tarHeader({ name, size: 0, type: "2", linkname: target, mtime, mode: 0o777 });
+  const rec = [paxRecord("path", name), paxRecord("linkpath", target)];
+  const len = rec[0]!.length + rec[1]!.length;
+  const out = new Uint8Array(BLOCK + len + padding(len).length + BLOCK);
+  out.set(headerBlock({ name: "././@PaxHeader", size: len, type: "x" }), 0);
+  out.set(rec[0]!, BLOCK);
+  out.set(rec[1]!, BLOCK + rec[0]!.length);
+  out.set(headerBlock({ name, size: 0, type: "2", mtime, mode: 0o777, nameBytes: enc.encode(name).subarray(0, 100) }), out.length - BLOCK);
+  return out;
+}

@@ -1718,7 +1718,7 @@ export interface paths {
         put?: never;
         /**
          * Import an archive (tar, tar.gz or zip; streamed)
-         * @description Each file lands whole or not at all, with its execute bit; empty directories are kept; links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
+         * @description Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
          */
         post: {
             parameters: {
@@ -1823,7 +1823,7 @@ export interface paths {
         };
         /**
          * Export the workspace (or a directory) as a tar.gz, streamed
-         * @description Entry names are relative to `path`. Every directory is an entry (empty ones included); files are mode 0755 when executable, else 0644. The ETag is a digest of the listed directories, files' paths, etags and execute bits: send it back in If-None-Match to get 304 without the archive being built.
+         * @description Entry names are relative to `path`. Every directory is an entry (empty ones included); files are mode 0755 when executable, else 0644; symlinks are symlink entries (after the files). The ETag is a digest of the listed directories, files' paths, etags and execute bits, and symlinks: send it back in If-None-Match to get 304 without the archive being built.
          */
         get: {
             parameters: {
@@ -3572,8 +3572,9 @@ export interface paths {
          *     - show_hidden: include names starting with "." such as .git or .env (default: false). A note says how many were hidden.
          *     - limit: most entries to return (default: 1000, at most 5000); the text also stops near 80 KB.
          *     - Sorted directories first, then by name (recursive: in path order). When truncated is true, call ls again with the same path and recursive plus the returned cursor for the next entries; each page is sorted on its own.
+         *     - A symlink is shown as "name -> target" (type "symlink", its target as data); ls never follows it.
          *     - An empty workspace or directory gives an empty listing. A missing directory gives NOT_FOUND with similar paths; a path below a file gives NOT_A_DIRECTORY.
-         *     Returns: {path, type, entries: [{name, path, type: "file"|"directory", size?, modified?}], count, truncated, cursor, hidden_skipped}
+         *     Returns: {path, type, entries: [{name, path, type: "file"|"directory"|"symlink", size?, modified?, target?}], count, truncated, cursor, hidden_skipped}
          */
         post: operations["tool_ls"];
         delete?: never;
@@ -3599,7 +3600,8 @@ export interface paths {
          *     - A recursive delete removes at most 10000 entries per call; when truncated is true, call delete again with the same arguments to continue.
          *     - A missing path gives NOT_FOUND with similar paths. Deleting cannot be undone.
          *     - A recursive delete of a directory that is not empty is destructive: by default it waits for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool), and nothing is deleted before.
-         *     Returns: {path, type: "file"|"directory", deleted: [paths; directories end with "/"], count, truncated}
+         *     - A symlink is deleted as a link (its target stays); a recursive delete removes the links below the directory too.
+         *     Returns: {path, type: "file"|"directory"|"symlink", deleted: [paths; directories end with "/"], count, truncated}
          */
         post: operations["tool_delete"];
         delete?: never;
@@ -4323,6 +4325,8 @@ export interface components {
             directories: number;
             /** @description Of those, the empty ones, kept as explicit directories (as mkdir leaves them) */
             empty_directories: number;
+            /** @description Symlinks kept as links (their targets as data, never followed) */
+            symlinks: number;
             /** @description Files imported with the execute bit (the owner's x in the archive's mode) */
             executable: number;
             skipped: {
@@ -4365,6 +4369,10 @@ export interface components {
             files: number;
             bytes: number;
             exec?: string[];
+            /** @description The symlinks at the checkpoint: path → target (docs/symlinks.md) */
+            links?: {
+                [key: string]: string;
+            };
         };
         UndoCall: {
             call_id: string;
@@ -5827,14 +5835,15 @@ export interface operations {
                         data: {
                             path: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             entries: {
                                 name: string;
                                 path: string;
                                 /** @enum {string} */
-                                type: "file" | "directory";
+                                type: "file" | "directory" | "symlink";
                                 size?: number;
                                 modified?: string;
+                                target?: string;
                             }[];
                             count: number;
                             truncated: boolean;
@@ -6039,7 +6048,7 @@ export interface operations {
                         data: {
                             path: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             deleted: string[];
                             count: number;
                             truncated: boolean;

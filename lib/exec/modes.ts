@@ -12,6 +12,9 @@
  *
  * Updates are deltas merged on the server (read, apply, write with If-Match), retried on a
  * concurrent update, so two runs that chmod different files both keep their change.
+ *
+ * The same object holds the workspace's symlinks (path → target, docs/symlinks.md): a link is
+ * not a file object, so no tenant-written bytes can ever read as a link.
  */
 import { ToolError } from "../errors.js";
 import { modesKey, normalizeFilePath } from "../paths.js";
@@ -21,18 +24,34 @@ import type { ExecModes, ModesDelta } from "./sync-types.js";
 
 /** Most executable files one workspace records, and most paths in one delta. */
 export const MAX_EXEC_FILES = 100_000;
+/** Most symlinks one workspace records, and most in one delta. */
+export const MAX_LINKS = 100_000;
+/** Longest symlink target, in UTF-8 bytes (Linux's PATH_MAX less its NUL). */
+export const MAX_LINK_TARGET_BYTES = 4095;
 const ATTEMPTS = 6;
 
 interface Stored {
   v: 1;
   exec: string[];
+  links?: Record<string, string>;
+}
+
+/** Whether `t` can be a symlink's target: 1-4095 UTF-8 bytes, no NUL. */
+export const isLinkTarget = (t: unknown): t is string => typeof t === "string" && t.length > 0 && !t.includes("\0") && new TextEncoder().encode(t).length <= MAX_LINK_TARGET_BYTES;
+
+function storedLinks(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!v || typeof v !== "object") return out;
+  for (const [p, t] of Object.entries(v as Record<string, unknown>)) if (isLinkTarget(t)) out[p] = t;
+  return out;
 }
 
 /** The workspace's executable files ({etag: null, exec: []} when none were ever recorded). */
 export async function readModes(driver: StorageDriver, tenant: string, workspace: string): Promise<ExecModes> {
   const got = await readJson<Stored>(driver, modesKey(tenant, workspace));
   if (!got || !Array.isArray(got.value?.exec)) return { etag: got?.etag ?? null, exec: [] };
-  return { etag: got.etag, exec: got.value.exec.filter((p): p is string => typeof p === "string") };
+  const links = storedLinks(got.value.links);
+  return { etag: got.etag, exec: got.value.exec.filter((p): p is string => typeof p === "string"), ...(Object.keys(links).length ? { links } : {}) };
 }
 
 /** A delta from the wire, checked: canonical paths, bounded. Throws INVALID_ARGUMENT. */
@@ -43,10 +62,20 @@ export function parseModesDelta(body: unknown): ModesDelta {
     if (!Array.isArray(v) || v.length > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `${name} must be an array of at most ${MAX_EXEC_FILES} paths.`);
     return v.map((p) => normalizeFilePath(p));
   };
-  return { add: list(d?.add, "add"), remove: list(d?.remove, "remove") };
+  const links: Record<string, string | null> = {};
+  if (d?.links !== undefined) {
+    if (!d.links || typeof d.links !== "object" || Array.isArray(d.links)) throw new ToolError("INVALID_ARGUMENT", "links must be an object of path → target (or null).");
+    const all = Object.entries(d.links);
+    if (all.length > MAX_LINKS) throw new ToolError("INVALID_ARGUMENT", `links may name at most ${MAX_LINKS} paths.`);
+    for (const [p, t] of all) {
+      if (t !== null && !isLinkTarget(t)) throw new ToolError("INVALID_ARGUMENT", `The target of link ${p} must be 1-${MAX_LINK_TARGET_BYTES} bytes without NUL.`);
+      links[normalizeFilePath(p)] = t;
+    }
+  }
+  return { add: list(d?.add, "add"), remove: list(d?.remove, "remove"), ...(d?.links !== undefined ? { links } : {}) };
 }
 
-/** Applies a delta (removals first, then additions) and stores the list, merging with concurrent updates. */
+/** Applies a delta (removals first, then additions; links set or dropped) and stores the list, merging with concurrent updates. */
 export async function updateModes(driver: StorageDriver, tenant: string, workspace: string, delta: ModesDelta): Promise<ExecModes> {
   const key = modesKey(tenant, workspace);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -56,12 +85,22 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
     for (const p of delta.add) exec.add(p);
     if (exec.size > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_EXEC_FILES} executable files.`);
     const sorted = [...exec].sort();
+    const was = now.links ?? {};
+    const links = { ...was };
+    let linksChanged = false;
+    for (const [p, t] of Object.entries(delta.links ?? {})) {
+      if ((links[p] ?? null) === t) continue;
+      linksChanged = true;
+      if (t === null) delete links[p];
+      else links[p] = t;
+    }
+    if (Object.keys(links).length > MAX_LINKS) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_LINKS} symlinks.`);
     // Nothing changes (or nothing was ever recorded and nothing is to be): no write.
-    if (sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
+    if (!linksChanged && sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
     try {
-      const body: Stored = { v: 1, exec: sorted };
+      const body: Stored = { v: 1, exec: sorted, ...(Object.keys(links).length ? { links: sortedLinks(links) } : {}) };
       const info = await driver.put(key, JSON.stringify(body), { ...(now.etag === null ? { ifNoneMatch: "*" as const } : { ifMatch: now.etag }), contentType: "application/json" });
-      return { etag: info.etag, exec: sorted };
+      return { etag: info.etag, exec: sorted, ...(body.links ? { links: body.links } : {}) };
     } catch (e) {
       if (!isConditionFailed(e)) throw e;
       await new Promise((r) => setTimeout(r, 20 * 2 ** attempt * Math.random()));
@@ -69,3 +108,5 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
   }
   throw new ToolError("CONFLICT", "The workspace's file modes kept changing under concurrent commands; run the command again.");
 }
+
+const sortedLinks = (links: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(links).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

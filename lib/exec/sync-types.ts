@@ -65,16 +65,19 @@ export interface SyncFile {
 export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
 export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
 
-/** The workspace's executable files (lib/exec/modes.ts); etag null: none ever recorded. */
+/** The workspace's executable files and symlinks (lib/exec/modes.ts, docs/symlinks.md); etag null: none ever recorded. */
 export interface ExecModes {
   etag: string | null;
   exec: string[];
+  /** Symlinks: path → target, as readlink gives it. Absent from an older API (it keeps none). */
+  links?: Record<string, string>;
 }
 
-/** A change of executable bits: `remove` applies first, then `add`. */
+/** A change of executable bits (`remove` applies first, then `add`) and of symlinks (path → target, null: no link any more). */
 export interface ModesDelta {
   add: string[];
   remove: string[];
+  links?: Record<string, string | null>;
 }
 
 /**

@@ -31,6 +31,8 @@ export interface CheckpointRecord {
   bytes: number;
   /** The executable files at the checkpoint (x/modes.json, lib/exec/modes.ts): restored and forked with it. */
   exec?: string[];
+  /** The symlinks at the checkpoint (path → target, docs/symlinks.md): restored and forked with it. */
+  links?: Record<string, string>;
 }
 
 const wsNotFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
@@ -62,8 +64,8 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
       throw e;
     }
   }
-  const { exec } = await readModes(deps.storage, tenant, ws);
-  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}) };
+  const { exec, links } = await readModes(deps.storage, tenant, ws);
+  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}), ...(links && Object.keys(links).length ? { links } : {}) };
   await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
   const refused = await settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta));
   return { ...cp, sealed: sealed.length, kept: refused.length };
@@ -135,11 +137,14 @@ export async function restoreCheckpoint(deps: LayerDeps, tenant: string, ws: str
   const listed = new Set(before.map((o) => o.key));
   const after = await listUpper(deps.storage, tenant, ws);
   for (const o of after) if (!listed.has(o.key)) refused.add(o.key);
-  // Executable bits as at the checkpoint (merged with concurrent updates, like any modes update).
+  // Executable bits and symlinks as at the checkpoint (merged with concurrent updates, like any modes update).
   const now = await readModes(deps.storage, tenant, ws);
   const want = new Set(cp.exec ?? []);
   const remove = now.exec.filter((p) => !want.has(p));
-  if (remove.length || want.size) await updateModes(deps.storage, tenant, ws, { add: [...want], remove });
+  const links: Record<string, string | null> = { ...cp.links };
+  for (const p of Object.keys(now.links ?? {})) if (!(p in links)) links[p] = null;
+  const linksChanged = Object.keys(links).length > 0;
+  if (remove.length || want.size || linksChanged) await updateModes(deps.storage, tenant, ws, { add: [...want], remove, ...(linksChanged ? { links } : {}) });
   const cut = (k: string) => k.slice(k.indexOf("/f/") + 3);
   return { checkpoint: cp, removed: before.length - [...refused].filter((k) => listed.has(k)).length, conflicts: [...refused].map(cut).sort() };
 }
@@ -149,6 +154,6 @@ export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id
   const origin = await requireMeta(deps, tenant, input.from);
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
   const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest, ...(origin.meta.tools !== undefined ? { tools: origin.meta.tools } : {}) }); // a fork keeps its origin's tools
-  if (cp.exec?.length) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec, remove: [] });
+  if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });
   return { ...meta, checkpoint: cp.id };
 }

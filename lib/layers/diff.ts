@@ -106,3 +106,16 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
   }
   return { changes: page, ...(more ? { cursor: page[page.length - 1]!.path } : {}) };
 }
+
+/**
+ * A side with its symlinks (docs/symlinks.md): each link is an entry whose etag is
+ * "symlink:<target>" (a repointed link is changed) and whose text is "symlink -> <target>"; a link
+ * stands over a file at its path, as in the runner's tree.
+ */
+export function withLinks(side: Side, links: Record<string, string> | ReadonlyMap<string, string> | undefined): Side {
+  const byPath = new Map(links instanceof Map ? links : Object.entries(links ?? {}));
+  if (!byPath.size) return side;
+  const files = [...side.files.filter((f) => !byPath.has(f.path)), ...[...byPath].map(([path, t]) => ({ path, etag: `symlink:${t}`, size: 0 }))];
+  files.sort((a, b) => compareKeys(a.path, b.path));
+  return { files, read: async (path) => (byPath.has(path) ? new TextEncoder().encode(`symlink -> ${byPath.get(path)}\n`) : side.read(path)) };
+}

@@ -22,6 +22,7 @@ import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
+import { saveImportedLinks } from "../workspace/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
@@ -43,6 +44,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   const skipped: { name: string; reason: string }[] = [];
   let skippedCount = 0;
   let directories = 0;
+  const links = new Map<string, string>();
   const skip = (name: string, reason: string) => {
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
@@ -67,7 +69,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
       directories++;
       tree.directory(path);
     };
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory })) {
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t) })) {
       tree.file(path, entry.mode);
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
@@ -143,6 +145,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     }
     throw e;
   }
+  await saveImportedLinks(ws, links, landed, opts.mode === "replace" ? prefix : null);
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
   await opts.recordModes(tree.modesDelta(landedFiles, gone));
@@ -163,6 +166,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     kept_count: kept.length,
     directories,
     empty_directories: markers.length,
+    symlinks: links.size,
     executable: tree.executable(landedFiles),
     skipped,
     skipped_count: skippedCount,

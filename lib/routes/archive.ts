@@ -47,6 +47,7 @@ export const ImportReportSchema = z
     kept: z.array(z.string()), kept_count: z.number(),
     directories: z.number().openapi({ description: "Directory entries in the archive" }),
     empty_directories: z.number().openapi({ description: "Of those, the empty ones, kept as explicit directories (as mkdir leaves them)" }),
+    symlinks: z.number().openapi({ description: "Symlinks kept as links (their targets as data, never followed)" }),
     executable: z.number().openapi({ description: "Files imported with the execute bit (the owner's x in the archive's mode)" }),
     skipped: z.array(z.object({ name: z.string(), reason: z.string() })), skipped_count: z.number(),
     message: z.string().openapi({ description: "The report as text: what landed, and every entry not kept (links, devices, unsafe names), by reason" }),
@@ -112,7 +113,7 @@ export function archiveApp(deps: AppDeps) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write", workspace: true }, {
       method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"],
       summary: "Import an archive (tar, tar.gz or zip; streamed)",
-      description: "Each file lands whole or not at all, with its execute bit; empty directories are kept; links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)",
+      description: "Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)",
       request: { params: WsParam, query: ImportQuery, body: { required: true, content: ARCHIVE_CONTENT } },
       responses: { 200: { description: "Imported", content: { "application/json": { schema: ImportReportSchema } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),
@@ -127,7 +128,7 @@ export function archiveApp(deps: AppDeps) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read", workspace: true }, {
       method: "get", path: "/v1/workspaces/{ws}/export", tags: ["workspaces"],
       summary: "Export the workspace (or a directory) as a tar.gz, streamed",
-      description: "Entry names are relative to `path`. Every directory is an entry (empty ones included); files are mode 0755 when executable, else 0644. The ETag is a digest of the listed directories, files' paths, etags and execute bits: send it back in If-None-Match to get 304 without the archive being built.",
+      description: "Entry names are relative to `path`. Every directory is an entry (empty ones included); files are mode 0755 when executable, else 0644; symlinks are symlink entries (after the files). The ETag is a digest of the listed directories, files' paths, etags and execute bits, and symlinks: send it back in If-None-Match to get 304 without the archive being built.",
       request: { params: WsParam, query: z.object({ path: z.string().max(3072).optional().openapi({ description: "Directory (or file) to export; default the whole workspace" }) }) },
       responses: { 200: { description: "A gzip-compressed tar", content: { "application/gzip": { schema: binary } } }, 304: { description: "Not modified" }, ...errorResponses(400, 401, 403, 404, 413) },
     })),
@@ -136,8 +137,8 @@ export function archiveApp(deps: AppDeps) {
       const tenant = c.get("auth").tenant;
       const dir = normalizePath(c.req.valid("query").path ?? "");
       const workspace = await workspaceOf(deps, tenant, ws);
-      const { exec } = await readModes(deps.storage, tenant, ws);
-      const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles, new Set(exec));
+      const { exec, links } = await readModes(deps.storage, tenant, ws);
+      const listing = await listForExport(workspace, dir, archiveLimits(deps.archiveLimits).maxExportFiles, new Set(exec), new Map(Object.entries(links ?? {})));
       const etag = await exportEtag(listing);
       const inm = (c.req.header("if-none-match") ?? "").split(",").map((s) => unquoteEtag(s.trim()));
       if (inm.includes(etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(etag) });

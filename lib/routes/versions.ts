@@ -2,9 +2,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { createCheckpoint, deleteCheckpoint, getCheckpoint, listCheckpoints, requireMeta, restoreCheckpoint } from "../layers/checkpoints.js";
-import { currentSide, diffVersions, manifestSide } from "../layers/diff.js";
+import { currentSide, diffVersions, manifestSide, withLinks } from "../layers/diff.js";
 import { RecordStore } from "../records/store.js";
 import { Workspace } from "../workspace/workspace.js";
+import { readLinks } from "../workspace/links.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 
@@ -14,7 +15,7 @@ const read = { auth: "tenant", scope: "read", workspace: true } as const;
 const write = { auth: "tenant", scope: "write", workspace: true } as const;
 
 export const CheckpointSchema = z
-  .object({ id: z.string(), name: z.string(), workspace: z.string(), manifest: z.string(), created_at: z.string(), files: z.number(), bytes: z.number(), exec: z.array(z.string()).optional() })
+  .object({ id: z.string(), name: z.string(), workspace: z.string(), manifest: z.string(), created_at: z.string(), files: z.number(), bytes: z.number(), exec: z.array(z.string()).optional(), links: z.record(z.string(), z.string()).optional().describe("The symlinks at the checkpoint: path → target (docs/symlinks.md)") })
   .openapi("Checkpoint");
 const CpParam = WsParam.extend({ id: z.string().openapi({ param: { name: "id", in: "path" } }) });
 const Change = z.object({
@@ -109,10 +110,13 @@ export function versionsApp(deps: AppDeps) {
       const { ws } = c.req.valid("param");
       const q = c.req.valid("query");
       const opened = await openWorkspace(ld, tenant, ws);
-      const side = async (id: string) => manifestSide(deps.storage, tenant, await ld.manifests.load(deps.storage, tenant, (await getCheckpoint(ld, tenant, ws, id)).manifest));
+      const side = async (id: string) => {
+        const cp = await getCheckpoint(ld, tenant, ws, id);
+        return withLinks(manifestSide(deps.storage, tenant, await ld.manifests.load(deps.storage, tenant, cp.manifest)), cp.links);
+      };
       const to = q.to ?? "current";
       const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, "raw"), tenant, id: ws });
-      const r = await diffVersions(await side(q.from), to === "current" ? await currentSide(workspace) : await side(to), { limit: q.limit ?? 100, ...(q.cursor ? { cursor: q.cursor } : {}) });
+      const r = await diffVersions(await side(q.from), to === "current" ? withLinks(await currentSide(workspace), await readLinks(workspace)) : await side(to), { limit: q.limit ?? 100, ...(q.cursor ? { cursor: q.cursor } : {}) });
       return c.json({ from: q.from, to, ...r }, 200);
     },
   );

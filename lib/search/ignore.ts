@@ -10,7 +10,7 @@ import { parentOf } from "../paths.js";
 
 export const IGNORED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules", "vendor", "__pycache__"]);
 
-export type SkipReason = "ignored_dir" | "hidden" | "gitignore" | "binary" | "too_large";
+export type SkipReason = "ignored_dir" | "hidden" | "gitignore" | "binary" | "too_large" | "symlink";
 
 const EXAMPLES = 5;
 
@@ -46,6 +46,7 @@ export class SkipReport {
       gitignore: "matched by .gitignore",
       binary: "binary files",
       too_large: "too large to search",
+      symlink: "symlinks, not followed (read, write and edit follow one that leads to a file inside the workspace; search its target's path, or use bash)",
     };
     const parts = (Object.keys(this.counts) as SkipReason[]).map((r) => {
       const ex = this.examples[r] ?? [];

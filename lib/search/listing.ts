@@ -13,7 +13,8 @@
  * parents.
  */
 import { ToolError } from "../errors.js";
-import { baseName, filesPrefix, isDirMarker, parentOf } from "../paths.js";
+import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../paths.js";
+import { readLinks } from "../workspace/links.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
@@ -79,6 +80,9 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
   const rootLen = o.root === "" ? 0 : o.root.length + 1;
   let listed = 0;
 
+  // Symlinks are never followed (ripgrep's default): they are named in the skip report (docs/symlinks.md).
+  const links = readLinks(ws);
+  links.catch(() => {});
   const ancestorsIgnores = o.includeIgnored ? Promise.resolve([]) : readAncestorIgnores(ws, listRoot, budget);
 
   /** Takes one object; returns the key to jump past when the object lies in a skipped directory. */
@@ -214,6 +218,7 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
       });
     }
   }
+  for (const p of (await links).keys()) if (isWithin(p, o.root) && p !== o.root && !staticSkip(p, o.root, o)) skipped.add("symlink", p);
   return { files, dirs: dirList, skipped, truncated, pages };
 }
 

@@ -6,6 +6,7 @@
  */
 import { ToolError } from "../errors.js";
 import { tenantContentType } from "../layers/whiteout.js";
+import { LinkOnPath, readLinks } from "./links.js";
 import { ancestorsOf } from "../paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
@@ -71,9 +72,11 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
   return new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
 }
 
-/** A new file may not be a directory, nor lie below a file. */
+/** A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md). */
 async function checkPlace(ws: Workspace, path: string): Promise<void> {
-  const [dir, parents] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p)))]);
+  const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
+  const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
+  if (link !== undefined) throw new LinkOnPath(path, link, links);
   if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
   const file = parents.find((p) => p !== null);
   if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });

@@ -276,10 +276,19 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     }
   });
 
-  it("a symlink to /etc/passwd made by a command is not uploaded and not readable through read", async () => {
+  it("a symlink to /etc/passwd made by a command is kept as a link, not uploaded and not readable through read", async () => {
     const r = ok(await env.call("bash", { command: "ln -s /etc/passwd pw; echo made" }));
-    expect(r.data.skipped).toEqual([{ path: "pw", reason: "symlink", detail: "-> /etc/passwd" }]);
-    err(await env.call("read", { file_path: "pw" }), "NOT_FOUND");
+    expect(r.data.skipped ?? []).toEqual([]);
+    expect(ok(await env.call("bash", { command: "readlink pw" })).output).toContain("/etc/passwd");
+    err(await env.call("read", { file_path: "pw" }), "SYMLINK_REFUSED"); // it leads outside the workspace: never followed
+  });
+
+  it("a link a command makes is seen by the tools: ls shows it, read and edit act on its target, the next command sees the edit", async () => {
+    ok(await env.call("bash", { command: "mkdir -p lnk && echo one > lnk/real.txt && ln -s real.txt lnk/alias && echo made" }));
+    expect(ok(await env.call("ls", { path: "lnk" })).data.entries).toContainEqual({ name: "alias", path: "lnk/alias", type: "symlink", target: "real.txt" });
+    expect(ok(await env.call("read", { file_path: "lnk/alias" })).data.file_path).toBe("lnk/real.txt");
+    expect(ok(await env.call("edit", { file_path: "lnk/alias", old_string: "one", new_string: "two" })).data.file_path).toBe("lnk/real.txt");
+    expect(ok(await env.call("bash", { command: "cat lnk/alias; readlink lnk/alias" })).data.stdout).toBe("two\nreal.txt\n");
   });
 
   it("a tool write racing a running command: neither change is lost", async () => {

@@ -1,6 +1,6 @@
 /** Archive builders for the tests: tar (via the export's header writer), gzip, zip, and hostile streams generated on the fly. */
 import { concatBytes } from "../../../lib/text.js";
-import { END_OF_ARCHIVE, headerBlock, padding, tarHeader, type TarType } from "../../../lib/archive/tar-writer.js";
+import { END_OF_ARCHIVE, headerBlock, padding, tarHeader, tarLinkHeader, type TarType } from "../../../lib/archive/tar-writer.js";
 
 const enc = new TextEncoder();
 export const bytesOf = (s: string | Uint8Array) => (typeof s === "string" ? enc.encode(s) : s);
@@ -23,7 +23,7 @@ export function tarEntry(item: TarItem): Uint8Array {
   const body = bytesOf(item.body ?? "");
   const size = item.size ?? body.length;
   const input = { name: item.name, size, type: item.type ?? "0", mtime: 1_700_000_000, ...(item.linkname ? { linkname: item.linkname } : {}), ...(item.mode !== undefined ? { mode: item.mode } : {}) };
-  const head = item.raw ? headerBlock(input) : tarHeader(input);
+  const head = item.raw ? headerBlock(input) : item.type === "2" && item.linkname ? tarLinkHeader(item.name, item.linkname, input.mtime) : tarHeader(input);
   return concatBytes([head, body, padding(body.length)]);
 }
 

@@ -48,7 +48,7 @@ for (const { name, app } of WRITERS) {
       expect(r.body.message).toContain('symbolic links are not imported: "link"');
       expect(r.body.message).toContain('hard links are not imported: "hard"');
       expect(r.body.message).toContain('fifos are not imported: "pipe"');
-      expect(r.body.message).toContain("Imported 4 file(s) (2 executable) and 2 empty directories");
+      expect(r.body.message).toContain("Imported 4 file(s) (2 executable), 0 symlink(s) and 2 empty directories");
 
       // Empty directories are directories to the tools (ls), as mkdir leaves them.
       const ls = await t.call("ls", { path: "a/b" });

@@ -1,0 +1,100 @@
+/**
+ * The workspace's symlinks as the tools, import and export see them (docs/symlinks.md). They
+ * live in the workspace's modes table (lib/exec/modes.ts), never as file objects, so no bytes a
+ * tenant writes can read as a link. A link's target is data: nothing here ever follows one in
+ * storage; resolution is lexical, inside the workspace (link-resolve.ts).
+ */
+import { readModes, updateModes } from "../exec/modes.js";
+import { ToolError } from "../errors.js";
+import { isWithin, normalizeFilePath } from "../paths.js";
+import { resolveLinks } from "./link-resolve.js";
+import type { Workspace } from "./workspace.js";
+
+type LinkStore = Pick<Workspace, "driver" | "tenant" | "id">;
+
+/** The workspace's links: path → target. */
+export async function readLinks(ws: LinkStore): Promise<Map<string, string>> {
+  return new Map(Object.entries((await readModes(ws.driver, ws.tenant, ws.id)).links ?? {}));
+}
+
+/** Sets (target) or drops (null) links, merged with concurrent changes. */
+export async function saveLinks(ws: LinkStore, delta: Record<string, string | null>): Promise<void> {
+  if (Object.keys(delta).length) await updateModes(ws.driver, ws.tenant, ws.id, { add: [], remove: [], links: delta });
+}
+
+/**
+ * After an import landed: the archive's links are set; a link an imported file now stands at is
+ * dropped (the file replaces it); in replace mode, every other link below the prefix goes too.
+ */
+export async function saveImportedLinks(ws: LinkStore, imported: Map<string, string>, landed: Iterable<string>, replaceBelow: string | null): Promise<void> {
+  const now = await readLinks(ws);
+  const delta: Record<string, string | null> = {};
+  for (const p of landed) if (now.has(p)) delta[p] = null;
+  if (replaceBelow !== null) for (const p of now.keys()) if (!imported.has(p) && isWithin(p, replaceBelow)) delta[p] = null;
+  for (const [p, t] of imported) delta[p] = t;
+  await saveLinks(ws, delta);
+}
+
+/**
+ * A new file refused because its path is a symlink, or lies below one (Workspace's place check,
+ * file-writes.ts). Callers that open one file (lib/run-tool.ts) follow the link and try again;
+ * any other caller answers this clear error.
+ */
+export class LinkOnPath extends ToolError {
+  constructor(path: string, link: string, readonly links: ReadonlyMap<string, string>) {
+    const target = links.get(link)!;
+    super("SYMLINK_REFUSED", `${path} ${path === link ? "is" : "lies below"} the symlink ${link} -> ${target}: no file is made over a link. Write the link's target path instead, or change the link with bash.`, { path, link, target, reason: "is_link" });
+  }
+}
+
+/**
+ * The file a tool opens (its `opens` argument: read, write, edit, multi_edit, insert), through the
+ * workspace's links, asked only when the tool missed (NOT_FOUND: no file at the path) or would make
+ * a file over a link (LinkOnPath), so a call on a plain file costs nothing more. A path that leads
+ * inside the workspace is put in `args` and returned with its link (the result names both); a link
+ * that leads outside, loops, or names no file (dangles) is refused (SYMLINK_REFUSED). null: no link
+ * is on the path (the caller rethrows what it caught).
+ */
+export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, args: Record<string, unknown>, key: string, caught: unknown): Promise<{ link: string; target: string; path: string } | null> {
+  const raw = args[key];
+  if (typeof raw !== "string") return null;
+  if (!(caught instanceof LinkOnPath) && !(caught instanceof ToolError && caught.code === "NOT_FOUND")) return null;
+  let path: string;
+  try {
+    path = normalizeFilePath(raw);
+  } catch {
+    return null;
+  }
+  const links = caught instanceof LinkOnPath ? caught.links : await readLinks(ws);
+  if (!links.size) return null;
+  const r = resolveLinks(links, path);
+  if ("outside" in r) {
+    const { link, target, reason } = r.outside;
+    const why = reason === "loop" ? "loops" : "leads outside the workspace";
+    throw new ToolError("SYMLINK_REFUSED", `${path} goes through the symlink ${link} -> ${target}, which ${why}; tools never follow it. Use bash to work with the link, or give the path of a file inside the workspace.`, { path, link, target, reason });
+  }
+  if (!r.via) return null;
+  if (r.endsInLink && !(await ws.head(r.path))) {
+    throw new ToolError("SYMLINK_REFUSED", `${path} goes through the symlink ${r.via.link} -> ${r.via.target}, which leads to ${r.path}: no file is there (a dangling link). Create ${r.path} itself, or repoint the link with bash.`, { path, link: r.via.link, target: r.via.target, resolved: r.path, reason: "dangling" });
+  }
+  args[key] = r.path;
+  return { ...r.via, path: r.path };
+}
+
+/**
+ * The links a listing of `dir` shows (ls): recursive, every link below it; else the links directly
+ * in it, and the subdirectories that only links imply (a directory of links holds no file object).
+ */
+export function linksBelow(links: ReadonlyMap<string, string>, dir: string, recursive: boolean): { links: { path: string; target: string }[]; dirs: string[] } {
+  const out: { path: string; target: string }[] = [];
+  const dirs = new Set<string>();
+  const pre = dir === "" ? "" : `${dir}/`;
+  for (const [path, target] of links) {
+    if (!path.startsWith(pre)) continue;
+    const rel = path.slice(pre.length);
+    const slash = rel.indexOf("/");
+    if (recursive || slash < 0) out.push({ path, target });
+    else dirs.add(pre + rel.slice(0, slash));
+  }
+  return { links: out, dirs: [...dirs] };
+}

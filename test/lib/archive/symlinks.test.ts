@@ -1,0 +1,67 @@
+/**
+ * Import keeps symlinks as links (their targets as data, never followed) and export writes them
+ * as tar symlink entries (docs/symlinks.md), with both import writers; a round trip keeps them.
+ */
+import { describe, expect, it } from "vitest";
+import { ByteReader } from "../../../lib/archive/byte-reader.js";
+import { readTar } from "../../../lib/archive/tar-reader.js";
+import { newTenant, testApp } from "../../helpers.js";
+import { tar, zip } from "./archives.js";
+import { exportReq, files, importReq } from "./helpers.js";
+
+const LONG_TARGET = `../${"t".repeat(150)}/target`;
+
+/** An export's entries: name → "file" or "-> target". */
+async function exported(res: Response): Promise<Record<string, string>> {
+  const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
+  const out: Record<string, string> = {};
+  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out[e.name] = e.kind === "symlink" ? `-> ${e.linkTarget}` : e.kind;
+  return out;
+}
+
+describe.each([
+  ["pack import (the default)", testApp()],
+  ["per-file import", testApp({ packImport: false })],
+])("symlinks through import and export: %s", (_, app) => {
+  it("tar: relative, absolute, dangling, nested and long targets are kept as links, never as files; export writes them back", async () => {
+    const t = await newTenant(app);
+    const r = await importReq(t, tar([
+      { name: "real.txt", body: "real\n" },
+      { name: "rel", type: "2", linkname: "real.txt" },
+      { name: "abs", type: "2", linkname: "/etc/passwd" },
+      { name: "dangling", type: "2", linkname: "no/such/file" },
+      { name: "node_modules/.bin/tool", type: "2", linkname: "../tool/cli.js" },
+      { name: "long", type: "2", linkname: LONG_TARGET },
+    ]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ files: 1, skipped_count: 0 });
+    expect([...(await files(t.tenant, t.ws)).keys()]).not.toContain("rel"); // no link is a file object
+    const exp = await exportReq(t);
+    expect(exp.status).toBe(200);
+    expect(await exported(exp)).toEqual({ "real.txt": "file", rel: "-> real.txt", abs: "-> /etc/passwd", dangling: "-> no/such/file", "node_modules/.bin/tool": "-> ../tool/cli.js", long: `-> ${LONG_TARGET}` });
+    // A directory's export holds its links, named relative to it.
+    expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/tool": "-> ../tool/cli.js" });
+  });
+
+  it("zip: a link (by Unix mode) is kept with its body as the target", async () => {
+    const t = await newTenant(app);
+    const z = await zip([
+      { name: "ok.txt", body: "fine" },
+      { name: "venv/bin/python", body: "python3", mode: 0o120777 },
+    ]);
+    const r = await importReq(t, z);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ files: 1, skipped_count: 0 });
+    expect(await exported(await exportReq(t))).toEqual({ "ok.txt": "file", "venv/bin/python": "-> python3" });
+  });
+
+  it("replace mode drops the links below the prefix the archive lacks; a file imported at a link's path replaces it", async () => {
+    const t = await newTenant(app);
+    expect((await importReq(t, tar([{ name: "a/old", type: "2", linkname: "x" }, { name: "a/keep", type: "2", linkname: "y" }, { name: "b/other", type: "2", linkname: "z" }]))).status).toBe(200);
+    const r = await importReq(t, tar([{ name: "keep", type: "2", linkname: "y2" }, { name: "new.txt", body: "n" }]), "?prefix=a&mode=replace");
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(await exported(await exportReq(t))).toEqual({ "a/new.txt": "file", "a/keep": "-> y2", "b/other": "-> z" });
+    expect((await importReq(t, tar([{ name: "b/other", body: "now a file" }]))).status).toBe(200);
+    expect(await exported(await exportReq(t))).toEqual({ "a/new.txt": "file", "a/keep": "-> y2", "b/other": "file" });
+  });
+});
