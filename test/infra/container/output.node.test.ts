@@ -23,8 +23,8 @@ describe("HeadTail", () => {
     const text = h.text("out.log");
     expect(text.startsWith("0\n1\n2\n3\n4\n[... output cut")).toBe(true);
     expect(text.endsWith("9998\n9999\n")).toBe(true);
-    expect(text).toContain("[... output cut: 48,870 of 48,890 bytes omitted, lines 6–9,998 of 10,000. The full output is in out.log");
-    expect(text.length).toBeLessThan(300);
+    expect(text).toContain('[... output cut: 48,870 of 48,890 bytes omitted, lines 6–9,998 of 10,000. The full output is saved as out.log (not a workspace file): read it with bash_output (output_file: "out.log", offset: 6, limit: 2000).');
+    expect(text.length).toBeLessThan(400);
   });
 
   it("does not start the tail in the middle of a UTF-8 character", () => {
