@@ -1,0 +1,196 @@
+/**
+ * What a workspace keeps of a POSIX tree, as a property (issue #26): random trees (files of random
+ * and binary bytes, empty files, execute bits, directories and empty ones, symlinks of every kind:
+ * relative, nested, to a directory, dangling, absolute, unicode names) made on disk and packed by
+ * GNU tar → import → `find -printf` in bash (the real sandbox) → export, compared with the original
+ * entry by entry: type, the execute bit (the mode bit git tracks), the link's target, the bytes.
+ * Over the memory driver and a real S3 server (s3rver); both import writers on memory.
+ */
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import bash from "../../../functions/bash.js";
+import { tools as fileTools } from "../../../functions/index.js";
+import { localExecutor } from "../../../infra/container/local-executor.js";
+import { ByteReader } from "../../../lib/archive/byte-reader.js";
+import { readTar } from "../../../lib/archive/tar-reader.js";
+import { createApp } from "../../../lib/app.js";
+import type { AppDeps } from "../../../lib/deps.js";
+import { httpSyncClient } from "../../../lib/exec/sync-http.js";
+import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { s3Driver } from "../../../lib/storage/drivers/s3.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import type { StorageDriver } from "../../../lib/storage/types.js";
+import { startS3Server, type S3Server } from "../../support/s3rver.js";
+
+const ADMIN = "admin-token-for-tests";
+const SECRET = "sync-secret-for-tests-0123456789";
+const SEEDS = [1, 2, 3];
+
+/** mulberry32: a small seeded PRNG, so a failing seed can be run again. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
+}
+
+const NAME_PARTS = ["a", "b", "src", "lib", "é", "x y", "data_1", "read-me", "Ünï"];
+
+/** A random tree on disk under `dir`; returns nothing (the tree is read back with tar and find). */
+function makeTree(dir: string, seed: number): void {
+  const r = rng(seed);
+  const dirs = [""];
+  const taken = new Set<string>([""]);
+  const fresh = (parent: string): string | null => {
+    for (let i = 0; i < 10; i++) {
+      const name = `${r.pick(NAME_PARTS)}${r.int(10)}`;
+      const p = parent ? `${parent}/${name}` : name;
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+    return null;
+  };
+  const files: string[] = [];
+  for (let i = 0; i < 30; i++) {
+    const parent = r.pick(dirs);
+    const p = fresh(parent);
+    if (!p) continue;
+    const kind = r.int(10);
+    if (kind < 3) {
+      mkdirSync(join(dir, p));
+      dirs.push(p); // some stay empty
+    } else if (kind < 8) {
+      const size = r.pick([0, 1, 17, 300, 5000]);
+      const bytes = Buffer.alloc(size);
+      for (let j = 0; j < size; j++) bytes[j] = r.int(256);
+      writeFileSync(join(dir, p), bytes);
+      chmodSync(join(dir, p), r.int(3) === 0 ? 0o755 : 0o644);
+      files.push(p);
+    } else {
+      const depth = parent === "" ? 0 : parent.split("/").length;
+      const up = "../".repeat(depth);
+      const targets = [
+        ...(files.length ? [`${up}${r.pick(files)}`] : []), // relative, to a file (maybe nested)
+        ...(dirs.length > 1 ? [`${up}${r.pick(dirs.slice(1))}`] : []), // to a directory
+        "missing/nowhere.txt", // dangling
+        "/etc/hostname", // absolute
+        "./sibling", // relative, maybe dangling
+      ];
+      symlinkSync(r.pick(targets), join(dir, p));
+    }
+  }
+}
+
+interface Entry {
+  name: string;
+  kind: string;
+  exec: boolean;
+  target: string;
+  bytes: string;
+}
+
+/** A tar.gz's entries, named without "./", the root left out, sorted: kind, execute bit (files), link target, bytes (hex). */
+async function entriesOf(body: ReadableStream<Uint8Array>): Promise<Entry[]> {
+  const out: Entry[] = [];
+  const reader = new ByteReader(body.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
+  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) {
+    const name = e.name.replace(/^\.\//, "").replace(/\/$/, "");
+    const bytes = e.kind === "file" ? Buffer.from(await e.bytes()).toString("hex") : "";
+    if (name === "" || name === ".") continue;
+    out.push({ name, kind: e.kind, exec: e.kind === "file" && ((e.mode ?? 0) & 0o100) !== 0, target: e.linkTarget ?? "", bytes });
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** `find -printf` lines (type, execute bit of files, path, target), sorted: on the host for the original, in the sandbox for the workspace. */
+const FIND = `find . -mindepth 1 -printf '%y %m %P -> %l\\n' | LC_ALL=C sort`;
+const normalizeFind = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => {
+      const m = /^(\S) (\d+) (.*) -> (.*)$/.exec(l)!;
+      const exec = m[1] === "f" ? String((parseInt(m[2]!, 8) & 0o100) !== 0) : "";
+      return `${m[1]} ${exec} ${m[3]} -> ${m[4]}`;
+    })
+    .join("\n");
+
+function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
+  describe(`random trees: import → bash → export (${name})`, () => {
+    let app: ReturnType<typeof createApp>;
+    let key: string;
+    let root: string;
+    let executor: ReturnType<typeof localExecutor>;
+    const req = (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string> | undefined) } });
+
+    beforeAll(async () => {
+      root = mkdtempSync(join(tmpdir(), "toolshed-roundtrip-"));
+      chmodSync(root, 0o711);
+      const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+      executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
+      const storage = driver();
+      const deps = { storage, kv: storageKeyValue(storage, "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", packImport } as AppDeps;
+      app = createApp(deps, [...fileTools, bash]);
+      const admin = (path: string, body: unknown) => Promise.resolve(app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
+      await admin("/v1/admin/tenants", { id: "acme" });
+      key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
+    });
+    afterAll(async () => {
+      await executor?.handler.close();
+      rmSync(root, { recursive: true, force: true });
+    });
+
+    for (const seed of SEEDS) {
+      it(`seed ${seed}: the same entries after import, in bash, and after export`, async () => {
+        const tree = mkdtempSync(join(tmpdir(), "toolshed-roundtrip-tree-"));
+        try {
+          makeTree(tree, seed);
+          const archive = new Uint8Array(execFileSync("tar", ["-C", tree, "-czf", "-", "."]));
+          const original = await entriesOf(new Response(archive).body!);
+          const ws = `rt${seed}`;
+          const created = await req(`/v1/workspaces?id=${ws}`, { method: "POST", headers: { "content-type": "application/gzip" }, body: archive });
+          expect(created.status, await created.clone().text()).toBe(201);
+          const report = ((await created.json()) as any).import;
+          expect(report.skipped_count, report.message).toBe(0);
+
+          const onHost = normalizeFind(execFileSync("sh", ["-c", FIND], { cwd: tree, encoding: "utf8" }));
+          const run = await req(`/v1/workspaces/${ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: FIND }) });
+          const body = (await run.json()) as any;
+          expect(body.data?.exit_code, JSON.stringify(body)).toBe(0);
+          expect(normalizeFind(body.data.stdout)).toBe(onHost);
+
+          const exported = await req(`/v1/workspaces/${ws}/export`);
+          expect(exported.status).toBe(200);
+          expect(await entriesOf(exported.body!)).toEqual(original);
+        } finally {
+          rmSync(tree, { recursive: true, force: true });
+        }
+      }, 60_000);
+    }
+  });
+}
+
+suite("memory, pack import", () => memoryDriver(), true);
+suite("memory, per-file writer", () => memoryDriver(), false);
+
+let server: S3Server | undefined;
+beforeAll(async () => {
+  server = await startS3Server();
+  await server.createBucket("roundtrip");
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+});
+suite("s3 (s3rver), pack import", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }), true);
