@@ -11,7 +11,7 @@ import { exportReq, files, importReq } from "./helpers.js";
 
 const LONG_TARGET = `../${"t".repeat(150)}/target`;
 
-/** An export's entries: name → "file" or "-> target". */
+/** An export's entries: name → "file", "directory" (every directory is an entry, before what it holds) or "-> target". */
 async function exported(res: Response): Promise<Record<string, string>> {
   const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
   const out: Record<string, string> = {};
@@ -38,9 +38,9 @@ describe.each([
     expect([...(await files(t.tenant, t.ws)).keys()]).not.toContain("rel"); // no link is a file object
     const exp = await exportReq(t);
     expect(exp.status).toBe(200);
-    expect(await exported(exp)).toEqual({ "real.txt": "file", rel: "-> real.txt", abs: "-> /etc/passwd", dangling: "-> no/such/file", "node_modules/.bin/tool": "-> ../tool/cli.js", long: `-> ${LONG_TARGET}` });
+    expect(await exported(exp)).toEqual({ "real.txt": "file", rel: "-> real.txt", abs: "-> /etc/passwd", dangling: "-> no/such/file", "node_modules/": "directory", "node_modules/.bin/": "directory", "node_modules/.bin/tool": "-> ../tool/cli.js", long: `-> ${LONG_TARGET}` });
     // A directory's export holds its links, named relative to it.
-    expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/tool": "-> ../tool/cli.js" });
+    expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/": "directory", ".bin/tool": "-> ../tool/cli.js" });
   });
 
   it("zip: a link (by Unix mode) is kept with its body as the target", async () => {
@@ -52,7 +52,7 @@ describe.each([
     const r = await importReq(t, z);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ files: 1, skipped_count: 0 });
-    expect(await exported(await exportReq(t))).toEqual({ "ok.txt": "file", "venv/bin/python": "-> python3" });
+    expect(await exported(await exportReq(t))).toEqual({ "ok.txt": "file", "venv/": "directory", "venv/bin/": "directory", "venv/bin/python": "-> python3" });
   });
 
   it("replace mode drops the links below the prefix the archive lacks; a file imported at a link's path replaces it", async () => {
@@ -60,8 +60,8 @@ describe.each([
     expect((await importReq(t, tar([{ name: "a/old", type: "2", linkname: "x" }, { name: "a/keep", type: "2", linkname: "y" }, { name: "b/other", type: "2", linkname: "z" }]))).status).toBe(200);
     const r = await importReq(t, tar([{ name: "keep", type: "2", linkname: "y2" }, { name: "new.txt", body: "n" }]), "?prefix=a&mode=replace");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(await exported(await exportReq(t))).toEqual({ "a/new.txt": "file", "a/keep": "-> y2", "b/other": "-> z" });
+    expect(await exported(await exportReq(t))).toEqual({ "a/": "directory", "a/new.txt": "file", "a/keep": "-> y2", "b/": "directory", "b/other": "-> z" });
     expect((await importReq(t, tar([{ name: "b/other", body: "now a file" }]))).status).toBe(200);
-    expect(await exported(await exportReq(t))).toEqual({ "a/new.txt": "file", "a/keep": "-> y2", "b/other": "file" });
+    expect(await exported(await exportReq(t))).toEqual({ "a/": "directory", "a/new.txt": "file", "a/keep": "-> y2", "b/": "directory", "b/other": "file" });
   });
 });
