@@ -30,21 +30,10 @@ import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
+import { rng } from "../../support/prng.js";
 
 const tmp = tempDirs("sync-cost");
 
-/** A small deterministic PRNG (mulberry32): failures reproduce. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
-}
 
 const listing = async (driver: StorageDriver, prefix: string): Promise<Map<string, string>> => {
   const out = new Map<string, string>();

@@ -25,23 +25,12 @@ import { s3Driver } from "../../../lib/storage/drivers/s3.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 import { startS3Server, type S3Server } from "../../support/s3rver.js";
+import { rng } from "../../support/prng.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
 const SEEDS = [1, 2, 3];
 
-/** mulberry32: a small seeded PRNG, so a failing seed can be run again. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
-}
 
 const NAME_PARTS = ["a", "b", "src", "lib", "é", "x y", "data_1", "read-me", "Ünï"];
 
