@@ -4,15 +4,15 @@
  * overwrite rules and the approval gate hold for links as for files; a failed call changes nothing.
  */
 import { describe, expect, it } from "vitest";
-import { newTenant, UNGATED, upload, type Tenant } from "../helpers.js";
+import { newTenant, testApp, testDeps, UNGATED, upload, type Tenant, type TestApp } from "../helpers.js";
 import { tar } from "../lib/archive/archives.js";
 import { importReq } from "../lib/archive/helpers.js";
 import { expectError, expectOk, rawText } from "./file-helpers.js";
-import { snapshot } from "./fs-helpers.js";
+import { interceptPuts, snapshot } from "./fs-helpers.js";
 
 /** Links are seeded through the import route (an archive's symlink entries); `gated`: the default approval gate. */
-async function seeded(gated = false): Promise<Tenant> {
-  const t = await newTenant(undefined, gated ? {} : UNGATED);
+async function seeded(gated = false, app: TestApp = testApp()): Promise<Tenant> {
+  const t = await newTenant(app, gated ? {} : UNGATED);
   await upload(t, "real.txt", "real one\n");
   await upload(t, "dir/f.txt", "f\n");
   await upload(t, "dir/sub/g.txt", "g\n");
@@ -134,5 +134,20 @@ describe("move and copy carry symlinks", () => {
     expectError(await t.call("copy", { from: "dir", to: "d2", overwrite: true }), 400, "IS_DIRECTORY", "copy");
     expect(await links(t)).toEqual(SEEDED);
     expect(await snapshot(t)).toEqual({ ...before, "d2/dir/l/x.txt": "x\n" });
+  });
+
+  it("a directory move whose links cannot be saved fails whole: the copies are removed, every source file and link stays", async () => {
+    let fail = false;
+    const t = await seeded(false, testApp({ storage: interceptPuts(testDeps().storage, async (key) => {
+      if (fail && key.endsWith("/x/modes.json")) throw new Error("storage failure");
+    }) }));
+    const before = await snapshot(t);
+    fail = true;
+    const r = await t.call("move", { from: "dir", to: "new" });
+    expect(r.body.error?.code, JSON.stringify(r.body)).toBe("INTERNAL");
+    expect(r.body.error.message).toContain("every source is still in place");
+    fail = false;
+    expect(await snapshot(t)).toEqual(before);
+    expect(await links(t)).toEqual(SEEDED);
   });
 });
