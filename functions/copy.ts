@@ -11,7 +11,8 @@ const description = `Copy a file or a whole directory (byte for byte, binary fil
 - If a copy fails midway, the new copies made so far are removed (files already replaced with overwrite stay replaced).
 - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).
 - Empty directories below a directory are copied with it (directories lists the directories kept explicitly at the target).
-Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], directories: [paths], count, bytes, overwritten}`;
+- A symlink is copied as a link, never followed (like cp -P): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
+Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten}`;
 
 export default defineTool({
   name: "copy",

@@ -13,7 +13,8 @@ const description = `Move or rename a file or a whole directory.
 - A directory move that was interrupted is reported by ls and move; call move again with the same arguments to finish it (files that differ at both paths are left and listed in kept).
 - Moved files keep what this session knew of them: a file you had read (or that you move without reading) can be edited at its new path without reading it again; one that changed since you read it must be read again.
 - Empty directories below a directory are moved with it (directories lists the directories kept explicitly at the target).
-Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}`;
+- A symlink is moved as a link, never followed (like mv): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
+Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}`;
 
 export default defineTool({
   name: "move",

@@ -45,8 +45,9 @@ export const CommandResult = z.object({
 export const TransferOutput = z.object({
   from: z.string(),
   to: z.string(),
-  type: z.enum(["file", "directory"]),
+  type: z.enum(["file", "directory", "symlink"]),
   files: z.array(z.object({ from: z.string(), to: z.string(), size: z.number().int(), etag: z.string(), replaced: z.boolean() })),
+  links: z.array(z.object({ from: z.string(), to: z.string(), target: z.string(), replaced: z.boolean() })).optional(),
   directories: z.array(z.string()),
   bytes: z.number().int(),
   overwritten: z.number().int(),

@@ -3631,7 +3631,8 @@ export interface paths {
          *     - A directory move that was interrupted is reported by ls and move; call move again with the same arguments to finish it (files that differ at both paths are left and listed in kept).
          *     - Moved files keep what this session knew of them: a file you had read (or that you move without reading) can be edited at its new path without reading it again; one that changed since you read it must be read again.
          *     - Empty directories below a directory are moved with it (directories lists the directories kept explicitly at the target).
-         *     Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}
+         *     - A symlink is moved as a link, never followed (like mv): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
+         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}
          */
         post: operations["tool_move"];
         delete?: never;
@@ -3659,7 +3660,8 @@ export interface paths {
          *     - If a copy fails midway, the new copies made so far are removed (files already replaced with overwrite stay replaced).
          *     - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).
          *     - Empty directories below a directory are copied with it (directories lists the directories kept explicitly at the target).
-         *     Returns: {from, to, type: "file"|"directory", files: [{from, to, size, etag, replaced}], directories: [paths], count, bytes, overwritten}
+         *     - A symlink is copied as a link, never followed (like cp -P): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
+         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten}
          */
         post: operations["tool_copy"];
         delete?: never;
@@ -6253,12 +6255,18 @@ export interface operations {
                             from: string;
                             to: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             files: {
                                 from: string;
                                 to: string;
                                 size: number;
                                 etag: string;
+                                replaced: boolean;
+                            }[];
+                            links?: {
+                                from: string;
+                                to: string;
+                                target: string;
                                 replaced: boolean;
                             }[];
                             directories: string[];
@@ -6469,12 +6477,18 @@ export interface operations {
                             from: string;
                             to: string;
                             /** @enum {string} */
-                            type: "file" | "directory";
+                            type: "file" | "directory" | "symlink";
                             files: {
                                 from: string;
                                 to: string;
                                 size: number;
                                 etag: string;
+                                replaced: boolean;
+                            }[];
+                            links?: {
+                                from: string;
+                                to: string;
+                                target: string;
                                 replaced: boolean;
                             }[];
                             directories: string[];

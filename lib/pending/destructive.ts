@@ -18,6 +18,7 @@ import { checkCommand } from "../exec/guard.js";
 import { parsePatch } from "../patch/parse.js";
 import { baseName, joinPath, normalizeFilePath, normalizePath } from "../paths.js";
 import type { ToolContext } from "../tool.js";
+import { readLinks, statWithLinks } from "../workspace/links.js";
 import type { DESTRUCTIVE_TOOLS } from "./gate-policy.js";
 
 export interface DestructiveVerdict {
@@ -67,12 +68,14 @@ const overwriting =
     const from = pathOr(args.from, normalizePath);
     const to = pathOr(args.to, normalizePath);
     if (args.overwrite !== true || !from || to === null) return null;
-    const dst = await ws.stat(to);
+    // Links count as entries, as the tools count them (transfer.ts): a link at the target is replaced.
+    const [toStat, links] = await Promise.all([ws.stat(to), readLinks(ws)]);
+    const dst = statWithLinks(toStat, links, to);
     const into = dst?.type === "directory" || (dst === null && /\/\s*$/.test(String(args.to)));
     const target = into ? joinPath(to, baseName(from)) : to;
-    const existing = target === to ? dst : await ws.stat(target);
+    const existing = target === to ? dst : statWithLinks(await ws.stat(target), links, target);
     if (!existing) return null;
-    const what = existing.type === "directory" ? `merging into the existing directory ${target}/ (files with the same paths are replaced)` : `replacing the existing file ${target}`;
+    const what = existing.type === "directory" ? `merging into the existing directory ${target}/ (files with the same paths are replaced)` : `replacing the existing ${existing.type === "symlink" ? "symlink" : "file"} ${target}`;
     return { rule: `${tool}-overwrite`, reason: `${tool === "move" ? "moving" : "copying"} ${from} over existing files: ${what} (rule ${tool}-overwrite)` };
   };
 

@@ -9,6 +9,7 @@ import { ToolError } from "../errors.js";
 import { isWithin, normalizeFilePath } from "../paths.js";
 import { resolveLinks } from "./link-resolve.js";
 import type { Workspace } from "./workspace.js";
+import type { Stat } from "./workspace-types.js";
 
 type LinkStore = Pick<Workspace, "driver" | "tenant" | "id">;
 
@@ -97,4 +98,17 @@ export function linksBelow(links: ReadonlyMap<string, string>, dir: string, recu
     else dirs.add(pre + rel.slice(0, slash));
   }
   return { links: out, dirs: [...dirs] };
+}
+
+/** What a path names when links count (never followed): a file or directory of storage, a link, or a directory only links make. */
+export type LinkAwareStat = Stat | { type: "symlink"; path: string; target: string };
+
+/** `stat` (Workspace.stat of `path`), or else the link at `path`, or else the directory the links below `path` make; null: nothing. */
+export function statWithLinks(stat: Stat | null, links: ReadonlyMap<string, string>, path: string): LinkAwareStat | null {
+  if (stat) return stat;
+  const target = links.get(path);
+  if (target !== undefined) return { type: "symlink", path, target };
+  const pre = `${path}/`;
+  for (const p of links.keys()) if (path === "" || p.startsWith(pre)) return { type: "directory", path };
+  return null;
 }

@@ -6,6 +6,7 @@
  */
 import { ToolError } from "../errors.js";
 import { closeJournal, type OpenJournal } from "./move-journal.js";
+import { applyLinks, type PlannedLinks } from "./transfer-links.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 /** Files copied at once (Workers allow 6 simultaneous connections per request). */
@@ -25,8 +26,10 @@ export interface TransferResult {
   from: string;
   /** The resolved target (inside `to` when `to` is a directory). */
   to: string;
-  type: "file" | "directory";
+  type: "file" | "directory" | "symlink";
   files: TransferItem[];
+  /** Symlinks moved or copied as links (targets unchanged, never followed); absent when none. */
+  links?: { from: string; to: string; target: string; replaced: boolean }[];
   /** Explicit directories made (or found) at the target, empty ones included, as target paths. */
   directories: string[];
   bytes: number;
@@ -56,10 +59,11 @@ export interface PlannedDir {
   etag: string;
 }
 
-/** What one call copies: files, then explicit directories; `kept`: files a finishing move leaves alone. */
+/** What one call copies: files, then explicit directories, then symlinks; `kept`: files a finishing move leaves alone. */
 export interface Plan {
   files: Planned[];
   dirs: PlannedDir[];
+  links: PlannedLinks;
   kept: string[];
 }
 
@@ -88,7 +92,7 @@ export const verb = (mode: TransferMode) => (mode === "move" ? "move" : "copy");
 export interface RunInfo {
   from: string;
   target: string;
-  type: "file" | "directory";
+  type: "file" | "directory" | "symlink";
   notes: string[];
   /** Finishing an earlier call's move: its journal is not this call's to drop on failure. */
   finishing?: boolean;
@@ -133,6 +137,7 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
       const m = await ws.makeDirectory(d.to, { placeChecked: true });
       if (m.created) createdDirs.push({ path: d.to, etag: m.etag });
     });
+    await applyLinks(ws, plan.links, mode === "move", verb(mode));
   } catch (e) {
     // Each copy and marker is removed only in the version this call created (an edit of it since is kept).
     const undo = await ws.deleteMany(created).catch(() => null);
@@ -164,6 +169,8 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
   // A move deletes each source only in the version it copied (one changed since stays, newer),
   // and each source marker only in the version planned (one made again meanwhile stays).
   const notes = [...info.notes];
+  const dropped = plan.links.dropped;
+  if (dropped.length) notes.push(`The copied file${dropped.length === 1 ? "" : "s"} replaced the symlink${dropped.length === 1 ? "" : "s"} that stood at ${dropped.slice(0, 10).join(", ")}${dropped.length > 10 ? ", ..." : ""}.`);
   if (mode === "move") {
     const { refused } = await ws.deleteMany(done.map((d) => ({ path: d.from, etag: d.sourceEtag })));
     const { refused: dirsKept } = await ws.deleteMarkers(dirs.map((d) => ({ path: d.from, etag: d.etag })));
@@ -182,6 +189,7 @@ export async function run(ws: Workspace, mode: TransferMode, info: RunInfo, plan
     type: info.type,
     files: done.map(({ sourceEtag: _, ...d }) => d),
     directories: dirs.map((d) => d.to).sort(),
+    ...(plan.links.items.length ? { links: plan.links.items.map((l) => ({ ...l })).sort((a, b) => (a.to < b.to ? -1 : a.to > b.to ? 1 : 0)) } : {}),
     bytes: done.reduce((n, d) => n + d.size, 0),
     overwritten: done.filter((d) => d.replaced).length,
     ...(kept.length ? { kept } : {}),

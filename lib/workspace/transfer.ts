@@ -21,6 +21,8 @@
 import { ToolError } from "../errors.js";
 import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../paths.js";
 import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
+import { LinkOnPath, readLinks, statWithLinks } from "./links.js";
+import { linkPathsBelow, noLinks, planDirectoryLinks } from "./transfer-links.js";
 import { run, verb, type Plan, type TransferMode, type TransferResult } from "./transfer-run.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
@@ -49,16 +51,19 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     throw new ToolError("INVALID_PATH", `The workspace root cannot be ${mode === "move" ? "moved" : "copied"}; give a file or directory inside it, e.g. src.`, { path: "/" });
   }
   const to = normalizePath(args.to);
-  const [src, dst, journals] = await Promise.all([ws.stat(from), ws.stat(to), mode === "move" ? openJournals(ws) : Promise.resolve([])]);
+  const [fromStat, toStat, journals, links] = await Promise.all([ws.stat(from), ws.stat(to), mode === "move" ? openJournals(ws) : Promise.resolve([]), readLinks(ws)]);
   // The same move, unfinished (interrupted, or files left behind): finish it.
   const unfinished = await findJournal(journals, ws, from, to);
-  if (unfinished) return finishMove(ws, unfinished, src, journals);
+  if (unfinished) return finishMove(ws, unfinished, statWithLinks(fromStat, links, from), journals, links);
+  // Links count as entries, never followed (docs/symlinks.md): a link is moved as a link.
+  const src = statWithLinks(fromStat, links, from);
+  const dst = statWithLinks(toStat, links, to);
   if (!src) throw await ws.notFound(from, "Source");
 
   // mv/cp semantics: an existing directory (or a `to` ending in "/") receives the source inside it.
   let into = dst?.type === "directory";
   if (!into && /\/\s*$/.test(args.to)) {
-    if (dst?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `'to' ends with "/" but ${to} is a file, not a directory. Give a directory, or the new file path without "/".`, { path: to });
+    if (dst) throw new ToolError("NOT_A_DIRECTORY", `'to' ends with "/" but ${to} is a ${dst.type === "symlink" ? "symlink" : "file"}, not a directory. Give a directory, or the new path without "/".`, { path: to });
     into = true;
   }
   const target = into ? joinPath(to, baseName(from)) : to;
@@ -70,32 +75,42 @@ export async function transfer(ws: Workspace, args: { from: string; to: string; 
     throw new ToolError("INVALID_ARGUMENT", `Cannot ${verb(mode)} ${from} onto ${target}, which contains it. Choose a target outside ${target}/.`, { from, to: target });
   }
 
-  const [tstat, parents] = await Promise.all([target === to ? Promise.resolve(dst) : ws.stat(target), Promise.all(ancestorsOf(target).map((p) => ws.head(p)))]);
+  const [tstat, parents] = await Promise.all([target === to ? Promise.resolve(dst) : ws.stat(target).then((s) => statWithLinks(s, links, target)), Promise.all(ancestorsOf(target).map((p) => ws.head(p)))]);
   const parentFile = parents.find((p) => p !== null);
   if (parentFile) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} to ${target}: ${parentFile.path} is a file, not a directory.`, { path: target, file: parentFile.path });
+  const parentLink = ancestorsOf(target).find((a) => links.has(a));
+  if (parentLink) throw new LinkOnPath(target, parentLink, links);
   if (tstat && !overwrite) {
     const how = tstat.type === "directory" ? " (files with the same paths are replaced, other files in it are kept)" : "";
     throw new ToolError("ALREADY_EXISTS", `${target} already exists. Pass overwrite: true to replace it${how}, or choose another target.`, { path: target, type: tstat.type });
   }
-  if (tstat?.type === "directory" && src.type === "file") {
-    throw new ToolError("IS_DIRECTORY", `${target} is a directory; a file cannot replace it. Give a path inside it, or delete it first.`, { path: target });
+  if (tstat?.type === "directory" && src.type !== "directory") {
+    throw new ToolError("IS_DIRECTORY", `${target} is a directory; a ${src.type === "symlink" ? "symlink" : "file"} cannot replace it. Give a path inside it, or delete it first.`, { path: target });
   }
-  if (tstat?.type === "file" && src.type === "directory") {
-    throw new ToolError("NOT_A_DIRECTORY", `${target} is a file; a directory cannot replace it. Delete it first, or choose another target.`, { path: target });
+  if (tstat && tstat.type !== "directory" && src.type === "directory") {
+    throw new ToolError("NOT_A_DIRECTORY", `${target} is a ${tstat.type === "symlink" ? "symlink" : "file"}; a directory cannot replace it. Delete it first, or choose another target.`, { path: target });
   }
 
   const notes = mode === "move" ? await unfinishedMoveNotes(ws, journals, [from, target]) : [];
   if (src.type === "file") {
+    // A file over a link replaces the link (overwrite), as a file over a file.
     const files = [{ from, to: target, replaceEtag: tstat?.type === "file" ? tstat.etag : null }];
-    return run(ws, mode, { from, target, type: "file", notes }, { files, dirs: [], kept: [] }, null);
+    const replacesLink = { ...noLinks(), dropped: tstat?.type === "symlink" ? [target] : [] };
+    return run(ws, mode, { from, target, type: "file", notes }, { files, dirs: [], links: replacesLink, kept: [] }, null);
   }
-  const plan = await planDirectory(ws, mode, from, target, tstat !== null, overwrite, false);
+  if (src.type === "symlink") {
+    // A link is moved or copied as a link: its target is data, never followed (mv, cp -P).
+    const item = { from, to: target, target: src.target, replaced: tstat !== null };
+    const replaceFiles = tstat?.type === "file" ? [{ path: target, etag: tstat.etag }] : [];
+    return run(ws, mode, { from, target, type: "symlink", notes }, { files: [], dirs: [], links: { items: [item], replaceFiles, dropped: [] }, kept: [] }, null);
+  }
+  const plan = await planDirectory(ws, mode, from, target, tstat !== null, overwrite, false, links);
   const journal = mode === "move" ? await startJournal(ws, { from, to, toArg: args.to, target, overwrite, files: plan.files.length }) : null;
   return run(ws, mode, { from, target, type: "directory", notes }, plan, journal);
 }
 
 /** Calling move again with the arguments of an unfinished move: move what is left, per file and conditionally. */
-async function finishMove(ws: Workspace, j: OpenJournal, src: Awaited<ReturnType<Workspace["stat"]>>, journals: OpenJournal[]): Promise<TransferResult> {
+async function finishMove(ws: Workspace, j: OpenJournal, src: ReturnType<typeof statWithLinks>, journals: OpenJournal[], links: ReadonlyMap<string, string>): Promise<TransferResult> {
   const { from, target, overwrite } = j.journal;
   const notes = await unfinishedMoveNotes(ws, journals, [from, target], j);
   if (src?.type !== "directory") {
@@ -103,9 +118,9 @@ async function finishMove(ws: Workspace, j: OpenJournal, src: Awaited<ReturnType
     await closeJournal(ws, j);
     return { from, to: target, type: "directory", files: [], directories: [], bytes: 0, overwritten: 0, ...(notes.length ? { notes } : {}), finished: true };
   }
-  const tstat = await ws.stat(target);
-  if (tstat?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `Cannot finish the move of ${from}/ to ${target}/: ${target} is now a file. Move or delete it, then call move again with the same arguments.`, { path: target });
-  const plan = await planDirectory(ws, "move", from, target, tstat !== null, overwrite, true);
+  const tstat = statWithLinks(await ws.stat(target), links, target);
+  if (tstat && tstat.type !== "directory") throw new ToolError("NOT_A_DIRECTORY", `Cannot finish the move of ${from}/ to ${target}/: ${target} is now a ${tstat.type === "symlink" ? "symlink" : "file"}. Move or delete it, then call move again with the same arguments.`, { path: target });
+  const plan = await planDirectory(ws, "move", from, target, tstat !== null, overwrite, true, links);
   const r = await run(ws, "move", { from, target, type: "directory", notes, finishing: true }, plan, j);
   return { ...r, finished: true };
 }
@@ -114,10 +129,10 @@ async function finishMove(ws: Workspace, j: OpenJournal, src: Awaited<ReturnType
  * The plan of a directory: every file, its target, and whether it replaces an existing file;
  * every explicit directory and its target. Checked against the target's files and directories.
  */
-async function planDirectory(ws: Workspace, mode: TransferMode, from: string, target: string, targetExists: boolean, overwrite: boolean, finishing: boolean): Promise<Plan> {
-  const plan: Plan = { files: [], dirs: [], kept: [] };
+async function planDirectory(ws: Workspace, mode: TransferMode, from: string, target: string, targetExists: boolean, overwrite: boolean, finishing: boolean, links: ReadonlyMap<string, string>): Promise<Plan> {
+  const plan: Plan = { files: [], dirs: [], links: noLinks(), kept: [] };
   const sources: FileInfo[] = [];
-  let entries = 0;
+  let entries = linkPathsBelow(links, from).length;
   for await (const e of ws.walkEntries(from, MAX_TRANSFER_FILES + 1)) {
     entries++;
     if (e.type === "file") sources.push(e);
@@ -161,6 +176,7 @@ async function planDirectory(ws: Workspace, mode: TransferMode, from: string, ta
     const blocking = [d.to, ...ancestorsOf(d.to)].find((a) => isWithin(a, target) && existing.has(a));
     if (blocking) throw new ToolError("NOT_A_DIRECTORY", `Cannot ${verb(mode)} the directory ${d.from} to ${d.to}: ${blocking} is a file, not a directory. Nothing was changed.`, { path: d.to, file: blocking });
   }
+  plan.links = planDirectoryLinks(links, from, target, plan.files, plan.dirs, existing, existingDirs, verb(mode));
   return plan;
 }
 
@@ -174,14 +190,26 @@ export function describeTransfer(r: TransferResult, mode: TransferMode): string 
 
 function describeFiles(r: TransferResult, mode: TransferMode): string {
   const did = mode === "move" ? "Moved" : "Copied";
+  if (r.type === "symlink") {
+    const l = r.links![0]!;
+    const replaced = l.replaced ? ` It replaced what was at ${r.to}.` : "";
+    const gone = mode === "move" ? ` ${r.from} no longer exists.` : "";
+    return `${did} the symlink ${r.from} -> ${l.target} to ${r.to} (as a link: its target is unchanged and was not followed).${replaced}${gone}`;
+  }
   if (r.type === "file") {
     const f = r.files[0]!;
     const replaced = f.replaced ? " It replaced the file that was there." : "";
     const gone = mode === "move" ? ` ${r.from} no longer exists.` : "";
     return `${did} ${r.from} to ${r.to} (${bytesText(f.size)}).${replaced}${gone}`;
   }
-  const shown = r.files.slice(0, 20).map((f) => `  ${f.from} -> ${f.to}${f.replaced ? " (replaced)" : ""}`).join("\n");
-  const rest = r.files.length > 20 ? `\n  ... and ${r.files.length - 20} more` : "";
+  const links = r.links ?? [];
+  const lines = [
+    ...r.files.map((f) => `  ${f.from} -> ${f.to}${f.replaced ? " (replaced)" : ""}`),
+    ...links.map((l) => `  ${l.from} -> ${l.to} (symlink to ${l.target}${l.replaced ? ", replaced" : ""})`),
+  ];
+  const shown = lines.slice(0, 20).join("\n");
+  const rest = lines.length > 20 ? `\n  ... and ${lines.length - 20} more` : "";
+  const withLinks = links.length ? ` and ${links.length} symlink${links.length === 1 ? "" : "s"} (targets unchanged)` : "";
   const replaced = r.overwritten ? ` ${r.overwritten} existing file${r.overwritten === 1 ? " was" : "s were"} replaced.` : "";
   const kept = r.kept ?? [];
   const gone = mode !== "move" ? "" : kept.length ? "" : ` ${r.from}/ no longer exists.`;
@@ -192,6 +220,6 @@ function describeFiles(r: TransferResult, mode: TransferMode): string {
     : "";
   const head = r.finished
     ? `Finished the interrupted move of ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}${withDirs} moved by this call, ${bytesText(r.bytes)}.`
-    : `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}${withDirs}.`;
+    : `${did} directory ${r.from}/ to ${r.to}/: ${r.files.length} file${r.files.length === 1 ? "" : "s"}, ${bytesText(r.bytes)}${withDirs}${withLinks}.`;
   return `${head}${replaced}${gone}${keptText}${shown ? `\n${shown}${rest}` : ""}`;
 }
