@@ -129,3 +129,66 @@ describe("undo of bash / run_code write-back", () => {
     expect(await text("made.txt")).toBe(null);
   });
 });
+
+describe("undo carries symlinks (docs/symlinks.md)", () => {
+  /** The links directly in `dir`, name → target, as ls shows them. */
+  const links = async (dir: string): Promise<Record<string, string>> => {
+    const r = ok(await call("ls", { path: dir }));
+    return Object.fromEntries(r.data.entries.filter((e: any) => e.type === "symlink").map((e: any) => [e.name, e.target]));
+  };
+  const actions = (u: any) => u.restored.map((x: any) => `${x.path}:${x.action}`).sort();
+
+  it("a link bash made is removed; a link it removed comes back with its target; a repoint is put back", async () => {
+    ok(await call("write", { file_path: "l1/a", content: "A\n" }));
+    ok(await call("bash", { command: "ln -s a l1/b" }, "ln"));
+    expect(await links("l1")).toEqual({ b: "a" });
+    expect(actions(ok(await undo({}, "ln")))).toEqual(["l1/b:deleted"]);
+    expect(await links("l1")).toEqual({});
+    // The next run does not see it either.
+    expect(ok(await call("bash", { command: "ls l1" })).output).toBe("a\n");
+
+    ok(await call("bash", { command: "ln -s a l1/c && ln -s ../l1/a l1/d" }));
+    ok(await call("bash", { command: "rm l1/c && ln -sfn /etc/hostname l1/d" }, "rm"));
+    expect(await links("l1")).toEqual({ d: "/etc/hostname" });
+    expect(actions(ok(await undo({}, "rm")))).toEqual(["l1/c:recreated", "l1/d:restored"]);
+    expect(await links("l1")).toEqual({ c: "a", d: "../l1/a" });
+    expect(ok(await call("bash", { command: "readlink l1/c l1/d; cat l1/c" })).output).toBe("a\n../l1/a\nA\n");
+  });
+
+  it("a file bash replaced by a link comes back as the file, the link gone", async () => {
+    ok(await call("write", { file_path: "l2/f", content: "file\n" }));
+    ok(await call("bash", { command: "rm l2/f && ln -s elsewhere l2/f" }, "swap"));
+    expect(await links("l2")).toEqual({ f: "elsewhere" });
+    expect(actions(ok(await undo({}, "swap")))).toEqual(["l2/f:deleted", "l2/f:recreated"]);
+    expect(await links("l2")).toEqual({});
+    expect(await text("l2/f")).toBe("file\n");
+  });
+
+  it("delete of a link is undoable (the tool's call_id)", async () => {
+    ok(await call("write", { file_path: "l3/target", content: "t\n" }));
+    ok(await call("bash", { command: "ln -s target l3/x" }));
+    const d = ok(await call("delete", { path: "l3/x" }, "del"));
+    expect(typeof d.call_id).toBe("string");
+    expect(await links("l3")).toEqual({});
+    const list = ok(await req("/v1/workspaces/main/undo?session=del"));
+    expect(list.calls[0]).toMatchObject({ call_id: d.call_id, tool: "delete", paths: ["l3/x"] });
+    expect(actions(ok(await undo({ call_id: d.call_id }, "del")))).toEqual(["l3/x:recreated"]);
+    expect(await links("l3")).toEqual({ x: "target" });
+  });
+
+  it("a link changed since is named, and nothing of the call is undone", async () => {
+    ok(await call("write", { file_path: "l4/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "ln -s one l4/p && echo new > l4/keep.txt" }, "cf"));
+    ok(await call("bash", { command: "ln -sfn two l4/p" }));
+    const u = await undo({}, "cf");
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["l4/p"] } });
+    expect(await links("l4")).toEqual({ p: "two" });
+    expect(await text("l4/keep.txt")).toBe("new\n");
+    // The claim was released: once the link is as the call left it, the undo goes through.
+    ok(await call("bash", { command: "ln -sfn one l4/p" }));
+    expect(actions(ok(await undo({}, "cf")))).toEqual(["l4/keep.txt:restored", "l4/p:deleted"]);
+    expect(await links("l4")).toEqual({});
+    expect(await text("l4/keep.txt")).toBe("old\n");
+  });
+});
