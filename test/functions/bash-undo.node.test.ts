@@ -140,15 +140,18 @@ describe("undo carries symlinks (docs/symlinks.md)", () => {
 
   it("a link bash made is removed; a link it removed comes back with its target; a repoint is put back", async () => {
     ok(await call("write", { file_path: "l1/a", content: "A\n" }));
-    ok(await call("bash", { command: "ln -s a l1/b" }, "ln"));
+    const made = ok(await call("bash", { command: "ln -s a l1/b" }, "ln"));
+    // A run that changed only a link says so, and is undoable by its call_id.
+    expect(made.data).toMatchObject({ files_changed: [], files_deleted: [], links_changed: ["l1/b"] });
+    expect(made.call_id.startsWith("ln~")).toBe(true);
     expect(await links("l1")).toEqual({ b: "a" });
-    expect(actions(ok(await undo({}, "ln")))).toEqual(["l1/b:deleted"]);
+    expect(actions(ok(await undo({ call_id: made.call_id }, "ln")))).toEqual(["l1/b:deleted"]);
     expect(await links("l1")).toEqual({});
     // The next run does not see it either.
     expect(ok(await call("bash", { command: "ls l1" })).output).toBe("a\n");
 
     ok(await call("bash", { command: "ln -s a l1/c && ln -s ../l1/a l1/d" }));
-    ok(await call("bash", { command: "rm l1/c && ln -sfn /etc/hostname l1/d" }, "rm"));
+    expect(ok(await call("bash", { command: "rm l1/c && ln -sfn /etc/hostname l1/d" }, "rm")).data.links_changed).toEqual(["l1/c", "l1/d"]);
     expect(await links("l1")).toEqual({ d: "/etc/hostname" });
     expect(actions(ok(await undo({}, "rm")))).toEqual(["l1/c:recreated", "l1/d:restored"]);
     expect(await links("l1")).toEqual({ c: "a", d: "../l1/a" });
