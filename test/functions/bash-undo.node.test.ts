@@ -31,6 +31,8 @@ let key: string;
 let root: string;
 let executor: ReturnType<typeof localExecutor>;
 let storage: ReturnType<typeof memoryDriver>;
+/** Runs once, just before the next write of a workspace's links table (x/modes.json): steers a writer into undo's window. */
+let beforeModesPut: (() => Promise<unknown>) | null = null;
 
 const req = async (path: string, init: RequestInit = {}, session = "s1"): Promise<Res> => {
   const res = await app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session, ...(init.headers ?? {}) } });
@@ -51,7 +53,18 @@ const ok = (r: Res) => {
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-bash-undo-"));
   chmodSync(root, 0o711);
-  storage = memoryDriver();
+  const raw = memoryDriver();
+  storage = {
+    ...raw,
+    put: async (k, body, opts) => {
+      const hook = k.endsWith("/x/modes.json") ? beforeModesPut : null;
+      if (hook) {
+        beforeModesPut = null;
+        await hook();
+      }
+      return raw.put(k, body, opts);
+    },
+  };
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
   const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", listeners: [searchIndexer()] } as AppDeps;
@@ -193,5 +206,24 @@ describe("undo carries symlinks (docs/symlinks.md)", () => {
     expect(actions(ok(await undo({}, "cf")))).toEqual(["l4/keep.txt:restored", "l4/p:deleted"]);
     expect(await links("l4")).toEqual({});
     expect(await text("l4/keep.txt")).toBe("old\n");
+  });
+
+  it("a link changed between undo's check and its write: CONFLICT, nothing written, the undo can be sent again", async () => {
+    ok(await call("write", { file_path: "l5/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "ln -s one l5/q && echo new > l5/keep.txt" }, "win"));
+    let raced = false;
+    beforeModesPut = async () => {
+      raced = true;
+      ok(await call("bash", { command: "ln -sfn two l5/q" }));
+    };
+    const u = await undo({}, "win");
+    expect(raced).toBe(true);
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "CONFLICT", details: { restored: [] } });
+    expect(u.body.error.message).toContain("l5/q");
+    expect(await links("l5")).toEqual({ q: "two" });
+    expect(await text("l5/keep.txt")).toBe("new\n");
+    ok(await call("bash", { command: "ln -sfn one l5/q" }));
+    expect(actions(ok(await undo({}, "win")))).toEqual(["l5/keep.txt:restored", "l5/q:deleted"]);
   });
 });
