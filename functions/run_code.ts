@@ -9,7 +9,7 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files: undo it with POST /v1/workspaces/{ws}/undo)`;
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;

@@ -34,10 +34,11 @@ export const CommandResult = z.object({
   files_deleted: z.array(z.string()),
   dirs_created: z.array(z.string()).optional(),
   dirs_deleted: z.array(z.string()).optional(),
+  links_changed: z.array(z.string()).optional(),
   conflicts: z.array(z.object({ path: z.string(), change: z.enum(["created", "modified", "deleted"]), reason: z.string() }).loose()),
   unsynced: z.record(z.string(), z.unknown()).optional(),
   skipped: z.array(z.object({ path: z.string(), reason: z.string(), detail: z.string().optional() })).optional(),
-  /** The write-back's undo id, when the run changed files (POST /v1/workspaces/{ws}/undo). */
+  /** The write-back's undo id, when the run changed files or symlinks (POST /v1/workspaces/{ws}/undo). */
   call_id: z.string().optional(),
 });
 

@@ -265,10 +265,12 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     settleDirs(slot, dirDelta, dirsOut);
     await settle(slot, after, changes, wb);
     const modeSkips: Skipped[] = [];
+    let linksChanged: string[] = [];
     const delta = wb && runDelta(modesDelta(slot, after, changes, wb), linksDelta(slot, after));
     if (delta) {
       try {
         slot.modes = slotModes(await sync.updateModes(delta));
+        linksChanged = Object.keys(delta.links ?? {}).sort();
       } catch (e) {
         const why = String((e as Error).message ?? e).slice(0, 200);
         for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${why}` });
@@ -301,6 +303,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       files_deleted: wb?.deleted ?? [],
       dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
       dirs_deleted: dirsOut?.deleted ?? [],
+      ...(linksChanged.length ? { links_changed: linksChanged } : {}),
       conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
       skipped,
       discarded: finished ? [] : [...changes.map((c) => c.path), ...dirDelta.map((d) => `${d.path}/`)],

@@ -21,6 +21,7 @@ import { modesKey, normalizeFilePath } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { readJson } from "./runs.js";
 import type { ExecModes, ModesDelta } from "./sync-types.js";
+import type { UndoJournal } from "../undo/journal.js";
 
 /** Most executable files one workspace records, and most paths in one delta. */
 export const MAX_EXEC_FILES = 100_000;
@@ -75,8 +76,18 @@ export function parseModesDelta(body: unknown): ModesDelta {
   return { add: list(d?.add, "add"), remove: list(d?.remove, "remove"), ...(d?.links !== undefined ? { links } : {}) };
 }
 
-/** Applies a delta (removals first, then additions; links set or dropped) and stores the list, merging with concurrent updates. */
-export async function updateModes(driver: StorageDriver, tenant: string, workspace: string, delta: ModesDelta): Promise<ExecModes> {
+export interface ModesUpdateOptions {
+  /** The call's undo journal: told each link the update changed (its target before and after), once the write landed. */
+  undo?: UndoJournal | undefined;
+  /** Applied only while each named link is still this (null: no link), checked in the same conditional write; else CONFLICT naming them (undo). */
+  expectLinks?: Record<string, string | null>;
+}
+
+/**
+ * Applies a delta (removals first, then additions; links set or dropped) and stores the list, merging
+ * with concurrent updates. The one place the links table is written: link changes are journaled here.
+ */
+export async function updateModes(driver: StorageDriver, tenant: string, workspace: string, delta: ModesDelta, opts: ModesUpdateOptions = {}): Promise<ExecModes> {
   const key = modesKey(tenant, workspace);
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const now = await readModes(driver, tenant, workspace);
@@ -86,6 +97,8 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
     if (exec.size > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_EXEC_FILES} executable files.`);
     const sorted = [...exec].sort();
     const was = now.links ?? {};
+    const moved = Object.entries(opts.expectLinks ?? {}).filter(([p, t]) => (was[p] ?? null) !== t).map(([p]) => p);
+    if (moved.length) throw new ToolError("CONFLICT", `The symlink${moved.length === 1 ? "" : "s"} ${moved.slice(0, 10).join(", ")} changed meanwhile; nothing was written.`, { links: moved });
     const links = { ...was };
     let linksChanged = false;
     for (const [p, t] of Object.entries(delta.links ?? {})) {
@@ -100,6 +113,7 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
     try {
       const body: Stored = { v: 1, exec: sorted, ...(Object.keys(links).length ? { links: sortedLinks(links) } : {}) };
       const info = await driver.put(key, JSON.stringify(body), { ...(now.etag === null ? { ifNoneMatch: "*" as const } : { ifMatch: now.etag }), contentType: "application/json" });
+      opts.undo?.linked(Object.keys(delta.links ?? {}).map((p) => ({ path: p, before: was[p] ?? null, after: links[p] ?? null })).filter((l) => l.before !== l.after));
       return { etag: info.etag, exec: sorted, ...(body.links ? { links: body.links } : {}) };
     } catch (e) {
       if (!isConditionFailed(e)) throw e;

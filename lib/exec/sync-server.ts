@@ -123,7 +123,12 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
-      return json(await updateModes(driver, claims.t, claims.w, delta));
+      // The run's link changes are journaled under its call (this request's undo part).
+      try {
+        return json(await updateModes(driver, claims.t, claims.w, delta, { undo }));
+      } finally {
+        await commitSyncJournal(undo);
+      }
     }
 
     if (url.pathname === "/v1/sync/fetch" && req.method === "POST") {

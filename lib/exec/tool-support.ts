@@ -136,11 +136,11 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced">): st
 
 /**
  * The undo id of a finished run's write-back (the call's own: runRequest put it in the sync token),
- * when the run changed files; executeTool lifts it to the envelope's call_id.
+ * when the run changed files or symlinks; executeTool lifts it to the envelope's call_id.
  */
-export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "conflicts">): { call_id?: string } {
+export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "links_changed" | "conflicts">): { call_id?: string } {
   if (!callId) return {};
-  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || r.conflicts.some((c) => c.saved_as);
+  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || (r.links_changed?.length ?? 0) > 0 || r.conflicts.some((c) => c.saved_as);
   return changed ? { call_id: callId } : {};
 }
 
@@ -158,6 +158,7 @@ export function commandData(r: RunResult) {
     files_deleted: r.files_deleted,
     ...(r.dirs_created?.length ? { dirs_created: r.dirs_created } : {}),
     ...(r.dirs_deleted?.length ? { dirs_deleted: r.dirs_deleted } : {}),
+    ...(r.links_changed?.length ? { links_changed: r.links_changed } : {}),
     conflicts: r.conflicts,
     ...(r.unsynced ? { unsynced: r.unsynced } : {}),
     ...(r.skipped.length ? { skipped: r.skipped } : {}),

@@ -191,6 +191,8 @@ export interface RunResult {
   /** Explicit directories written back: made for directories the command left empty, removed with the directory. */
   dirs_created?: string[];
   dirs_deleted?: string[];
+  /** Symlinks the command made, removed or repointed, saved in the workspace's links table (docs/symlinks.md). */
+  links_changed?: string[];
   conflicts: Conflict[];
   skipped: Skipped[];
   /** Set when the command was stopped for adding more than `disk_mb` MiB to the workspace (nothing written back). */

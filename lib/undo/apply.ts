@@ -4,16 +4,20 @@
  * call left (else FILE_MODIFIED naming them, claim released, nothing written), then each file put
  * back conditionally: old bytes If-Match the etag after, a created file deleted If-Match, a deleted
  * file re-created create-only. Writes go through a Workspace, so the search index follows.
+ * The call's link changes (docs/symlinks.md) are checked with the files (each link still the
+ * target the call left, else it is named beside the files) and put back first, in one delta applied
+ * only while every one of them is still what the call left (lib/exec/modes.ts expectLinks).
  * Window: a writer landing on a file between the check and its restore (milliseconds) makes that
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
  */
 import { ToolError } from "../errors.js";
+import { readModes, updateModes } from "../exec/modes.js";
 import { packKey } from "../paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { decodeBase64 } from "../text.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { callIdOf, parseCallId, sessionUndoPrefix, stampTime, type UndoChange, type UndoRecord } from "./journal.js";
+import { callIdOf, parseCallId, recordedLinks, sessionUndoPrefix, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "./journal.js";
 
 export interface UndoCall {
   call_id: string;
@@ -27,6 +31,7 @@ export interface UndoCall {
 interface Loaded {
   call: UndoCall;
   changes: UndoChange[];
+  links: UndoLinkChange[];
   prefix: string;
 }
 
@@ -65,16 +70,19 @@ async function loadCall(storage: StorageDriver, session: string, stamp: string, 
     merged.set(c.path, had ? { path: c.path, before: had.before, after: c.after } : c);
   }
   const changes = [...merged.values()].filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
+  const mergedLinks = new Map<string, UndoLinkChange>();
+  for (const rec of records) for (const l of rec.links ?? []) mergedLinks.set(l.path, { path: l.path, before: mergedLinks.get(l.path)?.before ?? l.before, after: l.after });
+  const links = recordedLinks(mergedLinks.values());
   const prefix = keys[0]!.slice(0, keys[0]!.lastIndexOf("/") + 1);
   const call: UndoCall = {
     call_id: callIdOf(session, stamp),
     tool: records[0]?.tool ?? "call",
     session,
     at: new Date(stampTime(stamp)).toISOString(),
-    paths: changes.map((c) => c.path).sort(),
+    paths: [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path)])].sort(),
     undone: keys.some((k) => k.endsWith("/undone")),
   };
-  return { call, changes, prefix };
+  return { call, changes, links, prefix };
 }
 
 /** The session's recent undoable calls, newest first. */
@@ -125,7 +133,7 @@ async function beforeBytes(storage: StorageDriver, tenant: string, c: UndoChange
 
 /** Undoes one call (by id, or the session's newest not yet undone). `ws` is a Workspace without an undo journal. */
 export async function undoCall(storage: StorageDriver, ws: Workspace, target: { callId?: string; session: string }): Promise<{ call_id: string; tool: string; restored: { path: string; action: "restored" | "deleted" | "recreated" }[] }> {
-  const { call, changes, prefix } = await findCall(storage, ws.tenant, ws.id, target);
+  const { call, changes, links, prefix } = await findCall(storage, ws.tenant, ws.id, target);
   const claimKey = `${prefix}undone`;
   try {
     await storage.put(claimKey, JSON.stringify({ at: new Date().toISOString() }), { ifNoneMatch: "*", contentType: "application/json" });
@@ -134,8 +142,12 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
     throw e;
   }
   const release = () => storage.delete(claimKey).catch(() => {});
-  // Check all first: every file must still be the version the call left.
+  // Check all first: every file must still be the version the call left, every link the target it left.
   const changed: string[] = [];
+  if (links.length) {
+    const now = (await readModes(storage, ws.tenant, ws.id)).links ?? {};
+    for (const l of links) if ((now[l.path] ?? null) !== l.after) changed.push(l.path);
+  }
   for (let i = 0; i < changes.length; i += 6) {
     await Promise.all(changes.slice(i, i + 6).map(async (c) => {
       const now = await ws.head(c.path);
@@ -145,9 +157,19 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
   if (changed.length) {
     await release();
     changed.sort();
-    throw new ToolError("FILE_MODIFIED", `Cannot undo call ${call.call_id}: ${changed.length} file${changed.length === 1 ? " was" : "s were"} changed since (${changed.slice(0, 10).join(", ")}${changed.length > 10 ? ", ..." : ""}); nothing was written. Undo the later calls first, or fix the files by hand.`, { call_id: call.call_id, files: changed });
+    throw new ToolError("FILE_MODIFIED", `Cannot undo call ${call.call_id}: ${changed.length} file${changed.length === 1 ? " or symlink was" : "s or symlinks were"} changed since (${changed.slice(0, 10).join(", ")}${changed.length > 10 ? ", ..." : ""}); nothing was written. Undo the later calls first, or fix the files by hand.`, { call_id: call.call_id, files: changed });
   }
   const restored: { path: string; action: "restored" | "deleted" | "recreated" }[] = [];
+  if (links.length) {
+    // One delta, written only while each link is still what the call left (else nothing is written).
+    try {
+      await updateModes(storage, ws.tenant, ws.id, { add: [], remove: [], links: Object.fromEntries(links.map((l) => [l.path, l.before])) }, { expectLinks: Object.fromEntries(links.map((l) => [l.path, l.after])) });
+    } catch (e) {
+      await release();
+      throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its symlinks: ${e instanceof Error ? e.message : String(e)} No file or link was restored. Check them, then undo again or fix by hand.`, { call_id: call.call_id, restored: [], left: [...links.map((l) => l.path), ...changes.map((c) => c.path)] });
+    }
+    for (const l of links) restored.push({ path: l.path, action: l.before === null ? "deleted" : l.after === null ? "recreated" : "restored" });
+  }
   for (const c of changes) {
     try {
       if (c.before === null) {
@@ -160,7 +182,7 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
       }
     } catch (e) {
       if (restored.length === 0) await release();
-      const left = changes.filter((x) => !restored.some((r) => r.path === x.path)).map((x) => x.path);
+      const left = changes.slice(changes.indexOf(c)).map((x) => x.path);
       throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at ${c.path}: ${e instanceof Error ? e.message : String(e)} ${restored.length} file(s) were restored; ${left.length} were left as they are (${left.slice(0, 10).join(", ")}). Check them, then fix by hand.`, { call_id: call.call_id, path: c.path, restored: restored.map((r) => r.path), left });
     }
   }

@@ -8,6 +8,8 @@
  * the call read the bytes through Workspace.readBytes / openForChange); a larger one is copied to
  * an undo blob under the call's prefix (the same GET, +1 PUT beside the call's write); a file that
  * did not exist costs nothing.
+ * Link changes (a symlink made, removed, repointed: docs/symlinks.md) are kept as targets, before
+ * and after, told by the one place the links table is written (lib/exec/modes.ts updateModes).
  * commit() writes one record object per call (per sync request for bash), create-only, under a
  * unique key: no hot key. A call whose last change is a write of known etag (writeBeside) has its
  * record written beside that write instead of after it. Layout:
@@ -29,6 +31,13 @@ export interface UndoChange {
   after: string | null;
 }
 
+/** A symlink the call made (before null), removed (after null) or repointed: its targets (docs/symlinks.md). */
+export interface UndoLinkChange {
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
 export interface UndoRecord {
   v: 1;
   call_id: string;
@@ -36,6 +45,8 @@ export interface UndoRecord {
   session: string;
   at: string;
   changes: UndoChange[];
+  /** Link changes (absent: none); a link is not a file object, so it has no before-bytes, only a target. */
+  links?: UndoLinkChange[];
 }
 
 export const undoPrefix = (tenant: string, ws: string): string => `${internalPrefix(tenant, ws)}undo/`;
@@ -69,8 +80,10 @@ const INLINE_RECORD_BYTES = 256 * 1024;
 const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
 /** The changes a record names: a path left as it was before (written, then put back) is dropped. */
 const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => changes.filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
+/** The link changes a record names: a link left as it was before is dropped. */
+export const recordedLinks = (links: Iterable<UndoLinkChange>): UndoLinkChange[] => [...links].filter((l) => l.before !== l.after);
 /** What a record says, for comparing the one written beside a write with the one the call ends with. */
-const changesJson = (changes: readonly UndoChange[]) => JSON.stringify(changes);
+const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[]) => JSON.stringify([changes, links]);
 
 export class UndoJournal {
   readonly callId: string;
@@ -84,6 +97,7 @@ export class UndoJournal {
   /** The tool this call runs (set by the door). */
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
+  private readonly links = new Map<string, UndoLinkChange>();
   private readonly blobs: string[] = [];
   private readonly landedPaths = new Set<string>();
   private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
@@ -102,7 +116,12 @@ export class UndoJournal {
   }
 
   get size(): number {
-    return this.changes.size;
+    return this.changes.size + this.links.size;
+  }
+
+  /** Links the call changed (lib/exec/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
+  linked(changes: readonly UndoLinkChange[]): void {
+    for (const l of changes) this.links.set(l.path, { path: l.path, before: this.links.get(l.path)?.before ?? l.before, after: l.after });
   }
 
   /** Workspace.readBytes saw these bytes of `path` at `etag`. */
@@ -210,8 +229,8 @@ export class UndoJournal {
     return recordedOf([...this.changes.values()]);
   }
 
-  private putRecord(key: string, changes: UndoChange[]): Promise<unknown> {
-    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes };
+  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[]): Promise<unknown> {
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}) };
     return this.storage.put(key, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
   }
 
@@ -225,10 +244,11 @@ export class UndoJournal {
     const c = this.changes.get(path);
     if (!c || this.beside) return;
     const changes = recordedOf([...this.changes.values()].map((x) => (x === c ? { ...c, after: etag } : x)));
-    if (changes.length === 0) return;
+    const links = recordedLinks(this.links.values());
+    if (changes.length === 0 && links.length === 0) return;
     const key = recordKey(this.prefix);
-    const done = this.putRecord(key, changes).then(() => null, (e: unknown) => e);
-    this.beside = { key, path, json: changesJson(changes), done };
+    const done = this.putRecord(key, changes, links).then(() => null, (e: unknown) => e);
+    this.beside = { key, path, json: changesJson(changes, links), done };
   }
 
   /** Deletes the record written beside a write (whatever its PUT's outcome); a failed delete is left to retention. */
@@ -255,14 +275,16 @@ export class UndoJournal {
       throw e;
     }
     const changes = this.recorded();
+    const links = recordedLinks(this.links.values());
     this.changes.clear();
+    this.links.clear();
     const beside = this.beside;
-    if (beside && (await beside.done) === null && beside.json === changesJson(changes)) {
+    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links)) {
       this.beside = null;
     } else {
       await this.dropBeside();
-      if (changes.length === 0) return null;
-      await this.putRecord(recordKey(this.prefix), changes);
+      if (changes.length === 0 && links.length === 0) return null;
+      await this.putRecord(recordKey(this.prefix), changes, links);
     }
     // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
     if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {

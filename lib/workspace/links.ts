@@ -11,16 +11,16 @@ import { resolveLinks } from "./link-resolve.js";
 import type { Workspace } from "./workspace.js";
 import type { Stat } from "./workspace-types.js";
 
-type LinkStore = Pick<Workspace, "driver" | "tenant" | "id">;
+type LinkStore = Pick<Workspace, "driver" | "tenant" | "id"> & Partial<Pick<Workspace, "undo">>;
 
 /** The workspace's links: path → target. */
 export async function readLinks(ws: LinkStore): Promise<Map<string, string>> {
   return new Map(Object.entries((await readModes(ws.driver, ws.tenant, ws.id)).links ?? {}));
 }
 
-/** Sets (target) or drops (null) links, merged with concurrent changes. */
+/** Sets (target) or drops (null) links, merged with concurrent changes; journaled in the call's undo journal (the Workspace's). */
 export async function saveLinks(ws: LinkStore, delta: Record<string, string | null>): Promise<void> {
-  if (Object.keys(delta).length) await updateModes(ws.driver, ws.tenant, ws.id, { add: [], remove: [], links: delta });
+  if (Object.keys(delta).length) await updateModes(ws.driver, ws.tenant, ws.id, { add: [], remove: [], links: delta }, { undo: ws.undo });
 }
 
 /**

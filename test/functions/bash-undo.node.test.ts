@@ -31,6 +31,8 @@ let key: string;
 let root: string;
 let executor: ReturnType<typeof localExecutor>;
 let storage: ReturnType<typeof memoryDriver>;
+/** Runs once, just before the next write of a workspace's links table (x/modes.json): steers a writer into undo's window. */
+let beforeModesPut: (() => Promise<unknown>) | null = null;
 
 const req = async (path: string, init: RequestInit = {}, session = "s1"): Promise<Res> => {
   const res = await app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session, ...(init.headers ?? {}) } });
@@ -51,7 +53,18 @@ const ok = (r: Res) => {
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-bash-undo-"));
   chmodSync(root, 0o711);
-  storage = memoryDriver();
+  const raw = memoryDriver();
+  storage = {
+    ...raw,
+    put: async (k, body, opts) => {
+      const hook = k.endsWith("/x/modes.json") ? beforeModesPut : null;
+      if (hook) {
+        beforeModesPut = null;
+        await hook();
+      }
+      return raw.put(k, body, opts);
+    },
+  };
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
   const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", listeners: [searchIndexer()] } as AppDeps;
@@ -127,5 +140,90 @@ describe("undo of bash / run_code write-back", () => {
     ok(await undo({}, "s2"));
     expect(await text("r.txt")).toBe("before\n");
     expect(await text("made.txt")).toBe(null);
+  });
+});
+
+describe("undo carries symlinks (docs/symlinks.md)", () => {
+  /** The links directly in `dir`, name → target, as ls shows them. */
+  const links = async (dir: string): Promise<Record<string, string>> => {
+    const r = ok(await call("ls", { path: dir }));
+    return Object.fromEntries(r.data.entries.filter((e: any) => e.type === "symlink").map((e: any) => [e.name, e.target]));
+  };
+  const actions = (u: any) => u.restored.map((x: any) => `${x.path}:${x.action}`).sort();
+
+  it("a link bash made is removed; a link it removed comes back with its target; a repoint is put back", async () => {
+    ok(await call("write", { file_path: "l1/a", content: "A\n" }));
+    const made = ok(await call("bash", { command: "ln -s a l1/b" }, "ln"));
+    // A run that changed only a link says so, and is undoable by its call_id.
+    expect(made.data).toMatchObject({ files_changed: [], files_deleted: [], links_changed: ["l1/b"] });
+    expect(made.call_id.startsWith("ln~")).toBe(true);
+    expect(await links("l1")).toEqual({ b: "a" });
+    expect(actions(ok(await undo({ call_id: made.call_id }, "ln")))).toEqual(["l1/b:deleted"]);
+    expect(await links("l1")).toEqual({});
+    // The next run does not see it either.
+    expect(ok(await call("bash", { command: "ls l1" })).output).toBe("a\n");
+
+    ok(await call("bash", { command: "ln -s a l1/c && ln -s ../l1/a l1/d" }));
+    expect(ok(await call("bash", { command: "rm l1/c && ln -sfn /etc/hostname l1/d" }, "rm")).data.links_changed).toEqual(["l1/c", "l1/d"]);
+    expect(await links("l1")).toEqual({ d: "/etc/hostname" });
+    expect(actions(ok(await undo({}, "rm")))).toEqual(["l1/c:recreated", "l1/d:restored"]);
+    expect(await links("l1")).toEqual({ c: "a", d: "../l1/a" });
+    expect(ok(await call("bash", { command: "readlink l1/c l1/d; cat l1/c" })).output).toBe("a\n../l1/a\nA\n");
+  });
+
+  it("a file bash replaced by a link comes back as the file, the link gone", async () => {
+    ok(await call("write", { file_path: "l2/f", content: "file\n" }));
+    ok(await call("bash", { command: "rm l2/f && ln -s elsewhere l2/f" }, "swap"));
+    expect(await links("l2")).toEqual({ f: "elsewhere" });
+    expect(actions(ok(await undo({}, "swap")))).toEqual(["l2/f:deleted", "l2/f:recreated"]);
+    expect(await links("l2")).toEqual({});
+    expect(await text("l2/f")).toBe("file\n");
+  });
+
+  it("delete of a link is undoable (the tool's call_id)", async () => {
+    ok(await call("write", { file_path: "l3/target", content: "t\n" }));
+    ok(await call("bash", { command: "ln -s target l3/x" }));
+    const d = ok(await call("delete", { path: "l3/x" }, "del"));
+    expect(typeof d.call_id).toBe("string");
+    expect(await links("l3")).toEqual({});
+    const list = ok(await req("/v1/workspaces/main/undo?session=del"));
+    expect(list.calls[0]).toMatchObject({ call_id: d.call_id, tool: "delete", paths: ["l3/x"] });
+    expect(actions(ok(await undo({ call_id: d.call_id }, "del")))).toEqual(["l3/x:recreated"]);
+    expect(await links("l3")).toEqual({ x: "target" });
+  });
+
+  it("a link changed since is named, and nothing of the call is undone", async () => {
+    ok(await call("write", { file_path: "l4/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "ln -s one l4/p && echo new > l4/keep.txt" }, "cf"));
+    ok(await call("bash", { command: "ln -sfn two l4/p" }));
+    const u = await undo({}, "cf");
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["l4/p"] } });
+    expect(await links("l4")).toEqual({ p: "two" });
+    expect(await text("l4/keep.txt")).toBe("new\n");
+    // The claim was released: once the link is as the call left it, the undo goes through.
+    ok(await call("bash", { command: "ln -sfn one l4/p" }));
+    expect(actions(ok(await undo({}, "cf")))).toEqual(["l4/keep.txt:restored", "l4/p:deleted"]);
+    expect(await links("l4")).toEqual({});
+    expect(await text("l4/keep.txt")).toBe("old\n");
+  });
+
+  it("a link changed between undo's check and its write: CONFLICT, nothing written, the undo can be sent again", async () => {
+    ok(await call("write", { file_path: "l5/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "ln -s one l5/q && echo new > l5/keep.txt" }, "win"));
+    let raced = false;
+    beforeModesPut = async () => {
+      raced = true;
+      ok(await call("bash", { command: "ln -sfn two l5/q" }));
+    };
+    const u = await undo({}, "win");
+    expect(raced).toBe(true);
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "CONFLICT", details: { restored: [] } });
+    expect(u.body.error.message).toContain("l5/q");
+    expect(await links("l5")).toEqual({ q: "two" });
+    expect(await text("l5/keep.txt")).toBe("new\n");
+    ok(await call("bash", { command: "ln -sfn one l5/q" }));
+    expect(actions(ok(await undo({}, "win")))).toEqual(["l5/keep.txt:restored", "l5/q:deleted"]);
   });
 });
