@@ -2,6 +2,7 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { Tenant } from "../../helpers.js";
+import { readTarGz } from "../../support/tar-entries.js";
 
 export async function importReq(t: Tenant, body: Uint8Array | ReadableStream<Uint8Array>, query = "", headers: Record<string, string> = {}, ws = t.ws) {
   const res = await t.req(`/v1/workspaces/${ws}/import${query}`, { method: "POST", headers: { "content-type": "application/octet-stream", ...(body instanceof Uint8Array ? { "content-length": String(body.length) } : {}), ...headers }, body });
@@ -60,22 +61,10 @@ export async function untarGz(res: Response): Promise<Map<string, Uint8Array>> {
   return out;
 }
 
-export interface TarListing {
-  name: string;
-  kind: string;
-  mode: number | undefined;
-  bytes: Uint8Array;
-}
+export type { TarListing } from "../../support/tar-entries.js";
 
-/** Every entry of a tar.gz response in archive order: name, kind, mode, bytes. */
-export async function tarEntries(res: Response): Promise<TarListing[]> {
-  const { ByteReader } = await import("../../../lib/archive/byte-reader.js");
-  const { readTar } = await import("../../../lib/archive/tar-reader.js");
-  const out: TarListing[] = [];
-  const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
-  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out.push({ name: e.name, kind: e.kind, mode: e.mode, bytes: await e.bytes() });
-  return out;
-}
+/** Every entry of a tar.gz response in archive order: name, kind, mode, link target, bytes. */
+export const tarEntries = (res: Response) => readTarGz(res.body!);
 
 /** Text files of 800 KB each: six of them pass the pack import's 4 MiB batch, so an index segment is written before the archive ends. */
 export const bigText = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `big/t${i}.txt`, body: `line ${i} needle\n`.padEnd(16, "-").repeat(50_000) }));

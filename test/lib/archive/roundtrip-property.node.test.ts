@@ -14,8 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import bash from "../../../functions/bash.js";
 import { tools as fileTools } from "../../../functions/index.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
-import { ByteReader } from "../../../lib/archive/byte-reader.js";
-import { readTar } from "../../../lib/archive/tar-reader.js";
+import { readTarGz } from "../../support/tar-entries.js";
 import { createApp } from "../../../lib/app.js";
 import type { AppDeps } from "../../../lib/deps.js";
 import { httpSyncClient } from "../../../lib/exec/sync-http.js";
@@ -92,12 +91,10 @@ interface Entry {
 /** A tar.gz's entries, named without "./", the root left out, sorted: kind, execute bit (files), link target, bytes (hex). */
 async function entriesOf(body: ReadableStream<Uint8Array>): Promise<Entry[]> {
   const out: Entry[] = [];
-  const reader = new ByteReader(body.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
-  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) {
+  for (const e of await readTarGz(body)) {
     const name = e.name.replace(/^\.\//, "").replace(/\/$/, "");
-    const bytes = e.kind === "file" ? Buffer.from(await e.bytes()).toString("hex") : "";
     if (name === "" || name === ".") continue;
-    out.push({ name, kind: e.kind, exec: e.kind === "file" && ((e.mode ?? 0) & 0o100) !== 0, target: e.linkTarget ?? "", bytes });
+    out.push({ name, kind: e.kind, exec: e.kind === "file" && ((e.mode ?? 0) & 0o100) !== 0, target: e.linkTarget ?? "", bytes: e.kind === "file" ? Buffer.from(e.bytes).toString("hex") : "" });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

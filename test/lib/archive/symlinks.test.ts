@@ -3,20 +3,15 @@
  * as tar symlink entries (docs/symlinks.md), with both import writers; a round trip keeps them.
  */
 import { describe, expect, it } from "vitest";
-import { ByteReader } from "../../../lib/archive/byte-reader.js";
-import { readTar } from "../../../lib/archive/tar-reader.js";
 import { newTenant, testApp } from "../../helpers.js";
 import { tar, zip } from "./archives.js";
-import { exportReq, files, importReq } from "./helpers.js";
+import { exportReq, files, importReq, tarEntries } from "./helpers.js";
 
 const LONG_TARGET = `../${"t".repeat(150)}/target`;
 
 /** An export's entries: name → "file", "directory" (every directory is an entry, before what it holds) or "-> target". */
 async function exported(res: Response): Promise<Record<string, string>> {
-  const reader = new ByteReader(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>));
-  const out: Record<string, string> = {};
-  for await (const e of readTar(reader, { maxMetaBytes: 65536 })) out[e.name] = e.kind === "symlink" ? `-> ${e.linkTarget}` : e.kind;
-  return out;
+  return Object.fromEntries((await tarEntries(res)).map((e) => [e.name, e.kind === "symlink" ? `-> ${e.linkTarget}` : e.kind]));
 }
 
 describe.each([
