@@ -9,9 +9,9 @@
  *   line costs).
  */
 import { tools } from "../functions/index.js";
-import { createApp } from "../lib/app.js";
-import { fromWorkersEnv, type WorkersEnv } from "../lib/env.js";
-import { filesPrefix, workspaceMetaKey } from "../lib/paths.js";
+import { createApp } from "../lib/api/app.js";
+import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
+import { filesPrefix, workspaceMetaKey } from "../lib/workspace/paths.js";
 import worker from "./worker.js";
 
 const quietApps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();

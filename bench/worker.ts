@@ -3,7 +3,7 @@
  * the same storage operations straight on the same R2 binding with nothing around them.
  */
 import toolshed from "../infra/cloudflare.js";
-import type { WorkersEnv } from "../lib/env.js";
+import type { WorkersEnv } from "../lib/runtime/workers.js";
 import { floorOp, type FloorRequest } from "./floor-ops.js";
 
 export default {

@@ -1,7 +1,7 @@
 /**
  * What a large bash write-back costs the API. Usage: node bench/writeback.mjs [files=5000] [timeout s=600] [files|git]
  *
- * The API's sync endpoint (handleSync with the search indexer, as lib/env.ts wires it, over
+ * The API's sync endpoint (handleSync with the search indexer, as lib/runtime/workers.ts wires it, over
  * the memory driver) runs in a child process that reports its own CPU time; the runner (the
  * real handler code, bubblewrap) writes back a command that creates `files` text files of
  * ~1 KB in 50 directories, over HTTP on 127.0.0.1. Prints wall time of the write-back, API CPU
@@ -18,9 +18,9 @@ import { runCommand, type RunnerDeps } from "../infra/container/runner.js";
 import { bwrapSandbox } from "../infra/container/sandbox.js";
 import { prepareStageDir } from "../infra/container/stage.js";
 import { TreeCache } from "../infra/container/slot-cache.js";
-import { httpSyncClient } from "../lib/exec/sync-http.js";
-import { handleSync } from "../lib/exec/sync-server.js";
-import { mintSyncToken } from "../lib/exec/sync-token.js";
+import { httpSyncClient } from "../lib/sync/http.js";
+import { handleSync } from "../lib/sync/server.js";
+import { mintSyncToken } from "../lib/sync/token.js";
 import { searchIndexer } from "../lib/search/indexer.js";
 import { memoryDriver } from "../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../lib/storage/kv-over-storage.js";

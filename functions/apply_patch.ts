@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { assertEditSize, utf8Length } from "../lib/edit.js";
-import { ToolError } from "../lib/errors.js";
-import { applyHunks, type AppliedHunk } from "../lib/patch/apply.js";
-import { parsePatch, type FileOp } from "../lib/patch/parse.js";
-import { normalizeFilePath } from "../lib/paths.js";
-import { utf8 } from "../lib/text.js";
-import { defineTool } from "../lib/tool.js";
+import { assertEditSize, utf8Length } from "../lib/workspace/edit.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { applyHunks, type AppliedHunk } from "../lib/tools/patch/apply.js";
+import { parsePatch, type FileOp } from "../lib/tools/patch/parse.js";
+import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { utf8 } from "../lib/shared/text.js";
+import { defineTool } from "../lib/run/tool.js";
 import { commitBatch, type FileStep } from "../lib/workspace/file-batch.js";
 import { loadText, MAX_EDIT_BYTES } from "../lib/workspace/text-file.js";
 import type { Workspace } from "../lib/workspace/workspace.js";

@@ -4,10 +4,10 @@ import { startTask } from "../lib/exec/tasks.js";
 import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
-import { ToolError } from "../lib/errors.js";
-import { normalizePath } from "../lib/paths.js";
-import { defineTool } from "../lib/tool.js";
-import { CommandResult } from "../lib/tool-output.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { normalizePath } from "../lib/workspace/paths.js";
+import { defineTool } from "../lib/run/tool.js";
+import { CommandResult } from "../lib/run/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by bash in the workspace. python3, node and git are installed.
@@ -53,7 +53,7 @@ export default defineTool({
       return { title: "restart", output: "Shell restarted: the next command starts in the workspace root, with no kept variables or functions.", data: {} };
     }
     const command = args.command;
-    // Caution commands are held by the approval gate (lib/pending/gate.ts) before this runs; here only the blocked ones are refused.
+    // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;

@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { baseName, normalizePath } from "../lib/paths.js";
+import { baseName, normalizePath } from "../lib/workspace/paths.js";
 import { compileGlob, hasGlobSyntax, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import { listingStatus, requireDirectory, scanTree } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
-import { statusReporter } from "../lib/progress.js";
-import { defineTool } from "../lib/tool.js";
-import { Paging, SkippedReport } from "../lib/tool-output.js";
+import { statusReporter } from "../lib/run/progress.js";
+import { defineTool } from "../lib/run/tool.js";
+import { Paging, SkippedReport } from "../lib/run/tool-output.js";
 
 const DEFAULT_MAX = 200;
 

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { normalizePath } from "../lib/paths.js";
+import { normalizePath } from "../lib/workspace/paths.js";
 import { both, fileGlobTest, typeTest } from "../lib/search/globs.js";
 import { CpuBudget } from "../lib/search/cpu-budget.js";
 import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES, type FileHits, type GrepMode } from "../lib/search/grep.js";
@@ -8,9 +8,9 @@ import type { Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
-import { statusReporter } from "../lib/progress.js";
-import { defineTool } from "../lib/tool.js";
-import { SkippedReport } from "../lib/tool-output.js";
+import { statusReporter } from "../lib/run/progress.js";
+import { defineTool } from "../lib/run/tool.js";
+import { SkippedReport } from "../lib/run/tool-output.js";
 
 const DEFAULT_LIMIT = 100;
 const MAX_CONTEXT = 20;

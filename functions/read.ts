@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { ToolError } from "../lib/errors.js";
-import { normalizeFilePath } from "../lib/paths.js";
-import { defineTool } from "../lib/tool.js";
-import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/text.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { defineTool } from "../lib/run/tool.js";
+import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
 import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
 import { recordingChunks } from "../lib/workspace/chunks.js";
 import { MAX_ENTRY_BYTES } from "../lib/workspace/version-cache.js";

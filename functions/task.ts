@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { ToolError, isToolError } from "../lib/errors.js";
-import { toToolError } from "../lib/http.js";
-import { defineTool } from "../lib/tool.js";
-import { runSubagent } from "../lib/task/loop.js";
-import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/task/model-config.js";
-import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/task/records.js";
-import { TaskData, taskData, taskText } from "../lib/task/view.js";
+import { ToolError, isToolError } from "../lib/shared/errors.js";
+import { toToolError } from "../lib/api/http.js";
+import { defineTool } from "../lib/run/tool.js";
+import { runSubagent } from "../lib/tools/task/loop.js";
+import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
+import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/tools/task/records.js";
+import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
 
 const description = `Delegate a task to a subagent that works in this workspace with the same tools (and your key's permissions, the tenant's policy and approval gate), then answers.
 - prompt: the whole task; the subagent sees nothing else of your conversation. description: a short title (3-5 words).

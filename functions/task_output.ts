@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/tool.js";
-import { loadTask, type TaskRecord } from "../lib/task/records.js";
-import { TaskData, taskData, taskText } from "../lib/task/view.js";
+import { defineTool } from "../lib/run/tool.js";
+import { loadTask, type TaskRecord } from "../lib/tools/task/records.js";
+import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
 
 const MAX_WAIT_S = 300;
 /** A record still running this long past its deadline was lost (its worker ended before the task did). */

@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { ToolError } from "../lib/errors.js";
-import { sizeText, statusReporter } from "../lib/progress.js";
-import { defineTool, MAX_OUTPUT_CHARS } from "../lib/tool.js";
-import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/web/content.js";
-import { guardedFetch, readBounded, timeoutError } from "../lib/web/fetch.js";
-import { webAccess } from "../lib/web/transport.js";
-import { checkWebPolicy, loadTenantPolicy } from "../lib/web/policy.js";
-import { safeHref } from "../lib/web/ssrf.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { sizeText, statusReporter } from "../lib/run/progress.js";
+import { defineTool, MAX_OUTPUT_CHARS } from "../lib/run/tool.js";
+import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/tools/web/content.js";
+import { guardedFetch, readBounded, timeoutError } from "../lib/tools/web/fetch.js";
+import { webAccess } from "../lib/tools/web/transport.js";
+import { checkWebPolicy, loadTenantPolicy } from "../lib/tools/web/policy.js";
+import { safeHref } from "../lib/tools/web/ssrf.js";
 
 export const DEFAULT_MAX_BYTES = 51_200;
 export const MAX_MAX_BYTES = 102_400;

@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { ToolError } from "../lib/errors.js";
-import { defineTool } from "../lib/tool.js";
-import { SEARCH_SETUP_HINT } from "../lib/web/search/from-env.js";
-import type { SearchResult } from "../lib/web/search/types.js";
-import { DomainList, loadTenantPolicy, matchesAny } from "../lib/web/policy.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { defineTool } from "../lib/run/tool.js";
+import { SEARCH_SETUP_HINT } from "../lib/tools/web/search/from-env.js";
+import type { SearchResult } from "../lib/tools/web/search/types.js";
+import { DomainList, loadTenantPolicy, matchesAny } from "../lib/tools/web/policy.js";
 
 export const DEFAULT_RESULTS = 10;
 export const MAX_RESULTS = 20;

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { ToolError } from "../lib/errors.js";
-import { normalizeFilePath } from "../lib/paths.js";
-import { defineTool } from "../lib/tool.js";
-import { bytesEqual, decodeBase64, utf8 } from "../lib/text.js";
+import { ToolError } from "../lib/shared/errors.js";
+import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { defineTool } from "../lib/run/tool.js";
+import { bytesEqual, decodeBase64, utf8 } from "../lib/shared/text.js";
 
 /** Largest content one write takes (the request body carries it). */
 export const MAX_WRITE_BYTES = 25 * 1024 * 1024;

@@ -1,7 +1,7 @@
 /** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC. */
 import { tools } from "../functions/index.js";
-import { createApp } from "../lib/app.js";
-import { fromWorkersEnv, type WorkersEnv } from "../lib/env.js";
+import { createApp } from "../lib/api/app.js";
+import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
 import { gcTick } from "../lib/layers/gc-schedule.js";
 
 // One app per env object: bindings are fixed for the isolate's life, routes are built once.

@@ -1,8 +1,8 @@
 /** AWS Lambda entry (API Gateway v2 / function URL): the same app over S3; `gcHandler` for a schedule. */
 import { handle } from "hono/aws-lambda";
 import { tools } from "../functions/index.js";
-import { createApp } from "../lib/app.js";
-import { fromAwsEnv } from "../lib/env-aws.js";
+import { createApp } from "../lib/api/app.js";
+import { fromAwsEnv } from "../lib/runtime/aws.js";
 import { gcTick } from "../lib/layers/gc-schedule.js";
 
 const deps = fromAwsEnv(process.env);

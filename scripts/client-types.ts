@@ -38,7 +38,7 @@ export async function appOpenApiDocument(root = process.cwd()): Promise<object> 
     const abs = (p: string) => JSON.stringify(resolve(root, p));
     const entry = [
       `import { tools } from ${abs("functions/index.ts")};`,
-      `import { createApp } from ${abs("lib/app.ts")};`,
+      `import { createApp } from ${abs("lib/api/app.ts")};`,
       `import { memoryDriver } from ${abs("lib/storage/drivers/memory.ts")};`,
       `import { storageKeyValue } from ${abs("lib/storage/kv-over-storage.ts")};`,
       `const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "unused" }, tools);`,

@@ -1,6 +1,6 @@
 /**
  * Vendors the pinned Swagger UI (swagger-ui-dist, an exact version in package.json) into
- * lib/docs/swagger-ui.generated.ts: plain TypeScript string constants, so /docs needs no CDN and
+ * lib/api/docs/swagger-ui.generated.ts: plain TypeScript string constants, so /docs needs no CDN and
  * every toolchain that builds the app (wrangler, the vitest pools, esbuild for Lambda, tsc) takes
  * the assets without a loader rule. The file is committed; test/infra/docs-assets.node.test.ts
  * fails when it no longer matches the installed swagger-ui-dist.
@@ -13,7 +13,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const GENERATED_PATH = "lib/docs/swagger-ui.generated.ts";
+export const GENERATED_PATH = "lib/api/docs/swagger-ui.generated.ts";
 
 const TEXT = "text/plain; charset=utf-8";
 /** What /docs serves from the package: the UI, its stylesheet, and the licence texts it must ship with. */

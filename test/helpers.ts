@@ -1,13 +1,13 @@
 /** Test helpers for the Workers project: the real app over the real (local) R2 and KV. */
 import { env } from "cloudflare:workers";
 import { tools as allTools } from "../functions/index.js";
-import { createApp } from "../lib/app.js";
-import type { AppDeps } from "../lib/deps.js";
-import { randomId } from "../lib/hash.js";
+import { createApp } from "../lib/api/app.js";
+import type { AppDeps } from "../lib/api/deps.js";
+import { randomId } from "../lib/shared/hash.js";
 import { searchIndexer } from "../lib/search/indexer.js";
 import { r2Driver } from "../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../lib/storage/kv-workers.js";
-import type { Tool } from "../lib/tool.js";
+import type { Tool } from "../lib/run/tool.js";
 import { checkOutputs } from "./support/output-check.js";
 
 export const ADMIN = "test-admin-token";
@@ -40,7 +40,7 @@ export async function admin(app: TestApp, path: string, body?: unknown, method =
 
 /**
  * A tenant policy whose gate holds nothing: for tests of what a tool does, not of the approval gate
- * (which holds destructive calls by default: test/lib/pending/).
+ * (which holds destructive calls by default: test/lib/run/pending/).
  */
 export const UNGATED = { policy: { gate: [] } } as const;
 

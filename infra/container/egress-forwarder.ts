@@ -11,7 +11,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { ToolError } from "../../lib/errors.js";
+import { ToolError } from "../../lib/shared/errors.js";
 import { startEgressProxy, type EgressProxyLimits } from "./egress-proxy.js";
 import type { EgressRuleOptions } from "./egress-rules.js";
 

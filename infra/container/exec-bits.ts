@@ -3,7 +3,7 @@
  * gives downloaded and kept files the recorded bit (tree.ts); after a run, these say what
  * the command changed and put the slot back to what the list records.
  */
-import type { ModesDelta } from "../../lib/exec/sync-types.js";
+import type { ModesDelta } from "../../lib/sync/types.js";
 import type { Change } from "./changes.js";
 import type { WalkResult } from "./walk.js";
 import { setExec, type Slot } from "./tree.js";

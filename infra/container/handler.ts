@@ -10,12 +10,12 @@
  */
 import { chmodSync, mkdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { ToolError } from "../../lib/errors.js";
-import { httpSyncClient } from "../../lib/exec/sync-http.js";
-import { httpRunRecords } from "../../lib/exec/sync-runs.js";
+import { ToolError } from "../../lib/shared/errors.js";
+import { httpSyncClient } from "../../lib/sync/http.js";
+import { httpRunRecords } from "../../lib/sync/runs.js";
 import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec/runner-auth.js";
 import type { ExecEvent, ExecResponse, RunRequest } from "../../lib/exec/types.js";
-import type { RunRecordClient, SyncClient } from "../../lib/exec/sync-types.js";
+import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { errorOf, runOnce } from "./run-once.js";
 import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.js";
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";

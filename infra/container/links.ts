@@ -7,9 +7,9 @@
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { parentOf } from "../../lib/paths.js";
+import { parentOf } from "../../lib/workspace/paths.js";
 import type { Skipped } from "../../lib/exec/types.js";
-import type { ExecModes, ModesDelta } from "../../lib/exec/sync-types.js";
+import type { ExecModes, ModesDelta } from "../../lib/sync/types.js";
 import type { WalkResult } from "./walk.js";
 import { isValidName, mkdirs, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
 

@@ -1,7 +1,7 @@
 /** The whole output of a run whose output was cut, kept outside the workspace's files for the agent to read (lib/exec/output-logs.ts). */
 import { createReadStream, promises as fs } from "node:fs";
 import { Readable } from "node:stream";
-import type { SyncClient } from "../../lib/exec/sync-types.js";
+import type { SyncClient } from "../../lib/sync/types.js";
 
 /**
  * Uploads the whole merged output of a run whose output was cut (the API keeps it beside the

@@ -7,9 +7,9 @@
  * Background tasks send their output to the record about once a second and stop when its
  * kill flag is set; every run stores its final answer there.
  */
-import { isToolError } from "../../lib/errors.js";
+import { isToolError } from "../../lib/shared/errors.js";
 import type { ExecResponse, RunResult } from "../../lib/exec/types.js";
-import type { ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/exec/sync-types.js";
+import type { ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/sync/types.js";
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 

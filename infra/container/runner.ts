@@ -6,11 +6,11 @@
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { ToolError } from "../../lib/errors.js";
-import { ID_PATTERN, normalizePath } from "../../lib/paths.js";
+import { ToolError } from "../../lib/shared/errors.js";
+import { ID_PATTERN, normalizePath } from "../../lib/workspace/paths.js";
 import { gitHomeFiles, validateGitIdentity } from "../../lib/exec/git-identity.js";
 import { MAX_OUTPUT_EVERY_MS, MIN_OUTPUT_EVERY_MS, UNSYNCED_SHOWN, type RunLimits, type RunRequest, type RunResult, type Skipped } from "../../lib/exec/types.js";
-import type { SyncClient } from "../../lib/exec/sync-types.js";
+import type { SyncClient } from "../../lib/sync/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
@@ -18,7 +18,7 @@ import { dropLinks, linksDelta, makeLinks, runDelta, settleLinks, slotModes } fr
 import { keepFullOutput } from "./output-log.js";
 import { makeShellDir, readShellState, validateShell, wrapCommand } from "./shell-state.js";
 import { DEFAULT_LIMITS, type Sandbox, type SandboxExit } from "./sandbox.js";
-import { conditionalManifest } from "../../lib/exec/sync-view.js";
+import { conditionalManifest } from "../../lib/sync/view.js";
 import { diff, type Change } from "./changes.js";
 import { walk, type WalkResult } from "./walk.js";
 import { pool, pruneSettled, reconcile, type Owner, type ReconcileStats, type Slot } from "./tree.js";

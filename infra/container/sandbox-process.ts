@@ -21,7 +21,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ToolError } from "../../lib/errors.js";
+import { ToolError } from "../../lib/shared/errors.js";
 import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, type Sandbox, type SandboxExit, type SandboxSpec } from "./sandbox.js";
 import { supervise } from "./supervise.js";

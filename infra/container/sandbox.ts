@@ -11,7 +11,7 @@ import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, st
 import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import { delimiter, join } from "node:path";
-import { ToolError } from "../../lib/errors.js";
+import { ToolError } from "../../lib/shared/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
 import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forwarder.js";
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";

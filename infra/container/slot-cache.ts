@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { ManifestView } from "../../lib/exec/sync-view.js";
+import { ManifestView } from "../../lib/sync/view.js";
 import { spreadDirectories } from "./download.js";
 import { Trash } from "./trash.js";
 import type { Owner, Slot } from "./tree.js";

@@ -11,10 +11,10 @@
 import { createHash } from "node:crypto";
 import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/paths.js";
-import type { ManifestView } from "../../lib/exec/sync-view.js";
+import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/workspace/paths.js";
+import type { ManifestView } from "../../lib/sync/view.js";
 import type { Skipped } from "../../lib/exec/types.js";
-import type { SyncClient, SyncEntry } from "../../lib/exec/sync-types.js";
+import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import type { DirListings, WalkResult } from "./walk.js";
 import { download } from "./download.js";
 

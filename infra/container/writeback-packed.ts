@@ -1,5 +1,5 @@
 /**
- * Packed write-back (wire: lib/exec/sync-stage.ts): when a run created or modified at least
+ * Packed write-back (wire: lib/sync/stage.ts): when a run created or modified at least
  * STAGE_MIN small files (and 1% of the workspace's), they go as stage requests (up to STAGE_FILES files / STAGE_BYTES each,
  * STAGES_IN_FLIGHT at a time: their bytes land in new packs, nothing visible), then ONE commit
  * makes them current with one switch of the layer pointer. The commit answers per file:
@@ -12,9 +12,9 @@
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
-import type { PutManyItem } from "../../lib/exec/sync-put-batch.js";
-import type { SyncClient } from "../../lib/exec/sync-types.js";
+import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
+import type { PutManyItem } from "../../lib/sync/put-batch.js";
+import type { SyncClient } from "../../lib/sync/types.js";
 import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";

@@ -25,10 +25,10 @@
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { BATCH_MAX_FILE_BYTES } from "../../lib/exec/sync-batch.js";
-import { PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/exec/sync-put-batch.js";
+import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
+import { PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/sync/put-batch.js";
 import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js";
-import type { SyncClient } from "../../lib/exec/sync-types.js";
+import type { SyncClient } from "../../lib/sync/types.js";
 import { openBody, readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { fingerprint, isExec, pool, type FileState } from "./tree.js";

@@ -7,8 +7,8 @@
  * with a message that says so; a ToolError raised inside the source (a bound of the gzip
  * guard) passes through unchanged.
  */
-import { isToolError, ToolError } from "../errors.js";
-import { concatBytes } from "../text.js";
+import { isToolError, ToolError } from "../shared/errors.js";
+import { concatBytes } from "../shared/text.js";
 
 export function sourceError(e: unknown): ToolError {
   if (isToolError(e)) return e;

@@ -13,9 +13,9 @@
  * after the read, with the size read). A file deleted in between is left out. The ETag names
  * the listing the export began from.
  */
-import { ToolError } from "../errors.js";
-import { ancestorsOf, isWithin } from "../paths.js";
-import { sha256Hex } from "../hash.js";
+import { ToolError } from "../shared/errors.js";
+import { ancestorsOf, isWithin } from "../workspace/paths.js";
+import { sha256Hex } from "../shared/hash.js";
 import type { FileInfo, Workspace } from "../workspace/workspace.js";
 import { gzipStream } from "./flate.js";
 import { END_OF_ARCHIVE, padding, tarHeader, tarLinkHeader } from "./tar-writer.js";

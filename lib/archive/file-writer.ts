@@ -11,7 +11,7 @@
  * listeners and this writer flushes them every `batchBytes` of content (or `batchFiles` files),
  * so the index gets one segment per batch, not one per file.
  */
-import { ancestorsOf } from "../paths.js";
+import { ancestorsOf } from "../workspace/paths.js";
 import type { Workspace } from "../workspace/workspace.js";
 
 export interface ImportWriter {

@@ -8,7 +8,7 @@
  * ratio is measured on exactly the input that produced the output.
  */
 import { Gunzip, Gzip, Inflate } from "fflate";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import type { ArchiveLimits } from "./limits.js";
 
 const SLICE = 8 * 1024;

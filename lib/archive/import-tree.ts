@@ -7,14 +7,14 @@
  *    delta per import, applied once the files are in place and merged there with concurrent
  *    updates (a bash run's chmod of other files stays).
  *  - Empty directories: a directory entry with nothing below it in the archive becomes a
- *    directory marker (lib/paths.ts), the same thing bash's `mkdir` leaves. Directories with
+ *    directory marker (lib/workspace/paths.ts), the same thing bash's `mkdir` leaves. Directories with
  *    entries below them are implied by those entries and need none.
  *  - What is not kept (hard links, devices, fifos, unsafe names) is skipped and named in `message`,
  *    the text the caller reads, grouped by reason; modification times are not kept (the time of
  *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
  */
-import { ancestorsOf } from "../paths.js";
-import type { ModesDelta } from "../exec/sync-types.js";
+import { ancestorsOf } from "../workspace/paths.js";
+import type { ModesDelta } from "../sync/types.js";
 import { isExecutableMode } from "./entry.js";
 
 export class ImportTree {

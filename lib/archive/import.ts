@@ -13,8 +13,8 @@
  * Execute bits and empty directories follow the archive (import-tree.ts): markers are made and
  * the modes delta recorded once the files have landed.
  */
-import { isToolError, ToolError } from "../errors.js";
-import { ancestorsOf } from "../paths.js";
+import { isToolError, ToolError } from "../shared/errors.js";
+import { ancestorsOf } from "../workspace/paths.js";
 import type { Workspace } from "../workspace/workspace.js";
 import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
 import type { ArchiveLimits } from "./limits.js";
@@ -24,7 +24,7 @@ import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js
 import { saveImportedLinks } from "../workspace/links.js";
 import { EntryPolicy } from "./policy.js";
 import { ImportTree, importMessage } from "./import-tree.js";
-import type { ModesDelta } from "../exec/sync-types.js";
+import type { ModesDelta } from "../sync/types.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */

@@ -4,7 +4,7 @@
  * hold a tar; "PK" is a zip (spooled, see spool.ts); anything else is read as tar, whose
  * first header (its checksum, or "ustar" in a body shorter than one) tells "not an archive" from a cut one.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { ByteReader, peek } from "./byte-reader.js";
 import { gunzip } from "./flate.js";
 import type { EntrySource } from "./entry.js";

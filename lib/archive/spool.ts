@@ -5,7 +5,7 @@
  * object is deleted when the import ends, failed or not (an isolate killed mid-import leaves
  * it behind under x/import/, which deleting the workspace removes).
  */
-import { randomId } from "../hash.js";
+import { randomId } from "../shared/hash.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { RangeSource } from "./zip-reader.js";
 

@@ -5,7 +5,7 @@
  * handed out as pulled streams of their declared size. Sparse, multi-volume and other exotic
  * entries come out as kind "other" (skipped and reported by the policy).
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
 import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";

@@ -15,7 +15,7 @@
  * Encrypted entries and methods other than stored/deflate are skipped with a reason.
  */
 import { crc32 } from "node:zlib";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
 import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
 import { inflateRaw } from "./flate.js";

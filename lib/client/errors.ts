@@ -1,11 +1,11 @@
 /**
  * ToolshedError: what every failed call of the typed client throws, built from the API's error
- * envelope `{ ok: false, tool?, error: { code, message, details }, usage? }` (lib/errors.ts holds
+ * envelope `{ ok: false, tool?, error: { code, message, details }, usage? }` (lib/shared/errors.ts holds
  * the codes and their hints; the message already says what to do next). An answer that is not an
  * envelope at all (a proxy's HTML error page, a cut stream) is UNEXPECTED_RESPONSE, a code only
  * the client makes.
  */
-import type { ErrorCode } from "../errors.js";
+import type { ErrorCode } from "../shared/errors.js";
 
 export type ToolshedErrorCode = ErrorCode | "UNEXPECTED_RESPONSE";
 

@@ -10,7 +10,7 @@
  *      no session id otherwise, as before.
  *   2. tools/call ask_user from such a client: answered as SSE; ask_user stores its pending call
  *      (channel "elicitation"), this door sends elicitation/create with the JSON-RPC id
- *      "toolshed-ask:<pending_id>", and ask_user waits for the answer in the store (lib/pending/store.ts waitForAnswer).
+ *      "toolshed-ask:<pending_id>", and ask_user waits for the answer in the store (lib/run/pending/store.ts waitForAnswer).
  *   3. The client's response POST, whatever isolate takes it: its id names the pending call; the
  *      answer is taken once (answerPending: a conditional write) when the call is this key's, put
  *      to a client, still waiting. accept → the answer; decline / cancel → DENIED with a note.
@@ -20,14 +20,14 @@
  * holds the calling key, and that key may not approve its own calls: docs/mcp-pending.md).
  */
 import { ElicitResultSchema, type ClientCapabilities, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { AuthInfo } from "../auth/keys.js";
-import type { AppDeps } from "../deps.js";
-import { ERROR_CODES, ToolError } from "../errors.js";
-import { randomId } from "../hash.js";
-import { toToolError } from "../http.js";
-import { answerPending, type PendingAnswer } from "../pending/answer.js";
-import { loadPending } from "../pending/store.js";
-import type { HumanQuestion } from "../tool.js";
+import type { AuthInfo } from "../api/auth/keys.js";
+import type { AppDeps } from "../api/deps.js";
+import { ERROR_CODES, ToolError } from "../shared/errors.js";
+import { randomId } from "../shared/hash.js";
+import { toToolError } from "../api/http.js";
+import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
+import { loadPending } from "../run/pending/store.js";
+import type { HumanQuestion } from "../run/tool.js";
 
 /** The Mcp-Session-Id of a client that answers form elicitation. */
 const ASK_SESSION_PREFIX = "ask-";

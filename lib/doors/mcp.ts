@@ -5,8 +5,8 @@
  * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
  * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
  *
- *   tools/list  the tools this key may use on this workspace (lib/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
- *   tools/call  runTool (lib/run-tool.ts), the path every door takes: scope, arguments, the tool,
+ *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
+ *   tools/call  runTool (lib/run/run-tool.ts), the path every door takes: scope, arguments, the tool,
  *               the output cut, one usage record. A tool's error is an `isError: true` result
  *               naming its code, never a protocol error. A call that changed files carries its
  *               undo id in _meta["toolshed/call_id"] (POST /v1/workspaces/{ws}/undo {call_id}).
@@ -21,23 +21,23 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
-import type { AuthInfo } from "../auth/keys.js";
-import type { AppDeps } from "../deps.js";
-import { ToolError } from "../errors.js";
-import { toToolError } from "../http.js";
-import { checkSessionId } from "../records/store.js";
-import { addRoute } from "../routes/access.js";
-import { backgroundOf, newApp } from "../routes/common.js";
-import { usableTools } from "../toolset.js";
+import type { AuthInfo } from "../api/auth/keys.js";
+import type { AppDeps } from "../api/deps.js";
+import { ToolError } from "../shared/errors.js";
+import { toToolError } from "../api/http.js";
+import { checkSessionId } from "../workspace/records.js";
+import { addRoute } from "../api/routes/access.js";
+import { backgroundOf, newApp } from "../api/routes/common.js";
+import { usableTools } from "../run/toolset.js";
 import { readMeta } from "../layers/open.js";
-import { openWorkspace, runTool } from "../run-tool.js";
-import type { HumanQuestion, ProgressEvent, Tool } from "../tool.js";
-import { API_VERSION } from "../app.js";
+import { openWorkspace, runTool } from "../run/run-tool.js";
+import type { HumanQuestion, ProgressEvent, Tool } from "../run/tool.js";
+import { API_VERSION } from "../api/app.js";
 import { mcpTool } from "./formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
-import { toolsForTenant } from "../custom/tool.js";
+import { toolsForTenant } from "../tools/custom/tool.js";
 
-/** Schemas are validated by our own argument parser (lib/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
+/** Schemas are validated by our own argument parser (lib/run/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
   getValidator() {
     throw new Error("This server does not validate JSON Schemas through the MCP SDK.");
@@ -170,7 +170,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       const answers = askAnswersIn(body);
       if (answers) return takeAskAnswers(deps, auth, wsId, answers);
       const asks = clientAnswersAsks(c.req.raw);
-      // Built-ins and this tenant's custom tools (lib/custom/tool.ts, the one join).
+      // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
       const background = backgroundOf(c);
       const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId, session, signal: c.req.raw.signal, asks, ...(background ? { background } : {}) });
       // JSON responses, except for a call that asked for progress, or may put a question to a client

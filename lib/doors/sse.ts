@@ -1,7 +1,7 @@
 /**
  * SSE door: a tool call with `Accept: text/event-stream` answers as Server-Sent Events.
  *
- *   event: progress   data: a ProgressEvent (lib/tool.ts), as many as the tool reports
+ *   event: progress   data: a ProgressEvent (lib/run/tool.ts), as many as the tool reports
  *   event: result     data: the usual envelope, success or error, with usage; exactly one, last
  *   : keep-alive      a comment every HEARTBEAT_MS (SSE clients ignore it)
  *
@@ -12,10 +12,10 @@
  */
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import type { AppEnv } from "../http.js";
-import { toToolError } from "../http.js";
-import { executeTool } from "../run-tool.js";
-import type { ProgressEvent, Tool, ToolContext } from "../tool.js";
+import type { AppEnv } from "../api/http.js";
+import { toToolError } from "../api/http.js";
+import { executeTool } from "../run/run-tool.js";
+import type { ProgressEvent, Tool, ToolContext } from "../run/tool.js";
 
 /** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
 export const HEARTBEAT_MS = 1000;

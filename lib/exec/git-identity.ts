@@ -4,7 +4,7 @@
  * runner in the run request (RunRequest.git), never through files of the workspace.
  * Pure: bundles for Workers.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 
 export interface GitIdentity {
   name: string;

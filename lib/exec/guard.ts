@@ -2,11 +2,11 @@
  * Guard rails for bash: save the agent from itself. NOT a security boundary (quoting,
  * variables or a script file get around any pattern); the sandbox is the boundary.
  * Blocked patterns give BLOCKED; caution patterns mark a command destructive, and the approval
- * gate holds it for a human (lib/pending/destructive.ts). Both lists are data, per tenant. Patterns are RE2 (re2js), so a
+ * gate holds it for a human (lib/run/pending/destructive.ts). Both lists are data, per tenant. Patterns are RE2 (re2js), so a
  * tenant's pattern cannot stall the Worker. Pure: bundles for Workers.
  */
 import { RE2JS } from "re2js";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 
 export interface GuardRule {
   id: string;

@@ -9,7 +9,7 @@
  * the runner runs nothing else. Bundles for Workers (no node: imports).
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { unwrapExecResponse } from "./response.js";
 import { signEvent } from "./runner-auth.js";
 import type { ExecEvent, ExecResponse, Executor, RunResult } from "./types.js";

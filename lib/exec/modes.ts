@@ -1,7 +1,7 @@
 /**
  * The executable bit of workspace files. Object storage keeps bytes, not modes, so the
  * bash runner keeps the list of executable files in one internal object per workspace
- * (`x/modes.json`, see lib/paths.ts): `chmod +x run.sh` in one call is still true in the
+ * (`x/modes.json`, see lib/workspace/paths.ts): `chmod +x run.sh` in one call is still true in the
  * next, in any execution environment, and `git status` does not see every script as
  * changed after a cold start. Bundles for Workers.
  *
@@ -16,12 +16,12 @@
  * The same object holds the workspace's symlinks (path → target, docs/symlinks.md): a link is
  * not a file object, so no tenant-written bytes can ever read as a link.
  */
-import { ToolError } from "../errors.js";
-import { modesKey, normalizeFilePath } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { modesKey, normalizeFilePath } from "../workspace/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { readJson } from "./runs.js";
-import type { ExecModes, ModesDelta } from "./sync-types.js";
-import type { UndoJournal } from "../undo/journal.js";
+import type { ExecModes, ModesDelta } from "../sync/types.js";
+import type { UndoJournal } from "../run/undo/journal.js";
 
 /** Most executable files one workspace records, and most paths in one delta. */
 export const MAX_EXEC_FILES = 100_000;

@@ -1,5 +1,5 @@
 /** Turning the container function's answer back into a result or a ToolError. Pure. */
-import { ERROR_CODES, ToolError, type ErrorCode } from "../errors.js";
+import { ERROR_CODES, ToolError, type ErrorCode } from "../shared/errors.js";
 import type { ExecResponse } from "./types.js";
 
 export function unwrapExecResponse<T>(res: ExecResponse): T {

@@ -12,10 +12,10 @@
  * order a JSON parser keeps, so the whole event, every field, is covered. WebCrypto only:
  * Workers and Node.
  */
-import { ToolError } from "../errors.js";
-import { safeEqual } from "../hash.js";
+import { ToolError } from "../shared/errors.js";
+import { safeEqual } from "../shared/hash.js";
 import { RUN_MARGIN_MS } from "./runs.js";
-import { sign } from "./sync-token.js";
+import { sign } from "../sync/token.js";
 import type { ExecEvent } from "./types.js";
 
 /** The variable that holds the secret, on the API and on the runner alike. */

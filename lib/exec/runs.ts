@@ -12,18 +12,18 @@
  *
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
  * the claim wherever it lands. The runner reaches its record only through the sync API
- * (lib/exec/sync-runs.ts; the run is fixed by its token); the API reads and writes it directly
+ * (lib/sync/runs.ts; the run is fixed by its token); the API reads and writes it directly
  * (runForeground here; startTask, pollTask, killTask in tasks.ts). A foreground run's record is deleted once the
  * API has its answer; a background task's (a few small objects, its output chunks are deleted
  * as bash_output hands them out) is deleted by the housekeeping of a later task start, 24 h
  * after it ended (housekeepRuns). Bundles for Workers.
  */
-import { ToolError } from "../errors.js";
-import { sha256Hex } from "../hash.js";
-import { runPrefix } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { runPrefix } from "../workspace/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";
-import type { RunClaim, RunRecordClient } from "./sync-types.js";
+import type { RunClaim, RunRecordClient } from "../sync/types.js";
 
 /** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
 export const RUN_MARGIN_MS = 15 * 60 * 1000;
@@ -38,7 +38,7 @@ export interface TaskMarker {
   task_id: string;
   created_at: number;
   deadline: number;
-  /** The starting call's undo id: the task's write-back is journaled under it (lib/exec/sync-journal.ts). */
+  /** The starting call's undo id: the task's write-back is journaled under it (lib/sync/journal.ts). */
   call_id?: string;
 }
 

@@ -6,8 +6,8 @@
  * call of the session must see it at once. One small object per session (at most
  * MAX_SHELL_STATE_BYTES of variables and functions); it goes with the workspace. Bundles for Workers.
  */
-import { shellKey } from "../paths.js";
-import type { ToolContext } from "../tool.js";
+import { shellKey } from "../workspace/paths.js";
+import type { ToolContext } from "../run/tool.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
 type Ctx = Pick<ToolContext, "deps" | "ws" | "session">;

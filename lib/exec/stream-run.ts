@@ -12,10 +12,10 @@
  * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
  * checks the kill flag as often). Bundles for Workers.
  */
-import { ToolError } from "../errors.js";
-import { runPrefix } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { runPrefix } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ProgressEvent, ToolContext } from "../tool.js";
+import type { ProgressEvent, ToolContext } from "../run/tool.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, readJson, RUN_MARGIN_MS, runForeground, runIdFor, type RunKeys, type TaskMarker } from "./runs.js";
 import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";

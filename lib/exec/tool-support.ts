@@ -3,14 +3,14 @@
  * (with its short-lived sync token), the tenant's guard rails, and the model's output text.
  * Bundles for Workers.
  */
-import type { AppDeps } from "../deps.js";
-import { ToolError } from "../errors.js";
-import { randomId } from "../hash.js";
-import type { ToolContext } from "../tool.js";
+import type { AppDeps } from "../api/deps.js";
+import { ToolError } from "../shared/errors.js";
+import { randomId } from "../shared/hash.js";
+import type { ToolContext } from "../run/tool.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
-import { mintSyncToken } from "./sync-token.js";
+import { mintSyncToken } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
@@ -67,7 +67,7 @@ function oncePerCall<T>(read: (ctx: ToolContext) => Promise<T>): (ctx: ToolConte
 
 /**
  * A tenant setting in KV (git identity, guard rails) through the isolate's cache of tenant settings
- * (deps.policies, 5 s, as the tenant policy: lib/isolate-cache.ts), keyed by its KV key. The
+ * (deps.policies, 5 s, as the tenant policy: lib/shared/isolate-cache.ts), keyed by its KV key. The
  * operator sets these in KV directly; a change reaches an isolate within those 5 s on top of KV's own
  * propagation (up to about 60 s).
  */
@@ -80,7 +80,7 @@ function tenantSetting(ctx: ToolContext, key: string): Promise<string | null> {
 const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => tenantSetting(ctx, gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity));
 
 /**
- * A command tool's `startReads` (lib/tool.ts): its git identity, and its guard rails when it
+ * A command tool's `startReads` (lib/run/tool.ts): its git identity, and its guard rails when it
  * checks the command (`guard`), read beside the approval gate's reads. A failed read fails the
  * tool when it asks for it, as before; unasked (a held call) it is dropped quietly.
  */
@@ -106,7 +106,7 @@ async function readGuard(ctx: ToolContext): Promise<GuardLists> {
 
 /**
  * The model's text: the merged output as the runner cut it (once, on line boundaries, with a
- * note of what the real output lost and where the full output is: lib/output-cut.ts; it is
+ * note of what the real output lost and where the full output is: lib/run/output-cut.ts; it is
  * never cut again here), the exit code appended when non-zero.
  */
 export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "truncated">): { text: string; truncated: boolean } {

@@ -3,10 +3,10 @@
  * commands. Pure types: bundles for Workers.
  *
  * The container function never holds storage or cloud credentials. It receives the
- * workspace through a SyncClient (sync-types.ts): a narrow HTTP API of Toolshed (`/v1/sync/...`)
+ * workspace through a SyncClient (lib/sync/types.ts): a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
-import type { OutputCut } from "../output-cut.js";
+import type { OutputCut } from "../run/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 
 
@@ -53,7 +53,7 @@ export interface RunLimits {
 export interface SyncAccess {
   /** Base URL of the Toolshed API, e.g. https://api.toolshed.dev ; the client appends /v1/sync/... */
   url: string;
-  /** Short-lived bearer token scoped to tenant + workspace + run (see lib/exec/sync-token.ts). */
+  /** Short-lived bearer token scoped to tenant + workspace + run (see lib/sync/token.ts). */
   token: string;
 }
 
@@ -254,7 +254,7 @@ export interface Executor {
  */
 export type ExecEvent = RunRequest & { action?: "run"; task?: boolean };
 
-/** The container function's answer: errors are data (codes of lib/errors.ts). */
+/** The container function's answer: errors are data (codes of lib/shared/errors.ts). */
 export type ExecResponse<T = unknown> =
   | { ok: true; result: T }
   | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };

@@ -3,7 +3,7 @@
  * writes: every file its own object) is folded into packs with no checkpoint record, so a bash
  * runner's cold start reads packs in a few range reads and a warm run lists a small upper layer.
  *
- * When: the bash runner's conditional manifest (POST /v1/sync/manifest, lib/exec/sync-manifest.ts)
+ * When: the bash runner's conditional manifest (POST /v1/sync/manifest, lib/sync/manifest.ts)
  * lists the upper layer anyway; when that listing holds SEAL_MIN_UPPER objects or more, and at
  * least 1/SEAL_SHARE of the lower layer's entries, the upper layer is sealed before the answer is
  * made. No tool call pays anything (read, write, edit keep their round trips): the listing is the
@@ -22,12 +22,12 @@
  * (layered-driver.ts stillLower). Objects left behind (the background work cut short) are not
  * counted toward the next seal; a later run's manifest removes them, conditionally, after its answer.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { lowerLayerOf, readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
 import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
 import { Whiteouts } from "./whiteout.js";
-import { filesPrefix } from "../paths.js";
+import { filesPrefix } from "../workspace/paths.js";
 
 /** Upper objects from which a workspace is sealed (about a quarter of a listing page)... */
 export const SEAL_MIN_UPPER = 256;

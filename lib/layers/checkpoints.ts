@@ -10,9 +10,9 @@
  * - delete: remove the record only in the version read (If-Match); its manifest and packs stay until
  *   GC (gc.ts) finds no base, checkpoint record or undo record referencing them.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { isConditionFailed } from "../storage/types.js";
-import { checkpointKey, checkpointsPrefix } from "../paths.js";
+import { checkpointKey, checkpointsPrefix } from "../workspace/paths.js";
 import { createWorkspace, type WorkspaceMeta } from "../workspace/registry.js";
 import type { Manifest } from "./manifest.js";
 import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";

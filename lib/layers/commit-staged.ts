@@ -1,5 +1,5 @@
 /**
- * The commit of a packed write-back (POST /v1/sync/commit; wire: lib/exec/sync-stage.ts). The
+ * The commit of a packed write-back (POST /v1/sync/commit; wire: lib/sync/stage.ts). The
  * files were staged into packs under fresh ids (nothing visible); here they become the lower
  * layer with one conditional switch of the layer pointer, like an import:
  *
@@ -21,11 +21,11 @@
  *  e. the undo journal of the run's call: for each committed file its version before (the old
  *     base's entry as a pack reference, free; or none) and the etag after.
  */
-import { ToolError } from "../errors.js";
-import { filesPrefix, packKey } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { filesPrefix, packKey } from "../workspace/paths.js";
 import { compareKeys } from "../workspace/entries.js";
-import type { UndoJournal } from "../undo/journal.js";
-import type { CommitAnswer, StagedFile } from "../exec/sync-stage.js";
+import type { UndoJournal } from "../run/undo/journal.js";
+import type { CommitAnswer, StagedFile } from "../sync/stage.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import { filesDriver, readMeta, switchBase, type LayerDeps } from "./open.js";
 import { mergeManifest } from "./seal.js";

@@ -2,13 +2,13 @@
  * What changed between two versions of a workspace: a checkpoint's manifest and another one, or
  * the current merged view. Files are compared by path and etag (added, changed, deleted), in path
  * order, paged (`cursor` = the last path of the previous page); a changed or added text file gets a
- * bounded unified diff (lib/diff.ts).
+ * bounded unified diff (lib/shared/diff.ts).
  */
-import { shortDiff } from "../diff.js";
-import { ToolError } from "../errors.js";
-import { packKey } from "../paths.js";
+import { shortDiff } from "../shared/diff.js";
+import { ToolError } from "../shared/errors.js";
+import { packKey } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import { looksBinary } from "../text.js";
+import { looksBinary } from "../shared/text.js";
 import { compareKeys } from "../workspace/entries.js";
 import type { Workspace } from "../workspace/workspace.js";
 import type { Manifest } from "./manifest.js";

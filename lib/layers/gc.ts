@@ -15,10 +15,10 @@
  * period is deleted, within the same deletion budget; a failed import's staged segments that its
  * process could not remove end here. A workspace that cannot be opened keeps all of its segments.
  */
-import { ToolError } from "../errors.js";
-import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, workspaceMetaKey } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, workspaceMetaKey } from "../workspace/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { undoPrefix, type UndoRecord } from "../undo/journal.js";
+import { undoPrefix, type UndoRecord } from "../run/undo/journal.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
 import { openWorkspace } from "./open.js";

@@ -14,8 +14,8 @@
  * Empty directories of the archive become marker entries of the manifest, and the execute bits
  * are recorded (one modes delta) after the switch (archive/import-tree.ts: the rule).
  */
-import { isToolError, ToolError } from "../errors.js";
-import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../paths.js";
+import { isToolError, ToolError } from "../shared/errors.js";
+import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../workspace/paths.js";
 import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";

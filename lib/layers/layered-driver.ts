@@ -18,7 +18,7 @@
  * wrote) and refused (ConditionFailedError → FILE_MODIFIED / ALREADY_EXISTS), so nothing it did is
  * acknowledged against a base it did not check.
  */
-import { packKey } from "../paths.js";
+import { packKey } from "../workspace/paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
 import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";
@@ -28,7 +28,7 @@ import type { Whiteouts } from "./whiteout.js";
 
 export const hasReadMany = (d: StorageDriver): d is StorageDriver & BatchReader => typeof (d as Partial<BatchReader>).readMany === "function";
 
-/** Where a key's lower-layer bytes live (undo references them instead of copying: lib/undo/). */
+/** Where a key's lower-layer bytes live (undo references them instead of copying: lib/run/undo/). */
 export interface LowerRef {
   etag: string;
   /** Pack id; null for an empty file. */

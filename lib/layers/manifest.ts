@@ -5,10 +5,10 @@
  * random id (t/<tenant>/manifests/<id>), read whole, cached per isolate by id (ManifestCache,
  * made by createApp and passed in: no module-level state).
  */
-import { manifestKey } from "../paths.js";
+import { manifestKey } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../workspace/entries.js";
-import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
+import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 
 
 export interface ManifestEntry {
@@ -38,7 +38,7 @@ export class Manifest {
    * alone. Values only, never a promise: the manifest outlives the request that made the value,
    * and a later request awaiting a promise another request started is cancelled by the Workers
    * runtime as hung when that request is gone ("Promise will never complete"). Keep what an
-   * async step yields in the value once it is known (lib/exec/sync-manifest.ts lowerBuckets).
+   * async step yields in the value once it is known (lib/sync/manifest.ts lowerBuckets).
    */
   derive<T>(key: string, make: (m: Manifest) => T): T {
     if (this.derived.has(key)) return this.derived.get(key) as T;
@@ -103,7 +103,7 @@ export const MANIFEST_ENTRY_BYTES = 200;
 
 /**
  * Manifests by id, per isolate (they never change): a region of the isolate's one cache budget
- * (lib/isolate-memory.ts), each weighing MANIFEST_ENTRY_BYTES per entry: the default 48 MB holds
+ * (lib/shared/isolate-memory.ts), each weighing MANIFEST_ENTRY_BYTES per entry: the default 48 MB holds
  * ~250,000 entries if nothing else is kept (a manifest larger than the budget is still used, alone).
  */
 export class ManifestCache {

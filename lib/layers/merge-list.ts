@@ -124,7 +124,7 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
  * whiteouts included, resolved: Whiteouts.resolve): the rule of mergedList (upper over lower, whiteouts hide what they cover
  * and themselves), flat and without paging. Lower entries are returned as the manifest holds
  * them (no copy). The conditional manifest uses it to answer from the same upper listing it
- * names (lib/exec/sync-manifest.ts).
+ * names (lib/sync/manifest.ts).
  */
 export function mergeAll(upper: readonly ObjectInfo[], m: Manifest, filesPrefix: string, whiteouts: Whiteouts): { path: string; etag: string; size: number }[] {
   const out: { path: string; etag: string; size: number }[] = [];

@@ -4,8 +4,8 @@
  * view (layered-driver.ts) over the manifest (cached per isolate). A workspace without `base`
  * gets the plain storage (plus the re-read after a create: plain-driver.ts). Also the one place the layer pointer is switched (If-Match).
  */
-import { ToolError } from "../errors.js";
-import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../workspace/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { WorkspaceMeta } from "../workspace/registry.js";
 import { layeredDriver } from "./layered-driver.js";

@@ -5,8 +5,8 @@
  * computed here, or the etag its upper object had when it is sealed by a checkpoint).
  * Packs are written under fresh random ids (create-only): nothing else ever writes them.
  */
-import { randomId } from "../hash.js";
-import { packKey } from "../paths.js";
+import { randomId } from "../shared/hash.js";
+import { packKey } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { ManifestEntry } from "./manifest.js";
 import { md5Hex, md5Stream } from "../storage/md5.js";

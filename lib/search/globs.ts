@@ -6,9 +6,9 @@
  * backtracking engine, so a match costs O(name length × pattern size) for every pattern.
  */
 import picomatch from "picomatch/posix";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { FILE_TYPES, typeNames } from "./filetypes.js";
-import { baseName } from "../paths.js";
+import { baseName } from "../workspace/paths.js";
 import { compileLinear } from "./regex-dfa.js";
 
 export type PathTest = (path: string) => boolean;

@@ -34,8 +34,8 @@ import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segm
 import { Budget, IndexStore } from "./store.js";
 import type { SegmentCache } from "./segment-cache.js";
 import { TrigramCollector } from "./trigrams.js";
-import { looksBinary } from "../text.js";
-import type { Describe, StatusReporter } from "../progress.js";
+import { looksBinary } from "../shared/text.js";
+import type { Describe, StatusReporter } from "../run/progress.js";
 
 export type GrepMode = "content" | "files_with_matches" | "count";
 

@@ -11,10 +11,10 @@
  * Index upkeep never fails a write: errors are logged and the affected files are simply
  * not covered by the index (readers then read them directly).
  */
-import { filesPrefix } from "../paths.js";
+import { filesPrefix } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import { looksBinary } from "../text.js";
-import { HeldBatches, type HoldOptions } from "../held-batches.js";
+import { looksBinary } from "../shared/text.js";
+import { HeldBatches, type HoldOptions } from "../shared/held-batches.js";
 import type { FileChange, FileInfo, StagedUpkeep, Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
 import { isReached, liveFiles, segmentsBefore } from "./reachability.js";
@@ -159,7 +159,7 @@ export class SearchIndexer implements WorkspaceListener {
   private readonly onError: (e: unknown, what: string) => void;
   /** Workspace objects live for one request: at most one vacuum per request. */
   private readonly vacuumed = new WeakSet<Workspace>();
-  /** Changes told after the response, held per workspace to become one segment per burst (lib/held-batches.ts). */
+  /** Changes told after the response, held per workspace to become one segment per burst (lib/shared/held-batches.ts). */
   readonly held: HeldBatches<{ ws: Workspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
     // The batch is handed over in the request of its last item (held-batches.ts): that request's Workspace does the I/O.

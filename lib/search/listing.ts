@@ -8,18 +8,18 @@
  * When the workspace was listed before, the split points it saw (bounds.json) let the
  * pages after the first be listed in parallel.
  *
- * Explicit directories (markers, keys ending in "/": lib/paths.ts) are never files here: they
+ * Explicit directories (markers, keys ending in "/": lib/workspace/paths.ts) are never files here: they
  * only add their directory to `dirs` (find, glob with a trailing "/"), like a file implies its
  * parents.
  */
-import { ToolError } from "../errors.js";
-import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../workspace/paths.js";
 import { readLinks } from "../workspace/links.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
-import type { Describe } from "../progress.js";
+import type { Describe } from "../run/progress.js";
 
 export interface Listed {
   path: string;
@@ -40,7 +40,7 @@ export interface ScanOptions {
   collectDirs?: boolean;
   /** Most files listed (default 200,000); past it the scan stops and says so. */
   maxFiles?: number;
-  /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/progress.ts). */
+  /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/run/progress.ts). */
   onListed?: (entries: number, total?: number) => void;
 }
 

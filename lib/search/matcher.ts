@@ -10,7 +10,7 @@
  * flag groups skip it). Multiline mode is in multiline.ts.
  */
 import { RE2JS } from "re2js";
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { literalQuery, type Query } from "./query.js";
 import { regexQuery } from "./regex-query.js";
 

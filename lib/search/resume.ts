@@ -4,7 +4,7 @@
  * secret and grants nothing: it only says where to continue, and a forged one can only make
  * the caller's own search skip files.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import type { GrepCursor } from "./grep.js";
 
 /** FNV-1a (32 bits) of the search's arguments, as hex. */

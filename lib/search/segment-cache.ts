@@ -4,10 +4,10 @@
  * once under a fresh id: store.ts) and a search uses it only for the (path, etag) pairs the file
  * listing of that same search confirms, so bytes of a segment deleted since (merged by a vacuum)
  * say nothing wrong. Keyed by the segment's key (tenant and workspace are in it) and the range.
- * A region of the isolate's one cache budget (lib/isolate-memory.ts), least recently used dropped
+ * A region of the isolate's one cache budget (lib/shared/isolate-memory.ts), least recently used dropped
  * first. Made by createApp.
  */
-import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
+import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 
 /** Largest range kept (and never more than a quarter of the budget). */
 export const MAX_CACHED_RANGE_BYTES = 4 * 1024 * 1024;

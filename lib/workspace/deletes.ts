@@ -3,7 +3,7 @@
  * with undo's before-image captured first; `gone` tells the workspace's listeners. The
  * Workspace's delete and deleteMany are these functions.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { isConditionFailed } from "../storage/types.js";
 import type { DeleteItem, Workspace } from "./workspace.js";
 

@@ -4,7 +4,7 @@
  * the workspace record (meta.json), instead of after it: one round trip less per call.
  *
  * Safe because:
- * - the key is built like every file key (lib/paths.ts), from the authenticated tenant and the
+ * - the key is built like every file key (lib/workspace/paths.ts), from the authenticated tenant and the
  *   workspace id of the URL: another tenant's key cannot be made; and the call sees nothing read
  *   here unless the guard found the workspace (else its body is cancelled unread, and the answer
  *   is NOT_FOUND as before);
@@ -14,8 +14,8 @@
  *   write or delete of that key through this storage drops it. Seeing the version of the request's
  *   start changes nothing a call relies on: every write is conditional on the version it read.
  */
-import { fileKey } from "../paths.js";
-import { sessionRecords, type KnownRecords, type RecordStore } from "../records/store.js";
+import { fileKey } from "./paths.js";
+import { sessionRecords, type KnownRecords, type RecordStore } from "./records.js";
 import type { GetResult, KeyValueStore, StorageDriver } from "../storage/types.js";
 
 /** What a call started early: its storage (the file's GET) and its session records (the record's GET). */
@@ -26,7 +26,7 @@ export interface EarlyCall {
   session: string;
   reads: EarlyReads;
   records: RecordStore;
-  /** The file's version is the isolate's (a change tool on a known record: lib/routes/known-workspace.ts): its GET was not started. */
+  /** The file's version is the isolate's (a change tool on a known record: lib/api/routes/known-workspace.ts): its GET was not started. */
   fromVersions: boolean;
 }
 

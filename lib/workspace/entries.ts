@@ -1,9 +1,9 @@
 /**
  * How the storage keys below a directory become entries: files, and directories (rolled-up
- * prefixes, and explicit ones: markers, lib/paths.ts). The Workspace's list, scan, walk and
+ * prefixes, and explicit ones: markers, lib/workspace/paths.ts). The Workspace's list, scan, walk and
  * walkEntries are these functions: the one place a marker is read, and never as a file.
  */
-import { ancestorsOf, baseName, isDirMarker, markerDir } from "../paths.js";
+import { ancestorsOf, baseName, isDirMarker, markerDir } from "./paths.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 export interface ListEntry {

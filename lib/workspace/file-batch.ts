@@ -6,7 +6,7 @@
  * done are undone in reverse, each conditional on the version this batch wrote, so a file another
  * call changed meanwhile is never overwritten; the error says what could not be restored.
  */
-import { isToolError, ToolError } from "../errors.js";
+import { isToolError, ToolError } from "../shared/errors.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 export type FileStep =

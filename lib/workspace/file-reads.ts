@@ -3,7 +3,7 @@
  * Every read counts its bytes (usage) and notes what undo needs (the before-image of a change).
  * The Workspace's readMany, readBytes, openForChange and readForChange are these functions.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { hasReadMany } from "../layers/layered-driver.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 

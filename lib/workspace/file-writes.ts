@@ -4,13 +4,13 @@
  * conditions turned into tool errors. The Workspace's put is this function (its contract is
  * documented there).
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { tenantContentType } from "../layers/whiteout.js";
 import { LinkOnPath, readLinks } from "./links.js";
-import { ancestorsOf } from "../paths.js";
+import { ancestorsOf } from "./paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
-import { utf8 } from "../text.js";
+import { utf8 } from "../shared/text.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 export interface PutFileOptions {

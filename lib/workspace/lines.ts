@@ -4,7 +4,7 @@
  * the stream is cancelled as soon as the page is full (unless counting to the end is cheap).
  * The stream is read into one reused buffer (chunks.ts): the page's bytes are copied out of it.
  */
-import { concatBytes } from "../text.js";
+import { concatBytes } from "../shared/text.js";
 import { type Chunks, prepend, reusedChunks } from "./chunks.js";
 export interface LinePage {
   /** Lines of the page, without their line terminators ("\r" of CRLF removed). */

@@ -5,8 +5,8 @@
  * storage; resolution is lexical, inside the workspace (link-resolve.ts).
  */
 import { readModes, updateModes } from "../exec/modes.js";
-import { ToolError } from "../errors.js";
-import { isWithin, normalizeFilePath } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { isWithin, normalizeFilePath } from "./paths.js";
 import { resolveLinks } from "./link-resolve.js";
 import type { Workspace } from "./workspace.js";
 import type { Stat } from "./workspace-types.js";
@@ -38,7 +38,7 @@ export async function saveImportedLinks(ws: LinkStore, imported: Map<string, str
 
 /**
  * A new file refused because its path is a symlink, or lies below one (Workspace's place check,
- * file-writes.ts). Callers that open one file (lib/run-tool.ts) follow the link and try again;
+ * file-writes.ts). Callers that open one file (lib/run/run-tool.ts) follow the link and try again;
  * any other caller answers this clear error.
  */
 export class LinkOnPath extends ToolError {

@@ -2,12 +2,12 @@
  * Workspaces of a tenant. The record lives in object storage (strongly consistent)
  * beside the files: t/<tenant>/w/<ws>/meta.json.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { newWhiteoutMark } from "../layers/whiteout.js";
-import { randomId } from "../hash.js";
-import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../paths.js";
+import { randomId } from "../shared/hash.js";
+import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "./paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import type { ToolList } from "../toolset.js";
+import type { ToolList } from "../run/toolset.js";
 
 export interface WorkspaceMeta {
   id: string;
@@ -17,7 +17,7 @@ export interface WorkspaceMeta {
   base?: string | null;
   /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
   seq?: number;
-  /** The tools calls on this workspace may use (lib/toolset.ts): a preset or names; absent: all. Set at creation. */
+  /** The tools calls on this workspace may use (lib/run/toolset.ts): a preset or names; absent: all. Set at creation. */
   tools?: ToolList;
   /**
    * The workspace's whiteout mark (lib/layers/whiteout.ts): what makes a deletion's body one no

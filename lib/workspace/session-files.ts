@@ -3,8 +3,8 @@
  * (KV through RecordStore: session → path → etag, read time), and the versions it wrote itself
  * (the object's `writer`). Records are hints; the conditional write is the guard (DESIGN invariant 2).
  */
-import { ToolError } from "../errors.js";
-import type { RecordStore } from "../records/store.js";
+import { ToolError } from "../shared/errors.js";
+import type { RecordStore } from "./records.js";
 import type { FileInfo } from "./workspace.js";
 
 /** A record this old is written again when its version is read (its KV TTL is refreshed). */

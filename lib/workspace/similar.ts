@@ -1,6 +1,6 @@
 /** "Did you mean": existing paths close to a missing one, for NOT_FOUND messages. */
-import { baseName, parentOf } from "../paths.js";
-import { editDistance } from "../suggest.js";
+import { baseName, parentOf } from "./paths.js";
+import { editDistance } from "../shared/suggest.js";
 import type { Workspace } from "./workspace.js";
 
 /** Up to 5 existing paths close to `path`: same directory, nearest names first. */

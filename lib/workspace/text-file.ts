@@ -1,6 +1,6 @@
 /** Loading and saving a text file for the edit tools, with the read-before-write rules. */
-import { ToolError } from "../errors.js";
-import { looksBinary, sniffType, utf8 } from "../text.js";
+import { ToolError } from "../shared/errors.js";
+import { looksBinary, sniffType, utf8 } from "../shared/text.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 /** Largest file the edit tools load whole. */

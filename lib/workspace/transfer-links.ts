@@ -4,8 +4,8 @@
  * their paths rebased and their targets unchanged. Planned with the files (transfer.ts), then set
  * in one merged delta of the modes table after every file landed (transfer-run.ts).
  */
-import { ToolError } from "../errors.js";
-import { ancestorsOf, isWithin, joinPath } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { ancestorsOf, isWithin, joinPath } from "./paths.js";
 import { LinkOnPath, saveLinks } from "./links.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 

@@ -4,7 +4,7 @@
  * each source marker only in the version planned; undo on failure, each copy and marker only in
  * the version this call created. The rules are in transfer.ts's header.
  */
-import { ToolError } from "../errors.js";
+import { ToolError } from "../shared/errors.js";
 import { closeJournal, type OpenJournal } from "./move-journal.js";
 import { applyLinks, type PlannedLinks } from "./transfer-links.js";
 import type { FileInfo, Workspace } from "./workspace.js";

@@ -18,8 +18,8 @@
  * the undo if this call made it), and a move removes each source marker with its files, only in
  * the version planned. They count against MAX_TRANSFER_FILES like files.
  */
-import { ToolError } from "../errors.js";
-import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../paths.js";
+import { ToolError } from "../shared/errors.js";
+import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "./paths.js";
 import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
 import { LinkOnPath, readLinks, statWithLinks } from "./links.js";
 import { linkPathsBelow, noLinks, planDirectoryLinks } from "./transfer-links.js";

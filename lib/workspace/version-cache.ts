@@ -3,7 +3,7 @@
  * write or edit over the version the session just wrote or read needs no GET of it).
  *
  * What it may be used for, and why that is safe: ONLY as the version a change is conditional on.
- * A change tool on a known plain workspace record (lib/routes/known-workspace.ts, knownFiles) takes
+ * A change tool on a known plain workspace record (lib/api/routes/known-workspace.ts, knownFiles) takes
  * its file from here instead of a GET, and its write is If-Match that etag: it lands only if the
  * file is still exactly that version, whose bytes these are (an etag names one content: R2 and S3
  * give the MD5, the memory driver a fresh tag per write). Anything the call concludes before its
@@ -18,7 +18,7 @@
  * MAX_ENTRY_BYTES are not kept. Made by createApp (AppDeps.versions).
  */
 import type { ObjectInfo } from "../storage/types.js";
-import { IsolateMemory, type MemoryRegion } from "../isolate-memory.js";
+import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 
 /** A version as a GET would have described it, and its whole content. */
 export interface CachedVersion {
@@ -32,7 +32,7 @@ export const MAX_ENTRY_BYTES = 1024 * 1024;
 export class VersionCache {
   private readonly byKey: MemoryRegion<CachedVersion>;
 
-  /** A region of the isolate's one cache budget (lib/isolate-memory.ts). */
+  /** A region of the isolate's one cache budget (lib/shared/isolate-memory.ts). */
   constructor(memory = new IsolateMemory()) {
     this.byKey = memory.region("versions");
   }

@@ -2,10 +2,10 @@
  * What the Workspace (workspace.ts) takes and gives: file info, directory stats, delete items, the
  * change feed's listeners and changes, and the options a Workspace is opened with. Declarations only.
  */
-import type { RecordStore } from "../records/store.js";
+import type { RecordStore } from "./records.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ToolList } from "../toolset.js";
-import type { UndoJournal } from "../undo/journal.js";
+import type { ToolList } from "../run/toolset.js";
+import type { UndoJournal } from "../run/undo/journal.js";
 import type { EarlyReads } from "./early.js";
 import type { VersionCache } from "./version-cache.js";
 import type { Workspace } from "./workspace.js";
@@ -42,7 +42,7 @@ export interface WorkspaceListener {
   changedBatch?(ws: Workspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void>;
   /**
    * A change told after the response (the Workspace has `background`): the listener may hold it
-   * briefly to handle it with others (lib/held-batches.ts); settles once handled. Without it, `changed`.
+   * briefly to handle it with others (lib/shared/held-batches.ts); settles once handled. Without it, `changed`.
    */
   changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
 }
@@ -66,14 +66,14 @@ export interface WorkspaceOptions {
   listeners?: WorkspaceListener[];
   /** Queue changes instead of telling listeners one by one; flushChanges() hands them over as one batch (bulk writers). */
   deferChanges?: boolean;
-  /** The workspace's tool list (meta.json `tools`; lib/toolset.ts): executeTool refuses tools outside it. */
+  /** The workspace's tool list (meta.json `tools`; lib/run/toolset.ts): executeTool refuses tools outside it. */
   tools?: ToolList | undefined;
   /**
    * The runtime's waitUntil (Workers): listeners (index upkeep) run after the response instead of
    * on it. Safe for search: grep reads every file no segment covers at its listed version directly.
    */
   background?: (p: Promise<unknown>) => void;
-  /** The call's undo journal (lib/undo/): every write and delete keeps its before-image there. */
+  /** The call's undo journal (lib/run/undo/): every write and delete keeps its before-image there. */
   undo?: UndoJournal;
   /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
   early?: EarlyReads;
@@ -81,7 +81,7 @@ export interface WorkspaceOptions {
   versions?: VersionCache;
   /**
    * The workspace's files for work after the call (listeners: index upkeep), when `driver` is
-   * limited to what the call itself may do (a call on a known record: lib/routes/known-workspace.ts).
+   * limited to what the call itself may do (a call on a known record: lib/api/routes/known-workspace.ts).
    * Absent: `driver`.
    */
   upkeep?: () => Promise<StorageDriver>;

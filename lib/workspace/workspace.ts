@@ -5,19 +5,19 @@
  * Tools never see keys or tenants.
  *
  * Directories are implied by the files below them, or explicit: a zero-byte marker at
- * "<dir>/" (lib/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
+ * "<dir>/" (lib/workspace/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
  * reads markers: list, scan, walk, walkEntries, stat and isDirectory turn them into
  * directories, so no caller ever sees one as a file.
  */
-import { ToolError } from "../errors.js";
-import { dirMarkerKey, fileKey, filesPrefix } from "../paths.js";
-import type { RecordStore } from "../records/store.js";
+import { ToolError } from "../shared/errors.js";
+import { dirMarkerKey, fileKey, filesPrefix } from "./paths.js";
+import type { RecordStore } from "./records.js";
 import type { GetResult, ObjectInfo, PutBody, StorageDriver } from "../storage/types.js";
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
-import type { ToolList } from "../toolset.js";
-import type { UndoJournal } from "../undo/journal.js";
+import type { ToolList } from "../run/toolset.js";
+import type { UndoJournal } from "../run/undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import { deleteFile, deleteFiles } from "./deletes.js";
 import { openForChange, readBytes, readForChange, readMany } from "./file-reads.js";

@@ -1,7 +1,7 @@
 /**
  * Undo of bash/run_code write-back through the real app and the real sandbox (local executor):
  * the sync token names the call (claim u), every sync write request journals under that call's
- * id (lib/exec/sync-journal.ts), and POST /v1/workspaces/{ws}/undo puts the run back whole.
+ * id (lib/sync/journal.ts), and POST /v1/workspaces/{ws}/undo puts the run back whole.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,10 +12,10 @@ import bash_output from "../../functions/bash_output.js";
 import { tools as fileTools } from "../../functions/index.js";
 import run_code from "../../functions/run_code.js";
 import { localExecutor } from "../../infra/container/local-executor.js";
-import { createApp } from "../../lib/app.js";
-import type { AppDeps } from "../../lib/deps.js";
-import { httpSyncClient } from "../../lib/exec/sync-http.js";
-import { httpRunRecords } from "../../lib/exec/sync-runs.js";
+import { createApp } from "../../lib/api/app.js";
+import type { AppDeps } from "../../lib/api/deps.js";
+import { httpSyncClient } from "../../lib/sync/http.js";
+import { httpRunRecords } from "../../lib/sync/runs.js";
 import { searchIndexer } from "../../lib/search/indexer.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";

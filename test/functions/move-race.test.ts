@@ -12,12 +12,12 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { handleSync } from "../../lib/exec/sync-server.js";
-import { mintSyncToken } from "../../lib/exec/sync-token.js";
+import { handleSync } from "../../lib/sync/server.js";
+import { mintSyncToken } from "../../lib/sync/token.js";
 import { searchIndexer } from "../../lib/search/indexer.js";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../lib/storage/kv-workers.js";
-import { fileKey } from "../../lib/paths.js";
+import { fileKey } from "../../lib/workspace/paths.js";
 import type { StorageDriver } from "../../lib/storage/types.js";
 import { newTenant, testApp, testDeps, upload, type Tenant } from "../helpers.js";
 import { text } from "./fs-helpers.js";

@@ -1,13 +1,13 @@
 /**
- * grep, glob and find report status progress over SSE (lib/progress.ts), through HTTP over local R2:
+ * grep, glob and find report status progress over SSE (lib/run/progress.ts), through HTTP over local R2:
  * counts that never go backwards nor past their total, all before the one result event; the result
  * is the envelope a plain call answers; a quick call stays quiet at the default interval.
  * The throttle's interval is 0 here (AppDeps.progress), so every change is an event; the
- * throttle itself is test/lib/progress.test.ts.
+ * throttle itself is test/lib/run/progress.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fileKey } from "../../lib/paths.js";
+import { fileKey } from "../../lib/workspace/paths.js";
 import { newTenant, testApp, type Tenant } from "../helpers.js";
 import { readEvents, statusEvents } from "../support/sse-events.js";
 

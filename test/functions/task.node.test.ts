@@ -5,8 +5,8 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../functions/index.js";
-import { createApp } from "../../lib/app.js";
-import type { AppDeps } from "../../lib/deps.js";
+import { createApp } from "../../lib/api/app.js";
+import type { AppDeps } from "../../lib/api/deps.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { checkOutputs } from "../support/output-check.js";
@@ -334,7 +334,7 @@ describe("task records are swept", () => {
     now += 24 * 3600_000 - 60_000;
     const second = await run(); // the first's deadline (start + 300 s) lies less than 24 h back: kept
     expect(await output(first)).toBe(200);
-    now += 400_000; // now more than 24 h back (the recent-one-stays case at the record level: test/lib/pending/sweep.test.ts)
+    now += 400_000; // now more than 24 h back (the recent-one-stays case at the record level: test/lib/run/pending/sweep.test.ts)
     const third = await run();
     expect(await output(first)).toBe(404);
     expect(await output(third)).toBe(200);

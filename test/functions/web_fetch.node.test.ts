@@ -1,15 +1,15 @@
 /**
- * web_fetch through the HTTP API, in Node (the Lambda transport: lib/web/node-fetcher.ts resolves,
+ * web_fetch through the HTTP API, in Node (the Lambda transport: lib/tools/web/node-fetcher.ts resolves,
  * checks and pins addresses), against a real HTTP server on 127.0.0.1 serving real documents.
  * The app is built with the test-only loopback switch, except where a test proves the default.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../functions/index.js";
-import { createApp } from "../../lib/app.js";
-import type { AppDeps } from "../../lib/deps.js";
+import { createApp } from "../../lib/api/app.js";
+import type { AppDeps } from "../../lib/api/deps.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
-import { nodeFetcher, type Resolver } from "../../lib/web/node-fetcher.js";
+import { nodeFetcher, type Resolver } from "../../lib/tools/web/node-fetcher.js";
 import { ACCEPT } from "../../functions/web_fetch.js";
 import { DOCS, startWebServer, type WebServer } from "../support/web-server.js";
 import { freePort } from "../support/wrangler-dev.js";

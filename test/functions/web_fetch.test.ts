@@ -4,7 +4,7 @@
  * are in /v1/tools and /openapi.json; the policy route is an admin route.
  */
 import { describe, expect, it } from "vitest";
-import { cloudflareFetcher } from "../../lib/web/transport.js";
+import { cloudflareFetcher } from "../../lib/tools/web/transport.js";
 import { admin, newTenant, testApp } from "../helpers.js";
 
 const REFUSED = [
@@ -28,7 +28,7 @@ describe("web_fetch refuses internal addresses by default (Workers runtime)", ()
 
 describe("a host the runtime cannot reach", () => {
   it("workerd's opaque 'internal error; reference = …' gets a plain cause and a next step (.invalid never resolves)", async () => {
-    // As deployed on Cloudflare, where the runtime resolves names (locally every name is refused: test/lib/web/hosts-alias.test.ts).
+    // As deployed on Cloudflare, where the runtime resolves names (locally every name is refused: test/lib/tools/web/hosts-alias.test.ts).
     const t = await newTenant(testApp({ webFetch: { fetcher: cloudflareFetcher } }), { scopes: ["read", "network"] });
     const r = await t.call("web_fetch", { url: "https://nothing.invalid/", timeout: 20 });
     expect(r.status, JSON.stringify(r.body)).toBe(503);

@@ -6,17 +6,17 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../functions/index.js";
-import { createApp } from "../../lib/app.js";
-import type { AppDeps } from "../../lib/deps.js";
-import { ToolError } from "../../lib/errors.js";
+import { createApp } from "../../lib/api/app.js";
+import type { AppDeps } from "../../lib/api/deps.js";
+import { ToolError } from "../../lib/shared/errors.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
-import { braveProvider } from "../../lib/web/search/brave.js";
-import { searchProviderFromEnv } from "../../lib/web/search/from-env.js";
-import { commonDeps } from "../../lib/env.js";
-import { fromAwsEnv } from "../../lib/env-aws.js";
-import { tavilyProvider } from "../../lib/web/search/tavily.js";
-import type { SearchProvider } from "../../lib/web/search/types.js";
+import { braveProvider } from "../../lib/tools/web/search/brave.js";
+import { searchProviderFromEnv } from "../../lib/tools/web/search/from-env.js";
+import { commonDeps } from "../../lib/runtime/workers.js";
+import { fromAwsEnv } from "../../lib/runtime/aws.js";
+import { tavilyProvider } from "../../lib/tools/web/search/tavily.js";
+import type { SearchProvider } from "../../lib/tools/web/search/types.js";
 import { checkOutputs } from "../support/output-check.js";
 
 const BRAVE_KEY = "brave-test-key";

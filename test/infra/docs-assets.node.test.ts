@@ -1,5 +1,5 @@
 /**
- * The vendored Swagger UI: the committed lib/docs/swagger-ui.generated.ts is exactly what
+ * The vendored Swagger UI: the committed lib/api/docs/swagger-ui.generated.ts is exactly what
  * scripts/docs-assets.ts makes from the installed swagger-ui-dist, whose version package.json pins
  * exactly; and the Lambda entry, bundled by esbuild with no loader rule, serves the same bytes.
  */
@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { expect, it } from "vitest";
-import { SWAGGER_UI_DIGEST, SWAGGER_UI_FILES, SWAGGER_UI_VERSION } from "../../lib/docs/swagger-ui.generated.js";
+import { SWAGGER_UI_DIGEST, SWAGGER_UI_FILES, SWAGGER_UI_VERSION } from "../../lib/api/docs/swagger-ui.generated.js";
 import { GENERATED_PATH, renderSwaggerUiModule, swaggerUiDistDir } from "../../scripts/docs-assets.ts";
 
 it("matches what scripts/docs-assets.ts makes from the installed, exactly pinned swagger-ui-dist", () => {
@@ -18,7 +18,7 @@ it("matches what scripts/docs-assets.ts makes from the installed, exactly pinned
   expect(pinned, "swagger-ui-dist must be pinned to an exact version").toMatch(/^\d+\.\d+\.\d+$/);
   expect(SWAGGER_UI_VERSION).toBe(pinned);
   const fresh = renderSwaggerUiModule(swaggerUiDistDir());
-  // On failure: npm run docs:assets, then commit lib/docs/swagger-ui.generated.ts.
+  // On failure: npm run docs:assets, then commit lib/api/docs/swagger-ui.generated.ts.
   expect(readFileSync(GENERATED_PATH, "utf8") === fresh, `${GENERATED_PATH} is stale: run npm run docs:assets`).toBe(true);
 });
 

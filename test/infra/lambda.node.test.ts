@@ -124,7 +124,7 @@ it("layers over S3: import, checkpoint, fork, checkpoint delete, then GC (the ad
   const { tar } = await import("../lib/archive/archives.js");
   const { collectGarbage } = await import("../../lib/layers/gc.js");
   const { gcHandler } = (await import("../../infra/lambda.js")) as unknown as { gcHandler: () => Promise<{ tenants: number; cursor: string | null }> };
-  const { fromAwsEnv } = await import("../../lib/env-aws.js");
+  const { fromAwsEnv } = await import("../../lib/runtime/aws.js");
   const storage = fromAwsEnv(process.env).storage;
   expect((await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "layers" } }))).status).toBe(201);
   const key = (await call(event("POST", "/v1/admin/tenants/layers/keys", { token: ADMIN, json: {} }))).json.key as string;

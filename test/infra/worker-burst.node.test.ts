@@ -1,6 +1,6 @@
 /**
  * A burst of calls against the real Worker (wrangler dev): the work each call leaves for after its
- * answer (held usage records, held index upkeep: lib/held-batches.ts) is batched across the calls
+ * answer (held usage records, held index upkeep: lib/shared/held-batches.ts) is batched across the calls
  * of the burst, and no request waits on another request's promise. The runtime would log
  * "Worker's code had hung" / "Promise will never complete" for each request that did, and drop
  * what it was waiting for. Every call's usage record is counted in the Worker's log.

@@ -1,6 +1,6 @@
 /**
  * R2 and KV (the real local bindings) with every operation logged by kind and grouped into round
- * trips: what test/lib/routes/call-cost.test.ts and the sync manifest's cost test assert.
+ * trips: what test/lib/api/routes/call-cost.test.ts and the sync manifest's cost test assert.
  */
 import { env } from "cloudflare:workers";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";

@@ -6,10 +6,10 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import type { ManifestQuery } from "../../../lib/exec/sync-manifest.js";
-import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
+import type { ManifestQuery } from "../../../lib/sync/manifest.js";
+import { storageSyncClient } from "../../../lib/sync/storage.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
-import type { RunRecordClient, SyncClient } from "../../../lib/exec/sync-types.js";
+import type { RunRecordClient, SyncClient } from "../../../lib/sync/types.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "t-overlap", "w-overlap");

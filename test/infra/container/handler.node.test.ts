@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { KEEP_OUTPUT_LOGS, readOutputLog } from "../../../lib/exec/output-logs.js";
-import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/paths.js";
+import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/workspace/paths.js";
 import { runIdOf } from "../../../infra/container/runner.js";
 import { runIdFor } from "../../../lib/exec/runs.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { lambdaExecutor } from "../../../lib/exec/lambda.js";
 import { invocationTtlMs, signEvent } from "../../../lib/exec/runner-auth.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { ExecEvent, ExecResponse, Executor, RunRequest } from "../../../lib/exec/types.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

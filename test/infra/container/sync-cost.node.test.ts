@@ -1,6 +1,6 @@
 /**
  * The fixed cost of a warm run, and that cutting it gave up no exactness:
- * - the conditional manifest (lib/exec/sync-manifest.ts, sync-view.ts): only buckets that differ from the
+ * - the conditional manifest (lib/sync/manifest.ts, lib/sync/view.ts): only buckets that differ from the
  *   runner's view cross the wire, and the view always ends equal to storage's listing;
  * - the runner skips reconcile only when storage is unchanged AND the slot is a fixpoint of it;
  * - walk + pruneSettled give the same tree as pruning every directory;
@@ -16,16 +16,16 @@ import { prepareStageDir } from "../../../infra/container/stage.js";
 import { walk } from "../../../infra/container/walk.js";
 import { isValidName, pruneEmptyDirs, pruneSettled } from "../../../infra/container/tree.js";
 import { TreeCache } from "../../../infra/container/slot-cache.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { FETCH_MAX_FILES, allFrames } from "../../../lib/exec/sync-batch.js";
-import { bucketCountFor } from "../../../lib/exec/sync-manifest.js";
-import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
-import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { FETCH_MAX_FILES, allFrames } from "../../../lib/sync/batch.js";
+import { bucketCountFor } from "../../../lib/sync/manifest.js";
+import { storageSyncClient } from "../../../lib/sync/storage.js";
+import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
-import type { SyncClient, SyncEntry } from "../../../lib/exec/sync-types.js";
-import { filesPrefix, normalizePath } from "../../../lib/paths.js";
+import type { SyncClient, SyncEntry } from "../../../lib/sync/types.js";
+import { filesPrefix, normalizePath } from "../../../lib/workspace/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { lambdaExecutor } from "../../../lib/exec/lambda.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { Executor, RunRequest, RunResult } from "../../../lib/exec/types.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

@@ -1,5 +1,5 @@
 /**
- * The warm run over a layered workspace (lib/exec/sync-manifest.ts, LayerState): when the layer
+ * The warm run over a layered workspace (lib/sync/manifest.ts, LayerState): when the layer
  * pointer and the upper layer are unchanged, the conditional manifest is answered from ONE
  * listing of the upper layer (no merge of the lower one); and every change between two runs is
  * still seen: a tool's write over a lower file, a whiteout, an upper file made and removed, a
@@ -17,11 +17,11 @@ import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { createCheckpoint, restoreCheckpoint } from "../../../lib/layers/checkpoints.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
-import { filesPrefix } from "../../../lib/paths.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
+import { filesPrefix } from "../../../lib/workspace/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";

@@ -12,11 +12,11 @@ import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js"
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
 import { TreeCache } from "../../../infra/container/slot-cache.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { RunRequest } from "../../../lib/exec/types.js";
-import { fileKey } from "../../../lib/paths.js";
+import { fileKey } from "../../../lib/workspace/paths.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

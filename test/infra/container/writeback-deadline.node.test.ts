@@ -5,8 +5,8 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { MIN_WRITEBACK_MS, writeBackDeadline } from "../../../infra/container/runner.js";
-import { storageSyncClient } from "../../../lib/exec/sync-storage.js";
-import type { SyncClient } from "../../../lib/exec/sync-types.js";
+import { storageSyncClient } from "../../../lib/sync/storage.js";
+import type { SyncClient } from "../../../lib/sync/types.js";
 import { setup } from "./helpers.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

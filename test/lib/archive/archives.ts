@@ -1,5 +1,5 @@
 /** Archive builders for the tests: tar (via the export's header writer), gzip, zip, and hostile streams generated on the fly. */
-import { concatBytes } from "../../../lib/text.js";
+import { concatBytes } from "../../../lib/shared/text.js";
 import { END_OF_ARCHIVE, headerBlock, padding, tarHeader, tarLinkHeader, type TarType } from "../../../lib/archive/tar-writer.js";
 
 const enc = new TextEncoder();

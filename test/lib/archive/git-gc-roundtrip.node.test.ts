@@ -14,10 +14,10 @@ import bash from "../../../functions/bash.js";
 import { tools as fileTools } from "../../../functions/index.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { readTarGz } from "../../support/tar-entries.js";
-import { createApp } from "../../../lib/app.js";
-import type { AppDeps } from "../../../lib/deps.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { httpRunRecords } from "../../../lib/exec/sync-runs.js";
+import { createApp } from "../../../lib/api/app.js";
+import type { AppDeps } from "../../../lib/api/deps.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 

@@ -7,13 +7,13 @@
 import { z } from "@hono/zod-openapi";
 import { beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
-import { createApp } from "../../../lib/app.js";
+import { createApp } from "../../../lib/api/app.js";
 import { createClient, ToolshedError, type ProgressEvent, type ToolData, type ToolName } from "../../../lib/client/index.js";
 import { readSse } from "../../../lib/client/sse.js";
-import { ToolError } from "../../../lib/errors.js";
+import { ToolError } from "../../../lib/shared/errors.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
-import { defineTool, type ProgressEvent as ServerProgressEvent, type Tool } from "../../../lib/tool.js";
+import { defineTool, type ProgressEvent as ServerProgressEvent, type Tool } from "../../../lib/run/tool.js";
 
 const ADMIN = "client-test-admin";
 

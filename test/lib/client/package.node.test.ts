@@ -14,7 +14,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { createApp } from "../../../lib/app.js";
+import { createApp } from "../../../lib/api/app.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { serveFetch, type Served } from "../../support/serve-fetch.js";

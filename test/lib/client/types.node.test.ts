@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { createApp } from "../../../lib/app.js";
+import { createApp } from "../../../lib/api/app.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { appOpenApiDocument, GENERATED_PATH, renderClientTypes } from "../../../scripts/client-types.ts";

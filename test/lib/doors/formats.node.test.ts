@@ -9,11 +9,11 @@ import { ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "@hono/zod-openapi";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { createApp } from "../../../lib/app.js";
+import { createApp } from "../../../lib/api/app.js";
 import { STRICT_FORMATS } from "../../../lib/doors/formats.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
-import { defineTool, inputJsonSchema } from "../../../lib/tool.js";
+import { defineTool, inputJsonSchema } from "../../../lib/run/tool.js";
 import { assertOutput, checkOutputs } from "../../support/output-check.js";
 
 const ADMIN = "admin-token";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { createApp } from "../../../lib/app.js";
+import { createApp } from "../../../lib/api/app.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { startAuthProxy, type AuthProxy } from "../../support/auth-proxy.js";

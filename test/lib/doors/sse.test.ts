@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
 import { HEARTBEAT_MS } from "../../../lib/doors/sse.js";
-import { defineTool, type Tool } from "../../../lib/tool.js";
+import { defineTool, type Tool } from "../../../lib/run/tool.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { readEvents } from "../../support/sse-events.js";
 
@@ -21,7 +21,7 @@ const ticker = defineTool({
     ctx.progress?.({ kind: "output", stream: "stdout", text: "first\n" });
     await new Promise((r) => setTimeout(r, 300));
     ctx.progress?.({ kind: "status", message: "half", done: 1, total: 2 });
-    if (args.fail) throw new (await import("../../../lib/errors.js")).ToolError("NO_MATCH", "nothing matched; try another pattern");
+    if (args.fail) throw new (await import("../../../lib/shared/errors.js")).ToolError("NO_MATCH", "nothing matched; try another pattern");
     return { title: "ticker", output: "done", data: { n: 2 } };
   },
 }) as Tool;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ToolError } from "../../../lib/errors.js";
+import { ToolError } from "../../../lib/shared/errors.js";
 import { assertNotBlocked, checkCommand, DEFAULT_GUARD, mergeGuard } from "../../../lib/exec/guard.js";
 
 const verdict = (cmd: string) => {

@@ -2,12 +2,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/exec/modes.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { conditionalManifest, ManifestView } from "../../../lib/exec/sync-view.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
-import { randomId } from "../../../lib/hash.js";
-import { modesKey } from "../../../lib/paths.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
+import { randomId } from "../../../lib/shared/hash.js";
+import { modesKey } from "../../../lib/workspace/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

@@ -7,9 +7,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { readMeta } from "../../../lib/layers/open.js";
 import { SEAL_MIN_UPPER, wantsSeal } from "../../../lib/layers/auto-seal.js";
@@ -17,7 +17,7 @@ import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { PutOptions, StorageDriver } from "../../../lib/storage/types.js";
-import type { BatchFile } from "../../../lib/exec/sync-batch.js";
+import type { BatchFile } from "../../../lib/sync/batch.js";
 
 const raw = r2Driver(env.FILES);
 const SECRET = "a-test-secret-of-some-length";

@@ -1,5 +1,5 @@
 /**
- * Packed write-back (POST /v1/sync/stage + /v1/sync/commit; lib/exec/sync-stage-server.ts,
+ * Packed write-back (POST /v1/sync/stage + /v1/sync/commit; lib/sync/stage-server.ts,
  * lib/layers/commit-staged.ts) on real local R2 (workerd), through the sync API's HTTP client:
  * files become current with one layer switch and MD5 etags; receipts cannot be forged or moved
  * to another workspace; conditions, `alone`, racing writers, a concurrent checkpoint, undo,
@@ -8,14 +8,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
-import { httpSyncClient } from "../../../lib/exec/sync-http.js";
-import { handleSync } from "../../../lib/exec/sync-server.js";
-import { mintSyncToken } from "../../../lib/exec/sync-token.js";
-import type { PutManyItem } from "../../../lib/exec/sync-put-batch.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { handleSync } from "../../../lib/sync/server.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
+import type { PutManyItem } from "../../../lib/sync/put-batch.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { md5Hex } from "../../../lib/storage/md5.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";
-import { newStamp } from "../../../lib/undo/journal.js";
+import { newStamp } from "../../../lib/run/undo/journal.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";

@@ -1,8 +1,8 @@
 /** The grep engine and the index upkeep, below the HTTP API: budgets, merges, vacuum. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fileKey } from "../../../lib/paths.js";
-import { RecordStore } from "../../../lib/records/store.js";
+import { fileKey } from "../../../lib/workspace/paths.js";
+import { RecordStore } from "../../../lib/workspace/records.js";
 import { grep, type GrepRequest } from "../../../lib/search/grep.js";
 import { SearchIndexer, tierOf, vacuum } from "../../../lib/search/indexer.js";
 import { compileMatcher } from "../../../lib/search/matcher.js";

@@ -1,6 +1,6 @@
 /**
  * Index upkeep after the response (Workers' waitUntil): changes are held and become one segment
- * per burst of calls (lib/held-batches.ts). The app is called with an execution context
+ * per burst of calls (lib/shared/held-batches.ts). The app is called with an execution context
  * whose waitUntil collects the work, as Workers would run it after each answer.
  */
 import { env } from "cloudflare:workers";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IsolateMemory } from "../../../lib/isolate-memory.js";
+import { IsolateMemory } from "../../../lib/shared/isolate-memory.js";
 import { SegmentCache } from "../../../lib/search/segment-cache.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { countingDriver, ok, sleep, sourceText } from "./helpers.js";

@@ -1,7 +1,7 @@
 /** One small KeyValueStore conformance, run against Workers KV, KV over R2, and KV over memory. */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { WorkersEnv } from "../../../lib/env.js";
+import type { WorkersEnv } from "../../../lib/runtime/workers.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { decodeKvKey, encodeKvKey, storageKeyValue } from "../../../lib/storage/kv-over-storage.js";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { WorkersEnv } from "../../../lib/env.js";
+import type { WorkersEnv } from "../../../lib/runtime/workers.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { SUSPECT_HEADS } from "../../../lib/storage/drivers/r2-list.js";
 import { TOMBSTONE_BYTES, tombstoneBody } from "../../../lib/storage/drivers/r2-tombstones.js";

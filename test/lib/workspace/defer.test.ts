@@ -1,6 +1,6 @@
 /** Workspace `deferChanges`: listeners hear nothing per file, then one batch per flush (what bulk imports rely on). */
 import { describe, expect, it } from "vitest";
-import { RecordStore } from "../../../lib/records/store.js";
+import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { Workspace, type FileChange, type WorkspaceListener } from "../../../lib/workspace/workspace.js";
 

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { RecordStore } from "../../../lib/records/store.js";
+import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";

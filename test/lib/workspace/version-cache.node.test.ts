@@ -1,6 +1,6 @@
 /** The isolate's versions of files (lib/workspace/version-cache.ts) and the recording of a read (chunks.ts recordingChunks). */
 import { describe, expect, it } from "vitest";
-import { IsolateMemory } from "../../../lib/isolate-memory.js";
+import { IsolateMemory } from "../../../lib/shared/isolate-memory.js";
 import { MAX_ENTRY_BYTES, VersionCache } from "../../../lib/workspace/version-cache.js";
 import { recordingChunks, type Chunks } from "../../../lib/workspace/chunks.js";
 

@@ -1,0 +1,99 @@
+/**
+ * createApp(deps): the whole API. Each piece is its own OpenAPIHono app (admin, workspaces,
+ * raw files, one per tool), mounted here; the OpenAPI document is generated from their schemas.
+ * Every route declares its access (routes/access.ts); the app refuses to start with one that does not.
+ */
+import { createAuthBackoff } from "./auth/backoff.js";
+import type { AuthInfo } from "./auth/keys.js";
+import { KNOWN_RECORDS_TTL_MS, type FileRecord } from "../workspace/records.js";
+import { forgetOnWrite } from "./routes/known-workspace.js";
+import type { MetaRecord } from "../layers/open.js";
+import type { AppDeps } from "./deps.js";
+import { ManifestCache } from "../layers/manifest.js";
+import { IsolateCache } from "../shared/isolate-cache.js";
+import { IsolateMemory } from "../shared/isolate-memory.js";
+import { VersionCache } from "../workspace/version-cache.js";
+import { SegmentCache } from "../search/segment-cache.js";
+import { docsApp } from "./docs/docs-app.js";
+import { ToolError } from "../shared/errors.js";
+import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
+import { adminApp } from "./routes/admin.js";
+import { archiveApp } from "./routes/archive.js";
+import { versionsApp } from "./routes/versions.js";
+import { undoApp } from "./routes/undo.js";
+import { backgroundOf, newApp } from "./routes/common.js";
+import { pendingApp } from "./routes/pending.js";
+import { policyApp } from "./routes/policy.js";
+import { gcApp } from "./routes/gc.js";
+import { modelApp } from "./routes/model.js";
+import { filesApp } from "./routes/files.js";
+import { sessionsApp } from "./routes/sessions.js";
+import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
+import { compatApp } from "./routes/compat.js";
+import { customToolsApp } from "./routes/custom-tools.js";
+import { mcpApp } from "../doors/mcp.js";
+import { workspacesApp } from "./routes/workspaces.js";
+import { handleSync } from "../sync/server.js";
+import type { Tool } from "../run/tool.js";
+
+export const API_VERSION = "0.1.0";
+
+const OPENAPI_INFO = {
+  title: "Toolshed",
+  version: API_VERSION,
+  description:
+    "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details }, usage }`. `x-toolshed-access` on each operation says what it needs: `public`, `admin` (the admin token) or `tenant:<scope>` (an API key with that scope).",
+};
+
+export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
+  // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
+  // failed authentication and the manifest cache, unless the caller brings them.
+  // Every write of a workspace record through this isolate forgets what it knew of it (known-workspace.ts).
+  const knownWorkspaces = inputDeps.knownWorkspaces ?? new IsolateCache<MetaRecord>();
+  // Manifests, segments and versions share one byte budget (lib/shared/isolate-memory.ts).
+  const memory = inputDeps.memory ?? new IsolateMemory();
+  const deps: AppDeps = { ...inputDeps, storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
+  const app = newApp();
+  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
+  app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
+
+  const meta = (summary: string) => ({ tags: ["meta"], summary, responses: { 200: { description: "OK" } } });
+  const open = { auth: "public" } as const;
+  addRoute(app, deps, { method: "get", path: "/", access: open, doc: meta("Where to start: links to the docs, the OpenAPI document and the tools") }, (c) =>
+    c.json({ name: "toolshed", version: API_VERSION, docs: "/docs", openapi: "/openapi.json", tools: "/v1/tools" }),
+  );
+  addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
+  app.route("/", adminApp(deps, tools));
+  app.route("/", policyApp(deps));
+  app.route("/", gcApp(deps));
+  app.route("/", modelApp(deps));
+  app.route("/", workspacesApp(deps, tools));
+  app.route("/", filesApp(deps));
+  app.route("/", archiveApp(deps));
+  app.route("/", versionsApp(deps));
+  app.route("/", undoApp(deps));
+  app.route("/", sessionsApp(deps));
+  app.route("/", customToolsApp(deps, tools));
+  app.route("/", catalogApp(tools, deps));
+  for (const tool of tools) app.route("/", toolApp(tool, deps));
+  app.route("/", compatApp(deps, tools));
+  app.route("/", pendingApp(deps, tools));
+  app.route("/", mcpApp(deps, tools));
+  app.route("/", unknownToolApp(tools, deps));
+  // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
+  const syncSecret = deps.syncSecret;
+  if (syncSecret) {
+    addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
+      const bg = backgroundOf(c);
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}) });
+    });
+  }
+  addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));
+  // The reference UI is served from here (no CDN): it works offline and behind a locked-down network.
+  app.route("/", docsApp(deps, { specUrl: "/openapi.json", title: "Toolshed API reference" }));
+  app.notFound(() => {
+    throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
+  });
+  assertEveryRouteGuarded(app);
+  return app;
+}

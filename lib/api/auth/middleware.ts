@@ -1,0 +1,60 @@
+/**
+ * Bearer authentication: tenant API keys, and the admin token for /v1/admin. Both go through
+ * the backoff after failed authentication (lib/api/auth/backoff.ts) when the app has one, counted
+ * per presented credential (throttleKeyOf). The route guard (lib/api/routes/access.ts) is the only
+ * caller: routes never authenticate by themselves.
+ */
+import { ToolError } from "../../shared/errors.js";
+import { safeEqual } from "../../shared/hash.js";
+import type { AppDeps } from "../deps.js";
+import { clientOf } from "./backoff.js";
+import { keyIdOf, resolveApiKey, type AuthInfo } from "./keys.js";
+
+const bearer = (header: string | null): string | null => {
+  const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
+  return m?.[1] ?? null;
+};
+
+/**
+ * Whose failures a request's failures add to, and whose backoff it waits for: ONE rule.
+ * - A key-shaped bearer (`tsk_<key id>_<secret>`): its key id from this client address. One
+ *   tenant's revoked or mistyped key then slows only itself, never another key behind the same
+ *   address (a shared NAT or egress proxy), and nobody elsewhere can lock a key out by presenting
+ *   its (non-secret) id with wrong secrets. The id is read from the text, never looked up: a key
+ *   id that exists and one that does not are counted and answered alike (no oracle).
+ * - Anything else (not key-shaped, the admin token): the client address, one bucket per kind.
+ */
+export function throttleKeyOf(kind: "tenant" | "admin", token: string | null, headers: Headers): string {
+  const client = clientOf(headers);
+  const id = kind === "tenant" && token !== null ? keyIdOf(token) : null;
+  return id !== null ? `key:${id}@${client}` : `${kind}@${client}`;
+}
+
+/** The tenant and scopes of the request's API key, else UNAUTHORIZED (or RATE_LIMITED while its throttle key backs off). */
+export async function authenticateTenant(deps: AppDeps, headers: Headers): Promise<AuthInfo> {
+  const key = bearer(headers.get("authorization"));
+  const client = throttleKeyOf("tenant", key, headers);
+  deps.authBackoff?.check(client);
+  if (!key) throw new ToolError("UNAUTHORIZED", "Missing API key. Send 'Authorization: Bearer <api key>'.");
+  const auth = await resolveApiKey(deps.kv, key, deps.apiKeys);
+  if (!auth) {
+    deps.authBackoff?.failed(client);
+    throw new ToolError("UNAUTHORIZED", "Invalid or revoked API key. Send a current key as 'Authorization: Bearer <api key>'; an admin creates keys with POST /v1/admin/tenants/{tenant}/keys.");
+  }
+  deps.authBackoff?.succeeded(client);
+  return auth;
+}
+
+/** Passes with the admin token, else UNAUTHORIZED (PERMISSION_DENIED when the admin API is off). */
+export function authenticateAdmin(deps: AppDeps, headers: Headers): void {
+  if (!deps.adminToken) throw new ToolError("PERMISSION_DENIED", "The admin API is disabled: set TOOLSHED_ADMIN_TOKEN.");
+  const token = bearer(headers.get("authorization"));
+  const client = throttleKeyOf("admin", token, headers);
+  deps.authBackoff?.check(client);
+  if (!token) throw new ToolError("UNAUTHORIZED", "Missing admin token. Send 'Authorization: Bearer <TOOLSHED_ADMIN_TOKEN>'.");
+  if (!safeEqual(token, deps.adminToken)) {
+    deps.authBackoff?.failed(client);
+    throw new ToolError("UNAUTHORIZED", "Invalid admin token. Send 'Authorization: Bearer <TOOLSHED_ADMIN_TOKEN>'.");
+  }
+  deps.authBackoff?.succeeded(client);
+}

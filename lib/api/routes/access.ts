@@ -1,0 +1,236 @@
+/**
+ * Every route declares who may call it, and one guard enforces it.
+ *
+ * A route's Access is part of its definition: `secureRoute()` (zod-openapi routes) and
+ * `addRoute()` (raw routes) put the guard first in the route's handler chain, set the OpenAPI
+ * `security` and `x-toolshed-access` from it, and read the JSON body (json-body.ts) when the
+ * route declares one. createApp ends with `assertEveryRouteGuarded(app)`: a route registered
+ * any other way (a bare app.get) makes the app refuse to start, and
+ * test/lib/api/routes/access.test.ts walks every route the app serves with keys of every scope set.
+ *
+ *   public   anyone (/, /healthz, /openapi.json, /docs, /v1/tools)
+ *   admin    the admin token (TOOLSHED_ADMIN_TOKEN)
+ *   tenant   an API key that may act with `scope` ("any": any valid key; each tool call is then
+ *            checked by itself): the key holds the scope AND its tool list needs it (a `readonly`
+ *            key writes by no route; lib/run/toolset.ts keyScopeRefusal). `workspace: true` also binds
+ *            the {ws} of the path: it must exist and belong to the key's tenant (else NOT_FOUND),
+ *            and the workspace's tool list must need the scope too (workspaceScopeRefusal)
+ *   sync     the bash runner's own HMAC token, checked by the sync handler itself
+ */
+import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
+import type { RouteConfig } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { authenticateAdmin, authenticateTenant } from "../auth/middleware.js";
+import type { Scope } from "../auth/keys.js";
+import type { AppDeps } from "../deps.js";
+import type { AppEnv } from "../http.js";
+import type { MetaRecord } from "../../layers/open.js";
+import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
+import { requireWorkspace } from "./common.js";
+import { knownPlainRecord } from "./known-workspace.js";
+import { readJsonBody } from "./json-body.js";
+
+export type Access =
+  | { auth: "public" }
+  | { auth: "admin" }
+  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean }
+  | { auth: "sync" };
+
+export interface RoutePolicy {
+  access: Access;
+  /** Why the route is left out of the OpenAPI document; absent for documented routes. */
+  undocumented?: string;
+  /** What the path's trailing `*` holds, named `{wildcard}` in the document and the route walks (default: `path`). */
+  wildcard?: string;
+}
+
+/** The guard carries its route's policy, so the policy can be read back from the app's routes. */
+const POLICY = Symbol.for("toolshed.route-policy");
+type Guard = MiddlewareHandler<AppEnv> & { [POLICY]: RoutePolicy };
+
+export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant:${a.scope}` : a.auth);
+
+const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
+
+/** Authenticates and authorizes; for a `workspace: true` route, returns its record's read, started (not awaited). */
+async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: BodyRule): Promise<(() => Promise<void>) | undefined> {
+  if (access.auth === "public" || access.auth === "sync") return;
+  if (access.auth === "admin") {
+    await authenticateAdmin(deps, c.req.raw.headers);
+    return;
+  }
+  const auth = await authenticateTenant(deps, c.req.raw.headers);
+  c.set("auth", auth);
+  const scope = access.scope;
+  const catalog = deps.tools ?? [];
+  const tool = c.get("tool");
+  const what = () => (tool ? `The ${tool} tool` : `${c.req.method} ${c.req.routePath.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{path}")}`);
+  // The key's scopes within its tool list (lib/run/toolset.ts, the one rule).
+  const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
+  if (refusal) throw refusal;
+  if (!access.workspace) return;
+  const id = c.req.param("ws") ?? "";
+  // ... and within the workspace's tool list, once its record is here.
+  const bind = (record: MetaRecord, known?: true) => {
+    const refused = scope === "any" ? null : workspaceScopeRefusal(scope, record.meta.tools, catalog, what());
+    if (refused) throw refused;
+    c.set("workspace", { tenant: auth.tenant, id, record, ...(known ? { known } : {}) });
+  };
+  const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
+  if (known) {
+    return async () => {
+      if (body.knownWorkspace!(c)) return bind(known, true);
+      bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
+    };
+  }
+  const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
+  record.catch(() => {}); // awaited by the guard, after the route's early reads have started
+  return async () => bind(await record);
+}
+
+export interface BodyRule {
+  /** The route declares a JSON body: the guard reads it (json-body.ts). */
+  jsonBody?: boolean;
+  /** Other media types the route declares (an archive upload): such a body is left to the handler, unread. */
+  otherBodyTypes?: readonly string[];
+  /**
+   * Reads the route starts beside the guard's read of the workspace record, once the key is
+   * authorized and the body read (a tool's first file: lib/workspace/early.ts). It sets
+   * c.get("early"); when the workspace turns out missing, the guard cancels them unseen.
+   */
+  early?: (c: Context<AppEnv>) => void;
+  /**
+   * Whether the route's handler can run on a workspace record this isolate knows instead of reading
+   * it (lib/api/routes/known-workspace.ts; c.get("workspace").known), and reads it when that is not
+   * enough; asked once the body is read and the early reads started. When it says no, the record is read then.
+   */
+  knownWorkspace?: (c: Context<AppEnv>) => boolean;
+}
+
+const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+
+/** The guard of one route: authenticate and authorize as its policy says, then read its JSON body if it has one. */
+export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
+  const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const bindWorkspace = await enforce(deps, policy.access, c, opts);
+    try {
+      // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
+      if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
+      opts.early?.(c);
+    } catch (e) {
+      await bindWorkspace?.();
+      throw e;
+    }
+    try {
+      await bindWorkspace?.();
+    } catch (e) {
+      await c.get("early")?.reads.discard();
+      throw e;
+    }
+    await next();
+  };
+  return Object.assign(mw, { [POLICY]: policy });
+}
+
+type WithBody = { request?: { body?: { content?: Record<string, unknown> } } };
+/** What a route's definition says about its body: JSON (read by the guard) and any other declared types. */
+function bodyRuleOf(routes: (WithBody | undefined)[]): BodyRule {
+  const types = routes.flatMap((r) => Object.keys(r?.request?.body?.content ?? {}).map((t) => t.toLowerCase()));
+  return { jsonBody: types.includes("application/json"), otherBodyTypes: types.filter((t) => t !== "application/json") };
+}
+
+/** A zod-openapi route with its access: `app.openapi(createRoute(secureRoute(deps, access, {...})), handler)`. */
+export function secureRoute<R extends RouteConfig>(deps: AppDeps, access: Access, route: R): R {
+  const own = route.middleware === undefined ? [] : Array.isArray(route.middleware) ? route.middleware : [route.middleware];
+  return {
+    ...route,
+    security: securityOf(access),
+    "x-toolshed-access": accessLabel(access),
+    middleware: [guard(deps, { access }, bodyRuleOf([route as WithBody])), ...own],
+  } as R;
+}
+
+type Method = "get" | "post" | "put" | "delete" | "head";
+type Doc = Omit<RouteConfig, "method" | "path" | "security" | "middleware">;
+
+export interface RawRoute {
+  method: Method | Method[] | "all";
+  /** Hono path (`:param`, trailing `*` for the rest of the URL, documented as {path}, or as `wildcard` names it). */
+  path: string;
+  /** RoutePolicy.wildcard. */
+  wildcard?: string;
+  access: Access;
+  /** The OpenAPI operation(s), keyed by method when they differ; required unless `undocumented` says why. */
+  doc?: Doc | Partial<Record<Method, Doc>>;
+  undocumented?: string;
+  /** Handlers that run before the guard (the tool meter, so that refusals are metered too). */
+  before?: MiddlewareHandler<AppEnv>[];
+  /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
+  early?: BodyRule["early"];
+  /** BodyRule.knownWorkspace. */
+  knownWorkspace?: BodyRule["knownWorkspace"];
+}
+
+/** A route without zod-openapi's validators (raw files, tools, the index, sync), guarded and documented the same way. */
+export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute, ...handlers: Handler<AppEnv>[]): void {
+  const methods = spec.method === "all" ? [] : Array.isArray(spec.method) ? spec.method : [spec.method];
+  if (!spec.doc && !spec.undocumented) throw new Error(`Route ${spec.path}: document it (doc) or say why not (undocumented).`);
+  const docs = methods.map((m) => {
+    const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
+    return { m, d };
+  });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}) });
+  const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
+  const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
+  on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);
+  if (spec.undocumented) return;
+  for (const { m, d } of docs) {
+    app.openAPIRegistry.registerPath({ ...(d as Doc), method: m, path: openApiPathOf(spec.path, spec.wildcard), security: securityOf(spec.access), "x-toolshed-access": accessLabel(spec.access) } as RouteConfig);
+  }
+}
+
+/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; `wildcard` names what the trailing `*` holds (RoutePolicy.wildcard). */
+function openApiPathOf(honoPath: string, wildcard = "path"): string {
+  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/\*$/, `/{${wildcard}}`);
+}
+
+/** A served route's path as the document names it (its policy's wildcard name). */
+export const docPathOf = (route: ServedRoute): string => openApiPathOf(route.path, route.policy?.wildcard);
+
+/** Hono wraps a mounted sub-app's handlers; the original is kept under this name. */
+const COMPOSED_HANDLER = "__COMPOSED_HANDLER";
+
+function policyOf(handler: unknown): RoutePolicy | undefined {
+  let h = handler as Record<string | symbol, unknown> | undefined;
+  for (let depth = 0; h && depth < 16; depth++) {
+    if (h[POLICY]) return h[POLICY] as RoutePolicy;
+    h = h[COMPOSED_HANDLER] as Record<string | symbol, unknown> | undefined;
+  }
+  return undefined;
+}
+
+export interface ServedRoute {
+  method: string;
+  /** Hono path as registered. */
+  path: string;
+  policy?: RoutePolicy;
+}
+
+/** Every (method, path) the app serves, read from the app itself, with the policy its guard carries. */
+export function servedRoutes(app: Hono<AppEnv>): ServedRoute[] {
+  const byKey = new Map<string, ServedRoute>();
+  for (const r of app.routes) {
+    const key = `${r.method} ${r.path}`;
+    const route = byKey.get(key) ?? { method: r.method, path: r.path };
+    const p = policyOf(r.handler);
+    if (p && !route.policy) route.policy = p;
+    byKey.set(key, route);
+  }
+  return [...byKey.values()];
+}
+
+/** Refuses an app with a route that declares no access (registered without secureRoute/addRoute). */
+export function assertEveryRouteGuarded(app: Hono<AppEnv>): void {
+  const bare = servedRoutes(app).filter((r) => !r.policy);
+  if (bare.length) throw new Error(`Routes without an access policy (register them with secureRoute or addRoute): ${bare.map((r) => `${r.method} ${r.path}`).join(", ")}`);
+}

@@ -1,0 +1,124 @@
+/**
+ * Provider-native tools: POST /v1/workspaces/{ws}/compat/anthropic/{tool} and .../compat/openai/{tool}.
+ * The body is what the model produced (Anthropic: the tool_use input, or the whole tool_use block;
+ * OpenAI: the apply_patch_call / shell_call item, or its operation / action); the answer is the
+ * item the provider's API expects back. A tool's failure is part of that item (is_error, "failed",
+ * an exit code), with HTTP 200 and the code in X-Toolshed-Error-Code; a bad key, a missing
+ * workspace or a malformed request are HTTP errors as on every route.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { ANTHROPIC_TOOLS, anthropicWording, runAnthropic } from "../../doors/compat/anthropic.js";
+import { callIdOf, OPENAI_TOOLS, runApplyPatch, runShell } from "../../doors/compat/openai.js";
+import type { RunTool } from "../../doors/compat/types.js";
+import type { AppDeps } from "../deps.js";
+import { isToolError, ToolError } from "../../shared/errors.js";
+import { checkSessionId } from "../../workspace/records.js";
+import { openWorkspace, runTool, type CallScope } from "../../run/run-tool.js";
+import type { Tool } from "../../run/tool.js";
+import { secureRoute } from "./access.js";
+import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
+import type { Context } from "hono";
+
+const Headers = z.object({
+  "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }),
+});
+const Body = z.record(z.string(), z.unknown());
+
+const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
+const ToolResultBlock = z.object({ type: z.literal("tool_result"), tool_use_id: z.string().optional(), content: z.array(TextBlock), is_error: z.boolean() }).openapi("AnthropicToolResult");
+const ApplyPatchCallOutput = z.object({ type: z.literal("apply_patch_call_output"), call_id: z.string().optional(), status: z.enum(["completed", "failed"]), output: z.string() });
+const ShellCallOutput = z.object({
+  type: z.literal("shell_call_output"),
+  call_id: z.string().optional(),
+  output: z.array(z.object({ stdout: z.string(), stderr: z.string(), outcome: z.union([z.object({ type: z.literal("exit"), exit_code: z.number() }), z.object({ type: z.literal("timeout") })]) })),
+  max_output_length: z.number().nullable(),
+});
+
+/** The tools of this app by name, run through the one tool path on an opened workspace. */
+async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId: string): Promise<RunTool> {
+  const auth = c.get("auth");
+  const seen = c.get("workspace");
+  const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
+  const background = backgroundOf(c);
+  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, ...(record ? { record } : {}), ...(background ? { background } : {}) };
+  const ws = await openWorkspace(scope);
+  return (name, args) => {
+    const tool = tools.find((t) => t.name === name);
+    if (!tool) throw new ToolError("UNAVAILABLE", `The ${name} tool, which answers this call, is not enabled on this server.`, { tool: name });
+    return runTool(tool, args, { ...scope, ws });
+  };
+}
+
+const errorHeader = (e: ToolError | undefined): Record<string, string> => (e ? { "x-toolshed-error-code": e.code } : {});
+
+export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
+  const app = newApp();
+  // Any valid key of the workspace's tenant; each tool the call runs checks its own scope (runTool).
+  const common = { method: "post" as const, tags: ["compat"] };
+  const access = { auth: "tenant", scope: "any", workspace: true } as const;
+
+  app.openapi(
+    createRoute(secureRoute(deps, access, {
+      ...common,
+      path: "/v1/workspaces/{ws}/compat/anthropic/{tool}",
+      operationId: "compat_anthropic",
+      summary: "Anthropic's text editor and bash tools: a tool_use input in, a tool_result block out",
+      description:
+        "Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`).",
+      request: {
+        params: WsParam.extend({ tool: z.enum(ANTHROPIC_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
+        headers: Headers.extend({ "x-tool-use-id": z.string().optional().openapi({ description: "The tool_use block's id, echoed as tool_use_id." }) }),
+        body: { required: true, content: { "application/json": { schema: Body } } },
+      },
+      responses: { 200: { description: "The tool_result block", content: { "application/json": { schema: ToolResultBlock } } }, ...errorResponses(400, 401, 404, 500) },
+    })),
+    async (c) => {
+      const { ws, tool } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const block = body.type === "tool_use";
+      const input = block ? body.input : body;
+      const id = (block && typeof body.id === "string" ? body.id : undefined) ?? c.req.header("x-tool-use-id");
+      const run = await runnerFor(c, deps, tools, ws);
+      let text: string;
+      let error: ToolError | undefined;
+      try {
+        text = (await runAnthropic(tool, input, run)).text;
+      } catch (e) {
+        if (!isToolError(e)) throw e;
+        error = e;
+        text = `Error: ${anthropicWording(e.message)}`;
+      }
+      const result = { type: "tool_result" as const, ...(id ? { tool_use_id: id } : {}), content: [{ type: "text" as const, text }], is_error: error !== undefined };
+      return c.json(result, 200, errorHeader(error));
+    },
+  );
+
+  app.openapi(
+    createRoute(secureRoute(deps, access, {
+      ...common,
+      path: "/v1/workspaces/{ws}/compat/openai/{tool}",
+      operationId: "compat_openai",
+      summary: "OpenAI's apply_patch and shell tools: a *_call item in, the matching *_call_output item out",
+      description:
+        "Send the `apply_patch_call` or `shell_call` item (or its `operation` / `action`, with the call id in `X-Call-Id`). The answer is the `apply_patch_call_output` or `shell_call_output` item for the next request's input. A failed patch is `status: \"failed\"`; a refused command is exit code 126 with the reason in stderr (HTTP 200, code in `X-Toolshed-Error-Code`).",
+      request: {
+        params: WsParam.extend({ tool: z.enum(OPENAI_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
+        headers: Headers.extend({ "x-call-id": z.string().optional().openapi({ description: "The call's call_id, echoed in the output item." }) }),
+        body: { required: true, content: { "application/json": { schema: Body } } },
+      },
+      responses: {
+        200: { description: "The output item", content: { "application/json": { schema: z.union([ApplyPatchCallOutput, ShellCallOutput]) } } },
+        ...errorResponses(400, 401, 404, 500),
+      },
+    })),
+    async (c) => {
+      const { ws, tool } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const callId = callIdOf(body) ?? c.req.header("x-call-id");
+      const run = await runnerFor(c, deps, tools, ws);
+      const r = tool === "apply_patch" ? await runApplyPatch(body, callId, run) : await runShell(body, callId, run);
+      return c.json(r.item, 200, errorHeader(r.error));
+    },
+  );
+  return app;
+}

@@ -1,0 +1,65 @@
+/**
+ * Directory listings of the raw files route: GET /v1/workspaces/{ws}/files/ (the root),
+ * GET .../files/<dir>/ and GET of a path that is a directory answer
+ * `{path, entries: [{name, path, type, size?, etag?, modified?}], cursor?}`, one page
+ * (one storage list request) at a time.
+ */
+import { z } from "@hono/zod-openapi";
+import { isToolError, ToolError } from "../../shared/errors.js";
+import type { Workspace } from "../../workspace/workspace.js";
+
+export const MAX_LIST_LIMIT = 1000;
+
+export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory", size?, etag?, modified?}], cursor?}\`; pass \`cursor\` back for the next page. \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
+
+export const ListQuery = z.object({
+  cursor: z.string().max(8192).optional().openapi({ description: "The cursor of the previous page" }),
+  limit: z.string().optional().openapi({ description: `Entries per page, 1-${MAX_LIST_LIMIT} (default: ${MAX_LIST_LIMIT})` }),
+  recursive: z.enum(["true", "false"]).optional().openapi({ description: "List everything below (default: false)" }),
+});
+
+const Entry = z.object({
+  name: z.string(),
+  path: z.string(),
+  type: z.enum(["file", "directory"]),
+  size: z.number().optional(),
+  etag: z.string().optional(),
+  modified: z.string().optional(),
+});
+export const ListingSchema = z.object({ path: z.string(), entries: z.array(Entry), cursor: z.string().optional() }).openapi("DirectoryListing");
+
+function parseQuery(q: Record<string, string>): { cursor?: string; limit: number; recursive: boolean } {
+  const limit = q.limit === undefined || q.limit === "" ? MAX_LIST_LIMIT : Number(q.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new ToolError("INVALID_ARGUMENT", `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, not ${JSON.stringify(q.limit)}.`, { limit: q.limit });
+  }
+  const r = q.recursive;
+  if (r !== undefined && !["true", "false", "1", "0", ""].includes(r)) throw new ToolError("INVALID_ARGUMENT", `recursive must be true or false, not ${JSON.stringify(r)}.`, { recursive: r });
+  if (q.cursor !== undefined && q.cursor.length > 8192) throw new ToolError("INVALID_ARGUMENT", "cursor is too long: pass back the cursor of the previous page as it was.");
+  return { ...(q.cursor ? { cursor: q.cursor } : {}), limit, recursive: r === "true" || r === "1" };
+}
+
+/**
+ * One page of `dir` (canonical; "" is the root); an empty explicit directory lists no entries.
+ * A directory that does not exist is NOT_FOUND;
+ * `explicit` (the URL ended in "/") on a file is NOT_A_DIRECTORY.
+ */
+export async function listDirectory(ws: Workspace, dir: string, query: Record<string, string>, opts: { explicit?: boolean } = {}) {
+  const q = parseQuery(query);
+  let page: Awaited<ReturnType<Workspace["list"]>>;
+  try {
+    page = await ws.list(dir, q);
+  } catch (e) {
+    // Storage refuses a cursor it did not make; say so instead of answering INTERNAL.
+    if (q.cursor && !isToolError(e)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page of this listing as it was.", {});
+    throw e;
+  }
+  // Nothing listed: an empty explicit directory (only its marker, f/<dir>/) is still a directory.
+  if (dir !== "" && page.entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {
+    if (opts.explicit && (await ws.head(dir))) {
+      throw new ToolError("NOT_A_DIRECTORY", `${dir} is a file, not a directory. GET it without the trailing slash to download it.`, { path: dir });
+    }
+    throw await ws.notFound(dir, "File or directory");
+  }
+  return { path: dir === "" ? "/" : dir, entries: page.entries, ...(page.cursor ? { cursor: page.cursor } : {}) };
+}

@@ -1,0 +1,180 @@
+/**
+ * Raw files for the app (not the model): PUT | GET | HEAD | DELETE /v1/workspaces/{ws}/files/{path}.
+ * Binary-safe and streaming; ETag, If-Match and If-None-Match honoured; GET supports one byte Range.
+ * A path ending in "/" names a directory: PUT (empty body) makes it explicit (it stays when
+ * empty), DELETE removes an empty one. GET of a directory (files/, files/<dir>/, or a path naming
+ * a directory) lists it (files-list.ts).
+ * Reading needs the 'read' scope, PUT and DELETE 'write' (the routes declare it; access.ts).
+ */
+import type { Context } from "hono";
+import { z } from "@hono/zod-openapi";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../../shared/errors.js";
+import type { AppEnv } from "../http.js";
+import { normalizeFilePath, normalizePath } from "../../workspace/paths.js";
+import { RecordStore } from "../../workspace/records.js";
+import { quoteEtag, unquoteEtag } from "../../storage/types.js";
+import { Workspace, type FileInfo } from "../../workspace/workspace.js";
+import { addRoute } from "./access.js";
+import { errorResponses, newApp, requestWorkspace } from "./common.js";
+import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
+
+/** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
+export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
+
+/** Whether the URL's path ends in "/": the request is about a directory. */
+const namesDirectory = (c: Context<AppEnv>): boolean => /\/v1\/workspaces\/[^/]+\/files\/.+\/$/.test(new URL(c.req.url).pathname);
+
+function pathFromUrl(c: Context<AppEnv>): string;
+function pathFromUrl(c: Context<AppEnv>, opts: { allowDirectory: true }): { path: string; dir: boolean };
+function pathFromUrl(c: Context<AppEnv>, opts?: { allowDirectory: true }): string | { path: string; dir: boolean } {
+  // The raw (still percent-encoded) rest of the URL after the route's own /files/: matched on the
+  // URL itself, not on the decoded ws param, which may be spelled differently (m%61in = main).
+  const m = /\/v1\/workspaces\/[^/]+\/files\/(.*)$/.exec(new URL(c.req.url).pathname);
+  const raw = m?.[1] ?? "";
+  let decoded: string;
+  try {
+    decoded = raw.split("/").map(decodeURIComponent).join("/");
+  } catch {
+    throw new ToolError("INVALID_PATH", "The file path in the URL is not valid percent-encoding.", {});
+  }
+  if (!opts) return normalizeFilePath(decoded);
+  // A trailing slash (or a path that normalizes to the root) asks for a directory.
+  const path = normalizePath(decoded);
+  return { path, dir: path === "" || raw.endsWith("/") };
+}
+
+function fileHeaders(info: FileInfo, contentType?: string): Record<string, string> {
+  return {
+    etag: quoteEtag(info.etag),
+    "last-modified": info.modified.toUTCString(),
+    "content-type": contentType ?? "application/octet-stream",
+    "accept-ranges": "bytes",
+  };
+}
+
+const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquoteEtag(s.trim())) : []);
+
+export function filesApp(deps: AppDeps) {
+  const app = newApp();
+  const base = "/v1/workspaces/:ws/files/*";
+  // The guard has checked the key's scope and that the workspace exists and is the tenant's.
+  const workspace = async (c: Context<AppEnv>) => {
+    const tenant = c.get("auth").tenant;
+    const id = c.req.param("ws") ?? "";
+    const { driver } = await requestWorkspace(c, deps, tenant, id);
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}) });
+  };
+  const read = { auth: "tenant", scope: "read", workspace: true } as const;
+  const write = { auth: "tenant", scope: "write", workspace: true } as const;
+  const params = z.object({ ws: z.string(), path: z.string().openapi({ description: "File path inside the workspace, slashes allowed; a trailing slash names a directory" }) });
+  const fileDoc = (summary: string, extra: Record<string, unknown> = {}) => ({
+    tags: ["files"], summary, request: { params }, responses: { 200: { description: "OK" }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) }, ...extra,
+  });
+
+  addRoute(
+    app, deps,
+    { method: "get", path: "/v1/workspaces/:ws/files/", access: read, doc: { tags: ["files"], summary: "List the workspace root", description: LISTING_DOC, request: { params: z.object({ ws: z.string() }), query: ListQuery }, responses: { 200: { description: "A page of entries", content: { "application/json": { schema: ListingSchema } } }, ...errorResponses(400, 401, 403, 404, 429) } } },
+    async (c) => c.json(await listDirectory(await workspace(c), "", c.req.query()), 200),
+  );
+
+  addRoute(app, deps, { method: "put", path: base, access: write, doc: fileDoc('Upload a file (streaming; If-Match / If-None-Match: *); a path ending in "/" with an empty body makes a directory') }, async (c) => {
+    const ws = await workspace(c);
+    const path = pathFromUrl(c);
+    if (namesDirectory(c)) {
+      const length = c.req.header("content-length");
+      if (length !== undefined && length !== "0") throw new ToolError("INVALID_ARGUMENT", `A path ending in "/" names a directory: send an empty body to make ${path}/, or drop the trailing "/" to upload a file.`, { path });
+      const made = await ws.makeDirectory(path);
+      return c.json({ path, type: "directory", created: made.created }, made.created ? 201 : 200);
+    }
+    const lengthHeader = c.req.header("content-length");
+    if (lengthHeader === undefined || !/^\d+$/.test(lengthHeader)) throw new ToolError("INVALID_ARGUMENT", "Send a Content-Length header with the body (chunked uploads are not supported).");
+    const length = Number(lengthHeader);
+    if (length > MAX_UPLOAD_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${MAX_UPLOAD_BYTES} bytes per file.`, { max: MAX_UPLOAD_BYTES });
+    const ifMatch = c.req.header("if-match");
+    const create = c.req.header("if-none-match")?.trim() === "*";
+    if (ifMatch && create) throw new ToolError("INVALID_ARGUMENT", "Send If-Match or If-None-Match: *, not both.");
+    const existed = !create && (await ws.head(path)) !== null;
+    const contentType = c.req.header("content-type");
+    const info = await ws.put(path, c.req.raw.body ?? new Uint8Array(), {
+      length,
+      ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
+      ...(create ? { create: true } : {}),
+      ...(contentType ? { contentType } : {}),
+    });
+    return c.json({ path, size: info.size, etag: info.etag, created: !existed }, existed ? 200 : 201, { etag: quoteEtag(info.etag) });
+  });
+
+  addRoute(
+    app, deps,
+    {
+      method: ["get", "head"], path: base, access: read,
+      doc: {
+        get: fileDoc("Download a file (Range, If-None-Match), or list a directory", { description: `A file answers with its bytes. A directory (a path ending in "/", or naming a directory) answers with a listing. ${LISTING_DOC}`, request: { params, query: ListQuery } }),
+        head: fileDoc("File metadata"),
+      },
+    },
+    async (c) => {
+      const ws = await workspace(c);
+      const { path, dir } = pathFromUrl(c, { allowDirectory: true });
+      const head = dir ? null : await ws.head(path);
+      if (!head) return c.json(await listDirectory(ws, path, c.req.query(), { explicit: dir }), 200);
+      const inm = etagList(c.req.header("if-none-match"));
+      if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
+      const im = etagList(c.req.header("if-match"));
+      if (im.length && !im.includes(head.etag) && !im.includes("*")) {
+        throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+      }
+      const range = parseRange(c.req.header("range"), head.size);
+      if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head, head.contentType), "content-length": String(head.size) });
+      const r = await ws.get(path, range ?? undefined);
+      if (!r) throw await ws.notFound(path);
+      const headers: Record<string, string> = { ...fileHeaders({ path, size: r.size, etag: r.etag, modified: r.modified }, r.contentType), "content-length": String(r.range.length) };
+      if (range) headers["content-range"] = `bytes ${r.range.offset}-${r.range.offset + r.range.length - 1}/${r.size}`;
+      return c.body(r.body, range ? 206 : 200, headers);
+    },
+  );
+
+  addRoute(app, deps, { method: "delete", path: base, access: write, doc: fileDoc('Delete a file (If-Match); a path ending in "/" deletes an empty directory') }, async (c) => {
+    const ws = await workspace(c);
+    const path = pathFromUrl(c);
+    if (namesDirectory(c)) return deleteDirectory(c, ws, path);
+    const head = await ws.requireFile(path);
+    const im = etagList(c.req.header("if-match"));
+    if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+    // With If-Match, only the version it named (conditional in storage, not only checked above).
+    await ws.delete(path, im.length && !im.includes("*") ? head.etag : null);
+    return c.json({ deleted: true, path }, 200);
+  });
+  return app;
+}
+
+/** DELETE of a path ending in "/": an empty directory only (its marker); never a file. */
+async function deleteDirectory(c: Context<AppEnv>, ws: Workspace, path: string): Promise<Response> {
+  const st = await ws.stat(path);
+  if (st?.type === "file") throw new ToolError("NOT_A_DIRECTORY", `${path} is a file, not a directory. To delete it, send DELETE without the trailing "/".`, { path });
+  if (!st) throw await ws.notFound(path, "Directory");
+  if (await ws.hasEntries(path)) {
+    throw new ToolError("IS_DIRECTORY", `${path}/ is not empty. Delete the files and directories inside it first (or call the delete tool with recursive: true), then delete it again.`, { path, empty: false });
+  }
+  await ws.removeDirectory(path);
+  return c.json({ deleted: true, path, type: "directory" }, 200);
+}
+
+/** One `bytes=a-b` range, or null for the whole file. Unsatisfiable ranges are INVALID_ARGUMENT. */
+function parseRange(header: string | undefined, size: number): { offset: number; length: number } | null {
+  if (!header) return null;
+  const m = header.match(/^bytes=(\d*)-(\d*)$/);
+  if (!m || (m[1] === "" && m[2] === "")) throw new ToolError("INVALID_ARGUMENT", `Unsupported Range ${JSON.stringify(header)}: send one range like bytes=0-1023.`);
+  // An empty file has no byte to range over: answer with the whole (empty) body.
+  if (size === 0) return null;
+  if (m[1] === "") {
+    if (Number(m[2]) === 0) throw new ToolError("INVALID_ARGUMENT", `Range ${header} asks for no bytes.`, { size });
+    const n = Math.min(Number(m[2]), size);
+    return { offset: size - n, length: n };
+  }
+  const offset = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (offset >= size || end < offset) throw new ToolError("INVALID_ARGUMENT", `Range ${header} is outside the file (${size} bytes).`, { size });
+  return { offset, length: end - offset + 1 };
+}

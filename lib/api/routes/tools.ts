@@ -1,0 +1,303 @@
+/**
+ * POST /v1/workspaces/{ws}/tools/{tool}: one stateless Hono app per tool, the answer for a tool
+ * that does not exist, and the tool catalog.
+ *
+ * The one wrapper every tool call goes through: meter (first, so that refusals are metered too),
+ * guard (key, the tool's permission, the workspace), arguments as models send them
+ * (lib/run/tool-args.ts), the tool, the envelope. Every response carries `usage`; a call whose key
+ * was valid emits one usage record, success or failure (lib/run/metering/usage.ts).
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { toolsForTenant } from "../../tools/custom/tool.js";
+import type { AppDeps } from "../deps.js";
+import { ToolError } from "../../shared/errors.js";
+import type { AppEnv } from "../http.js";
+import { CallMeter, emitUsage } from "../../run/metering/usage.js";
+import { checkSessionId } from "../../workspace/records.js";
+import { normalizeFilePath } from "../../workspace/paths.js";
+import { startEarly } from "../../workspace/early.js";
+import { readRecordOnPath } from "../../workspace/session-files.js";
+import { closestName } from "../../shared/suggest.js";
+import { authenticateTenant } from "../auth/middleware.js";
+import { exportTools, TOOL_FORMATS } from "../../doors/formats.js";
+import { executeTool, openWorkspace as openToolWorkspace } from "../../run/run-tool.js";
+import { readMeta } from "../../layers/open.js";
+import { toolRefusal, usableTools } from "../../run/toolset.js";
+import { streamToolCall, wantsEventStream } from "../../doors/sse.js";
+import { toolDefinition, type Tool } from "../../run/tool.js";
+import { addRoute, secureRoute } from "./access.js";
+import { readJsonBody } from "./json-body.js";
+import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
+import { knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
+import { fileKey, filesPrefix } from "../../workspace/paths.js";
+import type { StorageDriver } from "../../storage/types.js";
+
+const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
+
+/** The envelope of a tool's success, its `data` documented by the tool's output schema. */
+const successSchema = (tool: Tool) =>
+  z.object({
+    ok: z.literal(true),
+    tool: z.literal(tool.name),
+    title: z.string(),
+    output: z.string().openapi({ description: "The text for the model." }),
+    data: tool.output.openapi({ description: "The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema)." }),
+    call_id: z.string().optional().openapi({ description: "Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}." }),
+    usage: Usage,
+  });
+
+const ToolErrorSchema = z
+  .object({
+    ok: z.literal(false),
+    tool: z.string(),
+    error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
+    usage: Usage,
+  })
+  .openapi("ToolError");
+
+const toolErrors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { description: "Error (with the call's usage)", content: { "application/json": { schema: ToolErrorSchema } } }]));
+
+/** First on every tool route: names the tool, starts its meter, and emits its usage record once the call has ended. */
+function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<AppEnv>>[0]) => string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const tool = name(c);
+    const call = new CallMeter(tool);
+    c.set("tool", tool);
+    c.set("call", call);
+    await next();
+    const auth = c.get("auth");
+    if (!auth) return; // no valid key: nobody to bill
+    const emit = (later?: (p: Promise<unknown>) => void) => {
+      const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
+      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), tool, ok: !code, ...(code ? { code } : {}), ...call.usage() }, later);
+    };
+    // A streamed call is billed once its result event is sent (its response is long on its way);
+    // any other once its response is (lib/run/metering/usage.ts).
+    if (call.done) void call.done.then(() => emit());
+    else emit(backgroundOf(c));
+  };
+}
+/** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */
+export function toolApp(tool: Tool, deps: AppDeps) {
+  const app = newApp();
+  addRoute(
+    app, deps,
+    {
+      method: "post",
+      path: `/v1/workspaces/:ws/tools/${tool.name}`,
+      access: { auth: "tenant", scope: tool.permission, workspace: true },
+      before: [meterToolCall(deps, () => tool.name)],
+      ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool, deps) } : {}),
+      // A plain workspace's known record is enough for read when its file's GET finds it, and for a
+      // change tool whose file's version the isolate holds (known-workspace.ts).
+      ...(tool.opens && tool.onKnownRecord ? { knownWorkspace: (c: Context<AppEnv>) => tool.onKnownRecord === "read" || c.get("early")?.fromVersions === true } : {}),
+      doc: {
+        operationId: `tool_${tool.name}`,
+        tags: ["tools"],
+        summary: tool.annotations.title,
+        description: tool.description,
+        request: {
+          params: WsParam,
+          headers: z.object({
+            "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }),
+            "x-pending-id": z.string().optional().openapi({ description: "The pending_id of an earlier NEEDS_INPUT / NEEDS_APPROVAL answer: returns that call's outcome instead of running anew." }),
+          }),
+          body: { required: true, content: { "application/json": { schema: tool.input } } },
+        },
+        responses: {
+          200: {
+            description: "Tool result. With `Accept: text/event-stream`: Server-Sent Events, `progress` events (JSON: {kind: \"output\", stream, text} or {kind: \"status\", message, done?, total?}) while the tool runs, then exactly one `result` event whose data is this envelope or the error envelope.",
+            content: { "application/json": { schema: successSchema(tool) }, "text/event-stream": { schema: z.string().openapi({ description: "event: progress|result, data: JSON" }) } },
+          },
+          ...toolErrors(202, 400, 401, 403, 404, 408, 410, 409, 413, 415, 422, 429, 500, 501, 502, 503),
+        },
+      },
+    },
+    async (c) => runOnWorkspace(c, tool, deps),
+  );
+  return app;
+}
+
+/**
+ * The file a tool opens (its `opens` argument) and its session record, read beside the guard's read
+ * of the workspace record (lib/workspace/early.ts). Arguments that are not a valid path or session
+ * start nothing: the tool refuses them as before.
+ */
+function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
+  const raw = (c.get("json") as Record<string, unknown> | undefined)?.[tool.opens!];
+  if (typeof raw !== "string") return;
+  try {
+    const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+    const tenant = c.get("auth").tenant;
+    const ws = c.req.param("ws") ?? "";
+    const path = normalizeFilePath(raw);
+    // A change tool on a known plain record over a version the isolate holds: no GET of the file.
+    const fromVersions = tool.onKnownRecord === "change" && knownPlainRecord(deps.knownWorkspaces, tenant, ws) !== undefined && deps.versions?.peek(fileKey(tenant, ws, path)) !== undefined;
+    // A tool that changes nothing only records its read: its record may wait for the answer (session-files.ts).
+    const record = tool.permission !== "read" || readRecordOnPath(backgroundOf(c), deps.knownRecords !== undefined);
+    c.set("early", startEarly(deps, tenant, ws, session, path, { fromVersions, record }));
+  } catch {
+    // an invalid path, session or workspace id: the call itself says so
+  }
+}
+
+/**
+ * The tool route's body once the call is authorized. On a workspace record this isolate only knows
+ * (known-workspace.ts), the call runs with its files' storage limited to what that record can
+ * answer; when that is not enough (StaleRecord, before anything was done), or a change tool's
+ * answer rests on the isolate's version of its file and is not a landed write (a refusal:
+ * NO_CHANGE, NOT_READ, old_string not found…), the record is read and the call runs again as any
+ * other. Never once a write landed (mayRunAgain). A streamed call reads the record first.
+ */
+async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
+  const seen = c.get("workspace");
+  if (seen?.known) {
+    if (!wantsEventStream(c.req.header("accept"))) {
+      let state: KnownFilesState | undefined;
+      const versions = tool.onKnownRecord === "change" ? deps.versions : undefined;
+      try {
+        return await runCall(c, tool, deps, (s) => {
+          const files = knownFiles(s, filesPrefix(seen.tenant, seen.id), versions, c.get("call")?.started);
+          state = files.state;
+          return files.storage;
+        });
+      } catch (e) {
+        if (!state || !mayRunAgain(state, e)) throw e;
+      }
+    }
+    c.set("workspace", { tenant: seen.tenant, id: seen.id, record: await requireWorkspace(deps.storage, seen.tenant, seen.id, deps.knownWorkspaces) });
+  }
+  return runCall(c, tool, deps);
+}
+
+/** Workspace, arguments, the tool, the envelope. */
+async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStorage?: (s: StorageDriver) => StorageDriver) {
+      const auth = c.get("auth");
+      const call = c.get("call")!;
+      const wsId = c.req.param("ws") ?? "";
+      const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+      // The workspace's files through the merged view when it has a lower layer, with its tool list (one meta.json read).
+      const seen = c.get("workspace");
+      const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
+      const waitUntil = backgroundOf(c);
+      // The early reads are taken once: a call run again after StaleRecord reads anew.
+      const early = c.get("early");
+      c.set("early", undefined);
+      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}), ...(filesStorage ? { filesStorage } : {}) });
+      call.ws = ws;
+      // An empty body: no arguments.
+      const pendingId = c.req.header("x-pending-id");
+      const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
+      // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
+      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
+      const result = await executeTool(tool, c.get("json"), ctx);
+      return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
+}
+
+/** The tool name of a call to /v1/workspaces/{ws}/tools/{name}: what follows `tools/`, decoded. */
+function toolNameOf(c: Context<AppEnv>): string {
+  const raw = c.req.path.split("/").slice(5).join("/");
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * POST to a tool that does not exist: NOT_FOUND naming the closest tool and the ones this key may
+ * use; a tenant's custom tool runs here. Mount after every tool. The path ends in a wildcard, not
+ * a `:tool` parameter: Hono's RegExpRouter serves no parameter beside static siblings (the
+ * built-in tools' paths), and one such route makes the whole app fall back to TrieRouter, which
+ * cost ~0.7 ms of CPU per request in workerd. A built-in tool's own route answers first (it is
+ * mounted before), so this one runs only for other names.
+ */
+export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
+  const app = newApp();
+  addRoute(
+    app, deps,
+    {
+      method: "post",
+      path: "/v1/workspaces/:ws/tools/*",
+      wildcard: "tool",
+      access: { auth: "tenant", scope: "any" },
+      before: [meterToolCall(deps, (c) => toolNameOf(c).slice(0, 64))],
+      undocumented: "every tool has its own documented path; this answers for names that are none of them",
+    },
+    async (c) => {
+      const name = toolNameOf(c);
+      const auth = c.get("auth");
+      // The key's tenant's custom tools (lib/tools/custom/): a custom name runs here, through the same path as a built-in.
+      const tools = await toolsForTenant(deps, builtins, auth.tenant);
+      const custom = tools.find((t) => t.name === name && !builtins.includes(t));
+      if (custom) {
+        await requireWorkspace(deps.storage, auth.tenant, c.req.param("ws") ?? "");
+        await readJsonBody(c);
+        return runOnWorkspace(c, custom, deps);
+      }
+      // The workspace's own tool list narrows the answer (a missing workspace: the key's alone).
+      const wsTools = (await readMeta(deps.storage, auth.tenant, c.req.param("ws") ?? ""))?.meta.tools;
+      const usable = usableTools(tools, auth, wsTools).map((t) => t.name);
+      const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
+      const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
+      const refusal = guess && !usable.includes(guess) ? toolRefusal(tools.find((t) => t.name === guess)!, auth, wsTools) : null;
+      const mean = guess ? ` Did you mean '${guess}'?${refusal ? ` (not usable here: ${refusal.message})` : ""}` : "";
+      throw new ToolError("NOT_FOUND", `No tool named '${shown}'.${mean} Tools this key can use: ${usable.join(", ") || "none"}. GET /v1/tools lists every tool with its arguments.`, {
+        tool: shown,
+        similar: guess,
+        available: usable,
+      });
+    },
+  );
+  return app;
+}
+
+/**
+ * GET /v1/tools: every tool's definition, as the model sees it; ?format=openai|anthropic|mcp gives
+ * the provider's own shape (lib/doors/formats.ts). Public: without a key it lists every tool; with a
+ * valid API key (Authorization: Bearer) only the tools that key may use. Being public, it refuses no
+ * credential: one that is not a valid key (the admin token, a typo) lists every tool.
+ */
+export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
+  const app = newApp();
+  const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
+    if (!headers.get("authorization")) return tools;
+    const auth = await authenticateTenant(deps, headers).then((a) => a, () => null);
+    return auth ? usableTools(await toolsForTenant(deps, tools, auth.tenant), auth) : tools;
+  };
+  const ToolDef = z.object({
+    name: z.string(),
+    description: z.string(),
+    summary: z.string(),
+    category: z.string(),
+    permission: z.string(),
+    annotations: z.object({ title: z.string(), readOnlyHint: z.boolean(), destructiveHint: z.boolean(), idempotentHint: z.boolean(), openWorldHint: z.boolean() }),
+    input_schema: z.record(z.string(), z.unknown()),
+    output_schema: z.record(z.string(), z.unknown()),
+  });
+  app.openapi(
+    createRoute(secureRoute(deps, { auth: "public" }, {
+      method: "get",
+      path: "/v1/tools",
+      tags: ["tools"],
+      summary: "List the tools, with the description and JSON Schemas the model sees",
+      description: "format: toolshed (default), openai (Responses API function tools, strict mode), anthropic (Messages API tools) or mcp (MCP Tool objects). With an API key, only the tools that key may use (its scopes and its tools preset or list).",
+      request: { query: z.object({ format: z.enum(TOOL_FORMATS).optional().openapi({ description: "The shape of each tool (default: toolshed)" }) }) },
+      responses: {
+        200: { description: "Tool definitions (their shape follows format)", content: { "application/json": { schema: z.object({ tools: z.array(z.union([ToolDef, z.record(z.string(), z.unknown())])) }) } } },
+      },
+    })),
+    async (c) => {
+      const format = c.req.valid("query").format ?? "toolshed";
+      const listed = await listedFor(c.req.raw.headers);
+      return c.json({ tools: format === "toolshed" ? listed.map(toolDefinition) : exportTools(listed, format) }, 200);
+    },
+  );
+  return app;
+}
+
+/** The rule every listing uses lives in lib/run/toolset.ts. */
+export { usableTools } from "../../run/toolset.js";
+

@@ -1,0 +1,88 @@
+/**
+ * Tenant API: create, list, get and delete workspaces. Creating and deleting need the 'write'
+ * scope (deleting destroys every file), listing and getting 'read'.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { parseJsonBody } from "../http.js";
+import type { AppDeps } from "../deps.js";
+import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../../workspace/registry.js";
+import { secureRoute } from "./access.js";
+import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
+import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
+import { ToolError } from "../../shared/errors.js";
+import { forkWorkspace } from "../../layers/checkpoints.js";
+import type { Tool } from "../../run/tool.js";
+import { parseToolList } from "../../run/toolset.js";
+import { ToolsField } from "./admin.js";
+
+const CreateBody = z.object({
+  id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
+  name: z.string().max(200).optional(),
+  from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }),
+  checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
+  tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
+});
+const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional(), tools: z.union([z.string(), z.array(z.string())]).optional() }).openapi("Workspace");
+
+export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
+  const app = newApp();
+  app.openapi(
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
+      method: "post", path: "/v1/workspaces", tags: ["workspaces"],
+      summary: "Create a workspace (with an archive body: create it loaded, in one call)",
+      description: "A JSON body {id?, name?, tools?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix, tools) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
+      request: {
+        query: z.object({ id: z.string().optional(), name: z.string().optional(), prefix: z.string().optional(), tools: z.string().optional().openapi({ description: "A preset, or tool names joined by commas: as the JSON body's tools. A workspace whose tools need no 'write' is loaded this way (no route writes to it later)." }) }).openapi({ description: "With an archive body only" }),
+        body: { required: false, content: { "application/json": { schema: CreateBody }, ...ARCHIVE_CONTENT } },
+      },
+      responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
+    })),
+    async (c) => {
+      // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
+      if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
+      // The body is optional, and without a JSON content type the validator skips it: check it here too.
+      const body = parseJsonBody(CreateBody, c.get("json") ?? {});
+      const tenant = c.get("auth").tenant;
+      const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
+      if (body.from_workspace !== undefined) {
+        if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
+        // A fork checkpoints its origin: the route already needs write.
+        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+        return c.json(fork, 201);
+      }
+      return c.json(await createWorkspace(deps.storage, tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
+    },
+  );
+  app.openapi(
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {
+      method: "get", path: "/v1/workspaces", tags: ["workspaces"],
+      summary: "List workspaces",
+      request: { query: z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() }) },
+      responses: { 200: { description: "Workspaces", content: { "application/json": { schema: z.object({ workspaces: z.array(WorkspaceSchema), cursor: z.string().optional() }) } } }, ...errorResponses(400, 401, 403) },
+    })),
+    async (c) => c.json(await listWorkspaces(deps.storage, c.get("auth").tenant, c.req.valid("query")), 200),
+  );
+  app.openapi(
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {
+      method: "get", path: "/v1/workspaces/{ws}", tags: ["workspaces"],
+      summary: "Get a workspace",
+      request: { params: WsParam },
+      responses: { 200: { description: "Workspace", content: { "application/json": { schema: WorkspaceSchema } } }, ...errorResponses(401, 403, 404) },
+    })),
+    async (c) => c.json(await getWorkspace(deps.storage, c.get("auth").tenant, c.req.valid("param").ws), 200),
+  );
+  app.openapi(
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
+      method: "delete", path: "/v1/workspaces/{ws}", tags: ["workspaces"],
+      summary: "Delete a workspace and all its files",
+      request: { params: WsParam },
+      responses: { 200: { description: "Deleted", content: { "application/json": { schema: z.object({ deleted: z.literal(true), id: z.string(), deleted_objects: z.number() }) } } }, ...errorResponses(401, 403, 404) },
+    })),
+    async (c) => {
+      const { ws } = c.req.valid("param");
+      const r = await deleteWorkspace(deps.storage, c.get("auth").tenant, ws);
+      return c.json({ deleted: true as const, id: ws, ...r }, 200);
+    },
+  );
+  return app;
+}

@@ -1,0 +1,135 @@
+/**
+ * OpenAI's hosted-harness tools (Responses API), answered by our tools:
+ *
+ *   apply_patch → apply_patch. The body is the apply_patch_call item ({type, call_id, operation}),
+ *                 its operation alone ({type: create_file | update_file | delete_file, path, diff}),
+ *                 or a whole V4A patch ({patch} or {input}: '*** Begin Patch' … '*** End Patch').
+ *                 Answer: {type: "apply_patch_call_output", call_id, status: "completed" | "failed", output}.
+ *   shell       → bash, once per command, in order. The body is the shell_call item ({type, call_id,
+ *                 action}) or its action ({commands, timeout_ms?, max_output_length?}).
+ *                 Answer: {type: "shell_call_output", call_id, output: [{stdout, stderr, outcome}], max_output_length}.
+ *
+ * The adapter maps fields; every rule is the tool's own.
+ */
+import { z } from "@hono/zod-openapi";
+import { ToolError, isToolError } from "../../shared/errors.js";
+import { formatZodError } from "../../api/http.js";
+import { operationToPatch } from "../../tools/patch/parse.js";
+import type { RunTool } from "./types.js";
+
+export const OPENAI_TOOLS = ["apply_patch", "shell"] as const;
+export type OpenAITool = (typeof OPENAI_TOOLS)[number];
+
+/** bash's own bounds on a command's timeout, in seconds. */
+const MIN_TIMEOUT_S = 1;
+const MAX_TIMEOUT_S = 600;
+
+const Operation = z.object({
+  type: z.enum(["create_file", "update_file", "delete_file"]),
+  path: z.string(),
+  diff: z.string().optional(),
+});
+
+const ApplyPatchBody = z.union([
+  z.object({ type: z.literal("apply_patch_call"), call_id: z.string().optional(), operation: Operation }),
+  Operation,
+  z.object({ patch: z.string() }),
+  z.object({ input: z.string() }),
+]);
+
+const Action = z.object({
+  commands: z.array(z.string()).min(1).max(50),
+  timeout_ms: z.number().int().positive().nullish(),
+  max_output_length: z.number().int().positive().nullish(),
+});
+
+const ShellBody = z.union([z.object({ type: z.literal("shell_call"), call_id: z.string().optional(), action: Action }), Action]);
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    const { message, issues } = formatZodError(r.error);
+    throw new ToolError("INVALID_ARGUMENT", message, { issues });
+  }
+  return r.data;
+}
+
+/** The call_id a body carries (an item's), if any. */
+export function callIdOf(body: unknown): string | undefined {
+  const id = (body as { call_id?: unknown } | null)?.call_id;
+  return typeof id === "string" ? id : undefined;
+}
+
+export interface ApplyPatchOutput {
+  type: "apply_patch_call_output";
+  call_id?: string;
+  status: "completed" | "failed";
+  output: string;
+}
+
+/** Runs one apply_patch call. Never throws a ToolError: a failed patch is a "failed" item the model reads. */
+export async function runApplyPatch(body: unknown, callId: string | undefined, run: RunTool): Promise<{ item: ApplyPatchOutput; error?: ToolError }> {
+  const item = (status: ApplyPatchOutput["status"], output: string): ApplyPatchOutput => ({ type: "apply_patch_call_output", ...(callId ? { call_id: callId } : {}), status, output });
+  try {
+    const b = parse(ApplyPatchBody, body);
+    const patch = "patch" in b ? b.patch : "input" in b ? b.input : operationToPatch("operation" in b ? b.operation : b);
+    const r = await run("apply_patch", { patch });
+    return { item: item("completed", r.output) };
+  } catch (e) {
+    if (!isToolError(e)) throw e;
+    return { item: item("failed", `${e.code}: ${e.message}`), error: e };
+  }
+}
+
+export type ShellOutcome = { type: "exit"; exit_code: number } | { type: "timeout" };
+
+export interface ShellOutput {
+  type: "shell_call_output";
+  call_id?: string;
+  output: { stdout: string; stderr: string; outcome: ShellOutcome }[];
+  max_output_length: number | null;
+}
+
+/** Exit code reported for a command our guard rails or the service refused before it ran (as a shell's 126). */
+const NOT_RUN_EXIT = 126;
+
+/** Runs the commands of one shell call, in order; each gets its own output entry. The first error met is returned beside the item. */
+export async function runShell(body: unknown, callId: string | undefined, run: RunTool): Promise<{ item: ShellOutput; error?: ToolError }> {
+  const b = parse(ShellBody, body);
+  const action = "action" in b ? b.action : b;
+  const max = action.max_output_length ?? null;
+  const timeout = action.timeout_ms ? Math.min(MAX_TIMEOUT_S, Math.max(MIN_TIMEOUT_S, Math.ceil(action.timeout_ms / 1000))) : undefined;
+  const output: ShellOutput["output"] = [];
+  let error: ToolError | undefined;
+  for (const command of action.commands) {
+    try {
+      // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
+      // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
+      const r = await run("bash", { command, restart: true, ...(timeout ? { timeout } : {}) });
+      const d = r.data as { stdout: string; stderr: string; exit_code: number };
+      output.push({ stdout: cut(d.stdout, max), stderr: cut(d.stderr, max), outcome: { type: "exit", exit_code: d.exit_code } });
+    } catch (e) {
+      if (!isToolError(e)) throw e;
+      error ??= e;
+      const d = e.details as { stdout?: string; stderr?: string };
+      if (e.code === "TIMEOUT") {
+        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(d.stderr ?? "", max), outcome: { type: "timeout" } });
+      } else {
+        const stderr = `${d.stderr ? `${d.stderr}\n` : ""}toolshed: ${e.code}: ${e.message}`;
+        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(stderr, max), outcome: { type: "exit", exit_code: NOT_RUN_EXIT } });
+      }
+    }
+  }
+  return { item: { type: "shell_call_output", ...(callId ? { call_id: callId } : {}), output, max_output_length: max }, ...(error ? { error } : {}) };
+}
+
+/** At most `max` characters: the head and the tail, with a marker saying how many were left out. */
+export function cut(text: string, max: number | null): string {
+  if (max === null || text.length <= max) return text;
+  const marker = (n: number) => `\n…[${n} characters cut]…\n`;
+  const room = max - marker(text.length).length;
+  if (room < 2) return text.slice(0, max);
+  const head = Math.ceil(room / 2);
+  const tail = room - head;
+  return text.slice(0, head) + marker(text.length - head - tail) + (tail ? text.slice(text.length - tail) : "");
+}

@@ -1,0 +1,70 @@
+/**
+ * Billing records: one per tool call that reached a tenant (success or failure), written as one
+ * JSON line to the runtime's logs (Workers Logs / Logpush, CloudWatch), from where a pipeline can
+ * bill per call. Holds no arguments, paths or output: only who, which tool, how it ended, and the cost.
+ *
+ * Rules (lib/api/routes/tools.ts and lib/run/run-tool.ts apply them, through emitUsage): every response of
+ * a tool route carries `usage`; a record is emitted once per call when the key was valid (the
+ * tenant is known), whatever failed after that (scope, arguments, unknown tool, missing
+ * workspace, the tool itself); a call without a valid key bills no one.
+ */
+import type { UsageRecord } from "../../api/deps.js";
+import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
+
+const usageLine = (u: UsageRecord) => JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), ...u });
+
+/** One log line per record, at once (Lambda: CloudWatch). */
+export function logUsage(u: UsageRecord): void {
+  console.log(usageLine(u));
+}
+
+/**
+ * Where usage records go: a function that writes one at once, and optionally `held`, which may
+ * hold it and settles once it is written or a later call's request carries it (used only where the request's waitUntil can wait for it).
+ */
+export type UsageSink = ((u: UsageRecord) => void) & { held?: (u: UsageRecord) => Promise<void> };
+
+/**
+ * The Workers sink: records emitted after the response (emitUsage with waitUntil) are held, and an
+ * isolate's records of up to a second (at most 100) go out as one log message, one JSON line per
+ * call (split it on newlines). Workers Logs counts (and bills) log events, not lines; and in
+ * `wrangler dev` each console.log costs ~2.5 ms of wrangler's own CPU, which ran into the next
+ * call. Each held record's promise settles once logged by its own request, or once a later request
+ * of the batch has taken the batch into its care (lib/shared/held-batches.ts: the request that added last
+ * logs the batch, under its own waitUntil; no request waits on another's timer), so a record is not
+ * dropped when its request ends. Calls emitted without waitUntil log at once.
+ */
+export function heldUsageLog(opts: HoldOptions = {}): UsageSink {
+  const held = new HeldBatches<string>(async (lines) => console.log(lines.join("\n")), { holdMs: 1_000, maxItems: 100, maxBytes: 64 * 1024, ...opts }, (line) => line.length);
+  return Object.assign((u: UsageRecord) => logUsage(u), { held: (u: UsageRecord) => held.add("usage", usageLine(u)) });
+}
+
+/**
+ * Emits one call's record through `onUsage`. With `later` (the runtime's waitUntil, on Workers) it is
+ * emitted once the response is on its way (the next task), still within the request's life (a sink
+ * that holds records keeps it open until the record is out), so the log line costs the answer
+ * nothing; without it (Lambda, tests, doors that do not pass it), at once.
+ */
+export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, later?: (p: Promise<unknown>) => void): void {
+  if (!onUsage) return;
+  if (!later) return onUsage(record);
+  const write = onUsage.held ?? onUsage;
+  later(new Promise<void>((done) => setTimeout(done, 0)).then(() => write(record)).catch((e) => console.warn("usage record failed", e)));
+}
+
+/** The cost of one tool call so far; the error envelope reads it too. */
+export class CallMeter {
+  readonly started = Date.now();
+  /** The workspace the call runs on, once it is open (its byte counters). */
+  ws?: { bytesRead: number; bytesWritten: number };
+  /** The error code the call ended with, set by the error envelope. */
+  code?: string;
+  /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
+  done?: Promise<void>;
+
+  constructor(readonly tool: string) {}
+
+  usage() {
+    return { ms: Date.now() - this.started, bytes_read: this.ws?.bytesRead ?? 0, bytes_written: this.ws?.bytesWritten ?? 0 };
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Running a held call a human approved. Before anything is taken or run:
+ *   - modified arguments are validated against the tool's schema (bad ones leave the call pending);
+ *   - the key that made the call is looked up as it is now (lib/run/pending/caller-key.ts): a revoked
+ *     key's call runs nothing (its outcome says why); the call runs with the scopes the key had
+ *     when it was held AND still has, and the key's tool list as it is now (executeTool checks it);
+ *   - the workspace must still be in the state the call was held on (lib/run/pending/binding.ts):
+ *     otherwise the call is closed `stale` and the approval answers CONFLICT; nothing runs.
+ * Then the answer is taken (If-Match), the call runs through runTool (the one run path), and its
+ * result is stored. When the approver changed the arguments or left a note, the agent's result
+ * says so at the top of `output` and in `data.approval` (an error: in its message and details).
+ */
+import type { AppDeps } from "../../api/deps.js";
+import { ToolError } from "../../shared/errors.js";
+import { toToolError } from "../../api/http.js";
+import { openWorkspace, runTool } from "../run-tool.js";
+import { parseToolArgs, type Tool } from "../tool.js";
+import { bindingChange, bindingOf } from "./binding.js";
+import { currentKey } from "./caller-key.js";
+import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "./store.js";
+
+export interface Approval {
+  /** The approver's key id. */
+  by: string;
+  at: string;
+  modified_args?: Record<string, unknown>;
+  note?: string;
+}
+
+/** Longest rendering of one argument set in the agent's output (data.approval has them whole). */
+const MAX_ARGS_SHOWN = 2000;
+const shown = (args: Record<string, unknown>) => {
+  const json = JSON.stringify(args);
+  return json.length > MAX_ARGS_SHOWN ? `${json.slice(0, MAX_ARGS_SHOWN)}… (${json.length} characters; data.approval has them all)` : json;
+};
+
+/** What the human changed or said, for the agent: the text put first in its output, and data.approval. */
+function approvalNotice(rec: PendingRecord, a: Approval) {
+  if (!a.modified_args && a.note === undefined) return null;
+  const changed = a.modified_args
+    ? ` with CHANGED arguments: what ran is not what you asked. You asked for ${shown(rec.args)}; what ran was ${shown(a.modified_args)}.`
+    : " as you asked it.";
+  const text = `A human approved this ${rec.tool} call${changed}${a.note !== undefined ? ` Their note: ${a.note}` : ""}`;
+  const data = { approved_by: a.by, modified_args: !!a.modified_args, ...(a.modified_args ? { asked_args: rec.args, ran_args: a.modified_args } : {}), ...(a.note !== undefined ? { note: a.note } : {}) };
+  return { text, data };
+}
+
+export async function runApproved(deps: AppDeps, tenant: string, wsId: string, s: PendingScope, held: { rec: PendingRecord; etag: string }, a: Approval, tools: readonly Tool[]): Promise<PendingRecord> {
+  const { rec, etag } = held;
+  const tool = tools.find((t) => t.name === rec.tool);
+  if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
+  const args = a.modified_args ?? rec.args;
+  // Validated before the answer is taken: bad modified arguments leave the call pending, to be answered again.
+  if (a.modified_args) parseToolArgs(tool, args);
+  const answer = { by: a.by, at: a.at, approved: true, modified_args: !!a.modified_args, ...(a.note !== undefined ? { note: a.note } : {}) };
+  const notice = approvalNotice(rec, a);
+
+  const key = await currentKey(deps, tenant, rec.key_id);
+  if (!key) {
+    const message = `The API key that made this ${rec.tool} call (key id ${rec.key_id}) was revoked before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
+    const done: PendingRecord = { ...rec, status: "done", answer, outcome: { ok: false, code: "PERMISSION_DENIED", message, details: { tool: rec.tool, key_id: rec.key_id, reason: "key_revoked" } } };
+    await replacePending(s, done, etag);
+    return done;
+  }
+  const auth = { tenant, key_id: rec.key_id, scopes: rec.scopes.filter((x) => key.scopes.includes(x)), ...(key.tools !== undefined ? { tools: key.tools } : {}) };
+  const scope = { deps, auth, wsId, session: rec.session, approved: true };
+  const ws = await openWorkspace(scope);
+
+  if (rec.binding) {
+    const moved = bindingChange(rec.binding, await bindingOf(deps.storage, ws, rec.tool, rec.args));
+    if (moved) {
+      const closed = await closePending(s, rec, etag, "stale", moved);
+      throw closed ? closedError(closed) : answeredError(rec.id);
+    }
+  }
+
+  const running: PendingRecord = { ...rec, args, ...(a.modified_args ? { asked_args: rec.args } : {}), status: "running", answer };
+  const runningEtag = await replacePending(s, running, etag);
+  let outcome: PendingOutcome;
+  try {
+    const r = await runTool(tool, args, { ...scope, ws });
+    outcome = notice ? { ok: true, title: r.title, output: `${notice.text}\n\n${r.output}`, data: { ...r.data, approval: notice.data } } : { ok: true, title: r.title, output: r.output, data: r.data };
+  } catch (e) {
+    const err = toToolError(e);
+    outcome = { ok: false, code: err.code, message: notice ? `${notice.text}\n\n${err.message}` : err.message, details: notice ? { ...err.details, approval: notice.data } : err.details };
+  }
+  const done: PendingRecord = { ...running, status: "done", outcome };
+  await replacePending(s, done, runningEtag);
+  return done;
+}

@@ -1,0 +1,100 @@
+/**
+ * What a held call is bound to: the state of the workspace it was held on. A call approved later
+ * runs only on that state; if the workspace moved past it, the call is stale and never runs.
+ *
+ * The binding is the workspace's layer pointer (meta.json's base and seq: every import,
+ * checkpoint and restore switches it) and the version of every file or directory the call's
+ * arguments name (file_path, path, from, to; an apply_patch's sections): a file's etag, a
+ * directory's listing (paths and etags of up to MAX_BOUND_ENTRIES files, hashed), or "absent".
+ * A bash command names no files we can know, so it is bound to the layer pointer only.
+ *
+ * Cost: 1 GET (the workspace record) + 1 HEAD per named file, or a listing per named directory;
+ * paid when a call is held and again when it is approved, never on a call that runs at once.
+ */
+import type { StorageDriver } from "../../storage/types.js";
+import { readMeta } from "../../layers/open.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { parsePatch } from "../../tools/patch/parse.js";
+import { normalizePath } from "../../workspace/paths.js";
+import type { Workspace } from "../../workspace/workspace.js";
+
+export interface CallBinding {
+  /** "<base or plain>@<seq>": the workspace's layer pointer. */
+  layer: string;
+  /** Named path → "file:<etag>" | "dir:<hash of its listing>" | "absent". */
+  paths: Record<string, string>;
+}
+
+/** Files of a named directory whose versions are bound (past it, the count is). */
+export const MAX_BOUND_ENTRIES = 1000;
+/** Paths one call binds (an apply_patch may name many). */
+const MAX_BOUND_PATHS = 100;
+const PATH_ARGS = ["file_path", "path", "from", "to"] as const;
+
+/** The workspace paths a call's arguments name (normalized; names that do not normalize are the tool's to refuse). */
+export function namedPaths(tool: string, args: Record<string, unknown>): string[] {
+  const raw: string[] = PATH_ARGS.map((k) => args[k]).filter((v): v is string => typeof v === "string");
+  if (tool === "apply_patch" && typeof args.patch === "string") {
+    try {
+      for (const op of parsePatch(args.patch)) raw.push(op.path, ...(op.type === "update" && op.moveTo !== undefined ? [op.moveTo] : []));
+    } catch {
+      // a patch that does not parse is refused by the tool itself
+    }
+  }
+  const out = new Set<string>();
+  for (const p of raw) {
+    try {
+      out.add(normalizePath(p));
+    } catch {
+      // INVALID_PATH is the tool's answer
+    }
+  }
+  return [...out].slice(0, MAX_BOUND_PATHS);
+}
+
+/** JSON with object keys sorted: two spellings of the same arguments compare equal. */
+const canonical = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(canonical).join(",")}]` : v && typeof v === "object" ? `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}` : JSON.stringify(v);
+
+/**
+ * The call as it would run: its tool and arguments, path arguments normalized ("/d/" and "d" are
+ * one directory; a trailing "/" of `to` is kept, since it changes where a move goes) and the
+ * agent's own confirmation aside. Two calls with the same identity do the same thing.
+ */
+export function callIdentity(tool: string, args: Record<string, unknown>): string {
+  const same: Record<string, unknown> = { ...args, confirmed: undefined };
+  for (const k of PATH_ARGS) {
+    const v = args[k];
+    if (typeof v !== "string") continue;
+    try {
+      same[k] = normalizePath(v) + (k === "to" && /\/\s*$/.test(v) ? "/" : "");
+    } catch {
+      // kept as given: the tool refuses it
+    }
+  }
+  return `${tool} ${canonical(same)}`;
+}
+
+async function versionOf(ws: Workspace, path: string): Promise<string> {
+  const stat = await ws.stat(path);
+  if (!stat) return "absent";
+  if (stat.type === "file") return `file:${stat.etag}`;
+  const lines: string[] = [];
+  for await (const f of ws.walk(path, MAX_BOUND_ENTRIES + 1)) lines.push(`${f.path} ${f.etag}`);
+  return `dir:${await sha256Hex(lines.join("\n"))}`;
+}
+
+/** The state `tool(args)` would run on, as of now. */
+export async function bindingOf(storage: StorageDriver, ws: Workspace, tool: string, args: Record<string, unknown>): Promise<CallBinding> {
+  const paths = namedPaths(tool, args);
+  const [meta, versions] = await Promise.all([readMeta(storage, ws.tenant, ws.id), Promise.all(paths.map((p) => versionOf(ws, p)))]);
+  return { layer: `${meta?.meta.base ?? "plain"}@${meta?.meta.seq ?? 0}`, paths: Object.fromEntries(paths.map((p, i) => [p, versions[i]!])) };
+}
+
+/** What moved between the binding a call was held on and now, in words; null when nothing did. */
+export function bindingChange(held: CallBinding, now: CallBinding): string | null {
+  if (held.layer !== now.layer) return "the workspace's version was switched (a restore, import or checkpoint)";
+  const changed = Object.keys(held.paths).filter((p) => held.paths[p] !== now.paths[p]);
+  if (!changed.length) return null;
+  return `${changed.map((p) => (p === "" ? "/" : p)).join(", ")} changed`;
+}

@@ -1,0 +1,177 @@
+/**
+ * Running one tool call: the one path every door takes (the HTTP tool route, the provider-native
+ * compat routes, and any later door). It checks the key's scope, validates the arguments against
+ * the tool's schema, runs the tool with its context, cuts the output, and meters the call.
+ */
+import type { AuthInfo } from "../api/auth/keys.js";
+import type { AppDeps } from "../api/deps.js";
+import { ToolError } from "../shared/errors.js";
+import { toToolError } from "../api/http.js";
+import { emitUsage } from "./metering/usage.js";
+import { sessionRecords } from "../workspace/records.js";
+import type { EarlyCall } from "../workspace/early.js";
+import { layerDeps, openWorkspace as openLayers } from "../api/routes/common.js";
+import { filesDriver, type MetaRecord } from "../layers/open.js";
+import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
+import { Workspace } from "../workspace/workspace.js";
+import { UndoJournal } from "./undo/journal.js";
+import { gateCall } from "./pending/gate.js";
+import { pendingOutcome } from "./pending/outcome.js";
+import { assertToolAllowed } from "./toolset.js";
+import type { StorageDriver } from "../storage/types.js";
+import { followOpenedLink } from "../workspace/links.js";
+
+/** Who calls, on which workspace, in which session. */
+export interface CallScope {
+  deps: AppDeps;
+  auth: AuthInfo;
+  /** The workspace id from the path (the tenant comes from the key, never from the request). */
+  wsId: string;
+  /** A session id already checked with checkSessionId. */
+  session: string;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+  /** A human approved this call (the pending-call answer route): not gated again. */
+  approved?: boolean;
+  /** Where the tool's progress goes (ToolContext.progress), when the door has a listener. */
+  progress?: ToolContext["progress"];
+  /** The door's way to put a question to the human directly (ToolContext.askHuman: MCP elicitation). */
+  askHuman?: ToolContext["askHuman"];
+  /** The workspace record the route's guard already read (saves reading meta.json again). */
+  record?: MetaRecord;
+  /** The runtime's waitUntil: index upkeep, the usage record and a read's session record after the response (WorkspaceOptions.background). */
+  background?: (p: Promise<unknown>) => void;
+  /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
+  early?: EarlyCall;
+  /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/api/routes/known-workspace.ts). */
+  filesStorage?: (s: StorageDriver) => StorageDriver;
+}
+
+export interface Usage {
+  ms: number;
+  bytes_read: number;
+  bytes_written: number;
+}
+
+/** A tool's successful result, as every door shapes it. */
+export interface ToolOutcome {
+  tool: string;
+  title: string;
+  output: string;
+  data: Record<string, unknown>;
+  /** The call's undo id, when it changed files (POST /v1/workspaces/{ws}/undo). */
+  call_id?: string;
+  usage: Usage;
+}
+
+
+/** The undo journal of one call in `session` (its call_id is the session and `stamp`, default now), with the deployment's retention. */
+export function journalFor(deps: AppDeps, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
+  const j = new UndoJournal(deps.storage, tenant, wsId, session, stamp);
+  if (deps.undoPruneEvery !== undefined) j.pruneEvery = deps.undoPruneEvery;
+  return j;
+}
+
+/** The caller's workspace (NOT_FOUND for a missing one and for another tenant's alike), its files through the merged view when layered. */
+export async function openWorkspace(scope: CallScope): Promise<Workspace> {
+  const { deps, auth, wsId, session } = scope;
+  const early = scope.early && scope.early.tenant === auth.tenant && scope.early.wsId === wsId && scope.early.session === session ? scope.early : undefined;
+  if (scope.early && !early) void scope.early.reads.discard();
+  // The files are read through the early reads' storage: the layered driver's first GET (the upper object) takes one too.
+  const storage = early ? early.reads.storage : deps.storage;
+  const layers = { ...layerDeps(deps), storage: scope.filesStorage ? scope.filesStorage(storage) : storage };
+  let opened;
+  try {
+    opened = scope.record ? { driver: await filesDriver(layers, auth.tenant, wsId, scope.record.meta), meta: scope.record.meta } : await openLayers(layers, auth.tenant, wsId);
+  } catch (e) {
+    await early?.reads.discard();
+    throw e;
+  }
+  const { driver, meta } = opened;
+  const undo = journalFor(deps, auth.tenant, wsId, session);
+  undo.background = scope.background; // retention's pruning after the response, where the runtime allows
+  // A call whose files' storage is limited (a known record): work after it opens the workspace from its record then.
+  const upkeep = scope.filesStorage ? async () => (await openLayers(layerDeps(deps), auth.tenant, wsId)).driver : undefined;
+  return new Workspace({
+    driver,
+    tools: meta.tools,
+    ...(upkeep ? { upkeep } : {}),
+    ...(deps.versions ? { versions: deps.versions } : {}),
+    ...(scope.background ? { background: scope.background } : {}),
+    ...(early ? { early: early.reads } : {}),
+    records: early?.records ?? sessionRecords(deps.kv, auth.tenant, wsId, session, deps.knownRecords),
+    tenant: auth.tenant,
+    id: wsId,
+    listeners: deps.listeners ?? [],
+    undo,
+  });
+}
+
+/**
+ * The core every door shares once the call is authorized and its workspace open: arguments as
+ * models send them (lib/run/tool-args.ts: null is absent, unknown and missing arguments named), the
+ * approval gate (lib/run/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
+ * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
+ */
+export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  try {
+    return await executeChecked(tool, rawArgs, ctx);
+  } finally {
+    ctx.ws.discardEarly(); // an early read the call did not take (refused, gated, failed) is cancelled unread
+  }
+}
+
+async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  // Who may use which tool, in this one place (lib/run/toolset.ts): the key's scopes and tools, the workspace's tools.
+  assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
+  if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
+  const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
+  tool.startReads?.(ctx);
+  // The approval gate, in this one place: a held call is stored and answered NEEDS_APPROVAL, and does not run.
+  await gateCall(tool, args as Record<string, unknown>, ctx);
+  const undo = ctx.ws.undo;
+  if (undo) undo.tool = tool.name;
+  let result;
+  try {
+    try {
+      result = await tool.execute(args as never, ctx);
+    } catch (e) {
+      // The file a tool opens, through the workspace's symlinks, on a miss (one place for every tool and door): docs/symlinks.md.
+      const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens, e) : null;
+      if (!link) throw e;
+      result = await tool.execute(args as never, ctx);
+      result = { ...result, output: `(${link.link} is a symlink to ${link.target}: this acted on ${link.path})\n${result.output}` };
+    }
+  } catch (e) {
+    // What a failed call did write stays undoable; its call_id goes with the error.
+    const id = await undo?.commit().catch(() => null);
+    if (id && e instanceof ToolError) e.details.call_id = id;
+    throw e;
+  }
+  // The undo record of this call (one create-only object; none when nothing changed): lib/run/undo/.
+  // Nothing left to write when it went beside the call's last write (its etag known in advance).
+  const committed = await undo?.commit();
+  const callId = committed ?? (typeof result.data.call_id === "string" ? result.data.call_id : null);
+  return { title: result.title, output: truncateMiddle(result.output, MAX_OUTPUT_CHARS).text, data: result.data, ...(callId ? { call_id: callId } : {}) };
+}
+
+/**
+ * Runs `tool` with `args` on an opened workspace, for doors that meter the call themselves here
+ * (the compat routes, MCP, approved calls): executeTool (which checks the tool is allowed), one usage record, success or failure.
+ */
+export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws: Workspace }): Promise<ToolOutcome> {
+  const started = Date.now();
+  const { ws, auth, deps, wsId, session, signal, approved, progress, askHuman } = scope;
+  const read0 = ws.bytesRead;
+  const written0 = ws.bytesWritten;
+  const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
+  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() }, scope.background);
+  try {
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) });
+    meter(true);
+    return { tool: tool.name, ...r, usage: usage() };
+  } catch (err) {
+    meter(false, toToolError(err).code);
+    throw err;
+  }
+}

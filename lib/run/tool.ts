@@ -1,0 +1,165 @@
+/**
+ * defineTool(): one tool = a zod input schema, the description the model reads, a
+ * permission, and execute(). The schema is the validation, the OpenAPI doc and the
+ * JSON Schema of the tool definition. toolApp() turns a tool into a stateless Hono app.
+ */
+import { z } from "@hono/zod-openapi";
+import { argumentParser } from "./tool-args.js";
+import type { AuthInfo, Scope } from "../api/auth/keys.js";
+import type { AppDeps } from "../api/deps.js";
+import { cutText } from "./output-cut.js";
+import { ApprovalInfo } from "./tool-output.js";
+import type { Workspace } from "../workspace/workspace.js";
+
+export type Permission = Scope;
+export type Category = "file" | "search" | "execute" | "planning" | "web";
+
+export interface ToolContext {
+  ws: Workspace;
+  session: string;
+  auth: AuthInfo;
+  deps: AppDeps;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+  /**
+   * Reports progress while the call runs (SSE `progress` events, MCP notifications/progress); absent
+   * when nobody listens. Tools call it as `ctx.progress?.(event)`; it never throws.
+   */
+  progress?: (event: ProgressEvent) => void;
+  /** A human approved this call (lib/run/pending/): the gate lets it through; web_fetch may reach the approved host. */
+  approved?: boolean;
+  /** X-Pending-Id: the caller repeats a pending call to get its outcome instead of running it again. */
+  pendingId?: string;
+  /**
+   * Puts an ask_user question straight to the human in front of the agent, where the door can (MCP
+   * elicitation, when the client declared it: lib/doors/mcp-ask.ts). It only delivers the question:
+   * the answer lands in the pending store, where ask_user waits for it. Absent: the app answers it.
+   */
+  askHuman?: (q: HumanQuestion) => Promise<void>;
+  /** Keeps work going after the response (Workers: executionCtx.waitUntil); absent in Node, where it just continues. */
+  waitUntil?: (p: Promise<unknown>) => void;
+}
+
+/** An ask_user question as a door shows it to the human: its pending call, the text, the choices. */
+export interface HumanQuestion {
+  pending_id: string;
+  question: string;
+  options?: string[];
+}
+
+/** What a running tool reports: command output as it comes, or a status line (files scanned, bytes fetched). */
+export type ProgressEvent =
+  /** stream "merged": stdout and stderr in arrival order (bash, run_code). */
+  | { kind: "output"; stream: "stdout" | "stderr" | "merged"; text: string }
+  | { kind: "status"; message: string; done?: number; total?: number };
+
+export interface ToolResult {
+  /** One line for humans (UI titles, logs). */
+  title: string;
+  /** The text handed to the model. */
+  output: string;
+  /** The same result, structured. */
+  data: Record<string, unknown>;
+}
+
+/** MCP's tool annotations (hints for clients: whether a call changes anything, can be repeated, reaches outside). */
+export interface ToolAnnotations {
+  title: string;
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+export interface Tool<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  /** What the model reads: purpose, rules, defaults as `(default: X)`, a closing `Returns: {...}`. */
+  description: string;
+  /** The short description (at most 1,024 characters) for formats that cap it (OpenAI). */
+  summary: string;
+  annotations: ToolAnnotations;
+  /** The zod schema of `data` (test/helpers.ts validates every `data` the tests produce against it). */
+  output: z.ZodObject;
+  category: Category;
+  permission: Permission;
+  input: S;
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<ToolResult>;
+  /** The JSON Schema of the arguments when it is not made from `input` (custom tools: the tenant's own schema). */
+  inputSchema?: Record<string, unknown>;
+  /**
+   * The argument naming the one file this tool reads whole first (read, write, edit: "file_path"):
+   * the tool route starts that GET, and its session record's, beside the guard's read of the
+   * workspace record (lib/workspace/early.ts). Absent: nothing is read early.
+   */
+  opens?: string;
+  /**
+   * How a call may run on a plain workspace record this isolate knows, without reading it
+   * (lib/api/routes/known-workspace.ts): "read": its first read is its `opens` file, found in the upper
+   * layer (read); "change": besides, its one write is If-Match the version it read, which may come
+   * from the isolate's versions (lib/workspace/version-cache.ts; write, edit, multi_edit, insert).
+   * Absent: the record is read first.
+   */
+  onKnownRecord?: "read" | "change";
+  /**
+   * Starts the reads the tool will need (the tenant's settings, memoized per call), before the
+   * approval gate, so they go side by side with the gate's own reads instead of after them.
+   * Only reads: nothing here may change anything, since the gate may still hold the call.
+   */
+  startReads?: (ctx: ToolContext) => void;
+  /** Set by defineTool: parseToolArgs uses it (built once per tool). */
+  parseArgs?: (raw: unknown) => unknown;
+}
+
+/** Longest `summary`: OpenAI refuses a function description longer than this. */
+export const MAX_SUMMARY_CHARS = 1024;
+
+export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
+  if (tool.summary.length > MAX_SUMMARY_CHARS || tool.summary.length === 0) throw new Error(`${tool.name}: summary must be 1-${MAX_SUMMARY_CHARS} characters`);
+  // The argument parser is built from the schema on first use, once per tool.
+  let parse: ((raw: unknown) => unknown) | undefined;
+  // Any tool's call may be held and approved with changes or a note: its data may then say so (lib/run/pending/approve.ts).
+  const output = tool.output.extend({ approval: ApprovalInfo.optional().openapi({ description: "Present when a human approved this call with changed arguments or a note" }) });
+  return { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+}
+
+/** A tool's arguments as models send them: null is absent; unknown and missing arguments are INVALID_ARGUMENT naming them. */
+export function parseToolArgs(tool: Tool, raw: unknown): unknown {
+  return tool.parseArgs ? tool.parseArgs(raw) : argumentParser(tool.input)(raw);
+}
+
+/** Longest `output` any tool hands back, in UTF-8 bytes of kept text; tools cut earlier with their own notes. */
+export const MAX_OUTPUT_CHARS = 100_000;
+
+/**
+ * Cuts text in the middle, on line boundaries, saying how many bytes and which lines of the
+ * real text were left out (lib/run/output-cut.ts, the same cut as command output).
+ */
+export function truncateMiddle(text: string, max: number): { text: string; truncated: boolean } {
+  const r = cutText(text, max, undefined, "Ask for less: a smaller page (offset, limit) or a narrower pattern.");
+  return { text: r.text, truncated: r.cut !== null };
+}
+
+/** The tool definition as listed by GET /v1/tools. */
+export function toolDefinition(tool: Tool) {
+  return {
+    name: tool.name,
+    description: tool.description,
+    category: tool.category,
+    permission: tool.permission,
+    summary: tool.summary,
+    annotations: tool.annotations,
+    input_schema: inputJsonSchema(tool),
+    output_schema: outputJsonSchema(tool),
+  };
+}
+
+/** The JSON Schema of a tool's arguments (as the model sends them). */
+export function inputJsonSchema(tool: Tool): Record<string, unknown> {
+  if (tool.inputSchema) return tool.inputSchema;
+  return z.toJSONSchema(tool.input, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
+}
+
+/** The JSON Schema of a tool's `data`. */
+export function outputJsonSchema(tool: Tool): Record<string, unknown> {
+  return z.toJSONSchema(tool.output, { target: "draft-2020-12", io: "output" }) as Record<string, unknown>;
+}

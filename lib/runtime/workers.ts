@@ -1,0 +1,55 @@
+/**
+ * AppDeps from the runtime's environment: what every runtime shares (secrets, the bash runner,
+ * the search index, usage records), and the Workers bindings. lib/runtime/aws.ts does Lambda.
+ */
+import type { AppDeps } from "../api/deps.js";
+import { executorFromEnv, type RunnerEnv } from "../exec/from-env.js";
+import { heldUsageLog } from "../run/metering/usage.js";
+import { searchIndexer } from "../search/indexer.js";
+import { r2Driver } from "../storage/drivers/r2.js";
+import { workersKeyValue } from "../storage/kv-workers.js";
+import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-env.js";
+import { cloudflareFetcher } from "../tools/web/transport.js";
+
+export interface CommonEnv extends RunnerEnv, SearchEnv {
+  TOOLSHED_ADMIN_TOKEN?: string;
+  TOOLSHED_SYNC_SECRET?: string;
+  /** This API's public base URL, as the bash runner reaches it. */
+  TOOLSHED_PUBLIC_URL?: string;
+}
+
+/** Everything but storage and KV. */
+export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
+  const executor = executorFromEnv(env);
+  const search = searchProviderFromEnv(env);
+  return {
+    listeners: [searchIndexer()],
+    onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
+    ...(env.TOOLSHED_ADMIN_TOKEN ? { adminToken: env.TOOLSHED_ADMIN_TOKEN } : {}),
+    ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
+    ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
+    ...(executor ? { executor } : {}),
+    ...(search ? { search } : {}),
+  };
+}
+
+export interface WorkersEnv extends CommonEnv {
+  FILES: R2Bucket;
+  KV: KVNamespace;
+  /**
+   * "cloudflare" only on a Worker deployed on Cloudflare (wrangler deploy --var TOOLSHED_WEB_EGRESS:cloudflare):
+   * web_fetch, webhooks and the model endpoint then reach host names through the runtime's fetch,
+   * which resolves them with Cloudflare's DNS on Cloudflare's network. Unset (wrangler dev, npm start,
+   * tests): names are refused, as workerd would resolve them through this machine's hosts file (docs/ssrf.md).
+   */
+  TOOLSHED_WEB_EGRESS?: string;
+}
+
+export function fromWorkersEnv(env: WorkersEnv): AppDeps {
+  return {
+    storage: r2Driver(env.FILES),
+    kv: workersKeyValue(env.KV),
+    ...commonDeps(env),
+    ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
+  };
+}

@@ -1,0 +1,277 @@
+/**
+ * The conditional manifest, shared by both ends (the asker's side: lib/sync/view.ts): the runner
+ * sends what it believes storage holds as digests of B buckets (path → bucket by hash); the server lists storage,
+ * which stays the source of truth, and sends back only the entries of buckets whose digest
+ * differs. A warm call on an unchanged workspace ships B "same" flags instead of every entry.
+ * The same request carries the workspace's execute bits (lib/exec/modes.ts), "same" when the
+ * asker's version is current: one round trip per run.
+ *
+ * Every answer also names the listing it was made from (LayerState: the lower layer's manifest id
+ * and pointer seq, a SHA-256 of the upper layer's listing, the count). A manifest id never
+ * changes what it holds, so base + upper listing fix the merged listing exactly: an asker whose
+ * view is still that listing sends the state back, and when the pointer and the upper listing
+ * are unchanged the server answers "all the same" from ONE listing of the upper layer, without
+ * merging the lower layer or hashing buckets (DESIGN.md §5). Anything else: the full answer.
+ * Bundles for Workers.
+ */
+import { ToolError } from "../shared/errors.js";
+import type { ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
+import type { LowerLayer } from "../layers/open.js";
+import { mergeAll } from "../layers/merge-list.js";
+import type { Manifest, ManifestEntry } from "../layers/manifest.js";
+import type { Whiteouts } from "../layers/whiteout.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+
+/** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
+export interface ManifestQuery {
+  buckets: number;
+  digests?: string[];
+  /** Ask for the execute bits too: the etag of the list the asker holds (null: none). */
+  modes?: string | null;
+  /** The listing the asker's view still equals (the `layer` of the answer it last applied, unchanged since). */
+  layer?: LayerState;
+}
+
+/** Names one listing of a workspace's files exactly (see the top of this file). */
+export interface LayerState {
+  /** The lower layer's manifest id; null for a workspace without one. */
+  base: string | null;
+  seq: number;
+  /** SHA-256 of the upper layer's listing (every file of a workspace without a lower layer), whiteouts included. */
+  upper: string;
+  /** Files in the merged listing. */
+  count: number;
+}
+
+export interface ManifestAnswer {
+  /** Files in storage. */
+  count: number;
+  buckets: number;
+  /** Buckets whose digest equals the query's: storage holds exactly the asker's entries there. */
+  same: number[];
+  /** Every entry of every other bucket. */
+  files: SyncEntry[];
+  /** The execute bits when asked for; "same" when the asker's etag is current. */
+  modes?: ExecModes | "same";
+  /** The listing this answer was made from (absent: an older server). */
+  layer?: LayerState;
+}
+
+/** What a conditional manifest is answered from: one workspace's files. */
+export interface ManifestSource {
+  /** Storage without the merged view: listing `prefix` there gives the upper layer (whiteouts too), or every file without a lower layer. */
+  storage: StorageDriver;
+  /** The workspace's files prefix. */
+  prefix: string;
+  /** The lower layer the workspace record points at (null: none). */
+  layer: LowerLayer | null;
+  /** How the workspace's whiteouts are told apart (from its record: lib/layers/whiteout.ts). */
+  whiteouts: Whiteouts;
+  /** The workspace's execute bits (read only when the query asks). */
+  modes(): Promise<ExecModes>;
+  /**
+   * The first page of `storage`'s listing of `prefix`, already under way (started beside the read of
+   * the workspace record: one round trip less per run). Used once, by the first listing.
+   */
+  firstPage?: Promise<ListResult>;
+  /**
+   * Given the upper listing, seals it when it is large (lib/layers/auto-seal.ts): the lower layer
+   * to answer from then (null: no seal was called for; the listing stands).
+   */
+  seal?(listed: readonly ObjectInfo[]): Promise<{ layer: LowerLayer | null } | null>;
+}
+
+/** A SyncClient that can answer a ManifestQuery (null: the other end cannot; use manifest()). */
+export interface ConditionalSync {
+  manifestSince(q: ManifestQuery): Promise<ManifestAnswer | null>;
+}
+
+export const hasManifestSince = (c: SyncClient): c is SyncClient & ConditionalSync => typeof (c as Partial<ConditionalSync>).manifestSince === "function";
+
+/** Most buckets a query may have, and most list pages one conditional manifest reads (then: paged manifest). */
+export const MAX_BUCKETS = 4096;
+export const MANIFEST_MAX_PAGES = 500;
+
+/** About 128 entries per bucket, in powers of two (stable while a workspace grows or shrinks a little). */
+export function bucketCountFor(entries: number): number {
+  let b = 1;
+  while (b < MAX_BUCKETS && b * 128 < entries) b *= 2;
+  return b;
+}
+
+/** FNV-1a over the UTF-16 code units: the same bucket on both ends. */
+export function bucketOf(path: string, buckets: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % buckets;
+}
+
+const b64url = (bytes: Uint8Array): string => {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+};
+
+const enc = new TextEncoder();
+const byPath = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/**
+ * SHA-256 of one bucket's [path, etag] pairs, sorted by path, as JSON (unambiguous for any
+ * string). Size is left out: reconcile goes by etag alone.
+ */
+export async function digestOf(entries: Iterable<{ path: string; etag: string }>): Promise<string> {
+  const pairs: [string, string][] = [];
+  for (const e of entries) pairs.push([e.path, e.etag]);
+  pairs.sort(byPath);
+  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(pairs)))));
+}
+
+/** The digest of every bucket of `entries`. */
+export async function bucketDigests(entries: Iterable<{ path: string; etag: string }>, buckets: number): Promise<string[]> {
+  const groups: { path: string; etag: string }[][] = Array.from({ length: buckets }, () => []);
+  for (const e of entries) groups[bucketOf(e.path, buckets)]!.push(e);
+  return Promise.all(groups.map(digestOf));
+}
+
+/** A LayerState from the wire (either end), copied; null when it is not one. */
+export function layerStateOf(x: unknown): LayerState | null {
+  const l = x as Partial<LayerState> | null;
+  if (typeof l !== "object" || l === null) return null;
+  if (!(l.base === null || (typeof l.base === "string" && l.base.length <= 200))) return null;
+  if (!Number.isSafeInteger(l.seq) || l.seq! < 0 || typeof l.upper !== "string" || l.upper.length > 100 || !Number.isSafeInteger(l.count) || l.count! < 0) return null;
+  return { base: l.base, seq: l.seq!, upper: l.upper, count: l.count! };
+}
+
+/** A query from the wire, checked; throws INVALID_ARGUMENT. */
+export function parseManifestQuery(body: unknown): ManifestQuery {
+  const q = body as Partial<ManifestQuery> | null;
+  const b = q?.buckets;
+  if (typeof b !== "number" || !Number.isInteger(b) || b < 1 || b > MAX_BUCKETS) throw new ToolError("INVALID_ARGUMENT", `buckets must be an integer from 1 to ${MAX_BUCKETS}.`);
+  const modes = q!.modes;
+  if (modes !== undefined && modes !== null && (typeof modes !== "string" || modes.length > 200)) throw new ToolError("INVALID_ARGUMENT", "modes must be an etag or null.");
+  const l = q!.layer === undefined ? undefined : layerStateOf(q!.layer);
+  if (l === null) throw new ToolError("INVALID_ARGUMENT", "layer must be the layer of an earlier answer: {base, seq, upper, count}.");
+  const extra = { ...(modes !== undefined ? { modes } : {}), ...(l !== undefined ? { layer: l } : {}) };
+  if (q!.digests === undefined) return { buckets: b, ...extra };
+  if (!Array.isArray(q!.digests) || q!.digests.length !== b || q!.digests.some((d) => typeof d !== "string" || d.length > 100)) throw new ToolError("INVALID_ARGUMENT", "digests must be one string per bucket.");
+  return { buckets: b, digests: q!.digests, ...extra };
+}
+
+/**
+ * Answers the query from storage (the source of truth); null past maxPages. The prefix is listed
+ * once: that listing is the upper layer the answer's state names, and, unless the asker's state
+ * is current, what the merged listing is made of.
+ */
+export async function answerManifest(src: ManifestSource, q: ManifestQuery, maxPages = MANIFEST_MAX_PAGES): Promise<ManifestAnswer | null> {
+  const modes = q.modes === undefined ? Promise.resolve(undefined) : src.modes().then((m) => (q.modes !== null && m.etag === q.modes ? ("same" as const) : m));
+  const [m, a] = await Promise.all([modes, answerFiles(src, q, maxPages)]);
+  return a && (m === undefined ? a : { ...a, modes: m });
+}
+
+/** The upper layer (every file of a workspace without a lower layer), whiteouts included and resolved (Whiteouts.resolve); null past maxPages. `first`: its first page, already started. */
+async function listUpperPages(src: ManifestSource, maxPages: number, first?: Promise<ListResult>): Promise<ObjectInfo[] | null> {
+  const listed: ObjectInfo[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    if (++pages > maxPages) return null;
+    const page = await (pages === 1 && first ? first : src.storage.list({ prefix: src.prefix, ...(cursor ? { cursor } : {}) }));
+    for (const o of await src.whiteouts.resolve(src.storage, page.objects)) listed.push(o);
+    cursor = page.cursor;
+  } while (cursor);
+  return listed;
+}
+
+async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: number): Promise<ManifestAnswer | null> {
+  let listed = await listUpperPages(src, maxPages, src.firstPage);
+  if (!listed) return null;
+  // A large upper layer is sealed first (then listed again: what stayed, or was written meanwhile).
+  const sealed = src.seal ? await src.seal(listed) : null;
+  if (sealed) {
+    src = { ...src, layer: sealed.layer };
+    listed = await listUpperPages(src, maxPages);
+    if (!listed) return null;
+  }
+  const upper = await listingDigest(listed, src.prefix, src.whiteouts);
+  const base = src.layer?.base ?? null;
+  const seq = src.layer?.seq ?? 0;
+  const all = Array.from({ length: q.buckets }, (_, i) => i);
+  const l = q.layer;
+  if (l && l.base === base && l.seq === seq && l.upper === upper) return { count: l.count, buckets: q.buckets, same: all, files: [], layer: l };
+  const entries: SyncEntry[] = src.layer ? mergeAll(listed, src.layer.manifest, src.prefix, src.whiteouts) : listed.map((o) => ({ path: o.key.slice(src.prefix.length), etag: o.etag, size: o.size }));
+  if (entries.length > maxPages * 1000) return null;
+  const layer: LayerState = { base, seq, upper, count: entries.length };
+  const files = (e: SyncEntry): SyncEntry => ({ path: e.path, etag: e.etag, size: e.size });
+  if (!q.digests) return { count: entries.length, buckets: q.buckets, same: [], files: entries.map(files), layer };
+  const theirs = q.digests;
+  const ours = src.layer ? await mergedDigests(listed, src.layer.manifest, src.prefix, q.buckets, src.whiteouts) : await bucketDigests(entries, q.buckets);
+  const same: number[] = [];
+  for (let i = 0; i < q.buckets; i++) if (ours[i] === theirs[i]) same.push(i);
+  const sameSet = new Set(same);
+  return { count: entries.length, buckets: q.buckets, same, files: (same.length ? entries.filter((e) => !sameSet.has(bucketOf(e.path, q.buckets))) : entries).map(files), layer };
+}
+
+/** SHA-256 of a listing of the files prefix: [path, etag, size, whiteout] per object, in storage order. */
+async function listingDigest(objects: readonly ObjectInfo[], prefix: string, whiteouts: Whiteouts): Promise<string> {
+  const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, whiteouts.is(o) ? 1 : 0]);
+  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
+}
+
+/*
+ * The bucket digests of a layered workspace's merged view without hashing every entry on every
+ * answer. A bucket no upper object falls in (no file, no whiteout) holds exactly the lower
+ * manifest's entries of that bucket, whose digest never changes: the lower manifest's buckets
+ * and digests are made once per manifest and bucket count (Manifest.derive, kept in the
+ * isolate's ManifestCache), and only the buckets the upper layer touches are hashed again, from
+ * the lower bucket with the upper objects over it (the rule of mergeAll: an upper file replaces
+ * the lower entry of its path, a whiteout hides it). A workspace after an import or a
+ * checkpoint, with a few files written since, hashes a few buckets instead of all of them
+ * (10,000 files: every bucket was ~20 ms of CPU per answer).
+ */
+
+interface LowerBuckets {
+  /** The manifest's entries by bucket. */
+  groups: ManifestEntry[][];
+  /**
+   * Each bucket's digest, once a request has hashed them. A value, never a promise: a promise kept
+   * per isolate would make later requests wait on the request that started it (Manifest.derive).
+   */
+  digests?: string[];
+}
+
+/** The lower manifest's entries by bucket (and, once known, their digests): made once per manifest and bucket count. */
+const lowerBuckets = (m: Manifest, buckets: number): LowerBuckets =>
+  m.derive(`bucket-digests:${buckets}`, () => {
+    const groups: ManifestEntry[][] = Array.from({ length: buckets }, () => []);
+    for (const e of m.entries) groups[bucketOf(e.path, buckets)]!.push(e);
+    return { groups };
+  });
+
+/**
+ * The digest of every bucket of the view `upper` (the upper layer's listing, whiteouts included,
+ * resolved, keys under `prefix`) makes over manifest `m`: equal to bucketDigests(mergeAll(upper, m, prefix, whiteouts)).
+ */
+export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, prefix: string, buckets: number, whiteouts: Whiteouts): Promise<string[]> {
+  const lower = lowerBuckets(m, buckets);
+  // Per touched bucket: the upper layer's word on each of its paths (null: a whiteout hides it).
+  const touched = new Map<number, Map<string, { path: string; etag: string } | null>>();
+  for (const o of upper) {
+    const path = o.key.slice(prefix.length);
+    const b = bucketOf(path, buckets);
+    let over = touched.get(b);
+    if (!over) touched.set(b, (over = new Map()));
+    over.set(path, whiteouts.is(o) ? null : { path, etag: o.etag });
+  }
+  // Hashed by each request that finds them missing (the first few at once may each hash them; the same result).
+  lower.digests ??= await Promise.all(lower.groups.map((g) => digestOf(g)));
+  const out = lower.digests.slice();
+  await Promise.all(
+    [...touched].map(async ([b, over]) => {
+      const merged = new Map<string, { path: string; etag: string }>();
+      for (const e of lower.groups[b]!) if (!over.has(e.path)) merged.set(e.path, e);
+      for (const [path, e] of over) if (e) merged.set(path, e);
+      out[b] = await digestOf(merged.values());
+    }),
+  );
+  return out;
+}

@@ -1,0 +1,114 @@
+/**
+ * The run-record part of the sync API: the container function's window on its own run's
+ * record (lib/exec/runs.ts), both sides. The run is the one the sync token names (claim `r`,
+ * the idempotency key); a token reaches no other run, workspace or tenant. fetch-based:
+ * bundles for Workers and runs in Node.
+ *
+ *   GET    /v1/sync/run               → { claim, result }
+ *   POST   /v1/sync/run/claim         {task}  → ClaimOutcome (the claim is created with If-None-Match: *)
+ *   DELETE /v1/sync/run/claim         → 204 (only while there is no result)
+ *   PUT    /v1/sync/run/output/<seq>  text    → { kill }  (a repeated seq is ignored)
+ *   GET    /v1/sync/run/kill          → { kill }
+ *   PUT    /v1/sync/run/result        ExecResponse → 204 (the first one stays)
+ *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/exec/output-logs.ts)
+ */
+import { ToolError } from "../shared/errors.js";
+import type { StorageDriver } from "../storage/types.js";
+import { saveOutputLog } from "../exec/output-logs.js";
+import { runIdFor, storageRunRecords } from "../exec/runs.js";
+import type { SyncClaims } from "./token.js";
+import type { ExecResponse, SyncAccess } from "../exec/types.js";
+import type { ClaimOutcome, RunClaim, RunRecordClient } from "./types.js";
+
+const MAX_CHUNK_BYTES = 1024 * 1024;
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+/** A request body of at most `max` bytes (PAYLOAD_TOO_LARGE beyond). */
+export async function bodyText(req: Request, max: number): Promise<string> {
+  const length = Number(req.headers.get("content-length") ?? 0);
+  if (length > max) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${max} bytes.`);
+  const text = await req.text();
+  if (text.length > max) throw new ToolError("PAYLOAD_TOO_LARGE", `At most ${max} bytes.`);
+  return text;
+}
+
+/** JSON.parse, or INVALID_ARGUMENT naming what was expected. */
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ToolError("INVALID_ARGUMENT", `The ${what} is not JSON.`);
+  }
+}
+
+/** Serves /v1/sync/run[/...] for a verified token; mounted by handleSync (lib/sync/server.ts). */
+export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver): Promise<Response> {
+  if (typeof claims.r !== "string" || claims.r.length < 1 || claims.r.length > 200) throw new ToolError("UNAUTHORIZED", "This sync token names no run.");
+  const rec = storageRunRecords(driver, claims.t, claims.w, claims.r, claims.exp * 1000);
+  const route = url.pathname.slice("/v1/sync/run".length);
+  const out = /^\/output\/(\d{1,8})$/.exec(route);
+  if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
+  if (req.method === "PUT" && route === "/log") {
+    // The run's full output, outside the workspace's files; named by the run the token names.
+    const name = await saveOutputLog(driver, claims.t, claims.w, await runIdFor(claims.t, claims.w, claims.r), req.body ?? new Uint8Array(0), Number(req.headers.get("content-length") ?? NaN));
+    return json({ name });
+  }
+  switch (`${req.method} ${route}`) {
+    case "GET ":
+      return json(await rec.state());
+    case "POST /claim": {
+      const body = parseJson((await bodyText(req, 1024)) || "{}", "claim") as { task?: unknown } | null;
+      return json(await rec.claim({ task: body?.task === true }));
+    }
+    case "DELETE /claim":
+      await rec.release();
+      return new Response(null, { status: 204 });
+    case "GET /kill":
+      return json({ kill: await rec.killRequested() });
+    case "PUT /result": {
+      let res: ExecResponse;
+      try {
+        res = JSON.parse(await bodyText(req, MAX_RESULT_BYTES)) as ExecResponse;
+      } catch {
+        throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
+      }
+      if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+      await rec.finish(res);
+      return new Response(null, { status: 204 });
+    }
+    default:
+      throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
+  }
+}
+
+/** The runner's client of its run record over HTTP (the run is the token's). */
+export function httpRunRecords(opts: SyncAccess & { fetch?: typeof fetch }): RunRecordClient {
+  const doFetch = opts.fetch ?? fetch;
+  const base = opts.url.replace(/\/+$/, "") + "/v1/sync/run";
+
+  async function call<T>(method: string, path: string, what: string, body?: string, type = "application/json"): Promise<T> {
+    let res: Response;
+    try {
+      res = await doFetch(base + path, { method, headers: { authorization: `Bearer ${opts.token}`, ...(body !== undefined ? { "content-type": type } : {}) }, ...(body !== undefined ? { body } : {}) });
+    } catch (e) {
+      throw new ToolError("UNAVAILABLE", `The run record sync endpoint is unreachable (${what}): ${String(e)}`);
+    }
+    if (!res.ok) {
+      const text = await res.text().catch(() => "");
+      throw new ToolError(res.status >= 500 ? "UNAVAILABLE" : "INTERNAL", `Run record sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
+    }
+    if (res.status === 204) return undefined as T;
+    return (await res.json()) as T;
+  }
+
+  return {
+    claim: (o) => call<ClaimOutcome>("POST", "/claim", "claim", JSON.stringify({ task: o.task })),
+    state: () => call<{ claim: RunClaim | null; result: ExecResponse | null }>("GET", "", "state"),
+    output: (seq, text) => call<{ kill: boolean }>("PUT", `/output/${seq}`, "output", text, "text/plain; charset=utf-8"),
+    killRequested: async () => (await call<{ kill: boolean }>("GET", "/kill", "kill")).kill,
+    finish: (res) => call<void>("PUT", "/result", "result", JSON.stringify(res)),
+    release: () => call<void>("DELETE", "/claim", "release"),
+  };
+}

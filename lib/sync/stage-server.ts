@@ -1,0 +1,104 @@
+/**
+ * The server side of packed write-back (wire: lib/sync/stage.ts), mounted by handleSync for a
+ * verified token: tenant, workspace and run come from the token only.
+ *
+ * stage: the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
+ * visible), each file's etag is the MD5 of its bytes (what its own R2/S3 object would have), and
+ * the search index gets one segment for the request, as an import does. A staged version that
+ * never becomes current (a conflict) leaves an entry no search uses: grep checks every entry's
+ * path + etag against the listing. It costs coverage at most: a merge of segments keeps the newer
+ * entry of a path (lib/search/indexer.ts mergeHeads), so the live file's entry may be dropped for
+ * it, and grep then reads that file directly until it is indexed again. The answer signs what was
+ * staged (the receipt).
+ * commit: every receipt verified (a forged, damaged or other run's receipt → 400, nothing
+ * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
+ */
+import { ToolError, errorBody, isToolError } from "../shared/errors.js";
+import { normalizeFilePath } from "../workspace/paths.js";
+import { RecordStore } from "../workspace/records.js";
+import { Workspace } from "../workspace/workspace.js";
+import { commitStaged } from "../layers/commit-staged.js";
+import { ManifestCache } from "../layers/manifest.js";
+import { PackWriter } from "../layers/pack-writer.js";
+import { packKey } from "../workspace/paths.js";
+import { readPutFrames } from "./put-batch.js";
+import { bodyText, parseJson } from "./runs.js";
+import { commitSyncJournal, syncJournal } from "./journal.js";
+import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES, type CommitAnswer, type StagedFile } from "./stage.js";
+import type { SyncServerDeps } from "./server.js";
+import type { SyncClaims } from "./token.js";
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const refusal = (e: unknown) => (isToolError(e) ? { code: e.code, message: e.message } : { code: "INTERNAL", message: String(e) });
+
+/** Serves POST /v1/sync/stage and POST /v1/sync/commit. `deps.driver` is the workspace's view, `deps.storage` the raw storage. */
+export async function handleStaging(req: Request, route: "stage" | "commit", claims: SyncClaims, deps: SyncServerDeps): Promise<Response> {
+  if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
+  const storage = deps.storage ?? deps.driver;
+  return route === "stage" ? stage(req, claims, deps, storage) : commit(req, claims, deps, storage);
+}
+
+async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
+  const writer = new PackWriter(storage, claims.t);
+  const answers: ({ path: string; etag: string } | { path: string; error: { code: string; message: string } })[] = [];
+  const staged: StagedFile[] = [];
+  const seen = new Set<string>();
+  try {
+    for await (const f of readPutFrames(req.body, { files: STAGE_MAX_FILES, bytes: STAGE_MAX_BYTES })) {
+      const shown = typeof f.path === "string" ? f.path : String(f.path);
+      try {
+        const path = normalizeFilePath(f.path);
+        const cond = typeof f.ifMatch === "string" ? f.ifMatch : null;
+        if ((cond === null) === (f.create !== true)) throw new ToolError("INVALID_ARGUMENT", "Each staged file needs exactly one condition: if_match (its etag) or create.");
+        if (seen.has(path)) throw new ToolError("INVALID_ARGUMENT", `${path} is twice in the stage request; send it once.`);
+        seen.add(path);
+        const e = await writer.add(path, f.bytes);
+        staged.push({ path, cond, etag: e.etag, size: e.size, pack: e.pack < 0 ? null : writer.packs[e.pack]!, offset: e.offset, modified: e.modified });
+        await ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, f.bytes);
+        answers.push({ path: shown, etag: e.etag });
+      } catch (e) {
+        if (!isToolError(e)) throw e;
+        answers.push({ path: shown, error: refusal(e) });
+      }
+    }
+    await writer.finish();
+  } catch (e) {
+    // Nothing was staged: the packs written are dropped (best effort; GC takes what is left).
+    await writer.settle();
+    await storage.delete(writer.packs.map((id) => packKey(claims.t, id))).catch(() => {});
+    const err = isToolError(e) ? e : new ToolError("INVALID_ARGUMENT", `The stage request could not be read: ${String(e)}; send it again.`);
+    return json({ ok: false, error: errorBody(err) }, err.status);
+  }
+  await ws.flushChanges();
+  return json({ files: answers, receipt: await signReceipt(deps.secret, claims, staged) });
+}
+
+async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
+  const body = parseJson(await bodyText(req, COMMIT_MAX_BYTES), "commit") as { receipts?: unknown } | null;
+  const receipts = body?.receipts;
+  if (!Array.isArray(receipts) || receipts.length < 1) throw new ToolError("INVALID_ARGUMENT", "receipts must be a non-empty array of the receipts /v1/sync/stage answered.");
+  const files: StagedFile[] = [];
+  for (const [n, r] of receipts.entries()) files.push(...(await openReceipt(deps.secret, claims, r, n)));
+  if (files.length > COMMIT_MAX_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `A commit holds at most ${COMMIT_MAX_FILES} files; nothing was committed.`);
+  // A path staged twice (two stage requests): the later one is refused, the first committed.
+  const answers: (CommitAnswer | null)[] = [];
+  const unique: StagedFile[] = [];
+  const seen = new Set<string>();
+  for (const f of files) {
+    if (seen.has(f.path)) answers.push({ path: f.path, error: { code: "INVALID_ARGUMENT", message: `${f.path} was staged twice; only the first is committed.` } });
+    else {
+      seen.add(f.path);
+      unique.push(f);
+      answers.push(null);
+    }
+  }
+  const undo = syncJournal(storage, claims);
+  try {
+    const got = await commitStaged({ storage, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, unique, undo);
+    let k = 0;
+    return json({ files: answers.map((a) => a ?? got[k++]!) });
+  } finally {
+    await commitSyncJournal(undo);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Sync tokens: what the API hands the container function instead of credentials.
+ * `<base64url(claims)>.<base64url(HMAC-SHA256(secret, base64url(claims)))>`; claims name
+ * one tenant, one workspace and one run, and expire. WebCrypto only: Workers and Node.
+ */
+import { safeEqual } from "../shared/hash.js";
+
+export interface SyncClaims {
+  /** tenant */
+  t: string;
+  /** workspace */
+  w: string;
+  /** run (idempotency key) */
+  r: string;
+  /** The undo journal of the call that started the run (lib/run/undo/): session, call stamp, tool. Absent: write-back not undoable. */
+  u?: { s: string; c: string; n: string };
+  /** expiry, seconds since the epoch */
+  exp: number;
+}
+
+const enc = new TextEncoder();
+
+export function b64url(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function unb64url(s: string): Uint8Array {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and packed write-back receipts: lib/sync/stage.ts). */
+export async function sign(secret: string, data: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return b64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
+}
+
+/** A token for one run; ttlSeconds should cover the run's timeout plus the write-back. */
+export async function mintSyncToken(secret: string, claims: Omit<SyncClaims, "exp">, ttlSeconds: number, now = Date.now()): Promise<string> {
+  if (secret.length < 16) throw new Error("sync token secret too short");
+  const body = b64url(enc.encode(JSON.stringify({ ...claims, exp: Math.floor(now / 1000) + ttlSeconds })));
+  return `${body}.${await sign(secret, body)}`;
+}
+
+/** The claims of a valid, unexpired token; null otherwise. */
+export async function verifySyncToken(secret: string, token: string, now = Date.now()): Promise<SyncClaims | null> {
+  const [body, mac, extra] = token.split(".");
+  if (!body || !mac || extra !== undefined) return null;
+  if (!safeEqual(await sign(secret, body), mac)) return null;
+  try {
+    const claims = JSON.parse(new TextDecoder().decode(unb64url(body))) as SyncClaims;
+    if (typeof claims.t !== "string" || typeof claims.w !== "string" || typeof claims.exp !== "number") return null;
+    return claims.exp * 1000 > now ? claims : null;
+  } catch {
+    return null;
+  }
+}

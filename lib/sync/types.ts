@@ -1,0 +1,139 @@
+/**
+ * The runner's side of the contract with Toolshed (types.ts has the run request and result):
+ * its claim on a run and the run record it streams to, and the SyncClient through which it
+ * reads and writes one workspace. Pure types: bundles for Workers.
+ */
+import type { BatchFile } from "./batch.js";
+import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.js";
+import type { CommitResult, StageResult } from "./stage.js";
+import type { ExecResponse } from "../exec/types.js";
+
+// ---------------------------------------------------------------- run records
+
+/** The runner's claim on a run: created once (If-None-Match: *); a retry finds it. */
+export interface RunClaim {
+  run_id: string;
+  task: boolean;
+  /** Epoch ms. */
+  started_at: number;
+  /** Epoch ms after which the run cannot report any more (its sync token expired). */
+  deadline: number;
+}
+
+export type ClaimOutcome =
+  /** This invocation runs the command; kill: a kill was requested before it started. */
+  | { claimed: true; kill: boolean }
+  /** Another invocation (maybe in another execution environment) claimed it first. */
+  | { claimed: false; claim: RunClaim | null; result: ExecResponse | null };
+
+/**
+ * What the container function may do to its own run's record (`x/runs/<run id>/` of the
+ * workspace), and nothing more: the run is fixed by the sync token, never named in a call.
+ */
+export interface RunRecordClient {
+  claim(opts: { task: boolean }): Promise<ClaimOutcome>;
+  /** The record as it stands (a retry waiting for the first attempt). */
+  state(): Promise<{ claim: RunClaim | null; result: ExecResponse | null }>;
+  /** Stores output chunk `seq` (1, 2, ...; a repeated seq is ignored); answers the kill flag. */
+  output(seq: number, text: string): Promise<{ kill: boolean }>;
+  /** Whether a kill was requested. */
+  killRequested(): Promise<boolean>;
+  /** Stores the final answer (once). */
+  finish(res: ExecResponse): Promise<void>;
+  /** Drops the claim of a run whose command never started, so a retry may run it. */
+  release(): Promise<void>;
+}
+
+// ---------------------------------------------------------------- sync client
+
+export interface SyncEntry {
+  /**
+   * Canonical workspace path of a file; or, ending in "/", of an explicit directory (a marker:
+   * an empty directory kept on purpose, lib/workspace/paths.ts), whose etag is its marker's.
+   */
+  path: string;
+  etag: string;
+  size: number;
+}
+
+export interface SyncFile {
+  body: ReadableStream<Uint8Array>;
+  etag: string;
+  size: number;
+}
+
+export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
+export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
+
+/** The workspace's executable files and symlinks (lib/exec/modes.ts, docs/symlinks.md); etag null: none ever recorded. */
+export interface ExecModes {
+  etag: string | null;
+  exec: string[];
+  /** Symlinks: path → target, as readlink gives it. Absent from an older API (it keeps none). */
+  links?: Record<string, string>;
+}
+
+/** A change of executable bits (`remove` applies first, then `add`) and of symlinks (path → target, null: no link any more). */
+export interface ModesDelta {
+  add: string[];
+  remove: string[];
+  links?: Record<string, string | null>;
+}
+
+/**
+ * What the container function may do to one workspace, and nothing more. Tenant and
+ * workspace are fixed by the token, never named in a call.
+ */
+export interface SyncClient {
+  /** Every file of the workspace (metadata only). */
+  manifest(): Promise<SyncEntry[]>;
+  /** null when the file does not exist (any more). */
+  fetch(path: string): Promise<SyncFile | null>;
+  /**
+   * Small files in one request, streamed (lib/sync/batch.ts): the iterable yields each file
+   * as it arrives, in the order asked, or in any order (each path once) when `etags` are given (and throws when the answer is cut or malformed).
+   * An entry is `missing` when the file is gone or too large for a batch (fetch it alone), `later`
+   * when the server read its share of files one by one (ask again). null when the other end has
+   * no batches (an older API). `etags`: the etag listed for each path, which lets the API read
+   * files still at that version from packs (lib/sync/fetch.ts); each answer carries the
+   * etag of its bytes, whatever was asked.
+   */
+  fetchMany(paths: string[], etags?: string[]): Promise<AsyncIterable<BatchFile> | null>;
+  /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
+  put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
+  /**
+   * Saves the full output of this run (its merged output was cut) outside the workspace's files
+   * (lib/exec/output-logs.ts); returns its name for output_file. Absent: the full output is not kept.
+   */
+  putOutputLog?(runId: string, body: ReadableStream<Uint8Array>, size: number): Promise<string>;
+  /** Conditional delete; a file already gone is ok (the outcome the command wanted). */
+  delete(path: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * Many small files (up to 1 MiB each) in one request, each conditional like put; a result per
+   * file in the order given (lib/sync/put-batch.ts). null when the other end has no batches
+   * (an older API): use put. Absent: this client has none.
+   */
+  putMany?(files: PutManyItem[]): Promise<PutManyResult[] | null>;
+  /**
+   * Packed write-back (lib/sync/stage.ts): many small files into one new pack, nothing
+   * visible yet; a result per file and a receipt. null when the other end has no such route (an
+   * older API): use putMany. Absent: this client has none.
+   */
+  stage?(files: PutManyItem[]): Promise<{ files: StageResult[]; receipt: string } | null>;
+  /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
+  commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
+  /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
+  deleteMany?(files: { path: string; ifMatch: string }[]): Promise<DeleteManyResult[] | null>;
+  /**
+   * Makes `dir` an explicit directory (its marker): ok with the marker's etag, made now or there
+   * already; conflict when a file has the path or a parent path.
+   */
+  mkdir(dir: string): Promise<SyncPutResult>;
+  /** Removes the marker of `dir` if it is still the version the run started from; one already gone is ok. */
+  rmdir(dir: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * Changes executable bits, merged with concurrent changes; the list as it now stands. (They
+   * are read with the conditional manifest: lib/sync/manifest.ts.)
+   */
+  updateModes(delta: ModesDelta): Promise<ExecModes>;
+}

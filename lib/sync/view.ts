@@ -1,0 +1,139 @@
+/**
+ * The asker's side of the conditional manifest (lib/sync/manifest.ts): what a runner believes
+ * storage holds, and the one call that makes it equal to storage again. Bundles for Workers.
+ */
+import { ToolError } from "../shared/errors.js";
+import { bucketCountFor, bucketOf, digestOf, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
+import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+
+/**
+ * What a runner believes storage holds (path → etag, size), kept in buckets with each
+ * bucket's digest cached: a change recomputes one bucket's digest, not all of them. Holds the
+ * state of the listing it equals (LayerState) until it is changed by anything but an answer.
+ */
+export class ManifestView {
+  private readonly map = new Map<string, SyncEntry>();
+  private buckets = 1;
+  private groups: Map<string, SyncEntry>[] = [new Map()];
+  private digests: (string | null)[] = [null];
+  /** The listing this view equals, as the last applied answer named it; null once changed since (or never named). */
+  private layer: LayerState | null = null;
+
+  constructor(entries: Iterable<SyncEntry> = []) {
+    this.reset(entries);
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+  get(path: string): SyncEntry | undefined {
+    return this.map.get(path);
+  }
+  values(): IterableIterator<SyncEntry> {
+    return this.map.values();
+  }
+
+  set(e: SyncEntry): void {
+    this.layer = null;
+    this.map.set(e.path, e);
+    const i = bucketOf(e.path, this.buckets);
+    this.groups[i]!.set(e.path, e);
+    this.digests[i] = null;
+  }
+
+  delete(path: string): void {
+    this.layer = null;
+    if (!this.map.delete(path)) return;
+    const i = bucketOf(path, this.buckets);
+    this.groups[i]!.delete(path);
+    this.digests[i] = null;
+  }
+
+  /** Replaces everything (a plain manifest). */
+  reset(entries: Iterable<SyncEntry>): void {
+    this.layer = null;
+    this.map.clear();
+    for (const e of entries) this.map.set(e.path, e);
+    this.rebucket(bucketCountFor(this.map.size));
+  }
+
+  private rebucket(buckets: number): void {
+    this.buckets = buckets;
+    this.groups = Array.from({ length: buckets }, () => new Map());
+    this.digests = new Array<string | null>(buckets).fill(null);
+    for (const e of this.map.values()) this.groups[bucketOf(e.path, buckets)]!.set(e.path, e);
+  }
+
+  /** The query for this view (only buckets changed since the last query are hashed again). */
+  async query(): Promise<ManifestQuery> {
+    const b = bucketCountFor(this.map.size);
+    if (b !== this.buckets) this.rebucket(b);
+    const layer = this.layer ? { layer: this.layer } : {};
+    // Digests even of an empty view (one bucket, no entries): an answer may then vouch for it.
+    if (this.map.size === 0 && !this.layer) return { buckets: b };
+    await Promise.all(this.digests.map(async (d, i) => (d === null ? (this.digests[i] = await digestOf(this.groups[i]!.values())) : d)));
+    return { buckets: b, digests: [...(this.digests as string[])], ...layer };
+  }
+
+  /**
+   * Makes the view equal to storage from an answer to query(): the buckets not in `same` take
+   * the answer's entries. Checks the answer first (a bad one changes nothing). Returns whether
+   * every bucket was the same.
+   */
+  apply(q: ManifestQuery, a: ManifestAnswer): boolean {
+    const bad = (why: string) => new ToolError("INTERNAL", `Workspace sync failed (manifest): bad answer: ${why}.`);
+    if (a.buckets !== q.buckets || q.buckets !== this.buckets) throw bad("bucket count");
+    const same = new Set(a.same);
+    if (same.size !== a.same.length || a.same.some((i) => !Number.isInteger(i) || i < 0 || i >= q.buckets) || (!q.digests && same.size)) throw bad("bucket list");
+    const fresh = new Map<string, SyncEntry>();
+    for (const e of a.files) {
+      if (same.has(bucketOf(e.path, q.buckets)) || fresh.has(e.path)) throw bad("an entry of an unchanged bucket, or twice");
+      fresh.set(e.path, e);
+    }
+    let kept = 0;
+    for (const i of same) kept += this.groups[i]!.size;
+    if (kept + fresh.size !== a.count) throw bad("count");
+    if (same.size === q.buckets) {
+      this.layer = a.layer ?? null;
+      return true;
+    }
+    for (let i = 0; i < q.buckets; i++) {
+      if (same.has(i)) continue;
+      for (const p of this.groups[i]!.keys()) this.map.delete(p);
+      this.groups[i] = new Map();
+      this.digests[i] = null;
+    }
+    for (const e of fresh.values()) this.set(e);
+    this.layer = a.layer ?? null;
+    return false;
+  }
+}
+
+export interface ManifestResult {
+  /** Storage held exactly what the view held (nothing changed). */
+  unchanged: boolean;
+  /** Entries that crossed the wire. */
+  received: number;
+  /** The execute bits ("same": `knownModes` is current; null: the other end keeps none). */
+  modes: ExecModes | "same" | null;
+}
+
+/**
+ * Makes `view` equal to what storage lists now: conditionally when the client can (only
+ * buckets that differ from the view cross the wire), from the plain manifest otherwise.
+ * Exact either way: every entry is storage's, either sent or vouched for by a SHA-256 digest.
+ * With the conditional manifest come the execute bits; the plain one has none (modes: null).
+ */
+export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null): Promise<ManifestResult> {
+  const plain = async (): Promise<ManifestResult> => {
+    const entries = await sync.manifest();
+    const unchanged = entries.length === view.size && entries.every((e) => view.get(e.path)?.etag === e.etag);
+    if (!unchanged) view.reset(entries);
+    return { unchanged, received: entries.length, modes: null };
+  };
+  if (!hasManifestSince(sync)) return plain();
+  const q = { ...(await view.query()), modes: knownModes };
+  const a = await sync.manifestSince(q);
+  if (!a) return plain();
+  return { unchanged: view.apply(q, a), received: a.files.length, modes: a.modes ?? null };
+}

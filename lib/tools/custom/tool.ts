@@ -1,0 +1,94 @@
+/**
+ * A stored custom tool as a real Tool, so the one run path (lib/run/run-tool.ts: scope, arguments,
+ * approval gate, output cut, metering) applies unchanged. Arguments are validated against the
+ * tenant's JSON Schema with zod's JSON-Schema import (no eval: runs in Workers).
+ */
+import { z } from "@hono/zod-openapi";
+import type { AppDeps } from "../../api/deps.js";
+import { ToolError } from "../../shared/errors.js";
+import type { Tool } from "../../run/tool.js";
+import { jsonSchemaArgumentParser } from "../../run/tool-args.js";
+import { commandReads } from "../../exec/tool-support.js";
+import { backendScope, type StoredCustomTool } from "./definition.js";
+import { callPlugin } from "./plugin.js";
+import { readCustomTools } from "./store.js";
+import { callWebhook } from "./webhook.js";
+
+const CustomOutput = z.object({
+  content: z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough()).optional(),
+  json: z.unknown().optional(),
+  files_changed: z.array(z.string()).optional(),
+});
+
+/** Throws INVALID_ARGUMENT (400) when the schema cannot be read; used when a tool is defined. */
+export function schemaValidator(schema: Record<string, unknown>): z.ZodType {
+  if (schema.type !== "object") throw new ToolError("INVALID_ARGUMENT", 'input_schema must be a JSON Schema of type "object" (tool arguments are one JSON object).');
+  try {
+    return z.fromJSONSchema(schema as never);
+  } catch (e) {
+    throw new ToolError("INVALID_ARGUMENT", `input_schema is not a JSON Schema this server can validate with: ${(e as Error).message.slice(0, 300)}`);
+  }
+}
+
+export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTool) => string | undefined = (d) => (d.backend.type === "webhook" ? d.backend.secret : undefined)): Tool {
+  const validator = schemaValidator(def.input_schema);
+  const permission = def.permission ?? backendScope(def.backend.type);
+  const { $schema: _drop, ...inputSchema } = def.input_schema;
+  return {
+    name: def.name,
+    description: def.description,
+    summary: def.summary ?? def.description.slice(0, 1024),
+    category: def.backend.type === "plugin" ? "execute" : "web",
+    permission,
+    annotations: { title: def.annotations?.title ?? def.name, readOnlyHint: def.annotations?.readOnlyHint ?? false, destructiveHint: def.annotations?.destructiveHint ?? true, idempotentHint: def.annotations?.idempotentHint ?? false, openWorldHint: def.annotations?.openWorldHint ?? true },
+    input: z.object({}).passthrough(),
+    inputSchema,
+    output: CustomOutput,
+    // Arguments as models send them, the same rule as built-ins (lib/run/tool-args.ts), then the tenant's JSON Schema.
+    parseArgs: jsonSchemaArgumentParser(inputSchema, (cleaned) => validator.safeParse(cleaned), { label: def.name, hint: "GET /v1/tools shows its input_schema." }),
+    ...(def.backend.type === "plugin" ? { startReads: commandReads(false) } : {}),
+    async execute(args, ctx) {
+      if (def.backend.type === "plugin") {
+        const r = await callPlugin(def, def.backend, args, ctx);
+        if (r.is_error) throw new ToolError("TOOL_REPORTED_ERROR", r.text || `${def.name} reported an error.`, { content: r.content });
+        return { title: def.name, output: r.text, data: { content: r.content, ...(r.files_changed.length ? { files_changed: r.files_changed } : {}) } };
+      }
+      const secret = secretOf(def);
+      if (!secret) throw new ToolError("INTERNAL", `The ${def.name} webhook has no secret.`);
+      const r = await callWebhook(def, def.backend, secret, args, ctx);
+      if (r.is_error) throw new ToolError("TOOL_REPORTED_ERROR", r.text || `${def.name} reported an error.`);
+      return { title: def.name, output: r.text, data: { json: r.json } };
+    },
+  };
+}
+
+/**
+ * The tenant's custom tools as Tools (a definition that no longer builds is left out), from the
+ * isolate's cache (deps.customTools, made by createApp) for a few seconds: a tenant without custom
+ * tools costs one GET per isolate and TTL, not one per catalog, MCP or unknown-name request. A
+ * change through this isolate is seen at once (the routes forget the tenant); one through another
+ * isolate after at most the cache's TTL (5 s).
+ */
+export async function loadCustomTools(deps: AppDeps, tenant: string): Promise<readonly Tool[]> {
+  const load = async () => {
+    const { tools } = await readCustomTools(deps.storage, tenant);
+    return tools.flatMap((d) => {
+      try {
+        return [toCustomTool(d)];
+      } catch {
+        return [];
+      }
+    });
+  };
+  return deps.customTools ? deps.customTools.get(tenant, load) : load();
+}
+
+/**
+ * The ONE join of built-in and custom tools for a tenant: every door (catalog, formats, MCP,
+ * the tool route) asks this. A custom name equal to a built-in is dropped: built-ins always win.
+ */
+export async function toolsForTenant(deps: AppDeps, builtins: readonly Tool[], tenant: string): Promise<Tool[]> {
+  const taken = new Set(builtins.map((t) => t.name));
+  const custom = (await loadCustomTools(deps, tenant)).filter((t) => !taken.has(t.name));
+  return [...builtins, ...custom];
+}

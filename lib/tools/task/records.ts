@@ -1,0 +1,69 @@
+/**
+ * Task records: one JSON object per `task` run in the workspace's private area
+ * (x/tasks/<id>.json, lib/workspace/paths.ts taskKey), so another workspace or tenant cannot see it (NOT_FOUND).
+ * Written at the start of a background task, after each of its steps, and at the end (1 PUT each);
+ * a foreground task writes it once, at the end. Read: 1 GET.
+ * Records live RECORD_GRACE_MS (24 h) past their deadline: each new task sweeps (lib/storage/sweep.ts)
+ * up to 20 older ones, each deleted only if still the version read. Cost per task start: 1 LIST,
+ * plus ≤ 20 GETs + 1 DELETE when some record was last written more than 24 h ago.
+ */
+import { ToolError } from "../../shared/errors.js";
+import { randomId } from "../../shared/hash.js";
+import { internalPrefix, taskKey } from "../../workspace/paths.js";
+import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
+import type { StorageDriver } from "../../storage/types.js";
+
+export type TaskStatus = "running" | "completed" | "max_steps" | "failed";
+
+export interface TaskRecord {
+  task_id: string;
+  status: TaskStatus;
+  description?: string;
+  answer: string;
+  steps: number;
+  files_changed: string[];
+  /** The undo ids of the subagent's calls that changed files, in order (POST /v1/workspaces/{ws}/undo). */
+  call_ids: string[];
+  pending_ids: string[];
+  usage: { prompt_tokens: number; completion_tokens: number };
+  error?: { code: string; message: string };
+  created_at: string;
+  /** When the task's max_seconds is up: a record still `running` well past it was lost (its worker ended). */
+  deadline: string;
+}
+
+export interface TaskScope {
+  driver: StorageDriver;
+  tenant: string;
+  workspace: string;
+}
+
+/**
+ * Whether the sweep may delete it: its deadline (max_seconds after the start; every task has ended by
+ * then, a record still `running` after it was lost) lies more than the grace ago.
+ */
+export const isTaskSweepable = (r: TaskRecord, now: number, graceMs = RECORD_GRACE_MS) => {
+  const end = Date.parse(r.deadline);
+  return Number.isFinite(end) && end + graceMs <= now;
+};
+
+/** Deletes up to 20 task records of the workspace that ended more than 24 h before `now`; never throws. */
+export const sweepTasks = (s: TaskScope, now: number) =>
+  sweepRecords<TaskRecord>({ driver: s.driver, prefix: `${internalPrefix(s.tenant, s.workspace)}tasks/`, now, isStale: (r, at) => isTaskSweepable(r, at) });
+
+export const TASK_ID_PATTERN = /^task_[A-Za-z0-9]{16,32}$/;
+export const newTaskId = () => `task_${randomId(20)}`;
+
+export async function saveTask(s: TaskScope, rec: TaskRecord): Promise<void> {
+  await s.driver.put(taskKey(s.tenant, s.workspace, rec.task_id), JSON.stringify(rec), { contentType: "application/json" });
+}
+
+export async function loadTask(s: TaskScope, id: string): Promise<TaskRecord> {
+  const missing = () => new ToolError("NOT_FOUND", `No task ${id} in workspace ${s.workspace}. Use the task_id a task call of this workspace returned.`, { task_id: id });
+  if (!TASK_ID_PATTERN.test(id)) throw missing();
+  const got = await s.driver.get(taskKey(s.tenant, s.workspace, id));
+  if (!got) throw missing();
+  const rec = JSON.parse(await new Response(got.body).text()) as TaskRecord;
+  rec.call_ids ??= []; // records written before call_ids existed
+  return rec;
+}

@@ -1,0 +1,199 @@
+/**
+ * Canonical workspace paths. Every user-supplied path goes through normalizePath;
+ * every storage key is built by storageKey. Pure: no I/O, no node:path.
+ *
+ * Canonical form: NFC, no leading or trailing slash, no empty, "." or ".." segments.
+ * The root is "". `/a/b`, `a/b` and `./a//b/` all give "a/b".
+ */
+import { ToolError } from "../shared/errors.js";
+import { checkSessionId } from "./records.js";
+
+/** Longest canonical path, in UTF-8 bytes (S3/R2 keys stop at 1024; the prefix needs room). */
+export const MAX_PATH_BYTES = 768;
+/** Longest single name, in UTF-8 bytes (the common filesystem limit). */
+export const MAX_SEGMENT_BYTES = 255;
+
+const encoder = new TextEncoder();
+const byteLength = (s: string) => encoder.encode(s).length;
+
+function invalid(input: string, why: string): ToolError {
+  const shown = input.length > 120 ? `${input.slice(0, 117)}...` : input;
+  return new ToolError("INVALID_PATH", `Invalid path ${JSON.stringify(shown)}: ${why}.`, { path: shown, reason: why });
+}
+
+/** Returns the canonical workspace path of `input`, or throws INVALID_PATH. */
+export function normalizePath(input: unknown): string {
+  if (typeof input !== "string") throw invalid(String(input), "a path must be a string");
+  if (input.length > MAX_PATH_BYTES * 4) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
+  // Lone surrogates cannot be encoded as UTF-8 and would turn into U+FFFD: refuse them.
+  if (!input.isWellFormed()) throw invalid(input, "it is not well-formed Unicode");
+  // C0, DEL and C1 (the Unicode category Cc): NUL, newline, ESC, NEL ...
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(input)) throw invalid(input, "it contains a control character (NUL, newline, ...)");
+  if (input.includes("\\")) throw invalid(input, "use '/' to separate directories, not '\\'");
+  const nfc = input.normalize("NFC");
+  const out: string[] = [];
+  for (const segment of nfc.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") {
+      if (out.length === 0) throw invalid(input, "'..' would leave the workspace");
+      out.pop();
+      continue;
+    }
+    if (/^\.{3,}$/.test(segment)) throw invalid(input, "a name of only dots is not allowed");
+    if (byteLength(segment) > MAX_SEGMENT_BYTES) throw invalid(input, `a name is longer than ${MAX_SEGMENT_BYTES} bytes`);
+    out.push(segment);
+  }
+  const path = out.join("/");
+  if (byteLength(path) > MAX_PATH_BYTES) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
+  return path;
+}
+
+/** Like normalizePath, but the workspace root is refused (for files). */
+export function normalizeFilePath(input: unknown): string {
+  const path = normalizePath(input);
+  if (path === "") throw new ToolError("IS_DIRECTORY", "The workspace root is a directory, not a file. Give a file path such as src/index.ts.", { path: "/" });
+  return path;
+}
+
+export const parentOf = (path: string): string => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
+export const baseName = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
+export const joinPath = (dir: string, name: string): string => (dir === "" ? name : `${dir}/${name}`);
+/** All ancestors of a path, nearest first, root ("") excluded. */
+export function ancestorsOf(path: string): string[] {
+  const out: string[] = [];
+  for (let p = parentOf(path); p !== ""; p = parentOf(p)) out.push(p);
+  return out;
+}
+/** True when `path` is `dir` or lies below it. */
+export const isWithin = (path: string, dir: string): boolean => dir === "" || path === dir || path.startsWith(`${dir}/`);
+/** True for a path whose any segment starts with a dot. */
+export const isHidden = (path: string): boolean => path.split("/").some((s) => s.startsWith("."));
+
+/** Identifiers of tenants and workspaces: lower-case slugs, safe in keys and URLs. */
+export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/**
+ * Storage key layout; the only place keys are built. Tenant and workspace always come
+ * from the authenticated request (never from a body), and are checked against ID_PATTERN.
+ *   t/<tenant>/w/<ws>/meta.json      workspace record
+ *   t/<tenant>/w/<ws>/f/<path>       files
+ *   t/<tenant>/w/<ws>/f/<dir>/       an explicit directory: a zero-byte marker (dirMarkerKey)
+ *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, todo lists, ...), never listed as files
+ *   t/<tenant>/tenant.json           the tenant record
+ */
+export function workspacePrefix(tenant: string, workspace: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  if (!ID_PATTERN.test(workspace)) throw new ToolError("INVALID_ARGUMENT", `Bad workspace id ${JSON.stringify(workspace)}: use lower-case letters, digits, '-' and '_' (at most 63).`);
+  return `t/${tenant}/w/${workspace}/`;
+}
+export function tenantWorkspacesPrefix(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/w/`;
+}
+/** Every tenant lives below this prefix (t/<tenant>/...). */
+export const TENANTS_PREFIX = "t/";
+export function tenantRecordKey(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/tenant.json`;
+}
+/** A tenant's custom tool definitions, one object (lib/tools/custom/store.ts). */
+export function customToolsKey(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/custom-tools.json`;
+}
+export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
+export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
+/** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/exec/modes.ts). */
+export const modesKey = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}modes.json`;
+/** Unfinished directory moves: t/<tenant>/w/<ws>/x/moves/<sha-256 of from and to>.json (lib/workspace/move-journal.ts). */
+export const moveJournalPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}moves/`;
+export function moveJournalKey(tenant: string, workspace: string, id: string): string {
+  if (!/^[0-9a-f]{64}$/.test(id)) throw new ToolError("INTERNAL", "Bad move journal id.");
+  return `${moveJournalPrefix(tenant, workspace)}${id}.json`;
+}
+/** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/exec/runs.ts. */
+export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
+/** A run's record: t/<tenant>/w/<ws>/x/runs/<run id>/ (claim, result, output chunks, kill flag). */
+export function runPrefix(tenant: string, workspace: string, runId: string): string {
+  if (!RUN_ID_PATTERN.test(runId)) throw new ToolError("INTERNAL", "Bad run id.");
+  return `${internalPrefix(tenant, workspace)}runs/${runId}/`;
+}
+/** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/tools/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
+/** A `task` subagent run's record (functions/task.ts). */
+export const taskKey = (tenant: string, workspace: string, id: string): string => `${internalPrefix(tenant, workspace)}tasks/${id}.json`;
+
+export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
+export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
+/** Full outputs of cut commands, outside the workspace's files (lib/exec/output-logs.ts): t/<tenant>/w/<ws>/x/outputs/<name>. */
+export const outputLogsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}outputs/`;
+/** A full output's name: <UTC time to the millisecond>-<run id>.log (sorts by time). */
+export const OUTPUT_LOG_NAME = /^\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
+/** A session's shell state (cwd, kept variables and functions): t/<tenant>/w/<ws>/x/shells/<session>.json (lib/exec/shell-session.ts); the session id is checked. */
+export const shellKey = (tenant: string, workspace: string, session: string): string => `${internalPrefix(tenant, workspace)}shells/${checkSessionId(session)}.json`;
+/** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts). */
+export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
+/** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */
+export const pendingPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}pending/`;
+export function pendingKey(tenant: string, workspace: string, id: string): string {
+  if (!PENDING_ID_PATTERN.test(id)) throw new ToolError("NOT_FOUND", `No pending call ${JSON.stringify(id.slice(0, 40))} in this workspace. List them with GET /v1/workspaces/{ws}/pending.`, { pending_id: id.slice(0, 40) });
+  return `${pendingPrefix(tenant, workspace)}${id}.json`;
+}
+/**
+ * The storage key of a canonical workspace path (the root maps to the files prefix itself).
+ * A path that is not canonical is refused, so a caller that skipped normalizePath cannot build
+ * a key with "..", "//" or unnormalized Unicode (some HTTP layers resolve dot segments in S3 URLs).
+ */
+export function fileKey(tenant: string, workspace: string, canonicalPath: string): string {
+  const prefix = filesPrefix(tenant, workspace);
+  if (normalizePath(canonicalPath) !== canonicalPath) throw invalid(canonicalPath, "it is not a canonical workspace path (normalize it first)");
+  return prefix + canonicalPath;
+}
+
+/**
+ * Explicit directories: a zero-byte marker object at the directory's key plus "/" (the S3
+ * "folder" convention). With a "/" delimiter it rolls up into its parent's listing like any
+ * directory; in a flat listing it is the one kind of key that ends with "/". Directories implied
+ * by the files below them need none. Only the Workspace reads markers (as directory entries).
+ */
+export const DIR_MARKER_SUFFIX = "/";
+/** The marker key of a canonical directory path (never the root, which always exists). */
+export function dirMarkerKey(tenant: string, workspace: string, canonicalDir: string): string {
+  if (canonicalDir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it.", { path: "/" });
+  return fileKey(tenant, workspace, canonicalDir) + DIR_MARKER_SUFFIX;
+}
+/** True for a storage key (or a path relative to the files prefix) that is a directory marker. */
+export const isDirMarker = (keyOrRel: string): boolean => keyOrRel.endsWith(DIR_MARKER_SUFFIX);
+/** The canonical directory path of a marker given relative to the files prefix ("a/b/" → "a/b"). */
+export const markerDir = (rel: string): string => rel.slice(0, -DIR_MARKER_SUFFIX.length);
+
+/**
+ * Layers (lib/layers/): immutable packs and manifests, shared by a workspace and its forks, so
+ * kept per tenant; ids are random (LAYER_ID_PATTERN), never from a request body unchecked.
+ *   t/<tenant>/packs/<id>                       concatenated file contents (≤ ~8 MB)
+ *   t/<tenant>/manifests/<id>                   sorted entries: path, etag, size, modified, pack, offset
+ *   t/<tenant>/w/<ws>/x/checkpoints/<id>.json   a checkpoint of a workspace (name, manifest, time)
+ */
+export const LAYER_ID_PATTERN = /^[a-z0-9]{8,40}$/;
+function layerId(id: string): string {
+  if (!LAYER_ID_PATTERN.test(id)) throw new ToolError("NOT_FOUND", `No such checkpoint or layer: ${JSON.stringify(id)}. List checkpoints with GET /v1/workspaces/{ws}/checkpoints.`, { id });
+  return id;
+}
+export function packKey(tenant: string, id: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/packs/${layerId(id)}`;
+}
+export function manifestKey(tenant: string, id: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/manifests/${layerId(id)}`;
+}
+export const checkpointsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}checkpoints/`;
+export const checkpointKey = (tenant: string, workspace: string, id: string): string => `${checkpointsPrefix(tenant, workspace)}${layerId(id)}.json`;
+/** The workspace record (layer pointer included): t/<tenant>/w/<ws>/meta.json. */
+export const workspaceMetaKey = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}meta.json`;
+/** The tenant and workspace whose record `key` is (workspaceMetaKey's inverse), or null for any other key. */
+export function workspaceOfMetaKey(key: string): { tenant: string; workspace: string } | null {
+  const m = /^t\/([^/]+)\/w\/([^/]+)\/meta\.json$/.exec(key);
+  if (!m || !ID_PATTERN.test(m[1]!) || !ID_PATTERN.test(m[2]!)) return null;
+  return { tenant: m[1]!, workspace: m[2]! };
+}

@@ -1,0 +1,169 @@
+/**
+ * Per-session file records: "this session has read this file, at this version".
+ * Records are hints for the agent (NOT_READ, FILE_MODIFIED before any write is tried);
+ * the real lost-update guard is the conditional write. KV is eventually consistent.
+ */
+import { ToolError } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import type { IsolateCache } from "../shared/isolate-cache.js";
+import type { KeyValueStore } from "../storage/types.js";
+
+export interface FileRecord {
+  etag: string;
+  /** Epoch ms of the read (or of our own write). */
+  at: number;
+}
+
+/** Records expire after a week without use. */
+const RECORD_TTL_SECONDS = 7 * 24 * 3600;
+const SESSION_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function checkSessionId(session: string): string {
+  if (!SESSION_PATTERN.test(session)) {
+    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -", { session: session.slice(0, 140) });
+  }
+  return session;
+}
+
+/**
+ * What this isolate last saw a record hold in KV (it read it, or wrote it), for a few seconds
+ * (createApp's, AppDeps.records; keyed by tenant/workspace, session and path). It is only ever used
+ * to CONFIRM: "this session read this version" is a fact once seen, so a known record equal to the
+ * file's current etag answers without a KV read (a re-read writes nothing; write and edit pass the
+ * read-before-write check). Anything else (no entry, another etag) asks KV as before: a stale entry
+ * can never refuse a call. What it can do: a re-read in this isolate skips the record's write while
+ * another isolate of the same session wrote another version of it meanwhile; that session's next
+ * write elsewhere may get FILE_MODIFIED until the entry expires (KV's own caching at the edge, up to
+ * 60 s, allows the same); the conditional write stays the guard (DESIGN invariant 2).
+ */
+export type KnownRecords = IsolateCache<FileRecord>;
+/** How long a seen record is known (createApp's cache). */
+export const KNOWN_RECORDS_TTL_MS = 10_000;
+
+export class RecordStore {
+  constructor(
+    private readonly kv: KeyValueStore,
+    private readonly scope: string,
+    readonly session: string,
+    private readonly knownRecords?: KnownRecords,
+  ) {}
+
+  private knownKey(path: string): string {
+    return `${this.scope}/${this.session}/${path}`;
+  }
+
+  /** The record as this isolate last saw it in KV within the cache's TTL (see KnownRecords), or undefined. */
+  known(path: string): FileRecord | undefined {
+    return this.knownRecords?.peek(this.knownKey(path));
+  }
+
+  private async key(path: string): Promise<string> {
+    // KV keys stop at 512 bytes; paths may be longer, so they are hashed.
+    return `rec/${this.scope}/${this.session}/${(await sha256Hex(path)).slice(0, 40)}`;
+  }
+
+  private ownKey(path: string): string {
+    return `${this.knownKey(path)}\u0000own`;
+  }
+
+  /**
+   * The session wrote `path` at `etag` through this isolate: its next change of the file will most
+   * likely find that version, whose writer is the session, and need no record (prefetch skips it).
+   * Kept apart from the known records, which say only what KV holds.
+   */
+  notedOwnWrite(path: string, etag: string): void {
+    this.knownRecords?.set(this.ownKey(path), { etag, at: Date.now() });
+  }
+
+  /** Reads started early (prefetch), each taken by the next get of its path. */
+  private readonly early = new Map<string, Promise<FileRecord | null>>();
+
+  /**
+   * Starts reading the record of `path` now, so the KV read runs beside the call's storage
+   * reads instead of after them; the next get(path) takes it. A set(path) drops it.
+   */
+  prefetch(path: string): void {
+    // A known record answers a re-read of the same version; a changed file writes without reading.
+    // A version this session just wrote here needs none either (the object names its writer);
+    // should the file have changed since, the check reads the record then (get), one step later.
+    if (this.early.has(path) || this.known(path) || this.knownRecords?.peek(this.ownKey(path))) return;
+    const p = this.load(path);
+    p.catch(() => {}); // a failure surfaces in the get that takes it
+    this.early.set(path, p);
+  }
+
+  async get(path: string): Promise<FileRecord | null> {
+    const early = this.early.get(path);
+    if (early) {
+      this.early.delete(path);
+      return early;
+    }
+    return this.load(path);
+  }
+
+  private async load(path: string, learn = true): Promise<FileRecord | null> {
+    const raw = await this.kv.get(await this.key(path));
+    const rec = raw ? (JSON.parse(raw) as FileRecord) : null;
+    if (rec && learn) this.knownRecords?.set(this.knownKey(path), rec);
+    return rec;
+  }
+
+  /** Whether this store has an isolate's known records (recordSoon needs them). */
+  get knowsRecords(): boolean {
+    return this.knownRecords !== undefined;
+  }
+
+  /**
+   * Records that the session read `path` at `etag` with nothing left on the call's path (Workers'
+   * waitUntil): this isolate knows the record at once (as `set` with `later`: the read it records has
+   * been answered), and after the answer KV is read (the prefetched read, when one was started) and
+   * written only if it holds another version or one older than `refreshMs`. The read of KV does not
+   * teach the known records (they already hold this version). A failed write forgets it again.
+   */
+  recordSoon(path: string, etag: string, later: (p: Promise<unknown>) => void, refreshMs: number): void {
+    const rec: FileRecord = { etag, at: Date.now() };
+    const early = this.early.get(path);
+    this.early.delete(path);
+    this.knowNowWriteLater(path, rec, later, async () => {
+      const held = early ? await early : await this.load(path, false);
+      if (held?.etag === etag && Date.now() - held.at < refreshMs) return;
+      await this.write(path, rec);
+    });
+  }
+
+  /** `rec` is known here at once; `write` (its KV write, after any check) runs after the answer, and a failure forgets it again. */
+  private knowNowWriteLater(path: string, rec: FileRecord, later: (p: Promise<unknown>) => void, write: () => Promise<void>): void {
+    const known = this.knownKey(path);
+    this.knownRecords?.set(known, rec);
+    later(
+      write().catch((e) => {
+        if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
+        console.warn("session record write failed", e);
+      }),
+    );
+  }
+
+  private async write(path: string, rec: FileRecord): Promise<void> {
+    await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
+  }
+
+  /**
+   * Records that the session read `path` at `etag`. With `later` (Workers' waitUntil) the KV write
+   * goes after the answer and this isolate knows the record at once: the read it records has been
+   * answered, so "this session read this version" is already a fact here; another isolate sees it
+   * once KV has it (it would wait for KV's propagation anyway). A failed write forgets it again.
+   * Without `later`: unknown while the write is under way, known once KV took it.
+   */
+  async set(path: string, etag: string, later?: (p: Promise<unknown>) => void): Promise<void> {
+    this.early.delete(path);
+    const rec: FileRecord = { etag, at: Date.now() };
+    if (later && this.knownRecords) return this.knowNowWriteLater(path, rec, later, () => this.write(path, rec));
+    const known = this.knownKey(path);
+    this.knownRecords?.forget(known);
+    await this.write(path, rec);
+    this.knownRecords?.set(known, rec);
+  }
+}
+
+/** The records of `session` in a tenant's workspace (the scope tool calls use). */
+export const sessionRecords = (kv: KeyValueStore, tenant: string, wsId: string, session: string, known?: KnownRecords): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, session, known);

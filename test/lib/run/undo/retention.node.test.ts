@@ -1,0 +1,63 @@
+/** Undo retention (lib/run/undo/retention.ts) through UndoJournal.commit over real (memory) storage. */
+import { describe, expect, it } from "vitest";
+import { newStamp, sessionUndoPrefix, UndoJournal } from "../../../../lib/run/undo/journal.js";
+import { RETAIN_CALLS } from "../../../../lib/run/undo/retention.js";
+import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
+
+type Storage = ReturnType<typeof memoryDriver>;
+
+/** One committed call in `session` that created `path`, stamped at `at`; prunes when `prune`. */
+async function commitCall(storage: Storage, session: string, path: string, at: number, prune = false): Promise<string> {
+  const j = new UndoJournal(storage, "acme", "main", session, newStamp(at));
+  j.pruneEvery = prune ? 1 : 0;
+  await j.capture(storage, `files/${path}`, path, null);
+  j.landed(path, `etag-${path}`);
+  return (await j.commit())!;
+}
+
+async function stampsOf(storage: Storage, session: string): Promise<string[]> {
+  const prefix = sessionUndoPrefix("acme", "main", session);
+  const out = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of page.objects) out.add(o.key.slice(prefix.length).split("/")[0]!);
+    cursor = page.cursor;
+  } while (cursor);
+  return [...out].sort();
+}
+
+describe("undo retention", () => {
+  it(`keeps a session's newest ${RETAIN_CALLS} calls (records, blobs and claims of older ones deleted); other sessions untouched`, async () => {
+    const storage = memoryDriver();
+    const now = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < RETAIN_CALLS + 4; i++) ids.push(await commitCall(storage, "s1", `f${i}.txt`, now - (RETAIN_CALLS + 10 - i) * 1000));
+    // An old call's blob and claim go with it.
+    const oldest = ids[0]!.split("~")[1]!;
+    await storage.put(`${sessionUndoPrefix("acme", "main", "s1")}${oldest}/b-x`, "bytes");
+    await storage.put(`${sessionUndoPrefix("acme", "main", "s1")}${oldest}/undone`, "{}");
+    await commitCall(storage, "s2", "other.txt", now - 1000);
+    expect((await stampsOf(storage, "s1")).length).toBe(RETAIN_CALLS + 4);
+    const last = await commitCall(storage, "s1", "last.txt", now, true);
+    const left = await stampsOf(storage, "s1");
+    expect(left.length).toBe(RETAIN_CALLS);
+    expect(left[0]).toBe(last.split("~")[1]);
+    // The 5 oldest are gone (104 + 1 committed, 100 kept), every object under them.
+    for (const id of ids.slice(0, 5)) expect(left).not.toContain(id.split("~")[1]);
+    expect(left).toContain(ids[5]!.split("~")[1]);
+    expect((await storage.list({ prefix: `${sessionUndoPrefix("acme", "main", "s1")}${oldest}/` })).objects).toEqual([]);
+    expect((await stampsOf(storage, "s2")).length).toBe(1);
+  });
+
+  it("drops calls older than 24 h even when the session has fewer than the count", async () => {
+    const storage = memoryDriver();
+    const now = Date.now();
+    const old = await commitCall(storage, "s1", "old.txt", now - 25 * 3600 * 1000);
+    const recent = await commitCall(storage, "s1", "recent.txt", now - 23 * 3600 * 1000);
+    const last = await commitCall(storage, "s1", "last.txt", now, true);
+    const left = await stampsOf(storage, "s1");
+    expect(left).toEqual([last, recent].map((id) => id.split("~")[1]).sort());
+    expect(left).not.toContain(old.split("~")[1]);
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { byteLength, bytesEqual, decodeBase64, encodeBase64, lineEnding, looksBinary, sniffType, visibleWhitespace } from "../../../lib/shared/text.js";
+
+const enc = new TextEncoder();
+const bytes = (...b: number[]) => new Uint8Array(b);
+
+describe("looksBinary", () => {
+  it("text is text", () => {
+    expect(looksBinary(enc.encode("hello\nworld\n"), true)).toBe(false);
+    expect(looksBinary(enc.encode("héllo 日本 😀\r\n"), true)).toBe(false);
+    expect(looksBinary(new Uint8Array(0), true)).toBe(false);
+  });
+
+  it("a NUL byte is binary, wherever it is", () => {
+    expect(looksBinary(bytes(0x61, 0x00, 0x62), true)).toBe(true);
+    expect(looksBinary(bytes(0x61, 0x62, 0x00), false)).toBe(true);
+  });
+
+  it("invalid UTF-8 is binary", () => {
+    expect(looksBinary(bytes(0x61, 0xff, 0x62), true)).toBe(true);
+    expect(looksBinary(bytes(0xc3, 0x28), true)).toBe(true); // bad continuation
+    expect(looksBinary(bytes(0x61, 0x80, 0x62), false)).toBe(true); // stray continuation
+    expect(looksBinary(bytes(0x61, 0x62, 0x80), false)).toBe(true); // stray continuation at the end
+    expect(looksBinary(bytes(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a), true)).toBe(true); // PNG signature
+  });
+
+  it("a multi-byte character cut at the end of an incomplete sample is not binary", () => {
+    for (const ch of ["é", "日", "😀"]) {
+      const full = enc.encode(`abc${ch}`);
+      for (let cut = 1; cut < enc.encode(ch).length; cut++) {
+        const sample = full.subarray(0, 3 + cut);
+        expect(looksBinary(sample, false), `${ch} cut after ${cut}`).toBe(false);
+        // The same bytes as a whole file are invalid UTF-8.
+        expect(looksBinary(sample, true), `${ch} cut after ${cut}, complete`).toBe(true);
+      }
+      // A complete character at the end is fine either way.
+      expect(looksBinary(full, false)).toBe(false);
+      expect(looksBinary(full, true)).toBe(false);
+    }
+  });
+
+  it("an 8 KB sample cut inside a character, as read takes it", () => {
+    const text = "a".repeat(8191) + "😀".repeat(10);
+    const sample = enc.encode(text).subarray(0, 8192 + 2); // 1 byte of 'a' run left + half an emoji
+    expect(looksBinary(enc.encode(text).subarray(0, 8192), false)).toBe(false);
+    expect(looksBinary(sample, false)).toBe(false);
+  });
+});
+
+describe("sniffType", () => {
+  it("knows common signatures", () => {
+    expect(sniffType(bytes(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a))).toBe("image/png");
+    expect(sniffType(bytes(0xff, 0xd8, 0xff, 0xe0))).toBe("image/jpeg");
+    expect(sniffType(enc.encode("%PDF-1.7"))).toBe("application/pdf");
+    expect(sniffType(bytes(0x50, 0x4b, 0x03, 0x04, 0x14))).toBe("application/zip");
+    expect(sniffType(bytes(0x1f, 0x8b, 0x08))).toBe("application/gzip");
+    expect(sniffType(bytes(0x7f, 0x45, 0x4c, 0x46))).toBe("application/x-elf");
+    expect(sniffType(bytes(0x00, 0x61, 0x73, 0x6d))).toBe("application/wasm");
+    expect(sniffType(bytes(0x00, 0x01, 0x02))).toBe("application/octet-stream");
+    expect(sniffType(bytes(0x89))).toBe("application/octet-stream"); // too short for PNG
+  });
+});
+
+describe("lineEnding", () => {
+  it("tells lf, crlf, mixed and none apart", () => {
+    expect(lineEnding("a\nb\n")).toBe("lf");
+    expect(lineEnding("a\r\nb\r\n")).toBe("crlf");
+    expect(lineEnding("a\r\nb")).toBe("crlf");
+    expect(lineEnding("a\r\nb\nc")).toBe("mixed");
+    expect(lineEnding("abc")).toBe("none");
+    expect(lineEnding("")).toBe("none");
+    expect(lineEnding("a\rb")).toBe("none"); // a lone CR is not a line ending here
+  });
+});
+
+describe("base64", () => {
+  it("round-trips every byte value", () => {
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const b64 = encodeBase64(all);
+    expect(b64).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    expect(bytesEqual(decodeBase64(b64)!, all)).toBe(true);
+  });
+
+  it("round-trips data larger than one encoding chunk", () => {
+    const big = Uint8Array.from({ length: 100_003 }, (_, i) => (i * 31 + 7) & 0xff);
+    const back = decodeBase64(encodeBase64(big));
+    expect(back).not.toBeNull();
+    expect(bytesEqual(back!, big)).toBe(true);
+  });
+
+  it("decodes known values, padding optional, whitespace ignored", () => {
+    expect(Array.from(decodeBase64("aGk=")!)).toEqual([0x68, 0x69]);
+    expect(Array.from(decodeBase64("aGk")!)).toEqual([0x68, 0x69]);
+    expect(Array.from(decodeBase64("aG\nk=\n")!)).toEqual([0x68, 0x69]);
+    expect(decodeBase64("")!.length).toBe(0);
+    expect(encodeBase64(new Uint8Array(0))).toBe("");
+    expect(encodeBase64(enc.encode("hi"))).toBe("aGk=");
+  });
+
+  it("refuses what is not base64", () => {
+    expect(decodeBase64("not base64!")).toBeNull();
+    expect(decodeBase64("aGk=aGk=")).toBeNull(); // padding in the middle
+    expect(decodeBase64("abcde")).toBeNull(); // length 1 mod 4
+    expect(decodeBase64("aGk===")).toBeNull();
+    expect(decodeBase64("aGk-")).toBeNull(); // base64url is not base64
+  });
+});
+
+describe("small helpers", () => {
+  it("visibleWhitespace shows spaces, tabs and CRs", () => {
+    expect(visibleWhitespace("\tif (a) {\r")).toBe("→if·(a)·{␍");
+  });
+  it("byteLength counts UTF-8 bytes", () => {
+    expect(byteLength("aé日😀")).toBe(1 + 2 + 3 + 4);
+  });
+  it("bytesEqual", () => {
+    expect(bytesEqual(bytes(1, 2), bytes(1, 2))).toBe(true);
+    expect(bytesEqual(bytes(1, 2), bytes(1, 3))).toBe(false);
+    expect(bytesEqual(bytes(1, 2), bytes(1, 2, 3))).toBe(false);
+  });
+});
