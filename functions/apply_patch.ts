@@ -5,7 +5,7 @@ import { applyHunks, type AppliedHunk } from "../lib/tools/patch/apply.js";
 import { parsePatch, type FileOp } from "../lib/tools/patch/parse.js";
 import { normalizeFilePath } from "../lib/workspace/paths.js";
 import { utf8 } from "../lib/shared/text.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { commitBatch, type FileStep } from "../lib/workspace/file-batch.js";
 import { loadText, MAX_EDIT_BYTES } from "../lib/workspace/text-file.js";
 import type { Workspace } from "../lib/workspace/workspace.js";

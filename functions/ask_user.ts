@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { outcomeOrThrow } from "../lib/run/pending/outcome.js";
 import { createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitForAnswer, waitingError } from "../lib/run/pending/store.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 
 /** How long a question put to an MCP client holds the call for the answer (deps.pending.askWaitMs). */
 export const DEFAULT_ASK_WAIT_MS = 45_000;

@@ -6,8 +6,8 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
-import { CommandResult } from "../lib/run/tool-output.js";
+import { defineTool } from "../lib/contract/tool.js";
+import { CommandResult } from "../lib/contract/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by bash in the workspace. python3, node and git are installed.

@@ -3,9 +3,9 @@ import { KEEP_OUTPUT_LOGS, OUTPUT_LOG_DAYS, readOutputLog } from "../lib/exec/ou
 import { pollTask } from "../lib/exec/tasks.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { commandData, MAX_COMMAND_OUTPUT, runCallId, writeBackNotes } from "../lib/exec/tool-support.js";
-import { cutText } from "../lib/run/output-cut.js";
-import { defineTool } from "../lib/run/tool.js";
-import { CommandResult } from "../lib/run/tool-output.js";
+import { cutText } from "../lib/contract/output-cut.js";
+import { defineTool } from "../lib/contract/tool.js";
+import { CommandResult } from "../lib/contract/tool-output.js";
 
 const description = `Read a background task's output since the last call, and its status; or the full output of a command whose output was cut.
 - task_id: from bash with run_in_background: true.

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { describeTransfer, MAX_TRANSFER_FILES, transfer } from "../lib/workspace/transfer.js";
-import { TransferOutput } from "../lib/run/tool-output.js";
+import { TransferOutput } from "../lib/contract/tool-output.js";
 
 const description = `Copy a file or a whole directory (byte for byte, binary files included).
 - from: the file or directory to copy. to: the path of the copy. Like cp -r: if to is an existing directory, or ends with "/", the copy goes inside it (to: "backup/" copies src/a.ts to backup/a.ts).

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { linksBelow, readLinks, saveLinks } from "../lib/workspace/links.js";
 
 /** Most files one recursive delete removes; the rest waits for the next call. */

@@ -4,9 +4,9 @@ import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs
 import { namesHidden } from "../lib/search/ignore.js";
 import { listingStatus, requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
-import { statusReporter } from "../lib/run/progress.js";
-import { defineTool } from "../lib/run/tool.js";
-import { Paging, SkippedReport } from "../lib/run/tool-output.js";
+import { statusReporter } from "../lib/contract/progress.js";
+import { defineTool } from "../lib/contract/tool.js";
+import { Paging, SkippedReport } from "../lib/contract/tool-output.js";
 
 const DEFAULT_LIMIT = 100;
 

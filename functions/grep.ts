@@ -8,9 +8,9 @@ import type { Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
-import { statusReporter } from "../lib/run/progress.js";
-import { defineTool } from "../lib/run/tool.js";
-import { SkippedReport } from "../lib/run/tool-output.js";
+import { statusReporter } from "../lib/contract/progress.js";
+import { defineTool } from "../lib/contract/tool.js";
+import { SkippedReport } from "../lib/contract/tool-output.js";
 
 const DEFAULT_LIMIT = 100;
 const MAX_CONTEXT = 20;

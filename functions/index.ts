@@ -1,5 +1,5 @@
 /** The explicit list of tools: the registry is data. */
-import type { Tool } from "../lib/run/tool.js";
+import type { Tool } from "../lib/contract/tool.js";
 import apply_patch from "./apply_patch.js";
 import ask_user from "./ask_user.js";
 import bash from "./bash.js";

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
 import { insertLines } from "../lib/tools/patch/apply.js";
 import { normalizeFilePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
 const description = `Insert lines into a file after a given line number.

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { killTask } from "../lib/exec/tasks.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 
 const description = `Stop a background task started by bash with run_in_background: true. Every process of the task is killed and its file changes are not written back.
 - task_id: the task's id. An unknown task_id gives NOT_FOUND.

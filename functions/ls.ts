@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib/workspace/paths.js";
 import { decodeBase64, encodeBase64, utf8 } from "../lib/shared/text.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { openJournals, unfinishedMoveNotes } from "../lib/workspace/move-journal.js";
 import { linksBelow, readLinks } from "../lib/workspace/links.js";
 import { compareKeys, type ScanItem } from "../lib/workspace/workspace.js";

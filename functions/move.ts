@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { describeTransfer, MAX_TRANSFER_FILES, transfer } from "../lib/workspace/transfer.js";
-import { TransferOutput } from "../lib/run/tool-output.js";
+import { TransferOutput } from "../lib/contract/tool-output.js";
 
 const description = `Move or rename a file or a whole directory.
 - from: the file or directory to move. to: its new path. Like mv: if to is an existing directory, or ends with "/", the source goes inside it (to: "lib/" moves src/a.ts to lib/a.ts).

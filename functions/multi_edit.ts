@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
 import { isToolError, ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
 const description = `Make several exact replacements in one file, in order, all or nothing.

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { heldCallResult } from "../lib/run/pending/outcome.js";
 import { MAX_PENDING_WAIT_S, waitForAnswer } from "../lib/run/pending/store.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 
 const description = `Get the outcome of a call that waited for a human: an ask_user question, or a call held for approval (answered NEEDS_INPUT / NEEDS_APPROVAL with a pending_id). Nothing runs again.
 - pending_id: the pending_id of that answer. wait_seconds: how long to wait for the human (default: 0, at most ${MAX_PENDING_WAIT_S}).

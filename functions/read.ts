@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
 import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
 import { recordingChunks } from "../lib/workspace/chunks.js";

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
-import { defineTool } from "../lib/run/tool.js";
-import { OutputCutInfo } from "../lib/run/tool-output.js";
+import { defineTool } from "../lib/contract/tool.js";
+import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
 const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
 - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).

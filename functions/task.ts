@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError, isToolError } from "../lib/shared/errors.js";
 import { toToolError } from "../lib/api/http.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { runSubagent } from "../lib/tools/task/loop.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
 import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/tools/task/records.js";

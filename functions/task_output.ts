@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { loadTask, type TaskRecord } from "../lib/tools/task/records.js";
 import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
 

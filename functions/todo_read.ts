@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { todoScope } from "../lib/tools/todos/context.js";
 import { countTodos, renderTodos } from "../lib/tools/todos/schema.js";
 import { readTodos } from "../lib/tools/todos/store.js";
-import { TodoItemOut, TodoCountsOut } from "../lib/run/tool-output.js";
+import { TodoItemOut, TodoCountsOut } from "../lib/contract/tool-output.js";
 
 const description = `Read the todo list of this session (the one todo_write keeps), to check progress or before updating it. Takes no arguments.
 - An empty list means todo_write was not called yet in this session (X-Session-Id), or the list was cleared.

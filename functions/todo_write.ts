@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { todoScope } from "../lib/tools/todos/context.js";
 import { countTodos, renderTodos, TODO_LIMITS, TodoListSchema } from "../lib/tools/todos/schema.js";
 import { writeTodos } from "../lib/tools/todos/store.js";
-import { TodoCountsOut } from "../lib/run/tool-output.js";
+import { TodoCountsOut } from "../lib/contract/tool-output.js";
 
 const description = `Create and update the todo list of this session: plan multi-step work, track progress, and show the user what is being done. Each call replaces the whole list.
 - Use it for work of 3 or more steps, or when the user asks for several things; skip it for one trivial step.

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { sizeText, statusReporter } from "../lib/run/progress.js";
-import { defineTool, MAX_OUTPUT_CHARS } from "../lib/run/tool.js";
+import { sizeText, statusReporter } from "../lib/contract/progress.js";
+import { defineTool, MAX_OUTPUT_CHARS } from "../lib/contract/tool.js";
 import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/tools/web/content.js";
 import { guardedFetch, readBounded, timeoutError } from "../lib/tools/web/fetch.js";
 import { webAccess } from "../lib/tools/web/transport.js";

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { SEARCH_SETUP_HINT } from "../lib/tools/web/search/from-env.js";
 import type { SearchResult } from "../lib/tools/web/search/types.js";
 import { DomainList, loadTenantPolicy, matchesAny } from "../lib/tools/web/policy.js";

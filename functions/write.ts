@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/workspace/paths.js";
-import { defineTool } from "../lib/run/tool.js";
+import { defineTool } from "../lib/contract/tool.js";
 import { bytesEqual, decodeBase64, utf8 } from "../lib/shared/text.js";
 
 /** Largest content one write takes (the request body carries it). */

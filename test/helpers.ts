@@ -7,7 +7,7 @@ import { randomId } from "../lib/shared/hash.js";
 import { searchIndexer } from "../lib/search/indexer.js";
 import { r2Driver } from "../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../lib/storage/kv-workers.js";
-import type { Tool } from "../lib/run/tool.js";
+import type { Tool } from "../lib/contract/tool.js";
 import { checkOutputs } from "./support/output-check.js";
 
 export const ADMIN = "test-admin-token";

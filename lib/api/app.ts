@@ -34,7 +34,7 @@ import { customToolsApp } from "./routes/custom-tools.js";
 import { mcpApp } from "../doors/mcp.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
-import type { Tool } from "../run/tool.js";
+import type { Tool } from "../contract/tool.js";
 
 export const API_VERSION = "0.1.0";
 

@@ -16,7 +16,7 @@ import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { WebFetchDeps } from "../tools/web/transport.js";
 import type { SearchProvider } from "../tools/web/search/types.js";
-import type { Tool } from "../run/tool.js";
+import type { Tool } from "../contract/tool.js";
 
 export interface UsageRecord {
   tenant: string;
@@ -57,7 +57,7 @@ export interface AppDeps {
   archiveLimits?: Partial<ArchiveLimits>;
   /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
   searchLimits?: Partial<SearchLimits>;
-  /** Status progress (grep, glob, find, web_fetch: lib/run/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
+  /** Status progress (grep, glob, find, web_fetch: lib/contract/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
   progress?: { intervalMs?: number };
   /** The transport of web_fetch, webhooks and the model endpoint (lib/tools/web/transport.ts; default: names refused). allowLoopback is for tests only. */
   webFetch?: WebFetchDeps;

@@ -31,7 +31,7 @@ export type ToolResult<N extends ToolName> = ToolOperation<N>["responses"][200][
 export type ToolData<N extends ToolName> = ToolResult<N>["data"];
 export type Workspace = components["schemas"]["Workspace"];
 type CreateWorkspaceBody = NonNullable<paths["/v1/workspaces"]["post"]["requestBody"]>["content"]["application/json"];
-/** What a streaming tool reports while it runs (lib/run/tool.ts ProgressEvent; "merged": stdout and stderr in arrival order). */
+/** What a streaming tool reports while it runs (lib/contract/tool.ts ProgressEvent; "merged": stdout and stderr in arrival order). */
 export type ProgressEvent =
   | { kind: "output"; stream: "stdout" | "stderr" | "merged"; text: string }
   | { kind: "status"; message: string; done?: number; total?: number };

@@ -1,9 +1,9 @@
 /**
  * GET /v1/tools?format=openai|anthropic|mcp: the tool catalog in each provider's own shape, made
- * from the tool's metadata (lib/run/tool.ts) so no client needs a converter.
+ * from the tool's metadata (lib/contract/tool.ts) so no client needs a converter.
  *
  *   openai     function tools in strict mode: every property required (optional ones nullable,
- *              which lib/run/tool-args.ts reads as absent), additionalProperties: false at every
+ *              which lib/contract/tool-args.ts reads as absent), additionalProperties: false at every
  *              object level, only the keywords strict mode supports (the rest is said in the
  *              property's description), description = the tool's summary (<= 1,024 characters).
  *              An optional argument whose value is an open map (run_code env, web_fetch
@@ -11,7 +11,7 @@
  *   anthropic  { name, description, input_schema } (the long description).
  *   mcp        { name, title, description, inputSchema, outputSchema, annotations }.
  */
-import { inputJsonSchema, outputJsonSchema, type Tool } from "../run/tool.js";
+import { inputJsonSchema, outputJsonSchema, type Tool } from "../contract/tool.js";
 
 export const TOOL_FORMATS = ["toolshed", "openai", "anthropic", "mcp"] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];

@@ -27,7 +27,7 @@ import { randomId } from "../shared/hash.js";
 import { toToolError } from "../api/http.js";
 import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
 import { loadPending } from "../run/pending/store.js";
-import type { HumanQuestion } from "../run/tool.js";
+import type { HumanQuestion } from "../contract/tool.js";
 
 /** The Mcp-Session-Id of a client that answers form elicitation. */
 const ASK_SESSION_PREFIX = "ask-";

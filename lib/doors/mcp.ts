@@ -31,13 +31,13 @@ import { backgroundOf, newApp } from "../api/routes/common.js";
 import { usableTools } from "../run/toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run/run-tool.js";
-import type { HumanQuestion, ProgressEvent, Tool } from "../run/tool.js";
+import type { HumanQuestion, ProgressEvent, Tool } from "../contract/tool.js";
 import { API_VERSION } from "../api/app.js";
 import { mcpTool } from "./formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../tools/custom/tool.js";
 
-/** Schemas are validated by our own argument parser (lib/run/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
+/** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
   getValidator() {
     throw new Error("This server does not validate JSON Schemas through the MCP SDK.");

@@ -1,7 +1,7 @@
 /**
  * SSE door: a tool call with `Accept: text/event-stream` answers as Server-Sent Events.
  *
- *   event: progress   data: a ProgressEvent (lib/run/tool.ts), as many as the tool reports
+ *   event: progress   data: a ProgressEvent (lib/contract/tool.ts), as many as the tool reports
  *   event: result     data: the usual envelope, success or error, with usage; exactly one, last
  *   : keep-alive      a comment every HEARTBEAT_MS (SSE clients ignore it)
  *
@@ -15,7 +15,7 @@ import { streamSSE } from "hono/streaming";
 import type { AppEnv } from "../api/http.js";
 import { toToolError } from "../api/http.js";
 import { executeTool } from "../run/run-tool.js";
-import type { ProgressEvent, Tool, ToolContext } from "../run/tool.js";
+import type { ProgressEvent, Tool, ToolContext } from "../contract/tool.js";
 
 /** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
 export const HEARTBEAT_MS = 1000;

@@ -7,7 +7,7 @@
  * MAX_SHELL_STATE_BYTES of variables and functions); it goes with the workspace. Bundles for Workers.
  */
 import { shellKey } from "../workspace/paths.js";
-import type { ToolContext } from "../run/tool.js";
+import type { ToolContext } from "../contract/tool.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
 type Ctx = Pick<ToolContext, "deps" | "ws" | "session">;

@@ -15,7 +15,7 @@
 import { ToolError } from "../shared/errors.js";
 import { runPrefix } from "../workspace/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ProgressEvent, ToolContext } from "../run/tool.js";
+import type { ProgressEvent, ToolContext } from "../contract/tool.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, readJson, RUN_MARGIN_MS, runForeground, runIdFor, type RunKeys, type TaskMarker } from "./runs.js";
 import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";

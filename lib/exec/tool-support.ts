@@ -6,7 +6,7 @@
 import type { AppDeps } from "../api/deps.js";
 import { ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
-import type { ToolContext } from "../run/tool.js";
+import type { ToolContext } from "../contract/tool.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
@@ -80,7 +80,7 @@ function tenantSetting(ctx: ToolContext, key: string): Promise<string | null> {
 const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => tenantSetting(ctx, gitIdentityKey(ctx.ws.tenant)).then(parseGitIdentity));
 
 /**
- * A command tool's `startReads` (lib/run/tool.ts): its git identity, and its guard rails when it
+ * A command tool's `startReads` (lib/contract/tool.ts): its git identity, and its guard rails when it
  * checks the command (`guard`), read beside the approval gate's reads. A failed read fails the
  * tool when it asks for it, as before; unasked (a held call) it is dropped quietly.
  */
@@ -106,7 +106,7 @@ async function readGuard(ctx: ToolContext): Promise<GuardLists> {
 
 /**
  * The model's text: the merged output as the runner cut it (once, on line boundaries, with a
- * note of what the real output lost and where the full output is: lib/run/output-cut.ts; it is
+ * note of what the real output lost and where the full output is: lib/contract/output-cut.ts; it is
  * never cut again here), the exit code appended when non-zero.
  */
 export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "truncated">): { text: string; truncated: boolean } {

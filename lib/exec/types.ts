@@ -6,7 +6,7 @@
  * workspace through a SyncClient (lib/sync/types.ts): a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
-import type { OutputCut } from "../run/output-cut.js";
+import type { OutputCut } from "../contract/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 
 

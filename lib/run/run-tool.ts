@@ -12,7 +12,7 @@ import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
 import { layerDeps, openWorkspace as openLayers } from "../api/routes/common.js";
 import { filesDriver, type MetaRecord } from "../layers/open.js";
-import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "./tool.js";
+import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "../contract/tool.js";
 import { Workspace } from "../workspace/workspace.js";
 import { UndoJournal } from "./undo/journal.js";
 import { gateCall } from "./pending/gate.js";
@@ -109,7 +109,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
 
 /**
  * The core every door shares once the call is authorized and its workspace open: arguments as
- * models send them (lib/run/tool-args.ts: null is absent, unknown and missing arguments named), the
+ * models send them (lib/contract/tool-args.ts: null is absent, unknown and missing arguments named), the
  * approval gate (lib/run/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */

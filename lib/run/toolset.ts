@@ -18,7 +18,7 @@
 import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../api/auth/keys.js";
 import { ToolError } from "../shared/errors.js";
 import { closestName } from "../shared/suggest.js";
-import type { Tool } from "./tool.js";
+import type { Tool } from "../contract/tool.js";
 
 /**
  * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and

@@ -35,7 +35,7 @@ import { Budget, IndexStore } from "./store.js";
 import type { SegmentCache } from "./segment-cache.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../shared/text.js";
-import type { Describe, StatusReporter } from "../run/progress.js";
+import type { Describe, StatusReporter } from "../contract/progress.js";
 
 export type GrepMode = "content" | "files_with_matches" | "count";
 

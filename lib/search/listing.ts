@@ -19,7 +19,7 @@ import type { ObjectInfo } from "../storage/types.js";
 import { compareKeys, type Workspace } from "../workspace/workspace.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
-import type { Describe } from "../run/progress.js";
+import type { Describe } from "../contract/progress.js";
 
 export interface Listed {
   path: string;
@@ -40,7 +40,7 @@ export interface ScanOptions {
   collectDirs?: boolean;
   /** Most files listed (default 200,000); past it the scan stops and says so. */
   maxFiles?: number;
-  /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/run/progress.ts). */
+  /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/contract/progress.ts). */
   onListed?: (entries: number, total?: number) => void;
 }
 

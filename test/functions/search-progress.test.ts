@@ -1,9 +1,9 @@
 /**
- * grep, glob and find report status progress over SSE (lib/run/progress.ts), through HTTP over local R2:
+ * grep, glob and find report status progress over SSE (lib/contract/progress.ts), through HTTP over local R2:
  * counts that never go backwards nor past their total, all before the one result event; the result
  * is the envelope a plain call answers; a quick call stays quiet at the default interval.
  * The throttle's interval is 0 here (AppDeps.progress), so every change is an event; the
- * throttle itself is test/lib/run/progress.test.ts.
+ * throttle itself is test/lib/contract/progress.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";

@@ -1,11 +1,11 @@
 /**
  * The output-schema hook: every successful tool response a test produces is checked against its
- * tool's `output` schema (lib/run/tool.ts), so no tool's `data` can drift from what /v1/tools, MCP and
+ * tool's `output` schema (lib/contract/tool.ts), so no tool's `data` can drift from what /v1/tools, MCP and
  * OpenAPI say it is. Wrap every app a test builds: `checkOutputs(createApp(deps, tools), tools)`
  * (test/helpers.ts does it for the Workers tests). A `data` that does not fit throws in the test.
  */
 import type { z } from "@hono/zod-openapi";
-import type { Tool } from "../../lib/run/tool.js";
+import type { Tool } from "../../lib/contract/tool.js";
 
 const TOOL_ROUTE = /^\/v1\/workspaces\/[^/]+\/tools\/([^/?]+)$/;
 

@@ -3,7 +3,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { parseJsonBody } from "../http.js";
 import { createApiKey, createTenant, getTenant, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey, SCOPES } from "../auth/keys.js";
 import type { AppDeps } from "../deps.js";
-import type { Tool } from "../../run/tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp } from "./common.js";

@@ -14,7 +14,7 @@ import type { AppDeps } from "../deps.js";
 import { isToolError, ToolError } from "../../shared/errors.js";
 import { checkSessionId } from "../../workspace/records.js";
 import { openWorkspace, runTool, type CallScope } from "../../run/run-tool.js";
-import type { Tool } from "../../run/tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import type { Context } from "hono";

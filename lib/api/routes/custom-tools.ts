@@ -10,7 +10,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { AppEnv } from "../http.js";
-import type { Tool } from "../../run/tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, RESERVED_NAMES, type StoredCustomTool } from "../../tools/custom/definition.js";
 import { readCustomTools, updateCustomTools } from "../../tools/custom/store.js";
 import { schemaValidator, toCustomTool } from "../../tools/custom/tool.js";

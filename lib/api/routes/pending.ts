@@ -10,7 +10,7 @@ import { toolsForTenant } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { answerPending } from "../../run/pending/answer.js";
 import { listWaiting, MAX_PENDING_WAIT_S, pendingScope, pendingView, waitForAnswer } from "../../run/pending/store.js";
-import type { Tool } from "../../run/tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 

@@ -4,7 +4,7 @@
  *
  * The one wrapper every tool call goes through: meter (first, so that refusals are metered too),
  * guard (key, the tool's permission, the workspace), arguments as models send them
- * (lib/run/tool-args.ts), the tool, the envelope. Every response carries `usage`; a call whose key
+ * (lib/contract/tool-args.ts), the tool, the envelope. Every response carries `usage`; a call whose key
  * was valid emits one usage record, success or failure (lib/run/metering/usage.ts).
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -25,7 +25,7 @@ import { executeTool, openWorkspace as openToolWorkspace } from "../../run/run-t
 import { readMeta } from "../../layers/open.js";
 import { toolRefusal, usableTools } from "../../run/toolset.js";
 import { streamToolCall, wantsEventStream } from "../../doors/sse.js";
-import { toolDefinition, type Tool } from "../../run/tool.js";
+import { toolDefinition, type Tool } from "../../contract/tool.js";
 import { addRoute, secureRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";

@@ -11,7 +11,7 @@ import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveConten
 import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
 import { ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../layers/checkpoints.js";
-import type { Tool } from "../../run/tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
 import { ToolsField } from "./admin.js";
 

@@ -7,7 +7,7 @@
  */
 import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
-import type { Tool } from "../tool.js";
+import type { Tool } from "../../contract/tool.js";
 import { runApproved } from "./approve.js";
 import { nowOf } from "./outcome.js";
 import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, replacePending, type PendingOutcome, type PendingRecord } from "./store.js";

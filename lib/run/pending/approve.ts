@@ -14,7 +14,7 @@ import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../api/http.js";
 import { openWorkspace, runTool } from "../run-tool.js";
-import { parseToolArgs, type Tool } from "../tool.js";
+import { parseToolArgs, type Tool } from "../../contract/tool.js";
 import { bindingChange, bindingOf } from "./binding.js";
 import { currentKey } from "./caller-key.js";
 import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "./store.js";

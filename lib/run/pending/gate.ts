@@ -17,7 +17,7 @@
  * held already?), 1 PUT. A self-confirmed call: 1 LIST + 1 GET per waiting call (+ 1 PUT per copy closed).
  */
 import { normalizeFilePath } from "../../workspace/paths.js";
-import type { Tool, ToolContext } from "../tool.js";
+import type { Tool, ToolContext } from "../../contract/tool.js";
 import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../../tools/web/policy.js";
 import { bindingChange, bindingOf, callIdentity } from "./binding.js";
 import { destructiveCall } from "./destructive.js";

@@ -10,7 +10,7 @@
  */
 import type { AppDeps } from "../../api/deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../../shared/errors.js";
-import type { Tool, ToolContext } from "../tool.js";
+import type { Tool, ToolContext } from "../../contract/tool.js";
 import { closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, waitingError, type PendingRecord } from "./store.js";
 
 export const nowOf = (deps: AppDeps) => (deps.pending?.now ?? Date.now)();

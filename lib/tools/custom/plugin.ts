@@ -9,7 +9,7 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import { runForeground } from "../../exec/runs.js";
 import { executorOf, runRequest } from "../../exec/tool-support.js";
-import type { ToolContext } from "../../run/tool.js";
+import type { ToolContext } from "../../contract/tool.js";
 import type { CustomToolInput } from "./definition.js";
 
 /** Most stdout bytes a plugin may print (the result line included). */

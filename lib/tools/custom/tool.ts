@@ -6,8 +6,8 @@
 import { z } from "@hono/zod-openapi";
 import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
-import type { Tool } from "../../run/tool.js";
-import { jsonSchemaArgumentParser } from "../../run/tool-args.js";
+import type { Tool } from "../../contract/tool.js";
+import { jsonSchemaArgumentParser } from "../../contract/tool-args.js";
 import { commandReads } from "../../exec/tool-support.js";
 import { backendScope, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
@@ -44,7 +44,7 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
     input: z.object({}).passthrough(),
     inputSchema,
     output: CustomOutput,
-    // Arguments as models send them, the same rule as built-ins (lib/run/tool-args.ts), then the tenant's JSON Schema.
+    // Arguments as models send them, the same rule as built-ins (lib/contract/tool-args.ts), then the tenant's JSON Schema.
     parseArgs: jsonSchemaArgumentParser(inputSchema, (cleaned) => validator.safeParse(cleaned), { label: def.name, hint: "GET /v1/tools shows its input_schema." }),
     ...(def.backend.type === "plugin" ? { startReads: commandReads(false) } : {}),
     async execute(args, ctx) {

@@ -7,7 +7,7 @@
  */
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
-import type { ToolContext } from "../../run/tool.js";
+import type { ToolContext } from "../../contract/tool.js";
 import { guardedFetch, readBounded, timeoutError } from "../web/fetch.js";
 import { safeHref } from "../web/ssrf.js";
 import { webAccess } from "../web/transport.js";

@@ -15,7 +15,7 @@ import { isToolError, ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../api/http.js";
 import { openaiTool } from "../../doors/formats.js";
 import { journalFor, runTool } from "../../run/run-tool.js";
-import type { Tool, ToolContext } from "../../run/tool.js";
+import type { Tool, ToolContext } from "../../contract/tool.js";
 import { newStamp } from "../../run/undo/journal.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { usableTools, type ToolList } from "../../run/toolset.js";

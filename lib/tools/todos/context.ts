@@ -1,5 +1,5 @@
 /** The TodoScope of a tool call: this workspace and session, metered into the call's usage. */
-import type { ToolContext } from "../../run/tool.js";
+import type { ToolContext } from "../../contract/tool.js";
 import type { TodoScope } from "./store.js";
 
 export function todoScope(ctx: ToolContext): TodoScope {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { z } from "@hono/zod-openapi";
 import { newTenant, testApp, type Tenant, type TestApp } from "../../helpers.js";
-import type { Tool } from "../../../lib/run/tool.js";
+import type { Tool } from "../../../lib/contract/tool.js";
 import { tarHeader } from "../../../lib/archive/tar-writer.js";
 import { sample } from "../../support/json-sample.js";
 import { routeRequest } from "../../support/route-request.js";

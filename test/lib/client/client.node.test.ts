@@ -13,7 +13,7 @@ import { readSse } from "../../../lib/client/sse.js";
 import { ToolError } from "../../../lib/shared/errors.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
-import { defineTool, type ProgressEvent as ServerProgressEvent, type Tool } from "../../../lib/run/tool.js";
+import { defineTool, type ProgressEvent as ServerProgressEvent, type Tool } from "../../../lib/contract/tool.js";
 
 const ADMIN = "client-test-admin";
 

@@ -13,7 +13,7 @@ import { createApp } from "../../../lib/api/app.js";
 import { STRICT_FORMATS } from "../../../lib/doors/formats.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
-import { defineTool, inputJsonSchema } from "../../../lib/run/tool.js";
+import { defineTool, inputJsonSchema } from "../../../lib/contract/tool.js";
 import { assertOutput, checkOutputs } from "../../support/output-check.js";
 
 const ADMIN = "admin-token";

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
-import { defineTool, type Tool } from "../../../lib/run/tool.js";
+import { defineTool, type Tool } from "../../../lib/contract/tool.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 
 const ticker = defineTool({

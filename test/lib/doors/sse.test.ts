@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../functions/index.js";
 import { HEARTBEAT_MS } from "../../../lib/doors/sse.js";
-import { defineTool, type Tool } from "../../../lib/run/tool.js";
+import { defineTool, type Tool } from "../../../lib/contract/tool.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { readEvents } from "../../support/sse-events.js";
 

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { runStreamed, STREAM_OUTPUT_EVERY_MS } from "../../../lib/exec/stream-run.js";
-import type { ProgressEvent } from "../../../lib/run/tool.js";
+import type { ProgressEvent } from "../../../lib/contract/tool.js";
 import { RUNNER_SECRET, setup } from "../../infra/container/helpers.js";
 
 const t = setup();

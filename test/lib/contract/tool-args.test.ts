@@ -1,5 +1,5 @@
 /**
- * Arguments as models send them, through HTTP (lib/run/tool-args.ts, lib/api/routes/json-body.ts):
+ * Arguments as models send them, through HTTP (lib/contract/tool-args.ts, lib/api/routes/json-body.ts):
  * null = absent for optional arguments at any depth, unknown arguments named with the closest
  * known one, missing required arguments named as such, unknown tools answered with the key's
  * tools, and invalid UTF-8 in any JSON body refused with its byte offset.

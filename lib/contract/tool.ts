@@ -132,7 +132,7 @@ export const MAX_OUTPUT_CHARS = 100_000;
 
 /**
  * Cuts text in the middle, on line boundaries, saying how many bytes and which lines of the
- * real text were left out (lib/run/output-cut.ts, the same cut as command output).
+ * real text were left out (lib/contract/output-cut.ts, the same cut as command output).
  */
 export function truncateMiddle(text: string, max: number): { text: string; truncated: boolean } {
   const r = cutText(text, max, undefined, "Ask for less: a smaller page (offset, limit) or a narrower pattern.");

@@ -1,7 +1,7 @@
-/** The status throttle (lib/run/progress.ts): at most one event per interval, a final one unless the call was quick, nothing when nobody listens. */
+/** The status throttle (lib/contract/progress.ts): at most one event per interval, a final one unless the call was quick, nothing when nobody listens. */
 import { describe, expect, it } from "vitest";
-import { PROGRESS_INTERVAL_MS, sizeText, statusReporter, type Describe } from "../../../lib/run/progress.js";
-import type { ProgressEvent } from "../../../lib/run/tool.js";
+import { PROGRESS_INTERVAL_MS, sizeText, statusReporter, type Describe } from "../../../lib/contract/progress.js";
+import type { ProgressEvent } from "../../../lib/contract/tool.js";
 
 const counted: Describe = (done, total) => ({ message: `${done} of ${total}`, done, ...(total !== undefined ? { total } : {}) });
 

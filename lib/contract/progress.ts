@@ -1,5 +1,5 @@
 /**
- * The one throttle of status progress (ctx.progress, lib/run/tool.ts): a long loop (grep's files, a
+ * The one throttle of status progress (ctx.progress, lib/contract/tool.ts): a long loop (grep's files, a
  * listing's pages, web_fetch's body) calls `update(done, total)` as often as it likes; at most one
  * status event per interval goes out, and `finish()` sends the last state, unless the whole call
  * took less than the interval (then nothing at all is sent: a quick call stays a quiet call).

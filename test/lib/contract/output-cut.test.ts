@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cutText, describeCut, HeadTail, joinCut } from "../../../lib/run/output-cut.js";
-import { truncateMiddle, MAX_OUTPUT_CHARS } from "../../../lib/run/tool.js";
+import { cutText, describeCut, HeadTail, joinCut } from "../../../lib/contract/output-cut.js";
+import { truncateMiddle, MAX_OUTPUT_CHARS } from "../../../lib/contract/tool.js";
 
 const enc = new TextEncoder();
 const bytes = (s: string) => enc.encode(s).length;
