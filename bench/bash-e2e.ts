@@ -123,7 +123,7 @@ export async function benchBash(runner: LocalRunner, clients: Map<number, Toolsh
     };
     const coldN = size > 1000 ? 3 : 5;
     // The workspace was filled by raw uploads (plain): its first run seals it into packs when the
-    // upper layer is large enough (README, "Automatic seal"). That run is its own row, not a cold sample.
+    // upper layer is large enough (docs/versions.md, "Automatic seal"). That run is its own row, not a cold sample.
     await runner.restart();
     const firstMs = await echo();
     rows.push({ op: "bash echo hi, first run", size, cell: { n: 1, p50: Math.round(firstMs), p99: Math.round(firstMs), mean: Math.round(firstMs), errors: 0 }, note: "runner restarted; the first run on the raw uploads (it seals them into packs from 256 files)" });

@@ -10,7 +10,7 @@
  *
  * The upload is not bounded here: local R2 itself (miniflare's simulator, inside workerd) grows by
  * ~155 MB for a 200 MB put even from a bare Worker doing `env.FILES.put(key, request.body)` with no
- * Toolshed code (measured by hand, see the README). The test logs the upload growth for reference.
+ * Toolshed code (measured by hand, see docs/testing.md, "Memory"). The test logs the upload growth for reference.
  */
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";

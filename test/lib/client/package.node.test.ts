@@ -1,6 +1,6 @@
 /**
  * `toolshed/client` as another project gets it: a scratch project outside the repository installs
- * the package from the repository (`npm install <repo>`), type-checks the README's example with the
+ * the package from the repository (`npm install <repo>`), type-checks the README's example (its tour, "The typed client") with the
  * project's own tsc settings (node16 and bundler resolution, with and without the DOM lib, strict,
  * no skipLibCheck), and runs it compiled to JavaScript on Node 22 and Node 20 against the app over
  * real HTTP on 127.0.0.1. What the package ships is the built client (dist/client/index.js, one
@@ -42,7 +42,9 @@ function node20(): string | null {
 
 const readmeExample = (): string => {
   const readme = readFileSync("README.md", "utf8");
-  const section = readme.slice(readme.indexOf("### TypeScript client"));
+  const start = readme.indexOf("### 3. The typed client");
+  expect(start).toBeGreaterThanOrEqual(0);
+  const section = readme.slice(start);
   const example = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
   expect(example).toContain('from "toolshed/client"');
   return example!;
