@@ -1,6 +1,6 @@
 /**
  * `toolshed/client`: a thin typed client for the Toolshed API, over openapi-fetch and the types
- * rendered from /openapi.json (api.generated.ts, `npm run client:types`). It runs wherever `fetch`
+ * rendered from /openapi.json (api/*.generated.ts, one file per OpenAPI tag: `npm run client:types`). It runs wherever `fetch`
  * does (Workers, Node 18+, browsers) and holds no state beyond its options.
  *
  *   const ts = createClient({ baseUrl: "http://127.0.0.1:8787", apiKey: process.env.TOOLSHED_KEY! });
@@ -12,12 +12,12 @@
  * (for tools: the envelope {ok, tool, title, output, data, usage}, `data` typed per tool).
  */
 import createFetchClient from "openapi-fetch";
-import type { components, paths } from "./api.generated.js";
+import type { components, paths } from "./api/index.generated.js";
 import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.js";
 import { readSse } from "./sse.js";
 
 export { ToolshedError, type ToolshedErrorCode } from "./errors.js";
-export type { components, paths } from "./api.generated.js";
+export type { components, paths } from "./api/index.generated.js";
 
 type ToolPath = Extract<keyof paths, `/v1/workspaces/{ws}/tools/${string}`>;
 /** Every tool the API documents ("read", "edit", "grep", "bash", …). */
