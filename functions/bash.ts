@@ -60,7 +60,7 @@ export default defineTool({
     const cwd = normalizePath(args.working_dir ?? "");
     // The session's shell (one storage read) beside the run request's token and git identity.
     const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd })]);
-    const req = { ...base, shell };
+    const req = { ...base, shell: shell.request };
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 
     if (args.run_in_background) {
@@ -75,7 +75,7 @@ export default defineTool({
     const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
-    const shellNotes = await saveShell(ctx, r);
-    return { title, output: commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+    const shellNotes = await saveShell(ctx, r, shell.request);
+    return { title, output: shell.note + commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
   },
 });

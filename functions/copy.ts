@@ -12,7 +12,8 @@ const description = `Copy a file or a whole directory (byte for byte, binary fil
 - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).
 - Empty directories below a directory are copied with it (directories lists the directories kept explicitly at the target).
 - A symlink is copied as a link, never followed (like cp -P): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
-Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten}`;
+- A link on the way to from (a directory of its path: from: "dirlink/a.ts") is followed inside the workspace, as read follows it: the call copies the resolved path, which from names, and the output's first line and via_link name the link. A link that leads outside the workspace or loops is refused (SYMLINK_REFUSED), and nothing is written.
+Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, via_link?}`;
 
 export default defineTool({
   name: "copy",

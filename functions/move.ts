@@ -14,7 +14,8 @@ const description = `Move or rename a file or a whole directory.
 - Moved files keep what this session knew of them: a file you had read (or that you move without reading) can be edited at its new path without reading it again; one that changed since you read it must be read again.
 - Empty directories below a directory are moved with it (directories lists the directories kept explicitly at the target).
 - A symlink is moved as a link, never followed (like mv): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
-Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}`;
+- A link on the way to from (a directory of its path: from: "dirlink/a.ts") is followed inside the workspace, as read follows it: the call moves the resolved path, which from names, and the output's first line and via_link name the link. A link that leads outside the workspace or loops is refused (SYMLINK_REFUSED), and nothing is written.
+Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?, via_link?}`;
 
 export default defineTool({
   name: "move",

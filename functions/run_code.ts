@@ -9,7 +9,8 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
+- Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
@@ -22,7 +23,7 @@ export default defineTool({
   startReads: commandReads(false), // its git identity, beside the approval gate's reads
   summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
+  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
   input: z.object({
     language: z.enum(["python", "node", "bash"]).describe("The language of code"),
     code: z.string().min(1).max(1_000_000).describe("The program"),
@@ -44,7 +45,7 @@ export default defineTool({
       data: {
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
-        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
+        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.links_changed?.length ? { links_changed: r.links_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
         ...runCallId(ctx.ws.undo?.callId, r),
       },
     };

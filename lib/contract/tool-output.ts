@@ -55,6 +55,7 @@ export const TransferOutput = z.object({
   kept: z.array(z.string()).optional(),
   notes: z.array(z.string()).optional(),
   finished: z.boolean().optional(),
+  via_link: z.object({ link: z.string(), target: z.string() }).optional(),
   count: z.number().int(),
 });
 

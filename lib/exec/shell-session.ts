@@ -5,18 +5,39 @@
  * checkpointed) under the tenant, workspace and session of the call. Storage, not KV: the next
  * call of the session must see it at once. One small object per session (at most
  * MAX_SHELL_STATE_BYTES of variables and functions); it goes with the workspace. Bundles for Workers.
+ *
+ * Bounded in time and count, as the output logs are (it may hold exported secrets): a state last
+ * saved more than SHELL_STATE_DAYS ago is never applied (it is deleted when read, and the command
+ * is told the shell was reset), and whenever a session saves a state it did not have, the
+ * workspace keeps only the KEEP_SHELL_STATES most recently saved, none older than SHELL_STATE_DAYS.
+ *
+ * Storage per call: 1 GET before the run, 1 PUT after it; + 1 LIST of the workspace's states (and
+ * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one.
  */
-import { shellKey } from "../workspace/paths.js";
+import { shellKey, shellsPrefix } from "../workspace/paths.js";
 import type { ToolContext } from "../contract/tool.js";
+import type { ObjectInfo } from "../storage/types.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
+
+/** Days a saved shell stays usable after its last save. */
+export const SHELL_STATE_DAYS = 7;
+/** Saved shells a workspace keeps (the most recently saved). */
+export const KEEP_SHELL_STATES = 50;
+const DAY_MS = 86_400_000;
 
 type Ctx = Pick<ToolContext, "deps" | "ws" | "session">;
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
+const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 
-/** The session's saved shell, or undefined (none yet, or restarted; an unreadable one counts as none). */
-async function loadShell(ctx: Ctx): Promise<ShellState | undefined> {
+/** The session's saved shell: none yet, restarted, or unreadable → undefined; saved too long ago → "expired" (and deleted). */
+async function loadShell(ctx: Ctx): Promise<ShellState | "expired" | undefined> {
   const got = await ctx.deps.storage.get(keyOf(ctx));
   if (!got) return undefined;
+  if (expired(got.modified, Date.now())) {
+    await got.body.cancel().catch(() => {});
+    await ctx.deps.storage.delete([keyOf(ctx)]);
+    return "expired";
+  }
   try {
     const s = JSON.parse(await new Response(got.body).text()) as ShellState;
     return s && typeof s.cwd === "string" ? s : undefined;
@@ -25,24 +46,58 @@ async function loadShell(ctx: Ctx): Promise<ShellState | undefined> {
   }
 }
 
+/** What a command of this session starts from: its shell request, and a note for the model ("" unless the saved shell expired). */
+export interface SessionShell {
+  request: ShellRequest;
+  note: string;
+}
+
 /**
  * The shell request of a command of this session: its saved state to start from, unless
  * `restart` (the saved state is deleted first: a restart holds even when the command fails).
  */
-export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean): Promise<ShellRequest> {
+export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean): Promise<SessionShell> {
   if (restart) {
     await ctx.deps.storage.delete([keyOf(ctx)]);
-    return { keep };
+    return { request: { keep }, note: "" };
   }
   const state = await loadShell(ctx);
-  if (!state) return { keep };
+  if (state === "expired") {
+    const what = keep === "all" ? "working directory, exported variables and functions" : "working directory";
+    return { request: { keep }, note: `[shell reset: this session's saved shell (${what}) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n` };
+  }
+  if (!state) return { request: { keep }, note: "" };
   // A session that switches from Anthropic's bash to the native one keeps only what the native one keeps.
-  return { keep, state: keep === "all" ? state : { cwd: state.cwd } };
+  return { request: { keep, state: keep === "all" ? state : { cwd: state.cwd } }, note: "" };
 }
 
-/** Saves the state the command's shell ended in (nothing when it saved none: the state stays as it was); returns the notes for the model. */
-export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">): Promise<string> {
+/**
+ * Saves the state the command's shell ended in (nothing when it saved none: the state stays as it
+ * was); returns the notes for the model. A session that had no saved state (`started.state`
+ * undefined) adds one: the workspace's states are pruned to their bounds then.
+ */
+export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest): Promise<string> {
   if (!r.shell) return "";
   await ctx.deps.storage.put(keyOf(ctx), JSON.stringify(r.shell.state), { contentType: "application/json" });
+  if (!started.state) await pruneShells(ctx);
   return r.shell.notes.map((n) => `\n${n}`).join("");
+}
+
+/** Deletes the workspace's saved shells beyond KEEP_SHELL_STATES (the least recently saved first) and those older than SHELL_STATE_DAYS; never this session's. */
+async function pruneShells(ctx: Ctx): Promise<void> {
+  const prefix = shellsPrefix(ctx.ws.tenant, ctx.ws.id);
+  const own = keyOf(ctx);
+  const all: ObjectInfo[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.deps.storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    all.push(...page.objects);
+    cursor = page.cursor;
+  } while (cursor);
+  const now = Date.now();
+  const doomed = all
+    .sort((a, b) => b.modified.getTime() - a.modified.getTime())
+    .filter((o, i) => o.key !== own && (i >= KEEP_SHELL_STATES || expired(o.modified, now)))
+    .map((o) => o.key);
+  for (let i = 0; i < doomed.length; i += 1000) await ctx.deps.storage.delete(doomed.slice(i, i + 1000));
 }

@@ -130,7 +130,8 @@ export const outputLogsPrefix = (tenant: string, workspace: string): string => `
 /** A full output's name: <UTC time to the millisecond>-<run id>.log (sorts by time). */
 export const OUTPUT_LOG_NAME = /^\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
 /** A session's shell state (cwd, kept variables and functions): t/<tenant>/w/<ws>/x/shells/<session>.json (lib/exec/shell-session.ts); the session id is checked. */
-export const shellKey = (tenant: string, workspace: string, session: string): string => `${internalPrefix(tenant, workspace)}shells/${checkSessionId(session)}.json`;
+export const shellKey = (tenant: string, workspace: string, session: string): string => `${shellsPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
+export const shellsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}shells/`;
 /** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts). */
 export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
 /** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */

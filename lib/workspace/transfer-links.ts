@@ -5,8 +5,9 @@
  * in one merged delta of the modes table after every file landed (transfer-run.ts).
  */
 import { ToolError } from "../shared/errors.js";
-import { ancestorsOf, isWithin, joinPath } from "./paths.js";
+import { ancestorsOf, baseName, isWithin, joinPath } from "./paths.js";
 import { LinkOnPath, saveLinks } from "./links.js";
+import { resolveLinks } from "./link-resolve.js";
 import type { FileInfo, Workspace } from "./workspace.js";
 
 export interface PlannedLink {
@@ -29,6 +30,24 @@ export interface PlannedLinks {
 }
 
 export const noLinks = (): PlannedLinks => ({ items: [], replaceFiles: [], dropped: [] });
+
+/**
+ * The source of a move or copy through the links on its way (its directories; a link that is the
+ * source itself is moved as a link, never followed), as read, write and edit follow them: null when
+ * no link is on the way. A link that leads outside the workspace or loops is refused
+ * (SYMLINK_REFUSED): nothing is read or written through it. Lexical, on the links table alone.
+ */
+export function sourceThroughLinks(links: ReadonlyMap<string, string>, from: string): { path: string; link: string; target: string } | null {
+  const dirs = ancestorsOf(from);
+  if (!dirs.some((d) => links.has(d))) return null;
+  const r = resolveLinks(links, dirs[0]!);
+  if ("outside" in r) {
+    const { link, target, reason } = r.outside;
+    const why = reason === "loop" ? "loops" : "leads outside the workspace";
+    throw new ToolError("SYMLINK_REFUSED", `${from} goes through the symlink ${link} -> ${target}, which ${why}; move and copy never follow it. Use bash to work with the link, or give the path of a file inside the workspace.`, { path: from, link, target, reason });
+  }
+  return { path: joinPath(r.path, baseName(from)), link: r.via!.link, target: r.via!.target };
+}
 
 /** The links strictly below `dir`. */
 export function linkPathsBelow(links: ReadonlyMap<string, string>, dir: string): string[] {

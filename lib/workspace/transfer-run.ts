@@ -40,6 +40,8 @@ export interface TransferResult {
   notes?: string[];
   /** This call finished an unfinished move (same arguments as the call that started it). */
   finished?: boolean;
+  /** The first symlink on the way to the source, when `from` went through one (`from` is then the resolved path). */
+  via_link?: { link: string; target: string };
 }
 
 export interface Planned {

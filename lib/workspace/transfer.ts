@@ -22,9 +22,10 @@ import { ToolError } from "../shared/errors.js";
 import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "./paths.js";
 import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
 import { LinkOnPath, readLinks, statWithLinks } from "./links.js";
-import { linkPathsBelow, noLinks, planDirectoryLinks } from "./transfer-links.js";
+import { linkPathsBelow, noLinks, planDirectoryLinks, sourceThroughLinks } from "./transfer-links.js";
 import { run, verb, type Plan, type TransferMode, type TransferResult } from "./transfer-run.js";
 import type { FileInfo, Workspace } from "./workspace.js";
+import type { Stat } from "./workspace-types.js";
 
 export type { TransferItem, TransferMode, TransferResult } from "./transfer-run.js";
 
@@ -45,13 +46,27 @@ async function sameContent(ws: Workspace, a: FileInfo, b: FileInfo): Promise<boo
 }
 
 export async function transfer(ws: Workspace, args: { from: string; to: string; overwrite?: boolean | undefined }, mode: TransferMode): Promise<TransferResult> {
-  const overwrite = args.overwrite ?? false;
-  const from = normalizePath(args.from);
-  if (from === "") {
+  const asGiven = normalizePath(args.from);
+  if (asGiven === "") {
     throw new ToolError("INVALID_PATH", `The workspace root cannot be ${mode === "move" ? "moved" : "copied"}; give a file or directory inside it, e.g. src.`, { path: "/" });
   }
   const to = normalizePath(args.to);
-  const [fromStat, toStat, journals, links] = await Promise.all([ws.stat(from), ws.stat(to), mode === "move" ? openJournals(ws) : Promise.resolve([]), readLinks(ws)]);
+  const [givenStat, toStat, journals, links] = await Promise.all([ws.stat(asGiven), ws.stat(to), mode === "move" ? openJournals(ws) : Promise.resolve([]), readLinks(ws)]);
+  // A link on the way to the source is followed inside the workspace, as read does (one more stat then).
+  const via = sourceThroughLinks(links, asGiven);
+  const from = via ? via.path : asGiven;
+  const fromStat = via ? await ws.stat(from) : givenStat;
+  const r = await transferFrom(ws, args, mode, { from, to, fromStat, toStat, journals, links });
+  return via ? { ...r, via_link: { link: via.link, target: via.target } } : r;
+}
+
+async function transferFrom(
+  ws: Workspace,
+  args: { to: string; overwrite?: boolean | undefined },
+  mode: TransferMode,
+  { from, to, fromStat, toStat, journals, links }: { from: string; to: string; fromStat: Stat | null; toStat: Stat | null; journals: OpenJournal[]; links: Map<string, string> },
+): Promise<TransferResult> {
+  const overwrite = args.overwrite ?? false;
   // The same move, unfinished (interrupted, or files left behind): finish it.
   const unfinished = await findJournal(journals, ws, from, to);
   if (unfinished) return finishMove(ws, unfinished, statWithLinks(fromStat, links, from), journals, links);
@@ -185,7 +200,8 @@ const bytesText = (n: number) => `${n} byte${n === 1 ? "" : "s"}`;
 /** The text for the model. */
 export function describeTransfer(r: TransferResult, mode: TransferMode): string {
   const notes = r.notes?.length ? `\n\n${r.notes.join("\n")}` : "";
-  return describeFiles(r, mode) + notes;
+  const via = r.via_link ? `(${r.via_link.link} is a symlink to ${r.via_link.target}: this ${mode === "move" ? "moved" : "copied"} ${r.from})\n` : "";
+  return via + describeFiles(r, mode) + notes;
 }
 
 function describeFiles(r: TransferResult, mode: TransferMode): string {

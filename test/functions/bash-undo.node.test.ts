@@ -171,6 +171,19 @@ describe("undo carries symlinks (docs/symlinks.md)", () => {
     expect(ok(await call("bash", { command: "readlink l1/c l1/d; cat l1/c" })).output).toBe("a\n../l1/a\nA\n");
   });
 
+  it("run_code shows links_changed as bash does; a run that changed only a link is undoable", async () => {
+    ok(await call("write", { file_path: "l5/a", content: "A\n" }));
+    const r = ok(await call("run_code", { language: "python", code: "import os\nos.symlink('a', 'l5/b')\n" }, "rc"));
+    expect(r.data).toMatchObject({ exit_code: 0, links_changed: ["l5/b"] });
+    expect(r.data.files_changed).toBeUndefined();
+    expect(r.call_id.startsWith("rc~")).toBe(true);
+    expect(await links("l5")).toEqual({ b: "a" });
+    expect(actions(ok(await undo({ call_id: r.call_id }, "rc")))).toEqual(["l5/b:deleted"]);
+    expect(await links("l5")).toEqual({});
+    // No link changed: no links_changed.
+    expect(ok(await call("run_code", { language: "bash", code: "echo hi" })).data.links_changed).toBeUndefined();
+  });
+
   it("a file bash replaced by a link comes back as the file, the link gone", async () => {
     ok(await call("write", { file_path: "l2/f", content: "file\n" }));
     ok(await call("bash", { command: "rm l2/f && ln -s elsewhere l2/f" }, "swap"));

@@ -151,3 +151,62 @@ describe("move and copy carry symlinks", () => {
     expect(await links(t)).toEqual(SEEDED);
   });
 });
+
+describe("move and copy through a link on the way to the source (followed inside the workspace, as read does)", () => {
+  /** dir/f.txt, dir/sub/g.txt; directory links inside (`dirlink`, a chain `chain`) and hostile ones (absolute, above the root, a loop). */
+  async function withDirLinks(): Promise<Tenant> {
+    const t = await newTenant(testApp(), UNGATED);
+    await upload(t, "dir/f.txt", "f\n");
+    await upload(t, "dir/sub/g.txt", "g\n");
+    const r = await importReq(t, tar([
+      { name: "dirlink", type: "2", linkname: "dir" },
+      { name: "chain", type: "2", linkname: "dirlink/sub" },
+      { name: "dir/sub/up", type: "2", linkname: "../f.txt" },
+      { name: "abs", type: "2", linkname: "/etc" },
+      { name: "above", type: "2", linkname: "../other-workspace" },
+      { name: "loop", type: "2", linkname: "loop" },
+    ]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return t;
+  }
+  const LINKS = { dirlink: "dir", chain: "dirlink/sub", "dir/sub/up": "../f.txt", abs: "/etc", above: "../other-workspace", loop: "loop" };
+
+  it("move dirlink/f.txt moves dir/f.txt; the output and data name the link and the resolved path; the link stays", async () => {
+    const t = await withDirLinks();
+    const r = await t.call("move", { from: "dirlink/f.txt", to: "moved.txt" });
+    expect(expectOk(r)).toMatchObject({ from: "dir/f.txt", to: "moved.txt", type: "file", via_link: { link: "dirlink", target: "dir" } });
+    expect(r.body.output).toBe("(dirlink is a symlink to dir: this moved dir/f.txt)\nMoved dir/f.txt to moved.txt (2 bytes). dir/f.txt no longer exists.");
+    expect(await snapshot(t)).toEqual({ "moved.txt": "f\n", "dir/sub/g.txt": "g\n" });
+    expect(await links(t)).toEqual(LINKS);
+  });
+
+  it("copy through a chain of links; a directory and a link reached through one are copied (the link as a link)", async () => {
+    const t = await withDirLinks();
+    const c = await t.call("copy", { from: "chain/g.txt", to: "g2.txt" });
+    expect(expectOk(c)).toMatchObject({ from: "dir/sub/g.txt", via_link: { link: "chain", target: "dirlink/sub" } });
+    expect(c.body.output.split("\n")[0]).toBe("(chain is a symlink to dirlink/sub: this copied dir/sub/g.txt)");
+    expect(expectOk(await t.call("copy", { from: "dirlink/sub", to: "sub2" }))).toMatchObject({ from: "dir/sub", type: "directory", links: [{ from: "dir/sub/up", to: "sub2/up", target: "../f.txt", replaced: false }] });
+    expect(expectOk(await t.call("move", { from: "chain/up", to: "up2" }))).toMatchObject({ from: "dir/sub/up", type: "symlink", links: [{ from: "dir/sub/up", to: "up2", target: "../f.txt", replaced: false }] });
+    expect(await snapshot(t)).toEqual({ "dir/f.txt": "f\n", "dir/sub/g.txt": "g\n", "g2.txt": "g\n", "sub2/g.txt": "g\n" });
+    const { "dir/sub/up": _, ...rest } = LINKS;
+    expect(await links(t)).toEqual({ ...rest, "sub2/up": "../f.txt", up2: "../f.txt" });
+  });
+
+  it("a hostile link on the way (absolute, above the root, a loop) is SYMLINK_REFUSED, and nothing is written", async () => {
+    const t = await withDirLinks();
+    const before = await snapshot(t);
+    for (const [tool, from, reason] of [["move", "abs/passwd", "absolute"], ["copy", "abs/hostname", "absolute"], ["move", "above/secret.txt", "above_root"], ["copy", "above/x/y", "above_root"], ["move", "loop/a", "loop"]] as const) {
+      const e = expectError(await t.call(tool, { from, to: "stolen" }), 400, "SYMLINK_REFUSED", tool);
+      expect(e.details, from).toMatchObject({ path: from, reason });
+      expect(e.message).toContain("never follow");
+    }
+    expect(await snapshot(t)).toEqual(before);
+    expect(await links(t)).toEqual(LINKS);
+  });
+
+  it("a dangling link on the way: NOT_FOUND names the resolved path", async () => {
+    const t = await withDirLinks();
+    const e = expectError(await t.call("move", { from: "dirlink/none.txt", to: "x" }), 404, "NOT_FOUND", "move");
+    expect(e.message).toContain("dir/none.txt");
+  });
+});

@@ -312,7 +312,8 @@ export interface paths {
          *     - Moved files keep what this session knew of them: a file you had read (or that you move without reading) can be edited at its new path without reading it again; one that changed since you read it must be read again.
          *     - Empty directories below a directory are moved with it (directories lists the directories kept explicitly at the target).
          *     - A symlink is moved as a link, never followed (like mv): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
-         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?}
+         *     - A link on the way to from (a directory of its path: from: "dirlink/a.ts") is followed inside the workspace, as read follows it: the call moves the resolved path, which from names, and the output's first line and via_link name the link. A link that leads outside the workspace or loops is refused (SYMLINK_REFUSED), and nothing is written.
+         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, finished?, kept?, notes?, via_link?}
          */
         post: operations["tool_move"];
         delete?: never;
@@ -341,7 +342,8 @@ export interface paths {
          *     - You can edit the copies without reading them first, unless the source changed since you last read it (then read the copy).
          *     - Empty directories below a directory are copied with it (directories lists the directories kept explicitly at the target).
          *     - A symlink is copied as a link, never followed (like cp -P): its target stays the same text, even one outside the workspace; the links below a directory go with it. A link counts as an existing target (overwrite: true replaces it, or is replaced by it); nothing is made below a link (SYMLINK_REFUSED).
-         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten}
+         *     - A link on the way to from (a directory of its path: from: "dirlink/a.ts") is followed inside the workspace, as read follows it: the call copies the resolved path, which from names, and the output's first line and via_link name the link. A link that leads outside the workspace or loops is refused (SYMLINK_REFUSED), and nothing is written.
+         *     Returns: {from, to, type: "file"|"directory"|"symlink", files: [{from, to, size, etag, replaced}], links?: [{from, to, target, replaced}], directories: [paths], count, bytes, overwritten, via_link?}
          */
         post: operations["tool_copy"];
         delete?: never;
@@ -489,7 +491,8 @@ export interface paths {
          *     - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
          *     - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
          *     - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)
+         *     - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
+         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)
          */
         post: operations["tool_run_code"];
         delete?: never;
@@ -2484,6 +2487,10 @@ export interface operations {
                             kept?: string[];
                             notes?: string[];
                             finished?: boolean;
+                            via_link?: {
+                                link: string;
+                                target: string;
+                            };
                             count: number;
                             approval?: components["schemas"]["ApprovalInfo"];
                         };
@@ -2706,6 +2713,10 @@ export interface operations {
                             kept?: string[];
                             notes?: string[];
                             finished?: boolean;
+                            via_link?: {
+                                link: string;
+                                target: string;
+                            };
                             count: number;
                             approval?: components["schemas"]["ApprovalInfo"];
                         };
@@ -3896,6 +3907,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             files_changed?: string[];
+                            links_changed?: string[];
                             unsynced?: {
                                 [key: string]: unknown;
                             };

@@ -4,7 +4,9 @@
  * relative, nested, to a directory, dangling, absolute, unicode names) made on disk and packed by
  * GNU tar → import → `find -printf` in bash (the real sandbox) → export, compared with the original
  * entry by entry: type, the execute bit (the mode bit git tracks), the link's target, the bytes.
- * Over the memory driver and a real S3 server (s3rver); both import writers on memory.
+ * Over the memory driver and a real S3 server (s3rver); both import writers on memory. And over
+ * local R2: the app in the Workers runtime (wrangler dev) with the runner behind its Invoke
+ * stand-in, as `npm start` runs it (test/infra/worker-bash.node.test.ts).
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -24,6 +26,8 @@ import { s3Driver } from "../../../lib/storage/drivers/s3.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 import { startS3Server, type S3Server } from "../../support/s3rver.js";
+import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
+import { freePort, startWorker, type WorkerProcess } from "../../support/wrangler-dev.js";
 import { rng } from "../../support/prng.js";
 
 const ADMIN = "admin-token-for-tests";
@@ -113,6 +117,35 @@ const normalizeFind = (text: string) =>
     })
     .join("\n");
 
+type Req = (path: string, init?: RequestInit) => Response | Promise<Response>;
+
+/** One seed's tree: packed by GNU tar, imported into workspace rt<seed>, listed by `find` in bash, exported; each compared with the original. */
+async function roundTrip(req: Req, seed: number): Promise<void> {
+  const tree = mkdtempSync(join(tmpdir(), "toolshed-roundtrip-tree-"));
+  try {
+    makeTree(tree, seed);
+    const archive = new Uint8Array(execFileSync("tar", ["-C", tree, "-czf", "-", "."]));
+    const original = await entriesOf(new Response(archive).body!);
+    const ws = `rt${seed}`;
+    const created = await req(`/v1/workspaces?id=${ws}`, { method: "POST", headers: { "content-type": "application/gzip" }, body: archive });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const report = ((await created.json()) as any).import;
+    expect(report.skipped_count, report.message).toBe(0);
+
+    const onHost = normalizeFind(execFileSync("sh", ["-c", FIND], { cwd: tree, encoding: "utf8" }));
+    const run = await req(`/v1/workspaces/${ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: FIND }) });
+    const body = (await run.json()) as any;
+    expect(body.data?.exit_code, JSON.stringify(body)).toBe(0);
+    expect(normalizeFind(body.data.stdout)).toBe(onHost);
+
+    const exported = await req(`/v1/workspaces/${ws}/export`);
+    expect(exported.status).toBe(200);
+    expect(await entriesOf(exported.body!)).toEqual(original);
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
+}
+
 function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
   describe(`random trees: import → bash → export (${name})`, () => {
     let app: ReturnType<typeof createApp>;
@@ -138,33 +171,7 @@ function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
       rmSync(root, { recursive: true, force: true });
     });
 
-    for (const seed of SEEDS) {
-      it(`seed ${seed}: the same entries after import, in bash, and after export`, async () => {
-        const tree = mkdtempSync(join(tmpdir(), "toolshed-roundtrip-tree-"));
-        try {
-          makeTree(tree, seed);
-          const archive = new Uint8Array(execFileSync("tar", ["-C", tree, "-czf", "-", "."]));
-          const original = await entriesOf(new Response(archive).body!);
-          const ws = `rt${seed}`;
-          const created = await req(`/v1/workspaces?id=${ws}`, { method: "POST", headers: { "content-type": "application/gzip" }, body: archive });
-          expect(created.status, await created.clone().text()).toBe(201);
-          const report = ((await created.json()) as any).import;
-          expect(report.skipped_count, report.message).toBe(0);
-
-          const onHost = normalizeFind(execFileSync("sh", ["-c", FIND], { cwd: tree, encoding: "utf8" }));
-          const run = await req(`/v1/workspaces/${ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: FIND }) });
-          const body = (await run.json()) as any;
-          expect(body.data?.exit_code, JSON.stringify(body)).toBe(0);
-          expect(normalizeFind(body.data.stdout)).toBe(onHost);
-
-          const exported = await req(`/v1/workspaces/${ws}/export`);
-          expect(exported.status).toBe(200);
-          expect(await entriesOf(exported.body!)).toEqual(original);
-        } finally {
-          rmSync(tree, { recursive: true, force: true });
-        }
-      }, 60_000);
-    }
+    for (const seed of SEEDS) it(`seed ${seed}: the same entries after import, in bash, and after export`, () => roundTrip(req, seed), 60_000);
   });
 }
 
@@ -180,3 +187,30 @@ afterAll(async () => {
   await server?.stop();
 });
 suite("s3 (s3rver), pack import", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }), true);
+
+describe("random trees: import → bash → export (local R2: wrangler dev and the runner)", () => {
+  const RUNNER = "roundtrip-runner-secret-0123456789";
+  let w: WorkerProcess | undefined;
+  let runner: LocalInvokeServer | undefined;
+  let root: string;
+  let key: string;
+  const req: Req = (path, init = {}) => fetch(`${w!.url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string> | undefined) } });
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), "toolshed-roundtrip-r2-"));
+    chmodSync(root, 0o711);
+    runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER });
+    const port = await freePort();
+    w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: SECRET, TOOLSHED_RUNNER_SECRET: RUNNER, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+    const admin = (path: string, body: unknown) => fetch(`${w!.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${w!.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<any>);
+    await admin("/v1/admin/tenants", { id: "acme" });
+    key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
+  }, 120_000);
+  afterAll(async () => {
+    await w?.stop();
+    await runner?.close();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  for (const seed of SEEDS) it(`seed ${seed}: the same entries after import, in bash, and after export`, () => roundTrip(req, seed), 60_000);
+});
