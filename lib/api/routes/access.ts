@@ -29,6 +29,9 @@ import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
 import { requireWorkspace } from "./common.js";
 import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
+import { idempotencyKeyOf, idempotent } from "../idempotency.js";
+import { onError } from "../http.js";
+import { IDEMPOTENCY_ADMIN } from "../../workspace/paths.js";
 
 export type Access =
   | { auth: "public" }
@@ -113,6 +116,20 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
     const bindWorkspace = await enforce(deps, policy.access, c, opts);
+    // Every mutating route takes an Idempotency-Key, here in the one guard (lib/api/idempotency.ts).
+    const key = policy.access.auth === "tenant" || policy.access.auth === "admin" ? idempotencyKeyOf(c) : undefined;
+    if (key === undefined) return rest(c, next, bindWorkspace);
+    const scope = policy.access.auth === "admin" ? IDEMPOTENCY_ADMIN : c.get("auth").tenant;
+    // The rest of the call answers inside idempotent() (an error is an answer too, and is kept).
+    await idempotent(deps.storage, scope, key, c, async () => {
+      try {
+        await rest(c, next, bindWorkspace);
+      } catch (e) {
+        c.res = onError(e, c);
+      }
+    });
+  };
+  const rest = async (c: Context<AppEnv>, next: () => Promise<void>, bindWorkspace: (() => Promise<void>) | undefined) => {
     try {
       // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
       if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
