@@ -73,7 +73,11 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     })),
     async (c) => {
       const maker = c.get("auth");
-      const wanted = newKeyOf(c.get("json"), catalog);
+      const asked = newKeyOf(c.get("json"), catalog);
+      // Without scopes, the defaults this key holds itself (a manage-only key must name them: it holds none of them).
+      const explicit = (c.get("json") as { scopes?: unknown } | undefined)?.scopes !== undefined;
+      const wanted = explicit ? asked : { ...asked, scopes: asked.scopes.filter((s) => maker.scopes.includes(s)) };
+      if (!wanted.scopes.length) throw new ToolError("INVALID_ARGUMENT", `scopes: this key holds none of the default scopes (read, write, execute): give the new key's scopes explicitly, within this key's own (${maker.scopes.join(", ")}).`, { field: "scopes" });
       // A maker that expires gives keys that expire no later than it: the default is its own expiry.
       const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}) };
       refuseBeyond(child, maker, catalog, "make");
