@@ -18,6 +18,7 @@ import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "../shared/errors.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
+import { tenantKeysApp } from "./routes/keys.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
 import { undoApp } from "./routes/undo.js";
@@ -64,6 +65,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   );
   addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
   app.route("/", adminApp(deps, tools));
+  app.route("/", tenantKeysApp(deps, tools));
   app.route("/", policyApp(deps));
   app.route("/", gcApp(deps));
   app.route("/", modelApp(deps));

@@ -81,6 +81,7 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
  *   t/<tenant>/w/<ws>/f/<dir>/       an explicit directory: a zero-byte marker (dirMarkerKey)
  *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, todo lists, ...), never listed as files
  *   t/<tenant>/tenant.json           the tenant record
+ *   t/<tenant>/idem/<sha256>.json    a stored answer to an Idempotency-Key (admin/idem/ for the admin token)
  */
 export function workspacePrefix(tenant: string, workspace: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
@@ -97,6 +98,19 @@ export function tenantRecordKey(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/tenant.json`;
 }
+/**
+ * A stored answer to a request sent with an Idempotency-Key (lib/api/idempotency.ts), by the SHA-256 of
+ * the key: t/<tenant>/idem/<hash>.json for a tenant's key, admin/idem/<hash>.json for the admin token.
+ * IDEMPOTENCY_ADMIN, the admin token's scope, is not a tenant id (ID_PATTERN refuses parentheses), so no tenant shares it.
+ */
+export const IDEMPOTENCY_ADMIN = "(admin)";
+export function idempotencyRecordKey(tenant: string, keyHash: string): string {
+  if (!/^[0-9a-f]{64}$/.test(keyHash)) throw new ToolError("INTERNAL", "Bad idempotency key hash.");
+  if (tenant === IDEMPOTENCY_ADMIN) return `admin/idem/${keyHash}.json`;
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/idem/${keyHash}.json`;
+}
+export const idempotencyPrefix = (tenant: string): string => (tenant === IDEMPOTENCY_ADMIN ? "admin/idem/" : `${tenantRecordKey(tenant).slice(0, -"tenant.json".length)}idem/`);
 /** A tenant's custom tool definitions, one object (lib/tools/custom/store.ts). */
 export function customToolsKey(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");

@@ -58,9 +58,10 @@ export async function getWorkspace(driver: StorageDriver, tenant: string, id: st
   return publicMeta(JSON.parse(await new Response(r.body).text()) as WorkspaceMeta);
 }
 
-export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
+/** `visible`: the ids the caller may see (a key limited to some workspaces); the others are skipped unread. */
+export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number; visible?: (id: string) => boolean }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
   const r = await driver.list({ prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit: Math.min(opts.limit ?? 100, 1000), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
-  const ids = r.prefixes.map((p) => p.slice(tenantWorkspacesPrefix(tenant).length, -1));
+  const ids = r.prefixes.map((p) => p.slice(tenantWorkspacesPrefix(tenant).length, -1)).filter((id) => !opts.visible || opts.visible(id));
   const metas = await Promise.all(ids.map((id) => getWorkspace(driver, tenant, id).catch(() => null)));
   return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
 }

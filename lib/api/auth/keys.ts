@@ -38,7 +38,17 @@ export interface ApiKeyRecord {
   scopes: Scope[];
   /** The tools this key may use (lib/run/toolset.ts): a preset or names; absent: all. */
   tools?: ToolList;
+  /** The workspaces it may reach: ids or id prefixes ending in `*` (lib/api/auth/key-bounds.ts); absent: all. */
+  workspaces?: string[];
+  /** When it stops working (ISO time); absent: never. */
+  expires_at?: string;
+  /** The key id that made it through POST /v1/keys; absent: made by the admin. */
+  created_by?: string;
   created_at: string;
+  /** On the record of a secret that was rotated: it works until then (rotation's grace). */
+  grace_until?: string;
+  /** On the current record: the hashes of secrets rotated away that are still in their grace (revocation deletes them too). */
+  previous?: string[];
 }
 
 export interface AuthInfo {
@@ -47,6 +57,23 @@ export interface AuthInfo {
   scopes: Scope[];
   /** The key's tool list (absent: all); lib/run/toolset.ts applies it. */
   tools?: ToolList;
+  /** The workspaces it may reach (absent: all): ids or prefixes ending in `*`; the route guard applies it. */
+  workspaces?: string[];
+  /** When the presented secret stops working: the key's expiry, or the end of a rotated secret's grace. */
+  expires_at?: string;
+}
+
+/** What a request may do with a key, from its stored record (one way, for every reader). */
+function authOf(rec: ApiKeyRecord): AuthInfo {
+  const ends = [rec.expires_at, rec.grace_until].filter((t): t is string => t !== undefined).sort((a, b) => Date.parse(a) - Date.parse(b));
+  return {
+    tenant: rec.tenant,
+    key_id: rec.key_id,
+    scopes: rec.scopes,
+    ...(rec.tools !== undefined ? { tools: rec.tools } : {}),
+    ...(rec.workspaces !== undefined ? { workspaces: rec.workspaces } : {}),
+    ...(ends.length ? { expires_at: ends[0]! } : {}),
+  };
 }
 
 const hashKey = (hash: string) => `apikey/${hash}`;
@@ -71,33 +98,85 @@ export async function getTenant(storage: StorageDriver, id: string): Promise<Ten
   return JSON.parse(await new Response(r.body).text()) as Tenant;
 }
 
-export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[]; tools?: ToolList }): Promise<{ key: string; record: ApiKeyRecord }> {
+export interface NewKey {
+  name?: string;
+  scopes?: Scope[];
+  tools?: ToolList;
+  workspaces?: string[];
+  expires_at?: string;
+  created_by?: string;
+}
+
+export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: NewKey): Promise<{ key: string; record: ApiKeyRecord }> {
   await getTenant(storage, tenant);
   const keyId = randomId(10);
   const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
-  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, ...(input.tools !== undefined ? { tools: input.tools } : {}), created_at: new Date().toISOString() };
+  const { name, scopes, ...bounds } = input;
+  const record: ApiKeyRecord = { key_id: keyId, tenant, name: name ?? "default", scopes: scopes ?? DEFAULT_SCOPES, ...definedOf(bounds), created_at: new Date().toISOString() };
   const hash = await sha256Hex(key);
   await kv.put(hashKey(hash), JSON.stringify(record));
   await kv.put(keyIdKey(tenant, keyId), hash);
   return { key, record };
 }
 
-export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string, cache?: IsolateCache<AuthInfo | null>): Promise<void> {
+const definedOf = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** A tenant's key record by its id with its current hash (2 KV GETs), or null. */
+async function currentRecord(kv: KeyValueStore, tenant: string, keyId: string): Promise<{ hash: string; rec: ApiKeyRecord } | null> {
   const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
-  if (!hash) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
-  await kv.delete(hashKey(hash));
+  const raw = hash ? await kv.get(hashKey(hash)) : null;
+  if (!hash || !raw) return null;
+  const rec = JSON.parse(raw) as ApiKeyRecord;
+  return rec.tenant === tenant && rec.key_id === keyId ? { hash, rec } : null;
+}
+
+export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string, cache?: IsolateCache<AuthInfo | null>): Promise<void> {
+  const found = await currentRecord(kv, tenant, keyId);
+  if (!found) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  // Every secret of the key goes: the current one and those rotated away that are still in their grace.
+  for (const h of [found.hash, ...(found.rec.previous ?? [])]) {
+    await kv.delete(hashKey(h));
+    cache?.forget(h);
+  }
   await kv.delete(keyIdKey(tenant, keyId));
-  cache?.forget(hash);
+}
+
+/**
+ * A new secret for a key (same id, scopes, tools, workspaces, expiry); the old secret keeps working
+ * for `graceSeconds` (0: stops at once). Shown once, like a new key.
+ */
+export async function rotateApiKey(kv: KeyValueStore, tenant: string, keyId: string, graceSeconds: number, cache?: IsolateCache<AuthInfo | null>, now = Date.now()): Promise<{ key: string; record: ApiKeyRecord }> {
+  const found = await currentRecord(kv, tenant, keyId);
+  if (!found) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
+  const hash = await sha256Hex(key);
+  const { previous, grace_until: _, ...rec } = found.rec;
+  const stillInGrace: string[] = [];
+  for (const h of previous ?? []) {
+    const old = await kv.get(hashKey(h));
+    if (old && Date.parse((JSON.parse(old) as ApiKeyRecord).grace_until ?? "") > now) stillInGrace.push(h);
+  }
+  if (graceSeconds > 0) {
+    await kv.put(hashKey(found.hash), JSON.stringify({ ...rec, grace_until: new Date(now + graceSeconds * 1000).toISOString() } satisfies ApiKeyRecord));
+    stillInGrace.push(found.hash);
+  } else await kv.delete(hashKey(found.hash));
+  cache?.forget(found.hash);
+  const record: ApiKeyRecord = { ...rec, ...(stillInGrace.length ? { previous: stillInGrace } : {}) };
+  await kv.put(hashKey(hash), JSON.stringify(record));
+  await kv.put(keyIdKey(tenant, keyId), hash);
+  return { key, record };
 }
 
 /** A tenant's key by its id, as it is now (2 KV GETs); null when revoked or never this tenant's. */
 export async function getApiKeyById(kv: KeyValueStore, tenant: string, keyId: string): Promise<AuthInfo | null> {
-  const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
-  const raw = hash ? await kv.get(hashKey(hash)) : null;
-  if (!raw) return null;
-  const rec = JSON.parse(raw) as ApiKeyRecord;
-  if (rec.tenant !== tenant || rec.key_id !== keyId) return null;
-  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+  const found = await currentRecord(kv, tenant, keyId);
+  return found ? authOf(found.rec) : null;
+}
+
+/** A key's record as the listing and the key routes show it (never a hash). */
+export function keyInfoOf(rec: ApiKeyRecord): Omit<ApiKeyRecord, "previous" | "grace_until"> & { tools: ToolList | "all" } {
+  const { previous: _p, grace_until: _g, ...shown } = rec;
+  return { ...shown, tools: rec.tools ?? "all" };
 }
 
 /**
@@ -111,8 +190,7 @@ export async function resolveApiKey(kv: KeyValueStore, key: string, cache?: Isol
   const load = async (): Promise<AuthInfo | null> => {
     const raw = await kv.get(hashKey(hash));
     if (!raw) return null;
-    const rec = JSON.parse(raw) as ApiKeyRecord;
-    return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+    return authOf(JSON.parse(raw) as ApiKeyRecord);
   };
   return cache ? cache.get(hash, load) : load();
 }
@@ -149,9 +227,7 @@ export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, ten
       const hash = await kv.get(k);
       const raw = hash ? await kv.get(hashKey(hash)) : null;
       if (!raw) return null; // revoked between the list and the read
-      const rec = JSON.parse(raw) as ApiKeyRecord;
-      const info: ApiKeyRecord = { key_id: rec.key_id, tenant: rec.tenant, name: rec.name, scopes: rec.scopes, tools: rec.tools ?? "all", created_at: rec.created_at };
-      return info;
+      return keyInfoOf(JSON.parse(raw) as ApiKeyRecord) as ApiKeyRecord;
     }),
   );
   return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };

@@ -8,6 +8,7 @@ import { ToolError } from "../../shared/errors.js";
 import { safeEqual } from "../../shared/hash.js";
 import type { AppDeps } from "../deps.js";
 import { clientOf } from "./backoff.js";
+import { isExpired } from "./key-bounds.js";
 import { keyIdOf, resolveApiKey, type AuthInfo } from "./keys.js";
 
 const bearer = (header: string | null): string | null => {
@@ -40,6 +41,11 @@ export async function authenticateTenant(deps: AppDeps, headers: Headers): Promi
   if (!auth) {
     deps.authBackoff?.failed(client);
     throw new ToolError("UNAUTHORIZED", "Invalid or revoked API key. Send a current key as 'Authorization: Bearer <api key>'; an admin creates keys with POST /v1/admin/tenants/{tenant}/keys.");
+  }
+  // Checked on every request, after the isolate's cache: an expiry is exact, whatever the cache holds.
+  if (isExpired(auth)) {
+    deps.authBackoff?.failed(client);
+    throw new ToolError("UNAUTHORIZED", `This API key expired at ${auth.expires_at} (its expiry, or the end of its grace after a rotation). Use a current key; one with the 'manage' scope makes keys with POST /v1/keys.`, { expired_at: auth.expires_at });
   }
   deps.authBackoff?.succeeded(client);
   return auth;

@@ -29,6 +29,11 @@ import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
 import { requireWorkspace } from "./common.js";
 import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
+import { workspaceAllowed } from "../auth/key-bounds.js";
+import { ToolError } from "../../shared/errors.js";
+import { idempotencyKeyOf, idempotent } from "../idempotency.js";
+import { onError } from "../http.js";
+import { IDEMPOTENCY_ADMIN } from "../../workspace/paths.js";
 
 export type Access =
   | { auth: "public" }
@@ -61,6 +66,10 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   }
   const auth = await authenticateTenant(deps, c.req.raw.headers);
   c.set("auth", auth);
+  // A key limited to some workspaces meets any other as if it did not exist (lib/api/auth/key-bounds.ts),
+  // on every route whose path names one, whether or not the route binds it, before anything else is checked.
+  const named = c.req.param("ws");
+  if (named !== undefined && !workspaceAllowed(auth.workspaces, named)) throw new ToolError("NOT_FOUND", `Workspace not found: ${named}. List your workspaces with GET /v1/workspaces.`, { workspace: named });
   const scope = access.scope;
   const catalog = deps.tools ?? [];
   const tool = c.get("tool");
@@ -69,7 +78,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
   if (refusal) throw refusal;
   if (!access.workspace) return;
-  const id = c.req.param("ws") ?? "";
+  const id = named ?? "";
   // ... and within the workspace's tool list, once its record is here.
   const bind = (record: MetaRecord, known?: true) => {
     const refused = scope === "any" ? null : workspaceScopeRefusal(scope, record.meta.tools, catalog, what());
@@ -113,6 +122,20 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
     const bindWorkspace = await enforce(deps, policy.access, c, opts);
+    // Every mutating route takes an Idempotency-Key, here in the one guard (lib/api/idempotency.ts).
+    const key = policy.access.auth === "tenant" || policy.access.auth === "admin" ? idempotencyKeyOf(c) : undefined;
+    if (key === undefined) return rest(c, next, bindWorkspace);
+    const scope = policy.access.auth === "admin" ? IDEMPOTENCY_ADMIN : c.get("auth").tenant;
+    // The rest of the call answers inside idempotent() (an error is an answer too, and is kept).
+    await idempotent(deps.storage, scope, key, c, async () => {
+      try {
+        await rest(c, next, bindWorkspace);
+      } catch (e) {
+        c.res = onError(e, c);
+      }
+    });
+  };
+  const rest = async (c: Context<AppEnv>, next: () => Promise<void>, bindWorkspace: (() => Promise<void>) | undefined) => {
     try {
       // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
       if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);

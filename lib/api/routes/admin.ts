@@ -1,23 +1,18 @@
 /** Admin API (bearer TOOLSHED_ADMIN_TOKEN): tenants and their API keys. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { parseJsonBody } from "../http.js";
-import { createApiKey, createTenant, getTenant, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey, SCOPES } from "../auth/keys.js";
+import { createApiKey, createTenant, getTenant, keyInfoOf, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey } from "../auth/keys.js";
+import { KeyBody, KeyInfoSchema, newKeyOf } from "./keys.js";
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
-import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp } from "./common.js";
 
 const TenantSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Tenant");
-const KeyInfoSchema = z.object({ key_id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.enum(SCOPES)), tools: z.union([z.string(), z.array(z.string())]).optional().openapi({ description: "A preset or tool names (listings show \"all\" for an unlimited key)" }), created_at: z.string() }).openapi("ApiKeyInfo");
-/** A preset or a list of tool (and preset) names; checked against the tools by parseToolList. */
-export const ToolsField = z.union([z.string(), z.array(z.string()).max(200)]).openapi({ description: `The tools allowed: a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).`, example: "readonly" });
 const TenantParam = z.object({ tenant: z.string().openapi({ param: { name: "tenant", in: "path" } }) });
 const Page = z.object({
   cursor: z.string().max(4096).optional().openapi({ description: "The cursor of the previous page" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_PAGE).optional().openapi({ description: `Entries per page (default and max ${MAX_LIST_PAGE})` }),
 });
-const KeyBody = z.object({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).optional().openapi({ description: "Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools \"all\"." }), tools: ToolsField.optional() });
 
 export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
@@ -70,14 +65,9 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
       },
     })),
     async (c) => {
-      // The body is optional; without a JSON content type the validator skips it, so parse it here too.
-      const parsed = parseJsonBody(KeyBody, c.get("json") ?? {});
-      const { tools: given, scopes: asked, ...rest } = parsed;
-      const list = given !== undefined ? parseToolList(given, tools) : undefined;
-      // Scopes never exceed what the key's tools need (lib/run/toolset.ts): refused, or narrowed from the default.
-      const scopes = keyScopesFor(asked, list, tools);
-      const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, { ...rest, scopes, ...(list !== undefined ? { tools: list } : {}) });
-      return c.json({ key, ...record, tools: record.tools ?? "all" }, 201);
+      // The body is optional; without a JSON content type the validator skips it, so newKeyOf parses it.
+      const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, newKeyOf(c.get("json"), tools));
+      return c.json({ key, ...keyInfoOf(record) }, 201);
     },
   );
   app.openapi(

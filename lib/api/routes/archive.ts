@@ -5,6 +5,7 @@
  *   POST /v1/workspaces?id=&name=&prefix=                        with an archive body (workspaces.ts hands it here)
  */
 import type { Context } from "hono";
+import { newWorkspaceId } from "./workspaces.js";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
@@ -97,7 +98,8 @@ export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Prom
   const tenant = c.get("auth").tenant;
   // `tools` (a preset, or names joined by commas): the way to load a workspace no route may write to afterwards.
   const list = q.tools !== undefined ? parseToolList(toolsQuery(q.tools), deps.tools ?? [], "tools") : undefined;
-  const meta = await createWorkspace(deps.storage, tenant, { ...(q.id !== undefined ? { id: q.id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}), ...(list !== undefined ? { tools: list } : {}) });
+  const id = newWorkspaceId(c.get("auth"), q.id);
+  const meta = await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}), ...(list !== undefined ? { tools: list } : {}) });
   try {
     const report = await runImport(c, deps, meta.id, "merge", q.prefix);
     return c.json({ ...meta, import: { workspace: meta.id, ...report } }, 201);

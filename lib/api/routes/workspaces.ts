@@ -13,7 +13,25 @@ import { ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../layers/checkpoints.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
-import { ToolsField } from "./admin.js";
+import { ToolsField } from "./keys.js";
+import { assertWorkspaceAllowed, defaultWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
+import type { AuthInfo } from "../auth/keys.js";
+import { randomId } from "../../shared/hash.js";
+
+/**
+ * The id of a workspace this key creates: the one given, if the key may reach it; a key limited to
+ * one prefix gets a random id under it by default; another limited key must name one.
+ */
+export function newWorkspaceId(auth: AuthInfo, given: string | undefined): string | undefined {
+  if (given !== undefined) {
+    assertWorkspaceAllowed(auth, given, "id");
+    return given;
+  }
+  if (!auth.workspaces) return undefined;
+  const id = defaultWorkspaceId(auth.workspaces, randomId(8));
+  if (id === undefined) throw new ToolError("INVALID_ARGUMENT", `id: this API key is limited to the workspaces ${JSON.stringify(auth.workspaces)}: give the new workspace's id (one they cover).`, { field: "id", workspaces: auth.workspaces });
+  return id;
+}
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
@@ -42,15 +60,18 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
       const body = parseJsonBody(CreateBody, c.get("json") ?? {});
-      const tenant = c.get("auth").tenant;
+      const auth = c.get("auth");
+      const tenant = auth.tenant;
+      const id = newWorkspaceId(auth, body.id);
       const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
       if (body.from_workspace !== undefined) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin: the route already needs write.
-        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+        if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
+        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
         return c.json(fork, 201);
       }
-      return c.json(await createWorkspace(deps.storage, tenant, { ...(body.id !== undefined ? { id: body.id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
+      return c.json(await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
     },
   );
   app.openapi(
@@ -60,7 +81,10 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       request: { query: z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() }) },
       responses: { 200: { description: "Workspaces", content: { "application/json": { schema: z.object({ workspaces: z.array(WorkspaceSchema), cursor: z.string().optional() }) } } }, ...errorResponses(400, 401, 403) },
     })),
-    async (c) => c.json(await listWorkspaces(deps.storage, c.get("auth").tenant, c.req.valid("query")), 200),
+    async (c) => {
+      const auth = c.get("auth");
+      return c.json(await listWorkspaces(deps.storage, auth.tenant, { ...c.req.valid("query"), ...(auth.workspaces ? { visible: (id: string) => workspaceAllowed(auth.workspaces, id) } : {}) }), 200);
+    },
   );
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {

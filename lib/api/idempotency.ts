@@ -1,0 +1,178 @@
+/**
+ * Idempotency keys (issue #28 §3), in the one route guard (routes/access.ts), so every mutating
+ * route of the API takes them: tool calls, compat calls, raw file writes and deletes, workspace
+ * create/delete, imports, checkpoints, restores, undo, approvals, policies, keys (admin and tenant).
+ *
+ * A POST/PUT/PATCH/DELETE with `Idempotency-Key: <1-255 visible ASCII>`:
+ *   - first time: a create-only "running" record is put (If-None-Match: *), the request runs, and
+ *     its answer (status, headers, body) replaces the record (If-Match: the running record) before
+ *     the answer leaves, with the request's fingerprint (SHA-256 of method, path, query, content
+ *     type and body bytes, hashed as the body streams through);
+ *   - a retry with the same key and the same request gets the stored answer (`Idempotent-Replayed: true`)
+ *     and runs nothing; with a different request: INVALID_ARGUMENT; while the first still runs: CONFLICT
+ *     with Retry-After;
+ *   - a 5xx answer is not kept (the running record is deleted, a retry runs again); nor is a 429.
+ * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
+ * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
+ * Cost per request with the header: 1 GET + 1 conditional PUT before the handler, 1 conditional PUT
+ * after it (a replay: 1 GET). Without the header: nothing.
+ * A crash between the two PUTs leaves a running record; after its lease (RUNNING_LEASE_MS) a retry runs again.
+ * Expired records go in the lazy sweep of small records (lib/storage/sweep.ts), run after 1 in
+ * SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
+ */
+import { createHash } from "node:crypto";
+import type { Context, Next } from "hono";
+import { ToolError } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { sweepRecords } from "../storage/sweep.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { idempotencyPrefix, idempotencyRecordKey } from "../workspace/paths.js";
+import type { AppEnv } from "./http.js";
+import { backgroundOf } from "./routes/common.js";
+
+export const IDEMPOTENCY_HEADER = "idempotency-key";
+export const KEEP_MS = 24 * 3600_000;
+/** How long a running record holds its key before a retry may take it over (the longest call: a 10-minute command plus write-back). */
+export const RUNNING_LEASE_MS = 15 * 60_000;
+/** Larger answers are not kept: the record says so and a retry gets CONFLICT naming it. */
+export const MAX_KEPT_BODY_BYTES = 8 * 1024 * 1024;
+export const SWEEP_EVERY = 16;
+const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+/** Headers of the answer a replay gives back (the rest are the platform's). */
+const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+|ratelimit[\w-]*)$/i;
+
+type Running = { state: "running"; started: number; lease_until: number; expires: number };
+type Done = { state: "done"; fingerprint: string; status: number; headers: [string, string][]; body?: string; too_large?: true; expires: number };
+type IdemRecord = Running | Done;
+
+/** The Idempotency-Key of a mutating request, checked; undefined when there is none (or the method is safe). */
+export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
+  if (!MUTATING.has(c.req.method)) return undefined;
+  const key = c.req.header(IDEMPOTENCY_HEADER);
+  if (key === undefined) return undefined;
+  if (!KEY_SHAPE.test(key)) throw new ToolError("INVALID_ARGUMENT", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).");
+  return key;
+}
+
+/**
+ * Runs `next` at most once per (scope, key) while its record lives. `scope` is the tenant (or
+ * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read.
+ */
+export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, next: Next, now = Date.now): Promise<void> {
+  const recordKey = idempotencyRecordKey(scope, await sha256Hex(key));
+  const body = hashedBody(c);
+  const found = await storage.get(recordKey);
+  const current = found ? (JSON.parse(await new Response(found.body).text()) as IdemRecord) : null;
+  const t = now();
+  const live = current && current.expires > t && !(current.state === "running" && current.lease_until <= t);
+  if (current && live) {
+    if (current.state === "running") throw inFlight(current, t);
+    const fingerprint = await fingerprintOf(c, await body.finish());
+    if (fingerprint !== current.fingerprint) {
+      throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request; retry only with the same request.");
+    }
+    if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
+    c.res = replay(current);
+    return;
+  }
+  const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
+  let etag: string;
+  try {
+    const put = await storage.put(recordKey, JSON.stringify(running), current ? { ifMatch: found!.etag, contentType: "application/json" } : { ifNoneMatch: "*", contentType: "application/json" });
+    etag = put.etag;
+  } catch (e) {
+    if (isConditionFailed(e)) throw inFlight(running, t);
+    throw e;
+  }
+  if (Math.random() * SWEEP_EVERY < 1) {
+    const swept = sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) });
+    const bg = backgroundOf(c);
+    if (bg) bg(swept);
+  }
+  await next();
+  const res = c.res;
+  const keep = async (bytes: Uint8Array | null) => {
+    const fingerprint = await fingerprintOf(c, await body.finish());
+    if (res.status >= 500 || res.status === 429) return void (await storage.delete([{ key: recordKey, ifMatch: etag }]).catch(() => {}));
+    const headers = [...res.headers].filter(([name]) => KEPT_HEADERS.test(name));
+    const done: Done = bytes === null || bytes.length > MAX_KEPT_BODY_BYTES
+      ? { state: "done", fingerprint, status: res.status, headers, too_large: true, expires: t + KEEP_MS }
+      : { state: "done", fingerprint, status: res.status, headers, body: base64Of(bytes), expires: t + KEEP_MS };
+    await storage.put(recordKey, JSON.stringify(done), { ifMatch: etag, contentType: "application/json" }).catch((e) => {
+      if (!isConditionFailed(e)) throw e; // taken over after the lease: the newer run's record stands
+    });
+  };
+  if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream") && res.body) {
+    // A stream is kept when it ends, without holding it back from the client.
+    const [toClient, toKeep] = res.body.tee();
+    c.res = new Response(toClient, res);
+    const bg = backgroundOf(c);
+    const kept = new Response(toKeep).arrayBuffer().then((b) => keep(new Uint8Array(b)));
+    if (bg) bg(kept.catch(() => {}));
+    else kept.catch(() => {});
+    return;
+  }
+  const bytes = new Uint8Array(await res.clone().arrayBuffer());
+  await keep(bytes);
+}
+
+function inFlight(r: Running, t: number): ToolError {
+  const wait = Math.max(1, Math.min(5, Math.ceil((r.lease_until - t) / 1000)));
+  return new ToolError("CONFLICT", "A request with this Idempotency-Key is still running. Retry with the same key after Retry-After seconds to get its answer.", { retry_after: wait });
+}
+
+function replay(r: Done): Response {
+  const headers = new Headers(r.headers);
+  headers.set("idempotent-replayed", "true");
+  return new Response(r.body === undefined ? null : bytesOf(r.body), { status: r.status, headers });
+}
+
+async function fingerprintOf(c: Context<AppEnv>, bodyHash: string): Promise<string> {
+  const url = new URL(c.req.url);
+  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash].join("\n"));
+}
+
+/**
+ * Puts the request's body through a SHA-256 as the handler reads it. finish() reads what the
+ * handler left unread (or all of it, when nothing read it) and gives the hex digest.
+ */
+function hashedBody(c: Context<AppEnv>): { finish(): Promise<string> } {
+  const hash = createHash("sha256");
+  const raw = c.req.raw;
+  if (!raw.body) return { finish: async () => hash.digest("hex") };
+  const reader = raw.body.getReader();
+  let done = false;
+  let digest: string | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(ctrl) {
+      const r = await reader.read();
+      if (r.done) {
+        done = true;
+        ctrl.close();
+        return;
+      }
+      hash.update(r.value);
+      ctrl.enqueue(r.value);
+    },
+  });
+  c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body: stream, duplex: "half", signal: raw.signal } as RequestInit);
+  return {
+    async finish() {
+      if (digest !== undefined) return digest;
+      while (!done) {
+        const r = await reader.read();
+        if (r.done) done = true;
+        else hash.update(r.value);
+      }
+      return (digest = hash.digest("hex"));
+    },
+  };
+}
+
+function base64Of(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+const bytesOf = (b64: string): Uint8Array => Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));

@@ -1,0 +1,158 @@
+/**
+ * Idempotency-Key (lib/api/idempotency.ts, issue #28 §3) over the real app with local R2 and KV:
+ * retries run once and get the same answer; a different request under the same key is refused; a
+ * retry while the first runs gets CONFLICT with Retry-After; keys are per tenant.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../../lib/shared/hash.js";
+import { idempotencyRecordKey } from "../../../lib/workspace/paths.js";
+import type { Workspace } from "../../../lib/workspace/workspace.js";
+import { ADMIN, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
+import { gzip, tar } from "../archive/archives.js";
+
+/** Counts every file change the workspace tells its listeners, per tenant and path. */
+function changeCounter() {
+  const seen = new Map<string, number>();
+  const note = (ws: Workspace, path: string) => void seen.set(`${ws.tenant}:${path}`, (seen.get(`${ws.tenant}:${path}`) ?? 0) + 1);
+  return {
+    listener: {
+      changed: async (ws: Workspace, path: string) => note(ws, path),
+      changedBatch: async (ws: Workspace, changes: { path: string }[]) => changes.forEach((c) => note(ws, c.path)),
+    },
+    count: (t: Tenant, path: string) => seen.get(`${t.tenant}:${path}`) ?? 0,
+  };
+}
+
+const counter = changeCounter();
+const app = testApp({ listeners: [counter.listener] });
+
+type Answer = { status: number; text: string; replayed: boolean; retryAfter: string | null };
+async function send(t: Tenant, path: string, init: RequestInit, key?: string): Promise<Answer> {
+  const res = await t.req(path, { ...init, headers: { ...(init.headers as Record<string, string>), ...(key ? { "idempotency-key": key } : {}) } });
+  return { status: res.status, text: await res.text(), replayed: res.headers.get("idempotent-replayed") === "true", retryAfter: res.headers.get("retry-after") };
+}
+
+/** A client that retries on CONFLICT (the first still running) until it gets the answer; bounded. */
+async function retrying(t: Tenant, path: string, init: () => RequestInit, key: string): Promise<Answer> {
+  for (let i = 0; i < 200; i++) {
+    const a = await send(t, path, init(), key);
+    if (a.status !== 409 || !a.text.includes("still running")) return a;
+    expect(Number(a.retryAfter)).toBeGreaterThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("never got the answer");
+}
+
+const tool = (t: Tenant, name: string, args: unknown) => ({ path: `/v1/workspaces/${t.ws}/tools/${name}`, init: () => ({ method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }) });
+
+describe("Idempotency-Key", () => {
+  it("a write retried 10 times concurrently with one key writes once, and every answer is the same", async () => {
+    const t = await newTenant(app, UNGATED);
+    const call = tool(t, "write", { file_path: "a.txt", content: "hello\n" });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => retrying(t, call.path, call.init, "write-1")));
+    expect(counter.count(t, "a.txt")).toBe(1);
+    expect(new Set(answers.map((a) => `${a.status} ${a.text}`)).size).toBe(1);
+    expect(answers[0]!.status).toBe(200);
+    expect(answers.filter((a) => a.replayed).length).toBeGreaterThanOrEqual(9);
+  });
+
+  it("an edit retried 10 times concurrently runs once (the replacement is applied once)", async () => {
+    const t = await newTenant(app, UNGATED);
+    expect((await t.call("write", { file_path: "e.txt", content: "x\n" })).status).toBe(200);
+    const call = tool(t, "edit", { file_path: "e.txt", old_string: "x", new_string: "xy" });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => retrying(t, call.path, call.init, "edit-1")));
+    expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+    expect(JSON.parse(answers[0]!.text).ok).toBe(true);
+    const read = await t.call("read", { file_path: "e.txt" });
+    expect(read.body.output).toContain("xy");
+    expect(read.body.output).not.toContain("xyy");
+  });
+
+  it("an import retried 10 times concurrently imports once", async () => {
+    const t = await newTenant(app, UNGATED);
+    const archive = await gzip(tar([{ name: "src/one.ts", body: "export const one = 1;\n" }]));
+    const path = `/v1/workspaces/${t.ws}/import`;
+    const init = () => ({ method: "POST", headers: { "content-type": "application/gzip" }, body: archive });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => retrying(t, path, init, "import-1")));
+    expect(new Set(answers.map((a) => `${a.status} ${a.text}`)).size).toBe(1);
+    expect(answers[0]!.status).toBeLessThan(300);
+    expect(counter.count(t, "src/one.ts")).toBe(1);
+  });
+
+  it("the same key with a different request is INVALID_ARGUMENT and runs nothing", async () => {
+    const t = await newTenant(app, UNGATED);
+    const first = tool(t, "write", { file_path: "b.txt", content: "one\n" });
+    expect((await send(t, first.path, first.init(), "k")).status).toBe(200);
+    const other = tool(t, "write", { file_path: "b.txt", content: "two\n" });
+    const again = await send(t, other.path, other.init(), "k");
+    expect(again.status).toBe(400);
+    expect(JSON.parse(again.text).error.code).toBe("INVALID_ARGUMENT");
+    expect(JSON.parse(again.text).error.message).toMatch(/different request/);
+    expect((await t.call("read", { file_path: "b.txt" })).body.output).toContain("one");
+    expect(counter.count(t, "b.txt")).toBe(1);
+  });
+
+  it("an error answer is kept and replayed, even after the state changed", async () => {
+    const t = await newTenant(app, UNGATED);
+    const call = tool(t, "edit", { file_path: "missing.txt", old_string: "a", new_string: "b" });
+    const first = await send(t, call.path, call.init(), "err-1");
+    expect(first.status).toBe(404);
+    await env.FILES.put(`t/${t.tenant}/w/${t.ws}/f/missing.txt`, "a\n");
+    const replay = await send(t, call.path, call.init(), "err-1");
+    expect(replay).toMatchObject({ status: 404, text: first.text, replayed: true });
+  });
+
+  it("keys are per tenant: another tenant's same key runs its own request", async () => {
+    const a = await newTenant(app, UNGATED);
+    const b = await newTenant(app, UNGATED);
+    const ca = tool(a, "write", { file_path: "t.txt", content: "a\n" });
+    const cb = tool(b, "write", { file_path: "t.txt", content: "b\n" });
+    expect((await send(a, ca.path, ca.init(), "shared")).status).toBe(200);
+    const rb = await send(b, cb.path, cb.init(), "shared");
+    expect(rb).toMatchObject({ status: 200, replayed: false });
+    expect((await b.call("read", { file_path: "t.txt" })).body.output).toContain("b");
+  });
+
+  it("a retry while the first runs gets CONFLICT with Retry-After; after the lease it runs", async () => {
+    const t = await newTenant(app, UNGATED);
+    const key = idempotencyRecordKey(t.tenant, await sha256Hex("busy"));
+    const now = Date.now();
+    await env.FILES.put(key, JSON.stringify({ state: "running", started: now, lease_until: now + 60_000, expires: now + 3600_000 }));
+    const call = tool(t, "write", { file_path: "c.txt", content: "c\n" });
+    const busy = await send(t, call.path, call.init(), "busy");
+    expect(busy.status).toBe(409);
+    expect(JSON.parse(busy.text).error.code).toBe("CONFLICT");
+    expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(counter.count(t, "c.txt")).toBe(0);
+    // A crashed first run: its lease is over, so the retry takes the key over and runs.
+    await env.FILES.put(key, JSON.stringify({ state: "running", started: now - 3600_000, lease_until: now - 1, expires: now + 3600_000 }));
+    const taken = await send(t, call.path, call.init(), "busy");
+    expect(taken.status).toBe(200);
+    expect(counter.count(t, "c.txt")).toBe(1);
+  });
+
+  it("raw file writes, workspace creation and admin routes take the key too; GET ignores it; a bad key is refused", async () => {
+    const t = await newTenant(app, UNGATED);
+    const put = () => ({ method: "PUT", headers: { "content-length": "2" }, body: "p\n" });
+    const p1 = await send(t, `/v1/workspaces/${t.ws}/files/p.txt`, put(), "put-1");
+    const p2 = await send(t, `/v1/workspaces/${t.ws}/files/p.txt`, put(), "put-1");
+    expect(p2).toMatchObject({ status: p1.status, text: p1.text, replayed: true });
+    const mk = () => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "second" }) });
+    const w1 = await send(t, "/v1/workspaces", mk(), "ws-1");
+    const w2 = await send(t, "/v1/workspaces", mk(), "ws-1");
+    expect(w1.status).toBe(201);
+    expect(w2).toMatchObject({ status: 201, text: w1.text, replayed: true });
+    const adminKey = async () => app.request(`/v1/admin/tenants/${t.tenant}/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json", "idempotency-key": "admin-1" }, body: "{}" });
+    const k1 = await adminKey();
+    const k2 = await adminKey();
+    expect(k1.status).toBe(201);
+    expect(k2.headers.get("idempotent-replayed")).toBe("true");
+    expect(await k2.text()).toBe(await k1.text());
+    const g = await send(t, `/v1/workspaces/${t.ws}/files/p.txt`, { method: "GET" }, "put-1");
+    expect(g).toMatchObject({ status: 200, replayed: false, text: "p\n" });
+    const bad = await send(t, `/v1/workspaces/${t.ws}/files/q.txt`, put(), "has space");
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text).error.message).toMatch(/Idempotency-Key/);
+  });
+});

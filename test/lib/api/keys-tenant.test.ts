@@ -1,0 +1,184 @@
+/**
+ * Keys tenants manage (issue #28 §5) over local R2 and KV: keys limited to workspaces (404 on any
+ * other), expiring keys (401), rotation with a grace, revocation within the documented bound on
+ * another isolate, and tenant-made keys that never exceed their maker.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../../lib/shared/hash.js";
+import { IsolateCache } from "../../../lib/shared/isolate-cache.js";
+import type { AuthInfo } from "../../../lib/api/auth/keys.js";
+import { servedRoutes } from "../../../lib/api/routes/access.js";
+import { admin, newTenant, testApp, type TestApp } from "../../helpers.js";
+import { routeRequest } from "../../support/route-request.js";
+
+const app = testApp();
+
+const as = (a: TestApp, key: string) => async (path: string, init: RequestInit = {}) => {
+  const res = await a.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...(init.headers as Record<string, string> | undefined) } });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as any) : null };
+};
+const post = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) });
+
+/** Every object of one workspace, with its etag. */
+async function snapshot(tenant: string, ws: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await env.FILES.list({ prefix: `t/${tenant}/w/${ws}/`, ...(cursor ? { cursor } : {}) });
+    out.push(...page.objects.map((o) => `${o.key} ${o.etag}`));
+    cursor = page.truncated ? page.cursor : undefined;
+  } while (cursor);
+  return out.sort();
+}
+
+/** A tenant with a manage key (tools "all"). */
+async function managed() {
+  const t = await newTenant(app);
+  const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute", "manage"] });
+  expect(k.status).toBe(201);
+  return { ...t, manage: as(app, k.body.key), manageKey: k.body.key as string, manageId: k.body.key_id as string };
+}
+
+describe("keys a tenant manages", () => {
+  it("a key limited to workspace A gets 404 on B, by every route; listing shows A only", async () => {
+    const t = await managed();
+    expect((await t.manage("/v1/workspaces", post({ id: "alpha" }))).status).toBe(201);
+    const made = await t.manage("/v1/keys", post({ name: "end-user", workspaces: ["alpha"], scopes: ["read", "write"] }));
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ workspaces: ["alpha"], scopes: ["read", "write"], created_by: t.manageId });
+    const user = as(app, made.body.key);
+    expect((await user("/v1/workspaces/alpha/tools/write", post({ file_path: "a.txt", content: "a" }))).status).toBe(200);
+    for (const [path, init] of [
+      [`/v1/workspaces/${t.ws}/tools/read`, post({ file_path: "a.txt" })],
+      [`/v1/workspaces/${t.ws}`, {}],
+      [`/v1/workspaces/${t.ws}/files/a.txt`, {}],
+      [`/v1/workspaces/${t.ws}/mcp`, post({ jsonrpc: "2.0", id: 1, method: "tools/list" })],
+      [`/v1/workspaces/${t.ws}/checkpoints`, post({})],
+      ["/v1/workspaces/nope/tools/read", post({ file_path: "a.txt" })],
+    ] as const) {
+      const r = await user(path, init as RequestInit);
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(404);
+      expect(r.body.error.code).toBe("NOT_FOUND");
+    }
+    // The answer for an existing workspace it may not reach is the answer for a missing one.
+    const other = await user(`/v1/workspaces/${t.ws}`);
+    const missing = await user("/v1/workspaces/nope");
+    expect(other.body.error.message.replace(t.ws, "X")).toBe(missing.body.error.message.replace("nope", "X"));
+    const list = await user("/v1/workspaces");
+    expect(list.body.workspaces.map((w: any) => w.id)).toEqual(["alpha"]);
+    // It can neither create nor fork into a workspace outside its list.
+    expect((await user("/v1/workspaces", post({ id: "beta" }))).status).toBe(403);
+    expect((await user("/v1/workspaces", post({ id: "alpha-copy", from_workspace: t.ws }))).status).toBe(403);
+    expect((await user("/v1/workspaces", post({ id: "alpha", from_workspace: t.ws }))).status).toBe(404);
+  });
+
+  it("every route whose path names a workspace (read from the app) answers 404 to a key limited to another, and changes nothing", async () => {
+    const t = await managed();
+    expect((await t.manage("/v1/workspaces", post({ id: "mine" }))).status).toBe(201);
+    expect((await t.call("write", { file_path: "keep.txt", content: "keep\n" })).status).toBe(200);
+    const made = await t.manage("/v1/keys", post({ workspaces: ["mine"], scopes: ["read", "write", "execute", "manage"] }));
+    const doc = await (await app.request("/openapi.json")).json();
+    const before = await snapshot(t.tenant, t.ws);
+    const routes = servedRoutes(app).filter((r) => r.path.includes(":ws") && r.policy?.access.auth === "tenant");
+    expect(routes.length).toBeGreaterThan(30);
+    for (const route of routes) {
+      const rr = routeRequest(doc, route, { ws: t.ws, path: "keep.txt", tool: "read", name: "read", id: "probe", call_id: "probe", checkpoint: "probe", session: "s1" });
+      const res = await app.request(rr.url, { method: rr.method, headers: { authorization: `Bearer ${made.body.key}`, ...rr.headers }, ...(rr.body !== undefined ? { body: rr.body } : {}) });
+      expect(res.status, `${rr.method} ${rr.url}: ${await res.clone().text()}`).toBe(404);
+    }
+    expect(await snapshot(t.tenant, t.ws)).toEqual(before);
+  });
+
+  it("a prefix limit: new workspaces get an id under the prefix; others are refused", async () => {
+    const t = await managed();
+    const made = await t.manage("/v1/keys", post({ workspaces: ["proj-*"] }));
+    const user = as(app, made.body.key);
+    const w = await user("/v1/workspaces", post({}));
+    expect(w.status).toBe(201);
+    expect(w.body.id).toMatch(/^proj-[a-z2-7]{8}$/);
+    expect((await user("/v1/workspaces", post({ id: "proj-x" }))).status).toBe(201);
+    expect((await user("/v1/workspaces", post({ id: "other" }))).status).toBe(403);
+    expect((await user(`/v1/workspaces/${w.body.id}/tools/ls`, post({}))).status).toBe(200);
+  });
+
+  it("a tenant-made key never exceeds its maker: scopes, tools, workspaces, expiry", async () => {
+    const t = await managed();
+    const narrowMade = await t.manage("/v1/keys", post({ scopes: ["read", "write", "manage"], workspaces: ["a-*"], expires_at: new Date(Date.now() + 3600_000).toISOString() }));
+    expect(narrowMade.status).toBe(201);
+    const narrow = as(app, narrowMade.body.key);
+    const refused = async (body: unknown, what: RegExp) => {
+      const r = await narrow("/v1/keys", post(body));
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body.error.message).toMatch(what);
+    };
+    await refused({ scopes: ["read", "execute"] }, /scopes \["execute"\]/);
+    await refused({ workspaces: ["b"] }, /workspaces/);
+    await refused({ workspaces: ["a-x", "b-*"] }, /workspaces/);
+    await refused({ expires_at: new Date(Date.now() + 7200_000).toISOString() }, /expiry/);
+    const ok = await narrow("/v1/keys", post({ scopes: ["read"], workspaces: ["a-1"] }));
+    expect(ok.status).toBe(201);
+    // Its child inherits its expiry when none is given.
+    expect(ok.body.expires_at).toBe(narrowMade.body.expires_at);
+    const readonly = as(app, (await t.manage("/v1/keys", post({ tools: "readonly" }))).body.key);
+    expect((await readonly("/v1/keys", post({}))).status).toBe(403); // no manage scope
+    // It lists and revokes only keys within its bounds (the tenant's wider manage key is not among them).
+    const listed = await narrow("/v1/keys");
+    expect(listed.body.keys.map((k: any) => k.key_id)).not.toContain(t.manageId);
+    expect((await narrow(`/v1/keys/${t.manageId}`, { method: "DELETE" })).status).toBe(403);
+    expect((await narrow(`/v1/keys/${ok.body.key_id}`, { method: "DELETE" })).status).toBe(200);
+  });
+
+  it("an expired key is 401 naming the expiry; another tenant's key id is 404", async () => {
+    const t = await managed();
+    const made = await t.manage("/v1/keys", post({ expires_at: new Date(Date.now() + 60_000).toISOString() }));
+    const user = as(app, made.body.key);
+    expect((await user("/v1/workspaces")).status).toBe(200);
+    // Move the stored expiry into the past (the clock cannot be moved in workerd).
+    const hash = await sha256Hex(made.body.key);
+    const rec = JSON.parse((await env.KV.get(`apikey/${hash}`))!);
+    await env.KV.put(`apikey/${hash}`, JSON.stringify({ ...rec, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    const fresh = testApp(); // another isolate: no cached key
+    const r = await as(fresh, made.body.key)("/v1/workspaces");
+    expect(r.status).toBe(401);
+    expect(r.body.error.message).toMatch(/expired/);
+    const stranger = await managed();
+    expect((await stranger.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" })).status).toBe(404);
+    expect((await user("/v1/workspaces")).status).toBe(200);
+  });
+
+  it("rotation: both secrets work during the grace; grace 0 stops the old one at once", async () => {
+    const t = await managed();
+    const made = await t.manage("/v1/keys", post({}));
+    const old = as(app, made.body.key);
+    const rot = await t.manage(`/v1/keys/${made.body.key_id}/rotate`, post({ grace_seconds: 600 }));
+    expect(rot.status).toBe(200);
+    expect(rot.body.key_id).toBe(made.body.key_id);
+    expect(rot.body.key).not.toBe(made.body.key);
+    expect((await old("/v1/workspaces")).status).toBe(200);
+    expect((await as(app, rot.body.key)("/v1/workspaces")).status).toBe(200);
+    const again = await t.manage(`/v1/keys/${made.body.key_id}/rotate`, post({ grace_seconds: 0 }));
+    expect((await as(app, rot.body.key)("/v1/workspaces")).status).toBe(401);
+    expect((await as(app, again.body.key)("/v1/workspaces")).status).toBe(200);
+    // The first secret is still in its grace; revoking the key ends every secret at once.
+    expect((await old("/v1/workspaces")).status).toBe(200);
+    expect((await t.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await old("/v1/workspaces")).status).toBe(401);
+    expect((await as(app, again.body.key)("/v1/workspaces")).status).toBe(401);
+  });
+
+  it("revocation reaches another isolate within its key cache's TTL (the documented bound: 5 s + the store's propagation)", async () => {
+    const t = await managed();
+    const made = await t.manage("/v1/keys", post({}));
+    let clock = Date.now();
+    const other = testApp({ apiKeys: new IsolateCache<AuthInfo | null>(5_000, 10_000, () => clock) });
+    const user = as(other, made.body.key);
+    expect((await user("/v1/workspaces")).status).toBe(200); // cached in the other isolate
+    expect((await t.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" })).status).toBe(200);
+    clock += 4_900;
+    expect((await user("/v1/workspaces")).status).toBe(200); // inside the bound: the cached key still answers
+    clock += 200;
+    expect((await user("/v1/workspaces")).status).toBe(401); // past it: refused
+  });
+});
