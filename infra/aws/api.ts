@@ -78,7 +78,7 @@ export class ToolshedApi extends Construct {
         TOOLSHED_RUNNER_FUNCTION: props.runner.functionName,
         TOOLSHED_RUNNER_FUNCTION_NETWORK: props.networkRunner.functionName,
         TOOLSHED_PUBLIC_URL: props.syncUrl,
-        // Names of secrets, never their values: read at start (lib/runtime/secret-env.ts).
+        // Names of secrets, never their values: read at start (lib/shared/secret-env.ts).
         TOOLSHED_SYNC_SECRET_ARN: secrets.sync.secretArn,
         TOOLSHED_RUNNER_SECRET_ARN: secrets.runner.secretArn,
         TOOLSHED_ADMIN_TOKEN_ARN: secrets.admin.secretArn,

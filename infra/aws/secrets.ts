@@ -1,6 +1,6 @@
 /**
  * The deployment's secrets in Secrets Manager, generated at creation: functions get their ARNs
- * (TOOLSHED_*_ARN) and read the values at start (lib/runtime/secret-env.ts), so no value is ever
+ * (TOOLSHED_*_ARN) and read the values at start (lib/shared/secret-env.ts), so no value is ever
  * in a function's configuration, the template or the console.
  */
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
