@@ -3,9 +3,11 @@ import { handle } from "hono/aws-lambda";
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/api/app.js";
 import { fromAwsEnv } from "../lib/runtime/aws.js";
+import { resolveSecretEnv } from "../lib/shared/secret-env.js";
 import { gcTick } from "../lib/layers/gc-schedule.js";
 
-const deps = fromAwsEnv(process.env);
+// Secrets come by ARN on AWS (TOOLSHED_*_ARN, read once at start) or as plain values locally.
+const deps = fromAwsEnv(await resolveSecretEnv(process.env));
 export const handler = handle(createApp(deps, tools));
 
 /** An EventBridge schedule (e.g. every 30 minutes) invokes this: GC of packs and manifests, a few tenants per tick (README "GC"). */
