@@ -339,6 +339,19 @@ export interface paths {
                          * @example readonly
                          */
                         tools?: string | string[];
+                        /**
+                         * @description Limit the key to these workspaces: ids, or id prefixes ending in '*' ("proj-*"). Any other workspace answers 404 to it, as if it did not exist. Default: every workspace.
+                         * @example [
+                         *       "ws1",
+                         *       "proj-*"
+                         *     ]
+                         */
+                        workspaces?: string[];
+                        /**
+                         * @description When the key stops working (ISO 8601). Default: never.
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        expires_at?: string;
                     };
                 };
             };

@@ -27,6 +27,9 @@ export interface components {
             scopes: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
             /** @description A preset or tool names (listings show "all" for an unlimited key) */
             tools?: string | string[];
+            workspaces?: string[];
+            expires_at?: string;
+            created_by?: string;
             created_at: string;
         };
         TenantPolicy: {
