@@ -32,7 +32,7 @@ import { Whiteouts } from "./whiteout.js";
 const BATCH_FILES = 2000;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
-export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: Omit<ImportOptions, "writer">): Promise<ImportReport> {
+export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
   const started = Date.now();
   const { limits, prefix } = opts;
   const target = await listTarget(ws, prefix, limits.maxEntries);

@@ -4,7 +4,7 @@
  * relative, nested, to a directory, dangling, absolute, unicode names) made on disk and packed by
  * GNU tar → import → `find -printf` in bash (the real sandbox) → export, compared with the original
  * entry by entry: type, the execute bit (the mode bit git tracks), the link's target, the bytes.
- * Over the memory driver and a real S3 server (s3rver); both import writers on memory.
+ * Over the memory driver and a real S3 server (s3rver).
  */
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -113,7 +113,7 @@ const normalizeFind = (text: string) =>
     })
     .join("\n");
 
-function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
+function suite(name: string, driver: () => StorageDriver) {
   describe(`random trees: import → bash → export (${name})`, () => {
     let app: ReturnType<typeof createApp>;
     let key: string;
@@ -127,7 +127,7 @@ function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
       const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
       executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
       const storage = driver();
-      const deps = { storage, kv: storageKeyValue(storage, "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", packImport } as AppDeps;
+      const deps = { storage, kv: storageKeyValue(storage, "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal" } as AppDeps;
       app = createApp(deps, [...fileTools, bash]);
       const admin = (path: string, body: unknown) => Promise.resolve(app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
       await admin("/v1/admin/tenants", { id: "acme" });
@@ -168,8 +168,7 @@ function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
   });
 }
 
-suite("memory, pack import", () => memoryDriver(), true);
-suite("memory, per-file writer", () => memoryDriver(), false);
+suite("memory", () => memoryDriver());
 
 let server: S3Server | undefined;
 beforeAll(async () => {
@@ -179,4 +178,4 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-suite("s3 (s3rver), pack import", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }), true);
+suite("s3 (s3rver)", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }));
