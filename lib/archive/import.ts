@@ -14,7 +14,7 @@ import type { ArchiveFormat } from "./open.js";
 import { decodeName, type ArchiveEntry } from "./entry.js";
 import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js";
 import type { EntryPolicy } from "./policy.js";
-import type { ModesDelta } from "../sync/types.js";
+import type { ExecModes, ModesDelta } from "../sync/types.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole (and fed to the search index); larger ones stream straight into a pack. */
@@ -31,8 +31,12 @@ export interface ImportOptions {
   limits: ArchiveLimits;
   spool: Spool;
   contentLength?: number;
-  /** Records the import's execute bits in the workspace's list (lib/exec/modes.ts updateModes: merged with concurrent updates). */
-  recordModes(delta: ModesDelta): Promise<unknown>;
+  /**
+   * Records the import's execute bits and links in the workspace's modes table: one merged conditional
+   * delta, made by `build` from the table as it is (lib/exec/modes.ts updateModesRevertibly); `revert`
+   * takes it back when the layer switch fails.
+   */
+  recordModes(build: (now: ExecModes) => ModesDelta): Promise<{ revert(): Promise<void> }>;
 }
 
 export interface Target {

@@ -19,8 +19,8 @@ import { exportEtag, exportStream, listForExport } from "../../archive/export.js
 import type { ImportMode, ImportReport } from "../../archive/import.js";
 import { storageSpool } from "../../archive/spool.js";
 import { importIntoLayers } from "../../layers/import.js";
-import { readModes, updateModes } from "../../exec/modes.js";
-import type { ModesDelta } from "../../sync/types.js";
+import { readModes, updateModesRevertibly } from "../../exec/modes.js";
+import type { ExecModes, ModesDelta } from "../../sync/types.js";
 import { parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
@@ -78,7 +78,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
     prefix,
     limits: archiveLimits(deps.archiveLimits),
     spool: storageSpool(deps.storage, internalPrefix(tenant, id)),
-    recordModes: (delta: ModesDelta) => updateModes(deps.storage, tenant, id, delta),
+    recordModes: (build: (now: ExecModes) => ModesDelta) => updateModesRevertibly(deps.storage, tenant, id, build),
     ...(length !== undefined ? { contentLength: length } : {}),
   };
   // Into packs + a manifest, all or nothing (lib/layers/import.ts).
