@@ -153,14 +153,16 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   try {
     await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
   } catch (e) {
-    // Refused (the pointer moved meanwhile) or failed: unless the record shows the switch landed
-    // after all, nothing points at what was written, and the modes delta is taken back. When the
-    // record cannot be read, nothing is removed (GC collects what is garbage).
-    const now = await readMeta(deps.storage, ws.tenant, ws.id).catch(() => undefined);
+    // Refused (the pointer moved meanwhile): nothing points at what was written; it is removed and
+    // the modes delta taken back. Any other failure: the record read again says whether the switch
+    // landed after all (then the import goes on); if not, the modes delta is taken back, but the
+    // packs stay (a PUT that failed here might still land later: GC collects them if it never does).
+    const refusedSwitch = isToolError(e) && e.code === "CONFLICT";
+    const now = refusedSwitch ? null : await readMeta(deps.storage, ws.tenant, ws.id).catch(() => undefined);
     if (now === undefined) throw e;
     if (now?.meta.base !== manifest.id) {
       await modes.revert().catch((err: unknown) => console.warn("a failed import could not take back its modes delta", err instanceof Error ? err.message : String(err)));
-      await dropAll();
+      if (refusedSwitch) await dropAll();
       throw e;
     }
   }
