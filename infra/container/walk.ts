@@ -8,7 +8,8 @@ import { constants, lstatSync, promises as fs, readdirSync, statfsSync, type Dir
 import { join } from "node:path";
 import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
-import { statPaths, statSpread, type Stats } from "./stat-pool.js";
+import { statPaths, type Stats } from "./stat-pool.js";
+import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
 import { fingerprint, isExec, isValidName } from "./tree.js";
 
 export interface WalkResult {
@@ -70,9 +71,6 @@ export const listingSettledMs = (type: number | bigint): number => (FINE_TIMESTA
 
 /** A reused listing named an entry that is gone: the walk starts again without listings. */
 class StaleListing extends Error {}
-
-/** What lstat said of one path: its mode, size and fingerprint, or the error's code. */
-type Stat = { mode: number; size: number; fp: string } | string;
 
 /** Entries of the walk whose lstat is under way: their paths, and the batches that stat them (in order). */
 interface Deferred {
@@ -193,59 +191,6 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
     else out.links.set(p, target);
   }
   return out;
-}
-
-/** The prefetched answers: `at` gives a kept directory's index; the entries of its listing that are not directories follow it, in order. */
-interface Prefetched {
-  at: Map<string, number>;
-  parts: Stats[];
-  /** Index where each part starts. */
-  starts: number[];
-}
-
-/**
- * The lstat of every path the kept listings name (each directory, then each entry of its
- * listing that is not a directory), taken side by side before the walk.
- */
-async function prefetch(tree: string, listings: DirListings): Promise<Prefetched> {
-  const abs: string[] = [];
-  const at = new Map<string, number>();
-  for (const [d, l] of listings) {
-    at.set(d, abs.length);
-    const dir = d === "" ? tree : `${tree}/${d}`;
-    abs.push(dir);
-    for (let i = 0; i < l.names.length; i++) if (!l.dirs[i]) abs.push(`${dir}/${l.names[i]}`);
-  }
-  const parts = await statSpread(abs);
-  const starts: number[] = [];
-  let n = 0;
-  for (const p of parts) {
-    starts.push(n);
-    n += p.fp.length;
-  }
-  return { at, parts, starts };
-}
-
-/** What lstat said of a batch's `j`-th path. */
-const answer = (b: Stats, j: number): Stat => b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
-
-/** The part holding the prefetched answer at index `i`. */
-function partOf(known: Prefetched, i: number): number {
-  let k = known.starts.length - 1;
-  while (known.starts[k]! > i) k--;
-  return k;
-}
-
-/** The prefetched answer at index `i`. */
-function statAt(known: Prefetched, i: number): Stat {
-  const k = partOf(known, i);
-  return answer(known.parts[k]!, i - known.starts[k]!);
-}
-
-/** An answer that is an error code, thrown as the error lstat threw (`rel` names the entry); any other, as it is. */
-function raised(rel: string, st: Stat): Exclude<Stat, string> {
-  if (typeof st === "string") throw Object.assign(new Error(`lstat ${rel}: ${st}`), { code: st });
-  return st;
 }
 
 /** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */

@@ -89,8 +89,6 @@ export interface AppDeps {
   segmentCache?: SegmentCache;
   /** Files' last versions this isolate wrote or read whole, per isolate, only ever a change's condition (lib/workspace/version-cache.ts); createApp makes one when absent. */
   versions?: VersionCache;
-  /** Import writes packs and a manifest (lib/layers/) instead of one object per file (default true). */
-  packImport?: boolean;
   /** The tools this app serves (createApp sets it): what a `task` subagent may call. */
   tools?: readonly Tool[];
   /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */

@@ -1,6 +1,6 @@
 /**
- * What an import keeps of a POSIX tree besides the files' bytes: the one rule both writers use
- * (the pack import, lib/layers/import.ts, and the per-file writer, ./import.ts).
+ * What an import keeps of a POSIX tree besides the files' bytes: the rule the import
+ * (lib/layers/import.ts) follows.
  *  - Execute bits: a file entry whose mode has the owner's execute bit (git's 100755) is recorded
  *    in the workspace's list of executable files (lib/exec/modes.ts); a file entry without it is
  *    taken off the list (an import over an executable file makes it what the archive says). One

@@ -1,33 +1,23 @@
 /**
- * One archive into one workspace: read entries as they stream in, admit each through the
- * policy, write it through the ImportWriter, then (mode "replace") delete what the archive did
- * not hold.
- *
- * The rule (per file, README "Import and export"): every file is whole or absent, never partial.
- * Files land in archive order, a few at a time. Entries the policy refuses are skipped and
- * reported; anything else that goes wrong (a bound, a damaged or cut archive, a concurrent
- * change to a file being imported, a storage failure) stops the import: what is in flight
- * finishes, the files that landed stay (and are indexed), nothing after them is written, and
- * the error's details say how many landed. "replace" deletes nothing until every file of the
- * archive has landed, and then only files still at the etag it listed when it began.
- * Execute bits and empty directories follow the archive (import-tree.ts): markers are made and
- * the modes delta recorded once the files have landed.
+ * What every import shares, whatever it writes into: the options and the report, the listing of
+ * the target (`listTarget`) and the one admission loop over an archive's entries (`admitted`).
+ * The writer is lib/layers/import.ts (packs, a manifest, one layer switch: all or nothing); it is
+ * the only one (the per-file writer behind `packImport: false` was dropped, #27: no deployment
+ * used it, and it could leave half an import behind).
+ * Execute bits, empty directories and links follow the archive (import-tree.ts, docs/symlinks.md).
  */
-import { isToolError, ToolError } from "../shared/errors.js";
+import { ToolError } from "../shared/errors.js";
 import { ancestorsOf } from "../workspace/paths.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
 import type { ArchiveLimits } from "./limits.js";
-import { openArchive, type ArchiveFormat } from "./open.js";
+import type { ArchiveFormat } from "./open.js";
 import { decodeName, type ArchiveEntry } from "./entry.js";
 import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js";
-import { saveImportedLinks } from "../workspace/links.js";
-import { EntryPolicy } from "./policy.js";
-import { ImportTree, importMessage } from "./import-tree.js";
-import type { ModesDelta } from "../sync/types.js";
+import type { EntryPolicy } from "./policy.js";
+import type { ExecModes, ModesDelta } from "../sync/types.js";
 import type { Spool } from "./spool.js";
 
-/** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */
+/** Bodies up to this size are read whole (and fed to the search index); larger ones stream straight into a pack. */
 export const SMALL_FILE = 1024 * 1024;
 /** Most skipped entries and kept paths listed in a report (the counts are exact). */
 export const REPORT_MAX = 100;
@@ -41,10 +31,19 @@ export interface ImportOptions {
   limits: ArchiveLimits;
   spool: Spool;
   contentLength?: number;
-  /** The writer to use (default: one conditional PUT per file). */
-  writer?: (ws: Workspace, target: Target) => ImportWriter;
-  /** Records the import's execute bits in the workspace's list (lib/exec/modes.ts updateModes: merged with concurrent updates). */
-  recordModes(delta: ModesDelta): Promise<unknown>;
+  /**
+   * Records the import's execute bits and links in the workspace's modes table: one merged conditional
+   * delta, made by `build` from the table as it is (lib/exec/modes.ts updateModesRevertibly); `revert`
+   * takes it back when the layer switch fails.
+   */
+  recordModes(build: (now: ExecModes) => ModesDelta): Promise<{ revert(): Promise<void> }>;
+}
+
+export interface Target {
+  /** path → etag of the files under the prefix when the import began. */
+  existing: Map<string, string>;
+  /** Directories implied by those files. */
+  dirs: Set<string>;
 }
 
 export interface ImportReport {
@@ -94,37 +93,6 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
   return { existing, dirs };
 }
 
-/** replace: deletes the files under the prefix that the archive did not hold and that still have the etag listed at the start. */
-async function deleteMissing(ws: Workspace, prefix: string, target: Target, landed: Map<string, string>, markers: ReadonlySet<string>): Promise<{ deleted: string[]; kept: string[] }> {
-  const deleted: string[] = [];
-  const kept: string[] = [];
-  let batch: { path: string; etag: string }[] = [];
-  const flush = async () => {
-    // Conditional per file: a file changed since it was listed is kept, not deleted.
-    if (batch.length) {
-      const r = await ws.deleteMany(batch);
-      deleted.push(...r.deleted);
-      kept.push(...r.refused);
-    }
-    batch = [];
-  };
-  const staleMarkers: { path: string; etag: string }[] = [];
-  for await (const f of ws.walkEntries(prefix)) {
-    if (f.type === "directory") {
-      if (!markers.has(f.path)) staleMarkers.push({ path: f.path, etag: f.etag });
-      continue;
-    }
-    if (landed.has(f.path)) continue;
-    if (target.existing.get(f.path) === f.etag) batch.push({ path: f.path, etag: f.etag });
-    else kept.push(f.path);
-    if (batch.length >= 1000) await flush();
-  }
-  await flush();
-  // Explicit directories the archive does not hold go too (each only in the version listed).
-  for (let i = 0; i < staleMarkers.length; i += 1000) await ws.deleteMarkers(staleMarkers.slice(i, i + 1000));
-  return { deleted, kept };
-}
-
 /**
  * The one admission loop of every import: each entry through the policy (skipped ones reported,
  * directory entries counted), then `claim` (a path that cannot be placed is skipped with its
@@ -162,94 +130,4 @@ export async function* admitted(
     }
     yield { path: a.path, entry };
   }
-}
-
-export async function importArchive(ws: Workspace, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
-  const started = Date.now();
-  const { limits, prefix } = opts;
-  const target = await listTarget(ws, prefix, limits.maxEntries);
-  const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
-  const writer = opts.writer ? opts.writer(ws, target) : new ObjectWriter(ws, target);
-  const policy = new EntryPolicy(limits, prefix);
-  const tree = new ImportTree();
-  const skipped: { name: string; reason: string }[] = [];
-  let skippedCount = 0;
-  let directories = 0;
-  const links = new Map<string, string>();
-  const skip = (name: string, reason: string) => {
-    if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
-    skippedCount++;
-  };
-  const directory = (path: string) => {
-    directories++;
-    tree.directory(path);
-  };
-  let markers: string[] = [];
-  try {
-    const link = (p: string, t: string) => void links.set(p, t);
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim: (p) => writer.claim(p), skip, directory, link })) {
-      tree.file(path, entry.mode);
-      await writer.write(path, entry.size <= SMALL_FILE ? await entry.bytes() : entry.stream(), entry.size);
-    }
-    await writer.finish();
-    await saveImportedLinks(ws, links, writer.landed.keys(), opts.mode === "replace" ? prefix : null);
-    const empty = tree.emptyDirs(writer.landed.keys(), (p) => target.existing.has(p));
-    for (const r of empty.refused) skip(r.name, r.reason);
-    markers = await makeMarkers(ws, empty.dirs, skip);
-  } catch (e) {
-    await writer.settle();
-    throw stopped(e, writer, skippedCount);
-  } finally {
-    await archive.close();
-  }
-  const removal = opts.mode === "replace" ? await deleteMissing(ws, prefix, target, writer.landed, new Set(markers)) : { deleted: [], kept: [] };
-  await opts.recordModes(tree.modesDelta(writer.landed.keys(), removal.deleted));
-  await ws.flushChanges();
-  const report = {
-    format: archive.format,
-    mode: opts.mode,
-    prefix,
-    entries: policy.entries,
-    files: writer.landed.size,
-    ...writer.stats,
-    deleted: removal.deleted.length,
-    kept: removal.kept.slice(0, REPORT_MAX),
-    kept_count: removal.kept.length,
-    directories,
-    empty_directories: markers.length,
-    symlinks: links.size,
-    executable: tree.executable(writer.landed.keys()),
-    skipped,
-    skipped_count: skippedCount,
-  };
-  return { ...report, message: importMessage(report), ms: Date.now() - started };
-}
-
-/** Makes the markers of the archive's empty directories (a few at a time); one that cannot be made (a file took its place meanwhile) is skipped with the reason. */
-async function makeMarkers(ws: Workspace, dirs: readonly string[], skip: (name: string, reason: string) => void): Promise<string[]> {
-  const made: string[] = [];
-  for (let i = 0; i < dirs.length; i += 6) {
-    await Promise.all(dirs.slice(i, i + 6).map(async (d) => {
-      try {
-        await ws.makeDirectory(d);
-        made.push(d);
-      } catch (e) {
-        if (!isToolError(e)) throw e;
-        skip(`${d}/`, e.message);
-      }
-    }));
-  }
-  return made.sort();
-}
-
-/** The error that stopped an import, with what had landed by then. */
-function stopped(e: unknown, writer: ImportWriter, skippedCount: number): ToolError {
-  const progress = { files_written: writer.landed.size, skipped_count: skippedCount };
-  const tail = ` ${writer.landed.size} file(s) had been written, each whole; nothing was deleted. Fix the cause, then import again (mode "merge" overwrites what landed).`;
-  if (isToolError(e)) {
-    const what = e.code === "FILE_MODIFIED" || e.code === "ALREADY_EXISTS" ? `${e.message.replace(/ Read it.*$/, "")} The import stopped so as not to overwrite that change.` : e.message;
-    return new ToolError(e.code, `${what}${tail}`, { ...e.details, ...progress });
-  }
-  console.error("import failed", e instanceof Error ? e.stack ?? e.message : String(e));
-  return new ToolError("INTERNAL", `The import failed on a storage error.${tail}`, progress);
 }

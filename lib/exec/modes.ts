@@ -123,4 +123,33 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
   throw new ToolError("CONFLICT", "The workspace's file modes kept changing under concurrent commands; run the command again.");
 }
 
+/**
+ * One delta applied so that it can be taken back: an import applies its execute bits and links (one
+ * merged delta) before its layer switch, and takes them back when the switch fails (lib/layers/import.ts).
+ * `build` makes the delta from the table as it is. `revert` applies the inverse: links put back as
+ * they were, only while each is still what the delta set (else CONFLICT, nothing written); execute
+ * bits the delta added removed, those it removed added back; a table the delta created and the
+ * inverse leaves empty is deleted (unconditionally: R2 has no conditional delete; the window is the
+ * milliseconds since the inverse's write).
+ */
+export async function updateModesRevertibly(driver: StorageDriver, tenant: string, workspace: string, build: (now: ExecModes) => ModesDelta): Promise<{ revert(): Promise<void> }> {
+  const before = await readModes(driver, tenant, workspace);
+  const delta = build(before);
+  await updateModes(driver, tenant, workspace, delta);
+  return {
+    revert: async () => {
+      const wasExec = new Set(before.exec);
+      const links: Record<string, string | null> = {};
+      const expectLinks: Record<string, string | null> = {};
+      for (const [p, t] of Object.entries(delta.links ?? {})) {
+        links[p] = before.links?.[p] ?? null;
+        expectLinks[p] = t;
+      }
+      const inverse = { add: delta.remove.filter((p) => wasExec.has(p)), remove: delta.add.filter((p) => !wasExec.has(p)), links };
+      const after = await updateModes(driver, tenant, workspace, inverse, { expectLinks });
+      if (before.etag === null && after.etag !== null && after.exec.length === 0 && !after.links) await driver.delete([modesKey(tenant, workspace)]);
+    },
+  };
+}
+
 const sortedLinks = (links: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(links).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

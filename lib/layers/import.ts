@@ -11,8 +11,12 @@
  * meanwhile is kept (the newer write wins) and reported in `kept`.
  * The search index is fed the same bytes in batches (one segment per batch), staged: each
  * segment's key is kept and none is merged with the workspace's others until the switch.
- * Empty directories of the archive become marker entries of the manifest, and the execute bits
- * are recorded (one modes delta) after the switch (archive/import-tree.ts: the rule).
+ * Empty directories of the archive become marker entries of the manifest. The execute bits and the
+ * links go to the workspace's modes table in one merged conditional delta (archive/import-tree.ts,
+ * docs/symlinks.md) just BEFORE the switch, and are taken back if the switch fails: so the links
+ * and bits are part of what the switch commits, and a failed import (refused or failed switch)
+ * leaves the table as it was (#26). A process that dies between the two leaves the new links and
+ * bits over the old files (a link may dangle) until the import is done again.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
 import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../workspace/paths.js";
@@ -22,9 +26,9 @@ import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
-import { saveImportedLinks } from "../workspace/links.js";
+import { importedLinksDelta } from "../workspace/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
-import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
+import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
 import { listUpper, mergeManifest, removeUpper } from "./seal.js";
 import { Whiteouts } from "./whiteout.js";
@@ -32,7 +36,7 @@ import { Whiteouts } from "./whiteout.js";
 const BATCH_FILES = 2000;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
-export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: Omit<ImportOptions, "writer">): Promise<ImportReport> {
+export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
   const started = Date.now();
   const { limits, prefix } = opts;
   const target = await listTarget(ws, prefix, limits.maxEntries);
@@ -134,21 +138,36 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   const gone: string[] = [];
   if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) gone.push(p);
   deleted = gone.length;
+  const dropAll = async () => {
+    await undoWrites();
+    await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
+  };
+  // Execute bits and links: one merged delta, before the switch (taken back if the switch fails).
+  let modes: { revert(): Promise<void> };
+  try {
+    modes = await opts.recordModes((now) => ({ ...tree.modesDelta(landedFiles, gone), links: importedLinksDelta(now.links ?? {}, links, landed, opts.mode === "replace" ? prefix : null) }));
+  } catch (e) {
+    await dropAll();
+    throw stopped(e);
+  }
   try {
     await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
   } catch (e) {
-    // Refused (the pointer moved meanwhile): nothing points at what was written. Any other failure
-    // may have switched after all, so nothing is removed then (GC collects it if it is garbage).
-    if (isToolError(e) && e.code === "CONFLICT") {
-      await undoWrites();
-      await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
+    // Refused (the pointer moved meanwhile): nothing points at what was written; it is removed and
+    // the modes delta taken back. Any other failure: the record read again says whether the switch
+    // landed after all (then the import goes on); if not, the modes delta is taken back, but the
+    // packs stay (a PUT that failed here might still land later: GC collects them if it never does).
+    const refusedSwitch = isToolError(e) && e.code === "CONFLICT";
+    const now = refusedSwitch ? null : await readMeta(deps.storage, ws.tenant, ws.id).catch(() => undefined);
+    if (now === undefined) throw e;
+    if (now?.meta.base !== manifest.id) {
+      await modes.revert().catch((err: unknown) => console.warn("a failed import could not take back its modes delta", err instanceof Error ? err.message : String(err)));
+      if (refusedSwitch) await dropAll();
+      throw e;
     }
-    throw e;
   }
-  await saveImportedLinks(ws, links, landed, opts.mode === "replace" ? prefix : null);
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
-  await opts.recordModes(tree.modesDelta(landedFiles, gone));
   await ws.flushChanges();
   let updated = 0;
   for (const p of landedFiles) if (target.existing.has(p)) updated++;

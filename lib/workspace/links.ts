@@ -24,16 +24,16 @@ export async function saveLinks(ws: LinkStore, delta: Record<string, string | nu
 }
 
 /**
- * After an import landed: the archive's links are set; a link an imported file now stands at is
- * dropped (the file replaces it); in replace mode, every other link below the prefix goes too.
+ * An import's links delta against the links there are (`now`): the archive's links are set; a link
+ * an imported file or directory now stands at is dropped (it replaces the link); in replace mode,
+ * every other link below the prefix goes too.
  */
-export async function saveImportedLinks(ws: LinkStore, imported: Map<string, string>, landed: Iterable<string>, replaceBelow: string | null): Promise<void> {
-  const now = await readLinks(ws);
+export function importedLinksDelta(now: Readonly<Record<string, string>>, imported: ReadonlyMap<string, string>, landed: Iterable<string>, replaceBelow: string | null): Record<string, string | null> {
   const delta: Record<string, string | null> = {};
-  for (const p of landed) if (now.has(p)) delta[p] = null;
-  if (replaceBelow !== null) for (const p of now.keys()) if (!imported.has(p) && isWithin(p, replaceBelow)) delta[p] = null;
+  for (const p of landed) if (p in now) delta[p] = null;
+  if (replaceBelow !== null) for (const p of Object.keys(now)) if (!imported.has(p) && isWithin(p, replaceBelow)) delta[p] = null;
   for (const [p, t] of imported) delta[p] = t;
-  await saveLinks(ws, delta);
+  return delta;
 }
 
 /**

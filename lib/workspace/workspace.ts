@@ -2,20 +2,23 @@
  * A workspace as the tools see it: canonical paths in, files and directories out.
  * It builds every storage key (through lib/paths), maps storage conditions to tool
  * errors, and keeps the session's file records (session-files.ts) and tells listeners of changes (change-feed.ts).
- * Tools never see keys or tenants.
+ * Tools never see keys or tenants. The class holds the keys and the call's state, and delegates,
+ * one line per method, to the files of its seams: what is at a path (lookups.ts), whole-file
+ * reads (file-reads.ts), listings (entries.ts), writes (file-writes.ts), explicit directories
+ * (directories.ts), deletes (deletes.ts), the session's records (session-files.ts).
  *
  * Directories are implied by the files below them, or explicit: a zero-byte marker at
  * "<dir>/" (lib/workspace/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
  * reads markers: list, scan, walk, walkEntries, stat and isDirectory turn them into
  * directories, so no caller ever sees one as a file.
  */
-import { ToolError } from "../shared/errors.js";
+import type { ToolError } from "../shared/errors.js";
 import { dirMarkerKey, fileKey, filesPrefix } from "./paths.js";
 import type { RecordStore } from "./records.js";
 import type { GetResult, ObjectInfo, PutBody, StorageDriver } from "../storage/types.js";
 import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
-import { makeDirMarker, removeDirMarkers } from "./markers.js";
-import { similarPaths } from "./similar.js";
+import { deleteMarkers, makeDirectory } from "./directories.js";
+import { hasEntries, head, headMarker, isDirectory, notFound, requireFile, stat, walkFiles } from "./lookups.js";
 import type { ToolList } from "../run/toolset.js";
 import type { UndoJournal } from "../run/undo/journal.js";
 import { ChangeFeed } from "./change-feed.js";
@@ -111,53 +114,38 @@ export class Workspace {
     return { path: this.pathOf(o.key), size: o.size, etag: o.etag, modified: o.modified, ...(o.contentType ? { contentType: o.contentType } : {}), ...(o.writer ? { writer: o.writer } : {}) };
   }
 
-  async head(path: string): Promise<FileInfo | null> {
-    if (path === "") return null;
-    const o = await this.driver.head(this.key(path));
-    return o ? this.toInfo(o) : null;
+  // ---- what is at a path (lookups.ts) ----
+
+  head(path: string): Promise<FileInfo | null> {
+    return head(this, path);
   }
 
-  async isDirectory(path: string): Promise<boolean> {
-    if (path === "") return true;
-    const r = await this.driver.list({ prefix: `${this.key(path)}/`, limit: 1 });
-    return r.objects.length > 0 || r.prefixes.length > 0;
+  isDirectory(path: string): Promise<boolean> {
+    return isDirectory(this, path);
   }
 
   /** The marker of an explicit directory, or null (implied or missing). */
-  async headMarker(dir: string): Promise<{ etag: string } | null> {
-    if (dir === "") return null;
-    const o = await this.driver.head(this.markerKey(dir));
-    return o ? { etag: o.etag } : null;
+  headMarker(dir: string): Promise<{ etag: string } | null> {
+    return headMarker(this, dir);
   }
 
   /** Whether a directory holds anything besides its own marker. */
-  async hasEntries(dir: string): Promise<boolean> {
-    const base = this.dirPrefix(dir);
-    const r = await this.driver.list({ prefix: base, delimiter: "/", limit: 2 });
-    return r.prefixes.length > 0 || r.objects.some((o) => o.key !== base);
+  hasEntries(dir: string): Promise<boolean> {
+    return hasEntries(this, dir);
   }
 
-  async stat(path: string): Promise<Stat | null> {
-    const [file, dir] = await Promise.all([this.head(path), this.isDirectory(path)]);
-    if (file) return { type: "file", ...file };
-    return dir ? { type: "directory", path } : null;
+  stat(path: string): Promise<Stat | null> {
+    return stat(this, path);
   }
 
   /** A file's info, or NOT_FOUND / IS_DIRECTORY with a hint. */
-  async requireFile(path: string): Promise<FileInfo> {
-    const info = await this.head(path);
-    if (info) return info;
-    if (await this.isDirectory(path)) {
-      throw new ToolError("IS_DIRECTORY", `${path || "/"} is a directory, not a file. Use ls to list it.`, { path });
-    }
-    throw await this.notFound(path);
+  requireFile(path: string): Promise<FileInfo> {
+    return requireFile(this, path);
   }
 
   /** NOT_FOUND naming the closest existing paths. */
-  async notFound(path: string, what = "File"): Promise<ToolError> {
-    const similar = await similarPaths(this, path);
-    const hint = similar.length ? ` Did you mean: ${similar.join(", ")}?` : " Use glob or ls to find it.";
-    return new ToolError("NOT_FOUND", `${what} not found: ${path}.${hint}`, { path, similar });
+  notFound(path: string, what = "File"): Promise<ToolError> {
+    return notFound(this, path, what);
   }
 
   async get(path: string, range?: { offset: number; length?: number }): Promise<GetResult | null> {
@@ -206,13 +194,8 @@ export class Workspace {
    * Refuses a path that is a file or lies below one. created: false when the marker was there.
    * Markers are not files: listeners (the search index) are not told.
    */
-  async makeDirectory(dir: string, opts: { placeChecked?: boolean } = {}): Promise<{ created: boolean; etag: string }> {
-    if (dir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it, e.g. src.", { path: "/" });
-    const r = await makeDirMarker(this.driver, this.tenant, this.id, dir, opts);
-    if (r.ok) return r;
-    if ("gone" in r) throw new ToolError("CONFLICT", `${dir} was removed by another call while it was being made; retry.`, { path: dir });
-    if (r.at === "path") throw new ToolError("ALREADY_EXISTS", `${dir} is a file; a directory cannot be made there. Choose another name, or delete the file first.`, { path: dir, type: "file" });
-    throw new ToolError("NOT_A_DIRECTORY", `Cannot make ${dir}: ${r.file} is a file, not a directory.`, { path: dir, file: r.file });
+  makeDirectory(dir: string, opts: { placeChecked?: boolean } = {}): Promise<{ created: boolean; etag: string }> {
+    return makeDirectory(this, dir, opts);
   }
 
   /**
@@ -229,8 +212,8 @@ export class Workspace {
    * only if it is still the version given (`etag`; null: whatever is there), like deleteMany for
    * files. A marker already gone counts as removed; one in another version is refused and kept.
    */
-  async deleteMarkers(dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
-    return { refused: await removeDirMarkers(this.driver, this.tenant, this.id, dirs.map((d) => ({ dir: d.path, etag: d.etag }))) };
+  deleteMarkers(dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
+    return deleteMarkers(this, dirs);
   }
 
   /** Deletes one file if it is still the version `etag` (null: whatever is there); FILE_MODIFIED, and nothing deleted, when it changed or went since (deletes.ts). */
@@ -283,13 +266,8 @@ export class Workspace {
   }
 
   /** Every file below a directory, page by page (bounded by maxFiles); markers are skipped. */
-  async *walk(dir: string, maxFiles = Infinity): AsyncGenerator<FileInfo> {
-    let n = 0;
-    for await (const e of walkEntries(this, dir)) {
-      if (e.type !== "file") continue;
-      if (n++ >= maxFiles) return;
-      yield e;
-    }
+  walk(dir: string, maxFiles = Infinity): AsyncGenerator<FileInfo> {
+    return walkFiles(this, dir, maxFiles);
   }
 
   /**

@@ -17,11 +17,11 @@ import { createWorkspace, deleteWorkspace } from "../../workspace/registry.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { archiveLimits } from "../../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../../archive/export.js";
-import { importArchive, type ImportMode, type ImportReport } from "../../archive/import.js";
+import type { ImportMode, ImportReport } from "../../archive/import.js";
 import { storageSpool } from "../../archive/spool.js";
 import { importIntoLayers } from "../../layers/import.js";
-import { readModes, updateModes } from "../../exec/modes.js";
-import type { ModesDelta } from "../../sync/types.js";
+import { readModes, updateModesRevertibly } from "../../exec/modes.js";
+import type { ExecModes, ModesDelta } from "../../sync/types.js";
 import { parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
@@ -79,11 +79,11 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
     prefix,
     limits: archiveLimits(deps.archiveLimits),
     spool: storageSpool(deps.storage, internalPrefix(tenant, id)),
-    recordModes: (delta: ModesDelta) => updateModes(deps.storage, tenant, id, delta),
+    recordModes: (build: (now: ExecModes) => ModesDelta) => updateModesRevertibly(deps.storage, tenant, id, build),
     ...(length !== undefined ? { contentLength: length } : {}),
   };
-  // Default: into packs + a manifest, all or nothing (lib/layers/import.ts); packImport: false keeps one object per file.
-  return deps.packImport === false ? importArchive(ws, body, opts) : importIntoLayers(layerDeps(deps), ws, opened, body, opts);
+  // Into packs + a manifest, all or nothing (lib/layers/import.ts).
+  return importIntoLayers(layerDeps(deps), ws, opened, body, opts);
 }
 
 /** `?tools=readonly` is a preset, `?tools=readonly,bash` a list (as the JSON body's `tools`). */
@@ -115,7 +115,7 @@ export function archiveApp(deps: AppDeps) {
     createRoute(secureRoute(deps, { auth: "tenant", scope: "write", workspace: true }, {
       method: "post", path: "/v1/workspaces/{ws}/import", tags: ["workspaces"],
       summary: "Import an archive (tar, tar.gz or zip; streamed)",
-      description: "Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)",
+      description: "Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry.",
       request: { params: WsParam, query: ImportQuery, body: { required: true, content: ARCHIVE_CONTENT } },
       responses: { 200: { description: "Imported", content: { "application/json": { schema: ImportReportSchema } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),

@@ -312,7 +312,7 @@ export interface paths {
         put?: never;
         /**
          * Import an archive (tar, tar.gz or zip; streamed)
-         * @description Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry. (A deployment with packImport: false writes file by file: the files that landed stay, and the error says how many.)
+         * @description Each file lands whole or not at all, with its execute bit; empty directories are kept; symlinks are kept as links (never followed); hard links, devices and unsafe names are skipped, listed, and named in `message`. All or nothing: an import that stops (a bound, a damaged or cut archive, a zip entry whose CRC-32 or size does not match, a concurrent change) leaves the workspace and its storage as they were; its error says why and names the entry.
          */
         post: {
             parameters: {

@@ -1,17 +1,14 @@
 /**
  * What import and export keep of a tree besides bytes (docs/workspace-fidelity.md): execute bits,
  * empty directories, every directory as an export entry; what is not kept is named in the
- * report's message. Over both writers: the pack import (default) and the per-file writer.
+ * report's message. Through the import (packs, all or nothing).
  */
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 import { tar, zip, type TarItem } from "./archives.js";
 import { exportReq, importReq, tarEntries } from "./helpers.js";
 
-const WRITERS = [
-  { name: "pack import", app: testApp() },
-  { name: "per-file writer", app: testApp({ packImport: false }) },
-];
+const WRITERS = [{ name: "pack import", app: testApp() }];
 
 /** The export as "name kind mode" lines plus bytes per file, in archive order. */
 async function exported(t: Tenant, query = "") {
@@ -119,10 +116,14 @@ for (const { name, app } of WRITERS) {
 }
 
 describe("execute bits of concurrent imports", () => {
-  it("four imports at once (per-file writer: no pointer switch to lose): every one's execute bit is kept, merged into one list", async () => {
-    const t = await newTenant(WRITERS[1]!.app);
-    const results = await Promise.all([0, 1, 2, 3].map((i) => importReq(t, tar([{ name: `run${i}.sh`, body: `echo ${i}\n`, mode: 0o755 }, { name: `data${i}.txt`, body: `${i}\n` }]), `?prefix=p${i}`)));
-    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+  it("four imports at once: each lands with its execute bit or is refused whole (CONFLICT at the layer switch); again, every bit is kept, merged into one list", async () => {
+    const t = await newTenant(WRITERS[0]!.app);
+    const one = (i: number) => importReq(t, tar([{ name: `run${i}.sh`, body: `echo ${i}\n`, mode: 0o755 }, { name: `data${i}.txt`, body: `${i}\n` }]), `?prefix=p${i}`);
+    const results = await Promise.all([0, 1, 2, 3].map(one));
+    for (const r of results) expect([200, 409], JSON.stringify(r.body)).toContain(r.status);
+    const landed = results.flatMap((r, i) => (r.status === 200 ? [`p${i}/run${i}.sh file 755`] : []));
+    expect(shape(await exported(t)).filter((l) => l.includes(".sh"))).toEqual(landed);
+    for (const [i, r] of results.entries()) if (r.status !== 200) expect((await one(i)).status).toBe(200);
     expect(shape(await exported(t)).filter((l) => l.includes(".sh"))).toEqual(["p0/run0.sh file 755", "p1/run1.sh file 755", "p2/run2.sh file 755", "p3/run3.sh file 755"]);
   });
 });

@@ -29,6 +29,9 @@ export async function files(tenant: string, ws: string): Promise<Map<string, Uin
   return out;
 }
 
+/** A workspace's files as the API exports them: path → bytes (the import writes packs, so storage holds no object per file). */
+export const workspaceFiles = async (t: Tenant, ws = t.ws) => untarGz(await exportReq(t, "", {}, ws));
+
 /** Every object key (with etag) under a tenant: storage as a whole, for "unchanged" checks. */
 export async function snapshot(tenant: string): Promise<string[]> {
   const out: string[] = [];

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { gnuLongName, gzip, tar, zip } from "./archives.js";
-import { countObjects, exportReq, files, importReq, snapshot, text, untarGz } from "./helpers.js";
+import { countObjects, exportReq, importReq, snapshot, text, untarGz, workspaceFiles } from "./helpers.js";
 
-// The per-file writer (packImport: false); the pack writer (the default) has test/lib/layers/import-packs.test.ts.
-const app = testApp({ packImport: false });
+// More of the pack writer's own rules (layers, upper objects, GC) in test/lib/layers/import-packs.test.ts.
+const app = testApp();
 
 const binary = new Uint8Array(3000).map((_, i) => (i * 7919) % 256);
 const LONG = `deep/${"d".repeat(120)}/${"n".repeat(150)}.txt`;
@@ -30,7 +30,7 @@ describe("import → export → import", () => {
     const r = await importReq(t, tar(SAMPLE));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ format: "tar", mode: "merge", files: 6, created: 6, updated: 0, skipped_count: 0 });
-    const first = await files(t.tenant, t.ws);
+    const first = await workspaceFiles(t);
     expect(first.size).toBe(6);
     expect(text(first.get("src/index.ts"))).toBe("export const answer = 42;\r\nexport function importedMarker() {}\r\n");
     expect(first.get("src/empty.txt")!.length).toBe(0);
@@ -49,12 +49,12 @@ describe("import → export → import", () => {
     const copy = await t.req("/v1/workspaces?id=copy", { method: "POST", headers: { "content-type": "application/gzip" }, body: archive });
     expect(copy.status, await copy.clone().text()).toBe(201);
     expect(((await copy.json()) as any).import).toMatchObject({ format: "tar.gz", files: 6 });
-    same(first, await files(t.tenant, "copy"));
+    same(first, await workspaceFiles(t, "copy"));
 
     const z = await zip(SAMPLE.map((s, i) => ({ ...s, deflate: i % 2 === 0 })));
     const zr = await t.req("/v1/workspaces?id=fromzip", { method: "POST", headers: { "content-type": "application/zip", "content-length": String(z.length) }, body: z });
     expect(zr.status, await zr.clone().text()).toBe(201);
-    same(first, await files(t.tenant, "fromzip"));
+    same(first, await workspaceFiles(t, "fromzip"));
     // The zip was spooled to the workspace's internal area and is gone again.
     expect(await countObjects(`t/${t.tenant}/w/fromzip/x/import/`)).toBe(0);
   });
@@ -66,7 +66,7 @@ describe("import → export → import", () => {
     const body = new Uint8Array([...gnuLongName(name, "gnu long\n"), ...tar([{ name: split, body: "split\n" }])]);
     const r = await importReq(t, body);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const f = await files(t.tenant, t.ws);
+    const f = await workspaceFiles(t);
     expect(text(f.get(name))).toBe("gnu long\n");
     expect(text(f.get(split))).toBe("split\n");
   });
@@ -81,14 +81,14 @@ describe("modes and prefix", () => {
     const m = await importReq(t, tar([{ name: "a.txt", body: "a v2" }, { name: "b.txt", body: "b" }]), "?prefix=app");
     expect(m.status, JSON.stringify(m.body)).toBe(200);
     expect(m.body).toMatchObject({ prefix: "app", created: 1, updated: 1, deleted: 0 });
-    let f = await files(t.tenant, t.ws);
+    let f = await workspaceFiles(t);
     expect([...f.keys()].sort()).toEqual(["app/a.txt", "app/b.txt", "app/old.txt", "keep/outside.txt"]);
     expect(text(f.get("app/a.txt"))).toBe("a v2");
 
     const r = await importReq(t, tar([{ name: "a.txt", body: "a v3" }]), "?prefix=/app/&mode=replace");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ mode: "replace", updated: 1, deleted: 2, kept_count: 0 });
-    f = await files(t.tenant, t.ws);
+    f = await workspaceFiles(t);
     expect([...f.keys()].sort()).toEqual(["app/a.txt", "keep/outside.txt"]);
     expect(text(f.get("app/a.txt"))).toBe("a v3");
   });
@@ -111,7 +111,7 @@ describe("modes and prefix", () => {
     const r = await importReq(t, tar([{ name: "dir", body: "a file over a directory" }, { name: "f", body: "file" }, { name: "f/below", body: "below a file" }, { name: "dup.txt", body: "first" }, { name: "dup.txt", body: "second" }]));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.skipped.map((s: any) => s.name).sort()).toEqual(["dir", "f/below"]);
-    const f = await files(t.tenant, t.ws);
+    const f = await workspaceFiles(t);
     expect([...f.keys()].sort()).toEqual(["dir/inner.txt", "dup.txt", "f"]);
     expect(text(f.get("dup.txt"))).toBe("second"); // the later entry wins, as tar does
   });
@@ -124,7 +124,7 @@ describe("create with an archive", () => {
     expect(ok.status).toBe(201);
     const body = (await ok.json()) as any;
     expect(body).toMatchObject({ id: "loaded", name: "Loaded", import: { workspace: "loaded", prefix: "pkg", files: 6 } });
-    expect((await files(t.tenant, "loaded")).has("pkg/README.md")).toBe(true);
+    expect((await workspaceFiles(t, "loaded")).has("pkg/README.md")).toBe(true);
 
     const before = await snapshot(t.tenant);
     const broken = tar(SAMPLE).subarray(0, 1500); // cut inside the second entry

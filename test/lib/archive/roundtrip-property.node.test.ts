@@ -4,7 +4,7 @@
  * relative, nested, to a directory, dangling, absolute, unicode names) made on disk and packed by
  * GNU tar → import → `find -printf` in bash (the real sandbox) → export, compared with the original
  * entry by entry: type, the execute bit (the mode bit git tracks), the link's target, the bytes.
- * Over the memory driver and a real S3 server (s3rver); both import writers on memory. And over
+ * Over the memory driver and a real S3 server (s3rver). And over
  * local R2: the app in the Workers runtime (wrangler dev) with the runner behind its Invoke
  * stand-in, as `npm start` runs it (test/infra/worker-bash.node.test.ts).
  */
@@ -146,7 +146,7 @@ async function roundTrip(req: Req, seed: number): Promise<void> {
   }
 }
 
-function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
+function suite(name: string, driver: () => StorageDriver) {
   describe(`random trees: import → bash → export (${name})`, () => {
     let app: ReturnType<typeof createApp>;
     let key: string;
@@ -160,7 +160,7 @@ function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
       const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
       executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
       const storage = driver();
-      const deps = { storage, kv: storageKeyValue(storage, "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", packImport } as AppDeps;
+      const deps = { storage, kv: storageKeyValue(storage, "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal" } as AppDeps;
       app = createApp(deps, [...fileTools, bash]);
       const admin = (path: string, body: unknown) => Promise.resolve(app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
       await admin("/v1/admin/tenants", { id: "acme" });
@@ -175,8 +175,7 @@ function suite(name: string, driver: () => StorageDriver, packImport: boolean) {
   });
 }
 
-suite("memory, pack import", () => memoryDriver(), true);
-suite("memory, per-file writer", () => memoryDriver(), false);
+suite("memory", () => memoryDriver());
 
 let server: S3Server | undefined;
 beforeAll(async () => {
@@ -186,7 +185,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-suite("s3 (s3rver), pack import", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }), true);
+suite("s3 (s3rver)", () => s3Driver({ client: server!.client(), bucket: "roundtrip" }));
 
 describe("random trees: import → bash → export (local R2: wrangler dev and the runner)", () => {
   const RUNNER = "roundtrip-runner-secret-0123456789";

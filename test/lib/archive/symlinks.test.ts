@@ -1,6 +1,6 @@
 /**
  * Import keeps symlinks as links (their targets as data, never followed) and export writes them
- * as tar symlink entries (docs/symlinks.md), with both import writers; a round trip keeps them.
+ * as tar symlink entries (docs/symlinks.md); a round trip keeps them.
  */
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp } from "../../helpers.js";
@@ -15,8 +15,7 @@ async function exported(res: Response): Promise<Record<string, string>> {
 }
 
 describe.each([
-  ["pack import (the default)", testApp()],
-  ["per-file import", testApp({ packImport: false })],
+  ["pack import", testApp()],
 ])("symlinks through import and export: %s", (_, app) => {
   it("tar: relative, absolute, dangling, nested and long targets are kept as links, never as files; export writes them back", async () => {
     const t = await newTenant(app);

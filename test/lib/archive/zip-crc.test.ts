@@ -32,16 +32,6 @@ describe("a zip entry whose CRC-32 does not match is refused, naming it; storage
     });
   }
 
-  it("the per-file writer (packImport: false) never writes the damaged entry", async () => {
-    const perFile = testApp({ packImport: false });
-    const t = await newTenant(perFile);
-    const z = await zip([{ name: "ok.txt", body: "ok\n" }, { name: "bad.txt", body: "x".repeat(5000), deflate: true, crc: 1 }]);
-    const r = await importReq(t, z);
-    expect(r.status).toBe(400);
-    expect(r.body.error.details).toMatchObject({ reason: "crc_mismatch", entry: "bad.txt" });
-    expect((await t.req(`/v1/workspaces/${t.ws}/files/bad.txt`)).status).toBe(404);
-  });
-
   it("a zip whose entries are all sound imports (stored and deflated, empty included)", async () => {
     const t = await newTenant(app);
     const r = await importReq(t, await zip([{ name: "a.txt", body: "a\n" }, { name: "b.txt", body: "b\n".repeat(1000), deflate: true }, { name: "e.txt", body: "" }]));

@@ -11,9 +11,10 @@ import { buildSegment } from "../../../lib/search/segment.js";
 import { IndexStore } from "../../../lib/search/store.js";
 import { TrigramCollector } from "../../../lib/search/trigrams.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
+import type { PutBody, PutOptions, StorageDriver } from "../../../lib/storage/types.js";
 import { newTenant, testApp, type Tenant } from "../../helpers.js";
 import { tar } from "../archive/archives.js";
-import { bigText, expectRefusedUnchanged, importReq } from "../archive/helpers.js";
+import { bigText, expectRefusedUnchanged, importReq, snapshot } from "../archive/helpers.js";
 
 const app = testApp();
 const storage = r2Driver(env.FILES);
@@ -104,4 +105,79 @@ describe("GC reclaims index segments nothing reaches", () => {
     expect(left).toContain(young.key);
     for (const k of old) expect(left).not.toContain(k);
   });
+});
+
+/** Local R2 with a layer switch (the If-Match PUT of a workspace's meta.json) that can be made to fail, and a count of the modes table's writes. */
+function switchFaults() {
+  const inner = r2Driver(env.FILES);
+  const state = { failSwitch: null as null | "error" | "conflict" | "modes", modesWrites: 0 };
+  const put = async (key: string, body: PutBody, opts?: PutOptions) => {
+    if (key.endsWith("/x/modes.json")) {
+      state.modesWrites++;
+      if (state.failSwitch === "modes") throw new Error("injected: storage failed writing the modes table");
+    }
+    if ((state.failSwitch === "error" || state.failSwitch === "conflict") && key.endsWith("/meta.json") && opts?.ifMatch) {
+      if (state.failSwitch === "error") throw new Error("injected: storage failed at the layer switch");
+      return inner.put(key, body, { ...opts, ifMatch: "0123456789abcdef0123456789abcdef" }); // a real refused condition: CONFLICT
+    }
+    return inner.put(key, body, opts);
+  };
+  const storage = new Proxy(inner, {
+    get: (target, prop, receiver) => {
+      if (prop === "put") return put;
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  }) as StorageDriver;
+  return { storage, state };
+}
+
+describe("the layer switch commits the import's links and execute bits (#26)", () => {
+  const { storage: faulty, state } = switchFaults();
+  const withFaults = testApp({ storage: faulty });
+  const FIRST = tar([
+    { name: "run.sh", body: "#!/bin/sh\necho run\n", mode: 0o755 },
+    { name: "a.txt", body: "a\n" },
+    { name: "l", type: "2", linkname: "a.txt" },
+    { name: "bin/tool", type: "2", linkname: "../run.sh" },
+  ]);
+
+  it("an import that carries links and execute bits writes the modes table once", async () => {
+    const t = await newTenant(withFaults);
+    state.modesWrites = 0;
+    const r = await importReq(t, FIRST);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ executable: 1, symlinks: 2 });
+    expect(state.modesWrites).toBe(1);
+    const ls = await t.call("ls", { path: "", recursive: true });
+    expect(ls.body.output).toContain("l -> a.txt");
+  });
+
+  const what = { error: "a storage failure at the switch (its packs left for GC: the PUT might still land)", conflict: "a refused condition at the switch", modes: "a failed write of the links and execute bits (the step the switch commits)" };
+  for (const failure of ["error", "conflict", "modes"] as const) {
+    it(`${what[failure]} leaves storage as it was, links and execute bits included`, async () => {
+      const t = await newTenant(withFaults);
+      expect((await importReq(t, FIRST)).status).toBe(200);
+      const before = await snapshot(t.tenant);
+      state.failSwitch = failure;
+      try {
+        // A file over link l, a new link m, run.sh no longer executable, b.sh executable; replace drops bin/tool and a.txt.
+        const r = await importReq(t, tar([
+          { name: "l", body: "a file where the link was\n" },
+          { name: "run.sh", body: "plain now\n", mode: 0o644 },
+          { name: "b.sh", body: "#!/bin/sh\n", mode: 0o755 },
+          { name: "m", type: "2", linkname: "b.sh" },
+        ]), "?mode=replace");
+        expect(r.status, JSON.stringify(r.body)).toBe(failure === "conflict" ? 409 : 500);
+      } finally {
+        state.failSwitch = null;
+      }
+      // Every object with its etag: the modes table (links and execute bits) is byte for byte as before; no pack, manifest or segment
+      // left, but after a storage error at the switch, whose PUT might still land, the import's packs, manifest and segments stay for GC.
+      const after = await snapshot(t.tenant);
+      const forGc = (k: string) => /^t\/[^/]+\/(packs|manifests)\//.test(k) || k.includes("/x/search/");
+      if (failure === "error") expect(after.filter((k) => !before.includes(k)).every(forGc)).toBe(true);
+      expect(failure === "error" ? after.filter((k) => before.includes(k) || !forGc(k)) : after).toEqual(before);
+    });
+  }
 });
