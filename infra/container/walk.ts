@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, statSpread, type Stats } from "./stat-pool.js";
-import { fingerprint, isExec, isValidName } from "./tree.js";
+import { fingerprint, isExec, isValidName } from "./file-marks.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */

@@ -11,8 +11,8 @@
  * listeners and this writer flushes them every `batchBytes` of content (or `batchFiles` files),
  * so the index gets one segment per batch, not one per file.
  */
-import { ancestorsOf } from "../workspace/paths.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { ancestorsOf } from "../layout/paths.js";
+import type { ArchiveWorkspace as Workspace } from "./workspace-view.js";
 
 export interface ImportWriter {
   /** Claims `path` for this import, or says why it cannot be written (a directory there, a file above it). */

@@ -14,17 +14,16 @@
  * the modes delta recorded once the files have landed.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf } from "../workspace/paths.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { ancestorsOf } from "../layout/paths.js";
+import type { ArchiveWorkspace as Workspace } from "./workspace-view.js";
 import { ObjectWriter, type ImportWriter, type Target } from "./file-writer.js";
 import type { ArchiveLimits } from "./limits.js";
 import { openArchive, type ArchiveFormat } from "./open.js";
 import { decodeName, type ArchiveEntry } from "./entry.js";
-import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js";
-import { saveImportedLinks } from "../workspace/links.js";
+import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS, type ModesDelta } from "../layout/modes.js";
+import { saveImportedLinks } from "../layout/links.js";
 import { EntryPolicy } from "./policy.js";
 import { ImportTree, importMessage } from "./import-tree.js";
-import type { ModesDelta } from "../sync/types.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole and written in the background; larger ones stream straight into storage. */
@@ -43,7 +42,7 @@ export interface ImportOptions {
   contentLength?: number;
   /** The writer to use (default: one conditional PUT per file). */
   writer?: (ws: Workspace, target: Target) => ImportWriter;
-  /** Records the import's execute bits in the workspace's list (lib/exec/modes.ts updateModes: merged with concurrent updates). */
+  /** Records the import's execute bits in the workspace's list (lib/layout/modes.ts updateModes: merged with concurrent updates). */
   recordModes(delta: ModesDelta): Promise<unknown>;
 }
 

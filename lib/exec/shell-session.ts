@@ -6,11 +6,11 @@
  * call of the session must see it at once. One small object per session (at most
  * MAX_SHELL_STATE_BYTES of variables and functions); it goes with the workspace. Bundles for Workers.
  */
-import { shellKey } from "../workspace/paths.js";
-import type { ToolContext } from "../contract/tool.js";
+import { shellKey } from "../layout/paths.js";
+import type { ExecCall } from "./call.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
-type Ctx = Pick<ToolContext, "deps" | "ws" | "session">;
+type Ctx = Pick<ExecCall, "deps" | "ws" | "session">;
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
 
 /** The session's saved shell, or undefined (none yet, or restarted; an unreadable one counts as none). */

@@ -15,14 +15,15 @@
  * are recorded (one modes delta) after the switch (archive/import-tree.ts: the rule).
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../workspace/paths.js";
-import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
+import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../layout/paths.js";
+import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
+import type { StagedUpkeep } from "../layout/files.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
-import { saveImportedLinks } from "../workspace/links.js";
+import { saveImportedLinks } from "../layout/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";

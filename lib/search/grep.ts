@@ -21,7 +21,7 @@
  * read, so calls converge. Every file goes through the one line splitter (line-splitter.ts):
  * time linear in the bytes read, memory bounded by a block or a long line's window.
  */
-import type { Workspace } from "../workspace/workspace.js";
+import type { DescribeProgress, ProgressReporter, SearchedWorkspace } from "./workspace-view.js";
 import { indexCandidates, type Candidate, type Seg } from "./candidates.js";
 import { batchCost, compactSmall, readBatch } from "./grep-read.js";
 import { CpuBudget } from "./cpu-budget.js";
@@ -35,7 +35,6 @@ import { Budget, IndexStore } from "./store.js";
 import type { SegmentCache } from "./segment-cache.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../shared/text.js";
-import type { Describe, StatusReporter } from "../contract/progress.js";
 
 export type GrepMode = "content" | "files_with_matches" | "count";
 
@@ -57,7 +56,7 @@ export interface GrepRequest {
   /** Continue a search an earlier call stopped (its cursor). */
   resume?: GrepCursor | null;
   /** Where progress goes when someone listens: the listing stage, then files searched of the candidates. */
-  progress?: StatusReporter | undefined;
+  progress?: ProgressReporter | undefined;
   /** Index segment bytes this isolate read before (AppDeps.segmentCache). */
   segmentCache?: SegmentCache | undefined;
 }
@@ -67,8 +66,8 @@ export interface GrepRequest {
  * and a client's `done` must not go backwards); searching counts candidates in search order, so a
  * resumed search starts past the files earlier calls searched.
  */
-export const GREP_LISTING: Describe = (n) => ({ message: `listing files: ${n} entries so far` });
-const GREP_SEARCHING: Describe = (done, total) => ({ message: `searched ${done} of ${total} files`, done, total: total ?? done });
+export const GREP_LISTING: DescribeProgress = (n) => ({ message: `listing files: ${n} entries so far` });
+const GREP_SEARCHING: DescribeProgress = (done, total) => ({ message: `searched ${done} of ${total} files`, done, total: total ?? done });
 
 /**
  * Where a stopped search continues: candidates are searched in a fixed order (newest first,
@@ -137,7 +136,7 @@ const PERSIST_MIN_FILES = 4;
 
 // ---- the search ----
 
-export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
+export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
   const store = new IndexStore(ws.driver, ws.tenant, ws.id, budget, req.segmentCache);
   const stats: GrepStats = { files_considered: 0, files_indexed: 0, files_unindexed: 0, candidates: 0, files_searched: 0, segments: 0, storage_reads: 0, storage_lists: 0, storage_writes: 0, files_indexed_now: 0 };
   let skipped = new SkipReport();
@@ -299,7 +298,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
 }
 
 /** Searches a big file as a stream (from the cursor's offset when resuming), never holding it whole. */
-async function streamFile(ws: Workspace, req: GrepRequest, o: SearchOptions, c: Candidate, from: FileCursor | null, skipped: SkipReport, budget: Budget, cpu: CpuBudget, remember: ((i: SegmentInput) => void) | null): Promise<FileRun | null> {
+async function streamFile(ws: SearchedWorkspace, req: GrepRequest, o: SearchOptions, c: Candidate, from: FileCursor | null, skipped: SkipReport, budget: Budget, cpu: CpuBudget, remember: ((i: SegmentInput) => void) | null): Promise<FileRun | null> {
   const file = c.file;
   if (file.size > MAX_SCAN_BYTES || req.compiled.spec.multiline) {
     skipped.add("too_large", file.path);

@@ -1,5 +1,5 @@
 /** "Did you mean": existing paths close to a missing one, for NOT_FOUND messages. */
-import { baseName, parentOf } from "./paths.js";
+import { baseName, parentOf } from "../layout/paths.js";
 import { editDistance } from "../shared/suggest.js";
 import type { Workspace } from "./workspace.js";
 

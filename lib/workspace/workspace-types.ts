@@ -4,30 +4,12 @@
  */
 import type { RecordStore } from "./records.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ToolList } from "../run/toolset.js";
-import type { UndoJournal } from "../run/undo/journal.js";
+import type { ToolList } from "../layout/workspace-meta.js";
+import type { UndoJournal } from "./undo-journal.js";
 import type { EarlyReads } from "./early.js";
 import type { VersionCache } from "./version-cache.js";
 import type { Workspace } from "./workspace.js";
-
-export interface FileInfo {
-  path: string;
-  size: number;
-  etag: string;
-  modified: Date;
-  contentType?: string;
-  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
-  writer?: string;
-}
-
-/** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
-export interface DeleteItem {
-  path: string;
-  etag: string | null;
-}
-
-export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
-
+import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
 
 /** Told about every change made through a Workspace (search indexes listen here). */
 export interface WorkspaceListener {
@@ -45,17 +27,6 @@ export interface WorkspaceListener {
    * briefly to handle it with others (lib/shared/held-batches.ts); settles once handled. Without it, `changed`.
    */
   changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
-}
-
-/** What listeners stored for the batches of an all-or-nothing writer (see changedBatch): storage keys to remove if it fails. */
-export interface StagedUpkeep {
-  keys: string[];
-}
-
-export interface FileChange {
-  path: string;
-  info: FileInfo | null;
-  content?: Uint8Array;
 }
 
 export interface WorkspaceOptions {

@@ -30,7 +30,7 @@ import {
   workspaceMetaKey,
   workspaceOfMetaKey,
   workspacePrefix,
-} from "../../../lib/workspace/paths.js";
+} from "../../../lib/layout/paths.js";
 import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
@@ -427,7 +427,7 @@ describe("keys are built in one place", () => {
         expect(layout.test(text)).toBe(true);
         continue;
       }
-      expect(layout.test(text), `${file} builds a storage key by hand; use lib/workspace/paths.ts`).toBe(false);
+      expect(layout.test(text), `${file} builds a storage key by hand; use lib/layout/paths.ts`).toBe(false);
     }
   });
 });
