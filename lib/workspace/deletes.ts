@@ -5,7 +5,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { isConditionFailed } from "../storage/types.js";
-import type { Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 import type { DeleteItem } from "../layout/files.js";
 
 /**

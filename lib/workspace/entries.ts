@@ -6,25 +6,7 @@
 import { ancestorsOf, baseName, isDirMarker, markerDir } from "../layout/paths.js";
 import { compareKeys } from "../layout/key-order.js";
 import type { WalkEntry, FileInfo } from "../layout/files.js";
-import type { Workspace } from "./workspace.js";
-
-export interface ListEntry {
-  name: string;
-  path: string;
-  type: "file" | "directory";
-  size?: number;
-  modified?: string;
-  etag?: string;
-}
-
-export interface ScanItem {
-  /** Path relative to the scanned directory; a directory (rolled-up or explicit) ends with "/". */
-  rel: string;
-  dir: boolean;
-  size?: number;
-  modified?: Date;
-  etag?: string;
-}
+import type { ListEntry, ScanItem, WorkspaceCore as Workspace } from "./workspace-types.js";
 
 export async function listPage(ws: Workspace, dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }> {
   const base = ws.dirPrefix(dir);

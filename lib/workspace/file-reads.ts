@@ -5,7 +5,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { hasReadMany } from "../layers/layered-driver.js";
-import type { Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 import type { FileInfo } from "../layout/files.js";
 
 const tooLarge = (path: string, size: number, max: number) =>

@@ -12,7 +12,7 @@ import { ancestorsOf } from "../layout/paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
 import { utf8 } from "../shared/text.js";
-import type { Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 import type { FileInfo } from "../layout/files.js";
 
 export interface PutFileOptions {

@@ -8,7 +8,7 @@ import { readLinks, type LinkStore } from "../layout/links.js";
 import { ToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
 import { resolveLinks } from "./link-resolve.js";
-import type { Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 import type { Stat } from "../layout/files.js";
 
 /**

@@ -13,7 +13,7 @@ import { ToolError } from "../shared/errors.js";
 import { dirMarkerKey, fileKey, filesPrefix } from "../layout/paths.js";
 import type { RecordStore } from "./records.js";
 import type { GetResult, ObjectInfo, PutBody, StorageDriver } from "../storage/types.js";
-import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem } from "./entries.js";
+import { listPage, scanPage, walkEntries } from "./entries.js";
 import type { WalkEntry, DeleteItem, FileInfo, StagedUpkeep, Stat } from "../layout/files.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
 import { similarPaths } from "./similar.js";
@@ -25,10 +25,10 @@ import { openForChange, readBytes, readForChange, readMany } from "./file-reads.
 import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
-import type { WorkspaceOptions } from "./workspace-types.js";
+import type { ListEntry, ScanItem, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
 
-export { type ListEntry, type ScanItem } from "./entries.js";
+export type { ListEntry, ScanItem } from "./workspace-types.js";
 
 export type { WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
