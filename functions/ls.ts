@@ -6,7 +6,7 @@ import { defineTool } from "../lib/contract/tool.js";
 import { openJournals, unfinishedMoveNotes } from "../lib/workspace/move-journal.js";
 import { linksBelow } from "../lib/workspace/links.js";
 import { readLinks } from "../lib/layout/links.js";
-import { type ScanItem } from "../lib/workspace/workspace.js";
+import type { ScanItem } from "../lib/workspace/workspace.js";
 import { compareKeys } from "../lib/layout/key-order.js";
 
 export const DEFAULT_LS_LIMIT = 1000;

@@ -6,8 +6,8 @@
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
-import { quoteEtag, unquoteEtag, type KeyValueStore, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
+import { quoteEtag, unquoteEtag, type ObjectInfo, type StorageDriver } from "../storage/types.js";
+import { Workspace } from "../workspace/workspace.js";
 import { parseModesDelta, readModes, updateModes } from "../layout/modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
 import { fetchBatch, parseFetchRequest } from "./fetch.js";

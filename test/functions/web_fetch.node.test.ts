@@ -10,7 +10,7 @@ import type { AppDeps } from "../../lib/api/deps.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { nodeFetcher } from "../../lib/tools/web/node-fetcher.js";
-import { type Resolver } from "../../lib/shared/ssrf.js";
+import type { Resolver } from "../../lib/shared/ssrf.js";
 import { ACCEPT } from "../../functions/web_fetch.js";
 import { DOCS, startWebServer, type WebServer } from "../support/web-server.js";
 import { freePort } from "../support/wrangler-dev.js";

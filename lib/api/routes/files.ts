@@ -15,7 +15,7 @@ import { normalizeFilePath, normalizePath } from "../../layout/paths.js";
 import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
-import { type FileInfo } from "../../layout/files.js";
+import type { FileInfo } from "../../layout/files.js";
 import { addRoute } from "./access.js";
 import { errorResponses, newApp, requestWorkspace } from "./common.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";

@@ -19,7 +19,7 @@ import type { Tool, ToolContext } from "../../contract/tool.js";
 import { newStamp } from "../../workspace/undo-journal.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { usableTools } from "../../run/toolset.js";
-import { type ToolList } from "../../layout/workspace-meta.js";
+import type { ToolList } from "../../layout/workspace-meta.js";
 import { chatCompletion, type ChatMessage, type ChatToolCall } from "./chat.js";
 import { DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, type ModelConfig } from "./model-config.js";
 import type { TaskRecord } from "./records.js";

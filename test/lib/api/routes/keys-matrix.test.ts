@@ -16,7 +16,7 @@ import { SCOPES, type Scope } from "../../../../lib/api/auth/keys.js";
 import { randomId, sha256Hex } from "../../../../lib/shared/hash.js";
 import { docPathOf, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/access.js";
 import { PRESET_NAMES, scopesOfList } from "../../../../lib/run/toolset.js";
-import { type PresetName } from "../../../../lib/layout/workspace-meta.js";
+import type { PresetName } from "../../../../lib/layout/workspace-meta.js";
 import { admin, testApp, type TestApp } from "../../../helpers.js";
 import { routeRequest } from "../../../support/route-request.js";
 import { tar } from "../../archive/archives.js";

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { ToolError } from "../../../../lib/shared/errors.js";
 import { guardedLookup } from "../../../../lib/tools/web/node-fetcher.js";
-import { type Resolver } from "../../../../lib/shared/ssrf.js";
+import type { Resolver } from "../../../../lib/shared/ssrf.js";
 
 const dns = (answers: Record<string, { address: string; family: number }[]>): Resolver => async (name) => {
   if (!answers[name]) throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: "ENOTFOUND" });
