@@ -3,7 +3,7 @@
  * (test/architecture.node.test.ts); `npx depcruise lib functions infra` prints every violation.
  *
  * A call walks down: entries → HTTP API → other doors → the run path → tools → the tool contract →
- * executors → the sync protocol → the workspace → layers · search · archive → storage → shared helpers.
+ * executors → the sync protocol → the workspace → layers · search · archive → the storage layout → storage → shared helpers.
  * A layer imports only itself and the layers below it, type imports included, and nothing imports in a cycle.
  */
 const LAYERS = [
@@ -17,6 +17,7 @@ const LAYERS = [
   { name: "sync", path: "^lib/sync/", why: "the runner's sync protocol, API side" },
   { name: "workspace", path: "^lib/workspace/", why: "a tenant's files: paths, session records, reads, writes, edits, transfers" },
   { name: "stores", path: "^lib/(layers|search|archive)/", why: "below the workspace: layers (packs, manifests), search (index, grep), archive (tar/zip)" },
+  { name: "layout", path: "^lib/layout/", why: "a workspace in storage: canonical paths, every key, key order, file types, the modes and links table; the workspace, the stores and the runner share it" },
   { name: "storage", path: "^lib/storage/", why: "storage drivers and KV: keys in, bytes out; no tenant" },
   { name: "shared", path: "^lib/shared/", why: "helpers with no knowledge of the product: errors, hashes, text, caches" },
 ];

@@ -3,7 +3,7 @@
  * and on the same objects as Toolshed, with no auth, records, index, paths or envelope.
  * Runs inside the Worker (bench/worker.ts).
  */
-import { filesPrefix } from "../lib/workspace/paths.js";
+import { filesPrefix } from "../lib/layout/paths.js";
 
 export interface FloorRequest {
   op: "read" | "write" | "edit" | "ls" | "glob" | "grep";

@@ -11,7 +11,7 @@
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/api/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
-import { filesPrefix, workspaceMetaKey } from "../lib/workspace/paths.js";
+import { filesPrefix, workspaceMetaKey } from "../lib/layout/paths.js";
 import worker from "./worker.js";
 
 const quietApps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();

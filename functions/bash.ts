@@ -5,7 +5,7 @@ import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { ToolError } from "../lib/shared/errors.js";
-import { normalizePath } from "../lib/workspace/paths.js";
+import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
 

@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { KEEP_OUTPUT_LOGS, OUTPUT_LOG_DAYS, readOutputLog } from "../lib/exec/output-logs.js";
+import { KEEP_OUTPUT_LOGS, OUTPUT_LOG_DAYS, readOutputLog } from "../lib/sync/output-logs.js";
 import { pollTask } from "../lib/exec/tasks.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { commandData, MAX_COMMAND_OUTPUT, runCallId, writeBackNotes } from "../lib/exec/tool-support.js";
-import { cutText } from "../lib/contract/output-cut.js";
+import { cutText } from "../lib/shared/output-cut.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
 

@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { normalizePath } from "../lib/workspace/paths.js";
+import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { linksBelow, readLinks, saveLinks } from "../lib/workspace/links.js";
+import { linksBelow } from "../lib/workspace/links.js";
+import { readLinks, saveLinks } from "../lib/layout/links.js";
 
 /** Most files one recursive delete removes; the rest waits for the next call. */
 export const MAX_DELETE_FILES = 10_000;

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { baseName, normalizePath } from "../lib/workspace/paths.js";
+import { baseName, normalizePath } from "../lib/layout/paths.js";
 import { compileGlob, hasGlobSyntax, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import { listingStatus, requireDirectory, scanTree } from "../lib/search/listing.js";

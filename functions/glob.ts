@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { normalizePath } from "../lib/workspace/paths.js";
+import { normalizePath } from "../lib/layout/paths.js";
 import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import { listingStatus, requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";

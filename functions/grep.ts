@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import { normalizePath } from "../lib/workspace/paths.js";
+import { normalizePath } from "../lib/layout/paths.js";
 import { both, fileGlobTest, typeTest } from "../lib/search/globs.js";
 import { CpuBudget } from "../lib/search/cpu-budget.js";
-import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES, type FileHits, type GrepMode } from "../lib/search/grep.js";
+import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES } from "../lib/search/grep.js";
+import type { FileHits, GrepMode } from "../lib/search/grep-types.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import type { Listed } from "../lib/search/listing.js";
 import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";

@@ -1,11 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib/workspace/paths.js";
+import { ancestorsOf, baseName, isHidden, joinPath, normalizePath } from "../lib/layout/paths.js";
 import { decodeBase64, encodeBase64, utf8 } from "../lib/shared/text.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { openJournals, unfinishedMoveNotes } from "../lib/workspace/move-journal.js";
-import { linksBelow, readLinks } from "../lib/workspace/links.js";
-import { compareKeys, type ScanItem } from "../lib/workspace/workspace.js";
+import { linksBelow } from "../lib/workspace/links.js";
+import { readLinks } from "../lib/layout/links.js";
+import type { ScanItem } from "../lib/workspace/workspace.js";
+import { compareKeys } from "../lib/layout/key-order.js";
 
 export const DEFAULT_LS_LIMIT = 1000;
 export const MAX_LS_LIMIT = 5000;

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
 import { isToolError, ToolError } from "../lib/shared/errors.js";
-import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 

@@ -1,17 +1,17 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
 import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
-import { recordingChunks } from "../lib/workspace/chunks.js";
+import { recordingChunks } from "../lib/shared/chunks.js";
 import { MAX_ENTRY_BYTES } from "../lib/workspace/version-cache.js";
 
 export const MAX_LINE_CHARS = 2000;
 export const MAX_OUTPUT_BYTES = 50 * 1024;
 export const MAX_BASE64_BYTES = 64 * 1024;
 const SNIFF_BYTES = 8192;
-/** The one buffer a read streams the file through (lib/workspace/chunks.ts); a smaller file's size. */
+/** The one buffer a read streams the file through (lib/shared/chunks.ts); a smaller file's size. */
 const READ_BUFFER_BYTES = 256 * 1024;
 /** Below this size a read also counts the file's lines, to report total_lines. */
 const COUNT_LINES_BELOW = 4 * 1024 * 1024;

@@ -6,7 +6,7 @@ import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remo
 import { guardedFetch, readBounded, timeoutError } from "../lib/tools/web/fetch.js";
 import { webAccess } from "../lib/tools/web/transport.js";
 import { checkWebPolicy, loadTenantPolicy } from "../lib/tools/web/policy.js";
-import { safeHref } from "../lib/tools/web/ssrf.js";
+import { safeHref } from "../lib/shared/ssrf.js";
 
 export const DEFAULT_MAX_BYTES = 51_200;
 export const MAX_MAX_BYTES = 102_400;

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { normalizeFilePath } from "../lib/workspace/paths.js";
+import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { bytesEqual, decodeBase64, utf8 } from "../lib/shared/text.js";
 

@@ -1,6 +1,6 @@
 /**
  * Explicit directories in the runner's tree. Storage keeps an empty directory only as a marker
- * (a zero-byte object at "<dir>/", lib/workspace/paths.ts); the manifest carries markers as entries whose
+ * (a zero-byte object at "<dir>/", lib/layout/paths.ts); the manifest carries markers as entries whose
  * path ends in "/". A slot knows the markers storage holds (Slot.dirs: directory → marker etag)
  * and materializes each as a directory, empty or not.
  *
@@ -13,11 +13,12 @@
  * Markers are removed before files are written (a file may take a removed directory's name) and
  * made after (a directory may take a deleted file's name).
  */
-import { isDirMarker, markerDir, parentOf } from "../../lib/workspace/paths.js";
+import { isDirMarker, markerDir, parentOf } from "../../lib/layout/paths.js";
 import type { Conflict, Skipped } from "../../lib/exec/types.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import type { WalkResult } from "./walk.js";
-import { isValidName, mkdirs, pool, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
+import { mkdirs, pool, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
+import { isValidName } from "./file-marks.js";
 
 export interface DirChange {
   /** The directory (canonical, without the trailing "/"). */

@@ -14,10 +14,11 @@ import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatS
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { ancestorsOf, parentOf } from "../../lib/workspace/paths.js";
+import { ancestorsOf, parentOf } from "../../lib/layout/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
-import { fingerprint, isExec, pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
+import { pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
+import { fingerprint, isExec } from "./file-marks.js";
 
 /** Batch requests in flight during a download. */
 const FETCH_CONCURRENCY = 6;

@@ -1,6 +1,6 @@
 /**
  * What a sandboxed command with network may connect to: the decision of the egress proxy
- * (egress-proxy.ts), made outside the sandbox. The rules are web_fetch's (lib/tools/web/ssrf.ts:
+ * (egress-proxy.ts), made outside the sandbox. The rules are web_fetch's (lib/shared/ssrf.ts:
  * no loopback, private, link-local/metadata, CGNAT, reserved ... addresses or internal
  * names), plus two of the runner's own:
  * - the API's own host (the run's sync URL): its name on any port; if it is an address, that
@@ -14,8 +14,7 @@
  */
 import { lookup as dnsLookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
-import type { Resolver } from "../../lib/tools/web/node-fetcher.js";
-import { addressBlockedReason, formatIPv4, nameBlockedReason, parseIPv4, parseIPv6 } from "../../lib/tools/web/ssrf.js";
+import { type Resolver, addressBlockedReason, formatIPv4, nameBlockedReason, parseIPv4, parseIPv6 } from "../../lib/shared/ssrf.js";
 
 export interface EgressRuleOptions {
   /** Test-only: let loopback (127.0.0.0/8, ::1, localhost) through. Never set in a deployment. */

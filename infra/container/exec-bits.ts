@@ -1,16 +1,16 @@
 /**
- * The runner's side of execute bits (the workspace's list: lib/exec/modes.ts). Reconcile
+ * The runner's side of execute bits (the workspace's list: lib/layout/modes.ts). Reconcile
  * gives downloaded and kept files the recorded bit (tree.ts); after a run, these say what
  * the command changed and put the slot back to what the list records.
  */
-import type { ModesDelta } from "../../lib/sync/types.js";
+import type { ModesDelta } from "../../lib/layout/modes.js";
 import type { Change } from "./changes.js";
 import type { WalkResult } from "./walk.js";
 import { setExec, type Slot } from "./tree.js";
 import type { WriteBackOutcome } from "./writeback.js";
 
 /**
- * What the run did to execute bits, for the workspace's list (lib/exec/modes.ts): the bit of
+ * What the run did to execute bits, for the workspace's list (lib/layout/modes.ts): the bit of
  * every file that storage now holds as the tree has it (unchanged, or written back), and no
  * entry for a file storage no longer holds. Called after settle; null when nothing changed
  * or modes are unknown.

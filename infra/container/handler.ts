@@ -14,8 +14,8 @@ import { ToolError } from "../../lib/shared/errors.js";
 import { httpSyncClient } from "../../lib/sync/http.js";
 import { httpRunRecords } from "../../lib/sync/runs.js";
 import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec/runner-auth.js";
-import type { ExecEvent, ExecResponse, RunRequest } from "../../lib/exec/types.js";
-import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
+import type { ExecEvent, RunRequest } from "../../lib/exec/types.js";
+import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { errorOf, runOnce } from "./run-once.js";
 import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.js";
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
@@ -104,7 +104,7 @@ export function createHandler(opts: HandlerOptions): Handler {
         // Without namespaces, the execution environment is the boundary between tenants.
         throw new ToolError("UNAVAILABLE", "This command runner has no namespace sandbox and relies on AWS Lambda's per-tenant execution environments, but the invocation carries no tenant: deploy the function with tenant isolation mode PER_TENANT and invoke it with TenantId.", { reason: "tenant_isolation_missing" });
       }
-      // Background tasks are runs with task: true; the API polls and kills them in storage (lib/exec/runs.ts).
+      // Background tasks are runs with task: true; the API polls and kills them in storage (lib/sync/run-records.ts).
       if (action !== "run") throw new ToolError("INVALID_ARGUMENT", `Unknown action ${JSON.stringify(action)}; this function only runs commands (background tasks are runs with task: true).`);
       const req = event as RunRequest;
       validateRequest(req);

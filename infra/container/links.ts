@@ -1,17 +1,18 @@
 /**
  * The runner's side of symlinks (docs/symlinks.md). The workspace's links live in its modes
- * table (lib/exec/modes.ts), never as file objects; the slot's tree holds them as real
+ * table (lib/layout/modes.ts), never as file objects; the slot's tree holds them as real
  * symlinks. Before files are placed, links storage no longer has are removed (a file or a
  * directory may take their place); after, the links storage has are made. After a run, the
  * walk's links against the slot's say what the command changed.
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { parentOf } from "../../lib/workspace/paths.js";
+import { parentOf } from "../../lib/layout/paths.js";
 import type { Skipped } from "../../lib/exec/types.js";
-import type { ExecModes, ModesDelta } from "../../lib/sync/types.js";
+import type { ExecModes, ModesDelta } from "../../lib/layout/modes.js";
 import type { WalkResult } from "./walk.js";
-import { isValidName, mkdirs, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
+import { mkdirs, pruneEmptyDirs, type Owner, type Slot } from "./tree.js";
+import { isValidName } from "./file-marks.js";
 
 /** The links storage holds as the slot knows them (none while the API keeps no modes). */
 const wanted = (slot: Slot): Map<string, string> => slot.modes?.links ?? new Map();

@@ -19,7 +19,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, promises as fs } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
-import { ID_PATTERN } from "../../lib/workspace/paths.js";
+import { ID_PATTERN } from "../../lib/layout/paths.js";
 import type { SignedEvent } from "../../lib/exec/runner-auth.js";
 import { admitEvent, createHandler, takeRunnerSecret, type Handler, type HandlerOptions } from "./handler.js";
 import { errorOf } from "./run-once.js";

@@ -1,4 +1,4 @@
-/** The whole output of a run whose output was cut, kept outside the workspace's files for the agent to read (lib/exec/output-logs.ts). */
+/** The whole output of a run whose output was cut, kept outside the workspace's files for the agent to read (lib/sync/output-logs.ts). */
 import { createReadStream, promises as fs } from "node:fs";
 import { Readable } from "node:stream";
 import type { SyncClient } from "../../lib/sync/types.js";

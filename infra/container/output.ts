@@ -1,13 +1,13 @@
 /**
  * Output of a command with bounded memory: head and tail of stdout, stderr and the merged
- * stream are kept, the whole of each counted (lib/contract/output-cut.ts: the one truncation, on line
+ * stream are kept, the whole of each counted (lib/shared/output-cut.ts: the one truncation, on line
  * boundaries, whose note states what was left out); the whole merged stream goes to a log
  * file (itself capped). The log is made only for output that may be cut: until the merged
  * stream passes the cap it is held in memory (at most the cap), and most runs never touch a file.
  */
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
-import { HeadTail } from "../../lib/contract/output-cut.js";
+import { HeadTail } from "../../lib/shared/output-cut.js";
 
 export { HeadTail };
 

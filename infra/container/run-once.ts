@@ -1,6 +1,6 @@
 /**
  * One run, once, wherever the invocation lands: the runner's side of the run record
- * (lib/exec/runs.ts). Before running, the handler claims the run in storage (If-None-Match: *,
+ * (lib/sync/run-records.ts). Before running, the handler claims the run in storage (If-None-Match: *,
  * through the sync API). A retried invocation, in this execution environment or another,
  * finds the claim: it answers the stored result when the first attempt has finished, else it
  * waits (bounded) and answers CONFLICT naming the run to follow with bash_output.
@@ -8,8 +8,8 @@
  * kill flag is set; every run stores its final answer there.
  */
 import { isToolError } from "../../lib/shared/errors.js";
-import type { ExecResponse, RunResult } from "../../lib/exec/types.js";
-import type { ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/sync/types.js";
+import type { RunResult } from "../../lib/exec/types.js";
+import type { ExecResponse, ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/sync/types.js";
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 

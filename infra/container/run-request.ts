@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { ToolError } from "../../lib/shared/errors.js";
-import { ID_PATTERN } from "../../lib/workspace/paths.js";
+import { ID_PATTERN } from "../../lib/layout/paths.js";
 import { validateGitIdentity } from "../../lib/exec/git-identity.js";
 import { MAX_OUTPUT_EVERY_MS, MIN_OUTPUT_EVERY_MS, type RunLimits, type RunRequest } from "../../lib/exec/types.js";
 import { validateShell } from "./shell-state.js";

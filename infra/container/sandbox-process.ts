@@ -23,7 +23,8 @@ import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
-import { commandEnv, limitsScript, type Sandbox, type SandboxExit, type SandboxSpec } from "./sandbox.js";
+import { commandEnv, limitsScript, type Sandbox } from "./sandbox.js";
+import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import { supervise } from "./supervise.js";
 
 export type Ids = { uid: number; gid: number };

@@ -17,6 +17,7 @@ import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forw
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
+import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
   memory_mb: 2048,
@@ -49,43 +50,6 @@ export interface SandboxOptions {
   seccomp?: Buffer | null;
   /** The egress proxy of runs with network: limits; for tests only, a DNS and `allowLoopback`. */
   egress?: EgressOptions;
-}
-
-export interface SandboxSpec {
-  /** Host directory bound read-write at /workspace. */
-  tree: string;
-  /** Working directory below /workspace (canonical workspace path). */
-  cwd: string;
-  command: string;
-  env: Record<string, string>;
-  /** Files the command's HOME starts with (relative path → text; writable copies): git's config and excludes. */
-  home?: { path: string; text: string }[];
-  stdin?: string;
-  /** Reach the internet through the egress proxy (public addresses only); false: no network at all. */
-  network: boolean;
-  /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
-  apiUrl?: string;
-  limits: RunLimits;
-  timeoutMs: number;
-  /**
-   * The command starts once this resolves true; meanwhile the sandbox is set up (bubblewrap's
-   * namespaces and mounts), so that cost overlaps whatever the caller still does (the manifest,
-   * the claim). false or a rejection: the command never starts and the run ends as killed. The
-   * timeout and durationMs count from the start. The working directory need not exist before.
-   */
-  gate?: Promise<boolean>;
-  signal?: AbortSignal;
-  /** A host directory the command may write (its shell's saved state, shell-state.ts), seen at `shellPath(dir)`. */
-  shellDir?: string;
-  onStdout(chunk: Buffer): void;
-  onStderr(chunk: Buffer): void;
-}
-
-export interface SandboxExit {
-  exitCode: number | null;
-  timedOut: boolean;
-  killed: boolean;
-  durationMs: number;
 }
 
 /** The uid/gid user code runs as on the host: never root. */

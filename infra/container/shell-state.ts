@@ -14,7 +14,7 @@ import { constants, promises as fs } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
-import { normalizePath } from "../../lib/workspace/paths.js";
+import { normalizePath } from "../../lib/layout/paths.js";
 import { MAX_SHELL_STATE_BYTES, type ShellRequest, type ShellState } from "../../lib/exec/types.js";
 import { shellQuote } from "./sandbox.js";
 import type { Owner } from "./tree.js";

@@ -4,7 +4,7 @@
  * abort signal, the start gate, and ending every process of the run.
  */
 import type { ChildProcess } from "node:child_process";
-import type { SandboxExit, SandboxSpec } from "./sandbox.js";
+import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 
 /** The gate of a spawned sandbox (SandboxSpec.gate): open() lets its command start. */
 export interface Gate {

@@ -11,12 +11,11 @@
 import { createHash } from "node:crypto";
 import { chmodSync, constants, lstatSync, promises as fs, rmdirSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ancestorsOf, normalizePath, parentOf } from "../../lib/workspace/paths.js";
+import { ancestorsOf, parentOf } from "../../lib/layout/paths.js";
 import type { ManifestView } from "../../lib/sync/view.js";
 import type { Skipped } from "../../lib/exec/types.js";
-import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import type { DirListings, WalkResult } from "./walk.js";
-import { download } from "./download.js";
+import { fingerprint } from "./file-marks.js";
 
 export interface FileState {
   etag: string;
@@ -53,7 +52,7 @@ export interface Slot {
   /** Directory listings of the last walk, reused while each directory is unchanged (walk.ts). */
   listings: DirListings;
   /**
-   * The workspace's executable files as last read or written (lib/exec/modes.ts), with the
+   * The workspace's executable files as last read or written (lib/layout/modes.ts), with the
    * version of that list; null while unknown (not read yet, or the API keeps no modes).
    */
   modes: { etag: string | null; exec: Set<string>; links: Map<string, string> } | null;
@@ -65,51 +64,6 @@ export interface Slot {
 }
 
 export type Owner = { uid: number; gid: number } | null;
-
-/**
- * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
- * return it unchanged) iff every segment is non-empty, not only dots, at most MAX_SEGMENT_BYTES,
- * the whole at most MAX_PATH_BYTES, with no control character and no backslash (NFC changes no
- * ASCII). null for a path with a non-ASCII character: that one takes the full check.
- */
-function asciiName(rel: string): boolean | null {
-  const n = rel.length;
-  // UTF-8 never takes fewer bytes than UTF-16 code units: longer is too long in any encoding.
-  if (n === 0 || n > MAX_PATH_BYTES) return false;
-  let seg = 0;
-  let dots = true;
-  for (let i = 0; i < n; i++) {
-    const c = rel.charCodeAt(i);
-    if (c === 0x2f) {
-      if (seg === 0 || dots) return false;
-      seg = 0;
-      dots = true;
-      continue;
-    }
-    if (c >= 0x80) return null;
-    if (c < 0x20 || c === 0x7f || c === 0x5c) return false;
-    if (c !== 0x2e) dots = false;
-    if (++seg > MAX_SEGMENT_BYTES) return false;
-  }
-  return !dots;
-}
-
-/** A path the workspace can hold as it is (canonical). ASCII paths skip the full check. */
-export const isValidName = (rel: string): boolean => {
-  const ascii = asciiName(rel);
-  if (ascii !== null) return ascii;
-  try {
-    return normalizePath(rel) === rel && rel !== "";
-  } catch {
-    return false;
-  }
-};
-
-export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
-  `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-
-/** Whether a mode has the owner's execute bit (what git and the exec list record). */
-export const isExec = (mode: bigint | number): boolean => (typeof mode === "number" ? (mode & 0o100) !== 0 : (mode & 0o100n) !== 0n);
 
 /**
  * Sets a file of the slot to 0755 or 0644 and records it (mode and the fingerprint, which
@@ -207,58 +161,4 @@ export interface ReconcileStats {
   skipped: Skipped[];
   /** The slot now holds every wanted file at the manifest's etag, and nothing else (see Slot.synced). */
   clean: boolean;
-}
-
-/** The nearest ancestor of `p` that `set` holds, or undefined (no arrays, unlike ancestorsOf). */
-function ancestorIn(p: string, set: Map<string, unknown>): string | undefined {
-  for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) {
-    const a = p.slice(0, i);
-    if (set.has(a)) return a;
-  }
-  return undefined;
-}
-
-/** Makes slot.tree equal to the manifest, downloading only files whose etag changed. */
-export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats> {
-  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false };
-  const want = new Map<string, SyncEntry>();
-  for (const e of manifest) {
-    if (isValidName(e.path)) want.set(e.path, e);
-    else stats.skipped.push({ path: e.path, reason: "invalid_name" });
-  }
-  // An object store may hold both "a" and "a/b"; a file system cannot.
-  const conflicting: string[] = [];
-  for (const p of want.keys()) if (ancestorIn(p, want) !== undefined) conflicting.push(p);
-  for (const p of conflicting) {
-    want.delete(p);
-    stats.skipped.push({ path: p, reason: "path_conflict", detail: "a parent path is a file" });
-  }
-  // A symlink wins over a file at its path or below it (docs/symlinks.md): the tree holds the link.
-  const links = slot.modes?.links;
-  if (links?.size)
-    for (const p of [...want.keys()])
-      if (links.has(p) || ancestorIn(p, links) !== undefined) {
-        want.delete(p);
-        stats.skipped.push({ path: p, reason: "path_conflict", detail: links.has(p) ? "the path is a symlink" : "a parent path is a symlink" });
-      }
-  const emptied = new Set<string>();
-  const exec = slot.modes?.exec ?? null; // null: modes unknown, leave them as they are
-  for (const [p, st] of slot.files) {
-    if (want.get(p)?.etag === st.etag) {
-      if (exec && exec.has(p) !== st.exec) setExec(slot, p, exec.has(p));
-      continue;
-    }
-    if (!want.has(p)) {
-      await fs.rm(join(slot.tree, p), { force: true });
-      emptied.add(parentOf(p));
-    }
-    slot.files.delete(p);
-  }
-  await pruneEmptyDirs(slot.tree, emptied);
-
-  await download(slot, [...want.values()].filter((e) => !slot.files.has(e.path)), sync, owner, stats, concurrency);
-  // A fixpoint unless a download failed, vanished or brought another version than listed.
-  stats.clean = slot.files.size === want.size;
-  if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;
-  return stats;
 }

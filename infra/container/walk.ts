@@ -10,7 +10,7 @@ import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, type Stats } from "./stat-pool.js";
 import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
-import { fingerprint, isExec, isValidName } from "./tree.js";
+import { fingerprint, isExec, isValidName } from "./file-marks.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */

@@ -31,7 +31,8 @@ import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js"
 import type { SyncClient } from "../../lib/sync/types.js";
 import { openBody, readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
-import { fingerprint, isExec, pool, type FileState } from "./tree.js";
+import { pool, type FileState } from "./tree.js";
+import { fingerprint, isExec } from "./file-marks.js";
 import { canPack, packedWriteBack } from "./writeback-packed.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */

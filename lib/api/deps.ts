@@ -38,7 +38,7 @@ export interface AppDeps {
   executor?: Executor;
   /** Told about every file change (search indexes). */
   listeners?: WorkspaceListener[];
-  /** Undo retention runs on 1 in this many tool calls' record writes (default 16; 0: never; lib/run/undo/retention.ts). */
+  /** Undo retention runs on 1 in this many tool calls' record writes (default 16; 0: never; lib/workspace/undo-retention.ts). */
   undoPruneEvery?: number;
   /**
    * Per-client backoff after failed authentication. createApp makes one per app (per isolate)

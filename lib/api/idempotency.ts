@@ -26,7 +26,7 @@ import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sweepRecords } from "../storage/sweep.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import { idempotencyPrefix, idempotencyRecordKey } from "../workspace/paths.js";
+import { idempotencyPrefix, idempotencyRecordKey } from "../layout/paths.js";
 import type { AppEnv } from "./http.js";
 import { backgroundOf } from "./routes/common.js";
 

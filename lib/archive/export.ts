@@ -7,16 +7,17 @@
  * exported directory, so importing with prefix = that directory restores the same paths.
  * Every directory is an entry (type 5, mode 0755) before what it holds, explicit (empty) ones
  * included, as `tar c` writes them; files are 0755 when the workspace records them executable
- * (lib/exec/modes.ts), else 0644. A file's time is when it was last written to the workspace.
+ * (lib/layout/modes.ts), else 0644. A file's time is when it was last written to the workspace.
  *
  * What a file changed during the export looks like: its newer bytes (the header is written
  * after the read, with the size read). A file deleted in between is left out. The ETag names
  * the listing the export began from.
  */
 import { ToolError } from "../shared/errors.js";
-import { ancestorsOf, isWithin } from "../workspace/paths.js";
+import { ancestorsOf, isWithin } from "../layout/paths.js";
 import { sha256Hex } from "../shared/hash.js";
-import type { FileInfo, Workspace } from "../workspace/workspace.js";
+import type { ArchiveWorkspace as Workspace } from "./workspace-view.js";
+import type { FileInfo } from "../layout/files.js";
 import { gzipStream } from "./flate.js";
 import { END_OF_ARCHIVE, padding, tarHeader, tarLinkHeader } from "./tar-writer.js";
 
@@ -38,7 +39,7 @@ export interface ExportListing {
 /**
  * Every file, explicit directory and symlink below `dir` (or `dir` itself when it is a file), at most
  * `max` files and directories; `exec` and `linksAll`: the workspace's executable files and symlinks
- * (one read of its modes table, lib/exec/modes.ts).
+ * (one read of its modes table, lib/layout/modes.ts).
  */
 export async function listForExport(ws: Workspace, dir: string, max: number, exec: ReadonlySet<string>, linksAll: ReadonlyMap<string, string>): Promise<ExportListing> {
   const files: FileInfo[] = [];

@@ -2,19 +2,19 @@
  * What an import keeps of a POSIX tree besides the files' bytes: the rule the import
  * (lib/layers/import.ts) follows.
  *  - Execute bits: a file entry whose mode has the owner's execute bit (git's 100755) is recorded
- *    in the workspace's list of executable files (lib/exec/modes.ts); a file entry without it is
+ *    in the workspace's list of executable files (lib/layout/modes.ts); a file entry without it is
  *    taken off the list (an import over an executable file makes it what the archive says). One
  *    delta per import, applied once the files are in place and merged there with concurrent
  *    updates (a bash run's chmod of other files stays).
  *  - Empty directories: a directory entry with nothing below it in the archive becomes a
- *    directory marker (lib/workspace/paths.ts), the same thing bash's `mkdir` leaves. Directories with
+ *    directory marker (lib/layout/paths.ts), the same thing bash's `mkdir` leaves. Directories with
  *    entries below them are implied by those entries and need none.
  *  - What is not kept (hard links, devices, fifos, unsafe names) is skipped and named in `message`,
  *    the text the caller reads, grouped by reason; modification times are not kept (the time of
  *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
  */
-import { ancestorsOf } from "../workspace/paths.js";
-import type { ModesDelta } from "../sync/types.js";
+import { ancestorsOf } from "../layout/paths.js";
+import type { ModesDelta } from "../layout/modes.js";
 import { isExecutableMode } from "./entry.js";
 
 export class ImportTree {

@@ -7,14 +7,13 @@
  * Execute bits, empty directories and links follow the archive (import-tree.ts, docs/symlinks.md).
  */
 import { ToolError } from "../shared/errors.js";
-import { ancestorsOf } from "../workspace/paths.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { ancestorsOf } from "../layout/paths.js";
+import type { ArchiveWorkspace as Workspace } from "./workspace-view.js";
 import type { ArchiveLimits } from "./limits.js";
 import type { ArchiveFormat } from "./open.js";
 import { decodeName, type ArchiveEntry } from "./entry.js";
-import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS } from "../exec/modes.js";
+import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS, type ExecModes, type ModesDelta } from "../layout/modes.js";
 import type { EntryPolicy } from "./policy.js";
-import type { ExecModes, ModesDelta } from "../sync/types.js";
 import type { Spool } from "./spool.js";
 
 /** Bodies up to this size are read whole (and fed to the search index); larger ones stream straight into a pack. */
@@ -33,7 +32,7 @@ export interface ImportOptions {
   contentLength?: number;
   /**
    * Records the import's execute bits and links in the workspace's modes table: one merged conditional
-   * delta, made by `build` from the table as it is (lib/exec/modes.ts updateModesRevertibly); `revert`
+   * delta, made by `build` from the table as it is (lib/layout/modes.ts updateModesRevertibly); `revert`
    * takes it back when the layer switch fails.
    */
   recordModes(build: (now: ExecModes) => ModesDelta): Promise<{ revert(): Promise<void> }>;

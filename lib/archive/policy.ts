@@ -6,13 +6,13 @@
  *   - a symbolic link is admitted as a path like a file (its target is data: docs/symlinks.md);
  *   - hard links, devices, fifos and unknown kinds are never written;
  *   - an absolute name, or one with a ".." segment, is refused outright (not clamped);
- *   - the rest goes through normalizeFilePath (lib/workspace/paths.ts) joined to the prefix: whatever
+ *   - the rest goes through normalizeFilePath (lib/layout/paths.ts) joined to the prefix: whatever
  *     that function refuses (control characters, backslashes, over-long names) is skipped.
  * Directory entries are admitted as canonical directory paths under the prefix ("" for the
  * archive's root): import-tree.ts keeps the empty ones as directory markers.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { joinPath, normalizeFilePath, normalizePath } from "../workspace/paths.js";
+import { joinPath, normalizeFilePath, normalizePath } from "../layout/paths.js";
 import type { ArchiveEntry } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";
 

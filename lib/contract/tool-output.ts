@@ -12,7 +12,7 @@ export const SkippedReport = z.object({
   examples: z.record(z.string(), z.array(z.string())),
 });
 
-/** Where a cut output left text out (lib/contract/output-cut.ts). */
+/** Where a cut output left text out (lib/shared/output-cut.ts). */
 export const OutputCutInfo = z.object({
   total_bytes: z.number().int(),
   total_lines: z.number().int(),

@@ -7,7 +7,7 @@ import { z } from "@hono/zod-openapi";
 import { argumentParser } from "./tool-args.js";
 import type { AuthInfo, Scope } from "../api/auth/keys.js";
 import type { AppDeps } from "../api/deps.js";
-import { cutText } from "./output-cut.js";
+import { cutText } from "../shared/output-cut.js";
 import { ApprovalInfo } from "./tool-output.js";
 import type { Workspace } from "../workspace/workspace.js";
 
@@ -132,7 +132,7 @@ export const MAX_OUTPUT_CHARS = 100_000;
 
 /**
  * Cuts text in the middle, on line boundaries, saying how many bytes and which lines of the
- * real text were left out (lib/contract/output-cut.ts, the same cut as command output).
+ * real text were left out (lib/shared/output-cut.ts, the same cut as command output).
  */
 export function truncateMiddle(text: string, max: number): { text: string; truncated: boolean } {
   const r = cutText(text, max, undefined, "Ask for less: a smaller page (offset, limit) or a narrower pattern.");

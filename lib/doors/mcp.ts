@@ -25,7 +25,7 @@ import type { AuthInfo } from "../api/auth/keys.js";
 import type { AppDeps } from "../api/deps.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../api/http.js";
-import { checkSessionId } from "../workspace/records.js";
+import { checkSessionId } from "../layout/paths.js";
 import { addRoute } from "../api/routes/access.js";
 import { backgroundOf, newApp } from "../api/routes/common.js";
 import { usableTools } from "../run/toolset.js";

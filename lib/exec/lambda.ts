@@ -5,14 +5,15 @@
  * Retries (the SDK's, or the caller's) are safe: each call carries an idempotency key, and the
  * runner claims the run in storage before running it. Background tasks are asynchronous
  * Invokes (InvocationType Event); they report to their run record, which the API reads
- * (lib/exec/runs.ts). Every event is signed with the runner secret (lib/exec/runner-auth.ts):
+ * (lib/sync/run-records.ts). Every event is signed with the runner secret (lib/exec/runner-auth.ts):
  * the runner runs nothing else. Bundles for Workers (no node: imports).
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import { ToolError } from "../shared/errors.js";
 import { unwrapExecResponse } from "./response.js";
 import { signEvent } from "./runner-auth.js";
-import type { ExecEvent, ExecResponse, Executor, RunResult } from "./types.js";
+import type { ExecEvent, Executor, RunResult } from "./types.js";
+import type { ExecResponse } from "../sync/types.js";
 
 export interface LambdaExecutorOptions {
   /** Configure it with a request timeout above the longest run (15 min) and the endpoint. */

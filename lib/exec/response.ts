@@ -1,6 +1,6 @@
 /** Turning the container function's answer back into a result or a ToolError. Pure. */
 import { ERROR_CODES, ToolError, type ErrorCode } from "../shared/errors.js";
-import type { ExecResponse } from "./types.js";
+import type { ExecResponse } from "../sync/types.js";
 
 export function unwrapExecResponse<T>(res: ExecResponse): T {
   if (res && res.ok === true) return res.result as T;

@@ -14,7 +14,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { safeEqual } from "../shared/hash.js";
-import { RUN_MARGIN_MS } from "./runs.js";
+import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { sign } from "../sync/token.js";
 import type { ExecEvent } from "./types.js";
 

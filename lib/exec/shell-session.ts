@@ -14,8 +14,8 @@
  * Storage per call: 1 GET before the run, 1 PUT after it; + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one.
  */
-import { shellKey, shellsPrefix } from "../workspace/paths.js";
-import type { ToolContext } from "../contract/tool.js";
+import { shellKey, shellsPrefix } from "../layout/paths.js";
+import type { ExecCall } from "./call.js";
 import type { ObjectInfo } from "../storage/types.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
@@ -25,7 +25,7 @@ export const SHELL_STATE_DAYS = 7;
 export const KEEP_SHELL_STATES = 50;
 const DAY_MS = 86_400_000;
 
-type Ctx = Pick<ToolContext, "deps" | "ws" | "session">;
+type Ctx = Pick<ExecCall, "deps" | "ws" | "session">;
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
 const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 

@@ -13,12 +13,15 @@
  * checks the kill flag as often). Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
-import { runPrefix } from "../workspace/paths.js";
+import { runPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ProgressEvent, ToolContext } from "../contract/tool.js";
+import type { ExecCall, OutputEvent } from "./call.js";
 import { unwrapExecResponse } from "./response.js";
-import { createOnly, keysOf, readJson, RUN_MARGIN_MS, runForeground, runIdFor, type RunKeys, type TaskMarker } from "./runs.js";
-import type { ExecResponse, Executor, RunRequest, RunResult } from "./types.js";
+import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
+import { runForeground } from "./runs.js";
+import { readJson } from "../storage/json.js";
+import type { Executor, RunRequest, RunResult } from "./types.js";
+import type { ExecResponse } from "../sync/types.js";
 
 /** How often the runner of a streamed call sends its output (and checks the kill flag), ms. */
 export const STREAM_OUTPUT_EVERY_MS = 250;
@@ -33,7 +36,7 @@ const ALWAYS_FAST_MS = 5_000;
 export const CLAIM_WAIT_MS = 60_000;
 
 export interface StreamOptions {
-  progress: (event: ProgressEvent) => void;
+  progress: (event: OutputEvent) => void;
   /** The caller's: aborted when the client goes away. */
   signal?: AbortSignal;
   pollMs?: number;
@@ -149,7 +152,7 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
 }
 
 /** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
-export function runForCall(ctx: Pick<ToolContext, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+export function runForCall(ctx: Pick<ExecCall, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
   if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
   return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

@@ -1,14 +1,16 @@
 /**
  * Background tasks (bash run_in_background, bash_output, kill_shell), the API's side of their run
- * records (lib/exec/runs.ts has the record layout): start with housekeeping and the cap, poll
+ * records (lib/sync/run-records.ts has the record layout): start with housekeeping and the cap, poll
  * (output since the last poll, waiting for the end), kill. Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
-import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../workspace/paths.js";
+import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import { createOnly, JSON_TYPE, keysOf, quotaMessage, readJson, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "./runs.js";
-import type { ExecResponse, Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
-import type { RunClaim } from "../sync/types.js";
+import { createOnly, JSON_TYPE, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
+import { quotaMessage } from "./runs.js";
+import { readJson } from "../storage/json.js";
+import type { Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
+import type { ExecResponse, RunClaim } from "../sync/types.js";
 
 /** Output bytes one poll hands out at most (head + tail of the unread chunks; the tools cut to 30,000 characters). */
 const POLL_OUTPUT_BYTES = 100_000;

@@ -3,26 +3,26 @@
  * (with its short-lived sync token), the tenant's guard rails, and the model's output text.
  * Bundles for Workers.
  */
-import type { AppDeps } from "../api/deps.js";
 import { ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
-import type { ToolContext } from "../contract/tool.js";
+import type { ExecCall, ExecDeps } from "./call.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
-import { quotaMessage, RUN_MARGIN_MS } from "./runs.js";
+import { RUN_MARGIN_MS } from "../sync/run-records.js";
+import { quotaMessage } from "./runs.js";
 import { mintSyncToken } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
 export const MAX_COMMAND_OUTPUT = 30_000;
 
-export function executorOf(deps: AppDeps): Executor {
+export function executorOf(deps: Pick<ExecDeps, "executor">): Executor {
   if (!deps.executor) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (no executor configured). Locally, start the runner (infra/container/local-server.ts) and set TOOLSHED_RUNNER_URL.");
   return deps.executor;
 }
 
 export async function runRequest(
-  ctx: ToolContext,
+  ctx: ExecCall,
   input: { command: string; timeoutMs: number; cwd?: string; env?: Record<string, string>; stdin?: string },
 ): Promise<RunRequest> {
   const deps = ctx.deps;
@@ -53,8 +53,8 @@ export async function runRequest(
 }
 
 /** `read`, once per call: later asks in the same call (the approval gate's and the tool's) get the first answer. */
-function oncePerCall<T>(read: (ctx: ToolContext) => Promise<T>): (ctx: ToolContext) => Promise<T> {
-  const answers = new WeakMap<ToolContext, Promise<T>>();
+function oncePerCall<T>(read: (ctx: ExecCall) => Promise<T>): (ctx: ExecCall) => Promise<T> {
+  const answers = new WeakMap<ExecCall, Promise<T>>();
   return (ctx) => {
     let a = answers.get(ctx);
     if (!a) {
@@ -71,7 +71,7 @@ function oncePerCall<T>(read: (ctx: ToolContext) => Promise<T>): (ctx: ToolConte
  * operator sets these in KV directly; a change reaches an isolate within those 5 s on top of KV's own
  * propagation (up to about 60 s).
  */
-function tenantSetting(ctx: ToolContext, key: string): Promise<string | null> {
+function tenantSetting(ctx: ExecCall, key: string): Promise<string | null> {
   const load = () => ctx.deps.kv.get(key);
   return ctx.deps.policies ? (ctx.deps.policies.get(key, load) as Promise<string | null>) : load();
 }
@@ -86,7 +86,7 @@ const gitIdentityFor = oncePerCall((ctx): Promise<GitIdentity> => tenantSetting(
  */
 export const commandReads =
   (guard: boolean) =>
-  (ctx: ToolContext): void => {
+  (ctx: ExecCall): void => {
     if (guard) guardFor(ctx).catch(() => {});
     gitIdentityFor(ctx).catch(() => {});
   };
@@ -94,7 +94,7 @@ export const commandReads =
 /** The tenant's guard rails: KV `guard/<tenant>` = {blocked?, caution?, replace?}, else the defaults (read once per call: the gate and bash both ask). */
 export const guardFor = oncePerCall(readGuard);
 
-async function readGuard(ctx: ToolContext): Promise<GuardLists> {
+async function readGuard(ctx: ExecCall): Promise<GuardLists> {
   const raw = await tenantSetting(ctx, `guard/${ctx.ws.tenant}`);
   if (!raw) return DEFAULT_GUARD;
   try {
@@ -106,7 +106,7 @@ async function readGuard(ctx: ToolContext): Promise<GuardLists> {
 
 /**
  * The model's text: the merged output as the runner cut it (once, on line boundaries, with a
- * note of what the real output lost and where the full output is: lib/contract/output-cut.ts; it is
+ * note of what the real output lost and where the full output is: lib/shared/output-cut.ts; it is
  * never cut again here), the exit code appended when non-zero.
  */
 export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "truncated">): { text: string; truncated: boolean } {

@@ -6,8 +6,9 @@
  * workspace through a SyncClient (lib/sync/types.ts): a narrow HTTP API of Toolshed (`/v1/sync/...`)
  * authenticated by a short-lived token scoped to one tenant + workspace + run.
  */
-import type { OutputCut } from "../contract/output-cut.js";
+import type { OutputCut } from "../shared/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
+import type { SyncAccess } from "../sync/types.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -48,13 +49,6 @@ export interface RunLimits {
    * it runs, checked exactly after; past it the command is stopped and nothing is written back.
    */
   disk_mb: number;
-}
-
-export interface SyncAccess {
-  /** Base URL of the Toolshed API, e.g. https://api.toolshed.dev ; the client appends /v1/sync/... */
-  url: string;
-  /** Short-lived bearer token scoped to tenant + workspace + run (see lib/sync/token.ts). */
-  token: string;
 }
 
 /** The invocation payload of the container function. */
@@ -182,7 +176,7 @@ export interface RunResult {
   truncated: boolean;
   /** What the cut of `output` left out of the real merged output (bytes, lines); absent when nothing was cut. */
   output_cut?: OutputCut;
-  /** Name of the saved full merged output (not a workspace file: lib/exec/output-logs.ts; read it with bash_output {output_file}), when it was truncated. */
+  /** Name of the saved full merged output (not a workspace file: lib/sync/output-logs.ts; read it with bash_output {output_file}), when it was truncated. */
   output_file?: string;
   /** Created or modified files written back (created ones are also in files_created). */
   files_changed: string[];
@@ -239,7 +233,7 @@ export type KillStatus = "killed" | "already_completed" | "stopping";
 /**
  * One interface, two implementations: lambda (lib/exec/lambda.ts) and local (infra/container).
  * Background tasks report to their run record in storage; the API reads and kills them there
- * (lib/exec/runs.ts), never through the executor.
+ * (lib/sync/run-records.ts), never through the executor.
  */
 export interface Executor {
   /** Runs to completion (or timeout). Throws ToolError for infrastructure failures only. */
@@ -253,8 +247,3 @@ export interface Executor {
  * runner streams its output to the run record and polls the record's kill flag.
  */
 export type ExecEvent = RunRequest & { action?: "run"; task?: boolean };
-
-/** The container function's answer: errors are data (codes of lib/shared/errors.ts). */
-export type ExecResponse<T = unknown> =
-  | { ok: true; result: T }
-  | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };

@@ -27,7 +27,7 @@ import type { ObjectInfo } from "../storage/types.js";
 import { lowerLayerOf, readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
 import { dropSeal, removeUpper, seal, settleSealed } from "./seal.js";
 import { Whiteouts } from "./whiteout.js";
-import { filesPrefix } from "../workspace/paths.js";
+import { filesPrefix } from "../layout/paths.js";
 
 /** Upper objects from which a workspace is sealed (about a quarter of a listing page)... */
 export const SEAL_MIN_UPPER = 256;

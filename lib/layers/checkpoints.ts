@@ -12,12 +12,11 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { isConditionFailed } from "../storage/types.js";
-import { checkpointKey, checkpointsPrefix } from "../workspace/paths.js";
-import { createWorkspace, type WorkspaceMeta } from "../workspace/registry.js";
+import { checkpointKey, checkpointsPrefix } from "../layout/paths.js";
 import type { Manifest } from "./manifest.js";
 import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { newLayerId } from "./pack-writer.js";
-import { readModes, updateModes } from "../exec/modes.js";
+import { readModes, updateModes } from "../layout/modes.js";
 import { dropSeal, listUpper, removeUpper, seal, settleSealed } from "./seal.js";
 import { Whiteouts } from "./whiteout.js";
 
@@ -29,7 +28,7 @@ export interface CheckpointRecord {
   created_at: string;
   files: number;
   bytes: number;
-  /** The executable files at the checkpoint (x/modes.json, lib/exec/modes.ts): restored and forked with it. */
+  /** The executable files at the checkpoint (x/modes.json, lib/layout/modes.ts): restored and forked with it. */
   exec?: string[];
   /** The symlinks at the checkpoint (path → target, docs/symlinks.md): restored and forked with it. */
   links?: Record<string, string>;
@@ -147,13 +146,4 @@ export async function restoreCheckpoint(deps: LayerDeps, tenant: string, ws: str
   if (remove.length || want.size || linksChanged) await updateModes(deps.storage, tenant, ws, { add: [...want], remove, ...(linksChanged ? { links } : {}) });
   const cut = (k: string) => k.slice(k.indexOf("/f/") + 3);
   return { checkpoint: cp, removed: before.length - [...refused].filter((k) => listed.has(k)).length, conflicts: [...refused].map(cut).sort() };
-}
-
-/** A new workspace on the manifest of `checkpoint` of the origin, or of a checkpoint made of it now. */
-export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id?: string; name?: string; from: string; checkpoint?: string }): Promise<WorkspaceMeta & { checkpoint: string }> {
-  const origin = await requireMeta(deps, tenant, input.from);
-  const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
-  const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest, ...(origin.meta.tools !== undefined ? { tools: origin.meta.tools } : {}) }); // a fork keeps its origin's tools
-  if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });
-  return { ...meta, checkpoint: cp.id };
 }

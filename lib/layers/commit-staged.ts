@@ -22,21 +22,41 @@
  *     base's entry as a pack reference, free; or none) and the etag after.
  */
 import { ToolError } from "../shared/errors.js";
-import { filesPrefix, packKey } from "../workspace/paths.js";
-import { compareKeys } from "../workspace/entries.js";
-import type { UndoJournal } from "../run/undo/journal.js";
-import type { CommitAnswer, StagedFile } from "../sync/stage.js";
+import { filesPrefix, packKey } from "../layout/paths.js";
+import { compareKeys } from "../layout/key-order.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import { filesDriver, readMeta, switchBase, type LayerDeps } from "./open.js";
 import { mergeManifest } from "./seal.js";
 import { upperAmong } from "./upper-range.js";
 import { Whiteouts } from "./whiteout.js";
+import type { StorageDriver } from "../storage/types.js";
+
+/** One staged file (its receipt: lib/sync/stage.ts): what the commit may put into the manifest. */
+export interface StagedFile {
+  path: string;
+  /** The condition: the etag the run started from (if_match), or null for a create. */
+  cond: string | null;
+  etag: string;
+  size: number;
+  /** The pack holding the bytes (null: an empty file). */
+  pack: string | null;
+  offset: number;
+  modified: number;
+}
+
+export type CommitAnswer = { path: string; etag: string } | { path: string; conflict: true } | { path: string; alone: true } | { path: string; error: { code: string; message: string } };
+
+/** What the commit tells the undo journal of the run's call (lib/workspace/undo-journal.ts UndoJournal), per committed file. */
+export interface CommitJournal {
+  capture(driver: StorageDriver, key: string, path: string, etag: string | null): Promise<boolean>;
+  landed(path: string, etag: string | null): void;
+}
 
 const ATTEMPTS = 3;
 
 const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLICT";
 
-export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, files: readonly StagedFile[], undo?: UndoJournal): Promise<CommitAnswer[]> {
+export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, files: readonly StagedFile[], undo?: CommitJournal): Promise<CommitAnswer[]> {
   const fp = filesPrefix(tenant, ws);
   const answers: (CommitAnswer | undefined)[] = new Array(files.length);
   // A staged pack GC took (a write-back that outlived GC's grace period) is never pointed at:

@@ -6,11 +6,11 @@
  */
 import { shortDiff } from "../shared/diff.js";
 import { ToolError } from "../shared/errors.js";
-import { packKey } from "../workspace/paths.js";
-import type { StorageDriver } from "../storage/types.js";
+import { packKey } from "../layout/paths.js";
+import type { StorageDriver, GetResult } from "../storage/types.js";
 import { looksBinary } from "../shared/text.js";
-import { compareKeys } from "../workspace/entries.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { compareKeys } from "../layout/key-order.js";
+import type { FileInfo } from "../layout/files.js";
 import type { Manifest } from "./manifest.js";
 
 /** Largest file whose text is diffed. */
@@ -42,7 +42,13 @@ export function manifestSide(storage: StorageDriver, tenant: string, m: Manifest
   };
 }
 
-export async function currentSide(ws: Workspace): Promise<Side> {
+/** What a diff reads of the workspace (a Workspace, lib/workspace/workspace.ts, is one). */
+export interface DiffedWorkspace {
+  walk(dir: string, maxFiles?: number): AsyncGenerator<FileInfo>;
+  get(path: string): Promise<GetResult | null>;
+}
+
+export async function currentSide(ws: DiffedWorkspace): Promise<Side> {
   const files: VersionFile[] = [];
   for await (const f of ws.walk("", MAX_DIFF_FILES + 1)) {
     if (files.length >= MAX_DIFF_FILES) throw new ToolError("PAYLOAD_TOO_LARGE", `The workspace holds more than ${MAX_DIFF_FILES} files; diff two checkpoints instead (to=<checkpoint>), or checkpoint now and diff against that.`, { max: MAX_DIFF_FILES });

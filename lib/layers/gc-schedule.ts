@@ -10,7 +10,7 @@
  * A tenant whose GC fails is logged and skipped (the error names the key, never a secret); the
  * others go on. A tenant with `more: true` is simply reached again on a later tick.
  */
-import { ID_PATTERN, TENANTS_PREFIX } from "../workspace/paths.js";
+import { ID_PATTERN, TENANTS_PREFIX } from "../layout/paths.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import { collectGarbage, type GcReport } from "./gc.js";
 

@@ -16,9 +16,8 @@
  * process could not remove end here. A workspace that cannot be opened keeps all of its segments.
  */
 import { ToolError } from "../shared/errors.js";
-import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, workspaceMetaKey } from "../workspace/paths.js";
+import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { undoPrefix, type UndoRecord } from "../run/undo/journal.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
 import { openWorkspace } from "./open.js";
@@ -84,6 +83,11 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
 
 const idOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1);
 
+/** What GC reads of an undo record (lib/workspace/undo-journal.ts UndoRecord): the packs its before-images point into. */
+interface UndoPackRefs {
+  changes?: { before: null | { lower: { pack: string | null } } | { inline: string } | { blob: string } }[];
+}
+
 /** Root manifest ids and pack ids named by undo records, over every workspace of the tenant. */
 async function findRoots(storage: StorageDriver, tenant: string, seen: ReadonlySet<string> = new Set()) {
   const wsPrefix = tenantWorkspacesPrefix(tenant);
@@ -100,7 +104,7 @@ async function findRoots(storage: StorageDriver, tenant: string, seen: ReadonlyS
     });
     const records = (await listAll(storage, undoPrefix(tenant, ws))).objects.filter((o) => /\/r-[^/]+\.json$/.test(o.key));
     await inBatches(records, async (o) => {
-      const rec = await readJson<UndoRecord>(storage, o.key);
+      const rec = await readJson<UndoPackRefs>(storage, o.key);
       for (const c of rec?.changes ?? []) if (c.before && "lower" in c.before && c.before.lower.pack) packs.add(c.before.lower.pack);
     });
   });

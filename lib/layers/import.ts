@@ -19,14 +19,15 @@
  * bits over the old files (a link may dangle) until the import is done again.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../workspace/paths.js";
-import type { StagedUpkeep, Workspace } from "../workspace/workspace.js";
+import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../layout/paths.js";
+import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
+import type { StagedUpkeep } from "../layout/files.js";
 import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
-import { importedLinksDelta } from "../workspace/links.js";
+import { importedLinksDelta } from "../layout/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
 import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";

@@ -18,7 +18,7 @@
  * wrote) and refused (ConditionFailedError → FILE_MODIFIED / ALREADY_EXISTS), so nothing it did is
  * acknowledged against a base it did not check.
  */
-import { packKey } from "../workspace/paths.js";
+import { packKey } from "../layout/paths.js";
 import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
 import type { Manifest } from "./manifest.js";
 import { lowerInfo, mergedList } from "./merge-list.js";

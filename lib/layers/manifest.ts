@@ -5,9 +5,9 @@
  * random id (t/<tenant>/manifests/<id>), read whole, cached per isolate by id (ManifestCache,
  * made by createApp and passed in: no module-level state).
  */
-import { manifestKey } from "../workspace/paths.js";
+import { manifestKey } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import { compareKeys } from "../workspace/entries.js";
+import { compareKeys } from "../layout/key-order.js";
 import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 
 

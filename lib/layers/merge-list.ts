@@ -6,7 +6,7 @@
  * Cursors are "m:" + the last key (or rolled-up prefix) handed out; `startAfter` works too.
  */
 import type { ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
-import { compareKeys } from "../workspace/entries.js";
+import { compareKeys } from "../layout/key-order.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
 import type { Whiteouts } from "./whiteout.js";
 

@@ -5,9 +5,9 @@
  * gets the plain storage (plus the re-read after a create: plain-driver.ts). Also the one place the layer pointer is switched (If-Match).
  */
 import { ToolError } from "../shared/errors.js";
-import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../workspace/paths.js";
+import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import type { WorkspaceMeta } from "../workspace/registry.js";
+import type { WorkspaceMeta } from "../layout/workspace-meta.js";
 import { layeredDriver } from "./layered-driver.js";
 import type { Manifest, ManifestCache } from "./manifest.js";
 import { plainDriver } from "./plain-driver.js";

@@ -4,7 +4,7 @@
  * range reads, the rest one by one through the merged view. Export and the runner's cold start
  * use them.
  */
-import { packKey } from "../workspace/paths.js";
+import { packKey } from "../layout/paths.js";
 import type { GetResult, StorageDriver } from "../storage/types.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
 

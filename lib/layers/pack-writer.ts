@@ -6,7 +6,7 @@
  * Packs are written under fresh random ids (create-only): nothing else ever writes them.
  */
 import { randomId } from "../shared/hash.js";
-import { packKey } from "../workspace/paths.js";
+import { packKey } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { ManifestEntry } from "./manifest.js";
 import { md5Hex, md5Stream } from "../storage/md5.js";

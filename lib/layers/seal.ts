@@ -4,9 +4,9 @@
  * packs it is in. The sealed objects are returned with the version sealed, so the caller deletes
  * each only in that version once the workspace points at the new manifest (a newer write stays).
  */
-import { filesPrefix, manifestKey, packKey } from "../workspace/paths.js";
+import { filesPrefix, manifestKey, packKey } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { compareKeys } from "../workspace/entries.js";
+import { compareKeys } from "../layout/key-order.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import type { LayerDeps } from "./open.js";
 import { newLayerId, PackWriter } from "./pack-writer.js";

@@ -5,7 +5,7 @@
  * answers "none of these changed since the lower layer".
  */
 import type { ObjectInfo, StorageDriver } from "../storage/types.js";
-import { compareKeys } from "../workspace/entries.js";
+import { compareKeys } from "../layout/key-order.js";
 import type { Whiteouts } from "./whiteout.js";
 
 function commonPrefix(a: string, b: string): string {

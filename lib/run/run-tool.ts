@@ -14,7 +14,7 @@ import { layerDeps, openWorkspace as openLayers } from "../api/routes/common.js"
 import { filesDriver, type MetaRecord } from "../layers/open.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "../contract/tool.js";
 import { Workspace } from "../workspace/workspace.js";
-import { UndoJournal } from "./undo/journal.js";
+import { UndoJournal } from "../workspace/undo-journal.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "./pending/outcome.js";
 import { assertToolAllowed } from "./toolset.js";

@@ -19,6 +19,7 @@ import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../api/auth/keys.js";
 import { ToolError } from "../shared/errors.js";
 import { closestName } from "../shared/suggest.js";
 import type { Tool } from "../contract/tool.js";
+import type { PresetName, ToolList } from "../layout/workspace-meta.js";
 
 /**
  * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and
@@ -38,12 +39,8 @@ export const PRESETS = {
   web: ["web_fetch", "web_search"],
   all: null,
   none: [],
-} as const satisfies Record<string, readonly string[] | null>;
-export type PresetName = keyof typeof PRESETS;
+} as const satisfies Record<PresetName, readonly string[] | null>;
 export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
-
-/** A stored tool list: a preset name, or tool names (and preset names, whose tools join). Absent: all. */
-export type ToolList = PresetName | string[];
 
 const isPreset = (s: string): s is PresetName => Object.hasOwn(PRESETS, s);
 

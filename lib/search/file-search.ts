@@ -3,7 +3,7 @@
  * within the call's CPU budget. Every path ends the same way: the file is done, or the budget
  * ran out and a cursor says where to continue (a line start, or a window inside a long line).
  */
-import { reusedChunks } from "../workspace/chunks.js";
+import { reusedChunks } from "../shared/chunks.js";
 import type { CpuBudget } from "./cpu-budget.js";
 import { BLOCK_BYTES, LineSplitter, utf16Length, type Segment } from "./line-splitter.js";
 import type { Compiled, SearchOptions } from "./matcher.js";
@@ -80,7 +80,7 @@ export async function searchHeld(bytes: Uint8Array, etag: string, c: Compiled, o
 /**
  * Line mode over a stream that starts at readFrom(from). `first` sees the first chunk (a
  * fresh read sniffs it) and returns false to stop reading. The stream is read into one reused
- * buffer (lib/workspace/chunks.ts): a 60 MB file no longer leaves 60 MB of spent chunks for the GC.
+ * buffer (lib/shared/chunks.ts): a 60 MB file no longer leaves 60 MB of spent chunks for the GC.
  */
 export async function searchStream(body: ReadableStream<Uint8Array>, etag: string, c: Compiled, o: SearchOptions, budget: CpuBudget, from: FileCursor | null, first: (chunk: Uint8Array) => boolean): Promise<FileRun<TextSearch> | null> {
   const chunks = reusedChunks(body, STREAM_BUFFER_BYTES);

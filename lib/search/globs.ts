@@ -8,7 +8,7 @@
 import picomatch from "picomatch/posix";
 import { ToolError } from "../shared/errors.js";
 import { FILE_TYPES, typeNames } from "./filetypes.js";
-import { baseName } from "../workspace/paths.js";
+import { baseName } from "../layout/paths.js";
 import { compileLinear } from "./regex-dfa.js";
 
 export type PathTest = (path: string) => boolean;

@@ -3,7 +3,7 @@
  * range reads of their segments, the rest directly), what a batch will cost in storage requests
  * before it is started, and the read-side compaction of small segments a search already holds.
  */
-import type { Workspace } from "../workspace/workspace.js";
+import type { SearchedWorkspace } from "./workspace-view.js";
 import { coalesce, mapLimit, type Candidate, type Seg } from "./candidates.js";
 import { MAX_SEGMENT, mergeSegments, tierOf } from "./indexer.js";
 import type { IndexStore } from "./store.js";
@@ -63,7 +63,7 @@ export function batchCost(batch: Candidate[]): number {
 export type Got = { bytes: Uint8Array; etag: string } | null | "stream";
 
 /** Contents of a batch: packed files by coalesced range reads, others directly. */
-export async function readBatch(ws: Workspace, store: IndexStore, batch: Candidate[]): Promise<Got[]> {
+export async function readBatch(ws: SearchedWorkspace, store: IndexStore, batch: Candidate[]): Promise<Got[]> {
   const out = new Array<Got>(batch.length).fill(null);
   const bySeg = new Map<Seg, { i: number; off: number; end: number }[]>();
   const direct: number[] = [];

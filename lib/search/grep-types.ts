@@ -2,7 +2,7 @@
  * What one grep is asked (GrepRequest) and what it answers (GrepOutcome: the hits, whether the
  * search is complete, and where a stopped one continues: GrepCursor). The search is grep.ts.
  */
-import type { StatusReporter } from "../contract/progress.js";
+import type { ProgressReporter } from "./workspace-view.js";
 import type { FileCursor } from "./file-search.js";
 import type { SkipReport } from "./ignore.js";
 import type { Listed } from "./listing.js";
@@ -29,7 +29,7 @@ export interface GrepRequest {
   /** Continue a search an earlier call stopped (its cursor). */
   resume?: GrepCursor | null;
   /** Where progress goes when someone listens: the listing stage, then files searched of the candidates. */
-  progress?: StatusReporter | undefined;
+  progress?: ProgressReporter | undefined;
   /** Index segment bytes this isolate read before (AppDeps.segmentCache). */
   segmentCache?: SegmentCache | undefined;
 }

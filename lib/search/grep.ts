@@ -21,7 +21,7 @@
  * read, so calls converge. Every file goes through the one line splitter (line-splitter.ts):
  * time linear in the bytes read, memory bounded by a block or a long line's window.
  */
-import type { Workspace } from "../workspace/workspace.js";
+import type { DescribeProgress, ProgressReporter, SearchedWorkspace } from "./workspace-view.js";
 import { indexCandidates, type Candidate, type Seg } from "./candidates.js";
 import { batchCost, compactSmall, readBatch } from "./grep-read.js";
 import { CpuBudget } from "./cpu-budget.js";
@@ -34,19 +34,15 @@ import { buildSegment, FLAG_BINARY, FLAG_LARGE, type SegmentInput } from "./segm
 import { Budget, IndexStore } from "./store.js";
 import { TrigramCollector } from "./trigrams.js";
 import { looksBinary } from "../shared/text.js";
-import type { Describe } from "../contract/progress.js";
 import type { FileHits, GrepCursor, GrepOutcome, GrepRequest, GrepStats } from "./grep-types.js";
-
-/** What a grep is asked and answers (grep-types.ts). */
-export type { FileHits, GrepCursor, GrepMode, GrepOutcome, GrepRequest, GrepStats } from "./grep-types.js";
 
 /**
  * grep's progress stages. Listing events carry no `done` (the search stage's `done` counts files,
  * and a client's `done` must not go backwards); searching counts candidates in search order, so a
  * resumed search starts past the files earlier calls searched.
  */
-export const GREP_LISTING: Describe = (n) => ({ message: `listing files: ${n} entries so far` });
-const GREP_SEARCHING: Describe = (done, total) => ({ message: `searched ${done} of ${total} files`, done, total: total ?? done });
+export const GREP_LISTING: DescribeProgress = (n) => ({ message: `listing files: ${n} entries so far` });
+const GREP_SEARCHING: DescribeProgress = (done, total) => ({ message: `searched ${done} of ${total} files`, done, total: total ?? done });
 
 /** Storage requests one grep may make (Workers allow ~1,000 subrequests per request on paid plans). */
 export const DEFAULT_BUDGET = 800;
@@ -62,7 +58,7 @@ const PERSIST_MIN_FILES = 4;
 
 // ---- the search ----
 
-export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
+export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budget = new Budget(DEFAULT_BUDGET), cpu: CpuBudget = new CpuBudget()): Promise<GrepOutcome> {
   const store = new IndexStore(ws.driver, ws.tenant, ws.id, budget, req.segmentCache);
   const stats: GrepStats = { files_considered: 0, files_indexed: 0, files_unindexed: 0, candidates: 0, files_searched: 0, segments: 0, storage_reads: 0, storage_lists: 0, storage_writes: 0, files_indexed_now: 0 };
   let skipped = new SkipReport();
@@ -224,7 +220,7 @@ export async function grep(ws: Workspace, req: GrepRequest, budget: Budget = new
 }
 
 /** Searches a big file as a stream (from the cursor's offset when resuming), never holding it whole. */
-async function streamFile(ws: Workspace, req: GrepRequest, o: SearchOptions, c: Candidate, from: FileCursor | null, skipped: SkipReport, budget: Budget, cpu: CpuBudget, remember: ((i: SegmentInput) => void) | null): Promise<FileRun | null> {
+async function streamFile(ws: SearchedWorkspace, req: GrepRequest, o: SearchOptions, c: Candidate, from: FileCursor | null, skipped: SkipReport, budget: Budget, cpu: CpuBudget, remember: ((i: SegmentInput) => void) | null): Promise<FileRun | null> {
   const file = c.file;
   if (file.size > MAX_SCAN_BYTES || req.compiled.spec.multiline) {
     skipped.add("too_large", file.path);

@@ -6,7 +6,7 @@
  * skipped: rules apply to the entries below it.
  */
 import ignore, { type Ignore } from "ignore";
-import { parentOf } from "../workspace/paths.js";
+import { parentOf } from "../layout/paths.js";
 
 export const IGNORED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules", "vendor", "__pycache__"]);
 

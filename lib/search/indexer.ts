@@ -11,11 +11,12 @@
  * Index upkeep never fails a write: errors are logged and the affected files are simply
  * not covered by the index (readers then read them directly).
  */
-import { filesPrefix } from "../workspace/paths.js";
+import { filesPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../shared/text.js";
 import { HeldBatches, type HoldOptions } from "../shared/held-batches.js";
-import type { FileChange, FileInfo, StagedUpkeep, Workspace, WorkspaceListener } from "../workspace/workspace.js";
+import type { IndexedWorkspace } from "./workspace-view.js";
+import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
 import { buildSegment, FLAG_BINARY, FLAG_LARGE, SegmentHead, type SegmentInput } from "./segment.js";
 import { isReached, liveFiles, segmentsBefore } from "./reachability.js";
 import { IndexStore, type SegmentRef } from "./store.js";
@@ -153,14 +154,15 @@ export function mergeHeads(heads: SegmentHead[], keep: (path: string, etag: stri
 }
 
 /** The listener that keeps search indexes current. One instance serves every workspace. */
-export class SearchIndexer implements WorkspaceListener {
+/** A WorkspaceListener (lib/workspace/workspace-types.ts): the app puts it in every Workspace's listeners. */
+export class SearchIndexer {
   readonly fanIn: number;
   readonly vacuumChance: number;
   private readonly onError: (e: unknown, what: string) => void;
   /** Workspace objects live for one request: at most one vacuum per request. */
-  private readonly vacuumed = new WeakSet<Workspace>();
+  private readonly vacuumed = new WeakSet<IndexedWorkspace>();
   /** Changes told after the response, held per workspace to become one segment per burst (lib/shared/held-batches.ts). */
-  readonly held: HeldBatches<{ ws: Workspace; change: FileChange }>;
+  readonly held: HeldBatches<{ ws: IndexedWorkspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
     // The batch is handed over in the request of its last item (held-batches.ts): that request's Workspace does the I/O.
     this.held = new HeldBatches((items) => this.changedBatch(items.at(-1)!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
@@ -173,7 +175,7 @@ export class SearchIndexer implements WorkspaceListener {
    * `content`, when the writer has the bytes it just wrote in hand, saves re-reading the
    * file (Workspace does not pass it yet: an optional 4th argument of the listener hook).
    */
-  async changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
+  async changed(ws: IndexedWorkspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void> {
     try {
       // Deletions need no upkeep for correctness: readers drop entries whose file is gone.
       if (info) {
@@ -196,7 +198,7 @@ export class SearchIndexer implements WorkspaceListener {
    * ran into the next call: npm run bench (100 files) write 19.9 -> 13.8 ms p50, edit 20.1 -> 13.7.
    * A grep meanwhile is still exact: a file no segment covers is read directly.
    */
-  changedSoon(ws: Workspace, change: FileChange): Promise<void> {
+  changedSoon(ws: IndexedWorkspace, change: FileChange): Promise<void> {
     return this.held.add(`${ws.tenant}/${ws.id}`, { ws, change });
   }
 
@@ -206,7 +208,7 @@ export class SearchIndexer implements WorkspaceListener {
    * full segment, FULL_SEGMENT bytes of text). Never fails the writes it follows. `staged` (an
    * all-or-nothing writer): the segment's key is added to it and the segment is not merged.
    */
-  async changedBatch(ws: Workspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void> {
+  async changedBatch(ws: IndexedWorkspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void> {
     try {
       // The last change of a path wins; deletions need no upkeep.
       const last = new Map<string, FileChange>();

@@ -12,7 +12,7 @@
  * file holds, and a newline is searched for only in bytes not searched before.
  *
  * `reusedInput`: each pushed chunk is overwritten once push() returns (a stream read into one
- * reused buffer, lib/workspace/chunks.ts). Then every push hands out all its complete lines (the
+ * reused buffer, lib/shared/chunks.ts). Then every push hands out all its complete lines (the
  * blocks are at most a chunk long) and copies what it still holds (the line not yet ended); the
  * segments it returns are views of the chunk, to be used before the next push.
  */

@@ -8,18 +8,18 @@
  * When the workspace was listed before, the split points it saw (bounds.json) let the
  * pages after the first be listed in parallel.
  *
- * Explicit directories (markers, keys ending in "/": lib/workspace/paths.ts) are never files here: they
+ * Explicit directories (markers, keys ending in "/": lib/layout/paths.ts) are never files here: they
  * only add their directory to `dirs` (find, glob with a trailing "/"), like a file implies its
  * parents.
  */
 import { ToolError } from "../shared/errors.js";
-import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../workspace/paths.js";
-import { readLinks } from "../workspace/links.js";
+import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layout/paths.js";
+import { readLinks } from "../layout/links.js";
 import type { ObjectInfo } from "../storage/types.js";
-import { compareKeys, type Workspace } from "../workspace/workspace.js";
+import type { DescribeProgress, SearchedWorkspace } from "./workspace-view.js";
+import { compareKeys } from "../layout/key-order.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
-import type { Describe } from "../contract/progress.js";
 
 export interface Listed {
   path: string;
@@ -56,7 +56,7 @@ export interface Scan {
 }
 
 /** A listing's progress (glob, find): entries listed (files, directories, skipped ones); the total is known at the end. */
-export const listingStatus: Describe = (n, total) => ({ message: total === undefined ? `listed ${n} entries so far` : `listed ${n} entries`, done: n, ...(total !== undefined ? { total } : {}) });
+export const listingStatus: DescribeProgress = (n, total) => ({ message: total === undefined ? `listed ${n} entries so far` : `listed ${n} entries`, done: n, ...(total !== undefined ? { total } : {}) });
 
 const PAGE = 1000;
 const PARALLEL = 6;
@@ -65,7 +65,7 @@ const MAX_GITIGNORE_BYTES = 256 * 1024;
 /** Past every key a directory can hold (U+10FFFF is the largest code point). */
 const AFTER_ALL = "\u{10ffff}";
 
-export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget, o: ScanOptions): Promise<Scan> {
+export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget: Budget, o: ScanOptions): Promise<Scan> {
   const prefix = filesPrefix(ws.tenant, ws.id);
   const listRoot = o.listRoot ?? o.root;
   const rootPrefix = listRoot === "" ? prefix : `${prefix}${listRoot}/`;
@@ -222,7 +222,7 @@ export async function scanTree(ws: Workspace, store: IndexStore, budget: Budget,
   return { files, dirs: dirList, skipped, truncated, pages };
 }
 
-async function readText(ws: Workspace, path: string, budget: Budget): Promise<string | null> {
+async function readText(ws: SearchedWorkspace, path: string, budget: Budget): Promise<string | null> {
   budget.take("get");
   const r = await ws.driver.get(ws.key(path), { range: { offset: 0, length: MAX_GITIGNORE_BYTES } });
   if (!r) return null;
@@ -230,7 +230,7 @@ async function readText(ws: Workspace, path: string, budget: Budget): Promise<st
 }
 
 /** The .gitignore files of the root's ancestors (workspace root included), as [dir, text]. */
-async function readAncestorIgnores(ws: Workspace, root: string, budget: Budget): Promise<[string, string][]> {
+async function readAncestorIgnores(ws: SearchedWorkspace, root: string, budget: Budget): Promise<[string, string][]> {
   if (root === "") return [];
   const dirs: string[] = [""];
   for (let d = parentOf(root); d !== ""; d = parentOf(d)) dirs.push(d);
@@ -239,7 +239,7 @@ async function readAncestorIgnores(ws: Workspace, root: string, budget: Budget):
 }
 
 /** The root of a search: "" or an existing directory; NOT_FOUND or NOT_A_DIRECTORY otherwise. */
-export async function requireDirectory(ws: Workspace, root: string, tool: string): Promise<void> {
+export async function requireDirectory(ws: SearchedWorkspace, root: string, tool: string): Promise<void> {
   if (root === "") return;
   const st = await ws.stat(root);
   if (!st) throw await ws.notFound(root, "Directory");

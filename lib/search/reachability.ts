@@ -9,7 +9,7 @@
  *
  * Removing a segment is always safe for answers: grep reads every file no segment covers directly.
  */
-import { filesPrefix, isDirMarker } from "../workspace/paths.js";
+import { filesPrefix, isDirMarker } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { SegmentFile } from "./segment.js";
 import { IndexStore, type SegmentRef } from "./store.js";

@@ -5,7 +5,7 @@
  * the caller's own search skip files.
  */
 import { ToolError } from "../shared/errors.js";
-import type { GrepCursor } from "./grep.js";
+import type { GrepCursor } from "./grep-types.js";
 
 /** FNV-1a (32 bits) of the search's arguments, as hex. */
 export function searchFingerprint(args: Record<string, unknown>): string {

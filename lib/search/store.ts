@@ -9,7 +9,7 @@
  * Segment ids start with the creation time, so listing order is age order. Everything
  * here is a hint for speed: the file listing is the truth (see README.md).
  */
-import { internalPrefix } from "../workspace/paths.js";
+import { internalPrefix } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { parseFileTable, SegmentHead, type BuiltSegment, type SegmentFile } from "./segment.js";
 import { SegmentCache } from "./segment-cache.js";

@@ -14,7 +14,7 @@
  * server sends frames as its reads complete, the runner writes each file as its frame arrives.
  */
 import { ToolError } from "../shared/errors.js";
-import { MAX_PATH_BYTES, normalizeFilePath } from "../workspace/paths.js";
+import { MAX_PATH_BYTES, normalizeFilePath } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 
 /** Paths in one fetch request. */

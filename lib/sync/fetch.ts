@@ -25,7 +25,7 @@
  * workspace's own manifest; pack ids never leave the server.
  */
 import { ToolError } from "../shared/errors.js";
-import { fileKey } from "../workspace/paths.js";
+import { fileKey } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { hasLowerRef, hasReadMany } from "../layers/layered-driver.js";
 import { BATCH_MAX_FILE_BYTES, FETCH_MAX_SINGLE, encodeFrame, parseBatchRequest, readBatchFile, type BatchFile } from "./batch.js";

@@ -13,21 +13,21 @@
  *   DELETE /v1/sync/files/<path>        If-Match                 → 204 | 412
  *   PUT    /v1/sync/files/<dir>/        (empty body)             → { etag } | 412  (an explicit directory: its marker)
  *   DELETE /v1/sync/files/<dir>/        If-Match                 → 204 | 412
- *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/exec/modes.ts)
+ *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/layout/modes.ts)
  *   POST   /v1/sync/put    frames of many small files → a result per file  (lib/sync/put-batch.ts)
  *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
  *   POST   /v1/sync/stage  frames (as put), into one pack → a result per file + receipt  (lib/sync/stage.ts)
  *   POST   /v1/sync/commit {receipts}                  → a result per staged file (one layer switch)
  */
 import { ToolError } from "../shared/errors.js";
-import { normalizeFilePath } from "../workspace/paths.js";
+import { normalizeFilePath } from "../layout/paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
 import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./manifest.js";
 import { commitResults, stageResults } from "./stage.js";
-import type { SyncAccess } from "../exec/types.js";
-import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes } from "../layout/modes.js";
 
 export interface HttpSyncOptions extends SyncAccess {
   fetch?: typeof fetch;

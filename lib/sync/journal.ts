@@ -1,5 +1,5 @@
 import type { StorageDriver } from "../storage/types.js";
-import { parseCallId, UndoJournal } from "../run/undo/journal.js";
+import { parseCallId, UndoJournal } from "../workspace/undo-journal.js";
 import type { SyncClaims } from "./token.js";
 
 /**

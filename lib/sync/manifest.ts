@@ -3,7 +3,7 @@
  * sends what it believes storage holds as digests of B buckets (path → bucket by hash); the server lists storage,
  * which stays the source of truth, and sends back only the entries of buckets whose digest
  * differs. A warm call on an unchanged workspace ships B "same" flags instead of every entry.
- * The same request carries the workspace's execute bits (lib/exec/modes.ts), "same" when the
+ * The same request carries the workspace's execute bits (lib/layout/modes.ts), "same" when the
  * asker's version is current: one round trip per run.
  *
  * Every answer also names the listing it was made from (LayerState: the lower layer's manifest id
@@ -20,7 +20,8 @@ import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
 import type { Manifest, ManifestEntry } from "../layers/manifest.js";
 import type { Whiteouts } from "../layers/whiteout.js";
-import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+import type { SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes } from "../layout/modes.js";
 
 /** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
 export interface ManifestQuery {

@@ -6,13 +6,13 @@
  * batch (SearchIndexer.changedBatch), not one per file.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
-import { normalizeFilePath } from "../workspace/paths.js";
+import { normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
 import { DELETE_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
-import type { SyncServerDeps } from "./server.js";
+import type { SyncServerDeps } from "./server-deps.js";
 import type { SyncClaims } from "./token.js";
 
 /** Files of one batch written at once. */

@@ -1,6 +1,6 @@
 /**
  * The run-record part of the sync API: the container function's window on its own run's
- * record (lib/exec/runs.ts), both sides. The run is the one the sync token names (claim `r`,
+ * record (lib/sync/run-records.ts), both sides. The run is the one the sync token names (claim `r`,
  * the idempotency key); a token reaches no other run, workspace or tenant. fetch-based:
  * bundles for Workers and runs in Node.
  *
@@ -10,15 +10,14 @@
  *   PUT    /v1/sync/run/output/<seq>  text    → { kill }  (a repeated seq is ignored)
  *   GET    /v1/sync/run/kill          → { kill }
  *   PUT    /v1/sync/run/result        ExecResponse → 204 (the first one stays)
- *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/exec/output-logs.ts)
+ *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/sync/output-logs.ts)
  */
 import { ToolError } from "../shared/errors.js";
 import type { StorageDriver } from "../storage/types.js";
-import { saveOutputLog } from "../exec/output-logs.js";
-import { runIdFor, storageRunRecords } from "../exec/runs.js";
+import { saveOutputLog } from "./output-logs.js";
+import { runIdFor, storageRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
-import type { ExecResponse, SyncAccess } from "../exec/types.js";
-import type { ClaimOutcome, RunClaim, RunRecordClient } from "./types.js";
+import type { ExecResponse, SyncAccess, ClaimOutcome, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;

@@ -4,11 +4,11 @@
  * Tenant and workspace come from the verified token only; paths go through normalizeFilePath.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
-import { filesPrefix, normalizeFilePath } from "../workspace/paths.js";
+import { filesPrefix, normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
-import { quoteEtag, unquoteEtag, type KeyValueStore, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { Workspace, type WorkspaceListener } from "../workspace/workspace.js";
-import { parseModesDelta, readModes, updateModes } from "../exec/modes.js";
+import { quoteEtag, unquoteEtag, type ObjectInfo, type StorageDriver } from "../storage/types.js";
+import { Workspace } from "../workspace/workspace.js";
+import { parseModesDelta, readModes, updateModes } from "../layout/modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
 import { fetchBatch, parseFetchRequest } from "./fetch.js";
 import { handleWriteBatch } from "./put-server.js";
@@ -21,23 +21,7 @@ import { ManifestCache } from "../layers/manifest.js";
 import { openFiles, readMeta } from "../layers/open.js";
 import { autoSeal } from "../layers/auto-seal.js";
 import { Whiteouts } from "../layers/whiteout.js";
-
-export interface SyncServerDeps {
-  driver: StorageDriver;
-  /** Lower layers' manifests (lib/layers/): the runner sees the merged view, like every reader. */
-  manifests?: ManifestCache;
-  kv: KeyValueStore;
-  /** HMAC secret shared with whoever mints tokens (the API itself). */
-  secret: string;
-  /** Raw storage for undo records and blobs (the batch routes get `driver` as the merged view). Default: driver. */
-  storage?: StorageDriver;
-  /** Told about every write-back, like any other write (search indexes). */
-  listeners?: WorkspaceListener[];
-  /** Seal a large upper layer before a run's manifest is answered (lib/layers/auto-seal.ts). Default: true. */
-  autoSeal?: boolean;
-  /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
-  background?: (p: Promise<unknown>) => void;
-}
+import type { SyncServerDeps } from "./server-deps.js";
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;

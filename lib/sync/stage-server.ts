@@ -14,18 +14,17 @@
  * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
-import { normalizeFilePath } from "../workspace/paths.js";
+import { normalizeFilePath, packKey } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
-import { commitStaged } from "../layers/commit-staged.js";
+import { commitStaged, type CommitAnswer, type StagedFile } from "../layers/commit-staged.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { PackWriter } from "../layers/pack-writer.js";
-import { packKey } from "../workspace/paths.js";
 import { readPutFrames } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
-import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES, type CommitAnswer, type StagedFile } from "./stage.js";
-import type { SyncServerDeps } from "./server.js";
+import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
+import type { SyncServerDeps } from "./server-deps.js";
 import type { SyncClaims } from "./token.js";
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });

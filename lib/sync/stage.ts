@@ -20,6 +20,7 @@
 import { ToolError } from "../shared/errors.js";
 import { safeEqual } from "../shared/hash.js";
 import { b64url, sign, unb64url, type SyncClaims } from "./token.js";
+import type { StagedFile } from "../layers/commit-staged.js";
 
 export const STAGE_MAX_FILES = 2000;
 export const STAGE_MAX_BYTES = 8 * 1024 * 1024;
@@ -27,22 +28,8 @@ export const STAGE_MAX_BYTES = 8 * 1024 * 1024;
 export const COMMIT_MAX_FILES = 100_000;
 export const COMMIT_MAX_BYTES = 48 * 1024 * 1024;
 
-/** One staged file: what the commit may put into the manifest. */
-export interface StagedFile {
-  path: string;
-  /** The condition: the etag the run started from (if_match), or null for a create. */
-  cond: string | null;
-  etag: string;
-  size: number;
-  /** The pack holding the bytes (null: an empty file). */
-  pack: string | null;
-  offset: number;
-  modified: number;
-}
-
 export type StageResult = { path: string; ok: true; etag: string } | { path: string; ok: false; error: string };
 export type CommitResult = { path: string; ok: true; etag: string } | { path: string; ok: false; conflict: true } | { path: string; ok: false; alone: true } | { path: string; ok: false; error: string };
-export type CommitAnswer = { path: string; etag: string } | { path: string; conflict: true } | { path: string; alone: true } | { path: string; error: { code: string; message: string } };
 
 type Row = [string, string | null, string, number, number, number, number];
 interface ReceiptBody {

@@ -2,12 +2,12 @@
  * SyncClient over a StorageDriver and one workspace. Used in-process by tests and by the sync
  * endpoint (lib/sync/server.ts). Bundles for Workers.
  */
-import { saveOutputLog } from "../exec/output-logs.js";
+import { saveOutputLog } from "./output-logs.js";
 import { Whiteouts } from "../layers/whiteout.js";
-import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../workspace/paths.js";
+import { filesPrefix as filesPrefixOf, normalizeFilePath } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { makeDirMarker, removeDirMarker } from "../workspace/markers.js";
-import { readModes, updateModes } from "../exec/modes.js";
+import { readModes, updateModes } from "../layout/modes.js";
 import { readBatchFile } from "./batch.js";
 import { answerManifest, type ConditionalSync } from "./manifest.js";
 import type { SyncClient, SyncEntry } from "./types.js";

@@ -1,12 +1,25 @@
 /**
- * The runner's side of the contract with Toolshed (types.ts has the run request and result):
+ * The runner's side of the contract with Toolshed (lib/exec/types.ts has the run request and result):
  * its claim on a run and the run record it streams to, and the SyncClient through which it
  * reads and writes one workspace. Pure types: bundles for Workers.
  */
 import type { BatchFile } from "./batch.js";
 import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.js";
 import type { CommitResult, StageResult } from "./stage.js";
-import type { ExecResponse } from "../exec/types.js";
+import type { ExecModes, ModesDelta } from "../layout/modes.js";
+
+/** How a run reaches the sync API: its URL and the run's token (part of the run request, lib/exec/types.ts RunRequest). */
+export interface SyncAccess {
+  /** Base URL of the Toolshed API, e.g. https://api.toolshed.dev ; the client appends /v1/sync/... */
+  url: string;
+  /** Short-lived bearer token scoped to tenant + workspace + run (see lib/sync/token.ts). */
+  token: string;
+}
+
+/** The container function's answer, kept as a run's result (lib/sync/run-records.ts): errors are data (codes of lib/shared/errors.ts). */
+export type ExecResponse<T = unknown> =
+  | { ok: true; result: T }
+  | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
 
 // ---------------------------------------------------------------- run records
 
@@ -49,7 +62,7 @@ export interface RunRecordClient {
 export interface SyncEntry {
   /**
    * Canonical workspace path of a file; or, ending in "/", of an explicit directory (a marker:
-   * an empty directory kept on purpose, lib/workspace/paths.ts), whose etag is its marker's.
+   * an empty directory kept on purpose, lib/layout/paths.ts), whose etag is its marker's.
    */
   path: string;
   etag: string;
@@ -65,20 +78,6 @@ export interface SyncFile {
 export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
 export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
 
-/** The workspace's executable files and symlinks (lib/exec/modes.ts, docs/symlinks.md); etag null: none ever recorded. */
-export interface ExecModes {
-  etag: string | null;
-  exec: string[];
-  /** Symlinks: path → target, as readlink gives it. Absent from an older API (it keeps none). */
-  links?: Record<string, string>;
-}
-
-/** A change of executable bits (`remove` applies first, then `add`) and of symlinks (path → target, null: no link any more). */
-export interface ModesDelta {
-  add: string[];
-  remove: string[];
-  links?: Record<string, string | null>;
-}
 
 /**
  * What the container function may do to one workspace, and nothing more. Tenant and
@@ -103,7 +102,7 @@ export interface SyncClient {
   put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
   /**
    * Saves the full output of this run (its merged output was cut) outside the workspace's files
-   * (lib/exec/output-logs.ts); returns its name for output_file. Absent: the full output is not kept.
+   * (lib/sync/output-logs.ts); returns its name for output_file. Absent: the full output is not kept.
    */
   putOutputLog?(runId: string, body: ReadableStream<Uint8Array>, size: number): Promise<string>;
   /** Conditional delete; a file already gone is ok (the outcome the command wanted). */

@@ -4,7 +4,8 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { bucketCountFor, bucketOf, digestOf, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
-import type { ExecModes, SyncClient, SyncEntry } from "./types.js";
+import type { SyncClient, SyncEntry } from "./types.js";
+import type { ExecModes } from "../layout/modes.js";
 
 /**
  * What a runner believes storage holds (path → etag, size), kept in buckets with each

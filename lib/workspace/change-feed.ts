@@ -4,7 +4,8 @@
  * `changedSoon`, which may hold them a moment to batch a burst of calls), or queued
  * (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
  */
-import type { FileChange, FileInfo, StagedUpkeep, Workspace, WorkspaceListener } from "./workspace.js";
+import type { WorkspaceCore as Workspace, WorkspaceListener } from "./workspace-types.js";
+import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
 
 export class ChangeFeed {
   /** Changes not yet told to the listeners (deferChanges), else null. */

@@ -5,7 +5,8 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { isConditionFailed } from "../storage/types.js";
-import type { DeleteItem, Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
+import type { DeleteItem } from "../layout/files.js";
 
 /**
  * Deletes one file if it is still the version `etag` (null: whatever is there).

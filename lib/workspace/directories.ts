@@ -5,7 +5,8 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
-import type { DeleteItem, Workspace } from "./workspace.js";
+import type { DeleteItem } from "../layout/files.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 
 /** mkdir -p of `dir` (its ancestors are implied); ALREADY_EXISTS / NOT_A_DIRECTORY where a file stands. */
 export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChecked?: boolean }): Promise<{ created: boolean; etag: string }> {

@@ -4,7 +4,7 @@
  * the workspace record (meta.json), instead of after it: one round trip less per call.
  *
  * Safe because:
- * - the key is built like every file key (lib/workspace/paths.ts), from the authenticated tenant and the
+ * - the key is built like every file key (lib/layout/paths.ts), from the authenticated tenant and the
  *   workspace id of the URL: another tenant's key cannot be made; and the call sees nothing read
  *   here unless the guard found the workspace (else its body is cancelled unread, and the answer
  *   is NOT_FOUND as before);
@@ -14,7 +14,7 @@
  *   write or delete of that key through this storage drops it. Seeing the version of the request's
  *   start changes nothing a call relies on: every write is conditional on the version it read.
  */
-import { fileKey } from "./paths.js";
+import { fileKey } from "../layout/paths.js";
 import { sessionRecords, type KnownRecords, type RecordStore } from "./records.js";
 import type { GetResult, KeyValueStore, StorageDriver } from "../storage/types.js";
 

@@ -1,43 +1,12 @@
 /**
  * How the storage keys below a directory become entries: files, and directories (rolled-up
- * prefixes, and explicit ones: markers, lib/workspace/paths.ts). The Workspace's list, scan, walk and
+ * prefixes, and explicit ones: markers, lib/layout/paths.ts). The Workspace's list, scan, walk and
  * walkEntries are these functions: the one place a marker is read, and never as a file.
  */
-import { ancestorsOf, baseName, isDirMarker, markerDir } from "./paths.js";
-import type { FileInfo, Workspace } from "./workspace.js";
-
-export interface ListEntry {
-  name: string;
-  path: string;
-  type: "file" | "directory";
-  size?: number;
-  modified?: string;
-  etag?: string;
-}
-
-export interface ScanItem {
-  /** Path relative to the scanned directory; a directory (rolled-up or explicit) ends with "/". */
-  rel: string;
-  dir: boolean;
-  size?: number;
-  modified?: Date;
-  etag?: string;
-}
-
-/** An entry of walkEntries: a file, or an explicit directory (its marker's etag). */
-export type WalkEntry = ({ type: "file" } & FileInfo) | { type: "directory"; path: string; etag: string };
-
-/** Storage order: by code point, which is the UTF-8 byte order of S3 and R2 keys. */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x - y;
-    if (x > 0xffff) i++;
-  }
-  return a.length - b.length;
-}
+import { ancestorsOf, baseName, isDirMarker, markerDir } from "../layout/paths.js";
+import { compareKeys } from "../layout/key-order.js";
+import type { WalkEntry, FileInfo } from "../layout/files.js";
+import type { ListEntry, ScanItem, WorkspaceCore as Workspace } from "./workspace-types.js";
 
 export async function listPage(ws: Workspace, dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }> {
   const base = ws.dirPrefix(dir);

@@ -7,7 +7,8 @@
  * call changed meanwhile is never overwritten; the error says what could not be restored.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { Workspace } from "./workspace.js";
+import type { FileInfo } from "../layout/files.js";
 
 export type FileStep =
   /** Write `bytes` at `path`: over exactly `etag`, or create-only when `etag` is null (`previous` restores it). */

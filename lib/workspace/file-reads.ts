@@ -5,7 +5,8 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { hasReadMany } from "../layers/layered-driver.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
+import type { FileInfo } from "../layout/files.js";
 
 const tooLarge = (path: string, size: number, max: number) =>
   new ToolError("FILE_TOO_LARGE", `${path} is ${size} bytes; this operation handles at most ${max}. Read it in pages with offset and limit, or search it with grep.`, { path, size, max });

@@ -6,12 +6,14 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { tenantContentType } from "../layers/whiteout.js";
-import { LinkOnPath, readLinks } from "./links.js";
-import { ancestorsOf } from "./paths.js";
+import { LinkOnPath } from "./links.js";
+import { readLinks } from "../layout/links.js";
+import { ancestorsOf } from "../layout/paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
 import { utf8 } from "../shared/text.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
+import type { FileInfo } from "../layout/files.js";
 
 export interface PutFileOptions {
   ifMatch?: string;

@@ -5,7 +5,7 @@
  * The stream is read into one reused buffer (chunks.ts): the page's bytes are copied out of it.
  */
 import { concatBytes } from "../shared/text.js";
-import { type Chunks, prepend, reusedChunks } from "./chunks.js";
+import { type Chunks, prepend, reusedChunks } from "../shared/chunks.js";
 export interface LinePage {
   /** Lines of the page, without their line terminators ("\r" of CRLF removed). */
   lines: string[];

@@ -1,40 +1,15 @@
 /**
  * The workspace's symlinks as the tools, import and export see them (docs/symlinks.md). They
- * live in the workspace's modes table (lib/exec/modes.ts), never as file objects, so no bytes a
+ * live in the workspace's modes table (lib/layout/modes.ts; read and written by lib/layout/links.ts), never as file objects, so no bytes a
  * tenant writes can read as a link. A link's target is data: nothing here ever follows one in
  * storage; resolution is lexical, inside the workspace (link-resolve.ts).
  */
-import { readModes, updateModes } from "../exec/modes.js";
+import { readLinks, type LinkStore } from "../layout/links.js";
 import { ToolError } from "../shared/errors.js";
-import { isWithin, normalizeFilePath } from "./paths.js";
+import { normalizeFilePath } from "../layout/paths.js";
 import { resolveLinks } from "./link-resolve.js";
-import type { Workspace } from "./workspace.js";
-import type { Stat } from "./workspace-types.js";
-
-type LinkStore = Pick<Workspace, "driver" | "tenant" | "id"> & Partial<Pick<Workspace, "undo">>;
-
-/** The workspace's links: path → target. */
-export async function readLinks(ws: LinkStore): Promise<Map<string, string>> {
-  return new Map(Object.entries((await readModes(ws.driver, ws.tenant, ws.id)).links ?? {}));
-}
-
-/** Sets (target) or drops (null) links, merged with concurrent changes; journaled in the call's undo journal (the Workspace's). */
-export async function saveLinks(ws: LinkStore, delta: Record<string, string | null>): Promise<void> {
-  if (Object.keys(delta).length) await updateModes(ws.driver, ws.tenant, ws.id, { add: [], remove: [], links: delta }, { undo: ws.undo });
-}
-
-/**
- * An import's links delta against the links there are (`now`): the archive's links are set; a link
- * an imported file or directory now stands at is dropped (it replaces the link); in replace mode,
- * every other link below the prefix goes too.
- */
-export function importedLinksDelta(now: Readonly<Record<string, string>>, imported: ReadonlyMap<string, string>, landed: Iterable<string>, replaceBelow: string | null): Record<string, string | null> {
-  const delta: Record<string, string | null> = {};
-  for (const p of landed) if (p in now) delta[p] = null;
-  if (replaceBelow !== null) for (const p of Object.keys(now)) if (!imported.has(p) && isWithin(p, replaceBelow)) delta[p] = null;
-  for (const [p, t] of imported) delta[p] = t;
-  return delta;
-}
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
+import type { Stat } from "../layout/files.js";
 
 /**
  * A new file refused because its path is a symlink, or lies below one (Workspace's place check,

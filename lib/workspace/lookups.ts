@@ -7,7 +7,8 @@
 import { ToolError } from "../shared/errors.js";
 import { walkEntries } from "./entries.js";
 import { similarPaths } from "./similar.js";
-import type { FileInfo, Stat, Workspace } from "./workspace.js";
+import type { FileInfo, Stat } from "../layout/files.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 
 export async function head(ws: Workspace, path: string): Promise<FileInfo | null> {
   if (path === "") return null;

@@ -1,9 +1,9 @@
 /**
- * Making and removing explicit directories (zero-byte markers at "<dir>/", lib/workspace/paths.ts), over a
+ * Making and removing explicit directories (zero-byte markers at "<dir>/", lib/layout/paths.ts), over a
  * driver: shared by the Workspace (tools, raw files route, sync server) and the in-process sync
  * client, so the rules live once. A marker is never made where a file is or below one.
  */
-import { ancestorsOf, dirMarkerKey, fileKey } from "./paths.js";
+import { ancestorsOf, dirMarkerKey, fileKey } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 
 export type MakeDirResult =

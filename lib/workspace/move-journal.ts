@@ -1,6 +1,6 @@
 /**
  * The journal of a directory move: one small object under the workspace's internal area
- * (x/moves/<sha-256 of from and to>.json, built in lib/workspace/paths.ts), written create-only before the
+ * (x/moves/<sha-256 of from and to>.json, built in lib/layout/paths.ts), written create-only before the
  * first copy and deleted (conditionally) when the move is done. While it exists, both trees may
  * hold copies of the same files: after a crash midway (the isolate died, the undo failed), or
  * when files changed during the move and stayed behind. ls and move touching either tree say so,
@@ -8,7 +8,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
-import { isWithin, moveJournalKey, moveJournalPrefix } from "./paths.js";
+import { isWithin, moveJournalKey, moveJournalPrefix } from "../layout/paths.js";
 import { isConditionFailed } from "../storage/types.js";
 import type { Workspace } from "./workspace.js";
 

@@ -16,14 +16,6 @@ export interface FileRecord {
 
 /** Records expire after a week without use. */
 const RECORD_TTL_SECONDS = 7 * 24 * 3600;
-const SESSION_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
-
-export function checkSessionId(session: string): string {
-  if (!SESSION_PATTERN.test(session)) {
-    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -", { session: session.slice(0, 140) });
-  }
-  return session;
-}
 
 /**
  * What this isolate last saw a record hold in KV (it read it, or wrote it), for a few seconds

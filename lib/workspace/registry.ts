@@ -5,26 +5,9 @@
 import { ToolError } from "../shared/errors.js";
 import { newWhiteoutMark } from "../layers/whiteout.js";
 import { randomId } from "../shared/hash.js";
-import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "./paths.js";
+import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import type { ToolList } from "../run/toolset.js";
-
-export interface WorkspaceMeta {
-  id: string;
-  name: string;
-  created_at: string;
-  /** The lower layer: a manifest id (lib/layers/), or absent/null for a plain workspace. */
-  base?: string | null;
-  /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
-  seq?: number;
-  /** The tools calls on this workspace may use (lib/run/toolset.ts): a preset or names; absent: all. Set at creation. */
-  tools?: ToolList;
-  /**
-   * The workspace's whiteout mark (lib/layers/whiteout.ts): what makes a deletion's body one no
-   * tenant can write. Never shown to a tenant (publicMeta). Absent in records made before it.
-   */
-  whiteout?: string;
-}
+import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
 
 /** The record as a tenant sees it: without the whiteout mark. */
 export function publicMeta(meta: WorkspaceMeta): WorkspaceMeta {

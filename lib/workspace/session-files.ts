@@ -5,7 +5,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import type { RecordStore } from "./records.js";
-import type { FileInfo } from "./workspace.js";
+import type { FileInfo } from "../layout/files.js";
 
 /** A record this old is written again when its version is read (its KV TTL is refreshed). */
 const REFRESH_MS = 24 * 3600 * 1000;

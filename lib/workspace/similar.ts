@@ -1,7 +1,7 @@
 /** "Did you mean": existing paths close to a missing one, for NOT_FOUND messages. */
-import { baseName, parentOf } from "./paths.js";
+import { baseName, parentOf } from "../layout/paths.js";
 import { editDistance } from "../shared/suggest.js";
-import type { Workspace } from "./workspace.js";
+import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 
 /** Up to 5 existing paths close to `path`: same directory, nearest names first. */
 export async function similarPaths(ws: Workspace, path: string): Promise<string[]> {

@@ -1,7 +1,8 @@
 /** Loading and saving a text file for the edit tools, with the read-before-write rules. */
 import { ToolError } from "../shared/errors.js";
 import { looksBinary, sniffType, utf8 } from "../shared/text.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { Workspace } from "./workspace.js";
+import type { FileInfo } from "../layout/files.js";
 
 /** Largest file the edit tools load whole. */
 export const MAX_EDIT_BYTES = 10 * 1024 * 1024;

@@ -5,10 +5,12 @@
  * in one merged delta of the modes table after every file landed (transfer-run.ts).
  */
 import { ToolError } from "../shared/errors.js";
-import { ancestorsOf, baseName, isWithin, joinPath } from "./paths.js";
-import { LinkOnPath, saveLinks } from "./links.js";
+import { ancestorsOf, baseName, isWithin, joinPath } from "../layout/paths.js";
+import { LinkOnPath } from "./links.js";
+import { saveLinks } from "../layout/links.js";
 import { resolveLinks } from "./link-resolve.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { Workspace } from "./workspace.js";
+import type { FileInfo } from "../layout/files.js";
 
 export interface PlannedLink {
   /** The source link's path, and where it goes. */

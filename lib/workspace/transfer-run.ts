@@ -7,7 +7,8 @@
 import { ToolError } from "../shared/errors.js";
 import { closeJournal, type OpenJournal } from "./move-journal.js";
 import { applyLinks, type PlannedLinks } from "./transfer-links.js";
-import type { FileInfo, Workspace } from "./workspace.js";
+import type { Workspace } from "./workspace.js";
+import type { FileInfo } from "../layout/files.js";
 
 /** Files copied at once (Workers allow 6 simultaneous connections per request). */
 export const CONCURRENCY = 6;

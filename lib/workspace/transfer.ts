@@ -19,13 +19,14 @@
  * the version planned. They count against MAX_TRANSFER_FILES like files.
  */
 import { ToolError } from "../shared/errors.js";
-import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "./paths.js";
+import { ancestorsOf, baseName, isWithin, joinPath, normalizePath } from "../layout/paths.js";
 import { closeJournal, findJournal, openJournals, startJournal, unfinishedMoveNotes, type OpenJournal } from "./move-journal.js";
-import { LinkOnPath, readLinks, statWithLinks } from "./links.js";
+import { LinkOnPath, statWithLinks } from "./links.js";
+import { readLinks } from "../layout/links.js";
 import { linkPathsBelow, noLinks, planDirectoryLinks, sourceThroughLinks } from "./transfer-links.js";
 import { run, verb, type Plan, type TransferMode, type TransferResult } from "./transfer-run.js";
-import type { FileInfo, Workspace } from "./workspace.js";
-import type { Stat } from "./workspace-types.js";
+import type { Workspace } from "./workspace.js";
+import type { FileInfo, Stat } from "../layout/files.js";
 
 export type { TransferItem, TransferMode, TransferResult } from "./transfer-run.js";
 

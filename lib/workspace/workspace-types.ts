@@ -1,61 +1,78 @@
 /**
  * What the Workspace (workspace.ts) takes and gives: file info, directory stats, delete items, the
- * change feed's listeners and changes, and the options a Workspace is opened with. Declarations only.
+ * change feed's listeners and changes, the options a Workspace is opened with, and WorkspaceCore: what
+ * its parts (reads, writes, deletes, entries, the change feed, links) use of it. Declarations only.
  */
 import type { RecordStore } from "./records.js";
-import type { StorageDriver } from "../storage/types.js";
-import type { ToolList } from "../run/toolset.js";
-import type { UndoJournal } from "../run/undo/journal.js";
+import type { GetResult, ObjectInfo, StorageDriver } from "../storage/types.js";
+import type { ToolError } from "../shared/errors.js";
+import type { ToolList } from "../layout/workspace-meta.js";
+import type { UndoJournal } from "./undo-journal.js";
 import type { EarlyReads } from "./early.js";
 import type { VersionCache } from "./version-cache.js";
-import type { Workspace } from "./workspace.js";
+import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
 
-export interface FileInfo {
+export interface ListEntry {
+  name: string;
   path: string;
-  size: number;
-  etag: string;
-  modified: Date;
-  contentType?: string;
-  /** The session that wrote this version through a tool (from a HEAD or GET; listings may omit it). */
-  writer?: string;
+  type: "file" | "directory";
+  size?: number;
+  modified?: string;
+  etag?: string;
 }
 
-/** A file (or, for deleteMarkers, a directory's marker) to delete, and the version it must still be (null: whatever is there). */
-export interface DeleteItem {
-  path: string;
-  etag: string | null;
+export interface ScanItem {
+  /** Path relative to the scanned directory; a directory (rolled-up or explicit) ends with "/". */
+  rel: string;
+  dir: boolean;
+  size?: number;
+  modified?: Date;
+  etag?: string;
 }
 
-export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };
-
+/**
+ * The Workspace (workspace.ts) as its parts and its listeners see it: declared here, not imported
+ * from workspace.ts, so the class and the modules it delegates to do not import each other.
+ */
+export interface WorkspaceCore {
+  readonly driver: StorageDriver;
+  readonly records: RecordStore;
+  readonly tenant: string;
+  readonly id: string;
+  readonly undo: UndoJournal | undefined;
+  bytesRead: number;
+  bytesWritten: number;
+  key(path: string): string;
+  markerKey(dir: string): string;
+  pathOf(key: string): string;
+  dirPrefix(dir: string): string;
+  toInfo(o: ObjectInfo): FileInfo;
+  upkeepDriver(): Promise<StorageDriver>;
+  noteVersion(path: string, info: Omit<FileInfo, "path">, bytes: Uint8Array): void;
+  head(path: string): Promise<FileInfo | null>;
+  isDirectory(path: string): Promise<boolean>;
+  requireFile(path: string): Promise<FileInfo>;
+  notFound(path: string, what?: string): Promise<ToolError>;
+  get(path: string, range?: { offset: number; length?: number }): Promise<GetResult | null>;
+  list(dir: string, opts?: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }>;
+}
 
 /** Told about every change made through a Workspace (search indexes listen here). */
 export interface WorkspaceListener {
   /** `content` is the file's bytes when the writer had them in hand (saves a re-read). */
-  changed(ws: Workspace, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
+  changed(ws: WorkspaceCore, path: string, info: FileInfo | null, content?: Uint8Array): Promise<void>;
   /**
    * Many changes at once (a Workspace with `deferChanges`); without it, `changed` is called for each.
    * `staged`: the writer may still fail as a whole (an import into packs): the keys of what the
    * listener stores for this batch are added to it, and nothing of it is merged with other data,
    * so the writer can remove exactly that if it fails.
    */
-  changedBatch?(ws: Workspace, changes: FileChange[], staged?: StagedUpkeep): Promise<void>;
+  changedBatch?(ws: WorkspaceCore, changes: FileChange[], staged?: StagedUpkeep): Promise<void>;
   /**
    * A change told after the response (the Workspace has `background`): the listener may hold it
    * briefly to handle it with others (lib/shared/held-batches.ts); settles once handled. Without it, `changed`.
    */
-  changedSoon?(ws: Workspace, change: FileChange): Promise<void>;
-}
-
-/** What listeners stored for the batches of an all-or-nothing writer (see changedBatch): storage keys to remove if it fails. */
-export interface StagedUpkeep {
-  keys: string[];
-}
-
-export interface FileChange {
-  path: string;
-  info: FileInfo | null;
-  content?: Uint8Array;
+  changedSoon?(ws: WorkspaceCore, change: FileChange): Promise<void>;
 }
 
 export interface WorkspaceOptions {

@@ -8,31 +8,32 @@
  * (directories.ts), deletes (deletes.ts), the session's records (session-files.ts).
  *
  * Directories are implied by the files below them, or explicit: a zero-byte marker at
- * "<dir>/" (lib/workspace/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
+ * "<dir>/" (lib/layout/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
  * reads markers: list, scan, walk, walkEntries, stat and isDirectory turn them into
  * directories, so no caller ever sees one as a file.
  */
 import type { ToolError } from "../shared/errors.js";
-import { dirMarkerKey, fileKey, filesPrefix } from "./paths.js";
+import { dirMarkerKey, fileKey, filesPrefix } from "../layout/paths.js";
 import type { RecordStore } from "./records.js";
 import type { GetResult, ObjectInfo, PutBody, StorageDriver } from "../storage/types.js";
-import { listPage, scanPage, walkEntries, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
+import { listPage, scanPage, walkEntries } from "./entries.js";
+import type { DeleteItem, FileInfo, StagedUpkeep, Stat, WalkEntry } from "../layout/files.js";
 import { deleteMarkers, makeDirectory } from "./directories.js";
 import { hasEntries, head, headMarker, isDirectory, notFound, requireFile, stat, walkFiles } from "./lookups.js";
-import type { ToolList } from "../run/toolset.js";
-import type { UndoJournal } from "../run/undo/journal.js";
+import type { ToolList } from "../layout/workspace-meta.js";
+import type { UndoJournal } from "./undo-journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import { deleteFile, deleteFiles } from "./deletes.js";
 import { openForChange, readBytes, readForChange, readMany } from "./file-reads.js";
 import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
-import type { DeleteItem, FileInfo, StagedUpkeep, Stat, WorkspaceOptions } from "./workspace-types.js";
+import type { ListEntry, ScanItem, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
 
-export { compareKeys, type ListEntry, type ScanItem, type WalkEntry } from "./entries.js";
+export type { ListEntry, ScanItem } from "./workspace-types.js";
 
-export type { DeleteItem, FileChange, FileInfo, StagedUpkeep, Stat, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
+export type { WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 export class Workspace {
   readonly driver: StorageDriver;

@@ -1,5 +1,5 @@
 /**
- * Explicit directories (zero-byte markers at "<dir>/", lib/workspace/paths.ts) through every tool that
+ * Explicit directories (zero-byte markers at "<dir>/", lib/layout/paths.ts) through every tool that
  * sees directories: the raw files route makes and removes them; ls, glob, find, delete, move,
  * copy, read, write, edit and grep treat them as directories and never as files.
  */

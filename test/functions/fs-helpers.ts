@@ -1,7 +1,7 @@
 /** Helpers shared by the ls, delete, move and copy tests. */
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { fileKey } from "../../lib/workspace/paths.js";
+import { fileKey } from "../../lib/layout/paths.js";
 import type { StorageDriver } from "../../lib/storage/types.js";
 import { newTenant, upload, type Tenant } from "../helpers.js";
 

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fileKey } from "../../lib/workspace/paths.js";
+import { fileKey } from "../../lib/layout/paths.js";
 import { MAX_LINE_BYTES, WINDOW_BYTES } from "../../lib/search/line-splitter.js";
 import { newTenant, testApp, type Tenant } from "../helpers.js";
 import { err, ok } from "../lib/search/helpers.js";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fileKey } from "../../lib/workspace/paths.js";
+import { fileKey } from "../../lib/layout/paths.js";
 import { IndexStore } from "../../lib/search/store.js";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import { newTenant, testApp, upload, type Tenant } from "../helpers.js";

@@ -17,7 +17,7 @@ import { mintSyncToken } from "../../lib/sync/token.js";
 import { searchIndexer } from "../../lib/search/indexer.js";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../lib/storage/kv-workers.js";
-import { fileKey } from "../../lib/workspace/paths.js";
+import { fileKey } from "../../lib/layout/paths.js";
 import type { StorageDriver } from "../../lib/storage/types.js";
 import { newTenant, testApp, testDeps, upload, type Tenant } from "../helpers.js";
 import { text } from "./fs-helpers.js";

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fileKey } from "../../lib/workspace/paths.js";
+import { fileKey } from "../../lib/layout/paths.js";
 import { newTenant, testApp, type Tenant } from "../helpers.js";
 import { readEvents, statusEvents } from "../support/sse-events.js";
 

@@ -1,7 +1,7 @@
 /** todo_write and todo_read through the HTTP API, and the app's GET .../sessions/{session}/todos. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { todosKey } from "../../lib/workspace/paths.js";
+import { todosKey } from "../../lib/layout/paths.js";
 import { TODO_LIMITS } from "../../lib/tools/todos/schema.js";
 import { newTenant, testApp, upload, type Tenant } from "../helpers.js";
 import { callRaw, expectAuthErrors, expectError, expectMissingWorkspace, expectOk } from "./file-helpers.js";

@@ -4,7 +4,7 @@
  * processes is sampled every 5 ms while `read` pages through the file (first page, middle, last
  * page: the last one streams all 200 MB through the Worker). Code that buffered the file would add
  * at least 200 MB. The bound is 48 MB: the read streams the file through one reused buffer
- * (lib/workspace/chunks.ts) and grows workerd by ~6 MB; reading it chunk by chunk as the stream
+ * (lib/shared/chunks.ts) and grows workerd by ~6 MB; reading it chunk by chunk as the stream
  * allocates them grew it by 108-145 MB of spent chunks awaiting the GC (over the 128 MB Workers
  * limit when other test files load the cores), which this bound catches.
  *

@@ -6,8 +6,9 @@
  */
 import { ToolError } from "../../shared/errors.js";
 import type { Tool } from "../../contract/tool.js";
-import { namesOf, type ToolList } from "../../run/toolset.js";
-import { ID_PATTERN } from "../../workspace/paths.js";
+import { namesOf } from "../../run/toolset.js";
+import type { ToolList } from "../../layout/workspace-meta.js";
+import { ID_PATTERN } from "../../layout/paths.js";
 import type { AuthInfo } from "./keys.js";
 
 /** Most workspace patterns one key holds. */

@@ -6,9 +6,9 @@
  */
 import { ToolError } from "../../shared/errors.js";
 import { randomId, sha256Hex } from "../../shared/hash.js";
-import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../workspace/paths.js";
+import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../layout/paths.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
-import type { ToolList } from "../../run/toolset.js";
+import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 
 /** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */

@@ -33,7 +33,7 @@ import { workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
 import { idempotencyKeyOf, idempotent } from "../idempotency.js";
 import { onError } from "../http.js";
-import { IDEMPOTENCY_ADMIN } from "../../workspace/paths.js";
+import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 
 export type Access =
   | { auth: "public" }

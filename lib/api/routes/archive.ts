@@ -10,7 +10,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
-import { internalPrefix, normalizePath } from "../../workspace/paths.js";
+import { internalPrefix, normalizePath } from "../../layout/paths.js";
 import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { createWorkspace, deleteWorkspace } from "../../workspace/registry.js";
@@ -20,8 +20,7 @@ import { exportEtag, exportStream, listForExport } from "../../archive/export.js
 import type { ImportMode, ImportReport } from "../../archive/import.js";
 import { storageSpool } from "../../archive/spool.js";
 import { importIntoLayers } from "../../layers/import.js";
-import { readModes, updateModesRevertibly } from "../../exec/modes.js";
-import type { ExecModes, ModesDelta } from "../../sync/types.js";
+import { readModes, updateModesRevertibly, type ExecModes, type ModesDelta } from "../../layout/modes.js";
 import { parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";

@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
 import { onError, validationHook, type AppEnv } from "../http.js";
-import { workspacePrefix } from "../../workspace/paths.js";
+import { workspacePrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { AppDeps } from "../deps.js";
 import { ManifestCache } from "../../layers/manifest.js";

@@ -12,7 +12,7 @@ import { callIdOf, OPENAI_TOOLS, runApplyPatch, runShell } from "../../doors/com
 import type { RunTool } from "../../doors/compat/types.js";
 import type { AppDeps } from "../deps.js";
 import { isToolError, ToolError } from "../../shared/errors.js";
-import { checkSessionId } from "../../workspace/records.js";
+import { checkSessionId } from "../../layout/paths.js";
 import { openWorkspace, runTool, type CallScope } from "../../run/run-tool.js";
 import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";

@@ -26,7 +26,7 @@
  * just deleted whose files are not swept yet. Keyed by the authenticated tenant and the path's id.
  */
 import type { IsolateCache } from "../../shared/isolate-cache.js";
-import { workspaceOfMetaKey } from "../../workspace/paths.js";
+import { workspaceOfMetaKey } from "../../layout/paths.js";
 import type { MetaRecord } from "../../layers/open.js";
 import { isWhiteoutHead } from "../../layers/whiteout.js";
 import { ToolError } from "../../shared/errors.js";

@@ -1,7 +1,7 @@
 /** What an agent session keeps, for the app: GET /v1/workspaces/{ws}/sessions/{session}/todos. */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
-import { checkSessionId } from "../../workspace/records.js";
+import { checkSessionId } from "../../layout/paths.js";
 import { TodoItemSchema } from "../../tools/todos/schema.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { readTodos } from "../../tools/todos/store.js";

@@ -14,8 +14,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { CallMeter, emitUsage } from "../../run/metering/usage.js";
-import { checkSessionId } from "../../workspace/records.js";
-import { normalizeFilePath } from "../../workspace/paths.js";
+import { checkSessionId, normalizeFilePath, fileKey, filesPrefix } from "../../layout/paths.js";
 import { startEarly } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
 import { closestName } from "../../shared/suggest.js";
@@ -28,7 +27,6 @@ import { addRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
 import { knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
-import { fileKey, filesPrefix } from "../../workspace/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");

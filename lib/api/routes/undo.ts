@@ -1,7 +1,8 @@
 /** Per-call undo (lib/run/undo/): POST /v1/workspaces/{ws}/undo and GET /v1/workspaces/{ws}/undo. */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
-import { checkSessionId, RecordStore } from "../../workspace/records.js";
+import { RecordStore } from "../../workspace/records.js";
+import { checkSessionId } from "../../layout/paths.js";
 import { undoCall, listUndoable } from "../../run/undo/apply.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { secureRoute } from "./access.js";

@@ -5,7 +5,7 @@ import { createCheckpoint, deleteCheckpoint, getCheckpoint, listCheckpoints, req
 import { currentSide, diffVersions, manifestSide, withLinks } from "../../layers/diff.js";
 import { RecordStore } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
-import { readLinks } from "../../workspace/links.js";
+import { readLinks } from "../../layout/links.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
 

@@ -10,7 +10,7 @@ import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
 import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
 import { ToolError } from "../../shared/errors.js";
-import { forkWorkspace } from "../../layers/checkpoints.js";
+import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";

@@ -15,7 +15,7 @@ import type { StorageDriver } from "../../storage/types.js";
 import { readMeta } from "../../layers/open.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { parsePatch } from "../../tools/patch/parse.js";
-import { normalizePath } from "../../workspace/paths.js";
+import { normalizePath } from "../../layout/paths.js";
 import type { Workspace } from "../../workspace/workspace.js";
 
 export interface CallBinding {

@@ -16,9 +16,10 @@
 import { guardFor } from "../../exec/tool-support.js";
 import { checkCommand } from "../../exec/guard.js";
 import { parsePatch } from "../../tools/patch/parse.js";
-import { baseName, joinPath, normalizeFilePath, normalizePath } from "../../workspace/paths.js";
+import { baseName, joinPath, normalizeFilePath, normalizePath } from "../../layout/paths.js";
 import type { ToolContext } from "../../contract/tool.js";
-import { readLinks, statWithLinks } from "../../workspace/links.js";
+import { statWithLinks } from "../../workspace/links.js";
+import { readLinks } from "../../layout/links.js";
 import type { DESTRUCTIVE_TOOLS } from "./gate-policy.js";
 
 export interface DestructiveVerdict {

@@ -1,7 +1,7 @@
 /**
  * Pending calls: a tool call that waits for a human (ask_user's question, a call the approval
  * gate holds). One JSON object per call in the workspace's internal area
- * (x/pending/<id>.json, keyed in lib/workspace/paths.ts): object storage, strongly consistent, with
+ * (x/pending/<id>.json, keyed in lib/layout/paths.ts): object storage, strongly consistent, with
  * conditional writes, so an answer is taken exactly once.
  *
  * Life of a record: `pending` (created with If-None-Match: *) → `running` (the answer, written
@@ -22,10 +22,10 @@
  * last written more than 24 h ago; else ≤ 20 GETs + 1 DELETE (+ 1 LIST on create).
  */
 import type { AppDeps } from "../../api/deps.js";
-import type { ToolList } from "../toolset.js";
+import type { ToolList } from "../../layout/workspace-meta.js";
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
-import { pendingKey, pendingPrefix } from "../../workspace/paths.js";
+import { pendingKey, pendingPrefix } from "../../layout/paths.js";
 import type { Scope } from "../../api/auth/keys.js";
 import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
 import type { CallBinding } from "./binding.js";

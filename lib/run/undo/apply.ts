@@ -6,18 +6,18 @@
  * file re-created create-only. Writes go through a Workspace, so the search index follows.
  * The call's link changes (docs/symlinks.md) are checked with the files (each link still the
  * target the call left, else it is named beside the files) and put back first, in one delta applied
- * only while every one of them is still what the call left (lib/exec/modes.ts expectLinks).
+ * only while every one of them is still what the call left (lib/layout/modes.ts expectLinks).
  * Window: a writer landing on a file between the check and its restore (milliseconds) makes that
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
  */
 import { ToolError } from "../../shared/errors.js";
-import { readModes, updateModes } from "../../exec/modes.js";
-import { packKey } from "../../workspace/paths.js";
+import { readModes, updateModes } from "../../layout/modes.js";
+import { packKey, sessionUndoPrefix } from "../../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
-import { callIdOf, parseCallId, recordedLinks, sessionUndoPrefix, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "./journal.js";
+import { callIdOf, parseCallId, recordedLinks, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "../../workspace/undo-journal.js";
 
 export interface UndoCall {
   call_id: string;

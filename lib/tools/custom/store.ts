@@ -4,7 +4,7 @@
  * so two concurrent changes never lose one another (the loser gets CONFLICT and retries).
  */
 import { ToolError } from "../../shared/errors.js";
-import { customToolsKey } from "../../workspace/paths.js";
+import { customToolsKey } from "../../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import type { StoredCustomTool } from "./definition.js";
 

@@ -9,7 +9,7 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { ToolContext } from "../../contract/tool.js";
 import { guardedFetch, readBounded, timeoutError } from "../web/fetch.js";
-import { safeHref } from "../web/ssrf.js";
+import { safeHref } from "../../shared/ssrf.js";
 import { webAccess } from "../web/transport.js";
 import type { CustomToolInput } from "./definition.js";
 

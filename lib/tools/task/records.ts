@@ -1,6 +1,6 @@
 /**
  * Task records: one JSON object per `task` run in the workspace's private area
- * (x/tasks/<id>.json, lib/workspace/paths.ts taskKey), so another workspace or tenant cannot see it (NOT_FOUND).
+ * (x/tasks/<id>.json, lib/layout/paths.ts taskKey), so another workspace or tenant cannot see it (NOT_FOUND).
  * Written at the start of a background task, after each of its steps, and at the end (1 PUT each);
  * a foreground task writes it once, at the end. Read: 1 GET.
  * Records live RECORD_GRACE_MS (24 h) past their deadline: each new task sweeps (lib/storage/sweep.ts)
@@ -9,7 +9,7 @@
  */
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
-import { internalPrefix, taskKey } from "../../workspace/paths.js";
+import { internalPrefix, taskKey } from "../../layout/paths.js";
 import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
 import type { StorageDriver } from "../../storage/types.js";
 

@@ -1,6 +1,6 @@
 /**
  * Where a session's todo list lives: one small JSON object per (workspace, session) in the
- * workspace's internal area (x/todos/<session>.json, keyed in lib/workspace/paths.ts), never listed as a
+ * workspace's internal area (x/todos/<session>.json, keyed in lib/layout/paths.ts), never listed as a
  * file. Object storage, not KV: strongly consistent (the app sees a write at once) and no
  * one-write-per-second-per-key limit.
  *
@@ -14,7 +14,7 @@
  * holds more than TODO_LIMITS.sessions lists: the least recently written others are dropped).
  */
 import { ToolError } from "../../shared/errors.js";
-import { todosKey, todosPrefix } from "../../workspace/paths.js";
+import { todosKey, todosPrefix } from "../../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../../storage/types.js";
 import { TODO_LIMITS, type TodoItem } from "./schema.js";
 

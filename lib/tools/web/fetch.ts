@@ -1,12 +1,12 @@
 /**
  * One guarded fetch for every door that reaches a URL (web_fetch, a webhook call, the model endpoint):
- * every hop's URL goes through the SSRF guard (lib/tools/web/ssrf.ts) and the caller's hop check (the
+ * every hop's URL goes through the SSRF guard (lib/shared/ssrf.ts) and the caller's hop check (the
  * tenant's domain policy), redirects are followed by hand (at most MAX_REDIRECTS, each re-checked,
  * and its name resolved and checked again by the transport), and the body is read with a bound
  * (never more than `cap` bytes buffered). The transport and guard come from lib/tools/web/transport.ts.
  */
 import { ToolError, isToolError } from "../../shared/errors.js";
-import { checkUrl, safeHref } from "./ssrf.js";
+import { checkUrl, safeHref } from "../../shared/ssrf.js";
 import type { WebAccess } from "./transport.js";
 
 export const MAX_REDIRECTS = 5;

@@ -9,9 +9,8 @@ import type { LookupAddress } from "node:dns";
 import { Agent, fetch as undiciFetch } from "undici";
 import type { WebFetcher } from "./transport.js";
 import { transportError } from "./fetch.js";
-import { addressBlockedReason, blockedError, type GuardOptions } from "./ssrf.js";
+import { addressBlockedReason, blockedError, type GuardOptions, type Resolver } from "../../shared/ssrf.js";
 
-export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 /** The system's resolver (getaddrinfo: the hosts file, then DNS), every address. */
 export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });

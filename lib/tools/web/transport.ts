@@ -1,7 +1,7 @@
 /**
  * The one transport decision of every door that reaches a URL: web_fetch (and each redirect hop),
  * a custom tool's webhook and the model endpoint of `task`, each when its URL is saved (checkReachable)
- * and when it is called (lib/tools/web/fetch.ts guardedFetch). The URL check is lib/tools/web/ssrf.ts; what a
+ * and when it is called (lib/tools/web/fetch.ts guardedFetch). The URL check is lib/shared/ssrf.ts; what a
  * host NAME reaches is this transport's to check, and only a transport that can check it may send:
  *
  * - Node/Lambda (lib/tools/web/node-fetcher.ts): resolves the name, checks every address, connects only to a checked one.
@@ -11,7 +11,7 @@
  *   given no fetcher): names are refused, since the runtime would resolve them itself, through this
  *   machine's hosts file, to addresses we never see. IP literals pass (checkUrl has checked them).
  */
-import { blockedError, type GuardOptions, type GuardSubject, type HostKind, checkUrl, safeHref } from "./ssrf.js";
+import { blockedError, type GuardOptions, type GuardSubject, type HostKind, checkUrl, safeHref } from "../../shared/ssrf.js";
 
 export interface WebFetcher {
   /**
@@ -27,7 +27,7 @@ export interface WebFetcher {
 export interface WebFetchDeps {
   /** Default: literalOnlyFetcher (names refused). Lambda: nodeFetcher; a Worker on Cloudflare: cloudflareFetcher. */
   fetcher?: WebFetcher;
-  /** Test-only: let loopback addresses through (lib/tools/web/ssrf.ts). Never set in a deployment. */
+  /** Test-only: let loopback addresses through (lib/shared/ssrf.ts). Never set in a deployment. */
   allowLoopback?: boolean;
 }
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
-import { dirMarkerKey, fileKey } from "../../../lib/workspace/paths.js";
+import { dirMarkerKey, fileKey } from "../../../lib/layout/paths.js";
 import { setup } from "./helpers.js";
 
 const t = setup();

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLocalInvokeServer } from "../../../infra/container/local-server.js";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
-import type { Resolver } from "../../../lib/tools/web/node-fetcher.js";
+import type { Resolver } from "../../../lib/shared/ssrf.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "tenant-egress", "ws");

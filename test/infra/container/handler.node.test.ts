@@ -1,12 +1,13 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
-import { KEEP_OUTPUT_LOGS, readOutputLog } from "../../../lib/exec/output-logs.js";
-import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/workspace/paths.js";
+import { KEEP_OUTPUT_LOGS, readOutputLog } from "../../../lib/sync/output-logs.js";
+import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/layout/paths.js";
 import { runIdOf } from "../../../infra/container/runner.js";
-import { runIdFor } from "../../../lib/exec/runs.js";
+import { runIdFor } from "../../../lib/sync/run-records.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
-import type { ExecResponse, RunResult } from "../../../lib/exec/types.js";
+import type { RunResult } from "../../../lib/exec/types.js";
+import type { ExecResponse } from "../../../lib/sync/types.js";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { signEvent } from "../../../lib/exec/runner-auth.js";
 import { RUNNER_SECRET, setup, signing, unsigned } from "./helpers.js";

@@ -12,7 +12,8 @@ import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/c
 import { lambdaExecutor } from "../../../lib/exec/lambda.js";
 import { invocationTtlMs, signEvent } from "../../../lib/exec/runner-auth.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
-import type { ExecEvent, ExecResponse, Executor, RunRequest } from "../../../lib/exec/types.js";
+import type { ExecEvent, Executor, RunRequest } from "../../../lib/exec/types.js";
+import type { ExecResponse } from "../../../lib/sync/types.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { RUNNER_SECRET, startSyncServer } from "./helpers.js";

@@ -16,7 +16,7 @@ import { storageSyncClient } from "../../../lib/sync/storage.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { Executor, RunRequest } from "../../../lib/exec/types.js";
-import { filesPrefix } from "../../../lib/workspace/paths.js";
+import { filesPrefix } from "../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { RUNNER_SECRET } from "./helpers.js";

@@ -1,9 +1,9 @@
 /**
  * The execute bit across runs and execution environments: storage keeps bytes, the
- * workspace's list (lib/exec/modes.ts) keeps which files are executable.
+ * workspace's list (lib/layout/modes.ts) keeps which files are executable.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { readModes } from "../../../lib/exec/modes.js";
+import { readModes } from "../../../lib/layout/modes.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "acme", "modes");

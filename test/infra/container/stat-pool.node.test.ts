@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { MIN_PARALLEL, statPool, type Stats } from "../../../infra/container/stat-pool.js";
-import { fingerprint } from "../../../infra/container/tree.js";
+import { fingerprint } from "../../../infra/container/file-marks.js";
 import { tempDirs } from "../../support/temp-dirs.js";
 
 const tmp = tempDirs("stat-pool");

@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { readModes } from "../../../lib/exec/modes.js";
+import { readModes } from "../../../lib/layout/modes.js";
 import type { RunResult } from "../../../lib/exec/types.js";
 import { setup } from "./helpers.js";
 

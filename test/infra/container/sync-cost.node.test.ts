@@ -14,7 +14,8 @@ import { runCommand, type RunnerDeps } from "../../../infra/container/runner.js"
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import { prepareStageDir } from "../../../infra/container/stage.js";
 import { walk } from "../../../infra/container/walk.js";
-import { isValidName, pruneEmptyDirs, pruneSettled } from "../../../infra/container/tree.js";
+import { pruneEmptyDirs, pruneSettled } from "../../../infra/container/tree.js";
+import { isValidName } from "../../../infra/container/file-marks.js";
 import { TreeCache } from "../../../infra/container/slot-cache.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
@@ -25,7 +26,7 @@ import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
 import type { SyncClient, SyncEntry } from "../../../lib/sync/types.js";
-import { filesPrefix, normalizePath } from "../../../lib/workspace/paths.js";
+import { filesPrefix, normalizePath } from "../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";

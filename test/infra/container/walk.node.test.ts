@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDirs } from "../../support/temp-dirs.js";
 import { FINE_LISTING_SETTLED_MS, LISTING_SETTLED_MS, listingSettledMs, walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
-import { fingerprint, isExec } from "../../../infra/container/tree.js";
+import { fingerprint, isExec } from "../../../infra/container/file-marks.js";
 
 const tmp = tempDirs("walk");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -5,7 +5,7 @@
  * whose directories settled long before (their listings are reused), in the real sandbox.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { readModes } from "../../../lib/exec/modes.js";
+import { readModes } from "../../../lib/layout/modes.js";
 import { LISTING_SETTLED_MS } from "../../../infra/container/walk.js";
 import { setup } from "./helpers.js";
 

@@ -21,7 +21,7 @@ import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
-import { filesPrefix } from "../../../lib/workspace/paths.js";
+import { filesPrefix } from "../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";

@@ -16,7 +16,7 @@ import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { RunRequest } from "../../../lib/exec/types.js";
-import { fileKey } from "../../../lib/workspace/paths.js";
+import { fileKey } from "../../../lib/layout/paths.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

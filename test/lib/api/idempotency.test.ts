@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../lib/shared/hash.js";
-import { idempotencyRecordKey } from "../../../lib/workspace/paths.js";
+import { idempotencyRecordKey } from "../../../lib/layout/paths.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
 import { ADMIN, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
 import { gzip, tar } from "../archive/archives.js";

@@ -1,15 +1,16 @@
-/** Run records (lib/exec/runs.ts) and their sync routes (lib/sync/runs.ts) in workerd, over the real local R2. */
+/** Run records (lib/sync/run-records.ts) and their sync routes (lib/sync/runs.ts) in workerd, over the real local R2. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/shared/hash.js";
-import { runForeground, runIdFor } from "../../../lib/exec/runs.js";
+import { runIdFor } from "../../../lib/sync/run-records.js";
+import { runForeground } from "../../../lib/exec/runs.js";
 import { housekeepRuns, killTask, MAX_RUNNING_TASKS, pollTask, RECORD_KEEP_MS, startTask } from "../../../lib/exec/tasks.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { Executor, RunRequest, RunResult } from "../../../lib/exec/types.js";
-import { internalPrefix, runPrefix } from "../../../lib/workspace/paths.js";
+import { internalPrefix, runPrefix } from "../../../lib/layout/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

@@ -20,7 +20,7 @@ import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { ObjectInfo, StorageDriver } from "../../../lib/storage/types.js";
-import { shellKey, shellsPrefix } from "../../../lib/workspace/paths.js";
+import { shellKey, shellsPrefix } from "../../../lib/layout/paths.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant, UNGATED } from "../../helpers.js";
-import { readModes, updateModes } from "../../../lib/exec/modes.js";
+import { readModes, updateModes } from "../../../lib/layout/modes.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 
 const app = testApp();

@@ -1,9 +1,10 @@
 /** The grep engine and the index upkeep, below the HTTP API: budgets, merges, vacuum. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fileKey } from "../../../lib/workspace/paths.js";
+import { fileKey } from "../../../lib/layout/paths.js";
 import { RecordStore } from "../../../lib/workspace/records.js";
-import { grep, type GrepRequest } from "../../../lib/search/grep.js";
+import { grep } from "../../../lib/search/grep.js";
+import type { GrepRequest } from "../../../lib/search/grep-types.js";
 import { SearchIndexer, tierOf, vacuum } from "../../../lib/search/indexer.js";
 import { compileMatcher } from "../../../lib/search/matcher.js";
 import { Budget, IndexStore } from "../../../lib/search/store.js";

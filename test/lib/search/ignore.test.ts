@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { GitIgnores, namesHidden, SkipReport, staticSkip } from "../../../lib/search/ignore.js";
-import { compareKeys } from "../../../lib/workspace/workspace.js";
+import { compareKeys } from "../../../lib/layout/key-order.js";
 
 const none = { includeHidden: false, includeIgnored: false };
 

@@ -6,7 +6,7 @@ import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import { randomId } from "../../../lib/shared/hash.js";
-import { fileKey } from "../../../lib/workspace/paths.js";
+import { fileKey } from "../../../lib/layout/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";

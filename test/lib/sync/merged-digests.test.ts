@@ -12,7 +12,7 @@ import { WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE, Whiteouts } from "../../../lib/la
 /** Whiteouts as a listing with content types shows them (the memory driver's). */
 const WO = Whiteouts.of({}, {});
 import type { ObjectInfo } from "../../../lib/storage/types.js";
-import { compareKeys } from "../../../lib/workspace/entries.js";
+import { compareKeys } from "../../../lib/layout/key-order.js";
 
 const PREFIX = "t/acme/w/main/files/";
 

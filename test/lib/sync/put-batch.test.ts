@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { PUT_BATCH_MAX_FILES, putBatchBody, type PutManyItem } from "../../../lib/sync/put-batch.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
-import { fileKey } from "../../../lib/workspace/paths.js";
+import { fileKey } from "../../../lib/layout/paths.js";
 import { newTenant, testApp } from "../../helpers.js";
 
 const SECRET = "batch-put-secret-0123456789abcdef";

@@ -4,7 +4,7 @@ import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { mintSyncToken, verifySyncToken } from "../../../lib/sync/token.js";
-import { filesPrefix } from "../../../lib/workspace/paths.js";
+import { filesPrefix } from "../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { deleteWorkspace } from "../../../lib/workspace/registry.js";

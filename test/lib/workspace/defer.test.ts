@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { Workspace, type FileChange, type WorkspaceListener } from "../../../lib/workspace/workspace.js";
+import { Workspace, type WorkspaceListener } from "../../../lib/workspace/workspace.js";
+import type { FileChange } from "../../../lib/layout/files.js";
 
 const kv = { get: async () => null, put: async () => {}, delete: async () => {}, list: async () => ({ keys: [] }) };
 

@@ -3,7 +3,7 @@
  * nor on whether the chunks are views of one reused buffer (a byte stream read BYOB, chunks.ts).
  */
 import { describe, expect, it } from "vitest";
-import { reusedChunks } from "../../../lib/workspace/chunks.js";
+import { reusedChunks } from "../../../lib/shared/chunks.js";
 import { collect, peekBytes, readLinePage, type LinePageOptions } from "../../../lib/workspace/lines.js";
 
 const enc = new TextEncoder();

@@ -1,7 +1,7 @@
 /** The lexical resolution of a path through the workspace's symlinks (lib/workspace/link-resolve.ts): never leaves the workspace. */
 import { describe, expect, it } from "vitest";
 import { MAX_LINK_HOPS, resolveLinks } from "../../../lib/workspace/link-resolve.js";
-import { normalizeFilePath } from "../../../lib/workspace/paths.js";
+import { normalizeFilePath } from "../../../lib/layout/paths.js";
 
 const L = (o: Record<string, string>) => new Map(Object.entries(o));
 

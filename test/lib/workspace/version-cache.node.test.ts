@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { IsolateMemory } from "../../../lib/shared/isolate-memory.js";
 import { MAX_ENTRY_BYTES, VersionCache } from "../../../lib/workspace/version-cache.js";
-import { recordingChunks, type Chunks } from "../../../lib/workspace/chunks.js";
+import { recordingChunks, type Chunks } from "../../../lib/shared/chunks.js";
 
 const info = (size: number, etag = "e1") => ({ etag, size, modified: new Date(0), writer: "s1" });
 const bytes = (n: number, fill = 97) => new Uint8Array(n).fill(fill);

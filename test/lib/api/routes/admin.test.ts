@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { KEY_PREFIX } from "../../../../lib/api/auth/keys.js";
 import { randomId, sha256Hex } from "../../../../lib/shared/hash.js";
-import { ID_PATTERN } from "../../../../lib/workspace/paths.js";
+import { ID_PATTERN } from "../../../../lib/layout/paths.js";
 import { ADMIN, admin, newTenant, testApp, type TestApp } from "../../../helpers.js";
 
 const tenantId = () => `t-${randomId(8)}`;

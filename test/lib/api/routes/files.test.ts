@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../../lib/shared/hash.js";
-import { fileKey, filesPrefix, tenantWorkspacesPrefix } from "../../../../lib/workspace/paths.js";
+import { fileKey, filesPrefix, tenantWorkspacesPrefix } from "../../../../lib/layout/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 
 const app = testApp();

@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../../lib/shared/hash.js";
-import { ID_PATTERN, workspacePrefix } from "../../../../lib/workspace/paths.js";
+import { ID_PATTERN, workspacePrefix } from "../../../../lib/layout/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 import { tar } from "../../archive/archives.js";
 

@@ -1,7 +1,7 @@
 /**
  * write and edit write their undo record BESIDE the file's PUT, naming the etag the PUT will leave
  * (the MD5 of the bytes: StorageDriver.contentEtags), keep small before-images inside the record
- * (lib/run/undo/journal.ts, Workspace.put), and write no session record: the version carries the session
+ * (lib/workspace/undo-journal.ts, Workspace.put), and write no session record: the version carries the session
  * as its writer (lib/workspace/session-files.ts). Through HTTP, real local R2: a refused PUT leaves no
  * undo record and the session does not know the other writer's version; undo of an inline
  * before-image is exact; undo refuses when the file changed since; a storage whose etags are not
@@ -15,7 +15,7 @@ import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../../../lib/storage/types.js";
 import { storageKeyValue } from "../../../../lib/storage/kv-over-storage.js";
 import { encodeBase64 } from "../../../../lib/shared/text.js";
-import { INLINE_BYTES } from "../../../../lib/run/undo/journal.js";
+import { INLINE_BYTES } from "../../../../lib/workspace/undo-journal.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 import { rawGet, tenantWithCreateRace, tenantWithOverwriteRace, withFile } from "../../../functions/file-helpers.js";
 

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../../lib/shared/hash.js";
-import { todosKey, todosPrefix } from "../../../../lib/workspace/paths.js";
+import { todosKey, todosPrefix } from "../../../../lib/layout/paths.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import type { PutBody, PutOptions, StorageDriver } from "../../../../lib/storage/types.js";
 import { TodoListSchema, type TodoItem } from "../../../../lib/tools/todos/schema.js";

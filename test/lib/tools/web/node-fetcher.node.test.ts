@@ -1,7 +1,8 @@
 /** The Node transport's lookup: every resolved address is checked; the socket gets only checked ones. */
 import { describe, expect, it } from "vitest";
 import { ToolError } from "../../../../lib/shared/errors.js";
-import { guardedLookup, type Resolver } from "../../../../lib/tools/web/node-fetcher.js";
+import { guardedLookup } from "../../../../lib/tools/web/node-fetcher.js";
+import type { Resolver } from "../../../../lib/shared/ssrf.js";
 
 const dns = (answers: Record<string, { address: string; family: number }[]>): Resolver => async (name) => {
   if (!answers[name]) throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: "ENOTFOUND" });

@@ -1,13 +1,13 @@
-/** The workspace's list of executable files (lib/exec/modes.ts) on the real (local) R2, and its sync routes. */
+/** The workspace's list of executable files (lib/layout/modes.ts) on the real (local) R2, and its sync routes. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/exec/modes.js";
+import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/layout/modes.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import { randomId } from "../../../lib/shared/hash.js";
-import { modesKey } from "../../../lib/workspace/paths.js";
+import { modesKey } from "../../../lib/layout/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

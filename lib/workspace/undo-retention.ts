@@ -4,7 +4,7 @@
  * down), run by 1 in PRUNE_EVERY record commits; every object of a dropped call (records, blobs,
  * claim) is deleted. Undo of a pruned call answers NOT_FOUND ("expired").
  */
-import type { StorageDriver } from "../../storage/types.js";
+import type { StorageDriver } from "../storage/types.js";
 
 export const RETAIN_CALLS = 100;
 export const RETAIN_MS = 24 * 60 * 60 * 1000;

@@ -8,7 +8,7 @@
  * Storage per saved log: 1 put + 1 list of the prefix (+ 1 delete for what falls out).
  */
 import { ToolError } from "../shared/errors.js";
-import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../workspace/paths.js";
+import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 
 export const KEEP_OUTPUT_LOGS = 20;

@@ -1,7 +1,7 @@
-/** The SSRF guard (lib/tools/web/ssrf.ts): every spelling of an internal address is refused, public ones pass. */
+/** The SSRF guard (lib/shared/ssrf.ts): every spelling of an internal address is refused, public ones pass. */
 import { describe, expect, it } from "vitest";
-import { ToolError } from "../../../../lib/shared/errors.js";
-import { addressBlockedReason, checkUrl, formatIPv4, nameBlockedReason, parseIPv4, parseIPv6 } from "../../../../lib/tools/web/ssrf.js";
+import { ToolError } from "../../../lib/shared/errors.js";
+import { addressBlockedReason, checkUrl, formatIPv4, nameBlockedReason, parseIPv4, parseIPv6 } from "../../../lib/shared/ssrf.js";
 
 function refusal(url: string, opts = {}): { code: string; message: string; details: Record<string, unknown> } | null {
   try {

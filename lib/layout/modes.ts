@@ -1,7 +1,7 @@
 /**
  * The executable bit of workspace files. Object storage keeps bytes, not modes, so the
  * bash runner keeps the list of executable files in one internal object per workspace
- * (`x/modes.json`, see lib/workspace/paths.ts): `chmod +x run.sh` in one call is still true in the
+ * (`x/modes.json`, see lib/layout/paths.ts): `chmod +x run.sh` in one call is still true in the
  * next, in any execution environment, and `git status` does not see every script as
  * changed after a cold start. Bundles for Workers.
  *
@@ -17,11 +17,24 @@
  * not a file object, so no tenant-written bytes can ever read as a link.
  */
 import { ToolError } from "../shared/errors.js";
-import { modesKey, normalizeFilePath } from "../workspace/paths.js";
+import { modesKey, normalizeFilePath } from "./paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
-import { readJson } from "./runs.js";
-import type { ExecModes, ModesDelta } from "../sync/types.js";
-import type { UndoJournal } from "../run/undo/journal.js";
+import { readJson } from "../storage/json.js";
+
+/** The workspace's executable files and symlinks (docs/symlinks.md); etag null: none ever recorded. */
+export interface ExecModes {
+  etag: string | null;
+  exec: string[];
+  /** Symlinks: path → target, as readlink gives it. Absent from an older API (it keeps none). */
+  links?: Record<string, string>;
+}
+
+/** A change of executable bits (`remove` applies first, then `add`) and of symlinks (path → target, null: no link any more). */
+export interface ModesDelta {
+  add: string[];
+  remove: string[];
+  links?: Record<string, string | null>;
+}
 
 /** Most executable files one workspace records, and most paths in one delta. */
 export const MAX_EXEC_FILES = 100_000;
@@ -76,9 +89,21 @@ export function parseModesDelta(body: unknown): ModesDelta {
   return { add: list(d?.add, "add"), remove: list(d?.remove, "remove"), ...(d?.links !== undefined ? { links } : {}) };
 }
 
+/** A symlink an update made (before null), removed (after null) or repointed: its targets. */
+export interface LinkChange {
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** What an update tells the call's undo journal (lib/workspace/undo-journal.ts UndoJournal.linked). */
+export interface LinkJournal {
+  linked(changes: readonly LinkChange[]): void;
+}
+
 export interface ModesUpdateOptions {
   /** The call's undo journal: told each link the update changed (its target before and after), once the write landed. */
-  undo?: UndoJournal | undefined;
+  undo?: LinkJournal | undefined;
   /** Applied only while each named link is still this (null: no link), checked in the same conditional write; else CONFLICT naming them (undo). */
   expectLinks?: Record<string, string | null>;
 }

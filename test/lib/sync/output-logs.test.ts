@@ -1,13 +1,13 @@
-/** Saved full outputs (lib/exec/output-logs.ts) through the runner's sync route, in workerd over the real local R2. */
+/** Saved full outputs (lib/sync/output-logs.ts) through the runner's sync route, in workerd over the real local R2. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { randomId } from "../../../lib/shared/hash.js";
-import { readOutputLog } from "../../../lib/exec/output-logs.js";
-import { runIdFor } from "../../../lib/exec/runs.js";
+import { readOutputLog } from "../../../lib/sync/output-logs.js";
+import { runIdFor } from "../../../lib/sync/run-records.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
-import { filesPrefix, outputLogsPrefix } from "../../../lib/workspace/paths.js";
+import { filesPrefix, outputLogsPrefix } from "../../../lib/layout/paths.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import { workspaceRecord } from "../../support/workspace-record.js";

@@ -7,7 +7,7 @@
  *
  * The contract: a chunk is a view that the next `next()` overwrites. Copy what you keep.
  */
-import { concatBytes } from "../shared/text.js";
+import { concatBytes } from "./text.js";
 export interface Chunks {
   /** The next chunk, or null at the end. Valid until the next call. */
   next(): Promise<Uint8Array | null>;

@@ -1,5 +1,5 @@
 /**
- * The undo journal of one call (lib/run/undo/): the Workspace asks it, before every file write or
+ * The undo journal of one call (applied by lib/run/undo/apply.ts): the Workspace asks it, before every file write or
  * delete, to keep the version about to be replaced, and tells it the version left after. It is
  * the one place before-images are taken, so no tool (and no bash write-back) can forget.
  *
@@ -9,17 +9,17 @@
  * an undo blob under the call's prefix (the same GET, +1 PUT beside the call's write); a file that
  * did not exist costs nothing.
  * Link changes (a symlink made, removed, repointed: docs/symlinks.md) are kept as targets, before
- * and after, told by the one place the links table is written (lib/exec/modes.ts updateModes).
+ * and after, told by the one place the links table is written (lib/layout/modes.ts updateModes).
  * commit() writes one record object per call (per sync request for bash), create-only, under a
  * unique key: no hot key. A call whose last change is a write of known etag (writeBeside) has its
  * record written beside that write instead of after it. Layout:
  * x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
  */
-import { internalPrefix } from "../../workspace/paths.js";
-import { hasLowerRef, type LowerRef } from "../../layers/layered-driver.js";
-import type { StorageDriver } from "../../storage/types.js";
-import { encodeBase64 } from "../../shared/text.js";
-import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./retention.js";
+import { sessionUndoPrefix } from "../layout/paths.js";
+import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
+import type { StorageDriver } from "../storage/types.js";
+import { encodeBase64 } from "../shared/text.js";
+import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./undo-retention.js";
 
 /** The bytes of a version before the call: none (the file did not exist), a pack range, the bytes themselves (base64), or a blob. */
 export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; inline: string } | { etag: string; size: number; blob: string };
@@ -49,8 +49,6 @@ export interface UndoRecord {
   links?: UndoLinkChange[];
 }
 
-export const undoPrefix = (tenant: string, ws: string): string => `${internalPrefix(tenant, ws)}undo/`;
-export const sessionUndoPrefix = (tenant: string, ws: string, session: string): string => `${undoPrefix(tenant, ws)}${session}/`;
 
 /** Newest first in key order: the time counted down, fixed width, plus a random tail. */
 export function newStamp(now = Date.now()): string {
@@ -88,7 +86,7 @@ const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkCha
 export class UndoJournal {
   readonly callId: string;
   readonly prefix: string;
-  /** The session's undo prefix (retention prunes under it: lib/run/undo/retention.ts). */
+  /** The session's undo prefix (retention prunes under it: lib/workspace/undo-retention.ts). */
   readonly sessionPrefix: string;
   /** 1 in this many commits prunes the session; 0: never (AppDeps.undoPruneEvery). */
   pruneEvery = PRUNE_EVERY;
@@ -119,7 +117,7 @@ export class UndoJournal {
     return this.changes.size + this.links.size;
   }
 
-  /** Links the call changed (lib/exec/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
+  /** Links the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
   linked(changes: readonly UndoLinkChange[]): void {
     for (const l of changes) this.links.set(l.path, { path: l.path, before: this.links.get(l.path)?.before ?? l.before, after: l.after });
   }

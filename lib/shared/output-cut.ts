@@ -6,7 +6,7 @@
  * runner (infra/container/output.ts) cuts streams with it; tools cut strings with cutText.
  * Pure: bundles for Workers.
  */
-import { concatBytes } from "../shared/text.js";
+import { concatBytes } from "./text.js";
 
 /** What a cut left out, in terms of the real output. Lines are 1-based, inclusive. */
 export interface OutputCut {
@@ -146,7 +146,7 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 
 /**
  * The note of a cut: what of the real output was left out (bytes and lines), and where the
- * full output is (a saved output's name, with how to read it: lib/exec/output-logs.ts), or `scope` when there is no path.
+ * full output is (a saved output's name, with how to read it: lib/sync/output-logs.ts), or `scope` when there is no path.
  */
 export function describeCut(cut: OutputCut, fullOutput?: string | null, scope = "", hint = ""): string {
   const lines =

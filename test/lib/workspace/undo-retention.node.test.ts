@@ -1,8 +1,9 @@
-/** Undo retention (lib/run/undo/retention.ts) through UndoJournal.commit over real (memory) storage. */
+/** Undo retention (lib/workspace/undo-retention.ts) through UndoJournal.commit over real (memory) storage. */
 import { describe, expect, it } from "vitest";
-import { newStamp, sessionUndoPrefix, UndoJournal } from "../../../../lib/run/undo/journal.js";
-import { RETAIN_CALLS } from "../../../../lib/run/undo/retention.js";
-import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
+import { newStamp, UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import { sessionUndoPrefix } from "../../../lib/layout/paths.js";
+import { RETAIN_CALLS } from "../../../lib/workspace/undo-retention.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 
 type Storage = ReturnType<typeof memoryDriver>;
 

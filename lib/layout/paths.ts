@@ -6,7 +6,6 @@
  * The root is "". `/a/b`, `a/b` and `./a//b/` all give "a/b".
  */
 import { ToolError } from "../shared/errors.js";
-import { checkSessionId } from "./records.js";
 
 /** Longest canonical path, in UTF-8 bytes (S3/R2 keys stop at 1024; the prefix needs room). */
 export const MAX_PATH_BYTES = 768;
@@ -73,6 +72,16 @@ export const isHidden = (path: string): boolean => path.split("/").some((s) => s
 /** Identifiers of tenants and workspaces: lower-case slugs, safe in keys and URLs. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
+/** Session ids (X-Session-Id): they name session records and keys (todos, shells, undo), so they are checked like the ids above. */
+const SESSION_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function checkSessionId(session: string): string {
+  if (!SESSION_PATTERN.test(session)) {
+    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -", { session: session.slice(0, 140) });
+  }
+  return session;
+}
+
 /**
  * Storage key layout; the only place keys are built. Tenant and workspace always come
  * from the authenticated request (never from a body), and are checked against ID_PATTERN.
@@ -118,7 +127,7 @@ export function customToolsKey(tenant: string): string {
 }
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
-/** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/exec/modes.ts). */
+/** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/layout/modes.ts). */
 export const modesKey = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}modes.json`;
 /** Unfinished directory moves: t/<tenant>/w/<ws>/x/moves/<sha-256 of from and to>.json (lib/workspace/move-journal.ts). */
 export const moveJournalPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}moves/`;
@@ -126,7 +135,10 @@ export function moveJournalKey(tenant: string, workspace: string, id: string): s
   if (!/^[0-9a-f]{64}$/.test(id)) throw new ToolError("INTERNAL", "Bad move journal id.");
   return `${moveJournalPrefix(tenant, workspace)}${id}.json`;
 }
-/** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/exec/runs.ts. */
+/** The undo journals of a workspace: x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone (lib/workspace/undo-journal.ts). */
+export const undoPrefix = (tenant: string, ws: string): string => `${internalPrefix(tenant, ws)}undo/`;
+export const sessionUndoPrefix = (tenant: string, ws: string, session: string): string => `${undoPrefix(tenant, ws)}${session}/`;
+/** Run ids (bash runs and background tasks): "r" + 15 hex digits, see lib/sync/run-records.ts. */
 export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
 /** A run's record: t/<tenant>/w/<ws>/x/runs/<run id>/ (claim, result, output chunks, kill flag). */
 export function runPrefix(tenant: string, workspace: string, runId: string): string {
@@ -139,7 +151,7 @@ export const taskKey = (tenant: string, workspace: string, id: string): string =
 
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
-/** Full outputs of cut commands, outside the workspace's files (lib/exec/output-logs.ts): t/<tenant>/w/<ws>/x/outputs/<name>. */
+/** Full outputs of cut commands, outside the workspace's files (lib/sync/output-logs.ts): t/<tenant>/w/<ws>/x/outputs/<name>. */
 export const outputLogsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}outputs/`;
 /** A full output's name: <UTC time to the millisecond>-<run id>.log (sorts by time). */
 export const OUTPUT_LOG_NAME = /^\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;

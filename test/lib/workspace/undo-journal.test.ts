@@ -1,14 +1,14 @@
 /**
- * The undo journal (lib/run/undo/journal.ts): small before-images go into the record, larger ones into
+ * The undo journal (lib/workspace/undo-journal.ts): small before-images go into the record, larger ones into
  * blobs written beside the call's own write (commit() waits for them and tries a failed one once
  * more, refused() waits before deleting); a record written beside the call's last write
  * (writeBeside) is kept, replaced or deleted by what the write did. Memory driver: the rules are
  * the journal's, whatever the storage.
  */
 import { describe, expect, it } from "vitest";
-import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
-import type { PutBody, PutOptions, StorageDriver } from "../../../../lib/storage/types.js";
-import { INLINE_BYTES, UndoJournal, type UndoRecord } from "../../../../lib/run/undo/journal.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import type { PutBody, PutOptions, StorageDriver } from "../../../lib/storage/types.js";
+import { INLINE_BYTES, UndoJournal, type UndoRecord } from "../../../lib/workspace/undo-journal.js";
 
 /** The memory driver, with blob PUTs that can be held open or made to fail. */
 function steeredStorage() {

@@ -30,7 +30,7 @@ import {
   workspaceMetaKey,
   workspaceOfMetaKey,
   workspacePrefix,
-} from "../../../lib/workspace/paths.js";
+} from "../../../lib/layout/paths.js";
 import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
@@ -417,17 +417,17 @@ describe("keys are built in one place", () => {
 
   it("no other source file spells the key layout", () => {
     // Vite inlines the sources at build time (workerd has no filesystem to scan).
-    const sources = import.meta.glob(["../../lib/**/*.ts", "../../functions/**/*.ts", "../../infra/**/*.ts"], { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+    const sources = import.meta.glob(["../../../lib/**/*.ts", "../../../functions/**/*.ts", "../../../infra/**/*.ts"], { query: "?raw", import: "default", eager: true }) as Record<string, string>;
     const files = Object.keys(sources);
     expect(files.length).toBeGreaterThan(10);
-    expect(files.some((f) => f.endsWith("/lib/paths.ts"))).toBe(true);
+    expect(files.some((f) => f.endsWith("/lib/layout/paths.ts"))).toBe(true);
     const layout = /`t\/\$\{|["'`]t\/["'`]|\/w\/\$\{|\/f\/`/;
     for (const [file, text] of Object.entries(sources)) {
-      if (file.endsWith("/lib/paths.ts")) {
+      if (file.endsWith("/lib/layout/paths.ts")) {
         expect(layout.test(text)).toBe(true);
         continue;
       }
-      expect(layout.test(text), `${file} builds a storage key by hand; use lib/workspace/paths.ts`).toBe(false);
+      expect(layout.test(text), `${file} builds a storage key by hand; use lib/layout/paths.ts`).toBe(false);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cutText, describeCut, HeadTail, joinCut } from "../../../lib/contract/output-cut.js";
+import { cutText, describeCut, HeadTail, joinCut } from "../../../lib/shared/output-cut.js";
 import { truncateMiddle, MAX_OUTPUT_CHARS } from "../../../lib/contract/tool.js";
 
 const enc = new TextEncoder();

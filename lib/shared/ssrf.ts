@@ -9,7 +9,11 @@
  * (mapped, compatible, NAT64, 6to4) when that address is refused. IPv4 literals are parsed the way
  * WHATWG URL does (decimal 2130706433, octal 0177.0.0.1, hex 0x7f.1, short 127.1).
  */
-import { ToolError } from "../../shared/errors.js";
+import type { LookupAddress } from "node:dns";
+import { ToolError } from "./errors.js";
+
+/** Every address of a host name (the system's resolver in Node: lib/tools/web/node-fetcher.ts; the runner's egress proxy: infra/container/egress-rules.ts). */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 /** What the guard is checking a URL for, named in its refusals. */
 export type GuardSubject = "web_fetch" | "webhook" | "model_endpoint";

@@ -1,0 +1,50 @@
+/**
+ * What the runner reads of a tree entry: whether its name is one the workspace can hold, the
+ * fingerprint of its stat (a change shows in it), its execute bit. Pure.
+ */
+import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, normalizePath } from "../../lib/layout/paths.js";
+
+/**
+ * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
+ * return it unchanged) iff every segment is non-empty, not only dots, at most MAX_SEGMENT_BYTES,
+ * the whole at most MAX_PATH_BYTES, with no control character and no backslash (NFC changes no
+ * ASCII). null for a path with a non-ASCII character: that one takes the full check.
+ */
+function asciiName(rel: string): boolean | null {
+  const n = rel.length;
+  // UTF-8 never takes fewer bytes than UTF-16 code units: longer is too long in any encoding.
+  if (n === 0 || n > MAX_PATH_BYTES) return false;
+  let seg = 0;
+  let dots = true;
+  for (let i = 0; i < n; i++) {
+    const c = rel.charCodeAt(i);
+    if (c === 0x2f) {
+      if (seg === 0 || dots) return false;
+      seg = 0;
+      dots = true;
+      continue;
+    }
+    if (c >= 0x80) return null;
+    if (c < 0x20 || c === 0x7f || c === 0x5c) return false;
+    if (c !== 0x2e) dots = false;
+    if (++seg > MAX_SEGMENT_BYTES) return false;
+  }
+  return !dots;
+}
+
+/** A path the workspace can hold as it is (canonical). ASCII paths skip the full check. */
+export const isValidName = (rel: string): boolean => {
+  const ascii = asciiName(rel);
+  if (ascii !== null) return ascii;
+  try {
+    return normalizePath(rel) === rel && rel !== "";
+  } catch {
+    return false;
+  }
+};
+
+export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
+  `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+
+/** Whether a mode has the owner's execute bit (what git and the exec list record). */
+export const isExec = (mode: bigint | number): boolean => (typeof mode === "number" ? (mode & 0o100) !== 0 : (mode & 0o100n) !== 0n);

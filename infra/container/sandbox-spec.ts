@@ -1,0 +1,42 @@
+/**
+ * What a run asks of a sandbox, and how it ended: the one shape every sandbox (bwrap: sandbox.ts;
+ * the per-tenant process sandbox: sandbox-process.ts) takes and gives, and supervise.ts runs to its end.
+ */
+import type { RunLimits } from "../../lib/exec/types.js";
+
+export interface SandboxSpec {
+  /** Host directory bound read-write at /workspace. */
+  tree: string;
+  /** Working directory below /workspace (canonical workspace path). */
+  cwd: string;
+  command: string;
+  env: Record<string, string>;
+  /** Files the command's HOME starts with (relative path → text; writable copies): git's config and excludes. */
+  home?: { path: string; text: string }[];
+  stdin?: string;
+  /** Reach the internet through the egress proxy (public addresses only); false: no network at all. */
+  network: boolean;
+  /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
+  apiUrl?: string;
+  limits: RunLimits;
+  timeoutMs: number;
+  /**
+   * The command starts once this resolves true; meanwhile the sandbox is set up (bubblewrap's
+   * namespaces and mounts), so that cost overlaps whatever the caller still does (the manifest,
+   * the claim). false or a rejection: the command never starts and the run ends as killed. The
+   * timeout and durationMs count from the start. The working directory need not exist before.
+   */
+  gate?: Promise<boolean>;
+  signal?: AbortSignal;
+  /** A host directory the command may write (its shell's saved state, shell-state.ts), seen at `shellPath(dir)`. */
+  shellDir?: string;
+  onStdout(chunk: Buffer): void;
+  onStderr(chunk: Buffer): void;
+}
+
+export interface SandboxExit {
+  exitCode: number | null;
+  timedOut: boolean;
+  killed: boolean;
+  durationMs: number;
+}

@@ -1,0 +1,41 @@
+/**
+ * What the executors take of a tool call (a ToolContext, lib/contract/tool.ts, is one), declared
+ * here because the executors sit below the tool contract: the app's pieces a run needs, the
+ * workspace and its undo journal's call, the key's scopes, and where output streams.
+ */
+import type { KeyValueStore, StorageDriver } from "../storage/types.js";
+import type { IsolateCache } from "../shared/isolate-cache.js";
+import type { Executor, RunLimits } from "./types.js";
+
+/** The app's pieces a run uses (AppDeps, lib/api/deps.ts, has them). */
+export interface ExecDeps {
+  storage: StorageDriver;
+  kv: KeyValueStore;
+  executor?: Executor;
+  /** Signs the run's sync token; with syncUrl, where the runner reaches the sync API. */
+  syncSecret?: string;
+  syncUrl?: string;
+  runLimits?: Partial<RunLimits>;
+  /** The isolate's cache of tenant settings (guard rails, git identity), read for a few seconds. */
+  policies?: IsolateCache;
+}
+
+/** A piece of a run's output as it streams to the caller. */
+export interface OutputEvent {
+  kind: "output";
+  /** "merged": stdout and stderr in arrival order. */
+  stream: "stdout" | "stderr" | "merged";
+  text: string;
+}
+
+/** The call a command runs for. */
+export interface ExecCall {
+  deps: ExecDeps;
+  /** The workspace; its undo journal names the call the run's write-back is journaled under. */
+  ws: { readonly tenant: string; readonly id: string; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
+  session: string;
+  auth: { scopes: readonly string[] };
+  signal?: AbortSignal;
+  progress?: (event: OutputEvent) => void;
+  waitUntil?: (p: Promise<unknown>) => void;
+}

@@ -1,0 +1,23 @@
+/** A workspace's record as storage holds it (t/<tenant>/w/<ws>/meta.json: paths.ts workspaceMetaKey). Declarations only. */
+
+/** The presets a tool list may name; their tools: lib/run/toolset.ts PRESETS. */
+export type PresetName = "coding" | "readonly" | "web" | "all" | "none";
+/** A stored tool list (a workspace's, a key's): a preset name, or tool names (and preset names, whose tools join). Absent: all. */
+export type ToolList = PresetName | string[];
+
+export interface WorkspaceMeta {
+  id: string;
+  name: string;
+  created_at: string;
+  /** The lower layer: a manifest id (lib/layers/), or absent/null for a plain workspace. */
+  base?: string | null;
+  /** Bumped by every switch of `base` (import, checkpoint, restore); writes over the lower layer re-check it. */
+  seq?: number;
+  /** The tools calls on this workspace may use (lib/run/toolset.ts): a preset or names; absent: all. Set at creation. */
+  tools?: ToolList;
+  /**
+   * The workspace's whiteout mark (lib/layers/whiteout.ts): what makes a deletion's body one no
+   * tenant can write. Never shown to a tenant (publicMeta). Absent in records made before it.
+   */
+  whiteout?: string;
+}

@@ -1,0 +1,106 @@
+/**
+ * Run records: what makes a run happen once across execution environments, and what lets
+ * background tasks work where a runner cannot outlive its invocation (AWS Lambda). One record
+ * per run, under the workspace's private prefix (never visible to the tools):
+ *
+ *   x/runs/<run id>/task.json    API     a background task was started (its deadline)
+ *                   claim.json   runner  the run is taken (If-None-Match: *): RunClaim
+ *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
+ *                   result.json  runner  the final ExecResponse (created once)
+ *                   kill         API     kill_shell's flag; the runner checks it about every second
+ *                   cursor.json  API     the last chunk bash_output handed out
+ *
+ * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
+ * the claim wherever it lands. The runner reaches its record only through the sync API
+ * (lib/sync/runs.ts; the run is fixed by its token); the API reads and writes it directly
+ * (lib/exec/: runForeground in runs.ts; startTask, pollTask, killTask in tasks.ts). A foreground run's record is deleted once the
+ * API has its answer; a background task's (a few small objects, its output chunks are deleted
+ * as bash_output hands them out) is deleted by the housekeeping of a later task start, 24 h
+ * after it ended (housekeepRuns). Bundles for Workers.
+ */
+import { ToolError } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { runPrefix } from "../layout/paths.js";
+import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { readJson } from "../storage/json.js";
+import type { ExecResponse, RunClaim, RunRecordClient } from "./types.js";
+
+/** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
+export const RUN_MARGIN_MS = 15 * 60 * 1000;
+export const JSON_TYPE = "application/json";
+
+/** The run id of a call: "r" + 15 hex digits of SHA-256(tenant, workspace, key). Same as infra/container/runner.ts runIdOf. */
+export async function runIdFor(tenant: string, workspace: string, idempotencyKey: string): Promise<string> {
+  return "r" + (await sha256Hex(`${tenant}\0${workspace}\0${idempotencyKey}`)).slice(0, 15);
+}
+
+export interface TaskMarker {
+  task_id: string;
+  created_at: number;
+  deadline: number;
+  /** The starting call's undo id: the task's write-back is journaled under it (lib/sync/journal.ts). */
+  call_id?: string;
+}
+
+/** The objects of one run's record under its prefix (runPrefix). */
+export const keysOf = (prefix: string) => ({
+  task: `${prefix}task.json`,
+  claim: `${prefix}claim.json`,
+  result: `${prefix}result.json`,
+  kill: `${prefix}kill`,
+  cursor: `${prefix}cursor.json`,
+  out: `${prefix}out/`,
+});
+export type RunKeys = ReturnType<typeof keysOf>;
+
+
+
+/** Create-only write; false when the object already exists. */
+export async function createOnly(driver: StorageDriver, key: string, body: string, contentType = JSON_TYPE): Promise<boolean> {
+  try {
+    await driver.put(key, body, { ifNoneMatch: "*", contentType });
+    return true;
+  } catch (e) {
+    if (isConditionFailed(e)) return false;
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------- the runner's side
+
+/**
+ * A run's record over a StorageDriver: what the sync routes serve (with the run and deadline
+ * taken from the token) and what in-process runners use in tests.
+ */
+export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): RunRecordClient {
+  let at: Promise<{ runId: string; k: RunKeys }> | null = null;
+  const record = () => (at ??= runIdFor(tenant, workspace, idempotencyKey).then((runId) => ({ runId, k: keysOf(runPrefix(tenant, workspace, runId)) })));
+  const state = async () => {
+    const { k } = await record();
+    const [claim, result] = await Promise.all([readJson<RunClaim>(driver, k.claim), readJson<ExecResponse>(driver, k.result)]);
+    return { claim: claim?.value ?? null, result: result?.value ?? null };
+  };
+  const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
+  return {
+    async claim({ task }) {
+      const { runId, k } = await record();
+      const claim: RunClaim = { run_id: runId, task, started_at: Date.now(), deadline };
+      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return { claimed: true, kill: task && (await killRequested()) }; // only tasks can be killed
+      return { claimed: false, ...(await state()) };
+    },
+    state,
+    async output(seq, text) {
+      if (!Number.isInteger(seq) || seq < 1 || seq > 99_999_999) throw new ToolError("INVALID_ARGUMENT", "Output chunk numbers run from 1 to 99999999.");
+      await createOnly(driver, `${(await record()).k.out}${String(seq).padStart(8, "0")}`, text, "text/plain; charset=utf-8");
+      return { kill: await killRequested() };
+    },
+    killRequested,
+    async finish(res) {
+      await createOnly(driver, (await record()).k.result, JSON.stringify(res));
+    },
+    async release() {
+      const { k } = await record();
+      if (!(await driver.head(k.result))) await driver.delete(k.claim);
+    },
+  };
+}

@@ -1,0 +1,21 @@
+/** What the sync server (server.ts, put-server.ts, stage-server.ts) is given by the app that mounts it. */
+import type { KeyValueStore, StorageDriver } from "../storage/types.js";
+import type { WorkspaceListener } from "../workspace/workspace.js";
+import type { ManifestCache } from "../layers/manifest.js";
+
+export interface SyncServerDeps {
+  driver: StorageDriver;
+  /** Lower layers' manifests (lib/layers/): the runner sees the merged view, like every reader. */
+  manifests?: ManifestCache;
+  kv: KeyValueStore;
+  /** HMAC secret shared with whoever mints tokens (the API itself). */
+  secret: string;
+  /** Raw storage for undo records and blobs (the batch routes get `driver` as the merged view). Default: driver. */
+  storage?: StorageDriver;
+  /** Told about every write-back, like any other write (search indexes). */
+  listeners?: WorkspaceListener[];
+  /** Seal a large upper layer before a run's manifest is answered (lib/layers/auto-seal.ts). Default: true. */
+  autoSeal?: boolean;
+  /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
+  background?: (p: Promise<unknown>) => void;
+}
