@@ -10,11 +10,8 @@ import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../workspace/pat
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../run/toolset.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
+import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 
-/** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
-export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
-export type Scope = (typeof SCOPES)[number];
-export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 export const KEY_PREFIX = "tsk_";
 
 /**
@@ -39,14 +36,6 @@ export interface ApiKeyRecord {
   /** The tools this key may use (lib/run/toolset.ts): a preset or names; absent: all. */
   tools?: ToolList;
   created_at: string;
-}
-
-export interface AuthInfo {
-  tenant: string;
-  key_id: string;
-  scopes: Scope[];
-  /** The key's tool list (absent: all); lib/run/toolset.ts applies it. */
-  tools?: ToolList;
 }
 
 const hashKey = (hash: string) => `apikey/${hash}`;

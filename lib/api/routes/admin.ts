@@ -1,7 +1,8 @@
 /** Admin API (bearer TOOLSHED_ADMIN_TOKEN): tenants and their API keys. */
 import { createRoute, z } from "@hono/zod-openapi";
 import { parseJsonBody } from "../http.js";
-import { createApiKey, createTenant, getTenant, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey, SCOPES } from "../auth/keys.js";
+import { createApiKey, createTenant, getTenant, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey } from "../auth/keys.js";
+import { SCOPES } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";

@@ -23,7 +23,9 @@ import { readModes, updateModes } from "../../exec/modes.js";
 import type { ModesDelta } from "../../sync/types.js";
 import { parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+import { layerDeps } from "../../run/run-tool.js";
+import { openWorkspace } from "../../layers/open.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */

@@ -20,7 +20,7 @@ import { startEarly } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
 import { closestName } from "../../shared/suggest.js";
 import { authenticateTenant } from "../auth/middleware.js";
-import { exportTools, TOOL_FORMATS } from "../../doors/formats.js";
+import { exportTools, TOOL_FORMATS } from "../../contract/formats.js";
 import { executeTool, openWorkspace as openToolWorkspace } from "../../run/run-tool.js";
 import { readMeta } from "../../layers/open.js";
 import { toolRefusal, usableTools } from "../../run/toolset.js";
@@ -191,7 +191,7 @@ async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStora
       const pendingId = c.req.header("x-pending-id");
       const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
-      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
+      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, call, c.get("json"), tool, ctx);
       const result = await executeTool(tool, c.get("json"), ctx);
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
 }
@@ -256,7 +256,7 @@ export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
 
 /**
  * GET /v1/tools: every tool's definition, as the model sees it; ?format=openai|anthropic|mcp gives
- * the provider's own shape (lib/doors/formats.ts). Public: without a key it lists every tool; with a
+ * the provider's own shape (lib/contract/formats.ts). Public: without a key it lists every tool; with a
  * valid API key (Authorization: Bearer) only the tools that key may use. Being public, it refuses no
  * credential: one that is not a valid key (the admin token, a typo) lists every tool.
  */

@@ -19,7 +19,7 @@ import { parsePatch } from "../../tools/patch/parse.js";
 import { baseName, joinPath, normalizeFilePath, normalizePath } from "../../workspace/paths.js";
 import type { ToolContext } from "../../contract/tool.js";
 import { readLinks, statWithLinks } from "../../workspace/links.js";
-import type { DESTRUCTIVE_TOOLS } from "./gate-policy.js";
+import type { DESTRUCTIVE_TOOLS } from "../../tools/pending/gate-policy.js";
 
 export interface DestructiveVerdict {
   /** The rule's id: delete-recursive, move-overwrite, copy-overwrite, patch-delete, or bash's guard rule (rm-recursive, git-reset-hard, ...). */
