@@ -1,11 +1,11 @@
 /**
- * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp, the same API key as `Authorization:
- * Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
+ * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp (its route: lib/api/routes/mcp.ts), the same
+ * API key as `Authorization: Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
  * which runs on Workers and Lambda alike); stateless: a server and a transport per request, no
  * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
  * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
  *
- *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
+ *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (lib/contract/formats.ts mcpTool)
  *   tools/call  runTool (lib/run/run-tool.ts), the path every door takes: scope, arguments, the tool,
  *               the output cut, one usage record. A tool's error is an `isError: true` result
  *               naming its code, never a protocol error. A call that changed files carries its

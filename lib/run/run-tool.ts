@@ -9,7 +9,6 @@ import { toToolError } from "../contract/errors.js";
 import { emitUsage } from "./metering/usage.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
-
 import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaRecord } from "../layers/open.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type SubCalls, type Tool, type ToolContext, type ToolOutcome, type Usage } from "../contract/tool.js";
@@ -47,7 +46,6 @@ export interface CallScope {
   /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/api/routes/known-workspace.ts). */
   filesStorage?: (s: StorageDriver) => StorageDriver;
 }
-
 
 /** A call's context on the run path: the tools' context with the run path's deps. */
 export type RunContext = ToolContext<RunDeps>;
