@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { outcomeOrThrow } from "../lib/run/pending/outcome.js";
-import { createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitForAnswer, waitingError } from "../lib/run/pending/store.js";
+import { outcomeOrThrow } from "../lib/tools/pending/outcome.js";
+import { createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitForAnswer, waitingError } from "../lib/tools/pending/store.js";
 import { defineTool } from "../lib/contract/tool.js";
 
 /** How long a question put to an MCP client holds the call for the answer (deps.pending.askWaitMs). */

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { heldCallResult } from "../lib/run/pending/outcome.js";
-import { MAX_PENDING_WAIT_S, waitForAnswer } from "../lib/run/pending/store.js";
+import { heldCallResult } from "../lib/tools/pending/outcome.js";
+import { MAX_PENDING_WAIT_S, waitForAnswer } from "../lib/tools/pending/store.js";
 import { defineTool } from "../lib/contract/tool.js";
 
 const description = `Get the outcome of a call that waited for a human: an ask_user question, or a call held for approval (answered NEEDS_INPUT / NEEDS_APPROVAL with a pending_id). Nothing runs again.

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError, isToolError } from "../lib/shared/errors.js";
-import { toToolError } from "../lib/api/http.js";
-import { defineTool } from "../lib/contract/tool.js";
-import { runSubagent } from "../lib/tools/task/loop.js";
+import { toToolError } from "../lib/contract/errors.js";
+import { defineTool, type ToolContext } from "../lib/contract/tool.js";
+import { runSubagent, type TaskToolDeps } from "../lib/tools/task/loop.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
 import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/tools/task/records.js";
 import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
@@ -30,7 +30,7 @@ export default defineTool({
     description: z.string().max(200).optional().describe("A short title of the task (3-5 words)"),
     background: z.boolean().optional().describe("Return a task_id at once and run on (default: false)"),
   }),
-  async execute(args, ctx) {
+  async execute(args, ctx: ToolContext<TaskToolDeps>) {
     const cfg = await loadModelConfig(ctx.deps.kv, ctx.auth.tenant);
     if (!cfg) {
       throw new ToolError("LLM_ASSIST_REQUIRED", `This tenant has no model endpoint for subagents, so Toolshed cannot run this task. Run the prompt (details.prompt) with your own agent, or ask an admin to configure PUT /v1/admin/tenants/${ctx.auth.tenant}/model.`, { prompt: args.prompt, ...(args.description ? { description: args.description } : {}) });

@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { sizeText, statusReporter } from "../lib/contract/progress.js";
-import { defineTool, MAX_OUTPUT_CHARS } from "../lib/contract/tool.js";
+import { defineTool, MAX_OUTPUT_CHARS, type ToolContext } from "../lib/contract/tool.js";
+import type { WebToolDeps } from "../lib/tools/web/deps.js";
 import { classify, binaryError, convert, cutHead, HTML_READ_CAP, mediaType, remoteError, type Format } from "../lib/tools/web/content.js";
 import { guardedFetch, readBounded, timeoutError } from "../lib/tools/web/fetch.js";
 import { webAccess } from "../lib/tools/web/transport.js";
@@ -43,7 +44,7 @@ export default defineTool({
     headers: z.record(z.string().max(256), z.string().max(8192)).optional().describe("Extra request headers"),
     body: z.string().max(1_048_576).optional().describe("Request body, for POST"),
   }),
-  async execute(args, ctx) {
+  async execute(args, ctx: ToolContext<WebToolDeps>) {
     const { deps, auth, signal } = ctx;
     const format: Format = args.format ?? "markdown";
     const maxBytes = args.max_bytes ?? DEFAULT_MAX_BYTES;

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
-import { defineTool } from "../lib/contract/tool.js";
+import { defineTool, type ToolContext } from "../lib/contract/tool.js";
+import type { WebToolDeps } from "../lib/tools/web/deps.js";
 import { SEARCH_SETUP_HINT } from "../lib/tools/web/search/from-env.js";
 import type { SearchResult } from "../lib/tools/web/search/types.js";
 import { DomainList, loadTenantPolicy, matchesAny } from "../lib/tools/web/policy.js";
@@ -39,7 +40,7 @@ export default defineTool({
     allowed_domains: DomainList.optional().describe("Only results from these domains (and subdomains)"),
     blocked_domains: DomainList.optional().describe("No results from these domains"),
   }),
-  async execute(args, { deps, auth, signal }) {
+  async execute(args, { deps, auth, signal }: ToolContext<WebToolDeps>) {
     const provider = deps.search;
     if (!provider) throw new ToolError("UNAVAILABLE", `web_search is not configured on this deployment. ${SEARCH_SETUP_HINT}`, { setup: SEARCH_SETUP_HINT });
     const max = args.max_results ?? DEFAULT_RESULTS;

@@ -4,7 +4,7 @@
  * Every route declares its access (routes/access.ts); the app refuses to start with one that does not.
  */
 import { createAuthBackoff } from "./auth/backoff.js";
-import type { AuthInfo } from "./auth/keys.js";
+import type { AuthInfo } from "../contract/caller.js";
 import { KNOWN_RECORDS_TTL_MS, type FileRecord } from "../workspace/records.js";
 import { forgetOnWrite } from "./routes/known-workspace.js";
 import type { MetaRecord } from "../layers/open.js";
@@ -29,15 +29,15 @@ import { gcApp } from "./routes/gc.js";
 import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
-import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
+import { toolApp, unknownToolApp } from "./routes/tools.js";
+import { catalogApp } from "./routes/tool-catalog.js";
 import { compatApp } from "./routes/compat.js";
 import { customToolsApp } from "./routes/custom-tools.js";
-import { mcpApp } from "../doors/mcp.js";
+import { mcpApp } from "./routes/mcp.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
 import type { Tool } from "../contract/tool.js";
-
-export const API_VERSION = "0.1.0";
+import { API_VERSION } from "../run/version.js";
 
 const OPENAPI_INFO = {
   title: "Toolshed",

@@ -2,9 +2,10 @@
 import type { MetaRecord } from "../layers/open.js";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { ZodError, type ZodType } from "zod";
-import { ToolError, isToolError } from "../shared/errors.js";
-import type { AuthInfo } from "./auth/keys.js";
+import type { ZodError, ZodType } from "zod";
+import { ToolError } from "../shared/errors.js";
+import { formatZodError, toToolError } from "../contract/errors.js";
+import type { AuthInfo } from "../contract/caller.js";
 import type { CallMeter } from "../run/metering/usage.js";
 import type { EarlyCall } from "../workspace/early.js";
 
@@ -41,68 +42,24 @@ export function errorResponse(c: Context<AppEnv>, e: ToolError) {
   );
 }
 
-/** Any thrown value → the error envelope. Unknown errors are INTERNAL and never leak their message. */
-export function toToolError(err: unknown): ToolError {
-  if (isToolError(err)) return err;
-  if (err instanceof ZodError) {
-    const { message, issues } = formatZodError(err);
-    return new ToolError("INVALID_ARGUMENT", message, { issues });
-  }
+/**
+ * Any thrown value → the error envelope: hono's HTTP exceptions (body too large, not JSON, no key)
+ * in the registry's codes, everything else as every door reads it (lib/contract/errors.ts).
+ */
+function requestError(err: unknown): ToolError {
   if (err instanceof HTTPException) {
     if (err.status === 401) return new ToolError("UNAUTHORIZED", "Missing or invalid API key. Send 'Authorization: Bearer <api key>'.");
     if (err.status === 413) return new ToolError("PAYLOAD_TOO_LARGE", err.message || "Request body too large.");
     if (err.status === 415) return new ToolError("INVALID_ARGUMENT", "Send the arguments as a JSON body with 'Content-Type: application/json'.", { status: 415 });
     return new ToolError("INVALID_ARGUMENT", err.message || "Bad request.", { status: err.status });
   }
-  return new ToolError("INTERNAL", "Internal error. Retry; if it persists, report it with the request id.", {});
+  return toToolError(err);
 }
 
 export function onError(err: unknown, c: Context<AppEnv>) {
-  const e = toToolError(err);
+  const e = requestError(err);
   if (e.code === "INTERNAL") console.error("internal error", err instanceof Error ? err.stack ?? err.message : String(err));
   return errorResponse(c, e);
-}
-
-/** Where a route's validated value came from (hono's validation targets), in the words a message uses. */
-const PLACES: Record<string, string> = { query: "query parameter", param: "path parameter", header: "header", json: "field", form: "form field", cookie: "cookie" };
-const KINDS: Record<string, string> = { string: "a string", number: "a number", int: "an integer", boolean: "true or false", object: "an object", array: "an array" };
-
-const valueAt = (input: unknown, path: readonly PropertyKey[]) => path.reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<PropertyKey, unknown>)[k] : undefined), input);
-
-function shown(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v);
-  if (v === null || typeof v === "number" || typeof v === "boolean") return String(v);
-  return Array.isArray(v) ? "an array" : `a${typeof v === "object" ? "n" : ""} ${typeof v}`;
-}
-
-/** One issue in plain words, naming the parameter and where it goes: "Missing required query parameter 'from'". */
-function plainIssue(i: ZodError["issues"][number], place: string, input: unknown): string {
-  const path = i.path.map(String).join(".");
-  const name = path ? `${place} '${path}'` : place === "field" ? "the JSON body" : `the ${place}s`;
-  const Name = name[0]!.toUpperCase() + name.slice(1);
-  const value = valueAt(input, i.path);
-  if (i.code === "invalid_type") {
-    if (value === undefined) return path ? `Missing required ${name}` : `Missing ${name}`;
-    return `${Name} must be ${KINDS[i.expected] ?? i.expected}, got ${shown(value)}`;
-  }
-  if (i.code === "invalid_value") return `${Name} must be one of ${i.values.map((v) => JSON.stringify(v)).join(", ")}, got ${shown(value)}`;
-  if (i.code === "unrecognized_keys") return `Unknown ${place}${i.keys.length > 1 ? "s" : ""} ${i.keys.map((k) => `'${path ? `${path}.` : ""}${k}'`).join(", ")}`;
-  return `${Name}: ${i.message}`;
-}
-
-/**
- * zod's issues as a message. `where` (a route's validation target and the raw value it checked)
- * gives plain words for every route: "Missing required query parameter 'from'", "Field 'limit'
- * must be a number, got "ten"". Without it: "path: zod's message".
- */
-export function formatZodError(error: ZodError, where?: { target: string; input: unknown }): { message: string; issues: { path: string; message: string }[] } {
-  if (!where) {
-    const issues = error.issues.map((i) => ({ path: i.path.join(".") || "(body)", message: i.message }));
-    return { message: `Invalid arguments: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}.`, issues };
-  }
-  const place = PLACES[where.target] ?? where.target;
-  const issues = error.issues.map((i) => ({ path: i.path.join(".") || "(body)", message: plainIssue(i, place, where.input) }));
-  return { message: `${issues.map((i) => i.message).join("; ")}. Fix the request and retry; GET /openapi.json describes every route's parameters.`, issues };
 }
 
 /** A JSON body a handler validates itself (one the validator skips without a JSON content type): the hook's words. */

@@ -11,10 +11,9 @@
  * mean from then on; a stage whose counts have no meaningful total leaves `done` out of its events
  * (describe decides), so the `done` a client sees never goes backwards.
  */
-import type { AppDeps } from "../api/deps.js";
-import type { ProgressEvent, ToolContext } from "./tool.js";
+import type { ProgressEvent, ToolContext, ToolDeps } from "./tool.js";
 
-/** At most one status event per this many milliseconds (AppDeps.progress.intervalMs overrides it; tests set 0). */
+/** At most one status event per this many milliseconds (deps.progress.intervalMs overrides it; tests set 0). */
 export const PROGRESS_INTERVAL_MS = 250;
 
 export type Status = Omit<Extract<ProgressEvent, { kind: "status" }>, "kind">;
@@ -37,7 +36,7 @@ export interface ReporterOptions {
 }
 
 /** A throttled reporter over the call's ctx.progress, or undefined when nobody listens. */
-export function statusReporter(ctx: { progress?: ToolContext["progress"]; deps?: Pick<AppDeps, "progress"> }, describe: Describe, opts: ReporterOptions = {}): StatusReporter | undefined {
+export function statusReporter(ctx: { progress?: ToolContext["progress"]; deps?: Pick<ToolDeps, "progress"> }, describe: Describe, opts: ReporterOptions = {}): StatusReporter | undefined {
   const emit = ctx.progress;
   if (!emit) return undefined;
   const interval = opts.intervalMs ?? ctx.deps?.progress?.intervalMs ?? PROGRESS_INTERVAL_MS;

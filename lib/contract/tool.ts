@@ -5,20 +5,56 @@
  */
 import { z } from "@hono/zod-openapi";
 import { argumentParser } from "./tool-args.js";
-import type { AuthInfo, Scope } from "../api/auth/keys.js";
-import type { AppDeps } from "../api/deps.js";
+import type { AuthInfo, Scope } from "./caller.js";
 import { cutText } from "../shared/output-cut.js";
 import { ApprovalInfo } from "./tool-output.js";
-import type { Workspace } from "../workspace/workspace.js";
+import type { Workspace, WorkspaceListener } from "../workspace/workspace.js";
+import type { Executor, RunLimits } from "../exec/types.js";
+import type { SearchLimits } from "../search/cpu-budget.js";
+import type { SegmentCache } from "../search/segment-cache.js";
+import type { IsolateCache } from "../shared/isolate-cache.js";
+import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 
 export type Permission = Scope;
 export type Category = "file" | "search" | "execute" | "planning" | "web";
 
-export interface ToolContext {
+/**
+ * What tools read of the app's wiring (AppDeps, lib/api/deps.ts, extends it and says what each
+ * field holds). A tool that reads more declares it in its own folder, extending this, and types its
+ * context ToolContext<ThoseDeps> (web: lib/tools/web/deps.ts); the run path's deps (lib/run/deps.ts) carry them all.
+ */
+export interface ToolDeps {
+  storage: StorageDriver;
+  kv: KeyValueStore;
+  /** Tenant settings per isolate for a few seconds (lib/shared/isolate-cache.ts): the policy (keyed by tenant), a command's guard rails and git identity (keyed by their KV key); createApp makes one when absent. */
+  policies?: IsolateCache;
+  /** Runs bash / run_code; without it those tools answer UNAVAILABLE. */
+  executor?: Executor;
+  /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
+  syncSecret?: string;
+  /** This API's base URL as the runner reaches it (for /v1/sync). */
+  syncUrl?: string;
+  /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
+  runLimits?: Partial<RunLimits>;
+  /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */
+  searchLimits?: Partial<SearchLimits>;
+  /** Index segment bytes grep read, per isolate (immutable; lib/search/segment-cache.ts); createApp makes one when absent. */
+  segmentCache?: SegmentCache;
+  /** Status progress (grep, glob, find, web_fetch: lib/contract/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
+  progress?: { intervalMs?: number };
+  /**
+   * Pending calls (ask_user, the approval gate): how long one waits (default 24 h) and the clock (tests);
+   * askWaitMs: how long an ask_user call put to an MCP client (elicitation) holds its request for the
+   * answer before it answers NEEDS_INPUT (default 45 s, under the SDK client's 60 s request timeout).
+   */
+  pending?: { ttlMs?: number; now?: () => number; askWaitMs?: number };
+}
+
+export interface ToolContext<D extends ToolDeps = ToolDeps> {
   ws: Workspace;
   session: string;
   auth: AuthInfo;
-  deps: AppDeps;
+  deps: D;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
   /**
@@ -38,6 +74,41 @@ export interface ToolContext {
   askHuman?: (q: HumanQuestion) => Promise<void>;
   /** Keeps work going after the response (Workers: executionCtx.waitUntil); absent in Node, where it just continues. */
   waitUntil?: (p: Promise<unknown>) => void;
+  /** Tool calls of this call's own, made as its caller (the task tool's subagent); the run path provides it (lib/run/run-tool.ts). */
+  subcalls?: SubCalls;
+}
+
+/**
+ * The run path, as a tool may use it to make calls of its own on its caller's behalf: the same
+ * tools the caller may use, each call run as a direct one (allowed tools, approval gate, undo
+ * journal, usage record). A tool never imports the run path; it gets this in its context.
+ */
+export interface SubCalls {
+  /** The tools the caller may use on this workspace (the key's scopes and tool list, the workspace's). */
+  usable(): Tool[];
+  /**
+   * Runs one call in a Workspace of its own over the caller's files: its own undo journal in the
+   * caller's session, stamped `stampMs` (so calls keep their order), its file changes told to
+   * `listener` too. Aborted by `signal` (absent: runs on). Throws the call's error.
+   */
+  run(tool: Tool, args: unknown, opts: { stampMs: number; listener: WorkspaceListener; signal?: AbortSignal }): Promise<ToolOutcome>;
+}
+
+export interface Usage {
+  ms: number;
+  bytes_read: number;
+  bytes_written: number;
+}
+
+/** A tool's successful result, as every door shapes it. */
+export interface ToolOutcome {
+  tool: string;
+  title: string;
+  output: string;
+  data: Record<string, unknown>;
+  /** The call's undo id, when it changed files (POST /v1/workspaces/{ws}/undo). */
+  call_id?: string;
+  usage: Usage;
 }
 
 /** An ask_user question as a door shows it to the human: its pending call, the text, the choices. */

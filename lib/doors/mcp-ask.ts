@@ -10,7 +10,7 @@
  *      no session id otherwise, as before.
  *   2. tools/call ask_user from such a client: answered as SSE; ask_user stores its pending call
  *      (channel "elicitation"), this door sends elicitation/create with the JSON-RPC id
- *      "toolshed-ask:<pending_id>", and ask_user waits for the answer in the store (lib/run/pending/store.ts waitForAnswer).
+ *      "toolshed-ask:<pending_id>", and ask_user waits for the answer in the store (lib/tools/pending/store.ts waitForAnswer).
  *   3. The client's response POST, whatever isolate takes it: its id names the pending call; the
  *      answer is taken once (answerPending: a conditional write) when the call is this key's, put
  *      to a client, still waiting. accept → the answer; decline / cancel → DENIED with a note.
@@ -20,13 +20,13 @@
  * holds the calling key, and that key may not approve its own calls: docs/mcp-pending.md).
  */
 import { ElicitResultSchema, type ClientCapabilities, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { AuthInfo } from "../api/auth/keys.js";
-import type { AppDeps } from "../api/deps.js";
+import type { AuthInfo } from "../contract/caller.js";
+import type { RunDeps } from "../run/deps.js";
 import { ERROR_CODES, ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
-import { toToolError } from "../api/http.js";
+import { toToolError } from "../contract/errors.js";
 import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
-import { loadPending } from "../run/pending/store.js";
+import { loadPending } from "../tools/pending/store.js";
 import type { HumanQuestion } from "../contract/tool.js";
 
 /** The Mcp-Session-Id of a client that answers form elicitation. */
@@ -105,7 +105,7 @@ function answerOf(a: AskAnswer): PendingAnswer {
  * waiting, or was answered already: CONFLICT). A client's error response stores nothing: the
  * question stays for the app, and the waiting call answers NEEDS_INPUT when its wait ends.
  */
-export async function takeAskAnswers(deps: AppDeps, auth: AuthInfo, wsId: string, answers: AskAnswer[]): Promise<Response> {
+export async function takeAskAnswers(deps: RunDeps, auth: AuthInfo, wsId: string, answers: AskAnswer[]): Promise<Response> {
   try {
     for (const a of answers) {
       if (a.result === undefined) continue;
@@ -114,7 +114,7 @@ export async function takeAskAnswers(deps: AppDeps, auth: AuthInfo, wsId: string
       if (rec.kind !== "input" || rec.channel !== "elicitation" || rec.key_id !== auth.key_id) {
         throw new ToolError("PERMISSION_DENIED", `Pending call ${a.pending_id} was not put to this client as a question; answer it in the app (POST /v1/workspaces/${wsId}/pending/${a.pending_id}, a key with 'approve').`, { pending_id: a.pending_id });
       }
-      await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, wsId, a.pending_id, answerOf(a), []);
+      await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, wsId, a.pending_id, answerOf(a));
     }
     return new Response(null, { status: 202 });
   } catch (err) {

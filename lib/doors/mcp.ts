@@ -1,11 +1,11 @@
 /**
- * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp, the same API key as `Authorization:
- * Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
+ * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp (its route: lib/api/routes/mcp.ts), the same
+ * API key as `Authorization: Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
  * which runs on Workers and Lambda alike); stateless: a server and a transport per request, no
  * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
  * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
  *
- *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (formats.ts mcpTool)
+ *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (lib/contract/formats.ts mcpTool)
  *   tools/call  runTool (lib/run/run-tool.ts), the path every door takes: scope, arguments, the tool,
  *               the output cut, one usage record. A tool's error is an `isError: true` result
  *               naming its code, never a protocol error. A call that changed files carries its
@@ -21,21 +21,18 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
-import type { AuthInfo } from "../api/auth/keys.js";
-import type { AppDeps } from "../api/deps.js";
+import type { AuthInfo } from "../contract/caller.js";
+import type { RunDeps } from "../run/deps.js";
 import { ToolError } from "../shared/errors.js";
-import { toToolError } from "../api/http.js";
-import { checkSessionId } from "../layout/paths.js";
-import { addRoute } from "../api/routes/access.js";
-import { backgroundOf, newApp } from "../api/routes/common.js";
+import { toToolError } from "../contract/errors.js";
 import { usableTools } from "../run/toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run/run-tool.js";
 import type { HumanQuestion, ProgressEvent, Tool } from "../contract/tool.js";
-import { API_VERSION } from "../api/app.js";
-import { mcpTool } from "./formats.js";
+import { API_VERSION } from "../run/version.js";
+import { mcpTool } from "../contract/formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
-import { toolsForTenant } from "../tools/custom/tool.js";
+import { toolsForTenant, type CustomToolDeps } from "../tools/custom/tool.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
@@ -44,8 +41,27 @@ const noSchemaValidator = {
   },
 };
 
+/** What the MCP door reads of the app's wiring: the run path's, the tenant's custom tools, its own allow-list. */
+export interface McpDeps extends RunDeps, CustomToolDeps {
+  /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
+  mcp?: { allowedOrigins?: string[] };
+}
+
+/** One POST to the endpoint: who calls, on which workspace and session. */
+export interface McpRequest {
+  deps: McpDeps;
+  /** The built-in tools (the tenant's custom tools join them here). */
+  tools: readonly Tool[];
+  auth: AuthInfo;
+  wsId: string;
+  /** A session id already checked with checkSessionId (X-Session-Id, default "default"). */
+  session: string;
+  /** The runtime's waitUntil, looked up when a server is built (Workers): index upkeep and the usage record after the answer. */
+  background: () => ((p: Promise<unknown>) => void) | undefined;
+}
+
 interface McpCall {
-  deps: AppDeps;
+  deps: McpDeps;
   tools: readonly Tool[];
   auth: AuthInfo;
   wsId: string;
@@ -120,7 +136,7 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * SDK's own localhost guard does). A rebound name (Host and Origin both evil.example) never passes,
  * though the two match each other.
  */
-function assertOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): void {
+export function assertOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): void {
   const origin = req.headers.get("origin");
   if (origin === null) return;
   const publicOrigin = publicUrl ? safeOrigin(publicUrl) : null;
@@ -146,52 +162,37 @@ function safeOrigin(url: string): string | null {
   }
 }
 
-export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
-  const app = newApp();
-  addRoute(
-    app, deps,
-    {
-      method: ["post", "get", "delete"],
-      path: "/v1/workspaces/:ws/mcp",
-      access: { auth: "tenant", scope: "any", workspace: true },
-      undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
-    },
-    async (c) => {
-      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
-      if (c.req.method !== "POST") {
-        // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-        return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
-      }
-      const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      const auth = c.get("auth");
-      const wsId = c.req.param("ws") ?? "";
-      const body: unknown = await c.req.raw.clone().json().catch(() => null);
-      // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
-      const answers = askAnswersIn(body);
-      if (answers) return takeAskAnswers(deps, auth, wsId, answers);
-      const asks = clientAnswersAsks(c.req.raw);
-      // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
-      const background = backgroundOf(c);
-      const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, tools, auth.tenant), auth, wsId, session, signal: c.req.raw.signal, asks, ...(background ? { background } : {}) });
-      // JSON responses, except for a call that asked for progress, or may put a question to a client
-      // that answers them: that one answers as SSE so the notifications and questions can go out.
-      const streamed = asksProgress(body) || (asks && hasToolCall(body));
-      // No session, except the id that tells later requests this client answers questions (initialize only).
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: askSessionFor(body), enableJsonResponse: !streamed });
-      await server.connect(transport);
-      // A streamed answer is still being written when handleRequest returns: the transport ends its
-      // stream once the response is sent, and the server is closed then (closing it here would cut it).
-      if (streamed) {
-        const res = await transport.handleRequest(c.req.raw);
-        transport.onclose = undefined;
-        return res;
-      }
-      try {
-        return await transport.handleRequest(c.req.raw);
-      } finally {
-        await server.close();
-      }
-    },
-  );
-  return app;
+/**
+ * One POST to the MCP endpoint, once its route has checked the key, bound the workspace, the origin
+ * and the method (lib/api/routes/mcp.ts): the client's answers to this door's questions, or the
+ * JSON-RPC request served by a server built for it.
+ */
+export async function mcpResponse(req: Request, call: McpRequest): Promise<Response> {
+  const { deps, auth, wsId } = call;
+  const body: unknown = await req.clone().json().catch(() => null);
+  // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
+  const answers = askAnswersIn(body);
+  if (answers) return takeAskAnswers(deps, auth, wsId, answers);
+  const asks = clientAnswersAsks(req);
+  // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
+  const background = call.background();
+  const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, call.tools, auth.tenant), auth, wsId, session: call.session, signal: req.signal, asks, ...(background ? { background } : {}) });
+  // JSON responses, except for a call that asked for progress, or may put a question to a client
+  // that answers them: that one answers as SSE so the notifications and questions can go out.
+  const streamed = asksProgress(body) || (asks && hasToolCall(body));
+  // No session, except the id that tells later requests this client answers questions (initialize only).
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: askSessionFor(body), enableJsonResponse: !streamed });
+  await server.connect(transport);
+  // A streamed answer is still being written when handleRequest returns: the transport ends its
+  // stream once the response is sent, and the server is closed then (closing it here would cut it).
+  if (streamed) {
+    const res = await transport.handleRequest(req);
+    transport.onclose = undefined;
+    return res;
+  }
+  try {
+    return await transport.handleRequest(req);
+  } finally {
+    await server.close();
+  }
 }

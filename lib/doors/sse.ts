@@ -12,10 +12,10 @@
  */
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
-import type { AppEnv } from "../api/http.js";
-import { toToolError } from "../api/http.js";
-import { executeTool } from "../run/run-tool.js";
-import type { ProgressEvent, Tool, ToolContext } from "../contract/tool.js";
+import { toToolError } from "../contract/errors.js";
+import { executeTool, type RunContext } from "../run/run-tool.js";
+import type { CallMeter } from "../run/metering/usage.js";
+import type { ProgressEvent, Tool } from "../contract/tool.js";
 
 /** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
 export const HEARTBEAT_MS = 1000;
@@ -25,8 +25,8 @@ export function wantsEventStream(accept: string | undefined): boolean {
   return !!accept && accept.split(",").some((t) => t.split(";")[0]!.trim().toLowerCase() === "text/event-stream");
 }
 
-export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext): Response {
-  const call = c.get("call")!;
+/** The call as an event stream: `call` meters it (the route's), `args` are its arguments as sent. */
+export function streamToolCall(c: Context, call: CallMeter, args: unknown, tool: Tool, ctx: RunContext): Response {
   let finished!: () => void;
   call.done = new Promise<void>((r) => (finished = r));
   return streamSSE(c, async (stream) => {
@@ -50,7 +50,7 @@ export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext)
     }, HEARTBEAT_MS);
     let envelope: Record<string, unknown>;
     try {
-      const r = await executeTool(tool, c.get("json"), { ...ctx, progress, signal: gone.signal });
+      const r = await executeTool(tool, args, { ...ctx, progress, signal: gone.signal });
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {
       const e = toToolError(err);

@@ -3,27 +3,27 @@
  * compat routes, and any later door). It checks the key's scope, validates the arguments against
  * the tool's schema, runs the tool with its context, cuts the output, and meters the call.
  */
-import type { AuthInfo } from "../api/auth/keys.js";
-import type { AppDeps } from "../api/deps.js";
+import type { AuthInfo } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
-import { toToolError } from "../api/http.js";
+import { toToolError } from "../contract/errors.js";
 import { emitUsage } from "./metering/usage.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
-import { layerDeps, openWorkspace as openLayers } from "../api/routes/common.js";
-import { filesDriver, type MetaRecord } from "../layers/open.js";
-import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type Tool, type ToolContext } from "../contract/tool.js";
+import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaRecord } from "../layers/open.js";
+import { ManifestCache } from "../layers/manifest.js";
+import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type SubCalls, type Tool, type ToolContext, type ToolOutcome, type Usage } from "../contract/tool.js";
 import { Workspace } from "../workspace/workspace.js";
-import { UndoJournal } from "../workspace/undo-journal.js";
+import { newStamp, UndoJournal } from "../workspace/undo-journal.js";
+import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
-import { pendingOutcome } from "./pending/outcome.js";
-import { assertToolAllowed } from "./toolset.js";
+import { pendingOutcome } from "../tools/pending/outcome.js";
+import { assertToolAllowed, usableTools } from "./toolset.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
-  deps: AppDeps;
+  deps: RunDeps;
   auth: AuthInfo;
   /** The workspace id from the path (the tenant comes from the key, never from the request). */
   wsId: string;
@@ -47,26 +47,14 @@ export interface CallScope {
   filesStorage?: (s: StorageDriver) => StorageDriver;
 }
 
-export interface Usage {
-  ms: number;
-  bytes_read: number;
-  bytes_written: number;
-}
+/** A call's context on the run path: the tools' context with the run path's deps. */
+export type RunContext = ToolContext<RunDeps>;
 
-/** A tool's successful result, as every door shapes it. */
-export interface ToolOutcome {
-  tool: string;
-  title: string;
-  output: string;
-  data: Record<string, unknown>;
-  /** The call's undo id, when it changed files (POST /v1/workspaces/{ws}/undo). */
-  call_id?: string;
-  usage: Usage;
-}
-
+/** What opening a workspace needs (createApp always sets `manifests`; a bare deps gets a private cache). */
+export const layerDeps = (deps: Pick<RunDeps, "storage" | "manifests">): LayerDeps => ({ storage: deps.storage, manifests: deps.manifests ?? new ManifestCache() });
 
 /** The undo journal of one call in `session` (its call_id is the session and `stamp`, default now), with the deployment's retention. */
-export function journalFor(deps: AppDeps, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
+export function journalFor(deps: Pick<RunDeps, "storage" | "undoPruneEvery">, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
   const j = new UndoJournal(deps.storage, tenant, wsId, session, stamp);
   if (deps.undoPruneEvery !== undefined) j.pruneEvery = deps.undoPruneEvery;
   return j;
@@ -113,15 +101,32 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
  * approval gate (lib/run/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
-export async function executeTool(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   try {
-    return await executeChecked(tool, rawArgs, ctx);
+    return await executeChecked(tool, rawArgs, ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) });
   } finally {
     ctx.ws.discardEarly(); // an early read the call did not take (refused, gated, failed) is cancelled unread
   }
 }
 
-async function executeChecked(tool: Tool, rawArgs: unknown, ctx: ToolContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+/**
+ * The run path as a tool uses it for calls of its own (ctx.subcalls: the task tool's subagent): the
+ * caller's usable tools, and runTool for each call in a Workspace of its own over the caller's files
+ * (the same driver and session records, the deployment's listeners and the tool's, its own journal).
+ */
+function subCallsOf(ctx: RunContext): SubCalls {
+  return {
+    usable: () => usableTools(ctx.deps.tools ?? [], ctx.auth, ctx.ws.tools),
+    run: (tool, args, { stampMs, listener, signal }) => {
+      const { ws, deps } = ctx;
+      const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));
+      const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo });
+      return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, ...(signal ? { signal } : {}) });
+    },
+  };
+}
+
+async function executeChecked(tool: Tool, rawArgs: unknown, ctx: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   // Who may use which tool, in this one place (lib/run/toolset.ts): the key's scopes and tools, the workspace's tools.
   assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);

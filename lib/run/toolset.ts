@@ -15,7 +15,7 @@
  *
  * The rule takes the tools as input, so per-tenant tools (custom tools) join by being in that list.
  */
-import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../api/auth/keys.js";
+import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
 import { closestName } from "../shared/suggest.js";
 import type { Tool } from "../contract/tool.js";

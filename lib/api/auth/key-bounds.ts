@@ -5,11 +5,12 @@
  * expiry). Pure functions: the guard (routes/access.ts), the workspace routes and the key routes call them.
  */
 import { ToolError } from "../../shared/errors.js";
+import { randomId } from "../../shared/hash.js";
 import type { Tool } from "../../contract/tool.js";
 import { namesOf } from "../../run/toolset.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import { ID_PATTERN } from "../../layout/paths.js";
-import type { AuthInfo } from "./keys.js";
+import type { AuthInfo } from "../../contract/caller.js";
 
 /** Most workspace patterns one key holds. */
 export const MAX_WORKSPACE_PATTERNS = 100;
@@ -90,4 +91,19 @@ export function exceedsMaker(child: KeyBounds, maker: AuthInfo, catalog: readonl
   if (!patternsWithin(child.workspaces, maker.workspaces)) return `workspaces ${child.workspaces ? JSON.stringify(child.workspaces) : "(all)"} (this key is limited to ${JSON.stringify(maker.workspaces)})`;
   if (maker.expires_at && (!child.expires_at || Date.parse(child.expires_at) > Date.parse(maker.expires_at))) return `an expiry after this key's own (${maker.expires_at})`;
   return null;
+}
+
+/**
+ * The id of a workspace this key creates: the one given, if the key may reach it; a key limited to
+ * one prefix gets a random id under it by default; another limited key must name one.
+ */
+export function newWorkspaceId(auth: AuthInfo, given: string | undefined): string | undefined {
+  if (given !== undefined) {
+    assertWorkspaceAllowed(auth, given, "id");
+    return given;
+  }
+  if (!auth.workspaces) return undefined;
+  const id = defaultWorkspaceId(auth.workspaces, randomId(8));
+  if (id === undefined) throw new ToolError("INVALID_ARGUMENT", `id: this API key is limited to the workspaces ${JSON.stringify(auth.workspaces)}: give the new workspace's id (one they cover).`, { field: "id", workspaces: auth.workspaces });
+  return id;
 }

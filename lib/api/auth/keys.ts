@@ -10,11 +10,8 @@ import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../layout/paths.
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
+import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 
-/** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
-export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
-export type Scope = (typeof SCOPES)[number];
-export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 export const KEY_PREFIX = "tsk_";
 
 /**
@@ -51,18 +48,6 @@ export interface ApiKeyRecord {
   previous?: string[];
 }
 
-export interface AuthInfo {
-  tenant: string;
-  key_id: string;
-  scopes: Scope[];
-  /** The key's tool list (absent: all); lib/run/toolset.ts applies it. */
-  tools?: ToolList;
-  /** The workspaces it may reach (absent: all): ids or prefixes ending in `*`; the route guard applies it. */
-  workspaces?: string[];
-  /** When the presented secret stops working: the key's expiry, or the end of a rotated secret's grace. */
-  expires_at?: string;
-}
-
 /** What a request may do with a key, from its stored record (one way, for every reader). */
 function authOf(rec: ApiKeyRecord): AuthInfo {
   const ends = [rec.expires_at, rec.grace_until].filter((t): t is string => t !== undefined).sort((a, b) => Date.parse(a) - Date.parse(b));
@@ -75,7 +60,6 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(ends.length ? { expires_at: ends[0]! } : {}),
   };
 }
-
 const hashKey = (hash: string) => `apikey/${hash}`;
 const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
 

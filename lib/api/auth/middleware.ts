@@ -9,7 +9,8 @@ import { safeEqual } from "../../shared/hash.js";
 import type { AppDeps } from "../deps.js";
 import { clientOf } from "./backoff.js";
 import { isExpired } from "./key-bounds.js";
-import { keyIdOf, resolveApiKey, type AuthInfo } from "./keys.js";
+import { keyIdOf, resolveApiKey } from "./keys.js";
+import type { AuthInfo } from "../../contract/caller.js";
 
 const bearer = (header: string | null): string | null => {
   const m = header?.match(/^Bearer\s+(\S+)\s*$/i);

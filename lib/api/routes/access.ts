@@ -21,7 +21,7 @@ import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
 import type { RouteConfig } from "@hono/zod-openapi";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { authenticateAdmin, authenticateTenant } from "../auth/middleware.js";
-import type { Scope } from "../auth/keys.js";
+import type { Scope } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import type { MetaRecord } from "../../layers/open.js";

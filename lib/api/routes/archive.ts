@@ -5,7 +5,7 @@
  *   POST /v1/workspaces?id=&name=&prefix=                        with an archive body (workspaces.ts hands it here)
  */
 import type { Context } from "hono";
-import { newWorkspaceId } from "./workspaces.js";
+import { newWorkspaceId } from "../auth/key-bounds.js";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
@@ -23,7 +23,9 @@ import { importIntoLayers } from "../../layers/import.js";
 import { readModes, updateModesRevertibly, type ExecModes, type ModesDelta } from "../../layout/modes.js";
 import { parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+import { layerDeps } from "../../run/run-tool.js";
+import { openWorkspace } from "../../layers/open.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */

@@ -6,14 +6,10 @@ import { onError, validationHook, type AppEnv } from "../http.js";
 import { workspacePrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { AppDeps } from "../deps.js";
-import { ManifestCache } from "../../layers/manifest.js";
-import { filesDriver, openWorkspace, readMeta, type LayerDeps, type MetaRecord, type OpenedWorkspace } from "../../layers/open.js";
+import { filesDriver, openWorkspace, readMeta, type MetaRecord, type OpenedWorkspace } from "../../layers/open.js";
+import { layerDeps } from "../../run/run-tool.js";
 import type { Context } from "hono";
 import { knownWorkspaceKey, type KnownWorkspaces } from "./known-workspace.js";
-export { openWorkspace } from "../../layers/open.js";
-
-/** What opening a workspace needs (createApp always sets `manifests`; a bare deps gets a private cache). */
-export const layerDeps = (deps: AppDeps): LayerDeps => ({ storage: deps.storage, manifests: deps.manifests ?? new ManifestCache() });
 
 export const newApp = () => {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });

@@ -6,7 +6,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { authenticateTenant } from "../auth/middleware.js";
-import { exportTools, TOOL_FORMATS } from "../../doors/formats.js";
+import { exportTools, TOOL_FORMATS } from "../../contract/formats.js";
 import { usableTools } from "../../run/toolset.js";
 import { toolDefinition, type Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";

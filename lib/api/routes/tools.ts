@@ -187,7 +187,7 @@ async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStora
       const pendingId = c.req.header("x-pending-id");
       const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
-      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, tool, ctx);
+      if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, call, c.get("json"), tool, ctx);
       const result = await executeTool(tool, c.get("json"), ctx);
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
 }
@@ -250,5 +250,3 @@ export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
   return app;
 }
 
-/** GET /v1/tools, the catalog, lives in tool-catalog.ts. */
-export { catalogApp } from "./tool-catalog.js";

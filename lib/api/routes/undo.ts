@@ -6,7 +6,9 @@ import { checkSessionId } from "../../layout/paths.js";
 import { undoCall, listUndoable } from "../../run/undo/apply.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+import { layerDeps } from "../../run/run-tool.js";
+import { openWorkspace } from "../../layers/open.js";
 
 const read = { auth: "tenant", scope: "read", workspace: true } as const;
 const write = { auth: "tenant", scope: "write", workspace: true } as const;

@@ -7,7 +7,9 @@ import { RecordStore } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { readLinks } from "../../layout/links.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, layerDeps, newApp, openWorkspace, WsParam } from "./common.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+import { layerDeps } from "../../run/run-tool.js";
+import { openWorkspace } from "../../layers/open.js";
 
 // Each route's access is part of its definition (lib/api/routes/access.ts): the guard checks the key's
 // scope and that the workspace exists and is the tenant's.

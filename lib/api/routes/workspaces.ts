@@ -8,30 +8,15 @@ import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../../workspace/registry.js";
 import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
-import { errorResponses, layerDeps, newApp, WsParam } from "./common.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+import { layerDeps } from "../../run/run-tool.js";
 import { ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
-import { assertWorkspaceAllowed, defaultWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
-import type { AuthInfo } from "../auth/keys.js";
-import { randomId } from "../../shared/hash.js";
+import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
 
-/**
- * The id of a workspace this key creates: the one given, if the key may reach it; a key limited to
- * one prefix gets a random id under it by default; another limited key must name one.
- */
-export function newWorkspaceId(auth: AuthInfo, given: string | undefined): string | undefined {
-  if (given !== undefined) {
-    assertWorkspaceAllowed(auth, given, "id");
-    return given;
-  }
-  if (!auth.workspaces) return undefined;
-  const id = defaultWorkspaceId(auth.workspaces, randomId(8));
-  if (id === undefined) throw new ToolError("INVALID_ARGUMENT", `id: this API key is limited to the workspaces ${JSON.stringify(auth.workspaces)}: give the new workspace's id (one they cover).`, { field: "id", workspaces: auth.workspaces });
-  return id;
-}
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),

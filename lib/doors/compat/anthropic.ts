@@ -15,7 +15,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
-import { formatZodError } from "../../api/http.js";
+import { formatZodError } from "../../contract/errors.js";
 import { requireField, type CompatAnswer, type RunTool } from "./types.js";
 
 export const ANTHROPIC_TOOLS = ["str_replace_based_edit_tool", "str_replace_editor", "bash"] as const;

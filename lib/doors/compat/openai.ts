@@ -13,7 +13,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError, isToolError } from "../../shared/errors.js";
-import { formatZodError } from "../../api/http.js";
+import { formatZodError } from "../../contract/errors.js";
 import { operationToPatch } from "../../tools/patch/parse.js";
 import type { RunTool } from "./types.js";
 

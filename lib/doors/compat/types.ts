@@ -1,6 +1,6 @@
 /** What a provider-native adapter gets: a way to run one of our tools, through the one tool path. */
 import { ToolError } from "../../shared/errors.js";
-import type { ToolOutcome } from "../../run/run-tool.js";
+import type { ToolOutcome } from "../../contract/tool.js";
 
 /** Runs the tool named `tool` with `args` (scope, validation, workspace, metering: lib/run/run-tool.ts). */
 export type RunTool = (tool: string, args: unknown) => Promise<ToolOutcome>;

@@ -8,8 +8,19 @@
  * tenant is known), whatever failed after that (scope, arguments, unknown tool, missing
  * workspace, the tool itself); a call without a valid key bills no one.
  */
-import type { UsageRecord } from "../../api/deps.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
+
+/** One tool call's billing record. */
+export interface UsageRecord {
+  tenant: string;
+  workspace: string;
+  tool: string;
+  ok: boolean;
+  code?: string;
+  ms: number;
+  bytes_read: number;
+  bytes_written: number;
+}
 
 const usageLine = (u: UsageRecord) => JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), ...u });
 

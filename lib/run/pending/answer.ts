@@ -3,14 +3,13 @@
  * optionally with modified arguments and a note; the caller's key re-checked; only on the
  * workspace state it was held on) or refused. The answer is taken once (a conditional write; a
  * second answer is CONFLICT); a call closed as superseded or stale is CONFLICT too, and nothing runs.
- * Apart from lib/run/pending/outcome.ts because an approval runs the call (lib/run/run-tool.ts), which reads outcomes.
+ * Apart from lib/tools/pending/outcome.ts because an approval runs the call (lib/run/run-tool.ts), which reads outcomes.
  */
-import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
-import type { Tool } from "../../contract/tool.js";
-import { runApproved } from "./approve.js";
-import { nowOf } from "./outcome.js";
-import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, replacePending, type PendingOutcome, type PendingRecord } from "./store.js";
+import type { RunDeps } from "../deps.js";
+import { runApproved, type Approver } from "./approve.js";
+import { nowOf } from "../../tools/pending/outcome.js";
+import { answeredError, closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, replacePending, type PendingOutcome, type PendingRecord } from "../../tools/pending/store.js";
 
 export interface PendingAnswer {
   answer?: string;
@@ -21,8 +20,11 @@ export interface PendingAnswer {
 
 const errorOutcome = (e: ToolError): PendingOutcome => ({ ok: false, code: e.code, message: e.message, details: e.details });
 
-/** Answers a pending call once; returns the stored record with its outcome. */
-export async function answerPending(deps: AppDeps, who: { tenant: string; key_id: string }, wsId: string, id: string, body: PendingAnswer, tools: readonly Tool[]): Promise<PendingRecord> {
+/**
+ * Answers a pending call once; returns the stored record with its outcome. `approver`: the door takes
+ * approvals (the pending route); absent, it takes only answers and refusals (MCP elicitation).
+ */
+export async function answerPending(deps: RunDeps, who: { tenant: string; key_id: string }, wsId: string, id: string, body: PendingAnswer, approver?: Approver): Promise<PendingRecord> {
   const s = pendingScope(deps, who.tenant, wsId);
   const { rec, etag } = await loadPending(s, id);
   if (isClosed(rec)) throw closedError(rec);
@@ -49,5 +51,6 @@ export async function answerPending(deps: AppDeps, who: { tenant: string; key_id
   }
 
   if (body.approved !== true) throw new ToolError("INVALID_ARGUMENT", `Pending call ${id} waits for approval: send {"approved": true} (optionally with modified_args and note) or {"approved": false, "note": "why"}.`, { pending_id: id });
-  return runApproved(deps, who.tenant, wsId, s, { rec, etag }, { by: who.key_id, at, ...(body.modified_args ? { modified_args: body.modified_args } : {}), ...note }, tools);
+  if (!approver) throw new ToolError("PERMISSION_DENIED", `Pending call ${id} waits for approval, which is not taken here: approve it in the app (POST /v1/workspaces/${wsId}/pending/${id}, a key with 'approve').`, { pending_id: id });
+  return runApproved(deps, who.tenant, wsId, s, { rec, etag }, { by: who.key_id, at, ...(body.modified_args ? { modified_args: body.modified_args } : {}), ...note }, approver);
 }

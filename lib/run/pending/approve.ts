@@ -1,7 +1,7 @@
 /**
  * Running a held call a human approved. Before anything is taken or run:
  *   - modified arguments are validated against the tool's schema (bad ones leave the call pending);
- *   - the key that made the call is looked up as it is now (lib/run/pending/caller-key.ts): a revoked
+ *   - the key that made the call is looked up as it is now (Approver.currentKey): a revoked
  *     key's call runs nothing (its outcome says why); the call runs with the scopes the key had
  *     when it was held AND still has, and the key's tool list as it is now (executeTool checks it);
  *   - the workspace must still be in the state the call was held on (lib/run/pending/binding.ts):
@@ -10,14 +10,27 @@
  * result is stored. When the approver changed the arguments or left a note, the agent's result
  * says so at the top of `output` and in `data.approval` (an error: in its message and details).
  */
-import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
-import { toToolError } from "../../api/http.js";
+import { toToolError } from "../../contract/errors.js";
 import { openWorkspace, runTool } from "../run-tool.js";
 import { parseToolArgs, type Tool } from "../../contract/tool.js";
+import type { AuthInfo } from "../../contract/caller.js";
+import type { RunDeps } from "../deps.js";
 import { bindingChange, bindingOf } from "./binding.js";
-import { currentKey } from "./caller-key.js";
-import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "./store.js";
+import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "../../tools/pending/store.js";
+
+/** What the door that takes approvals gives them (lib/api/routes/pending.ts): the tools, and the calling key as it is now. */
+export interface Approver {
+  /** The built-in tools and the tenant's custom tools: a held call runs its tool from these. */
+  tools: readonly Tool[];
+  /**
+   * The key that made a held call, as it is now: an approved call runs with it, so a key revoked
+   * before the approval runs nothing, and a key narrowed since runs only what it may now. One lookup
+   * by key id (lib/api/auth/keys.ts getApiKeyById: 2 KV GETs), never a listing (KV listings lag: a
+   * key made a minute ago would be taken for revoked). Null when it was revoked (or never was this tenant's).
+   */
+  currentKey(tenant: string, keyId: string): Promise<AuthInfo | null>;
+}
 
 export interface Approval {
   /** The approver's key id. */
@@ -45,9 +58,9 @@ function approvalNotice(rec: PendingRecord, a: Approval) {
   return { text, data };
 }
 
-export async function runApproved(deps: AppDeps, tenant: string, wsId: string, s: PendingScope, held: { rec: PendingRecord; etag: string }, a: Approval, tools: readonly Tool[]): Promise<PendingRecord> {
+export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s: PendingScope, held: { rec: PendingRecord; etag: string }, a: Approval, approver: Approver): Promise<PendingRecord> {
   const { rec, etag } = held;
-  const tool = tools.find((t) => t.name === rec.tool);
+  const tool = approver.tools.find((t) => t.name === rec.tool);
   if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
   const args = a.modified_args ?? rec.args;
   // Validated before the answer is taken: bad modified arguments leave the call pending, to be answered again.
@@ -55,7 +68,7 @@ export async function runApproved(deps: AppDeps, tenant: string, wsId: string, s
   const answer = { by: a.by, at: a.at, approved: true, modified_args: !!a.modified_args, ...(a.note !== undefined ? { note: a.note } : {}) };
   const notice = approvalNotice(rec, a);
 
-  const key = await currentKey(deps, tenant, rec.key_id);
+  const key = await approver.currentKey(tenant, rec.key_id);
   if (!key) {
     const message = `The API key that made this ${rec.tool} call (key id ${rec.key_id}) was revoked before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
     const done: PendingRecord = { ...rec, status: "done", answer, outcome: { ok: false, code: "PERMISSION_DENIED", message, details: { tool: rec.tool, key_id: rec.key_id, reason: "key_revoked" } } };

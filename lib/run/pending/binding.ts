@@ -17,13 +17,7 @@ import { sha256Hex } from "../../shared/hash.js";
 import { parsePatch } from "../../tools/patch/parse.js";
 import { normalizePath } from "../../layout/paths.js";
 import type { Workspace } from "../../workspace/workspace.js";
-
-export interface CallBinding {
-  /** "<base or plain>@<seq>": the workspace's layer pointer. */
-  layer: string;
-  /** Named path → "file:<etag>" | "dir:<hash of its listing>" | "absent". */
-  paths: Record<string, string>;
-}
+import type { CallBinding } from "../../tools/pending/store.js";
 
 /** Files of a named directory whose versions are bound (past it, the count is). */
 export const MAX_BOUND_ENTRIES = 1000;

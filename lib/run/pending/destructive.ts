@@ -20,7 +20,7 @@ import { baseName, joinPath, normalizeFilePath, normalizePath } from "../../layo
 import type { ToolContext } from "../../contract/tool.js";
 import { statWithLinks } from "../../workspace/links.js";
 import { readLinks } from "../../layout/links.js";
-import type { DESTRUCTIVE_TOOLS } from "./gate-policy.js";
+import type { DESTRUCTIVE_TOOLS } from "../../tools/pending/gate-policy.js";
 
 export interface DestructiveVerdict {
   /** The rule's id: delete-recursive, move-overwrite, copy-overwrite, patch-delete, or bash's guard rule (rm-recursive, git-reset-hard, ...). */

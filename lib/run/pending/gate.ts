@@ -1,5 +1,5 @@
 /**
- * The approval gate: before a tool runs, the tenant's policy (lib/run/pending/gate-policy.ts) says
+ * The approval gate: before a tool runs, the tenant's policy (lib/tools/pending/gate-policy.ts) says
  * whether this call waits for a human. A gated call is stored as a pending call and answered
  * NEEDS_APPROVAL; nothing of it runs. Called from one place, executeTool (lib/run/run-tool.ts), so
  * every door is gated alike; a call a human approved runs with `approved: true` and is not gated again.
@@ -21,8 +21,8 @@ import type { Tool, ToolContext } from "../../contract/tool.js";
 import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../../tools/web/policy.js";
 import { bindingChange, bindingOf, callIdentity } from "./binding.js";
 import { destructiveCall } from "./destructive.js";
-import { DEFAULT_GATE, DEFAULT_SELF_CONFIRM, SELF_CONFIRMABLE, type GateRule } from "./gate-policy.js";
-import { closePending, createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitingCalls, waitingError, type PendingRecord, type PendingScope } from "./store.js";
+import { DEFAULT_GATE, DEFAULT_SELF_CONFIRM, SELF_CONFIRMABLE, type GateRule } from "../../tools/pending/gate-policy.js";
+import { closePending, createPending, DEFAULT_PENDING_TTL_MS, pendingScope, waitingCalls, waitingError, type PendingRecord, type PendingScope } from "../../tools/pending/store.js";
 
 /** Why the rule holds this call, or null when it does not apply. */
 async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, ctx: ToolContext, policy: TenantPolicy): Promise<string | null> {

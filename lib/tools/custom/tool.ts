@@ -4,15 +4,24 @@
  * tenant's JSON Schema with zod's JSON-Schema import (no eval: runs in Workers).
  */
 import { z } from "@hono/zod-openapi";
-import type { AppDeps } from "../../api/deps.js";
 import { ToolError } from "../../shared/errors.js";
-import type { Tool } from "../../contract/tool.js";
+import type { Tool, ToolContext } from "../../contract/tool.js";
+import type { IsolateCache } from "../../shared/isolate-cache.js";
+import type { StorageDriver } from "../../storage/types.js";
+import type { WebToolDeps } from "../web/deps.js";
 import { jsonSchemaArgumentParser } from "../../contract/tool-args.js";
 import { commandReads } from "../../exec/tool-support.js";
 import { backendScope, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
 import { readCustomTools } from "./store.js";
 import { callWebhook } from "./webhook.js";
+
+/** What loading a tenant's custom tools reads of the app's wiring. */
+export interface CustomToolDeps {
+  storage: StorageDriver;
+  /** Each tenant's custom tools, built, per isolate for a few seconds; createApp makes one when absent. */
+  customTools?: IsolateCache<readonly Tool[]>;
+}
 
 const CustomOutput = z.object({
   content: z.array(z.object({ type: z.string(), text: z.string().optional() }).passthrough()).optional(),
@@ -47,7 +56,7 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
     // Arguments as models send them, the same rule as built-ins (lib/contract/tool-args.ts), then the tenant's JSON Schema.
     parseArgs: jsonSchemaArgumentParser(inputSchema, (cleaned) => validator.safeParse(cleaned), { label: def.name, hint: "GET /v1/tools shows its input_schema." }),
     ...(def.backend.type === "plugin" ? { startReads: commandReads(false) } : {}),
-    async execute(args, ctx) {
+    async execute(args, ctx: ToolContext<WebToolDeps>) {
       if (def.backend.type === "plugin") {
         const r = await callPlugin(def, def.backend, args, ctx);
         if (r.is_error) throw new ToolError("TOOL_REPORTED_ERROR", r.text || `${def.name} reported an error.`, { content: r.content });
@@ -69,7 +78,7 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
  * change through this isolate is seen at once (the routes forget the tenant); one through another
  * isolate after at most the cache's TTL (5 s).
  */
-export async function loadCustomTools(deps: AppDeps, tenant: string): Promise<readonly Tool[]> {
+export async function loadCustomTools(deps: CustomToolDeps, tenant: string): Promise<readonly Tool[]> {
   const load = async () => {
     const { tools } = await readCustomTools(deps.storage, tenant);
     return tools.flatMap((d) => {
@@ -87,7 +96,7 @@ export async function loadCustomTools(deps: AppDeps, tenant: string): Promise<re
  * The ONE join of built-in and custom tools for a tenant: every door (catalog, formats, MCP,
  * the tool route) asks this. A custom name equal to a built-in is dropped: built-ins always win.
  */
-export async function toolsForTenant(deps: AppDeps, builtins: readonly Tool[], tenant: string): Promise<Tool[]> {
+export async function toolsForTenant(deps: CustomToolDeps, builtins: readonly Tool[], tenant: string): Promise<Tool[]> {
   const taken = new Set(builtins.map((t) => t.name));
   const custom = (await loadCustomTools(deps, tenant)).filter((t) => !taken.has(t.name));
   return [...builtins, ...custom];

@@ -8,6 +8,7 @@
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { ToolContext } from "../../contract/tool.js";
+import type { WebToolDeps } from "../web/deps.js";
 import { guardedFetch, readBounded, timeoutError } from "../web/fetch.js";
 import { safeHref } from "../../shared/ssrf.js";
 import { webAccess } from "../web/transport.js";
@@ -34,7 +35,7 @@ export interface WebhookReply {
   json: unknown;
 }
 
-export async function callWebhook(def: CustomToolInput, backend: Extract<CustomToolInput["backend"], { type: "webhook" }>, secret: string, args: unknown, ctx: ToolContext): Promise<WebhookReply> {
+export async function callWebhook(def: CustomToolInput, backend: Extract<CustomToolInput["backend"], { type: "webhook" }>, secret: string, args: unknown, ctx: ToolContext<WebToolDeps>): Promise<WebhookReply> {
   const body = JSON.stringify({ tool: def.name, call_id: `call_${randomId(16)}`, arguments: args, workspace: ctx.ws.id, session: ctx.session });
   const timeoutMs = (backend.timeout ?? 30) * 1000;
   const headers = { "content-type": "application/json", accept: "application/json", "user-agent": "Toolshed-webhook/0.1", [SIGNATURE_HEADER]: await signatureHeader(secret, body) };

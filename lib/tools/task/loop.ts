@@ -1,6 +1,7 @@
 /**
  * The subagent: a bounded agent loop against the tenant's model endpoint. Each step is one
- * chat-completions call; each tool call in its answer runs through runTool (lib/run/run-tool.ts), so the
+ * chat-completions call; each tool call in its answer runs through the run path as a sub-call
+ * (ctx.subcalls, which lib/run/run-tool.ts provides: a tool never imports the run path), so the
  * caller's key scopes, the tenant policy and the approval gate apply exactly as to a direct call.
  * A gated call's NEEDS_APPROVAL answer is handed to the model and ends the step (the step's later
  * calls are skipped: they may depend on it). Malformed calls (arguments not JSON, unknown tool) are
@@ -12,14 +13,11 @@
  * Progress (ctx.progress): one status event per step, {message: "step 2: called read, edit", done: 2, total: max_steps}.
  */
 import { isToolError, ToolError } from "../../shared/errors.js";
-import { toToolError } from "../../api/http.js";
-import { openaiTool } from "../../doors/formats.js";
-import { journalFor, runTool } from "../../run/run-tool.js";
-import type { Tool, ToolContext } from "../../contract/tool.js";
-import { newStamp } from "../../workspace/undo-journal.js";
-import { Workspace } from "../../workspace/workspace.js";
-import { usableTools } from "../../run/toolset.js";
-import type { ToolList } from "../../layout/workspace-meta.js";
+import { toToolError } from "../../contract/errors.js";
+import { openaiTool } from "../../contract/formats.js";
+import type { SubCalls, Tool, ToolContext } from "../../contract/tool.js";
+import type { Workspace } from "../../workspace/workspace.js";
+import type { WebToolDeps } from "../web/deps.js";
 import { chatCompletion, type ChatMessage, type ChatToolCall } from "./chat.js";
 import { DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, type ModelConfig } from "./model-config.js";
 import type { TaskRecord } from "./records.js";
@@ -31,9 +29,15 @@ const MAX_TOOL_RESULT_CHARS = 30_000;
 const SYSTEM = (ws: string) =>
   `You are a subagent working in the workspace "${ws}" through the tools given. Do the task you are given, using the tools, then answer with a short final report (what you found or changed). A tool result with ok:false tells you what to do next. A call that waits for a human's approval (NEEDS_APPROVAL) has not run: do not retry it; say so in your answer.`;
 
+/** What the task tool reads of the app's wiring besides the web tools' (the model endpoint goes through deps.webFetch). */
+export interface TaskToolDeps extends WebToolDeps {
+  /** The clock the sweep of old task records reads (tests move it). */
+  task?: { now?: () => number };
+}
+
 /** What the subagent may call: what the caller may (lib/run/toolset.ts: scopes, key and workspace tool lists), less NOT_IN_TASK. */
-export function subagentTools(all: readonly Tool[], auth: ToolContext["auth"], workspaceTools?: ToolList): Tool[] {
-  return usableTools(all, auth, workspaceTools).filter((t) => !NOT_IN_TASK.has(t.name));
+export function subagentTools(subcalls: SubCalls): Tool[] {
+  return subcalls.usable().filter((t) => !NOT_IN_TASK.has(t.name));
 }
 
 export interface LoopHooks {
@@ -42,21 +46,21 @@ export interface LoopHooks {
 }
 
 /** Runs the loop, updating `rec` in place; throws the endpoint's ToolError (rec keeps what was done). */
-export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolContext, rec: TaskRecord, hooks: LoopHooks = {}): Promise<TaskRecord> {
+export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolContext<TaskToolDeps>, rec: TaskRecord, hooks: LoopHooks = {}): Promise<TaskRecord> {
+  const subcalls = ctx.subcalls;
+  if (!subcalls) throw new ToolError("INTERNAL", "The task tool was called outside the run path, which gives it its sub-calls (lib/run/run-tool.ts executeTool).");
   const maxSteps = cfg.max_steps ?? DEFAULT_MAX_STEPS;
   const deadline = Date.parse(rec.created_at) + (cfg.max_seconds ?? DEFAULT_MAX_SECONDS) * 1000;
-  const tools = subagentTools(ctx.deps.tools ?? [], ctx.auth, ctx.ws.tools);
+  const tools = subagentTools(subcalls);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const changed = new Set<string>(rec.files_changed);
-  // The caller's workspace, with one more listener: it collects the paths the subagent's file tools change.
+  // One more listener on each call's workspace: it collects the paths the subagent's file tools change.
   const recorder = { changed: async (_ws: Workspace, path: string) => void changed.add(path) };
-  const listeners = [...(ctx.deps.listeners ?? []), recorder];
   // One Workspace per call, each with its own journal; stamps 1 ms apart at least, so calls in one millisecond keep their order.
   let lastMs = 0;
-  const callWorkspace = () => {
+  const runOne = (tool: Tool, args: unknown) => {
     lastMs = Math.max(Date.now(), lastMs + 1);
-    const undo = journalFor(ctx.deps, ctx.ws.tenant, ctx.ws.id, ctx.session, newStamp(lastMs));
-    return new Workspace({ driver: ctx.ws.driver, records: ctx.ws.records, tenant: ctx.ws.tenant, id: ctx.ws.id, tools: ctx.ws.tools, listeners, undo });
+    return subcalls.run(tool, args, { stampMs: lastMs, listener: recorder, ...(ctx.signal ? { signal: ctx.signal } : {}) });
   };
   const chatTools = tools.map((t) => {
     const { name, description, parameters, strict } = openaiTool(t);
@@ -83,7 +87,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     }
     let held = false;
     for (const call of calls) {
-      const r: { content: string; held: boolean } = held ? { content: JSON.stringify({ ok: false, error: { code: "SKIPPED", message: "Not run: an earlier call of this step waits for a human's approval." } }), held } : await runCall(call, byName, ctx, callWorkspace, changed, rec);
+      const r: { content: string; held: boolean } = held ? { content: JSON.stringify({ ok: false, error: { code: "SKIPPED", message: "Not run: an earlier call of this step waits for a human's approval." } }), held } : await runCall(call, byName, runOne, changed, rec);
       held = r.held;
       const content = r.content;
       messages.push({ role: "tool", tool_call_id: call.id, content });
@@ -98,7 +102,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
 }
 
 /** One tool call of the model, its result as the text handed back to it (never throws). */
-async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolContext, callWorkspace: () => Workspace, changed: Set<string>, rec: TaskRecord): Promise<{ content: string; held: boolean }> {
+async function runCall(call: ChatToolCall, byName: Map<string, Tool>, runOne: (tool: Tool, args: unknown) => ReturnType<SubCalls["run"]>, changed: Set<string>, rec: TaskRecord): Promise<{ content: string; held: boolean }> {
   const fail = (code: string, message: string, details: Record<string, unknown> = {}) => ({ content: JSON.stringify({ ok: false, error: { code, message, details } }), held: code === "NEEDS_APPROVAL" });
   const name = call?.function?.name;
   const tool = typeof name === "string" ? byName.get(name) : undefined;
@@ -110,7 +114,7 @@ async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolC
     return fail("INVALID_ARGUMENT", `The arguments of ${tool.name} are not valid JSON (${String(call.function.arguments).slice(0, 100)}). Send one JSON object.`);
   }
   try {
-    const r = await runTool(tool, args, { deps: ctx.deps, auth: ctx.auth, wsId: ctx.ws.id, session: ctx.session, ws: callWorkspace(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const r = await runOne(tool, args);
     if (r.call_id) rec.call_ids.push(r.call_id);
     const bashChanged = (r.data.result as { files_changed?: string[] } | undefined)?.files_changed;
     for (const p of bashChanged ?? []) changed.add(p);

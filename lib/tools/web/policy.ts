@@ -7,7 +7,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
 import type { KeyValueStore } from "../../storage/types.js";
-import { GatePolicyFields } from "../../run/pending/gate-policy.js";
+import { GatePolicyFields } from "../pending/gate-policy.js";
 import { safeHref } from "../../shared/ssrf.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 

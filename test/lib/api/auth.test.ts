@@ -2,7 +2,8 @@
 import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SCOPES, KEY_PREFIX, createApiKey, createTenant, getTenant, resolveApiKey, revokeApiKey } from "../../../lib/api/auth/keys.js";
+import { KEY_PREFIX, createApiKey, createTenant, getTenant, resolveApiKey, revokeApiKey } from "../../../lib/api/auth/keys.js";
+import { DEFAULT_SCOPES } from "../../../lib/contract/caller.js";
 import { ToolError } from "../../../lib/shared/errors.js";
 import { randomId, safeEqual, sha256Hex } from "../../../lib/shared/hash.js";
 import { onError, type AppEnv } from "../../../lib/api/http.js";

@@ -8,7 +8,7 @@ import oas31 from "@seriousme/openapi-schema-validator/schemas/v3.1/schema.json"
 import Ajv2020 from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { SCOPES } from "../../../lib/api/auth/keys.js";
+import { SCOPES } from "../../../lib/contract/caller.js";
 import { testApp } from "../../helpers.js";
 
 const app = testApp();

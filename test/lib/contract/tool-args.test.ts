@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
-import { SCOPES } from "../../../lib/api/auth/keys.js";
+import { SCOPES } from "../../../lib/contract/caller.js";
 import { parseJsonBytes, utf8ErrorOffset } from "../../../lib/api/routes/json-body.js";
 import { ADMIN, newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 

@@ -11,7 +11,7 @@ import { Hono } from "hono";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../../functions/index.js";
 import { createAuthBackoff } from "../../../../lib/api/auth/backoff.js";
-import { SCOPES, type Scope } from "../../../../lib/api/auth/keys.js";
+import { SCOPES, type Scope } from "../../../../lib/contract/caller.js";
 import { accessLabel, assertEveryRouteGuarded, docPathOf, guard, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/access.js";
 import { ADMIN, admin, testApp, type TestApp } from "../../../helpers.js";
 import { routeRequest } from "../../../support/route-request.js";

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { countingStores, roundTrips, sorted } from "../../../support/counting-stores.js";
 import { admin, executionContext, newTenant, testApp, upload } from "../../../helpers.js";
 import { IsolateCache } from "../../../../lib/shared/isolate-cache.js";
-import type { AuthInfo } from "../../../../lib/api/auth/keys.js";
+import type { AuthInfo } from "../../../../lib/contract/caller.js";
 import { cloudflareFetcher } from "../../../../lib/tools/web/transport.js";
 import { searchIndexer } from "../../../../lib/search/indexer.js";
 import { CLOCK_MARGIN_MS } from "../../../../lib/api/routes/known-workspace.js";

@@ -12,7 +12,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../../functions/index.js";
 import { createAuthBackoff } from "../../../../lib/api/auth/backoff.js";
-import { SCOPES, type Scope } from "../../../../lib/api/auth/keys.js";
+import { SCOPES, type Scope } from "../../../../lib/contract/caller.js";
 import { randomId, sha256Hex } from "../../../../lib/shared/hash.js";
 import { docPathOf, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/access.js";
 import { PRESET_NAMES, scopesOfList } from "../../../../lib/run/toolset.js";

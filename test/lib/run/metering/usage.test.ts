@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { UsageRecord } from "../../../../lib/api/deps.js";
+import type { UsageRecord } from "../../../../lib/run/metering/usage.js";
 import { heldUsageLog, logUsage } from "../../../../lib/run/metering/usage.js";
 import { ADMIN, executionContext, newTenant, testApp, upload } from "../../../helpers.js";
 

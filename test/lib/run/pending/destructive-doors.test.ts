@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES } from "../../../../lib/shared/errors.js";
-import { DESTRUCTIVE_TOOLS } from "../../../../lib/run/pending/gate-policy.js";
+import { DESTRUCTIVE_TOOLS } from "../../../../lib/tools/pending/gate-policy.js";
 import { newTenant, upload, type Tenant } from "../../../helpers.js";
 import { compat } from "../../api/routes/compat-helpers.js";
 import { held, readFile, setPolicy } from "./approval-helpers.js";

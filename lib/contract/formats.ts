@@ -1,6 +1,7 @@
 /**
  * GET /v1/tools?format=openai|anthropic|mcp: the tool catalog in each provider's own shape, made
- * from the tool's metadata (lib/contract/tool.ts) so no client needs a converter.
+ * from the tool's metadata (lib/contract/tool.ts) so no client needs a converter. Part of the
+ * contract: every door lists tools this way, and the task tool's subagent shows its model the openai shape.
  *
  *   openai     function tools in strict mode: every property required (optional ones nullable,
  *              which lib/contract/tool-args.ts reads as absent), additionalProperties: false at every
@@ -11,7 +12,7 @@
  *   anthropic  { name, description, input_schema } (the long description).
  *   mcp        { name, title, description, inputSchema, outputSchema, annotations }.
  */
-import { inputJsonSchema, outputJsonSchema, type Tool } from "../contract/tool.js";
+import { inputJsonSchema, outputJsonSchema, type Tool } from "./tool.js";
 
 export const TOOL_FORMATS = ["toolshed", "openai", "anthropic", "mcp"] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];

@@ -8,12 +8,11 @@
  * result as the tool's own result, the stored error as the tool's error, CONFLICT saying why for
  * a closed call, or NEEDS_* while it waits.
  */
-import type { AppDeps } from "../../api/deps.js";
 import { ToolError, type ErrorCode, ERROR_CODES } from "../../shared/errors.js";
-import type { Tool, ToolContext } from "../../contract/tool.js";
+import type { Tool, ToolContext, ToolDeps } from "../../contract/tool.js";
 import { closedError, expiredError, isClosed, isExpired, loadPending, pendingScope, waitingError, type PendingRecord } from "./store.js";
 
-export const nowOf = (deps: AppDeps) => (deps.pending?.now ?? Date.now)();
+export const nowOf = (deps: Pick<ToolDeps, "pending">) => (deps.pending?.now ?? Date.now)();
 
 /** The outcome of a stored call as the tool's own result, or its error thrown; NEEDS_* while it waits. */
 export function outcomeOrThrow(rec: PendingRecord, ws: string, now: number) {

@@ -21,15 +21,22 @@
  * each deleted only if still the version read. The sweep costs nothing extra when no record was
  * last written more than 24 h ago; else ≤ 20 GETs + 1 DELETE (+ 1 LIST on create).
  */
-import type { AppDeps } from "../../api/deps.js";
+import type { ToolDeps } from "../../contract/tool.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import { pendingKey, pendingPrefix } from "../../layout/paths.js";
-import type { Scope } from "../../api/auth/keys.js";
+import type { Scope } from "../../contract/caller.js";
 import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
-import type { CallBinding } from "./binding.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../../storage/types.js";
+
+/** The workspace state a held call was held on (lib/run/pending/binding.ts makes and compares it). */
+export interface CallBinding {
+  /** "<base or plain>@<seq>": the workspace's layer pointer. */
+  layer: string;
+  /** Named path → "file:<etag>" | "dir:<hash of its listing>" | "absent". */
+  paths: Record<string, string>;
+}
 
 /** How long a pending call waits for its answer by default. */
 export const DEFAULT_PENDING_TTL_MS = 24 * 60 * 60 * 1000;
@@ -95,7 +102,7 @@ export interface PendingScope {
 const nowOf = (s: PendingScope) => (s.now ?? Date.now)();
 
 /** The pending calls of one workspace, with the deployment's storage and clock (deps.pending.now in tests). */
-export const pendingScope = (deps: Pick<AppDeps, "storage" | "pending">, tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
+export const pendingScope = (deps: Pick<ToolDeps, "storage" | "pending">, tenant: string, workspace: string): PendingScope => ({ driver: deps.storage, tenant, workspace, ...(deps.pending?.now ? { now: deps.pending.now } : {}) });
 
 export const newPendingId = () => `p${randomId(24)}`;
 

@@ -10,7 +10,7 @@ import { z } from "@hono/zod-openapi";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/api/app.js";
-import { STRICT_FORMATS } from "../../../lib/doors/formats.js";
+import { STRICT_FORMATS } from "../../../lib/contract/formats.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { defineTool, inputJsonSchema } from "../../../lib/contract/tool.js";

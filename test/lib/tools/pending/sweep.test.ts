@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { pendingKey, taskKey } from "../../../../lib/layout/paths.js";
-import { createPending, isSweepable, type PendingRecord } from "../../../../lib/run/pending/store.js";
+import { createPending, isSweepable, type PendingRecord } from "../../../../lib/tools/pending/store.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { sweepRecords } from "../../../../lib/storage/sweep.js";
 import type { DeleteTarget, StorageDriver } from "../../../../lib/storage/types.js";

@@ -1,0 +1,34 @@
+/**
+ * POST /v1/workspaces/{ws}/mcp: the route of the MCP door (lib/doors/mcp.ts). Its access (a tenant
+ * key, any scope: every tool call checks its own; the workspace bound by the guard), the origin
+ * check, the method (stateless: POST only) and the session id; the door does the rest.
+ */
+import type { AppDeps } from "../deps.js";
+import type { Tool } from "../../contract/tool.js";
+import { assertOrigin, mcpResponse } from "../../doors/mcp.js";
+import { checkSessionId } from "../../layout/paths.js";
+import { addRoute } from "./access.js";
+import { backgroundOf, newApp } from "./common.js";
+
+export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
+  const app = newApp();
+  addRoute(
+    app, deps,
+    {
+      method: ["post", "get", "delete"],
+      path: "/v1/workspaces/:ws/mcp",
+      access: { auth: "tenant", scope: "any", workspace: true },
+      undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
+    },
+    async (c) => {
+      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
+      if (c.req.method !== "POST") {
+        // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
+        return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
+      }
+      const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+      return mcpResponse(c.req.raw, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });
+    },
+  );
+  return app;
+}

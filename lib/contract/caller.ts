@@ -1,0 +1,23 @@
+/**
+ * Who calls: the tenant, key and scopes an API key resolves to (lib/api/auth/keys.ts stores keys;
+ * lib/run/toolset.ts decides what they may use). Types and constants only: every layer from the tool
+ * contract up reads them.
+ */
+import type { ToolList } from "../layout/workspace-meta.js";
+
+/** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
+export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
+export type Scope = (typeof SCOPES)[number];
+export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
+
+export interface AuthInfo {
+  tenant: string;
+  key_id: string;
+  scopes: Scope[];
+  /** The key's tool list (absent: all); lib/run/toolset.ts applies it. */
+  tools?: ToolList;
+  /** The workspaces it may reach (absent: all): ids or prefixes ending in `*`; the route guard applies it (lib/api/auth/key-bounds.ts). */
+  workspaces?: string[];
+  /** When the presented secret stops working: the key's expiry, or the end of a rotated secret's grace. */
+  expires_at?: string;
+}

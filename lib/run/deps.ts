@@ -1,0 +1,29 @@
+/**
+ * What the run path reads of the app's wiring, and hands on to every tool (ToolDeps and what the web
+ * and task tools read besides). AppDeps (lib/api/deps.ts) extends it; nothing below the run path
+ * sees AppDeps.
+ */
+import type { Tool } from "../contract/tool.js";
+import type { ManifestCache } from "../layers/manifest.js";
+import type { TaskToolDeps } from "../tools/task/loop.js";
+import type { KnownRecords } from "../workspace/records.js";
+import type { VersionCache } from "../workspace/version-cache.js";
+import type { WorkspaceListener } from "../workspace/workspace.js";
+import type { UsageSink } from "./metering/usage.js";
+
+export interface RunDeps extends TaskToolDeps {
+  /** Told about every file change (search indexes). */
+  listeners?: WorkspaceListener[];
+  /** Undo retention runs on 1 in this many tool calls' record writes (default 16; 0: never; lib/run/undo/retention.ts). */
+  undoPruneEvery?: number;
+  /** One record per tool call that reached a tenant (success or failure), for billing (lib/run/metering/usage.ts: a plain function, or heldUsageLog). */
+  onUsage?: UsageSink;
+  /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
+  manifests?: ManifestCache;
+  /** Session file records this isolate read or wrote, per isolate for a few seconds, used only to confirm (lib/workspace/records.ts); createApp makes one when absent. */
+  knownRecords?: KnownRecords;
+  /** Files' last versions this isolate wrote or read whole, per isolate, only ever a change's condition (lib/workspace/version-cache.ts); createApp makes one when absent. */
+  versions?: VersionCache;
+  /** The tools this app serves (createApp sets it): what a sub-call (the task tool's subagent) may call. */
+  tools?: readonly Tool[];
+}
