@@ -25,6 +25,7 @@ import { backgroundOf, newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
 import { gcApp } from "./routes/gc.js";
+import { usageApp } from "./routes/usage.js";
 import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
@@ -66,6 +67,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", adminApp(deps, tools));
   app.route("/", policyApp(deps));
   app.route("/", gcApp(deps));
+  app.route("/", usageApp(deps));
   app.route("/", modelApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));

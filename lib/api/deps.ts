@@ -12,6 +12,7 @@ import type { KnownRecords } from "../workspace/records.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "./auth/keys.js";
 import type { UsageSink } from "../run/metering/usage.js";
+import type { UsageStore } from "../run/metering/store.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { WebFetchDeps } from "../tools/web/transport.js";
@@ -21,12 +22,19 @@ import type { Tool } from "../contract/tool.js";
 export interface UsageRecord {
   tenant: string;
   workspace: string;
-  tool: string;
+  /** The API key's id (absent only in records made before #28). */
+  key?: string;
+  /** The tool called; absent on a route's record. */
+  tool?: string;
+  /** A non-tool mutating route ("PUT files", "import": lib/api/routes/route-usage.ts); absent on a tool's record. */
+  route?: string;
   ok: boolean;
   code?: string;
   ms: number;
   bytes_read: number;
   bytes_written: number;
+  /** bash, run_code: the sandbox's wall time as the run reported it (RunResult.duration_ms). */
+  sandbox_ms?: number;
 }
 
 export interface AppDeps {
@@ -47,6 +55,8 @@ export interface AppDeps {
   authBackoff?: AuthBackoff;
   /** One record per tool call that reached a tenant (success or failure), for billing (lib/run/metering/usage.ts: a plain function, or heldUsageLog). */
   onUsage?: UsageSink;
+  /** Where usage is kept and queried (GET /v1/usage: lib/run/metering/store.ts); without it the usage routes answer UNAVAILABLE. */
+  usageStore?: UsageStore;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */

@@ -29,6 +29,7 @@ import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
 import { requireWorkspace } from "./common.js";
 import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
+import { meteredAccess, meterRoute } from "./route-usage.js";
 
 export type Access =
   | { auth: "public" }
@@ -129,7 +130,9 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
     }
     await next();
   };
-  return Object.assign(mw, { [POLICY]: policy });
+  // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
+  const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, () => mw(c, next) as Promise<void>) : mw;
+  return Object.assign(metered, { [POLICY]: policy });
 }
 
 type WithBody = { request?: { body?: { content?: Record<string, unknown> } } };

@@ -61,6 +61,8 @@ export class CallMeter {
   code?: string;
   /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
   done?: Promise<void>;
+  /** bash, run_code: the sandbox's wall time the run reported (UsageRecord.sandbox_ms). */
+  sandboxMs?: number;
 
   constructor(readonly tool: string) {}
 
