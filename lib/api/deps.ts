@@ -19,23 +19,8 @@ import type { WebFetchDeps } from "../tools/web/transport.js";
 import type { SearchProvider } from "../tools/web/search/types.js";
 import type { Tool } from "../contract/tool.js";
 
-export interface UsageRecord {
-  tenant: string;
-  workspace: string;
-  /** The API key's id (absent only in records made before #28). */
-  key?: string;
-  /** The tool called; absent on a route's record. */
-  tool?: string;
-  /** A non-tool mutating route ("PUT files", "import": lib/api/routes/route-usage.ts); absent on a tool's record. */
-  route?: string;
-  ok: boolean;
-  code?: string;
-  ms: number;
-  bytes_read: number;
-  bytes_written: number;
-  /** bash, run_code: the sandbox's wall time as the run reported it (RunResult.duration_ms). */
-  sandbox_ms?: number;
-}
+/** One call's usage record (lib/run/metering/record.ts). */
+export type { UsageRecord } from "../run/metering/record.js";
 
 export interface AppDeps {
   storage: StorageDriver;

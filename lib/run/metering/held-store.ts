@@ -9,7 +9,7 @@
  * handover whose store write failed (logged as a warning naming the count; its log lines are out).
  * A record emitted without waitUntil (Lambda, tests) is written at once, not held.
  */
-import type { UsageRecord } from "../../api/deps.js";
+import type { UsageRecord } from "./record.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
 import type { UsageSink } from "./usage.js";
 import type { StoredRecord, UsageStore } from "./store.js";
@@ -18,7 +18,7 @@ export const USAGE_HOLD = { holdMs: 1_000, maxItems: 100 } as const;
 
 const line = (r: StoredRecord) => JSON.stringify({ type: "toolshed.usage", ...r, at: new Date(r.at).toISOString() });
 
-export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: boolean; now?: () => number } = {}): UsageSink {
+export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: boolean; now?: () => number } = {}): UsageSink & { settled(): Promise<void> } {
   const { log = true, now = Date.now, ...hold } = opts;
   const write = async (records: StoredRecord[]) => {
     if (log) console.log(records.map(line).join("\n"));
@@ -30,5 +30,14 @@ export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: bo
   };
   const held = new HeldBatches<StoredRecord>(write, { ...USAGE_HOLD, maxBytes: 64 * 1024, ...hold }, (r) => line(r).length);
   const stamp = (u: UsageRecord): StoredRecord => ({ ...u, at: now() });
-  return Object.assign((u: UsageRecord) => void write([stamp(u)]), { held: (u: UsageRecord) => held.add("usage", stamp(u)) });
+  const direct = new Set<Promise<void>>();
+  const atOnce = (u: UsageRecord) => {
+    const p = write([stamp(u)]).finally(() => direct.delete(p));
+    direct.add(p);
+  };
+  return Object.assign(atOnce, {
+    held: (u: UsageRecord) => held.add("usage", stamp(u)),
+    /** Settles once the records written at once (no waitUntil) so far are stored; held ones settle in their requests' waitUntil. */
+    settled: () => Promise.all([...direct]).then(() => undefined),
+  });
 }

@@ -9,7 +9,7 @@
  * Records reach a store in batches, after the answer (held-store.ts): recording never adds a
  * storage round trip to a call.
  */
-import type { UsageRecord } from "../../api/deps.js";
+import type { UsageRecord } from "./record.js";
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
