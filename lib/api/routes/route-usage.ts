@@ -17,12 +17,11 @@ import type { AppDeps } from "../deps.js";
 import { toToolError, type AppEnv } from "../http.js";
 import { emitUsage } from "../../run/metering/usage.js";
 import { backgroundOf } from "./common.js";
-import type { Access } from "./access.js";
 
 const READS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** Whether routes with this access are metered here (per request, the method decides too). */
-export const meteredAccess = (a: Access): boolean => a.auth === "tenant" && a.scope !== "any";
+/** Whether routes with this access (access.ts Access) are metered here (per request, the method decides too). */
+export const meteredAccess = (a: { auth: string; scope?: string }): boolean => a.auth === "tenant" && a.scope !== "any";
 
 /**
  * A route's name in usage: its method and its path after the workspace, without parameters.
