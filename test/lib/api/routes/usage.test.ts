@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { keyIdOf } from "../../../../lib/api/auth/keys.js";
+import type { Executor, RunRequest } from "../../../../lib/exec/types.js";
 import { durableUsageStore, type UsageObjects } from "../../../../lib/run/metering/durable-store.js";
 import { heldUsageStore } from "../../../../lib/run/metering/held-store.js";
 import { compat } from "./compat-helpers.js";
@@ -191,5 +192,30 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
       ["read", true, null, keyIdOf(t.key), "main", 0],
       ["DELETE workspace", true, null, keyIdOf(t.key), "main", 0],
     ].sort());
+  });
+});
+
+describe("sandbox time", { timeout: 120_000 }, () => {
+  it("bash and run_code records carry the sandbox's wall time as the run reported it; other tools none", async () => {
+    const runs: RunRequest[] = [];
+    // The runner's answer (the bash runner itself is tested in Node): only duration_ms matters here.
+    const executor: Executor = {
+      run: async (req) => (runs.push(req), {
+        run_id: req.idempotency_key, stdout: "hi\n", stderr: "", output: "hi\n", exit_code: 0, duration_ms: 4321, timed_out: false, killed: false, truncated: false,
+        files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
+        sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
+      }),
+      start: async () => {},
+    };
+    const sink = heldUsageStore(store, { log: false });
+    const app = testApp({ usageStore: store, onUsage: sink, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://sync.invalid" });
+    const t = await newTenant(app, { scopes: SCOPES, policy: UNGATED.policy });
+    expect((await t.call("bash", { command: "echo hi" })).status).toBe(200);
+    expect((await t.call("run_code", { language: "python", code: "print('hi')" })).status).toBe(200);
+    expect((await t.call("read", { file_path: "nope.txt" })).status).toBe(404);
+    await sink.settled();
+    expect(runs).toHaveLength(2);
+    const rows = (await get(app, "/v1/usage?group_by=tool", t.key)).body.rows;
+    expect(rows.filter((r: any) => r.tool).map((r: any) => [r.tool, r.calls, r.sandbox_ms])).toEqual([["bash", 1, 4321], ["read", 1, 0], ["run_code", 1, 4321]]);
   });
 });
