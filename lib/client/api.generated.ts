@@ -769,6 +769,247 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This tenant's usage, summed per tool, workspace, key, hour or day
+         * @description Every tool call (every door) and every changing route (file writes, import, workspace create/delete, ...) counts once, success or failure. Needs the `manage` scope. docs/usage.md says what is recorded.
+         */
+        get: operations["usage_query"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This tenant's raw usage records, NDJSON, paged (for billing pipelines) */
+        get: operations["usage_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenant}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's usage (as GET /v1/usage) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    from?: string;
+                    /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    to?: string;
+                    /** @description Only this workspace */
+                    workspace?: string;
+                    /** @description Only calls made with this API key id (the `<key id>` of tsk_<key id>_...) */
+                    key?: string;
+                    /** @description Comma-separated dimensions of each row, any of tool, workspace, key, hour, day (default: none, one row of totals). `tool` groups tools (rows with `tool`) and routes (rows with `route`). */
+                    group_by?: string;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Usage, summed per group */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UsageReport"];
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenant}/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's raw usage records (as GET /v1/usage/export) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    from?: string;
+                    /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    to?: string;
+                    /** @description The previous page's X-Next-Cursor */
+                    cursor?: string;
+                    /** @description Records per page (default and max 1000) */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One JSON record per line, in the order stored (`seq`). `X-Next-Cursor`: pass it as `cursor` for the next page; absent on the last. Raw records are kept 35 days. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants/{tenant}/model": {
         parameters: {
             query?: never;
@@ -4283,6 +4524,37 @@ export interface components {
             more: boolean;
             dry_run: boolean;
         };
+        /** @description Aggregates are hourly: `from` and `to` are widened to whole hours (shown here). */
+        UsageReport: {
+            from: string;
+            to: string;
+            group_by: ("tool" | "workspace" | "key" | "hour" | "day")[];
+            rows: components["schemas"]["UsageRow"][];
+            totals: {
+                calls: number;
+                ok: number;
+                errors: number;
+                ms: number;
+                bytes_read: number;
+                bytes_written: number;
+                sandbox_ms: number;
+            };
+        };
+        UsageRow: {
+            tool?: string;
+            route?: string;
+            workspace?: string;
+            key?: string;
+            hour?: string;
+            day?: string;
+            calls: number;
+            ok: number;
+            errors: number;
+            ms: number;
+            bytes_read: number;
+            bytes_written: number;
+            sandbox_ms: number;
+        };
         ModelConfigView: {
             base_url: string;
             model: string;
@@ -4540,6 +4812,156 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    usage_query: {
+        parameters: {
+            query?: {
+                /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                from?: string;
+                /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                to?: string;
+                /** @description Only this workspace */
+                workspace?: string;
+                /** @description Only calls made with this API key id (the `<key id>` of tsk_<key id>_...) */
+                key?: string;
+                /** @description Comma-separated dimensions of each row, any of tool, workspace, key, hour, day (default: none, one row of totals). `tool` groups tools (rows with `tool`) and routes (rows with `route`). */
+                group_by?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage, summed per group */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    usage_export: {
+        parameters: {
+            query?: {
+                /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                from?: string;
+                /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                to?: string;
+                /** @description The previous page's X-Next-Cursor */
+                cursor?: string;
+                /** @description Records per page (default and max 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One JSON record per line, in the order stored (`seq`). `X-Next-Cursor`: pass it as `cursor` for the next page; absent on the last. Raw records are kept 35 days. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     tool_read: {
         parameters: {
             query?: never;
