@@ -15,6 +15,7 @@ import { streamSSE } from "hono/streaming";
 import type { AppEnv } from "../api/http.js";
 import { toToolError } from "../api/http.js";
 import { executeTool } from "../run/run-tool.js";
+import { sandboxMsOf } from "../run/metering/store.js";
 import type { ProgressEvent, Tool, ToolContext } from "../contract/tool.js";
 
 /** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
@@ -51,6 +52,7 @@ export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext)
     let envelope: Record<string, unknown>;
     try {
       const r = await executeTool(tool, c.get("json"), { ...ctx, progress, signal: gone.signal });
+      call.sandboxMs = sandboxMsOf(tool.name, r.data);
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {
       const e = toToolError(err);
