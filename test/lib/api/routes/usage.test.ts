@@ -16,8 +16,8 @@ const store = durableUsageStore(env.USAGE as unknown as UsageObjects);
 const SCOPES = ["read", "write", "execute", "manage"];
 
 /** One "isolate": an app with its own held sink over the shared store, answering with a waitUntil. */
-function isolate() {
-  const sink = heldUsageStore(store, { log: false, holdMs: 200 });
+function isolate(holdMs = 200) {
+  const sink = heldUsageStore(store, { log: false, holdMs });
   const app = testApp({ usageStore: store, onUsage: sink });
   const { ctx, settle } = executionContext();
   const settled = async () => {
@@ -217,5 +217,22 @@ describe("sandbox time", { timeout: 120_000 }, () => {
     expect(runs).toHaveLength(2);
     const rows = (await get(app, "/v1/usage?group_by=tool", t.key)).body.rows;
     expect(rows.filter((r: any) => r.tool).map((r: any) => [r.tool, r.calls, r.sandbox_ms])).toEqual([["bash", 1, 4321], ["read", 1, 0], ["run_code", 1, 4321]]);
+  });
+});
+
+describe("recording adds no storage round trip before the answer", { timeout: 120_000 }, () => {
+  it("answered: the record is held in the isolate (in waitUntil), stored once the batch is handed over", async () => {
+    // A hold of 3 s: however slow this machine, the record cannot be out before the check below.
+    const { app, ctx, settled } = isolate(3_000);
+    const t = await newTenant(app, { scopes: SCOPES });
+    await settled();
+    const before = (await store.query(t.tenant, { from: Date.now() - 3_600_000, to: Date.now() + 3_600_000, groupBy: [] }))[0]?.calls ?? 0;
+    const res = await app.request("/v1/workspaces/main/tools/read", { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: "nope.txt" }) }, {}, ctx);
+    expect(res.status).toBe(404);
+    await res.arrayBuffer();
+    // The answer is out; its record is not in the store yet (held for up to 3 s here, 1 s deployed).
+    expect((await store.query(t.tenant, { from: Date.now() - 3_600_000, to: Date.now() + 3_600_000, groupBy: [] }))[0]?.calls ?? 0).toBe(before);
+    await settled();
+    expect((await store.query(t.tenant, { from: Date.now() - 3_600_000, to: Date.now() + 3_600_000, groupBy: [] }))[0]?.calls).toBe(before + 1);
   });
 });
