@@ -6,6 +6,9 @@ import toolshed from "../infra/cloudflare.js";
 import type { WorkersEnv } from "../lib/runtime/workers.js";
 import { floorOp, type FloorRequest } from "./floor-ops.js";
 
+/** The usage store's Durable Object, as in the real entry (wrangler.toml beside this binds it). */
+export { UsageObject } from "../infra/cloudflare.js";
+
 export default {
   async fetch(request: Request, env: WorkersEnv, ctx: ExecutionContext): Promise<Response> {
     const url = new URL(request.url);

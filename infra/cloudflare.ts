@@ -4,6 +4,9 @@ import { createApp } from "../lib/api/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
 import { gcTick } from "../lib/layers/gc-schedule.js";
 
+/** The usage store's Durable Object class (wrangler.toml binds it as USAGE). */
+export { UsageObject } from "../lib/runtime/usage-object.js";
+
 // One app per env object: bindings are fixed for the isolate's life, routes are built once.
 const apps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();
 

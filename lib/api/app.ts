@@ -26,6 +26,7 @@ import { backgroundOf, newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
 import { gcApp } from "./routes/gc.js";
+import { usageApp } from "./routes/usage.js";
 import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
@@ -68,6 +69,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", tenantKeysApp(deps, tools));
   app.route("/", policyApp(deps));
   app.route("/", gcApp(deps));
+  app.route("/", usageApp(deps));
   app.route("/", modelApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));

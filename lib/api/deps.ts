@@ -12,10 +12,13 @@ import type { IsolateMemory } from "../shared/isolate-memory.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "../contract/caller.js";
 import type { McpDeps } from "../doors/mcp.js";
+import type { UsageStore } from "../run/metering/store.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
   adminToken?: string;
+  /** Where usage is kept and queried (GET /v1/usage: lib/run/metering/store.ts); without it the usage routes answer UNAVAILABLE. */
+  usageStore?: UsageStore;
   /**
    * Per-client backoff after failed authentication. createApp makes one per app (per isolate)
    * when this is absent; pass one to share it or to change its limits.

@@ -7,6 +7,7 @@ import type { AuthInfo } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
 import { emitUsage } from "./metering/usage.js";
+import { sandboxMsOf } from "./metering/store.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
 import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaRecord } from "../layers/open.js";
@@ -170,10 +171,10 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
-  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, tool: tool.name, ok, ...(code ? { code } : {}), ...usage() }, scope.background);
+  const meter = (ok: boolean, code?: string, sandboxMs?: number) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, scope.background);
   try {
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) });
-    meter(true);
+    meter(true, undefined, sandboxMsOf(tool.name, r.data));
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {
     meter(false, toToolError(err).code);

@@ -5,6 +5,8 @@
 import type { AppDeps } from "../api/deps.js";
 import { executorFromEnv, type RunnerEnv } from "../exec/from-env.js";
 import { heldUsageLog } from "../run/metering/usage.js";
+import { durableUsageStore, type UsageObjects } from "../run/metering/durable-store.js";
+import { heldUsageStore } from "../run/metering/held-store.js";
 import { searchIndexer } from "../search/indexer.js";
 import { r2Driver } from "../storage/drivers/r2.js";
 import { workersKeyValue } from "../storage/kv-workers.js";
@@ -43,13 +45,18 @@ export interface WorkersEnv extends CommonEnv {
    * tests): names are refused, as workerd would resolve them through this machine's hosts file (docs/ssrf.md).
    */
   TOOLSHED_WEB_EGRESS?: string;
+  /** The usage store's Durable Objects (lib/runtime/usage-object.ts; wrangler.toml [[durable_objects.bindings]]). */
+  USAGE?: DurableObjectNamespace;
 }
 
 export function fromWorkersEnv(env: WorkersEnv): AppDeps {
+  // The usage store: a Durable Object per tenant (docs/usage.md); without the binding, usage goes to the logs only.
+  const usageStore = env.USAGE ? durableUsageStore(env.USAGE as unknown as UsageObjects) : undefined;
   return {
     storage: r2Driver(env.FILES),
     kv: workersKeyValue(env.KV),
     ...commonDeps(env),
+    ...(usageStore ? { usageStore, onUsage: heldUsageStore(usageStore) } : {}),
     ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
   };
 }

@@ -34,6 +34,7 @@ import { ToolError } from "../../shared/errors.js";
 import { idempotencyKeyOf, idempotent } from "../idempotency.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
+import { meteredAccess, meterRoute } from "./route-usage.js";
 
 export type Access =
   | { auth: "public" }
@@ -152,7 +153,9 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
     }
     await next();
   };
-  return Object.assign(mw, { [POLICY]: policy });
+  // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
+  const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, () => mw(c, next) as Promise<void>) : mw;
+  return Object.assign(metered, { [POLICY]: policy });
 }
 
 type WithBody = { request?: { body?: { content?: Record<string, unknown> } } };

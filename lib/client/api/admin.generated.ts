@@ -717,6 +717,210 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants/{tenant}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's usage (as GET /v1/usage) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    from?: string;
+                    /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    to?: string;
+                    /** @description Only this workspace */
+                    workspace?: string;
+                    /** @description Only calls made with this API key id (the `<key id>` of tsk_<key id>_...) */
+                    key?: string;
+                    /** @description Comma-separated dimensions of each row, any of tool, workspace, key, hour, day (default: none, one row of totals). `tool` groups tools (rows with `tool`) and routes (rows with `route`). */
+                    group_by?: string;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Usage, summed per group */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UsageReport"];
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenant}/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's raw usage records (as GET /v1/usage/export) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start, inclusive (default: `to` minus 7 days): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    from?: string;
+                    /** @description End, exclusive (default: now): an ISO 8601 time (2026-11-28T10:00:00Z) or date (UTC), or epoch milliseconds */
+                    to?: string;
+                    /** @description The previous page's X-Next-Cursor */
+                    cursor?: string;
+                    /** @description Records per page (default and max 1000) */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One JSON record per line, in the order stored (`seq`). `X-Next-Cursor`: pass it as `cursor` for the next page; absent on the last. Raw records are kept 35 days. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/tenants/{tenant}/model": {
         parameters: {
             query?: never;

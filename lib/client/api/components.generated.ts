@@ -72,6 +72,37 @@ export interface components {
             more: boolean;
             dry_run: boolean;
         };
+        /** @description Aggregates are hourly: `from` and `to` are widened to whole hours (shown here). */
+        UsageReport: {
+            from: string;
+            to: string;
+            group_by: ("tool" | "workspace" | "key" | "hour" | "day")[];
+            rows: components["schemas"]["UsageRow"][];
+            totals: {
+                calls: number;
+                ok: number;
+                errors: number;
+                ms: number;
+                bytes_read: number;
+                bytes_written: number;
+                sandbox_ms: number;
+            };
+        };
+        UsageRow: {
+            tool?: string;
+            route?: string;
+            workspace?: string;
+            key?: string;
+            hour?: string;
+            day?: string;
+            calls: number;
+            ok: number;
+            errors: number;
+            ms: number;
+            bytes_read: number;
+            bytes_written: number;
+            sandbox_ms: number;
+        };
         ModelConfigView: {
             base_url: string;
             model: string;

@@ -4,6 +4,7 @@
 import type { paths as metaPaths } from "./meta.generated.js";
 import type { paths as adminPaths } from "./admin.generated.js";
 import type { paths as keysPaths } from "./keys.generated.js";
+import type { paths as usagePaths, operations as usageOperations } from "./usage.generated.js";
 import type { paths as workspacesPaths } from "./workspaces.generated.js";
 import type { paths as filesPaths } from "./files.generated.js";
 import type { paths as versionsPaths } from "./versions.generated.js";
@@ -16,6 +17,6 @@ import type { paths as pendingPaths, operations as pendingOperations } from "./p
 export type { $defs, components, webhooks } from "./components.generated.js";
 
 /** Every path of the API (each tag's `paths`). */
-export interface paths extends metaPaths, adminPaths, keysPaths, workspacesPaths, filesPaths, versionsPaths, sessionsPaths, customToolsPaths, toolsPaths, compatPaths, pendingPaths {}
+export interface paths extends metaPaths, adminPaths, keysPaths, usagePaths, workspacesPaths, filesPaths, versionsPaths, sessionsPaths, customToolsPaths, toolsPaths, compatPaths, pendingPaths {}
 /** Every operation with an operationId (each tag's `operations`). */
-export interface operations extends toolsOperations, compatOperations, pendingOperations {}
+export interface operations extends usageOperations, toolsOperations, compatOperations, pendingOperations {}

@@ -9,18 +9,7 @@
  * workspace, the tool itself); a call without a valid key bills no one.
  */
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
-
-/** One tool call's billing record. */
-export interface UsageRecord {
-  tenant: string;
-  workspace: string;
-  tool: string;
-  ok: boolean;
-  code?: string;
-  ms: number;
-  bytes_read: number;
-  bytes_written: number;
-}
+import type { UsageRecord } from "./record.js";
 
 const usageLine = (u: UsageRecord) => JSON.stringify({ type: "toolshed.usage", at: new Date().toISOString(), ...u });
 
@@ -72,6 +61,8 @@ export class CallMeter {
   code?: string;
   /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
   done?: Promise<void>;
+  /** bash, run_code: the sandbox's wall time the run reported (UsageRecord.sandbox_ms). */
+  sandboxMs?: number;
 
   constructor(readonly tool: string) {}
 

@@ -229,7 +229,7 @@ describe("the same rules as the tool routes", () => {
 
   it("each call is metered as the tool that ran it", async () => {
     const records: UsageRecord[] = [];
-    const t = await newTenant(testApp({ onUsage: (u) => records.push(u) }));
+    const t = await newTenant(testApp({ onUsage: (u) => void (u.tool !== undefined && records.push(u)) }));
     await upload(t, "a.txt", "hello\n");
     ok(await editor(t, { command: "view", path: "a.txt" }));
     ok(await editor(t, { command: "str_replace", path: "a.txt", old_str: "hello", new_str: "bye" }));

@@ -1,13 +1,13 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { UsageRecord } from "../../../../lib/run/metering/usage.js";
+import type { UsageRecord } from "../../../../lib/run/metering/record.js";
 import { heldUsageLog, logUsage } from "../../../../lib/run/metering/usage.js";
 import { ADMIN, executionContext, newTenant, testApp, upload } from "../../../helpers.js";
 
 describe("usage records", () => {
   it("one record per tool call, for successes and failures, with the tenant and the cost", async () => {
     const records: UsageRecord[] = [];
-    const t = await newTenant(testApp({ onUsage: (u) => records.push(u) }));
+    const t = await newTenant(testApp({ onUsage: (u) => void (u.tool !== undefined && records.push(u)) }));
     await upload(t, "a.txt", "hello\n");
     expect((await t.call("read", { file_path: "a.txt" })).status).toBe(200);
     expect((await t.call("read", { file_path: "missing.txt" })).status).toBe(404);
@@ -23,7 +23,7 @@ describe("usage records", () => {
 
   it("every response of a tool route carries usage; a call with a valid key emits exactly one record, whatever failed", async () => {
     const records: UsageRecord[] = [];
-    const app = testApp({ onUsage: (u) => records.push(u) });
+    const app = testApp({ onUsage: (u) => void (u.tool !== undefined && records.push(u)) });
     const t = await newTenant(app);
     const readOnly = (await (await app.request(`/v1/admin/tenants/${t.tenant}/keys`, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read"] }) })).json()) as any;
     await upload(t, "a.txt", "hello\n");
@@ -74,7 +74,7 @@ describe("usage records", () => {
 describe("usage records where the runtime has waitUntil (Workers)", () => {
   it("the record is logged after the response, within the request's waitUntil, exactly once, success or failure", async () => {
     const records: UsageRecord[] = [];
-    const t = await newTenant(testApp({ onUsage: (u) => records.push(u) }));
+    const t = await newTenant(testApp({ onUsage: (u) => void (u.tool !== undefined && records.push(u)) }));
     await upload(t, "a.txt", "hello\n");
     const { ctx, later } = executionContext();
     for (const [file, status, ok] of [["a.txt", 200, true], ["missing.txt", 404, false]] as const) {

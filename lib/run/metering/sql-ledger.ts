@@ -1,0 +1,99 @@
+/**
+ * One tenant's usage in SQLite: the body of the Workers store's Durable Object
+ * (lib/runtime/usage-object.ts), kept apart from the runtime's class so that it reads as SQL
+ * against the store's contract (store.ts). Two tables:
+ *
+ *   hourly  one row per hour × tool-or-route × workspace × key: counts and sums, upserted
+ *   raw     one row per record (JSON), for the export; rows older than RAW_RETENTION_MS are deleted
+ *
+ * A batch is aggregated in memory first, so it costs one upsert per distinct group plus one insert
+ * per record, all in one transaction (a batch is durable whole or not at all).
+ */
+import { addTo } from "./memory-store.js";
+import { clampLimit, dayOf, DAY_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, sortRows, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow } from "./store.js";
+
+/** The part of the Durable Object's SqlStorage this uses. */
+export interface Sql {
+  exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, unknown>[] };
+}
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS hourly (hour INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, workspace TEXT NOT NULL, key TEXT NOT NULL,
+    calls INTEGER NOT NULL, ok INTEGER NOT NULL, errors INTEGER NOT NULL, ms INTEGER NOT NULL, bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL, sandbox_ms INTEGER NOT NULL,
+    PRIMARY KEY (hour, kind, name, workspace, key)) WITHOUT ROWID`,
+  `CREATE TABLE IF NOT EXISTS raw (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, record TEXT NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS raw_at ON raw (at)`,
+];
+
+const SUMS = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const;
+
+export class SqlUsageLedger {
+  constructor(private readonly sql: Sql, private readonly now: () => number = Date.now) {
+    for (const s of SCHEMA) sql.exec(s);
+  }
+
+  /** Call inside one transaction (the object's transactionSync). */
+  record(records: StoredRecord[]): void {
+    const groups = new Map<string, { hour: number; kind: string; name: string; workspace: string; key: string; sums: ReturnType<typeof zeroSums> }>();
+    for (const r of records) {
+      const { kind, name } = nameOf(r);
+      const hour = hourOf(r.at);
+      const key = r.key ?? "";
+      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
+      addTo(g.sums, r);
+      this.sql.exec("INSERT INTO raw (at, record) VALUES (?, ?)", r.at, JSON.stringify(r));
+    }
+    for (const g of groups.values()) {
+      this.sql.exec(
+        `INSERT INTO hourly (hour, kind, name, workspace, key, ${SUMS.join(", ")}) VALUES (?, ?, ?, ?, ?, ${SUMS.map(() => "?").join(", ")})
+         ON CONFLICT (hour, kind, name, workspace, key) DO UPDATE SET ${SUMS.map((s) => `${s} = ${s} + excluded.${s}`).join(", ")}`,
+        g.hour, g.kind, g.name, g.workspace, g.key, ...SUMS.map((s) => g.sums[s]),
+      );
+    }
+    this.sql.exec("DELETE FROM raw WHERE at < ?", this.now() - RAW_RETENTION_MS);
+  }
+
+  query(q: UsageQuery): UsageRow[] {
+    const { first, end } = hourRange(q);
+    const dims: string[] = [];
+    for (const g of q.groupBy) {
+      if (g === "tool") dims.push("kind", "name");
+      else if (g === "workspace") dims.push("workspace");
+      else if (g === "key") dims.push("key");
+      else if (g === "hour") dims.push("hour");
+      else dims.push(`(hour / ${DAY_MS}) * ${DAY_MS} AS day`);
+    }
+    const where = ["hour >= ?", "hour < ?"];
+    const args: unknown[] = [first, end];
+    if (q.workspace !== undefined) where.push("workspace = ?"), args.push(q.workspace);
+    if (q.key !== undefined) where.push("key = ?"), args.push(q.key);
+    const groupCols = dims.map((d) => (d.endsWith(" AS day") ? "day" : d));
+    const rows = this.sql
+      .exec(`SELECT ${[...dims, ...SUMS.map((s) => `SUM(${s}) AS ${s}`)].join(", ")} FROM hourly WHERE ${where.join(" AND ")}${groupCols.length ? ` GROUP BY ${groupCols.join(", ")}` : ""}`, ...args)
+      .toArray();
+    const out: UsageRow[] = [];
+    for (const r of rows) {
+      if (r.calls === null) continue; // no rows at all: SUM over nothing
+      const row = {} as UsageRow;
+      if (r.kind !== undefined) row[r.kind as "tool" | "route"] = String(r.name);
+      if (r.workspace !== undefined) row.workspace = String(r.workspace);
+      if (r.key !== undefined) row.key = String(r.key);
+      if (r.hour !== undefined) row.hour = new Date(Number(r.hour)).toISOString();
+      if (r.day !== undefined) row.day = new Date(dayOf(Number(r.day))).toISOString();
+      Object.assign(row, zeroSums());
+      for (const s of SUMS) row[s] = Number(r[s]);
+      out.push(row);
+    }
+    return sortRows(out, q.groupBy);
+  }
+
+  exportRecords(q: ExportQuery): ExportPage {
+    const limit = clampLimit(q.limit);
+    const after = q.cursor === undefined ? 0 : Number(q.cursor);
+    const rows = this.sql.exec("SELECT seq, record FROM raw WHERE seq > ? AND at >= ? AND at < ? ORDER BY seq LIMIT ?", after, q.from, q.to, limit + 1).toArray();
+    const records = rows.slice(0, limit).map((r) => ({ ...(JSON.parse(String(r.record)) as StoredRecord), seq: Number(r.seq) }) as ExportedRecord);
+    return rows.length > limit ? { records, next_cursor: String(records.at(-1)!.seq) } : { records };
+  }
+}
