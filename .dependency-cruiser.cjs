@@ -17,6 +17,7 @@ const LAYERS = [
   { name: "sync", path: "^lib/sync/", why: "the runner's sync protocol, API side" },
   { name: "workspace", path: "^lib/workspace/", why: "a tenant's files: paths, session records, reads, writes, edits, transfers" },
   { name: "stores", path: "^lib/(layers|search|archive)/", why: "below the workspace: layers (packs, manifests), search (index, grep), archive (tar/zip)" },
+  { name: "limits", path: "^lib/limits/", why: "tenants' limits and counters: calls per minute, concurrent runs, quotas (a Durable Object per tenant, or memory)" },
   { name: "storage", path: "^lib/storage/", why: "storage drivers and KV: keys in, bytes out; no tenant" },
   { name: "shared", path: "^lib/shared/", why: "helpers with no knowledge of the product: errors, hashes, text, caches" },
 ];

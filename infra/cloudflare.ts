@@ -4,6 +4,9 @@ import { createApp } from "../lib/api/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
 import { gcTick } from "../lib/layers/gc-schedule.js";
 
+/** The Durable Object class of the LIMITS binding (wrangler.toml): one per tenant. */
+export { LimitsObject } from "../lib/limits/durable-object.js";
+
 // One app per env object: bindings are fixed for the isolate's life, routes are built once.
 const apps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();
 

@@ -3,6 +3,7 @@ declare namespace Cloudflare {
   interface Env {
     FILES: R2Bucket;
     KV: KVNamespace;
+    LIMITS: DurableObjectNamespace;
     TOOLSHED_ADMIN_TOKEN: string;
   }
 }

@@ -10,6 +10,7 @@ import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../workspace/pat
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../run/toolset.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
+import type { Limits } from "../../limits/fields.js";
 
 /** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
 export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
@@ -38,6 +39,8 @@ export interface ApiKeyRecord {
   scopes: Scope[];
   /** The tools this key may use (lib/run/toolset.ts): a preset or names; absent: all. */
   tools?: ToolList;
+  /** The key's own limits (lib/limits/fields.ts); each applies as the smaller of it and the tenant's. Absent: the tenant's. */
+  limits?: Limits;
   created_at: string;
 }
 
@@ -47,6 +50,8 @@ export interface AuthInfo {
   scopes: Scope[];
   /** The key's tool list (absent: all); lib/run/toolset.ts applies it. */
   tools?: ToolList;
+  /** The key's own limits (absent: the tenant's); lib/limits applies them. */
+  limits?: Limits;
 }
 
 const hashKey = (hash: string) => `apikey/${hash}`;
@@ -71,11 +76,11 @@ export async function getTenant(storage: StorageDriver, id: string): Promise<Ten
   return JSON.parse(await new Response(r.body).text()) as Tenant;
 }
 
-export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[]; tools?: ToolList }): Promise<{ key: string; record: ApiKeyRecord }> {
+export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: { name?: string; scopes?: Scope[]; tools?: ToolList; limits?: Limits }): Promise<{ key: string; record: ApiKeyRecord }> {
   await getTenant(storage, tenant);
   const keyId = randomId(10);
   const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
-  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, ...(input.tools !== undefined ? { tools: input.tools } : {}), created_at: new Date().toISOString() };
+  const record: ApiKeyRecord = { key_id: keyId, tenant, name: input.name ?? "default", scopes: input.scopes ?? DEFAULT_SCOPES, ...(input.tools !== undefined ? { tools: input.tools } : {}), ...(input.limits !== undefined ? { limits: input.limits } : {}), created_at: new Date().toISOString() };
   const hash = await sha256Hex(key);
   await kv.put(hashKey(hash), JSON.stringify(record));
   await kv.put(keyIdKey(tenant, keyId), hash);
@@ -97,7 +102,7 @@ export async function getApiKeyById(kv: KeyValueStore, tenant: string, keyId: st
   if (!raw) return null;
   const rec = JSON.parse(raw) as ApiKeyRecord;
   if (rec.tenant !== tenant || rec.key_id !== keyId) return null;
-  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+  return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}), ...(rec.limits !== undefined ? { limits: rec.limits } : {}) };
 }
 
 /**
@@ -112,7 +117,7 @@ export async function resolveApiKey(kv: KeyValueStore, key: string, cache?: Isol
     const raw = await kv.get(hashKey(hash));
     if (!raw) return null;
     const rec = JSON.parse(raw) as ApiKeyRecord;
-    return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}) };
+    return { tenant: rec.tenant, key_id: rec.key_id, scopes: rec.scopes, ...(rec.tools !== undefined ? { tools: rec.tools } : {}), ...(rec.limits !== undefined ? { limits: rec.limits } : {}) };
   };
   return cache ? cache.get(hash, load) : load();
 }

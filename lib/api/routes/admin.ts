@@ -7,9 +7,10 @@ import type { Tool } from "../../contract/tool.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp } from "./common.js";
+import { LimitsSchema } from "./limits.js";
 
 const TenantSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Tenant");
-const KeyInfoSchema = z.object({ key_id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.enum(SCOPES)), tools: z.union([z.string(), z.array(z.string())]).optional().openapi({ description: "A preset or tool names (listings show \"all\" for an unlimited key)" }), created_at: z.string() }).openapi("ApiKeyInfo");
+const KeyInfoSchema = z.object({ key_id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.enum(SCOPES)), tools: z.union([z.string(), z.array(z.string())]).optional().openapi({ description: "A preset or tool names (listings show \"all\" for an unlimited key)" }), limits: LimitsSchema.optional(), created_at: z.string() }).openapi("ApiKeyInfo");
 /** A preset or a list of tool (and preset) names; checked against the tools by parseToolList. */
 export const ToolsField = z.union([z.string(), z.array(z.string()).max(200)]).openapi({ description: `The tools allowed: a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).`, example: "readonly" });
 const TenantParam = z.object({ tenant: z.string().openapi({ param: { name: "tenant", in: "path" } }) });
@@ -17,7 +18,7 @@ const Page = z.object({
   cursor: z.string().max(4096).optional().openapi({ description: "The cursor of the previous page" }),
   limit: z.coerce.number().int().min(1).max(MAX_LIST_PAGE).optional().openapi({ description: `Entries per page (default and max ${MAX_LIST_PAGE})` }),
 });
-const KeyBody = z.object({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).optional().openapi({ description: "Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools \"all\"." }), tools: ToolsField.optional() });
+const KeyBody = z.object({ name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).optional().openapi({ description: "Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools \"all\"." }), tools: ToolsField.optional(), limits: LimitsSchema.optional().openapi({ description: "The key's own limits (docs/limits-and-quotas.md); each applies as the smaller of the key's and the tenant's" }) });
 
 export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
