@@ -404,6 +404,7 @@ export interface paths {
                          * @example readonly
                          */
                         tools?: string | string[];
+                        limits?: components["schemas"]["Limits"] & unknown;
                     };
                 };
             };
@@ -546,6 +547,180 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenant}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a tenant's limits */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The limits as set, and as they apply */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant: string;
+                            limits: components["schemas"]["Limits"] & unknown;
+                            effective: components["schemas"]["EffectiveLimits"];
+                        };
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /**
+         * Set a tenant's limits (replaces them; fields left out take the defaults)
+         * @description Takes effect on the next call on every isolate (the limits live in the tenant's limits object). A key's own limits apply as the smaller of the key's and these.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    tenant: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Limits"];
+                };
+            };
+            responses: {
+                /** @description The limits as set, and as they apply */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant: string;
+                            limits: components["schemas"]["Limits"] & unknown;
+                            effective: components["schemas"]["EffectiveLimits"];
+                        };
+                    };
+                };
+                /** @description Error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4241,7 +4416,30 @@ export interface components {
             scopes: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
             /** @description A preset or tool names (listings show "all" for an unlimited key) */
             tools?: string | string[];
+            limits?: components["schemas"]["Limits"];
             created_at: string;
+        };
+        Limits: {
+            /** @description Calls per minute through every tenant route (a token bucket refilled continuously) (default 1200) */
+            calls_per_minute?: number;
+            /** @description bash/run_code commands running at once (default 8) */
+            concurrent_runs?: number;
+            /** @description Bytes stored across the tenant's workspaces (default 10737418240) */
+            storage_bytes?: number;
+            /** @description Files in one workspace (default 100000) */
+            files_per_workspace?: number;
+            /** @description Workspaces (checked at create and fork) (default 1000) */
+            workspaces?: number;
+            /** @description Background tasks running at once (default 8) */
+            background_tasks?: number;
+        };
+        EffectiveLimits: {
+            calls_per_minute: number;
+            concurrent_runs: number;
+            storage_bytes: number;
+            files_per_workspace: number;
+            workspaces: number;
+            background_tasks: number;
         };
         TenantPolicy: {
             web?: {
