@@ -18,6 +18,7 @@ const LAYERS = [
   { name: "workspace", path: "^lib/workspace/", why: "a tenant's files: paths, session records, reads, writes, edits, transfers" },
   { name: "stores", path: "^lib/(layers|search|archive)/", why: "below the workspace: layers (packs, manifests), search (index, grep), archive (tar/zip)" },
   { name: "layout", path: "^lib/layout/", why: "a workspace in storage: canonical paths, every key, key order, file types, the modes and links table; the workspace, the stores and the runner share it" },
+  { name: "limits", path: "^lib/limits/", why: "tenants' limits and counters: calls per minute, concurrent runs, quotas (a Durable Object per tenant, or memory)" },
   { name: "storage", path: "^lib/storage/", why: "storage drivers and KV: keys in, bytes out; no tenant" },
   { name: "shared", path: "^lib/shared/", why: "helpers with no knowledge of the product: errors, hashes, text, caches" },
 ];

@@ -4,6 +4,7 @@ declare namespace Cloudflare {
     FILES: R2Bucket;
     KV: KVNamespace;
     USAGE: DurableObjectNamespace;
+    LIMITS: DurableObjectNamespace;
     TOOLSHED_ADMIN_TOKEN: string;
   }
 }

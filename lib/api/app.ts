@@ -16,9 +16,11 @@ import { VersionCache } from "../workspace/version-cache.js";
 import { SegmentCache } from "../search/segment-cache.js";
 import { docsApp } from "./docs/docs-app.js";
 import { ToolError } from "../shared/errors.js";
+import { limitedExecutor } from "../exec/limited.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
 import { adminApp } from "./routes/admin.js";
 import { tenantKeysApp } from "./routes/keys.js";
+import { limitsApp } from "./routes/limits.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
 import { undoApp } from "./routes/undo.js";
@@ -54,7 +56,9 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const knownWorkspaces = inputDeps.knownWorkspaces ?? new IsolateCache<MetaRecord>();
   // Manifests, segments and versions share one byte budget (lib/shared/isolate-memory.ts).
   const memory = inputDeps.memory ?? new IsolateMemory();
-  const deps: AppDeps = { ...inputDeps, storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
+  // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs (lib/exec/limited.ts).
+  const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits) : inputDeps.executor;
+  const deps: AppDeps = { ...inputDeps, ...(executor ? { executor } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
   const app = newApp();
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
@@ -67,6 +71,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   addRoute(app, deps, { method: "get", path: "/healthz", access: open, doc: meta("Liveness") }, (c) => c.json({ ok: true }));
   app.route("/", adminApp(deps, tools));
   app.route("/", tenantKeysApp(deps, tools));
+  app.route("/", limitsApp(deps));
   app.route("/", policyApp(deps));
   app.route("/", gcApp(deps));
   app.route("/", usageApp(deps));

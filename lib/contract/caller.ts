@@ -4,6 +4,7 @@
  * contract up reads them.
  */
 import type { ToolList } from "../layout/workspace-meta.js";
+import type { Limits } from "../limits/fields.js";
 
 /** `approve` answers pending calls (ask_user, the approval gate); `manage` adds and changes the tenant's custom tools; neither is in the default set, so an agent's key cannot approve its own calls or define tools. */
 export const SCOPES = ["read", "write", "execute", "network", "approve", "manage"] as const;
@@ -20,4 +21,6 @@ export interface AuthInfo {
   workspaces?: string[];
   /** When the presented secret stops working: the key's expiry, or the end of a rotated secret's grace. */
   expires_at?: string;
+  /** The key's own limits (absent: the tenant's); lib/limits applies them. */
+  limits?: Limits;
 }

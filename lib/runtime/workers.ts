@@ -12,6 +12,7 @@ import { r2Driver } from "../storage/drivers/r2.js";
 import { workersKeyValue } from "../storage/kv-workers.js";
 import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-env.js";
 import { cloudflareFetcher } from "../tools/web/transport.js";
+import { durableLimits } from "../limits/durable-object.js";
 
 export interface CommonEnv extends RunnerEnv, SearchEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
@@ -38,6 +39,8 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
 export interface WorkersEnv extends CommonEnv {
   FILES: R2Bucket;
   KV: KVNamespace;
+  /** Tenants' limits and counters: one Durable Object per tenant (lib/limits/durable-object.ts); absent: nothing is limited. */
+  LIMITS?: DurableObjectNamespace;
   /**
    * "cloudflare" only on a Worker deployed on Cloudflare (wrangler deploy --var TOOLSHED_WEB_EGRESS:cloudflare):
    * web_fetch, webhooks and the model endpoint then reach host names through the runtime's fetch,
@@ -57,6 +60,7 @@ export function fromWorkersEnv(env: WorkersEnv): AppDeps {
     kv: workersKeyValue(env.KV),
     ...commonDeps(env),
     ...(usageStore ? { usageStore, onUsage: heldUsageStore(usageStore) } : {}),
+    ...(env.LIMITS ? { limits: durableLimits(env.LIMITS) } : {}),
     ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
   };
 }

@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   FILE_TOO_LARGE: { status: 413, hint: "Read it in pages with offset and limit, or use grep." },
   PAYLOAD_TOO_LARGE: { status: 413, hint: "Send a smaller body." },
   CONFLICT: { status: 409, hint: "Another change is in progress; retry." },
-  QUOTA_EXCEEDED: { status: 413, hint: "The command wrote more than one call may add to the workspace; write less, or delete what it does not need in the same command, then retry." },
+  QUOTA_EXCEEDED: { status: 413, hint: "A quota is used up (details name the quota, the usage and the limit) and nothing was written: delete what is not needed (a command: write less, or delete scratch data in the same command), or ask the operator to raise the tenant's limits, then retry." },
   TIMEOUT: { status: 408, hint: "Use a larger timeout, or run_in_background: true for long commands." },
   BLOCKED: { status: 403, hint: "This command is refused by the workspace's guard rails." },
   NEEDS_INPUT: { status: 202, hint: "A question for the user is pending (details.pending_id): the app answers it with POST /v1/workspaces/{ws}/pending/{id}; the agent gets the answer with the pending_result tool {pending_id} (an app: GET .../pending/{id}?wait=30)." },

@@ -72,6 +72,7 @@ export interface KeyBounds {
   tools?: ToolList;
   workspaces?: readonly string[];
   expires_at?: string;
+  limits?: Readonly<Record<string, number | undefined>>;
 }
 
 /**
@@ -90,6 +91,10 @@ export function exceedsMaker(child: KeyBounds, maker: AuthInfo, catalog: readonl
   }
   if (!patternsWithin(child.workspaces, maker.workspaces)) return `workspaces ${child.workspaces ? JSON.stringify(child.workspaces) : "(all)"} (this key is limited to ${JSON.stringify(maker.workspaces)})`;
   if (maker.expires_at && (!child.expires_at || Date.parse(child.expires_at) > Date.parse(maker.expires_at))) return `an expiry after this key's own (${maker.expires_at})`;
+  for (const [field, max] of Object.entries(maker.limits ?? {})) {
+    const own = child.limits?.[field];
+    if (max !== undefined && (own === undefined || own > max)) return `a ${field} limit above this key's own (${max})`;
+  }
   return null;
 }
 

@@ -11,6 +11,7 @@ import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../..
 import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
+import type { Limits } from "../../limits/fields.js";
 
 export const KEY_PREFIX = "tsk_";
 
@@ -41,6 +42,8 @@ export interface ApiKeyRecord {
   expires_at?: string;
   /** The key id that made it through POST /v1/keys; absent: made by the admin. */
   created_by?: string;
+  /** The key's own limits (lib/limits/fields.ts); each applies as the smaller of it and the tenant's. Absent: the tenant's. */
+  limits?: Limits;
   created_at: string;
   /** On the record of a secret that was rotated: it works until then (rotation's grace). */
   grace_until?: string;
@@ -57,6 +60,7 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     scopes: rec.scopes,
     ...(rec.tools !== undefined ? { tools: rec.tools } : {}),
     ...(rec.workspaces !== undefined ? { workspaces: rec.workspaces } : {}),
+    ...(rec.limits !== undefined ? { limits: rec.limits } : {}),
     ...(ends.length ? { expires_at: ends[0]! } : {}),
   };
 }
@@ -89,6 +93,7 @@ export interface NewKey {
   workspaces?: string[];
   expires_at?: string;
   created_by?: string;
+  limits?: Limits;
 }
 
 export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, tenant: string, input: NewKey): Promise<{ key: string; record: ApiKeyRecord }> {

@@ -22,6 +22,7 @@ import type { RouteConfig } from "@hono/zod-openapi";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { authenticateAdmin, authenticateTenant } from "../auth/middleware.js";
 import type { Scope } from "../../contract/caller.js";
+import { setRateHeaders, takeCall } from "../auth/rate-limit.js";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import type { MetaRecord } from "../../layers/open.js";
@@ -78,7 +79,10 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // The key's scopes within its tool list (lib/run/toolset.ts, the one rule).
   const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
   if (refusal) throw refusal;
-  if (!access.workspace) return;
+  // calls_per_minute (auth/rate-limit.ts): one round trip to the tenant's limits object, beside the record's read.
+  const rate = deps.limits ? takeCall(deps.limits, c, auth).then((h) => void (h && c.set("rate", h))) : undefined;
+  rate?.catch(() => {}); // awaited below
+  if (!access.workspace) return void (await rate);
   const id = named ?? "";
   // ... and within the workspace's tool list, once its record is here.
   const bind = (record: MetaRecord, known?: true) => {
@@ -89,13 +93,17 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
   if (known) {
     return async () => {
+      await rate;
       if (body.knownWorkspace!(c)) return bind(known, true);
       bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
     };
   }
   const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
   record.catch(() => {}); // awaited by the guard, after the route's early reads have started
-  return async () => bind(await record);
+  return async () => {
+    await rate;
+    bind(await record);
+  };
 }
 
 export interface BodyRule {
@@ -152,6 +160,8 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
       throw e;
     }
     await next();
+    const rate = c.get("rate");
+    if (rate) setRateHeaders(c, rate);
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
   const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, () => mw(c, next) as Promise<void>) : mw;

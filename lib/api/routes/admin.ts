@@ -6,6 +6,7 @@ import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp } from "./common.js";
+import { LimitsSchema } from "./limits.js";
 
 const TenantSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string() }).openapi("Tenant");
 const TenantParam = z.object({ tenant: z.string().openapi({ param: { name: "tenant", in: "path" } }) });

@@ -16,6 +16,7 @@ import type { AppDeps } from "../deps.js";
 import { parseJsonBody } from "../http.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp } from "./common.js";
+import { LimitsSchema } from "./limits.js";
 
 /** A preset or a list of tool (and preset) names; checked against the tools by parseToolList. */
 export const ToolsField = z.union([z.string(), z.array(z.string()).max(200)]).openapi({ description: `The tools allowed: a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).`, example: "readonly" });
@@ -25,23 +26,25 @@ export const KeyBody = z.object({
   tools: ToolsField.optional(),
   workspaces: z.array(z.string()).optional().openapi({ description: "Limit the key to these workspaces: ids, or id prefixes ending in '*' (\"proj-*\"). Any other workspace answers 404 to it, as if it did not exist. Default: every workspace.", example: ["ws1", "proj-*"] }),
   expires_at: z.string().optional().openapi({ description: "When the key stops working (ISO 8601). Default: never.", example: "2027-01-31T00:00:00Z" }),
+  limits: LimitsSchema.optional().openapi({ description: "The key's own limits (docs/limits-and-quotas.md); each applies as the smaller of the key's and the tenant's" }),
 });
 export const KeyInfoSchema = z.object({
   key_id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.enum(SCOPES)),
   tools: z.union([z.string(), z.array(z.string())]).optional().openapi({ description: "A preset or tool names (listings show \"all\" for an unlimited key)" }),
-  workspaces: z.array(z.string()).optional(), expires_at: z.string().optional(), created_by: z.string().optional(), created_at: z.string(),
+  workspaces: z.array(z.string()).optional(), expires_at: z.string().optional(), created_by: z.string().optional(), limits: LimitsSchema.optional(), created_at: z.string(),
 }).openapi("ApiKeyInfo");
 
 /** A key request's body, checked: the tool list against the catalog, scopes against the tools, workspaces and expiry parsed. */
 export function newKeyOf(body: unknown, catalog: readonly Tool[]): NewKey & { scopes: Scope[] } {
   const parsed = parseJsonBody(KeyBody, body ?? {});
-  const { tools: given, scopes: asked, workspaces, expires_at, name } = parsed;
+  const { tools: given, scopes: asked, workspaces, expires_at, name, limits } = parsed;
   const tools = given !== undefined ? parseToolList(given, catalog) : undefined;
   // Scopes never exceed what the key's tools need (lib/run/toolset.ts): refused, or narrowed from the default.
   const scopes = keyScopesFor(asked, tools, catalog);
   return {
     scopes,
     ...(name !== undefined ? { name } : {}),
+    ...(limits !== undefined ? { limits } : {}),
     ...(tools !== undefined ? { tools } : {}),
     ...(workspaces !== undefined ? { workspaces: parseWorkspacePatterns(workspaces) } : {}),
     ...(expires_at !== undefined ? { expires_at: parseExpiry(expires_at) } : {}),
@@ -80,7 +83,7 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
       const wanted = explicit ? asked : { ...asked, scopes: asked.scopes.filter((s) => maker.scopes.includes(s)) };
       if (!wanted.scopes.length) throw new ToolError("INVALID_ARGUMENT", `scopes: this key holds none of the default scopes (read, write, execute): give the new key's scopes explicitly, within this key's own (${maker.scopes.join(", ")}).`, { field: "scopes" });
       // A maker that expires gives keys that expire no later than it: the default is its own expiry.
-      const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}) };
+      const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}), ...(maker.limits ? { limits: { ...maker.limits, ...wanted.limits } } : {}) };
       refuseBeyond(child, maker, catalog, "make");
       const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id });
       return c.json({ key, ...keyInfoOf(record) }, 201);

@@ -16,7 +16,7 @@ import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
-
+import { checkWorkspaceQuota } from "./quotas.js";
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
@@ -41,6 +41,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),
     async (c) => {
+      await checkWorkspaceQuota(deps, c.get("auth")); // the workspaces quota, before anything is written
       // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
       // The body is optional, and without a JSON content type the validator skips it: check it here too.

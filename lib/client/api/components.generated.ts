@@ -30,7 +30,30 @@ export interface components {
             workspaces?: string[];
             expires_at?: string;
             created_by?: string;
+            limits?: components["schemas"]["Limits"];
             created_at: string;
+        };
+        Limits: {
+            /** @description Calls per minute through every tenant route (a token bucket refilled continuously) (default 1200) */
+            calls_per_minute?: number;
+            /** @description bash/run_code commands running at once (default 8) */
+            concurrent_runs?: number;
+            /** @description Bytes stored across the tenant's workspaces (default 10737418240) */
+            storage_bytes?: number;
+            /** @description Files in one workspace (default 100000) */
+            files_per_workspace?: number;
+            /** @description Workspaces (checked at create and fork) (default 1000) */
+            workspaces?: number;
+            /** @description Background tasks running at once (default 8) */
+            background_tasks?: number;
+        };
+        EffectiveLimits: {
+            calls_per_minute: number;
+            concurrent_runs: number;
+            storage_bytes: number;
+            files_per_workspace: number;
+            workspaces: number;
+            background_tasks: number;
         };
         TenantPolicy: {
             web?: {

@@ -110,6 +110,7 @@ export interface paths {
                          * @example 2027-01-31T00:00:00Z
                          */
                         expires_at?: string;
+                        limits?: components["schemas"]["Limits"] & unknown;
                     };
                 };
             };

@@ -1,0 +1,43 @@
+/**
+ * calls_per_minute, enforced by the route guard (routes/access.ts) for every tenant route once
+ * the key is known: one round trip to the tenant's limits object (lib/limits/), started beside
+ * the workspace record's read. Every tenant response carries RateLimit-Policy and RateLimit;
+ * over the limit: 429 RATE_LIMITED with Retry-After, before the handler runs.
+ *
+ * When the limits object cannot be reached the call goes on (logged), without the headers:
+ * an outage of the counter does not take the API down with it.
+ */
+import type { Context } from "hono";
+import { ToolError } from "../../shared/errors.js";
+import { rateLimitHeaders } from "../../limits/headers.js";
+import type { LimitsStore } from "../../limits/store.js";
+import type { AppEnv } from "../http.js";
+import type { AuthInfo } from "../../contract/caller.js";
+
+/** Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to set on the response again once it is built. */
+export async function takeCall(store: LimitsStore, c: Context<AppEnv>, auth: AuthInfo): Promise<Record<string, string> | undefined> {
+  let d;
+  try {
+    d = await store.takeCall(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) });
+  } catch (e) {
+    console.error("limits: the tenant's limits object did not answer; the call goes on unlimited", e instanceof Error ? e.message : String(e));
+    return undefined;
+  }
+  const headers = rateLimitHeaders(d);
+  for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  if (!d.ok) {
+    const whose = d.policy === "key" ? "This API key" : "This tenant";
+    throw new ToolError("RATE_LIMITED", `${whose} may make ${d.limit} calls per minute (calls_per_minute), and has used them. Retry after ${d.retry_after} s; the RateLimit header says what is left.`, { limit: "calls_per_minute", policy: d.policy, quota: d.limit, remaining: d.remaining, retry_after: d.retry_after });
+  }
+  return headers;
+}
+
+/** The headers on the response a handler built (a raw Response, an error answered below the guard). */
+export function setRateHeaders(c: Context<AppEnv>, headers: Record<string, string>): void {
+  if (c.res.headers.get("ratelimit") !== null) return;
+  try {
+    for (const [k, v] of Object.entries(headers)) c.header(k, v);
+  } catch {
+    // A response whose body was already used (an upgrade): it goes without them.
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * concurrent_runs: an Executor that holds a slot of the tenant's limits object (lib/limits/)
+ * while a foreground command runs. The slot is leased for the command's timeout plus its
+ * write-back and margin, and released as soon as the run answers: an isolate that dies
+ * mid-run frees its slot when the lease ends. Over the limit: RATE_LIMITED naming
+ * concurrent_runs, before the runner is invoked.
+ *
+ * Background tasks (start) are not counted here: they have their own cap (lib/exec/tasks.ts).
+ */
+import { ToolError } from "../shared/errors.js";
+import type { LimitsStore } from "../limits/store.js";
+import type { Executor, RunRequest } from "./types.js";
+
+/** How long a run's slot is leased: its timeout, the write-back after it (at least max(10 s, timeout / 4)), and a minute's margin. */
+export const runLeaseMs = (req: RunRequest): number => req.timeout_ms + Math.max(10_000, req.timeout_ms / 4) + 60_000;
+
+/** What a refused run is told to wait, at most (seconds). */
+const RETRY_RUN_S = 5;
+
+export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {
+  return {
+    async run(req) {
+      let d;
+      try {
+        d = await limits.acquireRun(req.tenant, { key_id: "" }, runLeaseMs(req));
+      } catch (e) {
+        console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
+        return executor.run(req);
+      }
+      if (!d.ok) {
+        // A run usually ends long before its lease: a few seconds is the better guess of when a slot is free.
+        const retry = Math.min(d.retry_after, RETRY_RUN_S);
+        throw new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} command${d.running === 1 ? "" : "s"} at once (concurrent_runs: ${d.limit}). Retry in ${retry} s, when one has finished.`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry });
+      }
+      try {
+        return await executor.run(req);
+      } finally {
+        await limits.releaseRun(req.tenant, d.lease).catch(() => {}); // missed: the lease ends on its own
+      }
+    },
+    start: (req) => executor.start(req),
+  };
+}

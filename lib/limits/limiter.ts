@@ -1,0 +1,122 @@
+/**
+ * One tenant's counters, in one place (a Durable Object per tenant on Workers, memory in tests):
+ * the token buckets of calls per minute (the tenant's and one per key) and the leases of running
+ * sandbox commands. Pure state over a clock: every decision is made here, atomically, so callers
+ * on any isolate or instance see one count.
+ *
+ * Token bucket: capacity = calls_per_minute, refilled continuously at calls_per_minute / 60 per
+ * second, starting full. A call takes one token from the tenant's bucket and from its key's (both
+ * or neither). Over any interval of T seconds at most capacity + rate × T calls pass.
+ */
+/** A bucket in exact integer units: one call is MINUTE_MS units, and each ms adds `capacity` units (so no float drift). */
+export interface Bucket {
+  units: number;
+  /** When units was last brought up to date, ms. */
+  at: number;
+}
+
+export interface RateState {
+  /** Which bucket bounds this answer: the one with fewer tokens left. */
+  policy: "tenant" | "key";
+  /** Its capacity (calls per minute). */
+  limit: number;
+  /** Whole calls left in it after this one. */
+  remaining: number;
+  /** Seconds until it is full again. */
+  reset: number;
+}
+
+export type CallDecision = ({ ok: true } | { ok: false; retry_after: number }) & RateState & { tenant_limit: number; key_limit: number };
+
+export interface Lease {
+  id: string;
+  key: string;
+  until: number;
+}
+
+export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number };
+
+const MINUTE_MS = 60_000;
+
+function refill(b: Bucket, capacity: number, now: number): void {
+  const full = capacity * MINUTE_MS;
+  if (now > b.at) b.units += (now - b.at) * capacity;
+  if (b.units > full) b.units = full;
+  b.at = Math.max(b.at, now);
+}
+
+/** Whole calls a bucket holds. */
+const calls = (b: Bucket) => Math.floor(b.units / MINUTE_MS);
+/** Seconds until a bucket holds `units` more. */
+const secondsFor = (units: number, capacity: number) => (capacity <= 0 ? 60 : Math.max(0, Math.ceil(units / capacity / 1000)));
+
+export class TenantLimiter {
+  private tenantBucket: Bucket | undefined;
+  private readonly keyBuckets = new Map<string, Bucket>();
+  readonly leases = new Map<string, Lease>();
+  private seq = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Takes one call from the tenant's bucket and the key's, or refuses with the seconds until one is there. */
+  takeCall(keyId: string, tenantLimit: number, keyLimit: number): CallDecision {
+    const now = this.now();
+    const t = (this.tenantBucket ??= { units: tenantLimit * MINUTE_MS, at: now });
+    refill(t, tenantLimit, now);
+    let k = this.keyBuckets.get(keyId);
+    if (!k) {
+      if (this.keyBuckets.size >= 10_000) this.pruneKeys(now);
+      k = { units: keyLimit * MINUTE_MS, at: now };
+      this.keyBuckets.set(keyId, k);
+    }
+    refill(k, keyLimit, now);
+    const ok = t.units >= MINUTE_MS && k.units >= MINUTE_MS;
+    if (ok) {
+      t.units -= MINUTE_MS;
+      k.units -= MINUTE_MS;
+    }
+    // The bucket that binds: the one with fewer whole calls left (ties: the tenant's).
+    const byKey = calls(k) < calls(t);
+    const [b, cap, policy] = byKey ? [k, keyLimit, "key" as const] : [t, tenantLimit, "tenant" as const];
+    const state: RateState = { policy, limit: cap, remaining: calls(b), reset: secondsFor(cap * MINUTE_MS - b.units, cap) };
+    const limits = { tenant_limit: tenantLimit, key_limit: keyLimit };
+    if (ok) return { ok: true, ...state, ...limits };
+    const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), secondsFor(MINUTE_MS - k.units, keyLimit));
+    return { ok: false, retry_after: Math.max(1, wait), ...state, ...limits };
+  }
+
+  /** Full buckets say nothing a new bucket would not: dropped when the map grows large. */
+  private pruneKeys(now: number): void {
+    for (const [id, b] of this.keyBuckets) if (now - b.at >= MINUTE_MS) this.keyBuckets.delete(id);
+  }
+
+  /**
+   * A slot for one sandbox run, held until released or until the lease ends (a crashed caller frees
+   * it then): the tenant's running leases stay under tenantLimit and the key's under keyLimit.
+   */
+  acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number): RunDecision {
+    const now = this.now();
+    this.expire(now);
+    const all = [...this.leases.values()];
+    const mine = all.filter((l) => l.key === keyId);
+    const [held, limit] = mine.length >= keyLimit && keyLimit < tenantLimit ? [mine, keyLimit] : [all, tenantLimit];
+    if (held.length >= limit) {
+      const soonest = Math.min(...held.map((l) => l.until), now + 60_000);
+      return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))) };
+    }
+    const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
+    this.leases.set(id, { id, key: keyId, until: now + leaseMs });
+    return { ok: true, lease: id, running: all.length + 1, limit: tenantLimit };
+  }
+
+  releaseRun(lease: string): boolean {
+    return this.leases.delete(lease);
+  }
+
+  /** Leases past their end are dropped: returns whether any was. */
+  expire(now = this.now()): boolean {
+    let dropped = false;
+    for (const [id, l] of this.leases) if (l.until <= now) dropped = this.leases.delete(id) || dropped;
+    return dropped;
+  }
+}
