@@ -31,6 +31,7 @@ import { sessionsApp } from "./routes/sessions.js";
 import { catalogApp, toolApp, unknownToolApp } from "./routes/tools.js";
 import { compatApp } from "./routes/compat.js";
 import { customToolsApp } from "./routes/custom-tools.js";
+import { secretsApp } from "./routes/secrets.js";
 import { mcpApp } from "../doors/mcp.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
@@ -74,6 +75,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", undoApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", customToolsApp(deps, tools));
+  app.route("/", secretsApp(deps));
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));

@@ -59,6 +59,8 @@ export interface AppDeps {
   searchLimits?: Partial<SearchLimits>;
   /** Status progress (grep, glob, find, web_fetch: lib/contract/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
   progress?: { intervalMs?: number };
+  /** TOOLSHED_SECRETS_KEY: encrypts tenant secrets at rest (lib/tools/secrets/); without it the secrets routes answer UNAVAILABLE and nothing is injected. */
+  secretsKey?: string;
   /** The transport of web_fetch, webhooks and the model endpoint (lib/tools/web/transport.ts; default: names refused). allowLoopback is for tests only. */
   webFetch?: WebFetchDeps;
   /**
