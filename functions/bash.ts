@@ -4,6 +4,7 @@ import { startTask } from "../lib/exec/tasks.js";
 import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/workspace/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -59,7 +60,7 @@ export default defineTool({
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
     // The session's shell (one storage read) beside the run request's token and git identity.
-    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd })]);
+    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd }).then((r) => withEgressSecrets(ctx, r))]);
     const req = { ...base, shell };
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 

@@ -12,7 +12,7 @@ import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
-import type { RunLimits } from "../../lib/exec/types.js";
+import type { EgressSecret, RunLimits } from "../../lib/exec/types.js";
 import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forwarder.js";
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
@@ -65,6 +65,8 @@ export interface SandboxSpec {
   network: boolean;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
   apiUrl?: string;
+  /** The tenant's secrets for the egress proxy (RunRequest.egress_secrets): the proxy's only, never the command's. */
+  egressSecrets?: EgressSecret[];
   limits: RunLimits;
   timeoutMs: number;
   /**
@@ -230,7 +232,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   async function run(spec: SandboxSpec): Promise<SandboxExit> {
     const bin = bwrap();
     // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
-    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, opts.egress ?? {}, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
+    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}) }, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
     try {
       return await spawnRun(bin, spec, egress);
     } finally {

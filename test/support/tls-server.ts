@@ -1,5 +1,5 @@
 /**
- * A real HTTPS server on 127.0.0.1 with a certificate made for the test (openssl, self-signed, valid
+ * A real HTTPS server on 127.0.0.1 (or `address`) with a certificate made for the test (openssl, self-signed, valid
  * for the names given and 127.0.0.1), for the secrets tests: the caller trusts `ca` (nodeFetcher's
  * `ca`, the egress proxy's) and reaches it by those names through a fake DNS. It records every
  * request (host, path, headers, body) and answers:
@@ -25,10 +25,10 @@ export interface TlsServer {
   close(): Promise<void>;
 }
 
-export function makeCertificate(names: string[]): { cert: string; key: string } {
+export function makeCertificate(names: string[], address = "127.0.0.1"): { cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), "toolshed-tls-"));
   try {
-    const san = [...names.map((n) => `DNS:${n}`), "IP:127.0.0.1"].join(",");
+    const san = [...names.map((n) => `DNS:${n}`), `IP:${address}`].join(",");
     execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=toolshed-test", "-addext", `subjectAltName=${san}`, "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
     return { cert: readFileSync(join(dir, "cert.pem"), "utf8"), key: readFileSync(join(dir, "key.pem"), "utf8") };
   } finally {
@@ -36,8 +36,8 @@ export function makeCertificate(names: string[]): { cert: string; key: string } 
   }
 }
 
-export async function startTlsServer(names: string[], required: string): Promise<TlsServer> {
-  const { cert, key } = makeCertificate(names);
+export async function startTlsServer(names: string[], required: string, address = "127.0.0.1"): Promise<TlsServer> {
+  const { cert, key } = makeCertificate(names, address);
   const seen: TlsServer["seen"] = [];
   const server: Server = createServer({ cert, key }, (req, res) => {
     let body = "";
@@ -56,7 +56,7 @@ export async function startTlsServer(names: string[], required: string): Promise
       send(200, "text/plain", "ok");
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  await new Promise<void>((r) => server.listen(0, address, r));
   return {
     port: (server.address() as AddressInfo).port,
     ca: cert,
