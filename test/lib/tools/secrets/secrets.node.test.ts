@@ -242,3 +242,25 @@ describe("secrets at the egress: webhooks", () => {
     expect(JSON.stringify([r.body, e.body])).not.toContain(VALUE);
   });
 });
+
+describe("secrets for a command's egress proxy", () => {
+  it("only a run with network gets them, only its own tenant's, in the signed invocation (an altered value is refused)", async () => {
+    const { withEgressSecrets } = await import("../../../../lib/tools/secrets/egress.js");
+    const { putSecret } = await import("../../../../lib/tools/secrets/store.js");
+    const { signEvent, verifyEvent } = await import("../../../../lib/exec/runner-auth.js");
+    const storage = memoryDriver();
+    await putSecret(storage, KEY, "acme", "NPM_TOKEN", { value: VALUE, destinations: [{ host: "npm.example.com", ...bearer }] });
+    const ctx = (tenant: string) => ({ deps: { storage, kv: storageKeyValue(memoryDriver(), "kv/"), secretsKey: KEY }, auth: { tenant } }) as never;
+    const req = { version: 1 as const, idempotency_key: "run_1", tenant: "acme", workspace: "main", command: "true", timeout_ms: 10_000, sync: { url: "https://api.example.com", token: "t" } };
+    expect((await withEgressSecrets(ctx("acme"), { ...req, network: false })).egress_secrets).toBeUndefined();
+    expect((await withEgressSecrets(ctx("beta"), { ...req, tenant: "beta", network: true })).egress_secrets).toBeUndefined();
+    const withSecrets = await withEgressSecrets(ctx("acme"), { ...req, network: true });
+    expect(withSecrets.egress_secrets).toEqual([{ name: "NPM_TOKEN", host: "npm.example.com", header: "Authorization", value: `Bearer ${VALUE}` }]);
+    expect(withSecrets.env).toBeUndefined();
+    const secret = "r".repeat(32);
+    const signed = await signEvent(secret, withSecrets);
+    expect((await verifyEvent(secret, signed)).egress_secrets).toEqual(withSecrets.egress_secrets);
+    const altered = { ...signed, egress_secrets: [{ ...signed.egress_secrets![0]!, host: "*.evil.example" }] };
+    await expect(verifyEvent(secret, altered)).rejects.toMatchObject({ details: { reason: "invocation_bad_signature" } });
+  });
+});
