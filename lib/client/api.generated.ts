@@ -3466,7 +3466,7 @@ export interface paths {
         };
         /**
          * Set a secret and where it is sent
-         * @description Creates or replaces a secret. `value` is stored encrypted and never returned; `destinations` say where it goes: a request of web_fetch, a webhook or a command with network (bash through the egress proxy) to an https:// URL whose host matches `host` carries the header `header: format` ({value} replaced). Plain http:// to such a host is refused. The model and the sandbox never see the value: tool outputs show {{secret:NAME}} in its place.
+         * @description Creates or replaces a secret. `value` is stored encrypted and never returned. `destinations` say where it goes: web_fetch and webhooks add the header `header: format` ({value} replaced) to https:// requests whose host matches `host` (plain http:// to such a host is refused, nothing sent); commands with network get it through the egress proxy on requests they send as http://host/..., which the proxy sends on over https. The model and the sandbox never see the value: outputs show {{secret:NAME}} in its place. See docs/secrets.md.
          */
         put: {
             parameters: {
@@ -3787,7 +3787,7 @@ export interface paths {
         };
         /**
          * Set a secret and where it is sent
-         * @description Creates or replaces a secret. `value` is stored encrypted and never returned; `destinations` say where it goes: a request of web_fetch, a webhook or a command with network (bash through the egress proxy) to an https:// URL whose host matches `host` carries the header `header: format` ({value} replaced). Plain http:// to such a host is refused. The model and the sandbox never see the value: tool outputs show {{secret:NAME}} in its place.
+         * @description Creates or replaces a secret. `value` is stored encrypted and never returned. `destinations` say where it goes: web_fetch and webhooks add the header `header: format` ({value} replaced) to https:// requests whose host matches `host` (plain http:// to such a host is refused, nothing sent); commands with network get it through the egress proxy on requests they send as http://host/..., which the proxy sends on over https. The model and the sandbox never see the value: outputs show {{secret:NAME}} in its place. See docs/secrets.md.
          */
         put: {
             parameters: {

@@ -20,7 +20,7 @@ const NameParam = z.object({ name: z.string().openapi({ param: { name: "name", i
 const TenantParam = z.object({ tenant: z.string().openapi({ param: { name: "tenant", in: "path" } }) });
 
 const PUT_DESCRIPTION =
-  "Creates or replaces a secret. `value` is stored encrypted and never returned; `destinations` say where it goes: a request of web_fetch, a webhook or a command with network (bash through the egress proxy) to an https:// URL whose host matches `host` carries the header `header: format` ({value} replaced). Plain http:// to such a host is refused. The model and the sandbox never see the value: tool outputs show {{secret:NAME}} in its place.";
+  "Creates or replaces a secret. `value` is stored encrypted and never returned. `destinations` say where it goes: web_fetch and webhooks add the header `header: format` ({value} replaced) to https:// requests whose host matches `host` (plain http:// to such a host is refused, nothing sent); commands with network get it through the egress proxy on requests they send as http://host/..., which the proxy sends on over https. The model and the sandbox never see the value: outputs show {{secret:NAME}} in its place. See docs/secrets.md.";
 
 export function secretsApp(deps: AppDeps) {
   const app = newApp();
