@@ -65,8 +65,7 @@ export interface SandboxSpec {
   network: boolean;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
   apiUrl?: string;
-  /** The tenant's secrets for the egress proxy (RunRequest.egress_secrets): the proxy's only, never the command's. */
-  egressSecrets?: EgressSecret[];
+  egressSecrets?: EgressSecret[]; // RunRequest.egress_secrets: the egress proxy's only, never the command's
   limits: RunLimits;
   timeoutMs: number;
   /**
