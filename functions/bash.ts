@@ -4,6 +4,7 @@ import { startTask } from "../lib/exec/tasks.js";
 import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -16,7 +17,7 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
 - A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends; it does not run on into the next call. For a long-running process use run_in_background: true.
-- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. Nothing survives the call but workspace files: /tmp is private, processes are killed.
+- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
@@ -59,7 +60,7 @@ export default defineTool({
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
     // The session's shell (one storage read) beside the run request's token and git identity.
-    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd })]);
+    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd }).then((r) => withEgressSecrets(ctx, r))]);
     const req = { ...base, shell: shell.request };
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
@@ -35,7 +36,7 @@ export default defineTool({
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
-    const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) });
+    const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) }));
     const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;

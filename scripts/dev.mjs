@@ -29,7 +29,8 @@ function ensureVars() {
   let changed = false;
   // TOOLSHED_RUNNER_SECRET signs every invocation of the runner (lib/exec/runner-auth.ts); wrangler reads
   // it from .dev.vars like the others, and startRunner hands it to the runner. Never the sync secret.
-  for (const name of ["TOOLSHED_ADMIN_TOKEN", "TOOLSHED_SYNC_SECRET", "TOOLSHED_RUNNER_SECRET"]) {
+  // TOOLSHED_SECRETS_KEY encrypts tenant secrets (docs/secrets.md); the API's only, never the runner's.
+  for (const name of ["TOOLSHED_ADMIN_TOKEN", "TOOLSHED_SYNC_SECRET", "TOOLSHED_RUNNER_SECRET", "TOOLSHED_SECRETS_KEY"]) {
     if (!vars[name]) {
       vars[name] = randomBytes(24).toString("hex");
       changed = true;

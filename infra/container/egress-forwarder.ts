@@ -12,7 +12,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
-import { startEgressProxy, type EgressProxyLimits } from "./egress-proxy.js";
+import { startEgressProxy, type EgressProxyLimits, type EgressProxyOptions } from "./egress-proxy.js";
 import type { EgressRuleOptions } from "./egress-rules.js";
 
 /** The proxy's port on the sandbox's own loopback. */
@@ -21,7 +21,7 @@ const IN_SANDBOX = "/run/toolshed";
 const SOCKET_NAME = "proxy.sock";
 
 /** Egress settings of a bwrap sandbox: limits, and for tests a DNS and loopback. */
-export type EgressOptions = Omit<EgressRuleOptions, "apiUrl" | "hostAddresses"> & EgressProxyLimits;
+export type EgressOptions = Omit<EgressRuleOptions, "apiUrl" | "hostAddresses"> & EgressProxyLimits & Pick<EgressProxyOptions, "secrets" | "tlsCa">;
 
 /**
  * The variables that make clients use the proxy; the sandbox's own loopback is reached directly.

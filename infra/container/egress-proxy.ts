@@ -15,6 +15,9 @@
 import { chmod } from "node:fs/promises";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
+import { connect as tlsConnect, type TLSSocket } from "node:tls";
+import type { EgressSecret } from "../../lib/exec/types.js";
+import { secretsFor, type SecretsForHost } from "./egress-secrets.js";
 import type { Duplex } from "node:stream";
 import { EgressRefused, egressRules, parseAuthority, type CheckedAddress, type EgressRuleOptions } from "./egress-rules.js";
 
@@ -34,6 +37,10 @@ export interface EgressProxyOptions extends EgressRuleOptions, EgressProxyLimits
   socketPath: string;
   /** A one-line refusal for the command's output. */
   onRefusal(line: string): void;
+  /** The tenant's secrets (egress-secrets.ts): added to plain-http requests of their hosts, sent on over TLS. */
+  secrets?: EgressSecret[];
+  /** Test-only: a CA (PEM) trusted for those TLS connections besides the system's. */
+  tlsCa?: string;
 }
 
 export interface EgressProxy {
@@ -77,8 +84,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     return s;
   };
 
+  const secrets: SecretsForHost = secretsFor(opts.secrets ?? []);
   const tell = (line: string) => {
-    if (++refused <= TOLD_REFUSALS) opts.onRefusal(`toolshed egress: ${line}`);
+    if (++refused <= TOLD_REFUSALS) opts.onRefusal(`toolshed egress: ${secrets.redact(line)}`);
+  };
+  const hinted = new Set<string>();
+  /** Once per host: a CONNECT to a host with a secret goes through without it; say how to get it. */
+  const hintTunnel = (host: string) => {
+    const names = secrets.namesFor(host);
+    if (!names.length || hinted.has(host)) return;
+    hinted.add(host);
+    opts.onRefusal(`toolshed egress: ${host} has the tenant's secret ${names.map((n) => `{{secret:${n}}}`).join(", ")}, added only to requests sent as http://${host}/... through this proxy (it sends them on over https and adds the header); this https:// connection is tunnelled as it is, without it.`);
   };
 
   /** A connected upstream socket to a checked address of host:port. */
@@ -134,6 +150,23 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     b.on("close", (failed: boolean) => failed && a.destroy());
   };
 
+  /** TLS over a dialled socket, the certificate checked for `servername` (the system's CAs, plus tlsCa in tests). */
+  const secure = (raw: Socket, servername: string) =>
+    new Promise<TLSSocket>((resolve, reject) => {
+      const s = tlsConnect({ socket: raw, servername, ...(opts.tlsCa ? { ca: opts.tlsCa } : {}) });
+      const timer = setTimeout(() => s.destroy(Object.assign(new Error("TLS handshake timed out"), { code: "ETIMEDOUT" })), connectTimeoutMs);
+      s.once("secureConnect", () => {
+        clearTimeout(timer);
+        s.removeListener("error", reject);
+        resolve(track(s));
+      });
+      s.once("error", (e) => {
+        clearTimeout(timer);
+        raw.destroy();
+        reject(new EgressRefused(`Could not open https to ${servername} for its secret: ${e.message}. The secret is sent only over TLS with a valid certificate.`, 502));
+      });
+    });
+
   const failureOf = (e: unknown, what: string): EgressRefused =>
     e instanceof EgressRefused ? e : new EgressRefused(`Could not reach ${what}: ${(e as Error).message}`, 502);
 
@@ -150,6 +183,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       client.end(plainAnswer(400, line));
       return;
     }
+    hintTunnel(target.host);
     try {
       const up = await dial(target.host, target.port);
       if (client.destroyed) return void up.destroy();
@@ -176,15 +210,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       return answer(400, "This is the sandbox's HTTP proxy: send absolute URLs (http://host/path) or CONNECT host:port; HTTP_PROXY and HTTPS_PROXY are set for that.");
     }
     if (url.protocol !== "http:") return answer(400, `Only http:// URLs are forwarded as plain requests, not ${url.protocol}; https goes through CONNECT (HTTPS_PROXY).`);
-    const port = Number(url.port || 80);
-    let up: Socket;
+    // A host with a secret: the request goes on over TLS (to the URL's port, else 443) with the secret's header.
+    const injected = secrets.headersFor(url.hostname);
+    const upgrade = injected !== null;
+    const port = Number(url.port || (upgrade ? 443 : 80));
+    let up: Socket | TLSSocket;
     try {
       up = await dial(url.hostname, port);
+      if (upgrade) up = await secure(up, url.hostname);
     } catch (e) {
       const f = failureOf(e, url.host);
       return answer(f.status, f.message);
     }
-    const headers = { ...withoutHop(req.headers), host: url.host, connection: "close" };
+    const headers = { ...withoutHop(req.headers), ...(injected ?? {}), host: url.host, connection: "close" };
     const out = httpRequest({ createConnection: () => up, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false });
     out.on("response", (r) => {
       res.writeHead(r.statusCode ?? 502, r.statusMessage, withoutHop(r.headers));

@@ -2,7 +2,7 @@
  * What a run asks of a sandbox, and how it ended: the one shape every sandbox (bwrap: sandbox.ts;
  * the per-tenant process sandbox: sandbox-process.ts) takes and gives, and supervise.ts runs to its end.
  */
-import type { RunLimits } from "../../lib/exec/types.js";
+import type { EgressSecret, RunLimits } from "../../lib/exec/types.js";
 
 export interface SandboxSpec {
   /** Host directory bound read-write at /workspace. */
@@ -18,6 +18,8 @@ export interface SandboxSpec {
   network: boolean;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
   apiUrl?: string;
+  /** RunRequest.egress_secrets: the egress proxy's only, never the command's (docs/secrets.md). */
+  egressSecrets?: EgressSecret[];
   limits: RunLimits;
   timeoutMs: number;
   /**

@@ -194,7 +194,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   async function run(spec: SandboxSpec): Promise<SandboxExit> {
     const bin = bwrap();
     // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
-    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, opts.egress ?? {}, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
+    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}) }, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
     try {
       return await spawnRun(bin, spec, egress);
     } finally {

@@ -37,6 +37,7 @@ import { catalogApp } from "./routes/tool-catalog.js";
 import { compatApp } from "./routes/compat.js";
 import { customToolsApp } from "./routes/custom-tools.js";
 import { mcpApp } from "./routes/mcp.js";
+import { secretsApp } from "./routes/secrets.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
 import type { Tool } from "../contract/tool.js";
@@ -83,6 +84,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", undoApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", customToolsApp(deps, tools));
+  app.route("/", secretsApp(deps));
   app.route("/", catalogApp(tools, deps));
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));

@@ -52,6 +52,15 @@ export interface RunLimits {
 }
 
 /** The invocation payload of the container function. */
+/** One destination of a tenant secret: the header `header: value` goes to requests whose host matches `host` (lib/shared/host-pattern.ts). */
+export interface EgressSecret {
+  name: string;
+  host: string;
+  header: string;
+  /** The header's whole value (the secret in its format). */
+  value: string;
+}
+
 export interface RunRequest {
   version: 1;
   /**
@@ -73,6 +82,12 @@ export interface RunRequest {
   stdin?: string;
   /** Allow network access (a per-tenant setting); default false: no network at all. */
   network?: boolean;
+  /**
+   * The tenant's secrets for the egress proxy (docs/secrets.md), decrypted by the API, with network
+   * only. They travel only in this signed invocation: the runner hands them to the run's egress proxy,
+   * outside the sandbox, never to the command's environment, files or argv.
+   */
+  egress_secrets?: EgressSecret[];
   /** Who `git commit` names (the tenant's setting; default DEFAULT_GIT_IDENTITY), written to the sandbox HOME's .gitconfig. */
   git?: GitIdentity;
   sync: SyncAccess;

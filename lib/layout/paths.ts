@@ -125,6 +125,11 @@ export function customToolsKey(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/custom-tools.json`;
 }
+/** A tenant's secrets, encrypted, one object (lib/tools/secrets/store.ts). */
+export function tenantSecretsKey(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/secrets.json`;
+}
 export const filesPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}f/`;
 export const internalPrefix = (tenant: string, workspace: string): string => `${workspacePrefix(tenant, workspace)}x/`;
 /** Which files of the workspace are executable (the bash runner keeps the exec bit here; lib/layout/modes.ts). */

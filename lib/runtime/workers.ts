@@ -17,6 +17,8 @@ import { durableLimits } from "../limits/durable-object.js";
 export interface CommonEnv extends RunnerEnv, SearchEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
   TOOLSHED_SYNC_SECRET?: string;
+  /** Encrypts tenant secrets at rest (docs/secrets.md); without it secrets are off. The API's only: never the runner's. */
+  TOOLSHED_SECRETS_KEY?: string;
   /** This API's public base URL, as the bash runner reaches it. */
   TOOLSHED_PUBLIC_URL?: string;
 }
@@ -30,6 +32,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
     onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
     ...(env.TOOLSHED_ADMIN_TOKEN ? { adminToken: env.TOOLSHED_ADMIN_TOKEN } : {}),
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
+    ...(env.TOOLSHED_SECRETS_KEY ? { secretsKey: env.TOOLSHED_SECRETS_KEY } : {}),
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
     ...(search ? { search } : {}),

@@ -280,6 +280,34 @@ export interface components {
                 openWorldHint?: boolean;
             };
         };
+        Secret: {
+            name: string;
+            destinations: components["schemas"]["SecretDestination"][];
+            created_at: string;
+            updated_at: string;
+        };
+        SecretDestination: {
+            /**
+             * @description A host ("npm.example.com") or every host below a domain ("*.example.com", not the domain itself). The header goes only to https:// URLs of a matching host, on any port.
+             * @example npm.example.com
+             */
+            host: string;
+            /**
+             * @description The request header that carries the secret.
+             * @example Authorization
+             */
+            header: string;
+            /**
+             * @description The header's value, with {value} where the secret goes (default "{value}").
+             * @example Bearer {value}
+             */
+            format?: string;
+        };
+        SecretInput: {
+            /** @description The secret. Stored encrypted, never returned, never shown to the model or the sandbox. */
+            value: string;
+            destinations: components["schemas"]["SecretDestination"][];
+        };
         /** @description Present when a human approved this call with changed arguments or a note */
         ApprovalInfo: {
             /** @description The approver's key id */

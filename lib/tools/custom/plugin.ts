@@ -9,6 +9,7 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import { runForeground } from "../../exec/runs.js";
 import { executorOf, runRequest } from "../../exec/tool-support.js";
+import { withEgressSecrets } from "../secrets/egress.js";
 import type { ToolContext } from "../../contract/tool.js";
 import type { CustomToolInput } from "./definition.js";
 
@@ -60,7 +61,7 @@ export async function callPlugin(def: CustomToolInput, backend: Extract<CustomTo
   const command = [program, ...(backend.args ?? []).map(quote)].join(" ");
   const stdin = `${JSON.stringify({ type: "init" })}\n${JSON.stringify({ type: "call", name: def.name, call_id: callId, params: args })}\n`;
   const seconds = backend.timeout ?? 30;
-  const req = await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin });
+  const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin }));
   req.limits = { ...req.limits, output_bytes: MAX_PLUGIN_OUTPUT };
   const r = await runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
   if (r.timed_out) throw new ToolError("TIMEOUT", `The ${def.name} plugin did not answer within ${seconds} s and was stopped (it must print its result line and exit when stdin closes).`, { timeout_s: seconds });

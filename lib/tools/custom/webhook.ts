@@ -5,13 +5,14 @@
  * `X-Toolshed-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
  * The answer: `{content:[{type:"text",text}], is_error?}` or any JSON (shown as JSON).
  */
+import type { WebToolDeps } from "../web/deps.js";
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { ToolContext } from "../../contract/tool.js";
-import type { WebToolDeps } from "../web/deps.js";
 import { guardedFetch, readBounded, timeoutError } from "../web/fetch.js";
 import { safeHref } from "../../shared/ssrf.js";
 import { webAccess } from "../web/transport.js";
+import { secretInjector, type SecretInjector } from "../secrets/inject.js";
 import type { CustomToolInput } from "./definition.js";
 
 export const MAX_WEBHOOK_RESPONSE = 200_000;
@@ -35,13 +36,26 @@ export interface WebhookReply {
   json: unknown;
 }
 
-export async function callWebhook(def: CustomToolInput, backend: Extract<CustomToolInput["backend"], { type: "webhook" }>, secret: string, args: unknown, ctx: ToolContext<WebToolDeps>): Promise<WebhookReply> {
+type WebhookBackend = Extract<CustomToolInput["backend"], { type: "webhook" }>;
+
+/** The tenant's secrets bound to the webhook's host go with the call (docs/secrets.md); its answer and errors never show their values. */
+export async function callWebhook(def: CustomToolInput, backend: WebhookBackend, secret: string, args: unknown, ctx: ToolContext<WebToolDeps>): Promise<WebhookReply> {
+  const access = webAccess(ctx.deps.webFetch, "webhook");
+  const secrets = secretInjector({ storage: ctx.deps.storage, secretsKey: ctx.deps.secretsKey, tenant: ctx.auth.tenant, guard: access.guard });
+  try {
+    return secrets.redactDeep(await post(def, backend, secret, args, ctx, secrets));
+  } catch (e) {
+    throw secrets.redactError(e);
+  }
+}
+
+async function post(def: CustomToolInput, backend: WebhookBackend, secret: string, args: unknown, ctx: ToolContext<WebToolDeps>, secrets: SecretInjector): Promise<WebhookReply> {
   const body = JSON.stringify({ tool: def.name, call_id: `call_${randomId(16)}`, arguments: args, workspace: ctx.ws.id, session: ctx.session });
   const timeoutMs = (backend.timeout ?? 30) * 1000;
   const headers = { "content-type": "application/json", accept: "application/json", "user-agent": "Toolshed-webhook/0.1", [SIGNATURE_HEADER]: await signatureHeader(secret, body) };
   const { response: res, finalUrl: url, signal } = await guardedFetch(
     { url: backend.url, method: "POST", headers, body, timeoutMs, followRedirects: false, ...(ctx.signal ? { signal: ctx.signal } : {}) },
-    webAccess(ctx.deps.webFetch, "webhook"),
+    { ...webAccess(ctx.deps.webFetch, "webhook"), hopHeaders: secrets.headersFor },
   );
   let got;
   try {

@@ -8,4 +8,6 @@ export interface WebToolDeps extends ToolDeps {
   webFetch?: WebFetchDeps;
   /** web_search's provider (lib/tools/web/search/); without it web_search answers UNAVAILABLE. */
   search?: SearchProvider;
+  /** TOOLSHED_SECRETS_KEY: encrypts tenant secrets at rest (lib/tools/secrets/); without it the secrets routes answer UNAVAILABLE and nothing is injected. */
+  secretsKey?: string;
 }

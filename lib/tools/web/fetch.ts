@@ -25,6 +25,11 @@ export interface FetchRequest {
 export interface FetchDeps extends WebAccess {
   /** Called with every hop's URL before it is fetched (the tenant's domain policy); throws to refuse. */
   checkHop?: (url: URL) => void;
+  /**
+   * Headers added to one hop, decided by its own URL (the tenant's secrets: lib/tools/secrets/inject.ts),
+   * after checkHop; never carried to the next hop, which gets its own. Throws to refuse the hop.
+   */
+  hopHeaders?: (url: URL) => Promise<Record<string, string>>;
 }
 
 export interface FetchedResponse {
@@ -48,9 +53,10 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
   const redirects: string[] = [];
   for (;;) {
     deps.checkHop?.(url);
+    const sent = deps.hopHeaders ? { ...headers, ...(await deps.hopHeaders(url)) } : headers;
     let response: Response;
     try {
-      response = await deps.fetcher.fetch(url, { method, headers, ...(body !== undefined ? { body } : {}), signal, redirect: "manual" }, host, deps.guard);
+      response = await deps.fetcher.fetch(url, { method, headers: sent, ...(body !== undefined ? { body } : {}), signal, redirect: "manual" }, host, deps.guard);
     } catch (e) {
       throw transportError(e, url, timeout.aborted, req.timeoutMs);
     }

@@ -43,15 +43,18 @@ export function guardedLookup(resolve: Resolver, guard: GuardOptions) {
   };
 }
 
-/** The Node transport; `resolve` is injectable so tests can play a DNS that answers what they need. */
-export function nodeFetcher(opts: { resolve?: Resolver } = {}): WebFetcher {
+/**
+ * The Node transport; `resolve` is injectable so tests can play a DNS that answers what they need,
+ * and `ca` lets tests trust their own certificate authority (PEM) for an https server on loopback.
+ */
+export function nodeFetcher(opts: { resolve?: Resolver; ca?: string } = {}): WebFetcher {
   const resolve = opts.resolve ?? systemResolver;
   const agents = new Map<string, Agent>();
   const agentFor = (guard: GuardOptions) => {
     const key = `${guard.allowLoopback ? "loopback" : "default"}:${guard.subject ?? "web_fetch"}`;
     let agent = agents.get(key);
     if (!agent) {
-      agent = new Agent({ connect: { lookup: guardedLookup(resolve, guard) as never }, connectTimeout: 30_000 });
+      agent = new Agent({ connect: { lookup: guardedLookup(resolve, guard) as never, ...(opts.ca ? { ca: opts.ca } : {}) }, connectTimeout: 30_000 });
       agents.set(key, agent);
     }
     return agent;

@@ -1,0 +1,40 @@
+/**
+ * Tenant secrets in workerd (R2, WebCrypto's HKDF and AES-GCM as Workers run them): stored and
+ * listed without the value, read back encrypted from R2, and used by web_fetch: a plain-http URL of
+ * a bound host is refused before anything is sent (the value decrypted, the header never built
+ * into a request), naming the placeholder and the https URL to use.
+ */
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { admin, newTenant, testApp } from "../../../helpers.js";
+
+const KEY = "w".repeat(48);
+const VALUE = "wk_tok_8d1e6f0a2b9c4735";
+
+describe("secrets in workerd", () => {
+  it("PUT stores the value encrypted in R2; GET never shows it; web_fetch refuses plain http to the bound host", async () => {
+    const app = testApp({ secretsKey: KEY });
+    const t = await newTenant(app, { scopes: ["read", "write", "network", "manage"] });
+    const put = await admin(app, `/v1/admin/tenants/${t.tenant}/secrets/API_TOKEN`, { value: VALUE, destinations: [{ host: "93.184.215.14", header: "Authorization", format: "Bearer {value}" }] }, "PUT");
+    expect(put.status).toBe(201);
+    const listed = (await (await t.req("/v1/secrets")).json()) as any;
+    expect(listed.secrets.map((s: any) => s.name)).toEqual(["API_TOKEN"]);
+    expect(JSON.stringify([put.body, listed])).not.toContain(VALUE);
+    const raw = await (await env.FILES.get(`t/${t.tenant}/secrets.json`))!.text();
+    expect(raw).toContain("API_TOKEN");
+    expect(raw).not.toContain(VALUE);
+    const r = await t.call("web_fetch", { url: "http://93.184.215.14/private" });
+    expect(r.body.error.code).toBe("BLOCKED");
+    expect(r.body.error.message).toContain("{{secret:API_TOKEN}}");
+    expect(r.body.error.message).toContain("https://93.184.215.14/private");
+    expect(JSON.stringify(r.body)).not.toContain(VALUE);
+  });
+
+  it("without TOOLSHED_SECRETS_KEY: UNAVAILABLE, naming the variable", async () => {
+    const app = testApp();
+    const t = await newTenant(app, { scopes: ["read", "manage"] });
+    const r = await t.req("/v1/secrets");
+    expect(r.status).toBe(503);
+    expect(((await r.json()) as any).error.message).toContain("TOOLSHED_SECRETS_KEY");
+  });
+});
