@@ -17,6 +17,7 @@ import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { WebFetchDeps } from "../tools/web/transport.js";
 import type { SearchProvider } from "../tools/web/search/types.js";
 import type { Tool } from "../contract/tool.js";
+import type { Tracer } from "../shared/trace.js";
 
 export interface UsageRecord {
   tenant: string;
@@ -93,6 +94,8 @@ export interface AppDeps {
   packImport?: boolean;
   /** The tools this app serves (createApp sets it): what a `task` subagent may call. */
   tools?: readonly Tool[];
+  /** Traces (docs/tracing.md: lib/shared/otlp.ts tracerFromEnv); absent: tracing off, nothing wrapped. */
+  tracer?: Tracer;
   /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
   mcp?: { allowedOrigins?: string[] };
 }

@@ -10,8 +10,9 @@ import { r2Driver } from "../storage/drivers/r2.js";
 import { workersKeyValue } from "../storage/kv-workers.js";
 import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-env.js";
 import { cloudflareFetcher } from "../tools/web/transport.js";
+import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
 
-export interface CommonEnv extends RunnerEnv, SearchEnv {
+export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
   TOOLSHED_SYNC_SECRET?: string;
   /** This API's public base URL, as the bash runner reaches it. */
@@ -22,6 +23,7 @@ export interface CommonEnv extends RunnerEnv, SearchEnv {
 export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
   const executor = executorFromEnv(env);
   const search = searchProviderFromEnv(env);
+  const tracer = tracerFromEnv(env, "toolshed-api");
   return {
     listeners: [searchIndexer()],
     onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
@@ -30,6 +32,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
     ...(search ? { search } : {}),
+    ...(tracer ? { tracer } : {}),
   };
 }
 
