@@ -90,11 +90,21 @@ export function parseTraceparent(header: string | null | undefined): SpanContext
 
 export const formatTraceparent = (ctx: SpanContext): string => `00-${ctx.traceId}-${ctx.spanId}-${(ctx.flags & 0xff).toString(16).padStart(2, "0")}`;
 
-function randomHex(bytes: number): string {
-  const b = crypto.getRandomValues(new Uint8Array(bytes));
-  let s = "";
-  for (const x of b) s += x.toString(16).padStart(2, "0");
-  return s;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/** Random ids from a pool refilled 4 KiB at a time: one getRandomValues call (~25 µs in Node) per ~170 spans. */
+function randomIds(): (bytes: number) => string {
+  const pool = new Uint8Array(4096);
+  let at = pool.length;
+  return (bytes) => {
+    if (at + bytes > pool.length) {
+      crypto.getRandomValues(pool);
+      at = 0;
+    }
+    let s = "";
+    for (let i = 0; i < bytes; i++) s += HEX[pool[at++]!];
+    return s;
+  };
 }
 
 /** The code of a thrown value: a ToolError's code, else the error's name. */
@@ -114,6 +124,7 @@ export function createTracer(opts: TracerOptions): Tracer & { dropped(): number 
   const store = new AsyncLocalStorage<SpanContext>();
   const max = opts.maxBuffered ?? 4096;
   const now = opts.now ?? Date.now;
+  const randomHex = randomIds();
   let buffer: EndedSpan[] = [];
   let dropped = 0;
   let warned = false;
