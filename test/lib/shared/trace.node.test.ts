@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commonDeps } from "../../../lib/runtime/workers.js";
 import { otlpTracer, parseOtlpHeaders, tracerFromEnv, tracesUrl } from "../../../lib/shared/otlp.js";
 import { createTracer, formatTraceparent, parseTraceparent } from "../../../lib/shared/trace.js";
+import { tracedFetcher } from "../../../lib/tools/web/traced.js";
+import type { WebFetcher } from "../../../lib/tools/web/transport.js";
+import { startWebServer, type WebServer } from "../../support/web-server.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../../support/otlp-receiver.js";
 
 let receiver: OtlpReceiver;
@@ -80,5 +83,28 @@ describe("the OTLP exporter", () => {
     expect(tracesUrl("http://c:4318")).toBe("http://c:4318/v1/traces");
     expect(tracesUrl("https://c.example/otlp/v1/traces")).toBe("https://c.example/otlp/v1/traces");
     expect(parseOtlpHeaders("a=1,b=x%3Dy,=z,c")).toEqual({ a: "1", b: "x=y" });
+  });
+});
+
+describe("web requests", () => {
+  let web: WebServer;
+  beforeAll(async () => void (web = await startWebServer()));
+  afterAll(() => web.close());
+
+  it("web.fetch is a client span under the call with method, host and status, never the path or query", async () => {
+    const spans: { name: string; parentSpanId?: string; attributes: Record<string, unknown> }[] = [];
+    const tracer = createTracer({ export: async (s) => void spans.push(...s) });
+    const base: WebFetcher = { check: async () => {}, fetch: (url, init) => fetch(url, { ...init, redirect: "manual" }) };
+    const traced = tracedFetcher(base, tracer);
+    const url = new URL(`${web.url}/docs/nothing-here?token=sekrit-query`);
+    const status = await tracer.span("call", async () => (await traced.fetch(url, { method: "GET" }, "ipv4", { allowLoopback: true, subject: "web_fetch" } as never)).status);
+    expect(status).toBe(404);
+    expect((await traced.fetch(url, {}, "ipv4", {} as never)).status).toBe(404); // outside a span: no span
+    await tracer.flush();
+    const call = spans.find((s) => s.name === "call")!;
+    const f = spans.filter((s) => s.name === "web.fetch");
+    expect(f).toHaveLength(1);
+    expect(f[0]).toMatchObject({ parentSpanId: (call as { context?: { spanId: string } }).context?.spanId, attributes: { "http.request.method": "GET", "server.address": "127.0.0.1", "http.response.status_code": 404 } });
+    expect(JSON.stringify(spans)).not.toMatch(/sekrit|nothing-here/);
   });
 });
