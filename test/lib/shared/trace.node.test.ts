@@ -97,9 +97,9 @@ describe("web requests", () => {
     const base: WebFetcher = { check: async () => {}, fetch: (url, init) => fetch(url, { ...init, redirect: "manual" }) };
     const traced = tracedFetcher(base, tracer);
     const url = new URL(`${web.url}/docs/nothing-here?token=sekrit-query`);
-    const status = await tracer.span("call", async () => (await traced.fetch(url, { method: "GET" }, "ipv4", { allowLoopback: true, subject: "web_fetch" } as never)).status);
+    const status = await tracer.span("call", async () => (await traced.fetch(url, { method: "GET" }, { kind: "ip", address: "127.0.0.1" }, { allowLoopback: true, subject: "web_fetch" } as never)).status);
     expect(status).toBe(404);
-    expect((await traced.fetch(url, {}, "ipv4", {} as never)).status).toBe(404); // outside a span: no span
+    expect((await traced.fetch(url, {}, { kind: "ip", address: "127.0.0.1" }, {} as never)).status).toBe(404); // outside a span: no span
     await tracer.flush();
     const call = spans.find((s) => s.name === "call")!;
     const f = spans.filter((s) => s.name === "web.fetch");
