@@ -14,7 +14,6 @@ import { parseTraceparent, type SpanContext, type Tracer } from "../shared/trace
 import { backgroundOf } from "./routes/common.js";
 import { APP_WIDE } from "./routes/access.js";
 import type { AppEnv } from "./http.js";
-import type { AuthInfo } from "./auth/keys.js";
 import type { AppDeps } from "./deps.js";
 import { tracedStorage, tracedKeyValue } from "../storage/traced.js";
 import { tracedExecutor } from "../exec/traced.js";
@@ -51,7 +50,7 @@ export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
         const route = c.req.routePath;
         span.set("http.route", route);
         span.set("http.response.status_code", c.res.status);
-        const auth = c.get("auth") as AuthInfo | undefined;
+        const auth = c.get("auth") as { tenant?: string; key_id?: string } | undefined; // absent on public routes
         span.set("toolshed.tenant", auth?.tenant);
         span.set("toolshed.key_id", auth?.key_id);
         span.rename(`${method} ${route === "/v1/sync/*" ? syncRoute(c.req.path) : route}`);
