@@ -22,6 +22,9 @@ import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
 import { processSandbox } from "./sandbox-process.js";
 import { prepareStageDir } from "./stage.js";
 import { TreeCache } from "./slot-cache.js";
+import { traceInvocation } from "./trace.js";
+import { tracerFromEnv } from "../../lib/shared/otlp.js";
+import type { Tracer } from "../../lib/shared/trace.js";
 
 export interface HandlerOptions {
   /** Private directory of the handler: slots, logs. */
@@ -39,6 +42,10 @@ export interface HandlerOptions {
   secret?: string;
   /** The API's base URL (TOOLSHED_PUBLIC_URL): a signed event whose sync.url has another origin is refused too. */
   syncUrl?: string;
+  /** How the default sync and run-record clients reach the API (default: fetch). */
+  fetch?: typeof fetch;
+  /** Traces (docs/tracing.md, trace.ts): an event with a traceparent continues its trace here. */
+  tracer?: Tracer;
 }
 
 export interface InvokeContext {
@@ -89,9 +96,11 @@ export function createHandler(opts: HandlerOptions): Handler {
   const stageDir = join(opts.root, "ws");
   prepareStageDir(stageDir);
   const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work"), stageDir };
-  const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient(req.sync));
+  // With a tracer, every request to the API carries the current span's traceparent (trace.ts).
+  const apiFetch = opts.tracer ? opts.tracer.propagating(opts.fetch ?? ((i, init) => fetch(i, init))) : opts.fetch;
+  const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient({ ...req.sync, ...(apiFetch ? { fetch: apiFetch } : {}) }));
   // Results live in the run record in storage, never on this host's disk.
-  const recordsOf = opts.runRecords ?? ((req: RunRequest) => httpRunRecords(req.sync));
+  const recordsOf = opts.runRecords ?? ((req: RunRequest) => httpRunRecords({ ...req.sync, ...(apiFetch ? { fetch: apiFetch } : {}) }));
   const closing = new AbortController();
   const inflight = new Set<Promise<ExecResponse>>();
 
@@ -112,11 +121,13 @@ export function createHandler(opts: HandlerOptions): Handler {
       const task = event.task === true;
       // A runner that cannot run anything claims nothing; a task still reports that to its record.
       if (!task) await sandbox.check();
-      const run = runOnce(runIdOf(req), task, recordsOf(req), (hooks) => runCommand(req, syncOf(req), deps, hooks), {
-        signal: closing.signal,
-        ...(req.output_every_ms !== undefined ? { pumpMs: req.output_every_ms } : {}),
-        ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
-      });
+      const run = traceInvocation(opts.tracer, req, task, (trace) =>
+        runOnce(runIdOf(req), task, recordsOf(req), (hooks) => runCommand(req, trace ? trace.sync(syncOf(req)) : syncOf(req), trace ? { ...deps, sandbox: trace.sandbox(sandbox) } : deps, hooks), {
+          signal: closing.signal,
+          ...(req.output_every_ms !== undefined ? { pumpMs: req.output_every_ms } : {}),
+          ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
+        }),
+      );
       inflight.add(run);
       try {
         return await run;
@@ -201,7 +212,9 @@ export async function handler(event: SignedEvent, context?: InvokeContext): Prom
     const secret = takeRunnerSecret();
     const root = process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed";
     const syncUrl = process.env.TOOLSHED_PUBLIC_URL;
-    return createHandler({ root, sandbox: await imageSandbox(root), ...(secret ? { secret } : {}), ...(syncUrl ? { syncUrl } : {}) });
+    const tracer = tracerFromEnv(process.env, "toolshed-runner");
+    delete process.env.TOOLSHED_OTLP_HEADERS; // may hold the collector's key: no child process inherits it
+    return createHandler({ root, sandbox: await imageSandbox(root), ...(secret ? { secret } : {}), ...(syncUrl ? { syncUrl } : {}), ...(tracer ? { tracer } : {}) });
   })();
   return (await lambdaHandler)(event, context);
 }

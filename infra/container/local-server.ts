@@ -21,6 +21,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { join } from "node:path";
 import { ID_PATTERN } from "../../lib/layout/paths.js";
 import type { SignedEvent } from "../../lib/exec/runner-auth.js";
+import { tracerFromEnv } from "../../lib/shared/otlp.js";
 import { admitEvent, createHandler, takeRunnerSecret, type Handler, type HandlerOptions } from "./handler.js";
 import { errorOf } from "./run-once.js";
 import { TenantShare } from "./tenant-share.js";
@@ -185,12 +186,15 @@ if (process.argv[1] && /local-server\.(js|mjs|ts)$/.test(process.argv[1])) {
     process.exit(1);
   }
   const syncUrl = process.env.TOOLSHED_PUBLIC_URL;
+  const tracer = tracerFromEnv(process.env, "toolshed-runner"); // docs/tracing.md
+  delete process.env.TOOLSHED_OTLP_HEADERS;
   const count = (name: string) => (process.env[name] ? { value: Number(process.env[name]) } : null);
   const max = count("TOOLSHED_RUNNER_CONCURRENCY");
   const perTenant = count("TOOLSHED_RUNNER_TENANT_CONCURRENCY");
   startLocalInvokeServer({
     root: process.env.TOOLSHED_RUNNER_ROOT ?? "/tmp/toolshed-runner", port, secret,
     ...(syncUrl ? { syncUrl } : {}), ...(max ? { maxConcurrent: max.value } : {}), ...(perTenant ? { maxPerTenant: perTenant.value } : {}),
+    ...(tracer ? { handler: { tracer } } : {}),
   }).then((s) => {
     console.log(`Local Lambda Invoke stand-in on ${s.url} (POST /2015-03-31/functions/<name>/invocations)`);
   });

@@ -15,6 +15,7 @@ import { IsolateMemory } from "../shared/isolate-memory.js";
 import { VersionCache } from "../workspace/version-cache.js";
 import { SegmentCache } from "../search/segment-cache.js";
 import { docsApp } from "./docs/docs-app.js";
+import { traceRequests, tracedDeps } from "./trace-requests.js";
 import { ToolError } from "../shared/errors.js";
 import { limitedExecutor } from "../exec/limited.js";
 import { addRoute, assertEveryRouteGuarded } from "./routes/access.js";
@@ -59,8 +60,10 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const memory = inputDeps.memory ?? new IsolateMemory();
   // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs (lib/exec/limited.ts).
   const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits) : inputDeps.executor;
-  const deps: AppDeps = { ...inputDeps, ...(executor ? { executor } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools };
+  // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
+  if (deps.tracer) app.use("*", traceRequests(deps.tracer));
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
 

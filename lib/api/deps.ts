@@ -14,6 +14,7 @@ import type { AuthInfo } from "../contract/caller.js";
 import type { McpDeps } from "../doors/mcp.js";
 import type { UsageStore } from "../run/metering/store.js";
 import type { LimitsStore } from "../limits/store.js";
+import type { Tracer } from "../shared/trace.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
@@ -35,4 +36,6 @@ export interface AppDeps extends McpDeps {
   knownWorkspaces?: KnownWorkspaces;
   /** The isolate's one byte budget for manifests, segments and versions (lib/shared/isolate-memory.ts); createApp makes one (48 MB) when absent. */
   memory?: IsolateMemory;
+  /** Traces (docs/tracing.md: lib/shared/otlp.ts tracerFromEnv); absent: tracing off, nothing wrapped. */
+  tracer?: Tracer;
 }

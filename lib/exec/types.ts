@@ -103,6 +103,8 @@ export interface RunRequest {
    * Absent: a fresh shell, nothing captured.
    */
   shell?: ShellRequest;
+  /** The W3C traceparent of the API's invocation span (docs/tracing.md): the runner continues the trace. Signed with the rest. */
+  traceparent?: string;
 }
 
 /** What of a shell carries over to the session's next command: the working directory only (native bash), or also exported variables and functions (Anthropic's bash). */

@@ -13,8 +13,9 @@ import { workersKeyValue } from "../storage/kv-workers.js";
 import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-env.js";
 import { cloudflareFetcher } from "../tools/web/transport.js";
 import { durableLimits } from "../limits/durable-object.js";
+import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
 
-export interface CommonEnv extends RunnerEnv, SearchEnv {
+export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
   TOOLSHED_SYNC_SECRET?: string;
   /** Encrypts tenant secrets at rest (docs/secrets.md); without it secrets are off. The API's only: never the runner's. */
@@ -27,6 +28,7 @@ export interface CommonEnv extends RunnerEnv, SearchEnv {
 export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
   const executor = executorFromEnv(env);
   const search = searchProviderFromEnv(env);
+  const tracer = tracerFromEnv(env, "toolshed-api");
   return {
     listeners: [searchIndexer()],
     onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
@@ -36,6 +38,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
     ...(env.TOOLSHED_PUBLIC_URL ? { syncUrl: env.TOOLSHED_PUBLIC_URL } : {}),
     ...(executor ? { executor } : {}),
     ...(search ? { search } : {}),
+    ...(tracer ? { tracer } : {}),
   };
 }
 

@@ -252,10 +252,14 @@ export interface ServedRoute {
   policy?: RoutePolicy;
 }
 
+/** Marks an app-wide middleware (tracing: lib/api/trace-requests.ts): it serves no route of its own. */
+export const APP_WIDE = Symbol("toolshed.app-wide-middleware");
+
 /** Every (method, path) the app serves, read from the app itself, with the policy its guard carries. */
 export function servedRoutes(app: Hono<AppEnv>): ServedRoute[] {
   const byKey = new Map<string, ServedRoute>();
   for (const r of app.routes) {
+    if ((r.handler as { [APP_WIDE]?: boolean })[APP_WIDE]) continue;
     const key = `${r.method} ${r.path}`;
     const route = byKey.get(key) ?? { method: r.method, path: r.path };
     const p = policyOf(r.handler);
