@@ -74,7 +74,7 @@ export function buildMcpServer(call: McpCall): Server {
       const token = req.params._meta?.progressToken;
       // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
       const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
-      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
+      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, door: "mcp", ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
       // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
       return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
     } catch (err) {
@@ -153,7 +153,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
     {
       method: ["post", "get", "delete"],
       path: "/v1/workspaces/:ws/mcp",
-      access: { auth: "tenant", scope: "any", workspace: true },
+      access: { auth: "tenant", scope: "any", workspace: true, runsTools: true },
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
     },
     async (c) => {

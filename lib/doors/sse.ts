@@ -50,7 +50,7 @@ export function streamToolCall(c: Context<AppEnv>, tool: Tool, ctx: ToolContext)
     }, HEARTBEAT_MS);
     let envelope: Record<string, unknown>;
     try {
-      const r = await executeTool(tool, c.get("json"), { ...ctx, progress, signal: gone.signal });
+      const r = await executeTool(tool, c.get("json"), { ...ctx, progress, signal: gone.signal }, { door: "sse" });
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {
       const e = toToolError(err);

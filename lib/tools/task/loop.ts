@@ -109,7 +109,7 @@ async function runCall(call: ChatToolCall, byName: Map<string, Tool>, ctx: ToolC
     return fail("INVALID_ARGUMENT", `The arguments of ${tool.name} are not valid JSON (${String(call.function.arguments).slice(0, 100)}). Send one JSON object.`);
   }
   try {
-    const r = await runTool(tool, args, { deps: ctx.deps, auth: ctx.auth, wsId: ctx.ws.id, session: ctx.session, ws: callWorkspace(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const r = await runTool(tool, args, { deps: ctx.deps, auth: ctx.auth, wsId: ctx.ws.id, session: ctx.session, ws: callWorkspace(), door: "task", ...(ctx.signal ? { signal: ctx.signal } : {}) });
     if (r.call_id) rec.call_ids.push(r.call_id);
     const bashChanged = (r.data.result as { files_changed?: string[] } | undefined)?.files_changed;
     for (const p of bashChanged ?? []) changed.add(p);
