@@ -5,8 +5,12 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { tools as allTools } from "../../../../functions/index.js";
+import { SCOPES } from "../../../../lib/api/auth/keys.js";
+import { docPathOf, servedRoutes } from "../../../../lib/api/routes/access.js";
 import { randomId } from "../../../../lib/shared/hash.js";
-import { admin, newTenant, testApp, upload, type Tenant, type TestApp } from "../../../helpers.js";
+import { routeRequest } from "../../../support/route-request.js";
+import { ADMIN, admin, newTenant, testApp, upload, type Tenant, type TestApp } from "../../../helpers.js";
 import { tar } from "../../archive/archives.js";
 import { importReq } from "../../archive/helpers.js";
 import { answer, approverKey, held, setPolicy } from "../../run/pending/approval-helpers.js";
@@ -179,3 +183,37 @@ async function newTenantWorkspace(t: Tenant, id: string): Promise<string> {
   expect(r.status).toBe(201);
   return id;
 }
+
+describe("no route forgets the audit log", () => {
+  it("every mutating route the app serves (read from the app) leaves an entry, whatever its outcome", async () => {
+    const app = testApp();
+    const t = await newTenant(app, { scopes: [...SCOPES] });
+    const auditor = await auditorKey(app, t.tenant);
+    const spare = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "spare" });
+    await newTenantWorkspace(t, "doomed");
+    const doc = await (await app.request("/openapi.json")).json();
+    const count = async () => (await wholeLog(t, auditor)).length + (await wholeLog(t, auditor, "/v1/audit")).length;
+    const byName = new Map(allTools.map((tool) => [tool.name, tool]));
+    const walked: string[] = [];
+    for (const route of servedRoutes(app)) {
+      const access = route.policy!.access;
+      const name = `${route.method} ${docPathOf(route)}`;
+      if (!["POST", "PUT", "PATCH", "DELETE"].includes(route.method) || access.auth === "public" || access.auth === "sync") continue;
+      if (name === "POST /v1/admin/tenants") continue; // its entry opens the new tenant's log: the first test reads it
+      if (access.auth === "tenant" && access.runsTools) {
+        // A door that runs tools: its tool calls are recorded where they run (executeTool), tested by door above.
+        const tool = route.path.match(/\/tools\/([a-z_]+)$/)?.[1];
+        expect(tool !== undefined || /\/(compat\/(anthropic|openai)\/|mcp$|tools\/\*$)/.test(route.path), `${name} runs tools by a door this test does not know: test its audit entries`).toBe(true);
+        if (!tool || byName.get(tool)!.permission === "read") continue;
+      }
+      const ws = name === "DELETE /v1/workspaces/{ws}" ? "doomed" : t.ws;
+      const r = routeRequest(doc, route, { ws, tenant: t.tenant, key_id: spare.body.key_id, id: "probe", path: "walk.txt", tool: "nope", session: "s1" });
+      const before = await count();
+      const res = await app.request(r.url, { method: r.method, headers: { ...r.headers, authorization: `Bearer ${access.auth === "admin" ? ADMIN : t.key}`, "x-session-id": "s1" }, ...(r.body !== undefined ? { body: r.body } : {}) });
+      await res.arrayBuffer();
+      expect(await count(), `${name} (${res.status}) left no audit entry`).toBeGreaterThan(before);
+      walked.push(name);
+    }
+    for (const k of ["PUT /v1/workspaces/{ws}/files/{path}", "DELETE /v1/workspaces/{ws}", "POST /v1/workspaces/{ws}/undo", "POST /v1/workspaces/{ws}/pending/{id}", "PUT /v1/admin/tenants/{tenant}/policy", "POST /v1/workspaces/{ws}/tools/write", "POST /v1/workspaces/{ws}/tools/bash"]) expect(walked, k).toContain(k);
+  });
+});
