@@ -82,7 +82,7 @@ export function summarizeArgs(args: unknown): Record<string, unknown> {
 
 /** Result fields that name changed files. */
 const FILE_FIELDS = ["path", "file_path", "from", "to"];
-const FILE_LISTS = ["files", "changed", "created", "modified", "deleted", "written", "removed", "restored"];
+const FILE_LISTS = ["files", "files_changed", "files_deleted", "changed", "created", "modified", "deleted", "written", "removed", "restored"];
 
 /** The files a call touched: those its undo record named, then those its result names. */
 export function filesTouched(journal: readonly string[] | undefined, data: Record<string, unknown> | undefined): string[] {
