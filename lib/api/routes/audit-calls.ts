@@ -7,8 +7,8 @@
  *
  * Where it goes: the workspace's log when the route names a workspace that exists (bound by the
  * guard, or the call succeeded), else the tenant's (workspace create and delete, keys, policies,
- * custom tools). Admin calls go to the log of the tenant they name (key_id "admin"), a failed one
- * only when that tenant exists.
+ * custom tools). Admin calls with the admin token go to the log of the tenant they name (key_id
+ * "admin"), a failed one only when that tenant exists; a call without a valid token or key is not recorded.
  */
 import type { Context } from "hono";
 import type { AppDeps } from "../deps.js";
@@ -68,6 +68,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
     let tenant: string | undefined;
     let keyId: string;
     if (access.auth === "admin") {
+      if (!end.reached) return; // not the operator (no valid admin token): nobody's call to record
       // The tenant the path names, or the one a successful POST /v1/admin/tenants made (its answer's id).
       tenant = params.tenant;
       keyId = "admin";
