@@ -25,6 +25,7 @@ import { limitsApp } from "./routes/limits.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
 import { undoApp } from "./routes/undo.js";
+import { auditApp } from "./routes/audit.js";
 import { backgroundOf, newApp } from "./routes/common.js";
 import { pendingApp } from "./routes/pending.js";
 import { policyApp } from "./routes/policy.js";
@@ -85,6 +86,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
   app.route("/", undoApp(deps));
+  app.route("/", auditApp(deps));
   app.route("/", sessionsApp(deps));
   app.route("/", customToolsApp(deps, tools));
   app.route("/", secretsApp(deps));

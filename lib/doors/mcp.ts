@@ -90,7 +90,7 @@ export function buildMcpServer(call: McpCall): Server {
       const token = req.params._meta?.progressToken;
       // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
       const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
-      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
+      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, door: "mcp", ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
       // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
       return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
     } catch (err) {

@@ -51,7 +51,7 @@ export function streamToolCall(c: Context, call: CallMeter, args: unknown, tool:
     }, HEARTBEAT_MS);
     let envelope: Record<string, unknown>;
     try {
-      const r = await executeTool(tool, args, { ...ctx, progress, signal: gone.signal });
+      const r = await executeTool(tool, args, { ...ctx, progress, signal: gone.signal }, { door: "sse" });
       call.sandboxMs = sandboxMsOf(tool.name, r.data);
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {

@@ -91,6 +91,7 @@ export function checkSessionId(session: string): string {
  *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, todo lists, ...), never listed as files
  *   t/<tenant>/tenant.json           the tenant record
  *   t/<tenant>/idem/<sha256>.json    a stored answer to an Idempotency-Key (admin/idem/ for the admin token)
+ *   t/<tenant>/audit/<id>.json       the tenant's audit entries (tenantAuditPrefix)
  */
 export function workspacePrefix(tenant: string, workspace: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
@@ -149,6 +150,14 @@ export const RUN_ID_PATTERN = /^r[0-9a-f]{15}$/;
 export function runPrefix(tenant: string, workspace: string, runId: string): string {
   if (!RUN_ID_PATTERN.test(runId)) throw new ToolError("INTERNAL", "Bad run id.");
   return `${internalPrefix(tenant, workspace)}runs/${runId}/`;
+}
+/** Audit log entries (lib/run/audit/): t/<tenant>/w/<ws>/x/audit/<time-ordered id>.json, one small object each (no hot key). */
+export const AUDIT_ID_PATTERN = /^\d{8}T\d{9}Z-[a-z2-7]{10}$/;
+export const auditPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}audit/`;
+/** The tenant's own audit entries (keys, policies, workspaces made and deleted): t/<tenant>/audit/<time-ordered id>.json. */
+export function tenantAuditPrefix(tenant: string): string {
+  if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
+  return `t/${tenant}/audit/`;
 }
 /** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/tools/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
 /** A `task` subagent run's record (functions/task.ts). */

@@ -21,6 +21,8 @@ import { pendingOutcome } from "../tools/pending/outcome.js";
 import { assertToolAllowed, usableTools } from "./toolset.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
+import { auditToolCall, isAudited } from "./audit/tool-call.js";
+import type { AuditDoor } from "./audit/entry.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -42,6 +44,8 @@ export interface CallScope {
   record?: MetaRecord;
   /** The runtime's waitUntil: index upkeep, the usage record and a read's session record after the response (WorkspaceOptions.background). */
   background?: (p: Promise<unknown>) => void;
+  /** The door the call came through, for its audit entry (default: http). */
+  door?: AuditDoor;
   /** Reads the route started beside the guard's (lib/workspace/early.ts): taken when they are this call's. */
   early?: EarlyCall;
   /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/api/routes/known-workspace.ts). */
@@ -102,9 +106,18 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
  * approval gate (lib/run/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
-export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext, audit: { door?: AuditDoor; background?: (p: Promise<unknown>) => void } = {}): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+  // Every call that may change something leaves an audit entry, whatever its outcome (lib/run/audit/).
+  const audited = isAudited(tool, ctx);
+  const background = audit.background ?? ctx.waitUntil;
+  if (audited && ctx.ws.undo) ctx.ws.undo.committed = []; // a workspace's journal may serve several calls (compat, MCP)
   try {
-    return await executeChecked(tool, rawArgs, ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) });
+    const r = await executeChecked(tool, rawArgs, ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) });
+    if (audited) await auditToolCall(tool, rawArgs, ctx, { data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}), journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
+    return r;
+  } catch (e) {
+    if (audited) await auditToolCall(tool, rawArgs, ctx, { error: e, journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
+    throw e;
   } finally {
     ctx.ws.discardEarly(); // an early read the call did not take (refused, gated, failed) is cancelled unread
   }
@@ -122,7 +135,7 @@ function subCallsOf(ctx: RunContext): SubCalls {
       const { ws, deps } = ctx;
       const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));
       const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo });
-      return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, ...(signal ? { signal } : {}) });
+      return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, door: "task", ...(signal ? { signal } : {}) });
     },
   };
 }
@@ -173,7 +186,7 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string, sandboxMs?: number) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, scope.background);
   try {
-    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) });
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
     meter(true, undefined, sandboxMsOf(tool.name, r.data));
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {

@@ -106,6 +106,8 @@ export class UndoJournal {
   private inlineBytes = 0;
   /** The record written beside the call's last write (writeBeside): its key, what it says, its PUT's outcome (null = written). */
   private beside: { key: string; path: string; json: string; done: Promise<unknown> } | null = null;
+  /** The paths (files and links) the last commit() named: the audit entry's files (lib/run/audit/). */
+  committed: string[] = [];
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
@@ -274,6 +276,7 @@ export class UndoJournal {
     }
     const changes = this.recorded();
     const links = recordedLinks(this.links.values());
+    this.committed = [...changes.map((c) => c.path), ...links.map((l) => l.path)];
     this.changes.clear();
     this.links.clear();
     const beside = this.beside;

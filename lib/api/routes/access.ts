@@ -16,6 +16,9 @@
  *            the {ws} of the path: it must exist and belong to the key's tenant (else NOT_FOUND),
  *            and the workspace's tool list must need the scope too (workspaceScopeRefusal)
  *   sync     the bash runner's own HMAC token, checked by the sync handler itself
+ *
+ * The guard also writes the audit entry of every mutating call it sees (audit-calls.ts); a route
+ * whose calls run tools says `runsTools`, and its tool calls are recorded where they run (lib/run/audit/).
  */
 import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
 import type { RouteConfig } from "@hono/zod-openapi";
@@ -36,11 +39,12 @@ import { idempotencyKeyOf, idempotent } from "../idempotency.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 import { meteredAccess, meterRoute } from "./route-usage.js";
+import { auditRouteCall } from "./audit-calls.js";
 
 export type Access =
   | { auth: "public" }
   | { auth: "admin" }
-  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean }
+  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean; runsTools?: true }
   | { auth: "sync" };
 
 export interface RoutePolicy {
@@ -165,7 +169,24 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
   const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, () => mw(c, next) as Promise<void>) : mw;
-  return Object.assign(metered, { [POLICY]: policy });
+  return Object.assign(audited(deps, policy, metered), { [POLICY]: policy });
+}
+
+/** Every mutating call the guard sees leaves an audit entry, refused or done (audit-calls.ts). */
+function audited(deps: AppDeps, policy: RoutePolicy, mw: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    let reached = false;
+    try {
+      await mw(c, async () => {
+        reached = true;
+        await next();
+      });
+    } catch (error) {
+      await auditRouteCall(deps, policy, c, { reached, error });
+      throw error;
+    }
+    await auditRouteCall(deps, policy, c, { reached });
+  };
 }
 
 type WithBody = { request?: { body?: { content?: Record<string, unknown> } } };

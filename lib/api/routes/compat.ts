@@ -40,7 +40,7 @@ async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId
   const seen = c.get("workspace");
   const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
   const background = backgroundOf(c);
-  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, ...(record ? { record } : {}), ...(background ? { background } : {}) };
+  const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, door: c.req.path.includes("/compat/openai/") ? "compat-openai" : "compat-anthropic", ...(record ? { record } : {}), ...(background ? { background } : {}) };
   const ws = await openWorkspace(scope);
   return (name, args) => {
     const tool = tools.find((t) => t.name === name);
@@ -55,7 +55,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   // Any valid key of the workspace's tenant; each tool the call runs checks its own scope (runTool).
   const common = { method: "post" as const, tags: ["compat"] };
-  const access = { auth: "tenant", scope: "any", workspace: true } as const;
+  const access = { auth: "tenant", scope: "any", workspace: true, runsTools: true } as const;
 
   app.openapi(
     createRoute(secureRoute(deps, access, {

@@ -17,7 +17,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
     {
       method: ["post", "get", "delete"],
       path: "/v1/workspaces/:ws/mcp",
-      access: { auth: "tenant", scope: "any", workspace: true },
+      access: { auth: "tenant", scope: "any", workspace: true, runsTools: true },
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
     },
     async (c) => {

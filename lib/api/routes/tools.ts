@@ -84,7 +84,7 @@ export function toolApp(tool: Tool, deps: AppDeps) {
     {
       method: "post",
       path: `/v1/workspaces/:ws/tools/${tool.name}`,
-      access: { auth: "tenant", scope: tool.permission, workspace: true },
+      access: { auth: "tenant", scope: tool.permission, workspace: true, runsTools: true },
       before: [meterToolCall(deps, () => tool.name)],
       ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool, deps) } : {}),
       // A plain workspace's known record is enough for read when its file's GET finds it, and for a
@@ -220,7 +220,7 @@ export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
       method: "post",
       path: "/v1/workspaces/:ws/tools/*",
       wildcard: "tool",
-      access: { auth: "tenant", scope: "any" },
+      access: { auth: "tenant", scope: "any", runsTools: true },
       before: [meterToolCall(deps, (c) => toolNameOf(c).slice(0, 64))],
       undocumented: "every tool has its own documented path; this answers for names that are none of them",
     },

@@ -227,6 +227,31 @@ export interface components {
             paths: string[];
             undone: boolean;
         };
+        AuditEntry: {
+            id: string;
+            at: string;
+            tenant: string;
+            workspace?: string;
+            /** @description The API key's id, or "admin" */
+            key_id: string;
+            session?: string;
+            /** @description http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task or admin */
+            door: string;
+            tool?: string;
+            /** @description A call that is not a tool call: its method and route, e.g. "PUT /v1/workspaces/{ws}/files/{path}" */
+            route?: string;
+            /** @description Paths, ids, numbers and flags as given; any other argument as its size (content_bytes, command_bytes) */
+            args: {
+                [key: string]: unknown;
+            };
+            outcome: {
+                ok: boolean;
+                status: number;
+                code?: string;
+            };
+            files?: string[];
+            call_id?: string;
+        };
         SessionTodos: {
             session: string;
             todos: {

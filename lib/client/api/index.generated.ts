@@ -8,6 +8,7 @@ import type { paths as usagePaths, operations as usageOperations } from "./usage
 import type { paths as workspacesPaths } from "./workspaces.generated.js";
 import type { paths as filesPaths } from "./files.generated.js";
 import type { paths as versionsPaths } from "./versions.generated.js";
+import type { paths as auditPaths } from "./audit.generated.js";
 import type { paths as sessionsPaths } from "./sessions.generated.js";
 import type { paths as customToolsPaths } from "./custom-tools.generated.js";
 import type { paths as secretsPaths } from "./secrets.generated.js";
@@ -18,6 +19,6 @@ import type { paths as pendingPaths, operations as pendingOperations } from "./p
 export type { $defs, components, webhooks } from "./components.generated.js";
 
 /** Every path of the API (each tag's `paths`). */
-export interface paths extends metaPaths, adminPaths, keysPaths, usagePaths, workspacesPaths, filesPaths, versionsPaths, sessionsPaths, customToolsPaths, secretsPaths, toolsPaths, compatPaths, pendingPaths {}
+export interface paths extends metaPaths, adminPaths, keysPaths, usagePaths, workspacesPaths, filesPaths, versionsPaths, auditPaths, sessionsPaths, customToolsPaths, secretsPaths, toolsPaths, compatPaths, pendingPaths {}
 /** Every operation with an operationId (each tag's `operations`). */
 export interface operations extends usageOperations, toolsOperations, compatOperations, pendingOperations {}

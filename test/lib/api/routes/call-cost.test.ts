@@ -23,12 +23,15 @@ const listeners = () => [searchIndexer({ hold: { holdMs: 20 } })];
 
 
 /**
- * What runs after a write's response (waitUntil): the search index's upkeep only: its segment written,
- * and whatever listing of segments and files its merges need (how many depends on the segments
- * earlier calls left and on timing, so only the kinds are fixed). Nothing else may wait there.
+ * What runs after a write's response (waitUntil): the call's audit entry (one create-only PUT:
+ * lib/run/audit/) and the search index's upkeep: its segment written, and whatever listing of
+ * segments and files its merges need (how many depends on the segments earlier calls left and on
+ * timing, so only the kinds are fixed). Nothing else may wait there.
  */
 function expectIndexUpkeepOnly(after: string[], opts: { opensRecord?: boolean } = {}): void {
   expect(after).toContain("r2.put index");
+  expect(after.filter((o) => o === "r2.put internal:audit")).toEqual(["r2.put internal:audit"]);
+  after = after.filter((o) => o !== "r2.put internal:audit");
   // A call on a known record (lib/api/routes/known-workspace.ts) leaves the upkeep to open the workspace from its record (Workspace.upkeepDriver).
   const record = after.filter((o) => o === "r2.get meta.json");
   expect(record).toEqual(opts.opensRecord ? ["r2.get meta.json"] : []);

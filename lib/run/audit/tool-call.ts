@@ -1,0 +1,46 @@
+/**
+ * The audit entry of one tool call, written from the one place every door's call passes
+ * (lib/run/run-tool.ts executeTool): a call of a tool that may change something (any permission
+ * but `read`), refused, held for approval, failed or done. Read-only tools are not recorded, nor is
+ * the repeat of a pending call (X-Pending-Id), which only reads that call's outcome.
+ */
+import type { Tool, ToolContext } from "../../contract/tool.js";
+import { ERROR_CODES, isToolError, type ErrorCode } from "../../shared/errors.js";
+import { filesTouched, newAuditId, summarizeArgs, type AuditDoor, type AuditEntry } from "./entry.js";
+import { recordAudit } from "./store.js";
+
+export const isAudited = (tool: Tool, ctx: ToolContext): boolean => tool.permission !== "read" && !ctx.pendingId;
+
+export interface ToolCallEnd {
+  /** The call's result data (success) or the error it threw. */
+  data?: Record<string, unknown>;
+  error?: unknown;
+  call_id?: string;
+  /** The paths the call's undo record named. */
+  journal?: readonly string[];
+}
+
+/** Records the call; awaited only where the runtime has no waitUntil (never fails the call). */
+export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, end: ToolCallEnd, door: AuditDoor, background?: (p: Promise<unknown>) => void): Promise<void> {
+  const err = end.error === undefined ? undefined : isToolError(end.error) ? end.error : null;
+  const code: string | undefined = end.error === undefined ? undefined : err ? err.code : "INTERNAL";
+  const status = code ? (ERROR_CODES[code as ErrorCode]?.status ?? 500) : 200;
+  const callId = end.call_id ?? (typeof err?.details.call_id === "string" ? err.details.call_id : undefined);
+  const files = filesTouched(end.journal, end.data);
+  const now = new Date();
+  const entry: AuditEntry = {
+    id: newAuditId(now),
+    at: now.toISOString(),
+    tenant: ctx.auth.tenant,
+    workspace: ctx.ws.id,
+    key_id: ctx.auth.key_id,
+    session: ctx.session,
+    door,
+    tool: tool.name,
+    args: summarizeArgs(rawArgs),
+    outcome: { ok: !code, status, ...(code ? { code } : {}) },
+    ...(files.length ? { files } : {}),
+    ...(callId ? { call_id: callId } : {}),
+  };
+  return recordAudit(ctx.deps.storage, entry, background);
+}
