@@ -17,7 +17,8 @@ import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec
 import type { ExecEvent, RunRequest } from "../../lib/exec/types.js";
 import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { errorOf, runOnce } from "./run-once.js";
-import { runCommand, runIdOf, validateRequest, type RunnerDeps } from "./runner.js";
+import { runCommand, type RunnerDeps } from "./runner.js";
+import { runIdOf, validateRequest } from "./run-request.js";
 import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
 import { processSandbox } from "./sandbox-process.js";
 import { prepareStageDir } from "./stage.js";

@@ -29,8 +29,6 @@ import { dirChanges, dirOutcome, reconcileDirs, settleDirs, splitManifest, write
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 
-/** The checks of a request from the wire live in run-request.ts; the handler and tests import them from here too. */
-export { MIN_WRITEBACK_MS, runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 
 export interface RunnerDeps {
   cache: TreeCache;

@@ -3,7 +3,7 @@ import { createHandler } from "../../../infra/container/handler.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
 import { KEEP_OUTPUT_LOGS, readOutputLog } from "../../../lib/sync/output-logs.js";
 import { OUTPUT_LOG_NAME, outputLogsPrefix } from "../../../lib/layout/paths.js";
-import { runIdOf } from "../../../infra/container/runner.js";
+import { runIdOf } from "../../../infra/container/run-request.js";
 import { runIdFor } from "../../../lib/sync/run-records.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import type { RunResult } from "../../../lib/exec/types.js";

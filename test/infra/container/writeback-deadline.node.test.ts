@@ -4,7 +4,7 @@
  * the sync client is slowed down to stand in for a storage that takes its time.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { MIN_WRITEBACK_MS, writeBackDeadline } from "../../../infra/container/runner.js";
+import { MIN_WRITEBACK_MS, writeBackDeadline } from "../../../infra/container/run-request.js";
 import { storageSyncClient } from "../../../lib/sync/storage.js";
 import type { SyncClient } from "../../../lib/sync/types.js";
 import { setup } from "./helpers.js";

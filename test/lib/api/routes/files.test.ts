@@ -28,7 +28,8 @@ async function snapshot(tenant: string): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => `${o.key} ${o.etag}`));
+    // A refused mutating call leaves its audit entry (docs/audit.md): everything else must stay.
+    out.push(...page.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag}`));
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
   return out.sort();

@@ -13,6 +13,7 @@ const ALLOWED: Record<string, string> = {
   "lib/tools/web/transport.ts": "the transports themselves, behind the guard",
   "lib/tools/web/search/brave.ts": "the deployment's search provider, a fixed URL",
   "lib/tools/web/search/tavily.ts": "the deployment's search provider, a fixed URL",
+  "lib/shared/otlp.ts": "the deployment's trace collector (TOOLSHED_OTLP_ENDPOINT), a fixed URL the operator sets, never a tenant's",
   "lib/client/index.ts": "the typed client of our own API (runs in the agent's app, not on our servers)",
 };
 
