@@ -32,13 +32,13 @@ export async function files(tenant: string, ws: string): Promise<Map<string, Uin
 /** A workspace's files as the API exports them: path → bytes (the import writes packs, so storage holds no object per file). */
 export const workspaceFiles = async (t: Tenant, ws = t.ws) => untarGz(await exportReq(t, "", {}, ws));
 
-/** Every object key (with etag) under a tenant: storage as a whole, for "unchanged" checks. */
+/** Every object key (with etag) under a tenant: storage as a whole, for "unchanged" checks. A refused call's audit entry (docs/audit.md) is left out: it is the one write a refusal makes. */
 export async function snapshot(tenant: string): Promise<string[]> {
   const out: string[] = [];
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => `${o.key} ${o.etag}`));
+    out.push(...page.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag}`));
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
   return out.sort();
@@ -49,7 +49,7 @@ export async function countObjects(prefix: string): Promise<number> {
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    n += page.objects.length;
+    n += page.objects.filter((o) => !/\/audit\//.test(o.key)).length; // audit entries are not what these counts are about
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
   return n;

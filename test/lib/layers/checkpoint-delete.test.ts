@@ -20,7 +20,7 @@ async function ids(prefix: string): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => o.key.slice(prefix.length)));
+    out.push(...page.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => o.key.slice(prefix.length))); // a refused call's audit entry stays
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
   return out.sort();

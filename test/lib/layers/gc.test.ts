@@ -20,7 +20,8 @@ async function keys(prefix: string): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => `${o.key} ${o.etag}`));
+    // The admin's GC call is itself an audit entry of the tenant (docs/audit.md); GC touches nothing else.
+    out.push(...page.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag}`));
     cursor = page.truncated ? page.cursor : undefined;
   } while (cursor);
   return out.sort();

@@ -17,7 +17,7 @@ const get = async (t: Tenant, p: string) => {
 };
 async function upperKeys(t: Tenant): Promise<string[]> {
   const prefix = `t/${t.tenant}/w/${t.ws}/f/`;
-  return (await env.FILES.list({ prefix })).objects.map((o) => o.key.slice(prefix.length)).sort();
+  return (await env.FILES.list({ prefix })).objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => o.key.slice(prefix.length)).sort();
 }
 const md5 = async (s: string) => [...new Uint8Array(await crypto.subtle.digest("MD5", new TextEncoder().encode(s)))].map((b) => b.toString(16).padStart(2, "0")).join("");
 

@@ -10,7 +10,7 @@ async function tenantObjects(tenant: string): Promise<string[]> {
   let cursor: string | undefined;
   do {
     const r = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    keys.push(...r.objects.map((o) => `${o.key} ${o.etag} ${o.size}`));
+    keys.push(...r.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag} ${o.size}`)); // a refusal's audit entry stays
     cursor = r.truncated ? r.cursor : undefined;
   } while (cursor);
   return keys.sort();

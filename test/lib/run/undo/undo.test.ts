@@ -19,7 +19,7 @@ async function snapshot(t: Tenant): Promise<Record<string, string>> {
   let cursor: string | undefined;
   do {
     const r = await env.FILES.list({ prefix: `t/${t.tenant}/w/${t.ws}/`, ...(cursor ? { cursor } : {}) });
-    for (const o of r.objects) out[o.key] = o.etag;
+    for (const o of r.objects) if (!/\/audit\//.test(o.key)) out[o.key] = o.etag; // each call's audit entry is not what undo restores
     cursor = r.truncated ? r.cursor : undefined;
   } while (cursor);
   return out;
