@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../../lib/shared/hash.js";
 import { fileKey, filesPrefix, tenantWorkspacesPrefix } from "../../../../lib/layout/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
+import { snapshot } from "../../archive/helpers.js";
 
 const app = testApp();
 
@@ -22,18 +23,6 @@ async function errorOf(res: Response) {
   return body.error as { code: string; message: string; details: Record<string, unknown> };
 }
 
-/** Every object under the tenant's prefix, with its etag. */
-async function snapshot(tenant: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    // A refused mutating call leaves its audit entry (docs/audit.md): everything else must stay.
-    out.push(...page.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag}`));
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
-  return out.sort();
-}
 
 function randomBytes(n: number): Uint8Array {
   const out = new Uint8Array(n);
