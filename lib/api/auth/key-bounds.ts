@@ -112,3 +112,13 @@ export function newWorkspaceId(auth: AuthInfo, given: string | undefined): strin
   if (id === undefined) throw new ToolError("INVALID_ARGUMENT", `id: this API key is limited to the workspaces ${JSON.stringify(auth.workspaces)}: give the new workspace's id (one they cover).`, { field: "id", workspaces: auth.workspaces });
   return id;
 }
+
+/**
+ * A route that shows or changes the whole tenant (usage of every workspace, the tenant's audit log,
+ * its secrets, injected in every workspace) is refused to a key limited to some workspaces:
+ * PERMISSION_DENIED, naming what it may do instead. One rule for every tenant-wide route.
+ */
+export function assertTenantWide(auth: Pick<AuthInfo, "workspaces">, what: string, instead: string): void {
+  if (!auth.workspaces) return;
+  throw new ToolError("PERMISSION_DENIED", `${what} covers the whole tenant, and this API key is limited to the workspaces ${JSON.stringify(auth.workspaces)}. ${instead}`, { refused_by: "key_workspaces", workspaces: auth.workspaces });
+}

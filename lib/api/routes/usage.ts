@@ -7,6 +7,7 @@
  *   GET /v1/usage/export?from&to&cursor&limit            raw records, NDJSON, a page at a time
  *   GET /v1/admin/tenants/{tenant}/usage[/export]        the same for any tenant
  */
+import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppDeps } from "../deps.js";
@@ -107,7 +108,13 @@ export function usageApp(deps: AppDeps) {
       request: { query: UsageQuerySchema },
       responses: { ...reportDoc, ...errorResponses(400, 401, 403, 429, 503) },
     })),
-    async (c) => c.json(await report(deps, c.get("auth").tenant, c.req.valid("query")), 200),
+    async (c) => {
+      const auth = c.get("auth");
+      const q = c.req.valid("query");
+      // A workspace-limited key sees the usage of one of its workspaces, never the tenant's.
+      if (q.workspace === undefined || !workspaceAllowed(auth.workspaces, q.workspace)) assertTenantWide(auth, "GET /v1/usage without ?workspace= (or with one this key does not cover)", "Ask for one of its workspaces with ?workspace=.");
+      return c.json(await report(deps, auth.tenant, q), 200);
+    },
   );
   app.openapi(
     createRoute(secureRoute(deps, manage, {
@@ -116,7 +123,10 @@ export function usageApp(deps: AppDeps) {
       request: { query: ExportQuerySchema },
       responses: { ...exportDoc, ...errorResponses(400, 401, 403, 429, 503) },
     })),
-    async (c) => (await exportPage(c, deps, c.get("auth").tenant, c.req.valid("query"))) as never, // NDJSON: no typed body
+    async (c) => {
+      assertTenantWide(c.get("auth"), "GET /v1/usage/export", "Use GET /v1/usage?workspace= for one of its workspaces.");
+      return (await exportPage(c, deps, c.get("auth").tenant, c.req.valid("query"))) as never; // NDJSON: no typed body
+    },
   );
   app.openapi(
     createRoute(secureRoute(deps, admin, {

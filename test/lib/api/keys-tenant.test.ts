@@ -91,6 +91,22 @@ describe("keys a tenant manages", () => {
     expect(await snapshot(t.tenant, t.ws)).toEqual(before);
   });
 
+  it("a workspace-limited key is refused the tenant-wide routes (usage of every workspace, the tenant's audit log, secrets), and gets its own workspace's usage", async () => {
+    const t = await managed();
+    const made = await t.manage("/v1/keys", post({ workspaces: ["alpha"], scopes: ["read", "manage"] }));
+    // The secrets routes answer UNAVAILABLE without a deployment key: this app has one.
+    const user = as(testApp({ secretsKey: "k".repeat(40) }), made.body.key);
+    for (const [path, init] of [["/v1/usage", {}], ["/v1/usage?workspace=beta", {}], ["/v1/usage/export", {}], ["/v1/audit", {}], ["/v1/secrets", {}], ["/v1/secrets/npm", { method: "PUT", body: JSON.stringify({ value: "s3cr3t-value-123", destinations: [{ host: "npm.example.com", header: "Authorization" }] }) }]] as const) {
+      const r = await user(path, init as RequestInit);
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(403);
+      expect(r.body.error.details.refused_by).toBe("key_workspaces");
+    }
+    // Its own workspace's usage is past this rule (this test app has no usage store: UNAVAILABLE, not a refusal).
+    expect((await user("/v1/usage?workspace=alpha")).status).not.toBe(403);
+    // The unlimited manage key is not refused by it.
+    expect((await t.manage("/v1/audit")).status).toBe(200);
+  });
+
   it("a prefix limit: new workspaces get an id under the prefix; others are refused", async () => {
     const t = await managed();
     const made = await t.manage("/v1/keys", post({ workspaces: ["proj-*"] }));
