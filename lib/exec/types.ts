@@ -9,6 +9,7 @@
 import type { OutputCut } from "../shared/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 import type { SyncAccess } from "../sync/types.js";
+import type { LiveSpec } from "../sync/live-types.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -105,6 +106,12 @@ export interface RunRequest {
   shell?: ShellRequest;
   /** The W3C traceparent of the API's invocation span (docs/tracing.md): the runner continues the trace. Signed with the rest. */
   traceparent?: string;
+  /**
+   * This invocation starts a live sandbox for the session (lib/sync/live-types.ts): `command` is
+   * empty; the runner takes the session's commands from /v1/sync/live/next with `sync.token` (a
+   * live token) and answers each on /v1/sync/live/result, until it ends.
+   */
+  live?: LiveSpec;
 }
 
 /** What of a shell carries over to the session's next command: the working directory only (native bash), or also exported variables and functions (Anthropic's bash). */

@@ -14,6 +14,8 @@ export interface SyncClaims {
   r: string;
   /** The undo journal of the call that started the run (lib/run/undo/): session, call stamp, tool. Absent: write-back not undoable. */
   u?: { s: string; c: string; n: string };
+  /** A live runner's token (lib/sync/live-types.ts): its session and generation. Only such a token reaches /v1/sync/live/*, and only for this session. */
+  l?: { s: string; g: string };
   /** expiry, seconds since the epoch */
   exp: number;
 }

@@ -1,0 +1,111 @@
+/**
+ * Live sessions (issue #29, DESIGN §6): the one runner protocol of a sandbox that outlives its
+ * call. The container function cannot be called into while it runs, so a live runner is started
+ * by an asynchronous invocation (a RunRequest with `live`, no command of its own) and then takes
+ * its session's commands from the API by long poll over the sync channel, the way CI runners take
+ * jobs, until its idle timeout or its maximum life; then it ends (files written back) and the
+ * session's next call starts a new one. Locally and on Lambda alike.
+ *
+ * Routes (runner → API), authenticated by the live runner's sync token (its claims carry `l`, the
+ * generation below; a token without `l` is refused on them, and a live token reaches only its own
+ * session):
+ *   POST /v1/sync/live/next    body LiveStatus       → LiveNext   (long poll, at most LIVE_POLL_MS)
+ *   POST /v1/sync/live/result  body LiveResultPost   → 204        (the answer of one command)
+ *   POST /v1/sync/live/ended   body LiveEnded        → 204        (the sandbox is gone; its last word)
+ * A command's own sync operations (manifest, fetch, write-back, run record) use the command's own
+ * token (LiveCommand.request.sync), minted per call as for a fresh run (undo journal claims included).
+ *
+ * Payloads are plain JSON; this layer does not look inside a command's request or result (they are
+ * lib/exec's RunRequest and RunResult), hence the type parameters. Bundles for Workers.
+ */
+
+/** Longest a `next` poll is held open before it answers `{wait: true}` (the runner polls again). */
+export const LIVE_POLL_MS = 20_000;
+/** A live runner that has not polled for this long is taken for lost (crashed, frozen, cut off). */
+export const LIVE_STALE_MS = LIVE_POLL_MS + 15_000;
+/** Default idle timeout: a live sandbox with no command for this long ends. */
+export const LIVE_IDLE_MS_DEFAULT = 5 * 60_000;
+/** Upper bound of a configured idle timeout (Lambda's invocation limit is 15 min). */
+export const LIVE_IDLE_MS_MAX = 14 * 60_000;
+/** Longest life of one live runner (one invocation), less a margin for the final write-back. */
+export const LIVE_MAX_LIFE_MS = 14 * 60_000;
+
+/** RunRequest.live: this invocation starts a live sandbox for a session. */
+export interface LiveSpec {
+  /** One live runner of the session: a new one per start (handover, loss), so a stale runner is told apart. */
+  generation: string;
+  /** End after this long without a command. */
+  idle_ms: number;
+  /** End (hand over) after this long in all, whatever happens. */
+  max_life_ms: number;
+}
+
+/** What the runner reports with every poll (GET .../sandbox shows it). */
+export interface LiveStatus {
+  generation: string;
+  started_at: number;
+  /** When the last command ended (or the sandbox started, before any). */
+  last_used_at: number;
+  /** Processes of the sandbox besides its session shell (pid as seen inside, command line cut to 200 chars). */
+  processes: { pid: number; command: string }[];
+  /** TCP ports listening on the sandbox's loopback. */
+  ports: number[];
+  /** Wall-clock ms the sandbox has existed so far. */
+  wall_ms: number;
+  /** CPU ms of the sandbox's processes so far, when the runner can tell. */
+  cpu_ms?: number;
+  /** Resident memory of the sandbox's processes, bytes, when the runner can tell. */
+  rss_bytes?: number;
+}
+
+/** One command for the live sandbox: the call's RunRequest (command, cwd, timeout, env, stdin, shell, its own sync token). */
+export interface LiveCommand<Req = unknown> {
+  /** Per generation, from 1: a result names the command it answers. */
+  seq: number;
+  request: Req;
+}
+
+/** The answer to a poll. */
+export type LiveNext<Req = unknown> =
+  | { command: LiveCommand<Req> }
+  /** Nothing to do yet: poll again. */
+  | { wait: true }
+  /** The session's sandbox is to end now (DELETE .../sandbox, a newer generation, the coordinator lost it). */
+  | { end: LiveEndReason };
+
+export type LiveEndReason = "idle" | "max_life" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit";
+
+export interface LiveResultPost<Res = unknown> {
+  generation: string;
+  seq: number;
+  /** The command's RunResult, or the error that stopped it (as the runner's ExecResponse carries it). */
+  response: { ok: true; result: Res } | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+  status: LiveStatus;
+}
+
+/** The live runner's last word: why it ended, what was lost, what it cost. Files are never lost: they were written back. */
+export interface LiveEnded {
+  generation: string;
+  reason: LiveEndReason;
+  /** Processes that were still running and are now gone. */
+  lost_processes: { pid: number; command: string }[];
+  status: LiveStatus;
+}
+
+/**
+ * The API's side of the channel, as the sync server sees it (implemented by lib/exec/live: a Durable
+ * Object per session on Workers, memory in one Node process). `session` is the one the token names.
+ */
+export interface LiveHub {
+  next(session: LiveSessionRef, status: LiveStatus, signal?: AbortSignal): Promise<LiveNext>;
+  result(session: LiveSessionRef, post: LiveResultPost): Promise<void>;
+  ended(session: LiveSessionRef, ended: LiveEnded): Promise<void>;
+}
+
+/** Which session a live token is for: from its verified claims only. */
+export interface LiveSessionRef {
+  tenant: string;
+  workspace: string;
+  session: string;
+  generation: string;
+}
