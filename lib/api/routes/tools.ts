@@ -66,6 +66,7 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     await next();
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
+    if (c.res.headers.get("idempotent-replayed") === "true") return; // a kept answer (lib/api/idempotency.ts): nothing ran, the first was billed
     const emit = (later?: (p: Promise<unknown>) => void) => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
       emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...(call.sandboxMs !== undefined ? { sandbox_ms: call.sandboxMs } : {}) }, later);

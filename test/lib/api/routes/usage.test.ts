@@ -169,7 +169,7 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
     expect((await get(bare.app, "/v1/usage", bare.key)).body.error.code).toBe("UNAVAILABLE");
   });
 
-  it("a refused change is recorded with its code; a read route is not recorded; a bad key records nothing", async () => {
+  it("a refused change is recorded with its code; a read is recorded with the bytes it answered; a replay and the account's own reads are not; a bad key records nothing", async () => {
     const { app, settled } = isolate();
     const t = await newTenant(app, { scopes: SCOPES });
     const ro = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read"] })).body.key as string;
@@ -177,20 +177,31 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
     expect((await app.request("/v1/workspaces/nope/files/x.txt", { method: "PUT", headers: { authorization: `Bearer ${t.key}` }, body: "x" })).status).toBe(404);
     expect((await app.request("/v1/workspaces/main/files/x.txt", { method: "PUT", headers: { authorization: "Bearer tsk_nope_nope" }, body: "x" })).status).toBe(401);
     expect((await app.request("/v1/workspaces", { headers: { authorization: `Bearer ${t.key}` } })).status).toBe(200);
-    expect((await app.request("/v1/workspaces/main/files/a.txt", { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": "6" }, body: "hello\n" })).status).toBe(201);
+    const put = () => app.request("/v1/workspaces/main/files/a.txt", { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": "6", "idempotency-key": "put-a-once" }, body: "hello\n" });
+    expect((await put()).status).toBe(201);
+    const again = await put(); // the kept answer: nothing ran, nothing more to bill
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const got = await app.request("/v1/workspaces/main/files/a.txt", { headers: { authorization: `Bearer ${ro}` } });
+    expect(await got.text()).toBe("hello\n");
+    // The account's own reads (manage scope: usage, audit, keys) are not recorded.
+    expect((await app.request("/v1/usage", { headers: { authorization: `Bearer ${t.key}` } })).status).toBe(200);
+    expect((await app.request("/v1/workspaces/main/audit", { headers: { authorization: `Bearer ${t.key}` } })).status).toBe(200);
     // A door that meters each tool call itself (compat, MCP) adds its tool's record, no route record.
     expect((await compat(t, "anthropic", "str_replace_based_edit_tool", { command: "view", path: "a.txt" })).status).toBe(200);
     expect((await app.request("/v1/workspaces/main", { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } })).status).toBe(200);
     await settled();
     const lines = new TextDecoder().decode(await (await app.request("/v1/usage/export", { headers: { authorization: `Bearer ${t.key}` } })).arrayBuffer()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
-    const seen = lines.map((l) => [l.route ?? l.tool, l.ok, l.code ?? null, l.key, l.workspace, l.bytes_written]);
+    const seen = lines.map((l) => [l.route ?? l.tool, l.ok, l.code ?? null, l.key, l.workspace, l.bytes_read, l.bytes_written]);
     expect(seen.sort()).toEqual([
-      ["POST workspaces", true, null, keyIdOf(t.key), "", 0],
-      ["PUT files", false, "PERMISSION_DENIED", keyIdOf(ro), "main", 0],
-      ["PUT files", false, "NOT_FOUND", keyIdOf(t.key), "nope", 0],
-      ["PUT files", true, null, keyIdOf(t.key), "main", 6],
-      ["read", true, null, keyIdOf(t.key), "main", 0],
-      ["DELETE workspace", true, null, keyIdOf(t.key), "main", 0],
+      ["POST workspaces", true, null, keyIdOf(t.key), "", 0, 0],
+      ["GET workspaces", true, null, keyIdOf(t.key), "", expect.any(Number), 0],
+      ["PUT files", false, "PERMISSION_DENIED", keyIdOf(ro), "main", 0, 0],
+      ["PUT files", false, "NOT_FOUND", keyIdOf(t.key), "nope", 0, 0],
+      ["PUT files", true, null, keyIdOf(t.key), "main", 0, 6],
+      ["GET files", true, null, keyIdOf(ro), "main", 6, 0],
+      ["read", true, null, keyIdOf(t.key), "main", expect.any(Number), 0],
+      ["DELETE workspace", true, null, keyIdOf(t.key), "main", 0, 0],
     ].sort());
   });
 });
