@@ -168,7 +168,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
     if (rate) setRateHeaders(c, rate);
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
-  const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, policy.access.scope, () => mw(c, next) as Promise<void>) : mw;
+  const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, "scope" in policy.access ? policy.access.scope : undefined, () => mw(c, next) as Promise<void>) : mw;
   return Object.assign(audited(deps, policy, metered), { [POLICY]: policy });
 }
 
