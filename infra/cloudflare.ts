@@ -1,8 +1,8 @@
-/** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC. */
+/** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC and the audit log's retention. */
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/api/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
-import { gcTick } from "../lib/layers/gc-schedule.js";
+import { housekeepingTick } from "../lib/runtime/housekeeping.js";
 
 /** The usage store's Durable Object class (wrangler.toml binds it as USAGE). */
 export { UsageObject } from "../lib/runtime/usage-object.js";
@@ -21,9 +21,9 @@ export default {
     }
     return app.fetch(request, env, ctx);
   },
-  /** `[triggers] crons` in wrangler.toml: GC of packs and manifests, a few tenants per tick (README "GC"). */
+  /** `[triggers] crons` in wrangler.toml: GC of packs and manifests and the audit log's retention, a few tenants per tick (README "GC", docs/audit.md). */
   scheduled(_controller: ScheduledController, env: WorkersEnv, ctx: ExecutionContext) {
     const { storage, kv } = fromWorkersEnv(env);
-    ctx.waitUntil(gcTick({ storage, kv }).then(() => undefined));
+    ctx.waitUntil(housekeepingTick({ storage, kv }, env).then(() => undefined));
   },
 } satisfies ExportedHandler<WorkersEnv>;

@@ -4,14 +4,14 @@ import { tools } from "../functions/index.js";
 import { createApp } from "../lib/api/app.js";
 import { fromAwsEnv } from "../lib/runtime/aws.js";
 import { resolveSecretEnv } from "../lib/shared/secret-env.js";
-import { gcTick } from "../lib/layers/gc-schedule.js";
+import { housekeepingTick } from "../lib/runtime/housekeeping.js";
 
 // Secrets come by ARN on AWS (TOOLSHED_*_ARN, read once at start) or as plain values locally.
 const deps = fromAwsEnv(await resolveSecretEnv(process.env));
 export const handler = handle(createApp(deps, tools));
 
-/** An EventBridge schedule (e.g. every 30 minutes) invokes this: GC of packs and manifests, a few tenants per tick (README "GC"). */
+/** An EventBridge schedule (e.g. every 30 minutes) invokes this: GC of packs and manifests and the audit log's retention, a few tenants per tick (README "GC"). */
 export const gcHandler = async (): Promise<{ tenants: number; cursor: string | null }> => {
-  const r = await gcTick({ storage: deps.storage, kv: deps.kv });
+  const r = await housekeepingTick({ storage: deps.storage, kv: deps.kv }, process.env);
   return { tenants: r.tenants.length, cursor: r.cursor };
 };

@@ -26,6 +26,12 @@ export interface GcTickOptions {
   /** The clock (tests move it past the grace period); collectGarbage gets its reading. */
   now?: () => number;
   log?: (line: string) => void;
+  /**
+   * More housekeeping for each tenant the tick reaches, after its GC (the entries pass the audit
+   * log's retention: lib/run/audit/retention.ts); what it answers is logged with the tenant's line.
+   * A failure is logged and the tick goes on.
+   */
+  perTenant?: (tenant: string, now: number) => Promise<Record<string, unknown>>;
 }
 
 export interface GcTickReport {
@@ -68,7 +74,8 @@ export async function gcTick(deps: { storage: StorageDriver; kv: KeyValueStore }
     try {
       const report = await collectGarbage(deps.storage, tenant, { now: now(), ...(opts.graceSeconds !== undefined ? { graceSeconds: opts.graceSeconds } : {}) });
       out.tenants.push({ tenant, report });
-      log(JSON.stringify({ gc: tenant, manifests_deleted: report.manifests_deleted, packs_deleted: report.packs_deleted, segments_deleted: report.segments_deleted, bytes_freed: report.bytes_freed, more: report.more, missing_manifests: report.missing_manifests.length }));
+      const more = opts.perTenant ? await opts.perTenant(tenant, now()).catch((e: unknown) => ({ housekeeping_error: e instanceof Error ? e.message : String(e) })) : {};
+      log(JSON.stringify({ gc: tenant, manifests_deleted: report.manifests_deleted, packs_deleted: report.packs_deleted, segments_deleted: report.segments_deleted, bytes_freed: report.bytes_freed, more: report.more, missing_manifests: report.missing_manifests.length, ...more }));
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
       out.tenants.push({ tenant, error });

@@ -22,6 +22,8 @@ export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_SECRETS_KEY?: string;
   /** This API's public base URL, as the bash runner reaches it. */
   TOOLSHED_PUBLIC_URL?: string;
+  /** Days audit entries are kept (lib/run/audit/retention.ts; default 365, 0: the workspace's life). */
+  TOOLSHED_AUDIT_RETENTION_DAYS?: string;
 }
 
 /** Everything but storage and KV. */
