@@ -75,7 +75,7 @@ function python(args: string[], env: Record<string, string>, cwd: string): Promi
 const pythonBlocks = (page: string) => [...readFileSync(page, "utf8").matchAll(/^```python\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
 
 describe("the Python client's tests (python3 -m unittest)", () => {
-  const modules = ["test_tools", "test_files", "test_archive_versions", "test_pending", "test_stream_errors"];
+  const modules = ["test_sse", "test_tools", "test_files", "test_archive_versions", "test_pending", "test_stream_errors"];
   for (const [i, module] of modules.entries()) {
     it(module, async () => {
       const env = await tenantEnv(`py${i}`);

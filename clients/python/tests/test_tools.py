@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from typing import FrozenSet
 
 from toolshed import BashData, EditData, GlobData, GrepData, LsData, ReadData, ToolResult, ToolshedError, WriteData
 
@@ -57,7 +58,7 @@ class ToolCalls(ServerTest):
                 self.assertIs(args[name].default, inspect.Parameter.empty, f"{tool}: required {name} has a default")
             data = op["responses"]["200"]["content"]["application/json"]["schema"]["properties"]["data"]
             self.assertLessEqual(set(typed_dict_keys(data_type)), set(data["properties"]), f"{tool}: data keys not in the output schema")
-            ours = getattr(data_type, "__required_keys__", frozenset())  # Python 3.9+
+            ours: FrozenSet[str] = getattr(data_type, "__required_keys__", frozenset())  # Python 3.9+
             self.assertLessEqual(set(ours), set(data.get("required", [])), f"{tool}: fields the client requires that the tool may leave out")
 
     def new_workspace_handle(self):  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ An answer that is no envelope at all (a proxy's HTML error page, a cut stream) i
 from __future__ import annotations
 
 import json
+from email.message import Message
 from typing import Any, Dict, Mapping, Optional
 
 
@@ -56,7 +57,7 @@ def is_error_envelope(body: Any) -> bool:
     return isinstance(error, dict) and isinstance(error.get("code"), str) and isinstance(error.get("message"), str)
 
 
-def _retry_after(headers: Optional[Mapping[str, str]], details: Mapping[str, Any]) -> Optional[float]:
+def _retry_after(headers: Optional[Message], details: Mapping[str, Any]) -> Optional[float]:
     raw: Any = headers.get("retry-after") if headers is not None else None
     if raw is None:
         raw = details.get("retry_after")
@@ -66,7 +67,7 @@ def _retry_after(headers: Optional[Mapping[str, str]], details: Mapping[str, Any
         return None  # an HTTP date: Toolshed sends seconds
 
 
-def error_from_body(body: Any, status: int, content_type: Optional[str], headers: Optional[Mapping[str, str]] = None) -> ToolshedError:
+def error_from_body(body: Any, status: int, content_type: Optional[str], headers: Optional[Message] = None) -> ToolshedError:
     """The error an envelope describes, or UNEXPECTED_RESPONSE when ``body`` is not one."""
     if is_error_envelope(body):
         error = body["error"]
@@ -93,7 +94,7 @@ def error_from_body(body: Any, status: int, content_type: Optional[str], headers
     )
 
 
-def error_from_bytes(raw: bytes, status: int, content_type: Optional[str], headers: Optional[Mapping[str, str]] = None) -> ToolshedError:
+def error_from_bytes(raw: bytes, status: int, content_type: Optional[str], headers: Optional[Message] = None) -> ToolshedError:
     """A failed response's body (bytes) as a ToolshedError."""
     text = raw.decode("utf-8", errors="replace")
     body: Any = text

@@ -23,7 +23,7 @@ def read_sse(stream: IO[bytes]) -> Iterator[SseMessage]:
     event = ""
     data: List[str] = []
     pending = b""
-    read1 = getattr(stream, "read1", stream.read)
+    read1 = stream.read1 if hasattr(stream, "read1") else stream.read
     while True:
         chunk = read1(65536)
         if not chunk:

@@ -7,7 +7,7 @@ them. Fields the document marks optional are ``total=False`` parts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Literal, Optional, TypedDict, TypeVar, Union
+from typing import Any, Dict, Generic, List, Literal, Optional, TypedDict, TypeVar, Union, cast
 
 
 D = TypeVar("D")
@@ -42,8 +42,8 @@ class ToolResult(Generic[D]):
     @classmethod
     def from_envelope(cls, body: Dict[str, Any], replayed: bool = False) -> "ToolResult[Any]":
         return cls(
-            tool=body["tool"], title=body.get("title", ""), output=body.get("output", ""), data=body.get("data"),
-            usage=body.get("usage") or {"ms": 0, "bytes_read": 0, "bytes_written": 0}, call_id=body.get("call_id"),
+            tool=body["tool"], title=body.get("title", ""), output=body.get("output", ""), data=cast(Any, body.get("data")),
+            usage=cast(Usage, body.get("usage") or {"ms": 0, "bytes_read": 0, "bytes_written": 0}), call_id=body.get("call_id"),
             replayed=replayed, raw=body,
         )
 
