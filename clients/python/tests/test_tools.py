@@ -5,9 +5,9 @@ import inspect
 import uuid
 from typing import FrozenSet
 
-from toolshed import BashData, EditData, GlobData, GrepData, LsData, ReadData, ToolResult, ToolshedError, WriteData
+from toolshed import BashData, EditData, GlobData, GrepData, LsData, ReadData, ToolResult, Toolshed, ToolshedError, WriteData
 
-from .support import ServerTest, openapi, typed_dict_keys
+from .support import KEY, URL, ServerTest, openapi, typed_dict_keys
 
 HELPERS = {"read": ReadData, "write": WriteData, "edit": EditData, "bash": BashData, "grep": GrepData, "glob": GlobData, "ls": LsData}
 
@@ -87,6 +87,26 @@ class ToolCalls(ServerTest):
         with self.assertRaises(ToolshedError) as e:
             ws.write("once.txt", "other\n", idempotency_key=key)
         self.assertEqual(e.exception.code, "INVALID_ARGUMENT")
+
+    def test_a_retry_waits_for_the_first_request_with_its_key(self) -> None:
+        ws = self.new_workspace()
+        key, args = str(uuid.uuid4()), {"command": "echo started; sleep 3; echo done >> log.txt; cat log.txt"}
+        first = ws.stream("bash", args, idempotency_key=key)
+        for event in first:
+            if event.text and "started" in event.text:
+                break  # it runs: the server holds its key
+        with self.assertRaises(ToolshedError) as e:
+            ws.bash(args["command"], idempotency_key=key)
+        self.assertEqual((e.exception.code, e.exception.status), ("CONFLICT", 409))
+        assert e.exception.retry_after is not None
+        self.assertGreater(e.exception.retry_after, 0)
+        patient = Toolshed(URL, KEY, max_retries=10, max_retry_wait=10).workspace(ws.id)
+        with self.assertLogs("toolshed", "INFO") as logs:
+            again = patient.bash(args["command"], idempotency_key=key)  # waits as asked, then gets the first answer
+        self.assertIn("CONFLICT", logs.output[0])
+        self.assertTrue(again.replayed)
+        self.assertEqual(again.output, first.result.output)
+        self.assertEqual(ws.files.get("log.txt").text(), "done\n")  # it ran once
 
     def test_tool_definitions_for_a_model(self) -> None:
         tools = {t["name"]: t for t in self.client.tool_definitions("openai")}

@@ -50,6 +50,9 @@ class Workspace(ToolHelpers):
         ``pending_id=`` to get its outcome once a human answered.
         """
         res = self._http.send("POST", f"{self._base}/tools/{segment(tool)}", headers=self._tool_headers(pending_id), json_body=args or {}, idempotency_key=idempotency_key)
+        if res.content_type.startswith("text/event-stream"):
+            # The replay of an Idempotency-Key whose first request was streamed keeps the stream's form.
+            return ToolStream(res).result
         replayed = res.headers.get("idempotent-replayed") == "true"
         raw = res.read()
         try:
