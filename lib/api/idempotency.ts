@@ -144,28 +144,34 @@ function hashedBody(c: Context<AppEnv>): { finish(): Promise<string> } {
   const reader = raw.body.getReader();
   let done = false;
   let digest: string | undefined;
+  // One read at a time, in order: the handler's (through `stream`) and finish()'s may overlap (a
+  // replay or a kept answer while a read the guard started is still on its way), and a stream takes
+  // one pending read only. Each chunk is hashed once, in the order it came.
+  let last: Promise<unknown> = Promise.resolve();
+  const readNext = (): Promise<ReadableStreamReadResult<Uint8Array>> => {
+    const r = last.then(async () => {
+      if (done) return { done: true, value: undefined } as ReadableStreamReadResult<Uint8Array>;
+      const got = await reader.read();
+      if (got.done) done = true;
+      else hash.update(got.value);
+      return got;
+    });
+    last = r.catch(() => {});
+    return r;
+  };
   const stream = new ReadableStream<Uint8Array>({
     async pull(ctrl) {
-      const r = await reader.read();
-      if (r.done) {
-        done = true;
-        ctrl.close();
-        return;
-      }
-      hash.update(r.value);
-      ctrl.enqueue(r.value);
+      const r = await readNext();
+      if (r.done) ctrl.close();
+      else ctrl.enqueue(r.value);
     },
   });
   c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body: stream, duplex: "half", signal: raw.signal } as RequestInit);
   return {
     async finish() {
       if (digest !== undefined) return digest;
-      while (!done) {
-        const r = await reader.read();
-        if (r.done) done = true;
-        else hash.update(r.value);
-      }
-      return (digest = hash.digest("hex"));
+      while (!(await readNext()).done);
+      return (digest ??= hash.digest("hex"));
     },
   };
 }

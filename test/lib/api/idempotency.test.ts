@@ -57,6 +57,18 @@ describe("Idempotency-Key", () => {
     expect(answers.filter((a) => a.replayed).length).toBeGreaterThanOrEqual(9);
   });
 
+  it("a streamed call (SSE) retried with one key, streamed or not, gets the kept stream; never a 500", async () => {
+    const t = await newTenant(app, UNGATED);
+    const call = tool(t, "write", { file_path: "s.txt", content: "streamed\n" });
+    const sse = () => ({ ...call.init(), headers: { ...(call.init().headers as Record<string, string>), accept: "text/event-stream" } });
+    const first = await retrying(t, call.path, sse, "sse-1");
+    expect(first.status).toBe(200);
+    expect(first.text).toContain("event: result");
+    const again = await Promise.all(Array.from({ length: 10 }, (_, i) => retrying(t, call.path, i % 2 ? sse : call.init, "sse-1")));
+    for (const a of again) expect({ status: a.status, text: a.text, replayed: a.replayed }).toEqual({ status: 200, text: first.text, replayed: true });
+    expect(counter.count(t, "s.txt")).toBe(1);
+  });
+
   it("an edit retried 10 times concurrently runs once (the replacement is applied once)", async () => {
     const t = await newTenant(app, UNGATED);
     expect((await t.call("write", { file_path: "e.txt", content: "x\n" })).status).toBe(200);
