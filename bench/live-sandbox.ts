@@ -4,7 +4,8 @@
  * sandboxes. The real handler and bwrap; the workspace in memory (no HTTP); the live channel
  * in process. Usage: node bench/live-sandbox.mjs [files=10000] [runs=15] [idle sandboxes=4]
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { processTree } from "../infra/container/live-status.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHandler } from "../infra/container/handler.js";
@@ -66,16 +67,19 @@ for (let i = 0; i < files; i++) await driver.put(`${filesPrefix("t1", "big")}d${
 
 // Fresh runs (warm slot after the first).
 const fresh: number[] = [];
+let freshLast: RunResult | null = null;
 for (let i = 0; i <= runs; i++) {
   const r = req("big", "true");
   const t0 = performance.now();
   const res = await handler(await signEvent(SECRET, r), { tenantId: "t1" });
   if (!res.ok) throw new Error(JSON.stringify(res.error));
   if (i > 0) fresh.push(performance.now() - t0);
+  if (i === runs) freshLast = res.result as RunResult;
 }
 
 // A live sandbox on the same workspace (another slot: cold on its first command).
 const live: number[] = [];
+let liveLast: RunResult | null = null;
 const ch = new Queue();
 channels.set("big", ch);
 const ended = handler(await signEvent(SECRET, req("big", "", { live: { generation: "big", idle_ms: 600_000, max_life_ms: 600_000 } })), { tenantId: "t1" });
@@ -86,6 +90,7 @@ for (let i = 0; i <= runs; i++) {
   if (!p.response.ok) throw new Error(JSON.stringify(p.response.error));
   if (i > 0) live.push(performance.now() - t0);
   status = p.status;
+  liveLast = p.response.result;
 }
 ch.push({ end: "deleted" });
 await ended;
@@ -102,6 +107,26 @@ for (let i = 0; i < idle; i++) {
   const p = await q.send(req(`s${i}`, "echo hi > f.txt"));
   rss.push(p.status.rss_bytes ?? 0);
 }
+// The whole tree of each sandbox as the host sees it (outer bwrap included): RSS and PSS (shared pages split).
+const heapBefore = process.memoryUsage().rss;
+const trees = await (async () => {
+  const out: { rss_mib: number; pss_mib: number; processes: number }[] = [];
+  for (const n of readdirSync("/proc")) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      if (readFileSync(`/proc/${n}/comm`, "utf8").trim() !== "bwrap") continue;
+      const st = readFileSync(`/proc/${n}/stat`, "utf8");
+      if (Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) !== process.pid) continue;
+    } catch {
+      continue;
+    }
+    const procs = await processTree(Number(n));
+    let pss = 0;
+    for (const p of procs) pss += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p.hostPid}/smaps_rollup`, "utf8"))?.[1] ?? 0) * 1024;
+    out.push({ rss_mib: +(procs.reduce((a, p) => a + p.rssBytes, 0) / 1048576).toFixed(1), pss_mib: +(pss / 1048576).toFixed(1), processes: procs.length });
+  }
+  return out;
+})();
 const withServer = await (async () => {
   const q = small[0]!;
   await q.send(req("s0", "cd /tmp && python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 &"));
@@ -118,7 +143,11 @@ console.log(JSON.stringify({
   files, runs,
   fresh_p50_ms: +p50(fresh).toFixed(1), fresh_min_ms: +Math.min(...fresh).toFixed(1),
   live_p50_ms: +p50(live).toFixed(1), live_min_ms: +Math.min(...live).toFixed(1),
+  fresh_last: freshLast && { sync_in_ms: freshLast.sync.sync_in_ms, command_ms: freshLast.duration_ms, sync_out_ms: freshLast.sync.sync_out_ms },
+  live_last: liveLast && { sync_in_ms: liveLast.sync.sync_in_ms, command_ms: liveLast.duration_ms, sync_out_ms: liveLast.sync.sync_out_ms },
   live_status_after: status && { rss_mib: +((status.rss_bytes ?? 0) / MiB).toFixed(1), cpu_ms: status.cpu_ms },
-  idle_sandbox_rss_mib: rss.map((b) => +(b / MiB).toFixed(1)),
+  idle_sandbox_rss_mib: rss.length > 6 ? `${rss.length} sandboxes, median ${+(p50(rss) / MiB).toFixed(1)}` : rss.map((b) => +(b / MiB).toFixed(1)),
+  idle_sandbox_host_trees: trees.length > 6 ? { count: trees.length, rss_mib_total: +trees.reduce((a, t) => a + t.rss_mib, 0).toFixed(1), pss_mib_total: +trees.reduce((a, t) => a + t.pss_mib, 0).toFixed(1) } : trees,
+  runner_rss_mib: +(heapBefore / 1048576).toFixed(1),
   idle_with_http_server_rss_mib: +(withServer / MiB).toFixed(1),
 }, null, 1));

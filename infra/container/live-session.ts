@@ -18,11 +18,13 @@ import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
 import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
-import { listeningPorts, processTree } from "./live-status.js";
+import { listeningPorts, namespaceProcesses } from "./live-status.js";
 import { errorOf } from "./run-once.js";
 import { runIdOf, validateRequest } from "./run-request.js";
-import type { RunnerDeps } from "./runner.js";
+import { MiB, type RunnerDeps } from "./runner.js";
 import { makeShellDir } from "./shell-state.js";
+import { watchDisk } from "./disk-quota.js";
+import { slotBytes } from "./sync-in.js";
 import { stageTree } from "./stage.js";
 
 /** Time the sandbox may outlive `max_life_ms` for its final write-back before its own timeout kills it. */
@@ -61,16 +63,14 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   /** The processes last seen: what a sandbox that died by itself lost. */
   let seen: LiveStatus["processes"] = [];
   const status = async (): Promise<LiveStatus> => {
-    const procs = shell && shell.alive ? await processTree(shell.hostPid) : [];
-    const inside = procs.filter((p) => p.pid !== null);
-    const loop = inside.find((p) => p.pid === shell?.shellPid);
-    if (procs.length) seen = inside.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
+    const procs = shell && shell.alive && shell.loopHostPid ? await namespaceProcesses(shell.loopHostPid) : [];
+    if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
     return {
       generation: spec.generation,
       started_at: startedAt,
       last_used_at: lastUsed,
       processes: procs.length ? seen : [],
-      ports: loop ? await listeningPorts(loop.hostPid) : [],
+      ports: procs.length ? await listeningPorts(shell!.loopHostPid) : [],
       wall_ms: Date.now() - startedAt,
       ...(procs.length ? { cpu_ms: procs.reduce((a, p) => a + p.cpuMs, 0), rss_bytes: procs.reduce((a, p) => a + p.rssBytes, 0) } : {}),
     };
@@ -88,7 +88,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       deps.owner,
     );
     // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper): never listed as the session's.
-    infra = new Set((await processTree(shell.hostPid)).flatMap((p) => (p.pid === null ? [] : [p.pid])));
+    infra = new Set((await namespaceProcesses(shell.loopHostPid)).map((p) => p.pid!));
     const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, unsure: false };
     const gone = new AbortController();
     void shell.exited.finally(() => gone.abort()).catch(() => {});
@@ -106,6 +106,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(), Math.min(idleAt, lifeAt) - now);
       const stop = AbortSignal.any([deadline.signal, gone.signal, ...(opts.signal ? [opts.signal] : [])]);
+      // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
+      const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill()) : null;
       let next: LiveNext<RunRequest> | null;
       try {
         next = await channel.next(await status(), stop);
@@ -115,7 +117,9 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
         next = null; // a deadline: the checks above say which
       } finally {
         clearTimeout(timer);
+        disk?.stop();
       }
+      if (disk?.exceeded) { reason = "limit"; break; }
       if (!next || "wait" in next) continue;
       if ("end" in next) { reason = next.end; break; }
       const { seq, request } = next.command;
@@ -147,11 +151,13 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   } catch (e) {
     reason = "crashed";
     if (!shell) {
-      // The sandbox never started: nothing to write back.
+      // The sandbox never started: nothing to write back; the API hears it at once rather than after LIVE_STALE_MS.
       await shellDir.drop();
       slot.tree = home;
       await staged.restore();
       await deps.cache.release(slot, true);
+      const now = Date.now();
+      await channel.ended({ generation: spec.generation, reason: "crashed", lost_processes: [], status: { generation: spec.generation, started_at: startedAt, last_used_at: startedAt, processes: [], ports: [], wall_ms: now - startedAt } }).catch(() => {});
       throw e;
     }
   }

@@ -108,8 +108,9 @@ class Tail {
 export class LiveShell {
   /** Host pid of the sandbox process (the outer bwrap). */
   hostPid = 0;
-  /** The loop shell's pid as seen inside. */
+  /** The loop shell's pid as seen inside, and on the host (its /proc shows the sandbox's namespaces: live-status.ts). */
   shellPid = 0;
+  loopHostPid = 0;
   readonly exited: Promise<SandboxExit>;
   private readonly input = new PassThrough();
   private readonly stop = new AbortController();
@@ -160,6 +161,7 @@ export class LiveShell {
     if (typeof r !== "number") throw new Error(`the live sandbox ended as it started (exit ${r.exitCode}): ${shell.stderr.trim() || "no message"}`);
     shell.shellPid = r;
     const loop = (await processTree(shell.hostPid)).find((p) => p.pid === r);
+    shell.loopHostPid = loop?.hostPid ?? 0;
     shell.namespace = loop ? await pidNamespaceOf(loop.hostPid) : null;
     return shell;
   }

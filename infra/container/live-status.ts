@@ -68,6 +68,30 @@ export async function processTree(rootPid: number): Promise<SandboxProcess[]> {
   return out;
 }
 
+/**
+ * The processes of the pid namespace `hostPid` lives in, read from the sandbox's own /proc (through
+ * /proc/<hostPid>/root: the procfs mount the sandbox cannot change), so only its few processes are
+ * read, never the host's. `pid` is as seen inside; `hostPid` is not known here (0).
+ */
+export async function namespaceProcesses(hostPid: number): Promise<SandboxProcess[]> {
+  const proc = `/proc/${hostPid}/root/proc`;
+  const names = await fs.readdir(proc).catch(() => [] as string[]);
+  const out: SandboxProcess[] = [];
+  await Promise.all(
+    names.map(async (n) => {
+      if (!/^\d+$/.test(n)) return;
+      const s = await read(`${proc}/${n}/stat`);
+      if (!s) return;
+      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+      if (f[0] === "Z" || f[0] === "X") return;
+      const cmdline = await read(`${proc}/${n}/cmdline`);
+      const cpuTicks = [11, 12, 13, 14].reduce((a, i) => a + (Number(f[i]) || 0), 0);
+      out.push({ hostPid: 0, pid: Number(n), command: (cmdline ?? "").split("\0").filter(Boolean).join(" ").slice(0, 200), rssBytes: (Number(f[21]) || 0) * PAGE, cpuMs: cpuTicks * TICK_MS });
+    }),
+  );
+  return out.sort((a, b) => a.pid! - b.pid!);
+}
+
 /** TCP ports in LISTEN in the network namespace of `hostPid`. */
 export async function listeningPorts(hostPid: number): Promise<number[]> {
   const ports = new Set<number>();

@@ -153,6 +153,15 @@ describe("live sandbox: one shell across commands", () => {
     expect((await s.ended).reason).toBe("shell_exited");
   });
 
+  it("a background process that passes the disk limit between commands ends the sandbox; what it wrote is not written back", async () => {
+    const s = startLive({}, { limits: { disk_mb: 1 } });
+    // (it writes a second after its command ended: between commands)
+    await s.cmd("(sleep 1; head -c 3000000 /dev/zero > big.bin; exec sleep 608) &", { limits: { disk_mb: 1 } });
+    const e = await s.ended;
+    expect(e.reason).toBe("limit");
+    expect(await t.read("big.bin")).toBeNull();
+  });
+
   it("a killed sandbox ends as crashed, reports its lost processes, loses no acknowledged file", async () => {
     const s = startLive();
     const r = await s.cmd("echo keep > keep.txt; sleep 606 &");
@@ -190,6 +199,16 @@ describe("live sandbox: one shell across commands", () => {
     expect(readFileSync(victim, "utf8")).toBe("host secret\n");
     await s.end();
     expect(readFileSync(victim, "utf8")).toBe("host secret\n");
+  });
+
+  it("the process sandbox (no namespaces: Lambda) refuses live mode, saying why", async () => {
+    // A sandbox like sandbox-process.ts's (hostIsolated): the live start is refused before it would run anything.
+    const noNamespaces = { check: async () => {}, run: async () => { throw new Error("never runs"); }, runAs: null, hostIsolated: true, shellPath: () => "/x" };
+    const h = t.freshHandler({ sandbox: noNamespaces });
+    const r = await h(t.req("", { live: { generation: "pl", idle_ms: 1000, max_life_ms: 1000 } }), { tenantId: t.tenant });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error.code).toBe("UNAVAILABLE");
+    expect(!r.ok && r.error.message).toMatch(/process sandbox/);
   });
 
   it("refuses a start with a command, and a command of another workspace", async () => {
