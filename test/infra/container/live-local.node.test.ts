@@ -44,12 +44,12 @@ it("a live sandbox started by an Event invocation holds its tenant's place until
   // The tenant's one place is the live sandbox's: another command of the tenant is throttled.
   const refused = await post(event("echo fresh"), "RequestResponse");
   expect(refused.status).toBe(429);
-  expect((await refused.json()).Reason).toBe("TenantConcurrencyLimitExceeded");
+  expect(((await refused.json()) as { Reason: string }).Reason).toBe("TenantConcurrencyLimitExceeded");
   channel.push({ end: "deleted" });
   await until(() => channel.endedWith, "the live sandbox's end");
   const fresh = await until(async () => {
     const res = await post(event("echo fresh"), "RequestResponse");
     return res.status === 200 ? res : null; // the place is released as the handler answers, just after `ended`
   }, "the tenant's place");
-  expect((await fresh.json()).result.stdout).toBe("fresh\n");
+  expect(((await fresh.json()) as { result: { stdout: string } }).result.stdout).toBe("fresh\n");
 });
