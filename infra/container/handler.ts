@@ -14,7 +14,7 @@ import { ToolError } from "../../lib/shared/errors.js";
 import { httpSyncClient } from "../../lib/sync/http.js";
 import { httpRunRecords } from "../../lib/sync/runs.js";
 import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec/runner-auth.js";
-import type { ExecEvent, RunRequest } from "../../lib/exec/types.js";
+import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { errorOf, runOnce } from "./run-once.js";
 import { runCommand, type RunnerDeps } from "./runner.js";
@@ -24,6 +24,9 @@ import { processSandbox } from "./sandbox-process.js";
 import { prepareStageDir } from "./stage.js";
 import { TreeCache } from "./slot-cache.js";
 import { traceInvocation } from "./trace.js";
+import { runLive } from "./live-session.js";
+import type { RetryPolicy } from "./live-channel.js";
+import { httpLiveChannel, type LiveChannel } from "../../lib/sync/live-client.js";
 import { tracerFromEnv } from "../../lib/shared/otlp.js";
 import type { Tracer } from "../../lib/shared/trace.js";
 
@@ -47,6 +50,10 @@ export interface HandlerOptions {
   fetch?: typeof fetch;
   /** Traces (docs/tracing.md, trace.ts): an event with a traceparent continues its trace here. */
   tracer?: Tracer;
+  /** Where a live sandbox takes its commands (default: the sync API's /v1/sync/live/* with the start event's token). */
+  liveChannel?: (req: RunRequest) => LiveChannel<RunRequest, RunResult>;
+  /** How a live sandbox retries its channel before it counts as lost (default live-channel.ts DEFAULT_RETRY). */
+  liveRetry?: RetryPolicy;
 }
 
 export interface InvokeContext {
@@ -105,6 +112,28 @@ export function createHandler(opts: HandlerOptions): Handler {
   const closing = new AbortController();
   const inflight = new Set<Promise<ExecResponse>>();
 
+  const track = async (run: Promise<ExecResponse>): Promise<ExecResponse> => {
+    inflight.add(run);
+    try {
+      return await run;
+    } finally {
+      inflight.delete(run);
+    }
+  };
+  const liveChannelOf = opts.liveChannel ?? ((req: RunRequest) => httpLiveChannel<RunRequest, RunResult>({ ...req.sync, ...(apiFetch ? { fetch: apiFetch } : {}) }));
+  /**
+   * A live sandbox (live-session.ts): the invocation lasts as long as the sandbox, and answers its
+   * LiveEnded. Only under a namespace sandbox: the process sandbox has no pid or network namespace
+   * to keep a session's processes and ports apart, and it kills every process of its user and
+   * empties /tmp after each run.
+   */
+  const live = async (req: RunRequest): Promise<ExecResponse> => {
+    if (sandbox.hostIsolated)
+      throw new ToolError("UNAVAILABLE", "Live sessions need the namespace sandbox (bubblewrap); this runner has only the process sandbox (AWS Lambda without user namespaces), which cannot keep a session's processes and ports apart or alive between calls. Run without keep_alive: each call gets a fresh sandbox.", { reason: "live_unavailable" });
+    const ended = await runLive(req, deps, { channel: liveChannelOf(req), syncOf, signal: closing.signal, ...(opts.liveRetry ? { retry: opts.liveRetry } : {}) });
+    return { ok: true, result: ended };
+  };
+
   const handle = async (received: SignedEvent, context?: InvokeContext): Promise<ExecResponse> => {
     try {
       // Before anything else (a slot, a record, a sandbox): only what the API signed runs.
@@ -119,6 +148,7 @@ export function createHandler(opts: HandlerOptions): Handler {
       const req = event as RunRequest;
       validateRequest(req);
       if (closing.signal.aborted) throw new ToolError("UNAVAILABLE", "The command runner is shutting down; retry.");
+      if (req.live) return await track(live(req));
       const task = event.task === true;
       // A runner that cannot run anything claims nothing; a task still reports that to its record.
       if (!task) await sandbox.check();
@@ -129,12 +159,7 @@ export function createHandler(opts: HandlerOptions): Handler {
           ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
         }),
       );
-      inflight.add(run);
-      try {
-        return await run;
-      } finally {
-        inflight.delete(run);
-      }
+      return await track(run);
     } catch (e) {
       return errorOf(e);
     }

@@ -14,6 +14,12 @@
  * It answers only invocations the API signed (lib/exec/runner-auth.ts): checked here, before a
  * tenant's environment is made or a place taken, and again by the handler. Each tenant may run
  * a share of the concurrent invocations (tenant-share.ts), so one tenant cannot starve the rest.
+ *
+ * A live sandbox (RunRequest.live, issue #29) is an Event invocation that lasts the sandbox's whole
+ * life (up to LIVE_MAX_LIFE_MS): its place in the tenant's share is taken when it is admitted and
+ * released only when the handler answers, i.e. when the sandbox has ended. So live sandboxes count
+ * against the same per-tenant and total bounds as running commands, as on Lambda they count
+ * against the function's concurrency.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, promises as fs } from "node:fs";
@@ -142,6 +148,7 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
         throw e;
       }
       if (type === "Event") {
+        // Runs after the 202; holds its share place until it ends (a live sandbox: its whole life).
         run.catch(() => {});
         return send(res, 202, "");
       }

@@ -8,6 +8,7 @@ import { ToolError } from "../../lib/shared/errors.js";
 import { ID_PATTERN } from "../../lib/layout/paths.js";
 import { validateGitIdentity } from "../../lib/exec/git-identity.js";
 import { MAX_OUTPUT_EVERY_MS, MIN_OUTPUT_EVERY_MS, type RunLimits, type RunRequest } from "../../lib/exec/types.js";
+import { LIVE_IDLE_MS_MAX, LIVE_MAX_LIFE_MS } from "../../lib/sync/live-types.js";
 import { validateShell } from "./shell-state.js";
 import { DEFAULT_LIMITS } from "./sandbox.js";
 
@@ -23,7 +24,8 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (typeof req.tenant !== "string" || !ID_PATTERN.test(req.tenant)) throw bad("Bad tenant id.");
   if (typeof req.workspace !== "string" || !ID_PATTERN.test(req.workspace)) throw bad("Bad workspace id.");
   if (typeof req.idempotency_key !== "string" || req.idempotency_key.length < 1 || req.idempotency_key.length > 200) throw bad("idempotency_key must be 1-200 characters.");
-  if (typeof req.command !== "string" || req.command.trim() === "") throw bad("command must be a non-empty string.");
+  if (req.live !== undefined) validateLive(req);
+  else if (typeof req.command !== "string" || req.command.trim() === "") throw bad("command must be a non-empty string.");
   if (req.command.length > 100_000 || req.command.includes("\0")) throw bad("command is longer than 100000 characters or contains NUL.");
   if (!Number.isInteger(req.timeout_ms) || req.timeout_ms < 1 || req.timeout_ms > MAX_TIMEOUT_MS) throw bad(`timeout_ms must be an integer from 1 to ${MAX_TIMEOUT_MS}.`);
   if (req.stdin !== undefined && (typeof req.stdin !== "string" || req.stdin.length > 4_000_000)) throw bad("stdin must be a string of at most 4 MB.");
@@ -45,6 +47,17 @@ export function validateRequest(req: RunRequest): RunLimits {
     limits[key] = v as number;
   }
   return limits;
+}
+
+/** RunRequest.live: a live sandbox's start (lib/sync/live-types.ts), whose command is empty. */
+function validateLive(req: RunRequest): void {
+  const l = req.live;
+  if (!l || typeof l !== "object") throw bad("live must be an object.");
+  if (req.command !== "") throw bad("A live sandbox's start has no command of its own (command must be empty): it takes its commands from the live channel.");
+  if ((req as { task?: unknown }).task !== undefined) throw bad("A live sandbox's start cannot be a background task.");
+  if (typeof l.generation !== "string" || l.generation.length < 1 || l.generation.length > 200) throw bad("live.generation must be 1-200 characters.");
+  if (!Number.isInteger(l.idle_ms) || l.idle_ms < 1 || l.idle_ms > LIVE_IDLE_MS_MAX) throw bad(`live.idle_ms must be an integer from 1 to ${LIVE_IDLE_MS_MAX}.`);
+  if (!Number.isInteger(l.max_life_ms) || l.max_life_ms < 1 || l.max_life_ms > LIVE_MAX_LIFE_MS) throw bad(`live.max_life_ms must be an integer from 1 to ${LIVE_MAX_LIFE_MS}.`);
 }
 
 /** The least time a write-back gets after its command, however long the command ran. */

@@ -163,7 +163,7 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
         cwd,
         env: { ...commandEnv(tmp, spec.env), PWD: cwd },
         detached: true,
-        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe"],
+        stdio: [spec.stdin !== undefined || spec.input ? "pipe" : "ignore", "pipe", "pipe"],
         ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
       });
       return await supervise(child, spec, () => reap(uid, exclude), (e) => e);

@@ -14,6 +14,10 @@ export interface SandboxSpec {
   /** Files the command's HOME starts with (relative path → text; writable copies): git's config and excludes. */
   home?: { path: string; text: string }[];
   stdin?: string;
+  /** A stream fed to the command's stdin instead of `stdin`, for as long as it lasts (a live sandbox's commands: live-shell.ts). */
+  input?: NodeJS.ReadableStream;
+  /** Told the host pid of the spawned sandbox process (a live sandbox's status and end: live-status.ts). */
+  onSpawn?(pid: number): void;
   /** Reach the internet through the egress proxy (public addresses only); false: no network at all. */
   network: boolean;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */

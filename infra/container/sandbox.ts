@@ -221,7 +221,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
       child = spawn(bin, args, {
         env: {},
         detached: true,
-        stdio: [spec.stdin !== undefined ? "pipe" : "ignore", "pipe", "pipe", ...fds, ...(gateFd === null ? [] : ["pipe" as const])],
+        stdio: [spec.stdin !== undefined || spec.input ? "pipe" : "ignore", "pipe", "pipe", ...fds, ...(gateFd === null ? [] : ["pipe" as const])],
         ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
       });
     } finally {

@@ -34,7 +34,30 @@ export async function makeShellDir(parent: string, owner: Owner): Promise<{ path
 }
 
 /** The exported variables as NUL-separated name, value pairs into `file` (a shell word). */
-const envTo = (file: string) => `for __toolshed_n in $(compgen -e); do printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; done >${file}`;
+export const envTo = (file: string) => `for __toolshed_n in $(compgen -e); do printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; done >${file}`;
+
+/**
+ * Lines that restore `shell.state` in a shell whose workspace root is `$__toolshed_root`: exported
+ * variables and functions (keep "all"), then the saved working directory unless the run names its
+ * own (`cwd`, working_dir, which wins). Shared by fresh runs (wrapCommand) and live sandboxes (live-shell.ts).
+ */
+export function restoreLines(shell: ShellRequest, cwd: string): string[] {
+  const lines: string[] = [];
+  const state = shell.state;
+  if (state && shell.keep === "all") {
+    for (const [k, v] of Object.entries(state.env ?? {})) if (NAME.test(k) && !NEVER_KEPT.test(k)) lines.push(`export ${k}=${shellQuote(v)} 2>/dev/null`);
+    if (state.functions) lines.push(`eval ${shellQuote(state.functions)} 2>/dev/null`);
+  }
+  if (state?.cwd && !cwd) {
+    const note = `[toolshed: the working directory /${state.cwd} of this session's previous command no longer exists; this command runs in the workspace root]`;
+    lines.push(`cd -- "$__toolshed_root"/${shellQuote(state.cwd)} 2>/dev/null || printf '%s\\n' ${shellQuote(note)} >&2`);
+  }
+  return lines;
+}
+
+/** Saves the shell's state (what readShellState reads) into `d` (a shell word: the scratch directory as the shell sees it). */
+export const saveScript = (d: string): string =>
+  `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root; ${envTo(`${d}/env`)}; declare -f >${d}/functions; } 2>/dev/null`;
 
 /**
  * The script that runs `command` (by eval, in the same shell) between the restore of `shell.state`
@@ -47,19 +70,10 @@ export function wrapCommand(command: string, shell: ShellRequest, dir: string, c
     // The workspace root as the shell sees it: the start directory less the run's cwd.
     `__toolshed_root=\${PWD%${cwd ? shellQuote(`/${cwd}`) : '""'}}`,
     `{ ${envTo(`${d}/base`)}; } 2>/dev/null`,
+    ...restoreLines(shell, cwd),
   ];
-  const state = shell.state;
-  if (state && shell.keep === "all") {
-    for (const [k, v] of Object.entries(state.env ?? {})) if (NAME.test(k) && !NEVER_KEPT.test(k)) lines.push(`export ${k}=${shellQuote(v)} 2>/dev/null`);
-    if (state.functions) lines.push(`eval ${shellQuote(state.functions)} 2>/dev/null`);
-  }
-  if (state?.cwd && !cwd) {
-    const note = `[toolshed: the working directory /${state.cwd} of this session's previous command no longer exists; this command runs in the workspace root]`;
-    lines.push(`cd -- "$__toolshed_root"/${shellQuote(state.cwd)} 2>/dev/null || printf '%s\\n' ${shellQuote(note)} >&2`);
-  }
   // Saved on every way out: the end of the command, `exit`, `set -e`. (A command that replaces the EXIT trap is still saved when it ends by itself.)
-  const save = `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root; ${envTo(`${d}/env`)}; declare -f >${d}/functions; } 2>/dev/null`;
-  lines.push(`__toolshed_save=${shellQuote(save)}`, `trap 'eval "$__toolshed_save"' EXIT`);
+  lines.push(`__toolshed_save=${shellQuote(saveScript(d))}`, `trap 'eval "$__toolshed_save"' EXIT`);
   lines.push(`eval ${shellQuote(command)}`, `__toolshed_rc=$?`, `eval "$__toolshed_save"`, `exit $__toolshed_rc`);
   return lines.join("\n");
 }

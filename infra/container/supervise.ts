@@ -66,8 +66,10 @@ export function supervise(
     child.stderr!.on("data", spec.onStderr);
     if (child.stdin) {
       child.stdin.on("error", () => {});
-      child.stdin.end(spec.stdin);
+      if (spec.input) spec.input.pipe(child.stdin);
+      else child.stdin.end(spec.stdin);
     }
+    if (child.pid) spec.onSpawn?.(child.pid);
     const finish = async (code: number | null) => {
       if (settled) return;
       settled = true;

@@ -90,6 +90,12 @@ export interface LiveEnded {
   /** Processes that were still running and are now gone. */
   lost_processes: { pid: number; command: string }[];
   status: LiveStatus;
+  /**
+   * (Optional, added by the runner side.) What the final write-back of background changes since the
+   * last command did: paths written or deleted, and paths that conflicted with a change made in
+   * storage meanwhile (storage's version kept, as today's write-back conflicts).
+   */
+  written?: { changed: string[]; deleted: string[]; conflicts: string[] };
 }
 
 /**

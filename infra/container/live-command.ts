@@ -1,0 +1,145 @@
+/**
+ * One command of a live sandbox (issue #29), in the order that keeps files the truth: write back
+ * what background processes changed since the last command (sync-out.ts), sync in what storage
+ * holds now (sync-in.ts: a tool's edit between calls is in the tree before the command runs), run
+ * the command in the session's shell (live-shell.ts), then the usual walk, diff, write-back and
+ * settle. Its result is a RunResult as a fresh run's. Node only.
+ */
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
+import { ToolError } from "../../lib/shared/errors.js";
+import { normalizePath } from "../../lib/layout/paths.js";
+import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
+import type { LiveEndReason } from "../../lib/sync/live-types.js";
+import type { SyncClient } from "../../lib/sync/types.js";
+import { conditionalManifest } from "../../lib/sync/view.js";
+import { watchDisk } from "./disk-quota.js";
+import { OutputCollector } from "./output.js";
+import { keepFullOutput } from "./output-log.js";
+import { runResult } from "./run-result.js";
+import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
+import { MiB, type RunnerDeps } from "./runner.js";
+import { shellQuote } from "./sandbox.js";
+import { readShellState, restoreLines } from "./shell-state.js";
+import { ensureCwd, slotBytes, syncIn } from "./sync-in.js";
+import { syncOut, type SyncedOut } from "./sync-out.js";
+import type { LiveShell } from "./live-shell.js";
+import type { Slot } from "./tree.js";
+
+/** What a live command runs in: fixed for the sandbox's life. */
+export interface LiveContext {
+  deps: RunnerDeps;
+  /** The event that started the sandbox (its tenant, workspace, sync origin, network). */
+  start: RunRequest;
+  slot: Slot;
+  shell: LiveShell;
+  shellDir: string;
+  /** Set when a sync failed halfway: the tree is then not what the slot records (the sandbox ends, nothing more is written back). */
+  unsure: boolean;
+}
+
+export interface LiveCommandOutcome {
+  result: RunResult;
+  /** Set when the sandbox ended during the command. */
+  end: LiveEndReason | null;
+}
+
+/** Refuses a command the sandbox cannot run as asked (another workspace, another network setting, a background task). */
+function checkCommand(req: RunRequest, start: RunRequest): void {
+  const bad = (why: string) => new ToolError("INVALID_ARGUMENT", `This command cannot run in the session's live sandbox: ${why}`, { reason: "live_mismatch" });
+  if (req.tenant !== start.tenant || req.workspace !== start.workspace) throw bad("it names another tenant or workspace.");
+  if (new URL(req.sync.url).origin !== new URL(start.sync.url).origin) throw bad("its sync endpoint is another API's.");
+  if ((req.network === true) !== (start.network === true)) throw bad(`the sandbox was started ${start.network ? "with" : "without"} network; end it and start a new one.`);
+  if ((req as ExecEvent).task === true) throw bad("background tasks run in sandboxes of their own.");
+}
+
+/** The script the shell sources: the restored state (the sandbox's first command), the call's variables, its working directory, the command. */
+function commandScript(req: RunRequest, cwd: string, first: boolean): string {
+  const lines: string[] = [];
+  if (first && req.shell) lines.push(...restoreLines(req.shell, cwd));
+  for (const [k, v] of Object.entries(req.env ?? {})) lines.push(`export ${k}=${shellQuote(v)}`);
+  if (cwd) lines.push(`cd -- ${shellQuote(`/workspace/${cwd}`)}`);
+  lines.push(`eval ${shellQuote(req.command)}`);
+  return lines.join("\n");
+}
+
+/** What background processes changed since the last command, written back (their changes are no command's to discard). */
+export async function writeBackBackground(ctx: LiveContext, sync: SyncClient, runId: string, limits = validateRequest(ctx.start)): Promise<SyncedOut> {
+  const { slot } = ctx;
+  return syncOut({
+    slot, sync, owner: ctx.deps.owner, runId, limits, ran: true, diskExceeded: false, baseBytes: slotBytes(slot), cwdMade: new Set(),
+    deadline: Date.now() + Math.max(10_000, limits.writeback_ms), manifestFiles: slot.view.size,
+  });
+}
+
+/** Folds a background write-back into the command's result: its files and conflicts are reported as the command's own. */
+function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
+  const wb = bg?.wb;
+  if (!wb) return r;
+  const sorted = (a: string[]) => [...new Set(a)].sort();
+  return {
+    ...r,
+    files_changed: sorted([...wb.created, ...wb.modified, ...r.files_changed]),
+    files_created: sorted([...wb.created, ...r.files_created]),
+    files_deleted: sorted([...wb.deleted, ...r.files_deleted]),
+    conflicts: [...wb.conflicts, ...r.conflicts],
+    skipped: [...wb.skipped, ...bg.after.skipped, ...r.skipped],
+  };
+}
+
+const ENDED_NOTE: Record<string, string> = {
+  timed_out: "[toolshed: the command timed out; the session's live sandbox ended with it (its background processes are gone, its files were written back). The next command starts a new sandbox.]",
+  crashed: "[toolshed: the session's live sandbox ended unexpectedly during this command (killed or crashed); its background processes are gone, its files were written back. The next command starts a new sandbox.]",
+  limit: "[toolshed: the command passed the workspace's disk limit; the session's live sandbox ended (its background processes are gone). The next command starts a new sandbox.]",
+  shell_exited: "[toolshed: the command exited the session's shell; the live sandbox ended (its background processes are gone, its files were written back). The next command starts a new sandbox.]",
+};
+
+/**
+ * Runs one command. `first`: the sandbox's first (its request's shell state is restored);
+ * `background`: whether processes of an earlier command may have changed files since.
+ */
+export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequest, sync: SyncClient, first: boolean, background: boolean): Promise<LiveCommandOutcome> {
+  const limits = validateRequest(req);
+  checkCommand(req, ctx.start);
+  const { slot, deps, shell } = ctx;
+  const cwd = normalizePath(req.cwd ?? "");
+  const runId = runIdOf(req);
+  const t0 = Date.now();
+  const unsure = <T>(p: Promise<T>) => p.catch((e) => { ctx.unsure = true; throw e; });
+  const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
+  const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null);
+  const synced = await unsure(syncIn(slot, listed, sync, deps.owner));
+  const cwdMade = await ensureCwd(slot, cwd, deps.owner);
+  const syncInMs = Date.now() - t0;
+  const baseBytes = slotBytes(slot);
+  const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
+  const out = new OutputCollector(limits.output_bytes, logPath);
+  let overQuota = false;
+  const disk = watchDisk(slot.tree, baseBytes, limits.disk_mb * MiB, () => {
+    overQuota = true;
+    void shell.kill();
+  });
+  let exit;
+  try {
+    exit = await shell.run(seq, commandScript(req, cwd, first), req.stdin ?? "", req.timeout_ms, out);
+  } finally {
+    disk.stop();
+  }
+  const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : exit.ended;
+  if (end) out.err(Buffer.from(`${ENDED_NOTE[end]}\n`));
+  await out.close();
+  const shellState = req.shell && !end ? await readShellState(ctx.shellDir, req.shell.keep) : null;
+
+  const t1 = Date.now();
+  const killed = end === "crashed" || end === "limit";
+  const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs };
+  const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
+  // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
+  const ran = !exit.timedOut && end !== "limit";
+  const written = await unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles }));
+  const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
+  if (out.hasLog) await fs.rm(logPath, { force: true });
+  const result = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });
+  slot.cold = false;
+  return { result: withBackground(result, bg), end };
+}

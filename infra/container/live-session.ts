@@ -1,0 +1,186 @@
+/**
+ * A live sandbox's life (issue #29, DESIGN §6; protocol: lib/sync/live-types.ts). An invocation
+ * whose request has `live` starts ONE sandbox (live-shell.ts) in a slot it holds for its whole life
+ * (a fresh run of the same workspace meanwhile gets another slot), then polls its channel for the
+ * session's commands: a command runs (live-command.ts) and its result is posted; `wait` polls
+ * again; `end` ends. It ends by itself after `idle_ms` without a command ("idle"), past
+ * `max_life_ms` ("max_life": the handover), when a command ends the sandbox (timed out, `exit`,
+ * crash, disk limit), or when its channel is lost (after bounded retries: "crashed"). On any end:
+ * the sandbox is killed (its processes listed as lost first), what its background processes
+ * changed since the last command is written back, the slot is released, and `ended` is posted.
+ * Node only.
+ */
+import { gitHomeFiles } from "../../lib/exec/git-identity.js";
+import type { RunRequest, RunResult } from "../../lib/exec/types.js";
+import type { LiveChannel } from "../../lib/sync/live-client.js";
+import type { LiveEnded, LiveEndReason, LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
+import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
+import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
+import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
+import { LiveShell } from "./live-shell.js";
+import { listeningPorts, namespaceProcesses } from "./live-status.js";
+import { errorOf } from "./run-once.js";
+import { runIdOf, validateRequest } from "./run-request.js";
+import { MiB, type RunnerDeps } from "./runner.js";
+import { makeShellDir } from "./shell-state.js";
+import { watchDisk } from "./disk-quota.js";
+import { slotBytes } from "./sync-in.js";
+import { stageTree } from "./stage.js";
+
+/** Time the sandbox may outlive `max_life_ms` for its final write-back before its own timeout kills it. */
+const END_MARGIN_MS = 60_000;
+
+export interface LiveOptions {
+  channel: LiveChannel<RunRequest, RunResult>;
+  /** The sync client of a request (its own token). */
+  syncOf: (req: RunRequest) => SyncClient;
+  /** The handler shutting down: the sandbox ends ("max_life": the session's next call starts a new one). */
+  signal?: AbortSignal;
+  retry?: RetryPolicy;
+}
+
+/** The sandbox's end: how it ended, and its last status. */
+export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOptions): Promise<LiveEnded> {
+  const spec = start.live!;
+  const limits = validateRequest(start);
+  const channel = retryingChannel(opts.channel, opts.retry);
+  await deps.sandbox.check();
+  const slot = await deps.cache.acquire(start.tenant, start.workspace, new URL(start.sync.url).origin);
+  let clean = false;
+  const home = slot.tree;
+  const staged = await stageTree(home, deps.stageDir).catch(async (e) => {
+    await deps.cache.release(slot, false);
+    throw e;
+  });
+  slot.tree = staged.path; // the sandbox binds the tree by this path for its whole life
+  const shellDir = await makeShellDir(deps.stageDir, deps.owner);
+  const startedAt = Date.now();
+  let shell: LiveShell | null = null;
+  let lastUsed = startedAt;
+  let infra = new Set<number>();
+  let unsure = false;
+
+  /** The processes last seen: what a sandbox that died by itself lost. */
+  let seen: LiveStatus["processes"] = [];
+  const status = async (): Promise<LiveStatus> => {
+    const procs = shell && shell.alive && shell.loopHostPid ? await namespaceProcesses(shell.loopHostPid) : [];
+    if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
+    return {
+      generation: spec.generation,
+      started_at: startedAt,
+      last_used_at: lastUsed,
+      processes: procs.length ? seen : [],
+      ports: procs.length ? await listeningPorts(shell!.loopHostPid) : [],
+      wall_ms: Date.now() - startedAt,
+      ...(procs.length ? { cpu_ms: procs.reduce((a, p) => a + p.cpuMs, 0), rss_bytes: procs.reduce((a, p) => a + p.rssBytes, 0) } : {}),
+    };
+  };
+
+  let reason: LiveEndReason = "crashed";
+  // The final write-back's: the live token lasts the sandbox's life (a command's expires with its call).
+  const sync: SyncClient = opts.syncOf(start);
+  const runId = runIdOf(start);
+  try {
+    shell = await LiveShell.start(
+      deps.sandbox,
+      { tree: staged.path, shellDir: shellDir.path, env: start.env ?? {}, home: gitHomeFiles(start.git), network: start.network === true, apiUrl: start.sync.url, limits, ...(start.egress_secrets ? { egressSecrets: start.egress_secrets } : {}), timeoutMs: spec.max_life_ms + END_MARGIN_MS },
+      spec.max_life_ms + END_MARGIN_MS,
+      deps.owner,
+    );
+    // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper): never listed as the session's.
+    infra = new Set((await namespaceProcesses(shell.loopHostPid)).map((p) => p.pid!));
+    const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, unsure: false };
+    const gone = new AbortController();
+    void shell.exited.finally(() => gone.abort()).catch(() => {});
+    let first = true;
+    let background = false;
+    for (;;) {
+      const idleAt = lastUsed + spec.idle_ms;
+      const lifeAt = startedAt + spec.max_life_ms;
+      const now = Date.now();
+      if (now >= lifeAt) { reason = "max_life"; break; }
+      if (now >= idleAt) { reason = "idle"; break; }
+      if (opts.signal?.aborted) { reason = "max_life"; break; }
+      if (!shell.alive) { reason = "crashed"; break; }
+      // The poll ends at the sandbox's own deadline, when it dies, or when the handler shuts down.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), Math.min(idleAt, lifeAt) - now);
+      const stop = AbortSignal.any([deadline.signal, gone.signal, ...(opts.signal ? [opts.signal] : [])]);
+      // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
+      const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill()) : null;
+      let next: LiveNext<RunRequest> | null;
+      try {
+        next = await channel.next(await status(), stop);
+      } catch (e) {
+        if (e instanceof ChannelLost) { reason = "crashed"; break; }
+        if (!stop.aborted) throw e;
+        next = null; // a deadline: the checks above say which
+      } finally {
+        clearTimeout(timer);
+        disk?.stop();
+      }
+      if (disk?.exceeded) { reason = "limit"; break; }
+      if (!next || "wait" in next) continue;
+      if ("end" in next) { reason = next.end; break; }
+      const { seq, request } = next.command;
+      let response: ExecResponse<RunResult>;
+      let end: LiveEndReason | null = null;
+      try {
+        const cmdSync = opts.syncOf(request);
+        const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background);
+        first = false;
+        response = { ok: true, result: outcome.result };
+        end = outcome.end;
+      } catch (e) {
+        response = errorOf(e) as ExecResponse<RunResult>;
+        // A sync that failed halfway leaves the tree unlike what the slot records: the sandbox ends, nothing more is written back from it.
+        if (!shell.alive || ctx.unsure) end = "crashed";
+      }
+      lastUsed = Date.now();
+      const after = await status();
+      background = after.processes.length > 0; // none left: nothing can change the tree before the next command
+      try {
+        await channel.result({ generation: spec.generation, seq, response, status: after });
+      } catch (e) {
+        if (e instanceof ChannelLost) { reason = "crashed"; break; }
+        throw e;
+      }
+      if (ctx.unsure) unsure = true;
+      if (end) { reason = end; break; }
+    }
+  } catch (e) {
+    reason = "crashed";
+    if (!shell) {
+      // The sandbox never started: nothing to write back; the API hears it at once rather than after LIVE_STALE_MS.
+      await shellDir.drop();
+      slot.tree = home;
+      await staged.restore();
+      await deps.cache.release(slot, true);
+      const now = Date.now();
+      await channel.ended({ generation: spec.generation, reason: "crashed", lost_processes: [], status: { generation: spec.generation, started_at: startedAt, last_used_at: startedAt, processes: [], ports: [], wall_ms: now - startedAt } }).catch(() => {});
+      throw e;
+    }
+  }
+
+  // The end: processes listed, the sandbox killed, its background changes written back.
+  const last = await status();
+  const lost = shell.alive ? last.processes : seen;
+  await shell.kill().catch(() => {});
+  let written: LiveEnded["written"];
+  try {
+    if (unsure) throw new Error("the tree is not what the slot records");
+    const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, unsure }, sync, runId, limits);
+    if (bg.wb) written = { changed: [...bg.wb.created, ...bg.wb.modified].sort(), deleted: bg.wb.deleted, conflicts: bg.wb.conflicts.map((c) => c.path) };
+    clean = true;
+  } catch {
+    // The write-back failed (the API unreachable): the slot is wiped; storage keeps what it had.
+  } finally {
+    await shellDir.drop();
+    slot.tree = home;
+    await staged.restore().catch(() => {});
+    await deps.cache.release(slot, clean);
+  }
+  const ended: LiveEnded = { generation: spec.generation, reason, lost_processes: lost, status: { ...last, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) };
+  await channel.ended(ended).catch(() => {}); // the API takes a runner that stopped polling for lost (LIVE_STALE_MS)
+  return ended;
+}

@@ -1,0 +1,234 @@
+/**
+ * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: its namespaces,
+ * limits, seccomp, egress proxy, tmpfs /tmp and HOME) for the session's whole life, whose command
+ * is a loop. The runner writes a command number on the loop's stdin; the loop sources
+ * `<shell dir>/c<n>.sh` in the SAME shell (so cwd, plain and exported variables, functions and
+ * aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
+ * here into the command's OutputCollector), saves the shell's state (shell-state.ts) and prints
+ * `done <n> <status>` on its own stdout. Background processes keep running between commands,
+ * with their ports on the sandbox's loopback. Node only.
+ *
+ * The shell directory (SandboxSpec.shellDir) is the session's own: a command could read or write
+ * it, and so reach only its own session's control files.
+ */
+import { constants, promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import type { OutputCollector } from "./output.js";
+import { envTo, saveScript } from "./shell-state.js";
+import { shellQuote, type Sandbox } from "./sandbox.js";
+import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
+import type { Owner } from "./tree.js";
+import { namespaceInUse, pidNamespaceOf, processTree } from "./live-status.js";
+
+/** How often a running command's output files are read (the last read follows its end at once). */
+const TAIL_MS = 100;
+/** An output file past this is emptied after it was read (it holds output the collector already has). */
+const TAIL_ROTATE_BYTES = 8 * 1024 * 1024;
+
+export type ShellSpec = Omit<SandboxSpec, "command" | "cwd" | "onStdout" | "onStderr" | "input" | "onSpawn" | "stdin" | "gate" | "signal"> & { shellDir: string };
+
+export interface CommandExit {
+  exitCode: number | null;
+  timedOut: boolean;
+  /** The sandbox ended during the command: the shell exited (`exit`), or it was killed or crashed. */
+  ended: "shell_exited" | "crashed" | null;
+  durationMs: number;
+}
+
+/** The loop (run by `bash -c` after the sandbox's limits are set); `d`: the shell directory as it sees it. */
+function loopScript(d: string): string {
+  const q = shellQuote(d);
+  return [
+    "__toolshed_root=/workspace",
+    `{ ${envTo(`${q}/base`)}; } 2>/dev/null`,
+    `printf 'ready %s\\n' "$$"`,
+    "while IFS= read -r __toolshed_seq; do",
+    `  . ${q}/c"$__toolshed_seq".sh <${q}/c"$__toolshed_seq".in >>${q}/out 2>>${q}/err`,
+    "  __toolshed_rc=$?",
+    `  ${saveScript(q)}`,
+    `  printf 'done %s %s\\n' "$__toolshed_seq" "$__toolshed_rc"`,
+    "done",
+  ].join("\n");
+}
+
+/**
+ * A file of the shell directory, opened only if it is a regular file reached without a link: the
+ * command can write that directory, and the runner (root) must never follow what it put there
+ * (a link to a host file, a FIFO that would block).
+ */
+async function openOwn(path: string, flags: number): Promise<FileHandle | null> {
+  const h = await fs.open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  if ((await h.stat()).isFile()) return h;
+  await h.close();
+  return null;
+}
+
+/** Writes a new file into the shell directory: whatever the command left under its name is removed first, and a link is never followed. */
+async function writeNew(path: string, data: string): Promise<void> {
+  await fs.rm(path, { recursive: true, force: true });
+  const h = await fs.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  try {
+    await h.writeFile(data);
+  } finally {
+    await h.close();
+  }
+}
+
+/** Reads what was appended to a file since the last read; empties it when it grows large. */
+class Tail {
+  private offset = 0;
+  constructor(private readonly path: string, private readonly sink: (b: Buffer) => void) {}
+  async reset(): Promise<void> {
+    const h = await openOwn(this.path, constants.O_RDWR);
+    await h?.truncate(0).finally(() => h.close());
+    this.offset = 0;
+  }
+  async pump(): Promise<void> {
+    const h = await openOwn(this.path, constants.O_RDONLY);
+    if (!h) return;
+    try {
+      for (;;) {
+        const buf = Buffer.alloc(64 * 1024);
+        const { bytesRead } = await h.read(buf, 0, buf.length, this.offset);
+        if (bytesRead === 0) break;
+        this.offset += bytesRead;
+        this.sink(buf.subarray(0, bytesRead));
+      }
+    } finally {
+      await h.close();
+    }
+    // Writers append (O_APPEND): after the truncation they write at the new end.
+    if (this.offset > TAIL_ROTATE_BYTES) await this.reset();
+  }
+}
+
+export class LiveShell {
+  /** Host pid of the sandbox process (the outer bwrap). */
+  hostPid = 0;
+  /** The loop shell's pid as seen inside, and on the host (its /proc shows the sandbox's namespaces: live-status.ts). */
+  shellPid = 0;
+  loopHostPid = 0;
+  readonly exited: Promise<SandboxExit>;
+  private readonly input = new PassThrough();
+  private readonly stop = new AbortController();
+  private lineBuf = "";
+  private onLine: (words: string[]) => void = () => {};
+  private sink: { out: (b: Buffer) => void; err: (b: Buffer) => void } = { out: () => {}, err: () => {} };
+  private readonly outTail: Tail;
+  private readonly errTail: Tail;
+  /** The loop's own stderr (the last 2 KiB): why a sandbox that ended at once ended. */
+  stderr = "";
+  private killedByUs = false;
+  /** The sandbox's pid namespace, as /proc names it (live-status.ts). */
+  private namespace: string | null = null;
+  private gone = false;
+
+  private constructor(sandbox: Sandbox, private readonly spec: ShellSpec, lifeMs: number) {
+    this.outTail = new Tail(join(spec.shellDir, "out"), (b) => this.sink.out(b));
+    this.errTail = new Tail(join(spec.shellDir, "err"), (b) => this.sink.err(b));
+    this.exited = sandbox.run({
+      ...spec, cwd: "", command: loopScript(sandbox.shellPath(spec.shellDir)), timeoutMs: lifeMs, input: this.input, signal: this.stop.signal,
+      onSpawn: (pid) => (this.hostPid = pid),
+      onStdout: (c) => this.control(c),
+      onStderr: (c) => (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048)),
+    });
+    this.exited.then(() => (this.gone = true), () => (this.gone = true));
+  }
+
+  private control(chunk: Buffer): void {
+    this.lineBuf += chunk.toString("utf8");
+    let nl: number;
+    while ((nl = this.lineBuf.indexOf("\n")) >= 0) {
+      const line = this.lineBuf.slice(0, nl);
+      this.lineBuf = this.lineBuf.slice(nl + 1);
+      this.onLine(line.split(" "));
+    }
+  }
+
+  /** Starts the sandbox and its loop; resolves once the loop waits for commands. */
+  static async start(sandbox: Sandbox, spec: ShellSpec, lifeMs: number, owner: Owner): Promise<LiveShell> {
+    for (const f of ["out", "err"]) {
+      const path = join(spec.shellDir, f);
+      await writeNew(path, "");
+      if (owner) await fs.chown(path, owner.uid, owner.gid);
+    }
+    const shell = new LiveShell(sandbox, spec, lifeMs);
+    const ready = new Promise<number>((resolve) => (shell.onLine = (w) => w[0] === "ready" && resolve(Number(w[1]))));
+    const r = await Promise.race([ready, shell.exited.then((e) => e)]);
+    if (typeof r !== "number") throw new Error(`the live sandbox ended as it started (exit ${r.exitCode}): ${shell.stderr.trim() || "no message"}`);
+    shell.shellPid = r;
+    const loop = (await processTree(shell.hostPid)).find((p) => p.pid === r);
+    shell.loopHostPid = loop?.hostPid ?? 0;
+    shell.namespace = loop ? await pidNamespaceOf(loop.hostPid) : null;
+    return shell;
+  }
+
+  /**
+   * Runs one command: `script` sourced in the shell, `stdin` its standard input, output into
+   * `out`. Past `timeoutMs` the whole sandbox is killed (a live shell cannot be interrupted
+   * safely): timedOut, and the caller ends the session.
+   */
+  async run(seq: number, script: string, stdin: string, timeoutMs: number, out: OutputCollector): Promise<CommandExit> {
+    const d = this.spec.shellDir;
+    await writeNew(join(d, `c${seq}.sh`), script);
+    await writeNew(join(d, `c${seq}.in`), stdin);
+    await Promise.all([this.outTail.reset(), this.errTail.reset()]);
+    this.sink = { out: out.out, err: out.err };
+    const t0 = Date.now();
+    let timedOut = false;
+    const done = new Promise<number>((resolve) => (this.onLine = (w) => w[0] === "done" && Number(w[1]) === seq && resolve(Number(w[2]))));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void this.kill();
+    }, timeoutMs);
+    const tail = setInterval(() => void this.pumpAll(), TAIL_MS);
+    try {
+      this.input.write(`${seq}\n`);
+      const r = await Promise.race([done, this.exited]);
+      if (typeof r !== "number" && (timedOut || this.killedByUs)) await this.kill(); // nothing of it runs on when this returns
+      await this.pumpAll();
+      if (typeof r === "number") return { exitCode: r, timedOut: false, ended: null, durationMs: Date.now() - t0 };
+      // The sandbox ended: killed by us (timeout), or the shell exited, or it was killed from outside.
+      const ended = timedOut || this.killedByUs ? null : r.exitCode === null || r.exitCode === 137 ? "crashed" : "shell_exited";
+      return { exitCode: timedOut ? null : ended === "shell_exited" ? r.exitCode : null, timedOut, ended: timedOut ? null : ended, durationMs: Date.now() - t0 };
+    } finally {
+      clearTimeout(timer);
+      clearInterval(tail);
+      this.sink = { out: () => {}, err: () => {} };
+      await Promise.all([fs.rm(join(d, `c${seq}.sh`), { force: true }), fs.rm(join(d, `c${seq}.in`), { force: true })]);
+    }
+  }
+
+  /** One read of both files at a time (a timer's and the last one never overlap). */
+  private pumping: Promise<unknown> = Promise.resolve();
+  private pumpAll(): Promise<unknown> {
+    this.pumping = this.pumping.then(() => Promise.all([this.outTail.pump(), this.errTail.pump()])).catch(() => {});
+    return this.pumping;
+  }
+
+  /**
+   * Ends the sandbox and everything in it: resolves once no process of its pid namespace is left
+   * (its init dies after the sandbox process, and takes the rest with it): nothing writes to the
+   * tree after this (bounded: 5 s).
+   */
+  kill(): Promise<SandboxExit> {
+    this.killing ??= (async () => {
+      this.killedByUs = true;
+      this.stop.abort();
+      this.input.end();
+      const exit = await this.exited;
+      for (const until = Date.now() + 5000; this.namespace && Date.now() < until && (await namespaceInUse(this.namespace)); ) await new Promise((r) => setTimeout(r, 10));
+      return exit;
+    })();
+    return this.killing;
+  }
+  private killing: Promise<SandboxExit> | null = null;
+
+  /** Whether the sandbox still runs. */
+  get alive(): boolean {
+    return !this.stop.signal.aborted && this.hostPid > 0 && !this.gone;
+  }
+}

@@ -1,0 +1,70 @@
+/** A command's RunResult from its parts, one way for fresh runs (runner.ts) and live commands (live-session.ts). Node only. */
+import { UNSYNCED_SHOWN, type RunResult, type ShellState, type Skipped } from "../../lib/exec/types.js";
+import type { SandboxExit } from "./sandbox-spec.js";
+import type { OutputCollector } from "./output.js";
+import type { SyncedIn } from "./sync-in.js";
+import type { SyncedOut } from "./sync-out.js";
+
+export interface ResultParts {
+  runId: string;
+  out: OutputCollector;
+  /** The name of the saved full output (output-log.ts), when it was cut and could be saved. */
+  outputFile: string | undefined;
+  exit: SandboxExit;
+  disk_mb: number;
+  synced: SyncedIn;
+  written: SyncedOut;
+  /** The disk watcher stopped the command (then it was not `killed`). */
+  diskExceeded: boolean;
+  shell: { state: ShellState; notes: string[] } | null;
+  cold: boolean;
+  syncInMs: number;
+  syncOutMs: number;
+}
+
+export function runResult(p: ResultParts): RunResult {
+  const { out, exit, written: so } = p;
+  const { rec, manifestFiles } = p.synced;
+  const wb = so.wb;
+  const dirsOut = so.dirsOut;
+  const skipped: Skipped[] = [...rec.skipped, ...so.after.skipped, ...(wb?.skipped ?? []), ...(dirsOut?.skipped ?? []), ...so.modeSkips];
+  // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
+  const full = p.outputFile ?? (out.truncated ? null : undefined);
+  const cut = out.merged.parts().cut;
+  return {
+    run_id: p.runId,
+    stdout: out.stdout.text(full),
+    stderr: out.stderr.text(full),
+    output: out.merged.text(full),
+    ...(cut ? { output_cut: cut } : {}),
+    exit_code: exit.exitCode,
+    duration_ms: exit.durationMs,
+    timed_out: exit.timedOut,
+    killed: exit.killed && !p.diskExceeded,
+    ...(so.quotaHit ? { limit_exceeded: { disk_mb: p.disk_mb } } : {}),
+    truncated: out.truncated,
+    ...(p.outputFile ? { output_file: p.outputFile } : {}),
+    files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],
+    files_created: wb?.created ?? [],
+    files_deleted: wb?.deleted ?? [],
+    dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
+    dirs_deleted: dirsOut?.deleted ?? [],
+    ...(so.linksChanged.length ? { links_changed: so.linksChanged } : {}),
+    conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
+    skipped,
+    discarded: so.finished ? [] : [...so.changes.map((c) => c.path), ...so.dirDelta.map((d) => `${d.path}/`)],
+    ...(p.shell ? { shell: p.shell } : {}),
+    ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
+    sync: {
+      cache: p.cold ? "cold" : "warm",
+      manifest_files: manifestFiles,
+      downloaded_files: rec.downloaded_files,
+      downloaded_bytes: rec.downloaded_bytes,
+      uploaded_files: wb ? wb.created.length + wb.modified.length : 0,
+      uploaded_bytes: wb?.uploaded_bytes ?? 0,
+      deleted_files: wb?.deleted.length ?? 0,
+      sync_in_ms: p.syncInMs,
+      sync_out_ms: p.syncOutMs,
+    },
+  };
+}

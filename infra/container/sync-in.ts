@@ -1,0 +1,66 @@
+/**
+ * The sync-in phase, one way for fresh runs (runner.ts) and live commands (live-session.ts): the
+ * slot's tree made what storage holds, from the conditional manifest (lib/sync/view.ts: only what
+ * differs from the slot's view crosses the wire; an unchanged workspace on a synced slot needs no
+ * reconcile at all), and the command's working directory made. Node only.
+ */
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
+import { ToolError } from "../../lib/shared/errors.js";
+import type { ManifestResult } from "../../lib/sync/view.js";
+import type { SyncClient } from "../../lib/sync/types.js";
+import { dropLinks, makeLinks, slotModes } from "./links.js";
+import { reconcile } from "./reconcile.js";
+import { reconcileDirs, splitManifest } from "./dirs.js";
+import type { Owner, ReconcileStats, Slot } from "./tree.js";
+
+export interface SyncedIn {
+  rec: ReconcileStats;
+  /** Entries of the workspace's manifest (slot.view) when the command starts. */
+  manifestFiles: number;
+}
+
+/** Reconciles `slot` with the manifest `listed` answered (conditionalManifest(sync, slot.view, ...), already sent). */
+export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner): Promise<SyncedIn> {
+  const manifest = await listed;
+  const manifestFiles = slot.view.size;
+  const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
+  const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
+  if (modes !== "same") slot.modes = modes && slotModes(modes);
+  if (manifest.unchanged && slot.synced && !modesChanged) return { rec: { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true }, manifestFiles };
+  slot.synced = null;
+  // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
+  const manifestParts = splitManifest(slot.view.values());
+  await dropLinks(slot); // symlinks last: links.ts
+  const rec = await reconcile(slot, manifestParts.files, sync, owner);
+  const dirRec = await reconcileDirs(slot, manifestParts.dirs, owner);
+  const linkSkips = await makeLinks(slot, owner);
+  rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped, ...linkSkips);
+  rec.clean &&= dirRec.clean && linkSkips.length === 0;
+  if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
+  return { rec, manifestFiles };
+}
+
+/** Makes the working directory; returns the directories it made (not the command's: they get no marker). */
+export async function ensureCwd(slot: Slot, cwd: string, owner: Owner): Promise<Set<string>> {
+  const made = new Set<string>();
+  let rel = "";
+  for (const seg of cwd === "" ? [] : cwd.split("/")) {
+    rel = rel ? `${rel}/${seg}` : seg;
+    const abs = join(slot.tree, rel);
+    const st = await fs.lstat(abs).catch(() => null);
+    if (st?.isDirectory()) continue;
+    if (st) throw new ToolError("NOT_A_DIRECTORY", `working_dir ${cwd}: ${rel} is a file.`, { path: cwd });
+    await fs.mkdir(abs, { mode: 0o755 });
+    if (owner) await fs.lchown(abs, owner.uid, owner.gid);
+    made.add(rel);
+  }
+  return made;
+}
+
+/** Bytes of the slot's files as storage holds them (the disk quota counts from there). */
+export function slotBytes(slot: Slot): number {
+  let n = 0;
+  for (const f of slot.files.values()) n += f.size;
+  return n;
+}

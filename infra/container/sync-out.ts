@@ -1,0 +1,123 @@
+/**
+ * The sync-out phase, one way for fresh runs (runner.ts) and live commands (live-session.ts):
+ * walk the tree, diff it against the slot, write back per file (writeback.ts) and explicit
+ * directories (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
+ * and symlinks included). A command that did not finish (timed out, killed, over its disk quota)
+ * writes nothing back: its changes are discarded. Node only.
+ */
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
+import type { RunLimits, Skipped } from "../../lib/exec/types.js";
+import type { SyncClient } from "../../lib/sync/types.js";
+import { diff, type Change } from "./changes.js";
+import { modesDelta, settleModes } from "./exec-bits.js";
+import { linksDelta, runDelta, settleLinks, slotModes } from "./links.js";
+import { walk, type WalkResult } from "./walk.js";
+import { pool, pruneSettled, type Owner, type Slot } from "./tree.js";
+import { dirChanges, dirOutcome, settleDirs, writeBackDirs, type DirChange, type DirOutcome } from "./dirs.js";
+import { writeBack, type WriteBackOutcome } from "./writeback.js";
+
+const MiB = 1024 * 1024;
+
+export interface SyncOutInput {
+  slot: Slot;
+  sync: SyncClient;
+  owner: Owner;
+  runId: string;
+  limits: RunLimits;
+  /** The command ended by itself (not timed out or killed): only then is anything written back. */
+  ran: boolean;
+  /** The disk watcher saw the quota passed during the command. */
+  diskExceeded: boolean;
+  /** Bytes of the tree before the command (the quota counts from there). */
+  baseBytes: number;
+  /** Directories the runner made for the working directory (they get no marker). */
+  cwdMade: Set<string>;
+  /** When the write-back stops starting changes (run-request.ts, writeBackDeadline). */
+  deadline: number;
+  /** Entries of the manifest the command started from. */
+  manifestFiles: number;
+}
+
+export interface SyncedOut {
+  after: WalkResult;
+  changes: Change[];
+  dirDelta: DirChange[];
+  quotaHit: boolean;
+  /** Written back (the command finished and stayed in its quota). */
+  finished: boolean;
+  wb: WriteBackOutcome | null;
+  dirsOut: DirOutcome | null;
+  linksChanged: string[];
+  modeSkips: Skipped[];
+  walkMs: number;
+}
+
+/**
+ * Puts the slot back to exactly what storage holds after the write-back, and its view of
+ * storage with it (what was written, what was deleted). Any change ends Slot.synced: the next
+ * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled);
+ * explicit directories (slot.dirs, after settleDirs) stay.
+ */
+async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
+  const removed: string[] = [];
+  if (changes.length) slot.synced = null;
+  for (const c of changes) {
+    const written = outcome?.written.get(c.path);
+    if (written) {
+      slot.files.set(c.path, written);
+      slot.view.set({ path: c.path, etag: written.etag, size: written.size });
+    } else {
+      slot.files.delete(c.path);
+      if (c.kind !== "deleted") removed.push(c.path);
+    }
+  }
+  // Thousands after a cut write-back: side by side (an unlink can wait on the disk).
+  await pool(16, removed, (p) => fs.rm(join(slot.tree, p), { force: true }));
+  for (const p of outcome?.deleted ?? []) slot.view.delete(p);
+  for (const s of after.skipped) {
+    // A name that is not UTF-8 is reached through its bytes only: its shown path names nothing.
+    await fs.rm(after.rawPaths.get(s.path) ?? join(slot.tree, s.path), { recursive: true, force: true });
+    removed.push(s.path);
+  }
+  pruneSettled(slot.tree, after, removed, slot.dirs);
+}
+
+export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
+  const { slot, sync, limits } = i;
+  const t1 = Date.now();
+  const after = await walk(slot.tree, slot.listings);
+  const walkMs = Date.now() - t1;
+  const changes = await diff(slot, after);
+  let afterBytes = 0;
+  for (const f of after.files.values()) afterBytes += f.size;
+  // The sample may have missed a last burst: the exact figure decides too.
+  const quotaHit = i.diskExceeded || afterBytes - i.baseBytes > limits.disk_mb * MiB;
+  const finished = i.ran && !quotaHit;
+  // Directories by the rule of dirs.ts: markers removed before the files are written, made after.
+  const dirDelta = dirChanges(slot.dirs, after, i.cwdMade);
+  const dirPlan = dirOutcome(dirDelta, Math.max(0, limits.max_writeback_files - changes.length));
+  const dirsOut: DirOutcome | null = finished ? dirPlan.outcome : null;
+  if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "deleted", dirsOut);
+  const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles }) : null;
+  if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
+
+  settleDirs(slot, dirDelta, dirsOut);
+  await settle(slot, after, changes, wb);
+  const modeSkips: Skipped[] = [];
+  let linksChanged: string[] = [];
+  const delta = wb && runDelta(modesDelta(slot, after, changes, wb), linksDelta(slot, after));
+  if (delta) {
+    try {
+      slot.modes = slotModes(await sync.updateModes(delta));
+      linksChanged = Object.keys(delta.links ?? {}).sort();
+    } catch (e) {
+      const why = String((e as Error).message ?? e).slice(0, 200);
+      for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${why}` });
+      for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: `symlink change not saved: ${why}` });
+    }
+  }
+  settleModes(slot, after);
+  modeSkips.push(...(await settleLinks(slot, after, i.owner)));
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs };
+}

@@ -1,0 +1,72 @@
+/**
+ * The live runner's side of the live channel (lib/sync/live-types.ts): LiveChannel, and its one
+ * implementation over HTTP with the live runner's sync token (Bearer), as the sync client speaks:
+ *   POST {url}/v1/sync/live/next    LiveStatus      → 200 LiveNext   (long poll)
+ *   POST {url}/v1/sync/live/result  LiveResultPost  → 204
+ *   POST {url}/v1/sync/live/ended   LiveEnded       → 204
+ * Not retried here: the runner decides (infra/container/live-channel.ts). fetch-based: bundles
+ * for Workers and runs in Node.
+ */
+import { ToolError } from "../shared/errors.js";
+import type { SyncAccess } from "./types.js";
+import type { LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "./live-types.js";
+
+/** Where a live sandbox takes its commands from and answers them. */
+export interface LiveChannel<Req = unknown, Res = unknown> {
+  /** The next command, `{wait: true}` (poll again) or `{end}`; `signal` aborts the poll (the runner's own idle or life deadline). */
+  next(status: LiveStatus, signal?: AbortSignal): Promise<LiveNext<Req>>;
+  result(post: LiveResultPost<Res>): Promise<void>;
+  ended(ended: LiveEnded): Promise<void>;
+}
+
+export interface HttpLiveOptions extends SyncAccess {
+  fetch?: typeof fetch;
+}
+
+const isNext = (v: unknown): v is LiveNext => {
+  if (!v || typeof v !== "object") return false;
+  const o = v as Record<string, unknown>;
+  if (o.wait === true || typeof o.end === "string") return true;
+  const c = o.command as Record<string, unknown> | undefined;
+  return !!c && typeof c === "object" && Number.isInteger(c.seq) && !!c.request && typeof c.request === "object";
+};
+
+export function httpLiveChannel<Req = unknown, Res = unknown>(opts: HttpLiveOptions): LiveChannel<Req, Res> {
+  const doFetch = opts.fetch ?? fetch;
+  const base = opts.url.replace(/\/+$/, "") + "/v1/sync/live";
+
+  async function post(route: "next" | "result" | "ended", body: unknown, signal?: AbortSignal): Promise<Response> {
+    let res: Response;
+    try {
+      res = await doFetch(`${base}/${route}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${opts.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (e) {
+      if (signal?.aborted) throw e; // the caller's own deadline: not an error of the channel
+      throw new ToolError("UNAVAILABLE", `The live channel (${route}) is unreachable: ${String((e as Error)?.message ?? e)}`, { route });
+    }
+    if (!res.ok) {
+      const text = await res.text().catch(() => "");
+      throw new ToolError(res.status >= 500 || res.status === 429 ? "UNAVAILABLE" : "INTERNAL", `The live channel (${route}) failed: HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status, route });
+    }
+    return res;
+  }
+
+  return {
+    async next(status, signal) {
+      const res = await post("next", status, signal);
+      const body = (await res.json().catch(() => null)) as unknown;
+      if (!isNext(body)) throw new ToolError("INTERNAL", "The live channel (next) answered something that is not a LiveNext.", { route: "next" });
+      return body as LiveNext<Req>;
+    },
+    async result(p) {
+      await (await post("result", p)).body?.cancel();
+    },
+    async ended(e) {
+      await (await post("ended", e)).body?.cancel();
+    },
+  };
+}

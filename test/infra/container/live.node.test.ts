@@ -1,0 +1,224 @@
+/**
+ * Live sandboxes (issue #29), runner side: the real bwrap sandbox, the in-memory workspace of the
+ * container tests, and an in-process LiveChannel (a queue) standing in for the API's coordinator.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { LiveEnded, LiveSpec } from "../../../lib/sync/live-types.js";
+import type { RunRequest } from "../../../lib/exec/types.js";
+import type { ExecResponse } from "../../../lib/sync/types.js";
+import { setup } from "./helpers.js";
+import { hostPids, QueueChannel, sandboxOf, until } from "./live-helpers.js";
+
+const channels = new Map<string, QueueChannel>();
+const t = setup({ liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } });
+afterAll(() => t.cleanup());
+
+let gen = 0;
+/** Starts a live sandbox as the API's Event invocation would; `ended` resolves with its LiveEnded. */
+function startLive(live: Partial<LiveSpec> = {}, extra: Partial<RunRequest> = {}) {
+  const generation = `g${++gen}`;
+  const channel = new QueueChannel();
+  channels.set(generation, channel);
+  const event = t.req("", { live: { generation, idle_ms: 60_000, max_life_ms: 120_000, ...live }, ...extra });
+  const ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
+    if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
+    return r.result as LiveEnded;
+  });
+  const cmd = (command: string, x: Partial<RunRequest> = {}) => channel.run(t.req(command, x));
+  const end = () => (channel.push({ end: "deleted" }), ended);
+  return { generation, channel, ended, cmd, end };
+}
+
+/** A file as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
+const inTree = (name: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, name)));
+
+describe("live sandbox: one shell across commands", () => {
+  it("keeps cwd, plain and exported variables, functions and aliases; captures the shell state after each command", async () => {
+    const s = startLive();
+    const a = await s.cmd("mkdir -p sub/deep && cd sub && X=plain && export Y=exported && f() { echo fn:$1; } && shopt -s expand_aliases && alias hi='echo hi'");
+    expect(a.exit_code).toBe(0);
+    const b = await s.cmd("pwd; echo $X $Y; f 1; hi; bash -c 'echo child:$X:$Y'", { shell: { keep: "all" } });
+    expect(b.stdout).toBe("/workspace/sub\nplain exported\nfn:1\nhi\nchild::exported\n");
+    expect(b.shell?.state.cwd).toBe("sub");
+    expect(b.shell?.state.env).toEqual({ Y: "exported" });
+    expect(b.shell?.state.functions).toContain("fn:");
+    expect(b.sync.cache).toBe("warm");
+    // working_dir wins for its command and then stays, as cd would
+    const c = await s.cmd("pwd", { cwd: "sub/deep" });
+    expect(c.stdout).toBe("/workspace/sub/deep\n");
+    expect((await s.cmd("pwd")).stdout).toBe("/workspace/sub/deep\n");
+    // stdin (run_code's program) from a file
+    expect((await s.cmd("python3 -", { stdin: "print(6*7)\n" })).stdout).toBe("42\n");
+    const e = await s.end();
+    expect(e.reason).toBe("deleted");
+    expect(e.lost_processes).toEqual([]);
+  });
+
+  it("restores the request's shell state in its first command (a handover keeps cwd and exported variables)", async () => {
+    await t.write("proj/readme.txt", "r\n");
+    const s = startLive();
+    const r = await s.cmd("pwd; echo $TOKEN; greet", { shell: { keep: "all", state: { cwd: "proj", env: { TOKEN: "t0" }, functions: "greet () \n{ \n    echo hello\n}\n" } } });
+    expect(r.stdout).toBe("/workspace/proj\nt0\nhello\n");
+    await s.end();
+  });
+
+  it("a background HTTP server started by one command answers the next, shows in the status, and is gone after the idle end", async () => {
+    const s = startLive({ idle_ms: 2_000 });
+    const a = await s.cmd("cd /tmp && nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & echo started");
+    expect(a.stdout).toBe("started\n");
+    const b = await s.cmd(
+      "python3 -c \"import time,urllib.request\nfor i in range(200):\n  try:\n    print(urllib.request.urlopen('http://127.0.0.1:8123/').status); break\n  except Exception: time.sleep(0.05)\"",
+    );
+    expect(b.stdout).toBe("200\n");
+    expect(b.status.ports).toContain(8123);
+    expect(b.status.processes.map((p) => p.command).join("\n")).toContain("http.server 8123");
+    expect(b.status.rss_bytes).toBeGreaterThan(0);
+    expect(hostPids("http.server 8123").length).toBe(1);
+    const e = await s.ended; // nothing more comes: idle
+    expect(e.reason).toBe("idle");
+    expect(e.lost_processes.map((p) => p.command).join("\n")).toContain("http.server 8123");
+    expect(hostPids("http.server 8123")).toEqual([]);
+  });
+
+  it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {
+    await t.write("tool.txt", "v1\n");
+    const s = startLive();
+    expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
+    await t.write("tool.txt", "v2\n"); // a tool's edit between calls
+    await until(() => inTree("bg1.txt"), "the background write");
+    const b = await s.cmd("cat tool.txt");
+    expect(b.stdout).toBe("v2\n");
+    expect(b.sync.downloaded_files).toBe(1);
+    expect(b.files_created).toContain("bg1.txt");
+    expect(await t.read("bg1.txt")).toBe("bg1\n");
+    await s.cmd("(sleep 0.2; echo bg2 > bg2.txt; exec sleep 601) &");
+    await until(() => inTree("bg2.txt"), "the second background write");
+    const e = await s.end();
+    expect(e.written?.changed).toEqual(["bg2.txt"]);
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 601");
+    expect(await t.read("bg2.txt")).toBe("bg2\n");
+    expect(hostPids("sleep 601")).toEqual([]);
+  });
+
+  it("max_life ends it (the handover): background changes written back, processes reported lost", async () => {
+    const s = startLive({ max_life_ms: 2_500 });
+    await s.cmd("(echo late > late.txt; exec sleep 602) &");
+    const e = await s.ended;
+    expect(e.reason).toBe("max_life");
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 602");
+    expect(await t.read("late.txt")).toBe("late\n");
+  });
+
+  it("two sessions of one workspace see neither each other's processes nor /tmp; a fresh run meanwhile gets a slot of its own", async () => {
+    const a = startLive();
+    const b = startLive();
+    await a.cmd("echo A > /tmp/mine; sleep 603 &");
+    await b.cmd("echo B > /tmp/mine; sleep 604 &");
+    const procs = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done";
+    const seenByA = await a.cmd(`cat /tmp/mine; ${procs}`);
+    const seenByB = await b.cmd(`cat /tmp/mine; ${procs}`);
+    expect(seenByA.stdout.startsWith("A\n")).toBe(true);
+    expect(seenByA.stdout).toContain("sleep 603");
+    expect(seenByA.stdout).not.toContain("sleep 604");
+    expect(seenByB.stdout.startsWith("B\n")).toBe(true);
+    expect(seenByB.stdout).not.toContain("sleep 603");
+    const fresh = await t.run("cat /tmp/mine 2>&1; echo fresh > fresh.txt");
+    expect(fresh.stdout).toContain("No such file");
+    expect(await t.read("fresh.txt")).toBe("fresh\n");
+    // The fresh run's change reaches the live sandboxes at their next command.
+    expect((await a.cmd("cat fresh.txt")).stdout).toBe("fresh\n");
+    await Promise.all([a.end(), b.end()]);
+  });
+
+  it("a command past its timeout ends the sandbox and says so", async () => {
+    const s = startLive();
+    await s.cmd("sleep 605 &");
+    const r = await s.cmd("echo before; sleep 30", { timeout_ms: 1_000 });
+    expect(r.timed_out).toBe(true);
+    expect(r.stdout).toBe("before\n");
+    expect(r.stderr).toContain("live sandbox ended");
+    const e = await s.ended;
+    expect(e.reason).toBe("timed_out");
+    expect(hostPids("sleep 605")).toEqual([]);
+  });
+
+  it("`exit` ends the shell and the sandbox", async () => {
+    const s = startLive();
+    const r = await s.cmd("echo bye > bye.txt; exit 3");
+    expect(r.exit_code).toBe(3);
+    expect(r.stderr).toContain("exited the session's shell");
+    expect(await t.read("bye.txt")).toBe("bye\n");
+    expect((await s.ended).reason).toBe("shell_exited");
+  });
+
+  it("a background process that passes the disk limit between commands ends the sandbox; what it wrote is not written back", async () => {
+    const s = startLive({}, { limits: { disk_mb: 1 } });
+    // (it writes a second after its command ended: between commands)
+    await s.cmd("(sleep 1; head -c 3000000 /dev/zero > big.bin; exec sleep 608) &", { limits: { disk_mb: 1 } });
+    const e = await s.ended;
+    expect(e.reason).toBe("limit");
+    expect(await t.read("big.bin")).toBeNull();
+  });
+
+  it("a killed sandbox ends as crashed, reports its lost processes, loses no acknowledged file", async () => {
+    const s = startLive();
+    const r = await s.cmd("echo keep > keep.txt; sleep 606 &");
+    expect(r.files_created).toEqual(["keep.txt"]);
+    await until(() => s.channel.polls >= 2, "the runner polling again");
+    const [sleeper] = await until(() => hostPids("sleep 606"), "the background process");
+    process.kill(sandboxOf(sleeper!), "SIGKILL");
+    const e = await s.ended;
+    expect(e.reason).toBe("crashed");
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 606");
+    expect(await t.read("keep.txt")).toBe("keep\n");
+  });
+
+  it("a lost channel (every retry failed) ends it as crashed, background changes written back", async () => {
+    const s = startLive();
+    await s.cmd("(echo kept > kept.txt; exec sleep 607) &");
+    await until(() => inTree("kept.txt"), "the background write");
+    s.channel.failing = true;
+    s.channel.push({ wait: true }); // the poll in flight answers; the next ones fail
+    const e = await s.ended;
+    expect(e.reason).toBe("crashed");
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 607");
+    expect(await t.read("kept.txt")).toBe("kept\n");
+  });
+
+  it("never follows what a command put in its shell directory (links to host files)", async () => {
+    const victim = join(t.root, "victim.txt");
+    writeFileSync(victim, "host secret\n");
+    const s = startLive();
+    const d = "/run/toolshed-shell";
+    await s.cmd(`for f in out err c2.sh c2.in c3.sh; do rm -f ${d}/$f; ln -s ${victim} ${d}/$f; done; echo planted`);
+    const r = await s.channel.send(t.req("echo next"));
+    const text = JSON.stringify(r);
+    expect(text).not.toContain("host secret");
+    expect(readFileSync(victim, "utf8")).toBe("host secret\n");
+    await s.end();
+    expect(readFileSync(victim, "utf8")).toBe("host secret\n");
+  });
+
+  it("the process sandbox (no namespaces: Lambda) refuses live mode, saying why", async () => {
+    // A sandbox like sandbox-process.ts's (hostIsolated): the live start is refused before it would run anything.
+    const noNamespaces = { check: async () => {}, run: async () => { throw new Error("never runs"); }, runAs: null, hostIsolated: true, shellPath: () => "/x" };
+    const h = t.freshHandler({ sandbox: noNamespaces });
+    const r = await h(t.req("", { live: { generation: "pl", idle_ms: 1000, max_life_ms: 1000 } }), { tenantId: t.tenant });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error.code).toBe("UNAVAILABLE");
+    expect(!r.ok && r.error.message).toMatch(/process sandbox/);
+  });
+
+  it("refuses a start with a command, and a command of another workspace", async () => {
+    const bad = await t.handler(t.req("echo no", { live: { generation: "x", idle_ms: 1000, max_life_ms: 1000 } }), { tenantId: t.tenant });
+    expect(bad.ok).toBe(false);
+    const s = startLive();
+    const p = await s.channel.send(t.req("true", { workspace: "w2" }));
+    expect(p.response.ok).toBe(false);
+    expect(!p.response.ok && p.response.error.code).toBe("INVALID_ARGUMENT");
+    expect((await s.cmd("echo still")).stdout).toBe("still\n");
+    await s.end();
+  });
+});
