@@ -20,8 +20,8 @@ export class LiveObject extends DurableObject {
     return (this.session ??= new LiveSession(timings));
   }
 
-  begin(t: LiveTimings, wait_ms: number, turn_ms: number) {
-    return this.of(t).begin(wait_ms, turn_ms);
+  begin(t: LiveTimings, wait_ms: number, turn_ms: number, sandbox?: string) {
+    return this.of(t).begin(wait_ms, turn_ms, sandbox);
   }
   run(t: LiveTimings, turn: string, request: unknown, opts: RunOptions) {
     return this.of(t).run(turn, request, opts);
@@ -57,7 +57,7 @@ export interface LiveObjects {
 export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): LiveCoordinator {
   const stub = (k: LiveKey) => ns.get(ns.idFromName(JSON.stringify([k.tenant, k.workspace, k.session])));
   return {
-    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms),
+    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox),
     run: (k, turn, request, o) => stub(k).run(timings, turn, request, o),
     release: async (k, turn) => void (await stub(k).release(timings, turn)),
     next: (k, g, s) => stub(k).next(timings, g, s),

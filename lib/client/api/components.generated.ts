@@ -235,7 +235,7 @@ export interface components {
             /** @description The API key's id, or "admin" */
             key_id: string;
             session?: string;
-            /** @description http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task or admin */
+            /** @description http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task, admin or runner (a live sandbox's start and end) */
             door: string;
             tool?: string;
             /** @description A call that is not a tool call: its method and route, e.g. "PUT /v1/workspaces/{ws}/files/{path}" */

@@ -23,7 +23,7 @@ export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = 
     return v;
   };
   return {
-    begin: async (k, o) => of(k).begin(o.wait_ms, o.turn_ms),
+    begin: async (k, o) => of(k).begin(o.wait_ms, o.turn_ms, o.sandbox),
     run: (k, turn, request, o) => of(k).run(turn, request, o),
     release: async (k, turn) => tidy(k, of(k).release(turn)),
     next: async (k, g, status) => tidy(k, await of(k).next(g, status)),

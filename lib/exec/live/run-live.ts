@@ -28,7 +28,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
   deleted: "it was ended (DELETE .../sandbox)",
-  replaced: "a newer sandbox replaced it",
+  replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
@@ -46,6 +46,17 @@ export function lossNote(loss: LiveLoss, interrupted = false): string {
 const startedNote = (idleMs: number) =>
   `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
 
+/**
+ * What a live sandbox is started with that a later call must share to run in it: network access and
+ * the egress secrets' destinations (names, hosts, headers; never values). Another key of the tenant
+ * with other scopes gets a sandbox of its own (the current one is replaced), never the first key's access.
+ */
+export const sandboxOf = (req: RunRequest): string =>
+  JSON.stringify([req.network === true, (req.egress_secrets ?? []).map((s) => [s.name, s.host, s.header]).sort()]);
+
+/** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
+const TURN_TO_RUN_MS = 120_000;
+
 const busy = (retry: number, session: string) =>
   new ToolError("BUSY", `Another command of session ${session} is still running in its live sandbox (one at a time). Retry in ${retry} s, or use another session (X-Session-Id) for work in parallel.`, { retry_after: retry, session });
 
@@ -55,8 +66,9 @@ export async function runLive(ctx: ExecCall & { auth: { key_id?: string } }, exe
   if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
   const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends) : Promise.resolve());
-  const turnMs = req.timeout_ms + RUN_MARGIN_MS;
-  const b = await svc.coordinator.begin(key, { wait_ms: svc.busy_wait_ms, turn_ms: turnMs });
+  // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
+  // a call whose isolate died holds its session no longer than this.
+  const b = await svc.coordinator.begin(key, { wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req) });
   await account(b.ends);
   if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
   let notes = b.lost ? lossNote(b.lost) : "";

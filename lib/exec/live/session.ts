@@ -31,6 +31,8 @@ interface Generation {
   lease?: string;
   /** Set by end(): the runner's next poll is told to end. */
   ending?: LiveEndReason;
+  /** What it was started with (network, secrets: run-live.ts sandboxOf); a call with other access gets another sandbox. */
+  sandbox: string;
 }
 
 type Waiter = () => void;
@@ -40,6 +42,8 @@ export class LiveSession {
   /** Ended generations whose runner may still poll: told `{end}` once, then forgotten. */
   private readonly told = new Map<string, LiveEndReason>();
   private loss: LiveLoss | null = null;
+  /** The access of the last generation made: a restart after a loss (same turn) keeps it. */
+  private lastSandbox = "";
   private turn: { id: string; expires_at: number } | null = null;
   private readonly turnWaiters: Waiter[] = [];
   private pending: Pending | null = null;
@@ -58,19 +62,22 @@ export class LiveSession {
   // ---- the tool's side ----
 
   /** Takes the session's turn, waiting up to waitMs for the call before it; tells whether a runner must be started. */
-  async begin(waitMs: number, turnMs: number): Promise<BeginAnswer> {
+  async begin(waitMs: number, turnMs: number, sandbox = ""): Promise<BeginAnswer> {
     const until = this.now() + waitMs;
     while (this.turn && this.turn.expires_at > this.now()) {
       const left = until - this.now();
-      if (left <= 0) return { busy: { retry_after_s: Math.max(1, Math.ceil((this.turn.expires_at - this.now()) / 1000)) }, ends: [] };
+      // Retry-After: when the turn would run out at the latest, within [1, 60] s (a command usually ends well before).
+      if (left <= 0) return { busy: { retry_after_s: Math.min(60, Math.max(1, Math.ceil((this.turn.expires_at - this.now()) / 1000))) }, ends: [] };
       await this.waitTurn(Math.min(left, this.turn.expires_at - this.now()));
     }
     this.turn = { id: randomId(16), expires_at: this.now() + turnMs };
     const ends = this.checkStale();
+    // A sandbox started with other access (network, secrets) than this call's is not this call's: replaced.
+    if (this.gen && this.gen.sandbox !== sandbox) ends.push(this.finish(this.gen, "replaced", this.gen.status?.processes ?? []));
     const loss = this.loss;
     this.loss = null;
     if (this.gen) return { turn: this.turn.id, generation: this.gen.generation, ...(loss ? { lost: loss } : {}), ends };
-    return { turn: this.turn.id, start: { generation: this.newGeneration() }, ...(loss ? { lost: loss } : {}), ends };
+    return { turn: this.turn.id, start: { generation: this.newGeneration(sandbox) }, ...(loss ? { lost: loss } : {}), ends };
   }
 
   /**
@@ -201,9 +208,10 @@ export class LiveSession {
 
   // ---- inside ----
 
-  private newGeneration(): string {
+  private newGeneration(sandbox = this.gen?.sandbox ?? this.lastSandbox): string {
     const generation = `g_${randomId(16)}`;
-    this.gen = { generation, requested_at: this.now(), seq: 0 };
+    this.gen = { generation, requested_at: this.now(), seq: 0, sandbox };
+    this.lastSandbox = sandbox;
     return generation;
   }
 

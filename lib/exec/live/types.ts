@@ -83,7 +83,8 @@ export interface SandboxView {
 
 /** One interface, two implementations (memory.ts; lib/runtime/live-object.ts). */
 export interface LiveCoordinator {
-  begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number }): Promise<BeginAnswer>;
+  /** `sandbox`: what the call's sandbox is started with (network, secrets); a current one started otherwise is replaced. */
+  begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string }): Promise<BeginAnswer>;
   run(key: LiveKey, turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;
   release(key: LiveKey, turn: string): Promise<void>;
   next(key: LiveKey, generation: string, status: LiveStatus): Promise<LiveNext>;

@@ -140,6 +140,23 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "deleted" });
     });
 
+    it("a call whose sandbox access differs from the current one's replaces it; the same access reuses it", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, { ...TURN, sandbox: "net" }));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      const same = await c.begin(key, { ...TURN, sandbox: "net" });
+      expect(same).toMatchObject({ generation: gen });
+      await c.release(key, (same as { turn: string }).turn);
+      const other = startOf(await c.begin(key, { ...TURN, sandbox: "no-net" }));
+      expect(other.start.generation).not.toBe(gen);
+      expect(other.lost).toMatchObject({ generation: gen, reason: "replaced" });
+      expect(other.ends).toEqual([expect.objectContaining({ generation: gen, reason: "replaced", arrived: true })]);
+      expect(await c.next(key, gen, status(gen))).toEqual({ end: "replaced" });
+    });
+
     it("sessions are apart: another session's (or tenant's) key sees no sandbox", async () => {
       const c = make();
       const key = newKey();

@@ -13,7 +13,7 @@ import { mintSyncToken } from "../../../../lib/sync/token.js";
 import type { AppDeps } from "../../../../lib/api/deps.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
-import { newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
+import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
 import { FAST } from "./coordinator-conformance.js";
 
@@ -157,6 +157,22 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(await r.json()).toEqual({ end: "replaced" });
     expect(okOutput(await bash(b, "still b's", "shared-name"))).toContain(`gen=${gb.generation} n=2`);
     await sandbox(b, "shared-name", "DELETE");
+  });
+
+  it("a call with other access (network) than its session's sandbox was started with gets a sandbox of its own", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, { ...UNGATED, scopes: ["read", "write", "execute", "network"] });
+    okOutput(await bash(t, "with network"));
+    expect(runner.generations[0]!.start.network).toBe(true);
+    const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
+    const res = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "without", keep_alive: true, timeout: 2 }) });
+    const out = ((await res.json()) as any).output as string;
+    expect(runner.generations).toHaveLength(2);
+    expect(runner.generations[1]!.start.network).toBe(false);
+    expect(out).toContain("network access or secrets differ");
+    expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=without`);
+    expect(await runner.generations[0]!.done).toBe("end:replaced");
+    await sandbox(t, "chat-1", "DELETE");
   });
 
   it("the sync routes: a token without a live claim is refused; a body naming another generation is refused", async () => {
