@@ -12,6 +12,7 @@ import { memoryLimits } from "../../../../lib/limits/store.js";
 import { mintSyncToken } from "../../../../lib/sync/token.js";
 import type { AppDeps } from "../../../../lib/api/deps.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
+import type { UsageRecord } from "../../../../lib/run/metering/record.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
@@ -120,7 +121,8 @@ describe("keep_alive through the API (fake live runner)", () => {
   });
 
   it("DELETE ends it at once: the runner is told deleted, GET is 404, the next call starts anew and says what ended", async () => {
-    const { app, runner } = setup();
+    const usage: UsageRecord[] = [];
+    const { app, runner } = setup({}, { onUsage: (u) => void usage.push(u) });
     const t = await newTenant(app, UNGATED);
     okOutput(await bash(t, "start"));
     const g = runner.generations[0]!;
@@ -138,6 +140,10 @@ describe("keep_alive through the API (fake live runner)", () => {
     const live = audit.entries.filter((e) => e.door === "runner");
     expect(live.map((e) => e.route)).toEqual(["live sandbox start", "live sandbox end", "live sandbox start"]);
     expect(live[1]).toMatchObject({ session: "chat-1", args: { generation: g.generation, reason: "deleted", processes_lost: 1 } });
+    // One usage record for the sandbox's life, named by the key that started it.
+    const records = usage.filter((u) => u.route === "live sandbox");
+    expect(records).toEqual([expect.objectContaining({ tenant: t.tenant, workspace: t.ws, ok: true, cpu_ms: 7, key: expect.any(String) })]);
+    expect(records[0]!.sandbox_ms).toBeGreaterThanOrEqual(0);
     await sandbox(t, "chat-1", "DELETE");
   });
 
