@@ -5,6 +5,8 @@ import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
+import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
+import { runLive } from "../lib/exec/live/run-live.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -12,12 +14,13 @@ import { CommandResult } from "../lib/contract/tool-output.js";
 
 const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by bash in the workspace. python3, node and git are installed.
-- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB).
+- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB) or keep_alive: true (then all of them, in the live shell).
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
-- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends; it does not run on into the next call. For a long-running process use run_in_background: true.
-- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Nothing survives the call but workspace files: /tmp is private, processes are killed.
+- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends, unless keep_alive: true; it does not run on into the next call. For a long-running process use keep_alive or run_in_background: true.
+${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).
+- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Without keep_alive nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
@@ -34,7 +37,7 @@ export default defineTool({
   category: "execute",
   permission: "execute",
   startReads: commandReads(true), // its guard rails and git identity, beside the approval gate's reads
-  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.",
+  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output; keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls.",
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
@@ -45,6 +48,7 @@ export default defineTool({
     restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions (default: false)"),
     keep_env: z.boolean().optional().describe("Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
+    ...keepAliveFields,
     confirmed: z.boolean().optional().describe("The user confirmed this exact command in the conversation (default: false). It counts only where the tenant's policy allows self-confirmation; by default a destructive command waits for approval whatever this says"),
   }),
   async execute(args, ctx) {
@@ -54,6 +58,7 @@ export default defineTool({
       return { title: "restart", output: "Shell restarted: the next command starts in the workspace root, with no kept variables or functions.", data: {} };
     }
     const command = args.command;
+    const live = args.keep_alive && !args.run_in_background ? liveIdleMs(args, ctx.session) : undefined;
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
@@ -73,10 +78,11 @@ export default defineTool({
       };
     }
 
-    const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
+    // keep_alive: in the session's live sandbox (docs/live-sessions.md), its notes first; else streamed when the caller listens for progress.
+    const { result: r, notes } = live !== undefined ? await runLive(ctx, executor, req, live) : { result: await runForCall(ctx, executor, req), notes: "" };
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     const shellNotes = await saveShell(ctx, r, shell.request);
-    return { title, output: shell.note + commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+    return { title, output: notes + shell.note + commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
   },
 });

@@ -2,6 +2,8 @@ import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
+import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
+import { runLive } from "../lib/exec/live/run-live.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
@@ -11,6 +13,7 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
 - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
+${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.
 Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -31,18 +34,21 @@ export default defineTool({
     args: z.array(z.string().max(10_000)).max(100).optional().describe("Command-line arguments (default: none)"),
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional().describe("Extra environment variables (default: none)"),
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before it is killed (default: 60, max 600)"),
+    ...keepAliveFields,
   }),
   async execute(args, ctx) {
+    const live = args.keep_alive ? liveIdleMs(args, ctx.session) : undefined;
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) }));
-    const r = await runForCall(ctx, executor, req); // streams output as progress when the caller listens
+    // keep_alive: in the session's live sandbox (docs/live-sessions.md); else streamed when the caller listens for progress.
+    const { result: r, notes } = live !== undefined ? await runLive(ctx, executor, req, live) : { result: await runForCall(ctx, executor, req), notes: "" };
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return {
       title: `${args.language} (${args.code.split("\n").length} lines)`,
-      output: commandOutput(r).text + writeBackNotes(r),
+      output: notes + commandOutput(r).text + writeBackNotes(r),
       data: {
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),

@@ -8,6 +8,8 @@ import { housekeepingTick } from "../lib/runtime/housekeeping.js";
 export { UsageObject } from "../lib/runtime/usage-object.js";
 /** The Durable Object class of the LIMITS binding (wrangler.toml): one per tenant. */
 export { LimitsObject } from "../lib/limits/durable-object.js";
+/** The Durable Object class of the LIVE binding (wrangler.toml): one per live session (docs/live-sessions.md). */
+export { LiveObject } from "../lib/runtime/live-object.js";
 
 // One app per env object: bindings are fixed for the isolate's life, routes are built once.
 const apps = new WeakMap<WorkersEnv, ReturnType<typeof createApp>>();

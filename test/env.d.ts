@@ -5,6 +5,7 @@ declare namespace Cloudflare {
     KV: KVNamespace;
     USAGE: DurableObjectNamespace;
     LIMITS: DurableObjectNamespace;
+    LIVE: DurableObjectNamespace;
     TOOLSHED_ADMIN_TOKEN: string;
   }
 }

@@ -42,6 +42,10 @@ import { mcpApp } from "./routes/mcp.js";
 import { secretsApp } from "./routes/secrets.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
+import { sandboxApp } from "./routes/sandbox.js";
+import { liveEvents } from "./live-events.js";
+import { liveService } from "../exec/live/service.js";
+import { liveHub } from "../exec/live/hub.js";
 import type { Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
 
@@ -61,8 +65,15 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const memory = inputDeps.memory ?? new IsolateMemory();
   // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs (lib/exec/limited.ts).
   const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits) : inputDeps.executor;
+  // Live sessions (docs/live-sessions.md): the coordinator, the tenant's concurrent_runs, and the app's usage and audit of each sandbox.
+  const live = inputDeps.liveCoordinator
+    ? liveService(inputDeps.liveCoordinator, {
+        ...(inputDeps.limits ? { limits: inputDeps.limits } : {}), events: liveEvents(inputDeps),
+        ...(inputDeps.liveMaxLifeMs ? { max_life_ms: inputDeps.liveMaxLifeMs } : {}), ...(inputDeps.liveBusyWaitMs !== undefined ? { busy_wait_ms: inputDeps.liveBusyWaitMs } : {}),
+      })
+    : undefined;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
-  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
   if (deps.tracer) app.use("*", traceRequests(deps.tracer));
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
@@ -88,6 +99,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", undoApp(deps));
   app.route("/", auditApp(deps));
   app.route("/", sessionsApp(deps));
+  app.route("/", sandboxApp(deps));
   app.route("/", customToolsApp(deps, tools));
   app.route("/", secretsApp(deps));
   app.route("/", catalogApp(tools, deps));
@@ -99,9 +111,10 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;
   if (syncSecret) {
+    const hub = live ? liveHub(live) : undefined;
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}) });
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

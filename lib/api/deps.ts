@@ -15,6 +15,7 @@ import type { McpDeps } from "../doors/mcp.js";
 import type { UsageStore } from "../run/metering/store.js";
 import type { LimitsStore } from "../limits/store.js";
 import type { Tracer } from "../shared/trace.js";
+import type { LiveCoordinator } from "../exec/live/types.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
@@ -38,4 +39,14 @@ export interface AppDeps extends McpDeps {
   memory?: IsolateMemory;
   /** Traces (docs/tracing.md: lib/shared/otlp.ts tracerFromEnv); absent: tracing off, nothing wrapped. */
   tracer?: Tracer;
+  /**
+   * Live sessions' coordinator (docs/live-sessions.md): Workers, a Durable Object per session
+   * (lib/runtime/live-object.ts); Node/AWS, memory (lib/exec/live/memory.ts: one instance only).
+   * createApp makes ExecDeps.live of it (with the limits and the app's usage and audit). Absent: keep_alive is refused.
+   */
+  liveCoordinator?: LiveCoordinator;
+  /** Longest life of one live runner (default LIVE_MAX_LIFE_MS; tests of the handover shorten it). */
+  liveMaxLifeMs?: number;
+  /** How long a live call waits for the session's previous one before BUSY (default LIVE_BUSY_WAIT_MS). */
+  liveBusyWaitMs?: number;
 }

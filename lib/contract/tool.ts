@@ -10,6 +10,7 @@ import { cutText } from "../shared/output-cut.js";
 import { ApprovalInfo } from "./tool-output.js";
 import type { Workspace, WorkspaceListener } from "../workspace/workspace.js";
 import type { Executor, RunLimits } from "../exec/types.js";
+import type { LiveService } from "../exec/live/service.js";
 import type { SearchLimits } from "../search/cpu-budget.js";
 import type { SegmentCache } from "../search/segment-cache.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
@@ -34,6 +35,8 @@ export interface ToolDeps {
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */
   syncUrl?: string;
+  /** Live sessions (keep_alive: docs/live-sessions.md), made by createApp from AppDeps.liveCoordinator; without it keep_alive answers UNAVAILABLE. */
+  live?: LiveService;
   /** Limits of every command (bash, run_code) where the runner's defaults should not apply, e.g. { disk_mb: 1024 }. */
   runLimits?: Partial<RunLimits>;
   /** What one search call may spend verifying text (bytes, milliseconds) where the defaults should not apply. */

@@ -6,6 +6,7 @@
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { Executor, RunLimits } from "./types.js";
+import type { LiveService } from "./live/service.js";
 
 /** The app's pieces a run uses (AppDeps, lib/api/deps.ts, has them). */
 export interface ExecDeps {
@@ -18,6 +19,8 @@ export interface ExecDeps {
   runLimits?: Partial<RunLimits>;
   /** The isolate's cache of tenant settings (guard rails, git identity), read for a few seconds. */
   policies?: IsolateCache;
+  /** Live sessions (keep_alive: docs/live-sessions.md): the coordinator and its accounting; createApp makes it from AppDeps.liveCoordinator. Absent: keep_alive is refused. */
+  live?: LiveService;
 }
 
 /** A piece of a run's output as it streams to the caller. */

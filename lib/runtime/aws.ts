@@ -9,6 +9,8 @@ import { cacheBytesFor, IsolateMemory } from "../shared/isolate-memory.js";
 import { s3Driver } from "../storage/drivers/s3.js";
 import { storageKeyValue } from "../storage/kv-over-storage.js";
 import { nodeFetcher } from "../tools/web/node-fetcher.js";
+import { memoryLiveCoordinator } from "../exec/live/memory.js";
+import { LIVE_TIMINGS } from "../exec/live/service.js";
 
 export interface AwsEnv extends CommonEnv {
   TOOLSHED_BUCKET?: string;
@@ -32,5 +34,8 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
   // hono/aws-lambda's handle() sends a response whole: an MCP client's ask_user question (elicitation on
   // the call's SSE stream) reaches it only with the call's answer, so the call does not wait for the
   // answer; it answers NEEDS_INPUT at once and the model reads the answer with pending_result (docs/mcp-pending.md).
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
+  // Live sessions: the coordinator in this instance's memory: exact only while one instance serves the API
+  // (a session's calls and its runner's polls must reach the same process; docs/live-sessions.md).
+  const liveCoordinator = memoryLiveCoordinator(LIVE_TIMINGS);
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
 }

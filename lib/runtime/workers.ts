@@ -14,6 +14,8 @@ import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-
 import { cloudflareFetcher } from "../tools/web/transport.js";
 import { durableLimits } from "../limits/durable-object.js";
 import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
+import { durableLiveCoordinator, type LiveObjects } from "./live-object.js";
+import { LIVE_TIMINGS } from "../exec/live/service.js";
 
 export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
@@ -58,6 +60,8 @@ export interface WorkersEnv extends CommonEnv {
   TOOLSHED_WEB_EGRESS?: string;
   /** The usage store's Durable Objects (lib/runtime/usage-object.ts; wrangler.toml [[durable_objects.bindings]]). */
   USAGE?: DurableObjectNamespace;
+  /** Live sessions' coordinators: one Durable Object per session (lib/runtime/live-object.ts); absent: keep_alive is refused. */
+  LIVE?: DurableObjectNamespace;
 }
 
 export function fromWorkersEnv(env: WorkersEnv): AppDeps {
@@ -69,6 +73,7 @@ export function fromWorkersEnv(env: WorkersEnv): AppDeps {
     ...commonDeps(env),
     ...(usageStore ? { usageStore, onUsage: heldUsageStore(usageStore) } : {}),
     ...(env.LIMITS ? { limits: durableLimits(env.LIMITS) } : {}),
+    ...(env.LIVE ? { liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, LIVE_TIMINGS) } : {}),
     ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
   };
 }

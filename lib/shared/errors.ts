@@ -35,6 +35,7 @@ export const ERROR_CODES = {
   PLUGIN_FAILED: { status: 502, hint: "The custom tool's plugin misbehaved (details.reason: crashed, invalid_output, wrong_call_id, output_too_large); its owner must fix it. Try another approach meanwhile." },
   TOOL_REPORTED_ERROR: { status: 422, hint: "The custom tool ran and reported an error (its text is the message): change the arguments as it says, or try another approach." },
   CANCELLED: { status: 499, hint: "The client went away before the call finished; the call was stopped (a command is killed, its file changes not written back). Call again to run it." },
+  BUSY: { status: 409, hint: "This session's live sandbox is running another command (one at a time per session): retry after Retry-After seconds, or use another session (X-Session-Id) for parallel work." },
   RATE_LIMITED: { status: 429, hint: "Slow down and retry after a moment." },
   INTERNAL: { status: 500, hint: "An internal error occurred; retry, and report it if it persists." },
 } as const satisfies Record<string, { status: number; hint: string }>;

@@ -2,6 +2,7 @@
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { ManifestCache } from "../layers/manifest.js";
+import type { LiveHub } from "./live-types.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -18,4 +19,6 @@ export interface SyncServerDeps {
   autoSeal?: boolean;
   /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
   background?: (p: Promise<unknown>) => void;
+  /** Live sandboxes' coordinator, as their runners reach it (/v1/sync/live/*: lib/sync/live-server.ts); absent: those routes answer UNAVAILABLE. */
+  live?: LiveHub;
 }

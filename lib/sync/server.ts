@@ -22,6 +22,7 @@ import { openFiles, readMeta } from "../layers/open.js";
 import { autoSeal } from "../layers/auto-seal.js";
 import { Whiteouts } from "../layers/whiteout.js";
 import type { SyncServerDeps } from "./server-deps.js";
+import { handleSyncLive } from "./live-server.js";
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
@@ -71,6 +72,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside
     // the files: no workspace record or lower layer is needed to reach it (two reads fewer per run).
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
+    // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace read.
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live);
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start

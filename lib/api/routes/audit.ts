@@ -19,7 +19,7 @@ const AuditEntrySchema = z
     workspace: z.string().optional(),
     key_id: z.string().openapi({ description: "The API key's id, or \"admin\"" }),
     session: z.string().optional(),
-    door: z.string().openapi({ description: "http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task or admin" }),
+    door: z.string().openapi({ description: "http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task, admin or runner (a live sandbox's start and end)" }),
     tool: z.string().optional(),
     route: z.string().optional().openapi({ description: "A call that is not a tool call: its method and route, e.g. \"PUT /v1/workspaces/{ws}/files/{path}\"" }),
     args: z.record(z.string(), z.unknown()).openapi({ description: "Paths, ids, numbers and flags as given; any other argument as its size (content_bytes, command_bytes)" }),

@@ -235,7 +235,7 @@ export interface components {
             /** @description The API key's id, or "admin" */
             key_id: string;
             session?: string;
-            /** @description http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task or admin */
+            /** @description http, sse, mcp, compat-anthropic, compat-openai, pending-approval, task, admin or runner (a live sandbox's start and end) */
             door: string;
             tool?: string;
             /** @description A call that is not a tool call: its method and route, e.g. "PUT /v1/workspaces/{ws}/files/{path}" */
@@ -267,6 +267,28 @@ export interface components {
             }[];
             /** @description When todo_write last saved the list; null when the session has none. */
             updated_at: string | null;
+        };
+        LiveSandbox: {
+            session: string;
+            /** @description This sandbox's id (a new one per start). */
+            generation: string;
+            /** @enum {string} */
+            state: "starting" | "idle" | "running";
+            /** @description ISO time it started (asked for, while starting). */
+            started_at: string;
+            /** @description ISO time its last command ended (its start, before any). */
+            last_used_at: string;
+            /** @description Processes besides its session shell, as its runner last reported them. */
+            processes: {
+                pid: number;
+                command: string;
+            }[];
+            /** @description TCP ports listening on its loopback. */
+            ports: number[];
+            /** @description How long it has existed: what it costs (sandbox_ms of its usage record at its end). */
+            wall_ms: number;
+            cpu_ms?: number;
+            rss_bytes?: number;
         };
         CustomToolInput: {
             name: string;

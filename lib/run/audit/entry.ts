@@ -8,7 +8,7 @@
 import { randomId } from "../../shared/hash.js";
 
 /** Which door a call came through. */
-export type AuditDoor = "http" | "sse" | "mcp" | "compat-anthropic" | "compat-openai" | "pending-approval" | "task" | "admin";
+export type AuditDoor = "http" | "sse" | "mcp" | "compat-anthropic" | "compat-openai" | "pending-approval" | "task" | "admin" | "runner";
 
 export interface AuditEntry {
   /** Time-ordered id (its time, then 10 random characters): the key of the entry and the paging cursor. */

@@ -20,4 +20,6 @@ export interface UsageRecord {
   bytes_written: number;
   /** bash, run_code: the sandbox's wall time as the run reported it (RunResult.duration_ms). */
   sandbox_ms?: number;
+  /** A live sandbox's record (route "live sandbox"): its processes' CPU time, when its runner reported it. */
+  cpu_ms?: number;
 }

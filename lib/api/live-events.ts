@@ -1,0 +1,37 @@
+/**
+ * A live sandbox's start and end, as the app records them (docs/live-sessions.md, docs/usage.md,
+ * docs/audit.md): an audit entry at its start and at its end, and one usage record at its end
+ * (route "live sandbox": sandbox_ms its wall time, from its start to its end). Given to the live
+ * service by createApp; neither fails a call.
+ */
+import type { AppDeps } from "./deps.js";
+import type { LiveEvents } from "../exec/live/service.js";
+import type { LiveEnd, LiveKey } from "../exec/live/types.js";
+import { emitUsage } from "../run/metering/usage.js";
+import { recordAudit } from "../run/audit/store.js";
+import { newAuditId, type AuditEntry } from "../run/audit/entry.js";
+
+/** The usage record's route name of a live sandbox (docs/usage.md). */
+export const LIVE_USAGE_ROUTE = "live sandbox";
+
+export function liveEvents(deps: Pick<AppDeps, "storage" | "onUsage">): LiveEvents {
+  /** Who started each generation, for its end's records (this isolate's memory: another isolate's end names no key). */
+  const starters = new Map<string, string>();
+  const entry = (key: LiveKey, route: string, key_id: string, args: Record<string, unknown>): AuditEntry => ({
+    id: newAuditId(), at: new Date().toISOString(), tenant: key.tenant, workspace: key.workspace, key_id, session: key.session,
+    door: "runner", route, args, outcome: { ok: true, status: 200 },
+  });
+  return {
+    async started(key, s) {
+      starters.set(s.generation, s.key_id);
+      if (starters.size > 1000) starters.delete(starters.keys().next().value!);
+      await recordAudit(deps.storage, entry(key, "live sandbox start", s.key_id, { generation: s.generation, idle_ms: s.idle_ms, max_life_ms: s.max_life_ms }));
+    },
+    async ended(key, end: LiveEnd) {
+      const key_id = starters.get(end.generation) ?? "";
+      starters.delete(end.generation);
+      emitUsage(deps.onUsage, { tenant: key.tenant, workspace: key.workspace, ...(key_id ? { key: key_id } : {}), route: LIVE_USAGE_ROUTE, ok: true, ms: end.wall_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}) });
+      await recordAudit(deps.storage, entry(key, "live sandbox end", key_id, { generation: end.generation, reason: end.reason, wall_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), processes_lost: end.lost_processes.length }));
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * A session's live sandbox (docs/live-sessions.md): GET shows it, DELETE ends it at once (its
+ * runner's next poll is told `{end: "deleted"}`). Both need the scope bash needs (execute), through
+ * the one guard. A session of another tenant or workspace is simply not found: the coordinator is
+ * keyed by the authenticated tenant and the guarded workspace.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { AppDeps } from "../deps.js";
+import { checkSessionId } from "../../layout/paths.js";
+import { ToolError } from "../../shared/errors.js";
+import { accountEnds } from "../../exec/live/service.js";
+import type { LiveKey, SandboxView } from "../../exec/live/types.js";
+import { secureRoute } from "./access.js";
+import { errorResponses, newApp, WsParam } from "./common.js";
+
+const Process = z.object({ pid: z.number().int(), command: z.string() });
+const SandboxSchema = z
+  .object({
+    session: z.string(),
+    generation: z.string().openapi({ description: "This sandbox's id (a new one per start)." }),
+    state: z.enum(["starting", "idle", "running"]),
+    started_at: z.string().openapi({ description: "ISO time it started (asked for, while starting)." }),
+    last_used_at: z.string().openapi({ description: "ISO time its last command ended (its start, before any)." }),
+    processes: z.array(Process).openapi({ description: "Processes besides its session shell, as its runner last reported them." }),
+    ports: z.array(z.number().int()).openapi({ description: "TCP ports listening on its loopback." }),
+    wall_ms: z.number().int().openapi({ description: "How long it has existed: what it costs (sandbox_ms of its usage record at its end)." }),
+    cpu_ms: z.number().int().optional(),
+    rss_bytes: z.number().int().optional(),
+  })
+  .openapi("LiveSandbox");
+
+const SessionParams = WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "chat-42" }) });
+
+const shown = (session: string, v: SandboxView) => ({
+  session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
+  processes: v.processes, ports: v.ports, wall_ms: Math.round(v.wall_ms),
+  ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
+});
+
+const none = (session: string) => new ToolError("NOT_FOUND", `Session ${session} has no live sandbox in this workspace (none was started with keep_alive, or it ended).`, { session });
+
+export function sandboxApp(deps: AppDeps) {
+  const app = newApp();
+  const route = (method: "get" | "delete", summary: string, description: string, ok: string) =>
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "execute", workspace: true }, {
+      method, path: "/v1/workspaces/{ws}/sessions/{session}/sandbox", tags: ["sessions"], summary, description,
+      request: { params: SessionParams },
+      responses: { 200: { description: ok, content: { "application/json": { schema: SandboxSchema } } }, ...errorResponses(400, 401, 403, 404) },
+    }));
+  const keyOf = (tenant: string, ws: string, session: string): LiveKey => ({ tenant, workspace: ws, session: checkSessionId(session) });
+  const service = () => {
+    if (!deps.live) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
+    return deps.live;
+  };
+
+  app.openapi(
+    route("get", "The session's live sandbox (keep_alive)", "What the session's live sandbox is doing: when it started and was last used, its processes and listening ports, its wall time so far. 404 when the session has none. Needs the 'execute' scope.", "The live sandbox"),
+    async (c) => {
+      const { ws, session } = c.req.valid("param");
+      const svc = service();
+      const key = keyOf(c.get("auth").tenant, ws, session);
+      const { sandbox, ends } = await svc.coordinator.status(key);
+      await accountEnds(svc, key, ends);
+      if (!sandbox) throw none(session);
+      return c.json(shown(session, sandbox), 200);
+    },
+  );
+  app.openapi(
+    route("delete", "End the session's live sandbox now", "Ends the session's live sandbox at once: its processes and shell state are gone (files never: they were written back); a command running in it is answered as lost. Answers what it ended; 404 when the session has none. The session's next keep_alive call starts a new one. Needs the 'execute' scope.", "The live sandbox that was ended"),
+    async (c) => {
+      const { ws, session } = c.req.valid("param");
+      const svc = service();
+      const key = keyOf(c.get("auth").tenant, ws, session);
+      const { ended, ends } = await svc.coordinator.end(key, "deleted");
+      await accountEnds(svc, key, ends);
+      if (!ended) throw none(session);
+      return c.json(shown(session, ended), 200);
+    },
+  );
+  return app;
+}

@@ -1,0 +1,35 @@
+/**
+ * The live coordinator in one process's memory (Node, the AWS entry run as one instance, tests):
+ * a LiveSession per session. Exact only while every call and every runner of a session reach the
+ * same process: a deployment with several API instances needs the Durable Object one (Workers) or
+ * sticky routing by session. Bundles for Workers.
+ */
+import { LiveSession } from "./session.js";
+import type { LiveCoordinator, LiveKey, LiveTimings } from "./types.js";
+
+const keyOf = (k: LiveKey) => JSON.stringify([k.tenant, k.workspace, k.session]);
+
+export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = Date.now): LiveCoordinator {
+  const sessions = new Map<string, LiveSession>();
+  const of = (k: LiveKey) => {
+    let s = sessions.get(keyOf(k));
+    if (!s) sessions.set(keyOf(k), (s = new LiveSession(timings, now)));
+    return s;
+  };
+  /** A session that holds nothing is dropped after the operation. */
+  const tidy = <T>(k: LiveKey, v: T): T => {
+    const s = sessions.get(keyOf(k));
+    if (s?.empty) sessions.delete(keyOf(k));
+    return v;
+  };
+  return {
+    begin: async (k, o) => of(k).begin(o.wait_ms, o.turn_ms, o.sandbox),
+    run: (k, turn, request, o) => of(k).run(turn, request, o),
+    release: async (k, turn) => tidy(k, of(k).release(turn)),
+    next: async (k, g, status) => tidy(k, await of(k).next(g, status)),
+    result: async (k, g, post) => of(k).result(g, post),
+    ended: async (k, g, e) => tidy(k, of(k).ended(g, e)),
+    status: async (k) => tidy(k, of(k).status()),
+    end: async (k, reason) => tidy(k, of(k).end(reason)),
+  };
+}

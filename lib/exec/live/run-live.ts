@@ -1,0 +1,141 @@
+/**
+ * A command of a live session (keep_alive: true; docs/live-sessions.md): it runs in the session's
+ * live sandbox, starting one when there is none (or it was lost). The call takes the session's turn
+ * (one command at a time; BUSY past the wait), starts a live runner when needed (a concurrent_runs
+ * slot for its life, a live sync token, an asynchronous start), hands its RunRequest, built exactly as
+ * a fresh run's, to the coordinator, and waits for the answer. A runner lost under the command is
+ * replaced once, transparently: the command runs again in a new sandbox and the output says what was
+ * lost. Bundles for Workers.
+ */
+import { ToolError } from "../../shared/errors.js";
+import { mintSyncToken } from "../../sync/token.js";
+import { RUN_MARGIN_MS } from "../../sync/run-records.js";
+import type { ExecCall } from "../call.js";
+import { unwrapExecResponse } from "../response.js";
+import type { Executor, RunRequest, RunResult } from "../types.js";
+import { accountEnds, liveLeaseMs, type LiveService } from "./service.js";
+import type { LiveKey, LiveLoss } from "./types.js";
+
+/** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
+export interface LiveRun {
+  result: RunResult;
+  notes: string;
+  /** This call started the sandbox it ran in. */
+  started: boolean;
+}
+
+const REASONS: Record<LiveLoss["reason"], string> = {
+  idle: "it was idle past its idle timeout",
+  max_life: "it reached its maximum life",
+  deleted: "it was ended (DELETE .../sandbox)",
+  replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with)",
+  crashed: "it stopped answering (crashed or cut off)",
+  shell_exited: "its shell exited",
+  timed_out: "a command overran its timeout",
+  limit: "it passed a limit",
+};
+
+/** What the model reads of a lost sandbox: why, which processes are gone, and that files are safe. */
+export function lossNote(loss: LiveLoss, interrupted = false): string {
+  const procs = loss.lost_processes;
+  const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");
+  const gone = procs.length ? `${procs.length} process${procs.length === 1 ? "" : "es"} (${shown}${procs.length > 5 ? "; ..." : ""})` : "no background processes";
+  return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. Files are safe: every change was written back to the workspace.${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
+}
+
+const startedNote = (idleMs: number) =>
+  `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
+
+/**
+ * What a live sandbox is started with that a later call must share to run in it: network access and
+ * the egress secrets' destinations (names, hosts, headers; never values). Another key of the tenant
+ * with other scopes gets a sandbox of its own (the current one is replaced), never the first key's access.
+ */
+export const sandboxOf = (req: RunRequest): string =>
+  JSON.stringify([req.network === true, (req.egress_secrets ?? []).map((s) => [s.name, s.host, s.header]).sort()]);
+
+/** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
+const TURN_TO_RUN_MS = 120_000;
+
+const busy = (retry: number, session: string) =>
+  new ToolError("BUSY", `Another command of session ${session} is still running in its live sandbox (one at a time). Retry in ${retry} s, or use another session (X-Session-Id) for work in parallel.`, { retry_after: retry, session });
+
+/** Runs `req` in the session's live sandbox (see the module comment). */
+export async function runLive(ctx: ExecCall & { auth: { key_id?: string } }, executor: Executor, req: RunRequest, idleMs: number): Promise<LiveRun> {
+  const svc = ctx.deps.live;
+  if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
+  const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
+  const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends) : Promise.resolve());
+  // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
+  // a call whose isolate died holds its session no longer than this.
+  const b = await svc.coordinator.begin(key, { wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req) });
+  await account(b.ends);
+  if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
+  let notes = b.lost ? lossNote(b.lost) : "";
+  let start = "start" in b ? b.start.generation : undefined;
+  let started = false;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      let lease: string | undefined;
+      if (start) {
+        lease = await startRunner(ctx, executor, svc, key, req, start, idleMs);
+        notes += startedNote(idleMs);
+        started = true;
+      }
+      const a = await svc.coordinator.run(key, b.turn, req, { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) });
+      await account(a.ends);
+      if ("response" in a) return { result: unwrapExecResponse<RunResult>(a.response), notes, started };
+      if ("unavailable" in a) {
+        throw new ToolError("UNAVAILABLE", `The live sandbox did not start within ${Math.round(a.unavailable.waited_ms / 1000)} s; nothing ran. Retry; if it keeps happening, call without keep_alive (a fresh sandbox per call) and tell the operator (the runner's logs say why).`, { session: ctx.session });
+      }
+      if ("refused" in a) throw busy(1, ctx.session); // the turn ran out (the call took longer than its own bound): the session belongs to the next call
+      if (attempt >= 1) {
+        throw new ToolError("UNAVAILABLE", `The live sandbox was lost twice in a row under this command (${REASONS[a.lost.reason]}); files are safe. Retry, or call without keep_alive.`, { session: ctx.session });
+      }
+      notes += lossNote(a.lost, a.interrupted);
+      start = a.start.generation;
+    }
+  } finally {
+    await svc.coordinator.release(key, b.turn).catch(() => {});
+  }
+}
+
+/**
+ * Starts a live runner for `generation`: a concurrent_runs slot for its life (over the limit: the
+ * call is refused as a run is), a live token (its claims name the session and generation), and an
+ * asynchronous start with no command of its own. Answers the slot's lease. On failure the generation
+ * is ended at once (nothing was lost: it never ran).
+ */
+async function startRunner(ctx: ExecCall & { auth: { key_id?: string } }, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
+  const deps = ctx.deps;
+  const abandon = async () => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
+  let lease: string | undefined;
+  if (svc.limits) {
+    const d = await svc.limits.acquireRun(key.tenant, { key_id: "" }, liveLeaseMs(svc.max_life_ms)).catch((e: unknown) => {
+      console.error("limits: the tenant's limits object did not answer; the live sandbox goes on uncounted", e instanceof Error ? e.message : String(e));
+      return null;
+    });
+    if (d && !d.ok) {
+      await abandon();
+      throw new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} command${d.running === 1 ? "" : "s"} or live sandboxes at once (concurrent_runs: ${d.limit}; a live sandbox holds one for its life). End an idle one (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox), retry in a few seconds, or call without keep_alive.`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: Math.min(d.retry_after, 5) });
+    }
+    if (d) lease = d.lease;
+  }
+  try {
+    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation } }, Math.ceil((svc.max_life_ms + RUN_MARGIN_MS) / 1000));
+    const liveReq: RunRequest = {
+      version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
+      timeout_ms: svc.max_life_ms, sync: { url: req.sync.url, token },
+      ...(req.network !== undefined ? { network: req.network } : {}), ...(req.egress_secrets ? { egress_secrets: req.egress_secrets } : {}),
+      ...(req.git ? { git: req.git } : {}), ...(req.limits ? { limits: req.limits } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}),
+      live: { generation, idle_ms: idleMs, max_life_ms: svc.max_life_ms },
+    };
+    await executor.start(liveReq);
+  } catch (e) {
+    await abandon();
+    if (lease && svc.limits) await svc.limits.releaseRun(key.tenant, lease).catch(() => {});
+    throw new ToolError("UNAVAILABLE", `The live sandbox could not be started (${e instanceof Error ? e.message : String(e)}); nothing ran. Retry, or call without keep_alive.`, { session: key.session });
+  }
+  await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: svc.max_life_ms }).catch(() => {});
+  return lease;
+}

@@ -1,0 +1,59 @@
+/**
+ * What a live session needs of the app (ExecDeps.live, assembled by createApp): the coordinator,
+ * the tenant's concurrent_runs (a live sandbox holds one slot for its life) and the app's record
+ * of a sandbox's start and end (usage, audit: lib/api/live-events.ts). `accountEnds` is the one place
+ * a generation's end is accounted for: its slot released, its usage and audit written. Bundles for Workers.
+ */
+import type { LimitsStore } from "../../limits/store.js";
+import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
+import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
+
+/** A live runner not heard from this long after its start was asked for never came (its cold start included). */
+export const LIVE_START_WAIT_MS = 60_000;
+
+/** The coordinator's timings in production (tests shorten them). */
+export const LIVE_TIMINGS: LiveTimings = { poll_ms: LIVE_POLL_MS, stale_ms: LIVE_STALE_MS, start_wait_ms: LIVE_START_WAIT_MS };
+
+/** What started a live sandbox: the call's key. */
+export interface LiveStart {
+  generation: string;
+  key_id: string;
+  idle_ms: number;
+  max_life_ms: number;
+}
+
+/** The app's record of a live sandbox's life (usage, audit); neither may fail the call. */
+export interface LiveEvents {
+  started(key: LiveKey, start: LiveStart): Promise<void>;
+  ended(key: LiveKey, end: LiveEnd): Promise<void>;
+}
+
+export interface LiveService {
+  coordinator: LiveCoordinator;
+  limits?: LimitsStore;
+  events?: LiveEvents;
+  /** How long a call waits for the session's previous call before BUSY, ms. */
+  busy_wait_ms: number;
+  /** Longest life of one live runner (LIVE_MAX_LIFE_MS; shorter in tests of the handover). */
+  max_life_ms: number;
+}
+
+/** Default: a call waits this long for the session's previous call, then answers BUSY. */
+export const LIVE_BUSY_WAIT_MS = 10_000;
+
+export function liveService(coordinator: LiveCoordinator, opts: Partial<Omit<LiveService, "coordinator">> = {}): LiveService {
+  return { coordinator, busy_wait_ms: LIVE_BUSY_WAIT_MS, max_life_ms: LIVE_MAX_LIFE_MS, ...opts };
+}
+
+/** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
+export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
+
+/** Accounts for generations that ended: their slot released, their usage and audit written. Never throws. */
+export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[]): Promise<void> {
+  for (const end of ends) {
+    await Promise.all([
+      end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
+      end.arrived && svc.events ? svc.events.ended(key, end).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
+    ]);
+  }
+}

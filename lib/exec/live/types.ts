@@ -1,0 +1,95 @@
+/**
+ * The live coordinator's interface (issue #29, docs/live-sessions.md): what the tool's call asks of
+ * a session's live sandbox (begin, run, release), what its runner asks (the LiveHub of
+ * lib/sync/live-types.ts: next, result, ended) and what the routes ask (status, end). Two
+ * implementations speak it: memory.ts (one Node process) and a Durable Object per session
+ * (lib/runtime/live-object.ts). Every answer carries the generations that ended in it (`ends`):
+ * accounting (lease, usage, audit) is the caller's, exactly once per generation. Pure types.
+ */
+import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
+
+/** Which session: from the authenticated call (tool, route) or the live token's claims (runner). */
+export interface LiveKey {
+  tenant: string;
+  workspace: string;
+  session: string;
+}
+
+export interface LiveTimings {
+  /** Longest a runner's poll is held (LIVE_POLL_MS). */
+  poll_ms: number;
+  /** A runner that has not polled for this long (or overran its command's timeout by it) is lost (LIVE_STALE_MS). */
+  stale_ms: number;
+  /** A runner that has not polled this long after its start was asked for never came (the call fails UNAVAILABLE). */
+  start_wait_ms: number;
+}
+
+/** What a session's previous runner lost when it ended (told to the next call). Files are never lost. */
+export interface LiveLoss {
+  generation: string;
+  reason: LiveEndReason;
+  lost_processes: { pid: number; command: string }[];
+}
+
+/** A generation that ended: what the caller accounts for. */
+export interface LiveEnd {
+  generation: string;
+  reason: LiveEndReason;
+  /** The runner polled at least once (it existed). */
+  arrived: boolean;
+  started_at: number;
+  ended_at: number;
+  wall_ms: number;
+  cpu_ms?: number;
+  /** The concurrent_runs lease it held (lib/limits). */
+  lease?: string;
+  lost_processes: { pid: number; command: string }[];
+}
+
+export type BeginAnswer =
+  | { turn: string; generation: string; lost?: LiveLoss; ends: LiveEnd[] }
+  /** No runner: start one with this generation, then run. */
+  | { turn: string; start: { generation: string }; lost?: LiveLoss; ends: LiveEnd[] }
+  /** Another call of the session holds the turn. */
+  | { busy: { retry_after_s: number }; ends: LiveEnd[] };
+
+export interface RunOptions {
+  /** The command's own timeout: its runner is lost only once it overran it by stale_ms. */
+  timeout_ms: number;
+  /** The concurrent_runs lease of a runner just started (kept with its generation). */
+  lease?: string;
+}
+
+export type RunAnswer =
+  | { response: LiveResultPost["response"]; ends: LiveEnd[] }
+  /** The runner ended or was lost before it answered: start a new one (this generation, same turn) and run again. */
+  | { lost: LiveLoss; /** The runner had taken the command (it may have partly run). */ interrupted: boolean; start: { generation: string }; ends: LiveEnd[] }
+  /** The runner never polled within start_wait_ms: nothing ran. */
+  | { unavailable: { waited_ms: number }; ends: LiveEnd[] }
+  | { refused: "turn_expired"; ends: LiveEnd[] };
+
+/** GET .../sandbox. */
+export interface SandboxView {
+  generation: string;
+  state: "starting" | "idle" | "running";
+  started_at: number;
+  last_used_at: number;
+  processes: { pid: number; command: string }[];
+  ports: number[];
+  wall_ms: number;
+  cpu_ms?: number;
+  rss_bytes?: number;
+}
+
+/** One interface, two implementations (memory.ts; lib/runtime/live-object.ts). */
+export interface LiveCoordinator {
+  /** `sandbox`: what the call's sandbox is started with (network, secrets); a current one started otherwise is replaced. */
+  begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string }): Promise<BeginAnswer>;
+  run(key: LiveKey, turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;
+  release(key: LiveKey, turn: string): Promise<void>;
+  next(key: LiveKey, generation: string, status: LiveStatus): Promise<LiveNext>;
+  result(key: LiveKey, generation: string, post: LiveResultPost): Promise<void>;
+  ended(key: LiveKey, generation: string, ended: LiveEnded): Promise<LiveEnd[]>;
+  status(key: LiveKey): Promise<{ sandbox: SandboxView | null; ends: LiveEnd[] }>;
+  end(key: LiveKey, reason: LiveEndReason): Promise<{ ended: SandboxView | null; ends: LiveEnd[] }>;
+}

@@ -1,0 +1,69 @@
+/**
+ * The live coordinator on Workers: one Durable Object per tenant × workspace × session (binding
+ * LIVE, class LiveObject, exported by infra/cloudflare.ts; wrangler.toml). A Durable Object runs
+ * in one place, so every isolate that serves a session's calls and its runner's polls reaches the
+ * same LiveSession (lib/exec/live/session.ts): one command at a time, a held poll answered the moment
+ * a command comes. Its state is in memory only: the object stays while its runner polls (a request
+ * is always in flight or a few seconds away); should it be reset (a deploy), the runner's next poll
+ * finds no generation and is told to end, and the session's next call starts a new sandbox. Its
+ * methods are called over RPC by durableLiveCoordinator below.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { LiveSession } from "../exec/live/session.js";
+import type { LiveCoordinator, LiveKey, LiveTimings, RunOptions } from "../exec/live/types.js";
+import type { LiveEndReason, LiveEnded, LiveResultPost, LiveStatus } from "../sync/live-types.js";
+
+export class LiveObject extends DurableObject {
+  private session: LiveSession | undefined;
+
+  private of(timings: LiveTimings): LiveSession {
+    return (this.session ??= new LiveSession(timings));
+  }
+
+  begin(t: LiveTimings, wait_ms: number, turn_ms: number, sandbox?: string) {
+    return this.of(t).begin(wait_ms, turn_ms, sandbox);
+  }
+  run(t: LiveTimings, turn: string, request: unknown, opts: RunOptions) {
+    return this.of(t).run(turn, request, opts);
+  }
+  release(t: LiveTimings, turn: string): void {
+    this.of(t).release(turn);
+  }
+  next(t: LiveTimings, generation: string, status: LiveStatus) {
+    return this.of(t).next(generation, status);
+  }
+  result(t: LiveTimings, generation: string, post: LiveResultPost): void {
+    this.of(t).result(generation, post);
+  }
+  ended(t: LiveTimings, generation: string, ended: LiveEnded) {
+    return this.of(t).ended(generation, ended);
+  }
+  status(t: LiveTimings) {
+    return this.of(t).status();
+  }
+  end(t: LiveTimings, reason: LiveEndReason) {
+    return this.of(t).end(reason);
+  }
+}
+
+/** The RPC surface of a LiveObject stub, as this module calls it. */
+type LiveStub = Pick<LiveObject, "begin" | "run" | "release" | "next" | "result" | "ended" | "status" | "end">;
+export interface LiveObjects {
+  idFromName(name: string): DurableObjectId;
+  get(id: DurableObjectId): LiveStub;
+}
+
+/** The LiveCoordinator over the LIVE namespace: one object per session, named by tenant, workspace and session. */
+export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): LiveCoordinator {
+  const stub = (k: LiveKey) => ns.get(ns.idFromName(JSON.stringify([k.tenant, k.workspace, k.session])));
+  return {
+    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox),
+    run: (k, turn, request, o) => stub(k).run(timings, turn, request, o),
+    release: async (k, turn) => void (await stub(k).release(timings, turn)),
+    next: (k, g, s) => stub(k).next(timings, g, s),
+    result: async (k, g, p) => void (await stub(k).result(timings, g, p)),
+    ended: async (k, g, e) => stub(k).ended(timings, g, e),
+    status: async (k) => stub(k).status(timings),
+    end: async (k, r) => stub(k).end(timings, r),
+  };
+}

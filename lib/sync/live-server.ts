@@ -1,0 +1,65 @@
+/**
+ * The live runner's routes of the sync API (lib/sync/live-types.ts; docs/live-sessions.md), mounted
+ * by handleSync for a verified token:
+ *   POST /v1/sync/live/next    LiveStatus     → LiveNext (long poll, at most LIVE_POLL_MS)
+ *   POST /v1/sync/live/result  LiveResultPost → 204
+ *   POST /v1/sync/live/ended   LiveEnded      → 204
+ * Only a token with a live claim (`l`) reaches them, and only for the tenant, workspace, session and
+ * generation its claims name: the body's generation must be the token's. The session's coordinator
+ * (SyncServerDeps.live) answers. fetch-based: bundles for Workers and runs in Node.
+ */
+import { ToolError } from "../shared/errors.js";
+import type { LiveEnded, LiveHub, LiveResultPost, LiveSessionRef, LiveStatus } from "./live-types.js";
+import { bodyText, parseJson } from "./runs.js";
+import type { SyncClaims } from "./token.js";
+
+/** A poll's status is small; a result carries a RunResult (output cut to its bound, file lists). */
+const MAX_STATUS_BYTES = 256 * 1024;
+const MAX_RESULT_BYTES = 16 * 1024 * 1024;
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function checkStatus(v: unknown): LiveStatus {
+  if (!isObject(v) || typeof v.generation !== "string" || typeof v.started_at !== "number" || typeof v.last_used_at !== "number" || typeof v.wall_ms !== "number" || !Array.isArray(v.processes) || !Array.isArray(v.ports)) {
+    throw new ToolError("INVALID_ARGUMENT", "A live status needs generation, started_at, last_used_at, wall_ms, processes and ports (lib/sync/live-types.ts LiveStatus).");
+  }
+  return v as unknown as LiveStatus;
+}
+
+/** Serves /v1/sync/live/* for a verified token (see the module comment). */
+export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined): Promise<Response> {
+  if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
+  if (!hub) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
+  if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on ${url.pathname} (POST).`);
+  const ref: LiveSessionRef = { tenant: claims.t, workspace: claims.w, session: claims.l.s, generation: claims.l.g };
+  const route = url.pathname.slice("/v1/sync/live/".length);
+  const max = route === "next" ? MAX_STATUS_BYTES : MAX_RESULT_BYTES;
+  const body = parseJson(await bodyText(req, max), `live ${route} body`);
+  const own = (generation: unknown) => {
+    if (generation !== ref.generation) throw new ToolError("PERMISSION_DENIED", "The body's generation is not the one this live token was issued for.");
+  };
+  switch (route) {
+    case "next": {
+      const status = checkStatus(body);
+      own(status.generation);
+      return json(await hub.next(ref, status, req.signal));
+    }
+    case "result": {
+      if (!isObject(body) || typeof body.seq !== "number" || !isObject(body.response)) throw new ToolError("INVALID_ARGUMENT", "A live result needs generation, seq, response and status (LiveResultPost).");
+      own(body.generation);
+      const post = { ...(body as unknown as LiveResultPost), status: checkStatus(body.status) };
+      await hub.result(ref, post);
+      return new Response(null, { status: 204 });
+    }
+    case "ended": {
+      if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");
+      own(body.generation);
+      await hub.ended(ref, { ...(body as unknown as LiveEnded), status: checkStatus(body.status) });
+      return new Response(null, { status: 204 });
+    }
+    default:
+      throw new ToolError("NOT_FOUND", `No sync route POST ${url.pathname}.`);
+  }
+}

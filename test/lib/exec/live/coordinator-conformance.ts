@@ -1,0 +1,171 @@
+/**
+ * The live coordinator's conformance suite (lib/exec/live/types.ts): run against the memory one in
+ * Node (memory.node.test.ts) and the Durable Object one in workerd (durable.test.ts). The runner's
+ * side is played by calling next/result/ended directly. Timings are short (fast tests), and every
+ * wait is on an answer, never a sleep.
+ */
+import { describe, expect, it } from "vitest";
+import type { LiveCoordinator, LiveKey, LiveTimings } from "../../../../lib/exec/live/types.js";
+import type { LiveStatus } from "../../../../lib/sync/live-types.js";
+
+export const FAST: LiveTimings = { poll_ms: 300, stale_ms: 400, start_wait_ms: 600 };
+
+let n = 0;
+const newKey = (): LiveKey => ({ tenant: `t${Date.now()}${n}`, workspace: "ws", session: `s${n++}` });
+const status = (generation: string, extra: Partial<LiveStatus> = {}): LiveStatus => ({ generation, started_at: Date.now(), last_used_at: Date.now(), processes: [], ports: [], wall_ms: 5, ...extra });
+const TURN = { wait_ms: 5_000, turn_ms: 60_000 };
+const startOf = (b: Awaited<ReturnType<LiveCoordinator["begin"]>>) => {
+  if (!("start" in b)) throw new Error(`expected a start: ${JSON.stringify(b)}`);
+  return b;
+};
+
+export function describeLiveCoordinator(name: string, make: () => LiveCoordinator) {
+  describe(`live coordinator: ${name}`, () => {
+    it("a first call starts a runner; its command goes to the runner's poll and the runner's result answers the call", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      const run = c.run(key, b.turn, { command: "echo hi" }, { timeout_ms: 10_000 });
+      const next = await c.next(key, gen, status(gen));
+      expect(next).toEqual({ command: { seq: 1, request: { command: "echo hi" } } });
+      await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: { out: "hi" } }, status: status(gen, { processes: [{ pid: 7, command: "sleep 100" }], ports: [8123] }) });
+      const a = await run;
+      expect(a).toMatchObject({ response: { ok: true, result: { out: "hi" } }, ends: [] });
+      await c.release(key, b.turn);
+      // The next call finds the runner: no start; its status is what the runner said.
+      const b2 = await c.begin(key, TURN);
+      expect(b2).toMatchObject({ generation: gen });
+      expect("start" in b2).toBe(false);
+      const s = await c.status(key);
+      expect(s.sandbox).toMatchObject({ generation: gen, processes: [{ pid: 7, command: "sleep 100" }], ports: [8123] });
+      const run2 = c.run(key, (b2 as { turn: string }).turn, "second", { timeout_ms: 10_000 });
+      expect(await c.next(key, gen, status(gen))).toEqual({ command: { seq: 2, request: "second" } });
+      await c.result(key, gen, { generation: gen, seq: 2, response: { ok: false, error: { code: "TIMEOUT", message: "m" } }, status: status(gen) });
+      expect(await run2).toMatchObject({ response: { ok: false, error: { code: "TIMEOUT" } } });
+    });
+
+    it("a poll with nothing to do answers wait; a runner of another generation is told it was replaced", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      expect(await c.next(key, b.start.generation, status(b.start.generation))).toEqual({ wait: true });
+      expect(await c.next(key, "g_other", status("g_other"))).toEqual({ end: "replaced" });
+      expect(await c.next(newKey(), b.start.generation, status(b.start.generation))).toEqual({ end: "replaced" }); // another session's key
+    });
+
+    it("one command at a time: a second call waits for the turn, or is told busy when its wait runs out", async () => {
+      const c = make();
+      const key = newKey();
+      const first = startOf(await c.begin(key, TURN));
+      const busy = await c.begin(key, { wait_ms: 50, turn_ms: 60_000 });
+      expect(busy).toMatchObject({ busy: { retry_after_s: expect.any(Number) } });
+      expect((busy as { busy: { retry_after_s: number } }).busy.retry_after_s).toBeGreaterThanOrEqual(1);
+      const second = c.begin(key, TURN);
+      let got = false;
+      void second.then(() => (got = true));
+      await c.status(key); // a round trip: the second is still waiting
+      expect(got).toBe(false);
+      await c.release(key, first.turn);
+      expect(await second).toMatchObject({ turn: expect.any(String) });
+    });
+
+    it("a runner that never comes: the call is answered unavailable in bounded time, and nothing is told lost", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const a = await c.run(key, b.turn, "x", { timeout_ms: 10_000 });
+      expect(a).toMatchObject({ unavailable: { waited_ms: expect.any(Number) } });
+      expect(a.ends).toEqual([expect.objectContaining({ generation: b.start.generation, arrived: false })]);
+      await c.release(key, b.turn);
+      const again = startOf(await c.begin(key, TURN));
+      expect(again.lost).toBeUndefined();
+    });
+
+    it("a runner that ends under a command: the call is answered lost (what was lost) with a new generation to start; the end is answered once", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      const run = c.run(key, b.turn, "x", { timeout_ms: 10_000, lease: "lease1" });
+      expect(await c.next(key, gen, status(gen))).toMatchObject({ command: { seq: 1 } });
+      const lost = [{ pid: 9, command: "python3 -m http.server" }];
+      const ends = await c.ended(key, gen, { generation: gen, reason: "max_life", lost_processes: lost, status: status(gen, { wall_ms: 1234, cpu_ms: 50 }) });
+      expect(ends).toEqual([expect.objectContaining({ generation: gen, reason: "max_life", arrived: true, lease: "lease1", cpu_ms: 50, lost_processes: lost })]);
+      const a = await run;
+      expect(a).toMatchObject({ lost: { reason: "max_life", lost_processes: lost }, interrupted: true, start: { generation: expect.any(String) } });
+      const fresh = (a as { start: { generation: string } }).start.generation;
+      expect(fresh).not.toBe(gen);
+      expect(await c.ended(key, gen, { generation: gen, reason: "max_life", lost_processes: [], status: status(gen) })).toEqual([]); // told twice: counted once
+      // The same turn runs again on the new generation.
+      const rerun = c.run(key, b.turn, "x", { timeout_ms: 10_000 });
+      expect(await c.next(key, fresh, status(fresh))).toMatchObject({ command: { seq: 1, request: "x" } });
+      await c.result(key, fresh, { generation: fresh, seq: 1, response: { ok: true, result: 1 }, status: status(fresh) });
+      expect(await rerun).toMatchObject({ response: { ok: true, result: 1 } });
+    });
+
+    it("a runner that stops polling is lost: the next call is told what it lost and starts a new one", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen, { processes: [{ pid: 3, command: "node server.js" }] }))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      // It never polls again: wait (on answers) until the coordinator takes it for lost.
+      let s = await c.status(key);
+      const until = Date.now() + 10_000;
+      while (s.sandbox && Date.now() < until) s = await c.status(key);
+      expect(s.sandbox).toBeNull();
+      expect(s.ends).toEqual([expect.objectContaining({ generation: gen, reason: "crashed", arrived: true })]);
+      const b2 = startOf(await c.begin(key, TURN));
+      expect(b2.lost).toMatchObject({ generation: gen, reason: "crashed", lost_processes: [{ pid: 3, command: "node server.js" }] });
+      expect(await c.next(key, gen, status(gen))).toMatchObject({ end: expect.any(String) }); // it comes back: told to end
+    });
+
+    it("end (DELETE): the held poll is told deleted, the status is gone, the next call hears of it; a second end finds none", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      const held = c.next(key, gen, status(gen, { ports: [5000] }));
+      await c.status(key); // the poll is registered before the end (one object, in order)
+      const e = await c.end(key, "deleted");
+      expect(e.ended).toMatchObject({ generation: gen, ports: [5000] });
+      expect(e.ends).toEqual([expect.objectContaining({ generation: gen, reason: "deleted", arrived: true })]);
+      expect(await held).toEqual({ end: "deleted" });
+      expect((await c.status(key)).sandbox).toBeNull();
+      expect((await c.end(key, "deleted")).ended).toBeNull();
+      expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "deleted" });
+    });
+
+    it("a call whose sandbox access differs from the current one's replaces it; the same access reuses it", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, { ...TURN, sandbox: "net" }));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      const same = await c.begin(key, { ...TURN, sandbox: "net" });
+      expect(same).toMatchObject({ generation: gen });
+      await c.release(key, (same as { turn: string }).turn);
+      const other = startOf(await c.begin(key, { ...TURN, sandbox: "no-net" }));
+      expect(other.start.generation).not.toBe(gen);
+      expect(other.lost).toMatchObject({ generation: gen, reason: "replaced" });
+      expect(other.ends).toEqual([expect.objectContaining({ generation: gen, reason: "replaced", arrived: true })]);
+      expect(await c.next(key, gen, status(gen))).toEqual({ end: "replaced" });
+    });
+
+    it("sessions are apart: another session's (or tenant's) key sees no sandbox", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      await c.next(key, b.start.generation, status(b.start.generation));
+      expect((await c.status(key)).sandbox).not.toBeNull();
+      expect((await c.status({ ...key, tenant: `${key.tenant}x` })).sandbox).toBeNull();
+      expect((await c.status({ ...key, session: `${key.session}x` })).sandbox).toBeNull();
+      expect((await c.end({ ...key, workspace: "other" }, "deleted")).ended).toBeNull();
+    });
+  });
+}

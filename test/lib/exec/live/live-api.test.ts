@@ -1,0 +1,224 @@
+/**
+ * Live sessions through the API (docs/live-sessions.md) on the real app with local R2/KV and the
+ * LIVE Durable Object, with a fake live runner (test/support/fake-live-runner.ts) speaking the HTTP
+ * protocol of /v1/sync/live/*: keep_alive calls, serialization and BUSY, the lost-runner paths with
+ * their note and transparent restart, GET/DELETE .../sandbox, tenants apart, the sync routes' token
+ * checks, the concurrent_runs lease. The end-to-end test with the real runner is separate.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-object.js";
+import { memoryLimits } from "../../../../lib/limits/store.js";
+import { mintSyncToken } from "../../../../lib/sync/token.js";
+import type { AppDeps } from "../../../../lib/api/deps.js";
+import { listAudit } from "../../../../lib/run/audit/store.js";
+import type { UsageRecord } from "../../../../lib/run/metering/record.js";
+import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
+import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
+import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
+import { FAST } from "./coordinator-conformance.js";
+
+const SECRET = "sync-secret-for-tests-0123456789";
+
+function setup(opts: Parameters<typeof fakeLiveRunner>[0] = {}, extra: Partial<AppDeps> = {}) {
+  const runner = fakeLiveRunner(opts);
+  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST), liveBusyWaitMs: 100, ...extra };
+  const app = testApp(deps);
+  runner.attach(app);
+  return { runner, app, deps };
+}
+
+const bash = (t: Tenant, command: string, session = "chat-1", more: Record<string, unknown> = {}) => t.call("bash", { command, keep_alive: true, timeout: 2, ...more }, session);
+const sandbox = (t: Tenant, session: string, method = "GET") => t.req(`/v1/workspaces/${t.ws}/sessions/${session}/sandbox`, { method });
+const okOutput = (r: { status: number; body: any }) => {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.output as string;
+};
+
+describe("keep_alive through the API (fake live runner)", () => {
+  it("keep_alive needs a named session: without X-Session-Id it is refused, naming the header; nothing starts", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const r = await t.req(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: "true", keep_alive: true }) });
+    const body = (await r.json()) as any;
+    expect(r.status).toBe(400);
+    expect(body.error.code).toBe("INVALID_ARGUMENT");
+    expect(body.error.message).toContain("X-Session-Id");
+    expect(runner.generations).toHaveLength(0);
+  });
+
+  it("the first call starts a live sandbox (and says so); the session's next call runs in the same one; GET shows it", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const first = okOutput(await bash(t, "cd sub"));
+    expect(runner.generations).toHaveLength(1);
+    const g = runner.generations[0]!;
+    expect(g.start.live).toMatchObject({ generation: g.generation, idle_ms: 300_000 });
+    expect(g.start.command).toBe("");
+    expect(first).toContain("[live sandbox started for this session");
+    expect(first).toContain(`gen=${g.generation} n=1 cmd=cd sub`);
+    const second = okOutput(await bash(t, "pwd"));
+    expect(second).toBe(`gen=${g.generation} n=2 cmd=pwd\n`);
+    expect(runner.generations).toHaveLength(1);
+    const s = await sandbox(t, "chat-1");
+    expect(s.status).toBe(200);
+    expect(await s.json()).toMatchObject({ session: "chat-1", generation: g.generation, state: "idle", processes: [{ pid: 5 }], ports: [8123], cpu_ms: 7 });
+    // run_code keeps alive in the same sandbox; another session gets its own.
+    const rc = await t.call("run_code", { language: "python", code: "print(1)", keep_alive: true }, "chat-1");
+    expect(okOutput(rc)).toContain(`gen=${g.generation} n=3`);
+    okOutput(await bash(t, "pwd", "chat-2"));
+    expect(runner.generations).toHaveLength(2);
+    expect((await sandbox(t, "chat-3")).status).toBe(404);
+    await sandbox(t, "chat-1", "DELETE");
+    await sandbox(t, "chat-2", "DELETE");
+  });
+
+  it("one command at a time per session: a second call waits, then BUSY with Retry-After; with a longer wait it runs after the first", async () => {
+    const { app, runner, deps } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "warm up"));
+    const a = bash(t, "__block");
+    await runner.blockedOne();
+    const busy = await t.req(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "echo", keep_alive: true }) });
+    expect(busy.status).toBe(409);
+    expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(((await busy.json()) as any).error).toMatchObject({ code: "BUSY" });
+    // The same tenant through an app that waits longer: queued behind the blocked one.
+    const patient = testApp({ ...deps, liveBusyWaitMs: 20_000 });
+    const b = patient.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "after", keep_alive: true, timeout: 2 }) });
+    runner.release();
+    expect(okOutput(await a)).toContain("n=2 cmd=__block");
+    const rb = await b;
+    expect(rb.status).toBe(200);
+    expect(((await rb.json()) as any).output).toContain("n=3 cmd=after");
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("a runner that ends under a command: the call runs it again in a new sandbox, its output says what was lost and that files are safe", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "start"));
+    const out = okOutput(await bash(t, "__end"));
+    expect(await runner.generations[0]!.done).toBe("ended");
+    expect(runner.generations).toHaveLength(2);
+    expect(out).toContain("[live sandbox lost: it stopped answering");
+    expect(out).toContain("1 process (python3 -m http.server 8123)");
+    expect(out).toContain("Files are safe");
+    expect(out).toContain("ran again from the start in a new sandbox");
+    expect(out).toContain("[live sandbox started");
+    expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=__end`);
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("a runner that goes silent under a command is taken for lost once the command's timeout has passed: the call restarts it", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "start"));
+    const out = okOutput(await bash(t, "__die", "chat-1", { timeout: 1 }));
+    expect(out).toContain("[live sandbox lost: it stopped answering");
+    expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=__die`);
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("DELETE ends it at once: the runner is told deleted, GET is 404, the next call starts anew and says what ended", async () => {
+    const usage: UsageRecord[] = [];
+    const { app, runner } = setup({}, { onUsage: (u) => void usage.push(u) });
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "start"));
+    const g = runner.generations[0]!;
+    const d = await sandbox(t, "chat-1", "DELETE");
+    expect(d.status).toBe(200);
+    expect(await d.json()).toMatchObject({ generation: g.generation, processes: [{ pid: 5 }] });
+    expect(await g.done).toBe("end:deleted");
+    expect((await sandbox(t, "chat-1")).status).toBe(404);
+    expect((await sandbox(t, "chat-1", "DELETE")).status).toBe(404);
+    const out = okOutput(await bash(t, "again"));
+    expect(out).toContain("[live sandbox lost: it was ended (DELETE .../sandbox)");
+    expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1`);
+    // Its start and end are in the audit log.
+    const audit = await listAudit(r2Driver(env.FILES), { tenant: t.tenant, workspace: t.ws }, { limit: 200 });
+    const live = audit.entries.filter((e) => e.door === "runner");
+    expect(live.map((e) => e.route)).toEqual(["live sandbox start", "live sandbox end", "live sandbox start"]);
+    expect(live[1]).toMatchObject({ session: "chat-1", args: { generation: g.generation, reason: "deleted", processes_lost: 1 } });
+    // One usage record for the sandbox's life, named by the key that started it.
+    const records = usage.filter((u) => u.route === "live sandbox");
+    expect(records).toEqual([expect.objectContaining({ tenant: t.tenant, workspace: t.ws, ok: true, cpu_ms: 7, key: expect.any(String) })]);
+    expect(records[0]!.sandbox_ms).toBeGreaterThanOrEqual(0);
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("two tenants never reach each other's session: GET/DELETE answer 404, a live token of tenant A reaches only A's session", async () => {
+    const { app, runner } = setup();
+    const a = await newTenant(app, UNGATED);
+    const b = await newTenant(app, UNGATED);
+    okOutput(await bash(b, "b's", "shared-name"));
+    const gb = runner.generations[0]!;
+    expect((await sandbox(a, "shared-name")).status).toBe(404);
+    expect((await sandbox(a, "shared-name", "DELETE")).status).toBe(404);
+    expect((await sandbox(b, "shared-name")).status).toBe(200);
+    // A token of tenant A naming B's session and generation: its polls land in A's (empty) session.
+    const forged = await mintSyncToken(SECRET, { t: a.tenant, w: a.ws, r: "x", l: { s: "shared-name", g: gb.generation } }, 60);
+    const st = { generation: gb.generation, started_at: 1, last_used_at: 1, processes: [], ports: [], wall_ms: 1 };
+    const r = await app.request("/v1/sync/live/next", { method: "POST", headers: { authorization: `Bearer ${forged}` }, body: JSON.stringify(st) });
+    expect(await r.json()).toEqual({ end: "replaced" });
+    expect(okOutput(await bash(b, "still b's", "shared-name"))).toContain(`gen=${gb.generation} n=2`);
+    await sandbox(b, "shared-name", "DELETE");
+  });
+
+  it("a call with other access (network) than its session's sandbox was started with gets a sandbox of its own", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, { ...UNGATED, scopes: ["read", "write", "execute", "network"] });
+    okOutput(await bash(t, "with network"));
+    expect(runner.generations[0]!.start.network).toBe(true);
+    const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
+    const res = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "without", keep_alive: true, timeout: 2 }) });
+    const out = ((await res.json()) as any).output as string;
+    expect(runner.generations).toHaveLength(2);
+    expect(runner.generations[1]!.start.network).toBe(false);
+    expect(out).toContain("network access or secrets differ");
+    expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=without`);
+    expect(await runner.generations[0]!.done).toBe("end:replaced");
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("the sync routes: a token without a live claim is refused; a body naming another generation is refused", async () => {
+    const { app } = setup();
+    const st = (g: string) => JSON.stringify({ generation: g, started_at: 1, last_used_at: 1, processes: [], ports: [], wall_ms: 1 });
+    const plain = await mintSyncToken(SECRET, { t: "t", w: "w", r: "run_x" }, 60);
+    const r1 = await app.request("/v1/sync/live/next", { method: "POST", headers: { authorization: `Bearer ${plain}` }, body: st("g") });
+    expect(r1.status).toBe(403);
+    const live = await mintSyncToken(SECRET, { t: "t", w: "w", r: "live_g1", l: { s: "s", g: "g1" } }, 60);
+    const r2 = await app.request("/v1/sync/live/next", { method: "POST", headers: { authorization: `Bearer ${live}` }, body: st("g2") });
+    expect(r2.status).toBe(403);
+    const r3 = await app.request("/v1/sync/live/next", { method: "POST", headers: { authorization: "Bearer nope" }, body: st("g1") });
+    expect(r3.status).toBe(401);
+    const r4 = await app.request("/v1/sync/live/next", { method: "POST", headers: { authorization: `Bearer ${live}` }, body: st("g1") });
+    expect(await r4.json()).toEqual({ end: "replaced" }); // no such generation in that session
+  });
+
+  it("a live runner that cannot start, or never comes: UNAVAILABLE in bounded time, with what to do", async () => {
+    for (const opts of [{ failStart: true }, { neverPoll: true }]) {
+      const { app } = setup(opts);
+      const t = await newTenant(app, UNGATED);
+      const r = await bash(t, "x");
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe("UNAVAILABLE");
+      expect(r.body.error.message).toContain("without keep_alive");
+      expect((await sandbox(t, "chat-1")).status).toBe(404);
+    }
+  });
+
+  it("a live sandbox holds a concurrent_runs slot for its life: over the limit a new one is refused; its end frees the slot", async () => {
+    const limits = memoryLimits();
+    const { app } = setup({}, { limits });
+    const t = await newTenant(app, UNGATED);
+    await limits.set(t.tenant, { concurrent_runs: 1 });
+    okOutput(await bash(t, "one", "s-1"));
+    const refused = await bash(t, "two", "s-2");
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: "RATE_LIMITED", details: { limit: "concurrent_runs" } });
+    expect((await sandbox(t, "s-1", "DELETE")).status).toBe(200);
+    okOutput(await bash(t, "two", "s-2"));
+    await sandbox(t, "s-2", "DELETE");
+  });
+});

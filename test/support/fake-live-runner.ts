@@ -1,0 +1,104 @@
+/**
+ * A fake live runner for tests of the API side of live sessions (docs/live-sessions.md): an
+ * Executor whose start(req) with `live` runs a small loop speaking the HTTP protocol of
+ * lib/sync/live-types.ts against the app (POST /v1/sync/live/next, result, ended) with the live
+ * token it was given. It "runs" a command by answering a RunResult whose output names its
+ * generation and how many commands that generation ran (so a test sees which sandbox ran it).
+ * Commands that steer it: `__block` waits until the test calls release(); `__end` posts ended
+ * (crashed, one lost process) instead of a result; `__die` stops polling without a word. Each of
+ * `__end` and `__die` acts once per fake (the command, run again in a new sandbox, then answers).
+ */
+import type { Executor, RunRequest, RunResult } from "../../lib/exec/types.js";
+import type { LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
+
+type Requester = { request: (path: string, init: RequestInit) => Response | Promise<Response> };
+
+export interface FakeGeneration {
+  generation: string;
+  /** The RunRequest the live runner was started with. */
+  start: RunRequest;
+  commands: string[];
+  /** Settles when its loop stops: how it ended. */
+  done: Promise<"ended" | "died" | string>;
+}
+
+export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean } = {}) {
+  let app: Requester | undefined;
+  const generations: FakeGeneration[] = [];
+  const blocked: (() => void)[] = [];
+  const blockedWaiters: (() => void)[] = [];
+  const process = { pid: 5, command: "python3 -m http.server 8123" };
+  const acted = new Set<string>();
+  const once = (cmd: string) => !acted.has(cmd) && acted.add(cmd) !== undefined;
+
+  const post = (token: string, route: string, body: unknown) =>
+    app!.request(`/v1/sync/live/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+  const result = (g: FakeGeneration, command: string): RunResult => {
+    const output = `gen=${g.generation} n=${g.commands.length} cmd=${command}\n`;
+    return {
+      run_id: "r", stdout: output, stderr: "", output, exit_code: 0, duration_ms: 3, timed_out: false, killed: false, truncated: false,
+      files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
+      sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
+    };
+  };
+
+  async function loop(g: FakeGeneration): Promise<string> {
+    const token = g.start.sync.token;
+    const started = Date.now();
+    const status = (): LiveStatus => ({ generation: g.generation, started_at: started, last_used_at: Date.now(), processes: [process], ports: [8123], wall_ms: Date.now() - started, cpu_ms: 7 });
+    for (;;) {
+      const r = await post(token, "next", status());
+      if (r.status !== 200) return `refused ${r.status}`;
+      const n = (await r.json()) as LiveNext<RunRequest>;
+      if ("end" in n) {
+        await post(token, "ended", { generation: g.generation, reason: n.end, lost_processes: [process], status: status() });
+        return `end:${n.end}`;
+      }
+      if ("wait" in n) continue;
+      const cmd = n.command.request.command;
+      g.commands.push(cmd);
+      if (cmd === "__die" && once(cmd)) return "died";
+      if (cmd === "__end" && once(cmd)) {
+        await post(token, "ended", { generation: g.generation, reason: "crashed", lost_processes: [process], status: status() });
+        return "ended";
+      }
+      if (cmd === "__block") {
+        await new Promise<void>((resolve) => {
+          blocked.push(resolve);
+          blockedWaiters.splice(0).forEach((w) => w());
+        });
+      }
+      await post(token, "result", { generation: g.generation, seq: n.command.seq, response: { ok: true, result: result(g, cmd) }, status: status() });
+    }
+  }
+
+  const executor: Executor = {
+    run: async () => {
+      throw new Error("the fake live runner runs live sandboxes only");
+    },
+    async start(req) {
+      if (!req.live) throw new Error("the fake live runner runs live sandboxes only");
+      if (opts.failStart) throw new Error("no capacity");
+      const g: FakeGeneration = { generation: req.live.generation, start: req, commands: [], done: Promise.resolve("") };
+      generations.push(g);
+      if (!opts.neverPoll) g.done = loop(g); // after start() answers, as an asynchronous Invoke
+    },
+  };
+
+  return {
+    executor,
+    generations,
+    /** The app the loops speak to (set once it is made). */
+    attach(a: Requester) {
+      app = a;
+    },
+    /** Settles once a `__block` command is waiting. */
+    blockedOne(): Promise<void> {
+      return blocked.length ? Promise.resolve() : new Promise((resolve) => blockedWaiters.push(resolve));
+    },
+    release() {
+      blocked.shift()?.();
+    },
+  };
+}
