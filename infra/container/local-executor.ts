@@ -22,7 +22,8 @@ export function localExecutor(opts: HandlerOptions | { handler: Handler; secret:
     handler,
     run: async (req) => unwrapExecResponse<RunResult>(await invoke({ ...req, action: "run" })),
     start: async (req) => {
-      const signed = await signEvent(secret, { ...req, action: "run", task: true });
+      // A live sandbox's start (req.live) is no background task: it takes its commands from its session's coordinator.
+      const signed = await signEvent(secret, req.live ? { ...req, action: "run" } : { ...req, action: "run", task: true });
       void handler(signed);
     },
   };

@@ -149,7 +149,13 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
       }
       if (type === "Event") {
         // Runs after the 202; holds its share place until it ends (a live sandbox: its whole life).
-        run.catch(() => {});
+        // Nobody waits for its answer: a failure goes to the log, as Lambda's would.
+        run.then(
+          (r) => {
+            if ((r as { ok?: boolean })?.ok === false) console.error(`runner: asynchronous invocation failed: ${JSON.stringify((r as { error?: unknown }).error).slice(0, 500)}`);
+          },
+          (e) => console.error(`runner: asynchronous invocation failed: ${String((e as Error)?.message ?? e).slice(0, 500)}`),
+        );
         return send(res, 202, "");
       }
       let timer: NodeJS.Timeout | undefined;

@@ -98,8 +98,9 @@ export function lambdaExecutor(opts: LambdaExecutorOptions): Executor {
       return unwrapExecResponse<RunResult>(parsed);
     },
     async start(req) {
-      // Lambda queues the event and answers 202; the run reports to its record in storage.
-      const out = await send({ ...req, action: "run", task: true }, "Event");
+      // Lambda queues the event and answers 202; a background task reports to its record in storage,
+      // a live sandbox's start (req.live) to its session's coordinator (lib/sync/live-types.ts).
+      const out = await send(req.live ? { ...req, action: "run" } : { ...req, action: "run", task: true }, "Event");
       // A door that refuses an event at once (the local stand-in: unsigned, wrong secret) answers with the refusal.
       const text = out.Payload ? dec.decode(out.Payload) : "";
       let refused: ExecResponse | null = null;

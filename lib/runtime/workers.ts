@@ -16,6 +16,7 @@ import { durableLimits } from "../limits/durable-object.js";
 import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
 import { durableLiveCoordinator, type LiveObjects } from "./live-object.js";
 import { LIVE_TIMINGS } from "../exec/live/service.js";
+import { LIVE_MAX_LIFE_MS } from "../sync/live-types.js";
 
 export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
@@ -26,6 +27,14 @@ export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
   TOOLSHED_PUBLIC_URL?: string;
   /** Days audit entries are kept (lib/run/audit/retention.ts; default 365, 0: the workspace's life). */
   TOOLSHED_AUDIT_RETENTION_DAYS?: string;
+  /** Longest life of a live sandbox, ms (docs/live-sessions.md; default and most LIVE_MAX_LIFE_MS, 14 min): a platform with a shorter invocation limit sets less. */
+  TOOLSHED_LIVE_MAX_LIFE_MS?: string;
+}
+
+/** TOOLSHED_LIVE_MAX_LIFE_MS: a whole number of ms from 10 s up to LIVE_MAX_LIFE_MS; anything else leaves the default. */
+function liveMaxLife(setting: string | undefined): number | undefined {
+  const n = Number(setting);
+  return setting && Number.isSafeInteger(n) && n >= 10_000 && n <= LIVE_MAX_LIFE_MS ? n : undefined;
 }
 
 /** Everything but storage and KV. */
@@ -43,6 +52,7 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
     ...(executor ? { executor } : {}),
     ...(search ? { search } : {}),
     ...(tracer ? { tracer } : {}),
+    ...(liveMaxLife(env.TOOLSHED_LIVE_MAX_LIFE_MS) ? { liveMaxLifeMs: liveMaxLife(env.TOOLSHED_LIVE_MAX_LIFE_MS)! } : {}),
   };
 }
 

@@ -1,0 +1,123 @@
+/**
+ * Live sessions end to end (issue #29) as `npm start` runs them: the app in the Workers runtime
+ * (wrangler dev, the LIVE Durable Object per session), the real runner behind the local Invoke
+ * stand-in started by an asynchronous Invoke, taking its session's commands by long poll over
+ * /v1/sync/live/*, in one real bubblewrap sandbox for the session's life.
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
+import { RUNNER_SECRET } from "./container/helpers.js";
+import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
+
+let w: WorkerProcess;
+let runner: LocalInvokeServer;
+let root: string;
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "toolshed-worker-live-"));
+  chmodSync(root, 0o711);
+  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
+  const port = await freePort();
+  w = await startWorker({
+    port,
+    vars: { TOOLSHED_SYNC_SECRET: "worker-live-test-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await w?.stop();
+  await runner?.close();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+/** A python3 one-liner that prints the HTTP status of the sandbox's own loopback server, or "refused". */
+const probe = (port: number) => `python3 -c "import urllib.request as u
+try: print(u.urlopen('http://127.0.0.1:${port}/', timeout=2).status)
+except Exception as e: print('refused')"`;
+/** Waits (inside the sandbox) until the port answers. */
+const waitFor = (port: number) => `for i in $(seq 100); do ${probe(port)} | grep -q 200 && break; sleep 0.1; done`;
+
+const sandbox = (t: { key: string; base: string }, session: string, method = "GET") =>
+  fetch(`${t.base}/sessions/${session}/sandbox`, { method, headers: { authorization: `Bearer ${t.key}` } });
+
+it("shell state, /tmp and a background server live across calls; tool edits and background writes meet the files; DELETE ends it and the next call says what was lost", async () => {
+  const t = await setupTenant(w, "live1");
+  const live = (command: string, session = "s1") => t.call("bash", { command, keep_alive: true, idle_timeout_s: 120 }, session);
+
+  const first = await live(`mkdir -p sub && cd sub && export FOO=bar && BAZ=qux && f() { echo "fn-$1"; } && echo mark > /tmp/mark && (python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 &) && echo started`);
+  expect(first.ok, JSON.stringify(first)).toBe(true);
+  expect(first.output).toContain("started");
+  expect(first.output).toMatch(/live sandbox started/i);
+
+  const second = await live(`${waitFor(8123)}; ${probe(8123)}; pwd; echo "$FOO $BAZ"; f x; cat /tmp/mark`);
+  expect(second.ok, JSON.stringify(second)).toBe(true);
+  expect(second.output).toContain("200\n/workspace/sub\nbar qux\nfn-x\nmark");
+
+  const status = await sandbox(t, "s1");
+  expect(status.status).toBe(200);
+  const st = (await status.json()) as any;
+  expect(st.ports).toContain(8123);
+  expect(st.processes.some((p: any) => /http\.server/.test(p.command))).toBe(true);
+
+  // A tool's edit between calls is in the sandbox before the next command; a background write between calls is written back.
+  expect((await t.call("write", { file_path: "sub/t.txt", content: "from the tool\n" })).ok).toBe(true);
+  const third = await live(`cat t.txt; (sleep 0.3; echo later > late.txt) & echo bg`);
+  expect(third.output).toContain("from the tool\nbg");
+  const fourth = await live(`while [ ! -f late.txt ]; do sleep 0.1; done; echo seen`);
+  expect(fourth.output).toContain("seen");
+  expect((await t.call("read", { file_path: "sub/late.txt" })).output).toBe("     1\tlater");
+
+  // Another session, and a call without keep_alive, never see its processes or /tmp.
+  const other = await live(`${probe(8123)}; cat /tmp/mark 2>&1 || true`, "s2");
+  expect(other.output).toContain("refused");
+  expect(other.output).toContain("No such file");
+  const fresh = await t.call("bash", { command: `${probe(8123)}` }, "s1");
+  expect(fresh.output).toContain("refused");
+
+  // Another tenant never learns the session exists.
+  const b = await setupTenant(w, "live2");
+  expect((await sandbox(b, "s1")).status).toBe(404);
+  expect((await sandbox(b, "s1", "DELETE")).status).toBe(404);
+  expect((await sandbox(t, "s1")).status).toBe(200);
+
+  // DELETE ends it at once; the next call runs in a new sandbox and says what was lost; files and the replayed cwd stay.
+  const del = await sandbox(t, "s1", "DELETE");
+  expect(del.status).toBe(200);
+  const after = await live(`${probe(8123)}; pwd; cat /tmp/mark 2>&1 || true; cat late.txt`);
+  expect(after.ok, JSON.stringify(after)).toBe(true);
+  expect(after.output).toMatch(/live sandbox (lost|ended)/i);
+  expect(after.output).toContain("refused\n/workspace/sub");
+  expect(after.output).toContain("later");
+  expect(after.output).toContain("No such file");
+}, 240_000);
+
+it("calls of one session are serialized: two at once run one after the other, never interleaved", async () => {
+  const t = await setupTenant(w, "live3");
+  const cmd = `echo "start $(date +%s%N)"; sleep 1; echo "end $(date +%s%N)"`;
+  const warm = await t.call("bash", { command: "true", keep_alive: true }, "s1");
+  expect(warm.ok, JSON.stringify(warm)).toBe(true);
+  const [a, b] = await Promise.all([t.call("bash", { command: cmd, keep_alive: true }, "s1"), t.call("bash", { command: cmd, keep_alive: true }, "s1")]);
+  for (const r of [a, b]) expect(r.ok, JSON.stringify(r)).toBe(true);
+  const span = (r: any) => [Number(/start (\d+)/.exec(r.output)![1]), Number(/end (\d+)/.exec(r.output)![1])] as const;
+  const [sa, ea] = span(a);
+  const [sb, eb] = span(b);
+  expect(ea <= sb || eb <= sa).toBe(true);
+}, 180_000);
+
+it("the idle timeout ends the sandbox: its server is gone, the next call says so", async () => {
+  const t = await setupTenant(w, "live4");
+  const first = await t.call("bash", { command: `(python3 -m http.server 8124 --bind 127.0.0.1 >/dev/null 2>&1 &) ; ${waitFor(8124)}; ${probe(8124)}`, keep_alive: true, idle_timeout_s: 10 }, "s1");
+  expect(first.output).toContain("200");
+  // Ended by itself after 10 s without a command: GET answers 404 then (polled: no fixed sleep).
+  const deadline = Date.now() + 90_000;
+  while ((await sandbox(t, "s1")).status !== 404) {
+    expect(Date.now()).toBeLessThan(deadline);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const next = await t.call("bash", { command: probe(8124), keep_alive: true }, "s1");
+  expect(next.output).toContain("refused");
+  expect(next.output).toMatch(/idle/i);
+}, 180_000);
