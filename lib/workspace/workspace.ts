@@ -31,9 +31,7 @@ import { SessionFiles } from "./session-files.js";
 import type { ListEntry, ScanItem, StorageQuota, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
 
-export type { ListEntry, ScanItem } from "./workspace-types.js";
-
-export type { StorageDelta, StorageQuota, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
+export type { ListEntry, ScanItem, StorageDelta, StorageQuota, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 export class Workspace {
   readonly driver: StorageDriver;
@@ -51,8 +49,7 @@ export class Workspace {
   private readonly early: EarlyReads | undefined;
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
-  /** The tenant's storage quotas (charged by every write, given back by every delete), when counted. */
-  readonly quota: StorageQuota | undefined;
+  readonly quota: StorageQuota | undefined; // charged by every write, given back by every delete (WorkspaceOptions.quota)
   /** The isolate's last seen versions of files (version-cache.ts). */
   private readonly versions: VersionCache | undefined;
   private readonly upkeep: (() => Promise<StorageDriver>) | undefined;
