@@ -35,17 +35,26 @@ export interface PutHooks {
 }
 
 export async function putFile(ws: Workspace, path: string, body: PutBody, opts: PutFileOptions, hooks: PutHooks): Promise<FileInfo> {
-  if (opts.ifMatch === undefined && !opts.placeChecked) await checkPlace(ws, path);
+  const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+  // The place is checked (reads only) beside the storage quotas' charge of a create: the charge's round trip costs no time of its own.
+  const place = opts.ifMatch === undefined && !opts.placeChecked ? checkPlace(ws, path) : null;
+  place?.catch(() => {});
   if (ws.undo && opts.ifMatch === undefined && !opts.create) {
     // Undo needs the version replaced: an unconditional write becomes conditional on what is there now.
     const now = await ws.head(path);
     opts = now ? { ...opts, ifMatch: now.etag, replaces: now.size } : { ...opts, create: true };
   }
-  const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
   // The storage quotas: the change is charged before anything (the undo capture included) is written.
-  const charged = ws.quota ? await chargeWrite(ws, path, bytes?.length ?? opts.length, opts) : undefined;
+  const charging = ws.quota ? chargeWrite(ws, path, bytes?.length ?? opts.length, opts) : undefined;
+  const [placed, charge] = await Promise.allSettled([place, charging]);
+  const charged = charge.status === "fulfilled" ? charge.value : undefined;
   let written = false;
   const giveBack = () => (charged && ws.quota && !written ? ws.quota.settle({ files: -charged.files, bytes: -charged.bytes }) : Promise.resolve());
+  if (placed.status === "rejected" || charge.status === "rejected") {
+    await giveBack();
+    if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+    throw placed.status === "rejected" ? placed.reason : (charge as PromiseRejectedResult).reason;
+  }
   if (ws.undo && !(await ws.undo.capture(ws.driver, ws.key(path), path, opts.ifMatch ?? null))) {
     await giveBack();
     if (body instanceof ReadableStream) await body.cancel().catch(() => {});
