@@ -49,9 +49,15 @@ export class LimitsObject {
     });
   }
 
-  private saveUsage(ws: string): Promise<void> {
+  /**
+   * A workspace's count to the object's storage. A charge's answer does not wait for the write to be
+   * confirmed (allowUnconfirmed: the write is on every write's path): an object that fails right then
+   * forgets at most the charges of that moment (docs/limits-and-quotas.md: the bound).
+   */
+  private saveUsage(ws: string, unconfirmed = false): Promise<void> {
     const u = this.usage.storage.get(ws);
-    return u ? this.state.storage.put(USAGE + ws, u) : this.state.storage.delete(USAGE + ws).then(() => {});
+    const opts = unconfirmed ? { allowUnconfirmed: true } : {};
+    return u ? this.state.storage.put(USAGE + ws, u, opts) : this.state.storage.delete(USAGE + ws, opts).then(() => {});
   }
 
   private saveTasks(): Promise<void> {
@@ -86,7 +92,7 @@ export class LimitsObject {
         return answer(null);
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
-        if (d.ok) await this.saveUsage(body.ws);
+        if (d.ok) void this.saveUsage(body.ws, true);
         return answer(d);
       }
       case "setStorage":
