@@ -70,7 +70,7 @@ export default defineTool({
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
 
     if (args.run_in_background) {
-      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId);
+      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
       return {
         title,
         output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,

@@ -48,7 +48,7 @@ export default defineTool({
     let info;
     if (current) {
       if (current.bytes && bytesEqual(current.bytes, bytes)) throw new ToolError("NO_CHANGE", `${path} already has exactly this content; nothing was written.`, { path, etag: current.info.etag });
-      info = await ws.put(path, bytes, { ifMatch: current.info.etag, record: true, last: true });
+      info = await ws.put(path, bytes, { ifMatch: current.info.etag, replaces: current.info.size, record: true, last: true });
     } else {
       info = await ws.put(path, bytes, { create: true, record: true, last: true });
     }

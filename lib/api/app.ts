@@ -114,7 +114,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
     const hub = live ? liveHub(live) : undefined;
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}) });
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}), ...(deps.limits ? { limits: deps.limits } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

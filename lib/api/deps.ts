@@ -13,15 +13,12 @@ import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "../contract/caller.js";
 import type { McpDeps } from "../doors/mcp.js";
 import type { UsageStore } from "../run/metering/store.js";
-import type { LimitsStore } from "../limits/store.js";
 import type { Tracer } from "../shared/trace.js";
 import type { LiveCoordinator } from "../exec/live/types.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
   adminToken?: string;
-  /** Tenants' limits and counters (lib/limits/: calls per minute, concurrent runs, quotas); without it nothing is limited. */
-  limits?: LimitsStore;
   /** Where usage is kept and queried (GET /v1/usage: lib/run/metering/store.ts); without it the usage routes answer UNAVAILABLE. */
   usageStore?: UsageStore;
   /**

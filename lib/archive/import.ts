@@ -41,6 +41,8 @@ export interface ImportOptions {
 export interface Target {
   /** path → etag of the files under the prefix when the import began. */
   existing: Map<string, string>;
+  /** path → size of the same files (what the storage quotas give back for them). */
+  sizes: Map<string, number>;
   /** Directories implied by those files. */
   dirs: Set<string>;
 }
@@ -81,15 +83,17 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
     if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot import into ${prefix}: ${file.path} is a file. Choose another prefix, or delete the file first.`, { prefix, file: file.path });
   }
   const existing = new Map<string, string>();
+  const sizes = new Map<string, number>();
   const dirs = new Set<string>();
   for await (const f of ws.walk(prefix)) {
     if (existing.size >= max) {
       throw new ToolError("PAYLOAD_TOO_LARGE", `The import's target ${prefix || "/"} already holds more than ${max} files. Import into a narrower prefix.`, { prefix, max });
     }
     existing.set(f.path, f.etag);
+    sizes.set(f.path, f.size);
     for (const a of ancestorsOf(f.path)) dirs.add(a);
   }
-  return { existing, dirs };
+  return { existing, sizes, dirs };
 }
 
 /**

@@ -4,7 +4,7 @@
  * (lib/layers/import.ts) call on it.
  */
 import type { ToolError } from "../shared/errors.js";
-import type { GetResult, PutBody } from "../storage/types.js";
+import type { GetResult, PutBody, StorageDriver } from "../storage/types.js";
 import type { DeleteItem, FileInfo, StagedUpkeep, WalkEntry } from "../layout/files.js";
 import type { LinkStore } from "../layout/links.js";
 
@@ -23,5 +23,7 @@ export interface ArchiveWorkspace extends LinkStore {
   /** Tells listeners about a file a bulk writer stored itself (packs); queued with deferChanges. */
   announce(path: string, info: FileInfo, content?: Uint8Array): Promise<void>;
   readonly pendingChanges: { files: number; bytes: number };
+  /** The tenant's storage quotas (the Workspace's StorageQuota): a bulk writer charges its whole change before it switches, and recounts after. */
+  readonly quota?: { charge(delta: { files: number; bytes: number }): Promise<void>; settle(delta: { files: number; bytes: number }): Promise<void>; recount?(view?: StorageDriver): Promise<void> } | undefined;
   flushChanges(staged?: StagedUpkeep): Promise<void>;
 }

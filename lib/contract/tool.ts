@@ -3,6 +3,7 @@
  * permission, and execute(). The schema is the validation, the OpenAPI doc and the
  * JSON Schema of the tool definition. toolApp() turns a tool into a stateless Hono app.
  */
+import type { LimitsStore } from "../limits/store.js";
 import { z } from "@hono/zod-openapi";
 import { argumentParser } from "./tool-args.js";
 import type { AuthInfo, Scope } from "./caller.js";
@@ -31,6 +32,8 @@ export interface ToolDeps {
   policies?: IsolateCache;
   /** Runs bash / run_code; without it those tools answer UNAVAILABLE. */
   executor?: Executor;
+  /** Tenants' limits and counters (lib/limits/: calls per minute, concurrent runs, quotas); without it nothing is limited. */
+  limits?: LimitsStore;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */

@@ -5,7 +5,7 @@
  * mid-run frees its slot when the lease ends. Over the limit: RATE_LIMITED naming
  * concurrent_runs, before the runner is invoked.
  *
- * Background tasks (start) are not counted here: they have their own cap (lib/exec/tasks.ts).
+ * Background tasks (start) are not counted here: they have background_tasks (lib/exec/task-places.ts).
  */
 import { ToolError } from "../shared/errors.js";
 import type { LimitsStore } from "../limits/store.js";

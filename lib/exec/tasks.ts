@@ -11,6 +11,8 @@ import { quotaMessage } from "./runs.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
 import type { ExecResponse, RunClaim } from "../sync/types.js";
+import type { Caller, LimitsStore } from "../limits/store.js";
+import { takeTaskPlace } from "./task-places.js";
 
 /** Output bytes one poll hands out at most (head + tail of the unread chunks; the tools cut to 30,000 characters). */
 const POLL_OUTPUT_BYTES = 100_000;
@@ -77,19 +79,22 @@ export async function housekeepRuns(storage: StorageDriver, tenant: string, work
  * Starts a background task: housekeeping and the running-task cap, its marker (so a poll
  * right after finds it), then the asynchronous Invoke.
  */
-export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest, callId?: string): Promise<{ task_id: string }> {
+export async function startTask(storage: StorageDriver, executor: Executor, req: RunRequest, callId?: string, places?: { limits: LimitsStore | undefined; caller: Caller }): Promise<{ task_id: string }> {
   const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
   const k = keysOf(runPrefix(req.tenant, req.workspace, taskId));
   const { running } = await housekeepRuns(storage, req.tenant, req.workspace);
   if (running >= MAX_RUNNING_TASKS)
     throw new ToolError("RATE_LIMITED", `${running} background tasks are already running in this workspace (at most ${MAX_RUNNING_TASKS}). Wait for one with bash_output, or stop one with kill_shell.`, { running, max: MAX_RUNNING_TASKS });
+  // The tenant's background_tasks (task-places.ts), before anything of the task is written.
+  const release = await takeTaskPlace(places?.limits, storage, req.tenant, places?.caller ?? { key_id: "" }, req.workspace, taskId, req.timeout_ms);
   const now = Date.now();
   const marker: TaskMarker = { task_id: taskId, created_at: now, deadline: now + req.timeout_ms + RUN_MARGIN_MS, ...(callId ? { call_id: callId } : {}) };
-  if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId });
+  if (!(await createOnly(storage, k.task, JSON.stringify(marker)))) throw new ToolError("CONFLICT", `Task ${taskId} was already started; follow it with bash_output.`, { task_id: taskId }); // its place is its own (same id)
   try {
     await executor.start(req);
   } catch (e) {
     await storage.delete(k.task).catch(() => {});
+    await release();
     throw e;
   }
   return { task_id: taskId };

@@ -29,7 +29,7 @@ import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
 import { importedLinksDelta } from "../layout/links.js";
 import { Manifest, sortEntries, writeManifest } from "./manifest.js";
-import { readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
+import { filesDriver, readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
 import { listUpper, mergeManifest, removeUpper } from "./seal.js";
 import { Whiteouts } from "./whiteout.js";
@@ -143,16 +143,27 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await undoWrites();
     await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
   };
+  // The storage quotas: the whole change is charged before the switch; refused, nothing it wrote stays.
+  const change = importChange(writer.entries, gone, target.sizes);
+  try {
+    await ws.quota?.charge(change);
+  } catch (e) {
+    await dropAll();
+    throw e;
+  }
+  const giveBack = () => ws.quota?.settle({ files: -change.files, bytes: -change.bytes });
   // Execute bits and links: one merged delta, before the switch (taken back if the switch fails).
   let modes: { revert(): Promise<void> };
   try {
     modes = await opts.recordModes((now) => ({ ...tree.modesDelta(landedFiles, gone), links: importedLinksDelta(now.links ?? {}, links, landed, opts.mode === "replace" ? prefix : null) }));
   } catch (e) {
+    await giveBack();
     await dropAll();
     throw stopped(e);
   }
+  let switched: MetaRecord | null = null;
   try {
-    await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
+    switched = await switchBase(deps.storage, ws.tenant, ws.id, rec, manifest.id);
   } catch (e) {
     // Refused (the pointer moved meanwhile): nothing points at what was written; it is removed and
     // the modes delta taken back. Any other failure: the record read again says whether the switch
@@ -164,12 +175,15 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     if (now?.meta.base !== manifest.id) {
       await modes.revert().catch((err: unknown) => console.warn("a failed import could not take back its modes delta", err instanceof Error ? err.message : String(err)));
       if (refusedSwitch) await dropAll();
+      await giveBack();
       throw e;
     }
   }
   const refused = new Set(await removeUpper(deps.storage, remove));
   for (const k of refused) kept.push(k.slice(fp.length));
   await ws.flushChanges();
+  // The exact count of the new tree (concurrent writers, kept upper objects), through a view of the new base.
+  if (ws.quota?.recount) await ws.quota.recount(await filesDriver(deps, ws.tenant, ws.id, switched?.meta ?? { ...rec.meta, base: manifest.id }));
   let updated = 0;
   for (const p of landedFiles) if (target.existing.has(p)) updated++;
   const report = {
@@ -192,6 +206,21 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     skipped_count: skippedCount,
   };
   return { ...report, message: importMessage(report), ms: Date.now() - started };
+}
+
+/** What an import changes in the storage quotas: each landed file's size less the one it replaces (+1 file when new), and the files a replace removes. */
+function importChange(landed: readonly { path: string; size: number }[], gone: readonly string[], sizes: ReadonlyMap<string, number>): { files: number; bytes: number } {
+  const out = { files: 0, bytes: 0 };
+  for (const e of landed) {
+    const old = sizes.get(e.path);
+    out.bytes += e.size - (old ?? 0);
+    if (old === undefined) out.files++;
+  }
+  for (const p of gone) {
+    out.bytes -= sizes.get(p) ?? 0;
+    out.files--;
+  }
+  return out;
 }
 
 /** The etag of an empty marker object (the MD5 of no bytes), as storage gives a marker mkdir makes. */

@@ -18,6 +18,8 @@ export interface FileInfo {
 export interface DeleteItem {
   path: string;
   etag: string | null;
+  /** The size of that version, when the caller has it (the storage quotas need no HEAD then). */
+  size?: number;
 }
 
 export type Stat = ({ type: "file" } & FileInfo) | { type: "directory"; path: string };

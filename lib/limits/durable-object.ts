@@ -3,32 +3,65 @@
  * exported by infra/cloudflare.ts). A Durable Object runs one request at a time in one place, so
  * every isolate and instance that asks it sees one count: no overshoot from concurrency.
  *
- * What it keeps where: the tenant's limits and the run leases in the object's storage (written
- * on set, acquire and release only); the token buckets in its memory (no storage write per call).
+ * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
+ * count (`usage/<ws>`) in the object's storage (written on set, acquire, release and charge only);
+ * the token buckets and the pending workspace slots in its memory (no storage write per call; a
+ * restart forgets slots, which are held for the seconds of a create).
  * A restarted object (a deploy, an eviction after idling) starts with full buckets: at most one
  * more minute's budget, and an object idle for a minute had full buckets anyway.
  */
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
 import { tenantOps, type Caller, type LimitsStore, type TenantOps } from "./store.js";
+import { TenantUsage, type ChargeOptions, type StorageUsage, type TaskLease } from "./usage.js";
 
 type Op =
   | { op: "get" }
   | { op: "set"; limits: Limits }
   | { op: "takeCall"; caller: Caller }
   | { op: "acquireRun"; caller: Caller; leaseMs: number }
-  | { op: "releaseRun"; lease: string };
+  | { op: "releaseRun"; lease: string }
+  | { op: "chargeStorage"; caller: Caller; ws: string; delta: StorageUsage; opts?: ChargeOptions }
+  | { op: "setStorage"; ws: string; usage: StorageUsage | null }
+  | { op: "reserveWorkspace"; caller: Caller; leaseMs: number }
+  | { op: "releaseWorkspace"; slot: string }
+  | { op: "acquireTask"; caller: Caller; id: string; leaseMs: number }
+  | { op: "releaseTasks"; ids: string[] };
+
+const USAGE = "usage/";
 
 export class LimitsObject {
   private readonly limiter = new TenantLimiter();
-  private ops: ReturnType<typeof tenantOps> = tenantOps(this.limiter);
+  private readonly usage = new TenantUsage();
+  private ops: ReturnType<typeof tenantOps> = tenantOps(this.limiter, {}, this.usage);
 
   constructor(private readonly state: DurableObjectState) {
     void state.blockConcurrencyWhile(async () => {
-      const [limits, leases] = await Promise.all([state.storage.get<Limits>("limits"), state.storage.get<Lease[]>("leases")]);
-      this.ops = tenantOps(this.limiter, limits ?? {});
+      const [limits, leases, tasks, counts] = await Promise.all([
+        state.storage.get<Limits>("limits"),
+        state.storage.get<Lease[]>("leases"),
+        state.storage.get<TaskLease[]>("tasks"),
+        state.storage.list<StorageUsage>({ prefix: USAGE }),
+      ]);
+      this.ops = tenantOps(this.limiter, limits ?? {}, this.usage);
       for (const l of leases ?? []) this.limiter.leases.set(l.id, l);
+      this.usage.load([...counts].map(([k, u]) => [k.slice(USAGE.length), u]), tasks ?? []);
     });
+  }
+
+  /**
+   * A workspace's count to the object's storage. A charge's answer does not wait for the write to be
+   * confirmed (allowUnconfirmed: the write is on every write's path): an object that fails right then
+   * forgets at most the charges of that moment (docs/limits-and-quotas.md: the bound).
+   */
+  private saveUsage(ws: string, unconfirmed = false): Promise<void> {
+    const u = this.usage.storage.get(ws);
+    const opts = unconfirmed ? { allowUnconfirmed: true } : {};
+    return u ? this.state.storage.put(USAGE + ws, u, opts) : this.state.storage.delete(USAGE + ws, opts).then(() => {});
+  }
+
+  private saveTasks(): Promise<void> {
+    return this.state.storage.put("tasks", [...this.usage.tasks.values()]);
   }
 
   private saveLeases(): Promise<void> {
@@ -57,6 +90,28 @@ export class LimitsObject {
       case "releaseRun":
         if (ops.releaseRun(body.lease)) await this.saveLeases();
         return answer(null);
+      case "chargeStorage": {
+        const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
+        if (d.ok) void this.saveUsage(body.ws, true);
+        return answer(d);
+      }
+      case "setStorage":
+        ops.setStorage(body.ws, body.usage);
+        await this.saveUsage(body.ws);
+        return answer(null);
+      case "reserveWorkspace":
+        return answer(ops.reserveWorkspace(body.caller, body.leaseMs));
+      case "releaseWorkspace":
+        ops.releaseWorkspace(body.slot);
+        return answer(null);
+      case "acquireTask": {
+        const d = ops.acquireTask(body.caller, body.id, body.leaseMs);
+        await this.saveTasks(); // expired leases dropped, or one added
+        return answer(d);
+      }
+      case "releaseTasks":
+        if (ops.releaseTasks(body.ids)) await this.saveTasks();
+        return answer(null);
       default:
         return new Response("unknown op", { status: 400 });
     }
@@ -76,5 +131,11 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
     takeCall: (t, caller) => call(t, { op: "takeCall", caller }),
     acquireRun: (t, caller, leaseMs) => call(t, { op: "acquireRun", caller, leaseMs }),
     releaseRun: (t, lease) => call(t, { op: "releaseRun", lease }),
+    chargeStorage: (t, caller, ws, delta, opts) => call(t, { op: "chargeStorage", caller, ws, delta, ...(opts ? { opts } : {}) }),
+    setStorage: (t, ws, usage) => call(t, { op: "setStorage", ws, usage }),
+    reserveWorkspace: (t, caller, leaseMs) => call(t, { op: "reserveWorkspace", caller, leaseMs }),
+    releaseWorkspace: (t, slot) => call(t, { op: "releaseWorkspace", slot }),
+    acquireTask: (t, caller, id, leaseMs) => call(t, { op: "acquireTask", caller, id, leaseMs }),
+    releaseTasks: (t, ids) => call(t, { op: "releaseTasks", ids: [...ids] }),
   };
 }

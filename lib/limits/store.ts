@@ -5,6 +5,7 @@
  */
 import { effectiveLimits, type Limits } from "./fields.js";
 import { TenantLimiter, type CallDecision, type RunDecision } from "./limiter.js";
+import { TenantUsage, type ChargeOptions, type SlotDecision, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 
 /** Who is calling: the key's id and its own limits (from its record). */
 export interface Caller {
@@ -22,6 +23,16 @@ export interface LimitsStore {
   /** A slot of concurrent_runs, leased for leaseMs (released by releaseRun, or freed when the lease ends). */
   acquireRun(tenant: string, caller: Caller, leaseMs: number): Promise<RunDecision>;
   releaseRun(tenant: string, lease: string): Promise<void>;
+  /** Charges a workspace's change of files and bytes before it is written (negative: gives back); usage.ts. */
+  chargeStorage(tenant: string, caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): Promise<StorageDecision>;
+  /** Sets a workspace's count after a bulk change (null: the workspace is gone). */
+  setStorage(tenant: string, ws: string, usage: StorageUsage | null): Promise<void>;
+  /** A pending slot of the workspaces quota, held while a create counts and writes (released by releaseWorkspace, or when the lease ends). */
+  reserveWorkspace(tenant: string, caller: Caller, leaseMs: number): Promise<SlotDecision>;
+  releaseWorkspace(tenant: string, slot: string): Promise<void>;
+  /** A place of background_tasks for task `id`, leased for leaseMs. */
+  acquireTask(tenant: string, caller: Caller, id: string, leaseMs: number): Promise<TaskDecision>;
+  releaseTasks(tenant: string, ids: readonly string[]): Promise<void>;
 }
 
 /** The operations one tenant's object answers (the Durable Object speaks the same). */
@@ -31,10 +42,16 @@ export interface TenantOps {
   takeCall(caller: Caller): CallDecision;
   acquireRun(caller: Caller, leaseMs: number): RunDecision;
   releaseRun(lease: string): boolean;
+  chargeStorage(caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): StorageDecision;
+  setStorage(ws: string, usage: StorageUsage | null): void;
+  reserveWorkspace(caller: Caller, leaseMs: number): SlotDecision;
+  releaseWorkspace(slot: string): void;
+  acquireTask(caller: Caller, id: string, leaseMs: number): TaskDecision;
+  releaseTasks(ids: readonly string[]): boolean;
 }
 
-/** One tenant's state: its limits and a limiter. */
-export function tenantOps(limiter: TenantLimiter, initial: Limits = {}): TenantOps & { limits: Limits } {
+/** One tenant's state: its limits, a limiter and its quota counters. */
+export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: TenantUsage = new TenantUsage()): TenantOps & { limits: Limits } {
   const self = {
     limits: initial,
     get: () => self.limits,
@@ -50,6 +67,12 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}): TenantO
       return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs);
     },
     releaseRun: (lease: string) => limiter.releaseRun(lease),
+    chargeStorage: (caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions) => usage.chargeStorage(ws, delta, effectiveLimits(self.limits, caller.limits), opts),
+    setStorage: (ws: string, u: StorageUsage | null) => usage.setStorage(ws, u),
+    reserveWorkspace: (caller: Caller, leaseMs: number) => ({ ...usage.reserveSlot(leaseMs), limit: effectiveLimits(self.limits, caller.limits).workspaces }),
+    releaseWorkspace: (slot: string) => usage.releaseSlot(slot),
+    acquireTask: (caller: Caller, id: string, leaseMs: number) => usage.acquireTask(id, effectiveLimits(self.limits, caller.limits).background_tasks, leaseMs),
+    releaseTasks: (ids: readonly string[]) => usage.releaseTasks(ids),
   };
   return self;
 }
@@ -59,7 +82,7 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
   const tenants = new Map<string, ReturnType<typeof tenantOps>>();
   const of = (t: string) => {
     let ops = tenants.get(t);
-    if (!ops) tenants.set(t, (ops = tenantOps(new TenantLimiter(now))));
+    if (!ops) tenants.set(t, (ops = tenantOps(new TenantLimiter(now), {}, new TenantUsage(now))));
     return ops;
   };
   return {
@@ -68,5 +91,11 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
     takeCall: async (t, c) => of(t).takeCall(c),
     acquireRun: async (t, c, ms) => of(t).acquireRun(c, ms),
     releaseRun: async (t, lease) => void of(t).releaseRun(lease),
+    chargeStorage: async (t, c, ws, delta, opts) => of(t).chargeStorage(c, ws, delta, opts),
+    setStorage: async (t, ws, u) => of(t).setStorage(ws, u),
+    reserveWorkspace: async (t, c, ms) => of(t).reserveWorkspace(c, ms),
+    releaseWorkspace: async (t, slot) => of(t).releaseWorkspace(slot),
+    acquireTask: async (t, c, id, ms) => of(t).acquireTask(c, id, ms),
+    releaseTasks: async (t, ids) => void of(t).releaseTasks(ids),
   };
 }

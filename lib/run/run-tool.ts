@@ -3,6 +3,7 @@
  * compat routes, and any later door). It checks the key's scope, validates the arguments against
  * the tool's schema, runs the tool with its context, cuts the output, and meters the call.
  */
+import { callerOf, quotaOf, quotaOpt } from "../workspace/quota.js";
 import type { AuthInfo } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
@@ -97,6 +98,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     id: wsId,
     listeners: deps.listeners ?? [],
     undo,
+    ...quotaOpt(quotaOf(deps.limits, auth.tenant, wsId, callerOf(auth), driver)),
   });
 }
 
@@ -134,7 +136,7 @@ function subCallsOf(ctx: RunContext): SubCalls {
     run: (tool, args, { stampMs, listener, signal }) => {
       const { ws, deps } = ctx;
       const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));
-      const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo });
+      const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo, ...quotaOpt(ws.quota) });
       return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, door: "task", ...(signal ? { signal } : {}) });
     },
   };

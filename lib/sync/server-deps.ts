@@ -3,6 +3,7 @@ import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { ManifestCache } from "../layers/manifest.js";
 import type { LiveHub } from "./live-types.js";
+import type { LimitsStore } from "../limits/store.js";
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -13,6 +14,8 @@ export interface SyncServerDeps {
   secret: string;
   /** Raw storage for undo records and blobs (the batch routes get `driver` as the merged view). Default: driver. */
   storage?: StorageDriver;
+  /** The tenants' limits: a write-back is charged to the storage quotas like any write (lib/limits/storage-quota.ts). Absent: not counted. */
+  limits?: LimitsStore;
   /** Told about every write-back, like any other write (search indexes). */
   listeners?: WorkspaceListener[];
   /** Seal a large upper layer before a run's manifest is answered (lib/layers/auto-seal.ts). Default: true. */

@@ -14,7 +14,9 @@
  * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
-import { normalizeFilePath, packKey } from "../layout/paths.js";
+import { filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
+import { quotaOf, WRITE_BACK } from "../workspace/quota.js";
+import type { StorageDriver } from "../storage/types.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
 import { commitStaged, type CommitAnswer, type StagedFile } from "../layers/commit-staged.js";
@@ -92,12 +94,44 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
       answers.push(null);
     }
   }
+  // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
+  const quota = quotaOf(deps.limits, claims.t, claims.w, WRITE_BACK, deps.driver);
+  const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
+  if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);
+  let got: CommitAnswer[] | null = null;
   try {
-    const got = await commitStaged({ storage, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, unique, undo);
+    got = await commitStaged({ storage, manifests: deps.manifests ?? new ManifestCache() }, claims.t, claims.w, unique, undo);
     let k = 0;
-    return json({ files: answers.map((a) => a ?? got[k++]!) });
+    return json({ files: answers.map((a) => a ?? got![k++]!) });
   } finally {
     await commitSyncJournal(undo);
+    if (quota && change) {
+      const back = { files: 0, bytes: 0 };
+      unique.forEach((f, i) => {
+        if (got && "etag" in got[i]!) return;
+        back.files -= change.each[i]!.files;
+        back.bytes -= change.each[i]!.bytes;
+      });
+      await quota.settle(back);
+    }
   }
+}
+
+/**
+ * What committing `files` changes in the storage quotas: each file's size less the size of the
+ * version at its path now (+1 file where there is none), from one listing of the workspace's tree
+ * (one LIST per 1,000 files): no HEAD per file.
+ */
+async function commitChange(view: StorageDriver, prefix: string, files: readonly StagedFile[]): Promise<{ total: { files: number; bytes: number }; each: { files: number; bytes: number }[] }> {
+  const wanted = new Set(files.map((f) => prefix + f.path));
+  const sizes = new Map<string, number>();
+  let cursor: string | undefined;
+  do {
+    const page = await view.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of page.objects) if (wanted.has(o.key)) sizes.set(o.key.slice(prefix.length), o.size);
+    cursor = page.cursor;
+  } while (cursor);
+  const each = files.map((f) => ({ files: sizes.has(f.path) ? 0 : 1, bytes: f.size - (sizes.get(f.path) ?? 0) }));
+  return { total: each.reduce((a, b) => ({ files: a.files + b.files, bytes: a.bytes + b.bytes }), { files: 0, bytes: 0 }), each };
 }

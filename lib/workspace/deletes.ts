@@ -41,6 +41,8 @@ export async function deleteFiles(ws: Workspace, items: readonly DeleteItem[], g
     }
     files = known;
   }
+  // The storage quotas get back what the deletes free: each deleted version's size (one HEAD each, unless the caller knows it).
+  const sizes = ws.quota ? await sizesOf(ws, files) : undefined;
   try {
     if (files.length) await ws.driver.delete(files.map((f) => (f.etag === null ? ws.key(f.path) : { key: ws.key(f.path), ifMatch: f.etag })));
   } catch (e) {
@@ -50,9 +52,26 @@ export async function deleteFiles(ws: Workspace, items: readonly DeleteItem[], g
   const deleted: string[] = [];
   const refused: string[] = [];
   for (const f of items) (refusedKeys.has(ws.key(f.path)) ? refused : deleted).push(f.path);
+  if (sizes && ws.quota) {
+    const freed = deleted.map((p) => sizes.get(p)).filter((n): n is number => n !== undefined);
+    if (freed.length) await ws.quota.settle({ files: -freed.length, bytes: -freed.reduce((a, b) => a + b, 0) });
+  }
   for (const p of refused) await ws.undo?.refused(p);
   for (const p of deleted) ws.undo?.landed(p, null);
   for (const p of deleted) await gone(p);
   return { deleted, refused };
 }
 
+
+/** The size of each file about to be deleted (the version named, when its etag is given), six HEADs at a time; absent: none there. */
+async function sizesOf(ws: Workspace, items: readonly DeleteItem[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (let i = 0; i < items.length; i += 6) {
+    await Promise.all(items.slice(i, i + 6).map(async (f) => {
+      if (f.size !== undefined) return void out.set(f.path, f.size);
+      const h = await ws.head(f.path);
+      if (h && (f.etag === null || h.etag === f.etag)) out.set(f.path, h.size);
+    }));
+  }
+  return out;
+}

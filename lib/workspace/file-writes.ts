@@ -24,6 +24,8 @@ export interface PutFileOptions {
   placeChecked?: boolean;
   record?: boolean;
   last?: boolean;
+  /** The size of the version the write replaces (null: none), when the caller has it: the storage quotas' charge needs no HEAD then. */
+  replaces?: number | null;
 }
 
 /** What the Workspace gives a write: the session (the version's writer) and who hears of the version that landed. */
@@ -33,17 +35,31 @@ export interface PutHooks {
 }
 
 export async function putFile(ws: Workspace, path: string, body: PutBody, opts: PutFileOptions, hooks: PutHooks): Promise<FileInfo> {
-  if (opts.ifMatch === undefined && !opts.placeChecked) await checkPlace(ws, path);
+  const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
+  // The place is checked (reads only) beside the storage quotas' charge of a create: the charge's round trip costs no time of its own.
+  const place = opts.ifMatch === undefined && !opts.placeChecked ? checkPlace(ws, path) : null;
+  place?.catch(() => {});
   if (ws.undo && opts.ifMatch === undefined && !opts.create) {
     // Undo needs the version replaced: an unconditional write becomes conditional on what is there now.
     const now = await ws.head(path);
-    opts = now ? { ...opts, ifMatch: now.etag } : { ...opts, create: true };
+    opts = now ? { ...opts, ifMatch: now.etag, replaces: now.size } : { ...opts, create: true };
+  }
+  // The storage quotas: the change is charged before anything (the undo capture included) is written.
+  const charging = ws.quota ? chargeWrite(ws, path, bytes?.length ?? opts.length, opts) : undefined;
+  const [placed, charge] = await Promise.allSettled([place, charging]);
+  const charged = charge.status === "fulfilled" ? charge.value : undefined;
+  let written = false;
+  const giveBack = () => (charged && ws.quota && !written ? ws.quota.settle({ files: -charged.files, bytes: -charged.bytes }) : Promise.resolve());
+  if (placed.status === "rejected" || charge.status === "rejected") {
+    await giveBack();
+    if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+    throw placed.status === "rejected" ? placed.reason : (charge as PromiseRejectedResult).reason;
   }
   if (ws.undo && !(await ws.undo.capture(ws.driver, ws.key(path), path, opts.ifMatch ?? null))) {
+    await giveBack();
     if (body instanceof ReadableStream) await body.cancel().catch(() => {});
     throw await modified(ws, path);
   }
-  const bytes = typeof body === "string" ? utf8.encode(body) : body instanceof Uint8Array ? body : undefined;
   const contentType = tenantContentType(opts.contentType);
   if (bytes && opts.last && ws.undo && ws.driver.contentEtags) ws.undo.writeBeside(path, md5Hex(bytes));
   try {
@@ -54,18 +70,35 @@ export async function putFile(ws: Workspace, path: string, body: PutBody, opts: 
       ...(contentType ? { contentType } : {}),
       ...(opts.record ? { writer: hooks.writer } : {}),
     });
+    written = true;
     const info = ws.toInfo(o);
+    // A stream of unknown length was charged nothing: its size is known now.
+    if (charged && bytes === undefined && opts.length === undefined) await ws.quota!.settle({ files: 0, bytes: info.size });
     ws.undo?.landed(path, info.etag); // a record written beside that named another etag is replaced at commit
     if (opts.record) ws.records.notedOwnWrite(path, info.etag);
     ws.bytesWritten += info.size;
     await hooks.landed(path, info, bytes);
     return info;
   } catch (e) {
+    await giveBack();
     await ws.undo?.refused(path);
     if (!isConditionFailed(e)) throw e;
     if (opts.create) throw new ToolError("ALREADY_EXISTS", `${path} already exists (another call created it). Read it before changing it.`, { path });
     throw await modified(ws, path);
   }
+}
+
+/**
+ * Charges a write to the storage quotas before it is written: its new size less the size of the
+ * version it replaces, and one file when the path is new. The replaced size comes from the caller
+ * (`replaces`), or one HEAD.
+ */
+async function chargeWrite(ws: Workspace, path: string, size: number | undefined, opts: PutFileOptions): Promise<{ files: number; bytes: number }> {
+  let replaced: number | null = null;
+  if (!opts.create) replaced = opts.replaces !== undefined ? opts.replaces : ((await ws.head(path))?.size ?? null);
+  const delta = { files: replaced === null ? 1 : 0, bytes: (size ?? 0) - (replaced ?? 0) };
+  await ws.quota!.charge(delta);
+  return delta;
 }
 
 /** FILE_MODIFIED for a write refused because `path` changed since the caller read it, with its current version. */

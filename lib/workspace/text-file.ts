@@ -36,5 +36,5 @@ function decodeText(path: string, { bytes, info }: { bytes: Uint8Array; info: Fi
 
 /** Writes the edited text over exactly the version that was loaded, and records it: the call's one change. */
 export function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
-  return ws.put(path, utf8.encode(text), { ...(loaded ? { ifMatch: loaded.etag } : { create: true }), record: true, last: true });
+  return ws.put(path, utf8.encode(text), { ...(loaded ? { ifMatch: loaded.etag, replaces: loaded.size } : { create: true }), record: true, last: true });
 }

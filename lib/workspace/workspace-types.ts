@@ -40,6 +40,7 @@ export interface WorkspaceCore {
   readonly tenant: string;
   readonly id: string;
   readonly undo: UndoJournal | undefined;
+  readonly quota: StorageQuota | undefined;
   bytesRead: number;
   bytesWritten: number;
   key(path: string): string;
@@ -55,6 +56,26 @@ export interface WorkspaceCore {
   notFound(path: string, what?: string): Promise<ToolError>;
   get(path: string, range?: { offset: number; length?: number }): Promise<GetResult | null>;
   list(dir: string, opts?: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }>;
+}
+
+/** A change of a workspace's stored files and bytes (negative: fewer). */
+export interface StorageDelta {
+  files: number;
+  bytes: number;
+}
+
+/**
+ * The tenant's storage quotas as a Workspace sees them (lib/limits/storage-quota.ts makes one;
+ * docs/limits-and-quotas.md): every write charges its change before anything is written, every
+ * delete and every failed write gives back.
+ */
+export interface StorageQuota {
+  /** Before a write: charges `delta`; QUOTA_EXCEEDED (naming quota, usage, limit) when it would cross a quota, and nothing is charged. */
+  charge(delta: StorageDelta): Promise<void>;
+  /** After the fact (a delete, a failed write's charge, a size learnt only after writing): applied, never refused. */
+  settle(delta: StorageDelta): Promise<void>;
+  /** After a bulk change (an import): sets the workspace's exact count from a listing of its tree (`driver`: a view of the new tree). */
+  recount?(driver?: StorageDriver): Promise<void>;
 }
 
 /** Told about every change made through a Workspace (search indexes listen here). */
@@ -92,6 +113,8 @@ export interface WorkspaceOptions {
   background?: (p: Promise<unknown>) => void;
   /** The call's undo journal (lib/run/undo/): every write and delete keeps its before-image there. */
   undo?: UndoJournal;
+  /** The tenant's storage quotas: every write is charged before it is written, every delete gives back. Absent: not counted. */
+  quota?: StorageQuota;
   /** Reads started before the workspace was opened (lib/workspace/early.ts); `driver` reads through its storage. */
   early?: EarlyReads;
   /** The isolate's last seen versions of files (version-cache.ts): told of every write, delete and whole read. */

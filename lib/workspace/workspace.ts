@@ -28,12 +28,10 @@ import { openForChange, readBytes, readForChange, readMany } from "./file-reads.
 import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
-import type { ListEntry, ScanItem, WorkspaceOptions } from "./workspace-types.js";
+import type { ListEntry, ScanItem, StorageQuota, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
 
-export type { ListEntry, ScanItem } from "./workspace-types.js";
-
-export type { WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
+export type { ListEntry, ScanItem, StorageDelta, StorageQuota, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 export class Workspace {
   readonly driver: StorageDriver;
@@ -51,6 +49,7 @@ export class Workspace {
   private readonly early: EarlyReads | undefined;
   /** The undo journal of the call this Workspace serves (none: changes are not undoable, e.g. raw files route). */
   readonly undo: UndoJournal | undefined;
+  readonly quota: StorageQuota | undefined; // charged by every write, given back by every delete (WorkspaceOptions.quota)
   /** The isolate's last seen versions of files (version-cache.ts). */
   private readonly versions: VersionCache | undefined;
   private readonly upkeep: (() => Promise<StorageDriver>) | undefined;
@@ -69,6 +68,7 @@ export class Workspace {
     this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
     this.session = new SessionFiles(opts.records, opts.background);
     this.undo = opts.undo;
+    this.quota = opts.quota;
     this.early = opts.early;
     this.versions = opts.versions;
     this.upkeep = opts.upkeep;

@@ -14,6 +14,7 @@ import { internalPrefix, normalizePath } from "../../layout/paths.js";
 import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { createWorkspace, deleteWorkspace } from "../../workspace/registry.js";
+import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { archiveLimits } from "../../archive/limits.js";
 import { exportEtag, exportStream, listForExport } from "../../archive/export.js";
@@ -73,7 +74,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
   const opened = await openWorkspace(layerDeps(deps), tenant, id);
-  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true });
+  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...quotaOpt(quotaOf(deps.limits, tenant, id, callerOf(c.get("auth")), opened.driver)) });
   const length = contentLength(c);
   const opts = {
     mode,
@@ -106,6 +107,7 @@ export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Prom
     return c.json({ ...meta, import: { workspace: meta.id, ...report } }, 201);
   } catch (e) {
     await deleteWorkspace(deps.storage, tenant, meta.id).catch((err) => console.error("could not delete a workspace whose import failed", err));
+    await deps.limits?.setStorage(tenant, meta.id, null).catch(() => {});
     throw e;
   }
 }

@@ -15,6 +15,7 @@ import { normalizeFilePath, normalizePath } from "../../layout/paths.js";
 import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
+import { callerOf, quotaOf } from "../../workspace/quota.js";
 import type { FileInfo } from "../../layout/files.js";
 import { addRoute } from "./access.js";
 import { errorResponses, newApp, requestWorkspace } from "./common.js";
@@ -64,7 +65,8 @@ export function filesApp(deps: AppDeps) {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
     const { driver } = await requestWorkspace(c, deps, tenant, id);
-    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}) });
+    const quota = quotaOf(deps.limits, tenant, id, callerOf(c.get("auth")), driver);
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;
@@ -95,10 +97,12 @@ export function filesApp(deps: AppDeps) {
     const ifMatch = c.req.header("if-match");
     const create = c.req.header("if-none-match")?.trim() === "*";
     if (ifMatch && create) throw new ToolError("INVALID_ARGUMENT", "Send If-Match or If-None-Match: *, not both.");
-    const existed = !create && (await ws.head(path)) !== null;
+    const existing = create ? null : await ws.head(path);
+    const existed = existing !== null;
     const contentType = c.req.header("content-type");
     const info = await ws.put(path, c.req.raw.body ?? new Uint8Array(), {
       length,
+      ...(!ifMatch || existing?.etag === unquoteEtag(ifMatch) ? { replaces: existing?.size ?? null } : {}),
       ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
       ...(create ? { create: true } : {}),
       ...(contentType ? { contentType } : {}),

@@ -1,14 +1,29 @@
 /**
- * Quotas checked by routes before they write (docs/limits-and-quotas.md): `workspaces` at create
- * and fork. The usage is counted from storage (one list per 1,000 workspaces, stopped at the
- * limit), so it never drifts; two creates racing past the last free slot can both pass (the
- * overshoot is at most the creates in flight at that moment).
+ * Quotas checked by routes before they write (docs/limits-and-quotas.md):
+ * - `workspaces` at create, fork and create-with-archive: a slot is taken in the tenant's limits
+ *   object FIRST, then the workspaces are counted in storage (one list per 1,000, stopped at the
+ *   limit); the create passes when that count + the slots other creates hold stays under the limit.
+ *   A create that landed is in the count, one in flight holds a slot: two creates racing for the last
+ *   slot never both pass. The slot is released once the create answered (or its lease ends).
+ * - `storage_bytes` / `files_per_workspace` of the route-level bulk changes: a fork (the new workspace
+ *   starts with its origin's files) and a restore (the tree becomes the checkpoint's), charged before
+ *   they write, and counted exactly after.
  */
 import type { AppDeps } from "../deps.js";
 import type { AuthInfo } from "../../contract/caller.js";
-import { effectiveLimits, quotaExceeded } from "../../limits/fields.js";
+import { quotaExceeded } from "../../limits/fields.js";
 import { tenantWorkspacesPrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
+import type { StorageUsage } from "../../limits/usage.js";
+import { getCheckpoint } from "../../layers/checkpoints.js";
+import { openWorkspace as openLayers } from "../../layers/open.js";
+import { layerDeps } from "../../run/run-tool.js";
+import { callerOf, quotaOf } from "../../workspace/quota.js";
+import type { StorageQuotaHandle } from "../../limits/storage-quota.js";
+import { ToolError } from "../../shared/errors.js";
+
+/** How long a create's slot is held at most (a create that dies mid-way frees it then). */
+const SLOT_LEASE_MS = 120_000;
 
 /** The tenant's workspaces, counted up to `atMost` (a listing of workspace prefixes, 1,000 a page). */
 export async function countWorkspaces(storage: StorageDriver, tenant: string, atMost: number): Promise<number> {
@@ -22,10 +37,87 @@ export async function countWorkspaces(storage: StorageDriver, tenant: string, at
   return n;
 }
 
-/** QUOTA_EXCEEDED when the tenant (or the key) already has as many workspaces as its `workspaces` limit allows. */
-export async function checkWorkspaceQuota(deps: AppDeps, auth: AuthInfo): Promise<void> {
-  if (!deps.limits) return;
-  const limit = effectiveLimits(await deps.limits.get(auth.tenant), auth.limits).workspaces;
-  const usage = await countWorkspaces(deps.storage, auth.tenant, limit);
-  if (usage >= limit) throw quotaExceeded("workspaces", usage, limit, "No workspace was created");
+/**
+ * A slot of the `workspaces` quota for one create: QUOTA_EXCEEDED when the tenant (or the key)
+ * already has, or is creating, as many workspaces as its limit allows. Returns the release (call it
+ * once the create answered, whatever its outcome).
+ */
+export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promise<() => Promise<void>> {
+  const limits = deps.limits;
+  if (!limits) return async () => {};
+  let d;
+  try {
+    d = await limits.reserveWorkspace(auth.tenant, callerOf(auth), SLOT_LEASE_MS);
+  } catch (e) {
+    console.error("limits: the tenant's limits object did not answer; the create goes on uncounted", e instanceof Error ? e.message : String(e));
+    return async () => {};
+  }
+  const release = () => limits.releaseWorkspace(auth.tenant, d.slot).catch(() => {}); // missed: the lease ends on its own
+  const counted = await countWorkspaces(deps.storage, auth.tenant, d.limit).catch(async (e: unknown) => {
+    await release();
+    throw e;
+  });
+  if (counted + d.pending >= d.limit) {
+    await release();
+    throw quotaExceeded("workspaces", counted + d.pending, d.limit, `No workspace was created${d.pending ? ` (${d.pending} other create${d.pending === 1 ? " is" : "s are"} under way)` : ""}`);
+  }
+  return release;
+}
+
+/** The files and bytes a workspace (or one of its checkpoints) holds, as its quotas see them. */
+async function usageOf(deps: AppDeps, auth: AuthInfo, ws: string, checkpoint?: string): Promise<StorageUsage | null> {
+  if (checkpoint !== undefined) {
+    const ld = layerDeps(deps);
+    const cp = await getCheckpoint(ld, auth.tenant, ws, checkpoint);
+    const m = await ld.manifests.load(deps.storage, auth.tenant, cp.manifest);
+    const out = { files: 0, bytes: 0 };
+    for (const e of m.entries) if (!e.path.endsWith("/")) (out.files++, (out.bytes += e.size));
+    return out;
+  }
+  const opened = await openLayers(layerDeps(deps), auth.tenant, ws);
+  return (await quotaFor(deps, auth, ws, opened.driver)!.usage());
+}
+
+const quotaFor = (deps: AppDeps, auth: AuthInfo, ws: string, driver: StorageDriver): StorageQuotaHandle | undefined => quotaOf(deps.limits, auth.tenant, ws, callerOf(auth), driver);
+
+/**
+ * A fork's files, charged to the new workspace `id` before it is made (QUOTA_EXCEEDED: nothing is
+ * written). Returns what to call if the fork then fails (the new workspace's count is dropped).
+ */
+export async function chargeFork(deps: AppDeps, auth: AuthInfo, from: string, id: string, checkpoint?: string): Promise<() => Promise<void>> {
+  if (!deps.limits) return async () => {};
+  const limits = deps.limits;
+  const usage = await usageOf(deps, auth, from, checkpoint);
+  if (!usage) return async () => {};
+  const d = await limits.chargeStorage(auth.tenant, callerOf(auth), id, usage, { init: { files: 0, bytes: 0 } }).catch(() => null);
+  if (d && !d.ok && !("unknown" in d)) throw quotaExceeded(d.quota, d.usage, d.limit, `The fork of ${from} holds ${usage.files} files and ${usage.bytes} bytes; no workspace was created`);
+  return () => limits.setStorage(auth.tenant, id, null).catch(() => {});
+}
+
+/**
+ * A restore's change (the checkpoint's tree less the current one), charged before it switches;
+ * returns what to call after it: the exact count of the restored tree (or the charge given back when it failed).
+ */
+export async function chargeRestore(deps: AppDeps, auth: AuthInfo, ws: string, checkpoint: string): Promise<(ok: boolean) => Promise<void>> {
+  if (!deps.limits) return async () => {};
+  const opened = await openLayers(layerDeps(deps), auth.tenant, ws);
+  const quota = quotaFor(deps, auth, ws, opened.driver)!;
+  const [now, then] = await Promise.all([quota.usage(), usageOf(deps, auth, ws, checkpoint)]);
+  if (!now || !then) return async () => {};
+  const delta = { files: then.files - now.files, bytes: then.bytes - now.bytes };
+  try {
+    await quota.charge(delta);
+  } catch (e) {
+    if (e instanceof ToolError) throw new ToolError(e.code, e.message.replace("This change", `Restoring ${checkpoint}`), e.details);
+    throw e;
+  }
+  return async (ok) => {
+    if (!ok) return quota.settle({ files: -delta.files, bytes: -delta.bytes });
+    await quota.recount((await openLayers(layerDeps(deps), auth.tenant, ws)).driver);
+  };
+}
+
+/** A deleted workspace's count goes (its bytes leave the tenant's). */
+export async function dropWorkspaceUsage(deps: AppDeps, tenant: string, ws: string): Promise<void> {
+  await deps.limits?.setStorage(tenant, ws, null).catch(() => {});
 }

@@ -4,6 +4,7 @@ import type { AppDeps } from "../deps.js";
 import { RecordStore } from "../../workspace/records.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { undoCall, listUndoable } from "../../run/undo/apply.js";
+import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -38,7 +39,7 @@ export function undoApp(deps: AppDeps) {
       const body = ((c.get("json") as { call_id?: unknown; session?: unknown } | undefined) ?? {});
       const session = checkSessionId(typeof body.session === "string" ? body.session : (c.req.header("x-session-id") ?? "default"));
       const opened = await openWorkspace(ld, tenant, ws);
-      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}) });
+      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps.limits, tenant, ws, callerOf(c.get("auth")), opened.driver)) });
       return c.json(await undoCall(deps.storage, workspace, { session, ...(typeof body.call_id === "string" ? { callId: body.call_id } : {}) }), 200);
     },
   );

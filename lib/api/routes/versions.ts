@@ -9,6 +9,7 @@ import { readLinks } from "../../layout/links.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
+import { chargeRestore } from "./quotas.js";
 import { openWorkspace } from "../../layers/open.js";
 
 // Each route's access is part of its definition (lib/api/routes/access.ts): the guard checks the key's
@@ -89,12 +90,21 @@ export function versionsApp(deps: AppDeps) {
       method: "post", path: "/v1/workspaces/{ws}/checkpoints/{id}/restore", tags: ["versions"],
       summary: "Make the workspace that checkpoint again (concurrent writers are reported in conflicts, never overwritten)",
       request: { params: CpParam },
-      responses: { 200: { description: "Restored", content: { "application/json": { schema: z.object({ checkpoint: CheckpointSchema, removed: z.number(), conflicts: z.array(z.string()) }) } } }, ...errorResponses(401, 403, 404, 409) },
+      responses: { 200: { description: "Restored", content: { "application/json": { schema: z.object({ checkpoint: CheckpointSchema, removed: z.number(), conflicts: z.array(z.string()) }) } } }, ...errorResponses(401, 403, 404, 409, 413) },
     })),
     async (c) => {
       const { ws, id } = c.req.valid("param");
       await requireMeta(ld, c.get("auth").tenant, ws);
-      return c.json(await restoreCheckpoint(ld, c.get("auth").tenant, ws, id), 200);
+      const settle = await chargeRestore(deps, c.get("auth"), ws, id); // the storage quotas, before anything is written
+      let report;
+      try {
+        report = await restoreCheckpoint(ld, c.get("auth").tenant, ws, id);
+      } catch (e) {
+        await settle(false);
+        throw e;
+      }
+      await settle(true);
+      return c.json(report, 200);
     },
   );
   app.openapi(

@@ -3,6 +3,8 @@
  * scope (deleting destroys every file), listing and getting 'read'.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../http.js";
 import { parseJsonBody } from "../http.js";
 import type { AppDeps } from "../deps.js";
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../../workspace/registry.js";
@@ -16,7 +18,8 @@ import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
-import { checkWorkspaceQuota } from "./quotas.js";
+import { chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
+import { randomId } from "../../shared/hash.js";
 
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
@@ -41,9 +44,17 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       responses: { 201: { description: "Created", content: { "application/json": { schema: WorkspaceSchema.extend({ import: ImportReportSchema.optional() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),
     async (c) => {
-      await checkWorkspaceQuota(deps, c.get("auth")); // the workspaces quota, before anything is written
+      const release = await reserveWorkspaceSlot(deps, c.get("auth")); // the workspaces quota, before anything is written
+      try {
+        return (await create(c)) as never;
+      } finally {
+        await release();
+      }
+    },
+  );
+  async function create(c: Context<AppEnv>): Promise<Response> {
       // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
-      if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps) as never;
+      if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps);
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
       const body = parseJsonBody(CreateBody, c.get("json") ?? {});
       const auth = c.get("auth");
@@ -54,12 +65,18 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin: the route already needs write.
         if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
-        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
-        return c.json(fork, 201);
+        const forkId = id ?? `ws_${randomId(16)}`;
+        const undoCharge = await chargeFork(deps, auth, body.from_workspace, forkId, body.checkpoint); // the storage quotas, before anything is written
+        try {
+          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+          return c.json(fork, 201);
+        } catch (e) {
+          await undoCharge();
+          throw e;
+        }
       }
       return c.json(await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
-    },
-  );
+  }
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {
       method: "get", path: "/v1/workspaces", tags: ["workspaces"],
@@ -91,6 +108,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     async (c) => {
       const { ws } = c.req.valid("param");
       const r = await deleteWorkspace(deps.storage, c.get("auth").tenant, ws);
+      await dropWorkspaceUsage(deps, c.get("auth").tenant, ws); // its bytes leave the tenant's storage_bytes
       return c.json({ deleted: true as const, id: ws, ...r }, 200);
     },
   );

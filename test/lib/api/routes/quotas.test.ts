@@ -2,6 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { memoryLimits } from "../../../../lib/limits/store.js";
+import { durableLimits } from "../../../../lib/limits/durable-object.js";
 import { admin, newTenant, testApp } from "../../../helpers.js";
 import { tar } from "../../archive/archives.js";
 
@@ -45,4 +46,20 @@ describe("workspaces quota", () => {
     expect(((await res.json()) as any).error.details).toEqual({ quota: "workspaces", usage: 1, limit: 1 });
     expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "yes" }) })).status).toBe(201);
   });
+
+  it("creates racing for the last slot: of 12 concurrent creates through two app instances sharing the limits object, exactly one passes", async () => {
+    const one = testApp({ limits: durableLimits(env.LIMITS) });
+    const two = testApp({ limits: durableLimits(env.LIMITS) });
+    const t = await newTenant(one); // main
+    await admin(one, `/v1/admin/tenants/${t.tenant}/limits`, { workspaces: 2 }, "PUT");
+    const res = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? two : one).request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ id: `race-${i}` }) })));
+    expect(res.filter((r) => r.status === 201).length).toBe(1);
+    expect(res.filter((r) => r.status === 413).length).toBe(11);
+    const listed = (await (await t.req("/v1/workspaces")).json()) as any;
+    expect(listed.workspaces.length).toBe(2);
+    // The slots are released: with one deleted, the next create passes.
+    const made = listed.workspaces.find((w: any) => w.id !== "main").id;
+    expect((await t.req(`/v1/workspaces/${made}`, { method: "DELETE" })).status).toBe(200);
+    expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "after" }) })).status).toBe(201);
+  }, 120_000);
 });

@@ -1,0 +1,82 @@
+/**
+ * storage_bytes and files_per_workspace as a Workspace uses them (its StorageQuota,
+ * lib/workspace/workspace-types.ts): one round trip to the tenant's limits object per write,
+ * charging the write's change before it is written (usage.ts); deletes and failed writes give back.
+ * A workspace the object has no count of yet (made before counting began) is counted once, here,
+ * from a listing of its merged tree (one LIST per 1,000 files). Bulk writers (import, restore,
+ * fork, a packed write-back's commit) charge their whole change first (checkBulk), then set the
+ * exact count they produced (recount).
+ * When the object cannot be reached, writes go on uncounted (logged), as calls do.
+ */
+import { quotaExceeded } from "./fields.js";
+import type { Caller, LimitsStore } from "./store.js";
+import type { StorageUsage } from "./usage.js";
+import type { StorageDriver } from "../storage/types.js";
+
+export interface StorageQuotaHandle {
+  /** The workspace's count (counted now if the object has none); null when the object cannot be reached. */
+  usage(): Promise<StorageUsage | null>;
+  charge(delta: StorageUsage): Promise<void>;
+  settle(delta: StorageUsage): Promise<void>;
+  /** Sets the workspace's exact count from a listing of its tree (after a bulk change); `view`: the tree as it is now, when the base moved since `driver` was opened. */
+  recount(view?: StorageDriver): Promise<void>;
+}
+
+const unreachable = (e: unknown) => console.error("limits: the tenant's limits object did not answer; storage goes on uncounted", e instanceof Error ? e.message : String(e));
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+
+/** The storage quotas of workspace `ws` of `tenant` for `caller`; `driver` is the workspace's merged view (what a listing shows). */
+export function storageQuota(limits: LimitsStore, tenant: string, ws: string, caller: Caller, driver: StorageDriver, filesPrefix: string): StorageQuotaHandle {
+  return {
+    async usage() {
+      try {
+        let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 });
+        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { init: await countStored(driver, filesPrefix) });
+        return d.ok ? { files: d.files, bytes: d.bytes } : null;
+      } catch (e) {
+        unreachable(e);
+        return null;
+      }
+    },
+    async charge(delta) {
+      let d;
+      try {
+        d = await limits.chargeStorage(tenant, caller, ws, delta);
+        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, delta, { init: await countStored(driver, filesPrefix) });
+      } catch (e) {
+        return unreachable(e);
+      }
+      if (d.ok || "unknown" in d) return;
+      const asked = d.quota === "files_per_workspace" ? `${plural(delta.files, "more file")}` : `${plural(delta.bytes, "more byte")}`;
+      throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`);
+    },
+    async settle(delta) {
+      if (delta.files === 0 && delta.bytes === 0) return;
+      await limits.chargeStorage(tenant, caller, ws, delta, { force: true }).then(() => {}, unreachable);
+    },
+    async recount(view) {
+      try {
+        await limits.setStorage(tenant, ws, await countStored(view ?? driver, filesPrefix));
+      } catch (e) {
+        unreachable(e);
+      }
+    },
+  };
+}
+
+/** The files and bytes of a workspace's tree: a listing of its files prefix through its merged view (markers, ending "/", are not files). */
+export async function countStored(driver: StorageDriver, filesPrefix: string): Promise<StorageUsage> {
+  const out = { files: 0, bytes: 0 };
+  let cursor: string | undefined;
+  do {
+    const page = await driver.list({ prefix: filesPrefix, ...(cursor ? { cursor } : {}) });
+    for (const o of page.objects) {
+      if (o.key.endsWith("/")) continue;
+      out.files++;
+      out.bytes += o.size;
+    }
+    cursor = page.cursor;
+  } while (cursor);
+  return out;
+}

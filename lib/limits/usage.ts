@@ -1,0 +1,140 @@
+/**
+ * One tenant's quota counters, beside its rate limiter (limiter.ts), in the same place (the
+ * tenant's Durable Object on Workers, memory in tests): every decision is made here, atomically.
+ *
+ * - Storage: per workspace, its files and bytes (the merged tree: what a listing shows; directory
+ *   markers, checkpoints, undo history and the search index are not counted); the tenant's bytes
+ *   are their sum. A write charges its change (new size − replaced size, +1 file for a new path)
+ *   BEFORE it writes: the charge is refused when it would cross storage_bytes (tenant) or
+ *   files_per_workspace (the workspace), else applied at once, so concurrent writers each see the
+ *   others' charges (a reservation). A write that then fails, and every delete, gives back. A
+ *   workspace never counted (made before counting began) is counted once by the caller (`unknown`).
+ * - Workspace slots: a create holds a pending slot while it lists and writes, so two creates racing
+ *   for the last slot never both pass (docs/limits-and-quotas.md: the argument).
+ * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
+ */
+export interface StorageUsage {
+  files: number;
+  bytes: number;
+}
+
+export type StorageDecision =
+  | { ok: true; files: number; bytes: number; tenant_bytes: number }
+  | { ok: false; quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number }
+  | { ok: false; unknown: true };
+
+export interface ChargeOptions {
+  /** The workspace's count, when it has none yet (the caller counted it). */
+  init?: StorageUsage;
+  /** Applied even past a limit: what was already written (a stream whose size was known only after). */
+  force?: boolean;
+}
+
+export interface SlotDecision {
+  slot: string;
+  /** Other creates holding a slot when this one was taken. */
+  pending: number;
+  /** The workspaces limit that applies to the caller. */
+  limit: number;
+}
+
+export interface TaskLease {
+  id: string;
+  until: number;
+}
+
+export type TaskDecision = { ok: true; running: number; limit: number } | { ok: false; running: number; limit: number; tasks: string[]; retry_after: number };
+
+export class TenantUsage {
+  readonly storage = new Map<string, StorageUsage>();
+  private tenantBytes = 0;
+  /** Workspace creates in flight: slot id → lease end. */
+  readonly slots = new Map<string, number>();
+  readonly tasks = new Map<string, TaskLease>();
+  private seq = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** Loads what a restarted object kept. */
+  load(storage: Iterable<[string, StorageUsage]>, tasks: Iterable<TaskLease> = []): void {
+    for (const [ws, u] of storage) this.setStorage(ws, u);
+    for (const t of tasks) this.tasks.set(t.id, t);
+  }
+
+  get bytes(): number {
+    return this.tenantBytes;
+  }
+
+  /**
+   * Charges `delta` to workspace `ws` (negative: gives back). A growth that would cross a limit is
+   * refused and nothing is charged (unless `force`: what was written already). `init`: the workspace's count, when it had none (the caller counted it).
+   */
+  chargeStorage(ws: string, delta: StorageUsage, limits: { storage_bytes: number; files_per_workspace: number }, opts: ChargeOptions = {}): StorageDecision {
+    if (opts.init && !this.storage.has(ws)) this.setStorage(ws, opts.init);
+    const cur = this.storage.get(ws);
+    if (!cur) return { ok: false, unknown: true }; // a give-back to a workspace never counted changes nothing: its first count sees the change
+    if (!opts.force && delta.bytes > 0 && this.tenantBytes + delta.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes, limit: limits.storage_bytes };
+    if (!opts.force && delta.files > 0 && cur.files + delta.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files, limit: limits.files_per_workspace };
+    this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
+    const now = this.storage.get(ws)!;
+    return { ok: true, files: now.files, bytes: now.bytes, tenant_bytes: this.tenantBytes };
+  }
+
+  /** Sets a workspace's count (a recount after a bulk change; null: the workspace is gone). */
+  setStorage(ws: string, u: StorageUsage | null): void {
+    const old = this.storage.get(ws);
+    if (old) this.tenantBytes -= old.bytes;
+    if (!u) {
+      this.storage.delete(ws);
+      return;
+    }
+    const clean = { files: Math.max(0, u.files), bytes: Math.max(0, u.bytes) };
+    this.storage.set(ws, clean);
+    this.tenantBytes += clean.bytes;
+  }
+
+  /**
+   * A pending workspace slot, taken BEFORE the create counts the workspaces in storage: `pending` is
+   * how many other creates hold one now. The create passes when its count + pending stays under the
+   * limit (docs/limits-and-quotas.md: why two creates racing for the last slot never both pass).
+   */
+  reserveSlot(leaseMs: number): { slot: string; pending: number } {
+    const now = this.now();
+    for (const [id, until] of this.slots) if (until <= now) this.slots.delete(id);
+    const pending = this.slots.size;
+    const slot = `${now.toString(36)}-${(this.seq++).toString(36)}`;
+    this.slots.set(slot, now + leaseMs);
+    return { slot, pending };
+  }
+
+  releaseSlot(slot: string): void {
+    this.slots.delete(slot);
+  }
+
+  /** A background task's place, leased for leaseMs; `id` names it (its workspace and run) so it can be released by name. */
+  acquireTask(id: string, limit: number, leaseMs: number): TaskDecision {
+    const now = this.now();
+    this.expireTasks(now);
+    if (this.tasks.has(id)) return { ok: true, running: this.tasks.size, limit };
+    if (this.tasks.size >= limit) {
+      const held = [...this.tasks.values()];
+      const soonest = Math.min(...held.map((t) => t.until), now + 60_000);
+      return { ok: false, running: held.length, limit, tasks: held.map((t) => t.id), retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))) };
+    }
+    this.tasks.set(id, { id, until: now + leaseMs });
+    return { ok: true, running: this.tasks.size, limit };
+  }
+
+  /** Releases tasks by id; returns whether any was held. */
+  releaseTasks(ids: readonly string[]): boolean {
+    let any = false;
+    for (const id of ids) any = this.tasks.delete(id) || any;
+    return any;
+  }
+
+  expireTasks(now = this.now()): boolean {
+    let dropped = false;
+    for (const [id, t] of this.tasks) if (t.until <= now) dropped = this.tasks.delete(id) || dropped;
+    return dropped;
+  }
+}

@@ -1,0 +1,19 @@
+/** The storage quotas of one workspace for one caller (lib/limits/storage-quota.ts), or none when the app counts nothing. */
+import { filesPrefix } from "../layout/paths.js";
+import { storageQuota, type StorageQuotaHandle } from "../limits/storage-quota.js";
+import type { Caller, LimitsStore } from "../limits/store.js";
+import type { StorageDriver } from "../storage/types.js";
+
+/** `driver`: the workspace's merged view (its first count lists it). `caller`: the key (its own limits apply), or {key_id: ""} for the tenant's. */
+export function quotaOf(limits: LimitsStore | undefined, tenant: string, ws: string, caller: Caller, driver: StorageDriver): StorageQuotaHandle | undefined {
+  return limits ? storageQuota(limits, tenant, ws, caller, driver, filesPrefix(tenant, ws)) : undefined;
+}
+
+/** The caller of an authenticated request: its key and the key's own limits. */
+export const callerOf = (auth: { key_id: string; limits?: Caller["limits"] }): Caller => ({ key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) });
+
+/** As a WorkspaceOptions field: `{quota}` when there is one, else nothing. */
+export const quotaOpt = <Q>(quota: Q | undefined): { quota: Q } | Record<never, never> => (quota ? { quota } : {});
+
+/** A run's write-back (the sync token names the tenant, not the key): the tenant's limits apply. */
+export const WRITE_BACK: Caller = { key_id: "" };

@@ -1,0 +1,37 @@
+/** The quota counters (lib/limits/usage.ts) as pure state: charges, give-backs, first counts, the workspace slots. */
+import { describe, expect, it } from "vitest";
+import { TenantUsage } from "../../../lib/limits/usage.js";
+
+const lim = { storage_bytes: 100, files_per_workspace: 3 };
+
+describe("TenantUsage storage", () => {
+  it("a workspace never counted asks for its count; a charge that would cross a limit is refused and charges nothing; a give-back is always applied", () => {
+    const u = new TenantUsage();
+    expect(u.chargeStorage("a", { files: 1, bytes: 10 }, lim)).toEqual({ ok: false, unknown: true });
+    expect(u.chargeStorage("a", { files: 1, bytes: 10 }, lim, { init: { files: 2, bytes: 80 } })).toEqual({ ok: true, files: 3, bytes: 90, tenant_bytes: 90 });
+    expect(u.chargeStorage("a", { files: 1, bytes: 0 }, lim)).toEqual({ ok: false, quota: "files_per_workspace", usage: 3, limit: 3 });
+    expect(u.chargeStorage("a", { files: 0, bytes: 11 }, lim)).toEqual({ ok: false, quota: "storage_bytes", usage: 90, limit: 100 });
+    expect(u.chargeStorage("a", { files: 0, bytes: 10 }, lim)).toMatchObject({ ok: true, bytes: 100 });
+    // storage_bytes is the tenant's: another workspace's growth is refused too.
+    expect(u.chargeStorage("b", { files: 1, bytes: 1 }, lim, { init: { files: 0, bytes: 0 } })).toEqual({ ok: false, quota: "storage_bytes", usage: 100, limit: 100 });
+    // A shrinking change always passes; so does one that was already written (force).
+    expect(u.chargeStorage("a", { files: -1, bytes: -30 }, lim)).toMatchObject({ ok: true, files: 2, bytes: 70 });
+    expect(u.chargeStorage("a", { files: 0, bytes: 50 }, lim, { force: true })).toMatchObject({ ok: true, bytes: 120 });
+    u.setStorage("a", null);
+    expect(u.bytes).toBe(0);
+  });
+});
+
+describe("TenantUsage workspace slots", () => {
+  it("each slot sees the others in flight; released or ended slots are gone", () => {
+    let now = 0;
+    const u = new TenantUsage(() => now);
+    const a = u.reserveSlot(1000);
+    expect(a.pending).toBe(0);
+    expect(u.reserveSlot(1000).pending).toBe(1);
+    u.releaseSlot(a.slot);
+    expect(u.reserveSlot(1000).pending).toBe(1);
+    now = 1000;
+    expect(u.reserveSlot(1000).pending).toBe(0);
+  });
+});
