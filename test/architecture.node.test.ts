@@ -107,7 +107,7 @@ describe("the tree", () => {
     const sources = (dir: string): string[] =>
       readdirSync(join(REPO_ROOT, dir), { withFileTypes: true }).flatMap((e) => {
         const path = `${dir}/${e.name}`;
-        if (e.isDirectory()) return e.name === "node_modules" ? [] : sources(path);
+        if (e.isDirectory()) return e.name === "node_modules" || e.name.startsWith(".") ? [] : sources(path); // not bench/.data (the bench's corpus, git-ignored)
         return e.name.endsWith(".ts") && !e.name.endsWith(".generated.ts") ? [path] : [];
       });
     const over = ["lib", "functions", "infra", "scripts", "bench"]
