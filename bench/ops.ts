@@ -44,14 +44,14 @@ export interface Systems {
 }
 
 /** Read targets: text files of 1-64 KB and under 2,000 lines (one read page), spread over the set. */
-function readTargets(corpus: Corpus): string[] {
+export function readTargets(corpus: Corpus): string[] {
   const ok = corpus.files.filter((f) => f.text.length >= 1024 && f.text.length <= 64 * 1024 && f.text.split("\n").length < 2000);
   const n = Math.min(16, ok.length);
   return Array.from({ length: n }, (_, k) => ok[Math.floor((k * ok.length) / n)]!.path);
 }
 
 /** A real source file of about `bytes` bytes. */
-const sourceNear = (corpus: Corpus, bytes: number) => corpus.files.reduce((best, f) => (Math.abs(f.text.length - bytes) < Math.abs(best.text.length - bytes) ? f : best)).text;
+export const sourceNear = (corpus: Corpus, bytes: number) => corpus.files.reduce((best, f) => (Math.abs(f.text.length - bytes) < Math.abs(best.text.length - bytes) ? f : best)).text;
 
 export function editSeed(corpus: Corpus): string {
   return `${sourceNear(corpus, 16 * 1024)}\n// bench counter 0\n`;

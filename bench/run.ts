@@ -3,8 +3,8 @@
  * (same R2 operations in the same Worker), ripgrep and the MCP filesystem server, on workspaces
  * of real source files. Prints one table and writes bench/results.json.
  *
- *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=rg,mcp,bash,bash-scale,lifecycle,git --git-files=10000 --out=bench/results.json --data=bench/.data]
- *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples)
+ *   npm run bench [-- --sizes=100,1000,10000 --iterations=30 --budget=15 --skip=ops,rg,mcp,bash,bash-scale,lifecycle,git,business --git-files=10000 --out=bench/results.json --data=bench/.data]
+ *   (budget: seconds of sampling per cell, after which it stops at >= 3 samples; --skip=ops: no uploads and no per-op rows)
  */
 import { execSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -23,6 +23,7 @@ import { ratio, renderTable, renderTargets, type Row, type Target } from "./tabl
 import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
 import { benchBashScale } from "./bash-scale.ts";
+import { benchBusiness, renderBusiness, type BusinessRow } from "./business.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
 const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows };
@@ -96,7 +97,7 @@ async function main() {
   const clients = new Map<number, ToolshedClient>();
   let tools: string[] = [];
 
-  for (const corpus of corpora) {
+  for (const corpus of skip.has("ops") ? [] : corpora) {
     const ws = `w${corpus.size}`;
     const ts = await ToolshedClient.create(worker, TENANT, ws);
     clients.set(corpus.size, ts);
@@ -174,6 +175,17 @@ async function main() {
     }
   }
 
+  // The business layer on and off (metering, limits, idempotency, audit), two more instances of the same bundle (business.ts).
+  let business: BusinessRow[] = [];
+  if (!skip.has("business")) {
+    log("business rows (metering, limits, idempotency and audit on and off)");
+    try {
+      business = await benchBusiness({ config: frozen.config, vars, corpus: corpora[0]!, measure: measureOpts, log, cleanups });
+    } catch (e) {
+      log(`business rows failed: ${(e as Error).message.slice(0, 300)}`);
+    }
+  }
+
   const memory = worker.memory();
   // Table order: op, then size.
   const opOrder = [...new Set(rows.map((r) => r.op))];
@@ -215,6 +227,7 @@ async function main() {
     rows,
     checks,
     targets,
+    business,
   };
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
 
@@ -222,6 +235,7 @@ async function main() {
   console.log(`latency in ms, client wall time: p50 / p99 xN (N samples; p99 of N < 100 is the max); ratios are p50 / p50\n`);
   console.log(renderTable(rows));
   console.log(`\ntargets:\n${renderTargets(targets)}`);
+  if (business.length) console.log(`\nbusiness layer on vs off (two instances of the same bundle, sampled in turn; ${business[0]!.files} files; client wall time):\n${renderBusiness(business)}`);
   const badChecks = checks.filter((c) => !c.ok);
   console.log(`\nresult checks (counts each system found; expected = computed from the files): ${badChecks.length === 0 ? "all agree" : `${badChecks.length} disagree`}`);
   for (const c of badChecks) console.log(`  ${c.size} ${c.op}: expected ${c.expected ?? "-"}, ${Object.entries(c.found).map(([s, v]) => `${s} ${v === -1 ? "INCOMPLETE" : v}`).join(", ")}`);

@@ -3,6 +3,8 @@
 export interface Cell {
   n: number;
   p50: number;
+  /** Set by measure/measureTogether (the business rows print it); one-sample cells leave it out. */
+  p95?: number;
   p99: number;
   mean: number;
   errors: number;
@@ -79,6 +81,7 @@ function cellOf(samples: number[], errors: number, error: string | undefined): C
   return {
     n: sorted.length,
     p50: round(percentile(sorted, 50)),
+    p95: round(percentile(sorted, 95)),
     p99: round(percentile(sorted, 99)),
     mean: round(sorted.reduce((a, b) => a + b, 0) / sorted.length),
     errors,

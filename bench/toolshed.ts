@@ -25,12 +25,12 @@ export class ToolshedClient {
     return new ToolshedClient(w.url, key, ws);
   }
 
-  /** One tool call: wall time of the request and its whole JSON body. Throws on ok: false. */
-  async call(tool: string, args: unknown, session = "bench"): Promise<{ ms: number; body: Envelope }> {
+  /** One tool call (`headers`: more request headers, e.g. Idempotency-Key): wall time of the request and its whole JSON body. Throws on ok: false. */
+  async call(tool: string, args: unknown, session = "bench", headers: Record<string, string> = {}): Promise<{ ms: number; body: Envelope }> {
     const { ms, value } = await timed(async () => {
       const r = await fetch(`${this.url}/v1/workspaces/${this.ws}/tools/${tool}`, {
         method: "POST",
-        headers: { authorization: `Bearer ${this.key}`, "content-type": "application/json", "x-session-id": session },
+        headers: { authorization: `Bearer ${this.key}`, "content-type": "application/json", "x-session-id": session, ...headers },
         body: JSON.stringify(args),
       });
       return (await r.json()) as Envelope;

@@ -8,6 +8,8 @@ import { floorOp, type FloorRequest } from "./floor-ops.js";
 
 /** The usage store's Durable Object, as in the real entry (wrangler.toml beside this binds it). */
 export { UsageObject } from "../infra/cloudflare.js";
+/** The limits Durable Object, as in the real entry (the LIMITS binding). */
+export { LimitsObject } from "../infra/cloudflare.js";
 
 export default {
   async fetch(request: Request, env: WorkersEnv, ctx: ExecutionContext): Promise<Response> {

@@ -4,7 +4,7 @@
  * create/delete, imports, checkpoints, restores, undo, approvals, policies, keys (admin and tenant).
  *
  * A POST/PUT/PATCH/DELETE with `Idempotency-Key: <1-255 visible ASCII>`:
- *   - first time: a create-only "running" record is put (If-None-Match: *), the request runs, and
+ *   - first time: a create-only "running" record is put (If-None-Match: *: no read first), the request runs, and
  *     its answer (status, headers, body) replaces the record (If-Match: the running record) before
  *     the answer leaves, with the request's fingerprint (SHA-256 of method, path, query, content
  *     type and body bytes, hashed as the body streams through);
@@ -14,8 +14,9 @@
  *   - a 5xx answer is not kept (the running record is deleted, a retry runs again); nor is a 429.
  * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
- * Cost per request with the header: 1 GET + 1 conditional PUT before the handler, 1 conditional PUT
- * after it (a replay: 1 GET). Without the header: nothing.
+ * Cost per request with the header: 1 create-only PUT before the handler, 1 conditional PUT after it
+ * (a replay or a retry in flight: the refused PUT + 1 GET; a record past its time: + 1 conditional PUT).
+ * Without the header: nothing.
  * A crash between the two PUTs leaves a running record; after its lease (RUNNING_LEASE_MS) a retry runs again.
  * Expired records go in the lazy sweep of small records (lib/storage/sweep.ts), run after 1 in
  * SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
@@ -62,29 +63,37 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, next: Next, now = Date.now): Promise<void> {
   const recordKey = idempotencyRecordKey(scope, await sha256Hex(key));
   const body = hashedBody(c);
-  const found = await storage.get(recordKey);
-  const current = found ? (JSON.parse(await new Response(found.body).text()) as IdemRecord) : null;
   const t = now();
-  const live = current && current.expires > t && !(current.state === "running" && current.lease_until <= t);
-  if (current && live) {
-    if (current.state === "running") throw inFlight(current, t);
-    const fingerprint = await fingerprintOf(c, await body.finish());
-    if (fingerprint !== current.fingerprint) {
-      throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request; retry only with the same request.");
-    }
-    if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
-    c.res = replay(current);
-    return;
-  }
   const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
-  let etag: string;
-  try {
-    const put = await storage.put(recordKey, JSON.stringify(running), current ? { ifMatch: found!.etag, contentType: "application/json" } : { ifNoneMatch: "*", contentType: "application/json" });
-    etag = put.etag;
-  } catch (e) {
-    if (isConditionFailed(e)) throw inFlight(running, t);
-    throw e;
+  const putRunning = async (over?: string) => {
+    try {
+      return (await storage.put(recordKey, JSON.stringify(running), over ? { ifMatch: over, contentType: "application/json" } : { ifNoneMatch: "*", contentType: "application/json" })).etag;
+    } catch (e) {
+      if (isConditionFailed(e)) return null;
+      throw e;
+    }
+  };
+  // A first run takes the key with one create-only PUT; only a key already taken is read (a retry, or a record past its time).
+  let taken = await putRunning();
+  if (taken === null) {
+    const found = await storage.get(recordKey);
+    const current = found ? (JSON.parse(await new Response(found.body).text()) as IdemRecord) : null;
+    const live = current && current.expires > t && !(current.state === "running" && current.lease_until <= t);
+    if (current && live) {
+      if (current.state === "running") throw inFlight(current, t);
+      const fingerprint = await fingerprintOf(c, await body.finish());
+      if (fingerprint !== current.fingerprint) {
+        throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request; retry only with the same request.");
+      }
+      if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
+      c.res = replay(current);
+      return;
+    }
+    // Expired, or a running record past its lease (or gone since the PUT): taken over only over exactly the version read.
+    taken = await putRunning(found?.etag);
+    if (taken === null) throw inFlight(running, t);
   }
+  const etag: string = taken;
   if (Math.random() * SWEEP_EVERY < 1) {
     const swept = sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) });
     const bg = backgroundOf(c);

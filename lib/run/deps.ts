@@ -18,6 +18,8 @@ export interface RunDeps extends TaskToolDeps {
   undoPruneEvery?: number;
   /** One record per tool call that reached a tenant (success or failure), for billing (lib/run/metering/usage.ts: a plain function, or heldUsageLog). */
   onUsage?: UsageSink;
+  /** false: no audit entry is written, by the run path or the route guard, and the audit routes answer UNAVAILABLE (the operator's TOOLSHED_BUSINESS_OFF: lib/runtime/business.ts); default on. */
+  audit?: boolean;
   /** Manifests of lower layers by id, per isolate (immutable); createApp makes one when absent. */
   manifests?: ManifestCache;
   /** Session file records this isolate read or wrote, per isolate for a few seconds, used only to confirm (lib/workspace/records.ts); createApp makes one when absent. */

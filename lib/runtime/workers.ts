@@ -17,8 +17,9 @@ import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
 import { durableLiveCoordinator, type LiveObjects } from "./live-object.js";
 import { LIVE_TIMINGS } from "../exec/live/service.js";
 import { LIVE_MAX_LIFE_MS } from "../sync/live-types.js";
+import { businessPartsOff, type BusinessEnv } from "./business.js";
 
-export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv {
+export interface CommonEnv extends RunnerEnv, SearchEnv, OtlpEnv, BusinessEnv {
   TOOLSHED_ADMIN_TOKEN?: string;
   TOOLSHED_SYNC_SECRET?: string;
   /** Encrypts tenant secrets at rest (docs/secrets.md); without it secrets are off. The API's only: never the runner's. */
@@ -42,9 +43,12 @@ export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
   const executor = executorFromEnv(env);
   const search = searchProviderFromEnv(env);
   const tracer = tracerFromEnv(env, "toolshed-api");
+  const off = businessPartsOff(env); // TOOLSHED_BUSINESS_OFF (lib/runtime/business.ts): parts not wired at all
   return {
     listeners: [searchIndexer()],
-    onUsage: heldUsageLog(), // one per app: held only where waitUntil waits for it (Workers)
+    // one per app: held only where waitUntil waits for it (Workers)
+    ...(off.has("metering") ? {} : { onUsage: heldUsageLog() }),
+    ...(off.has("audit") ? { audit: false } : {}),
     ...(env.TOOLSHED_ADMIN_TOKEN ? { adminToken: env.TOOLSHED_ADMIN_TOKEN } : {}),
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),
     ...(env.TOOLSHED_SECRETS_KEY ? { secretsKey: env.TOOLSHED_SECRETS_KEY } : {}),
@@ -75,14 +79,15 @@ export interface WorkersEnv extends CommonEnv {
 }
 
 export function fromWorkersEnv(env: WorkersEnv): AppDeps {
+  const off = businessPartsOff(env);
   // The usage store: a Durable Object per tenant (docs/usage.md); without the binding, usage goes to the logs only.
-  const usageStore = env.USAGE ? durableUsageStore(env.USAGE as unknown as UsageObjects) : undefined;
+  const usageStore = env.USAGE && !off.has("metering") ? durableUsageStore(env.USAGE as unknown as UsageObjects) : undefined;
   return {
     storage: r2Driver(env.FILES),
     kv: workersKeyValue(env.KV),
     ...commonDeps(env),
     ...(usageStore ? { usageStore, onUsage: heldUsageStore(usageStore) } : {}),
-    ...(env.LIMITS ? { limits: durableLimits(env.LIMITS) } : {}),
+    ...(env.LIMITS && !off.has("limits") ? { limits: durableLimits(env.LIMITS) } : {}),
     ...(env.LIVE ? { liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, LIVE_TIMINGS) } : {}),
     ...(env.TOOLSHED_WEB_EGRESS === "cloudflare" ? { webFetch: { fetcher: cloudflareFetcher } } : {}),
   };

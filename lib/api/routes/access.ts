@@ -168,8 +168,9 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
     if (rate) setRateHeaders(c, rate);
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
-  const metered: MiddlewareHandler<AppEnv> = meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, "scope" in policy.access ? policy.access.scope : undefined, () => mw(c, next) as Promise<void>) : mw;
-  return Object.assign(audited(deps, policy, metered), { [POLICY]: policy });
+  // Neither wraps the route where the operator turned it off (TOOLSHED_BUSINESS_OFF: no usage sink, deps.audit false).
+  const metered: MiddlewareHandler<AppEnv> = deps.onUsage && meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, "scope" in policy.access ? policy.access.scope : undefined, () => mw(c, next) as Promise<void>) : mw;
+  return Object.assign(deps.audit === false ? metered : audited(deps, policy, metered), { [POLICY]: policy });
 }
 
 /** Every mutating call the guard sees leaves an audit entry, refused or done (audit-calls.ts). */

@@ -10,6 +10,7 @@ import type { AppDeps } from "../deps.js";
 import { DEFAULT_AUDIT_PAGE, listAudit, MAX_AUDIT_PAGE } from "../../run/audit/store.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
+import { ToolError } from "../../shared/errors.js";
 
 const AuditEntrySchema = z
   .object({
@@ -40,6 +41,11 @@ const PageQuery = z.object({
 const manage = { auth: "tenant", scope: "manage" } as const;
 const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });
 
+/** Where the operator turned audit off (AppDeps.audit false: TOOLSHED_BUSINESS_OFF), no log is kept, so none is served: an empty page would read as "nothing happened". */
+function assertAuditOn(deps: AppDeps): void {
+  if (deps.audit === false) throw new ToolError("UNAVAILABLE", "This deployment keeps no audit log (its operator turned audit off: TOOLSHED_BUSINESS_OFF); ask its operator.", {});
+}
+
 export function auditApp(deps: AppDeps) {
   const app = newApp();
   app.openapi(
@@ -47,9 +53,10 @@ export function auditApp(deps: AppDeps) {
       method: "get", path: "/v1/workspaces/{ws}/audit", tags: ["audit"],
       summary: "The workspace's audit log, oldest first: every call that changed or could change it, bash runs, approval answers",
       request: { params: WsParam, query: PageQuery },
-      responses: { 200: { description: "One page of entries", ...json(PageSchema) }, ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: { description: "One page of entries", ...json(PageSchema) }, ...errorResponses(400, 401, 403, 404, 503) },
     })),
     async (c) => {
+      assertAuditOn(deps);
       const { ws } = c.req.valid("param");
       const q = c.req.valid("query");
       return c.json(await listAudit(deps.storage, { tenant: c.get("auth").tenant, workspace: ws }, q), 200) as never;
@@ -60,9 +67,10 @@ export function auditApp(deps: AppDeps) {
       method: "get", path: "/v1/audit", tags: ["audit"],
       summary: "The tenant's audit log, oldest first: keys, policies, workspaces created and deleted, custom tools",
       request: { query: PageQuery },
-      responses: { 200: { description: "One page of entries", ...json(PageSchema) }, ...errorResponses(400, 401, 403) },
+      responses: { 200: { description: "One page of entries", ...json(PageSchema) }, ...errorResponses(400, 401, 403, 503) },
     })),
     async (c) => {
+      assertAuditOn(deps);
       assertTenantWide(c.get("auth"), "GET /v1/audit (the tenant's log: keys, policies, every workspace's creation)", "Read a workspace's own log: GET /v1/workspaces/{ws}/audit.");
       return c.json(await listAudit(deps.storage, { tenant: c.get("auth").tenant }, c.req.valid("query")), 200) as never;
     },

@@ -26,7 +26,7 @@ export function limitsApp(deps: AppDeps) {
   const app = newApp();
   const admin = { auth: "admin" } as const;
   const store = () => {
-    if (!deps.limits) throw new ToolError("UNAVAILABLE", "Limits are not enabled on this deployment (no limits store: the LIMITS Durable Object binding on Workers).");
+    if (!deps.limits) throw new ToolError("UNAVAILABLE", "Limits are not enabled on this deployment (no limits store: the LIMITS Durable Object binding on Workers, or its operator turned limits off: TOOLSHED_BUSINESS_OFF).");
     return deps.limits;
   };
   app.openapi(

@@ -66,7 +66,7 @@ function parseGroupBy(raw: string | undefined): GroupBy[] {
 }
 
 function storeOf(deps: AppDeps): UsageStore {
-  if (!deps.usageStore) throw new ToolError("UNAVAILABLE", "This deployment keeps no usage store (usage records go to its logs only); ask its operator.", {});
+  if (!deps.usageStore) throw new ToolError("UNAVAILABLE", "This deployment keeps no usage store (no USAGE binding: usage records go to its logs only; or its operator turned metering off: TOOLSHED_BUSINESS_OFF); ask its operator.", {});
   return deps.usageStore;
 }
 

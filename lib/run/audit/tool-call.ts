@@ -4,12 +4,13 @@
  * but `read`), refused, held for approval, failed or done. Read-only tools are not recorded, nor is
  * the repeat of a pending call (X-Pending-Id), which only reads that call's outcome.
  */
-import type { Tool, ToolContext } from "../../contract/tool.js";
+import type { Tool, ToolContext, ToolDeps } from "../../contract/tool.js";
 import { ERROR_CODES, isToolError, type ErrorCode } from "../../shared/errors.js";
 import { filesTouched, newAuditId, summarizeArgs, type AuditDoor, type AuditEntry } from "./entry.js";
 import { recordAudit } from "./store.js";
 
-export const isAudited = (tool: Tool, ctx: ToolContext): boolean => tool.permission !== "read" && !ctx.pendingId;
+/** Whether this call leaves an entry: never where the operator turned audit off (RunDeps.audit). */
+export const isAudited = (tool: Tool, ctx: ToolContext<ToolDeps & { audit?: boolean }>): boolean => ctx.deps.audit !== false && tool.permission !== "read" && !ctx.pendingId;
 
 export interface ToolCallEnd {
   /** The call's result data (success) or the error it threw. */

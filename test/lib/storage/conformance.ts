@@ -328,10 +328,16 @@ export function describeStorageConformance(name: string, makeDriver: () => Stora
       it("deletes more keys than one batch (1001)", async () => {
         const p = fresh();
         const keys = Array.from({ length: 1001 }, (_, i) => `${p}${String(i).padStart(4, "0")}`);
-        for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((k) => driver.put(k, "")));
+        // Objects in both batches of 1,000 (S3's DeleteObjects and R2's limit), at their edges and spread
+        // over them; the other keys are missing ones, which a delete takes (above). A driver that sent the
+        // list whole is refused by the storage, one that dropped a batch leaves its objects listed. (Putting
+        // all 1,001 took ~40 s of the s3rver suite on the 2-core machine and tested nothing more.)
+        const existing = keys.filter((_, i) => i % 100 === 0 || i === 999 || i === 1000);
+        await Promise.all(existing.map((k) => driver.put(k, "")));
+        expect((await driver.list({ prefix: p })).objects.length).toBe(existing.length);
         await driver.delete(keys);
         expect((await driver.list({ prefix: p })).objects).toEqual([]);
-      }, 60_000);
+      });
     });
 
     describe.runIf(!opts.conditionsNotEnforced)("conditional delete (ifMatch)", () => {
