@@ -3,18 +3,22 @@
  * an edit-and-test loop against the real local server (wrangler dev, bash on the local runner):
  * run the failing test → edit before reading (NOT_READ reaches the model as text) → read → edit →
  * run the test again, which passes. The file changed in the workspace, and each tool result the
- * model was sent is asserted.
+ * model was sent is asserted. docs/agent-frameworks.md's JS examples run here too, as the built
+ * package (`toolshed/ai-sdk` resolves to dist/ through package.json "exports"; `npm test` builds it
+ * first), with the scripted model in place of the provider's.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { transform } from "esbuild";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { generateText, isStepCount } from "ai";
-import { MockLanguageModelV4 } from "ai/test";
-import { Agent, run, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from "@openai/agents";
+import { Agent, run, setTracingDisabled } from "@openai/agents";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { RUNNER_SECRET } from "../../infra/container/helpers.js";
 import { freePort, setupTenant, startWorker, type WorkerProcess } from "../../support/wrangler-dev.js";
+import { agentToolResults, aiSdkToolResults, scriptedAgentModel, scriptedAiSdkModel } from "../../support/scripted-models.js";
 import { createClient } from "../../../lib/client/index.js";
 import { toolshedTools, type ToolshedToolOutput } from "../../../lib/client/adapters/ai-sdk.js";
 import { toolshedAgentTools } from "../../../lib/client/adapters/openai-agents.js";
@@ -22,6 +26,8 @@ import { toolshedAgentTools } from "../../../lib/client/adapters/openai-agents.j
 let w: WorkerProcess;
 let runner: LocalInvokeServer;
 let root: string;
+/** Where the docs' examples are written to run: inside the repository, so "toolshed/…" and the frameworks resolve (gitignored). */
+const EXAMPLES = resolve(".client-example-adapters");
 
 beforeAll(async () => {
   setTracingDisabled(true);
@@ -39,33 +45,64 @@ afterAll(async () => {
   await w?.stop();
   await runner?.close();
   if (root) rmSync(root, { recursive: true, force: true });
+  rmSync(EXAMPLES, { recursive: true, force: true });
 });
 
-/** A workspace with a failing test: add() subtracts. */
-async function failingProject(tenant: string) {
-  const t = await setupTenant(w, tenant);
+/** A workspace (`ws`) with a failing test: add() subtracts. */
+async function failingProject(tenant: string, ws = "main") {
+  const t = await setupTenant(w, tenant, ws);
   await t.call("write", { file_path: "calc.py", content: "def add(a, b):\n    return a - b\n" });
   await t.call("write", { file_path: "test_calc.py", content: 'from calc import add\nassert add(2, 3) == 5, "add(2, 3) should be 5"\nprint("tests passed")\n' });
-  return { ...t, client: createClient({ baseUrl: w.url, apiKey: t.key }) };
+  const client = createClient({ baseUrl: w.url, apiKey: t.key });
+  return { ...t, calc: async () => (await client.files.get(ws, "calc.py")).text() };
 }
+const FIXED = "def add(a, b):\n    return a + b\n";
 
-/** The loop both models follow: [tool, arguments] per step, then a final answer. */
-const LOOP: [string, Record<string, unknown>][] = [
+/** The loop every model follows: run the test, edit before reading, read, edit, run the test. */
+const LOOP = [
   ["bash", { command: "python3 test_calc.py" }],
   ["edit", { file_path: "calc.py", old_string: "a - b", new_string: "a + b" }],
   ["read", { file_path: "calc.py" }],
   ["edit", { file_path: "calc.py", old_string: "a - b", new_string: "a + b" }],
   ["bash", { command: "python3 test_calc.py" }],
-];
+] as const;
 
-/** What the model must have been sent after each step of LOOP. */
-function expectLoopResults(texts: string[]) {
+/** What the model must have been sent after each step of LOOP. `errorPrefix`: how the door writes an error (MCP: "CODE: message"). */
+function expectLoopResults(texts: string[], errorPrefix = "Error NOT_READ: ") {
   expect(texts).toHaveLength(5);
   expect(texts[0]).toContain("add(2, 3) should be 5");
-  expect(texts[1]).toMatch(/^Error NOT_READ: /);
+  expect(texts[1]).toContain(errorPrefix);
+  expect(texts[1]).toContain("Read it with the read tool first");
   expect(texts[2]).toContain("return a - b");
-  expect(texts[3]).not.toMatch(/^Error/);
+  expect(texts[3]).not.toContain("NOT_READ");
   expect(texts[4]).toContain("tests passed");
+}
+
+/** The `n`th ts block after `heading` in docs/agent-frameworks.md, with `replace` applied (each must be found), run as an ES module. */
+async function runDocExample(heading: string, n: number, replace: [string, string][], env: Record<string, string>) {
+  const doc = readFileSync("docs/agent-frameworks.md", "utf8");
+  const at = doc.indexOf(heading);
+  expect(at, heading).toBeGreaterThanOrEqual(0);
+  const blocks = [...doc.slice(at).matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  let code = blocks[n]!;
+  for (const [from, to] of replace) {
+    expect(code, `the example has ${from}`).toContain(from);
+    code = code.replace(from, to);
+  }
+  const js = (await transform(code, { loader: "ts", format: "esm", target: "es2022" })).code;
+  mkdirSync(EXAMPLES, { recursive: true });
+  const file = join(EXAMPLES, `example-${Date.now()}-${n}.mjs`);
+  writeFileSync(file, js);
+  Object.assign(process.env, env);
+  const logs: unknown[] = [];
+  const log = console.log;
+  console.log = (...a: unknown[]) => void logs.push(a.join(" "));
+  try {
+    await import(pathToFileURL(file).href);
+  } finally {
+    console.log = log;
+  }
+  return logs;
 }
 
 it("toolshed/ai-sdk: generateText with MockLanguageModelV4 fixes the test; the NOT_READ error reaches the model as error-text", async () => {
@@ -73,29 +110,16 @@ it("toolshed/ai-sdk: generateText with MockLanguageModelV4 fixes the test; the N
   const tools = await toolshedTools({ baseUrl: w.url, apiKey: t.key, workspace: "main", sessionId: "agent-1", tools: ["read", "edit", "bash"] });
   expect(Object.keys(tools)).toEqual(["read", "edit", "bash"]);
   const prompts: unknown[][] = [];
-  let step = 0;
-  const model = new MockLanguageModelV4({
-    doGenerate: async (options) => {
-      prompts.push(options.prompt as unknown[]);
-      const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-      const next = LOOP[step++];
-      if (!next) return { content: [{ type: "text", text: "fixed" }], finishReason: { unified: "stop", raw: undefined }, usage, warnings: [] };
-      return { content: [{ type: "tool-call", toolCallId: `c${step}`, toolName: next[0], input: JSON.stringify(next[1]) }], finishReason: { unified: "tool-calls", raw: undefined }, usage, warnings: [] };
-    },
-  });
-  const r = await generateText({ model, tools, stopWhen: isStepCount(10), prompt: "Make test_calc.py pass." });
+  const r = await generateText({ model: scriptedAiSdkModel(LOOP, prompts), tools, stopWhen: isStepCount(10), prompt: "Make test_calc.py pass." });
   expect(r.text).toBe("fixed");
   expect(r.steps).toHaveLength(6);
-  // What the model was sent: each step's tool result, as the next call's last prompt message.
-  const sent = prompts.slice(1).map((p) => (p.at(-1) as { role: string; content: { type: string; output: { type: string; value: string } }[] }));
-  expect(sent.every((m) => m.role === "tool")).toBe(true);
-  const outputs = sent.map((m) => m.content.find((c) => c.type === "tool-result")!.output);
-  expect(outputs.map((o) => o.type)).toEqual(["text", "error-text", "text", "text", "text"]);
-  expectLoopResults(outputs.map((o) => o.value));
-  expect((await t.client.files.get("main", "calc.py")).text()).toBe("def add(a, b):\n    return a + b\n");
+  const sent = aiSdkToolResults(prompts);
+  expect(sent.map((o) => o.type)).toEqual(["text", "error-text", "text", "text", "text"]);
+  expectLoopResults(sent.map((o) => o.value));
+  expect(await t.calc()).toBe(FIXED);
 }, 180_000);
 
-it("toolshed/ai-sdk: a streamed bash call yields progress (preliminary results) before its outcome", async () => {
+it("toolshed/ai-sdk: a streamed bash call yields progress (preliminary results) before its outcome; an unknown name in options.tools is refused", async () => {
   const t = await failingProject("aisdkprog");
   const tools = await toolshedTools({ baseUrl: w.url, apiKey: t.key, workspace: "main", tools: ["bash"] });
   const seen: ToolshedToolOutput[] = [];
@@ -107,39 +131,44 @@ it("toolshed/ai-sdk: a streamed bash call yields progress (preliminary results) 
   const running = seen.filter((o) => "status" in o);
   expect(running.length).toBeGreaterThan(0);
   expect(running[0]).toMatchObject({ status: "running", tool: "bash" });
+  await expect(toolshedTools({ baseUrl: w.url, apiKey: t.key, workspace: "main", tools: ["bsah"] })).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining("'bsah'") });
 }, 120_000);
-
-/** An Agents SDK Model that plays LOOP as Responses-style function calls and records what it was sent. */
-function scriptedAgentModel(requests: ModelRequest[]): Model {
-  let step = 0;
-  return {
-    async getResponse(request: ModelRequest): Promise<ModelResponse> {
-      requests.push(structuredClone(request.input) as never);
-      const next = LOOP[step++];
-      if (!next) return { usage: new Usage(), output: [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "fixed" }] }] };
-      return { usage: new Usage(), output: [{ type: "function_call", callId: `c${step}`, name: next[0], arguments: JSON.stringify(next[1]), status: "completed" }] };
-    },
-    // eslint-disable-next-line require-yield
-    async *getStreamedResponse() {
-      throw new Error("the scripted model only answers getResponse");
-    },
-  };
-}
 
 it("toolshed/openai-agents: run() with a scripted Model fixes the test; the NOT_READ error is the tool's output text", async () => {
   const t = await failingProject("agents");
   const tools = await toolshedAgentTools({ baseUrl: w.url, apiKey: t.key, workspace: "main", sessionId: "agent-1", tools: ["read", "edit", "bash"] });
   expect(tools.map((x) => [x.name, x.strict])).toEqual([["read", true], ["edit", true], ["bash", true]]);
-  const inputs: ModelRequest[] = [];
-  const agent = new Agent({ name: "fixer", instructions: "Fix the failing test.", model: scriptedAgentModel(inputs), tools });
+  const inputs: unknown[] = [];
+  const agent = new Agent({ name: "fixer", instructions: "Fix the failing test.", model: scriptedAgentModel(LOOP, inputs), tools });
   const result = await run(agent, "Make test_calc.py pass.", { maxTurns: 10 });
   expect(result.finalOutput).toBe("fixed");
-  const calls = result.newItems.filter((i) => i.type === "tool_call_output_item").map((i) => (i as unknown as { output: unknown }).output);
-  const texts = calls.map((o) => (typeof o === "string" ? o : (o as { text: string }).text));
-  expectLoopResults(texts);
-  // The model was sent the same texts: the last request's input holds every function_call_result.
-  const lastInput = JSON.stringify(inputs.at(-1));
-  expect(lastInput).toContain("Error NOT_READ: ");
-  expect(lastInput).toContain("tests passed");
-  expect((await t.client.files.get("main", "calc.py")).text()).toBe("def add(a, b):\n    return a + b\n");
+  expectLoopResults(agentToolResults(inputs));
+  expect(await t.calc()).toBe(FIXED);
+}, 180_000);
+
+it("docs/agent-frameworks.md: the Vercel AI SDK example runs (built toolshed/ai-sdk, scripted model)", async () => {
+  const t = await failingProject("docaisdk", "demo");
+  const prompts: unknown[][] = [];
+  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAiSdkModel(LOOP, prompts);
+  const logs = await runDocExample("## Vercel AI SDK", 0, [['import { openai } from "@ai-sdk/openai"; // any AI SDK provider\n', ""], ['openai("gpt-5.1")', "globalThis.scriptedModel"]], { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key });
+  expect(logs).toEqual(["fixed"]);
+  expectLoopResults(aiSdkToolResults(prompts).map((o) => o.value));
+  expect(await t.calc()).toBe(FIXED);
+}, 180_000);
+
+it("docs/agent-frameworks.md: the OpenAI Agents SDK examples run, function tools and the MCP door (scripted Model)", async () => {
+  const t = await failingProject("docagents", "demo");
+  const inputs: unknown[] = [];
+  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAgentModel(LOOP, inputs);
+  const env = { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key };
+  expect(await runDocExample("## OpenAI Agents SDK (JS)", 0, [['model: "gpt-5.1"', "model: globalThis.scriptedModel"]], env)).toEqual(["fixed"]);
+  expectLoopResults(agentToolResults(inputs));
+  expect(await t.calc()).toBe(FIXED);
+
+  const m = await failingProject("docagentsmcp", "demo");
+  const mcpInputs: unknown[] = [];
+  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAgentModel(LOOP, mcpInputs);
+  expect(await runDocExample("## OpenAI Agents SDK (JS)", 1, [['model: "gpt-5.1"', "model: globalThis.scriptedModel"]], { ...env, TOOLSHED_KEY: m.key })).toEqual(["fixed"]);
+  expectLoopResults(agentToolResults(mcpInputs), "NOT_READ: ");
+  expect(await m.calc()).toBe(FIXED);
 }, 180_000);
