@@ -7,6 +7,7 @@
  * package (`toolshed/ai-sdk` resolves to dist/ through package.json "exports"; `npm test` builds it
  * first), with the scripted model in place of the provider's.
  */
+import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -78,22 +79,35 @@ function expectLoopResults(texts: string[], errorPrefix = "Error NOT_READ: ") {
   expect(texts[4]).toContain("tests passed");
 }
 
-/** The `n`th ts block after `heading` in docs/agent-frameworks.md, with `replace` applied (each must be found), run as an ES module. */
-async function runDocExample(heading: string, n: number, replace: [string, string][], env: Record<string, string>) {
+/** The docs' JS examples, with the provider's model replaced by `scriptedModel` (declared as `declaration` for the type check). */
+const DOC_EXAMPLES = [
+  { heading: "## Vercel AI SDK", n: 0, replace: [['import { openai } from "@ai-sdk/openai"; // any AI SDK provider\n', ""], ['openai("gpt-5.1")', "scriptedModel"]], declaration: 'import type { LanguageModel } from "ai";\ndeclare const scriptedModel: LanguageModel;' },
+  { heading: "## OpenAI Agents SDK (JS)", n: 0, replace: [['model: "gpt-5.1"', "model: scriptedModel"]], declaration: 'import type { Model } from "@openai/agents";\ndeclare const scriptedModel: Model;' },
+  { heading: "## OpenAI Agents SDK (JS)", n: 1, replace: [['model: "gpt-5.1"', "model: scriptedModel"]], declaration: 'import type { Model } from "@openai/agents";\ndeclare const scriptedModel: Model;' },
+] as const;
+
+/** Example `i` of DOC_EXAMPLES: the `n`th ts block after its heading in docs/agent-frameworks.md, with its replacements (each must be found). */
+function docExample(i: number): string {
+  const { heading, n, replace } = DOC_EXAMPLES[i]!;
   const doc = readFileSync("docs/agent-frameworks.md", "utf8");
   const at = doc.indexOf(heading);
   expect(at, heading).toBeGreaterThanOrEqual(0);
-  const blocks = [...doc.slice(at).matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  let code = blocks[n]!;
+  let code = [...doc.slice(at).matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)[n]!;
   for (const [from, to] of replace) {
     expect(code, `the example has ${from}`).toContain(from);
     code = code.replace(from, to);
   }
-  const js = (await transform(code, { loader: "ts", format: "esm", target: "es2022" })).code;
+  return code;
+}
+
+/** Runs example `i` as an ES module with `env` and `scriptedModel` set; resolves to what it logged. */
+async function runDocExample(i: number, scriptedModel: unknown, env: Record<string, string>) {
+  const js = (await transform(docExample(i), { loader: "ts", format: "esm", target: "es2022" })).code;
   mkdirSync(EXAMPLES, { recursive: true });
-  const file = join(EXAMPLES, `example-${Date.now()}-${n}.mjs`);
+  const file = join(EXAMPLES, `example-${i}-${Date.now()}.mjs`);
   writeFileSync(file, js);
   Object.assign(process.env, env);
+  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedModel;
   const logs: unknown[] = [];
   const log = console.log;
   console.log = (...a: unknown[]) => void logs.push(a.join(" "));
@@ -101,6 +115,7 @@ async function runDocExample(heading: string, n: number, replace: [string, strin
     await import(pathToFileURL(file).href);
   } finally {
     console.log = log;
+    delete (globalThis as { scriptedModel?: unknown }).scriptedModel;
   }
   return logs;
 }
@@ -149,8 +164,7 @@ it("toolshed/openai-agents: run() with a scripted Model fixes the test; the NOT_
 it("docs/agent-frameworks.md: the Vercel AI SDK example runs (built toolshed/ai-sdk, scripted model)", async () => {
   const t = await failingProject("docaisdk", "demo");
   const prompts: unknown[][] = [];
-  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAiSdkModel(LOOP, prompts);
-  const logs = await runDocExample("## Vercel AI SDK", 0, [['import { openai } from "@ai-sdk/openai"; // any AI SDK provider\n', ""], ['openai("gpt-5.1")', "globalThis.scriptedModel"]], { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key });
+  const logs = await runDocExample(0, scriptedAiSdkModel(LOOP, prompts), { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key });
   expect(logs).toEqual(["fixed"]);
   expectLoopResults(aiSdkToolResults(prompts).map((o) => o.value));
   expect(await t.calc()).toBe(FIXED);
@@ -159,16 +173,27 @@ it("docs/agent-frameworks.md: the Vercel AI SDK example runs (built toolshed/ai-
 it("docs/agent-frameworks.md: the OpenAI Agents SDK examples run, function tools and the MCP door (scripted Model)", async () => {
   const t = await failingProject("docagents", "demo");
   const inputs: unknown[] = [];
-  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAgentModel(LOOP, inputs);
-  const env = { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key };
-  expect(await runDocExample("## OpenAI Agents SDK (JS)", 0, [['model: "gpt-5.1"', "model: globalThis.scriptedModel"]], env)).toEqual(["fixed"]);
+  expect(await runDocExample(1, scriptedAgentModel(LOOP, inputs), { TOOLSHED_URL: w.url, TOOLSHED_KEY: t.key })).toEqual(["fixed"]);
   expectLoopResults(agentToolResults(inputs));
   expect(await t.calc()).toBe(FIXED);
 
   const m = await failingProject("docagentsmcp", "demo");
   const mcpInputs: unknown[] = [];
-  (globalThis as { scriptedModel?: unknown }).scriptedModel = scriptedAgentModel(LOOP, mcpInputs);
-  expect(await runDocExample("## OpenAI Agents SDK (JS)", 1, [['model: "gpt-5.1"', "model: globalThis.scriptedModel"]], { ...env, TOOLSHED_KEY: m.key })).toEqual(["fixed"]);
+  expect(await runDocExample(2, scriptedAgentModel(LOOP, mcpInputs), { TOOLSHED_URL: w.url, TOOLSHED_KEY: m.key })).toEqual(["fixed"]);
   expectLoopResults(agentToolResults(mcpInputs), "NOT_READ: ");
   expect(await m.calc()).toBe(FIXED);
+}, 180_000);
+
+it("docs/agent-frameworks.md: the JS examples type-check against the built declarations (node16 resolution, strict)", async () => {
+  mkdirSync(EXAMPLES, { recursive: true });
+  const files = DOC_EXAMPLES.map((e, i) => {
+    const file = `typed-${i}.ts`;
+    writeFileSync(join(EXAMPLES, file), `${e.declaration}\n${docExample(i)}\nexport {};\n`);
+    return file;
+  });
+  // skipLibCheck: the frameworks' own declarations need types we do not install (ai's json-schema); ours are checked through their use.
+  writeFileSync(join(EXAMPLES, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "node16", moduleResolution: "node16", strict: true, skipLibCheck: true, noEmit: true, types: ["node"] }, files }));
+  const r = spawnSync(process.execPath, [resolve("node_modules/typescript/bin/tsc"), "-p", EXAMPLES], { encoding: "utf8", timeout: 120_000 });
+  expect(r.stdout + r.stderr).toBe("");
+  expect(r.status).toBe(0);
 }, 180_000);
