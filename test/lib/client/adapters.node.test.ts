@@ -14,7 +14,8 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { transform } from "esbuild";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { generateText, isStepCount } from "ai";
+import { generateText, isStepCount, streamText } from "ai";
+import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test";
 import { Agent, run, setTracingDisabled } from "@openai/agents";
 import { startLocalInvokeServer, type LocalInvokeServer } from "../../../infra/container/local-server.js";
 import { RUNNER_SECRET } from "../../infra/container/helpers.js";
@@ -134,13 +135,27 @@ it("toolshed/ai-sdk: generateText with MockLanguageModelV4 fixes the test; the N
   expect(await t.calc()).toBe(FIXED);
 }, 180_000);
 
-it("toolshed/ai-sdk: a streamed bash call yields progress (preliminary results) before its outcome; an unknown name in options.tools is refused", async () => {
+it("toolshed/ai-sdk: streamText emits a bash call's progress as preliminary tool results before its outcome; an unknown name in options.tools is refused", async () => {
   const t = await failingProject("aisdkprog");
   const tools = await toolshedTools({ baseUrl: w.url, apiKey: t.key, workspace: "main", tools: ["bash"] });
-  const seen: ToolshedToolOutput[] = [];
-  const results = tools.bash!.execute!({ command: "echo first; sleep 1; echo second" }, { toolCallId: "p1", messages: [], context: {} });
-  for await (const o of results as AsyncIterable<ToolshedToolOutput>) seen.push(o);
+  const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+  const model = new MockLanguageModelV4({
+    doStream: async () => ({
+      stream: convertArrayToReadableStream([
+        { type: "stream-start", warnings: [] },
+        { type: "tool-call", toolCallId: "p1", toolName: "bash", input: JSON.stringify({ command: "echo first; sleep 1; echo second" }) },
+        { type: "finish", finishReason: { unified: "tool-calls", raw: undefined }, usage },
+      ] as never[]),
+    }),
+  });
+  const result = streamText({ model, tools, stopWhen: isStepCount(1), prompt: "Run it." });
+  const parts: { preliminary?: boolean; output: ToolshedToolOutput }[] = [];
+  for await (const part of result.fullStream) if (part.type === "tool-result") parts.push(part as never);
+  const preliminary = parts.filter((p) => p.preliminary).map((p) => p.output);
+  expect(preliminary.some((o) => "status" in o && o.status === "running" && o.output.includes("first"))).toBe(true);
+  const seen = parts.map((p) => p.output);
   const last = seen.at(-1)!;
+  expect(parts.at(-1)!.preliminary).toBeFalsy();
   expect(last).toMatchObject({ ok: true, tool: "bash" });
   expect((last as { output: string }).output).toContain("first\nsecond");
   const running = seen.filter((o) => "status" in o);
