@@ -123,7 +123,12 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
     return;
   }
   const bytes = new Uint8Array(await res.clone().arrayBuffer());
-  await keep(bytes);
+  // Kept after the answer where the runtime lets work outlive it (waitUntil): the answer does not wait
+  // for the PUT. A retry in that short window finds the key running and gets CONFLICT with Retry-After,
+  // as one does while the first request runs; the next retry gets the kept answer.
+  const bg = backgroundOf(c);
+  if (bg) bg(keep(bytes).catch((e: unknown) => console.error("idempotent answer not kept", { error: e instanceof Error ? e.message : String(e) })));
+  else await keep(bytes);
 }
 
 function inFlight(r: Running, t: number): ToolError {
