@@ -68,17 +68,9 @@ export type RunAnswer =
   | { unavailable: { waited_ms: number }; ends: LiveEnd[] }
   | { refused: "turn_expired"; ends: LiveEnd[] };
 
-/** GET .../sandbox. */
-export interface SandboxView {
-  generation: string;
+/** GET .../sandbox: what the runner last reported, and the session's state. */
+export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
-  started_at: number;
-  last_used_at: number;
-  processes: { pid: number; command: string }[];
-  ports: number[];
-  wall_ms: number;
-  cpu_ms?: number;
-  rss_bytes?: number;
 }
 
 /** One interface, two implementations (memory.ts; lib/runtime/live-object.ts). */
