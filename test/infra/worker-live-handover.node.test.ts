@@ -4,36 +4,22 @@
  * by itself, writes back what its background processes wrote, and the session's next call starts a
  * new sandbox, says what went, and keeps the files and the saved working directory.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
-import { RUNNER_SECRET } from "./container/helpers.js";
-import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
+import type { LocalInvokeServer } from "../../infra/container/local-server.js";
+import { startWorkerWithRunner, type WorkerWithRunner } from "../support/worker-with-runner.js";
+import { setupTenant, type WorkerProcess } from "../support/wrangler-dev.js";
 
 let w: WorkerProcess;
 let runner: LocalInvokeServer;
-let root: string;
+let toolshed: WorkerWithRunner;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "toolshed-worker-live-handover-"));
-  chmodSync(root, 0o711);
-  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
-  const port = await freePort();
-  w = await startWorker({
-    port,
-    vars: {
-      TOOLSHED_SYNC_SECRET: "worker-live-handover-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url,
-      TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, TOOLSHED_LIVE_MAX_LIFE_MS: "12000",
-    },
-  });
+  toolshed = await startWorkerWithRunner("worker-live-handover", { TOOLSHED_LIVE_MAX_LIFE_MS: "12000" });
+  ({ worker: w, runner } = toolshed);
 }, 120_000);
 
 afterAll(async () => {
-  await w?.stop();
-  await runner?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
+  await toolshed?.stop();
 });
 
 it("at its maximum life the sandbox hands over: background writes are written back, the next call starts anew and says so; files and the saved cwd stay", async () => {

@@ -4,33 +4,22 @@
  * stand-in started by an asynchronous Invoke, taking its session's commands by long poll over
  * /v1/sync/live/*, in one real bubblewrap sandbox for the session's life.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
-import { RUNNER_SECRET } from "./container/helpers.js";
-import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
+import type { LocalInvokeServer } from "../../infra/container/local-server.js";
+import { startWorkerWithRunner, type WorkerWithRunner } from "../support/worker-with-runner.js";
+import { setupTenant, type WorkerProcess } from "../support/wrangler-dev.js";
 
 let w: WorkerProcess;
 let runner: LocalInvokeServer;
-let root: string;
+let toolshed: WorkerWithRunner;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "toolshed-worker-live-"));
-  chmodSync(root, 0o711);
-  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
-  const port = await freePort();
-  w = await startWorker({
-    port,
-    vars: { TOOLSHED_SYNC_SECRET: "worker-live-test-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
-  });
+  toolshed = await startWorkerWithRunner("worker-live");
+  ({ worker: w, runner } = toolshed);
 }, 120_000);
 
 afterAll(async () => {
-  await w?.stop();
-  await runner?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
+  await toolshed?.stop();
 });
 
 /** A python3 one-liner that prints the HTTP status of the sandbox's own loopback server, or "refused". */

@@ -5,36 +5,26 @@
  * structuredContent against the tool's outputSchema, so this also checks the output schemas.
  */
 import { request as httpRequest } from "node:http";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startLocalInvokeServer, type LocalInvokeServer } from "../../infra/container/local-server.js";
-import { RUNNER_SECRET } from "./container/helpers.js";
-import { freePort, setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
+import type { LocalInvokeServer } from "../../infra/container/local-server.js";
+import { startWorkerWithRunner, type WorkerWithRunner } from "../support/worker-with-runner.js";
+import { setupTenant, type WorkerProcess } from "../support/wrangler-dev.js";
 
 let w: WorkerProcess;
 let runner: LocalInvokeServer;
-let root: string;
+let toolshed: WorkerWithRunner;
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "toolshed-worker-mcp-"));
-  chmodSync(root, 0o711);
-  runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
-  const port = await freePort();
-  w = await startWorker({
-    port,
-    vars: { TOOLSHED_SYNC_SECRET: "worker-mcp-test-secret-0123456789", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` },
-  });
+  toolshed = await startWorkerWithRunner("worker-mcp");
+  ({ worker: w, runner } = toolshed);
 }, 120_000);
 
 afterAll(async () => {
-  await w?.stop();
-  await runner?.close();
-  if (root) rmSync(root, { recursive: true, force: true });
+  await toolshed?.stop();
 });
 
 async function connect(url: string, key: string): Promise<Client> {
