@@ -6,7 +6,7 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
-import { runLive } from "../lib/exec/live/run-live.js";
+import { endLive, runLive } from "../lib/exec/live/run-live.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -45,7 +45,7 @@ export default defineTool({
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
-    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions (default: false)"),
+    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false)"),
     keep_env: z.boolean().optional().describe("Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     ...keepAliveFields,
@@ -54,11 +54,13 @@ export default defineTool({
   async execute(args, ctx) {
     if (args.command === undefined) {
       if (!args.restart) throw new ToolError("INVALID_ARGUMENT", "Missing required argument command (the bash command to run); only restart: true may come without one.", { field: "command" });
-      await shellRequest(ctx, "cwd", true); // forgets the session's shell; nothing runs
-      return { title: "restart", output: "Shell restarted: the next command starts in the workspace root, with no kept variables or functions.", data: {} };
+      // Forgets the session's shell (and ends its live sandbox, if it has one); nothing runs.
+      const [, ended] = await Promise.all([shellRequest(ctx, "cwd", true), endLive(ctx)]);
+      return { title: "restart", output: `Shell restarted: the next command starts in the workspace root, with no kept variables or functions.${ended ? " The session's live sandbox was ended (its processes are gone; files are safe)." : ""}`, data: {} };
     }
     const command = args.command;
     const live = args.keep_alive && !args.run_in_background ? liveIdleMs(args, ctx.session) : undefined;
+    if (args.restart) await endLive(ctx); // a restarted shell is a new one: the session's live sandbox goes with the old
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);

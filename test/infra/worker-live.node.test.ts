@@ -110,3 +110,25 @@ it("the idle timeout ends the sandbox: its server is gone, the next call says so
   expect(next.output).toContain("refused");
   expect(next.output).toMatch(/idle/i);
 }, 180_000);
+
+it("Anthropic's bash with X-Toolshed-Keep-Alive runs in the session's live sandbox; its restart ends it, as native bash's restart does", async () => {
+  const t = await setupTenant(w, "live5");
+  const anthropic = async (input: unknown, keepAlive = true) => {
+    const r = await fetch(`${t.base}/compat/anthropic/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "claude-1", ...(keepAlive ? { "x-toolshed-keep-alive": "true" } : {}) }, body: JSON.stringify(input) });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { content: { text: string }[] }).content[0]!.text;
+  };
+  expect(await anthropic({ command: `PLAIN=kept; (python3 -m http.server 8125 --bind 127.0.0.1 >/dev/null 2>&1 &); ${waitFor(8125)}; echo up` })).toContain("up");
+  expect(await anthropic({ command: `echo "$PLAIN"; ${probe(8125)}` })).toContain("kept\n200");
+  expect((await sandbox(t, "claude-1")).status).toBe(200);
+  // Without the header the session's shell is replayed in a fresh sandbox: no server there.
+  expect(await anthropic({ command: probe(8125) }, false)).toContain("refused");
+  expect(await anthropic({ restart: true })).toBe("tool has been restarted.");
+  expect((await sandbox(t, "claude-1")).status).toBe(404);
+  // Native bash: restart ends it too.
+  expect((await t.call("bash", { command: "sleep 60 & echo bg", keep_alive: true }, "n1")).output).toContain("bg");
+  expect((await sandbox(t, "n1")).status).toBe(200);
+  const r = await t.call("bash", { restart: true }, "n1");
+  expect(r.output).toContain("live sandbox was ended");
+  expect((await sandbox(t, "n1")).status).toBe(404);
+}, 180_000);

@@ -67,7 +67,10 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
         "Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`).",
       request: {
         params: WsParam.extend({ tool: z.enum(ANTHROPIC_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
-        headers: Headers.extend({ "x-tool-use-id": z.string().optional().openapi({ description: "The tool_use block's id, echoed as tool_use_id." }) }),
+        headers: Headers.extend({
+          "x-tool-use-id": z.string().optional().openapi({ description: "The tool_use block's id, echoed as tool_use_id." }),
+          "x-toolshed-keep-alive": z.enum(["true", "false"]).optional().openapi({ description: "bash only: `true` runs the command in the session's live sandbox (bash's keep_alive: processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id; docs/live-sessions.md). Default false: the shell is replayed (cwd, exported variables, functions)." }),
+        }),
         body: { required: true, content: { "application/json": { schema: Body } } },
       },
       responses: { 200: { description: "The tool_result block", content: { "application/json": { schema: ToolResultBlock } } }, ...errorResponses(400, 401, 404, 500) },
@@ -82,7 +85,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       let text: string;
       let error: ToolError | undefined;
       try {
-        text = (await runAnthropic(tool, input, run)).text;
+        text = (await runAnthropic(tool, input, run, { keepAlive: c.req.header("x-toolshed-keep-alive") === "true" })).text;
       } catch (e) {
         if (!isToolError(e)) throw e;
         error = e;

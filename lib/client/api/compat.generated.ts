@@ -54,6 +54,8 @@ export interface operations {
                 "x-session-id"?: string;
                 /** @description The tool_use block's id, echoed as tool_use_id. */
                 "x-tool-use-id"?: string;
+                /** @description bash only: `true` runs the command in the session's live sandbox (bash's keep_alive: processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id; docs/live-sessions.md). Default false: the shell is replayed (cwd, exported variables, functions). */
+                "x-toolshed-keep-alive"?: "true" | "false";
             };
             path: {
                 ws: string;

@@ -7,8 +7,10 @@
  *   str_replace → edit (old_str, new_str)
  *   insert      → insert (insert_line, insert_text; new_str accepted, as older docs name it)
  *   bash        → bash with keep_env: a persistent shell per X-Session-Id (cwd, exported variables and
- *                 functions carry over, replayed by the runner: lib/exec/shell-session.ts); restart → bash
- *                 with restart: true, which forgets the session's shell
+ *                 functions carry over, replayed by the runner: lib/exec/shell-session.ts); with the route's
+ *                 X-Toolshed-Keep-Alive: true also keep_alive (the session's live sandbox: the same shell
+ *                 process, its processes, /tmp); restart → bash with restart: true, which forgets the
+ *                 session's shell and ends its live sandbox
  *
  * The adapter maps fields and words; every rule (paths, read-before-write, conditional writes,
  * scopes, metering) is the tool's own.
@@ -44,19 +46,21 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
 }
 
 /** Runs one tool_use input of `tool`. Tool errors are thrown (the route turns them into an error block). */
-export async function runAnthropic(tool: AnthropicTool, input: unknown, run: RunTool): Promise<CompatAnswer> {
-  if (tool === "bash") return runBash(parse(BashInput, input), run);
+export async function runAnthropic(tool: AnthropicTool, input: unknown, run: RunTool, opts: { keepAlive?: boolean } = {}): Promise<CompatAnswer> {
+  if (tool === "bash") return runBash(parse(BashInput, input), run, opts.keepAlive === true);
   return runEditor(parse(EditorInput, input), run);
 }
 
-async function runBash(input: z.infer<typeof BashInput>, run: RunTool): Promise<CompatAnswer> {
+/** keepAlive (the route's X-Toolshed-Keep-Alive: true): the session's live sandbox (docs/live-sessions.md); a restart ends it. */
+async function runBash(input: z.infer<typeof BashInput>, run: RunTool, keepAlive: boolean): Promise<CompatAnswer> {
+  const live = keepAlive ? { keep_alive: true } : {};
   if (input.restart) {
     // A restart with a command runs it in the fresh shell; without one it only forgets the session's shell (nothing runs).
-    const r = await run("bash", { ...(input.command ? { command: input.command } : {}), restart: true, keep_env: true });
+    const r = await run("bash", { ...(input.command ? { command: input.command, ...live } : {}), restart: true, keep_env: true });
     return { text: input.command ? r.output : "tool has been restarted." };
   }
   const command = requireField(input.command, "command", "the bash tool", "string");
-  const r = await run("bash", { command, keep_env: true });
+  const r = await run("bash", { command, keep_env: true, ...live });
   return { text: r.output };
 }
 

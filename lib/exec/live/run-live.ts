@@ -27,7 +27,7 @@ export interface LiveRun {
 const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
-  deleted: "it was ended (DELETE .../sandbox)",
+  deleted: "it was ended (DELETE .../sandbox, or a restart of the shell)",
   replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
@@ -138,4 +138,14 @@ async function startRunner(ctx: ExecCall & { auth: { key_id?: string } }, execut
   }
   await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: svc.max_life_ms }).catch(() => {});
   return lease;
+}
+
+/** Ends the session's live sandbox, if it has one (a restart of the shell: bash restart: true); whether one was ended. */
+export async function endLive(ctx: ExecCall): Promise<boolean> {
+  const svc = ctx.deps.live;
+  if (!svc) return false;
+  const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
+  const { ended, ends } = await svc.coordinator.end(key, "deleted");
+  if (ends.length) await accountEnds(svc, key, ends);
+  return !!ended;
 }
