@@ -6,11 +6,12 @@
  * a command comes. Its state is in memory only: the object stays while its runner polls (a request
  * is always in flight or a few seconds away); should it be reset (a deploy), the runner's next poll
  * finds no generation and is told to end, and the session's next call starts a new sandbox. Its
- * methods are called over RPC by durableLiveCoordinator below.
+ * methods are called over RPC by durableLiveCoordinator (live-coordinator.ts, which does not import
+ * this class: the AWS runtime shares workers.ts and must not import cloudflare:workers).
  */
 import { DurableObject } from "cloudflare:workers";
 import { LiveSession } from "../exec/live/session.js";
-import type { LiveCoordinator, LiveKey, LiveTimings, RunOptions } from "../exec/live/types.js";
+import type { LiveTimings, RunOptions } from "../exec/live/types.js";
 import type { LiveEndReason, LiveEnded, LiveResultPost, LiveStatus } from "../sync/live-types.js";
 
 export class LiveObject extends DurableObject {
@@ -44,26 +45,4 @@ export class LiveObject extends DurableObject {
   end(t: LiveTimings, reason: LiveEndReason) {
     return this.of(t).end(reason);
   }
-}
-
-/** The RPC surface of a LiveObject stub, as this module calls it. */
-type LiveStub = Pick<LiveObject, "begin" | "run" | "release" | "next" | "result" | "ended" | "status" | "end">;
-export interface LiveObjects {
-  idFromName(name: string): DurableObjectId;
-  get(id: DurableObjectId): LiveStub;
-}
-
-/** The LiveCoordinator over the LIVE namespace: one object per session, named by tenant, workspace and session. */
-export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): LiveCoordinator {
-  const stub = (k: LiveKey) => ns.get(ns.idFromName(JSON.stringify([k.tenant, k.workspace, k.session])));
-  return {
-    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox),
-    run: (k, turn, request, o) => stub(k).run(timings, turn, request, o),
-    release: async (k, turn) => void (await stub(k).release(timings, turn)),
-    next: (k, g, s) => stub(k).next(timings, g, s),
-    result: async (k, g, p) => void (await stub(k).result(timings, g, p)),
-    ended: async (k, g, e) => stub(k).ended(timings, g, e),
-    status: async (k) => stub(k).status(timings),
-    end: async (k, r) => stub(k).end(timings, r),
-  };
 }

@@ -14,7 +14,7 @@ import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-
 import { cloudflareFetcher } from "../tools/web/transport.js";
 import { durableLimits } from "../limits/durable-object.js";
 import { tracerFromEnv, type OtlpEnv } from "../shared/otlp.js";
-import { durableLiveCoordinator, type LiveObjects } from "./live-object.js";
+import { durableLiveCoordinator, type LiveObjects } from "./live-coordinator.js";
 import { LIVE_TIMINGS } from "../exec/live/service.js";
 import { LIVE_MAX_LIFE_MS } from "../sync/live-types.js";
 import { businessPartsOff, type BusinessEnv } from "./business.js";

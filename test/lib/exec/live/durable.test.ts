@@ -1,7 +1,7 @@
 /** The live coordinator on Workers: the conformance suite through the real Durable Object (LIVE) in workerd. */
 import { env } from "cloudflare:workers";
 import { beforeAll } from "vitest";
-import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-object.js";
+import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { describeLiveCoordinator, FAST } from "./coordinator-conformance.js";
 
 const make = () => durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST);

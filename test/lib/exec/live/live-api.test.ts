@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-object.js";
+import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { mintSyncToken } from "../../../../lib/sync/token.js";
 import type { AppDeps } from "../../../../lib/api/deps.js";
