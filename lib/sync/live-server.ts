@@ -28,6 +28,15 @@ function checkStatus(v: unknown): LiveStatus {
   return v as unknown as LiveStatus;
 }
 
+const isPaths = (v: unknown): v is string[] => Array.isArray(v) && v.every((p) => typeof p === "string");
+
+/** LiveEnded.written, when present: three lists of paths (they reach the model's text: a note of the next call). */
+function checkWritten(v: unknown): LiveEnded["written"] {
+  if (v === undefined) return undefined;
+  if (!isObject(v) || !isPaths(v.changed) || !isPaths(v.deleted) || !isPaths(v.conflicts)) throw new ToolError("INVALID_ARGUMENT", "A live end's written needs changed, deleted and conflicts, each a list of paths.");
+  return { changed: v.changed, deleted: v.deleted, conflicts: v.conflicts };
+}
+
 /** Serves /v1/sync/live/* for a verified token (see the module comment). */
 export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined): Promise<Response> {
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
@@ -56,7 +65,8 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
     case "ended": {
       if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");
       own(body.generation);
-      await hub.ended(ref, { ...(body as unknown as LiveEnded), status: checkStatus(body.status) });
+      const written = checkWritten(body.written);
+      await hub.ended(ref, { ...(body as unknown as LiveEnded), status: checkStatus(body.status), ...(written ? { written } : {}) });
       return new Response(null, { status: 204 });
     }
     default:

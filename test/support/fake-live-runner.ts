@@ -60,7 +60,8 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
       g.commands.push(cmd);
       if (cmd === "__die" && once(cmd)) return "died";
       if (cmd === "__end" && once(cmd)) {
-        await post(token, "ended", { generation: g.generation, reason: "crashed", lost_processes: [process], status: status() });
+        // Its final write-back: one file its background process wrote, one that changed in the workspace meanwhile.
+        await post(token, "ended", { generation: g.generation, reason: "crashed", lost_processes: [process], status: status(), written: { changed: ["bg.txt"], deleted: [], conflicts: ["clash.txt"] } });
         return "ended";
       }
       if (cmd === "__block") {

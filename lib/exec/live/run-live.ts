@@ -40,7 +40,22 @@ export function lossNote(loss: LiveLoss, interrupted = false): string {
   const procs = loss.lost_processes;
   const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");
   const gone = procs.length ? `${procs.length} process${procs.length === 1 ? "" : "es"} (${shown}${procs.length > 5 ? "; ..." : ""})` : "no background processes";
-  return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. Files are safe: every change was written back to the workspace.${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
+  return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
+}
+
+const listed = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? `, ... (${paths.length} in all)` : ""}`;
+
+/** The files part of a loss: every answered call's changes were written back; what the sandbox's end did with what came after, conflicts named. */
+function filesNote(loss: LiveLoss): string {
+  const base = "Files are safe: every call's changes were written back to the workspace when it answered.";
+  const w = loss.written;
+  if (!w) return `${base}${loss.reason === "crashed" ? " What background processes changed after the last call may not have been written back: check those files." : ""}`;
+  const parts: string[] = [];
+  if (w.changed.length) parts.push(`changed ${listed(w.changed)}`);
+  if (w.deleted.length) parts.push(`deleted ${listed(w.deleted)}`);
+  const end = parts.length ? ` At its end, what background processes did since was written back: ${parts.join("; ")}.` : "";
+  const conflicts = w.conflicts.length ? ` NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): ${listed(w.conflicts)}.` : "";
+  return `${base}${end}${conflicts}`;
 }
 
 const startedNote = (idleMs: number) =>

@@ -165,9 +165,13 @@ export class LiveSession {
   ended(generation: string, ended: LiveEnded): LiveEnd[] {
     this.told.delete(generation);
     const gen = this.gen;
-    if (!gen || gen.generation !== generation) return [];
+    if (!gen || gen.generation !== generation) {
+      // Already ended here (DELETE, a replacement, a loss): its final write-back still goes into what the next call is told.
+      if (this.loss?.generation === generation && ended.written) this.loss = { ...this.loss, written: ended.written };
+      return [];
+    }
     gen.status = ended.status;
-    const end = this.finish(gen, ended.reason, ended.lost_processes);
+    const end = this.finish(gen, ended.reason, ended.lost_processes, ended.written);
     this.pending?.settle(this.lostAnswer([]));
     return [end];
   }
@@ -224,13 +228,13 @@ export class LiveSession {
   }
 
   /** The current generation leaves: its loss is kept for the next call, its runner told to end if it polls again. */
-  private finish(g: Generation, reason: LiveEndReason, lost: { pid: number; command: string }[]): LiveEnd {
+  private finish(g: Generation, reason: LiveEndReason, lost: { pid: number; command: string }[], written?: LiveLoss["written"]): LiveEnd {
     this.gen = null;
     this.told.set(g.generation, reason);
     if (this.told.size > 8) this.told.delete(this.told.keys().next().value!);
     if (this.poll?.generation === g.generation) this.poll.answer({ end: reason });
     // A runner that never came lost nothing; one that did is told to the session's next call.
-    this.loss = g.seen_at !== undefined ? { generation: g.generation, reason, lost_processes: lost } : null;
+    this.loss = g.seen_at !== undefined ? { generation: g.generation, reason, lost_processes: lost, ...(written ? { written } : {}) } : null;
     const now = this.now();
     const s = g.status;
     return {

@@ -29,6 +29,8 @@ export interface LiveLoss {
   generation: string;
   reason: LiveEndReason;
   lost_processes: { pid: number; command: string }[];
+  /** What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next call, conflicts included. */
+  written?: LiveEnded["written"];
 }
 
 /** A generation that ended: what the caller accounts for. */

@@ -104,6 +104,9 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(out).toContain("[live sandbox lost: it stopped answering");
     expect(out).toContain("1 process (python3 -m http.server 8123)");
     expect(out).toContain("Files are safe");
+    // What its end wrote back, and what it could not (a conflict), are in the text the model reads.
+    expect(out).toContain("what background processes did since was written back: changed bg.txt.");
+    expect(out).toContain("NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): clash.txt.");
     expect(out).toContain("ran again from the start in a new sandbox");
     expect(out).toContain("[live sandbox started");
     expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=__end`);
