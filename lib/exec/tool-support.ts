@@ -120,8 +120,14 @@ export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "trunc
  * (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
-export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced">): string {
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced"> & { skipped?: RunResult["skipped"] }): string {
   let text = "";
+  // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
+  const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
+  if (failed.length) {
+    const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
+    text += `\n[not written back: ${failed.length} changed file${failed.length === 1 ? "" : "s"} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; the rest of the command's changes are.]`;
+  }
   for (const c of r.conflicts) {
     text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;
   }

@@ -119,3 +119,18 @@ it("SSE through the Worker: bash output arrives before the result; a client that
   await new Promise((r) => setTimeout(r, 1000));
   expect((await t.call("read", { file_path: "gone.txt" })).error.code).toBe("NOT_FOUND");
 }, 120_000);
+
+it("a write-back past the files_per_workspace quota: the refused files are named in the output the model reads, the others land", async () => {
+  const t = await setupTenant(w, "wbq");
+  const limits = await fetch(`${w.url}/v1/admin/tenants/wbq/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ files_per_workspace: 2 }) });
+  expect(limits.status).toBe(200);
+  expect((await t.call("write", { file_path: "a.txt", content: "a\n" })).ok).toBe(true);
+  const r = await t.call("bash", { command: "echo 1 > n1.txt; echo 2 > n2.txt; echo 3 > n3.txt; echo done" });
+  expect(r.ok, JSON.stringify(r)).toBe(true);
+  const landed = ["n1.txt", "n2.txt", "n3.txt"].filter((p) => ((r.data.files_changed ?? []) as string[]).includes(p));
+  const refused = ["n1.txt", "n2.txt", "n3.txt"].filter((p) => !landed.includes(p));
+  expect(landed.length, JSON.stringify(r)).toBe(1);
+  expect(r.output).toMatch(/\[not written back: 2 changed files/);
+  for (const p of refused) expect(r.output).toContain(p);
+  expect(r.output).toContain("QUOTA_EXCEEDED");
+}, 120_000);
