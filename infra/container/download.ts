@@ -10,7 +10,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, futimesSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, utimesSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -54,14 +54,33 @@ export function mkdirsSync(tree: string, rel: string, owner: Owner, known: Set<s
   }
 }
 
-/** Opens a new file at abs, replacing a file (never a directory) that is there. */
-function create(abs: string, mode: number): number {
+/** The mtime (ns) of what is at abs, or null when nothing is. */
+function mtimeAt(abs: string): bigint | null {
+  return lstatSync(abs, { bigint: true, throwIfNoEntry: false })?.mtimeNs ?? null;
+}
+
+/**
+ * The mtime (whole seconds) a file replacing one of mtime `replacedNs` must have when it was
+ * written at `nowNs`, or null when its own will do. Tools that cache by mtime compare whole
+ * seconds (Python's .pyc records the source's mtime in seconds and its size): an edit of the
+ * same length landing in the second the old bytes were written would leave them valid, and the
+ * next `python3` would run the old code. So a replacement is always at least a second newer.
+ */
+export function replacementMtime(replacedNs: bigint | null, nowNs: bigint): number | null {
+  if (replacedNs === null) return null;
+  const past = replacedNs / 1_000_000_000n + 1n;
+  return nowNs / 1_000_000_000n >= past ? null : Number(past);
+}
+
+/** Opens a new file at abs, replacing a file (never a directory) that is there; `replaced` is its mtime. */
+function create(abs: string, mode: number): { fd: number; replaced: bigint | null } {
   try {
-    return openSync(abs, CREATE, mode);
+    return { fd: openSync(abs, CREATE, mode), replaced: null };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    const replaced = mtimeAt(abs);
     unlinkSync(abs); // a directory refuses (EISDIR/EPERM): a path conflict
-    return openSync(abs, CREATE, mode);
+    return { fd: openSync(abs, CREATE, mode), replaced };
   }
 }
 
@@ -83,10 +102,10 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
   const write = (e: SyncEntry, etag: string, bytes: Uint8Array): void => {
     const abs = join(slot.tree, e.path);
     const mode = exec?.has(e.path) ? 0o755 : 0o644;
-    let fd: number;
+    let fd: number, replaced: bigint | null;
     try {
       mkdirsSync(slot.tree, parentOf(e.path), owner, known);
-      fd = create(abs, mode);
+      ({ fd, replaced } = create(abs, mode));
     } catch (err) {
       return conflict(e, err);
     }
@@ -95,6 +114,11 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
       for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
       if (owner) fchownSync(fd, owner.uid, owner.gid);
       st = fstatSync(fd, { bigint: true });
+      const mtime = replacementMtime(replaced, st.mtimeNs);
+      if (mtime !== null) {
+        futimesSync(fd, mtime, mtime);
+        st = fstatSync(fd, { bigint: true });
+      }
       if ((Number(st.mode) & 0o777) !== mode) {
         fchmodSync(fd, mode); // the process's umask took bits off
         st = fstatSync(fd, { bigint: true });
@@ -124,8 +148,10 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
       },
     });
     await pipeline(Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
+    let replaced: bigint | null;
     try {
       mkdirsSync(slot.tree, parentOf(e.path), owner, known);
+      replaced = mtimeAt(abs);
       renameSync(tmp, abs);
     } catch (err) {
       await fs.rm(tmp, { force: true });
@@ -133,6 +159,8 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     }
     if (owner) lchownSync(abs, owner.uid, owner.gid);
     if (exec?.has(e.path)) await fs.chmod(abs, 0o755);
+    const mtime = replacementMtime(replaced, lstatSync(abs, { bigint: true }).mtimeNs);
+    if (mtime !== null) utimesSync(abs, mtime, mtime);
     record(e, etag, size, h.digest("hex"), lstatSync(abs, { bigint: true }));
   };
 

@@ -53,3 +53,20 @@ describe("a warm run sees every change its command made", () => {
     expect((await t.paths()).filter((p) => p.startsWith("src/"))).toEqual(["src/a.txt", "src/b.txt", "src/d.sh", "src/new.txt"]);
   });
 });
+
+describe("a file a tool replaced between runs is newer than the bytes it replaced", () => {
+  it("python3 runs an edit of the same length made in the second its .pyc was written (not the cached old code)", async () => {
+    await t.write("calc.py", "def add(a, b):\n    return a - b\n");
+    const first = await t.run("python3 -c 'from calc import add; print(add(2, 3))'; stat -c %Y calc.py");
+    const [result, mtime] = first.stdout.trim().split("\n");
+    expect(result).toBe("-1");
+    expect((await t.paths()).some((p) => p.startsWith("__pycache__/calc.") && p.endsWith(".pyc"))).toBe(true);
+    // The edit, as the edit tool writes it: same length, at once (well within the pyc's second).
+    await t.write("calc.py", "def add(a, b):\n    return a + b\n");
+    const second = await t.run("python3 -c 'from calc import add; print(add(2, 3))'; stat -c %Y calc.py");
+    const [fixed, newer] = second.stdout.trim().split("\n");
+    expect(second.sync.cache).toBe("warm");
+    expect(fixed).toBe("5");
+    expect(Number(newer)).toBeGreaterThan(Number(mtime));
+  });
+});
