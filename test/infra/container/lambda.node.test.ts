@@ -16,7 +16,8 @@ import { storageSyncClient } from "../../../lib/sync/storage.js";
 import { handleSync } from "../../../lib/sync/server.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { Executor, RunRequest } from "../../../lib/exec/types.js";
-import { filesPrefix } from "../../../lib/layout/paths.js";
+import { filesPrefix, runPrefix } from "../../../lib/layout/paths.js";
+import { runIdFor } from "../../../lib/sync/run-records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { workspaceRecord } from "../../support/workspace-record.js";
 import { RUNNER_SECRET } from "./helpers.js";
@@ -156,7 +157,9 @@ describe("lambda executor through the local Invoke stand-in", () => {
       // While the first attempt still runs, the retry waits (bounded), then says what to do.
       const slow = await request("acme", "main", "echo once >> slow.txt; sleep 3; echo slow-done");
       const first = exec.run(slow);
-      await new Promise((r) => setTimeout(r, 1000));
+      // Until the first attempt has claimed the run (a fixed wait lost the race on a loaded machine).
+      const claim = `${runPrefix("acme", "main", await runIdFor("acme", "main", slow.idempotency_key))}claim.json`;
+      await expect.poll(() => driver.head(claim), { timeout: 20_000, interval: 50 }).not.toBeNull();
       const conflict = await there.run(slow).catch((e) => e);
       expect(conflict).toMatchObject({ code: "CONFLICT" });
       expect(String(conflict.message)).toContain("bash_output task_id");
