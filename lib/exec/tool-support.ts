@@ -11,7 +11,7 @@ import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
 import { mintSyncToken } from "../sync/token.js";
-import type { Executor, RunRequest, RunResult } from "./types.js";
+import type { Executor, RunRequest, RunResult, Skipped } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
 export const MAX_COMMAND_OUTPUT = 30_000;
@@ -115,9 +115,31 @@ export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "trunc
   return { text: text === "" ? "(no output)" : text, truncated: r.truncated };
 }
 
+/** What each skip reason (other than a refused write) means for the model, and what to do. */
+const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, string> = {
+  special_file: "sockets, FIFOs or devices: the workspace keeps only files, directories and symlinks, so these are not in it",
+  invalid_name: "names the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them",
+  path_conflict: "workspace entries that could not be placed in the sandbox (a file where a directory is, or the reverse): the command ran without them",
+  symlink: "symlinks that could not be kept",
+  limit: "directory changes past the write-back limit of one call: not in the workspace",
+};
+
+/** One line's worth of skipped entries, grouped by reason: "2 sockets, …: a.sock, b.sock; 1 …". */
+function skippedSummary(skipped: Skipped[]): string {
+  const byReason = new Map<string, Skipped[]>();
+  for (const s of skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s]);
+  return [...byReason]
+    .map(([reason, list]) => {
+      const shown = list.slice(0, 5).map((s) => s.path + (s.detail ? ` (${s.detail.slice(0, 120)})` : "")).join(", ");
+      return `${list.length} ${SKIP_WHY[reason as keyof typeof SKIP_WHY] ?? reason}: ${shown}${list.length > 5 ? ", ..." : ""}`;
+    })
+    .join("; ");
+}
+
 /**
- * What the model must know about the write-back of a finished run, one line each: conflicts
- * (both versions kept) and changes that were not written back (`unsynced`: not in the
+ * What the model must know about the write-back of a finished run, one line each: changes whose
+ * write was refused, entries not synced (`skipped`: special files, invalid names, path conflicts),
+ * conflicts (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
 export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced"> & { skipped?: RunResult["skipped"] }): string {
@@ -128,6 +150,8 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced"> & { 
     const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
     text += `\n[not written back: ${failed.length} changed file${failed.length === 1 ? "" : "s"} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; the rest of the command's changes are.]`;
   }
+  const others = (r.skipped ?? []).filter((s) => s.reason !== "error");
+  if (others.length) text += `\n[not synced: ${skippedSummary(others)}]`;
   for (const c of r.conflicts) {
     text += `\n[conflict: ${c.path} was changed by another tool while the command ran; kept that version${c.saved_as ? `, the command's version is in ${c.saved_as}` : ""}]`;
   }

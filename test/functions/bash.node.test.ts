@@ -47,6 +47,8 @@ interface Env {
   get: (path: string) => Promise<Response>;
   /** Moves the clock of the isolate's cache of tenant settings (deps.policies) forward. */
   passTime: (ms: number) => void;
+  /** Stops (true) or restarts (false) the real clock under the caches' time: only passTime moves it while stopped. */
+  freezeTime: (frozen: boolean) => void;
   close: () => Promise<void>;
 }
 
@@ -78,7 +80,8 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     executor = lambdaExecutor({ secret: RUNNER_SECRET, client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
   }
   let skew = 0;
-  const policies = new IsolateCache(5_000, 10_000, () => Date.now() + skew);
+  let frozenAt: number | null = null;
+  const policies = new IsolateCache(5_000, 10_000, () => (frozenAt ?? Date.now()) + skew);
   const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl, listeners: [searchIndexer()], policies, ...extra } as AppDeps;
   app = checkOutputs(createApp(deps, tools), tools);
 
@@ -104,6 +107,7 @@ async function makeEnv(kind: "local" | "lambda", extra: Partial<AppDeps> = {}): 
     request: (path, init) => Promise.resolve(app.request(path, init)),
     get: (path) => Promise.resolve(app.request(path, { headers: { authorization: `Bearer ${key}` } })),
     passTime: (ms) => void (skew += ms),
+    freezeTime: (frozen) => void (frozenAt = frozen ? Date.now() : null),
     close: async () => {
       await invoke?.close();
       server?.close();
@@ -283,6 +287,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     err(await env.call("read", { file_path: "pw" }), "SYMLINK_REFUSED"); // it leads outside the workspace: never followed
   });
 
+  it("a FIFO and a file whose name is not UTF-8 are not in the workspace, and the output the model reads says so", async () => {
+    const r = ok(await env.call("bash", { command: "mkdir -p odd && mkfifo odd/pipe && touch odd/$(printf 'bad\\377') && echo made" }));
+    expect(r.data.skipped).toEqual(expect.arrayContaining([expect.objectContaining({ path: "odd/pipe", reason: "special_file" }), expect.objectContaining({ reason: "invalid_name" })]));
+    expect(r.output).toContain("[not synced: ");
+    expect(r.output).toMatch(/1 sockets, FIFOs or devices: the workspace keeps only files, directories and symlinks, so these are not in it: odd\/pipe/);
+    expect(r.output).toContain("names the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them");
+    err(await env.call("read", { file_path: "odd/pipe" }), "NOT_FOUND");
+    ok(await env.call("bash", { command: "rm odd/* && rmdir odd" }));
+  });
+
   it("a link a command makes is seen by the tools: ls shows it, read and edit act on its target, the next command sees the edit", async () => {
     ok(await env.call("bash", { command: "mkdir -p lnk && echo one > lnk/real.txt && ln -s real.txt lnk/alias && echo made" }));
     expect(ok(await env.call("ls", { path: "lnk" })).data.entries).toContainEqual({ name: "alias", path: "lnk/alias", type: "symlink", target: "real.txt" });
@@ -342,17 +356,22 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
 
   it("git commits as Toolshed Agent by default, as the tenant's identity once set (KV git/<tenant>)", async () => {
     const cmd = "g=$(mktemp -d ./g.XXXXXX) && cd $g && git init -q && echo x > f && git add -A && git commit -qm x && git log --format='%an <%ae>'";
-    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
-    // The operator sets it in KV; an isolate reads it again once its cache of tenant settings (5 s) let it go.
-    await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
-    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
-    env.passTime(5_001);
-    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Acme Bot <bot@acme.example>\n");
-    await env.kv.put("git/acme", "{broken");
-    env.passTime(5_001);
-    expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
-    await env.kv.delete("git/acme");
-    env.passTime(5_001);
+    env.freezeTime(true); // a slow machine must not let the 5 s cache lapse between two calls
+    try {
+      expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+      // The operator sets it in KV; an isolate reads it again once its cache of tenant settings (5 s) let it go.
+      await env.kv.put("git/acme", JSON.stringify({ name: "Acme Bot", email: "bot@acme.example" }));
+      expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+      env.passTime(5_001);
+      expect(ok(await env.call("bash", { command: cmd })).output).toBe("Acme Bot <bot@acme.example>\n");
+      await env.kv.put("git/acme", "{broken");
+      env.passTime(5_001);
+      expect(ok(await env.call("bash", { command: cmd })).output).toBe("Toolshed Agent <agent@toolshed.invalid>\n");
+      await env.kv.delete("git/acme");
+      env.passTime(5_001);
+    } finally {
+      env.freezeTime(false);
+    }
   });
 
   it("no network without the network scope", async () => {
