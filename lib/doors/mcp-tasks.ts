@@ -2,7 +2,7 @@
  * MCP tasks (revision 2025-11-25) over the call-task layer (lib/run/tasks/run.ts), on the stateless
  * door (lib/doors/mcp.ts): a tools/call with params.task answers CreateTaskResult; tasks/get,
  * tasks/result, tasks/list and tasks/cancel read the task's durable record, whatever isolate or
- * request started it. docs/mcp.md "Tasks".
+ * request started it. docs/mcp-and-providers.md "Tasks".
  *
  *   tools/call + task  the call runs as a task: bash in the background (the answer comes at once), the
  *                      rest to its end or to the held call / question it waits on (input_required).

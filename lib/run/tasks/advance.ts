@@ -39,11 +39,13 @@ export function errorOutcome(e: unknown): CallTaskOutcome {
  * What a call's result makes of its task: a bash command started in the background is followed
  * (run_id); anything else is the task's outcome.
  */
-export function afterResult(rec: CallTaskRecord, r: { title: string; output: string; data: Record<string, unknown>; call_id?: string }): CallTaskRecord {
+export function afterResult(rec: CallTaskRecord, r: { title: string; output: string; data: Record<string, unknown>; call_id?: string }, approved = false): CallTaskRecord {
   const runId = rec.tool === "bash" && r.data.status === "running" && typeof r.data.task_id === "string" ? r.data.task_id : undefined;
   if (runId) {
     const { pending_id: _p, ...rest } = rec;
-    return { ...rest, status: "working", run_id: runId, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) };
+    // An approved call's output opens with what the human decided; the run's result will say it first too.
+    const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background")).join("\n") : "";
+    return { ...rest, status: "working", run_id: runId, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500), ...(preface ? { preface } : {}) };
   }
   return settled(rec, { ok: true, title: r.title, output: r.output, data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}) });
 }
@@ -59,9 +61,10 @@ function runOutcome(rec: CallTaskRecord, p: TaskPoll): CallTaskOutcome {
   const run = p.result as RunResult | undefined;
   if (run) {
     const stopped = stoppedError(run, rec.run_timeout_s ?? 120);
-    if (stopped) return errorOutcome(stopped);
-    if (run.killed) return errorOutcome(new ToolError("CANCELLED", "The command was killed before it finished (the task was cancelled); its file changes were not written back. Call the tool again to run it."));
-    const out = commandOutput(run).text + writeBackNotes(run);
+    const told = (e: ToolError) => (rec.preface ? new ToolError(e.code, `${rec.preface}\n${e.message}`, e.details) : e);
+    if (stopped) return errorOutcome(told(stopped));
+    if (run.killed) return errorOutcome(told(new ToolError("CANCELLED", "The command was killed before it finished (the task was cancelled); its file changes were not written back. Call the tool again to run it.")));
+    const out = (rec.preface ? `${rec.preface}\n` : "") + commandOutput(run).text + writeBackNotes(run);
     return { ok: true, title: rec.status_message?.replace(/^Running in the sandbox: /, "") ?? "bash", output: out, data: { ...commandData(run), ...runCallId(p.call_id, run) }, ...(runCallId(p.call_id, run).call_id ? { call_id: p.call_id! } : {}) };
   }
   const err = p.error ?? { code: "INTERNAL", message: "The run ended without a result." };
@@ -112,7 +115,7 @@ async function advanceHeld(s: CallTaskDeps, rec: CallTaskRecord, etag: string): 
   const { rec: held } = await loadPending(ps, rec.pending_id!);
   const r = heldOutcome(held, s.workspace, nowOf(s.deps));
   if (!r) return rec;
-  const next = "ok" in r ? (cur: CallTaskRecord) => settled(cur, r) : (cur: CallTaskRecord) => afterResult(cur, r);
+  const next = "ok" in r ? (cur: CallTaskRecord) => settled(cur, r) : (cur: CallTaskRecord) => afterResult(cur, r, held.kind === "approval");
   return (await changeCallTask(s, rec.id, (cur) => (cur.status === "input_required" && cur.pending_id === rec.pending_id ? next(cur) : null), { rec, etag })).rec;
 }
 

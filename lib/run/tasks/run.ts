@@ -1,6 +1,6 @@
 /**
  * Call tasks, the transport-independent layer a door (MCP 2025-11-25: lib/doors/mcp-tasks.ts; a
- * 2026-07-28 door: tasks/get|update|cancel) runs long calls through. docs/mcp.md "Tasks".
+ * 2026-07-28 door: tasks/get|update|cancel) runs long calls through. docs/mcp-and-providers.md "Tasks".
  *
  *   startCallTask   runs the call through runTool (the one run path: scope, arguments, the approval
  *                   gate, metering). bash (not keep_alive) is started in the background

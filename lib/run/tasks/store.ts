@@ -6,8 +6,10 @@
  * change): of two requests advancing one task, one wins and the other reads the winner's record.
  *
  * A record is bound to the key that made it (another key of the same tenant gets NOT_FOUND too)
- * and kept ttl_ms from its creation (default CALL_TASK_TTL_MS, 24 h; at most 7 days), then it is
- * gone: swept by creating calls (lib/storage/sweep.ts) and by the housekeeping tick.
+ * and kept ttl_ms from its creation (default CALL_TASK_TTL_MS, 24 h; at least 1 min, at most 7 days):
+ * past it, it is NOT_FOUND; the object is deleted once it is also 24 h past its last write, by the
+ * sweep of a later task's creation (lib/storage/sweep.ts) and by the housekeeping tick
+ * (lib/runtime/housekeeping.ts), each deleting only the version it read.
  *
  * Storage operations: create = 1 PUT (+ the sweep: 1 LIST, ≤ 20 GETs + 1 DELETE when some record is
  * older than its grace); read = 1 GET; a change = 1 PUT (+ 1 GET per lost race); list = 1 LIST + 1 GET per record.
@@ -56,6 +58,8 @@ export interface CallTaskRecord {
   run_id?: string;
   /** That run's timeout in seconds (what a timed-out run's error says). */
   run_timeout_s?: number;
+  /** What a human decided about the call (an approval's note, changed arguments), said first in the run's result (invariant 13). */
+  preface?: string;
   /** A held call or question the task waits on (lib/tools/pending/store.ts). */
   pending_id?: string;
   /** The last PARTIAL_OUTPUT_CHARS characters of the run's output so far. */
@@ -145,6 +149,6 @@ export async function listCallTasks(s: CallTaskScope, max = 100): Promise<CallTa
 
 /** Deletes (each only if unchanged since read) up to 20 task records past their ttl; never throws. */
 export function sweepCallTasks(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<string[]> {
-  // The grace is the shortest ttl: a record written less than that ago cannot be past its ttl (ttl counts from creation).
-  return sweepRecords<CallTaskRecord>({ driver: storage, prefix: prefixOf({ tenant, workspace }), now, graceMs: MIN_CALL_TASK_TTL_MS, isStale: (r, t) => expiresAt(r) <= t });
+  // Candidates: records last written more than the sweep's grace (24 h) ago, the rule of every record kind; one past its ttl is NOT_FOUND before that.
+  return sweepRecords<CallTaskRecord>({ driver: storage, prefix: prefixOf({ tenant, workspace }), now, isStale: (r, t) => expiresAt(r) <= t });
 }

@@ -190,6 +190,24 @@ describe("input requests", () => {
     expect(await fileStatus(t, "build/a.o")).toBe(200);
     await client.close();
   });
+
+  it("a held bash command as a task, approved with a changed command: the run is followed, and its result says first what the human changed", async () => {
+    const t = await tenant("gatedbash");
+    const client = await connect(t);
+    const task = await startTask(client, "bash", { command: "rm -rf build" }); // a caution pattern: held by default
+    expect(task.status).toBe("input_required");
+    const pendingId = (await client.experimental.tasks.getTask(task.taskId))._meta?.["toolshed/pending_id"] as string;
+    const held = (await (await call(`/v1/workspaces/main/pending/${pendingId}`, {}, t.key)).json()) as any;
+    expect(held.args).toMatchObject({ command: "rm -rf build", run_in_background: true }); // what the approver sees is what would run
+    const changed = { command: "echo kept > kept.txt; echo ran", run_in_background: true };
+    expect((await post(`/v1/workspaces/main/pending/${pendingId}`, { approved: true, modified_args: changed }, t.approver)).status).toBe(200);
+    const r = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(r.isError ?? false, text(r)).toBe(false);
+    expect(text(r)).toMatch(/^A human approved this bash call with CHANGED arguments.*\n(.*\n)*ran\n$/);
+    expect(r.structuredContent).toMatchObject({ exit_code: 0, files_changed: ["kept.txt"] });
+    expect(await fileStatus(t, "kept.txt")).toBe(200);
+    await client.close();
+  });
 });
 
 describe("whose tasks", () => {
