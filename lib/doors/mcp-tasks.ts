@@ -23,7 +23,7 @@ import { toToolError } from "../contract/errors.js";
 import type { Tool } from "../contract/tool.js";
 import type { CallScope } from "../run/run-tool.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { loadPending, pendingScope } from "../tools/pending/store.js";
+import { callTaskInput } from "../run/tasks/input.js";
 import { cancelCallTask, getCallTask, startCallTask, taskScopeOf, waitCallTask } from "../run/tasks/run.js";
 import { listCallTasks, type CallTaskOutcome, type CallTaskRecord } from "../run/tasks/store.js";
 import { elicitationRequest } from "./mcp-ask.js";
@@ -92,9 +92,9 @@ export function registerMcpTasks(server: Server, scope: CallScope, asks: boolean
       // ask_user's question goes out on this request's stream, to a client that answers questions; its answer comes in another POST.
       const onInput = asks
         ? async (rec: CallTaskRecord) => {
-            const { rec: held } = await loadPending(pendingScope(scope.deps, s.tenant, s.workspace), rec.pending_id!);
-            if (held.kind !== "input" || held.channel !== "elicitation" || held.status !== "pending") return;
-            const ask = elicitationRequest({ pending_id: held.id, question: held.question ?? "", ...(held.options ? { options: held.options } : {}) });
+            const input = await callTaskInput(s, rec);
+            if (input?.kind !== "question") return; // an approval waits for the human, in the app
+            const ask = elicitationRequest({ pending_id: input.pending_id, question: input.question, ...(input.options ? { options: input.options } : {}) });
             const params = { ...ask.params, _meta: { ...(ask.params?._meta as object), [RELATED_TASK]: { taskId: id } } };
             await server.transport!.send({ ...ask, params } as ServerRequest & { jsonrpc: "2.0"; id: string }, { relatedRequestId: extra.requestId }).catch(() => {});
           }

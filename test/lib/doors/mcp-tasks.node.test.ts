@@ -23,6 +23,8 @@ import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { httpRunRecords } from "../../../lib/sync/runs.js";
+import { answerCallTask, callTaskInput } from "../../../lib/run/tasks/input.js";
+import { getCallTask } from "../../../lib/run/tasks/run.js";
 
 const ADMIN = "mcp-tasks-admin";
 const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
@@ -31,7 +33,9 @@ const usage: UsageRecord[] = [];
 let app: ReturnType<typeof createApp>;
 const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
 const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
-app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u) => void usage.push(u) } as AppDeps, tools);
+const storage = memoryDriver();
+const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u) } as AppDeps;
+app = createApp(deps, tools);
 
 const call = async (path: string, init: RequestInit, auth: string) =>
   app.request(path, { ...init, headers: { authorization: `Bearer ${auth}`, "content-type": "application/json", ...(init.headers as Record<string, string> | undefined) } });
@@ -206,6 +210,31 @@ describe("input requests", () => {
     expect(text(r)).toMatch(/^A human approved this bash call with CHANGED arguments.*\n(.*\n)*ran\n$/);
     expect(r.structuredContent).toMatchObject({ exit_code: 0, files_changed: ["kept.txt"] });
     expect(await fileStatus(t, "kept.txt")).toBe(200);
+    await client.close();
+  });
+});
+
+describe("the task layer's interface for another door (tasks/get's input requests, tasks/update's answers)", () => {
+  it("the question a task waits on is answered by its client once; an approval is never taken from it; another key's task is NOT_FOUND", async () => {
+    const client = await connect(acme, "main", () => ({ action: "accept", content: { answer: "unused" } })); // declares elicitation
+    const task = await startTask(client, "ask_user", { question: "Which port?", options: ["80", "8080"] });
+    expect(task.status).toBe("input_required");
+    const raw = await storage.get(`t/acme/w/main/x/call-tasks/${task.taskId}.json`);
+    const s = { storage, tenant: "acme", workspace: "main", key_id: JSON.parse(await new Response(raw!.body).text()).key_id as string, deps };
+    const rec = await getCallTask(s, task.taskId);
+    expect(await callTaskInput(s, rec)).toEqual({ kind: "question", pending_id: rec.pending_id, question: "Which port?", options: ["80", "8080"] });
+    await expect(getCallTask({ ...s, key_id: "someone-else" }, task.taskId)).rejects.toMatchObject({ code: "NOT_FOUND" });
+    const done = await answerCallTask(s, task.taskId, rec.pending_id!, { action: "accept", answer: "8080" });
+    expect(done.status).toBe("completed");
+    expect(done.outcome).toMatchObject({ ok: true, output: "The user answered: 8080", data: { answer: "8080", option_index: 1 } });
+    await expect(answerCallTask(s, task.taskId, rec.pending_id!, { action: "accept", answer: "80" })).rejects.toMatchObject({ code: "PERMISSION_DENIED" });
+    expect(text(await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema))).toBe("The user answered: 8080");
+
+    const held = await startTask(client, "bash", { command: "rm -rf build" });
+    const heldRec = await getCallTask(s, held.taskId);
+    expect(await callTaskInput(s, heldRec)).toMatchObject({ kind: "approval", pending_id: heldRec.pending_id, tool: "bash" });
+    await expect(answerCallTask(s, held.taskId, heldRec.pending_id!, { action: "accept", answer: "yes" })).rejects.toMatchObject({ code: "PERMISSION_DENIED" });
+    expect((await getCallTask(s, held.taskId)).status).toBe("input_required");
     await client.close();
   });
 });
