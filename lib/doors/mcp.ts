@@ -22,7 +22,7 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { AuthInfo } from "../contract/caller.js";
 import type { RunDeps } from "../run/deps.js";
 import { ToolError } from "../shared/errors.js";
@@ -36,7 +36,6 @@ import { mcpTool } from "../contract/formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant, type CustomToolDeps } from "../tools/custom/tool.js";
 import { callToolResult, hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
