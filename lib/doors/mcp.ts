@@ -17,10 +17,12 @@
  * A client that declares form elicitation gets ask_user's question as elicitation/create and the
  * call completes with the answer (lib/doors/mcp-ask.ts); every other held call (and ask_user for
  * other clients) answers NEEDS_* and the model reads the outcome with the pending_result tool.
+ * A tools/call with params.task runs as a task (every tool declares execution.taskSupport "optional"),
+ * and tasks/get|result|list|cancel follow it: lib/doors/mcp-tasks.ts. Without params.task, as above.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { AuthInfo } from "../contract/caller.js";
 import type { RunDeps } from "../run/deps.js";
 import { ToolError } from "../shared/errors.js";
@@ -33,6 +35,7 @@ import { API_VERSION } from "../run/version.js";
 import { mcpTool } from "../contract/formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant, type CustomToolDeps } from "../tools/custom/tool.js";
+import { callToolResult, hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
@@ -75,12 +78,20 @@ interface McpCall {
 
 /** One MCP server for one request: the key's tools, calls through runTool. */
 export function buildMcpServer(call: McpCall): Server {
-  const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {} }, jsonSchemaValidator: noSchemaValidator as never });
+  const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {}, tasks: TASKS_CAPABILITY }, jsonSchemaValidator: noSchemaValidator as never });
   // The workspace's tool list narrows the key's (one meta.json read per tools/list).
   const workspaceTools = async () => (await readMeta(call.deps.storage, call.auth.tenant, call.wsId))?.meta.tools;
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth, await workspaceTools()).map(mcpTool) as never }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth, await workspaceTools()).map((t) => ({ ...mcpTool(t), execution: { taskSupport: "optional" } })) as never }));
+  registerMcpTasks(server, call, call.asks === true);
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const tool = call.tools.find((t) => t.name === req.params.name);
+    const task = req.params.task;
+    if (task) {
+      // As a task (lib/doors/mcp-tasks.ts): a refusal before the task exists is a protocol error, the task's own outcome a result of tasks/result.
+      if (!tool) throw new McpError(ErrorCode.InvalidParams, `No tool named '${req.params.name.slice(0, 64)}'. tools/list lists the tools this key can use.`);
+      const ws = await openWorkspace(call);
+      return (await startMcpTask({ tool, args: req.params.arguments ?? {}, scope: { ...call, ws, door: "mcp" }, ...(task.ttl !== undefined ? { ttl: task.ttl } : {}), ...(call.asks ? { asks: true } : {}) })) as never;
+    }
     try {
       if (!tool) {
         const usable = usableTools(call.tools, call.auth, await workspaceTools()).map((t) => t.name);
@@ -92,11 +103,11 @@ export function buildMcpServer(call: McpCall): Server {
       const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
       const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, door: "mcp", ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
       // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
-      return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
+      return callToolResult({ ok: true, ...r });
     } catch (err) {
       const e = toToolError(err);
       if (e.code === "INTERNAL") console.error("internal error (mcp)", err instanceof Error ? err.stack ?? err.message : String(err));
-      return { isError: true, content: [{ type: "text", text: `${e.code}: ${e.message}` }], _meta: { "toolshed/error": { code: e.code, message: e.message, details: e.details } } };
+      return callToolResult({ ok: false, code: e.code, message: e.message, details: e.details });
     }
   });
   return server;
@@ -179,7 +190,7 @@ export async function mcpResponse(req: Request, call: McpRequest): Promise<Respo
   const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, call.tools, auth.tenant), auth, wsId, session: call.session, signal: req.signal, asks, ...(background ? { background } : {}) });
   // JSON responses, except for a call that asked for progress, or may put a question to a client
   // that answers them: that one answers as SSE so the notifications and questions can go out.
-  const streamed = asksProgress(body) || (asks && hasToolCall(body));
+  const streamed = asksProgress(body) || (asks && (hasToolCall(body) || hasTaskWait(body)));
   // No session, except the id that tells later requests this client answers questions (initialize only).
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: askSessionFor(body), enableJsonResponse: !streamed });
   await server.connect(transport);

@@ -33,7 +33,8 @@ export function auditRetentionDays(setting: string | undefined): number {
   return Number.isSafeInteger(n) && n >= 0 ? n : AUDIT_RETENTION_DAYS;
 }
 
-async function workspaceIds(storage: StorageDriver, tenant: string): Promise<string[]> {
+/** The tenant's workspace ids (1 LIST per 1,000): what the housekeeping tick walks. */
+export async function workspaceIds(storage: StorageDriver, tenant: string): Promise<string[]> {
   const prefix = tenantWorkspacesPrefix(tenant);
   const ids: string[] = [];
   let cursor: string | undefined;

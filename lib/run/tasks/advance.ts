@@ -1,0 +1,129 @@
+/**
+ * Moving a call task on from what its storage says: the sandbox run it follows (lib/exec/tasks.ts
+ * pollTask: status and the output since the last poll) and the held call or question it waits on
+ * (lib/tools/pending/store.ts). Any request of the task's key may advance it, in any isolate; the
+ * record's conditional write keeps one outcome (store.ts changeCallTask). The request whose write
+ * ends a run meters the run's sandbox time (one usage record, as the call itself would have had).
+ */
+import { pollTask } from "../../exec/tasks.js";
+import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
+import type { RunResult, TaskPoll } from "../../exec/types.js";
+import { ToolError } from "../../shared/errors.js";
+import { emitUsage } from "../metering/usage.js";
+import type { RunDeps } from "../deps.js";
+import { heldCallResult, nowOf, outcomeOrThrow } from "../../tools/pending/outcome.js";
+import { isClosed, isExpired, loadPending, pendingScope, type PendingRecord } from "../../tools/pending/store.js";
+import { toToolError } from "../../contract/errors.js";
+import { changeCallTask, isTerminal, PARTIAL_OUTPUT_CHARS, type CallTaskOutcome, type CallTaskRecord, type CallTaskScope } from "./store.js";
+
+/** A task's scope with the deps its work needs. */
+export interface CallTaskDeps extends CallTaskScope {
+  deps: RunDeps;
+  background?: (p: Promise<unknown>) => void;
+}
+
+/** What a finished or failed outcome makes of a record: its status and a line for the client. */
+export function settled(rec: CallTaskRecord, outcome: CallTaskOutcome): CallTaskRecord {
+  const { pending_id: _p, ...rest } = rec;
+  const status = outcome.ok ? "completed" : outcome.code === "CANCELLED" ? "cancelled" : "failed";
+  return { ...rest, status, outcome, status_message: outcome.ok ? outcome.title : `${outcome.code}: ${outcome.message}`.slice(0, 500) };
+}
+
+/** An error thrown by the call, as an outcome. */
+export function errorOutcome(e: unknown): CallTaskOutcome {
+  const t = toToolError(e);
+  return { ok: false, code: t.code, message: t.message, details: t.details };
+}
+
+/**
+ * What a call's result makes of its task: a bash command started in the background is followed
+ * (run_id); anything else is the task's outcome.
+ */
+export function afterResult(rec: CallTaskRecord, r: { title: string; output: string; data: Record<string, unknown>; call_id?: string }, approved = false): CallTaskRecord {
+  const runId = rec.tool === "bash" && r.data.status === "running" && typeof r.data.task_id === "string" ? r.data.task_id : undefined;
+  if (runId) {
+    const { pending_id: _p, ...rest } = rec;
+    // An approved call's output opens with what the human decided; the run's result will say it first too.
+    const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background")).join("\n") : "";
+    return { ...rest, status: "working", run_id: runId, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500), ...(preface ? { preface } : {}) };
+  }
+  return settled(rec, { ok: true, title: r.title, output: r.output, data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}) });
+}
+
+/** The last PARTIAL_OUTPUT_CHARS characters of the output so far and the new text. */
+const tailOf = (before: string | undefined, more: string) => {
+  const all = (before ?? "") + more;
+  return all.length <= PARTIAL_OUTPUT_CHARS ? all : all.slice(all.length - PARTIAL_OUTPUT_CHARS);
+};
+
+/** A finished run as the call's outcome: what bash would have answered in the foreground. */
+function runOutcome(rec: CallTaskRecord, p: TaskPoll): CallTaskOutcome {
+  const run = p.result as RunResult | undefined;
+  if (run) {
+    const stopped = stoppedError(run, rec.run_timeout_s ?? 120);
+    const told = (e: ToolError) => (rec.preface ? new ToolError(e.code, `${rec.preface}\n${e.message}`, e.details) : e);
+    if (stopped) return errorOutcome(told(stopped));
+    if (run.killed) return errorOutcome(told(new ToolError("CANCELLED", "The command was killed before it finished (the task was cancelled); its file changes were not written back. Call the tool again to run it.")));
+    const out = (rec.preface ? `${rec.preface}\n` : "") + commandOutput(run).text + writeBackNotes(run);
+    return { ok: true, title: rec.status_message?.replace(/^Running in the sandbox: /, "") ?? "bash", output: out, data: { ...commandData(run), ...runCallId(p.call_id, run) }, ...(runCallId(p.call_id, run).call_id ? { call_id: p.call_id! } : {}) };
+  }
+  const err = p.error ?? { code: "INTERNAL", message: "The run ended without a result." };
+  return { ok: false, code: err.code, message: err.message, details: { output: rec.output ?? "" } };
+}
+
+/** Follows the task's run: new output into the record, and the outcome once the run ended (metered once). */
+async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
+  const p = await pollTask(s.deps.storage, { tenant: s.tenant, workspace: s.workspace, task_id: rec.run_id! });
+  const ended = p.status !== "running";
+  const { rec: next, changed } = await changeCallTask(
+    s,
+    rec.id,
+    (cur) => {
+      if (isTerminal(cur.status)) return null; // another request ended it (its output went there too)
+      const grown = p.output ? { output: tailOf(cur.output, p.output), progress: (cur.progress ?? 0) + 1 } : {};
+      if (!ended) return p.output ? { ...cur, ...grown } : null;
+      return settled({ ...cur, ...grown }, runOutcome(cur, p));
+    },
+    { rec, etag },
+  );
+  if (ended && changed && p.result) {
+    const run = p.result;
+    emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, tool: rec.tool, ok: next.status === "completed", ...(next.outcome && !next.outcome.ok ? { code: next.outcome.code } : {}), ms: run.duration_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: run.duration_ms }, s.background);
+  }
+  return next;
+}
+
+/** The held call's outcome as the task's: an approval's (what the human decided, said first) or the question's answer; null while it waits. */
+function heldOutcome(held: PendingRecord, ws: string, now: number): { title: string; output: string; data: Record<string, unknown>; call_id?: string } | CallTaskOutcome | null {
+  const waiting = held.status === "pending" || held.status === "running";
+  if (waiting && !isExpired(held, now)) return null;
+  if (!isClosed(held) && held.status === "done" && !held.outcome) return null;
+  try {
+    if (held.kind === "input") return outcomeOrThrow(held, ws, now);
+    const r = heldCallResult(held, ws, now);
+    const data = r.data.result;
+    const callId = typeof data.call_id === "string" ? data.call_id : undefined;
+    return { title: r.title, output: r.output, data, ...(callId ? { call_id: callId } : {}) };
+  } catch (e) {
+    return errorOutcome(e);
+  }
+}
+
+/** Looks at the held call the task waits on: answered (and run, for an approval) → the outcome, or the run it started. */
+async function advanceHeld(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
+  const ps = pendingScope(s.deps, s.tenant, s.workspace);
+  const { rec: held } = await loadPending(ps, rec.pending_id!);
+  const r = heldOutcome(held, s.workspace, nowOf(s.deps));
+  if (!r) return rec;
+  const next = "ok" in r ? (cur: CallTaskRecord) => settled(cur, r) : (cur: CallTaskRecord) => afterResult(cur, r, held.kind === "approval");
+  return (await changeCallTask(s, rec.id, (cur) => (cur.status === "input_required" && cur.pending_id === rec.pending_id ? next(cur) : null), { rec, etag })).rec;
+}
+
+/** The task as it is now: its run or held call looked at once (a few GETs); a finished task as stored. */
+export async function advanceCallTask(s: CallTaskDeps, cur: { rec: CallTaskRecord; etag: string }): Promise<CallTaskRecord> {
+  const { rec, etag } = cur;
+  if (isTerminal(rec.status)) return rec;
+  if (rec.status === "working" && rec.run_id) return advanceRun(s, rec, etag);
+  if (rec.status === "input_required" && rec.pending_id) return advanceHeld(s, rec, etag);
+  return rec;
+}

@@ -1,0 +1,134 @@
+/**
+ * Call tasks, the transport-independent layer a door (MCP 2025-11-25: lib/doors/mcp-tasks.ts; a
+ * 2026-07-28 door: tasks/get|update|cancel) runs long calls through. docs/mcp-and-providers.md "Tasks".
+ *
+ *   startCallTask   runs the call through runTool (the one run path: scope, arguments, the approval
+ *                   gate, metering). bash (not keep_alive) is started in the background
+ *                   (lib/exec/tasks.ts: the sandbox run has its own durable record, output chunks and
+ *                   kill flag), so the task answers at once and its run goes on without any request.
+ *                   Every other call runs to its end in the starting request. A call the gate holds, or
+ *                   an ask_user question, makes the task input_required (pending_id). Then the record
+ *                   is written (store.ts) and returned.
+ *   getCallTask     the task now: its run polled (new output kept, the end metered once) or its held call looked at.
+ *   waitCallTask    until it is terminal (or input_required and nothing moves, when `untilInput`), the signal, or `until`.
+ *   cancelCallTask  kills its run (the runner stops every process, nothing is written back) or closes its
+ *                   held call (it can never run from a later approval); then cancelled.
+ *   listCallTasks   (store.ts) the key's tasks in the workspace.
+ *
+ * A task never skips the gate: its call is gated like any other, and an approved call runs on the
+ * approver's request (lib/run/pending/approve.ts); the task only reads the outcome.
+ */
+import { killTask } from "../../exec/tasks.js";
+import { ToolError } from "../../shared/errors.js";
+import type { Tool } from "../../contract/tool.js";
+import { closePending, loadPending, pendingScope } from "../../tools/pending/store.js";
+import { runTool, type CallScope } from "../run-tool.js";
+import type { Workspace } from "../../workspace/workspace.js";
+import { afterResult, advanceCallTask, errorOutcome, settled, type CallTaskDeps } from "./advance.js";
+import { changeCallTask, createCallTask, isTerminal, loadCallTask, ttlOf, type CallTaskRecord } from "./store.js";
+
+/** What a door passes to start a task: the call's scope as for runTool, and the task's own options. */
+export interface StartCallTask {
+  tool: Tool;
+  args: unknown;
+  scope: CallScope & { ws: Workspace };
+  /** The ttl the client asked for (ms; bounded: store.ts ttlOf). */
+  ttlMs?: number;
+  /** The client answers questions itself (MCP form elicitation): ask_user's question is marked for it (channel "elicitation"), to be put when the client waits on the task. */
+  clientAnswers?: boolean;
+}
+
+/** Why an ask_user put to the client is not waited on in the starting request: the task waits instead. */
+const ASKED_LATER = "asked when the client waits on the task";
+
+/** The args a call runs with as a task: bash in the background (unless it keeps a live sandbox or asks for the background itself). */
+function taskArgs(tool: Tool, args: unknown): unknown {
+  if (tool.name !== "bash" || !args || typeof args !== "object") return args;
+  const a = args as Record<string, unknown>;
+  if (a.keep_alive === true || a.run_in_background === true || a.command === undefined) return args;
+  return { ...a, run_in_background: true };
+}
+
+/** The task scope of a call: its storage, tenant, workspace, key, and what metering needs. */
+export const taskScopeOf = (scope: CallScope): CallTaskDeps => ({ storage: scope.deps.storage, tenant: scope.auth.tenant, workspace: scope.wsId, key_id: scope.auth.key_id, deps: scope.deps, ...(scope.background ? { background: scope.background } : {}) });
+
+/** Runs the call as a task (see above) and returns its record, already written. */
+export async function startCallTask(start: StartCallTask): Promise<CallTaskRecord> {
+  const { tool, scope } = start;
+  const s = taskScopeOf(scope);
+  const askHuman = start.clientAnswers && tool.name === "ask_user" ? async () => { throw new Error(ASKED_LATER); } : undefined;
+  const args = taskArgs(tool, start.args);
+  const base = { id: "", key_id: s.key_id, tool: tool.name, session: scope.session, status: "working" as const, created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs) };
+  let made: CallTaskRecord;
+  try {
+    const r = await runTool(tool, args, { ...scope, ...(askHuman ? { askHuman } : {}) });
+    made = afterResult(base, r);
+    if (made.run_id) made.run_timeout_s = Number((args as { timeout?: number }).timeout ?? 120);
+  } catch (e) {
+    const err = e instanceof ToolError ? e : null;
+    const pendingId = err && (err.code === "NEEDS_INPUT" || err.code === "NEEDS_APPROVAL") && typeof err.details.pending_id === "string" ? err.details.pending_id : null;
+    made = pendingId
+      ? { ...base, status: "input_required", pending_id: pendingId, status_message: err!.code === "NEEDS_INPUT" ? "Waiting for the user's answer." : `Waiting for a human to approve this ${tool.name} call (pending call ${pendingId}).` }
+      : settled(base, errorOutcome(e));
+  }
+  const { id: _i, created_at: _c, updated_at: _u, key_id: _k, ...init } = made;
+  const { rec } = await createCallTask(s, init);
+  return rec;
+}
+
+/** The caller's task as it is now (NOT_FOUND for an unknown id, another key's, workspace's or tenant's). */
+export async function getCallTask(s: CallTaskDeps, id: string): Promise<CallTaskRecord> {
+  return advanceCallTask(s, await loadCallTask(s, id));
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
+  });
+
+/**
+ * Waits for the task to end: reads it again with a backoff (250 ms growing to 2 s) until it is
+ * terminal, `until` (epoch ms) passes or the signal aborts. `onInput` is called once per held call
+ * the task waits on (the door puts a question to its client there). Returns the last record read.
+ */
+export async function waitCallTask(s: CallTaskDeps, id: string, opts: { until: number; signal?: AbortSignal; onInput?: (rec: CallTaskRecord) => Promise<void> }): Promise<CallTaskRecord> {
+  let rec = await getCallTask(s, id);
+  const told = new Set<string>();
+  for (let pause = 250; !isTerminal(rec.status) && Date.now() < opts.until && !opts.signal?.aborted; pause = Math.min(pause * 1.5, 2000)) {
+    if (rec.status === "input_required" && rec.pending_id && opts.onInput && !told.has(rec.pending_id)) {
+      told.add(rec.pending_id);
+      await opts.onInput(rec);
+    }
+    await sleep(Math.min(pause, Math.max(0, opts.until - Date.now())), opts.signal);
+    rec = await getCallTask(s, id);
+  }
+  return rec;
+}
+
+/**
+ * Cancels the caller's task: kills its sandbox run (waiting up to 15 s for the runner to confirm), or
+ * closes the held call it waits on so no later approval runs it. A task already ended is
+ * INVALID_ARGUMENT (the spec's rule: a terminal task cannot be cancelled).
+ */
+export async function cancelCallTask(s: CallTaskDeps, id: string): Promise<CallTaskRecord> {
+  const cur = await loadCallTask(s, id);
+  if (isTerminal(cur.rec.status)) throw new ToolError("INVALID_ARGUMENT", `Task ${id} has already ended (${cur.rec.status}); there is nothing to cancel. Its result stays readable until its ttl.`, { task_id: id, status: cur.rec.status });
+  if (cur.rec.run_id) {
+    const { status } = await killTask(s.deps.storage, { tenant: s.tenant, workspace: s.workspace, task_id: cur.rec.run_id });
+    // Killed (or ended just before): the run's own result ends the task, its sandbox time metered as any run's.
+    if (status !== "stopping") {
+      const after = await getCallTask(s, id);
+      if (isTerminal(after.status)) return after;
+    }
+  }
+  if (cur.rec.pending_id) {
+    const ps = pendingScope(s.deps, s.tenant, s.workspace);
+    const held = await loadPending(ps, cur.rec.pending_id);
+    if (held.rec.status === "pending") await closePending(ps, held.rec, held.etag, "superseded", "the MCP client cancelled the task that held this call");
+  }
+  const outcome = errorOutcome(new ToolError("CANCELLED", `Task ${id} was cancelled by the client${cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : ""}.`, { task_id: id }));
+  // A run that ended before the kill keeps its own outcome: the next read of the task shows it.
+  const done = await changeCallTask(s, id, (rec) => (isTerminal(rec.status) ? null : settled(rec, outcome)));
+  return done.rec;
+}
