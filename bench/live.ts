@@ -14,22 +14,34 @@ import { measureTogether, measure, type Cell, type MeasureOptions } from "./stat
 import type { Row } from "./table.ts";
 import { tarGz } from "./tar-gz.ts";
 
+/** A request of step `what`; a network failure says which step and why (fetch's own message is only "fetch failed"). */
+async function step(what: string, f: () => Promise<Response>): Promise<Response> {
+  try {
+    return await f();
+  } catch (e) {
+    const cause = (e as { cause?: unknown }).cause;
+    throw new Error(`${what}: ${(e as Error).message}${cause ? ` (${String((cause as Error).message ?? cause)})` : ""}`);
+  }
+}
+
 export const liveRows: RowSource = async (ctx: RowContext): Promise<Row[]> => {
   if (!ctx.bash) return [{ op: "bash live", size: ctx.corpora.at(-1)!.size, cells: {}, note: "no bash runner" }];
   const corpus = ctx.corpora.at(-1)!;
   const auth = { authorization: `Bearer ${ctx.key}` };
   const id = `live-${Date.now().toString(36)}`;
-  const r = await fetch(`${ctx.url}/v1/workspaces?id=${id}`, { method: "POST", headers: { ...auth, "content-type": "application/gzip" }, body: tarGz(corpus.files) });
+  const r = await step("import", () => fetch(`${ctx.url}/v1/workspaces?id=${id}`, { method: "POST", headers: { ...auth, "content-type": "application/gzip" }, body: tarGz(corpus.files) }));
   if (r.status !== 201) throw new Error(`import ${id}: ${r.status} ${await r.text()}`);
   ctx.log(`  live: workspace ${id} imported (${corpus.files.length} files)`);
 
   const bash = (name: string, session: string, keepAlive: boolean) => async (): Promise<number> => {
     const t = performance.now();
-    const res = await fetch(`${ctx.url}/v1/workspaces/${id}/tools/bash`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json", "x-session-id": session },
-      body: JSON.stringify({ command: "true", timeout: 60, ...(keepAlive ? { keep_alive: true } : {}) }),
-    });
+    const res = await step(`bash (${name})`, () =>
+      fetch(`${ctx.url}/v1/workspaces/${id}/tools/bash`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json", "x-session-id": session },
+        body: JSON.stringify({ command: "true", timeout: 60, ...(keepAlive ? { keep_alive: true } : {}) }),
+      }),
+    );
     const body = (await res.json()) as { ok: boolean; error?: unknown };
     const ms = performance.now() - t;
     if (!body.ok) throw new Error(`bash (${name}): ${JSON.stringify(body.error).slice(0, 300)}`);
