@@ -1,5 +1,5 @@
 /**
- * Live sandboxes (issue #29), runner side only: the in-process time of a no-change command on a
+ * Live sandboxes (issue #29), runner side only (the latency through the API: `npm run bench`'s live rows, bench/live.ts): the in-process time of a no-change command on a
  * workspace of `files` files, in a live sandbox vs a fresh run, and the memory of idle live
  * sandboxes. The real handler and bwrap; the workspace in memory (no HTTP); the live channel
  * in process. Usage: node bench/live-sandbox.mjs [files=10000] [runs=15] [idle sandboxes=4]

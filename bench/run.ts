@@ -23,10 +23,11 @@ import { ratio, renderTable, renderTargets, type Row, type Target } from "./tabl
 import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
 import { benchBashScale } from "./bash-scale.ts";
+import { liveRows } from "./live.ts";
 import { benchBusiness, renderBusiness, type BusinessRow } from "./business.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
-const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows };
+const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows, live: liveRows };
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
@@ -169,7 +170,8 @@ async function main() {
     log(`${name} rows`);
     try {
       const { key } = await setupTenant(worker, `${TENANT}-${name}`, "scratch");
-      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && tools.includes("bash"), log, arg })));
+      // Without the per-op rows the tool list was never read: a runner means bash (a row that needs it fails saying so).
+      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && (skip.has("ops") || tools.includes("bash")), log, arg })));
     } catch (e) {
       rows.push({ op: name, size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
     }

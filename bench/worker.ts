@@ -10,6 +10,8 @@ import { floorOp, type FloorRequest } from "./floor-ops.js";
 export { UsageObject } from "../infra/cloudflare.js";
 /** The limits Durable Object, as in the real entry (the LIMITS binding). */
 export { LimitsObject } from "../infra/cloudflare.js";
+/** The live sessions' Durable Object (the LIVE binding: bench/live.ts). */
+export { LiveObject } from "../infra/cloudflare.js";
 
 export default {
   async fetch(request: Request, env: WorkersEnv, ctx: ExecutionContext): Promise<Response> {

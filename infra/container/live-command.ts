@@ -25,6 +25,7 @@ import { ensureCwd, slotBytes, syncIn } from "./sync-in.js";
 import { syncOut, type SyncedOut } from "./sync-out.js";
 import type { LiveShell } from "./live-shell.js";
 import type { Slot } from "./tree.js";
+import type { ChangeJournal } from "./change-journal.js";
 
 /** What a live command runs in: fixed for the sandbox's life. */
 export interface LiveContext {
@@ -34,6 +35,8 @@ export interface LiveContext {
   slot: Slot;
   shell: LiveShell;
   shellDir: string;
+  /** What changed in the tree since the last walk (null: none could be kept; every walk is a full one). */
+  journal: ChangeJournal | null;
   /** Set when a sync failed halfway: the tree is then not what the slot records (the sandbox ends, nothing more is written back). */
   unsure: boolean;
 }
@@ -68,7 +71,7 @@ export async function writeBackBackground(ctx: LiveContext, sync: SyncClient, ru
   const { slot } = ctx;
   return syncOut({
     slot, sync, owner: ctx.deps.owner, runId, limits, ran: true, diskExceeded: false, baseBytes: slotBytes(slot), cwdMade: new Set(),
-    deadline: Date.now() + Math.max(10_000, limits.writeback_ms), manifestFiles: slot.view.size,
+    deadline: Date.now() + Math.max(10_000, limits.writeback_ms), manifestFiles: slot.view.size, journal: ctx.journal,
   });
 }
 
@@ -136,7 +139,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
   // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
   const ran = !exit.timedOut && end !== "limit";
-  const written = await unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles }));
+  const written = await unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal: ctx.journal }));
   const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
   if (out.hasLog) await fs.rm(logPath, { force: true });
   const result = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });

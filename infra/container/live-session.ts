@@ -18,6 +18,7 @@ import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
 import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
+import { openJournal } from "./change-journal.js";
 import { listeningPorts, namespaceProcesses } from "./live-status.js";
 import { errorOf } from "./run-once.js";
 import { runIdOf, validateRequest } from "./run-request.js";
@@ -54,6 +55,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   });
   slot.tree = staged.path; // the sandbox binds the tree by this path for its whole life
   const shellDir = await makeShellDir(deps.stageDir, deps.owner);
+  const journal = openJournal(staged.path, deps.workDir);
   const startedAt = Date.now();
   let shell: LiveShell | null = null;
   let lastUsed = startedAt;
@@ -89,7 +91,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     );
     // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper): never listed as the session's.
     infra = new Set((await namespaceProcesses(shell.loopHostPid)).map((p) => p.pid!));
-    const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, unsure: false };
+    const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, journal, unsure: false };
     const gone = new AbortController();
     void shell.exited.finally(() => gone.abort()).catch(() => {});
     let first = true;
@@ -152,6 +154,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     reason = "crashed";
     if (!shell) {
       // The sandbox never started: nothing to write back; the API hears it at once rather than after LIVE_STALE_MS.
+      journal?.close();
       await shellDir.drop();
       slot.tree = home;
       await staged.restore();
@@ -169,12 +172,13 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   let written: LiveEnded["written"];
   try {
     if (unsure) throw new Error("the tree is not what the slot records");
-    const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, unsure }, sync, runId, limits);
+    const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, journal, unsure }, sync, runId, limits);
     if (bg.wb) written = { changed: [...bg.wb.created, ...bg.wb.modified].sort(), deleted: bg.wb.deleted, conflicts: bg.wb.conflicts.map((c) => c.path) };
     clean = true;
   } catch {
     // The write-back failed (the API unreachable): the slot is wiped; storage keeps what it had.
   } finally {
+    journal?.close();
     await shellDir.drop();
     slot.tree = home;
     await staged.restore().catch(() => {});

@@ -26,6 +26,8 @@ import { namespaceInUse, pidNamespaceOf, processTree } from "./live-status.js";
 const TAIL_MS = 100;
 /** An output file past this is emptied after it was read (it holds output the collector already has). */
 const TAIL_ROTATE_BYTES = 8 * 1024 * 1024;
+/** Of what background processes wrote between two commands, the next command shows at most the last this many bytes of each stream. */
+export const BETWEEN_BYTES = 16 * 1024;
 
 export type ShellSpec = Omit<SandboxSpec, "command" | "cwd" | "onStdout" | "onStderr" | "input" | "onSpawn" | "stdin" | "gate" | "signal"> & { shellDir: string };
 
@@ -81,6 +83,26 @@ async function writeNew(path: string, data: string): Promise<void> {
 class Tail {
   private offset = 0;
   constructor(private readonly path: string, private readonly sink: (b: Buffer) => void) {}
+  /**
+   * What was appended since the last read (the last `limit` bytes of it, and how many bytes were
+   * left out before them); the offset moves past it.
+   */
+  async takeNew(limit: number): Promise<{ data: Buffer; skipped: number }> {
+    const h = await openOwn(this.path, constants.O_RDONLY);
+    if (!h) return { data: Buffer.alloc(0), skipped: 0 };
+    try {
+      const size = (await h.stat()).size;
+      const from = Math.max(this.offset, size - limit);
+      const data = Buffer.alloc(Math.max(0, size - from));
+      const { bytesRead } = await h.read(data, 0, data.length, from);
+      const skipped = Math.max(0, from - this.offset);
+      this.offset = from + bytesRead;
+      return { data: data.subarray(0, bytesRead), skipped };
+    } finally {
+      await h.close();
+    }
+  }
+
   async reset(): Promise<void> {
     const h = await openOwn(this.path, constants.O_RDWR);
     await h?.truncate(0).finally(() => h.close());
@@ -175,7 +197,17 @@ export class LiveShell {
     const d = this.spec.shellDir;
     await writeNew(join(d, `c${seq}.sh`), script);
     await writeNew(join(d, `c${seq}.in`), stdin);
+    // What background processes wrote since the last command comes first, marked as theirs (docs/live-sessions.md).
+    const between = await Promise.all([this.outTail.takeNew(BETWEEN_BYTES), this.errTail.takeNew(BETWEEN_BYTES)]);
     await Promise.all([this.outTail.reset(), this.errTail.reset()]);
+    between.forEach((b, i) => {
+      if (!b.data.length) return;
+      const sink = i === 0 ? out.out : out.err;
+      const cut = b.skipped ? ` (its last ${b.data.length} bytes; ${b.skipped} before them not shown)` : "";
+      sink(Buffer.from(`[toolshed: ${i === 0 ? "stdout" : "stderr"} of background processes since the last command${cut}:]\n`));
+      sink(b.data);
+      sink(Buffer.from(`${b.data[b.data.length - 1] === 0x0a ? "" : "\n"}[toolshed: end of background output]\n`));
+    });
     this.sink = { out: out.out, err: out.err };
     const t0 = Date.now();
     let timedOut = false;

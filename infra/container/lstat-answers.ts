@@ -6,7 +6,7 @@
 import { statSpread, type Stats } from "./stat-pool.js";
 
 /** What lstat said of one path: its mode, size and fingerprint, or the error's code. */
-export type Stat = { mode: number; size: number; fp: string } | string;
+export type Stat = { mode: number; size: number; fp: string; nlink: number } | string;
 
 /** The prefetched answers: `at` gives a kept directory's index; the entries of its listing that are not directories follow it, in order. */
 export interface Prefetched {
@@ -18,12 +18,14 @@ export interface Prefetched {
 
 /**
  * The lstat of every path the kept listings name (each directory, then each entry of its
- * listing that is not a directory), taken side by side before the walk.
+ * listing that is not a directory), taken side by side before the walk; a directory `skip`
+ * names (one the change journal vouches for) is left out with its entries.
  */
-export async function prefetch(tree: string, listings: ReadonlyMap<string, { names: readonly string[]; dirs: readonly boolean[] }>): Promise<Prefetched> {
+export async function prefetch(tree: string, listings: ReadonlyMap<string, { names: readonly string[]; dirs: readonly boolean[] }>, skip?: (dir: string) => boolean): Promise<Prefetched> {
   const abs: string[] = [];
   const at = new Map<string, number>();
   for (const [d, l] of listings) {
+    if (skip?.(d)) continue;
     at.set(d, abs.length);
     const dir = d === "" ? tree : `${tree}/${d}`;
     abs.push(dir);
@@ -40,7 +42,7 @@ export async function prefetch(tree: string, listings: ReadonlyMap<string, { nam
 }
 
 /** What lstat said of a batch's `j`-th path. */
-export const answer = (b: Stats, j: number): Stat => b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]! };
+export const answer = (b: Stats, j: number): Stat => b.err[j] ?? { mode: b.mode[j]!, size: b.size[j]!, fp: b.fp[j]!, nlink: b.nlink[j]! };
 
 /** The part holding the prefetched answer at index `i`. */
 export function partOf(known: Prefetched, i: number): number {

@@ -18,13 +18,15 @@ export interface Stats {
   size: number[];
   /** inode:size:mtime:ctime (ns), exactly as tree.ts `fingerprint` writes it. */
   fp: string[];
+  /** Hard links of each path (a file with more than one is changed through any of its names: change-journal.ts). */
+  nlink: number[];
   /** Index → error code (ENOENT, ENOTDIR, …) for the paths lstat failed on. */
   err: Record<number, string>;
 }
 
 /** `statAll(lstatSync, paths)`: the one place the stats are taken (plain JavaScript: it also runs as a worker's source). */
 const STAT_SOURCE = `function statAll(lstatSync, paths) {
-  const out = { mode: new Array(paths.length), size: new Array(paths.length), fp: new Array(paths.length), err: {} };
+  const out = { mode: new Array(paths.length), size: new Array(paths.length), fp: new Array(paths.length), nlink: new Array(paths.length), err: {} };
   for (let i = 0; i < paths.length; i++) {
     let st;
     try {
@@ -34,10 +36,12 @@ const STAT_SOURCE = `function statAll(lstatSync, paths) {
       out.mode[i] = 0;
       out.size[i] = 0;
       out.fp[i] = "";
+      out.nlink[i] = 0;
       continue;
     }
     out.mode[i] = Number(st.mode);
     out.size[i] = Number(st.size);
+    out.nlink[i] = Number(st.nlink);
     out.fp[i] = st.ino + ":" + st.size + ":" + st.mtimeNs + ":" + st.ctimeNs;
   }
   return out;

@@ -13,6 +13,7 @@ import { diff, type Change } from "./changes.js";
 import { modesDelta, settleModes } from "./exec-bits.js";
 import { linksDelta, runDelta, settleLinks, slotModes } from "./links.js";
 import { walk, type WalkResult } from "./walk.js";
+import type { ChangeJournal } from "./change-journal.js";
 import { pool, pruneSettled, type Owner, type Slot } from "./tree.js";
 import { dirChanges, dirOutcome, settleDirs, writeBackDirs, type DirChange, type DirOutcome } from "./dirs.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
@@ -37,6 +38,8 @@ export interface SyncOutInput {
   deadline: number;
   /** Entries of the manifest the command started from. */
   manifestFiles: number;
+  /** A live sandbox's change journal: the walk re-reads only the directories it names (change-journal.ts). */
+  journal?: ChangeJournal | null;
 }
 
 export interface SyncedOut {
@@ -51,6 +54,8 @@ export interface SyncedOut {
   linksChanged: string[];
   modeSkips: Skipped[];
   walkMs: number;
+  /** The walk had a change journal's word (SyncStats.walk_dirs). */
+  journaled: boolean;
 }
 
 /**
@@ -86,7 +91,9 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
 export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const { slot, sync, limits } = i;
   const t1 = Date.now();
-  const after = await walk(slot.tree, slot.listings);
+  const hooks = (await i.journal?.begin(slot.listings)) ?? undefined;
+  const after = await walk(slot.tree, slot.listings, Date.now(), hooks);
+  i.journal?.walked(after);
   const walkMs = Date.now() - t1;
   const changes = await diff(slot, after);
   let afterBytes = 0;
@@ -119,5 +126,5 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   }
   settleModes(slot, after);
   modeSkips.push(...(await settleLinks(slot, after, i.owner)));
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs };
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null };
 }

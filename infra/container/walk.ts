@@ -24,6 +24,8 @@ export interface WalkResult {
   skipped: Skipped[];
   /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
   rawPaths: Map<string, Buffer>;
+  /** Directories taken on a change journal's word (their listing and files not read again). */
+  vouched: number;
 }
 
 /** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
@@ -36,6 +38,19 @@ export interface DirListing {
   paths?: string[];
   /** The last walk's entry of each regular file, by index: the next walk keeps it while the file's fingerprint is the same. */
   seen?: (FileEntry | undefined)[];
+  /** A file of it had more than one hard link when last stated: a change through another name leaves this directory's watch silent (never vouched for). */
+  multi?: boolean;
+}
+
+/**
+ * What a change journal (change-journal.ts) tells a walk: the directories it vouches for (no
+ * entry added, removed or renamed, no file of it written or its attributes changed since the
+ * walk that last read them, whose listing and file entries then stand without a system call),
+ * and a hook called before a directory it does not know is first read (its watch is set first).
+ */
+export interface WalkJournal {
+  trusted(dir: string): boolean;
+  reading(dir: string, abs: string): void;
 }
 
 /** A regular file as a walk found it. */
@@ -76,6 +91,9 @@ class StaleListing extends Error {}
 interface Deferred {
   rel: string[];
   abs: string[];
+  /** The listing each entry is of (none for a directory read as bytes), and its index there: its entry is kept in the listing's `seen`. */
+  listing: (DirListing | undefined)[];
+  index: number[];
   batches: Promise<Stats>[];
   sent: number;
 }
@@ -101,34 +119,54 @@ const STAT_BATCH = 2048;
  * for listingSettledMs, so no change after it can reuse its ctime. Files are lstat'ed every
  * time (their content changes leave the directory alone). `now` is the walk's start (tests move it).
  */
-export async function walk(tree: string, listings: DirListings = new Map(), now = Date.now()): Promise<WalkResult> {
+export async function walk(tree: string, listings: DirListings = new Map(), now = Date.now(), journal?: WalkJournal): Promise<WalkResult> {
   try {
-    return await walkWith(tree, listings, now);
+    return await walkWith(tree, listings, now, journal);
   } catch (e) {
     if (!(e instanceof StaleListing)) throw e;
     listings.clear();
-    return walkWith(tree, listings, now);
+    return walkWith(tree, listings, now, journal);
   }
 }
 
-async function walkWith(tree: string, listings: DirListings, now: number): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map() };
+/** A kept listing the journal vouches for, whose every entry is a directory or a regular file the last walk stated (no link, no special file, no hard-linked file). */
+function vouched(l: DirListing | undefined, rel: string, journal: WalkJournal | undefined): l is DirListing & { paths: string[]; seen: FileEntry[] } {
+  if (!journal || !l || l.multi !== false || !l.seen || !l.paths || !journal.trusted(rel)) return false;
+  for (let i = 0; i < l.names.length; i++) if (!l.dirs[i] && l.seen[i] === undefined) return false;
+  return true;
+}
+
+async function walkWith(tree: string, listings: DirListings, now: number, journal?: WalkJournal): Promise<WalkResult> {
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0 };
   const links: string[] = []; // their targets are read after the walk (asynchronously)
   const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
   const kept: DirListings = new Map();
   const reused = listings.size > 0;
-  const known = reused ? await prefetch(tree, listings) : null;
+  const skip = journal && ((d: string) => vouched(listings.get(d), d, journal));
+  const known = reused ? await prefetch(tree, listings, skip) : null;
   const stack = [""];
   try {
     while (stack.length) {
-      const later: Deferred = { rel: [], abs: [], batches: [], sent: 0 };
+      const later: Deferred = { rel: [], abs: [], listing: [], index: [], batches: [], sent: 0 };
       while (stack.length) {
         const rel = stack.pop()!;
         const abs = rel === "" ? tree : `${tree}/${rel}`;
         const pre = rel === "" ? "" : `${rel}/`;
-        const at = known?.at.get(rel);
-        const st = at === undefined ? statNow(abs) : raised(rel, statAt(known!, at));
         let l = listings.get(rel);
+        if (vouched(l, rel, journal)) {
+          // Unchanged since the walk that read it: its listing and its files' entries stand as they are.
+          kept.set(rel, l);
+          out.vouched++;
+          out.counts.set(rel, l.names.length);
+          for (let i = 0; i < l.names.length; i++) {
+            if (l.dirs[i]) sortOut(out, stack, links, l.paths[i]!, null);
+            else out.files.set(l.paths[i]!, l.seen[i]!);
+          }
+          continue;
+        }
+        const at = known?.at.get(rel);
+        if (at === undefined) journal?.reading(rel, abs);
+        const st = at === undefined ? statNow(abs) : raised(rel, statAt(known!, at));
         // The prefetched answers of a listing's entries hold while the listing does (they follow its directory's).
         let next = at === undefined ? -1 : at + 1;
         if (!l || l.key !== st.fp) {
@@ -148,14 +186,16 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
           }
           l = { key: st.fp, names: names.map((d) => d.name), dirs: names.map((d) => d.isDirectory()) };
         }
+        l.multi = false;
         if (ctimeOf(st.fp) < settled) kept.set(rel, l);
         out.counts.set(rel, l.names.length);
+        // Its entries' paths are made once while the listing holds, and each regular file's entry is kept in it.
+        const paths = (l.paths ??= l.names.map((n) => pre + n));
+        const seen = (l.seen ??= new Array<FileEntry | undefined>(l.names.length));
         if (next < 0) {
-          for (let i = 0; i < l.names.length; i++) visit(out, stack, links, later, abs, pre, l.names[i]!, l.dirs[i]!);
+          for (let i = 0; i < l.names.length; i++) visit(out, stack, links, later, abs, l, i);
         } else {
-          // The listing holds: its entries' paths are made once, and a file whose fingerprint holds keeps its entry.
-          const paths = (l.paths ??= l.names.map((n) => pre + n));
-          const seen = (l.seen ??= new Array<FileEntry | undefined>(l.names.length));
+          // The listing holds: a file whose fingerprint holds keeps its entry.
           for (let i = 0; i < l.names.length; i++) {
             const r = paths[i]!;
             if (l.dirs[i]) {
@@ -166,6 +206,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
             const part = known!.parts[k]!;
             const j = next++ - known!.starts[k]!;
             const prev = seen[i];
+            if (part.nlink[j]! > 1) l.multi = true;
             if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev);
             else seen[i] = sortOut(out, stack, links, r, answer(part, j));
           }
@@ -176,7 +217,13 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
       // Entries that turned out to be directories go on the stack: the loop walks them next.
       let i = 0;
       for (const b of await Promise.all(later.batches))
-        for (let j = 0; j < b.fp.length; j++, i++) sortOut(out, stack, links, later.rel[i]!, answer(b, j));
+        for (let j = 0; j < b.fp.length; j++, i++) {
+          const entry = sortOut(out, stack, links, later.rel[i]!, answer(b, j));
+          const l = later.listing[i];
+          if (!l) continue;
+          l.seen![later.index[i]!] = entry;
+          if (b.nlink[j]! > 1) l.multi = true;
+        }
     }
   } catch (e) {
     // Nothing else changes the tree during a walk: an entry gone can only be a reused listing's.
@@ -196,7 +243,7 @@ async function walkWith(tree: string, listings: DirListings, now: number): Promi
 /** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
 function statNow(abs: string): Exclude<Stat, string> {
   const st = lstatSync(abs, { bigint: true });
-  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st) };
+  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st), nlink: Number(st.nlink) };
 }
 
 /** The ctime (ns) a fingerprint holds: its last field. */
@@ -208,12 +255,18 @@ function send(later: Deferred): void {
   later.sent = later.abs.length;
 }
 
-/** One entry of a directory just read (a name that is UTF-8): a directory goes on the stack; anything else waits for its lstat (deferred). */
-function visit(out: WalkResult, stack: string[], links: string[], later: Deferred, abs: string, pre: string, name: string, isDirectory: boolean): void {
-  const r = pre + name;
-  if (isDirectory) return void sortOut(out, stack, links, r, null);
-  later.rel.push(r);
-  later.abs.push(`${abs}/${name}`);
+/** Entry `i` of listing `l` of a directory just read: a directory goes on the stack; anything else waits for its lstat (deferred). */
+function visit(out: WalkResult, stack: string[], links: string[], later: Deferred, abs: string, l: DirListing, i: number): void {
+  const r = l.paths![i]!;
+  if (l.dirs[i]) return void sortOut(out, stack, links, r, null);
+  defer(later, r, `${abs}/${l.names[i]!}`, l, i);
+}
+
+function defer(later: Deferred, rel: string, abs: string, l: DirListing | undefined, i: number): void {
+  later.rel.push(rel);
+  later.abs.push(abs);
+  later.listing.push(l);
+  later.index.push(i);
 }
 
 /** An entry by its kind: null (readdir says a directory), or what lstat said (an error code is thrown). Returns a regular file's entry. */
@@ -240,7 +293,8 @@ function sortOut(out: WalkResult, stack: string[], links: string[], r: string, a
 function walkBytes(out: WalkResult, stack: string[], links: string[], later: Deferred, abs: string, pre: string): void {
   for (const d of readEntries(abs)) {
     if (d.name !== null) {
-      visit(out, stack, links, later, abs, pre, d.name, d.isDirectory);
+      if (d.isDirectory) sortOut(out, stack, links, pre + d.name, null);
+      else defer(later, pre + d.name, `${abs}/${d.name}`, undefined, 0);
       continue;
     }
     const shown = pre + shownName(d.raw);

@@ -182,6 +182,8 @@ export interface SyncStats {
   deleted_files: number;
   sync_in_ms: number;
   sync_out_ms: number;
+  /** A live sandbox's walk after the command: directories in the tree, and how many of them its change journal vouched for (not read again). */
+  walk_dirs?: { total: number; vouched: number };
 }
 
 export interface RunResult {

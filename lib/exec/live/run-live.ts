@@ -15,6 +15,10 @@ import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult } from "../types.js";
 import { accountEnds, liveLeaseMs, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss } from "./types.js";
+import type { Limits } from "../../limits/fields.js";
+
+/** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
+type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
 export interface LiveRun {
@@ -76,7 +80,7 @@ const busy = (retry: number, session: string) =>
   new ToolError("BUSY", `Another command of session ${session} is still running in its live sandbox (one at a time). Retry in ${retry} s, or use another session (X-Session-Id) for work in parallel.`, { retry_after: retry, session });
 
 /** Runs `req` in the session's live sandbox (see the module comment). */
-export async function runLive(ctx: ExecCall & { auth: { key_id?: string } }, executor: Executor, req: RunRequest, idleMs: number): Promise<LiveRun> {
+export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number): Promise<LiveRun> {
   const svc = ctx.deps.live;
   if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
@@ -121,12 +125,14 @@ export async function runLive(ctx: ExecCall & { auth: { key_id?: string } }, exe
  * asynchronous start with no command of its own. Answers the slot's lease. On failure the generation
  * is ended at once (nothing was lost: it never ran).
  */
-async function startRunner(ctx: ExecCall & { auth: { key_id?: string } }, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
+async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
   const deps = ctx.deps;
   const abandon = async () => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
   let lease: string | undefined;
   if (svc.limits) {
-    const d = await svc.limits.acquireRun(key.tenant, { key_id: "" }, liveLeaseMs(svc.max_life_ms)).catch((e: unknown) => {
+    // Counted against the starting call's key as well as the tenant: a key's own concurrent_runs bounds its live sandboxes too.
+    const caller = { key_id: ctx.auth.key_id ?? "", ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) };
+    const d = await svc.limits.acquireRun(key.tenant, caller, liveLeaseMs(svc.max_life_ms)).catch((e: unknown) => {
       console.error("limits: the tenant's limits object did not answer; the live sandbox goes on uncounted", e instanceof Error ? e.message : String(e));
       return null;
     });

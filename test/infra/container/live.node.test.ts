@@ -56,6 +56,17 @@ describe("live sandbox: one shell across commands", () => {
     expect(e.lost_processes).toEqual([]);
   });
 
+  it("what background processes print between commands is shown with the next command, marked as theirs (the last 16 KiB of each stream)", async () => {
+    const s = startLive();
+    await s.cmd("(sleep 0.2; echo from-bg; echo bg-err >&2; head -c 20000 /dev/zero | tr '\\0' x >&2; echo >&2; touch printed.txt) &");
+    await until(() => inTree("printed.txt"), "the background output");
+    const r = await s.cmd("echo mine");
+    expect(r.stdout).toBe("[toolshed: stdout of background processes since the last command:]\nfrom-bg\n[toolshed: end of background output]\nmine\n");
+    expect(r.stderr).toMatch(/^\[toolshed: stderr of background processes since the last command \(its last 16384 bytes; 3624 before them not shown\):\]\nx+\n\[toolshed: end of background output\]\n$/);
+    expect((await s.cmd("echo alone")).stdout).toBe("alone\n"); // shown once
+    await s.end();
+  });
+
   it("restores the request's shell state in its first command (a handover keeps cwd and exported variables)", async () => {
     await t.write("proj/readme.txt", "r\n");
     const s = startLive();

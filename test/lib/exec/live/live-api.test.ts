@@ -224,4 +224,24 @@ describe("keep_alive through the API (fake live runner)", () => {
     okOutput(await bash(t, "two", "s-2"));
     await sandbox(t, "s-2", "DELETE");
   });
+
+  it("a key's own concurrent_runs counts its live sandboxes: past it that key is refused, another key of the tenant is not", async () => {
+    const limits = memoryLimits();
+    const { app } = setup({}, { limits });
+    const t = await newTenant(app, UNGATED);
+    await limits.set(t.tenant, { concurrent_runs: 4 });
+    const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "one-run", limits: { concurrent_runs: 1 } });
+    expect(k.status).toBe(201);
+    const withKey = (command: string, session: string) =>
+      app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify({ command, keep_alive: true, timeout: 2 }) });
+    expect((await withKey("one", "k-1")).status).toBe(200);
+    const refused = await withKey("two", "k-2");
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as any).error).toMatchObject({ code: "RATE_LIMITED", details: { limit: "concurrent_runs", running: 1, quota: 1 } });
+    okOutput(await bash(t, "other key", "t-1")); // the tenant's other key: 2 of its 4
+    expect((await sandbox(t, "k-1", "DELETE")).status).toBe(200);
+    expect((await withKey("two", "k-2")).status).toBe(200);
+    await sandbox(t, "k-2", "DELETE");
+    await sandbox(t, "t-1", "DELETE");
+  });
 });
