@@ -107,15 +107,19 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
       addTo(g.sums, r);
       if (r.at >= kept) rawByHour.set(hour, [...(rawByHour.get(hour) ?? []), r]);
     }
-    const puts: WriteRequest[] = [];
-    for (const [hour, list] of rawByHour) {
-      const first = await reserve(tenant, hour, list.length);
-      list.forEach((r, i) => {
-        const item = { [PK]: pk(tenant), [SK]: { S: rawKey(first + i) }, at: { N: String(r.at) }, record: { S: JSON.stringify(r) }, [TTL]: { N: String(Math.ceil((r.at + RAW_RETENTION_MS) / 1000)) } };
-        puts.push({ PutRequest: { Item: item } });
-      });
-    }
-    await Promise.all([...[...groups.values()].map((g) => addAggregate(tenant, g)), putAll(puts)]);
+    // The sums beside the raw records: the raw records wait for their seqs (one counter update per hour), the sums for nothing.
+    const raw = async () => {
+      const puts: WriteRequest[] = [];
+      for (const [hour, list] of rawByHour) {
+        const first = await reserve(tenant, hour, list.length);
+        list.forEach((r, i) => {
+          const item = { [PK]: pk(tenant), [SK]: { S: rawKey(first + i) }, at: { N: String(r.at) }, record: { S: JSON.stringify(r) }, [TTL]: { N: String(Math.ceil((r.at + RAW_RETENTION_MS) / 1000)) } };
+          puts.push({ PutRequest: { Item: item } });
+        });
+      }
+      await putAll(puts);
+    };
+    await Promise.all([...[...groups.values()].map((g) => addAggregate(tenant, g)), raw()]);
   }
 
   /** Every item of a tenant's partition with a sort key in [lo, hi], in order, a query page at a time. */
