@@ -112,8 +112,9 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
       for (const q of group) changes = q.run(ops) || changes;
       if (!changes) return;
       const body = JSON.stringify({ limits: ops.limits, limiter: limiter.snapshot(), usage: usage.snapshot() } satisfies TenantState);
-      if (body.length > ITEM_MAX_BYTES) {
-        throw new Error(`limits store: tenant ${tenant}'s state is ${body.length} bytes, past the ${ITEM_MAX_BYTES} an item holds (too many keys calling within one minute, or workspaces counted): lower the tenant's key count or its workspaces limit`);
+      const bytes = new TextEncoder().encode(body).length;
+      if (bytes > ITEM_MAX_BYTES) {
+        throw new Error(`limits store: tenant ${tenant}'s state is ${bytes} bytes, past the ${ITEM_MAX_BYTES} an item holds (too many keys calling within one minute, or workspaces counted): lower the tenant's key count or its workspaces limit`);
       }
       try {
         await client.send(

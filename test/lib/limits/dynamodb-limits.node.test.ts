@@ -5,7 +5,7 @@
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dynamoLimits } from "../../../lib/limits/dynamodb.js";
+import { dynamoLimits, ITEM_MAX_BYTES } from "../../../lib/limits/dynamodb.js";
 import { startDynamo, type DynamoServer } from "../../support/dynalite.js";
 import { clock, describeLimitsStore } from "./store-conformance.js";
 
@@ -45,6 +45,18 @@ describe("the DynamoDB item", () => {
     const ds = await Promise.all(Array.from({ length: 200 }, (_, i) => instances[i % 20]!.takeCall("burst-t", { key_id: `k${i % 3}` })));
     console.log(`200 calls from 20 instances on dynalite: ${Date.now() - started} ms`);
     expect(ds.filter((d) => d.ok)).toHaveLength(100);
+  });
+
+  it("a state past the item's bound is refused whole with an error naming the tenant, and nothing of it is written", async () => {
+    const store = dynamoLimits({ client: server.client(), table });
+    await store.set("big-t", { calls_per_minute: 100_000 });
+    // 8,000 keys calling within one minute: ~55 bytes of bucket each, past ITEM_MAX_BYTES.
+    const results = await Promise.allSettled(Array.from({ length: 8_000 }, (_, i) => store.takeCall("big-t", { key_id: `key-${i}` })));
+    const refused = results.filter((r) => r.status === "rejected");
+    expect(refused.length).toBeGreaterThan(7_000);
+    expect(String((refused[0] as PromiseRejectedResult).reason)).toMatch(/tenant big-t's state is \d+ bytes, past the 350000 an item holds/);
+    const item = await server.client().send(new GetItemCommand({ TableName: table, Key: { pk: { S: "limits#big-t" }, sk: { S: "state" } }, ConsistentRead: true }));
+    expect(item.Item!.state!.S!.length).toBeLessThan(ITEM_MAX_BYTES);
   });
 
   it("one process's concurrent operations on a tenant share one read and one write", async () => {
