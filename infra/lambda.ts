@@ -8,7 +8,15 @@ import { housekeepingTick } from "../lib/runtime/housekeeping.js";
 
 // Secrets come by ARN on AWS (TOOLSHED_*_ARN, read once at start) or as plain values locally.
 const deps = fromAwsEnv(await resolveSecretEnv(process.env));
-export const handler = handle(createApp(deps, tools));
+const app = handle(createApp(deps, tools));
+/** The app's answer, returned once its usage records are stored (a frozen environment would hold them: lib/runtime/aws.ts AwsDeps.usageSettled). */
+export const handler: typeof app = async (event, context) => {
+  try {
+    return await app(event, context);
+  } finally {
+    await deps.usageSettled?.();
+  }
+};
 
 /** An EventBridge schedule (e.g. every 30 minutes) invokes this: GC of packs and manifests and the audit log's retention, a few tenants per tick (README "GC"). */
 export const gcHandler = async (): Promise<{ tenants: number; cursor: string | null }> => {

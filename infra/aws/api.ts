@@ -9,6 +9,7 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { TABLE_ACTIONS } from "../../lib/shared/dynamodb-table.ts";
 import type { ToolshedSecrets } from "./secrets.ts";
 import type { ToolshedData } from "./storage.ts";
 
@@ -25,8 +26,8 @@ export interface ApiProps {
 
 /** What the app does with its bucket (lib/storage/drivers/s3.ts): objects, conditional writes and deletes, listings. */
 export const API_BUCKET_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"];
-/** Usage aggregates, limits and idempotency keys (issue #28 §1–§3). */
-export const API_TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"];
+/** The usage and limits stores' item actions (lib/shared/dynamodb-table.ts TABLE_ACTIONS), on the table only. */
+export const API_TABLE_ACTIONS: string[] = [...TABLE_ACTIONS];
 
 function bucketPolicy(data: ToolshedData, objectActions: string[]): iam.PolicyStatement[] {
   return [

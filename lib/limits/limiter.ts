@@ -34,6 +34,15 @@ export interface Lease {
   until: number;
 }
 
+/** A limiter's whole state, as a store without memory of its own keeps it (lib/limits/dynamodb.ts). */
+export interface LimiterState {
+  tenant?: Bucket;
+  /** Key buckets used within the last minute (an older one is full, as a new one starts). */
+  keys: [string, Bucket][];
+  leases: Lease[];
+  seq: number;
+}
+
 export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number };
 
 const MINUTE_MS = 60_000;
@@ -107,6 +116,21 @@ export class TenantLimiter {
     const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
     this.leases.set(id, { id, key: keyId, until: now + leaseMs });
     return { ok: true, lease: id, running: all.length + 1, limit: tenantLimit };
+  }
+
+  /** The state to keep, without the key buckets idle for a minute (full: the same as none). */
+  snapshot(): LimiterState {
+    const now = this.now();
+    const keys = [...this.keyBuckets].filter(([, b]) => now - b.at < MINUTE_MS);
+    return { ...(this.tenantBucket ? { tenant: { ...this.tenantBucket } } : {}), keys: keys.map(([id, b]) => [id, { ...b }]), leases: [...this.leases.values()], seq: this.seq };
+  }
+
+  /** Takes up a kept state (a fresh limiter's, before any call). */
+  restore(state: LimiterState): void {
+    if (state.tenant) this.tenantBucket = { ...state.tenant };
+    for (const [id, b] of state.keys) this.keyBuckets.set(id, { ...b });
+    for (const l of state.leases) this.leases.set(l.id, l);
+    this.seq = state.seq;
   }
 
   releaseRun(lease: string): boolean {

@@ -45,6 +45,14 @@ export interface TaskLease {
 
 export type TaskDecision = { ok: true; running: number; limit: number } | { ok: false; running: number; limit: number; tasks: string[]; retry_after: number };
 
+/** A tenant's counters whole, as a store without memory of its own keeps them (lib/limits/dynamodb.ts). */
+export interface UsageState {
+  storage: [string, StorageUsage][];
+  slots: [string, number][];
+  tasks: TaskLease[];
+  seq: number;
+}
+
 export class TenantUsage {
   readonly storage = new Map<string, StorageUsage>();
   private tenantBytes = 0;
@@ -59,6 +67,17 @@ export class TenantUsage {
   load(storage: Iterable<[string, StorageUsage]>, tasks: Iterable<TaskLease> = []): void {
     for (const [ws, u] of storage) this.setStorage(ws, u);
     for (const t of tasks) this.tasks.set(t.id, t);
+  }
+
+  snapshot(): UsageState {
+    return { storage: [...this.storage], slots: [...this.slots], tasks: [...this.tasks.values()], seq: this.seq };
+  }
+
+  /** Takes up a kept state (a fresh object's, before any charge). */
+  restore(state: UsageState): void {
+    this.load(state.storage, state.tasks);
+    for (const [slot, until] of state.slots) this.slots.set(slot, until);
+    this.seq = state.seq;
   }
 
   get bytes(): number {

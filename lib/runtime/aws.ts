@@ -1,7 +1,9 @@
 /**
  * Builds AppDeps for AWS Lambda from process.env: S3 for files, a KeyValueStore kept in the
- * same bucket (under kv/, apart from tenant data under t/), the bash container function.
+ * same bucket (under kv/, apart from tenant data under t/), the bash container function, and with
+ * TOOLSHED_TABLE the usage and limits stores in DynamoDB (docs/usage.md, docs/limits-and-quotas.md).
  */
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { AppDeps } from "../api/deps.js";
 import { commonDeps, type CommonEnv } from "./workers.js";
@@ -11,16 +13,54 @@ import { storageKeyValue } from "../storage/kv-over-storage.js";
 import { nodeFetcher } from "../tools/web/node-fetcher.js";
 import { memoryLiveCoordinator } from "../exec/live/memory.js";
 import { LIVE_TIMINGS } from "../exec/live/service.js";
+import { dynamoLimits } from "../limits/dynamodb.js";
+import { dynamoUsageStore } from "../run/metering/dynamodb-store.js";
+import { heldUsageStore } from "../run/metering/held-store.js";
+import { businessPartsOff } from "./business.js";
 
 export interface AwsEnv extends CommonEnv {
   TOOLSHED_BUCKET?: string;
   /** Another S3 endpoint (R2's S3 API, a local server); path-style addressing is then used. */
   S3_ENDPOINT?: string;
+  /**
+   * The DynamoDB table of usage and limits (infra/aws/storage.ts; lib/shared/dynamodb-table.ts).
+   * Unset: no usage store (usage goes to the logs only; GET /v1/usage answers UNAVAILABLE) and no
+   * limits store (nothing is limited). TOOLSHED_BUSINESS_OFF turns either part off with it set.
+   */
+  TOOLSHED_TABLE?: string;
+  /** Another DynamoDB endpoint (a local server such as dynalite). */
+  DYNAMODB_ENDPOINT?: string;
   /** Set by Lambda: the function's memory in MB (the caches' budget is a quarter of it: lib/shared/isolate-memory.ts). */
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE?: string;
 }
 
-export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
+/** AppDeps, and what the Lambda entry awaits before it returns each answer. */
+export type AwsDeps = AppDeps & {
+  /**
+   * Settles once the usage records made so far are in the store. A Lambda environment is frozen
+   * once its handler returns, so a write still in flight would wait for the next invocation (or
+   * be lost with the environment): infra/lambda.ts awaits this after the app has answered.
+   */
+  usageSettled?: () => Promise<void>;
+};
+
+/** The usage and limits stores over TOOLSHED_TABLE, each unless TOOLSHED_BUSINESS_OFF names it. */
+function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "limits" | "usageSettled"> {
+  if (!env.TOOLSHED_TABLE) return {};
+  const off = businessPartsOff(env);
+  const client = new DynamoDBClient({ region: env.AWS_REGION ?? "us-east-1", ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}) });
+  const table = env.TOOLSHED_TABLE;
+  const out: ReturnType<typeof businessStores> = {};
+  if (!off.has("metering")) {
+    const usageStore = dynamoUsageStore({ client, table });
+    const sink = heldUsageStore(usageStore); // no waitUntil on Lambda: each record is written at once, and logged
+    Object.assign(out, { usageStore, onUsage: sink, usageSettled: sink.settled });
+  }
+  if (!off.has("limits")) out.limits = dynamoLimits({ client, table });
+  return out;
+}
+
+export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
   if (!env.TOOLSHED_BUCKET) throw new Error("TOOLSHED_BUCKET is not set");
   const s3 =
     client ??
@@ -37,5 +77,5 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AppDeps {
   // Live sessions: the coordinator in this instance's memory: exact only while one instance serves the API
   // (a session's calls and its runner's polls must reach the same process; docs/live-sessions.md).
   const liveCoordinator = memoryLiveCoordinator(LIVE_TIMINGS);
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
 }

@@ -13,6 +13,7 @@ import {
   alarmProblems, apiInvokeProblems, bucketProblems, egressProblems, environmentSecretProblems, gcScheduleProblems,
   resources, runnerRoleProblems, statementsOf, tenantIsolationProblems, wildcardDataActions, type Tpl,
 } from "../support/aws-template-checks.ts";
+import { TABLE_ACTIONS, TABLE_KEYS } from "../../lib/shared/dynamodb-table.ts";
 
 const outdir = mkdtempSync(join(tmpdir(), "toolshed-cdk-"));
 let tpl: Tpl;
@@ -99,15 +100,26 @@ describe("the AWS stack", () => {
     }))).toHaveLength(1);
   });
 
-  it("keeps usage, limits and idempotency keys in an on-demand, encrypted table with point-in-time recovery", () => {
+  it("keeps usage and limits in an on-demand, encrypted table with point-in-time recovery, keyed and expired as the stores expect", () => {
     const template = Template.fromJSON(tpl);
+    template.resourceCountIs("AWS::DynamoDB::Table", 1);
     template.hasResourceProperties("AWS::DynamoDB::Table", {
       BillingMode: "PAY_PER_REQUEST",
-      KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }, { AttributeName: "sk", KeyType: "RANGE" }],
+      KeySchema: [{ AttributeName: TABLE_KEYS.partition, KeyType: "HASH" }, { AttributeName: TABLE_KEYS.sort, KeyType: "RANGE" }],
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       SSESpecification: { SSEEnabled: true },
-      TimeToLiveSpecification: { AttributeName: "expires_at", Enabled: true },
+      TimeToLiveSpecification: { AttributeName: TABLE_KEYS.ttl, Enabled: true },
     });
+    expect(TABLE_KEYS).toEqual({ partition: "pk", sort: "sk", ttl: "expires_at" }); // a rename would replace the deployed table
+    // The API reaches it by TOOLSHED_TABLE with exactly the stores' item actions, on the table alone; GC and the runners not at all.
+    const tableId = Object.keys(tpl.Resources).find((id) => tpl.Resources[id]!.Type === "AWS::DynamoDB::Table")!;
+    expect(apiFn(tpl).props.Environment.Variables.TOOLSHED_TABLE).toEqual({ Ref: tableId });
+    const onTable = (t: Tpl, role: string) => statementsOf(t, role).filter((s) => [s.Action].flat().some((a: string) => a.startsWith("dynamodb:")));
+    const apiTable = onTable(tpl, apiFn(tpl).props.Role["Fn::GetAtt"][0]);
+    expect(apiTable.flatMap((s) => [s.Action].flat()).sort()).toEqual([...TABLE_ACTIONS].sort());
+    expect(apiTable.map((s) => s.Resource)).toEqual([{ "Fn::GetAtt": [tableId, "Arn"] }]);
+    const gcFn = first(tpl, "AWS::Lambda::Function", (p) => p.Handler === "index.gcHandler");
+    expect(onTable(tpl, gcFn.props.Role["Fn::GetAtt"][0])).toEqual([]);
     expect(() => Template.fromJSON(flawed((t) => delete first(t, "AWS::DynamoDB::Table").props.PointInTimeRecoverySpecification)).hasResourceProperties("AWS::DynamoDB::Table", { PointInTimeRecoverySpecification: Match.objectLike({ PointInTimeRecoveryEnabled: true }) })).toThrow();
   });
 });

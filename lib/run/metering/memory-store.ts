@@ -4,7 +4,8 @@
  */
 import { clampLimit, dayOf, hourOf, hourRange, nameOf, RAW_RETENTION_MS, sortRows, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow, type UsageStore } from "./store.js";
 
-interface Aggregate {
+/** One hour × tool-or-route × workspace × key's sums (the DynamoDB store reads them back as these). */
+export interface Aggregate {
   hour: number;
   kind: "tool" | "route";
   name: string;
@@ -42,26 +43,7 @@ export class MemoryUsageStore implements UsageStore {
   }
 
   async query(tenant: string, q: UsageQuery): Promise<UsageRow[]> {
-    const { first, end } = hourRange(q);
-    const groups = new Map<string, UsageRow>();
-    for (const a of this.tenants.get(tenant)?.aggregates.values() ?? []) {
-      if (a.hour < first || a.hour >= end) continue;
-      if (q.workspace !== undefined && a.workspace !== q.workspace) continue;
-      if (q.key !== undefined && a.key !== q.key) continue;
-      const dims: Partial<UsageRow> = {};
-      for (const g of q.groupBy) {
-        if (g === "tool") dims[a.kind] = a.name;
-        else if (g === "workspace") dims.workspace = a.workspace;
-        else if (g === "key") dims.key = a.key;
-        else if (g === "hour") dims.hour = new Date(a.hour).toISOString();
-        else dims.day = new Date(dayOf(a.hour)).toISOString();
-      }
-      const id = JSON.stringify(dims);
-      let row = groups.get(id);
-      if (!row) groups.set(id, (row = { ...dims, ...zeroSums() }));
-      for (const k of Object.keys(a.sums) as (keyof Aggregate["sums"])[]) row[k] += a.sums[k];
-    }
-    return sortRows([...groups.values()], q.groupBy);
+    return groupRows(this.tenants.get(tenant)?.aggregates.values() ?? [], q);
   }
 
   async exportRecords(tenant: string, q: ExportQuery): Promise<ExportPage> {
@@ -75,6 +57,30 @@ export class MemoryUsageStore implements UsageStore {
     }
     return { records: out };
   }
+}
+
+/** A query's rows from a tenant's hourly aggregates: those in its hours and filters, grouped and summed. */
+export function groupRows(aggregates: Iterable<Aggregate>, q: UsageQuery): UsageRow[] {
+  const { first, end } = hourRange(q);
+  const groups = new Map<string, UsageRow>();
+  for (const a of aggregates) {
+    if (a.hour < first || a.hour >= end) continue;
+    if (q.workspace !== undefined && a.workspace !== q.workspace) continue;
+    if (q.key !== undefined && a.key !== q.key) continue;
+    const dims: Partial<UsageRow> = {};
+    for (const g of q.groupBy) {
+      if (g === "tool") dims[a.kind] = a.name;
+      else if (g === "workspace") dims.workspace = a.workspace;
+      else if (g === "key") dims.key = a.key;
+      else if (g === "hour") dims.hour = new Date(a.hour).toISOString();
+      else dims.day = new Date(dayOf(a.hour)).toISOString();
+    }
+    const id = JSON.stringify(dims);
+    let row = groups.get(id);
+    if (!row) groups.set(id, (row = { ...dims, ...zeroSums() }));
+    for (const k of Object.keys(a.sums) as (keyof Aggregate["sums"])[]) row[k] += a.sums[k];
+  }
+  return sortRows([...groups.values()], q.groupBy);
 }
 
 /** Adds one record to a group's sums. */

@@ -1,0 +1,24 @@
+/**
+ * The one DynamoDB table of the AWS API (TOOLSHED_TABLE; infra/aws/storage.ts makes it from these names): a string
+ * partition key and a string sort key, on-demand, and a TTL attribute DynamoDB deletes items by.
+ * Its users lay their items out under their own partition-key prefixes:
+ *   limits#<tenant> / state                 lib/limits/dynamodb.ts (one item per tenant)
+ *   usage#<tenant>  / h#…, r#…, n#…          lib/run/metering/dynamodb-store.ts
+ */
+export const TABLE_KEYS = {
+  partition: "pk",
+  sort: "sk",
+  /** Epoch seconds after which DynamoDB deletes the item (within about two days). */
+  ttl: "expires_at",
+} as const;
+
+/** A number a sort key can order as a string: zero-padded to `width` digits. */
+export const padded = (n: number, width: number) => String(n).padStart(width, "0");
+
+/** Waits before attempt `attempt` (0-based) of a retried write: full jitter over a doubling cap (ms). */
+export function backoffMs(attempt: number, capMs = 200): number {
+  return Math.random() * Math.min(capMs, 5 * 2 ** attempt);
+}
+
+/** The item actions those stores use: all the API's role is granted on the table (infra/aws/api.ts). */
+export const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchWriteItem"] as const;

@@ -1,0 +1,79 @@
+/**
+ * The Lambda entry (infra/lambda.ts) with TOOLSHED_TABLE: usage and limits in DynamoDB (dynalite on
+ * 127.0.0.1), files in S3 (s3rver). Each answer returns once its usage record is stored, so the
+ * usage routes count every call made before them; calls_per_minute refuses past the limit.
+ */
+import type { APIGatewayProxyResult, LambdaContext, LambdaEvent } from "hono/aws-lambda";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startDynamo, type DynamoServer } from "../support/dynalite.js";
+import { startS3Server, type S3Server } from "../support/s3rver.js";
+
+type Event = Extract<LambdaEvent, { version: "2.0" }>;
+let s3: S3Server;
+let dynamo: DynamoServer;
+let handler: (event: Event, context: LambdaContext) => Promise<APIGatewayProxyResult>;
+const ADMIN = "lambda-business-admin";
+
+beforeAll(async () => {
+  [s3, dynamo] = await Promise.all([startS3Server(), startDynamo()]);
+  await s3.createBucket("toolshed-business");
+  Object.assign(process.env, {
+    TOOLSHED_BUCKET: "toolshed-business",
+    S3_ENDPOINT: s3.endpoint,
+    TOOLSHED_TABLE: await dynamo.createTable(),
+    DYNAMODB_ENDPOINT: dynamo.endpoint,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "S3RVER",
+    AWS_SECRET_ACCESS_KEY: "S3RVER",
+    TOOLSHED_ADMIN_TOKEN: ADMIN,
+  });
+  ({ handler } = (await import("../../infra/lambda.js")) as unknown as { handler: typeof handler });
+});
+
+afterAll(async () => {
+  await Promise.all([s3?.stop(), dynamo?.stop()]);
+});
+
+async function call(method: string, path: string, token: string, json?: unknown) {
+  const [rawPath, rawQueryString = ""] = path.split("?");
+  const headers: Record<string, string> = { host: "toolshed.example", authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}) };
+  const e = {
+    version: "2.0", routeKey: "$default", rawPath, rawQueryString, headers, isBase64Encoded: false,
+    requestContext: { accountId: "1", apiId: "api", domainName: "toolshed.example", domainPrefix: "toolshed", http: { method, path: rawPath, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" }, requestId: `r-${Math.random()}`, routeKey: "$default", stage: "$default", time: new Date().toUTCString(), timeEpoch: Date.now() },
+    ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
+  } as Event;
+  const r = await handler(e, {} as LambdaContext);
+  const body = r.isBase64Encoded ? Buffer.from(r.body, "base64").toString() : (r.body ?? "");
+  let parsed: any = null;
+  try {
+    parsed = JSON.parse(body);
+  } catch {}
+  return { status: r.statusCode, headers: (r.headers ?? {}) as Record<string, string>, json: parsed, body };
+}
+
+it("meters every call into DynamoDB before the answer returns, and limits calls per minute", async () => {
+  expect((await call("POST", "/v1/admin/tenants", ADMIN, { id: "biz" })).status).toBe(201);
+  const key = (await call("POST", "/v1/admin/tenants/biz/keys", ADMIN, {})).json.key as string;
+  expect((await call("POST", "/v1/workspaces", key, { id: "w" })).status).toBe(201);
+  const write = await call("POST", "/v1/workspaces/w/tools/write", key, { file_path: "a.txt", content: "hello\n" });
+  expect(write.json).toMatchObject({ ok: true });
+  expect(write.headers["ratelimit-policy"]).toBe('"tenant";q=1200;w=60');
+  expect((await call("POST", "/v1/workspaces/w/tools/read", key, { file_path: "a.txt" })).status).toBe(200);
+  expect((await call("POST", "/v1/workspaces/w/tools/read", key, { file_path: "missing.txt" })).status).toBe(404);
+
+  // Each answer above returned after its record was stored: the aggregates count them all now.
+  const usage = await call("GET", "/v1/admin/tenants/biz/usage?group_by=tool", ADMIN);
+  expect(usage.status, usage.body).toBe(200);
+  const rows = usage.json.rows as { tool?: string; route?: string; calls: number; ok: number; errors: number }[];
+  expect(rows.find((r) => r.tool === "read")).toMatchObject({ calls: 2, ok: 1, errors: 1 });
+  expect(rows.find((r) => r.tool === "write")).toMatchObject({ calls: 1, ok: 1 });
+  expect(rows.find((r) => r.route === "POST workspaces")).toMatchObject({ calls: 1 });
+  const exported = await call("GET", "/v1/admin/tenants/biz/usage/export", ADMIN);
+  expect(exported.body.trim().split("\n").map((l) => JSON.parse(l).tool ?? JSON.parse(l).route)).toEqual(["POST workspaces", "write", "read", "read"]);
+
+  // calls_per_minute from the tenant's item: 2 a minute, the bucket full after the limit is set.
+  expect((await call("PUT", "/v1/admin/tenants/biz/limits", ADMIN, { calls_per_minute: 2 })).status).toBe(200);
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) statuses.push((await call("GET", "/v1/workspaces", key)).status);
+  expect(statuses).toEqual([200, 200, 429, 429]);
+}, 120_000);

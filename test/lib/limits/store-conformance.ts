@@ -1,0 +1,133 @@
+/**
+ * The limits store's conformance suite (lib/limits/store.ts): what every LimitsStore answers,
+ * through two handles on one store (two instances or isolates sharing it), on a clock the test
+ * moves. memory-limits.node.test.ts runs it over memoryLimits; dynamodb-limits.node.test.ts over
+ * DynamoDB (dynalite). The Durable Object runs the same semantics in durable-limits.test.ts.
+ */
+import { describe, expect, it } from "vitest";
+import type { LimitsStore } from "../../../lib/limits/store.js";
+
+export interface Clock {
+  now: () => number;
+  advance(ms: number): void;
+}
+
+export const clock = (start = Date.now()): Clock => {
+  let t = start;
+  return { now: () => t, advance: (ms) => void (t += ms) };
+};
+
+/** Two handles on one store, on the clock given. */
+export type MakeStores = (now: () => number) => { a: LimitsStore; b: LimitsStore };
+
+let n = 0;
+const tenantName = (what: string) => `${what}-${Date.now().toString(36)}-${(n++).toString(36)}`;
+
+export function describeLimitsStore(name: string, make: MakeStores) {
+  describe(`limits store conformance: ${name}`, { timeout: 120_000 }, () => {
+    it("limits: unset is {}, set replaces, both handles see the same", async () => {
+      const { a, b } = make(clock().now);
+      const t = tenantName("l");
+      expect(await a.get(t)).toEqual({});
+      expect(await a.set(t, { workspaces: 2, calls_per_minute: 10 })).toEqual({ workspaces: 2, calls_per_minute: 10 });
+      expect(await b.get(t)).toEqual({ workspaces: 2, calls_per_minute: 10 });
+      await b.set(t, { storage_bytes: 5 });
+      expect(await a.get(t)).toEqual({ storage_bytes: 5 });
+    });
+
+    it("200 concurrent calls at 100/min through two handles, the clock standing still: exactly 100 pass; the rest are told when to retry; a minute later the bucket is full again", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("c");
+      await a.set(t, { calls_per_minute: 100 });
+      const ds = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).takeCall(t, { key_id: `k${i % 3}` })));
+      expect(ds.filter((d) => d.ok)).toHaveLength(100);
+      const refused = ds.filter((d) => !d.ok);
+      expect(refused).toHaveLength(100);
+      for (const d of refused) expect(d).toMatchObject({ ok: false, retry_after: 1, remaining: 0, limit: 100, policy: "tenant" });
+      c.advance(60_000);
+      expect(await a.takeCall(t, { key_id: "k0" })).toMatchObject({ ok: true, remaining: 99 });
+    });
+
+    it("a key's own limit binds it alone; its bucket refills with time", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("k");
+      const small = { key_id: "small", limits: { calls_per_minute: 2 } };
+      expect((await a.takeCall(t, small)).ok).toBe(true);
+      expect((await b.takeCall(t, small)).ok).toBe(true);
+      expect(await a.takeCall(t, small)).toMatchObject({ ok: false, policy: "key", limit: 2, remaining: 0, retry_after: 30 });
+      expect((await b.takeCall(t, { key_id: "other" })).ok).toBe(true);
+      c.advance(30_000);
+      expect((await b.takeCall(t, small)).ok).toBe(true);
+    });
+
+    it("concurrent_runs: at most the limit across handles; a release frees a slot; a lease not released ends with its time", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("r");
+      await a.set(t, { concurrent_runs: 2 });
+      const ds = await Promise.all([a, b, a].map((s) => s.acquireRun(t, { key_id: "k" }, 60_000)));
+      expect(ds.filter((d) => d.ok)).toHaveLength(2);
+      expect(ds.find((d) => !d.ok)).toMatchObject({ ok: false, running: 2, limit: 2, retry_after: 60 });
+      const held = ds.filter((d) => d.ok).map((d) => (d.ok ? d.lease : ""));
+      expect(new Set(held).size).toBe(2); // lease ids never repeat
+      await b.releaseRun(t, held[0]!);
+      expect((await a.acquireRun(t, { key_id: "k" }, 60_000)).ok).toBe(true);
+      expect((await b.acquireRun(t, { key_id: "k" }, 60_000)).ok).toBe(false);
+      c.advance(60_000); // every lease ended
+      expect(await a.acquireRun(t, { key_id: "k" }, 1_000)).toMatchObject({ ok: true, running: 1 });
+    });
+
+    it("storage: a first count, charges refused past files_per_workspace and storage_bytes (nothing charged), concurrent charges exact, give-backs and recounts", async () => {
+      const { a, b } = make(clock().now);
+      const t = tenantName("s");
+      const k = { key_id: "k" };
+      await a.set(t, { files_per_workspace: 10, storage_bytes: 1000 });
+      expect(await a.chargeStorage(t, k, "w1", { files: 1, bytes: 1 })).toEqual({ ok: false, unknown: true });
+      expect(await b.chargeStorage(t, k, "w1", { files: 1, bytes: 100 }, { init: { files: 2, bytes: 200 } })).toEqual({ ok: true, files: 3, bytes: 300, tenant_bytes: 300 });
+      // 20 writers racing for 7 free places: exactly 7 pass.
+      const ds = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).chargeStorage(t, k, "w1", { files: 1, bytes: 10 })));
+      expect(ds.filter((d) => d.ok)).toHaveLength(7);
+      expect(ds.find((d) => !d.ok)).toEqual({ ok: false, quota: "files_per_workspace", usage: 10, limit: 10 });
+      expect(await a.chargeStorage(t, k, "w2", { files: 1, bytes: 700 }, { init: { files: 0, bytes: 0 } })).toEqual({ ok: false, quota: "storage_bytes", usage: 370, limit: 1000 });
+      expect(await a.chargeStorage(t, k, "w2", { files: 1, bytes: 630 })).toEqual({ ok: true, files: 1, bytes: 630, tenant_bytes: 1000 }); // w2 was counted by the refused charge's init
+      expect(await b.chargeStorage(t, k, "w1", { files: -5, bytes: -70 })).toEqual({ ok: true, files: 5, bytes: 300, tenant_bytes: 930 });
+      await b.setStorage(t, "w2", null);
+      expect(await a.chargeStorage(t, k, "w1", { files: 0, bytes: 700 })).toEqual({ ok: true, files: 5, bytes: 1000, tenant_bytes: 1000 });
+      await a.setStorage(t, "w1", { files: 1, bytes: 1 });
+      expect(await b.chargeStorage(t, k, "w1", { files: 0, bytes: 0 })).toEqual({ ok: true, files: 1, bytes: 1, tenant_bytes: 1 });
+    });
+
+    it("workspace slots: each create sees the others pending, across handles, until released or ended", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("w");
+      await a.set(t, { workspaces: 3 });
+      const one = await a.reserveWorkspace(t, { key_id: "k" }, 10_000);
+      const two = await b.reserveWorkspace(t, { key_id: "k", limits: { workspaces: 2 } }, 10_000);
+      expect(one).toMatchObject({ pending: 0, limit: 3 });
+      expect(two).toMatchObject({ pending: 1, limit: 2 });
+      expect(one.slot).not.toBe(two.slot);
+      await b.releaseWorkspace(t, one.slot);
+      expect(await a.reserveWorkspace(t, { key_id: "k" }, 10_000)).toMatchObject({ pending: 1 });
+      c.advance(10_000);
+      expect(await b.reserveWorkspace(t, { key_id: "k" }, 10_000)).toMatchObject({ pending: 0 });
+    });
+
+    it("background tasks: the limit across handles, by id (taking one's own again is no new place), released by id, ended by time", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("t");
+      await a.set(t, { background_tasks: 2 });
+      expect(await a.acquireTask(t, { key_id: "k" }, "x", 5_000)).toEqual({ ok: true, running: 1, limit: 2 });
+      expect(await b.acquireTask(t, { key_id: "k" }, "x", 5_000)).toEqual({ ok: true, running: 1, limit: 2 });
+      expect(await b.acquireTask(t, { key_id: "k" }, "y", 5_000)).toEqual({ ok: true, running: 2, limit: 2 });
+      expect(await a.acquireTask(t, { key_id: "k" }, "z", 5_000)).toEqual({ ok: false, running: 2, limit: 2, tasks: ["x", "y"], retry_after: 5 });
+      await b.releaseTasks(t, ["x"]);
+      expect((await a.acquireTask(t, { key_id: "k" }, "z", 5_000)).ok).toBe(true);
+      c.advance(5_000);
+      expect(await b.acquireTask(t, { key_id: "k" }, "w", 5_000)).toEqual({ ok: true, running: 1, limit: 2 });
+    });
+  });
+}
