@@ -105,7 +105,8 @@ export function oauthApp(deps: AppDeps) {
         resource_documentation: `${base}/docs`,
       },
       200,
-      { "cache-control": "public, max-age=300" },
+      // Public metadata: browser-based MCP clients read it from their own origin.
+      { "cache-control": "public, max-age=300", "access-control-allow-origin": "*" },
     );
   };
   addRoute(app, deps, { method: "get", path: PRM_PATH, access: { auth: "public" }, doc: metadataDoc }, metadata);

@@ -154,10 +154,20 @@ describe("access tokens in workerd", () => {
     expect(res.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource", error="insufficient_scope", scope="write"`);
   });
 
+  it("a 403 the handler itself answers (a tenant-wide route, a key limited to some workspaces) carries the challenge too", async () => {
+    const s = await setup();
+    const limited = await admin(s.app, `/v1/admin/tenants/${s.tenant}/keys`, { scopes: ["read", "manage"], workspaces: ["w-*"] });
+    const res = await s.app.request(`${BASE}/v1/audit`, { headers: { authorization: `Bearer ${limited.body.key}` } });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as any).error.details.refused_by).toBe("key_workspaces");
+    expect(res.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource"`);
+  });
+
   it("the metadata of the tenant's MCP URL names its issuer", async () => {
     const s = await setup();
     const res = await s.app.request(`${BASE}/.well-known/oauth-protected-resource/v1/workspaces/main/mcp?tenant=${s.tenant}`);
     expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(await res.json()).toMatchObject({ resource: `${BASE}/v1/workspaces/main/mcp?tenant=${s.tenant}`, authorization_servers: [ISSUER], bearer_methods_supported: ["header"] });
   });
 });
