@@ -2,7 +2,8 @@
  * A tiny OAuth authorization server on 127.0.0.1 for the resource-server tests (docs/oauth.md):
  * RFC 8414 metadata, OpenID discovery and a JWKS over real HTTP, and access tokens signed with jose.
  * It issues no tokens over HTTP (the tests sign them directly): what we test is the resource side.
- * `rotate()` replaces the signing key (the old one leaves the JWKS); `fetches` counts JWKS reads.
+ * `rotate()` replaces the signing key (the old one leaves the JWKS); `fetches` counts JWKS reads;
+ * `<issuer>/redirect?to=<url>` answers 302 to any URL (a key set that moved somewhere the guard refuses).
  * Node-only (node:http).
  */
 import { createServer, type Server } from "node:http";
@@ -23,6 +24,8 @@ export interface LocalIssuer {
   current: SigningKey;
   /** JWKS reads so far. */
   fetches: number;
+  /** Requests of any kind so far. */
+  requests: number;
   /** A new signing key; the JWKS then holds only it. */
   rotate(): Promise<SigningKey>;
   /** An access token; claims override the defaults (iss, sub, aud, scope, iat, exp in 5 min). */
@@ -46,8 +49,9 @@ export async function startLocalIssuer(opts: { path?: string; audience?: string;
   let current = await newSigningKey(opts.alg);
   let issuer = "";
   let jwksUri = "";
-  const state = { fetches: 0 };
+  const state = { fetches: 0, requests: 0 };
   const server: Server = createServer((req, res) => {
+    state.requests++;
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const send = (doc: unknown) => {
       res.writeHead(200, { "content-type": "application/json" });
@@ -58,6 +62,10 @@ export async function startLocalIssuer(opts: { path?: string; audience?: string;
     const issuerPath = new URL(issuer).pathname.replace(/\/$/, "");
     if (p === `/.well-known/oauth-authorization-server${issuerPath}`) return send(meta);
     if (p === `${issuerPath}/.well-known/openid-configuration`) return send(meta);
+    if (p === `${issuerPath}/redirect`) {
+      res.writeHead(302, { location: url.searchParams.get("to") ?? "/" });
+      return res.end();
+    }
     if (p === `${issuerPath}/jwks.json`) {
       state.fetches++;
       return send({ keys: [current.publicJwk] });
@@ -77,6 +85,9 @@ export async function startLocalIssuer(opts: { path?: string; audience?: string;
     },
     get fetches() {
       return state.fetches;
+    },
+    get requests() {
+      return state.requests;
     },
     async rotate() {
       current = await newSigningKey(opts.alg);

@@ -6,7 +6,8 @@
  * JwksCache keeps each JWKS per isolate (made by createApp: no module-level state) for `maxAgeMs`
  * (10 min). A token signed with a key id the cached set lacks (the issuer rotated its keys) makes
  * one refetch, at most one per `cooldownMs` (30 s) per jwks_uri, so a stream of tokens with made-up
- * key ids cannot make us hammer the issuer (or anyone the jwks_uri names).
+ * key ids cannot make us hammer the issuer (or anyone the jwks_uri names); a failed read is answered
+ * again, without a request, for the same cooldown.
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey } from "jose";
 import { ToolError } from "../../shared/errors.js";
@@ -49,6 +50,8 @@ export interface JwksCacheOptions {
 export class JwksCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inFlight = new Map<string, Promise<Entry>>();
+  /** The last failed read of each uri: within the cooldown it answers again without another request. */
+  private readonly failures = new Map<string, { error: unknown; at: number }>();
   private readonly maxAgeMs: number;
   private readonly cooldownMs: number;
   private readonly now: () => number;
@@ -80,14 +83,21 @@ export class JwksCache {
   private refetch(uri: string, access: WebAccess): Promise<Entry> {
     const running = this.inFlight.get(uri);
     if (running) return running;
+    const failed = this.failures.get(uri);
+    if (failed && this.now() - failed.at < this.cooldownMs) return Promise.reject(failed.error);
     const p = (async () => {
       const doc = await fetchIssuerJson(uri, access);
       if (!Array.isArray(doc.keys)) throw new ToolError("UNAVAILABLE", `${safeHref(new URL(uri))} is not a JSON Web Key Set (no "keys" array); check the jwks_uri.`, { url: uri });
       const entry: Entry = { lookup: createLocalJWKSet(doc as unknown as JSONWebKeySet) as KeyLookup, fetchedAt: this.now() };
       if (this.entries.size >= 1000) this.entries.delete(this.entries.keys().next().value!);
       this.entries.set(uri, entry);
+      this.failures.delete(uri);
       return entry;
     })();
+    p.catch((error: unknown) => {
+      if (this.failures.size >= 1000) this.failures.delete(this.failures.keys().next().value!);
+      this.failures.set(uri, { error, at: this.now() });
+    });
     this.inFlight.set(uri, p);
     return p.finally(() => this.inFlight.delete(uri));
   }

@@ -96,7 +96,11 @@ export async function verifyAccessToken(deps: OAuthDeps, token: string, url: URL
 
 /** jose's refusal in words an agent (or its human) can act on. */
 function tokenError(e: unknown): ToolError {
-  if (e instanceof ToolError) return e;
+  if (e instanceof ToolError) {
+    if (e.code === "UNAUTHORIZED") return e;
+    // The issuer's keys could not be read (refused by the SSRF guard, unreachable, not a key set): not the caller's fault.
+    return new ToolError("UNAVAILABLE", `The keys of this token's issuer could not be read: ${e.message} Retry later; if it persists, the tenant's admin should check the issuer's jwks_uri (PUT /v1/admin/tenants/{tenant}/oauth).`, { reason: "jwks_unavailable", cause: e.code });
+  }
   if (e instanceof errors.JWTExpired) return refused(`The access token expired (exp ${new Date(Number(e.payload.exp) * 1000).toISOString()}). Get a new one from your authorization server (refresh it).`, { reason: "expired" });
   if (e instanceof errors.JWTClaimValidationFailed) return refused(`The access token's "${e.claim}" claim is not accepted: ${e.reason === "check_failed" ? "it does not hold what this resource requires" : e.reason}. Get a token issued for this resource.`, { claim: e.claim });
   if (e instanceof errors.JWKSNoMatchingKey) return refused("The access token is signed with a key its issuer's key set (jwks_uri) does not hold. Get a new token; if the issuer just rotated its keys, retry in a minute.", { reason: "unknown_key" });

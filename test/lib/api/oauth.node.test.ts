@@ -271,6 +271,25 @@ describe("the issuer's URLs go through the SSRF guard", () => {
     expect(r.body.error.code).toBe("BLOCKED");
   });
 
+  it("a jwks_uri that redirects to the metadata service: refused at the hop, the token answered 503 (never fetched)", async () => {
+    const moved = await startLocalIssuer();
+    try {
+      expect((await adminCall(app, "/v1/admin/tenants", { id: "moved" })).status).toBe(201);
+      const jwks = `${moved.issuer}/redirect?to=${encodeURIComponent("http://169.254.169.254/latest/meta-data/")}`;
+      expect((await adminCall(app, "/v1/admin/tenants/moved/oauth", { issuers: [{ issuer: moved.issuer, jwks_uri: jwks }] }, "PUT")).status).toBe(200);
+      const r = await as(app, await moved.token({ aud: BASE }))("/v1/workspaces");
+      expect(r.status).toBe(503);
+      expect(r.body.error).toMatchObject({ code: "UNAVAILABLE", details: { reason: "jwks_unavailable", cause: "BLOCKED" } });
+      expect(r.body.error.message).toMatch(/169\.254\.169\.254/);
+      // A failed read is not retried within the cooldown: the issuer's host sees no second request.
+      const hits = moved.requests;
+      expect((await as(app, await moved.token({ aud: BASE }))("/v1/workspaces")).status).toBe(503);
+      expect(moved.requests).toBe(hits);
+    } finally {
+      await moved.close();
+    }
+  });
+
   it("discovery checks the metadata names the issuer; deleting the trust stops its tokens", async () => {
     const other = await startLocalIssuer({ path: "/realm" });
     try {
