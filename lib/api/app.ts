@@ -4,6 +4,7 @@
  * Every route declares its access (routes/access.ts); the app refuses to start with one that does not.
  */
 import { createAuthBackoff } from "./auth/backoff.js";
+import { JwksCache } from "./auth/jwks.js";
 import type { AuthInfo } from "../contract/caller.js";
 import { KNOWN_RECORDS_TTL_MS, type FileRecord } from "../workspace/records.js";
 import { forgetOnWrite } from "./routes/known-workspace.js";
@@ -32,6 +33,7 @@ import { policyApp } from "./routes/policy.js";
 import { gcApp } from "./routes/gc.js";
 import { usageApp } from "./routes/usage.js";
 import { modelApp } from "./routes/model.js";
+import { oauthApp } from "./routes/oauth.js";
 import { filesApp } from "./routes/files.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { toolApp, unknownToolApp } from "./routes/tools.js";
@@ -73,10 +75,10 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
       })
     : undefined;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
-  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
   if (deps.tracer) app.use("*", traceRequests(deps.tracer));
-  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...)." });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...), or an OAuth access token of an issuer the tenant trusts (docs/oauth.md)." });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminBearer", { type: "http", scheme: "bearer", description: "TOOLSHED_ADMIN_TOKEN." });
 
   const meta = (summary: string) => ({ tags: ["meta"], summary, responses: { 200: { description: "OK" } } });
@@ -92,6 +94,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", gcApp(deps));
   app.route("/", usageApp(deps));
   app.route("/", modelApp(deps));
+  app.route("/", oauthApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));
   app.route("/", archiveApp(deps));

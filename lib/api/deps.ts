@@ -15,6 +15,8 @@ import type { McpDeps } from "../doors/mcp.js";
 import type { UsageStore } from "../run/metering/store.js";
 import type { Tracer } from "../shared/trace.js";
 import type { LiveCoordinator } from "../exec/live/types.js";
+import type { JwksCache } from "./auth/jwks.js";
+import type { Trust } from "./auth/oauth-config.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
@@ -30,6 +32,10 @@ export interface AppDeps extends McpDeps {
   archiveLimits?: Partial<ArchiveLimits>;
   /** API keys (by hash) resolved per isolate for a few seconds (lib/api/auth/keys.ts); createApp makes one when absent. */
   apiKeys?: IsolateCache<AuthInfo | null>;
+  /** OAuth issuers' key sets (lib/api/auth/jwks.ts: 10 min, one refetch per 30 s on an unknown key id), per isolate; createApp makes one when absent. */
+  oauthKeys?: JwksCache;
+  /** Which tenants trust each OAuth issuer (lib/api/auth/oauth-config.ts), per isolate for a few seconds; createApp makes one when absent. */
+  oauthTrusts?: IsolateCache<Trust[]>;
   /** Plain workspaces' records (meta.json) this isolate read, per isolate for a few seconds (lib/api/routes/known-workspace.ts); createApp makes one when absent. */
   knownWorkspaces?: KnownWorkspaces;
   /** The isolate's one byte budget for manifests, segments and versions (lib/shared/isolate-memory.ts); createApp makes one (48 MB) when absent. */

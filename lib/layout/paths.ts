@@ -238,3 +238,10 @@ export function workspaceOfMetaKey(key: string): { tenant: string; workspace: st
   if (!m || !ID_PATTERN.test(m[1]!) || !ID_PATTERN.test(m[2]!)) return null;
   return { tenant: m[1]!, workspace: m[2]! };
 }
+
+/** A tenant's OAuth resource-server configuration (lib/api/auth/oauth-config.ts): its trusted issuers. */
+export function tenantOAuthKey(tenant: string): string {
+  return `${tenantRecordKey(tenant).slice(0, -"tenant.json".length)}oauth.json`;
+}
+/** Below it, one claim per (issuer, audience) pair, named by their SHA-256 hashes: which tenant trusts it (unique, created with If-None-Match: *). */
+export const OAUTH_ISSUERS_PREFIX = "oauth/issuers/";

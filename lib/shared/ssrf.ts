@@ -16,7 +16,7 @@ import { ToolError } from "./errors.js";
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 /** What the guard is checking a URL for, named in its refusals. */
-export type GuardSubject = "web_fetch" | "webhook" | "model_endpoint";
+export type GuardSubject = "web_fetch" | "webhook" | "model_endpoint" | "oauth_issuer";
 
 export interface GuardOptions {
   /** Test-only: let loopback (127.0.0.0/8, ::1, localhost) through. Never set in a deployment. */
@@ -29,6 +29,7 @@ const SUBJECTS: Record<GuardSubject, { reach: string; rule: string }> = {
   web_fetch: { reach: "fetch", rule: "web_fetch reaches only public internet addresses; use a public URL" },
   webhook: { reach: "call the webhook URL", rule: "A custom tool's webhook URL must be on the public internet; use a public https URL for the webhook" },
   model_endpoint: { reach: "use the model endpoint's base_url", rule: "The model endpoint's base_url must be on the public internet; use the provider's public API URL (e.g. https://api.openai.com/v1)" },
+  oauth_issuer: { reach: "read the authorization server's metadata or keys at", rule: "An OAuth issuer and its jwks_uri must be on the public internet; use the authorization server's public https URL" },
 };
 
 /**

@@ -1,9 +1,12 @@
 /**
- * Bearer authentication: tenant API keys, and the admin token for /v1/admin. Both go through
- * the backoff after failed authentication (lib/api/auth/backoff.ts) when the app has one, counted
- * per presented credential (throttleKeyOf). The route guard (lib/api/routes/access.ts) is the only
- * caller: routes never authenticate by themselves.
+ * Bearer authentication: tenant API keys and OAuth access tokens (docs/oauth.md), and the admin
+ * token for /v1/admin. All go through the backoff after failed authentication
+ * (lib/api/auth/backoff.ts) when the app has one, counted per presented credential (throttleKeyOf).
+ * The route guard (lib/api/routes/access.ts) is the only caller: routes never authenticate by
+ * themselves. A 401 or 403 of a tenant route carries the Bearer challenge (RFC 6750, RFC 9728):
+ * the guard runs every tenant route inside withBearerChallenge.
  */
+import type { Context } from "hono";
 import { ToolError } from "../../shared/errors.js";
 import { safeEqual } from "../../shared/hash.js";
 import type { AppDeps } from "../deps.js";
@@ -11,6 +14,9 @@ import { clientOf } from "./backoff.js";
 import { isExpired } from "./key-bounds.js";
 import { keyIdOf, resolveApiKey } from "./keys.js";
 import type { AuthInfo } from "../../contract/caller.js";
+import type { AppEnv } from "../http.js";
+import { isJwtShaped, verifyAccessToken } from "./oauth-token.js";
+import { metadataUrl, resourceBase } from "./resource.js";
 
 const bearer = (header: string | null): string | null => {
   const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
@@ -32,12 +38,26 @@ export function throttleKeyOf(kind: "tenant" | "admin", token: string | null, he
   return id !== null ? `key:${id}@${client}` : `${kind}@${client}`;
 }
 
-/** The tenant and scopes of the request's API key, else UNAUTHORIZED (or RATE_LIMITED while its throttle key backs off). */
-export async function authenticateTenant(deps: AppDeps, headers: Headers): Promise<AuthInfo> {
+/**
+ * The tenant and scopes of the request's API key or OAuth access token (a JWT: oauth-token.ts),
+ * else UNAUTHORIZED (or RATE_LIMITED while its throttle key backs off). `url`: the request's, which
+ * names the resource a token must be meant for.
+ */
+export async function authenticateTenant(deps: AppDeps, headers: Headers, url: URL): Promise<AuthInfo> {
   const key = bearer(headers.get("authorization"));
   const client = throttleKeyOf("tenant", key, headers);
   deps.authBackoff?.check(client);
-  if (!key) throw new ToolError("UNAUTHORIZED", "Missing API key. Send 'Authorization: Bearer <api key>'.");
+  if (!key) throw new ToolError("UNAUTHORIZED", "Missing API key. Send 'Authorization: Bearer <api key>' (or an OAuth access token: docs/oauth.md).");
+  if (isJwtShaped(key)) {
+    try {
+      const auth = await verifyAccessToken(deps, key, url);
+      deps.authBackoff?.succeeded(client);
+      return auth;
+    } catch (e) {
+      if (e instanceof ToolError && e.code === "UNAUTHORIZED") deps.authBackoff?.failed(client);
+      throw e;
+    }
+  }
   const auth = await resolveApiKey(deps.kv, key, deps.apiKeys);
   if (!auth) {
     deps.authBackoff?.failed(client);
@@ -64,4 +84,32 @@ export function authenticateAdmin(deps: AppDeps, headers: Headers): void {
     throw new ToolError("UNAUTHORIZED", "Invalid admin token. Send 'Authorization: Bearer <TOOLSHED_ADMIN_TOKEN>'.");
   }
   deps.authBackoff?.succeeded(client);
+}
+
+const quoted = (v: string) => `"${v.replace(/["\\]/g, "")}"`;
+
+/**
+ * Sets `WWW-Authenticate: Bearer resource_metadata="…"` on a tenant route's 401 or 403 (RFC 9728
+ * §5.1), with `error="invalid_token"` for a refused token and, when the refusal is a scope the
+ * key or token lacks, `error="insufficient_scope", scope="<needed>"` (RFC 6750 §3.1).
+ */
+export function bearerChallenge(deps: Pick<AppDeps, "syncUrl">, c: Context<AppEnv>, error?: ToolError): void {
+  const url = new URL(c.req.url);
+  const params = [`resource_metadata=${quoted(metadataUrl(resourceBase(deps.syncUrl, url), url))}`];
+  const d = error?.details ?? {};
+  if (error?.code === "PERMISSION_DENIED" && d.refused_by === "key" && typeof d.needed === "string") params.push(`error="insufficient_scope"`, `scope=${quoted(d.needed)}`);
+  else if (error?.code === "UNAUTHORIZED" && c.req.header("authorization")) params.push(`error="invalid_token"`);
+  c.header("WWW-Authenticate", `Bearer ${params.join(", ")}`);
+}
+
+/** Runs a tenant route's guard and handler: a 401/403 it throws, or answers (c.error), gets bearerChallenge. */
+export async function withBearerChallenge(deps: Pick<AppDeps, "syncUrl">, c: Context<AppEnv>, step: () => Promise<void>): Promise<void> {
+  try {
+    await step();
+  } catch (e) {
+    if (e instanceof ToolError && (e.status === 401 || e.status === 403)) bearerChallenge(deps, c, e);
+    throw e;
+  }
+  const status = c.finalized ? c.res.status : 0;
+  if ((status === 401 || status === 403) && !c.res.headers.has("www-authenticate")) bearerChallenge(deps, c, c.error instanceof ToolError ? c.error : undefined);
 }

@@ -23,7 +23,7 @@
 import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
 import type { RouteConfig } from "@hono/zod-openapi";
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { authenticateAdmin, authenticateTenant } from "../auth/middleware.js";
+import { authenticateAdmin, authenticateTenant, withBearerChallenge } from "../auth/middleware.js";
 import type { Scope } from "../../contract/caller.js";
 import { setRateHeaders, takeCall } from "../auth/rate-limit.js";
 import type { AppDeps } from "../deps.js";
@@ -70,7 +70,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
     await authenticateAdmin(deps, c.req.raw.headers);
     return;
   }
-  const auth = await authenticateTenant(deps, c.req.raw.headers);
+  const auth = await authenticateTenant(deps, c.req.raw.headers, new URL(c.req.url));
   c.set("auth", auth);
   // A key limited to some workspaces meets any other as if it did not exist (lib/api/auth/key-bounds.ts),
   // on every route whose path names one, whether or not the route binds it, before anything else is checked.
@@ -169,7 +169,9 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
   };
   // Usage records of the routes that change something (route-usage.ts); tool calls meter themselves.
   // Neither wraps the route where the operator turned it off (TOOLSHED_BUSINESS_OFF: no usage sink, deps.audit false).
-  const metered: MiddlewareHandler<AppEnv> = deps.onUsage && meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, "scope" in policy.access ? policy.access.scope : undefined, () => mw(c, next) as Promise<void>) : mw;
+  // A tenant route's 401/403 carries the Bearer challenge, whoever refused: the guard or the handler.
+  const challengedMw: MiddlewareHandler<AppEnv> = policy.access.auth === "tenant" ? (c, next) => withBearerChallenge(deps, c, () => mw(c, next) as Promise<void>) : mw;
+  const metered: MiddlewareHandler<AppEnv> = deps.onUsage && meteredAccess(policy.access) ? (c, next) => meterRoute(deps, c, "scope" in policy.access ? policy.access.scope : undefined, () => challengedMw(c, next) as Promise<void>) : challengedMw;
   return Object.assign(deps.audit === false ? metered : audited(deps, policy, metered), { [POLICY]: policy });
 }
 

@@ -20,9 +20,9 @@ import { newApp } from "./common.js";
  */
 export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
   const app = newApp();
-  const listedFor = async (headers: Headers): Promise<readonly Tool[]> => {
+  const listedFor = async (headers: Headers, url: URL): Promise<readonly Tool[]> => {
     if (!headers.get("authorization")) return tools;
-    const auth = await authenticateTenant(deps, headers).then((a) => a, () => null);
+    const auth = await authenticateTenant(deps, headers, url).then((a) => a, () => null);
     return auth ? usableTools(await toolsForTenant(deps, tools, auth.tenant), auth) : tools;
   };
   const ToolDef = z.object({
@@ -49,7 +49,7 @@ export function catalogApp(tools: readonly Tool[], deps: AppDeps) {
     })),
     async (c) => {
       const format = c.req.valid("query").format ?? "toolshed";
-      const listed = await listedFor(c.req.raw.headers);
+      const listed = await listedFor(c.req.raw.headers, new URL(c.req.url));
       return c.json({ tools: format === "toolshed" ? listed.map(toolDefinition) : exportTools(listed, format) }, 200);
     },
   );

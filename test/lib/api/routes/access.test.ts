@@ -47,6 +47,12 @@ const EXPECTED: Record<string, string> = {
   "PUT /v1/admin/tenants/{tenant}/model": "admin",
   "DELETE /v1/admin/tenants/{tenant}/model": "admin",
   "POST /v1/admin/tenants/{tenant}/gc": "admin",
+  "GET /v1/admin/tenants/{tenant}/oauth": "admin",
+  "PUT /v1/admin/tenants/{tenant}/oauth": "admin",
+  "DELETE /v1/admin/tenants/{tenant}/oauth": "admin",
+  // OAuth Protected Resource Metadata (RFC 9728): public by definition (docs/oauth.md).
+  "GET /.well-known/oauth-protected-resource": "public",
+  "GET /.well-known/oauth-protected-resource/{resource_path}": "public",
   // The audit log names every key that acted and what it did: the operator's key, not an agent's (docs/audit.md).
   "GET /v1/workspaces/{ws}/audit": "tenant:manage",
   "GET /v1/audit": "tenant:manage",
@@ -103,7 +109,7 @@ async function call(route: ServedRoute, authorization?: string) {
   const r = requestFor(route);
   const res = await app.request(r.url, { method: r.method, headers: { ...r.headers, ...(authorization ? { authorization } : {}) }, ...(r.body !== undefined ? { body: r.body } : {}) });
   const text = await res.text();
-  return { status: res.status, code: text.startsWith("{") ? (JSON.parse(text) as any).error?.code : undefined, text };
+  return { status: res.status, code: text.startsWith("{") ? (JSON.parse(text) as any).error?.code : undefined, text, challenge: res.headers.get("www-authenticate") };
 }
 
 /** The fixture every allowed call may have changed: workspace "probe" with secret.txt. */
@@ -238,13 +244,17 @@ describe("every route, with every kind of credential", () => {
       if (access.auth === "admin") {
         for (const [set, key] of keys) await expectStatus(`Bearer ${key}`, [401], `tenant key [${set}]`);
       } else {
-        await expectStatus(`Bearer ${ADMIN}`, [401], "the admin token");
-        // Every scope set without the needed scope: 403 PERMISSION_DENIED.
+        // Every 401 of a tenant route carries the Bearer challenge pointing at its resource's metadata (docs/oauth.md).
+        const metadata = `resource_metadata="http://localhost/.well-known/oauth-protected-resource${/\/mcp$/.test(route.path) ? requestFor(route).url : ""}"`;
+        expect((await call(route)).challenge, name).toBe(`Bearer ${metadata}`);
+        expect((await expectStatus(`Bearer ${ADMIN}`, [401], "the admin token")).challenge, name).toBe(`Bearer ${metadata}, error="invalid_token"`);
+        // Every scope set without the needed scope: 403 PERMISSION_DENIED, with insufficient_scope naming it.
         if (access.scope !== "any") {
           for (const [set, key] of keys) {
             if (set.split(",").includes(access.scope)) continue;
             const r = await expectStatus(`Bearer ${key}`, [403], `[${set}]`);
             if (route.method !== "HEAD") expect(r.code, name).toBe("PERMISSION_DENIED");
+            expect(r.challenge, `${name} [${set}]`).toBe(`Bearer ${metadata}, error="insufficient_scope", scope="${access.scope}"`);
           }
         }
       }
