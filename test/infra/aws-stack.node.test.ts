@@ -114,7 +114,7 @@ describe("the AWS stack", () => {
     // The API reaches it by TOOLSHED_TABLE with exactly the stores' item actions, on the table alone; GC and the runners not at all.
     const tableId = Object.keys(tpl.Resources).find((id) => tpl.Resources[id]!.Type === "AWS::DynamoDB::Table")!;
     expect(apiFn(tpl).props.Environment.Variables.TOOLSHED_TABLE).toEqual({ Ref: tableId });
-    const onTable = (t: Tpl, role: string) => statementsOf(t, role).filter((s) => [s.Action].flat().some((a: string) => a.startsWith("dynamodb:")));
+    const onTable = (t: Tpl, role: string) => statementsOf(t, role).filter((s) => [s.Action].flat().some((a) => String(a).startsWith("dynamodb:")));
     const apiTable = onTable(tpl, apiFn(tpl).props.Role["Fn::GetAtt"][0]);
     expect(apiTable.flatMap((s) => [s.Action].flat()).sort()).toEqual([...TABLE_ACTIONS].sort());
     expect(apiTable.map((s) => s.Resource)).toEqual([{ "Fn::GetAtt": [tableId, "Arn"] }]);

@@ -69,7 +69,7 @@ it("meters every call into DynamoDB before the answer returns, and limits calls 
   expect(rows.find((r) => r.tool === "write")).toMatchObject({ calls: 1, ok: 1 });
   expect(rows.find((r) => r.route === "POST workspaces")).toMatchObject({ calls: 1 });
   const exported = await call("GET", "/v1/admin/tenants/biz/usage/export", ADMIN);
-  expect(exported.body.trim().split("\n").map((l) => JSON.parse(l).tool ?? JSON.parse(l).route)).toEqual(["POST workspaces", "write", "read", "read"]);
+  expect(exported.body.trim().split("\n").map((l: string) => JSON.parse(l).tool ?? JSON.parse(l).route)).toEqual(["POST workspaces", "write", "read", "read"]);
 
   // calls_per_minute from the tenant's item: 2 a minute, the bucket full after the limit is set.
   expect((await call("PUT", "/v1/admin/tenants/biz/limits", ADMIN, { calls_per_minute: 2 })).status).toBe(200);
