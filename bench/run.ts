@@ -24,9 +24,10 @@ import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
 import { benchBashScale } from "./bash-scale.ts";
 import { benchBusiness, renderBusiness, type BusinessRow } from "./business.ts";
+import { timeToInteractiveRows } from "./time-to-interactive.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
-const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows };
+const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows, tti: timeToInteractiveRows };
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
@@ -169,7 +170,7 @@ async function main() {
     log(`${name} rows`);
     try {
       const { key } = await setupTenant(worker, `${TENANT}-${name}`, "scratch");
-      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && tools.includes("bash"), log, arg })));
+      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && tools.includes("bash"), log, arg, adminToken: worker.adminToken })));
     } catch (e) {
       rows.push({ op: name, size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
     }
