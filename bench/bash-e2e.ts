@@ -58,7 +58,9 @@ export class LocalRunner {
     chmodSync(this.root, 0o711);
     const child = spawn(process.execPath, ["dist/container/local-server.mjs"], {
       stdio: ["ignore", "ignore", "inherit"],
-      env: { ...process.env, TOOLSHED_INVOKE_PORT: String(this.port), TOOLSHED_RUNNER_ROOT: this.root, TOOLSHED_RUNNER_SECRET: this.secret },
+      // The time-to-interactive bursts start 50 runs of one tenant at once: the stand-in's fair share (8 of 32 by
+      // default: infra/container/tenant-share.ts) would refuse most of them, and Lambda has no per-tenant bound.
+      env: { TOOLSHED_RUNNER_CONCURRENCY: "64", TOOLSHED_RUNNER_TENANT_CONCURRENCY: "64", ...process.env, TOOLSHED_INVOKE_PORT: String(this.port), TOOLSHED_RUNNER_ROOT: this.root, TOOLSHED_RUNNER_SECRET: this.secret },
       detached: true,
     });
     this.child = child;

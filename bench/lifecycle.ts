@@ -20,6 +20,8 @@ export interface RowContext {
   bash: boolean;
   log: (s: string) => void;
   arg: (name: string, def: string) => string;
+  /** The bench Worker's admin token (a row that needs its own tenant or limits: bench/time-to-interactive.ts). */
+  adminToken?: string;
 }
 export type RowSource = (ctx: RowContext) => Promise<Row[]>;
 

@@ -25,9 +25,10 @@ import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts"
 import { benchBashScale } from "./bash-scale.ts";
 import { liveRows } from "./live.ts";
 import { benchBusiness, renderBusiness, type BusinessRow } from "./business.ts";
+import { timeToInteractiveRows } from "./time-to-interactive.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
-const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows, live: liveRows };
+const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows, live: liveRows, tti: timeToInteractiveRows };
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);
@@ -171,7 +172,7 @@ async function main() {
     try {
       const { key } = await setupTenant(worker, `${TENANT}-${name}`, "scratch");
       // Without the per-op rows the tool list was never read: a runner means bash (a row that needs it fails saying so).
-      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && (skip.has("ops") || tools.includes("bash")), log, arg })));
+      rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && (skip.has("ops") || tools.includes("bash")), log, arg, adminToken: worker.adminToken })));
     } catch (e) {
       rows.push({ op: name, size: sizes.at(-1)!, cells: {}, note: `failed: ${(e as Error).message.slice(0, 200)}` });
     }

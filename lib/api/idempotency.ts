@@ -4,20 +4,25 @@
  * create/delete, imports, checkpoints, restores, undo, approvals, policies, keys (admin and tenant).
  *
  * A POST/PUT/PATCH/DELETE with `Idempotency-Key: <1-255 visible ASCII>`:
- *   - first time: a create-only "running" record is put (If-None-Match: *: no read first), the request runs, and
- *     its answer (status, headers, body) replaces the record (If-Match: the running record) before
- *     the answer leaves, with the request's fingerprint (SHA-256 of method, path, query, content
- *     type and body bytes, hashed as the body streams through);
+ *   - first time: the request claims the key, runs, and its answer (status, headers, body) is kept
+ *     with the request's fingerprint (SHA-256 of method, path, query, content type and body bytes,
+ *     hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
  *   - a retry with the same key and the same request gets the stored answer (`Idempotent-Replayed: true`)
  *     and runs nothing; with a different request: INVALID_ARGUMENT; while the first still runs: CONFLICT
  *     with Retry-After;
- *   - a 5xx answer is not kept (the running record is deleted, a retry runs again); nor is a 429.
+ *   - a 5xx answer is not kept (the claim is dropped, a retry runs again); nor is a 429.
+ * Who holds the key while it runs: with the tenant's limits store (Workers: its object, asked in the
+ * same round trip as the call's rate-limit token, the guard, routes/access.ts; lib/limits/claims.ts;
+ * Lambda with the table: a conditional PutItem after it, lib/limits/dynamodb-claims.ts): no storage
+ * operation before the handler, 1 PUT of the answer after it. Without one (the admin token, limits
+ * turned off, the store unreachable), the bucket: 1 create-only "running"
+ * record (If-None-Match: *: no read first) before the handler, replaced by the answer (If-Match) after.
+ * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
+ * takeover after the lease or the record's time: + 1 conditional PUT (or 1 object round trip).
+ * Without the header: nothing.
  * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
- * Cost per request with the header: 1 create-only PUT before the handler, 1 conditional PUT after it
- * (a replay or a retry in flight: the refused PUT + 1 GET; a record past its time: + 1 conditional PUT).
- * Without the header: nothing.
- * A crash between the two PUTs leaves a running record; after its lease (RUNNING_LEASE_MS) a retry runs again.
+ * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
  * Expired records go in the lazy sweep of small records (lib/storage/sweep.ts), run after 1 in
  * SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
  */
@@ -26,7 +31,9 @@ import type { Context, Next } from "hono";
 import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sweepRecords } from "../storage/sweep.js";
-import { isConditionFailed, type StorageDriver } from "../storage/types.js";
+import { isConditionFailed, type GetResult, type StorageDriver } from "../storage/types.js";
+import type { ClaimAnswer } from "../limits/claims.js";
+import type { LimitsStore } from "../limits/store.js";
 import { idempotencyPrefix, idempotencyRecordKey } from "../layout/paths.js";
 import type { AppEnv } from "./http.js";
 import { backgroundOf } from "./routes/common.js";
@@ -57,30 +64,83 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Runs `next` at most once per (scope, key) while its record lives. `scope` is the tenant (or
- * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read.
+ * Who holds a key while its request runs. The bucket: a create-only PUT of a "running" record, which
+ * the kept answer replaces (If-Match). The tenant's limits object (lib/limits/claims.ts), when the
+ * guard asked it for the claim in the call's rate-limit round trip: nothing is written to the bucket
+ * before the handler, and the kept answer is a plain PUT (the claim, not the record, says who runs).
  */
-export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, next: Next, now = Date.now): Promise<void> {
-  const recordKey = idempotencyRecordKey(scope, await sha256Hex(key));
-  const body = hashedBody(c);
-  const t = now();
-  const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
-  const putRunning = async (over?: string) => {
+export interface ObjectClaim {
+  /** The claim's outcome, from the guard's takeCall; undefined when the object did not answer (the bucket holds the key then). */
+  first: Promise<ClaimAnswer | undefined>;
+  limits: LimitsStore;
+  tenant: string;
+}
+
+type Held = { taken: true; etag?: string; claim?: string } | { taken: false; lease_until: number; claim?: string };
+
+interface Holder {
+  first(): Promise<Held>;
+  /** After the record was read and shows no kept answer: take over `seen` (a lease over, a record expired). */
+  takeOver(seen: Held & { taken: false }, found: GetResult | null): Promise<Held>;
+  keep(done: Done, held: Held & { taken: true }): Promise<void>;
+  drop(held: Held & { taken: true }): Promise<void>;
+}
+
+function bucketHolder(storage: StorageDriver, recordKey: string, running: Running): Holder {
+  const putRunning = async (over?: string): Promise<Held> => {
     try {
-      return (await storage.put(recordKey, JSON.stringify(running), over ? { ifMatch: over, contentType: "application/json" } : { ifNoneMatch: "*", contentType: "application/json" })).etag;
+      const { etag } = await storage.put(recordKey, JSON.stringify(running), over ? { ifMatch: over, contentType: "application/json" } : { ifNoneMatch: "*", contentType: "application/json" });
+      return { taken: true, etag };
     } catch (e) {
-      if (isConditionFailed(e)) return null;
+      if (isConditionFailed(e)) return { taken: false, lease_until: 0 }; // the record read next says whether it runs
       throw e;
     }
   };
-  // A first run takes the key with one create-only PUT; only a key already taken is read (a retry, or a record past its time).
-  let taken = await putRunning();
-  if (taken === null) {
+  return {
+    first: () => putRunning(),
+    // Expired, or a running record past its lease (or gone since the PUT): taken over only over exactly the version read.
+    takeOver: (_seen, found) => putRunning(found?.etag),
+    async keep(done, held) {
+      await storage.put(recordKey, JSON.stringify(done), { ifMatch: held.etag!, contentType: "application/json" }).catch((e) => {
+        if (!isConditionFailed(e)) throw e; // taken over after the lease: the newer run's record stands
+      });
+    },
+    drop: (held) => storage.delete([{ key: recordKey, ifMatch: held.etag! }]).then(() => {}),
+  };
+}
+
+function objectHolder(storage: StorageDriver, recordKey: string, keyHash: string, claims: ObjectClaim, first: ClaimAnswer): Holder {
+  const held = (a: ClaimAnswer): Held => (a.taken ? { taken: true, claim: a.claim.id } : { taken: false, lease_until: a.claim.lease_until, claim: a.claim.id });
+  return {
+    first: async () => held(first),
+    takeOver: async (seen) => held(await claims.limits.claimKey(claims.tenant, { key: keyHash, leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS, ...(seen.claim ? { over: seen.claim } : {}) })),
+    // The claim says who runs; a run after a takeover overwrites the kept answer of the run it took over from.
+    keep: async (done) => void (await storage.put(recordKey, JSON.stringify(done), { contentType: "application/json" })),
+    drop: (h) => claims.limits.releaseClaim(claims.tenant, keyHash, h.claim!),
+  };
+}
+
+/**
+ * Runs `next` at most once per (scope, key) while its record lives. `scope` is the tenant (or
+ * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read. `claim`: the key's
+ * claim the guard asked the tenant's limits object for (absent: the bucket holds the key).
+ */
+export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, next: Next, claim?: ObjectClaim, now = Date.now): Promise<void> {
+  const keyHash = await sha256Hex(key);
+  const recordKey = idempotencyRecordKey(scope, keyHash);
+  const body = hashedBody(c);
+  const t = now();
+  const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
+  const answered = claim ? await claim.first : undefined;
+  const holder = claim && answered ? objectHolder(storage, recordKey, keyHash, claim, answered) : bucketHolder(storage, recordKey, running);
+  // A first run takes the key (one create-only PUT, or the claim already taken with the call's token);
+  // only a key already taken is read (a retry, or a record past its time).
+  let taken = await holder.first();
+  if (!taken.taken) {
     const found = await storage.get(recordKey);
     const current = found ? (JSON.parse(await new Response(found.body).text()) as IdemRecord) : null;
     const live = current && current.expires > t && !(current.state === "running" && current.lease_until <= t);
-    if (current && live) {
-      if (current.state === "running") throw inFlight(current, t);
+    if (current && live && current.state === "done") {
       const fingerprint = await fingerprintOf(c, await body.finish());
       if (fingerprint !== current.fingerprint) {
         throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request; retry only with the same request.");
@@ -89,11 +149,12 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
       c.res = replay(current);
       return;
     }
-    // Expired, or a running record past its lease (or gone since the PUT): taken over only over exactly the version read.
-    taken = await putRunning(found?.etag);
-    if (taken === null) throw inFlight(running, t);
+    if (current && live) throw inFlight(current as Running, t); // a bucket-held key still running
+    if (taken.lease_until > t) throw inFlight({ ...running, lease_until: taken.lease_until }, t); // an object-held key still running
+    taken = await holder.takeOver(taken, found);
+    if (!taken.taken) throw inFlight(running, t);
   }
-  const etag: string = taken;
+  const held = taken;
   if (Math.random() * SWEEP_EVERY < 1) {
     const swept = sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) });
     const bg = backgroundOf(c);
@@ -103,14 +164,12 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
   const res = c.res;
   const keep = async (bytes: Uint8Array | null) => {
     const fingerprint = await fingerprintOf(c, await body.finish());
-    if (res.status >= 500 || res.status === 429) return void (await storage.delete([{ key: recordKey, ifMatch: etag }]).catch(() => {}));
+    if (res.status >= 500 || res.status === 429) return void (await holder.drop(held).catch(() => {}));
     const headers = [...res.headers].filter(([name]) => KEPT_HEADERS.test(name));
     const done: Done = bytes === null || bytes.length > MAX_KEPT_BODY_BYTES
       ? { state: "done", fingerprint, status: res.status, headers, too_large: true, expires: t + KEEP_MS }
       : { state: "done", fingerprint, status: res.status, headers, body: base64Of(bytes), expires: t + KEEP_MS };
-    await storage.put(recordKey, JSON.stringify(done), { ifMatch: etag, contentType: "application/json" }).catch((e) => {
-      if (!isConditionFailed(e)) throw e; // taken over after the lease: the newer run's record stands
-    });
+    await holder.keep(done, held);
   };
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream") && res.body) {
     // A stream is kept when it ends, without holding it back from the client.

@@ -6,19 +6,24 @@
  * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
  * count (`usage/<ws>`) in the object's storage (written on set, acquire, release and charge only);
  * the token buckets and the pending workspace slots in its memory (no storage write per call; a
- * restart forgets slots, which are held for the seconds of a create).
+ * restart forgets slots, which are held for the seconds of a create). Idempotency-Key claims
+ * (claims.ts) in its storage, written before the answer that says "taken" leaves; expired ones are
+ * dropped a page at a time, after one in SWEEP_CLAIMS_EVERY claims.
  * A restarted object (a deploy, an eviction after idling) starts with full buckets: at most one
  * more minute's budget, and an object idle for a minute had full buckets anyway.
  */
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
-import { tenantOps, type Caller, type LimitsStore, type TenantOps } from "./store.js";
+import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
+import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
 import { TenantUsage, type ChargeOptions, type StorageUsage, type TaskLease } from "./usage.js";
 
 type Op =
   | { op: "get" }
   | { op: "set"; limits: Limits }
-  | { op: "takeCall"; caller: Caller }
+  | { op: "takeCall"; caller: Caller; claim?: ClaimAsk }
+  | { op: "claimKey"; ask: ClaimAsk }
+  | { op: "releaseClaim"; key: string; id: string }
   | { op: "acquireRun"; caller: Caller; leaseMs: number }
   | { op: "releaseRun"; lease: string }
   | { op: "chargeStorage"; caller: Caller; ws: string; delta: StorageUsage; opts?: ChargeOptions }
@@ -29,13 +34,23 @@ type Op =
   | { op: "releaseTasks"; ids: string[] };
 
 const USAGE = "usage/";
+const SWEEP_CLAIMS_EVERY = 64;
 
 export class LimitsObject {
   private readonly limiter = new TenantLimiter();
   private readonly usage = new TenantUsage();
   private ops: ReturnType<typeof tenantOps> = tenantOps(this.limiter, {}, this.usage);
+  private readonly claims: ClaimStore;
+  private claimsTaken = 0;
+  /** Where the next sweep of expired claims starts (the last key it looked at). */
+  private sweptTo: string | undefined;
 
   constructor(private readonly state: DurableObjectState) {
+    this.claims = {
+      get: (k) => state.storage.get<Claim>(k),
+      put: (k, c) => state.storage.put(k, c),
+      delete: (k) => state.storage.delete(k).then(() => {}),
+    };
     void state.blockConcurrencyWhile(async () => {
       const [limits, leases, tasks, counts] = await Promise.all([
         state.storage.get<Limits>("limits"),
@@ -68,6 +83,21 @@ export class LimitsObject {
     return this.state.storage.put("leases", [...this.limiter.leases.values()]);
   }
 
+  private async claim(ask: ClaimAsk) {
+    const now = Date.now();
+    const a = await claimKey(this.claims, ask, now);
+    if (a.taken && ++this.claimsTaken % SWEEP_CLAIMS_EVERY === 0) await this.sweepClaims(now);
+    return a;
+  }
+
+  /** Drops the expired claims of one page of keys, from where the last sweep stopped (wrapping around). */
+  private async sweepClaims(now: number): Promise<void> {
+    const page = await this.state.storage.list<Claim>({ prefix: CLAIM_PREFIX, limit: 128, ...(this.sweptTo ? { startAfter: this.sweptTo } : {}) });
+    const old = [...page].filter(([, c]) => c.expires <= now).map(([k]) => k);
+    if (old.length) await this.state.storage.delete(old);
+    this.sweptTo = page.size < 128 ? undefined : [...page.keys()].pop();
+  }
+
   async fetch(request: Request): Promise<Response> {
     const body = (await request.json()) as Op;
     const answer = (v: unknown) => Response.json(v ?? null);
@@ -79,9 +109,15 @@ export class LimitsObject {
         await this.state.storage.put("limits", body.limits);
         return answer(ops.set(body.limits));
       case "takeCall": {
-        const d = ops.takeCall(body.caller);
+        const d: Admitted = ops.takeCall(body.caller);
+        if (d.ok && body.claim) d.claim = await this.claim(body.claim);
         return answer(d);
       }
+      case "claimKey":
+        return answer(await this.claim(body.ask));
+      case "releaseClaim":
+        await releaseClaim(this.claims, body.key, body.id);
+        return answer(null);
       case "acquireRun": {
         const d = ops.acquireRun(body.caller, body.leaseMs);
         if (d.ok) await this.saveLeases();
@@ -128,7 +164,9 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
   return {
     get: (t) => call(t, { op: "get" }),
     set: (t, limits) => call(t, { op: "set", limits }),
-    takeCall: (t, caller) => call(t, { op: "takeCall", caller }),
+    takeCall: (t, caller, claim) => call(t, { op: "takeCall", caller, ...(claim ? { claim } : {}) }),
+    claimKey: (t, ask) => call(t, { op: "claimKey", ask }),
+    releaseClaim: (t, key, id) => call(t, { op: "releaseClaim", key, id }),
     acquireRun: (t, caller, leaseMs) => call(t, { op: "acquireRun", caller, leaseMs }),
     releaseRun: (t, lease) => call(t, { op: "releaseRun", lease }),
     chargeStorage: (t, caller, ws, delta, opts) => call(t, { op: "chargeStorage", caller, ws, delta, ...(opts ? { opts } : {}) }),

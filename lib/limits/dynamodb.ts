@@ -19,13 +19,15 @@
  * (1 RCU per 4 KB of item) and, when it changes the state, 1 write (1 WCU per KB). The item holds
  * only key buckets used within the last minute (an idle bucket is full, as a new one starts) and
  * leases not yet ended, so it stays small for most tenants; past ITEM_MAX_BYTES it is refused
- * with an error naming the tenant (DynamoDB's item limit is 400 KB).
+ * with an error naming the tenant (DynamoDB's item limit is 400 KB). Idempotency-Key claims are
+ * items of their own (dynamodb-claims.ts): a keyed call's claim is one conditional PutItem after its token.
  */
 import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { backoffMs, TABLE_KEYS } from "../shared/dynamodb-table.js";
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type LimiterState } from "./limiter.js";
-import { tenantOps, type LimitsStore, type TenantOps } from "./store.js";
+import { tenantOps, type Admitted, type LimitsStore, type TenantOps } from "./store.js";
+import { dynamoClaims } from "./dynamodb-claims.js";
 import { TenantUsage, type UsageState } from "./usage.js";
 
 /** What the item's `state` attribute holds (JSON). */
@@ -135,10 +137,17 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
   }
 
   const always = () => true;
+  const claims = dynamoClaims(client, table, now);
   return {
     get: (t) => apply(t, (o) => o.get(), () => false),
     set: (t, limits) => apply(t, (o) => o.set(limits), always),
-    takeCall: (t, caller) => apply(t, (o) => o.takeCall(caller), (d) => d.ok),
+    async takeCall(t, caller, ask) {
+      const d: Admitted = await apply(t, (o) => o.takeCall(caller), (d) => d.ok);
+      if (d.ok && ask) d.claim = await claims.claimKey(t, ask);
+      return d;
+    },
+    claimKey: (t, ask) => claims.claimKey(t, ask),
+    releaseClaim: (t, hash, id) => claims.releaseClaim(t, hash, id),
     acquireRun: (t, caller, leaseMs) => apply(t, (o) => o.acquireRun(caller, leaseMs), (d) => d.ok),
     releaseRun: (t, lease) => apply(t, (o) => o.releaseRun(lease), (held) => held).then(() => undefined),
     // A refused charge changes nothing, unless it brought a workspace's first count (`init`: kept, as the Durable Object keeps it).

@@ -2,6 +2,7 @@
  * storage_bytes and files_per_workspace as a Workspace uses them (its StorageQuota,
  * lib/workspace/workspace-types.ts): one round trip to the tenant's limits object per write,
  * charging the write's change before it is written (usage.ts); deletes and failed writes give back.
+ * A write that changes neither the file count nor the bytes (a same-size overwrite) charges nothing, with no round trip.
  * A workspace the object has no count of yet (made before counting began) is counted once, here,
  * from a listing of its merged tree (one LIST per 1,000 files). Bulk writers (import, restore,
  * fork, a packed write-back's commit) charge their whole change first (checkBulk), then set the
@@ -40,6 +41,9 @@ export function storageQuota(limits: LimitsStore, tenant: string, ws: string, ca
       }
     },
     async charge(delta) {
+      // A change of nothing (a same-size overwrite) can cross no quota and moves no count: no round trip.
+      // (A workspace not counted yet is counted by its next charge that changes something.)
+      if (delta.files === 0 && delta.bytes === 0) return;
       let d;
       try {
         d = await limits.chargeStorage(tenant, caller, ws, delta);

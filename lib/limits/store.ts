@@ -6,6 +6,7 @@
 import { effectiveLimits, type Limits } from "./fields.js";
 import { TenantLimiter, type CallDecision, type RunDecision } from "./limiter.js";
 import { TenantUsage, type ChargeOptions, type SlotDecision, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
+import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
 /** Who is calling: the key's id and its own limits (from its record). */
 export interface Caller {
@@ -18,8 +19,15 @@ export interface LimitsStore {
   get(tenant: string): Promise<Limits>;
   /** Replaces the tenant's limits (fields left out go back to the defaults). */
   set(tenant: string, limits: Limits): Promise<Limits>;
-  /** One call of calls_per_minute, from the tenant's bucket and the key's. */
-  takeCall(tenant: string, caller: Caller): Promise<CallDecision>;
+  /**
+   * One call of calls_per_minute, from the tenant's bucket and the key's; with `claim`, in the same
+   * round trip, the Idempotency-Key's claim (claims.ts), taken only when the call passes.
+   */
+  takeCall(tenant: string, caller: Caller, claim?: ClaimAsk): Promise<Admitted>;
+  /** An Idempotency-Key's claim alone (a takeover after a lease: claims.ts). */
+  claimKey(tenant: string, ask: ClaimAsk): Promise<ClaimAnswer>;
+  /** Drops an Idempotency-Key's claim `id` (nothing kept: a retry runs again). */
+  releaseClaim(tenant: string, key: string, id: string): Promise<void>;
   /** A slot of concurrent_runs, leased for leaseMs (released by releaseRun, or freed when the lease ends). */
   acquireRun(tenant: string, caller: Caller, leaseMs: number): Promise<RunDecision>;
   releaseRun(tenant: string, lease: string): Promise<void>;
@@ -34,6 +42,9 @@ export interface LimitsStore {
   acquireTask(tenant: string, caller: Caller, id: string, leaseMs: number): Promise<TaskDecision>;
   releaseTasks(tenant: string, ids: readonly string[]): Promise<void>;
 }
+
+/** A call's token, and its key's claim when one was asked and the call passed. */
+export type Admitted = CallDecision & { claim?: ClaimAnswer };
 
 /** The operations one tenant's object answers (the Durable Object speaks the same). */
 export interface TenantOps {
@@ -85,10 +96,25 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
     if (!ops) tenants.set(t, (ops = tenantOps(new TenantLimiter(now), {}, new TenantUsage(now))));
     return ops;
   };
+  const claims = new Map<string, ReturnType<typeof memoryClaims>>();
+  const claimsOf = (t: string) => claims.get(t) ?? claims.set(t, memoryClaims()).get(t)!;
+  // A claim's read and write are two awaits: one tenant's claim operations run one at a time, as the object runs them.
+  const queues = new Map<string, Promise<unknown>>();
+  const serial = <T>(t: string, f: () => Promise<T>): Promise<T> => {
+    const p = (queues.get(t) ?? Promise.resolve()).then(f, f);
+    queues.set(t, p.catch(() => {}));
+    return p;
+  };
   return {
     get: async (t) => of(t).get(),
     set: async (t, l) => of(t).set(l),
-    takeCall: async (t, c) => of(t).takeCall(c),
+    async takeCall(t, c, ask) {
+      const d: Admitted = of(t).takeCall(c);
+      if (d.ok && ask) d.claim = await serial(t, () => claimKey(claimsOf(t), ask, now()));
+      return d;
+    },
+    claimKey: (t, ask) => serial(t, () => claimKey(claimsOf(t), ask, now())),
+    releaseClaim: (t, key, id) => serial(t, async () => void (await releaseClaim(claimsOf(t), key, id))),
     acquireRun: async (t, c, ms) => of(t).acquireRun(c, ms),
     releaseRun: async (t, lease) => void of(t).releaseRun(lease),
     chargeStorage: async (t, c, ws, delta, opts) => of(t).chargeStorage(c, ws, delta, opts),

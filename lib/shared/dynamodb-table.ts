@@ -3,6 +3,7 @@
  * partition key and a string sort key, on-demand, and a TTL attribute DynamoDB deletes items by.
  * Its users lay their items out under their own partition-key prefixes:
  *   limits#<tenant> / state                 lib/limits/dynamodb.ts (one item per tenant)
+ *   limits#<tenant> / idem#<key hash>       lib/limits/dynamodb-claims.ts (one item per Idempotency-Key)
  *   usage#<tenant>  / h#…, r#…, n#…          lib/run/metering/dynamodb-store.ts
  */
 export const TABLE_KEYS = {
@@ -21,4 +22,4 @@ export function backoffMs(attempt: number, capMs = 200): number {
 }
 
 /** The item actions those stores use: all the API's role is granted on the table (infra/aws/api.ts). */
-export const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchWriteItem"] as const;
+export const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchWriteItem"] as const;

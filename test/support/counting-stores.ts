@@ -12,6 +12,7 @@ function kindOf(key: string): string {
   if (key.startsWith("apikey/")) return "apikey";
   if (key.startsWith("policy/")) return "policy";
   if (key.startsWith("rec/")) return "record";
+  if (/^(t\/[^/]+|admin)\/idem\//.test(key)) return "idempotency";
   if (/\/meta\.json$/.test(key)) return "meta.json";
   if (/^t\/[^/]+\/custom-tools\.json$/.test(key)) return "custom-tools.json";
   if (/\/x\/index\/seg\/|\/x\/.*seg\//.test(key)) return "index";

@@ -11,14 +11,19 @@ import type { Context } from "hono";
 import { ToolError } from "../../shared/errors.js";
 import { rateLimitHeaders } from "../../limits/headers.js";
 import type { LimitsStore } from "../../limits/store.js";
+import type { ClaimAnswer, ClaimAsk } from "../../limits/claims.js";
 import type { AppEnv } from "../http.js";
 import type { AuthInfo } from "../../contract/caller.js";
 
-/** Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to set on the response again once it is built. */
-export async function takeCall(store: LimitsStore, c: Context<AppEnv>, auth: AuthInfo): Promise<Record<string, string> | undefined> {
+/**
+ * Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to
+ * set on the response again once it is built, and with `claim`, the Idempotency-Key's claim taken in the
+ * same round trip (lib/limits/claims.ts); undefined when the object did not answer.
+ */
+export async function takeCall(store: LimitsStore, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk): Promise<{ headers: Record<string, string>; claim?: ClaimAnswer } | undefined> {
   let d;
   try {
-    d = await store.takeCall(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) });
+    d = await store.takeCall(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) }, claim);
   } catch (e) {
     console.error("limits: the tenant's limits object did not answer; the call goes on unlimited", e instanceof Error ? e.message : String(e));
     return undefined;
@@ -29,7 +34,7 @@ export async function takeCall(store: LimitsStore, c: Context<AppEnv>, auth: Aut
     const whose = d.policy === "key" ? "This API key" : "This tenant";
     throw new ToolError("RATE_LIMITED", `${whose} may make ${d.limit} calls per minute (calls_per_minute), and has used them. Retry after ${d.retry_after} s; the RateLimit header says what is left.`, { limit: "calls_per_minute", policy: d.policy, quota: d.limit, remaining: d.remaining, retry_after: d.retry_after });
   }
-  return headers;
+  return { headers, ...(d.claim ? { claim: d.claim } : {}) };
 }
 
 /** The headers on the response a handler built (a raw Response, an error answered below the guard). */

@@ -35,7 +35,8 @@ import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
-import { idempotencyKeyOf, idempotent } from "../idempotency.js";
+import { idempotencyKeyOf, idempotent, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
+import { sha256Hex } from "../../shared/hash.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 import { meteredAccess, meterRoute } from "./route-usage.js";
@@ -63,12 +64,20 @@ export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant
 
 const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
 
+/** What the guard's checks left to the rest of the call: the workspace record's read (started), the Idempotency-Key and its claim. */
+interface Enforced {
+  bindWorkspace?: () => Promise<void>;
+  idempotencyKey?: string;
+  claim?: ObjectClaim;
+}
+
 /** Authenticates and authorizes; for a `workspace: true` route, returns its record's read, started (not awaited). */
-async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: BodyRule): Promise<(() => Promise<void>) | undefined> {
-  if (access.auth === "public" || access.auth === "sync") return;
+async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: BodyRule): Promise<Enforced> {
+  if (access.auth === "public" || access.auth === "sync") return {};
   if (access.auth === "admin") {
     await authenticateAdmin(deps, c.req.raw.headers);
-    return;
+    const idempotencyKey = idempotencyKeyOf(c);
+    return idempotencyKey === undefined ? {} : { idempotencyKey };
   }
   const auth = await authenticateTenant(deps, c.req.raw.headers, new URL(c.req.url));
   c.set("auth", auth);
@@ -83,10 +92,19 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // The key's scopes within its tool list (lib/run/toolset.ts, the one rule).
   const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
   if (refusal) throw refusal;
+  // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip.
+  const idempotencyKey = idempotencyKeyOf(c);
+  const ask = deps.limits && idempotencyKey !== undefined ? { key: await sha256Hex(idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
   // calls_per_minute (auth/rate-limit.ts): one round trip to the tenant's limits object, beside the record's read.
-  const rate = deps.limits ? takeCall(deps.limits, c, auth).then((h) => void (h && c.set("rate", h))) : undefined;
+  const admitted = deps.limits ? takeCall(deps.limits, c, auth, ask) : undefined;
+  const rate = admitted?.then((a) => void (a && c.set("rate", a.headers)));
   rate?.catch(() => {}); // awaited below
-  if (!access.workspace) return void (await rate);
+  const claim: ObjectClaim | undefined = ask && admitted ? { first: admitted.then((a) => a?.claim), limits: deps.limits!, tenant: auth.tenant } : undefined;
+  const keyed = { ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), ...(claim ? { claim } : {}) };
+  if (!access.workspace) {
+    await rate;
+    return keyed;
+  }
   const id = named ?? "";
   // ... and within the workspace's tool list, once its record is here.
   const bind = (record: MetaRecord, known?: true) => {
@@ -96,17 +114,23 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   };
   const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
   if (known) {
-    return async () => {
-      await rate;
-      if (body.knownWorkspace!(c)) return bind(known, true);
-      bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
+    return {
+      ...keyed,
+      bindWorkspace: async () => {
+        await rate;
+        if (body.knownWorkspace!(c)) return bind(known, true);
+        bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
+      },
     };
   }
   const record = requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces);
   record.catch(() => {}); // awaited by the guard, after the route's early reads have started
-  return async () => {
-    await rate;
-    bind(await record);
+  return {
+    ...keyed,
+    bindWorkspace: async () => {
+      await rate;
+      bind(await record);
+    },
   };
 }
 
@@ -134,19 +158,24 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 /** The guard of one route: authenticate and authorize as its policy says, then read its JSON body if it has one. */
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const bindWorkspace = await enforce(deps, policy.access, c, opts);
-    // Every mutating route takes an Idempotency-Key, here in the one guard (lib/api/idempotency.ts).
-    const key = policy.access.auth === "tenant" || policy.access.auth === "admin" ? idempotencyKeyOf(c) : undefined;
+    const { bindWorkspace, idempotencyKey: key, claim } = await enforce(deps, policy.access, c, opts);
     if (key === undefined) return rest(c, next, bindWorkspace);
     const scope = policy.access.auth === "admin" ? IDEMPOTENCY_ADMIN : c.get("auth").tenant;
     // The rest of the call answers inside idempotent() (an error is an answer too, and is kept).
-    await idempotent(deps.storage, scope, key, c, async () => {
-      try {
-        await rest(c, next, bindWorkspace);
-      } catch (e) {
-        c.res = onError(e, c);
-      }
-    });
+    await idempotent(
+      deps.storage,
+      scope,
+      key,
+      c,
+      async () => {
+        try {
+          await rest(c, next, bindWorkspace);
+        } catch (e) {
+          c.res = onError(e, c);
+        }
+      },
+      claim,
+    );
   };
   const rest = async (c: Context<AppEnv>, next: () => Promise<void>, bindWorkspace: (() => Promise<void>) | undefined) => {
     try {

@@ -129,5 +129,35 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       c.advance(5_000);
       expect(await b.acquireTask(t, { key_id: "k" }, "w", 5_000)).toEqual({ ok: true, running: 1, limit: 2 });
     });
+
+    it("Idempotency-Key claims: 10 concurrent claims of one key through two handles, one taken; a takeover only of the claim seen once its lease is over; a release only of one's own; a refused call claims nothing", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("idem");
+      const ask = (over?: string) => ({ key: "e".repeat(64), leaseMs: 1_000, keepMs: 60_000, ...(over ? { over } : {}) });
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).claimKey(t, ask())));
+      const taken = answers.filter((x) => x.taken);
+      expect(taken).toHaveLength(1);
+      const holder = taken[0]!.claim;
+      for (const x of answers) expect(x.claim.id).toBe(holder.id);
+      expect((await b.claimKey(t, ask(holder.id))).taken).toBe(false); // its lease is still on
+      c.advance(1_000);
+      expect((await a.claimKey(t, ask("not-the-claim-seen"))).taken).toBe(false);
+      const over = await b.claimKey(t, ask(holder.id));
+      expect(over.taken).toBe(true);
+      expect((await a.claimKey(t, ask(holder.id))).taken).toBe(false); // a second retry that saw the old claim comes late
+      await a.releaseClaim(t, ask().key, holder.id); // not the holder's any more: nothing
+      expect((await b.claimKey(t, ask())).claim.id).toBe(over.claim.id);
+      await a.releaseClaim(t, ask().key, over.claim.id);
+      const again = await b.takeCall(t, { key_id: "k1" }, ask());
+      expect(again.ok && again.claim?.taken).toBe(true);
+      await a.set(t, { calls_per_minute: 1 });
+      expect((await b.takeCall(t, { key_id: "k2" })).ok).toBe(true); // the minute's one call
+      const refused = await a.takeCall(t, { key_id: "k2" }, { ...ask(), key: "f".repeat(64) });
+      expect(refused.ok).toBe(false);
+      expect(refused.claim).toBeUndefined();
+      c.advance(60_000); // the first claim's keep is over: the key is free
+      expect((await a.claimKey(t, ask())).taken).toBe(true);
+    });
   });
 }
