@@ -180,7 +180,7 @@ describe("MCP 2026-07-28 door", () => {
     await client.close();
   });
 
-  it("the wire: Mcp-Method must match the body; a 2026-07-28 header without the envelope is refused; a modern tools/call without Mcp-Name is refused", async () => {
+  it("the wire: Mcp-Method must match the body; a 2026-07-28 header without the envelope is refused; a modern tools/call without Mcp-Name is refused; a foreign Origin is 403", async () => {
     const app = testApp({}, TOOLS);
     const t = await newTenant(app);
     const mismatch = await mcpPost(app, t.ws, t.key, { jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: envelope } }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call" });
@@ -191,6 +191,9 @@ describe("MCP 2026-07-28 door", () => {
     expect(((await ok.json()) as { result: { resultType: string } }).result.resultType).toBe("complete");
     const noName = await mcpPost(app, t.ws, t.key, { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "ls", arguments: {}, _meta: envelope } }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call" });
     expect(((await noName.json()) as { error?: { code: number } }).error?.code).toBe(-32020);
+    // DNS rebinding: the route's origin check runs before either door.
+    const foreign = await mcpPost(app, t.ws, t.key, { jsonrpc: "2.0", id: 5, method: "tools/list", params: { _meta: envelope } }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list", origin: "http://evil.example" });
+    expect(foreign.status).toBe(403);
   });
 
   it("the 2.x client in legacy mode (no probe) negotiates 2025-11-25 on the same URL and calls through the same path", async () => {
