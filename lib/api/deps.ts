@@ -1,7 +1,7 @@
 /**
  * Everything the app needs from its runtime, passed in (no module-level state in lib/). Assembled
  * at the top (lib/runtime, createApp) and read only by the API, the doors and the entries: each
- * layer below declares the part it reads, and AppDeps extends them: McpDeps (lib/doors/mcp.ts) carries
+ * layer below declares the part it reads, and AppDeps extends them: McpDeps (lib/doors/mcp-tools.ts) carries
  * RunDeps (lib/run/deps.ts: the run path's, ToolDeps of lib/contract/tool.ts, the web and task tools')
  * and CustomToolDeps (lib/tools/custom/tool.ts).
  */
@@ -11,7 +11,7 @@ import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { IsolateMemory } from "../shared/isolate-memory.js";
 import type { KnownWorkspaces } from "./routes/known-workspace.js";
 import type { AuthInfo } from "../contract/caller.js";
-import type { McpDeps } from "../doors/mcp.js";
+import type { McpDeps } from "../doors/mcp-tools.js";
 import type { UsageStore } from "../run/metering/store.js";
 import type { Tracer } from "../shared/trace.js";
 import type { LiveCoordinator } from "../exec/live/types.js";

@@ -1,15 +1,14 @@
 /**
- * MCP over Streamable HTTP: POST /v1/workspaces/{ws}/mcp (its route: lib/api/routes/mcp.ts), the same
- * API key as `Authorization: Bearer`. Built on the official SDK (low-level Server + WebStandardStreamableHTTPServerTransport,
- * which runs on Workers and Lambda alike); stateless: a server and a transport per request, no
- * session id, JSON responses. Protocol versions: whatever the SDK negotiates (2025-11-25,
- * 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 with SDK 1.32).
+ * MCP 2025-era door (2025-11-25, 2025-06-18 and older revisions) over Streamable HTTP:
+ * POST /v1/workspaces/{ws}/mcp, the requests that carry no 2026-07-28 `_meta` envelope
+ * (lib/doors/mcp-door.ts dispatches; the 2026-07-28 door is lib/doors/mcp-2026.ts). Built on the
+ * official SDK 1.x (low-level Server + WebStandardStreamableHTTPServerTransport, which runs on
+ * Workers and Lambda alike); stateless: a server and a transport per request, no session id, JSON
+ * responses. Protocol versions: whatever the SDK negotiates (2025-11-25, 2025-06-18, 2025-03-26,
+ * 2024-11-05, 2024-10-07 with SDK 1.32).
  *
- *   tools/list  the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP Tool objects (lib/contract/formats.ts mcpTool)
- *   tools/call  runTool (lib/run/run-tool.ts), the path every door takes: scope, arguments, the tool,
- *               the output cut, one usage record. A tool's error is an `isError: true` result
- *               naming its code, never a protocol error. A call that changed files carries its
- *               undo id in _meta["toolshed/call_id"] (POST /v1/workspaces/{ws}/undo {call_id}).
+ * tools/list and tools/call are the shared ones (lib/doors/mcp-tools.ts): the key's usable tools,
+ * one call through runTool, a tool's error as an `isError: true` result.
  *
  * The route's guard checks the key and binds {ws} (another tenant's workspace: 404 before any
  * JSON-RPC). A present `Origin` must be this server's own origin or one of deps.mcp.allowedOrigins
@@ -22,20 +21,16 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { AuthInfo } from "../contract/caller.js";
-import type { RunDeps } from "../run/deps.js";
 import { ToolError } from "../shared/errors.js";
-import { toToolError } from "../contract/errors.js";
-import { usableTools } from "../run/toolset.js";
-import { readMeta } from "../layers/open.js";
-import { openWorkspace, runTool } from "../run/run-tool.js";
-import type { HumanQuestion, ProgressEvent, Tool } from "../contract/tool.js";
+import type { HumanQuestion, Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
-import { mcpTool } from "../contract/formats.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
-import { toolsForTenant, type CustomToolDeps } from "../tools/custom/tool.js";
-import { callToolResult, hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
+import { toolsForTenant } from "../tools/custom/tool.js";
+import { openWorkspace } from "../run/run-tool.js";
+import { callMcpTool, listMcpTools, mcpProgress, type McpCall, type McpDeps } from "./mcp-tools.js";
+import { hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
 const noSchemaValidator = {
@@ -43,12 +38,6 @@ const noSchemaValidator = {
     throw new Error("This server does not validate JSON Schemas through the MCP SDK.");
   },
 };
-
-/** What the MCP door reads of the app's wiring: the run path's, the tenant's custom tools, its own allow-list. */
-export interface McpDeps extends RunDeps, CustomToolDeps {
-  /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
-  mcp?: { allowedOrigins?: string[] };
-}
 
 /** One POST to the endpoint: who calls, on which workspace and session. */
 export interface McpRequest {
@@ -63,73 +52,26 @@ export interface McpRequest {
   background: () => ((p: Promise<unknown>) => void) | undefined;
 }
 
-interface McpCall {
-  deps: McpDeps;
-  tools: readonly Tool[];
-  auth: AuthInfo;
-  wsId: string;
-  session: string;
-  signal: AbortSignal;
-  /** The runtime's waitUntil (Workers): index upkeep and the usage record after the answer, as on the tool route. */
-  background?: (p: Promise<unknown>) => void;
-  /** The client declared form elicitation (its session id says so): ask_user's question goes to it. */
-  asks?: boolean;
-}
-
-/** One MCP server for one request: the key's tools, calls through runTool. */
-export function buildMcpServer(call: McpCall): Server {
+/** One 2025-era MCP server for one request: the key's tools (lib/doors/mcp-tools.ts), tasks (lib/doors/mcp-tasks.ts), ask_user's question to a client that answers them. */
+export function buildMcpServer(call: McpCall & { asks?: boolean }): Server {
   const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {}, tasks: TASKS_CAPABILITY }, jsonSchemaValidator: noSchemaValidator as never });
-  // The workspace's tool list narrows the key's (one meta.json read per tools/list).
-  const workspaceTools = async () => (await readMeta(call.deps.storage, call.auth.tenant, call.wsId))?.meta.tools;
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: usableTools(call.tools, call.auth, await workspaceTools()).map((t) => ({ ...mcpTool(t), execution: { taskSupport: "optional" } })) as never }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await listMcpTools(call)).map((t) => ({ ...t, execution: { taskSupport: "optional" } })) as never }));
   registerMcpTasks(server, call, call.asks === true);
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
-    const tool = call.tools.find((t) => t.name === req.params.name);
     const task = req.params.task;
     if (task) {
       // As a task (lib/doors/mcp-tasks.ts): a refusal before the task exists is a protocol error, the task's own outcome a result of tasks/result.
+      const tool = call.tools.find((t) => t.name === req.params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `No tool named '${req.params.name.slice(0, 64)}'. tools/list lists the tools this key can use.`);
       const ws = await openWorkspace(call);
       return (await startMcpTask({ tool, args: req.params.arguments ?? {}, scope: { ...call, ws, door: "mcp" }, ...(task.ttl !== undefined ? { ttl: task.ttl } : {}), ...(call.asks ? { asks: true } : {}) })) as never;
     }
-    try {
-      if (!tool) {
-        const usable = usableTools(call.tools, call.auth, await workspaceTools()).map((t) => t.name);
-        throw new ToolError("NOT_FOUND", `No tool named '${req.params.name.slice(0, 64)}'. Tools this key can use: ${usable.join(", ") || "none"}. tools/list lists them with their arguments.`);
-      }
-      const ws = await openWorkspace(call);
-      const token = req.params._meta?.progressToken;
-      // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
-      const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
-      const r = await runTool(tool, req.params.arguments ?? {}, { ...call, ws, door: "mcp", ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) });
-      // _meta keys: prefix "toolshed/" (one label and a slash), a valid name per the spec's _meta key format.
-      return callToolResult({ ok: true, ...r });
-    } catch (err) {
-      const e = toToolError(err);
-      if (e.code === "INTERNAL") console.error("internal error (mcp)", err instanceof Error ? err.stack ?? err.message : String(err));
-      return callToolResult({ ok: false, code: e.code, message: e.message, details: e.details });
-    }
+    const token = req.params._meta?.progressToken;
+    // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
+    const askHuman = call.asks ? async (q: HumanQuestion) => server.transport!.send(elicitationRequest(q), { relatedRequestId: extra.requestId }) : undefined;
+    return (await callMcpTool(call, req.params.name, req.params.arguments, { ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) })) as CallToolResult;
   });
   return server;
-}
-
-/**
- * ctx.progress as MCP notifications/progress (the client sent _meta.progressToken). progress must
- * increase: an output event adds 1; a status event's `done` is the progress when it advances it, and a
- * status event that advances nothing (no done: grep's listing; or the same done) adds a thousandth, so
- * later counts still land on their own number and never pass their total. total/message from a status
- * event, the text of an output event as message.
- */
-function mcpProgress(token: string | number, send: (n: ServerNotification) => Promise<void>): (e: ProgressEvent) => void {
-  let n = 0;
-  return (e) => {
-    if (e.kind === "output") n += 1;
-    else if (e.done !== undefined && e.done > n) n = e.done;
-    else n = Math.round(n * 1000 + 1) / 1000;
-    const message = e.kind === "output" ? e.text : e.message;
-    const total = e.kind === "status" ? e.total : undefined;
-    send({ method: "notifications/progress", params: { progressToken: token, progress: n, ...(total !== undefined ? { total } : {}), message } }).catch(() => {});
-  };
 }
 
 /** Whether a JSON-RPC body (one message or a batch) carries a progress token. */

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { Client as Client2026, StreamableHTTPClientTransport as Transport2026 } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LocalInvokeServer } from "../../infra/container/local-server.js";
 import { startWorkerWithRunner, type WorkerWithRunner } from "../support/worker-with-runner.js";
@@ -34,6 +35,23 @@ async function connect(url: string, key: string): Promise<Client> {
 }
 
 const text = (r: any) => (r.content as { type: string; text: string }[]).map((c) => c.text).join("");
+
+it("the official 2.x client negotiates 2026-07-28 with the Worker on the same URL, and bash in the sandbox changes a file", async () => {
+  const t = await setupTenant(w, "mcp2026");
+  const methods: string[] = [];
+  const client = new Client2026({ name: "toolshed-test-2026", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+  await client.connect(new Transport2026(new URL(`${t.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${t.key}` } }, fetch: async (input, init) => { methods.push(JSON.parse(String(init?.body ?? "null"))?.method); return fetch(input, init); } }));
+  expect(methods[0]).toBe("server/discover");
+  expect(methods).not.toContain("initialize");
+  const names = (await client.listTools()).tools.map((x) => x.name);
+  for (const n of ["read", "write", "bash"]) expect(names).toContain(n);
+  const b = await client.callTool({ name: "bash", arguments: { command: "mkdir -p out && echo from-2026 > out/b.txt && cat out/b.txt" } });
+  expect(b.isError ?? false).toBe(false);
+  expect(text(b)).toContain("from-2026");
+  const r = await client.callTool({ name: "read", arguments: { file_path: "out/b.txt" } });
+  expect(text(r)).toBe("     1\tfrom-2026");
+  await client.close();
+});
 
 it("the official client lists the tools with schemas and annotations, and calls write, read, edit, grep and bash", async () => {
   const t = await setupTenant(w, "mcp");

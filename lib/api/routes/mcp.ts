@@ -1,11 +1,13 @@
 /**
- * POST /v1/workspaces/{ws}/mcp: the route of the MCP door (lib/doors/mcp.ts). Its access (a tenant
- * key, any scope: every tool call checks its own; the workspace bound by the guard), the origin
- * check, the method (stateless: POST only) and the session id; the door does the rest.
+ * POST /v1/workspaces/{ws}/mcp: the route of the MCP doors (lib/doors/mcp-door.ts picks the
+ * 2026-07-28 or the 2025-era one by what the request carries). Its access (a tenant key, any
+ * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
+ * method (stateless: POST only) and the session id; the doors do the rest.
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
-import { assertOrigin, mcpResponse } from "../../doors/mcp.js";
+import { assertOrigin } from "../../doors/mcp.js";
+import { mcpDoorResponse } from "../../doors/mcp-door.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
 import { backgroundOf, newApp } from "./common.js";
@@ -27,7 +29,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
         return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
-      return mcpResponse(c.req.raw, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });
+      return mcpDoorResponse(c.req.raw, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });
     },
   );
   return app;
