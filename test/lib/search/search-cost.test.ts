@@ -59,7 +59,7 @@ async function measured(t: Tenant, ops: { op: string; key: string }[], tool: str
   };
 }
 
-describe("search cost on an imported workspace (packs + manifest + index)", { timeout: 120_000 }, () => {
+describe("search cost on an imported workspace (packs + manifest + index)", { timeout: 600_000 }, () => {
   it("lists only the upper layer (one request), never the files the manifest knows; reads contents from packed segments", async () => {
     const { app, ops } = await setup();
     const t = await newTenant(app);
@@ -99,7 +99,7 @@ describe("search cost on an imported workspace (packs + manifest + index)", { ti
   });
 });
 
-describe("search cost on raw uploads (one object per file)", { timeout: 120_000 }, () => {
+describe("search cost on raw uploads (one object per file)", { timeout: 600_000 }, () => {
   it("lists the files once (one request per 1,000 keys) and, once indexed, reads no file one by one", async () => {
     const { app, ops } = await setup();
     const t = await newTenant(app);
