@@ -85,8 +85,8 @@ export class TextSearch {
     const t = text.includes("\r\n") ? text.replaceAll("\r\n", "\n") : text;
     const lines = t.endsWith("\n") ? t.slice(0, -1).split("\n") : t.split("\n");
     const required = this.c.required;
-    // No match in the block: a substring every match needs is missing (a native search), or the whole-block regex test fails.
-    if (this.open.length === 0 && (required.length > 0 ? !containsAll(t, required) : this.c.prefilter !== null && !this.c.prefilter.test(t))) {
+    // No match in the block: a substring every match needs is missing (a native search, first), or the whole-block regex test fails.
+    if (this.open.length === 0 && ((required.length > 0 && !containsAll(t, required)) || (this.c.prefilter !== null && !this.c.prefilter.test(t)))) {
       this.lineNo += lines.length;
       if (this.o.before > 0) this.remember(lines.slice(-this.o.before));
       return;
