@@ -145,8 +145,6 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
     // The first page, then (when there is more and a hint exists) the rest in parallel.
     budget.take("list");
     pages++;
-    // The split points are read beside the first page (one round trip less when there is more than a page).
-    const bounds = store.readBounds().catch(() => null);
     const first = await ws.driver.list({ prefix: rootPrefix, limit: PAGE });
     let jumpFirst: string | null = null;
     const firstLastKey = first.objects[first.objects.length - 1]?.key ?? "";
@@ -164,7 +162,8 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
       const firstLast = first.objects[first.objects.length - 1]!.key;
       pageEnds.push(firstLast.slice(prefix.length));
       const start = jumpFirst ?? firstLast;
-      const inside = ((await bounds) ?? []).map((b) => prefix + b).filter((k) => k.startsWith(rootPrefix) && compareKeys(k, start) > 0).sort(compareKeys);
+      const bounds = (await store.readBounds()) ?? [];
+      const inside = bounds.map((b) => prefix + b).filter((k) => k.startsWith(rootPrefix) && compareKeys(k, start) > 0).sort(compareKeys);
       if (inside.length === 0) {
         sequential = true;
         await listRange(start, null);
