@@ -19,9 +19,9 @@
  * acknowledged against a base it did not check.
  */
 import { packKey } from "../layout/paths.js";
-import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver } from "../storage/types.js";
+import { ConditionFailedError, deleteTargets, isConditionFailed, type DeleteTarget, type GetResult, type ObjectInfo, type PutBody, type PutOptions, type StorageDriver, type WalkingDriver } from "../storage/types.js";
 import type { Manifest } from "./manifest.js";
-import { lowerInfo, mergedList } from "./merge-list.js";
+import { lowerInfo, mergedList, mergedWalk } from "./merge-list.js";
 import { lowerReads, readMany, readPackRange, type BatchReader, type PackSource } from "./pack-reads.js";
 import { upperAmong } from "./upper-range.js";
 import type { Whiteouts } from "./whiteout.js";
@@ -56,7 +56,7 @@ export interface LayerView {
 
 const emptyBody = () => new Response(new Uint8Array(0)).body!;
 
-export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader & LowerLookup {
+export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDriver & BatchReader & LowerLookup & WalkingDriver {
   const fp = view.filesPrefix;
   const m = view.manifest;
   const wo = view.whiteouts;
@@ -234,6 +234,10 @@ export function layeredDriver(inner: StorageDriver, view: LayerView): StorageDri
     },
     list(opts) {
       return opts.prefix.startsWith(fp) ? mergedList(inner, m, fp, opts, wo) : inner.list(opts);
+    },
+    walk(prefix) {
+      if (prefix.startsWith(fp)) return mergedWalk(inner, m, fp, prefix, wo);
+      throw new Error(`walk: ${prefix} is not below this workspace's files`);
     },
   };
 }

@@ -5,7 +5,7 @@
  * whose every file is whited out is gone, as in the plain layout).
  * Cursors are "m:" + the last key (or rolled-up prefix) handed out; `startAfter` works too.
  */
-import type { ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
+import type { KeyWalk, ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
 import { compareKeys } from "../layout/key-order.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
 import type { Whiteouts } from "./whiteout.js";
@@ -20,6 +20,8 @@ class UpperStream {
   private cursor: string | undefined;
   private done = false;
   private started = false;
+  /** List requests made. */
+  pages = 0;
   constructor(private readonly inner: StorageDriver, private readonly whiteouts: Whiteouts, private readonly prefix: string, private after: string | null) {}
 
   async peek(): Promise<ObjectInfo | null> {
@@ -31,6 +33,7 @@ class UpperStream {
   }
   private async fill(): Promise<void> {
     this.started = true;
+    this.pages++;
     const r = await this.whiteouts.list(this.inner, { prefix: this.prefix, limit: 1000, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
     this.buf = r.objects;
     this.i = 0;
@@ -117,6 +120,45 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
     if (t.info) objects.push(t.info);
   }
   return (await peekKey()) !== null && last !== null ? { objects, prefixes, cursor: CURSOR + last } : { objects, prefixes };
+}
+
+/**
+ * The merged view below `prefix` as a walk (storage order, whiteouts hiding what they cover and
+ * themselves): the manifest's entries from memory, the upper layer from its own listing (one
+ * request while it is small, as after an import or a seal). Every file a search sees costs no
+ * request of its own, whatever the lower layer holds; a jump past a skipped directory is a
+ * binary search in the manifest (and a fresh listing only where the upper layer has that many keys).
+ */
+export function mergedWalk(inner: StorageDriver, m: Manifest, filesPrefix: string, prefix: string, whiteouts: Whiteouts): KeyWalk {
+  const relPrefix = prefix.slice(filesPrefix.length);
+  let li = m.bound(relPrefix);
+  const up = new UpperStream(inner, whiteouts, prefix, null);
+  return {
+    get lists() {
+      return up.pages;
+    },
+    async next() {
+      for (;;) {
+        const u = await up.peek();
+        const l = m.entries[li];
+        const lower = l && l.path.startsWith(relPrefix) ? l : null;
+        if (!u && !lower) return null;
+        const lk = lower ? filesPrefix + lower.path : null;
+        if (u && (lk === null || compareKeys(u.key, lk) <= 0)) {
+          up.next();
+          if (lk === u.key) li++;
+          if (whiteouts.is(u)) continue;
+          return u;
+        }
+        li++;
+        return lowerInfo(filesPrefix, lower!);
+      }
+    },
+    async skipPast(p) {
+      await up.skipPrefix(p);
+      li = Math.max(li, m.bound(p.slice(filesPrefix.length) + AFTER_ALL));
+    },
+  };
 }
 
 /**

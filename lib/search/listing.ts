@@ -3,7 +3,9 @@
  * source of truth of every search tool: the index is only trusted for (path, etag) pairs
  * the listing confirms.
  *
- * Cost: one list request per 1,000 keys. Directories skipped by a static rule (hidden,
+ * Cost: one list request per 1,000 keys. A driver that can walk its keys (a layered workspace:
+ * the manifest from memory, one listing of the small upper layer) lists only what it does not
+ * know (KeyWalk, lib/storage/types.ts). Directories skipped by a static rule (hidden,
  * node_modules, ...) are jumped over with `startAfter` once a page shows they fill it.
  * When the workspace was listed before, the split points it saw (bounds.json) let the
  * pages after the first be listed in parallel.
@@ -15,7 +17,7 @@
 import { ToolError } from "../shared/errors.js";
 import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layout/paths.js";
 import { readLinks } from "../layout/links.js";
-import type { ObjectInfo } from "../storage/types.js";
+import { canWalk, type ObjectInfo, type WalkingDriver } from "../storage/types.js";
 import type { DescribeProgress, SearchedWorkspace } from "./workspace-view.js";
 import { compareKeys } from "../layout/key-order.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
@@ -138,54 +140,75 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
     }
   };
 
-  // The first page, then (when there is more and a hint exists) the rest in parallel.
-  budget.take("list");
-  pages++;
-  const first = await ws.driver.list({ prefix: rootPrefix, limit: PAGE });
-  let jumpFirst: string | null = null;
-  const firstLastKey = first.objects[first.objects.length - 1]?.key ?? "";
-  for (const obj of first.objects) {
-    const dir = take(obj);
-    const last = firstLastKey;
-    if (dir !== null && last.startsWith(prefix + dir)) {
-      jumpFirst = prefix + dir + AFTER_ALL;
-      break;
-    }
-  }
-  o.onListed?.(listed);
-  let sequential = false;
-  if (first.cursor !== undefined && first.objects.length > 0) {
-    const firstLast = first.objects[first.objects.length - 1]!.key;
-    pageEnds.push(firstLast.slice(prefix.length));
-    const start = jumpFirst ?? firstLast;
-    const bounds = (await store.readBounds()) ?? [];
-    const inside = bounds.map((b) => prefix + b).filter((k) => k.startsWith(rootPrefix) && compareKeys(k, start) > 0).sort(compareKeys);
-    if (inside.length === 0) {
-      sequential = true;
-      await listRange(start, null);
-    } else {
-      const ranges: [string, string | null][] = [];
-      let lo = start;
-      for (const b of inside) {
-        ranges.push([lo, b]);
-        lo = b;
+  /** Lists the tree page by page: the first page, then (when there is more and a hint exists) the rest in parallel. */
+  const listPages = async (): Promise<void> => {
+    // The first page, then (when there is more and a hint exists) the rest in parallel.
+    budget.take("list");
+    pages++;
+    const first = await ws.driver.list({ prefix: rootPrefix, limit: PAGE });
+    let jumpFirst: string | null = null;
+    const firstLastKey = first.objects[first.objects.length - 1]?.key ?? "";
+    for (const obj of first.objects) {
+      const dir = take(obj);
+      const last = firstLastKey;
+      if (dir !== null && last.startsWith(prefix + dir)) {
+        jumpFirst = prefix + dir + AFTER_ALL;
+        break;
       }
-      ranges.push([lo, null]);
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: Math.min(PARALLEL, ranges.length) }, async () => {
-          while (next < ranges.length) {
-            const [a, b] = ranges[next++]!;
-            await listRange(a, b);
-          }
-        }),
-      );
     }
-  }
-  // Remember split points for next time when the listing of the whole workspace was long.
-  if (listRoot === "" && !truncated && pageEnds.length >= 2 && (sequential || longestRange >= 3)) {
-    await store.writeBounds(pageEnds.sort(compareKeys)).catch(() => undefined);
-  }
+    o.onListed?.(listed);
+    let sequential = false;
+    if (first.cursor !== undefined && first.objects.length > 0) {
+      const firstLast = first.objects[first.objects.length - 1]!.key;
+      pageEnds.push(firstLast.slice(prefix.length));
+      const start = jumpFirst ?? firstLast;
+      const bounds = (await store.readBounds()) ?? [];
+      const inside = bounds.map((b) => prefix + b).filter((k) => k.startsWith(rootPrefix) && compareKeys(k, start) > 0).sort(compareKeys);
+      if (inside.length === 0) {
+        sequential = true;
+        await listRange(start, null);
+      } else {
+        const ranges: [string, string | null][] = [];
+        let lo = start;
+        for (const b of inside) {
+          ranges.push([lo, b]);
+          lo = b;
+        }
+        ranges.push([lo, null]);
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: Math.min(PARALLEL, ranges.length) }, async () => {
+            while (next < ranges.length) {
+              const [a, b] = ranges[next++]!;
+              await listRange(a, b);
+            }
+          }),
+        );
+      }
+    }
+    // Remember split points for next time when the listing of the whole workspace was long.
+    if (listRoot === "" && !truncated && pageEnds.length >= 2 && (sequential || longestRange >= 3)) {
+      await store.writeBounds(pageEnds.sort(compareKeys)).catch(() => undefined);
+    }
+  };
+
+  /** Walks a driver that knows most keys without listing them (a layered workspace: its manifest, and one listing of its upper layer). */
+  const walkKeys = async (walker: WalkingDriver): Promise<void> => {
+    const walk = walker.walk(rootPrefix);
+    try {
+      for (let obj = await walk.next(); obj !== null && !truncated; obj = await walk.next()) {
+        const dir = take(obj);
+        if (dir !== null) await walk.skipPast(prefix + dir);
+        if (listed % PAGE === 0) o.onListed?.(listed);
+      }
+    } finally {
+      budget.take("list", walk.lists);
+      pages += walk.lists;
+    }
+  };
+
+  if (canWalk(ws.driver)) await walkKeys(ws.driver);
+  else await listPages();
 
   o.onListed?.(listed, listed);
 

@@ -12,7 +12,7 @@
 import { RE2JS } from "re2js";
 import { ToolError } from "../shared/errors.js";
 import { literalQuery, type Query } from "./query.js";
-import { regexQuery } from "./regex-query.js";
+import { regexQuery, requiredLiterals } from "./regex-query.js";
 
 /** Longest line shown; longer lines are cut around the match. */
 export const MAX_LINE_CHARS = 400;
@@ -33,6 +33,11 @@ export interface Compiled {
   prefilter: RE2JS | null;
   /** Trigrams every matching file contains. */
   query: Query;
+  /**
+   * Substrings every matching line contains (line mode; [] when none is known): a block or a
+   * line without one of them is passed over without running the regex (text-search.ts).
+   */
+  required: string[];
 }
 
 export function compileMatcher(spec: MatchSpec): Compiled {
@@ -56,7 +61,10 @@ export function compileMatcher(spec: MatchSpec): Compiled {
     prefilter = RE2JS.compile(source, flags | RE2JS.MULTILINE);
   }
   const query = spec.literal ? literalQuery(spec.pattern, spec.caseInsensitive) : regexQuery(spec.pattern, spec.caseInsensitive);
-  return { spec, re, prefilter, query };
+  // A literal with a line break never matches a line; one whose case may vary is not a plain substring.
+  const literals = spec.multiline || spec.caseInsensitive ? [] : spec.literal ? [spec.pattern] : requiredLiterals(spec.pattern, false);
+  const required = literals.some((l) => /[\r\n]/.test(l)) ? [] : literals;
+  return { spec, re, prefilter, query, required };
 }
 
 export interface LineMatch {

@@ -33,6 +33,8 @@ export interface SearchStart {
   long?: LongLineState;
 }
 
+const containsAll = (text: string, parts: readonly string[]) => parts.every((p) => text.includes(p));
+
 /** Code points in s[a, b). */
 function codePoints(s: string, a: number, b: number): number {
   let n = b - a;
@@ -82,7 +84,9 @@ export class TextSearch {
     if (this.done || text.length === 0) return;
     const t = text.includes("\r\n") ? text.replaceAll("\r\n", "\n") : text;
     const lines = t.endsWith("\n") ? t.slice(0, -1).split("\n") : t.split("\n");
-    if (this.c.prefilter && this.open.length === 0 && !this.c.prefilter.test(t)) {
+    const required = this.c.required;
+    // No match in the block: a substring every match needs is missing (a native search, first), or the whole-block regex test fails.
+    if (this.open.length === 0 && ((required.length > 0 && !containsAll(t, required)) || (this.c.prefilter !== null && !this.c.prefilter.test(t)))) {
       this.lineNo += lines.length;
       if (this.o.before > 0) this.remember(lines.slice(-this.o.before));
       return;
@@ -91,6 +95,10 @@ export class TextSearch {
       this.lineNo++;
       if (this.open.length > 0) this.contextLine(cutLine(line));
       if (this.result.count < this.o.maxMatches) {
+        if (required.length > 0 && !containsAll(line, required)) {
+          if (this.o.before > 0) this.remember([line]);
+          continue;
+        }
         this.matcher.resetMatcherInput(line);
         if (this.matcher.find()) {
           this.result.count++;

@@ -94,6 +94,23 @@ export interface StorageDriver {
   list(opts: ListOptions): Promise<ListResult>;
 }
 
+/**
+ * Every object below a prefix, in key order, with jumps past a key prefix (a directory a search
+ * skips). A driver that knows most of its keys without listing them offers it: the merged view
+ * of a layered workspace walks its manifest and lists only its upper layer (lib/layers/merge-list.ts).
+ */
+export interface KeyWalk {
+  next(): Promise<ObjectInfo | null>;
+  /** Drops every key that starts with `prefix` (from where the walk is). */
+  skipPast(prefix: string): Promise<void>;
+  /** List requests made so far. */
+  readonly lists: number;
+}
+export interface WalkingDriver {
+  walk(prefix: string): KeyWalk;
+}
+export const canWalk = (d: StorageDriver): d is StorageDriver & WalkingDriver => typeof (d as Partial<WalkingDriver>).walk === "function";
+
 /** A conditional write or delete was refused (HTTP 412 / 409 from the backend). */
 export class ConditionFailedError extends Error {
   /** Every refused key (a delete of many keys may refuse several); `key` is the first. */
