@@ -33,6 +33,7 @@ import { gcApp } from "./routes/gc.js";
 import { usageApp } from "./routes/usage.js";
 import { modelApp } from "./routes/model.js";
 import { filesApp } from "./routes/files.js";
+import { filesBatchApp } from "./routes/files-batch.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { toolApp, unknownToolApp } from "./routes/tools.js";
 import { catalogApp } from "./routes/tool-catalog.js";
@@ -94,6 +95,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", modelApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));
+  app.route("/", filesBatchApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
   app.route("/", undoApp(deps));
