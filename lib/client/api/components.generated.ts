@@ -205,6 +205,33 @@ export interface components {
             }[];
             cursor?: string;
         };
+        UploadReport: {
+            /** @enum {string} */
+            mode: "all" | "each";
+            written: number;
+            failed: number;
+            /** @description Bytes of the files written */
+            bytes: number;
+            files: ({
+                path: string;
+                /** @enum {boolean} */
+                ok: true;
+                etag: string;
+                size: number;
+                created: boolean;
+            } | {
+                path: string;
+                /** @enum {boolean} */
+                ok: false;
+                error: {
+                    code: string;
+                    message: string;
+                    details?: {
+                        [key: string]: unknown;
+                    };
+                };
+            })[];
+        };
         Checkpoint: {
             id: string;
             name: string;
