@@ -3,8 +3,8 @@
  * one request, written into packs + one manifest switch instead of one object per file.
  *
  *  1. add(): each file's bytes go into packs (PackWriter: ≤ 8 MiB per PUT, fresh ids, nothing
- *     visible) and its version is announced to the search index (deferred: written only when
- *     something lands). A file refused here (a bad path, twice in the batch, too large) keeps its
+ *     visible) and its version is announced to the search index (deferred: written by index(),
+ *     after the answer where the runtime allows, only when something landed). A file refused here (a bad path, twice in the batch, too large) keeps its
  *     error.
  *  2. finish(): one listing of the merged view (one LIST per 1,000 files of the workspace) gives
  *     each path's current version and the places taken: a condition (if_match: that etag;
@@ -67,6 +67,7 @@ export class UploadBatch {
   private readonly staged: Staged[] = [];
   private readonly seen = new Set<string>();
   private finished = false;
+  private landed = 0;
 
   constructor(private readonly deps: UploadDeps, private readonly tenant: string, private readonly id: string) {
     this.writer = new PackWriter(deps.layers.storage, tenant);
@@ -104,6 +105,16 @@ export class UploadBatch {
     const pack = e.pack < 0 ? null : this.writer.packs[e.pack]!;
     this.staged.push({ i, path, cond, file: { path, cond: null, etag: e.etag, size: e.size, pack, offset: e.offset, modified: e.modified } });
     await this.deps.ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
+  }
+
+  /**
+   * The search index's upkeep for the files written: one segment (or a few) for the batch, not
+   * merged on this path (as an import's; a later upkeep merges). The route runs it after its
+   * answer where the runtime allows (as the raw PUT's upkeep): grep reads a file no segment covers
+   * directly, so results stay exact meanwhile. Never fails (the indexer reports its own errors).
+   */
+  index(): Promise<void> {
+    return this.landed ? this.deps.ws.flushChanges({ keys: [] }) : Promise.resolve();
   }
 
   /** Deletes what was staged (nothing of it is visible). */
@@ -168,7 +179,7 @@ export class UploadBatch {
       const back = charged.filter((s) => !landed.has(s));
       if (this.deps.quota && back.length) await this.deps.quota.settle(sum(back.map(delta), -1)).catch(() => {});
     }
-    if (landed.size) await this.deps.ws.flushChanges();
+    this.landed = landed.size;
     return this.results.map((r) => r!);
   }
 

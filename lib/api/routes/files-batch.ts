@@ -24,7 +24,7 @@ import { callerOf, quotaOf } from "../../workspace/quota.js";
 import { UploadBatch, type UploadMode } from "../../workspace/upload-batch.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, newApp, requestWorkspace, WsParam } from "./common.js";
+import { backgroundOf, errorResponses, newApp, requestWorkspace, WsParam } from "./common.js";
 import { ndjsonLines } from "./ndjson.js";
 
 /** Files in one request. */
@@ -150,6 +150,9 @@ async function upload(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Uploa
   }
   if (!batch.count) throw new ToolError("INVALID_ARGUMENT", 'The body holds no file: send one JSON object per line, {"path": …, "content": …}.');
   const files = await batch.finish(mode);
+  const background = backgroundOf(c);
+  if (background) background(batch.index());
+  else await batch.index();
   const written = files.filter((f) => f.ok);
   return { mode, written: written.length, failed: files.length - written.length, bytes: written.reduce((n, f) => n + (f.ok ? f.size : 0), 0), files };
 }

@@ -5,7 +5,7 @@ import { durableLimits } from "../../../../lib/limits/durable-object.js";
 import { md5Hex } from "../../../../lib/storage/md5.js";
 import { filesPrefix } from "../../../../lib/layout/paths.js";
 import { UPLOAD_MAX_FILE_BYTES } from "../../../../lib/api/routes/files-batch.js";
-import { admin, newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
+import { admin, executionContext, newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 import { snapshot } from "../../archive/helpers.js";
 
 const app = testApp();
@@ -57,6 +57,22 @@ describe("POST uploads", () => {
     expect(JSON.stringify(ls.body)).toContain("bin");
     const grep = await t.call("grep", { pattern: "ünïcödé", output_mode: "files_with_matches" });
     expect(JSON.stringify(grep.body.data)).toContain("Café ☕.md");
+  });
+
+  it("with after-the-answer work (Workers), the index upkeep runs after the answer; grep is exact before it (reads what no segment covers) and after", async () => {
+    const t = await newTenant(app);
+    const { ctx, later, settle } = executionContext();
+    const res = await app.request(`/v1/workspaces/${t.ws}/uploads`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/x-ndjson" }, body: ndjson([{ path: "a.md", content: "needle-one\n" }, { path: "b.md", content: "hay\n" }]) }, {}, ctx);
+    expect(res.status).toBe(200);
+    expect(later.length).toBeGreaterThan(0);
+    const before = await t.call("grep", { pattern: "needle-one", output_mode: "files_with_matches" });
+    expect(JSON.stringify(before.body.data)).toContain("a.md");
+    await settle();
+    const after = await t.call("grep", { pattern: "needle-one", output_mode: "files_with_matches" });
+    for (const r of [before, after]) {
+      expect(r.body.output).toContain("a.md");
+      expect(r.body.output).not.toContain("b.md");
+    }
   });
 
   it("per-file conditions: if_match over the version read, create only where nothing is; an unconditional line replaces", async () => {
