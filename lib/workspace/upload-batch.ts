@@ -9,7 +9,7 @@
  *  2. finish(): one listing of the merged view (one LIST per 1,000 files of the workspace) gives
  *     each path's current version and the places taken: a condition (if_match: that etag;
  *     create: absent) that fails → FILE_MODIFIED / ALREADY_EXISTS; a file over a directory →
- *     IS_DIRECTORY; a file below a file → NOT_A_DIRECTORY. The storage quotas are charged for the
+ *     IS_DIRECTORY; a file below a file → NOT_A_DIRECTORY; at or below a symlink → SYMLINK_REFUSED. The storage quotas are charged for the
  *     whole change (refused: nothing is written).
  *     mode "all": any failure → nothing is written (the packs are deleted). mode "each": the
  *     failed files are left out.
@@ -34,6 +34,8 @@ import { upperAmong } from "../layers/upper-range.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { StorageQuotaHandle } from "../limits/storage-quota.js";
 import type { Workspace } from "./workspace.js";
+import { LinkOnPath } from "./links.js";
+import { readLinks } from "../layout/links.js";
 
 export type UploadMode = "all" | "each";
 export interface UploadError {
@@ -194,6 +196,8 @@ export class UploadBatch {
     const note = (p: string) => {
       for (const a of ancestorsOf(p)) if (wanted.has(a)) isDir.add(a);
     };
+    const links = readLinks(this.deps.ws);
+    links.catch(() => {});
     let cursor: string | undefined;
     do {
       const page = await this.deps.view.list({ prefix: fp, ...(cursor ? { cursor } : {}) });
@@ -211,8 +215,14 @@ export class UploadBatch {
       }
       cursor = page.cursor;
     } while (cursor);
+    const linked = await links;
     for (const s of wanted.values()) {
       const cur = current.get(s.path);
+      const link = linked.size ? [s.path, ...ancestorsOf(s.path)].find((p) => linked.has(p)) : undefined;
+      if (link !== undefined) {
+        this.results[s.i] = { path: s.path, ok: false, error: errorOf(new LinkOnPath(s.path, link, linked)) };
+        continue;
+      }
       const below = ancestorsOf(s.path).find((a) => filesAtDirs.has(a) || wanted.has(a));
       let err: ToolError | null = null;
       if (below) err = new ToolError("NOT_A_DIRECTORY", `${below} is a file${wanted.has(below) && !filesAtDirs.has(below) ? " in this batch" : ""}, so ${s.path} cannot be below it. Upload it elsewhere, or delete ${below} first.`, { path: s.path, file: below });

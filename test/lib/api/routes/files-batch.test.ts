@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../../lib/limits/durable-object.js";
 import { md5Hex } from "../../../../lib/storage/md5.js";
 import { filesPrefix } from "../../../../lib/layout/paths.js";
+import { updateModes } from "../../../../lib/layout/modes.js";
+import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { UPLOAD_MAX_FILE_BYTES } from "../../../../lib/api/routes/files-batch.js";
 import { admin, executionContext, newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 import { snapshot } from "../../archive/helpers.js";
@@ -138,6 +140,14 @@ describe("POST uploads", () => {
       expect(await snapshot(t.tenant)).toEqual(before);
     }
     expect((await get(t, "new.txt")).status).toBe(404);
+  });
+
+  it("a path at or below a symlink is SYMLINK_REFUSED (no file is made over a link)", async () => {
+    const t = await newTenant(app);
+    await batch(t, [{ path: "real/x.txt", content: "x" }]);
+    await updateModes(r2Driver(env.FILES), t.tenant, t.ws, { add: [], remove: [], links: { alias: "real" } }); // as bash's `ln -s real alias` leaves it
+    const r = await batch(t, [{ path: "alias/y.txt", content: "y" }, { path: "alias", content: "z" }, { path: "ok.txt", content: "ok" }], "each");
+    expect(r.body.files.map((f: any) => (f.ok ? "ok" : f.error.code))).toEqual(["SYMLINK_REFUSED", "SYMLINK_REFUSED", "ok"]);
   });
 
   it("a path with an upper object (a per-file PUT before) is written over it, conditionally; the upper object keeps being the unit", async () => {
