@@ -22,6 +22,7 @@ import { measureTogether, type Cell, type MeasureOptions } from "./stats.ts";
 import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
 import { ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
+import { uploadRows } from "./uploads.ts";
 import { benchBashScale } from "./bash-scale.ts";
 import { liveRows } from "./live.ts";
 import { benchBusiness, renderBusiness, type BusinessRow } from "./business.ts";
@@ -29,7 +30,7 @@ import { timeToInteractiveRows } from "./time-to-interactive.ts";
 import { importCorpus, SEARCH_TOOLS, shapeOp, systemsOn, type Shape } from "./shapes.ts";
 
 /** Row sources run after the per-op rows (skip one with --skip=<name>); to add rows, add a source here. */
-const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, git: gitWritebackRows, live: liveRows, tti: timeToInteractiveRows };
+const rowSources: Record<string, RowSource> = { lifecycle: lifecycleRows, uploads: uploadRows, git: gitWritebackRows, live: liveRows, tti: timeToInteractiveRows };
 
 const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const sizes = arg("sizes", "100,1000,10000").split(",").map(Number).sort((a, b) => a - b);

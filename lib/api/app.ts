@@ -35,6 +35,7 @@ import { usageApp } from "./routes/usage.js";
 import { modelApp } from "./routes/model.js";
 import { oauthApp } from "./routes/oauth.js";
 import { filesApp } from "./routes/files.js";
+import { filesBatchApp } from "./routes/files-batch.js";
 import { sessionsApp } from "./routes/sessions.js";
 import { toolApp, unknownToolApp } from "./routes/tools.js";
 import { catalogApp } from "./routes/tool-catalog.js";
@@ -97,6 +98,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   app.route("/", oauthApp(deps));
   app.route("/", workspacesApp(deps, tools));
   app.route("/", filesApp(deps));
+  app.route("/", filesBatchApp(deps));
   app.route("/", archiveApp(deps));
   app.route("/", versionsApp(deps));
   app.route("/", undoApp(deps));

@@ -15,8 +15,10 @@ import createFetchClient from "openapi-fetch";
 import type { components, paths } from "./api/index.generated.js";
 import { errorFromBody, errorFromResponse, isErrorEnvelope, ToolshedError } from "./errors.js";
 import { readSse } from "./sse.js";
+import { uploadBatch, uploadDirectory, type UploadDirectoryOptions, type UploadFile, type UploadOptions, type UploadReport } from "./uploads.js";
 
 export { ToolshedError, type ToolshedErrorCode } from "./errors.js";
+export type { UploadDirectoryOptions, UploadFile, UploadOptions, UploadReport } from "./uploads.js";
 export type { components, paths } from "./api/index.generated.js";
 
 type ToolPath = Extract<keyof paths, `/v1/workspaces/{ws}/tools/${string}`>;
@@ -189,6 +191,14 @@ export function createClient(options: ClientOptions) {
         const res = await raw("PUT", fileUrl(ws, path), { headers, body: bytes as RequestInit["body"] });
         if (!res.ok) throw await errorFromResponse(res);
         return (await res.json()) as FileUpload;
+      },
+      /** Many files in one request (POST …/uploads): `mode` "all" (default) writes every file or none, "each" each on its own; a result per file. */
+      upload(ws: string, files: readonly UploadFile[], opts?: UploadOptions): Promise<UploadReport> {
+        return uploadBatch(raw, ws, files, opts);
+      },
+      /** A directory tree (any number of files, e.g. from a walk of the disk) in batches of `batchFiles` / `batchBytes`; the reports merged. */
+      uploadDirectory(ws: string, files: Iterable<UploadFile> | AsyncIterable<UploadFile>, opts?: UploadDirectoryOptions): Promise<UploadReport> {
+        return uploadDirectory(raw, ws, files, opts);
       },
       /** Deletes a file (`ifMatch`: only this version). */
       async delete(ws: string, path: string, opts: { ifMatch?: string } = {}): Promise<unknown> {

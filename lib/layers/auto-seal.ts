@@ -3,10 +3,13 @@
  * writes: every file its own object) is folded into packs with no checkpoint record, so a bash
  * runner's cold start reads packs in a few range reads and a warm run lists a small upper layer.
  *
+ * Off the call path first: the raw files route seals a growing upper layer in the background as
+ * uploads come (background-seal.ts, after the answer), so a run seldom finds one to seal.
+ *
  * When: the bash runner's conditional manifest (POST /v1/sync/manifest, lib/sync/manifest.ts)
  * lists the upper layer anyway; when that listing holds SEAL_MIN_UPPER objects or more, and at
  * least 1/SEAL_SHARE of the lower layer's entries, the upper layer is sealed before the answer is
- * made. No tool call pays anything (read, write, edit keep their round trips): the listing is the
+ * made, at most SEAL_MAX_ON_CALL objects of it (the bound of what a call waits for). No tool call pays anything (read, write, edit keep their round trips): the listing is the
  * signal, and it is made only where it is made today.
  *
  * How: seal.ts (read each upper object once, READS at a time; pack; manifest = base ⊕ upper),
@@ -34,9 +37,24 @@ export const SEAL_MIN_UPPER = 256;
 /** ...when they are also at least 1/SEAL_SHARE of the lower layer (a seal rewrites the whole manifest). */
 export const SEAL_SHARE = 8;
 
-/** Whether an upper layer of `upper` objects over a lower layer of `lower` entries is sealed. */
-export function wantsSeal(upper: number, lower: number): boolean {
-  return upper >= SEAL_MIN_UPPER && upper * SEAL_SHARE >= lower;
+/**
+ * At most this many upper objects are sealed on a call's path (a run's manifest): a seal reads
+ * each, so a larger upper layer (10,000 raw uploads on a runtime with no after-the-answer work)
+ * is sealed this many at a time, the rest served from the upper layer; the raw files route seals
+ * in the background as uploads come (background-seal.ts), so a run rarely finds that many.
+ */
+export const SEAL_MAX_ON_CALL = 1024;
+
+/** Whether an upper layer of `upper` objects over a lower layer of `lower` entries is sealed (`share`: SEAL_SHARE on a call's path). */
+export function wantsSeal(upper: number, lower: number, share = SEAL_SHARE): boolean {
+  return upper >= SEAL_MIN_UPPER && upper * share >= lower;
+}
+
+export interface AutoSealOptions {
+  /** The lower layer may be up to this many times the upper one (default SEAL_SHARE). */
+  share?: number;
+  /** Seal at most this many upper objects (default SEAL_MAX_ON_CALL; Infinity: all). */
+  max?: number;
 }
 
 export interface AutoSealed {
@@ -54,20 +72,22 @@ const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLIC
  * Seals the upper layer `listed` (just listed, raw storage, resolved: Whiteouts.resolve) of workspace `ws` whose record is
  * `rec`. Returns null when the listing does not call for a seal; else the layer to answer from.
  */
-export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void): Promise<AutoSealed | null> {
+export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void, opts: AutoSealOptions = {}): Promise<AutoSealed | null> {
   // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
   const fp = filesPrefix(tenant, ws);
   const whiteouts = Whiteouts.of(deps.storage, rec.meta);
   const settled = lower ? listed.filter((o) => !whiteouts.is(o) && lower.manifest.find(o.key.slice(fp.length))?.etag === o.etag) : [];
   const done = new Set(settled);
   const fresh = settled.length ? listed.filter((o) => !done.has(o)) : listed;
-  if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0)) {
+  if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0, opts.share)) {
     if (settled.length >= SEAL_MIN_UPPER && background) background(removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}));
     return null;
   }
   let s;
   try {
-    s = await seal(deps, tenant, ws, rec.meta, fresh);
+    const max = opts.max ?? SEAL_MAX_ON_CALL;
+    // Bounded: the first `max` (the rest stays upper, a later seal takes it).
+    s = await seal(deps, tenant, ws, rec.meta, fresh.length > max ? fresh.slice(0, max) : fresh);
   } catch (e) {
     console.warn(`auto-seal of ${ws}: the seal failed, the workspace stays as it was`, e);
     return { layer: lower, sealed: 0, kept: 0 };

@@ -44,7 +44,7 @@ export interface StagedFile {
   modified: number;
 }
 
-export type CommitAnswer = { path: string; etag: string } | { path: string; conflict: true } | { path: string; alone: true } | { path: string; error: { code: string; message: string } };
+export type CommitAnswer = { path: string; etag: string } | { path: string; conflict: true } | { path: string; alone: true } | { path: string; error: { code: string; message: string } } | { path: string; withdrawn: true };
 
 /** What the commit tells the undo journal of the run's call (lib/workspace/undo-journal.ts UndoJournal), per committed file. */
 export interface CommitJournal {
@@ -56,7 +56,13 @@ const ATTEMPTS = 3;
 
 const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLICT";
 
-export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, files: readonly StagedFile[], undo?: CommitJournal): Promise<CommitAnswer[]> {
+/**
+ * `opts.all` (a batch upload's mode "all", lib/workspace/upload-batch.ts): every file or none. A
+ * conflict or an upper object in (b) → no switch, the other files answered `withdrawn`; a writer
+ * landed in (d) → the switch is taken back (If-Match the record it wrote), the others `withdrawn`
+ * (when another switch came first, the commit stands: the others are answered as written).
+ */
+export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, files: readonly StagedFile[], undo?: CommitJournal, opts: { all?: boolean } = {}): Promise<CommitAnswer[]> {
   const fp = filesPrefix(tenant, ws);
   const answers: (CommitAnswer | undefined)[] = new Array(files.length);
   // A staged pack GC took (a write-back that outlived GC's grace period) is never pointed at:
@@ -87,6 +93,7 @@ export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, 
       else accepted.push({ i, f, before: current });
     });
     if (!accepted.length) return answers as CommitAnswer[];
+    if (opts.all && accepted.length < files.length) return withdraw(answers, files);
     // c. base ⊕ accepted, one conditional switch
     const packs: string[] = [];
     const packIndex = new Map<string, number>();
@@ -102,14 +109,22 @@ export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, 
       .sort((a, b) => compareKeys(a.path, b.path));
     const manifest = mergeManifest(base, packs, changes);
     await writeManifest(deps.storage, deps.manifests, tenant, manifest);
+    let switched: Awaited<ReturnType<typeof switchBase>>;
     try {
-      await switchBase(deps.storage, tenant, ws, rec, manifest.id);
+      switched = await switchBase(deps.storage, tenant, ws, rec, manifest.id);
     } catch (e) {
       if (isConflict(e)) continue; // a concurrent checkpoint, restore, import or commit: redo a–c
       throw e;
     }
     // d. writers that landed on a committed path around the switch shadow it: a conflict
     const landed = await upperAmong(deps.storage, accepted.map((a) => fp + a.f.path));
+    if (opts.all && landed.size) {
+      const back = await switchBase(deps.storage, tenant, ws, switched, rec.meta.base ?? null).then(() => true, (e: unknown) => (isConflict(e) ? false : Promise.reject(e)));
+      if (back) {
+        for (const { i, f } of accepted) if (landed.has(fp + f.path)) answers[i] = { path: f.path, conflict: true };
+        return withdraw(answers, files);
+      }
+    }
     // e. journal (before-images through the OLD view: lower versions are pack references)
     const old = undo ? await filesDriver(deps, tenant, ws, rec.meta) : null;
     for (const { i, f, before } of accepted) {
@@ -126,8 +141,14 @@ export async function commitStaged(deps: LayerDeps, tenant: string, ws: string, 
     return answers as CommitAnswer[];
   }
   // The pointer kept moving: the ordinary per-file write does these (conditional, never lost).
+  if (opts.all) return withdraw(answers, files);
   return files.map((f, i) => {
     const a = answers[i];
     return a && "conflict" in a ? a : { path: f.path, alone: true };
   });
+}
+
+/** Every file not answered yet is `withdrawn` (opts.all: nothing of the commit stands). */
+function withdraw(answers: (CommitAnswer | undefined)[], files: readonly StagedFile[]): CommitAnswer[] {
+  return files.map((f, i) => answers[i] ?? { path: f.path, withdrawn: true });
 }

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 import unicodedata
 
-from toolshed import Checkpoint, DirectoryListing, ImportReport, PendingCall, ToolshedError, WorkspaceInfo
+from toolshed import Checkpoint, DirectoryListing, ImportReport, PendingCall, ToolshedError, UploadReport, WorkspaceInfo
 from toolshed.types import DirEntry
 
 from .support import ServerTest, openapi, resolve, typed_dict_keys
@@ -101,10 +102,38 @@ class RawFiles(ServerTest):
         self.assertEqual(etag, ws.files.get("big.bin").etag)
 
 
+class BatchUploads(ServerTest):
+    def test_upload_directory_in_batches(self) -> None:
+        ws = self.new_workspace()
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "src", "deep"))
+            files = {"src/a.py": b"print(1)\n", "src/deep/b.txt": "ünï 🚀\n".encode("utf-8"), "bin.dat": EVERY_BYTE, "empty": b""}
+            for rel, content in files.items():
+                with open(os.path.join(d, *rel.split("/")), "wb") as fh:
+                    fh.write(content)
+            report = ws.files.upload_directory(d, prefix="repo", batch_files=2)
+        self.assertEqual((report["written"], report["failed"]), (4, 0))
+        for rel, content in files.items():
+            self.assertEqual(ws.files.get(f"repo/{rel}").content, content)
+
+    def test_all_or_nothing_and_each(self) -> None:
+        ws = self.new_workspace()
+        first = ws.files.upload([{"path": "a.txt", "content": "a"}])["files"][0]
+        with self.assertRaises(ToolshedError) as e:
+            ws.files.upload([{"path": "b.txt", "content": "b"}, {"path": "a.txt", "content": "x", "create": True}])
+        self.assertEqual((e.exception.code, e.exception.status), ("ALREADY_EXISTS", 409))
+        with self.assertRaises(ToolshedError):
+            ws.files.get("b.txt")
+        r = ws.files.upload([{"path": "b.txt", "content": "b"}, {"path": "a.txt", "content": "x", "if_match": first["etag"]}, {"path": "c.txt", "content": "c", "if_match": first["etag"]}], mode="each")
+        self.assertEqual([f["ok"] for f in r["files"]], [True, True, False])
+        self.assertEqual(r["files"][2]["error"]["code"], "FILE_MODIFIED")
+        self.assertEqual(ws.files.get("a.txt").text(), "x")
+
+
 class TypesMatchTheDocument(ServerTest):
     def test_typed_dicts_name_only_fields_the_api_has(self) -> None:
         schemas = openapi()["components"]["schemas"]
-        for cls, name in ((WorkspaceInfo, "Workspace"), (Checkpoint, "Checkpoint"), (PendingCall, "PendingCall"), (ImportReport, "ImportReport"), (DirectoryListing, "DirectoryListing")):
+        for cls, name in ((WorkspaceInfo, "Workspace"), (Checkpoint, "Checkpoint"), (PendingCall, "PendingCall"), (ImportReport, "ImportReport"), (DirectoryListing, "DirectoryListing"), (UploadReport, "UploadReport")):
             schema = resolve(schemas[name])
             self.assertLessEqual(set(typed_dict_keys(cls)), set(schema["properties"]), name)
             self.assertLessEqual(set(getattr(cls, "__required_keys__", ())), set(schema.get("required", [])), name)

@@ -5,6 +5,8 @@
  * empty), DELETE removes an empty one. GET of a directory (files/, files/<dir>/, or a path naming
  * a directory) lists it (files-list.ts).
  * Reading needs the 'read' scope, PUT and DELETE 'write' (the routes declare it; access.ts).
+ * A PUT that creates a file tells the background sealer (lib/layers/background-seal.ts): many raw
+ * uploads are folded into packs after the answers, not on the first run's path.
  */
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
@@ -18,7 +20,9 @@ import { Workspace } from "../../workspace/workspace.js";
 import { callerOf, quotaOf } from "../../workspace/quota.js";
 import type { FileInfo } from "../../layout/files.js";
 import { addRoute } from "./access.js";
-import { errorResponses, newApp, requestWorkspace } from "./common.js";
+import { backgroundOf, errorResponses, newApp, requestWorkspace } from "./common.js";
+import { BackgroundSealer } from "../../layers/background-seal.js";
+import { layerDeps } from "../../run/run-tool.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
@@ -60,6 +64,7 @@ const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquote
 export function filesApp(deps: AppDeps) {
   const app = newApp();
   const base = "/v1/workspaces/:ws/files/*";
+  const sealer = new BackgroundSealer(layerDeps(deps));
   // The guard has checked the key's scope and that the workspace exists and is the tenant's.
   const workspace = async (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
@@ -107,6 +112,7 @@ export function filesApp(deps: AppDeps) {
       ...(create ? { create: true } : {}),
       ...(contentType ? { contentType } : {}),
     });
+    if (!existed) sealer.created(ws.tenant, ws.id, backgroundOf(c));
     return c.json({ path, size: info.size, etag: info.etag, created: !existed }, existed ? 200 : 201, { etag: quoteEtag(info.etag) });
   });
 

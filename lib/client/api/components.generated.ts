@@ -151,6 +151,37 @@ export interface components {
             /** @description Wall time per task (default 300) */
             max_seconds?: number;
         };
+        OAuthConfig: {
+            tenant: string;
+            /** @description This deployment's resource URL as the tenant's clients see it (TOOLSHED_PUBLIC_URL, else the origin of the request that saved the config). */
+            resource: string;
+            issuers: {
+                issuer: string;
+                audience: string;
+                jwks_uri: string;
+                scope_map?: {
+                    [key: string]: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
+                };
+            }[];
+            updated_at: string;
+        };
+        OAuthConfigInput: {
+            issuers: {
+                /**
+                 * @description The authorization server's issuer identifier, exactly as its tokens' `iss` spell it (e.g. `https://example.eu.auth0.com/`).
+                 * @example https://login.example.com/
+                 */
+                issuer: string;
+                /** @description What its tokens' `aud` must hold. Default: this deployment's resource URL (`resource`). Give another when the issuer is trusted by another tenant too: one (issuer, audience) pair belongs to one tenant. */
+                audience?: string;
+                /** @description Where its signing keys are. Default: the `jwks_uri` of its metadata (RFC 8414 `/.well-known/oauth-authorization-server`, else OpenID `/.well-known/openid-configuration`), read now. */
+                jwks_uri?: string;
+                /** @description The issuer's scopes → ours, when they differ (e.g. `{"toolshed.readonly": ["read"]}`). Absent: a token scope that is one of ours (read, write, execute, network, approve, manage) is that scope; with a map, only mapped scopes count. */
+                scope_map?: {
+                    [key: string]: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
+                };
+            }[];
+        };
         ImportReport: {
             workspace: string;
             /** @enum {string} */
@@ -204,6 +235,33 @@ export interface components {
                 modified?: string;
             }[];
             cursor?: string;
+        };
+        UploadReport: {
+            /** @enum {string} */
+            mode: "all" | "each";
+            written: number;
+            failed: number;
+            /** @description Bytes of the files written */
+            bytes: number;
+            files: ({
+                path: string;
+                /** @enum {boolean} */
+                ok: true;
+                etag: string;
+                size: number;
+                created: boolean;
+            } | {
+                path: string;
+                /** @enum {boolean} */
+                ok: false;
+                error: {
+                    code: string;
+                    message: string;
+                    details?: {
+                        [key: string]: unknown;
+                    };
+                };
+            })[];
         };
         Checkpoint: {
             id: string;

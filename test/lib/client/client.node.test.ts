@@ -110,6 +110,28 @@ describe("toolshed/client", () => {
     expect(await failure(ts.files.get("raw", "notes/hello.txt"))).toMatchObject({ code: "NOT_FOUND", status: 404 });
   });
 
+  it("uploads a directory tree in batches (text and binary), and a refused batch (mode all) as a ToolshedError with nothing written", async () => {
+    const ts = client();
+    await ts.workspaces.create({ id: "batch" });
+    const tree = [
+      { path: "src/a.ts", content: "export const a = 1;\n" },
+      { path: "src/deep/ü.md", content: new TextEncoder().encode("naïve 🚀\n") },
+      { path: "bin/x.bin", content: new Uint8Array([0, 255, 128, 1]) },
+      { path: "empty", content: "" },
+      { path: "z.txt", content: "z" },
+    ];
+    const r = await ts.files.uploadDirectory("batch", tree, { prefix: "repo", batchFiles: 2 });
+    expect(r).toMatchObject({ written: 5, failed: 0 });
+    expect(r.files.map((f) => f.path)).toEqual(tree.map((f) => `repo/${f.path}`));
+    expect([...(await ts.files.get("batch", "repo/bin/x.bin")).bytes]).toEqual([0, 255, 128, 1]);
+    expect((await ts.files.get("batch", "repo/src/deep/ü.md")).text()).toBe("naïve 🚀\n");
+    const e = await failure(ts.files.upload("batch", [{ path: "new.txt", content: "n" }, { path: "repo/z.txt", content: "again", create: true }]));
+    expect(e).toMatchObject({ code: "ALREADY_EXISTS", status: 409 });
+    expect(await failure(ts.files.get("batch", "new.txt"))).toMatchObject({ code: "NOT_FOUND" });
+    const each = await ts.files.upload("batch", [{ path: "new.txt", content: "n" }, { path: "repo/z.txt", content: "again", create: true }], { mode: "each" });
+    expect(each.files.map((f) => f.ok)).toEqual([true, false]);
+  });
+
   it("throws the API's error codes as ToolshedError, with details and the agent's next step", async () => {
     const ts = client();
     await ts.workspaces.create({ id: "errors" });

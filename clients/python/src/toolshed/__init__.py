@@ -26,6 +26,8 @@ from .types import (
     RestoreResult,
     ToolResult,
     UndoResult,
+    UploadFile,
+    UploadReport,
     Usage,
 )
 from .types import Workspace as WorkspaceInfo
@@ -37,6 +39,6 @@ __version__ = "0.1.0"
 __all__ = [
     "BashData", "Checkpoint", "Checkpoints", "Diff", "DiffChange", "DirectoryListing", "EditData", "FileDownload",
     "FileUpload", "Files", "GlobData", "GrepData", "ImportReport", "LsData", "Pending", "PendingCall", "Progress",
-    "ReadData", "RestoreResult", "ToolResult", "ToolStream", "Toolshed", "ToolshedError", "UndoResult", "Usage",
+    "ReadData", "RestoreResult", "ToolResult", "ToolStream", "Toolshed", "ToolshedError", "UndoResult", "UploadFile", "UploadReport", "Usage",
     "Workspace", "WorkspaceInfo", "Workspaces", "WriteData",
 ]

@@ -88,6 +88,28 @@ class FileUpload(TypedDict):
     created: bool
 
 
+class _UploadFileRequired(TypedDict):
+    path: str
+    content: Union[str, bytes]
+
+
+class UploadFile(_UploadFileRequired, total=False):
+    """One file of a batch upload: ``if_match`` (only over that version) or ``create`` (only if absent)."""
+
+    if_match: str
+    create: bool
+
+
+class UploadReport(TypedDict):
+    """POST …/uploads: ``files`` holds each file's result ({path, ok: True, etag, size, created} or {path, ok: False, error})."""
+
+    mode: str
+    written: int
+    failed: int
+    bytes: int
+    files: List[Dict[str, Any]]
+
+
 class _DirEntryRequired(TypedDict):
     name: str
     path: str
