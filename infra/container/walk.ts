@@ -11,6 +11,7 @@ import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, type Stats } from "./stat-pool.js";
 import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
 import { fingerprint, isExec, isValidName } from "./file-marks.js";
+import { listingSettledMs } from "./listing-settled.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */
@@ -62,27 +63,6 @@ export interface FileEntry {
 
 /** Listings a walk may reuse (directory → listing): the slot's, from its last walk. */
 export type DirListings = Map<string, DirListing>;
-
-/**
- * A listing is kept for the next walk only when its directory's ctime was at least this much
- * older than the walk's start: any later change of the directory then gets a ctime the key
- * cannot hold, even with timestamps as coarse as 2 s (FAT) or a clock tick behind.
- */
-export const LISTING_SETTLED_MS = 3000;
-
-/**
- * The same on the file systems whose timestamps have nanoseconds (statfs magic numbers: ext2-4,
- * tmpfs, XFS, btrfs, f2fs, overlayfs). Linux stamps a change with its coarse clock, at most one
- * tick (≤ 10 ms) behind the time the walk reads with Date.now(), so a change after a walk's
- * start gets a ctime later than any kept listing's. A second run soon after a cold start (whose
- * download changed every directory) then reuses its listings too.
- */
-export const FINE_LISTING_SETTLED_MS = 100;
-
-const FINE_TIMESTAMPS = new Set([0xef53, 0x01021994, 0x58465342, 0x9123683e, 0xf2f52010, 0x794c7630]);
-
-/** How long a directory of the file system with statfs magic `type` must be unchanged before its listing is kept. */
-export const listingSettledMs = (type: number | bigint): number => (FINE_TIMESTAMPS.has(Number(type)) ? FINE_LISTING_SETTLED_MS : LISTING_SETTLED_MS);
 
 /** A reused listing named an entry that is gone: the walk starts again without listings. */
 class StaleListing extends Error {}

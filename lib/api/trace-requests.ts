@@ -12,7 +12,7 @@
 import type { MiddlewareHandler } from "hono";
 import { parseTraceparent, type SpanContext, type Tracer } from "../shared/trace.js";
 import { backgroundOf } from "./routes/common.js";
-import { APP_WIDE } from "./routes/access.js";
+import { APP_WIDE } from "./routes/served-routes.js";
 import type { AppEnv } from "./http.js";
 import type { AppDeps } from "./deps.js";
 import { tracedStorage, tracedKeyValue } from "../storage/traced.js";

@@ -25,43 +25,15 @@
  * after the switch), 1 manifest PUT, 1 record PUT (the switch), the index segment PUT(s). No
  * per-file object is written, so the files never need sealing (no first-run seal cliff).
  */
-import { isToolError, ToolError, ERROR_CODES, type ErrorCode } from "../shared/errors.js";
+import { isToolError, ToolError } from "../shared/errors.js";
 import { ancestorsOf, filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
 import { commitStaged, type StagedFile } from "../layers/commit-staged.js";
-import type { LayerDeps } from "../layers/open.js";
 import { PackWriter } from "../layers/pack-writer.js";
 import { upperAmong } from "../layers/upper-range.js";
-import type { StorageDriver } from "../storage/types.js";
-import type { StorageQuotaHandle } from "../limits/storage-quota.js";
-import type { Workspace } from "./workspace.js";
 import { LinkOnPath } from "./links.js";
 import { readLinks } from "../layout/links.js";
-
-export type UploadMode = "all" | "each";
-export interface UploadError {
-  code: ErrorCode;
-  message: string;
-  details?: Record<string, unknown>;
-}
-export type UploadResult = { path: string; ok: true; etag: string; size: number; created: boolean } | { path: string; ok: false; error: UploadError };
-
-export interface UploadDeps {
-  layers: LayerDeps;
-  /** The workspace's merged view (what a read sees). */
-  view: StorageDriver;
-  /** The workspace, without a quota (the batch charges it once) and with deferred index changes. */
-  ws: Workspace;
-  quota?: StorageQuotaHandle;
-}
-
-interface Staged {
-  i: number;
-  path: string;
-  cond: { ifMatch: string } | { create: true } | null;
-  file: StagedFile;
-}
-
-const errorOf = (e: unknown): UploadError => (isToolError(e) ? { code: e.code, message: e.message, ...(Object.keys(e.details).length ? { details: e.details } : {}) } : { code: "INTERNAL", message: String(e) });
+import { pool } from "./transfer-run.js";
+import { changedMeanwhile, errorOf, type Staged, type UploadDeps, type UploadMode, type UploadResult } from "./upload-results.js";
 
 export class UploadBatch {
   private readonly writer: PackWriter;
@@ -301,18 +273,4 @@ export class UploadBatch {
       failed: failed.map((f) => ({ path: f.path, ...f.error })),
     });
   }
-}
-
-function changedMeanwhile(path: string, error: { code: string; message: string } | null): ToolError {
-  if (error) return new ToolError(isCode(error.code) ? error.code : "INTERNAL", error.message, { path });
-  return new ToolError("FILE_MODIFIED", `${path} changed while the batch was written (another call wrote it); its version stays. Read it, then retry.`, { path });
-}
-
-const isCode = (c: string): c is ErrorCode => c in ERROR_CODES;
-
-async function pool<T>(items: readonly T[], n: number, run: (t: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) await run(items[next++]!);
-  }));
 }

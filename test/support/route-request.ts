@@ -3,7 +3,7 @@
  * body) or a plain one for undocumented routes. Shared by the route walks that must cover every
  * route without a hand-kept list: access.test.ts (scopes) and isolation.test.ts (another tenant).
  */
-import { docPathOf, type ServedRoute } from "../../lib/api/routes/access.js";
+import { docPathOf, type ServedRoute } from "../../lib/api/routes/served-routes.js";
 import { sample } from "./json-sample.js";
 
 export interface RouteRequest {

@@ -24,7 +24,6 @@ import type { Context, Handler, Hono, MiddlewareHandler } from "hono";
 import type { RouteConfig } from "@hono/zod-openapi";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { authenticateAdmin, authenticateTenant, withBearerChallenge } from "../auth/middleware.js";
-import type { Scope } from "../../contract/caller.js";
 import { setRateHeaders, takeCall } from "../auth/rate-limit.js";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
@@ -41,26 +40,9 @@ import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 import { meteredAccess, meterRoute } from "./route-usage.js";
 import { auditRouteCall } from "./audit-calls.js";
+import { accessLabel, openApiPathOf, POLICY, type Access, type RoutePolicy } from "./route-policy.js";
 
-export type Access =
-  | { auth: "public" }
-  | { auth: "admin" }
-  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean; runsTools?: true }
-  | { auth: "sync" };
-
-export interface RoutePolicy {
-  access: Access;
-  /** Why the route is left out of the OpenAPI document; absent for documented routes. */
-  undocumented?: string;
-  /** What the path's trailing `*` holds, named `{wildcard}` in the document and the route walks (default: `path`). */
-  wildcard?: string;
-}
-
-/** The guard carries its route's policy, so the policy can be read back from the app's routes. */
-const POLICY = Symbol.for("toolshed.route-policy");
 type Guard = MiddlewareHandler<AppEnv> & { [POLICY]: RoutePolicy };
-
-export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant:${a.scope}` : a.auth);
 
 const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
 
@@ -276,54 +258,4 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
   for (const { m, d } of docs) {
     app.openAPIRegistry.registerPath({ ...(d as Doc), method: m, path: openApiPathOf(spec.path, spec.wildcard), security: securityOf(spec.access), "x-toolshed-access": accessLabel(spec.access) } as RouteConfig);
   }
-}
-
-/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; `wildcard` names what the trailing `*` holds (RoutePolicy.wildcard). */
-function openApiPathOf(honoPath: string, wildcard = "path"): string {
-  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/\*$/, `/{${wildcard}}`);
-}
-
-/** A served route's path as the document names it (its policy's wildcard name). */
-export const docPathOf = (route: ServedRoute): string => openApiPathOf(route.path, route.policy?.wildcard);
-
-/** Hono wraps a mounted sub-app's handlers; the original is kept under this name. */
-const COMPOSED_HANDLER = "__COMPOSED_HANDLER";
-
-function policyOf(handler: unknown): RoutePolicy | undefined {
-  let h = handler as Record<string | symbol, unknown> | undefined;
-  for (let depth = 0; h && depth < 16; depth++) {
-    if (h[POLICY]) return h[POLICY] as RoutePolicy;
-    h = h[COMPOSED_HANDLER] as Record<string | symbol, unknown> | undefined;
-  }
-  return undefined;
-}
-
-export interface ServedRoute {
-  method: string;
-  /** Hono path as registered. */
-  path: string;
-  policy?: RoutePolicy;
-}
-
-/** Marks an app-wide middleware (tracing: lib/api/trace-requests.ts): it serves no route of its own. */
-export const APP_WIDE = Symbol("toolshed.app-wide-middleware");
-
-/** Every (method, path) the app serves, read from the app itself, with the policy its guard carries. */
-export function servedRoutes(app: Hono<AppEnv>): ServedRoute[] {
-  const byKey = new Map<string, ServedRoute>();
-  for (const r of app.routes) {
-    if ((r.handler as { [APP_WIDE]?: boolean })[APP_WIDE]) continue;
-    const key = `${r.method} ${r.path}`;
-    const route = byKey.get(key) ?? { method: r.method, path: r.path };
-    const p = policyOf(r.handler);
-    if (p && !route.policy) route.policy = p;
-    byKey.set(key, route);
-  }
-  return [...byKey.values()];
-}
-
-/** Refuses an app with a route that declares no access (registered without secureRoute/addRoute). */
-export function assertEveryRouteGuarded(app: Hono<AppEnv>): void {
-  const bare = servedRoutes(app).filter((r) => !r.policy);
-  if (bare.length) throw new Error(`Routes without an access policy (register them with secureRoute or addRoute): ${bare.map((r) => `${r.method} ${r.path}`).join(", ")}`);
 }

@@ -15,7 +15,8 @@ import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, RESERVED_NAMES, ty
 import { readCustomTools, updateCustomTools } from "../../tools/custom/store.js";
 import { schemaValidator, toCustomTool } from "../../tools/custom/tool.js";
 import { checkReachable, webAccess } from "../../tools/web/transport.js";
-import { secureRoute, type Access } from "./access.js";
+import { secureRoute } from "./access.js";
+import type { Access } from "./route-policy.js";
 import { errorResponses, newApp } from "./common.js";
 
 const Any = z.record(z.string(), z.unknown());

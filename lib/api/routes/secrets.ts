@@ -13,7 +13,8 @@ import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { requireSecretsKey } from "../../tools/secrets/crypto.js";
 import { checkSecretName, deleteSecret, putSecret, readSecrets, SecretInput, SecretView, viewOf } from "../../tools/secrets/store.js";
-import { secureRoute, type Access } from "./access.js";
+import { secureRoute } from "./access.js";
+import type { Access } from "./route-policy.js";
 import { errorResponses, newApp } from "./common.js";
 
 const json = (schema: z.ZodType) => ({ content: { "application/json": { schema } } });

@@ -7,7 +7,8 @@ import { appendFileSync, chmodSync, lstatSync, mkdirSync, readdirSync, renameSyn
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tempDirs } from "../../support/temp-dirs.js";
-import { FINE_LISTING_SETTLED_MS, LISTING_SETTLED_MS, listingSettledMs, walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
+import { walk, type DirListings, type WalkResult } from "../../../infra/container/walk.js";
+import { FINE_LISTING_SETTLED_MS, LISTING_SETTLED_MS, listingSettledMs } from "../../../infra/container/listing-settled.js";
 import { fingerprint, isExec } from "../../../infra/container/file-marks.js";
 
 const tmp = tempDirs("walk");

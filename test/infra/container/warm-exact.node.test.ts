@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { readModes } from "../../../lib/layout/modes.js";
-import { LISTING_SETTLED_MS } from "../../../infra/container/walk.js";
+import { LISTING_SETTLED_MS } from "../../../infra/container/listing-settled.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "t-exact", "w-exact");

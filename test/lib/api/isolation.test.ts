@@ -12,7 +12,7 @@ import type { Tool } from "../../../lib/contract/tool.js";
 import { tarHeader } from "../../../lib/archive/tar-writer.js";
 import { sample } from "../../support/json-sample.js";
 import { routeRequest } from "../../support/route-request.js";
-import { docPathOf, servedRoutes } from "../../../lib/api/routes/access.js";
+import { docPathOf, servedRoutes } from "../../../lib/api/routes/served-routes.js";
 
 const A_WS = "a-private";
 const SECRET = "top secret of tenant A";

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../lib/shared/hash.js";
 import { IsolateCache } from "../../../lib/shared/isolate-cache.js";
 import type { AuthInfo } from "../../../lib/contract/caller.js";
-import { servedRoutes } from "../../../lib/api/routes/access.js";
+import { servedRoutes } from "../../../lib/api/routes/served-routes.js";
 import { admin, newTenant, testApp, type TestApp } from "../../helpers.js";
 import { routeRequest } from "../../support/route-request.js";
 

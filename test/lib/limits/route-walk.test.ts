@@ -4,7 +4,7 @@
  * enforced in the one guard every tenant route passes.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { servedRoutes, docPathOf, type ServedRoute } from "../../../lib/api/routes/access.js";
+import { servedRoutes, docPathOf, type ServedRoute } from "../../../lib/api/routes/served-routes.js";
 import { SCOPES } from "../../../lib/contract/caller.js";
 import { memoryLimits } from "../../../lib/limits/store.js";
 import { admin, testApp } from "../../helpers.js";

@@ -12,7 +12,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../../functions/index.js";
 import { createAuthBackoff } from "../../../../lib/api/auth/backoff.js";
 import { SCOPES, type Scope } from "../../../../lib/contract/caller.js";
-import { accessLabel, assertEveryRouteGuarded, docPathOf, guard, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/access.js";
+import { guard } from "../../../../lib/api/routes/access.js";
+import { accessLabel } from "../../../../lib/api/routes/route-policy.js";
+import { assertEveryRouteGuarded, docPathOf, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/served-routes.js";
 import { ADMIN, admin, testApp, type TestApp } from "../../../helpers.js";
 import { routeRequest } from "../../../support/route-request.js";
 

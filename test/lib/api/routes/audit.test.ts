@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../../functions/index.js";
 import { SCOPES } from "../../../../lib/contract/caller.js";
-import { docPathOf, servedRoutes } from "../../../../lib/api/routes/access.js";
+import { docPathOf, servedRoutes } from "../../../../lib/api/routes/served-routes.js";
 import { randomId } from "../../../../lib/shared/hash.js";
 import { routeRequest } from "../../../support/route-request.js";
 import { ADMIN, admin, newTenant, testApp, upload, type Tenant, type TestApp } from "../../../helpers.js";

@@ -14,7 +14,7 @@ import { tools } from "../../../../functions/index.js";
 import { createAuthBackoff } from "../../../../lib/api/auth/backoff.js";
 import { SCOPES, type Scope } from "../../../../lib/contract/caller.js";
 import { randomId, sha256Hex } from "../../../../lib/shared/hash.js";
-import { docPathOf, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/access.js";
+import { docPathOf, servedRoutes, type ServedRoute } from "../../../../lib/api/routes/served-routes.js";
 import { PRESET_NAMES, scopesOfList } from "../../../../lib/run/toolset.js";
 import type { PresetName } from "../../../../lib/layout/workspace-meta.js";
 import { admin, testApp, type TestApp } from "../../../helpers.js";

@@ -1,0 +1,30 @@
+/**
+ * What a route declares about who may call it (RoutePolicy), the symbol its guard carries it under
+ * (so the policy can be read back from the app's routes: served-routes.ts), and how its Hono path is
+ * named in the OpenAPI document. The guard that enforces a policy is access.ts.
+ */
+import type { Scope } from "../../contract/caller.js";
+
+export type Access =
+  | { auth: "public" }
+  | { auth: "admin" }
+  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean; runsTools?: true }
+  | { auth: "sync" };
+
+export interface RoutePolicy {
+  access: Access;
+  /** Why the route is left out of the OpenAPI document; absent for documented routes. */
+  undocumented?: string;
+  /** What the path's trailing `*` holds, named `{wildcard}` in the document and the route walks (default: `path`). */
+  wildcard?: string;
+}
+
+/** The guard carries its route's policy, so the policy can be read back from the app's routes. */
+export const POLICY = Symbol.for("toolshed.route-policy");
+export const accessLabel = (a: Access): string => (a.auth === "tenant" ? `tenant:${a.scope}` : a.auth);
+
+/** `/v1/workspaces/:ws/files/*` → `/v1/workspaces/{ws}/files/{path}`; `wildcard` names what the trailing `*` holds (RoutePolicy.wildcard). */
+export function openApiPathOf(honoPath: string, wildcard = "path"): string {
+  return honoPath.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}").replace(/\/\*$/, `/{${wildcard}}`);
+}
+

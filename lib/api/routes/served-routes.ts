@@ -1,0 +1,53 @@
+/**
+ * Every (method, path) an app serves, read from the app itself, with the policy its guard carries
+ * (route-policy.ts): what the route walks, the OpenAPI check and the app's own refusal of an
+ * unguarded route read.
+ */
+import type { Hono } from "hono";
+import type { AppEnv } from "../http.js";
+import { openApiPathOf, POLICY, type RoutePolicy } from "./route-policy.js";
+
+/** A served route's path as the document names it (its policy's wildcard name). */
+export const docPathOf = (route: ServedRoute): string => openApiPathOf(route.path, route.policy?.wildcard);
+
+/** Hono wraps a mounted sub-app's handlers; the original is kept under this name. */
+const COMPOSED_HANDLER = "__COMPOSED_HANDLER";
+
+function policyOf(handler: unknown): RoutePolicy | undefined {
+  let h = handler as Record<string | symbol, unknown> | undefined;
+  for (let depth = 0; h && depth < 16; depth++) {
+    if (h[POLICY]) return h[POLICY] as RoutePolicy;
+    h = h[COMPOSED_HANDLER] as Record<string | symbol, unknown> | undefined;
+  }
+  return undefined;
+}
+
+export interface ServedRoute {
+  method: string;
+  /** Hono path as registered. */
+  path: string;
+  policy?: RoutePolicy;
+}
+
+/** Marks an app-wide middleware (tracing: lib/api/trace-requests.ts): it serves no route of its own. */
+export const APP_WIDE = Symbol("toolshed.app-wide-middleware");
+
+/** Every (method, path) the app serves, read from the app itself, with the policy its guard carries. */
+export function servedRoutes(app: Hono<AppEnv>): ServedRoute[] {
+  const byKey = new Map<string, ServedRoute>();
+  for (const r of app.routes) {
+    if ((r.handler as { [APP_WIDE]?: boolean })[APP_WIDE]) continue;
+    const key = `${r.method} ${r.path}`;
+    const route = byKey.get(key) ?? { method: r.method, path: r.path };
+    const p = policyOf(r.handler);
+    if (p && !route.policy) route.policy = p;
+    byKey.set(key, route);
+  }
+  return [...byKey.values()];
+}
+
+/** Refuses an app with a route that declares no access (registered without secureRoute/addRoute). */
+export function assertEveryRouteGuarded(app: Hono<AppEnv>): void {
+  const bare = servedRoutes(app).filter((r) => !r.policy);
+  if (bare.length) throw new Error(`Routes without an access policy (register them with secureRoute or addRoute): ${bare.map((r) => `${r.method} ${r.path}`).join(", ")}`);
+}
