@@ -6,11 +6,9 @@
  * every Lambda instance; a refused take reads the claim that holds the key. DynamoDB's TTL deletes
  * expired items (within about two days; an expired item still there counts as free).
  */
-import { ConditionalCheckFailedException, DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { TABLE_KEYS } from "../shared/dynamodb-table.js";
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { isConditionFailed, TABLE_KEYS } from "../shared/dynamodb-table.js";
 import type { Claim, ClaimAnswer, ClaimAsk } from "./claims.js";
-
-const failedCondition = (e: unknown) => e instanceof ConditionalCheckFailedException || (e as { name?: string }).name === "ConditionalCheckFailedException";
 
 export function dynamoClaims(client: DynamoDBClient, table: string, now: () => number) {
   const key = (tenant: string, hash: string) => ({ [TABLE_KEYS.partition]: { S: `limits#${tenant}` }, [TABLE_KEYS.sort]: { S: `idem#${hash}` } });
@@ -43,7 +41,7 @@ export function dynamoClaims(client: DynamoDBClient, table: string, now: () => n
         );
         return { taken: true, claim };
       } catch (e) {
-        if (!failedCondition(e)) throw e;
+        if (!isConditionFailed(e)) throw e;
       }
       const holder = await current(tenant, ask.key);
       if (holder) return { taken: false, claim: holder };
@@ -58,7 +56,7 @@ export function dynamoClaims(client: DynamoDBClient, table: string, now: () => n
         new DeleteItemCommand({ TableName: table, Key: key(tenant, hash), ConditionExpression: "#id = :id", ExpressionAttributeNames: { "#id": "id" }, ExpressionAttributeValues: { ":id": { S: id } } }),
       );
     } catch (e) {
-      if (!failedCondition(e)) throw e; // a newer claim stands
+      if (!isConditionFailed(e)) throw e; // a newer claim stands
     }
   }
 

@@ -22,8 +22,8 @@
  * with an error naming the tenant (DynamoDB's item limit is 400 KB). Idempotency-Key claims are
  * items of their own (dynamodb-claims.ts): a keyed call's claim is one conditional PutItem after its token.
  */
-import { ConditionalCheckFailedException, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { backoffMs, TABLE_KEYS } from "../shared/dynamodb-table.js";
+import { GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { backoffMs, isConditionFailed, TABLE_KEYS } from "../shared/dynamodb-table.js";
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type LimiterState } from "./limiter.js";
 import { tenantOps, type Admitted, type LimitsStore, type TenantOps } from "./store.js";
@@ -130,7 +130,7 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
         );
         return;
       } catch (e) {
-        if (!(e instanceof ConditionalCheckFailedException || (e as { name?: string }).name === "ConditionalCheckFailedException")) throw e;
+        if (!isConditionFailed(e)) throw e;
       }
     }
     throw new Error(`limits store: tenant ${tenant}'s item changed under ${maxAttempts} attempts in a row (more concurrent writers than one item serializes); the operation was not applied, retry it`);

@@ -23,3 +23,6 @@ export function backoffMs(attempt: number, capMs = 200): number {
 
 /** The item actions those stores use: all the API's role is granted on the table (infra/aws/api.ts). */
 export const TABLE_ACTIONS = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchWriteItem"] as const;
+
+/** Whether a DynamoDB call was refused by its ConditionExpression (the SDK's ConditionalCheckFailedException, by name). */
+export const isConditionFailed = (e: unknown): boolean => (e as { name?: string } | null)?.name === "ConditionalCheckFailedException";
