@@ -1,12 +1,17 @@
 /**
  * The floor: each benchmarked operation done directly on the R2 binding, in the same runtime
- * and on the same objects as Toolshed, with no auth, records, index, paths or envelope.
+ * and on the same files as Toolshed, with no auth, records, index, paths or envelope.
  * Runs inside the Worker (bench/worker.ts).
+ *
+ * The floor keeps its own copy of the files, one object per file under FLOOR_ROOT (`seed`), as a
+ * plain object store would: Toolshed folds raw uploads into packs after their answers
+ * (lib/layers/background-seal.ts), so its per-file objects are gone by the time the rows run
+ * (until 2026-11-28 the floor read those, and every floor cell on 1,000 and 10,000 files failed
+ * or searched what was left of them).
  */
-import { filesPrefix } from "../lib/layout/paths.js";
 
 export interface FloorRequest {
-  op: "read" | "write" | "edit" | "ls" | "glob" | "grep";
+  op: "seed" | "read" | "write" | "edit" | "ls" | "glob" | "grep";
   tenant: string;
   ws: string;
   path?: string;
@@ -19,7 +24,13 @@ export interface FloorRequest {
   /** grep: "files" (matching files) or "content" (matching lines); either stops after `limit` of them. */
   mode?: "files" | "content";
   limit?: number;
+  /** seed: files to put (one object each). */
+  files?: { path: string; text: string }[];
 }
+
+/** Where the floor's copy of a workspace's files lives in the bucket (outside every tenant's keys). */
+export const FLOOR_ROOT = "bench-floor/";
+const floorPrefix = (tenant: string, ws: string) => `${FLOOR_ROOT}${tenant}/${ws}/`;
 
 /** Simultaneous R2 reads of one grep scan (Workers allow 6 open connections per request). */
 const SCAN_CONCURRENCY = 6;
@@ -38,8 +49,20 @@ async function listAll(bucket: R2Bucket, prefix: string, delimiter?: string) {
 }
 
 export async function floorOp(bucket: R2Bucket, req: FloorRequest): Promise<Record<string, unknown>> {
-  const prefix = filesPrefix(req.tenant, req.ws);
+  const prefix = floorPrefix(req.tenant, req.ws);
   switch (req.op) {
+    case "seed": {
+      const files = req.files ?? [];
+      let next = 0;
+      const put = async () => {
+        while (next < files.length) {
+          const f = files[next++]!;
+          await bucket.put(prefix + f.path, f.text);
+        }
+      };
+      await Promise.all(Array.from({ length: SCAN_CONCURRENCY }, put));
+      return { put: files.length };
+    }
     case "read": {
       const o = await bucket.get(prefix + req.path);
       if (!o) throw new Error(`no object ${req.path}`);

@@ -148,6 +148,7 @@ async function main() {
     const closeMcp = async () => mcp?.close();
     cleanups.push(closeMcp);
     const floor = new FloorClient(worker.url, worker.adminToken, TENANT, ws);
+    if (shapes.has("raw")) log(`floor ${ws}: its own copy of the ${corpus.files.length} files put in ${((await floor.seed(corpus.files)) / 1000).toFixed(1)} s`);
     if (shapes.has("raw")) await measureOps(corpus, "raw", buildOps(corpus, { toolshed: ts, floor, mcp }, rare.literal), ts);
     if (shapes.has("imported")) {
       // ripgrep searches the corpus directory: without the raw rows' write/edit files, as the imported workspace is.

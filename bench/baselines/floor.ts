@@ -31,4 +31,12 @@ export class FloorClient {
     if (!value.ok) throw new Error(`floor ${req.op}: ${value.error}`);
     return { ms, data: value.data };
   }
+
+  /** Puts the floor's own copy of the files (one object each, bench/floor-ops.ts), 200 per request; the time it took, ms. */
+  async seed(files: { path: string; text: string }[]): Promise<number> {
+    const { ms } = await timed(async () => {
+      for (let i = 0; i < files.length; i += 200) await this.op({ op: "seed", files: files.slice(i, i + 200) });
+    });
+    return ms;
+  }
 }
