@@ -2,7 +2,7 @@
  * Tasks and input requests on the MCP 2026-07-28 door (lib/doors/mcp-2026-tasks.ts) with the
  * official 2.x client (@modelcontextprotocol/client) over the real app and the real sandbox (local
  * executor, bubblewrap; memory storage): server/discover declares the io.modelcontextprotocol/tasks
- * extension; bash and run_code run as tasks (tasks/get: partial output, then the result; one usage
+ * extension; bash, run_code and task (a subagent on a scripted model endpoint) run as tasks (tasks/get: partial output, then the result; one usage
  * record with the sandbox time); tasks/cancel kills the run (the file it would have written never
  * appears); ask_user as a task's input request answered by tasks/update, and as a multi round-trip
  * input request the client answers itself; an approval with changed arguments and a refusal through
@@ -13,6 +13,7 @@
  * tasks/get|update|cancel through client.request, which sends the revision's envelope and headers.
  */
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { createServer } from "node:http";
 import { z } from "@hono/zod-openapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
@@ -107,6 +108,33 @@ describe("the tasks extension on the 2026-07-28 door", () => {
     expect(text(done.result)).toBe("42\n");
     expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "run_code")).toHaveLength(1);
     await c.client.close();
+  });
+
+  it("task runs as a background subagent: a task whose result is the subagent's answer, metered once", async () => {
+    // A scripted chat-completions endpoint on 127.0.0.1: the model answers at once, with no tool call.
+    const model = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ choices: [{ message: { role: "assistant", content: "All tests pass." } }], usage: { prompt_tokens: 10, completion_tokens: 5 } }));
+      });
+    });
+    await new Promise<void>((ok) => model.listen(0, "127.0.0.1", ok));
+    try {
+      const port = (model.address() as { port: number }).port;
+      expect((await post(`/v1/admin/tenants/${acme.id}/model`, { base_url: `http://127.0.0.1:${port}/v1`, api_key: "sk-test-model", model: "scripted-1" }, ADMIN, "PUT")).status).toBe(200);
+      const c = await connect(acme);
+      const task = await startTask(c, "task", { prompt: "Run the tests and report.", description: "check tests" });
+      expect(task.statusMessage).toMatch(/^Subagent working: /);
+      const done = await pollUntil(c, task.taskId, ended);
+      expect(done.status, JSON.stringify(done)).toBe("completed");
+      expect(done.result.isError ?? false).toBe(false);
+      expect(done.result.structuredContent).toMatchObject({ status: "completed", answer: "All tests pass." });
+      expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "task")).toHaveLength(1);
+      await c.client.close();
+    } finally {
+      await new Promise<void>((ok) => model.close(() => ok()));
+    }
   });
 
   it("tasks/cancel kills the run: an empty ack, the task cancelled, the file it would have written never appears", async () => {

@@ -1,7 +1,8 @@
 /**
  * The real app over memory storage with the real sandbox (local executor, bubblewrap), for the MCP
  * tasks tests of both revisions: tenants with an agent key and an approver key, raw routes, and
- * every usage record the app wrote.
+ * every usage record the app wrote. Loopback is allowed to outbound fetches (test-only switch) so a
+ * tenant's model endpoint can be a scripted server on 127.0.0.1.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,7 +35,7 @@ export function sandboxApp() {
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const storage = memoryDriver();
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u) } as AppDeps;
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true } } as AppDeps;
   app = createApp(deps, tools);
 
   const call = async (path: string, init: RequestInit, auth: string) =>
