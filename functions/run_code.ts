@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
+import { startTask } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
@@ -11,6 +12,7 @@ const description = `Run a snippet of Python, Node.js or bash in the sandbox (sa
 - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
+- run_in_background: true (default: false) returns a task_id at once, as bash's does: read its output with bash_output, stop it with kill_shell (it counts among bash's background tasks).
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
 - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
 ${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.
@@ -27,27 +29,34 @@ export default defineTool({
   startReads: commandReads(false), // its git identity, beside the approval gate's reads
   summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  output: z.object({ stdout: z.string(), stderr: z.string(), exit_code: z.number().int().nullable(), duration_ms: z.number(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
+  // A background start answers {task_id, status} only, so the run's fields are optional (as bash's).
+  output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), stdout: z.string().optional(), stderr: z.string().optional(), exit_code: z.number().int().nullable().optional(), duration_ms: z.number().optional(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
   input: z.object({
     language: z.enum(["python", "node", "bash"]).describe("The language of code"),
     code: z.string().min(1).max(1_000_000).describe("The program"),
     args: z.array(z.string().max(10_000)).max(100).optional().describe("Command-line arguments (default: none)"),
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional().describe("Extra environment variables (default: none)"),
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before it is killed (default: 60, max 600)"),
+    run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     ...keepAliveFields,
   }),
   async execute(args, ctx) {
-    const live = args.keep_alive ? liveIdleMs(args, ctx.session) : undefined;
+    const live = args.keep_alive && !args.run_in_background ? liveIdleMs(args, ctx.session) : undefined;
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}) }));
+    const title = `${args.language} (${args.code.split("\n").length} lines)`;
+    if (args.run_in_background) {
+      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+      return { title, output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
+    }
     // keep_alive: in the session's live sandbox (docs/live-sessions.md); else streamed when the caller listens for progress.
     const { result: r, notes } = live !== undefined ? await runLive(ctx, executor, req, live) : { result: await runForCall(ctx, executor, req), notes: "" };
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return {
-      title: `${args.language} (${args.code.split("\n").length} lines)`,
+      title,
       output: notes + commandOutput(r).text + writeBackNotes(r),
       data: {
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,

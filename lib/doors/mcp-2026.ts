@@ -16,20 +16,17 @@
  * client closes the request's stream and the call's signal (the HTTP request's, and the SDK's)
  * aborts the run (runTool's `signal`: a sandbox run is killed).
  *
- * ask_user and approvals: this door passes no askHuman, so a held call answers NEEDS_* and the
- * model reads the outcome with pending_result (as on the 2025 door for a client without form
- * elicitation). Input requests (`input_required`) are not built here.
- *
- * Seam for the tasks extension (io.modelcontextprotocol/tasks, built on the 2025 door by the
- * mcptasks work over a transport-independent task store): register `tasks/get`, `tasks/update`
- * and `tasks/cancel` in buildMcp2026Server beside tools/call, and have the tools/call handler
- * create a task instead of calling callMcpTool when the request's envelope
- * (ctx.mcpReq.envelope) declares the extension.
+ * Tasks (the io.modelcontextprotocol/tasks extension: tasks/get, tasks/update, tasks/cancel) and
+ * input requests (ask_user's question as an input_required result or a task's inputRequests;
+ * approvals wait for the human through the pending-call API): lib/doors/mcp-2026-tasks.ts, over
+ * the call-task layer the 2025 door uses too (lib/run/tasks/). A client that declares neither the
+ * extension nor form elicitation gets NEEDS_* and reads the outcome with pending_result.
  */
 import { createMcpHandler, Server } from "@modelcontextprotocol/server";
 import type { CallToolResult, ListToolsResult } from "@modelcontextprotocol/server";
 import { API_VERSION } from "../run/version.js";
-import { callMcpTool, listMcpTools, mcpProgress, type McpCall } from "./mcp-tools.js";
+import { listMcpTools, mcpProgress, type McpCall } from "./mcp-tools.js";
+import { callTool2026, registerTasks2026, TASKS_CAPABILITY_2026 } from "./mcp-2026-tasks.js";
 
 /** The revisions this door serves (the 2025 ones are the 1.x door's). */
 export const MCP_2026_VERSIONS = ["2026-07-28"] as const;
@@ -43,7 +40,7 @@ const TOOLS_LIST_TTL_MS = 60_000;
 /** server/discover names this server's revisions and capabilities: they change with a deploy. */
 const DISCOVER_TTL_MS = 3_600_000;
 
-/** Our argument parser validates (lib/contract/tool-args.ts); the SDK never needs a JSON Schema validator here (no elicitation, no output-schema checks of its own). */
+/** Our argument parser validates (lib/contract/tool-args.ts), and ask_user's answer is checked by us (lib/doors/mcp-ask.ts elicitAnswer); the SDK never needs a JSON Schema validator here. */
 const noSchemaValidator = {
   getValidator(): never {
     throw new Error("This server does not validate JSON Schemas through the MCP SDK.");
@@ -55,7 +52,7 @@ export function buildMcp2026Server(call: McpCall): Server {
   const server = new Server(
     { name: "toolshed", version: API_VERSION },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, ...TASKS_CAPABILITY_2026 },
       jsonSchemaValidator: noSchemaValidator,
       cacheHints: { "tools/list": { ttlMs: TOOLS_LIST_TTL_MS, cacheScope: "private" }, "server/discover": { ttlMs: DISCOVER_TTL_MS, cacheScope: "private" } },
     },
@@ -66,8 +63,9 @@ export function buildMcp2026Server(call: McpCall): Server {
     const token = ctx.mcpReq._meta?.progressToken;
     const signal = AbortSignal.any([call.signal, ctx.mcpReq.signal]);
     const progress = token !== undefined ? mcpProgress(token, (n) => ctx.mcpReq.notify(n)) : undefined;
-    return (await callMcpTool({ ...call, signal }, req.params.name, req.params.arguments, progress ? { progress } : {})) as CallToolResult;
+    return (await callTool2026({ ...call, signal }, req.params.name, req.params.arguments, ctx, progress ? { progress } : {})) as CallToolResult;
   });
+  registerTasks2026(server, call);
   return server;
 }
 

@@ -28,6 +28,7 @@ import { toToolError } from "../contract/errors.js";
 import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
 import { loadPending } from "../tools/pending/store.js";
 import type { HumanQuestion } from "../contract/tool.js";
+import { pendingAnswerOf, type CallTaskAnswer } from "../run/tasks/input.js";
 
 /** The Mcp-Session-Id of a client that answers form elicitation. */
 const ASK_SESSION_PREFIX = "ask-";
@@ -56,17 +57,26 @@ export const clientAnswersAsks = (req: Request) => req.headers.get("mcp-session-
 /** Whether the body holds a tools/call (answered as SSE for such a client, so a question can go out on its stream). */
 export const hasToolCall = (body: unknown) => messagesOf(body).some((m) => m?.method === "tools/call");
 
+/** The form that puts an ask_user question to the client's user: its message and one `answer` field (a choice when it has options). Both revisions' elicitation carries it. */
+export function questionForm(q: Pick<HumanQuestion, "question" | "options">) {
+  const answer = q.options
+    ? { type: "string" as const, title: "Answer", description: "Choose one", enum: q.options }
+    : { type: "string" as const, title: "Answer", description: "Your answer", maxLength: MAX_ANSWER_CHARS };
+  return { message: q.question, requestedSchema: { type: "object" as const, properties: { answer }, required: ["answer"] } };
+}
+
 /** The elicitation/create request that puts an ask_user question to the client's user. */
 export function elicitationRequest(q: HumanQuestion): JSONRPCRequest {
-  const answer = q.options
-    ? { type: "string", title: "Answer", description: "Choose one", enum: q.options }
-    : { type: "string", title: "Answer", description: "Your answer", maxLength: MAX_ANSWER_CHARS };
-  return {
-    jsonrpc: "2.0",
-    id: `${ASK_ID_PREFIX}${q.pending_id}`,
-    method: "elicitation/create",
-    params: { message: q.question, requestedSchema: { type: "object", properties: { answer }, required: ["answer"] }, _meta: { "toolshed/pending_id": q.pending_id } },
-  };
+  return { jsonrpc: "2.0", id: `${ASK_ID_PREFIX}${q.pending_id}`, method: "elicitation/create", params: { ...questionForm(q), _meta: { "toolshed/pending_id": q.pending_id } } };
+}
+
+/** An elicitation result as the answer to a question (accepted with content.answer, declined, dismissed); null when it is not a valid one. */
+export function elicitAnswer(result: unknown): CallTaskAnswer | null {
+  const r = ElicitResultSchema.safeParse(result);
+  if (!r.success) return null;
+  if (r.data.action !== "accept") return { action: r.data.action };
+  const answer = r.data.content?.answer;
+  return typeof answer === "string" && answer.length <= MAX_ANSWER_CHARS ? { action: "accept", answer } : null;
 }
 
 interface AskAnswer {
@@ -88,15 +98,21 @@ export function askAnswersIn(body: unknown): AskAnswer[] | null {
 
 /** What an elicitation result means for the pending question; a malformed one is INVALID_ARGUMENT. */
 function answerOf(a: AskAnswer): PendingAnswer {
-  const r = ElicitResultSchema.safeParse(a.result);
-  if (!r.success) throw new ToolError("INVALID_ARGUMENT", `The elicitation result for pending call ${a.pending_id} is not a valid ElicitResult ({action: "accept" | "decline" | "cancel", content?}).`, { pending_id: a.pending_id });
-  if (r.data.action === "decline") return { approved: false, note: "The user declined to answer in the MCP client." };
-  if (r.data.action === "cancel") return { approved: false, note: "The user dismissed the question in the MCP client without answering." };
-  const answer = r.data.content?.answer;
-  if (typeof answer !== "string" || answer.length > MAX_ANSWER_CHARS) {
-    throw new ToolError("INVALID_ARGUMENT", `The elicitation result for pending call ${a.pending_id} accepts without content.answer (a string of at most ${MAX_ANSWER_CHARS} characters), the form's one field.`, { pending_id: a.pending_id });
+  const answer = elicitAnswer(a.result);
+  if (!answer) throw new ToolError("INVALID_ARGUMENT", `The elicitation result for pending call ${a.pending_id} is not a valid answer: {action: "accept"} with content.answer (a string of at most ${MAX_ANSWER_CHARS} characters, the form's one field), or {action: "decline" | "cancel"}.`, { pending_id: a.pending_id });
+  return pendingAnswerOf(answer);
+}
+
+/**
+ * Answers a question this door put to the calling key's client (pending call `pendingId`), once:
+ * never an approval, never another key's call, never a question not put to a client (PERMISSION_DENIED).
+ */
+export async function answerAsk(deps: RunDeps, auth: AuthInfo, wsId: string, pendingId: string, answer: PendingAnswer): Promise<void> {
+  const { rec } = await loadPending({ driver: deps.storage, tenant: auth.tenant, workspace: wsId }, pendingId);
+  if (rec.kind !== "input" || rec.channel !== "elicitation" || rec.key_id !== auth.key_id) {
+    throw new ToolError("PERMISSION_DENIED", `Pending call ${pendingId} was not put to this client as a question; answer it in the app (POST /v1/workspaces/${wsId}/pending/${pendingId}, a key with 'approve').`, { pending_id: pendingId });
   }
-  return { answer };
+  await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, wsId, pendingId, answer);
 }
 
 /**
@@ -109,12 +125,7 @@ export async function takeAskAnswers(deps: RunDeps, auth: AuthInfo, wsId: string
   try {
     for (const a of answers) {
       if (a.result === undefined) continue;
-      const { rec } = await loadPending({ driver: deps.storage, tenant: auth.tenant, workspace: wsId }, a.pending_id);
-      // Only the question this key's client was asked: never an approval, never another key's call.
-      if (rec.kind !== "input" || rec.channel !== "elicitation" || rec.key_id !== auth.key_id) {
-        throw new ToolError("PERMISSION_DENIED", `Pending call ${a.pending_id} was not put to this client as a question; answer it in the app (POST /v1/workspaces/${wsId}/pending/${a.pending_id}, a key with 'approve').`, { pending_id: a.pending_id });
-      }
-      await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, wsId, a.pending_id, answerOf(a));
+      await answerAsk(deps, auth, wsId, a.pending_id, answerOf(a));
     }
     return new Response(null, { status: 202 });
   } catch (err) {

@@ -9,7 +9,8 @@
  *   tasks/get          the task now; _meta["toolshed/output"]: the last 8,000 characters of a run's output
  *                      so far, _meta["toolshed/progress"]: output events seen, _meta["toolshed/pending_id"]: the held call.
  *   tasks/result       waits until the task ends (up to RESULT_WAIT_MS a request) and answers the call's
- *                      CallToolResult. On input_required for ask_user, a client that declared form
+ *                      CallToolResult; answered as SSE, each change of the task's status meanwhile goes
+ *                      out as notifications/tasks/status. On input_required for ask_user, a client that declared form
  *                      elicitation gets the question as elicitation/create on this request's stream
  *                      (lib/doors/mcp-ask.ts takes its answer); an approval waits for the human's answer
  *                      through the pending-call API (never taken from the client: docs/mcp-pending.md).
@@ -99,7 +100,9 @@ export function registerMcpTasks(server: Server, scope: CallScope, asks: boolean
             await server.transport!.send({ ...ask, params } as ServerRequest & { jsonrpc: "2.0"; id: string }, { relatedRequestId: extra.requestId }).catch(() => {});
           }
         : undefined;
-      const rec = await waitCallTask(s, id, { until: Date.now() + RESULT_WAIT_MS, signal: extra.signal, ...(onInput ? { onInput } : {}) });
+      // Each change of status while it waits goes out as notifications/tasks/status on this request's stream.
+      const onStatus = (rec: CallTaskRecord) => extra.sendNotification({ method: "notifications/tasks/status", params: { ...mcpTask(rec), _meta: { [RELATED_TASK]: { taskId: id } } } } as never).catch(() => {});
+      const rec = await waitCallTask(s, id, { until: Date.now() + RESULT_WAIT_MS, signal: extra.signal, onStatus, ...(onInput ? { onInput } : {}) });
       if (!rec.outcome) throw new ToolError("CONFLICT", `Task ${id} is still ${rec.status}${rec.status_message ? ` (${rec.status_message})` : ""}; call tasks/result again to keep waiting, or tasks/get to look.`, { task_id: id, status: rec.status });
       const r = callToolResult(rec.outcome);
       return { ...r, _meta: { ...r._meta, [RELATED_TASK]: { taskId: id } } } as never;
@@ -107,5 +110,5 @@ export function registerMcpTasks(server: Server, scope: CallScope, asks: boolean
   );
 }
 
-/** Whether a JSON-RPC body (one message or a batch) waits on a task's result (answered as SSE for a client that answers questions). */
+/** Whether a JSON-RPC body (one message or a batch) waits on a task's result (answered as SSE: status notifications, and questions for a client that answers them). */
 export const hasTaskWait = (body: unknown) => (Array.isArray(body) ? body : [body]).some((m) => (m as { method?: unknown } | null)?.method === "tasks/result");

@@ -130,9 +130,10 @@ export async function mcpResponse(req: Request, call: McpRequest): Promise<Respo
   // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
   const background = call.background();
   const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, call.tools, auth.tenant), auth, wsId, session: call.session, signal: req.signal, asks, ...(background ? { background } : {}) });
-  // JSON responses, except for a call that asked for progress, or may put a question to a client
-  // that answers them: that one answers as SSE so the notifications and questions can go out.
-  const streamed = asksProgress(body) || (asks && (hasToolCall(body) || hasTaskWait(body)));
+  // JSON responses, except for a call that asked for progress, a wait on a task's result (status
+  // notifications), or a call that may put a question to a client that answers them: that one
+  // answers as SSE so the notifications and questions can go out.
+  const streamed = asksProgress(body) || hasTaskWait(body) || (asks && hasToolCall(body));
   // No session, except the id that tells later requests this client answers questions (initialize only).
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: askSessionFor(body), enableJsonResponse: !streamed });
   await server.connect(transport);

@@ -491,6 +491,7 @@ export interface paths {
          *     - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
          *     - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
          *     - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
+         *     - run_in_background: true (default: false) returns a task_id at once, as bash's does: read its output with bash_output, stop it with kill_shell (it counts among bash's background tasks).
          *     - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
          *     - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
          *     - keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (`server &`, listening on the sandbox's loopback) persist to the session's next keep_alive calls. It ends after idle_timeout_s without a command (default 300 s, max 840), after 14 min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call then starts a new one and its output says what was lost. Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp. The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.
@@ -3879,6 +3880,8 @@ export interface operations {
                     };
                     /** @description Seconds before it is killed (default: 60, max 600) */
                     timeout?: number;
+                    /** @description Start it and return a task_id at once (default: false) */
+                    run_in_background?: boolean;
                     /** @description Run in this session's live sandbox (needs X-Session-Id): processes, shell state, /tmp and HOME persist to the session's next calls until 300 s without a command (idle_timeout_s) or 14 min in all; files never depend on it (default: false: a fresh sandbox per call) */
                     keep_alive?: boolean;
                     /** @description With keep_alive, when a new live sandbox is started: end it after this many seconds without a command (default: 300, max 840) */
@@ -3903,10 +3906,13 @@ export interface operations {
                         output: string;
                         /** @description The same result, structured (the tool's output schema; GET /v1/tools shows it as output_schema). */
                         data: {
-                            stdout: string;
-                            stderr: string;
-                            exit_code: number | null;
-                            duration_ms: number;
+                            task_id?: string;
+                            /** @enum {string} */
+                            status?: "running";
+                            stdout?: string;
+                            stderr?: string;
+                            exit_code?: number | null;
+                            duration_ms?: number;
                             output_file?: string;
                             output_cut?: {
                                 total_bytes: number;

@@ -1,15 +1,20 @@
 /**
  * Moving a call task on from what its storage says: the sandbox run it follows (lib/exec/tasks.ts
- * pollTask: status and the output since the last poll) and the held call or question it waits on
+ * pollTask: status and the output since the last poll), the subagent it follows (task with
+ * background: lib/tools/task/records.ts) and the held call or question it waits on
  * (lib/tools/pending/store.ts). Any request of the task's key may advance it, in any isolate; the
  * record's conditional write keeps one outcome (store.ts changeCallTask). The request whose write
- * ends a run meters the run's sandbox time (one usage record, as the call itself would have had).
+ * ends detached work meters the call: one usage record, the starting request's cost plus the run's
+ * sandbox time (the start itself is not metered: run-tool.ts meterDetachedAtEnd).
  */
 import { pollTask } from "../../exec/tasks.js";
 import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
 import type { RunResult, TaskPoll } from "../../exec/types.js";
 import { ToolError } from "../../shared/errors.js";
 import { emitUsage } from "../metering/usage.js";
+import { detachedWork } from "../run-tool.js";
+import { loadTask, type TaskRecord } from "../../tools/task/records.js";
+import { taskData, taskText } from "../../tools/task/view.js";
 import type { RunDeps } from "../deps.js";
 import { heldCallResult, nowOf, outcomeOrThrow } from "../../tools/pending/outcome.js";
 import { isClosed, isExpired, loadPending, pendingScope, type PendingRecord } from "../../tools/pending/store.js";
@@ -35,19 +40,42 @@ export function errorOutcome(e: unknown): CallTaskOutcome {
   return { ok: false, code: t.code, message: t.message, details: t.details };
 }
 
+/** What a call's result carries: the tool's outcome and, from runTool, what the starting request cost. */
+export interface CallResult {
+  title: string;
+  output: string;
+  data: Record<string, unknown>;
+  call_id?: string;
+  usage?: { ms: number; bytes_read: number; bytes_written: number };
+}
+
 /**
- * What a call's result makes of its task: a bash command started in the background is followed
- * (run_id); anything else is the task's outcome.
+ * What a call's result makes of its task: work started detached (bash or run_code in the background,
+ * a background subagent: run-tool.ts detachedWork) is followed; anything else is the task's outcome.
  */
-export function afterResult(rec: CallTaskRecord, r: { title: string; output: string; data: Record<string, unknown>; call_id?: string }, approved = false): CallTaskRecord {
-  const runId = rec.tool === "bash" && r.data.status === "running" && typeof r.data.task_id === "string" ? r.data.task_id : undefined;
-  if (runId) {
+export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false): CallTaskRecord {
+  const work = detachedWork(rec.tool, r.data);
+  if (work) {
     const { pending_id: _p, ...rest } = rec;
+    const id = r.data.task_id as string;
     // An approved call's output opens with what the human decided; the run's result will say it first too.
-    const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background")).join("\n") : "";
-    return { ...rest, status: "working", run_id: runId, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500), ...(preface ? { preface } : {}) };
+    const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n") : "";
+    const usage = r.usage ? { start_usage: { ms: r.usage.ms, bytes_read: r.usage.bytes_read, bytes_written: r.usage.bytes_written } } : {};
+    const follows = work === "run" ? { run_id: id, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) } : { agent_task_id: id, status_message: `Subagent working: ${r.title}`.slice(0, 500) };
+    return { ...rest, status: "working", ...follows, ...usage, ...(preface ? { preface } : {}) };
   }
   return settled(rec, { ok: true, title: r.title, output: r.output, data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}) });
+}
+
+/**
+ * The one usage record of a call whose work went on detached, written by the request whose write
+ * ended the task: the starting request's cost plus the work's time (sandbox_ms for a sandbox run).
+ * A call started before its task could defer it (an approved call: metered on the approver's request) has none here.
+ */
+function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number, sandboxMs?: number): void {
+  if (!rec.start_usage) return;
+  const u = rec.start_usage;
+  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, tool: rec.tool, ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: u.ms + workMs, bytes_read: u.bytes_read, bytes_written: u.bytes_written, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
 }
 
 /** The last PARTIAL_OUTPUT_CHARS characters of the output so far and the new text. */
@@ -86,15 +114,38 @@ async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): P
     },
     { rec, etag },
   );
-  if (ended && changed && p.result) {
-    const run = p.result;
-    emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, tool: rec.tool, ok: next.status === "completed", ...(next.outcome && !next.outcome.ok ? { code: next.outcome.code } : {}), ms: run.duration_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: run.duration_ms }, s.background);
+  if (ended && changed) meterEnd(s, rec, next, p.result?.duration_ms ?? 0, p.result?.duration_ms);
+  return next;
+}
+
+/** A subagent still running this long past its deadline was lost (as task_output says). */
+const AGENT_LOST_AFTER_MS = 60_000;
+
+/** A subagent's end as the call's outcome: what task would have answered in the foreground. */
+function agentOutcome(rec: CallTaskRecord, t: TaskRecord): CallTaskOutcome {
+  if (t.status === "failed") return { ok: false, code: t.error?.code ?? "INTERNAL", message: (rec.preface ? `${rec.preface}\n` : "") + (t.error?.message ?? "The subagent failed."), details: { task_id: t.task_id, steps: t.steps, files_changed: t.files_changed, call_ids: t.call_ids } };
+  return { ok: true, title: `task ${t.task_id}: ${t.status}`, output: (rec.preface ? `${rec.preface}\n` : "") + taskText(t), data: taskData(t) };
+}
+
+/** Follows the task's subagent: its outcome once it ended (or was lost past its deadline), metered once. */
+async function advanceAgent(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
+  let t = await loadTask({ driver: s.deps.storage, tenant: s.tenant, workspace: s.workspace }, rec.agent_task_id!);
+  const now = Date.now();
+  if (t.status === "running" && now > Date.parse(t.deadline) + AGENT_LOST_AFTER_MS) {
+    t = { ...t, status: "failed", error: { code: "UNAVAILABLE", message: "The subagent stopped without finishing (the process running it ended before its deadline). Run it again, in the foreground if it is short." } };
   }
+  if (t.status === "running") {
+    const msg = `Subagent working: step ${t.steps}${t.description ? ` (${t.description})` : ""}`.slice(0, 500);
+    if (msg === rec.status_message) return rec;
+    return (await changeCallTask(s, rec.id, (cur) => (isTerminal(cur.status) ? null : { ...cur, status_message: msg, progress: t.steps }), { rec, etag })).rec;
+  }
+  const { rec: next, changed } = await changeCallTask(s, rec.id, (cur) => (isTerminal(cur.status) ? null : settled(cur, agentOutcome(cur, t))), { rec, etag });
+  if (changed) meterEnd(s, rec, next, Math.max(0, now - Date.parse(rec.created_at)));
   return next;
 }
 
 /** The held call's outcome as the task's: an approval's (what the human decided, said first) or the question's answer; null while it waits. */
-function heldOutcome(held: PendingRecord, ws: string, now: number): { title: string; output: string; data: Record<string, unknown>; call_id?: string } | CallTaskOutcome | null {
+function heldOutcome(held: PendingRecord, ws: string, now: number): CallResult | CallTaskOutcome | null {
   const waiting = held.status === "pending" || held.status === "running";
   if (waiting && !isExpired(held, now)) return null;
   if (!isClosed(held) && held.status === "done" && !held.outcome) return null;
@@ -124,6 +175,7 @@ export async function advanceCallTask(s: CallTaskDeps, cur: { rec: CallTaskRecor
   const { rec, etag } = cur;
   if (isTerminal(rec.status)) return rec;
   if (rec.status === "working" && rec.run_id) return advanceRun(s, rec, etag);
+  if (rec.status === "working" && rec.agent_task_id) return advanceAgent(s, rec, etag);
   if (rec.status === "input_required" && rec.pending_id) return advanceHeld(s, rec, etag);
   return rec;
 }

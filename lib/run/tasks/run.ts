@@ -3,12 +3,16 @@
  * 2026-07-28 door: tasks/get|update|cancel) runs long calls through. docs/mcp-and-providers.md "Tasks".
  *
  *   startCallTask   runs the call through runTool (the one run path: scope, arguments, the approval
- *                   gate, metering). bash (not keep_alive) is started in the background
+ *                   gate, metering). bash and run_code (not keep_alive) are started in the background
  *                   (lib/exec/tasks.ts: the sandbox run has its own durable record, output chunks and
- *                   kill flag), so the task answers at once and its run goes on without any request.
- *                   Every other call runs to its end in the starting request. A call the gate holds, or
- *                   an ask_user question, makes the task input_required (pending_id). Then the record
- *                   is written (store.ts) and returned.
+ *                   kill flag), task as a background subagent (lib/tools/task/), so the task answers
+ *                   at once and its work goes on without any request; the call is metered once, at
+ *                   the work's end (advance.ts). Every other call runs to its end in the starting
+ *                   request. A call the gate holds, or an ask_user question, makes the task
+ *                   input_required (pending_id). Then the record is written (store.ts) and returned.
+ *   callOrStartTask the same, for a door whose server decides per call whether a task is worth it
+ *                   (MCP 2026-07-28): a call that ended in the starting request is answered as it is,
+ *                   with no task record.
  *   getCallTask     the task now: its run polled (new output kept, the end metered once) or its held call looked at.
  *   waitCallTask    until it is terminal (or input_required and nothing moves, when `untilInput`), the signal, or `until`.
  *   cancelCallTask  kills its run (the runner stops every process, nothing is written back) or closes its
@@ -20,12 +24,12 @@
  */
 import { killTask } from "../../exec/tasks.js";
 import { ToolError } from "../../shared/errors.js";
-import type { Tool } from "../../contract/tool.js";
+import type { Tool, Usage } from "../../contract/tool.js";
 import { closePending, loadPending, pendingScope } from "../../tools/pending/store.js";
 import { runTool, type CallScope } from "../run-tool.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { afterResult, advanceCallTask, errorOutcome, settled, type CallTaskDeps } from "./advance.js";
-import { changeCallTask, createCallTask, isTerminal, loadCallTask, ttlOf, type CallTaskRecord } from "./store.js";
+import { changeCallTask, createCallTask, isTerminal, loadCallTask, ttlOf, type CallTaskOutcome, type CallTaskRecord } from "./store.js";
 
 /** What a door passes to start a task: the call's scope as for runTool, and the task's own options. */
 export interface StartCallTask {
@@ -41,39 +45,62 @@ export interface StartCallTask {
 /** Why an ask_user put to the client is not waited on in the starting request: the task waits instead. */
 const ASKED_LATER = "asked when the client waits on the task";
 
-/** The args a call runs with as a task: bash in the background (unless it keeps a live sandbox or asks for the background itself). */
+/**
+ * The args a call runs with as a task: bash and run_code in the background (unless they keep a live
+ * sandbox, or bash only restarts its shell), task as a background subagent.
+ */
 function taskArgs(tool: Tool, args: unknown): unknown {
-  if (tool.name !== "bash" || !args || typeof args !== "object") return args;
+  if (!args || typeof args !== "object") return args;
   const a = args as Record<string, unknown>;
-  if (a.keep_alive === true || a.run_in_background === true || a.command === undefined) return args;
+  if (tool.name === "task") return a.background === true ? args : { ...a, background: true };
+  if (tool.name !== "bash" && tool.name !== "run_code") return args;
+  if (a.keep_alive === true || a.run_in_background === true || (tool.name === "bash" && a.command === undefined)) return args;
   return { ...a, run_in_background: true };
 }
 
 /** The task scope of a call: its storage, tenant, workspace, key, and what metering needs. */
 export const taskScopeOf = (scope: CallScope): CallTaskDeps => ({ storage: scope.deps.storage, tenant: scope.auth.tenant, workspace: scope.wsId, key_id: scope.auth.key_id, deps: scope.deps, ...(scope.background ? { background: scope.background } : {}) });
 
-/** Runs the call as a task (see above) and returns its record, already written. */
-export async function startCallTask(start: StartCallTask): Promise<CallTaskRecord> {
+/** The call's outcome when it ended in the starting request (no task needed), with what it cost. */
+export type InlineOutcome = CallTaskOutcome & { usage?: Usage };
+
+/** Runs the call for a task: the record it makes (not yet written; with an outcome when the call ended here) and what the request cost. */
+async function runForTask(start: StartCallTask): Promise<{ made: CallTaskRecord; usage?: Usage }> {
   const { tool, scope } = start;
-  const s = taskScopeOf(scope);
   const askHuman = start.clientAnswers && tool.name === "ask_user" ? async () => { throw new Error(ASKED_LATER); } : undefined;
   const args = taskArgs(tool, start.args);
-  const base = { id: "", key_id: s.key_id, tool: tool.name, session: scope.session, status: "working" as const, created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs) };
-  let made: CallTaskRecord;
+  const base = { id: "", key_id: scope.auth.key_id, tool: tool.name, session: scope.session, status: "working" as const, created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs) };
   try {
-    const r = await runTool(tool, args, { ...scope, ...(askHuman ? { askHuman } : {}) });
-    made = afterResult(base, r);
-    if (made.run_id) made.run_timeout_s = Number((args as { timeout?: number }).timeout ?? 120);
+    const r = await runTool(tool, args, { ...scope, meterDetachedAtEnd: true, ...(askHuman ? { askHuman } : {}) });
+    const made = afterResult(base, r);
+    if (made.run_id) made.run_timeout_s = Number((args as { timeout?: number }).timeout ?? (tool.name === "run_code" ? 60 : 120));
+    return { made, usage: r.usage };
   } catch (e) {
     const err = e instanceof ToolError ? e : null;
     const pendingId = err && (err.code === "NEEDS_INPUT" || err.code === "NEEDS_APPROVAL") && typeof err.details.pending_id === "string" ? err.details.pending_id : null;
-    made = pendingId
+    const made: CallTaskRecord = pendingId
       ? { ...base, status: "input_required", pending_id: pendingId, status_message: err!.code === "NEEDS_INPUT" ? "Waiting for the user's answer." : `Waiting for a human to approve this ${tool.name} call (pending call ${pendingId}).` }
       : settled(base, errorOutcome(e));
+    return { made };
   }
+}
+
+/** Writes the task record a call made. */
+async function writeTask(s: CallTaskDeps, made: CallTaskRecord): Promise<CallTaskRecord> {
   const { id: _i, created_at: _c, updated_at: _u, key_id: _k, ...init } = made;
-  const { rec } = await createCallTask(s, init);
-  return rec;
+  return (await createCallTask(s, init)).rec;
+}
+
+/** Runs the call as a task (see above) and returns its record, already written. */
+export async function startCallTask(start: StartCallTask): Promise<CallTaskRecord> {
+  return writeTask(taskScopeOf(start.scope), (await runForTask(start)).made);
+}
+
+/** Runs the call: a task (written) when its work goes on detached or waits for input, else the call's outcome as it ended (no record). */
+export async function callOrStartTask(start: StartCallTask): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
+  const { made, usage } = await runForTask(start);
+  if (made.outcome) return { done: { ...made.outcome, ...(usage ? { usage } : {}) } };
+  return { task: await writeTask(taskScopeOf(start.scope), made) };
 }
 
 /** The caller's task as it is now (NOT_FOUND for an unknown id, another key's, workspace's or tenant's). */
@@ -90,11 +117,13 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 /**
  * Waits for the task to end: reads it again with a backoff (250 ms growing to 2 s) until it is
  * terminal, `until` (epoch ms) passes or the signal aborts. `onInput` is called once per held call
- * the task waits on (the door puts a question to its client there). Returns the last record read.
+ * the task waits on (the door puts a question to its client there); `onStatus` each time a read finds
+ * its status or status message changed (the door's status notifications). Returns the last record read.
  */
-export async function waitCallTask(s: CallTaskDeps, id: string, opts: { until: number; signal?: AbortSignal; onInput?: (rec: CallTaskRecord) => Promise<void> }): Promise<CallTaskRecord> {
+export async function waitCallTask(s: CallTaskDeps, id: string, opts: { until: number; signal?: AbortSignal; onInput?: (rec: CallTaskRecord) => Promise<void>; onStatus?: (rec: CallTaskRecord) => Promise<void> }): Promise<CallTaskRecord> {
   let rec = await getCallTask(s, id);
   const told = new Set<string>();
+  let shown = `${rec.status}\n${rec.status_message ?? ""}`;
   for (let pause = 250; !isTerminal(rec.status) && Date.now() < opts.until && !opts.signal?.aborted; pause = Math.min(pause * 1.5, 2000)) {
     if (rec.status === "input_required" && rec.pending_id && opts.onInput && !told.has(rec.pending_id)) {
       told.add(rec.pending_id);
@@ -102,6 +131,9 @@ export async function waitCallTask(s: CallTaskDeps, id: string, opts: { until: n
     }
     await sleep(Math.min(pause, Math.max(0, opts.until - Date.now())), opts.signal);
     rec = await getCallTask(s, id);
+    const now = `${rec.status}\n${rec.status_message ?? ""}`;
+    if (now !== shown && opts.onStatus) await opts.onStatus(rec);
+    shown = now;
   }
   return rec;
 }
@@ -127,7 +159,8 @@ export async function cancelCallTask(s: CallTaskDeps, id: string): Promise<CallT
     const held = await loadPending(ps, cur.rec.pending_id);
     if (held.rec.status === "pending") await closePending(ps, held.rec, held.etag, "superseded", "the MCP client cancelled the task that held this call");
   }
-  const outcome = errorOutcome(new ToolError("CANCELLED", `Task ${id} was cancelled by the client${cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : ""}.`, { task_id: id }));
+  const why = cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : cur.rec.agent_task_id ? `: its subagent is not stopped (it may still finish steps until its deadline; task_output {task_id: "${cur.rec.agent_task_id}"} reads it)` : "";
+  const outcome = errorOutcome(new ToolError("CANCELLED", `Task ${id} was cancelled by the client${why}.`, { task_id: id }));
   // A run that ended before the kill keeps its own outcome: the next read of the task shows it.
   const done = await changeCallTask(s, id, (rec) => (isTerminal(rec.status) ? null : settled(rec, outcome)));
   return done.rec;

@@ -54,8 +54,12 @@ export interface CallTaskRecord {
   created_at: string;
   updated_at: string;
   ttl_ms: number;
-  /** A sandbox run the task follows (bash started in the background: lib/exec/tasks.ts). */
+  /** A sandbox run the task follows (bash or run_code started in the background: lib/exec/tasks.ts). */
   run_id?: string;
+  /** A subagent the task follows (task with background: lib/tools/task/records.ts). */
+  agent_task_id?: string;
+  /** What the starting request cost (its usage record waits for the detached work's end: one record per call). */
+  start_usage?: { ms: number; bytes_read: number; bytes_written: number };
   /** That run's timeout in seconds (what a timed-out run's error says). */
   run_timeout_s?: number;
   /** What a human decided about the call (an approval's note, changed arguments), said first in the run's result (invariant 13). */

@@ -104,7 +104,7 @@ describe("MCP 2026-07-28 door", () => {
     const oldList = (await old.listTools()).tools;
     expect(oldList.map((x) => x.name)).toEqual(names);
     // The same tool objects (annotations, schemas) through both SDKs: one listing (lib/doors/mcp-tools.ts).
-    // The same tool object, but for the 2025 door's `execution.taskSupport` (tasks are served there, not yet on 2026-07-28).
+    // The same tool object, but for the 2025 door's `execution.taskSupport` (on 2026-07-28 the server decides per call: the tasks extension).
     const { execution, ...oldWrite } = oldList.find((x) => x.name === "write")! as typeof oldList[number] & { execution?: unknown };
     expect(execution).toEqual({ taskSupport: "optional" });
     expect((await modern.listTools()).tools.find((x) => x.name === "write")).toEqual(oldWrite);

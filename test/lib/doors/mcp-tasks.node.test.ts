@@ -4,60 +4,19 @@
  * task (progress and partial output by tasks/get, the result by tasks/result, its sandbox time
  * metered), cancel kills the run (the file it would have written never appears), ask_user answered
  * by elicitation, an approval with changed arguments and a refusal answered through the
- * pending-call API, a call without params.task as before, another tenant's or workspace's task id
- * not found.
+ * pending-call API (its change of status sent as notifications/tasks/status while tasks/result
+ * waits), a call without params.task as before, another tenant's or workspace's task id not found.
+ * The setup is shared with the 2026-07-28 door's tasks test (./sandbox-app.ts).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, McpError, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, McpError, TaskStatusNotificationSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tools } from "../../../functions/index.js";
-import { localExecutor } from "../../../infra/container/local-executor.js";
-import { createApp } from "../../../lib/api/app.js";
-import type { AppDeps } from "../../../lib/api/deps.js";
-import type { UsageRecord } from "../../../lib/run/metering/record.js";
-import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
-import { httpSyncClient } from "../../../lib/sync/http.js";
-import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { answerCallTask, callTaskInput } from "../../../lib/run/tasks/input.js";
 import { getCallTask } from "../../../lib/run/tasks/run.js";
+import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
 
-const ADMIN = "mcp-tasks-admin";
-const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
-chmodSync(root, 0o711);
-const usage: UsageRecord[] = [];
-let app: ReturnType<typeof createApp>;
-const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
-const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
-const storage = memoryDriver();
-const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u) } as AppDeps;
-app = createApp(deps, tools);
-
-const call = async (path: string, init: RequestInit, auth: string) =>
-  app.request(path, { ...init, headers: { authorization: `Bearer ${auth}`, "content-type": "application/json", ...(init.headers as Record<string, string> | undefined) } });
-const post = async (path: string, body: unknown, auth: string, method = "POST") => {
-  const r = await call(path, { method, body: JSON.stringify(body) }, auth);
-  return { status: r.status, body: (await r.json()) as any };
-};
-
-interface Tenant {
-  id: string;
-  key: string;
-  approver: string;
-}
-
-/** A tenant with an agent key, an approver key and the workspaces named. */
-async function tenant(id: string, workspaces = ["main"]): Promise<Tenant> {
-  expect((await post("/v1/admin/tenants", { id }, ADMIN)).status).toBe(201);
-  const key = (await post(`/v1/admin/tenants/${id}/keys`, {}, ADMIN)).body.key as string;
-  const approver = (await post(`/v1/admin/tenants/${id}/keys`, { name: "app", scopes: ["read", "approve"] }, ADMIN)).body.key as string;
-  for (const ws of workspaces) expect((await post("/v1/workspaces", { id: ws }, key)).status).toBe(201);
-  return { id, key, approver };
-}
+const { app, deps, storage, usage, call, post, tenant, upload, fileStatus, close } = sandboxApp();
 
 /** The official client on a workspace; `onAsk` makes it declare form elicitation and answer with it. */
 async function connect(t: Tenant, ws = "main", onAsk?: (message: string) => ElicitResult): Promise<Client> {
@@ -72,21 +31,12 @@ async function connect(t: Tenant, ws = "main", onAsk?: (message: string) => Elic
 const startTask = async (client: Client, name: string, args: Record<string, unknown>) =>
   (await client.request({ method: "tools/call", params: { name, arguments: args, task: { ttl: 600_000 } } }, CreateTaskResultSchema)).task;
 const text = (r: any) => (r.content as { type: string; text: string }[]).map((c) => c.text).join("");
-/** Puts a file through the raw files route. */
-async function upload(t: Tenant, path: string, body = "x", ws = "main"): Promise<void> {
-  const r = await app.request(`/v1/workspaces/${ws}/files/${path}`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(body.length) }, body });
-  expect(r.status, await r.clone().text()).toBeLessThan(300);
-}
-const fileStatus = async (t: Tenant, path: string, ws = "main") => (await call(`/v1/workspaces/${ws}/files/${path}`, {}, t.key)).status;
 
 let acme: Tenant;
 beforeAll(async () => {
   acme = await tenant("acme", ["main", "other"]);
 });
-afterAll(async () => {
-  await executor.handler.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(close);
 
 describe("bash as an MCP task", () => {
   it("answers at once; tasks/get shows the output so far while it runs; tasks/result is the command's result; its sandbox time is metered", async () => {
@@ -109,11 +59,13 @@ describe("bash as an MCP task", () => {
     expect(r._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId: task.taskId });
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
     expect(await fileStatus(acme, "out.txt")).toBe(200);
-    // The start's record (the call) and the run's (its sandbox time), once however often it is read.
+    // One call, one usage record: written when the run ended, with its sandbox time, once however often the task is read.
     await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    const runs = usage.filter((u) => u.tool === "bash" && u.sandbox_ms !== undefined && u.workspace === "main" && u.tenant === "acme");
+    const runs = usage.filter((u) => u.tool === "bash" && u.workspace === "main" && u.tenant === "acme");
     expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ ok: true, key: expect.any(String) });
     expect(runs[0]!.sandbox_ms).toBeGreaterThan(0);
+    expect(runs[0]!.ms).toBeGreaterThanOrEqual(runs[0]!.sandbox_ms!);
     await client.close();
   });
 
@@ -174,9 +126,13 @@ describe("input requests", () => {
     const pendingId = got._meta?.["toolshed/pending_id"] as string;
     expect(pendingId).toMatch(/^p/);
     expect(got.statusMessage).not.toMatch(/confirmed|header|skip/i);
+    const statuses: string[] = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, (n) => void statuses.push(n.params.status));
     const waiting = client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect((await post(`/v1/workspaces/main/pending/${pendingId}`, { approved: true, note: "only dist", modified_args: { path: "dist", recursive: true } }, t.approver)).status).toBe(200);
     const r = await waiting;
+    // tasks/result answers as SSE: the change of status went out as notifications/tasks/status before the result.
+    expect(statuses).toEqual(["completed"]);
     expect(r.isError ?? false, text(r)).toBe(false);
     expect(text(r)).toMatch(/^A human approved this delete call with CHANGED arguments: what ran is not what you asked\..*Their note: only dist\n/);
     expect(r.structuredContent).toMatchObject({ path: "dist" });

@@ -1,0 +1,66 @@
+/**
+ * The real app over memory storage with the real sandbox (local executor, bubblewrap), for the MCP
+ * tasks tests of both revisions: tenants with an agent key and an approver key, raw routes, and
+ * every usage record the app wrote. Loopback is allowed to outbound fetches (test-only switch) so a
+ * tenant's model endpoint can be a scripted server on 127.0.0.1.
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "vitest";
+import { tools } from "../../../functions/index.js";
+import { localExecutor } from "../../../infra/container/local-executor.js";
+import { createApp } from "../../../lib/api/app.js";
+import type { AppDeps } from "../../../lib/api/deps.js";
+import type { UsageRecord } from "../../../lib/run/metering/record.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { httpSyncClient } from "../../../lib/sync/http.js";
+import { httpRunRecords } from "../../../lib/sync/runs.js";
+
+export const ADMIN = "mcp-tasks-admin";
+
+export interface Tenant {
+  id: string;
+  key: string;
+  approver: string;
+}
+
+/** One app with its own sandbox root; close() stops the runner and removes the root. */
+export function sandboxApp() {
+  const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
+  chmodSync(root, 0o711);
+  const usage: UsageRecord[] = [];
+  let app: ReturnType<typeof createApp>;
+  const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+  const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
+  const storage = memoryDriver();
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true } } as AppDeps;
+  app = createApp(deps, tools);
+
+  const call = async (path: string, init: RequestInit, auth: string) =>
+    app.request(path, { ...init, headers: { authorization: `Bearer ${auth}`, "content-type": "application/json", ...(init.headers as Record<string, string> | undefined) } });
+  const post = async (path: string, body: unknown, auth: string, method = "POST") => {
+    const r = await call(path, { method, body: JSON.stringify(body) }, auth);
+    return { status: r.status, body: (await r.json()) as any };
+  };
+  /** A tenant with an agent key, an approver key and the workspaces named. */
+  async function tenant(id: string, workspaces = ["main"]): Promise<Tenant> {
+    expect((await post("/v1/admin/tenants", { id }, ADMIN)).status).toBe(201);
+    const key = (await post(`/v1/admin/tenants/${id}/keys`, {}, ADMIN)).body.key as string;
+    const approver = (await post(`/v1/admin/tenants/${id}/keys`, { name: "app", scopes: ["read", "approve"] }, ADMIN)).body.key as string;
+    for (const ws of workspaces) expect((await post("/v1/workspaces", { id: ws }, key)).status).toBe(201);
+    return { id, key, approver };
+  }
+  /** Puts a file through the raw files route. */
+  async function upload(t: Tenant, path: string, body = "x", ws = "main"): Promise<void> {
+    const r = await app.request(`/v1/workspaces/${ws}/files/${path}`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(body.length) }, body });
+    expect(r.status, await r.clone().text()).toBeLessThan(300);
+  }
+  const fileStatus = async (t: Tenant, path: string, ws = "main") => (await call(`/v1/workspaces/${ws}/files/${path}`, {}, t.key)).status;
+  async function close(): Promise<void> {
+    await executor.handler.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+  return { app, deps, storage, usage, call, post, tenant, upload, fileStatus, close };
+}
