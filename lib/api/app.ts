@@ -24,6 +24,8 @@ import { assertEveryRouteGuarded } from "./routes/served-routes.js";
 import { adminApp } from "./routes/admin.js";
 import { tenantKeysApp } from "./routes/keys.js";
 import { limitsApp } from "./routes/limits.js";
+import { CallLeases } from "../limits/call-leases.js";
+import { StorageAllowances } from "../limits/storage-allowance.js";
 import { archiveApp } from "./routes/archive.js";
 import { versionsApp } from "./routes/versions.js";
 import { undoApp } from "./routes/undo.js";
@@ -77,7 +79,11 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
       })
     : undefined;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
-  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
+  // calls_per_minute's token of most calls comes from this isolate's pool (lib/limits/call-leases.ts).
+  const callLeases = inputDeps.callLeases ?? (inputDeps.limits ? new CallLeases(inputDeps.limits) : undefined);
+  // A write's storage-quota charge from this isolate's allowance (lib/limits/storage-allowance.ts).
+  const storageAllowances = inputDeps.storageAllowances ?? (inputDeps.limits ? new StorageAllowances(inputDeps.limits) : undefined);
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(callLeases ? { callLeases } : {}), ...(storageAllowances ? { storageAllowances } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
   if (deps.tracer) app.use("*", traceRequests(deps.tracer));
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...), or an OAuth access token of an issuer the tenant trusts (docs/oauth.md)." });

@@ -4,6 +4,7 @@
  * JSON Schema of the tool definition. toolApp() turns a tool into a stateless Hono app.
  */
 import type { LimitsStore } from "../limits/store.js";
+import type { StorageAllowances } from "../limits/storage-allowance.js";
 import { z } from "@hono/zod-openapi";
 import { argumentParser } from "./tool-args.js";
 import type { AuthInfo, Scope } from "./caller.js";
@@ -34,6 +35,8 @@ export interface ToolDeps {
   executor?: Executor;
   /** Tenants' limits and counters (lib/limits/: calls per minute, concurrent runs, quotas); without it nothing is limited. */
   limits?: LimitsStore;
+  /** This isolate's storage allowances over `limits` (lib/limits/storage-allowance.ts: a write's quota charge off its path); createApp makes one. */
+  storageAllowances?: StorageAllowances;
   /** Secret for HMAC-signed, workspace-scoped tokens (sync endpoint of the bash runner). */
   syncSecret?: string;
   /** This API's base URL as the runner reaches it (for /v1/sync). */

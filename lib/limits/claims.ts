@@ -39,15 +39,15 @@ export interface ClaimStore {
 
 export const CLAIM_PREFIX = "idem/";
 
-let seq = 0;
-const newId = (now: number) => `${now.toString(36)}-${(seq++).toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+/** A new claim of `ask` at `now`: the one maker of claims (the object's, memory's and DynamoDB's), with an id that never repeats. */
+export const newClaim = (ask: ClaimAsk, now: number): Claim => ({ id: crypto.randomUUID(), started: now, lease_until: now + ask.leaseMs, expires: now + ask.keepMs });
 
 /** Takes the key when nobody holds it (or its claim expired), or takes over the claim `over` once its lease is over. */
 export async function claimKey(store: ClaimStore, ask: ClaimAsk, now: number): Promise<ClaimAnswer> {
   const current = await store.get(CLAIM_PREFIX + ask.key);
   const free = !current || current.expires <= now || (ask.over !== undefined && current.id === ask.over && current.lease_until <= now);
   if (!free) return { taken: false, claim: current };
-  const claim: Claim = { id: newId(now), started: now, lease_until: now + ask.leaseMs, expires: now + ask.keepMs };
+  const claim = newClaim(ask, now);
   await store.put(CLAIM_PREFIX + ask.key, claim);
   return { taken: true, claim };
 }

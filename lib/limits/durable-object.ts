@@ -4,7 +4,8 @@
  * every isolate and instance that asks it sees one count: no overshoot from concurrency.
  *
  * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
- * count (`usage/<ws>`) in the object's storage (written on set, acquire, release and charge only);
+ * count (`usage/<ws>`) and the storage allowances given to isolates (`allowances`) in the object's
+ * storage (written on set, acquire, release and charge only);
  * the token buckets and the pending workspace slots in its memory (no storage write per call; a
  * restart forgets slots, which are held for the seconds of a create). Idempotency-Key claims
  * (claims.ts) in its storage, written before the answer that says "taken" leaves; expired ones are
@@ -16,12 +17,13 @@ import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
 import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
-import { TenantUsage, type ChargeOptions, type StorageUsage, type TaskLease } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type HeldAllowance, type StorageUsage, type TaskLease } from "./usage.js";
 
 type Op =
   | { op: "get" }
   | { op: "set"; limits: Limits }
-  | { op: "takeCall"; caller: Caller; claim?: ClaimAsk }
+  | { op: "takeCall"; caller: Caller; claim?: ClaimAsk; extra?: number }
+  | { op: "leaseCalls"; caller: Caller; want: number }
   | { op: "claimKey"; ask: ClaimAsk }
   | { op: "releaseClaim"; key: string; id: string }
   | { op: "acquireRun"; caller: Caller; leaseMs: number }
@@ -52,15 +54,16 @@ export class LimitsObject {
       delete: (k) => state.storage.delete(k).then(() => {}),
     };
     void state.blockConcurrencyWhile(async () => {
-      const [limits, leases, tasks, counts] = await Promise.all([
+      const [limits, leases, tasks, counts, allowances] = await Promise.all([
         state.storage.get<Limits>("limits"),
         state.storage.get<Lease[]>("leases"),
         state.storage.get<TaskLease[]>("tasks"),
         state.storage.list<StorageUsage>({ prefix: USAGE }),
+        state.storage.get<HeldAllowance[]>("allowances"),
       ]);
       this.ops = tenantOps(this.limiter, limits ?? {}, this.usage);
       for (const l of leases ?? []) this.limiter.leases.set(l.id, l);
-      this.usage.load([...counts].map(([k, u]) => [k.slice(USAGE.length), u]), tasks ?? []);
+      this.usage.load([...counts].map(([k, u]) => [k.slice(USAGE.length), u]), tasks ?? [], allowances ?? []);
     });
   }
 
@@ -73,6 +76,11 @@ export class LimitsObject {
     const u = this.usage.storage.get(ws);
     const opts = unconfirmed ? { allowUnconfirmed: true } : {};
     return u ? this.state.storage.put(USAGE + ws, u, opts) : this.state.storage.delete(USAGE + ws, opts).then(() => {});
+  }
+
+  /** The allowances held (storage-allowance.ts), unconfirmed like a charge's count: a restart that loses them frees their room early. */
+  private saveAllowances(): Promise<void> {
+    return this.state.storage.put("allowances", [...this.usage.allowances.values()], { allowUnconfirmed: true });
   }
 
   private saveTasks(): Promise<void> {
@@ -109,10 +117,12 @@ export class LimitsObject {
         await this.state.storage.put("limits", body.limits);
         return answer(ops.set(body.limits));
       case "takeCall": {
-        const d: Admitted = ops.takeCall(body.caller);
+        const d: Admitted = ops.takeCall(body.caller, body.extra);
         if (d.ok && body.claim) d.claim = await this.claim(body.claim);
         return answer(d);
       }
+      case "leaseCalls":
+        return answer(ops.leaseCalls(body.caller, body.want));
       case "claimKey":
         return answer(await this.claim(body.ask));
       case "releaseClaim":
@@ -128,7 +138,8 @@ export class LimitsObject {
         return answer(null);
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
-        if (d.ok) void this.saveUsage(body.ws, true);
+        if (d.ok || body.opts?.settle) void this.saveUsage(body.ws, true);
+        if (body.opts?.settle || body.opts?.reserve) void this.saveAllowances();
         return answer(d);
       }
       case "setStorage":
@@ -164,7 +175,8 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
   return {
     get: (t) => call(t, { op: "get" }),
     set: (t, limits) => call(t, { op: "set", limits }),
-    takeCall: (t, caller, claim) => call(t, { op: "takeCall", caller, ...(claim ? { claim } : {}) }),
+    takeCall: (t, caller, claim, extra) => call(t, { op: "takeCall", caller, ...(claim ? { claim } : {}), ...(extra ? { extra } : {}) }),
+    leaseCalls: (t, caller, want) => call(t, { op: "leaseCalls", caller, want }),
     claimKey: (t, ask) => call(t, { op: "claimKey", ask }),
     releaseClaim: (t, key, id) => call(t, { op: "releaseClaim", key, id }),
     acquireRun: (t, caller, leaseMs) => call(t, { op: "acquireRun", caller, leaseMs }),

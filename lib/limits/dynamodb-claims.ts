@@ -7,11 +7,11 @@
  * expired items (within about two days; an expired item still there counts as free).
  */
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { isConditionFailed, TABLE_KEYS } from "../shared/dynamodb-table.js";
-import type { Claim, ClaimAnswer, ClaimAsk } from "./claims.js";
+import { isConditionFailed, itemKey, PARTITIONS, TABLE_KEYS } from "../shared/dynamodb-table.js";
+import { newClaim, type Claim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
 export function dynamoClaims(client: DynamoDBClient, table: string, now: () => number) {
-  const key = (tenant: string, hash: string) => ({ [TABLE_KEYS.partition]: { S: `limits#${tenant}` }, [TABLE_KEYS.sort]: { S: `idem#${hash}` } });
+  const key = (tenant: string, hash: string) => itemKey(PARTITIONS.limits(tenant), `idem#${hash}`);
 
   async function current(tenant: string, hash: string): Promise<Claim | undefined> {
     const got = await client.send(new GetItemCommand({ TableName: table, Key: key(tenant, hash), ConsistentRead: true }));
@@ -21,7 +21,7 @@ export function dynamoClaims(client: DynamoDBClient, table: string, now: () => n
   async function claimKey(tenant: string, ask: ClaimAsk): Promise<ClaimAnswer> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const at = now();
-      const claim: Claim = { id: crypto.randomUUID(), started: at, lease_until: at + ask.leaseMs, expires: at + ask.keepMs };
+      const claim = newClaim(ask, at);
       try {
         await client.send(
           new PutItemCommand({

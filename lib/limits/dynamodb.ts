@@ -23,7 +23,7 @@
  * items of their own (dynamodb-claims.ts): a keyed call's claim is one conditional PutItem after its token.
  */
 import { GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { backoffMs, isConditionFailed, TABLE_KEYS } from "../shared/dynamodb-table.js";
+import { backoffMs, isConditionFailed, itemKey, PARTITIONS, TABLE_KEYS } from "../shared/dynamodb-table.js";
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type LimiterState } from "./limiter.js";
 import { tenantOps, type Admitted, type LimitsStore, type TenantOps } from "./store.js";
@@ -49,7 +49,7 @@ export interface DynamoLimitsOptions {
 
 export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
   const { client, table, now = Date.now, maxAttempts = 40 } = opts;
-  const key = (tenant: string) => ({ [TABLE_KEYS.partition]: { S: `limits#${tenant}` }, [TABLE_KEYS.sort]: { S: "state" } });
+  const key = (tenant: string) => itemKey(PARTITIONS.limits(tenant), "state");
 
   /** One queued operation: applied to the state, then whether it changed it. */
   interface Queued {
@@ -141,17 +141,18 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
   return {
     get: (t) => apply(t, (o) => o.get(), () => false),
     set: (t, limits) => apply(t, (o) => o.set(limits), always),
-    async takeCall(t, caller, ask) {
-      const d: Admitted = await apply(t, (o) => o.takeCall(caller), (d) => d.ok);
+    async takeCall(t, caller, ask, extra) {
+      const d: Admitted = await apply(t, (o) => o.takeCall(caller, extra), (d) => d.ok);
       if (d.ok && ask) d.claim = await claims.claimKey(t, ask);
       return d;
     },
+    leaseCalls: (t, caller, want) => apply(t, (o) => o.leaseCalls(caller, want), (d) => d.granted > 0),
     claimKey: (t, ask) => claims.claimKey(t, ask),
     releaseClaim: (t, hash, id) => claims.releaseClaim(t, hash, id),
     acquireRun: (t, caller, leaseMs) => apply(t, (o) => o.acquireRun(caller, leaseMs), (d) => d.ok),
     releaseRun: (t, lease) => apply(t, (o) => o.releaseRun(lease), (held) => held).then(() => undefined),
-    // A refused charge changes nothing, unless it brought a workspace's first count (`init`: kept, as the Durable Object keeps it).
-    chargeStorage: (t, caller, ws, delta, chargeOpts) => apply(t, (o) => o.chargeStorage(caller, ws, delta, chargeOpts), (d) => d.ok || chargeOpts?.init !== undefined),
+    // A refused charge changes nothing, unless it brought a workspace's first count (`init`: kept, as the Durable Object keeps it) or settled an allowance.
+    chargeStorage: (t, caller, ws, delta, chargeOpts) => apply(t, (o) => o.chargeStorage(caller, ws, delta, chargeOpts), (d) => d.ok || chargeOpts?.init !== undefined || chargeOpts?.settle !== undefined),
     setStorage: (t, ws, u) => apply(t, (o) => o.setStorage(ws, u), always),
     reserveWorkspace: (t, caller, leaseMs) => apply(t, (o) => o.reserveWorkspace(caller, leaseMs), always),
     releaseWorkspace: (t, slot) => apply(t, (o) => o.releaseWorkspace(slot), always),

@@ -28,6 +28,9 @@ export interface RateState {
 
 export type CallDecision = ({ ok: true } | { ok: false; retry_after: number }) & RateState & { tenant_limit: number; key_limit: number };
 
+/** Calls taken ahead for an isolate's own pool (lib/limits/call-leases.ts): `granted` of them, and the state of the bucket after. */
+export type CallLease = RateState & { granted: number; tenant_limit: number; key_limit: number };
+
 export interface Lease {
   id: string;
   key: string;
@@ -46,6 +49,15 @@ export interface LimiterState {
 export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number };
 
 const MINUTE_MS = 60_000;
+
+/**
+ * How long calls taken ahead stay good (lib/limits/call-leases.ts): an isolate spends a call within
+ * LEASE_MS of asking for it, or never. So over any T seconds at most capacity + rate × (T + LEASE_MS / 1000) calls pass.
+ */
+export const LEASE_MS = 10_000;
+
+/** The most calls one answer gives ahead at `limit` per minute: what the bucket refills in LEASE_MS (0 under 6 a minute: every call asks). */
+export const leaseCap = (limit: number) => Math.floor((limit * LEASE_MS) / MINUTE_MS);
 
 function refill(b: Bucket, capacity: number, now: number): void {
   const full = capacity * MINUTE_MS;
@@ -67,8 +79,26 @@ export class TenantLimiter {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Takes one call from the tenant's bucket and the key's, or refuses with the seconds until one is there. */
-  takeCall(keyId: string, tenantLimit: number, keyLimit: number): CallDecision {
+  /**
+   * Takes one call from the tenant's bucket and the key's, or refuses with the seconds until one is there.
+   * `extra`: calls wanted ahead besides this one (an isolate's pool), given only when this one passes,
+   * at most leaseCap of the smaller limit and what both buckets hold (`extra` in the answer: how many).
+   */
+  takeCall(keyId: string, tenantLimit: number, keyLimit: number, extra = 0): CallDecision & { extra: number } {
+    const { ok, granted, state, t, k } = this.take(keyId, tenantLimit, keyLimit, 1, extra);
+    const limits = { tenant_limit: tenantLimit, key_limit: keyLimit };
+    if (ok) return { ok: true, ...state, ...limits, extra: granted };
+    const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), secondsFor(MINUTE_MS - k.units, keyLimit));
+    return { ok: false, retry_after: Math.max(1, wait), ...state, ...limits, extra: 0 };
+  }
+
+  /** Up to `want` calls ahead (at most leaseCap of the smaller limit, and what both buckets hold), for no call now. */
+  leaseCalls(keyId: string, tenantLimit: number, keyLimit: number, want: number): CallLease {
+    const { granted, state } = this.take(keyId, tenantLimit, keyLimit, 0, want);
+    return { ...state, granted, tenant_limit: tenantLimit, key_limit: keyLimit };
+  }
+
+  private take(keyId: string, tenantLimit: number, keyLimit: number, need: 0 | 1, extra: number) {
     const now = this.now();
     const t = (this.tenantBucket ??= { units: tenantLimit * MINUTE_MS, at: now });
     refill(t, tenantLimit, now);
@@ -79,19 +109,20 @@ export class TenantLimiter {
       this.keyBuckets.set(keyId, k);
     }
     refill(k, keyLimit, now);
-    const ok = t.units >= MINUTE_MS && k.units >= MINUTE_MS;
+    const ok = t.units >= need * MINUTE_MS && k.units >= need * MINUTE_MS;
+    let granted = 0;
     if (ok) {
-      t.units -= MINUTE_MS;
-      k.units -= MINUTE_MS;
+      t.units -= need * MINUTE_MS;
+      k.units -= need * MINUTE_MS;
+      granted = Math.max(0, Math.min(Math.floor(extra), leaseCap(Math.min(tenantLimit, keyLimit)), calls(t), calls(k)));
+      t.units -= granted * MINUTE_MS;
+      k.units -= granted * MINUTE_MS;
     }
     // The bucket that binds: the one with fewer whole calls left (ties: the tenant's).
     const byKey = calls(k) < calls(t);
     const [b, cap, policy] = byKey ? [k, keyLimit, "key" as const] : [t, tenantLimit, "tenant" as const];
     const state: RateState = { policy, limit: cap, remaining: calls(b), reset: secondsFor(cap * MINUTE_MS - b.units, cap) };
-    const limits = { tenant_limit: tenantLimit, key_limit: keyLimit };
-    if (ok) return { ok: true, ...state, ...limits };
-    const wait = Math.max(secondsFor(MINUTE_MS - t.units, tenantLimit), secondsFor(MINUTE_MS - k.units, keyLimit));
-    return { ok: false, retry_after: Math.max(1, wait), ...state, ...limits };
+    return { ok, granted, state, t, k };
   }
 
   /** Full buckets say nothing a new bucket would not: dropped when the map grows large. */

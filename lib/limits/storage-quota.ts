@@ -1,7 +1,8 @@
 /**
  * storage_bytes and files_per_workspace as a Workspace uses them (its StorageQuota,
- * lib/workspace/workspace-types.ts): one round trip to the tenant's limits object per write,
- * charging the write's change before it is written (usage.ts); deletes and failed writes give back.
+ * lib/workspace/workspace-types.ts): the write's change is charged before it is written (usage.ts),
+ * from the isolate's allowance when it covers it (storage-allowance.ts: no round trip, told to the
+ * object after the answer), else in one round trip to the tenant's limits object; deletes and failed writes give back.
  * A write that changes neither the file count nor the bytes (a same-size overwrite) charges nothing, with no round trip.
  * A workspace the object has no count of yet (made before counting began) is counted once, here,
  * from a listing of its merged tree (one LIST per 1,000 files). Bulk writers (import, restore,
@@ -13,6 +14,7 @@ import { quotaExceeded } from "./fields.js";
 import type { Caller, LimitsStore } from "./store.js";
 import type { StorageUsage } from "./usage.js";
 import type { StorageDriver } from "../storage/types.js";
+import type { StorageAllowances } from "./storage-allowance.js";
 
 export interface StorageQuotaHandle {
   /** The workspace's count (counted now if the object has none); null when the object cannot be reached. */
@@ -27,8 +29,18 @@ const unreachable = (e: unknown) => console.error("limits: the tenant's limits o
 
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
 
+/** Where a quota's charges go: the limits object, and this isolate's allowances when it keeps them; `later`: the request's waitUntil (an allowance's settle after the answer; without it the allowances are not used). */
+export interface QuotaRoute {
+  limits: LimitsStore;
+  allowances?: StorageAllowances;
+  later?: (p: Promise<unknown>) => void;
+}
+
 /** The storage quotas of workspace `ws` of `tenant` for `caller`; `driver` is the workspace's merged view (what a listing shows). */
-export function storageQuota(limits: LimitsStore, tenant: string, ws: string, caller: Caller, driver: StorageDriver, filesPrefix: string): StorageQuotaHandle {
+export function storageQuota(route: QuotaRoute, tenant: string, ws: string, caller: Caller, driver: StorageDriver, filesPrefix: string): StorageQuotaHandle {
+  const { limits, later } = route;
+  // Only where the settle can finish after the answer (waitUntil): a Lambda environment frozen with a settle in flight could lose it, or apply it twice when the SDK retries it.
+  const allowances = later ? route.allowances : undefined;
   return {
     async usage() {
       try {
@@ -46,8 +58,14 @@ export function storageQuota(limits: LimitsStore, tenant: string, ws: string, ca
       if (delta.files === 0 && delta.bytes === 0) return;
       let d;
       try {
-        d = await limits.chargeStorage(tenant, caller, ws, delta);
-        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, delta, { init: await countStored(driver, filesPrefix) });
+        if (allowances) {
+          const a = await allowances.charge(tenant, caller, ws, delta, () => countStored(driver, filesPrefix), later);
+          if (a === "pooled") return;
+          d = a;
+        } else {
+          d = await limits.chargeStorage(tenant, caller, ws, delta);
+          if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, delta, { init: await countStored(driver, filesPrefix) });
+        }
       } catch (e) {
         return unreachable(e);
       }
@@ -57,6 +75,7 @@ export function storageQuota(limits: LimitsStore, tenant: string, ws: string, ca
     },
     async settle(delta) {
       if (delta.files === 0 && delta.bytes === 0) return;
+      if (allowances && (await allowances.settle(tenant, caller, ws, delta, later))) return;
       await limits.chargeStorage(tenant, caller, ws, delta, { force: true }).then(() => {}, unreachable);
     },
     async recount(view) {

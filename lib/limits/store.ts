@@ -4,7 +4,7 @@
  * Every method is one round trip to the tenant's object.
  */
 import { effectiveLimits, type Limits } from "./fields.js";
-import { TenantLimiter, type CallDecision, type RunDecision } from "./limiter.js";
+import { TenantLimiter, type CallDecision, type CallLease, type RunDecision } from "./limiter.js";
 import { TenantUsage, type ChargeOptions, type SlotDecision, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
@@ -21,9 +21,12 @@ export interface LimitsStore {
   set(tenant: string, limits: Limits): Promise<Limits>;
   /**
    * One call of calls_per_minute, from the tenant's bucket and the key's; with `claim`, in the same
-   * round trip, the Idempotency-Key's claim (claims.ts), taken only when the call passes.
+   * round trip, the Idempotency-Key's claim (claims.ts), taken only when the call passes; with `extra`,
+   * up to that many calls more for the asking isolate's pool (limiter.ts leaseCap; call-leases.ts).
    */
-  takeCall(tenant: string, caller: Caller, claim?: ClaimAsk): Promise<Admitted>;
+  takeCall(tenant: string, caller: Caller, claim?: ClaimAsk, extra?: number): Promise<Admitted>;
+  /** Up to `want` calls ahead for an isolate's pool, no call now (call-leases.ts refills its pool with it, after the answer). */
+  leaseCalls(tenant: string, caller: Caller, want: number): Promise<CallLease>;
   /** An Idempotency-Key's claim alone (a takeover after a lease: claims.ts). */
   claimKey(tenant: string, ask: ClaimAsk): Promise<ClaimAnswer>;
   /** Drops an Idempotency-Key's claim `id` (nothing kept: a retry runs again). */
@@ -43,14 +46,15 @@ export interface LimitsStore {
   releaseTasks(tenant: string, ids: readonly string[]): Promise<void>;
 }
 
-/** A call's token, and its key's claim when one was asked and the call passed. */
-export type Admitted = CallDecision & { claim?: ClaimAnswer };
+/** A call's token, its key's claim when one was asked and the call passed, and the calls given ahead (`extra`). */
+export type Admitted = CallDecision & { claim?: ClaimAnswer; extra?: number };
 
 /** The operations one tenant's object answers (the Durable Object speaks the same). */
 export interface TenantOps {
   get(): Limits;
   set(limits: Limits): Limits;
-  takeCall(caller: Caller): CallDecision;
+  takeCall(caller: Caller, extra?: number): CallDecision & { extra: number };
+  leaseCalls(caller: Caller, want: number): CallLease;
   acquireRun(caller: Caller, leaseMs: number): RunDecision;
   releaseRun(lease: string): boolean;
   chargeStorage(caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): StorageDecision;
@@ -70,9 +74,11 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: T
       self.limits = limits;
       return limits;
     },
-    takeCall(caller: Caller) {
-      const eff = effectiveLimits(self.limits, caller.limits);
-      return limiter.takeCall(caller.key_id, effectiveLimits(self.limits).calls_per_minute, eff.calls_per_minute);
+    takeCall(caller: Caller, extra = 0) {
+      return limiter.takeCall(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, extra);
+    },
+    leaseCalls(caller: Caller, want: number) {
+      return limiter.leaseCalls(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, want);
     },
     acquireRun(caller: Caller, leaseMs: number) {
       return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs);
@@ -108,11 +114,12 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
   return {
     get: async (t) => of(t).get(),
     set: async (t, l) => of(t).set(l),
-    async takeCall(t, c, ask) {
-      const d: Admitted = of(t).takeCall(c);
+    async takeCall(t, c, ask, extra) {
+      const d: Admitted = of(t).takeCall(c, extra);
       if (d.ok && ask) d.claim = await serial(t, () => claimKey(claimsOf(t), ask, now()));
       return d;
     },
+    leaseCalls: async (t, c, want) => of(t).leaseCalls(c, want),
     claimKey: (t, ask) => serial(t, () => claimKey(claimsOf(t), ask, now())),
     releaseClaim: (t, key, id) => serial(t, async () => void (await releaseClaim(claimsOf(t), key, id))),
     acquireRun: async (t, c, ms) => of(t).acquireRun(c, ms),

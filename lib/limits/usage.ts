@@ -19,7 +19,7 @@ export interface StorageUsage {
 }
 
 export type StorageDecision =
-  | { ok: true; files: number; bytes: number; tenant_bytes: number }
+  | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance }
   | { ok: false; quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number }
   | { ok: false; unknown: true };
 
@@ -28,6 +28,36 @@ export interface ChargeOptions {
   init?: StorageUsage;
   /** Applied even past a limit: what was already written (a stream whose size was known only after). */
   force?: boolean;
+  /**
+   * Room to hold for the asking isolate besides this change (storage-allowance.ts), when the change
+   * passes: given what fits under the quotas, at most allowanceCap; the answer's `allowance`.
+   */
+  reserve?: StorageUsage;
+  /**
+   * The asker's allowance `id`: what it wrote under it since it last said (`spent`, the net change) is
+   * counted, and `used` (the growth it took of the allowance's room) is taken off it; its room does not
+   * count against this change. With `reserve` it is held on (topped up); without, or when the change is refused, released.
+   */
+  settle?: { id: string; spent: StorageUsage; used: StorageUsage };
+}
+
+/** Room held for one isolate's writes to one workspace (storage-allowance.ts): spent there without asking, counted when settled. */
+export interface Allowance {
+  id: string;
+  files: number;
+  bytes: number;
+}
+
+/** An allowance the object holds: released when settled, or ALLOWANCE_MS after it was given. */
+export type HeldAllowance = Allowance & { ws: string; until: number };
+
+/** How long the object holds an allowance unsettled (the isolate spends it within half of that: storage-allowance.ts). */
+export const ALLOWANCE_MS = 30_000;
+
+/** The most one allowance holds: 64 files and 4 MiB, and at most 1/64 of the quota (no files under 64 files, no bytes under 64 KiB of quota: every such write asks). */
+export function allowanceCap(limits: { storage_bytes: number; files_per_workspace: number }): StorageUsage {
+  const bytes = Math.min(4 * 1024 * 1024, Math.floor(limits.storage_bytes / 64));
+  return { files: Math.min(64, Math.floor(limits.files_per_workspace / 64)), bytes: bytes < 1024 ? 0 : bytes };
 }
 
 export interface SlotDecision {
@@ -51,6 +81,7 @@ export interface UsageState {
   slots: [string, number][];
   tasks: TaskLease[];
   seq: number;
+  allowances?: HeldAllowance[];
 }
 
 export class TenantUsage {
@@ -59,23 +90,26 @@ export class TenantUsage {
   /** Workspace creates in flight: slot id → lease end. */
   readonly slots = new Map<string, number>();
   readonly tasks = new Map<string, TaskLease>();
+  /** Room held for isolates (storage-allowance.ts), by id: counted against the quotas until settled or ended. */
+  readonly allowances = new Map<string, HeldAllowance>();
   private seq = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** Loads what a restarted object kept. */
-  load(storage: Iterable<[string, StorageUsage]>, tasks: Iterable<TaskLease> = []): void {
+  load(storage: Iterable<[string, StorageUsage]>, tasks: Iterable<TaskLease> = [], allowances: Iterable<HeldAllowance> = []): void {
     for (const [ws, u] of storage) this.setStorage(ws, u);
     for (const t of tasks) this.tasks.set(t.id, t);
+    for (const a of allowances) this.allowances.set(a.id, a);
   }
 
   snapshot(): UsageState {
-    return { storage: [...this.storage], slots: [...this.slots], tasks: [...this.tasks.values()], seq: this.seq };
+    return { storage: [...this.storage], slots: [...this.slots], tasks: [...this.tasks.values()], seq: this.seq, allowances: [...this.allowances.values()] };
   }
 
   /** Takes up a kept state (a fresh object's, before any charge). */
   restore(state: UsageState): void {
-    this.load(state.storage, state.tasks);
+    this.load(state.storage, state.tasks, state.allowances ?? []);
     for (const [slot, until] of state.slots) this.slots.set(slot, until);
     this.seq = state.seq;
   }
@@ -87,16 +121,47 @@ export class TenantUsage {
   /**
    * Charges `delta` to workspace `ws` (negative: gives back). A growth that would cross a limit is
    * refused and nothing is charged (unless `force`: what was written already). `init`: the workspace's count, when it had none (the caller counted it).
+   * Room held in allowances counts as used; `settle` and `reserve`: ChargeOptions.
    */
   chargeStorage(ws: string, delta: StorageUsage, limits: { storage_bytes: number; files_per_workspace: number }, opts: ChargeOptions = {}): StorageDecision {
+    const now = this.now();
+    for (const [id, a] of this.allowances) if (a.until <= now) this.allowances.delete(id);
+    // The asker's own allowance: what it spent is counted (even when the allowance ended meanwhile: it was written), and its room is its own.
+    const own = opts.settle ? this.allowances.get(opts.settle.id) : undefined;
+    if (opts.settle) {
+      const into = own?.ws ?? ws;
+      const was = this.storage.get(into);
+      if (was) this.setStorage(into, { files: was.files + opts.settle.spent.files, bytes: was.bytes + opts.settle.spent.bytes });
+      if (own) this.allowances.delete(own.id);
+    }
     if (opts.init && !this.storage.has(ws)) this.setStorage(ws, opts.init);
     const cur = this.storage.get(ws);
     if (!cur) return { ok: false, unknown: true }; // a give-back to a workspace never counted changes nothing: its first count sees the change
-    if (!opts.force && delta.bytes > 0 && this.tenantBytes + delta.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes, limit: limits.storage_bytes };
-    if (!opts.force && delta.files > 0 && cur.files + delta.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files, limit: limits.files_per_workspace };
+    let heldBytes = 0;
+    let heldFiles = 0;
+    for (const a of this.allowances.values()) {
+      heldBytes += a.bytes;
+      if (a.ws === ws) heldFiles += a.files;
+    }
+    if (!opts.force && delta.bytes > 0 && this.tenantBytes + heldBytes + delta.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes };
+    if (!opts.force && delta.files > 0 && cur.files + heldFiles + delta.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files + heldFiles, limit: limits.files_per_workspace };
     this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
-    const now = this.storage.get(ws)!;
-    return { ok: true, files: now.files, bytes: now.bytes, tenant_bytes: this.tenantBytes };
+    const after = this.storage.get(ws)!;
+    const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.tenantBytes };
+    if (opts.reserve) {
+      // Held again: what is left of the asker's own (less what it used), topped up to what it asks, within the cap and what fits.
+      const left = own ? { files: Math.max(0, own.files - opts.settle!.used.files), bytes: Math.max(0, own.bytes - opts.settle!.used.bytes) } : { files: 0, bytes: 0 };
+      const cap = allowanceCap(limits);
+      const files = Math.max(0, Math.min(opts.reserve.files, cap.files, limits.files_per_workspace - after.files - heldFiles));
+      const bytes = Math.max(0, Math.min(opts.reserve.bytes, cap.bytes, limits.storage_bytes - this.tenantBytes - heldBytes));
+      const held = { files: Math.max(files, Math.min(left.files, limits.files_per_workspace - after.files - heldFiles)), bytes: Math.max(bytes, Math.min(left.bytes, limits.storage_bytes - this.tenantBytes - heldBytes)) };
+      if (held.files > 0 || held.bytes > 0) {
+        const id = own?.id ?? `a${now.toString(36)}-${(this.seq++).toString(36)}`;
+        this.allowances.set(id, { id, ws, ...held, until: now + ALLOWANCE_MS });
+        decision.allowance = { id, ...held };
+      }
+    }
+    return decision;
   }
 
   /** Sets a workspace's count (a recount after a bulk change; null: the workspace is gone). */

@@ -113,7 +113,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
     id: wsId,
     listeners: deps.listeners ?? [],
     undo,
-    ...quotaOpt(quotaOf(deps.limits, auth.tenant, wsId, callerOf(auth), driver)),
+    ...quotaOpt(quotaOf(deps, auth.tenant, wsId, callerOf(auth), driver, scope.background)),
   });
 }
 

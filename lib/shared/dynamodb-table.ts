@@ -13,6 +13,15 @@ export const TABLE_KEYS = {
   ttl: "expires_at",
 } as const;
 
+/** The partitions the stores lay their items under (the list above). */
+export const PARTITIONS = {
+  limits: (tenant: string) => `limits#${tenant}`,
+  usage: (tenant: string) => `usage#${tenant}`,
+} as const;
+
+/** An item's key from its partition and sort key values: the one place the stores address items. */
+export const itemKey = (partition: string, sort: string) => ({ [TABLE_KEYS.partition]: { S: partition }, [TABLE_KEYS.sort]: { S: sort } });
+
 /** A number a sort key can order as a string: zero-padded to `width` digits. */
 export const padded = (n: number, width: number) => String(n).padStart(width, "0");
 

@@ -33,7 +33,7 @@ export async function handleWriteBatch(req: Request, route: "put" | "delete", cl
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(quotaOf(deps.limits, claims.t, claims.w, WRITE_BACK, deps.driver)) });
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, deps.driver)) });
   try {
     return route === "put" ? await putBatch(req, ws) : await deleteBatch(req, ws);
   } finally {

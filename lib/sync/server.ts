@@ -89,7 +89,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
-    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quotaOf(deps.limits, claims.t, claims.w, WRITE_BACK, driver)) });
+    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, driver)) });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;

@@ -95,7 +95,7 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
     }
   }
   // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
-  const quota = quotaOf(deps.limits, claims.t, claims.w, WRITE_BACK, deps.driver);
+  const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, deps.driver);
   const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
   if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);

@@ -2,11 +2,17 @@
 import { filesPrefix } from "../layout/paths.js";
 import { storageQuota, type StorageQuotaHandle } from "../limits/storage-quota.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
+import type { StorageAllowances } from "../limits/storage-allowance.js";
 import type { StorageDriver } from "../storage/types.js";
 
-/** `driver`: the workspace's merged view (its first count lists it). `caller`: the key (its own limits apply), or {key_id: ""} for the tenant's. */
-export function quotaOf(limits: LimitsStore | undefined, tenant: string, ws: string, caller: Caller, driver: StorageDriver): StorageQuotaHandle | undefined {
-  return limits ? storageQuota(limits, tenant, ws, caller, driver, filesPrefix(tenant, ws)) : undefined;
+/**
+ * `deps`: the limits, and the isolate's storage allowances where it keeps them (createApp: a write's charge
+ * off its path, lib/limits/storage-allowance.ts); `later`: the request's waitUntil. `driver`: the workspace's
+ * merged view (its first count lists it). `caller`: the key (its own limits apply), or {key_id: ""} for the tenant's.
+ */
+export function quotaOf(deps: { limits?: LimitsStore; storageAllowances?: StorageAllowances }, tenant: string, ws: string, caller: Caller, driver: StorageDriver, later?: (p: Promise<unknown>) => void): StorageQuotaHandle | undefined {
+  const { limits, storageAllowances } = deps;
+  return limits ? storageQuota({ limits, ...(storageAllowances ? { allowances: storageAllowances } : {}), ...(later ? { later } : {}) }, tenant, ws, caller, driver, filesPrefix(tenant, ws)) : undefined;
 }
 
 /** The caller of an authenticated request: its key and the key's own limits. */

@@ -1,6 +1,7 @@
 /**
  * calls_per_minute, enforced by the route guard (routes/access.ts) for every tenant route once
- * the key is known: one round trip to the tenant's limits object (lib/limits/), started beside
+ * the key is known: a call of the isolate's pool (lib/limits/call-leases.ts: no round trip), or
+ * when the pool has none one round trip to the tenant's limits object (lib/limits/), started beside
  * the workspace record's read. Every tenant response carries RateLimit-Policy and RateLimit;
  * over the limit: 429 RATE_LIMITED with Retry-After, before the handler runs.
  *
@@ -10,7 +11,7 @@
 import type { Context } from "hono";
 import { ToolError } from "../../shared/errors.js";
 import { rateLimitHeaders } from "../../limits/headers.js";
-import type { LimitsStore } from "../../limits/store.js";
+import type { CallLeases } from "../../limits/call-leases.js";
 import type { ClaimAnswer, ClaimAsk } from "../../limits/claims.js";
 import type { AppEnv } from "../http.js";
 import type { AuthInfo } from "../../contract/caller.js";
@@ -18,12 +19,13 @@ import type { AuthInfo } from "../../contract/caller.js";
 /**
  * Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to
  * set on the response again once it is built, and with `claim`, the Idempotency-Key's claim taken in the
- * same round trip (lib/limits/claims.ts); undefined when the object did not answer.
+ * same round trip (lib/limits/claims.ts); undefined when the object did not answer. `later`: the request's
+ * waitUntil, which keeps the pool's refill alive after the answer.
  */
-export async function takeCall(store: LimitsStore, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk): Promise<{ headers: Record<string, string>; claim?: ClaimAnswer } | undefined> {
+export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<{ headers: Record<string, string>; claim?: ClaimAnswer } | undefined> {
   let d;
   try {
-    d = await store.takeCall(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) }, claim);
+    d = await leases.take(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) }, claim, later);
   } catch (e) {
     console.error("limits: the tenant's limits object did not answer; the call goes on unlimited", e instanceof Error ? e.message : String(e));
     return undefined;

@@ -29,7 +29,7 @@ import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import type { MetaRecord } from "../../layers/open.js";
 import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
-import { requireWorkspace } from "./common.js";
+import { backgroundOf, requireWorkspace } from "./common.js";
 import { knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { workspaceAllowed } from "../auth/key-bounds.js";
@@ -77,8 +77,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip.
   const idempotencyKey = idempotencyKeyOf(c);
   const ask = deps.limits && idempotencyKey !== undefined ? { key: await sha256Hex(idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
-  // calls_per_minute (auth/rate-limit.ts): one round trip to the tenant's limits object, beside the record's read.
-  const admitted = deps.limits ? takeCall(deps.limits, c, auth, ask) : undefined;
+  // calls_per_minute (auth/rate-limit.ts): a call of this isolate's pool, or one round trip to the tenant's limits object, beside the record's read.
+  const admitted = deps.callLeases ? takeCall(deps.callLeases, c, auth, ask, backgroundOf(c)) : undefined;
   const rate = admitted?.then((a) => void (a && c.set("rate", a.headers)));
   rate?.catch(() => {}); // awaited below
   const claim: ObjectClaim | undefined = ask && admitted ? { first: admitted.then((a) => a?.claim), limits: deps.limits!, tenant: auth.tenant } : undefined;

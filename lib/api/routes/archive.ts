@@ -74,7 +74,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
   const opened = await openWorkspace(layerDeps(deps), tenant, id);
-  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...quotaOpt(quotaOf(deps.limits, tenant, id, callerOf(c.get("auth")), opened.driver)) });
+  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, tenant, id, callerOf(c.get("auth")), opened.driver)) });
   const length = contentLength(c);
   const opts = {
     mode,

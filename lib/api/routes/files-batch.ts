@@ -140,7 +140,7 @@ async function upload(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Uploa
   if (!body) throw new ToolError("INVALID_ARGUMENT", 'Send the files as the body: one JSON object per line, {"path": …, "content": …}.');
   const auth = c.get("auth");
   const opened = await requestWorkspace(c, deps, auth.tenant, id);
-  const quota = quotaOf(deps.limits, auth.tenant, id, callerOf(auth), opened.driver);
+  const quota = quotaOf(deps, auth.tenant, id, callerOf(auth), opened.driver, backgroundOf(c));
   const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${auth.tenant}/${id}`, "raw"), tenant: auth.tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...(deps.versions ? { versions: deps.versions } : {}) });
   const batch = new UploadBatch({ layers: layerDeps(deps), view: opened.driver, ws, ...(quota ? { quota } : {}) }, auth.tenant, id);
   try {

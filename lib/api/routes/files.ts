@@ -70,7 +70,7 @@ export function filesApp(deps: AppDeps) {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
     const { driver } = await requestWorkspace(c, deps, tenant, id);
-    const quota = quotaOf(deps.limits, tenant, id, callerOf(c.get("auth")), driver);
+    const quota = quotaOf(deps, tenant, id, callerOf(c.get("auth")), driver, backgroundOf(c));
     return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;

@@ -78,7 +78,7 @@ async function usageOf(deps: AppDeps, auth: AuthInfo, ws: string, checkpoint?: s
   return (await quotaFor(deps, auth, ws, opened.driver)!.usage());
 }
 
-const quotaFor = (deps: AppDeps, auth: AuthInfo, ws: string, driver: StorageDriver): StorageQuotaHandle | undefined => quotaOf(deps.limits, auth.tenant, ws, callerOf(auth), driver);
+const quotaFor = (deps: AppDeps, auth: AuthInfo, ws: string, driver: StorageDriver): StorageQuotaHandle | undefined => quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, auth.tenant, ws, callerOf(auth), driver);
 
 /**
  * A fork's files, charged to the new workspace `id` before it is made (QUOTA_EXCEEDED: nothing is

@@ -7,7 +7,7 @@ import { undoCall, listUndoable } from "../../run/undo/apply.js";
 import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { openWorkspace } from "../../layers/open.js";
 
@@ -39,7 +39,7 @@ export function undoApp(deps: AppDeps) {
       const body = ((c.get("json") as { call_id?: unknown; session?: unknown } | undefined) ?? {});
       const session = checkSessionId(typeof body.session === "string" ? body.session : (c.req.header("x-session-id") ?? "default"));
       const opened = await openWorkspace(ld, tenant, ws);
-      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps.limits, tenant, ws, callerOf(c.get("auth")), opened.driver)) });
+      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps, tenant, ws, callerOf(c.get("auth")), opened.driver, backgroundOf(c))) });
       return c.json(await undoCall(deps.storage, workspace, { session, ...(typeof body.call_id === "string" ? { callId: body.call_id } : {}) }), 200);
     },
   );

@@ -21,7 +21,7 @@
  * (unprocessed items retried with backoff). docs/usage.md: the costs and the hot-item rate.
  */
 import { BatchWriteItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
-import { backoffMs, padded, TABLE_KEYS } from "../../shared/dynamodb-table.js";
+import { backoffMs, itemKey, padded, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
 import { addTo, groupRows, type Aggregate } from "./memory-store.js";
 import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
 
@@ -40,7 +40,7 @@ export interface DynamoUsageOptions {
 
 export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
   const { client, table, now = Date.now } = opts;
-  const pk = (tenant: string): AttributeValue => ({ S: `usage#${tenant}` });
+  const pk = (tenant: string): AttributeValue => ({ S: PARTITIONS.usage(tenant) });
   const rawKey = (seq: number) => `r#${padded(seq, 15)}`;
 
   /** Reserves `count` seqs for a tenant's records made in `hour`: the first of them. */
@@ -48,7 +48,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
     const out = await client.send(
       new UpdateItemCommand({
         TableName: table,
-        Key: { [PK]: pk(tenant), [SK]: { S: `n#${padded(hour, 15)}` } },
+        Key: itemKey(PARTITIONS.usage(tenant), `n#${padded(hour, 15)}`),
         UpdateExpression: "ADD #n :count SET #ttl = :ttl",
         ExpressionAttributeNames: { "#n": "n", "#ttl": TTL },
         // Past every raw record of the hour: a counter deleted early would give a seq twice.
@@ -72,7 +72,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
     return client.send(
       new UpdateItemCommand({
         TableName: table,
-        Key: { [PK]: pk(tenant), [SK]: { S: `h#${padded(a.hour, 15)}#${JSON.stringify([a.kind, a.name, a.workspace, a.key])}` } },
+        Key: itemKey(PARTITIONS.usage(tenant), `h#${padded(a.hour, 15)}#${JSON.stringify([a.kind, a.name, a.workspace, a.key])}`),
         UpdateExpression: `ADD ${SUMS.map((_, i) => `#s${i} :s${i}`).join(", ")}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
@@ -113,7 +113,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
       for (const [hour, list] of rawByHour) {
         const first = await reserve(tenant, hour, list.length);
         list.forEach((r, i) => {
-          const item = { [PK]: pk(tenant), [SK]: { S: rawKey(first + i) }, at: { N: String(r.at) }, record: { S: JSON.stringify(r) }, [TTL]: { N: String(Math.ceil((r.at + RAW_RETENTION_MS) / 1000)) } };
+          const item = { ...itemKey(PARTITIONS.usage(tenant), rawKey(first + i)), at: { N: String(r.at) }, record: { S: JSON.stringify(r) }, [TTL]: { N: String(Math.ceil((r.at + RAW_RETENTION_MS) / 1000)) } };
           puts.push({ PutRequest: { Item: item } });
         });
       }

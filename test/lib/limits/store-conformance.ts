@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { LimitsStore } from "../../../lib/limits/store.js";
+import { ALLOWANCE_MS } from "../../../lib/limits/usage.js";
 
 export interface Clock {
   now: () => number;
@@ -97,6 +98,37 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect(await a.chargeStorage(t, k, "w1", { files: 0, bytes: 700 })).toEqual({ ok: true, files: 5, bytes: 1000, tenant_bytes: 1000 });
       await a.setStorage(t, "w1", { files: 1, bytes: 1 });
       expect(await b.chargeStorage(t, k, "w1", { files: 0, bytes: 0 })).toEqual({ ok: true, files: 1, bytes: 1, tenant_bytes: 1 });
+    });
+
+    it("storage allowances: room held for one handle counts as used for the other; a settle counts what was spent and holds on; the room ends after ALLOWANCE_MS; a late settle still counts", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("al");
+      const k = { key_id: "k" };
+      await a.set(t, { storage_bytes: 640_000 }); // an allowance holds at most 640,000 / 64 = 10,000 bytes
+      const first = await a.chargeStorage(t, k, "w", { files: 1, bytes: 100 }, { init: { files: 0, bytes: 0 }, reserve: { files: 64, bytes: 100_000 } });
+      expect(first).toMatchObject({ ok: true, files: 1, bytes: 100, allowance: { files: 64, bytes: 10_000 } });
+      const id = first.ok ? first.allowance!.id : "";
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 629_901 })).toEqual({ ok: false, quota: "storage_bytes", usage: 10_100, limit: 640_000 });
+      const settled = await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { settle: { id, spent: { files: 0, bytes: 60 }, used: { files: 0, bytes: 60 } }, reserve: { files: 64, bytes: 100_000 } });
+      expect(settled).toMatchObject({ ok: true, bytes: 160, allowance: { id, bytes: 10_000 } });
+      c.advance(ALLOWANCE_MS);
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 639_840 })).toMatchObject({ ok: true, bytes: 640_000 });
+      expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { settle: { id, spent: { files: 1, bytes: 0 }, used: { files: 1, bytes: 0 } } })).toMatchObject({ ok: true, files: 2, bytes: 640_000 });
+    });
+
+    it("calls taken ahead (extra, leaseCalls): at most what the bucket refills in LEASE_MS per answer, and only what it holds; a refused call is given nothing", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("lease");
+      await a.set(t, { calls_per_minute: 60 }); // at most 10 ahead per answer
+      expect(await a.takeCall(t, { key_id: "k" }, undefined, 50)).toMatchObject({ ok: true, extra: 10, remaining: 49 });
+      expect(await b.leaseCalls(t, { key_id: "k" }, 50)).toMatchObject({ granted: 10, remaining: 39 });
+      expect(await b.leaseCalls(t, { key_id: "k" }, 5)).toMatchObject({ granted: 5, remaining: 34 });
+      for (let i = 0; i < 3; i++) await a.leaseCalls(t, { key_id: "k" }, 10);
+      expect(await b.leaseCalls(t, { key_id: "k" }, 10)).toMatchObject({ granted: 4, remaining: 0 });
+      expect(await a.takeCall(t, { key_id: "k" }, undefined, 10)).toMatchObject({ ok: false, extra: 0 });
+      expect(await a.leaseCalls(t, { key_id: "k" }, 10)).toMatchObject({ granted: 0 });
     });
 
     it("workspace slots: each create sees the others pending, across handles, until released or ended", async () => {
