@@ -21,6 +21,7 @@ import { createServer } from "node:http";
 import { LocalRunner } from "./bash-e2e.ts";
 import { buildCorpora } from "./corpus.ts";
 import { tarGz } from "./tar-gz.ts";
+import { freezeWorker } from "./freeze.ts";
 import { freePort, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
 
 const arg = (name: string, d: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? d);
@@ -52,24 +53,27 @@ const receiver = createServer((req, res) => {
 const otlpPort = await freePort();
 await new Promise<void>((r) => receiver.listen(otlpPort, "127.0.0.1", r));
 
+const corpus = buildCorpora([files], "bench/.data")[0]!.files; // the bench's corpus (kept under bench/.data), made before wrangler starts
 LocalRunner.build();
 const runner = new LocalRunner(await freePort());
 await runner.start();
 const port = await freePort();
+// Frozen (as the bench's): wrangler dev would otherwise rebuild and restart the Worker mid-request when a file changes.
+const frozen = freezeWorker("bench/wrangler.toml");
 const worker = await startWorker({
-  config: "bench/wrangler.toml", port,
+  config: frozen.config, port,
   vars: { TOOLSHED_SYNC_SECRET: `trace-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, TOOLSHED_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}` },
 });
 const stopAll = async () => {
   await worker.stop().catch(() => {});
   await runner.stop().catch(() => {});
+  frozen.remove();
   receiver.close();
 };
 
 try {
   const t = await setupTenant(worker, "trace");
   const auth = { authorization: `Bearer ${t.key}` };
-  const corpus = buildCorpora([files], "bench/.data")[0]!.files; // the bench's corpus (kept under bench/.data)
   const ws = `live-trace-${Date.now().toString(36)}`;
   const imp = await fetch(`${worker.url}/v1/workspaces?id=${ws}`, { method: "POST", headers: { ...auth, "content-type": "application/gzip" }, body: tarGz(corpus) });
   if (imp.status !== 201) throw new Error(`import: ${imp.status} ${await imp.text()}`);
