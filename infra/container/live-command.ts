@@ -41,6 +41,8 @@ export interface LiveContext {
   unsure: boolean;
   /** The shell state the last command reported (JSON): a command that ends in the same one says so (RunResult.shell.unchanged), and the API saves nothing. */
   lastShell?: string;
+  /** Called as soon as the command's shell is done (before its sync out): the sandbox's status is read beside the sync out, not after it. */
+  commandDone?: () => void;
 }
 
 export interface LiveCommandOutcome {
@@ -139,6 +141,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   } finally {
     disk.stop();
   }
+  ctx.commandDone?.();
   const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : exit.ended;
   if (end) out.err(Buffer.from(`${ENDED_NOTE[end]}\n`));
   await out.close();
