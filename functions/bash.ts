@@ -6,7 +6,8 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
-import { endLive, runLive } from "../lib/exec/live/run-live.js";
+import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
+import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -66,10 +67,27 @@ export default defineTool({
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 120;
     const cwd = normalizePath(args.working_dir ?? "");
-    // The session's shell (one storage read) beside the run request's token and git identity.
-    const [shell, base] = await Promise.all([shellRequest(ctx, args.keep_env ? "all" : "cwd", args.restart === true), runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd }).then((r) => withEgressSecrets(ctx, r))]);
-    const req = { ...base, shell: shell.request };
+    const keep = args.keep_env ? "all" : "cwd";
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
+    const built = runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd }).then((r) => withEgressSecrets(ctx, r));
+    /** The command's answer: notes before its output (a live sandbox's, the saved shell's), the shell's notes after it. */
+    const answer = (r: RunResult, before: string, after: string) => {
+      const stopped = stoppedError(r, seconds);
+      if (stopped) throw stopped;
+      return { title, output: before + commandOutput(r).text + writeBackNotes(r) + after, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+    };
+
+    if (live !== undefined) {
+      // keep_alive (docs/live-sessions.md): the live shell holds the session's state, read only for a sandbox's first command and saved only when it changed.
+      const restarted = args.restart ? shellRequest(ctx, keep, true) : null;
+      const use: LiveShellUse = { keep, load: () => restarted ?? shellRequest(ctx, keep, false), save: (r, loaded) => saveShell(ctx, r, loaded) };
+      const [base] = await Promise.all([built, restarted]);
+      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, live, use);
+      return answer(r, notes + shellNote, shellNotes);
+    }
+    // The session's shell (one storage read) beside the run request's token and git identity.
+    const [shell, base] = await Promise.all([shellRequest(ctx, keep, args.restart === true), built]);
+    const req = { ...base, shell: shell.request };
 
     if (args.run_in_background) {
       const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
@@ -80,11 +98,8 @@ export default defineTool({
       };
     }
 
-    // keep_alive: in the session's live sandbox (docs/live-sessions.md), its notes first; else streamed when the caller listens for progress.
-    const { result: r, notes } = live !== undefined ? await runLive(ctx, executor, req, live) : { result: await runForCall(ctx, executor, req), notes: "" };
-    const stopped = stoppedError(r, seconds);
-    if (stopped) throw stopped;
-    const shellNotes = await saveShell(ctx, r, shell.request);
-    return { title, output: notes + shell.note + commandOutput(r).text + writeBackNotes(r) + shellNotes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+    // Streamed when the caller listens for progress.
+    const r = await runForCall(ctx, executor, req);
+    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request));
   },
 });

@@ -39,6 +39,10 @@ export interface LiveContext {
   journal: ChangeJournal | null;
   /** Set when a sync failed halfway: the tree is then not what the slot records (the sandbox ends, nothing more is written back). */
   unsure: boolean;
+  /** The shell state the last command reported (JSON): a command that ends in the same one says so (RunResult.shell.unchanged), and the API saves nothing. */
+  lastShell?: string;
+  /** Called as soon as the command's shell is done (before its sync out): the sandbox's status is read beside the sync out, not after it. */
+  commandDone?: () => void;
 }
 
 export interface LiveCommandOutcome {
@@ -90,6 +94,15 @@ function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
   };
 }
 
+/** The shell's state, `unchanged` when it is the one the sandbox's previous command reported (then the API saves nothing). */
+function sameAsLast(ctx: LiveContext, read: Awaited<ReturnType<typeof readShellState>>): NonNullable<RunResult["shell"]> | null {
+  if (!read) return null;
+  const json = JSON.stringify(read.state);
+  const unchanged = json === ctx.lastShell;
+  ctx.lastShell = json;
+  return unchanged ? { ...read, unchanged: true } : read;
+}
+
 const ENDED_NOTE: Record<string, string> = {
   timed_out: "[toolshed: the command timed out; the session's live sandbox ended with it (its background processes are gone, its files were written back). The next command starts a new sandbox.]",
   crashed: "[toolshed: the session's live sandbox ended unexpectedly during this command (killed or crashed); its background processes are gone, its files were written back. The next command starts a new sandbox.]",
@@ -128,10 +141,11 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   } finally {
     disk.stop();
   }
+  ctx.commandDone?.();
   const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : exit.ended;
   if (end) out.err(Buffer.from(`${ENDED_NOTE[end]}\n`));
   await out.close();
-  const shellState = req.shell && !end ? await readShellState(ctx.shellDir, req.shell.keep) : null;
+  const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep)) : null;
 
   const t1 = Date.now();
   const killed = end === "crashed" || end === "limit";

@@ -127,6 +127,9 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       const { seq, request } = next.command;
       let response: ExecResponse<RunResult>;
       let end: LiveEndReason | null = null;
+      // The status the answer carries is read as soon as the command is done, beside its sync out (off the answer's path).
+      let statusRead = null as Promise<LiveStatus> | null; // set by commandDone (a closure: not narrowed to null)
+      ctx.commandDone = () => void (statusRead = status());
       try {
         const cmdSync = opts.syncOf(request);
         const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background);
@@ -139,7 +142,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
         if (!shell.alive || ctx.unsure) end = "crashed";
       }
       lastUsed = Date.now();
-      const after = await status();
+      const after = { ...(await (statusRead ?? status())), last_used_at: lastUsed, wall_ms: lastUsed - startedAt };
       background = after.processes.length > 0; // none left: nothing can change the tree before the next command
       try {
         await channel.result({ generation: spec.generation, seq, response, status: after });

@@ -16,7 +16,7 @@ export interface ResultParts {
   written: SyncedOut;
   /** The disk watcher stopped the command (then it was not `killed`). */
   diskExceeded: boolean;
-  shell: { state: ShellState; notes: string[] } | null;
+  shell: { state: ShellState; notes: string[]; unchanged?: true } | null;
   cold: boolean;
   syncInMs: number;
   syncOutMs: number;

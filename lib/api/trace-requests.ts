@@ -17,6 +17,7 @@ import type { AppEnv } from "./http.js";
 import type { AppDeps } from "./deps.js";
 import { tracedStorage, tracedKeyValue } from "../storage/traced.js";
 import { tracedExecutor } from "../exec/traced.js";
+import { tracedLiveCoordinator } from "../exec/live/traced.js";
 import { tracedFetcher } from "../tools/web/traced.js";
 import { literalOnlyFetcher } from "../tools/web/transport.js";
 
@@ -30,10 +31,10 @@ export function mcpTraceparent(body: unknown): SpanContext | null {
   return null;
 }
 
-/** The runner's sync routes share one registered route: named by their operation (manifest, files, put, run/claim...). */
+/** The runner's sync routes share one registered route: named by their operation (manifest, files, put, run/claim, live/next...). */
 const syncRoute = (path: string): string => {
   const [first = "", second = ""] = path.slice("/v1/sync/".length).split("/");
-  return `/v1/sync/${first}${first === "run" && second ? `/${second}` : ""}`;
+  return `/v1/sync/${first}${(first === "run" || first === "live") && second ? `/${second}` : ""}`;
 };
 
 export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
@@ -68,7 +69,7 @@ export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
   return Object.assign(middleware, { [APP_WIDE]: true });
 }
 
-/** The deps with their storage, KV, executor and web transport traced; the same deps when tracing is off. */
+/** The deps with their storage, KV, executor, live coordinator and web transport traced; the same deps when tracing is off. */
 export function tracedDeps(deps: AppDeps): AppDeps {
   const tracer = deps.tracer;
   if (!tracer) return deps;
@@ -77,6 +78,7 @@ export function tracedDeps(deps: AppDeps): AppDeps {
     storage: tracedStorage(deps.storage, tracer),
     kv: tracedKeyValue(deps.kv, tracer),
     ...(deps.executor ? { executor: tracedExecutor(deps.executor, tracer) } : {}),
+    ...(deps.live ? { live: { ...deps.live, coordinator: tracedLiveCoordinator(deps.live.coordinator, tracer) } } : {}),
     webFetch: { ...deps.webFetch, fetcher: tracedFetcher(deps.webFetch?.fetcher ?? literalOnlyFetcher, tracer) },
   };
 }

@@ -11,7 +11,8 @@
  * is told the shell was reset), and whenever a session saves a state it did not have, the
  * workspace keeps only the KEEP_SHELL_STATES most recently saved, none older than SHELL_STATE_DAYS.
  *
- * Storage per call: 1 GET before the run, 1 PUT after it; + 1 LIST of the workspace's states (and
+ * Storage per call: 1 GET before the run, 1 PUT after it (a live sandbox's command: the GET only
+ * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one.
  */
 import { shellKey, shellsPrefix } from "../layout/paths.js";
@@ -72,14 +73,18 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean):
 }
 
 /**
- * Saves the state the command's shell ended in (nothing when it saved none: the state stays as it
- * was); returns the notes for the model. A session that had no saved state (`started.state`
- * undefined) adds one: the workspace's states are pruned to their bounds then.
+ * Saves the state the command's shell ended in (nothing when it saved none, or when a live shell
+ * ended in the state it reported last, `unchanged`: the state stays as it was); returns the notes
+ * for the model. A session that had no saved state (`started.state` undefined) adds one: the
+ * workspace's states are pruned to their bounds then. `started` null: the command ran without
+ * reading the saved state (a live shell that holds it), which exists since that sandbox's first command.
  */
-export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest): Promise<string> {
+export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null): Promise<string> {
   if (!r.shell) return "";
-  await ctx.deps.storage.put(keyOf(ctx), JSON.stringify(r.shell.state), { contentType: "application/json" });
-  if (!started.state) await pruneShells(ctx);
+  if (!r.shell.unchanged) {
+    await ctx.deps.storage.put(keyOf(ctx), JSON.stringify(r.shell.state), { contentType: "application/json" });
+    if (started && !started.state) await pruneShells(ctx);
+  }
   return r.shell.notes.map((n) => `\n${n}`).join("");
 }
 

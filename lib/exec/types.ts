@@ -225,9 +225,11 @@ export interface RunResult {
   /**
    * The state the command's shell ended in (RunRequest.shell), with notes for the model (a state
    * too large to keep); absent when none was asked for or the shell did not get to save it
-   * (killed, timed out, `exec`): the session's state then stays as it was.
+   * (killed, timed out, `exec`): the session's state then stays as it was. `unchanged`: a live
+   * sandbox's shell ended in the very state it started the command in (the one its previous command
+   * reported, or the one its request restored): the saved state already holds it.
    */
-  shell?: { state: ShellState; notes: string[] };
+  shell?: { state: ShellState; notes: string[]; unchanged?: true };
 }
 
 export type TaskStatus = "running" | "completed" | "killed" | "timed_out";

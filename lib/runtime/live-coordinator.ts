@@ -6,7 +6,7 @@ import type { LiveCoordinator, LiveKey, LiveTimings } from "../exec/live/types.j
 import type { LiveObject } from "./live-object.js";
 
 /** The RPC surface of a LiveObject stub, as durableLiveCoordinator calls it. */
-type LiveStub = Pick<LiveObject, "begin" | "run" | "release" | "next" | "result" | "ended" | "status" | "end">;
+type LiveStub = Pick<LiveObject, "begin" | "call" | "run" | "release" | "next" | "result" | "ended" | "status" | "end">;
 export interface LiveObjects {
   idFromName(name: string): DurableObjectId;
   get(id: DurableObjectId): LiveStub;
@@ -17,6 +17,7 @@ export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): L
   const stub = (k: LiveKey) => ns.get(ns.idFromName(JSON.stringify([k.tenant, k.workspace, k.session])));
   return {
     begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox),
+    call: (k, request, o) => stub(k).call(timings, request, o),
     run: (k, turn, request, o) => stub(k).run(timings, turn, request, o),
     release: async (k, turn) => void (await stub(k).release(timings, turn)),
     next: (k, g, s) => stub(k).next(timings, g, s),

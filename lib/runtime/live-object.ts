@@ -10,8 +10,9 @@
  * this class: the AWS runtime shares workers.ts and must not import cloudflare:workers).
  */
 import { DurableObject } from "cloudflare:workers";
+import { callOnce } from "../exec/live/call.js";
 import { LiveSession } from "../exec/live/session.js";
-import type { LiveTimings, RunOptions } from "../exec/live/types.js";
+import type { CallOptions, LiveTimings, RunOptions } from "../exec/live/types.js";
 import type { LiveEndReason, LiveEnded, LiveResultPost, LiveStatus } from "../sync/live-types.js";
 
 export class LiveObject extends DurableObject {
@@ -23,6 +24,9 @@ export class LiveObject extends DurableObject {
 
   begin(t: LiveTimings, wait_ms: number, turn_ms: number, sandbox?: string) {
     return this.of(t).begin(wait_ms, turn_ms, sandbox);
+  }
+  call(t: LiveTimings, request: unknown, opts: CallOptions) {
+    return callOnce(this.of(t), request, opts);
   }
   run(t: LiveTimings, turn: string, request: unknown, opts: RunOptions) {
     return this.of(t).run(turn, request, opts);

@@ -7,6 +7,9 @@
  * Commands that steer it: `__block` waits until the test calls release(); `__end` posts ended
  * (crashed, one lost process) instead of a result; `__die` stops polling without a word. Each of
  * `__end` and `__die` acts once per fake (the command, run again in a new sandbox, then answers).
+ * Its shell, as a live shell's: a request's saved state is restored on the generation's first
+ * command; `cd <dir>` moves it; each answer reports the state, `unchanged` when it is the one the
+ * generation reported last (infra/container/live-command.ts).
  */
 import type { Executor, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
@@ -18,6 +21,11 @@ export interface FakeGeneration {
   /** The RunRequest the live runner was started with. */
   start: RunRequest;
   commands: string[];
+  /** The requests its commands came with (the saved shell they carried, or not). */
+  requests: RunRequest[];
+  /** Its shell's working directory, and the state it last reported (JSON). */
+  cwd: string;
+  reported?: string;
   /** Settles when its loop stops: how it ended. */
   done: Promise<"ended" | "died" | string>;
 }
@@ -34,9 +42,23 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
   const post = (token: string, route: string, body: unknown) =>
     app!.request(`/v1/sync/live/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
 
-  const result = (g: FakeGeneration, command: string): RunResult => {
+  /** The shell's answer to a request that asks for one (RunRequest.shell), as a live shell's. */
+  const shellOf = (g: FakeGeneration, req: RunRequest): Pick<RunResult, "shell"> => {
+    if (!req.shell) return {};
+    if (g.commands.length === 1 && req.shell.state) g.cwd = req.shell.state.cwd;
+    const cd = /^cd (\S+)$/.exec(req.command);
+    if (cd) g.cwd = cd[1]!;
+    const json = JSON.stringify({ cwd: g.cwd });
+    const unchanged = json === g.reported;
+    g.reported = json;
+    return { shell: { state: { cwd: g.cwd }, notes: [], ...(unchanged ? { unchanged: true as const } : {}) } };
+  };
+
+  const result = (g: FakeGeneration, req: RunRequest): RunResult => {
+    const command = req.command;
     const output = `gen=${g.generation} n=${g.commands.length} cmd=${command}\n`;
     return {
+      ...shellOf(g, req),
       run_id: "r", stdout: output, stderr: "", output, exit_code: 0, duration_ms: 3, timed_out: false, killed: false, truncated: false,
       files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
       sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
@@ -58,6 +80,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
       if ("wait" in n) continue;
       const cmd = n.command.request.command;
       g.commands.push(cmd);
+      g.requests.push(n.command.request);
       if (cmd === "__die" && once(cmd)) return "died";
       if (cmd === "__end" && once(cmd)) {
         // Its final write-back: one file its background process wrote, one that changed in the workspace meanwhile.
@@ -70,7 +93,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
           blockedWaiters.splice(0).forEach((w) => w());
         });
       }
-      await post(token, "result", { generation: g.generation, seq: n.command.seq, response: { ok: true, result: result(g, cmd) }, status: status() });
+      await post(token, "result", { generation: g.generation, seq: n.command.seq, response: { ok: true, result: result(g, n.command.request) }, status: status() });
     }
   }
 
@@ -81,7 +104,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
     async start(req) {
       if (!req.live) throw new Error("the fake live runner runs live sandboxes only");
       if (opts.failStart) throw new Error("no capacity");
-      const g: FakeGeneration = { generation: req.live.generation, start: req, commands: [], done: Promise.resolve("") };
+      const g: FakeGeneration = { generation: req.live.generation, start: req, commands: [], requests: [], cwd: "", done: Promise.resolve("") };
       generations.push(g);
       if (!opts.neverPoll) g.done = loop(g); // after start() answers, as an asynchronous Invoke
     },

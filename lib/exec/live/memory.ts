@@ -4,6 +4,7 @@
  * same process: a deployment with several API instances needs the Durable Object one (Workers) or
  * sticky routing by session. Bundles for Workers.
  */
+import { callOnce } from "./call.js";
 import { LiveSession } from "./session.js";
 import type { LiveCoordinator, LiveKey, LiveTimings } from "./types.js";
 
@@ -24,6 +25,7 @@ export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = 
   };
   return {
     begin: async (k, o) => of(k).begin(o.wait_ms, o.turn_ms, o.sandbox),
+    call: async (k, request, o) => tidy(k, await callOnce(of(k), request, o)),
     run: (k, turn, request, o) => of(k).run(turn, request, o),
     release: async (k, turn) => tidy(k, of(k).release(turn)),
     next: async (k, g, status) => tidy(k, await of(k).next(g, status)),

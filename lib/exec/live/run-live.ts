@@ -12,9 +12,10 @@ import { mintSyncToken } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
 import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
-import type { Executor, RunRequest, RunResult } from "../types.js";
+import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
+import type { SessionShell } from "../shell-session.js";
 import { accountEnds, liveLeaseMs, type LiveService } from "./service.js";
-import type { LiveKey, LiveLoss } from "./types.js";
+import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
@@ -26,6 +27,9 @@ export interface LiveRun {
   notes: string;
   /** This call started the sandbox it ran in. */
   started: boolean;
+  /** About the saved shell read for it ("" unless it expired), and what saving its state says ("" when none). */
+  shellNote: string;
+  shellNotes: string;
 }
 
 const REASONS: Record<LiveLoss["reason"], string> = {
@@ -79,31 +83,71 @@ const TURN_TO_RUN_MS = 120_000;
 const busy = (retry: number, session: string) =>
   new ToolError("BUSY", `Another command of session ${session} is still running in its live sandbox (one at a time). Retry in ${retry} s, or use another session (X-Session-Id) for work in parallel.`, { retry_after: retry, session });
 
-/** Runs `req` in the session's live sandbox (see the module comment). */
-export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number): Promise<LiveRun> {
+/**
+ * The session's saved shell, as a live command uses it: read only when the command needs it (a
+ * runner's first command, a restart), saved while the call holds the session's turn.
+ */
+export interface LiveShellUse {
+  keep: ShellKeep;
+  load(): Promise<SessionShell>;
+  /** Saves what the answer reports (`loaded`: the shell read for it, null when none was); the notes for the model. */
+  save(r: RunResult, loaded: ShellRequest | null): Promise<string>;
+}
+
+/**
+ * Runs `req` in the session's live sandbox (see the module comment). The usual call is one
+ * coordinator request (call.ts): the session's runner takes the command without its saved shell
+ * (the live shell holds it). Else the turn is taken and the call goes on: the saved shell read,
+ * a runner started when there is none, the command run, the turn given back.
+ */
+export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell?: LiveShellUse): Promise<LiveRun> {
   const svc = ctx.deps.live;
   if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
   const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends) : Promise.resolve());
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
-  const b = await svc.coordinator.begin(key, { wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req) });
-  await account(b.ends);
-  if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
-  let notes = b.lost ? lossNote(b.lost) : "";
-  let start = "start" in b ? b.start.generation : undefined;
+  const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}),
+  });
+  let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
+  const withShell = async (): Promise<RunRequest> => {
+    if (!shell) return req;
+    loaded ??= await shell.load();
+    return { ...req, shell: loaded.request };
+  };
+  let a: RunAnswer | null = null;
+  let turn: string;
+  let released = false;
+  let notes = "";
+  let start: string | undefined;
+  if ("begun" in first) {
+    const b = first.begun;
+    await account(b.ends);
+    if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
+    turn = b.turn;
+    notes = b.lost ? lossNote(b.lost) : "";
+    start = "start" in b ? b.start.generation : undefined;
+  } else ({ ran: a, turn, released } = first);
   let started = false;
   try {
     for (let attempt = 0; ; attempt++) {
-      let lease: string | undefined;
-      if (start) {
-        lease = await startRunner(ctx, executor, svc, key, req, start, idleMs);
-        notes += startedNote(idleMs);
-        started = true;
+      if (!a) {
+        let lease: string | undefined;
+        if (start) {
+          lease = await startRunner(ctx, executor, svc, key, req, start, idleMs);
+          notes += startedNote(idleMs);
+          started = true;
+        }
+        a = await svc.coordinator.run(key, turn, await withShell(), { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) });
       }
-      const a = await svc.coordinator.run(key, b.turn, req, { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) });
       await account(a.ends);
-      if ("response" in a) return { result: unwrapExecResponse<RunResult>(a.response), notes, started };
+      if ("response" in a) {
+        const result = unwrapExecResponse<RunResult>(a.response);
+        // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
+        const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
+        return { result, notes, started, shellNote: loaded?.note ?? "", shellNotes };
+      }
       if ("unavailable" in a) {
         throw new ToolError("UNAVAILABLE", `The live sandbox did not start within ${Math.round(a.unavailable.waited_ms / 1000)} s; nothing ran. Retry; if it keeps happening, call without keep_alive (a fresh sandbox per call) and tell the operator (the runner's logs say why).`, { session: ctx.session });
       }
@@ -113,9 +157,10 @@ export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest
       }
       notes += lossNote(a.lost, a.interrupted);
       start = a.start.generation;
+      a = null;
     }
   } finally {
-    await svc.coordinator.release(key, b.turn).catch(() => {});
+    if (!released) await svc.coordinator.release(key, turn).catch(() => {});
   }
 }
 

@@ -33,6 +33,8 @@ interface Generation {
   ending?: LiveEndReason;
   /** What it was started with (network, secrets: run-live.ts sandboxOf); a call with other access gets another sandbox. */
   sandbox: string;
+  /** It answered a command (its shell holds the session's state since: call.ts). */
+  served?: boolean;
 }
 
 type Waiter = () => void;
@@ -53,6 +55,11 @@ export class LiveSession {
     private readonly timings: LiveTimings,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** The current runner has answered a command: its shell holds the session's state. */
+  get served(): boolean {
+    return this.gen?.served === true;
+  }
 
   /** Nothing held: the session can be forgotten. */
   get empty(): boolean {
@@ -158,7 +165,9 @@ export class LiveSession {
     gen.seen_at = this.now();
     gen.status = post.status;
     const p = this.pending;
-    if (p && p.seq === post.seq && p.taken_at !== undefined) p.settle({ response: post.response, ends: [] });
+    if (!p || p.seq !== post.seq || p.taken_at === undefined) return;
+    if (post.response.ok) gen.served = true;
+    p.settle({ response: post.response, ends: [] });
   }
 
   /** The runner's last word. Answers its end when it was current (not already ended by end() or a loss). */

@@ -70,6 +70,26 @@ export type RunAnswer =
   | { unavailable: { waited_ms: number }; ends: LiveEnd[] }
   | { refused: "turn_expired"; ends: LiveEnd[] };
 
+export interface CallOptions extends RunOptions {
+  wait_ms: number;
+  turn_ms: number;
+  sandbox?: string;
+  /**
+   * The request leaves out the session's saved shell (its GET skipped): it runs only on a runner
+   * that has answered a command already (its shell holds the state); else the call is only begun.
+   */
+  stateless?: boolean;
+}
+
+/**
+ * begin, run and give the turn back in one request (call.ts): `ran` when the session's runner took
+ * the command (`released`: the turn was given back with the answer; else the caller holds `turn`
+ * and releases it, after saving the shell state the answer reports, or after running again on a
+ * loss); `begun` when it could not run as it was (busy; a runner to start; a runner whose shell
+ * needs the saved state first): the caller goes on as after begin().
+ */
+export type CallAnswer = { begun: BeginAnswer } | { ran: RunAnswer; turn: string; released: boolean };
+
 /** GET .../sandbox: what the runner last reported, and the session's state. */
 export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
@@ -79,6 +99,8 @@ export interface SandboxView extends LiveStatus {
 export interface LiveCoordinator {
   /** `sandbox`: what the call's sandbox is started with (network, secrets); a current one started otherwise is replaced. */
   begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string }): Promise<BeginAnswer>;
+  /** begin + run + release in one request when the session's runner can take the command now (CallAnswer). */
+  call(key: LiveKey, request: unknown, opts: CallOptions): Promise<CallAnswer>;
   run(key: LiveKey, turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;
   release(key: LiveKey, turn: string): Promise<void>;
   next(key: LiveKey, generation: string, status: LiveStatus): Promise<LiveNext>;

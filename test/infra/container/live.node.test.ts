@@ -75,6 +75,20 @@ describe("live sandbox: one shell across commands", () => {
     await s.end();
   });
 
+  it("says when a command ends in the shell state the previous one reported (the API then saves nothing); never for the sandbox's first", async () => {
+    const s = startLive();
+    const shell = { shell: { keep: "cwd" as const, state: { cwd: "" } } };
+    const first = await s.cmd("true", shell);
+    expect(first.shell).toEqual({ state: { cwd: "" }, notes: [] }); // the first: the saved state may differ from what the request restored
+    expect((await s.cmd("true", { shell: { keep: "cwd" } })).shell).toEqual({ state: { cwd: "" }, notes: [], unchanged: true });
+    expect((await s.cmd("mkdir -p d && cd d", { shell: { keep: "cwd" } })).shell).toEqual({ state: { cwd: "d" }, notes: [] });
+    expect((await s.cmd("true", { shell: { keep: "cwd" } })).shell).toEqual({ state: { cwd: "d" }, notes: [], unchanged: true });
+    // What is kept is compared, whatever asked for it: an exported variable under keep "all", then only the cwd again.
+    expect((await s.cmd("export V=1", { shell: { keep: "all" } })).shell).toEqual({ state: { cwd: "d", env: { V: "1" } }, notes: [] });
+    expect((await s.cmd("true", { shell: { keep: "cwd" } })).shell).toEqual({ state: { cwd: "d" }, notes: [] });
+    await s.end();
+  });
+
   it("a background HTTP server started by one command answers the next, shows in the status, and is gone after the idle end", async () => {
     const s = startLive({ idle_ms: 2_000 });
     const a = await s.cmd("cd /tmp && nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & echo started");

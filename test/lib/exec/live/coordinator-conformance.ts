@@ -157,6 +157,52 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(await c.next(key, gen, status(gen))).toEqual({ end: "replaced" });
     });
 
+    it("call: on a runner that has answered, one request takes the turn, runs and gives the turn back (kept while a new shell state is saved); else it is only begun", async () => {
+      const c = make();
+      const key = newKey();
+      const CALL = { ...TURN, timeout_ms: 10_000 };
+      const shell = (unchanged: boolean) => ({ ok: true as const, result: { shell: { state: { cwd: "sub" }, notes: [], ...(unchanged ? { unchanged: true } : {}) } } });
+      // No runner: only begun (start one), nothing queued.
+      const first = await c.call(key, "a", { ...CALL, stateless: true });
+      if (!("begun" in first) || !("start" in first.begun)) throw new Error(`expected a start: ${JSON.stringify(first)}`);
+      const { turn, start } = first.begun;
+      const gen = start.generation;
+      // Started, not yet answered: a call without the saved shell is only begun (the runner's first command restores it).
+      const run = c.run(key, turn, "a+shell", { timeout_ms: 10_000 });
+      expect(await c.next(key, gen, status(gen))).toEqual({ command: { seq: 1, request: "a+shell" } });
+      await c.result(key, gen, { generation: gen, seq: 1, response: shell(false), status: status(gen) });
+      expect(await run).toMatchObject({ response: shell(false) });
+      await c.release(key, turn);
+      // Served: one request, the turn given back with an answer that saves nothing.
+      const same = c.call(key, "b", { ...CALL, stateless: true });
+      expect(await c.next(key, gen, status(gen))).toEqual({ command: { seq: 2, request: "b" } });
+      await c.result(key, gen, { generation: gen, seq: 2, response: shell(true), status: status(gen) });
+      expect(await same).toMatchObject({ ran: { response: shell(true), ends: [] }, released: true });
+      const free = await c.begin(key, { wait_ms: 50, turn_ms: 60_000 });
+      expect(free).toMatchObject({ generation: gen });
+      await c.release(key, (free as { turn: string }).turn);
+      // An answer with a new shell state keeps the turn until the caller gives it back (after saving it).
+      const changed = c.call(key, "cd x", { ...CALL, stateless: true });
+      expect(await c.next(key, gen, status(gen))).toMatchObject({ command: { seq: 3 } });
+      await c.result(key, gen, { generation: gen, seq: 3, response: shell(false), status: status(gen) });
+      const kept = await changed;
+      expect(kept).toMatchObject({ ran: { response: shell(false) }, released: false });
+      expect(await c.begin(key, { wait_ms: 50, turn_ms: 60_000 })).toMatchObject({ busy: expect.any(Object) });
+      await c.release(key, (kept as { turn: string }).turn);
+      // Another session's runner that has not answered yet: a stateless call is only begun, one with its state runs.
+      const k2 = newKey();
+      const s2 = startOf(await c.begin(k2, TURN));
+      await c.release(k2, s2.turn);
+      const g2 = s2.start.generation;
+      const begun = await c.call(k2, "y", { ...CALL, stateless: true });
+      expect(begun).toMatchObject({ begun: { generation: g2 } });
+      await c.release(k2, (begun as { begun: { turn: string } }).begun.turn);
+      const ran = c.call(k2, "y+shell", CALL);
+      expect(await c.next(k2, g2, status(g2))).toEqual({ command: { seq: 1, request: "y+shell" } });
+      await c.result(k2, g2, { generation: g2, seq: 1, response: { ok: true, result: 1 }, status: status(g2) });
+      expect(await ran).toMatchObject({ ran: { response: { ok: true, result: 1 } }, released: true });
+    });
+
     it("sessions are apart: another session's (or tenant's) key sees no sandbox", async () => {
       const c = make();
       const key = newKey();

@@ -1,0 +1,83 @@
+/**
+ * What a live call costs the API (docs/live-sessions.md, "Storage operations"): its requests to the
+ * session's coordinator and its operations on the session's saved shell, counted on the real app
+ * (local R2/KV, the LIVE Durable Object) with the fake live runner (test/support/fake-live-runner.ts,
+ * whose shell reports its state as a live shell's). On a sandbox that has answered before, with the
+ * shell unchanged: ONE coordinator request and nothing on the saved shell. A call that moves the
+ * shell: that request, the state's PUT, then the turn given back. A new sandbox (the session's
+ * first call, the call after a DELETE): the saved shell is read for its first command, which restores it.
+ */
+import { env } from "cloudflare:workers";
+import { expect, it } from "vitest";
+import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
+import type { LiveCoordinator } from "../../../../lib/exec/live/types.js";
+import { countingStores } from "../../../support/counting-stores.js";
+import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
+import { newTenant, testApp, UNGATED } from "../../../helpers.js";
+import { FAST } from "./coordinator-conformance.js";
+
+const SECRET = "sync-secret-for-tests-0123456789";
+
+/** The coordinator with the tool side's requests logged (begin, call, run, release); the runner's own (next, result, ended) are not. */
+function countingCoordinator(base: LiveCoordinator) {
+  const log: string[] = [];
+  const toolSide = new Set(["begin", "call", "run", "release"]);
+  const coordinator = Object.fromEntries(
+    Object.entries(base).map(([op, f]) => [op, (...args: unknown[]) => {
+      if (toolSide.has(op)) log.push(op);
+      return (f as (...a: unknown[]) => unknown)(...args);
+    }]),
+  ) as unknown as LiveCoordinator;
+  return { coordinator, log };
+}
+
+it("a live call: one coordinator request and nothing on the saved shell when the sandbox answered before and its shell did not move; the state is read only for a sandbox's first command", async () => {
+  const stores = countingStores();
+  const runner = fakeLiveRunner();
+  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
+  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  runner.attach(app);
+  const t = await newTenant(app, UNGATED);
+  const call = async (tool: string, args: Record<string, unknown>) => {
+    live.log.length = 0;
+    stores.log.length = 0;
+    const r = await t.call(tool, { ...args, keep_alive: true, timeout: 5 }, "chat-1");
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return { coordinator: [...live.log], shells: stores.log.filter((o) => o.endsWith(" internal:shells")), storage: [...stores.log], output: r.body.output as string };
+  };
+  const bash = (command: string) => call("bash", { command });
+
+  // The session's first call: begun (a runner to start), the saved shell read for its first command, run, the turn given back; the new state saved (a new one: the workspace's states pruned).
+  const first = await bash("cd sub");
+  expect(first.coordinator).toEqual(["call", "run", "release"]);
+  expect(first.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
+
+  // Nothing changed: one request, the shell neither read nor written.
+  const same = await bash("true");
+  expect(same.coordinator).toEqual(["call"]);
+  expect(same.shells).toEqual([]);
+  expect(same.output).toBe(`gen=${runner.generations[0]!.generation} n=2 cmd=true\n`);
+  const g = runner.generations[0]!;
+  expect(g.requests[1]!.shell).toEqual({ keep: "cwd" }); // sent without the saved state: the live shell holds it
+  const rc = await call("run_code", { language: "python", code: "print(1)" });
+  expect(rc.coordinator).toEqual(["call"]);
+  expect(rc.shells).toEqual([]);
+
+  // The shell moved: the state saved, then the turn given back.
+  const moved = await bash("cd other");
+  expect(moved.coordinator).toEqual(["call", "release"]);
+  expect(moved.shells).toEqual(["r2.put internal:shells"]);
+
+  // A new sandbox (after DELETE) starts from the saved state: it was current.
+  expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" })).status).toBe(200);
+  const after = await bash("pwd");
+  expect(after.output).toContain("[live sandbox lost: it was ended");
+  expect(after.coordinator).toEqual(["call", "run", "release"]);
+  expect(after.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
+  const g2 = runner.generations[1]!;
+  expect(g2.requests[0]!.shell).toEqual({ keep: "cwd", state: { cwd: "other" } });
+  const again = await bash("true");
+  expect(again.coordinator).toEqual(["call"]);
+  expect(again.shells).toEqual([]);
+  await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
+});
