@@ -12,30 +12,7 @@
 import { randomId } from "../../shared/hash.js";
 import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveLoss, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-
-interface Pending {
-  seq: number;
-  request: unknown;
-  taken_at?: number;
-  timeout_ms: number;
-  settle: (a: RunAnswer) => void;
-}
-
-interface Generation {
-  generation: string;
-  requested_at: number;
-  /** When the runner last polled or answered; undefined until it first polls. */
-  seen_at?: number;
-  status?: LiveStatus;
-  seq: number;
-  lease?: string;
-  /** Set by end(): the runner's next poll is told to end. */
-  ending?: LiveEndReason;
-  /** What it was started with (network, secrets: run-live.ts sandboxOf); a call with other access gets another sandbox. */
-  sandbox: string;
-  /** It answered a command (its shell holds the session's state since: call.ts). */
-  served?: boolean;
-}
+import type { Generation, Pending } from "./session-records.js";
 
 type Waiter = () => void;
 
