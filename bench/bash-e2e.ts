@@ -45,6 +45,11 @@ export class LocalRunner {
     this.port = port;
   }
 
+  /** The runner process's id (its sandboxes are its children), while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }

@@ -11,7 +11,7 @@
  *
  * --lines: lines of ~50 bytes per file (300: ~15 KB; the bench's read targets are 1-64 KB).
  */
-import { readFileSync } from "node:fs";
+import { cpuOf } from "./proc-cpu.ts";
 import { descendants, setupTenant, startWorker } from "../test/support/wrangler-dev.ts";
 
 const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
@@ -19,23 +19,6 @@ const N = Number(arg("n", "200"));
 const ROUNDS = Number(arg("rounds", "3"));
 const only = arg("only", "")?.split(",").filter(Boolean);
 const LINES = Number(arg("lines", "300"));
-
-/** utime + stime (ms) of `pids`, by command name. */
-function cpuOf(pids: number[]): { total: number; by: Record<string, number> } {
-  let total = 0;
-  const by: Record<string, number> = {};
-  for (const p of pids) {
-    try {
-      const s = readFileSync(`/proc/${p}/stat`, "utf8");
-      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-      const ms = (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
-      const comm = readFileSync(`/proc/${p}/comm`, "utf8").trim();
-      total += ms;
-      by[comm] = (by[comm] ?? 0) + ms;
-    } catch {}
-  }
-  return { total, by };
-}
 
 const w = await startWorker({ config: "bench/read-cpu.wrangler.toml" });
 try {

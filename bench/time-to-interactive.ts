@@ -12,7 +12,12 @@
  *
  * Alone: `npx node bench/time-to-interactive.ts [--tti-runs=30] [--tti-bursts=10,50]` (builds and
  * starts the runner and `wrangler dev` itself). In `npm run bench`: the `tti` row source (--skip=tti).
+ * Alone, the notes also give the CPU each call costs (from /proc: workerd, wrangler's Node, the runner
+ * with the sandboxes it reaped, this client) and, per burst, the least wall time that CPU allows on
+ * this machine's cores (all of it spread evenly) beside the measured one, and the busiest single
+ * thread of wrangler dev (workerd runs the Worker's JavaScript on one thread: one core at most).
  */
+import { availableParallelism } from "node:os";
 import type { Cell } from "./stats.ts";
 import { percentile } from "./stats.ts";
 import type { Row } from "./table.ts";
@@ -62,7 +67,35 @@ async function createAndRun(t: Ready, id: string): Promise<number> {
   return ms;
 }
 
-export async function timeToInteractive(t: Ready, opts: { runs: number; bursts: number[]; log: (s: string) => void }): Promise<Row[]> {
+/**
+ * CPU time (ms) so far of each server part (standalone: the API's processes, the runner with its
+ * reaped sandboxes); keys "thread:<part>:<id>" are single threads inside a part (counted in it
+ * already), of which the busiest is reported: one thread can use one core at most.
+ */
+export type CpuMeter = () => Record<string, number>;
+
+const THREAD = "thread:";
+
+/** CPU spent by each part between two readings, its total, and the busiest single thread's (ms). */
+function cpuSpent(meter: CpuMeter | undefined, before: Record<string, number> | undefined) {
+  if (!meter || !before) return null;
+  const now = meter();
+  const delta = Object.entries(now).map(([k, v]) => [k, v - (before[k] ?? 0)] as const);
+  const parts = Object.fromEntries(delta.filter(([k]) => !k.startsWith(THREAD)));
+  const threads = delta.filter(([k]) => k.startsWith(THREAD)).sort((a, b) => b[1] - a[1]);
+  const busiest = threads[0] ? { ms: threads[0][1], of: threads[0][0].split(":")[1]! } : { ms: 0, of: "-" };
+  return { parts, busiest, total: Object.values(parts).reduce((a, b) => a + b, 0) };
+}
+
+const fmtParts = (parts: Record<string, number>, n: number) => Object.entries(parts).map(([k, v]) => `${k} ${Math.round(v / n)}`).join(", ");
+
+export async function timeToInteractive(t: Ready, opts: { runs: number; bursts: number[]; log: (s: string) => void; cpu?: CpuMeter; cores?: number; machine?: () => { busy: number; idle: number; iowait: number } }): Promise<Row[]> {
+  const cores = opts.cores ?? availableParallelism();
+  const client = () => {
+    const u = process.cpuUsage();
+    return { client: (u.user + u.system) / 1000 };
+  };
+  const meter: CpuMeter | undefined = opts.cpu ? () => ({ ...opts.cpu!(), ...client() }) : undefined;
   const run = Date.now().toString(36);
   const made: string[] = [];
   const rows: Row[] = [];
@@ -72,6 +105,7 @@ export async function timeToInteractive(t: Ready, opts: { runs: number; bursts: 
     const seq: number[] = [];
     let errors = 0;
     let firstError: string | undefined;
+    const seqCpu0 = meter?.();
     for (let i = 0; i < opts.runs; i++) {
       const id = `tti-${run}-s${i}`;
       made.push(id);
@@ -82,20 +116,35 @@ export async function timeToInteractive(t: Ready, opts: { runs: number; bursts: 
         firstError ??= (e as Error).message;
       }
     }
+    const seqCpu = cpuSpent(meter, seqCpu0);
+    // CPU per call (server parts and the client): what a burst of n needs of the machine's cores at the least.
+    const perCall = seqCpu ? seqCpu.total / opts.runs : null;
+    const cpuNote = seqCpu ? `; CPU per call ${Math.round(perCall!)} ms (${fmtParts(seqCpu.parts, opts.runs)})` : "";
     const cell = cellOf(seq, errors, firstError);
-    rows.push({ op: "time to interactive (create + bash node -v), sequential", size: 0, cells: { toolshed: cell }, note: `Daytona p50 ${ANCHORS.daytona.p50} ms, E2B ${ANCHORS.e2b.p50} ms (published)` });
-    opts.log(`  sequential x${cell.n}: p50 ${cell.p50} p95 ${cell.p95} ms${errors ? `, ${errors} errors: ${firstError}` : ""}`);
+    rows.push({ op: "time to interactive (create + bash node -v), sequential", size: 0, cells: { toolshed: cell }, note: `Daytona p50 ${ANCHORS.daytona.p50} ms, E2B ${ANCHORS.e2b.p50} ms (published)${cpuNote}` });
+    opts.log(`  sequential x${cell.n}: p50 ${cell.p50} p95 ${cell.p95} ms${cpuNote}${errors ? `, ${errors} errors: ${firstError}` : ""}`);
     for (const n of opts.bursts) {
       const ids = Array.from({ length: n }, (_, i) => `tti-${run}-b${n}-${i}`);
       made.push(...ids);
+      const cpu0 = meter?.();
+      const machine0 = opts.machine?.();
       const started = performance.now();
       const settled = await Promise.allSettled(ids.map((id) => createAndRun(t, id)));
       const wall = performance.now() - started;
+      const spent = cpuSpent(meter, cpu0);
+      const machine1 = opts.machine?.();
+      // The whole machine meanwhile (other processes too): busy, idle and I/O-wait core-ms as shares of cores x wall.
+      const share = (a: number, b: number) => `${Math.round(((a - b) / (cores * wall)) * 100)}%`;
+      const machineNote = machine0 && machine1 ? `; machine meanwhile: busy ${share(machine1.busy, machine0.busy)}, idle ${share(machine1.idle, machine0.idle)}, I/O wait ${share(machine1.iowait, machine0.iowait)} of ${cores} cores` : "";
+      // The CPU floor of the burst: all of its CPU spread over every core, nothing waiting on anything else.
+      const burstCpu = spent
+        ? `; CPU ${Math.round(spent.total)} ms (${Math.round(spent.total / n)} per call: ${fmtParts(spent.parts, n)}) / ${cores} cores = ${Math.round(spent.total / cores)} ms at the least, vs ${Math.round(wall)} ms wall${perCall ? ` (sequential CPU x ${n} / ${cores} = ${Math.round((perCall * n) / cores)} ms)` : ""}; busiest thread ${Math.round(spent.busiest.ms)} ms (${spent.busiest.of})${machineNote}`
+        : "";
       const ok = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
       const failed = settled.flatMap((s) => (s.status === "rejected" ? [String((s.reason as Error)?.message ?? s.reason)] : []));
       const c = cellOf(ok, failed.length, failed[0]);
-      rows.push({ op: `time to interactive, burst of ${n} (each)`, size: 0, cells: { toolshed: c }, note: `all ${n} done in ${Math.round(wall)} ms; bursts of 100 published: Daytona ${ANCHORS.daytona.burst100} ms, E2B ${ANCHORS.e2b.burst100} ms` });
-      opts.log(`  burst ${n}: p50 ${c.p50} p95 ${c.p95} ms, all done in ${Math.round(wall)} ms${failed.length ? `, ${failed.length} failed: ${failed[0]}` : ""}`);
+      rows.push({ op: `time to interactive, burst of ${n} (each)`, size: 0, cells: { toolshed: c }, note: `all ${n} done in ${Math.round(wall)} ms${burstCpu}; bursts of 100 published: Daytona ${ANCHORS.daytona.burst100} ms, E2B ${ANCHORS.e2b.burst100} ms` });
+      opts.log(`  burst ${n}: p50 ${c.p50} p95 ${c.p95} ms, all done in ${Math.round(wall)} ms${burstCpu}${failed.length ? `, ${failed.length} failed: ${failed[0]}` : ""}`);
     }
   } finally {
     for (const id of made) await fetch(`${t.url}/v1/workspaces/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } }).then((r) => r.arrayBuffer()).catch(() => {});
@@ -116,7 +165,8 @@ export const timeToInteractiveRows: RowSource = async (ctx) => {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { LocalRunner } = await import("./bash-e2e.ts");
-  const { freePort, startWorker } = await import("../test/support/wrangler-dev.ts");
+  const { descendants, freePort, startWorker } = await import("../test/support/wrangler-dev.ts");
+  const { commOf, cpuOf, machineCpu, threadsOf } = await import("./proc-cpu.ts");
   const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
   LocalRunner.build();
   const runner = new LocalRunner(await freePort());
@@ -125,7 +175,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
   try {
     const o = optionsOf(arg);
-    const rows = await timeToInteractive(await tenantFor(w.url, w.adminToken, Math.max(1, ...o.bursts)), { ...o, log: (s) => console.error(`[tti] ${s}`) });
+    // The API: every process of wrangler dev (workerd, wrangler's Node); the runner: its process and the sandboxes it reaped.
+    const apiPids = () => [w.child.pid!, ...descendants(w.child.pid!)];
+    // workerd runs the Worker's JavaScript (the API, its Durable Objects) on one thread: its share is the part one core bounds.
+    const cpu = () => {
+      const api = cpuOf(apiPids()).by;
+      const named = [...apiPids().map((p) => [p, commOf(p) === "workerd" ? "workerd" : "wrangler"] as const), ...(runner.pid ? [[runner.pid, "runner"] as const] : [])];
+      const threads = named.flatMap(([p, of]) => Object.entries(threadsOf(p)).map(([tid, ms]) => [`thread:${of}:${p}/${tid}`, ms] as const));
+      return { workerd: api.workerd ?? 0, wrangler: Object.entries(api).reduce((a, [k, v]) => (k === "workerd" ? a : a + v), 0), runner: cpuOf(runner.pid ? [runner.pid] : [], { reaped: true }).total, ...Object.fromEntries(threads) };
+    };
+    const rows = await timeToInteractive(await tenantFor(w.url, w.adminToken, Math.max(1, ...o.bursts)), { ...o, cpu, machine: machineCpu, log: (s) => console.error(`[tti] ${s}`) });
     for (const r of rows) console.log(JSON.stringify(r));
   } finally {
     await w.stop();

@@ -10,14 +10,23 @@
  * Removing a segment is always safe for answers: grep reads every file no segment covers directly.
  */
 import { filesPrefix, isDirMarker } from "../layout/paths.js";
-import type { StorageDriver } from "../storage/types.js";
+import { canWalk, type StorageDriver } from "../storage/types.js";
 import type { SegmentFile } from "./segment.js";
 import { IndexStore, type SegmentRef } from "./store.js";
 
-/** path → etag of every file of the workspace, as `driver` (its files view: upper over lower) lists them. */
+/**
+ * path → etag of every file of the workspace, as `driver` (its files view: upper over lower) lists
+ * them. A layered workspace's driver walks its manifest and lists only its upper layer (KeyWalk):
+ * what the manifest knows is never listed, nor re-listed page by page.
+ */
 export async function liveFiles(driver: StorageDriver, tenant: string, workspace: string): Promise<Map<string, string>> {
   const prefix = filesPrefix(tenant, workspace);
   const live = new Map<string, string>();
+  if (canWalk(driver)) {
+    const walk = driver.walk(prefix);
+    for (let o = await walk.next(); o !== null; o = await walk.next()) if (!isDirMarker(o.key)) live.set(o.key.slice(prefix.length), o.etag);
+    return live;
+  }
   let cursor: string | undefined;
   do {
     const r = await driver.list({ prefix, ...(cursor ? { cursor } : {}) });

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
+import { filesPrefix } from "../../../lib/layout/paths.js";
 import { upload, type Tenant } from "../../helpers.js";
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -68,4 +69,37 @@ export function sourceText(seed: number, lines = 40): string {
     s += `${parts.join(" ")};\n`;
   }
   return s;
+}
+
+/** R2 with every operation logged (kind and key). */
+export function loggedStorage(base: StorageDriver = r2Driver(env.FILES)) {
+  const ops: { op: "head" | "get" | "put" | "delete" | "list"; key: string }[] = [];
+  const driver: StorageDriver = {
+    name: base.name,
+    head: (k) => (ops.push({ op: "head", key: k }), base.head(k)),
+    get: (k, o) => (ops.push({ op: "get", key: k }), base.get(k, o)),
+    put: (k, b, o) => (ops.push({ op: "put", key: k }), base.put(k, b, o)),
+    delete: (k) => (ops.push({ op: "delete", key: typeof k === "string" ? k : "(many)" }), base.delete(k)),
+    list: (o) => (ops.push({ op: "list", key: o.prefix }), base.list(o)),
+  };
+  return { driver, ops };
+}
+
+/** Runs one tool call of `t` and returns its data and the storage operations it made (`ops`: a loggedStorage's log). */
+export async function measured(t: Tenant, ops: { op: string; key: string }[], tool: string, args: unknown) {
+  ops.length = 0;
+  const r = await t.call(tool, args);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  const files = filesPrefix(t.tenant, t.ws);
+  const log = [...ops];
+  return {
+    data: r.body.data,
+    output: r.body.output as string,
+    /** Listings of the workspace's files (not of the index, the links record, ...). */
+    fileLists: log.filter((o) => o.op === "list" && o.key.startsWith(files)).length,
+    lists: log.filter((o) => o.op === "list").length,
+    gets: log.filter((o) => o.op === "get" || o.op === "head").length,
+    /** Reads of single files (the per-file objects), as opposed to packs and segments. */
+    fileGets: log.filter((o) => (o.op === "get" || o.op === "head") && o.key.startsWith(files)).length,
+  };
 }

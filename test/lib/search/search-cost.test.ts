@@ -6,28 +6,11 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fileKey, filesPrefix } from "../../../lib/layout/paths.js";
-import { r2Driver } from "../../../lib/storage/drivers/r2.js";
-import type { StorageDriver } from "../../../lib/storage/types.js";
-import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
+import { fileKey } from "../../../lib/layout/paths.js";
+import { newTenant, testApp, upload } from "../../helpers.js";
 import { tar } from "../archive/archives.js";
 import { importReq } from "../archive/helpers.js";
-import { sourceText } from "./helpers.js";
-
-/** R2 with every operation logged (kind and key). */
-function loggedStorage() {
-  const base = r2Driver(env.FILES);
-  const ops: { op: "head" | "get" | "put" | "delete" | "list"; key: string }[] = [];
-  const driver: StorageDriver = {
-    name: base.name,
-    head: (k) => (ops.push({ op: "head", key: k }), base.head(k)),
-    get: (k, o) => (ops.push({ op: "get", key: k }), base.get(k, o)),
-    put: (k, b, o) => (ops.push({ op: "put", key: k }), base.put(k, b, o)),
-    delete: (k) => (ops.push({ op: "delete", key: typeof k === "string" ? k : "(many)" }), base.delete(k)),
-    list: (o) => (ops.push({ op: "list", key: o.prefix }), base.list(o)),
-  };
-  return { driver, ops };
-}
+import { loggedStorage, measured, sourceText } from "./helpers.js";
 
 /** 2,500 files (three listing pages of a plain workspace): src/d<k>/f<i>.ts, a rare word in two of them. */
 const N = 2500;
@@ -38,25 +21,6 @@ async function setup() {
   const { driver, ops } = loggedStorage();
   const app = testApp({ storage: driver });
   return { app, ops };
-}
-
-/** Runs one tool call and returns its data and the storage operations it made. */
-async function measured(t: Tenant, ops: { op: string; key: string }[], tool: string, args: unknown) {
-  ops.length = 0;
-  const r = await t.call(tool, args);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  const files = filesPrefix(t.tenant, t.ws);
-  const log = [...ops];
-  return {
-    data: r.body.data,
-    output: r.body.output as string,
-    /** Listings of the workspace's files (not of the index, the links record, ...). */
-    fileLists: log.filter((o) => o.op === "list" && o.key.startsWith(files)).length,
-    lists: log.filter((o) => o.op === "list").length,
-    gets: log.filter((o) => o.op === "get" || o.op === "head").length,
-    /** Reads of single files (the per-file objects), as opposed to packs and segments. */
-    fileGets: log.filter((o) => (o.op === "get" || o.op === "head") && o.key.startsWith(files)).length,
-  };
 }
 
 describe("search cost on an imported workspace (packs + manifest + index)", { timeout: 600_000 }, () => {
