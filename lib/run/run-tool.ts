@@ -51,12 +51,6 @@ export interface CallScope {
   early?: EarlyCall;
   /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/api/routes/known-workspace.ts). */
   filesStorage?: (s: StorageDriver) => StorageDriver;
-  /**
-   * A call whose work goes on detached (its data says {status: "running", task_id}: bash or run_code
-   * run_in_background, task background) is not metered by runTool: the call task following it meters
-   * the whole call once, at its end, with the sandbox time (lib/run/tasks/advance.ts).
-   */
-  meterDetachedAtEnd?: boolean;
 }
 
 /**
@@ -204,7 +198,7 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const meter = (ok: boolean, code?: string, sandboxMs?: number) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, scope.background);
   try {
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
-    if (!(scope.meterDetachedAtEnd && detachedWork(tool.name, r.data))) meter(true, undefined, sandboxMsOf(tool.name, r.data));
+    meter(true, undefined, sandboxMsOf(tool.name, r.data));
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {
     meter(false, toToolError(err).code);

@@ -3,9 +3,9 @@
  * pollTask: status and the output since the last poll), the subagent it follows (task with
  * background: lib/tools/task/records.ts) and the held call or question it waits on
  * (lib/tools/pending/store.ts). Any request of the task's key may advance it, in any isolate; the
- * record's conditional write keeps one outcome (store.ts changeCallTask). The request whose write
- * ends detached work meters the call: one usage record, the starting request's cost plus the run's
- * sandbox time (the start itself is not metered: run-tool.ts meterDetachedAtEnd).
+ * record's conditional write keeps one outcome (store.ts changeCallTask). The call itself is metered
+ * when it starts, as every call is (run-tool.ts), so no call goes unbilled; the request whose write
+ * ends detached work adds the work's record (route "call task": its time and sandbox_ms), once.
  */
 import { pollTask } from "../../exec/tasks.js";
 import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
@@ -68,14 +68,14 @@ export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false
 }
 
 /**
- * The one usage record of a call whose work went on detached, written by the request whose write
- * ended the task: the starting request's cost plus the work's time (sandbox_ms for a sandbox run).
- * A call started before its task could defer it (an approved call: metered on the approver's request) has none here.
+ * The record of a detached call's work, written by the request whose write ended the task: route
+ * "call task", the work's time and, for a sandbox run, sandbox_ms (the call was metered when it
+ * started: its tool, bytes and the starting request's time). A call started before its task could
+ * follow it (an approved call, which starts on the approver's request) has none here.
  */
 function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number, sandboxMs?: number): void {
   if (!rec.start_usage) return;
-  const u = rec.start_usage;
-  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, tool: rec.tool, ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: u.ms + workMs, bytes_read: u.bytes_read, bytes_written: u.bytes_written, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
+  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, route: "call task", ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: workMs, bytes_read: 0, bytes_written: 0, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
 }
 
 /** The last PARTIAL_OUTPUT_CHARS characters of the output so far and the new text. */

@@ -71,7 +71,7 @@ async function runForTask(start: StartCallTask): Promise<{ made: CallTaskRecord;
   const args = taskArgs(tool, start.args);
   const base = { id: "", key_id: scope.auth.key_id, tool: tool.name, session: scope.session, status: "working" as const, created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs) };
   try {
-    const r = await runTool(tool, args, { ...scope, meterDetachedAtEnd: true, ...(askHuman ? { askHuman } : {}) });
+    const r = await runTool(tool, args, { ...scope, ...(askHuman ? { askHuman } : {}) });
     const made = afterResult(base, r);
     if (made.run_id) made.run_timeout_s = Number((args as { timeout?: number }).timeout ?? (tool.name === "run_code" ? 60 : 120));
     return { made, usage: r.usage };

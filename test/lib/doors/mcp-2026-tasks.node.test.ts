@@ -2,8 +2,8 @@
  * Tasks and input requests on the MCP 2026-07-28 door (lib/doors/mcp-2026-tasks.ts) with the
  * official 2.x client (@modelcontextprotocol/client) over the real app and the real sandbox (local
  * executor, bubblewrap; memory storage): server/discover declares the io.modelcontextprotocol/tasks
- * extension; bash, run_code and task (a subagent on a scripted model endpoint) run as tasks (tasks/get: partial output, then the result; one usage
- * record with the sandbox time); tasks/cancel kills the run (the file it would have written never
+ * extension; bash, run_code and task (a subagent on a scripted model endpoint) run as tasks (tasks/get: partial output, then the result; the
+ * call metered at its start, its work once with the sandbox time); tasks/cancel kills the run (the file it would have written never
  * appears); ask_user as a task's input request answered by tasks/update, and as a multi round-trip
  * input request the client answers itself; an approval with changed arguments and a refusal through
  * the pending-call API; another tenant's task id not found; a client without the extension as before.
@@ -75,7 +75,7 @@ beforeAll(async () => {
 afterAll(close);
 
 describe("the tasks extension on the 2026-07-28 door", () => {
-  it("bash as a task: server/discover declares the extension; tasks/get shows the output so far, then the result; one usage record with the sandbox time", async () => {
+  it("bash as a task: server/discover declares the extension; tasks/get shows the output so far, then the result; the call metered at its start, its work once with the sandbox time", async () => {
     const c = await connect(acme);
     expect(c.client.getServerCapabilities()).toMatchObject({ tools: {}, extensions: { [TASKS]: {} } });
     const task = await startTask(c, "bash", { command: "echo first; sleep 4; echo second; echo done > out.txt" });
@@ -93,9 +93,11 @@ describe("the tasks extension on the 2026-07-28 door", () => {
     // The routing header the extension asks for: Mcp-Name carries the task id.
     expect(c.sent.find((s) => s.method === "tasks/get")!.headers.get("mcp-name")).toBe(task.taskId);
     await getTask(c, task.taskId);
-    const records = usage.filter((u) => u.tenant === "acme26" && u.tool === "bash");
-    expect(records).toHaveLength(1);
-    expect(records[0]!.sandbox_ms).toBeGreaterThan(0);
+    // The call is metered when it starts; its work adds one record when it ends, however often the task is read.
+    expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "bash")).toHaveLength(1);
+    const work = usage.filter((u) => u.tenant === "acme26" && u.route === "call task");
+    expect(work).toHaveLength(1);
+    expect(work[0]!.sandbox_ms).toBeGreaterThan(0);
     await c.client.close();
   });
 

@@ -59,13 +59,17 @@ describe("bash as an MCP task", () => {
     expect(r._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId: task.taskId });
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
     expect(await fileStatus(acme, "out.txt")).toBe(200);
-    // One call, one usage record: written when the run ended, with its sandbox time, once however often the task is read.
+    // The call is metered when it starts (billed even if nobody reads its task); its work adds one
+    // record when the run ended, with its sandbox time, once however often the task is read.
     await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    const runs = usage.filter((u) => u.tool === "bash" && u.workspace === "main" && u.tenant === "acme");
-    expect(runs).toHaveLength(1);
-    expect(runs[0]).toMatchObject({ ok: true, key: expect.any(String) });
-    expect(runs[0]!.sandbox_ms).toBeGreaterThan(0);
-    expect(runs[0]!.ms).toBeGreaterThanOrEqual(runs[0]!.sandbox_ms!);
+    const calls = usage.filter((u) => u.tool === "bash" && u.workspace === "main" && u.tenant === "acme");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ ok: true, key: expect.any(String) });
+    const work = usage.filter((u) => u.route === "call task" && u.workspace === "main" && u.tenant === "acme");
+    expect(work).toHaveLength(1);
+    expect(work[0]).toMatchObject({ ok: true, key: calls[0]!.key });
+    expect(work[0]!.sandbox_ms).toBeGreaterThan(0);
+    expect(work[0]!.ms).toBeGreaterThanOrEqual(work[0]!.sandbox_ms!);
     await client.close();
   });
 
