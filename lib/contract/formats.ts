@@ -98,8 +98,15 @@ export function anthropicTool(tool: Tool) {
   return { name: tool.name, description: tool.description, input_schema };
 }
 
+/**
+ * A tool as MCP lists it. A declared schema (a custom tool's) is listed as the tenant wrote it, its
+ * `$schema` included (SEP-1613: a declared dialect is kept); the built-in tools' schemas, generated
+ * by zod, are listed without the `$schema` zod adds (2020-12, MCP's default dialect).
+ */
 export function mcpTool(tool: Tool) {
-  const { $schema: _i, ...inputSchema } = inputJsonSchema(tool);
+  const generated = inputJsonSchema(tool);
+  const { $schema: _i, ...bare } = generated;
+  const inputSchema = tool.inputSchema ? generated : bare;
   const { $schema: _o, ...outputSchema } = outputJsonSchema(tool);
   return { name: tool.name, title: tool.annotations.title, description: tool.description, inputSchema, outputSchema, annotations: tool.annotations };
 }

@@ -42,7 +42,9 @@ export function schemaValidator(schema: Record<string, unknown>): z.ZodType {
 export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTool) => string | undefined = (d) => (d.backend.type === "webhook" ? d.backend.secret : undefined)): Tool {
   const validator = schemaValidator(def.input_schema);
   const permission = def.permission ?? backendScope(def.backend.type);
-  const { $schema: _drop, ...inputSchema } = def.input_schema;
+  // The tenant's schema as declared, its $schema (dialect) included: MCP lists it so (SEP-1613);
+  // the OpenAI and Anthropic shapes drop $schema for every tool (lib/contract/formats.ts).
+  const inputSchema = def.input_schema;
   return {
     name: def.name,
     description: def.description,

@@ -10,7 +10,8 @@ import { z } from "@hono/zod-openapi";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/api/app.js";
-import { STRICT_FORMATS } from "../../../lib/contract/formats.js";
+import { anthropicTool, mcpTool, openaiTool, STRICT_FORMATS } from "../../../lib/contract/formats.js";
+import { toCustomTool } from "../../../lib/tools/custom/tool.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { defineTool, inputJsonSchema } from "../../../lib/contract/tool.js";
@@ -221,5 +222,21 @@ describe("the output-schema hook (test/support/output-check.ts)", () => {
     expect((await call("ok")).status).toBe(200);
     await expect(call("extra")).rejects.toThrow(/not in the output schema/);
     await expect(call("wrong")).rejects.toThrow(/data does not match/);
+  });
+});
+
+describe("a declared schema's $schema (SEP-1613)", () => {
+  const declared = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { q: { $ref: "#/$defs/q" } }, $defs: { q: { type: "string" } }, additionalProperties: false };
+  const custom = toCustomTool({ name: "lookup", description: "Looks a thing up.", input_schema: declared, backend: { type: "webhook", url: "https://hooks.example.com/t", secret: "s".repeat(32) }, created_at: "", updated_at: "" } as never);
+  it("MCP lists a custom tool's schema as declared, $schema included; the built-in tools' generated schemas without it", () => {
+    expect(mcpTool(custom).inputSchema).toEqual(declared);
+    const read = tools.find((t) => t.name === "read")!;
+    expect(inputJsonSchema(read).$schema).toBeDefined();
+    expect(mcpTool(read).inputSchema).not.toHaveProperty("$schema");
+  });
+  it("the OpenAI and Anthropic shapes drop $schema for every tool, a declared one included", () => {
+    expect(anthropicTool(custom).input_schema).not.toHaveProperty("$schema");
+    expect(anthropicTool(custom).input_schema).toMatchObject({ $defs: declared.$defs, additionalProperties: false });
+    expect(openaiTool(custom).parameters).not.toHaveProperty("$schema");
   });
 });
