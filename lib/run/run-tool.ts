@@ -53,15 +53,6 @@ export interface CallScope {
   filesStorage?: (s: StorageDriver) => StorageDriver;
 }
 
-/**
- * What work a call's result says goes on detached from the call: a sandbox run (bash or run_code
- * with run_in_background: lib/exec/tasks.ts), a subagent (task with background: lib/tools/task/), or none.
- */
-export function detachedWork(tool: string, data: Record<string, unknown>): "run" | "agent" | null {
-  if (data.status !== "running" || typeof data.task_id !== "string") return null;
-  return tool === "bash" || tool === "run_code" ? "run" : tool === "task" ? "agent" : null;
-}
-
 /** A call's context on the run path: the tools' context with the run path's deps. */
 export type RunContext = ToolContext<RunDeps>;
 

@@ -12,7 +12,6 @@ import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } f
 import type { RunResult, TaskPoll } from "../../exec/types.js";
 import { ToolError } from "../../shared/errors.js";
 import { emitUsage } from "../metering/usage.js";
-import { detachedWork } from "../run-tool.js";
 import { loadTask, type TaskRecord } from "../../tools/task/records.js";
 import { taskData, taskText } from "../../tools/task/view.js";
 import type { RunDeps } from "../deps.js";
@@ -50,8 +49,17 @@ export interface CallResult {
 }
 
 /**
+ * What work a call's result says goes on detached from the call: a sandbox run (bash or run_code
+ * with run_in_background: lib/exec/tasks.ts), a subagent (task with background: lib/tools/task/), or none.
+ */
+function detachedWork(tool: string, data: Record<string, unknown>): "run" | "agent" | null {
+  if (data.status !== "running" || typeof data.task_id !== "string") return null;
+  return tool === "bash" || tool === "run_code" ? "run" : tool === "task" ? "agent" : null;
+}
+
+/**
  * What a call's result makes of its task: work started detached (bash or run_code in the background,
- * a background subagent: run-tool.ts detachedWork) is followed; anything else is the task's outcome.
+ * a background subagent: detachedWork) is followed; anything else is the task's outcome.
  */
 export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false): CallTaskRecord {
   const work = detachedWork(rec.tool, r.data);
@@ -60,7 +68,7 @@ export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false
     const id = r.data.task_id as string;
     // An approved call's output opens with what the human decided; the run's result will say it first too.
     const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n") : "";
-    const usage = r.usage ? { start_usage: { ms: r.usage.ms, bytes_read: r.usage.bytes_read, bytes_written: r.usage.bytes_written } } : {};
+    const usage = r.usage ? { meter_work: true as const } : {};
     const follows = work === "run" ? { run_id: id, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) } : { agent_task_id: id, status_message: `Subagent working: ${r.title}`.slice(0, 500) };
     return { ...rest, status: "working", ...follows, ...usage, ...(preface ? { preface } : {}) };
   }
@@ -74,7 +82,7 @@ export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false
  * follow it (an approved call, which starts on the approver's request) has none here.
  */
 function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number, sandboxMs?: number): void {
-  if (!rec.start_usage) return;
+  if (!rec.meter_work) return;
   emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, route: "call task", ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: workMs, bytes_read: 0, bytes_written: 0, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
 }
 
