@@ -36,6 +36,7 @@ const EXPECTED: Record<string, string> = {
   "GET /v1/workspaces/{ws}/files/{path}": "tenant:read",
   "HEAD /v1/workspaces/{ws}/files/{path}": "tenant:read",
   "PUT /v1/workspaces/{ws}/files/{path}": "tenant:write",
+  "POST /v1/workspaces/{ws}/uploads": "tenant:write",
   "DELETE /v1/workspaces/{ws}/files/{path}": "tenant:write",
   "POST /v1/admin/tenants": "admin",
   "GET /v1/admin/tenants": "admin",
