@@ -19,7 +19,8 @@
  *                  too: an isError result, never "failed", which the extension keeps for JSON-RPC
  *                  errors); cancelled.
  *   tasks/update   inputResponses: the answer to the question (once; other keys are ignored).
- *   tasks/cancel   kills the sandbox run (nothing is written back) or closes the held call; an empty ack.
+ *   tasks/cancel   kills the sandbox run (nothing is written back), stops the subagent (after its step
+ *                  under way) or closes the held call; an empty ack.
  * An approval is never put to the client (docs/mcp-pending.md: the calling key may not approve its
  * own calls): the task stays "working", its statusMessage naming the pending call a human answers
  * through the pending-call API; then it resumes. Unknown ids, and ids of another key, workspace or

@@ -20,7 +20,7 @@ import type { CustomToolDeps } from "../tools/custom/tool.js";
 export interface McpDeps extends RunDeps, CustomToolDeps {
   /**
    * allowedOrigins: origins (besides the API's own) a browser may call it from (DNS rebinding guard).
-   * taskAfterMs: on 2026-07-28, a call to a client that declared tasks not ended within this is answered as a task, where the runtime has waitUntil (default TASK_AFTER_MS, lib/doors/mcp-2026-tasks.ts).
+   * taskAfterMs: on 2026-07-28, a call to a client that declared tasks not ended within this is answered as a task, where the runtime has waitUntil (default TASK_AFTER_MS, lib/doors/mcp-2026-tasks.ts; Infinity: never).
    */
   mcp?: { allowedOrigins?: string[]; taskAfterMs?: number };
 }

@@ -100,8 +100,13 @@ export async function startCallTask(start: StartCallTask): Promise<CallTaskRecor
   return writeTask(taskScopeOf(start.scope), (await runForTask(start)).made);
 }
 
-/** Tools whose long work a task follows on its own (detached: taskArgs); the threshold never applies to them. */
-const DETACHED_TOOLS = new Set(["bash", "run_code", "task"]);
+/**
+ * Tools the threshold never applies to: those whose long work a task follows on its own (detached:
+ * taskArgs), and those whose time is a wait for work or an answer that has a record of its own
+ * (bash_output, task_output, pending_result: up to minutes, which a task would only turn into polls
+ * of a call kept alive past Workers' 30 s of waitUntil).
+ */
+const NO_THRESHOLD = new Set(["bash", "run_code", "task", "bash_output", "task_output", "pending_result"]);
 
 /**
  * Runs the call: a task (written) when its work goes on detached or waits for input, else the call's
@@ -113,7 +118,7 @@ const DETACHED_TOOLS = new Set(["bash", "run_code", "task"]);
 export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?: number } = {}): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
   const keep = start.scope.background;
   const done = async (r: Awaited<ReturnType<typeof runForTask>>) => (r.made.outcome ? { done: { ...r.made.outcome, ...(r.usage ? { usage: r.usage } : {}) } } : { task: await writeTask(taskScopeOf(start.scope), r.made) });
-  if (opts.taskAfterMs === undefined || !keep || DETACHED_TOOLS.has(start.tool.name)) return done(await runForTask(start));
+  if (opts.taskAfterMs === undefined || !Number.isFinite(opts.taskAfterMs) || !keep || NO_THRESHOLD.has(start.tool.name)) return done(await runForTask(start));
   const { scope } = start;
   const raced = await endOrPass({
     afterMs: opts.taskAfterMs,
