@@ -4,7 +4,7 @@ import { toToolError } from "../lib/contract/errors.js";
 import { defineTool, type ToolContext } from "../lib/contract/tool.js";
 import { runSubagent, type TaskToolDeps } from "../lib/tools/task/loop.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
-import { newTaskId, saveTask, sweepTasks, type TaskRecord } from "../lib/tools/task/records.js";
+import { newTaskId, saveTask, sweepTasks, taskStopRequested, type TaskRecord } from "../lib/tools/task/records.js";
 import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
 
 const description = `Delegate a task to a subagent that works in this workspace with the same tools (and your key's permissions, the tenant's policy and approval gate), then answers.
@@ -46,7 +46,7 @@ export default defineTool({
       await saveTask(s, rec);
       // The client's disconnect must not stop a background task, and nobody listens to its progress.
       const { signal: _drop, progress: _quiet, ...bgCtx } = ctx;
-      const run = runSubagent(args.prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r) }).then(
+      const run = runSubagent(args.prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id) }).then(
         (r) => saveTask(s, r),
         (e) => saveTask(s, { ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }),
       ).catch(() => {});

@@ -10,7 +10,7 @@ const LOST_AFTER_MS = 60_000;
 const description = `Read the outcome of a background task (started with task, background: true).
 - task_id: from task.
 - wait: wait until the task ends or timeout seconds pass (default: true). timeout: seconds (default: 30, max ${MAX_WAIT_S}).
-- status: running | completed | max_steps | failed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
+- status: running | completed | max_steps | failed | cancelled (stopped by its MCP task's cancel). An unknown task_id (or one of another workspace) gives NOT_FOUND.
 Returns: {task_id, status, answer, steps, files_changed, call_ids, usage, error?}`;
 
 export default defineTool({

@@ -9,7 +9,9 @@
  *   tools/call     bash and run_code run detached in the sandbox, task as a background subagent:
  *                  a CreateTaskResult (resultType "task") at once. A call the approval gate holds,
  *                  or an ask_user question, also becomes a task. Every other call answers its
- *                  CallToolResult as without the extension (no task record).
+ *                  CallToolResult as without the extension (no task record), unless it has not
+ *                  ended within TASK_AFTER_MS (2 s) and the runtime has waitUntil (Workers): then it is
+ *                  answered as a working task and goes on; its end is the task's result.
  *   tasks/get      the task now (a DetailedTask): working (statusMessage; _meta "toolshed/output":
  *                  the last 8,000 characters of a run's output, "toolshed/progress": output events
  *                  seen); input_required with inputRequests (ask_user's question as a form
@@ -17,7 +19,8 @@
  *                  too: an isError result, never "failed", which the extension keeps for JSON-RPC
  *                  errors); cancelled.
  *   tasks/update   inputResponses: the answer to the question (once; other keys are ignored).
- *   tasks/cancel   kills the sandbox run (nothing is written back) or closes the held call; an empty ack.
+ *   tasks/cancel   kills the sandbox run (nothing is written back), stops the subagent (after its step
+ *                  under way) or closes the held call; an empty ack.
  * An approval is never put to the client (docs/mcp-pending.md: the calling key may not approve its
  * own calls): the task stays "working", its statusMessage naming the pending call a human answers
  * through the pending-call API; then it resumes. Unknown ids, and ids of another key, workspace or
@@ -42,8 +45,8 @@ import { callMcpTool, type McpCall, type McpCallChannel } from "./mcp-tools.js";
 
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 
-/** The tools that run detached as tasks (the server's per-call decision). */
-const DETACHED_TOOLS = new Set(["bash", "run_code", "task"]);
+/** A call not ended within this is answered as a task (where the runtime has waitUntil; deps.mcp.taskAfterMs overrides). */
+export const TASK_AFTER_MS = 2000;
 
 type Caps = { extensions?: Record<string, unknown>; elicitation?: Record<string, unknown> };
 
@@ -155,7 +158,7 @@ export async function callTool2026(call: McpCall, name: string, args: unknown, c
       return inputRequired({ inputRequests: { [q.pending_id]: elicitation(q) }, requestState: q.pending_id }) as never;
     }
     // Without a question put to it, a plain call that waits for input (held, or asked of the app) is a task too.
-    const started = await callOrStartTask({ tool, args: args ?? {}, scope, ...(answersForms(caps) ? { clientAnswers: true } : {}) });
+    const started = await callOrStartTask({ tool, args: args ?? {}, scope, ...(answersForms(caps) ? { clientAnswers: true } : {}) }, { taskAfterMs: call.deps.mcp?.taskAfterMs ?? TASK_AFTER_MS });
     if ("done" in started) return asResult(started.done);
     const input = await callTaskInput(taskScopeOf(call), started.task);
     return { resultType: "task", ...taskFields(started.task, input) };

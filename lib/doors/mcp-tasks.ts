@@ -14,7 +14,7 @@
  *                      elicitation gets the question as elicitation/create on this request's stream
  *                      (lib/doors/mcp-ask.ts takes its answer); an approval waits for the human's answer
  *                      through the pending-call API (never taken from the client: docs/mcp-pending.md).
- *   tasks/cancel       kills the run (nothing written back) or closes the held call; a terminal task: -32602.
+ *   tasks/cancel       kills the run (nothing written back), stops the subagent or closes the held call; a terminal task: -32602.
  * An unknown task id, or one of another key, workspace or tenant: -32602 "not found", the same answer.
  */
 import { CancelTaskRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, GetTaskRequestSchema, ListTasksRequestSchema, McpError, type CallToolResult, type ServerRequest, type Task } from "@modelcontextprotocol/sdk/types.js";

@@ -18,8 +18,11 @@ import type { CustomToolDeps } from "../tools/custom/tool.js";
 
 /** What the MCP door reads of the app's wiring: the run path's, the tenant's custom tools, its own allow-list. */
 export interface McpDeps extends RunDeps, CustomToolDeps {
-  /** The MCP endpoint: origins (besides the API's own) a browser may call it from (DNS rebinding guard). */
-  mcp?: { allowedOrigins?: string[] };
+  /**
+   * allowedOrigins: origins (besides the API's own) a browser may call it from (DNS rebinding guard).
+   * taskAfterMs: on 2026-07-28, a call to a client that declared tasks not ended within this is answered as a task, where the runtime has waitUntil (default TASK_AFTER_MS, lib/doors/mcp-2026-tasks.ts; Infinity: never).
+   */
+  mcp?: { allowedOrigins?: string[]; taskAfterMs?: number };
 }
 
 /** One request's caller, as every revision's door sees it. */

@@ -744,7 +744,7 @@ export interface paths {
          * @description Read the outcome of a background task (started with task, background: true).
          *     - task_id: from task.
          *     - wait: wait until the task ends or timeout seconds pass (default: true). timeout: seconds (default: 30, max 300).
-         *     - status: running | completed | max_steps | failed. An unknown task_id (or one of another workspace) gives NOT_FOUND.
+         *     - status: running | completed | max_steps | failed | cancelled (stopped by its MCP task's cancel). An unknown task_id (or one of another workspace) gives NOT_FOUND.
          *     Returns: {task_id, status, answer, steps, files_changed, call_ids, usage, error?}
          */
         post: operations["tool_task_output"];
@@ -5832,7 +5832,7 @@ export interface operations {
                         data: {
                             task_id: string;
                             /** @enum {string} */
-                            status: "running" | "completed" | "max_steps" | "failed";
+                            status: "running" | "completed" | "max_steps" | "failed" | "cancelled";
                             answer?: string;
                             steps?: number;
                             files_changed?: string[];
@@ -6048,7 +6048,7 @@ export interface operations {
                         data: {
                             task_id: string;
                             /** @enum {string} */
-                            status: "running" | "completed" | "max_steps" | "failed";
+                            status: "running" | "completed" | "max_steps" | "failed" | "cancelled";
                             answer?: string;
                             steps?: number;
                             files_changed?: string[];

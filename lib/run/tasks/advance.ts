@@ -131,6 +131,8 @@ const AGENT_LOST_AFTER_MS = 60_000;
 
 /** A subagent's end as the call's outcome: what task would have answered in the foreground. */
 function agentOutcome(rec: CallTaskRecord, t: TaskRecord): CallTaskOutcome {
+  // Stopped by the task's cancel (run.ts cancelCallTask): what it did before stays, said with its step count.
+  if (t.status === "cancelled") return { ok: false, code: "CANCELLED", message: `The task was cancelled. ${taskText(t)}`, details: { task_id: t.task_id, steps: t.steps, files_changed: t.files_changed, call_ids: t.call_ids } };
   if (t.status === "failed") return { ok: false, code: t.error?.code ?? "INTERNAL", message: (rec.preface ? `${rec.preface}\n` : "") + (t.error?.message ?? "The subagent failed."), details: { task_id: t.task_id, steps: t.steps, files_changed: t.files_changed, call_ids: t.call_ids } };
   return { ok: true, title: `task ${t.task_id}: ${t.status}`, output: (rec.preface ? `${rec.preface}\n` : "") + taskText(t), data: taskData(t) };
 }

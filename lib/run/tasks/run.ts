@@ -12,10 +12,12 @@
  *                   input_required (pending_id). Then the record is written (store.ts) and returned.
  *   callOrStartTask the same, for a door whose server decides per call whether a task is worth it
  *                   (MCP 2026-07-28): a call that ended in the starting request is answered as it is,
- *                   with no task record.
+ *                   with no task record; with a threshold and waitUntil, a call that has not ended
+ *                   within it is answered as a task and ends under waitUntil (late.ts).
  *   getCallTask     the task now: its run polled (new output kept, the end metered once) or its held call looked at.
  *   waitCallTask    until it is terminal (or input_required and nothing moves, when `untilInput`), the signal, or `until`.
- *   cancelCallTask  kills its run (the runner stops every process, nothing is written back) or closes its
+ *   cancelCallTask  kills its run (the runner stops every process, nothing is written back), stops its
+ *                   subagent (it starts no model turn or tool call after its stop flag) or closes its
  *                   held call (it can never run from a later approval); then cancelled.
  *   listCallTasks   (store.ts) the key's tasks in the workspace.
  *
@@ -26,9 +28,11 @@ import { killTask } from "../../exec/tasks.js";
 import { ToolError } from "../../shared/errors.js";
 import type { Tool, Usage } from "../../contract/tool.js";
 import { closePending, loadPending, pendingScope } from "../../tools/pending/store.js";
+import { loadTask, requestTaskStop } from "../../tools/task/records.js";
 import { runTool, type CallScope } from "../run-tool.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { afterResult, advanceCallTask, errorOutcome, settled, type CallTaskDeps } from "./advance.js";
+import { endOrPass, LATE_CALL_LOST_MS, lateCallLost, settleLateCall } from "./late.js";
 import { changeCallTask, createCallTask, isTerminal, loadCallTask, ttlOf, type CallTaskOutcome, type CallTaskRecord } from "./store.js";
 
 /** What a door passes to start a task: the call's scope as for runTool, and the task's own options. */
@@ -96,16 +100,43 @@ export async function startCallTask(start: StartCallTask): Promise<CallTaskRecor
   return writeTask(taskScopeOf(start.scope), (await runForTask(start)).made);
 }
 
-/** Runs the call: a task (written) when its work goes on detached or waits for input, else the call's outcome as it ended (no record). */
-export async function callOrStartTask(start: StartCallTask): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
-  const { made, usage } = await runForTask(start);
-  if (made.outcome) return { done: { ...made.outcome, ...(usage ? { usage } : {}) } };
-  return { task: await writeTask(taskScopeOf(start.scope), made) };
+/**
+ * Tools the threshold never applies to: those whose long work a task follows on its own (detached:
+ * taskArgs), and those whose time is a wait for work or an answer that has a record of its own
+ * (bash_output, task_output, pending_result: up to minutes, which a task would only turn into polls
+ * of a call kept alive past Workers' 30 s of waitUntil).
+ */
+const NO_THRESHOLD = new Set(["bash", "run_code", "task", "bash_output", "task_output", "pending_result"]);
+
+/**
+ * Runs the call: a task (written) when its work goes on detached or waits for input, else the call's
+ * outcome as it ended (no record). With `taskAfterMs` and the runtime's waitUntil (scope.background:
+ * Workers), any other call not ended within taskAfterMs is answered as a working task too, and goes on
+ * under waitUntil: its end writes the task's outcome (conditionally: a cancel written first stays).
+ * Without waitUntil (Lambda, Node) the call runs to its end in the request, as without the threshold.
+ */
+export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?: number } = {}): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
+  const keep = start.scope.background;
+  const done = async (r: Awaited<ReturnType<typeof runForTask>>) => (r.made.outcome ? { done: { ...r.made.outcome, ...(r.usage ? { usage: r.usage } : {}) } } : { task: await writeTask(taskScopeOf(start.scope), r.made) });
+  if (opts.taskAfterMs === undefined || !Number.isFinite(opts.taskAfterMs) || !keep || NO_THRESHOLD.has(start.tool.name)) return done(await runForTask(start));
+  const { scope } = start;
+  const raced = await endOrPass({
+    afterMs: opts.taskAfterMs,
+    ...(scope.signal ? { signal: scope.signal } : {}),
+    ...(scope.progress ? { progress: scope.progress } : {}),
+    run: (signal, progress) => runForTask({ ...start, scope: { ...scope, signal, ...(progress ? { progress } : {}) } }),
+  });
+  if ("ended" in raced) return done(raced.ended);
+  const s = taskScopeOf(scope);
+  const task = await writeTask(s, { id: "", key_id: scope.auth.key_id, tool: start.tool.name, session: scope.session, status: "working", created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs), status_message: `Running: ${start.tool.name} (answered as a task after ${opts.taskAfterMs} ms)`, lost_after_ms: LATE_CALL_LOST_MS });
+  keep(raced.running.then((r) => settleLateCall(s, task.id, r.made)).catch((e) => console.error("a call answered as a task could not write its end", e instanceof Error ? e.message : String(e))));
+  return { task };
 }
 
 /** The caller's task as it is now (NOT_FOUND for an unknown id, another key's, workspace's or tenant's). */
 export async function getCallTask(s: CallTaskDeps, id: string): Promise<CallTaskRecord> {
-  return advanceCallTask(s, await loadCallTask(s, id));
+  const cur = await loadCallTask(s, id);
+  return (await lateCallLost(s, cur)) ?? advanceCallTask(s, cur);
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -138,9 +169,27 @@ export async function waitCallTask(s: CallTaskDeps, id: string, opts: { until: n
   return rec;
 }
 
+/** How long a cancel waits for a subagent to see its stop flag. */
+const AGENT_STOP_WAIT_MS = 15_000;
+
+/** Sets the subagent's stop flag and waits (up to AGENT_STOP_WAIT_MS) for it to stop; true once its record has ended. */
+async function stopSubagent(s: CallTaskDeps, agentTaskId: string): Promise<boolean> {
+  const ts = { driver: s.deps.storage, tenant: s.tenant, workspace: s.workspace };
+  let t = await loadTask(ts, agentTaskId);
+  if (t.status !== "running") return true;
+  await requestTaskStop(ts, t);
+  const until = Date.now() + AGENT_STOP_WAIT_MS;
+  for (let pause = 250; t.status === "running" && Date.now() < until; pause = Math.min(pause * 1.5, 2000)) {
+    await sleep(Math.min(pause, Math.max(0, until - Date.now())));
+    t = await loadTask(ts, agentTaskId);
+  }
+  return t.status !== "running";
+}
+
 /**
- * Cancels the caller's task: kills its sandbox run (waiting up to 15 s for the runner to confirm), or
- * closes the held call it waits on so no later approval runs it. A task already ended is
+ * Cancels the caller's task: kills its sandbox run (waiting up to 15 s for the runner to confirm),
+ * stops its subagent (its stop flag, waiting up to 15 s for it to stop: the result says after how many
+ * steps), or closes the held call it waits on so no later approval runs it. A task already ended is
  * INVALID_ARGUMENT (the spec's rule: a terminal task cannot be cancelled).
  */
 export async function cancelCallTask(s: CallTaskDeps, id: string): Promise<CallTaskRecord> {
@@ -154,12 +203,19 @@ export async function cancelCallTask(s: CallTaskDeps, id: string): Promise<CallT
       if (isTerminal(after.status)) return after;
     }
   }
+  if (cur.rec.agent_task_id) {
+    // The subagent sees its stop flag before its next model turn or tool call; its record then says where it stopped.
+    if (await stopSubagent(s, cur.rec.agent_task_id)) {
+      const after = await getCallTask(s, id);
+      if (isTerminal(after.status)) return after;
+    }
+  }
   if (cur.rec.pending_id) {
     const ps = pendingScope(s.deps, s.tenant, s.workspace);
     const held = await loadPending(ps, cur.rec.pending_id);
     if (held.rec.status === "pending") await closePending(ps, held.rec, held.etag, "superseded", "the MCP client cancelled the task that held this call");
   }
-  const why = cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : cur.rec.agent_task_id ? `: its subagent is not stopped (it may still finish steps until its deadline; task_output {task_id: "${cur.rec.agent_task_id}"} reads it)` : "";
+  const why = cur.rec.lost_after_ms !== undefined ? ": the call under way was not stopped (it ends within its own bounds, what it changes stays, and its result is not kept)" : cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : cur.rec.agent_task_id ? `: its subagent was asked to stop and had not stopped within ${AGENT_STOP_WAIT_MS / 1000} s (a model turn or tool call under way ends first; it starts nothing after that, and task_output {task_id: "${cur.rec.agent_task_id}"} reads where it stopped)` : "";
   const outcome = errorOutcome(new ToolError("CANCELLED", `Task ${id} was cancelled by the client${why}.`, { task_id: id }));
   // A run that ended before the kill keeps its own outcome: the next read of the task shows it.
   const done = await changeCallTask(s, id, (rec) => (isTerminal(rec.status) ? null : settled(rec, outcome)));

@@ -60,6 +60,8 @@ export interface CallTaskRecord {
   agent_task_id?: string;
   /** The call started in this task's own request (metered there): its detached work gets its own record at its end (advance.ts meterEnd). */
   meter_work?: true;
+  /** A call answered as a task after a threshold, running on under its request's waitUntil: not ended this long (ms) after the task's creation, it was lost (late.ts). */
+  lost_after_ms?: number;
   /** That run's timeout in seconds (what a timed-out run's error says). */
   run_timeout_s?: number;
   /** What a human decided about the call (an approval's note, changed arguments), said first in the run's result (invariant 13). */

@@ -11,6 +11,9 @@
  * rec.call_ids, in order, with stamps strictly increasing so a session undo walks them back newest first.
  * Bounds: max_steps model calls, max_seconds of wall time (each model call gets what is left).
  * Progress (ctx.progress): one status event per step, {message: "step 2: called read, edit", done: 2, total: max_steps}.
+ * Stopping (hooks.stopRequested, a background task's stop flag): looked at before each model turn and
+ * each tool call; once it says stop, nothing more starts (a call under way ends first) and the task
+ * ends "cancelled", keeping what it did so far (steps, files, undo ids).
  */
 import { isToolError, ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../contract/errors.js";
@@ -43,6 +46,8 @@ export function subagentTools(subcalls: SubCalls): Tool[] {
 export interface LoopHooks {
   /** After every step (background tasks save their record). */
   onStep?: (rec: TaskRecord) => Promise<void>;
+  /** Whether the task was asked to stop (a background task's stop flag: records.ts taskStopRequested). */
+  stopRequested?: () => Promise<boolean>;
 }
 
 /** Runs the loop, updating `rec` in place; throws the endpoint's ToolError (rec keeps what was done). */
@@ -68,10 +73,18 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
   });
   const messages: ChatMessage[] = [{ role: "system", content: SYSTEM(ctx.ws.id) }, { role: "user", content: prompt }];
   const sync = () => void (rec.files_changed = [...changed].sort());
+  /** Ends the task as cancelled when it was asked to stop. */
+  const stopped = async () => {
+    if (!(await hooks.stopRequested?.())) return false;
+    rec.status = "cancelled";
+    sync();
+    return true;
+  };
 
   while (rec.steps < maxSteps) {
     const left = deadline - Date.now();
     if (left <= 0) throw new ToolError("TIMEOUT", `The task used its ${cfg.max_seconds ?? DEFAULT_MAX_SECONDS} s (max_seconds) after ${rec.steps} steps without a final answer. Give it a smaller job, or ask an admin to raise max_seconds.`, {});
+    if (await stopped()) return rec;
     const reply = await chatCompletion(cfg, { messages, tools: chatTools }, { timeoutMs: left, ...(ctx.deps.webFetch ? { web: ctx.deps.webFetch } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     rec.steps += 1;
     rec.usage.prompt_tokens += reply.usage.prompt_tokens;
@@ -87,6 +100,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     }
     let held = false;
     for (const call of calls) {
+      if (!held && (await stopped())) return rec; // the calls of this step not started are not run
       const r: { content: string; held: boolean } = held ? { content: JSON.stringify({ ok: false, error: { code: "SKIPPED", message: "Not run: an earlier call of this step waits for a human's approval." } }), held } : await runCall(call, byName, runOne, changed, rec);
       held = r.held;
       const content = r.content;

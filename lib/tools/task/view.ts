@@ -4,7 +4,7 @@ import type { TaskRecord } from "./records.js";
 
 export const TaskData = z.object({
   task_id: z.string(),
-  status: z.enum(["running", "completed", "max_steps", "failed"]),
+  status: z.enum(["running", "completed", "max_steps", "failed", "cancelled"]),
   answer: z.string().optional(),
   steps: z.number().int().optional(),
   files_changed: z.array(z.string()).optional(),
@@ -19,6 +19,7 @@ export function taskText(r: TaskRecord): string {
     r.status === "completed" ? `Task ${r.task_id} completed in ${r.steps} steps.`
     : r.status === "max_steps" ? `Task ${r.task_id} stopped at the tenant's step limit (${r.steps} steps) without a final answer; its last words are below. Call task again with a narrower prompt.`
     : r.status === "running" ? `Task ${r.task_id} is still running (${r.steps} steps so far). Call task_output again to wait for it.`
+    : r.status === "cancelled" ? `Task ${r.task_id} was cancelled after ${r.steps} ${r.steps === 1 ? "step" : "steps"}: it was asked to stop, and started nothing after that (what it did before stays; its files and undo ids are below).`
     : `Task ${r.task_id} failed after ${r.steps} steps: ${r.error?.code}: ${r.error?.message}`;
   const files = r.files_changed.length ? `\nFiles changed: ${r.files_changed.join(", ")}` : "";
   const undo = r.call_ids.length ? `\nUndo ids (oldest first): ${r.call_ids.join(", ")}` : "";

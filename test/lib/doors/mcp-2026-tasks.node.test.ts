@@ -7,66 +7,15 @@
  * appears); ask_user as a task's input request answered by tasks/update, and as a multi round-trip
  * input request the client answers itself; an approval with changed arguments and a refusal through
  * the pending-call API; another tenant's task id not found; a client without the extension as before.
- *
- * The 2.x client has no tasks API of its own, and refuses a tools/call result whose resultType is
- * "task" (UnsupportedResultType): the tests read the CreateTaskResult off the wire, then call
- * tasks/get|update|cancel through client.request, which sends the revision's envelope and headers.
+ * The client and its task helpers: mcp-2026-client.ts.
  */
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createServer } from "node:http";
-import { z } from "@hono/zod-openapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cancelTask, connect as connectTo, ended, getTask, pollUntil, startTask, TASKS, text, updateTask, type Ask } from "./mcp-2026-client.js";
 import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
 
 const { app, usage, post, tenant, upload, fileStatus, close } = sandboxApp();
-const TASKS = "io.modelcontextprotocol/tasks";
-
-interface Conn {
-  client: Client;
-  /** Each tools/call's answer as sent on the wire. */
-  calls: any[];
-  /** Each request's method and headers. */
-  sent: { method: string; headers: Headers }[];
-}
-
-type Ask = (message: string, schema: any) => { action: "accept"; content: { answer: string } } | { action: "decline" | "cancel" };
-
-/** The 2.x client on a workspace, declaring the tasks extension (unless `tasks` is false) and, with `onAsk`, form elicitation. */
-async function connect(t: Tenant, opts: { tasks?: boolean; onAsk?: Ask } = {}): Promise<Conn> {
-  const capabilities = { ...(opts.tasks === false ? {} : { extensions: { [TASKS]: {} } }), ...(opts.onAsk ? { elicitation: { form: {} } } : {}) };
-  const client = new Client({ name: "tasks-2026", version: "1.0.0" }, { versionNegotiation: { mode: "auto" }, capabilities });
-  if (opts.onAsk) client.setRequestHandler("elicitation/create", async (req: any) => opts.onAsk!(req.params.message, req.params.requestedSchema) as never);
-  const conn: Conn = { client, calls: [], sent: [] };
-  const fetch = async (input: string | URL | Request, init?: RequestInit) => {
-    const res = await app.request(String(input), init);
-    const body = JSON.parse(String(init?.body ?? "null"));
-    conn.sent.push({ method: body?.method, headers: new Headers(init?.headers) });
-    if (body?.method === "tools/call" && res.headers.get("content-type")?.includes("json")) conn.calls.push(JSON.parse(await res.clone().text()));
-    return res;
-  };
-  await client.connect(new StreamableHTTPClientTransport(new URL("http://127.0.0.1/v1/workspaces/main/mcp"), { requestInit: { headers: { authorization: `Bearer ${t.key}` } }, fetch }));
-  return conn;
-}
-
-const Loose = z.looseObject({});
-/** tools/call answered with a task: the CreateTaskResult as the server sent it (the 2.x client itself refuses resultType "task"). */
-async function startTask(c: Conn, name: string, args: Record<string, unknown>): Promise<any> {
-  await expect(c.client.callTool({ name, arguments: args })).rejects.toThrow(/Unsupported result type 'task'/);
-  const answer = c.calls.at(-1);
-  expect(answer.result.resultType).toBe("task");
-  return answer.result;
-}
-const getTask = (c: Conn, taskId: string) => c.client.request({ method: "tasks/get", params: { taskId } } as never, Loose) as Promise<any>;
-const updateTask = (c: Conn, taskId: string, inputResponses: Record<string, unknown>) => c.client.request({ method: "tasks/update", params: { taskId, inputResponses } } as never, Loose) as Promise<any>;
-const cancelTask = (c: Conn, taskId: string) => c.client.request({ method: "tasks/cancel", params: { taskId } } as never, Loose) as Promise<any>;
-/** Polls tasks/get until `done` says so (each poll a new request, as a client would after pollIntervalMs). */
-async function pollUntil(c: Conn, taskId: string, done: (t: any) => boolean): Promise<any> {
-  let t = await getTask(c, taskId);
-  while (!done(t)) t = await getTask(c, taskId);
-  return t;
-}
-const ended = (t: any) => t.status === "completed" || t.status === "cancelled" || t.status === "failed";
-const text = (r: any) => (r.content as { type: string; text: string }[]).map((x) => x.text).join("");
+const connect = (t: Tenant, opts: { tasks?: boolean; onAsk?: Ask } = {}) => connectTo(app, t, opts);
 
 let acme: Tenant;
 beforeAll(async () => {
