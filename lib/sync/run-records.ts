@@ -68,11 +68,17 @@ export async function createOnly(driver: StorageDriver, key: string, body: strin
 
 // ---------------------------------------------------------------- the runner's side
 
+/** A run's record in storage, as the sync routes serve it. */
+export interface StoredRunRecords extends RunRecordClient {
+  /** finish, saying whether this call stored the result (false: one was there already, and stays). */
+  storeResult(res: ExecResponse): Promise<boolean>;
+}
+
 /**
  * A run's record over a StorageDriver: what the sync routes serve (with the run and deadline
  * taken from the token) and what in-process runners use in tests.
  */
-export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): RunRecordClient {
+export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): StoredRunRecords {
   let at: Promise<{ runId: string; k: RunKeys }> | null = null;
   const record = () => (at ??= runIdFor(tenant, workspace, idempotencyKey).then((runId) => ({ runId, k: keysOf(runPrefix(tenant, workspace, runId)) })));
   const state = async () => {
@@ -81,6 +87,7 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
     return { claim: claim?.value ?? null, result: result?.value ?? null };
   };
   const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
+  const storeResult = async (res: ExecResponse) => createOnly(driver, (await record()).k.result, JSON.stringify(res));
   return {
     async claim({ task }) {
       const { runId, k } = await record();
@@ -95,8 +102,9 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
       return { kill: await killRequested() };
     },
     killRequested,
+    storeResult,
     async finish(res) {
-      await createOnly(driver, (await record()).k.result, JSON.stringify(res));
+      await storeResult(res);
     },
     async release() {
       const { k } = await record();

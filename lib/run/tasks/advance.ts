@@ -4,8 +4,10 @@
  * background: lib/tools/task/records.ts) and the held call or question it waits on
  * (lib/tools/pending/store.ts). Any request of the task's key may advance it, in any isolate; the
  * record's conditional write keeps one outcome (store.ts changeCallTask). The call itself is metered
- * when it starts, as every call is (run-tool.ts), so no call goes unbilled; the request whose write
- * ends detached work adds the work's record (route "call task": its time and sandbox_ms), once.
+ * when it starts, as every call is (run-tool.ts), so no call goes unbilled. A sandbox run's time is
+ * metered where its result is stored (route "background run": lib/sync/runs.ts), read or not, so
+ * nothing here meters it; a subagent's work adds its record (route "call task": its time) from the
+ * request whose write ends the task, once.
  */
 import { pollTask } from "../../exec/tasks.js";
 import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
@@ -76,14 +78,15 @@ export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false
 }
 
 /**
- * The record of a detached call's work, written by the request whose write ended the task: route
- * "call task", the work's time and, for a sandbox run, sandbox_ms (the call was metered when it
- * started: its tool, bytes and the starting request's time). A call started before its task could
- * follow it (an approved call, which starts on the approver's request) has none here.
+ * The record of a subagent's work, written by the request whose write ended the task: route
+ * "call task", the work's time (the call was metered when it started: its tool, bytes and the
+ * starting request's time). A call started before its task could follow it (an approved call, which
+ * starts on the approver's request) has none here. A sandbox run has none here either: its run's own
+ * record ("background run") holds its time.
  */
-function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number, sandboxMs?: number): void {
+function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number): void {
   if (!rec.meter_work) return;
-  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, route: "call task", ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: workMs, bytes_read: 0, bytes_written: 0, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
+  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, route: "call task", ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: workMs, bytes_read: 0, bytes_written: 0 }, s.background);
 }
 
 /** The last PARTIAL_OUTPUT_CHARS characters of the output so far and the new text. */
@@ -107,11 +110,11 @@ function runOutcome(rec: CallTaskRecord, p: TaskPoll): CallTaskOutcome {
   return { ok: false, code: err.code, message: err.message, details: { output: rec.output ?? "" } };
 }
 
-/** Follows the task's run: new output into the record, and the outcome once the run ended (metered once). */
+/** Follows the task's run: new output into the record, and the outcome once the run ended (metered where its result was stored, not here). */
 async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
   const p = await pollTask(s.deps.storage, { tenant: s.tenant, workspace: s.workspace, task_id: rec.run_id! });
   const ended = p.status !== "running";
-  const { rec: next, changed } = await changeCallTask(
+  const { rec: next } = await changeCallTask(
     s,
     rec.id,
     (cur) => {
@@ -122,7 +125,6 @@ async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): P
     },
     { rec, etag },
   );
-  if (ended && changed) meterEnd(s, rec, next, p.result?.duration_ms ?? 0, p.result?.duration_ms);
   return next;
 }
 
