@@ -52,7 +52,7 @@ import type { RunEnded } from "../sync/server-deps.js";
 import { sandboxApp } from "./routes/sandbox.js";
 import { liveEvents } from "./live-events.js";
 import { emitUsage } from "../run/metering/usage.js";
-import { backgroundRunUsage } from "../run/metering/background-run.js";
+import { backgroundRunUsage } from "../run/metering/detached-work.js";
 import { liveService } from "../exec/live/service.js";
 import { liveHub } from "../exec/live/hub.js";
 import type { Tool } from "../contract/tool.js";

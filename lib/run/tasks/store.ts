@@ -58,8 +58,6 @@ export interface CallTaskRecord {
   run_id?: string;
   /** A subagent the task follows (task with background: lib/tools/task/records.ts). */
   agent_task_id?: string;
-  /** The call started in this task's own request (metered there): its detached work gets its own record at its end (advance.ts meterEnd). */
-  meter_work?: true;
   /** That run's timeout in seconds (what a timed-out run's error says). */
   run_timeout_s?: number;
   /** What a human decided about the call (an approval's note, changed arguments), said first in the run's result (invariant 13). */

@@ -135,6 +135,9 @@ describe("the tasks extension on the 2026-07-28 door", () => {
       expect(done.result.isError ?? false).toBe(false);
       expect(done.result.structuredContent).toMatchObject({ status: "completed", answer: "All tests pass." });
       expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "task")).toHaveLength(1);
+      // Its work is metered where the subagent ended (route "background subagent"), once; the task's reads add nothing.
+      expect(usage.filter((u) => u.tenant === "acme26" && u.route === "background subagent")).toEqual([expect.objectContaining({ ok: true, key: expect.any(String) })]);
+      expect(usage.filter((u) => u.tenant === "acme26" && u.route === "call task")).toHaveLength(0);
       await c.client.close();
     } finally {
       await new Promise<void>((ok) => model.close(() => ok()));

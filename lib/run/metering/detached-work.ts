@@ -1,7 +1,10 @@
 /**
- * A background run's usage record (docs/usage.md): bash or run_code with run_in_background, billed
- * where its result is stored (the sync server's PUT /v1/sync/run/result, lib/sync/runs.ts), once,
- * whether or not anyone reads the result. Tenant, workspace and key are the sync token's.
+ * The usage records of work that goes on after its call answered, each written once where the work
+ * ends, whether or not anyone reads its result (docs/usage.md):
+ * - a background run (bash or run_code with run_in_background), where its result is stored (the sync
+ *   server's PUT /v1/sync/run/result, lib/sync/runs.ts); tenant, workspace and key are the sync token's;
+ * - a background subagent (task with background: true), where its loop ends (lib/tools/task/background.ts,
+ *   through the run path's SubCalls.workEnded: lib/run/run-tool.ts).
  */
 import type { RunResult } from "../../exec/types.js";
 import type { RunEnded } from "../../sync/server-deps.js";
@@ -38,4 +41,12 @@ export function backgroundRunUsage(end: RunEnded): UsageRecord {
     tenant: end.tenant, workspace: end.workspace, ...(end.key_id ? { key: end.key_id } : {}), route: BACKGROUND_RUN_ROUTE,
     ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms,
   };
+}
+
+/** The usage record's route name of a background subagent's work. */
+export const BACKGROUND_SUBAGENT_ROUTE = "background subagent";
+
+/** A background subagent's record: its wall time from its start to its end (its own tool calls are metered each, as calls). */
+export function backgroundSubagentUsage(tenant: string, workspace: string, key: string, work: { ok: boolean; code?: string; ms: number }): UsageRecord {
+  return { tenant, workspace, ...(key ? { key } : {}), route: BACKGROUND_SUBAGENT_ROUTE, ok: work.ok, ...(!work.ok && work.code ? { code: work.code } : {}), ms: Math.max(0, Math.round(work.ms)), bytes_read: 0, bytes_written: 0 };
 }
