@@ -72,6 +72,8 @@ export async function createOnly(driver: StorageDriver, key: string, body: strin
 export interface StoredRunRecords extends RunRecordClient {
   /** finish, saying whether this call stored the result (false: one was there already, and stays). */
   storeResult(res: ExecResponse): Promise<boolean>;
+  /** The claim alone (one read). */
+  readClaim(): Promise<RunClaim | null>;
 }
 
 /**
@@ -81,10 +83,11 @@ export interface StoredRunRecords extends RunRecordClient {
 export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): StoredRunRecords {
   let at: Promise<{ runId: string; k: RunKeys }> | null = null;
   const record = () => (at ??= runIdFor(tenant, workspace, idempotencyKey).then((runId) => ({ runId, k: keysOf(runPrefix(tenant, workspace, runId)) })));
+  const readClaim = async () => (await readJson<RunClaim>(driver, (await record()).k.claim))?.value ?? null;
   const state = async () => {
     const { k } = await record();
-    const [claim, result] = await Promise.all([readJson<RunClaim>(driver, k.claim), readJson<ExecResponse>(driver, k.result)]);
-    return { claim: claim?.value ?? null, result: result?.value ?? null };
+    const [claim, result] = await Promise.all([readClaim(), readJson<ExecResponse>(driver, k.result)]);
+    return { claim, result: result?.value ?? null };
   };
   const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
   const storeResult = async (res: ExecResponse) => createOnly(driver, (await record()).k.result, JSON.stringify(res));
@@ -103,6 +106,7 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
     },
     killRequested,
     storeResult,
+    readClaim,
     async finish(res) {
       await storeResult(res);
     },

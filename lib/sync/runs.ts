@@ -85,14 +85,15 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
 }
 
 /**
- * Tells of a metered run's end, with when it was claimed (the claim's time is this API's: one read).
- * Never fails the PUT: the result is stored, and a failed answer would make the runner send it again
- * (which bills nothing), so a failure here is logged and the record is lost.
+ * Tells of a metered run's end; for an error result (which reports no run time) with when the run was
+ * claimed (the claim's time is this API's clock: one read). Never fails the PUT: the result is stored,
+ * and a failed answer would make the runner send it again (which bills nothing), so a failure here is
+ * logged and the record is lost.
  */
 async function tellRunEnded(rec: StoredRunRecords, tenant: string, workspace: string, key_id: string, result: ExecResponse, onRunEnded: (end: RunEnded) => void): Promise<void> {
   const ended_at = Date.now();
   try {
-    const { claim } = await rec.state();
+    const claim = result.ok ? null : await rec.readClaim();
     onRunEnded({ tenant, workspace, key_id, result, ...(claim ? { started_at: claim.started_at } : {}), ended_at });
   } catch (e) {
     console.warn("a background run's end could not be metered", String(e));

@@ -17,8 +17,9 @@ export interface RunEnded {
   /** The key id of the call that started the run (the token's `m.k`). */
   key_id: string;
   result: ExecResponse;
-  /** When the run was claimed and when its result was stored, epoch ms, both by this API's clock (started_at: undefined when the claim is gone). */
+  /** When the run was claimed, for an error result (a run's result reports its own time): epoch ms by this API's clock; absent otherwise, or when the claim is gone. */
   started_at?: number;
+  /** When its result was stored, epoch ms by this API's clock. */
   ended_at: number;
 }
 
