@@ -69,7 +69,7 @@ export default defineTool({
     const cwd = normalizePath(args.working_dir ?? "");
     const keep = args.keep_env ? "all" : "cwd";
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
-    const built = runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd }).then((r) => withEgressSecrets(ctx, r));
+    const built = runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd, background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r));
     /** The command's answer: notes before its output (a live sandbox's, the saved shell's), the shell's notes after it. */
     const answer = (r: RunResult, before: string, after: string) => {
       const stopped = stoppedError(r, seconds);

@@ -3,6 +3,7 @@ import { ToolError, isToolError } from "../lib/shared/errors.js";
 import { toToolError } from "../lib/contract/errors.js";
 import { defineTool, type ToolContext } from "../lib/contract/tool.js";
 import { runSubagent, type TaskToolDeps } from "../lib/tools/task/loop.js";
+import { runInBackground } from "../lib/tools/task/background.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
 import { newTaskId, saveTask, sweepTasks, taskStopRequested, type TaskRecord } from "../lib/tools/task/records.js";
 import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
@@ -44,13 +45,7 @@ export default defineTool({
     await sweepTasks(s, (ctx.deps.task?.now ?? Date.now)()); // records of tasks ended more than 24 h ago
     if (args.background) {
       await saveTask(s, rec);
-      // The client's disconnect must not stop a background task, and nobody listens to its progress.
-      const { signal: _drop, progress: _quiet, ...bgCtx } = ctx;
-      const run = runSubagent(args.prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id) }).then(
-        (r) => saveTask(s, r),
-        (e) => saveTask(s, { ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }),
-      ).catch(() => {});
-      ctx.waitUntil?.(run);
+      void runInBackground(args.prompt, cfg, ctx, rec, s); // metered where it ends (lib/tools/task/background.ts)
       return { title: `task ${rec.task_id}: running`, output: `Task ${rec.task_id} runs in the background. Read its outcome with task_output {task_id: "${rec.task_id}"}.`, data: { task_id: rec.task_id, status: "running" } };
     }
     try {

@@ -48,8 +48,11 @@ import { mcpApp } from "./routes/mcp.js";
 import { secretsApp } from "./routes/secrets.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
+import type { RunEnded } from "../sync/server-deps.js";
 import { sandboxApp } from "./routes/sandbox.js";
 import { liveEvents } from "./live-events.js";
+import { emitUsage } from "../run/metering/usage.js";
+import { backgroundRunUsage } from "../run/metering/detached-work.js";
 import { liveService } from "../exec/live/service.js";
 import { liveHub } from "../exec/live/hub.js";
 import type { Tool } from "../contract/tool.js";
@@ -126,7 +129,9 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
     const hub = live ? liveHub(live) : undefined;
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}), ...(deps.limits ? { limits: deps.limits } : {}) });
+      // A background run's sandbox time is billed where its result is stored, once (docs/usage.md), after the answer where there is a waitUntil.
+      const onRunEnded = deps.onUsage ? (end: RunEnded) => emitUsage(deps.onUsage, backgroundRunUsage(end), bg) : undefined;
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}), ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

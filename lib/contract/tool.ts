@@ -101,6 +101,11 @@ export interface SubCalls {
    * `listener` too. Aborted by `signal` (absent: runs on). Throws the call's error.
    */
   run(tool: Tool, args: unknown, opts: { stampMs: number; listener: WorkspaceListener; signal?: AbortSignal }): Promise<ToolOutcome>;
+  /**
+   * The work the tool went on with after its call answered (a background subagent) ended: the run
+   * path meters it, once, to the caller's key (its wall time: `ms`). Call it where the work ends.
+   */
+  workEnded(work: { ok: boolean; code?: string; ms: number }): void;
 }
 
 export interface Usage {

@@ -37,7 +37,8 @@ export interface ExecCall {
   /** The workspace; its undo journal names the call the run's write-back is journaled under. */
   ws: { readonly tenant: string; readonly id: string; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
   session: string;
-  auth: { scopes: readonly string[] };
+  /** The key's scopes, and its id (a background run's sandbox time is billed to it: runRequest). */
+  auth: { scopes: readonly string[]; key_id?: string };
   signal?: AbortSignal;
   progress?: (event: OutputEvent) => void;
   waitUntil?: (p: Promise<unknown>) => void;

@@ -23,7 +23,7 @@ export function executorOf(deps: Pick<ExecDeps, "executor">): Executor {
 
 export async function runRequest(
   ctx: ExecCall,
-  input: { command: string; timeoutMs: number; cwd?: string; env?: Record<string, string>; stdin?: string },
+  input: { command: string; timeoutMs: number; cwd?: string; env?: Record<string, string>; stdin?: string; background?: boolean },
 ): Promise<RunRequest> {
   const deps = ctx.deps;
   if (!deps.syncSecret || !deps.syncUrl) throw new ToolError("UNAVAILABLE", "Commands are not enabled on this server (syncSecret / syncUrl not configured).");
@@ -31,8 +31,10 @@ export async function runRequest(
   // The write-back is journaled under this call's undo id (the sync server commits one record part per request).
   const undo = ctx.ws.undo;
   const u = undo ? { s: undo.session, c: undo.stamp, n: undo.tool } : undefined;
+  // A background run is billed where its result is stored (the sync server), to this call's key: the token says so.
+  const m = input.background ? { k: ctx.auth.key_id ?? "" } : undefined;
   const [token, git] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key, ...(u ? { u } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),
   ]);
   return {

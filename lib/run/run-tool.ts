@@ -9,6 +9,7 @@ import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
 import { emitUsage } from "./metering/usage.js";
 import { sandboxMsOf } from "./metering/store.js";
+import { backgroundSubagentUsage } from "./metering/detached-work.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
 import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaRecord } from "../layers/open.js";
@@ -128,7 +129,8 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
 /**
  * The run path as a tool uses it for calls of its own (ctx.subcalls: the task tool's subagent): the
  * caller's usable tools, and runTool for each call in a Workspace of its own over the caller's files
- * (the same driver and session records, the deployment's listeners and the tool's, its own journal).
+ * (the same driver and session records, the deployment's listeners and the tool's, its own journal),
+ * and the meter of its background work's end (route "background subagent", after the work where there is a waitUntil).
  */
 function subCallsOf(ctx: RunContext): SubCalls {
   return {
@@ -139,6 +141,7 @@ function subCallsOf(ctx: RunContext): SubCalls {
       const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo, ...quotaOpt(ws.quota) });
       return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, door: "task", ...(signal ? { signal } : {}) });
     },
+    workEnded: (work) => emitUsage(ctx.deps.onUsage, backgroundSubagentUsage(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id, work), ctx.waitUntil),
   };
 }
 

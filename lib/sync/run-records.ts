@@ -68,19 +68,29 @@ export async function createOnly(driver: StorageDriver, key: string, body: strin
 
 // ---------------------------------------------------------------- the runner's side
 
+/** A run's record in storage, as the sync routes serve it. */
+export interface StoredRunRecords extends RunRecordClient {
+  /** finish, saying whether this call stored the result (false: one was there already, and stays). */
+  storeResult(res: ExecResponse): Promise<boolean>;
+  /** The claim alone (one read). */
+  readClaim(): Promise<RunClaim | null>;
+}
+
 /**
  * A run's record over a StorageDriver: what the sync routes serve (with the run and deadline
  * taken from the token) and what in-process runners use in tests.
  */
-export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): RunRecordClient {
+export function storageRunRecords(driver: StorageDriver, tenant: string, workspace: string, idempotencyKey: string, deadline: number): StoredRunRecords {
   let at: Promise<{ runId: string; k: RunKeys }> | null = null;
   const record = () => (at ??= runIdFor(tenant, workspace, idempotencyKey).then((runId) => ({ runId, k: keysOf(runPrefix(tenant, workspace, runId)) })));
+  const readClaim = async () => (await readJson<RunClaim>(driver, (await record()).k.claim))?.value ?? null;
   const state = async () => {
     const { k } = await record();
-    const [claim, result] = await Promise.all([readJson<RunClaim>(driver, k.claim), readJson<ExecResponse>(driver, k.result)]);
-    return { claim: claim?.value ?? null, result: result?.value ?? null };
+    const [claim, result] = await Promise.all([readClaim(), readJson<ExecResponse>(driver, k.result)]);
+    return { claim, result: result?.value ?? null };
   };
   const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
+  const storeResult = async (res: ExecResponse) => createOnly(driver, (await record()).k.result, JSON.stringify(res));
   return {
     async claim({ task }) {
       const { runId, k } = await record();
@@ -95,8 +105,10 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
       return { kill: await killRequested() };
     },
     killRequested,
+    storeResult,
+    readClaim,
     async finish(res) {
-      await createOnly(driver, (await record()).k.result, JSON.stringify(res));
+      await storeResult(res);
     },
     async release() {
       const { k } = await record();

@@ -9,14 +9,15 @@
  *   DELETE /v1/sync/run/claim         → 204 (only while there is no result)
  *   PUT    /v1/sync/run/output/<seq>  text    → { kill }  (a repeated seq is ignored)
  *   GET    /v1/sync/run/kill          → { kill }
- *   PUT    /v1/sync/run/result        ExecResponse → 204 (the first one stays)
+ *   PUT    /v1/sync/run/result        ExecResponse → 204 (the first one stays; a metered run's end is told once, by the PUT that stored it)
  *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/sync/output-logs.ts)
  */
 import { ToolError } from "../shared/errors.js";
 import type { StorageDriver } from "../storage/types.js";
 import { saveOutputLog } from "./output-logs.js";
-import { runIdFor, storageRunRecords } from "./run-records.js";
+import { runIdFor, storageRunRecords, type StoredRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
+import type { RunEnded } from "./server-deps.js";
 import type { ExecResponse, SyncAccess, ClaimOutcome, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
@@ -42,8 +43,8 @@ export function parseJson(text: string, what: string): unknown {
   }
 }
 
-/** Serves /v1/sync/run[/...] for a verified token; mounted by handleSync (lib/sync/server.ts). */
-export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver): Promise<Response> {
+/** Serves /v1/sync/run[/...] for a verified token; mounted by handleSync (lib/sync/server.ts). `onRunEnded`: told of a metered run's end (SyncServerDeps). */
+export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
   if (typeof claims.r !== "string" || claims.r.length < 1 || claims.r.length > 200) throw new ToolError("UNAUTHORIZED", "This sync token names no run.");
   const rec = storageRunRecords(driver, claims.t, claims.w, claims.r, claims.exp * 1000);
   const route = url.pathname.slice("/v1/sync/run".length);
@@ -74,11 +75,28 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
         throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
       }
       if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
-      await rec.finish(res);
+      // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing.
+      if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
       return new Response(null, { status: 204 });
     }
     default:
       throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
+  }
+}
+
+/**
+ * Tells of a metered run's end; for an error result (which reports no run time) with when the run was
+ * claimed (the claim's time is this API's clock: one read). Never fails the PUT: the result is stored,
+ * and a failed answer would make the runner send it again (which bills nothing), so a failure here is
+ * logged and the record is lost.
+ */
+async function tellRunEnded(rec: StoredRunRecords, tenant: string, workspace: string, key_id: string, result: ExecResponse, onRunEnded: (end: RunEnded) => void): Promise<void> {
+  const ended_at = Date.now();
+  try {
+    const claim = result.ok ? null : await rec.readClaim();
+    onRunEnded({ tenant, workspace, key_id, result, ...(claim ? { started_at: claim.started_at } : {}), ended_at });
+  } catch (e) {
+    console.warn("a background run's end could not be metered", String(e));
   }
 }
 

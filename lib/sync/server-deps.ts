@@ -4,6 +4,24 @@ import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { ManifestCache } from "../layers/manifest.js";
 import type { LiveHub } from "./live-types.js";
 import type { LimitsStore } from "../limits/store.js";
+import type { ExecResponse } from "./types.js";
+
+/**
+ * A detached run's end, as its result was stored (lib/sync/runs.ts PUT /result): told once per run,
+ * by the request whose create-only write stored the result. Tenant, workspace and key come from the
+ * verified sync token only (its `m` claim marks the run as metered); `result` is what the runner sent.
+ */
+export interface RunEnded {
+  tenant: string;
+  workspace: string;
+  /** The key id of the call that started the run (the token's `m.k`). */
+  key_id: string;
+  result: ExecResponse;
+  /** When the run was claimed, for an error result (a run's result reports its own time): epoch ms by this API's clock; absent otherwise, or when the claim is gone. */
+  started_at?: number;
+  /** When its result was stored, epoch ms by this API's clock. */
+  ended_at: number;
+}
 
 export interface SyncServerDeps {
   driver: StorageDriver;
@@ -22,6 +40,8 @@ export interface SyncServerDeps {
   autoSeal?: boolean;
   /** The runtime's waitUntil (Workers): a seal's removal of the sealed upper objects runs after the answer. Without it, before. */
   background?: (p: Promise<unknown>) => void;
+  /** Told of every metered run's end once (the app meters it: route "background run", docs/usage.md); absent: not told. */
+  onRunEnded?: (end: RunEnded) => void;
   /** Live sandboxes' coordinator, as their runners reach it (/v1/sync/live/*: lib/sync/live-server.ts); absent: those routes answer UNAVAILABLE. */
   live?: LiveHub;
 }

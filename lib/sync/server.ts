@@ -72,7 +72,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const prefix = filesPrefix(claims.t, claims.w);
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside
     // the files: no workspace record or lower layer is needed to reach it (two reads fewer per run).
-    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver);
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, deps.onRunEnded);
     // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace read.
     if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live);
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged

@@ -14,6 +14,13 @@ export interface SyncClaims {
   r: string;
   /** The undo journal of the call that started the run (lib/run/undo/): session, call stamp, tool. Absent: write-back not undoable. */
   u?: { s: string; c: string; n: string };
+  /**
+   * A detached run's meter (bash or run_code with run_in_background): the key id of the call that
+   * started it. Only a run minted with it is metered where its result is stored (lib/sync/runs.ts
+   * PUT /result, route "background run"), to this token's tenant, workspace and key; a foreground
+   * run's token has none (its call's own record carries its sandbox time).
+   */
+  m?: { k: string };
   /** A live runner's token (lib/sync/live-types.ts): its session and generation. Only such a token reaches /v1/sync/live/*, and only for this session. */
   l?: { s: string; g: string };
   /** expiry, seconds since the epoch */

@@ -9,6 +9,7 @@ import { createApp } from "../../lib/api/app.js";
 import type { AppDeps } from "../../lib/api/deps.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import type { UsageRecord } from "../../lib/run/metering/record.js";
 import { checkOutputs } from "../support/output-check.js";
 import { readEvents, statusEvents } from "../support/sse-events.js";
 
@@ -51,8 +52,10 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
 
 const texts: string[] = [];
+/** Every usage record the app wrote. */
+const usage: UsageRecord[] = [];
 function app() {
-  const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true } };
+  const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true }, onUsage: (u) => void usage.push(u) };
   return checkOutputs(createApp(deps, tools), tools);
 }
 const a = app();
@@ -306,6 +309,35 @@ describe("a scripted subagent", () => {
     const other = await tenant();
     fails(await other.call("task_output", { task_id: started.task_id }), "NOT_FOUND", 404);
     fails(await t.call("task_output", { task_id: "task_nonexistent0000000000" }), "NOT_FOUND", 404);
+  });
+
+  it("a background task nobody reads is billed for its work where it ends, once, to the key that started it; a failed one with its code", async () => {
+    const t = await tenant();
+    await t.model();
+    const mine = () => usage.filter((u) => u.tenant === t.id);
+    /** The tenant's records once `found` holds (polled every 50 ms, at most 30 s: the subagent ends on its own time). */
+    const until = async (found: (rs: UsageRecord[]) => boolean) => {
+      for (const end = Date.now() + 30_000; !found(mine()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
+      return mine();
+    };
+    script = ({ messages }) => (messages.some((m) => m.role === "tool") ? { delayMs: 300, body: answer("done") } : { delayMs: 300, body: calls({ name: "write", args: { file_path: "w.txt", content: "x\n" } }) });
+    const started = ok(await t.call("task", { prompt: "make w.txt", background: true }));
+    // Nobody calls task_output: the subagent's end alone makes its record.
+    const records = await until((rs) => rs.some((u) => u.route === "background subagent"));
+    const work = records.filter((u) => u.route === "background subagent");
+    expect(work).toEqual([expect.objectContaining({ workspace: "main", key: t.key.split("_")[1], ok: true, bytes_read: 0, bytes_written: 0 })]);
+    expect(work[0]!.ms).toBeGreaterThanOrEqual(600); // two model replies of 300 ms each
+    expect(work[0]!.sandbox_ms).toBeUndefined();
+    // The call was billed when it started, and the subagent's own call as the tool it is.
+    expect(records.filter((u) => u.tool).map((u) => u.tool).sort()).toEqual(["task", "write"]);
+    // Reading its outcome afterwards bills no more work.
+    expect(ok(await t.call("task_output", { task_id: started.task_id, timeout: 20 })).status).toBe("completed");
+    expect(mine().filter((u) => u.route === "background subagent")).toHaveLength(1);
+
+    script = () => ({ status: 500, body: "model down" });
+    ok(await t.call("task", { prompt: "fail", background: true }));
+    const failed = (await until((rs) => rs.filter((u) => u.route === "background subagent").length === 2)).filter((u) => u.route === "background subagent")[1];
+    expect(failed).toMatchObject({ ok: false, code: "UNAVAILABLE" });
   });
 
   it("the key never appears in any response of these tests", () => {

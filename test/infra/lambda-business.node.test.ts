@@ -1,10 +1,12 @@
 /**
  * The Lambda entry (infra/lambda.ts) with TOOLSHED_TABLE: usage and limits in DynamoDB (dynalite on
  * 127.0.0.1), files in S3 (s3rver). Each answer returns once its usage record is stored, so the
- * usage routes count every call made before them; calls_per_minute refuses past the limit.
+ * usage routes count every call made before them; calls_per_minute refuses past the limit; a
+ * background run's result stored through the sync API is metered before that answer returns.
  */
 import type { APIGatewayProxyResult, LambdaContext, LambdaEvent } from "hono/aws-lambda";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { mintSyncToken } from "../../lib/sync/token.js";
 import { startDynamo, type DynamoServer } from "../support/dynalite.js";
 import { startS3Server, type S3Server } from "../support/s3rver.js";
 
@@ -13,6 +15,7 @@ let s3: S3Server;
 let dynamo: DynamoServer;
 let handler: (event: Event, context: LambdaContext) => Promise<APIGatewayProxyResult>;
 const ADMIN = "lambda-business-admin";
+const SYNC_SECRET = "lambda-business-sync-secret-0123";
 
 beforeAll(async () => {
   [s3, dynamo] = await Promise.all([startS3Server(), startDynamo()]);
@@ -26,6 +29,7 @@ beforeAll(async () => {
     AWS_ACCESS_KEY_ID: "S3RVER",
     AWS_SECRET_ACCESS_KEY: "S3RVER",
     TOOLSHED_ADMIN_TOKEN: ADMIN,
+    TOOLSHED_SYNC_SECRET: SYNC_SECRET,
   });
   ({ handler } = (await import("../../infra/lambda.js")) as unknown as { handler: typeof handler });
 });
@@ -79,4 +83,16 @@ it("meters every call into DynamoDB before the answer returns, and limits calls 
   const statuses: number[] = [];
   for (let i = 0; i < 4; i++) statuses.push((await call("GET", "/v1/workspaces", fresh)).status);
   expect(statuses).toEqual([200, 200, 429, 429]);
+}, 120_000);
+
+it("meters a background run where its runner stores the result, before that answer returns", async () => {
+  expect((await call("POST", "/v1/admin/tenants", ADMIN, { id: "bizrun" })).status).toBe(201);
+  // The runner's token for a background run, as runRequest mints it (the meter claim names the starting key).
+  const token = await mintSyncToken(SYNC_SECRET, { t: "bizrun", w: "w", r: "run_lambda_bg", m: { k: "kbg" } }, 900);
+  const result = { ok: true, result: { run_id: "x", exit_code: 0, duration_ms: 2345, timed_out: false, killed: false } };
+  // One PUT: "once" rests on the result's create-only write, which s3rver does not enforce (docs/storage.md);
+  // a repeated PUT is tested over storage that does (test/lib/sync/background-run-usage.node.test.ts).
+  expect((await call("PUT", "/v1/sync/run/result", token, result)).status).toBe(204);
+  const exported = await call("GET", "/v1/admin/tenants/bizrun/usage/export", ADMIN);
+  expect(exported.body.trim().split("\n").map((l: string) => JSON.parse(l))).toEqual([expect.objectContaining({ tenant: "bizrun", workspace: "w", key: "kbg", route: "background run", ok: true, sandbox_ms: 2345 })]);
 }, 120_000);

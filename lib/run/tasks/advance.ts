@@ -4,14 +4,15 @@
  * background: lib/tools/task/records.ts) and the held call or question it waits on
  * (lib/tools/pending/store.ts). Any request of the task's key may advance it, in any isolate; the
  * record's conditional write keeps one outcome (store.ts changeCallTask). The call itself is metered
- * when it starts, as every call is (run-tool.ts), so no call goes unbilled; the request whose write
- * ends detached work adds the work's record (route "call task": its time and sandbox_ms), once.
+ * when it starts, as every call is (run-tool.ts), so no call goes unbilled; its detached work is
+ * metered where the work ends, read or not (a sandbox run where its result is stored: route
+ * "background run", lib/sync/runs.ts; a subagent where its loop ends: route "background subagent",
+ * lib/tools/task/background.ts), so nothing here meters.
  */
 import { pollTask } from "../../exec/tasks.js";
 import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
 import type { RunResult, TaskPoll } from "../../exec/types.js";
 import { ToolError } from "../../shared/errors.js";
-import { emitUsage } from "../metering/usage.js";
 import { loadTask, type TaskRecord } from "../../tools/task/records.js";
 import { taskData, taskText } from "../../tools/task/view.js";
 import type { RunDeps } from "../deps.js";
@@ -68,22 +69,10 @@ export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false
     const id = r.data.task_id as string;
     // An approved call's output opens with what the human decided; the run's result will say it first too.
     const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n") : "";
-    const usage = r.usage ? { meter_work: true as const } : {};
     const follows = work === "run" ? { run_id: id, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) } : { agent_task_id: id, status_message: `Subagent working: ${r.title}`.slice(0, 500) };
-    return { ...rest, status: "working", ...follows, ...usage, ...(preface ? { preface } : {}) };
+    return { ...rest, status: "working", ...follows, ...(preface ? { preface } : {}) };
   }
   return settled(rec, { ok: true, title: r.title, output: r.output, data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}) });
-}
-
-/**
- * The record of a detached call's work, written by the request whose write ended the task: route
- * "call task", the work's time and, for a sandbox run, sandbox_ms (the call was metered when it
- * started: its tool, bytes and the starting request's time). A call started before its task could
- * follow it (an approved call, which starts on the approver's request) has none here.
- */
-function meterEnd(s: CallTaskDeps, rec: CallTaskRecord, ended: CallTaskRecord, workMs: number, sandboxMs?: number): void {
-  if (!rec.meter_work) return;
-  emitUsage(s.deps.onUsage, { tenant: s.tenant, workspace: s.workspace, key: s.key_id, route: "call task", ok: ended.status === "completed", ...(ended.outcome && !ended.outcome.ok ? { code: ended.outcome.code } : {}), ms: workMs, bytes_read: 0, bytes_written: 0, ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, s.background);
 }
 
 /** The last PARTIAL_OUTPUT_CHARS characters of the output so far and the new text. */
@@ -107,11 +96,11 @@ function runOutcome(rec: CallTaskRecord, p: TaskPoll): CallTaskOutcome {
   return { ok: false, code: err.code, message: err.message, details: { output: rec.output ?? "" } };
 }
 
-/** Follows the task's run: new output into the record, and the outcome once the run ended (metered once). */
+/** Follows the task's run: new output into the record, and the outcome once the run ended (metered where its result was stored, not here). */
 async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
   const p = await pollTask(s.deps.storage, { tenant: s.tenant, workspace: s.workspace, task_id: rec.run_id! });
   const ended = p.status !== "running";
-  const { rec: next, changed } = await changeCallTask(
+  const { rec: next } = await changeCallTask(
     s,
     rec.id,
     (cur) => {
@@ -122,7 +111,6 @@ async function advanceRun(s: CallTaskDeps, rec: CallTaskRecord, etag: string): P
     },
     { rec, etag },
   );
-  if (ended && changed) meterEnd(s, rec, next, p.result?.duration_ms ?? 0, p.result?.duration_ms);
   return next;
 }
 
@@ -137,7 +125,7 @@ function agentOutcome(rec: CallTaskRecord, t: TaskRecord): CallTaskOutcome {
   return { ok: true, title: `task ${t.task_id}: ${t.status}`, output: (rec.preface ? `${rec.preface}\n` : "") + taskText(t), data: taskData(t) };
 }
 
-/** Follows the task's subagent: its outcome once it ended (or was lost past its deadline), metered once. */
+/** Follows the task's subagent: its outcome once it ended (or was lost past its deadline); metered where it ended, not here. */
 async function advanceAgent(s: CallTaskDeps, rec: CallTaskRecord, etag: string): Promise<CallTaskRecord> {
   let t = await loadTask({ driver: s.deps.storage, tenant: s.tenant, workspace: s.workspace }, rec.agent_task_id!);
   const now = Date.now();
@@ -149,9 +137,7 @@ async function advanceAgent(s: CallTaskDeps, rec: CallTaskRecord, etag: string):
     if (msg === rec.status_message) return rec;
     return (await changeCallTask(s, rec.id, (cur) => (isTerminal(cur.status) ? null : { ...cur, status_message: msg, progress: t.steps }), { rec, etag })).rec;
   }
-  const { rec: next, changed } = await changeCallTask(s, rec.id, (cur) => (isTerminal(cur.status) ? null : settled(cur, agentOutcome(cur, t))), { rec, etag });
-  if (changed) meterEnd(s, rec, next, Math.max(0, now - Date.parse(rec.created_at)));
-  return next;
+  return (await changeCallTask(s, rec.id, (cur) => (isTerminal(cur.status) ? null : settled(cur, agentOutcome(cur, t))), { rec, etag })).rec;
 }
 
 /** The held call's outcome as the task's: an approval's (what the human decided, said first) or the question's answer; null while it waits. */

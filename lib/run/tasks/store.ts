@@ -58,8 +58,6 @@ export interface CallTaskRecord {
   run_id?: string;
   /** A subagent the task follows (task with background: lib/tools/task/records.ts). */
   agent_task_id?: string;
-  /** The call started in this task's own request (metered there): its detached work gets its own record at its end (advance.ts meterEnd). */
-  meter_work?: true;
   /** A call answered as a task after a threshold, running on under its request's waitUntil: not ended this long (ms) after the task's creation, it was lost (late.ts). */
   lost_after_ms?: number;
   /** That run's timeout in seconds (what a timed-out run's error says). */

@@ -42,11 +42,13 @@ describe("the tasks extension on the 2026-07-28 door", () => {
     // The routing header the extension asks for: Mcp-Name carries the task id.
     expect(c.sent.find((s) => s.method === "tasks/get")!.headers.get("mcp-name")).toBe(task.taskId);
     await getTask(c, task.taskId);
-    // The call is metered when it starts; its work adds one record when it ends, however often the task is read.
+    // The call is metered when it starts; its run adds one record (with its sandbox time) where its result was stored, however often the task is read.
     expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "bash")).toHaveLength(1);
-    const work = usage.filter((u) => u.tenant === "acme26" && u.route === "call task");
-    expect(work).toHaveLength(1);
-    expect(work[0]!.sandbox_ms).toBeGreaterThan(0);
+    const timed = usage.filter((u) => u.tenant === "acme26" && u.sandbox_ms !== undefined);
+    expect(timed).toHaveLength(1);
+    expect(timed[0]!.route).toBe("background run");
+    expect(timed[0]!.sandbox_ms).toBeGreaterThanOrEqual(4000); // its sleep 4
+    expect(usage.filter((u) => u.tenant === "acme26" && u.route === "call task")).toHaveLength(0);
     await c.client.close();
   });
 
@@ -82,6 +84,9 @@ describe("the tasks extension on the 2026-07-28 door", () => {
       expect(done.result.isError ?? false).toBe(false);
       expect(done.result.structuredContent).toMatchObject({ status: "completed", answer: "All tests pass." });
       expect(usage.filter((u) => u.tenant === "acme26" && u.tool === "task")).toHaveLength(1);
+      // Its work is metered where the subagent ended (route "background subagent"), once; the task's reads add nothing.
+      expect(usage.filter((u) => u.tenant === "acme26" && u.route === "background subagent")).toEqual([expect.objectContaining({ ok: true, key: expect.any(String) })]);
+      expect(usage.filter((u) => u.tenant === "acme26" && u.route === "call task")).toHaveLength(0);
       await c.client.close();
     } finally {
       await new Promise<void>((ok) => model.close(() => ok()));

@@ -2,7 +2,7 @@
  * MCP tasks (2025-11-25) with the official 1.x client (Client, its experimental tasks API) over
  * the real app and the real sandbox (local executor, bubblewrap; memory storage): a long bash as a
  * task (progress and partial output by tasks/get, the result by tasks/result, its sandbox time
- * metered), cancel kills the run (the file it would have written never appears), ask_user answered
+ * metered once, by its run), cancel kills the run (the file it would have written never appears), ask_user answered
  * by elicitation, an approval with changed arguments and a refusal answered through the
  * pending-call API (its change of status sent as notifications/tasks/status while tasks/result
  * waits), a call without params.task as before, another tenant's or workspace's task id not found.
@@ -59,17 +59,20 @@ describe("bash as an MCP task", () => {
     expect(r._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId: task.taskId });
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe("completed");
     expect(await fileStatus(acme, "out.txt")).toBe(200);
-    // The call is metered when it starts (billed even if nobody reads its task); its work adds one
-    // record when the run ended, with its sandbox time, once however often the task is read.
+    // The call is metered when it starts (billed even if nobody reads its task); its run adds one
+    // record where its result was stored, with its sandbox time: exactly one record carries
+    // sandbox_ms however often the task is read (the task's reads add none).
     await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    const calls = usage.filter((u) => u.tool === "bash" && u.workspace === "main" && u.tenant === "acme");
+    const mine = usage.filter((u) => u.workspace === "main" && u.tenant === "acme");
+    const calls = mine.filter((u) => u.tool === "bash");
     expect(calls).toHaveLength(1);
     expect(calls[0]).toMatchObject({ ok: true, key: expect.any(String) });
-    const work = usage.filter((u) => u.route === "call task" && u.workspace === "main" && u.tenant === "acme");
-    expect(work).toHaveLength(1);
-    expect(work[0]).toMatchObject({ ok: true, key: calls[0]!.key });
-    expect(work[0]!.sandbox_ms).toBeGreaterThan(0);
-    expect(work[0]!.ms).toBeGreaterThanOrEqual(work[0]!.sandbox_ms!);
+    expect(calls[0]!.sandbox_ms).toBeUndefined();
+    const timed = mine.filter((u) => u.sandbox_ms !== undefined);
+    expect(timed).toHaveLength(1);
+    expect(timed[0]).toMatchObject({ route: "background run", ok: true, key: calls[0]!.key });
+    expect(timed[0]!.sandbox_ms).toBeGreaterThanOrEqual(4000); // its sleep 4
+    expect(mine.filter((u) => u.route === "call task")).toHaveLength(0);
     await client.close();
   });
 

@@ -26,8 +26,8 @@ export interface Tenant {
   approver: string;
 }
 
-/** One app with its own sandbox root; close() stops the runner and removes the root. `taskAfterMs`: the 2026-07-28 door's threshold (deps.mcp.taskAfterMs). */
-export function sandboxApp(opts: { taskAfterMs?: number } = {}) {
+/** One app with its own sandbox root; close() stops the runner and removes the root. `extra` replaces deps (a usage store: then `usage` stays empty). */
+export function sandboxApp(extra: Partial<AppDeps> = {}) {
   const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
   chmodSync(root, 0o711);
   const usage: UsageRecord[] = [];
@@ -35,7 +35,7 @@ export function sandboxApp(opts: { taskAfterMs?: number } = {}) {
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const storage = memoryDriver();
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true }, ...(opts.taskAfterMs !== undefined ? { mcp: { taskAfterMs: opts.taskAfterMs } } : {}) } as AppDeps;
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true }, ...extra } as AppDeps;
   app = createApp(deps, tools);
 
   const call = async (path: string, init: RequestInit, auth: string) =>

@@ -231,6 +231,34 @@ describe("sandbox time", { timeout: 120_000 }, () => {
   });
 });
 
+describe("a background run's sandbox time, on Workers", { timeout: 120_000 }, () => {
+  it("is stored once from the runner's result PUT (after its answer, in its waitUntil), to the key that started the run; the call itself carries none", async () => {
+    const started: RunRequest[] = [];
+    // Stands in for the runner's asynchronous Invoke: the test then speaks the runner's sync protocol with the request's own token.
+    const executor: Executor = { run: async () => { throw new Error("not in the foreground"); }, start: async (req) => void started.push(req) };
+    const { app, ctx, settled } = (() => {
+      const sink = heldUsageStore(store, { log: false, holdMs: 3_000 }); // however slow this machine, nothing is out before the first check
+      const { ctx, settle } = executionContext();
+      return { app: testApp({ usageStore: store, onUsage: sink, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://sync.invalid" }), ctx, settled: async () => (await settle(), await sink.settled()) };
+    })();
+    const t = await newTenant(app, { scopes: SCOPES, policy: UNGATED.policy });
+    expect((await t.call("bash", { command: "sleep 1", run_in_background: true })).status).toBe(200);
+    expect(started).toHaveLength(1);
+    const result = { ok: true, result: { run_id: "r", stdout: "", stderr: "", output: "", exit_code: 0, duration_ms: 1500, timed_out: false, killed: false } };
+    const put = () => app.request("/v1/sync/run/result", { method: "PUT", headers: { authorization: `Bearer ${started[0]!.sync.token}`, "content-type": "application/json" }, body: JSON.stringify(result) }, {}, ctx);
+    const runRows = async () => (await store.query(t.tenant, { from: Date.now() - 3_600_000, to: Date.now() + 3_600_000, groupBy: ["tool"] })).filter((r) => r.route === "background run");
+    expect((await put()).status).toBe(204);
+    expect(await runRows()).toEqual([]); // answered; its record waits in the request's waitUntil
+    expect((await put()).status).toBe(204); // the runner's retry: the first result stays, nothing more is billed
+    await settled();
+    const rows = (await get(app, "/v1/usage?group_by=tool,key", t.key)).body.rows;
+    expect(rows.filter((r: any) => r.route === "background run" || r.tool === "bash").map((r: any) => [r.tool ?? r.route, r.key, r.calls, r.sandbox_ms]).sort()).toEqual([
+      ["background run", keyIdOf(t.key), 1, 1500],
+      ["bash", keyIdOf(t.key), 1, 0],
+    ]);
+  });
+});
+
 describe("recording adds no storage round trip before the answer", { timeout: 120_000 }, () => {
   it("answered: the record is held in the isolate (in waitUntil), stored once the batch is handed over", async () => {
     // A hold of 3 s: however slow this machine, the record cannot be out before the check below.

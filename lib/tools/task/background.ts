@@ -1,0 +1,28 @@
+/**
+ * A subagent that runs on after its call answered (task with background: true): its record saved at
+ * each step and at its end (task_output reads it), and its end told to the run path once, where it
+ * ends (SubCalls.workEnded: metered as route "background subagent", its wall time), whether or not
+ * anyone reads it. A subagent whose isolate ends before it does is never told of: its record stays
+ * `running` until task_output calls it lost, and its work's time is not billed (its calls were, each).
+ */
+import { toToolError } from "../../contract/errors.js";
+import type { ToolContext } from "../../contract/tool.js";
+import { runSubagent, type TaskToolDeps } from "./loop.js";
+import type { ModelConfig } from "./model-config.js";
+import { saveTask, taskStopRequested, type TaskRecord, type TaskScope } from "./records.js";
+
+/** Starts the subagent detached from the call (under the call's waitUntil where there is one); never rejects. */
+export function runInBackground(prompt: string, cfg: ModelConfig, ctx: ToolContext<TaskToolDeps>, rec: TaskRecord, s: TaskScope): Promise<void> {
+  // The client's disconnect must not stop a background task, and nobody listens to its progress.
+  const { signal: _drop, progress: _quiet, ...bgCtx } = ctx;
+  const started = Date.parse(rec.created_at);
+  const run = runSubagent(prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id) })
+    .catch((e): TaskRecord => ({ ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }))
+    .then(async (end) => {
+      ctx.subcalls?.workEnded({ ok: end.status !== "failed", ...(end.error ? { code: end.error.code } : {}), ms: Date.now() - started });
+      await saveTask(s, end);
+    })
+    .catch(() => {});
+  ctx.waitUntil?.(run);
+  return run;
+}
