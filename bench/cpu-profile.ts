@@ -5,6 +5,10 @@
  *
  *   npx node bench/cpu-profile.ts uploads [--files=5000] [--batch=1000] [--skip-batches=1] [--top=40] [--out=prof.cpuprofile]
  *   npx node bench/cpu-profile.ts tti [--runs=20] [--top=40] [--out=…]
+ *   npx node bench/cpu-profile.ts show saved.cpuprofile     (summarise a saved profile again)
+ *
+ * --cpu-only (uploads): no profiler; the CPU workerd spent (/proc) over the timed batches and the
+ * index upkeep after them (3 s), per batch and per 1,000 files: the figure load disturbs least.
  *
  * uploads: bench/.data/10000's first --files files through POST …/uploads (NDJSON, mode=all), one batch
  * in flight; the first --skip-batches batches are untimed warm-up outside the profile. tti: create a
@@ -14,7 +18,8 @@
 import { readFileSync, readdirSync, writeFileSync, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SourceMap } from "node:module";
-import { freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
+import { descendants, freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
+import { commOf, cpuOf } from "./proc-cpu.ts";
 
 const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const mode = process.argv[2] ?? "uploads";
@@ -143,7 +148,10 @@ async function tenant(w: WorkerProcess, limits?: unknown): Promise<string> {
   return (await admin("POST", `/v1/admin/tenants/${t}/keys`, {})).key;
 }
 
-async function uploads(): Promise<Profile> {
+/** CPU (ms, /proc) of every workerd process of `w`. */
+const workerdCpu = (w: WorkerProcess) => cpuOf(descendants(w.child.pid!).filter((p) => commOf(p) === "workerd")).total;
+
+async function uploads(): Promise<Profile | null> {
   const n = Number(arg("files", "5000")), size = Number(arg("batch", "1000")), skip = Number(arg("skip-batches", "1"));
   const paths = (JSON.parse(readFileSync("bench/.data/10000.manifest.json", "utf8")) as [string, number][]).slice(0, n).map(([p]) => p);
   const files = paths.map((p) => ({ path: p, text: readFileSync(join("bench/.data/10000", p), "utf8") }));
@@ -161,6 +169,17 @@ async function uploads(): Promise<Profile> {
       console.log(`batch ${b}: ${r.status} written ${j.written} ${(performance.now() - s).toFixed(0)} ms, ${(bodies[b]!.length / 1e6).toFixed(1)} MB`);
     };
     for (let b = 0; b < Math.min(skip, bodies.length); b++) await send(b);
+    if (process.argv.includes("--cpu-only")) {
+      const cpu0 = workerdCpu(w);
+      const t0 = performance.now();
+      for (let b = skip; b < bodies.length; b++) await send(b);
+      const wall = performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 3000)); // the index upkeep after the last answer
+      const cpu = workerdCpu(w) - cpu0;
+      const timed = files.length - Math.min(skip * size, files.length);
+      console.log(`${timed} files in ${bodies.length - skip} batches: ${Math.round((timed / wall) * 1000)} files/s; workerd CPU ${cpu} ms (answers + upkeep), ${Math.round(cpu / (bodies.length - skip))} ms per batch, ${Math.round((cpu / timed) * 1000)} ms per 1,000 files`);
+      return null;
+    }
     return await profiled(w, async () => {
       for (let b = skip; b < bodies.length; b++) await send(b);
       await new Promise((r) => setTimeout(r, 1500)); // the index upkeep after the last answer
@@ -212,6 +231,7 @@ if (mode === "show") {
   process.exit(0);
 }
 const profile = mode === "tti" ? await tti() : await uploads();
+if (!profile) process.exit(0);
 const out = arg("out", "");
 const sources = map as ReturnType<typeof bundleMap>;
 if (out) {
