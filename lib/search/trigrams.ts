@@ -59,26 +59,40 @@ export class TrigramCollector {
   private readonly bits = new Uint8Array(TRIGRAM_SPACE >>> 3);
   private buf = new Uint32Array(4096);
 
-  /** Sorted distinct trigrams of the folded form of `bytes`. */
+  /**
+   * Sorted distinct trigrams of the folded form of `bytes`. Folds as it goes (the same rules as
+   * foldBytes, without a folded copy of the file: one pass over its bytes).
+   */
   collect(bytes: Uint8Array): Uint32Array {
-    const f = foldBytes(bytes);
     const bits = this.bits;
     let n = 0;
-    if (f.length >= 3) {
-      let t = (f[0]! << 8) | f[1]!;
-      for (let i = 2; i < f.length; i++) {
-        t = ((t << 8) | f[i]!) & 0xffffff;
-        const byte = t >>> 3;
-        const mask = 1 << (t & 7);
-        if ((bits[byte]! & mask) === 0) {
-          bits[byte] = bits[byte]! | mask;
-          if (n === this.buf.length) {
-            const bigger = new Uint32Array(this.buf.length * 2);
-            bigger.set(this.buf);
-            this.buf = bigger;
-          }
-          this.buf[n++] = t;
+    let t = 0;
+    let k = 0;
+    const len = bytes.length;
+    for (let i = 0; i < len; i++) {
+      let b = bytes[i]!;
+      if (b >= 0x41 && b <= 0x5a) b |= 0x20;
+      else if (b < 0x80) {
+        if (b === 0x0d && bytes[i + 1] === 0x0a) continue;
+      } else if (b === 0xe2 && bytes[i + 1] === 0x84 && bytes[i + 2] === 0xaa) {
+        b = 0x6b; // U+212A -> k
+        i += 2;
+      } else if (b === 0xc5 && bytes[i + 1] === 0xbf) {
+        b = 0x73; // U+017F -> s
+        i += 1;
+      }
+      t = ((t << 8) | b) & 0xffffff;
+      if (++k < 3) continue;
+      const byte = t >>> 3;
+      const mask = 1 << (t & 7);
+      if ((bits[byte]! & mask) === 0) {
+        bits[byte] = bits[byte]! | mask;
+        if (n === this.buf.length) {
+          const bigger = new Uint32Array(this.buf.length * 2);
+          bigger.set(this.buf);
+          this.buf = bigger;
         }
+        this.buf[n++] = t;
       }
     }
     const out = this.buf.slice(0, n);

@@ -13,6 +13,8 @@ export interface WorkerProcess {
   url: string;
   adminToken: string;
   child: ChildProcess;
+  /** The V8 inspector port of the Worker (wrangler's inspector proxy: GET /json lists its targets; Chrome DevTools protocol). */
+  inspectorPort: number;
   /** Peak resident memory (VmHWM) and current RSS of every workerd process, in bytes. */
   memory(): { peak: number; rss: number };
   /** Everything wrangler and the Worker printed so far (stdout and stderr); the Worker's console.log lines need logLevel "log". */
@@ -66,8 +68,9 @@ export async function startWorker(opts: { vars?: Record<string, string>; /** wra
   const port = opts.port ?? (await freePort());
   const state = mkdtempSync(join(tmpdir(), "toolshed-wrangler-"));
   const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
+  const inspectorPort = await freePort();
   const vars = { TOOLSHED_ADMIN_TOKEN: adminToken, ...opts.vars };
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", opts.logLevel ?? "error", "--inspector-port", String(await freePort())];
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", opts.logLevel ?? "error", "--inspector-port", String(inspectorPort)];
   if (opts.config) args.push("--config", opts.config);
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn(join(process.cwd(), "node_modules/.bin/wrangler"), args, {
@@ -93,6 +96,7 @@ export async function startWorker(opts: { vars?: Record<string, string>; /** wra
     url,
     adminToken,
     child,
+    inspectorPort,
     log: () => log,
     memory() {
       const pids = workerd();

@@ -152,7 +152,9 @@ async function upload(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Uploa
   if (!batch.count) throw new ToolError("INVALID_ARGUMENT", 'The body holds no file: send one JSON object per line, {"path": …, "content": …}.');
   const files = await batch.finish(mode);
   const background = backgroundOf(c);
-  if (background) background(batch.index());
+  // The index's segment build is CPU on the isolate's one thread, and what a promise does before its
+  // first real wait runs as microtasks, ahead of the answer leaving: one timer turn lets the answer go first.
+  if (background) background(new Promise((r) => setTimeout(r, 0)).then(() => batch.index()));
   else await batch.index();
   const written = files.filter((f) => f.ok);
   return { mode, written: written.length, failed: files.length - written.length, bytes: written.reduce((n, f) => n + (f.ok ? f.size : 0), 0), files };

@@ -27,6 +27,21 @@ describe("trigrams", () => {
     const b = collector.collect(enc.encode("xyz"));
     expect([...b].map(trigramText)).toEqual(["xyz"]);
   });
+
+  it("collects the trigrams of the folded bytes (it folds as it goes): the same as foldBytes then every window", () => {
+    let seed = 3;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / (1 << 24);
+    const pieces = [[0x61], [0x5a], [0x7a], [0x0d], [0x0a], [0x0d, 0x0a], [0xe2, 0x84, 0xaa], [0xe2, 0x84], [0xc5, 0xbf], [0xc5], [0xff], [0x41]];
+    for (let round = 0; round < 300; round++) {
+      const bytes: number[] = [];
+      const n = Math.floor(rnd() * 12);
+      for (let i = 0; i < n; i++) bytes.push(...pieces[Math.floor(rnd() * pieces.length)]!);
+      const f = foldBytes(new Uint8Array(bytes));
+      const want = new Set<number>();
+      for (let i = 0; i + 2 < f.length; i++) want.add((f[i]! << 16) | (f[i + 1]! << 8) | f[i + 2]!);
+      expect([...collector.collect(new Uint8Array(bytes))]).toEqual([...want].sort((x, y) => x - y));
+    }
+  });
 });
 
 describe("regexQuery", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { inputFromBytes, mergeHeads, tierOf } from "../../../lib/search/indexer.js";
 import { buildSegment, decodePostings, FLAG_BINARY, FLAG_LARGE, parseFileTable, SegmentHead } from "../../../lib/search/segment.js";
-import { literalTrigrams, TrigramCollector } from "../../../lib/search/trigrams.js";
+import { foldBytes, literalTrigrams, TrigramCollector } from "../../../lib/search/trigrams.js";
 
 const enc = new TextEncoder();
 const collector = new TrigramCollector();
@@ -36,6 +36,50 @@ describe("segment", () => {
     expect(partial.lookup(literalTrigrams("uni")[0]!)).toEqual(head.lookup(literalTrigrams("uni")[0]!));
     expect(parseFileTable(built.bytes.slice(0, built.headerEnd)).map((f) => f.path)).toEqual(head.files.map((f) => f.path));
     expect(() => new SegmentHead(built.bytes.slice(0, built.dictEnd - 1), false)).toThrow();
+  });
+
+  it("lists each trigram's files exactly: every posting list against one computed from the folded bytes", () => {
+    // Seeded bytes over a small alphabet (case, CRLF, the Kelvin sign, long s) so trigrams repeat
+    // across files; 700 files so ids and deltas take 2 varint bytes; a binary file every 50th leaves
+    // gaps in the ids; some lists are inline (≤ 4 bytes), most are not.
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / (1 << 24);
+    const pieces = [[0x61], [0x41], [0x62], [0x42], [0x63], [0x0d], [0x0a], [0x0d, 0x0a], [0xe2, 0x84, 0xaa], [0xc5, 0xbf], [0x6b], [0x73], [0x20]];
+    const inputs = [];
+    const expected = new Map<number, number[]>();
+    for (let id = 0; id < 700; id++) {
+      if (id % 50 === 49) {
+        inputs.push(inputFromBytes(`bin${id}`, "e", 1, new Uint8Array([0x61, 0, 0x62, 0x63])));
+        continue;
+      }
+      const bytes: number[] = [];
+      const n = 1 + Math.floor(rnd() * 60);
+      for (let i = 0; i < n; i++) bytes.push(...pieces[Math.floor(rnd() * pieces.length)]!);
+      const input = inputFromBytes(`f${id}`, "e", 1, new Uint8Array(bytes));
+      inputs.push(input);
+      const f = foldBytes(new Uint8Array(bytes));
+      const seen = new Set<number>();
+      for (let i = 0; i + 2 < f.length; i++) seen.add((f[i]! << 16) | (f[i + 1]! << 8) | f[i + 2]!);
+      for (const t of seen) expected.set(t, [...(expected.get(t) ?? []), id]);
+    }
+    const head = new SegmentHead(buildSegment(inputs, collector).bytes, true);
+    expect(head.trigrams).toBe(expected.size);
+    let inline = 0;
+    for (const [t, ids] of expected) {
+      const r = head.lookup(t);
+      expect(r).not.toBeNull();
+      if ("inline" in r!) inline++;
+      expect("inline" in r! ? decodePostings(r.inline) : decodePostings(head.postingBytes(r!.off, r!.end)!)).toEqual(ids);
+    }
+    expect(inline).toBeGreaterThan(0);
+    expect(inline).toBeLessThan(expected.size);
+  });
+
+  it("builds an empty dictionary for files without trigrams", () => {
+    const head = new SegmentHead(buildSegment([file("a", "ab"), file("b", "")], collector).bytes, true);
+    expect(head.trigrams).toBe(0);
+    expect(head.postingsLen).toBe(0);
+    expect(head.lookup(literalTrigrams("abc")[0]!)).toBeNull();
   });
 
   it("classifies inputs: text, binary, too large to pack", () => {

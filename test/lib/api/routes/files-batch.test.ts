@@ -77,6 +77,19 @@ describe("POST uploads", () => {
     }
   });
 
+  it("with after-the-answer work, the index hears of the batch only after the answer is out (its segment build is not a microtask ahead of the answer)", async () => {
+    const heard: string[] = [];
+    const listening = testApp({ listeners: [{ changed: async () => void heard.push("changed"), changedBatch: async (_ws, changes) => void heard.push(`batch of ${changes.length}`) }] });
+    const t = await newTenant(listening);
+    heard.length = 0;
+    const { ctx, settle } = executionContext();
+    const res = await listening.request(`/v1/workspaces/${t.ws}/uploads`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/x-ndjson" }, body: ndjson([{ path: "a.md", content: "one\n" }, { path: "b.md", content: "two\n" }]) }, {}, ctx);
+    expect(res.status).toBe(200);
+    expect(heard).toEqual([]);
+    await settle();
+    expect(heard).toEqual(["batch of 2"]);
+  });
+
   it("per-file conditions: if_match over the version read, create only where nothing is; an unconditional line replaces", async () => {
     const t = await newTenant(app);
     const first = await batch(t, [{ path: "a.txt", content: "a1" }, { path: "b.txt", content: "b1" }, { path: "c.txt", content: "c1" }]);
