@@ -1,6 +1,6 @@
 /**
  * The sync-out phase, one way for fresh runs (runner.ts) and live commands (live-session.ts):
- * walk the tree, diff it against the slot, write back per file (writeback.ts) and explicit
+ * walk the tree (a live sandbox's change journal may vouch for all of it: then no walk), diff it against the slot, write back per file (writeback.ts) and explicit
  * directories (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
  * and symlinks included). A command that did not finish (timed out, killed, over its disk quota)
  * writes nothing back: its changes are discarded. Node only.
@@ -56,6 +56,8 @@ export interface SyncedOut {
   walkMs: number;
   /** The walk had a change journal's word (SyncStats.walk_dirs). */
   journaled: boolean;
+  /** No walk was made: the journal heard nothing since the last one, whose result stood (change-journal.ts, standing). */
+  walked: boolean;
 }
 
 /**
@@ -92,14 +94,17 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const { slot, sync, limits } = i;
   const t1 = Date.now();
   const hooks = (await i.journal?.begin(slot.listings)) ?? undefined;
-  const after = await walk(slot.tree, slot.listings, Date.now(), hooks);
+  // Nothing happened in the tree since the last walk (the journal's word): its result stands, no walk is made.
+  const standing = hooks ? i.journal!.standing(slot.listings) : null;
+  const after = standing ?? (await walk(slot.tree, slot.listings, Date.now(), hooks));
   i.journal?.walked(after);
   const walkMs = Date.now() - t1;
-  const changes = await diff(slot, after);
+  // A standing result is the tree as the last sync-out left it, settled: no file differs from the slot (its passes over every file are skipped).
+  const changes = standing ? [] : await diff(slot, after);
   let afterBytes = 0;
-  for (const f of after.files.values()) afterBytes += f.size;
+  if (!standing) for (const f of after.files.values()) afterBytes += f.size;
   // The sample may have missed a last burst: the exact figure decides too.
-  const quotaHit = i.diskExceeded || afterBytes - i.baseBytes > limits.disk_mb * MiB;
+  const quotaHit = i.diskExceeded || (!standing && afterBytes - i.baseBytes > limits.disk_mb * MiB);
   const finished = i.ran && !quotaHit;
   // Directories by the rule of dirs.ts: markers removed before the files are written, made after.
   const dirDelta = dirChanges(slot.dirs, after, i.cwdMade);
@@ -113,7 +118,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
-  const delta = wb && runDelta(modesDelta(slot, after, changes, wb), linksDelta(slot, after));
+  const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb), linksDelta(slot, after));
   if (delta) {
     try {
       slot.modes = slotModes(await sync.updateModes(delta));
@@ -124,7 +129,8 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
       for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: `symlink change not saved: ${why}` });
     }
   }
-  settleModes(slot, after);
+  if (!standing) settleModes(slot, after);
   modeSkips.push(...(await settleLinks(slot, after, i.owner)));
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null };
+  i.journal?.settled();
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null };
 }

@@ -182,8 +182,17 @@ export interface SyncStats {
   deleted_files: number;
   sync_in_ms: number;
   sync_out_ms: number;
-  /** A live sandbox's walk after the command: directories in the tree, and how many of them its change journal vouched for (not read again). */
-  walk_dirs?: { total: number; vouched: number };
+  /**
+   * A live sandbox's walk after the command: directories in the tree, how many of them its change
+   * journal vouched for (not read again), and whether a walk was made at all (false: the journal
+   * heard nothing since the last one, whose result stood).
+   */
+  walk_dirs?: { total: number; vouched: number; walked: boolean };
+  /**
+   * The sync-in's reconcile, when storage had changed: the manifest entries it went through, and
+   * whether that was all of them (`whole`) or only the entries the manifest proved changed.
+   */
+  reconciled?: { entries: number; whole: boolean };
 }
 
 export interface RunResult {
