@@ -62,13 +62,16 @@ export interface SyncedOut {
 
 /**
  * Puts the slot back to exactly what storage holds after the write-back, and its view of
- * storage with it (what was written, what was deleted). Any change ends Slot.synced: the next
- * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled);
- * explicit directories (slot.dirs, after settleDirs) stay.
+ * storage with it (what was written, what was deleted). Any change ends Slot.synced (syncOut
+ * gives it back when every change was written). Only the directories settle emptied are looked
+ * at (pruneSettled); explicit directories (slot.dirs, after settleDirs) stay. Returns whether
+ * every change was written: the tree and the view then agree on each of them.
  */
-async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
+async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<boolean> {
   const removed: string[] = [];
   if (changes.length) slot.synced = null;
+  const deleted = new Set(outcome?.deleted);
+  let exact = true;
   for (const c of changes) {
     const written = outcome?.written.get(c.path);
     if (written) {
@@ -77,6 +80,7 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     } else {
       slot.files.delete(c.path);
       if (c.kind !== "deleted") removed.push(c.path);
+      if (!deleted.has(c.path)) exact = false;
     }
   }
   // Thousands after a cut write-back: side by side (an unlink can wait on the disk).
@@ -88,10 +92,12 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     removed.push(s.path);
   }
   pruneSettled(slot.tree, after, removed, slot.dirs);
+  return exact;
 }
 
 export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const { slot, sync, limits } = i;
+  const wasSynced = slot.synced;
   const t1 = Date.now();
   const hooks = (await i.journal?.begin(slot.listings)) ?? undefined;
   // Nothing happened in the tree since the last walk (the journal's word): its result stands, no walk is made.
@@ -115,7 +121,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
   settleDirs(slot, dirDelta, dirsOut);
-  await settle(slot, after, changes, wb);
+  const exact = await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
   const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb), linksDelta(slot, after));
@@ -132,5 +138,8 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   if (!standing) settleModes(slot, after);
   modeSkips.push(...(await settleLinks(slot, after, i.owner)));
   i.journal?.settled();
+  // The slot was its view's fixpoint and every change went to storage as the tree holds it (no directory, link or bit left aside):
+  // it still is, so the next sync-in reconciles nothing when storage is unchanged (only what changed otherwise).
+  if (wasSynced && wasSynced.skipped.length === 0 && exact && !dirDelta.length && !after.skipped.length && !modeSkips.length && !linksChanged.length) slot.synced = wasSynced;
   return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null };
 }

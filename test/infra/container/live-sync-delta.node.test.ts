@@ -90,6 +90,17 @@ describe("sync in: only the entries a tool changed", () => {
     expect(back.sync.reconciled).toEqual({ entries: 1, whole: false });
   });
 
+  it("after a command whose changes were all written back, nothing is reconciled; then a tool's edit, only that", async () => {
+    const wrote = await cmd("echo mine > b/mine.txt && echo more >> b/f0.txt && rm b/f9.txt");
+    expect(wrote.files_changed).toEqual(["b/f0.txt", "b/mine.txt"]);
+    expect(wrote.files_deleted).toEqual(["b/f9.txt"]);
+    expect((await cmd("cat b/mine.txt")).sync.reconciled).toBeUndefined();
+    await t.write("b/mine.txt", "tool\n");
+    const r = await cmd("cat b/mine.txt b/f0.txt; test ! -e b/f9.txt");
+    expect(r.stdout).toBe("tool\nb/f0.txt v0\nmore\n");
+    expect(r.sync.reconciled).toEqual({ entries: 1, whole: false });
+  });
+
   it("an explicit directory made by a tool: the whole manifest is reconciled, and the directory is there", async () => {
     const made = await t.sync.mkdir("empty/inner");
     expect(made.ok).toBe(true);
