@@ -1,7 +1,8 @@
 /**
  * The sync-out phase, one way for fresh runs (runner.ts) and live commands (live-session.ts):
- * walk the tree (a live sandbox's change journal may vouch for all of it: then no walk), diff it against the slot, write back per file (writeback.ts) and explicit
- * directories (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
+ * walk the tree (no walk when a live sandbox's change journal heard nothing since the last one),
+ * diff it against the slot, write back per file (writeback.ts) and explicit directories
+ * (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
  * and symlinks included). A command that did not finish (timed out, killed, over its disk quota)
  * writes nothing back: its changes are discarded. Node only.
  */
