@@ -84,6 +84,12 @@ export class ChangeJournal {
   private last: WalkResult | null = null;
   private lastSettled = false;
   private quiet = false;
+  /**
+   * Set by begin(): the sync-out of the last walk settled, so every file of a directory this walk
+   * vouches for is in the slot as that walk found it (sync-out.ts then compares only the files
+   * of the directories read).
+   */
+  settledBefore = false;
   readonly stats: JournalStats = { fullWalks: 0, lastFull: null, ended: null, watches: 0, standing: 0 };
 
   /**
@@ -134,6 +140,7 @@ export class ChangeJournal {
     this.walkNo++;
     const overflow = this.events >= this.risk || this.unfinished;
     const trustNone = this.trustNone;
+    this.settledBefore = this.lastSettled && this.last !== null;
     this.quiet = !overflow && !trustNone && this.walkNo > 1 && this.events === 0 && this.dirty.size === 0 && this.named.size === 0;
     this.unfinished = true;
     const dirty = this.dirty;

@@ -59,6 +59,8 @@ export interface SyncedOut {
   journaled: boolean;
   /** No walk was made: the journal heard nothing since the last one, whose result stood (change-journal.ts, standing). */
   walked: boolean;
+  /** Files compared with the slot: every file the walk found, only those of the directories it read, or none (no walk). */
+  compared: number;
 }
 
 /**
@@ -107,7 +109,9 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   i.journal?.walked(after);
   const walkMs = Date.now() - t1;
   // A standing result is the tree as the last sync-out left it, settled: no file differs from the slot (its passes over every file are skipped).
-  const changes = standing ? [] : await diff(slot, after);
+  // Otherwise, on a slot that was its view's fixpoint, a directory the journal vouched for holds the slot's files as they were: only the directories read are compared.
+  const readOnly = !standing && hooks !== undefined && wasSynced !== null && i.journal!.settledBefore;
+  const changes = standing ? [] : await diff(slot, after, readOnly);
   let afterBytes = 0;
   if (!standing) for (const f of after.files.values()) afterBytes += f.size;
   // The sample may have missed a last burst: the exact figure decides too.
@@ -125,10 +129,15 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const exact = await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
-  const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb), linksDelta(slot, after));
+  const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb, readOnly), linksDelta(slot, after));
+  // The bits to settle beside the files compared: those the workspace's list changed (another writer's too, in the answer).
+  const bitsChanged = new Set<string>();
   if (delta) {
     try {
+      const before = slot.modes?.exec ?? new Set<string>();
       slot.modes = slotModes(await sync.updateModes(delta));
+      for (const p of slot.modes.exec) if (!before.has(p)) bitsChanged.add(p);
+      for (const p of before) if (!slot.modes.exec.has(p)) bitsChanged.add(p);
       linksChanged = Object.keys(delta.links ?? {}).sort();
     } catch (e) {
       const why = String((e as Error).message ?? e).slice(0, 200);
@@ -136,11 +145,11 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
       for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: `symlink change not saved: ${why}` });
     }
   }
-  if (!standing) settleModes(slot, after);
+  if (!standing) settleModes(slot, after, readOnly ? [...after.readFiles, ...bitsChanged] : undefined);
   modeSkips.push(...(await settleLinks(slot, after, i.owner)));
   i.journal?.settled();
   // The slot was its view's fixpoint and every change went to storage as the tree holds it (no directory, link or bit left aside):
   // it still is, so the next sync-in reconciles nothing when storage is unchanged (only what changed otherwise).
   if (wasSynced && wasSynced.skipped.length === 0 && exact && !dirDelta.length && !after.skipped.length && !modeSkips.length && !linksChanged.length) slot.synced = wasSynced;
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null };
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
 }

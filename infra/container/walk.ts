@@ -34,6 +34,8 @@ export interface WalkResult {
    * made since it was read adds no event there), or outside the tree. The next walk then trusts none.
    */
   linkNamesUnseen: boolean;
+  /** The regular files of the directories this walk read (not vouched for): with a journal, the only ones that can differ from the last walk's. */
+  readFiles: string[];
 }
 
 /** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
@@ -124,7 +126,7 @@ function vouched(l: DirListing | undefined, rel: string, journal: WalkJournal | 
 }
 
 async function walkWith(tree: string, listings: DirListings, now: number, journal?: WalkJournal): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0, hardLinked: false, linkNamesUnseen: false };
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0, hardLinked: false, linkNamesUnseen: false, readFiles: [] };
   const named = new Map<string, { nlink: number; seen: number }>(); // hard-linked files by inode: their names stated
   const links: string[] = []; // their targets are read after the walk (asynchronously)
   const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
@@ -195,7 +197,7 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
             const j = next++ - known!.starts[k]!;
             const prev = seen[i];
             if (part.nlink[j]! > 1 && part.err[j] === undefined) noteLink(out, named, part.fp[j]!, part.nlink[j]!), (l.multi = true);
-            if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev);
+            if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev), out.readFiles.push(r);
             else seen[i] = sortOut(out, stack, links, r, answer(part, j));
           }
         }
@@ -281,6 +283,7 @@ function sortOut(out: WalkResult, stack: string[], links: string[], r: string, a
     if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
     const entry: FileEntry = { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) };
     out.files.set(r, entry);
+    out.readFiles.push(r);
     return entry;
   } else if (type === constants.S_IFLNK) {
     if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });

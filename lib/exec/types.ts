@@ -184,10 +184,11 @@ export interface SyncStats {
   sync_out_ms: number;
   /**
    * A live sandbox's walk after the command: directories in the tree, how many of them its change
-   * journal vouched for (not read again), and whether a walk was made at all (false: the journal
-   * heard nothing since the last one, whose result stood).
+   * journal vouched for (not read again), whether a walk was made at all (false: the journal
+   * heard nothing since the last one, whose result stood), and how many files were compared with
+   * the runner's record of them (only those of the directories read, when the journal allows).
    */
-  walk_dirs?: { total: number; vouched: number; walked: boolean };
+  walk_dirs?: { total: number; vouched: number; walked: boolean; compared: number };
   /**
    * The sync-in's reconcile, when storage had changed: the manifest entries it went through, and
    * whether that was all of them (`whole`) or only the entries the manifest proved changed.

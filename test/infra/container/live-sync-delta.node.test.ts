@@ -36,7 +36,7 @@ async function cmd(command: string, x: Partial<RunRequest> = {}): Promise<RunRes
 async function quiet(): Promise<RunResult> {
   let r = await cmd("true");
   for (let i = 0; i < 20 && r.sync.walk_dirs?.walked !== false; i++) r = await cmd("true");
-  expect(r.sync.walk_dirs).toEqual({ total: r.sync.walk_dirs!.total, vouched: r.sync.walk_dirs!.total, walked: false });
+  expect(r.sync.walk_dirs).toEqual({ total: r.sync.walk_dirs!.total, vouched: r.sync.walk_dirs!.total, walked: false, compared: 0 });
   expect(r.files_changed).toEqual([]);
   return r;
 }
@@ -155,6 +155,7 @@ describe("sync out: no walk when the journal heard nothing, and every change sti
     const r = await cmd("ln -s f3.txt b/link");
     expect(r.links_changed).toEqual(["b/link"]);
     expect((await readModes(t.driver, t.tenant, t.workspace)).links).toEqual({ "b/link": "f3.txt" });
+    expect((await cmd("rm b/link")).links_changed).toEqual(["b/link"]); // a directory holding a symlink is read on every walk
   });
 
   it("a same-size rewrite with its old mtime put back", async () => {
@@ -173,6 +174,21 @@ describe("sync out: no walk when the journal heard nothing, and every change sti
     expect(r.files_changed).toEqual(["a/f5.txt", "hl/x.txt"]);
     expect(await t.read("a/f5.txt")).toBe("a/f5.txt v0\nvia\n");
     await cmd("rm hl/x.txt");
+  });
+
+  it("after a tool's edit of 2 files of one directory, the sync-out compares only that directory's files", async () => {
+    await quiet();
+    await t.write("a/f2.txt", "a2 v1\n");
+    await t.write("a/f3.txt", "a3 v1\n");
+    const r = await cmd("ls -p a | grep -vc /");
+    expect(r.sync.reconciled).toEqual({ entries: 2, whole: false });
+    expect(r.sync.walk_dirs?.walked).toBe(true);
+    expect(r.sync.walk_dirs?.compared).toBe(Number(r.stdout.trim()));
+    expect(r.sync.walk_dirs!.compared).toBeLessThan(r.sync.manifest_files / 2);
+    // What a command changes in the directories the journal vouched for is still found (their events make them read).
+    const w = await cmd("echo x >> b/f3.txt && rm d/f2.txt && echo new > a/new2.txt");
+    expect(w.files_changed).toEqual(["a/new2.txt", "b/f3.txt"]);
+    expect(w.files_deleted).toEqual(["d/f2.txt"]);
   });
 
   it("a tool's edit after a command that made no walk is in the tree, and the next command's change to it is written back", async () => {
