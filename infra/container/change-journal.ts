@@ -18,11 +18,19 @@
  *     watcher error or a fence that never arrives end the journal for the sandbox's life
  *     (every later walk is a full one, as a fresh run's);
  *   - a file with several hard links is written through any of its names, and only that name's
- *     directory hears it: a directory holding one is never vouched for (DirListing.multi).
+ *     directory hears it: a directory holding one is never vouched for (DirListing.multi); and
+ *     a link made to a file of a directory vouched for is heard only where the new name is
+ *     (the link count's change reaches no directory's watch), so a walk that finds a
+ *     hard-linked file with a name it did not state makes the next walk trust no directory.
  * A directory named by an event of its parent (made, deleted, renamed, its attributes changed)
  * may be another directory now: its watch and its subtree's are set again and the subtree is
  * read in full. A directory is vouched for only from the walk after the one that set its watch
  * (every read that walk made of it came after the watch).
+ * When nothing at all happened since the last walk (no event up to the fence, no overflow
+ * risk, every directory that walk found watched since before it read it, no hard-linked file),
+ * that walk's result still describes the tree exactly: standing() hands it back and no walk is
+ * made (sync-out.ts). Anything the runner itself does to the tree after a walk (settling,
+ * downloading) is an event too, so the next walk reads what it touched.
  * Node only.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from "node:fs";
@@ -50,6 +58,8 @@ export interface JournalStats {
   /** Why the journal ended, if it did. */
   ended: string | null;
   watches: number;
+  /** Walks not made: the last one's result stood (standing()). */
+  standing: number;
 }
 
 export class ChangeJournal {
@@ -68,7 +78,19 @@ export class ChangeJournal {
   private readonly fenceWatch: FSWatcher;
   private fenceSeq = 0;
   private fenceWait: { name: string; done: () => void } | null = null;
-  readonly stats: JournalStats = { fullWalks: 0, lastFull: null, ended: null, watches: 0 };
+  /** The last walk found a hard-linked file with a name it did not state: the next one trusts no directory. */
+  private trustNone = false;
+  /** The last finished walk's result, whether the sync-out that made it settled the slot to it, and whether begin() found no event at all since. */
+  private last: WalkResult | null = null;
+  private lastSettled = false;
+  private quiet = false;
+  /**
+   * Set by begin(): the sync-out of the last walk settled, so every file of a directory this walk
+   * vouches for is in the slot as that walk found it (sync-out.ts then compares only the files
+   * of the directories read).
+   */
+  settledBefore = false;
+  readonly stats: JournalStats = { fullWalks: 0, lastFull: null, ended: null, watches: 0, standing: 0 };
 
   /**
    * `tree`: the directory watched; `privateDir`: a directory no sandbox can write (its fence lives
@@ -117,6 +139,9 @@ export class ChangeJournal {
     if (!this.active) return null;
     this.walkNo++;
     const overflow = this.events >= this.risk || this.unfinished;
+    const trustNone = this.trustNone;
+    this.settledBefore = this.lastSettled && this.last !== null;
+    this.quiet = !overflow && !trustNone && this.walkNo > 1 && this.events === 0 && this.dirty.size === 0 && this.named.size === 0;
     this.unfinished = true;
     const dirty = this.dirty;
     const named = this.named;
@@ -138,7 +163,7 @@ export class ChangeJournal {
     return {
       trusted: (d) => {
         const w = this.watches.get(d);
-        return w !== undefined && w.since < walkNo && !dirty.has(d);
+        return !trustNone && w !== undefined && w.since < walkNo && !dirty.has(d);
       },
       reading: (d) => {
         if (!this.watches.has(d)) this.watch(d);
@@ -146,19 +171,48 @@ export class ChangeJournal {
     };
   }
 
+  /**
+   * After begin(): the last walk's result when nothing can have changed since (see the top of
+   * this file), to stand for the walk (it is then passed to walked() as this walk's); null: walk.
+   * `listings` (the slot's): only once the last walk kept every directory's listing, so that the
+   * first walk after a quiet spell reads only what it is told of, as the walk before it would have.
+   */
+  standing(listings: DirListings): WalkResult | null {
+    const last = this.last;
+    if (!this.active || !this.quiet || !last || !this.lastSettled || last.hardLinked || last.skipped.length) return null;
+    const walkNo = this.walkNo;
+    const watched = (d: string) => {
+      const w = this.watches.get(d);
+      return w !== undefined && w.since < walkNo && listings.has(d);
+    };
+    if (!watched("") || !last.dirs.every(watched)) return null;
+    this.stats.standing++;
+    return { ...last, vouched: last.dirs.length + 1 };
+  }
+
   /** After the walk: the watches of directories no longer there are closed. */
   walked(after: WalkResult): void {
     this.unfinished = false;
+    this.last = null;
+    this.lastSettled = false;
+    this.trustNone = after.linkNamesUnseen;
     if (!this.active) return;
+    this.last = after;
     const dirs = new Set(after.dirs);
     for (const d of [...this.watches.keys()]) if (d !== "" && !dirs.has(d)) this.unwatch(d);
     this.stats.watches = this.watches.size;
+  }
+
+  /** After the sync-out of the last walk put the slot and the tree back to what storage holds (its settle finished). */
+  settled(): void {
+    this.lastSettled = this.last !== null;
   }
 
   /** Ends the journal for good: every later walk is a full one. */
   private end(why: string): void {
     if (!this.active) return;
     this.stats.ended = why;
+    this.last = null;
     for (const d of [...this.watches.keys()]) this.unwatch(d);
     this.stats.watches = 0;
   }

@@ -13,12 +13,18 @@ export interface Change {
   base?: FileState;
 }
 
-/** What the command changed: created, modified (content differs), deleted. */
-export async function diff(slot: Slot, after: WalkResult): Promise<Change[]> {
+/**
+ * What the command changed: created, modified (content differs), deleted. `readOnly`: only the
+ * files of the directories the walk read can differ from the slot (every other one is the
+ * slot's, as the last settled sync-out left it: the change journal's word); they alone are
+ * compared, and the rest are counted as found.
+ */
+export async function diff(slot: Slot, after: WalkResult, readOnly = false): Promise<Change[]> {
   const changes: Change[] = [];
   const suspects: string[] = [];
-  let kept = 0; // files of the slot the walk found again
-  for (const [p, loc] of after.files) {
+  let kept = readOnly ? after.files.size - after.readFiles.length : 0; // files of the slot the walk found again
+  for (const p of readOnly ? after.readFiles : after.files.keys()) {
+    const loc = after.files.get(p)!;
     const st = slot.files.get(p);
     if (!st) changes.push({ path: p, kind: "created" });
     else {

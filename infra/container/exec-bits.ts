@@ -15,13 +15,14 @@ import type { WriteBackOutcome } from "./writeback.js";
  * entry for a file storage no longer holds. Called after settle; null when nothing changed
  * or modes are unknown.
  */
-export function modesDelta(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome): ModesDelta | null {
+export function modesDelta(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome, readOnly = false): ModesDelta | null {
   if (!slot.modes) return null;
   const old = slot.modes.exec;
   const changed = new Set(changes.map((c) => c.path));
   const add: string[] = [];
   const remove: string[] = [];
-  for (const [p, loc] of after.files) {
+  for (const p of readOnly ? after.readFiles : after.files.keys()) {
+    const loc = after.files.get(p)!;
     if (changed.has(p) ? !outcome.written.has(p) : !slot.files.has(p)) continue;
     if (loc.exec && !old.has(p)) add.push(p);
     else if (!loc.exec && old.has(p)) remove.push(p);
@@ -30,9 +31,11 @@ export function modesDelta(slot: Slot, after: WalkResult, changes: Change[], out
   return add.length || remove.length ? { add, remove } : null;
 }
 
-/** Gives every file of the slot the execute bit the workspace records (or, modes unknown, keeps the tree's). */
-export function settleModes(slot: Slot, after: WalkResult): void {
-  for (const [p, loc] of after.files) {
+/** Gives every file of the slot the execute bit the workspace records (or, modes unknown, keeps the tree's); `only`: just these paths (every other one has it already). */
+export function settleModes(slot: Slot, after: WalkResult, only?: Iterable<string>): void {
+  for (const p of only ?? after.files.keys()) {
+    const loc = after.files.get(p);
+    if (!loc) continue;
     const st = slot.files.get(p);
     if (!st) continue;
     const want = slot.modes ? slot.modes.exec.has(p) : loc.exec;

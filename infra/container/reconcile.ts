@@ -1,10 +1,12 @@
 /**
  * Reconciling a slot (tree.ts) with a workspace's manifest: files whose etag changed are
- * downloaded (download.ts), files gone from the workspace are removed.
+ * downloaded (download.ts), files gone from the workspace are removed. Whole (every entry of the
+ * manifest looked at), or, on a slot that was a fixpoint of its view, only the entries the
+ * manifest's answer proved changed (reconcileChanged).
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { parentOf } from "../../lib/layout/paths.js";
+import { isDirMarker, parentOf } from "../../lib/layout/paths.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import { download } from "./download.js";
 import { isValidName } from "./file-marks.js";
@@ -21,7 +23,7 @@ function ancestorIn(p: string, set: Map<string, unknown>): string | undefined {
 
 /** Makes slot.tree equal to the manifest, downloading only files whose etag changed. */
 export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats> {
-  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false };
+  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: manifest.length, whole: true };
   const want = new Map<string, SyncEntry>();
   for (const e of manifest) {
     if (isValidName(e.path)) want.set(e.path, e);
@@ -62,4 +64,57 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   stats.clean = slot.files.size === want.size;
   if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;
   return stats;
+}
+
+/**
+ * Reconciles only `changed` (the paths whose entry the view's last answer added, removed or
+ * changed: ManifestResult.changed) on a slot whose tree was a fixpoint of the view before that
+ * answer (Slot.synced, with no path conflict among its skips) and whose modes did not change:
+ * every other entry is then in place already. Files and their directories only: null (reconcile
+ * whole instead, before anything is touched) when a changed path is an explicit directory, a
+ * symlink or below one, below a file of the view, or where the tree holds a directory. Same
+ * outcome as reconcile() over the whole view, in O(changed) entries and system calls.
+ */
+export async function reconcileChanged(slot: Slot, changed: readonly string[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats | null> {
+  const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: changed.length, whole: false };
+  const links = slot.modes?.links ?? new Map<string, string>();
+  const want: SyncEntry[] = [];
+  for (const p of changed) {
+    if (isDirMarker(p) || links.has(p)) return null;
+    const e = slot.view.get(p);
+    if (!e) continue;
+    if (!isValidName(p)) {
+      stats.skipped.push({ path: p, reason: "invalid_name" });
+      continue;
+    }
+    for (let i = p.lastIndexOf("/"); i > 0; i = p.lastIndexOf("/", i - 1)) {
+      const a = p.slice(0, i);
+      if (slot.view.get(a) !== undefined || links.has(a)) return null;
+    }
+    if ((await fs.lstat(join(slot.tree, p)).catch(() => null))?.isDirectory()) return null;
+    want.push(e);
+  }
+  const wanted = new Set(want.map((e) => e.path));
+  const emptied = new Set<string>();
+  for (const p of changed) {
+    if (!slot.files.has(p)) continue;
+    if (!wanted.has(p)) {
+      await fs.rm(join(slot.tree, p), { force: true });
+      emptied.add(parentOf(p));
+    }
+    slot.files.delete(p);
+  }
+  await pruneEmptied(slot, emptied);
+  await download(slot, want, sync, owner, stats, concurrency);
+  stats.clean = want.every((e) => slot.files.get(e.path)?.etag === e.etag);
+  return stats;
+}
+
+/** Removes the directories `emptied` left empty, upwards, stopping at an explicit directory (a marker storage holds). */
+async function pruneEmptied(slot: Slot, emptied: Set<string>): Promise<void> {
+  for (const start of emptied)
+    for (let d = start; d !== "" && !slot.dirs.has(d); d = parentOf(d)) {
+      const gone = await fs.rmdir(join(slot.tree, d)).then(() => true, () => false);
+      if (!gone) break;
+    }
 }

@@ -2,7 +2,8 @@
  * The sync-in phase, one way for fresh runs (runner.ts) and live commands (live-session.ts): the
  * slot's tree made what storage holds, from the conditional manifest (lib/sync/view.ts: only what
  * differs from the slot's view crosses the wire; an unchanged workspace on a synced slot needs no
- * reconcile at all), and the command's working directory made. Node only.
+ * reconcile at all, and a few changed files on a synced slot reconcile only those entries:
+ * reconcile.ts, reconcileChanged), and the command's working directory made. Node only.
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
@@ -10,7 +11,7 @@ import { ToolError } from "../../lib/shared/errors.js";
 import type { ManifestResult } from "../../lib/sync/view.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import { dropLinks, makeLinks, slotModes } from "./links.js";
-import { reconcile } from "./reconcile.js";
+import { reconcile, reconcileChanged } from "./reconcile.js";
 import { reconcileDirs, splitManifest } from "./dirs.js";
 import type { Owner, ReconcileStats, Slot } from "./tree.js";
 
@@ -27,8 +28,19 @@ export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: 
   const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
   const modesChanged = modes !== "same" && (modes === null ? slot.modes !== null : modes.etag !== slot.modes?.etag);
   if (modes !== "same") slot.modes = modes && slotModes(modes);
-  if (manifest.unchanged && slot.synced && !modesChanged) return { rec: { downloaded_files: 0, downloaded_bytes: 0, skipped: [...slot.synced.skipped], clean: true }, manifestFiles };
+  const synced = modesChanged ? null : slot.synced;
+  if (manifest.unchanged && synced) return { rec: { downloaded_files: 0, downloaded_bytes: 0, skipped: [...synced.skipped], clean: true, entries: 0, whole: false }, manifestFiles };
   slot.synced = null;
+  // The slot was the view's fixpoint and the answer says exactly what changed: only those entries.
+  if (synced && manifest.changed && !synced.skipped.some((s) => s.reason === "path_conflict")) {
+    const changed = new Set(manifest.changed);
+    const rec = await reconcileChanged(slot, manifest.changed, sync, owner);
+    if (rec) {
+      rec.skipped.push(...synced.skipped.filter((s) => !changed.has(s.path)));
+      if (rec.clean) slot.synced = { skipped: [...rec.skipped] };
+      return { rec, manifestFiles };
+    }
+  }
   // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
   const manifestParts = splitManifest(slot.view.values());
   await dropLinks(slot); // symlinks last: links.ts

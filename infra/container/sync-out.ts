@@ -1,7 +1,8 @@
 /**
  * The sync-out phase, one way for fresh runs (runner.ts) and live commands (live-session.ts):
- * walk the tree, diff it against the slot, write back per file (writeback.ts) and explicit
- * directories (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
+ * walk the tree (no walk when a live sandbox's change journal heard nothing since the last one),
+ * diff it against the slot, write back per file (writeback.ts) and explicit directories
+ * (dirs.ts), then settle the slot back to exactly what storage holds (execute bits
  * and symlinks included). A command that did not finish (timed out, killed, over its disk quota)
  * writes nothing back: its changes are discarded. Node only.
  */
@@ -56,17 +57,24 @@ export interface SyncedOut {
   walkMs: number;
   /** The walk had a change journal's word (SyncStats.walk_dirs). */
   journaled: boolean;
+  /** No walk was made: the journal heard nothing since the last one, whose result stood (change-journal.ts, standing). */
+  walked: boolean;
+  /** Files compared with the slot: every file the walk found, only those of the directories it read, or none (no walk). */
+  compared: number;
 }
 
 /**
  * Puts the slot back to exactly what storage holds after the write-back, and its view of
- * storage with it (what was written, what was deleted). Any change ends Slot.synced: the next
- * run reconciles in full. Only the directories settle emptied are looked at (pruneSettled);
- * explicit directories (slot.dirs, after settleDirs) stay.
+ * storage with it (what was written, what was deleted). Any change ends Slot.synced (syncOut
+ * gives it back when every change was written). Only the directories settle emptied are looked
+ * at (pruneSettled); explicit directories (slot.dirs, after settleDirs) stay. Returns whether
+ * every change was written: the tree and the view then agree on each of them.
  */
-async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<void> {
+async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome: WriteBackOutcome | null): Promise<boolean> {
   const removed: string[] = [];
   if (changes.length) slot.synced = null;
+  const deleted = new Set(outcome?.deleted);
+  let exact = true;
   for (const c of changes) {
     const written = outcome?.written.get(c.path);
     if (written) {
@@ -75,6 +83,7 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     } else {
       slot.files.delete(c.path);
       if (c.kind !== "deleted") removed.push(c.path);
+      if (!deleted.has(c.path)) exact = false;
     }
   }
   // Thousands after a cut write-back: side by side (an unlink can wait on the disk).
@@ -86,20 +95,27 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     removed.push(s.path);
   }
   pruneSettled(slot.tree, after, removed, slot.dirs);
+  return exact;
 }
 
 export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const { slot, sync, limits } = i;
+  const wasSynced = slot.synced;
   const t1 = Date.now();
   const hooks = (await i.journal?.begin(slot.listings)) ?? undefined;
-  const after = await walk(slot.tree, slot.listings, Date.now(), hooks);
+  // Nothing happened in the tree since the last walk (the journal's word): its result stands, no walk is made.
+  const standing = hooks ? i.journal!.standing(slot.listings) : null;
+  const after = standing ?? (await walk(slot.tree, slot.listings, Date.now(), hooks));
   i.journal?.walked(after);
   const walkMs = Date.now() - t1;
-  const changes = await diff(slot, after);
+  // A standing result is the tree as the last sync-out left it, settled: no file differs from the slot (its passes over every file are skipped).
+  // Otherwise, on a slot that was its view's fixpoint, a directory the journal vouched for holds the slot's files as they were: only the directories read are compared.
+  const readOnly = !standing && hooks !== undefined && wasSynced !== null && i.journal!.settledBefore;
+  const changes = standing ? [] : await diff(slot, after, readOnly);
   let afterBytes = 0;
-  for (const f of after.files.values()) afterBytes += f.size;
+  if (!standing) for (const f of after.files.values()) afterBytes += f.size;
   // The sample may have missed a last burst: the exact figure decides too.
-  const quotaHit = i.diskExceeded || afterBytes - i.baseBytes > limits.disk_mb * MiB;
+  const quotaHit = i.diskExceeded || (!standing && afterBytes - i.baseBytes > limits.disk_mb * MiB);
   const finished = i.ran && !quotaHit;
   // Directories by the rule of dirs.ts: markers removed before the files are written, made after.
   const dirDelta = dirChanges(slot.dirs, after, i.cwdMade);
@@ -110,13 +126,18 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
 
   settleDirs(slot, dirDelta, dirsOut);
-  await settle(slot, after, changes, wb);
+  const exact = await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
-  const delta = wb && runDelta(modesDelta(slot, after, changes, wb), linksDelta(slot, after));
+  const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb, readOnly), linksDelta(slot, after));
+  // The bits to settle beside the files compared: those the workspace's list changed (another writer's too, in the answer).
+  const bitsChanged = new Set<string>();
   if (delta) {
     try {
+      const before = slot.modes?.exec ?? new Set<string>();
       slot.modes = slotModes(await sync.updateModes(delta));
+      for (const p of slot.modes.exec) if (!before.has(p)) bitsChanged.add(p);
+      for (const p of before) if (!slot.modes.exec.has(p)) bitsChanged.add(p);
       linksChanged = Object.keys(delta.links ?? {}).sort();
     } catch (e) {
       const why = String((e as Error).message ?? e).slice(0, 200);
@@ -124,7 +145,11 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
       for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: `symlink change not saved: ${why}` });
     }
   }
-  settleModes(slot, after);
+  if (!standing) settleModes(slot, after, readOnly ? [...after.readFiles, ...bitsChanged] : undefined);
   modeSkips.push(...(await settleLinks(slot, after, i.owner)));
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null };
+  i.journal?.settled();
+  // The slot was its view's fixpoint and every change went to storage as the tree holds it (no directory, link or bit left aside):
+  // it still is, so the next sync-in reconciles nothing when storage is unchanged (only what changed otherwise).
+  if (wasSynced && wasSynced.skipped.length === 0 && exact && !dirDelta.length && !after.skipped.length && !modeSkips.length && !linksChanged.length) slot.synced = wasSynced;
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
 }

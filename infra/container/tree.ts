@@ -161,4 +161,7 @@ export interface ReconcileStats {
   skipped: Skipped[];
   /** The slot now holds every wanted file at the manifest's etag, and nothing else (see Slot.synced). */
   clean: boolean;
+  /** Manifest entries the reconcile went through: all of them (`whole`), or only those that changed (reconcile.ts). */
+  entries: number;
+  whole: boolean;
 }

@@ -27,6 +27,15 @@ export interface WalkResult {
   rawPaths: Map<string, Buffer>;
   /** Directories taken on a change journal's word (their listing and files not read again). */
   vouched: number;
+  /** A regular file had more than one hard link (a write through a name elsewhere is heard only there: change-journal.ts). */
+  hardLinked: boolean;
+  /**
+   * Such a file has a name this walk did not state: in a directory taken on a journal's word (a link
+   * made since it was read adds no event there), or outside the tree. The next walk then trusts none.
+   */
+  linkNamesUnseen: boolean;
+  /** The regular files of the directories this walk read (not vouched for): with a journal, the only ones that can differ from the last walk's. */
+  readFiles: string[];
 }
 
 /** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
@@ -117,7 +126,8 @@ function vouched(l: DirListing | undefined, rel: string, journal: WalkJournal | 
 }
 
 async function walkWith(tree: string, listings: DirListings, now: number, journal?: WalkJournal): Promise<WalkResult> {
-  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0 };
+  const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0, hardLinked: false, linkNamesUnseen: false, readFiles: [] };
+  const named = new Map<string, { nlink: number; seen: number }>(); // hard-linked files by inode: their names stated
   const links: string[] = []; // their targets are read after the walk (asynchronously)
   const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
   const kept: DirListings = new Map();
@@ -186,8 +196,8 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
             const part = known!.parts[k]!;
             const j = next++ - known!.starts[k]!;
             const prev = seen[i];
-            if (part.nlink[j]! > 1) l.multi = true;
-            if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev);
+            if (part.nlink[j]! > 1 && part.err[j] === undefined) noteLink(out, named, part.fp[j]!, part.nlink[j]!), (l.multi = true);
+            if (prev !== undefined && part.err[j] === undefined && part.fp[j] === prev.fp) out.files.set(r, prev), out.readFiles.push(r);
             else seen[i] = sortOut(out, stack, links, r, answer(part, j));
           }
         }
@@ -199,6 +209,7 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
       for (const b of await Promise.all(later.batches))
         for (let j = 0; j < b.fp.length; j++, i++) {
           const entry = sortOut(out, stack, links, later.rel[i]!, answer(b, j));
+          if (b.nlink[j]! > 1 && entry) noteLink(out, named, entry.fp, b.nlink[j]!);
           const l = later.listing[i];
           if (!l) continue;
           l.seen![later.index[i]!] = entry;
@@ -210,6 +221,7 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
     if (reused && ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR")) throw new StaleListing();
     throw e;
   }
+  for (const n of named.values()) if (n.seen < n.nlink) out.linkNamesUnseen = true;
   listings.clear();
   for (const [d, l] of kept) listings.set(d, l);
   for (const p of links) {
@@ -218,6 +230,15 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
     else out.links.set(p, target);
   }
   return out;
+}
+
+/** A name of a file with `nlink` hard links, stated (its inode is its fingerprint's first field). */
+function noteLink(out: WalkResult, named: Map<string, { nlink: number; seen: number }>, fp: string, nlink: number): void {
+  out.hardLinked = true;
+  const inode = fp.slice(0, fp.indexOf(":"));
+  const n = named.get(inode);
+  if (n) n.seen++;
+  else named.set(inode, { nlink, seen: 1 });
 }
 
 /** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
@@ -262,6 +283,7 @@ function sortOut(out: WalkResult, stack: string[], links: string[], r: string, a
     if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
     const entry: FileEntry = { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) };
     out.files.set(r, entry);
+    out.readFiles.push(r);
     return entry;
   } else if (type === constants.S_IFLNK) {
     if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });

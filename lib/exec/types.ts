@@ -182,8 +182,18 @@ export interface SyncStats {
   deleted_files: number;
   sync_in_ms: number;
   sync_out_ms: number;
-  /** A live sandbox's walk after the command: directories in the tree, and how many of them its change journal vouched for (not read again). */
-  walk_dirs?: { total: number; vouched: number };
+  /**
+   * A live sandbox's walk after the command: directories in the tree, how many of them its change
+   * journal vouched for (not read again), whether a walk was made at all (false: the journal
+   * heard nothing since the last one, whose result stood), and how many files were compared with
+   * the runner's record of them (only those of the directories read, when the journal allows).
+   */
+  walk_dirs?: { total: number; vouched: number; walked: boolean; compared: number };
+  /**
+   * The sync-in's reconcile, when storage had changed: the manifest entries it went through, and
+   * whether that was all of them (`whole`) or only the entries the manifest proved changed.
+   */
+  reconciled?: { entries: number; whole: boolean };
 }
 
 export interface RunResult {

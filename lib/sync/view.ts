@@ -78,10 +78,12 @@ export class ManifestView {
 
   /**
    * Makes the view equal to storage from an answer to query(): the buckets not in `same` take
-   * the answer's entries. Checks the answer first (a bad one changes nothing). Returns whether
-   * every bucket was the same.
+   * the answer's entries. Checks the answer first (a bad one changes nothing). Returns the paths
+   * whose entry changed (added, removed, another etag), sorted: exact, since a bucket in `same`
+   * holds the view's very [path, etag] pairs (its SHA-256 digest) and every other bucket is
+   * compared entry by entry. Empty: every bucket was the same.
    */
-  apply(q: ManifestQuery, a: ManifestAnswer): boolean {
+  apply(q: ManifestQuery, a: ManifestAnswer): string[] {
     const bad = (why: string) => new ToolError("INTERNAL", `Workspace sync failed (manifest): bad answer: ${why}.`);
     if (a.buckets !== q.buckets || q.buckets !== this.buckets) throw bad("bucket count");
     const same = new Set(a.same);
@@ -96,23 +98,38 @@ export class ManifestView {
     if (kept + fresh.size !== a.count) throw bad("count");
     if (same.size === q.buckets) {
       this.layer = a.layer ?? null;
-      return true;
+      return [];
     }
+    const changed: string[] = [];
+    const before = new Set<string>(); // the paths of the buckets that differ, as the view held them
     for (let i = 0; i < q.buckets; i++) {
       if (same.has(i)) continue;
-      for (const p of this.groups[i]!.keys()) this.map.delete(p);
+      for (const [p, e] of this.groups[i]!) {
+        before.add(p);
+        if (fresh.get(p)?.etag !== e.etag) changed.push(p);
+        this.map.delete(p);
+      }
       this.groups[i] = new Map();
       this.digests[i] = null;
     }
-    for (const e of fresh.values()) this.set(e);
+    for (const e of fresh.values()) {
+      if (!before.has(e.path)) changed.push(e.path);
+      this.set(e);
+    }
     this.layer = a.layer ?? null;
-    return false;
+    return changed.sort();
   }
 }
 
 export interface ManifestResult {
   /** Storage held exactly what the view held (nothing changed). */
   unchanged: boolean;
+  /**
+   * When the view changed and the answer proves exactly where: the paths whose entry was added,
+   * removed or given another etag (sorted). Absent when unchanged, or when every entry came
+   * anew (the plain manifest: the view was replaced whole).
+   */
+  changed?: string[];
   /** Entries that crossed the wire. */
   received: number;
   /** The execute bits ("same": `knownModes` is current; null: the other end keeps none). */
@@ -136,5 +153,6 @@ export async function conditionalManifest(sync: SyncClient, view: ManifestView, 
   const q = { ...(await view.query()), modes: knownModes };
   const a = await sync.manifestSince(q);
   if (!a) return plain();
-  return { unchanged: view.apply(q, a), received: a.files.length, modes: a.modes ?? null };
+  const changed = view.apply(q, a);
+  return { unchanged: changed.length === 0, ...(changed.length ? { changed } : {}), received: a.files.length, modes: a.modes ?? null };
 }

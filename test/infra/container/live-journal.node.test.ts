@@ -68,7 +68,7 @@ describe("a live sandbox's journal sees every change", () => {
       r = await run("cat src/a.txt >/dev/null");
     }
     expect(r.files_changed).toEqual([]);
-    expect(r.sync.walk_dirs).toEqual({ total: r.sync.walk_dirs!.vouched, vouched: r.sync.walk_dirs!.vouched });
+    expect(r.sync.walk_dirs).toMatchObject({ total: r.sync.walk_dirs!.vouched, vouched: r.sync.walk_dirs!.vouched });
   });
 
   it("a new file, a delete, a rename", async () => {
@@ -115,7 +115,8 @@ describe("a live sandbox's journal sees every change", () => {
 
   it("a file written through a second hard link in another directory", async () => {
     await run("mkdir -p links && ln src/new.txt links/h.txt");
-    await run("true");
+    // When src was taken on the journal's word, the link's other name went unstated: the next walk trusts no directory.
+    await cmd("true");
     await run("true");
     const r = await run("echo via-link >> links/h.txt");
     expect(r.files_changed.sort()).toEqual(["links/h.txt", "src/new.txt"]);

@@ -157,7 +157,7 @@ describe("conditional manifest", () => {
     for (const p of paths.slice(0, 3000)) await driver.put(prefix + p, p);
     const view = new ManifestView();
     const first = await conditionalManifest(sync, view);
-    expect(first).toEqual({ unchanged: false, received: 3000, modes: { etag: null, exec: [] } });
+    expect(first).toEqual({ unchanged: false, changed: [...paths.slice(0, 3000)].sort(), received: 3000, modes: { etag: null, exec: [] } });
     for (let round = 0; round < 60; round++) {
       const n = r.int(4); // 0 to 3 changes by "other writers" (a delete of a missing file is none)
       const before = await listing(driver, prefix);
@@ -171,6 +171,8 @@ describe("conditional manifest", () => {
       const m = await conditionalManifest(sync, view);
       expect(viewOf(view)).toEqual(now);
       expect(m.unchanged).toBe(touched.size === 0);
+      // Exactly the paths added, removed or given another etag: what the runner reconciles (infra/container/reconcile.ts, reconcileChanged).
+      expect(m.changed ?? []).toEqual([...touched].sort());
       // What crossed the wire: the buckets of the touched paths (~128 entries each), never the whole workspace.
       const perBucket = Math.ceil(Math.max(before.size, now.size) / bucketCountFor(before.size));
       expect(m.received).toBeLessThanOrEqual(touched.size * perBucket * 2);
