@@ -12,6 +12,7 @@ import { statPaths, type Stats } from "./stat-pool.js";
 import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
 import { fingerprint, isExec, isValidName } from "./file-marks.js";
 import { listingSettledMs } from "./listing-settled.js";
+import { noteLink, someNameUnseen, type LinkNames } from "./hard-links.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */
@@ -127,7 +128,7 @@ function vouched(l: DirListing | undefined, rel: string, journal: WalkJournal | 
 
 async function walkWith(tree: string, listings: DirListings, now: number, journal?: WalkJournal): Promise<WalkResult> {
   const out: WalkResult = { files: new Map(), dirs: [], counts: new Map(), links: new Map(), skipped: [], rawPaths: new Map(), vouched: 0, hardLinked: false, linkNamesUnseen: false, readFiles: [] };
-  const named = new Map<string, { nlink: number; seen: number }>(); // hard-linked files by inode: their names stated
+  const named: LinkNames = new Map(); // hard-linked files by inode: their names stated
   const links: string[] = []; // their targets are read after the walk (asynchronously)
   const settled = BigInt(now - listingSettledMs(statfsSync(tree).type)) * 1_000_000n;
   const kept: DirListings = new Map();
@@ -221,7 +222,7 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
     if (reused && ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR")) throw new StaleListing();
     throw e;
   }
-  for (const n of named.values()) if (n.seen < n.nlink) out.linkNamesUnseen = true;
+  out.linkNamesUnseen = someNameUnseen(named);
   listings.clear();
   for (const [d, l] of kept) listings.set(d, l);
   for (const p of links) {
@@ -230,15 +231,6 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
     else out.links.set(p, target);
   }
   return out;
-}
-
-/** A name of a file with `nlink` hard links, stated (its inode is its fingerprint's first field). */
-function noteLink(out: WalkResult, named: Map<string, { nlink: number; seen: number }>, fp: string, nlink: number): void {
-  out.hardLinked = true;
-  const inode = fp.slice(0, fp.indexOf(":"));
-  const n = named.get(inode);
-  if (n) n.seen++;
-  else named.set(inode, { nlink, seen: 1 });
 }
 
 /** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
