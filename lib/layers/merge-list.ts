@@ -154,6 +154,16 @@ export function mergedWalk(inner: StorageDriver, m: Manifest, filesPrefix: strin
         return lowerInfo(filesPrefix, lower!);
       }
     },
+    async known() {
+      // The manifest's entries before the upper layer's next key (that one, and a lower entry it hides, are next's).
+      const u = await up.peek();
+      const end = u ? m.bound(u.key.slice(filesPrefix.length)) : m.entries.length;
+      let stop = li;
+      while (stop < end && m.entries[stop]!.path.startsWith(relPrefix)) stop++;
+      const run = m.entries.slice(li, stop);
+      li = stop;
+      return run;
+    },
     async skipPast(p) {
       await up.skipPrefix(p);
       li = Math.max(li, m.bound(p.slice(filesPrefix.length) + AFTER_ALL));

@@ -22,7 +22,7 @@
  * time linear in the bytes read, memory bounded by a block or a long line's window.
  */
 import type { DescribeProgress, ProgressReporter, SearchedWorkspace } from "./workspace-view.js";
-import { indexCandidates, type Candidate, type Seg } from "./candidates.js";
+import { indexCandidates, sortNewestFirst, type Candidate, type Seg } from "./candidates.js";
 import { batchCost, compactSmall, readBatch } from "./grep-read.js";
 import { CpuBudget } from "./cpu-budget.js";
 import { readFrom, searchHeld, searchMultiline, searchStream, type FileCursor, type FileRun } from "./file-search.js";
@@ -82,7 +82,7 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
     else ({ candidates, segs } = await indexCandidates(store, refs, files, req.compiled.query, skipped, stats));
   }
   stats.candidates = candidates.length;
-  candidates.sort((a, b) => b.file.modified - a.file.modified || (a.file.path < b.file.path ? -1 : a.file.path > b.file.path ? 1 : 0));
+  sortNewestFirst(candidates);
 
   // A resumed search starts at its cursor's file (and inside it, when the file is unchanged).
   const resume = req.resume ?? null;
@@ -147,9 +147,10 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
     let end = next;
     let bytes = 0;
     while (end < candidates.length && bytes < batchBytes && end - next < 4000) bytes += candidates[end++]!.file.size;
-    // The longest prefix whose storage requests fit in what is left of the budget.
+    // The longest prefix whose storage requests fit in what is left of the budget (mostly the whole batch).
     let lo = 0;
     let hi = end - next;
+    if (batchCost(candidates.slice(next, end)) <= budget.left - RESERVE) lo = hi;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
       if (batchCost(candidates.slice(next, next + mid)) <= budget.left - RESERVE) lo = mid;

@@ -9,6 +9,8 @@ import ignore, { type Ignore } from "ignore";
 import { parentOf } from "../layout/paths.js";
 
 export const IGNORED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules", "vendor", "__pycache__"]);
+/** Each ignored directory's name with its slash: a path that contains none of them has no ignored directory. */
+const IGNORED_DIR_SLASH = [...IGNORED_DIRS].map((d) => `${d}/`);
 
 export type SkipReason = "ignored_dir" | "hidden" | "gitignore" | "binary" | "too_large" | "symlink";
 
@@ -72,6 +74,9 @@ export interface StaticSkip {
 export function staticSkip(path: string, root: string, o: { includeHidden: boolean; includeIgnored: boolean }): StaticSkip | null {
   if (o.includeHidden && o.includeIgnored) return null;
   const rel = root === "" ? path : path.slice(root.length + 1);
+  // Most paths hold no hidden name and no ignored directory's name at all: a few native substring
+  // searches say so without splitting the path (a search walks every listed path through here).
+  if ((o.includeHidden || (rel.charCodeAt(0) !== 46 && !rel.includes("/."))) && (o.includeIgnored || !IGNORED_DIR_SLASH.some((d) => rel.includes(d)))) return null;
   const segs = rel.split("/");
   let at = root === "" ? 0 : root.length + 1;
   for (let k = 0; k < segs.length; k++) {

@@ -88,9 +88,9 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   const ancestorsIgnores = o.includeIgnored ? Promise.resolve([]) : readAncestorIgnores(ws, listRoot, budget);
 
   /** Takes one object; returns the key to jump past when the object lies in a skipped directory. */
-  const take = (obj: ObjectInfo): string | null => {
+  const take = (obj: ObjectInfo): string | null => takePath(obj.key.slice(prefix.length), obj.etag, obj.size, obj.modified.getTime());
+  const takePath = (path: string, etag: string, size: number, modified: number): string | null => {
     listed++;
-    const path = obj.key.slice(prefix.length);
     const skip = staticSkip(path, o.root, o);
     if (o.collectDirs) {
       const limit = skip?.isDir ? skip.entry.length - 1 : path.length;
@@ -106,7 +106,7 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
       truncated = true;
       return null;
     }
-    kept.push({ path, etag: obj.etag, size: obj.size, modified: obj.modified.getTime() });
+    kept.push({ path, etag, size, modified });
     return null;
   };
 
@@ -196,7 +196,24 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   const walkKeys = async (walker: WalkingDriver): Promise<void> => {
     const walk = walker.walk(rootPrefix);
     try {
-      for (let obj = await walk.next(); obj !== null && !truncated; obj = await walk.next()) {
+      while (!truncated) {
+        // What the walker knows (a manifest's entries) comes as it is, a run at a time.
+        const run = walk.known ? await walk.known() : [];
+        if (run.length > 0) {
+          let skipping: string | null = null;
+          for (let i = 0; i < run.length && !truncated; i++) {
+            const e = run[i]!;
+            if (skipping !== null && e.path.startsWith(skipping)) continue;
+            const dir = takePath(e.path, e.etag, e.size, e.modified);
+            if (dir !== null) skipping = dir;
+            if (listed % PAGE === 0) o.onListed?.(listed);
+          }
+          // The run is sorted: only the last skipped directory can reach past it.
+          if (skipping !== null) await walk.skipPast(prefix + skipping);
+          continue;
+        }
+        const obj = await walk.next();
+        if (obj === null) break;
         const dir = take(obj);
         if (dir !== null) await walk.skipPast(prefix + dir);
         if (listed % PAGE === 0) o.onListed?.(listed);

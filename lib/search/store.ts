@@ -108,9 +108,17 @@ export class IndexStore {
 
   /** Header and dictionary of a segment (the whole object when small); null when it is gone. */
   async readHead(ref: SegmentRef): Promise<SegmentHead | null> {
+    const parsed = this.segmentCache?.head(ref.key);
+    if (parsed) return parsed;
     const whole = ref.size <= READ_WHOLE_BELOW || ref.dictEnd >= ref.size / 2;
-    const bytes = await this.read(ref, whole ? undefined : { offset: 0, length: ref.dictEnd });
-    return bytes ? new SegmentHead(bytes, whole) : null;
+    const range = whole ? undefined : { offset: 0, length: ref.dictEnd };
+    // The parsed head is kept instead of its bytes (it holds them); bytes only when it is too big to keep.
+    const bytes = await this.read(ref, range, false);
+    if (!bytes) return null;
+    const head = new SegmentHead(bytes, whole);
+    // Its weight: the bytes it holds, and its parsed file table (about twice the table's JSON).
+    if (this.segmentCache && !this.segmentCache.setHead(ref.key, head, bytes.length + 2 * ref.headerEnd)) this.segmentCache.set(SegmentCache.keyOf(ref.key, range), bytes);
+    return head;
   }
 
   /** Only the file table of a segment; null when it is gone. */
@@ -119,8 +127,8 @@ export class IndexStore {
     return bytes ? parseFileTable(bytes) : null;
   }
 
-  /** A byte range of a segment; null when it is gone. */
-  async read(ref: SegmentRef, range?: { offset: number; length: number }): Promise<Uint8Array | null> {
+  /** A byte range of a segment (kept in the isolate's cache unless `keep` is false); null when it is gone. */
+  async read(ref: SegmentRef, range?: { offset: number; length: number }, keep = true): Promise<Uint8Array | null> {
     const cacheKey = SegmentCache.keyOf(ref.key, range);
     const hit = this.segmentCache?.get(cacheKey);
     if (hit) return hit;
@@ -128,7 +136,7 @@ export class IndexStore {
     const r = await this.driver.get(ref.key, range ? { range } : undefined);
     if (!r) return null;
     const bytes = new Uint8Array(await new Response(r.body).arrayBuffer());
-    this.segmentCache?.set(cacheKey, bytes);
+    if (keep) this.segmentCache?.set(cacheKey, bytes);
     return bytes;
   }
 

@@ -35,6 +35,34 @@ export interface SearchStart {
 
 const containsAll = (text: string, parts: readonly string[]) => parts.every((p) => text.includes(p));
 
+/** The lines of a block (a last line break ends the last line, it does not start an empty one). */
+const splitLines = (t: string): string[] => (t.endsWith("\n") ? t.slice(0, -1).split("\n") : t.split("\n"));
+
+/**
+ * The lines of `t` that contain every one of `required` (non-empty, none with a line break), found
+ * from the occurrences of the longest (a native search), joined with "\n"; "" when there are none;
+ * null when they make up most of the block (then testing the block itself costs no more). Time
+ * linear in `t`: each search for a line's start stops at the end of the line before.
+ */
+function linesWithAll(t: string, required: readonly string[]): string | null {
+  const anchor = required.reduce((a, b) => (b.length > a.length ? b : a));
+  const out: string[] = [];
+  let held = 0;
+  for (let at = t.indexOf(anchor); at >= 0; ) {
+    const start = t.lastIndexOf("\n", at - 1) + 1;
+    let end = t.indexOf("\n", at + anchor.length);
+    if (end < 0) end = t.length;
+    const line = t.slice(start, end);
+    if (required.length === 1 || containsAll(line, required)) {
+      held += line.length + 1;
+      if (held > t.length / 2) return null;
+      out.push(line);
+    }
+    at = end < t.length ? t.indexOf(anchor, end + 1) : -1;
+  }
+  return out.join("\n");
+}
+
 /** Code points in s[a, b). */
 function codePoints(s: string, a: number, b: number): number {
   let n = b - a;
@@ -83,14 +111,12 @@ export class TextSearch {
   block(text: string): void {
     if (this.done || text.length === 0) return;
     const t = text.includes("\r\n") ? text.replaceAll("\r\n", "\n") : text;
-    const lines = t.endsWith("\n") ? t.slice(0, -1).split("\n") : t.split("\n");
     const required = this.c.required;
-    // No match in the block: a substring every match needs is missing (a native search, first), or the whole-block regex test fails.
-    if (this.open.length === 0 && ((required.length > 0 && !containsAll(t, required)) || (this.c.prefilter !== null && !this.c.prefilter.test(t)))) {
-      this.lineNo += lines.length;
-      if (this.o.before > 0) this.remember(lines.slice(-this.o.before));
+    if (this.open.length === 0 && !this.mayMatch(t, required)) {
+      this.passOver(t);
       return;
     }
+    const lines = splitLines(t);
     for (const line of lines) {
       this.lineNo++;
       if (this.open.length > 0) this.contextLine(cutLine(line));
@@ -109,6 +135,34 @@ export class TextSearch {
       } else if (this.open.length === 0) return;
       if (this.o.before > 0) this.remember([line]);
     }
+  }
+
+  /**
+   * False when no line of the block can match: a substring every match needs is missing from the
+   * block (native searches), or from every line; or the whole-text regex test (^/$ at line ends)
+   * fails on the lines that hold them all, joined (or on the whole block when no substring is known,
+   * or when those lines are most of it). The regex then runs on those lines only, not on every byte. Sound as the
+   * whole-block test was: each line is whole and ends at "\n" in both, so a line's match is one there.
+   */
+  private mayMatch(t: string, required: readonly string[]): boolean {
+    if (required.length === 0) return this.c.prefilter === null || this.c.prefilter.test(t);
+    if (!containsAll(t, required)) return false;
+    const lines = linesWithAll(t, required);
+    if (lines === "") return false;
+    return this.c.prefilter === null || this.c.prefilter.test(lines ?? t);
+  }
+
+  /** A block with no match: its lines are counted (and the last ones kept as context) without splitting it when none is needed. */
+  private passOver(t: string): void {
+    if (this.o.before > 0) {
+      const lines = splitLines(t);
+      this.lineNo += lines.length;
+      this.remember(lines.slice(-this.o.before));
+      return;
+    }
+    let n = 0;
+    for (let at = t.indexOf("\n"); at >= 0; at = t.indexOf("\n", at + 1)) n++;
+    this.lineNo += t.endsWith("\n") ? n : n + 1;
   }
 
   /**

@@ -101,10 +101,24 @@ export interface StorageDriver {
  */
 export interface KeyWalk {
   next(): Promise<ObjectInfo | null>;
+  /**
+   * Optional: the objects the walker knows without a listing (a manifest's entries) that come
+   * before the next one `next` would have to list, as they are: no key nor object built for each
+   * (a search walks 10,000 of them per call). [] when the next object is not one of those; what it
+   * returns, `next` does not give again.
+   */
+  known?(): Promise<readonly KnownObject[]>;
   /** Drops every key that starts with `prefix` (from where the walk is). */
   skipPast(prefix: string): Promise<void>;
   /** List requests made so far. */
   readonly lists: number;
+}
+/** An object a walker knows without listing it: its path below the files prefix, modified in ms. */
+export interface KnownObject {
+  readonly path: string;
+  readonly etag: string;
+  readonly size: number;
+  readonly modified: number;
 }
 export interface WalkingDriver {
   walk(prefix: string): KeyWalk;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { IsolateMemory } from "../../../lib/shared/isolate-memory.js";
 import { SegmentCache } from "../../../lib/search/segment-cache.js";
+import { buildSegment } from "../../../lib/search/segment.js";
+import { Budget, IndexStore } from "../../../lib/search/store.js";
+import { TrigramCollector } from "../../../lib/search/trigrams.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { countingDriver, ok, sleep, sourceText } from "./helpers.js";
 
@@ -20,6 +23,34 @@ describe("SegmentCache", () => {
     c.set("big", b(251));
     expect(c.get("big")).toBeUndefined();
     expect(SegmentCache.keyOf("k")).not.toBe(SegmentCache.keyOf("k", { offset: 0, length: 10 }));
+  });
+});
+
+describe("SegmentCache: parsed heads", () => {
+  it("keeps a segment's parsed head: read again (by this request or the next), it is the same head, with no request", async () => {
+    const memory = new IsolateMemory();
+    const cache = new SegmentCache(memory);
+    const { driver, counts } = countingDriver();
+    const tenant = `t-head-${Date.now()}`;
+    const files = Array.from({ length: 50 }, (_, i) => ({ path: `src/f${i}.ts`, etag: `e${i}`, size: 20, modified: i, flags: 0, content: new TextEncoder().encode(`export const v${i} = ${i};\n`) }));
+    const ref = await new IndexStore(driver, tenant, "w").putSegment(buildSegment(files, new TrigramCollector()));
+    const first = new IndexStore(driver, tenant, "w", new Budget(100), cache);
+    const head = await first.readHead(ref);
+    expect(head?.files.map((f) => f.path)).toEqual(files.map((f) => f.path));
+    expect(first.budget.gets).toBe(1);
+    const gets = counts.get;
+    expect(await first.readHead(ref)).toBe(head);
+    const next = new IndexStore(driver, tenant, "w", new Budget(100), cache);
+    expect(await next.readHead(ref)).toBe(head);
+    expect(next.budget.gets).toBe(0);
+    expect(counts.get).toBe(gets);
+    // It counts toward the isolate's budget, in the segments' region; a budget too small for it keeps its bytes only.
+    expect(memory.bytesOf("segments")).toBeGreaterThanOrEqual(ref.size);
+    const tiny = new SegmentCache(new IsolateMemory(1024));
+    const small = new IndexStore(driver, tenant, "w", new Budget(100), tiny);
+    const h2 = await small.readHead(ref);
+    expect(h2).not.toBe(head);
+    expect(tiny.head(ref.key)).toBeUndefined();
   });
 });
 
