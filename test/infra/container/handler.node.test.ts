@@ -175,7 +175,13 @@ describe("container handler: write-back rules", () => {
   it("a retry while the first attempt still runs waits, then answers CONFLICT naming the run to follow; later the stored result", async () => {
     const req = t.req("echo once >> slow.txt; sleep 3; echo finished");
     const first = t.handler(req);
-    await sleep(800);
+    // The first attempt holds the run once its claim is stored (polled: how long the runner takes to
+    // start is the machine's, and a guessed sleep let the retry claim first on a loaded CI machine).
+    const ref = { tenant: t.tenant, workspace: t.workspace, task_id: runIdOf(req) };
+    for (const until = Date.now() + 20_000; !(await pollTask(t.driver, ref).then((p) => p.status === "running", () => false)); ) {
+      if (Date.now() > until) throw new Error("the first attempt never claimed its run");
+      await sleep(50);
+    }
     const elsewhere = t.freshHandler({ claimWaitMs: 700 });
     const retry = await elsewhere({ ...req });
     expect(retry.ok).toBe(false);
@@ -185,7 +191,6 @@ describe("container handler: write-back rules", () => {
       expect(retry.error.message).toContain(`bash_output task_id ${runIdOf(req)}`);
     }
     // What the CONFLICT says to do works: the foreground run can be followed like a task.
-    const ref = { tenant: t.tenant, workspace: t.workspace, task_id: runIdOf(req) };
     expect((await pollTask(t.driver, ref)).status).toBe("running");
     const followed = await pollTask(t.driver, ref, { wait_ms: 15_000 });
     expect(followed).toMatchObject({ status: "completed", exit_code: 0, output: "finished\n" });
