@@ -19,10 +19,21 @@ export function runInBackground(prompt: string, cfg: ModelConfig, ctx: ToolConte
   const run = runSubagent(prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id) })
     .catch((e): TaskRecord => ({ ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }))
     .then(async (end) => {
-      ctx.subcalls?.workEnded({ ok: end.status !== "failed", ...(end.error ? { code: end.error.code } : {}), ms: Date.now() - started });
+      ctx.subcalls?.workEnded({ ...workOutcome(end), ms: Date.now() - started });
       await saveTask(s, end);
     })
     .catch(() => {});
   ctx.waitUntil?.(run);
   return run;
+}
+
+/**
+ * How a subagent's end is billed, as a killed background run is (lib/run/metering/detached-work.ts):
+ * ok when it ended by itself (its answer, or its step limit), CANCELLED when a cancel stopped it,
+ * the error's code when it failed.
+ */
+function workOutcome(end: TaskRecord): { ok: boolean; code?: string } {
+  if (end.status === "cancelled") return { ok: false, code: "CANCELLED" };
+  if (end.status === "failed") return { ok: false, code: end.error?.code ?? "INTERNAL" };
+  return { ok: true };
 }

@@ -87,6 +87,8 @@ describe("cancelling a subagent", () => {
       const agentId = /Task (task_\w+) was cancelled/.exec(after.statusMessage)![1];
       const out = await post("/v1/workspaces/main/tools/task_output", { task_id: agentId, wait: false }, t.key);
       expect(out.body.data).toMatchObject({ status: "cancelled", steps: 2, files_changed: ["one.txt"] });
+      // Billed as a killed background run is: its wall time, not ok, code CANCELLED.
+      expect(usage.filter((u) => u.tenant === t.id && u.route === "background subagent")).toEqual([expect.objectContaining({ ok: false, code: "CANCELLED" })]);
       await c.client.close();
     } finally {
       await model.close();
