@@ -28,8 +28,11 @@ export interface LateCall<T> {
   run: (signal: AbortSignal, progress?: (e: ProgressEvent) => void) => Promise<T>;
 }
 
-/** The call's result when it ended within afterMs; else the call still running (never rejecting: `run` must not). */
-export async function endOrPass<T>(c: LateCall<T>): Promise<{ ended: T } | { running: Promise<T> }> {
+/**
+ * The call's result when it ended within afterMs; else the call still running (never rejecting: `run`
+ * must not) and how to abort it (its own signal, which the request no longer reaches).
+ */
+export async function endOrPass<T>(c: LateCall<T>): Promise<{ ended: T } | { running: Promise<T>; abort: (reason: unknown) => void }> {
   const own = new AbortController();
   let passed = false;
   const forward = () => own.abort(c.signal?.reason);
@@ -44,7 +47,32 @@ export async function endOrPass<T>(c: LateCall<T>): Promise<{ ended: T } | { run
   c.signal?.removeEventListener("abort", forward);
   if (first !== LATE) return { ended: first as T };
   passed = true;
-  return { running };
+  return { running, abort: (reason) => own.abort(reason) };
+}
+
+/**
+ * The late calls this isolate runs, by task (tenant, workspace, id), each with its abort: a cancel
+ * that reaches the isolate running the call stops it (cancelCallTask). A cancel that reaches another
+ * isolate cannot: the call there ends within its own bounds, its result not kept.
+ */
+const runningHere = new Map<string, (reason: unknown) => void>();
+const lateKey = (s: CallTaskScope, id: string) => `${s.tenant}\u0000${s.workspace}\u0000${id}`;
+
+/** Keeps the late call's abort while it runs (`running` must not reject). */
+export function holdLateCall(s: CallTaskScope, id: string, running: Promise<unknown>, abort: (reason: unknown) => void): void {
+  const key = lateKey(s, id);
+  runningHere.set(key, abort);
+  void running.finally(() => runningHere.delete(key));
+}
+
+/** Whether this isolate runs the task's late call (its abort is held). */
+export const lateCallRunsHere = (s: CallTaskScope, id: string): boolean => runningHere.has(lateKey(s, id));
+
+/** Aborts the task's late call if this isolate runs it (after the cancel is written: the call's end then finds the task ended and keeps nothing). */
+export function abortLateCall(s: CallTaskScope, id: string, reason: unknown): void {
+  const abort = runningHere.get(lateKey(s, id));
+  runningHere.delete(lateKey(s, id));
+  abort?.(reason);
 }
 
 /** How long after its task was made a late call must have ended (Workers' waitUntil gives it 30 s; the rest is margin). */

@@ -32,7 +32,7 @@ import { loadTask, requestTaskStop } from "../../tools/task/records.js";
 import { runTool, type CallScope } from "../run-tool.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { afterResult, advanceCallTask, errorOutcome, settled, type CallTaskDeps } from "./advance.js";
-import { endOrPass, LATE_CALL_LOST_MS, lateCallLost, settleLateCall } from "./late.js";
+import { abortLateCall, endOrPass, holdLateCall, LATE_CALL_LOST_MS, lateCallLost, lateCallRunsHere, settleLateCall } from "./late.js";
 import { changeCallTask, createCallTask, isTerminal, loadCallTask, ttlOf, type CallTaskOutcome, type CallTaskRecord } from "./store.js";
 
 /** What a door passes to start a task: the call's scope as for runTool, and the task's own options. */
@@ -129,6 +129,7 @@ export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?
   if ("ended" in raced) return done(raced.ended);
   const s = taskScopeOf(scope);
   const task = await writeTask(s, { id: "", key_id: scope.auth.key_id, tool: start.tool.name, session: scope.session, status: "working", created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs), status_message: `Running: ${start.tool.name} (answered as a task after ${opts.taskAfterMs} ms)`, lost_after_ms: LATE_CALL_LOST_MS });
+  holdLateCall(s, task.id, raced.running, raced.abort);
   keep(raced.running.then((r) => settleLateCall(s, task.id, r.made)).catch((e) => console.error("a call answered as a task could not write its end", e instanceof Error ? e.message : String(e))));
   return { task };
 }
@@ -215,9 +216,11 @@ export async function cancelCallTask(s: CallTaskDeps, id: string): Promise<CallT
     const held = await loadPending(ps, cur.rec.pending_id);
     if (held.rec.status === "pending") await closePending(ps, held.rec, held.etag, "superseded", "the MCP client cancelled the task that held this call");
   }
-  const why = cur.rec.lost_after_ms !== undefined ? ": the call under way was not stopped (it ends within its own bounds, what it changes stays, and its result is not kept)" : cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : cur.rec.agent_task_id ? `: its subagent was asked to stop and had not stopped within ${AGENT_STOP_WAIT_MS / 1000} s (a model turn or tool call under way ends first; it starts nothing after that, and task_output {task_id: "${cur.rec.agent_task_id}"} reads where it stopped)` : "";
+  const lateHere = cur.rec.lost_after_ms !== undefined && lateCallRunsHere(s, id);
+  const why = lateHere ? ": the call under way was stopped (what it changed before the cancel stays)" : cur.rec.lost_after_ms !== undefined ? ": the call under way runs in another instance and was not stopped (it ends within its own bounds, what it changes stays, and its result is not kept)" : cur.rec.run_id ? ": its command was killed and its file changes were not written back" : cur.rec.pending_id ? ": the held call will never run" : cur.rec.agent_task_id ? `: its subagent was asked to stop and had not stopped within ${AGENT_STOP_WAIT_MS / 1000} s (a model turn or tool call under way ends first; it starts nothing after that, and task_output {task_id: "${cur.rec.agent_task_id}"} reads where it stopped)` : "";
   const outcome = errorOutcome(new ToolError("CANCELLED", `Task ${id} was cancelled by the client${why}.`, { task_id: id }));
   // A run that ended before the kill keeps its own outcome: the next read of the task shows it.
   const done = await changeCallTask(s, id, (rec) => (isTerminal(rec.status) ? null : settled(rec, outcome)));
+  if (lateHere) abortLateCall(s, id, new ToolError("CANCELLED", `Task ${id} was cancelled by the client.`, { task_id: id }));
   return done.rec;
 }

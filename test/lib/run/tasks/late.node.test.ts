@@ -56,7 +56,7 @@ describe("a late call's task", () => {
   const lateTask = async () => (await createCallTask(scope(), { tool: "grep", session: "s1", ttl_ms: 24 * 3600_000, lost_after_ms: LATE_CALL_LOST_MS } as Pick<CallTaskRecord, "tool" | "session" | "ttl_ms">)).rec;
   const outcome = (text: string): CallTaskRecord => ({ id: "", key_id: "", tool: "grep", session: "s1", status: "completed", created_at: "", updated_at: "", ttl_ms: 0, outcome: { ok: true, title: "grep", output: text, data: { n: 1 } }, status_message: "grep" });
 
-  it("its end is the task's outcome; a cancel written first stays", async () => {
+  it("its end is the task's outcome; a cancel written first stays (a call this isolate does not run: not stopped, said so)", async () => {
     const a = await lateTask();
     await settleLateCall(scope(), a.id, outcome("found"));
     const done = await getCallTask(scope(), a.id);
@@ -68,7 +68,7 @@ describe("a late call's task", () => {
     await settleLateCall(scope(), b.id, outcome("too late"));
     const kept = await getCallTask(scope(), b.id);
     expect(kept.status).toBe("cancelled");
-    expect(kept.outcome).toMatchObject({ ok: false, code: "CANCELLED", message: expect.stringContaining("the call under way was not stopped") });
+    expect(kept.outcome).toMatchObject({ ok: false, code: "CANCELLED", message: expect.stringContaining("the call under way runs in another instance and was not stopped") });
   });
 
   it("still working LATE_CALL_LOST_MS after it was made: failed as cut off, when read; before that, working", async () => {
