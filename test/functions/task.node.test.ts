@@ -54,8 +54,12 @@ afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
 const texts: string[] = [];
 /** Every usage record the app wrote. */
 const usage: UsageRecord[] = [];
+/** Every look at a background subagent's stop flag (a HEAD of its key), by key. */
+const stopChecks: string[] = [];
 function app() {
-  const deps: AppDeps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true }, onUsage: (u) => void usage.push(u) };
+  const files = memoryDriver();
+  const storage = { ...files, head: (k: string) => (k.endsWith(".stop.json") && stopChecks.push(k), files.head(k)) };
+  const deps: AppDeps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true }, onUsage: (u) => void usage.push(u) };
   return checkOutputs(createApp(deps, tools), tools);
 }
 const a = app();
@@ -306,6 +310,8 @@ describe("a scripted subagent", () => {
     expect(early.status).toBe("running");
     const done = ok(await t.call("task_output", { task_id: started.task_id, timeout: 20 }));
     expect(done).toMatchObject({ status: "completed", answer: "background done", files_changed: ["bg.txt"], call_ids: [expect.stringContaining("~")], steps: 2 });
+    // Its stop flag was looked at once before each model turn (2) and each tool call (1): one HEAD each, nothing more.
+    expect(stopChecks.filter((k) => k.includes(`/${t.id}/`) && k.includes(started.task_id))).toHaveLength(3);
     const other = await tenant();
     fails(await other.call("task_output", { task_id: started.task_id }), "NOT_FOUND", 404);
     fails(await t.call("task_output", { task_id: "task_nonexistent0000000000" }), "NOT_FOUND", 404);
