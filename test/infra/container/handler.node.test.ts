@@ -8,13 +8,34 @@ import { runIdFor } from "../../../lib/sync/run-records.js";
 import { killTask, pollTask, startTask } from "../../../lib/exec/tasks.js";
 import type { RunResult } from "../../../lib/exec/types.js";
 import type { ExecResponse } from "../../../lib/sync/types.js";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { signEvent } from "../../../lib/exec/runner-auth.js";
 import { RUNNER_SECRET, setup, signing, unsigned } from "./helpers.js";
 
 const t = setup();
 afterAll(() => t.cleanup());
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A command held by the test, not by a guessed sleep: `held(body)` touches .started in its tree,
+ * waits until .go appears there, removes both, then runs `body`. The tree is a host directory bound
+ * into the sandbox, so the test finds .started under the runner's root (startedIn) and lets the
+ * command go by writing .go beside it (release). Neither marker outlives the command.
+ */
+const held = (body: string) => `touch .started; while [ ! -e .go ]; do sleep 0.02; done; rm .started .go; ${body}`;
+async function startedIn(root: string): Promise<string> {
+  for (const until = Date.now() + 20_000; ; await sleep(20)) {
+    let found: string | undefined;
+    try {
+      found = readdirSync(root, { recursive: true }).map(String).find((f) => f.endsWith(".started"));
+    } catch {
+      found = undefined; // the root not made yet, or a directory removed while it was read (another run's slot)
+    }
+    if (found) return `${root}/${found.slice(0, -".started".length)}`;
+    if (Date.now() > until) throw new Error(`no command started under ${root}`);
+  }
+}
+const release = (dir: string) => writeFileSync(`${dir}.go`, "");
 
 describe("container handler: happy paths", () => {
   it("edits, creates and deletes files; the write-back shows exactly those changes", async () => {
@@ -103,11 +124,15 @@ describe("container handler: write-back rules", () => {
   it("a file a tool changed during the run is not overwritten; both versions survive", async () => {
     await t.write("race.txt", "v0\n");
     await t.write("gone.txt", "v0\n");
-    const running = t.run("sleep 1.5; echo from-command > race.txt; echo cmd-new > created.txt; rm gone.txt; echo ok > clean.txt");
-    await sleep(700);
+    // The tool's writes land after the run's sync-in (the command has started) and before its command writes.
+    const req = t.req(held("echo from-command > race.txt; echo cmd-new > created.txt; rm gone.txt; echo ok > clean.txt"));
+    const h = t.freshHandler();
+    const running = h(req, { tenantId: req.tenant }).then((x) => t.unwrap<RunResult>(x));
+    const dir = await startedIn(`${t.root}-env${t.envCount()}`);
     await t.write("race.txt", "from-tool\n");
     await t.write("created.txt", "tool-new\n");
     await t.write("gone.txt", "tool-edit\n");
+    release(dir);
     const r = await running;
     expect(r.conflicts.map((c) => [c.path, c.change])).toEqual([
       ["created.txt", "created"],
@@ -173,15 +198,12 @@ describe("container handler: write-back rules", () => {
   });
 
   it("a retry while the first attempt still runs waits, then answers CONFLICT naming the run to follow; later the stored result", async () => {
-    const req = t.req("echo once >> slow.txt; sleep 3; echo finished");
+    const req = t.req(held("echo once >> slow.txt; echo finished"));
     const first = t.handler(req);
-    // The first attempt holds the run once its claim is stored (polled: how long the runner takes to
-    // start is the machine's, and a guessed sleep let the retry claim first on a loaded CI machine).
+    // The first attempt holds the run: its command has started and waits for the test's release (a
+    // guessed sleep let the retry claim first, or the first end first, on a loaded machine).
     const ref = { tenant: t.tenant, workspace: t.workspace, task_id: runIdOf(req) };
-    for (const until = Date.now() + 20_000; !(await pollTask(t.driver, ref).then((p) => p.status === "running", () => false)); ) {
-      if (Date.now() > until) throw new Error("the first attempt never claimed its run");
-      await sleep(50);
-    }
+    const dir = await startedIn(t.root);
     const elsewhere = t.freshHandler({ claimWaitMs: 700 });
     const retry = await elsewhere({ ...req });
     expect(retry.ok).toBe(false);
@@ -192,6 +214,7 @@ describe("container handler: write-back rules", () => {
     }
     // What the CONFLICT says to do works: the foreground run can be followed like a task.
     expect((await pollTask(t.driver, ref)).status).toBe("running");
+    release(dir);
     const followed = await pollTask(t.driver, ref, { wait_ms: 15_000 });
     expect(followed).toMatchObject({ status: "completed", exit_code: 0, output: "finished\n" });
     await expect(killTask(t.driver, ref)).resolves.toEqual({ status: "already_completed" });
@@ -239,11 +262,19 @@ describe("container handler: background tasks (run records in storage, nothing k
   // The local executor hands the run over without waiting, as an asynchronous Invoke does.
   const exec = localExecutor({ handler: t.handler.raw, secret: RUNNER_SECRET });
   const ref = (task_id: string) => ({ tenant: t.tenant, workspace: t.workspace, task_id });
+  /** Polls the task (every 50 ms, at most 20 s) until a poll satisfies `done`; returns that poll. */
+  const pollUntil = async (task_id: string, done: (p: Awaited<ReturnType<typeof pollTask>>) => boolean) => {
+    for (const until = Date.now() + 20_000; ; await sleep(50)) {
+      const p = await pollTask(t.driver, ref(task_id));
+      if (done(p)) return p;
+      if (Date.now() > until) throw new Error(`task ${task_id}: the awaited poll never came (last: ${JSON.stringify(p).slice(0, 300)})`);
+    }
+  };
 
   it("start, poll (running, then completed with the output), write-back at the end", async () => {
-    const { task_id } = await startTask(t.driver, exec, t.req("echo begin; sleep 2; echo done; echo bg > bg.txt"));
-    await sleep(1500);
-    const p1 = await pollTask(t.driver, ref(task_id));
+    const { task_id } = await startTask(t.driver, exec, t.req("echo begin; sleep 4; echo done; echo bg > bg.txt"));
+    // Polled until its first output arrives (the command then sleeps 4 s: it is still running).
+    const p1 = await pollUntil(task_id, (p) => p.output !== "");
     expect(p1.status).toBe("running");
     expect(p1.output).toBe("begin\n");
     const p2 = await pollTask(t.driver, ref(task_id), { wait_ms: 10_000 });
@@ -258,8 +289,8 @@ describe("container handler: background tasks (run records in storage, nothing k
   });
 
   it("kill stops a long task; killing again says already_completed; unknown or foreign ids are NOT_FOUND", async () => {
-    const { task_id } = await startTask(t.driver, exec, t.req("echo long > long.txt; sleep 1000"));
-    await sleep(300);
+    const { task_id } = await startTask(t.driver, exec, t.req("echo long > long.txt; echo started; sleep 1000"));
+    expect((await pollUntil(task_id, (p) => p.output !== "")).output).toBe("started\n"); // long.txt is written
     expect(await killTask(t.driver, ref(task_id))).toEqual({ status: "killed" });
     const p = await pollTask(t.driver, ref(task_id));
     expect(p.status).toBe("killed");

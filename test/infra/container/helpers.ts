@@ -91,7 +91,9 @@ export function setup(opts: Partial<HandlerOptions> = {}, tenant = "t1", workspa
     for (const dir of [root, `${root}-fg`, `${root}-nobwrap`, ...Array.from({ length: envs }, (_, i) => `${root}-env${i + 1}`)]) rmSync(dir, { recursive: true, force: true });
   };
 
-  return { driver, sync, root, handler, freshHandler, runRecords, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
+  /** How many fresh handlers were made (the last one's root is `${root}-env${envCount()}`). */
+  const envCount = () => envs;
+  return { driver, sync, root, handler, freshHandler, envCount, runRecords, req, run, unwrap, write, read, paths, cleanup, tenant, workspace };
 }
 
 /**
