@@ -17,6 +17,7 @@ import { dynamoLimits } from "../limits/dynamodb.js";
 import { dynamoUsageStore } from "../run/metering/dynamodb-store.js";
 import { heldUsageStore } from "../run/metering/held-store.js";
 import type { UsageStore } from "../run/metering/store.js";
+import type { HoldOptions } from "../shared/held-batches.js";
 import { businessPartsOff } from "./business.js";
 
 export interface AwsEnv extends CommonEnv {
@@ -53,11 +54,14 @@ export type AwsDeps = AppDeps & {
 export const LAMBDA_LATE_CALL_LOST_MS = 16 * 60_000;
 
 /**
- * The usage sink of a Lambda environment: each record written at once, and logged; emitted with the
- * request's waitUntil (after the answer), the handler awaits its write before it returns (lib/runtime/lambda-stream.ts).
- * No batch is held: an environment serves one request at a time, and a held second would keep it busy.
+ * Work after the answer is not held for others to join (the search index's changes, usage records):
+ * an environment serves one request at a time, so a held second would only keep it busy (and billed)
+ * while the handler waits for it (lib/runtime/lambda-stream.ts). What one request adds still goes as one batch.
  */
-export const lambdaUsageSink = (usageStore: UsageStore) => heldUsageStore(usageStore, { hold: false });
+export const LAMBDA_HOLD: HoldOptions = { holdMs: 0 };
+
+/** The usage sink of a Lambda environment: each call's record written and logged after the answer, under the request's waitUntil. */
+export const lambdaUsageSink = (usageStore: UsageStore) => heldUsageStore(usageStore, LAMBDA_HOLD);
 
 /** The usage and limits stores over TOOLSHED_TABLE, each unless TOOLSHED_BUSINESS_OFF names it. */
 function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "limits" | "usageSettled"> {
@@ -91,5 +95,5 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
   // Live sessions: the coordinator in this instance's memory: exact only while one instance serves the API
   // (a session's calls and its runner's polls must reach the same process; docs/live-sessions.md).
   const liveCoordinator = memoryLiveCoordinator(LIVE_TIMINGS);
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
 }

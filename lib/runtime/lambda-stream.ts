@@ -105,16 +105,19 @@ async function writeBody(body: ReadableStream<Uint8Array> | null, out: Writable,
   }
 }
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Awaits every deferred promise (and those they defer in turn) until none is left or `deadline` passes; returns how many were unfinished then. */
 export async function settleDeferred(deferred: Set<Promise<unknown>>, deadline: number): Promise<number> {
   while (deferred.size) {
     const left = deadline - Date.now();
     if (left <= 0) return deferred.size;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeUp = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), left)));
+    // setTimeout takes at most 2^31 - 1 ms (longer fires at once): a far deadline is waited for in steps.
+    const timeUp = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), Math.min(left, MAX_TIMER_MS))));
     const r = await Promise.race([Promise.allSettled([...deferred]), timeUp]);
     clearTimeout(timer);
-    if (r === "late") return deferred.size;
+    if (r === "late" && Date.now() >= deadline) return deferred.size;
   }
   return 0;
 }

@@ -7,9 +7,8 @@
  *
  * What a crash can lose: the isolate's batch not yet handed over (≤ 1 s, ≤ 100 records), and a
  * handover whose store write failed (logged as a warning naming the count; its log lines are out).
- * A record emitted without waitUntil (tests, doors that do not pass it) is written at once, not held;
- * with `hold: false` (Lambda, lib/runtime/aws.ts) every record is written at once, under the request's
- * waitUntil where it has one (lib/runtime/lambda-stream.ts awaits it after the answer).
+ * A record emitted without waitUntil (tests, doors that do not pass it) is written at once, not held.
+ * Lambda holds nothing (holdMs 0, lib/runtime/aws.ts): its request's waitUntil waits for the record's write.
  */
 import type { UsageRecord } from "./record.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
@@ -20,8 +19,8 @@ export const USAGE_HOLD = { holdMs: 1_000, maxItems: 100 } as const;
 
 const line = (r: StoredRecord) => JSON.stringify({ type: "toolshed.usage", ...r, at: new Date(r.at).toISOString() });
 
-export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: boolean; now?: () => number; hold?: boolean } = {}): UsageSink & { settled(): Promise<void> } {
-  const { log = true, now = Date.now, hold: holds = true, ...hold } = opts;
+export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: boolean; now?: () => number } = {}): UsageSink & { settled(): Promise<void> } {
+  const { log = true, now = Date.now, ...hold } = opts;
   const write = async (records: StoredRecord[]) => {
     if (log) console.log(records.map(line).join("\n"));
     try {
@@ -33,15 +32,12 @@ export function heldUsageStore(store: UsageStore, opts: HoldOptions & { log?: bo
   const held = new HeldBatches<StoredRecord>(write, { ...USAGE_HOLD, maxBytes: 64 * 1024, ...hold }, (r) => line(r).length);
   const stamp = (u: UsageRecord): StoredRecord => ({ ...u, at: now() });
   const direct = new Set<Promise<void>>();
-  const writeNow = (u: UsageRecord): Promise<void> => {
+  const atOnce = (u: UsageRecord) => {
     const p = write([stamp(u)]).finally(() => direct.delete(p));
     direct.add(p);
-    return p;
   };
-  const atOnce = (u: UsageRecord) => void writeNow(u);
   return Object.assign(atOnce, {
-    // hold: false (Lambda): the request's waitUntil waits for the record's own write; a held batch would keep the environment busy for its second.
-    held: holds ? (u: UsageRecord) => held.add("usage", stamp(u)) : writeNow,
+    held: (u: UsageRecord) => held.add("usage", stamp(u)),
     /** Settles once the records written at once (no waitUntil) so far are stored; held ones settle in their requests' waitUntil. */
     settled: () => Promise.all([...direct]).then(() => undefined),
   });
