@@ -1,5 +1,5 @@
 /**
- * The API (infra/lambda.ts `handler`) behind a function URL, and its GC (`gcHandler`, the same
+ * The API (infra/lambda.ts `handler`, response streaming) behind a function URL, and its GC (`gcHandler`, the same
  * bundle) on an EventBridge schedule. Each has a role of its own with only what it uses.
  */
 import { Duration } from "aws-cdk-lib";
@@ -86,8 +86,10 @@ export class ToolshedApi extends Construct {
         NODE_OPTIONS: "--enable-source-maps",
       },
     });
-    // The app authenticates every route itself (API keys, the admin token).
-    this.url = this.api.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
+    // The app authenticates every route itself (API keys, the admin token). Answers stream
+    // (lib/runtime/lambda-stream.ts): the client has its answer when the stream ends, and the usage
+    // and audit records are written after it, before the handler returns.
+    this.url = this.api.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.RESPONSE_STREAM });
 
     // GC reads, lists and deletes objects, and keeps its cursor in the KV prefix (a PUT); no secrets.
     const gcRole = roleWith(this, "GcRole", bucketPolicy(data, API_BUCKET_ACTIONS));

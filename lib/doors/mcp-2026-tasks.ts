@@ -158,7 +158,7 @@ export async function callTool2026(call: McpCall, name: string, args: unknown, c
       return inputRequired({ inputRequests: { [q.pending_id]: elicitation(q) }, requestState: q.pending_id }) as never;
     }
     // Without a question put to it, a plain call that waits for input (held, or asked of the app) is a task too.
-    const started = await callOrStartTask({ tool, args: args ?? {}, scope, ...(answersForms(caps) ? { clientAnswers: true } : {}) }, { taskAfterMs: call.deps.mcp?.taskAfterMs ?? TASK_AFTER_MS });
+    const started = await callOrStartTask({ tool, args: args ?? {}, scope, ...(answersForms(caps) ? { clientAnswers: true } : {}) }, { taskAfterMs: call.deps.mcp?.taskAfterMs ?? TASK_AFTER_MS, ...(call.deps.mcp?.lateCallLostMs ? { lostAfterMs: call.deps.mcp.lateCallLostMs } : {}) });
     if ("done" in started) return asResult(started.done);
     const input = await callTaskInput(taskScopeOf(call), started.task);
     return { resultType: "task", ...taskFields(started.task, input) };

@@ -21,8 +21,9 @@ export interface McpDeps extends RunDeps, CustomToolDeps {
   /**
    * allowedOrigins: origins (besides the API's own) a browser may call it from (DNS rebinding guard).
    * taskAfterMs: on 2026-07-28, a call to a client that declared tasks not ended within this is answered as a task, where the runtime has waitUntil (default TASK_AFTER_MS, lib/doors/mcp-2026-tasks.ts; Infinity: never).
+   * lateCallLostMs: how long after its task was made such a call must have ended, as far as the runtime keeps waitUntil work (default LATE_CALL_LOST_MS, Workers; Lambda: its function's timeout, lib/runtime/aws.ts).
    */
-  mcp?: { allowedOrigins?: string[]; taskAfterMs?: number };
+  mcp?: { allowedOrigins?: string[]; taskAfterMs?: number; lateCallLostMs?: number };
 }
 
 /** One request's caller, as every revision's door sees it. */

@@ -16,6 +16,8 @@ import { LIVE_TIMINGS } from "../exec/live/service.js";
 import { dynamoLimits } from "../limits/dynamodb.js";
 import { dynamoUsageStore } from "../run/metering/dynamodb-store.js";
 import { heldUsageStore } from "../run/metering/held-store.js";
+import type { UsageStore } from "../run/metering/store.js";
+import type { HoldOptions } from "../shared/held-batches.js";
 import { businessPartsOff } from "./business.js";
 
 export interface AwsEnv extends CommonEnv {
@@ -37,12 +39,29 @@ export interface AwsEnv extends CommonEnv {
 /** AppDeps, and what the Lambda entry awaits before it returns each answer. */
 export type AwsDeps = AppDeps & {
   /**
-   * Settles once the usage records made so far are in the store. A Lambda environment is frozen
-   * once its handler returns, so a write still in flight would wait for the next invocation (or
-   * be lost with the environment): infra/lambda.ts awaits this after the app has answered.
+   * Settles once the usage records written so far without waitUntil are in the store. A Lambda
+   * environment is frozen once its handler returns, so a write still in flight would wait for the
+   * next invocation (or be lost with the environment): the streaming handler (lib/runtime/lambda-stream.ts)
+   * awaits this after the answer's stream has ended and the request's waitUntil work has settled.
    */
   usageSettled?: () => Promise<void>;
 };
+
+/**
+ * How long after its task was made an MCP call answered as a task must have ended (deps.mcp.lateCallLostMs):
+ * it goes on under the invocation's waitUntil, which lasts at most the function's timeout (15 min at most on Lambda).
+ */
+export const LAMBDA_LATE_CALL_LOST_MS = 16 * 60_000;
+
+/**
+ * Work after the answer is not held for others to join (the search index's changes, usage records):
+ * an environment serves one request at a time, so a held second would only keep it busy (and billed)
+ * while the handler waits for it (lib/runtime/lambda-stream.ts). What one request adds still goes as one batch.
+ */
+export const LAMBDA_HOLD: HoldOptions = { holdMs: 0 };
+
+/** The usage sink of a Lambda environment: each call's record written and logged after the answer, under the request's waitUntil. */
+export const lambdaUsageSink = (usageStore: UsageStore) => heldUsageStore(usageStore, LAMBDA_HOLD);
 
 /** The usage and limits stores over TOOLSHED_TABLE, each unless TOOLSHED_BUSINESS_OFF names it. */
 function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "limits" | "usageSettled"> {
@@ -53,7 +72,7 @@ function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "
   const out: ReturnType<typeof businessStores> = {};
   if (!off.has("metering")) {
     const usageStore = dynamoUsageStore({ client, table });
-    const sink = heldUsageStore(usageStore); // no waitUntil on Lambda: each record is written at once, and logged
+    const sink = lambdaUsageSink(usageStore);
     Object.assign(out, { usageStore, onUsage: sink, usageSettled: sink.settled });
   }
   if (!off.has("limits")) out.limits = dynamoLimits({ client, table });
@@ -71,11 +90,10 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
   const storage = s3Driver({ client: s3, bucket: env.TOOLSHED_BUCKET });
   // web_fetch resolves names itself here and connects only to checked addresses (DNS rebinding).
   const memory = new IsolateMemory(cacheBytesFor(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE === undefined ? undefined : Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)));
-  // hono/aws-lambda's handle() sends a response whole: an MCP client's ask_user question (elicitation on
-  // the call's SSE stream) reaches it only with the call's answer, so the call does not wait for the
-  // answer; it answers NEEDS_INPUT at once and the model reads the answer with pending_result (docs/mcp-pending.md).
+  // Answers stream (infra/lambda.ts, lib/runtime/lambda-stream.ts): an MCP client's ask_user question
+  // (elicitation on the call's SSE stream) reaches it while the call waits for the answer, as on Workers.
   // Live sessions: the coordinator in this instance's memory: exact only while one instance serves the API
   // (a session's calls and its runner's polls must reach the same process; docs/live-sessions.md).
   const liveCoordinator = memoryLiveCoordinator(LIVE_TIMINGS);
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, pending: { askWaitMs: 0 } };
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
 }

@@ -8,6 +8,7 @@ import { heldUsageLog } from "../run/metering/usage.js";
 import { durableUsageStore, type UsageObjects } from "../run/metering/durable-store.js";
 import { heldUsageStore } from "../run/metering/held-store.js";
 import { searchIndexer } from "../search/indexer.js";
+import type { HoldOptions } from "../shared/held-batches.js";
 import { r2Driver } from "../storage/drivers/r2.js";
 import { workersKeyValue } from "../storage/kv-workers.js";
 import { searchProviderFromEnv, type SearchEnv } from "../tools/web/search/from-env.js";
@@ -38,16 +39,19 @@ function liveMaxLife(setting: string | undefined): number | undefined {
   return setting && Number.isSafeInteger(n) && n >= 10_000 && n <= LIVE_MAX_LIFE_MS ? n : undefined;
 }
 
-/** Everything but storage and KV. */
-export function commonDeps(env: CommonEnv): Omit<AppDeps, "storage" | "kv"> {
+/**
+ * Everything but storage and KV. `hold`: how work after the answer is batched (the search index's
+ * changes, the usage log's lines; default 1 s, as Workers' isolates serve many requests at once).
+ */
+export function commonDeps(env: CommonEnv, hold?: HoldOptions): Omit<AppDeps, "storage" | "kv"> {
   const executor = executorFromEnv(env);
   const search = searchProviderFromEnv(env);
   const tracer = tracerFromEnv(env, "toolshed-api");
   const off = businessPartsOff(env); // TOOLSHED_BUSINESS_OFF (lib/runtime/business.ts): parts not wired at all
   return {
-    listeners: [searchIndexer()],
-    // one per app: held only where waitUntil waits for it (Workers)
-    ...(off.has("metering") ? {} : { onUsage: heldUsageLog() }),
+    listeners: [searchIndexer(hold ? { hold } : {})],
+    // one per app: held only where waitUntil waits for it (Workers, Lambda)
+    ...(off.has("metering") ? {} : { onUsage: heldUsageLog(hold) }),
     ...(off.has("audit") ? { audit: false } : {}),
     ...(env.TOOLSHED_ADMIN_TOKEN ? { adminToken: env.TOOLSHED_ADMIN_TOKEN } : {}),
     ...(env.TOOLSHED_SYNC_SECRET ? { syncSecret: env.TOOLSHED_SYNC_SECRET } : {}),

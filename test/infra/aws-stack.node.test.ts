@@ -10,7 +10,7 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { synthesize } from "../../infra/aws/app.ts";
 import {
-  alarmProblems, apiInvokeProblems, bucketProblems, egressProblems, environmentSecretProblems, gcScheduleProblems,
+  alarmProblems, apiInvokeProblems, apiStreamingProblems, bucketProblems, egressProblems, environmentSecretProblems, gcScheduleProblems,
   resources, runnerRoleProblems, statementsOf, tenantIsolationProblems, wildcardDataActions, type Tpl,
 } from "../support/aws-template-checks.ts";
 import { TABLE_ACTIONS, TABLE_KEYS } from "../../lib/shared/dynamodb-table.ts";
@@ -75,6 +75,11 @@ describe("the AWS stack", () => {
     expect(environmentSecretProblems(flawed((t) => (runnerFn(t).props.Environment.Variables.TOOLSHED_PUBLIC_URL = "{{resolve:secretsmanager:x:SecretString}}")))).toHaveLength(1);
     expect(environmentSecretProblems(flawed((t) => (runnerFn(t).props.Environment.Variables.TOOLSHED_RUNNER_SECRET_ARN = "arn:aws:s3:::elsewhere")))).toHaveLength(1);
     expect(environmentSecretProblems(flawed((t) => delete apiFn(t).props.Environment.Variables.TOOLSHED_ADMIN_TOKEN_ARN))).toEqual(["the API has no TOOLSHED_ADMIN_TOKEN_ARN"]);
+  });
+
+  it("streams the API's answers through its function URL (RESPONSE_STREAM)", () => {
+    expect(apiStreamingProblems(tpl)).toEqual([]);
+    expect(apiStreamingProblems(flawed((t) => delete first(t, "AWS::Lambda::Url").props.InvokeMode))).toEqual([expect.stringContaining("BUFFERED")]);
   });
 
   it("calls the GC entry on a schedule", () => {

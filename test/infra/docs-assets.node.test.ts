@@ -11,6 +11,7 @@ import { build } from "esbuild";
 import { expect, it } from "vitest";
 import { SWAGGER_UI_DIGEST, SWAGGER_UI_FILES, SWAGGER_UI_VERSION } from "../../lib/api/docs/swagger-ui.generated.js";
 import { GENERATED_PATH, renderSwaggerUiModule, swaggerUiDistDir } from "../../scripts/docs-assets.ts";
+import { eventV2, invokeWhole } from "../support/lambda-invoke.ts";
 
 it("matches what scripts/docs-assets.ts makes from the installed, exactly pinned swagger-ui-dist", () => {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
@@ -41,28 +42,19 @@ it("is served by the Lambda entry as bundled by esbuild", async () => {
     });
     // Never contacted: /docs touches no storage.
     Object.assign(process.env, { TOOLSHED_BUCKET: "docs-test", AWS_REGION: "us-east-1", S3_ENDPOINT: "http://127.0.0.1:1", AWS_ACCESS_KEY_ID: "unused", AWS_SECRET_ACCESS_KEY: "unused" });
-    const { handler } = (await import(pathToFileURL(join(out, "lambda.mjs")).href)) as { handler: (e: unknown, c: unknown) => Promise<{ statusCode: number; headers?: Record<string, string>; body: string; isBase64Encoded: boolean }> };
-    const get = (path: string) =>
-      handler(
-        {
-          version: "2.0",
-          routeKey: "$default",
-          rawPath: path,
-          rawQueryString: "",
-          headers: { host: "toolshed.example" },
-          requestContext: { http: { method: "GET", path, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" }, domainName: "toolshed.example", requestId: "r", routeKey: "$default", stage: "$default", timeEpoch: Date.now() },
-          isBase64Encoded: false,
-        },
-        {},
-      );
+    // The bundle's handler streams (awslambda.streamifyResponse): lambda-local's runtime shim invokes it.
+    const { handler } = (await import(pathToFileURL(join(out, "lambda.mjs")).href)) as { handler: unknown };
+    const get = async (path: string) => {
+      const r = await invokeWhole(handler, eventV2("GET", path));
+      return { statusCode: r.status, headers: r.headers, body: r.body };
+    };
     const page = await get("/docs");
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain(`/docs/assets/${SWAGGER_UI_DIGEST}/swagger-ui-bundle.js`);
     for (const name of ["swagger-ui-bundle.js", "swagger-ui.css"]) {
       const r = await get(`/docs/assets/${SWAGGER_UI_DIGEST}/${name}`);
       expect(r.statusCode, name).toBe(200);
-      const body = r.isBase64Encoded ? Buffer.from(r.body, "base64").toString("utf8") : r.body;
-      expect(body === SWAGGER_UI_FILES[name]!.body, `${name} served as is`).toBe(true);
+      expect(r.body === SWAGGER_UI_FILES[name]!.body, `${name} served as is`).toBe(true);
       expect(r.headers?.["cache-control"]).toBe("public, max-age=31536000, immutable");
     }
   } finally {

@@ -1,19 +1,19 @@
 /**
  * The Lambda entry (infra/lambda.ts) with TOOLSHED_TABLE: usage and limits in DynamoDB (dynalite on
- * 127.0.0.1), files in S3 (s3rver). Each answer returns once its usage record is stored, so the
- * usage routes count every call made before them; calls_per_minute refuses past the limit; a
- * background run's result stored through the sync API is metered before that answer returns.
+ * 127.0.0.1), files in S3 (s3rver), invoked through response streaming (lambda-local). Each handler
+ * returns once its usage record is stored, so the usage routes count every call made before them;
+ * calls_per_minute refuses past the limit; a background run's result stored through the sync API is
+ * metered before that handler returns.
  */
-import type { APIGatewayProxyResult, LambdaContext, LambdaEvent } from "hono/aws-lambda";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { mintSyncToken } from "../../lib/sync/token.js";
+import { eventV2, invokeWhole } from "../support/lambda-invoke.js";
 import { startDynamo, type DynamoServer } from "../support/dynalite.js";
 import { startS3Server, type S3Server } from "../support/s3rver.js";
 
-type Event = Extract<LambdaEvent, { version: "2.0" }>;
 let s3: S3Server;
 let dynamo: DynamoServer;
-let handler: (event: Event, context: LambdaContext) => Promise<APIGatewayProxyResult>;
+let handler: unknown;
 const ADMIN = "lambda-business-admin";
 const SYNC_SECRET = "lambda-business-sync-secret-0123";
 
@@ -31,31 +31,19 @@ beforeAll(async () => {
     TOOLSHED_ADMIN_TOKEN: ADMIN,
     TOOLSHED_SYNC_SECRET: SYNC_SECRET,
   });
-  ({ handler } = (await import("../../infra/lambda.js")) as unknown as { handler: typeof handler });
+  ({ handler } = await import("../../infra/lambda.js"));
 });
 
 afterAll(async () => {
   await Promise.all([s3?.stop(), dynamo?.stop()]);
 });
 
+/** One invocation, its body read whole and the handler returned (its records stored). */
 async function call(method: string, path: string, token: string, json?: unknown) {
-  const [rawPath, rawQueryString = ""] = path.split("?");
-  const headers: Record<string, string> = { host: "toolshed.example", authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}) };
-  const e = {
-    version: "2.0", routeKey: "$default", rawPath, rawQueryString, headers, isBase64Encoded: false,
-    requestContext: { accountId: "1", apiId: "api", domainName: "toolshed.example", domainPrefix: "toolshed", http: { method, path: rawPath, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" }, requestId: `r-${Math.random()}`, routeKey: "$default", stage: "$default", time: new Date().toUTCString(), timeEpoch: Date.now() },
-    ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
-  } as Event;
-  const r = await handler(e, {} as LambdaContext);
-  const body = r.isBase64Encoded ? Buffer.from(r.body, "base64").toString() : (r.body ?? "");
-  let parsed: any = null;
-  try {
-    parsed = JSON.parse(body);
-  } catch {}
-  return { status: r.statusCode, headers: (r.headers ?? {}) as Record<string, string>, json: parsed, body };
+  return invokeWhole(handler, eventV2(method, path, { token, ...(json !== undefined ? { json } : {}) }));
 }
 
-it("meters every call into DynamoDB before the answer returns, and limits calls per minute", async () => {
+it("meters every call into DynamoDB before its handler returns, and limits calls per minute", async () => {
   expect((await call("POST", "/v1/admin/tenants", ADMIN, { id: "biz" })).status).toBe(201);
   const key = (await call("POST", "/v1/admin/tenants/biz/keys", ADMIN, {})).json.key as string;
   expect((await call("POST", "/v1/workspaces", key, { id: "w" })).status).toBe(201);
@@ -65,7 +53,7 @@ it("meters every call into DynamoDB before the answer returns, and limits calls 
   expect((await call("POST", "/v1/workspaces/w/tools/read", key, { file_path: "a.txt" })).status).toBe(200);
   expect((await call("POST", "/v1/workspaces/w/tools/read", key, { file_path: "missing.txt" })).status).toBe(404);
 
-  // Each answer above returned after its record was stored: the aggregates count them all now.
+  // Each handler above returned after its record was stored: the aggregates count them all now.
   const usage = await call("GET", "/v1/admin/tenants/biz/usage?group_by=tool", ADMIN);
   expect(usage.status, usage.body).toBe(200);
   const rows = usage.json.rows as { tool?: string; route?: string; calls: number; ok: number; errors: number }[];
@@ -85,7 +73,7 @@ it("meters every call into DynamoDB before the answer returns, and limits calls 
   expect(statuses).toEqual([200, 200, 429, 429]);
 }, 120_000);
 
-it("meters a background run where its runner stores the result, before that answer returns", async () => {
+it("meters a background run where its runner stores the result, before that handler returns", async () => {
   expect((await call("POST", "/v1/admin/tenants", ADMIN, { id: "bizrun" })).status).toBe(201);
   // The runner's token for a background run, as runRequest mints it (the meter claim names the starting key).
   const token = await mintSyncToken(SYNC_SECRET, { t: "bizrun", w: "w", r: "run_lambda_bg", m: { k: "kbg" } }, 900);

@@ -1,17 +1,15 @@
 /**
- * The AWS Lambda entry (infra/lambda.ts) driven with API Gateway v2 events, over the S3 driver
- * against a real S3 server (s3rver on 127.0.0.1). Same app as on Workers: admin, workspaces,
+ * The AWS Lambda entry (infra/lambda.ts) driven with function URL events through response streaming
+ * (lambda-local's awslambda.streamifyResponse), over the S3 driver against a real S3 server (s3rver on 127.0.0.1). Same app as on Workers: admin, workspaces,
  * raw files (binary, base64 in the event), tools and their error envelope.
  */
-import type { APIGatewayProxyResult, LambdaContext, LambdaEvent } from "hono/aws-lambda";
-
-type APIGatewayProxyEventV2 = Extract<LambdaEvent, { version: "2.0" }>;
-type Context = LambdaContext;
 import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Readable } from "node:stream";
+import { eventV2, invokeStreaming, invokeWhole, type EventV2Options } from "../support/lambda-invoke.js";
 import { startS3Server, type S3Server } from "../support/s3rver.js";
 
 let s3: S3Server;
-let handler: (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResult>;
+let handler: unknown;
 const ADMIN = "lambda-admin-token";
 
 beforeAll(async () => {
@@ -25,58 +23,17 @@ beforeAll(async () => {
     AWS_SECRET_ACCESS_KEY: "S3RVER",
     TOOLSHED_ADMIN_TOKEN: ADMIN,
   });
-  ({ handler } = (await import("../../infra/lambda.js")) as unknown as { handler: typeof handler });
+  ({ handler } = await import("../../infra/lambda.js"));
 });
 
 afterAll(async () => {
   await s3?.stop();
 });
 
-function event(method: string, path: string, opts: { token?: string; json?: unknown; body?: Uint8Array; headers?: Record<string, string> } = {}): APIGatewayProxyEventV2 {
-  const headers: Record<string, string> = { host: "toolshed.example", ...opts.headers };
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
-  let isBase64Encoded = false;
-  if (opts.json !== undefined) {
-    headers["content-type"] = "application/json";
-    body = JSON.stringify(opts.json);
-  } else if (opts.body) {
-    headers["content-length"] = String(opts.body.length);
-    body = Buffer.from(opts.body).toString("base64");
-    isBase64Encoded = true;
-  }
-  return {
-    version: "2.0",
-    routeKey: "$default",
-    rawPath: path,
-    rawQueryString: "",
-    headers,
-    requestContext: {
-      accountId: "123456789012",
-      apiId: "api",
-      domainName: "toolshed.example",
-      domainPrefix: "toolshed",
-      http: { method, path, protocol: "HTTP/1.1", sourceIp: "127.0.0.1", userAgent: "vitest" },
-      requestId: `req-${Math.random()}`,
-      routeKey: "$default",
-      stage: "$default",
-      time: new Date().toUTCString(),
-      timeEpoch: Date.now(),
-    },
-    ...(body !== undefined ? { body } : {}),
-    isBase64Encoded,
-  } as APIGatewayProxyEventV2;
-}
+const event = (method: string, path: string, opts: EventV2Options = {}) => eventV2(method, path, opts);
 
-async function call(e: APIGatewayProxyEventV2) {
-  const r = await handler(e, {} as Context);
-  const raw = r.isBase64Encoded ? Buffer.from(r.body, "base64") : Buffer.from(r.body ?? "");
-  let json: any = null;
-  try {
-    json = JSON.parse(raw.toString("utf8"));
-  } catch {}
-  return { status: r.statusCode, headers: r.headers ?? {}, raw, json };
-}
+/** One invocation through response streaming (lambda-local), its body read whole and the handler returned. */
+const call = (e: ReturnType<typeof eventV2>) => invokeWhole(handler, e);
 
 it("serves the whole API from a Lambda handler over S3", async () => {
   const t = await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "acme" } }));
@@ -173,27 +130,58 @@ it("layers over S3: import, checkpoint, fork, checkpoint delete, then GC (the ad
 /** The JSON-RPC messages of an SSE body. */
 const sseMessages = (raw: Buffer): any[] => raw.toString("utf8").split("\n").filter((l: string) => l.startsWith("data: ")).map((l: string) => JSON.parse(l.slice(6)));
 
-it("MCP ask_user for a client that declares elicitation: the question and NEEDS_INPUT in one buffered answer, its answer taken by a later request, read with pending_result", async () => {
+/** Reads an SSE body as it streams: `waitFor` settles with the first complete message that matches, while the stream may still be open. */
+function sseReader(body: Readable) {
+  let text = "";
+  const checks = new Set<() => void>();
+  const ended = new Promise<void>((resolve, reject) => body.on("end", resolve).on("error", reject));
+  body.on("data", (c: Buffer) => {
+    text += c.toString("utf8");
+    for (const check of [...checks]) check();
+  });
+  const complete = () => sseMessages(Buffer.from(text.slice(0, text.lastIndexOf("\n\n") + 2)));
+  const waitFor = (pred: (m: any) => boolean) =>
+    new Promise<any>((resolve, reject) => {
+      const check = () => {
+        const m = complete().find(pred);
+        if (m) checks.delete(check), resolve(m);
+      };
+      checks.add(check);
+      check();
+      const atEnd = () => {
+        if (!checks.has(check)) return;
+        check();
+        if (checks.delete(check)) reject(new Error(`the stream ended without it: ${text}`));
+      };
+      void ended.then(atEnd, reject);
+    });
+  return { waitFor, ended, all: () => complete() };
+}
+
+it("MCP ask_user for a client that declares elicitation: the question streams while the call waits, the answer (another invocation) is stored, and the call answers with it", async () => {
   await call(event("POST", "/v1/admin/tenants", { token: ADMIN, json: { id: "asks" } }));
   const key = (await call(event("POST", "/v1/admin/tenants/asks/keys", { token: ADMIN, json: {} }))).json.key as string;
   expect((await call(event("POST", "/v1/workspaces", { token: key, json: { id: "main" } }))).status).toBe(201);
-  const mcp = (json: unknown, headers: Record<string, string> = {}) =>
-    call(event("POST", "/v1/workspaces/main/mcp", { token: key, json, headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers } }));
-  const init = await mcp({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "raw", version: "1" } } });
+  const mcpEvent = (json: unknown, headers: Record<string, string> = {}) =>
+    event("POST", "/v1/workspaces/main/mcp", { token: key, json, headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25", ...headers } });
+  const init = await call(mcpEvent({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: { elicitation: { form: {} } }, clientInfo: { name: "raw", version: "1" } } }));
   const session = init.headers["mcp-session-id"] as string;
   expect(session).toMatch(/^ask-/);
-  const started = Date.now();
-  const asked = await mcp({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ask_user", arguments: { question: "Which region?" } } }, { "mcp-session-id": session });
-  expect(Date.now() - started).toBeLessThan(10_000); // no wait for an answer the client cannot have seen yet
-  const events = sseMessages(asked.raw);
-  const question = events.find((m: any) => m.method === "elicitation/create");
+  const asking = await invokeStreaming(handler, mcpEvent({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ask_user", arguments: { question: "Which region?" } } }, { "mcp-session-id": session }));
+  let returned = false;
+  void asking.returned.then(() => (returned = true));
+  const sse = sseReader(asking.body);
+  // The question arrives on the open stream: the call is still waiting for its answer.
+  const question = await sse.waitFor((m) => m.method === "elicitation/create");
   expect(question.params.message).toBe("Which region?");
-  const result = events.find((m: any) => m.id === 1).result;
-  expect(result.content[0].text).toMatch(/^NEEDS_INPUT: .*call the pending_result tool/);
-  const taken = await mcp({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { answer: "eu-west-1" } } }, { "mcp-session-id": session });
+  expect(sse.all().some((m: any) => m.id === 1)).toBe(false);
+  expect(returned).toBe(false);
+  const taken = await call(mcpEvent({ jsonrpc: "2.0", id: question.id, result: { action: "accept", content: { answer: "eu-west-1" } } }, { "mcp-session-id": session }));
   expect(taken.status).toBe(202);
-  const pendingId = result._meta["toolshed/error"].details.pending_id;
-  const read = await mcp({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "pending_result", arguments: { pending_id: pendingId } } }, { "mcp-session-id": session });
-  const answered = sseMessages(read.raw).find((m: any) => m.id === 2).result;
-  expect(answered.structuredContent).toMatchObject({ tool: "ask_user", result: { answer: "eu-west-1" } });
-});
+  // The waiting call reads the stored answer and answers with it; its stream ends, then the handler returns.
+  const result = (await sse.waitFor((m) => m.id === 1)).result;
+  await sse.ended;
+  await asking.returned;
+  expect(result.isError).toBeFalsy();
+  expect(JSON.stringify(result)).toContain("eu-west-1");
+}, 120_000);

@@ -125,6 +125,15 @@ export function alarmProblems(t: Tpl): string[] {
       .map((metric) => `${fn.id}: no alarm on ${metric}`));
 }
 
+/** The API's function URL streams its answers (InvokeMode RESPONSE_STREAM: infra/lambda.ts answers through awslambda.streamifyResponse). */
+export function apiStreamingProblems(t: Tpl): string[] {
+  const api = functions(t).find((f) => f.props.Handler === "index.handler");
+  if (!api) return ["no API function"];
+  const urls = resources(t, "AWS::Lambda::Url").filter((u) => refOf(u.props.TargetFunctionArn) === api.id);
+  if (!urls.length) return ["the API has no function URL"];
+  return urls.filter((u) => u.props.InvokeMode !== "RESPONSE_STREAM").map((u) => `${u.id}: InvokeMode ${u.props.InvokeMode ?? "BUFFERED (default)"}`);
+}
+
 /** The API may invoke the runners and nothing else. */
 export function apiInvokeProblems(t: Tpl): string[] {
   const api = functions(t).find((f) => f.props.Handler === "index.handler");

@@ -7,7 +7,8 @@
  *
  * What a crash can lose: the isolate's batch not yet handed over (≤ 1 s, ≤ 100 records), and a
  * handover whose store write failed (logged as a warning naming the count; its log lines are out).
- * A record emitted without waitUntil (Lambda, tests) is written at once, not held.
+ * A record emitted without waitUntil (tests, doors that do not pass it) is written at once, not held.
+ * Lambda holds nothing (holdMs 0, lib/runtime/aws.ts): its request's waitUntil waits for the record's write.
  */
 import type { UsageRecord } from "./record.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";

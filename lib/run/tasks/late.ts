@@ -75,7 +75,7 @@ export function abortLateCall(s: CallTaskScope, id: string, reason: unknown): vo
   abort?.(reason);
 }
 
-/** How long after its task was made a late call must have ended (Workers' waitUntil gives it 30 s; the rest is margin). */
+/** How long after its task was made a late call must have ended (Workers' waitUntil gives it 30 s; the rest is margin). Lambda sets its own (lib/runtime/aws.ts). */
 export const LATE_CALL_LOST_MS = 60_000;
 
 /** Writes a late call's end into its task: the record the call made (its outcome, or the held call it waits on), unless the task ended first. */
@@ -91,6 +91,6 @@ export async function lateCallLost(s: CallTaskScope, cur: { rec: CallTaskRecord;
   const { rec } = cur;
   const now = (s.now ?? Date.now)();
   if (rec.status !== "working" || rec.lost_after_ms === undefined || now < Date.parse(rec.created_at) + rec.lost_after_ms) return null;
-  const lost = errorOutcome(new ToolError("UNAVAILABLE", `The ${rec.tool} call stopped without an answer after it was answered as a task: the runtime ended the work it kept going after the answer (Workers allow 30 s). What it changed before that stays. Call the tool again with a smaller job (a shorter timeout, a narrower path), or from a client that does not declare the tasks extension, whose calls hold their request to the end.`, { task_id: rec.id }));
+  const lost = errorOutcome(new ToolError("UNAVAILABLE", `The ${rec.tool} call stopped without an answer after it was answered as a task: the runtime ended the work it kept going after the answer (Workers allow 30 s; Lambda, its function's timeout). What it changed before that stays. Call the tool again with a smaller job (a shorter timeout, a narrower path), or from a client that does not declare the tasks extension, whose calls hold their request to the end.`, { task_id: rec.id }));
   return (await changeCallTask(s, rec.id, (c) => (isTerminal(c.status) || c.lost_after_ms === undefined ? null : settled(omitLate(c), lost)), cur)).rec;
 }

@@ -113,9 +113,10 @@ const NO_THRESHOLD = new Set(["bash", "run_code", "task", "bash_output", "task_o
  * outcome as it ended (no record). With `taskAfterMs` and the runtime's waitUntil (scope.background:
  * Workers), any other call not ended within taskAfterMs is answered as a working task too, and goes on
  * under waitUntil: its end writes the task's outcome (conditionally: a cancel written first stays).
- * Without waitUntil (Lambda, Node) the call runs to its end in the request, as without the threshold.
+ * `lostAfterMs`: how long the runtime keeps that work (LATE_CALL_LOST_MS: Workers' 30 s and margin; Lambda: its
+ * function's timeout). Without waitUntil (Node) the call runs to its end in the request, as without the threshold.
  */
-export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?: number } = {}): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
+export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?: number; lostAfterMs?: number } = {}): Promise<{ task: CallTaskRecord } | { done: InlineOutcome }> {
   const keep = start.scope.background;
   const done = async (r: Awaited<ReturnType<typeof runForTask>>) => (r.made.outcome ? { done: { ...r.made.outcome, ...(r.usage ? { usage: r.usage } : {}) } } : { task: await writeTask(taskScopeOf(start.scope), r.made) });
   if (opts.taskAfterMs === undefined || !Number.isFinite(opts.taskAfterMs) || !keep || NO_THRESHOLD.has(start.tool.name)) return done(await runForTask(start));
@@ -128,7 +129,7 @@ export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?
   });
   if ("ended" in raced) return done(raced.ended);
   const s = taskScopeOf(scope);
-  const task = await writeTask(s, { id: "", key_id: scope.auth.key_id, tool: start.tool.name, session: scope.session, status: "working", created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs), status_message: `Running: ${start.tool.name} (answered as a task after ${opts.taskAfterMs} ms)`, lost_after_ms: LATE_CALL_LOST_MS });
+  const task = await writeTask(s, { id: "", key_id: scope.auth.key_id, tool: start.tool.name, session: scope.session, status: "working", created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs), status_message: `Running: ${start.tool.name} (answered as a task after ${opts.taskAfterMs} ms)`, lost_after_ms: opts.lostAfterMs ?? LATE_CALL_LOST_MS });
   holdLateCall(s, task.id, raced.running, raced.abort);
   keep(raced.running.then((r) => settleLateCall(s, task.id, r.made)).catch((e) => console.error("a call answered as a task could not write its end", e instanceof Error ? e.message : String(e))));
   return { task };

@@ -12,10 +12,13 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { internalPrefix } from "../../../lib/layout/paths.js";
+import { readJson } from "../../../lib/storage/json.js";
 import { cancelTask, connect, ended, executionContext, getTask, pollUntil, startTask, text } from "./mcp-2026-client.js";
 import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
 
-const { app, storage, usage, post, tenant, fileStatus, close } = sandboxApp({ mcp: { taskAfterMs: 1000 } });
+// lateCallLostMs as Lambda sets it (its function's timeout; lib/runtime/aws.ts), here 5 min.
+const LOST_AFTER_MS = 5 * 60_000;
+const { app, storage, usage, post, tenant, fileStatus, close } = sandboxApp({ mcp: { taskAfterMs: 1000, lateCallLostMs: LOST_AFTER_MS } });
 
 /** A local HTTP server; an answer with `hold` waits until release() (no timer: the test says when). */
 function heldServer(reply: (n: number) => { hold?: boolean; json?: unknown; text?: string }) {
@@ -107,6 +110,9 @@ describe("a call that passes the threshold becomes a task", () => {
       const task = await startTask(c, "web_fetch", { url: `${await site.url()}/slow`, format: "text" });
       expect(task).toMatchObject({ status: "working", statusMessage: expect.stringMatching(/^Running: web_fetch/) });
       expect((await getTask(c, task.taskId)).status).toBe("working");
+      // Counted as cut off only past the runtime's bound (deps.mcp.lateCallLostMs), not Workers' 60 s.
+      const rec = await readJson<{ lost_after_ms?: number }>(storage, `${internalPrefix(t.id, "main")}call-tasks/${task.taskId}.json`);
+      expect(rec?.value.lost_after_ms).toBe(LOST_AFTER_MS);
       expect(usage.filter((u) => u.tenant === t.id && u.tool === "web_fetch")).toHaveLength(0);
       site.release();
       await settle(kept);
