@@ -4,7 +4,7 @@
  * deadline; after that the channel counts as lost and the live sandbox ends. Node only.
  */
 import type { LiveChannel } from "../../lib/sync/live-client.js";
-import type { LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../lib/sync/live-types.js";
+import type { LiveEnded, LiveNext, LivePoll, LiveResultPost } from "../../lib/sync/live-types.js";
 
 export interface RetryPolicy {
   /** Attempts of one call (default 5). */
@@ -51,7 +51,7 @@ async function retried<T>(route: string, policy: RetryPolicy, call: () => Promis
 /** `channel` with bounded retries: an aborted `next` rejects with the signal's reason; exhausted retries with ChannelLost. */
 export function retryingChannel<Req, Res>(channel: LiveChannel<Req, Res>, policy: RetryPolicy = DEFAULT_RETRY): LiveChannel<Req, Res> {
   return {
-    next: (status: LiveStatus, signal?: AbortSignal): Promise<LiveNext<Req>> => retried("next", policy, () => channel.next(status, signal), signal),
+    next: (poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<Req>> => retried("next", policy, () => channel.next(poll, signal), signal),
     result: (post: LiveResultPost<Res>) => retried("result", policy, () => channel.result(post)),
     ended: (e: LiveEnded) => retried("ended", policy, () => channel.ended(e)),
   };

@@ -12,7 +12,7 @@ import { normalizePath } from "../../lib/layout/paths.js";
 import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveEndReason } from "../../lib/sync/live-types.js";
 import type { SyncClient } from "../../lib/sync/types.js";
-import { conditionalManifest } from "../../lib/sync/view.js";
+import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
 import { watchDisk } from "./disk-quota.js";
 import { OutputCollector } from "./output.js";
 import { keepFullOutput } from "./output-log.js";
@@ -112,9 +112,10 @@ const ENDED_NOTE: Record<string, string> = {
 
 /**
  * Runs one command. `first`: the sandbox's first (its request's shell state is restored);
- * `background`: whether processes of an earlier command may have changed files since.
+ * `background`: whether processes of an earlier command may have changed files since. `carried`:
+ * the manifest answer the command came with (used unless the background write-back changed the view).
  */
-export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequest, sync: SyncClient, first: boolean, background: boolean): Promise<LiveCommandOutcome> {
+export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequest, sync: SyncClient, first: boolean, background: boolean, carried?: CarriedManifest): Promise<LiveCommandOutcome> {
   const limits = validateRequest(req);
   checkCommand(req, ctx.start);
   const { slot, deps, shell } = ctx;
@@ -123,7 +124,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const t0 = Date.now();
   const unsure = <T>(p: Promise<T>) => p.catch((e) => { ctx.unsure = true; throw e; });
   const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
-  const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null);
+  const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried);
   const synced = await unsure(syncIn(slot, listed, sync, deps.owner));
   const cwdMade = await ensureCwd(slot, cwd, deps.owner);
   const syncInMs = Date.now() - t0;

@@ -15,6 +15,9 @@ import type { RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveChannel } from "../../lib/sync/live-client.js";
 import type { LiveEnded, LiveEndReason, LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
 import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
+import type { ManifestQuery } from "../../lib/sync/manifest.js";
+import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
+import { viewQuery, type CarriedManifest } from "../../lib/sync/view.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
 import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
@@ -38,6 +41,17 @@ export interface LiveOptions {
   /** The handler shutting down: the sandbox ends ("max_life": the session's next call starts a new one). */
   signal?: AbortSignal;
   retry?: RetryPolicy;
+}
+
+/** The manifest answer a command came with, for the view query its poll sent; undefined when none came or it is not one the runner can use (it then asks). */
+function carriedOf(view: { query: ManifestQuery; version: number }, body: unknown): CarriedManifest | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const answer = manifestAnswerOf(body);
+    return answer ? { ...view, answer } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The sandbox's end: how it ended, and its last status. */
@@ -111,8 +125,10 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
       const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill()) : null;
       let next: LiveNext<RunRequest> | null;
+      // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own).
+      const view = await viewQuery(slot.view, slot.modes?.etag ?? null);
       try {
-        next = await channel.next(await status(), stop);
+        next = await channel.next({ ...(await status()), manifest: view.query }, stop);
       } catch (e) {
         if (e instanceof ChannelLost) { reason = "crashed"; break; }
         if (!stop.aborted) throw e;
@@ -132,7 +148,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       ctx.commandDone = () => void (statusRead = status());
       try {
         const cmdSync = opts.syncOf(request);
-        const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background);
+        const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background, carriedOf(view, next.command.manifest));
         first = false;
         response = { ok: true, result: outcome.result };
         end = outcome.end;

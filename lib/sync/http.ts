@@ -24,7 +24,8 @@ import { normalizeFilePath } from "../layout/paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
-import { layerStateOf, type ConditionalSync, type LayerState, type ManifestAnswer } from "./manifest.js";
+import type { ConditionalSync } from "./manifest.js";
+import { manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
@@ -130,12 +131,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
         return null;
       }
       if (!res.ok) await fail(res, "manifest");
-      const body = (await res.json()) as { v?: number; paged?: boolean; count: number; buckets: number; same: number[]; files: [string, string, number][]; modes?: ExecModes | "same"; layer?: LayerState };
-      if (body.v !== 2 || body.paged) return null;
-      if (!Array.isArray(body.files) || !Array.isArray(body.same)) throw new ToolError("INTERNAL", "Workspace sync failed (manifest): malformed answer.");
-      const files: SyncEntry[] = body.files.map(([path, etag, size]) => ({ path, etag, size }));
-      const layer = body.layer === undefined ? null : layerStateOf(body.layer); // a malformed one is only a lost shortcut
-      return { count: body.count, buckets: body.buckets, same: body.same, files, ...(body.modes !== undefined ? { modes: body.modes } : {}), ...(layer ? { layer } : {}) } satisfies ManifestAnswer;
+      return manifestAnswerOf(await res.json());
     },
     async manifest() {
       const out: SyncEntry[] = [];

@@ -1,7 +1,7 @@
 /**
  * The live runner's side of the live channel (lib/sync/live-types.ts): LiveChannel, and its one
  * implementation over HTTP with the live runner's sync token (Bearer), as the sync client speaks:
- *   POST {url}/v1/sync/live/next    LiveStatus      → 200 LiveNext   (long poll)
+ *   POST {url}/v1/sync/live/next    LivePoll        → 200 LiveNext   (long poll)
  *   POST {url}/v1/sync/live/result  LiveResultPost  → 204
  *   POST {url}/v1/sync/live/ended   LiveEnded       → 204
  * Not retried here: the runner decides (infra/container/live-channel.ts). fetch-based: bundles
@@ -9,12 +9,15 @@
  */
 import { ToolError } from "../shared/errors.js";
 import type { SyncAccess } from "./types.js";
-import type { LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "./live-types.js";
+import type { LiveEnded, LiveNext, LivePoll, LiveResultPost } from "./live-types.js";
 
 /** Where a live sandbox takes its commands from and answers them. */
 export interface LiveChannel<Req = unknown, Res = unknown> {
-  /** The next command, `{wait: true}` (poll again) or `{end}`; `signal` aborts the poll (the runner's own idle or life deadline). */
-  next(status: LiveStatus, signal?: AbortSignal): Promise<LiveNext<Req>>;
+  /**
+   * The next command, `{wait: true}` (poll again) or `{end}`; `signal` aborts the poll (the runner's
+   * own idle or life deadline). `poll`: the status, and the manifest query whose answer a command may carry.
+   */
+  next(poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<Req>>;
   result(post: LiveResultPost<Res>): Promise<void>;
   ended(ended: LiveEnded): Promise<void>;
 }
@@ -56,8 +59,8 @@ export function httpLiveChannel<Req = unknown, Res = unknown>(opts: HttpLiveOpti
   }
 
   return {
-    async next(status, signal) {
-      const res = await post("next", status, signal);
+    async next(poll, signal) {
+      const res = await post("next", poll, signal);
       const body = (await res.json().catch(() => null)) as unknown;
       if (!isNext(body)) throw new ToolError("INTERNAL", "The live channel (next) answered something that is not a LiveNext.", { route: "next" });
       return body as LiveNext<Req>;

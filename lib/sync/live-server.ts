@@ -6,15 +6,20 @@
  *   POST /v1/sync/live/ended   LiveEnded      → 204
  * Only a token with a live claim (`l`) reaches them, and only for the tenant, workspace, session and
  * generation its claims name: the body's generation must be the token's. The session's coordinator
- * (SyncServerDeps.live) answers. fetch-based: bundles for Workers and runs in Node.
+ * (SyncServerDeps.live) answers. A poll may carry the runner's conditional manifest query
+ * (LivePoll.manifest): when it receives a command, the answer to that query, made after the command
+ * was handed over, rides with it (LiveCommand.manifest), and the command needs no manifest request of
+ * its own. fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
 import type { LiveEnded, LiveHub, LiveResultPost, LiveSessionRef, LiveStatus } from "./live-types.js";
+import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
+import { manifestAnswerBody } from "./manifest-wire.js";
 import { bodyText, parseJson } from "./runs.js";
 import type { SyncClaims } from "./token.js";
 
-/** A poll's status is small; a result carries a RunResult (output cut to its bound, file lists). */
-const MAX_STATUS_BYTES = 256 * 1024;
+/** A poll's status is small, its manifest query one digest per bucket (lib/sync/manifest.ts); a result carries a RunResult (output cut to its bound, file lists). */
+const MAX_POLL_BYTES = 768 * 1024;
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -37,23 +42,36 @@ function checkWritten(v: unknown): LiveEnded["written"] {
   return { changed: v.changed, deleted: v.deleted, conflicts: v.conflicts };
 }
 
+/**
+ * The conditional manifest of the token's workspace for a query, answered now as
+ * POST /v1/sync/manifest would (lib/sync/server.ts); null when it cannot be given here.
+ */
+export type ManifestNow = (query: ManifestQuery) => Promise<ManifestAnswer | null>;
+
 /** Serves /v1/sync/live/* for a verified token (see the module comment). */
-export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined): Promise<Response> {
+export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, manifestNow?: ManifestNow): Promise<Response> {
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
   if (!hub) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on ${url.pathname} (POST).`);
   const ref: LiveSessionRef = { tenant: claims.t, workspace: claims.w, session: claims.l.s, generation: claims.l.g };
   const route = url.pathname.slice("/v1/sync/live/".length);
-  const max = route === "next" ? MAX_STATUS_BYTES : MAX_RESULT_BYTES;
+  const max = route === "next" ? MAX_POLL_BYTES : MAX_RESULT_BYTES;
   const body = parseJson(await bodyText(req, max), `live ${route} body`);
   const own = (generation: unknown) => {
     if (generation !== ref.generation) throw new ToolError("PERMISSION_DENIED", "The body's generation is not the one this live token was issued for.");
   };
   switch (route) {
     case "next": {
-      const status = checkStatus(body);
+      const { manifest, ...rest } = isObject(body) ? body : {};
+      const status = checkStatus(rest);
       own(status.generation);
-      return json(await hub.next(ref, status, req.signal));
+      const query = manifest === undefined ? null : parseManifestQuery(manifest);
+      const next = await hub.next(ref, status, req.signal);
+      if (!("command" in next) || !query || !manifestNow) return json(next);
+      // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
+      // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
+      const answer = await manifestNow(query).catch(() => null);
+      return json(answer ? { command: { ...next.command, manifest: manifestAnswerBody(answer) } } : next);
     }
     case "result": {
       if (!isObject(body) || typeof body.seq !== "number" || !isObject(body.response)) throw new ToolError("INVALID_ARGUMENT", "A live result needs generation, seq, response and status (LiveResultPost).");

@@ -9,15 +9,21 @@
  * Routes (runner → API), authenticated by the live runner's sync token (its claims carry `l`, the
  * generation below; a token without `l` is refused on them, and a live token reaches only its own
  * session):
- *   POST /v1/sync/live/next    body LiveStatus       → LiveNext   (long poll, at most LIVE_POLL_MS)
+ *   POST /v1/sync/live/next    body LivePoll         → LiveNext   (long poll, at most LIVE_POLL_MS)
  *   POST /v1/sync/live/result  body LiveResultPost   → 204        (the answer of one command)
  *   POST /v1/sync/live/ended   body LiveEnded        → 204        (the sandbox is gone; its last word)
  * A command's own sync operations (manifest, fetch, write-back, run record) use the command's own
  * token (LiveCommand.request.sync), minted per call as for a fresh run (undo journal claims included).
+ * The conditional manifest usually needs no request of its own: the poll carries the runner's query
+ * (LivePoll.manifest) and the command comes with its answer (LiveCommand.manifest), listed after the
+ * command was handed over. The runner asks itself (POST /v1/sync/manifest) when none came, or when its
+ * view changed since the query (a write-back of background changes before the command).
  *
  * Payloads are plain JSON; this layer does not look inside a command's request or result (they are
  * lib/exec's RunRequest and RunResult), hence the type parameters. Bundles for Workers.
  */
+import type { ManifestQuery } from "./manifest.js";
+import type { ManifestAnswerBody } from "./manifest-wire.js";
 
 /** Longest a `next` poll is held open before it answers `{wait: true}` (the runner polls again). */
 export const LIVE_POLL_MS = 20_000;
@@ -58,11 +64,22 @@ export interface LiveStatus {
   rss_bytes?: number;
 }
 
+/** A poll: the runner's status, and the conditional manifest query of its view as it stands (lib/sync/manifest.ts). */
+export interface LivePoll extends LiveStatus {
+  manifest?: ManifestQuery;
+}
+
 /** One command for the live sandbox: the call's RunRequest (command, cwd, timeout, env, stdin, shell, its own sync token). */
 export interface LiveCommand<Req = unknown> {
   /** Per generation, from 1: a result names the command it answers. */
   seq: number;
   request: Req;
+  /**
+   * The answer to the poll's manifest query (LivePoll.manifest), in the form POST /v1/sync/manifest
+   * answers (lib/sync/manifest-wire.ts), listed after the command was handed over. Absent: the poll
+   * sent none, or the API could not answer it here; the runner asks itself.
+   */
+  manifest?: ManifestAnswerBody;
 }
 
 /** The answer to a poll. */

@@ -15,11 +15,12 @@ import { fetchBatch, parseFetchRequest } from "./fetch.js";
 import { handleWriteBatch } from "./put-server.js";
 import { handleStaging } from "./stage-server.js";
 import { bodyText, handleSyncRun, parseJson } from "./runs.js";
-import { answerManifest, parseManifestQuery } from "./manifest.js";
-import { verifySyncToken } from "./token.js";
+import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
+import { manifestAnswerBody } from "./manifest-wire.js";
+import { verifySyncToken, type SyncClaims } from "./token.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { ManifestCache } from "../layers/manifest.js";
-import { openFiles, readMeta } from "../layers/open.js";
+import { openFiles, readMeta, type LayerDeps, type LowerLayer, type MetaRecord } from "../layers/open.js";
 import { autoSeal } from "../layers/auto-seal.js";
 import { Whiteouts } from "../layers/whiteout.js";
 import type { SyncServerDeps } from "./server-deps.js";
@@ -73,13 +74,14 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside
     // the files: no workspace record or lower layer is needed to reach it (two reads fewer per run).
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, deps.onRunEnded);
-    // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace read.
-    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live);
+    // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace
+    // read, but for the conditional manifest a poll that receives a command carries back.
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, (q) => workspaceManifest(deps, claims, prefix, q));
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start
     // beside the workspace record's: one round trip per run instead of two (manifestReads).
-    const manifest = url.pathname === "/v1/sync/manifest" && req.method === "POST" ? await manifestReads(req, deps.driver, prefix, claims) : null;
+    const manifest = url.pathname === "/v1/sync/manifest" && req.method === "POST" ? manifestReads(parseManifestQuery(parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query")), deps.driver, prefix, claims) : null;
     // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
     // (the files would come back in a workspace made again with the same id, and nothing collects them).
     const rec = await readMeta(deps.driver, claims.t, claims.w);
@@ -97,17 +99,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
-    if (manifest) {
-      // Conditional manifest, one request (lib/sync/manifest.ts): one listing of the files prefix
-      // (the upper layer); "all the same" when the runner's layer state is current, else only buckets
-      // that differ from the runner's digests are sent, entries as [path, etag, size].
-      // A large upper layer (raw uploads) is sealed into packs first (lib/layers/auto-seal.ts).
-      const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
-      const src = { storage: deps.driver, prefix, layer: files.layer, whiteouts: Whiteouts.of(deps.driver, rec.meta), modes: manifest.modes, firstPage: manifest.firstPage, ...(seal ? { seal } : {}) };
-      const a = await answerManifest(src, manifest.query);
-      if (!a) return json({ v: 2, paged: true });
-      return json({ v: 2, count: a.count, buckets: a.buckets, same: a.same, files: a.files.map((e) => [e.path, e.etag, e.size]), ...(a.modes !== undefined ? { modes: a.modes } : {}), ...(a.layer ? { layer: a.layer } : {}) });
-    }
+    if (manifest) return json(manifestAnswerBody(await answerWorkspaceManifest(deps, layerDeps, claims, prefix, manifest, rec, files)));
 
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));
@@ -153,23 +145,48 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
 }
 
 /**
- * The conditional manifest's query, and its reads started now, beside the workspace record's read:
- * the first page of the raw listing of the files prefix (the upper layer) and, when the query asks,
- * the execute bits (their key is outside the files: raw storage reads it as the merged view would).
- * Started from the token's tenant and workspace only. Safe against a concurrent seal: the listing
- * then predates the record, and a seal keeps every sealed file's etag in the new lower layer, so
- * upper objects listed before a switch hold the same bytes as their lower entries after it (as
+ * The conditional manifest's reads started now, beside the workspace record's read: the first page
+ * of the raw listing of the files prefix (the upper layer) and, when the query asks, the execute
+ * bits (their key is outside the files: raw storage reads it as the merged view would). Started
+ * from the token's tenant and workspace only. Safe against a concurrent seal: the listing then
+ * predates the record, and a seal keeps every sealed file's etag in the new lower layer, so upper
+ * objects listed before a switch hold the same bytes as their lower entries after it (as
  * layered-driver.ts's stillLower relies on). A failure surfaces where each is awaited; when the
  * record turns out missing, nothing read here is answered.
  */
-async function manifestReads(req: Request, storage: StorageDriver, prefix: string, claims: { t: string; w: string }) {
-  const query = parseManifestQuery(parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query"));
+type ManifestReads = ReturnType<typeof manifestReads>;
+function manifestReads(query: ManifestQuery, storage: StorageDriver, prefix: string, claims: { t: string; w: string }) {
   const firstPage = storage.list({ prefix });
   firstPage.catch(() => {});
   // answerManifest asks for the bits exactly when the query does: read them now in that case.
   let bits = query.modes !== undefined ? readModes(storage, claims.t, claims.w) : undefined;
   bits?.catch(() => {});
   return { query, firstPage, modes: () => (bits ??= readModes(storage, claims.t, claims.w)) };
+}
+
+/**
+ * Conditional manifest, one request (lib/sync/manifest.ts): one listing of the files prefix (the
+ * upper layer); "all the same" when the runner's layer state is current, else only buckets that
+ * differ from the runner's digests are sent. A large upper layer (raw uploads) is sealed into packs
+ * first (lib/layers/auto-seal.ts). null: past the answer's bound (the runner pages).
+ */
+function answerWorkspaceManifest(deps: SyncServerDeps, layerDeps: LayerDeps, claims: SyncClaims, prefix: string, reads: ManifestReads, rec: MetaRecord, files: { layer: LowerLayer | null }): Promise<ManifestAnswer | null> {
+  const seal = deps.autoSeal !== false ? (listed: readonly ObjectInfo[]) => autoSeal(layerDeps, claims.t, claims.w, rec, files.layer, listed, deps.background) : undefined;
+  const src = { storage: deps.driver, prefix, layer: files.layer, whiteouts: Whiteouts.of(deps.driver, rec.meta), modes: reads.modes, firstPage: reads.firstPage, ...(seal ? { seal } : {}) };
+  return answerManifest(src, reads.query);
+}
+
+/**
+ * The conditional manifest for `query` as POST /v1/sync/manifest would answer it now (the answer a
+ * live poll carries back with its command: lib/sync/live-server.ts). null when it cannot be given
+ * here (the workspace is gone, the answer too large): the runner then asks itself, and hears why.
+ */
+async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery): Promise<ManifestAnswer | null> {
+  const reads = manifestReads(query, deps.driver, prefix, claims);
+  const rec = await readMeta(deps.driver, claims.t, claims.w);
+  if (!rec) return null;
+  const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
+  return answerWorkspaceManifest(deps, layerDeps, claims, prefix, reads, rec, await openFiles(layerDeps, claims.t, claims.w, rec.meta));
 }
 
 /** GET, PUT (conditional) and DELETE (If-Match) of one file. */

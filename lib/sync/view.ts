@@ -19,6 +19,8 @@ export class ManifestView {
   private digests: (string | null)[] = [null];
   /** The listing this view equals, as the last applied answer named it; null once changed since (or never named). */
   private layer: LayerState | null = null;
+  /** Counts the changes of the view: an answer made for a query is applied only to the view the query was made of. */
+  private changes = 0;
 
   constructor(entries: Iterable<SyncEntry> = []) {
     this.reset(entries);
@@ -26,6 +28,10 @@ export class ManifestView {
 
   get size(): number {
     return this.map.size;
+  }
+  /** Changes with every change of the view (entries, bucket layout, layer state). */
+  get version(): number {
+    return this.changes;
   }
   get(path: string): SyncEntry | undefined {
     return this.map.get(path);
@@ -35,6 +41,7 @@ export class ManifestView {
   }
 
   set(e: SyncEntry): void {
+    this.changes++;
     this.layer = null;
     this.map.set(e.path, e);
     const i = bucketOf(e.path, this.buckets);
@@ -43,6 +50,7 @@ export class ManifestView {
   }
 
   delete(path: string): void {
+    this.changes++;
     this.layer = null;
     if (!this.map.delete(path)) return;
     const i = bucketOf(path, this.buckets);
@@ -52,6 +60,7 @@ export class ManifestView {
 
   /** Replaces everything (a plain manifest). */
   reset(entries: Iterable<SyncEntry>): void {
+    this.changes++;
     this.layer = null;
     this.map.clear();
     for (const e of entries) this.map.set(e.path, e);
@@ -59,6 +68,7 @@ export class ManifestView {
   }
 
   private rebucket(buckets: number): void {
+    this.changes++;
     this.buckets = buckets;
     this.groups = Array.from({ length: buckets }, () => new Map());
     this.digests = new Array<string | null>(buckets).fill(null);
@@ -96,6 +106,7 @@ export class ManifestView {
     let kept = 0;
     for (const i of same) kept += this.groups[i]!.size;
     if (kept + fresh.size !== a.count) throw bad("count");
+    this.changes++;
     if (same.size === q.buckets) {
       this.layer = a.layer ?? null;
       return [];
@@ -134,6 +145,25 @@ export interface ManifestResult {
   received: number;
   /** The execute bits ("same": `knownModes` is current; null: the other end keeps none). */
   modes: ExecModes | "same" | null;
+  /** The answer came with the command (CarriedManifest): no manifest request was made. */
+  carried?: true;
+}
+
+/**
+ * A conditional manifest answered ahead of the command that needs it (lib/sync/live-types.ts,
+ * LiveCommand.manifest): the query the runner sent (with its poll), the version of the view it was
+ * made of, and the API's answer to it.
+ */
+export interface CarriedManifest {
+  query: ManifestQuery;
+  version: number;
+  answer: ManifestAnswer;
+}
+
+/** The query of `view` as it stands, with the execute bits' etag: what a poll carries (lib/sync/live-types.ts LivePoll). */
+export async function viewQuery(view: ManifestView, knownModes: string | null): Promise<{ query: ManifestQuery; version: number }> {
+  const query = { ...(await view.query()), modes: knownModes };
+  return { query, version: view.version };
 }
 
 /**
@@ -141,18 +171,30 @@ export interface ManifestResult {
  * buckets that differ from the view cross the wire), from the plain manifest otherwise.
  * Exact either way: every entry is storage's, either sent or vouched for by a SHA-256 digest.
  * With the conditional manifest come the execute bits; the plain one has none (modes: null).
+ * `carried`: an answer that came with the command, used (no request) when the view is still the
+ * one its query was made of, with the same execute bits; any other: the request, as without one.
  */
-export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null): Promise<ManifestResult> {
+export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null, carried?: CarriedManifest): Promise<ManifestResult> {
   const plain = async (): Promise<ManifestResult> => {
     const entries = await sync.manifest();
     const unchanged = entries.length === view.size && entries.every((e) => view.get(e.path)?.etag === e.etag);
     if (!unchanged) view.reset(entries);
     return { unchanged, received: entries.length, modes: null };
   };
+  const result = (q: ManifestQuery, a: ManifestAnswer, how: { carried?: true }): ManifestResult => {
+    const changed = view.apply(q, a);
+    return { unchanged: changed.length === 0, ...(changed.length ? { changed } : {}), received: a.files.length, modes: a.modes ?? null, ...how };
+  };
+  if (carried && carried.version === view.version && carried.query.modes === knownModes) {
+    try {
+      return result(carried.query, carried.answer, { carried: true });
+    } catch {
+      // An answer the view cannot take (apply checks before it changes anything): asked below.
+    }
+  }
   if (!hasManifestSince(sync)) return plain();
   const q = { ...(await view.query()), modes: knownModes };
   const a = await sync.manifestSince(q);
   if (!a) return plain();
-  const changed = view.apply(q, a);
-  return { unchanged: changed.length === 0, ...(changed.length ? { changed } : {}), received: a.files.length, modes: a.modes ?? null };
+  return result(q, a, {});
 }

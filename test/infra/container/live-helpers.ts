@@ -1,7 +1,9 @@
 /** Live-session tests: an in-process LiveChannel (a queue) and waits on conditions. */
 import { readdirSync, readFileSync } from "node:fs";
 import type { LiveChannel } from "../../../lib/sync/live-client.js";
-import type { LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../../lib/sync/live-types.js";
+import type { LiveEnded, LiveNext, LivePoll, LiveResultPost, LiveStatus } from "../../../lib/sync/live-types.js";
+import type { ManifestAnswer, ManifestQuery } from "../../../lib/sync/manifest.js";
+import { manifestAnswerBody } from "../../../lib/sync/manifest-wire.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
 
 /** Resolves once `cond` holds (checked every 20 ms), or fails after `ms`. */
@@ -27,8 +29,16 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
 
   /** Set: every poll fails (the API unreachable). */
   failing = false;
+  /**
+   * Set: a command handed to a poll that carried a manifest query comes with the answer to it, made
+   * after the command was taken from the queue (as lib/sync/live-server.ts does); null: none.
+   */
+  carry: ((q: ManifestQuery) => Promise<ManifestAnswer | null>) | null = null;
+  /** Commands handed over with a manifest answer. */
+  carried = 0;
 
-  async next(status: LiveStatus, signal?: AbortSignal): Promise<LiveNext<RunRequest>> {
+  async next(poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<RunRequest>> {
+    const { manifest, ...status } = poll;
     this.statuses.push(status);
     this.polls++;
     if (this.failing) throw new Error("connect ECONNREFUSED");
@@ -39,7 +49,11 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
         signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
     }
-    return this.queue.shift()!;
+    const n = this.queue.shift()!;
+    const answer = "command" in n && manifest && this.carry ? await this.carry(manifest) : null;
+    if (!answer || !("command" in n)) return n;
+    this.carried++;
+    return { command: { ...n.command, manifest: manifestAnswerBody(answer) } };
   }
   async result(p: LiveResultPost<RunResult>): Promise<void> {
     this.waiting.get(p.seq)?.(p);

@@ -7,6 +7,7 @@
  *  - Sync out: a command after which the change journal heard nothing makes no walk
  *    (RunResult.sync.walk_dirs.walked: false); whatever a command changes after such a one is
  *    still written back, every kind of change alike.
+ * Commands come with their manifest answer, as the API hands them over (live-carried-manifest.node.test.ts).
  */
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -47,6 +48,7 @@ const inTree = (path: string) => readdirSync(join(t.root, "ws")).some((d) => exi
 beforeAll(async () => {
   for (const p of FILES) await t.write(p, `${p} v0\n`);
   channel = new QueueChannel();
+  channel.carry = (q) => t.sync.manifestSince(q); // as the API does: each command comes with its manifest answer
   channels.set("d1", channel);
   const event = t.req("", { live: { generation: "d1", idle_ms: 120_000, max_life_ms: 300_000 } });
   ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
@@ -71,6 +73,7 @@ describe("sync in: only the entries a tool changed", () => {
     const r = await cmd(`cat ${edited.join(" ")} e/new.txt; test ! -e d/f9.txt`);
     expect(r.sync.reconciled).toEqual({ entries: 12, whole: false });
     expect(r.sync.downloaded_files).toBe(11);
+    expect(channel.carried).toBeGreaterThanOrEqual(3); // every command so far came with its answer
     expect(r.stdout).toBe([...edited.map((p) => `${p} v1\n`), "new\n"].join(""));
     expect(r.files_changed).toEqual([]);
     // Nothing changed since: no reconcile at all.

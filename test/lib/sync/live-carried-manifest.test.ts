@@ -1,0 +1,86 @@
+/**
+ * A live poll that receives a command carries back the answer to the manifest query it sent
+ * (lib/sync/live-server.ts; LivePoll.manifest → LiveCommand.manifest): the same answer
+ * POST /v1/sync/manifest gives for that query, read after the coordinator handed the command over,
+ * in one round trip (the workspace record beside the upper listing and the execute bits). A poll
+ * that gets no command reads nothing. On the real local R2 (test/support/counting-stores.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { handleSync } from "../../../lib/sync/server.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
+import { ManifestCache } from "../../../lib/layers/manifest.js";
+import type { LiveHub, LiveNext, LiveStatus } from "../../../lib/sync/live-types.js";
+import { countingStores, roundTrips, sorted } from "../../support/counting-stores.js";
+import { newTenant, testApp, upload } from "../../helpers.js";
+
+const SECRET = "live-carried-manifest-secret";
+
+async function setup(answer: LiveNext) {
+  const stores = countingStores();
+  const app = testApp({ storage: stores.storage, kv: stores.kv });
+  const t = await newTenant(app);
+  for (const p of ["a.ts", "src/b.ts"]) await upload(t, p, `// ${p}\n`);
+  const manifests = new ManifestCache();
+  const statuses: unknown[] = [];
+  let pollReads = -1;
+  const hub: LiveHub = {
+    next: async (_ref, status) => {
+      statuses.push(status);
+      pollReads = stores.log.length;
+      return answer;
+    },
+    result: async () => {},
+    ended: async () => {},
+  };
+  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub };
+  const liveToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "live1", l: { s: "s1", g: "g1" } }, 60);
+  const runToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "run1" }, 60);
+  const post = async (route: string, token: string, body: unknown) => {
+    const res = await handleSync(new Request(`https://api.example/v1/sync/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }), deps);
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  /** One poll: its answer, and the storage round trips made after the coordinator answered it. */
+  const poll = async (body: unknown) => {
+    const r = await post("live/next", liveToken, body);
+    return { ...r, trips: pollReads < 0 ? [] : roundTrips(stores, pollReads, stores.log.length) };
+  };
+  return { t, stores, statuses, poll, post, runToken };
+}
+
+const status: LiveStatus = { generation: "g1", started_at: 1, last_used_at: 1, processes: [], ports: [], wall_ms: 5 };
+const command: LiveNext = { command: { seq: 1, request: { command: "true" } } };
+
+describe("POST /v1/sync/live/next: the manifest answer comes with the command", { timeout: 60_000 }, () => {
+  it("the answer POST /v1/sync/manifest gives for the poll's query, read in one round trip after the command was handed over", async () => {
+    const { poll, post, runToken, statuses } = await setup(command);
+    const query = { buckets: 1, modes: null };
+    const r = await poll({ ...status, manifest: query });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.command.seq).toBe(1);
+    expect(r.body.command.request).toEqual({ command: "true" });
+    expect(r.body.command.manifest.files.map((f: string[]) => f[0]).sort()).toEqual(["a.ts", "src/b.ts"]);
+    expect(r.trips).toEqual([sorted(["r2.get meta.json", "r2.list file", "r2.get internal:modes.json"])]);
+    const asked = await post("manifest", runToken, query);
+    expect(r.body.command.manifest).toEqual(asked.body);
+    // The coordinator keeps the status, not the query.
+    expect(statuses).toEqual([status]);
+    // A query of the view that answer made: "all the same" from the upper listing alone.
+    const again = await poll({ ...status, manifest: { buckets: 1, modes: asked.body.modes.etag, layer: asked.body.layer, digests: ["x"] } });
+    expect(again.body.command.manifest, JSON.stringify([asked.body, again.body])).toMatchObject({ v: 2, same: [0], files: [], layer: asked.body.layer });
+  });
+
+  it("a poll without a query gets the command alone; a bad query is refused before the coordinator is asked", async () => {
+    const { poll, statuses } = await setup(command);
+    expect((await poll(status)).body).toEqual(command);
+    const bad = await poll({ ...status, manifest: { buckets: 0 } });
+    expect(bad.status).toBe(400);
+    expect(statuses).toHaveLength(1);
+  });
+
+  it("a poll that gets no command reads nothing", async () => {
+    const { poll } = await setup({ wait: true });
+    const r = await poll({ ...status, manifest: { buckets: 1, modes: null } });
+    expect(r.body).toEqual({ wait: true });
+    expect(r.trips).toEqual([]);
+  });
+});
