@@ -7,7 +7,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "../http.js";
 import { parseJsonBody } from "../http.js";
 import type { AppDeps } from "../deps.js";
-import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../../workspace/registry.js";
+import { createWorkspaceRecord, deleteWorkspace, getWorkspace, listWorkspaces, publicMeta } from "../../workspace/registry.js";
+import { knownWorkspaceKey } from "./known-workspace.js";
 import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -75,7 +76,10 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
           throw e;
         }
       }
-      return c.json(await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
+      const made = await createWorkspaceRecord(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) });
+      // This isolate wrote the record: it knows it as stored (a first bash here needs no GET of it: known-workspace.ts).
+      deps.knownWorkspaces?.set(knownWorkspaceKey(tenant, made.meta.id), made);
+      return c.json(publicMeta(made.meta), 201);
   }
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {
