@@ -62,14 +62,14 @@ async function setup() {
     await settle();
     return { made, ran, storage: sorted(stores.log), limits: sorted(limitCalls), requests: [...clientRequests, ...runner.requests], usage: [...usage] };
   };
-  return { createAndRun, request, runner, stores, settle, tenant };
+  return { createAndRun, request, runner, stores, settle, tenant, app };
 }
 
 /** The operations with the tenant's name and the time in keys put as <tenant> and <time>. */
 const named = (ops: string[], tenant: string) => sorted(ops.map((o) => o.replaceAll(tenant, "<tenant>").replace(/\/audit\/\d{8}T\d+Z.*$/, "/audit/<time>")));
 
 describe("time to interactive: create + first bash on the Workers app", () => {
-  it("costs 11 storage operations (5 PUT, 3 GET, 2 LIST, 1 DELETE), 5 requests into the app and 4 LIMITS round trips", async () => {
+  it("costs 10 storage operations (5 PUT, 3 GET, 1 LIST, 1 DELETE), 5 requests into the app and 4 LIMITS round trips", async () => {
     const { createAndRun, tenant } = await setup();
     await createAndRun("warm-up"); // the isolate's first: the key, the call pool, the tenant's settings
     const r = await createAndRun("w1");
@@ -78,8 +78,8 @@ describe("time to interactive: create + first bash on the Workers app", () => {
     expect(r.ran.body.output).toBe("v20.0.0\n");
     expect(named(r.storage, tenant)).toEqual(
       sorted([
-        // create: the workspaces quota's count, the record (create-only), the tenant's audit entry (after the answer)
-        "r2.list other:t/<tenant>/w/",
+        // create: the record (create-only), the tenant's audit entry (after the answer); the workspaces quota's count is the
+        // LIMITS object's (the warm-up's listing, alone, and the creates since): no listing
         "r2.put meta.json",
         "r2.put other:t/<tenant>/audit/<time>",
         // bash: the session's saved shell (none); the record is the one this isolate just wrote (no GET)
@@ -125,5 +125,25 @@ describe("time to interactive: create + first bash on the Workers app", () => {
     expect(retried.ran.body.output).toBe("v20.0.0\n");
     expect(runner.ran - ranBefore).toBe(1);
     expect(retried.requests.filter((q) => q === "POST /v1/sync/run/claim")).toHaveLength(2);
+  }, 120_000);
+
+  it("the workspaces quota holds on the LIMITS object's count: creates up to the limit pass without a listing, the next is refused; a delete makes the next create list again", async () => {
+    const { request, stores, tenant, settle, app } = await setup();
+    expect((await admin(app, `/v1/admin/tenants/${tenant}/limits`, { workspaces: 3 }, "PUT")).status).toBe(200);
+    const lists = () => stores.log.filter((o) => o === `r2.list other:t/${tenant}/w/`).length;
+    expect((await request("POST", "/v1/workspaces", { id: "a" })).status).toBe(201);
+    expect(lists()).toBe(1); // the first create lists (alone): the object keeps 1
+    expect((await request("POST", "/v1/workspaces", { id: "b" })).status).toBe(201);
+    expect((await request("POST", "/v1/workspaces", { id: "c" })).status).toBe(201);
+    const over = await request("POST", "/v1/workspaces", { id: "d" });
+    expect(over.status).toBe(413);
+    expect(over.body.error.code).toBe("QUOTA_EXCEEDED");
+    expect(lists()).toBe(1);
+    // A delete: the count is forgotten; the next create lists, finds 2, and passes.
+    expect((await request("DELETE", "/v1/workspaces/c", undefined)).status).toBe(200);
+    await settle();
+    expect((await request("POST", "/v1/workspaces", { id: "d" })).status).toBe(201);
+    expect(lists()).toBe(2);
+    expect((await request("POST", "/v1/workspaces", { id: "e" })).body.error.code).toBe("QUOTA_EXCEEDED");
   }, 120_000);
 });
