@@ -101,6 +101,6 @@ export default defineTool({
 
     // Streamed when the caller listens for progress.
     const r = await runForCall(ctx, executor, req);
-    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request));
+    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request, { skipFresh: true }));
   },
 });
