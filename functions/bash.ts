@@ -38,6 +38,7 @@ export default defineTool({
   category: "execute",
   permission: "execute",
   startReads: commandReads(true), // its guard rails and git identity, beside the approval gate's reads
+  onKnownRecord: "command", // the runner reads the workspace record itself: a record this isolate knows is enough here
   summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output; keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls.",
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
@@ -100,6 +101,6 @@ export default defineTool({
 
     // Streamed when the caller listens for progress.
     const r = await runForCall(ctx, executor, req);
-    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request));
+    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request, { skipFresh: true }));
   },
 });

@@ -181,10 +181,13 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
    * How a call may run on a plain workspace record this isolate knows, without reading it
    * (lib/api/routes/known-workspace.ts): "read": its first read is its `opens` file, found in the upper
    * layer (read); "change": besides, its one write is If-Match the version it read, which may come
-   * from the isolate's versions (lib/workspace/version-cache.ts; write, edit, multi_edit, insert).
+   * from the isolate's versions (lib/workspace/version-cache.ts; write, edit, multi_edit, insert);
+   * "command": the tool reads no file through the API, and what it needs of the record is the
+   * workspace's existence and tool list (bash: the runner reads the record itself, the layer pointer
+   * included, before the command; a workspace deleted meanwhile answers NOT_FOUND there).
    * Absent: the record is read first.
    */
-  onKnownRecord?: "read" | "change";
+  onKnownRecord?: "read" | "change" | "command";
   /**
    * Starts the reads the tool will need (the tenant's settings, memoized per call), before the
    * approval gate, so they go side by side with the gate's own reads instead of after them.

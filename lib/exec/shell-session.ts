@@ -13,7 +13,9 @@
  *
  * Storage per call: 1 GET before the run, 1 PUT after it (a live sandbox's command: the GET only
  * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
- * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one.
+ * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one. A fresh
+ * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
+ * LIST): no state means that shell.
  */
 import { shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
@@ -79,14 +81,20 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean):
  * workspace's states are pruned to their bounds then. `started` null: the command ran without
  * reading the saved state (a live shell that holds it), which exists since that sandbox's first command.
  */
-export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null): Promise<string> {
+export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null, opts: { skipFresh?: boolean } = {}): Promise<string> {
   if (!r.shell) return "";
-  if (!r.shell.unchanged) {
+  // `skipFresh` (a command in a fresh sandbox, not a live one: a live shell's later saves count on a state saved by its first):
+  // a session with no saved state whose command ended where a new shell starts (the root, nothing kept) has nothing to save,
+  // no state reads as that very shell. So a workspace's first commands (`node -v`) write and list nothing here.
+  if (!r.shell.unchanged && !(opts.skipFresh && started && !started.state && isFreshShell(r.shell.state))) {
     await ctx.deps.storage.put(keyOf(ctx), JSON.stringify(r.shell.state), { contentType: "application/json" });
     if (started && !started.state) await pruneShells(ctx);
   }
   return r.shell.notes.map((n) => `\n${n}`).join("");
 }
+
+/** The state a session without a saved one starts in: the workspace root, no variables, no functions. */
+const isFreshShell = (s: ShellState): boolean => s.cwd === "" && (s.env === undefined || Object.keys(s.env).length === 0) && !s.functions;
 
 /** Deletes the workspace's saved shells beyond KEEP_SHELL_STATES (the least recently saved first) and those older than SHELL_STATE_DAYS; never this session's. */
 async function pruneShells(ctx: Ctx): Promise<void> {

@@ -17,7 +17,7 @@ import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
 import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
-import { TenantUsage, type ChargeOptions, type HeldAllowance, type StorageUsage, type TaskLease } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type HeldAllowance, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
 
 type Op =
   | { op: "get" }
@@ -31,7 +31,7 @@ type Op =
   | { op: "chargeStorage"; caller: Caller; ws: string; delta: StorageUsage; opts?: ChargeOptions }
   | { op: "setStorage"; ws: string; usage: StorageUsage | null }
   | { op: "reserveWorkspace"; caller: Caller; leaseMs: number }
-  | { op: "releaseWorkspace"; slot: string }
+  | { op: "releaseWorkspace"; slot: string; outcome?: SlotOutcome }
   | { op: "acquireTask"; caller: Caller; id: string; leaseMs: number }
   | { op: "releaseTasks"; ids: string[] };
 
@@ -149,7 +149,7 @@ export class LimitsObject {
       case "reserveWorkspace":
         return answer(ops.reserveWorkspace(body.caller, body.leaseMs));
       case "releaseWorkspace":
-        ops.releaseWorkspace(body.slot);
+        ops.releaseWorkspace(body.slot, body.outcome);
         return answer(null);
       case "acquireTask": {
         const d = ops.acquireTask(body.caller, body.id, body.leaseMs);
@@ -184,7 +184,7 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
     chargeStorage: (t, caller, ws, delta, opts) => call(t, { op: "chargeStorage", caller, ws, delta, ...(opts ? { opts } : {}) }),
     setStorage: (t, ws, usage) => call(t, { op: "setStorage", ws, usage }),
     reserveWorkspace: (t, caller, leaseMs) => call(t, { op: "reserveWorkspace", caller, leaseMs }),
-    releaseWorkspace: (t, slot) => call(t, { op: "releaseWorkspace", slot }),
+    releaseWorkspace: (t, slot, outcome) => call(t, { op: "releaseWorkspace", slot, ...(outcome ? { outcome } : {}) }),
     acquireTask: (t, caller, id, leaseMs) => call(t, { op: "acquireTask", caller, id, leaseMs }),
     releaseTasks: (t, ids) => call(t, { op: "releaseTasks", ids: [...ids] }),
   };

@@ -155,7 +155,7 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
     chargeStorage: (t, caller, ws, delta, chargeOpts) => apply(t, (o) => o.chargeStorage(caller, ws, delta, chargeOpts), (d) => d.ok || chargeOpts?.init !== undefined || chargeOpts?.settle !== undefined),
     setStorage: (t, ws, u) => apply(t, (o) => o.setStorage(ws, u), always),
     reserveWorkspace: (t, caller, leaseMs) => apply(t, (o) => o.reserveWorkspace(caller, leaseMs), always),
-    releaseWorkspace: (t, slot) => apply(t, (o) => o.releaseWorkspace(slot), always),
+    releaseWorkspace: (t, slot, outcome) => apply(t, (o) => o.releaseWorkspace(slot, outcome), always),
     acquireTask: (t, caller, id, leaseMs) => apply(t, (o) => o.acquireTask(caller, id, leaseMs), always),
     releaseTasks: (t, ids) => apply(t, (o) => o.releaseTasks(ids), (held) => held).then(() => undefined),
   };

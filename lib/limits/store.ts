@@ -5,7 +5,7 @@
  */
 import { effectiveLimits, type Limits } from "./fields.js";
 import { TenantLimiter, type CallDecision, type CallLease, type RunDecision } from "./limiter.js";
-import { TenantUsage, type ChargeOptions, type SlotDecision, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type SlotDecision, type SlotOutcome, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
 /** Who is calling: the key's id and its own limits (from its record). */
@@ -40,7 +40,8 @@ export interface LimitsStore {
   setStorage(tenant: string, ws: string, usage: StorageUsage | null): Promise<void>;
   /** A pending slot of the workspaces quota, held while a create counts and writes (released by releaseWorkspace, or when the lease ends). */
   reserveWorkspace(tenant: string, caller: Caller, leaseMs: number): Promise<SlotDecision>;
-  releaseWorkspace(tenant: string, slot: string): Promise<void>;
+  /** `outcome`: how the create ended (usage.ts SlotOutcome: a made workspace is added to a trusted count); absent: unknown. */
+  releaseWorkspace(tenant: string, slot: string, outcome?: SlotOutcome): Promise<void>;
   /** A place of background_tasks for task `id`, leased for leaseMs. */
   acquireTask(tenant: string, caller: Caller, id: string, leaseMs: number): Promise<TaskDecision>;
   releaseTasks(tenant: string, ids: readonly string[]): Promise<void>;
@@ -60,7 +61,7 @@ export interface TenantOps {
   chargeStorage(caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): StorageDecision;
   setStorage(ws: string, usage: StorageUsage | null): void;
   reserveWorkspace(caller: Caller, leaseMs: number): SlotDecision;
-  releaseWorkspace(slot: string): void;
+  releaseWorkspace(slot: string, outcome?: SlotOutcome): void;
   acquireTask(caller: Caller, id: string, leaseMs: number): TaskDecision;
   releaseTasks(ids: readonly string[]): boolean;
 }
@@ -87,7 +88,7 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: T
     chargeStorage: (caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions) => usage.chargeStorage(ws, delta, effectiveLimits(self.limits, caller.limits), opts),
     setStorage: (ws: string, u: StorageUsage | null) => usage.setStorage(ws, u),
     reserveWorkspace: (caller: Caller, leaseMs: number) => ({ ...usage.reserveSlot(leaseMs), limit: effectiveLimits(self.limits, caller.limits).workspaces }),
-    releaseWorkspace: (slot: string) => usage.releaseSlot(slot),
+    releaseWorkspace: (slot: string, outcome?: SlotOutcome) => usage.releaseSlot(slot, outcome),
     acquireTask: (caller: Caller, id: string, leaseMs: number) => usage.acquireTask(id, effectiveLimits(self.limits, caller.limits).background_tasks, leaseMs),
     releaseTasks: (ids: readonly string[]) => usage.releaseTasks(ids),
   };
@@ -127,7 +128,7 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
     chargeStorage: async (t, c, ws, delta, opts) => of(t).chargeStorage(c, ws, delta, opts),
     setStorage: async (t, ws, u) => of(t).setStorage(ws, u),
     reserveWorkspace: async (t, c, ms) => of(t).reserveWorkspace(c, ms),
-    releaseWorkspace: async (t, slot) => of(t).releaseWorkspace(slot),
+    releaseWorkspace: async (t, slot, outcome) => of(t).releaseWorkspace(slot, outcome),
     acquireTask: async (t, c, id, ms) => of(t).acquireTask(c, id, ms),
     releaseTasks: async (t, ids) => void of(t).releaseTasks(ids),
   };

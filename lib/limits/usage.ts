@@ -10,7 +10,9 @@
  *   others' charges (a reservation). A write that then fails, and every delete, gives back. A
  *   workspace never counted (made before counting began) is counted once by the caller (`unknown`).
  * - Workspace slots: a create holds a pending slot while it lists and writes, so two creates racing
- *   for the last slot never both pass (docs/limits-and-quotas.md: the argument).
+ *   for the last slot never both pass (docs/limits-and-quotas.md: the argument). The count a create
+ *   listed is kept (memory only) when no other create ran beside it, and the creates told since are
+ *   added: a create within WORKSPACE_COUNT_MS of it needs no listing (`known`).
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 export interface StorageUsage {
@@ -60,8 +62,19 @@ export function allowanceCap(limits: { storage_bytes: number; files_per_workspac
   return { files: Math.min(64, Math.floor(limits.files_per_workspace / 64)), bytes: bytes < 1024 ? 0 : bytes };
 }
 
+/** How long a workspace count learned from a listing is trusted (then a create lists again): what a release lost or a delete not told can skew, at most. */
+export const WORKSPACE_COUNT_MS = 60_000;
+
+/** How a create that held a slot ended: whether it made the workspace, and what its listing counted before (absent: it did not list). Absent outcome: unknown (a fork, an archive). */
+export interface SlotOutcome {
+  created: boolean;
+  listed?: number;
+}
+
 export interface SlotDecision {
   slot: string;
+  /** The tenant's workspaces, counted by an earlier create's listing and the creates since, while that count is trusted: no listing needed. */
+  known?: number;
   /** Other creates holding a slot when this one was taken. */
   pending: number;
   /** The workspaces limit that applies to the caller. */
@@ -93,6 +106,11 @@ export class TenantUsage {
   /** Room held for isolates (storage-allowance.ts), by id: counted against the quotas until settled or ended. */
   readonly allowances = new Map<string, HeldAllowance>();
   private seq = 0;
+  /** The tenant's workspaces as a lone create listed them plus the creates told since, trusted until `until` (memory only). */
+  private workspaces: { count: number; until: number } | null = null;
+  /** Per slot taken here: whether it was alone when taken, and how many slots had been taken then (memory only). */
+  private readonly slotMarks = new Map<string, { alone: boolean; taken: number }>();
+  private slotsTaken = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -170,6 +188,7 @@ export class TenantUsage {
     if (old) this.tenantBytes -= old.bytes;
     if (!u) {
       this.storage.delete(ws);
+      this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again
       return;
     }
     const clean = { files: Math.max(0, u.files), bytes: Math.max(0, u.bytes) };
@@ -182,17 +201,34 @@ export class TenantUsage {
    * how many other creates hold one now. The create passes when its count + pending stays under the
    * limit (docs/limits-and-quotas.md: why two creates racing for the last slot never both pass).
    */
-  reserveSlot(leaseMs: number): { slot: string; pending: number } {
+  reserveSlot(leaseMs: number): { slot: string; pending: number; known?: number } {
     const now = this.now();
-    for (const [id, until] of this.slots) if (until <= now) this.slots.delete(id);
+    for (const [id, until] of this.slots) if (until <= now) (this.slots.delete(id), this.slotMarks.delete(id));
     const pending = this.slots.size;
     const slot = `${now.toString(36)}-${(this.seq++).toString(36)}`;
     this.slots.set(slot, now + leaseMs);
-    return { slot, pending };
+    this.slotMarks.set(slot, { alone: pending === 0, taken: ++this.slotsTaken });
+    const known = this.workspaces && this.workspaces.until > now ? this.workspaces.count : undefined;
+    return { slot, pending, ...(known !== undefined ? { known } : {}) };
   }
 
-  releaseSlot(slot: string): void {
+  /**
+   * Frees a slot. A create that made its workspace adds it to a trusted count. A count it listed becomes
+   * the trusted one only when it was exact: no other create held a slot when it took its own or took
+   * one since (none could have landed unseen beside the listing). An unknown outcome forgets the count.
+   */
+  releaseSlot(slot: string, outcome?: SlotOutcome): void {
+    const mark = this.slotMarks.get(slot);
     this.slots.delete(slot);
+    this.slotMarks.delete(slot);
+    const now = this.now();
+    if (!outcome) return void (this.workspaces = null);
+    if (this.workspaces && this.workspaces.until > now) {
+      if (outcome.created) this.workspaces.count++;
+      return;
+    }
+    this.workspaces = null;
+    if (outcome.listed !== undefined && mark?.alone && mark.taken === this.slotsTaken) this.workspaces = { count: outcome.listed + (outcome.created ? 1 : 0), until: now + WORKSPACE_COUNT_MS };
   }
 
   /** A background task's place, leased for leaseMs; `id` names it (its workspace and run) so it can be released by name. */

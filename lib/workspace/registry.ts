@@ -20,18 +20,23 @@ const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}m
 
 /** Creates the record (create-only), with its own whiteout mark; returns it as a tenant sees it (publicMeta). */
 export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string; tools?: ToolList }): Promise<WorkspaceMeta> {
+  return publicMeta((await createWorkspaceRecord(driver, tenant, input)).meta);
+}
+
+/** createWorkspace, answering the record as stored and its version (the isolate that made it knows it: lib/api/routes/known-workspace.ts). */
+export async function createWorkspaceRecord(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string; tools?: ToolList }): Promise<{ meta: WorkspaceMeta; etag: string }> {
   const id = input.id ?? `ws_${randomId(16)}`;
   if (!ID_PATTERN.test(id)) {
     throw new ToolError("INVALID_ARGUMENT", `Invalid workspace id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_', starting with a letter or digit.`, { id });
   }
   const meta: WorkspaceMeta = { id, name: input.name ?? id, created_at: new Date().toISOString(), ...(input.base ? { base: input.base, seq: 1 } : {}), ...(input.tools !== undefined ? { tools: input.tools } : {}), whiteout: newWhiteoutMark() };
   try {
-    await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
+    const stored = await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
+    return { meta, etag: stored.etag };
   } catch (e) {
     if (isConditionFailed(e)) throw new ToolError("ALREADY_EXISTS", `Workspace ${id} already exists. Pick another id, or use it.`, { id });
     throw e;
   }
-  return publicMeta(meta);
 }
 
 /** The workspace record as a tenant sees it (publicMeta), or NOT_FOUND (the same answer whether it never existed or is another tenant's). */

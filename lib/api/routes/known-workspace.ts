@@ -19,6 +19,10 @@
  * reports one changed meanwhile: lib/layers/seal.ts, checkpoints.ts). Index upkeep after such a
  * call opens the workspace from its record then (Workspace.upkeepDriver).
  *
+ * bash (Tool.onKnownRecord "command") runs on a known plain record as it is: the API reads no file
+ * for it, and the runner reads the record (the layer pointer) itself before the command. The create
+ * route puts the record it wrote here, so a workspace's first command needs no GET of it.
+ *
  * Invalidation: every put or delete of a meta.json through this isolate's storage forgets the record
  * (forgetOnWrite): a restore, checkpoint, tools change or delete made here is seen at once. One made
  * through another isolate is seen once the entry expires (ttl, 5 s), like a revoked API key: within

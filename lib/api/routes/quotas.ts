@@ -4,7 +4,9 @@
  *   object FIRST, then the workspaces are counted in storage (one list per 1,000, stopped at the
  *   limit); the create passes when that count + the slots other creates hold stays under the limit.
  *   A create that landed is in the count, one in flight holds a slot: two creates racing for the last
- *   slot never both pass. The slot is released once the create answered (or its lease ends).
+ *   slot never both pass. The slot is released once the create answered (or its lease ends), saying
+ *   how it ended: the object keeps a lone create's count and adds the creates told since, and for
+ *   WORKSPACE_COUNT_MS a create takes that count with its slot instead of listing (lib/limits/usage.ts).
  * - `storage_bytes` / `files_per_workspace` of the route-level bulk changes: a fork (the new workspace
  *   starts with its origin's files) and a restore (the tree becomes the checkpoint's), charged before
  *   they write, and counted exactly after.
@@ -42,7 +44,7 @@ export async function countWorkspaces(storage: StorageDriver, tenant: string, at
  * already has, or is creating, as many workspaces as its limit allows. Returns the release (call it
  * once the create answered, whatever its outcome).
  */
-export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promise<() => Promise<void>> {
+export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promise<(created?: boolean) => Promise<void>> {
   const limits = deps.limits;
   if (!limits) return async () => {};
   let d;
@@ -52,13 +54,16 @@ export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promi
     console.error("limits: the tenant's limits object did not answer; the create goes on uncounted", e instanceof Error ? e.message : String(e));
     return async () => {};
   }
-  const release = () => limits.releaseWorkspace(auth.tenant, d.slot).catch(() => {}); // missed: the lease ends on its own
-  const counted = await countWorkspaces(deps.storage, auth.tenant, d.limit).catch(async (e: unknown) => {
-    await release();
+  // The count the object holds (an earlier lone create's listing and the creates since), else a listing.
+  const listed = d.known === undefined ? await countWorkspaces(deps.storage, auth.tenant, d.limit).catch(async (e: unknown) => {
+    await limits.releaseWorkspace(auth.tenant, d.slot).catch(() => {});
     throw e;
-  });
+  }) : undefined;
+  const counted = d.known ?? listed!;
+  // `created`: whether this create made its workspace (absent: unknown, e.g. a fork or an archive, and the object counts again).
+  const release = (created?: boolean) => limits.releaseWorkspace(auth.tenant, d.slot, created === undefined ? undefined : { created, ...(listed !== undefined ? { listed } : {}) }).catch(() => {}); // missed: the lease ends on its own
   if (counted + d.pending >= d.limit) {
-    await release();
+    await release(false);
     throw quotaExceeded("workspaces", counted + d.pending, d.limit, `No workspace was created${d.pending ? ` (${d.pending} other create${d.pending === 1 ? " is" : "s are"} under way)` : ""}`);
   }
   return release;

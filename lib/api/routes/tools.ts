@@ -90,7 +90,9 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       ...(tool.opens ? { early: (c: Context<AppEnv>) => startToolReads(c, tool, deps) } : {}),
       // A plain workspace's known record is enough for read when its file's GET finds it, and for a
       // change tool whose file's version the isolate holds (known-workspace.ts).
-      ...(tool.opens && tool.onKnownRecord ? { knownWorkspace: (c: Context<AppEnv>) => tool.onKnownRecord === "read" || c.get("early")?.fromVersions === true } : {}),
+      ...(tool.opens && (tool.onKnownRecord === "read" || tool.onKnownRecord === "change") ? { knownWorkspace: (c: Context<AppEnv>) => tool.onKnownRecord === "read" || c.get("early")?.fromVersions === true } : {}),
+      // A command tool needs of the record only what a known one says: the workspace exists, and its tool list.
+      ...(tool.onKnownRecord === "command" ? { knownWorkspace: (c: Context<AppEnv>) => !wantsEventStream(c.req.header("accept")) } : {}),
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],
@@ -151,6 +153,8 @@ function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
  */
 async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
   const seen = c.get("workspace");
+  // A command tool on a known record runs once, as on a read one: it never runs again (a command is not repeated).
+  if (seen?.known && tool.onKnownRecord === "command") return runCall(c, tool, deps);
   if (seen?.known) {
     if (!wantsEventStream(c.req.header("accept"))) {
       let state: KnownFilesState | undefined;

@@ -7,12 +7,13 @@ import type { Context } from "hono";
 import type { AppEnv } from "../http.js";
 import { parseJsonBody } from "../http.js";
 import type { AppDeps } from "../deps.js";
-import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces } from "../../workspace/registry.js";
+import { createWorkspaceRecord, deleteWorkspace, getWorkspace, listWorkspaces, publicMeta } from "../../workspace/registry.js";
+import { knownWorkspaceKey } from "./known-workspace.js";
 import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
-import { ToolError } from "../../shared/errors.js";
+import { isToolError, ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList } from "../../run/toolset.js";
@@ -45,14 +46,19 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       const release = await reserveWorkspaceSlot(deps, c.get("auth")); // the workspaces quota, before anything is written
+      const outcome = { plain: false };
       try {
-        return (await create(c)) as never;
-      } finally {
-        await release();
+        const res = (await create(c, outcome)) as never;
+        await release(outcome.plain ? true : undefined);
+        return res;
+      } catch (e) {
+        await release(outcome.plain ? undefined : isToolError(e) && e.code === "ALREADY_EXISTS" ? false : undefined);
+        throw e;
       }
     },
   );
-  async function create(c: Context<AppEnv>): Promise<Response> {
+  /** `outcome.plain`: set once a plain create (a JSON body, no fork) made its record; the slot's release tells the limits object. */
+  async function create(c: Context<AppEnv>, outcome: { plain: boolean }): Promise<Response> {
       // An archive body is streamed into the new workspace (the guard leaves non-JSON bodies it declares unread).
       if (isArchiveContentType(c.req.header("content-type"))) return createWithArchive(c, deps);
       // The body is optional, and without a JSON content type the validator skips it: check it here too.
@@ -75,7 +81,11 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
           throw e;
         }
       }
-      return c.json(await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) }), 201);
+      const made = await createWorkspaceRecord(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) });
+      outcome.plain = true;
+      // This isolate wrote the record: it knows it as stored (a first bash here needs no GET of it: known-workspace.ts).
+      deps.knownWorkspaces?.set(knownWorkspaceKey(tenant, made.meta.id), made);
+      return c.json(publicMeta(made.meta), 201);
   }
   app.openapi(
     createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {

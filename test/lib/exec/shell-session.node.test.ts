@@ -91,9 +91,8 @@ describe("a session's saved shell is bounded in time and count", () => {
     store.age(shellKey("acme", "main", "old"), SHELL_STATE_DAYS * DAY + 60_000);
     const r = await call({ command: 'pwd; echo "[$SECRET_TOKEN]"', keep_env: true }, "old");
     expect(r.output).toBe(`[shell reset: this session's saved shell (working directory, exported variables and functions) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n/workspace\n[]\n`);
-    // What that command ended in is the session's state now, kept as usual; the secret is gone from storage.
-    const saved = await store.storage.get(shellKey("acme", "main", "old"));
-    expect(await new Response(saved!.body).text()).not.toContain("s3cr3t");
+    // The expired state was deleted when read; the command ended in the root with nothing kept, which needs no saved state: the secret is gone from storage.
+    expect(await store.storage.get(shellKey("acme", "main", "old"))).toBeNull();
     await call({ command: "cd sub" }, "old");
     expect((await call({ command: "pwd" }, "old")).output).toBe("/workspace/sub\n");
   }, 60_000);
@@ -110,8 +109,11 @@ describe("a session's saved shell is bounded in time and count", () => {
     // A session's later saves do not prune (its state was there already) ...
     await call({ command: "true" }, sessions.at(-1)!);
     expect(await states()).toHaveLength(sessions.length + 1);
+    // A session's first command that ends in a fresh shell (the root, nothing kept) saves nothing, so prunes nothing ...
+    await call({ command: "true" }, "fresh");
+    expect(await states()).toHaveLength(sessions.length + 1);
     // ... its first save does: the newest KEEP_SHELL_STATES stay, the new one among them; the stale one is gone whatever the count.
-    await call({ command: "true" }, "newest");
+    await call({ command: "mkdir -p sub && cd sub" }, "newest");
     const left = await states();
     expect(left).toHaveLength(KEEP_SHELL_STATES);
     expect(left).toContain("newest.json");

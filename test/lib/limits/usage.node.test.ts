@@ -1,6 +1,6 @@
 /** The quota counters (lib/limits/usage.ts) as pure state: charges, give-backs, first counts, the workspace slots. */
 import { describe, expect, it } from "vitest";
-import { TenantUsage } from "../../../lib/limits/usage.js";
+import { TenantUsage, WORKSPACE_COUNT_MS } from "../../../lib/limits/usage.js";
 
 const lim = { storage_bytes: 100, files_per_workspace: 3 };
 
@@ -33,5 +33,49 @@ describe("TenantUsage workspace slots", () => {
     expect(u.reserveSlot(1000).pending).toBe(1);
     now = 1000;
     expect(u.reserveSlot(1000).pending).toBe(0);
+  });
+
+  it("a lone create's listing is kept with the creates told since, for WORKSPACE_COUNT_MS; a listing beside another create, a delete or an unknown outcome is not trusted", () => {
+    let now = 0;
+    const u = new TenantUsage(() => now);
+    // Beside another create: its listing may have missed that one's workspace, so it is not kept.
+    const a = u.reserveSlot(1000);
+    const b = u.reserveSlot(1000);
+    u.releaseSlot(a.slot, { created: true, listed: 4 });
+    u.releaseSlot(b.slot, { created: true, listed: 4 });
+    expect(u.reserveSlot(1000).known).toBeUndefined();
+    // One taken after another's slot was taken, and released first: not alone either.
+    now = 2000;
+    const c = u.reserveSlot(1000);
+    const d = u.reserveSlot(1000);
+    u.releaseSlot(d.slot, { created: false, listed: 6 });
+    u.releaseSlot(c.slot, { created: true, listed: 6 });
+    now = 4000;
+    // Alone from its slot to its release: kept (6 listed + its own), and each create told since adds one.
+    const e = u.reserveSlot(1000);
+    expect(e.known).toBeUndefined();
+    u.releaseSlot(e.slot, { created: true, listed: 7 });
+    const f = u.reserveSlot(1000);
+    expect(f.known).toBe(8);
+    const g = u.reserveSlot(1000);
+    expect(g).toMatchObject({ known: 8, pending: 1 });
+    u.releaseSlot(f.slot, { created: true });
+    u.releaseSlot(g.slot, { created: false });
+    expect(u.reserveSlot(1000).known).toBe(9);
+    now += WORKSPACE_COUNT_MS;
+    expect(u.reserveSlot(1000).known).toBeUndefined();
+    // A delete (its count dropped) and an unknown outcome (a fork, an archive) forget it.
+    now += 10_000;
+    const h = u.reserveSlot(1000);
+    u.releaseSlot(h.slot, { created: true, listed: 2 });
+    expect(u.reserveSlot(1000).known).toBe(3);
+    u.setStorage("gone", null);
+    expect(u.reserveSlot(1000).known).toBeUndefined();
+    now += 10_000;
+    const i = u.reserveSlot(1000);
+    u.releaseSlot(i.slot, { created: true, listed: 2 });
+    const j = u.reserveSlot(1000);
+    u.releaseSlot(j.slot);
+    expect(u.reserveSlot(1000).known).toBeUndefined();
   });
 });

@@ -80,4 +80,13 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   expect(again.coordinator).toEqual(["call"]);
   expect(again.shells).toEqual([]);
   await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
+
+  // A live sandbox's first command that ends in the root still saves the state (its later saves count on it: the workspace's
+  // states are pruned when a session's first is saved); only a fresh sandbox's command skips that (shell-session.ts skipFresh).
+  live.log.length = 0;
+  stores.log.length = 0;
+  const root = await t.call("bash", { command: "true", keep_alive: true, timeout: 5 }, "chat-2");
+  expect(root.status, JSON.stringify(root.body)).toBe(200);
+  expect(stores.log.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
+  await t.req(`/v1/workspaces/${t.ws}/sessions/chat-2/sandbox`, { method: "DELETE" });
 });
