@@ -128,10 +128,10 @@ export interface StreamingOptions {
 }
 
 /**
- * A Lambda handler (awslambda.streamifyResponse) that answers through `fetch` with a real waitUntil.
+ * A Lambda handler (awslambda.streamifyResponse) that answers through `appFetch` (the app's fetch) with a real waitUntil.
  * Throws outside the Lambda Node.js runtime, where `awslambda` is not defined (tests load lambda-local first).
  */
-export function streamingHandler(fetch: AppFetch, opts: StreamingOptions = {}): unknown {
+export function streamingHandler(appFetch: AppFetch, opts: StreamingOptions = {}): unknown {
   const aws = (globalThis as { awslambda?: AwsLambdaGlobal }).awslambda;
   if (!aws?.streamifyResponse) throw new Error("awslambda.streamifyResponse is not defined: this handler runs on the AWS Lambda Node.js runtime with response streaming (in tests, import lambda-local first)");
   return aws.streamifyResponse(async (event, stream, context) => {
@@ -147,7 +147,7 @@ export function streamingHandler(fetch: AppFetch, opts: StreamingOptions = {}): 
     const left = new AbortController();
     let res: Response;
     try {
-      res = await fetch(requestOfEvent(event, left.signal), undefined, ctx);
+      res = await appFetch(requestOfEvent(event, left.signal), undefined, ctx);
     } catch (e) {
       console.error("request failed before the app answered", e);
       const bad = e instanceof TypeError;
