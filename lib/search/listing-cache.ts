@@ -18,11 +18,18 @@
  */
 import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 import type { SkipReport } from "./ignore.js";
-import type { Listed } from "./listing.js";
+
+/** A listed file as the walk keeps it (listing.ts Listed: modified in ms since the epoch). */
+interface WalkedFile {
+  readonly path: string;
+  readonly etag: string;
+  readonly size: number;
+  readonly modified: number;
+}
 
 /** What a walk found before the .gitignore rules and symlinks (read again on every call). Read-only once kept. */
 export interface WalkedTree {
-  readonly files: readonly Listed[];
+  readonly files: readonly WalkedFile[];
   readonly dirs: readonly string[];
   readonly gitignoreFiles: readonly string[];
   /** The static skip rules' report (copy it before adding to it). */
