@@ -55,7 +55,7 @@ export default defineTool({
     }
     const includeHidden = (args.include_hidden ?? false) || namesHidden(pattern);
     const budget = new Budget(Infinity);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file", ...(progress ? { onListed: progress.update } : {}) });
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file", cache: ctx.deps.listingCache, ...(progress ? { onListed: progress.update } : {}) });
     progress?.finish();
     const cut = root === "" ? 0 : root.length + 1;
     const entries: { path: string; type: "file" | "dir" }[] = [];

@@ -84,7 +84,7 @@ export default defineTool({
 
     const budget = new Budget(DEFAULT_BUDGET);
     const cpu = new CpuBudget(deps.searchLimits, signal);
-    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit, resume, progress, segmentCache: deps.segmentCache }, budget, cpu);
+    const r = await grep(ws, { root, rootFile, compiled, filter, includeHidden, includeIgnored: args.include_ignored ?? false, mode, before, after, offset, limit, resume, progress, segmentCache: deps.segmentCache, listingCache: deps.listingCache }, budget, cpu);
     progress?.finish();
     // Entries are numbered across calls: a resumed call's hits start at r.base.
     const first = Math.max(offset, r.base);

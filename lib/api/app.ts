@@ -15,6 +15,7 @@ import { IsolateCache } from "../shared/isolate-cache.js";
 import { IsolateMemory } from "../shared/isolate-memory.js";
 import { VersionCache } from "../workspace/version-cache.js";
 import { SegmentCache } from "../search/segment-cache.js";
+import { ListingCache } from "../search/listing-cache.js";
 import { docsApp } from "./docs/docs-app.js";
 import { traceRequests, tracedDeps } from "./trace-requests.js";
 import { ToolError } from "../shared/errors.js";
@@ -86,7 +87,7 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const callLeases = inputDeps.callLeases ?? (inputDeps.limits ? new CallLeases(inputDeps.limits) : undefined);
   // A write's storage-quota charge from this isolate's allowance (lib/limits/storage-allowance.ts).
   const storageAllowances = inputDeps.storageAllowances ?? (inputDeps.limits ? new StorageAllowances(inputDeps.limits) : undefined);
-  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(callLeases ? { callLeases } : {}), ...(storageAllowances ? { storageAllowances } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
+  const deps: AppDeps = tracedDeps({ ...inputDeps, ...(executor ? { executor } : {}), ...(callLeases ? { callLeases } : {}), ...(storageAllowances ? { storageAllowances } : {}), ...(live ? { live } : {}), storage: forgetOnWrite(inputDeps.storage, knownWorkspaces), knownWorkspaces, authBackoff: inputDeps.authBackoff ?? createAuthBackoff(), memory, manifests: inputDeps.manifests ?? new ManifestCache(memory), segmentCache: inputDeps.segmentCache ?? new SegmentCache(memory), listingCache: inputDeps.listingCache ?? new ListingCache(memory), versions: inputDeps.versions ?? new VersionCache(memory), policies: inputDeps.policies ?? new IsolateCache(), apiKeys: inputDeps.apiKeys ?? new IsolateCache<AuthInfo | null>(), oauthKeys: inputDeps.oauthKeys ?? new JwksCache(), oauthTrusts: inputDeps.oauthTrusts ?? new IsolateCache(), customTools: inputDeps.customTools ?? new IsolateCache<readonly Tool[]>(), knownRecords: inputDeps.knownRecords ?? new IsolateCache<FileRecord>(KNOWN_RECORDS_TTL_MS), tools });
   const app = newApp();
   if (deps.tracer) app.use("*", traceRequests(deps.tracer));
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", description: "A tenant API key (tsk_...), or an OAuth access token of an issuer the tenant trusts (docs/oauth.md)." });

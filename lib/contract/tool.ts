@@ -15,6 +15,7 @@ import type { Executor, RunLimits } from "../exec/types.js";
 import type { LiveService } from "../exec/live/service.js";
 import type { SearchLimits } from "../search/cpu-budget.js";
 import type { SegmentCache } from "../search/segment-cache.js";
+import type { ListingCache } from "../search/listing-cache.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 
@@ -49,6 +50,8 @@ export interface ToolDeps {
   searchLimits?: Partial<SearchLimits>;
   /** Index segment bytes grep read, per isolate (immutable; lib/search/segment-cache.ts); createApp makes one when absent. */
   segmentCache?: SegmentCache;
+  /** Walks of layered workspaces' trees search made, per isolate (checked against each call's listing; lib/search/listing-cache.ts); createApp makes one when absent. */
+  listingCache?: ListingCache;
   /** Status progress (grep, glob, find, web_fetch: lib/contract/progress.ts): at most one event per intervalMs (default 250; tests set 0). */
   progress?: { intervalMs?: number };
   /**

@@ -22,6 +22,8 @@ class UpperStream {
   private started = false;
   /** List requests made. */
   pages = 0;
+  /** Nothing was consumed or skipped yet (version() names the whole stream only then). */
+  untouched = true;
   constructor(private readonly inner: StorageDriver, private readonly whiteouts: Whiteouts, private readonly prefix: string, private after: string | null) {}
 
   async peek(): Promise<ObjectInfo | null> {
@@ -30,6 +32,12 @@ class UpperStream {
   }
   next(): void {
     this.i++;
+    this.untouched = false;
+  }
+  /** Every object of the stream, when its first listing held them all (one page); null otherwise. */
+  async whole(): Promise<readonly ObjectInfo[] | null> {
+    await this.peek();
+    return this.untouched && this.pages === 1 && this.done ? this.buf : null;
   }
   private async fill(): Promise<void> {
     this.started = true;
@@ -42,6 +50,7 @@ class UpperStream {
   }
   /** Drops every key below `p`, re-listing after it when the page runs out. */
   async skipPrefix(p: string): Promise<void> {
+    this.untouched = false;
     while (this.i < this.buf.length && this.buf[this.i]!.key.startsWith(p)) this.i++;
     if (this.i >= this.buf.length && !this.done) {
       this.cursor = undefined;
@@ -167,6 +176,15 @@ export function mergedWalk(inner: StorageDriver, m: Manifest, filesPrefix: strin
     async skipPast(p) {
       await up.skipPrefix(p);
       li = Math.max(li, m.bound(p.slice(filesPrefix.length) + AFTER_ALL));
+    },
+    async version() {
+      // The manifest is immutable under its id; the upper layer is what its one listing page shows.
+      if (li !== m.bound(relPrefix)) return null;
+      const upper = await up.whole();
+      if (upper === null) return null;
+      let v = `${m.id}\n${prefix}`;
+      for (const o of upper) v += `\n${o.key}\t${o.etag}\t${o.size}\t${o.modified.getTime()}\t${whiteouts.is(o) ? 1 : 0}`;
+      return v;
     },
   };
 }

@@ -169,22 +169,35 @@ interface Covered {
 }
 
 /**
- * Candidates through the index: covered files the query admits, and every uncovered file, in the
- * listing's order. A file is covered by the newest segment holding its path at the listed etag.
+ * The join of one listing with the index, whatever the query: per segment (its place among the
+ * heads read, newest first), the entries that cover listed files; which files are covered; and
+ * the files' numbers in the order the tool promises (newest first, then by path). A function of
+ * the files and the segments' keys (a segment never changes), so a kept walk keeps it beside its
+ * files (listing-cache.ts) for the next search of the same tree and the same segments.
  */
-export async function indexCandidates(store: IndexStore, refs: SegmentRef[], files: Listed[], q: Query, skipped: SkipReport, stats: CandidateStats): Promise<{ candidates: Candidate[]; segs: Seg[] }> {
+export interface IndexCoverage {
+  segmentKeys: string;
+  covered: { at: number; entries: number[]; fileAt: number[] }[];
+  claimed: Uint8Array;
+  indexed: number;
+  order: Uint32Array;
+}
+
+/** A place to keep the coverage of one listing (ListingCache's WalkedTree). */
+export interface CoverageSlot {
+  coverage?: unknown;
+}
+
+function joinIndex(heads: readonly (Seg | null)[], files: readonly Listed[], segmentKeys: string): IndexCoverage {
   const at = new Map<string, number>();
   for (let k = 0; k < files.length; k++) at.set(files[k]!.path, k);
-  const heads = await mapLimit([...refs].reverse(), CONCURRENCY, async (ref) => {
-    const head = await store.readHead(ref).catch(() => null);
-    return head ? { ref, head } : null;
-  });
   const claimed = new Uint8Array(files.length);
-  const covered: Covered[] = [];
-  for (const seg of heads) {
-    if (!seg) continue;
+  const covered: IndexCoverage["covered"] = [];
+  let indexed = 0;
+  heads.forEach((seg, h) => {
+    if (!seg) return;
     const table = seg.head.files;
-    const c: Covered = { seg, entries: [], fileAt: [] };
+    const c = { at: h, entries: [] as number[], fileAt: [] as number[] };
     for (let i = 0; i < table.length; i++) {
       const f = table[i]!;
       const k = at.get(f.path);
@@ -194,8 +207,33 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
       c.fileAt.push(k);
     }
     if (c.entries.length > 0) covered.push(c);
-    stats.files_indexed += c.entries.length;
+    indexed += c.entries.length;
+  });
+  return { segmentKeys, covered, claimed, indexed, order: newestFirstOrder(files) };
+}
+
+/**
+ * Candidates through the index: covered files the query admits, and every uncovered file, newest
+ * first then by path (sortNewestFirst's order). A file is covered by the newest segment holding its
+ * path at the listed etag. `slot`: where the join of these very files with the index is kept.
+ */
+export async function indexCandidates(store: IndexStore, refs: SegmentRef[], files: Listed[], q: Query, skipped: SkipReport, stats: CandidateStats, slot?: CoverageSlot): Promise<{ candidates: Candidate[]; segs: Seg[] }> {
+  const heads = await mapLimit([...refs].reverse(), CONCURRENCY, async (ref) => {
+    const head = await store.readHead(ref).catch(() => null);
+    return head ? { ref, head } : null;
+  });
+  // Kept only when every segment was read: a segment gone meanwhile (merged away) changes the join.
+  const segmentKeys = heads.every(Boolean) ? heads.map((h) => h!.ref.key).join("\n") : null;
+  const kept = slot?.coverage as IndexCoverage | undefined;
+  let join: IndexCoverage;
+  if (segmentKeys !== null && kept?.segmentKeys === segmentKeys) join = kept;
+  else {
+    join = joinIndex(heads, files, segmentKeys ?? "");
+    if (slot && segmentKeys !== null) slot.coverage = join;
   }
+  const { claimed, order } = join;
+  const covered: Covered[] = join.covered.map((c) => ({ seg: heads[c.at]!, entries: c.entries, fileAt: c.fileAt }));
+  stats.files_indexed += join.indexed;
   stats.segments = heads.filter(Boolean).length;
   const slots = new Array<Candidate | undefined>(files.length);
   await mapLimit(covered, CONCURRENCY, async ({ seg, entries, fileAt }) => {
@@ -214,7 +252,8 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
     }
   });
   const out: Candidate[] = [];
-  for (let k = 0; k < files.length; k++) {
+  for (let n = 0; n < order.length; n++) {
+    const k = order[n]!;
     const c = slots[k];
     if (c) out.push(c);
     else if (claimed[k] === 0) {
@@ -225,14 +264,30 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
   return { candidates: out, segs: heads.filter((h): h is Seg => h !== null) };
 }
 
+const byPathThenTime = (a: Listed, b: Listed) => b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
 /**
  * Newest first, then by path (string order): the order the tool promises and a cursor names.
  * Candidates come in the listing's order, which is path order for almost every workspace; then a
  * stable sort by time alone gives that order without comparing paths (10,000 of them per search).
+ * Candidates already in that order (indexCandidates gives them so) are left as they are.
  */
 export function sortNewestFirst(candidates: Candidate[]): void {
+  let ordered = true;
+  for (let i = 1; i < candidates.length && ordered; i++) ordered = byPathThenTime(candidates[i - 1]!.file, candidates[i]!.file) < 0;
+  if (ordered) return;
   let byPath = true;
   for (let i = 1; i < candidates.length && byPath; i++) byPath = candidates[i - 1]!.file.path < candidates[i]!.file.path;
   if (byPath) candidates.sort((a, b) => b.file.modified - a.file.modified);
-  else candidates.sort((a, b) => b.file.modified - a.file.modified || (a.file.path < b.file.path ? -1 : a.file.path > b.file.path ? 1 : 0));
+  else candidates.sort((a, b) => byPathThenTime(a.file, b.file));
+}
+
+/** The files' numbers newest first, then by path (sortNewestFirst's order). */
+function newestFirstOrder(files: readonly Listed[]): Uint32Array {
+  const order = new Uint32Array(files.length);
+  for (let k = 0; k < files.length; k++) order[k] = k;
+  let byPath = true;
+  for (let k = 1; k < files.length && byPath; k++) byPath = files[k - 1]!.path < files[k]!.path;
+  // In path order, a file's number breaks a tie of times as its path would.
+  return order.sort(byPath ? (a, b) => files[b]!.modified - files[a]!.modified || a - b : (a, b) => byPathThenTime(files[a]!, files[b]!));
 }

@@ -8,6 +8,7 @@ import type { SkipReport } from "./ignore.js";
 import type { Listed } from "./listing.js";
 import type { Compiled, LineMatch } from "./matcher.js";
 import type { SegmentCache } from "./segment-cache.js";
+import type { ListingCache } from "./listing-cache.js";
 
 export type GrepMode = "content" | "files_with_matches" | "count";
 
@@ -32,6 +33,8 @@ export interface GrepRequest {
   progress?: ProgressReporter | undefined;
   /** Index segment bytes this isolate read before (AppDeps.segmentCache). */
   segmentCache?: SegmentCache | undefined;
+  /** Walks of layered workspaces this isolate made (AppDeps.listingCache). */
+  listingCache?: ListingCache | undefined;
 }
 
 /**

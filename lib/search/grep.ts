@@ -71,7 +71,7 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
     candidates = [{ file: req.rootFile, seg: null, entry: null, unindexed: false }];
   } else {
     const [scan, refs] = await Promise.all([
-      scanTree(ws, store, budget, { root: req.root, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored, ...(req.progress ? { onListed: (n: number) => req.progress!.update(n) } : {}) }),
+      scanTree(ws, store, budget, { root: req.root, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored, cache: req.listingCache, ...(req.progress ? { onListed: (n: number) => req.progress!.update(n) } : {}) }),
       store.listSegments(),
     ]);
     skipped = scan.skipped;
@@ -79,7 +79,7 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
     const files = req.filter ? scan.files.filter((f) => req.filter!(f.path)) : scan.files;
     stats.files_considered = files.length;
     if (files.length < DIRECT_BELOW) candidates = files.map((file) => ({ file, seg: null, entry: null, unindexed: false }));
-    else ({ candidates, segs } = await indexCandidates(store, refs, files, req.compiled.query, skipped, stats));
+    else ({ candidates, segs } = await indexCandidates(store, refs, files, req.compiled.query, skipped, stats, files === scan.files ? scan.walked : undefined));
   }
   stats.candidates = candidates.length;
   sortNewestFirst(candidates);

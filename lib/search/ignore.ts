@@ -31,6 +31,15 @@ export class SkipReport {
     if (ex.length < EXAMPLES) ex.push(entry);
   }
 
+  /** Adds every entry of `other` (a kept report copied before a call adds its own). */
+  addAll(other: SkipReport): this {
+    for (const id of other.seen) {
+      const cut = id.indexOf("\0");
+      this.add(id.slice(0, cut) as SkipReason, id.slice(cut + 1));
+    }
+    return this;
+  }
+
   get total(): number {
     return Object.values(this.counts).reduce((a, b) => a + (b ?? 0), 0);
   }

@@ -17,11 +17,12 @@
 import { ToolError } from "../shared/errors.js";
 import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layout/paths.js";
 import { readLinks } from "../layout/links.js";
-import { canWalk, type ObjectInfo, type WalkingDriver } from "../storage/types.js";
+import { canWalk, type KeyWalk, type ObjectInfo } from "../storage/types.js";
 import type { DescribeProgress, SearchedWorkspace } from "./workspace-view.js";
 import { compareKeys } from "../layout/key-order.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
+import type { ListingCache, WalkedTree } from "./listing-cache.js";
 
 export interface Listed {
   path: string;
@@ -44,6 +45,8 @@ export interface ScanOptions {
   maxFiles?: number;
   /** Told after every list page how many entries were listed so far, and at the end with the total (progress: lib/contract/progress.ts). */
   onListed?: (entries: number, total?: number) => void;
+  /** Walks of layered workspaces this isolate made (listing-cache.ts): an unchanged tree is not walked again. */
+  cache?: ListingCache | undefined;
 }
 
 export interface Scan {
@@ -55,6 +58,8 @@ export interface Scan {
   truncated: boolean;
   /** List requests made. */
   pages: number;
+  /** The kept walk these files are, unfiltered (no .gitignore rule applied), when a cache holds it: grep keeps its join with the index there. */
+  walked?: WalkedTree;
 }
 
 /** A listing's progress (glob, find): entries listed (files, directories, skipped ones); the total is known at the end. */
@@ -73,14 +78,15 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   const rootPrefix = listRoot === "" ? prefix : `${prefix}${listRoot}/`;
   const maxFiles = o.maxFiles ?? 200_000;
   const skipped = new SkipReport();
-  const kept: Listed[] = [];
+  let kept: Listed[] = [];
   const dirs = new Set<string>();
-  const gitignoreFiles: string[] = [];
+  let gitignoreFiles: string[] = [];
   const pageEnds: string[] = [];
   let pages = 0;
   let truncated = false;
   const rootLen = o.root === "" ? 0 : o.root.length + 1;
   let listed = 0;
+  let walked: WalkedTree | undefined;
 
   // Symlinks are never followed (ripgrep's default): they are named in the skip report (docs/symlinks.md).
   const links = readLinks(ws);
@@ -193,8 +199,7 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   };
 
   /** Walks a driver that knows most keys without listing them (a layered workspace: its manifest, and one listing of its upper layer). */
-  const walkKeys = async (walker: WalkingDriver): Promise<void> => {
-    const walk = walker.walk(rootPrefix);
+  const walkKeys = async (walk: KeyWalk): Promise<void> => {
     try {
       while (!truncated) {
         // What the walker knows (a manifest's entries) comes as it is, a run at a time.
@@ -224,8 +229,29 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
     }
   };
 
-  if (canWalk(ws.driver)) await walkKeys(ws.driver);
-  else await listPages();
+  if (canWalk(ws.driver)) {
+    const walk = ws.driver.walk(rootPrefix);
+    const version = o.cache && walk.version ? await walk.version() : null;
+    const cacheKey = `${rootPrefix}\u0000${o.root}\u0000${o.includeHidden}\u0000${o.includeIgnored}\u0000${o.collectDirs === true}\u0000${maxFiles}`;
+    walked = version === null ? undefined : o.cache!.get(cacheKey, version);
+    if (walked) {
+      // The same tree as a walk this isolate made: its listing (above) is all this call asks of storage.
+      budget.take("list", walk.lists);
+      pages += walk.lists;
+      kept = walked.files as Listed[]; // read-only from here on, as every caller treats a scan's files
+      for (const d of walked.dirs) dirs.add(d);
+      gitignoreFiles = walked.gitignoreFiles as string[];
+      skipped.addAll(walked.skipped);
+      truncated = walked.truncated;
+      listed = walked.listed;
+    } else {
+      await walkKeys(walk);
+      if (version !== null) {
+        walked = { files: kept, dirs: [...dirs], gitignoreFiles, skipped: new SkipReport().addAll(skipped), truncated, listed };
+        o.cache!.set(cacheKey, version, walked);
+      }
+    }
+  } else await listPages();
 
   o.onListed?.(listed, listed);
 
@@ -259,7 +285,7 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
     }
   }
   for (const p of (await links).keys()) if (isWithin(p, o.root) && p !== o.root && !staticSkip(p, o.root, o)) skipped.add("symlink", p);
-  return { files, dirs: dirList, skipped, truncated, pages };
+  return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
 }
 
 async function readText(ws: SearchedWorkspace, path: string, budget: Budget): Promise<string | null> {

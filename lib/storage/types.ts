@@ -110,6 +110,13 @@ export interface KeyWalk {
   known?(): Promise<readonly KnownObject[]>;
   /** Drops every key that starts with `prefix` (from where the walk is). */
   skipPast(prefix: string): Promise<void>;
+  /**
+   * Optional, and only before anything else is asked of the walk: a name for everything the whole
+   * walk will give, made from what it knows (a manifest's id) and its first listing (the request
+   * the walk makes anyway): two walks with the same name give the same objects. null when it
+   * cannot say (its listing spans more than one page).
+   */
+  version?(): Promise<string | null>;
   /** List requests made so far. */
   readonly lists: number;
 }

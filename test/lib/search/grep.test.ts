@@ -130,8 +130,23 @@ describe("index upkeep", { timeout: 60_000 }, () => {
     const done = await vacuum(driver(), t.tenant, t.ws, { maxRewrites: 100 });
     expect(done.rewritten + done.deleted).toBeGreaterThan(0);
     refs = await store.listSegments();
-    expect(refs.reduce((n, r) => n + r.files, 0)).toBe(4);
     expect(refs.every((r) => tierOf(r) >= 0)).toBe(true);
+    // What the vacuum promises: no segment without a live file, none at least half dead (by entries
+    // and by bytes), every live file still covered. Not "exactly the 4 live entries": a segment
+    // merged from the last writes' one-file segments and one older one (say f36, f37, f38 and f12;
+    // segment ids are random, so which merge together is too) is mostly live and keeps its dead
+    // entry. That made this test fail about once in 35 runs when it expected 4 entries in all.
+    const live = new Set(["d/f36.txt", "d/f37.txt", "d/f38.txt", "d/f39.txt"]);
+    const covered = new Set<string>();
+    for (const ref of refs) {
+      const files = (await store.readHead(ref))!.files;
+      const dead = files.filter((f) => !live.has(f.path));
+      for (const f of files) if (live.has(f.path)) covered.add(f.path);
+      expect(dead.length).toBeLessThan(files.length);
+      const halfDead = dead.length * 2 >= files.length && dead.reduce((n, f) => n + f.len, 0) * 2 >= ref.contentBytes;
+      expect(halfDead, JSON.stringify(files.map((f) => f.path))).toBe(false);
+    }
+    expect([...covered].sort()).toEqual([...live].sort());
     const after = await grep(ws, request("wordling"));
     expect(after.hits.map((h) => h.file).sort()).toEqual(["d/f36.txt", "d/f37.txt", "d/f38.txt", "d/f39.txt"]);
   });
