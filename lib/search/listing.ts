@@ -23,6 +23,7 @@ import { compareKeys } from "../layout/key-order.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
 import type { ListingCache, WalkedTree } from "./listing-cache.js";
+import { readAncestorIgnores, readGitignore } from "./gitignore-files.js";
 
 export interface Listed {
   path: string;
@@ -68,7 +69,6 @@ export const listingStatus: DescribeProgress = (n, total) => ({ message: total =
 const PAGE = 1000;
 const PARALLEL = 6;
 const MAX_GITIGNORES = 100;
-const MAX_GITIGNORE_BYTES = 256 * 1024;
 /** Past every key a directory can hold (U+10FFFF is the largest code point). */
 const AFTER_ALL = "\u{10ffff}";
 
@@ -262,7 +262,7 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
     const rules = new GitIgnores();
     for (const [dir, text] of await ancestorsIgnores) rules.add(dir, text);
     const listed = gitignoreFiles.slice(0, MAX_GITIGNORES);
-    const texts = await Promise.all(listed.map((p) => readText(ws, p, budget)));
+    const texts = await Promise.all(listed.map((p) => readGitignore(ws, p, budget)));
     listed.forEach((p, i) => {
       const t = texts[i];
       if (t !== null && t !== undefined) rules.add(parentOf(p), t);
@@ -286,22 +286,6 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
   }
   for (const p of (await links).keys()) if (isWithin(p, o.root) && p !== o.root && !staticSkip(p, o.root, o)) skipped.add("symlink", p);
   return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
-}
-
-async function readText(ws: SearchedWorkspace, path: string, budget: Budget): Promise<string | null> {
-  budget.take("get");
-  const r = await ws.driver.get(ws.key(path), { range: { offset: 0, length: MAX_GITIGNORE_BYTES } });
-  if (!r) return null;
-  return new TextDecoder().decode(await new Response(r.body).arrayBuffer());
-}
-
-/** The .gitignore files of the root's ancestors (workspace root included), as [dir, text]. */
-async function readAncestorIgnores(ws: SearchedWorkspace, root: string, budget: Budget): Promise<[string, string][]> {
-  if (root === "") return [];
-  const dirs: string[] = [""];
-  for (let d = parentOf(root); d !== ""; d = parentOf(d)) dirs.push(d);
-  const texts = await Promise.all(dirs.map((d) => readText(ws, d === "" ? ".gitignore" : `${d}/.gitignore`, budget)));
-  return dirs.flatMap((d, i) => (texts[i] !== null ? [[d, texts[i]!] as [string, string]] : []));
 }
 
 /** The root of a search: "" or an existing directory; NOT_FOUND or NOT_A_DIRECTORY otherwise. */
