@@ -1,5 +1,5 @@
 /**
- * createApp's caches that hold bytes (manifests, index segments, files' versions) draw from the one
+ * createApp's caches that hold bytes (manifests, index segments, files' versions, search walks) draw from the one
  * budget of AppDeps.memory (lib/shared/isolate-memory.ts): after reads, a grep and a read of a sealed
  * file, each region holds something, and together never more than the budget.
  */
@@ -27,11 +27,12 @@ async function exercise(memory: IsolateMemory) {
 }
 
 describe("the app's caches share AppDeps.memory", { timeout: 60_000 }, () => {
-  it("manifests, segments and versions all count toward it", async () => {
+  it("manifests, segments, versions and search walks all count toward it", async () => {
     const memory = new IsolateMemory(8 * 1024 * 1024);
     await exercise(memory);
-    for (const region of ["manifests", "segments", "versions"]) expect(memory.bytesOf(region), region).toBeGreaterThan(0);
-    expect(memory.bytes).toBe(memory.bytesOf("manifests") + memory.bytesOf("segments") + memory.bytesOf("versions"));
+    const regions = ["manifests", "segments", "versions", "listings"];
+    for (const region of regions) expect(memory.bytesOf(region), region).toBeGreaterThan(0);
+    expect(memory.bytes).toBe(regions.reduce((sum, r) => sum + memory.bytesOf(r), 0));
   });
 
   it("a small budget holds: the calls still answer, from storage when the cache let go", async () => {
