@@ -41,6 +41,8 @@ export interface LiveContext {
   unsure: boolean;
   /** The shell state the last command reported (JSON): a command that ends in the same one says so (RunResult.shell.unchanged), and the API saves nothing. */
   lastShell?: string;
+  /** The notes the last command's shell state came with (JSON): told once, not again while they hold. */
+  lastNotes?: string;
   /** Called as soon as the command's shell is done (before its sync out): the sandbox's status is read beside the sync out, not after it. */
   commandDone?: () => void;
 }
@@ -94,13 +96,21 @@ function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
   };
 }
 
-/** The shell's state, `unchanged` when it is the one the sandbox's previous command reported (then the API saves nothing). */
+/**
+ * The shell's state, `unchanged` when it is the one the sandbox's previous command reported (then the
+ * API saves nothing). Its notes are told once: a command that ends with the same notes as the one
+ * before (still in /tmp, say) repeats none of them.
+ */
 function sameAsLast(ctx: LiveContext, read: Awaited<ReturnType<typeof readShellState>>): NonNullable<RunResult["shell"]> | null {
   if (!read) return null;
   const json = JSON.stringify(read.state);
   const unchanged = json === ctx.lastShell;
   ctx.lastShell = json;
-  return unchanged ? { ...read, unchanged: true } : read;
+  const notes = JSON.stringify(read.notes);
+  const told = notes === ctx.lastNotes;
+  ctx.lastNotes = notes;
+  const shell = told ? { ...read, notes: [] } : read;
+  return unchanged ? { ...shell, unchanged: true } : shell;
 }
 
 const ENDED_NOTE: Record<string, string> = {
@@ -146,7 +156,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : exit.ended;
   if (end) out.err(Buffer.from(`${ENDED_NOTE[end]}\n`));
   await out.close();
-  const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep)) : null;
+  const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep, "live")) : null;
 
   const t1 = Date.now();
   const killed = end === "crashed" || end === "limit";

@@ -101,8 +101,31 @@ function pairs(buf: Buffer | null): Map<string, string> {
   return out;
 }
 
-/** The state the shell saved in `dir`, or null when it saved none (killed, timed out, `exec`). */
-export async function readShellState(dir: string, keep: ShellRequest["keep"]): Promise<{ state: ShellState; notes: string[] } | null> {
+/**
+ * What the model is told when the shell ended in a directory that cannot be kept, or with state too
+ * big to keep. A fresh sandbox's shell ends with its command, so the next command starts from what is
+ * saved; a live session's shell goes on (it stays where it is, its variables stay), and only a new
+ * sandbox (the live one ended or lost) starts from what is saved.
+ */
+const NOTES = {
+  fresh: {
+    cwdUnkept: (abs: string) => `[toolshed: the working directory ${abs} cannot be kept; the next command starts in the workspace root]`,
+    cwdOutside: (abs: string) => `[toolshed: the working directory ${abs} is outside the workspace and is not kept; the next command starts in the workspace root]`,
+    stateTooBig: `[toolshed: this shell's exported variables and functions take more than ${MAX_SHELL_STATE_BYTES / 1024} KiB; they are NOT kept for the next command (its working directory is). Unset what you no longer need, or write large values to a file.]`,
+  },
+  live: {
+    cwdUnkept: (abs: string) => `[toolshed: the working directory ${abs} cannot be saved; this session's live shell stays there for its next commands, but if its sandbox ends the next command starts in the workspace root]`,
+    cwdOutside: (abs: string) => `[toolshed: the working directory ${abs} is outside the workspace; this session's live shell stays there for its next commands, but if its sandbox ends the next command starts in the workspace root]`,
+    stateTooBig: `[toolshed: this shell's exported variables and functions take more than ${MAX_SHELL_STATE_BYTES / 1024} KiB; the live shell keeps them for its next commands, but they are NOT saved: if its sandbox ends, the next command starts without them (its working directory is saved). Unset what you no longer need, or write large values to a file.]`,
+  },
+} as const;
+
+/**
+ * The state the shell saved in `dir`, or null when it saved none (killed, timed out, `exec`).
+ * `shell`: "fresh" (the shell ended with the command) or "live" (a live session's shell, which goes on); the notes say which.
+ */
+export async function readShellState(dir: string, keep: ShellRequest["keep"], shell: keyof typeof NOTES = "fresh"): Promise<{ state: ShellState; notes: string[] } | null> {
+  const say = NOTES[shell];
   const [pwd, root] = await Promise.all([readOwn(join(dir, "cwd")), readOwn(join(dir, "root"))]);
   if (pwd === null || root === null) return null;
   const notes: string[] = [];
@@ -113,9 +136,9 @@ export async function readShellState(dir: string, keep: ShellRequest["keep"]): P
     try {
       cwd = normalizePath(abs.slice(top.length));
     } catch {
-      notes.push(`[toolshed: the working directory ${abs} cannot be kept; the next command starts in the workspace root]`);
+      notes.push(say.cwdUnkept(abs));
     }
-  } else notes.push(`[toolshed: the working directory ${abs} is outside the workspace and is not kept; the next command starts in the workspace root]`);
+  } else notes.push(say.cwdOutside(abs));
   const state: ShellState = { cwd };
   if (keep !== "all") return { state, notes };
   const [base, env, fns] = await Promise.all([readOwn(join(dir, "base")), readOwn(join(dir, "env")), readOwn(join(dir, "functions"))]);
@@ -130,7 +153,7 @@ export async function readShellState(dir: string, keep: ShellRequest["keep"]): P
   const functions = fns?.toString("utf8") ?? "";
   bytes += Buffer.byteLength(functions);
   if (env === null || fns === null || bytes > MAX_SHELL_STATE_BYTES) {
-    notes.push(`[toolshed: this shell's exported variables and functions take more than ${MAX_SHELL_STATE_BYTES / 1024} KiB; they are NOT kept for the next command (its working directory is). Unset what you no longer need, or write large values to a file.]`);
+    notes.push(say.stateTooBig);
     return { state, notes };
   }
   if (Object.keys(kept).length) state.env = kept;

@@ -89,6 +89,24 @@ describe("live sandbox: one shell across commands", () => {
     await s.end();
   });
 
+  it("a command that ends outside the workspace: the live shell stays there, the note says so (not that the next command starts in the root), once", async () => {
+    const s = startLive();
+    const keep = { shell: { keep: "cwd" as const } };
+    const out = await s.cmd("cd /tmp", { shell: { keep: "cwd", state: { cwd: "" } } });
+    expect(out.shell?.state).toEqual({ cwd: "" }); // what a new sandbox would start in: the root
+    expect(out.shell?.notes).toHaveLength(1);
+    expect(out.shell?.notes[0]).toContain("working directory /tmp is outside the workspace; this session's live shell stays there");
+    expect(out.shell?.notes[0]).not.toContain("is not kept");
+    // The next command of the session does run there, and is not told again.
+    const next = await s.cmd("pwd", keep);
+    expect(next.stdout).toBe("/tmp\n");
+    expect(next.shell?.notes).toEqual([]);
+    // Back in the workspace, then out again: told again.
+    expect((await s.cmd("cd /workspace", keep)).shell?.notes).toEqual([]);
+    expect((await s.cmd("cd /tmp", keep)).shell?.notes[0]).toContain("working directory /tmp is outside the workspace; this session's live shell stays there");
+    await s.end();
+  });
+
   it("a background HTTP server started by one command answers the next, shows in the status, and is gone after the idle end", async () => {
     const s = startLive({ idle_ms: 2_000 });
     const a = await s.cmd("cd /tmp && nohup python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 & echo started");

@@ -106,6 +106,12 @@ describe("process sandbox: commands", () => {
     expect(next.stdout).toBe(`${t.linkPath}/sh/in\nf:a b\n`);
   });
 
+  it("a session's shell that ends outside the workspace: the root is saved, and the note says the next command starts there", async () => {
+    const out = await t.run("cd /tmp", { shell: { keep: "cwd" } });
+    expect(out.shell?.state).toEqual({ cwd: "" });
+    expect(out.shell?.notes).toEqual([expect.stringMatching(/working directory \S+ is outside the workspace and is not kept; the next command starts in the workspace root/)]);
+  });
+
   it("runs python3 and node programs fed on stdin, as run_code sends them", async () => {
     const py = await t.run("python3 - a b", { stdin: "import sys; print('py', sys.argv[1:], 'é')" });
     expect(py.stdout).toBe("py ['a', 'b'] é\n");
