@@ -1,7 +1,7 @@
 /**
  * One run, once, wherever the invocation lands: the runner's side of the run record
- * (lib/sync/run-records.ts). Before running, the handler claims the run in storage (If-None-Match: *,
- * through the sync API). A retried invocation, in this execution environment or another,
+ * (lib/sync/run-records.ts). Before its command runs, the handler claims the run in storage
+ * (If-None-Match: *, through the sync API: carried by the run's manifest request, riding-claim.ts). A retried invocation, in this execution environment or another,
  * finds the claim: it answers the stored result when the first attempt has finished, else it
  * waits (bounded) and answers CONFLICT naming the run to follow with bash_output.
  * Background tasks send their output to the record about once a second and stop when its
@@ -12,6 +12,7 @@ import type { RunResult } from "../../lib/exec/types.js";
 import type { ExecResponse, ClaimOutcome, RunClaim, RunRecordClient } from "../../lib/sync/types.js";
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
+import { RidingClaim } from "./riding-claim.js";
 
 export interface OnceOptions {
   /** How long a retry waits for an earlier attempt that still runs (default 30 s). */
@@ -117,12 +118,15 @@ function startPump(records: RunRecordClient, collector: () => OutputCollector | 
 type Executed = { ran: true; res: ExecResponse } | { ran: false; claim: Extract<ClaimOutcome, { claimed: false }> };
 
 /**
- * Runs the command once `claim` is ours. The run starts at once, side by side with the claim:
- * what comes before the command (the manifest, the workspace's download) only reads, and the
- * command itself waits for the claim (RunHooks.claimed). Not ours: nothing ran, the record is
- * left alone.
+ * Runs the command once its claim is ours. The run starts at once, and its first request (the
+ * manifest) carries the claim (riding-claim.ts): what comes before the command (the manifest, the
+ * workspace's download) only reads, and the command itself waits for the claim (RunHooks.claimed).
+ * Not ours: nothing ran, the record is left alone.
  */
-async function execute(task: boolean, claim: Promise<ClaimOutcome>, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions): Promise<Executed> {
+async function execute(task: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions): Promise<Executed> {
+  // The claim rides on the run's manifest request (riding-claim.ts), or goes alone where nothing carries it.
+  const ride = new RidingClaim(records, task);
+  const claim = ride.outcome;
   const ctrl = new AbortController();
   const abort = () => ctrl.abort();
   opts.signal?.addEventListener("abort", abort, { once: true });
@@ -137,14 +141,16 @@ async function execute(task: boolean, claim: Promise<ClaimOutcome>, records: Run
   });
   const ours = claimed.then((c) => c.claimed);
   ours.catch(() => {}); // a failed claim is answered below, after the run stopped (it may stop before asking)
+  const isOurs = () => (ride.alone(), ours);
   let res: ExecResponse;
   try {
-    res = { ok: true, result: await run({ signal: ctrl.signal, claimed: ours, onStart: (c) => ((started = true), (collector = c)) }) };
+    res = { ok: true, result: await run({ signal: ctrl.signal, claim: ride, claimed: isOurs, onStart: (c) => ((started = true), (collector = c)) }) };
   } catch (e) {
     res = errorOf(e);
   } finally {
     opts.signal?.removeEventListener("abort", abort);
   }
+  ride.alone(); // a run that stopped before its manifest request: the claim goes alone (a retry may find a result to answer)
   const c = await claimed; // throws what the claim threw: the run never started its command then
   if (!c.claimed) return { ran: false, claim: c };
   await (pump as ReturnType<typeof startPump> | null)?.stop();
@@ -170,7 +176,7 @@ async function execute(task: boolean, claim: Promise<ClaimOutcome>, records: Run
  */
 export async function runOnce(runId: string, task: boolean, records: RunRecordClient, run: (hooks: RunHooks) => Promise<RunResult>, opts: OnceOptions = {}): Promise<ExecResponse> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const done = await execute(task, records.claim({ task }), records, run, opts);
+    const done = await execute(task, records, run, opts);
     if (done.ran) return done.res;
     const c = done.claim;
     if (c.result) return c.result;

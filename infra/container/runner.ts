@@ -10,7 +10,7 @@ import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import { gitHomeFiles } from "../../lib/exec/git-identity.js";
 import type { RunRequest, RunResult } from "../../lib/exec/types.js";
-import type { SyncClient } from "../../lib/sync/types.js";
+import type { ClaimRider, SyncClient } from "../../lib/sync/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { keepFullOutput } from "./output-log.js";
@@ -41,8 +41,10 @@ export interface RunHooks {
   signal?: AbortSignal;
   /** Receives the collector before the command starts (background tasks read output from it). */
   onStart?: (collector: OutputCollector) => void;
-  /** Whether the run is this invocation's (run-once.ts): awaited before the command; false stops the run there. */
-  claimed?: Promise<boolean>;
+  /** The run's claim, for its manifest request to carry (riding-claim.ts). */
+  claim?: ClaimRider;
+  /** Whether the run is this invocation's (run-once.ts; sends the claim alone if nothing carried it): awaited before the command; false stops the run there. */
+  claimed?: () => Promise<boolean>;
 }
 
 export const MiB = 1024 * 1024;
@@ -60,7 +62,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     // Storage is the source of truth: listed in full on every run, but only what differs from
     // the slot's view crosses the wire (sync-in.ts). The request goes out first; the sandbox is
     // set up while it is answered, and its command waits at the gate until the tree is ready.
-    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null); // slot.view := storage
+    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, undefined, hooks.claim); // slot.view := storage; the run's claim carried along
     listed.catch(() => {}); // awaited below, unless staging fails first
     const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
     const out = new OutputCollector(limits.output_bytes, logPath);
@@ -91,7 +93,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       running.catch(() => {}); // awaited below, after the gate
       try {
         synced = await syncIn(slot, listed.finally(() => (tManifest = Date.now())), sync, deps.owner);
-        if (hooks.claimed && !(await hooks.claimed)) {
+        if (hooks.claimed && !(await hooks.claimed())) {
           clean = true; // the slot is as reconcile left it
           throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
         }

@@ -35,6 +35,9 @@ export function limitedExecutor(executor: Executor, limits: LimitsStore): Execut
       try {
         return await executor.run(req);
       } finally {
+        // Before the answer, not after it (#31 §4 weighed it): released later, the slot would still be held when
+        // the agent's next command arrives, and on another isolate (nothing orders its acquireRun after this
+        // release) a tenant running concurrent_runs commands with this one just ended would be refused.
         await limits.releaseRun(req.tenant, d.lease).catch(() => {}); // missed: the lease ends on its own
       }
     },

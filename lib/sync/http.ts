@@ -4,8 +4,9 @@
  * workspace come from the token only. fetch-based: bundles for Workers and runs in Node.
  *
  *   GET    /v1/sync/manifest[?cursor=]  → { files: [{path, etag, size}], cursor? }
- *   POST   /v1/sync/manifest  {buckets, digests?, modes?, layer?} → { v: 2, count, buckets, same: [bucket],
- *                                      files: [[path, etag, size]], modes?, layer }  (conditional, one request;
+ *   POST   /v1/sync/manifest  {buckets, digests?, modes?, layer?, claim?} → { v: 2, count, buckets, same: [bucket],
+ *                                      files: [[path, etag, size]], modes?, layer, claim? }  (conditional, one request;
+ *                                      claim: the run's claim carried along, its outcome answered: lib/sync/types.ts ClaimRider;
  *                                      { v: 2, paged: true }: too large, use GET; see lib/sync/manifest.ts)
  *   GET    /v1/sync/files/<path>        → bytes, ETag            | 404
  *   POST   /v1/sync/fetch  {paths, etags?, order?} → frames of many small files, streamed (lib/sync/batch.ts)
@@ -25,7 +26,7 @@ import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
 import type { ConditionalSync } from "./manifest.js";
-import { manifestAnswerOf } from "./manifest-wire.js";
+import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
@@ -38,7 +39,7 @@ export interface HttpSyncOptions extends SyncAccess {
 
 export const encodeSyncPath = (path: string): string => path.split("/").map(encodeURIComponent).join("/");
 
-export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalSync {
+export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<ConditionalSync> {
   const doFetch = opts.fetch ?? fetch;
   const base = opts.url.replace(/\/+$/, "") + "/v1/sync";
   const auth = { authorization: `Bearer ${opts.token}` };
@@ -117,21 +118,35 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & ConditionalS
     throw new ToolError(code, `Workspace sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
   }
 
+  /**
+   * POST /manifest's answer body; null when the API has none (an older one). Retried like a GET: it
+   * only reads, and a claim it carries is the same attempt's (lib/sync/types.ts ClaimRequest), told
+   * `claimed` again on a repeat.
+   */
+  async function conditional(body: unknown): Promise<unknown> {
+    if (noConditional) return null;
+    const res = await call("POST", `${base}/manifest`, { body: JSON.stringify(body), headers: { "content-type": "application/json" } }, true);
+    if (res.status === 404 || res.status === 405) {
+      await res.body?.cancel();
+      noConditional = true;
+      return null;
+    }
+    if (!res.ok) await fail(res, "manifest");
+    return res.json();
+  }
+
   // Canonical paths only (INVALID_PATH otherwise): "..", "//", backslashes never reach the wire.
   const fileUrl = (path: string) => `${base}/files/${encodeSyncPath(normalizeFilePath(path))}`;
   const dirUrl = (dir: string) => `${fileUrl(dir)}/`;
 
   return {
     async manifestSince(q) {
-      if (noConditional) return null;
-      const res = await call("POST", `${base}/manifest`, { body: JSON.stringify(q), headers: { "content-type": "application/json" } }, true);
-      if (res.status === 404 || res.status === 405) {
-        await res.body?.cancel();
-        noConditional = true;
-        return null;
-      }
-      if (!res.ok) await fail(res, "manifest");
-      return manifestAnswerOf(await res.json());
+      const body = await conditional(q);
+      return body === null ? null : manifestAnswerOf(body);
+    },
+    async manifestWithClaim(q, claim) {
+      const body = await conditional({ ...q, claim });
+      return body === null ? null : { answer: manifestAnswerOf(body), claim: claimOutcomeOf(body) };
     },
     async manifest() {
       const out: SyncEntry[] = [];

@@ -5,12 +5,14 @@
  * the poll that received the command, and the API answered it right after handing the command over,
  * so the command needs no manifest request of its own). Bundles for Workers.
  *
- *   { v: 2, count, buckets, same: [bucket], files: [[path, etag, size]], modes?, layer? }
- *   { v: 2, paged: true }   too large for one answer: the runner pages through GET /v1/sync/manifest
+ *   { v: 2, count, buckets, same: [bucket], files: [[path, etag, size]], modes?, layer?, claim? }
+ *   { v: 2, paged: true, claim? }   too large for one answer: the runner pages through GET /v1/sync/manifest
+ *
+ * `claim`: the outcome of the run's claim when the request carried one (lib/sync/types.ts ClaimRider).
  */
 import { ToolError } from "../shared/errors.js";
 import { layerStateOf, type ManifestAnswer } from "./manifest.js";
-import type { SyncEntry } from "./types.js";
+import type { ClaimOutcome, ExecResponse, RunClaim, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
 export interface ManifestAnswerBody {
@@ -22,6 +24,16 @@ export interface ManifestAnswerBody {
   files?: [string, string, number][];
   modes?: ExecModes | "same";
   layer?: unknown;
+  claim?: ClaimOutcome;
+}
+
+/** The claim's outcome an answer carries; null when it carries none, or not one this client knows (the claim is then sent alone). */
+export function claimOutcomeOf(body: unknown): ClaimOutcome | null {
+  const c = (body as { claim?: unknown } | null)?.claim as Partial<{ claimed: unknown; kill: unknown; claim: unknown; result: unknown }> | undefined;
+  if (typeof c !== "object" || c === null) return null;
+  if (c.claimed === true && typeof c.kill === "boolean") return { claimed: true, kill: c.kill };
+  if (c.claimed === false) return { claimed: false, claim: (c.claim ?? null) as RunClaim | null, result: (c.result ?? null) as ExecResponse | null };
+  return null;
 }
 
 /** The answer as JSON; null (past the answer's bound): `{v: 2, paged: true}`. */

@@ -20,7 +20,7 @@ import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
 import type { Manifest, ManifestEntry } from "../layers/manifest.js";
 import type { Whiteouts } from "../layers/whiteout.js";
-import type { SyncClient, SyncEntry } from "./types.js";
+import type { ClaimOutcome, ClaimRequest, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
 /** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
@@ -85,6 +85,12 @@ export interface ManifestSource {
 /** A SyncClient that can answer a ManifestQuery (null: the other end cannot; use manifest()). */
 export interface ConditionalSync {
   manifestSince(q: ManifestQuery): Promise<ManifestAnswer | null>;
+  /**
+   * manifestSince with the run's claim carried in the same request (lib/sync/types.ts ClaimRider):
+   * the answer (null: paged, or none this client can use) and the claim's outcome (null: the API took
+   * no claim). null when the other end has no conditional manifest. Absent: this client carries no claim.
+   */
+  manifestWithClaim?(q: ManifestQuery, claim: ClaimRequest): Promise<{ answer: ManifestAnswer | null; claim: ClaimOutcome | null } | null>;
 }
 
 export const hasManifestSince = (c: SyncClient): c is SyncClient & ConditionalSync => typeof (c as Partial<ConditionalSync>).manifestSince === "function";

@@ -92,11 +92,15 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
   const killRequested = async () => (await driver.head((await record()).k.kill)) !== null;
   const storeResult = async (res: ExecResponse) => createOnly(driver, (await record()).k.result, JSON.stringify(res));
   return {
-    async claim({ task }) {
+    async claim({ task, attempt }) {
       const { runId, k } = await record();
-      const claim: RunClaim = { run_id: runId, task, started_at: Date.now(), deadline };
-      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return { claimed: true, kill: task && (await killRequested()) }; // only tasks can be killed
-      return { claimed: false, ...(await state()) };
+      const claim: RunClaim = { run_id: runId, task, started_at: Date.now(), deadline, ...(attempt ? { attempt } : {}) };
+      const ours = async () => ({ claimed: true as const, kill: task && (await killRequested()) }); // only tasks can be killed
+      if (await createOnly(driver, k.claim, JSON.stringify(claim))) return ours();
+      const found = await state();
+      // The same attempt asking again (its answer lost, or its carried claim sent alone): still its own. A retried invocation is another attempt.
+      if (attempt && found.claim?.attempt === attempt && !found.result) return ours();
+      return { claimed: false, ...found };
     },
     state,
     async output(seq, text) {

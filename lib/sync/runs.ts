@@ -5,7 +5,9 @@
  * bundles for Workers and runs in Node.
  *
  *   GET    /v1/sync/run               → { claim, result }
- *   POST   /v1/sync/run/claim         {task}  → ClaimOutcome (the claim is created with If-None-Match: *)
+ *   POST   /v1/sync/run/claim         {task, attempt?}  → ClaimOutcome (the claim is created with If-None-Match: *; the
+ *                                      same attempt asking again is told claimed). A fresh run's claim usually rides on its
+ *                                      manifest request instead (POST /v1/sync/manifest with `claim`: lib/sync/server.ts)
  *   DELETE /v1/sync/run/claim         → 204 (only while there is no result)
  *   PUT    /v1/sync/run/output/<seq>  text    → { kill }  (a repeated seq is ignored)
  *   GET    /v1/sync/run/kill          → { kill }
@@ -18,7 +20,7 @@ import { saveOutputLog } from "./output-logs.js";
 import { runIdFor, storageRunRecords, type StoredRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
 import type { RunEnded } from "./server-deps.js";
-import type { ExecResponse, SyncAccess, ClaimOutcome, RunClaim, RunRecordClient } from "./types.js";
+import type { ExecResponse, SyncAccess, ClaimOutcome, ClaimRequest, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;
@@ -44,9 +46,22 @@ export function parseJson(text: string, what: string): unknown {
 }
 
 /** Serves /v1/sync/run[/...] for a verified token; mounted by handleSync (lib/sync/server.ts). `onRunEnded`: told of a metered run's end (SyncServerDeps). */
-export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
+/** The record of the run the token names (UNAUTHORIZED when it names none). */
+export function tokenRunRecords(claims: SyncClaims, driver: StorageDriver): StoredRunRecords {
   if (typeof claims.r !== "string" || claims.r.length < 1 || claims.r.length > 200) throw new ToolError("UNAUTHORIZED", "This sync token names no run.");
-  const rec = storageRunRecords(driver, claims.t, claims.w, claims.r, claims.exp * 1000);
+  return storageRunRecords(driver, claims.t, claims.w, claims.r, claims.exp * 1000);
+}
+
+/** A claim request from the wire ({task, attempt?}); INVALID_ARGUMENT when it is not one. */
+export function claimRequestOf(body: unknown): ClaimRequest {
+  const b = body as { task?: unknown; attempt?: unknown } | null;
+  const attempt = b?.attempt;
+  if (attempt !== undefined && (typeof attempt !== "string" || !/^[A-Za-z0-9_-]{8,64}$/.test(attempt))) throw new ToolError("INVALID_ARGUMENT", "A claim's attempt is 8-64 characters of A-Z a-z 0-9 _ -.");
+  return { task: b?.task === true, ...(attempt ? { attempt } : {}) };
+}
+
+export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
+  const rec = tokenRunRecords(claims, driver);
   const route = url.pathname.slice("/v1/sync/run".length);
   const out = /^\/output\/(\d{1,8})$/.exec(route);
   if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
@@ -59,8 +74,7 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
     case "GET ":
       return json(await rec.state());
     case "POST /claim": {
-      const body = parseJson((await bodyText(req, 1024)) || "{}", "claim") as { task?: unknown } | null;
-      return json(await rec.claim({ task: body?.task === true }));
+      return json(await rec.claim(claimRequestOf(parseJson((await bodyText(req, 1024)) || "{}", "claim"))));
     }
     case "DELETE /claim":
       await rec.release();
@@ -121,7 +135,7 @@ export function httpRunRecords(opts: SyncAccess & { fetch?: typeof fetch }): Run
   }
 
   return {
-    claim: (o) => call<ClaimOutcome>("POST", "/claim", "claim", JSON.stringify({ task: o.task })),
+    claim: (o) => call<ClaimOutcome>("POST", "/claim", "claim", JSON.stringify({ task: o.task, ...(o.attempt ? { attempt: o.attempt } : {}) })),
     state: () => call<{ claim: RunClaim | null; result: ExecResponse | null }>("GET", "", "state"),
     output: (seq, text) => call<{ kill: boolean }>("PUT", `/output/${seq}`, "output", text, "text/plain; charset=utf-8"),
     killRequested: async () => (await call<{ kill: boolean }>("GET", "/kill", "kill")).kill,

@@ -14,7 +14,7 @@ import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
 import { fetchBatch, parseFetchRequest } from "./fetch.js";
 import { handleWriteBatch } from "./put-server.js";
 import { handleStaging } from "./stage-server.js";
-import { bodyText, handleSyncRun, parseJson } from "./runs.js";
+import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
 import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
 import { verifySyncToken, type SyncClaims } from "./token.js";
@@ -81,7 +81,11 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start
     // beside the workspace record's: one round trip per run instead of two (manifestReads).
-    const manifest = url.pathname === "/v1/sync/manifest" && req.method === "POST" ? manifestReads(parseManifestQuery(parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query")), deps.driver, prefix, claims) : null;
+    const manifestBody = url.pathname === "/v1/sync/manifest" && req.method === "POST" ? (parseJson(await bodyText(req, MAX_MANIFEST_QUERY_BYTES), "manifest query") as { claim?: unknown } | null) : undefined;
+    const manifest = manifestBody !== undefined ? manifestReads(parseManifestQuery(manifestBody), deps.driver, prefix, claims) : null;
+    // A fresh run's claim rides on its manifest request (lib/sync/types.ts ClaimRider): taken beside the reads, answered with them.
+    const claimed = manifestBody?.claim !== undefined ? tokenRunRecords(claims, deps.driver).claim(claimRequestOf(manifestBody.claim)) : null;
+    claimed?.catch(() => {}); // awaited with the answer; a request that fails before leaves the runner to claim alone
     // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
     // (the files would come back in a workspace made again with the same id, and nothing collects them).
     const rec = await readMeta(deps.driver, claims.t, claims.w);
@@ -99,7 +103,10 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const files = page.objects.map((o) => ({ path: o.key.slice(prefix.length), etag: o.etag, size: o.size }));
       return json({ files, ...(page.cursor ? { cursor: page.cursor } : {}) });
     }
-    if (manifest) return json(manifestAnswerBody(await answerWorkspaceManifest(deps, layerDeps, claims, prefix, manifest, rec, files)));
+    if (manifest) {
+      const answer = manifestAnswerBody(await answerWorkspaceManifest(deps, layerDeps, claims, prefix, manifest, rec, files));
+      return json(claimed ? { ...answer, claim: await claimed } : answer);
+    }
 
     if (url.pathname === "/v1/sync/modes" && req.method === "POST") {
       const delta = parseModesDelta(parseJson(await bodyText(req, MAX_MODES_BYTES), "modes delta"));

@@ -31,6 +31,34 @@ export interface RunClaim {
   started_at: number;
   /** Epoch ms after which the run cannot report any more (its sync token expired). */
   deadline: number;
+  /** The attempt that holds it (ClaimRequest.attempt); absent from claims of runners before it. */
+  attempt?: string;
+}
+
+/**
+ * What a runner asks for when it claims a run. `attempt`: a random id of this attempt (one
+ * invocation's one try), so that the attempt that made the claim is told `claimed` again when it
+ * asks once more (its request retried after a lost answer, or its claim sent alone after the
+ * manifest request that carried it failed: infra/container/riding-claim.ts); any other attempt (a
+ * retried invocation) finds the claim taken. Absent (older runners): every repeat finds it taken.
+ */
+export interface ClaimRequest {
+  task: boolean;
+  attempt?: string;
+}
+
+/**
+ * A run's claim carried by the runner's first request to the API, its conditional manifest
+ * (lib/sync/view.ts conditionalManifest; POST /v1/sync/manifest with `claim`): one request where
+ * there were two. `carry` gives the claim to the one request that carries it (null: it is on its
+ * way already, alone or carried); `answered` takes that request's outcome (null: the request failed
+ * or the API took no claim, an older one: the claim is then sent alone, POST /v1/sync/run/claim).
+ */
+export interface ClaimRider {
+  carry(): ClaimRequest | null;
+  answered(outcome: ClaimOutcome | null): void;
+  /** Sends the claim alone now, unless it is on its way (a path that carries nothing). */
+  alone(): void;
 }
 
 export type ClaimOutcome =
@@ -44,7 +72,7 @@ export type ClaimOutcome =
  * workspace), and nothing more: the run is fixed by the sync token, never named in a call.
  */
 export interface RunRecordClient {
-  claim(opts: { task: boolean }): Promise<ClaimOutcome>;
+  claim(opts: ClaimRequest): Promise<ClaimOutcome>;
   /** The record as it stands (a retry waiting for the first attempt). */
   state(): Promise<{ claim: RunClaim | null; result: ExecResponse | null }>;
   /** Stores output chunk `seq` (1, 2, ...; a repeated seq is ignored); answers the kill flag. */

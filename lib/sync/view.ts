@@ -4,7 +4,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { bucketCountFor, bucketOf, digestOf, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
-import type { SyncClient, SyncEntry } from "./types.js";
+import type { ClaimRider, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
 /**
@@ -173,8 +173,10 @@ export async function viewQuery(view: ManifestView, knownModes: string | null): 
  * With the conditional manifest come the execute bits; the plain one has none (modes: null).
  * `carried`: an answer that came with the command, used (no request) when the view is still the
  * one its query was made of, with the same execute bits; any other: the request, as without one.
+ * `claim`: the run's claim, carried by the manifest request when the client can (manifestWithClaim),
+ * else sent alone beside it.
  */
-export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null, carried?: CarriedManifest): Promise<ManifestResult> {
+export async function conditionalManifest(sync: SyncClient, view: ManifestView, knownModes: string | null = null, carried?: CarriedManifest, claim?: ClaimRider): Promise<ManifestResult> {
   const plain = async (): Promise<ManifestResult> => {
     const entries = await sync.manifest();
     const unchanged = entries.length === view.size && entries.every((e) => view.get(e.path)?.etag === e.etag);
@@ -192,6 +194,23 @@ export async function conditionalManifest(sync: SyncClient, view: ManifestView, 
       // An answer the view cannot take (apply checks before it changes anything): asked below.
     }
   }
+  if (claim && hasManifestSince(sync) && sync.manifestWithClaim) {
+    const q = { ...(await view.query()), modes: knownModes };
+    const carrying = claim.carry();
+    if (carrying) {
+      let got: Awaited<ReturnType<NonNullable<typeof sync.manifestWithClaim>>>;
+      try {
+        got = await sync.manifestWithClaim(q, carrying);
+      } catch (e) {
+        claim.answered(null); // the claim goes alone (the same attempt: told `claimed` if this request took it)
+        throw e;
+      }
+      claim.answered(got?.claim ?? null);
+      if (!got?.answer) return plain();
+      return result(q, got.answer, {});
+    }
+  }
+  claim?.alone(); // nothing here carries it: it goes beside this request, as its own
   if (!hasManifestSince(sync)) return plain();
   const q = { ...(await view.query()), modes: knownModes };
   const a = await sync.manifestSince(q);

@@ -99,9 +99,9 @@ describe("the span tree of a bash call", () => {
     expect(command.end <= writeBack.start + 1_000_000n).toBe(true);
     expect(command.attributes["toolshed.exit_code"]).toBe(0);
 
-    // Sync-in: the manifest (and the download of in.txt) under runner.sync_in; write-back: out.txt's batch under runner.write_back.
+    // Sync-in: the manifest with the run's claim carried along (and the download of in.txt) under runner.sync_in; write-back: out.txt's batch under runner.write_back.
     const syncCalls = spans.filter((s) => s.name.startsWith("sync.") && s.service === "toolshed-runner");
-    expect(syncCalls.filter((s) => s.parentSpanId === syncIn.spanId).map((s) => s.name)).toContain("sync.manifestSince");
+    expect(syncCalls.filter((s) => s.parentSpanId === syncIn.spanId).map((s) => s.name)).toContain("sync.manifestWithClaim");
     const writes = syncCalls.filter((s) => s.parentSpanId === writeBack.spanId && /^sync\.(put|putMany|stage|commit)$/.test(s.name));
     expect(writes.length).toBeGreaterThan(0);
 

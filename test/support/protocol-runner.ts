@@ -1,8 +1,8 @@
 /**
  * A runner that speaks the real runner protocol to the app in-process (workerd tests): what
  * infra/container/runner.ts does around a command, without a sandbox. Each run claims itself
- * through the sync API (infra/container/run-once.ts runOnce over httpRunRecords), asks for the
- * conditional manifest beside the claim (lib/sync/view.ts, as runner.ts does), then "runs" the
+ * through the sync API (infra/container/run-once.ts runOnce over httpRunRecords), its claim carried
+ * by the conditional manifest's request (lib/sync/view.ts, as runner.ts does), then "runs" the
  * command (the answer of `answer`, no process) and stores its result. Every request it makes into
  * the app is logged as "METHOD /path"; `ran` counts the commands that ran (a retried invocation
  * that found the claim does not add one; `retryEach` makes every run such a retry).
@@ -50,8 +50,8 @@ export function protocolRunner(answer: (req: RunRequest) => RunResult = nodeVers
       const runId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
       const attempt = () =>
         runOnce(runId, false, records, async (hooks) => {
-          await conditionalManifest(sync, new ManifestView(), null); // beside the claim, as runner.ts
-          if (hooks.claimed && !(await hooks.claimed)) throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
+          await conditionalManifest(sync, new ManifestView(), null, undefined, hooks.claim); // carrying the claim, as runner.ts
+          if (hooks.claimed && !(await hooks.claimed())) throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
           hooks.onStart?.({ take: () => "" } as unknown as OutputCollector);
           state.ran++;
           return { ...answer(req), run_id: runId };

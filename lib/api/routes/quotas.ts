@@ -61,6 +61,10 @@ export async function reserveWorkspaceSlot(deps: AppDeps, auth: AuthInfo): Promi
   }) : undefined;
   const counted = d.known ?? listed!;
   // `created`: whether this create made its workspace (absent: unknown, e.g. a fork or an archive, and the object counts again).
+  // The release stays before the answer (#31 §4 weighed it): until it lands the slot still counts this create as pending,
+  // so a next create that must list (no trusted count yet: this one listed) would count the new workspace twice, in the
+  // listing and in the pending slot, and be refused at the limit's edge; nothing orders its reserve after this release.
+  // It is also what gives the object the count that spares the next creates their listing.
   const release = (created?: boolean) => limits.releaseWorkspace(auth.tenant, d.slot, created === undefined ? undefined : { created, ...(listed !== undefined ? { listed } : {}) }).catch(() => {}); // missed: the lease ends on its own
   if (counted + d.pending >= d.limit) {
     await release(false);

@@ -32,6 +32,29 @@ const fakeResult = (over: Partial<RunResult>): RunResult => ({
 });
 
 describe("run record sync routes", () => {
+  it("a claim rides on the manifest request: taken once, the same attempt told claimed again, another attempt (a retried invocation) finds it taken", async () => {
+    const t = tid();
+    await workspaceRecord(driver, t, "main");
+    const sync = httpSyncClient(await access(t, "main", "k1"));
+    const records = httpRunRecords(await access(t, "main", "k1"));
+    const first = await sync.manifestWithClaim({ buckets: 1 }, { task: false, attempt: "attempt-one" });
+    expect(first?.claim).toEqual({ claimed: true, kill: false });
+    expect(first?.answer).toMatchObject({ count: 0, buckets: 1, files: [] });
+    // The same attempt again (its answer lost, or its claim sent alone after the carrying request failed): still its own.
+    expect(await records.claim({ task: false, attempt: "attempt-one" })).toEqual({ claimed: true, kill: false });
+    expect((await sync.manifestWithClaim({ buckets: 1 }, { task: false, attempt: "attempt-one" }))?.claim).toEqual({ claimed: true, kill: false });
+    // Another attempt, carried or alone, and a claim without an attempt (an older runner): taken, nothing to run.
+    expect((await sync.manifestWithClaim({ buckets: 1 }, { task: false, attempt: "attempt-two" }))?.claim).toMatchObject({ claimed: false, claim: { run_id: await runIdFor(t, "main", "k1") }, result: null });
+    expect(await records.claim({ task: false })).toMatchObject({ claimed: false, result: null });
+    // Once the result is stored, even the attempt that claimed is not told claimed again (it would run twice).
+    await records.finish({ ok: true, result: { n: 1 } });
+    expect(await records.claim({ task: false, attempt: "attempt-one" })).toMatchObject({ claimed: false, result: { ok: true, result: { n: 1 } } });
+    // A manifest request without a claim answers no claim (an older runner claims alone); a bad attempt is refused.
+    expect(await sync.manifestWithClaim({ buckets: 1 }, { task: false, attempt: "x" }).catch((e: Error) => e.message)).toMatch(/attempt/);
+    const plain = await fetchFn("https://api.example/v1/sync/manifest", { method: "POST", headers: { authorization: `Bearer ${(await access(t, "main", "k1")).token}` }, body: JSON.stringify({ buckets: 1 }) });
+    expect(await plain.json()).not.toHaveProperty("claim");
+  });
+
   it("a token reaches its own run's record only; claims and results are created once; the files never show it", async () => {
     const t = tid();
     const a = httpRunRecords(await access(t, "main", "k1"));
