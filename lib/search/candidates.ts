@@ -8,6 +8,7 @@ import type { Listed } from "./listing.js";
 import type { Query } from "./query.js";
 import { decodePostings, FLAG_BINARY, FLAG_LARGE, type SegmentFile, type SegmentHead } from "./segment.js";
 import type { IndexStore, SegmentRef } from "./store.js";
+import type { CoverageSlot, IndexCoverage } from "./index-coverage.js";
 import { newestFirstOrder } from "./newest-first.js";
 
 const CONCURRENCY = 6;
@@ -169,26 +170,6 @@ interface Covered {
   fileAt: number[];
 }
 
-/**
- * The join of one listing with the index, whatever the query: per segment (its place among the
- * heads read, newest first), the entries that cover listed files; which files are covered; and
- * the files' numbers in the order the tool promises (newest first, then by path). A function of
- * the files and the segments' keys (a segment never changes), so a kept walk keeps it beside its
- * files (listing-cache.ts) for the next search of the same tree and the same segments.
- */
-export interface IndexCoverage {
-  segmentKeys: string;
-  covered: { at: number; entries: number[]; fileAt: number[] }[];
-  claimed: Uint8Array;
-  indexed: number;
-  order: Uint32Array;
-}
-
-/** A place to keep the coverage of one listing (ListingCache's WalkedTree). */
-export interface CoverageSlot {
-  coverage?: unknown;
-}
-
 function joinIndex(heads: readonly (Seg | null)[], files: readonly Listed[], segmentKeys: string): IndexCoverage {
   const at = new Map<string, number>();
   for (let k = 0; k < files.length; k++) at.set(files[k]!.path, k);
@@ -225,7 +206,7 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
   });
   // Kept only when every segment was read: a segment gone meanwhile (merged away) changes the join.
   const segmentKeys = heads.every(Boolean) ? heads.map((h) => h!.ref.key).join("\n") : null;
-  const kept = slot?.coverage as IndexCoverage | undefined;
+  const kept = slot?.coverage;
   let join: IndexCoverage;
   if (segmentKeys !== null && kept?.segmentKeys === segmentKeys) join = kept;
   else {
