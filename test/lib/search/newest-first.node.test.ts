@@ -2,30 +2,21 @@ import { describe, expect, it } from "vitest";
 import { sortNewestFirst, type Candidate } from "../../../lib/search/candidates.js";
 import type { Listed } from "../../../lib/search/listing.js";
 import { newestFirstOrder } from "../../../lib/search/newest-first.js";
+import { rng } from "../../support/prng.js";
 
-/** A small deterministic generator (mulberry32), so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+type Random = ReturnType<typeof rng>;
 
 /** `n` files with distinct paths in path (string) order, their times drawn from few values so ties are common. */
-function listing(r: () => number, n: number): Listed[] {
+function listing(r: Random, n: number): Listed[] {
   const paths = new Set<string>();
-  while (paths.size < n) paths.add(`${"abc"[Math.floor(r() * 3)]}/${Math.floor(r() * 10 * n)}.ts`);
-  return [...paths].sort().map((path) => ({ path, etag: `"${path}"`, size: 1, modified: 1_700_000_000_000 + Math.floor(r() * 8) * 1000 }));
+  while (paths.size < n) paths.add(`${r.pick(["a", "b", "c"])}/${r.int(10 * n)}.ts`);
+  return [...paths].sort().map((path) => ({ path, etag: `"${path}"`, size: 1, modified: 1_700_000_000_000 + r.int(8) * 1000 }));
 }
 
-function shuffled<T>(r: () => number, xs: readonly T[]): T[] {
+function shuffled<T>(r: Random, xs: readonly T[]): T[] {
   const out = [...xs];
   for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(r() * (i + 1));
+    const j = r.int(i + 1);
     [out[i], out[j]] = [out[j]!, out[i]!];
   }
   return out;
@@ -40,7 +31,7 @@ describe("newest first, then by path: one order for the candidates and the files
   it("orders a listing in path order, one in any other order, and one with a time shared by many files", () => {
     const r = rng(7);
     for (let round = 0; round < 50; round++) {
-      const files = listing(r, 1 + Math.floor(r() * 300));
+      const files = listing(r, 1 + r.int(300));
       for (const input of [files, shuffled(r, files), [...files].reverse()]) {
         const order = newestFirstOrder(input, (f) => f);
         const got = order === null ? input.map((f) => f.path) : Array.from(order, (k) => input[k]!.path);
