@@ -8,6 +8,8 @@ import type { Listed } from "./listing.js";
 import type { Query } from "./query.js";
 import { decodePostings, FLAG_BINARY, FLAG_LARGE, type SegmentFile, type SegmentHead } from "./segment.js";
 import type { IndexStore, SegmentRef } from "./store.js";
+import type { CoverageSlot, IndexCoverage } from "./index-coverage.js";
+import { newestFirstOrder } from "./newest-first.js";
 
 const CONCURRENCY = 6;
 /** Out-of-line posting lists fetched per AND: the rarest few are enough to narrow. */
@@ -168,26 +170,6 @@ interface Covered {
   fileAt: number[];
 }
 
-/**
- * The join of one listing with the index, whatever the query: per segment (its place among the
- * heads read, newest first), the entries that cover listed files; which files are covered; and
- * the files' numbers in the order the tool promises (newest first, then by path). A function of
- * the files and the segments' keys (a segment never changes), so a kept walk keeps it beside its
- * files (listing-cache.ts) for the next search of the same tree and the same segments.
- */
-export interface IndexCoverage {
-  segmentKeys: string;
-  covered: { at: number; entries: number[]; fileAt: number[] }[];
-  claimed: Uint8Array;
-  indexed: number;
-  order: Uint32Array;
-}
-
-/** A place to keep the coverage of one listing (ListingCache's WalkedTree). */
-export interface CoverageSlot {
-  coverage?: unknown;
-}
-
 function joinIndex(heads: readonly (Seg | null)[], files: readonly Listed[], segmentKeys: string): IndexCoverage {
   const at = new Map<string, number>();
   for (let k = 0; k < files.length; k++) at.set(files[k]!.path, k);
@@ -209,7 +191,7 @@ function joinIndex(heads: readonly (Seg | null)[], files: readonly Listed[], seg
     if (c.entries.length > 0) covered.push(c);
     indexed += c.entries.length;
   });
-  return { segmentKeys, covered, claimed, indexed, order: newestFirstOrder(files) };
+  return { segmentKeys, covered, claimed, indexed, order: filesNewestFirst(files) };
 }
 
 /**
@@ -224,7 +206,7 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
   });
   // Kept only when every segment was read: a segment gone meanwhile (merged away) changes the join.
   const segmentKeys = heads.every(Boolean) ? heads.map((h) => h!.ref.key).join("\n") : null;
-  const kept = slot?.coverage as IndexCoverage | undefined;
+  const kept = slot?.coverage;
   let join: IndexCoverage;
   if (segmentKeys !== null && kept?.segmentKeys === segmentKeys) join = kept;
   else {
@@ -264,30 +246,15 @@ export async function indexCandidates(store: IndexStore, refs: SegmentRef[], fil
   return { candidates: out, segs: heads.filter((h): h is Seg => h !== null) };
 }
 
-const byPathThenTime = (a: Listed, b: Listed) => b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-
-/**
- * Newest first, then by path (string order): the order the tool promises and a cursor names.
- * Candidates come in the listing's order, which is path order for almost every workspace; then a
- * stable sort by time alone gives that order without comparing paths (10,000 of them per search).
- * Candidates already in that order (indexCandidates gives them so) are left as they are.
- */
-export function sortNewestFirst(candidates: Candidate[]): void {
-  let ordered = true;
-  for (let i = 1; i < candidates.length && ordered; i++) ordered = byPathThenTime(candidates[i - 1]!.file, candidates[i]!.file) < 0;
-  if (ordered) return;
-  let byPath = true;
-  for (let i = 1; i < candidates.length && byPath; i++) byPath = candidates[i - 1]!.file.path < candidates[i]!.file.path;
-  if (byPath) candidates.sort((a, b) => b.file.modified - a.file.modified);
-  else candidates.sort((a, b) => byPathThenTime(a.file, b.file));
+/** The files' numbers newest first, then by path (IndexCoverage.order). */
+function filesNewestFirst(files: readonly Listed[]): Uint32Array {
+  return newestFirstOrder(files, (f) => f) ?? Uint32Array.from(files, (_, k) => k);
 }
 
-/** The files' numbers newest first, then by path (sortNewestFirst's order). */
-function newestFirstOrder(files: readonly Listed[]): Uint32Array {
-  const order = new Uint32Array(files.length);
-  for (let k = 0; k < files.length; k++) order[k] = k;
-  let byPath = true;
-  for (let k = 1; k < files.length && byPath; k++) byPath = files[k - 1]!.path < files[k]!.path;
-  // In path order, a file's number breaks a tie of times as its path would.
-  return order.sort(byPath ? (a, b) => files[b]!.modified - files[a]!.modified || a - b : (a, b) => byPathThenTime(files[a]!, files[b]!));
+/** Puts candidates in newest-first-then-path order; candidates already in it (indexCandidates gives them so) are left as they are. */
+export function sortNewestFirst(candidates: Candidate[]): void {
+  const order = newestFirstOrder(candidates, (c) => c.file);
+  if (order === null) return;
+  const sorted = Array.from(order, (k) => candidates[k]!);
+  for (let n = 0; n < sorted.length; n++) candidates[n] = sorted[n]!;
 }

@@ -18,6 +18,7 @@
  */
 import { IsolateMemory, type MemoryRegion } from "../shared/isolate-memory.js";
 import type { SkipReport } from "./ignore.js";
+import type { CoverageSlot } from "./index-coverage.js";
 
 /** A listed file as the walk keeps it (listing.ts Listed: modified in ms since the epoch). */
 interface WalkedFile {
@@ -27,8 +28,12 @@ interface WalkedFile {
   readonly modified: number;
 }
 
-/** What a walk found before the .gitignore rules and symlinks (read again on every call). Read-only once kept. */
-export interface WalkedTree {
+/**
+ * What a walk found before the .gitignore rules and symlinks (read again on every call). Read-only
+ * once kept, but for its coverage: grep's join of these files with the index's segments, kept
+ * beside them (index-coverage.ts).
+ */
+export interface WalkedTree extends CoverageSlot {
   readonly files: readonly WalkedFile[];
   readonly dirs: readonly string[];
   readonly gitignoreFiles: readonly string[];
@@ -37,8 +42,6 @@ export interface WalkedTree {
   readonly truncated: boolean;
   /** Entries walked (progress). */
   readonly listed: number;
-  /** grep's join of these files with the index's segments, kept beside them (candidates.ts IndexCoverage). */
-  coverage?: unknown;
 }
 
 interface Entry {

@@ -8,34 +8,20 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { mintSyncToken } from "../../lib/sync/token.js";
 import { eventV2, invokeWhole } from "../support/lambda-invoke.js";
-import { startDynamo, type DynamoServer } from "../support/dynalite.js";
-import { startS3Server, type S3Server } from "../support/s3rver.js";
+import { lambdaEnv, type LambdaEnv } from "../support/lambda-env.js";
 
-let s3: S3Server;
-let dynamo: DynamoServer;
+let aws: LambdaEnv;
 let handler: unknown;
 const ADMIN = "lambda-business-admin";
 const SYNC_SECRET = "lambda-business-sync-secret-0123";
 
 beforeAll(async () => {
-  [s3, dynamo] = await Promise.all([startS3Server(), startDynamo()]);
-  await s3.createBucket("toolshed-business");
-  Object.assign(process.env, {
-    TOOLSHED_BUCKET: "toolshed-business",
-    S3_ENDPOINT: s3.endpoint,
-    TOOLSHED_TABLE: await dynamo.createTable(),
-    DYNAMODB_ENDPOINT: dynamo.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "S3RVER",
-    AWS_SECRET_ACCESS_KEY: "S3RVER",
-    TOOLSHED_ADMIN_TOKEN: ADMIN,
-    TOOLSHED_SYNC_SECRET: SYNC_SECRET,
-  });
+  aws = await lambdaEnv({ bucket: "toolshed-business", adminToken: ADMIN, vars: { TOOLSHED_SYNC_SECRET: SYNC_SECRET } });
   ({ handler } = await import("../../infra/lambda.js"));
 });
 
 afterAll(async () => {
-  await Promise.all([s3?.stop(), dynamo?.stop()]);
+  await aws?.stop();
 });
 
 /** One invocation, its body read whole and the handler returned (its records stored). */

@@ -8,12 +8,10 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { eventV2, invokeStreaming, invokeWhole, readAll } from "../support/lambda-invoke.js";
-import { startDynamo, type DynamoServer } from "../support/dynalite.js";
-import { startS3Server, type S3Server } from "../support/s3rver.js";
+import { lambdaEnv, type LambdaEnv } from "../support/lambda-env.js";
 import type { StoredRecord, UsageStore } from "../../lib/run/metering/store.js";
 
-let s3: S3Server;
-let dynamo: DynamoServer;
+let aws: LambdaEnv;
 let handler: unknown;
 let store: UsageStore;
 const ADMIN = "lambda-stream-admin";
@@ -46,18 +44,7 @@ class UsageGate {
 const gate = new UsageGate();
 
 beforeAll(async () => {
-  [s3, dynamo] = await Promise.all([startS3Server(), startDynamo()]);
-  await s3.createBucket("toolshed-stream");
-  Object.assign(process.env, {
-    TOOLSHED_BUCKET: "toolshed-stream",
-    S3_ENDPOINT: s3.endpoint,
-    TOOLSHED_TABLE: await dynamo.createTable(),
-    DYNAMODB_ENDPOINT: dynamo.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "S3RVER",
-    AWS_SECRET_ACCESS_KEY: "S3RVER",
-    TOOLSHED_ADMIN_TOKEN: ADMIN,
-  });
+  aws = await lambdaEnv({ bucket: "toolshed-stream", adminToken: ADMIN });
   // The entry's wiring (infra/lambda.ts), with the usage store behind the gate.
   const { fromAwsEnv, lambdaUsageSink } = await import("../../lib/runtime/aws.js");
   const { streamingHandler } = await import("../../lib/runtime/lambda-stream.js");
@@ -71,7 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([s3?.stop(), dynamo?.stop()]);
+  await aws?.stop();
 });
 
 const call = (method: string, path: string, token: string, json?: unknown, headers?: Record<string, string>) =>

@@ -6,28 +6,19 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Readable } from "node:stream";
 import { eventV2, invokeStreaming, invokeWhole, type EventV2Options } from "../support/lambda-invoke.js";
-import { startS3Server, type S3Server } from "../support/s3rver.js";
+import { lambdaEnv, type LambdaEnv } from "../support/lambda-env.js";
 
-let s3: S3Server;
+let aws: LambdaEnv;
 let handler: unknown;
 const ADMIN = "lambda-admin-token";
 
 beforeAll(async () => {
-  s3 = await startS3Server();
-  await s3.createBucket("toolshed-lambda");
-  Object.assign(process.env, {
-    TOOLSHED_BUCKET: "toolshed-lambda",
-    S3_ENDPOINT: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "S3RVER",
-    AWS_SECRET_ACCESS_KEY: "S3RVER",
-    TOOLSHED_ADMIN_TOKEN: ADMIN,
-  });
+  aws = await lambdaEnv({ bucket: "toolshed-lambda", adminToken: ADMIN, table: false });
   ({ handler } = await import("../../infra/lambda.js"));
 });
 
 afterAll(async () => {
-  await s3?.stop();
+  await aws?.stop();
 });
 
 const event = (method: string, path: string, opts: EventV2Options = {}) => eventV2(method, path, opts);

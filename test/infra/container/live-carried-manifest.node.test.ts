@@ -7,17 +7,13 @@
  * the in-memory workspace of the container tests; the channel answers queries as the sync server's
  * live route does (answerManifest over the same storage). Not timed: requests are counted.
  */
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
-import type { ExecResponse, SyncClient } from "../../../lib/sync/types.js";
-import type { LiveEnded } from "../../../lib/sync/live-types.js";
-import type { ConditionalSync } from "../../../lib/sync/manifest.js";
+import type { SyncClient } from "../../../lib/sync/types.js";
+import type { ConditionalSync, ManifestQuery } from "../../../lib/sync/manifest.js";
 import { storageSyncClient } from "../../../lib/sync/storage.js";
 import { readModes, updateModes } from "../../../lib/layout/modes.js";
-import { setup } from "./helpers.js";
-import { QueueChannel, until } from "./live-helpers.js";
+import { liveSetup, until, type LiveSandbox } from "./live-helpers.js";
 
 /** The runner's manifest requests (conditional and plain), counted across every sync client it makes. */
 let asked = 0;
@@ -27,47 +23,39 @@ const counted = (c: SyncClient & ConditionalSync): SyncClient & ConditionalSync 
   manifest: () => (asked++, c.manifest()),
 });
 
-const channel = new QueueChannel();
-const t = setup({ liveChannel: () => channel, liveRetry: { attempts: 2, firstDelayMs: 10 }, syncClient: (r) => counted(storageSyncClient(t.driver, r.tenant, r.workspace)) }, "t-carry", "w-carry");
-let ended: Promise<LiveEnded>;
-
-/** A path as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-const inTree = (path: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, path)));
+const { t, startLive, inTree } = liveSetup({ syncClient: (r) => counted(storageSyncClient(t.driver, r.tenant, r.workspace)) }, "t-carry", "w-carry");
+let live: LiveSandbox;
+/** The API's answer to a live poll's manifest query (as lib/sync/live-server.ts makes it), over the same storage; not counted. */
+const answerQuery = (q: ManifestQuery) => t.sync.manifestSince(q);
 
 const FILES = ["a", "b", "c", "d"].flatMap((d) => Array.from({ length: 10 }, (_, i) => `${d}/f${i}.txt`));
 
 /** Runs a command; its result, and how many manifest requests the runner made for it. */
 async function cmd(command: string, x: Partial<RunRequest> = {}): Promise<RunResult & { asked: number }> {
   const before = asked;
-  const r = await channel.run(t.req(command, x));
+  const r = await live.cmd(command, x);
   expect(r.exit_code, r.stderr).toBe(0);
   return { ...r, asked: asked - before };
 }
 
 beforeAll(async () => {
   for (const p of FILES) await t.write(p, `${p} v0\n`);
-  const sync = storageSyncClient(t.driver, t.tenant, t.workspace);
-  channel.carry = (q) => sync.manifestSince(q);
-  const event = t.req("", { live: { generation: "c1", idle_ms: 120_000, max_life_ms: 300_000 } });
-  ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
-    if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-    return r.result as LiveEnded;
-  });
+  live = startLive({ idle_ms: 120_000, max_life_ms: 300_000 });
+  live.channel.carry = answerQuery;
   await cmd("true");
 });
 afterAll(async () => {
-  channel.push({ end: "deleted" });
-  await ended;
+  await live.end();
   await t.cleanup();
 });
 
 describe("the manifest answer comes with the command", () => {
   it("a command on an unchanged workspace makes no manifest request", async () => {
     await cmd("true");
-    const carriedBefore = channel.carried;
+    const carriedBefore = live.channel.carried;
     const r = await cmd("true");
     expect(r.asked).toBe(0);
-    expect(channel.carried).toBe(carriedBefore + 1);
+    expect(live.channel.carried).toBe(carriedBefore + 1);
     expect(r.sync.reconciled).toBeUndefined();
     expect(r.sync.downloaded_files).toBe(0);
   });
@@ -115,14 +103,13 @@ describe("the manifest answer comes with the command", () => {
 
   it("an answer the runner cannot take is not used: it asks, and is exact", async () => {
     await t.write("a/f2.txt", "a2 v9\n");
-    channel.carry = async () => ({ count: 5, buckets: 1, same: [], files: [{ path: "nonsense", etag: "x", size: 1 }] }); // its count is not its entries': apply refuses it before changing anything
+    live.channel.carry = async () => ({ count: 5, buckets: 1, same: [], files: [{ path: "nonsense", etag: "x", size: 1 }] }); // its count is not its entries': apply refuses it before changing anything
     try {
       const r = await cmd("cat a/f2.txt");
       expect(r.stdout).toBe("a2 v9\n");
       expect(r.asked).toBe(1);
     } finally {
-      const sync = storageSyncClient(t.driver, t.tenant, t.workspace);
-      channel.carry = (q) => sync.manifestSince(q);
+      live.channel.carry = answerQuery;
     }
     expect((await readModes(t.driver, t.tenant, t.workspace)).exec).toContain("b/f1.txt");
   });

@@ -1,10 +1,17 @@
-/** Live-session tests: an in-process LiveChannel (a queue) and waits on conditions. */
-import { readdirSync, readFileSync } from "node:fs";
+/**
+ * Live-session tests: the container tests' setup with live sandboxes (liveSetup), an in-process
+ * LiveChannel (a queue) and waits on conditions.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { HandlerOptions } from "../../../infra/container/handler.js";
 import type { LiveChannel } from "../../../lib/sync/live-client.js";
-import type { LiveEnded, LiveNext, LivePoll, LiveResultPost, LiveStatus } from "../../../lib/sync/live-types.js";
+import type { LiveEnded, LiveNext, LivePoll, LiveResultPost, LiveSpec, LiveStatus } from "../../../lib/sync/live-types.js";
 import type { ManifestAnswer, ManifestQuery } from "../../../lib/sync/manifest.js";
 import { manifestAnswerBody } from "../../../lib/sync/manifest-wire.js";
+import type { ExecResponse } from "../../../lib/sync/types.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
+import { setup } from "./helpers.js";
 
 /** Resolves once `cond` holds (checked every 20 ms), or fails after `ms`. */
 export async function until<T>(cond: () => T | Promise<T>, what: string, ms = 20_000): Promise<NonNullable<T>> {
@@ -81,6 +88,46 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
     if (!p.response.ok) throw new Error(`${p.response.error.code}: ${p.response.error.message}`);
     return { ...p.response.result, status: p.status };
   }
+}
+
+/** One live sandbox, started as the API's Event invocation would, taking its commands from its own QueueChannel. */
+export interface LiveSandbox {
+  generation: string;
+  channel: QueueChannel;
+  /** Resolves with its LiveEnded when it ends (rejects with the error answer). */
+  ended: Promise<LiveEnded>;
+  /** Runs a command in it; its RunResult (throws the error answer). */
+  cmd(command: string, x?: Partial<RunRequest>): Promise<RunResult & { status: LiveStatus }>;
+  /** Ends it as a deleted session would; its LiveEnded. */
+  end(): Promise<LiveEnded>;
+}
+
+/**
+ * The container tests' setup (helpers.ts) for live sandboxes: the runner takes each sandbox's
+ * commands from the QueueChannel of its generation, and counts a channel lost after two failed
+ * attempts 10 ms apart. `startLive` starts a sandbox (idle 60 s, 120 s at most, unless `live` says
+ * otherwise); `inTree` tells whether a path is in a live sandbox's tree now.
+ */
+export function liveSetup(opts: Partial<HandlerOptions> = {}, tenant?: string, workspace?: string) {
+  const channels = new Map<string, QueueChannel>();
+  const t = setup({ liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 }, ...opts }, tenant, workspace);
+  let gen = 0;
+  function startLive(live: Partial<LiveSpec> = {}, extra: Partial<RunRequest> = {}): LiveSandbox {
+    const generation = `g${++gen}`;
+    const channel = new QueueChannel();
+    channels.set(generation, channel);
+    const event = t.req("", { live: { generation, idle_ms: 60_000, max_life_ms: 120_000, ...live }, ...extra });
+    const ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
+      if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
+      return r.result as LiveEnded;
+    });
+    const cmd = (command: string, x: Partial<RunRequest> = {}) => channel.run(t.req(command, x));
+    const end = () => (channel.push({ end: "deleted" }), ended);
+    return { generation, channel, ended, cmd, end };
+  }
+  /** A path as a live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
+  const inTree = (path: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, path)));
+  return { t, startLive, inTree };
 }
 
 /** Host pids of processes whose command line contains `text`. */

@@ -5,20 +5,12 @@
  * the container tests; each case checks that the journal vouched for the directories nothing
  * happened in (so the case ran on the journal's word, not on a full walk).
  */
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunRequest } from "../../../lib/exec/types.js";
-import type { ExecResponse } from "../../../lib/sync/types.js";
-import type { LiveEnded } from "../../../lib/sync/live-types.js";
-import { setup } from "./helpers.js";
-import { QueueChannel, until } from "./live-helpers.js";
+import { liveSetup, until, type LiveSandbox } from "./live-helpers.js";
 
-const channels = new Map<string, QueueChannel>();
-const t = setup({ liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } }, "t-journal", "w-journal");
-let channel: QueueChannel;
-let ended: Promise<LiveEnded>;
-const cmd = (command: string, x: Partial<RunRequest> = {}) => channel.run(t.req(command, x));
+const { t, startLive, inTree } = liveSetup({}, "t-journal", "w-journal");
+let live: LiveSandbox;
+const cmd = (command: string) => live.cmd(command);
 
 /** Directories of the workspace nothing touches: the journal must vouch for them on every command. */
 const QUIET = Array.from({ length: 8 }, (_, i) => `quiet${i}`);
@@ -29,26 +21,16 @@ beforeAll(async () => {
   await t.write("src/b.txt", "bbbb\n");
   await t.write("src/c.txt", "cccc\n");
   await t.write("deep/x/y.txt", "y\n");
-  channel = new QueueChannel();
-  channels.set("j1", channel);
-  const event = t.req("", { live: { generation: "j1", idle_ms: 120_000, max_life_ms: 300_000 } });
-  ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
-    if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-    return r.result as LiveEnded;
-  });
+  live = startLive({ idle_ms: 120_000, max_life_ms: 300_000 });
   // The first walk sets the watches (a full walk); the next ones take the quiet directories on its word once
   // their listings are kept, i.e. once they have been unchanged for the settle margin (walk.ts): commands run until then.
   await cmd("true");
   for (let i = 0; i < 200 && ((await cmd("true")).sync.walk_dirs?.vouched ?? 0) < QUIET.length; i++);
 });
 afterAll(async () => {
-  channel.push({ end: "deleted" });
-  await ended;
+  await live.end();
   await t.cleanup();
 });
-
-/** A file as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-const inTree = (name: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, name)));
 
 /** Runs a command and checks the journal vouched for every quiet directory. */
 async function run(command: string) {

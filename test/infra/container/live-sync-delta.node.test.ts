@@ -9,26 +9,19 @@
  *    still written back, every kind of change alike.
  * Commands come with their manifest answer, as the API hands them over (live-carried-manifest.node.test.ts).
  */
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
-import type { ExecResponse } from "../../../lib/sync/types.js";
-import type { LiveEnded } from "../../../lib/sync/live-types.js";
 import { readModes } from "../../../lib/layout/modes.js";
-import { setup } from "./helpers.js";
-import { QueueChannel } from "./live-helpers.js";
+import { liveSetup, type LiveSandbox } from "./live-helpers.js";
 
-const channels = new Map<string, QueueChannel>();
-const t = setup({ liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } }, "t-delta", "w-delta");
-let channel: QueueChannel;
-let ended: Promise<LiveEnded>;
+const { t, startLive, inTree } = liveSetup({}, "t-delta", "w-delta");
+let live: LiveSandbox;
 
 const DIRS = ["a", "b", "c", "d"];
 const FILES = DIRS.flatMap((d) => Array.from({ length: 10 }, (_, i) => `${d}/f${i}.txt`));
 
 async function cmd(command: string, x: Partial<RunRequest> = {}): Promise<RunResult> {
-  const r = await channel.run(t.req(command, x));
+  const r = await live.cmd(command, x);
   expect(r.exit_code, r.stderr).toBe(0);
   return r;
 }
@@ -42,24 +35,14 @@ async function quiet(): Promise<RunResult> {
   return r;
 }
 
-/** A path as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-const inTree = (path: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, path)));
-
 beforeAll(async () => {
   for (const p of FILES) await t.write(p, `${p} v0\n`);
-  channel = new QueueChannel();
-  channel.carry = (q) => t.sync.manifestSince(q); // as the API does: each command comes with its manifest answer
-  channels.set("d1", channel);
-  const event = t.req("", { live: { generation: "d1", idle_ms: 120_000, max_life_ms: 300_000 } });
-  ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
-    if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-    return r.result as LiveEnded;
-  });
+  live = startLive({ idle_ms: 120_000, max_life_ms: 300_000 });
+  live.channel.carry = (q) => t.sync.manifestSince(q); // as the API does: each command comes with its manifest answer
   await cmd("true");
 });
 afterAll(async () => {
-  channel.push({ end: "deleted" });
-  await ended;
+  await live.end();
   await t.cleanup();
 });
 
@@ -73,7 +56,7 @@ describe("sync in: only the entries a tool changed", () => {
     const r = await cmd(`cat ${edited.join(" ")} e/new.txt; test ! -e d/f9.txt`);
     expect(r.sync.reconciled).toEqual({ entries: 12, whole: false });
     expect(r.sync.downloaded_files).toBe(11);
-    expect(channel.carried).toBeGreaterThanOrEqual(3); // every command so far came with its answer
+    expect(live.channel.carried).toBeGreaterThanOrEqual(3); // every command so far came with its answer
     expect(r.stdout).toBe([...edited.map((p) => `${p} v1\n`), "new\n"].join(""));
     expect(r.files_changed).toEqual([]);
     // Nothing changed since: no reconcile at all.

@@ -2,37 +2,13 @@
  * Live sandboxes (issue #29), runner side: the real bwrap sandbox, the in-memory workspace of the
  * container tests, and an in-process LiveChannel (a queue) standing in for the API's coordinator.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { LiveEnded, LiveSpec } from "../../../lib/sync/live-types.js";
-import type { RunRequest } from "../../../lib/exec/types.js";
-import type { ExecResponse } from "../../../lib/sync/types.js";
-import { setup } from "./helpers.js";
-import { hostPids, QueueChannel, sandboxOf, until } from "./live-helpers.js";
+import { hostPids, liveSetup, sandboxOf, until } from "./live-helpers.js";
 
-const channels = new Map<string, QueueChannel>();
-const t = setup({ liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } });
+const { t, startLive, inTree } = liveSetup();
 afterAll(() => t.cleanup());
-
-let gen = 0;
-/** Starts a live sandbox as the API's Event invocation would; `ended` resolves with its LiveEnded. */
-function startLive(live: Partial<LiveSpec> = {}, extra: Partial<RunRequest> = {}) {
-  const generation = `g${++gen}`;
-  const channel = new QueueChannel();
-  channels.set(generation, channel);
-  const event = t.req("", { live: { generation, idle_ms: 60_000, max_life_ms: 120_000, ...live }, ...extra });
-  const ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
-    if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-    return r.result as LiveEnded;
-  });
-  const cmd = (command: string, x: Partial<RunRequest> = {}) => channel.run(t.req(command, x));
-  const end = () => (channel.push({ end: "deleted" }), ended);
-  return { generation, channel, ended, cmd, end };
-}
-
-/** A file as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-const inTree = (name: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, name)));
 
 describe("live sandbox: one shell across commands", () => {
   it("keeps cwd, plain and exported variables, functions and aliases; captures the shell state after each command", async () => {
