@@ -29,6 +29,7 @@
 import { createHash } from "node:crypto";
 import type { Context, Next } from "hono";
 import { ToolError } from "../shared/errors.js";
+import { afterAnswer } from "../shared/after-answer.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sweepRecords } from "../storage/sweep.js";
 import { isConditionFailed, type GetResult, type StorageDriver } from "../storage/types.js";
@@ -156,9 +157,7 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
   }
   const held = taken;
   if (Math.random() * SWEEP_EVERY < 1) {
-    const swept = sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) });
-    const bg = backgroundOf(c);
-    if (bg) bg(swept);
+    void afterAnswer(backgroundOf(c), "idempotency sweep", () => sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) }), "start");
   }
   await next();
   const res = c.res;
@@ -175,19 +174,15 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
     // A stream is kept when it ends, without holding it back from the client.
     const [toClient, toKeep] = res.body.tee();
     c.res = new Response(toClient, res);
-    const bg = backgroundOf(c);
-    const kept = new Response(toKeep).arrayBuffer().then((b) => keep(new Uint8Array(b)));
-    if (bg) bg(kept.catch(() => {}));
-    else kept.catch(() => {});
+    void afterAnswer(backgroundOf(c), "idempotent stream kept", () => new Response(toKeep).arrayBuffer().then((b) => keep(new Uint8Array(b))).catch(() => {}), "start");
     return;
   }
   const bytes = new Uint8Array(await res.clone().arrayBuffer());
   // Kept after the answer where the runtime lets work outlive it (waitUntil): the answer does not wait
   // for the PUT. A retry in that short window finds the key running and gets CONFLICT with Retry-After,
-  // as one does while the first request runs; the next retry gets the kept answer.
-  const bg = backgroundOf(c);
-  if (bg) bg(keep(bytes).catch((e: unknown) => console.error("idempotent answer not kept", { error: e instanceof Error ? e.message : String(e) })));
-  else await keep(bytes);
+  // as one does while the first request runs; the next retry gets the kept answer. Without waitUntil
+  // (Node) it is kept before the answer, so a retry always finds it.
+  await afterAnswer(backgroundOf(c), "idempotent answer kept", () => keep(bytes), "await");
 }
 
 function inFlight(r: Running, t: number): ToolError {

@@ -12,6 +12,7 @@
 import type { MiddlewareHandler } from "hono";
 import { parseTraceparent, type SpanContext, type Tracer } from "../shared/trace.js";
 import { backgroundOf } from "./routes/common.js";
+import { afterAnswer } from "../shared/after-answer.js";
 import { APP_WIDE } from "./routes/served-routes.js";
 import type { AppEnv } from "./http.js";
 import type { AppDeps } from "./deps.js";
@@ -62,9 +63,7 @@ export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
       },
       { kind: "server", parent, attributes: { "http.request.method": method, "url.path": c.req.path } },
     );
-    const background = backgroundOf(c);
-    if (background) background(tracer.flush());
-    else await tracer.flush();
+    await afterAnswer(backgroundOf(c), "trace export", () => tracer.flush(), "await");
   };
   return Object.assign(middleware, { [APP_WIDE]: true });
 }

@@ -3,6 +3,7 @@
  * stopped for its disk quota. Bundles for Workers.
  */
 import { runPrefix } from "../layout/paths.js";
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import type { StorageDriver } from "../storage/types.js";
 import { keysOf, runIdFor } from "../sync/run-records.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
@@ -13,12 +14,11 @@ import type { Executor, RunRequest, RunResult } from "./types.js";
  * is deleted, after the response when the runtime gives `waitUntil` (Workers). A run that
  * answered an error keeps its record: a CONFLICT names it for bash_output.
  */
-export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: (p: Promise<unknown>) => void): Promise<RunResult> {
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil): Promise<RunResult> {
   const result = await executor.run(req);
   const k = keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
-  const gone = storage.delete([k.claim, k.result]).catch(() => {}); // storage hiccup: an orphan record, not a failed call
-  if (waitUntil) waitUntil(gone);
-  else await gone;
+  // A storage hiccup: an orphan record, not a failed call.
+  await afterAnswer(waitUntil, "run record's delete", () => storage.delete([k.claim, k.result]).catch(() => {}), "await");
   return result;
 }
 

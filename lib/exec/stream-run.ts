@@ -12,6 +12,7 @@
  * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
  * checks the kill flag as often). Bundles for Workers.
  */
+import { finishAfterAnswer } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import { runPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
@@ -116,8 +117,9 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
   let claimed = false;
   // The runner checks the flag with every chunk it sends (and when it claims the run): it kills the command and writes nothing back.
   const kill = async () => {
+    // Started now, not after the answer: the flag stops the command as soon as the runner sees it.
     const put = storage.put(k.kill, "kill", { contentType: "text/plain" });
-    opts.waitUntil?.(put.catch(() => {}));
+    finishAfterAnswer(opts.waitUntil, "run's kill flag", put.catch(() => {}));
     await put;
   };
   for (;;) {

@@ -25,6 +25,7 @@
  * (layered-driver.ts stillLower). Objects left behind (the background work cut short) are not
  * counted toward the next seal; a later run's manifest removes them, conditionally, after its answer.
  */
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import type { ObjectInfo } from "../storage/types.js";
 import { lowerLayerOf, readMeta, switchBase, type LayerDeps, type LowerLayer, type MetaRecord } from "./open.js";
@@ -72,7 +73,7 @@ const isConflict = (e: unknown) => e instanceof ToolError && e.code === "CONFLIC
  * Seals the upper layer `listed` (just listed, raw storage, resolved: Whiteouts.resolve) of workspace `ws` whose record is
  * `rec`. Returns null when the listing does not call for a seal; else the layer to answer from.
  */
-export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: (p: Promise<unknown>) => void, opts: AutoSealOptions = {}): Promise<AutoSealed | null> {
+export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec: MetaRecord, lower: LowerLayer | null, listed: readonly ObjectInfo[], background?: WaitUntil, opts: AutoSealOptions = {}): Promise<AutoSealed | null> {
   // Sealed objects a seal has not removed yet (the lower entry has their etag: the same bytes) are not counted; they go, conditionally, after the answer.
   const fp = filesPrefix(tenant, ws);
   const whiteouts = Whiteouts.of(deps.storage, rec.meta);
@@ -80,7 +81,7 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
   const done = new Set(settled);
   const fresh = settled.length ? listed.filter((o) => !done.has(o)) : listed;
   if (!wantsSeal(fresh.length, lower?.manifest.entries.length ?? 0, opts.share)) {
-    if (settled.length >= SEAL_MIN_UPPER && background) background(removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}));
+    if (settled.length >= SEAL_MIN_UPPER) void afterAnswer(background, `removing ${ws}'s sealed upper objects`, () => removeUpper(deps.storage, settled.map((o) => ({ key: o.key, etag: o.etag }))).catch(() => {}), "skip");
     return null;
   }
   let s;
@@ -104,16 +105,17 @@ export async function autoSeal(deps: LayerDeps, tenant: string, ws: string, rec:
     return { layer: winner ? await lowerLayerOf(deps, tenant, winner.meta) : null, sealed: 0, kept: 0 };
   }
   const layer = { base: s.manifest.id, seq: now.meta.seq ?? 0, manifest: s.manifest };
-  const settle = settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta)).catch((e: unknown) => {
-    // The switch stands; upper objects not deleted hold the lower entries' etags (the same bytes): removed by a later run.
-    console.warn(`auto-seal of ${ws}: removing the sealed upper objects failed`, e);
-    return s.sealed.map((x) => x.key);
-  });
+  const settle = () =>
+    settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta)).catch((e: unknown) => {
+      // The switch stands; upper objects not deleted hold the lower entries' etags (the same bytes): removed by a later run.
+      console.warn(`auto-seal of ${ws}: removing the sealed upper objects failed`, e);
+      return s.sealed.map((x) => x.key);
+    });
   if (background) {
     // After the answer (Workers: waitUntil): the run's fetch reads packs meanwhile (an upper object with the lower etag is the same bytes).
-    background(settle);
+    void afterAnswer(background, `auto-seal of ${ws}`, settle, "skip");
     return { layer, sealed: s.sealed.length, kept: 0 };
   }
-  const kept = await settle;
+  const kept = await settle(); // without waitUntil the answer says how many stayed
   return { layer, sealed: s.sealed.length - kept.length, kept: kept.length };
 }

@@ -20,6 +20,7 @@
  * On a runtime without after-the-answer work (Lambda) nothing is sealed here: a run's manifest
  * seals at most SEAL_MAX_ON_CALL objects on its path (auto-seal.ts), the rest a later run.
  */
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { autoSeal, SEAL_MIN_UPPER, type AutoSealed } from "./auto-seal.js";
 import { lowerLayerOf, readMeta, type LayerDeps } from "./open.js";
 import { listUpper } from "./seal.js";
@@ -37,28 +38,30 @@ const MAX_TRACKED = 10_000;
 
 export class BackgroundSealer {
   private readonly creates = new Map<string, number>();
-  private readonly running = new Map<string, Promise<unknown>>();
+  /** Workspaces with a seal scheduled or running in this isolate. */
+  private readonly running = new Set<string>();
 
   constructor(private readonly deps: LayerDeps) {}
 
   /** A call created a file in `tenant`/`ws` and answered; `background` is the runtime's waitUntil (none: nothing is done). */
-  created(tenant: string, ws: string, background: ((p: Promise<unknown>) => void) | undefined): void {
+  created(tenant: string, ws: string, background: WaitUntil | undefined): void {
     if (!background) return;
     const k = `${tenant}/${ws}`;
     if (this.creates.size >= MAX_TRACKED && !this.creates.has(k)) this.creates.clear();
     const n = (this.creates.get(k) ?? 0) + 1;
     this.creates.set(k, n);
     if (n % CHECK_EVERY !== 1 || this.running.has(k)) return;
-    const p = sealIfLarge(this.deps, tenant, ws, background)
-      .catch((e: unknown) => console.warn(`background seal of ${ws}: failed, the workspace stays as it was`, e))
-      .finally(() => this.running.delete(k));
-    this.running.set(k, p);
-    background(p);
+    this.running.add(k); // now: the creates that follow in this isolate see it scheduled
+    const sealed = () =>
+      sealIfLarge(this.deps, tenant, ws, background)
+        .catch((e: unknown) => console.warn(`background seal of ${ws}: failed, the workspace stays as it was`, e))
+        .finally(() => this.running.delete(k));
+    void afterAnswer(background, `background seal of ${ws}`, sealed, "skip");
   }
 }
 
 /** Seals the upper layer of `tenant`/`ws` when it is large (see above); null when it is not (or the workspace is gone). */
-export async function sealIfLarge(deps: LayerDeps, tenant: string, ws: string, background?: (p: Promise<unknown>) => void): Promise<AutoSealed | null> {
+export async function sealIfLarge(deps: LayerDeps, tenant: string, ws: string, background?: WaitUntil): Promise<AutoSealed | null> {
   const rec = await readMeta(deps.storage, tenant, ws);
   if (!rec) return null;
   const whiteouts = Whiteouts.of(deps.storage, rec.meta);

@@ -22,6 +22,7 @@
  * - The RateLimit header's `remaining` of a pooled call is the bucket as this isolate last heard of
  *   it plus its pool. A limit lowered (PUT …/limits) binds the calls already pooled within LEASE_MS.
  */
+import { finishAfterAnswer } from "../shared/after-answer.js";
 import { LEASE_MS, type CallDecision, type RateState } from "./limiter.js";
 import type { ClaimAsk } from "./claims.js";
 import type { Admitted, Caller, LimitsStore } from "./store.js";
@@ -125,7 +126,8 @@ export class CallLeases {
       .then((lease) => this.heard(pool, lease, lease.granted, sent))
       .catch((e) => console.error("limits: the tenant's limits object did not answer a refill; the next call asks it", e instanceof Error ? e.message : String(e)))
       .finally(() => (pool.refilling = false));
-    later?.(p);
+    // Started now, not after the answer: the pool's in-flight exchange is what the next call in this isolate waits on (pool.inflight).
+    finishAfterAnswer(later, "call lease refill", p);
   }
 
   private exchange<T>(pool: Pool, p: Promise<T>): Promise<T> {

@@ -23,6 +23,7 @@
  *   cover waits for the settle in flight (started after the previous answer), and changes wait for
  *   its own answer.
  */
+import { finishAfterAnswer } from "../shared/after-answer.js";
 import { ALLOWANCE_MS, type Allowance, type StorageDecision, type StorageUsage } from "./usage.js";
 import type { Caller, LimitsStore } from "./store.js";
 
@@ -162,6 +163,7 @@ export class StorageAllowances {
         console.error("limits: the tenant's limits object did not answer a storage settle; the next write asks it", e instanceof Error ? e.message : String(e));
       });
     });
-    later?.(pool.queued);
+    // Queued now, not after the answer: the pool's queue orders it before the next charge, and later changes join it (pool.queued).
+    finishAfterAnswer(later, "storage allowance settle", pool.queued);
   }
 }

@@ -4,6 +4,7 @@
  * `changedSoon`, which may hold them a moment to batch a burst of calls), or queued
  * (deferChanges) and handed over as one batch by flush (bulk writers: import, write-back).
  */
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import type { WorkspaceCore as Workspace, WorkspaceListener } from "./workspace-types.js";
 import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
 
@@ -15,7 +16,7 @@ export class ChangeFeed {
   constructor(
     private readonly listeners: readonly WorkspaceListener[],
     defer: boolean,
-    private readonly background: ((p: Promise<unknown>) => void) | undefined,
+    private readonly background: WaitUntil | undefined,
   ) {
     this.deferred = defer ? [] : null;
   }
@@ -30,8 +31,8 @@ export class ChangeFeed {
     if (this.background) {
       // After the response; a listener may hold the change to handle it with the next ones.
       const change: FileChange = { path, info, ...(content ? { content } : {}) };
-      const told = this.listeners.map((l) => (l.changedSoon ? l.changedSoon(ws, change) : l.changed(ws, path, info, content)));
-      this.background(Promise.all(told).catch((e) => console.warn("workspace listener failed", e)));
+      const tell = () => Promise.all(this.listeners.map((l) => (l.changedSoon ? l.changedSoon(ws, change) : l.changed(ws, path, info, content)))).catch((e) => console.warn("workspace listener failed", e));
+      void afterAnswer(this.background, "workspace listener", tell, "skip");
       return;
     }
     for (const l of this.listeners) await l.changed(ws, path, info, content);

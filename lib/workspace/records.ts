@@ -3,6 +3,7 @@
  * Records are hints for the agent (NOT_READ, FILE_MODIFIED before any write is tried);
  * the real lost-update guard is the conditional write. KV is eventually consistent.
  */
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
@@ -112,7 +113,7 @@ export class RecordStore {
    * written only if it holds another version or one older than `refreshMs`. The read of KV does not
    * teach the known records (they already hold this version). A failed write forgets it again.
    */
-  recordSoon(path: string, etag: string, later: (p: Promise<unknown>) => void, refreshMs: number): void {
+  recordSoon(path: string, etag: string, later: WaitUntil, refreshMs: number): void {
     const rec: FileRecord = { etag, at: Date.now() };
     const early = this.early.get(path);
     this.early.delete(path);
@@ -124,15 +125,15 @@ export class RecordStore {
   }
 
   /** `rec` is known here at once; `write` (its KV write, after any check) runs after the answer, and a failure forgets it again. */
-  private knowNowWriteLater(path: string, rec: FileRecord, later: (p: Promise<unknown>) => void, write: () => Promise<void>): void {
+  private knowNowWriteLater(path: string, rec: FileRecord, later: WaitUntil, write: () => Promise<void>): void {
     const known = this.knownKey(path);
-    this.knownRecords?.set(known, rec);
-    later(
+    this.knownRecords?.set(known, rec); // now: a later call in this isolate relies on it
+    const written = () =>
       write().catch((e) => {
         if (this.knownRecords?.peek(known) === rec) this.knownRecords.forget(known);
         console.warn("session record write failed", e);
-      }),
-    );
+      });
+    void afterAnswer(later, "session record", written, "skip");
   }
 
   private async write(path: string, rec: FileRecord): Promise<void> {
@@ -146,7 +147,7 @@ export class RecordStore {
    * once KV has it (it would wait for KV's propagation anyway). A failed write forgets it again.
    * Without `later`: unknown while the write is under way, known once KV took it.
    */
-  async set(path: string, etag: string, later?: (p: Promise<unknown>) => void): Promise<void> {
+  async set(path: string, etag: string, later?: WaitUntil): Promise<void> {
     this.early.delete(path);
     const rec: FileRecord = { etag, at: Date.now() };
     if (later && this.knownRecords) return this.knowNowWriteLater(path, rec, later, () => this.write(path, rec));

@@ -18,6 +18,7 @@
 import { sessionUndoPrefix } from "../layout/paths.js";
 import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
+import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
 import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./undo-retention.js";
 
@@ -91,7 +92,7 @@ export class UndoJournal {
   /** 1 in this many commits prunes the session; 0: never (AppDeps.undoPruneEvery). */
   pruneEvery = PRUNE_EVERY;
   /** The runtime's waitUntil (Workers): pruning runs after the response; without it, before. */
-  background: ((p: Promise<unknown>) => void) | undefined;
+  background: WaitUntil | undefined;
   /** The tool this call runs (set by the door). */
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
@@ -289,9 +290,8 @@ export class UndoJournal {
     }
     // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
     if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {
-      const prune = pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now: Date.now() }).catch(() => {});
-      if (this.background) this.background(prune);
-      else await prune;
+      const now = Date.now();
+      await afterAnswer(this.background, "undo retention", () => pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now }).catch(() => {}), "await");
     }
     return this.callId;
   }

@@ -15,6 +15,7 @@ import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { toToolError } from "../../contract/errors.js";
 import { backgroundOf } from "./common.js";
+import { afterAnswer } from "../../shared/after-answer.js";
 import { ERROR_CODES } from "../../shared/errors.js";
 import { checkSessionId, ID_PATTERN, tenantRecordKey } from "../../layout/paths.js";
 import { filesTouched, newAuditId, summarizeArgs, type AuditEntry } from "../../run/audit/entry.js";
@@ -118,10 +119,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
       if (access.auth === "admin" && !ok && !(await deps.storage.head(tenantRecordKey(entry.tenant)))) return;
       await recordAudit(deps.storage, entry);
     };
-    const background = backgroundOf(c);
-    const done = write().catch(() => {});
-    if (background) background(done);
-    else await done;
+    await afterAnswer(backgroundOf(c), "audit entry", () => write().catch(() => {}), "await");
   } catch (e) {
     console.error("audit entry not built", e instanceof Error ? e.message : String(e));
   }

@@ -9,6 +9,7 @@ import type { AppDeps } from "../deps.js";
 import { filesDriver, openWorkspace, readMeta, type MetaRecord, type OpenedWorkspace } from "../../layers/open.js";
 import { layerDeps } from "../../run/run-tool.js";
 import type { Context } from "hono";
+import type { WaitUntil } from "../../shared/after-answer.js";
 import { knownWorkspaceKey, type KnownWorkspaces } from "./known-workspace.js";
 
 export const newApp = () => {
@@ -53,11 +54,11 @@ export async function requireWorkspace(storage: StorageDriver, tenant: string, w
 }
 
 /**
- * The runtime's waitUntil for this request (Workers), or undefined (Lambda, tests without an
+ * The runtime's waitUntil for this request (Workers; Lambda: lib/runtime/lambda-stream.ts), or undefined (tests without an
  * execution context). Found once per request: without one, Hono's `executionCtx` throws, and an
  * Error with its stack on every ask was ~3 % of a read's CPU in a Node profile.
  */
-export function backgroundOf(c: Context<AppEnv>): ((p: Promise<unknown>) => void) | undefined {
+export function backgroundOf(c: Context<AppEnv>): WaitUntil | undefined {
   const found = c.get("background");
   if (found !== undefined) return found ?? undefined;
   let ctx: { waitUntil(p: Promise<unknown>): void } | undefined;
@@ -66,7 +67,8 @@ export function backgroundOf(c: Context<AppEnv>): ((p: Promise<unknown>) => void
   } catch {
     ctx = undefined;
   }
-  const background = typeof ctx?.waitUntil === "function" ? (p: Promise<unknown>) => ctx!.waitUntil(p) : undefined;
+  // The one place the request's waitUntil is wrapped; work goes to it through lib/shared/after-answer.ts.
+  const background: WaitUntil | undefined = typeof ctx?.waitUntil === "function" ? (p) => ctx!.waitUntil(p) : undefined;
   c.set("background", background ?? null);
   return background;
 }

@@ -17,6 +17,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { ToolError } from "../../shared/errors.js";
+import { afterAnswer } from "../../shared/after-answer.js";
 import { unquoteEtag } from "../../storage/types.js";
 import { RecordStore } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
@@ -151,11 +152,8 @@ async function upload(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Uploa
   }
   if (!batch.count) throw new ToolError("INVALID_ARGUMENT", 'The body holds no file: send one JSON object per line, {"path": …, "content": …}.');
   const files = await batch.finish(mode);
-  const background = backgroundOf(c);
-  // The index's segment build is CPU on the isolate's one thread, and what a promise does before its
-  // first real wait runs as microtasks, ahead of the answer leaving: one timer turn lets the answer go first.
-  if (background) background(new Promise((r) => setTimeout(r, 0)).then(() => batch.index()));
-  else await batch.index();
+  // The index's segment build is CPU on the isolate's one thread: after the answer (afterAnswer's timer turn lets it go first).
+  await afterAnswer(backgroundOf(c), "batch upload's index", () => batch.index(), "await");
   const written = files.filter((f) => f.ok);
   return { mode, written: written.length, failed: files.length - written.length, bytes: written.reduce((n, f) => n + (f.ok ? f.size : 0), 0), files };
 }

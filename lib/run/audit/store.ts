@@ -5,6 +5,7 @@
  * entry pages the log oldest-first. Cost: one PUT per entry; a page is one LIST and one GET per entry.
  */
 import type { StorageDriver } from "../../storage/types.js";
+import { afterAnswer, type WaitUntil } from "../../shared/after-answer.js";
 import { ToolError } from "../../shared/errors.js";
 import { AUDIT_ID_PATTERN, auditPrefix, tenantAuditPrefix } from "../../layout/paths.js";
 import { compactTime, type AuditEntry } from "./entry.js";
@@ -18,18 +19,14 @@ const prefixOf = (log: AuditLogOf) => (log.workspace ? auditPrefix(log.tenant, l
  * Writes one entry; never fails the call it records (a failed write is logged without the entry's
  * contents). With `background` (the runtime's waitUntil) it is written after the answer.
  */
-export function recordAudit(storage: StorageDriver, entry: AuditEntry, background?: (p: Promise<unknown>) => void): Promise<void> {
+export function recordAudit(storage: StorageDriver, entry: AuditEntry, background?: WaitUntil): Promise<void> {
   const log: AuditLogOf = { tenant: entry.tenant, ...(entry.workspace ? { workspace: entry.workspace } : {}) };
-  const put = (async () => {
-    await storage.put(`${prefixOf(log)}${entry.id}.json`, JSON.stringify(entry), { ifNoneMatch: "*", contentType: "application/json" });
-  })().catch((e: unknown) => {
-    console.error("audit entry not written", { id: entry.id, tenant: entry.tenant, workspace: entry.workspace, error: e instanceof Error ? e.message : String(e) });
-  });
-  if (background) {
-    background(put);
-    return Promise.resolve();
-  }
-  return put;
+  const put = () =>
+    storage.put(`${prefixOf(log)}${entry.id}.json`, JSON.stringify(entry), { ifNoneMatch: "*", contentType: "application/json" }).then(
+      () => undefined,
+      (e: unknown) => console.error("audit entry not written", { id: entry.id, tenant: entry.tenant, workspace: entry.workspace, error: e instanceof Error ? e.message : String(e) }),
+    );
+  return afterAnswer(background, "audit entry", put, "await");
 }
 
 export const MAX_AUDIT_PAGE = 200;

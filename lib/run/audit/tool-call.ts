@@ -8,6 +8,7 @@ import type { Tool, ToolContext, ToolDeps } from "../../contract/tool.js";
 import { ERROR_CODES, isToolError, type ErrorCode } from "../../shared/errors.js";
 import { filesTouched, newAuditId, summarizeArgs, type AuditDoor, type AuditEntry } from "./entry.js";
 import { recordAudit } from "./store.js";
+import type { WaitUntil } from "../../shared/after-answer.js";
 
 /** Whether this call leaves an entry: never where the operator turned audit off (RunDeps.audit). */
 export const isAudited = (tool: Tool, ctx: ToolContext<ToolDeps & { audit?: boolean }>): boolean => ctx.deps.audit !== false && tool.permission !== "read" && !ctx.pendingId;
@@ -22,7 +23,7 @@ export interface ToolCallEnd {
 }
 
 /** Records the call; awaited only where the runtime has no waitUntil (never fails the call). */
-export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, end: ToolCallEnd, door: AuditDoor, background?: (p: Promise<unknown>) => void): Promise<void> {
+export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, end: ToolCallEnd, door: AuditDoor, background?: WaitUntil): Promise<void> {
   const err = end.error === undefined ? undefined : isToolError(end.error) ? end.error : null;
   const code: string | undefined = end.error === undefined ? undefined : err ? err.code : "INTERNAL";
   const status = code ? (ERROR_CODES[code as ErrorCode]?.status ?? 500) : 200;

@@ -8,6 +8,7 @@
  * tenant is known), whatever failed after that (scope, arguments, unknown tool, missing
  * workspace, the tool itself); a call without a valid key bills no one.
  */
+import { afterAnswer, type WaitUntil } from "../../shared/after-answer.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
 import type { UsageRecord } from "./record.js";
 
@@ -45,11 +46,11 @@ export function heldUsageLog(opts: HoldOptions = {}): UsageSink {
  * that holds records keeps it open until the record is out), so the log line costs the answer
  * nothing; without it (Lambda, tests, doors that do not pass it), at once.
  */
-export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, later?: (p: Promise<unknown>) => void): void {
+export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, later?: WaitUntil): void {
   if (!onUsage) return;
-  if (!later) return onUsage(record);
+  if (!later) return onUsage(record); // at once, to the sink itself (not its held one: nothing would wait for it)
   const write = onUsage.held ?? onUsage;
-  later(new Promise<void>((done) => setTimeout(done, 0)).then(() => write(record)).catch((e) => console.warn("usage record failed", e)));
+  void afterAnswer(later, "usage record", () => write(record), "skip");
 }
 
 /** The cost of one tool call so far; the error envelope reads it too. */

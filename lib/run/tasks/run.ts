@@ -25,6 +25,7 @@
  * approver's request (lib/run/pending/approve.ts); the task only reads the outcome.
  */
 import { killTask } from "../../exec/tasks.js";
+import { finishAfterAnswer } from "../../shared/after-answer.js";
 import { ToolError } from "../../shared/errors.js";
 import type { Tool, Usage } from "../../contract/tool.js";
 import { closePending, loadPending, pendingScope } from "../../tools/pending/store.js";
@@ -131,7 +132,8 @@ export async function callOrStartTask(start: StartCallTask, opts: { taskAfterMs?
   const s = taskScopeOf(scope);
   const task = await writeTask(s, { id: "", key_id: scope.auth.key_id, tool: start.tool.name, session: scope.session, status: "working", created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs), status_message: `Running: ${start.tool.name} (answered as a task after ${opts.taskAfterMs} ms)`, lost_after_ms: opts.lostAfterMs ?? LATE_CALL_LOST_MS });
   holdLateCall(s, task.id, raced.running, raced.abort);
-  keep(raced.running.then((r) => settleLateCall(s, task.id, r.made)).catch((e) => console.error("a call answered as a task could not write its end", e instanceof Error ? e.message : String(e))));
+  // The call is already running (it passed taskAfterMs): waitUntil keeps it, and its end's write, after the answer.
+  finishAfterAnswer(keep, "a call answered as a task", raced.running.then((r) => settleLateCall(s, task.id, r.made)).catch((e) => console.error("a call answered as a task could not write its end", e instanceof Error ? e.message : String(e))));
   return { task };
 }
 

@@ -6,6 +6,7 @@
  * `running` until task_output calls it lost, and its work's time is not billed (its calls were, each).
  */
 import { toToolError } from "../../contract/errors.js";
+import { finishAfterAnswer } from "../../shared/after-answer.js";
 import type { ToolContext } from "../../contract/tool.js";
 import { runSubagent, type TaskToolDeps } from "./loop.js";
 import type { ModelConfig } from "./model-config.js";
@@ -23,7 +24,8 @@ export function runInBackground(prompt: string, cfg: ModelConfig, ctx: ToolConte
       await saveTask(s, end);
     })
     .catch(() => {});
-  ctx.waitUntil?.(run);
+  // Started now, with or without waitUntil: it is the task's own work (its record already says running), not upkeep.
+  finishAfterAnswer(ctx.waitUntil, "background subagent", run);
   return run;
 }
 

@@ -1,10 +1,11 @@
 /**
  * Index upkeep after the response (Workers' waitUntil): changes are held and become one segment
  * per burst of calls (lib/shared/held-batches.ts). The app is called with an execution context
- * whose waitUntil collects the work, as Workers would run it after each answer.
+ * whose waitUntil collects the work, as Workers would run it after each answer. A change reaches the
+ * indexer a timer turn after its call's answer (lib/shared/after-answer.ts): `heldNow` waits for it.
  */
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { IndexStore } from "../../../lib/search/store.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
@@ -19,6 +20,9 @@ function heldApp(hold: { holdMs: number; maxItems?: number; maxBytes?: number })
   const app = testApp({ listeners: [indexer] });
   return { app, indexer, ...workersCalls(app) };
 }
+
+/** Waits until the indexer holds `n` batches (the changes told after the answers have reached it). */
+const heldNow = (h: { indexer: { held: { pending: number } } }, n: number) => vi.waitFor(() => expect(h.indexer.held.pending).toBe(n), { interval: 5 });
 
 async function segmentsOf(t: Tenant) {
   const store = new IndexStore(driver, t.tenant, t.ws);
@@ -36,7 +40,7 @@ describe("index upkeep held after the response", () => {
     // The second write of a.txt in the same burst: only its last version is indexed.
     ok(await h.call(t, "read", { file_path: "a.txt" }));
     etags["a.txt"] = ok(await h.call(t, "edit", { file_path: "a.txt", old_string: "needle", new_string: "needle again" })).etag;
-    expect(h.indexer.held.pending).toBe(1);
+    await heldNow(h, 1);
     expect(await segmentsOf(t)).toEqual([]);
     // Not indexed yet: grep reads the files themselves and finds every one, the edit included.
     const g = ok(await h.call(t, "grep", { pattern: "needle", output_mode: "content" }));
@@ -65,7 +69,7 @@ describe("index upkeep held after the response", () => {
     const h = heldApp({ holdMs: 30_000, maxBytes: 10_000 });
     const t = await newTenant(h.app);
     ok(await h.call(t, "write", { file_path: "big1.txt", content: "x".repeat(6_000) }));
-    expect(h.indexer.held.pending).toBe(1);
+    await heldNow(h, 1);
     ok(await h.call(t, "write", { file_path: "big2.txt", content: "y".repeat(6_000) }));
     await h.settle();
     expect((await segmentsOf(t)).map((s) => s.length)).toEqual([2]);
@@ -78,7 +82,7 @@ describe("index upkeep held after the response", () => {
     ok(await h.call(a, "write", { file_path: "same.txt", content: "from a\n" }));
     ok(await h.call(b, "write", { file_path: "same.txt", content: "from b\n" }));
     ok(await h.call(a, "write", { file_path: "only-a.txt", content: "a\n" }));
-    expect(h.indexer.held.pending).toBe(2);
+    await heldNow(h, 2);
     await h.settle();
     expect((await segmentsOf(a)).map((s) => s.map((f) => f.path).sort())).toEqual([["only-a.txt", "same.txt"]]);
     expect((await segmentsOf(b)).map((s) => s.map((f) => f.path))).toEqual([["same.txt"]]);
@@ -96,7 +100,7 @@ describe("index upkeep held after the response", () => {
     const compat = await h.app.request(`/v1/workspaces/${t.ws}/compat/anthropic/str_replace_based_edit_tool`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ command: "create", path: "/c.txt", file_text: "via compat\n" }) }, {}, h.ctx);
     expect(compat.status).toBe(200);
     await compat.arrayBuffer();
-    expect(h.indexer.held.pending).toBe(1);
+    await heldNow(h, 1);
     expect(await segmentsOf(t)).toEqual([]);
     await h.settle();
     expect((await segmentsOf(t)).map((s) => s.map((f) => f.path).sort())).toEqual([["c.txt", "m.txt"]]);
