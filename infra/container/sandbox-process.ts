@@ -26,6 +26,7 @@ import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import { supervise } from "./supervise.js";
+import { processProbe } from "./live-status.js";
 
 export type Ids = { uid: number; gid: number };
 
@@ -177,6 +178,8 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
     runAs,
     hostIsolated: true,
     shellPath: (hostDir) => hostDir, // no mount namespace: the command sees the host path
+    // A live sandbox's processes are all of the uid's but the handler's: the handler runs nothing beside it (handler.ts).
+    liveProbe: async () => processProbe(() => processesOf(uid, exclude)),
     async check() {
       if (!existsSync("/bin/bash")) throw new ToolError("UNAVAILABLE", "The command runner image has no /bin/bash.");
       await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o711 });
