@@ -97,6 +97,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   const sync: SyncClient = opts.syncOf(start);
   const runId = runIdOf(start);
   try {
+    await deps.cache.beforeCommand(); // the process sandbox: the trees of other workspaces are gone before the sandbox starts (it could read them)
     shell = await LiveShell.start(
       deps.sandbox,
       { tree: staged.path, shellDir: shellDir.path, env: start.env ?? {}, home: gitHomeFiles(start.git), network: start.network === true, apiUrl: start.sync.url, limits, ...(start.egress_secrets ? { egressSecrets: start.egress_secrets } : {}), timeoutMs: spec.max_life_ms + END_MARGIN_MS },

@@ -1,12 +1,14 @@
 /**
- * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: its namespaces,
- * limits, seccomp, egress proxy, tmpfs /tmp and HOME) for the session's whole life, whose command
- * is a loop. The runner writes a command number on the loop's stdin; the loop sources
- * `<shell dir>/c<n>.sh` in the SAME shell (so cwd, plain and exported variables, functions and
+ * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: bwrap's namespaces,
+ * limits, seccomp, egress proxy, tmpfs /tmp and HOME; or the process sandbox's limits, HOME and
+ * scratch directories, emptied at its end) for the session's whole life, whose command is a loop.
+ * The runner writes a command number on the loop's stdin; the loop sources `<shell dir>/c<n>.sh`
+ * in the SAME shell (so cwd, plain and exported variables, functions and
  * aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
  * here into the command's OutputCollector), saves the shell's state (shell-state.ts) and prints
  * `done <n> <status>` on its own stdout. Background processes keep running between commands,
- * with their ports on the sandbox's loopback. Node only.
+ * with their ports on the sandbox's loopback (the process sandbox: the environment's). What the
+ * sandbox holds, and when it is gone, its kind says (Sandbox.liveProbe, live-status.ts). Node only.
  *
  * The shell directory (SandboxSpec.shellDir) is the session's own: a command could read or write
  * it, and so reach only its own session's control files.

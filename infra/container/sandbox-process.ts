@@ -13,6 +13,10 @@
  *   emptied after the run: nothing of one call is left for the next;
  * - every process of the command's uid killed when the call returns, found in /proc (not
  *   by process group: `setsid` cannot escape it), stopped first so a fork bomb cannot outrun it;
+ * - a live sandbox (live-shell.ts) is one run whose command is the session's shell: its HOME,
+ *   the scratch directories and its processes last until its end, where the reap and the wipe
+ *   come; the handler runs nothing beside it (handler.ts), and Lambda gives the execution
+ *   environment one invocation at a time, so no other session ever shares them;
  * - no network unless the host gives it: the function's egress is a deployment setting
  *   (`egress`); a call whose network setting the host cannot honour is refused, never run.
  * What it cannot hide: the image's own files (public, no secrets) are readable.

@@ -138,6 +138,15 @@ describe("live sandbox on the process sandbox (Lambda)", () => {
     expect(await t.read("fresh.txt")).toBe("fresh\n");
   });
 
+  it("keeps one workspace's files at a time: another workspace's tree of an earlier run is gone before the live sandbox starts", async () => {
+    // Commands run as a user that could read every tree on disk (on Lambda the handler's own).
+    expect((await t.run("echo other secret > o.txt; cat o.txt", { workspace: "w-other" })).stdout).toBe("other secret\n");
+    const s = startLive();
+    const r = await s.cmd(`grep -rl 'other secret' ${root} 2>/dev/null; echo searched`);
+    expect(r.stdout).toBe("searched\n");
+    await s.end();
+  });
+
   it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {
     await t.write("tool.txt", "v1\n");
     const s = startLive();
