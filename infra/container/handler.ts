@@ -123,15 +123,27 @@ export function createHandler(opts: HandlerOptions): Handler {
   const liveChannelOf = opts.liveChannel ?? ((req: RunRequest) => httpLiveChannel<RunRequest, RunResult>({ ...req.sync, ...(apiFetch ? { fetch: apiFetch } : {}) }));
   /**
    * A live sandbox (live-session.ts): the invocation lasts as long as the sandbox, and answers its
-   * LiveEnded. Only under a namespace sandbox: the process sandbox has no pid or network namespace
-   * to keep a session's processes and ports apart, and it kills every process of its user and
-   * empties /tmp after each run.
+   * LiveEnded. Under the process sandbox (Lambda), the sandbox's processes are all of its uid's and
+   * /tmp is the environment's, so it is the only thing that runs in this process while it lives:
+   * Lambda gives an execution environment one invocation at a time, and `liveRunning` refuses
+   * whatever else reaches this handler meanwhile (locally, in tests). Its end (the run's reap and
+   * scratch wipe) is done before the count drops.
    */
+  let liveRunning = 0;
   const live = async (req: RunRequest): Promise<ExecResponse> => {
-    if (sandbox.hostIsolated)
-      throw new ToolError("UNAVAILABLE", "Live sessions need the namespace sandbox (bubblewrap); this runner has only the process sandbox (AWS Lambda without user namespaces), which cannot keep a session's processes and ports apart or alive between calls. Run without keep_alive: each call gets a fresh sandbox.", { reason: "live_unavailable" });
-    const ended = await runLive(req, deps, { channel: liveChannelOf(req), syncOf, signal: closing.signal, ...(opts.liveRetry ? { retry: opts.liveRetry } : {}) });
-    return { ok: true, result: ended };
+    liveRunning++;
+    try {
+      const ended = await runLive(req, deps, { channel: liveChannelOf(req), syncOf, signal: closing.signal, ...(opts.liveRetry ? { retry: opts.liveRetry } : {}) });
+      return { ok: true, result: ended };
+    } finally {
+      liveRunning--;
+    }
+  };
+  /** The process sandbox runs nothing beside a live sandbox: its processes and /tmp would be the live one's. */
+  const refuseBesideLive = (req: RunRequest) => {
+    if (!sandbox.hostIsolated || liveRunning === 0) return;
+    const what = req.live ? "another live sandbox" : "a fresh run";
+    throw new ToolError("UNAVAILABLE", `This execution environment holds a live sandbox, and its process sandbox (AWS Lambda without namespaces) cannot keep ${what} apart from it: the live sandbox's processes and /tmp are the environment's. Retry: a new invocation gets an environment of its own; the live sandbox ends after its idle timeout, or end it with DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox.`, { reason: "live_sandbox_running" });
   };
 
   const handle = async (received: SignedEvent, context?: InvokeContext): Promise<ExecResponse> => {
@@ -148,6 +160,7 @@ export function createHandler(opts: HandlerOptions): Handler {
       const req = event as RunRequest;
       validateRequest(req);
       if (closing.signal.aborted) throw new ToolError("UNAVAILABLE", "The command runner is shutting down; retry.");
+      refuseBesideLive(req);
       if (req.live) return await track(live(req));
       const task = event.task === true;
       // A runner that cannot run anything claims nothing; a task still reports that to its record.

@@ -67,7 +67,7 @@ function commandScript(req: RunRequest, cwd: string, first: boolean): string {
   const lines: string[] = [];
   if (first && req.shell) lines.push(...restoreLines(req.shell, cwd));
   for (const [k, v] of Object.entries(req.env ?? {})) lines.push(`export ${k}=${shellQuote(v)}`);
-  if (cwd) lines.push(`cd -- ${shellQuote(`/workspace/${cwd}`)}`);
+  if (cwd) lines.push(`cd -- "$__toolshed_root"/${shellQuote(cwd)}`);
   lines.push(`eval ${shellQuote(req.command)}`);
   return lines.join("\n");
 }

@@ -22,7 +22,6 @@ import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.j
 import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
 import { openJournal } from "./change-journal.js";
-import { listeningPorts, namespaceProcesses } from "./live-status.js";
 import { errorOf } from "./run-once.js";
 import { runIdOf, validateRequest } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
@@ -79,14 +78,15 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   /** The processes last seen: what a sandbox that died by itself lost. */
   let seen: LiveStatus["processes"] = [];
   const status = async (): Promise<LiveStatus> => {
-    const procs = shell && shell.alive && shell.loopHostPid ? await namespaceProcesses(shell.loopHostPid) : [];
+    const probe = shell?.alive ? shell.probe : null;
+    const procs = probe ? await probe.processes() : [];
     if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
     return {
       generation: spec.generation,
       started_at: startedAt,
       last_used_at: lastUsed,
       processes: procs.length ? seen : [],
-      ports: procs.length ? await listeningPorts(shell!.loopHostPid) : [],
+      ports: procs.length ? await probe!.ports() : [],
       wall_ms: Date.now() - startedAt,
       ...(procs.length ? { cpu_ms: procs.reduce((a, p) => a + p.cpuMs, 0), rss_bytes: procs.reduce((a, p) => a + p.rssBytes, 0) } : {}),
     };
@@ -97,14 +97,15 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   const sync: SyncClient = opts.syncOf(start);
   const runId = runIdOf(start);
   try {
+    await deps.cache.beforeCommand(); // the process sandbox: the trees of other workspaces are gone before the sandbox starts (it could read them)
     shell = await LiveShell.start(
       deps.sandbox,
       { tree: staged.path, shellDir: shellDir.path, env: start.env ?? {}, home: gitHomeFiles(start.git), network: start.network === true, apiUrl: start.sync.url, limits, ...(start.egress_secrets ? { egressSecrets: start.egress_secrets } : {}), timeoutMs: spec.max_life_ms + END_MARGIN_MS },
       spec.max_life_ms + END_MARGIN_MS,
       deps.owner,
     );
-    // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper): never listed as the session's.
-    infra = new Set((await namespaceProcesses(shell.loopHostPid)).map((p) => p.pid!));
+    // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper; the process sandbox's loop): never listed as the session's.
+    infra = new Set((await shell.probe!.processes()).map((p) => p.pid!));
     const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, journal, unsure: false };
     const gone = new AbortController();
     void shell.exited.finally(() => gone.abort()).catch(() => {});

@@ -1,12 +1,14 @@
 /**
- * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: its namespaces,
- * limits, seccomp, egress proxy, tmpfs /tmp and HOME) for the session's whole life, whose command
- * is a loop. The runner writes a command number on the loop's stdin; the loop sources
- * `<shell dir>/c<n>.sh` in the SAME shell (so cwd, plain and exported variables, functions and
+ * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: bwrap's namespaces,
+ * limits, seccomp, egress proxy, tmpfs /tmp and HOME; or the process sandbox's limits, HOME and
+ * scratch directories, emptied at its end) for the session's whole life, whose command is a loop.
+ * The runner writes a command number on the loop's stdin; the loop sources `<shell dir>/c<n>.sh`
+ * in the SAME shell (so cwd, plain and exported variables, functions and
  * aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
  * here into the command's OutputCollector), saves the shell's state (shell-state.ts) and prints
  * `done <n> <status>` on its own stdout. Background processes keep running between commands,
- * with their ports on the sandbox's loopback. Node only.
+ * with their ports on the sandbox's loopback (the process sandbox: the environment's). What the
+ * sandbox holds, and when it is gone, its kind says (Sandbox.liveProbe, live-status.ts). Node only.
  *
  * The shell directory (SandboxSpec.shellDir) is the session's own: a command could read or write
  * it, and so reach only its own session's control files.
@@ -20,7 +22,7 @@ import { envTo, saveScript } from "./shell-state.js";
 import { shellQuote, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import type { Owner } from "./tree.js";
-import { namespaceInUse, pidNamespaceOf, processTree } from "./live-status.js";
+import type { LiveProbe } from "./live-status.js";
 
 /** How often a running command's output files are read (the last read follows its end at once). */
 const TAIL_MS = 100;
@@ -39,11 +41,14 @@ export interface CommandExit {
   durationMs: number;
 }
 
-/** The loop (run by `bash -c` after the sandbox's limits are set); `d`: the shell directory as it sees it. */
+/**
+ * The loop (run by `bash -c` after the sandbox's limits are set, in the workspace root: under
+ * bubblewrap /workspace, under the process sandbox its workspace link); `d`: the shell directory as it sees it.
+ */
 function loopScript(d: string): string {
   const q = shellQuote(d);
   return [
-    "__toolshed_root=/workspace",
+    '__toolshed_root="$PWD"',
     `{ ${envTo(`${q}/base`)}; } 2>/dev/null`,
     `printf 'ready %s\\n' "$$"`,
     "while IFS= read -r __toolshed_seq; do",
@@ -128,11 +133,12 @@ class Tail {
 }
 
 export class LiveShell {
-  /** Host pid of the sandbox process (the outer bwrap). */
+  /** Host pid of the sandbox process (the outer bwrap; the loop shell itself under the process sandbox). */
   hostPid = 0;
-  /** The loop shell's pid as seen inside, and on the host (its /proc shows the sandbox's namespaces: live-status.ts). */
+  /** The loop shell's pid as the sandbox sees it. */
   shellPid = 0;
-  loopHostPid = 0;
+  /** What the sandbox holds, as its kind finds it (Sandbox.liveProbe, live-status.ts); set once the loop is ready. */
+  probe: LiveProbe | null = null;
   readonly exited: Promise<SandboxExit>;
   private readonly input = new PassThrough();
   private readonly stop = new AbortController();
@@ -144,8 +150,6 @@ export class LiveShell {
   /** The loop's own stderr (the last 2 KiB): why a sandbox that ended at once ended. */
   stderr = "";
   private killedByUs = false;
-  /** The sandbox's pid namespace, as /proc names it (live-status.ts). */
-  private namespace: string | null = null;
   private gone = false;
 
   private constructor(sandbox: Sandbox, private readonly spec: ShellSpec, lifeMs: number) {
@@ -182,9 +186,7 @@ export class LiveShell {
     const r = await Promise.race([ready, shell.exited.then((e) => e)]);
     if (typeof r !== "number") throw new Error(`the live sandbox ended as it started (exit ${r.exitCode}): ${shell.stderr.trim() || "no message"}`);
     shell.shellPid = r;
-    const loop = (await processTree(shell.hostPid)).find((p) => p.pid === r);
-    shell.loopHostPid = loop?.hostPid ?? 0;
-    shell.namespace = loop ? await pidNamespaceOf(loop.hostPid) : null;
+    shell.probe = await sandbox.liveProbe(shell.hostPid, r);
     return shell;
   }
 
@@ -242,9 +244,10 @@ export class LiveShell {
   }
 
   /**
-   * Ends the sandbox and everything in it: resolves once no process of its pid namespace is left
-   * (its init dies after the sandbox process, and takes the rest with it): nothing writes to the
-   * tree after this (bounded: 5 s).
+   * Ends the sandbox and everything in it: resolves once no process of it is left (bwrap: its pid
+   * namespace, whose init dies after the sandbox process and takes the rest with it; the process
+   * sandbox: its uid, which the run's reap has emptied): nothing writes to the tree after this
+   * (bounded: 5 s).
    */
   kill(): Promise<SandboxExit> {
     this.killing ??= (async () => {
@@ -252,7 +255,7 @@ export class LiveShell {
       this.stop.abort();
       this.input.end();
       const exit = await this.exited;
-      for (const until = Date.now() + 5000; this.namespace && Date.now() < until && (await namespaceInUse(this.namespace)); ) await new Promise((r) => setTimeout(r, 10));
+      await this.probe?.emptied(5000);
       return exit;
     })();
     return this.killing;

@@ -1,8 +1,11 @@
 /**
- * What a live sandbox holds, read from the host's /proc (LiveStatus, lib/sync/live-types.ts): the
- * processes below the sandbox's host process that live in its pid namespace (pid as seen inside,
- * command line), the TCP ports listening in its network namespace (/proc/<pid>/net/tcp{,6} of a
- * process inside), and their resident memory and CPU time. Node only; Linux only.
+ * What a live sandbox holds, read from the host's /proc (LiveStatus, lib/sync/live-types.ts): its
+ * processes (pid as the sandbox sees it, command line, resident memory, CPU time), the TCP ports
+ * listening in it, and when nothing of it is left. Each kind of sandbox says what "its" means
+ * (Sandbox.liveProbe): under bubblewrap, the processes of the sandbox's pid namespace and the
+ * ports of its network namespace (`namespaceProbe`); under the process sandbox (Lambda), the
+ * processes of the commands' uid and the LISTEN sockets they hold (`processProbe`).
+ * Node only; Linux only.
  */
 import { promises as fs } from "node:fs";
 
@@ -14,6 +17,16 @@ export interface SandboxProcess {
   rssBytes: number;
   /** utime + stime + cutime + cstime, in ms. */
   cpuMs: number;
+}
+
+/** What a live sandbox holds, as its kind of sandbox finds it (Sandbox.liveProbe). */
+export interface LiveProbe {
+  /** Its live (not zombie) processes; `pid` as the sandbox's commands see it. */
+  processes(): Promise<SandboxProcess[]>;
+  /** The TCP ports in LISTEN that its commands can reach and that are its own. */
+  ports(): Promise<number[]>;
+  /** Resolves once no process of it is left, or after `ms` (what ends it has killed them: this waits for the kernel to be done). */
+  emptied(ms: number): Promise<void>;
 }
 
 const PAGE = 4096;
@@ -68,50 +81,105 @@ export async function processTree(rootPid: number): Promise<SandboxProcess[]> {
   return out;
 }
 
+/** A process as read from `proc` (a procfs mount) under the name `n`; null when gone or a zombie. */
+async function processAt(proc: string, n: number, hostPid: number): Promise<SandboxProcess | null> {
+  const s = await read(`${proc}/${n}/stat`);
+  if (!s) return null;
+  const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+  if (f[0] === "Z" || f[0] === "X") return null;
+  const cmdline = await read(`${proc}/${n}/cmdline`);
+  const cpuTicks = [11, 12, 13, 14].reduce((a, i) => a + (Number(f[i]) || 0), 0);
+  return { hostPid, pid: n, command: (cmdline ?? "").split("\0").filter(Boolean).join(" ").slice(0, 200), rssBytes: (Number(f[21]) || 0) * PAGE, cpuMs: cpuTicks * TICK_MS };
+}
+
 /**
  * The processes of the pid namespace `hostPid` lives in, read from the sandbox's own /proc (through
  * /proc/<hostPid>/root: the procfs mount the sandbox cannot change), so only its few processes are
  * read, never the host's. `pid` is as seen inside; `hostPid` is not known here (0).
  */
-export async function namespaceProcesses(hostPid: number): Promise<SandboxProcess[]> {
+async function namespaceProcesses(hostPid: number): Promise<SandboxProcess[]> {
   const proc = `/proc/${hostPid}/root/proc`;
-  const names = await fs.readdir(proc).catch(() => [] as string[]);
-  const out: SandboxProcess[] = [];
-  await Promise.all(
-    names.map(async (n) => {
-      if (!/^\d+$/.test(n)) return;
-      const s = await read(`${proc}/${n}/stat`);
-      if (!s) return;
-      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-      if (f[0] === "Z" || f[0] === "X") return;
-      const cmdline = await read(`${proc}/${n}/cmdline`);
-      const cpuTicks = [11, 12, 13, 14].reduce((a, i) => a + (Number(f[i]) || 0), 0);
-      out.push({ hostPid: 0, pid: Number(n), command: (cmdline ?? "").split("\0").filter(Boolean).join(" ").slice(0, 200), rssBytes: (Number(f[21]) || 0) * PAGE, cpuMs: cpuTicks * TICK_MS });
-    }),
-  );
-  return out.sort((a, b) => a.pid! - b.pid!);
+  const names = (await fs.readdir(proc).catch(() => [] as string[])).filter((n) => /^\d+$/.test(n));
+  const out = await Promise.all(names.map((n) => processAt(proc, Number(n), 0)));
+  return out.filter((p): p is SandboxProcess => p !== null).sort((a, b) => a.pid! - b.pid!);
 }
 
-/** TCP ports in LISTEN in the network namespace of `hostPid`. */
-export async function listeningPorts(hostPid: number): Promise<number[]> {
+/** TCP ports in LISTEN in the network namespace of `pid` (/proc/<pid>/net/tcp{,6}); with `inodes`, only those sockets'. */
+async function listeningPorts(pid: number, inodes?: Set<string>): Promise<number[]> {
   const ports = new Set<number>();
   for (const file of ["tcp", "tcp6"]) {
-    const text = await read(`/proc/${hostPid}/net/${file}`);
+    const text = await read(`/proc/${pid}/net/${file}`);
     for (const line of (text ?? "").split("\n").slice(1)) {
       const cols = line.trim().split(/\s+/);
-      if (cols[3] === "0A") ports.add(parseInt(cols[1]!.split(":")[1]!, 16)); // 0A: TCP_LISTEN
+      // 0A: TCP_LISTEN; column 9 is the socket's inode
+      if (cols[3] === "0A" && (!inodes || inodes.has(cols[9]!))) ports.add(parseInt(cols[1]!.split(":")[1]!, 16));
     }
   }
   return [...ports].sort((a, b) => a - b);
 }
 
+/** Adds the socket inodes `pid` holds open (its `socket:[inode]` links in /proc/<pid>/fd) to `into`. */
+async function socketInodes(pid: number, into: Set<string>): Promise<void> {
+  const fds = await fs.readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+  await Promise.all(
+    fds.map(async (fd) => {
+      const m = /^socket:\[(\d+)\]$/.exec(await fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => ""));
+      if (m) into.add(m[1]!);
+    }),
+  );
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A bubblewrap sandbox's: `hostPid` the outer bwrap, `shellPid` the loop shell's pid inside. Its
+ * processes are those of the loop's pid namespace, its ports those of its network namespace, and
+ * it is gone once its pid namespace is empty (its init dies after the outer bwrap, and takes the rest).
+ */
+export async function namespaceProbe(hostPid: number, shellPid: number): Promise<LiveProbe> {
+  const loop = (await processTree(hostPid)).find((p) => p.pid === shellPid)?.hostPid ?? 0;
+  const ns = loop ? await pidNamespaceOf(loop) : null;
+  return {
+    processes: async () => (loop ? namespaceProcesses(loop) : []),
+    ports: async () => (loop ? listeningPorts(loop) : []),
+    async emptied(ms) {
+      for (const until = Date.now() + ms; ns && Date.now() < until && (await namespaceInUse(ns)); ) await sleep(10);
+    },
+  };
+}
+
+/**
+ * The process sandbox's (no namespaces: Lambda): `pidsOf` lists the processes of the commands' uid
+ * but the handler's own (the reap's list, sandbox-process.ts); one live sandbox at a time holds them
+ * all. Its ports are the LISTEN sockets those processes hold, on the environment's loopback; it is
+ * gone once no process of the uid is left.
+ */
+export function processProbe(pidsOf: () => Promise<number[]>): LiveProbe {
+  return {
+    async processes() {
+      const out = await Promise.all((await pidsOf()).map((pid) => processAt("/proc", pid, pid)));
+      return out.filter((p): p is SandboxProcess => p !== null).sort((a, b) => a.hostPid - b.hostPid);
+    },
+    async ports() {
+      const pids = await pidsOf();
+      const inodes = new Set<string>();
+      await Promise.all(pids.map((pid) => socketInodes(pid, inodes)));
+      // No namespaces: the handler's own network is theirs (read through its own /proc entry, which cannot vanish meanwhile).
+      return inodes.size ? listeningPorts(process.pid, inodes) : [];
+    },
+    async emptied(ms) {
+      for (const until = Date.now() + ms; Date.now() < until && (await pidsOf()).length; ) await sleep(10);
+    },
+  };
+}
+
 /** The pid namespace of a process ("pid:[4026532xyz]"), or null when it is gone or not ours to read. */
-export async function pidNamespaceOf(hostPid: number): Promise<string | null> {
+async function pidNamespaceOf(hostPid: number): Promise<string | null> {
   return fs.readlink(`/proc/${hostPid}/ns/pid`).catch(() => null);
 }
 
 /** Whether any live (not zombie) process is left in the pid namespace `ns`. */
-export async function namespaceInUse(ns: string): Promise<boolean> {
+async function namespaceInUse(ns: string): Promise<boolean> {
   const names = await fs.readdir("/proc").catch(() => [] as string[]);
   for (const n of names) {
     if (!/^\d+$/.test(n) || (await pidNamespaceOf(Number(n))) !== ns) continue;

@@ -13,6 +13,10 @@
  *   emptied after the run: nothing of one call is left for the next;
  * - every process of the command's uid killed when the call returns, found in /proc (not
  *   by process group: `setsid` cannot escape it), stopped first so a fork bomb cannot outrun it;
+ * - a live sandbox (live-shell.ts) is one run whose command is the session's shell: its HOME,
+ *   the scratch directories and its processes last until its end, where the reap and the wipe
+ *   come; the handler runs nothing beside it (handler.ts), and Lambda gives the execution
+ *   environment one invocation at a time, so no other session ever shares them;
  * - no network unless the host gives it: the function's egress is a deployment setting
  *   (`egress`); a call whose network setting the host cannot honour is refused, never run.
  * What it cannot hide: the image's own files (public, no secrets) are readable.
@@ -26,6 +30,7 @@ import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import { supervise } from "./supervise.js";
+import { processProbe } from "./live-status.js";
 
 export type Ids = { uid: number; gid: number };
 
@@ -177,6 +182,8 @@ export function processSandbox(opts: ProcessSandboxOptions): Sandbox {
     runAs,
     hostIsolated: true,
     shellPath: (hostDir) => hostDir, // no mount namespace: the command sees the host path
+    // A live sandbox's processes are all of the uid's but the handler's: the handler runs nothing beside it (handler.ts).
+    liveProbe: async () => processProbe(() => processesOf(uid, exclude)),
     async check() {
       if (!existsSync("/bin/bash")) throw new ToolError("UNAVAILABLE", "The command runner image has no /bin/bash.");
       await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o711 });

@@ -17,6 +17,7 @@ import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forw
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
+import { namespaceProbe, type LiveProbe } from "./live-status.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
@@ -121,11 +122,18 @@ export interface Sandbox {
   /**
    * true when the sandbox relies on its host for isolation between tenants (a Lambda
    * execution environment per tenant): the handler then requires the invocation's tenant
-   * and keeps only the current workspace's files (see sandbox-process.ts).
+   * and keeps only the current workspace's files (see sandbox-process.ts); and, since its
+   * commands share the host's processes and /tmp, runs nothing beside a live sandbox.
    */
   readonly hostIsolated: boolean;
   /** Where the command sees SandboxSpec.shellDir. */
   shellPath(hostDir: string): string;
+  /**
+   * What a live sandbox of this kind holds (its processes, ports, and when nothing of it is left:
+   * live-status.ts), for the run whose spawned process is `hostPid` and whose loop shell reported
+   * `shellPid` (its `$$`).
+   */
+  liveProbe(hostPid: number, shellPid: number): Promise<LiveProbe>;
 }
 
 /** Where bubblewrap binds SandboxSpec.shellDir. */
@@ -259,5 +267,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     runAs: hostIds,
     hostIsolated: false,
     shellPath: () => SHELL_MOUNT,
+    liveProbe: namespaceProbe,
   };
 }

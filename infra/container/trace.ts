@@ -60,6 +60,7 @@ export async function traceInvocation<T>(tracer: Tracer | undefined, req: RunReq
           sandbox: (base) => ({
             check: () => base.check(),
             shellPath: (dir) => base.shellPath(dir),
+            liveProbe: (hostPid, shellPid) => base.liveProbe(hostPid, shellPid),
             get runAs() {
               return base.runAs;
             },

@@ -220,16 +220,6 @@ describe("live sandbox: one shell across commands", () => {
     expect(readFileSync(victim, "utf8")).toBe("host secret\n");
   });
 
-  it("the process sandbox (no namespaces: Lambda) refuses live mode, saying why", async () => {
-    // A sandbox like sandbox-process.ts's (hostIsolated): the live start is refused before it would run anything.
-    const noNamespaces = { check: async () => {}, run: async () => { throw new Error("never runs"); }, runAs: null, hostIsolated: true, shellPath: () => "/x" };
-    const h = t.freshHandler({ sandbox: noNamespaces });
-    const r = await h(t.req("", { live: { generation: "pl", idle_ms: 1000, max_life_ms: 1000 } }), { tenantId: t.tenant });
-    expect(r.ok).toBe(false);
-    expect(!r.ok && r.error.code).toBe("UNAVAILABLE");
-    expect(!r.ok && r.error.message).toMatch(/process sandbox/);
-  });
-
   it("refuses a start with a command, and a command of another workspace", async () => {
     const bad = await t.handler(t.req("echo no", { live: { generation: "x", idle_ms: 1000, max_life_ms: 1000 } }), { tenantId: t.tenant });
     expect(bad.ok).toBe(false);

@@ -1,0 +1,196 @@
+/**
+ * Live sandboxes on the process sandbox (AWS Lambda without user namespaces, issue #29 §4), against
+ * real processes: the handler runs as root here, so commands run as a dedicated uid, as they run as
+ * the function's own user on Lambda (process-sandbox.node.test.ts does the same for fresh runs). The
+ * sandbox's processes are its uid's, its ports the LISTEN sockets they hold, and its end leaves
+ * neither a process of the uid nor anything in the scratch directories (`scratch` stands in for
+ * Lambda's /tmp). One live sandbox per environment: anything else is refused while it lives.
+ */
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { processSandbox, processesOf } from "../../../infra/container/sandbox-process.js";
+import { setup } from "./helpers.js";
+import { hostPids, parentOf, QueueChannel, until } from "./live-helpers.js";
+import { liveStarter } from "./live-starter.js";
+
+const UID = 64124; // used by nothing else on the machine (process-sandbox.node.test.ts has 64123)
+const scratch = mkdtempSync(join(tmpdir(), "toolshed-live-scratch-"));
+const root = mkdtempSync(join(tmpdir(), "toolshed-live-proc-"));
+const linkPath = join(root, "workspace");
+const sandbox = processSandbox({
+  stateDir: join(root, "sandbox"),
+  egress: "none",
+  runAs: { uid: UID, gid: UID },
+  scratchDirs: [scratch],
+  keep: [join(scratch, "handler-own")],
+  workspace: { link: linkPath, path: linkPath },
+});
+const channels = new Map<string, QueueChannel>();
+const t = setup({ root, sandbox, liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } }, "t-lp", "w-lp");
+const startLive = liveStarter(t, channels, "p");
+
+/** A file as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
+const inTree = (name: string) => readdirSync(join(root, "ws")).some((d) => existsSync(join(root, "ws", d, name)));
+/** What is left in the scratch directory but the handler's own entry. */
+const leftInScratch = () => readdirSync(scratch).filter((n) => n !== "handler-own");
+/** Processes of the commands' uid. */
+const ofUid = () => processesOf(UID, new Set());
+
+/** A port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port`. */
+const answers = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const c = connect(port, "127.0.0.1");
+    c.on("connect", () => (c.destroy(), resolve(true)));
+    c.on("error", () => resolve(false));
+  });
+
+beforeAll(() => {
+  chmodSync(scratch, 0o1777); // like /tmp
+  mkdirSync(join(scratch, "handler-own"), { recursive: true });
+  writeFileSync(join(scratch, "handler-own", "keep.txt"), "kept\n");
+});
+
+afterAll(async () => {
+  await t.cleanup();
+  rmSync(root, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("live sandbox on the process sandbox (Lambda)", () => {
+  it("keeps cwd, variables, functions, HOME and the scratch directories across commands; its end leaves no process of the uid and empties them", async () => {
+    const s = startLive();
+    const a = await s.cmd(`mkdir -p sub/deep && cd sub && X=plain && export Y=exported && f() { echo fn:$1; }; echo h > "$HOME/h"; echo t > ${scratch}/left; sleep 701 &`);
+    expect(a.exit_code, a.stderr).toBe(0);
+    const b = await s.cmd(`pwd; echo $X $Y; f 1; cat "$HOME/h" ${scratch}/left; id -u; echo "$HOME"`, { shell: { keep: "all" } });
+    const [pwd, vars, fn, h, left, uid, home] = b.stdout.trim().split("\n");
+    expect([pwd, vars, fn, h, left, uid]).toEqual([`${linkPath}/sub`, "plain exported", "fn:1", "h", "t", String(UID)]);
+    expect(b.shell?.state).toEqual({ cwd: "sub", env: { Y: "exported" }, functions: expect.stringContaining("fn:") });
+    expect(b.status.processes.map((p) => p.command)).toEqual(["sleep 701"]); // the loop shell is the sandbox's own, not listed
+    expect(b.sync.cache).toBe("warm");
+    // working_dir wins for its command and then stays, as cd would
+    expect((await s.cmd("pwd", { cwd: "sub/deep" })).stdout).toBe(`${linkPath}/sub/deep\n`);
+    expect((await s.cmd("pwd")).stdout).toBe(`${linkPath}/sub/deep\n`);
+    expect(existsSync(home!)).toBe(true);
+    const e = await s.end();
+    expect(e.reason).toBe("deleted");
+    expect(e.lost_processes.map((p) => p.command)).toEqual(["sleep 701"]);
+    expect(await ofUid()).toEqual([]);
+    expect(leftInScratch()).toEqual([]);
+    expect(existsSync(home!)).toBe(false);
+  });
+
+  it("a background HTTP server started by one command answers the next, shows in the status (process and port), and is gone after the idle end", async () => {
+    const port = await freePort();
+    const own = createServer(); // the handler's own listener: a port of the environment, not the sandbox's
+    await new Promise<void>((r) => own.listen(0, "127.0.0.1", r));
+    try {
+      const s = startLive({ idle_ms: 2_000 });
+      const a = await s.cmd(`cd "$TMPDIR" && nohup python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 & echo started`);
+      expect(a.stdout).toBe("started\n");
+      const b = await s.cmd(
+        `python3 -c "import time,urllib.request\nfor i in range(200):\n  try:\n    print(urllib.request.urlopen('http://127.0.0.1:${port}/').status); break\n  except Exception: time.sleep(0.05)"`,
+      );
+      expect(b.stdout).toBe("200\n");
+      expect((await s.cmd(`curl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:${port}/`)).stdout).toBe("200\n");
+      expect(b.status.ports).toEqual([port]);
+      expect(b.status.processes.map((p) => p.command).join("\n")).toContain(`http.server ${port}`);
+      expect(b.status.rss_bytes).toBeGreaterThan(0);
+      expect(hostPids(`http.server ${port}`)).toHaveLength(1);
+      const e = await s.ended; // nothing more comes: idle
+      expect(e.reason).toBe("idle");
+      expect(e.lost_processes.map((p) => p.command).join("\n")).toContain(`http.server ${port}`);
+      expect(hostPids(`http.server ${port}`)).toEqual([]);
+      expect(await answers(port)).toBe(false);
+      expect(await ofUid()).toEqual([]);
+      expect(leftInScratch()).toEqual([]);
+    } finally {
+      own.close();
+    }
+  });
+
+  it("refuses a second live start and a fresh run while one lives, saying why; after its end a fresh run runs and finds nothing of it", async () => {
+    const s = startLive();
+    await s.cmd(`echo mine > ${scratch}/mine; sleep 702 &`);
+    const second = startLive();
+    const refused = { code: "UNAVAILABLE", details: { reason: "live_sandbox_running" } };
+    await expect(second.ended).rejects.toMatchObject({ error: { ...refused, message: expect.stringContaining("cannot keep another live sandbox apart from it") } });
+    const fresh = await t.handler(t.req("echo fresh > fresh.txt"), { tenantId: t.tenant });
+    expect(fresh.ok).toBe(false);
+    expect(!fresh.ok && fresh.error).toMatchObject({ ...refused, message: expect.stringContaining("holds a live sandbox") });
+    expect(await t.read("fresh.txt")).toBeNull();
+    expect((await s.cmd(`cat ${scratch}/mine`)).stdout).toBe("mine\n"); // the live sandbox goes on
+    await s.end();
+    expect(await ofUid()).toEqual([]);
+    const after = await t.run(`ls -A ${scratch}; pgrep -f 'slee[p] 702' || echo no-sleeper; echo fresh > fresh.txt`);
+    expect(after.stdout).toBe("handler-own\nno-sleeper\n");
+    expect(await t.read("fresh.txt")).toBe("fresh\n");
+  });
+
+  it("keeps one workspace's files at a time: another workspace's tree of an earlier run is gone before the live sandbox starts", async () => {
+    // Commands run as a user that could read every tree on disk (on Lambda the handler's own).
+    expect((await t.run("echo other secret > o.txt; cat o.txt", { workspace: "w-other" })).stdout).toBe("other secret\n");
+    const s = startLive();
+    const r = await s.cmd(`grep -rl 'other secret' ${root} 2>/dev/null; echo searched`);
+    expect(r.stdout).toBe("searched\n");
+    await s.end();
+  });
+
+  it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {
+    await t.write("tool.txt", "v1\n");
+    const s = startLive();
+    expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
+    await t.write("tool.txt", "v2\n"); // a tool's edit between calls
+    await until(() => inTree("bg1.txt"), "the background write");
+    const b = await s.cmd("cat tool.txt");
+    expect(b.stdout).toBe("v2\n");
+    expect(b.sync.downloaded_files).toBe(1);
+    expect(b.files_created).toContain("bg1.txt");
+    expect(await t.read("bg1.txt")).toBe("bg1\n");
+    await s.cmd("(sleep 0.2; echo bg2 > bg2.txt; exec sleep 703) &");
+    await until(() => inTree("bg2.txt"), "the second background write");
+    const e = await s.end();
+    expect(e.written?.changed).toEqual(["bg2.txt"]);
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 703");
+    expect(await t.read("bg2.txt")).toBe("bg2\n");
+    expect(await ofUid()).toEqual([]);
+  });
+
+  it("max_life ends it (the handover): background changes written back, processes reported lost and gone, scratch emptied", async () => {
+    const s = startLive({ max_life_ms: 2_500 });
+    await s.cmd(`(echo late > late.txt; echo x > ${scratch}/late; exec sleep 704) &`);
+    const e = await s.ended;
+    expect(e.reason).toBe("max_life");
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 704");
+    expect(await t.read("late.txt")).toBe("late\n");
+    expect(await ofUid()).toEqual([]);
+    expect(leftInScratch()).toEqual([]);
+  });
+
+  it("a killed sandbox (its shell) ends as crashed, reports its lost processes, loses no acknowledged file, leaves nothing behind", async () => {
+    const s = startLive();
+    const r = await s.cmd(`echo keep > keep.txt; echo x > ${scratch}/crash; sleep 705 &`);
+    expect(r.files_created).toEqual(["keep.txt"]);
+    await until(() => s.channel.polls >= 2, "the runner polling again");
+    // The loop shell is the process the handler spawned (no bwrap above it here).
+    const [loop] = (await ofUid()).filter((pid) => parentOf(pid) === process.pid);
+    process.kill(loop!, "SIGKILL");
+    const e = await s.ended;
+    expect(e.reason).toBe("crashed");
+    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 705");
+    expect(await t.read("keep.txt")).toBe("keep\n");
+    expect(await ofUid()).toEqual([]);
+    expect(leftInScratch()).toEqual([]);
+  });
+});
