@@ -139,9 +139,15 @@ export function createHandler(opts: HandlerOptions): Handler {
       liveRunning--;
     }
   };
-  /** The process sandbox runs nothing beside a live sandbox: its processes and /tmp would be the live one's. */
+  /**
+   * The process sandbox runs nothing beside a live sandbox: its processes and /tmp would be the live
+   * one's. Nor starts one beside a run under way: that run's end reaps every process of the uid.
+   */
   const refuseBesideLive = (req: RunRequest) => {
-    if (!sandbox.hostIsolated || liveRunning === 0) return;
+    if (!sandbox.hostIsolated) return;
+    if (liveRunning === 0 && req.live && inflight.size > 0)
+      throw new ToolError("UNAVAILABLE", "This execution environment is running a command, and its process sandbox (AWS Lambda without namespaces) cannot start a live sandbox beside it: that command's end stops every process of the sandbox's user. Retry: a new invocation gets an environment of its own.", { reason: "runner_busy" });
+    if (liveRunning === 0) return;
     const what = req.live ? "another live sandbox" : "a fresh run";
     throw new ToolError("UNAVAILABLE", `This execution environment holds a live sandbox, and its process sandbox (AWS Lambda without namespaces) cannot keep ${what} apart from it: the live sandbox's processes and /tmp are the environment's. Retry: a new invocation gets an environment of its own; the live sandbox ends after its idle timeout, or end it with DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox.`, { reason: "live_sandbox_running" });
   };

@@ -138,6 +138,16 @@ describe("live sandbox on the process sandbox (Lambda)", () => {
     expect(await t.read("fresh.txt")).toBe("fresh\n");
   });
 
+  it("refuses a live start while a fresh run is under way (that run's end reaps every process of the uid), saying why", async () => {
+    const running = t.handler(t.req(`touch ${scratch}/started; while [ ! -e ${scratch}/go ]; do sleep 0.05; done; echo done`), { tenantId: t.tenant });
+    await until(() => existsSync(join(scratch, "started")), "the fresh run started");
+    const s = startLive();
+    await expect(s.ended).rejects.toMatchObject({ error: { code: "UNAVAILABLE", details: { reason: "runner_busy" }, message: expect.stringContaining("cannot start a live sandbox beside it") } });
+    writeFileSync(join(scratch, "go"), "");
+    const r = await running;
+    expect(r.ok && (r.result as { stdout: string }).stdout).toBe("done\n");
+  });
+
   it("keeps one workspace's files at a time: another workspace's tree of an earlier run is gone before the live sandbox starts", async () => {
     // Commands run as a user that could read every tree on disk (on Lambda the handler's own).
     expect((await t.run("echo other secret > o.txt; cat o.txt", { workspace: "w-other" })).stdout).toBe("other secret\n");
