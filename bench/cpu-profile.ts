@@ -4,11 +4,16 @@
  * function and by source file (the bundle's source map gives each sample's original file).
  *
  *   npx node bench/cpu-profile.ts uploads [--files=5000] [--batch=1000] [--skip-batches=1] [--top=40] [--out=prof.cpuprofile]
+ *   npx node bench/cpu-profile.ts puts [--files=1000] [--inflight=8] [--skip=100] [--top=40] [--out=…] [--cpu-only]
  *   npx node bench/cpu-profile.ts tti [--runs=20] [--top=40] [--out=…]
  *   npx node bench/cpu-profile.ts show saved.cpuprofile     (summarise a saved profile again)
  *
  * --cpu-only (uploads): no profiler; the CPU workerd spent (/proc) over the timed batches and the
  * index upkeep after them (3 s), per batch and per 1,000 files: the figure load disturbs least.
+ *
+ * puts: bench/.data/10000's first --files files through one PUT /files/{path} each, --inflight at a time
+ * (as bench/uploads.ts), into a fresh workspace; the first --skip files are untimed warm-up outside the
+ * profile; --cpu-only as for uploads (per 1,000 files, the upkeep after them included).
  *
  * uploads: bench/.data/10000's first --files files through POST …/uploads (NDJSON, mode=all), one batch
  * in flight; the first --skip-batches batches are untimed warm-up outside the profile. tti: create a
@@ -189,6 +194,51 @@ async function uploads(): Promise<Profile | null> {
   }
 }
 
+async function puts(): Promise<Profile | null> {
+  const n = Number(arg("files", "1000")), inflight = Number(arg("inflight", "8")), skip = Number(arg("skip", "100"));
+  const paths = (JSON.parse(readFileSync("bench/.data/10000.manifest.json", "utf8")) as [string, number][]).slice(0, n).map(([p]) => p);
+  const files = paths.map((p) => ({ path: p, bytes: readFileSync(join("bench/.data/10000", p)) }));
+  const w = await startWorker({ port: await freePort() });
+  try {
+    const key = await tenant(w);
+    const h = { authorization: `Bearer ${key}` };
+    await fetch(`${w.url}/v1/workspaces`, { method: "POST", headers: { ...h, "content-type": "application/json" }, body: JSON.stringify({ id: "ws" }) });
+    const send = async (from: number, to: number) => {
+      let next = from;
+      await Promise.all(Array.from({ length: inflight }, async () => {
+        while (next < to) {
+          const f = files[next++]!;
+          const r = await fetch(`${w.url}/v1/workspaces/ws/files/${f.path.split("/").map(encodeURIComponent).join("/")}`, { method: "PUT", headers: h, body: f.bytes });
+          if (!r.ok) throw new Error(`PUT ${f.path}: ${r.status} ${await r.text()}`);
+          await r.arrayBuffer();
+        }
+      }));
+    };
+    await send(0, Math.min(skip, files.length));
+    const timed = files.length - Math.min(skip, files.length);
+    const run = async () => {
+      const t0 = performance.now();
+      await send(Math.min(skip, files.length), files.length);
+      const wall = performance.now() - t0;
+      console.log(`${timed} PUTs, ${inflight} in flight: ${wall.toFixed(0)} ms, ${Math.round((timed / wall) * 1000)} files/s`);
+    };
+    if (process.argv.includes("--cpu-only")) {
+      const cpu0 = workerdCpu(w);
+      await run();
+      await new Promise((r) => setTimeout(r, 3000)); // the upkeep after the last answer
+      const cpu = workerdCpu(w) - cpu0;
+      console.log(`workerd CPU ${cpu} ms (answers + upkeep), ${Math.round((cpu / timed) * 1000)} ms per 1,000 files`);
+      return null;
+    }
+    return await profiled(w, async () => {
+      await run();
+      await new Promise((r) => setTimeout(r, 1500)); // the upkeep after the last answer
+    });
+  } finally {
+    await w.stop();
+  }
+}
+
 async function tti(): Promise<Profile> {
   const runs = Number(arg("runs", "20"));
   const { LocalRunner } = await import("./bash-e2e.ts");
@@ -230,7 +280,7 @@ if (mode === "show") {
   summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, sources, Number(arg("top", "40")));
   process.exit(0);
 }
-const profile = mode === "tti" ? await tti() : await uploads();
+const profile = mode === "tti" ? await tti() : mode === "puts" ? await puts() : await uploads();
 if (!profile) process.exit(0);
 const out = arg("out", "");
 const sources = map as ReturnType<typeof bundleMap>;

@@ -16,6 +16,12 @@ import { markFor, Whiteouts } from "./whiteout.js";
 export interface LayerDeps {
   storage: StorageDriver;
   manifests: ManifestCache;
+  /**
+   * The isolate's last seen versions of files (lib/workspace/version-cache.ts), where the caller has
+   * them: a seal takes an upper object's bytes from there when the listing names the same etag (an
+   * etag names one content), instead of a GET.
+   */
+  versions?: { peek(key: string): { info: { etag: string; size: number }; bytes: Uint8Array } | undefined };
 }
 
 export interface MetaRecord {

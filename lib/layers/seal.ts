@@ -107,6 +107,9 @@ export async function seal(deps: LayerDeps, tenant: string, ws: string, meta: { 
   for (const win of windows(upper)) {
     const got = await Promise.all(win.map(async (o) => {
       if (isWhiteout(o) || o.key.endsWith("/")) return { o, bytes: new Uint8Array(0) };
+      // The isolate wrote or read this very version (same etag: the same bytes): no GET.
+      const held = deps.versions?.peek(o.key);
+      if (held && held.info.etag === o.etag && held.bytes.length === o.size) return { o, bytes: held.bytes };
       if (o.size > WHOLE) return { o, stream: true as const };
       const r = await deps.storage.get(o.key);
       if (!r) return null; // deleted meanwhile (an upper-only file): nothing to seal

@@ -108,7 +108,7 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
 }
 
 /** A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md). */
-async function checkPlace(ws: Workspace, path: string): Promise<void> {
+export async function checkPlace(ws: Workspace, path: string): Promise<void> {
   const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
   const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
   if (link !== undefined) throw new LinkOnPath(path, link, links);

@@ -12,6 +12,9 @@
  * refused write and a second run, never a wrong answer; so there is no expiry, and writers that do
  * not go through a Workspace (bash write-back, import, restore) need not tell it.
  * Never used by a read: a read's answer is not checked by a write.
+ * Also, as bytes only: a seal (lib/layers/seal.ts) packs an upper object whose listed etag is the
+ * etag held here from these bytes instead of a GET; the etag names that content, and the seal
+ * removes the upper object only in that version.
  *
  * Keyed by the storage key (tenant and workspace are in it, built by Workspace.key from the
  * authenticated tenant). Bounded by bytes, least recently used dropped first; files over

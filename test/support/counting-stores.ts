@@ -36,7 +36,7 @@ const QUIET_MS = 40;
  * them). Operations a call starts side by side share a step; one that needs another's answer
  * comes a step later. So the steps of a call are its round trips, whatever the machine's speed.
  */
-export function countingStores() {
+export function countingStores(opts: { /** false: operations run at once, unnumbered (counts only, no round trips: many calls in flight) */ steps?: boolean } = {}) {
   const log: string[] = [];
   /** The step of each entry of `log`. */
   const steps: number[] = [];
@@ -67,7 +67,7 @@ export function countingStores() {
   const op = async <T>(what: string, key: string, run: () => Promise<T>): Promise<T> => {
     const kind = kindOf(key);
     if (kind === "index") await gate;
-    await nextStep();
+    if (opts.steps !== false) await nextStep();
     log.push(`${what} ${kind}`);
     steps.push(step);
     keys.push(key);

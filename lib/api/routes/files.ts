@@ -7,6 +7,9 @@
  * Reading needs the 'read' scope, PUT and DELETE 'write' (the routes declare it; access.ts).
  * A PUT that creates a file tells the background sealer (lib/layers/background-seal.ts): many raw
  * uploads are folded into packs after the answers, not on the first run's path.
+ * A PUT's cost (test/lib/api/routes/put-cost.test.ts): the workspace record, then the version there,
+ * the place and a small body side by side, then the PUT; the search index's upkeep after the answer
+ * where the runtime has waitUntil, from the bytes in hand.
  */
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";
@@ -27,6 +30,20 @@ import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-li
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
+
+/**
+ * Bodies up to this size are read whole before the write (bigger ones stream to storage): the bytes
+ * then serve the search index after the answer (no GET of the file), the isolate's versions, and a
+ * create-only write without a HEAD first (lib/storage/drivers/r2.ts).
+ */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+
+/** The whole body of a request that declared `length` bytes (at most MAX_BUFFERED_BYTES). */
+async function bodyBytes(c: Context<AppEnv>, length: number): Promise<Uint8Array> {
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  if (bytes.length !== length) throw new ToolError("INVALID_ARGUMENT", `The body has ${bytes.length} bytes where Content-Length says ${length}: send the length of the body you send.`, { length, received: bytes.length });
+  return bytes;
+}
 
 /** Whether the URL's path ends in "/": the request is about a directory. */
 const namesDirectory = (c: Context<AppEnv>): boolean => /\/v1\/workspaces\/[^/]+\/files\/.+\/$/.test(new URL(c.req.url).pathname);
@@ -64,14 +81,17 @@ const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquote
 export function filesApp(deps: AppDeps) {
   const app = newApp();
   const base = "/v1/workspaces/:ws/files/*";
-  const sealer = new BackgroundSealer(layerDeps(deps));
+  // The sealer takes the bytes of files this isolate just wrote from its versions, not from a GET.
+  const sealer = new BackgroundSealer({ ...layerDeps(deps), ...(deps.versions ? { versions: deps.versions } : {}) });
   // The guard has checked the key's scope and that the workspace exists and is the tenant's.
   const workspace = async (c: Context<AppEnv>) => {
     const tenant = c.get("auth").tenant;
     const id = c.req.param("ws") ?? "";
     const { driver } = await requestWorkspace(c, deps, tenant, id);
     const quota = quotaOf(deps, tenant, id, callerOf(c.get("auth")), driver, backgroundOf(c));
-    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
+    const background = backgroundOf(c);
+    // With `background` (Workers), the search index hears of a change after the answer, held and batched with others (changedSoon).
+    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(background ? { background } : {}), ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;
@@ -102,11 +122,21 @@ export function filesApp(deps: AppDeps) {
     const ifMatch = c.req.header("if-match");
     const create = c.req.header("if-none-match")?.trim() === "*";
     if (ifMatch && create) throw new ToolError("INVALID_ARGUMENT", "Send If-Match or If-None-Match: *, not both.");
-    const existing = create ? null : await ws.head(path);
+    // The version there now (its size is the quota's charge), the place (unless If-Match: a file is
+    // there) and a small body, side by side: one round trip before the charge and the PUT.
+    const [existing, , body] = await Promise.all([
+      create ? null : ws.head(path),
+      ifMatch ? null : ws.checkPlace(path),
+      length <= MAX_BUFFERED_BYTES ? bodyBytes(c, length) : (c.req.raw.body ?? new Uint8Array()),
+    ]).catch(async (e: unknown) => {
+      await c.req.raw.body?.cancel().catch(() => {});
+      throw e;
+    });
     const existed = existing !== null;
     const contentType = c.req.header("content-type");
-    const info = await ws.put(path, c.req.raw.body ?? new Uint8Array(), {
+    const info = await ws.put(path, body, {
       length,
+      placeChecked: true,
       ...(!ifMatch || existing?.etag === unquoteEtag(ifMatch) ? { replaces: existing?.size ?? null } : {}),
       ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
       ...(create ? { create: true } : {}),

@@ -14,40 +14,11 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
-import type { LimitsStore } from "../../../lib/limits/store.js";
-import type { StorageUsage } from "../../../lib/limits/usage.js";
 import { sha256Hex } from "../../../lib/shared/hash.js";
 import { countingStores, roundTrips, sorted } from "../../support/counting-stores.js";
+import { countingLimits } from "../../support/counting-limits.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
 import { executionContext, newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
-
-/**
- * The LIMITS object with every call logged by operation ("takeCall+claim": a token with a key's claim;
- * "settle": a storage charge of no change, an allowance's settle). While `gate.closed`, the pool's
- * refills and the allowances' settles wait for `gate.open()` (logged "held:…").
- */
-function countingLimits(log: string[]) {
-  const base = durableLimits(env.LIMITS);
-  const waiting: (() => void)[] = [];
-  const gate = { closed: false, open: () => void ((gate.closed = false), waiting.splice(0).forEach((go) => go())) };
-  const store = new Proxy(base, {
-    get(target, name: keyof LimitsStore) {
-      const f = target[name] as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        const delta = args[3] as StorageUsage | undefined;
-        const label = name === "takeCall" && args[2] ? "takeCall+claim" : name === "chargeStorage" && delta?.files === 0 && delta.bytes === 0 ? "settle" : name;
-        const after = label === "leaseCalls" || label === "settle";
-        if (after && gate.closed) {
-          log.push(`held:${label}`);
-          return new Promise<void>((go) => waiting.push(go)).then(() => f(...args));
-        }
-        log.push(label);
-        return f(...args);
-      };
-    },
-  }) as LimitsStore;
-  return { store, gate };
-}
 
 async function setup() {
   const stores = countingStores();
