@@ -107,7 +107,10 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
   return new ToolError("FILE_MODIFIED", `${path} was modified since you read it. Read it again, then retry.`, { path, current_etag: current?.etag ?? null });
 }
 
-/** A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md). */
+/**
+ * A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md).
+ * Reads only: a caller that checks it itself (beside its other reads) puts with `placeChecked`.
+ */
 export async function checkPlace(ws: Workspace, path: string): Promise<void> {
   const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
   const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));

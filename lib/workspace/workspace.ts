@@ -25,7 +25,7 @@ import type { UndoJournal } from "./undo-journal.js";
 import { ChangeFeed } from "./change-feed.js";
 import { deleteFile, deleteFiles } from "./deletes.js";
 import { openForChange, readBytes, readForChange, readMany } from "./file-reads.js";
-import { checkPlace, putFile, type PutFileOptions } from "./file-writes.js";
+import { putFile, type PutFileOptions } from "./file-writes.js";
 import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
 import type { ListEntry, ScanItem, StorageQuota, WorkspaceOptions } from "./workspace-types.js";
@@ -188,14 +188,6 @@ export class Workspace {
    */
   put(path: string, body: PutBody, opts: PutFileOptions = {}): Promise<FileInfo> {
     return putFile(this, path, body, opts, { writer: this.session.id, landed: (p, info, bytes) => this.notify(p, info, bytes) });
-  }
-
-  /**
-   * Checks that a file may be written at `path` (reads only): not a directory, not below a file, not
-   * at or below a symlink. A caller that checks it itself (beside its other reads) puts with `placeChecked`.
-   */
-  checkPlace(path: string): Promise<void> {
-    return checkPlace(this, path);
   }
 
   /**

@@ -20,6 +20,7 @@ import { normalizeFilePath, normalizePath } from "../../layout/paths.js";
 import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
+import { checkPlace } from "../../workspace/file-writes.js";
 import { callerOf, quotaOf } from "../../workspace/quota.js";
 import type { FileInfo } from "../../layout/files.js";
 import { addRoute } from "./access.js";
@@ -126,7 +127,7 @@ export function filesApp(deps: AppDeps) {
     // there) and a small body, side by side: one round trip before the charge and the PUT.
     const [existing, , body] = await Promise.all([
       create ? null : ws.head(path),
-      ifMatch ? null : ws.checkPlace(path),
+      ifMatch ? null : checkPlace(ws, path),
       length <= MAX_BUFFERED_BYTES ? bodyBytes(c, length) : (c.req.raw.body ?? new Uint8Array()),
     ]).catch(async (e: unknown) => {
       await c.req.raw.body?.cancel().catch(() => {});
