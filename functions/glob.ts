@@ -4,6 +4,7 @@ import { globTest, literalDirPrefix, relativePattern } from "../lib/search/globs
 import { namesHidden } from "../lib/search/ignore.js";
 import { listingStatus, requireDirectory, scanTree, type Listed, type Scan } from "../lib/search/listing.js";
 import { Budget, IndexStore } from "../lib/search/store.js";
+import { byTimeThenPath } from "../lib/search/newest-first.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { Paging, SkippedReport } from "../lib/contract/tool-output.js";
@@ -56,7 +57,7 @@ export default defineTool({
     const found = scan.files.filter((f) => test(f.path));
     const sort = args.sort ?? "modified";
     const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-    found.sort(sort === "name" ? byPath : sort === "size" ? (a, b) => b.size - a.size || byPath(a, b) : (a, b) => b.modified - a.modified || byPath(a, b));
+    found.sort(sort === "name" ? byPath : sort === "size" ? (a, b) => b.size - a.size || byPath(a, b) : byTimeThenPath);
     const offset = args.offset ?? 0;
     const limit = args.limit ?? DEFAULT_LIMIT;
     const page = found.slice(offset, offset + limit);

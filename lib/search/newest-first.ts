@@ -6,7 +6,7 @@
 import type { Listed } from "./listing.js";
 
 /** Newest first, then by path (string order): the order the tool promises and a cursor names. */
-const byTimeThenPath = (a: Listed, b: Listed) => b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+export const byTimeThenPath = (a: Listed, b: Listed): number => b.modified - a.modified || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
 
 /**
  * The numbers of `items` in newest-first-then-path order (byTimeThenPath), or null when they are in

@@ -11,6 +11,7 @@ import type { ManifestAnswer, ManifestQuery } from "../../../lib/sync/manifest.j
 import { manifestAnswerBody } from "../../../lib/sync/manifest-wire.js";
 import type { ExecResponse } from "../../../lib/sync/types.js";
 import type { RunRequest, RunResult } from "../../../lib/exec/types.js";
+import { expect } from "vitest";
 import { setup } from "./helpers.js";
 
 /** Resolves once `cond` holds (checked every 20 ms), or fails after `ms`. */
@@ -106,7 +107,8 @@ export interface LiveSandbox {
  * The container tests' setup (helpers.ts) for live sandboxes: the runner takes each sandbox's
  * commands from the QueueChannel of its generation, and counts a channel lost after two failed
  * attempts 10 ms apart. `startLive` starts a sandbox (idle 60 s, 120 s at most, unless `live` says
- * otherwise); `inTree` tells whether a path is in a live sandbox's tree now.
+ * otherwise); its `ended` rejects with the refusal (the error answer as `error`). `inTree` tells
+ * whether a path is in a live sandbox's tree now (under the handler's root: `opts.root` or the setup's).
  */
 export function liveSetup(opts: Partial<HandlerOptions> = {}, tenant?: string, workspace?: string) {
   const channels = new Map<string, QueueChannel>();
@@ -118,16 +120,43 @@ export function liveSetup(opts: Partial<HandlerOptions> = {}, tenant?: string, w
     channels.set(generation, channel);
     const event = t.req("", { live: { generation, idle_ms: 60_000, max_life_ms: 120_000, ...live }, ...extra });
     const ended = t.handler(event, { tenantId: event.tenant }).then((r: ExecResponse) => {
-      if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
+      if (!r.ok) throw Object.assign(new Error(`${r.error.code}: ${r.error.message}`), { error: r.error });
       return r.result as LiveEnded;
     });
     const cmd = (command: string, x: Partial<RunRequest> = {}) => channel.run(t.req(command, x));
     const end = () => (channel.push({ end: "deleted" }), ended);
     return { generation, channel, ended, cmd, end };
   }
+  const stage = join(opts.root ?? t.root, "ws");
   /** A path as a live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-  const inTree = (path: string) => readdirSync(join(t.root, "ws")).some((d) => existsSync(join(t.root, "ws", d, path)));
+  const inTree = (path: string) => readdirSync(stage).some((d) => existsSync(join(stage, d, path)));
   return { t, startLive, inTree };
+}
+
+/**
+ * One scenario both sandbox kinds must pass: a tool's edit between two commands is in the tree
+ * before the next runs; what background processes write between commands is written back at the
+ * next command's end, and at the sandbox's end. `sleeper`: a `sleep N` left running, reported lost.
+ * Returns the sandbox's LiveEnded (the caller checks its kind's cleanup).
+ */
+export async function toolEditsAndBackgroundWrites({ t, startLive, inTree }: ReturnType<typeof liveSetup>, sleeper: string): Promise<LiveEnded> {
+  await t.write("tool.txt", "v1\n");
+  const s = startLive();
+  expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
+  await t.write("tool.txt", "v2\n"); // a tool's edit between calls
+  await until(() => inTree("bg1.txt"), "the background write");
+  const b = await s.cmd("cat tool.txt");
+  expect(b.stdout).toBe("v2\n");
+  expect(b.sync.downloaded_files).toBe(1);
+  expect(b.files_created).toContain("bg1.txt");
+  expect(await t.read("bg1.txt")).toBe("bg1\n");
+  await s.cmd(`(sleep 0.2; echo bg2 > bg2.txt; exec ${sleeper}) &`);
+  await until(() => inTree("bg2.txt"), "the second background write");
+  const e = await s.end();
+  expect(e.written?.changed).toEqual(["bg2.txt"]);
+  expect(e.lost_processes.map((p) => p.command)).toContain(sleeper);
+  expect(await t.read("bg2.txt")).toBe("bg2\n");
+  return e;
 }
 
 /** Host pids of processes whose command line contains `text`. */

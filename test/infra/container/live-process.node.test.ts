@@ -12,9 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { processSandbox, processesOf } from "../../../infra/container/sandbox-process.js";
-import { setup } from "./helpers.js";
-import { hostPids, parentOf, QueueChannel, until } from "./live-helpers.js";
-import { liveStarter } from "./live-starter.js";
+import { hostPids, liveSetup, parentOf, toolEditsAndBackgroundWrites, until } from "./live-helpers.js";
 
 const UID = 64124; // used by nothing else on the machine (process-sandbox.node.test.ts has 64123)
 const scratch = mkdtempSync(join(tmpdir(), "toolshed-live-scratch-"));
@@ -28,12 +26,9 @@ const sandbox = processSandbox({
   keep: [join(scratch, "handler-own")],
   workspace: { link: linkPath, path: linkPath },
 });
-const channels = new Map<string, QueueChannel>();
-const t = setup({ root, sandbox, liveChannel: (req) => channels.get(req.live!.generation)!, liveRetry: { attempts: 2, firstDelayMs: 10 } }, "t-lp", "w-lp");
-const startLive = liveStarter(t, channels, "p");
+const live = liveSetup({ root, sandbox }, "t-lp", "w-lp");
+const { t, startLive } = live;
 
-/** A file as the live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
-const inTree = (name: string) => readdirSync(join(root, "ws")).some((d) => existsSync(join(root, "ws", d, name)));
 /** What is left in the scratch directory but the handler's own entry. */
 const leftInScratch = () => readdirSync(scratch).filter((n) => n !== "handler-own");
 /** Processes of the commands' uid. */
@@ -158,22 +153,7 @@ describe("live sandbox on the process sandbox (Lambda)", () => {
   });
 
   it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {
-    await t.write("tool.txt", "v1\n");
-    const s = startLive();
-    expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
-    await t.write("tool.txt", "v2\n"); // a tool's edit between calls
-    await until(() => inTree("bg1.txt"), "the background write");
-    const b = await s.cmd("cat tool.txt");
-    expect(b.stdout).toBe("v2\n");
-    expect(b.sync.downloaded_files).toBe(1);
-    expect(b.files_created).toContain("bg1.txt");
-    expect(await t.read("bg1.txt")).toBe("bg1\n");
-    await s.cmd("(sleep 0.2; echo bg2 > bg2.txt; exec sleep 703) &");
-    await until(() => inTree("bg2.txt"), "the second background write");
-    const e = await s.end();
-    expect(e.written?.changed).toEqual(["bg2.txt"]);
-    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 703");
-    expect(await t.read("bg2.txt")).toBe("bg2\n");
+    await toolEditsAndBackgroundWrites(live, "sleep 703");
     expect(await ofUid()).toEqual([]);
   });
 

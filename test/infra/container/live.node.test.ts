@@ -5,9 +5,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { hostPids, liveSetup, sandboxOf, until } from "./live-helpers.js";
+import { hostPids, liveSetup, sandboxOf, toolEditsAndBackgroundWrites, until } from "./live-helpers.js";
 
-const { t, startLive, inTree } = liveSetup();
+const live = liveSetup();
+const { t, startLive, inTree } = live;
 afterAll(() => t.cleanup());
 
 describe("live sandbox: one shell across commands", () => {
@@ -102,22 +103,7 @@ describe("live sandbox: one shell across commands", () => {
   });
 
   it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {
-    await t.write("tool.txt", "v1\n");
-    const s = startLive();
-    expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
-    await t.write("tool.txt", "v2\n"); // a tool's edit between calls
-    await until(() => inTree("bg1.txt"), "the background write");
-    const b = await s.cmd("cat tool.txt");
-    expect(b.stdout).toBe("v2\n");
-    expect(b.sync.downloaded_files).toBe(1);
-    expect(b.files_created).toContain("bg1.txt");
-    expect(await t.read("bg1.txt")).toBe("bg1\n");
-    await s.cmd("(sleep 0.2; echo bg2 > bg2.txt; exec sleep 601) &");
-    await until(() => inTree("bg2.txt"), "the second background write");
-    const e = await s.end();
-    expect(e.written?.changed).toEqual(["bg2.txt"]);
-    expect(e.lost_processes.map((p) => p.command)).toContain("sleep 601");
-    expect(await t.read("bg2.txt")).toBe("bg2\n");
+    await toolEditsAndBackgroundWrites(live, "sleep 601");
     expect(hostPids("sleep 601")).toEqual([]);
   });
 

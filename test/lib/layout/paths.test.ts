@@ -35,6 +35,7 @@ import { RecordStore } from "../../../lib/workspace/records.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { Workspace } from "../../../lib/workspace/workspace.js";
+import { rng } from "../../support/prng.js";
 
 const T = "acme";
 const WS = "ws";
@@ -577,17 +578,8 @@ describe("differential check against node:path", () => {
   });
 });
 
-/** mulberry32: small, seeded, reproducible. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (test/support/prng.ts): small, seeded, reproducible. */
+const prng = (seed: number): (() => number) => rng(seed).next;
 
 const FUZZ_SEED = 0x5eed_2025;
 const FUZZ_COUNT = 25_000;

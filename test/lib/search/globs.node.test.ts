@@ -3,19 +3,11 @@ import { join } from "node:path";
 import picomatch from "picomatch/posix";
 import { describe, expect, it } from "vitest";
 import { compileGlob } from "../../../lib/search/globs.js";
+import { rng as prngOf } from "../../support/prng.js";
 import { compileLinear } from "../../../lib/search/regex-dfa.js";
 
-/** A small deterministic generator (mulberry32), so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic generator (test/support/prng.ts), so a failure reproduces. */
+const rng = (seed: number): (() => number) => prngOf(seed).next;
 const pick = <T,>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
 
 const GLOB_TOKENS = ["a", "b", "a", "b", ".", "/", "/", "*", "*", "**", "?", "[ab]", "[!a]", "[^b]", "[a-b]", "{a,b}", "{,a}", "{a..c}", "!", "(", ")", "@(", "+(", "!(", "*(", "?(", "!(*.a)", "!(a|b*)", "*.!(a)", "@(a*|b)", "|", "\\", "]", "[", "{", "}", ",", "-", "$", "^", "+"];
