@@ -145,10 +145,14 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
   it("write over a file this isolate does not hold (read through another isolate): its GET starts beside meta.json", async () => {
     const { t, call, stores } = await setup();
     const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() }); // its own caches
-    const res = await other.request(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ file_path: "src/b.ts" }) }, env);
+    // Uploaded and read through the other isolate: this one never held src/c.ts (a raw PUT keeps the version it wrote).
+    const bytes = new TextEncoder().encode("export const c = 2;\n".repeat(50));
+    const put = await other.request(`/v1/workspaces/${t.ws}/files/src/c.ts`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(bytes.length) }, body: bytes }, env);
+    expect(put.status, await put.clone().text()).toBe(201);
+    const res = await other.request(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ file_path: "src/c.ts" }) }, env);
     expect(res.status).toBe(200);
-    await call("read", { file_path: "src/a.ts" }); // this isolate knows the workspace record, not src/b.ts's version
-    const { onPath, after } = await call("write", { file_path: "src/b.ts", content: "export const b = 3;\n" });
+    await call("read", { file_path: "src/a.ts" }); // this isolate knows the workspace record, not src/c.ts's version
+    const { onPath, after } = await call("write", { file_path: "src/c.ts", content: "export const c = 3;\n" });
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
       sorted(["r2.put file", "r2.put internal:undo"]),
