@@ -29,7 +29,7 @@
 import { createHash } from "node:crypto";
 import type { Context, Next } from "hono";
 import { ToolError } from "../shared/errors.js";
-import { afterAnswer } from "../shared/after-answer.js";
+import { afterAnswer, finishAfterAnswer } from "../shared/after-answer.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sweepRecords } from "../storage/sweep.js";
 import { isConditionFailed, type GetResult, type StorageDriver } from "../storage/types.js";
@@ -182,7 +182,12 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
   // for the PUT. A retry in that short window finds the key running and gets CONFLICT with Retry-After,
   // as one does while the first request runs; the next retry gets the kept answer. Without waitUntil
   // (Node) it is kept before the answer, so a retry always finds it.
-  await afterAnswer(backgroundOf(c), "idempotent answer kept", () => keep(bytes), "await");
+  // Started before the answer leaves (finishAfterAnswer, not afterAnswer): a client that retries at
+  // once (a network blip; docs/python-client.md's example) must find the answer kept, and a timer
+  // turn's delay made that retry meet CONFLICT.
+  const bg = backgroundOf(c);
+  if (bg) finishAfterAnswer(bg, "idempotent answer kept", keep(bytes));
+  else await keep(bytes);
 }
 
 function inFlight(r: Running, t: number): ToolError {
