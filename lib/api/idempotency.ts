@@ -178,13 +178,11 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
     return;
   }
   const bytes = new Uint8Array(await res.clone().arrayBuffer());
-  // Kept after the answer where the runtime lets work outlive it (waitUntil): the answer does not wait
-  // for the PUT. A retry in that short window finds the key running and gets CONFLICT with Retry-After,
-  // as one does while the first request runs; the next retry gets the kept answer. Without waitUntil
-  // (Node) it is kept before the answer, so a retry always finds it.
-  // Started before the answer leaves (finishAfterAnswer, not afterAnswer): a client that retries at
-  // once (a network blip; docs/python-client.md's example) must find the answer kept, and a timer
-  // turn's delay made that retry meet CONFLICT.
+  // Where the runtime lets work outlive the answer (waitUntil), the PUT is started before the answer
+  // leaves and finished after it (finishAfterAnswer, not afterAnswer, whose timer turn's delay made a
+  // client retrying at once, as docs/python-client.md's example does, meet CONFLICT): a retry in the
+  // PUT's short window finds the key running and gets CONFLICT with Retry-After, the next one the kept
+  // answer. Without waitUntil (Node) it is kept before the answer, so a retry always finds it.
   const bg = backgroundOf(c);
   if (bg) finishAfterAnswer(bg, "idempotent answer kept", keep(bytes));
   else await keep(bytes);

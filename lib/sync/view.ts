@@ -194,25 +194,22 @@ export async function conditionalManifest(sync: SyncClient, view: ManifestView, 
       // An answer the view cannot take (apply checks before it changes anything): asked below.
     }
   }
-  if (claim && hasManifestSince(sync) && sync.manifestWithClaim) {
-    const q = { ...(await view.query()), modes: knownModes };
-    const carrying = claim.carry();
-    if (carrying) {
-      let got: Awaited<ReturnType<NonNullable<typeof sync.manifestWithClaim>>>;
-      try {
-        got = await sync.manifestWithClaim(q, carrying);
-      } catch (e) {
-        claim.answered(null); // the claim goes alone (the same attempt: told `claimed` if this request took it)
-        throw e;
-      }
-      claim.answered(got?.claim ?? null);
-      if (!got?.answer) return plain();
-      return result(q, got.answer, {});
-    }
-  }
-  claim?.alone(); // nothing here carries it: it goes beside this request, as its own
+  const carrying = hasManifestSince(sync) && sync.manifestWithClaim ? (claim?.carry() ?? null) : null;
+  if (!carrying) claim?.alone(); // nothing here carries it: it goes beside this request, as its own
   if (!hasManifestSince(sync)) return plain();
-  const q = { ...(await view.query()), modes: knownModes };
+  const { query: q } = await viewQuery(view, knownModes);
+  if (carrying && sync.manifestWithClaim) {
+    let got: Awaited<ReturnType<NonNullable<typeof sync.manifestWithClaim>>>;
+    try {
+      got = await sync.manifestWithClaim(q, carrying);
+    } catch (e) {
+      claim!.answered(null); // the claim goes alone (the same attempt: told `claimed` if this request took it)
+      throw e;
+    }
+    claim!.answered(got?.claim ?? null);
+    if (!got?.answer) return plain();
+    return result(q, got.answer, {});
+  }
   const a = await sync.manifestSince(q);
   if (!a) return plain();
   return result(q, a, {});

@@ -8,41 +8,9 @@
 import { describe, expect, it } from "vitest";
 import { CallLeases } from "../../../lib/limits/call-leases.js";
 import { LEASE_MS, leaseCap } from "../../../lib/limits/limiter.js";
-import { memoryLimits, type LimitsStore } from "../../../lib/limits/store.js";
+import { memoryLimits } from "../../../lib/limits/store.js";
 import { clock } from "./store-conformance.js";
-
-/** A store whose every call is logged by name. */
-function logged(store: LimitsStore, log: string[]): LimitsStore {
-  return new Proxy(store, {
-    get(target, name: keyof LimitsStore) {
-      const f = target[name] as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        log.push(name === "takeCall" && args[2] ? "takeCall+claim" : name);
-        return f(...args);
-      };
-    },
-  });
-}
-
-/** As `logged`, and while `gate.closed` the refills (leaseCalls) wait for `gate.open()` (logged "held:leaseCalls"). */
-function gated(base: LimitsStore, log: string[]) {
-  const waiting: (() => void)[] = [];
-  const gate = { closed: false, open: () => void ((gate.closed = false), waiting.splice(0).forEach((go) => go())) };
-  const store = new Proxy(base, {
-    get(target, name: keyof LimitsStore) {
-      const f = target[name] as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        if (name === "leaseCalls" && gate.closed) {
-          log.push("held:leaseCalls");
-          return new Promise<void>((go) => waiting.push(go)).then(() => f(...args));
-        }
-        log.push(name === "takeCall" && args[2] ? "takeCall+claim" : name);
-        return f(...args);
-      };
-    },
-  }) as LimitsStore;
-  return { store, gate };
-}
+import { gatedLimits } from "../../support/gated-limits.js";
 
 /** Every promise a take handed to `later` (the refills), to wait for like a request's waitUntil. */
 function laters() {
@@ -67,7 +35,7 @@ describe("calls taken ahead into isolates' pools", () => {
   it("the common call asks the store nothing before it passes: the pool serves it, and refills after it", async () => {
     const c = clock();
     const log: string[] = [];
-    const { store, gate } = gated(memoryLimits(c.now), log);
+    const { store, gate } = gatedLimits(memoryLimits(c.now), log, (label) => label === "leaseCalls");
     const leases = new CallLeases(store, c.now);
     const { later, settle } = laters();
     expect((await leases.take("t", { key_id: "k" }, undefined, later)).ok).toBe(true);
@@ -93,7 +61,7 @@ describe("calls taken ahead into isolates' pools", () => {
   it("a pooled call is spent within LEASE_MS of its ask, or never", async () => {
     const c = clock();
     const log: string[] = [];
-    const leases = new CallLeases(logged(memoryLimits(c.now), log), c.now);
+    const leases = new CallLeases(gatedLimits(memoryLimits(c.now), log).store, c.now);
     const { later, settle } = laters();
     for (let i = 0; i < 5; i++) {
       await leases.take("t", { key_id: "k" }, undefined, later);
@@ -109,7 +77,7 @@ describe("calls taken ahead into isolates' pools", () => {
     expect(leaseCap(5)).toBe(0);
     const c = clock();
     const log: string[] = [];
-    const leases = new CallLeases(logged(memoryLimits(c.now), log), c.now);
+    const leases = new CallLeases(gatedLimits(memoryLimits(c.now), log).store, c.now);
     const small = { key_id: "small", limits: { calls_per_minute: 3 } };
     const ok: boolean[] = [];
     for (let i = 0; i < 5; i++) ok.push((await leases.take("t", small)).ok);

@@ -12,26 +12,7 @@ import { ALLOWANCE_MS, allowanceCap } from "../../../lib/limits/usage.js";
 import { memoryLimits, type LimitsStore } from "../../../lib/limits/store.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { clock } from "./store-conformance.js";
-
-/** A store whose every call is logged by name; while `gate.closed`, calls wait for `gate.open()` (logged "held:…"). */
-function logged(store: LimitsStore, log: string[]) {
-  const waiting: (() => void)[] = [];
-  const gate = { closed: false, open: () => void ((gate.closed = false), waiting.splice(0).forEach((go) => go())) };
-  const proxy = new Proxy(store, {
-    get(target, name: keyof LimitsStore) {
-      const f = target[name] as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        if (!gate.closed) {
-          log.push(String(name));
-          return f(...args);
-        }
-        log.push(`held:${String(name)}`);
-        return new Promise<void>((go) => waiting.push(go)).then(() => f(...args));
-      };
-    },
-  }) as LimitsStore;
-  return { store: proxy, gate };
-}
+import { gatedLimits } from "../../support/gated-limits.js";
 
 function laters() {
   const all: Promise<unknown>[] = [];
@@ -49,7 +30,7 @@ describe("storage allowances", () => {
     const c = clock();
     const base = memoryLimits(c.now);
     const log: string[] = [];
-    const { store, gate } = logged(base, log);
+    const { store, gate } = gatedLimits(base, log, () => true);
     const allowances = new StorageAllowances(store, c.now);
     const { later, settle } = laters();
     const quota = storageQuota({ limits: base, allowances, later }, "t", "w", caller, memoryDriver(), "t/w/files/");
@@ -63,7 +44,7 @@ describe("storage allowances", () => {
       expect(log.filter((n) => !n.startsWith("held:"))).toEqual([]); // nothing asked and awaited before the write
       gate.open();
       await settle(); // the settle, after the answer
-      expect(log).toEqual(["held:chargeStorage"]);
+      expect(log).toEqual(["held:settle"]); // the allowance settles what it counted (a charge of no change)
     }
     await quota.settle({ files: -1, bytes: -10 }); // a delete: through the allowance too
     await settle();
@@ -119,7 +100,7 @@ describe("storage allowances", () => {
     const base = memoryLimits(c.now);
     await base.set("t", { storage_bytes: 640_000 });
     const log: string[] = [];
-    const a = new StorageAllowances(logged(base, log).store, c.now);
+    const a = new StorageAllowances(gatedLimits(base, log, () => true).store, c.now);
     const quota = storageQuota({ limits: base, allowances: a, later: () => {} }, "t", "w", caller, memoryDriver(), "t/w/files/");
     await quota.charge({ files: 1, bytes: 10 }); // an allowance of 10,000 bytes held
     c.advance(ALLOWANCE_MS / 2);
