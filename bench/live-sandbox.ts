@@ -2,13 +2,14 @@
  * Live sandboxes (issue #29), runner side only (the latency through the API: `npm run bench`'s live rows, bench/live.ts): the in-process time of a no-change command on a
  * workspace of `files` files, in a live sandbox vs a fresh run, and the memory of idle live
  * sandboxes. The real handler and bwrap; the workspace in memory (no HTTP); the live channel
- * in process. Usage: node bench/live-sandbox.mjs [files=10000] [runs=15] [idle sandboxes=4]
+ * in process; then one idle live sandbox on the process sandbox (Lambda's), when run as root. Usage: node bench/live-sandbox.mjs [files=10000] [runs=15] [idle sandboxes=4]
  */
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { processTree } from "../infra/container/live-status.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHandler } from "../infra/container/handler.js";
+import { processSandbox, processesOf } from "../infra/container/sandbox-process.js";
 import { signEvent } from "../lib/exec/runner-auth.js";
 import type { RunRequest, RunResult } from "../lib/exec/types.js";
 import type { LiveChannel } from "../lib/sync/live-client.js";
@@ -138,6 +139,45 @@ await Promise.all(ends);
 await handler.close();
 rmSync(root, { recursive: true, force: true });
 
+// The process sandbox (AWS Lambda's container function: one live sandbox per execution environment,
+// its commands as one user): an idle live sandbox is its session shell and what it left running.
+// Needs root (commands run as another uid); skipped otherwise.
+const processIdle = process.getuid?.() === 0 ? await (async () => {
+  const UID = 64125;
+  const proot = mkdtempSync(join(tmpdir(), "live-bench-proc-"));
+  chmodSync(proot, 0o711);
+  const link = join(proot, "workspace");
+  const ph = createHandler({
+    root: proot, secret: SECRET,
+    sandbox: processSandbox({ stateDir: join(proot, "sandbox"), egress: "none", runAs: { uid: UID, gid: UID }, workspace: { link, path: link } }),
+    syncClient: (r) => storageSyncClient(driver, r.tenant, r.workspace),
+    runRecords: (r) => storageRunRecords(driver, r.tenant, r.workspace, r.idempotency_key, Date.now() + r.timeout_ms + RUN_MARGIN_MS),
+    liveChannel: (r) => channels.get(r.live!.generation)!,
+  });
+  const q = new Queue();
+  channels.set("p0", q);
+  const end = ph(await signEvent(SECRET, req("p0", "", { live: { generation: "p0", idle_ms: 600_000, max_life_ms: 600_000 } })), { tenantId: "t1" });
+  await q.send(req("p0", "echo hi > f.txt"));
+  const mem = async () => {
+    let rss = 0, pss = 0;
+    const pids = await processesOf(UID, new Set());
+    for (const pid of pids) {
+      rss += Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+      pss += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0) * 1024;
+    }
+    return { processes: pids.length, rss_mib: +(rss / 1048576).toFixed(1), pss_mib: +(pss / 1048576).toFixed(1) };
+  };
+  const idleTree = await mem();
+  await q.send(req("p0", "cd /tmp && python3 -m http.server 8124 --bind 127.0.0.1 >/dev/null 2>&1 &"));
+  await q.send(req("p0", "sleep 0.5"));
+  const withServerTree = await mem();
+  q.push({ end: "deleted" });
+  await end;
+  await ph.close();
+  rmSync(proot, { recursive: true, force: true });
+  return { idle: idleTree, with_http_server: withServerTree };
+})() : "skipped (needs root)";
+
 const MiB = 1024 * 1024;
 console.log(JSON.stringify({
   files, runs,
@@ -150,4 +190,5 @@ console.log(JSON.stringify({
   idle_sandbox_host_trees: trees.length > 6 ? { count: trees.length, rss_mib_total: +trees.reduce((a, t) => a + t.rss_mib, 0).toFixed(1), pss_mib_total: +trees.reduce((a, t) => a + t.pss_mib, 0).toFixed(1) } : trees,
   runner_rss_mib: +(heapBefore / 1048576).toFixed(1),
   idle_with_http_server_rss_mib: +(withServer / MiB).toFixed(1),
+  process_sandbox_idle: processIdle,
 }, null, 1));
