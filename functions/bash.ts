@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
-import { saveShell, shellRequest } from "../lib/exec/shell-session.js";
+import { saveShell, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
-import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
+import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { endLive, joinLive, liveLeftAlone, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
 import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
@@ -19,9 +19,9 @@ const description = `Run a bash command in an isolated sandbox over a copy of th
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
-- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends, unless keep_alive: true; it does not run on into the next call. For a long-running process use keep_alive or run_in_background: true.
+- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends, unless it runs in the session's live sandbox (keep_alive); it does not run on into the next call. For a long-running process use keep_alive or run_in_background: true.
 ${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).
-- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Without keep_alive nothing survives the call but workspace files: /tmp is private, processes are killed.
+- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Outside a live sandbox nothing survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
@@ -39,7 +39,7 @@ export default defineTool({
   permission: "execute",
   startReads: commandReads(true), // its guard rails and git identity, beside the approval gate's reads
   onKnownRecord: "command", // the runner reads the workspace record itself: a record this isolate knows is enough here
-  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output; keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls.",
+  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output; keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls, which run in it unless keep_alive: false.",
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
@@ -61,7 +61,7 @@ export default defineTool({
       return { title: "restart", output: `Shell restarted: the next command starts in the workspace root, with no kept variables or functions.${ended ? " The session's live sandbox was ended (its processes are gone; files are safe)." : ""}`, data: {} };
     }
     const command = args.command;
-    const live = args.keep_alive && !args.run_in_background ? liveIdleMs(args, ctx.session) : undefined;
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
     if (args.restart) await endLive(ctx); // a restarted shell is a new one: the session's live sandbox goes with the old
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
@@ -78,17 +78,30 @@ export default defineTool({
       return { title, output: before + commandOutput(r).text + writeBackNotes(r) + after, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
     };
 
-    if (live !== undefined) {
-      // keep_alive (docs/live-sessions.md): the live shell holds the session's state, read only for a sandbox's first command and saved only when it changed.
+    /** In the session's live sandbox: the live shell holds the session's state, read only for a sandbox's first command (or given: `loaded`) and saved (with the hint that the session holds a sandbox) only when it changed. */
+    const liveUse = (load: () => Promise<SessionShell>): LiveShellUse => ({ keep, load, save: (r, loaded) => saveShell(ctx, r, loaded, { live: { now: true } }) });
+
+    if (mode === "start") {
+      // keep_alive (docs/live-sessions.md).
       const restarted = args.restart ? shellRequest(ctx, keep, true) : null;
-      const use: LiveShellUse = { keep, load: () => restarted ?? shellRequest(ctx, keep, false), save: (r, loaded) => saveShell(ctx, r, loaded) };
       const [base] = await Promise.all([built, restarted]);
-      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, live, use);
+      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)));
       return answer(r, notes + shellNote, shellNotes);
     }
-    // The session's shell (one storage read) beside the run request's token and git identity.
+    // The session's shell (one storage read) beside the run request's token and git identity. Its hint says whether the session may hold a live sandbox.
     const [shell, base] = await Promise.all([shellRequest(ctx, keep, args.restart === true), built]);
     const req = { ...base, shell: shell.request };
+    let before = shell.note;
+    let hint = shell.live;
+    if (mode === "join" && hint) {
+      // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one).
+      const j = await joinLive(ctx, executor, base, liveUse(async () => shell));
+      if (!("declined" in j)) return answer(j.result, j.notes + j.shellNote, j.shellNotes);
+      before = j.declined + before;
+      if (j.gone) hint = false;
+    }
+    // keep_alive: false beside a hinted sandbox: the coordinator asked, beside the run, whether it is there to be left alone.
+    const leftAlone = mode === "fresh" && hint ? liveLeftAlone(ctx).catch(() => ({ held: true, note: "" })) : null;
 
     if (args.run_in_background) {
       const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
@@ -101,6 +114,12 @@ export default defineTool({
 
     // Streamed when the caller listens for progress.
     const r = await runForCall(ctx, executor, req);
-    return answer(r, shell.note, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request, { skipFresh: true }));
+    const left = await leftAlone;
+    if (left) {
+      before = left.note + before;
+      hint = left.held;
+    }
+    // The hint is kept while the session holds its sandbox, and cleared (saved even when the state is the same) once it is known gone.
+    return answer(r, before, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: hint, before: shell.live } }));
   },
 });

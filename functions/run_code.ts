@@ -3,8 +3,9 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { startTask } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs } from "../lib/exec/live/keep-alive.js";
-import { runLive } from "../lib/exec/live/run-live.js";
+import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { joinLive, liveLeftAlone, runLive, type LiveRun } from "../lib/exec/live/run-live.js";
+import { liveHinted, setLiveHint } from "../lib/exec/shell-session.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
@@ -41,18 +42,41 @@ export default defineTool({
     ...keepAliveFields,
   }),
   async execute(args, ctx) {
-    const live = args.keep_alive && !args.run_in_background ? liveIdleMs(args, ctx.session) : undefined;
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
-    const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }));
+    // Without keep_alive in a named session: the saved shell's hint (one storage read, beside the request's) says whether the session may hold a live sandbox.
+    const [req, hinted] = await Promise.all([
+      runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r)),
+      mode === "join" || mode === "fresh" ? liveHinted(ctx) : false,
+    ]);
     const title = `${args.language} (${args.code.split("\n").length} lines)`;
     if (args.run_in_background) {
       const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
       return { title, output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
     }
-    // keep_alive: in the session's live sandbox (docs/live-sessions.md); else streamed when the caller listens for progress.
-    const { result: r, notes } = live !== undefined ? await runLive(ctx, executor, req, live) : { result: await runForCall(ctx, executor, req), notes: "" };
+    /** keep_alive: in the session's live sandbox (docs/live-sessions.md); omitted: in the one it holds, if any; else streamed when the caller listens for progress. */
+    const run = async (): Promise<Pick<LiveRun, "result" | "notes">> => {
+      if (mode === "start") {
+        const started = await runLive(ctx, executor, req, liveIdleMs(args, ctx.session));
+        if (started.started) await setLiveHint(ctx, true); // later calls without keep_alive look for it
+        return started;
+      }
+      let before = "";
+      if (mode === "join" && hinted) {
+        const j = await joinLive(ctx, executor, req);
+        if (!("declined" in j)) return j;
+        before = j.declined;
+        if (j.gone) await setLiveHint(ctx, false);
+      }
+      const left = mode === "fresh" && hinted ? liveLeftAlone(ctx).catch(() => ({ held: true, note: "" })) : null;
+      const result = await runForCall(ctx, executor, req);
+      const l = await left;
+      if (l && !l.held) await setLiveHint(ctx, false);
+      return { result, notes: (l?.note ?? "") + before };
+    };
+    const { result: r, notes } = await run();
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return {

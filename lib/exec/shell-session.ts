@@ -15,7 +15,7 @@
  * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one. A fresh
  * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
- * LIST): no state means that shell.
+ * LIST): no state means that shell. A live sandbox's saves carry the hint that the session holds one (SavedShell).
  */
 import { shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
@@ -32,27 +32,66 @@ type Ctx = Pick<ExecCall, "deps" | "ws" | "session">;
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
 const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 
-/** The session's saved shell: none yet, restarted, or unreadable → undefined; saved too long ago → "expired" (and deleted). */
-async function loadShell(ctx: Ctx): Promise<ShellState | "expired" | undefined> {
+/**
+ * The saved object: the state, and `live_sandbox` when it was saved by a command of the session's
+ * live sandbox (or the call that started one): the hint that later calls without keep_alive ask the
+ * session's coordinator for it (docs/live-sessions.md, "Later calls"). Saved at T by a sandbox started
+ * at S <= T, which ends by S + its maximum life: a hint older than the maximum life is stale for sure.
+ */
+type SavedShell = ShellState & { live_sandbox?: true };
+
+interface Loaded {
+  state: ShellState;
+  /** The hint holds (saved with live_sandbox within the maximum life of a sandbox). */
+  live: boolean;
+}
+
+/** The session's saved shell: none yet, restarted, or unreadable → undefined; saved too long ago → "expired" (and deleted, unless `keepExpired`). */
+async function loadShell(ctx: Ctx, keepExpired = false): Promise<Loaded | "expired" | undefined> {
   const got = await ctx.deps.storage.get(keyOf(ctx));
   if (!got) return undefined;
-  if (expired(got.modified, Date.now())) {
+  const now = Date.now();
+  if (expired(got.modified, now)) {
     await got.body.cancel().catch(() => {});
-    await ctx.deps.storage.delete([keyOf(ctx)]);
+    if (!keepExpired) await ctx.deps.storage.delete([keyOf(ctx)]);
     return "expired";
   }
   try {
-    const s = JSON.parse(await new Response(got.body).text()) as ShellState;
-    return s && typeof s.cwd === "string" ? s : undefined;
+    const { live_sandbox, ...state } = JSON.parse(await new Response(got.body).text()) as SavedShell;
+    if (!state || typeof state.cwd !== "string") return undefined;
+    const maxLife = ctx.deps.live?.max_life_ms;
+    return { state, live: live_sandbox === true && maxLife !== undefined && got.modified.getTime() >= now - maxLife };
   } catch {
     return undefined;
   }
+}
+
+const putShell = (ctx: Ctx, state: ShellState, live: boolean) =>
+  ctx.deps.storage.put(keyOf(ctx), JSON.stringify(live ? { ...state, live_sandbox: true } : state), { contentType: "application/json" });
+
+/** Whether the session's saved shell says it may hold a live sandbox (run_code's one read: it keeps no shell). */
+export async function liveHinted(ctx: Ctx): Promise<boolean> {
+  const l = await loadShell(ctx, true);
+  return typeof l === "object" && l.live;
+}
+
+/**
+ * Sets or clears the hint on the session's saved shell, keeping its state (a new session's is the
+ * root): run_code's start of a live sandbox, and a hint found stale. Nothing when it already says so.
+ */
+export async function setLiveHint(ctx: Ctx, live: boolean): Promise<void> {
+  const l = await loadShell(ctx, true);
+  if (typeof l === "object" ? l.live === live : !live) return;
+  await putShell(ctx, typeof l === "object" ? l.state : { cwd: "" }, live);
+  if (l === undefined) await pruneShells(ctx);
 }
 
 /** What a command of this session starts from: its shell request, and a note for the model ("" unless the saved shell expired). */
 export interface SessionShell {
   request: ShellRequest;
   note: string;
+  /** The saved shell says the session may hold a live sandbox (the hint: ask its coordinator). */
+  live: boolean;
 }
 
 /**
@@ -62,16 +101,17 @@ export interface SessionShell {
 export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean): Promise<SessionShell> {
   if (restart) {
     await ctx.deps.storage.delete([keyOf(ctx)]);
-    return { request: { keep }, note: "" };
+    return { request: { keep }, note: "", live: false };
   }
-  const state = await loadShell(ctx);
-  if (state === "expired") {
+  const loaded = await loadShell(ctx);
+  if (loaded === "expired") {
     const what = keep === "all" ? "working directory, exported variables and functions" : "working directory";
-    return { request: { keep }, note: `[shell reset: this session's saved shell (${what}) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n` };
+    return { request: { keep }, note: `[shell reset: this session's saved shell (${what}) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n`, live: false };
   }
-  if (!state) return { request: { keep }, note: "" };
+  if (!loaded) return { request: { keep }, note: "", live: false };
+  const { state, live } = loaded;
   // A session that switches from Anthropic's bash to the native one keeps only what the native one keeps.
-  return { request: { keep, state: keep === "all" ? state : { cwd: state.cwd } }, note: "" };
+  return { request: { keep, state: keep === "all" ? state : { cwd: state.cwd } }, note: "", live };
 }
 
 /**
@@ -81,13 +121,17 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean):
  * workspace's states are pruned to their bounds then. `started` null: the command ran without
  * reading the saved state (a live shell that holds it), which exists since that sandbox's first command.
  */
-export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null, opts: { skipFresh?: boolean } = {}): Promise<string> {
+export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null, opts: { skipFresh?: boolean; live?: { now: boolean; before?: boolean } } = {}): Promise<string> {
   if (!r.shell) return "";
+  // `live`: the hint the saved state carries (`now`: a live command's save; a fresh one's keeps what it found, `before`,
+  // unless the coordinator said the session has no sandbox): a change of it is saved even when the state is the same.
+  const live = opts.live?.now ?? false;
+  const hintMoved = opts.live?.before !== undefined && opts.live.before !== live;
   // `skipFresh` (a command in a fresh sandbox, not a live one: a live shell's later saves count on a state saved by its first):
   // a session with no saved state whose command ended where a new shell starts (the root, nothing kept) has nothing to save,
   // no state reads as that very shell. So a workspace's first commands (`node -v`) write and list nothing here.
-  if (!r.shell.unchanged && !(opts.skipFresh && started && !started.state && isFreshShell(r.shell.state))) {
-    await ctx.deps.storage.put(keyOf(ctx), JSON.stringify(r.shell.state), { contentType: "application/json" });
+  if (hintMoved || (!r.shell.unchanged && !(opts.skipFresh && started && !started.state && isFreshShell(r.shell.state)))) {
+    await putShell(ctx, r.shell.state, live);
     if (started && !started.state) await pruneShells(ctx);
   }
   return r.shell.notes.map((n) => `\n${n}`).join("");

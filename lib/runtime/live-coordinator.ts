@@ -16,7 +16,7 @@ export interface LiveObjects {
 export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): LiveCoordinator {
   const stub = (k: LiveKey) => ns.get(ns.idFromName(JSON.stringify([k.tenant, k.workspace, k.session])));
   return {
-    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox),
+    begin: (k, o) => stub(k).begin(timings, o.wait_ms, o.turn_ms, o.sandbox, o.join),
     call: (k, request, o) => stub(k).call(timings, request, o),
     run: (k, turn, request, o) => stub(k).run(timings, turn, request, o),
     release: async (k, turn) => void (await stub(k).release(timings, turn)),

@@ -22,8 +22,8 @@ export class LiveObject extends DurableObject {
     return (this.session ??= new LiveSession(timings));
   }
 
-  begin(t: LiveTimings, wait_ms: number, turn_ms: number, sandbox?: string) {
-    return this.of(t).begin(wait_ms, turn_ms, sandbox);
+  begin(t: LiveTimings, wait_ms: number, turn_ms: number, sandbox?: string, join?: boolean) {
+    return this.of(t).begin(wait_ms, turn_ms, sandbox, join);
   }
   call(t: LiveTimings, request: unknown, opts: CallOptions) {
     return callOnce(this.of(t), request, opts);

@@ -59,12 +59,20 @@ it("shell state, /tmp and a background server live across calls; tool edits and 
   expect(fourth.output).toContain("seen");
   expect((await t.call("read", { file_path: "sub/late.txt" })).output).toBe("     1\tlater");
 
-  // Another session, and a call without keep_alive, never see its processes or /tmp.
+  // Another session never sees its processes or /tmp; a session without a live sandbox runs fresh, as before (no note).
   const other = await live(`${probe(8123)}; cat /tmp/mark 2>&1 || true`, "s2");
   expect(other.output).toContain("refused");
   expect(other.output).toContain("No such file");
-  const fresh = await t.call("bash", { command: `${probe(8123)}` }, "s1");
-  expect(fresh.output).toContain("refused");
+  const none = await t.call("bash", { command: `${probe(8123)}; cat /tmp/mark 2>/dev/null || echo no-mark` }, "s3");
+  expect(none.output).toBe("refused\nno-mark\n");
+  // A later call of the session without keep_alive runs in its live sandbox; keep_alive: false runs fresh and says the live one was left alone.
+  const joined = await t.call("bash", { command: `${probe(8123)}; pwd; cat /tmp/mark` }, "s1");
+  expect(joined.output).toBe("200\n/workspace/sub\nmark\n");
+  const rc = await t.call("run_code", { language: "bash", code: `${probe(8123)}; echo "$FOO"` }, "s1");
+  expect(rc.output).toBe("200\nbar\n");
+  const fresh = await t.call("bash", { command: `${probe(8123)}; cat /tmp/mark 2>/dev/null || echo no-mark`, keep_alive: false }, "s1");
+  expect(fresh.output).toMatch(/^\[keep_alive: false: this call ran in a fresh sandbox; the session's live sandbox was left alone .*\]\nrefused\nno-mark\n$/);
+  expect((await t.call("bash", { command: probe(8123) }, "s1")).output).toBe("200\n"); // still there
 
   // Another tenant never learns the session exists.
   const b = await setupTenant(w, "live2");
@@ -111,18 +119,19 @@ it("the idle timeout ends the sandbox: its server is gone, the next call says so
   expect(next.output).toMatch(/idle/i);
 }, 180_000);
 
-it("Anthropic's bash with X-Toolshed-Keep-Alive runs in the session's live sandbox; its restart ends it, as native bash's restart does", async () => {
+it("Anthropic's bash with X-Toolshed-Keep-Alive runs in the session's live sandbox (later calls without the header too; false: fresh); its restart ends it, as native bash's restart does", async () => {
   const t = await setupTenant(w, "live5");
-  const anthropic = async (input: unknown, keepAlive = true) => {
-    const r = await fetch(`${t.base}/compat/anthropic/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "claude-1", ...(keepAlive ? { "x-toolshed-keep-alive": "true" } : {}) }, body: JSON.stringify(input) });
+  const anthropic = async (input: unknown, keepAlive: "true" | "false" | undefined = "true") => {
+    const r = await fetch(`${t.base}/compat/anthropic/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "claude-1", ...(keepAlive ? { "x-toolshed-keep-alive": keepAlive } : {}) }, body: JSON.stringify(input) });
     expect(r.status).toBe(200);
     return ((await r.json()) as { content: { text: string }[] }).content[0]!.text;
   };
   expect(await anthropic({ command: `PLAIN=kept; (python3 -m http.server 8125 --bind 127.0.0.1 >/dev/null 2>&1 &); ${waitFor(8125)}; echo up` })).toContain("up");
   expect(await anthropic({ command: `echo "$PLAIN"; ${probe(8125)}` })).toContain("kept\n200");
   expect((await sandbox(t, "claude-1")).status).toBe(200);
-  // Without the header the session's shell is replayed in a fresh sandbox: no server there.
-  expect(await anthropic({ command: probe(8125) }, false)).toContain("refused");
+  // Without the header the command runs in the session's live sandbox; with false, the shell is replayed in a fresh sandbox: no server there.
+  expect(await anthropic({ command: `echo "$PLAIN"; ${probe(8125)}` }, undefined)).toBe("kept\n200\n");
+  expect(await anthropic({ command: probe(8125) }, "false")).toMatch(/live sandbox was left alone.*\]\nrefused\n$/s);
   expect(await anthropic({ restart: true })).toBe("tool has been restarted.");
   expect((await sandbox(t, "claude-1")).status).toBe(404);
   // Native bash: restart ends it too.

@@ -9,7 +9,8 @@
  * `__end` and `__die` acts once per fake (the command, run again in a new sandbox, then answers).
  * Its shell, as a live shell's: a request's saved state is restored on the generation's first
  * command; `cd <dir>` moves it; each answer reports the state, `unchanged` when it is the one the
- * generation reported last (infra/container/live-command.ts).
+ * generation reported last (infra/container/live-command.ts). A fresh run (executor.run: a call in no
+ * live sandbox) answers `fresh cmd=<command>`.
  */
 import type { Executor, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
@@ -97,9 +98,20 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
     }
   }
 
+  /** The fresh runs (calls that ran in a fresh sandbox), by command. */
+  const fresh: RunRequest[] = [];
   const executor: Executor = {
-    run: async () => {
-      throw new Error("the fake live runner runs live sandboxes only");
+    // A fresh sandbox's run: its output says so; its shell ends where it started (or where `cd <dir>` went).
+    run: async (req) => {
+      fresh.push(req);
+      const output = `fresh cmd=${req.command}\n`;
+      const cd = /^cd (\S+)$/.exec(req.command);
+      const shell = req.shell ? { shell: { state: { cwd: cd ? cd[1]! : req.shell.state?.cwd ?? "" }, notes: [] } } : {};
+      return {
+        ...shell, run_id: "f", stdout: output, stderr: "", output, exit_code: 0, duration_ms: 3, timed_out: false, killed: false, truncated: false,
+        files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
+        sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
+      };
     },
     async start(req) {
       if (!req.live) throw new Error("the fake live runner runs live sandboxes only");
@@ -113,6 +125,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
   return {
     executor,
     generations,
+    fresh,
     /** The app the loops speak to (set once it is made). */
     attach(a: Requester) {
       app = a;

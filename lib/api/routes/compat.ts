@@ -7,7 +7,7 @@
  * workspace or a malformed request are HTTP errors as on every route.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ANTHROPIC_TOOLS, anthropicWording, runAnthropic } from "../../doors/compat/anthropic.js";
+import { ANTHROPIC_TOOLS, anthropicWording, keepAliveOf, runAnthropic } from "../../doors/compat/anthropic.js";
 import { callIdOf, OPENAI_TOOLS, runApplyPatch, runShell } from "../../doors/compat/openai.js";
 import type { RunTool } from "../../doors/compat/types.js";
 import type { AppDeps } from "../deps.js";
@@ -69,7 +69,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
         params: WsParam.extend({ tool: z.enum(ANTHROPIC_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
         headers: Headers.extend({
           "x-tool-use-id": z.string().optional().openapi({ description: "The tool_use block's id, echoed as tool_use_id." }),
-          "x-toolshed-keep-alive": z.enum(["true", "false"]).optional().openapi({ description: "bash only: `true` runs the command in the session's live sandbox (bash's keep_alive: processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id; docs/live-sessions.md). Default false: the shell is replayed (cwd, exported variables, functions)." }),
+          "x-toolshed-keep-alive": z.enum(["true", "false"]).optional().openapi({ description: "bash only, bash's keep_alive (docs/live-sessions.md): `true` runs the command in the session's live sandbox, starting one when it has none (processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id); `false` runs it in a fresh sandbox (the shell replayed: cwd, exported variables, functions), leaving a live sandbox of the session alone (the output says so). Absent: in the session's live sandbox when it holds one, else fresh with the shell replayed; never starts one." }),
         }),
         body: { required: true, content: { "application/json": { schema: Body } } },
       },
@@ -85,7 +85,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       let text: string;
       let error: ToolError | undefined;
       try {
-        text = (await runAnthropic(tool, input, run, { keepAlive: c.req.header("x-toolshed-keep-alive") === "true" })).text;
+        text = (await runAnthropic(tool, input, run, keepAliveOf(c.req.header("x-toolshed-keep-alive")))).text;
       } catch (e) {
         if (!isToolError(e)) throw e;
         error = e;

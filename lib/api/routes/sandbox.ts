@@ -66,7 +66,7 @@ export function sandboxApp(deps: AppDeps) {
     },
   );
   app.openapi(
-    route("delete", "End the session's live sandbox now", "Ends the session's live sandbox at once: its processes and shell state are gone (files never: they were written back); a command running in it is answered as lost. Answers what it ended; 404 when the session has none. The session's next keep_alive call starts a new one. Needs the 'execute' scope.", "The live sandbox that was ended"),
+    route("delete", "End the session's live sandbox now", "Ends the session's live sandbox at once: its processes and shell state are gone (files never: they were written back); a command running in it is answered as lost. Answers what it ended; 404 when the session has none. The session's next keep_alive call starts a new one (calls without keep_alive then run in fresh sandboxes). Needs the 'execute' scope.", "The live sandbox that was ended"),
     async (c) => {
       const { ws, session } = c.req.valid("param");
       const svc = service();

@@ -54,7 +54,7 @@ export interface operations {
                 "x-session-id"?: string;
                 /** @description The tool_use block's id, echoed as tool_use_id. */
                 "x-tool-use-id"?: string;
-                /** @description bash only: `true` runs the command in the session's live sandbox (bash's keep_alive: processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id; docs/live-sessions.md). Default false: the shell is replayed (cwd, exported variables, functions). */
+                /** @description bash only, bash's keep_alive (docs/live-sessions.md): `true` runs the command in the session's live sandbox, starting one when it has none (processes, /tmp and the whole shell persist across the session's calls; needs X-Session-Id); `false` runs it in a fresh sandbox (the shell replayed: cwd, exported variables, functions), leaving a live sandbox of the session alone (the output says so). Absent: in the session's live sandbox when it holds one, else fresh with the shell replayed; never starts one. */
                 "x-toolshed-keep-alive"?: "true" | "false";
             };
             path: {

@@ -166,7 +166,7 @@ export interface paths {
         post?: never;
         /**
          * End the session's live sandbox now
-         * @description Ends the session's live sandbox at once: its processes and shell state are gone (files never: they were written back); a command running in it is answered as lost. Answers what it ended; 404 when the session has none. The session's next keep_alive call starts a new one. Needs the 'execute' scope.
+         * @description Ends the session's live sandbox at once: its processes and shell state are gone (files never: they were written back); a command running in it is answered as lost. Answers what it ended; 404 when the session has none. The session's next keep_alive call starts a new one (calls without keep_alive then run in fresh sandboxes). Needs the 'execute' scope.
          */
         delete: {
             parameters: {

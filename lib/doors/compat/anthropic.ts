@@ -7,10 +7,10 @@
  *   str_replace → edit (old_str, new_str)
  *   insert      → insert (insert_line, insert_text; new_str accepted, as older docs name it)
  *   bash        → bash with keep_env: a persistent shell per X-Session-Id (cwd, exported variables and
- *                 functions carry over, replayed by the runner: lib/exec/shell-session.ts); with the route's
- *                 X-Toolshed-Keep-Alive: true also keep_alive (the session's live sandbox: the same shell
- *                 process, its processes, /tmp); restart → bash with restart: true, which forgets the
- *                 session's shell and ends its live sandbox
+ *                 functions carry over, replayed by the runner: lib/exec/shell-session.ts), in the session's
+ *                 live sandbox when it holds one; the route's X-Toolshed-Keep-Alive is bash's keep_alive
+ *                 (true: the live sandbox, started when there is none; false: a fresh sandbox, the live one
+ *                 left alone); restart → bash with restart: true, which forgets the session's shell and ends its live sandbox
  *
  * The adapter maps fields and words; every rule (paths, read-before-write, conditional writes,
  * scopes, metering) is the tool's own.
@@ -47,13 +47,16 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
 
 /** Runs one tool_use input of `tool`. Tool errors are thrown (the route turns them into an error block). */
 export async function runAnthropic(tool: AnthropicTool, input: unknown, run: RunTool, opts: { keepAlive?: boolean } = {}): Promise<CompatAnswer> {
-  if (tool === "bash") return runBash(parse(BashInput, input), run, opts.keepAlive === true);
+  if (tool === "bash") return runBash(parse(BashInput, input), run, opts.keepAlive);
   return runEditor(parse(EditorInput, input), run);
 }
 
-/** keepAlive (the route's X-Toolshed-Keep-Alive: true): the session's live sandbox (docs/live-sessions.md); a restart ends it. */
-async function runBash(input: z.infer<typeof BashInput>, run: RunTool, keepAlive: boolean): Promise<CompatAnswer> {
-  const live = keepAlive ? { keep_alive: true } : {};
+/** The route's X-Toolshed-Keep-Alive header as runAnthropic's option: "true", "false", or absent (undefined: bash's default). */
+export const keepAliveOf = (header: string | undefined): { keepAlive?: boolean } => (header === "true" ? { keepAlive: true } : header === "false" ? { keepAlive: false } : {});
+
+/** keepAlive (the route's X-Toolshed-Keep-Alive) is bash's keep_alive (docs/live-sessions.md): absent, the session's live sandbox if it holds one; a restart ends it. */
+async function runBash(input: z.infer<typeof BashInput>, run: RunTool, keepAlive: boolean | undefined): Promise<CompatAnswer> {
+  const live = keepAlive !== undefined ? { keep_alive: keepAlive } : {};
   if (input.restart) {
     // A restart with a command runs it in the fresh shell; without one it only forgets the session's shell (nothing runs).
     const r = await run("bash", { ...(input.command ? { command: input.command, ...live } : {}), restart: true, keep_env: true });

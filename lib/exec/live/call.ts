@@ -20,8 +20,8 @@ export function savesShell(response: LiveResultPost["response"]): boolean {
 }
 
 export async function callOnce(s: LiveSession, request: unknown, o: CallOptions): Promise<CallAnswer> {
-  const b = await s.begin(o.wait_ms, o.turn_ms, o.sandbox);
-  if ("busy" in b || "start" in b || b.lost || (o.stateless && !s.served)) return { begun: b };
+  const b = await s.begin(o.wait_ms, o.turn_ms, o.sandbox, o.join);
+  if ("busy" in b || "none" in b || "start" in b || b.lost || (o.stateless && !s.served)) return { begun: b };
   const a = await s.run(b.turn, request, { timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) });
   const ran = { ...a, ends: [...b.ends, ...a.ends] } as RunAnswer;
   const keep = "lost" in a || ("response" in a && savesShell(a.response));

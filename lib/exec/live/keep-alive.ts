@@ -14,12 +14,12 @@ const MAX_LIFE_MIN = Math.round(LIVE_MAX_LIFE_MS / 60_000);
 export const UNNAMED_SESSION = "default";
 
 export const keepAliveFields = {
-  keep_alive: z.boolean().optional().describe(`Run in this session's live sandbox (needs X-Session-Id): processes, shell state, /tmp and HOME persist to the session's next calls until ${IDLE_DEFAULT_S} s without a command (idle_timeout_s) or ${MAX_LIFE_MIN} min in all; files never depend on it (default: false: a fresh sandbox per call)`),
+  keep_alive: z.boolean().optional().describe(`true: run in this session's live sandbox (needs X-Session-Id), starting one when it has none: processes, shell state, /tmp and HOME persist to the session's next calls until ${IDLE_DEFAULT_S} s without a command (idle_timeout_s) or ${MAX_LIFE_MIN} min in all; files never depend on it. Omitted (default): in the session's live sandbox if it holds one, else a fresh sandbox (never starts one). false: a fresh sandbox, the session's live one left alone`),
   idle_timeout_s: z.number().int().min(10).max(IDLE_MAX_S).optional().describe(`With keep_alive, when a new live sandbox is started: end it after this many seconds without a command (default: ${IDLE_DEFAULT_S}, max ${IDLE_MAX_S})`),
 };
 
 /** The description's lines about keep_alive (bash and run_code). */
-export const KEEP_ALIVE_LINES = `- keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (\`server &\`, listening on the sandbox's loopback) persist to the session's next keep_alive calls. It ends after idle_timeout_s without a command (default ${IDLE_DEFAULT_S} s, max ${IDLE_MAX_S}), after ${MAX_LIFE_MIN} min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call then starts a new one and its output says what was lost. Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp.`;
+export const KEEP_ALIVE_LINES = `- keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (\`server &\`, listening on the sandbox's loopback) persist to the session's next calls: later calls without keep_alive run in it too (keep_alive: false runs one in a fresh sandbox and leaves the live one alone; the output says so). It ends after idle_timeout_s without a command (default ${IDLE_DEFAULT_S} s, max ${IDLE_MAX_S}), after ${MAX_LIFE_MIN} min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call's output says what was lost, and a keep_alive: true call starts a new one (a call without keep_alive then runs fresh). Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp.`;
 
 /** The idle timeout of a live sandbox this call may start, ms; refuses keep_alive without a named session. */
 export function liveIdleMs(args: { keep_alive?: boolean; idle_timeout_s?: number }, session: string): number {
@@ -27,4 +27,23 @@ export function liveIdleMs(args: { keep_alive?: boolean; idle_timeout_s?: number
     throw new ToolError("INVALID_ARGUMENT", "keep_alive needs a session: send the header X-Session-Id with an id of your conversation (any name but \"default\", which every call without the header shares). Or call without keep_alive for a fresh sandbox.", { field: "keep_alive", header: "X-Session-Id" });
   }
   return (args.idle_timeout_s ?? IDLE_DEFAULT_S) * 1000;
+}
+
+/**
+ * How a bash or run_code call uses its session's live sandbox: "start" (keep_alive: true: in it,
+ * starting one when there is none), "join" (keep_alive omitted, a named session: in the one the
+ * session holds, if it holds one, never starting one), "fresh" (keep_alive: false in a named session:
+ * a fresh sandbox, a live one left alone and the output says so), "none" (the unnamed session, a
+ * background run, a server without live sandboxes: no live sandbox is looked for). Refuses keep_alive: true without a named session.
+ */
+export type LiveMode = "start" | "join" | "fresh" | "none";
+
+export function liveMode(args: { keep_alive?: boolean; idle_timeout_s?: number; run_in_background?: boolean }, session: string, enabled: boolean): LiveMode {
+  if (args.run_in_background) return "none";
+  if (args.keep_alive === true) {
+    liveIdleMs(args, session);
+    return "start";
+  }
+  if (session === UNNAMED_SESSION || !enabled) return "none";
+  return args.keep_alive === false ? "fresh" : "join";
 }

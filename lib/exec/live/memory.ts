@@ -24,7 +24,7 @@ export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = 
     return v;
   };
   return {
-    begin: async (k, o) => of(k).begin(o.wait_ms, o.turn_ms, o.sandbox),
+    begin: async (k, o) => tidy(k, await of(k).begin(o.wait_ms, o.turn_ms, o.sandbox, o.join)),
     call: async (k, request, o) => tidy(k, await callOnce(of(k), request, o)),
     run: (k, turn, request, o) => of(k).run(turn, request, o),
     release: async (k, turn) => tidy(k, of(k).release(turn)),

@@ -5,7 +5,8 @@
  * slot for its life, a live sync token, an asynchronous start), hands its RunRequest, built exactly as
  * a fresh run's, to the coordinator, and waits for the answer. A runner lost under the command is
  * replaced once, transparently: the command runs again in a new sandbox and the output says what was
- * lost. Bundles for Workers.
+ * lost. A call of the session without keep_alive joins a sandbox the session holds and never starts
+ * one (joinLive). Bundles for Workers.
  */
 import { ToolError } from "../../shared/errors.js";
 import { mintSyncToken } from "../../sync/token.js";
@@ -101,6 +102,32 @@ export interface LiveShellUse {
  * a runner started when there is none, the command run, the turn given back.
  */
 export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell?: LiveShellUse): Promise<LiveRun> {
+  const r = await live(ctx, executor, req, idleMs, shell, false);
+  if ("declined" in r) throw new Error("a keep_alive call was declined"); // never: only a join is
+  return r;
+}
+
+/** A call without keep_alive that found no live sandbox to run in: what the model is told ("" or lines ending with a newline); `gone`: the session has none now. */
+export interface LiveDeclined {
+  declined: string;
+  gone: boolean;
+}
+
+const FRESH_NOTE = "[this call ran in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n";
+const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other network access or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
+
+/**
+ * A call of a named session without keep_alive whose session may hold a live sandbox (docs/live-sessions.md,
+ * "Later calls"): runs in it as a keep_alive call would, but never starts one. Declined (run it
+ * fresh, with the notes) when the session has none (its loss told, if untold), when its sandbox was
+ * started with other access, or when the sandbox is lost under the command (the new one the
+ * coordinator made for it is ended unstarted: nobody asked for it).
+ */
+export function joinLive(ctx: LiveCall, executor: Executor, req: RunRequest, shell?: LiveShellUse): Promise<LiveRun | LiveDeclined> {
+  return live(ctx, executor, req, 0, shell, true);
+}
+
+async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell: LiveShellUse | undefined, join: boolean): Promise<LiveRun | LiveDeclined> {
   const svc = ctx.deps.live;
   if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
@@ -108,7 +135,7 @@ export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
-    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}),
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
   });
   let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
   const withShell = async (): Promise<RunRequest> => {
@@ -125,6 +152,11 @@ export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest
     const b = first.begun;
     await account(b.ends);
     if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
+    if ("none" in b) {
+      const n = b.none;
+      if (n.other_access) return { declined: OTHER_ACCESS_NOTE, gone: false };
+      return { declined: n.lost ? lossNote(n.lost) + FRESH_NOTE : "", gone: true };
+    }
     turn = b.turn;
     notes = b.lost ? lossNote(b.lost) : "";
     start = "start" in b ? b.start.generation : undefined;
@@ -152,6 +184,11 @@ export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest
         throw new ToolError("UNAVAILABLE", `The live sandbox did not start within ${Math.round(a.unavailable.waited_ms / 1000)} s; nothing ran. Retry; if it keeps happening, call without keep_alive (a fresh sandbox per call) and tell the operator (the runner's logs say why).`, { session: ctx.session });
       }
       if ("refused" in a) throw busy(1, ctx.session); // the turn ran out (the call took longer than its own bound): the session belongs to the next call
+      if (join) {
+        // Nobody asked for a new sandbox: the one made for the rerun is ended unstarted (it never ran: nothing to account but its end).
+        await account((await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
+        return { declined: lossNote(a.lost) + (a.interrupted ? "[the command was interrupted and ran again from the start in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n" : FRESH_NOTE), gone: true };
+      }
       if (attempt >= 1) {
         throw new ToolError("UNAVAILABLE", `The live sandbox was lost twice in a row under this command (${REASONS[a.lost.reason]}); files are safe. Retry, or call without keep_alive.`, { session: ctx.session });
       }
@@ -204,6 +241,21 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   }
   await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: svc.max_life_ms }).catch(() => {});
   return lease;
+}
+
+const LEFT_ALONE_NOTE = "[keep_alive: false: this call ran in a fresh sandbox; the session's live sandbox was left alone (its processes, /tmp and HOME are not seen here; calls without keep_alive run in it)]\n";
+
+/**
+ * keep_alive: false in a session whose saved shell hints at a live sandbox: asks its coordinator
+ * (one request, beside the fresh run) whether it holds one; the note for the model when it does.
+ */
+export async function liveLeftAlone(ctx: ExecCall): Promise<{ held: boolean; note: string }> {
+  const svc = ctx.deps.live;
+  if (!svc) return { held: false, note: "" };
+  const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
+  const { sandbox, ends } = await svc.coordinator.status(key);
+  if (ends.length) await accountEnds(svc, key, ends);
+  return sandbox ? { held: true, note: LEFT_ALONE_NOTE } : { held: false, note: "" };
 }
 
 /** Ends the session's live sandbox, if it has one (a restart of the shell: bash restart: true); whether one was ended. */

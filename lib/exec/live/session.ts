@@ -45,8 +45,17 @@ export class LiveSession {
 
   // ---- the tool's side ----
 
-  /** Takes the session's turn, waiting up to waitMs for the call before it; tells whether a runner must be started. */
-  async begin(waitMs: number, turnMs: number, sandbox = ""): Promise<BeginAnswer> {
+  /**
+   * Takes the session's turn, waiting up to waitMs for the call before it; tells whether a runner must
+   * be started. `join` (a call without keep_alive): only a current runner started with this call's
+   * access is taken; else `none`, with no turn held and nothing started or replaced (the loss, if one
+   * is untold, goes with it: the caller tells it).
+   */
+  async begin(waitMs: number, turnMs: number, sandbox = "", join = false): Promise<BeginAnswer> {
+    if (join) {
+      const ends = this.checkStale();
+      if (!this.gen) return this.none(ends);
+    }
     const until = this.now() + waitMs;
     while (this.turn && this.turn.expires_at > this.now()) {
       const left = until - this.now();
@@ -56,6 +65,11 @@ export class LiveSession {
     }
     this.turn = { id: randomId(16), expires_at: this.now() + turnMs };
     const ends = this.checkStale();
+    if (join && (!this.gen || this.gen.sandbox !== sandbox)) {
+      const other = !!this.gen;
+      this.release(this.turn.id);
+      return other ? { none: { other_access: true }, ends } : this.none(ends);
+    }
     // A sandbox started with other access (network, secrets) than this call's is not this call's: replaced.
     if (this.gen && this.gen.sandbox !== sandbox) ends.push(this.finish(this.gen, "replaced", this.gen.status?.processes ?? []));
     const loss = this.loss;
@@ -197,6 +211,13 @@ export class LiveSession {
   }
 
   // ---- inside ----
+
+  /** A join with no runner: the untold loss goes to this call. */
+  private none(ends: LiveEnd[]): BeginAnswer {
+    const loss = this.loss;
+    this.loss = null;
+    return { none: loss ? { lost: loss } : {}, ends };
+  }
 
   private newGeneration(sandbox = this.gen?.sandbox ?? this.lastSandbox): string {
     const generation = `g_${randomId(16)}`;

@@ -53,7 +53,12 @@ export type BeginAnswer =
   /** No runner: start one with this generation, then run. */
   | { turn: string; start: { generation: string }; lost?: LiveLoss; ends: LiveEnd[] }
   /** Another call of the session holds the turn. */
-  | { busy: { retry_after_s: number }; ends: LiveEnd[] };
+  | { busy: { retry_after_s: number }; ends: LiveEnd[] }
+  /**
+   * `join` and the session has no sandbox this call may run in: none (its loss, if one is still
+   * untold), or one started with other access (`other_access`: left alone). No turn is held, nothing was started.
+   */
+  | { none: { lost?: LiveLoss; other_access?: boolean }; ends: LiveEnd[] };
 
 export interface RunOptions {
   /** The command's own timeout: its runner is lost only once it overran it by stale_ms. */
@@ -79,6 +84,8 @@ export interface CallOptions extends RunOptions {
    * that has answered a command already (its shell holds the state); else the call is only begun.
    */
   stateless?: boolean;
+  /** Run only in the session's current sandbox (a call without keep_alive): never start one (BeginAnswer `none`). */
+  join?: boolean;
 }
 
 /**
@@ -86,7 +93,7 @@ export interface CallOptions extends RunOptions {
  * the command (`released`: the turn was given back with the answer; else the caller holds `turn`
  * and releases it, after saving the shell state the answer reports, or after running again on a
  * loss); `begun` when it could not run as it was (busy; a runner to start; a runner whose shell
- * needs the saved state first): the caller goes on as after begin().
+ * needs the saved state first; `none` to join): the caller goes on as after begin().
  */
 export type CallAnswer = { begun: BeginAnswer } | { ran: RunAnswer; turn: string; released: boolean };
 
@@ -98,7 +105,7 @@ export interface SandboxView extends LiveStatus {
 /** One interface, two implementations (memory.ts; lib/runtime/live-object.ts). */
 export interface LiveCoordinator {
   /** `sandbox`: what the call's sandbox is started with (network, secrets); a current one started otherwise is replaced. */
-  begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string }): Promise<BeginAnswer>;
+  begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string; join?: boolean }): Promise<BeginAnswer>;
   /** begin + run + release in one request when the session's runner can take the command now (CallAnswer). */
   call(key: LiveKey, request: unknown, opts: CallOptions): Promise<CallAnswer>;
   run(key: LiveKey, turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;

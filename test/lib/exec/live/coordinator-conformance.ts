@@ -203,6 +203,27 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(await ran).toMatchObject({ ran: { response: { ok: true, result: 1 } }, released: true });
     });
 
+    it("join (a call without keep_alive): never starts or replaces a runner; with none, the untold loss goes with the answer", async () => {
+      const c = make();
+      const key = newKey();
+      const CALL = { ...TURN, timeout_ms: 10_000, join: true };
+      expect(await c.call(key, "x", CALL)).toEqual({ begun: { none: {}, ends: [] } });
+      expect((await c.status(key)).sandbox).toBeNull(); // nothing started
+      const b = startOf(await c.begin(key, { ...TURN, sandbox: "net" }));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      // Other access: left alone (not replaced), no turn held.
+      expect(await c.call(key, "y", { ...CALL, sandbox: "no-net" })).toEqual({ begun: { none: { other_access: true }, ends: [] } });
+      expect(await c.begin(key, { wait_ms: 50, turn_ms: 60_000, sandbox: "net" })).toMatchObject({ generation: gen });
+      await c.end(key, "deleted");
+      // Ended: the next join is told what was lost, once; nothing is started.
+      const told = await c.call(key, "z", { ...CALL, sandbox: "net" });
+      expect(told).toMatchObject({ begun: { none: { lost: { generation: gen, reason: "deleted" } } } });
+      expect(await c.call(key, "z", { ...CALL, sandbox: "net" })).toEqual({ begun: { none: {}, ends: [] } });
+      expect((await c.status(key)).sandbox).toBeNull();
+    });
+
     it("sessions are apart: another session's (or tenant's) key sees no sandbox", async () => {
       const c = make();
       const key = newKey();

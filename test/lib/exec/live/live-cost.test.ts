@@ -6,6 +6,8 @@
  * shell unchanged: ONE coordinator request and nothing on the saved shell. A call that moves the
  * shell: that request, the state's PUT, then the turn given back. A new sandbox (the session's
  * first call, the call after a DELETE): the saved shell is read for its first command, which restores it.
+ * Calls without keep_alive: the coordinator is asked only when the saved shell's hint says the session
+ * may hold a live sandbox (bash reads that shell anyway; run_code reads it for the hint).
  */
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
@@ -18,10 +20,10 @@ import { FAST } from "./coordinator-conformance.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
 
-/** The coordinator with the tool side's requests logged (begin, call, run, release); the runner's own (next, result, ended) are not. */
+/** The coordinator with the tool side's requests logged (begin, call, run, release, status); the runner's own (next, result, ended) are not. */
 function countingCoordinator(base: LiveCoordinator) {
   const log: string[] = [];
-  const toolSide = new Set(["begin", "call", "run", "release"]);
+  const toolSide = new Set(["begin", "call", "run", "release", "status"]);
   const coordinator = Object.fromEntries(
     Object.entries(base).map(([op, f]) => [op, (...args: unknown[]) => {
       if (toolSide.has(op)) log.push(op);
@@ -89,4 +91,46 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   expect(root.status, JSON.stringify(root.body)).toBe(200);
   expect(stores.log.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
   await t.req(`/v1/workspaces/${t.ws}/sessions/chat-2/sandbox`, { method: "DELETE" });
+});
+
+it("calls without keep_alive: a session without a live sandbox asks the coordinator nothing (bash: its shell's GET as before; run_code: that GET for the hint); one holding one: that GET and one coordinator request", async () => {
+  const stores = countingStores();
+  const runner = fakeLiveRunner();
+  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
+  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  runner.attach(app);
+  const t = await newTenant(app, UNGATED);
+  const call = async (tool: string, args: Record<string, unknown>, session = "chat-1") => {
+    live.log.length = 0;
+    stores.log.length = 0;
+    const r = await t.call(tool, { ...args, timeout: 5 }, session);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return { coordinator: [...live.log], shells: stores.log.filter((o) => o.endsWith(" internal:shells")), output: r.body.output as string };
+  };
+  const py = { language: "python", code: "print(1)" };
+
+  // No live sandbox: as before, plus run_code's read of the hint.
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells"], output: "fresh cmd=true\n" });
+  expect(await call("run_code", py)).toEqual({ coordinator: [], shells: ["r2.get internal:shells"], output: "fresh cmd=python3 -\n" });
+  expect((await call("bash", { command: "true", keep_alive: false })).coordinator).toEqual([]);
+
+  // A live sandbox (its start saves the hint with the shell): later calls without keep_alive read it and take one coordinator request.
+  expect((await call("bash", { command: "true", keep_alive: true })).coordinator).toEqual(["call", "run", "release"]);
+  const g = runner.generations[0]!.generation;
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=2 cmd=true\n` });
+  expect(await call("run_code", py)).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=3 cmd=python3 -\n` });
+  // keep_alive: false: the coordinator's status, beside the fresh run (the note); the hint stays.
+  const fresh = await call("bash", { command: "true", keep_alive: false });
+  expect(fresh.coordinator).toEqual(["status"]);
+  expect(fresh.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]); // the state it ended in, hint kept: as every fresh command of a session with a saved shell
+  expect(fresh.output).toContain("the session's live sandbox was left alone");
+
+  // Ended: the first call after it is told and clears the hint (one PUT); the next asks the coordinator nothing.
+  expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" })).status).toBe(200);
+  const told = await call("bash", { command: "true" });
+  expect(told.coordinator).toEqual(["call"]);
+  expect(told.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
+  expect(told.output).toContain("[live sandbox lost: it was ended");
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
+  expect(runner.generations).toHaveLength(1);
 });

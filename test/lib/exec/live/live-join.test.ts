@@ -1,0 +1,111 @@
+/**
+ * Later calls of a session without keep_alive (docs/live-sessions.md, "Later calls"): on the real
+ * app with local R2/KV and the LIVE Durable Object, with the fake live runner (whose fresh runs
+ * answer `fresh cmd=...`). Omitted, a call of a session holding a live sandbox runs in it and never
+ * starts one; keep_alive: false runs fresh and says the live one was left alone; a session without
+ * one is as before. What each costs is pinned in live-cost.test.ts.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
+import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
+import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
+import { FAST } from "./coordinator-conformance.js";
+
+const SECRET = "sync-secret-for-tests-0123456789";
+
+function setup() {
+  const runner = fakeLiveRunner();
+  const app = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST), liveBusyWaitMs: 100 });
+  runner.attach(app);
+  return { runner, app };
+}
+
+const okOutput = (r: { status: number; body: any }) => {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.output as string;
+};
+const bash = (t: Tenant, command: string, more: Record<string, unknown> = {}, session = "chat-1") => t.call("bash", { command, timeout: 2, ...more }, session).then(okOutput);
+const sandbox = (t: Tenant, session: string, method = "GET") => t.req(`/v1/workspaces/${t.ws}/sessions/${session}/sandbox`, { method });
+const LEFT_ALONE = "[keep_alive: false: this call ran in a fresh sandbox; the session's live sandbox was left alone (its processes, /tmp and HOME are not seen here; calls without keep_alive run in it)]\n";
+
+describe("calls without keep_alive in a session that holds a live sandbox", () => {
+  it("run in it (bash and run_code, its shell's state kept); keep_alive: false runs fresh and says the live one was left alone; later calls are in it again", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    expect(await bash(t, "cd sub", { keep_alive: true })).toContain("[live sandbox started");
+    const g = runner.generations[0]!.generation;
+    expect(await bash(t, "pwd")).toBe(`gen=${g} n=2 cmd=pwd\n`);
+    expect(okOutput(await t.call("run_code", { language: "python", code: "print(1)" }, "chat-1"))).toBe(`gen=${g} n=3 cmd=python3 -\n`);
+
+    expect(await bash(t, "pwd", { keep_alive: false })).toBe(`${LEFT_ALONE}fresh cmd=pwd\n`);
+    expect(runner.fresh.at(-1)!.shell).toEqual({ keep: "cwd", state: { cwd: "sub" } }); // the saved shell, replayed
+    expect(okOutput(await t.call("run_code", { language: "python", code: "print(1)", keep_alive: false }, "chat-1"))).toBe(`${LEFT_ALONE}fresh cmd=python3 -\n`);
+    expect((await sandbox(t, "chat-1")).status).toBe(200); // left alone
+    expect(await bash(t, "true")).toBe(`gen=${g} n=4 cmd=true\n`);
+    expect(runner.generations).toHaveLength(1);
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("after it ended: the next call says what was lost and runs fresh, starting nothing; the one after is as in a session that never had one", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    await bash(t, "cd sub", { keep_alive: true });
+    expect((await sandbox(t, "chat-1", "DELETE")).status).toBe(200);
+    const after = await bash(t, "pwd");
+    expect(after).toMatch(/^\[live sandbox lost: it was ended \(DELETE .*Gone with it: .*1 process \(python3 -m http\.server 8123\).*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nfresh cmd=pwd\n$/s);
+    expect(await bash(t, "pwd")).toBe("fresh cmd=pwd\n");
+    expect(okOutput(await t.call("run_code", { language: "python", code: "print(1)" }, "chat-1"))).toBe("fresh cmd=python3 -\n");
+    expect(await bash(t, "pwd", { keep_alive: false })).toBe("fresh cmd=pwd\n"); // nothing to leave alone: no note
+    expect(runner.generations).toHaveLength(1);
+    expect((await sandbox(t, "chat-1")).status).toBe(404);
+  });
+
+  it("run_code's start is seen by bash without keep_alive, and bash's by run_code; other sessions and the unnamed one stay fresh", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await t.call("run_code", { language: "bash", code: "true", keep_alive: true }, "chat-rc"));
+    const g = runner.generations[0]!.generation;
+    expect(await bash(t, "pwd", {}, "chat-rc")).toBe(`gen=${g} n=2 cmd=pwd\n`);
+    expect(await bash(t, "pwd", {}, "chat-other")).toBe("fresh cmd=pwd\n");
+    const unnamed = await t.req(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: "pwd" }) });
+    expect(((await unnamed.json()) as any).output).toBe("fresh cmd=pwd\n");
+    await sandbox(t, "chat-rc", "DELETE");
+  });
+
+  it("a sandbox started with other access (network) is left alone by a call without keep_alive, which says so and runs fresh", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, { ...UNGATED, scopes: ["read", "write", "execute", "network"] });
+    await bash(t, "true", { keep_alive: true });
+    expect(runner.generations[0]!.start.network).toBe(true);
+    const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
+    const r = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "pwd", timeout: 2 }) });
+    expect(((await r.json()) as any).output).toMatch(/^\[this session's live sandbox was started with other network access or secrets than this call has: it was left alone.*\]\nfresh cmd=pwd\n$/);
+    expect(runner.generations).toHaveLength(1);
+    expect((await sandbox(t, "chat-1")).status).toBe(200);
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("the Anthropic-compat bash: without X-Toolshed-Keep-Alive it runs in the session's live sandbox; with false, fresh (said); with true, as keep_alive", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const compat = async (command: string, header?: string) => {
+      const r = await t.req(`/v1/workspaces/${t.ws}/compat/anthropic/bash`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": "chat-c", ...(header ? { "x-toolshed-keep-alive": header } : {}) },
+        body: JSON.stringify({ command }),
+      });
+      const body = (await r.json()) as any;
+      expect(r.status, JSON.stringify(body)).toBe(200);
+      return body.content[0].text as string;
+    };
+    expect(await compat("pwd")).toContain("fresh cmd=pwd");
+    expect(await compat("cd sub", "true")).toContain("live sandbox started");
+    const g = runner.generations[0]!.generation;
+    expect(await compat("pwd")).toContain(`gen=${g} n=2 cmd=pwd`);
+    const fresh = await compat("pwd", "false");
+    expect(fresh).toContain("the session's live sandbox was left alone");
+    expect(fresh).toContain("fresh cmd=pwd");
+    await sandbox(t, "chat-c", "DELETE");
+  });
+});
