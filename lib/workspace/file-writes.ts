@@ -8,7 +8,7 @@ import { ToolError } from "../shared/errors.js";
 import { tenantContentType } from "../layers/whiteout.js";
 import { LinkOnPath } from "./links.js";
 import { readLinks } from "../layout/links.js";
-import { ancestorsOf } from "../layout/paths.js";
+import { ancestorsOf, parentOf } from "../layout/paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
 import { utf8 } from "../shared/text.js";
@@ -110,12 +110,23 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
 /**
  * A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md).
  * Reads only: a caller that checks it itself (beside its other reads) puts with `placeChecked`.
+ *
+ * Its reads, side by side: the links, a LIST (is the path a directory?) and a LIST of the parent
+ * (is it a directory?). A parent that is a directory answers "no ancestor is a file" at once: a tree
+ * holds no file with entries below it, since every write checks its place (a file and a directory
+ * created at one name by two racing writes are the race every check-then-write has, HEAD or LIST
+ * alike). Only a parent that is not a directory yet (the first file of a new directory) costs a
+ * second round trip, a HEAD per ancestor, which names the file in the way. So a file in an existing
+ * directory costs 2 LISTs however deep it lies, where a HEAD per ancestor cost its depth.
  */
 export async function checkPlace(ws: Workspace, path: string): Promise<void> {
-  const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
+  const parent = parentOf(path);
+  const [dir, parentIsDir, links] = await Promise.all([ws.isDirectory(path), parent === "" ? true : ws.isDirectory(parent), readLinks(ws)]);
   const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
   if (link !== undefined) throw new LinkOnPath(path, link, links);
   if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
+  if (parentIsDir) return;
+  const parents = await Promise.all(ancestorsOf(path).map((p) => ws.head(p)));
   const file = parents.find((p) => p !== null);
   if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
 }
