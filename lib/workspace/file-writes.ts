@@ -8,7 +8,7 @@ import { ToolError } from "../shared/errors.js";
 import { tenantContentType } from "../layers/whiteout.js";
 import { LinkOnPath } from "./links.js";
 import { readLinks } from "../layout/links.js";
-import { ancestorsOf, parentOf } from "../layout/paths.js";
+import { ancestorsOf } from "../layout/paths.js";
 import { md5Hex } from "../storage/md5.js";
 import { isConditionFailed, type PutBody } from "../storage/types.js";
 import { utf8 } from "../shared/text.js";
@@ -115,18 +115,21 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
  * (is it a directory?). A parent that is a directory answers "no ancestor is a file" at once: a tree
  * holds no file with entries below it, since every write checks its place (a file and a directory
  * created at one name by two racing writes are the race every check-then-write has, HEAD or LIST
- * alike). Only a parent that is not a directory yet (the first file of a new directory) costs a
- * second round trip, a HEAD per ancestor, which names the file in the way. So a file in an existing
- * directory costs 2 LISTs however deep it lies, where a HEAD per ancestor cost its depth.
+ * alike). A parent that is no directory yet (the first files of a new directory) is HEADed beside a
+ * LIST of the grandparent (a directory: nothing above is a file); only a grandparent that is none
+ * either costs a HEAD of each ancestor above. So a file costs 2 LISTs however deep it lies (a HEAD
+ * per ancestor before), the first files of a new directory a HEAD and a LIST more.
  */
 export async function checkPlace(ws: Workspace, path: string): Promise<void> {
-  const parent = parentOf(path);
-  const [dir, parentIsDir, links] = await Promise.all([ws.isDirectory(path), parent === "" ? true : ws.isDirectory(parent), readLinks(ws)]);
-  const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
+  const ancestors = ancestorsOf(path); // nearest first
+  const isDir = (dir: string | undefined) => (dir === undefined ? Promise.resolve(true) : ws.isDirectory(dir));
+  const [dir, parentIsDir, links] = await Promise.all([ws.isDirectory(path), isDir(ancestors[0]), readLinks(ws)]);
+  const link = [path, ...ancestors].find((p) => links.has(p));
   if (link !== undefined) throw new LinkOnPath(path, link, links);
   if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
   if (parentIsDir) return;
-  const parents = await Promise.all(ancestorsOf(path).map((p) => ws.head(p)));
-  const file = parents.find((p) => p !== null);
+  const [parentFile, grandparentIsDir] = await Promise.all([ws.head(ancestors[0]!), isDir(ancestors[1])]);
+  const above = parentFile || grandparentIsDir ? [] : await Promise.all(ancestors.slice(1).map((p) => ws.head(p)));
+  const file = [parentFile, ...above].find((p) => p !== null);
   if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
 }
