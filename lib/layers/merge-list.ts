@@ -24,7 +24,8 @@ class UpperStream {
   pages = 0;
   /** Nothing was consumed or skipped yet (version() names the whole stream only then). */
   untouched = true;
-  constructor(private readonly inner: StorageDriver, private readonly whiteouts: Whiteouts, private readonly prefix: string, private after: string | null) {}
+  /** `pageSize`: keys a listing asks for (a page runs out: the next is listed). */
+  constructor(private readonly inner: StorageDriver, private readonly whiteouts: Whiteouts, private readonly prefix: string, private after: string | null, private readonly pageSize = 1000) {}
 
   async peek(): Promise<ObjectInfo | null> {
     while (this.i >= this.buf.length && !(this.started && this.done)) await this.fill();
@@ -42,7 +43,7 @@ class UpperStream {
   private async fill(): Promise<void> {
     this.started = true;
     this.pages++;
-    const r = await this.whiteouts.list(this.inner, { prefix: this.prefix, limit: 1000, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
+    const r = await this.whiteouts.list(this.inner, { prefix: this.prefix, limit: this.pageSize, ...(this.cursor ? { cursor: this.cursor } : this.after !== null ? { startAfter: this.after } : {}) });
     this.buf = r.objects;
     this.i = 0;
     this.cursor = r.cursor;
@@ -77,7 +78,11 @@ export async function mergedList(inner: StorageDriver, m: Manifest, filesPrefix:
     const e = m.entries[li];
     return e && e.path.startsWith(relPrefix) ? e : null;
   };
-  const up = new UpperStream(inner, whiteouts, prefix, after);
+  // A flat listing asks the upper layer for one key more than it returns (the one that says whether a cursor follows;
+  // a whiteout among them pages on): "is anything below this prefix?" (limit 1: isDirectory, the place check of every
+  // write) lists 2 keys, not a page of 1,000. A delimited one keeps whole pages: a directory's keys are skipped inside
+  // the page, not listed again after it.
+  const up = new UpperStream(inner, whiteouts, prefix, after, delimiter ? 1000 : Math.min(1000, limit + 1));
   const objects: ObjectInfo[] = [];
   const prefixes: string[] = [];
   let last: string | null = null;

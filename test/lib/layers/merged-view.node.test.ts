@@ -138,3 +138,30 @@ describe("merged view over S3 (s3rver)", () => {
   });
   for (let seed = 1; seed <= 8; seed++) it(`s3, seed ${seed}`, () => modelCheck(seed, s3Driver({ client: server.client(), bucket: "layers" }), S3RVER_NAMES), 60_000);
 });
+
+// "Is anything below this prefix?" (isDirectory: limit 1, the place check of every write) asks the upper layer for
+// 2 keys (the one returned and the one that says a cursor follows), not a page of 1,000; whiteouts page on.
+describe("merged view: a flat listing's upper page is its limit + 1", () => {
+  it("limit 1 over 300 upper files lists 2 keys; a delimited listing keeps pages of 1,000; whiteouts first: pages on to the first file", async () => {
+    const FP = "t/acme/w/pages/f/";
+    const inner = memoryDriver();
+    const asked: { limit: number | undefined; delimiter: string | undefined }[] = [];
+    const counting: StorageDriver = { ...inner, list: (o) => (asked.push({ limit: o.limit, delimiter: o.delimiter }), inner.list(o)) };
+    const wo = Whiteouts.of(inner, { whiteout: newWhiteoutMark() });
+    const m = new Manifest("m", [], sortEntries([{ path: "src/lower.ts", etag: "l", size: 0, modified: 0, pack: -1, offset: 0 }]));
+    for (let i = 0; i < 300; i++) await inner.put(`${FP}src/f${String(i).padStart(3, "0")}.ts`, "x");
+    for (let i = 0; i < 3; i++) await wo.put(inner, `${FP}gone/a${i}`, {});
+    await inner.put(`${FP}gone/b`, "x");
+    const view = layeredDriver(counting, { tenant: "acme", filesPrefix: FP, manifest: m, whiteouts: wo, markedWhiteouts: async () => wo, stillCurrent: async () => true });
+    const one = await view.list({ prefix: `${FP}src/`, limit: 1 });
+    expect(one.objects.map((o) => o.key)).toEqual([`${FP}src/f000.ts`]);
+    expect(one.cursor).toBeDefined();
+    expect(asked).toEqual([{ limit: 2, delimiter: undefined }]);
+    asked.length = 0;
+    expect((await view.list({ prefix: `${FP}gone/`, limit: 1 })).objects.map((o) => o.key)).toEqual([`${FP}gone/b`]);
+    expect(asked.every((a) => a.limit === 2)).toBe(true);
+    asked.length = 0;
+    await view.list({ prefix: FP, delimiter: "/", limit: 1 });
+    expect(asked).toEqual([{ limit: 1000, delimiter: undefined }]);
+  });
+});
