@@ -14,7 +14,8 @@
  * Who holds the key while it runs: with the tenant's limits store (Workers: its object, asked in the
  * same round trip as the call's rate-limit token, the guard, routes/access.ts; lib/limits/claims.ts;
  * Lambda with the table: a conditional PutItem after it, lib/limits/dynamodb-claims.ts): no storage
- * operation before the handler, 1 PUT of the answer after it. Without one (the admin token, limits
+ * operation before the handler, 1 PUT of the answer after it. The call's reads (IdempotentCall.prepare)
+ * go beside the claim; nothing of the call runs before it is taken. Without one (the admin token, limits
  * turned off, the store unreachable), the bucket: 1 create-only "running"
  * record (If-None-Match: *: no read first) before the handler, replaced by the answer (If-Match) after.
  * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
