@@ -14,7 +14,8 @@
  * Who holds the key while it runs: with the tenant's limits store (Workers: its object, asked in the
  * same round trip as the call's rate-limit token, the guard, routes/access.ts; lib/limits/claims.ts;
  * Lambda with the table: a conditional PutItem after it, lib/limits/dynamodb-claims.ts): no storage
- * operation before the handler, 1 PUT of the answer after it. Without one (the admin token, limits
+ * operation before the handler, 1 PUT of the answer after it. The call's reads (IdempotentCall.prepare)
+ * go beside the claim; nothing of the call runs before it is taken. Without one (the admin token, limits
  * turned off, the store unreachable), the bucket: 1 create-only "running"
  * record (If-None-Match: *: no read first) before the handler, replaced by the answer (If-Match) after.
  * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
@@ -122,14 +123,45 @@ function objectHolder(storage: StorageDriver, recordKey: string, keyHash: string
 }
 
 /**
- * Runs `next` at most once per (scope, key) while its record lives. `scope` is the tenant (or
+ * One call under a key. `prepare` reads what the call needs and writes nothing (the guard's: the
+ * JSON body, the tool's early reads, the workspace record): it starts at once, beside the key's
+ * claim, so the claim's round trip is not added to theirs. `run` is the call itself, started only
+ * once the key is taken (it answers prepare's error, if any, as the call's answer). `discard` ends
+ * prepare's reads when the call does not run (a replay, an in-flight retry, a refusal).
+ */
+export interface IdempotentCall {
+  prepare?: () => Promise<void>;
+  discard?: () => Promise<void>;
+  run: Next;
+}
+
+/**
+ * Runs `call` at most once per (scope, key) while its record lives. `scope` is the tenant (or
  * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read. `claim`: the key's
  * claim the guard asked the tenant's limits object for (absent: the bucket holds the key).
  */
-export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, next: Next, claim?: ObjectClaim, now = Date.now): Promise<void> {
+export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, call: IdempotentCall, claim?: ObjectClaim, now = Date.now): Promise<void> {
+  const body = hashedBody(c);
+  const prepared = call.prepare?.();
+  prepared?.catch(() => {}); // its error is the call's answer (call.run), or nobody's when the call does not run
+  let ran = false;
+  try {
+    await claimThenRun(storage, scope, key, c, body, async () => {
+      ran = true;
+      await call.run();
+    }, claim, now);
+  } finally {
+    if (!ran && prepared) {
+      await prepared.catch(() => {});
+      await call.discard?.().catch(() => {});
+    }
+  }
+}
+
+/** Takes the key (or answers the retry: the kept answer, CONFLICT, INVALID_ARGUMENT), then runs `next` and keeps its answer. */
+async function claimThenRun(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, body: HashedBody, next: Next, claim: ObjectClaim | undefined, now: () => number): Promise<void> {
   const keyHash = await sha256Hex(key);
   const recordKey = idempotencyRecordKey(scope, keyHash);
-  const body = hashedBody(c);
   const t = now();
   const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
   const answered = claim ? await claim.first : undefined;
@@ -208,7 +240,9 @@ async function fingerprintOf(c: Context<AppEnv>, bodyHash: string): Promise<stri
  * Puts the request's body through a SHA-256 as the handler reads it. finish() reads what the
  * handler left unread (or all of it, when nothing read it) and gives the hex digest.
  */
-function hashedBody(c: Context<AppEnv>): { finish(): Promise<string> } {
+type HashedBody = { finish(): Promise<string> };
+
+function hashedBody(c: Context<AppEnv>): HashedBody {
   const hash = createHash("sha256");
   const raw = c.req.raw;
   if (!raw.body) return { finish: async () => hash.digest("hex") };

@@ -18,14 +18,29 @@
  *   the bucket refilled, then spent with it). Calls a pool did not spend in time are lost to the
  *   tenant (a refusal may come while another isolate still holds some: at most leaseCap each).
  * - A key's Idempotency-Key claim is taken before its call runs, always: with the pool's call, one
- *   `claimKey` round trip; without, in the token's own round trip (`takeCall` with the claim).
+ *   `claimKey` round trip, started at once and handed back unawaited (`Taken.claim`), so that the
+ *   call's own reads go beside it (lib/api/idempotency.ts runs nothing before it answers); without,
+ *   in the token's own round trip (`takeCall` with the claim).
  * - The RateLimit header's `remaining` of a pooled call is the bucket as this isolate last heard of
  *   it plus its pool. A limit lowered (PUT …/limits) binds the calls already pooled within LEASE_MS.
  */
 import { finishAfterAnswer } from "../shared/after-answer.js";
 import { LEASE_MS, type CallDecision, type RateState } from "./limiter.js";
-import type { ClaimAsk } from "./claims.js";
+import type { ClaimAnswer, ClaimAsk } from "./claims.js";
 import type { Admitted, Caller, LimitsStore } from "./store.js";
+
+/**
+ * A call's token and, when a claim was asked and the call passed, the claim's answer: the token's
+ * own round trip's, or (a pooled call) that of a round trip of its own, under way. It rejects when
+ * the object does not answer it.
+ */
+export type Taken = CallDecision & { claim?: Promise<ClaimAnswer>; extra?: number };
+
+/** The object's answer as a Taken: its claim, when it took one, already here. */
+function takenOf(d: Admitted): Taken {
+  const { claim, ...decision } = d;
+  return (claim ? { ...decision, claim: Promise.resolve(claim) } : decision) as Taken;
+}
 
 interface Batch {
   calls: number;
@@ -62,21 +77,21 @@ export class CallLeases {
    * One call's token (and its key's claim when `claim` is given); `later` keeps a refill alive after
    * the answer (the request's waitUntil). Rejects when the object does not answer a call the pool cannot serve.
    */
-  async take(tenant: string, caller: Caller, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<Admitted> {
+  async take(tenant: string, caller: Caller, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<Taken> {
     const pool = this.poolOf(tenant, caller.key_id);
     const now = this.now();
     pool.served.push(now);
     while (pool.served.length && pool.served[0]! <= now - LEASE_MS) pool.served.shift();
     if (pool.served.length > 10_000) pool.served.splice(0, pool.served.length - 10_000);
-    const pooled = await this.fromPool(tenant, caller, pool, claim, later);
+    const pooled = this.fromPool(tenant, caller, pool, claim, later);
     if (pooled) return pooled;
     const sent = this.now();
     const d = await this.exchange(pool, this.store.takeCall(tenant, caller, claim, pool.served.length));
     this.heard(pool, d, d.extra ?? 0, sent);
-    if (d.ok) return d;
+    if (d.ok) return takenOf(d);
     // A refusal may overtake an answer that brought calls to this pool: wait for those, then look again.
     if (pool.inflight.size) await Promise.allSettled([...pool.inflight]);
-    return (await this.fromPool(tenant, caller, pool, claim, later)) ?? d;
+    return this.fromPool(tenant, caller, pool, claim, later) ?? takenOf(d);
   }
 
   private key = (tenant: string, keyId: string) => `${tenant}\u0000${keyId}`;
@@ -105,8 +120,8 @@ export class CallLeases {
     return pool.batches.reduce((n, b) => n + b.calls, 0);
   }
 
-  /** A call from the pool, its claim taken, a refill started when the pool runs low; undefined when the pool is empty. */
-  private async fromPool(tenant: string, caller: Caller, pool: Pool, claim: ClaimAsk | undefined, later: ((p: Promise<unknown>) => void) | undefined): Promise<Admitted | undefined> {
+  /** A call from the pool, its claim asked (not awaited), a refill started when the pool runs low; undefined when the pool is empty. */
+  private fromPool(tenant: string, caller: Caller, pool: Pool, claim: ClaimAsk | undefined, later: ((p: Promise<unknown>) => void) | undefined): Taken | undefined {
     if (!pool.state || this.held(pool) === 0) return undefined;
     const first = pool.batches[0]!;
     if (--first.calls === 0) pool.batches.shift();
@@ -114,7 +129,7 @@ export class CallLeases {
     const d: CallDecision = { ok: true, ...pool.state, remaining: pool.state.remaining + left };
     if (left * 2 < pool.served.length) this.refill(tenant, caller, pool, later);
     if (!claim) return d;
-    return { ...d, claim: await this.store.claimKey(tenant, claim) };
+    return { ...d, claim: this.store.claimKey(tenant, claim) };
   }
 
   /** Asks the object for what this isolate used in the last LEASE_MS, after the answer. */

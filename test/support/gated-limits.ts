@@ -3,7 +3,9 @@
  * operation: "takeCall+claim" for a token with an Idempotency-Key's claim, "settle" for a storage
  * charge of no change (an allowance's settle), else the method's name. While `gate.closed`, the
  * calls `hold` names wait for `gate.open()` and are logged "held:…": how the cost tests tell what a
- * call awaited before its answer from what it only started.
+ * call awaited before its answer from what it only started. While `claims.closed`, a key's claim
+ * alone (claimKey) is asked (logged as such) but answered only once `claims.open()`: what a call does
+ * meanwhile is what it does beside the claim.
  */
 import type { LimitsStore } from "../../lib/limits/store.js";
 import type { StorageUsage } from "../../lib/limits/usage.js";
@@ -11,6 +13,8 @@ import type { StorageUsage } from "../../lib/limits/usage.js";
 export function gatedLimits(base: LimitsStore, log: string[], hold: (label: string) => boolean = () => false) {
   const waiting: (() => void)[] = [];
   const gate = { closed: false, open: () => void ((gate.closed = false), waiting.splice(0).forEach((go) => go())) };
+  const claimsWaiting: (() => void)[] = [];
+  const claims = { closed: false, open: () => void ((claims.closed = false), claimsWaiting.splice(0).forEach((go) => go())) };
   const store = new Proxy(base, {
     get(target, name: keyof LimitsStore) {
       const f = target[name] as (...a: unknown[]) => Promise<unknown>;
@@ -22,9 +26,10 @@ export function gatedLimits(base: LimitsStore, log: string[], hold: (label: stri
           return new Promise<void>((go) => waiting.push(go)).then(() => f(...args));
         }
         log.push(label);
+        if (label === "claimKey" && claims.closed) return new Promise<void>((go) => claimsWaiting.push(go)).then(() => f(...args));
         return f(...args);
       };
     },
   }) as LimitsStore;
-  return { store, gate };
+  return { store, gate, claims };
 }

@@ -18,11 +18,13 @@ import type { AuthInfo } from "../../contract/caller.js";
 
 /**
  * Takes one call from the key's budget; sets the headers; throws RATE_LIMITED over it. Returns what to
- * set on the response again once it is built, and with `claim`, the Idempotency-Key's claim taken in the
- * same round trip (lib/limits/claims.ts); undefined when the object did not answer. `later`: the request's
- * waitUntil, which keeps the pool's refill alive after the answer.
+ * set on the response again once it is built, and with `claim`, the Idempotency-Key's claim
+ * (lib/limits/claims.ts): taken in the token's round trip, or in its own, still under way (a call of
+ * the pool: the call's reads go beside it); it gives undefined when the object did not answer. The
+ * whole is undefined when the object did not answer the token. `later`: the request's waitUntil,
+ * which keeps the pool's refill alive after the answer.
  */
-export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<{ headers: Record<string, string>; claim?: ClaimAnswer } | undefined> {
+export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: AuthInfo, claim?: ClaimAsk, later?: (p: Promise<unknown>) => void): Promise<{ headers: Record<string, string>; claim?: Promise<ClaimAnswer | undefined> } | undefined> {
   let d;
   try {
     d = await leases.take(auth.tenant, { key_id: auth.key_id, ...(auth.limits ? { limits: auth.limits } : {}) }, claim, later);
@@ -36,7 +38,11 @@ export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: Aut
     const whose = d.policy === "key" ? "This API key" : "This tenant";
     throw new ToolError("RATE_LIMITED", `${whose} may make ${d.limit} calls per minute (calls_per_minute), and has used them. Retry after ${d.retry_after} s; the RateLimit header says what is left.`, { limit: "calls_per_minute", policy: d.policy, quota: d.limit, remaining: d.remaining, retry_after: d.retry_after });
   }
-  return { headers, ...(d.claim ? { claim: d.claim } : {}) };
+  const claimed = d.claim?.catch((e: unknown) => {
+    console.error("limits: the tenant's limits object did not answer the Idempotency-Key's claim; the bucket holds the key", e instanceof Error ? e.message : String(e));
+    return undefined;
+  });
+  return { headers, ...(claimed ? { claim: claimed } : {}) };
 }
 
 /** The headers on the response a handler built (a raw Response, an error answered below the guard). */

@@ -74,7 +74,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // The key's scopes within its tool list (lib/run/toolset.ts, the one rule).
   const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
   if (refusal) throw refusal;
-  // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip.
+  // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip,
+  // or, when the isolate's pool gives the token, is a round trip of its own that the call's reads go beside.
   const idempotencyKey = idempotencyKeyOf(c);
   const ask = deps.limits && idempotencyKey !== undefined ? { key: await sha256Hex(idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
   // calls_per_minute (auth/rate-limit.ts): a call of this isolate's pool, or one round trip to the tenant's limits object, beside the record's read.
@@ -141,25 +142,36 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { bindWorkspace, idempotencyKey: key, claim } = await enforce(deps, policy.access, c, opts);
-    if (key === undefined) return rest(c, next, bindWorkspace);
+    if (key === undefined) {
+      await prepare(c, bindWorkspace);
+      return run(c, next);
+    }
     const scope = policy.access.auth === "admin" ? IDEMPOTENCY_ADMIN : c.get("auth").tenant;
-    // The rest of the call answers inside idempotent() (an error is an answer too, and is kept).
+    // The reads go beside the key's claim; the rest of the call answers inside idempotent(), once the
+    // key is claimed (an error is an answer too, and is kept: the reads' own errors included).
+    let prepared: Promise<void> = Promise.resolve();
     await idempotent(
       deps.storage,
       scope,
       key,
       c,
-      async () => {
-        try {
-          await rest(c, next, bindWorkspace);
-        } catch (e) {
-          c.res = onError(e, c);
-        }
+      {
+        prepare: () => (prepared = prepare(c, bindWorkspace)),
+        discard: async () => void (await c.get("early")?.reads.discard()),
+        run: async () => {
+          try {
+            await prepared;
+            await run(c, next);
+          } catch (e) {
+            c.res = onError(e, c);
+          }
+        },
       },
       claim,
     );
   };
-  const rest = async (c: Context<AppEnv>, next: () => Promise<void>, bindWorkspace: (() => Promise<void>) | undefined) => {
+  /** What a call reads before it runs (nothing written): its JSON body, its early reads, the workspace record. */
+  const prepare = async (c: Context<AppEnv>, bindWorkspace: (() => Promise<void>) | undefined) => {
     try {
       // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
       if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
@@ -174,6 +186,8 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
       await c.get("early")?.reads.discard();
       throw e;
     }
+  };
+  const run = async (c: Context<AppEnv>, next: () => Promise<void>) => {
     await next();
     const rate = c.get("rate");
     if (rate) setRateHeaders(c, rate);

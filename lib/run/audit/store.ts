@@ -17,15 +17,19 @@ const prefixOf = (log: AuditLogOf) => (log.workspace ? auditPrefix(log.tenant, l
 
 /**
  * Writes one entry; never fails the call it records (a failed write is logged without the entry's
- * contents). With `background` (the runtime's waitUntil) it is written after the answer.
+ * contents). With `background` (the runtime's waitUntil) it is written after the answer, and an
+ * entry given as a function is built then too (its summary of the arguments is CPU the answer need
+ * not wait for).
  */
-export function recordAudit(storage: StorageDriver, entry: AuditEntry, background?: WaitUntil): Promise<void> {
-  const log: AuditLogOf = { tenant: entry.tenant, ...(entry.workspace ? { workspace: entry.workspace } : {}) };
-  const put = () =>
-    storage.put(`${prefixOf(log)}${entry.id}.json`, JSON.stringify(entry), { ifNoneMatch: "*", contentType: "application/json" }).then(
+export function recordAudit(storage: StorageDriver, entryOf: AuditEntry | (() => AuditEntry), background?: WaitUntil): Promise<void> {
+  const put = () => {
+    const entry = typeof entryOf === "function" ? entryOf() : entryOf;
+    const log: AuditLogOf = { tenant: entry.tenant, ...(entry.workspace ? { workspace: entry.workspace } : {}) };
+    return storage.put(`${prefixOf(log)}${entry.id}.json`, JSON.stringify(entry), { ifNoneMatch: "*", contentType: "application/json" }).then(
       () => undefined,
       (e: unknown) => console.error("audit entry not written", { id: entry.id, tenant: entry.tenant, workspace: entry.workspace, error: e instanceof Error ? e.message : String(e) }),
     );
+  };
   return afterAnswer(background, "audit entry", put, "await");
 }
 

@@ -22,27 +22,37 @@ export interface ToolCallEnd {
   journal?: readonly string[];
 }
 
-/** Records the call; awaited only where the runtime has no waitUntil (never fails the call). */
+/**
+ * Records the call; awaited only where the runtime has no waitUntil (never fails the call). The entry
+ * is built after the answer where the runtime allows (recordAudit): only its time and the call's
+ * context are taken now (the journal is copied: a workspace's next call starts a new one).
+ */
 export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, end: ToolCallEnd, door: AuditDoor, background?: WaitUntil): Promise<void> {
-  const err = end.error === undefined ? undefined : isToolError(end.error) ? end.error : null;
-  const code: string | undefined = end.error === undefined ? undefined : err ? err.code : "INTERNAL";
-  const status = code ? (ERROR_CODES[code as ErrorCode]?.status ?? 500) : 200;
-  const callId = end.call_id ?? (typeof err?.details.call_id === "string" ? err.details.call_id : undefined);
-  const files = filesTouched(end.journal, end.data);
   const now = new Date();
-  const entry: AuditEntry = {
-    id: newAuditId(now),
-    at: now.toISOString(),
-    tenant: ctx.auth.tenant,
-    workspace: ctx.ws.id,
-    key_id: ctx.auth.key_id,
-    session: ctx.session,
-    door,
-    tool: tool.name,
-    args: summarizeArgs(rawArgs),
-    outcome: { ok: !code, status, ...(code ? { code } : {}) },
-    ...(files.length ? { files } : {}),
-    ...(callId ? { call_id: callId } : {}),
+  const { tenant, key_id } = ctx.auth;
+  const workspace = ctx.ws.id;
+  const session = ctx.session;
+  const journal = end.journal ? [...end.journal] : undefined;
+  const entry = (): AuditEntry => {
+    const err = end.error === undefined ? undefined : isToolError(end.error) ? end.error : null;
+    const code: string | undefined = end.error === undefined ? undefined : err ? err.code : "INTERNAL";
+    const status = code ? (ERROR_CODES[code as ErrorCode]?.status ?? 500) : 200;
+    const callId = end.call_id ?? (typeof err?.details.call_id === "string" ? err.details.call_id : undefined);
+    const files = filesTouched(journal, end.data);
+    return {
+      id: newAuditId(now),
+      at: now.toISOString(),
+      tenant,
+      workspace,
+      key_id,
+      session,
+      door,
+      tool: tool.name,
+      args: summarizeArgs(rawArgs),
+      outcome: { ok: !code, status, ...(code ? { code } : {}) },
+      ...(files.length ? { files } : {}),
+      ...(callId ? { call_id: callId } : {}),
+    };
   };
   return recordAudit(ctx.deps.storage, entry, background);
 }

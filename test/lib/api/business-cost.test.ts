@@ -15,6 +15,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { sha256Hex } from "../../../lib/shared/hash.js";
+import { auditToolCall } from "../../../lib/run/audit/tool-call.js";
+import { listAudit } from "../../../lib/run/audit/store.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import type { Tool, ToolContext } from "../../../lib/contract/tool.js";
 import { countingStores, roundTrips, sorted } from "../../support/counting-stores.js";
 import { countingLimits } from "../../support/counting-limits.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
@@ -51,7 +55,7 @@ async function setup() {
     expect(body.ok, JSON.stringify(body)).toBe(true);
     return { onPath, after: sorted(stores.log.slice(answered)), limitsOnPath, heldUntilAnswered, all: [...limitCalls], replayed: res.headers.get("idempotent-replayed"), rate: res.headers.get("ratelimit") };
   };
-  return { call, t, app };
+  return { call, t, app, stores, limits, limitCalls, ctx, settle };
 }
 
 describe("the business layer's cost on a call's path (limits on)", () => {
@@ -90,6 +94,60 @@ describe("the business layer's cost on a call's path (limits on)", () => {
     expect(again.onPath.flat().filter((o) => !o.endsWith(" apikey") && o !== "r2.get meta.json")).toEqual(["r2.get idempotency"]);
     expect(again.limitsOnPath).toEqual(["claimKey"]);
   }, 120_000);
+});
+
+describe("the business layer's work beside and after a keyed call", () => {
+  it("a keyed edit of a file this isolate does not hold: its reads go beside the key's claim; nothing is written until the claim is taken", async () => {
+    const { call, t, app, stores, limits, limitCalls, ctx, settle } = await setup();
+    const other = testApp({ storage: stores.storage, kv: stores.kv, limits: limits.store, undoPruneEvery: 0 }); // another isolate: its own caches
+    await call("read", { file_path: "a.txt" }); // this isolate's pool holds calls ahead; it knows the workspace record
+    await call("write", { file_path: "a.txt", content: "warm\n" });
+    // b.txt uploaded and read (session s1) through the other isolate: this one holds neither its version nor its record.
+    const bytes = new TextEncoder().encode("b one\n");
+    const put = await other.request(`/v1/workspaces/${t.ws}/files/b.txt`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(bytes.length) }, body: bytes }, env);
+    expect(put.status, await put.clone().text()).toBe(201);
+    const headers = { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "s1" };
+    const read = await other.request(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers, body: JSON.stringify({ file_path: "b.txt" }) }, env);
+    expect(read.status).toBe(200);
+    await settle();
+    stores.log.length = 0;
+    limitCalls.length = 0;
+    limits.claims.closed = true; // the claim is asked, and answered only once the reads are seen
+    const edit = app.request(`/v1/workspaces/${t.ws}/tools/edit`, { method: "POST", headers: { ...headers, "idempotency-key": "e-1" }, body: JSON.stringify({ file_path: "b.txt", old_string: "one", new_string: "two" }) }, env, ctx);
+    for (let i = 0; i < 200 && !(stores.log.includes("r2.get file") && stores.log.includes("kv.get record")); i++) await new Promise((r) => setTimeout(r, 25));
+    const besideClaim = [...stores.log];
+    limits.claims.open();
+    const res = await edit;
+    expect(((await res.json()) as any).ok).toBe(true);
+    expect(limitCalls.filter((n) => !n.startsWith("held:") && !n.endsWith("settle") && n !== "leaseCalls")).toEqual(["claimKey"]);
+    expect(besideClaim).toEqual(expect.arrayContaining(["r2.get file", "kv.get record"]));
+    expect(besideClaim.filter((o) => !/^(r2\.get|r2\.head|r2\.list|kv\.get) /.test(o))).toEqual([]); // reads only
+    expect(stores.log.slice(besideClaim.length)).toContain("r2.put file");
+    stores.release();
+    await settle();
+  }, 120_000);
+
+  it("a tool call's audit entry is built after its answer (its arguments summarized then), the same entry", async () => {
+    const storage = memoryDriver();
+    const later: Promise<unknown>[] = [];
+    let argumentReads = 0;
+    const args = { file_path: "src/a.ts", get content() {
+      argumentReads++;
+      return "x".repeat(4096);
+    } };
+    const ctx = { auth: { tenant: "t-audit", key_id: "k1" }, ws: { id: "main" }, session: "s1", deps: { storage } } as unknown as ToolContext;
+    const ended = new Date().toISOString();
+    await auditToolCall({ name: "write", permission: "write" } as Tool, args, ctx, { data: { path: "src/a.ts" }, call_id: "c1", journal: ["src/a.ts"] }, "http", (p) => void later.push(p));
+    const answered = new Date().toISOString();
+    expect(argumentReads).toBe(0); // nothing of the entry built yet: that waits a timer turn (lib/shared/after-answer.ts)
+    await new Promise((r) => setTimeout(r, 20));
+    await Promise.all(later);
+    expect(argumentReads).toBe(1);
+    const [entry, ...more] = (await listAudit(storage, { tenant: "t-audit", workspace: "main" }, {})).entries;
+    expect(more).toEqual([]);
+    expect(entry).toMatchObject({ tenant: "t-audit", workspace: "main", key_id: "k1", session: "s1", door: "http", tool: "write", args: { file_path: "src/a.ts", content_bytes: 4096 }, outcome: { ok: true, status: 200 }, files: ["src/a.ts"], call_id: "c1" });
+    expect(entry!.at >= ended && entry!.at <= answered).toBe(true); // the call's end, taken before the answer, not when built
+  });
 });
 
 describe("Idempotency-Key claims held by the LIMITS object", () => {

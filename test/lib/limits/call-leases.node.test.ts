@@ -54,7 +54,7 @@ describe("calls taken ahead into isolates' pools", () => {
     // A keyed call with the pool's call: the key's claim is taken before it passes (one round trip, the claim alone).
     log.length = 0;
     const keyed = await leases.take("t", { key_id: "k" }, { key: "a".repeat(64), leaseMs: 1000, keepMs: 10_000 }, later);
-    expect(keyed.claim?.taken).toBe(true);
+    expect((await keyed.claim)?.taken).toBe(true);
     expect(log.filter((n) => !n.endsWith("leaseCalls"))).toEqual(["claimKey"]);
   });
 
