@@ -2,10 +2,11 @@
  * Where a cold start's directories are made (infra/container/spread-dirs.ts): a top-level
  * directory of the tree is made in the slot's staging directory under a random name and moved
  * into place, with the result mkdir would give; nothing is left in staging; what is already at
- * the path is never replaced; without staging it is a plain mkdir. And a download through a
- * real slot makes its top-level directories that way (staging empty after, modes as before).
+ * the path is never replaced; without staging it is a plain mkdir. And a download into a slot
+ * makes its top-level directories that way, one random name each seen passing through staging
+ * (inotify, up to a fence), deeper ones in place (staging empty after, modes as before).
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -70,7 +71,25 @@ describe("a download into a slot", () => {
     } as unknown as SyncClient;
     const slot = { key: "k", dir: s.dir, tree: s.tree, files: new Map(), view: new Map(), synced: null, dirs: new Map(), listings: new Map(), modes: null, links: new Map(), cold: true, busy: true, lastUsed: 0 } as unknown as Slot;
     const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: entries.length, whole: true };
-    await download(slot, entries, sync, null, stats);
+    // What passes through staging (inotify), up to a fence written after the download.
+    const staged = new Set<string>();
+    let fenced: () => void;
+    const fence = new Promise<void>((r) => (fenced = r));
+    const watcher = watch(s.staging, (_event, name) => {
+      if (name === "fence") fenced();
+      else if (name) staged.add(String(name));
+    });
+    try {
+      await download(slot, entries, sync, null, stats);
+      writeFileSync(join(s.staging, "fence"), "");
+      await fence;
+    } finally {
+      watcher.close();
+      rmSync(join(s.staging, "fence"));
+    }
+    // One random name per top-level directory (docs, lib, src), none for deeper ones.
+    expect(staged.size).toBe(3);
+    for (const name of staged) expect(name).toMatch(/^d-[0-9a-f]{16}$/);
     expect(stats.skipped).toEqual([]);
     expect(stats.downloaded_files).toBe(files.length);
     expect(readdirSync(s.tree).sort()).toEqual(["README.md", "docs", "lib", "src"]);
