@@ -45,7 +45,7 @@ export function mkdirPlaced(abs: string, staging: string | null, mode: number): 
       renameSync(tmp, abs);
       return;
     } catch {
-      if (made) rmdirSync(tmp, { maxRetries: 0 });
+      if (made) rmdirSync(tmp); // empty: it was never moved
     }
   }
   mkdirSync(abs, { mode });

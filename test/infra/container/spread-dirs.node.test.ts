@@ -54,6 +54,13 @@ describe("mkdirPlaced", () => {
     expect(readdirSync(s.tree).sort()).toEqual(["a", "b"]);
     expect(() => mkdirPlaced(join(s.tree, "c", "d"), null, 0o755)).toThrow(expect.objectContaining({ code: "ENOENT" }));
   });
+
+  it("a rename that fails (no parent) leaves nothing in staging and throws mkdir's error", () => {
+    const s = fresh();
+    expect(() => mkdirPlaced(join(s.tree, "c", "d"), s.staging, 0o755)).toThrow(expect.objectContaining({ code: "ENOENT" }));
+    expect(readdirSync(s.staging)).toEqual([]);
+    expect(readdirSync(s.tree)).toEqual([]);
+  });
 });
 
 describe("a download into a slot", () => {
