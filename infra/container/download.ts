@@ -8,7 +8,6 @@
  * Large files (and what a batch could not bring) come alone, streamed to a private temporary
  * file and renamed into place.
  */
-import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, futimesSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, utimesSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -19,6 +18,10 @@ import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import { pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
+import { mkdirPlaced } from "./spread-dirs.js";
+
+/** Timings for benchmarks (TOOLSHED_LOG_SYNC_STATS, as runner.ts). */
+const log = (what: string) => void (process.env.TOOLSHED_LOG_SYNC_STATS && console.error(`sync-stats download ${what}`));
 
 /** Batch requests in flight during a download. */
 const FETCH_CONCURRENCY = 6;
@@ -26,25 +29,17 @@ const FETCH_CONCURRENCY = 6;
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
- * Asks the file system to spread the directories made in `dir` over its block groups, as ext4
- * does for directories at its root (the Orlov allocator's "top directory" flag, `chattr +T`).
- * Files land in their directory's group, so a cold start then creates its thousands of files in
- * groups of their own instead of where trees were just deleted: ext4 without a journal skips
- * recently freed inodes one by one on every create (measured: 10,000 files 5-16 s → 1.2-3.4 s
- * just after a tree of 10,000 was removed). Best effort: other file systems refuse the flag.
+ * Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist.
+ * Top-level ones are placed at random through `staging` (spread-dirs.ts) when it is given.
  */
-export async function spreadDirectories(dir: string): Promise<void> {
-  await new Promise<void>((resolve) => execFile("chattr", ["+T", dir], () => resolve()));
-}
-
-/** Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist. */
-export function mkdirsSync(tree: string, rel: string, owner: Owner, known: Set<string>): void {
+export function mkdirsSync(tree: string, rel: string, owner: Owner, known: Set<string>, staging: string | null = null): void {
   if (rel === "" || known.has(rel)) return;
   for (const dir of [...ancestorsOf(`${rel}/x`)].reverse()) {
     if (known.has(dir)) continue;
     const abs = join(tree, dir);
     try {
-      mkdirSync(abs, { mode: 0o755 });
+      if (staging && !dir.includes("/")) mkdirPlaced(abs, staging, 0o755);
+      else mkdirSync(abs, { mode: 0o755 });
       if (owner) lchownSync(abs, owner.uid, owner.gid);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
@@ -88,6 +83,7 @@ function create(abs: string, mode: number): { fd: number; replaced: bigint | nul
 export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<void> {
   const known = new Set<string>();
   const exec = slot.modes?.exec ?? null;
+  const staging = join(slot.dir, "incoming"); // spread (slot-cache.ts): top-level directories are made there, then moved
 
   const record = (e: SyncEntry, etag: string, size: number, hash: string, st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; mode: bigint }) => {
     slot.files.set(e.path, { etag: etag || e.etag, size, hash, fp: fingerprint(st), exec: isExec(st.mode) });
@@ -98,13 +94,24 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     stats.skipped.push({ path: e.path, reason: "path_conflict", detail: String((err as Error).message) });
   };
 
+  const phases = { requests: 0, writeMs: 0, firstFrameMs: -1 };
+  const t0 = performance.now();
   /** A file whose bytes are in hand: created in place, synchronously. */
   const write = (e: SyncEntry, etag: string, bytes: Uint8Array): void => {
+    const tw = performance.now();
+    if (phases.firstFrameMs < 0) phases.firstFrameMs = tw - t0;
+    try {
+      writeNow(e, etag, bytes);
+    } finally {
+      phases.writeMs += performance.now() - tw;
+    }
+  };
+  const writeNow = (e: SyncEntry, etag: string, bytes: Uint8Array): void => {
     const abs = join(slot.tree, e.path);
     const mode = exec?.has(e.path) ? 0o755 : 0o644;
     let fd: number, replaced: bigint | null;
     try {
-      mkdirsSync(slot.tree, parentOf(e.path), owner, known);
+      mkdirsSync(slot.tree, parentOf(e.path), owner, known, staging);
       ({ fd, replaced } = create(abs, mode));
     } catch (err) {
       return conflict(e, err);
@@ -150,7 +157,7 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     await pipeline(Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
     let replaced: bigint | null;
     try {
-      mkdirsSync(slot.tree, parentOf(e.path), owner, known);
+      mkdirsSync(slot.tree, parentOf(e.path), owner, known, staging);
       replaced = mtimeAt(abs);
       renameSync(tmp, abs);
     } catch (err) {
@@ -186,6 +193,7 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     while (pending.length) {
       const later: SyncEntry[] = [];
       await pool(FETCH_CONCURRENCY, batchesOf(pending), async (batch) => {
+        phases.requests++;
         const frames = batching ? await sync.fetchMany(batch.map((e) => e.path), batch.map((e) => e.etag)) : null;
         if (!frames) {
           batching = false;
@@ -205,4 +213,5 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
   };
   await Promise.all([batches(), pool(concurrency, alone, fetchOne)]);
   await pool(concurrency, afterBatches, fetchOne);
+  log(JSON.stringify({ files: stats.downloaded_files, bytes: stats.downloaded_bytes, batch_requests: phases.requests, alone: alone.length + afterBatches.length, first_frame_ms: Math.round(phases.firstFrameMs), write_ms: Math.round(phases.writeMs), wall_ms: Math.round(performance.now() - t0) }));
 }
