@@ -134,3 +134,25 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
   expect(runner.generations).toHaveLength(1);
 });
+
+it("a live call on a layered workspace whose record this isolate knows: no GET of meta.json on the tool's side (the runner's manifest reads it; known-workspace.ts)", async () => {
+  const stores = countingStores();
+  const runner = fakeLiveRunner();
+  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
+  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  runner.attach(app);
+  const t = await newTenant(app, UNGATED);
+  expect((await t.call("write", { file_path: "a.txt", content: "a\n" })).status).toBe(200);
+  const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
+  expect(cp.status).toBe(201); // layered now: a lower layer under the upper one
+  const bash = async () => {
+    stores.log.length = 0;
+    const r = await t.call("bash", { command: "true", keep_alive: true, timeout: 5 }, "chat-1");
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return stores.log.filter((o) => o.includes("meta.json"));
+  };
+  expect(await bash()).toEqual(["r2.get meta.json"]); // the checkpoint's write made this isolate forget the record: read once
+  expect(await bash()).toEqual([]);
+  expect(await bash()).toEqual([]);
+  await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
+});
