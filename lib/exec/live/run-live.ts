@@ -180,6 +180,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
         return { result, notes, started, shellNote: loaded?.note ?? "", shellNotes };
       }
+      if ("unavailable" in a && join) return { declined: "[this session's live sandbox never started (its runner did not come): this call ran in a fresh sandbox]\n", gone: true };
       if ("unavailable" in a) {
         throw new ToolError("UNAVAILABLE", `The live sandbox did not start within ${Math.round(a.unavailable.waited_ms / 1000)} s; nothing ran. Retry; if it keeps happening, call without keep_alive (a fresh sandbox per call) and tell the operator (the runner's logs say why).`, { session: ctx.session });
       }
