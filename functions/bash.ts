@@ -6,7 +6,7 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
-import { endLive, joinLive, liveLeftAlone, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
+import { endLive, joinLive, liveLeftAlone, liveRemembered, runLive, type LiveDeclined, type LiveShellUse } from "../lib/exec/live/run-live.js";
 import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
@@ -88,13 +88,20 @@ export default defineTool({
       const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)));
       return answer(r, notes + shellNote, shellNotes);
     }
+    // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one). Asked at once when this
+    // isolate ran a command of the session lately; else when the saved shell's hint says so.
+    let declined: LiveDeclined | null = null;
+    if (mode === "join" && !args.restart && liveRemembered(ctx)) {
+      const j = await joinLive(ctx, executor, await built, liveUse(() => shellRequest(ctx, keep, false)));
+      if (!("declined" in j)) return answer(j.result, j.notes + j.shellNote, j.shellNotes);
+      declined = j;
+    }
     // The session's shell (one storage read) beside the run request's token and git identity. Its hint says whether the session may hold a live sandbox.
     const [shell, base] = await Promise.all([shellRequest(ctx, keep, args.restart === true), built]);
     const req = { ...base, shell: shell.request };
-    let before = shell.note;
-    let hint = shell.live;
-    if (mode === "join" && hint) {
-      // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one).
+    let before = (declined?.declined ?? "") + shell.note;
+    let hint = shell.live && !declined?.gone;
+    if (mode === "join" && hint && !declined) {
       const j = await joinLive(ctx, executor, base, liveUse(async () => shell));
       if (!("declined" in j)) return answer(j.result, j.notes + j.shellNote, j.shellNotes);
       before = j.declined + before;

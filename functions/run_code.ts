@@ -4,7 +4,7 @@ import { startTask } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
-import { joinLive, liveLeftAlone, runLive, type LiveRun } from "../lib/exec/live/run-live.js";
+import { joinLive, liveLeftAlone, liveRemembered, runLive, type LiveRun } from "../lib/exec/live/run-live.js";
 import { liveHinted, setLiveHint } from "../lib/exec/shell-session.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
@@ -46,10 +46,12 @@ export default defineTool({
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
-    // Without keep_alive in a named session: the saved shell's hint (one storage read, beside the request's) says whether the session may hold a live sandbox.
+    // Without keep_alive in a named session: whether the session may hold a live sandbox. This isolate ran a command of it lately: yes (the
+    // coordinator decides); else the saved shell's hint (one storage read, beside the request's).
+    const remembered = mode === "join" && liveRemembered(ctx);
     const [req, hinted] = await Promise.all([
       runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r)),
-      mode === "join" || mode === "fresh" ? liveHinted(ctx) : false,
+      remembered || ((mode === "join" || mode === "fresh") && liveHinted(ctx)),
     ]);
     const title = `${args.language} (${args.code.split("\n").length} lines)`;
     if (args.run_in_background) {

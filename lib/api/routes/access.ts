@@ -30,7 +30,7 @@ import type { AppEnv } from "../http.js";
 import type { MetaRecord } from "../../layers/open.js";
 import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
 import { backgroundOf, requireWorkspace } from "./common.js";
-import { knownPlainRecord } from "./known-workspace.js";
+import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
@@ -95,7 +95,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
     if (refused) throw refused;
     c.set("workspace", { tenant: auth.tenant, id, record, ...(known ? { known } : {}) });
   };
-  const known = body.knownWorkspace ? knownPlainRecord(deps.knownWorkspaces, auth.tenant, id) : undefined;
+  const known = body.knownWorkspace ? (body.knownLayered ? knownAnyRecord : knownPlainRecord)(deps.knownWorkspaces, auth.tenant, id) : undefined;
   if (known) {
     return {
       ...keyed,
@@ -134,6 +134,8 @@ export interface BodyRule {
    * enough; asked once the body is read and the early reads started. When it says no, the record is read then.
    */
   knownWorkspace?: (c: Context<AppEnv>) => boolean;
+  /** With knownWorkspace: a known layered record is enough too (the handler reads no file through it: a command). */
+  knownLayered?: boolean;
 }
 
 const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -252,8 +254,9 @@ export interface RawRoute {
   before?: MiddlewareHandler<AppEnv>[];
   /** Reads started beside the guard's read of the workspace record (BodyRule.early). */
   early?: BodyRule["early"];
-  /** BodyRule.knownWorkspace. */
+  /** BodyRule.knownWorkspace, BodyRule.knownLayered. */
   knownWorkspace?: BodyRule["knownWorkspace"];
+  knownLayered?: true;
 }
 
 /** A route without zod-openapi's validators (raw files, tools, the index, sync), guarded and documented the same way. */
@@ -264,7 +267,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}), ...(spec.knownLayered ? { knownLayered: true } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

@@ -19,8 +19,8 @@
  * reports one changed meanwhile: lib/layers/seal.ts, checkpoints.ts). Index upkeep after such a
  * call opens the workspace from its record then (Workspace.upkeepDriver).
  *
- * bash (Tool.onKnownRecord "command") runs on a known plain record as it is: the API reads no file
- * for it, and the runner reads the record (the layer pointer) itself before the command. The create
+ * bash (Tool.onKnownRecord "command") runs on a known record as it is, plain or layered: the API
+ * reads no file for it, and the runner reads the record (the layer pointer) itself before the command. The create
  * route puts the record it wrote here, so a workspace's first command needs no GET of it.
  *
  * Invalidation: every put or delete of a meta.json through this isolate's storage forgets the record
@@ -45,6 +45,16 @@ export const knownWorkspaceKey = (tenant: string, ws: string) => `${tenant}/${ws
 export function knownPlainRecord(known: KnownWorkspaces | undefined, tenant: string, ws: string): MetaRecord | undefined {
   const rec = known?.peek(knownWorkspaceKey(tenant, ws));
   return rec && !rec.meta.base ? rec : undefined;
+}
+
+/**
+ * The known record of a tenant's workspace, plain or layered: for a route whose handler reads no file
+ * through the record's layer pointer (a command: its runner reads the record itself before it runs;
+ * BodyRule.knownLayered). What it takes of it, the workspace's existence and tool list, is what a
+ * plain one gives, with the same TTL.
+ */
+export function knownAnyRecord(known: KnownWorkspaces | undefined, tenant: string, ws: string): MetaRecord | undefined {
+  return known?.peek(knownWorkspaceKey(tenant, ws));
 }
 
 /** Thrown by knownFiles: the call needs the current record. */

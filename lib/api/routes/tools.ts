@@ -91,8 +91,8 @@ export function toolApp(tool: Tool, deps: AppDeps) {
       // A plain workspace's known record is enough for read when its file's GET finds it, and for a
       // change tool whose file's version the isolate holds (known-workspace.ts).
       ...(tool.opens && (tool.onKnownRecord === "read" || tool.onKnownRecord === "change") ? { knownWorkspace: (c: Context<AppEnv>) => tool.onKnownRecord === "read" || c.get("early")?.fromVersions === true } : {}),
-      // A command tool needs of the record only what a known one says: the workspace exists, and its tool list.
-      ...(tool.onKnownRecord === "command" ? { knownWorkspace: (c: Context<AppEnv>) => !wantsEventStream(c.req.header("accept")) } : {}),
+      // A command tool needs of the record only what a known one says, plain or layered: the workspace exists, and its tool list.
+      ...(tool.onKnownRecord === "command" ? { knownWorkspace: (c: Context<AppEnv>) => !wantsEventStream(c.req.header("accept")), knownLayered: true as const } : {}),
       doc: {
         operationId: `tool_${tool.name}`,
         tags: ["tools"],

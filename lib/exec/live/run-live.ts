@@ -15,7 +15,7 @@ import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
 import type { SessionShell } from "../shell-session.js";
-import { accountEnds, liveLeaseMs, type LiveService } from "./service.js";
+import { accountEnds, liveLeaseMs, sessionMemoKey, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
@@ -123,9 +123,15 @@ const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other n
  * started with other access, or when the sandbox is lost under the command (the new one the
  * coordinator made for it is ended unstarted: nobody asked for it).
  */
-export function joinLive(ctx: LiveCall, executor: Executor, req: RunRequest, shell?: LiveShellUse): Promise<LiveRun | LiveDeclined> {
-  return live(ctx, executor, req, 0, shell, true);
+export async function joinLive(ctx: LiveCall, executor: Executor, req: RunRequest, shell?: LiveShellUse): Promise<LiveRun | LiveDeclined> {
+  const r = await live(ctx, executor, req, 0, shell, true);
+  if ("declined" in r && r.gone) ctx.deps.live?.joined.forget(sessionMemoKey({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session }));
+  return r;
 }
+
+/** This isolate ran a live command of the session lately (LiveService.joined): a call without keep_alive joins at once. */
+export const liveRemembered = (ctx: ExecCall): boolean =>
+  ctx.deps.live?.joined.peek(sessionMemoKey({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session })) === true;
 
 async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell: LiveShellUse | undefined, join: boolean): Promise<LiveRun | LiveDeclined> {
   const svc = ctx.deps.live;
@@ -175,11 +181,13 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
       }
       await account(a.ends);
       if ("response" in a) {
+        svc.joined.set(sessionMemoKey(key), true);
         const result = unwrapExecResponse<RunResult>(a.response);
         // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
         return { result, notes, started, shellNote: loaded?.note ?? "", shellNotes };
       }
+      if ("unavailable" in a && join) return { declined: "[this session's live sandbox never started (its runner did not come): this call ran in a fresh sandbox]\n", gone: true };
       if ("unavailable" in a) {
         throw new ToolError("UNAVAILABLE", `The live sandbox did not start within ${Math.round(a.unavailable.waited_ms / 1000)} s; nothing ran. Retry; if it keeps happening, call without keep_alive (a fresh sandbox per call) and tell the operator (the runner's logs say why).`, { session: ctx.session });
       }
@@ -263,6 +271,7 @@ export async function endLive(ctx: ExecCall): Promise<boolean> {
   const svc = ctx.deps.live;
   if (!svc) return false;
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
+  svc.joined.forget(sessionMemoKey(key));
   const { ended, ends } = await svc.coordinator.end(key, "deleted");
   if (ends.length) await accountEnds(svc, key, ends);
   return !!ended;

@@ -5,6 +5,7 @@
  * a generation's end is accounted for: its slot released, its usage and audit written. Bundles for Workers.
  */
 import type { LimitsStore } from "../../limits/store.js";
+import { IsolateCache } from "../../shared/isolate-cache.js";
 import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
 import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
 
@@ -36,13 +37,22 @@ export interface LiveService {
   busy_wait_ms: number;
   /** Longest life of one live runner (LIVE_MAX_LIFE_MS; shorter in tests of the handover). */
   max_life_ms: number;
+  /**
+   * The sessions this isolate ran a live command of within a sandbox's maximum life (keyed as
+   * sessionMemoKey): a call of one without keep_alive asks the coordinator at once, without reading the
+   * saved shell's hint first (run-live.ts joinLive). A stale entry costs that one request, then is forgotten.
+   */
+  joined: IsolateCache<true>;
 }
+
+export const sessionMemoKey = (k: LiveKey) => JSON.stringify([k.tenant, k.workspace, k.session]);
 
 /** Default: a call waits this long for the session's previous call, then answers BUSY. */
 export const LIVE_BUSY_WAIT_MS = 10_000;
 
 export function liveService(coordinator: LiveCoordinator, opts: Partial<Omit<LiveService, "coordinator">> = {}): LiveService {
-  return { coordinator, busy_wait_ms: LIVE_BUSY_WAIT_MS, max_life_ms: LIVE_MAX_LIFE_MS, ...opts };
+  const max_life_ms = opts.max_life_ms ?? LIVE_MAX_LIFE_MS;
+  return { coordinator, busy_wait_ms: LIVE_BUSY_WAIT_MS, max_life_ms, joined: new IsolateCache<true>(max_life_ms, 10_000), ...opts };
 }
 
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */

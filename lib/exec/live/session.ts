@@ -45,17 +45,10 @@ export class LiveSession {
 
   // ---- the tool's side ----
 
-  /**
-   * Takes the session's turn, waiting up to waitMs for the call before it; tells whether a runner must
-   * be started. `join` (a call without keep_alive): only a current runner started with this call's
-   * access is taken; else `none`, with no turn held and nothing started or replaced (the loss, if one
-   * is untold, goes with it: the caller tells it).
-   */
+  /** Takes the session's turn, waiting up to waitMs for the call before it; tells whether a runner must be started. `join`: BeginAnswer `none`. */
   async begin(waitMs: number, turnMs: number, sandbox = "", join = false): Promise<BeginAnswer> {
-    if (join) {
-      const ends = this.checkStale();
-      if (!this.gen) return this.none(ends);
-    }
+    const stale = join ? this.checkStale() : [];
+    if (join && !this.gen) return this.none(stale);
     const until = this.now() + waitMs;
     while (this.turn && this.turn.expires_at > this.now()) {
       const left = until - this.now();
@@ -65,10 +58,9 @@ export class LiveSession {
     }
     this.turn = { id: randomId(16), expires_at: this.now() + turnMs };
     const ends = this.checkStale();
-    if (join && (!this.gen || this.gen.sandbox !== sandbox)) {
-      const other = !!this.gen;
+    if (join && this.gen?.sandbox !== sandbox) {
       this.release(this.turn.id);
-      return other ? { none: { other_access: true }, ends } : this.none(ends);
+      return this.gen ? { none: { other_access: true }, ends } : this.none(ends);
     }
     // A sandbox started with other access (network, secrets) than this call's is not this call's: replaced.
     if (this.gen && this.gen.sandbox !== sandbox) ends.push(this.finish(this.gen, "replaced", this.gen.status?.processes ?? []));
@@ -212,7 +204,7 @@ export class LiveSession {
 
   // ---- inside ----
 
-  /** A join with no runner: the untold loss goes to this call. */
+  /** A join with no runner to run in (nothing started or replaced, no turn held): an untold loss goes with it, the caller tells it. */
   private none(ends: LiveEnd[]): BeginAnswer {
     const loss = this.loss;
     this.loss = null;

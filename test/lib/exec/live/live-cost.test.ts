@@ -93,19 +93,22 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   await t.req(`/v1/workspaces/${t.ws}/sessions/chat-2/sandbox`, { method: "DELETE" });
 });
 
-it("calls without keep_alive: a session without a live sandbox asks the coordinator nothing (bash: its shell's GET as before; run_code: that GET for the hint); one holding one: that GET and one coordinator request", async () => {
+it("calls without keep_alive: a session without a live sandbox asks the coordinator nothing (bash: its shell's GET as before; run_code: that GET for the hint); one holding one: one coordinator request, after that GET unless this isolate ran a command of the session lately", async () => {
   const stores = countingStores();
   const runner = fakeLiveRunner();
   const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
-  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  const deps = { storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 };
+  const app = testApp(deps);
+  const other = testApp(deps); // another isolate: the same storage and coordinator, a memo of its own
   runner.attach(app);
   const t = await newTenant(app, UNGATED);
-  const call = async (tool: string, args: Record<string, unknown>, session = "chat-1") => {
+  const call = async (tool: string, args: Record<string, unknown>, via = app) => {
     live.log.length = 0;
     stores.log.length = 0;
-    const r = await t.call(tool, { ...args, timeout: 5 }, session);
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return { coordinator: [...live.log], shells: stores.log.filter((o) => o.endsWith(" internal:shells")), output: r.body.output as string };
+    const res = await via.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ ...args, timeout: 5 }) });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    return { coordinator: [...live.log], shells: stores.log.filter((o) => o.endsWith(" internal:shells")), output: body.output as string };
   };
   const py = { language: "python", code: "print(1)" };
 
@@ -114,23 +117,51 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   expect(await call("run_code", py)).toEqual({ coordinator: [], shells: ["r2.get internal:shells"], output: "fresh cmd=python3 -\n" });
   expect((await call("bash", { command: "true", keep_alive: false })).coordinator).toEqual([]);
 
-  // A live sandbox (its start saves the hint with the shell): later calls without keep_alive read it and take one coordinator request.
+  // A live sandbox (its start saves the hint with the shell). Through the isolate that ran it: one coordinator request, as a keep_alive call's.
   expect((await call("bash", { command: "true", keep_alive: true })).coordinator).toEqual(["call", "run", "release"]);
   const g = runner.generations[0]!.generation;
-  expect(await call("bash", { command: "true" })).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=2 cmd=true\n` });
-  expect(await call("run_code", py)).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=3 cmd=python3 -\n` });
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=2 cmd=true\n` });
+  expect(await call("run_code", py)).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=3 cmd=python3 -\n` });
+  // Through another isolate: the saved shell's hint read first, then that request.
+  expect(await call("bash", { command: "true" }, other)).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=4 cmd=true\n` });
+  expect(await call("run_code", py, other)).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=5 cmd=python3 -\n` }); // that isolate ran one now
   // keep_alive: false: the coordinator's status, beside the fresh run (the note); the hint stays.
   const fresh = await call("bash", { command: "true", keep_alive: false });
   expect(fresh.coordinator).toEqual(["status"]);
   expect(fresh.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]); // the state it ended in, hint kept: as every fresh command of a session with a saved shell
   expect(fresh.output).toContain("the session's live sandbox was left alone");
 
-  // Ended: the first call after it is told and clears the hint (one PUT); the next asks the coordinator nothing.
+  // Ended: the first call after it is told (this isolate's memo: asked at once), runs fresh and clears the hint (its shell's GET for the
+  // fresh run, one PUT); the next calls, through either isolate, ask the coordinator nothing.
   expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" })).status).toBe(200);
   const told = await call("bash", { command: "true" });
   expect(told.coordinator).toEqual(["call"]);
   expect(told.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
   expect(told.output).toContain("[live sandbox lost: it was ended");
   expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
+  expect((await call("bash", { command: "true" }, other)).coordinator).toEqual(["call"]); // its memo, stale: one request, told nothing (the loss was told), forgotten
+  expect((await call("bash", { command: "true" }, other)).coordinator).toEqual([]);
   expect(runner.generations).toHaveLength(1);
+});
+
+it("a live call on a layered workspace whose record this isolate knows: no GET of meta.json on the tool's side (the runner's manifest reads it; known-workspace.ts)", async () => {
+  const stores = countingStores();
+  const runner = fakeLiveRunner();
+  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
+  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  runner.attach(app);
+  const t = await newTenant(app, UNGATED);
+  expect((await t.call("write", { file_path: "a.txt", content: "a\n" })).status).toBe(200);
+  const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
+  expect(cp.status).toBe(201); // layered now: a lower layer under the upper one
+  const bash = async () => {
+    stores.log.length = 0;
+    const r = await t.call("bash", { command: "true", keep_alive: true, timeout: 5 }, "chat-1");
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return stores.log.filter((o) => o.includes("meta.json"));
+  };
+  expect(await bash()).toEqual(["r2.get meta.json"]); // the checkpoint's write made this isolate forget the record: read once
+  expect(await bash()).toEqual([]);
+  expect(await bash()).toEqual([]);
+  await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
 });
