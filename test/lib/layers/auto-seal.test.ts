@@ -62,9 +62,9 @@ async function runner(t: Tenant, storage: StorageDriver = raw, autoSeal = true, 
 const fp = (t: Tenant) => `t/${t.tenant}/w/${t.ws}/f/`;
 const body = (i: number) => `file ${i}\n`.repeat(1 + (i % 7));
 
-/** n files written as raw uploads write them: one object each, a plain workspace. */
+/** n files written as raw uploads write them: one object each, a plain workspace (500 puts in flight: local R2 takes them ~2x faster than 32 at a time). */
 async function rawFiles(t: Tenant, n: number): Promise<void> {
-  for (let i = 0; i < n; i += 32) await Promise.all(Array.from({ length: Math.min(32, n - i) }, (_, j) => raw.put(`${fp(t)}src/f${String(i + j).padStart(4, "0")}.txt`, body(i + j))));
+  for (let i = 0; i < n; i += 500) await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, j) => raw.put(`${fp(t)}src/f${String(i + j).padStart(4, "0")}.txt`, body(i + j))));
 }
 
 async function count(prefix: string): Promise<number> {

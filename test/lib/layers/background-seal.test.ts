@@ -47,9 +47,9 @@ async function runner(t: Tenant, storage: StorageDriver) {
 const fp = (t: Tenant) => `t/${t.tenant}/w/${t.ws}/f/`;
 const body = (i: number) => `file ${i}\n`.repeat(1 + (i % 5));
 
-/** n files as raw uploads leave them: one object each, a plain workspace (written straight to R2, quicker than n PUTs). */
+/** n files as raw uploads leave them: one object each, a plain workspace (written straight to R2, quicker than n PUTs; 500 in flight, ~2x 32 at a time). */
 async function rawFiles(t: Tenant, n: number): Promise<void> {
-  for (let i = 0; i < n; i += 32) await Promise.all(Array.from({ length: Math.min(32, n - i) }, (_, j) => raw.put(`${fp(t)}src/f${String(i + j).padStart(4, "0")}.txt`, body(i + j))));
+  for (let i = 0; i < n; i += 500) await Promise.all(Array.from({ length: Math.min(500, n - i) }, (_, j) => raw.put(`${fp(t)}src/f${String(i + j).padStart(4, "0")}.txt`, body(i + j))));
 }
 
 const put = (t: Tenant, path: string, text: string, ctx?: ExecutionContext) =>
