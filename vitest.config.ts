@@ -1,6 +1,26 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { availableParallelism } from "node:os";
+import { statfsSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { defineConfig } from "vitest/config";
+
+// The workers tests' local R2, KV and Durable Objects live in miniflare's temporary directory
+// (os.tmpdir() when the pool starts one). Where /dev/shm is RAM with room to spare and the caller
+// set no TMPDIR of their own, it goes there: the local R2's writes ran about 1.6x faster than on
+// this machine's disk (copy.test.ts: its tests 30-32 s on disk, 17-21 s there; docs/testing.md).
+// The Node tests keep the disk's temporary directory (env below): their sandboxes' trees and
+// multi-GB files stay off RAM.
+const diskTmp = tmpdir();
+const TMPFS_MAGIC = 0x01021994;
+function ramTmp(): string | null {
+  try {
+    const s = statfsSync("/dev/shm");
+    return s.type === TMPFS_MAGIC && s.bavail * s.bsize >= 4 * 2 ** 30 ? "/dev/shm" : null;
+  } catch {
+    return null;
+  }
+}
+const ram = process.env.TMPDIR ? null : ramTmp();
+if (ram) process.env.TMPDIR = ram;
 
 // Two projects: `*.test.ts` runs inside workerd with real (local) R2 and KV;
 // `*.node.test.ts` runs in Node (S3 driver against a real S3 server, Lambda entry, bash sandbox).
@@ -32,6 +52,7 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["test/**/*.node.test.ts"],
+          env: { TMPDIR: diskTmp },
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },
