@@ -33,12 +33,19 @@ function countingCoordinator(base: LiveCoordinator) {
   return { coordinator, log };
 }
 
-it("a live call: one coordinator request and nothing on the saved shell when the sandbox answered before and its shell did not move; the state is read only for a sandbox's first command", async () => {
+/** An app over counted storage and a counted coordinator, with the fake live runner attached (`deps`: for another isolate of it). */
+function liveApp() {
   const stores = countingStores();
   const runner = fakeLiveRunner();
   const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
-  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
+  const deps = { storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 };
+  const app = testApp(deps);
   runner.attach(app);
+  return { stores, runner, live, app, deps };
+}
+
+it("a live call: one coordinator request and nothing on the saved shell when the sandbox answered before and its shell did not move; the state is read only for a sandbox's first command", async () => {
+  const { stores, runner, live, app } = liveApp();
   const t = await newTenant(app, UNGATED);
   const call = async (tool: string, args: Record<string, unknown>) => {
     live.log.length = 0;
@@ -94,13 +101,8 @@ it("a live call: one coordinator request and nothing on the saved shell when the
 });
 
 it("calls without keep_alive: a session without a live sandbox asks the coordinator nothing (bash: its shell's GET as before; run_code: that GET for the hint); one holding one: one coordinator request, after that GET unless this isolate ran a command of the session lately", async () => {
-  const stores = countingStores();
-  const runner = fakeLiveRunner();
-  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
-  const deps = { storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 };
-  const app = testApp(deps);
+  const { stores, runner, live, app, deps } = liveApp();
   const other = testApp(deps); // another isolate: the same storage and coordinator, a memo of its own
-  runner.attach(app);
   const t = await newTenant(app, UNGATED);
   const call = async (tool: string, args: Record<string, unknown>, via = app) => {
     live.log.length = 0;
@@ -145,11 +147,7 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
 });
 
 it("a live call on a layered workspace whose record this isolate knows: no GET of meta.json on the tool's side (the runner's manifest reads it; known-workspace.ts)", async () => {
-  const stores = countingStores();
-  const runner = fakeLiveRunner();
-  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
-  const app = testApp({ storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 });
-  runner.attach(app);
+  const { stores, runner, live, app } = liveApp();
   const t = await newTenant(app, UNGATED);
   expect((await t.call("write", { file_path: "a.txt", content: "a\n" })).status).toBe(200);
   const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
