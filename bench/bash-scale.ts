@@ -126,6 +126,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
   try {
     const { key } = await setupTenant(w, "scalebench", "scratch");
+    // One PUT per file (--raw) outruns the default calls_per_minute: raised, as time-to-interactive.ts does.
+    await fetch(`${w.url}/v1/admin/tenants/scalebench/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ calls_per_minute: 100_000 }) });
     const rows = await benchBashScale(runner, w.url, key, {
       sizes: arg("sizes", "10000").split(",").map(Number),
       coldRuns: Number(arg("cold", "3")),
