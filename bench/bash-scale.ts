@@ -117,7 +117,8 @@ export async function benchBashScale(runner: LocalRunner, url: string, key: stri
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { freePort, setupTenant, startWorker } = await import("../test/support/wrangler-dev.ts");
+  const { freePort, startWorker } = await import("../test/support/wrangler-dev.ts");
+  const { benchTenant } = await import("./toolshed.ts");
   const arg = (name: string, def: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
   LocalRunner.build();
   const runner = new LocalRunner(await freePort());
@@ -125,9 +126,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const port = await freePort();
   const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
   try {
-    const { key } = await setupTenant(w, "scalebench", "scratch");
-    // One PUT per file (--raw) outruns the default calls_per_minute: raised, as time-to-interactive.ts does.
-    await fetch(`${w.url}/v1/admin/tenants/scalebench/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ calls_per_minute: 100_000 }) });
+    const { key } = await benchTenant(w, "scalebench", "scratch");
     const rows = await benchBashScale(runner, w.url, key, {
       sizes: arg("sizes", "10000").split(",").map(Number),
       coldRuns: Number(arg("cold", "3")),

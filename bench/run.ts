@@ -10,7 +10,7 @@ import { execSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { cpus, platform, release, totalmem } from "node:os";
-import { freePort, setupTenant, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
+import { freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
 import { FloorClient } from "./baselines/floor.ts";
 import { McpFilesystem } from "./baselines/mcp.ts";
 import { ensureRipgrep } from "./baselines/rg.ts";
@@ -20,7 +20,7 @@ import { buildCorpora, rareLiteral, resetScratch, type Corpus } from "./corpus.t
 import { buildOps, COMMON, editSeed, GLOB, NO_LITERAL, SCRATCH, type Op, type System } from "./ops.ts";
 import { measureTogether, type Cell, type MeasureOptions } from "./stats.ts";
 import { ratio, renderTable, renderTargets, type Row, type Target } from "./table.ts";
-import { ToolshedClient } from "./toolshed.ts";
+import { benchTenant, ToolshedClient } from "./toolshed.ts";
 import { gitWritebackRows, lifecycleRows, type RowSource } from "./lifecycle.ts";
 import { uploadRows } from "./uploads.ts";
 import { benchBashScale } from "./bash-scale.ts";
@@ -180,7 +180,7 @@ async function main() {
   if (runner && !skip.has("bash-scale") && sizes.at(-1)! >= 1000) {
     log("bash-scale rows (packed workspace)");
     try {
-      const { key } = await setupTenant(worker, `${TENANT}-bash-scale`, "scratch");
+      const { key } = await benchTenant(worker, `${TENANT}-bash-scale`, "scratch");
       const scale = await benchBashScale(runner, worker.url, key, { sizes: [sizes.at(-1)!], coldRuns: 2, warmRuns: 20, git: false, log });
       for (const b of scale) rows.push({ op: b.op, size: b.size, cells: { toolshed: b.cell }, ...(b.note ? { note: b.note } : {}) });
     } catch (e) {
@@ -193,7 +193,7 @@ async function main() {
     if (skip.has(name)) continue;
     log(`${name} rows`);
     try {
-      const { key } = await setupTenant(worker, `${TENANT}-${name}`, "scratch");
+      const { key } = await benchTenant(worker, `${TENANT}-${name}`, "scratch");
       // Without the per-op rows the tool list was never read: a runner means bash (a row that needs it fails saying so).
       rows.push(...(await source({ url: worker.url, key, corpora, bash: !!runner && (skip.has("ops") || tools.includes("bash")), log, arg, adminToken: worker.adminToken })));
     } catch (e) {
