@@ -110,26 +110,12 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
 /**
  * A new file may not be a directory, nor lie below a file, nor be (or lie below) a symlink (docs/symlinks.md).
  * Reads only: a caller that checks it itself (beside its other reads) puts with `placeChecked`.
- *
- * Its reads, side by side: the links, a LIST (is the path a directory?) and a LIST of the parent
- * (is it a directory?). A parent that is a directory answers "no ancestor is a file" at once: a tree
- * holds no file with entries below it, since every write checks its place (a file and a directory
- * created at one name by two racing writes are the race every check-then-write has, HEAD or LIST
- * alike). A parent that is no directory yet (the first files of a new directory) is HEADed beside a
- * LIST of the grandparent (a directory: nothing above is a file); only a grandparent that is none
- * either costs a HEAD of each ancestor above. So a file costs 2 LISTs however deep it lies (a HEAD
- * per ancestor before), the first files of a new directory a HEAD and a LIST more.
  */
 export async function checkPlace(ws: Workspace, path: string): Promise<void> {
-  const ancestors = ancestorsOf(path); // nearest first
-  const isDir = (dir: string | undefined) => (dir === undefined ? Promise.resolve(true) : ws.isDirectory(dir));
-  const [dir, parentIsDir, links] = await Promise.all([ws.isDirectory(path), isDir(ancestors[0]), readLinks(ws)]);
-  const link = [path, ...ancestors].find((p) => links.has(p));
+  const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
+  const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
   if (link !== undefined) throw new LinkOnPath(path, link, links);
   if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
-  if (parentIsDir) return;
-  const [parentFile, grandparentIsDir] = await Promise.all([ws.head(ancestors[0]!), isDir(ancestors[1])]);
-  const above = parentFile || grandparentIsDir ? [] : await Promise.all(ancestors.slice(1).map((p) => ws.head(p)));
-  const file = [parentFile, ...above].find((p) => p !== null);
+  const file = parents.find((p) => p !== null);
   if (file) throw new ToolError("NOT_A_DIRECTORY", `Cannot create ${path}: ${file.path} is a file, not a directory.`, { path, file: file.path });
 }

@@ -8,8 +8,8 @@
  * A PUT that creates a file tells the background sealer (lib/layers/background-seal.ts): many raw
  * uploads are folded into packs after the answers, not on the first run's path.
  * A PUT's cost (test/lib/api/routes/put-cost.test.ts): the workspace record, then the version there,
- * the place (two LISTs and the links: checkPlace) and a small body side by side, then the PUT; the
- * search index's upkeep after the answer where the runtime has waitUntil, from the bytes in hand.
+ * the place and a small body side by side, then the PUT; the search index's upkeep after the answer
+ * where the runtime has waitUntil, from the bytes in hand.
  */
 import type { Context } from "hono";
 import { z } from "@hono/zod-openapi";

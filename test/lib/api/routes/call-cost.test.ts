@@ -166,9 +166,9 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
     const { onPath } = await call("write", { file_path: "src/new.ts", content: "export const n = 1;\n" });
     expect(onPath).toEqual([
       sorted(["r2.get meta.json", "r2.get file", "kv.get record"]),
-      // The place of a new file (Workspace.checkPlace): not a directory (LIST), its parent src a directory
-      // (LIST: then no file above it), not a symlink nor below one (the links table, docs/symlinks.md), side by side.
-      sorted(["r2.list file", "r2.list file", "r2.get internal:modes.json"]),
+      // The place of a new file (Workspace.checkPlace): not a directory (LIST), no file above it (HEAD src),
+      // not a symlink nor below one (the links table, docs/symlinks.md), side by side.
+      sorted(["r2.list file", "r2.head file", "r2.get internal:modes.json"]),
       // The undo record (a create: no before-image) beside the PUT.
       sorted(["r2.put file", "r2.put internal:undo"]),
       // A create in a plain workspace re-reads the layer pointer (lib/layers/plain-driver.ts): a packed
