@@ -5,10 +5,9 @@
  * sticky routing by session. Bundles for Workers.
  */
 import { callOnce } from "./call.js";
+import { liveSessionId as keyOf } from "./service.js";
 import { LiveSession } from "./session.js";
 import type { LiveCoordinator, LiveKey, LiveTimings } from "./types.js";
-
-const keyOf = (k: LiveKey) => JSON.stringify([k.tenant, k.workspace, k.session]);
 
 export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = Date.now): LiveCoordinator {
   const sessions = new Map<string, LiveSession>();

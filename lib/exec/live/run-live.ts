@@ -15,7 +15,7 @@ import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
 import type { SessionShell } from "../shell-session.js";
-import { accountEnds, liveLeaseMs, sessionMemoKey, type LiveService } from "./service.js";
+import { accountEnds, liveLeaseMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
@@ -125,13 +125,13 @@ const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other n
  */
 export async function joinLive(ctx: LiveCall, executor: Executor, req: RunRequest, shell?: LiveShellUse): Promise<LiveRun | LiveDeclined> {
   const r = await live(ctx, executor, req, 0, shell, true);
-  if ("declined" in r && r.gone) ctx.deps.live?.joined.forget(sessionMemoKey({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session }));
+  if ("declined" in r && r.gone) ctx.deps.live?.joined.forget(liveSessionId({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session }));
   return r;
 }
 
 /** This isolate ran a live command of the session lately (LiveService.joined): a call without keep_alive joins at once. */
 export const liveRemembered = (ctx: ExecCall): boolean =>
-  ctx.deps.live?.joined.peek(sessionMemoKey({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session })) === true;
+  ctx.deps.live?.joined.peek(liveSessionId({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session })) === true;
 
 async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell: LiveShellUse | undefined, join: boolean): Promise<LiveRun | LiveDeclined> {
   const svc = ctx.deps.live;
@@ -181,7 +181,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
       }
       await account(a.ends);
       if ("response" in a) {
-        svc.joined.set(sessionMemoKey(key), true);
+        svc.joined.set(liveSessionId(key), true);
         const result = unwrapExecResponse<RunResult>(a.response);
         // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
@@ -271,7 +271,7 @@ export async function endLive(ctx: ExecCall): Promise<boolean> {
   const svc = ctx.deps.live;
   if (!svc) return false;
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
-  svc.joined.forget(sessionMemoKey(key));
+  svc.joined.forget(liveSessionId(key));
   const { ended, ends } = await svc.coordinator.end(key, "deleted");
   if (ends.length) await accountEnds(svc, key, ends);
   return !!ended;

@@ -39,13 +39,14 @@ export interface LiveService {
   max_life_ms: number;
   /**
    * The sessions this isolate ran a live command of within a sandbox's maximum life (keyed as
-   * sessionMemoKey): a call of one without keep_alive asks the coordinator at once, without reading the
+   * liveSessionId): a call of one without keep_alive asks the coordinator at once, without reading the
    * saved shell's hint first (run-live.ts joinLive). A stale entry costs that one request, then is forgotten.
    */
   joined: IsolateCache<true>;
 }
 
-export const sessionMemoKey = (k: LiveKey) => JSON.stringify([k.tenant, k.workspace, k.session]);
+/** One string per tenant × workspace × session: the memory coordinator's map key and the isolate's memo key. */
+export const liveSessionId = (k: LiveKey) => JSON.stringify([k.tenant, k.workspace, k.session]);
 
 /** Default: a call waits this long for the session's previous call, then answers BUSY. */
 export const LIVE_BUSY_WAIT_MS = 10_000;
