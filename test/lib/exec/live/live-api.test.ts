@@ -17,12 +17,22 @@ import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
 import { FAST } from "./coordinator-conformance.js";
+import type { LiveTimings } from "../../../../lib/exec/live/types.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
 
-function setup(opts: Parameters<typeof fakeLiveRunner>[0] = {}, extra: Partial<AppDeps> = {}) {
+/**
+ * The coordinator's clocks. FAST takes a runner for lost 400 ms after its last poll: on a loaded
+ * machine an idle fake runner's next poll came later than that once, and B's own sandbox answered
+ * 404 in "two tenants". So the tests default to a tolerant stale bound, and only those whose subject
+ * is a lost or absent runner (LOSS) take FAST's.
+ */
+const TOLERANT: LiveTimings = { ...FAST, stale_ms: 5_000, start_wait_ms: 5_000 };
+const LOSS = { timings: FAST };
+
+function setup(opts: Parameters<typeof fakeLiveRunner>[0] & { timings?: LiveTimings } = {}, extra: Partial<AppDeps> = {}) {
   const runner = fakeLiveRunner(opts);
-  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST), liveBusyWaitMs: 100, ...extra };
+  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, opts.timings ?? TOLERANT), liveBusyWaitMs: 100, ...extra };
   const app = testApp(deps);
   runner.attach(app);
   return { runner, app, deps };
@@ -114,7 +124,7 @@ describe("keep_alive through the API (fake live runner)", () => {
   });
 
   it("a runner that goes silent under a command is taken for lost once the command's timeout has passed: the call restarts it", async () => {
-    const { app, runner } = setup();
+    const { app, runner } = setup(LOSS);
     const t = await newTenant(app, UNGATED);
     okOutput(await bash(t, "start"));
     const out = okOutput(await bash(t, "__die", "chat-1", { timeout: 1 }));
@@ -200,7 +210,7 @@ describe("keep_alive through the API (fake live runner)", () => {
   });
 
   it("a live runner that cannot start, or never comes: UNAVAILABLE in bounded time, with what to do", async () => {
-    for (const opts of [{ failStart: true }, { neverPoll: true }]) {
+    for (const opts of [{ failStart: true, ...LOSS }, { neverPoll: true, ...LOSS }]) {
       const { app } = setup(opts);
       const t = await newTenant(app, UNGATED);
       const r = await bash(t, "x");
