@@ -101,3 +101,24 @@ export function roundTrips(stores: { log: string[]; steps: number[] }, from: num
   for (let i = from; i < to; i++) byStep.set(stores.steps[i]!, [...(byStep.get(stores.steps[i]!) ?? []), stores.log[i]!]);
   return [...byStep.keys()].sort((a, b) => a - b).map((k) => sorted(byStep.get(k)!));
 }
+
+/**
+ * What a list of logged operations is billed, by class, and in dollars per million such calls:
+ * R2's class A (PUT, LIST) $4.50 and class B (GET, HEAD) $0.36 per million, DELETE free (S3 prices
+ * them in about the same ratio); KV's reads $0.50, its writes, deletes and lists $5 per million.
+ * Counting operations alone hides a trade of cheap HEADs for dear LISTs (a raw PUT's place check was
+ * once cut from 9.1 to 7.7 operations per file while its price went up 1.8x): a cost test pins this too.
+ */
+export function billed(ops: string[]): { classA: number; classB: number; kvRead: number; kvWrite: number; perMillion: number } {
+  const n = { classA: 0, classB: 0, kvRead: 0, kvWrite: 0 };
+  for (const o of ops) {
+    const verb = o.split(" ")[0]!;
+    if (verb === "r2.put" || verb === "r2.list") n.classA++;
+    else if (verb === "r2.get" || verb === "r2.head") n.classB++;
+    else if (verb === "kv.get") n.kvRead++;
+    else if (verb === "kv.put" || verb === "kv.delete" || verb === "kv.list") n.kvWrite++;
+    else if (verb !== "r2.delete") throw new Error(`billed: no price known for ${o}`);
+  }
+  const perMillion = Math.round((n.classA * 4.5 + n.classB * 0.36 + n.kvRead * 0.5 + n.kvWrite * 5) * 100) / 100;
+  return { ...n, perMillion };
+}

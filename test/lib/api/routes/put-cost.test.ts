@@ -12,7 +12,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { countingStores, roundTrips, sorted } from "../../../support/counting-stores.js";
+import { billed, countingStores, roundTrips, sorted } from "../../../support/counting-stores.js";
 import { countingLimits } from "../../../support/counting-limits.js";
 import { admin, executionContext, newTenant, testApp, UNGATED } from "../../../helpers.js";
 import { searchIndexer } from "../../../../lib/search/indexer.js";
@@ -67,6 +67,9 @@ describe("PUT /files: storage operations and LIMITS calls per file", () => {
     // meta.json: the layer pointer (the guard); then the path's HEAD, its 3 ancestors' HEADs, the directory LIST
     // (is the path a directory?) and the links (modes.json), at once; then the one PUT, with the bytes in hand.
     expect(made.onPath).toEqual([["r2.get meta.json"], sorted(["r2.get internal:modes.json", ...heads(4), "r2.list file"]), ["r2.put file"]]);
+    // Its price on the path (class A: the LIST and the PUT; class B: the GETs and HEADs): a change that cuts
+    // operations by trading HEADs for LISTs makes it dearer, and must change this line knowingly.
+    expect(billed(made.onPath.flat())).toEqual({ classA: 2, classB: 6, kvRead: 0, kvWrite: 0, perMillion: 11.16 });
     expect(made.limitsOnPath).toEqual([]);
     // After the answer: the call's audit entry and the index's segment; no file is read back.
     expect(made.after.filter((o) => o === "r2.put internal:audit")).toEqual(["r2.put internal:audit"]);
