@@ -9,7 +9,7 @@
  * machine's load than wall time. The slot's root is os.tmpdir() (TMPDIR); every run's tree is
  * kept until the process ends (no deletes between runs).
  *
- *   node bench/cold-download.mjs [--files=10000] [--runs=3] [--floor]
+ *   node bench/run-bundled.mjs bench/cold-download.ts [--files=10000] [--runs=3] [--floor]
  */
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";

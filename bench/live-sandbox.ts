@@ -2,7 +2,7 @@
  * Live sandboxes (issue #29), runner side only (the latency through the API: `npm run bench`'s live rows, bench/live.ts): the in-process time of a no-change command on a
  * workspace of `files` files, in a live sandbox vs a fresh run, and the memory of idle live
  * sandboxes. The real handler and bwrap; the workspace in memory (no HTTP); the live channel
- * in process; then one idle live sandbox on the process sandbox (Lambda's), when run as root. Usage: node bench/live-sandbox.mjs [files=10000] [runs=15] [idle sandboxes=4]
+ * in process; then one idle live sandbox on the process sandbox (Lambda's), when run as root. Usage: node bench/run-bundled.mjs bench/live-sandbox.ts [files=10000] [runs=15] [idle sandboxes=4]
  */
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { processTree } from "../infra/container/live-status.js";

@@ -7,7 +7,7 @@
  *   bash live after 1 edit      one file rewritten through PUT .../files (untimed) before each call: the call syncs it in
  *
  * The notes give p95. The runner's own phases (sync in, command, sync out) and memory per idle
- * sandbox: `node bench/live-sandbox.mjs` (docs/live-sessions.md). Skip with --skip=live.
+ * sandbox: `node bench/run-bundled.mjs bench/live-sandbox.ts` (docs/live-sessions.md). Skip with --skip=live.
  */
 import type { RowContext, RowSource } from "./lifecycle.ts";
 import { measureTogether, measure, type Cell, type MeasureOptions } from "./stats.ts";

@@ -1,5 +1,5 @@
 /**
- * What a large bash write-back costs the API. Usage: node bench/writeback.mjs [files=5000] [timeout s=600] [files|git]
+ * What a large bash write-back costs the API. Usage: node bench/run-bundled.mjs bench/writeback.ts [files=5000] [timeout s=600] [files|git]
  *
  * The API's sync endpoint (handleSync with the search indexer, as lib/runtime/workers.ts wires it, over
  * the memory driver) runs in a child process that reports its own CPU time; the runner (the
