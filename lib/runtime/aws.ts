@@ -32,6 +32,14 @@ export interface AwsEnv extends CommonEnv {
   TOOLSHED_TABLE?: string;
   /** Another DynamoDB endpoint (a local server such as dynalite). */
   DYNAMODB_ENDPOINT?: string;
+  /**
+   * `memory`: live sessions (keep_alive) with the coordinator in this process's memory, for a
+   * deployment where one process serves every request of the API at once (the entry on one host).
+   * Unset (Lambda): keep_alive is refused at once (UNAVAILABLE) and calls run fresh. Lambda runs one
+   * request per execution environment, so a live runner's held poll and its session's next call
+   * never reach the same memory: the runner would start, be billed, and never be reached.
+   */
+  TOOLSHED_LIVE_COORDINATOR?: string;
   /** Set by Lambda: the function's memory in MB (the caches' budget is a quarter of it: lib/shared/isolate-memory.ts). */
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE?: string;
 }
@@ -92,8 +100,8 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
   const memory = new IsolateMemory(cacheBytesFor(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE === undefined ? undefined : Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)));
   // Answers stream (infra/lambda.ts, lib/runtime/lambda-stream.ts): an MCP client's ask_user question
   // (elicitation on the call's SSE stream) reaches it while the call waits for the answer, as on Workers.
-  // Live sessions: the coordinator in this instance's memory: exact only while one instance serves the API
-  // (a session's calls and its runner's polls must reach the same process; docs/live-sessions.md).
-  const liveCoordinator = memoryLiveCoordinator(LIVE_TIMINGS);
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, liveCoordinator, ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
+  // Live sessions only where one process serves every request (TOOLSHED_LIVE_COORDINATOR above; docs/live-sessions.md).
+  if (env.TOOLSHED_LIVE_COORDINATOR !== undefined && env.TOOLSHED_LIVE_COORDINATOR !== "memory") throw new Error(`TOOLSHED_LIVE_COORDINATOR is "${env.TOOLSHED_LIVE_COORDINATOR}": set it to "memory" (one process serves every request) or leave it unset (no live sessions)`);
+  const live = env.TOOLSHED_LIVE_COORDINATOR === "memory" ? { liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) } : {};
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...live, ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
 }
