@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
-import { saveShell, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
+import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
@@ -62,7 +62,7 @@ export default defineTool({
       return { title: "restart", output: `Shell restarted: the next command starts in the workspace root, with no kept variables or functions.${ended ? " The session's live sandbox was ended (its processes are gone; files are safe)." : ""}`, data: {} };
     }
     const command = args.command;
-    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined, ctx.backgroundUnlessLive);
     if (args.restart) await endLive(ctx); // a restarted shell is a new one: the session's live sandbox goes with the old
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
@@ -104,15 +104,18 @@ export default defineTool({
         return { task_id };
       },
       // The hint is saved with the shell: kept while the session holds its sandbox, cleared (saved even when the state is the same) once it is known gone.
-      saveHint: async (r, shell, gone) =>
-        "task_id" in r || stoppedError(r, seconds) ? "" : saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: shell.live && !gone, before: shell.live } }),
+      // A background start saves no shell: a task's, after a join declined, clears the hint alone.
+      saveHint: async (r, shell, gone) => {
+        if ("task_id" in r) return gone && shell.live ? setLiveHint(ctx, false).then(() => "") : "";
+        return stoppedError(r, seconds) ? "" : saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: shell.live && !gone, before: shell.live } });
+      },
     });
     if ("live" in j) return answer(j.live.result, j.live.notes + j.live.shellNote, j.live.shellNotes);
     if ("task_id" in j.fresh) {
       const { task_id } = j.fresh;
       return {
         title,
-        output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
+        output: `${j.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
         data: { task_id, status: "running" },
       };
     }

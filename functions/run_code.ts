@@ -44,13 +44,13 @@ export default defineTool({
     ...keepAliveFields,
   }),
   async execute(args, ctx) {
-    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined, ctx.backgroundUnlessLive);
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
     const req = runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r));
     const title = `${args.language} (${args.code.split("\n").length} lines)`;
-    const run = async (): Promise<{ result: RunResult; notes: string } | { task_id: string }> => {
+    const run = async (): Promise<{ result: RunResult; notes: string } | { task_id: string; notes: string }> => {
       if (mode === "start") {
         // keep_alive: in the session's live sandbox (docs/live-sessions.md).
         const started = await runLive(ctx, executor, await req, liveIdleMs(args, ctx.session));
@@ -72,12 +72,12 @@ export default defineTool({
         },
       });
       if ("live" in j) return j.live;
-      return "task_id" in j.fresh ? { task_id: j.fresh.task_id } : { result: j.fresh, notes: j.notes };
+      return "task_id" in j.fresh ? { task_id: j.fresh.task_id, notes: j.notes } : { result: j.fresh, notes: j.notes };
     };
     const ran = await run();
     if ("task_id" in ran) {
       const { task_id } = ran;
-      return { title, output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
+      return { title, output: `${ran.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
     }
     const { result: r, notes } = ran;
     const stopped = stoppedError(r, seconds);
