@@ -1,6 +1,6 @@
 /**
  * MCP tasks in a session that holds a live sandbox (docs/live-sessions.md, "MCP tasks"), with the
- * official 1.x client over the real app, the real sandbox (local executor, bubblewrap) and the
+ * official 1.x client (2025-11-25; and the 2.x client on 2026-07-28) over the real app, the real sandbox (local executor, bubblewrap) and the
  * in-memory live coordinator: a task-mode bash or run_code call without keep_alive runs in the
  * session's live sandbox, as the same call without a task would (its result delivered through the
  * task); keep_alive: false, a session without one, and a session whose sandbox ended run fresh, in
@@ -12,9 +12,10 @@ import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextproto
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../lib/exec/live/service.js";
+import { connect as connect2026, ended, pollUntil, startTask as startTask2026, text as text2026 } from "./mcp-2026-client.js";
 import { sandboxApp, type Tenant } from "./sandbox-app.js";
 
-const { app, call, tenant, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
+const { app, call, tenant, usage, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
 
 /** The official client on workspace main, its requests in `session` (X-Session-Id). */
 async function connect(t: Tenant, session: string): Promise<Client> {
@@ -48,6 +49,9 @@ it("a task-mode bash or run_code call without keep_alive runs in the session's l
   expect(bash).toEqual({ created: "completed", result: "kept /workspace/sub mark\n", error: false });
   const rc = await asTask(client, "run_code", { language: "bash", code: "cat /tmp/live-mark" });
   expect(rc).toEqual({ created: "completed", result: "mark\n", error: false });
+  // Metered as the calls themselves (their command's sandbox time), as a keep_alive call is: no background run.
+  expect(usage.filter((u) => u.route === "background run")).toEqual([]);
+  expect(usage.filter((u) => u.tool === "run_code").map((u) => u.sandbox_ms !== undefined)).toEqual([true]);
 
   // keep_alive: false: fresh, in the background, as before (the live sandbox's /tmp is not there).
   const fresh = await asTask(client, "bash", { command: "cat /tmp/live-mark 2>/dev/null || echo no-mark", keep_alive: false });
@@ -66,4 +70,18 @@ it("a task-mode bash or run_code call without keep_alive runs in the session's l
   expect(again).toEqual({ created: "working", result: "plain\n", error: false });
   expect((await call("/v1/workspaces/main/sessions/chat-live/sandbox", {}, acme.key)).status).toBe(404); // nothing started
   await client.close();
+});
+
+it("on 2026-07-28 such a call is answered as it is, with no task, like a keep_alive: true call; another session's is a task, fresh in the background", async () => {
+  const c = await connect2026(app, acme, { session: "chat-26" });
+  expect(text2026(await c.client.callTool({ name: "bash", arguments: { command: "echo mark26 > /tmp/live-mark", keep_alive: true } }))).toContain("[live sandbox started");
+  const joined = await c.client.callTool({ name: "run_code", arguments: { language: "bash", code: "cat /tmp/live-mark" } });
+  expect(text2026(joined)).toBe("mark26\n");
+  const o = await connect2026(app, acme, { session: "chat-26-other" });
+  const task = await startTask2026(o, "run_code", { language: "bash", code: "cat /tmp/live-mark 2>/dev/null || echo no-mark" });
+  expect(task.status).toBe("working");
+  expect(text2026((await pollUntil(o, task.taskId, ended)).result)).toBe("no-mark\n");
+  expect((await call("/v1/workspaces/main/sessions/chat-26/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
+  await o.client.close();
+  await c.client.close();
 });
