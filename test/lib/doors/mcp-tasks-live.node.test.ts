@@ -15,7 +15,7 @@ import { LIVE_TIMINGS } from "../../../lib/exec/live/service.js";
 import { connect as connect2026, ended, pollUntil, startTask as startTask2026, text as text2026 } from "./mcp-2026-client.js";
 import { sandboxApp, type Tenant } from "./sandbox-app.js";
 
-const { app, call, tenant, usage, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
+const { app, call, post, tenant, usage, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
 
 /** The official client on workspace main, its requests in `session` (X-Session-Id). */
 async function connect(t: Tenant, session: string): Promise<Client> {
@@ -84,4 +84,18 @@ it("on 2026-07-28 such a call is answered as it is, with no task, like a keep_al
   expect((await call("/v1/workspaces/main/sessions/chat-26/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
   await o.client.close();
   await c.client.close();
+});
+
+it("a task-mode call held for approval runs, once approved, in the session's live sandbox, as the same call without a task would", async () => {
+  const client = await connect(acme, "chat-held");
+  expect(text(await client.callTool({ name: "bash", arguments: { command: "mkdir -p junk && echo held > /tmp/live-mark", keep_alive: true } }))).toContain("[live sandbox started");
+  const task = (await client.request({ method: "tools/call", params: { name: "bash", arguments: { command: "rm -r junk && cat /tmp/live-mark" }, task: { ttl: 600_000 } } }, CreateTaskResultSchema)).task;
+  expect(task.status).toBe("input_required");
+  const pendingId = (await client.experimental.tasks.getTask(task.taskId))._meta?.["toolshed/pending_id"] as string;
+  expect((await post(`/v1/workspaces/main/pending/${pendingId}`, { approved: true }, acme.approver)).status).toBe(200);
+  const r = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  expect(r.isError ?? false).toBe(false);
+  expect(text(r)).toBe("A human approved this bash call; it ran.\nheld\n"); // the live sandbox's /tmp
+  expect((await call("/v1/workspaces/main/sessions/chat-held/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
+  await client.close();
 });
