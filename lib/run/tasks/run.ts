@@ -9,8 +9,9 @@
  *                   goes on without any request; the call is metered once, at the work's end
  *                   (advance.ts). Every other call runs to its end in the starting request, and so
  *                   do bash and run_code in their session's live sandbox (keep_alive: true; without
- *                   keep_alive, when the session holds one: taskCall). A call the gate holds, or an ask_user question, makes the task
- *                   input_required (pending_id). Then the record is written (store.ts) and returned.
+ *                   keep_alive, when the session holds one: taskCall). A call the gate holds, or an
+ *                   ask_user question, makes the task input_required (pending_id). Then the record
+ *                   is written (store.ts) and returned.
  *   callOrStartTask the same, for a door whose server decides per call whether a task is worth it
  *                   (MCP 2026-07-28): a call that ended in the starting request is answered as it is,
  *                   with no task record; with a threshold and waitUntil, a call that has not ended
