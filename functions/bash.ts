@@ -1,12 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startTask } from "../lib/exec/tasks.js";
-import { saveShell, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
+import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
-import { endLive, joinLive, liveLeftAlone, liveRemembered, runLive, type LiveDeclined, type LiveShellUse } from "../lib/exec/live/run-live.js";
+import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
+import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
@@ -61,7 +62,7 @@ export default defineTool({
       return { title: "restart", output: `Shell restarted: the next command starts in the workspace root, with no kept variables or functions.${ended ? " The session's live sandbox was ended (its processes are gone; files are safe)." : ""}`, data: {} };
     }
     const command = args.command;
-    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined, ctx.backgroundUnlessLive);
     if (args.restart) await endLive(ctx); // a restarted shell is a new one: the session's live sandbox goes with the old
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
@@ -88,45 +89,36 @@ export default defineTool({
       const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)));
       return answer(r, notes + shellNote, shellNotes);
     }
-    // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one). Asked at once when this
-    // isolate ran a command of the session lately; else when the saved shell's hint says so.
-    let declined: LiveDeclined | null = null;
-    if (mode === "join" && !args.restart && liveRemembered(ctx)) {
-      const j = await joinLive(ctx, executor, await built, liveUse(() => shellRequest(ctx, keep, false)));
-      if (!("declined" in j)) return answer(j.result, j.notes + j.shellNote, j.shellNotes);
-      declined = j;
-    }
-    // The session's shell (one storage read) beside the run request's token and git identity. Its hint says whether the session may hold a live sandbox.
-    const [shell, base] = await Promise.all([shellRequest(ctx, keep, args.restart === true), built]);
-    const req = { ...base, shell: shell.request };
-    let before = (declined?.declined ?? "") + shell.note;
-    let hint = shell.live && !declined?.gone;
-    if (mode === "join" && hint && !declined) {
-      const j = await joinLive(ctx, executor, base, liveUse(async () => shell));
-      if (!("declined" in j)) return answer(j.result, j.notes + j.shellNote, j.shellNotes);
-      before = j.declined + before;
-      if (j.gone) hint = false;
-    }
-    // keep_alive: false beside a hinted sandbox: the coordinator asked, beside the run, whether it is there to be left alone.
-    const leftAlone = mode === "fresh" && hint ? liveLeftAlone(ctx).catch(() => ({ held: true, note: "" })) : null;
-
-    if (args.run_in_background) {
-      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+    // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one); keep_alive: false, or none: fresh
+    // (docs/live-sessions.md, "Later calls"). The session's shell (one storage read) is read beside the run request's token and
+    // git identity; its hint says whether the session may hold a live sandbox. A restart ended that sandbox above (and this isolate's memo of it).
+    const j = await runJoining(ctx, executor, {
+      mode,
+      req: built,
+      load: () => shellRequest(ctx, keep, args.restart === true),
+      shell: (loaded) => liveUse(loaded ? async () => loaded : () => shellRequest(ctx, keep, false)),
+      fresh: async (base, shell) => {
+        const req = { ...base, shell: shell.request };
+        if (!args.run_in_background) return runForCall(ctx, executor, req); // streamed when the caller listens for progress
+        const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+        return { task_id };
+      },
+      // The hint is saved with the shell: kept while the session holds its sandbox, cleared (saved even when the state is the same) once it is known gone.
+      // A background start saves no shell: a task's, after a join declined, clears the hint alone.
+      saveHint: async (r, shell, gone) => {
+        if ("task_id" in r) return gone && shell.live ? setLiveHint(ctx, false).then(() => "") : "";
+        return stoppedError(r, seconds) ? "" : saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: shell.live && !gone, before: shell.live } });
+      },
+    });
+    if ("live" in j) return answer(j.live.result, j.live.notes + j.live.shellNote, j.live.shellNotes);
+    if ("task_id" in j.fresh) {
+      const { task_id } = j.fresh;
       return {
         title,
-        output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
+        output: `${j.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
         data: { task_id, status: "running" },
       };
     }
-
-    // Streamed when the caller listens for progress.
-    const r = await runForCall(ctx, executor, req);
-    const left = await leftAlone;
-    if (left) {
-      before = left.note + before;
-      hint = left.held;
-    }
-    // The hint is kept while the session holds its sandbox, and cleared (saved even when the state is the same) once it is known gone.
-    return answer(r, before, stoppedError(r, seconds) ? "" : await saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: hint, before: shell.live } }));
+    return answer(j.fresh, j.notes + j.loaded.note, j.saved);
   },
 });

@@ -4,7 +4,9 @@ import { startTask } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
-import { joinLive, liveLeftAlone, liveRemembered, runLive, type LiveRun } from "../lib/exec/live/run-live.js";
+import { runLive } from "../lib/exec/live/run-live.js";
+import { runJoining } from "../lib/exec/live/run-joining.js";
+import type { RunResult } from "../lib/exec/types.js";
 import { liveHinted, setLiveHint } from "../lib/exec/shell-session.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
@@ -42,43 +44,42 @@ export default defineTool({
     ...keepAliveFields,
   }),
   async execute(args, ctx) {
-    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined);
+    const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined, ctx.backgroundUnlessLive);
     const executor = executorOf(ctx.deps);
     const seconds = args.timeout ?? 60;
     const command = [RUNNERS[args.language], ...(args.args ?? []).map(quote)].join(" ");
-    // Without keep_alive in a named session: whether the session may hold a live sandbox. This isolate ran a command of it lately: yes (the
-    // coordinator decides); else the saved shell's hint (one storage read, beside the request's).
-    const remembered = mode === "join" && liveRemembered(ctx);
-    const [req, hinted] = await Promise.all([
-      runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r)),
-      remembered || ((mode === "join" || mode === "fresh") && liveHinted(ctx)),
-    ]);
+    const req = runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin: args.code, ...(args.env ? { env: args.env } : {}), background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r));
     const title = `${args.language} (${args.code.split("\n").length} lines)`;
-    if (args.run_in_background) {
-      const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
-      return { title, output: `Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
-    }
-    /** keep_alive: in the session's live sandbox (docs/live-sessions.md); omitted: in the one it holds, if any; else streamed when the caller listens for progress. */
-    const run = async (): Promise<Pick<LiveRun, "result" | "notes">> => {
+    const run = async (): Promise<{ result: RunResult; notes: string } | { task_id: string; notes: string }> => {
       if (mode === "start") {
-        const started = await runLive(ctx, executor, req, liveIdleMs(args, ctx.session));
+        // keep_alive: in the session's live sandbox (docs/live-sessions.md).
+        const started = await runLive(ctx, executor, await req, liveIdleMs(args, ctx.session));
         if (started.started) await setLiveHint(ctx, true); // later calls without keep_alive look for it
         return started;
       }
-      let before = "";
-      if (mode === "join" && hinted) {
-        const j = await joinLive(ctx, executor, req);
-        if (!("declined" in j)) return j;
-        before = j.declined;
-        if (j.gone) await setLiveHint(ctx, false);
-      }
-      const left = mode === "fresh" && hinted ? liveLeftAlone(ctx).catch(() => ({ held: true, note: "" })) : null;
-      const result = await runForCall(ctx, executor, req);
-      const l = await left;
-      if (l && !l.held) await setLiveHint(ctx, false);
-      return { result, notes: (l?.note ?? "") + before };
+      // Omitted: in the one the session holds, if any; false, or none: fresh. run_code keeps no shell: the saved shell is read for its hint alone, beside the request's token and git identity.
+      const j = await runJoining(ctx, executor, {
+        mode,
+        req,
+        load: async (hintWanted) => ({ live: hintWanted && (await liveHinted(ctx)) }),
+        fresh: async (base) => {
+          if (!args.run_in_background) return runForCall(ctx, executor, base); // streamed when the caller listens for progress
+          return startTask(ctx.deps.storage, executor, base, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+        },
+        saveHint: async (_r, _loaded, gone) => {
+          if (gone) await setLiveHint(ctx, false);
+          return "";
+        },
+      });
+      if ("live" in j) return j.live;
+      return "task_id" in j.fresh ? { task_id: j.fresh.task_id, notes: j.notes } : { result: j.fresh, notes: j.notes };
     };
-    const { result: r, notes } = await run();
+    const ran = await run();
+    if ("task_id" in ran) {
+      const { task_id } = ran;
+      return { title, output: `${ran.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
+    }
+    const { result: r, notes } = ran;
     const stopped = stoppedError(r, seconds);
     if (stopped) throw stopped;
     return {

@@ -88,6 +88,12 @@ export interface ToolContext<D extends ToolDeps = ToolDeps> {
   waitUntil?: (p: Promise<unknown>) => void;
   /** Tool calls of this call's own, made as its caller (the task tool's subagent); the run path provides it (lib/run/run-tool.ts). */
   subcalls?: SubCalls;
+  /**
+   * The call runs as a task whose run the task layer, not its caller, put in the background
+   * (bash and run_code without keep_alive: lib/run/tasks/run.ts): when the session holds a live
+   * sandbox the call runs in it instead, to its end, as the same call would without a task (docs/live-sessions.md).
+   */
+  backgroundUnlessLive?: boolean;
 }
 
 /**

@@ -52,6 +52,8 @@ export interface CallScope {
   early?: EarlyCall;
   /** Wraps the storage the workspace's files are read through (a known record's knownFiles: lib/api/routes/known-workspace.ts). */
   filesStorage?: (s: StorageDriver) => StorageDriver;
+  /** A task put the call's run in the background: the session's live sandbox runs it instead when it holds one (ToolContext.backgroundUnlessLive). */
+  backgroundUnlessLive?: boolean;
 }
 
 /** A call's context on the run path: the tools' context with the run path's deps. */
@@ -191,7 +193,7 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   const meter = (ok: boolean, code?: string, sandboxMs?: number) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, scope.background);
   try {
-    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}), ...(scope.background ? { waitUntil: scope.background } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
+    const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}), ...(scope.background ? { waitUntil: scope.background } : {}), ...(scope.backgroundUnlessLive ? { backgroundUnlessLive: true } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
     meter(true, undefined, sandboxMsOf(tool.name, r.data));
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {

@@ -35,11 +35,14 @@ export function liveIdleMs(args: { keep_alive?: boolean; idle_timeout_s?: number
  * session holds, if it holds one, never starting one), "fresh" (keep_alive: false in a named session:
  * a fresh sandbox, a live one left alone and the output says so), "none" (the unnamed session, a
  * background run, a server without live sandboxes: no live sandbox is looked for). Refuses keep_alive: true without a named session.
+ * `backgroundUnlessLive` (ToolContext's): run_in_background is a task's, not the caller's: "join" as without it (a fresh run stays in
+ * the background; the request is built as a background run's, whose token's billing claim is read only where a background run's
+ * result is stored, which a live command's never is).
  */
 export type LiveMode = "start" | "join" | "fresh" | "none";
 
-export function liveMode(args: { keep_alive?: boolean; idle_timeout_s?: number; run_in_background?: boolean }, session: string, enabled: boolean): LiveMode {
-  if (args.run_in_background) return "none";
+export function liveMode(args: { keep_alive?: boolean; idle_timeout_s?: number; run_in_background?: boolean }, session: string, enabled: boolean, backgroundUnlessLive = false): LiveMode {
+  if (args.run_in_background && !backgroundUnlessLive) return "none";
   if (args.keep_alive === true) {
     liveIdleMs(args, session);
     return "start";

@@ -20,7 +20,7 @@ import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
-type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits } };
+export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
 export interface LiveRun {
@@ -128,10 +128,6 @@ export async function joinLive(ctx: LiveCall, executor: Executor, req: RunReques
   if ("declined" in r && r.gone) ctx.deps.live?.joined.forget(liveSessionId({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session }));
   return r;
 }
-
-/** This isolate ran a live command of the session lately (LiveService.joined): a call without keep_alive joins at once. */
-export const liveRemembered = (ctx: ExecCall): boolean =>
-  ctx.deps.live?.joined.peek(liveSessionId({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session })) === true;
 
 async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell: LiveShellUse | undefined, join: boolean): Promise<LiveRun | LiveDeclined> {
   const svc = ctx.deps.live;
@@ -249,21 +245,6 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   }
   await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: svc.max_life_ms }).catch(() => {});
   return lease;
-}
-
-const LEFT_ALONE_NOTE = "[keep_alive: false: this call ran in a fresh sandbox; the session's live sandbox was left alone (its processes, /tmp and HOME are not seen here; calls without keep_alive run in it)]\n";
-
-/**
- * keep_alive: false in a session whose saved shell hints at a live sandbox: asks its coordinator
- * (one request, beside the fresh run) whether it holds one; the note for the model when it does.
- */
-export async function liveLeftAlone(ctx: ExecCall): Promise<{ held: boolean; note: string }> {
-  const svc = ctx.deps.live;
-  if (!svc) return { held: false, note: "" };
-  const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
-  const { sandbox, ends } = await svc.coordinator.status(key);
-  if (ends.length) await accountEnds(svc, key, ends);
-  return sandbox ? { held: true, note: LEFT_ALONE_NOTE } : { held: false, note: "" };
 }
 
 /** Ends the session's live sandbox, if it has one (a restart of the shell: bash restart: true); whether one was ended. */

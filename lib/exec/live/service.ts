@@ -40,7 +40,7 @@ export interface LiveService {
   /**
    * The sessions this isolate ran a live command of within a sandbox's maximum life (keyed as
    * liveSessionId): a call of one without keep_alive asks the coordinator at once, without reading the
-   * saved shell's hint first (run-live.ts joinLive). A stale entry costs that one request, then is forgotten.
+   * saved shell's hint first (run-joining.ts runJoining). A stale entry costs that one request, then is forgotten.
    */
   joined: IsolateCache<true>;
 }

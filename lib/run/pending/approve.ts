@@ -91,7 +91,7 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   const runningEtag = await replacePending(s, running, etag);
   let outcome: PendingOutcome;
   try {
-    const r = await runTool(tool, args, { ...scope, ws, door: "pending-approval" });
+    const r = await runTool(tool, args, { ...scope, ws, door: "pending-approval", ...(rec.background_unless_live ? { backgroundUnlessLive: true } : {}) });
     outcome = notice ? { ok: true, title: r.title, output: `${notice.text}\n\n${r.output}`, data: { ...r.data, approval: notice.data } } : { ok: true, title: r.title, output: r.output, data: r.data };
   } catch (e) {
     const err = toToolError(e);

@@ -91,7 +91,7 @@ async function hold(tool: Tool, args: Record<string, unknown>, ctx: ToolContext,
   if (same) throw waitingError(same.rec, ctx.ws.id);
   const rec = await createPending(
     s,
-    { kind: "approval", tool: tool.name, args, reason, rule, binding, session: ctx.session, key_id: ctx.auth.key_id, scopes: ctx.auth.scopes, ...(ctx.auth.tools !== undefined ? { tools: ctx.auth.tools } : {}) },
+    { kind: "approval", tool: tool.name, args, reason, rule, binding, session: ctx.session, key_id: ctx.auth.key_id, scopes: ctx.auth.scopes, ...(ctx.auth.tools !== undefined ? { tools: ctx.auth.tools } : {}), ...(ctx.backgroundUnlessLive ? { background_unless_live: true } : {}) },
     ctx.deps.pending?.ttlMs ?? DEFAULT_PENDING_TTL_MS,
   );
   // Held again on a changed state: the older copies would run on a workspace nobody approved.

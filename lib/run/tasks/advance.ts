@@ -62,13 +62,14 @@ function detachedWork(tool: string, data: Record<string, unknown>): "run" | "age
  * What a call's result makes of its task: work started detached (bash or run_code in the background,
  * a background subagent: detachedWork) is followed; anything else is the task's outcome.
  */
-export function afterResult(rec: CallTaskRecord, r: CallResult, approved = false): CallTaskRecord {
+export function afterResult(rec: CallTaskRecord, r: CallResult): CallTaskRecord {
   const work = detachedWork(rec.tool, r.data);
   if (work) {
     const { pending_id: _p, ...rest } = rec;
     const id = r.data.task_id as string;
-    // An approved call's output opens with what the human decided; the run's result will say it first too.
-    const preface = approved ? r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n") : "";
+    // What the start's output says before its start line, the run's result says first too: what the human decided about an
+    // approved call; what was lost with the session's live sandbox, which a task's call without keep_alive looked for (lib/exec/live/run-joining.ts).
+    const preface = r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n");
     const follows = work === "run" ? { run_id: id, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) } : { agent_task_id: id, status_message: `Subagent working: ${r.title}`.slice(0, 500) };
     return { ...rest, status: "working", ...follows, ...(preface ? { preface } : {}) };
   }
@@ -162,7 +163,7 @@ async function advanceHeld(s: CallTaskDeps, rec: CallTaskRecord, etag: string): 
   const { rec: held } = await loadPending(ps, rec.pending_id!);
   const r = heldOutcome(held, s.workspace, nowOf(s.deps));
   if (!r) return rec;
-  const next = "ok" in r ? (cur: CallTaskRecord) => settled(cur, r) : (cur: CallTaskRecord) => afterResult(cur, r, held.kind === "approval");
+  const next = "ok" in r ? (cur: CallTaskRecord) => settled(cur, r) : (cur: CallTaskRecord) => afterResult(cur, r);
   return (await changeCallTask(s, rec.id, (cur) => (cur.status === "input_required" && cur.pending_id === rec.pending_id ? next(cur) : null), { rec, etag })).rec;
 }
 

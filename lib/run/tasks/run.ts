@@ -3,13 +3,15 @@
  * 2026-07-28 door: tasks/get|update|cancel) runs long calls through. docs/mcp-and-providers.md "Tasks".
  *
  *   startCallTask   runs the call through runTool (the one run path: scope, arguments, the approval
- *                   gate, metering). bash and run_code (not keep_alive) are started in the background
- *                   (lib/exec/tasks.ts: the sandbox run has its own durable record, output chunks and
- *                   kill flag), task as a background subagent (lib/tools/task/), so the task answers
- *                   at once and its work goes on without any request; the call is metered once, at
- *                   the work's end (advance.ts). Every other call runs to its end in the starting
- *                   request. A call the gate holds, or an ask_user question, makes the task
- *                   input_required (pending_id). Then the record is written (store.ts) and returned.
+ *                   gate, metering). bash and run_code are started in the background (lib/exec/tasks.ts:
+ *                   the sandbox run has its own durable record, output chunks and kill flag), task as
+ *                   a background subagent (lib/tools/task/), so the task answers at once and its work
+ *                   goes on without any request; the call is metered once, at the work's end
+ *                   (advance.ts). Every other call runs to its end in the starting request, and so
+ *                   do bash and run_code in their session's live sandbox (keep_alive: true; without
+ *                   keep_alive, when the session holds one: taskCall). A call the gate holds, or an
+ *                   ask_user question, makes the task input_required (pending_id). Then the record
+ *                   is written (store.ts) and returned.
  *   callOrStartTask the same, for a door whose server decides per call whether a task is worth it
  *                   (MCP 2026-07-28): a call that ended in the starting request is answered as it is,
  *                   with no task record; with a threshold and waitUntil, a call that has not ended
@@ -51,16 +53,18 @@ export interface StartCallTask {
 const ASKED_LATER = "asked when the client waits on the task";
 
 /**
- * The args a call runs with as a task: bash and run_code in the background (unless they keep a live
- * sandbox, or bash only restarts its shell), task as a background subagent.
+ * The args a call runs with as a task: bash and run_code in the background (unless keep_alive: true
+ * runs them in the session's live sandbox, or bash only restarts its shell; without keep_alive,
+ * `unlessLive`: in the session's live sandbox when it holds one, as without a task), task as a
+ * background subagent. A call run in a live sandbox ends in the starting request, its task with it.
  */
-function taskArgs(tool: Tool, args: unknown): unknown {
-  if (!args || typeof args !== "object") return args;
+function taskCall(tool: Tool, args: unknown): { args: unknown; unlessLive?: true } {
+  if (!args || typeof args !== "object") return { args };
   const a = args as Record<string, unknown>;
-  if (tool.name === "task") return a.background === true ? args : { ...a, background: true };
-  if (tool.name !== "bash" && tool.name !== "run_code") return args;
-  if (a.keep_alive === true || a.run_in_background === true || (tool.name === "bash" && a.command === undefined)) return args;
-  return { ...a, run_in_background: true };
+  if (tool.name === "task") return { args: a.background === true ? args : { ...a, background: true } };
+  if (tool.name !== "bash" && tool.name !== "run_code") return { args };
+  if (a.keep_alive === true || a.run_in_background === true || (tool.name === "bash" && a.command === undefined)) return { args };
+  return { args: { ...a, run_in_background: true }, ...(a.keep_alive === undefined ? { unlessLive: true as const } : {}) };
 }
 
 /** The task scope of a call: its storage, tenant, workspace, key, and what metering needs. */
@@ -73,10 +77,10 @@ export type InlineOutcome = CallTaskOutcome & { usage?: Usage };
 async function runForTask(start: StartCallTask): Promise<{ made: CallTaskRecord; usage?: Usage }> {
   const { tool, scope } = start;
   const askHuman = start.clientAnswers && tool.name === "ask_user" ? async () => { throw new Error(ASKED_LATER); } : undefined;
-  const args = taskArgs(tool, start.args);
+  const { args, unlessLive } = taskCall(tool, start.args);
   const base = { id: "", key_id: scope.auth.key_id, tool: tool.name, session: scope.session, status: "working" as const, created_at: "", updated_at: "", ttl_ms: ttlOf(start.ttlMs) };
   try {
-    const r = await runTool(tool, args, { ...scope, ...(askHuman ? { askHuman } : {}) });
+    const r = await runTool(tool, args, { ...scope, ...(askHuman ? { askHuman } : {}), ...(unlessLive ? { backgroundUnlessLive: true } : {}) });
     const made = afterResult(base, r);
     if (made.run_id) made.run_timeout_s = Number((args as { timeout?: number }).timeout ?? (tool.name === "run_code" ? 60 : 120));
     return { made, usage: r.usage };

@@ -62,7 +62,7 @@ export interface CallTaskRecord {
   lost_after_ms?: number;
   /** That run's timeout in seconds (what a timed-out run's error says). */
   run_timeout_s?: number;
-  /** What a human decided about the call (an approval's note, changed arguments), said first in the run's result (invariant 13). */
+  /** What the call's start said before its work went on detached, said first in the work's result: what a human decided about the call (an approval's note, changed arguments: invariant 13), what was lost with the session's live sandbox. */
   preface?: string;
   /** A held call or question the task waits on (lib/tools/pending/store.ts). */
   pending_id?: string;

@@ -83,6 +83,8 @@ export interface PendingRecord {
   binding?: CallBinding;
   /** The arguments the agent asked for, when an approver changed them (`args` is what ran). */
   asked_args?: Record<string, unknown>;
+  /** A task's call whose run the task layer put in the background (ToolContext.backgroundUnlessLive): approved, it runs in the session's live sandbox when it holds one, as the call would without a task. */
+  background_unless_live?: true;
   /** Why a `superseded` or `stale` call was closed. */
   closed?: ClosedNote;
   created_at: string;

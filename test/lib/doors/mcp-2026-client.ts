@@ -31,9 +31,9 @@ export function executionContext(kept: Promise<unknown>[]) {
 
 /**
  * The 2.x client on a workspace, declaring the tasks extension (unless `tasks` is false) and, with
- * `onAsk`, form elicitation; with `ctx`, each request runs with that execution context (waitUntil).
+ * `onAsk`, form elicitation; with `ctx`, each request runs with that execution context (waitUntil); with `session`, in that session (X-Session-Id).
  */
-export async function connect(app: ReturnType<typeof sandboxApp>["app"], t: Tenant, opts: { tasks?: boolean; onAsk?: Ask; ctx?: ReturnType<typeof executionContext> } = {}): Promise<Conn> {
+export async function connect(app: ReturnType<typeof sandboxApp>["app"], t: Tenant, opts: { tasks?: boolean; onAsk?: Ask; ctx?: ReturnType<typeof executionContext>; session?: string } = {}): Promise<Conn> {
   const capabilities = { ...(opts.tasks === false ? {} : { extensions: { [TASKS]: {} } }), ...(opts.onAsk ? { elicitation: { form: {} } } : {}) };
   const client = new Client({ name: "tasks-2026", version: "1.0.0" }, { versionNegotiation: { mode: "auto" }, capabilities });
   if (opts.onAsk) client.setRequestHandler("elicitation/create", async (req: any) => opts.onAsk!(req.params.message, req.params.requestedSchema) as never);
@@ -45,7 +45,7 @@ export async function connect(app: ReturnType<typeof sandboxApp>["app"], t: Tena
     if (body?.method === "tools/call" && res.headers.get("content-type")?.includes("json")) conn.calls.push(JSON.parse(await res.clone().text()));
     return res;
   };
-  await client.connect(new StreamableHTTPClientTransport(new URL("http://127.0.0.1/v1/workspaces/main/mcp"), { requestInit: { headers: { authorization: `Bearer ${t.key}` } }, fetch }));
+  await client.connect(new StreamableHTTPClientTransport(new URL("http://127.0.0.1/v1/workspaces/main/mcp"), { requestInit: { headers: { authorization: `Bearer ${t.key}`, ...(opts.session ? { "x-session-id": opts.session } : {}) } }, fetch }));
   return conn;
 }
 

@@ -33,7 +33,8 @@ export function sandboxApp(extra: Partial<AppDeps> = {}) {
   const usage: UsageRecord[] = [];
   let app: ReturnType<typeof createApp>;
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
-  const executor = localExecutor({ root, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
+  // fetch: a live sandbox's channel (/v1/sync/live/*) reaches the app too, when `extra` gives it a liveCoordinator.
+  const executor = localExecutor({ root, fetch: viaApp, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const storage = memoryDriver();
   const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true }, ...extra } as AppDeps;
   app = createApp(deps, tools);
