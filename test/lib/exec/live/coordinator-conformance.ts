@@ -9,6 +9,12 @@ import type { LiveCoordinator, LiveKey, LiveTimings } from "../../../../lib/exec
 import type { LiveStatus } from "../../../../lib/sync/live-types.js";
 
 export const FAST: LiveTimings = { poll_ms: 300, stale_ms: 400, start_wait_ms: 600 };
+/**
+ * For tests through the app whose subject is not a lost or absent runner: FAST's polls, but a runner
+ * is taken for lost only after 5 s without one. With FAST's 400 ms an idle fake runner's next poll came
+ * too late on a loaded machine (live-api's "two tenants" once, live-cost's second test twice).
+ */
+export const STEADY: LiveTimings = { ...FAST, stale_ms: 5_000, start_wait_ms: 5_000 };
 
 let n = 0;
 const newKey = (): LiveKey => ({ tenant: `t${Date.now()}${n}`, workspace: "ws", session: `s${n++}` });

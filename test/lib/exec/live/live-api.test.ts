@@ -16,23 +16,17 @@ import type { UsageRecord } from "../../../../lib/run/metering/record.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
-import { FAST } from "./coordinator-conformance.js";
+import { FAST, STEADY } from "./coordinator-conformance.js";
 import type { LiveTimings } from "../../../../lib/exec/live/types.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
 
-/**
- * The coordinator's clocks. FAST takes a runner for lost 400 ms after its last poll: on a loaded
- * machine an idle fake runner's next poll came later than that once, and B's own sandbox answered
- * 404 in "two tenants". So the tests default to a tolerant stale bound, and only those whose subject
- * is a lost or absent runner (LOSS) take FAST's.
- */
-const TOLERANT: LiveTimings = { ...FAST, stale_ms: 5_000, start_wait_ms: 5_000 };
+/** The coordinator's clocks: STEADY, but FAST's for the tests whose subject is a lost or absent runner (LOSS). */
 const LOSS = { timings: FAST };
 
 function setup(opts: Parameters<typeof fakeLiveRunner>[0] & { timings?: LiveTimings } = {}, extra: Partial<AppDeps> = {}) {
   const runner = fakeLiveRunner(opts);
-  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, opts.timings ?? TOLERANT), liveBusyWaitMs: 100, ...extra };
+  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, opts.timings ?? STEADY), liveBusyWaitMs: 100, ...extra };
   const app = testApp(deps);
   runner.attach(app);
   return { runner, app, deps };

@@ -16,7 +16,7 @@ import type { LiveCoordinator } from "../../../../lib/exec/live/types.js";
 import { countingStores } from "../../../support/counting-stores.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
 import { newTenant, testApp, UNGATED } from "../../../helpers.js";
-import { FAST } from "./coordinator-conformance.js";
+import { STEADY } from "./coordinator-conformance.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
 
@@ -37,7 +37,7 @@ function countingCoordinator(base: LiveCoordinator) {
 function liveApp() {
   const stores = countingStores();
   const runner = fakeLiveRunner();
-  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST));
+  const live = countingCoordinator(durableLiveCoordinator(env.LIVE as unknown as LiveObjects, STEADY));
   const deps = { storage: stores.storage, kv: stores.kv, executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: live.coordinator, undoPruneEvery: 0 };
   const app = testApp(deps);
   runner.attach(app);

@@ -10,13 +10,13 @@ import { describe, expect, it } from "vitest";
 import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
-import { FAST } from "./coordinator-conformance.js";
+import { STEADY } from "./coordinator-conformance.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
 
 function setup() {
   const runner = fakeLiveRunner();
-  const app = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, FAST), liveBusyWaitMs: 100 });
+  const app = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, STEADY), liveBusyWaitMs: 100 });
   runner.attach(app);
   return { runner, app };
 }
