@@ -41,6 +41,13 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          // One runtime and one module graph for the files a pool worker runs in turn (vitest's `isolate`;
+          // the plugin then reuses its Miniflare): a file no longer starts workerd and imports the app
+          // afresh (the whole project 255-526 s, import 42-104 s summed over the files; docs/testing.md).
+          // The runtime's local R2 and KV would carry one file's objects into the next: the setup file
+          // empties them before every file.
+          isolate: false,
+          setupFiles: ["./test/support/workers-file-setup.ts"],
           include: ["test/**/*.test.ts"],
           exclude: ["test/**/*.node.test.ts"],
           // Tests that write a thousand objects into local R2 take seconds on a busy 2-core machine.
