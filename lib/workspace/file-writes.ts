@@ -112,8 +112,9 @@ async function modified(ws: Workspace, path: string): Promise<ToolError> {
  * Reads only: a caller that checks it itself (beside its other reads) puts with `placeChecked`.
  */
 export async function checkPlace(ws: Workspace, path: string): Promise<void> {
-  const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestorsOf(path).map((p) => ws.head(p))), readLinks(ws)]);
-  const link = [path, ...ancestorsOf(path)].find((p) => links.has(p));
+  const ancestors = ancestorsOf(path);
+  const [dir, parents, links] = await Promise.all([ws.isDirectory(path), Promise.all(ancestors.map((p) => ws.head(p))), readLinks(ws)]);
+  const link = [path, ...ancestors].find((p) => links.has(p));
   if (link !== undefined) throw new LinkOnPath(path, link, links);
   if (dir) throw new ToolError("IS_DIRECTORY", `${path} is a directory; give a file path inside it.`, { path });
   const file = parents.find((p) => p !== null);
