@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { assertNotBlocked } from "../lib/exec/guard.js";
-import { startTask } from "../lib/exec/tasks.js";
+import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
@@ -100,8 +100,7 @@ export default defineTool({
       fresh: async (base, shell) => {
         const req = { ...base, shell: shell.request };
         if (!args.run_in_background) return runForCall(ctx, executor, req); // streamed when the caller listens for progress
-        const { task_id } = await startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
-        return { task_id };
+        return startInBackground(ctx, executor, req);
       },
       // The hint is saved with the shell: kept while the session holds its sandbox, cleared (saved even when the state is the same) once it is known gone.
       // A background start saves no shell: a task's, after a join declined, clears the hint alone.
@@ -115,7 +114,7 @@ export default defineTool({
       const { task_id } = j.fresh;
       return {
         title,
-        output: `${j.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`,
+        output: startedInBackground(task_id, j.notes),
         data: { task_id, status: "running" },
       };
     }

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { startTask } from "../lib/exec/tasks.js";
+import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
@@ -64,7 +64,7 @@ export default defineTool({
         load: async (hintWanted) => ({ live: hintWanted && (await liveHinted(ctx)) }),
         fresh: async (base) => {
           if (!args.run_in_background) return runForCall(ctx, executor, base); // streamed when the caller listens for progress
-          return startTask(ctx.deps.storage, executor, base, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+          return startInBackground(ctx, executor, base);
         },
         saveHint: async (_r, _loaded, gone) => {
           if (gone) await setLiveHint(ctx, false);
@@ -77,7 +77,7 @@ export default defineTool({
     const ran = await run();
     if ("task_id" in ran) {
       const { task_id } = ran;
-      return { title, output: `${ran.notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`, data: { task_id, status: "running" as const } };
+      return { title, output: startedInBackground(task_id, ran.notes), data: { task_id, status: "running" as const } };
     }
     const { result: r, notes } = ran;
     const stopped = stoppedError(r, seconds);

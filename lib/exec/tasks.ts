@@ -13,6 +13,7 @@ import type { Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, Ta
 import type { ExecResponse, RunClaim } from "../sync/types.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
 import { takeTaskPlace } from "./task-places.js";
+import type { Limits } from "../limits/fields.js";
 
 /** Output bytes one poll hands out at most (head + tail of the unread chunks; the tools cut to 30,000 characters). */
 const POLL_OUTPUT_BYTES = 100_000;
@@ -217,3 +218,12 @@ export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   const killed = result.ok ? (result.result as RunResult).killed : true;
   return { status: killed ? "killed" : "already_completed" };
 }
+
+/** A bash or run_code call's run_in_background: its task started, counted against the tenant's and its key's limits. */
+export function startInBackground(ctx: { deps: { storage: StorageDriver; limits?: LimitsStore }; ws: { undo?: { callId: string } }; auth: { key_id: string; limits?: Limits } }, executor: Executor, req: RunRequest): Promise<{ task_id: string }> {
+  return startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
+}
+
+/** What the model reads of a background start, after `notes` (what a declined join said; lib/run/tasks/advance.ts keeps them as a task's preface). */
+export const startedInBackground = (task_id: string, notes = ""): string =>
+  `${notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`;
