@@ -2,7 +2,8 @@
  * The shape of the tree (issue #27), checked on every `npm test`:
  * - the layer rules of `.dependency-cruiser.cjs` hold over lib, functions and infra (0 violations),
  *   and each rule is seen failing on a violation planted in a fixture tree in a temp dir;
- * - lib/ has no loose files; no hand-written source file is over 300 lines;
+ * - lib/ has no loose files; no hand-written source file is over 300 lines; no test times code
+ *   but through test/support/scaling.ts;
  * - docs/architecture.md is true: its layer table is the config's layers, its tree is the real tree,
  *   and every path it names exists.
  */
@@ -119,6 +120,15 @@ describe("the tree", () => {
       .filter((f) => f.lines > MAX_LINES)
       .sort((a, b) => b.lines - a.lines);
     expect(over.length, `split by responsibility:\n${over.map((f) => `  ${f.lines} ${f.path}`).join("\n")}`).toBe(0);
+  });
+
+  it("no test times code with the high-resolution clock but test/support/scaling.ts: a complexity class is asserted there, over rounds", () => {
+    const tests = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "test"], { cwd: REPO_ROOT, encoding: "utf8" })
+      .split("\0")
+      .filter((p) => p.endsWith(".ts") && p !== "test/support/scaling.ts" && existsSync(join(REPO_ROOT, p)));
+    expect(tests.length).toBeGreaterThan(100);
+    const clock = ["performance", "now("].join(".");
+    expect(tests.filter((p) => read(p).includes(clock)), "use expectScaling (test/support/scaling.ts)").toEqual([]);
   });
 });
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { compileGlob } from "../../../lib/search/globs.js";
 import { rng as prngOf } from "../../support/prng.js";
 import { compileLinear } from "../../../lib/search/regex-dfa.js";
+import { expectScaling } from "../../support/scaling.js";
 
 /** A small deterministic generator (test/support/prng.ts), so a failure reproduces. */
 const rng = (seed: number): (() => number) => prngOf(seed).next;
@@ -101,17 +102,6 @@ describe("glob matching agrees with picomatch", () => {
   }
 });
 
-/** The best of five timings of f, in ms (the least disturbed by other work on the machine). */
-function best(f: () => unknown): number {
-  let min = Infinity;
-  for (let k = 0; k < 5; k++) {
-    const t0 = performance.now();
-    f();
-    min = Math.min(min, performance.now() - t0);
-  }
-  return min;
-}
-
 describe("glob matching takes time linear in the name", () => {
   const PATHOLOGICAL = "*a*a*a*a*a*a*a*a*b";
 
@@ -123,19 +113,15 @@ describe("glob matching takes time linear in the name", () => {
   };
 
   for (const glob of [PATHOLOGICAL, `!${PATHOLOGICAL}`, "!(*a*a*a*a*b)", "*!(*a*b)", "**/*a*a*a*a*a*a*/**/*b", "@(*a|*b)*a*a*a*a*a*b"]) {
-    it(`${glob} on 10,000 characters: within a bound of a linear scan, and 4x the name is about 4x the time`, () => {
+    it(`${glob} on 10,000 characters: within a bound of a linear scan, and 4x the name is about 4x the time`, async () => {
       const m = compileGlob(glob, "glob");
       const name = "a".repeat(10_000);
       const long = "a".repeat(40_000);
       expect(m(name)).toBe(picomatch(glob, OPTIONS)("a".repeat(12)));
-      const tScan = best(() => scan100(name));
-      const t = best(() => m(name));
-      const tLong = best(() => m(long));
-      if (process.env.GLOB_N) console.log({ glob, tScan, t, tLong });
       // A backtracking matcher needs ~n^8/8! steps here (years); a linear one a constant per character.
-      expect(t).toBeLessThan(50 * tScan + 20);
+      await expectScaling({ what: `${glob} against a plain scan`, small: () => scan100(name), large: () => m(name), bound: (s) => 50 * s + 20, runs: 5 });
       // Linear: 4x the input is ~4x the time (quadratic would be 16x).
-      expect(tLong).toBeLessThan(9 * t + 5);
+      await expectScaling({ what: `${glob} on 10,000 then 40,000 characters`, small: () => m(name), large: () => m(long), bound: (s) => 9 * s + 5, runs: 5 });
     });
   }
 });

@@ -1,6 +1,7 @@
 /** The one line splitter of every search path: nothing lost, nothing repeated, every segment bounded. */
 import { describe, expect, it } from "vitest";
 import { BLOCK_BYTES, charBoundary, LineSplitter, MAX_LINE_BYTES, OVERLAP_BYTES, utf16Length, WINDOW_BYTES, type Segment } from "../../../lib/search/line-splitter.js";
+import { expectScaling } from "../../support/scaling.js";
 
 const enc = new TextEncoder();
 
@@ -135,18 +136,15 @@ describe("line splitter", { timeout: 60_000 }, () => {
     for (const s of ["", "abc", "é€😀", "a😀b😀"]) expect(utf16Length(enc.encode(s))).toBe(s.length);
   });
 
-  it("scans each byte a bounded number of times: a 64 MB line costs about 4 times a 16 MB one", () => {
-    const time = (bytes: Uint8Array) => {
-      const t0 = performance.now();
-      split(bytes, () => 65_536);
-      return performance.now() - t0;
-    };
+  it("scans each byte a bounded number of times: a 64 MB line costs about 4 times a 16 MB one", async () => {
     const small = new Uint8Array(16 * 1024 * 1024).fill(97);
     const large = new Uint8Array(64 * 1024 * 1024).fill(97);
-    time(small);
-    const s = Math.min(time(small), time(small));
-    const l = Math.min(time(large), time(large));
     // Linear: ~4x; the re-scanning loop this replaces was ~16x.
-    expect(l).toBeLessThan(s * 8 + 300);
+    await expectScaling({
+      what: "splitting one line of 16 MB, then 64 MB",
+      small: () => split(small, () => 65_536),
+      large: () => split(large, () => 65_536),
+      bound: (s) => s * 8 + 300,
+    });
   });
 });
