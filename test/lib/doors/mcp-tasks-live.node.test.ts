@@ -4,7 +4,8 @@
  * in-memory live coordinator: a task-mode bash or run_code call without keep_alive runs in the
  * session's live sandbox, as the same call without a task would (its result delivered through the
  * task); keep_alive: false, a session without one, and a session whose sandbox ended run fresh, in
- * the background, as before (the last told what was lost).
+ * the background, as before (the last told what was lost); so does a call whose key has other access
+ * (network) than the live sandbox was started with, which leaves it alone and says so first.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -13,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../lib/exec/live/service.js";
 import { connect as connect2026, ended, pollUntil, startTask as startTask2026, text as text2026 } from "./mcp-2026-client.js";
-import { sandboxApp, type Tenant } from "./sandbox-app.js";
+import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
 
 const { app, call, post, tenant, usage, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
 
@@ -97,5 +98,20 @@ it("a task-mode call held for approval runs, once approved, in the session's liv
   expect(r.isError ?? false).toBe(false);
   expect(text(r)).toBe("A human approved this bash call; it ran.\nheld\n"); // the live sandbox's /tmp
   expect((await call("/v1/workspaces/main/sessions/chat-held/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
+  await client.close();
+});
+
+it("a task-mode call whose key has other access (network) than the live sandbox was started with leaves it alone: fresh, in the background, and says so first", async () => {
+  const netKey = (await post("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body.key as string;
+  const client = await connect(acme, "chat-access");
+  expect(text(await client.callTool({ name: "bash", arguments: { command: "echo access > /tmp/live-mark", keep_alive: true } }))).toContain("[live sandbox started");
+  const withNet = await connect({ ...acme, key: netKey }, "chat-access");
+  const r = await asTask(withNet, "bash", { command: "cat /tmp/live-mark 2>/dev/null || echo no-mark" });
+  expect(r.created).toBe("working");
+  expect(r.result).toMatch(/^\[this session's live sandbox was started with other network access or secrets than this call has: it was left alone.*\]\nno-mark\n$/s);
+  // Left alone: the same key as its start still runs in it.
+  expect(await asTask(client, "bash", { command: "cat /tmp/live-mark" })).toEqual({ created: "completed", result: "access\n", error: false });
+  expect((await call("/v1/workspaces/main/sessions/chat-access/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
+  await withNet.close();
   await client.close();
 });
