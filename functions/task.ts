@@ -6,7 +6,7 @@ import { runSubagent, type TaskToolDeps } from "../lib/tools/task/loop.js";
 import { runInBackground } from "../lib/tools/task/background.js";
 import { DEFAULT_MAX_SECONDS, loadModelConfig } from "../lib/tools/task/model-config.js";
 import { newTaskId, saveTask, sweepTasks, taskStopRequested, type TaskRecord } from "../lib/tools/task/records.js";
-import { TaskData, taskData, taskText } from "../lib/tools/task/view.js";
+import { TaskData, taskData, taskStartedText, taskText } from "../lib/tools/task/view.js";
 
 const description = `Delegate a task to a subagent that works in this workspace with the same tools (and your key's permissions, the tenant's policy and approval gate), then answers.
 - prompt: the whole task; the subagent sees nothing else of your conversation. description: a short title (3-5 words).
@@ -46,7 +46,7 @@ export default defineTool({
     if (args.background) {
       await saveTask(s, rec);
       void runInBackground(args.prompt, cfg, ctx, rec, s); // metered where it ends (lib/tools/task/background.ts)
-      return { title: `task ${rec.task_id}: running`, output: `Task ${rec.task_id} runs in the background. Read its outcome with task_output {task_id: "${rec.task_id}"}.`, data: { task_id: rec.task_id, status: "running" } };
+      return { title: `task ${rec.task_id}: running`, output: taskStartedText(rec.task_id), data: { task_id: rec.task_id, status: "running" } };
     }
     try {
       await runSubagent(args.prompt, cfg, ctx, rec);

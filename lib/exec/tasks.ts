@@ -224,6 +224,11 @@ export function startInBackground(ctx: { deps: { storage: StorageDriver; limits?
   return startTask(ctx.deps.storage, executor, req, ctx.ws.undo?.callId, { limits: ctx.deps.limits, caller: { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) } });
 }
 
+const STARTED_IN_BACKGROUND = "Started in the background: task_id ";
+
 /** What the model reads of a background start, after `notes` (what a declined join said; lib/run/tasks/advance.ts keeps them as a task's preface). */
 export const startedInBackground = (task_id: string, notes = ""): string =>
-  `${notes}Started in the background: task_id ${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`;
+  `${notes}${STARTED_IN_BACKGROUND}${task_id}. Read its output with bash_output (wait: true to wait for it); stop it with kill_shell.`;
+
+/** The line of startedInBackground's text that says the run started (not the notes before it). */
+export const isStartedInBackgroundLine = (line: string): boolean => line.startsWith(STARTED_IN_BACKGROUND);

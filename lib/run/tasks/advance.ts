@@ -9,12 +9,12 @@
  * "background run", lib/sync/runs.ts; a subagent where its loop ends: route "background subagent",
  * lib/tools/task/background.ts), so nothing here meters.
  */
-import { pollTask } from "../../exec/tasks.js";
+import { isStartedInBackgroundLine, pollTask } from "../../exec/tasks.js";
 import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
 import type { RunResult, TaskPoll } from "../../exec/types.js";
 import { ToolError } from "../../shared/errors.js";
 import { loadTask, type TaskRecord } from "../../tools/task/records.js";
-import { taskData, taskText } from "../../tools/task/view.js";
+import { isTaskStartedLine, taskData, taskText } from "../../tools/task/view.js";
 import type { RunDeps } from "../deps.js";
 import { heldCallResult, nowOf, outcomeOrThrow } from "../../tools/pending/outcome.js";
 import { isClosed, isExpired, loadPending, pendingScope, type PendingRecord } from "../../tools/pending/store.js";
@@ -69,7 +69,7 @@ export function afterResult(rec: CallTaskRecord, r: CallResult): CallTaskRecord 
     const id = r.data.task_id as string;
     // What the start's output says before its start line, the run's result says first too: what the human decided about an
     // approved call; what was lost with the session's live sandbox, which a task's call without keep_alive looked for (lib/exec/live/run-joining.ts).
-    const preface = r.output.split("\n").filter((l) => l && !l.startsWith("Started in the background") && !/^Task \S+ runs in the background/.test(l)).join("\n");
+    const preface = r.output.split("\n").filter((l) => l && !isStartedInBackgroundLine(l) && !isTaskStartedLine(l)).join("\n");
     const follows = work === "run" ? { run_id: id, status_message: `Running in the sandbox: ${r.title}`.slice(0, 500) } : { agent_task_id: id, status_message: `Subagent working: ${r.title}`.slice(0, 500) };
     return { ...rest, status: "working", ...follows, ...(preface ? { preface } : {}) };
   }

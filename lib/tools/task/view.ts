@@ -31,3 +31,11 @@ export const taskData = (r: TaskRecord) => ({
   task_id: r.task_id, status: r.status, answer: r.answer, steps: r.steps, files_changed: r.files_changed, call_ids: r.call_ids, usage: r.usage,
   ...(r.pending_ids.length ? { pending_ids: r.pending_ids } : {}), ...(r.error ? { error: r.error } : {}),
 });
+
+const RUNS_IN_BACKGROUND = " runs in the background. Read its outcome with task_output";
+
+/** What the model reads of a background subagent's start (functions/task.ts). */
+export const taskStartedText = (task_id: string): string => `Task ${task_id}${RUNS_IN_BACKGROUND} {task_id: "${task_id}"}.`;
+
+/** The line of taskStartedText (lib/run/tasks/advance.ts leaves it out of a task's preface). */
+export const isTaskStartedLine = (line: string): boolean => line.startsWith("Task ") && line.includes(RUNS_IN_BACKGROUND);
