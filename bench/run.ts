@@ -203,12 +203,14 @@ async function main() {
 
   // The business layer on and off (metering, limits, idempotency, audit), two more instances of the same bundle (business.ts).
   let business: BusinessRow[] = [];
+  let businessError: string | undefined;
   if (!skip.has("business")) {
     log("business rows (metering, limits, idempotency and audit on and off)");
     try {
       business = await benchBusiness({ config: frozen.config, vars, corpus: corpora[0]!, measure: measureOpts, log, cleanups });
     } catch (e) {
-      log(`business rows failed: ${(e as Error).message.slice(0, 300)}`);
+      businessError = (e as Error).message.slice(0, 300);
+      log(`business rows failed: ${businessError}`);
     }
   }
 
@@ -259,6 +261,7 @@ async function main() {
     checks,
     targets,
     business,
+    ...(businessError ? { business_error: businessError } : {}),
   };
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
 
