@@ -6,11 +6,19 @@
  * (`stateless`), a runner that has answered a command before (its shell holds the state). The
  * turn stays with the caller when the answer reports a shell state to save (its PUT then lands
  * before the session's next command) or the runner was lost (the caller runs again). Both
- * coordinators (memory.ts, the Durable Object) answer through this function. Bundles for Workers.
+ * coordinators (memory.ts, the Durable Object, dynamodb.ts) answer through this function. Bundles for Workers.
  */
 import type { LiveResultPost } from "../../sync/live-types.js";
-import type { LiveSession } from "./session.js";
-import type { CallAnswer, CallOptions, RunAnswer } from "./types.js";
+import type { BeginAnswer, CallAnswer, CallOptions, RunAnswer, RunOptions } from "./types.js";
+
+/** One session as callOnce uses it: a host of the state machine (session.ts in one process; dynamodb.ts's item). */
+export interface SessionTurns {
+  begin(waitMs: number, turnMs: number, sandbox?: string, join?: boolean): Promise<BeginAnswer>;
+  /** After begin: the session's runner has answered a command (its shell holds the state). */
+  readonly served: boolean;
+  run(turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;
+  release(turn: string): void | Promise<void>;
+}
 
 /** The answer reports a shell state the saved one does not hold yet (RunResult.shell without `unchanged`). */
 export function savesShell(response: LiveResultPost["response"]): boolean {
@@ -19,12 +27,16 @@ export function savesShell(response: LiveResultPost["response"]): boolean {
   return !!shell && shell.unchanged !== true;
 }
 
-export async function callOnce(s: LiveSession, request: unknown, o: CallOptions): Promise<CallAnswer> {
+export async function callOnce(s: SessionTurns, request: unknown, o: CallOptions): Promise<CallAnswer> {
   const b = await s.begin(o.wait_ms, o.turn_ms, o.sandbox, o.join);
   if ("busy" in b || "none" in b || "start" in b || b.lost || (o.stateless && !s.served)) return { begun: b };
-  const a = await s.run(b.turn, request, { timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) });
+  // A run that fails (its request refused, the coordinator unreachable) gives the turn back: the caller never held it.
+  const a = await s.run(b.turn, request, { timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) }).catch(async (e: unknown) => {
+    await Promise.resolve(s.release(b.turn)).catch(() => {});
+    throw e;
+  });
   const ran = { ...a, ends: [...b.ends, ...a.ends] } as RunAnswer;
   const keep = "lost" in a || ("response" in a && savesShell(a.response));
-  if (!keep) s.release(b.turn);
+  if (!keep) await s.release(b.turn);
   return { ran, turn: b.turn, released: !keep };
 }
