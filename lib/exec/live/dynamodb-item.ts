@@ -16,8 +16,7 @@
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { randomId } from "../../shared/hash.js";
 import { ITEM_MAX_BYTES, itemKey, isConditionFailed, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
-import { emptyLiveState, isEmpty } from "./session-state.js";
-import type { LiveState } from "./session-records.js";
+import { emptyLiveState, isEmpty, type LiveState } from "./session-records.js";
 import type { LiveKey } from "./types.js";
 
 /** How long an item outlives its last write (TTL). A live sandbox's runner writes it at every poll (LIVE_POLL_MS). */

@@ -21,7 +21,7 @@ import type { LiveResultPost } from "../../sync/live-types.js";
 import { callOnce, type SessionTurns } from "./call.js";
 import { LiveItemTooLarge, liveItem } from "./dynamodb-item.js";
 import { liveSessionId } from "./service.js";
-import type { LiveState } from "./session-records.js";
+import { isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
 import type { BeginAnswer, LiveCoordinator, LiveKey, LiveTimings, RunAnswer, RunOptions } from "./types.js";
 
@@ -95,7 +95,7 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
     const start = now();
     for (let first = true; ; first = false) {
       const { out, state } = await apply(k, (s, at) => machine.beginStep(s, at, turnMs, sandbox, join, first));
-      if (!("held" in out)) return { answer: out, served: machine.isServed(state) };
+      if (!("held" in out)) return { answer: out, served: isServed(state) };
       const left = start + waitMs - now();
       if (left <= 0) return { answer: machine.busyAnswer(out.held, now()), served: false };
       await sleep(Math.min(left, interval(start)));

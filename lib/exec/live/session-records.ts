@@ -1,7 +1,8 @@
 /**
  * What a session's coordinator holds of its live runner, as plain JSON (session-state.ts changes it;
  * a host keeps it in memory or in a DynamoDB item): the current generation, the one command in
- * flight, the runner's held poll, what the previous runner lost. Bundles for Workers.
+ * flight, the runner's held poll, what the previous runner lost; and what a host asks of it as a
+ * whole (empty, served). Bundles for Workers.
  */
 import type { LiveEndReason, LiveStatus } from "../../sync/live-types.js";
 import type { LiveLoss, RunAnswer } from "./types.js";
@@ -60,3 +61,11 @@ export interface LiveState {
   pending: Pending | null;
   poll: Poll | null;
 }
+
+export const emptyLiveState = (): LiveState => ({ gen: null, told: [], loss: null, lastSandbox: "", turn: null, pending: null, poll: null });
+
+/** Nothing held: the session can be forgotten. */
+export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss && s.told.length === 0 && !s.poll && !s.pending;
+
+/** The current runner has answered a command: its shell holds the session's state. */
+export const isServed = (s: LiveState): boolean => s.gen?.served === true;

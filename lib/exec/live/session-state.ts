@@ -26,14 +26,6 @@ export interface At {
 export type PendingRef = Pick<Pending, "generation" | "seq">;
 export type PollRef = Pick<Poll, "generation" | "id" | "since">;
 
-export const emptyLiveState = (): LiveState => ({ gen: null, told: [], loss: null, lastSandbox: "", turn: null, pending: null, poll: null });
-
-/** Nothing held: the session can be forgotten. */
-export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss && s.told.length === 0 && !s.poll && !s.pending;
-
-/** The current runner has answered a command: its shell holds the session's state. */
-export const isServed = (s: LiveState): boolean => s.gen?.served === true;
-
 // ---- the tool's side ----
 
 /**

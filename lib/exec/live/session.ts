@@ -7,7 +7,7 @@
  * types.ts's interface through this class, so they behave alike. Bundles for Workers.
  */
 import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
-import type { LiveState } from "./session-records.js";
+import { emptyLiveState, isEmpty, isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
 
@@ -15,7 +15,7 @@ type Waiter = () => void;
 type Timer = ReturnType<typeof setTimeout>;
 
 export class LiveSession {
-  private readonly state: LiveState = machine.emptyLiveState();
+  private readonly state: LiveState = emptyLiveState();
   private readonly turnWaiters: Waiter[] = [];
   /** The held polls' holders, by poll id (two at once only while a newer poll replaces an older one). */
   private readonly polls = new Map<string, { ref: machine.PollRef; resolve: (n: LiveNext) => void; timer?: Timer }>();
@@ -29,12 +29,12 @@ export class LiveSession {
 
   /** The current runner has answered a command: its shell holds the session's state. */
   get served(): boolean {
-    return machine.isServed(this.state);
+    return isServed(this.state);
   }
 
   /** Nothing held: the session can be forgotten. */
   get empty(): boolean {
-    return machine.isEmpty(this.state);
+    return isEmpty(this.state);
   }
 
   // ---- the tool's side ----
