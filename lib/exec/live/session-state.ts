@@ -17,10 +17,7 @@ import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxV
 import type { Generation, LiveState, Pending, Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
-export interface At {
-  now: number;
-  timings: LiveTimings;
-}
+export type At = { now: number; timings: LiveTimings };
 
 /** Which command or which poll a waiter waits on. */
 export type PendingRef = Pick<Pending, "generation" | "seq">;

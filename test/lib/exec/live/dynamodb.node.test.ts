@@ -5,35 +5,36 @@
  * nothing, a TTL), and the item's bound.
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dynamoLiveCoordinator } from "../../../../lib/exec/live/dynamodb.js";
-import type { BeginAnswer, LiveKey } from "../../../../lib/exec/live/types.js";
+import type { BeginAnswer, LiveCoordinator, LiveKey } from "../../../../lib/exec/live/types.js";
 import { ITEM_MAX_BYTES } from "../../../../lib/shared/dynamodb-table.js";
 import { ToolError } from "../../../../lib/shared/errors.js";
 import type { LiveStatus } from "../../../../lib/sync/live-types.js";
-import { startDynamo, type DynamoServer } from "../../../support/dynalite.js";
+import { dynamoTableForFile } from "../../../support/dynalite-table.js";
 import { describeLiveCoordinator, FAST } from "./coordinator-conformance.js";
 
 const SECRET = "sync-secret-for-tests-0123456789";
-let server: DynamoServer;
-let table: string;
-beforeAll(async () => {
-  server = await startDynamo();
-  table = await server.createTable();
-});
-afterAll(() => server?.stop());
+const db = dynamoTableForFile();
+const make = (secret = SECRET) => dynamoLiveCoordinator({ client: db.server.client(), table: db.table, secret, timings: FAST });
 
-describeLiveCoordinator("DynamoDB item per session", () => dynamoLiveCoordinator({ client: server.client(), table, secret: SECRET, timings: FAST }));
+describeLiveCoordinator("DynamoDB item per session", () => make());
 
 const status = (generation: string, extra: Partial<LiveStatus> = {}): LiveStatus => ({ generation, started_at: Date.now(), last_used_at: Date.now(), processes: [], ports: [], wall_ms: 5, ...extra });
 const TURN = { wait_ms: 5_000, turn_ms: 60_000 };
 let n = 0;
 const newKey = (): LiveKey => ({ tenant: `dt${n}`, workspace: "ws", session: `s${n++}` });
-const make = () => dynamoLiveCoordinator({ client: server.client(), table, secret: SECRET, timings: FAST });
-const rawItem = async (k: LiveKey) => (await server.client().send(new GetItemCommand({ TableName: table, Key: { pk: { S: `live#${k.tenant}` }, sk: { S: JSON.stringify([k.workspace, k.session]) } }, ConsistentRead: true }))).Item;
+const rawItem = async (k: LiveKey) => (await db.server.client().send(new GetItemCommand({ TableName: db.table, Key: { pk: { S: `live#${k.tenant}` }, sk: { S: JSON.stringify([k.workspace, k.session]) } }, ConsistentRead: true }))).Item;
 function started(b: BeginAnswer) {
   if (!("start" in b)) throw new Error(`expected a start: ${JSON.stringify(b)}`);
   return { turn: b.turn, gen: b.start.generation };
+}
+/** A new session's runner, started by a call that runs `request` on it: the runner has the command (seq 1), the call waits for its answer. */
+async function runningFirst(c: LiveCoordinator, key: LiveKey, request: unknown) {
+  const { turn, gen } = started(await c.begin(key, TURN));
+  const run = c.run(key, turn, request, { timeout_ms: 10_000 });
+  expect(await c.next(key, gen, status(gen))).toMatchObject({ command: { seq: 1 } });
+  return { turn, gen, run };
 }
 
 describe("two API environments sharing the table (two coordinators, as two Lambda environments)", () => {
@@ -99,7 +100,7 @@ describe("the session's item", () => {
     expect(bytes.includes("s3cr3t-value")).toBe(false);
     expect(Number(item!.expires_at!.N)).toBeGreaterThan(Date.now() / 1000 + 23 * 3600);
     // Another deployment's secret opens nothing: that coordinator sees no session.
-    expect((await dynamoLiveCoordinator({ client: server.client(), table, secret: "another-secret-0123456789abcdef", timings: FAST }).status(key)).sandbox).toBeNull();
+    expect((await make("another-secret-0123456789abcdef").status(key)).sandbox).toBeNull();
     expect((await c.status(key)).sandbox).toMatchObject({ generation: gen }); // the reader above wrote nothing
     await c.next(key, gen, status(gen));
     await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: "answer-in-clear?" }, status: status(gen) });
@@ -115,9 +116,7 @@ describe("the session's item", () => {
   it("a request past the item's bound: PAYLOAD_TOO_LARGE saying to call without keep_alive, nothing written, the turn given back", async () => {
     const c = make();
     const key = newKey();
-    const { turn, gen } = started(await c.begin(key, TURN));
-    const run = c.run(key, turn, "small", { timeout_ms: 10_000 });
-    await c.next(key, gen, status(gen));
+    const { turn, gen, run } = await runningFirst(c, key, "small");
     await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen) });
     await run;
     await c.release(key, turn);
@@ -135,9 +134,7 @@ describe("the session's item", () => {
   it("an answer past the item's bound reaches the call as PAYLOAD_TOO_LARGE, saying the command ran and what to do", async () => {
     const c = make();
     const key = newKey();
-    const { turn, gen } = started(await c.begin(key, TURN));
-    const run = c.run(key, turn, "cat big", { timeout_ms: 10_000 });
-    await c.next(key, gen, status(gen));
+    const { gen, run } = await runningFirst(c, key, "cat big");
     await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: "y".repeat(ITEM_MAX_BYTES) }, status: status(gen) });
     const a = await run;
     expect(a).toMatchObject({ response: { ok: false, error: { code: "PAYLOAD_TOO_LARGE", message: expect.stringContaining("Call without keep_alive") } } });
