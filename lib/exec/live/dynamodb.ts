@@ -18,12 +18,12 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { backoffMs } from "../../shared/dynamodb-table.js";
 import { ToolError } from "../../shared/errors.js";
 import type { LiveResultPost } from "../../sync/live-types.js";
-import { callOnce, type SessionTurns } from "./call.js";
+import { keepsTurn, ranAnswer, runOptions, runsAtOnce } from "./call.js";
 import { LiveItemTooLarge, liveItem } from "./dynamodb-item.js";
 import { liveSessionId } from "./service.js";
 import { isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
-import type { BeginAnswer, LiveCoordinator, LiveKey, LiveTimings, RunAnswer, RunOptions } from "./types.js";
+import type { BeginAnswer, CallAnswer, CallOptions, LiveCoordinator, LiveKey, LiveTimings, RunAnswer, RunOptions } from "./types.js";
 
 /** How often a wait reads the item: every fast_ms for its first fast_for_ms, then every slow_ms. */
 export interface WaitIntervals {
@@ -90,26 +90,59 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
     }
   }
 
-  /** Takes the turn (waiting up to waitMs for the call before it); `served` is what callOnce asks next. */
-  async function begin(k: LiveKey, waitMs: number, turnMs: number, sandbox = "", join = false): Promise<{ answer: BeginAnswer; served: boolean }> {
+  /**
+   * Takes the turn, waiting up to waitMs for the call before it: `step` is one try (beginStep, and
+   * what goes with the turn in the same write), read again at the wait's interval while it answers `held`.
+   */
+  async function takeTurn<T extends object>(k: LiveKey, waitMs: number, step: (s: LiveState, at: machine.At, first: boolean) => T | { held: number }): Promise<T | { busyAnswer: BeginAnswer }> {
     const start = now();
     for (let first = true; ; first = false) {
-      const { out, state } = await apply(k, (s, at) => machine.beginStep(s, at, turnMs, sandbox, join, first));
-      if (!("held" in out)) return { answer: out, served: isServed(state) };
+      const { out } = await apply(k, (s, at) => step(s, at, first)).catch(tooLarge);
+      if (!("held" in out)) return out;
       const left = start + waitMs - now();
-      if (left <= 0) return { answer: machine.busyAnswer(out.held, now()), served: false };
+      if (left <= 0) return { busyAnswer: machine.busyAnswer(out.held, now()) };
       await sleep(Math.min(left, interval(start)));
     }
   }
 
-  async function run(k: LiveKey, turn: string, request: unknown, o: RunOptions): Promise<RunAnswer> {
-    const r = await apply(k, (s, at) => machine.run(s, at, turn, request, o)).catch((e: unknown) => {
-      if (!(e instanceof LiveItemTooLarge)) throw e;
-      throw new ToolError("PAYLOAD_TOO_LARGE", `This command's request is too large for a live sandbox on this deployment (${e.message}). Nothing ran. Call without keep_alive (a fresh sandbox takes any request), or put a long script in a file and run the file.`, { bytes: e.bytes });
+  /** A command whose request would pass the item's bound: nothing of the transition was written. */
+  function tooLarge(e: unknown): never {
+    if (!(e instanceof LiveItemTooLarge)) throw e;
+    throw new ToolError("PAYLOAD_TOO_LARGE", `This command's request is too large for a live sandbox on this deployment (${e.message}). Nothing ran. Call without keep_alive (a fresh sandbox takes any request), or put a long script in a file and run the file.`, { bytes: e.bytes });
+  }
+
+  /** Waits for the pending command's answer (or its runner's lateness); `then`, in the write that collects it (call: the turn given back). */
+  const answerOf = (k: LiveKey, ref: machine.PendingRef, then: (s: LiveState, a: RunAnswer) => void = () => {}) =>
+    waitFor(k, (s, at) => {
+      machine.checkRun(s, at, ref);
+      const a = machine.collect(s, ref);
+      if (a) then(s, a);
+      return a;
     });
-    if ("answer" in r.out) return r.out.answer;
-    const ref = r.out.pending;
-    return waitFor(k, (s, at) => (machine.checkRun(s, at, ref), machine.collect(s, ref)));
+
+  async function run(k: LiveKey, turn: string, request: unknown, o: RunOptions): Promise<RunAnswer> {
+    const r = await apply(k, (s, at) => machine.run(s, at, turn, request, o)).catch(tooLarge);
+    return "answer" in r.out ? r.out.answer : answerOf(k, r.out.pending);
+  }
+
+  /**
+   * begin, run and release in as few writes as the rules allow (call.ts): the turn and the command in
+   * one, the answer collected and the turn given back in one.
+   */
+  async function call(k: LiveKey, request: unknown, o: CallOptions): Promise<CallAnswer> {
+    const giveBack = (b: { turn: string }) => (s: LiveState, a: RunAnswer) => void (keepsTurn(a) || machine.release(s, b.turn));
+    type Step = { begun: BeginAnswer } | { b: Extract<BeginAnswer, { generation: string }>; r: ReturnType<typeof machine.run> };
+    const t = await takeTurn<Step>(k, o.wait_ms, (s, at, first) => {
+      const b = machine.beginStep(s, at, o.turn_ms, o.sandbox ?? "", o.join === true, first);
+      if ("held" in b || !runsAtOnce(b, isServed(s), o)) return "held" in b ? b : { begun: b };
+      const r = machine.run(s, at, b.turn, request, runOptions(o));
+      if ("answer" in r) giveBack(b)(s, r.answer);
+      return { b, r };
+    });
+    if ("busyAnswer" in t) return { begun: t.busyAnswer };
+    if (!("r" in t)) return { begun: t.begun };
+    const a = "answer" in t.r ? t.r.answer : await answerOf(k, t.r.pending, giveBack(t.b));
+    return ranAnswer(t.b, a);
   }
 
   const release = async (k: LiveKey, turn: string) => void (await apply(k, (s) => machine.release(s, turn)));
@@ -126,23 +159,11 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
   }
 
   return {
-    begin: async (k, o) => (await begin(k, o.wait_ms, o.turn_ms, o.sandbox, o.join)).answer,
-    call(k, request, o) {
-      let served = false;
-      const turns: SessionTurns = {
-        begin: async (waitMs, turnMs, sandbox, join) => {
-          const b = await begin(k, waitMs, turnMs, sandbox, join);
-          served = b.served;
-          return b.answer;
-        },
-        get served() {
-          return served;
-        },
-        run: (turn, req, ro) => run(k, turn, req, ro),
-        release: (turn) => release(k, turn),
-      };
-      return callOnce(turns, request, o);
+    async begin(k, o) {
+      const t = await takeTurn(k, o.wait_ms, (s, at, first) => machine.beginStep(s, at, o.turn_ms, o.sandbox ?? "", o.join === true, first));
+      return "busyAnswer" in t ? t.busyAnswer : t;
     },
+    call,
     run,
     release,
     async next(k, generation, status) {

@@ -88,6 +88,28 @@ describe("two API environments sharing the table (two coordinators, as two Lambd
 });
 
 describe("the session's item", () => {
+  it("a call on a runner that has answered costs its environment two writes: the turn with the command, the answer with the turn given back", async () => {
+    const client = db.server.client();
+    const sent: string[] = [];
+    client.middlewareStack.add((next, ctx) => (args) => (sent.push(ctx.commandName as string), next(args)), { step: "initialize" });
+    const a = dynamoLiveCoordinator({ client, table: db.table, secret: SECRET, timings: FAST });
+    const b = make();
+    const key = newKey();
+    const { turn, gen, run } = await runningFirst(a, key, "first");
+    await b.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen) });
+    await run;
+    await a.release(key, turn);
+    const poll = b.next(key, gen, status(gen));
+    await new Promise((r) => setTimeout(r, 50)); // held
+    sent.length = 0;
+    const call = a.call(key, "second", { ...TURN, timeout_ms: 10_000, stateless: true });
+    expect(await poll).toEqual({ command: { seq: 2, request: "second" } });
+    await b.result(key, gen, { generation: gen, seq: 2, response: { ok: true, result: 2 }, status: status(gen) });
+    expect(await call).toMatchObject({ ran: { response: { ok: true, result: 2 } }, released: true });
+    expect(sent.filter((c) => c !== "GetItemCommand")).toEqual(["PutItemCommand", "PutItemCommand"]);
+    expect(await a.begin(key, { wait_ms: 0, turn_ms: 60_000 })).toMatchObject({ generation: gen }); // the turn was given back
+  });
+
   it("is sealed (no request or answer in clear), has a TTL, and is deleted once the session holds nothing", async () => {
     const c = make();
     const key = newKey();
