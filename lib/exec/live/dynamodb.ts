@@ -10,7 +10,7 @@
  * A wait (for the turn, for the runner's answer or its lateness, a runner's poll for a command) is
  * a loop of reads: every WAIT_INTERVALS.fast_ms for the wait's first fast_for_ms, then every
  * slow_ms. A read that changes nothing writes nothing. Costs (docs/live-sessions.md): an idle
- * session's held polls read its item about 780 times a minute, and write it 6 times (each poll's
+ * session's held polls read its item about 740 times a minute, and write it 6 times (each poll's
  * start and end); a command handed to a poll held longer than fast_for_ms waits up to slow_ms to
  * be seen. Bundles for Node (the AWS entry).
  */

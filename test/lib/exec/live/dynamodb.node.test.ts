@@ -36,6 +36,14 @@ async function runningFirst(c: LiveCoordinator, key: LiveKey, request: unknown) 
   expect(await c.next(key, gen, status(gen))).toMatchObject({ command: { seq: 1 } });
   return { turn, gen, run };
 }
+/** A new session whose runner (answering through `runner`) has served its first command, the turn given back: its generation. */
+async function servedSession(c: LiveCoordinator, key: LiveKey, runner = c) {
+  const { turn, gen, run } = await runningFirst(c, key, "first");
+  await runner.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen) });
+  await run;
+  await c.release(key, turn);
+  return gen;
+}
 
 describe("two API environments sharing the table (two coordinators, as two Lambda environments)", () => {
   it("a call through A, its runner's poll and answer through B, the next call through B then A: one sandbox, one generation", async () => {
@@ -95,10 +103,7 @@ describe("the session's item", () => {
     const a = dynamoLiveCoordinator({ client, table: db.table, secret: SECRET, timings: FAST });
     const b = make();
     const key = newKey();
-    const { turn, gen, run } = await runningFirst(a, key, "first");
-    await b.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen) });
-    await run;
-    await a.release(key, turn);
+    const gen = await servedSession(a, key, b);
     const poll = b.next(key, gen, status(gen));
     await new Promise((r) => setTimeout(r, 50)); // held
     sent.length = 0;
@@ -138,10 +143,7 @@ describe("the session's item", () => {
   it("a request past the item's bound: PAYLOAD_TOO_LARGE saying to call without keep_alive, nothing written, the turn given back", async () => {
     const c = make();
     const key = newKey();
-    const { turn, gen, run } = await runningFirst(c, key, "small");
-    await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen) });
-    await run;
-    await c.release(key, turn);
+    const gen = await servedSession(c, key);
     const big = { command: "x".repeat(ITEM_MAX_BYTES) };
     const err = await c.call(key, big, { ...TURN, timeout_ms: 10_000, stateless: true }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ToolError);
