@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import bash from "../../../functions/bash.js";
+import run_code from "../../../functions/run_code.js";
 import { tools as fileTools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/api/app.js";
 import type { Executor } from "../../../lib/exec/types.js";
@@ -37,7 +38,7 @@ afterAll(async () => {
 /** One Lambda environment of the API: an app made by fromAwsEnv, over the deployment's shared storage. */
 function awsApp(env: AwsEnv, shared: { storage: ReturnType<typeof memoryDriver>; executor: Executor }) {
   const deps = { ...fromAwsEnv({ TOOLSHED_BUCKET: "b", ...env }), storage: shared.storage, kv: storageKeyValue(shared.storage, "kv/"), adminToken: ADMIN, executor: shared.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal" };
-  return { deps, app: createApp(deps, [...fileTools, bash]) };
+  return { deps, app: createApp(deps, [...fileTools, bash, run_code]) };
 }
 
 async function tenantOn(app: ReturnType<typeof awsApp>["app"], tenant: string) {
@@ -117,5 +118,23 @@ describe("live sessions on the AWS entry", () => {
       expect((await a.app.request(`/v1/workspaces/main/sessions/${s}/sandbox`, { method: "DELETE", headers: { authorization: `Bearer ${k}` } })).status).toBe(200);
     }
     expect(await Promise.all(runner.generations.map((x) => x.done))).toEqual(["end:deleted", "end:deleted", "end:deleted"]);
+  }, 60_000);
+
+  it("a program too large for the session's item: 413 saying to call without keep_alive; the sandbox the call started is ended, not left idle", async () => {
+    const runner = fakeLiveRunner();
+    const { app } = awsApp({ TOOLSHED_TABLE: table, DYNAMODB_ENDPOINT: dynamo.endpoint, TOOLSHED_SYNC_SECRET: SECRET }, { storage: memoryDriver(), executor: runner.executor });
+    runner.attach(app);
+    const key = await tenantOn(app, "initech");
+    const r = await post(app, key, "/v1/workspaces/main/tools/run_code", { language: "python", code: `print(${JSON.stringify("x".repeat(400_000))})`, keep_alive: true }, "big");
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(413);
+    expect(r.body.error.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(r.body.error.message).toContain("Call without keep_alive");
+    expect(runner.generations).toHaveLength(1);
+    expect(await runner.generations[0]!.done).toBe("end:crashed"); // told to end at its first poll
+    // The session goes on: a call that fits starts a sandbox and runs.
+    const ok = await post(app, key, "/v1/workspaces/main/tools/bash", { command: "pwd", keep_alive: true }, "big");
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.output).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=pwd`);
+    await app.request("/v1/workspaces/main/sessions/big/sandbox", { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
   }, 60_000);
 });
