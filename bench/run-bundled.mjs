@@ -14,6 +14,8 @@ if (!entry?.endsWith(".ts")) {
 const outfile = `dist/bench/${basename(entry, ".ts")}.mjs`;
 await build({
   entryPoints: [entry], outfile, bundle: true, platform: "node", target: "node22", format: "esm", logLevel: "warning",
+  // dynalite (a local DynamoDB: bench/live-dynamodb.ts) does not bundle (files of mixed module syntax): Node loads it from node_modules.
+  external: ["dynalite"],
   banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
 });
 process.exit(spawnSync(process.execPath, [outfile, ...args], { stdio: "inherit" }).status ?? 1);

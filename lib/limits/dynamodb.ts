@@ -23,7 +23,7 @@
  * items of their own (dynamodb-claims.ts): a keyed call's claim is one conditional PutItem after its token.
  */
 import { GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { backoffMs, isConditionFailed, itemKey, PARTITIONS, TABLE_KEYS } from "../shared/dynamodb-table.js";
+import { backoffMs, isConditionFailed, ITEM_MAX_BYTES, itemKey, PARTITIONS, TABLE_KEYS } from "../shared/dynamodb-table.js";
 import type { Limits } from "./fields.js";
 import { TenantLimiter, type LimiterState } from "./limiter.js";
 import { tenantOps, type Admitted, type LimitsStore, type TenantOps } from "./store.js";
@@ -37,7 +37,7 @@ interface TenantState {
   usage: UsageState;
 }
 
-export const ITEM_MAX_BYTES = 350_000;
+export { ITEM_MAX_BYTES };
 
 export interface DynamoLimitsOptions {
   client: DynamoDBClient;

@@ -1,7 +1,8 @@
 /**
  * Builds AppDeps for AWS Lambda from process.env: S3 for files, a KeyValueStore kept in the
  * same bucket (under kv/, apart from tenant data under t/), the bash container function, and with
- * TOOLSHED_TABLE the usage and limits stores in DynamoDB (docs/usage.md, docs/limits-and-quotas.md).
+ * TOOLSHED_TABLE the usage and limits stores and live sessions' coordinators in DynamoDB (docs/usage.md,
+ * docs/limits-and-quotas.md, docs/live-sessions.md).
  */
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { S3Client } from "@aws-sdk/client-s3";
@@ -11,6 +12,7 @@ import { cacheBytesFor, IsolateMemory } from "../shared/isolate-memory.js";
 import { s3Driver } from "../storage/drivers/s3.js";
 import { storageKeyValue } from "../storage/kv-over-storage.js";
 import { nodeFetcher } from "../tools/web/node-fetcher.js";
+import { dynamoLiveCoordinator } from "../exec/live/dynamodb.js";
 import { memoryLiveCoordinator } from "../exec/live/memory.js";
 import { LIVE_TIMINGS } from "../exec/live/service.js";
 import { dynamoLimits } from "../limits/dynamodb.js";
@@ -33,11 +35,14 @@ export interface AwsEnv extends CommonEnv {
   /** Another DynamoDB endpoint (a local server such as dynalite). */
   DYNAMODB_ENDPOINT?: string;
   /**
-   * `memory`: live sessions (keep_alive) with the coordinator in this process's memory, for a
-   * deployment where one process serves every request of the API at once (the entry on one host).
-   * Unset (Lambda): keep_alive is refused at once (UNAVAILABLE) and calls run fresh. Lambda runs one
+   * Where live sessions' (keep_alive) coordinators are (docs/live-sessions.md): `dynamodb`, one item
+   * per session in TOOLSHED_TABLE that every execution environment shares (lib/exec/live/dynamodb.ts;
+   * needs TOOLSHED_TABLE and TOOLSHED_SYNC_SECRET); `memory`, this process's memory, for a deployment
+   * where one process serves every request of the API at once (the entry on one host); `off`, none:
+   * keep_alive is refused at once (UNAVAILABLE) and calls run fresh. Unset: `dynamodb` when
+   * TOOLSHED_TABLE and the sync secret are set (as infra/aws deploys it), else `off`. Never `memory` on Lambda: it runs one
    * request per execution environment, so a live runner's held poll and its session's next call
-   * never reach the same memory: the runner would start, be billed, and never be reached.
+   * would never reach the same memory (the runner would start, be billed, and never be reached).
    */
   TOOLSHED_LIVE_COORDINATOR?: string;
   /** Set by Lambda: the function's memory in MB (the caches' budget is a quarter of it: lib/shared/isolate-memory.ts). */
@@ -71,11 +76,13 @@ export const LAMBDA_HOLD: HoldOptions = { holdMs: 0 };
 /** The usage sink of a Lambda environment: each call's record written and logged after the answer, under the request's waitUntil. */
 export const lambdaUsageSink = (usageStore: UsageStore) => heldUsageStore(usageStore, LAMBDA_HOLD);
 
+/** The client of TOOLSHED_TABLE. */
+const tableClient = (env: AwsEnv) => new DynamoDBClient({ region: env.AWS_REGION ?? "us-east-1", ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}) });
+
 /** The usage and limits stores over TOOLSHED_TABLE, each unless TOOLSHED_BUSINESS_OFF names it. */
-function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "limits" | "usageSettled"> {
-  if (!env.TOOLSHED_TABLE) return {};
+function businessStores(env: AwsEnv, client: DynamoDBClient | undefined): Pick<AwsDeps, "usageStore" | "onUsage" | "limits" | "usageSettled"> {
+  if (!env.TOOLSHED_TABLE || !client) return {};
   const off = businessPartsOff(env);
-  const client = new DynamoDBClient({ region: env.AWS_REGION ?? "us-east-1", ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}) });
   const table = env.TOOLSHED_TABLE;
   const out: ReturnType<typeof businessStores> = {};
   if (!off.has("metering")) {
@@ -85,6 +92,17 @@ function businessStores(env: AwsEnv): Pick<AwsDeps, "usageStore" | "onUsage" | "
   }
   if (!off.has("limits")) out.limits = dynamoLimits({ client, table });
   return out;
+}
+
+/** The live coordinator TOOLSHED_LIVE_COORDINATOR names (see AwsEnv); refuses to start on a value it cannot make, saying what to set. */
+function liveCoordinator(env: AwsEnv, client: DynamoDBClient | undefined): Pick<AwsDeps, "liveCoordinator"> {
+  const kind = env.TOOLSHED_LIVE_COORDINATOR ?? (env.TOOLSHED_TABLE && env.TOOLSHED_SYNC_SECRET ? "dynamodb" : "off");
+  if (kind === "off") return {};
+  if (kind === "memory") return { liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) };
+  if (kind !== "dynamodb") throw new Error(`TOOLSHED_LIVE_COORDINATOR is "${kind}": set it to "dynamodb" (a DynamoDB item per session, shared by every environment), "memory" (one process serves every request), "off" (no live sessions), or leave it unset (dynamodb when TOOLSHED_TABLE and TOOLSHED_SYNC_SECRET are set, else off)`);
+  const missing = [env.TOOLSHED_TABLE ? "" : "TOOLSHED_TABLE (the API's DynamoDB table: infra/aws/storage.ts)", env.TOOLSHED_SYNC_SECRET ? "" : "TOOLSHED_SYNC_SECRET or TOOLSHED_SYNC_SECRET_ARN (the live state is sealed under it)"].filter(Boolean);
+  if (!env.TOOLSHED_TABLE || !client || !env.TOOLSHED_SYNC_SECRET) throw new Error(`TOOLSHED_LIVE_COORDINATOR=dynamodb needs ${missing.join(" and ")}: set ${missing.length > 1 ? "them" : "it"}, or set TOOLSHED_LIVE_COORDINATOR=off`);
+  return { liveCoordinator: dynamoLiveCoordinator({ client, table: env.TOOLSHED_TABLE, secret: env.TOOLSHED_SYNC_SECRET, timings: LIVE_TIMINGS }) };
 }
 
 export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
@@ -100,8 +118,7 @@ export function fromAwsEnv(env: AwsEnv, client?: S3Client): AwsDeps {
   const memory = new IsolateMemory(cacheBytesFor(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE === undefined ? undefined : Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE)));
   // Answers stream (infra/lambda.ts, lib/runtime/lambda-stream.ts): an MCP client's ask_user question
   // (elicitation on the call's SSE stream) reaches it while the call waits for the answer, as on Workers.
-  // Live sessions only where one process serves every request (TOOLSHED_LIVE_COORDINATOR above; docs/live-sessions.md).
-  if (env.TOOLSHED_LIVE_COORDINATOR !== undefined && env.TOOLSHED_LIVE_COORDINATOR !== "memory") throw new Error(`TOOLSHED_LIVE_COORDINATOR is "${env.TOOLSHED_LIVE_COORDINATOR}": set it to "memory" (one process serves every request) or leave it unset (no live sessions)`);
-  const live = env.TOOLSHED_LIVE_COORDINATOR === "memory" ? { liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) } : {};
-  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...live, ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
+  // Live sessions: a DynamoDB item per session where TOOLSHED_TABLE is (TOOLSHED_LIVE_COORDINATOR above; docs/live-sessions.md).
+  const table = env.TOOLSHED_TABLE ? tableClient(env) : undefined;
+  return { storage, kv: storageKeyValue(storage, "kv/"), memory, ...liveCoordinator(env, table), ...commonDeps(env, LAMBDA_HOLD), ...businessStores(env, table), webFetch: { fetcher: nodeFetcher() }, mcp: { lateCallLostMs: LAMBDA_LATE_CALL_LOST_MS } };
 }

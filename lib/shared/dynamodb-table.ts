@@ -5,6 +5,7 @@
  *   limits#<tenant> / state                 lib/limits/dynamodb.ts (one item per tenant)
  *   limits#<tenant> / idem#<key hash>       lib/limits/dynamodb-claims.ts (one item per Idempotency-Key)
  *   usage#<tenant>  / h#…, r#…, n#…          lib/run/metering/dynamodb-store.ts
+ *   live#<tenant>   / ["<workspace>","<session>"]   lib/exec/live/dynamodb-item.ts (one item per live session)
  */
 export const TABLE_KEYS = {
   partition: "pk",
@@ -17,7 +18,11 @@ export const TABLE_KEYS = {
 export const PARTITIONS = {
   limits: (tenant: string) => `limits#${tenant}`,
   usage: (tenant: string) => `usage#${tenant}`,
+  live: (tenant: string) => `live#${tenant}`,
 } as const;
+
+/** The most bytes a store puts in one item's state (DynamoDB's item limit is 400 KB, keys and attribute names included). */
+export const ITEM_MAX_BYTES = 350_000;
 
 /** An item's key from its partition and sort key values: the one place the stores address items. */
 export const itemKey = (partition: string, sort: string) => ({ [TABLE_KEYS.partition]: { S: partition }, [TABLE_KEYS.sort]: { S: sort } });

@@ -5,12 +5,22 @@
  * runner to start, no loss to tell, and, for a request without the session's saved shell
  * (`stateless`), a runner that has answered a command before (its shell holds the state). The
  * turn stays with the caller when the answer reports a shell state to save (its PUT then lands
- * before the session's next command) or the runner was lost (the caller runs again). Both
- * coordinators (memory.ts, the Durable Object) answer through this function. Bundles for Workers.
+ * before the session's next command) or the runner was lost (the caller runs again). The rules are
+ * here (runsAtOnce, keepsTurn, ranAnswer); the in-process coordinators (memory.ts, the Durable
+ * Object) answer through callOnce, the DynamoDB one (dynamodb.ts) applies them inside its item's
+ * transitions (the turn and the command in one write, the answer and the turn's return in one). Bundles for Workers.
  */
 import type { LiveResultPost } from "../../sync/live-types.js";
-import type { LiveSession } from "./session.js";
-import type { CallAnswer, CallOptions, RunAnswer } from "./types.js";
+import type { BeginAnswer, CallAnswer, CallOptions, RunAnswer, RunOptions } from "./types.js";
+
+/** One session as callOnce uses it: its host in one process (session.ts). */
+export interface SessionTurns {
+  begin(waitMs: number, turnMs: number, sandbox?: string, join?: boolean): Promise<BeginAnswer>;
+  /** After begin: the session's runner has answered a command (its shell holds the state). */
+  readonly served: boolean;
+  run(turn: string, request: unknown, opts: RunOptions): Promise<RunAnswer>;
+  release(turn: string): void | Promise<void>;
+}
 
 /** The answer reports a shell state the saved one does not hold yet (RunResult.shell without `unchanged`). */
 export function savesShell(response: LiveResultPost["response"]): boolean {
@@ -19,12 +29,28 @@ export function savesShell(response: LiveResultPost["response"]): boolean {
   return !!shell && shell.unchanged !== true;
 }
 
-export async function callOnce(s: LiveSession, request: unknown, o: CallOptions): Promise<CallAnswer> {
+/** The command goes to the session's runner with the turn: there is one, nothing to tell first, and (`stateless`) its shell holds the session's state (`served`). */
+export function runsAtOnce(b: BeginAnswer, served: boolean, o: CallOptions): b is Extract<BeginAnswer, { generation: string }> {
+  return !("busy" in b || "none" in b || "start" in b || b.lost || (o.stateless && !served));
+}
+
+/** The caller keeps the turn after the answer: a shell state to save first, or a loss to run again after. */
+export const keepsTurn = (a: RunAnswer): boolean => "lost" in a || ("response" in a && savesShell(a.response));
+
+/** The call's answer once the command ran on the turn `b` took. */
+export const ranAnswer = (b: { turn: string; ends: RunAnswer["ends"] }, a: RunAnswer): CallAnswer => ({ ran: { ...a, ends: [...b.ends, ...a.ends] } as RunAnswer, turn: b.turn, released: !keepsTurn(a) });
+
+/** A call's run options from its CallOptions. */
+export const runOptions = (o: CallOptions): RunOptions => ({ timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) });
+
+export async function callOnce(s: SessionTurns, request: unknown, o: CallOptions): Promise<CallAnswer> {
   const b = await s.begin(o.wait_ms, o.turn_ms, o.sandbox, o.join);
-  if ("busy" in b || "none" in b || "start" in b || b.lost || (o.stateless && !s.served)) return { begun: b };
-  const a = await s.run(b.turn, request, { timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) });
-  const ran = { ...a, ends: [...b.ends, ...a.ends] } as RunAnswer;
-  const keep = "lost" in a || ("response" in a && savesShell(a.response));
-  if (!keep) s.release(b.turn);
-  return { ran, turn: b.turn, released: !keep };
+  if (!runsAtOnce(b, s.served, o)) return { begun: b };
+  // A run that fails (its request refused, the coordinator unreachable) gives the turn back: the caller never held it.
+  const a = await s.run(b.turn, request, runOptions(o)).catch(async (e: unknown) => {
+    await Promise.resolve(s.release(b.turn)).catch(() => {});
+    throw e;
+  });
+  if (!keepsTurn(a)) await s.release(b.turn);
+  return ranAnswer(b, a);
 }

@@ -1,8 +1,8 @@
 /**
  * The live coordinator in one process's memory (Node, the AWS entry run as one instance, tests):
  * a LiveSession per session. Exact only while every call and every runner of a session reach the
- * same process: a deployment with several API instances needs the Durable Object one (Workers) or
- * sticky routing by session. Bundles for Workers.
+ * same process: a deployment with several API instances needs the Durable Object one (Workers), the
+ * DynamoDB one (AWS: dynamodb.ts) or sticky routing by session. Bundles for Workers.
  */
 import { callOnce } from "./call.js";
 import { liveSessionId as keyOf } from "./service.js";

@@ -173,7 +173,14 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
           notes += startedNote(idleMs);
           started = true;
         }
-        a = await svc.coordinator.run(key, turn, await withShell(), { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) });
+        a = await svc.coordinator.run(key, turn, await withShell(), { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) }).catch(async (e: unknown) => {
+          // Refused (a request past the coordinator's bound) or unreachable: the runner this call just started would idle, billed, until its idle timeout.
+          if (start) {
+            await abandonRunner(svc, key);
+            if (lease && svc.limits) await svc.limits.releaseRun(key.tenant, lease).catch(() => {}); // the run that would have kept it with the generation was refused
+          }
+          throw e;
+        });
       }
       await account(a.ends);
       if ("response" in a) {
@@ -211,9 +218,12 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
  * asynchronous start with no command of its own. Answers the slot's lease. On failure the generation
  * is ended at once (nothing was lost: it never ran).
  */
+/** Ends the runner a call started that will run nothing (nothing was lost: it never ran a command), and accounts for it. */
+const abandonRunner = async (svc: LiveService, key: LiveKey) => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
+
 async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
   const deps = ctx.deps;
-  const abandon = async () => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
+  const abandon = () => abandonRunner(svc, key);
   let lease: string | undefined;
   if (svc.limits) {
     // Counted against the starting call's key as well as the tenant: a key's own concurrent_runs bounds its live sandboxes too.

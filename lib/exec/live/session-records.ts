@@ -1,16 +1,35 @@
 /**
- * What a session's coordinator (session.ts) holds of its live runner: the current generation and
- * the one command in flight. Bundles for Workers.
+ * What a session's coordinator holds of its live runner, as plain JSON (session-state.ts changes it;
+ * a host keeps it in memory or in a DynamoDB item): the current generation, the one command in
+ * flight, the runner's held poll, what the previous runner lost; and what a host asks of it as a
+ * whole (empty, served). Bundles for Workers.
  */
 import type { LiveEndReason, LiveStatus } from "../../sync/live-types.js";
-import type { RunAnswer } from "./types.js";
+import type { LiveLoss, RunAnswer } from "./types.js";
 
+/** The command in flight: handed to the runner's poll (`taken_at`), then answered (`outcome`: its caller collects it). */
 export interface Pending {
+  /** The generation it was run on, and its number there: the command's identity. */
+  generation: string;
   seq: number;
-  request: unknown;
+  /** The RunRequest; dropped once the runner has it. */
+  request?: unknown;
   taken_at?: number;
   timeout_ms: number;
-  settle: (a: RunAnswer) => void;
+  /** Generations that ended when it was run: prepended to its answer's. */
+  ends: RunAnswer["ends"];
+  /** Its answer (the runner's response, a loss, the runner never came), until its caller collects it. */
+  outcome?: RunAnswer;
+}
+
+/** The runner's poll, held until a command comes (`answer`), poll_ms passes, or a newer poll or the generation's end replaces it. */
+export interface Poll {
+  generation: string;
+  /** Which poll: a holder whose poll is no longer the session's was replaced or ended. */
+  id: string;
+  since: number;
+  /** A command was handed to it: the seq of the pending command. */
+  taken?: number;
 }
 
 export interface Generation {
@@ -28,3 +47,25 @@ export interface Generation {
   /** It answered a command (its shell holds the session's state since: call.ts). */
   served?: boolean;
 }
+
+/** One session's whole state. */
+export interface LiveState {
+  gen: Generation | null;
+  /** Ended generations whose runner may still poll (at most 8, oldest first): told `{end}`, then forgotten. */
+  told: [string, LiveEndReason][];
+  loss: LiveLoss | null;
+  /** The access of the last generation made: a restart after a loss (same turn) keeps it. */
+  lastSandbox: string;
+  /** A turn is the right to run one command: calls of a session are serialized by it. */
+  turn: { id: string; expires_at: number } | null;
+  pending: Pending | null;
+  poll: Poll | null;
+}
+
+export const emptyLiveState = (): LiveState => ({ gen: null, told: [], loss: null, lastSandbox: "", turn: null, pending: null, poll: null });
+
+/** Nothing held: the session can be forgotten. */
+export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss && s.told.length === 0 && !s.poll && !s.pending;
+
+/** The current runner has answered a command: its shell holds the session's state. */
+export const isServed = (s: LiveState): boolean => s.gen?.served === true;

@@ -1,9 +1,10 @@
 /**
  * The live coordinator's interface (issue #29, docs/live-sessions.md): what the tool's call asks of
  * a session's live sandbox (begin, run, release), what its runner asks (the LiveHub of
- * lib/sync/live-types.ts: next, result, ended) and what the routes ask (status, end). Two
- * implementations speak it: memory.ts (one Node process) and a Durable Object per session
- * (lib/runtime/live-object.ts). Every answer carries the generations that ended in it (`ends`):
+ * lib/sync/live-types.ts: next, result, ended) and what the routes ask (status, end). Three
+ * implementations speak it, over one state machine (session-state.ts): memory.ts (one Node
+ * process), a Durable Object per session (lib/runtime/live-object.ts), and a DynamoDB item per
+ * session (dynamodb.ts, AWS). Every answer carries the generations that ended in it (`ends`):
  * accounting (lease, usage, audit) is the caller's, exactly once per generation. Pure types.
  */
 import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
@@ -102,7 +103,7 @@ export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
 }
 
-/** One interface, two implementations (memory.ts; lib/runtime/live-object.ts). */
+/** One interface, three implementations (memory.ts; lib/runtime/live-object.ts; dynamodb.ts). */
 export interface LiveCoordinator {
   /** `sandbox`: what the call's sandbox is started with (network, secrets); a current one started otherwise is replaced. */
   begin(key: LiveKey, opts: { wait_ms: number; turn_ms: number; sandbox?: string; join?: boolean }): Promise<BeginAnswer>;

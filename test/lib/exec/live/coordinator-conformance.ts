@@ -60,6 +60,21 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(await c.next(newKey(), b.start.generation, status(b.start.generation))).toEqual({ end: "replaced" }); // another session's key
     });
 
+    it("a runner's newer poll answers its older one wait; the command goes to the newer", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      const older = c.next(key, gen, status(gen));
+      await c.status(key); // the older poll is registered (one object, in order)
+      const newer = c.next(key, gen, status(gen));
+      expect(await older).toEqual({ wait: true });
+      const run = c.run(key, b.turn, "x", { timeout_ms: 10_000 });
+      expect(await newer).toEqual({ command: { seq: 1, request: "x" } });
+      await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: "x" }, status: status(gen) });
+      expect(await run).toMatchObject({ response: { ok: true, result: "x" } });
+    });
+
     it("one command at a time: a second call waits for the turn, or is told busy when its wait runs out", async () => {
       const c = make();
       const key = newKey();
