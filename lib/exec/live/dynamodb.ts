@@ -46,6 +46,9 @@ export interface DynamoLiveOptions {
   maxAttempts?: number;
 }
 
+/** Retry-After of a call the item did not answer. */
+const RETRY_AFTER_S = 2;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator {
@@ -62,19 +65,31 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
     return result;
   }
 
-  /** One transition on the session's item: read, applied, written when it changed the state (a lost race: again from a fresh read). */
+  /**
+   * One transition on the session's item: read, applied, written when it changed the state (a lost
+   * race: again from a fresh read). DynamoDB not answering (throttled, unreachable, too many lost
+   * races) is UNAVAILABLE with Retry-After, never an internal error: nothing of the transition was written.
+   */
   function apply<T>(k: LiveKey, transition: (s: LiveState, at: machine.At) => T): Promise<{ out: T; state: LiveState }> {
-    return inOrder(liveSessionId(k), async () => {
-      for (let attempt = 0; attempt < maxAttempts; attempt++) {
-        if (attempt > 0) await sleep(backoffMs(attempt));
-        const { state, version } = await item.read(k);
-        const before = JSON.stringify(state);
-        const at = { now: now(), timings };
-        const out = transition(state, at);
-        if (JSON.stringify(state) === before || (await item.write(k, state, version, at.now))) return { out, state };
-      }
-      throw new Error(`live coordinator: session ${k.session}'s item changed under ${maxAttempts} attempts in a row; nothing was applied, retry`);
+    return inOrder(liveSessionId(k), () => applyOnce(k, transition)).catch((e: unknown) => {
+      if (e instanceof ToolError || e instanceof LiveItemTooLarge) throw e;
+      // The operator's log has the whole error; the caller its kind only (no table, endpoint or account in an answer).
+      console.error("live coordinator: DynamoDB did not answer", e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+      const kind = e instanceof Error && /^[A-Za-z]{1,60}$/.test(e.name) && e.name !== "Error" ? e.name : "no answer";
+      throw new ToolError("UNAVAILABLE", `The live session's coordinator (its DynamoDB item) did not answer (${kind}). Retry in a few seconds; a command already handed to the sandbox may have run (its file changes are written back as usual). Or call without keep_alive.`, { retry_after: RETRY_AFTER_S, session: k.session });
     });
+  }
+
+  async function applyOnce<T>(k: LiveKey, transition: (s: LiveState, at: machine.At) => T): Promise<{ out: T; state: LiveState }> {
+    for (let attempt = 0; attempt < maxAttempts; attempt++) {
+      if (attempt > 0) await sleep(backoffMs(attempt));
+      const { state, version } = await item.read(k);
+      const before = JSON.stringify(state);
+      const at = { now: now(), timings };
+      const out = transition(state, at);
+      if (JSON.stringify(state) === before || (await item.write(k, state, version, at.now))) return { out, state };
+    }
+    throw new Error(`its item changed under ${maxAttempts} attempts in a row`);
   }
 
   /** How long a wait that began at `start` sleeps before its next read. */

@@ -165,3 +165,18 @@ describe("the session's item", () => {
     expect((a as { response: { error: { message: string } } }).response.error.message).toContain("file changes were written back");
   });
 });
+
+describe("DynamoDB not answering", () => {
+  it("is UNAVAILABLE with Retry-After, naming the error's kind only, on the call's side and the runner's", async () => {
+    // A table that does not exist: every read fails (ResourceNotFoundException), as a throttled or unreachable table would.
+    const c = dynamoLiveCoordinator({ client: db.server.client(), table: "no-such-table", secret: SECRET, timings: FAST });
+    const key = newKey();
+    for (const op of [() => c.begin(key, TURN), () => c.call(key, "x", { ...TURN, timeout_ms: 1_000 }), () => c.next(key, "g_x", status("g_x")), () => c.status(key)]) {
+      const e = await op().then(() => null, (x: unknown) => x);
+      expect(e).toBeInstanceOf(ToolError);
+      expect(e).toMatchObject({ code: "UNAVAILABLE", details: { retry_after: 2, session: key.session } });
+      expect((e as ToolError).message).toContain("(ResourceNotFoundException)");
+      expect((e as ToolError).message).not.toContain("no-such-table");
+    }
+  });
+});
