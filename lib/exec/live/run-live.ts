@@ -52,7 +52,8 @@ export function lossNote(loss: LiveLoss, interrupted = false): string {
   return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
 }
 
-const listed = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? `, ... (${paths.length} in all)` : ""}`;
+/** The first 5 of a list of `count` paths (the state keeps a few more than shown: session-records.ts keptWritten). */
+const listed = (paths: string[], count: number) => `${paths.slice(0, 5).join(", ")}${count > 5 ? `, ... (${count} in all)` : ""}`;
 
 /** The files part of a loss: every answered call's changes were written back; what the sandbox's end did with what came after, conflicts named. */
 function filesNote(loss: LiveLoss): string {
@@ -60,10 +61,10 @@ function filesNote(loss: LiveLoss): string {
   const w = loss.written;
   if (!w) return `${base}${loss.reason === "crashed" ? " What background processes changed after the last call may not have been written back: check those files." : ""}`;
   const parts: string[] = [];
-  if (w.changed.length) parts.push(`changed ${listed(w.changed)}`);
-  if (w.deleted.length) parts.push(`deleted ${listed(w.deleted)}`);
+  if (w.counts.changed) parts.push(`changed ${listed(w.changed, w.counts.changed)}`);
+  if (w.counts.deleted) parts.push(`deleted ${listed(w.deleted, w.counts.deleted)}`);
   const end = parts.length ? ` At its end, what background processes did since was written back: ${parts.join("; ")}.` : "";
-  const conflicts = w.conflicts.length ? ` NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): ${listed(w.conflicts)}.` : "";
+  const conflicts = w.counts.conflicts ? ` NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): ${listed(w.conflicts, w.counts.conflicts)}.` : "";
   return `${base}${end}${conflicts}`;
 }
 

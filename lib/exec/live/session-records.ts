@@ -4,7 +4,7 @@
  * flight, the runner's held poll, what the previous runner lost; and what a host asks of it as a
  * whole (empty, served). Bundles for Workers.
  */
-import type { LiveEndReason, LiveStatus } from "../../sync/live-types.js";
+import type { LiveEndReason, LiveEnded, LiveStatus } from "../../sync/live-types.js";
 import type { LiveLoss, RunAnswer } from "./types.js";
 
 /** The command in flight: handed to the runner's poll (`taken_at`), then answered (`outcome`: its caller collects it). */
@@ -69,3 +69,16 @@ export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss &
 
 /** The current runner has answered a command: its shell holds the session's state. */
 export const isServed = (s: LiveState): boolean => s.gen?.served === true;
+
+/** Paths of each list of a sandbox's final write-back kept in the session's state (the next call shows 5 and the count). */
+export const LOSS_PATHS_KEPT = 20;
+
+/** A final write-back as the session keeps it for the next call: each list's first LOSS_PATHS_KEPT paths and its count. */
+export function keptWritten(w: NonNullable<LiveEnded["written"]>): NonNullable<LiveLoss["written"]> {
+  return {
+    changed: w.changed.slice(0, LOSS_PATHS_KEPT),
+    deleted: w.deleted.slice(0, LOSS_PATHS_KEPT),
+    conflicts: w.conflicts.slice(0, LOSS_PATHS_KEPT),
+    counts: { changed: w.changed.length, deleted: w.deleted.length, conflicts: w.conflicts.length },
+  };
+}

@@ -14,7 +14,7 @@
 import { randomId } from "../../shared/hash.js";
 import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import type { Generation, LiveState, Pending, Poll } from "./session-records.js";
+import { keptWritten, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -172,7 +172,7 @@ export function ended(s: LiveState, at: At, generation: string, e: LiveEnded): L
   const gen = s.gen;
   if (!gen || gen.generation !== generation) {
     // Already ended here (DELETE, a replacement, a loss): its final write-back still goes into what the next call is told.
-    if (s.loss?.generation === generation && e.written) s.loss = { ...s.loss, written: e.written };
+    if (s.loss?.generation === generation && e.written) s.loss = { ...s.loss, written: keptWritten(e.written) };
     return [];
   }
   gen.status = e.status;
@@ -250,7 +250,7 @@ function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost
   s.told = [...s.told.filter(([x]) => x !== g.generation), [g.generation, reason] as [string, LiveEndReason]].slice(-8);
   if (s.poll?.generation === g.generation) s.poll = null; // its holder is answered the end (pollOutcome)
   // A runner that never came lost nothing; one that did is told to the session's next call.
-  s.loss = g.seen_at !== undefined ? { generation: g.generation, reason, lost_processes: lost, ...(written ? { written } : {}) } : null;
+  s.loss = g.seen_at !== undefined ? { generation: g.generation, reason, lost_processes: lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
   const st = g.status;
   return {
     generation: g.generation, reason, arrived: g.seen_at !== undefined,

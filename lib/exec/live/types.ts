@@ -30,8 +30,12 @@ export interface LiveLoss {
   generation: string;
   reason: LiveEndReason;
   lost_processes: { pid: number; command: string }[];
-  /** What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next call, conflicts included. */
-  written?: LiveEnded["written"];
+  /**
+   * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
+   * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):
+   * a session's state stays small whatever a background process wrote (a DynamoDB item holds 350 KB).
+   */
+  written?: { changed: string[]; deleted: string[]; conflicts: string[]; counts: { changed: number; deleted: number; conflicts: number } };
 }
 
 /** A generation that ended: what the caller accounts for. */

@@ -161,6 +161,22 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "deleted" });
     });
 
+    it("what a runner's final write-back did reaches the next call, each list cut to its first paths and counted, however long", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
+      await c.release(key, b.turn);
+      // 20,000 paths of ~120 bytes: 2.4 MB, past what one DynamoDB item holds.
+      const changed = Array.from({ length: 20_000 }, (_, i) => `build/${"d".repeat(100)}/${i}.o`);
+      await c.ended(key, gen, { generation: gen, reason: "idle", lost_processes: [], status: status(gen), written: { changed, deleted: ["a.txt", "b.txt"], conflicts: [] } });
+      expect(startOf(await c.begin(key, TURN)).lost).toEqual({
+        generation: gen, reason: "idle", lost_processes: [],
+        written: { changed: changed.slice(0, 20), deleted: ["a.txt", "b.txt"], conflicts: [], counts: { changed: 20_000, deleted: 2, conflicts: 0 } },
+      });
+    });
+
     it("a call whose sandbox access differs from the current one's replaces it; the same access reuses it", async () => {
       const c = make();
       const key = newKey();
