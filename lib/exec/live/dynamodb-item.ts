@@ -74,8 +74,9 @@ export function liveItem(client: DynamoDBClient, table: string, secret: string):
       try {
         state = JSON.parse(await open(k, sealed)) as LiveState;
       } catch {
-        // Sealed under another sync secret (it was rotated): the session's state is lost, as a Durable Object's on a reset.
-        state = emptyLiveState();
+        // Sealed under another sync secret (it was rotated): the session's state is lost, as a Durable Object's on a
+        // reset; the next call is told (a loss, as of a runner that stopped answering), not left to find its shell gone.
+        state = { ...emptyLiveState(), loss: { generation: "", reason: "crashed", lost_processes: [] } };
       }
       return { state, version: got.Item.v?.S };
     },

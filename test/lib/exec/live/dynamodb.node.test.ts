@@ -126,8 +126,14 @@ describe("the session's item", () => {
     expect(bytes.includes("plain-text-of-the-command")).toBe(false);
     expect(bytes.includes("s3cr3t-value")).toBe(false);
     expect(Number(item!.expires_at!.N)).toBeGreaterThan(Date.now() / 1000 + 23 * 3600);
-    // Another deployment's secret opens nothing: that coordinator sees no session.
-    expect((await make("another-secret-0123456789abcdef").status(key)).sandbox).toBeNull();
+    // Another deployment's secret opens nothing: that coordinator sees no sandbox, and its next call is told one was lost.
+    const rotated = make("another-secret-0123456789abcdef");
+    expect((await rotated.status(key)).sandbox).toBeNull();
+    const other = newKey();
+    const { turn: t2 } = started(await c.begin(other, TURN));
+    await c.release(other, t2);
+    const anew = await rotated.begin(other, TURN);
+    expect("start" in anew && anew.lost).toEqual({ generation: "", reason: "crashed", lost_processes: [] });
     expect((await c.status(key)).sandbox).toMatchObject({ generation: gen }); // the reader above wrote nothing
     await c.next(key, gen, status(gen));
     await c.result(key, gen, { generation: gen, seq: 1, response: { ok: true, result: "answer-in-clear?" }, status: status(gen) });
