@@ -25,6 +25,15 @@ const startOf = (b: Awaited<ReturnType<LiveCoordinator["begin"]>>) => {
   return b;
 };
 
+/** A new session's runner that has polled once (told to wait, its status `extra`), the turn given back: its generation. */
+async function arrivedRunner(c: LiveCoordinator, key: LiveKey, extra: Partial<LiveStatus> = {}): Promise<string> {
+  const b = startOf(await c.begin(key, TURN));
+  const gen = b.start.generation;
+  expect(await c.next(key, gen, status(gen, extra))).toEqual({ wait: true });
+  await c.release(key, b.turn);
+  return gen;
+}
+
 export function describeLiveCoordinator(name: string, make: () => LiveCoordinator) {
   describe(`live coordinator: ${name}`, () => {
     it("a first call starts a runner; its command goes to the runner's poll and the runner's result answers the call", async () => {
@@ -128,10 +137,7 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
     it("a runner that stops polling is lost: the next call is told what it lost and starts a new one", async () => {
       const c = make();
       const key = newKey();
-      const b = startOf(await c.begin(key, TURN));
-      const gen = b.start.generation;
-      expect(await c.next(key, gen, status(gen, { processes: [{ pid: 3, command: "node server.js" }] }))).toEqual({ wait: true });
-      await c.release(key, b.turn);
+      const gen = await arrivedRunner(c, key, { processes: [{ pid: 3, command: "node server.js" }] });
       // It never polls again: wait (on answers) until the coordinator takes it for lost.
       let s = await c.status(key);
       const until = Date.now() + 10_000;
@@ -146,10 +152,7 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
     it("end (DELETE): the held poll is told deleted, the status is gone, the next call hears of it; a second end finds none", async () => {
       const c = make();
       const key = newKey();
-      const b = startOf(await c.begin(key, TURN));
-      const gen = b.start.generation;
-      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
-      await c.release(key, b.turn);
+      const gen = await arrivedRunner(c, key);
       const held = c.next(key, gen, status(gen, { ports: [5000] }));
       await c.status(key); // the poll is registered before the end (one object, in order)
       const e = await c.end(key, "deleted");
@@ -164,10 +167,7 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
     it("what a runner's final write-back did reaches the next call, each list cut to its first paths and counted, however long", async () => {
       const c = make();
       const key = newKey();
-      const b = startOf(await c.begin(key, TURN));
-      const gen = b.start.generation;
-      expect(await c.next(key, gen, status(gen))).toEqual({ wait: true });
-      await c.release(key, b.turn);
+      const gen = await arrivedRunner(c, key);
       // 20,000 paths of ~120 bytes: 2.4 MB, past what one DynamoDB item holds.
       const changed = Array.from({ length: 20_000 }, (_, i) => `build/${"d".repeat(100)}/${i}.o`);
       await c.ended(key, gen, { generation: gen, reason: "idle", lost_processes: [], status: status(gen), written: { changed, deleted: ["a.txt", "b.txt"], conflicts: [] } });
