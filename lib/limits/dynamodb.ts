@@ -37,7 +37,6 @@ interface TenantState {
   usage: UsageState;
 }
 
-export { ITEM_MAX_BYTES };
 
 export interface DynamoLimitsOptions {
   client: DynamoDBClient;

@@ -5,7 +5,8 @@
  */
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dynamoLimits, ITEM_MAX_BYTES } from "../../../lib/limits/dynamodb.js";
+import { dynamoLimits } from "../../../lib/limits/dynamodb.js";
+import { ITEM_MAX_BYTES } from "../../../lib/shared/dynamodb-table.js";
 import { startDynamo, type DynamoServer } from "../../support/dynalite.js";
 import { clock, describeLimitsStore } from "./store-conformance.js";
 
