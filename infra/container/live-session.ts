@@ -13,7 +13,7 @@
 import { gitHomeFiles } from "../../lib/exec/git-identity.js";
 import type { RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveChannel } from "../../lib/sync/live-client.js";
-import type { LiveEnded, LiveEndReason, LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
+import { boundedProcesses, boundedStatus, type LiveEnded, type LiveEndReason, type LiveNext, type LiveStatus } from "../../lib/sync/live-types.js";
 import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
@@ -81,7 +81,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     const probe = shell?.alive ? shell.probe : null;
     const procs = probe ? await probe.processes() : [];
     if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
-    return {
+    // Bounded (LIVE_LIST_MAX): the poll, the coordinator's state and GET .../sandbox stay small however many run.
+    return boundedStatus({
       generation: spec.generation,
       started_at: startedAt,
       last_used_at: lastUsed,
@@ -89,7 +90,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       ports: procs.length ? await probe!.ports() : [],
       wall_ms: Date.now() - startedAt,
       ...(procs.length ? { cpu_ms: procs.reduce((a, p) => a + p.cpuMs, 0), rss_bytes: procs.reduce((a, p) => a + p.rssBytes, 0) } : {}),
-    };
+    });
   };
 
   let reason: LiveEndReason = "crashed";
@@ -187,7 +188,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
 
   // The end: processes listed, the sandbox killed, its background changes written back.
   const last = await status();
-  const lost = shell.alive ? last.processes : seen;
+  const lost = shell.alive ? boundedProcesses(last.processes, last.processes_total) : boundedProcesses(seen);
   await shell.kill().catch(() => {});
   let written: LiveEnded["written"];
   try {
@@ -204,7 +205,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     await staged.restore().catch(() => {});
     await deps.cache.release(slot, clean);
   }
-  const ended: LiveEnded = { generation: spec.generation, reason, lost_processes: lost, status: { ...last, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) };
+  const { processes_total: _p, ports_total: _q, ...lastCost } = last; // none run now
+  const ended: LiveEnded = { generation: spec.generation, reason, lost_processes: lost.list, ...(lost.total !== undefined ? { lost_total: lost.total } : {}), status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) };
   await channel.ended(ended).catch(() => {}); // the API takes a runner that stopped polling for lost (LIVE_STALE_MS)
   return ended;
 }

@@ -46,16 +46,32 @@ export interface LiveSpec {
   max_life_ms: number;
 }
 
+/**
+ * A status or an end lists at most this many processes and ports (the lowest pids and ports first);
+ * `processes_total`, `ports_total` and `lost_total` then count them all. A poll, the coordinator's
+ * state (a DynamoDB item holds 350 KB) and GET .../sandbox stay small whatever the sandbox's process
+ * limit (up to 4,096) lets run.
+ */
+export const LIVE_LIST_MAX = 64;
+/** A process's command line, as a status lists it, is cut to this many characters. */
+export const LIVE_COMMAND_MAX = 200;
+
+export type LiveProcess = { pid: number; command: string };
+
 /** What the runner reports with every poll (GET .../sandbox shows it). */
 export interface LiveStatus {
   generation: string;
   started_at: number;
   /** When the last command ended (or the sandbox started, before any). */
   last_used_at: number;
-  /** Processes of the sandbox besides its session shell (pid as seen inside, command line cut to 200 chars). */
-  processes: { pid: number; command: string }[];
-  /** TCP ports listening on the sandbox's loopback. */
+  /** Processes of the sandbox besides its session shell (pid as seen inside, command line cut to LIVE_COMMAND_MAX chars), LIVE_LIST_MAX at most. */
+  processes: LiveProcess[];
+  /** How many processes run, when more than `processes` lists. */
+  processes_total?: number;
+  /** TCP ports listening on the sandbox's loopback, LIVE_LIST_MAX at most. */
   ports: number[];
+  /** How many ports listen, when more than `ports` lists. */
+  ports_total?: number;
   /** Wall-clock ms the sandbox has existed so far. */
   wall_ms: number;
   /** CPU ms of the sandbox's processes so far, when the runner can tell. */
@@ -104,8 +120,10 @@ export interface LiveResultPost<Res = unknown> {
 export interface LiveEnded {
   generation: string;
   reason: LiveEndReason;
-  /** Processes that were still running and are now gone. */
-  lost_processes: { pid: number; command: string }[];
+  /** Processes that were still running and are now gone (LIVE_LIST_MAX at most). */
+  lost_processes: LiveProcess[];
+  /** How many were lost, when more than `lost_processes` lists. */
+  lost_total?: number;
   status: LiveStatus;
   /**
    * (Optional, added by the runner side.) What the final write-back of background changes since the
@@ -131,4 +149,32 @@ export interface LiveSessionRef {
   workspace: string;
   session: string;
   generation: string;
+}
+
+/** A list cut to LIVE_LIST_MAX, lowest first, with its whole count when cut (`total`: a count already known, as a list cut before). */
+export function boundedList<T>(list: readonly T[], key: (t: T) => number, total = list.length): { list: T[]; total?: number } {
+  const count = Math.max(total, list.length);
+  const kept = list.length > LIVE_LIST_MAX ? [...list].sort((a, b) => key(a) - key(b)).slice(0, LIVE_LIST_MAX) : [...list];
+  return count > kept.length ? { list: kept, total: count } : { list: kept };
+}
+
+/** Processes as a status or an end lists them: LIVE_LIST_MAX at most, each command cut to LIVE_COMMAND_MAX. */
+export function boundedProcesses(list: readonly LiveProcess[], total?: number): { list: LiveProcess[]; total?: number } {
+  const b = boundedList(list, (p) => p.pid, total);
+  return { ...b, list: b.list.map((p) => ({ pid: p.pid, command: String(p.command).slice(0, LIVE_COMMAND_MAX) })) };
+}
+
+/** `s` with its lists bounded (what the runner sends, and all the API keeps of what it is sent). */
+export function boundedStatus<S extends LiveStatus>(s: S): S {
+  const { processes_total: _p, ports_total: _q, ...rest } = s;
+  const procs = boundedProcesses(s.processes, s.processes_total);
+  const ports = boundedList(s.ports, (n) => n, s.ports_total);
+  return { ...rest, processes: procs.list, ...(procs.total !== undefined ? { processes_total: procs.total } : {}), ports: ports.list, ...(ports.total !== undefined ? { ports_total: ports.total } : {}) } as S;
+}
+
+/** `e` with its lost processes and its status bounded. */
+export function boundedEnded(e: LiveEnded): LiveEnded {
+  const { lost_total: _l, ...rest } = e;
+  const lost = boundedProcesses(e.lost_processes, e.lost_total);
+  return { ...rest, lost_processes: lost.list, ...(lost.total !== undefined ? { lost_total: lost.total } : {}), status: boundedStatus(e.status) };
 }

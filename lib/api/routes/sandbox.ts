@@ -10,6 +10,7 @@ import { checkSessionId } from "../../layout/paths.js";
 import { ToolError } from "../../shared/errors.js";
 import { accountEnds } from "../../exec/live/service.js";
 import type { LiveKey, SandboxView } from "../../exec/live/types.js";
+import { LIVE_LIST_MAX } from "../../sync/live-types.js";
 import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 
@@ -21,8 +22,10 @@ const SandboxSchema = z
     state: z.enum(["starting", "idle", "running"]),
     started_at: z.string().openapi({ description: "ISO time it started (asked for, while starting)." }),
     last_used_at: z.string().openapi({ description: "ISO time its last command ended (its start, before any)." }),
-    processes: z.array(Process).openapi({ description: "Processes besides its session shell, as its runner last reported them." }),
-    ports: z.array(z.number().int()).openapi({ description: "TCP ports listening on its loopback." }),
+    processes: z.array(Process).openapi({ description: `Processes besides its session shell, as its runner last reported them: the ${LIVE_LIST_MAX} lowest pids at most.` }),
+    processes_total: z.number().int().optional().openapi({ description: `How many processes run, when more than ${LIVE_LIST_MAX} (processes lists the first).` }),
+    ports: z.array(z.number().int()).openapi({ description: `TCP ports listening on its loopback: the ${LIVE_LIST_MAX} lowest at most.` }),
+    ports_total: z.number().int().optional().openapi({ description: `How many ports listen, when more than ${LIVE_LIST_MAX}.` }),
     wall_ms: z.number().int().openapi({ description: "How long it has existed: what it costs (sandbox_ms of its usage record at its end)." }),
     cpu_ms: z.number().int().optional(),
     rss_bytes: z.number().int().optional(),
@@ -33,7 +36,8 @@ const SessionParams = WsParam.extend({ session: z.string().openapi({ param: { na
 
 const shown = (session: string, v: SandboxView) => ({
   session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
-  processes: v.processes, ports: v.ports, wall_ms: Math.round(v.wall_ms),
+  processes: v.processes, ...(v.processes_total !== undefined ? { processes_total: v.processes_total } : {}),
+  ports: v.ports, ...(v.ports_total !== undefined ? { ports_total: v.ports_total } : {}), wall_ms: Math.round(v.wall_ms),
   ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
 });
 

@@ -336,13 +336,17 @@ export interface components {
             started_at: string;
             /** @description ISO time its last command ended (its start, before any). */
             last_used_at: string;
-            /** @description Processes besides its session shell, as its runner last reported them. */
+            /** @description Processes besides its session shell, as its runner last reported them: the 64 lowest pids at most. */
             processes: {
                 pid: number;
                 command: string;
             }[];
-            /** @description TCP ports listening on its loopback. */
+            /** @description How many processes run, when more than 64 (processes lists the first). */
+            processes_total?: number;
+            /** @description TCP ports listening on its loopback: the 64 lowest at most. */
             ports: number[];
+            /** @description How many ports listen, when more than 64. */
+            ports_total?: number;
             /** @description How long it has existed: what it costs (sandbox_ms of its usage record at its end). */
             wall_ms: number;
             cpu_ms?: number;

@@ -47,8 +47,9 @@ const REASONS: Record<LiveLoss["reason"], string> = {
 /** What the model reads of a lost sandbox: why, which processes are gone, and that files are safe. */
 export function lossNote(loss: LiveLoss, interrupted = false): string {
   const procs = loss.lost_processes;
+  const count = loss.lost_total ?? procs.length;
   const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");
-  const gone = procs.length ? `${procs.length} process${procs.length === 1 ? "" : "es"} (${shown}${procs.length > 5 ? "; ..." : ""})` : "no background processes";
+  const gone = count ? `${count} process${count === 1 ? "" : "es"} (${shown}${count > 5 ? "; ..." : ""})` : "no background processes";
   return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
 }
 

@@ -12,9 +12,9 @@
  * (lease, usage, audit) exactly once.
  */
 import { randomId } from "../../shared/hash.js";
-import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
+import { boundedEnded, boundedStatus, type LiveEndReason, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, lostOf, NONE_LOST, reportedOf, type Lost, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -43,7 +43,7 @@ export function beginStep(s: LiveState, at: At, turnMs: number, sandbox: string,
     return s.gen ? { none: { other_access: true }, ends } : none(s, ends);
   }
   // A sandbox started with other access (network, secrets) than this call's is not this call's: replaced.
-  if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", s.gen.status?.processes ?? []));
+  if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", lostOf(s.gen.status)));
   const loss = s.loss;
   s.loss = null;
   const lost = loss ? { lost: loss } : {};
@@ -88,12 +88,12 @@ export function checkRun(s: LiveState, at: At, ref: PendingRef): number | null {
   const late = lateness(gen, at, p);
   if (late === null) return runCheckIn(gen, at, p);
   if (late === "never_started") {
-    const end = finish(s, at, gen, "crashed", []);
+    const end = finish(s, at, gen, "crashed", NONE_LOST);
     s.loss = null; // nothing was lost: it never ran
     p.outcome = { unavailable: { waited_ms: at.now - gen.requested_at }, ends: [end] };
     return null;
   }
-  const end = finish(s, at, gen, "crashed", gen.status?.processes ?? []);
+  const end = finish(s, at, gen, "crashed", lostOf(gen.status));
   p.outcome = lostAnswer(s, at, [end]);
   return null;
 }
@@ -126,7 +126,7 @@ export function next(s: LiveState, at: At, generation: string, status: LiveStatu
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return { end: toldEnd(s, generation) };
   gen.seen_at = at.now;
-  gen.status = status;
+  gen.status = boundedStatus(status); // what is kept stays small (an item, a poll), whatever the runner sent
   if (gen.ending) return { end: gen.ending };
   const poll: Poll = { generation, id: randomId(12), since: at.now };
   s.poll = poll; // a runner polls once at a time: an older poll's holder is answered wait (pollOutcome)
@@ -159,7 +159,7 @@ export function result(s: LiveState, at: At, generation: string, post: LiveResul
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return;
   gen.seen_at = at.now;
-  gen.status = post.status;
+  gen.status = boundedStatus(post.status);
   const p = open(s);
   if (!p || p.generation !== generation || p.seq !== post.seq || p.taken_at === undefined) return;
   if (post.response.ok) gen.served = true;
@@ -175,8 +175,9 @@ export function ended(s: LiveState, at: At, generation: string, e: LiveEnded): L
     if (s.loss?.generation === generation && e.written) s.loss = { ...s.loss, written: keptWritten(e.written) };
     return [];
   }
-  gen.status = e.status;
-  const end = finish(s, at, gen, e.reason, e.lost_processes, e.written);
+  const told = boundedEnded(e);
+  gen.status = told.status;
+  const end = finish(s, at, gen, told.reason, told, told.written);
   const p = open(s);
   if (p) p.outcome = lostAnswer(s, at, []);
   return [end];
@@ -195,11 +196,8 @@ export function status(s: LiveState, at: At): { sandbox: SandboxView | null; end
       state: g.seen_at === undefined ? "starting" : open(s)?.taken_at !== undefined ? "running" : "idle",
       started_at: st?.started_at ?? g.requested_at,
       last_used_at: st?.last_used_at ?? g.requested_at,
-      processes: st?.processes ?? [],
-      ports: st?.ports ?? [],
+      ...reportedOf(st),
       wall_ms: st ? st.wall_ms + (at.now - (g.seen_at ?? at.now)) : 0,
-      ...(st?.cpu_ms !== undefined ? { cpu_ms: st.cpu_ms } : {}),
-      ...(st?.rss_bytes !== undefined ? { rss_bytes: st.rss_bytes } : {}),
     },
     ends,
   };
@@ -210,7 +208,7 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
   const view = status(s, at);
   const g = s.gen;
   if (!g) return { ended: null, ends: view.ends };
-  const e = finish(s, at, g, reason, g.status?.processes ?? []);
+  const e = finish(s, at, g, reason, lostOf(g.status));
   const p = open(s);
   if (p) p.outcome = lostAnswer(s, at, []);
   return { ended: view.sandbox, ends: [...view.ends, e] };
@@ -245,12 +243,13 @@ function lostAnswer(s: LiveState, at: At, ends: LiveEnd[]): RunAnswer {
 }
 
 /** The current generation leaves: its loss is kept for the next call, its runner told to end if it polls again (its held poll at once). */
-function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost: { pid: number; command: string }[], written?: LiveEnded["written"]): LiveEnd {
+function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lostNow: Lost, written?: LiveEnded["written"]): LiveEnd {
+  const lost = { lost_processes: lostNow.lost_processes, ...(lostNow.lost_total !== undefined ? { lost_total: lostNow.lost_total } : {}) };
   s.gen = null;
   s.told = [...s.told.filter(([x]) => x !== g.generation), [g.generation, reason] as [string, LiveEndReason]].slice(-8);
   if (s.poll?.generation === g.generation) s.poll = null; // its holder is answered the end (pollOutcome)
   // A runner that never came lost nothing; one that did is told to the session's next call.
-  s.loss = g.seen_at !== undefined ? { generation: g.generation, reason, lost_processes: lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
+  s.loss = g.seen_at !== undefined ? { generation: g.generation, reason, ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
   const st = g.status;
   return {
     generation: g.generation, reason, arrived: g.seen_at !== undefined,
@@ -258,7 +257,7 @@ function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost
     wall_ms: st ? Math.max(st.wall_ms, at.now - st.started_at) : 0,
     ...(st?.cpu_ms !== undefined ? { cpu_ms: st.cpu_ms } : {}),
     ...(g.lease ? { lease: g.lease } : {}),
-    lost_processes: lost,
+    ...lost,
   };
 }
 
@@ -295,5 +294,5 @@ function checkStale(s: LiveState, at: At): LiveEnd[] {
   if (!g || open(s) || held) return [];
   const late = lateness(g, at);
   if (!late) return [];
-  return [finish(s, at, g, "crashed", late === "stale" ? g.status?.processes ?? [] : [])];
+  return [finish(s, at, g, "crashed", late === "stale" ? lostOf(g.status) : NONE_LOST)];
 }

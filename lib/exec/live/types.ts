@@ -30,6 +30,8 @@ export interface LiveLoss {
   generation: string;
   reason: LiveEndReason;
   lost_processes: { pid: number; command: string }[];
+  /** How many processes were lost, when more than `lost_processes` lists (LIVE_LIST_MAX). */
+  lost_total?: number;
   /**
    * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):
@@ -51,6 +53,7 @@ export interface LiveEnd {
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
   lost_processes: { pid: number; command: string }[];
+  lost_total?: number;
 }
 
 export type BeginAnswer =

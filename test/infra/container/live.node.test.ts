@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { LIVE_LIST_MAX } from "../../../lib/sync/live-types.js";
 import { hostPids, liveSetup, sandboxOf, toolEditsAndBackgroundWrites, until } from "./live-helpers.js";
 
 const live = liveSetup();
@@ -100,6 +101,20 @@ describe("live sandbox: one shell across commands", () => {
     expect(e.reason).toBe("idle");
     expect(e.lost_processes.map((p) => p.command).join("\n")).toContain("http.server 8123");
     expect(hostPids("http.server 8123")).toEqual([]);
+  });
+
+  it("with more processes than a status lists, it lists the first LIVE_LIST_MAX and counts them all, in its status and at its end", async () => {
+    const s = startLive();
+    const b = await s.cmd(`for i in $(seq ${LIVE_LIST_MAX + 16}); do sleep 702 & done; echo started`);
+    expect(b.stdout).toBe("started\n");
+    expect(b.status.processes).toHaveLength(LIVE_LIST_MAX);
+    expect(b.status.processes_total).toBe(LIVE_LIST_MAX + 16);
+    const pids = b.status.processes.map((p) => p.pid);
+    expect(pids).toEqual([...pids].sort((x, y) => x - y)); // the lowest first
+    const e = await s.end();
+    expect(e.lost_processes).toHaveLength(LIVE_LIST_MAX);
+    expect(e.lost_total).toBe(LIVE_LIST_MAX + 16);
+    expect(hostPids("sleep 702")).toEqual([]);
   });
 
   it("sees a tool's change between commands; writes back background changes at the next command's end and at the sandbox's end", async () => {

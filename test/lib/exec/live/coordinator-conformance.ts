@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { LiveCoordinator, LiveKey, LiveTimings } from "../../../../lib/exec/live/types.js";
-import type { LiveStatus } from "../../../../lib/sync/live-types.js";
+import { LIVE_LIST_MAX, type LiveStatus } from "../../../../lib/sync/live-types.js";
 
 export const FAST: LiveTimings = { poll_ms: 300, stale_ms: 400, start_wait_ms: 600 };
 /**
@@ -175,6 +175,37 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
         generation: gen, reason: "idle", lost_processes: [],
         written: { changed: changed.slice(0, 20), deleted: ["a.txt", "b.txt"], conflicts: [], counts: { changed: 20_000, deleted: 2, conflicts: 0 } },
       });
+    });
+
+    it("a status past the list bound (4,096 processes, their ports) is kept bounded with its counts, and the next call is told them all", async () => {
+      const c = make();
+      const key = newKey();
+      // ~1 MB of status: past a poll's body and a DynamoDB item, had it been kept whole.
+      const processes = Array.from({ length: 4096 }, (_, i) => ({ pid: 4096 - i, command: `worker --id ${i} ${"x".repeat(250)}` }));
+      const ports = Array.from({ length: 4096 }, (_, i) => 60_000 - i);
+      const gen = await arrivedRunner(c, key, { processes, ports });
+      const shown = (await c.status(key)).sandbox!;
+      expect(shown.processes).toHaveLength(LIVE_LIST_MAX);
+      expect(shown.processes[0]).toEqual({ pid: 1, command: `worker --id 4095 ${"x".repeat(250)}`.slice(0, 200) });
+      expect(shown).toMatchObject({ processes_total: 4096, ports_total: 4096 });
+      expect(shown.ports.slice(0, 2)).toEqual([55_905, 55_906]);
+      const held = c.next(key, gen, status(gen, { processes, ports }));
+      await c.status(key);
+      await c.end(key, "deleted");
+      await held;
+      const lost = startOf(await c.begin(key, TURN)).lost!;
+      expect(lost).toMatchObject({ reason: "deleted", lost_total: 4096 });
+      expect(lost.lost_processes).toHaveLength(LIVE_LIST_MAX);
+    });
+
+    it("a runner's end lists its lost processes bounded, with their count", async () => {
+      const c = make();
+      const key = newKey();
+      const gen = await arrivedRunner(c, key);
+      const lost = Array.from({ length: 300 }, (_, i) => ({ pid: i + 2, command: "sleep 300" }));
+      const ends = await c.ended(key, gen, { generation: gen, reason: "idle", lost_processes: lost, status: status(gen) });
+      expect(ends).toEqual([expect.objectContaining({ lost_total: 300, lost_processes: lost.slice(0, LIVE_LIST_MAX) })]);
+      expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "idle", lost_total: 300, lost_processes: lost.slice(0, LIVE_LIST_MAX) });
     });
 
     it("a call whose sandbox access differs from the current one's replaces it; the same access reuses it", async () => {
