@@ -72,9 +72,13 @@ export function parseJsonBody<S extends ZodType>(schema: S, body: unknown): S["_
   throw new ToolError("INVALID_ARGUMENT", message, { issues });
 }
 
-/** defaultHook of every OpenAPIHono: validation failures become INVALID_ARGUMENT, in plain words naming the parameter. */
-export function validationHook(result: { success: boolean; error?: unknown; target?: string; data?: unknown }, c: Context<AppEnv>) {
+/**
+ * defaultHook of every OpenAPIHono: validation failures become INVALID_ARGUMENT, in plain words naming the parameter.
+ * Thrown, not answered, so it reaches onError as every other refusal does: the request's error is then
+ * the ToolError, and its usage record and audit entry carry its code (not only the answer's status).
+ */
+export function validationHook(result: { success: boolean; error?: unknown; target?: string; data?: unknown }, _c: Context<AppEnv>): undefined {
   if (result.success) return undefined;
   const { message, issues } = formatZodError(result.error as ZodError, { target: result.target ?? "json", input: result.data });
-  return errorResponse(c, new ToolError("INVALID_ARGUMENT", message, { issues }));
+  throw new ToolError("INVALID_ARGUMENT", message, { issues });
 }

@@ -58,6 +58,10 @@ export async function authenticateTenant(deps: AppDeps, headers: Headers, url: U
       throw e;
     }
   }
+  if (deps.adminToken && keyIdOf(key) === null && safeEqual(key, deps.adminToken)) {
+    deps.authBackoff?.failed(client);
+    throw new ToolError("UNAUTHORIZED", "This is the admin token, which only the admin routes (/v1/admin/...) take. Send an API key as 'Authorization: Bearer <api key>'; an admin creates keys with POST /v1/admin/tenants/{tenant}/keys.");
+  }
   const auth = await resolveApiKey(deps.kv, key, deps.apiKeys);
   if (!auth) {
     deps.authBackoff?.failed(client);
@@ -72,16 +76,21 @@ export async function authenticateTenant(deps: AppDeps, headers: Headers, url: U
   return auth;
 }
 
+/** Where the admin token comes from, for the messages that ask for it. */
+const ADMIN_TOKEN_HOME = "the deployment's secret TOOLSHED_ADMIN_TOKEN (npm start keeps it in .dev.vars)";
+
 /** Passes with the admin token, else UNAUTHORIZED (PERMISSION_DENIED when the admin API is off). */
 export function authenticateAdmin(deps: AppDeps, headers: Headers): void {
   if (!deps.adminToken) throw new ToolError("PERMISSION_DENIED", "The admin API is disabled: set TOOLSHED_ADMIN_TOKEN.");
   const token = bearer(headers.get("authorization"));
   const client = throttleKeyOf("admin", token, headers);
   deps.authBackoff?.check(client);
-  if (!token) throw new ToolError("UNAUTHORIZED", "Missing admin token. Send 'Authorization: Bearer <TOOLSHED_ADMIN_TOKEN>'.");
+  if (!token) throw new ToolError("UNAUTHORIZED", `Missing admin token. Send 'Authorization: Bearer <admin token>': ${ADMIN_TOKEN_HOME}.`);
   if (!safeEqual(token, deps.adminToken)) {
     deps.authBackoff?.failed(client);
-    throw new ToolError("UNAUTHORIZED", "Invalid admin token. Send 'Authorization: Bearer <TOOLSHED_ADMIN_TOKEN>'.");
+    // Told from the text's shape alone (never looked up): a key-shaped bearer is an API key sent to the wrong door.
+    if (keyIdOf(token) !== null) throw new ToolError("UNAUTHORIZED", `This is an API key; the admin routes take the admin token instead: ${ADMIN_TOKEN_HOME}.`);
+    throw new ToolError("UNAUTHORIZED", `Invalid admin token. Send 'Authorization: Bearer <admin token>': ${ADMIN_TOKEN_HOME}.`);
   }
   deps.authBackoff?.succeeded(client);
 }

@@ -145,6 +145,21 @@ describe("middleware", () => {
     expect((await on.request("/admin", { headers: { authorization: "Bearer s3cret-token" } })).status).toBe(200);
   });
 
+  it("a refused credential is told what to send instead: where the admin token is, an API key on an admin route, the admin token on a tenant route", async () => {
+    const on = app(testDeps({ adminToken: "s3cret-token" }));
+    const message = async (path: string, token?: string) => {
+      const r = await on.request(path, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(401);
+      return ((await r.json()) as any).error.message as string;
+    };
+    const where = "the deployment's secret TOOLSHED_ADMIN_TOKEN (npm start keeps it in .dev.vars)";
+    expect(await message("/admin")).toContain(where);
+    expect(await message("/admin", "s3cret-toke")).toContain(where);
+    expect(await message("/admin", "tsk_abcdefghij_abcdefghijklmnopqrstuvwxyz234567")).toBe(`This is an API key; the admin routes take the admin token instead: ${where}.`);
+    expect(await message("/tenant", "s3cret-token")).toBe("This is the admin token, which only the admin routes (/v1/admin/...) take. Send an API key as 'Authorization: Bearer <api key>'; an admin creates keys with POST /v1/admin/tenants/{tenant}/keys.");
+    expect(await message("/tenant", "s3cret-toke")).toMatch(/^Invalid or revoked API key/);
+  });
+
   it("safeEqual compares whole strings", () => {
     expect(safeEqual("abc", "abc")).toBe(true);
     expect(safeEqual("abc", "abd")).toBe(false);

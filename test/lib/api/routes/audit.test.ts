@@ -68,6 +68,8 @@ describe("the audit log", () => {
     const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: json, body: JSON.stringify({ name: "cp1" }) });
     expect(cp.status).toBe(201);
     const cpId = ((await cp.json()) as any).id as string;
+    const badCp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: json, body: JSON.stringify({ name: 5 }) });
+    expect(badCp.status).toBe(400); // refused by the route's validation: recorded with the answer's code
     const undo = await t.req(`/v1/workspaces/${t.ws}/undo`, { method: "POST", headers: json, body: JSON.stringify({ call_id: edit.body.call_id }) });
     expect(undo.status, await undo.clone().text()).toBe(200);
     expect((await t.req(`/v1/workspaces/${t.ws}/checkpoints/${cpId}/restore`, { method: "POST", headers: json, body: "{}" })).status).toBe(200);
@@ -100,6 +102,7 @@ describe("the audit log", () => {
     expect(find(log, { route: "DELETE /v1/workspaces/{ws}/files/{path}" })[0]).toMatchObject({ files: ["raw.txt"] });
     expect(find(log, { route: "POST /v1/workspaces/{ws}/import" })).toHaveLength(1);
     expect(find(log, { route: "POST /v1/workspaces/{ws}/checkpoints" })[0]).toMatchObject({ args: { name: "cp1" } });
+    expect(find(log, { route: "POST /v1/workspaces/{ws}/checkpoints" })[1]).toMatchObject({ outcome: { ok: false, status: 400, code: "INVALID_ARGUMENT" } });
     expect(find(log, { route: "POST /v1/workspaces/{ws}/undo" })[0]).toMatchObject({ call_id: edit.body.call_id, files: ["a.txt"] });
     expect(find(log, { route: "POST /v1/workspaces/{ws}/checkpoints/{id}/restore" })[0]).toMatchObject({ args: { id: cpId }, outcome: { ok: true } });
     expect(find(log, { tool: "str_replace_based_edit_tool" }).concat(find(log, { door: "compat-anthropic" }))[0]).toMatchObject({ door: "compat-anthropic", files: ["compat.txt"] });

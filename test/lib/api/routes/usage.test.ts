@@ -177,6 +177,9 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
     expect((await app.request("/v1/workspaces/nope/files/x.txt", { method: "PUT", headers: { authorization: `Bearer ${t.key}` }, body: "x" })).status).toBe(404);
     expect((await app.request("/v1/workspaces/main/files/x.txt", { method: "PUT", headers: { authorization: "Bearer tsk_nope_nope" }, body: "x" })).status).toBe(401);
     expect((await app.request("/v1/workspaces", { headers: { authorization: `Bearer ${t.key}` } })).status).toBe(200);
+    // Refused by the routes' validation (a missing query parameter): its code, as the answer says it.
+    const diff = await app.request("/v1/workspaces/main/diff", { headers: { authorization: `Bearer ${t.key}` } });
+    expect([diff.status, ((await diff.json()) as any).error.code]).toEqual([400, "INVALID_ARGUMENT"]);
     const put = () => app.request("/v1/workspaces/main/files/a.txt", { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": "6", "idempotency-key": "put-a-once" }, body: "hello\n" });
     expect((await put()).status).toBe(201);
     const again = await put(); // the kept answer: nothing ran, nothing more to bill
@@ -196,6 +199,7 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
     expect(seen.sort()).toEqual([
       ["POST workspaces", true, null, keyIdOf(t.key), "", 0, 0],
       ["GET workspaces", true, null, keyIdOf(t.key), "", expect.any(Number), 0],
+      ["GET diff", false, "INVALID_ARGUMENT", keyIdOf(t.key), "main", 0, 0],
       ["PUT files", false, "PERMISSION_DENIED", keyIdOf(ro), "main", 0, 0],
       ["PUT files", false, "NOT_FOUND", keyIdOf(t.key), "nope", 0, 0],
       ["PUT files", true, null, keyIdOf(t.key), "main", 0, 6],

@@ -1,0 +1,64 @@
+/**
+ * The shell commands of the README and of docs/ work as pasted after the README's tour: every
+ * variable a ```sh block uses is set on its page or by the tour (`B`, `H`, `TOOLSHED_KEY`,
+ * `TOOLSHED_ADMIN_TOKEN`, `MANAGE_KEY`), and no `<placeholder>` stands bare where the shell would
+ * read it as a redirection. A page that says `$BASE`, `$URL` or `$ADMIN` for what the tour calls
+ * `$B` and `$TOOLSHED_ADMIN_TOKEN` fails here.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { bareAngleBrackets, shellBlocks, unsetShellVariables, variablesSet, variablesUsed } from "../support/shell-snippets.js";
+
+/** Set by the shell itself, or by the reader's machine. */
+const ENVIRONMENT = new Set(["PWD", "HOME", "PATH", "USER"]);
+
+const readme = readFileSync("README.md", "utf8");
+const tour = new Set(shellBlocks(readme).flatMap((b) => [...variablesSet(b.text)]));
+const pages = ["README.md", ...readdirSync("docs").filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+
+describe("the shell commands of the README and docs/", () => {
+  it("the README's tour sets what the pages assume of it", () => {
+    expect([...tour].sort()).toEqual(expect.arrayContaining(["B", "H", "MANAGE_KEY", "TOOLSHED_ADMIN_TOKEN", "TOOLSHED_KEY"]));
+  });
+
+  for (const page of pages) {
+    it(`${page}: every variable is set on the page or by the README's tour, no bare placeholder`, () => {
+      expect(unsetShellVariables(readFileSync(page, "utf8"), tour, ENVIRONMENT)).toEqual([]);
+    });
+  }
+});
+
+describe("the shell reader", () => {
+  const page = [
+    "# A page",
+    "```sh",
+    "X=1; export Y=2",
+    "curl -s \"$B/v1/$X/$Y\" -H \"Authorization: Bearer $ADMIN\"   # $IN_A_COMMENT",
+    "curl -s -d '{\"a\":\"$IN_SINGLE_QUOTES\",",
+    "  \"b\": \"#not a comment $STILL_QUOTED\"}' ${LATER:-x} \\$ESCAPED",
+    "curl -s $B/v1/checkpoints/<id> \"$B/<quoted>\"",
+    "for f in a b; do echo $f; done",
+    "```",
+    "```json",
+    "{\"$NOT_SHELL\": 1}",
+    "```",
+    "```bash",
+    "LATER=3",
+    "```",
+  ].join("\n");
+
+  it("finds a variable set nowhere and a bare placeholder, at their lines; skips comments, single quotes, escapes and other languages", () => {
+    expect(unsetShellVariables(page, new Set(["B"]), new Set())).toEqual([
+      "line 4: $ADMIN is set neither on this page nor in the README's tour",
+      "line 7: <id> outside quotes is a redirection from a file when pasted",
+    ]);
+  });
+
+  it("reads what a block sets and uses", () => {
+    const [first] = shellBlocks(page);
+    expect(first!.line).toBe(3);
+    expect([...variablesSet(first!.text)].sort()).toEqual(["X", "Y", "f"]);
+    expect(variablesUsed(first!.text).map((u) => u.name)).toEqual(["B", "X", "Y", "ADMIN", "LATER", "B", "B", "f"]);
+    expect(bareAngleBrackets(first!.text)).toEqual([{ text: "<id>", line: 4 }]);
+  });
+});
