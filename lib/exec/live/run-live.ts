@@ -20,7 +20,7 @@ import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
-export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits; expires_at?: string } };
+export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits; key_expires_at?: string } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
 export interface LiveRun {
@@ -239,7 +239,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     }
     if (d) lease = d.lease;
   }
-  const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.expires_at);
+  const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   try {
     const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
     const liveReq: RunRequest = {

@@ -263,10 +263,16 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(start.live!.max_life_ms).toBeLessThanOrEqual(keyLeft);
     expect(start.live!.max_life_ms).toBeGreaterThan(keyLeft - 30_000);
     expect(start.timeout_ms).toBe(start.live!.max_life_ms);
-    // A key without an expiry: the whole maximum life.
+    // A key without an expiry: the whole maximum life; so too its old secret in a rotation's grace (the key lives on).
     okOutput(await bash(t, "true", "plain-1"));
     expect(runner.generations[1]!.start.live!.max_life_ms).toBe(840_000);
+    const manage = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute", "manage"] });
+    const rotated = await app.request(`/v1/keys/${t.key.split("_")[1]}/rotate`, { method: "POST", headers: { authorization: `Bearer ${manage.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
+    expect(rotated.status).toBe(200);
+    okOutput(await bash(t, "true", "grace-1"));
+    expect(runner.generations[2]!.start.live!.max_life_ms).toBe(840_000);
     await sandbox(t, "exp-1", "DELETE");
     await sandbox(t, "plain-1", "DELETE");
+    await sandbox(t, "grace-1", "DELETE");
   });
 });
