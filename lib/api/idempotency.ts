@@ -21,7 +21,7 @@
  * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
  * takeover after the lease or the record's time: + 1 conditional PUT (or 1 object round trip).
  * Without the header: nothing.
- * Keys are per API key (keyedIdempotencyKey; records per tenant; the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
+ * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
  * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
  * Expired records go in the lazy sweep of small records (lib/storage/sweep.ts), run after 1 in
@@ -55,13 +55,6 @@ const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+
 type Running = { state: "running"; started: number; lease_until: number; expires: number };
 type Done = { state: "done"; fingerprint: string; status: number; headers: [string, string][]; body?: string; too_large?: true; expires: number };
 type IdemRecord = Running | Done;
-
-/**
- * What an API key's Idempotency-Key is kept under: the key's own space (by its id, so a retry after a
- * rotation is still its retry). An answer made within one key's bounds (a new key's secret) is never
- * replayed to another key of the tenant, whose own request would have been refused.
- */
-export const keyedIdempotencyKey = (keyId: string, given: string): string => `${keyId}\n${given}`;
 
 /** The Idempotency-Key of a mutating request, checked; undefined when there is none (or the method is safe). */
 export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {

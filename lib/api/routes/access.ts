@@ -34,7 +34,7 @@ import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
-import { idempotencyKeyOf, idempotent, keyedIdempotencyKey, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
+import { idempotencyKeyOf, idempotent, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
@@ -78,9 +78,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   if (refusal) throw refusal;
   // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip,
   // or, when the isolate's pool gives the token, is a round trip of its own that the call's reads go beside.
-  // Each API key has a key space of its own (keyedIdempotencyKey).
-  const given = idempotencyKeyOf(c);
-  const idempotencyKey = given === undefined ? undefined : keyedIdempotencyKey(auth.key_id, given);
+  const idempotencyKey = idempotencyKeyOf(c);
   const ask = deps.limits && idempotencyKey !== undefined ? { key: await sha256Hex(idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
   // calls_per_minute (auth/rate-limit.ts): a call of this isolate's pool, or one round trip to the tenant's limits object, beside the record's read.
   const admitted = deps.callLeases ? takeCall(deps.callLeases, c, auth, ask, backgroundOf(c)) : undefined;

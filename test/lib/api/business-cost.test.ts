@@ -15,7 +15,6 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { sha256Hex } from "../../../lib/shared/hash.js";
-import { keyedIdempotencyKey } from "../../../lib/api/idempotency.js";
 import { IsolateCache } from "../../../lib/shared/isolate-cache.js";
 import { auditToolCall } from "../../../lib/run/audit/tool-call.js";
 import { listAudit } from "../../../lib/run/audit/store.js";
@@ -190,8 +189,7 @@ describe("Idempotency-Key claims held by the LIMITS object", () => {
   it("a key claimed by a run still going: CONFLICT with Retry-After, nothing runs; after the lease a retry takes it over and runs", async () => {
     const t = await newTenant(app, UNGATED);
     const limits = durableLimits(env.LIMITS);
-    const own = (given: string) => sha256Hex(keyedIdempotencyKey(t.key.split("_")[1]!, given)); // the key space of t's API key
-    const key = await own("busy");
+    const key = await sha256Hex("busy");
     const held = await limits.claimKey(t.tenant, { key, leaseMs: 60_000, keepMs: 3600_000 });
     expect(held.taken).toBe(true);
     const busy = await write(t, "c\n", "busy");
@@ -200,7 +198,7 @@ describe("Idempotency-Key claims held by the LIMITS object", () => {
     expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(changes.get(`${t.tenant}:c.txt`)).toBeUndefined();
     // A crashed run: its claim's lease is over (lease 0), no answer kept: the retry takes the key over.
-    const crashed = await limits.claimKey(t.tenant, { key: await own("crashed"), leaseMs: 0, keepMs: 3600_000 });
+    const crashed = await limits.claimKey(t.tenant, { key: await sha256Hex("crashed"), leaseMs: 0, keepMs: 3600_000 });
     expect(crashed.taken).toBe(true);
     const taken = await write(t, "c\n", "crashed");
     expect(taken.status).toBe(200);
