@@ -5,8 +5,8 @@
  *
  * A POST/PUT/PATCH/DELETE with `Idempotency-Key: <1-255 visible ASCII>`:
  *   - first time: the request claims the key, runs, and its answer (status, headers, body) is kept
- *     with the request's fingerprint (SHA-256 of method, path, query, content type and body bytes,
- *     hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
+ *     with the request's fingerprint (SHA-256 of method, path, query, content type, the sending API
+ *     key's id and the body bytes, hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
  *   - a retry with the same key and the same request gets the stored answer (`Idempotent-Replayed: true`)
  *     and runs nothing; with a different request: INVALID_ARGUMENT; while the first still runs: CONFLICT
  *     with Retry-After;
@@ -176,7 +176,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
     if (current && live && current.state === "done") {
       const fingerprint = await fingerprintOf(c, await body.finish());
       if (fingerprint !== current.fingerprint) {
-        throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new request; retry only with the same request.");
+        throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body) or by another API key of the tenant. Use a new key for a new request; retry only with the same request and API key.");
       }
       if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
       c.res = replay(current);
@@ -231,9 +231,16 @@ function replay(r: Done): Response {
   return new Response(r.body === undefined ? null : bytesOf(r.body), { status: r.status, headers });
 }
 
+/**
+ * What makes a request the same: its method, path, query, content type and body, and the API key that
+ * sends it (by its id: a retry with the key's rotated secret is still its own). Keys are the tenant's,
+ * but another key of the tenant sending a key and request already answered is refused, never given an
+ * answer made within the first key's bounds (the secret of a key only a wider manage key could make).
+ */
 async function fingerprintOf(c: Context<AppEnv>, bodyHash: string): Promise<string> {
   const url = new URL(c.req.url);
-  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash].join("\n"));
+  const sender = c.get("auth")?.key_id ?? "";
+  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash, sender].join("\n"));
 }
 
 /**

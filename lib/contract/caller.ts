@@ -21,6 +21,12 @@ export interface AuthInfo {
   workspaces?: string[];
   /** When the presented secret stops working: the key's expiry, or the end of a rotated secret's grace. */
   expires_at?: string;
+  /**
+   * When the key itself ends (its own expiry), whatever secret presented it: not a rotated secret's
+   * grace, and absent for an OAuth principal (its tokens are renewed). What the key starts that
+   * outlives the call (a live sandbox) ends by then.
+   */
+  key_expires_at?: string;
   /** The key's own limits (absent: the tenant's); lib/limits applies them. */
   limits?: Limits;
 }

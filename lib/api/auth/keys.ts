@@ -62,6 +62,7 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(rec.workspaces !== undefined ? { workspaces: rec.workspaces } : {}),
     ...(rec.limits !== undefined ? { limits: rec.limits } : {}),
     ...(ends.length ? { expires_at: ends[0]! } : {}),
+    ...(rec.expires_at !== undefined ? { key_expires_at: rec.expires_at } : {}),
   };
 }
 const hashKey = (hash: string) => `apikey/${hash}`;

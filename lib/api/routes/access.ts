@@ -32,7 +32,7 @@ import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
 import { backgroundOf, requireWorkspace } from "./common.js";
 import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
-import { workspaceAllowed } from "../auth/key-bounds.js";
+import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
 import { idempotencyKeyOf, idempotent, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -71,6 +71,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   const catalog = deps.tools ?? [];
   const tool = c.get("tool");
   const what = () => (tool ? `The ${tool} tool` : `${c.req.method} ${c.req.routePath.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{path}")}`);
+  // ... and a route whose path names none covers the whole tenant, unless it bounds itself by the key (route-policy.ts keyBounded).
+  if (named === undefined && !access.keyBounded) assertTenantWide(auth, what(), "Use a key without a workspace limit, or the routes of one of its workspaces (/v1/workspaces/{ws}/..., GET /v1/usage?workspace=).");
   // The key's scopes within its tool list (lib/run/toolset.ts, the one rule).
   const refusal = scope === "any" ? null : keyScopeRefusal(scope, auth, catalog, what());
   if (refusal) throw refusal;

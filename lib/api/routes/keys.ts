@@ -64,7 +64,8 @@ async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog
 }
 
 const KeyIdParam = z.object({ key_id: z.string().openapi({ param: { name: "key_id", in: "path" } }) });
-const manage = { auth: "tenant", scope: "manage" } as const;
+/** Every key route bounds itself by the maker: only keys it could have made (keyBounded: key-bounds.ts exceedsMaker). */
+const manage = { auth: "tenant", scope: "manage", keyBounded: true } as const;
 
 export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
   const app = newApp();

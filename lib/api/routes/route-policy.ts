@@ -8,7 +8,16 @@ import type { Scope } from "../../contract/caller.js";
 export type Access =
   | { auth: "public" }
   | { auth: "admin" }
-  | { auth: "tenant"; scope: Scope | "any"; workspace?: boolean; runsTools?: true }
+  | {
+      auth: "tenant"; scope: Scope | "any"; workspace?: boolean; runsTools?: true;
+      /**
+       * A route whose path names no workspace covers the whole tenant (its secrets, custom tools, audit
+       * log, usage export): the guard refuses it to a key limited to some workspaces (assertTenantWide).
+       * `keyBounded`: this route bounds what it shows or changes by the key's own bounds itself (the
+       * workspaces it lists or creates, the keys it could have made, one workspace's usage).
+       */
+      keyBounded?: true;
+    }
   | { auth: "sync" };
 
 export interface RoutePolicy {

@@ -4,7 +4,6 @@
  * (lib/tools/secrets/crypto.ts), and never comes out: answers show the name, the destinations and
  * the times. Without TOOLSHED_SECRETS_KEY on the deployment every route answers UNAVAILABLE.
  */
-import { assertTenantWide } from "../auth/key-bounds.js";
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getTenant } from "../auth/keys.js";
@@ -27,10 +26,7 @@ const PUT_DESCRIPTION =
 export function secretsApp(deps: AppDeps) {
   const app = newApp();
   const variants: { access: Access; base: string; params: z.ZodObject; tenantOf: (c: Context<AppEnv>) => Promise<string>; tag: string }[] = [
-    { access: { auth: "tenant", scope: "manage" }, base: "/v1/secrets", params: z.object({}), tenantOf: async (c) => {
-      assertTenantWide(c.get("auth"), "The secrets routes (a secret is injected in every workspace of the tenant)", "Ask a key without a workspace limit (or the admin) to manage secrets.");
-      return c.get("auth").tenant;
-    }, tag: "secrets" },
+    { access: { auth: "tenant", scope: "manage" }, base: "/v1/secrets", params: z.object({}), tenantOf: async (c) => c.get("auth").tenant, tag: "secrets" },
     { access: { auth: "admin" }, base: "/v1/admin/tenants/{tenant}/secrets", params: TenantParam, tag: "admin", tenantOf: async (c) => (await getTenant(deps.storage, c.req.param("tenant") ?? "")).id },
   ];
   for (const v of variants) {

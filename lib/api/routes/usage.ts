@@ -101,7 +101,8 @@ export function usageApp(deps: AppDeps) {
   const manage = { auth: "tenant", scope: "manage" } as const;
   const admin = { auth: "admin" } as const;
   app.openapi(
-    createRoute(secureRoute(deps, manage, {
+    // A limited key may ask for one of its workspaces (keyBounded); the export covers the tenant (the guard refuses it such a key).
+    createRoute(secureRoute(deps, { ...manage, keyBounded: true }, {
       method: "get", path: "/v1/usage", tags: ["usage"], operationId: "usage_query",
       summary: "This tenant's usage, summed per tool, workspace, key, hour or day",
       description: "Every tool call (every door) and every changing route (file writes, import, workspace create/delete, ...) counts once, success or failure. Needs the `manage` scope. docs/usage.md says what is recorded.",
@@ -124,7 +125,6 @@ export function usageApp(deps: AppDeps) {
       responses: { ...exportDoc, ...errorResponses(400, 401, 403, 429, 503) },
     })),
     async (c) => {
-      assertTenantWide(c.get("auth"), "GET /v1/usage/export", "Use GET /v1/usage?workspace= for one of its workspaces.");
       return (await exportPage(c, deps, c.get("auth").tenant, c.req.valid("query"))) as never; // NDJSON: no typed body
     },
   );

@@ -34,7 +34,7 @@ const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at:
 export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   app.openapi(
-    createRoute(secureRoute(deps, { auth: "tenant", scope: "write" }, {
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "write", keyBounded: true }, {
       method: "post", path: "/v1/workspaces", tags: ["workspaces"],
       summary: "Create a workspace (with an archive body: create it loaded, in one call)",
       description: "A JSON body {id?, name?, tools?} creates an empty workspace. An archive body (tar, tar.gz or zip; the query gives id, name, prefix, tools) creates it and imports the archive as POST /v1/workspaces/{ws}/import does; if the import fails, the workspace is deleted again.",
@@ -88,7 +88,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       return c.json(publicMeta(made.meta), 201);
   }
   app.openapi(
-    createRoute(secureRoute(deps, { auth: "tenant", scope: "read" }, {
+    createRoute(secureRoute(deps, { auth: "tenant", scope: "read", keyBounded: true }, {
       method: "get", path: "/v1/workspaces", tags: ["workspaces"],
       summary: "List workspaces",
       request: { query: z.object({ cursor: z.string().optional(), limit: z.coerce.number().int().min(1).max(1000).optional() }) },

@@ -15,12 +15,12 @@ import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
 import type { SessionShell } from "../shell-session.js";
-import { accountEnds, liveLeaseMs, liveSessionId, type LiveService } from "./service.js";
+import { accountEnds, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
-export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits } };
+export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits; key_expires_at?: string } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
 export interface LiveRun {
@@ -240,14 +240,15 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     }
     if (d) lease = d.lease;
   }
+  const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   try {
-    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation } }, Math.ceil((svc.max_life_ms + RUN_MARGIN_MS) / 1000));
+    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
-      timeout_ms: svc.max_life_ms, sync: { url: req.sync.url, token },
+      timeout_ms: lifeMs, sync: { url: req.sync.url, token },
       ...(req.network !== undefined ? { network: req.network } : {}), ...(req.egress_secrets ? { egress_secrets: req.egress_secrets } : {}),
       ...(req.git ? { git: req.git } : {}), ...(req.limits ? { limits: req.limits } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}),
-      live: { generation, idle_ms: idleMs, max_life_ms: svc.max_life_ms },
+      live: { generation, idle_ms: idleMs, max_life_ms: lifeMs },
     };
     await executor.start(liveReq);
   } catch (e) {
@@ -255,7 +256,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     if (lease && svc.limits) await svc.limits.releaseRun(key.tenant, lease).catch(() => {});
     throw new ToolError("UNAVAILABLE", `The live sandbox could not be started (${e instanceof Error ? e.message : String(e)}); nothing ran. Retry, or call without keep_alive.`, { session: key.session });
   }
-  await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: svc.max_life_ms }).catch(() => {});
+  await svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: lifeMs }).catch(() => {});
   return lease;
 }
 

@@ -56,6 +56,14 @@ export function liveService(coordinator: LiveCoordinator, opts: Partial<Omit<Liv
   return { coordinator, busy_wait_ms: LIVE_BUSY_WAIT_MS, max_life_ms, joined: new IsolateCache<true>(max_life_ms, 10_000), ...opts };
 }
 
+/**
+ * A live sandbox's life: the maximum, cut at the expiry of the key that starts it. It never outlives
+ * that key: past the expiry nobody could call it with that key, yet its processes would go on (with
+ * its network) until the idle timeout or the maximum life (docs/tenant-keys.md).
+ */
+export const liveLifeMs = (maxLifeMs: number, keyExpiresAt: string | undefined, now = Date.now()): number =>
+  keyExpiresAt === undefined ? maxLifeMs : Math.max(1, Math.min(maxLifeMs, Date.parse(keyExpiresAt) - now));
+
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 

@@ -2,7 +2,7 @@
  * Running a held call a human approved. Before anything is taken or run:
  *   - modified arguments are validated against the tool's schema (bad ones leave the call pending);
  *   - the key that made the call is looked up as it is now (Approver.currentKey): a revoked
- *     key's call runs nothing (its outcome says why); the call runs with the scopes the key had
+ *     or expired key's call runs nothing (its outcome says why); the call runs with the scopes the key had
  *     when it was held AND still has, and the key's tool list as it is now (executeTool checks it);
  *   - the workspace must still be in the state the call was held on (lib/run/pending/binding.ts):
  *     otherwise the call is closed `stale` and the approval answers CONFLICT; nothing runs.
@@ -69,9 +69,11 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   const notice = approvalNotice(rec, a);
 
   const key = await approver.currentKey(tenant, rec.key_id);
-  if (!key) {
-    const message = `The API key that made this ${rec.tool} call (key id ${rec.key_id}) was revoked before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
-    const done: PendingRecord = { ...rec, status: "done", answer, outcome: { ok: false, code: "PERMISSION_DENIED", message, details: { tool: rec.tool, key_id: rec.key_id, reason: "key_revoked" } } };
+  // An expired key is no more valid than a revoked one: every request of its own is refused by now.
+  const expired = key?.key_expires_at !== undefined && Date.parse(key.key_expires_at) <= Date.now();
+  if (!key || expired) {
+    const message = `The API key that made this ${rec.tool} call (key id ${rec.key_id}) ${expired ? `expired (${key!.key_expires_at})` : "was revoked"} before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
+    const done: PendingRecord = { ...rec, status: "done", answer, outcome: { ok: false, code: "PERMISSION_DENIED", message, details: { tool: rec.tool, key_id: rec.key_id, reason: expired ? "key_expired" : "key_revoked" } } };
     await replacePending(s, done, etag);
     return done;
   }

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../lib/shared/hash.js";
 import { idempotencyRecordKey } from "../../../lib/layout/paths.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
-import { ADMIN, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
+import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
 import { gzip, tar } from "../archive/archives.js";
 
 /** Counts every file change the workspace tells its listeners, per tenant and path. */
@@ -124,6 +124,29 @@ describe("Idempotency-Key", () => {
     const rb = await send(b, cb.path, cb.init(), "shared");
     expect(rb).toMatchObject({ status: 200, replayed: false });
     expect((await b.call("read", { file_path: "t.txt" })).body.output).toContain("b");
+  });
+
+  it("keys are the tenant's, but another API key sending the same key and request is refused, never given the first's answer; the same key after a rotation is", async () => {
+    const t = await newTenant(app, UNGATED);
+    const keyOf = async (body: unknown) => ((await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, body)).body as { key: string; key_id: string });
+    const maker = await keyOf({ scopes: ["read", "write", "manage"] });
+    const limited = await keyOf({ scopes: ["read", "manage"], workspaces: ["alpha"] });
+    const make = (key: string) => app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "make-key-user-42" }, body: JSON.stringify({ name: "user 42", scopes: ["read", "write"] }) });
+    const first = await make(maker.key);
+    expect(first.status).toBe(201);
+    // The attack that found it: a manage key limited to "alpha", without write, was replayed the answer and held the new key's secret.
+    const other = await make(limited.key);
+    const body = (await other.json()) as any;
+    expect(other.headers.get("idempotent-replayed")).toBeNull();
+    expect(other.status, JSON.stringify(body)).toBe(400);
+    expect(body.error.code).toBe("INVALID_ARGUMENT");
+    expect(body.error.message).toContain("another API key");
+    expect(JSON.stringify(body)).not.toContain((await first.clone().json() as any).key);
+    // A retry by the same key, its secret rotated meanwhile, is still the same request's retry.
+    const rotated = await app.request(`/v1/keys/${maker.key_id}/rotate`, { method: "POST", headers: { authorization: `Bearer ${maker.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
+    const retry = await make(((await rotated.json()) as any).key);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(await retry.text()).toBe(await first.text());
   });
 
   it("a retry while the first runs gets CONFLICT with Retry-After; after the lease it runs", async () => {

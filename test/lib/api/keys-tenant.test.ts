@@ -107,6 +107,39 @@ describe("keys a tenant manages", () => {
     expect((await t.manage("/v1/audit")).status).toBe(200);
   });
 
+  it("every tenant route whose path names no workspace (read from the app) refuses a workspace-limited key, but the few that bound what they reach by the key itself; nothing is stored", async () => {
+    const t = await managed();
+    const tools = () => env.FILES.get(`t/${t.tenant}/custom-tools.json`).then((o) => o?.text());
+    const echo = { name: "acme_echo", description: "Echo.", input_schema: { type: "object", properties: { message: { type: "string" } } }, backend: { type: "plugin", command: "cat" } };
+    expect((await t.manage("/v1/tools/custom", post(echo))).status).toBe(201);
+    const before = await tools();
+    const made = await t.manage("/v1/keys", post({ workspaces: ["alpha"], scopes: ["read", "write", "execute", "manage"] }));
+    const user = as(testApp({ secretsKey: "k".repeat(40) }), made.body.key);
+    // The attack that found it: a key limited to "alpha" replaced the tenant's custom tool, whose command then ran in every other workspace.
+    const hijack = await user("/v1/tools/custom/acme_echo", { method: "PUT", body: JSON.stringify({ ...echo, backend: { type: "plugin", command: "cat secret.txt" } }) });
+    expect(hijack.status, JSON.stringify(hijack.body)).toBe(403);
+    expect(hijack.body.error.details.refused_by).toBe("key_workspaces");
+    expect((await user("/v1/tools/custom/acme_echo", { method: "DELETE" })).status).toBe(403);
+    const doc = await (await app.request("/openapi.json")).json();
+    const routes = servedRoutes(app).filter((r) => !r.path.includes(":ws") && r.policy?.access.auth === "tenant");
+    expect(routes.length).toBeGreaterThan(10);
+    const bounded: string[] = [];
+    for (const route of routes) {
+      const access = route.policy!.access as { keyBounded?: true };
+      if (access.keyBounded) {
+        bounded.push(`${route.method} ${route.path}`);
+        continue;
+      }
+      const rr = routeRequest(doc, route, { name: "acme_echo", key_id: made.body.key_id });
+      const res = await user(rr.url, { method: rr.method, ...(rr.body !== undefined ? { body: rr.body } : {}) });
+      expect(res.status, `${rr.method} ${rr.url}: ${JSON.stringify(res.body)}`).toBe(403);
+      expect(res.body.error.details.refused_by).toBe("key_workspaces");
+    }
+    // The routes that bound themselves: the workspaces it lists and creates, the keys it could have made, one workspace's usage.
+    expect(bounded.sort()).toEqual(["DELETE /v1/keys/:key_id", "GET /v1/keys", "GET /v1/usage", "GET /v1/workspaces", "POST /v1/keys", "POST /v1/keys/:key_id/rotate", "POST /v1/workspaces"]);
+    expect(await tools()).toBe(before);
+  });
+
   it("a prefix limit: new workspaces get an id under the prefix; others are refused", async () => {
     const t = await managed();
     const made = await t.manage("/v1/keys", post({ workspaces: ["proj-*"] }));

@@ -248,4 +248,31 @@ describe("keep_alive through the API (fake live runner)", () => {
     await sandbox(t, "k-2", "DELETE");
     await sandbox(t, "t-1", "DELETE");
   });
+
+  it("a live sandbox never outlives the key that starts it: its life ends at the key's expiry (after it, its processes would go on, network and all, with nobody able to call)", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const expires = Date.now() + 60_000;
+    const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "expiring", expires_at: new Date(expires).toISOString() });
+    expect(k.status).toBe(201);
+    const before = Date.now();
+    const r = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": "exp-1" }, body: JSON.stringify({ command: "true", keep_alive: true, timeout: 2 }) });
+    expect(r.status, await r.clone().text()).toBe(200);
+    const start = runner.generations[0]!.start;
+    const keyLeft = Date.parse(k.body.expires_at) - before;
+    expect(start.live!.max_life_ms).toBeLessThanOrEqual(keyLeft);
+    expect(start.live!.max_life_ms).toBeGreaterThan(keyLeft - 30_000);
+    expect(start.timeout_ms).toBe(start.live!.max_life_ms);
+    // A key without an expiry: the whole maximum life; so too its old secret in a rotation's grace (the key lives on).
+    okOutput(await bash(t, "true", "plain-1"));
+    expect(runner.generations[1]!.start.live!.max_life_ms).toBe(840_000);
+    const manage = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute", "manage"] });
+    const rotated = await app.request(`/v1/keys/${t.key.split("_")[1]}/rotate`, { method: "POST", headers: { authorization: `Bearer ${manage.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
+    expect(rotated.status).toBe(200);
+    okOutput(await bash(t, "true", "grace-1"));
+    expect(runner.generations[2]!.start.live!.max_life_ms).toBe(840_000);
+    await sandbox(t, "exp-1", "DELETE");
+    await sandbox(t, "plain-1", "DELETE");
+    await sandbox(t, "grace-1", "DELETE");
+  });
 });

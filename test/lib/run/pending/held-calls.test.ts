@@ -4,7 +4,9 @@
  * stale, and neither runs when approved later; what the approver changed is told to the agent;
  * a revoked key's approved call runs nothing.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../../../lib/shared/hash.js";
 import { admin, newTenant, upload } from "../../../helpers.js";
 import { answer, approverKey, getPending, held, readFile, repeat, setPolicy } from "./approval-helpers.js";
 
@@ -153,6 +155,24 @@ describe("the key that made the call is checked again when it runs", () => {
     expect(a.status).toBe(200);
     expect(a.body).toMatchObject({ status: "done", outcome: { ok: false, code: "PERMISSION_DENIED", details: { reason: "key_revoked" } } });
     expect(a.body.outcome.message).toContain("revoked");
+    expect(await readFile(t, "a.txt")).toBeNull();
+  });
+
+  it("expired before the approval: nothing runs, as for a revoked key, and the outcome says why", async () => {
+    const t = await newTenant();
+    const approver = await approverKey(t.app, t.tenant);
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "write" }] });
+    const made = await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "expiring", expires_at: new Date(Date.now() + 60_000).toISOString() });
+    const res = await t.app.request(`/v1/workspaces/${t.ws}/tools/write`, { method: "POST", headers: { authorization: `Bearer ${made.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ file_path: "a.txt", content: "x" }) });
+    const d = held({ status: res.status, body: await res.json() });
+    // Its expiry passes while the call waits (the stored expiry moved into the past: workerd's clock cannot be moved).
+    const hash = await sha256Hex(made.body.key);
+    const rec = JSON.parse((await env.KV.get(`apikey/${hash}`))!);
+    await env.KV.put(`apikey/${hash}`, JSON.stringify({ ...rec, expires_at: new Date(Date.now() - 1000).toISOString() }));
+    const a = await answer(t, approver, d.pending_id, { approved: true });
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({ status: "done", outcome: { ok: false, code: "PERMISSION_DENIED", details: { reason: "key_expired" } } });
+    expect(a.body.outcome.message).toContain("expired");
     expect(await readFile(t, "a.txt")).toBeNull();
   });
 
