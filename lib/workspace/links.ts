@@ -58,6 +58,17 @@ export async function followOpenedLink(ws: LinkStore & Pick<Workspace, "head">, 
 }
 
 /**
+ * A raw file route's NOT_FOUND at a link's path, said as such: the file routes never follow links
+ * (the link table is read only on this miss). Anything else caught is returned as it was.
+ */
+export async function linkNotFollowed(ws: LinkStore, path: string, caught: unknown): Promise<unknown> {
+  if (!(caught instanceof ToolError && caught.code === "NOT_FOUND")) return caught;
+  const target = (await readLinks(ws)).get(path);
+  if (target === undefined) return caught;
+  return new ToolError("NOT_FOUND", `${path} is a symlink (-> ${target}), not a file: the file routes never follow links. Use the path of its target, or the read tool, which follows links inside the workspace.`, { path, target, reason: "is_link" });
+}
+
+/**
  * The links a listing of `dir` shows (ls): recursive, every link below it; else the links directly
  * in it, and the subdirectories that only links imply (a directory of links holds no file object).
  */

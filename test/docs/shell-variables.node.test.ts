@@ -54,6 +54,14 @@ describe("the shell reader", () => {
     ]);
   });
 
+  it("finds a variable set to a placeholder, which pasted would replace the tour's value with dots", () => {
+    const planted = ["```sh", "export TOOLSHED_KEY=tsk_...   # your key", 'URL="https://.../v1"', "B=http://127.0.0.1:8787", "```"].join("\n");
+    expect(unsetShellVariables(planted, new Set(), new Set())).toEqual([
+      "line 2: TOOLSHED_KEY is set to a placeholder (…): pasted, it holds the dots",
+      "line 3: URL is set to a placeholder (…): pasted, it holds the dots",
+    ]);
+  });
+
   it("reads what a block sets and uses", () => {
     const [first] = shellBlocks(page);
     expect(first!.line).toBe(3);

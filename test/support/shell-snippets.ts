@@ -94,10 +94,18 @@ export function bareAngleBrackets(block: string): { text: string; line: number }
     .flatMap((text, line) => [...text.replace(/"[^"]*"/g, " ").matchAll(/<[A-Za-z][\w .-]*>/g)].map((m) => ({ text: m[0], line })));
 }
 
+/** Variables the block sets to a placeholder (`KEY=tsk_...`), each with its line in the block: pasted, the variable holds the dots, and a value set before (the tour's) is lost. */
+export function placeholderAssignments(block: string): { name: string; line: number }[] {
+  return expandedText(block)
+    .split("\n")
+    .flatMap((text, line) => [...text.matchAll(/(?:^|[\s;&|(])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=("[^"]*\.\.\.[^"]*"|[^\s"]*\.\.\.\S*)/g)].map((m) => ({ name: m[1]!, line })));
+}
+
 /**
  * What a reader meets pasting a page's blocks after the README's tour: each use of a variable that
  * no block of the page sets, nor the tour (`given`: the names it sets), nor the shell itself
- * (`environment`), and each bare placeholder, as `line N: …` (N: the line of the page).
+ * (`environment`), each bare placeholder, and each variable set to a placeholder, as `line N: …`
+ * (N: the line of the page).
  */
 export function unsetShellVariables(markdown: string, given: ReadonlySet<string>, environment: ReadonlySet<string>): string[] {
   const blocks = shellBlocks(markdown);
@@ -108,6 +116,7 @@ export function unsetShellVariables(markdown: string, given: ReadonlySet<string>
       if (!setOnPage.has(name) && !given.has(name) && !environment.has(name)) problems.push(`line ${b.line + line}: $${name} is set neither on this page nor in the README's tour`);
     }
     for (const { text, line } of bareAngleBrackets(b.text)) problems.push(`line ${b.line + line}: ${text} outside quotes is a redirection from a file when pasted`);
+    for (const { name, line } of placeholderAssignments(b.text)) problems.push(`line ${b.line + line}: ${name} is set to a placeholder (…): pasted, it holds the dots`);
   }
   return problems;
 }

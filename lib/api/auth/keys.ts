@@ -82,8 +82,12 @@ export async function createTenant(storage: StorageDriver, input: { id?: string;
 }
 
 export async function getTenant(storage: StorageDriver, id: string): Promise<Tenant> {
-  const r = ID_PATTERN.test(id) ? await storage.get(tenantRecordKey(id)) : null;
-  if (!r) throw new ToolError("NOT_FOUND", `Tenant not found: ${id}.`, { tenant: id });
+  const valid = ID_PATTERN.test(id);
+  const r = valid ? await storage.get(tenantRecordKey(id)) : null;
+  if (!r) {
+    const create = valid ? `; POST /v1/admin/tenants {"id":"${id}"} creates it` : "";
+    throw new ToolError("NOT_FOUND", `Tenant not found: ${id}. GET /v1/admin/tenants lists the tenants${create}.`, { tenant: id });
+  }
   return JSON.parse(await new Response(r.body).text()) as Tenant;
 }
 

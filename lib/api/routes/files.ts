@@ -21,6 +21,7 @@ import { RecordStore } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { checkPlace } from "../../workspace/file-writes.js";
+import { linkNotFollowed } from "../../workspace/links.js";
 import { callerOf, quotaOf } from "../../workspace/quota.js";
 import type { FileInfo } from "../../layout/files.js";
 import { addRoute } from "./access.js";
@@ -160,7 +161,7 @@ export function filesApp(deps: AppDeps) {
       const ws = await workspace(c);
       const { path, dir } = pathFromUrl(c, { allowDirectory: true });
       const head = dir ? null : await ws.head(path);
-      if (!head) return c.json(await listDirectory(ws, path, c.req.query(), { explicit: dir }), 200);
+      if (!head) return c.json(await listDirectory(ws, path, c.req.query(), { explicit: dir }).catch(saidIfLink(ws, path)), 200);
       const inm = etagList(c.req.header("if-none-match"));
       if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
       const im = etagList(c.req.header("if-match"));
@@ -181,7 +182,7 @@ export function filesApp(deps: AppDeps) {
     const ws = await workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) return deleteDirectory(c, ws, path);
-    const head = await ws.requireFile(path);
+    const head = await ws.requireFile(path).catch(saidIfLink(ws, path));
     const im = etagList(c.req.header("if-match"));
     if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
     // With If-Match, only the version it named (conditional in storage, not only checked above).
@@ -190,6 +191,11 @@ export function filesApp(deps: AppDeps) {
   });
   return app;
 }
+
+/** A miss at a symlink's path answers that it is one (these routes never follow links: docs/symlinks.md). */
+const saidIfLink = (ws: Workspace, path: string) => async (e: unknown): Promise<never> => {
+  throw await linkNotFollowed(ws, path, e);
+};
 
 /** DELETE of a path ending in "/": an empty directory only (its marker); never a file. */
 async function deleteDirectory(c: Context<AppEnv>, ws: Workspace, path: string): Promise<Response> {

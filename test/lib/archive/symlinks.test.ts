@@ -37,6 +37,22 @@ describe.each([
     expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/": "directory", ".bin/tool": "-> ../tool/cli.js" });
   });
 
+  it("the raw file routes never follow a link, and their 404 at a link's path says it is one and what to use", async () => {
+    const t = await newTenant(app);
+    expect((await importReq(t, tar([{ name: "d/real.txt", body: "real\n" }, { name: "rel", type: "2", linkname: "d/real.txt" }]))).status).toBe(200);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await t.req(`/v1/workspaces/${t.ws}/files/rel`, { method });
+      const body = (await res.json()) as any;
+      expect(res.status, method).toBe(404);
+      expect(body.error.code).toBe("NOT_FOUND");
+      expect(body.error.message, method).toBe("rel is a symlink (-> d/real.txt), not a file: the file routes never follow links. Use the path of its target, or the read tool, which follows links inside the workspace.");
+      expect(body.error.details).toMatchObject({ path: "rel", target: "d/real.txt", reason: "is_link" });
+    }
+    // A path that is no link keeps the plain answer.
+    const miss = (await (await t.req(`/v1/workspaces/${t.ws}/files/nope.txt`)).json()) as any;
+    expect(miss.error.message).not.toContain("symlink");
+  });
+
   it("zip: a link (by Unix mode) is kept with its body as the target", async () => {
     const t = await newTenant(app);
     const z = await zip([

@@ -170,6 +170,19 @@ describe("tenants", () => {
       expect(r.body.error.code).toBe("NOT_FOUND");
     }
   });
+
+  it("an unknown tenant's 404 says how to list tenants and create one, on every admin route of a tenant", async () => {
+    const id = tenantId();
+    for (const [method, path, body] of [
+      ["GET", `/v1/admin/tenants/${id}`, undefined],
+      ["POST", `/v1/admin/tenants/${id}/keys`, { name: "k" }],
+      ["PUT", `/v1/admin/tenants/${id}/model`, { base_url: "https://203.0.113.7/v1", api_key: "sk-test", model: "m" }],
+    ] as const) {
+      const r = await admin(app, path, body, method);
+      expect(r.status, path).toBe(404);
+      expect(r.body.error.message, path).toBe(`Tenant not found: ${id}. GET /v1/admin/tenants lists the tenants; POST /v1/admin/tenants {"id":"${id}"} creates it.`);
+    }
+  });
 });
 
 describe("API keys", () => {
