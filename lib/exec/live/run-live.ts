@@ -9,7 +9,7 @@
  * one (joinLive). Bundles for Workers.
  */
 import { ToolError } from "../../shared/errors.js";
-import { mintSyncToken } from "../../sync/token.js";
+import { mintSyncToken, sign } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
 import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
@@ -74,11 +74,16 @@ const startedNote = (idleMs: number) =>
 
 /**
  * What a live sandbox is started with that a later call must share to run in it: network access and
- * the egress secrets' destinations (names, hosts, headers; never values). Another key of the tenant
- * with other scopes gets a sandbox of its own (the current one is replaced), never the first key's access.
+ * the egress secrets (names, hosts, headers, and each value as an HMAC under the deployment's sync
+ * secret: never the value, nor a digest one could guess it from). Another key of the tenant with other
+ * scopes gets a sandbox of its own (the current one is replaced), never the first key's access; a
+ * secret whose value was replaced (a leaked token rotated) replaces the sandbox whose egress proxy
+ * holds the old value.
  */
-export const sandboxOf = (req: RunRequest): string =>
-  JSON.stringify([req.network === true, (req.egress_secrets ?? []).map((s) => [s.name, s.host, s.header]).sort()]);
+export async function sandboxOf(req: RunRequest, syncSecret: string): Promise<string> {
+  const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
+  return JSON.stringify([req.network === true, secrets.sort()]);
+}
 
 /** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
 const TURN_TO_RUN_MS = 120_000;
@@ -139,7 +144,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
-    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: sandboxOf(req), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
   });
   let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
   const withShell = async (): Promise<RunRequest> => {

@@ -188,6 +188,29 @@ describe("keep_alive through the API (fake live runner)", () => {
     await sandbox(t, "chat-1", "DELETE");
   });
 
+  it("a secret whose value was replaced (a leaked token rotated) replaces the sandbox whose egress proxy holds the old one; the same value reuses it", async () => {
+    const { app, runner } = setup({}, { secretsKey: "k".repeat(40) });
+    const t = await newTenant(app, { ...UNGATED, scopes: ["read", "write", "execute", "network", "manage"] });
+    const setSecret = async (value: string) => {
+      const r = await app.request("/v1/secrets/NPM_TOKEN", { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ value, destinations: [{ host: "npm.example.com", header: "Authorization", format: "Bearer {value}" }] }) });
+      expect([200, 201], await r.clone().text()).toContain(r.status);
+    };
+    await setSecret("old-token-0123456789");
+    okOutput(await bash(t, "first"));
+    expect(runner.generations[0]!.start.egress_secrets).toEqual([expect.objectContaining({ name: "NPM_TOKEN", value: "Bearer old-token-0123456789" })]);
+    await setSecret("old-token-0123456789"); // written again, the same value: the same sandbox
+    expect(okOutput(await bash(t, "again"))).toContain(`gen=${runner.generations[0]!.generation} n=2`);
+    await setSecret("new-token-9876543210");
+    const out = okOutput(await bash(t, "after the rotation"));
+    expect(runner.generations).toHaveLength(2);
+    expect(runner.generations[1]!.start.egress_secrets).toEqual([expect.objectContaining({ value: "Bearer new-token-9876543210" })]);
+    expect(out).toContain("network access or secrets differ");
+    expect(await runner.generations[0]!.done).toBe("end:replaced");
+    // The session's state names the secrets by name, host and header, never their values.
+    expect(JSON.stringify((await sandbox(t, "chat-1")).body)).not.toContain("token-");
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
   it("the sync routes: a token without a live claim is refused; a body naming another generation is refused", async () => {
     const { app } = setup();
     const st = (g: string) => JSON.stringify({ generation: g, started_at: 1, last_used_at: 1, processes: [], ports: [], wall_ms: 1 });
