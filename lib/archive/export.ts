@@ -113,7 +113,7 @@ function entryChunk(name: string, bytes: Uint8Array, modified: Date, mode: numbe
 /** The tar bytes, one chunk per small file (header + bytes + padding), large files chunk by chunk. */
 async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator<Uint8Array> {
   const { files, dir } = listing;
-  // Directories carry the newest time of the listing (the archive is the same for the same listing).
+  // Directories and symlinks carry the newest time of the listing (the archive is the same for the same listing).
   const dirTime = files.reduce((t, f) => Math.max(t, f.modified.getTime()), 0) / 1000;
   const dirs = function* (i: number) {
     for (const name of listing.dirsBefore[i]!) yield tarHeader({ name, size: 0, type: "5", mode: 0o755, mtime: dirTime });
@@ -167,7 +167,7 @@ async function* tarChunks(ws: Workspace, listing: ExportListing): AsyncGenerator
     yield padding(r.size);
   }
   yield* dirs(files.length);
-  for (const [p, target] of listing.links) yield tarLinkHeader(nameIn(dir, p), target);
+  for (const [p, target] of listing.links) yield tarLinkHeader(nameIn(dir, p), target, dirTime); // the links table keeps no time of its own
   yield END_OF_ARCHIVE();
 }
 

@@ -14,6 +14,22 @@ async function exported(res: Response): Promise<Record<string, string>> {
   return Object.fromEntries((await tarEntries(res)).map((e) => [e.name, e.kind === "symlink" ? `-> ${e.linkTarget}` : e.kind]));
 }
 
+/** The mtime (seconds) of each entry's header in an export, by the name its ustar header holds (a long link's last header: its name is short). */
+async function headerTimes(res: Response): Promise<Map<string, number>> {
+  const tar = new Uint8Array(await new Response(res.body!.pipeThrough(new DecompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>)).arrayBuffer());
+  const out = new Map<string, number>();
+  const field = (h: Uint8Array, at: number, len: number) => new TextDecoder().decode(h.subarray(at, at + len)).replace(/\0.*$/s, "").trim();
+  for (let at = 0; at + 512 <= tar.length; ) {
+    const h = tar.subarray(at, at + 512);
+    const name = field(h, 0, 100);
+    if (!name) break;
+    const size = parseInt(field(h, 124, 12) || "0", 8);
+    if (field(h, 156, 1) !== "x") out.set(name, parseInt(field(h, 136, 12), 8));
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return out;
+}
+
 describe.each([
   ["pack import", testApp()],
 ])("symlinks through import and export: %s", (_, app) => {
@@ -33,6 +49,10 @@ describe.each([
     const exp = await exportReq(t);
     expect(exp.status).toBe(200);
     expect(await exported(exp)).toEqual({ "real.txt": "file", rel: "-> real.txt", abs: "-> /etc/passwd", dangling: "-> no/such/file", "node_modules/": "directory", "node_modules/.bin/": "directory", "node_modules/.bin/tool": "-> ../tool/cli.js", long: `-> ${LONG_TARGET}` });
+    // A link carries the export's time, as its directories do (the links table keeps none): never 0, 1970-01-01.
+    const times = await headerTimes(await exportReq(t));
+    expect(times.get("rel")).toBeGreaterThan(0);
+    expect(new Set([times.get("rel"), times.get("long"), times.get("node_modules/")])).toEqual(new Set([times.get("node_modules/.bin/")]));
     // A directory's export holds its links, named relative to it.
     expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/": "directory", ".bin/tool": "-> ../tool/cli.js" });
   });
