@@ -28,6 +28,8 @@
  * SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
  */
 import { createHash } from "node:crypto";
+import { sealer, type Sealer } from "../shared/seal.js";
+import { decodeBase64, encodeBase64 } from "../shared/text.js";
 import type { Context, Next } from "hono";
 import { ToolError } from "../shared/errors.js";
 import { afterAnswer, finishAfterAnswer } from "../shared/after-answer.js";
@@ -53,8 +55,12 @@ const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+|ratelimit[\w-]*)$/i;
 
 type Running = { state: "running"; started: number; lease_until: number; expires: number };
-type Done = { state: "done"; fingerprint: string; status: number; headers: [string, string][]; body?: string; too_large?: true; expires: number };
+/** `body`: base64 of the answer's bytes, sealed (lib/shared/seal.ts, `sealed`) where the deployment has a sync secret: a kept answer can hold a new key's secret or a command's output. */
+type Done = { state: "done"; fingerprint: string; status: number; headers: [string, string][]; body?: string; sealed?: true; too_large?: true; expires: number };
 type IdemRecord = Running | Done;
+
+/** How kept answers are sealed at rest: under the deployment's sync secret where it has one (lib/shared/seal.ts); else kept as sent. */
+export const keptAnswers = (deps: { syncSecret?: string | undefined }): Sealer | undefined => (deps.syncSecret ? sealer(deps.syncSecret, "toolshed-kept-answers") : undefined);
 
 /** The Idempotency-Key of a mutating request, checked; undefined when there is none (or the method is safe). */
 export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
@@ -140,7 +146,7 @@ export interface IdempotentCall {
  * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read. `claim`: the key's
  * claim the guard asked the tenant's limits object for (absent: the bucket holds the key).
  */
-export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, call: IdempotentCall, claim?: ObjectClaim, now = Date.now): Promise<void> {
+export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, call: IdempotentCall, claim?: ObjectClaim, box?: Sealer, now = Date.now): Promise<void> {
   const body = hashedBody(c);
   const prepared = call.prepare?.();
   prepared?.catch(() => {}); // its error is the call's answer (call.run), or nobody's when the call does not run
@@ -149,7 +155,7 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
     await claimThenRun(storage, scope, key, c, body, async () => {
       ran = true;
       await call.run();
-    }, claim, now);
+    }, claim, box, now);
   } finally {
     if (!ran && prepared) {
       await prepared.catch(() => {});
@@ -159,7 +165,7 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
 }
 
 /** Takes the key (or answers the retry: the kept answer, CONFLICT, INVALID_ARGUMENT), then runs `next` and keeps its answer. */
-async function claimThenRun(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, body: HashedBody, next: Next, claim: ObjectClaim | undefined, now: () => number): Promise<void> {
+async function claimThenRun(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, body: HashedBody, next: Next, claim: ObjectClaim | undefined, box: Sealer | undefined, now: () => number): Promise<void> {
   const keyHash = await sha256Hex(key);
   const recordKey = idempotencyRecordKey(scope, keyHash);
   const t = now();
@@ -179,7 +185,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
         throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body) or by another API key of the tenant. Use a new key for a new request; retry only with the same request and API key.");
       }
       if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
-      c.res = replay(current);
+      c.res = await replay(current, box, recordKey);
       return;
     }
     if (current && live) throw inFlight(current as Running, t); // a bucket-held key still running
@@ -199,7 +205,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
     const headers = [...res.headers].filter(([name]) => KEPT_HEADERS.test(name));
     const done: Done = bytes === null || bytes.length > MAX_KEPT_BODY_BYTES
       ? { state: "done", fingerprint, status: res.status, headers, too_large: true, expires: t + KEEP_MS }
-      : { state: "done", fingerprint, status: res.status, headers, body: base64Of(bytes), expires: t + KEEP_MS };
+      : { state: "done", fingerprint, status: res.status, headers, ...(box ? { body: encodeBase64(await box.seal(bytes, recordKey)), sealed: true } : { body: encodeBase64(bytes) }), expires: t + KEEP_MS };
     await holder.keep(done, held);
   };
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream") && res.body) {
@@ -225,10 +231,14 @@ function inFlight(r: Running, t: number): ToolError {
   return new ToolError("CONFLICT", "A request with this Idempotency-Key is still running. Retry with the same key after Retry-After seconds to get its answer.", { retry_after: wait });
 }
 
-function replay(r: Done): Response {
+async function replay(r: Done, box: Sealer | undefined, recordKey: string): Promise<Response> {
   const headers = new Headers(r.headers);
   headers.set("idempotent-replayed", "true");
-  return new Response(r.body === undefined ? null : bytesOf(r.body), { status: r.status, headers });
+  if (r.body === undefined) return new Response(null, { status: r.status, headers });
+  const kept = decodeBase64(r.body) ?? new Uint8Array();
+  const bytes = r.sealed ? await box?.open(kept, recordKey).catch(() => undefined) : kept;
+  if (!bytes) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its kept answer can no longer be read (the deployment's sync secret changed since). Read the current state (the files, the workspace, the keys) instead of retrying.", { retry_after: 0 });
+  return new Response(bytes, { status: r.status, headers });
 }
 
 /**
@@ -287,10 +297,3 @@ function hashedBody(c: Context<AppEnv>): HashedBody {
     },
   };
 }
-
-function base64Of(bytes: Uint8Array): string {
-  let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-const bytesOf = (b64: string): Uint8Array => Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));

@@ -34,7 +34,7 @@ import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
-import { idempotencyKeyOf, idempotent, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
+import { idempotencyKeyOf, idempotent, keptAnswers, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
@@ -172,6 +172,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
         },
       },
       claim,
+      keptAnswers(deps),
     );
   };
   /** What a call reads before it runs (nothing written): its JSON body, its early reads, the workspace record. */

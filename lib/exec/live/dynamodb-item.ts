@@ -15,6 +15,7 @@
  */
 import { DeleteItemCommand, GetItemCommand, PutItemCommand, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { randomId } from "../../shared/hash.js";
+import { sealer } from "../../shared/seal.js";
 import { ITEM_MAX_BYTES, itemKey, isConditionFailed, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
 import { emptyLiveState, isEmpty, type LiveState } from "./session-records.js";
 import type { LiveKey } from "./types.js";
@@ -41,25 +42,13 @@ export interface LiveItem {
   write(k: LiveKey, state: LiveState, version: string | undefined, now: number): Promise<boolean>;
 }
 
-const enc = new TextEncoder();
 
 export function liveItem(client: DynamoDBClient, table: string, secret: string): LiveItem {
   const key = (k: LiveKey) => itemKey(PARTITIONS.live(k.tenant), JSON.stringify([k.workspace, k.session]));
-  const aad = (k: LiveKey) => enc.encode(`toolshed-live-state.v1\n${JSON.stringify([k.tenant, k.workspace, k.session])}`);
-  const aes = (async () => {
-    const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-    return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: enc.encode("toolshed-live-state"), info: enc.encode("aes-256-gcm.v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
-  })();
-  const seal = async (k: LiveKey, plain: string): Promise<Uint8Array> => {
-    const iv = crypto.getRandomValues(new Uint8Array(12));
-    const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad(k) }, await aes, enc.encode(plain)));
-    const out = new Uint8Array(iv.length + ct.length);
-    out.set(iv);
-    out.set(ct, iv.length);
-    return out;
-  };
-  const open = async (k: LiveKey, sealed: Uint8Array): Promise<string> =>
-    new TextDecoder().decode(await crypto.subtle.decrypt({ name: "AES-GCM", iv: sealed.subarray(0, 12), additionalData: aad(k) }, await aes, sealed.subarray(12)));
+  const aad = (k: LiveKey) => `toolshed-live-state.v1\n${JSON.stringify([k.tenant, k.workspace, k.session])}`;
+  const box = sealer(secret, "toolshed-live-state");
+  const seal = (k: LiveKey, plain: string): Promise<Uint8Array> => box.seal(plain, aad(k));
+  const open = async (k: LiveKey, sealed: Uint8Array): Promise<string> => new TextDecoder().decode(await box.open(sealed, aad(k)));
   const versioned = (version: string | undefined): { ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, { S: string }> } =>
     version === undefined
       ? { ConditionExpression: "attribute_not_exists(#pk)", ExpressionAttributeNames: { "#pk": TABLE_KEYS.partition } }

@@ -6,12 +6,11 @@
  * used (UNAVAILABLE, saying so).
  */
 import { ToolError } from "../../shared/errors.js";
+import { IV_BYTES, sealer } from "../../shared/seal.js";
 
 /** The variable that holds the deployment's secrets key, on the API only (never the runner). */
 export const SECRETS_KEY_VAR = "TOOLSHED_SECRETS_KEY";
 export const MIN_SECRETS_KEY = 32;
-
-const enc = new TextEncoder();
 
 export interface Sealed {
   /** base64 of the 12-byte IV. */
@@ -22,7 +21,9 @@ export interface Sealed {
 
 const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
-const aad = (tenant: string, name: string) => enc.encode(`toolshed-secret.v1\n${tenant}\n${name}`);
+const aad = (tenant: string, name: string) => `toolshed-secret.v1\n${tenant}\n${name}`;
+/** The sealer of tenant secrets (lib/shared/seal.ts): its own key, from the deployment's secrets key. */
+const box = (deploymentKey: string) => sealer(requireSecretsKey(deploymentKey), "toolshed-secrets");
 
 /** The deployment key as configured, or UNAVAILABLE saying how to set it. */
 export function requireSecretsKey(key: string | undefined): string {
@@ -31,21 +32,19 @@ export function requireSecretsKey(key: string | undefined): string {
   return key;
 }
 
-async function aesKey(deploymentKey: string): Promise<CryptoKey> {
-  const base = await crypto.subtle.importKey("raw", enc.encode(requireSecretsKey(deploymentKey)), "HKDF", false, ["deriveKey"]);
-  return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: enc.encode("toolshed-secrets"), info: enc.encode("aes-256-gcm.v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
-}
-
 export async function sealSecret(deploymentKey: string, tenant: string, name: string, value: string): Promise<Sealed> {
-  const iv = crypto.getRandomValues(new Uint8Array(12));
-  const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad(tenant, name) }, await aesKey(deploymentKey), enc.encode(value)));
-  return { iv: b64(iv), ct: b64(ct) };
+  const sealed = await box(deploymentKey).seal(value, aad(tenant, name));
+  return { iv: b64(sealed.subarray(0, IV_BYTES)), ct: b64(sealed.subarray(IV_BYTES)) };
 }
 
 export async function openSecret(deploymentKey: string, tenant: string, name: string, sealed: Sealed): Promise<string> {
   try {
-    const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: unb64(sealed.iv), additionalData: aad(tenant, name) }, await aesKey(deploymentKey), unb64(sealed.ct));
-    return new TextDecoder().decode(plain);
+    const opener = box(deploymentKey);
+    const [iv, ct] = [unb64(sealed.iv), unb64(sealed.ct)];
+    const joined = new Uint8Array(iv.length + ct.length);
+    joined.set(iv);
+    joined.set(ct, iv.length);
+    return new TextDecoder().decode(await opener.open(joined, aad(tenant, name)));
   } catch (e) {
     if (e instanceof ToolError) throw e;
     throw new ToolError("UNAVAILABLE", `The secret ${name} cannot be decrypted with this deployment's ${SECRETS_KEY_VAR} (it was stored under another key). Set it again with PUT /v1/secrets/${name}.`, { reason: "secret_undecryptable", secret: name });

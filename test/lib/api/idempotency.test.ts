@@ -149,6 +149,29 @@ describe("Idempotency-Key", () => {
     expect(await retry.text()).toBe(await first.text());
   });
 
+  it("a kept answer is sealed at rest under the sync secret: the new key's secret is not in the bucket, a retry gets it back; under another secret, CONFLICT saying why", async () => {
+    const sealing = testApp({ syncSecret: "sync-secret-of-this-deployment-0123" });
+    const t = await newTenant(sealing, UNGATED);
+    const maker = (await admin(sealing, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "manage"] })).body as { key: string };
+    const make = (a: typeof sealing) => a.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${maker.key}`, "content-type": "application/json", "idempotency-key": "sealed-key-1" }, body: JSON.stringify({ name: "end user", scopes: ["read"] }) });
+    const first = await make(sealing);
+    expect(first.status).toBe(201);
+    const made = (await first.clone().json()) as { key: string };
+    const listed = await env.FILES.list({ prefix: `t/${t.tenant}/idem/` });
+    expect(listed.objects).toHaveLength(1);
+    const raw = await (await env.FILES.get(listed.objects[0]!.key))!.text();
+    expect(JSON.parse(raw)).toMatchObject({ state: "done", sealed: true });
+    expect(raw).not.toContain(made.key);
+    expect(atob(JSON.parse(raw).body)).not.toContain(made.key);
+    const retry = await make(sealing);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(await retry.text()).toBe(await first.text());
+    // The same bucket under another sync secret (rotated): the answer does not open, and nothing runs again.
+    const rotated = await make(testApp({ syncSecret: "another-sync-secret-0123456789abc" }));
+    expect(rotated.status).toBe(409);
+    expect(((await rotated.json()) as any).error.message).toContain("can no longer be read");
+  });
+
   it("a retry while the first runs gets CONFLICT with Retry-After; after the lease it runs", async () => {
     const t = await newTenant(app, UNGATED);
     const key = idempotencyRecordKey(t.tenant, await sha256Hex("busy"));
