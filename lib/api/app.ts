@@ -24,6 +24,7 @@ import { addRoute } from "./routes/access.js";
 import { assertEveryRouteGuarded } from "./routes/served-routes.js";
 import { adminApp } from "./routes/admin.js";
 import { tenantKeysApp } from "./routes/keys.js";
+import { keyStands } from "./auth/keys.js";
 import { limitsApp } from "./routes/limits.js";
 import { CallLeases } from "../limits/call-leases.js";
 import { StorageAllowances } from "../limits/storage-allowance.js";
@@ -128,11 +129,12 @@ export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
   const syncSecret = deps.syncSecret;
   if (syncSecret) {
     const hub = live ? liveHub(live) : undefined;
+    const liveKeyAlive = keyStands(deps.kv, deps.apiKeys);
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
       // A background run's sandbox time is billed where its result is stored, once (docs/usage.md), after the answer where there is a waitUntil.
       const onRunEnded = deps.onUsage ? (end: RunEnded) => emitUsage(deps.onUsage, backgroundRunUsage(end), bg) : undefined;
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub } : {}), ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(hub ? { live: hub, liveKeyAlive } : {}), ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

@@ -11,6 +11,9 @@ export const SCOPES = ["read", "write", "execute", "network", "approve", "manage
 export type Scope = (typeof SCOPES)[number];
 export const DEFAULT_SCOPES: Scope[] = ["read", "write", "execute"];
 
+/** The key id of an OAuth principal (lib/api/auth/oauth-token.ts): no API key record stands behind it. */
+export const OAUTH_KEY_ID_PREFIX = "oauth_";
+
 export interface AuthInfo {
   tenant: string;
   key_id: string;

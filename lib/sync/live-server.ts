@@ -12,7 +12,7 @@
  * its own. fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
-import type { LiveEnded, LiveHub, LiveResultPost, LiveSessionRef, LiveStatus } from "./live-types.js";
+import type { KeyAlive, LiveEnded, LiveHub, LiveResultPost, LiveSessionRef, LiveStatus } from "./live-types.js";
 import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
 import { bodyText, parseJson } from "./runs.js";
@@ -49,7 +49,7 @@ function checkWritten(v: unknown): LiveEnded["written"] {
 export type ManifestNow = (query: ManifestQuery) => Promise<ManifestAnswer | null>;
 
 /** Serves /v1/sync/live/* for a verified token (see the module comment). */
-export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, manifestNow?: ManifestNow): Promise<Response> {
+export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, manifestNow?: ManifestNow, keyAlive?: KeyAlive): Promise<Response> {
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
   if (!hub) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on ${url.pathname} (POST).`);
@@ -66,6 +66,11 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const status = checkStatus(rest);
       own(status.generation);
       const query = manifest === undefined ? null : parseManifestQuery(manifest);
+      // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
+      if (claims.l.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
+        await hub.ended(ref, { generation: ref.generation, reason: "revoked", lost_processes: status.processes, ...(status.processes_total !== undefined ? { lost_total: status.processes_total } : {}), status });
+        return json({ end: "revoked" });
+      }
       const next = await hub.next(ref, status, req.signal);
       if (!("command" in next) || !query || !manifestNow) return json(next);
       // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.

@@ -106,7 +106,8 @@ export type LiveNext<Req = unknown> =
   /** The session's sandbox is to end now (DELETE .../sandbox, a newer generation, the coordinator lost it). */
   | { end: LiveEndReason };
 
-export type LiveEndReason = "idle" | "max_life" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit";
+/** `revoked`: the API key that started the sandbox was revoked or expired (checked at its polls: lib/sync/live-server.ts). */
+export type LiveEndReason = "idle" | "max_life" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit" | "revoked";
 
 export interface LiveResultPost<Res = unknown> {
   generation: string;
@@ -132,6 +133,9 @@ export interface LiveEnded {
    */
   written?: { changed: string[]; deleted: string[]; conflicts: string[] };
 }
+
+/** Whether the key a live sandbox was started with still stands (not revoked, not expired): asked at its polls. */
+export type KeyAlive = (tenant: string, keyId: string) => Promise<boolean>;
 
 /**
  * The API's side of the channel, as the sync server sees it (implemented by lib/exec/live: a Durable

@@ -2,7 +2,7 @@
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { ManifestCache } from "../layers/manifest.js";
-import type { LiveHub } from "./live-types.js";
+import type { KeyAlive, LiveHub } from "./live-types.js";
 import type { LimitsStore } from "../limits/store.js";
 import type { ExecResponse } from "./types.js";
 
@@ -44,4 +44,6 @@ export interface SyncServerDeps {
   onRunEnded?: (end: RunEnded) => void;
   /** Live sandboxes' coordinator, as their runners reach it (/v1/sync/live/*: lib/sync/live-server.ts); absent: those routes answer UNAVAILABLE. */
   live?: LiveHub;
+  /** Whether a live sandbox's starting key still stands, asked at each of its polls (lib/sync/live-server.ts); absent: not asked. */
+  liveKeyAlive?: KeyAlive;
 }

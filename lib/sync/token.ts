@@ -21,8 +21,12 @@ export interface SyncClaims {
    * run's token has none (its call's own record carries its sandbox time).
    */
   m?: { k: string };
-  /** A live runner's token (lib/sync/live-types.ts): its session and generation. Only such a token reaches /v1/sync/live/*, and only for this session. */
-  l?: { s: string; g: string };
+  /**
+   * A live runner's token (lib/sync/live-types.ts): its session and generation, and for a sandbox an
+   * API key started, that key's id (`k`: the sandbox ends at a poll once the key is revoked or expired).
+   * Only such a token reaches /v1/sync/live/*, and only for this session.
+   */
+  l?: { s: string; g: string; k?: string };
   /** expiry, seconds since the epoch */
   exp: number;
 }

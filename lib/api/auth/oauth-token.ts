@@ -12,7 +12,7 @@ import { ToolError } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 import type { StorageDriver } from "../../storage/types.js";
-import type { AuthInfo } from "../../contract/caller.js";
+import { OAUTH_KEY_ID_PREFIX, type AuthInfo } from "../../contract/caller.js";
 import { webAccess, type WebFetchDeps } from "../../tools/web/transport.js";
 import type { JwksCache } from "./jwks.js";
 import { mappedScopes, trustsOf, type Trust } from "./oauth-config.js";
@@ -88,7 +88,7 @@ export async function verifyAccessToken(deps: OAuthDeps, token: string, url: URL
   const sub = typeof verified.sub === "string" ? verified.sub : "";
   return {
     tenant: trust.tenant,
-    key_id: `oauth_${(await sha256Hex(`${iss}\n${sub}`)).slice(0, 20)}`,
+    key_id: `${OAUTH_KEY_ID_PREFIX}${(await sha256Hex(`${iss}\n${sub}`)).slice(0, 20)}`,
     scopes: mappedScopes(scopesOf(verified), trust.issuer.scope_map),
     expires_at: new Date(verified.exp! * 1000).toISOString(),
   };

@@ -15,7 +15,7 @@ import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
 import type { SessionShell } from "../shell-session.js";
-import { accountEnds, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
+import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
@@ -42,6 +42,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
   limit: "it passed a limit",
+  revoked: "the API key that started it was revoked or expired",
 };
 
 /** What the model reads of a lost sandbox: why, which processes are gone, and that files are safe. */
@@ -247,7 +248,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   }
   const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   try {
-    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
+    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
       timeout_ms: lifeMs, sync: { url: req.sync.url, token },

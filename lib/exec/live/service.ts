@@ -64,6 +64,9 @@ export function liveService(coordinator: LiveCoordinator, opts: Partial<Omit<Liv
 export const liveLifeMs = (maxLifeMs: number, keyExpiresAt: string | undefined, now = Date.now()): number =>
   keyExpiresAt === undefined ? maxLifeMs : Math.max(1, Math.min(maxLifeMs, Date.parse(keyExpiresAt) - now));
 
+/** The live token's claim of the key that starts a sandbox: checked at its polls, it ends once the key is revoked or expired (an OAuth principal's stands: lib/api/auth/keys.ts keyStands). */
+export const liveKeyClaim = (keyId: string | undefined): { k?: string } => (keyId ? { k: keyId } : {});
+
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 

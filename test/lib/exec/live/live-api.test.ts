@@ -14,7 +14,7 @@ import type { AppDeps } from "../../../../lib/api/deps.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import type { UsageRecord } from "../../../../lib/run/metering/record.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
-import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
+import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
 import { FAST, STEADY } from "./coordinator-conformance.js";
 import type { LiveTimings } from "../../../../lib/exec/live/types.js";
@@ -208,6 +208,24 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(await runner.generations[0]!.done).toBe("end:replaced");
     // The session's state names the secrets by name, host and header, never their values.
     expect(JSON.stringify((await sandbox(t, "chat-1")).body)).not.toContain("token-");
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("a sandbox whose starting key is revoked ends at its next poll (told revoked, its processes lost), and the session's next call is told why", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const made = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] })).body as { key: string; key_id: string };
+    const first = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${made.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "server &", keep_alive: true, timeout: 2 }) });
+    expect(first.status).toBe(200);
+    expect(runner.generations).toHaveLength(1);
+    const revoked = await app.request(`/v1/admin/tenants/${t.tenant}/keys/${made.key_id}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
+    expect(revoked.status).toBeLessThan(300);
+    expect(await runner.generations[0]!.done).toBe("end:revoked"); // at its next poll (300 ms here; LIVE_POLL_MS in production)
+    expect((await sandbox(t, "chat-1")).status).toBe(404);
+    // Another key of the tenant, same session: a fresh sandbox, told what went and why.
+    const out = okOutput(await bash(t, "after"));
+    expect(out).toContain("the API key that started it was revoked or expired");
+    expect(runner.generations).toHaveLength(2);
     await sandbox(t, "chat-1", "DELETE");
   });
 
