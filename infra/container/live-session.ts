@@ -13,7 +13,7 @@
 import { gitHomeFiles } from "../../lib/exec/git-identity.js";
 import type { RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveChannel } from "../../lib/sync/live-client.js";
-import { boundedProcesses, boundedStatus, type LiveEnded, type LiveEndReason, type LiveNext, type LiveStatus } from "../../lib/sync/live-types.js";
+import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, type LiveEndReason, type LiveNext, type LiveStatus } from "../../lib/sync/live-types.js";
 import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
@@ -188,7 +188,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
 
   // The end: processes listed, the sandbox killed, its background changes written back.
   const last = await status();
-  const lost = shell.alive ? boundedProcesses(last.processes, last.processes_total) : boundedProcesses(seen);
+  const lost: LiveLost = shell.alive ? lostOf(last) : { lost_processes: seen }; // bounded with the end, below
   await shell.kill().catch(() => {});
   let written: LiveEnded["written"];
   try {
@@ -206,7 +206,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     await deps.cache.release(slot, clean);
   }
   const { processes_total: _p, ports_total: _q, ...lastCost } = last; // none run now
-  const ended: LiveEnded = { generation: spec.generation, reason, lost_processes: lost.list, ...(lost.total !== undefined ? { lost_total: lost.total } : {}), status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) };
+  const ended = boundedEnded({ generation: spec.generation, reason, ...lost, status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) });
   await channel.ended(ended).catch(() => {}); // the API takes a runner that stopped polling for lost (LIVE_STALE_MS)
   return ended;
 }

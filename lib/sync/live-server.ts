@@ -12,7 +12,7 @@
  * its own. fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
-import type { KeyAlive, LiveEnded, LiveHub, LiveResultPost, LiveSessionRef, LiveStatus } from "./live-types.js";
+import { lostOf, type KeyAlive, type LiveEnded, type LiveHub, type LiveResultPost, type LiveSessionRef, type LiveStatus } from "./live-types.js";
 import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
 import { bodyText, parseJson } from "./runs.js";
@@ -68,7 +68,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const query = manifest === undefined ? null : parseManifestQuery(manifest);
       // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
       if (claims.l.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
-        await hub.ended(ref, { generation: ref.generation, reason: "revoked", lost_processes: status.processes, ...(status.processes_total !== undefined ? { lost_total: status.processes_total } : {}), status });
+        await hub.ended(ref, { generation: ref.generation, reason: "revoked", ...lostOf(status), status });
         return json({ end: "revoked" });
       }
       const next = await hub.next(ref, status, req.signal);

@@ -58,6 +58,13 @@ export const LIVE_COMMAND_MAX = 200;
 
 export type LiveProcess = { pid: number; command: string };
 
+/** Processes a sandbox's end loses: LIVE_LIST_MAX at most, and `lost_total` when more were running (LiveEnded, and the API's LiveLoss and LiveEnd). */
+export interface LiveLost {
+  lost_processes: LiveProcess[];
+  /** How many were lost, when more than `lost_processes` lists. */
+  lost_total?: number;
+}
+
 /** What the runner reports with every poll (GET .../sandbox shows it). */
 export interface LiveStatus {
   generation: string;
@@ -118,13 +125,9 @@ export interface LiveResultPost<Res = unknown> {
 }
 
 /** The live runner's last word: why it ended, what was lost, what it cost. Files are never lost: they were written back. */
-export interface LiveEnded {
+export interface LiveEnded extends LiveLost {
   generation: string;
   reason: LiveEndReason;
-  /** Processes that were still running and are now gone (LIVE_LIST_MAX at most). */
-  lost_processes: LiveProcess[];
-  /** How many were lost, when more than `lost_processes` lists. */
-  lost_total?: number;
   status: LiveStatus;
   /**
    * (Optional, added by the runner side.) What the final write-back of background changes since the
@@ -163,7 +166,7 @@ export function boundedList<T>(list: readonly T[], key: (t: T) => number, total 
 }
 
 /** Processes as a status or an end lists them: LIVE_LIST_MAX at most, each command cut to LIVE_COMMAND_MAX. */
-export function boundedProcesses(list: readonly LiveProcess[], total?: number): { list: LiveProcess[]; total?: number } {
+function boundedProcesses(list: readonly LiveProcess[], total?: number): { list: LiveProcess[]; total?: number } {
   const b = boundedList(list, (p) => p.pid, total);
   return { ...b, list: b.list.map((p) => ({ pid: p.pid, command: String(p.command).slice(0, LIVE_COMMAND_MAX) })) };
 }
@@ -182,3 +185,6 @@ export function boundedEnded(e: LiveEnded): LiveEnded {
   const lost = boundedProcesses(e.lost_processes, e.lost_total);
   return { ...rest, lost_processes: lost.list, ...(lost.total !== undefined ? { lost_total: lost.total } : {}), status: boundedStatus(e.status) };
 }
+
+/** The processes of a (bounded) status, as its sandbox's end loses them. */
+export const lostOf = (st: LiveStatus | undefined): LiveLost => ({ lost_processes: st?.processes ?? [], ...(st?.processes_total !== undefined ? { lost_total: st.processes_total } : {}) });

@@ -42,7 +42,6 @@ export interface LiveItem {
   write(k: LiveKey, state: LiveState, version: string | undefined, now: number): Promise<boolean>;
 }
 
-
 export function liveItem(client: DynamoDBClient, table: string, secret: string): LiveItem {
   const key = (k: LiveKey) => itemKey(PARTITIONS.live(k.tenant), JSON.stringify([k.workspace, k.session]));
   const aad = (k: LiveKey) => `toolshed-live-state.v1\n${JSON.stringify([k.tenant, k.workspace, k.session])}`;

@@ -83,11 +83,6 @@ export function keptWritten(w: NonNullable<LiveEnded["written"]>): NonNullable<L
   };
 }
 
-/** Processes a generation's end loses: the list (bounded: LIVE_LIST_MAX) and, when it was cut, how many there were. */
-export type Lost = Pick<LiveEnded, "lost_processes" | "lost_total">;
-export const NONE_LOST: Lost = { lost_processes: [] };
-export const lostOf = (st: LiveStatus | undefined): Lost => ({ lost_processes: st?.processes ?? [], ...(st?.processes_total !== undefined ? { lost_total: st.processes_total } : {}) });
-
 /** What GET .../sandbox shows of the runner's last status (already bounded when kept): its processes and ports (and their counts when cut), its cost. */
 export function reportedOf(st: LiveStatus | undefined): Pick<LiveStatus, "processes" | "processes_total" | "ports" | "ports_total" | "cpu_ms" | "rss_bytes"> {
   if (!st) return { processes: [], ports: [] };

@@ -12,9 +12,9 @@
  * (lease, usage, audit) exactly once.
  */
 import { randomId } from "../../shared/hash.js";
-import { boundedEnded, boundedStatus, type LiveEndReason, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
+import { boundedEnded, boundedStatus, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, lostOf, NONE_LOST, reportedOf, type Lost, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, reportedOf, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -88,7 +88,7 @@ export function checkRun(s: LiveState, at: At, ref: PendingRef): number | null {
   const late = lateness(gen, at, p);
   if (late === null) return runCheckIn(gen, at, p);
   if (late === "never_started") {
-    const end = finish(s, at, gen, "crashed", NONE_LOST);
+    const end = finish(s, at, gen, "crashed", lostOf(undefined));
     s.loss = null; // nothing was lost: it never ran
     p.outcome = { unavailable: { waited_ms: at.now - gen.requested_at }, ends: [end] };
     return null;
@@ -243,7 +243,7 @@ function lostAnswer(s: LiveState, at: At, ends: LiveEnd[]): RunAnswer {
 }
 
 /** The current generation leaves: its loss is kept for the next call, its runner told to end if it polls again (its held poll at once). */
-function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lostNow: Lost, written?: LiveEnded["written"]): LiveEnd {
+function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lostNow: LiveLost, written?: LiveEnded["written"]): LiveEnd {
   const lost = { lost_processes: lostNow.lost_processes, ...(lostNow.lost_total !== undefined ? { lost_total: lostNow.lost_total } : {}) };
   s.gen = null;
   s.told = [...s.told.filter(([x]) => x !== g.generation), [g.generation, reason] as [string, LiveEndReason]].slice(-8);
@@ -294,5 +294,5 @@ function checkStale(s: LiveState, at: At): LiveEnd[] {
   if (!g || open(s) || held) return [];
   const late = lateness(g, at);
   if (!late) return [];
-  return [finish(s, at, g, "crashed", late === "stale" ? lostOf(g.status) : NONE_LOST)];
+  return [finish(s, at, g, "crashed", lostOf(late === "stale" ? g.status : undefined))];
 }

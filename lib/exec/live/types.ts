@@ -7,7 +7,7 @@
  * session (dynamodb.ts, AWS). Every answer carries the generations that ended in it (`ends`):
  * accounting (lease, usage, audit) is the caller's, exactly once per generation. Pure types.
  */
-import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
+import type { LiveEndReason, LiveEnded, LiveLost, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
 
 /** Which session: from the authenticated call (tool, route) or the live token's claims (runner). */
 export interface LiveKey {
@@ -26,12 +26,9 @@ export interface LiveTimings {
 }
 
 /** What a session's previous runner lost when it ended (told to the next call). Files are never lost. */
-export interface LiveLoss {
+export interface LiveLoss extends LiveLost {
   generation: string;
   reason: LiveEndReason;
-  lost_processes: { pid: number; command: string }[];
-  /** How many processes were lost, when more than `lost_processes` lists (LIVE_LIST_MAX). */
-  lost_total?: number;
   /**
    * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):
@@ -41,7 +38,7 @@ export interface LiveLoss {
 }
 
 /** A generation that ended: what the caller accounts for. */
-export interface LiveEnd {
+export interface LiveEnd extends LiveLost {
   generation: string;
   reason: LiveEndReason;
   /** The runner polled at least once (it existed). */
@@ -52,8 +49,6 @@ export interface LiveEnd {
   cpu_ms?: number;
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
-  lost_processes: { pid: number; command: string }[];
-  lost_total?: number;
 }
 
 export type BeginAnswer =
