@@ -235,8 +235,8 @@ async function replay(r: Done, box: Sealer | undefined, recordKey: string): Prom
   const headers = new Headers(r.headers);
   headers.set("idempotent-replayed", "true");
   if (r.body === undefined) return new Response(null, { status: r.status, headers });
-  const kept = decodeBase64(r.body) ?? new Uint8Array();
-  const bytes = r.sealed ? await box?.open(kept, recordKey).catch(() => undefined) : kept;
+  const kept = decodeBase64(r.body); // null only for a record no run of ours wrote: unreadable, as a sealed one that does not open
+  const bytes = kept && r.sealed ? await box?.open(kept, recordKey).catch(() => undefined) : kept;
   if (!bytes) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its kept answer can no longer be read (the deployment's sync secret changed since). Read the current state (the files, the workspace, the keys) instead of retrying.", { retry_after: 0 });
   return new Response(bytes, { status: r.status, headers });
 }
