@@ -5,7 +5,7 @@ import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
 import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
@@ -14,15 +14,15 @@ import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
 
-const description = `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
+/** What the model reads; `live`: the deployment has live sessions (keep_alive), else its lines are left out (Tool.withoutLive). */
+const describe = (live: boolean) => `Run a bash command in an isolated sandbox over a copy of the workspace; file changes are written back.
 - command: run by bash in the workspace. python3, node and git are installed.
-- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB) or keep_alive: true (then all of them, in the live shell).
+- The working directory persists between the commands of a session (X-Session-Id): after \`cd sub\`, the next command starts in sub (the first one starts in the workspace root; if that directory is gone, in the root, with a note). working_dir sets it for one command, restart: true starts from the root (alone, without a command, it only forgets the session's shell). Shell variables, exports, functions, aliases and options do NOT persist unless keep_env: true (then exported variables and functions do too, up to 64 KiB)${live ? " or keep_alive: true (then all of them, in the live shell)" : ""}.
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
-- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends, unless it runs in the session's live sandbox (keep_alive); it does not run on into the next call. For a long-running process use keep_alive or run_in_background: true.
-${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).
-- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Outside a live sandbox nothing survives the call but workspace files: /tmp is private, processes are killed.
+- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends${live ? ", unless it runs in the session's live sandbox (keep_alive)" : ""}; it does not run on into the next call. For a long-running process use ${live ? "keep_alive or " : ""}run_in_background: true.${live ? `\n${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).` : ""}
+- No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. ${live ? "Outside a live sandbox nothing" : "Nothing"} survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
 - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
@@ -33,14 +33,17 @@ ${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).
 - call_id (when files or symlinks changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file and symlink the command wrote back.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 
+const SUMMARY = "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.";
+
 export default defineTool({
   name: "bash",
-  description,
+  description: describe(true),
   category: "execute",
   permission: "execute",
   startReads: commandReads(true), // its guard rails and git identity, beside the approval gate's reads
   onKnownRecord: "command", // the runner reads the workspace record itself: a record this isolate knows is enough here
-  summary: "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output; keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls, which run in it unless keep_alive: false.",
+  summary: `${SUMMARY} keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls, which run in it unless keep_alive: false.`,
+  liveless: { description: describe(false), summary: SUMMARY, omit: KEEP_ALIVE_ARGS },
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({

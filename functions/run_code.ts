@@ -3,7 +3,7 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { runLive } from "../lib/exec/live/run-live.js";
 import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
@@ -11,26 +11,29 @@ import { liveHinted, setLiveHint } from "../lib/exec/shell-session.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
-const description = `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
+/** What the model reads; `live`: the deployment has live sessions (keep_alive), else its line is left out (Tool.withoutLive). */
+const describe = (live: boolean) => `Run a snippet of Python, Node.js or bash in the sandbox (same isolation as bash) and get its output.
 - language: "python" (python3), "node" or "bash". code: the program, passed on stdin (no temporary file needed).
 - args: command-line arguments (sys.argv[1:], process.argv.slice(2), "$@"). env: extra environment variables.
 - timeout: seconds (default: 60, max 600). Runs in the workspace root; files it writes there are written back like bash.
 - run_in_background: true (default: false) returns a task_id at once, as bash's does: read its output with bash_output, stop it with kill_shell (it counts among bash's background tasks).
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
-- Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
-${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.
+- Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).${live ? `\n${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.` : ""}
 Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
 
+const SUMMARY = "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.";
+
 export default defineTool({
   name: "run_code",
-  description,
+  description: describe(true),
   category: "execute",
   permission: "execute",
   startReads: commandReads(false), // its git identity, beside the approval gate's reads
-  summary: "Run a Python, Node.js or bash snippet in the sandbox (same isolation as bash) with optional args and env; returns stdout, stderr and exit code; files written are kept.",
+  summary: SUMMARY,
+  liveless: { description: describe(false), summary: SUMMARY, omit: KEEP_ALIVE_ARGS },
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   // A background start answers {task_id, status} only, so the run's fields are optional (as bash's).
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), stdout: z.string().optional(), stderr: z.string().optional(), exit_code: z.number().int().nullable().optional(), duration_ms: z.number().optional(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),

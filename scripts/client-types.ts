@@ -147,7 +147,7 @@ function renderIndex(tags: Tag[]): string {
   return lines.join("\n");
 }
 
-/** GET /openapi.json of the app built in Node with the memory driver (what the tests build). */
+/** GET /openapi.json of the app built in Node with the memory driver and live sessions (what the tests build). */
 export async function appOpenApiDocument(root = process.cwd()): Promise<object> {
   const out = mkdtempSync(join(tmpdir(), "toolshed-client-types-"));
   try {
@@ -157,7 +157,10 @@ export async function appOpenApiDocument(root = process.cwd()): Promise<object> 
       `import { createApp } from ${abs("lib/api/app.ts")};`,
       `import { memoryDriver } from ${abs("lib/storage/drivers/memory.ts")};`,
       `import { storageKeyValue } from ${abs("lib/storage/kv-over-storage.ts")};`,
-      `const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "unused" }, tools);`,
+      `import { memoryLiveCoordinator } from ${abs("lib/exec/live/memory.ts")};`,
+      `import { LIVE_TIMINGS } from ${abs("lib/exec/live/service.ts")};`,
+      // With live sessions, as the Workers deployment and npm start serve the tools (keep_alive included: Tool.withoutLive).
+      `const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "unused", liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) }, tools);`,
       `export const doc = await (await app.request("/openapi.json")).json();`,
     ].join("\n");
     await build({

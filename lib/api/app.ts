@@ -57,7 +57,7 @@ import { emitUsage } from "../run/metering/usage.js";
 import { backgroundRunUsage } from "../run/metering/detached-work.js";
 import { liveService } from "../exec/live/service.js";
 import { liveHub } from "../exec/live/hub.js";
-import type { Tool } from "../contract/tool.js";
+import { toolsServed, type Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
 
 const OPENAPI_INFO = {
@@ -67,7 +67,9 @@ const OPENAPI_INFO = {
     "Hosted tools for AI agents: file, search and shell tools over isolated workspaces. Every tool call returns `{ ok, tool, title, output, data, usage }` or `{ ok: false, tool, error: { code, message, details }, usage }`. `x-toolshed-access` on each operation says what it needs: `public`, `admin` (the admin token) or `tenant:<scope>` (an API key with that scope).",
 };
 
-export function createApp(inputDeps: AppDeps, tools: readonly Tool[]) {
+export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
+  // Where live sessions are off (no coordinator), every door lists and takes the tools without keep_alive.
+  const tools = toolsServed(defined, inputDeps.liveCoordinator !== undefined);
   // Per-isolate state is made here, never at module level (lib/ holds no state): the backoff for
   // failed authentication and the manifest cache, unless the caller brings them.
   // Every write of a workspace record through this isolate forgets what it knew of it (known-workspace.ts).

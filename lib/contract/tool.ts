@@ -205,19 +205,45 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   startReads?: (ctx: ToolContext) => void;
   /** Set by defineTool: parseToolArgs uses it (built once per tool). */
   parseArgs?: (raw: unknown) => unknown;
+  /**
+   * The tool as a deployment without live sessions serves it (createApp picks it when AppDeps has no
+   * liveCoordinator: docs/live-sessions.md): defineTool makes it from `liveless`, the wording without
+   * keep_alive, and the input without the arguments named there. Absent: the tool is the same either way.
+   */
+  withoutLive?: Tool;
+}
+
+/** What a tool that takes keep_alive says and takes where live sessions are off (defineTool's `liveless`). */
+export interface Liveless {
+  description: string;
+  summary: string;
+  /** The input's arguments that only a live deployment has (keep_alive, idle_timeout_s). */
+  omit: readonly string[];
 }
 
 /** Longest `summary`: OpenAI refuses a function description longer than this. */
 export const MAX_SUMMARY_CHARS = 1024;
 
-export function defineTool<S extends z.ZodObject>(tool: Tool<S>): Tool {
+export function defineTool<S extends z.ZodObject>(spec: Tool<S> & { liveless?: Liveless }): Tool {
+  const { liveless, ...tool } = spec;
   if (tool.summary.length > MAX_SUMMARY_CHARS || tool.summary.length === 0) throw new Error(`${tool.name}: summary must be 1-${MAX_SUMMARY_CHARS} characters`);
   // The argument parser is built from the schema on first use, once per tool.
   let parse: ((raw: unknown) => unknown) | undefined;
   // Any tool's call may be held and approved with changes or a note: its data may then say so (lib/run/pending/approve.ts).
   const output = tool.output.extend({ approval: ApprovalInfo.optional().openapi({ description: "Present when a human approved this call with changed arguments or a note" }) });
-  return { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+  const made = { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+  if (!liveless) return made;
+  for (const name of liveless.omit) {
+    const arg = (tool.input.shape as Record<string, z.ZodType | undefined>)[name];
+    if (!arg?.safeParse(undefined).success) throw new Error(`${tool.name}: liveless omits ${name}, which its input does not take as an optional argument`);
+  }
+  // The same execute takes the narrower arguments: the omitted ones are optional, and absent they mean "no live sandbox".
+  const input = (tool.input as z.ZodObject).omit(Object.fromEntries(liveless.omit.map((k) => [k, true])) as never);
+  return { ...made, withoutLive: defineTool({ ...(tool as unknown as Tool), description: liveless.description, summary: liveless.summary, input }) };
 }
+
+/** The tools as a deployment serves them: with live sessions (`live`) as defined, without them each tool's withoutLive where it has one. */
+export const toolsServed = (tools: readonly Tool[], live: boolean): readonly Tool[] => (live ? tools : tools.map((t) => t.withoutLive ?? t));
 
 /** A tool's arguments as models send them: null is absent; unknown and missing arguments are INVALID_ARGUMENT naming them. */
 export function parseToolArgs(tool: Tool, raw: unknown): unknown {

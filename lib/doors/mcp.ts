@@ -53,10 +53,11 @@ export interface McpRequest {
 }
 
 /** One 2025-era MCP server for one request: the key's tools (lib/doors/mcp-tools.ts), tasks (lib/doors/mcp-tasks.ts), ask_user's question to a client that answers them. */
-export function buildMcpServer(call: McpCall & { asks?: boolean }): Server {
-  const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {}, tasks: TASKS_CAPABILITY }, jsonSchemaValidator: noSchemaValidator as never });
+export function buildMcpServer(call: McpCall & { asks?: boolean; noTasks?: boolean }): Server {
+  // Tasks are 2025-11-25's: an initialize that asks for an older revision is not offered them (noTasks).
+  const server = new Server({ name: "toolshed", version: API_VERSION }, { capabilities: { tools: {}, ...(call.noTasks ? {} : { tasks: TASKS_CAPABILITY }) }, jsonSchemaValidator: noSchemaValidator as never });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await listMcpTools(call)).map((t) => ({ ...t, execution: { taskSupport: "optional" } })) as never }));
-  registerMcpTasks(server, call, call.asks === true);
+  if (!call.noTasks) registerMcpTasks(server, call, call.asks === true);
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const task = req.params.task;
     if (task) {
@@ -72,6 +73,16 @@ export function buildMcpServer(call: McpCall & { asks?: boolean }): Server {
     return (await callMcpTool(call, req.params.name, req.params.arguments, { ...(token !== undefined ? { progress: mcpProgress(token, extra.sendNotification) } : {}), ...(askHuman ? { askHuman } : {}) })) as CallToolResult;
   });
   return server;
+}
+
+/** The revision that brought tasks (lib/doors/mcp-tasks.ts). */
+const TASKS_SINCE = "2025-11-25";
+
+/** Whether a JSON-RPC body is an initialize asking for a revision older than tasks (revisions are dates: they sort as strings). */
+function initializesBeforeTasks(body: unknown): boolean {
+  const m = body as { method?: unknown; params?: { protocolVersion?: unknown } } | null;
+  const v = m?.method === "initialize" ? m.params?.protocolVersion : undefined;
+  return typeof v === "string" && v < TASKS_SINCE;
 }
 
 /** Whether a JSON-RPC body (one message or a batch) carries a progress token. */
@@ -129,7 +140,7 @@ export async function mcpResponse(req: Request, call: McpRequest): Promise<Respo
   const asks = clientAnswersAsks(req);
   // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
   const background = call.background();
-  const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, call.tools, auth.tenant), auth, wsId, session: call.session, signal: req.signal, asks, ...(background ? { background } : {}) });
+  const server = buildMcpServer({ deps, tools: await toolsForTenant(deps, call.tools, auth.tenant), auth, wsId, session: call.session, signal: req.signal, asks, ...(background ? { background } : {}), ...(initializesBeforeTasks(body) ? { noTasks: true } : {}) });
   // JSON responses, except for a call that asked for progress, a wait on a task's result (status
   // notifications), or a call that may put a question to a client that answers them: that one
   // answers as SSE so the notifications and questions can go out.

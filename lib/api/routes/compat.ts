@@ -7,6 +7,7 @@
  * workspace or a malformed request are HTTP errors as on every route.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { liveOff } from "../../exec/live/run-live.js";
 import { ANTHROPIC_TOOLS, anthropicWording, keepAliveOf, runAnthropic } from "../../doors/compat/anthropic.js";
 import { callIdOf, OPENAI_TOOLS, runApplyPatch, runShell } from "../../doors/compat/openai.js";
 import type { RunTool } from "../../doors/compat/types.js";
@@ -85,7 +86,10 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       let text: string;
       let error: ToolError | undefined;
       try {
-        text = (await runAnthropic(tool, input, run, keepAliveOf(c.req.header("x-toolshed-keep-alive")))).text;
+        const keep = keepAliveOf(c.req.header("x-toolshed-keep-alive"));
+        // Without live sessions bash takes no keep_alive (Tool.withoutLive): asking for one is refused, false is what every call is.
+        if (!deps.live && keep.keepAlive) throw liveOff("X-Toolshed-Keep-Alive: true");
+        text = (await runAnthropic(tool, input, run, deps.live ? keep : {})).text;
       } catch (e) {
         if (!isToolError(e)) throw e;
         error = e;

@@ -20,6 +20,9 @@ import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
+/** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
+export const liveOff = (what: string) => new ToolError("UNAVAILABLE", `Live sandboxes (${what}) are not enabled on this server: every command runs in a fresh sandbox. Call without ${what}.`);
+
 export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits; key_expires_at?: string } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
@@ -139,7 +142,7 @@ export async function joinLive(ctx: LiveCall, executor: Executor, req: RunReques
 
 async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell: LiveShellUse | undefined, join: boolean): Promise<LiveRun | LiveDeclined> {
   const svc = ctx.deps.live;
-  if (!svc) throw new ToolError("UNAVAILABLE", "Live sandboxes (keep_alive) are not enabled on this server; call without keep_alive.");
+  if (!svc) throw liveOff("keep_alive");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
   const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends) : Promise.resolve());
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):

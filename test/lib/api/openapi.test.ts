@@ -48,7 +48,7 @@ describe("/openapi.json", () => {
       expect(op.operationId).toBe(`tool_${tool.name}`);
       expect(ops.has(op.operationId)).toBe(false);
       ops.add(op.operationId);
-      expect(op.description).toBe(tool.description);
+      expect(op.description).toBe((tool.withoutLive ?? tool).description); // testApp has no live sessions (Tool.withoutLive)
       expect(op.requestBody.content["application/json"].schema).toBeDefined();
       expect(op.parameters.some((p: any) => p.name === "ws" && p.in === "path" && p.required)).toBe(true);
       expect(op.parameters.some((p: any) => p.name === "x-session-id" && p.in === "header")).toBe(true);

@@ -11,9 +11,12 @@ import { tools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/api/app.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { memoryLiveCoordinator } from "../../../lib/exec/live/memory.js";
+import { LIVE_TIMINGS } from "../../../lib/exec/live/service.js";
 import { appOpenApiDocument, GENERATED_DIR, generatedFiles, renderClientTypes } from "../../../scripts/client-types.ts";
 
-const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "t" }, tools);
+// With live sessions, as the script renders (keep_alive included: Tool.withoutLive).
+const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "t", liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) }, tools);
 const liveDoc = async () => (await app.request("/openapi.json")).json() as Promise<Record<string, any>>;
 const committed = (name: string) => readFileSync(join(GENERATED_DIR, name), "utf8");
 let rendered: Promise<Map<string, string>> | undefined;

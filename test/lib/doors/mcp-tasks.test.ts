@@ -66,3 +66,26 @@ describe("MCP tasks on Workers", () => {
     await client.close();
   });
 });
+
+describe("tasks by revision", () => {
+  it("initialize offers the tasks capability to a 2025-11-25 client only; 2025-06-18 and 2025-03-26 get tools alone", async () => {
+    const t = await newTenant();
+    const init = async (protocolVersion: string) => {
+      const r = await t.app.request(`/v1/workspaces/${t.ws}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion, capabilities: {}, clientInfo: { name: "rev", version: "1" } } }),
+      });
+      expect(r.status).toBe(200);
+      return ((await r.json()) as any).result;
+    };
+    const now = await init("2025-11-25");
+    expect(now.protocolVersion).toBe("2025-11-25");
+    expect(now.capabilities).toMatchObject({ tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } });
+    for (const v of ["2025-06-18", "2025-03-26"]) {
+      const older = await init(v);
+      expect(older.protocolVersion).toBe(v);
+      expect(older.capabilities, v).toEqual({ tools: {} });
+    }
+  });
+});

@@ -55,7 +55,7 @@ const post = async (app: ReturnType<typeof awsApp>["app"], key: string, path: st
 };
 
 describe("live sessions on the AWS entry", () => {
-  it("no table, or off: keep_alive is UNAVAILABLE at once, saying to call without it; no runner is invoked; the sandbox route says so too", async () => {
+  it("no table, or off: no tool offers keep_alive; one sent anyway is refused at once, naming the arguments there are; no runner is invoked; the sandbox route and the compat header say so too", async () => {
     for (const env of [{}, { TOOLSHED_TABLE: table, DYNAMODB_ENDPOINT: dynamo.endpoint, TOOLSHED_SYNC_SECRET: SECRET, TOOLSHED_LIVE_COORDINATOR: "off" }]) {
       const invoked: unknown[] = [];
       const executor = { run: async (req: unknown) => { invoked.push(req); throw new Error("no runner in this test"); }, start: async (req: unknown) => void invoked.push(req) } as unknown as Executor;
@@ -63,14 +63,29 @@ describe("live sessions on the AWS entry", () => {
       expect(deps.liveCoordinator).toBeUndefined();
       const key = await tenantOn(app, "acme");
       const t0 = Date.now();
-      const r = await post(app, key, "/v1/workspaces/main/tools/bash", { command: "python3 -m http.server 8123 &", keep_alive: true });
-      expect(r.status).toBe(503);
-      expect(r.body.error.code).toBe("UNAVAILABLE");
-      expect(r.body.error.message).toContain("call without keep_alive");
+      // What the model is shown: bash and run_code without keep_alive or idle_timeout_s, in their schemas, descriptions and summaries.
+      const listed = ((await (await app.request("/v1/tools", { headers: { authorization: `Bearer ${key}` } })).json()) as any).tools as any[];
+      for (const name of ["bash", "run_code"]) {
+        const t = listed.find((x) => x.name === name);
+        expect(Object.keys(t.input_schema.properties)).not.toContain("keep_alive");
+        expect(JSON.stringify(t)).not.toMatch(/keep_alive|idle_timeout_s/);
+        expect(t.input_schema.properties).toHaveProperty("timeout");
+      }
+      for (const [tool, args] of [["bash", { command: "python3 -m http.server 8123 &", keep_alive: true }], ["run_code", { language: "python", code: "print(1)", keep_alive: false }]] as const) {
+        const r = await post(app, key, `/v1/workspaces/main/tools/${tool}`, args);
+        expect(r.status).toBe(400);
+        expect(r.body.error.code).toBe("INVALID_ARGUMENT");
+        expect(r.body.error.message).toContain("Unknown argument 'keep_alive'");
+        expect(r.body.error.message).toContain("timeout");
+      }
       expect(Date.now() - t0).toBeLessThan(5_000); // not after a runner's start wait
       expect(invoked).toEqual([]);
       const s = await app.request("/v1/workspaces/main/sessions/chat-1/sandbox", { headers: { authorization: `Bearer ${key}` } });
       expect(s.status).toBe(503);
+      const compat = await app.request("/v1/workspaces/main/compat/anthropic/bash", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "chat-1", "x-toolshed-keep-alive": "true" }, body: JSON.stringify({ command: "echo hi" }) });
+      expect(compat.headers.get("x-toolshed-error-code")).toBe("UNAVAILABLE");
+      expect(((await compat.json()) as any).content[0].text).toContain("Call without X-Toolshed-Keep-Alive: true");
+      expect(invoked).toEqual([]);
     }
   });
 

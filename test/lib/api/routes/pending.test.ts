@@ -109,6 +109,31 @@ describe("the approval gate", () => {
     expect(await readFile(t, "a.txt")).toBe("one");
   });
 
+  it("a key holding approve and the tool's scope cannot approve its own held call: PERMISSION_DENIED, still pending, nothing ran; another key approves it; it may refuse its own", async () => {
+    const t = await newTenant(testApp(), { scopes: ["read", "write", "approve"] });
+    const approver = await approverKey(t.app, t.tenant);
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "write", when: "overwrite" }] });
+    await t.call("write", { file_path: "a.txt", content: "one" });
+    await t.call("read", { file_path: "a.txt" });
+    const hold = async (content: string) => held(await t.call("write", { file_path: "a.txt", content }), "NEEDS_APPROVAL").pending_id as string;
+    const id = await hold("two");
+    const self = await answer(t, t.key, id, { approved: true, modified_args: { file_path: "a.txt", content: "mine" } });
+    expect(self.status).toBe(403);
+    expect(self.body.error).toMatchObject({ code: "PERMISSION_DENIED", details: { reason: "self_approval" } });
+    expect(self.body.error.message).toContain("It is still pending: approve it with an approver's key");
+    expect(await readFile(t, "a.txt")).toBe("one");
+    expect((await getPending(t, id)).body).toMatchObject({ status: "pending" });
+    const a = await answer(t, approver, id, { approved: true });
+    expect(a.status).toBe(200);
+    expect(await readFile(t, "a.txt")).toBe("two");
+    await t.call("read", { file_path: "a.txt" });
+    const second = await hold("three");
+    const refused = await answer(t, t.key, second, { approved: false, note: "not needed" });
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ status: "done", outcome: { ok: false, code: "DENIED" } });
+    expect(await readFile(t, "a.txt")).toBe("two");
+  });
+
   it("the model is told to call pending_result, never to send a header; pending_result over HTTP returns the outcome to a readonly key, NOT_FOUND to another tenant", async () => {
     const { t, approver, id } = await gatedWrite();
     const heldAgain = await t.call("write", { file_path: "a.txt", content: "three" });
