@@ -4,7 +4,9 @@
  * child has exec'd), so it is counted here. A fresh workspace's first run, the path of create +
  * `bash node -v`, starts one process: the sandbox. A slot's tree gets ext4's top-directory flag
  * (`chattr`, spread-dirs.ts) only from the first download that makes a directory in it, once per
- * slot, never on the way to an empty workspace's command.
+ * slot, never on the way to an empty workspace's command. And the session's shell around the command
+ * (shell-state.ts) forks nothing, before the command or when it saves its state after it: in the
+ * sandbox's own pid namespace (bwrap's init is 1, the shell 2) the command's first process is pid 3.
  */
 import { execFileSync } from "node:child_process";
 import * as childProcess from "node:child_process";
@@ -78,5 +80,31 @@ describe("the processes of a run", () => {
     }
     expect(flags).toHaveLength(3);
     expect(flags.filter((f) => f.includes("T"))).toHaveLength(1);
+  });
+
+  describe("the session's shell around the command forks nothing", () => {
+    // `(echo $BASHPID)` is the command's first process; `eval "$__toolshed_save"` is the save the wrapper runs after it.
+    const firstPid = "(echo $BASHPID)";
+    const afterSave = 'eval "$__toolshed_save"; (echo $BASHPID)';
+
+    it('keep "cwd" (the bash tool\'s default): before the command and in its save', async () => {
+      for (const command of [firstPid, afterSave]) {
+        const r = await t.run(command, { workspace: "shell-cwd", shell: { keep: "cwd" } });
+        expect(r.stdout, command).toBe("3\n");
+      }
+      const r = await t.run("mkdir -p sub && cd sub", { workspace: "shell-cwd", shell: { keep: "cwd" } });
+      expect(r.shell?.state).toEqual({ cwd: "sub" });
+    });
+
+    it('keep "all" (keep_env): the same, and its exported variables and functions are still kept', async () => {
+      for (const command of [firstPid, afterSave]) {
+        const r = await t.run(command, { workspace: "shell-all", shell: { keep: "all" } });
+        expect(r.stdout, command).toBe("3\n");
+      }
+      const r = await t.run("export KEPT='a b'$'\\n''c' NUM=1; unset -v NUM; greet() { echo hi; }; IFS=:; set -u; export TWO=2", { workspace: "shell-all", shell: { keep: "all", state: { cwd: "", env: { OLD: "o" } } } });
+      expect(r.shell?.state.env).toEqual({ OLD: "o", KEPT: "a b\nc", TWO: "2" });
+      expect(r.shell?.state.functions).toContain("greet");
+      expect(r.shell?.notes).toEqual([]);
+    });
   });
 });
