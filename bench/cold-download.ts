@@ -69,8 +69,8 @@ try {
     const tree = join(dir, "tree");
     mkdirSync(join(dir, "incoming"), { recursive: true });
     mkdirSync(tree);
-    await spreadDirectories(tree, join(dir, "incoming"));
-    const slot = { key: "k", dir, tree, files: new Map(), view: new Map(), synced: null, dirs: new Map(), listings: new Map(), modes: null, links: new Map(), cold: true, busy: true, lastUsed: 0 } as unknown as Slot;
+    await spreadDirectories(tree, join(dir, "incoming")); // flagged before the timing; spread: true keeps download() from flagging it inside it
+    const slot = { key: "k", dir, tree, files: new Map(), view: new Map(), synced: null, dirs: new Map(), listings: new Map(), modes: null, links: new Map(), spread: true, cold: true, busy: true, lastUsed: 0 } as unknown as Slot;
     const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: entries.length, whole: true };
     requests = 0;
     const c0 = process.cpuUsage();

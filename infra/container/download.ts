@@ -18,7 +18,7 @@ import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import { pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
-import { mkdirPlaced } from "./spread-dirs.js";
+import { mkdirPlaced, spreadDirectories } from "./spread-dirs.js";
 
 /** Timings for benchmarks (TOOLSHED_LOG_SYNC_STATS, as runner.ts). */
 const log = (what: string) => void (process.env.TOOLSHED_LOG_SYNC_STATS && console.error(`sync-stats download ${what}`));
@@ -83,7 +83,12 @@ function create(abs: string, mode: number): { fd: number; replaced: bigint | nul
 export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<void> {
   const known = new Set<string>();
   const exec = slot.modes?.exec ?? null;
-  const staging = join(slot.dir, "incoming"); // spread (slot-cache.ts): top-level directories are made there, then moved
+  const staging = join(slot.dir, "incoming"); // spread: top-level directories are made there, then moved
+  if (!slot.spread && todo.some((e) => e.path.includes("/"))) {
+    // The slot's first directories: flag the tree and its staging first (one process, once per slot).
+    await spreadDirectories(slot.tree, staging);
+    slot.spread = true;
+  }
 
   const record = (e: SyncEntry, etag: string, size: number, hash: string, st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint; mode: bigint }) => {
     slot.files.set(e.path, { etag: etag || e.etag, size, hash, fp: fingerprint(st), exec: isExec(st.mode) });

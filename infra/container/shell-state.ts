@@ -33,8 +33,16 @@ export async function makeShellDir(parent: string, owner: Owner): Promise<{ path
   return { path, drop: () => fs.rm(path, { recursive: true, force: true }) };
 }
 
-/** The exported variables as NUL-separated name, value pairs into `file` (a shell word). */
-export const envTo = (file: string) => `for __toolshed_n in $(compgen -e); do printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; done >${file}`;
+/** `"${!A@}" ... "${!_@}"`: the names of every set shell variable, one word each whatever IFS holds (a name starts with a letter or `_`). */
+const EVERY_NAME = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"].map((c) => `"\${!${c}@}"`).join(" ");
+
+/**
+ * The exported variables as NUL-separated name, value pairs into `file` (a shell word). Builtins
+ * only: `$(compgen -e)` would fork a subshell, and a process costs the sandbox ~6-10 ms on a VM
+ * (test/infra/container/run-processes.node.test.ts). Safe under `set -u` (`-v` first) and `set -e`.
+ */
+export const envTo = (file: string) =>
+  `for __toolshed_n in ${EVERY_NAME}; do if [[ -v $__toolshed_n && \${!__toolshed_n@a} == *x* ]]; then printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; fi; done >${file}`;
 
 /**
  * Lines that restore `shell.state` in a shell whose workspace root is `$__toolshed_root`: exported
@@ -55,9 +63,12 @@ export function restoreLines(shell: ShellRequest, cwd: string): string[] {
   return lines;
 }
 
-/** Saves the shell's state (what readShellState reads) into `d` (a shell word: the scratch directory as the shell sees it). */
-export const saveScript = (d: string): string =>
-  `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root; ${envTo(`${d}/env`)}; declare -f >${d}/functions; } 2>/dev/null`;
+/**
+ * Saves the shell's state (what readShellState reads) into `d` (a shell word: the scratch directory
+ * as the shell sees it): its working directory, and with keep "all" its exported variables and functions.
+ */
+export const saveScript = (d: string, keep: ShellRequest["keep"] = "all"): string =>
+  `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root;${keep === "all" ? ` ${envTo(`${d}/env`)}; declare -f >${d}/functions;` : ""} } 2>/dev/null`;
 
 /**
  * The script that runs `command` (by eval, in the same shell) between the restore of `shell.state`
@@ -69,11 +80,12 @@ export function wrapCommand(command: string, shell: ShellRequest, dir: string, c
   const lines = [
     // The workspace root as the shell sees it: the start directory less the run's cwd.
     `__toolshed_root=\${PWD%${cwd ? shellQuote(`/${cwd}`) : '""'}}`,
-    `{ ${envTo(`${d}/base`)}; } 2>/dev/null`,
+    // What the shell starts with (keep "all": a variable is kept only when the command changed it).
+    ...(shell.keep === "all" ? [`{ ${envTo(`${d}/base`)}; } 2>/dev/null`] : []),
     ...restoreLines(shell, cwd),
   ];
   // Saved on every way out: the end of the command, `exit`, `set -e`. (A command that replaces the EXIT trap is still saved when it ends by itself.)
-  lines.push(`__toolshed_save=${shellQuote(saveScript(d))}`, `trap 'eval "$__toolshed_save"' EXIT`);
+  lines.push(`__toolshed_save=${shellQuote(saveScript(d, shell.keep))}`, `trap 'eval "$__toolshed_save"' EXIT`);
   lines.push(`eval ${shellQuote(command)}`, `__toolshed_rc=$?`, `eval "$__toolshed_save"`, `exit $__toolshed_rc`);
   return lines.join("\n");
 }

@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { ManifestView } from "../../lib/sync/view.js";
-import { spreadDirectories } from "./spread-dirs.js";
 import { Trash } from "./trash.js";
 import type { Owner, Slot } from "./tree.js";
 
@@ -64,10 +63,10 @@ export class TreeCache {
     await fs.chmod(dir, 0o711);
     const tree = join(dir, "tree");
     await fs.mkdir(tree, { mode: 0o755 });
-    await fs.mkdir(join(dir, "incoming"), { mode: 0o700 });
-    await spreadDirectories(tree, join(dir, "incoming")); // download.ts makes top-level directories in incoming, then moves them
+    await fs.mkdir(join(dir, "incoming"), { mode: 0o700 }); // download.ts makes top-level directories here, then moves them
     if (this.owner) await fs.chown(tree, this.owner.uid, this.owner.gid);
-    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), listings: new Map(), links: new Map(), view: new ManifestView(), synced: null, modes: null, cold: true, busy: true, lastUsed: Date.now() };
+    // Not spread yet (spread-dirs.ts): the first download that makes a directory flags both, off an empty workspace's path.
+    const slot: Slot = { key, dir, tree, files: new Map(), dirs: new Map(), listings: new Map(), links: new Map(), view: new ManifestView(), synced: null, modes: null, spread: false, cold: true, busy: true, lastUsed: Date.now() };
     list.push(slot);
     return slot;
   }

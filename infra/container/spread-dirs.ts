@@ -6,7 +6,7 @@
  * files where a tree was just removed costs a scan per file (quadratic in the tree's size).
  *
  * Two steps. The slot's tree and its staging directory carry the "top directory" flag (`chattr
- * +T`): a directory made in them is placed as ext4 places directories at its root, in a group
+ * +T`, set by the slot's first download that makes a directory: download.ts): a directory made in them is placed as ext4 places directories at its root, in a group
  * with few directories and above-average free inodes and blocks, and the files and directories
  * below it follow it into that group. But that search starts at a group chosen by a hash of the
  * directory's name, and the first group it finds with the fewest directories is most often the

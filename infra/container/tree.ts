@@ -58,6 +58,12 @@ export interface Slot {
   modes: { etag: string | null; exec: Set<string>; links: Map<string, string> } | null;
   /** The symlinks the tree holds (path → target), as made by makeLinks or left by a settled run (links.ts). */
   links: Map<string, string>;
+  /**
+   * Whether the tree and its staging directory (`incoming`) carry ext4's top-directory flag yet
+   * (spread-dirs.ts): set by the first download that makes a directory in the slot (download.ts),
+   * so that a run that makes none (a fresh, empty workspace) starts no `chattr` on its way.
+   */
+  spread: boolean;
   cold: boolean;
   busy: boolean;
   lastUsed: number;

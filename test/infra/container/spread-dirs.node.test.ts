@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { download } from "../../../infra/container/download.js";
-import { mkdirPlaced, spreadDirectories } from "../../../infra/container/spread-dirs.js";
+import { mkdirPlaced } from "../../../infra/container/spread-dirs.js";
 import type { ReconcileStats, Slot } from "../../../infra/container/tree.js";
 import type { BatchFile } from "../../../lib/sync/batch.js";
 import type { SyncClient } from "../../../lib/sync/types.js";
@@ -66,7 +66,6 @@ describe("mkdirPlaced", () => {
 describe("a download into a slot", () => {
   it("makes every directory, top-level ones through staging, and leaves staging empty", async () => {
     const s = fresh();
-    await spreadDirectories(s.tree, s.staging); // as slot-cache.ts does (best effort)
     const files = ["README.md", "src/a/b/one.ts", "src/a/two.ts", "lib/x/three.ts", "docs/four.md"];
     const entries = files.map((path) => ({ path, etag: `e-${path}`, size: path.length }));
     const sync = {
@@ -76,7 +75,7 @@ describe("a download into a slot", () => {
         })();
       },
     } as unknown as SyncClient;
-    const slot = { key: "k", dir: s.dir, tree: s.tree, files: new Map(), view: new Map(), synced: null, dirs: new Map(), listings: new Map(), modes: null, links: new Map(), cold: true, busy: true, lastUsed: 0 } as unknown as Slot;
+    const slot = { key: "k", dir: s.dir, tree: s.tree, files: new Map(), view: new Map(), synced: null, dirs: new Map(), listings: new Map(), modes: null, links: new Map(), spread: false, cold: true, busy: true, lastUsed: 0 } as unknown as Slot;
     const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: entries.length, whole: true };
     // What passes through staging (inotify), up to a fence written after the download.
     const staged = new Set<string>();
