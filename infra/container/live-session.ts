@@ -79,7 +79,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   let seen: LiveStatus["processes"] = [];
   const status = async (): Promise<LiveStatus> => {
     const probe = shell?.alive ? shell.probe : null;
-    const procs = probe ? await probe.processes() : [];
+    const [procs, ports] = probe ? await Promise.all([probe.processes(), probe.ports()]) : [[], []];
     if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
     // Bounded (LIVE_LIST_MAX): the poll, the coordinator's state and GET .../sandbox stay small however many run.
     return boundedStatus({
@@ -87,7 +87,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       started_at: startedAt,
       last_used_at: lastUsed,
       processes: procs.length ? seen : [],
-      ports: procs.length ? await probe!.ports() : [],
+      ports: procs.length ? ports : [],
       wall_ms: Date.now() - startedAt,
       ...(procs.length ? { cpu_ms: procs.reduce((a, p) => a + p.cpuMs, 0), rss_bytes: procs.reduce((a, p) => a + p.rssBytes, 0) } : {}),
     });

@@ -73,10 +73,21 @@ async function openOwn(path: string, flags: number): Promise<FileHandle | null> 
   return null;
 }
 
-/** Writes a new file into the shell directory: whatever the command left under its name is removed first, and a link is never followed. */
+/** Removes what is under `path` in the shell directory, whatever the command made of it (a file, a link, a directory). */
+const removeOwn = (path: string) => fs.unlink(path).catch(() => fs.rm(path, { recursive: true, force: true }));
+
+/**
+ * Writes a new file into the shell directory, never through a link: created where nothing is
+ * (O_EXCL); should the command have left something under its name, that is removed first (the
+ * names are new per command: as a rule nothing is there, and nothing is looked up before).
+ */
 async function writeNew(path: string, data: string): Promise<void> {
-  await fs.rm(path, { recursive: true, force: true });
-  const h = await fs.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  const create = () => fs.open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  const h = await create().catch(async (e: NodeJS.ErrnoException) => {
+    if (e.code !== "EEXIST") throw e;
+    await removeOwn(path);
+    return create();
+  });
   try {
     await h.writeFile(data);
   } finally {
@@ -90,19 +101,20 @@ class Tail {
   constructor(private readonly path: string, private readonly sink: (b: Buffer) => void) {}
   /**
    * What was appended since the last read (the last `limit` bytes of it, and how many bytes were
-   * left out before them); the offset moves past it.
+   * left out before them), and the file emptied (through the same open: the next read starts at 0).
    */
-  async takeNew(limit: number): Promise<{ data: Buffer; skipped: number }> {
-    const h = await openOwn(this.path, constants.O_RDONLY);
+  async drain(limit: number): Promise<{ data: Buffer; skipped: number }> {
+    const h = await openOwn(this.path, constants.O_RDWR);
+    const offset = this.offset;
+    this.offset = 0;
     if (!h) return { data: Buffer.alloc(0), skipped: 0 };
     try {
       const size = (await h.stat()).size;
-      const from = Math.max(this.offset, size - limit);
+      const from = Math.max(offset, size - limit);
       const data = Buffer.alloc(Math.max(0, size - from));
-      const { bytesRead } = await h.read(data, 0, data.length, from);
-      const skipped = Math.max(0, from - this.offset);
-      this.offset = from + bytesRead;
-      return { data: data.subarray(0, bytesRead), skipped };
+      const { bytesRead } = data.length ? await h.read(data, 0, data.length, from) : { bytesRead: 0 };
+      if (size > 0) await h.truncate(0);
+      return { data: data.subarray(0, bytesRead), skipped: Math.max(0, from - offset) };
     } finally {
       await h.close();
     }
@@ -197,11 +209,13 @@ export class LiveShell {
    */
   async run(seq: number, script: string, stdin: string, timeoutMs: number, out: OutputCollector): Promise<CommandExit> {
     const d = this.spec.shellDir;
-    await writeNew(join(d, `c${seq}.sh`), script);
-    await writeNew(join(d, `c${seq}.in`), stdin);
-    // What background processes wrote since the last command comes first, marked as theirs (docs/live-sessions.md).
-    const between = await Promise.all([this.outTail.takeNew(BETWEEN_BYTES), this.errTail.takeNew(BETWEEN_BYTES)]);
-    await Promise.all([this.outTail.reset(), this.errTail.reset()]);
+    // The script, its stdin and what background processes wrote since the last command, side by side (independent files).
+    const [between] = await Promise.all([
+      Promise.all([this.outTail.drain(BETWEEN_BYTES), this.errTail.drain(BETWEEN_BYTES)]),
+      writeNew(join(d, `c${seq}.sh`), script),
+      writeNew(join(d, `c${seq}.in`), stdin),
+    ]);
+    // What background processes wrote comes first, marked as theirs (docs/live-sessions.md).
     between.forEach((b, i) => {
       if (!b.data.length) return;
       const sink = i === 0 ? out.out : out.err;
@@ -232,7 +246,7 @@ export class LiveShell {
       clearTimeout(timer);
       clearInterval(tail);
       this.sink = { out: () => {}, err: () => {} };
-      await Promise.all([fs.rm(join(d, `c${seq}.sh`), { force: true }), fs.rm(join(d, `c${seq}.in`), { force: true })]);
+      await Promise.all([removeOwn(join(d, `c${seq}.sh`)), removeOwn(join(d, `c${seq}.in`))]);
     }
   }
 

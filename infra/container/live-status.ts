@@ -83,11 +83,10 @@ export async function processTree(rootPid: number): Promise<SandboxProcess[]> {
 
 /** A process as read from `proc` (a procfs mount) under the name `n`; null when gone or a zombie. */
 async function processAt(proc: string, n: number, hostPid: number): Promise<SandboxProcess | null> {
-  const s = await read(`${proc}/${n}/stat`);
+  const [s, cmdline] = await Promise.all([read(`${proc}/${n}/stat`), read(`${proc}/${n}/cmdline`)]);
   if (!s) return null;
   const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
   if (f[0] === "Z" || f[0] === "X") return null;
-  const cmdline = await read(`${proc}/${n}/cmdline`);
   const cpuTicks = [11, 12, 13, 14].reduce((a, i) => a + (Number(f[i]) || 0), 0);
   return { hostPid, pid: n, command: (cmdline ?? "").split("\0").filter(Boolean).join(" ").slice(0, 200), rssBytes: (Number(f[21]) || 0) * PAGE, cpuMs: cpuTicks * TICK_MS };
 }
@@ -107,8 +106,7 @@ async function namespaceProcesses(hostPid: number): Promise<SandboxProcess[]> {
 /** TCP ports in LISTEN in the network namespace of `pid` (/proc/<pid>/net/tcp{,6}); with `inodes`, only those sockets'. */
 async function listeningPorts(pid: number, inodes?: Set<string>): Promise<number[]> {
   const ports = new Set<number>();
-  for (const file of ["tcp", "tcp6"]) {
-    const text = await read(`/proc/${pid}/net/${file}`);
+  for (const text of await Promise.all(["tcp", "tcp6"].map((file) => read(`/proc/${pid}/net/${file}`)))) {
     for (const line of (text ?? "").split("\n").slice(1)) {
       const cols = line.trim().split(/\s+/);
       // 0A: TCP_LISTEN; column 9 is the socket's inode

@@ -45,6 +45,18 @@ describe("live sandbox: one shell across commands", () => {
     await s.end();
   });
 
+  it("a command costs the shell no process of its own: the state's save between two commands forks nothing (builtins only)", async () => {
+    // bwrap's pid namespace numbers the sandbox's processes in order: with no fork between them, the second `sh` is the next pid.
+    const s = startLive();
+    const pid = async () => Number((await s.cmd("sh -c 'echo $$'", { shell: { keep: "all" } })).stdout);
+    const first = await pid();
+    expect(await pid()).toBe(first + 1);
+    // What it saves is still every exported variable, whatever IFS the command set (a command substitution split on it).
+    const r = await s.cmd("export A='x y' B=$'two\\nlines'; IFS=,", { shell: { keep: "all" } });
+    expect(r.shell?.state.env).toEqual({ A: "x y", B: "two\nlines" });
+    await s.end();
+  });
+
   it("restores the request's shell state in its first command (a handover keeps cwd and exported variables)", async () => {
     await t.write("proj/readme.txt", "r\n");
     const s = startLive();
