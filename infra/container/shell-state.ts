@@ -42,7 +42,7 @@ const EVERY_NAME = [..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"].
  * (test/infra/container/run-processes.node.test.ts). Safe under `set -u` (`-v` first) and `set -e`.
  */
 export const envTo = (file: string) =>
-  `for __toolshed_n in ${EVERY_NAME}; do if [[ -v $__toolshed_n && \${!__toolshed_n@a} == *x* ]]; then printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; fi; done >${file}`;
+  `for __toolshed_n in ${EVERY_NAME}; do if [[ -v $__toolshed_n && \${!__toolshed_n@a} == *x* ]]; then printf '%s\\0%s\\0' "$__toolshed_n" "\${!__toolshed_n}"; fi; done >|${file}`;
 
 /**
  * Lines that restore `shell.state` in a shell whose workspace root is `$__toolshed_root`: exported
@@ -66,9 +66,10 @@ export function restoreLines(shell: ShellRequest, cwd: string): string[] {
 /**
  * Saves the shell's state (what readShellState reads) into `d` (a shell word: the scratch directory
  * as the shell sees it): its working directory, and with keep "all" its exported variables and functions.
+ * `>|`: a shell with noclobber set (`set -C`) overwrites them too, after every command of a live shell.
  */
 export const saveScript = (d: string, keep: ShellRequest["keep"] = "all"): string =>
-  `{ printf '%s' "$PWD" >${d}/cwd; printf '%s' "$__toolshed_root" >${d}/root;${keep === "all" ? ` ${envTo(`${d}/env`)}; declare -f >${d}/functions;` : ""} } 2>/dev/null`;
+  `{ printf '%s' "$PWD" >|${d}/cwd; printf '%s' "$__toolshed_root" >|${d}/root;${keep === "all" ? ` ${envTo(`${d}/env`)}; declare -f >|${d}/functions;` : ""} } 2>/dev/null`;
 
 /**
  * The script that runs `command` (by eval, in the same shell) between the restore of `shell.state`

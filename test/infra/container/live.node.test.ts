@@ -34,6 +34,15 @@ describe("live sandbox: one shell across commands", () => {
     expect(e.lost_processes).toEqual([]);
   });
 
+  it("a shell with noclobber set still saves its state after every command (the save overwrites its own files)", async () => {
+    const s = startLive();
+    expect((await s.cmd("set -o noclobber; mkdir -p one two; cd one; export V=1", { shell: { keep: "all" } })).shell?.state).toMatchObject({ cwd: "one", env: { V: "1" } });
+    const b = await s.cmd("cd ../two; export V=2", { shell: { keep: "all" } });
+    expect(b.shell?.state).toMatchObject({ cwd: "two", env: { V: "2" } });
+    expect((await s.cmd("[[ -o noclobber ]] && echo still on")).stdout).toBe("still on\n");
+    await s.end();
+  });
+
   it("what background processes print between commands is shown with the next command, marked as theirs (the last 16 KiB of each stream)", async () => {
     const s = startLive();
     await s.cmd("(sleep 0.2; echo from-bg; echo bg-err >&2; head -c 20000 /dev/zero | tr '\\0' x >&2; echo >&2; touch printed.txt) &");
