@@ -117,14 +117,22 @@ export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "trunc
   return { text: text === "" ? "(no output)" : text, truncated: r.truncated };
 }
 
-/** What each skip reason (other than a refused write) means for the model, and what to do. */
-const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, string> = {
-  special_file: "sockets, FIFOs or devices: the workspace keeps only files, directories and symlinks, so these are not in it",
-  invalid_name: "names the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them",
-  path_conflict: "workspace entries that could not be placed in the sandbox (a file where a directory is, or the reverse): the command ran without them",
-  symlink: "symlinks that could not be kept",
-  limit: "directory changes past the write-back limit of one call: not in the workspace",
+/** What each skip reason (other than a refused write) means for the model, and what to do: [one, more than one, why]. */
+const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, readonly [string, string, string]> = {
+  special_file: ["socket, FIFO or device", "sockets, FIFOs or devices", "the workspace keeps only files, directories and symlinks, so these are not in it"],
+  invalid_name: ["name the workspace cannot hold", "names the workspace cannot hold", "(not valid UTF-8, or a control character): not in the workspace; rename them"],
+  path_conflict: ["workspace entry that could not be placed in the sandbox", "workspace entries that could not be placed in the sandbox", "(a file where a directory is, or the reverse): the command ran without them"],
+  symlink: ["symlink that could not be kept", "symlinks that could not be kept", ""],
+  limit: ["directory change past the write-back limit of one call", "directory changes past the write-back limit of one call", "not in the workspace"],
 };
+
+/** "1 socket, FIFO or device: the workspace keeps ...", "2 sockets, ...": a reason's words for `n` entries. */
+function skipWords(reason: string, n: number): string {
+  const w = SKIP_WHY[reason as keyof typeof SKIP_WHY];
+  if (!w) return `${n} ${reason}`;
+  const what = `${n} ${n === 1 ? w[0] : w[1]}`;
+  return !w[2] ? what : w[2].startsWith("(") ? `${what} ${w[2]}` : `${what}: ${w[2]}`;
+}
 
 /** One line's worth of skipped entries, grouped by reason: "2 sockets, …: a.sock, b.sock; 1 …". */
 function skippedSummary(skipped: Skipped[]): string {
@@ -133,7 +141,7 @@ function skippedSummary(skipped: Skipped[]): string {
   return [...byReason]
     .map(([reason, list]) => {
       const shown = list.slice(0, 5).map((s) => s.path + (s.detail ? ` (${s.detail.slice(0, 120)})` : "")).join(", ");
-      return `${list.length} ${SKIP_WHY[reason as keyof typeof SKIP_WHY] ?? reason}: ${shown}${list.length > 5 ? ", ..." : ""}`;
+      return `${skipWords(reason, list.length)}: ${shown}${list.length > 5 ? ", ..." : ""}`;
     })
     .join("; ");
 }

@@ -291,8 +291,8 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     const r = ok(await env.call("bash", { command: "mkdir -p odd && mkfifo odd/pipe && touch odd/$(printf 'bad\\377') && echo made" }));
     expect(r.data.skipped).toEqual(expect.arrayContaining([expect.objectContaining({ path: "odd/pipe", reason: "special_file" }), expect.objectContaining({ reason: "invalid_name" })]));
     expect(r.output).toContain("[not synced: ");
-    expect(r.output).toMatch(/1 sockets, FIFOs or devices: the workspace keeps only files, directories and symlinks, so these are not in it: odd\/pipe/);
-    expect(r.output).toContain("names the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them");
+    expect(r.output).toMatch(/1 socket, FIFO or device: the workspace keeps only files, directories and symlinks, so these are not in it: odd\/pipe/);
+    expect(r.output).toContain("1 name the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them");
     err(await env.call("read", { file_path: "odd/pipe" }), "NOT_FOUND");
     ok(await env.call("bash", { command: "rm odd/* && rmdir odd" }));
   });
