@@ -8,6 +8,7 @@ import { byTimeThenPath } from "../lib/search/newest-first.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { Paging, SkippedReport } from "../lib/contract/tool-output.js";
+import { counted } from "../lib/shared/text.js";
 
 const DEFAULT_LIMIT = 100;
 
@@ -72,7 +73,7 @@ export default defineTool({
       if (!rel.includes("/") && !rel.startsWith("**")) {
         const deep = globTest(`**/${rel}`, root);
         const n = scan.files.filter((f) => deep(f.path)).length;
-        if (n > 0) hint = ` ${n} file(s) match **/${rel} at any depth: "${rel}" matches only directly in ${where}.`;
+        if (n > 0) hint = ` ${counted(n, "file")} ${n === 1 ? "matches" : "match"} **/${rel} at any depth: "${rel}" matches only directly in ${where}.`;
       }
       lines.push(`No files match ${JSON.stringify(args.pattern)} in ${where}.${hint}`);
     } else if (page.length === 0) {
@@ -80,7 +81,7 @@ export default defineTool({
     } else {
       const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
       const order = sort === "modified" ? "newest first" : sort === "size" ? "largest first" : "by name";
-      lines.push(`Found ${found.length} file(s) matching ${JSON.stringify(args.pattern)} in ${where}${range}, ${order}:`);
+      lines.push(`Found ${counted(found.length, "file")} matching ${JSON.stringify(args.pattern)} in ${where}${range}, ${order}:`);
       lines.push(page.map((f) => f.path).join("\n"));
     }
     if (more) lines.push(`[More files: call glob again with offset=${end}.]`);

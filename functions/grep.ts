@@ -12,6 +12,7 @@ import { Budget } from "../lib/search/store.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { SkippedReport } from "../lib/contract/tool-output.js";
+import { counted } from "../lib/shared/text.js";
 
 const DEFAULT_LIMIT = 100;
 const MAX_CONTEXT = 20;
@@ -139,9 +140,9 @@ export default defineTool({
       const why =
         r.stoppedBy === "cpu"
           ? `this call used its verification budget (${Math.round(cpu.bytes / 1024 / 1024)} MB verified in ${cpu.ms} ms)`
-          : `per-request storage limit; ${r.stats.files_unindexed} file(s) were not yet in the search index, and what was read is now indexed`;
+          : `per-request storage limit; ${counted(r.stats.files_unindexed, "file was", "files were")} not yet in the search index, and what was read is now indexed`;
       const inside = r.resume?.file ? `, ${r.resume.path} from line ${r.resume.file.line + 1}` : "";
-      notes.push(`[Search incomplete: ${r.unsearched} candidate file(s) not searched yet${inside} (${why}). Call grep again with the same arguments and resume: ${JSON.stringify(token)} to continue.]`);
+      notes.push(`[Search incomplete: ${counted(r.unsearched, "candidate file")} not searched yet${inside} (${why}). Call grep again with the same arguments and resume: ${JSON.stringify(token)} to continue.]`);
     }
     if (r.scanTruncated) notes.push("[Only the first 200,000 files were listed: give a narrower path.]");
     const skipNote = r.skipped.describe();

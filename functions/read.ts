@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
+import { counted, encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
 import { collect, peekBytes, readLinePage } from "../lib/workspace/lines.js";
 import { recordingChunks } from "../lib/shared/chunks.js";
 import { MAX_ENTRY_BYTES } from "../lib/workspace/version-cache.js";
@@ -108,7 +108,7 @@ export default defineTool({
       const why = page.stoppedBy === "bytes" ? `output reached ${MAX_OUTPUT_BYTES / 1024} KB` : `limit of ${limit} lines reached`;
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
-    if (page.cutLines) note += `\n[${page.cutLines} line(s) longer than ${MAX_LINE_CHARS} characters were cut.]`;
+    if (page.cutLines) note += `\n[${counted(page.cutLines, "line")} longer than ${MAX_LINE_CHARS} characters ${page.cutLines === 1 ? "was" : "were"} cut.]`;
     const endings = lineEnding(new TextDecoder().decode(sniffed));
     return {
       title: path,

@@ -16,6 +16,7 @@
 import { ancestorsOf } from "../layout/paths.js";
 import type { ModesDelta } from "../layout/modes.js";
 import { isExecutableMode } from "./entry.js";
+import { counted } from "../shared/text.js";
 
 export class ImportTree {
   /** path → executable, for every file entry admitted (the last entry of a path wins). */
@@ -87,9 +88,9 @@ const LISTED_PER_REASON = 5;
 /** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
 export function importMessage(r: ImportSummary): string {
   const lines = [
-    `Imported ${r.files} file(s) (${r.executable} executable), ${r.symlinks} symlink(s) and ${r.empty_directories} empty director${r.empty_directories === 1 ? "y" : "ies"} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${r.deleted} file(s) deleted` : ""}).`,
+    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : ""}).`,
   ];
-  if (r.kept_count) lines.push(`${r.kept_count} file(s) that changed during the import were left as they are (listed in kept).`);
+  if (r.kept_count) lines.push(`${counted(r.kept_count, "file")} that changed during the import ${r.kept_count === 1 ? "was left as it is" : "were left as they are"} (listed in kept).`);
   if (r.skipped_count) {
     const byReason = new Map<string, string[]>();
     for (const s of r.skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.name]);

@@ -74,6 +74,9 @@ export function encodeBase64(bytes: Uint8Array): string {
 }
 
 /** Spaces as ·, tabs as →, carriage returns as ␍: for showing why a match failed. */
+/** "1 file", "2 files": a count with its noun in the number that agrees (`plural` where adding "s" is wrong). */
+export const counted = (n: number, noun: string, plural = `${noun}s`): string => `${n} ${n === 1 ? noun : plural}`;
+
 export const visibleWhitespace = (s: string): string => s.replace(/ /g, "·").replace(/\t/g, "→").replace(/\r/g, "␍");
 
 export const utf8 = new TextEncoder();

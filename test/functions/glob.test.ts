@@ -122,7 +122,7 @@ describe("glob", { timeout: 30_000 }, () => {
     await upload(t, "src/a.ts", "a");
     const r = await t.call("glob", { pattern: "*.ts" });
     expect(ok(r).matches).toEqual([]);
-    expect(r.body.output).toBe('No files match "*.ts" in the workspace. 1 file(s) match **/*.ts at any depth: "*.ts" matches only directly in the workspace.');
+    expect(r.body.output).toBe('No files match "*.ts" in the workspace. 1 file matches **/*.ts at any depth: "*.ts" matches only directly in the workspace.');
   });
 
   it("refuses a missing path or a file as path", async () => {

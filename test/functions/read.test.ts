@@ -124,7 +124,7 @@ describe("read", () => {
     expect(lines[1]!.text).toBe(`${"x".repeat(2000)}… [line cut: 5000 characters]`);
     expect(lines[2]!.text).toBe("y".repeat(2000)); // exactly 2000: not cut
     expect(lines[3]!.text).toBe(`${"é".repeat(2000)}… [line cut: 2500 characters]`);
-    expect(r.body.output).toContain("[2 line(s) longer than 2000 characters were cut.]");
+    expect(r.body.output).toContain("[2 lines longer than 2000 characters were cut.]");
     expect(data).toMatchObject({ lines_returned: 4, total_lines: 4, truncated: false });
   });
 

@@ -44,7 +44,7 @@ for (const { name, app } of WRITERS) {
       // What was not kept is named in the text the caller reads, not only in `skipped`.
       expect(r.body.message).toContain('hard links are not imported: "hard"');
       expect(r.body.message).toContain('fifos are not imported: "pipe"');
-      expect(r.body.message).toContain("Imported 4 file(s) (2 executable), 1 symlink(s) and 2 empty directories");
+      expect(r.body.message).toContain("Imported 4 files (2 executable), 1 symlink and 2 empty directories");
 
       // Empty directories are directories to the tools (ls), as mkdir leaves them.
       const ls = await t.call("ls", { path: "a/b" });
