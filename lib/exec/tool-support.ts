@@ -5,6 +5,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
+import { counted } from "../shared/text.js";
 import type { ExecCall, ExecDeps } from "./call.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
@@ -130,7 +131,7 @@ const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, readonly [string, st
 function skipWords(reason: string, n: number): string {
   const w = SKIP_WHY[reason as keyof typeof SKIP_WHY];
   if (!w) return `${n} ${reason}`;
-  const what = `${n} ${n === 1 ? w[0] : w[1]}`;
+  const what = counted(n, w[0], w[1]);
   return !w[2] ? what : w[2].startsWith("(") ? `${what} ${w[2]}` : `${what}: ${w[2]}`;
 }
 

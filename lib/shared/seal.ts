@@ -6,7 +6,7 @@
  * lib/tools/secrets/crypto.ts), a live session's state on DynamoDB and kept idempotent answers (the
  * sync secret: lib/exec/live/dynamodb-item.ts, lib/api/idempotency.ts). Sealed bytes: IV || ciphertext+tag.
  */
-const enc = new TextEncoder();
+import { utf8 } from "./text.js";
 
 export interface Sealer {
   seal(plain: Uint8Array | string, aad: string): Promise<Uint8Array>;
@@ -24,8 +24,8 @@ function keyOf(secret: string, purpose: string): Promise<CryptoKey> {
   let k = keys.get(id);
   if (!k) {
     k = (async () => {
-      const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-      return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: enc.encode(purpose), info: enc.encode("aes-256-gcm.v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+      const base = await crypto.subtle.importKey("raw", utf8.encode(secret), "HKDF", false, ["deriveKey"]);
+      return crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: utf8.encode(purpose), info: utf8.encode("aes-256-gcm.v1") }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
     })();
     k.catch(() => keys.delete(id));
     keys.set(id, k);
@@ -38,15 +38,15 @@ export function sealer(secret: string, purpose: string): Sealer {
   return {
     async seal(plain, aad) {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-      const data = typeof plain === "string" ? enc.encode(plain) : plain;
-      const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(aad) }, await keyOf(secret, purpose), data));
+      const data = typeof plain === "string" ? utf8.encode(plain) : plain;
+      const ct = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: utf8.encode(aad) }, await keyOf(secret, purpose), data));
       const out = new Uint8Array(IV_BYTES + ct.length);
       out.set(iv);
       out.set(ct, IV_BYTES);
       return out;
     },
     async open(sealed, aad) {
-      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: sealed.subarray(0, IV_BYTES), additionalData: enc.encode(aad) }, await keyOf(secret, purpose), sealed.subarray(IV_BYTES)));
+      return new Uint8Array(await crypto.subtle.decrypt({ name: "AES-GCM", iv: sealed.subarray(0, IV_BYTES), additionalData: utf8.encode(aad) }, await keyOf(secret, purpose), sealed.subarray(IV_BYTES)));
     },
   };
 }

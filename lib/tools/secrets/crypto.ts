@@ -7,6 +7,7 @@
  */
 import { ToolError } from "../../shared/errors.js";
 import { IV_BYTES, sealer } from "../../shared/seal.js";
+import { concatBytes, decodeBase64, encodeBase64 } from "../../shared/text.js";
 
 /** The variable that holds the deployment's secrets key, on the API only (never the runner). */
 export const SECRETS_KEY_VAR = "TOOLSHED_SECRETS_KEY";
@@ -19,8 +20,6 @@ export interface Sealed {
   ct: string;
 }
 
-const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const aad = (tenant: string, name: string) => `toolshed-secret.v1\n${tenant}\n${name}`;
 /** The sealer of tenant secrets (lib/shared/seal.ts): its own key, from the deployment's secrets key. */
 const box = (deploymentKey: string) => sealer(requireSecretsKey(deploymentKey), "toolshed-secrets");
@@ -34,17 +33,15 @@ export function requireSecretsKey(key: string | undefined): string {
 
 export async function sealSecret(deploymentKey: string, tenant: string, name: string, value: string): Promise<Sealed> {
   const sealed = await box(deploymentKey).seal(value, aad(tenant, name));
-  return { iv: b64(sealed.subarray(0, IV_BYTES)), ct: b64(sealed.subarray(IV_BYTES)) };
+  return { iv: encodeBase64(sealed.subarray(0, IV_BYTES)), ct: encodeBase64(sealed.subarray(IV_BYTES)) };
 }
 
 export async function openSecret(deploymentKey: string, tenant: string, name: string, sealed: Sealed): Promise<string> {
   try {
     const opener = box(deploymentKey);
-    const [iv, ct] = [unb64(sealed.iv), unb64(sealed.ct)];
-    const joined = new Uint8Array(iv.length + ct.length);
-    joined.set(iv);
-    joined.set(ct, iv.length);
-    return new TextDecoder().decode(await opener.open(joined, aad(tenant, name)));
+    const [iv, ct] = [decodeBase64(sealed.iv), decodeBase64(sealed.ct)];
+    if (!iv || !ct) throw new Error("not base64"); // a record no seal of ours wrote: undecryptable, as below
+    return new TextDecoder().decode(await opener.open(concatBytes([iv, ct]), aad(tenant, name)));
   } catch (e) {
     if (e instanceof ToolError) throw e;
     throw new ToolError("UNAVAILABLE", `The secret ${name} cannot be decrypted with this deployment's ${SECRETS_KEY_VAR} (it was stored under another key). Set it again with PUT /v1/secrets/${name}.`, { reason: "secret_undecryptable", secret: name });
