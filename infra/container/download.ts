@@ -79,19 +79,6 @@ function create(abs: string, mode: number): { fd: number; replaced: bigint | nul
   }
 }
 
-/**
- * Runs fn over items, at most n at a time, as tree.ts `pool`; what fn returns is more work, queued
- * behind the rest and taken by the next worker to come free (at the latest, the one that returned it).
- */
-async function pipelined<T>(n: number, items: T[], fn: (item: T) => Promise<T[]>): Promise<void> {
-  const queue = [...items];
-  let i = 0;
-  const worker = async () => {
-    while (i < queue.length) queue.push(...(await fn(queue[i++]!)));
-  };
-  await Promise.all(Array.from({ length: Math.min(n, queue.length) }, worker));
-}
-
 /** Downloads `todo` into the slot, recording each file in slot.files and stats. */
 export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<void> {
   const known = new Set<string>();
@@ -200,37 +187,35 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     else await writeStream(e, file.etag, file.body);
   };
 
-  // Small files in batches, large ones alone, side by side. The files an answer deferred (`later`:
-  // the server reads only so many one by one per answer) are asked for again as soon as that answer
-  // ends, in a batch of their own beside the answers still streaming (not after all of them: that
-  // was a request's whole latency, serial, at the end of a cold start on a workspace with unsealed
-  // uploads). Those of an answer that brought none of its files, and those the server could not
-  // bring (`missing`), are fetched alone after.
+  // Small files in batches, large ones alone, side by side. A file the server deferred (`later`)
+  // goes into the next round of batches; one it could not bring (`missing`) is fetched alone after.
   const useBatches = todo.length > 1;
+  let pending = useBatches ? todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES) : [];
   const alone = useBatches ? todo.filter((e) => e.size > BATCH_MAX_FILE_BYTES) : todo;
   const afterBatches: SyncEntry[] = [];
   let batching = true; // false once the API answered that it has no batches
-  const batches = () =>
-    pipelined(FETCH_CONCURRENCY, useBatches ? batchesOf(todo.filter((e) => e.size <= BATCH_MAX_FILE_BYTES)) : [], async (batch) => {
-      phases.requests++;
-      const frames = batching ? await sync.fetchMany(batch.map((e) => e.path), batch.map((e) => e.etag)) : null;
-      if (!frames) {
-        batching = false;
-        afterBatches.push(...batch);
-        return [];
-      }
+  const batches = async () => {
+    while (pending.length) {
       const later: SyncEntry[] = [];
-      const byPath = new Map(batch.map((e) => [e.path, e]));
-      for await (const f of frames) {
-        const e = byPath.get(f.path)!; // each asked path exactly once (checked by readFrames)
-        if ("bytes" in f) write(e, f.etag, f.bytes);
-        else if ("later" in f) later.push(e);
-        else afterBatches.push(e);
-      }
-      if (later.length < batch.length) return batchesOf(later);
-      afterBatches.push(...later); // no progress: alone
-      return [];
-    });
+      await pool(FETCH_CONCURRENCY, batchesOf(pending), async (batch) => {
+        phases.requests++;
+        const frames = batching ? await sync.fetchMany(batch.map((e) => e.path), batch.map((e) => e.etag)) : null;
+        if (!frames) {
+          batching = false;
+          return void afterBatches.push(...batch);
+        }
+        const byPath = new Map(batch.map((e) => [e.path, e]));
+        for await (const f of frames) {
+          const e = byPath.get(f.path)!; // each asked path exactly once (checked by readFrames)
+          if ("bytes" in f) write(e, f.etag, f.bytes);
+          else if ("later" in f) later.push(e);
+          else afterBatches.push(e);
+        }
+      });
+      if (later.length === pending.length) return void afterBatches.push(...later); // no progress: alone
+      pending = later;
+    }
+  };
   await Promise.all([batches(), pool(concurrency, alone, fetchOne)]);
   await pool(concurrency, afterBatches, fetchOne);
   log(JSON.stringify({ files: stats.downloaded_files, bytes: stats.downloaded_bytes, batch_requests: phases.requests, alone: alone.length + afterBatches.length, first_frame_ms: Math.round(phases.firstFrameMs), write_ms: Math.round(phases.writeMs), wall_ms: Math.round(performance.now() - t0) }));
