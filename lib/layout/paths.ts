@@ -20,8 +20,24 @@ function invalid(input: string, why: string): ToolError {
   return new ToolError("INVALID_PATH", `Invalid path ${JSON.stringify(shown)}: ${why}.`, { path: shown, reason: why });
 }
 
+/**
+ * A path already canonical in printable ASCII, the common case: names of printable ASCII but the
+ * slash and the backslash, none of only dots, none longer than MAX_SEGMENT_BYTES, joined by single slashes
+ * (ASCII is its own NFC and its own UTF-8 length). Such a path is answered as it is in one pass;
+ * anything else (the root, a slash to drop, a `..` to resolve, non-ASCII, an error to explain)
+ * takes the full normalization below, which gives every canonical path back unchanged. The
+ * download of a workspace checks each of its paths twice (the request, then fileKey).
+ */
+const CANONICAL_ASCII = /^(?!\.+(?:\/|$))[\x20-\x2e\x30-\x5b\x5d-\x7e]{1,255}(?:\/(?!\.+(?:\/|$))[\x20-\x2e\x30-\x5b\x5d-\x7e]{1,255})*$/;
+
 /** Returns the canonical workspace path of `input`, or throws INVALID_PATH. */
 export function normalizePath(input: unknown): string {
+  if (typeof input === "string" && input.length <= MAX_PATH_BYTES && CANONICAL_ASCII.test(input)) return input;
+  return normalizePathInFull(input);
+}
+
+/** normalizePath without its shortcut for canonical ASCII (exported for the test that holds the two equal; callers use normalizePath). */
+export function normalizePathInFull(input: unknown): string {
   if (typeof input !== "string") throw invalid(String(input), "a path must be a string");
   if (input.length > MAX_PATH_BYTES * 4) throw invalid(input, `longer than ${MAX_PATH_BYTES} bytes`);
   // Lone surrogates cannot be encoded as UTF-8 and would turn into U+FFFD: refuse them.

@@ -26,6 +26,7 @@ import {
   markerDir,
   normalizeFilePath,
   normalizePath,
+  normalizePathInFull,
   parentOf,
   tenantWorkspacesPrefix,
   workspaceMetaKey,
@@ -730,6 +731,38 @@ describe(`fuzz: ${FUZZ_COUNT} hostile paths (seed 0x${FUZZ_SEED.toString(16)})`,
       count++;
     }
     expect(count).toBe(5000);
+  });
+});
+
+describe("normalizePath's shortcut for canonical ASCII", () => {
+  /** The same answer, or the same refusal, with and without the shortcut. */
+  function expectSame(input: string) {
+    const full = errorOf(() => normalizePathInFull(input));
+    const quick = errorOf(() => normalizePath(input));
+    expect(quick?.message ?? null, JSON.stringify(input)).toBe(full?.message ?? null);
+    if (!full) expect(normalizePath(input), JSON.stringify(input)).toBe(normalizePathInFull(input));
+  }
+
+  it("answers the edges as the full normalization does: name and path lengths, dots, spaces, every printable character", () => {
+    const edges = [
+      "a".repeat(MAX_SEGMENT_BYTES), "a".repeat(MAX_SEGMENT_BYTES + 1), `d/${"a".repeat(MAX_SEGMENT_BYTES)}`, `d/${"a".repeat(MAX_SEGMENT_BYTES + 1)}/e`,
+      Array.from({ length: 3 }, () => "b".repeat(MAX_SEGMENT_BYTES)).join("/").slice(0, MAX_PATH_BYTES), `${"c/".repeat(MAX_PATH_BYTES / 2 - 1)}cc`, `${"c/".repeat(MAX_PATH_BYTES / 2)}c`,
+      ".", "..", "...", "a/.", "a/..", "a/...", "./a", "a/./b", ".a", "a.", "..a", "a/.b/..c", " ", " a ", "a /b", "a//b", "/a", "a/", "",
+      "a\\b", "a\u007fb", "a\u0000b", "caf\u00e9", "e\u0301", "~", "-", "[x]", "{y}", "a:b", "a*b?c", "#%&'()+,;=@^`|",
+      String.fromCharCode(...Array.from({ length: 95 }, (_, i) => 0x20 + i)).replace("/", ""),
+    ];
+    for (const input of edges) expectSame(input);
+  });
+
+  it("agrees with the full normalization on 20,000 seeded ASCII-heavy inputs", () => {
+    const r = rng(0x5eed);
+    const parts = ["a", "b", "src", "x.ts", ".", "..", "...", ".git", " ", "/", "//", "\\", "\u007f", "\u00e9", "-", "_", "~", "[", "]", "a".repeat(254), "b".repeat(256)];
+    for (let i = 0; i < 20_000; i++) {
+      let s = "";
+      for (let n = 1 + r.int(8); n > 0; n--) s += r.pick(parts) + (r.next() < 0.6 ? "/" : "");
+      if (r.next() < 0.5) s = s.replace(/\/+$/, "");
+      expectSame(s);
+    }
   });
 });
 
