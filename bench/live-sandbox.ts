@@ -31,8 +31,10 @@ class Queue implements LiveChannel<RunRequest, RunResult> {
     while (!this.q.length) await new Promise<void>((res, rej) => ((this.wake = res), signal?.addEventListener("abort", () => rej(signal.reason), { once: true })));
     return this.q.shift()!;
   }
-  async result(p: LiveResultPost<RunResult>) {
+  /** As the API: the answer recorded, then the poll it carries (LiveResultPost.poll) served as `next`. */
+  async result(p: LiveResultPost<RunResult>, signal?: AbortSignal) {
     this.answers.get(p.seq)?.(p);
+    return p.poll ? this.next(p.status, signal) : null;
   }
   async ended(_e: LiveEnded) {}
   push(n: LiveNext<RunRequest>) {

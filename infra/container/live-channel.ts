@@ -48,11 +48,12 @@ async function retried<T>(route: string, policy: RetryPolicy, call: () => Promis
   throw new ChannelLost(route, last);
 }
 
-/** `channel` with bounded retries: an aborted `next` rejects with the signal's reason; exhausted retries with ChannelLost. */
+/** `channel` with bounded retries: an aborted `next` (or result with its poll) rejects with the signal's reason; exhausted retries with ChannelLost. */
 export function retryingChannel<Req, Res>(channel: LiveChannel<Req, Res>, policy: RetryPolicy = DEFAULT_RETRY): LiveChannel<Req, Res> {
   return {
     next: (poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<Req>> => retried("next", policy, () => channel.next(poll, signal), signal),
-    result: (post: LiveResultPost<Res>) => retried("result", policy, () => channel.result(post)),
+    // A retried answer is taken once (the coordinator keeps a command's first, by its seq); its poll is then a poll again.
+    result: (post: LiveResultPost<Res>, signal?: AbortSignal): Promise<LiveNext<Req> | null> => retried("result", policy, () => channel.result(post, signal), signal),
     ended: (e: LiveEnded) => retried("ended", policy, () => channel.ended(e)),
   };
 }

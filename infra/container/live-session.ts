@@ -2,7 +2,8 @@
  * A live sandbox's life (issue #29, DESIGN §6; protocol: lib/sync/live-types.ts). An invocation
  * whose request has `live` starts ONE sandbox (live-shell.ts) in a slot it holds for its whole life
  * (a fresh run of the same workspace meanwhile gets another slot), then polls its channel for the
- * session's commands: a command runs (live-command.ts) and its result is posted; `wait` polls
+ * session's commands: a command runs (live-command.ts) and its result is posted, as the next poll
+ * when its status is what a poll would read (one request per command: pollsWithAnswer); `wait` polls
  * again; `end` ends. It ends by itself after `idle_ms` without a command ("idle"), past
  * `max_life_ms` ("max_life": the handover), when a command ends the sandbox (timed out, `exit`,
  * crash, disk limit), or when its channel is lost (after bounded retries: "crashed"). On any end:
@@ -13,7 +14,7 @@
 import { gitHomeFiles } from "../../lib/exec/git-identity.js";
 import type { RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveChannel } from "../../lib/sync/live-client.js";
-import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, type LiveEndReason, type LiveNext, type LiveStatus } from "../../lib/sync/live-types.js";
+import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, type LiveEndReason, type LiveNext, type LiveResultPost, type LiveStatus } from "../../lib/sync/live-types.js";
 import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
@@ -51,6 +52,20 @@ function carriedOf(view: { query: ManifestQuery; version: number }, body: unknow
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether a command's answer may be the runner's next poll (LiveResultPost.poll), its status then
+ * the poll's: only when it is what a poll would read. It was read as the command ended, when a
+ * process the command left running may not have exec'd yet (listed by its shell's command line
+ * until the next poll, 20 s on); so when the command left a process that did not run at the poll
+ * that brought it (by pid and command line), or a list is cut, the answer goes alone and the poll
+ * reads the status anew after it.
+ */
+function pollsWithAnswer(polled: LiveStatus | null, after: LiveStatus): boolean {
+  if (!polled || polled.processes_total !== undefined || after.processes_total !== undefined) return false;
+  const ran = new Set(polled.processes.map((p) => `${p.pid} ${p.command}`));
+  return after.processes.every((p) => ran.has(`${p.pid} ${p.command}`));
 }
 
 /** The sandbox's end: how it ended, and its last status. */
@@ -93,6 +108,22 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     });
   };
 
+  /** The last command's answer, until the API has it: posted with the next poll when it may (pollsWithAnswer), else alone, and always before the sandbox's end. */
+  let answer: LiveResultPost<RunResult> | null = null;
+  /** Posts the answer still to go alone (the API answers 204); false: the channel is lost. */
+  const postAnswer = async (): Promise<boolean> => {
+    const post = answer;
+    answer = null;
+    if (!post) return true;
+    try {
+      await channel.result(post);
+      return true;
+    } catch (e) {
+      if (e instanceof ChannelLost) return false;
+      throw e;
+    }
+  };
+
   let reason: LiveEndReason = "crashed";
   // The final write-back's: the live token lasts the sandbox's life (a command's expires with its call).
   const sync: SyncClient = opts.syncOf(start);
@@ -112,10 +143,13 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     void shell.exited.finally(() => gone.abort()).catch(() => {});
     let first = true;
     let background = false;
+    /** The status the last poll carried: what ran before the command it brought (pollsWithAnswer). */
+    let polled: LiveStatus | null = null;
     for (;;) {
       const idleAt = lastUsed + spec.idle_ms;
       const lifeAt = startedAt + spec.max_life_ms;
       const now = Date.now();
+      // An end before the next poll: the answer still to go is posted alone, at the end (postAnswer).
       if (now >= lifeAt) { reason = "max_life"; break; }
       if (now >= idleAt) { reason = "idle"; break; }
       if (opts.signal?.aborted) { reason = "max_life"; break; }
@@ -126,11 +160,18 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       const stop = AbortSignal.any([deadline.signal, gone.signal, ...(opts.signal ? [opts.signal] : [])]);
       // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
       const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill()) : null;
-      let next: LiveNext<RunRequest> | null;
+      let next: LiveNext<RunRequest> | null = null;
       // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own).
       const view = await viewQuery(slot.view, slot.modes?.etag ?? null);
       try {
-        next = await channel.next({ ...(await status()), manifest: view.query }, stop);
+        // The last command's answer, when it may, is this poll (one request); an API that answers it 204 has recorded it: then the poll is one of its own.
+        // Cut short (a deadline), it is still to go: sent again (the API takes an answer once, by its seq), with the next poll or alone at the end.
+        if (answer) {
+          next = await channel.result({ ...answer, poll: { manifest: view.query } }, stop);
+          polled = answer.status;
+          answer = null;
+        }
+        if (!next) next = await channel.next({ ...(polled = await status()), manifest: view.query }, stop);
       } catch (e) {
         if (e instanceof ChannelLost) { reason = "crashed"; break; }
         if (!stop.aborted) throw e;
@@ -162,13 +203,10 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       lastUsed = Date.now();
       const after = { ...(await (statusRead ?? status())), last_used_at: lastUsed, wall_ms: lastUsed - startedAt };
       background = after.processes.length > 0; // none left: nothing can change the tree before the next command
-      try {
-        await channel.result({ generation: spec.generation, seq, response, status: after });
-      } catch (e) {
-        if (e instanceof ChannelLost) { reason = "crashed"; break; }
-        throw e;
-      }
+      answer = { generation: spec.generation, seq, response, status: after };
       if (ctx.unsure) unsure = true;
+      if (!end && pollsWithAnswer(polled, after)) continue; // posted with the next poll
+      if (!(await postAnswer())) { reason = "crashed"; break; }
       if (end) { reason = end; break; }
     }
   } catch (e) {
@@ -186,7 +224,9 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     }
   }
 
-  // The end: processes listed, the sandbox killed, its background changes written back.
+  // The end: the answer still to go posted first (an end the API had before it would count the command lost and run it again),
+  // the processes listed, the sandbox killed, its background changes written back.
+  if (!(await postAnswer().catch(() => false))) reason = "crashed";
   const last = await status();
   const lost: LiveLost = shell.alive ? lostOf(last) : { lost_processes: seen }; // bounded with the end, below
   await shell.kill().catch(() => {});

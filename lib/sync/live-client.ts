@@ -2,7 +2,7 @@
  * The live runner's side of the live channel (lib/sync/live-types.ts): LiveChannel, and its one
  * implementation over HTTP with the live runner's sync token (Bearer), as the sync client speaks:
  *   POST {url}/v1/sync/live/next    LivePoll        → 200 LiveNext   (long poll)
- *   POST {url}/v1/sync/live/result  LiveResultPost  → 204
+ *   POST {url}/v1/sync/live/result  LiveResultPost  → 204, or with `poll` → 200 LiveNext (held as a poll)
  *   POST {url}/v1/sync/live/ended   LiveEnded       → 204
  * Not retried here: the runner decides (infra/container/live-channel.ts). fetch-based: bundles
  * for Workers and runs in Node.
@@ -18,7 +18,12 @@ export interface LiveChannel<Req = unknown, Res = unknown> {
    * own idle or life deadline). `poll`: the status, and the manifest query whose answer a command may carry.
    */
   next(poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<Req>>;
-  result(post: LiveResultPost<Res>): Promise<void>;
+  /**
+   * A command's answer. With `post.poll` it is also the next poll (held; `signal` aborts it as
+   * next's): its LiveNext, or null when the API answered 204 (one that predates LiveResultPost.poll:
+   * the answer is recorded, the runner polls). Without it, null.
+   */
+  result(post: LiveResultPost<Res>, signal?: AbortSignal): Promise<LiveNext<Req> | null>;
   ended(ended: LiveEnded): Promise<void>;
 }
 
@@ -58,15 +63,23 @@ export function httpLiveChannel<Req = unknown, Res = unknown>(opts: HttpLiveOpti
     return res;
   }
 
+  async function nextOf(res: Response, route: "next" | "result"): Promise<LiveNext<Req>> {
+    const body = (await res.json().catch(() => null)) as unknown;
+    if (!isNext(body)) throw new ToolError("INTERNAL", `The live channel (${route}) answered something that is not a LiveNext.`, { route });
+    return body as LiveNext<Req>;
+  }
+
   return {
     async next(poll, signal) {
-      const res = await post("next", poll, signal);
-      const body = (await res.json().catch(() => null)) as unknown;
-      if (!isNext(body)) throw new ToolError("INTERNAL", "The live channel (next) answered something that is not a LiveNext.", { route: "next" });
-      return body as LiveNext<Req>;
+      return nextOf(await post("next", poll, signal), "next");
     },
-    async result(p) {
-      await (await post("result", p)).body?.cancel();
+    async result(p, signal) {
+      const res = await post("result", p, signal);
+      if (res.status === 204 || !p.poll) {
+        await res.body?.cancel();
+        return null;
+      }
+      return nextOf(res, "result");
     },
     async ended(e) {
       await (await post("ended", e)).body?.cancel();

@@ -2,14 +2,18 @@
  * The live runner's routes of the sync API (lib/sync/live-types.ts; docs/live-sessions.md), mounted
  * by handleSync for a verified token:
  *   POST /v1/sync/live/next    LiveStatus     → LiveNext (long poll, at most LIVE_POLL_MS)
- *   POST /v1/sync/live/result  LiveResultPost → 204
+ *   POST /v1/sync/live/result  LiveResultPost → 204, or with `poll` → LiveNext (the answer, then the next poll)
  *   POST /v1/sync/live/ended   LiveEnded      → 204
  * Only a token with a live claim (`l`) reaches them, and only for the tenant, workspace, session and
  * generation its claims name: the body's generation must be the token's. The session's coordinator
  * (SyncServerDeps.live) answers. A poll may carry the runner's conditional manifest query
  * (LivePoll.manifest): when it receives a command, the answer to that query, made after the command
  * was handed over, rides with it (LiveCommand.manifest), and the command needs no manifest request of
- * its own. fetch-based: bundles for Workers and runs in Node.
+ * its own. A result that carries `poll` (LiveResultPost.poll) is also the runner's next poll: the
+ * answer is recorded first (the coordinator takes a command's answer once, by its seq: a retried
+ * post changes nothing), then the poll is served exactly as a `next` (servePoll: the key's check,
+ * held, the manifest answer), its status the result's. One request per command where there were
+ * two; a result without it is answered 204 as before. fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
 import { lostOf, type KeyAlive, type LiveEnded, type LiveHub, type LiveResultPost, type LiveSessionRef, type LiveStatus } from "./live-types.js";
@@ -48,6 +52,31 @@ function checkWritten(v: unknown): LiveEnded["written"] {
  */
 export type ManifestNow = (query: ManifestQuery) => Promise<ManifestAnswer | null>;
 
+/** The poll a result carries (LiveResultPost.poll): its manifest query, or null when it has none. */
+function checkResultPoll(v: unknown): { query: ManifestQuery | null } {
+  if (!isObject(v)) throw new ToolError("INVALID_ARGUMENT", "A live result's poll, when sent, is an object: {manifest?} (LiveResultPost.poll).");
+  return { query: v.manifest === undefined ? null : parseManifestQuery(v.manifest) };
+}
+
+/**
+ * One poll of the runner, as `next` and a result that carries one serve it: the key that started
+ * the sandbox checked, the coordinator's answer (held), and with a command the answer to the poll's
+ * manifest query, listed after the command was handed over.
+ */
+async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, manifestNow?: ManifestNow, keyAlive?: KeyAlive): Promise<Response> {
+  // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
+  if (claims.l?.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
+    await hub.ended(ref, { generation: ref.generation, reason: "revoked", ...lostOf(status), status });
+    return json({ end: "revoked" });
+  }
+  const next = await hub.next(ref, status, signal);
+  if (!("command" in next) || !query || !manifestNow) return json(next);
+  // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
+  // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
+  const answer = await manifestNow(query).catch(() => null);
+  return json(answer ? { command: { ...next.command, manifest: manifestAnswerBody(answer) } } : next);
+}
+
 /** Serves /v1/sync/live/* for a verified token (see the module comment). */
 export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, manifestNow?: ManifestNow, keyAlive?: KeyAlive): Promise<Response> {
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
@@ -66,24 +95,18 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const status = checkStatus(rest);
       own(status.generation);
       const query = manifest === undefined ? null : parseManifestQuery(manifest);
-      // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
-      if (claims.l.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
-        await hub.ended(ref, { generation: ref.generation, reason: "revoked", ...lostOf(status), status });
-        return json({ end: "revoked" });
-      }
-      const next = await hub.next(ref, status, req.signal);
-      if (!("command" in next) || !query || !manifestNow) return json(next);
-      // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
-      // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
-      const answer = await manifestNow(query).catch(() => null);
-      return json(answer ? { command: { ...next.command, manifest: manifestAnswerBody(answer) } } : next);
+      return await servePoll(ref, claims, hub, status, query, req.signal, manifestNow, keyAlive);
     }
     case "result": {
       if (!isObject(body) || typeof body.seq !== "number" || !isObject(body.response)) throw new ToolError("INVALID_ARGUMENT", "A live result needs generation, seq, response and status (LiveResultPost).");
       own(body.generation);
-      const post = { ...(body as unknown as LiveResultPost), status: checkStatus(body.status) };
-      await hub.result(ref, post);
-      return new Response(null, { status: 204 });
+      const { poll, ...rest } = body;
+      // Checked whole before anything is recorded: a body is taken or refused as one.
+      const asked = poll === undefined ? null : checkResultPoll(poll);
+      const post = { ...(rest as unknown as LiveResultPost), status: checkStatus(body.status) };
+      await hub.result(ref, post); // first: the answer is the call's whatever happens to the poll
+      if (!asked) return new Response(null, { status: 204 });
+      return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, manifestNow, keyAlive);
     }
     case "ended": {
       if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");

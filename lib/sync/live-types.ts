@@ -11,6 +11,7 @@
  * session):
  *   POST /v1/sync/live/next    body LivePoll         → LiveNext   (long poll, at most LIVE_POLL_MS)
  *   POST /v1/sync/live/result  body LiveResultPost   → 204        (the answer of one command)
+ *                              with `poll`           → LiveNext   (the answer, and the runner's next poll: held as `next` is)
  *   POST /v1/sync/live/ended   body LiveEnded        → 204        (the sandbox is gone; its last word)
  * A command's own sync operations (manifest, fetch, write-back, run record) use the command's own
  * token (LiveCommand.request.sync), minted per call as for a fresh run (undo journal claims included).
@@ -122,6 +123,15 @@ export interface LiveResultPost<Res = unknown> {
   /** The command's RunResult, or the error that stopped it (as the runner's ExecResponse carries it). */
   response: { ok: true; result: Res } | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
   status: LiveStatus;
+  /**
+   * Set: this post is also the runner's next poll, its status `status` (LivePoll less the status):
+   * the API records the answer first, then serves the poll exactly as POST .../next would (the key's
+   * check, held up to LIVE_POLL_MS, a command's manifest answer) and answers its LiveNext, one
+   * request per command where there were two. An API that predates it ignores it and answers 204:
+   * the runner then polls. The runner sets it only when `status` is what a poll would read
+   * (infra/container/live-session.ts, `pollsWithAnswer`).
+   */
+  poll?: { manifest?: ManifestQuery };
 }
 
 /** The live runner's last word: why it ended, what was lost, what it cost. Files are never lost: they were written back. */

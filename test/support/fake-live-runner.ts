@@ -10,7 +10,8 @@
  * Its shell, as a live shell's: a request's saved state is restored on the generation's first
  * command; `cd <dir>` moves it; each answer reports the state, `unchanged` when it is the one the
  * generation reported last (infra/container/live-command.ts). A fresh run (executor.run: a call in no
- * live sandbox) answers `fresh cmd=<command>`.
+ * live sandbox) answers `fresh cmd=<command>`. Its answer is its next poll (LiveResultPost.poll), as
+ * the runner's; with `pollAfterAnswer`, a runner from before that: each answer (204), then a poll.
  */
 import type { Executor, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveNext, LiveStatus } from "../../lib/sync/live-types.js";
@@ -31,7 +32,7 @@ export interface FakeGeneration {
   done: Promise<"ended" | "died" | string>;
 }
 
-export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean } = {}) {
+export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean; pollAfterAnswer?: boolean } = {}) {
   let app: Requester | undefined;
   const generations: FakeGeneration[] = [];
   const blocked: (() => void)[] = [];
@@ -70,15 +71,18 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
     const token = g.start.sync.token;
     const started = Date.now();
     const status = (): LiveStatus => ({ generation: g.generation, started_at: started, last_used_at: Date.now(), processes: [process], ports: [8123], wall_ms: Date.now() - started, cpu_ms: 7 });
+    let r = await post(token, "next", status());
     for (;;) {
-      const r = await post(token, "next", status());
       if (r.status !== 200) return `refused ${r.status}`;
       const n = (await r.json()) as LiveNext<RunRequest>;
       if ("end" in n) {
         await post(token, "ended", { generation: g.generation, reason: n.end, lost_processes: [process], status: status() });
         return `end:${n.end}`;
       }
-      if ("wait" in n) continue;
+      if ("wait" in n) {
+        r = await post(token, "next", status());
+        continue;
+      }
       const cmd = n.command.request.command;
       g.commands.push(cmd);
       g.requests.push(n.command.request);
@@ -94,10 +98,15 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
           blockedWaiters.splice(0).forEach((w) => w());
         });
       }
-      await post(token, "result", { generation: g.generation, seq: n.command.seq, response: { ok: true, result: result(g, n.command.request) }, status: status() });
+      const answer = { generation: g.generation, seq: n.command.seq, response: { ok: true, result: result(g, n.command.request) }, status: status() };
+      r = await post(token, "result", opts.pollAfterAnswer ? answer : { ...answer, poll: {} });
+      answers.push(r.status);
+      if (opts.pollAfterAnswer && r.status === 204) r = await post(token, "next", status());
     }
   }
 
+  /** The HTTP status of each answer posted (200: it was the next poll too; 204: alone). */
+  const answers: number[] = [];
   /** The fresh runs (calls that ran in a fresh sandbox), by command. */
   const fresh: RunRequest[] = [];
   const executor: Executor = {
@@ -126,6 +135,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean 
     executor,
     generations,
     fresh,
+    answers,
     /** The app the loops speak to (set once it is made). */
     attach(a: Requester) {
       app = a;

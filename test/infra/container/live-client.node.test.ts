@@ -10,13 +10,16 @@ let held: ServerResponse | null = null;
 let onHeld: (() => void) | null = null;
 let url = "";
 let status = 0;
+/** Set: the server is an API that predates LiveResultPost.poll (a result is answered 204 whatever it carries). */
+let old = false;
 
 const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
   let text = "";
   for await (const c of req) text += c;
   seen.push({ method: req.method!, url: req.url!, auth: String(req.headers.authorization), type: String(req.headers["content-type"]), body: JSON.parse(text) });
   if (status) return res.writeHead(status).end("nope");
-  if (req.url === "/v1/sync/live/next") {
+  const poll = req.url === "/v1/sync/live/result" && !old && (seen.at(-1)!.body as { poll?: unknown }).poll !== undefined;
+  if (req.url === "/v1/sync/live/next" || poll) {
     held = res;
     onHeld?.();
     return;
@@ -65,6 +68,24 @@ describe("httpLiveChannel", () => {
     await ch.ended(ended);
     expect(seen.slice(-2).map((s) => [s.url, s.auth])).toEqual([["/v1/sync/live/result", "Bearer tok-2"], ["/v1/sync/live/ended", "Bearer tok-2"]]);
     expect(seen.at(-1)!.body).toEqual(ended);
+  });
+
+  it("a result that carries a poll is held as a poll and answers its LiveNext; an API that answers it 204 (one that predates it) answers null: the runner polls", async () => {
+    const ch = httpLiveChannel({ url, token: "tok-4" });
+    const post = { generation: "g1", seq: 3, response: { ok: true as const, result: { exit_code: 0 } }, status: st, poll: { manifest: { buckets: 1, modes: null } } };
+    const polled = new Promise<void>((r) => (onHeld = r));
+    const next = ch.result(post);
+    await polled;
+    held!.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ wait: true }));
+    expect(await next).toEqual({ wait: true });
+    expect(seen.at(-1)).toMatchObject({ url: "/v1/sync/live/result", body: post });
+    old = true;
+    try {
+      expect(await ch.result(post)).toBeNull();
+    } finally {
+      old = false;
+    }
+    expect(await ch.result({ ...post, poll: undefined })).toBeNull();
   });
 
   it("a refused call or a malformed answer is an error that says which route", async () => {

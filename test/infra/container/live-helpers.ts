@@ -34,6 +34,10 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
   statuses: LiveStatus[] = [];
   polls = 0;
   endedWith: LiveEnded | null = null;
+  /** The runner's requests in order: `next`, `result` (an answer alone), `result+poll` (an answer that is also the next poll), `ended`. */
+  log: string[] = [];
+  /** Set: an API that predates LiveResultPost.poll: an answer is recorded and answered 204 (null) whatever it carries; the runner polls. */
+  old = false;
 
   /** Set: every poll fails (the API unreachable). */
   failing = false;
@@ -46,6 +50,11 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
   carried = 0;
 
   async next(poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<RunRequest>> {
+    this.log.push("next");
+    return this.poll(poll, signal);
+  }
+
+  private async poll(poll: LivePoll, signal?: AbortSignal): Promise<LiveNext<RunRequest>> {
     const { manifest, ...status } = poll;
     this.statuses.push(status);
     this.polls++;
@@ -63,10 +72,16 @@ export class QueueChannel implements LiveChannel<RunRequest, RunResult> {
     this.carried++;
     return { command: { ...n.command, manifest: manifestAnswerBody(answer) } };
   }
-  async result(p: LiveResultPost<RunResult>): Promise<void> {
-    this.waiting.get(p.seq)?.(p);
+  /** As the API: the answer recorded first (once: a command's caller hears its first), then the poll it carries served as `next`. */
+  async result(p: LiveResultPost<RunResult>, signal?: AbortSignal): Promise<LiveNext<RunRequest> | null> {
+    const { poll, ...post } = p;
+    this.log.push(poll && !this.old ? "result+poll" : "result");
+    this.waiting.get(p.seq)?.(post);
+    this.waiting.delete(p.seq);
+    return poll && !this.old ? this.poll({ ...p.status, ...(poll.manifest ? { manifest: poll.manifest } : {}) }, signal) : null;
   }
   async ended(e: LiveEnded): Promise<void> {
+    this.log.push("ended");
     this.endedWith = e;
   }
 

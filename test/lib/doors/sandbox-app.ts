@@ -26,13 +26,16 @@ export interface Tenant {
   approver: string;
 }
 
-/** One app with its own sandbox root; close() stops the runner and removes the root. `extra` replaces deps (a usage store: then `usage` stays empty). */
-export function sandboxApp(extra: Partial<AppDeps> = {}) {
+/**
+ * One app with its own sandbox root; close() stops the runner and removes the root. `extra` replaces
+ * deps (a usage store: then `usage` stays empty); `runnerFetch` wraps the fetch the runner reaches the app by.
+ */
+export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof fetch) => typeof fetch = (f) => f) {
   const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
   chmodSync(root, 0o711);
   const usage: UsageRecord[] = [];
   let app: ReturnType<typeof createApp>;
-  const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
+  const viaApp = runnerFetch(((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch);
   // fetch: a live sandbox's channel (/v1/sync/live/*) reaches the app too, when `extra` gives it a liveCoordinator.
   const executor = localExecutor({ root, fetch: viaApp, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const storage = memoryDriver();

@@ -3,6 +3,7 @@
  * Invoke stand-in, bubblewrap) and two API environments made by fromAwsEnv over one DynamoDB table
  * (dynalite): the runner's polls and sync reach environment B over HTTP; the session's calls land on
  * A, then B, then A. One live shell serves them all: what the first call exported, the next ones see.
+ * One runner request per command: each answer is the runner's next poll (LiveResultPost.poll).
  */
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
@@ -32,6 +33,8 @@ const saved = { id: process.env.AWS_ACCESS_KEY_ID, key: process.env.AWS_SECRET_A
 type App = ReturnType<typeof createApp>;
 let a: App;
 let b: App;
+/** The runner's requests to /v1/sync/live/*, by route. */
+const liveRequests: string[] = [];
 
 beforeAll(async () => {
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" }); // dynalite takes any
@@ -40,7 +43,11 @@ beforeAll(async () => {
   const env = { TOOLSHED_BUCKET: "b", TOOLSHED_TABLE: await dynamo.createTable(), DYNAMODB_ENDPOINT: dynamo.endpoint, TOOLSHED_SYNC_SECRET: SECRET };
   const storage = memoryDriver();
   const kv = storageKeyValue(storage, "kv/");
-  served = await serveFetch((req) => b.fetch(req)); // the runner reaches environment B only
+  served = await serveFetch((req) => {
+    const route = /^\/v1\/sync\/live\/(\w+)$/.exec(new URL(req.url).pathname)?.[1];
+    if (route) liveRequests.push(route);
+    return b.fetch(req);
+  }); // the runner reaches environment B only
   const environment = () => {
     const executor = lambdaExecutor({ secret: RUNNER_SECRET, client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "runner" });
     return createApp({ ...fromAwsEnv(env), storage, kv, adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: served.url }, [...fileTools, bash]);
@@ -71,6 +78,8 @@ it("export FOO=bar through A, echo $FOO through B, then through A again: one liv
   expect(await run(a, "export FOO=bar; echo $$ > /tmp/shell-pid")).toContain("[live sandbox started for this session");
   expect(await run(b, 'echo "$FOO from $(cat /tmp/shell-pid)"')).toMatch(/^bar from \d+\n$/);
   expect(await run(a, 'echo "$FOO again"; test "$$" = "$(cat /tmp/shell-pid)" && echo same shell')).toBe("bar again\nsame shell\n");
+  // One request per command: the first poll brought the first command; each answer was the next poll (the last one held now).
+  expect(liveRequests).toEqual(["next", "result", "result", "result"]);
   const end = await a.request("/v1/workspaces/main/sessions/chat-1/sandbox", { method: "DELETE", headers });
   expect(end.status).toBe(200);
 }, 120_000);

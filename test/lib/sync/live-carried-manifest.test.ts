@@ -3,7 +3,9 @@
  * (lib/sync/live-server.ts; LivePoll.manifest → LiveCommand.manifest): the same answer
  * POST /v1/sync/manifest gives for that query, read after the coordinator handed the command over,
  * in one round trip (the workspace record beside the upper listing and the execute bits). A poll
- * that gets no command reads nothing. On the real local R2 (test/support/counting-stores.ts).
+ * that gets no command reads nothing. A command's answer may carry the runner's next poll
+ * (LiveResultPost.poll): recorded first, then served as that poll. On the real local R2
+ * (test/support/counting-stores.ts).
  */
 import { describe, expect, it } from "vitest";
 import { handleSync } from "../../../lib/sync/server.js";
@@ -15,36 +17,39 @@ import { newTenant, testApp, upload } from "../../helpers.js";
 
 const SECRET = "live-carried-manifest-secret";
 
-async function setup(answer: LiveNext) {
+async function setup(answer: LiveNext, opts: { keyAlive?: boolean } = {}) {
   const stores = countingStores();
   const app = testApp({ storage: stores.storage, kv: stores.kv });
   const t = await newTenant(app);
   for (const p of ["a.ts", "src/b.ts"]) await upload(t, p, `// ${p}\n`);
   const manifests = new ManifestCache();
   const statuses: unknown[] = [];
+  /** The hub's calls in order, with what each was given. */
+  const calls: [string, unknown][] = [];
   let pollReads = -1;
   const hub: LiveHub = {
     next: async (_ref, status) => {
       statuses.push(status);
+      calls.push(["next", status]);
       pollReads = stores.log.length;
       return answer;
     },
-    result: async () => {},
-    ended: async () => {},
+    result: async (_ref, post) => void calls.push(["result", post]),
+    ended: async (_ref, e) => void calls.push(["ended", e.reason]),
   };
-  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub };
-  const liveToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "live1", l: { s: "s1", g: "g1" } }, 60);
+  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub, ...(opts.keyAlive === undefined ? {} : { liveKeyAlive: async () => opts.keyAlive! }) };
+  const liveToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "live1", l: { s: "s1", g: "g1", ...(opts.keyAlive === undefined ? {} : { k: "key1" }) } }, 60);
   const runToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "run1" }, 60);
   const post = async (route: string, token: string, body: unknown) => {
     const res = await handleSync(new Request(`https://api.example/v1/sync/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) }), deps);
-    return { status: res.status, body: (await res.json()) as any };
+    return { status: res.status, body: (res.status === 204 ? null : await res.json()) as any };
   };
   /** One poll: its answer, and the storage round trips made after the coordinator answered it. */
   const poll = async (body: unknown) => {
     const r = await post("live/next", liveToken, body);
     return { ...r, trips: pollReads < 0 ? [] : roundTrips(stores, pollReads, stores.log.length) };
   };
-  return { t, stores, statuses, poll, post, runToken };
+  return { t, stores, statuses, calls, poll, post, runToken, liveToken };
 }
 
 const status: LiveStatus = { generation: "g1", started_at: 1, last_used_at: 1, processes: [], ports: [], wall_ms: 5 };
@@ -82,5 +87,45 @@ describe("POST /v1/sync/live/next: the manifest answer comes with the command", 
     const r = await poll({ ...status, manifest: { buckets: 1, modes: null } });
     expect(r.body).toEqual({ wait: true });
     expect(r.trips).toEqual([]);
+  });
+});
+
+describe("POST /v1/sync/live/result with a poll: the command's answer and the runner's next poll in one request", { timeout: 60_000 }, () => {
+  const answer = { generation: "g1", seq: 1, response: { ok: true, result: { exit_code: 0 } }, status };
+  const query = { buckets: 1, modes: null };
+
+  it("the answer is recorded first (without the poll), then the poll is served as POST .../next serves one: the command comes with its manifest answer", async () => {
+    const { post, calls, liveToken, runToken } = await setup(command);
+    const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.command.seq).toBe(1);
+    expect(r.body.command.manifest).toEqual((await post("manifest", runToken, query)).body);
+    expect(calls).toEqual([["result", answer], ["next", status]]);
+  });
+
+  it("a result without a poll (a runner that polls after it) is answered 204, as before; nothing is polled", async () => {
+    const { post, calls, liveToken } = await setup(command);
+    expect(await post("live/result", liveToken, answer)).toEqual({ status: 204, body: null });
+    expect(calls).toEqual([["result", answer]]);
+  });
+
+  it("a poll that waits is answered wait; a bad poll is refused whole, before the answer is recorded", async () => {
+    const { post, calls, liveToken } = await setup({ wait: true });
+    expect((await post("live/result", liveToken, { ...answer, poll: {} })).body).toEqual({ wait: true });
+    expect(calls).toEqual([["result", answer], ["next", status]]);
+    calls.length = 0;
+    for (const [poll, why] of [[{ manifest: { buckets: 0 } }, /buckets/], ["yes", /poll/]] as const) {
+      const bad = await post("live/result", liveToken, { ...answer, poll });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.message).toMatch(why);
+    }
+    expect(calls).toEqual([]);
+  });
+
+  it("the poll checks the starting key as every poll does: revoked, the answer is still recorded, then the sandbox is told to end", async () => {
+    const { post, calls, liveToken } = await setup(command, { keyAlive: false });
+    const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
+    expect(r.body).toEqual({ end: "revoked" });
+    expect(calls).toEqual([["result", answer], ["ended", "revoked"]]);
   });
 });
