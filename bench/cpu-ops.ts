@@ -2,23 +2,25 @@
  * The `ops` workload of bench/cpu-profile.ts (#31 §5): `read`, `write` and `edit` in the bench's
  * shapes (bench/ops.ts: repeat reads of 16 files in one session, a 4 KB overwrite, a 16 KB file's
  * counter edited after an untimed read) beside the floor's same storage operations (POST /__floor,
- * bench/floor-ops.ts) and a request that does nothing (GET /healthz through the app), in the bench's
+ * bench/floor-ops.ts), the floor's write with the two objects a write adds (`floor-write+2`: its undo
+ * record and audit entry, PUT beside it) and a request that does nothing (GET /healthz through the app), in the bench's
  * Worker (bench/wrangler.toml: the business layer as deployed).
  *
- *   npx node bench/cpu-profile.ts ops [--calls=200] [--rounds=3] [--only=noop,read,floor-read,…] [--read-kb=8] [--cpu-only]
+ *   npx node bench/cpu-profile.ts ops [--calls=200] [--rounds=3] [--only=noop,read,floor-read,…] [--read-kb=8] [--layered] [--cpu-only]
  *   npx node bench/cpu-profile.ts ops --profile=read,write,edit [--calls=300] [--top=40] [--out=…]
  *
  * --cpu-only: each variant's `--calls` calls in turn, `--rounds` times, with the CPU of every process of
  * `wrangler dev` (/proc) per call, workerd's apart, counted until 1.2 s after the block's last answer
  * (the work after the answers, held up to a second, included). `edit` is the bench's cycle (the untimed
- * read and the edit); its line also gives the cycle less a read's CPU. Otherwise a V8 profile of the
+ * read and the edit); its line also gives the cycle less a read's CPU. --layered: the workspace checkpointed
+ * after its files are put (they move into a pack; the write and edit targets' later versions are upper
+ * objects over it), as the bench's raw uploads are sealed in the background before its rows. Otherwise a V8 profile of the
  * Worker over `--calls` rounds of the `--profile` tools (Toolshed's only).
  */
 import { cpuOf } from "./proc-cpu.ts";
 import { descendants, freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
 
-type Profile = unknown;
-export interface OpsDeps {
+export interface OpsDeps<Profile> {
   arg: (name: string, dflt: string) => string;
   tenant: (w: WorkerProcess, limits?: unknown, id?: string) => Promise<string>;
   profiled: (w: WorkerProcess, work: () => Promise<void>) => Promise<Profile>;
@@ -27,7 +29,7 @@ export interface OpsDeps {
 /** ~`bytes` of source-like lines. */
 const source = (bytes: number, tag: string) => Array.from({ length: Math.ceil(bytes / 50) }, (_, i) => `export const ${tag}${i} = ${i}; // some line of code here`).join("\n") + "\n";
 
-export async function ops({ arg, tenant, profiled }: OpsDeps): Promise<Profile | null> {
+export async function ops<Profile>({ arg, tenant, profiled }: OpsDeps<Profile>): Promise<Profile | null> {
   const calls = Number(arg("calls", "200")), rounds = Number(arg("rounds", "3")), readKb = Number(arg("read-kb", "8"));
   const w = await startWorker({ port: await freePort(), config: "bench/wrangler.toml" });
   try {
@@ -38,6 +40,8 @@ export async function ops({ arg, tenant, profiled }: OpsDeps): Promise<Profile |
     const targets = Array.from({ length: 16 }, (_, i) => ({ path: `src/f${i}.ts`, text: source(readKb * 1024, `v${i}_`) }));
     const editSeed = `${source(16 * 1024, "e")}// bench counter 0\n`;
     const writeBody = source(4 * 1024, "w");
+    const undoLike = JSON.stringify({ v: 1, call_id: "c".repeat(20), tool: "write", session: "bench", at: new Date().toISOString(), changes: [{ path: "zz-bench/write-toolshed.txt", before: { etag: "e".repeat(32), size: writeBody.length, inline: Buffer.from(writeBody).toString("base64") }, after: "f".repeat(32) }] });
+    const auditLike = JSON.stringify({ at: new Date().toISOString(), tenant: tenantName, workspace: t, key: "k".repeat(12), tool: "write", ok: true, call_id: "c".repeat(20), paths: ["zz-bench/write-toolshed.txt"], ms: 5, bytes_written: writeBody.length });
     const h = { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "bench" };
     const put = (path: string, text: string) => fetch(`${w.url}/v1/workspaces/${t}/files/${path}`, { method: "PUT", headers: { authorization: `Bearer ${key}` }, body: text }).then((r) => r.text());
     for (const f of targets) await put(f.path, f.text);
@@ -48,6 +52,11 @@ export async function ops({ arg, tenant, profiled }: OpsDeps): Promise<Profile |
       if (!j.ok) throw new Error(`floor ${String(body.op)}: ${j.error}`);
     };
     await floor({ op: "seed", files: [...targets, { path: "zz-bench/edit-floor.js", text: editSeed }] });
+    // --layered: the files sealed into a lower layer (a checkpoint), as the bench's raw uploads are by the time its rows run.
+    if (process.argv.includes("--layered")) {
+      const cp = await fetch(`${w.url}/v1/workspaces/${t}/checkpoints`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
+      if (cp.status !== 201) throw new Error(`checkpoint: ${cp.status} ${await cp.text()}`);
+    }
     const call = async (tool: string, args: unknown) => {
       const r = await fetch(`${w.url}/v1/workspaces/${t}/tools/${tool}`, { method: "POST", headers: h, body: JSON.stringify(args) });
       const j = (await r.json()) as { ok: boolean };
@@ -59,6 +68,9 @@ export async function ops({ arg, tenant, profiled }: OpsDeps): Promise<Profile |
       "floor-read": (i) => floor({ op: "read", path: targets[i % 16]!.path }),
       read: (i) => call("read", { file_path: targets[i % 16]!.path }),
       "floor-write": (i) => floor({ op: "write", path: "zz-bench/write-floor.txt", content: `${writeBody}// write ${i}\n` }),
+      // The floor's write with the two objects a Toolshed write adds, as one request's 3 PUTs side by side: its undo
+      // record (the replaced 4 KB inline, base64) and its audit entry (after the answer): the storage part of write's CPU.
+      "floor-write+2": (i) => floor({ op: "seed", files: [{ path: "zz-bench/write-floor.txt", text: `${writeBody}// write ${i}\n` }, { path: `zz-bench/undo-${i % 64}.json`, text: undoLike }, { path: `zz-bench/audit-${i % 64}.json`, text: auditLike }] }),
       write: (i) => call("write", { file_path: "zz-bench/write-toolshed.txt", content: `${writeBody}// write ${i}\n` }),
       "floor-edit": async () => {
         await floor({ op: "edit", path: "zz-bench/edit-floor.js", old_string: `// bench counter ${counter.floor}`, new_string: `// bench counter ${counter.floor + 1}` });
