@@ -6,6 +6,7 @@
  *   npx node bench/cpu-profile.ts uploads [--files=5000] [--batch=1000] [--skip-batches=1] [--top=40] [--out=prof.cpuprofile]
  *   npx node bench/cpu-profile.ts puts [--files=1000] [--inflight=8] [--skip=100] [--top=40] [--out=…] [--cpu-only]
  *   npx node bench/cpu-profile.ts tti [--runs=20] [--top=40] [--out=…]
+ *   npx node bench/cpu-profile.ts ops [--profile=read,write,edit] [--calls=200] [--cpu-only] [--top=40] [--out=…]   (bench/cpu-ops.ts)
  *   npx node bench/cpu-profile.ts show saved.cpuprofile     (summarise a saved profile again)
  *
  * --cpu-only (uploads): no profiler; the CPU workerd spent (/proc) over the timed batches and the
@@ -25,6 +26,7 @@ import { join } from "node:path";
 import { SourceMap } from "node:module";
 import { descendants, freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
 import { commOf, cpuOf } from "./proc-cpu.ts";
+import { ops } from "./cpu-ops.ts";
 
 const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const mode = process.argv[2] ?? "uploads";
@@ -61,11 +63,11 @@ async function inspector(port: number) {
   return { send, close: () => ws.close() };
 }
 
-/** The bundle wrangler dev runs and its source map (the newest .wrangler/tmp/dev-*). */
+/** The bundle wrangler dev runs and its source map (the newest .wrangler/tmp/dev-*, beside the config: the root's or bench/'s). */
 function bundleMap(): { sm: SourceMap; file: string; raw: string } | null {
-  const tmp = ".wrangler/tmp";
-  if (!existsSync(tmp)) return null;
-  const dirs = readdirSync(tmp).filter((d) => d.startsWith("dev-")).map((d) => join(tmp, d)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
+  const dirs = [".wrangler/tmp", "bench/.wrangler/tmp"].filter((tmp) => existsSync(tmp))
+    .flatMap((tmp) => readdirSync(tmp).filter((d) => d.startsWith("dev-")).map((d) => join(tmp, d)))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
   for (const d of dirs) {
     const js = readdirSync(d).find((f) => f.endsWith(".js.map"));
     if (js) {
@@ -145,9 +147,8 @@ async function profiled<T>(w: WorkerProcess, work: () => Promise<T>): Promise<Pr
   return profile as Profile;
 }
 
-async function tenant(w: WorkerProcess, limits?: unknown): Promise<string> {
+async function tenant(w: WorkerProcess, limits?: unknown, t = `prof${Date.now().toString(36)}`): Promise<string> {
   const admin = async (m: string, p: string, b: unknown) => (await fetch(`${w.url}${p}`, { method: m, headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(b) })).json() as any;
-  const t = `prof${Date.now().toString(36)}`;
   await admin("POST", "/v1/admin/tenants", { id: t });
   if (limits) await admin("PUT", `/v1/admin/tenants/${t}/limits`, limits);
   return (await admin("POST", `/v1/admin/tenants/${t}/keys`, {})).key;
@@ -280,7 +281,7 @@ if (mode === "show") {
   summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, sources, Number(arg("top", "40")));
   process.exit(0);
 }
-const profile = mode === "tti" ? await tti() : mode === "puts" ? await puts() : await uploads();
+const profile = mode === "tti" ? await tti() : mode === "puts" ? await puts() : mode === "ops" ? await ops({ arg, tenant, profiled }) : await uploads();
 if (!profile) process.exit(0);
 const out = arg("out", "");
 const sources = map as ReturnType<typeof bundleMap>;

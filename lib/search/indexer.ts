@@ -161,6 +161,12 @@ export class SearchIndexer {
   private readonly onError: (e: unknown, what: string) => void;
   /** Workspace objects live for one request: at most one vacuum per request. */
   private readonly vacuumed = new WeakSet<IndexedWorkspace>();
+  /**
+   * The segments' trigram collector (its 2 MB bitset), made on the first segment and kept: one per
+   * indexer, so per isolate, where a new one per segment allocated and zeroed 2 MB after every
+   * burst of calls. Its collect() runs to the end without awaiting, so concurrent upkeep shares it.
+   */
+  private collectorKept?: TrigramCollector;
   /** Changes told after the response, held per workspace to become one segment per burst (lib/shared/held-batches.ts). */
   readonly held: HeldBatches<{ ws: IndexedWorkspace; change: FileChange }>;
   constructor(opts: IndexerOptions = {}) {
@@ -242,7 +248,7 @@ export class SearchIndexer {
     ]);
     const present = inputs.filter((x): x is SegmentInput => x !== null);
     if (present.length === 0) return;
-    const collector = new TrigramCollector();
+    const collector = (this.collectorKept ??= new TrigramCollector());
     const built = buildSegment(present, collector);
     if (staged) {
       // The key is known before the PUT: a PUT that fails after storing still gets it removed.

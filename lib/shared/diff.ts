@@ -48,6 +48,28 @@ function cutLine(line: string, max: number): string {
   return `${line.slice(0, end)}… [${line.length - end} more characters]`;
 }
 
+/** Chars compared at once by the common prefix and suffix scans (a slice compare is native). */
+const SCAN_STEP = 512;
+
+/**
+ * Length of the common prefix of `a` and `b`, at most `max`: equal slices skipped a step at a time,
+ * then char by char (a 16 KB edit's char loop alone cost ~50 µs of CPU in workerd).
+ */
+function commonPrefix(a: string, b: string, max: number): number {
+  let i = 0;
+  while (i + SCAN_STEP <= max && a.slice(i, i + SCAN_STEP) === b.slice(i, i + SCAN_STEP)) i += SCAN_STEP;
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/** Length of the common suffix of `a` and `b`, at most `max` (as commonPrefix, from the ends). */
+function commonSuffix(a: string, b: string, max: number): number {
+  let j = 0;
+  while (j + SCAN_STEP <= max && a.slice(a.length - j - SCAN_STEP, a.length - j) === b.slice(b.length - j - SCAN_STEP, b.length - j)) j += SCAN_STEP;
+  while (j < max && a.charCodeAt(a.length - 1 - j) === b.charCodeAt(b.length - 1 - j)) j++;
+  return j;
+}
+
 const range = (start: number, n: number) => `${n === 0 ? start - 1 : start},${n}`;
 
 /**
@@ -65,11 +87,9 @@ export function shortDiff(path: string, before: string, after: string, context =
 
   // The changed region, on line boundaries: common leading lines, then common trailing lines.
   const min = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < min && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  const i = commonPrefix(a, b, min);
   const start = i === 0 ? 0 : a.lastIndexOf("\n", i - 1) + 1;
-  let j = 0;
-  while (j < min - start && a.charCodeAt(a.length - 1 - j) === b.charCodeAt(b.length - 1 - j)) j++;
+  const j = commonSuffix(a, b, min - start);
   let endA = a.length - j;
   let endB = b.length - j;
   const lineStart = (s: string, at: number) => at === 0 || s.charCodeAt(at - 1) === 10;

@@ -4,7 +4,7 @@
  * pasted from read), and a bound on the result checked before the result is built.
  */
 import { ToolError } from "../shared/errors.js";
-import { lineEnding, visibleWhitespace } from "../shared/text.js";
+import { lineEnding, utf8, visibleWhitespace } from "../shared/text.js";
 import { MAX_EDIT_BYTES } from "./text-file.js";
 
 export { shortDiff } from "../shared/diff.js";
@@ -18,17 +18,23 @@ export interface EditSpec {
 /** Most match lines NOT_UNIQUE lists. */
 const MAX_LISTED_MATCHES = 50;
 
-/** UTF-8 bytes of a string, without encoding it (a lone surrogate counts as U+FFFD: 3 bytes). */
+/** UTF-16 units encoded at a time by utf8Length. */
+const UTF8_CHUNK = 8192;
+
+/**
+ * UTF-8 bytes of a string, without holding its encoding (a lone surrogate counts as U+FFFD: 3 bytes,
+ * as TextEncoder writes it): encoded a chunk at a time into one small buffer, natively (a loop over
+ * its chars cost ~50 µs of a 16 KB edit in workerd; this, a few).
+ */
 export function utf8Length(s: string): number {
+  const scratch = new Uint8Array(Math.min(s.length, UTF8_CHUNK) * 3);
   let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
+  for (let i = 0; i < s.length; ) {
+    let end = Math.min(s.length, i + UTF8_CHUNK);
+    // Never split a surrogate pair: its halves alone would count 3 bytes each, the pair is 4.
+    if (end < s.length && (s.charCodeAt(end - 1) & 0xfc00) === 0xd800) end--;
+    n += utf8.encodeInto(s.slice(i, end), scratch).written;
+    i = end;
   }
   return n;
 }

@@ -8,11 +8,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { IndexStore } from "../../../lib/search/store.js";
+import { TrigramCollector } from "../../../lib/search/trigrams.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { newTenant, testApp, workersCalls, type Tenant } from "../../helpers.js";
 import { ok } from "./helpers.js";
 
 const driver = r2Driver(env.FILES);
+const original = TrigramCollector.prototype.collect;
 
 /** An app whose indexer holds changes as told, and the work its calls left for after their answers. */
 function heldApp(hold: { holdMs: number; maxItems?: number; maxBytes?: number }) {
@@ -104,5 +106,27 @@ describe("index upkeep held after the response", () => {
     expect(await segmentsOf(t)).toEqual([]);
     await h.settle();
     expect((await segmentsOf(t)).map((s) => s.map((f) => f.path).sort())).toEqual([["c.txt", "m.txt"]]);
+  });
+
+  it("one trigram collector (its 2 MB bitset) per indexer, not one per segment", async () => {
+    const h = heldApp({ holdMs: 20 });
+    const t = await newTenant(h.app);
+    const used = new Set<unknown>();
+    const collect = vi.spyOn(TrigramCollector.prototype, "collect").mockImplementation(function (this: TrigramCollector, bytes: Uint8Array) {
+      used.add(this);
+      return original.call(this, bytes);
+    });
+    try {
+      for (const name of ["a.txt", "b.txt", "c.txt"]) {
+        ok(await h.call(t, "write", { file_path: name, content: `needle in ${name}\n` }));
+        await heldNow(h, 1);
+        await h.settle(); // each write its own segment
+      }
+      expect((await segmentsOf(t)).length).toBeGreaterThanOrEqual(1);
+      expect(collect.mock.calls.length).toBeGreaterThanOrEqual(3);
+      expect(used.size).toBe(1);
+    } finally {
+      collect.mockRestore();
+    }
   });
 });

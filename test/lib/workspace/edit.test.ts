@@ -107,6 +107,16 @@ describe("applyEdit: the size of the result is bounded before it is built", () =
 
   it("utf8Length counts UTF-8 bytes as TextEncoder does", () => {
     for (const s of ["", "abc", "é", "€", "😀", "a😀b\n", "\uD800", "x\uDC00y", "大阪 Grüße 👋🏽"]) expect(utf8Length(s), s).toBe(new TextEncoder().encode(s).length);
+    // A long ASCII run, then every kind of character after it (the run is counted at once).
+    const ascii = "const x = 1; // \u007f\t\n".repeat(700);
+    for (const tail of ["", "é", "😀 end", "\uD800", "\u0080", "x\uDC00"]) expect(utf8Length(ascii + tail), JSON.stringify(tail)).toBe(new TextEncoder().encode(ascii + tail).length);
+    // A surrogate pair across each place a chunk of 8,192 units could end, and lone halves there.
+    for (let at = 8185; at <= 8194; at++) {
+      for (const odd of ["😀", "\uD83D", "\uDE00", "\uDE00\uD83D", "é😀"]) {
+        const s = "a".repeat(at) + odd + "b".repeat(20_000);
+        expect(utf8Length(s), `${at} ${JSON.stringify(odd)}`).toBe(new TextEncoder().encode(s).length);
+      }
+    }
   });
 
   it("replace_all of x by 1,000 y in a 100 KB file: FILE_TOO_LARGE at once, naming the limit and the size it would have had", () => {
@@ -207,6 +217,21 @@ describe("shortDiff", () => {
   it("marks a missing final newline", () => {
     expect(shortDiff("f", "a\nb", "a\nc")).toBe(["--- a/f", "+++ b/f", "@@ -1,2 +1,2 @@", " a", "-b", "\\ No newline at end of file", "+c", "\\ No newline at end of file"].join("\n"));
     expect(shortDiff("f", "a", "a\n")).toBe(["--- a/f", "+++ b/f", "@@ -1,1 +1,1 @@", "-a", "\\ No newline at end of file", "+a"].join("\n"));
+  });
+
+  it("finds the changed line wherever it falls against the scans' 512-char steps, from the start and from the end", () => {
+    // Lines of 1 to 40 chars: the change falls before, on and after every step boundary of the common prefix and suffix scans.
+    const lines = Array.from({ length: 400 }, (_, i) => `${i}:${"x".repeat(i % 37)}`);
+    const before = lines.join("\n") + "\n";
+    for (let k = 0; k < lines.length; k += 3) {
+      for (const changed of [`${lines[k]}!`, lines[k]!.slice(0, -1) + "y", `new ${k}\n${lines[k]}?`]) {
+        const after = [...lines.slice(0, k), changed, ...lines.slice(k + 1)].join("\n") + "\n";
+        const from = Math.max(0, k - 3), to = Math.min(lines.length, k + 4);
+        const added = changed.split("\n");
+        const expected = ["--- a/f", "+++ b/f", `@@ -${from + 1},${to - from} +${from + 1},${to - from + added.length - 1} @@`, ...lines.slice(from, k).map((l) => ` ${l}`), `-${lines[k]}`, ...added.map((l) => `+${l}`), ...lines.slice(k + 1, to).map((l) => ` ${l}`)];
+        expect(shortDiff("f", before, after), `line ${k}`).toBe(expected.join("\n"));
+      }
+    }
   });
 
   it("ignores CRLF vs LF and counts lines of insertions and deletions", () => {
