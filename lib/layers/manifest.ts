@@ -123,6 +123,11 @@ export class ManifestCache {
     return m;
   }
 
+  /** The manifest if this isolate holds it (no I/O): what a speculative read may use (lib/workspace/early.ts). */
+  peek(tenant: string, id: string): Manifest | undefined {
+    return this.byId.get(`${tenant}/${id}`);
+  }
+
   /** A manifest this isolate just wrote. */
   remember(tenant: string, m: Manifest): void {
     this.byId.set(`${tenant}/${m.id}`, m, m.entries.length * MANIFEST_ENTRY_BYTES);

@@ -15,8 +15,8 @@ import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { CallMeter, emitUsage } from "../../run/metering/usage.js";
 import { sandboxMsOf } from "../../run/metering/store.js";
-import { checkSessionId, normalizeFilePath, fileKey, filesPrefix } from "../../layout/paths.js";
-import { startEarly } from "../../workspace/early.js";
+import { checkSessionId, normalizeFilePath, fileKey, filesPrefix, packKey } from "../../layout/paths.js";
+import { startEarly, type LowerRange } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
 import { closestName } from "../../shared/suggest.js";
 import { executeTool, openWorkspace as openToolWorkspace } from "../../run/run-tool.js";
@@ -27,7 +27,7 @@ import type { Tool } from "../../contract/tool.js";
 import { addRoute } from "./access.js";
 import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
-import { knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
+import { knownAnyRecord, knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
 import type { StorageDriver } from "../../storage/types.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
@@ -120,6 +120,22 @@ export function toolApp(tool: Tool, deps: AppDeps) {
   return app;
 }
 
+/** Files up to this size are also read early from their pack (LowerRange): the price of a wrong guess is one GET of at most this. */
+const EARLY_LOWER_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Where the isolate's known record of a layered workspace and its manifest (both in memory, no I/O)
+ * put a file's bytes: a pack's range, or undefined (plain, unknown, not cached, not in the lower
+ * layer, empty or large). Only a guess: early.ts says why a wrong one reads nothing wrong.
+ */
+function knownLowerRange(deps: AppDeps, tenant: string, ws: string, path: string): LowerRange | undefined {
+  const base = knownAnyRecord(deps.knownWorkspaces, tenant, ws)?.meta.base;
+  const m = base ? deps.manifests?.peek(tenant, base) : undefined;
+  const e = m?.find(path);
+  if (!m || !e || e.pack < 0 || e.size === 0 || e.size > EARLY_LOWER_MAX_BYTES) return undefined;
+  return { key: packKey(tenant, m.packs[e.pack]!), offset: e.offset, length: e.size };
+}
+
 /**
  * The file a tool opens (its `opens` argument) and its session record, read beside the guard's read
  * of the workspace record (lib/workspace/early.ts). Arguments that are not a valid path or session
@@ -137,7 +153,8 @@ function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
     const fromVersions = tool.onKnownRecord === "change" && knownPlainRecord(deps.knownWorkspaces, tenant, ws) !== undefined && deps.versions?.peek(fileKey(tenant, ws, path)) !== undefined;
     // A tool that changes nothing only records its read: its record may wait for the answer (session-files.ts).
     const record = tool.permission !== "read" || readRecordOnPath(backgroundOf(c), deps.knownRecords !== undefined);
-    c.set("early", startEarly(deps, tenant, ws, session, path, { fromVersions, record }));
+    const lower = tool.onKnownRecord === "read" ? knownLowerRange(deps, tenant, ws, path) : undefined;
+    c.set("early", startEarly(deps, tenant, ws, session, path, { fromVersions, record, ...(lower ? { lower } : {}) }));
   } catch {
     // an invalid path, session or workspace id: the call itself says so
   }

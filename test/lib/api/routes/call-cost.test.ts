@@ -237,14 +237,48 @@ describe("undo retention (lib/workspace/undo-retention.ts): its listing runs aft
 });
 
 describe("the early reads (lib/workspace/early.ts): a layered workspace, a missing one", () => {
-  it("read of a lower-layer file: the upper GET (a miss) starts beside meta.json, then the pack", async () => {
-    const { t, call } = await setup();
-    const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "base" }) });
+  const checkpoint = async (t: { ws: string; req: (path: string, init: RequestInit) => Promise<Response> }, name: string) => {
+    const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name }) });
     expect(cp.status).toBe(201);
+  };
+
+  it("read of a lower-layer file: the upper GET (a miss) and the pack's range, where the known record and manifest put it, start beside meta.json: one round trip", async () => {
+    const { t, call } = await setup();
+    await checkpoint(t, "base");
     await call("read", { file_path: "src/a.ts" }); // the manifest is read once per isolate
     const { onPath, body } = await call("read", { file_path: "src/a.ts" });
     expect(body.output).toContain("export const a = 1;");
-    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file"]), ["r2.get pack"]]);
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "r2.get pack"])]);
+  });
+
+  it("a known record gone stale (another isolate wrote and checkpointed the file into a new pack): the early pack read is not taken, the read answers the file as it is now", async () => {
+    const { t, call, stores } = await setup();
+    await checkpoint(t, "base");
+    await call("read", { file_path: "src/a.ts" }); // this isolate now knows the record and its manifest
+    // Another isolate: its own caches, so this one's known record and manifest stay as they were.
+    const other = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() });
+    const headers = { authorization: `Bearer ${t.key}`, "content-type": "application/json" };
+    const bytes = new TextEncoder().encode("export const a = 2; // moved on\n");
+    const put = await other.request(`/v1/workspaces/${t.ws}/files/src/a.ts`, { method: "PUT", headers: { authorization: `Bearer ${t.key}`, "content-length": String(bytes.length) }, body: bytes }, env);
+    expect(put.status).toBeLessThan(300);
+    const cp = await other.request(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers, body: JSON.stringify({ name: "next" }) }, env);
+    expect(cp.status).toBe(201);
+    const { onPath, body } = await call("read", { file_path: "src/a.ts" });
+    expect(body.output).toContain("export const a = 2; // moved on");
+    expect(body.output).not.toContain("export const a = 1;");
+    // The guess (the old pack's range) went beside meta.json; the new manifest and pack were read after it.
+    expect(onPath[0]).toEqual(sorted(["r2.get meta.json", "r2.get file", "r2.get pack"]));
+    expect(onPath.flat().filter((o) => o === "r2.get pack")).toHaveLength(2);
+  });
+
+  it("a file the upper layer holds over its packed version: the upper object is the answer, the early pack read one GET more", async () => {
+    const { t, call } = await setup();
+    await checkpoint(t, "base");
+    await call("read", { file_path: "src/a.ts" });
+    await upload(t, "src/a.ts", "export const a = 3; // upper\n");
+    const { onPath, body } = await call("read", { file_path: "src/a.ts" });
+    expect(body.output).toContain("export const a = 3; // upper");
+    expect(onPath).toEqual([sorted(["r2.get meta.json", "r2.get file", "r2.get pack"])]);
   });
 
   it("a workspace that does not exist, or is another tenant's: NOT_FOUND, the early read was of the caller's own keys and is never shown", async () => {
