@@ -76,8 +76,8 @@ export class EarlyReads {
       ...(inner.contentEtags ? { contentEtags: true } : {}),
       head: (key) => inner.head(key),
       get: (key, opts) => {
-        const at = opts?.range ? rangeId(key, opts.range.offset, opts.range.length) : key;
-        const p = opts?.range && opts.range.length === undefined ? undefined : this.started.get(at);
+        const at = opts?.range ? rangeId(key, opts.range.offset, opts.range.length) : key; // an open-ended range matches nothing started
+        const p = this.started.get(at);
         if (!p) return inner.get(key, opts);
         this.started.delete(at);
         return p;
