@@ -183,7 +183,7 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
     } catch (e) {
       if (restored.length === 0) await release();
       const left = changes.slice(changes.indexOf(c)).map((x) => x.path);
-      throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at ${c.path}: ${e instanceof Error ? e.message : String(e)} ${counted(restored.length, "file was", "files were")} restored; ${left.length} were left as they are (${left.slice(0, 10).join(", ")}). Check them, then fix by hand.`, { call_id: call.call_id, path: c.path, restored: restored.map((r) => r.path), left });
+      throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at ${c.path}: ${e instanceof Error ? e.message : String(e)} ${counted(restored.length, "file was", "files were")} restored; ${left.length} ${left.length === 1 ? "was left as it is" : "were left as they are"} (${left.slice(0, 10).join(", ")}). Check them, then fix by hand.`, { call_id: call.call_id, path: c.path, restored: restored.map((r) => r.path), left });
     }
   }
   return { call_id: call.call_id, tool: call.tool, restored };
