@@ -40,6 +40,8 @@ export class Workspace {
   readonly id: string;
   /** The tools calls on this workspace may use (absent: all); read from meta.json when the workspace is opened. */
   readonly tools: ToolList | undefined;
+  /** Which instance of its id (meta.json `created_at`), when opened from its record: the sync tokens of its runs name it. */
+  readonly instance: string | undefined;
   private readonly prefix: string;
   /** Who hears of changes, and the changes queued for them (deferChanges). */
   private readonly changes: ChangeFeed;
@@ -64,6 +66,7 @@ export class Workspace {
     this.tenant = opts.tenant;
     this.id = opts.id;
     this.tools = opts.tools;
+    this.instance = opts.instance;
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
     this.session = new SessionFiles(opts.records, opts.background);
