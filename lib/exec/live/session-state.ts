@@ -126,7 +126,7 @@ export function next(s: LiveState, at: At, generation: string, status: LiveStatu
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return { end: toldEnd(s, generation) };
   gen.seen_at = at.now;
-  gen.status = boundedStatus(status); // what is kept stays small (an item, a poll), whatever the runner sent
+  takeStatus(gen, status);
   if (gen.ending) return { end: gen.ending };
   const poll: Poll = { generation, id: randomId(12), since: at.now };
   s.poll = poll; // a runner polls once at a time: an older poll's holder is answered wait (pollOutcome)
@@ -159,7 +159,7 @@ export function result(s: LiveState, at: At, generation: string, post: LiveResul
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return;
   gen.seen_at = at.now;
-  gen.status = boundedStatus(post.status);
+  takeStatus(gen, post.status);
   const p = open(s);
   if (!p || p.generation !== generation || p.seq !== post.seq || p.taken_at === undefined) return;
   if (post.response.ok) gen.served = true;
@@ -274,6 +274,12 @@ function offer(s: LiveState, at: At): void {
   if (!p || p.taken_at !== undefined || !poll || poll.taken !== undefined || poll.generation !== s.gen?.generation || p.generation !== poll.generation) return;
   p.taken_at = at.now;
   poll.taken = p.seq;
+}
+
+/** The status a poll or an answer carries, bounded; never one older than held (an answer sent again, a replay): what GET shows and a loss lists and bills. */
+function takeStatus(g: Generation, status: LiveStatus): void {
+  if (g.status && status.wall_ms < g.status.wall_ms) return;
+  g.status = boundedStatus(status);
 }
 
 /** null: in time; else why the runner is taken for gone. */
