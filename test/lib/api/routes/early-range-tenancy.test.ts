@@ -29,7 +29,7 @@ async function read(app: TestApp, t: Tenant, ws = t.ws): Promise<string> {
 }
 
 /** `t` as seen through another app (another isolate: caches of its own) over the same stores. */
-const through = (app: TestApp, t: Tenant): Tenant => ({ ...t, app, req: (path, init = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } }, env) });
+const through = (app: TestApp, t: Tenant): Tenant => ({ ...t, app, req: async (path, init = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } }, env) });
 
 const body = (who: string) => `export const who = "${who}";\n`.repeat(20);
 
