@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { normalizePath } from "../../../lib/layout/paths.js";
 import { ToolError } from "../../../lib/shared/errors.js";
-import type { Executor, RunRequest } from "../../../lib/exec/types.js";
+import { fakeLiveRunner } from "../../support/fake-live-runner.js";
 import { newTenant, testApp, UNGATED, upload } from "../../helpers.js";
 import { compat } from "../api/routes/compat-helpers.js";
 import { tar } from "../archive/archives.js";
@@ -33,9 +33,9 @@ async function objectKeys(prefix: string): Promise<string[]> {
 
 describe("an escaping path is refused alike by every door", () => {
   it("INVALID_PATH with normalizePath's message, nothing written, whatever the door", async () => {
-    const runs: RunRequest[] = [];
-    const executor: Executor = { run: async (req) => (runs.push(req), { run_id: "r", stdout: "", stderr: "", output: "", exit_code: 0, duration_ms: 1, timed_out: false, killed: false, truncated: false, files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [], sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 } }), start: async () => {} };
-    const app = testApp({ executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal" });
+    const runner = fakeLiveRunner(); // its fresh runs keep their requests: the run's sync token
+    const runs = runner.fresh;
+    const app = testApp({ executor: runner.executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal" });
     const t = await newTenant(app, UNGATED);
     await upload(t, "a/in.txt", "inside\n");
     expect((await t.call("bash", { command: "true" })).status).toBe(200);

@@ -7,15 +7,11 @@
  * session in the new workspace never runs in the sandbox of the old one (lib/exec/live/run-live.ts
  * sandboxOf). On the real app with local R2/KV and the LIVE Durable Object, over a fake live runner.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLiveCoordinator, type LiveObjects } from "../../../lib/runtime/live-coordinator.js";
-import type { Executor, RunRequest } from "../../../lib/exec/types.js";
 import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
 import { fakeLiveRunner } from "../../support/fake-live-runner.js";
-import { STEADY } from "../exec/live/coordinator-conformance.js";
+import { liveApp, SECRET } from "../exec/live/live-app.js";
 
-const SECRET = "sync-secret-for-tests-0123456789";
 const SYNC = { syncSecret: SECRET, syncUrl: "http://toolshed.internal" };
 
 /** Deletes the tenant's workspace and makes one again under the same id, with `file` in it. */
@@ -29,15 +25,10 @@ const bodyOf = async (r: Response) => ({ status: r.status, text: await r.text() 
 
 describe("a sync token is for one instance of its workspace", () => {
   it("a run's token, its workspace deleted and made again under the same id: every sync route refuses it (404), nothing of the old run lands in the new one", async () => {
-    const runs: RunRequest[] = [];
-    const executor: Executor = {
-      run: async (req) => {
-        runs.push(req);
-        return { run_id: "r", stdout: "", stderr: "", output: "", exit_code: 0, duration_ms: 1, timed_out: false, killed: false, truncated: false, files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [], sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 } };
-      },
-      start: async () => {},
-    };
-    const app = testApp({ executor, ...SYNC });
+    // The fake runner's fresh runs keep their requests (their sync tokens).
+    const runner = fakeLiveRunner();
+    const runs = runner.fresh;
+    const app = testApp({ executor: runner.executor, ...SYNC });
     const t = await newTenant(app, UNGATED);
     expect((await t.call("bash", { command: "true" })).status).toBe(200);
     const token = runs[0]!.sync.token;
@@ -67,9 +58,7 @@ describe("a sync token is for one instance of its workspace", () => {
   });
 
   it("a live sandbox of the old workspace: the session's next call in the new one gets a sandbox of its own, the old one ends; the old sandbox's token writes nothing there", async () => {
-    const runner = fakeLiveRunner();
-    const app = testApp({ executor: runner.executor, ...SYNC, liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, STEADY), liveBusyWaitMs: 100 });
-    runner.attach(app);
+    const { runner, app } = liveApp();
     const t = await newTenant(app, UNGATED);
     const first = await t.call("bash", { command: "server &", keep_alive: true, timeout: 2 }, "chat-1");
     expect(first.status, JSON.stringify(first.body)).toBe(200);

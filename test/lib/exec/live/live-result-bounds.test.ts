@@ -8,22 +8,12 @@
  * taken once, from its own generation, while it waits (session-state.ts `result`). On the real app
  * with the LIVE Durable Object, over the fake live runner (test/support/fake-live-runner.ts).
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { mintSyncToken } from "../../../../lib/sync/token.js";
-import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant, type TestApp } from "../../../helpers.js";
-import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
-import { STEADY } from "./coordinator-conformance.js";
+import { ADMIN, admin, newTenant, UNGATED, type Tenant, type TestApp } from "../../../helpers.js";
+import { liveApp, okOutput, SECRET } from "./live-app.js";
 
-const SECRET = "sync-secret-for-tests-0123456789";
-
-function setup() {
-  const runner = fakeLiveRunner();
-  const app = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, STEADY), liveBusyWaitMs: 100 });
-  runner.attach(app);
-  return { runner, app };
-}
+const setup = () => liveApp();
 
 const status = (generation: string) => ({ generation, started_at: 1, last_used_at: 1, processes: [{ pid: 666, command: "forged" }], ports: [], wall_ms: 1 });
 const forgedAnswer = (generation: string, seq: number) => ({
@@ -36,10 +26,6 @@ async function postResult(app: TestApp, token: string, body: unknown) {
   return { status: r.status, body: r.status === 204 ? null : ((await r.json()) as any) };
 }
 const bash = (t: Tenant, command: string, session: string) => t.call("bash", { command, keep_alive: true, timeout: 5 }, session);
-const okOutput = (r: { status: number; body: any }) => {
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.output as string;
-};
 
 describe("a runner's answer and its next poll reach only its own session", () => {
   it("tokens of tenant 2, of another workspace, of another session: their answer for the waiting command is not taken, their poll takes no command of it", async () => {
