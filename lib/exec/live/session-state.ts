@@ -12,9 +12,9 @@
  * (lease, usage, audit) exactly once.
  */
 import { randomId } from "../../shared/hash.js";
-import { boundedEnded, boundedStatus, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
+import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, reportedOf, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -274,12 +274,6 @@ function offer(s: LiveState, at: At): void {
   if (!p || p.taken_at !== undefined || !poll || poll.taken !== undefined || poll.generation !== s.gen?.generation || p.generation !== poll.generation) return;
   p.taken_at = at.now;
   poll.taken = p.seq;
-}
-
-/** The status a poll or an answer carries, bounded; never one older than held (an answer sent again, a replay): what GET shows and a loss lists and bills. */
-function takeStatus(g: Generation, status: LiveStatus): void {
-  if (g.status && status.wall_ms < g.status.wall_ms) return;
-  g.status = boundedStatus(status);
 }
 
 /** null: in time; else why the runner is taken for gone. */
