@@ -35,7 +35,7 @@ export interface OutputEvent {
 export interface ExecCall {
   deps: ExecDeps;
   /** The workspace; its undo journal names the call the run's write-back is journaled under. */
-  ws: { readonly tenant: string; readonly id: string; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
+  ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
   session: string;
   /** The key's scopes, and its id (a background run's sandbox time is billed to it: runRequest). */
   auth: { scopes: readonly string[]; key_id?: string };

@@ -11,7 +11,7 @@ import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identi
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
-import { mintSyncToken } from "../sync/token.js";
+import { mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult, Skipped } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
@@ -35,7 +35,7 @@ export async function runRequest(
   // A background run is billed where its result is stored (the sync server), to this call's key: the token says so.
   const m = input.background ? { k: ctx.auth.key_id ?? "" } : undefined;
   const [token, git] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { t: ctx.ws.tenant, w: ctx.ws.id, r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),
   ]);
   return {

@@ -92,6 +92,7 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   return new Workspace({
     driver,
     tools: meta.tools,
+    instance: meta.created_at,
     ...(upkeep ? { upkeep } : {}),
     ...(deps.versions ? { versions: deps.versions } : {}),
     ...(scope.background ? { background: scope.background } : {}),

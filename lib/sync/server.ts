@@ -17,7 +17,7 @@ import { handleStaging } from "./stage-server.js";
 import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
 import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
-import { verifySyncToken, type SyncClaims } from "./token.js";
+import { sameWorkspace, verifySyncToken, type SyncClaims } from "./token.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { openFiles, readMeta, type LayerDeps, type LowerLayer, type MetaRecord } from "../layers/open.js";
@@ -88,8 +88,8 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     claimed?.catch(() => {}); // awaited with the answer; a request that fails before leaves the runner to claim alone
     // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
     // (the files would come back in a workspace made again with the same id, and nothing collects them).
-    const rec = await readMeta(deps.driver, claims.t, claims.w);
-    if (!rec) throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted); nothing was read or written back.`, { workspace: claims.w });
+    const rec = await tokenWorkspace(deps, claims);
+    if (!rec) throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing was read or written back.`, { workspace: claims.w });
     const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
     const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);
     const driver = files.driver;
@@ -188,9 +188,18 @@ function answerWorkspaceManifest(deps: SyncServerDeps, layerDeps: LayerDeps, cla
  * live poll carries back with its command: lib/sync/live-server.ts). null when it cannot be given
  * here (the workspace is gone, the answer too large): the runner then asks itself, and hears why.
  */
+/**
+ * The record of the token's workspace, or null: deleted, or deleted and made again under the same id
+ * since the token was minted (another workspace, where the run has nothing to read or write: sameWorkspace).
+ */
+async function tokenWorkspace(deps: SyncServerDeps, claims: SyncClaims): Promise<MetaRecord | null> {
+  const rec = await readMeta(deps.driver, claims.t, claims.w);
+  return rec && sameWorkspace(claims, rec.meta) ? rec : null;
+}
+
 async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery): Promise<ManifestAnswer | null> {
   const reads = manifestReads(query, deps.driver, prefix, claims);
-  const rec = await readMeta(deps.driver, claims.t, claims.w);
+  const rec = await tokenWorkspace(deps, claims);
   if (!rec) return null;
   const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
   return answerWorkspaceManifest(deps, layerDeps, claims, prefix, reads, rec, await openFiles(layerDeps, claims.t, claims.w, rec.meta));

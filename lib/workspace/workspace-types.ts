@@ -106,6 +106,8 @@ export interface WorkspaceOptions {
   deferChanges?: boolean;
   /** The workspace's tool list (meta.json `tools`; lib/run/toolset.ts): executeTool refuses tools outside it. */
   tools?: ToolList | undefined;
+  /** Which instance of the workspace id this is (meta.json `created_at`): a run's sync token names it (lib/sync/token.ts workspaceClaims). */
+  instance?: string | undefined;
   /**
    * The runtime's waitUntil (Workers): listeners (index upkeep) run after the response instead of
    * on it. Safe for search: grep reads every file no segment covers at its listed version directly.

@@ -30,7 +30,6 @@ import type { EarlyReads } from "./early.js";
 import { SessionFiles } from "./session-files.js";
 import type { ListEntry, ScanItem, StorageQuota, WorkspaceOptions } from "./workspace-types.js";
 import type { VersionCache } from "./version-cache.js";
-
 export type { ListEntry, ScanItem, StorageDelta, StorageQuota, WorkspaceListener, WorkspaceOptions } from "./workspace-types.js";
 
 export class Workspace {
@@ -40,6 +39,7 @@ export class Workspace {
   readonly id: string;
   /** The tools calls on this workspace may use (absent: all); read from meta.json when the workspace is opened. */
   readonly tools: ToolList | undefined;
+  readonly instance: string | undefined; // WorkspaceOptions.instance: the sync tokens of its runs name it
   private readonly prefix: string;
   /** Who hears of changes, and the changes queued for them (deferChanges). */
   private readonly changes: ChangeFeed;
@@ -64,6 +64,7 @@ export class Workspace {
     this.tenant = opts.tenant;
     this.id = opts.id;
     this.tools = opts.tools;
+    this.instance = opts.instance;
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
     this.session = new SessionFiles(opts.records, opts.background);

@@ -9,7 +9,7 @@
  * one (joinLive). Bundles for Workers.
  */
 import { ToolError } from "../../shared/errors.js";
-import { mintSyncToken, sign } from "../../sync/token.js";
+import { mintSyncToken, sign, workspaceClaims } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
 import type { ExecCall } from "../call.js";
 import { unwrapExecResponse } from "../response.js";
@@ -40,7 +40,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
   deleted: "it was ended (DELETE .../sandbox, or a restart of the shell)",
-  replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with)",
+  replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with, or its workspace was deleted and made again since)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
@@ -79,14 +79,16 @@ const startedNote = (idleMs: number) =>
 /**
  * What a live sandbox is started with that a later call must share to run in it: network access and
  * the egress secrets (names, hosts, headers, and each value as an HMAC under the deployment's sync
- * secret: never the value, nor a digest one could guess it from). Another key of the tenant with other
+ * secret: never the value, nor a digest one could guess it from), and the instance of the workspace
+ * (`instance`: its record's created_at). Another key of the tenant with other
  * scopes gets a sandbox of its own (the current one is replaced), never the first key's access; a
  * secret whose value was replaced (a leaked token rotated) replaces the sandbox whose egress proxy
- * holds the old value.
+ * holds the old value; a workspace deleted and made again under the same id never runs in the old
+ * one's sandbox (its processes, /tmp and HOME), whose token the sync server refuses there too.
  */
-export async function sandboxOf(req: RunRequest, syncSecret: string): Promise<string> {
+export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined): Promise<string> {
   const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
-  return JSON.stringify([req.network === true, secrets.sort()]);
+  return JSON.stringify([req.network === true, secrets.sort(), instance ?? null]);
 }
 
 /** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
@@ -148,7 +150,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
-    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!, ctx.ws.instance), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
   });
   let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
   const withShell = async (): Promise<RunRequest> => {
@@ -251,7 +253,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   }
   const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   try {
-    const token = await mintSyncToken(deps.syncSecret!, { t: key.tenant, w: key.workspace, r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
+    const token = await mintSyncToken(deps.syncSecret!, { ...workspaceClaims(ctx.ws), r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
       timeout_ms: lifeMs, sync: { url: req.sync.url, token },

@@ -4,7 +4,7 @@
  * flight, the runner's held poll, what the previous runner lost; and what a host asks of it as a
  * whole (empty, served). Bundles for Workers.
  */
-import type { LiveEndReason, LiveEnded, LiveStatus } from "../../sync/live-types.js";
+import { boundedStatus, type LiveEndReason, type LiveEnded, type LiveStatus } from "../../sync/live-types.js";
 import type { LiveLoss, RunAnswer } from "./types.js";
 
 /** The command in flight: handed to the runner's poll (`taken_at`), then answered (`outcome`: its caller collects it). */
@@ -42,7 +42,7 @@ export interface Generation {
   lease?: string;
   /** Set by end(): the runner's next poll is told to end. */
   ending?: LiveEndReason;
-  /** What it was started with (network, secrets: run-live.ts sandboxOf); a call with other access gets another sandbox. */
+  /** What it was started with (network, secrets, the workspace instance: run-live.ts sandboxOf); a call with other access gets another sandbox. */
   sandbox: string;
   /** It answered a command (its shell holds the session's state since: call.ts). */
   served?: boolean;
@@ -88,4 +88,10 @@ export function reportedOf(st: LiveStatus | undefined): Pick<LiveStatus, "proces
   if (!st) return { processes: [], ports: [] };
   const { processes, processes_total, ports, ports_total, cpu_ms, rss_bytes } = st;
   return { processes, ports, ...(processes_total !== undefined ? { processes_total } : {}), ...(ports_total !== undefined ? { ports_total } : {}), ...(cpu_ms !== undefined ? { cpu_ms } : {}), ...(rss_bytes !== undefined ? { rss_bytes } : {}) };
+}
+
+/** Keeps the status a poll or an answer carries, bounded; never one older than held (an answer sent again, a replay): what GET shows and a loss lists and bills. */
+export function takeStatus(g: Generation, status: LiveStatus): void {
+  if (g.status && status.wall_ms < g.status.wall_ms) return;
+  g.status = boundedStatus(status);
 }

@@ -12,9 +12,9 @@
  * (lease, usage, audit) exactly once.
  */
 import { randomId } from "../../shared/hash.js";
-import { boundedEnded, boundedStatus, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
+import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, reportedOf, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -126,7 +126,7 @@ export function next(s: LiveState, at: At, generation: string, status: LiveStatu
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return { end: toldEnd(s, generation) };
   gen.seen_at = at.now;
-  gen.status = boundedStatus(status); // what is kept stays small (an item, a poll), whatever the runner sent
+  takeStatus(gen, status);
   if (gen.ending) return { end: gen.ending };
   const poll: Poll = { generation, id: randomId(12), since: at.now };
   s.poll = poll; // a runner polls once at a time: an older poll's holder is answered wait (pollOutcome)
@@ -159,7 +159,7 @@ export function result(s: LiveState, at: At, generation: string, post: LiveResul
   const gen = s.gen;
   if (!gen || gen.generation !== generation) return;
   gen.seen_at = at.now;
-  gen.status = boundedStatus(post.status);
+  takeStatus(gen, post.status);
   const p = open(s);
   if (!p || p.generation !== generation || p.seq !== post.seq || p.taken_at === undefined) return;
   if (post.response.ok) gen.served = true;

@@ -83,7 +83,8 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
     await replacePending(s, done, etag);
     return done;
   }
-  const auth = { tenant, key_id: rec.key_id, scopes: rec.scopes.filter((x) => key.scopes.includes(x)), ...(key.tools !== undefined ? { tools: key.tools } : {}) };
+  // The key as it is now, whole (its tools, workspaces, own limits, expiry), its scopes no wider than when the call was held.
+  const auth: AuthInfo = { ...key, tenant, key_id: rec.key_id, scopes: rec.scopes.filter((x) => key.scopes.includes(x)) };
   const scope = { deps, auth, wsId, session: rec.session, approved: true };
   const ws = await openWorkspace(scope);
 

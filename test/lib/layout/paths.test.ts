@@ -754,6 +754,30 @@ describe("normalizePath's shortcut for canonical ASCII", () => {
     for (const input of edges) expectSame(input);
   });
 
+  it("agrees with the full normalization on the fuzz's hostile paths and near-misses of canonical ASCII: '..', '.', '//', trailing '/', backslashes, NUL and controls, %2e%2e (literal), very long", () => {
+    const r = rng(FUZZ_SEED ^ 0x0a5c11);
+    for (let i = 0; i < 10_000; i++) expectSame(hostilePath(() => r.next()));
+    let quick = 0;
+    // Canonical ASCII with one hostile token put in or swapped in: just inside and just outside the shortcut.
+    const tokens = ["..", ".", "/", "//", "\\", "\0", "\u0001", "\u001f", "\u007f", "\u0080", "%2e%2e", "%2f", "%00", "\u00e9", "e\u0301", " ", "a".repeat(300)];
+    for (let i = 0; i < 10_000; i++) {
+      const segs = Array.from({ length: 1 + r.int(6) }, () => r.pick(["a", "src", "x.ts", ".git", "a..b", "-", "~", "%2e%2e", "b".repeat(1 + r.int(255))]));
+      let s = segs.join("/");
+      const at = r.int(s.length + 1);
+      const tok = r.pick(tokens);
+      if (r.next() < 0.7) s = r.next() < 0.5 ? s.slice(0, at) + tok + s.slice(at) : s.slice(0, at) + tok + s.slice(at + 1);
+      if (r.next() < 0.1) s = `${s}/${"c".repeat(MAX_PATH_BYTES)}`.slice(0, MAX_PATH_BYTES + r.int(3) - 1);
+      if (s.length <= MAX_PATH_BYTES && errorOf(() => normalizePathInFull(s)) === null && normalizePathInFull(s) === s) quick++;
+      expectSame(s);
+    }
+    expect(quick).toBeGreaterThan(1000); // both sides of the shortcut were exercised
+    // %2e%2e stays a literal name on both paths, never a step up.
+    for (const s of ["%2e%2e", "%2e%2e/x", "a/%2e%2e/b", "%2E%2E/%2e%2e"]) {
+      expect(normalizePath(s)).toBe(s);
+      expect(normalizePathInFull(s)).toBe(s);
+    }
+  });
+
   it("agrees with the full normalization on 20,000 seeded ASCII-heavy inputs", () => {
     const r = rng(0x5eed);
     const parts = ["a", "b", "src", "x.ts", ".", "..", "...", ".git", " ", "/", "//", "\\", "\u007f", "\u00e9", "-", "_", "~", "[", "]", "a".repeat(254), "b".repeat(256)];

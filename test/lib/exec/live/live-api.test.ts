@@ -7,37 +7,22 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { mintSyncToken } from "../../../../lib/sync/token.js";
-import type { AppDeps } from "../../../../lib/api/deps.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import type { UsageRecord } from "../../../../lib/run/metering/record.js";
 import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
-import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
-import { FAST, STEADY } from "./coordinator-conformance.js";
-import type { LiveTimings } from "../../../../lib/exec/live/types.js";
-
-const SECRET = "sync-secret-for-tests-0123456789";
+import { FAST } from "./coordinator-conformance.js";
+import { liveApp, okOutput, SECRET } from "./live-app.js";
 
 /** The coordinator's clocks: STEADY, but FAST's for the tests whose subject is a lost or absent runner (LOSS). */
 const LOSS = { timings: FAST };
 
-function setup(opts: Parameters<typeof fakeLiveRunner>[0] & { timings?: LiveTimings } = {}, extra: Partial<AppDeps> = {}) {
-  const runner = fakeLiveRunner(opts);
-  const deps: Partial<AppDeps> = { executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: durableLiveCoordinator(env.LIVE as unknown as LiveObjects, opts.timings ?? STEADY), liveBusyWaitMs: 100, ...extra };
-  const app = testApp(deps);
-  runner.attach(app);
-  return { runner, app, deps };
-}
+const setup = liveApp;
 
 const bash = (t: Tenant, command: string, session = "chat-1", more: Record<string, unknown> = {}) => t.call("bash", { command, keep_alive: true, timeout: 2, ...more }, session);
 const sandbox = (t: Tenant, session: string, method = "GET") => t.req(`/v1/workspaces/${t.ws}/sessions/${session}/sandbox`, { method });
-const okOutput = (r: { status: number; body: any }) => {
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body.output as string;
-};
 
 describe("keep_alive through the API (fake live runner)", () => {
   it("keep_alive needs a named session: without X-Session-Id it is refused, naming the header; nothing starts", async () => {

@@ -1,0 +1,78 @@
+/**
+ * A sync token is for one instance of its workspace: a workspace deleted and made again with the
+ * same id is another workspace, and a run or a live sandbox of the first never reaches the second.
+ * A fresh run's token (its write-back) and a live sandbox's (its final write-back of background
+ * processes' changes) outlive the call that minted them; the sync server refuses them once the
+ * workspace they were minted for is gone, made again or not (lib/sync/server.ts), and a call of a
+ * session in the new workspace never runs in the sandbox of the old one (lib/exec/live/run-live.ts
+ * sandboxOf). On the real app with local R2/KV and the LIVE Durable Object, over a fake live runner.
+ */
+import { describe, expect, it } from "vitest";
+import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
+import { fakeLiveRunner } from "../../support/fake-live-runner.js";
+import { liveApp, SECRET } from "../exec/live/live-app.js";
+
+const SYNC = { syncSecret: SECRET, syncUrl: "http://toolshed.internal" };
+
+/** Deletes the tenant's workspace and makes one again under the same id, with `file` in it. */
+async function remake(t: Tenant, file: string) {
+  expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
+  expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: t.ws }) })).status).toBe(201);
+  await upload(t, file, "the new workspace's\n");
+}
+
+const bodyOf = async (r: Response) => ({ status: r.status, text: await r.text() });
+
+describe("a sync token is for one instance of its workspace", () => {
+  it("a run's token, its workspace deleted and made again under the same id: every sync route refuses it (404), nothing of the old run lands in the new one", async () => {
+    // The fake runner's fresh runs keep their requests (their sync tokens).
+    const runner = fakeLiveRunner();
+    const runs = runner.fresh;
+    const app = testApp({ executor: runner.executor, ...SYNC });
+    const t = await newTenant(app, UNGATED);
+    expect((await t.call("bash", { command: "true" })).status).toBe(200);
+    const token = runs[0]!.sync.token;
+    const sync = (path: string, init: RequestInit = {}) => app.request(`/v1/sync/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) } });
+    // The token works on the workspace it was minted for.
+    expect((await sync("files/before.txt", { method: "PUT", headers: { "if-none-match": "*" }, body: "old run\n" })).status).toBeLessThan(300);
+    await remake(t, "kept.txt");
+    const tries = [
+      await sync("files/late.txt", { method: "PUT", headers: { "if-none-match": "*" }, body: "old run, late\n" }),
+      await sync("files/kept.txt"),
+      await sync("files/kept.txt", { method: "DELETE", headers: { "if-match": "*" } }),
+      await sync("manifest"),
+      await sync("manifest", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ buckets: 1 }) }),
+      await sync("fetch", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ paths: ["kept.txt"] }) }),
+    ];
+    for (const r of tries) {
+      const { status, text } = await bodyOf(r);
+      expect(status, text).toBe(404);
+      expect(text).not.toContain("the new workspace's");
+    }
+    const listed = await (await t.req(`/v1/workspaces/${t.ws}/files/`)).json() as { entries: { path: string }[] };
+    expect(listed.entries.map((e) => e.path)).toEqual(["kept.txt"]);
+    // A run of the new workspace gets a token that works there.
+    expect((await t.call("bash", { command: "true" })).status).toBe(200);
+    const fresh = runs[1]!.sync.token;
+    expect((await app.request("/v1/sync/files/kept.txt", { headers: { authorization: `Bearer ${fresh}` } })).status).toBe(200);
+  });
+
+  it("a live sandbox of the old workspace: the session's next call in the new one gets a sandbox of its own, the old one ends; the old sandbox's token writes nothing there", async () => {
+    const { runner, app } = liveApp();
+    const t = await newTenant(app, UNGATED);
+    const first = await t.call("bash", { command: "server &", keep_alive: true, timeout: 2 }, "chat-1");
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const old = runner.generations[0]!;
+    await remake(t, "kept.txt");
+    const next = await t.call("bash", { command: "echo hi", keep_alive: true, timeout: 2 }, "chat-1");
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+    expect(next.body.output).not.toContain(`gen=${old.generation}`);
+    expect(runner.generations).toHaveLength(2);
+    expect(await old.done).toBe("end:replaced");
+    // The old sandbox's live token (its final write-back's) reaches nothing of the new workspace.
+    const late = await app.request("/v1/sync/files/late.txt", { method: "PUT", headers: { authorization: `Bearer ${old.start.sync.token}`, "if-none-match": "*" }, body: "old sandbox\n" });
+    expect(late.status).toBe(404);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/late.txt`)).status).toBe(404);
+    await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
+  });
+});
