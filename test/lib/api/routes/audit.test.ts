@@ -160,6 +160,26 @@ describe("the audit log", () => {
     expect((await page(a, a.key, `/v1/workspaces/${a.ws}/audit`)).status).toBe(403);
   });
 
+  it("names what a call made: the id in the query (a workspace made with an archive) or given by the answer (a random id, a checkpoint)", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const auditor = await auditorKey(app, t.tenant);
+    const made = await t.req("/v1/workspaces?id=loaded&tools=readonly", { method: "POST", headers: { "content-type": "application/x-tar" }, body: tar([{ name: "a.txt", body: "a" }]) });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const prefixed = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "one user", workspaces: ["u7-*"] });
+    const random = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${prefixed.body.key}`, "content-type": "application/json" }, body: "{}" });
+    expect(random.status).toBe(201);
+    const randomId = ((await random.json()) as any).id as string;
+    const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(cp.status).toBe(201);
+    const cpId = ((await cp.json()) as any).id as string;
+
+    const creates = find(await wholeLog(t, auditor, "/v1/audit"), { route: "POST /v1/workspaces" }).map((e) => e.args);
+    expect(creates).toContainEqual(expect.objectContaining({ id: "loaded", tools_bytes: "readonly".length }));
+    expect(creates).toContainEqual(expect.objectContaining({ id: randomId }));
+    expect(find(await wholeLog(t, auditor), { route: "POST /v1/workspaces/{ws}/checkpoints" })[0]).toMatchObject({ args: { id: cpId } });
+  });
+
   it("pages oldest first, from a time (since) and from an entry (cursor)", async () => {
     const app = testApp();
     const t = await newTenant(app);
