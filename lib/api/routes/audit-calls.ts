@@ -100,7 +100,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
       door: access.auth === "admin" ? "admin" : "http",
       ...(tool ? { tool } : { route: routeLabel(c) }),
       args,
-      outcome: { ok, status, ...(code ? { code } : {}) },
+      outcome: { ok, status, ...(code ? { code } : {}), ...(c.res.headers.get("idempotent-replayed") === "true" ? { replayed: true as const } : {}) },
       ...(typeof args.call_id === "string" ? { call_id: args.call_id } : {}),
     };
     if (path !== undefined && ok && (method === "PUT" || method === "DELETE")) entry.files = [path];

@@ -16,7 +16,7 @@ import { importReq } from "../../archive/helpers.js";
 import { answer, approverKey, held, setPolicy } from "../../run/pending/approval-helpers.js";
 import { compat } from "./compat-helpers.js";
 
-type Entry = { id: string; at: string; tenant: string; workspace?: string; key_id: string; session?: string; door: string; tool?: string; route?: string; args: Record<string, unknown>; outcome: { ok: boolean; status: number; code?: string }; files?: string[]; call_id?: string };
+type Entry = { id: string; at: string; tenant: string; workspace?: string; key_id: string; session?: string; door: string; tool?: string; route?: string; args: Record<string, unknown>; outcome: { ok: boolean; status: number; code?: string; replayed?: true }; files?: string[]; call_id?: string };
 
 /** A key that may read the log (manage) besides the agent's. */
 async function auditorKey(app: TestApp, tenant: string): Promise<string> {
@@ -178,6 +178,19 @@ describe("the audit log", () => {
     expect(creates).toContainEqual(expect.objectContaining({ id: "loaded", tools_bytes: "readonly".length }));
     expect(creates).toContainEqual(expect.objectContaining({ id: randomId }));
     expect(find(await wholeLog(t, auditor), { route: "POST /v1/workspaces/{ws}/checkpoints" })[0]).toMatchObject({ args: { id: cpId } });
+  });
+
+  it("a replayed answer (Idempotency-Key) is an entry that says so, never a second run", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const auditor = await auditorKey(app, t.tenant);
+    const send = () => t.req(`/v1/workspaces/${t.ws}/tools/write`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "k-1" }, body: JSON.stringify({ file_path: "once.txt", content: "once\n" }) });
+    expect((await send()).status).toBe(200);
+    const again = await send();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const writes = find(await wholeLog(t, auditor), { tool: "write" });
+    expect(writes.map((e) => e.outcome)).toEqual([{ ok: true, status: 200 }, { ok: true, status: 200, replayed: true }]);
+    expect(writes[1]!.files).toBeUndefined();
   });
 
   it("pages oldest first, from a time (since) and from an entry (cursor)", async () => {
