@@ -4,6 +4,7 @@ import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { linksBelow } from "../lib/workspace/links.js";
 import { readLinks, saveLinks } from "../lib/layout/links.js";
+import { counted } from "../lib/shared/text.js";
 
 /** Most files one recursive delete removes; the rest waits for the next call. */
 export const MAX_DELETE_FILES = 10_000;
@@ -55,7 +56,7 @@ export default defineTool({
       // Deleting is "remove whatever is there": a write landing just before is then deleted, as in
       // any serial order of the two calls, so the delete is unconditional (etag null).
       await ws.delete(path, null);
-      return { title: path, output: `Deleted ${path} (${stat.size} bytes).`, data: { path, type: "file", deleted: [path], count: 1, truncated: false } };
+      return { title: path, output: `Deleted ${path} (${counted(stat.size, "byte")}).`, data: { path, type: "file", deleted: [path], count: 1, truncated: false } };
     }
     if (!args.recursive) {
       // An empty directory is an explicit one (an implied directory has files below it): rmdir.

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { bytesEqual, decodeBase64, utf8 } from "../lib/shared/text.js";
+import { bytesEqual, counted, decodeBase64, utf8 } from "../lib/shared/text.js";
 
 /** Largest content one write takes (the request body carries it). */
 export const MAX_WRITE_BYTES = 25 * 1024 * 1024;
@@ -55,7 +55,7 @@ export default defineTool({
     const created = current === null;
     return {
       title: path,
-      output: `${created ? "Created" : "Wrote"} ${path} (${bytes.length} bytes).`,
+      output: `${created ? "Created" : "Wrote"} ${path} (${counted(bytes.length, "byte")}).`,
       data: { file_path: path, bytes_written: bytes.length, created, etag: info.etag },
     };
   },

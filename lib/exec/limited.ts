@@ -17,6 +17,17 @@ export const runLeaseMs = (req: RunRequest): number => req.timeout_ms + Math.max
 /** What a refused run is told to wait, at most (seconds). */
 const RETRY_RUN_S = 5;
 
+/**
+ * The one answer past concurrent_runs, for a fresh run and for a live sandbox's start alike: the slots are
+ * shared, and an idle live sandbox holds one for its life, so waiting alone may never free one.
+ */
+export function concurrentRunsRefused(d: { running: number; limit: number; retry_after: number }): ToolError {
+  // A run usually ends long before its lease: a few seconds is the better guess of when a slot is free.
+  const retry = Math.min(d.retry_after, RETRY_RUN_S);
+  const what = d.running === 1 ? "command or live sandbox" : "commands or live sandboxes";
+  return new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} ${what} at once (concurrent_runs: ${d.limit}; a live sandbox holds one for its life, idle or not). Retry in ${retry} s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry });
+}
+
 export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {
   return {
     async run(req) {
@@ -27,11 +38,7 @@ export function limitedExecutor(executor: Executor, limits: LimitsStore): Execut
         console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
         return executor.run(req);
       }
-      if (!d.ok) {
-        // A run usually ends long before its lease: a few seconds is the better guess of when a slot is free.
-        const retry = Math.min(d.retry_after, RETRY_RUN_S);
-        throw new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} command${d.running === 1 ? "" : "s"} at once (concurrent_runs: ${d.limit}). Retry in ${retry} s, when one has finished.`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry });
-      }
+      if (!d.ok) throw concurrentRunsRefused(d);
       try {
         return await executor.run(req);
       } finally {

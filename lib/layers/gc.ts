@@ -13,14 +13,15 @@
  * Then each workspace's search-index segments: one none of whose entries is a current file (the
  * workspace's listing is the index's root: lib/search/reachability.ts) and older than the grace
  * period is deleted, within the same deletion budget; a failed import's staged segments that its
- * process could not remove end here. A workspace that cannot be opened keeps all of its segments.
+ * process could not remove end here. A workspace that cannot be opened keeps all of its segments;
+ * a deleted one's prefix (no record) holds only what landed after its delete, and loses its old segments.
  */
 import { ToolError } from "../shared/errors.js";
 import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
-import { openWorkspace } from "./open.js";
+import { filesDriver, readMeta } from "./open.js";
 
 export const GC_DEFAULT_GRACE_SECONDS = 3600;
 export const GC_MIN_GRACE_SECONDS = 60;
@@ -192,13 +193,16 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
       report.more = true;
       break;
     }
-    const opened = await openWorkspace(layerDeps, tenant, ws).catch((e: unknown) => {
-      // Gone meanwhile, or its files cannot be listed (a missing manifest): its segments are left.
-      if (!(e instanceof ToolError && e.code === "NOT_FOUND")) console.warn(`gc: workspace ${ws} of ${tenant} not opened; its index segments are kept`, e instanceof Error ? e.message : String(e));
+    // No record: the workspace was deleted, and what is under its prefix landed after the delete listed it (an index
+    // segment held past a write's answer). No file reaches it; removing a segment never changes an answer.
+    const rec = await readMeta(storage, tenant, ws);
+    const driver = rec === null ? storage : await filesDriver(layerDeps, tenant, ws, rec.meta).catch((e: unknown) => {
+      // Its files cannot be listed (a missing manifest): its segments are left.
+      console.warn(`gc: workspace ${ws} of ${tenant} not opened; its index segments are kept`, e instanceof Error ? e.message : String(e));
       return null;
     });
-    if (!opened) continue;
-    const swept = await sweepOrphanSegments(opened.driver, tenant, ws, { before: cutoff, max: budget, dryRun });
+    if (!driver) continue;
+    const swept = await sweepOrphanSegments(driver, tenant, ws, { before: cutoff, max: budget, dryRun, deleted: rec === null });
     report.segments_deleted += swept.deleted;
     report.bytes_freed += swept.bytes;
     budget -= swept.deleted;

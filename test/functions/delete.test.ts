@@ -22,6 +22,8 @@ describe("delete", () => {
     await upload(t, "empty.txt", "");
     const r = await t.call("delete", { path: "empty.txt" });
     expect(r.body.output).toBe("Deleted empty.txt (0 bytes).");
+    await upload(t, "one.txt", "1");
+    expect((await t.call("delete", { path: "one.txt" })).body.output).toBe("Deleted one.txt (1 byte).");
     expect(await snapshot(t)).toEqual({});
   });
 

@@ -89,7 +89,10 @@ describe("explicit directories: the raw files route", () => {
       expect(list.status, p).toBe(200);
       expect(await list.json(), p).toEqual({ path: "d", entries: [] });
     }
-    expect((await t.req(`/v1/workspaces/${t.ws}/files/d`, { method: "DELETE" })).status).toBe(400);
+    const refused = await t.req(`/v1/workspaces/${t.ws}/files/d`, { method: "DELETE" });
+    expect(refused.status).toBe(400);
+    // It says how a directory is deleted, not how it is listed.
+    expect(((await refused.json()) as any).error).toMatchObject({ code: "IS_DIRECTORY", message: 'd is a directory. Delete it with DELETE /v1/workspaces/{ws}/files/d/ (the trailing "/") once it is empty, or with the delete tool and recursive: true.' });
     expect(await keys(t)).toEqual(["d/", "f.txt"]);
   });
 });

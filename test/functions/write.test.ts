@@ -28,6 +28,7 @@ describe("write", () => {
     const raw = await rawGet(t, "deep/er/still/new.ts");
     expect(new TextDecoder().decode(raw.bytes)).toBe("export const x = 1;\n");
     expect(raw.etag).toBe(`"${data.etag}"`);
+    expect((await t.call("write", { file_path: "one.txt", content: "1" })).body.output).toBe("Created one.txt (1 byte)."); // as ls counts it
     expect(r.body.usage.bytes_written).toBe(20);
     // The parents are directories now.
     expectError(await t.call("read", { file_path: "deep/er" }), 400, "IS_DIRECTORY");

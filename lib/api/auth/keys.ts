@@ -115,6 +115,10 @@ export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, te
 
 const definedOf = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
+/** The one answer for a key id the caller cannot reach (never made, revoked, another tenant's: no oracle), with where the keys are listed. */
+export const keyNotFound = (keyId: string) =>
+  new ToolError("NOT_FOUND", `API key not found: ${keyId}. List the keys with GET /v1/keys (those this key may manage), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`, { key_id: keyId });
+
 /** A tenant's key record by its id with its current hash (2 KV GETs), or null. */
 async function currentRecord(kv: KeyValueStore, tenant: string, keyId: string): Promise<{ hash: string; rec: ApiKeyRecord } | null> {
   const hash = /^[a-z0-9]{1,32}$/.test(keyId) ? await kv.get(keyIdKey(tenant, keyId)) : null;
@@ -126,7 +130,7 @@ async function currentRecord(kv: KeyValueStore, tenant: string, keyId: string): 
 
 export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: string, cache?: IsolateCache<AuthInfo | null>): Promise<void> {
   const found = await currentRecord(kv, tenant, keyId);
-  if (!found) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  if (!found) throw keyNotFound(keyId);
   // Every secret of the key goes: the current one and those rotated away that are still in their grace.
   for (const h of [found.hash, ...(found.rec.previous ?? [])]) {
     await kv.delete(hashKey(h));
@@ -142,7 +146,7 @@ export async function revokeApiKey(kv: KeyValueStore, tenant: string, keyId: str
  */
 export async function rotateApiKey(kv: KeyValueStore, tenant: string, keyId: string, graceSeconds: number, cache?: IsolateCache<AuthInfo | null>, now = Date.now()): Promise<{ key: string; record: ApiKeyRecord }> {
   const found = await currentRecord(kv, tenant, keyId);
-  if (!found) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  if (!found) throw keyNotFound(keyId);
   const key = `${KEY_PREFIX}${keyId}_${randomId(32)}`;
   const hash = await sha256Hex(key);
   const { previous, grace_until: _, ...rec } = found.rec;

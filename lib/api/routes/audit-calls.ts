@@ -86,7 +86,8 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
     const path = wildcardOf(c);
     const { "*": _rest, ...named } = params;
     const length = Number(c.req.header("content-length"));
-    const args: Record<string, unknown> = { ...summarizeArgs(named), ...(path !== undefined ? { path } : {}), ...summarizeArgs(body), ...(length > 0 ? { body_bytes: length } : {}) };
+    // The query counts as arguments too (`POST /v1/workspaces?id=…` with an archive body, an import's mode), summarized as the body is.
+    const args: Record<string, unknown> = { ...summarizeArgs(named), ...(path !== undefined ? { path } : {}), ...summarizeArgs(c.req.query()), ...summarizeArgs(body), ...(length > 0 ? { body_bytes: length } : {}) };
     const tool = c.get("tool");
     const now = new Date();
     const entry: AuditEntry = {
@@ -99,7 +100,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
       door: access.auth === "admin" ? "admin" : "http",
       ...(tool ? { tool } : { route: routeLabel(c) }),
       args,
-      outcome: { ok, status, ...(code ? { code } : {}) },
+      outcome: { ok, status, ...(code ? { code } : {}), ...(c.res.headers.get("idempotent-replayed") === "true" ? { replayed: true as const } : {}) },
       ...(typeof args.call_id === "string" ? { call_id: args.call_id } : {}),
     };
     if (path !== undefined && ok && (method === "PUT" || method === "DELETE")) entry.files = [path];
@@ -113,6 +114,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
         if (!entry.call_id && typeof data.call_id === "string") entry.call_id = data.call_id;
         if (!entry.tenant && access.auth === "admin" && typeof data.id === "string") entry.tenant = data.id;
         if (typeof data.key_id === "string" && entry.args.key_id === undefined) entry.args.key_id = data.key_id; // a key made
+        if (status === 201 && typeof data.id === "string" && entry.args.id === undefined) entry.args.id = data.id; // what the call made, under the id the answer gave it (a workspace's random id, a checkpoint's)
       }
       if (!ID_PATTERN.test(entry.tenant)) return;
       // The operator's failure is recorded only for a tenant that exists (no log is made for a name that is none).

@@ -23,7 +23,7 @@ const AuditEntrySchema = z
     tool: z.string().optional(),
     route: z.string().optional().openapi({ description: "A call that is not a tool call: its method and route, e.g. \"PUT /v1/workspaces/{ws}/files/{path}\"" }),
     args: z.record(z.string(), z.unknown()).openapi({ description: "Paths, ids, numbers and flags as given; any other argument as its size (content_bytes, command_bytes)" }),
-    outcome: z.object({ ok: z.boolean(), status: z.number(), code: z.string().optional() }),
+    outcome: z.object({ ok: z.boolean(), status: z.number(), code: z.string().optional(), replayed: z.literal(true).optional().openapi({ description: "The answer kept for an Idempotency-Key sent again: nothing ran." }) }),
     files: z.array(z.string()).optional(),
     call_id: z.string().optional(),
   })

@@ -182,7 +182,11 @@ export function filesApp(deps: AppDeps) {
     const ws = await workspace(c);
     const path = pathFromUrl(c);
     if (namesDirectory(c)) return deleteDirectory(c, ws, path);
-    const head = await ws.requireFile(path).catch(saidIfLink(ws, path));
+    const head = await ws.requireFile(path).catch((e: unknown) => {
+      // A directory's name without "/": say how a directory is deleted (the lookup's own message says how to list it).
+      if (e instanceof ToolError && e.code === "IS_DIRECTORY") throw new ToolError("IS_DIRECTORY", `${path} is a directory. Delete it with DELETE /v1/workspaces/{ws}/files/${path}/ (the trailing "/") once it is empty, or with the delete tool and recursive: true.`, { path });
+      return saidIfLink(ws, path)(e);
+    });
     const im = etagList(c.req.header("if-match"));
     if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
     // With If-Match, only the version it named (conditional in storage, not only checked above).

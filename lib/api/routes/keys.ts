@@ -10,7 +10,7 @@ import type { Tool } from "../../contract/tool.js";
 import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { exceedsMaker, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
-import { createApiKey, getApiKeyById, keyInfoOf, listApiKeys, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
+import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, listApiKeys, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
 import { SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import { parseJsonBody } from "../http.js";
@@ -59,7 +59,7 @@ function refuseBeyond(child: Parameters<typeof exceedsMaker>[0], maker: AuthInfo
 /** A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle). */
 async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: string): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
-  if (!target) throw new ToolError("NOT_FOUND", `API key not found: ${keyId}.`, { key_id: keyId });
+  if (!target) throw keyNotFound(keyId);
   if (target.key_id !== maker.key_id) refuseBeyond(target, maker, catalog, verb);
 }
 

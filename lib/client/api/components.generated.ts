@@ -306,6 +306,11 @@ export interface components {
                 ok: boolean;
                 status: number;
                 code?: string;
+                /**
+                 * @description The answer kept for an Idempotency-Key sent again: nothing ran.
+                 * @enum {boolean}
+                 */
+                replayed?: true;
             };
             files?: string[];
             call_id?: string;

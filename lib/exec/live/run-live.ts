@@ -12,6 +12,7 @@ import { ToolError } from "../../shared/errors.js";
 import { mintSyncToken, sign, workspaceClaims } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
 import type { ExecCall } from "../call.js";
+import { concurrentRunsRefused } from "../limited.js";
 import { unwrapExecResponse } from "../response.js";
 import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from "../types.js";
 import type { SessionShell } from "../shell-session.js";
@@ -247,7 +248,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     });
     if (d && !d.ok) {
       await abandon();
-      throw new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} command${d.running === 1 ? "" : "s"} or live sandboxes at once (concurrent_runs: ${d.limit}; a live sandbox holds one for its life). End an idle one (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox), retry in a few seconds, or call without keep_alive.`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: Math.min(d.retry_after, 5) });
+      throw concurrentRunsRefused(d);
     }
     if (d) lease = d.lease;
   }

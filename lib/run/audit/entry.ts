@@ -28,7 +28,8 @@ export interface AuditEntry {
   route?: string;
   /** Paths, ids, numbers, flags and the sizes of everything else. */
   args: Record<string, unknown>;
-  outcome: { ok: boolean; status: number; code?: string };
+  /** `replayed`: the kept answer of an Idempotency-Key given again; nothing ran. */
+  outcome: { ok: boolean; status: number; code?: string; replayed?: true };
   /** The files the call changed, as its undo record or its result names them (at most MAX_FILES). */
   files?: string[];
   /** The call's undo id (POST /v1/workspaces/{ws}/undo), which usage records name too. */

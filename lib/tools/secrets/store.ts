@@ -18,12 +18,14 @@ export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** Headers a secret may never set: the transport's own, and those of the hop or the proxy. */
 export const RESERVED_SECRET_HEADERS = new Set(["host", "content-length", "content-type", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer", "proxy-connection", "x-toolshed-signature"]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+/** What a destination's format must be, said by every check of it (the schema's length and the placeholder's count). */
+const FORMAT_RULE = 'format must hold {value} exactly once and no line break (e.g. "Bearer {value}")';
 
 export const Destination = z
   .object({
     host: z.string().min(1).max(253).openapi({ description: 'A host ("npm.example.com") or every host below a domain ("*.example.com", not the domain itself). The header goes only to https:// URLs of a matching host, on any port.', example: "npm.example.com" }),
     header: z.string().min(1).max(128).openapi({ description: "The request header that carries the secret.", example: "Authorization" }),
-    format: z.string().min(7).max(256).optional().openapi({ description: 'The header\'s value, with {value} where the secret goes (default "{value}").', example: "Bearer {value}" }),
+    format: z.string().min("{value}".length, FORMAT_RULE).max(256).optional().openapi({ description: 'The header\'s value, with {value} where the secret goes (default "{value}").', example: "Bearer {value}" }),
   })
   .strict()
   .openapi("SecretDestination");
@@ -66,7 +68,7 @@ export function checkSecretInput(input: z.infer<typeof SecretInput>): void {
     if (problem) throw new ToolError("INVALID_ARGUMENT", `destinations: ${problem}.`, { host: d.host });
     if (!HEADER_NAME.test(d.header)) throw new ToolError("INVALID_ARGUMENT", `destinations: ${JSON.stringify(d.header)} is not a header name.`);
     if (RESERVED_SECRET_HEADERS.has(d.header.toLowerCase())) throw new ToolError("INVALID_ARGUMENT", `destinations: the ${d.header} header is set by the transport itself; a secret cannot set it.`);
-    if (d.format !== undefined && (d.format.split("{value}").length !== 2 || /[\r\n\0]/.test(d.format))) throw new ToolError("INVALID_ARGUMENT", `destinations: format must hold {value} exactly once and no line break (e.g. "Bearer {value}"), not ${JSON.stringify(d.format)}.`);
+    if (d.format !== undefined && (d.format.split("{value}").length !== 2 || /[\r\n\0]/.test(d.format))) throw new ToolError("INVALID_ARGUMENT", `destinations: ${FORMAT_RULE}, not ${JSON.stringify(d.format)}.`);
   }
 }
 

@@ -193,7 +193,11 @@ describe("keys a tenant manages", () => {
     expect(r.status).toBe(401);
     expect(r.body.error.message).toMatch(/expired/);
     const stranger = await managed();
-    expect((await stranger.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" })).status).toBe(404);
+    const unknown = await stranger.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" });
+    expect(unknown.status).toBe(404);
+    // The same answer as for a key id never made, and it says where the keys are (no oracle, a next step).
+    expect(unknown.body.error.message).toBe(`API key not found: ${made.body.key_id}. List the keys with GET /v1/keys (those this key may manage), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`);
+    expect((await stranger.manage(`/v1/keys/${made.body.key_id}/rotate`, post({}))).body.error.message).toBe(unknown.body.error.message);
     expect((await user("/v1/workspaces")).status).toBe(200);
   });
 

@@ -101,6 +101,25 @@ describe("GC of packs and manifests", () => {
     expect(await text(t, t.ws, "v.txt")).toBe("two\n");
   });
 
+  it("a search segment that lands after its workspace was deleted (a write's index batch, held past its answer) goes, and the workspace's prefix with it", async () => {
+    const t = await newTenant(app);
+    expect((await post(t, "/v1/workspaces", { id: "late" })).status).toBe(201);
+    await upload({ ...t, ws: "late" }, "a.txt", "indexed after the answer\n");
+    const segPrefix = `t/${t.tenant}/w/late/x/search/v1/seg/`;
+    const [seg] = (await env.FILES.list({ prefix: segPrefix })).objects;
+    expect(seg, "the upload's index segment").toBeDefined();
+    const bytes = await (await env.FILES.get(seg!.key))!.arrayBuffer();
+    expect((await t.req("/v1/workspaces/late", { method: "DELETE" })).status).toBe(200);
+    expect(await keys(`t/${t.tenant}/w/late/`)).toEqual([]);
+    await env.FILES.put(seg!.key, bytes); // the held batch's PUT, landing after the delete listed the prefix
+    const young = await collectGarbage(storage, t.tenant, { now: Date.now() });
+    expect(young.segments_deleted).toBe(0); // within the grace: it could be a workspace being made
+    expect((await gc(t, { dryRun: true })).segments_deleted).toBe(1);
+    expect((await gc(t)).segments_deleted).toBe(1);
+    expect(await keys(`t/${t.tenant}/w/late/`)).toEqual([]);
+    expect((await gc(t)).roots.workspaces).toBe(1); // the prefix no longer counts as a workspace
+  });
+
   it("young unreferenced objects stay (grace); dry_run deletes nothing; max_deletions bounds a call (more: true)", async () => {
     const t = await newTenant(app);
     await imp(t, { "a.txt": "1\n" });

@@ -16,7 +16,7 @@ import { importReq } from "../../archive/helpers.js";
 import { answer, approverKey, held, setPolicy } from "../../run/pending/approval-helpers.js";
 import { compat } from "./compat-helpers.js";
 
-type Entry = { id: string; at: string; tenant: string; workspace?: string; key_id: string; session?: string; door: string; tool?: string; route?: string; args: Record<string, unknown>; outcome: { ok: boolean; status: number; code?: string }; files?: string[]; call_id?: string };
+type Entry = { id: string; at: string; tenant: string; workspace?: string; key_id: string; session?: string; door: string; tool?: string; route?: string; args: Record<string, unknown>; outcome: { ok: boolean; status: number; code?: string; replayed?: true }; files?: string[]; call_id?: string };
 
 /** A key that may read the log (manage) besides the agent's. */
 async function auditorKey(app: TestApp, tenant: string): Promise<string> {
@@ -158,6 +158,39 @@ describe("the audit log", () => {
     const own = await page(b, bAuditor, "/v1/audit");
     expect(JSON.stringify(own.body)).not.toContain(a.tenant);
     expect((await page(a, a.key, `/v1/workspaces/${a.ws}/audit`)).status).toBe(403);
+  });
+
+  it("names what a call made: the id in the query (a workspace made with an archive) or given by the answer (a random id, a checkpoint)", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const auditor = await auditorKey(app, t.tenant);
+    const made = await t.req("/v1/workspaces?id=loaded&tools=readonly", { method: "POST", headers: { "content-type": "application/x-tar" }, body: tar([{ name: "a.txt", body: "a" }]) });
+    expect(made.status, await made.clone().text()).toBe(201);
+    const prefixed = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "one user", workspaces: ["u7-*"] });
+    const random = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${prefixed.body.key}`, "content-type": "application/json" }, body: "{}" });
+    expect(random.status).toBe(201);
+    const randomId = ((await random.json()) as any).id as string;
+    const cp = await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(cp.status).toBe(201);
+    const cpId = ((await cp.json()) as any).id as string;
+
+    const creates = find(await wholeLog(t, auditor, "/v1/audit"), { route: "POST /v1/workspaces" }).map((e) => e.args);
+    expect(creates).toContainEqual(expect.objectContaining({ id: "loaded", tools_bytes: "readonly".length }));
+    expect(creates).toContainEqual(expect.objectContaining({ id: randomId }));
+    expect(find(await wholeLog(t, auditor), { route: "POST /v1/workspaces/{ws}/checkpoints" })[0]).toMatchObject({ args: { id: cpId } });
+  });
+
+  it("a replayed answer (Idempotency-Key) is an entry that says so, never a second run", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const auditor = await auditorKey(app, t.tenant);
+    const send = () => t.req(`/v1/workspaces/${t.ws}/tools/write`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "k-1" }, body: JSON.stringify({ file_path: "once.txt", content: "once\n" }) });
+    expect((await send()).status).toBe(200);
+    const again = await send();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const writes = find(await wholeLog(t, auditor), { tool: "write" });
+    expect(writes.map((e) => e.outcome)).toEqual([{ ok: true, status: 200 }, { ok: true, status: 200, replayed: true }]);
+    expect(writes[1]!.files).toBeUndefined();
   });
 
   it("pages oldest first, from a time (since) and from an entry (cursor)", async () => {

@@ -250,6 +250,11 @@ describe("keep_alive through the API (fake live runner)", () => {
     const refused = await bash(t, "two", "s-2");
     expect(refused.status).toBe(429);
     expect(refused.body.error).toMatchObject({ code: "RATE_LIMITED", details: { limit: "concurrent_runs" } });
+    // A fresh run is refused the same way, and told the same: an idle live sandbox may hold the slot, and how to end it.
+    const fresh = await bash(t, "three", "s-3", { keep_alive: false });
+    expect(fresh.status).toBe(429);
+    expect(fresh.body.error.message).toBe(refused.body.error.message);
+    expect(fresh.body.error.message).toBe("This tenant already runs 1 command or live sandbox at once (concurrent_runs: 1; a live sandbox holds one for its life, idle or not). Retry in 5 s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).");
     expect((await sandbox(t, "s-1", "DELETE")).status).toBe(200);
     okOutput(await bash(t, "two", "s-2"));
     await sandbox(t, "s-2", "DELETE");

@@ -104,6 +104,7 @@ describe("secrets: storage and routes", () => {
     expect(await bad("T", { value: VALUE, destinations: [{ host: "a.*.com", header: "X" }] })).toMatch(/only as the whole first label/);
     expect(await bad("T", { value: VALUE, destinations: [{ host: "a.example.com", header: "Host" }] })).toMatch(/set by the transport/);
     expect(await bad("T", { value: VALUE, destinations: [{ host: "a.example.com", header: "X", format: "Bearer value" }] })).toMatch(/\{value\} exactly once/);
+    expect(await bad("T", { value: VALUE, destinations: [{ host: "a.example.com", header: "X", format: "Bearer" }] })).toMatch(/\{value\} exactly once/); // shorter than "{value}" itself
     const reader = (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read"] })).body.key as string;
     const refused = await request("/v1/secrets", { headers: { authorization: `Bearer ${reader}` } });
     expect(refused.status).toBe(403);
