@@ -63,13 +63,20 @@ function checkResultPoll(v: unknown): { query: ManifestQuery | null } {
  * the sandbox checked, the coordinator's answer (held), and with a command the answer to the poll's
  * manifest query, listed after the command was handed over.
  */
-async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, manifestNow?: ManifestNow, keyAlive?: KeyAlive): Promise<Response> {
+async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, checks: PollChecks): Promise<Response> {
+  const { manifestNow, keyAlive, workspaceHere } = checks;
   // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
   if (claims.l?.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
     await hub.ended(ref, { generation: ref.generation, reason: "revoked", ...lostOf(status), status });
     return json({ end: "revoked" });
   }
   const next = await hub.next(ref, status, signal);
+  // An idle poll's end (every LIVE_POLL_MS, off any command's path): the workspace deleted since (or made again
+  // under its id), the sandbox ends now rather than at its idle end, and is billed no longer.
+  if ("wait" in next && workspaceHere && !(await workspaceHere())) {
+    await hub.ended(ref, { generation: ref.generation, reason: "deleted", ...lostOf(status), status });
+    return json({ end: "deleted" });
+  }
   if (!("command" in next) || !query || !manifestNow) return json(next);
   // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
   // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
@@ -77,8 +84,19 @@ async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, 
   return json(answer ? { command: { ...next.command, manifest: manifestAnswerBody(answer) } } : next);
 }
 
+/**
+ * What a poll checks beside the coordinator: `manifestNow` answers a command's manifest query;
+ * `keyAlive`, the key that started the sandbox (at every poll); `workspaceHere`, the token's
+ * workspace (at an idle poll's end: it costs a read of its record, so never on a command's path).
+ */
+export interface PollChecks {
+  manifestNow?: ManifestNow | undefined;
+  keyAlive?: KeyAlive | undefined;
+  workspaceHere?: (() => Promise<boolean>) | undefined;
+}
+
 /** Serves /v1/sync/live/* for a verified token (see the module comment). */
-export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, manifestNow?: ManifestNow, keyAlive?: KeyAlive): Promise<Response> {
+export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims, hub: LiveHub | undefined, checks: PollChecks = {}): Promise<Response> {
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
   if (!hub) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on ${url.pathname} (POST).`);
@@ -95,7 +113,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const status = checkStatus(rest);
       own(status.generation);
       const query = manifest === undefined ? null : parseManifestQuery(manifest);
-      return await servePoll(ref, claims, hub, status, query, req.signal, manifestNow, keyAlive);
+      return await servePoll(ref, claims, hub, status, query, req.signal, checks);
     }
     case "result": {
       if (!isObject(body) || typeof body.seq !== "number" || !isObject(body.response)) throw new ToolError("INVALID_ARGUMENT", "A live result needs generation, seq, response and status (LiveResultPost).");
@@ -106,7 +124,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const post = { ...(rest as unknown as LiveResultPost), status: checkStatus(body.status) };
       await hub.result(ref, post); // first: the answer is the call's whatever happens to the poll
       if (!asked) return new Response(null, { status: 204 });
-      return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, manifestNow, keyAlive);
+      return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, checks);
     }
     case "ended": {
       if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");

@@ -76,7 +76,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, deps.onRunEnded);
     // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace
     // read, but for the conditional manifest a poll that receives a command carries back.
-    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, (q) => workspaceManifest(deps, claims, prefix, q), deps.liveKeyAlive);
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q) => workspaceManifest(deps, claims, prefix, q), keyAlive: deps.liveKeyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start

@@ -40,7 +40,7 @@ export interface LiveRun {
 const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
-  deleted: "it was ended (DELETE .../sandbox, or a restart of the shell)",
+  deleted: "it was ended (DELETE .../sandbox, a restart of the shell, or its workspace was deleted)",
   replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with, or its workspace was deleted and made again since)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",

@@ -125,7 +125,7 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect((await sandbox(t, "chat-1")).status).toBe(404);
     expect((await sandbox(t, "chat-1", "DELETE")).status).toBe(404);
     const out = okOutput(await bash(t, "again"));
-    expect(out).toContain("[live sandbox lost: it was ended (DELETE .../sandbox, or a restart of the shell)");
+    expect(out).toContain("[live sandbox lost: it was ended (DELETE .../sandbox, a restart of the shell, or its workspace was deleted)");
     expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1`);
     // Its start and end are in the audit log.
     const audit = await listAudit(r2Driver(env.FILES), { tenant: t.tenant, workspace: t.ws }, { limit: 200 });

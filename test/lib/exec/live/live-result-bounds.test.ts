@@ -110,3 +110,20 @@ describe("a runner's answer and its next poll reach only its own session", () =>
     expect(revoked.body).toHaveProperty("end");
   });
 });
+
+describe("a live sandbox whose workspace is deleted", () => {
+  it("ends at its runner's next idle poll (not its idle end): told deleted, and nothing of it answers a workspace made again under the id", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "first", "s-a"));
+    const g = runner.generations[0]!;
+    expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
+    // The idle poll (FAST: held 300 ms) finds the workspace gone; before this rule the sandbox lived to its idle end.
+    expect(await g.done).toBe("end:deleted");
+    expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: t.ws }) })).status).toBe(201);
+    const again = okOutput(await bash(t, "second", "s-a"));
+    expect(runner.generations).toHaveLength(2);
+    expect(again).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=second`);
+    await t.req(`/v1/workspaces/${t.ws}/sessions/s-a/sandbox`, { method: "DELETE" });
+  });
+});
