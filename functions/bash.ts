@@ -3,7 +3,7 @@ import { assertNotBlocked } from "../lib/exec/guard.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/exec/shell-session.js";
 import { runForCall } from "../lib/exec/stream-run.js";
-import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, takeRun, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
@@ -77,8 +77,7 @@ export default defineTool({
     const built = runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd, background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r));
     /** The command's answer: notes before its output (a live sandbox's, the saved shell's), the shell's notes after it. */
     const answer = (r: RunResult, before: string, after: string) => {
-      const stopped = stoppedError(r, seconds);
-      if (stopped) throw stopped;
+      takeRun(ctx.ws, r, seconds);
       return { title, output: before + commandOutput(r).text + writeBackNotes(r) + after, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
     };
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
-import { commandOutput, commandReads, executorOf, runCallId, runRequest, stoppedError, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandOutput, commandReads, executorOf, runCallId, runRequest, takeRun, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { runLive } from "../lib/exec/live/run-live.js";
@@ -83,8 +83,7 @@ export default defineTool({
       return { title, output: startedInBackground(task_id, ran.notes), data: { task_id, status: "running" as const } };
     }
     const { result: r, notes } = ran;
-    const stopped = stoppedError(r, seconds);
-    if (stopped) throw stopped;
+    takeRun(ctx.ws, r, seconds);
     return {
       title,
       output: notes + commandOutput(r).text + writeBackNotes(r),

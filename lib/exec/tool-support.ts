@@ -215,6 +215,19 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
   return null;
 }
 
+/**
+ * A foreground run's result, as the tool that ran it takes it (bash, run_code; fresh or live): the
+ * workspace bytes its sandbox fetched and wrote back are the call's (its usage record's bytes_read and
+ * bytes_written: the sandbox's own sync requests bill no one), then a run stopped by its timeout or its
+ * disk quota is the tool's error.
+ */
+export function takeRun(ws: { bytesRead: number; bytesWritten: number }, r: RunResult, seconds: number): void {
+  ws.bytesRead += r.sync?.downloaded_bytes ?? 0;
+  ws.bytesWritten += r.sync?.uploaded_bytes ?? 0;
+  const stopped = stoppedError(r, seconds);
+  if (stopped) throw stopped;
+}
+
 /** A run stopped by its timeout or a limit, as an error that still carries the output so far; null otherwise. */
 export function stoppedError(r: RunResult, seconds: number): ToolError | null {
   const why = limitMessage(r, seconds);

@@ -1,7 +1,8 @@
 /**
  * The audit entry of a bash run (issue #28 §4, docs/audit.md), through the real app and the real
  * sandbox (local executor), by the tool route and the Anthropic compat route: the command's size,
- * never its text; the files its write-back changed; its call_id.
+ * never its text; the files its write-back changed; its call_id. And its usage: the workspace bytes the
+ * sandbox fetched and wrote back are the call's bytes_read and bytes_written (tool-support.ts takeRun).
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,6 +17,7 @@ import { httpSyncClient } from "../../lib/sync/http.js";
 import { httpRunRecords } from "../../lib/sync/runs.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import type { UsageRecord } from "../../lib/run/metering/record.js";
 
 const ADMIN = "admin-token-for-tests";
 const tools = [...fileTools, bash];
@@ -23,6 +25,7 @@ let app: ReturnType<typeof createApp>;
 let key: string;
 let root: string;
 let executor: ReturnType<typeof localExecutor>;
+const usage: UsageRecord[] = [];
 
 const post = async (path: string, body: unknown) => {
   const res = await app.request(path, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(body) });
@@ -34,7 +37,7 @@ beforeAll(async () => {
   chmodSync(root, 0o711);
   const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
   executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
-  const deps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal" } as AppDeps;
+  const deps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u) } as AppDeps;
   app = createApp(deps, tools);
   const admin = async (path: string, body: unknown) => (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
   await admin("/v1/admin/tenants", { id: "acme" });
@@ -64,5 +67,23 @@ describe("the audit entry of a bash run", () => {
     expect([...entries[0].files].sort()).toEqual(["out.txt", "two.txt"]);
     expect(entries[1]).toMatchObject({ door: "compat-anthropic", files: ["two.txt"], outcome: { ok: true } });
     expect(entries[1].args.command_bytes).toBeGreaterThan(0);
+  });
+});
+
+describe("the usage of a bash run", () => {
+  it("bytes_read and bytes_written are the workspace bytes its sandbox fetched and wrote back (they were 0 whatever it wrote)", async () => {
+    expect((await post("/v1/workspaces/main/tools/write", { file_path: "big.txt", content: "b".repeat(5000) })).status).toBe(200);
+    usage.length = 0;
+    const r = await post("/v1/workspaces/main/tools/bash", { command: "cat big.txt > copy.txt && head -c 3000 /dev/zero > zeros.bin" });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const rec = usage.find((u) => u.tool === "bash")!;
+    // Fetched: big.txt at least (written since the slot last synced); written back: copy.txt and zeros.bin.
+    expect(rec.bytes_read).toBeGreaterThanOrEqual(5000);
+    expect(rec.bytes_written).toBeGreaterThanOrEqual(8000);
+    expect(r.body.usage).toMatchObject({ bytes_read: rec.bytes_read, bytes_written: rec.bytes_written });
+    // A command that changes nothing on a warm slot moves no bytes.
+    usage.length = 0;
+    expect((await post("/v1/workspaces/main/tools/bash", { command: "true" })).status).toBe(200);
+    expect(usage.find((u) => u.tool === "bash")).toMatchObject({ bytes_read: 0, bytes_written: 0 });
   });
 });
