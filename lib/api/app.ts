@@ -21,7 +21,7 @@ import { traceRequests, tracedDeps } from "./trace-requests.js";
 import { ToolError } from "../shared/errors.js";
 import { limitedExecutor } from "../exec/limited.js";
 import { addRoute } from "./routes/access.js";
-import { assertEveryRouteGuarded } from "./routes/served-routes.js";
+import { assertEveryRouteGuarded, methodsAt } from "./routes/served-routes.js";
 import { adminApp } from "./routes/admin.js";
 import { tenantKeysApp } from "./routes/keys.js";
 import { keyStands } from "./auth/keys.js";
@@ -142,7 +142,11 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));
   // The reference UI is served from here (no CDN): it works offline and behind a locked-down network.
   app.route("/", docsApp(deps, { specUrl: "/openapi.json", title: "Toolshed API reference" }));
-  app.notFound(() => {
+  const served = methodsAt(app);
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    const allow = served(path);
+    if (allow.length) throw new ToolError("METHOD_NOT_ALLOWED", `${c.req.method} is not served on ${path.slice(0, 200)}: it takes ${allow.join(", ")}. See GET /openapi.json or /docs for the API.`, { allow });
     throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
   });
   assertEveryRouteGuarded(app);

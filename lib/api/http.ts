@@ -38,6 +38,7 @@ export function errorResponse(c: Context<AppEnv>, e: ToolError) {
   const call = c.get("call");
   if (call) call.code = e.code;
   if (typeof e.details.retry_after === "number") c.header("retry-after", String(e.details.retry_after));
+  if (Array.isArray(e.details.allow)) c.header("allow", e.details.allow.join(", "));
   return c.json(
     { ok: false as const, ...(tool ? { tool } : {}), error: { code: e.code, message: e.message, details: e.details }, ...(call ? { usage: call.usage() } : {}) },
     e.status as 400,

@@ -9,6 +9,7 @@ export const ERROR_CODES = {
   UNAUTHORIZED: { status: 401, hint: "Send 'Authorization: Bearer <api key>'." },
   PERMISSION_DENIED: { status: 403, hint: "This API key lacks the scope this call needs." },
   NOT_FOUND: { status: 404, hint: "Check the name; use ls or glob to find it." },
+  METHOD_NOT_ALLOWED: { status: 405, hint: "Call the route with a method it takes (details.allow, the Allow header); GET /openapi.json lists every route." },
   IS_DIRECTORY: { status: 400, hint: "This is a directory; use ls to list it." },
   NOT_A_DIRECTORY: { status: 400, hint: "A parent of this path is a file." },
   SYMLINK_REFUSED: { status: 400, hint: "The path goes through a symlink whose target is outside the workspace or missing; tools never follow such a link. Give the path of a file inside the workspace, or work with the link in bash." },

@@ -51,3 +51,28 @@ export function assertEveryRouteGuarded(app: Hono<AppEnv>): void {
   const bare = servedRoutes(app).filter((r) => !r.policy);
   if (bare.length) throw new Error(`Routes without an access policy (register them with secureRoute or addRoute): ${bare.map((r) => `${r.method} ${r.path}`).join(", ")}`);
 }
+
+/** A served path (Hono's syntax: `:name`, `:name?`, `:name{regex}`, `*`) as a regular expression of request paths. */
+function pathPattern(path: string): RegExp {
+  const segment = (seg: string): string => {
+    if (seg === "*") return ".*";
+    if (!seg.startsWith(":")) return seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const brace = seg.indexOf("{");
+    if (brace > 0 && seg.endsWith("}")) return `(?:${seg.slice(brace + 1, -1)})`;
+    return seg.endsWith("?") ? "[^/]*" : "[^/]+";
+  };
+  return new RegExp(`^${path.split("/").map(segment).join("/")}/?$`);
+}
+
+/**
+ * The methods the app serves at a request path (none: no route has that path), read from the app
+ * once, when first asked: a request no route took is 405 with them where its path is served by
+ * other methods (a GET of a tool route), 404 otherwise.
+ */
+export function methodsAt(app: Hono<AppEnv>): (path: string) => string[] {
+  let routes: { method: string; re: RegExp }[] | null = null;
+  return (path) => {
+    routes ??= servedRoutes(app).filter((r) => r.method !== "ALL").map((r) => ({ method: r.method, re: pathPattern(r.path) }));
+    return [...new Set(routes.filter((r) => r.re.test(path)).map((r) => r.method))];
+  };
+}

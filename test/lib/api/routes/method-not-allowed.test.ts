@@ -1,0 +1,54 @@
+/**
+ * A request whose path the app serves, with a method no route there takes, is 405
+ * METHOD_NOT_ALLOWED with an Allow header naming the methods that are (lib/api/app.ts notFound,
+ * served-routes.ts methodsAt), for every route the app serves (read from the app, not a hand-kept
+ * list); a path no route serves stays 404 NOT_FOUND.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { servedRoutes } from "../../../../lib/api/routes/served-routes.js";
+import { testApp } from "../../../helpers.js";
+import { routeRequest } from "../../../support/route-request.js";
+
+const app = testApp({ syncSecret: "method-walk-sync-secret" });
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+let doc: any;
+
+beforeAll(async () => {
+  doc = await (await app.request("/openapi.json")).json();
+});
+
+describe("a method the path does not take", () => {
+  it("every served path: 405 with Allow naming the methods it takes, before any key is asked for", async () => {
+    const byUrl = new Map<string, Set<string>>();
+    for (const route of servedRoutes(app)) {
+      if (route.method === "ALL") continue;
+      const url = routeRequest(doc, route, { ws: "probe", tenant: "t-probe", key_id: "k-probe", tool: "read", path: "a.txt", id: "x1", session: "s1" }).url.split("?")[0]!;
+      byUrl.set(url, new Set([...(byUrl.get(url) ?? []), route.method]));
+    }
+    expect(byUrl.size).toBeGreaterThan(40);
+    const refused: string[] = [];
+    for (const [url, methods] of byUrl) {
+      const method = METHODS.find((m) => !methods.has(m) && !(m === "GET" && methods.has("HEAD")))!;
+      const res = await app.request(url, { method });
+      const body = (await res.json()) as any;
+      if (res.status !== 405) {
+        refused.push(`${method} ${url}: ${res.status} ${body.error?.code}`);
+        continue;
+      }
+      const allow = res.headers.get("allow")!.split(", ");
+      expect(allow, url).toEqual(expect.arrayContaining([...methods]));
+      expect(body.error).toMatchObject({ code: "METHOD_NOT_ALLOWED", details: { allow } });
+      expect(body.error.message).toContain(`${method} is not served on ${url}`);
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it("a tool route's GET says to POST; a path nothing serves is 404", async () => {
+    const res = await app.request("/v1/workspaces/main/tools/bash", { method: "GET" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    const none = await app.request("/v1/nothing/here", { method: "GET" });
+    expect(none.status).toBe(404);
+    expect(((await none.json()) as any).error.code).toBe("NOT_FOUND");
+  });
+});
