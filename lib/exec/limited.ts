@@ -21,11 +21,13 @@ const RETRY_RUN_S = 5;
  * The one answer past concurrent_runs, for a fresh run and for a live sandbox's start alike: the slots are
  * shared, and an idle live sandbox holds one for its life, so waiting alone may never free one.
  */
-export function concurrentRunsRefused(d: { running: number; limit: number; retry_after: number }): ToolError {
+export function concurrentRunsRefused(d: { running: number; limit: number; retry_after: number; by?: "key" | "tenant" }): ToolError {
   // A run usually ends long before its lease: a few seconds is the better guess of when a slot is free.
   const retry = Math.min(d.retry_after, RETRY_RUN_S);
   const what = d.running === 1 ? "command or live sandbox" : "commands or live sandboxes";
-  return new ToolError("RATE_LIMITED", `This tenant already runs ${d.running} ${what} at once (concurrent_runs: ${d.limit}; a live sandbox holds one for its life, idle or not). Retry in ${retry} s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry });
+  const who = d.by === "key" ? "This API key" : "This tenant";
+  const limit = d.by === "key" ? `the key's own concurrent_runs: ${d.limit}` : `concurrent_runs: ${d.limit}`;
+  return new ToolError("RATE_LIMITED", `${who} already runs ${d.running} ${what} at once (${limit}; a live sandbox holds one for its life, idle or not). Retry in ${retry} s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry, ...(d.by ? { by: d.by } : {}) });
 }
 
 export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {

@@ -46,7 +46,8 @@ export interface LimiterState {
   seq: number;
 }
 
-export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number };
+/** Refused: `by` names whose concurrent_runs was reached, the calling key's own or the tenant's. */
+export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number; by?: "key" | "tenant" };
 
 const MINUTE_MS = 60_000;
 
@@ -139,10 +140,11 @@ export class TenantLimiter {
     this.expire(now);
     const all = [...this.leases.values()];
     const mine = all.filter((l) => l.key === keyId);
-    const [held, limit] = mine.length >= keyLimit && keyLimit < tenantLimit ? [mine, keyLimit] : [all, tenantLimit];
+    const byKey = mine.length >= keyLimit && keyLimit < tenantLimit;
+    const [held, limit] = byKey ? [mine, keyLimit] : [all, tenantLimit];
     if (held.length >= limit) {
       const soonest = Math.min(...held.map((l) => l.until), now + 60_000);
-      return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))) };
+      return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))), by: byKey ? "key" : "tenant" };
     }
     const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
     this.leases.set(id, { id, key: keyId, until: now + leaseMs });

@@ -95,7 +95,13 @@ export async function sandboxOf(req: RunRequest, syncSecret: string, instance: s
 /** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
 const TURN_TO_RUN_MS = 120_000;
 
-const busy = (retry: number, session: string) =>
+/**
+ * The session's turn is another call's: the coordinator's retry_after_s is when that command's timeout ends it at
+ * the latest (up to 60 s), while most commands end in seconds and a retry waits for the turn itself (busy_wait_ms):
+ * a few seconds is the better hint, as for concurrent_runs (limited.ts).
+ */
+const BUSY_RETRY_S = 5;
+const busy = (latest: number, session: string, retry = Math.max(1, Math.min(latest, BUSY_RETRY_S))) =>
   new ToolError("BUSY", `Another command of session ${session} is still running in its live sandbox (one at a time). Retry in ${retry} s, or use another session (X-Session-Id) for work in parallel.`, { retry_after: retry, session });
 
 /**

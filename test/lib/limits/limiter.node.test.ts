@@ -107,9 +107,9 @@ describe("concurrent runs (leases)", () => {
   it("a key's concurrent_runs counts its own runs; the tenant's counts all", () => {
     const l = new TenantLimiter(clock().now);
     expect(l.acquireRun("a", 3, 1, 1000).ok).toBe(true);
-    expect(l.acquireRun("a", 3, 1, 1000)).toMatchObject({ ok: false, running: 1, limit: 1 });
+    expect(l.acquireRun("a", 3, 1, 1000)).toMatchObject({ ok: false, running: 1, limit: 1, by: "key" });
     expect(l.acquireRun("b", 3, 3, 1000).ok).toBe(true);
     expect(l.acquireRun("b", 3, 3, 1000).ok).toBe(true);
-    expect(l.acquireRun("b", 3, 3, 1000)).toMatchObject({ ok: false, running: 3, limit: 3 });
+    expect(l.acquireRun("b", 3, 3, 1000)).toMatchObject({ ok: false, running: 3, limit: 3, by: "tenant" });
   });
 });

@@ -70,7 +70,9 @@ describe("keep_alive through the API (fake live runner)", () => {
     await runner.blockedOne();
     const busy = await t.req(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "echo", keep_alive: true }) });
     expect(busy.status).toBe(409);
+    // A hint of seconds (most commands end in seconds, and a retry waits for the turn itself), not the command's whole timeout.
     expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(busy.headers.get("retry-after"))).toBeLessThanOrEqual(5);
     expect(((await busy.json()) as any).error).toMatchObject({ code: "BUSY" });
     // The same tenant through an app that waits longer: queued behind the blocked one.
     const patient = testApp({ ...deps, liveBusyWaitMs: 20_000 });
@@ -272,7 +274,10 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect((await withKey("one", "k-1")).status).toBe(200);
     const refused = await withKey("two", "k-2");
     expect(refused.status).toBe(429);
-    expect(((await refused.json()) as any).error).toMatchObject({ code: "RATE_LIMITED", details: { limit: "concurrent_runs", running: 1, quota: 1 } });
+    const error = ((await refused.json()) as any).error;
+    expect(error).toMatchObject({ code: "RATE_LIMITED", details: { limit: "concurrent_runs", running: 1, quota: 1, by: "key" } });
+    // Whose limit it is, in words: the key's own, not the tenant's (which has 3 to spare).
+    expect(error.message).toMatch(/^This API key already runs 1 command or live sandbox at once \(the key's own concurrent_runs: 1;/);
     okOutput(await bash(t, "other key", "t-1")); // the tenant's other key: 2 of its 4
     expect((await sandbox(t, "k-1", "DELETE")).status).toBe(200);
     expect((await withKey("two", "k-2")).status).toBe(200);
