@@ -75,7 +75,7 @@ export async function gcTick(deps: { storage: StorageDriver; kv: KeyValueStore }
       const report = await collectGarbage(deps.storage, tenant, { now: now(), ...(opts.graceSeconds !== undefined ? { graceSeconds: opts.graceSeconds } : {}) });
       out.tenants.push({ tenant, report });
       const more = opts.perTenant ? await opts.perTenant(tenant, now()).catch((e: unknown) => ({ housekeeping_error: e instanceof Error ? e.message : String(e) })) : {};
-      log(JSON.stringify({ gc: tenant, manifests_deleted: report.manifests_deleted, packs_deleted: report.packs_deleted, segments_deleted: report.segments_deleted, bytes_freed: report.bytes_freed, more: report.more, missing_manifests: report.missing_manifests.length, ...more }));
+      log(JSON.stringify({ gc: tenant, manifests_deleted: report.manifests_deleted, packs_deleted: report.packs_deleted, segments_deleted: report.segments_deleted, leftovers_deleted: report.leftovers_deleted, bytes_freed: report.bytes_freed, more: report.more, missing_manifests: report.missing_manifests.length, ...more }));
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
       out.tenants.push({ tenant, error });

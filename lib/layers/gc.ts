@@ -13,11 +13,14 @@
  * Then each workspace's search-index segments: one none of whose entries is a current file (the
  * workspace's listing is the index's root: lib/search/reachability.ts) and older than the grace
  * period is deleted, within the same deletion budget; a failed import's staged segments that its
- * process could not remove end here. A workspace that cannot be opened keeps all of its segments;
- * a deleted one's prefix (no record) holds only what landed after its delete, and loses its old segments.
+ * process could not remove end here. A workspace that cannot be opened keeps all of its segments.
+ * A prefix without a record is a deleted workspace's (the delete removes the record first, a create
+ * writes it first: lib/workspace/registry.ts): what is under it landed after the delete listed it (an
+ * index batch or an audit entry written past a call's answer), nothing reads it, and every object of
+ * it older than the grace period goes (`leftovers_deleted`), so the prefix stops counting as a workspace.
  */
 import { ToolError } from "../shared/errors.js";
-import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey } from "../layout/paths.js";
+import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey, workspacePrefix } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
@@ -40,6 +43,8 @@ export interface GcReport {
   packs_deleted: number;
   /** Search-index segments no current file reaches (lib/search/reachability.ts). */
   segments_deleted: number;
+  /** Objects under a deleted workspace's prefix (no record), written after its delete. */
+  leftovers_deleted: number;
   bytes_freed: number;
   /** Unreferenced manifests and packs left because they are younger than the grace period. */
   kept_young: number;
@@ -145,7 +150,7 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
   await inBatches(youngManifests, mark(youngPacks));
 
   const report: GcReport = {
-    manifests_deleted: 0, packs_deleted: 0, segments_deleted: 0, bytes_freed: 0, kept_young: 0,
+    manifests_deleted: 0, packs_deleted: 0, segments_deleted: 0, leftovers_deleted: 0, bytes_freed: 0, kept_young: 0,
     roots: { workspaces: roots.workspaces.length + late.workspaces.length, manifests: roots.manifests.size, undo_packs: roots.packs.size },
     live: { manifests: roots.manifests.size, packs: livePacks.size },
     missing_manifests: missing.sort(), more: false, dry_run: dryRun,
@@ -193,16 +198,20 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
       report.more = true;
       break;
     }
-    // No record: the workspace was deleted, and what is under its prefix landed after the delete listed it (an index
-    // segment held past a write's answer). No file reaches it; removing a segment never changes an answer.
     const rec = await readMeta(storage, tenant, ws);
-    const driver = rec === null ? storage : await filesDriver(layerDeps, tenant, ws, rec.meta).catch((e: unknown) => {
+    if (rec === null) {
+      // No record: the workspace was deleted, and what is under its prefix landed after the delete listed it.
+      const left = (await listAll(storage, workspacePrefix(tenant, ws))).objects.filter((o) => !young(o));
+      report.leftovers_deleted += await sweep(left);
+      continue;
+    }
+    const driver = await filesDriver(layerDeps, tenant, ws, rec.meta).catch((e: unknown) => {
       // Its files cannot be listed (a missing manifest): its segments are left.
       console.warn(`gc: workspace ${ws} of ${tenant} not opened; its index segments are kept`, e instanceof Error ? e.message : String(e));
       return null;
     });
     if (!driver) continue;
-    const swept = await sweepOrphanSegments(driver, tenant, ws, { before: cutoff, max: budget, dryRun, deleted: rec === null });
+    const swept = await sweepOrphanSegments(driver, tenant, ws, { before: cutoff, max: budget, dryRun });
     report.segments_deleted += swept.deleted;
     report.bytes_freed += swept.bytes;
     budget -= swept.deleted;

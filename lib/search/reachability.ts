@@ -67,14 +67,13 @@ export interface OrphanSweep {
  * Deletes the workspace's segments created before `before` (the caller's grace period: an import
  * in flight writes younger ones) that no current file reaches, at most `max`. A segment's entries
  * never change, so the order of the two listings does not matter; a workspace with no segment that
- * old costs one LIST and no file listing. `deleted`: the workspace has no record, so no current
- * file (what is under its prefix landed after its delete); its files are not listed.
+ * old costs one LIST and no file listing.
  */
-export async function sweepOrphanSegments(driver: StorageDriver, tenant: string, workspace: string, opts: { before: number; max: number; dryRun?: boolean; deleted?: boolean }): Promise<OrphanSweep> {
+export async function sweepOrphanSegments(driver: StorageDriver, tenant: string, workspace: string, opts: { before: number; max: number; dryRun?: boolean }): Promise<OrphanSweep> {
   const store = new IndexStore(driver, tenant, workspace);
   const old = await segmentsBefore(store, opts.before);
   if (old.length === 0) return { deleted: 0, bytes: 0, more: false };
-  const live = opts.deleted ? new Map<string, string>() : await liveFiles(driver, tenant, workspace);
+  const live = await liveFiles(driver, tenant, workspace);
   const orphans = old.filter((s) => !isReached(s.files, live)).map((s) => s.ref);
   const batch = orphans.slice(0, Math.max(0, opts.max));
   for (let i = 0; !opts.dryRun && i < batch.length; i += 1000) await store.deleteSegments(batch.slice(i, i + 1000));

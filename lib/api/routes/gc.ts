@@ -13,7 +13,7 @@ const GcBody = z.object({
   max_deletions: z.number().int().min(1).max(10_000).optional().openapi({ description: `Objects deleted per call at most (default ${GC_DEFAULT_MAX_DELETIONS}); \`more: true\` says call again.` }),
 });
 const GcReportSchema = z.object({
-  manifests_deleted: z.number(), packs_deleted: z.number(), segments_deleted: z.number(), bytes_freed: z.number(), kept_young: z.number(),
+  manifests_deleted: z.number(), packs_deleted: z.number(), segments_deleted: z.number(), leftovers_deleted: z.number(), bytes_freed: z.number(), kept_young: z.number(),
   roots: z.object({ workspaces: z.number(), manifests: z.number(), undo_packs: z.number() }),
   live: z.object({ manifests: z.number(), packs: z.number() }),
   missing_manifests: z.array(z.string()), more: z.boolean(), dry_run: z.boolean(),

@@ -80,6 +80,7 @@ export interface components {
             manifests_deleted: number;
             packs_deleted: number;
             segments_deleted: number;
+            leftovers_deleted: number;
             bytes_freed: number;
             kept_young: number;
             roots: {

@@ -101,7 +101,7 @@ describe("GC of packs and manifests", () => {
     expect(await text(t, t.ws, "v.txt")).toBe("two\n");
   });
 
-  it("a search segment that lands after its workspace was deleted (a write's index batch, held past its answer) goes, and the workspace's prefix with it", async () => {
+  it("what lands after its workspace was deleted (a write's index batch, an audit entry, held past the answer) goes, and the workspace's prefix with it", async () => {
     const t = await newTenant(app);
     expect((await post(t, "/v1/workspaces", { id: "late" })).status).toBe(201);
     await upload({ ...t, ws: "late" }, "a.txt", "indexed after the answer\n");
@@ -112,11 +112,14 @@ describe("GC of packs and manifests", () => {
     expect((await t.req("/v1/workspaces/late", { method: "DELETE" })).status).toBe(200);
     expect(await keys(`t/${t.tenant}/w/late/`)).toEqual([]);
     await env.FILES.put(seg!.key, bytes); // the held batch's PUT, landing after the delete listed the prefix
+    await env.FILES.put(`t/${t.tenant}/w/late/x/audit/20261129T000000000Z-late.json`, "{}"); // an audit entry written after its answer
     const young = await collectGarbage(storage, t.tenant, { now: Date.now() });
-    expect(young.segments_deleted).toBe(0); // within the grace: it could be a workspace being made
-    expect((await gc(t, { dryRun: true })).segments_deleted).toBe(1);
-    expect((await gc(t)).segments_deleted).toBe(1);
-    expect(await keys(`t/${t.tenant}/w/late/`)).toEqual([]);
+    expect(young.leftovers_deleted).toBe(0); // within the grace: it could be a workspace being made
+    expect((await gc(t, { dryRun: true })).leftovers_deleted).toBe(2);
+    expect((await env.FILES.list({ prefix: `t/${t.tenant}/w/late/` })).objects).toHaveLength(2); // a dry run deletes nothing
+    const swept = await gc(t);
+    expect(swept).toMatchObject({ leftovers_deleted: 2, segments_deleted: 0 });
+    expect((await env.FILES.list({ prefix: `t/${t.tenant}/w/late/` })).objects).toEqual([]); // the audit entry too
     expect((await gc(t)).roots.workspaces).toBe(1); // the prefix no longer counts as a workspace
   });
 
