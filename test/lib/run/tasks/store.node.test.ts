@@ -8,6 +8,7 @@ import { changeCallTask, createCallTask, loadCallTask, MAX_CALL_TASK_TTL_MS, MIN
 import { housekeepingTick } from "../../../../lib/runtime/housekeeping.js";
 import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../../lib/storage/kv-over-storage.js";
+import { createWorkspace } from "../../../../lib/workspace/registry.js";
 
 const DAY = 24 * 60 * 60 * 1000;
 const scopeOf = (storage: ReturnType<typeof memoryDriver>, over: Partial<CallTaskScope> = {}): CallTaskScope => ({ storage, tenant: "acme", workspace: "main", key_id: "k1", ...over });
@@ -36,6 +37,8 @@ describe("call-task records", () => {
   it("the housekeeping tick deletes the records past their ttl, and only those", async () => {
     const storage = memoryDriver();
     await storage.put("t/acme/tenant.json", "{}");
+    // The workspace's record: the tick's GC takes a workspace prefix without one for a deleted workspace's leftovers.
+    await createWorkspace(storage, "acme", { id: "main" });
     const s = scopeOf(storage);
     const short = (await createCallTask(s, { tool: "read", session: "s1", ttl_ms: MIN_CALL_TASK_TTL_MS })).rec;
     const long = (await createCallTask(s, { tool: "read", session: "s1", ttl_ms: MAX_CALL_TASK_TTL_MS })).rec;
