@@ -1,0 +1,60 @@
+/**
+ * A live sandbox held still while the runner reads or changes its tree (docs/runner-security.md,
+ * "A live sandbox holds still while the runner works on its tree").
+ *
+ * Between commands a live sandbox's background processes keep running, and the runner's own work
+ * on the tree (the write-back's walk and reads, the sync-in's downloads, links and removals, the
+ * settle) goes by path, as root on a local runner. A process that swaps a directory for a symlink
+ * between two of those steps would make the runner read a host file into the workspace, or write
+ * a downloaded file into a host directory. So every process of the sandbox is stopped (SIGSTOP, which
+ * no process can catch or ignore) until one scan finds none of their threads running, the work is
+ * done, and those stopped here are continued (SIGCONT). A process already stopped (by the command)
+ * is left as it is. Node only; Linux only.
+ */
+import { readSync, tasksOf } from "./live-status.js";
+
+/** Resumes what holdStill stopped. */
+export type Resume = () => void;
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+/** Whether any thread of `pid` can still run: not stopped (T), traced (t), dead (Z, X). A process gone counts as still. */
+function running(pid: number): boolean {
+  return tasksOf(pid).some((t) => {
+    const s = readSync(`/proc/${pid}/task/${t}/stat`);
+    return s !== "" && !"TtZX".includes(s[s.lastIndexOf(")") + 2] ?? "Z");
+  });
+}
+
+/**
+ * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork
+ * made before its parent stopped is found by the next scan; a thread in a system call stops when it
+ * returns). Resolves with the resume, or null when they did not all stop within `waitMs` (the
+ * caller then ends the sandbox; what was stopped is resumed first).
+ */
+export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): Promise<Resume | null> {
+  const stopped = new Set<number>();
+  const resume: Resume = () => {
+    for (const pid of stopped) {
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  };
+  for (const until = Date.now() + waitMs; ; ) {
+    const moving = (await pids()).filter(running);
+    if (moving.length === 0) return resume;
+    if (Date.now() > until) return resume(), null;
+    for (const pid of moving) {
+      try {
+        process.kill(pid, "SIGSTOP");
+        stopped.add(pid);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    await turn();
+  }
+}
