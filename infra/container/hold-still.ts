@@ -11,7 +11,7 @@
  * done, and those stopped here are continued (SIGCONT). A process already stopped (by the command)
  * is left as it is. Node only; Linux only.
  */
-import { readSync, tasksOf } from "./live-status.js";
+import { threadStates } from "./live-status.js";
 
 /** Resumes what holdStill stopped. */
 export type Resume = () => void;
@@ -19,12 +19,7 @@ export type Resume = () => void;
 const turn = () => new Promise((r) => setImmediate(r));
 
 /** Whether any thread of `pid` can still run: not stopped (T), traced (t), dead (Z, X). A process gone counts as still. */
-function running(pid: number): boolean {
-  return tasksOf(pid).some((t) => {
-    const s = readSync(`/proc/${pid}/task/${t}/stat`);
-    return s !== "" && !"TtZX".includes(s[s.lastIndexOf(")") + 2] ?? "Z");
-  });
-}
+const running = (pid: number) => threadStates(pid).some((s) => !"TtZX".includes(s));
 
 /**
  * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork

@@ -41,7 +41,7 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 const read = (path: string) => fs.readFile(path, "utf8").catch(() => null);
 
 /** A file of /proc read now ("" when gone). */
-export function readSync(path: string): string {
+function readSync(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch {
@@ -50,13 +50,20 @@ export function readSync(path: string): string {
 }
 
 /** The thread ids of a process ([] when gone). */
-export function tasksOf(pid: number): string[] {
+function tasksOf(pid: number): string[] {
   try {
     return readdirSync(`/proc/${pid}/task`);
   } catch {
     return [];
   }
 }
+
+/** The state letter of each thread of `pid` (R, S, D, T, t, Z, X...), read now; [] when gone. */
+export const threadStates = (pid: number): string[] =>
+  tasksOf(pid).flatMap((t) => {
+    const s = readSync(`/proc/${pid}/task/${t}/stat`);
+    return s ? [s[s.lastIndexOf(")") + 2] ?? "X"] : [];
+  });
 
 /** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...] (index 0 is field 3). */
 async function statOf(pid: number): Promise<string[] | null> {
