@@ -11,15 +11,24 @@
  * done, and those stopped here are continued (SIGCONT). A process already stopped (by the command)
  * is left as it is. Node only; Linux only.
  */
-import { threadStates } from "./live-status.js";
+import { blockedIn, threadStates } from "./live-status.js";
 
 /** Resumes what holdStill stopped. */
 export type Resume = () => void;
 
 const turn = () => new Promise((r) => setImmediate(r));
 
-/** Whether any thread of `pid` can still run: not stopped (T), traced (t), dead (Z, X). A process gone counts as still. */
-const running = (pid: number) => threadStates(pid).some((s) => !"TtZX".includes(s));
+/**
+ * The system calls (by process.arch) a thread sleeps in uninterruptibly (D) while the child it
+ * made by vfork (posix_spawn, Python's subprocess) is stopped before its exec: fork, vfork, clone,
+ * clone3. Such a thread is still: with its SIGSTOP pending, none of them makes a process
+ * (copy_process gives up on a pending signal) or returns to the program before it stops.
+ */
+const SPAWN_CALLS: Record<string, number[]> = { x64: [56, 57, 58, 435], arm64: [220, 435] };
+
+/** Whether any thread of `pid` can still run: not stopped (T), traced (t), dead (Z, X), nor waiting on a stopped vfork child. A process gone counts as still. */
+const running = (pid: number) =>
+  threadStates(pid).some((t) => !"TtZX".includes(t.state) && !(t.state === "D" && SPAWN_CALLS[process.arch]?.includes(blockedIn(pid, t.tid) ?? -1)));
 
 /**
  * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork

@@ -58,12 +58,18 @@ function tasksOf(pid: number): string[] {
   }
 }
 
-/** The state letter of each thread of `pid` (R, S, D, T, t, Z, X...), read now; [] when gone. */
-export const threadStates = (pid: number): string[] =>
-  tasksOf(pid).flatMap((t) => {
-    const s = readSync(`/proc/${pid}/task/${t}/stat`);
-    return s ? [s[s.lastIndexOf(")") + 2] ?? "X"] : [];
+/** Each thread of `pid` with its state letter (R, S, D, T, t, Z, X...), read now; [] when gone. */
+export const threadStates = (pid: number): { tid: string; state: string }[] =>
+  tasksOf(pid).flatMap((tid) => {
+    const s = readSync(`/proc/${pid}/task/${tid}/stat`);
+    return s ? [{ tid, state: s[s.lastIndexOf(")") + 2] ?? "X" }] : [];
   });
+
+/** The number of the system call a thread is blocked in (/proc/<pid>/task/<tid>/syscall), or null (running, or gone). */
+export function blockedIn(pid: number, tid: string): number | null {
+  const first = readSync(`/proc/${pid}/task/${tid}/syscall`).split(" ")[0];
+  return first && /^\d+$/.test(first) ? Number(first) : null;
+}
 
 /** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...] (index 0 is field 3). */
 async function statOf(pid: number): Promise<string[] | null> {

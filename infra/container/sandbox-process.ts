@@ -90,7 +90,7 @@ export async function processesOf(uid: number, exclude: Set<number>): Promise<nu
 }
 
 /** Whether a thread of `pid` is neither a zombie nor dead. */
-const threadsLive = (pid: number) => threadStates(pid).some((s) => !"ZX".includes(s));
+const threadsLive = (pid: number) => threadStates(pid).some((t) => !"ZX".includes(t.state));
 
 /** Kills every process of `uid` but `exclude`: stop them all (no more forks), then kill. */
 export async function reap(uid: number, exclude: Set<number>, maxRounds = 200): Promise<void> {

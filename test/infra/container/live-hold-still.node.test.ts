@@ -54,6 +54,15 @@ describe("a live sandbox holds still while the runner works on its tree", () => 
     await s.end();
   }, 120_000);
 
+  it("a background loop of subprocesses (vfork: a parent waits, uninterruptibly, on its stopped child) does not hold a command up", async () => {
+    await t.write("spawn.py", "import subprocess\nwhile True: subprocess.run(['/bin/true'])\n");
+    const s = startLive();
+    await s.cmd("(python3 spawn.py &); (python3 spawn.py &); sleep 0.3");
+    for (let i = 0; i < 15; i++) expect((await s.cmd("echo ok")).stdout).toBe("ok\n"); // before the vfork rule: the fifth or so waited 5 s, and the sandbox was killed
+    expect((await s.cmd("pgrep -c -f spawn.py")).stdout).toBe("2\n");
+    await s.end();
+  }, 120_000);
+
   it("a process the command stopped stays stopped; the others run on", async () => {
     const s = startLive();
     await s.cmd("sleep 711 & echo $! > /tmp/stopped; kill -STOP $!; (while :; do date +%s%N > ticks.new; mv ticks.new ticks; sleep 0.01; done) &");
