@@ -7,12 +7,8 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { tools } from "../../../../functions/index.js";
-import { createApp } from "../../../../lib/api/app.js";
-import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../../../lib/storage/kv-over-storage.js";
+import { webhookApp } from "./webhook-app.js";
 
-const ADMIN = "admin-token";
 let server: Server;
 let base = "";
 const hits = new Map<string, number>();
@@ -57,12 +53,7 @@ afterAll(() => {
 });
 
 async function setup() {
-  const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true } }, tools);
-  const adm = (path: string, body?: unknown) => app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
-  await adm("/v1/admin/tenants", { id: "acme" });
-  const key = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "network"] })).json()) as any).key as string;
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  await app.request("/v1/workspaces", { method: "POST", headers: h, body: JSON.stringify({ id: "main" }) });
+  const { app, adm, h } = await webhookApp();
   const call = async (name: string, path: string) => {
     const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "hostile", input_schema: { type: "object", properties: {} }, backend: { type: "webhook", url: `${base}${path}`, timeout: 2 } });
     expect(r.status).toBe(201);
