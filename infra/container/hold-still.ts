@@ -33,8 +33,10 @@ const running = (pid: number) =>
 /**
  * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork
  * made before its parent stopped is found by the next scan; a thread in a system call stops when it
- * returns). Resolves with the resume, or null when they did not all stop within `waitMs` (the
- * caller then ends the sandbox; what was stopped is resumed first).
+ * returns). Resolves with the resume, or null when they did not all stop within `waitMs`, or when
+ * the first scan finds no process at all (a live sandbox always has its shell: one that cannot be
+ * seen cannot be shown to hold still). The caller then ends the sandbox; what was stopped is
+ * resumed first.
  */
 export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): Promise<Resume | null> {
   const stopped = new Set<number>();
@@ -47,8 +49,11 @@ export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): P
       }
     }
   };
-  for (const until = Date.now() + waitMs; ; ) {
-    const moving = (await pids()).filter(running);
+  const until = Date.now() + waitMs;
+  for (let first = true; ; first = false) {
+    const all = await pids();
+    if (first && all.length === 0) return null;
+    const moving = all.filter(running);
     if (moving.length === 0) return resume;
     if (Date.now() > until) return resume(), null;
     for (const pid of moving) {

@@ -182,7 +182,7 @@ export async function namespaceProbe(hostPid: number, shellPid: number): Promise
     async emptied(ms) {
       for (const until = Date.now() + ms; ns && Date.now() < until && (await namespaceInUse(ns)); ) await sleep(10);
     },
-    pids: async () => (ns && init ? namespaceMembers(init, ns) : []),
+    pids: async () => (ns === null ? [] : init ? namespaceMembers(init, ns) : namespacePids(ns)),
   };
 }
 
