@@ -133,10 +133,13 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const runId = runIdOf(req);
   const t0 = Date.now();
   const unsure = <T>(p: Promise<T>) => p.catch((e) => { ctx.unsure = true; throw e; });
-  const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
-  const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried);
-  const synced = await unsure(syncIn(slot, listed, sync, deps.owner));
-  const cwdMade = await ensureCwd(slot, cwd, deps.owner);
+  // The runner works on the tree only while the sandbox holds still (hold-still.ts): before the command, and after it.
+  const { bg, synced, cwdMade } = await shell.still(async () => {
+    const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
+    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried);
+    const synced = await unsure(syncIn(slot, listed, sync, deps.owner));
+    return { bg, synced, cwdMade: await ensureCwd(slot, cwd, deps.owner) };
+  });
   const syncInMs = Date.now() - t0;
   const baseBytes = slotBytes(slot);
   const logPath = join(deps.workDir, "logs", `${runId}-${Date.now()}.log`);
@@ -164,7 +167,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
   // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
   const ran = !exit.timedOut && end !== "limit";
-  const written = await unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal: ctx.journal }));
+  const written = await shell.still(() => unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal: ctx.journal })));
   const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
   if (out.hasLog) await fs.rm(logPath, { force: true });
   const result = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });

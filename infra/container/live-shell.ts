@@ -23,6 +23,7 @@ import { shellQuote, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import type { Owner } from "./tree.js";
 import type { LiveProbe } from "./live-status.js";
+import { holdStill } from "./hold-still.js";
 
 /** How often a running command's output files are read (the last read follows its end at once). */
 const TAIL_MS = 100;
@@ -275,6 +276,21 @@ export class LiveShell {
     return this.killing;
   }
   private killing: Promise<SandboxExit> | null = null;
+
+  /**
+   * Runs `work` (the runner's own reads and writes of the tree) while every process of the sandbox is
+   * stopped (hold-still.ts), so none can swap a path under it; they run on once it is done. A sandbox
+   * whose processes do not all stop is killed first (then nothing of it runs during the work).
+   */
+  async still<T>(work: () => Promise<T>): Promise<T> {
+    const resume = this.probe && this.alive ? await holdStill(() => this.probe!.pids()) : () => {};
+    if (!resume) await this.kill();
+    try {
+      return await work();
+    } finally {
+      resume?.();
+    }
+  }
 
   /** Whether the sandbox still runs. */
   get alive(): boolean {

@@ -7,7 +7,7 @@
  * processes of the commands' uid and the LISTEN sockets they hold (`processProbe`).
  * Node only; Linux only.
  */
-import { promises as fs } from "node:fs";
+import { promises as fs, readdirSync, readFileSync } from "node:fs";
 
 export interface SandboxProcess {
   hostPid: number;
@@ -27,12 +27,49 @@ export interface LiveProbe {
   ports(): Promise<number[]>;
   /** Resolves once no process of it is left, or after `ms` (what ends it has killed them: this waits for the kernel to be done). */
   emptied(ms: number): Promise<void>;
+  /**
+   * The host pids of every process of it that runs what the commands chose, zombies too (one whose
+   * first thread ended may still run others): what hold-still.ts stops. A process cannot leave the
+   * set (a namespace, a uid), so a scan taken while they are all stopped finds them all.
+   */
+  pids(): Promise<number[]>;
 }
 
 const PAGE = 4096;
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 const read = (path: string) => fs.readFile(path, "utf8").catch(() => null);
+
+/** A file of /proc read now ("" when gone). */
+function readSync(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** The thread ids of a process ([] when gone). */
+function tasksOf(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+}
+
+/** Each thread of `pid` with its state letter (R, S, D, T, t, Z, X...), read now; [] when gone. */
+export const threadStates = (pid: number): { tid: string; state: string }[] =>
+  tasksOf(pid).flatMap((tid) => {
+    const s = readSync(`/proc/${pid}/task/${tid}/stat`);
+    return s ? [{ tid, state: s[s.lastIndexOf(")") + 2] ?? "X" }] : [];
+  });
+
+/** The number of the system call a thread is blocked in (/proc/<pid>/task/<tid>/syscall), or null (running, or gone). */
+export function blockedIn(pid: number, tid: string): number | null {
+  const first = readSync(`/proc/${pid}/task/${tid}/syscall`).split(" ")[0];
+  return first && /^\d+$/.test(first) ? Number(first) : null;
+}
 
 /** Fields of /proc/<pid>/stat after the command name: [state, ppid, ...] (index 0 is field 3). */
 async function statOf(pid: number): Promise<string[] | null> {
@@ -135,7 +172,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * it is gone once its pid namespace is empty (its init dies after the outer bwrap, and takes the rest).
  */
 export async function namespaceProbe(hostPid: number, shellPid: number): Promise<LiveProbe> {
-  const loop = (await processTree(hostPid)).find((p) => p.pid === shellPid)?.hostPid ?? 0;
+  const tree = await processTree(hostPid);
+  const loop = tree.find((p) => p.pid === shellPid)?.hostPid ?? 0;
+  const init = tree.find((p) => p.pid === 1)?.hostPid ?? 0;
   const ns = loop ? await pidNamespaceOf(loop) : null;
   return {
     processes: async () => (loop ? namespaceProcesses(loop) : []),
@@ -143,6 +182,7 @@ export async function namespaceProbe(hostPid: number, shellPid: number): Promise
     async emptied(ms) {
       for (const until = Date.now() + ms; ns && Date.now() < until && (await namespaceInUse(ns)); ) await sleep(10);
     },
+    pids: async () => (ns === null ? [] : init ? namespaceMembers(init, ns) : namespacePids(ns)),
   };
 }
 
@@ -168,12 +208,52 @@ export function processProbe(pidsOf: () => Promise<number[]>): LiveProbe {
     async emptied(ms) {
       for (const until = Date.now() + ms; Date.now() < until && (await pidsOf()).length; ) await sleep(10);
     },
+    pids: pidsOf,
   };
 }
 
 /** The pid namespace of a process ("pid:[4026532xyz]"), or null when it is gone or not ours to read. */
 async function pidNamespaceOf(hostPid: number): Promise<string | null> {
   return fs.readlink(`/proc/${hostPid}/ns/pid`).catch(() => null);
+}
+
+/** Host pids of `root` and of every process below it (zombies too), by the `children` of each of their threads. Synchronous: a few reads of /proc, each cheaper than a trip through the thread pool. */
+function descendants(root: number): number[] {
+  const out: number[] = [];
+  for (let at = [root]; at.length; ) {
+    out.push(...at);
+    at = at.flatMap((pid) => tasksOf(pid).flatMap((t) => readSync(`/proc/${pid}/task/${t}/children`).split(" ").filter(Boolean).map(Number)));
+  }
+  return out;
+}
+
+/**
+ * Host pids of the processes of the pid namespace whose init is `init`, zombies too: the init and
+ * what is below it (an orphan becomes the init's child), read until they are as many as the
+ * namespace's own /proc lists (through /proc/<init>/root: the procfs mount the sandbox cannot
+ * change), since a process moved under another parent during one reading can be missed by it. It
+ * reads only the sandbox's processes; after 10 readings that disagree, every host process's
+ * namespace is read instead.
+ */
+async function namespaceMembers(init: number, ns: string): Promise<number[]> {
+  for (let i = 0; i < 10; i++) {
+    let listed: string[];
+    try {
+      listed = readdirSync(`/proc/${init}/root/proc`);
+    } catch {
+      return []; // the namespace is gone
+    }
+    const found = descendants(init);
+    if (found.length === listed.filter((n) => /^\d+$/.test(n)).length) return found;
+  }
+  return namespacePids(ns);
+}
+
+/** Host pids of the processes in the pid namespace `ns` (zombies too). */
+async function namespacePids(ns: string): Promise<number[]> {
+  const names = (await fs.readdir("/proc").catch(() => [] as string[])).filter((n) => /^\d+$/.test(n));
+  const found = await Promise.all(names.map(async (n) => ((await pidNamespaceOf(Number(n))) === ns ? Number(n) : null)));
+  return found.filter((p) => p !== null);
 }
 
 /** Whether any live (not zombie) process is left in the pid namespace `ns`. */

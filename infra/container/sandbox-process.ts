@@ -30,7 +30,7 @@ import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 import { commandEnv, limitsScript, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import { supervise } from "./supervise.js";
-import { processProbe } from "./live-status.js";
+import { processProbe, threadStates } from "./live-status.js";
 
 export type Ids = { uid: number; gid: number };
 
@@ -71,7 +71,11 @@ function selfAndAncestors(): Set<number> {
   return out;
 }
 
-/** Live (not zombie) processes whose real uid is `uid`, except `exclude`. */
+/**
+ * Live processes whose real uid is `uid`, except `exclude`. A process is live while any of its
+ * threads is: one whose first thread ended (pthread_exit) reads as a zombie in its status, and
+ * runs on in its other threads.
+ */
 export async function processesOf(uid: number, exclude: Set<number>): Promise<number[]> {
   const pids: number[] = [];
   for (const name of await fs.readdir("/proc")) {
@@ -79,10 +83,14 @@ export async function processesOf(uid: number, exclude: Set<number>): Promise<nu
     const status = await fs.readFile(`/proc/${name}/status`, "utf8").catch(() => "");
     const owner = /^Uid:\s+(\d+)/m.exec(status)?.[1];
     const state = /^State:\s+(\S)/m.exec(status)?.[1];
-    if (owner !== undefined && Number(owner) === uid && state !== "Z" && state !== "X") pids.push(Number(name));
+    if (owner === undefined || Number(owner) !== uid) continue;
+    if ((state !== "Z" && state !== "X") || threadsLive(Number(name))) pids.push(Number(name));
   }
   return pids;
 }
+
+/** Whether a thread of `pid` is neither a zombie nor dead. */
+const threadsLive = (pid: number) => threadStates(pid).some((t) => !"ZX".includes(t.state));
 
 /** Kills every process of `uid` but `exclude`: stop them all (no more forks), then kill. */
 export async function reap(uid: number, exclude: Set<number>, maxRounds = 200): Promise<void> {

@@ -91,6 +91,11 @@ describe("egress rules", () => {
     // Spellings WHATWG URL reads as loopback are loopback here too.
     for (const h of ["2130706433", "0x7f.1", "127.1", "[::ffff:127.0.0.1]", "0.0.0.0"]) await expect(rules.check(h, 80), h).rejects.toThrow(/loopback|this network/);
     await expect(rules.check("metadata.google.internal", 80)).rejects.toThrow("an internal name");
+    // More spellings of loopback, "this host" and link-local, as a CONNECT or a URL may give them (none reaches a resolver).
+    for (const h of ["[::]", "[0:0:0:0:0:0:0:0]", "0", "017700000001", "127.0.0.1.", "localhost.", "LOCALHOST", "[::1%25lo]", "[::ffff:0:127.0.0.1]", "[::127.0.0.1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::]", "[fe80::1%25eth0]", "[::ffff:a9fe:a9fe]"])
+      await expect(rules.check(h, 80), h).rejects.toThrow(/^Refused to connect/);
+    const named = egressRules({ hostAddresses: () => [], apiUrl: "https://API.Toolshed.test:8787/v1", resolve: async () => [{ address: "1.1.1.1", family: 4 }] });
+    for (const h of ["api.toolshed.test", "API.TOOLSHED.TEST", "api.toolshed.test."]) await expect(named.check(h, 443), h).rejects.toThrow("the Toolshed API's own host");
     expect(await egressRules({ hostAddresses: () => [], resolve: async () => [{ address: "1.1.1.1", family: 4 }] }).check("one.example", 443)).toEqual([{ address: "1.1.1.1", family: 4 }]);
   });
 });

@@ -165,7 +165,8 @@ export async function toolEditsAndBackgroundWrites({ t, startLive, inTree }: Ret
   expect(b.sync.downloaded_files).toBe(1);
   expect(b.files_created).toContain("bg1.txt");
   expect(await t.read("bg1.txt")).toBe("bg1\n");
-  await s.cmd(`(sleep 0.2; echo bg2 > bg2.txt; exec ${sleeper}) &`);
+  // The sleeper starts at once, apart from the writer: listed by its own command line, whenever the end comes.
+  await s.cmd(`(exec ${sleeper}) & (sleep 0.2; echo bg2 > bg2.txt) &`);
   await until(() => inTree("bg2.txt"), "the second background write");
   const e = await s.end();
   expect(e.written?.changed).toEqual(["bg2.txt"]);

@@ -4,7 +4,7 @@
  * function's own user on Lambda; the reap finds them by uid either way.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -177,6 +177,24 @@ describe("process sandbox: limits and leftovers", () => {
     expect(r.stdout).toBe("started\n");
     expect(r.duration_ms).toBeLessThan(5000);
     expect(pgrep("sleep 88765[456]")).toBe("");
+    expect(await processesOf(UID, new Set())).toEqual([]);
+  });
+
+  it("a process whose first thread ended (a zombie leader) while another thread runs is dead when the call returns", async () => {
+    // pthread_exit in the main thread: /proc/<pid>/status says Z, yet the process runs on in its other thread.
+    const py = "import threading, time, ctypes\nthreading.Thread(target=lambda: time.sleep(887657)).start()\ntime.sleep(0.1)\nctypes.CDLL(None).pthread_exit(None)\n";
+    const r = await t.run(`printf '${py}' > /tmp/z.py; setsid python3 /tmp/z.py > /dev/null 2>&1 & sleep 1; grep State /proc/$!/status; ls /proc/$!/task | wc -l`);
+    expect(r.stdout).toBe("State:\tZ (zombie)\n2\n"); // control: the leader is a zombie, its thread is not
+    expect(r.duration_ms).toBeLessThan(5000);
+    // A zombie leader's command line reads empty: look for any thread of the uid still alive.
+    const threads = readdirSync("/proc").filter((n) => /^\d+$/.test(n)).flatMap((n) => {
+      try {
+        return readdirSync(`/proc/${n}/task`).filter((k) => readFileSync(`/proc/${n}/task/${k}/status`, "utf8").match(/^Uid:\s+(\d+)/m)?.[1] === String(UID) && !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/task/${k}/status`, "utf8")));
+      } catch {
+        return [];
+      }
+    });
+    expect(threads).toEqual([]);
     expect(await processesOf(UID, new Set())).toEqual([]);
   });
 

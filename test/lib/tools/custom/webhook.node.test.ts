@@ -3,14 +3,10 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tools } from "../../../../functions/index.js";
-import { createApp } from "../../../../lib/api/app.js";
 import { parsePluginOutput } from "../../../../lib/tools/custom/plugin.js";
-import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../../../lib/storage/kv-over-storage.js";
 import { ToolError } from "../../../../lib/shared/errors.js";
+import { ADMIN, webhookApp } from "./webhook-app.js";
 
-const ADMIN = "admin-token";
 const SECRET = "whsec_test_secret_0123456789";
 let server: Server;
 let base = "";
@@ -40,12 +36,7 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 async function setup() {
-  const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, webFetch: { allowLoopback: true } }, tools);
-  const adm = (path: string, body?: unknown) => app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
-  await adm("/v1/admin/tenants", { id: "acme" });
-  const key = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "network"] })).json()) as any).key as string;
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  await app.request("/v1/workspaces", { method: "POST", headers: h, body: JSON.stringify({ id: "main" }) });
+  const { app, adm, h } = await webhookApp();
   const add = async (name: string, path: string, input_schema: Record<string, unknown> = { type: "object", properties: { message: { type: "string" } }, required: ["message"] }) => {
     const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "echo", input_schema, backend: { type: "webhook", url: `${base}${path}`, secret: SECRET } });
     expect(r.status).toBe(201);

@@ -1,0 +1,69 @@
+/**
+ * A live sandbox held still while the runner reads or changes its tree (docs/runner-security.md,
+ * "A live sandbox holds still while the runner works on its tree").
+ *
+ * Between commands a live sandbox's background processes keep running, and the runner's own work
+ * on the tree (the write-back's walk and reads, the sync-in's downloads, links and removals, the
+ * settle) goes by path, as root on a local runner. A process that swaps a directory for a symlink
+ * between two of those steps would make the runner read a host file into the workspace, or write
+ * a downloaded file into a host directory. So every process of the sandbox is stopped (SIGSTOP, which
+ * no process can catch or ignore) until one scan finds none of their threads running, the work is
+ * done, and those stopped here are continued (SIGCONT). A process already stopped (by the command)
+ * is left as it is. Node only; Linux only.
+ */
+import { blockedIn, threadStates } from "./live-status.js";
+
+/** Resumes what holdStill stopped. */
+export type Resume = () => void;
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+/**
+ * The system calls (by process.arch) a thread sleeps in uninterruptibly (D) while the child it
+ * made by vfork (posix_spawn, Python's subprocess) is stopped before its exec: fork, vfork, clone,
+ * clone3. Such a thread is still: with its SIGSTOP pending, none of them makes a process
+ * (copy_process gives up on a pending signal) or returns to the program before it stops.
+ */
+const SPAWN_CALLS: Record<string, number[]> = { x64: [56, 57, 58, 435], arm64: [220, 435] };
+
+/** Whether any thread of `pid` can still run: not stopped (T), traced (t), dead (Z, X), nor waiting on a stopped vfork child. A process gone counts as still. */
+const running = (pid: number) =>
+  threadStates(pid).some((t) => !"TtZX".includes(t.state) && !(t.state === "D" && SPAWN_CALLS[process.arch]?.includes(blockedIn(pid, t.tid) ?? -1)));
+
+/**
+ * Stops every process `pids()` lists, scanning again until a scan finds each one stopped (a fork
+ * made before its parent stopped is found by the next scan; a thread in a system call stops when it
+ * returns). Resolves with the resume, or null when they did not all stop within `waitMs`, or when
+ * the first scan finds no process at all (a live sandbox always has its shell: one that cannot be
+ * seen cannot be shown to hold still). The caller then ends the sandbox; what was stopped is
+ * resumed first.
+ */
+export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): Promise<Resume | null> {
+  const stopped = new Set<number>();
+  const resume: Resume = () => {
+    for (const pid of stopped) {
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  };
+  const until = Date.now() + waitMs;
+  for (let first = true; ; first = false) {
+    const all = await pids();
+    if (first && all.length === 0) return null;
+    const moving = all.filter(running);
+    if (moving.length === 0) return resume;
+    if (Date.now() > until) return resume(), null;
+    for (const pid of moving) {
+      try {
+        process.kill(pid, "SIGSTOP");
+        stopped.add(pid);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    await turn();
+  }
+}

@@ -1,0 +1,36 @@
+/** hold-still.ts on processes of the test's own: stopped until a scan finds none running, resumed after; fail-closed when it sees none. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll, expect, it } from "vitest";
+import { holdStill } from "../../../infra/container/hold-still.js";
+import { threadStates } from "../../../infra/container/live-status.js";
+
+const children: ChildProcess[] = [];
+afterAll(() => children.forEach((c) => c.kill("SIGKILL")));
+const start = (cmd: string) => {
+  const c = spawn("/bin/sh", ["-c", cmd], { stdio: "ignore" });
+  children.push(c);
+  return c.pid!;
+};
+const states = (pid: number) => threadStates(pid).map((t) => t.state).join("");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+it("stops every listed process (a busy one, a sleeping one), resumes only those it stopped", async () => {
+  const busy = start("while :; do :; done");
+  const idle = start("exec sleep 600");
+  const paused = start("exec sleep 601");
+  process.kill(paused, "SIGSTOP");
+  await sleep(100);
+  expect(states(paused)).toBe("T"); // control
+  const resume = await holdStill(async () => [busy, idle, paused]);
+  expect(resume).not.toBeNull();
+  expect([states(busy), states(idle), states(paused)]).toEqual(["T", "T", "T"]);
+  resume!();
+  await sleep(100);
+  expect(states(busy)).toMatch(/^[RS]$/);
+  expect(states(idle)).toBe("S");
+  expect(states(paused)).toBe("T"); // the command's own stop stays
+});
+
+it("a sandbox whose processes cannot be seen is not held: null (the caller ends it)", async () => {
+  expect(await holdStill(async () => [])).toBeNull();
+});

@@ -1,0 +1,95 @@
+/**
+ * A hostile webhook server (docs/custom-tools.md, docs/ssrf.md): a redirect to the metadata address or
+ * back to loopback is not followed, a body that never ends is cut at the limit and its connection
+ * closed, headers or a body that come too slowly end in TIMEOUT at the tool's timeout. A real HTTP
+ * server on 127.0.0.1 (the test switch lets loopback through, never what a redirect names).
+ */
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { webhookApp } from "./webhook-app.js";
+
+let server: Server;
+let base = "";
+const hits = new Map<string, number>();
+let endlessClosed = false;
+const open = new Set<ServerResponse>();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
+    open.add(res);
+    res.on("close", () => open.delete(res));
+    req.resume();
+    req.on("end", () => {
+      if (req.url === "/to-metadata") return void res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/iam/" }).end();
+      if (req.url === "/to-loopback") return void res.writeHead(307, { location: `${base}/target` }).end();
+      if (req.url === "/target") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ content: [{ type: "text", text: "TARGET-REACHED" }] }));
+      if (req.url === "/endless") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"content":[{"type":"text","text":"');
+        const chunk = "x".repeat(64 * 1024);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once("drain", pump);
+        };
+        res.on("close", () => (endlessClosed = true));
+        return pump();
+      }
+      if (req.url === "/drip") {
+        res.writeHead(200, { "content-type": "application/json" });
+        const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(" ")), 200);
+        return;
+      }
+      // /silent: never answers (a slow loris on our side of the connection)
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => {
+  for (const r of open) r.destroy();
+  return new Promise<void>((r) => server.close(() => r()));
+});
+
+async function setup() {
+  const { app, adm, h } = await webhookApp();
+  const call = async (name: string, path: string) => {
+    const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "hostile", input_schema: { type: "object", properties: {} }, backend: { type: "webhook", url: `${base}${path}`, timeout: 2 } });
+    expect(r.status).toBe(201);
+    const t0 = Date.now();
+    const res = await app.request(`/v1/workspaces/main/tools/${name}`, { method: "POST", headers: h, body: "{}" });
+    return { body: (await res.json()) as any, ms: Date.now() - t0 };
+  };
+  return { call };
+}
+
+it("a redirect is never followed: not to the metadata address, not back to loopback", async () => {
+  const { call } = await setup();
+  for (const [name, path] of [["acme_meta", "/to-metadata"], ["acme_loop", "/to-loopback"]] as const) {
+    const r = await call(name, path);
+    expect(r.body.ok, path).toBe(false);
+    expect(r.body.error.code).toBe("FETCH_FAILED");
+    expect(r.body.error.message).toContain("redirects are not followed");
+    expect(JSON.stringify(r.body)).not.toContain("TARGET-REACHED");
+  }
+  expect(hits.get("/target")).toBeUndefined();
+});
+
+it("a body that never ends is cut at the limit, FETCH_FAILED, and its connection closed", async () => {
+  const { call } = await setup();
+  const r = await call("acme_endless", "/endless");
+  expect(r.body.error.code).toBe("FETCH_FAILED");
+  expect(r.body.error.message).toMatch(/200[,.]?000|too large|bytes/i);
+  await new Promise((res) => setTimeout(res, 200));
+  expect(endlessClosed).toBe(true);
+});
+
+it("headers that never come, and a body that drips, end in TIMEOUT at the tool's timeout", async () => {
+  const { call } = await setup();
+  for (const [name, path] of [["acme_silent", "/silent"], ["acme_drip", "/drip"]] as const) {
+    const r = await call(name, path);
+    expect(r.body.error?.code, path).toBe("TIMEOUT");
+    expect(r.ms).toBeLessThan(6000);
+  }
+});
