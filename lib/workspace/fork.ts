@@ -1,15 +1,49 @@
 /** Forking a workspace: a new one whose lower layer is a checkpoint of another (lib/layers/checkpoints.ts). */
-import { updateModes } from "../layout/modes.js";
-import type { WorkspaceMeta } from "../layout/workspace-meta.js";
+import { readModes, updateModes } from "../layout/modes.js";
+import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
 import { createCheckpoint, getCheckpoint, requireMeta } from "../layers/checkpoints.js";
-import type { LayerDeps } from "../layers/open.js";
+import type { LayerDeps, MetaRecord } from "../layers/open.js";
+import { dropSeal, seal } from "../layers/seal.js";
 import { createWorkspace } from "./registry.js";
 
-/** A new workspace on the manifest of `checkpoint` of the origin, or of a checkpoint made of it now. */
-export async function forkWorkspace(deps: LayerDeps, tenant: string, input: { id?: string; name?: string; from: string; checkpoint?: string }): Promise<WorkspaceMeta & { checkpoint: string }> {
+export interface ForkInput {
+  id?: string;
+  name?: string;
+  from: string;
+  checkpoint?: string;
+  /** Whether a workspace with these tools may be written to (a checkpoint made of it); absent: any may. */
+  writable?: (tools: ToolList | undefined) => boolean;
+}
+
+/**
+ * A new workspace on the manifest of `checkpoint` of the origin, or of a checkpoint made of it now.
+ * An origin that may not be written to (its tools need no `write`: no key may make a checkpoint of it)
+ * is forked without writing to it: its files are sealed into a manifest of the fork's own (the
+ * tenant's packs), its record, upper layer and checkpoints stay as they were, and no checkpoint is named.
+ */
+export async function forkWorkspace(deps: LayerDeps, tenant: string, input: ForkInput): Promise<WorkspaceMeta & { checkpoint?: string }> {
   const origin = await requireMeta(deps, tenant, input.from);
+  if (input.checkpoint === undefined && input.writable && !input.writable(origin.meta.tools)) return forkUnwritten(deps, tenant, input, origin);
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
-  const meta = await createWorkspace(deps.storage, tenant, { ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base: cp.manifest, ...(origin.meta.tools !== undefined ? { tools: origin.meta.tools } : {}) }); // a fork keeps its origin's tools
+  const meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, cp.manifest)); // a fork keeps its origin's tools
   if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });
   return { ...meta, checkpoint: cp.id };
+}
+
+const forkRecord = (input: ForkInput, origin: MetaRecord, base: string) => ({
+  ...(input.id !== undefined ? { id: input.id } : {}), ...(input.name !== undefined ? { name: input.name } : {}), base, ...(origin.meta.tools !== undefined ? { tools: origin.meta.tools } : {}),
+});
+
+async function forkUnwritten(deps: LayerDeps, tenant: string, input: ForkInput, origin: MetaRecord): Promise<WorkspaceMeta> {
+  const [sealed, modes] = await Promise.all([seal(deps, tenant, input.from, origin.meta), readModes(deps.storage, tenant, input.from)]);
+  let meta: WorkspaceMeta;
+  try {
+    meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, sealed.manifest.id));
+  } catch (e) {
+    await dropSeal(deps.storage, tenant, sealed); // nothing points at it
+    throw e;
+  }
+  const links = modes.links && Object.keys(modes.links).length ? modes.links : undefined;
+  if (modes.exec.length || links) await updateModes(deps.storage, tenant, meta.id, { add: modes.exec, remove: [], ...(links ? { links } : {}) });
+  return meta;
 }

@@ -16,7 +16,7 @@ import { layerDeps } from "../../run/run-tool.js";
 import { isToolError, ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
-import { parseToolList } from "../../run/toolset.js";
+import { parseToolList, workspaceScopeRefusal } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
 import { chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
@@ -25,7 +25,7 @@ import { randomId } from "../../shared/hash.js";
 const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
   name: z.string().max(200).optional(),
-  from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently" }),
+  from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently. A read-only origin (tools that never write) gets no checkpoint: its files are copied as they are and nothing of it is written" }),
   checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
   tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
 });
@@ -69,12 +69,13 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
       if (body.from_workspace !== undefined) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
-        // A fork checkpoints its origin: the route already needs write.
+        // A fork checkpoints its origin (the route already needs write), unless the origin's tools never write: then it is not written to.
         if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
         const forkId = id ?? `ws_${randomId(16)}`;
         const undoCharge = await chargeFork(deps, auth, body.from_workspace, forkId, body.checkpoint); // the storage quotas, before anything is written
         try {
-          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+          const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
+          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
           return c.json(fork, 201);
         } catch (e) {
           await undoCharge();

@@ -92,7 +92,7 @@ export interface paths {
                          */
                         id?: string;
                         name?: string;
-                        /** @description Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently */
+                        /** @description Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently. A read-only origin (tools that never write) gets no checkpoint: its files are copied as they are and nothing of it is written */
                         from_workspace?: string;
                         /** @description With from_workspace: fork this checkpoint of it instead of its current state */
                         checkpoint?: string;

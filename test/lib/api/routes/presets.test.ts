@@ -2,6 +2,7 @@
  * Presets and tool lists on keys and workspaces (lib/run/toolset.ts): every door applies one rule.
  * A tool outside the set is absent from listings and PERMISSION_DENIED when called, with storage unchanged.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { tools as allTools } from "../../../../functions/index.js";
 import { PRESETS } from "../../../../lib/run/toolset.js";
@@ -145,9 +146,18 @@ describe("tool lists on workspaces", () => {
     expect((await mcp(web.req, "ro", "tools/list")).result.tools).toEqual([]);
     expect((await web.call("ro", "web_fetch", { url: "http://127.0.0.1:9/" })).body.error.code).toBe("PERMISSION_DENIED");
     expect(await snapshot(t, "ro")).toBe(before);
-    // A fork keeps its origin's tools; tools with from_workspace is refused.
+    // A fork keeps its origin's tools; tools with from_workspace is refused. The origin, which no key may write to
+    // (nor checkpoint), is not written to by its fork: no checkpoint in it, its objects as they were; the fork has its files.
+    const stored = async () => (await env.FILES.list({ prefix: `t/${t.tenant}/w/ro/` })).objects.map((o) => `${o.key} ${o.etag}`).filter((k) => !k.includes("/x/audit/")).sort();
+    const objectsBefore = await stored();
     const fork = await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "ro2", from_workspace: "ro" }) });
-    expect(((await fork.json()) as any).tools).toEqual(["readonly", "todo_read", "bash"]);
+    const forked = (await fork.json()) as any;
+    expect(fork.status, JSON.stringify(forked)).toBe(201);
+    expect(forked.tools).toEqual(["readonly", "todo_read", "bash"]);
+    expect(forked.checkpoint).toBeUndefined();
+    expect(await stored()).toEqual(objectsBefore);
+    expect(((await (await t.req("/v1/workspaces/ro/checkpoints")).json()) as any).checkpoints).toEqual([]);
+    expect(await snapshot(t, "ro2")).toBe(before.replaceAll('"workspace":"ro"', '"workspace":"ro2"'));
     expect((await unlimited.call("ro2", "write", { file_path: "x.txt", content: "x" })).body.error.code).toBe("PERMISSION_DENIED");
     const bad = await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "w3", tools: ["reed"] }) });
     expect(bad.status).toBe(400);
