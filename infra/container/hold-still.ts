@@ -67,3 +67,17 @@ export async function holdStill(pids: () => Promise<number[]>, waitMs = 5000): P
     await turn();
   }
 }
+
+/**
+ * Runs `work` while every process `pids()` lists holds still (holdStill), and continues them after it;
+ * when they do not all stop, `end()` them first: nothing of them runs during the work either way.
+ */
+export async function whileStill<T>(pids: () => Promise<number[]>, end: () => Promise<unknown>, work: () => Promise<T>): Promise<T> {
+  const resume = await holdStill(pids);
+  if (!resume) await end();
+  try {
+    return await work();
+  } finally {
+    resume?.();
+  }
+}

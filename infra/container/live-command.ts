@@ -121,6 +121,17 @@ const ENDED_NOTE: Record<string, string> = {
 };
 
 /**
+ * A sandbox ended because its processes would not hold still for the runner's work on its tree
+ * (LiveShell.still): before the command (it did not run), or after it (it ran, and its changes were
+ * written back while nothing of the sandbox ran).
+ */
+const UNHELD_NOTE = (ran: boolean) =>
+  `[toolshed: the session's live sandbox was ended ${ran ? "after this command" : "before this command ran (it did not run: run it again)"}: its processes did not all stop within 5 s for the runner's sync of the workspace, which it makes only while they are stopped (a process stuck in the kernel can cause it). Its background processes are gone, its files were written back. The next command starts a new sandbox.]`;
+
+/** The result with the note after its output, as the command's own stderr would carry it. */
+const withNote = (r: RunResult, note: string): RunResult => ({ ...r, stderr: `${r.stderr}${note}\n`, output: `${r.output}${r.output && !r.output.endsWith("\n") ? "\n" : ""}${note}\n` });
+
+/**
  * Runs one command. `first`: the sandbox's first (its request's shell state is restored);
  * `background`: whether processes of an earlier command may have changed files since. `carried`:
  * the manifest answer the command came with (used unless the background write-back changed the view).
@@ -156,8 +167,10 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
     disk.stop();
   }
   ctx.commandDone?.();
-  const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : exit.ended;
-  if (end) out.err(Buffer.from(`${ENDED_NOTE[end]}\n`));
+  // Ended by the hold before the command: the shell was gone when it was sent (it did not run).
+  const unheldBefore = shell.unheld;
+  const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : unheldBefore ? "crashed" : exit.ended;
+  if (end) out.err(Buffer.from(`${unheldBefore ? UNHELD_NOTE(false) : ENDED_NOTE[end]}\n`));
   await out.close();
   const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep, "live")) : null;
 
@@ -172,5 +185,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   if (out.hasLog) await fs.rm(logPath, { force: true });
   const result = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });
   slot.cold = false;
+  // Ended by the hold after the command: told here, the sandbox's end with it.
+  if (!end && shell.unheld) return { result: withNote(withBackground(result, bg), UNHELD_NOTE(true)), end: "crashed" };
   return { result: withBackground(result, bg), end };
 }

@@ -23,7 +23,7 @@ import { shellQuote, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import type { Owner } from "./tree.js";
 import type { LiveProbe } from "./live-status.js";
-import { holdStill } from "./hold-still.js";
+import { whileStill } from "./hold-still.js";
 
 /** How often a running command's output files are read (the last read follows its end at once). */
 const TAIL_MS = 100;
@@ -282,15 +282,12 @@ export class LiveShell {
    * stopped (hold-still.ts), so none can swap a path under it; they run on once it is done. A sandbox
    * whose processes do not all stop is killed first (then nothing of it runs during the work).
    */
-  async still<T>(work: () => Promise<T>): Promise<T> {
-    const resume = this.probe && this.alive ? await holdStill(() => this.probe!.pids()) : () => {};
-    if (!resume) await this.kill();
-    try {
-      return await work();
-    } finally {
-      resume?.();
-    }
+  still<T>(work: () => Promise<T>): Promise<T> {
+    if (!this.probe || !this.alive) return work();
+    return whileStill(() => this.probe!.pids(), () => ((this.unheld = true), this.kill()), work);
   }
+  /** Set once a hold found processes that would not stop (or none at all) and ended the sandbox for it (still). */
+  unheld = false;
 
   /** Whether the sandbox still runs. */
   get alive(): boolean {
