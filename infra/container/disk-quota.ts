@@ -10,7 +10,7 @@
  * that margin. After the run the runner checks the exact figure from its own walk (runner.ts),
  * so a run over the quota never writes anything back.
  */
-import { lstatSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync } from "node:fs";
 import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
 
 /**
@@ -18,33 +18,74 @@ import { rawPath, readEntries, type DirEntry } from "./dir-entries.js";
  * Paths are bytes (dir-entries.ts): a name that is not UTF-8 cannot hide a file from the count.
  * Synchronous system calls (several times cheaper than the thread pool's), yielding to the
  * event loop every 2,000 entries so other runs of this handler keep streaming.
+ *
+ * The command's processes run while this walks, and may swap a directory the walk has listed for
+ * a symlink (to a host directory, another slot's tree) before the walk goes into it. So the walk
+ * never goes by a path it has not checked: each directory is opened without following a link
+ * (O_NOFOLLOW) and read only if it is the very directory its parent listed (device and inode, from
+ * the parent's lstat); its entries are then listed and measured through that open descriptor
+ * (/proc/self/fd/N/name), where a swap of any directory above it changes nothing.
  */
 export async function treeBytes(tree: string): Promise<number> {
   let total = 0;
   let seen = 0;
-  const stack: Buffer[] = [Buffer.from(tree)];
+  const top = identity(Buffer.from(tree));
+  if (!top) return 0;
+  const stack: Dir[] = [top];
   while (stack.length) {
     const dir = stack.pop()!;
-    let entries: DirEntry[];
+    const fd = openListed(dir);
+    if (fd === null) continue; // gone, swapped, or made unreadable by the command: the exact check after the run counts it
     try {
-      entries = readEntries(dir);
-    } catch {
-      continue; // gone, or made unreadable by the command: the exact check after the run counts it
-    }
-    for (const d of entries) {
-      if (++seen % 2000 === 0) await new Promise((r) => setImmediate(r));
-      const abs = rawPath(dir, d.raw);
-      if (d.isDirectory) stack.push(abs);
-      else if (d.isFile) {
+      const here = `/proc/self/fd/${fd}`;
+      let entries: DirEntry[];
+      try {
+        entries = readEntries(here);
+      } catch {
+        continue;
+      }
+      for (const d of entries) {
+        if (++seen % 2000 === 0) await new Promise((r) => setImmediate(r));
+        if (!d.isDirectory && !d.isFile) continue;
         try {
-          total += lstatSync(abs).size;
+          const st = lstatSync(rawPath(here, d.raw), { bigint: true });
+          if (d.isFile && st.isFile()) total += Number(st.size);
+          else if (d.isDirectory && st.isDirectory()) stack.push({ path: rawPath(dir.path, d.raw), dev: st.dev, ino: st.ino });
         } catch {
           /* removed meanwhile */
         }
       }
+    } finally {
+      closeSync(fd);
     }
   }
   return total;
+}
+
+/** A directory the walk will enter: its path and the identity its parent's listing saw. */
+type Dir = { path: Buffer; dev: bigint; ino: bigint };
+
+function identity(path: Buffer): Dir | null {
+  try {
+    const st = lstatSync(path, { bigint: true });
+    return st.isDirectory() ? { path, dev: st.dev, ino: st.ino } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** An open descriptor of `dir` if its path still names the directory that was listed; else null. */
+function openListed(dir: Dir): number | null {
+  let fd: number;
+  try {
+    fd = openSync(dir.path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  const st = fstatSync(fd, { bigint: true });
+  if (st.dev === dir.dev && st.ino === dir.ino) return fd;
+  closeSync(fd);
+  return null;
 }
 
 export interface DiskWatch {
