@@ -8,12 +8,13 @@
  * tree: each byte is rewritten about log_fanIn(files) times over its life). Deletions need
  * no work: readers check every segment entry against the file listing.
  *
- * Index upkeep never fails a write: errors are logged and the affected files are simply
- * not covered by the index (readers then read them directly).
+ * Index upkeep never fails a write: errors are logged (our refusals in one line; none for a workspace deleted meanwhile,
+ * NOT_FOUND) and the affected files are simply not covered by the index (readers then read them directly).
  */
 import { filesPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
 import { looksBinary } from "../shared/text.js";
+import { ToolError } from "../shared/errors.js";
 import { HeldBatches, type HoldOptions } from "../shared/held-batches.js";
 import type { IndexedWorkspace } from "./workspace-view.js";
 import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
@@ -174,7 +175,7 @@ export class SearchIndexer {
     this.held = new HeldBatches((items) => this.changedBatch(items.at(-1)!.ws, items.map((i) => i.change)), opts.hold, (i) => i.change.content?.length ?? 0);
     this.fanIn = opts.fanIn ?? 8;
     this.vacuumChance = opts.vacuumChance ?? 1 / 64;
-    this.onError = opts.onError ?? ((e, what) => console.warn(`search index: ${what}:`, e));
+    this.onError = opts.onError ?? ((e, what) => e instanceof ToolError ? void (e.code !== "NOT_FOUND" && console.warn(`search index: ${what}: ${e.code}: ${e.message}`)) : console.warn(`search index: ${what}:`, e));
   }
 
   /**

@@ -1,6 +1,7 @@
 /** The grep engine and the index upkeep, below the HTTP API: budgets, merges, vacuum. */
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { ToolError } from "../../../lib/shared/errors.js";
 import { fileKey } from "../../../lib/layout/paths.js";
 import { RecordStore } from "../../../lib/workspace/records.js";
 import { grep } from "../../../lib/search/grep.js";
@@ -162,6 +163,26 @@ describe("index upkeep", { timeout: 60_000 }, () => {
     expect(errors).toHaveLength(1);
     const r = await grep(workspace(t), request("still"));
     expect(r.hits.map((h) => h.file)).toEqual(["a.txt"]);
+  });
+});
+
+describe("index upkeep: its failures reported", () => {
+  it("a workspace deleted meanwhile is said nowhere; another refusal in one line; anything else with its error", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const failing = (e: unknown) => ({ tenant: "t", id: "w", upkeepDriver: () => Promise.reject(e) }) as unknown as Workspace;
+      const info = { size: 1, etag: "e", modified: new Date() };
+      const indexer = new SearchIndexer();
+      await indexer.changed(failing(new ToolError("NOT_FOUND", "Workspace not found: w.")), "a.txt", info as never, new Uint8Array([1]));
+      expect(warn).not.toHaveBeenCalled();
+      await indexer.changed(failing(new ToolError("QUOTA_EXCEEDED", "Over.")), "a.txt", info as never, new Uint8Array([1]));
+      expect(warn).toHaveBeenLastCalledWith("search index: indexing a.txt: QUOTA_EXCEEDED: Over.");
+      const odd = new Error("index store down");
+      await indexer.changed(failing(odd), "a.txt", info as never, new Uint8Array([1]));
+      expect(warn).toHaveBeenLastCalledWith("search index: indexing a.txt:", odd);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 
