@@ -15,7 +15,8 @@ export async function similarPaths(ws: Workspace, path: string): Promise<string[
   const target = baseName(path).toLowerCase();
   return page.entries
     .map((e) => ({ e, d: editDistance(e.name.toLowerCase(), target) }))
-    .filter(({ e, d }) => d <= Math.max(3, Math.floor(target.length / 2)) || e.name.toLowerCase().includes(target) || target.includes(e.name.toLowerCase()))
+    // A typo's distance: 2 edits, or one in four characters of a longer name (half the name let `nope.txt` suggest `runs.txt`).
+    .filter(({ e, d }) => d <= Math.max(2, Math.floor(target.length / 4)) || e.name.toLowerCase().includes(target) || target.includes(e.name.toLowerCase()))
     .sort((a, b) => a.d - b.d)
     .slice(0, 5)
     .map(({ e }) => (e.type === "directory" ? `${e.path}/` : e.path));

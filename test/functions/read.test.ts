@@ -285,6 +285,10 @@ describe("read", () => {
     const deep = expectError(await t.call("read", { file_path: "src/sub/index.ts" }), 404, "NOT_FOUND");
     expect(deep.details.path).toBe("src/sub/index.ts");
     expect(deep.details.similar).toContain("src/index.ts");
+    // A name as long but not a typo of it is not "close": nope.txt is not runs.txt (4 edits in 8).
+    await upload(t, "runs.txt", "x\n");
+    expect(expectError(await t.call("read", { file_path: "nope.txt" }), 404, "NOT_FOUND").details.similar).toEqual([]);
+    expect(expectError(await t.call("read", { file_path: "rnus.txt" }), 404, "NOT_FOUND").details.similar).toEqual(["runs.txt"]);
     // Nothing close: a hint to look.
     const none = expectError(await t.call("read", { file_path: "zzzzzzzzzz/qqqqqqqqqqqqq.bin" }), 404, "NOT_FOUND");
     expect(none.details.similar).toEqual([]);
