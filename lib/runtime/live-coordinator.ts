@@ -6,7 +6,7 @@ import type { LiveCoordinator, LiveKey, LiveTimings } from "../exec/live/types.j
 import type { LiveObject } from "./live-object.js";
 
 /** The RPC surface of a LiveObject stub, as durableLiveCoordinator calls it. */
-type LiveStub = Pick<LiveObject, "begin" | "call" | "run" | "release" | "next" | "result" | "ended" | "status" | "end">;
+type LiveStub = Pick<LiveObject, "begin" | "call" | "run" | "release" | "next" | "result" | "resultThenNext" | "ended" | "status" | "end">;
 export interface LiveObjects {
   idFromName(name: string): DurableObjectId;
   get(id: DurableObjectId): LiveStub;
@@ -22,6 +22,7 @@ export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): L
     release: async (k, turn) => void (await stub(k).release(timings, turn)),
     next: (k, g, s) => stub(k).next(timings, g, s),
     result: async (k, g, p) => void (await stub(k).result(timings, g, p)),
+    resultThenNext: (k, g, p) => stub(k).resultThenNext(timings, g, p),
     ended: async (k, g, e) => stub(k).ended(timings, g, e),
     status: async (k) => stub(k).status(timings),
     end: async (k, r) => stub(k).end(timings, r),

@@ -40,6 +40,9 @@ export class LiveObject extends DurableObject {
   result(t: LiveTimings, generation: string, post: LiveResultPost): void {
     this.of(t).result(generation, post);
   }
+  resultThenNext(t: LiveTimings, generation: string, post: LiveResultPost) {
+    return this.of(t).resultThenNext(generation, post);
+  }
   ended(t: LiveTimings, generation: string, ended: LiveEnded) {
     return this.of(t).ended(generation, ended);
   }

@@ -12,7 +12,9 @@
  * its own. A result that carries `poll` (LiveResultPost.poll) is also the runner's next poll: the
  * answer is recorded first (the coordinator takes a command's answer once, by its seq: a retried
  * post changes nothing), then the poll is served exactly as a `next` (servePoll: the key's check,
- * held, the manifest answer), its status the result's. One request per command where there were
+ * held, the manifest answer), its status the result's: both in one step of the coordinator
+ * (LiveHub.resultThenNext: one write of a DynamoDB item), after the key's check (revoked, or the
+ * check failing: the answer is recorded alone first). One request per command where there were
  * two; a result without it is answered 204 as before. fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
@@ -59,18 +61,32 @@ function checkResultPoll(v: unknown): { query: ManifestQuery | null } {
 }
 
 /**
- * One poll of the runner, as `next` and a result that carries one serve it: the key that started
- * the sandbox checked, the coordinator's answer (held), and with a command the answer to the poll's
- * manifest query, listed after the command was handed over.
+ * One poll of the runner, as `next` and a result that carries one (`carried`) serve it: the key that
+ * started the sandbox checked, the coordinator's answer (held), and with a command the answer to the
+ * poll's manifest query, listed after the command was handed over. A carried answer is the call's
+ * whatever happens to the poll: recorded with the poll in one step of the coordinator
+ * (LiveHub.resultThenNext), or alone, first, when the poll goes no further (the key revoked, or its
+ * check failed).
  */
-async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, checks: PollChecks): Promise<Response> {
+async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, checks: PollChecks, carried?: LiveResultPost): Promise<Response> {
   const { manifestNow, keyAlive, workspaceHere } = checks;
+  const alone = async () => void (carried && (await hub.result(ref, carried)));
   // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
-  if (claims.l?.k && keyAlive && !(await keyAlive(ref.tenant, claims.l.k))) {
+  let standing = true;
+  if (claims.l?.k && keyAlive) {
+    try {
+      standing = await keyAlive(ref.tenant, claims.l.k);
+    } catch (e) {
+      await alone();
+      throw e;
+    }
+  }
+  if (!standing) {
+    await alone();
     await hub.ended(ref, { generation: ref.generation, reason: "revoked", ...lostOf(status), status });
     return json({ end: "revoked" });
   }
-  const next = await hub.next(ref, status, signal);
+  const next = carried ? await hub.resultThenNext(ref, carried, signal) : await hub.next(ref, status, signal);
   // An idle poll's end (every LIVE_POLL_MS, off any command's path): the workspace deleted since (or made again
   // under its id), the sandbox ends now rather than at its idle end, and is billed no longer.
   if ("wait" in next && workspaceHere && !(await workspaceHere())) {
@@ -122,9 +138,9 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       // Checked whole before anything is recorded: a body is taken or refused as one.
       const asked = poll === undefined ? null : checkResultPoll(poll);
       const post = { ...(rest as unknown as LiveResultPost), status: checkStatus(body.status) };
-      await hub.result(ref, post); // first: the answer is the call's whatever happens to the poll
-      if (!asked) return new Response(null, { status: 204 });
-      return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, checks);
+      if (asked) return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, checks, post); // the answer first, with the poll
+      await hub.result(ref, post);
+      return new Response(null, { status: 204 });
     }
     case "ended": {
       if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");

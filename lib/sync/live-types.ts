@@ -127,7 +127,8 @@ export interface LiveResultPost<Res = unknown> {
    * Set: this post is also the runner's next poll, its status `status` (LivePoll less the status):
    * the API records the answer first, then serves the poll exactly as POST .../next would (the key's
    * check, held up to LIVE_POLL_MS, a command's manifest answer) and answers its LiveNext, one
-   * request per command where there were two. An API that predates it ignores it and answers 204:
+   * request per command where there were two (the answer and the poll one step of the coordinator:
+   * LiveHub.resultThenNext). An API that predates it ignores it and answers 204:
    * the runner then polls. The runner sets it only when `status` is what a poll would read
    * (infra/container/live-session.ts, `pollsWithAnswer`).
    */
@@ -157,6 +158,12 @@ export type KeyAlive = (tenant: string, keyId: string) => Promise<boolean>;
 export interface LiveHub {
   next(session: LiveSessionRef, status: LiveStatus, signal?: AbortSignal): Promise<LiveNext>;
   result(session: LiveSessionRef, post: LiveResultPost): Promise<void>;
+  /**
+   * A result that carries `poll` (LiveResultPost.poll): the answer recorded, then the runner's next
+   * poll (its status the answer's) served as next serves one, in one step of the coordinator (one
+   * write of a DynamoDB item where result and next were two).
+   */
+  resultThenNext(session: LiveSessionRef, post: LiveResultPost, signal?: AbortSignal): Promise<LiveNext>;
   ended(session: LiveSessionRef, ended: LiveEnded): Promise<void>;
 }
 

@@ -8,9 +8,13 @@
  * before the session's next command) or the runner was lost (the caller runs again). The rules are
  * here (runsAtOnce, keepsTurn, ranAnswer); the in-process coordinators (memory.ts, the Durable
  * Object) answer through callOnce, the DynamoDB one (dynamodb.ts) applies them inside its item's
- * transitions (the turn and the command in one write, the answer and the turn's return in one). Bundles for Workers.
+ * transitions (the turn and the command in one write, the answer and the turn's return in one).
+ * The runner's side has its own one: its command's answer and its next poll in one transition
+ * (resultThenNext). Bundles for Workers.
  */
-import type { LiveResultPost } from "../../sync/live-types.js";
+import type { LiveNext, LiveResultPost } from "../../sync/live-types.js";
+import type { LiveState } from "./session-records.js";
+import * as machine from "./session-state.js";
 import type { BeginAnswer, CallAnswer, CallOptions, RunAnswer, RunOptions } from "./types.js";
 
 /** One session as callOnce uses it: its host in one process (session.ts). */
@@ -42,6 +46,16 @@ export const ranAnswer = (b: { turn: string; ends: RunAnswer["ends"] }, a: RunAn
 
 /** A call's run options from its CallOptions. */
 export const runOptions = (o: CallOptions): RunOptions => ({ timeout_ms: o.timeout_ms, ...(o.lease ? { lease: o.lease } : {}) });
+
+/**
+ * A runner's answer that is also its next poll (LiveResultPost.poll), as one transition: the answer
+ * recorded first, then the poll (its status the answer's), answered as machine.next answers. Every
+ * coordinator takes it so (a DynamoDB item: one write where result and next were two).
+ */
+export function resultThenNext(s: LiveState, at: machine.At, generation: string, post: LiveResultPost): LiveNext | { held: machine.PollRef } {
+  machine.result(s, at, generation, post);
+  return machine.next(s, at, generation, post.status);
+}
 
 export async function callOnce(s: SessionTurns, request: unknown, o: CallOptions): Promise<CallAnswer> {
   const b = await s.begin(o.wait_ms, o.turn_ms, o.sandbox, o.join);

@@ -11,14 +11,16 @@
  * a loop of reads: every WAIT_INTERVALS.fast_ms for the wait's first fast_for_ms, then every
  * slow_ms. A read that changes nothing writes nothing. Costs (docs/live-sessions.md): an idle
  * session's held polls read its item about 740 times a minute, and write it 6 times (each poll's
- * start and end); a command handed to a poll held longer than fast_for_ms waits up to slow_ms to
- * be seen. Bundles for Node (the AWS entry).
+ * start and end); a command writes it 4 times (the turn with the command, the command handed to the
+ * held poll, the answer with the runner's next poll, the answer collected with the turn given
+ * back); a command handed to a poll held longer than fast_for_ms waits up to slow_ms to be seen.
+ * Bundles for Node (the AWS entry).
  */
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { backoffMs } from "../../shared/dynamodb-table.js";
 import { ToolError } from "../../shared/errors.js";
-import type { LiveResultPost } from "../../sync/live-types.js";
-import { keepsTurn, ranAnswer, runOptions, runsAtOnce } from "./call.js";
+import type { LiveNext, LiveResultPost } from "../../sync/live-types.js";
+import { keepsTurn, ranAnswer, resultThenNext, runOptions, runsAtOnce } from "./call.js";
 import { LiveItemTooLarge, liveItem } from "./dynamodb-item.js";
 import { liveSessionId } from "./service.js";
 import { isServed, type LiveState } from "./session-records.js";
@@ -162,15 +164,26 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
 
   const release = async (k: LiveKey, turn: string) => void (await apply(k, (s) => machine.release(s, turn)));
 
-  /** The runner's answer; one too large to hand over in the item is replaced by an error that says what to do. */
-  async function result(k: LiveKey, generation: string, post: LiveResultPost): Promise<void> {
+  /**
+   * The runner's answer, taken by `transition` (machine.result, or with the next poll in the same
+   * write); one too large to hand over in the item is replaced by an error that says what to do.
+   */
+  async function answer<T>(k: LiveKey, post: LiveResultPost, transition: (s: LiveState, at: machine.At, post: LiveResultPost) => T): Promise<T> {
     try {
-      await apply(k, (s, at) => machine.result(s, at, generation, post));
+      return (await apply(k, (s, at) => transition(s, at, post))).out;
     } catch (e) {
       if (!(e instanceof LiveItemTooLarge)) throw e;
       const message = `The command ran in the live sandbox (its file changes were written back as usual), but its result is too large to hand over on this deployment (${e.message}). Call without keep_alive for results of any size, or have the command write its output to a file and read that.`;
-      await apply(k, (s, at) => machine.result(s, at, generation, { ...post, response: { ok: false, error: { code: "PAYLOAD_TOO_LARGE", message } } }));
+      return (await apply(k, (s, at) => transition(s, at, { ...post, response: { ok: false, error: { code: "PAYLOAD_TOO_LARGE", message } } }))).out;
     }
+  }
+
+  /** A runner's poll as `transition` took it: answered, or held (read again until pollOutcome answers, poll_ms at most). */
+  async function poll(k: LiveKey, out: LiveNext | { held: machine.PollRef }): Promise<LiveNext> {
+    if (!("held" in out)) return out;
+    const ref = out.held;
+    const due = ref.since + timings.poll_ms;
+    return waitFor(k, (s, at) => machine.pollOutcome(s, at, ref, at.now >= due), due);
   }
 
   return {
@@ -181,14 +194,10 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
     call,
     run,
     release,
-    async next(k, generation, status) {
-      const { out } = await apply(k, (s, at) => machine.next(s, at, generation, status));
-      if (!("held" in out)) return out;
-      const ref = out.held;
-      const due = ref.since + timings.poll_ms;
-      return waitFor(k, (s, at) => machine.pollOutcome(s, at, ref, at.now >= due), due);
-    },
-    result,
+    next: async (k, generation, status) => poll(k, (await apply(k, (s, at) => machine.next(s, at, generation, status))).out),
+    result: async (k, generation, post) => answer(k, post, (s, at, p) => machine.result(s, at, generation, p)),
+    // One write: the answer and the next poll (the answer's outcome is set before the poll is taken, in the same state).
+    resultThenNext: async (k, generation, post) => poll(k, await answer(k, post, (s, at, p) => resultThenNext(s, at, generation, p))),
     ended: async (k, generation, e) => (await apply(k, (s, at) => machine.ended(s, at, generation, e))).out,
     status: async (k) => (await apply(k, (s, at) => machine.status(s, at))).out,
     end: async (k, reason) => (await apply(k, (s, at) => machine.end(s, at, reason))).out,

@@ -11,6 +11,7 @@ export function liveHub(svc: LiveService): LiveHub {
   return {
     next: (ref, status) => svc.coordinator.next(key(ref), ref.generation, status),
     result: (ref, post) => svc.coordinator.result(key(ref), ref.generation, post),
+    resultThenNext: (ref, post) => svc.coordinator.resultThenNext(key(ref), ref.generation, post),
     ended: async (ref, ended) => accountEnds(svc, key(ref), await svc.coordinator.ended(key(ref), ref.generation, ended)),
   };
 }

@@ -29,6 +29,7 @@ export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = 
     release: async (k, turn) => tidy(k, of(k).release(turn)),
     next: async (k, g, status) => tidy(k, await of(k).next(g, status)),
     result: async (k, g, post) => of(k).result(g, post),
+    resultThenNext: async (k, g, post) => tidy(k, await of(k).resultThenNext(g, post)),
     ended: async (k, g, e) => tidy(k, of(k).ended(g, e)),
     status: async (k) => tidy(k, of(k).status()),
     end: async (k, reason) => tidy(k, of(k).end(reason)),

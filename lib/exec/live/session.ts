@@ -7,6 +7,7 @@
  * types.ts's interface through this class, so they behave alike. Bundles for Workers.
  */
 import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
+import { resultThenNext } from "./call.js";
 import { emptyLiveState, isEmpty, isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
@@ -81,17 +82,12 @@ export class LiveSession {
   // ---- the runner's side (LiveHub) ----
 
   next(generation: string, status: LiveStatus): Promise<LiveNext> {
-    return new Promise<LiveNext>((resolve) => {
-      const r = this.apply((s, at) => machine.next(s, at, generation, status));
-      if (!("held" in r)) return resolve(r);
-      const ref = r.held;
-      const holder: { ref: machine.PollRef; resolve: (n: LiveNext) => void; timer?: Timer } = { ref, resolve };
-      holder.timer = setTimeout(() => {
-        this.polls.delete(ref.id);
-        resolve(this.apply((s, at) => machine.pollOutcome(s, at, ref, true))!);
-      }, this.timings.poll_ms);
-      this.polls.set(ref.id, holder);
-    });
+    return this.poll((s, at) => machine.next(s, at, generation, status));
+  }
+
+  /** The answer, then the runner's next poll, in one transition (LiveResultPost.poll). */
+  resultThenNext(generation: string, post: LiveResultPost): Promise<LiveNext> {
+    return this.poll((s, at) => resultThenNext(s, at, generation, post));
   }
 
   result(generation: string, post: LiveResultPost): void {
@@ -140,6 +136,21 @@ export class LiveSession {
     }
     if (held && !this.state.turn) this.turnWaiters.shift()?.();
     return out;
+  }
+
+  /** A poll taken by `transition`: answered now, or held until pollOutcome answers it (at the latest when poll_ms has passed). */
+  private poll(transition: (s: LiveState, at: machine.At) => LiveNext | { held: machine.PollRef }): Promise<LiveNext> {
+    return new Promise<LiveNext>((resolve) => {
+      const r = this.apply(transition);
+      if (!("held" in r)) return resolve(r);
+      const ref = r.held;
+      const holder: { ref: machine.PollRef; resolve: (n: LiveNext) => void; timer?: Timer } = { ref, resolve };
+      holder.timer = setTimeout(() => {
+        this.polls.delete(ref.id);
+        resolve(this.apply((s, at) => machine.pollOutcome(s, at, ref, true))!);
+      }, this.timings.poll_ms);
+      this.polls.set(ref.id, holder);
+    });
   }
 
   private waitTurn(ms: number): Promise<void> {

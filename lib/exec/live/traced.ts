@@ -44,6 +44,7 @@ export function tracedLiveCoordinator(base: LiveCoordinator, tracer: Tracer): Li
     release: (k, turn) => span("release", () => base.release(k, turn)),
     next: (k, g, status) => base.next(k, g, status),
     result: (k, g, post) => base.result(k, g, post),
+    resultThenNext: (k, g, post) => base.resultThenNext(k, g, post),
     ended: (k, g, e) => base.ended(k, g, e),
     status: (k) => span("status", () => base.status(k)),
     end: (k, reason) => span("end", () => base.end(k, reason)),

@@ -115,6 +115,8 @@ export interface LiveCoordinator {
   release(key: LiveKey, turn: string): Promise<void>;
   next(key: LiveKey, generation: string, status: LiveStatus): Promise<LiveNext>;
   result(key: LiveKey, generation: string, post: LiveResultPost): Promise<void>;
+  /** result, then the runner's next poll (its status the answer's), in one step: answered as next (LiveResultPost.poll). */
+  resultThenNext(key: LiveKey, generation: string, post: LiveResultPost): Promise<LiveNext>;
   ended(key: LiveKey, generation: string, ended: LiveEnded): Promise<LiveEnd[]>;
   status(key: LiveKey): Promise<{ sandbox: SandboxView | null; ends: LiveEnd[] }>;
   end(key: LiveKey, reason: LiveEndReason): Promise<{ ended: SandboxView | null; ends: LiveEnd[] }>;

@@ -128,6 +128,9 @@ describe("time to interactive: create + first bash on the Workers app", () => {
     // Both attempts' claims rode on their manifest requests: the second found the first's claim and result.
     expect(retried.requests.filter((q) => q === "POST /v1/sync/manifest")).toHaveLength(2);
     expect(retried.requests.filter((q) => q === "POST /v1/sync/run/claim")).toHaveLength(0);
+    // What the run record costs with the retry: the first attempt's claim and result, the retry's claim (refused: the
+    // first's is there), then the claim and the result read side by side; one DELETE of both after the answer.
+    expect(retried.storage.filter((o) => o.endsWith(" internal:runs"))).toEqual(sorted(["r2.put internal:runs", "r2.put internal:runs", "r2.put internal:runs", "r2.get internal:runs", "r2.get internal:runs", "r2.delete internal:runs"]));
   }, 120_000);
 
   it("the workspaces quota holds on the LIMITS object's count: creates up to the limit pass without a listing, the next is refused; a delete makes the next create list again", async () => {

@@ -4,7 +4,8 @@
  * POST /v1/sync/manifest gives for that query, read after the coordinator handed the command over,
  * in one round trip (the workspace record beside the upper listing and the execute bits). A poll
  * that gets no command reads nothing. A command's answer may carry the runner's next poll
- * (LiveResultPost.poll): recorded first, then served as that poll. On the real local R2
+ * (LiveResultPost.poll): recorded with that poll in one step of the coordinator (the answer first in it), then the
+ * poll served as `next` serves one. On the real local R2
  * (test/support/counting-stores.ts).
  */
 import { describe, expect, it } from "vitest";
@@ -17,7 +18,7 @@ import { newTenant, testApp, upload } from "../../helpers.js";
 
 const SECRET = "live-carried-manifest-secret";
 
-async function setup(answer: LiveNext, opts: { keyAlive?: boolean } = {}) {
+async function setup(answer: LiveNext, opts: { keyAlive?: boolean | "fails" } = {}) {
   const stores = countingStores();
   const app = testApp({ storage: stores.storage, kv: stores.kv });
   const t = await newTenant(app);
@@ -35,9 +36,14 @@ async function setup(answer: LiveNext, opts: { keyAlive?: boolean } = {}) {
       return answer;
     },
     result: async (_ref, post) => void calls.push(["result", post]),
+    resultThenNext: async (_ref, post) => {
+      calls.push(["resultThenNext", post]);
+      pollReads = stores.log.length;
+      return answer;
+    },
     ended: async (_ref, e) => void calls.push(["ended", e.reason]),
   };
-  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub, ...(opts.keyAlive === undefined ? {} : { liveKeyAlive: async () => opts.keyAlive! }) };
+  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub, ...(opts.keyAlive === undefined ? {} : { liveKeyAlive: async () => (opts.keyAlive === "fails" ? Promise.reject(new Error("the key store did not answer")) : opts.keyAlive!) }) };
   const liveToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "live1", l: { s: "s1", g: "g1", ...(opts.keyAlive === undefined ? {} : { k: "key1" }) } }, 60);
   const runToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "run1" }, 60);
   const post = async (route: string, token: string, body: unknown) => {
@@ -94,13 +100,13 @@ describe("POST /v1/sync/live/result with a poll: the command's answer and the ru
   const answer = { generation: "g1", seq: 1, response: { ok: true, result: { exit_code: 0 } }, status };
   const query = { buckets: 1, modes: null };
 
-  it("the answer is recorded first (without the poll), then the poll is served as POST .../next serves one: the command comes with its manifest answer", async () => {
+  it("the answer and the poll go to the coordinator as one step (the answer first in it), the poll served as POST .../next serves one: the command comes with its manifest answer", async () => {
     const { post, calls, liveToken, runToken } = await setup(command);
     const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.command.seq).toBe(1);
     expect(r.body.command.manifest).toEqual((await post("manifest", runToken, query)).body);
-    expect(calls).toEqual([["result", answer], ["next", status]]);
+    expect(calls).toEqual([["resultThenNext", answer]]);
   });
 
   it("a result without a poll (a runner that polls after it) is answered 204, as before; nothing is polled", async () => {
@@ -112,7 +118,7 @@ describe("POST /v1/sync/live/result with a poll: the command's answer and the ru
   it("a poll that waits is answered wait; a bad poll is refused whole, before the answer is recorded", async () => {
     const { post, calls, liveToken } = await setup({ wait: true });
     expect((await post("live/result", liveToken, { ...answer, poll: {} })).body).toEqual({ wait: true });
-    expect(calls).toEqual([["result", answer], ["next", status]]);
+    expect(calls).toEqual([["resultThenNext", answer]]);
     calls.length = 0;
     for (const [poll, why] of [[{ manifest: { buckets: 0 } }, /buckets/], ["yes", /poll/]] as const) {
       const bad = await post("live/result", liveToken, { ...answer, poll });
@@ -122,10 +128,17 @@ describe("POST /v1/sync/live/result with a poll: the command's answer and the ru
     expect(calls).toEqual([]);
   });
 
-  it("the poll checks the starting key as every poll does: revoked, the answer is still recorded, then the sandbox is told to end", async () => {
+  it("the poll checks the starting key as every poll does: revoked, the answer is still recorded (alone, first), then the sandbox is told to end", async () => {
     const { post, calls, liveToken } = await setup(command, { keyAlive: false });
     const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
     expect(r.body).toEqual({ end: "revoked" });
     expect(calls).toEqual([["result", answer], ["ended", "revoked"]]);
+  });
+
+  it("a key check that fails: the answer is still recorded (alone), and the request fails as a poll's would", async () => {
+    const { post, calls, liveToken } = await setup(command, { keyAlive: "fails" });
+    const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
+    expect(r.status).toBeGreaterThanOrEqual(500);
+    expect(calls).toEqual([["result", answer]]);
   });
 });

@@ -60,6 +60,26 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(await run2).toMatchObject({ response: { ok: false, error: { code: "TIMEOUT" } } });
     });
 
+    it("a runner's answer that is its next poll (resultThenNext): the call gets the answer, the poll is held for the next command; another generation's is told its end", async () => {
+      const c = make();
+      const key = newKey();
+      const b = startOf(await c.begin(key, TURN));
+      const gen = b.start.generation;
+      const run = c.run(key, b.turn, "first", { timeout_ms: 10_000 });
+      expect(await c.next(key, gen, status(gen))).toEqual({ command: { seq: 1, request: "first" } });
+      // The session's next call waits for the turn; the answer's poll is held when the turn is given back, and is handed its command.
+      const call = c.call(key, "second", { ...TURN, timeout_ms: 10_000, stateless: true });
+      const poll = c.resultThenNext(key, gen, { generation: gen, seq: 1, response: { ok: true, result: 1 }, status: status(gen, { ports: [8123] }) });
+      expect(await run).toMatchObject({ response: { ok: true, result: 1 }, ends: [] });
+      await c.release(key, b.turn);
+      expect(await poll).toEqual({ command: { seq: 2, request: "second" } });
+      expect((await c.status(key)).sandbox).toMatchObject({ generation: gen, state: "running", ports: [8123] });
+      const [last, answered] = await Promise.all([c.resultThenNext(key, gen, { generation: gen, seq: 2, response: { ok: true, result: 2 }, status: status(gen) }), call]);
+      expect(answered).toMatchObject({ ran: { response: { ok: true, result: 2 } }, released: true });
+      expect(last).toEqual({ wait: true }); // held its poll_ms: nothing came
+      expect(await c.resultThenNext(key, "g_other", { generation: "g_other", seq: 1, response: { ok: true, result: 0 }, status: status("g_other") })).toEqual({ end: "replaced" });
+    });
+
     it("a poll with nothing to do answers wait; a runner of another generation is told it was replaced", async () => {
       const c = make();
       const key = newKey();

@@ -7,9 +7,13 @@
 import { GetItemCommand } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
 import { dynamoLiveCoordinator } from "../../../../lib/exec/live/dynamodb.js";
+import { liveItem } from "../../../../lib/exec/live/dynamodb-item.js";
+import { liveHub } from "../../../../lib/exec/live/hub.js";
+import { liveService } from "../../../../lib/exec/live/service.js";
 import type { BeginAnswer, LiveCoordinator, LiveKey } from "../../../../lib/exec/live/types.js";
 import { ITEM_MAX_BYTES } from "../../../../lib/shared/dynamodb-table.js";
 import { ToolError } from "../../../../lib/shared/errors.js";
+import { handleSyncLive } from "../../../../lib/sync/live-server.js";
 import type { LiveStatus } from "../../../../lib/sync/live-types.js";
 import { dynamoTableForFile } from "../../../support/dynalite-table.js";
 import { describeLiveCoordinator, FAST } from "./coordinator-conformance.js";
@@ -113,6 +117,50 @@ describe("the session's item", () => {
     expect(await call).toMatchObject({ ran: { response: { ok: true, result: 2 } }, released: true });
     expect(sent.filter((c) => c !== "GetItemCommand")).toEqual(["PutItemCommand", "PutItemCommand"]);
     expect(await a.begin(key, { wait_ms: 0, turn_ms: 60_000 })).toMatchObject({ generation: gen }); // the turn was given back
+  });
+
+  it("a live command costs the item 4 writes: the turn with the command, the command handed to the held poll, the answer with the runner's next poll (one request, one write), the answer collected with the turn given back", async () => {
+    // Polls held longer than the test takes: no poll's timeout writes while it is counted.
+    const timings = { poll_ms: 10_000, stale_ms: 20_000, start_wait_ms: 10_000 };
+    const counted = (sent: string[]) => {
+      const client = db.server.client();
+      client.middlewareStack.add((next, ctx) => (args) => (sent.push(ctx.commandName as string), next(args)), { step: "initialize" });
+      return dynamoLiveCoordinator({ client, table: db.table, secret: SECRET, timings });
+    };
+    const api: string[] = []; // the call's environment
+    const poller: string[] = []; // the environment holding the runner's poll
+    const answerer: string[] = []; // the environment its answer (with its next poll) lands on
+    const [a, b, c] = [counted(api), counted(poller), counted(answerer)];
+    const key = newKey();
+    const gen = await servedSession(a, key, b);
+    const item = liveItem(db.server.client(), db.table, SECRET);
+    const heldPoll = async () => {
+      for (;;) {
+        const { state } = await item.read(key);
+        if (state.poll?.generation === gen && state.poll.taken === undefined && !state.pending) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    const poll = b.next(key, gen, status(gen));
+    await heldPoll();
+    for (const log of [api, poller, answerer]) log.length = 0;
+    const call = a.call(key, "second", { ...TURN, timeout_ms: 10_000, stateless: true });
+    expect(await poll).toEqual({ command: { seq: 2, request: "second" } });
+    // The runner's answer carries its next poll (LiveResultPost.poll), through the sync route as the runner sends it.
+    const claims = { t: key.tenant, w: key.workspace, r: "live", exp: Date.now() / 1000 + 60, l: { s: key.session, g: gen } };
+    const body = { generation: gen, seq: 2, response: { ok: true, result: 2 }, status: status(gen), poll: {} };
+    const url = "https://api.example/v1/sync/live/result";
+    const nextPoll = handleSyncLive(new Request(url, { method: "POST", body: JSON.stringify(body) }), new URL(url), claims, liveHub(liveService(c)));
+    expect(await call).toMatchObject({ ran: { response: { ok: true, result: 2 } }, released: true });
+    await heldPoll();
+    const writes = (log: string[]) => log.filter((op) => op !== "GetItemCommand");
+    expect(writes(api)).toEqual(["PutItemCommand", "PutItemCommand"]);
+    expect(writes(poller)).toEqual(["PutItemCommand"]);
+    // The answer and the poll: one read and one write, then only the held poll's reads.
+    expect(answerer.slice(0, 2)).toEqual(["GetItemCommand", "PutItemCommand"]);
+    expect(writes(answerer)).toEqual(["PutItemCommand"]);
+    await a.end(key, "deleted");
+    expect(await (await nextPoll).json()).toEqual({ end: "deleted" });
   });
 
   it("is sealed (no request or answer in clear), has a TTL, and is deleted once the session holds nothing", async () => {
