@@ -217,13 +217,15 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
 
 /**
  * A foreground run's result, as the tool that ran it takes it (bash, run_code; fresh or live): the
- * workspace bytes its sandbox fetched and wrote back are the call's (its usage record's bytes_read and
- * bytes_written: the sandbox's own sync requests bill no one), then a run stopped by its timeout or its
- * disk quota is the tool's error.
+ * workspace bytes its sandbox fetched and wrote back and the sandbox's wall time are the call's (its usage
+ * record's bytes_read, bytes_written and sandbox_ms: the sandbox's own sync requests bill no one), then a
+ * run stopped by its timeout or its disk quota is the tool's error (still billed its sandbox time).
  */
-export function takeRun(ws: { bytesRead: number; bytesWritten: number }, r: RunResult, seconds: number): void {
+export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined }, r: RunResult, seconds: number): void {
   ws.bytesRead += r.sync?.downloaded_bytes ?? 0;
   ws.bytesWritten += r.sync?.uploaded_bytes ?? 0;
+  // Billed however the run ended: a command stopped by its timeout or disk limit used the sandbox as long as one that answered.
+  ws.sandboxMs = (ws.sandboxMs ?? 0) + Math.max(0, r.duration_ms ?? 0);
   const stopped = stoppedError(r, seconds);
   if (stopped) throw stopped;
 }

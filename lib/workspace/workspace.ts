@@ -57,6 +57,8 @@ export class Workspace {
   /** Bytes moved to and from storage during this request (for usage). */
   bytesRead = 0;
   bytesWritten = 0;
+  /** The sandbox's wall time of the commands this request ran in the foreground, however each ended (usage's sandbox_ms; set by takeRun, lib/exec/tool-support.ts); undefined while none ran. */
+  sandboxMs: number | undefined;
 
   constructor(opts: WorkspaceOptions) {
     this.driver = opts.driver;
