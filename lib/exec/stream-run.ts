@@ -93,8 +93,16 @@ async function dropRecord(storage: StorageDriver, prefix: string): Promise<void>
 const cancelled = (taskId: string) =>
   new ToolError("CANCELLED", "The client went away before the command finished: it was killed and its file changes were not written back. Call again to run it.", { task_id: taskId });
 
-/** Runs `req` to its end like runForeground, reporting its output as it comes; killed when `signal` aborts. */
-export async function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
+/**
+ * Runs `req` to its end like runForeground, reporting its output as it comes; killed when `signal` aborts.
+ * It holds what a foreground run holds (a concurrent_runs slot) from before its start to its end, as run does.
+ */
+export function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
+  const follow = () => startAndFollow(storage, executor, req, opts);
+  return executor.foreground ? executor.foreground(req, follow) : follow();
+}
+
+async function startAndFollow(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
   const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
   const prefix = runPrefix(req.tenant, req.workspace, taskId);
   const k = keysOf(prefix);

@@ -24,5 +24,6 @@ export function tracedExecutor(base: Executor, tracer: Tracer): Executor {
           )
         : base.run(req),
     start: (req) => (tracer.current() ? tracer.span("runner.invoke", () => base.start({ ...req, traceparent: tracer.traceparent()! }), { kind: "client", attributes: attributes(req, true) }) : base.start(req)),
+    ...(base.foreground ? { foreground: base.foreground } : {}),
   };
 }

@@ -278,6 +278,12 @@ export interface Executor {
   run(req: RunRequest): Promise<RunResult>;
   /** Hands a background task to the runner (an asynchronous Invoke) and returns at once. */
   start(req: RunRequest): Promise<void>;
+  /**
+   * Runs `work`, a foreground command's whole life that reaches the runner through start (a streamed
+   * run, followed to its result: lib/exec/stream-run.ts), holding what run holds for its command
+   * (a concurrent_runs slot: lib/exec/limited.ts). Absent: nothing is held.
+   */
+  foreground?<T>(req: RunRequest, work: () => Promise<T>): Promise<T>;
 }
 
 /**
