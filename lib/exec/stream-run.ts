@@ -4,7 +4,9 @@
  * call follows the task's run record until the result is there. The caller sees the same result
  * as runForeground's; meanwhile every output chunk the runner stores becomes a progress event
  * `{kind: "output", stream: "merged", text}`, and a caller that goes away (its AbortSignal)
- * sets the task's kill flag: the runner kills every process and writes nothing back.
+ * sets the task's kill flag: the runner kills every process and writes nothing back. The sandbox time such a
+ * run had is billed once, by the sync server at its end (its token's `m.s`), or by this call when the result was
+ * stored before the flag (the call takes it, with its sandbox time).
  *
  * Storage per streamed call: the marker (1 put), then per poll 1 get + 1 list, + 1 get per new
  * chunk; at the end 1 list + 1 delete of the record. Polls come every POLL_MS for the first 5 s
@@ -90,6 +92,8 @@ async function dropRecord(storage: StorageDriver, prefix: string): Promise<void>
   for (let i = 0; i < keys.length; i += 1000) await storage.delete(keys.slice(i, i + 1000));
 }
 
+const finishedUnseen = (taskId: string) =>
+  new ToolError("CANCELLED", "The client went away as the command finished: it ran to its end and its file changes were written back, but its output was not kept. Check the files before running it again.", { task_id: taskId });
 const cancelled = (taskId: string) =>
   new ToolError("CANCELLED", "The client went away before the command finished: it was killed and its file changes were not written back. Call again to run it.", { task_id: taskId });
 
@@ -133,7 +137,14 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
   for (;;) {
     if (opts.signal?.aborted) {
       await kill();
-      throw cancelled(taskId);
+      // The flag first, then the result: a result stored before the flag is this call's to take and bill; one stored
+      // after it is billed by the sync server when it is stored (lib/sync/runs.ts leftByCaller); the billing marker takes one.
+      const done = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
+      if (done && (await createOnly(storage, k.billed, "", "text/plain"))) {
+        await dropRecord(storage, prefix).catch(() => {});
+        return unwrapExecResponse<RunResult>(done);
+      }
+      throw done ? finishedUnseen(taskId) : cancelled(taskId);
     }
     // The result first: once it is there, every chunk is (the runner sends the rest before it).
     const result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;

@@ -33,7 +33,8 @@ export async function runRequest(
   const undo = ctx.ws.undo;
   const u = undo ? { s: undo.session, c: undo.stamp, n: undo.tool } : undefined;
   // A background run is billed where its result is stored (the sync server), to this call's key: the token says so.
-  const m = input.background ? { k: ctx.auth.key_id ?? "" } : undefined;
+  // A streamed one (its caller listens for progress) there too, when its caller left before taking its result.
+  const m = input.background ? { k: ctx.auth.key_id ?? "" } : ctx.progress ? { k: ctx.auth.key_id ?? "", s: 1 as const } : undefined;
   const [token, git] = await Promise.all([
     mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),

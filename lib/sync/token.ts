@@ -24,9 +24,11 @@ export interface SyncClaims {
    * A detached run's meter (bash or run_code with run_in_background): the key id of the call that
    * started it. Only a run minted with it is metered where its result is stored (lib/sync/runs.ts
    * PUT /result, route "background run"), to this token's tenant, workspace and key; a foreground
-   * run's token has none (its call's own record carries its sandbox time).
+   * run's token has none (its call's own record carries its sandbox time). A streamed foreground run's
+   * (`s`: its caller follows it, lib/exec/stream-run.ts) is metered there only when its caller left before
+   * taking its result: its call's record then has no sandbox time (billedOnce, lib/sync/runs.ts).
    */
-  m?: { k: string };
+  m?: { k: string; s?: 1 };
   /**
    * A live runner's token (lib/sync/live-types.ts): its session and generation, and for a sandbox an
    * API key started, that key's id (`k`: the sandbox ends at a poll once the key is revoked or expired).
