@@ -154,8 +154,10 @@ function skippedSummary(skipped: Skipped[]): string {
  * conflicts (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
-export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced"> & { skipped?: RunResult["skipped"] }): string {
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"] }): string {
   let text = "";
+  const cut = Object.entries(r.lists_cut ?? {});
+  if (cut.length) text += `\n[the result was too large to keep whole: only the first entries of these lists are given (field: all of it): ${cut.map(([f, n]) => `${f}: ${n}`).join(", ")}]`;
   // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
   const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
   if (failed.length) {

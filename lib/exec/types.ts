@@ -231,6 +231,8 @@ export interface RunResult {
   discarded: string[];
   /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */
   unsynced?: Unsynced;
+  /** The lists a result too large for its record was cut to fit (field → its whole length; lib/sync/result-size.ts); absent when none was. */
+  lists_cut?: Record<string, number>;
   sync: SyncStats;
   /**
    * The state the command's shell ended in (RunRequest.shell), with notes for the model (a state

@@ -17,13 +17,13 @@
 import { ToolError } from "../shared/errors.js";
 import type { StorageDriver } from "../storage/types.js";
 import { saveOutputLog } from "./output-logs.js";
+import { MAX_RESULT_BYTES, resultBody } from "./result-size.js";
 import { runIdFor, storageRunRecords, type StoredRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
 import type { RunEnded } from "./server-deps.js";
 import type { ExecResponse, SyncAccess, ClaimOutcome, ClaimRequest, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
-const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
@@ -150,7 +150,7 @@ export function httpRunRecords(opts: SyncAccess & { fetch?: typeof fetch }): Run
     state: () => call<{ claim: RunClaim | null; result: ExecResponse | null }>("GET", "", "state"),
     output: (seq, text) => call<{ kill: boolean }>("PUT", `/output/${seq}`, "output", text, "text/plain; charset=utf-8"),
     killRequested: async () => (await call<{ kill: boolean }>("GET", "/kill", "kill")).kill,
-    finish: (res) => call<void>("PUT", "/result", "result", JSON.stringify(res)),
+    finish: (res) => call<void>("PUT", "/result", "result", resultBody(res)), // never past what the server takes
     release: () => call<void>("DELETE", "/claim", "release"),
   };
 }

@@ -125,3 +125,19 @@ describe("concurrent_runs holds by every door", () => {
     }
   });
 });
+
+describe("a background run whose result is too large to store is billed all the same", () => {
+  it("24,000 changed paths of 750 bytes (an 18 MB result past the sync server's 16 MB): billed its sandbox time", async () => {
+    const before = usage.length;
+    const make = `import os\nd='A'*250+'/'+'B'*250\nos.makedirs(d)\nfor i in range(24000): open(d+'/'+'C'*240+str(i),'w').close()`;
+    const started = await post("/v1/workspaces/main/tools/bash", { command: `python3 -c "${make}" && sleep 100`, timeout: 8, run_in_background: true }, acme.key);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    await until(() => usage.slice(before).some((u) => u.route === "background run"), 90_000);
+    const runs = usage.slice(before).filter((u) => u.route === "background run");
+    const read = await post("/v1/workspaces/main/tools/bash_output", { task_id: started.body.data.task_id }, acme.key);
+    expect(runs, JSON.stringify(read.body).slice(0, 2000)).toHaveLength(1);
+    expect(runs[0]!.sandbox_ms).toBeGreaterThanOrEqual(7000);
+    // Its result is stored (its lists cut to fit): the task ended, not "running" until its deadline 15 minutes on.
+    expect(read.body.data.status, JSON.stringify(read.body).slice(0, 2000)).toBe("timed_out");
+  }, 120_000);
+});
