@@ -10,7 +10,7 @@
  * alone) are not counted here: they have background_tasks (lib/exec/task-places.ts).
  */
 import { ToolError } from "../shared/errors.js";
-import type { LimitsStore } from "../limits/store.js";
+import type { Caller, LimitsStore } from "../limits/store.js";
 import type { Executor, RunRequest } from "./types.js";
 
 /** How long a run's slot is leased: its timeout, the write-back after it (at least max(10 s, timeout / 4)), and a minute's margin. */
@@ -33,11 +33,11 @@ export function concurrentRunsRefused(d: { running: number; limit: number; retry
 }
 
 export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {
-  /** `work` under a slot of the tenant's concurrent_runs, released once it ended. */
-  async function holding<T>(req: RunRequest, work: () => Promise<T>): Promise<T> {
+  /** `work` under a slot of the tenant's concurrent_runs (and of the caller's key's own), released once it ended. */
+  async function holding<T>(req: RunRequest, work: () => Promise<T>, caller: Caller = { key_id: "" }): Promise<T> {
     let d;
     try {
-      d = await limits.acquireRun(req.tenant, { key_id: "" }, runLeaseMs(req));
+      d = await limits.acquireRun(req.tenant, caller, runLeaseMs(req));
     } catch (e) {
       console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
       return work();
@@ -53,7 +53,7 @@ export function limitedExecutor(executor: Executor, limits: LimitsStore): Execut
     }
   }
   return {
-    run: (req) => holding(req, () => executor.run(req)),
+    run: (req, caller) => holding(req, () => executor.run(req), caller),
     start: (req) => executor.start(req),
     foreground: holding,
   };

@@ -18,7 +18,8 @@ import { finishAfterAnswer } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import { runPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ExecCall, OutputEvent } from "./call.js";
+import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
+import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
 import { runForeground } from "./runs.js";
@@ -47,6 +48,8 @@ export interface StreamOptions {
   claimWaitMs?: number;
   /** Keeps the kill flag's write going after the client left (Workers: executionCtx.waitUntil). */
   waitUntil?: (p: Promise<unknown>) => void;
+  /** The key the command runs for (its own concurrent_runs). */
+  caller?: Caller;
 }
 
 /** Sleeps `ms`, or less when the signal aborts. */
@@ -103,7 +106,7 @@ const cancelled = (taskId: string) =>
  */
 export function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
   const follow = () => startAndFollow(storage, executor, req, opts);
-  return executor.foreground ? executor.foreground(req, follow) : follow();
+  return executor.foreground ? executor.foreground(req, follow, opts.caller) : follow();
 }
 
 async function startAndFollow(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
@@ -173,7 +176,8 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
 }
 
 /** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
-export function runForCall(ctx: Pick<ExecCall, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
-  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
+export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+  const caller = runCaller(ctx);
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller);
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

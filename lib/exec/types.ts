@@ -10,6 +10,7 @@ import type { OutputCut } from "../shared/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 import type { SyncAccess } from "../sync/types.js";
 import type { LiveSpec } from "../sync/live-types.js";
+import type { Caller } from "../limits/store.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -276,8 +277,11 @@ export type KillStatus = "killed" | "already_completed" | "stopping";
  * (lib/sync/run-records.ts), never through the executor.
  */
 export interface Executor {
-  /** Runs to completion (or timeout). Throws ToolError for infrastructure failures only. */
-  run(req: RunRequest): Promise<RunResult>;
+  /**
+   * Runs to completion (or timeout). Throws ToolError for infrastructure failures only. `caller`: the key the
+   * command runs for, whose own concurrent_runs it counts against too (lib/exec/limited.ts); absent: the tenant's alone.
+   */
+  run(req: RunRequest, caller?: Caller): Promise<RunResult>;
   /** Hands a background task to the runner (an asynchronous Invoke) and returns at once. */
   start(req: RunRequest): Promise<void>;
   /**
@@ -285,7 +289,7 @@ export interface Executor {
    * run, followed to its result: lib/exec/stream-run.ts), holding what run holds for its command
    * (a concurrent_runs slot: lib/exec/limited.ts). Absent: nothing is held.
    */
-  foreground?<T>(req: RunRequest, work: () => Promise<T>): Promise<T>;
+  foreground?<T>(req: RunRequest, work: () => Promise<T>, caller?: Caller): Promise<T>;
 }
 
 /**

@@ -126,6 +126,22 @@ describe("concurrent_runs holds by every door", () => {
   });
 });
 
+describe("a key's own concurrent_runs holds for fresh commands", () => {
+  it("3 concurrent commands of a key limited to 1 (the tenant to 8), by JSON and SSE: one runs, two are refused naming the key; another key is not", async () => {
+    const one = (await post("/v1/admin/tenants/acme/keys", { name: "one-run", limits: { concurrent_runs: 1 } }, ADMIN)).body.key as string;
+    const json = async (): Promise<any> => (await post("/v1/workspaces/main/tools/bash", { command: "sleep 2; echo done" }, one)).body;
+    const sse = async (): Promise<any> => {
+      const res = await app.request("/v1/workspaces/main/tools/bash", { method: "POST", headers: { authorization: `Bearer ${one}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify({ command: "sleep 2; echo done" }) });
+      return JSON.parse(/event: result\ndata: (.*)\n/.exec(await res.text())![1]!);
+    };
+    const other = post("/v1/workspaces/main/tools/bash", { command: "sleep 1; echo other" }, acme.key);
+    const outs = await Promise.all([json(), json(), sse()]);
+    expect(outs.map((o) => (o.ok ? "ok" : o.error.code)).sort()).toEqual(["RATE_LIMITED", "RATE_LIMITED", "ok"]);
+    for (const o of outs.filter((o) => !o.ok)) expect(o.error.details).toMatchObject({ limit: "concurrent_runs", by: "key", quota: 1 });
+    expect((await other).body.ok).toBe(true);
+  });
+});
+
 describe("a background run whose result is too large to store is billed all the same", () => {
   it("24,000 changed paths of 750 bytes (an 18 MB result past the sync server's 16 MB): billed its sandbox time", async () => {
     const before = usage.length;
