@@ -11,7 +11,7 @@ import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identi
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
-import { mintSyncToken, workspaceClaims } from "../sync/token.js";
+import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult, Skipped } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
@@ -36,7 +36,7 @@ export async function runRequest(
   // A streamed one (its caller listens for progress) there too, when its caller left before taking its result.
   const m = input.background ? { k: ctx.auth.key_id ?? "" } : ctx.progress ? { k: ctx.auth.key_id ?? "", s: 1 as const } : undefined;
   const [token, git] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}), ...keyQuotaClaim(ctx.auth) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),
   ]);
   return {

@@ -142,6 +142,18 @@ describe("a key's own concurrent_runs holds for fresh commands", () => {
   });
 });
 
+describe("a key's own storage_bytes holds for what its commands write back", () => {
+  it("a key limited to 200 KB (the tenant to its default) writes 1 MB by bash: refused, nothing of it lands; a raw PUT of it is refused too", async () => {
+    const small = (await post("/v1/admin/tenants/acme/keys", { name: "small-disk", limits: { storage_bytes: 200_000 } }, ADMIN)).body.key as string;
+    const put = await app.request("/v1/workspaces/main/files/direct.bin", { method: "PUT", headers: { authorization: `Bearer ${small}`, "content-length": "1000000" }, body: new Uint8Array(1_000_000) });
+    expect(put.status).toBe(413);
+    const r = await post("/v1/workspaces/main/tools/bash", { command: "head -c 1000000 /dev/urandom > by-bash.bin; echo wrote" }, small);
+    expect(JSON.stringify(r.body)).toContain("storage_bytes");
+    const got = await app.request("/v1/workspaces/main/files/by-bash.bin", { headers: { authorization: `Bearer ${acme.key}` } });
+    expect(got.status).toBe(404);
+  });
+});
+
 describe("a background run whose result is too large to store is billed all the same", () => {
   it("24,000 changed paths of 750 bytes (an 18 MB result past the sync server's 16 MB): billed its sandbox time", async () => {
     const before = usage.length;
