@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { httpSyncClient } from "../../lib/sync/http.js";
 import { httpRunRecords } from "../../lib/sync/runs.js";
+import { fitResponse, MAX_INVOKE_ANSWER_BYTES } from "../../lib/sync/result-size.js";
 import { RUNNER_SECRET_VAR, verifyEvent, type SignedEvent } from "../../lib/exec/runner-auth.js";
 import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
@@ -261,5 +262,6 @@ export async function handler(event: SignedEvent, context?: InvokeContext): Prom
     delete process.env.TOOLSHED_OTLP_HEADERS; // may hold the collector's key: no child process inherits it
     return createHandler({ root, sandbox: await imageSandbox(root), ...(secret ? { secret } : {}), ...(syncUrl ? { syncUrl } : {}), ...(tracer ? { tracer } : {}) });
   })();
-  return (await lambdaHandler)(event, context);
+  // Never past what a synchronous Invoke carries: a larger answer was an error, the run's sandbox time and write-back unreported.
+  return fitResponse(await (await lambdaHandler)(event, context), MAX_INVOKE_ANSWER_BYTES);
 }

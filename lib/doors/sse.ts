@@ -15,7 +15,6 @@ import { streamSSE } from "hono/streaming";
 import { toToolError } from "../contract/errors.js";
 import { executeTool, type RunContext } from "../run/run-tool.js";
 import type { CallMeter } from "../run/metering/usage.js";
-import { sandboxMsOf } from "../run/metering/store.js";
 import type { ProgressEvent, Tool } from "../contract/tool.js";
 
 /** How often an event stream that has nothing to send writes a comment line (client-gone detection, idle proxies). */
@@ -52,7 +51,6 @@ export function streamToolCall(c: Context, call: CallMeter, args: unknown, tool:
     let envelope: Record<string, unknown>;
     try {
       const r = await executeTool(tool, args, { ...ctx, progress, signal: gone.signal }, { door: "sse" });
-      call.sandboxMs = sandboxMsOf(tool.name, r.data);
       envelope = { ok: true, tool: tool.name, ...r, usage: call.usage() };
     } catch (err) {
       const e = toToolError(err);

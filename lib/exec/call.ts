@@ -6,6 +6,7 @@
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import type { IsolateCache } from "../shared/isolate-cache.js";
 import type { Executor, RunLimits } from "./types.js";
+import type { Caller } from "../limits/store.js";
 import type { LiveService } from "./live/service.js";
 
 /** The app's pieces a run uses (AppDeps, lib/api/deps.ts, has them). */
@@ -37,9 +38,12 @@ export interface ExecCall {
   /** The workspace; its undo journal names the call the run's write-back is journaled under. */
   ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined; readonly undo?: { readonly session: string; readonly stamp: string; readonly tool: string } | undefined };
   session: string;
-  /** The key's scopes, and its id (a background run's sandbox time is billed to it: runRequest). */
-  auth: { scopes: readonly string[]; key_id?: string };
+  /** The key's scopes, its id (a background run's sandbox time is billed to it: runRequest) and its own limits (concurrent_runs). */
+  auth: { scopes: readonly string[]; key_id?: string; limits?: Caller["limits"] };
   signal?: AbortSignal;
   progress?: (event: OutputEvent) => void;
   waitUntil?: (p: Promise<unknown>) => void;
 }
+
+/** The key a command runs for, as the limits count it (its own concurrent_runs beside the tenant's). */
+export const runCaller = (ctx: Pick<ExecCall, "auth">): Caller => ({ key_id: ctx.auth.key_id ?? "", ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) });

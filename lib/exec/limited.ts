@@ -5,10 +5,12 @@
  * mid-run frees its slot when the lease ends. Over the limit: RATE_LIMITED naming
  * concurrent_runs, before the runner is invoked.
  *
- * Background tasks (start) are not counted here: they have background_tasks (lib/exec/task-places.ts).
+ * A streamed command (SSE, MCP progress) reaches the runner through start, and holds its slot the same
+ * way while it is followed to its result (foreground: lib/exec/stream-run.ts). Background tasks (start
+ * alone) are not counted here: they have background_tasks (lib/exec/task-places.ts).
  */
 import { ToolError } from "../shared/errors.js";
-import type { LimitsStore } from "../limits/store.js";
+import type { Caller, LimitsStore } from "../limits/store.js";
 import type { Executor, RunRequest } from "./types.js";
 
 /** How long a run's slot is leased: its timeout, the write-back after it (at least max(10 s, timeout / 4)), and a minute's margin. */
@@ -31,25 +33,28 @@ export function concurrentRunsRefused(d: { running: number; limit: number; retry
 }
 
 export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {
+  /** `work` under a slot of the tenant's concurrent_runs (and of the caller's key's own), released once it ended. */
+  async function holding<T>(req: RunRequest, work: () => Promise<T>, caller: Caller = { key_id: "" }): Promise<T> {
+    let d;
+    try {
+      d = await limits.acquireRun(req.tenant, caller, runLeaseMs(req));
+    } catch (e) {
+      console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
+      return work();
+    }
+    if (!d.ok) throw concurrentRunsRefused(d);
+    try {
+      return await work();
+    } finally {
+      // Before the answer, not after it (#31 §4 weighed it): released later, the slot would still be held when
+      // the agent's next command arrives, and on another isolate (nothing orders its acquireRun after this
+      // release) a tenant running concurrent_runs commands with this one just ended would be refused.
+      await limits.releaseRun(req.tenant, d.lease).catch(() => {}); // missed: the lease ends on its own
+    }
+  }
   return {
-    async run(req) {
-      let d;
-      try {
-        d = await limits.acquireRun(req.tenant, { key_id: "" }, runLeaseMs(req));
-      } catch (e) {
-        console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
-        return executor.run(req);
-      }
-      if (!d.ok) throw concurrentRunsRefused(d);
-      try {
-        return await executor.run(req);
-      } finally {
-        // Before the answer, not after it (#31 §4 weighed it): released later, the slot would still be held when
-        // the agent's next command arrives, and on another isolate (nothing orders its acquireRun after this
-        // release) a tenant running concurrent_runs commands with this one just ended would be refused.
-        await limits.releaseRun(req.tenant, d.lease).catch(() => {}); // missed: the lease ends on its own
-      }
-    },
+    run: (req, caller) => holding(req, () => executor.run(req), caller),
     start: (req) => executor.start(req),
+    foreground: holding,
   };
 }

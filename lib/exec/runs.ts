@@ -7,6 +7,7 @@ import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import type { StorageDriver } from "../storage/types.js";
 import { keysOf, runIdFor } from "../sync/run-records.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
+import type { Caller } from "../limits/store.js";
 
 /**
  * Runs a foreground command. Its record (claim + result) only guards against retried
@@ -14,8 +15,8 @@ import type { Executor, RunRequest, RunResult } from "./types.js";
  * is deleted, after the response when the runtime gives `waitUntil` (Workers). A run that
  * answered an error keeps its record: a CONFLICT names it for bash_output.
  */
-export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil): Promise<RunResult> {
-  const result = await executor.run(req);
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil, caller?: Caller): Promise<RunResult> {
+  const result = await executor.run(req, caller);
   const k = keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
   // A storage hiccup: an orphan record, not a failed call.
   await afterAnswer(waitUntil, "run record's delete", () => storage.delete([k.claim, k.result]).catch(() => {}), "await");

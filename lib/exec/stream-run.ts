@@ -4,7 +4,9 @@
  * call follows the task's run record until the result is there. The caller sees the same result
  * as runForeground's; meanwhile every output chunk the runner stores becomes a progress event
  * `{kind: "output", stream: "merged", text}`, and a caller that goes away (its AbortSignal)
- * sets the task's kill flag: the runner kills every process and writes nothing back.
+ * sets the task's kill flag: the runner kills every process and writes nothing back. The sandbox time such a
+ * run had is billed once, by the sync server at its end (its token's `m.s`), or by this call when the result was
+ * stored before the flag (the call takes it, with its sandbox time).
  *
  * Storage per streamed call: the marker (1 put), then per poll 1 get + 1 list, + 1 get per new
  * chunk; at the end 1 list + 1 delete of the record. Polls come every POLL_MS for the first 5 s
@@ -16,7 +18,8 @@ import { finishAfterAnswer } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import { runPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
-import type { ExecCall, OutputEvent } from "./call.js";
+import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
+import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
 import { runForeground } from "./runs.js";
@@ -45,6 +48,8 @@ export interface StreamOptions {
   claimWaitMs?: number;
   /** Keeps the kill flag's write going after the client left (Workers: executionCtx.waitUntil). */
   waitUntil?: (p: Promise<unknown>) => void;
+  /** The key the command runs for (its own concurrent_runs). */
+  caller?: Caller;
 }
 
 /** Sleeps `ms`, or less when the signal aborts. */
@@ -90,11 +95,21 @@ async function dropRecord(storage: StorageDriver, prefix: string): Promise<void>
   for (let i = 0; i < keys.length; i += 1000) await storage.delete(keys.slice(i, i + 1000));
 }
 
+const finishedUnseen = (taskId: string) =>
+  new ToolError("CANCELLED", "The client went away as the command finished: it ran to its end and its file changes were written back, but its output was not kept. Check the files before running it again.", { task_id: taskId });
 const cancelled = (taskId: string) =>
   new ToolError("CANCELLED", "The client went away before the command finished: it was killed and its file changes were not written back. Call again to run it.", { task_id: taskId });
 
-/** Runs `req` to its end like runForeground, reporting its output as it comes; killed when `signal` aborts. */
-export async function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
+/**
+ * Runs `req` to its end like runForeground, reporting its output as it comes; killed when `signal` aborts.
+ * It holds what a foreground run holds (a concurrent_runs slot) from before its start to its end, as run does.
+ */
+export function runStreamed(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
+  const follow = () => startAndFollow(storage, executor, req, opts);
+  return executor.foreground ? executor.foreground(req, follow, opts.caller) : follow();
+}
+
+async function startAndFollow(storage: StorageDriver, executor: Executor, req: RunRequest, opts: StreamOptions): Promise<RunResult> {
   const taskId = await runIdFor(req.tenant, req.workspace, req.idempotency_key);
   const prefix = runPrefix(req.tenant, req.workspace, taskId);
   const k = keysOf(prefix);
@@ -125,7 +140,14 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
   for (;;) {
     if (opts.signal?.aborted) {
       await kill();
-      throw cancelled(taskId);
+      // The flag first, then the result: a result stored before the flag is this call's to take and bill; one stored
+      // after it is billed by the sync server when it is stored (lib/sync/runs.ts leftByCaller); the billing marker takes one.
+      const done = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
+      if (done && (await createOnly(storage, k.billed, "", "text/plain"))) {
+        await dropRecord(storage, prefix).catch(() => {});
+        return unwrapExecResponse<RunResult>(done);
+      }
+      throw done ? finishedUnseen(taskId) : cancelled(taskId);
     }
     // The result first: once it is there, every chunk is (the runner sends the rest before it).
     const result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
@@ -154,7 +176,8 @@ export async function runStreamed(storage: StorageDriver, executor: Executor, re
 }
 
 /** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
-export function runForCall(ctx: Pick<ExecCall, "deps" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
-  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
+export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+  const caller = runCaller(ctx);
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller);
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

@@ -11,7 +11,7 @@ import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identi
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
-import { mintSyncToken, workspaceClaims } from "../sync/token.js";
+import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult, Skipped } from "./types.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
@@ -33,9 +33,10 @@ export async function runRequest(
   const undo = ctx.ws.undo;
   const u = undo ? { s: undo.session, c: undo.stamp, n: undo.tool } : undefined;
   // A background run is billed where its result is stored (the sync server), to this call's key: the token says so.
-  const m = input.background ? { k: ctx.auth.key_id ?? "" } : undefined;
+  // A streamed one (its caller listens for progress) there too, when its caller left before taking its result.
+  const m = input.background ? { k: ctx.auth.key_id ?? "" } : ctx.progress ? { k: ctx.auth.key_id ?? "", s: 1 as const } : undefined;
   const [token, git] = await Promise.all([
-    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
+    mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}), ...keyQuotaClaim(ctx.auth) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),
   ]);
   return {
@@ -153,8 +154,10 @@ function skippedSummary(skipped: Skipped[]): string {
  * conflicts (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
-export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced"> & { skipped?: RunResult["skipped"] }): string {
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"] }): string {
   let text = "";
+  const cut = Object.entries(r.lists_cut ?? {});
+  if (cut.length) text += `\n[the result was too large to keep whole: only the first entries of these lists are given (field: all of it): ${cut.map(([f, n]) => `${f}: ${n}`).join(", ")}]`;
   // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
   const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
   if (failed.length) {
@@ -217,13 +220,15 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
 
 /**
  * A foreground run's result, as the tool that ran it takes it (bash, run_code; fresh or live): the
- * workspace bytes its sandbox fetched and wrote back are the call's (its usage record's bytes_read and
- * bytes_written: the sandbox's own sync requests bill no one), then a run stopped by its timeout or its
- * disk quota is the tool's error.
+ * workspace bytes its sandbox fetched and wrote back and the sandbox's wall time are the call's (its usage
+ * record's bytes_read, bytes_written and sandbox_ms: the sandbox's own sync requests bill no one), then a
+ * run stopped by its timeout or its disk quota is the tool's error (still billed its sandbox time).
  */
-export function takeRun(ws: { bytesRead: number; bytesWritten: number }, r: RunResult, seconds: number): void {
+export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined }, r: RunResult, seconds: number): void {
   ws.bytesRead += r.sync?.downloaded_bytes ?? 0;
   ws.bytesWritten += r.sync?.uploaded_bytes ?? 0;
+  // Billed however the run ended: a command stopped by its timeout or disk limit used the sandbox as long as one that answered.
+  ws.sandboxMs = (ws.sandboxMs ?? 0) + Math.max(0, r.duration_ms ?? 0);
   const stopped = stoppedError(r, seconds);
   if (stopped) throw stopped;
 }

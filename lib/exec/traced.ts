@@ -9,12 +9,12 @@ import type { Executor, RunRequest } from "./types.js";
 export function tracedExecutor(base: Executor, tracer: Tracer): Executor {
   const attributes = (req: RunRequest, task: boolean) => ({ "toolshed.workspace": req.workspace, "toolshed.task": task, "toolshed.network": req.network === true, "toolshed.timeout_ms": req.timeout_ms });
   return {
-    run: (req) =>
+    run: (req, caller) =>
       tracer.current()
         ? tracer.span(
             "runner.invoke",
             async (span) => {
-              const result = await base.run({ ...req, traceparent: tracer.traceparent()! });
+              const result = await base.run({ ...req, traceparent: tracer.traceparent()! }, caller);
               span.set("toolshed.run_id", result.run_id);
               span.set("toolshed.exit_code", result.exit_code ?? undefined);
               span.set("toolshed.timed_out", result.timed_out);
@@ -22,7 +22,8 @@ export function tracedExecutor(base: Executor, tracer: Tracer): Executor {
             },
             { kind: "client", attributes: attributes(req, false) },
           )
-        : base.run(req),
+        : base.run(req, caller),
     start: (req) => (tracer.current() ? tracer.span("runner.invoke", () => base.start({ ...req, traceparent: tracer.traceparent()! }), { kind: "client", attributes: attributes(req, true) }) : base.start(req)),
+    ...(base.foreground ? { foreground: base.foreground } : {}),
   };
 }

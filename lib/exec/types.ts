@@ -10,6 +10,7 @@ import type { OutputCut } from "../shared/output-cut.js";
 import type { GitIdentity } from "./git-identity.js";
 import type { SyncAccess } from "../sync/types.js";
 import type { LiveSpec } from "../sync/live-types.js";
+import type { Caller } from "../limits/store.js";
 
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
@@ -231,6 +232,8 @@ export interface RunResult {
   discarded: string[];
   /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */
   unsynced?: Unsynced;
+  /** The lists a result too large for its record was cut to fit (field → its whole length; lib/sync/result-size.ts); absent when none was. */
+  lists_cut?: Record<string, number>;
   sync: SyncStats;
   /**
    * The state the command's shell ended in (RunRequest.shell), with notes for the model (a state
@@ -274,10 +277,19 @@ export type KillStatus = "killed" | "already_completed" | "stopping";
  * (lib/sync/run-records.ts), never through the executor.
  */
 export interface Executor {
-  /** Runs to completion (or timeout). Throws ToolError for infrastructure failures only. */
-  run(req: RunRequest): Promise<RunResult>;
+  /**
+   * Runs to completion (or timeout). Throws ToolError for infrastructure failures only. `caller`: the key the
+   * command runs for, whose own concurrent_runs it counts against too (lib/exec/limited.ts); absent: the tenant's alone.
+   */
+  run(req: RunRequest, caller?: Caller): Promise<RunResult>;
   /** Hands a background task to the runner (an asynchronous Invoke) and returns at once. */
   start(req: RunRequest): Promise<void>;
+  /**
+   * Runs `work`, a foreground command's whole life that reaches the runner through start (a streamed
+   * run, followed to its result: lib/exec/stream-run.ts), holding what run holds for its command
+   * (a concurrent_runs slot: lib/exec/limited.ts). Absent: nothing is held.
+   */
+  foreground?<T>(req: RunRequest, work: () => Promise<T>, caller?: Caller): Promise<T>;
 }
 
 /**

@@ -8,7 +8,6 @@ import type { AuthInfo } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
 import { emitUsage } from "./metering/usage.js";
-import { sandboxMsOf } from "./metering/store.js";
 import { backgroundSubagentUsage } from "./metering/detached-work.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
@@ -191,11 +190,14 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const { ws, auth, deps, wsId, session, signal, approved, progress, askHuman } = scope;
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
+  const sandbox0 = ws.sandboxMs;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
-  const meter = (ok: boolean, code?: string, sandboxMs?: number) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...(sandboxMs !== undefined ? { sandbox_ms: sandboxMs } : {}) }, scope.background);
+  // The sandbox time of the commands this call ran, however they ended (takeRun counts it on the workspace).
+  const sandbox = () => (ws.sandboxMs !== sandbox0 ? { sandbox_ms: (ws.sandboxMs ?? 0) - (sandbox0 ?? 0) } : {});
+  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...sandbox() }, scope.background);
   try {
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}), ...(scope.background ? { waitUntil: scope.background } : {}), ...(scope.backgroundUnlessLive ? { backgroundUnlessLive: true } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
-    meter(true, undefined, sandboxMsOf(tool.name, r.data));
+    meter(true);
     return { tool: tool.name, ...r, usage: usage() };
   } catch (err) {
     meter(false, toToolError(err).code);

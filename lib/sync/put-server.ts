@@ -9,12 +9,12 @@ import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
-import { quotaOf, quotaOpt, WRITE_BACK } from "../workspace/quota.js";
+import { quotaOf, quotaOpt } from "../workspace/quota.js";
 import { DELETE_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import type { SyncServerDeps } from "./server-deps.js";
-import type { SyncClaims } from "./token.js";
+import { writeBackCaller, type SyncClaims } from "./token.js";
 
 /** Files of one batch written at once. */
 const PARALLEL = 6;
@@ -33,7 +33,7 @@ export async function handleWriteBatch(req: Request, route: "put" | "delete", cl
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, deps.driver)) });
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver)) });
   try {
     return route === "put" ? await putBatch(req, ws) : await deleteBatch(req, ws);
   } finally {

@@ -8,6 +8,7 @@
  *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag; the runner checks it about every second
+ *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once)
  *                   cursor.json  API     the last chunk bash_output handed out
  *
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds
@@ -48,6 +49,7 @@ export const keysOf = (prefix: string) => ({
   claim: `${prefix}claim.json`,
   result: `${prefix}result.json`,
   kill: `${prefix}kill`,
+  billed: `${prefix}billed`,
   cursor: `${prefix}cursor.json`,
   out: `${prefix}out/`,
 });
@@ -74,6 +76,8 @@ export interface StoredRunRecords extends RunRecordClient {
   storeResult(res: ExecResponse): Promise<boolean>;
   /** The claim alone (one read). */
   readClaim(): Promise<RunClaim | null>;
+  /** Takes the run's one billing (create-only): true for the first to ask (leftRunBilling, lib/exec/stream-run.ts). */
+  billOnce(): Promise<boolean>;
 }
 
 /**
@@ -111,6 +115,7 @@ export function storageRunRecords(driver: StorageDriver, tenant: string, workspa
     killRequested,
     storeResult,
     readClaim,
+    billOnce: async () => createOnly(driver, (await record()).k.billed, "", "text/plain"),
     async finish(res) {
       await storeResult(res);
     },

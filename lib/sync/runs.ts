@@ -17,13 +17,13 @@
 import { ToolError } from "../shared/errors.js";
 import type { StorageDriver } from "../storage/types.js";
 import { saveOutputLog } from "./output-logs.js";
+import { MAX_RESULT_BYTES, resultBody } from "./result-size.js";
 import { runIdFor, storageRunRecords, type StoredRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
 import type { RunEnded } from "./server-deps.js";
 import type { ExecResponse, SyncAccess, ClaimOutcome, ClaimRequest, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
-const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
@@ -89,13 +89,24 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
         throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
       }
       if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
-      // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing.
-      if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
+      // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing; a streamed
+      // run's, only when its caller left before taking it (the caller's kill flag is there), once.
+      if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded && (!claims.m.s || (await leftByCaller(rec))))
+        await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
       return new Response(null, { status: 204 });
     }
     default:
       throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
   }
+}
+
+/**
+ * A streamed run's result, stored: billed here when its caller left (it wrote the kill flag, then looked for the
+ * result once: lib/exec/stream-run.ts) and did not take its billing first. The caller writes the flag before it
+ * looks, and this looks for the flag after the result is stored, so one of the two always sees the other.
+ */
+async function leftByCaller(rec: StoredRunRecords): Promise<boolean> {
+  return (await rec.killRequested()) && (await rec.billOnce());
 }
 
 /**
@@ -139,7 +150,7 @@ export function httpRunRecords(opts: SyncAccess & { fetch?: typeof fetch }): Run
     state: () => call<{ claim: RunClaim | null; result: ExecResponse | null }>("GET", "", "state"),
     output: (seq, text) => call<{ kill: boolean }>("PUT", `/output/${seq}`, "output", text, "text/plain; charset=utf-8"),
     killRequested: async () => (await call<{ kill: boolean }>("GET", "/kill", "kill")).kill,
-    finish: (res) => call<void>("PUT", "/result", "result", JSON.stringify(res)),
+    finish: (res) => call<void>("PUT", "/result", "result", resultBody(res)), // never past what the server takes
     release: () => call<void>("DELETE", "/claim", "release"),
   };
 }

@@ -7,7 +7,7 @@ import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
 import { quoteEtag, unquoteEtag, type ObjectInfo, type StorageDriver } from "../storage/types.js";
-import { quotaOf, quotaOpt, WRITE_BACK } from "../workspace/quota.js";
+import { quotaOf, quotaOpt } from "../workspace/quota.js";
 import { Workspace } from "../workspace/workspace.js";
 import { parseModesDelta, readModes, updateModes } from "../layout/modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
@@ -17,7 +17,7 @@ import { handleStaging } from "./stage-server.js";
 import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
 import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
-import { sameWorkspace, verifySyncToken, type SyncClaims } from "./token.js";
+import { sameWorkspace, verifySyncToken, writeBackCaller, type SyncClaims } from "./token.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { ManifestCache } from "../layers/manifest.js";
 import { openFiles, readMeta, type LayerDeps, type LowerLayer, type MetaRecord } from "../layers/open.js";
@@ -95,7 +95,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
-    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, driver)) });
+    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), driver)) });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;

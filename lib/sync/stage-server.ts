@@ -15,7 +15,7 @@
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
-import { quotaOf, WRITE_BACK } from "../workspace/quota.js";
+import { quotaOf } from "../workspace/quota.js";
 import type { StorageDriver } from "../storage/types.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
@@ -27,7 +27,7 @@ import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
 import type { SyncServerDeps } from "./server-deps.js";
-import type { SyncClaims } from "./token.js";
+import { writeBackCaller, type SyncClaims } from "./token.js";
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const refusal = (e: unknown) => (isToolError(e) ? { code: e.code, message: e.message } : { code: "INTERNAL", message: String(e) });
@@ -95,7 +95,7 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
     }
   }
   // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
-  const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, WRITE_BACK, deps.driver);
+  const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver);
   const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
   if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);

@@ -4,6 +4,7 @@
  * one tenant, one workspace and one run, and expire. WebCrypto only: Workers and Node.
  */
 import { safeEqual } from "../shared/hash.js";
+import type { Caller } from "../limits/store.js";
 
 export interface SyncClaims {
   /** tenant */
@@ -24,15 +25,23 @@ export interface SyncClaims {
    * A detached run's meter (bash or run_code with run_in_background): the key id of the call that
    * started it. Only a run minted with it is metered where its result is stored (lib/sync/runs.ts
    * PUT /result, route "background run"), to this token's tenant, workspace and key; a foreground
-   * run's token has none (its call's own record carries its sandbox time).
+   * run's token has none (its call's own record carries its sandbox time). A streamed foreground run's
+   * (`s`: its caller follows it, lib/exec/stream-run.ts) is metered there only when its caller left before
+   * taking its result: its call's record then has no sandbox time (billedOnce, lib/sync/runs.ts).
    */
-  m?: { k: string };
+  m?: { k: string; s?: 1 };
   /**
    * A live runner's token (lib/sync/live-types.ts): its session and generation, and for a sandbox an
    * API key started, that key's id (`k`: the sandbox ends at a poll once the key is revoked or expired).
    * Only such a token reaches /v1/sync/live/*, and only for this session.
    */
   l?: { s: string; g: string; k?: string };
+  /**
+   * The key whose own storage quotas (storage_bytes, files_per_workspace) the run's write-back is charged
+   * under, as its direct writes are (the smaller of its and the tenant's: writeBackCaller); absent (a key
+   * without them, tokens minted before): the tenant's alone.
+   */
+  q?: { k: string; l: StorageLimits };
   /** expiry, seconds since the epoch */
   exp: number;
 }
@@ -55,6 +64,18 @@ export async function sign(secret: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return b64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
 }
+
+type StorageLimits = { storage_bytes?: number; files_per_workspace?: number };
+
+/** The `q` claim of a run's token for the key that starts it: its own storage quotas, when it has any. */
+export function keyQuotaClaim(auth: { key_id?: string | undefined; limits?: StorageLimits | undefined }): Pick<SyncClaims, "q"> {
+  const { storage_bytes, files_per_workspace } = auth.limits ?? {};
+  const l = { ...(storage_bytes !== undefined ? { storage_bytes } : {}), ...(files_per_workspace !== undefined ? { files_per_workspace } : {}) };
+  return Object.keys(l).length ? { q: { k: auth.key_id ?? "", l } } : {};
+}
+
+/** Whom a run's write-back is charged to: the key its token names with its storage quotas, else the tenant alone. */
+export const writeBackCaller = (claims: Pick<SyncClaims, "q">): Caller => (claims.q ? { key_id: claims.q.k, limits: claims.q.l } : { key_id: "" });
 
 /** The claims that name a call's workspace, this instance of it: every token a run or live sandbox gets is minted with them. */
 export const workspaceClaims = (ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined }): Pick<SyncClaims, "t" | "w" | "i"> => ({ t: ws.tenant, w: ws.id, ...(ws.instance !== undefined ? { i: ws.instance } : {}) });

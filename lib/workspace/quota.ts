@@ -20,6 +20,3 @@ export const callerOf = (auth: { key_id: string; limits?: Caller["limits"] }): C
 
 /** As a WorkspaceOptions field: `{quota}` when there is one, else nothing. */
 export const quotaOpt = <Q>(quota: Q | undefined): { quota: Q } | Record<never, never> => (quota ? { quota } : {});
-
-/** A run's write-back (the sync token names the tenant, not the key): the tenant's limits apply. */
-export const WRITE_BACK: Caller = { key_id: "" };

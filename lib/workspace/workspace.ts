@@ -7,10 +7,9 @@
  * reads (file-reads.ts), listings (entries.ts), writes (file-writes.ts), explicit directories
  * (directories.ts), deletes (deletes.ts), the session's records (session-files.ts).
  *
- * Directories are implied by the files below them, or explicit: a zero-byte marker at
- * "<dir>/" (lib/layout/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that
- * reads markers: list, scan, walk, walkEntries, stat and isDirectory turn them into
- * directories, so no caller ever sees one as a file.
+ * Directories are implied by the files below them, or explicit: a zero-byte marker at "<dir>/"
+ * (lib/layout/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that reads markers:
+ * list, scan, walk, walkEntries, stat and isDirectory turn them into directories, so no caller ever sees one as a file.
  */
 import type { ToolError } from "../shared/errors.js";
 import { dirMarkerKey, fileKey, filesPrefix } from "../layout/paths.js";
@@ -54,9 +53,10 @@ export class Workspace {
   private readonly versions: VersionCache | undefined;
   private readonly upkeep: (() => Promise<StorageDriver>) | undefined;
   private upkeepOpened: Promise<StorageDriver> | undefined;
-  /** Bytes moved to and from storage during this request (for usage). */
+  /** For usage: bytes moved to and from storage during this request, and the sandbox time of its foreground commands however they ended (takeRun, lib/exec/tool-support.ts; undefined: none ran). */
   bytesRead = 0;
   bytesWritten = 0;
+  sandboxMs: number | undefined;
 
   constructor(opts: WorkspaceOptions) {
     this.driver = opts.driver;

@@ -12,16 +12,22 @@
  * does not change it. Like a tool call, a request whose key was valid is recorded
  * whatever failed after that; one without a valid key bills no one. A replayed answer
  * (`Idempotent-Replayed: true`, lib/api/idempotency.ts) ran nothing and is not recorded again.
- * bytes_written is the request body's declared size (Content-Length) on writes and imports, 0
- * otherwise; bytes_read is the answer's declared size on reads (GET, HEAD; 0 for a streamed
- * answer without a length, such as a large export).
+ * bytes_written is the request body's declared size (Content-Length) on writes and imports, or, sent
+ * without one (chunked: a batch upload, an archive), the bytes the route read of it, counted as they
+ * passed; 0 on reads.
+ * bytes_read is the answer's declared size on reads (GET, HEAD), or, streamed without one (an export:
+ * up to 2 GiB), the bytes sent, counted as they passed: the record then waits for the body's end (or
+ * the client's leaving). Before, both undeclared kinds were billed 0. A JSON body or answer without a
+ * length (bounded by its route: a listing's page, a create's arguments) is not counted: 0, as before.
  */
 import type { Context } from "hono";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { toToolError } from "../../contract/errors.js";
 import { emitUsage } from "../../run/metering/usage.js";
+import { finishAfterAnswer } from "../../shared/after-answer.js";
 import { backgroundOf } from "./common.js";
+import { countedStream, type CountedStream } from "../../shared/counted-stream.js";
 
 const NOT_METERED = new Set(["OPTIONS"]);
 const READS = new Set(["GET", "HEAD"]);
@@ -50,13 +56,21 @@ export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: strin
   if (!deps.onUsage || NOT_METERED.has(c.req.method) || c.get("call") || (scope === "manage" && READS.has(c.req.method))) return run();
   const started = Date.now();
   const route = routeNameOf(c.req.method, c.req.routePath);
+  const read = READS.has(c.req.method);
+  // A body sent without a declared length is counted as the route reads it.
+  const brought = !read && c.req.raw.body && !c.req.header("content-length") && !isJson(c.req.raw) ? countRequest(c) : null;
   const emit = (error: unknown) => {
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
     if (!error && c.res.headers.get("idempotent-replayed") === "true") return; // the first answer was recorded
     const code = error ? toToolError(error).code : c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined;
-    const read = READS.has(c.req.method);
-    emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, route, ok: !code, ...(code ? { code } : {}), ms: Date.now() - started, bytes_read: read && !error ? sizeOf(c.res.headers.get("content-length")) : 0, bytes_written: read ? 0 : sizeOf(c.req.header("content-length")) }, backgroundOf(c));
+    const record = (bytes_read: number) => ({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, route, ok: !code, ...(code ? { code } : {}), ms: Date.now() - started, bytes_read, bytes_written: read ? 0 : (brought?.bytes() ?? sizeOf(c.req.header("content-length"))) });
+    const later = backgroundOf(c);
+    // An answer streamed without a declared length is counted as it is sent; its record is made at its end.
+    const sent = read && !error && c.res.body && !c.res.headers.get("content-length") && !isJson(c.res) ? countResponse(c) : null;
+    if (!sent) return emitUsage(deps.onUsage, record(read && !error ? sizeOf(c.res.headers.get("content-length")) : 0), later);
+    const ms = Date.now() - started;
+    finishAfterAnswer(later, "usage record of a streamed answer", sent.ended.then(() => emitUsage(deps.onUsage, { ...record(sent.bytes()), ms })));
   };
   try {
     await run();
@@ -65,4 +79,21 @@ export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: strin
     throw e;
   }
   emit(c.error);
+}
+
+/** The request's body, counted as the route reads it (the route reads the counted copy). */
+function countRequest(c: Context<AppEnv>): CountedStream {
+  const counted = countedStream(c.req.raw.body!);
+  c.req.raw = new Request(c.req.raw, { body: counted.body, duplex: "half" } as RequestInit);
+  return counted;
+}
+
+/** A JSON body or answer (small, bounded by its route: a listing's page, a create's arguments): left as it is, never a stream of ours. */
+const isJson = (m: Request | Response) => (m.headers.get("content-type") ?? "").startsWith("application/json");
+
+/** The answer's body, counted as it is sent. */
+function countResponse(c: Context<AppEnv>): CountedStream {
+  const counted = countedStream(c.res.body!);
+  c.res = new Response(counted.body, c.res);
+  return counted;
 }

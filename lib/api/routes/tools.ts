@@ -14,7 +14,6 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { CallMeter, emitUsage } from "../../run/metering/usage.js";
-import { sandboxMsOf } from "../../run/metering/store.js";
 import { checkSessionId, normalizeFilePath, fileKey, filesPrefix, packKey } from "../../layout/paths.js";
 import { startEarly, type LowerRange } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
@@ -69,7 +68,7 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     if (c.res.headers.get("idempotent-replayed") === "true") return; // a kept answer (lib/api/idempotency.ts): nothing ran, the first was billed
     const emit = (later?: (p: Promise<unknown>) => void) => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...(call.sandboxMs !== undefined ? { sandbox_ms: call.sandboxMs } : {}) }, later);
+      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox() }, later);
     };
     // A streamed call is billed once its result event is sent (its response is long on its way);
     // any other once its response is (lib/run/metering/usage.ts).
@@ -212,7 +211,6 @@ async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStora
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
       if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, call, c.get("json"), tool, ctx);
       const result = await executeTool(tool, c.get("json"), ctx);
-      call.sandboxMs = sandboxMsOf(tool.name, result.data);
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
 }
 

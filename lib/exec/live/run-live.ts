@@ -9,7 +9,7 @@
  * one (joinLive). Bundles for Workers.
  */
 import { ToolError } from "../../shared/errors.js";
-import { mintSyncToken, sign, workspaceClaims } from "../../sync/token.js";
+import { keyQuotaClaim, mintSyncToken, sign, workspaceClaims } from "../../sync/token.js";
 import { RUN_MARGIN_MS } from "../../sync/run-records.js";
 import type { ExecCall } from "../call.js";
 import { concurrentRunsRefused } from "../limited.js";
@@ -260,7 +260,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
   }
   const lifeMs = liveLifeMs(svc.max_life_ms, ctx.auth.key_expires_at);
   try {
-    const token = await mintSyncToken(deps.syncSecret!, { ...workspaceClaims(ctx.ws), r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) } }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
+    const token = await mintSyncToken(deps.syncSecret!, { ...workspaceClaims(ctx.ws), r: `live_${generation}`, l: { s: key.session, g: generation, ...liveKeyClaim(ctx.auth.key_id) }, ...keyQuotaClaim(ctx.auth) }, Math.ceil((lifeMs + RUN_MARGIN_MS) / 1000));
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
       timeout_ms: lifeMs, sync: { url: req.sync.url, token },

@@ -107,12 +107,3 @@ export function sortRows(rows: UsageRow[], groupBy: readonly GroupBy[]): UsageRo
 
 /** An empty row's sums. */
 export const zeroSums = () => ({ calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0 });
-
-/** The tools whose result reports the sandbox's wall time (RunResult.duration_ms as data.duration_ms). */
-const SANDBOX_TOOLS = new Set(["bash", "run_code"]);
-
-/** The sandbox's wall time a call's result reports, for its usage record; undefined when it ran none (or in the background). */
-export function sandboxMsOf(tool: string, data: Record<string, unknown> | undefined): number | undefined {
-  const ms = data?.duration_ms;
-  return SANDBOX_TOOLS.has(tool) && typeof ms === "number" && Number.isFinite(ms) ? ms : undefined;
-}

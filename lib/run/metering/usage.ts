@@ -56,18 +56,21 @@ export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, l
 /** The cost of one tool call so far; the error envelope reads it too. */
 export class CallMeter {
   readonly started = Date.now();
-  /** The workspace the call runs on, once it is open (its byte counters). */
-  ws?: { bytesRead: number; bytesWritten: number };
+  /** The workspace the call runs on, once it is open (its byte counters, and its commands' sandbox time). */
+  ws?: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined };
   /** The error code the call ended with, set by the error envelope. */
   code?: string;
   /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
   done?: Promise<void>;
-  /** bash, run_code: the sandbox's wall time the run reported (UsageRecord.sandbox_ms). */
-  sandboxMs?: number;
-
   constructor(readonly tool: string) {}
 
   usage() {
     return { ms: Date.now() - this.started, bytes_read: this.ws?.bytesRead ?? 0, bytes_written: this.ws?.bytesWritten ?? 0 };
+  }
+
+  /** The record's sandbox_ms: what the call's commands ran in the sandbox, however they ended (absent when none ran). */
+  sandbox(): { sandbox_ms?: number } {
+    const ms = this.ws?.sandboxMs;
+    return ms !== undefined ? { sandbox_ms: ms } : {};
   }
 }

@@ -8,6 +8,7 @@
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import { runForeground } from "../../exec/runs.js";
+import { runCaller } from "../../exec/call.js";
 import { executorOf, runRequest } from "../../exec/tool-support.js";
 import { withEgressSecrets } from "../secrets/egress.js";
 import type { ToolContext } from "../../contract/tool.js";
@@ -63,7 +64,7 @@ export async function callPlugin(def: CustomToolInput, backend: Extract<CustomTo
   const seconds = backend.timeout ?? 30;
   const req = await withEgressSecrets(ctx, await runRequest(ctx, { command, timeoutMs: seconds * 1000, stdin }));
   req.limits = { ...req.limits, output_bytes: MAX_PLUGIN_OUTPUT };
-  const r = await runForeground(ctx.deps.storage, executor, req, ctx.waitUntil);
+  const r = await runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, runCaller(ctx));
   if (r.timed_out) throw new ToolError("TIMEOUT", `The ${def.name} plugin did not answer within ${seconds} s and was stopped (it must print its result line and exit when stdin closes).`, { timeout_s: seconds });
   if (r.truncated || r.stdout.length >= MAX_PLUGIN_OUTPUT) throw failed("output_too_large", `The ${def.name} plugin printed more than ${MAX_PLUGIN_OUTPUT} bytes; a result must be smaller.`);
   return { ...parsePluginOutput(r.stdout, callId, r.exit_code, r.stderr), files_changed: r.files_changed };
