@@ -34,10 +34,10 @@ export class ImportTree {
 
   /**
    * The directories to keep as markers: those with no landed file and no other directory of the
-   * archive below them. One that is (or lies below) a file, of the archive or of the workspace
-   * (`isFile`), cannot be made: it comes back in `refused` with the reason.
+   * archive below them. One that is (or lies below) a file or a link, of the archive or of the
+   * workspace (`taken`: what else holds a path), cannot be made: it comes back in `refused` with the reason.
    */
-  emptyDirs(landed: Iterable<string>, isFile: (path: string) => boolean): { dirs: string[]; refused: { name: string; reason: string }[] } {
+  emptyDirs(landed: Iterable<string>, taken: (path: string) => "file" | "symlink" | undefined): { dirs: string[]; refused: { name: string; reason: string }[] } {
     const files = new Set(landed);
     const implied = new Set<string>();
     for (const p of files) for (const a of ancestorsOf(p)) implied.add(a);
@@ -46,9 +46,10 @@ export class ImportTree {
     const refused: { name: string; reason: string }[] = [];
     for (const d of [...this.dirs].sort()) {
       if (implied.has(d)) continue;
-      const file = [d, ...ancestorsOf(d)].find((p) => files.has(p) || isFile(p));
-      if (file === undefined) dirs.push(d);
-      else refused.push({ name: `${d}/`, reason: file === d ? `${d} is a file, so the directory cannot be made` : `${file} is a file, so ${d} cannot be made below it` });
+      const what = (p: string) => (files.has(p) ? "file" : taken(p));
+      const held = [d, ...ancestorsOf(d)].find((p) => what(p) !== undefined);
+      if (held === undefined) dirs.push(d);
+      else refused.push({ name: `${d}/`, reason: held === d ? `${d} is a ${what(d)}, so the directory cannot be made` : `${held} is a ${what(held)}, so ${d} cannot be made below it` });
     }
     return { dirs, refused };
   }
