@@ -13,7 +13,12 @@
  * import's writer takes out of the new tree: `kindOf` says what each path ends up holding.
  */
 import { ancestorsOf, isWithin } from "../layout/paths.js";
-import type { Target } from "./import.js";
+
+/** What a claim reads of the import's target (import.ts Target): its files, and its directories (added to as entries land). */
+interface Places {
+  existing: ReadonlyMap<string, unknown>;
+  dirs: Set<string>;
+}
 
 export type ClaimKind = "file" | "link";
 
@@ -22,7 +27,7 @@ export class PathClaims {
   /** The workspace's links an entry may not land below: those a replace keeps (outside its prefix) and all of them for a merge. */
   private readonly links: ReadonlySet<string>;
 
-  constructor(private readonly target: Target, workspaceLinks: Iterable<string>, replaceBelow: string | null, private readonly displaced: (name: string, reason: string) => void) {
+  constructor(private readonly target: Places, workspaceLinks: Iterable<string>, replaceBelow: string | null, private readonly displaced: (name: string, reason: string) => void) {
     this.links = new Set([...workspaceLinks].filter((p) => replaceBelow === null || !isWithin(p, replaceBelow)));
   }
 
