@@ -23,7 +23,7 @@ const grep = async (t: Tenant, pattern: string) => (await (await t.req(`/v1/work
 async function imported(t: Tenant, body: Uint8Array, query = "") {
   const r = await importReq(t, body, query);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as { message: string; files: number; symlinks: number; skipped: { name: string; reason: string }[]; skipped_count: number };
+  return r.body as { message: string; files: number; symlinks: number; empty_directories: number; skipped: { name: string; reason: string }[]; skipped_count: number };
 }
 
 describe("one path, one thing: entries of an archive that meet at one path", () => {
@@ -92,10 +92,11 @@ describe("one path, one thing: the archive against the workspace", () => {
     const t = await newTenant(app);
     await imported(t, tar([{ name: "link", type: "2", linkname: "/etc" }, { name: "dirlink", type: "2", linkname: "real" }, { name: "real/", type: "5" }]));
     const before = await snapshot(t.tenant);
-    const r = await imported(t, tar([{ name: "link/passwd", body: "root::0:0::/:/bin/sh\n" }, { name: "dirlink/x", type: "2", linkname: "/" }, { name: "ok.txt", body: "ok" }]));
-    expect(r).toMatchObject({ files: 1, symlinks: 0, skipped_count: 2 });
+    const r = await imported(t, tar([{ name: "link/passwd", body: "root::0:0::/:/bin/sh\n" }, { name: "dirlink/x", type: "2", linkname: "/" }, { name: "ok.txt", body: "ok" }, { name: "link/sub/", type: "5" }]));
+    expect(r).toMatchObject({ files: 1, symlinks: 0, skipped_count: 3, empty_directories: 0 });
+    expect(r.skipped[2]).toEqual({ name: "link/sub/", reason: "link is a symlink, so link/sub cannot be made below it" });
     expect(r.message).toContain("1 × link is a symlink in the workspace, so link/passwd cannot be created below it: nothing is written through a link: \"link/passwd\"");
-    expect(r.skipped.map((s) => s.name)).toEqual(["link/passwd", "dirlink/x"]);
+    expect(r.skipped.map((s) => s.name)).toEqual(["link/passwd", "dirlink/x", "link/sub/"]);
     expect(await exported(t)).toEqual(["ok.txt = ok", "real/ directory", "dirlink -> real", "link -> /etc"]);
     expect(before.length).toBeGreaterThan(0);
   });
