@@ -128,6 +128,19 @@ for (const live of [false, true]) {
       expect(git(out, "fsck", "--strict", "--no-progress")).toBe("");
       expect(git(out, "ls-files", "-s", "--abbrev=12") + git(out, "log", "--format=%s")).toBe(lsFiles);
       expect(git(out, "show", "--stat", "--format=%s", "HEAD")).toMatch(/edit and make/);
+
+      // A checkpoint, a fork of it (fresh sandboxes) and a restore after damage: the same tree each time.
+      const cp = await call("/v1/workspaces/repo/checkpoints", { method: "POST", body: JSON.stringify({ name: "committed" }) }, t.key);
+      const checkpoint = ((await cp.json()) as any).id as string;
+      expect(cp.status).toBe(201);
+      const fork = await call("/v1/workspaces", { method: "POST", body: JSON.stringify({ id: "forked", from_workspace: "repo", checkpoint }) }, t.key);
+      expect(fork.status, await fork.clone().text()).toBe(201);
+      const inFork = await call("/v1/workspaces/forked/tools/bash", { method: "POST", body: JSON.stringify({ command: `${TREE}; git status --porcelain=v1 --untracked-files=all` }) }, t.key);
+      expect(((await inFork.json()) as any).output).toBe(inSandbox);
+      await bash("rm readme-link main-link bin/private.sh && chmod -x src/main.c && rm made/empty/.gitkeep && rmdir made/empty made && ln -s /etc etc-link && echo x > keep/new && git add -A && git commit -qm damage");
+      const restored = await call(`/v1/workspaces/repo/checkpoints/${checkpoint}/restore`, { method: "POST" }, t.key);
+      expect(restored.status, await restored.clone().text()).toBe(200);
+      expect(await bash(`${TREE}; git status --porcelain=v1 --untracked-files=all; git log -1 --format=%s`)).toBe(`${inSandbox}edit and make\n`);
     }, 120_000);
   });
 }
