@@ -9,7 +9,7 @@
  *  - Empty directories: a directory entry with nothing below it in the archive becomes a
  *    directory marker (lib/layout/paths.ts), the same thing bash's `mkdir` leaves. Directories with
  *    entries below them are implied by those entries and need none.
- *  - What is not kept (hard links, devices, fifos, unsafe names) is skipped and named in `message`,
+ *  - What is not kept (devices, fifos, unsafe names, hard links to no file of the archive) is skipped and named in `message`,
  *    the text the caller reads, grouped by reason; modification times are not kept (the time of
  *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
  */

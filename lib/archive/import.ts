@@ -102,6 +102,9 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
   return { existing, sizes, dirs };
 }
 
+/** Why a hard link is not imported: what it names is not a file the archive landed before it. */
+export const HARD_LINK_REFUSED = "a hard link whose target is no file earlier in the archive (hard links land as copies of the file they name)";
+
 /**
  * The one admission loop of every import: each entry through the policy (skipped ones reported,
  * directory entries counted), then `claim` (claims.ts: a path that cannot be placed is skipped
@@ -111,7 +114,15 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
 export async function* admitted(
   entries: AsyncIterable<ArchiveEntry>,
   policy: EntryPolicy,
-  on: { claim(name: string, path: string, kind: ClaimKind): string | null; skip(name: string, reason: string): void; directory(path: string): void; link(path: string, target: string): void },
+  on: {
+    claim(name: string, path: string, kind: ClaimKind): string | null;
+    skip(name: string, reason: string): void;
+    directory(path: string): void;
+    link(path: string, target: string): void;
+    /** A hard link to `target`: null when a file landed there earlier in the archive (it is copied to `path` once claimed), else the refusal. */
+    linkable(target: string): string | null;
+    hardlink(path: string, target: string, mode: number | undefined): void;
+  },
 ): AsyncGenerator<{ path: string; entry: ArchiveEntry }> {
   let links = 0;
   for await (const entry of entries) {
@@ -131,6 +142,13 @@ export async function* admitted(
       const refused = isLinkTarget(target) ? on.claim(entry.name, a.path, "link") : `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`;
       if (refused) on.skip(entry.name, refused);
       else on.link(a.path, target!);
+      continue;
+    }
+    if (entry.kind === "hardlink") {
+      const target = entry.linkTarget === undefined ? null : policy.pathOf(entry.linkTarget);
+      const refused = (target === null ? HARD_LINK_REFUSED : on.linkable(target)) ?? on.claim(entry.name, a.path, "file");
+      if (refused) on.skip(entry.name, refused);
+      else on.hardlink(a.path, target!, entry.mode);
       continue;
     }
     const conflict = on.claim(entry.name, a.path, "file");

@@ -136,7 +136,8 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       rawName = p === null || n === null ? null : p ? `${p}/${n}` : n;
     }
     // A target that is no UTF-8 (null) is refused by the import, like one too long (import.ts admitted).
-    const linkTarget = type !== "2" || pax.has("linkpath!") ? null : pax.get("linkpath") ?? (longLink !== undefined ? longLink : decodeName(field(h, 157, 100)));
+    // A symlink's target, or the archive name of the file a hard link names.
+    const linkTarget = (type !== "2" && type !== "1") || pax.has("linkpath!") ? null : pax.get("linkpath") ?? (longLink !== undefined ? longLink : decodeName(field(h, 157, 100)));
     const paxSize = pax.get("size");
     const bodySize = paxSize !== undefined && /^\d+$/.test(paxSize) ? Number(paxSize) : size;
     pax = new Map();

@@ -24,7 +24,7 @@ import { compareKeys } from "../layout/key-order.js";
 import { PathClaims, type ClaimKind } from "../archive/claims.js";
 import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
 import type { StagedUpkeep } from "../layout/files.js";
-import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
+import { admitted, HARD_LINK_REFUSED, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
@@ -51,6 +51,8 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   let skippedCount = 0;
   let directories = 0;
   const links = new Map<string, string>();
+  /** path → the manifest entry of the last file landed there (a hard link's: its target's, under its own path). */
+  const written = new Map<string, ManifestEntry>();
   const skip = (name: string, reason: string) => {
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
@@ -70,11 +72,18 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
       directories++;
       tree.directory(path);
     };
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t) })) {
+    // A hard link is a copy of the file its target held when it was linked: the same bytes in the pack, a manifest entry of its own.
+    const linkable = (target: string) => (claims.kindOf(target) === "file" && written.has(target) ? null : HARD_LINK_REFUSED);
+    const hardlink = (path: string, target: string, mode: number | undefined) => {
+      tree.file(path, mode);
+      written.set(path, { ...written.get(target)!, path });
+    };
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t), linkable, hardlink })) {
       tree.file(path, entry.mode);
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
         const e = await writer.add(path, bytes);
+        written.set(path, e);
         await ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
         const p = ws.pendingChanges;
         // One index segment per batch, built while the archive keeps streaming (one batch at a time).
@@ -83,7 +92,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
           indexing = ws.flushChanges(staged);
         }
       } else {
-        await writer.addStream(path, entry.stream(), entry.size);
+        written.set(path, await writer.addStream(path, entry.stream(), entry.size));
       }
     }
     await writer.finish();
@@ -96,8 +105,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   }
 
   // One path, one thing (claims.ts): the last entry of each path is kept, a file or a link.
-  const lastOf = new Map(writer.entries.map((e) => [e.path, e]));
-  const fileEntries = [...lastOf.values()].filter((e) => claims.kindOf(e.path) === "file");
+  const fileEntries = [...written.values()].filter((e) => claims.kindOf(e.path) === "file");
   const files = fileEntries.map((e) => e.path);
   for (const p of links.keys()) if (claims.kindOf(p) !== "link") links.delete(p);
   // A link that lands on a file of the workspace replaces it (tar x unlinks the file first).

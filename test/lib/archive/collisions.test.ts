@@ -125,3 +125,41 @@ describe("one path, one thing: the archive against the workspace", () => {
     expect(await exported(t)).toEqual(["e/ directory"]);
   });
 });
+
+describe("hard links: a copy of the file they name, as each name of a hard-linked file is one file in the workspace", () => {
+  it("a hard link to a file earlier in the archive lands as a copy (its bytes, its own execute bit); the search finds it", async () => {
+    const t = await newTenant(app);
+    const r = await imported(t, tar([
+      { name: "target/debug/app", body: "ELF binary", mode: 0o755 },
+      { name: "target/debug/deps/app-1234", type: "1", linkname: "target/debug/app", mode: 0o755 },
+      { name: "empty", body: "" },
+      { name: "./empty-twin", type: "1", linkname: "./empty" },
+      { name: "docs/a.txt", body: "needle in a\n" },
+      { name: "docs/b.txt", type: "1", linkname: "docs/a.txt" },
+    ]));
+    expect(r).toMatchObject({ files: 6, skipped_count: 0 });
+    expect(await exported(t)).toEqual(["docs/ directory", "docs/a.txt = needle in a\n", "docs/b.txt = needle in a\n", "empty = ", "empty-twin = ", "target/ directory", "target/debug/ directory", "target/debug/app = ELF binary", "target/debug/deps/ directory", "target/debug/deps/app-1234 = ELF binary"]);
+    const modes = Object.fromEntries((await tarEntries(await exportReq(t))).map((e) => [e.name, e.mode]));
+    expect(modes["target/debug/deps/app-1234"]).toBe(0o755);
+    expect((await grep(t, "needle")).output).toContain("docs/b.txt");
+  });
+
+  it("a hard link to no file of the archive (outside it, a link, a directory, a name the import skipped, a later entry) is skipped and named; a copy keeps the bytes its target had when it was linked", async () => {
+    const t = await newTenant(app);
+    const r = await imported(t, tar([
+      { name: "outside", type: "1", linkname: "/etc/passwd" },
+      { name: "up", type: "1", linkname: "../x" },
+      { name: "sym", type: "2", linkname: "real" },
+      { name: "to-sym", type: "1", linkname: "sym" },
+      { name: "dir/", type: "5" },
+      { name: "to-dir", type: "1", linkname: "dir" },
+      { name: "early", type: "1", linkname: "later.txt" },
+      { name: "later.txt", body: "v1" },
+      { name: "snap", type: "1", linkname: "later.txt" },
+      { name: "later.txt", body: "v2" },
+    ]));
+    expect(await exported(t)).toEqual(["dir/ directory", "later.txt = v2", "snap = v1", "sym -> real"]);
+    expect(r.message).toContain('5 × a hard link whose target is no file earlier in the archive (hard links land as copies of the file they name): "outside", "up", "to-sym", "to-dir", "early"');
+  });
+});
+
