@@ -1,7 +1,7 @@
 /**
  * A coding agent's ordinary day, end to end through the real sandbox: a git repository (a symlink
  * to a file, one to a directory, a dangling one, executables 0755 and 0700, an empty directory
- * kept by .gitkeep, a submodule's gitlink with its empty directory and .gitmodules, CRLF, binary
+ * kept by .gitkeep, a hard link (GNU tar's link entry), a submodule's gitlink with its empty directory and .gitmodules, CRLF, binary
  * with NUL, unicode and leading-dash names) is imported, `git status` is clean in bash, the edit
  * tool changes a file, bash makes files, links, an executable and a directory and commits, and
  * the export, untarred here by GNU tar, passes `git fsck --strict`, is clean for `git status`
@@ -9,7 +9,7 @@
  * Both in fresh sandboxes and in a live one (keep_alive).
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -39,6 +39,7 @@ function repository(dir: string): Uint8Array {
   w("empty.txt", "");
   w("keep/.gitkeep", "");
   w(`${"deep/".repeat(30)}${"n".repeat(150)}.txt`, "a long path\n");
+  linkSync(join(dir, "bin/run.sh"), join(dir, "bin/run-hard.sh")); // GNU tar writes the second name as a hard link entry
   symlinkSync("README.md", join(dir, "readme-link"));
   symlinkSync("../src", join(dir, "docs/src-link"));
   symlinkSync("no/such/file", join(dir, "dangling"));
@@ -96,7 +97,7 @@ for (const live of [false, true]) {
 
       // The sandbox's tree is the repository's, and git agrees.
       const onHost = execFileSync("sh", ["-c", TREE], { cwd: src, encoding: "utf8" });
-      for (const line of ["l ./readme-link README.md", "l ./docs/src-link ../src", "d ./vendor/lib ", "f ./bin/private.sh x ", "f ./keep/.gitkeep - "]) expect(onHost).toContain(line);
+      for (const line of ["l ./readme-link README.md", "l ./docs/src-link ../src", "d ./vendor/lib ", "f ./bin/private.sh x ", "f ./keep/.gitkeep - ", "f ./bin/run-hard.sh x "]) expect(onHost).toContain(line);
       expect(await bash(TREE)).toBe(onHost);
       expect(await bash("git status --porcelain=v1 --untracked-files=all; git fsck --strict --no-progress && echo fsck-ok")).toBe("fsck-ok\n");
 
