@@ -95,6 +95,20 @@ describe.each([
     expect(miss.error.message).not.toContain("symlink");
   });
 
+  it("an export of a link's path says it is a link, never follows it (inside, outside or above the workspace) and says what to export", async () => {
+    const t = await newTenant(app);
+    expect((await importReq(t, tar([{ name: "real/a.txt", body: "a" }, { name: "dirlink", type: "2", linkname: "real" }, { name: "abs", type: "2", linkname: "/etc" }, { name: "up", type: "2", linkname: ".." }]))).status).toBe(200);
+    for (const [link, target] of [["dirlink", "real"], ["abs", "/etc"], ["up", ".."]]) {
+      const res = await exportReq(t, `?path=${link}`);
+      const body = (await res.json()) as any;
+      expect(res.status, link).toBe(404);
+      expect(body.error.message).toBe(`${link} is a symlink (-> ${target}), not a directory: an export never follows links. Export the path of its target inside the workspace instead, or the directory that holds the link (the link is then in the archive).`);
+      expect(body.error.details).toMatchObject({ path: link, target, reason: "is_link" });
+    }
+    const below = (await (await exportReq(t, "?path=dirlink/sub")).json()) as any;
+    expect(below.error.message).toBe("dirlink/sub lies below the symlink dirlink (-> real): an export never follows links. Export the path of its target inside the workspace instead.");
+  });
+
   it("zip: a link (by Unix mode) is kept with its body as the target", async () => {
     const t = await newTenant(app);
     const z = await zip([
