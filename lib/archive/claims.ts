@@ -14,16 +14,18 @@
  */
 import { ancestorsOf, isWithin } from "../layout/paths.js";
 
-/** What a claim reads of the import's target (import.ts Target): its files, and its directories (added to as entries land). */
+/** What a claim reads of the import's target (import.ts Target): its files and its directories. */
 interface Places {
   existing: ReadonlyMap<string, unknown>;
-  dirs: Set<string>;
+  dirs: ReadonlySet<string>;
 }
 
 export type ClaimKind = "file" | "link";
 
 export class PathClaims {
   private readonly held = new Map<string, { name: string; kind: ClaimKind }>();
+  /** Directories the entries landed so far imply. */
+  private readonly madeDirs = new Set<string>();
   /** The workspace's links an entry may not land below: those a replace keeps (outside its prefix) and all of them for a merge. */
   private readonly links: ReadonlySet<string>;
 
@@ -34,6 +36,7 @@ export class PathClaims {
   /** Claims `path` for an entry named `name`: null when it may land there, else why not (the entry is skipped with it). */
   claim(name: string, path: string, kind: ClaimKind): string | null {
     if (this.target.dirs.has(path)) return `${path} is a directory in the workspace`;
+    if (this.madeDirs.has(path)) return `${path} is a directory of the archive (an earlier entry lies below it)`;
     for (const a of ancestorsOf(path)) {
       const held = this.held.get(a)?.kind;
       if (held === "link" || this.links.has(a)) return `${a} is a symlink in the ${held === "link" ? "archive" : "workspace"}, so ${path} cannot be created below it: nothing is written through a link`;
@@ -45,7 +48,7 @@ export class PathClaims {
       this.displaced(earlier.name, `a later entry of the archive has the same path (${path})${spelling}; the later one is kept`);
     }
     this.held.set(path, { name, kind });
-    for (const a of ancestorsOf(path)) this.target.dirs.add(a);
+    for (const a of ancestorsOf(path)) this.madeDirs.add(a);
     return null;
   }
 

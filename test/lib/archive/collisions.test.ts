@@ -62,6 +62,13 @@ describe("one path, one thing: entries of an archive that meet at one path", () 
     expect(r).toMatchObject({ files: 2, skipped_count: 1 });
   });
 
+  it("a link or a file where an earlier entry made a directory is named as the archive's directory, not the workspace's", async () => {
+    const t = await newTenant(app);
+    const r = await imported(t, tar([{ name: "d/f", body: "f" }, { name: "d", type: "2", linkname: "y" }, { name: "d", body: "file" }]));
+    expect(await exported(t)).toEqual(["d/ directory", "d/f = f"]);
+    expect(r.message).toContain('2 × d is a directory of the archive (an earlier entry lies below it): "d", "d"');
+  });
+
   it("an empty directory entry and a link of the same name: the link is kept, the directory named", async () => {
     for (const order of [0, 1]) {
       const t = await newTenant(app);
