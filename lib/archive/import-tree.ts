@@ -89,7 +89,7 @@ const LISTED_PER_REASON = 5;
 /** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
 export function importMessage(r: ImportSummary): string {
   const lines = [
-    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : ""}).`,
+    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : r.deleted ? `: ${counted(r.deleted, "file")} of the workspace replaced by links` : ""}).`,
   ];
   if (r.kept_count) lines.push(`${counted(r.kept_count, "file")} that changed during the import ${r.kept_count === 1 ? "was left as it is" : "were left as they are"} (listed in kept).`);
   if (r.skipped_count) {

@@ -57,6 +57,7 @@ export interface ImportReport {
   bytes: number;
   created: number;
   updated: number;
+  /** Files of the workspace removed: by replace (not in the archive), and in either mode where a link of the archive took their path. */
   deleted: number;
   /** replace: files not in the archive left in place because they changed (or appeared) during the import. */
   kept: string[];

@@ -23,7 +23,7 @@ const grep = async (t: Tenant, pattern: string) => (await (await t.req(`/v1/work
 async function imported(t: Tenant, body: Uint8Array, query = "") {
   const r = await importReq(t, body, query);
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body as { message: string; files: number; symlinks: number; empty_directories: number; skipped: { name: string; reason: string }[]; skipped_count: number };
+  return r.body as { message: string; files: number; symlinks: number; deleted: number; empty_directories: number; skipped: { name: string; reason: string }[]; skipped_count: number };
 }
 
 describe("one path, one thing: entries of an archive that meet at one path", () => {
@@ -86,7 +86,8 @@ describe("one path, one thing: the archive against the workspace", () => {
     await imported(t, tar([{ name: "low", body: "lower layer" }, { name: "keep.txt", body: "k" }]));
     await upload(t, "up", "upper layer");
     const r = await imported(t, tar([{ name: "low", type: "2", linkname: "keep.txt" }, { name: "up", type: "2", linkname: "keep.txt" }]));
-    expect(r).toMatchObject({ files: 0, symlinks: 2, skipped_count: 0 });
+    expect(r).toMatchObject({ files: 0, symlinks: 2, skipped_count: 0, deleted: 2 });
+    expect(r.message).toMatch(/^Imported 0 files \(0 executable\), 2 symlinks and 0 empty directories from a tar into the workspace root \(mode merge: 2 files of the workspace replaced by links\)\./);
     expect(await exported(t)).toEqual(["keep.txt = k", "low -> keep.txt", "up -> keep.txt"]);
     for (const p of ["low", "up"]) expect((await t.req(`/v1/workspaces/${t.ws}/files/${p}`)).status, p).toBe(404);
     const read = (await (await t.req(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ file_path: "up" }) })).json()) as any;
