@@ -19,7 +19,7 @@
  * bits over the old files (a link may dangle) until the import is done again.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { filesPrefix, manifestKey, packKey } from "../layout/paths.js";
+import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../layout/paths.js";
 import { compareKeys } from "../layout/key-order.js";
 import { PathClaims, type ClaimKind } from "../archive/claims.js";
 import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
@@ -43,6 +43,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   const started = Date.now();
   const { limits, prefix } = opts;
   const [target, workspaceLinks] = await Promise.all([listTarget(ws, prefix, limits.maxEntries), readLinks(ws)]);
+  refuseLinkedPrefix(prefix, workspaceLinks);
   const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
   const policy = new EntryPolicy(limits, prefix);
   const tree = new ImportTree();
@@ -218,6 +219,14 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     skipped_count: skippedCount,
   };
   return { ...report, message: importMessage(report), ms: Date.now() - started };
+}
+
+/** A prefix that is, or lies below, a link of the workspace: nothing is written through a link (claims.ts), so the import is refused before its archive is read. */
+function refuseLinkedPrefix(prefix: string, links: ReadonlyMap<string, string>): void {
+  const link = prefix ? [prefix, ...ancestorsOf(prefix)].find((p) => links.has(p)) : undefined;
+  if (link === undefined) return;
+  const target = links.get(link)!;
+  throw new ToolError("SYMLINK_REFUSED", `Cannot import into ${prefix}: ${link} is a symlink (-> ${target}); an import never writes through a link. Import into the path of its target instead.`, { prefix, link, target, reason: "is_link" });
 }
 
 /** What an import changes in the storage quotas: each landed file's size less the one it replaces (+1 file when new), and the files a replace removes. */

@@ -116,6 +116,19 @@ describe("one path, one thing: the archive against the workspace", () => {
     expect(r.skipped).toEqual([{ name: "link/passwd", reason: "link is a symlink in the archive, so link/passwd cannot be created below it: nothing is written through a link" }]);
   });
 
+  it("a prefix that is (or lies below) a link of the workspace is refused before the archive is read, in either mode", async () => {
+    const t = await newTenant(app);
+    await imported(t, tar([{ name: "lnk", type: "2", linkname: "/etc" }, { name: "real/", type: "5" }]));
+    const before = await snapshot(t.tenant);
+    for (const query of ["?prefix=lnk", "?prefix=lnk/sub&mode=replace"]) {
+      const r = await importReq(t, tar([{ name: "passwd", body: "x" }]), query);
+      expect(r.status, query).toBe(400);
+      expect(r.body.error).toMatchObject({ code: "SYMLINK_REFUSED", details: { link: "lnk", target: "/etc", reason: "is_link" } });
+      expect(r.body.error.message).toMatch(/^Cannot import into lnk(\/sub)?: lnk is a symlink \(-> \/etc\); an import never writes through a link\. Import into the path of its target instead\./);
+    }
+    expect(await snapshot(t.tenant)).toEqual(before);
+  });
+
   it("replace mode: a link of the workspace the archive does not hold is dropped, so a file may land below its path", async () => {
     const t = await newTenant(app);
     await imported(t, tar([{ name: "p/link", type: "2", linkname: "/etc" }]));
