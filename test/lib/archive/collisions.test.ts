@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
-import { tar } from "./archives.js";
+import { tar, zip } from "./archives.js";
 import { exportReq, importReq, snapshot, tarEntries } from "./helpers.js";
 
 const app = testApp();
@@ -114,6 +114,13 @@ describe("one path, one thing: the archive against the workspace", () => {
     const r = await imported(t, tar([{ name: "link", type: "2", linkname: "/etc" }, { name: "link/passwd", body: "x" }]));
     expect(await exported(t)).toEqual(["link -> /etc"]);
     expect(r.skipped).toEqual([{ name: "link/passwd", reason: "link is a symlink in the archive, so link/passwd cannot be created below it: nothing is written through a link" }]);
+  });
+
+  it("zip follows the same rule: nothing below its own link, NFC/NFD spellings named", async () => {
+    const t = await newTenant(app);
+    const r = await imported(t, await zip([{ name: "link", body: "/etc", mode: 0o120777 }, { name: "link/passwd", body: "x" }, { name: "caf\u00e9", body: "1" }, { name: "cafe\u0301", body: "2" }]));
+    expect(await exported(t)).toEqual(["caf\u00e9 = 2", "link -> /etc"]);
+    expect(r.skipped.map((s) => s.name)).toEqual(["link/passwd", "caf\u00e9"]);
   });
 
   it("a prefix that is (or lies below) a link of the workspace is refused before the archive is read, in either mode", async () => {
