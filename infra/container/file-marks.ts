@@ -3,6 +3,7 @@
  * fingerprint of its stat (a change shows in it), its execute bit. Pure.
  */
 import { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, normalizePath } from "../../lib/layout/paths.js";
+import { isToolError } from "../../lib/shared/errors.js";
 
 /**
  * isValidName for an ASCII path, in one pass without allocating: canonical (normalizePath would
@@ -42,6 +43,23 @@ export const isValidName = (rel: string): boolean => {
     return false;
   }
 };
+
+/**
+ * Why the workspace cannot hold `rel` as it is (isValidName said so), in the words the model reads
+ * beside the name (an `invalid_name` skip's detail): normalizePath's reason, or the one thing it
+ * changes silently, a name not in Unicode NFC (NFD, as macOS and some tools write them).
+ */
+export function nameProblem(rel: string): string {
+  let canonical: string;
+  try {
+    canonical = normalizePath(rel);
+  } catch (e) {
+    const why = isToolError(e) ? e.details?.reason : undefined;
+    return typeof why === "string" ? why : "the workspace cannot hold this name";
+  }
+  if (rel.normalize("NFC") !== rel) return `not in Unicode NFC (the workspace holds names composed, as ${canonical}): rename it to that spelling`;
+  return `not a canonical path (the workspace would hold it as ${JSON.stringify(canonical)})`;
+}
 
 export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
   `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;

@@ -10,7 +10,7 @@ import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, type Stats } from "./stat-pool.js";
 import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
-import { fingerprint, isExec, isValidName } from "./file-marks.js";
+import { fingerprint, isExec, isValidName, nameProblem } from "./file-marks.js";
 import { listingSettledMs } from "./listing-settled.js";
 import { noteLink, someNameUnseen, type LinkNames } from "./hard-links.js";
 
@@ -268,17 +268,17 @@ function sortOut(out: WalkResult, stack: string[], links: string[], r: string, a
   const type = st === null ? constants.S_IFDIR : st.mode & constants.S_IFMT;
   if (type === constants.S_IFDIR) {
     // From readdir, or readdir said otherwise and the entry changed meanwhile (or the file system reports no types).
-    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name", detail: nameProblem(r) });
     out.dirs.push(r);
     stack.push(r);
   } else if (type === constants.S_IFREG) {
-    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name", detail: nameProblem(r) });
     const entry: FileEntry = { fp: st!.fp, size: st!.size, exec: isExec(st!.mode) };
     out.files.set(r, entry);
     out.readFiles.push(r);
     return entry;
   } else if (type === constants.S_IFLNK) {
-    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name" });
+    if (!isValidName(r)) return void out.skipped.push({ path: r, reason: "invalid_name", detail: nameProblem(r) });
     links.push(r);
   } else out.skipped.push({ path: r, reason: "special_file" });
 }

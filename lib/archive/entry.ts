@@ -9,7 +9,7 @@ export interface ArchiveEntry {
   size: number;
   /** Permission bits (0o7777) as the archive declares them; absent when it declares none (a zip not made on Unix). */
   mode?: number;
-  /** A symlink's target as the archive's header gives it (tar); a zip's link holds its target as its body. */
+  /** A symlink's target as the archive's header gives it (tar; a zip's link holds its target as its body); a hard link's: the archive name of the file it names. */
   linkTarget?: string;
   /** What the reader could not decode (a name not in UTF-8, an unsupported compression): the entry is skipped with this reason. */
   unreadable?: string;

@@ -76,11 +76,20 @@ export async function listForExport(ws: Workspace, dir: string, max: number, exe
     const file = await ws.head(dir);
     if (!file) {
       if (await ws.headMarker(dir)) return keep({ dir, files, dirsBefore, exec, links });
-      throw await ws.notFound(dir, "Directory");
+      throw linkOnTheWay(dir, linksAll) ?? (await ws.notFound(dir, "Directory"));
     }
     return keep({ dir, files: [file], dirsBefore: [[], []], exec, links: [] });
   }
   return keep({ dir, files, dirsBefore, exec, links });
+}
+
+/** NOT_FOUND for an export of a link's path, or of a path below a link, said as such (an export never follows one); null when no link is on the way. */
+function linkOnTheWay(dir: string, links: ReadonlyMap<string, string>): ToolError | null {
+  const link = [dir, ...ancestorsOf(dir)].find((p) => links.has(p));
+  if (link === undefined) return null;
+  const target = links.get(link)!;
+  const what = link === dir ? `${dir} is a symlink (-> ${target}), not a directory` : `${dir} lies below the symlink ${link} (-> ${target})`;
+  return new ToolError("NOT_FOUND", `${what}: an export never follows links. Export the path of its target inside the workspace instead${link === dir ? ", or the directory that holds the link (the link is then in the archive)" : ""}.`, { path: dir, link, target, reason: "is_link" });
 }
 
 /** The export's ETag: a digest of what the archive holds (directories, files' etags and execute bits, symlinks) and the directory exported. */

@@ -9,7 +9,7 @@
  *  - Empty directories: a directory entry with nothing below it in the archive becomes a
  *    directory marker (lib/layout/paths.ts), the same thing bash's `mkdir` leaves. Directories with
  *    entries below them are implied by those entries and need none.
- *  - What is not kept (hard links, devices, fifos, unsafe names) is skipped and named in `message`,
+ *  - What is not kept (devices, fifos, unsafe names, hard links to no file of the archive) is skipped and named in `message`,
  *    the text the caller reads, grouped by reason; modification times are not kept (the time of
  *    a file is when it was written to the workspace: docs/workspace-fidelity.md says why).
  */
@@ -34,10 +34,10 @@ export class ImportTree {
 
   /**
    * The directories to keep as markers: those with no landed file and no other directory of the
-   * archive below them. One that is (or lies below) a file, of the archive or of the workspace
-   * (`isFile`), cannot be made: it comes back in `refused` with the reason.
+   * archive below them. One that is (or lies below) a file or a link, of the archive or of the
+   * workspace (`taken`: what else holds a path), cannot be made: it comes back in `refused` with the reason.
    */
-  emptyDirs(landed: Iterable<string>, isFile: (path: string) => boolean): { dirs: string[]; refused: { name: string; reason: string }[] } {
+  emptyDirs(landed: Iterable<string>, taken: (path: string) => "file" | "symlink" | undefined): { dirs: string[]; refused: { name: string; reason: string }[] } {
     const files = new Set(landed);
     const implied = new Set<string>();
     for (const p of files) for (const a of ancestorsOf(p)) implied.add(a);
@@ -46,9 +46,10 @@ export class ImportTree {
     const refused: { name: string; reason: string }[] = [];
     for (const d of [...this.dirs].sort()) {
       if (implied.has(d)) continue;
-      const file = [d, ...ancestorsOf(d)].find((p) => files.has(p) || isFile(p));
-      if (file === undefined) dirs.push(d);
-      else refused.push({ name: `${d}/`, reason: file === d ? `${d} is a file, so the directory cannot be made` : `${file} is a file, so ${d} cannot be made below it` });
+      const what = (p: string) => (files.has(p) ? "file" : taken(p));
+      const held = [d, ...ancestorsOf(d)].find((p) => what(p) !== undefined);
+      if (held === undefined) dirs.push(d);
+      else refused.push({ name: `${d}/`, reason: held === d ? `${d} is a ${what(d)}, so the directory cannot be made` : `${held} is a ${what(held)}, so ${d} cannot be made below it` });
     }
     return { dirs, refused };
   }
@@ -88,7 +89,7 @@ const LISTED_PER_REASON = 5;
 /** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
 export function importMessage(r: ImportSummary): string {
   const lines = [
-    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : ""}).`,
+    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : r.deleted ? `: ${counted(r.deleted, "file")} of the workspace replaced by links` : ""}).`,
   ];
   if (r.kept_count) lines.push(`${counted(r.kept_count, "file")} that changed during the import ${r.kept_count === 1 ? "was left as it is" : "were left as they are"} (listed in kept).`);
   if (r.skipped_count) {

@@ -15,6 +15,7 @@ import { decodeName, type ArchiveEntry } from "./entry.js";
 import { isLinkTarget, MAX_LINK_TARGET_BYTES, MAX_LINKS, type ExecModes, type ModesDelta } from "../layout/modes.js";
 import type { EntryPolicy } from "./policy.js";
 import type { Spool } from "./spool.js";
+import type { ClaimKind } from "./claims.js";
 
 /** Bodies up to this size are read whole (and fed to the search index); larger ones stream straight into a pack. */
 export const SMALL_FILE = 1024 * 1024;
@@ -43,7 +44,7 @@ export interface Target {
   existing: Map<string, string>;
   /** path → size of the same files (what the storage quotas give back for them). */
   sizes: Map<string, number>;
-  /** Directories implied by those files. */
+  /** Directories: explicit ones (markers) and those implied by the files. */
   dirs: Set<string>;
 }
 
@@ -56,6 +57,7 @@ export interface ImportReport {
   bytes: number;
   created: number;
   updated: number;
+  /** Files of the workspace removed: by replace (not in the archive), and in either mode where a link of the archive took their path. */
   deleted: number;
   /** replace: files not in the archive left in place because they changed (or appeared) during the import. */
   kept: string[];
@@ -75,7 +77,7 @@ export interface ImportReport {
   ms: number;
 }
 
-/** The files under the prefix (path → etag) and the directories they imply; the prefix must not be (or lie below) a file. */
+/** The files under the prefix (path → etag) and the directories there (explicit ones, and those files imply); the prefix must not be (or lie below) a file. */
 export async function listTarget(ws: Workspace, prefix: string, max: number): Promise<Target> {
   if (prefix) {
     const files = await Promise.all([prefix, ...ancestorsOf(prefix)].map((p) => ws.head(p)));
@@ -85,7 +87,12 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
   const existing = new Map<string, string>();
   const sizes = new Map<string, number>();
   const dirs = new Set<string>();
-  for await (const f of ws.walk(prefix)) {
+  for await (const f of ws.walkEntries(prefix)) {
+    if (f.type === "directory") {
+      // An explicit (empty) directory is a place taken like one its files imply.
+      for (const a of [f.path, ...ancestorsOf(f.path)]) dirs.add(a);
+      continue;
+    }
     if (existing.size >= max) {
       throw new ToolError("PAYLOAD_TOO_LARGE", `The import's target ${prefix || "/"} already holds more than ${max} files. Import into a narrower prefix.`, { prefix, max });
     }
@@ -96,16 +103,27 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
   return { existing, sizes, dirs };
 }
 
+/** Why a hard link is not imported: what it names is not a file the archive landed before it. */
+export const HARD_LINK_REFUSED = "a hard link whose target is no file earlier in the archive (hard links land as copies of the file they name)";
+
 /**
  * The one admission loop of every import: each entry through the policy (skipped ones reported,
- * directory entries counted), then `claim` (a path that cannot be placed is skipped with its
- * reason); yields the entries to write, each with its workspace path. Ask for the entry's body
- * before the next one (archive/entry.ts).
+ * directory entries counted), then `claim` (claims.ts: a path that cannot be placed is skipped
+ * with its reason); yields the entries to write, each with its workspace path. Ask for the entry's
+ * body before the next one (archive/entry.ts).
  */
 export async function* admitted(
   entries: AsyncIterable<ArchiveEntry>,
   policy: EntryPolicy,
-  on: { claim(path: string): string | null; skip(name: string, reason: string): void; directory(path: string): void; link(path: string, target: string): void },
+  on: {
+    claim(name: string, path: string, kind: ClaimKind): string | null;
+    skip(name: string, reason: string): void;
+    directory(path: string): void;
+    link(path: string, target: string): void;
+    /** A hard link to `target`: null when a file landed there earlier in the archive (it is copied to `path` once claimed), else the refusal. */
+    linkable(target: string): string | null;
+    hardlink(path: string, target: string, mode: number | undefined): void;
+  },
 ): AsyncGenerator<{ path: string; entry: ArchiveEntry }> {
   let links = 0;
   for await (const entry of entries) {
@@ -118,17 +136,25 @@ export async function* admitted(
       on.directory(a.directory);
       continue;
     }
-    const conflict = on.claim(a.path);
-    if (conflict) {
-      on.skip(entry.name, conflict);
-      continue;
-    }
     if (entry.kind === "symlink") {
       if (++links > MAX_LINKS) throw new ToolError("PAYLOAD_TOO_LARGE", `The archive holds more than ${MAX_LINKS} symbolic links; a workspace keeps at most that many.`, { reason: "links", max: MAX_LINKS });
       // A link is kept as data, never followed (docs/symlinks.md): tar names its target in the header, zip in the body.
       const target = entry.linkTarget ?? (entry.size <= MAX_LINK_TARGET_BYTES ? decodeName(await entry.bytes()) : null);
-      if (isLinkTarget(target)) on.link(a.path, target);
-      else on.skip(entry.name, `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`);
+      const refused = isLinkTarget(target) ? on.claim(entry.name, a.path, "link") : `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`;
+      if (refused) on.skip(entry.name, refused);
+      else on.link(a.path, target!);
+      continue;
+    }
+    if (entry.kind === "hardlink") {
+      const target = entry.linkTarget === undefined ? null : policy.pathOf(entry.linkTarget);
+      const refused = (target === null ? HARD_LINK_REFUSED : on.linkable(target)) ?? on.claim(entry.name, a.path, "file");
+      if (refused) on.skip(entry.name, refused);
+      else on.hardlink(a.path, target!, entry.mode);
+      continue;
+    }
+    const conflict = on.claim(entry.name, a.path, "file");
+    if (conflict) {
+      on.skip(entry.name, conflict);
       continue;
     }
     yield { path: a.path, entry };

@@ -4,7 +4,8 @@
  * total: the import stops with PAYLOAD_TOO_LARGE), then either admitted as a workspace path
  * under the prefix, or skipped with a reason the response reports:
  *   - a symbolic link is admitted as a path like a file (its target is data: docs/symlinks.md);
- *   - hard links, devices, fifos and unknown kinds are never written;
+ *   - a hard link too: it lands as a copy of the file it names (`pathOf` its target: import.ts);
+ *   - devices, fifos and unknown kinds are never written;
  *   - an absolute name, or one with a ".." segment, is refused outright (not clamped);
  *   - the rest goes through normalizeFilePath (lib/layout/paths.ts) joined to the prefix: whatever
  *     that function refuses (control characters, backslashes, over-long names) is skipped.
@@ -19,7 +20,6 @@ import type { ArchiveLimits } from "./limits.js";
 export type Admission = { path: string } | { skip: string } | { directory: string };
 
 const KIND_REASON: Record<string, string> = {
-  hardlink: "hard links are not imported",
   device: "device files are not imported",
   fifo: "fifos are not imported",
   other: "this kind of entry (sparse, volume label, ...) is not imported",
@@ -48,13 +48,23 @@ export class EntryPolicy {
     if (entry.unreadable) return { skip: entry.unreadable };
     const reason = KIND_REASON[entry.kind];
     if (reason) return { skip: reason };
-    if (utf8Length(entry.name) > limits.maxNameBytes) return { skip: `the name is longer than ${limits.maxNameBytes} bytes` };
-    if (entry.name.startsWith("/")) return { skip: "absolute names are not imported (use names relative to the archive's root)" };
-    if (entry.name.split("/").includes("..")) return { skip: "names with a '..' segment are not imported" };
+    return this.place(entry.name, entry.kind === "directory");
+  }
+
+  /** The workspace path an archive name lands at (a hard link's target names a file by it), or null when no entry of that name lands. */
+  pathOf(name: string): string | null {
+    const a = this.place(name, false);
+    return "path" in a ? a.path : null;
+  }
+
+  private place(name: string, directory: boolean): Admission {
+    if (utf8Length(name) > this.limits.maxNameBytes) return { skip: `the name is longer than ${this.limits.maxNameBytes} bytes` };
+    if (name.startsWith("/")) return { skip: "absolute names are not imported (use names relative to the archive's root)" };
+    if (name.split("/").includes("..")) return { skip: "names with a '..' segment are not imported" };
     try {
-      if (entry.kind === "directory") return { directory: normalizePath(entry.name) === "" ? this.prefix : normalizeFilePath(joinPath(this.prefix, entry.name)) };
-      if (normalizePath(entry.name) === "") return { skip: "a file entry names the archive's root" };
-      return { path: normalizeFilePath(joinPath(this.prefix, entry.name)) };
+      if (directory) return { directory: normalizePath(name) === "" ? this.prefix : normalizeFilePath(joinPath(this.prefix, name)) };
+      if (normalizePath(name) === "") return { skip: "a file entry names the archive's root" };
+      return { path: normalizeFilePath(joinPath(this.prefix, name)) };
     } catch (e) {
       if (isToolError(e)) return { skip: e.message };
       throw e;

@@ -1,5 +1,5 @@
 /**
- * A streaming tar reader (POSIX ustar, pax extended headers, GNU long names) over a ByteReader.
+ * A streaming tar reader (POSIX ustar, pax extended headers, GNU long names and link targets) over a ByteReader.
  * Hand-written (about 150 lines) rather than a library so that every byte it buffers is bounded
  * here: pax and long-name records at `maxMetaBytes`, a run of metadata records at 8, bodies
  * handed out as pulled streams of their declared size. Sparse, multi-volume and other exotic
@@ -82,7 +82,7 @@ function parsePax(bytes: Uint8Array): Map<string, string> {
       const key = ascii.decode(rec.subarray(0, eq));
       const value = decodeName(rec.subarray(eq + 1));
       if (value !== null) out.set(key, value);
-      else if (key === "path") out.set("path!", "");
+      else if (key === "path" || key === "linkpath") out.set(`${key}!`, ""); // not UTF-8: the header's cut name is not it either
     }
     i += len;
   }
@@ -95,6 +95,7 @@ const pad = (n: number) => (BLOCK - (n % BLOCK)) % BLOCK;
 export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "maxMetaBytes">, gzip = false): EntrySource {
   let pax = new Map<string, string>();
   let longName: string | null | undefined;
+  let longLink: string | null | undefined;
   let metaRun = 0;
   let index = 0;
   for (let atStart = true; ; atStart = false) {
@@ -117,7 +118,8 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       await reader.skip(pad(size), "a tar metadata record");
       if (type === "x") pax = parsePax(body);
       else if (type === "L") longName = decodeName(field(body, 0, body.length));
-      continue; // "g" (global) and "K" (long link name) change nothing we use
+      else if (type === "K") longLink = decodeName(field(body, 0, body.length)); // GNU tar's link target over 100 bytes
+      continue; // "g" (global) changes nothing we use
     }
     metaRun = 0;
     index++;
@@ -133,11 +135,14 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       const n = decodeName(name);
       rawName = p === null || n === null ? null : p ? `${p}/${n}` : n;
     }
-    const linkTarget = type === "2" ? pax.get("linkpath") ?? decodeName(field(h, 157, 100)) : null;
+    // A target that is no UTF-8 (null) is refused by the import, like one too long (import.ts admitted).
+    // A symlink's target, or the archive name of the file a hard link names.
+    const linkTarget = (type !== "2" && type !== "1") || pax.has("linkpath!") ? null : pax.get("linkpath") ?? (longLink !== undefined ? longLink : decodeName(field(h, 157, 100)));
     const paxSize = pax.get("size");
     const bodySize = paxSize !== undefined && /^\d+$/.test(paxSize) ? Number(paxSize) : size;
     pax = new Map();
     longName = undefined;
+    longLink = undefined;
     let kind: EntryKind = KINDS[type] ?? "other";
     // Links, devices, fifos and directories carry no data in the archive whatever their size field says.
     const dataSize = "123456".includes(type) ? 0 : bodySize;

@@ -5,7 +5,7 @@
 const BLOCK = 512;
 const enc = new TextEncoder();
 
-export type TarType = "0" | "1" | "2" | "3" | "4" | "5" | "6" | "x" | "g" | "L";
+export type TarType = "0" | "1" | "2" | "3" | "4" | "5" | "6" | "x" | "g" | "L" | "K";
 
 export interface TarHeaderInput {
   name: string;

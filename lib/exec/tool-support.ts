@@ -122,7 +122,7 @@ export function commandOutput(r: Pick<RunResult, "output" | "exit_code" | "trunc
 /** What each skip reason (other than a refused write) means for the model, and what to do: [one, more than one, why]. */
 const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, readonly [string, string, string]> = {
   special_file: ["socket, FIFO or device", "sockets, FIFOs or devices", "the workspace keeps only files, directories and symlinks, so these are not in it"],
-  invalid_name: ["name the workspace cannot hold", "names the workspace cannot hold", "(not valid UTF-8, or a control character): not in the workspace; rename them"],
+  invalid_name: ["name the workspace cannot hold", "names the workspace cannot hold", "(not valid UTF-8, a control character or a backslash, not in Unicode NFC, a name over 255 bytes or a path over 768 bytes: each says which): not in the workspace; rename them"],
   path_conflict: ["workspace entry that could not be placed in the sandbox", "workspace entries that could not be placed in the sandbox", "(a file where a directory is, or the reverse): the command ran without them"],
   symlink: ["symlink that could not be kept", "symlinks that could not be kept", ""],
   limit: ["directory change past the write-back limit of one call", "directory changes past the write-back limit of one call", "not in the workspace"],

@@ -20,15 +20,17 @@
  */
 import { isToolError, ToolError } from "../shared/errors.js";
 import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../layout/paths.js";
+import { compareKeys } from "../layout/key-order.js";
+import { PathClaims, type ClaimKind } from "../archive/claims.js";
 import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
 import type { StagedUpkeep } from "../layout/files.js";
-import { admitted, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
+import { admitted, HARD_LINK_REFUSED, REPORT_MAX, SMALL_FILE, listTarget, type ImportOptions, type ImportReport } from "../archive/import.js";
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
 import { md5Hex } from "../storage/md5.js";
-import { importedLinksDelta } from "../layout/links.js";
-import { Manifest, sortEntries, writeManifest } from "./manifest.js";
+import { importedLinksDelta, readLinks } from "../layout/links.js";
+import { Manifest, sortEntries, writeManifest, type ManifestEntry } from "./manifest.js";
 import { filesDriver, readMeta, switchBase, type LayerDeps, type MetaRecord } from "./open.js";
 import { PackWriter } from "./pack-writer.js";
 import { listUpper, mergeManifest, removeUpper } from "./seal.js";
@@ -40,27 +42,24 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
   const started = Date.now();
   const { limits, prefix } = opts;
-  const target = await listTarget(ws, prefix, limits.maxEntries);
+  const [target, workspaceLinks] = await Promise.all([listTarget(ws, prefix, limits.maxEntries), readLinks(ws)]);
+  refuseLinkedPrefix(prefix, workspaceLinks);
   const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
   const policy = new EntryPolicy(limits, prefix);
   const tree = new ImportTree();
   const writer = new PackWriter(deps.storage, ws.tenant);
-  const claimed = new Set<string>();
   const skipped: { name: string; reason: string }[] = [];
   let skippedCount = 0;
   let directories = 0;
   const links = new Map<string, string>();
+  /** path → the manifest entry of the last file landed there (a hard link's: its target's, under its own path). */
+  const written = new Map<string, ManifestEntry>();
   const skip = (name: string, reason: string) => {
     if (skipped.length < REPORT_MAX) skipped.push({ name: name.slice(0, 300), reason });
     skippedCount++;
   };
-  const claim = (path: string): string | null => {
-    if (target.dirs.has(path)) return `${path} is a directory in the workspace`;
-    for (const a of ancestorsOf(path)) if (target.existing.has(a) || claimed.has(a)) return `${a} is a file, so ${path} cannot be created below it`;
-    claimed.add(path);
-    for (const a of ancestorsOf(path)) target.dirs.add(a);
-    return null;
-  };
+  const claims = new PathClaims(target, workspaceLinks.keys(), opts.mode === "replace" ? prefix : null, skip);
+  const claim = (name: string, path: string, kind: ClaimKind) => claims.claim(name, path, kind);
   let indexing: Promise<void> = Promise.resolve();
   const staged: StagedUpkeep = { keys: [] };
   /** Removes what the import wrote; called on any failure before the layer pointer switched. */
@@ -74,11 +73,18 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
       directories++;
       tree.directory(path);
     };
-    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t) })) {
+    // A hard link is a copy of the file its target held when it was linked: the same bytes in the pack, a manifest entry of its own.
+    const linkable = (target: string) => (claims.kindOf(target) === "file" && written.has(target) ? null : HARD_LINK_REFUSED);
+    const hardlink = (path: string, target: string, mode: number | undefined) => {
+      tree.file(path, mode);
+      written.set(path, { ...written.get(target)!, path });
+    };
+    for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t), linkable, hardlink })) {
       tree.file(path, entry.mode);
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
         const e = await writer.add(path, bytes);
+        written.set(path, e);
         await ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, bytes);
         const p = ws.pendingChanges;
         // One index segment per batch, built while the archive keeps streaming (one batch at a time).
@@ -87,7 +93,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
           indexing = ws.flushChanges(staged);
         }
       } else {
-        await writer.addStream(path, entry.stream(), entry.size);
+        written.set(path, await writer.addStream(path, entry.stream(), entry.size));
       }
     }
     await writer.finish();
@@ -99,19 +105,26 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await archive.close();
   }
 
-  const files = writer.entries.map((e) => e.path);
-  const empty = tree.emptyDirs(files, (p) => target.existing.has(p));
+  // One path, one thing (claims.ts): the last entry of each path is kept, a file or a link.
+  const fileEntries = [...written.values()].filter((e) => claims.kindOf(e.path) === "file");
+  const files = fileEntries.map((e) => e.path);
+  for (const p of links.keys()) if (claims.kindOf(p) !== "link") links.delete(p);
+  // A link that lands on a file of the workspace replaces it (tar x unlinks the file first).
+  const replacedByLinks = new Set([...links.keys()].filter((p) => target.existing.has(p)));
+  const empty = tree.emptyDirs(files, (p) => (links.has(p) || claims.isWorkspaceLink(p) ? "symlink" : target.existing.has(p) ? "file" : undefined));
   for (const r of empty.refused) skip(r.name, r.reason);
   const now = Date.now();
   const markers = empty.dirs.map((d) => ({ path: `${d}/`, etag: EMPTY_MD5, size: 0, modified: now, pack: -1, offset: 0 }));
-  const imported = sortEntries([...writer.entries, ...markers]);
-  // Files and markers: an upper object (or whiteout) at any of these paths gives way to the new base.
-  const landed = new Set(imported.map((e) => e.path));
+  const imported = sortEntries([...fileEntries, ...markers]);
+  // Files, markers and links: an upper object (or whiteout) at any of these paths gives way to the new base.
+  const landed = new Set([...imported.map((e) => e.path), ...replacedByLinks]);
   const landedFiles = new Set(files);
   let manifest: Manifest;
   try {
     const base = rec.meta.base ? await deps.manifests.load(deps.storage, ws.tenant, rec.meta.base) : Manifest.empty();
-    manifest = mergeManifest(base, writer.packs, imported.map((e) => ({ path: e.path, entry: e })), opts.mode === "replace" ? prefix : undefined);
+    const changes = [...imported.map((e) => ({ path: e.path, entry: e as ManifestEntry | null })), ...[...replacedByLinks].map((path) => ({ path, entry: null }))];
+    changes.sort((a, b) => compareKeys(a.path, b.path));
+    manifest = mergeManifest(base, writer.packs, changes, opts.mode === "replace" ? prefix : undefined);
     await writeManifest(deps.storage, deps.manifests, ws.tenant, manifest);
   } catch (e) {
     await undoWrites();
@@ -137,14 +150,14 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     else kept.push(path);
   }
   const gone: string[] = [];
-  if (opts.mode === "replace") for (const p of target.existing.keys()) if (!landed.has(p) && !kept.includes(p)) gone.push(p);
+  for (const p of target.existing.keys()) if ((replacedByLinks.has(p) || (opts.mode === "replace" && !landed.has(p))) && !kept.includes(p)) gone.push(p);
   deleted = gone.length;
   const dropAll = async () => {
     await undoWrites();
     await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
   };
   // The storage quotas: the whole change is charged before the switch; refused, nothing it wrote stays.
-  const change = importChange(writer.entries, gone, target.sizes);
+  const change = importChange(fileEntries, gone, target.sizes);
   try {
     await ws.quota?.charge(change);
   } catch (e) {
@@ -206,6 +219,14 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     skipped_count: skippedCount,
   };
   return { ...report, message: importMessage(report), ms: Date.now() - started };
+}
+
+/** A prefix that is, or lies below, a link of the workspace: nothing is written through a link (claims.ts), so the import is refused before its archive is read. */
+function refuseLinkedPrefix(prefix: string, links: ReadonlyMap<string, string>): void {
+  const link = prefix ? [prefix, ...ancestorsOf(prefix)].find((p) => links.has(p)) : undefined;
+  if (link === undefined) return;
+  const target = links.get(link)!;
+  throw new ToolError("SYMLINK_REFUSED", `Cannot import into ${prefix}: ${link} is a symlink (-> ${target}); an import never writes through a link. Import into the path of its target instead.`, { prefix, link, target, reason: "is_link" });
 }
 
 /** What an import changes in the storage quotas: each landed file's size less the one it replaces (+1 file when new), and the files a replace removes. */

@@ -292,9 +292,16 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(r.data.skipped).toEqual(expect.arrayContaining([expect.objectContaining({ path: "odd/pipe", reason: "special_file" }), expect.objectContaining({ reason: "invalid_name" })]));
     expect(r.output).toContain("[not synced: ");
     expect(r.output).toMatch(/1 socket, FIFO or device: the workspace keeps only files, directories and symlinks, so these are not in it: odd\/pipe/);
-    expect(r.output).toContain("1 name the workspace cannot hold (not valid UTF-8, or a control character): not in the workspace; rename them");
+    expect(r.output).toContain("1 name the workspace cannot hold (not valid UTF-8, a control character or a backslash, not in Unicode NFC, a name over 255 bytes or a path over 768 bytes: each says which): not in the workspace; rename them: odd/bad\\xff (the name is not valid UTF-8)");
     err(await env.call("read", { file_path: "odd/pipe" }), "NOT_FOUND");
     ok(await env.call("bash", { command: "rm odd/* && rmdir odd" }));
+  });
+
+  it("a name in NFD beside its NFC twin (two files on disk, one name in the workspace): the output names the NFD one and why", async () => {
+    const r = ok(await env.call("bash", { command: "mkdir -p nf && printf nfc > nf/$(printf 'caf\\303\\251') && printf nfd > nf/$(printf 'cafe\\314\\201') && echo made" }));
+    expect(r.output).toContain("rename them: nf/cafe\u0301 (not in Unicode NFC (the workspace holds names composed, as nf/caf\u00e9): rename it to that spelling)]");
+    expect(ok(await env.call("read", { file_path: "nf/caf\u00e9" })).output).toContain("nfc");
+    ok(await env.call("bash", { command: "rm nf/* && rmdir nf" }));
   });
 
   it("a link a command makes is seen by the tools: ls shows it, read and edit act on its target, the next command sees the edit", async () => {

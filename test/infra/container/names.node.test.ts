@@ -43,6 +43,20 @@ describe("names that are not UTF-8", () => {
     expect(await t.read("v/x\uFFFD")).toBe("c\n");
   });
 
+  it("each name the workspace cannot hold says why (NFD beside its NFC twin, a backslash, a newline, a path over 768 bytes), in the entry's detail", async () => {
+    const deep = Array.from({ length: 8 }, () => "d".repeat(100)).join("/");
+    const r = await t.run(`printf nfc > $'caf\\xc3\\xa9'; printf nfd > $'cafe\\xcc\\x81'; printf b > 'back\\slash'; printf n > $'new\\nline'; mkdir -p ${deep} && echo deep > ${deep}/f.txt; echo done`);
+    expect(r.stdout).toBe("done\n");
+    expect(r.files_created).toEqual(["caf\u00e9"]);
+    const why = Object.fromEntries(r.skipped.filter((s) => s.reason === "invalid_name").map((s) => [s.path, s.detail]));
+    expect(why).toEqual({
+      "cafe\u0301": "not in Unicode NFC (the workspace holds names composed, as caf\u00e9): rename it to that spelling",
+      "back\\slash": "use '/' to separate directories, not '\\'",
+      "new\nline": "it contains a control character (NUL, newline, ...)",
+      [deep.split("/").slice(0, 7).join("/") + "/" + "d".repeat(100)]: "longer than 768 bytes",
+    });
+  });
+
   it("the disk sampler counts bytes below a directory whose name is not UTF-8", async () => {
     const dir = mkdtempSync(join(tmpdir(), "toolshed-names-"));
     try {

@@ -33,6 +33,12 @@ export function gnuLongName(name: string, body: string): Uint8Array {
   return concatBytes([headerBlock({ name: "././@LongLink", size: n.length, type: "L" }), n, padding(n.length), tarEntry({ name: name.slice(0, 90), body, raw: true })]);
 }
 
+/** A GNU long link name record ("K", what GNU tar writes for a link target over 100 bytes) followed by the link with its target cut. */
+export function gnuLongLink(name: string, target: string): Uint8Array {
+  const n = enc.encode(`${target}\0`);
+  return concatBytes([headerBlock({ name: "././@LongLink", size: n.length, type: "K" }), n, padding(n.length), tarEntry({ name, type: "2", linkname: target.slice(0, 100), raw: true })]);
+}
+
 export const tar = (items: TarItem[], end = true) => concatBytes([...items.map(tarEntry), ...(end ? [END_OF_ARCHIVE()] : [])]);
 
 export async function gzip(bytes: Uint8Array): Promise<Uint8Array> {

@@ -8,7 +8,7 @@ import { headerBlock } from "../../../lib/archive/tar-writer.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { gzipBomb } from "./bombs.js";
 import { generated, gzip, tar, zip } from "./archives.js";
-import { countObjects, exportReq, importReq, snapshot, tarEntries, workspaceFiles } from "./helpers.js";
+import { countObjects, exportReq, importReq, snapshot, tarEntries, text, workspaceFiles } from "./helpers.js";
 
 const app = testApp();
 
@@ -26,6 +26,7 @@ describe("hostile entries are skipped and reported, never written", () => {
       { name: "/etc/passwd", body: "x" },
       { name: "link", type: "2", linkname: "/etc/passwd" },
       { name: "hard", type: "1", linkname: "ok.txt" },
+      { name: "hard-out", type: "1", linkname: "/etc/shadow" },
       { name: "dev/tty", type: "3" },
       { name: "dev/sda", type: "4" },
       { name: "pipe", type: "6" },
@@ -37,19 +38,21 @@ describe("hostile entries are skipped and reported, never written", () => {
       { name: "dir/kept.txt", body: "kept" },
     ]), "?prefix=in");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.files).toBe(2);
+    expect(r.body.files).toBe(3); // the hard link to ok.txt is a copy of it
     expect(r.body.directories).toBe(2); // "dir/" and "./" (a file entry with a trailing slash is a directory, as in old tars)
     expect(r.body.skipped_count).toBe(12);
     const reasons = Object.fromEntries(r.body.skipped.map((s: any) => [s.name, s.reason]));
     expect(reasons["../escape.txt"]).toMatch(/'\.\.'/);
     expect(reasons["/etc/passwd"]).toMatch(/absolute/);
     expect(reasons["link"]).toBeUndefined(); // kept as a link to /etc/passwd: data, never followed (test/lib/archive/symlinks.test.ts)
-    expect(reasons["hard"]).toMatch(/hard link/);
+    expect(reasons["hard"]).toBeUndefined();
+    expect(reasons["hard-out"]).toMatch(/hard link whose target is no file earlier in the archive/);
     expect(reasons["dev/tty"]).toMatch(/device/);
     expect(reasons["pipe"]).toMatch(/fifo/);
     expect(reasons["back\\slash.txt"]).toMatch(/Invalid path/);
     const f = await workspaceFiles(t);
-    expect([...f.keys()].sort()).toEqual(["in/dir/kept.txt", "in/ok.txt"]);
+    expect([...f.keys()].sort()).toEqual(["in/dir/kept.txt", "in/hard", "in/ok.txt"]);
+    expect(text(f.get("in/hard"))).toBe("fine");
     // Nothing anywhere else in the tenant but its workspace records, the packs, the manifest and the index; nothing in the other tenant.
     expect((await snapshot(t.tenant)).every((k) => /^t\/[^/]+\/(tenant\.json|packs\/|manifests\/|w\/main\/(meta\.json|x\/search\/|x\/modes\.json))/.test(k))).toBe(true);
     expect(await snapshot(other.tenant)).toEqual(otherBefore);

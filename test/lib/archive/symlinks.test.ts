@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp } from "../../helpers.js";
-import { tar, zip } from "./archives.js";
+import { concatBytes } from "../../../lib/shared/text.js";
+import { headerBlock, padding } from "../../../lib/archive/tar-writer.js";
+import { gnuLongLink, gnuLongName, tar, zip } from "./archives.js";
 import { exportReq, files, importReq, tarEntries } from "./helpers.js";
 
 const LONG_TARGET = `../${"t".repeat(150)}/target`;
@@ -57,6 +59,26 @@ describe.each([
     expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/": "directory", ".bin/tool": "-> ../tool/cli.js" });
   });
 
+  it("a GNU long link name (\"K\", GNU tar's default for a target over 100 bytes) is the link's whole target, not its first 100 bytes", async () => {
+    const t = await newTenant(app);
+    const r = await importReq(t, concatBytes([gnuLongLink("long", LONG_TARGET), gnuLongName(`${"n".repeat(120)}/name.txt`, "x"), tar([{ name: "short", type: "2", linkname: "real.txt" }])]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ files: 1, symlinks: 2, skipped_count: 0 });
+    expect(await exported(await exportReq(t))).toEqual({ long: `-> ${LONG_TARGET}`, [`${"n".repeat(120)}/`]: "directory", [`${"n".repeat(120)}/name.txt`]: "file", short: "-> real.txt" });
+  });
+
+  it("a link target that is not UTF-8 (pax linkpath, GNU long link) is skipped and named, never replaced by the header's cut name", async () => {
+    const t = await newTenant(app);
+    const bad = new Uint8Array([0x2e, 0x2e, 0x2f, 0xff, 0xfe]);
+    const paxBody = concatBytes([new TextEncoder().encode(`${13 + bad.length} linkpath=`), bad, new TextEncoder().encode("\n")]);
+    const pax = concatBytes([headerBlock({ name: "././@PaxHeader", size: paxBody.length, type: "x" }), paxBody, padding(paxBody.length)]);
+    const long = concatBytes([headerBlock({ name: "././@LongLink", size: bad.length + 1, type: "K" }), bad, new Uint8Array(1), padding(bad.length + 1)]);
+    const r = await importReq(t, concatBytes([pax, tar([{ name: "p", type: "2", linkname: "decoy", raw: true }], false), long, tar([{ name: "k", type: "2", linkname: "decoy", raw: true }])]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ symlinks: 0, skipped_count: 2 });
+    expect(r.body.message).toMatch(/2 × the link's target is not 1-4095 bytes of UTF-8 without NUL: "p", "k"/);
+  });
+
   it("the raw file routes never follow a link, and their 404 at a link's path says it is one and what to use", async () => {
     const t = await newTenant(app);
     expect((await importReq(t, tar([{ name: "d/real.txt", body: "real\n" }, { name: "rel", type: "2", linkname: "d/real.txt" }]))).status).toBe(200);
@@ -71,6 +93,20 @@ describe.each([
     // A path that is no link keeps the plain answer.
     const miss = (await (await t.req(`/v1/workspaces/${t.ws}/files/nope.txt`)).json()) as any;
     expect(miss.error.message).not.toContain("symlink");
+  });
+
+  it("an export of a link's path says it is a link, never follows it (inside, outside or above the workspace) and says what to export", async () => {
+    const t = await newTenant(app);
+    expect((await importReq(t, tar([{ name: "real/a.txt", body: "a" }, { name: "dirlink", type: "2", linkname: "real" }, { name: "abs", type: "2", linkname: "/etc" }, { name: "up", type: "2", linkname: ".." }]))).status).toBe(200);
+    for (const [link, target] of [["dirlink", "real"], ["abs", "/etc"], ["up", ".."]]) {
+      const res = await exportReq(t, `?path=${link}`);
+      const body = (await res.json()) as any;
+      expect(res.status, link).toBe(404);
+      expect(body.error.message).toBe(`${link} is a symlink (-> ${target}), not a directory: an export never follows links. Export the path of its target inside the workspace instead, or the directory that holds the link (the link is then in the archive).`);
+      expect(body.error.details).toMatchObject({ path: link, target, reason: "is_link" });
+    }
+    const below = (await (await exportReq(t, "?path=dirlink/sub")).json()) as any;
+    expect(below.error.message).toBe("dirlink/sub lies below the symlink dirlink (-> real): an export never follows links. Export the path of its target inside the workspace instead.");
   });
 
   it("zip: a link (by Unix mode) is kept with its body as the target", async () => {
