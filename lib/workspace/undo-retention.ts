@@ -18,23 +18,42 @@ export interface RetentionPolicy {
 
 /** Deletes the calls of a session past the policy; returns the stamps dropped. `stampTime` reads a stamp's time. */
 export async function pruneSession(storage: StorageDriver, sessionPrefix: string, stampTime: (stamp: string) => number, policy: RetentionPolicy): Promise<string[]> {
-  const byStamp = new Map<string, string[]>();
+  return (await prune(storage, sessionPrefix, 0, stampTime, policy)).map((c) => c.stamp);
+}
+
+/**
+ * The same policy over every session of a workspace (`undoPrefix`): run by the scheduled tick
+ * (lib/runtime/housekeeping.ts), so a session that stopped making calls, whose own commits no
+ * longer prune it, keeps nothing past RETAIN_MS either. Returns how many calls were dropped.
+ */
+export async function pruneWorkspaceUndo(storage: StorageDriver, undoPrefix: string, stampTime: (stamp: string) => number, policy: RetentionPolicy): Promise<number> {
+  return (await prune(storage, undoPrefix, 1, stampTime, policy)).length;
+}
+
+/** Lists `prefix` once; groups its objects by call (`<session>/<stamp>/` below it, or `<stamp>/` at depth 0) and deletes the calls past the policy. */
+async function prune(storage: StorageDriver, prefix: string, depth: 0 | 1, stampTime: (stamp: string) => number, policy: RetentionPolicy): Promise<{ session: string; stamp: string }[]> {
+  const sessions = new Map<string, Map<string, string[]>>();
   let cursor: string | undefined;
   do {
-    const page = await storage.list({ prefix: sessionPrefix, ...(cursor ? { cursor } : {}) });
+    const page = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
     for (const o of page.objects) {
-      const rest = o.key.slice(sessionPrefix.length);
-      const stamp = rest.slice(0, rest.indexOf("/"));
+      const parts = o.key.slice(prefix.length).split("/");
+      if (parts.length < depth + 2) continue; // not an object of a call
+      const session = depth ? parts[0]! : "";
+      const stamp = parts[depth]!;
       if (!stamp) continue;
-      const keys = byStamp.get(stamp) ?? [];
-      keys.push(o.key);
-      byStamp.set(stamp, keys);
+      const calls = sessions.get(session) ?? new Map<string, string[]>();
+      sessions.set(session, calls);
+      calls.set(stamp, [...(calls.get(stamp) ?? []), o.key]);
     }
     cursor = page.cursor;
   } while (cursor);
-  const stamps = [...byStamp.keys()].sort(); // newest first
-  const dropped = stamps.filter((s, i) => i >= policy.calls || policy.now - stampTime(s) > policy.ms);
-  const keys = dropped.flatMap((s) => byStamp.get(s)!);
+  const dropped: { session: string; stamp: string; keys: string[] }[] = [];
+  for (const [session, calls] of sessions) {
+    const stamps = [...calls.keys()].sort(); // newest first
+    for (const [i, stamp] of stamps.entries()) if (i >= policy.calls || policy.now - stampTime(stamp) > policy.ms) dropped.push({ session, stamp, keys: calls.get(stamp)! });
+  }
+  const keys = dropped.flatMap((c) => c.keys);
   for (let i = 0; i < keys.length; i += 1000) await storage.delete(keys.slice(i, i + 1000));
   return dropped;
 }

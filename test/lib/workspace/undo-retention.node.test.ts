@@ -4,6 +4,10 @@ import { newStamp, UndoJournal } from "../../../lib/workspace/undo-journal.js";
 import { sessionUndoPrefix } from "../../../lib/layout/paths.js";
 import { RETAIN_CALLS } from "../../../lib/workspace/undo-retention.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
+import { housekeepingTick } from "../../../lib/runtime/housekeeping.js";
+
+const DAY = 24 * 3600_000;
 
 type Storage = ReturnType<typeof memoryDriver>;
 
@@ -60,5 +64,28 @@ describe("undo retention", () => {
     const left = await stampsOf(storage, "s1");
     expect(left).toEqual([last, recent].map((id) => id.split("~")[1]).sort());
     expect(left).not.toContain(old.split("~")[1]);
+  });
+
+  it("the scheduled tick prunes every session of every workspace, a session that stopped making calls too; the rest stays", async () => {
+    const storage = memoryDriver();
+    const now = Date.now();
+    // The workspaces the tick walks are those with a record.
+    for (const ws of ["main", "other"]) await storage.put(`t/acme/w/${ws}/meta.json`, JSON.stringify({ created_at: now - 3 * DAY }));
+    const stale = [];
+    for (let i = 0; i < 30; i++) stale.push(await commitCall(storage, `gone${i}`, "big.bin", now - 2 * DAY));
+    const kept = await commitCall(storage, "live", "a.txt", now - 3600_000);
+    const otherWs = new UndoJournal(storage, "acme", "other", "s9", newStamp(now - 2 * DAY));
+    otherWs.pruneEvery = 0;
+    await otherWs.capture(storage, "files/x", "x", null);
+    otherWs.landed("x", "etag-x");
+    await otherWs.commit();
+    const lines: string[] = [];
+    await housekeepingTick({ storage, kv: storageKeyValue(memoryDriver(), "kv/") }, {}, { now: () => now, log: (l) => lines.push(l) });
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ gc: "acme", undo_calls_deleted: 31 }]);
+    for (let i = 0; i < 30; i++) expect(await stampsOf(storage, `gone${i}`)).toEqual([]);
+    expect(await stampsOf(storage, "live")).toEqual([kept.split("~")[1]]);
+    expect((await storage.list({ prefix: "t/acme/w/other/x/undo/" })).objects).toEqual([]);
+    // Nothing else of the workspace is touched.
+    expect((await storage.list({ prefix: "t/acme/w/main/meta.json" })).objects).toHaveLength(1);
   });
 });
