@@ -24,8 +24,8 @@ const IssuerInput = z.object({
   audience: z.string().min(1).max(500).optional().openapi({ description: "What its tokens' `aud` must hold. Default: this deployment's resource URL (`resource`). Give another when the issuer is trusted by another tenant too: one (issuer, audience) pair belongs to one tenant." }),
   jwks_uri: z.string().min(1).max(1000).optional().openapi({ description: "Where its signing keys are. Default: the `jwks_uri` of its metadata (RFC 8414 `/.well-known/oauth-authorization-server`, else OpenID `/.well-known/openid-configuration`), read now." }),
   scope_map: z.record(z.string().min(1).max(200), z.array(z.enum(SCOPES)).max(SCOPES.length)).optional().openapi({ description: "The issuer's scopes → ours, when they differ (e.g. `{\"toolshed.readonly\": [\"read\"]}`). Absent: a token scope that is one of ours (read, write, execute, network, approve, manage) is that scope; with a map, only mapped scopes count." }),
-});
-export const OAuthConfigInput = z.object({ issuers: z.array(IssuerInput).min(1).max(MAX_ISSUERS) }).openapi("OAuthConfigInput");
+}).strict();
+export const OAuthConfigInput = z.object({ issuers: z.array(IssuerInput).min(1).max(MAX_ISSUERS) }).strict().openapi("OAuthConfigInput");
 export type OAuthConfigInput = z.infer<typeof OAuthConfigInput>;
 
 const IssuerView = z.object({ issuer: z.string(), audience: z.string(), jwks_uri: z.string(), scope_map: z.record(z.string(), z.array(z.enum(SCOPES))).optional() });

@@ -22,7 +22,7 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
     createRoute(secureRoute(deps, admin, {
       method: "post", path: "/v1/admin/tenants", tags: ["admin"],
       summary: "Create a tenant",
-      request: { body: { required: true, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "acme" }), name: z.string().max(200).optional() }) } } } },
+      request: { body: { required: true, content: { "application/json": { schema: z.object({ id: z.string().optional().openapi({ example: "acme" }), name: z.string().max(200).optional() }).strict() } } } },
       responses: { 201: { description: "Created", content: { "application/json": { schema: TenantSchema } } }, ...errorResponses(400, 401, 403, 409, 429) },
     })),
     async (c) => c.json(await createTenant(deps.storage, c.req.valid("json")), 201),

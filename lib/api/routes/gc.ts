@@ -11,7 +11,7 @@ const GcBody = z.object({
   grace_seconds: z.number().int().min(GC_MIN_GRACE_SECONDS).max(30 * 86400).optional().openapi({ description: `Unreferenced objects younger than this stay (an import or checkpoint in flight). Default ${GC_DEFAULT_GRACE_SECONDS}, at least ${GC_MIN_GRACE_SECONDS}.` }),
   dry_run: z.boolean().optional().openapi({ description: "Count what would be deleted; delete nothing." }),
   max_deletions: z.number().int().min(1).max(10_000).optional().openapi({ description: `Objects deleted per call at most (default ${GC_DEFAULT_MAX_DELETIONS}); \`more: true\` says call again.` }),
-});
+}).strict();
 const GcReportSchema = z.object({
   manifests_deleted: z.number(), packs_deleted: z.number(), segments_deleted: z.number(), leftovers_deleted: z.number(), bytes_freed: z.number(), kept_young: z.number(),
   roots: z.object({ workspaces: z.number(), manifests: z.number(), undo_packs: z.number() }),

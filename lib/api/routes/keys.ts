@@ -27,7 +27,7 @@ export const KeyBody = z.object({
   workspaces: z.array(z.string()).optional().openapi({ description: "Limit the key to these workspaces: ids, or id prefixes ending in '*' (\"proj-*\"). Any other workspace answers 404 to it, as if it did not exist. Default: every workspace.", example: ["ws1", "proj-*"] }),
   expires_at: z.string().optional().openapi({ description: "When the key stops working (ISO 8601). Default: never.", example: "2027-01-31T00:00:00Z" }),
   limits: LimitsSchema.optional().openapi({ description: "The key's own limits (docs/limits-and-quotas.md); each applies as the smaller of the key's and the tenant's" }),
-});
+}).strict();
 export const KeyInfoSchema = z.object({
   key_id: z.string(), tenant: z.string(), name: z.string(), scopes: z.array(z.enum(SCOPES)),
   tools: z.union([z.string(), z.array(z.string())]).optional().openapi({ description: "A preset or tool names (listings show \"all\" for an unlimited key)" }),
@@ -63,6 +63,7 @@ async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog
   if (target.key_id !== maker.key_id) refuseBeyond(target, maker, catalog, verb);
 }
 
+const RotateBody = z.object({ grace_seconds: z.number().int().min(0).max(MAX_ROTATION_GRACE_SECONDS).optional().openapi({ description: `How long the old secret keeps working (default 3600; 0: stops at once; at most ${MAX_ROTATION_GRACE_SECONDS})` }) }).strict();
 const KeyIdParam = z.object({ key_id: z.string().openapi({ param: { name: "key_id", in: "path" } }) });
 /** Every key route bounds itself by the maker: only keys it could have made (keyBounded: key-bounds.ts exceedsMaker). */
 const manage = { auth: "tenant", scope: "manage", keyBounded: true } as const;
@@ -124,12 +125,12 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     createRoute(secureRoute(deps, manage, {
       method: "post", path: "/v1/keys/{key_id}/rotate", tags: ["keys"],
       summary: "Rotate an API key: a new secret (shown once); the old one keeps working for grace_seconds",
-      request: { params: KeyIdParam, body: { required: false, content: { "application/json": { schema: z.object({ grace_seconds: z.number().int().min(0).max(MAX_ROTATION_GRACE_SECONDS).optional().openapi({ description: `How long the old secret keeps working (default 3600; 0: stops at once; at most ${MAX_ROTATION_GRACE_SECONDS})` }) }) } } } },
+      request: { params: KeyIdParam, body: { required: false, content: { "application/json": { schema: RotateBody } } } },
       responses: { 200: { description: "The new key; it is not shown again", content: { "application/json": { schema: KeyInfoSchema.extend({ key: z.string(), old_secret_valid_until: z.string().nullable() }) } } }, ...errorResponses(400, 401, 403, 404, 429) },
     })),
     async (c) => {
       const { key_id } = c.req.valid("param");
-      const grace = parseJsonBody(z.object({ grace_seconds: z.number().int().min(0).max(MAX_ROTATION_GRACE_SECONDS).optional() }), c.get("json") ?? {}).grace_seconds ?? 3600;
+      const grace = parseJsonBody(RotateBody, c.get("json") ?? {}).grace_seconds ?? 3600;
       await manageable(deps, c.get("auth"), key_id, catalog, "rotate");
       const now = Date.now();
       const { key, record } = await rotateApiKey(deps.kv, c.get("auth").tenant, key_id, grace, deps.apiKeys, now);

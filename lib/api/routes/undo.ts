@@ -7,6 +7,7 @@ import { undoCall, listUndoable } from "../../run/undo/apply.js";
 import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { secureRoute } from "./access.js";
+import { parseJsonBody } from "../http.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { openWorkspace } from "../../layers/open.js";
@@ -14,6 +15,7 @@ import { openWorkspace } from "../../layers/open.js";
 const read = { auth: "tenant", scope: "read", workspace: true } as const;
 const write = { auth: "tenant", scope: "write", workspace: true } as const;
 
+const UndoBody = z.object({ call_id: z.string().max(400).optional(), session: z.string().max(128).optional() }).strict();
 const UndoCallSchema = z.object({ call_id: z.string(), tool: z.string(), session: z.string(), at: z.string(), paths: z.array(z.string()), undone: z.boolean() }).openapi("UndoCall");
 
 export function undoApp(deps: AppDeps) {
@@ -26,7 +28,7 @@ export function undoApp(deps: AppDeps) {
       request: {
         params: WsParam,
         headers: z.object({ "x-session-id": z.string().optional() }),
-        body: { required: false, content: { "application/json": { schema: z.object({ call_id: z.string().max(400).optional(), session: z.string().max(128).optional() }) } } },
+        body: { required: false, content: { "application/json": { schema: UndoBody } } },
       },
       responses: {
         200: { description: "Undone", content: { "application/json": { schema: z.object({ call_id: z.string(), tool: z.string(), restored: z.array(z.object({ path: z.string(), action: z.enum(["restored", "deleted", "recreated"]) })) }) } } },
@@ -36,11 +38,11 @@ export function undoApp(deps: AppDeps) {
     async (c) => {
       const tenant = c.get("auth").tenant;
       const { ws } = c.req.valid("param");
-      const body = ((c.get("json") as { call_id?: unknown; session?: unknown } | undefined) ?? {});
-      const session = checkSessionId(typeof body.session === "string" ? body.session : (c.req.header("x-session-id") ?? "default"));
+      const body = parseJsonBody(UndoBody, c.get("json") ?? {});
+      const session = checkSessionId(body.session ?? c.req.header("x-session-id") ?? "default");
       const opened = await openWorkspace(ld, tenant, ws);
       const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps, tenant, ws, callerOf(c.get("auth")), opened.driver, backgroundOf(c))) });
-      return c.json(await undoCall(deps.storage, workspace, { session, ...(typeof body.call_id === "string" ? { callId: body.call_id } : {}) }), 200);
+      return c.json(await undoCall(deps.storage, workspace, { session, ...(body.call_id !== undefined ? { callId: body.call_id } : {}) }), 200);
     },
   );
   app.openapi(

@@ -7,6 +7,7 @@ import { RecordStore } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { readLinks } from "../../layout/links.js";
 import { secureRoute } from "./access.js";
+import { parseJsonBody } from "../http.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { chargeRestore } from "./quotas.js";
@@ -26,6 +27,8 @@ const Change = z.object({
   size: z.number().optional(), diff: z.string().optional(), binary: z.boolean().optional(),
 });
 
+const CheckpointBody = z.object({ name: z.string().max(200).optional() }).strict();
+
 export function versionsApp(deps: AppDeps) {
   const app = newApp();
   const ld = layerDeps(deps);
@@ -33,12 +36,11 @@ export function versionsApp(deps: AppDeps) {
     createRoute(secureRoute(deps, write, {
       method: "post", path: "/v1/workspaces/{ws}/checkpoints", tags: ["versions"],
       summary: "Checkpoint the workspace (cheap: packs only the files changed since the last one)",
-      request: { params: WsParam, body: { required: false, content: { "application/json": { schema: z.object({ name: z.string().max(200).optional() }) } } } },
+      request: { params: WsParam, body: { required: false, content: { "application/json": { schema: CheckpointBody } } } },
       responses: { 201: { description: "Created", content: { "application/json": { schema: CheckpointSchema.extend({ sealed: z.number(), kept: z.number() }) } } }, ...errorResponses(400, 401, 403, 404, 409) },
     })),
     async (c) => {
-      const body = (await c.req.json().catch(() => ({}))) as { name?: unknown };
-      const name = typeof body.name === "string" ? body.name.slice(0, 200) : new Date().toISOString();
+      const name = parseJsonBody(CheckpointBody, c.get("json") ?? {}).name ?? new Date().toISOString();
       return c.json(await createCheckpoint(ld, c.get("auth").tenant, c.req.valid("param").ws, name), 201);
     },
   );

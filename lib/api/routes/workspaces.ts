@@ -28,7 +28,7 @@ const CreateBody = z.object({
   from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently. A read-only origin (tools that never write) gets no checkpoint: its files are copied as they are and nothing of it is written" }),
   checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
   tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
-});
+}).strict();
 const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional(), tools: z.union([z.string(), z.array(z.string())]).optional() }).openapi("Workspace");
 
 export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {

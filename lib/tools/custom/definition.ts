@@ -18,13 +18,13 @@ const Plugin = z.object({
   path: z.string().min(1).max(1024).optional().openapi({ description: "An executable file of the workspace (chmod +x), run as ./path" }),
   args: z.array(z.string().max(1024)).max(32).optional(),
   timeout: z.number().int().min(1).max(600).optional().openapi({ description: "Seconds (default 30)" }),
-});
+}).strict();
 const Webhook = z.object({
   type: z.literal("webhook"),
   url: z.string().min(1).max(2048).openapi({ description: "https URL of the tenant's service" }),
   secret: z.string().min(16).max(256).optional().openapi({ description: "HMAC-SHA256 key (default: generated, returned once)" }),
   timeout: z.number().int().min(1).max(120).optional().openapi({ description: "Seconds (default 30)" }),
-});
+}).strict();
 
 export const CustomToolInput = z
   .object({
@@ -34,8 +34,9 @@ export const CustomToolInput = z
     input_schema: z.record(z.string(), z.unknown()),
     backend: z.discriminatedUnion("type", [Plugin, Webhook]),
     permission: z.enum(["read", "write", "execute", "network"]).optional(),
-    annotations: z.object({ title: z.string().max(200).optional(), readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional(), idempotentHint: z.boolean().optional(), openWorldHint: z.boolean().optional() }).optional(),
+    annotations: z.object({ title: z.string().max(200).optional(), readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional(), idempotentHint: z.boolean().optional(), openWorldHint: z.boolean().optional() }).strict().optional(),
   })
+  .strict()
   .openapi("CustomToolInput");
 export type CustomToolInput = z.infer<typeof CustomToolInput>;
 

@@ -17,6 +17,7 @@ export const GateRuleSchema = z
         "Without it every call of the tool waits. destructive: the one rule of what destroys work (bash: a command matching the caution guard rails, e.g. rm -r, git reset --hard, git clean -f; delete: recursive over a directory that is not empty; move/copy: overwrite over an existing target; apply_patch: a Delete File section); overwrite: file_path names an existing file; recursive: recursive: true; outside_allowed_domains: url outside web.allowed_domains (when set); caution: the older name of destructive for bash.",
     }),
   })
+  .strict()
   .openapi("GateRule");
 export type GateRule = z.infer<typeof GateRuleSchema>;
 

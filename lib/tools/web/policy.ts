@@ -21,8 +21,8 @@ const Domain = z
 export const WebPolicySchema = z.object({
   allowed_domains: z.array(Domain).max(1000).optional().openapi({ description: "When set, only these domains (and their subdomains) are fetched without approval." }),
   blocked_domains: z.array(Domain).max(1000).optional().openapi({ description: "Never fetched or returned by search." }),
-});
-export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional(), ...GatePolicyFields }).openapi("TenantPolicy");
+}).strict();
+export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional(), ...GatePolicyFields }).strict().openapi("TenantPolicy");
 
 export type WebPolicy = z.infer<typeof WebPolicySchema>;
 export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
