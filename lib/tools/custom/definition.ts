@@ -35,6 +35,9 @@ export const CustomToolInput = z
     backend: z.discriminatedUnion("type", [Plugin, Webhook]),
     permission: z.enum(["read", "write", "execute", "network"]).optional(),
     annotations: z.object({ title: z.string().max(200).optional(), readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional(), idempotentHint: z.boolean().optional(), openWorldHint: z.boolean().optional() }).strict().optional(),
+    // GET's answer may be sent back as it is (read, change a field, PUT): its times are the server's, ignored here.
+    created_at: z.string().max(64).optional().openapi({ description: "Read-only: set by the server; ignored when sent" }),
+    updated_at: z.string().max(64).optional().openapi({ description: "Read-only: set by the server; ignored when sent" }),
   })
   .strict()
   .openapi("CustomToolInput");

@@ -97,6 +97,12 @@ describe("JSON request bodies refuse the fields they do not know", () => {
     expect(r.status).toBe(400);
     expect(r.body.error.message).toContain("timout");
     expect((await call("/v1/tools/custom", manage, undefined, "GET")).body.tools).toEqual([]);
+    // GET's answer sent back with one field changed is a definition: its times are the server's, ignored.
+    expect((await call("/v1/tools/custom", manage, { name: "acme_echo", description: "Echo.", input_schema: { type: "object" }, backend: { type: "plugin", command: "true" } })).status).toBe(201);
+    const got = (await call("/v1/tools/custom/acme_echo", manage, undefined, "GET")).body;
+    const put = await call("/v1/tools/custom/acme_echo", manage, { ...got, description: "Echo, again.", created_at: "1999-01-01T00:00:00.000Z" }, "PUT");
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ description: "Echo, again.", created_at: got.created_at });
   });
 
   it("a workspace asked with a misspelt field is not made", async () => {
