@@ -394,6 +394,10 @@ export interface components {
                 idempotentHint?: boolean;
                 openWorldHint?: boolean;
             };
+            /** @description Read-only: set by the server; ignored when sent */
+            created_at?: string;
+            /** @description Read-only: set by the server; ignored when sent */
+            updated_at?: string;
         };
         Secret: {
             name: string;

@@ -23,7 +23,9 @@ describe("a command's answer carries the runner's next poll", () => {
     await until(() => s.channel.log.length === 5, "the answers' requests");
     expect(s.channel.log.slice(2)).toEqual(["result+poll", "result+poll", "result+poll"]);
     // A process left running: its answer goes alone and the next poll's status is read after it (the process as it runs).
-    const bg = await s.cmd("(exec sleep 611) &");
+    // The command ends once the process has exec'ed: caught before its exec it is listed by its shell's command line, and
+    // at the next command's end as `sleep 611`, a "new" process (the answer then goes alone: right, but not this test's case).
+    const bg = await s.cmd('(exec sleep 611) & until [ "$(cat /proc/$!/comm 2>/dev/null)" = sleep ]; do :; done');
     await until(() => s.channel.log.length === 7, "the answer and the poll after it");
     expect(s.channel.log.slice(5)).toEqual(["result", "next"]);
     expect(bg.status.processes).toHaveLength(1);
