@@ -21,7 +21,7 @@ export default defineTool({
     const { status } = await killTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id });
     const output = {
       killed: `Task ${args.task_id} killed.`,
-      already_completed: `Task ${args.task_id} had already finished; use bash_output to read its result.`,
+      already_completed: `Task ${args.task_id} had already ended (it finished, reached its deadline, or an earlier kill_shell stopped it); use bash_output to read how it ended.`,
       stopping: `Task ${args.task_id} was told to stop and has not confirmed yet; call bash_output with wait: true to see it end.`,
     }[status];
     return {

@@ -335,7 +335,9 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(done.output).toContain("done\n");
     const long = ok(await env.call("bash", { command: "sleep 1000", run_in_background: true }));
     expect(ok(await env.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("killed");
-    expect(ok(await env.call("kill_shell", { task_id: long.data.task_id })).data.status).toBe("already_completed");
+    const again = ok(await env.call("kill_shell", { task_id: long.data.task_id }));
+    expect(again.data.status).toBe("already_completed");
+    expect(again.output).toContain("an earlier kill_shell stopped it");
     expect(ok(await env.call("bash_output", { task_id: long.data.task_id })).data.status).toBe("killed");
     err(await env.call("kill_shell", { task_id: "bg_unknown" }), "NOT_FOUND");
   });
