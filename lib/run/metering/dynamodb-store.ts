@@ -22,8 +22,8 @@
  */
 import { BatchWriteItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { backoffMs, itemKey, padded, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
-import { addTo, groupRows, type Aggregate } from "./memory-store.js";
-import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
+import { addToAggregate, groupRows, type Aggregate } from "./memory-store.js";
+import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, RAW_RETENTION_MS, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
 
 /** Records one tenant may store in one hour (seq's low digits). */
 export const SEQ_PER_HOUR = 1_000_000_000;
@@ -98,13 +98,8 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
     const rawByHour = new Map<number, StoredRecord[]>();
     const kept = now() - RAW_RETENTION_MS;
     for (const r of records) {
-      const { kind, name } = nameOf(r);
+      addToAggregate(groups, r);
       const hour = hourOf(r.at);
-      const key = r.key ?? "";
-      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
-      addTo(g.sums, r);
       if (r.at >= kept) rawByHour.set(hour, [...(rawByHour.get(hour) ?? []), r]);
     }
     // The sums beside the raw records: the raw records wait for their seqs (one counter update per hour), the sums for nothing.

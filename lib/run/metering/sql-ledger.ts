@@ -9,8 +9,8 @@
  * A batch is aggregated in memory first, so it costs one upsert per distinct group plus one insert
  * per record, all in one transaction (a batch is durable whole or not at all).
  */
-import { addTo } from "./memory-store.js";
-import { clampLimit, dayOf, DAY_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, sortRows, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow } from "./store.js";
+import { addToAggregate, type Aggregate } from "./memory-store.js";
+import { clampLimit, dayOf, DAY_MS, hourRange, RAW_RETENTION_MS, sortRows, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow } from "./store.js";
 
 /** The part of the Durable Object's SqlStorage this uses. */
 export interface Sql {
@@ -34,15 +34,9 @@ export class SqlUsageLedger {
 
   /** Call inside one transaction (the object's transactionSync). */
   record(records: StoredRecord[]): void {
-    const groups = new Map<string, { hour: number; kind: string; name: string; workspace: string; key: string; sums: ReturnType<typeof zeroSums> }>();
+    const groups = new Map<string, Aggregate>();
     for (const r of records) {
-      const { kind, name } = nameOf(r);
-      const hour = hourOf(r.at);
-      const key = r.key ?? "";
-      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
-      addTo(g.sums, r);
+      addToAggregate(groups, r);
       this.sql.exec("INSERT INTO raw (at, record) VALUES (?, ?)", r.at, JSON.stringify(r));
     }
     for (const g of groups.values()) {
