@@ -23,11 +23,10 @@
 import { BatchWriteItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { backoffMs, itemKey, padded, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
 import { addToAggregate, groupRows, type Aggregate } from "./memory-store.js";
-import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, RAW_RETENTION_MS, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
+import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, RAW_RETENTION_MS, SUM_NAMES, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
 
 /** Records one tenant may store in one hour (seq's low digits). */
 export const SEQ_PER_HOUR = 1_000_000_000;
-const SUMS = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const;
 const BATCH_WRITE_MAX = 25;
 const UNPROCESSED_ATTEMPTS = 8;
 const { partition: PK, sort: SK, ttl: TTL } = TABLE_KEYS;
@@ -65,7 +64,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
   function addAggregate(tenant: string, a: Aggregate): Promise<unknown> {
     const names: Record<string, string> = {};
     const values: Record<string, AttributeValue> = {};
-    SUMS.forEach((s, i) => {
+    SUM_NAMES.forEach((s, i) => {
       names[`#s${i}`] = s;
       values[`:s${i}`] = { N: String(a.sums[s]) };
     });
@@ -73,7 +72,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
       new UpdateItemCommand({
         TableName: table,
         Key: itemKey(PARTITIONS.usage(tenant), `h#${padded(a.hour, 15)}#${JSON.stringify([a.kind, a.name, a.workspace, a.key])}`),
-        UpdateExpression: `ADD ${SUMS.map((_, i) => `#s${i} :s${i}`).join(", ")}`,
+        UpdateExpression: `ADD ${SUM_NAMES.map((_, i) => `#s${i} :s${i}`).join(", ")}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
       }),
@@ -153,7 +152,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
         const sk = item[SK]!.S!;
         const [kind, name, workspace, key] = JSON.parse(sk.slice(sk.indexOf("#", 2) + 1)) as ["tool" | "route", string, string, string];
         const sums = zeroSums();
-        for (const s of SUMS) sums[s] = Number(item[s]?.N ?? 0);
+        for (const s of SUM_NAMES) sums[s] = Number(item[s]?.N ?? 0);
         aggregates.push({ hour: Number(sk.slice(2, 17)), kind, name, workspace, key, sums });
       }
       return groupRows(aggregates, q);
