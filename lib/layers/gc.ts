@@ -25,6 +25,7 @@
 import { ToolError } from "../shared/errors.js";
 import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey, workspacePrefix } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
+import { listAll } from "../storage/list-all.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
 import { filesDriver, readMeta } from "./open.js";
@@ -69,19 +70,6 @@ export interface GcReport {
 }
 
 const PARALLEL = 16;
-
-async function listAll(storage: StorageDriver, prefix: string, delimiter?: string): Promise<{ objects: ObjectInfo[]; prefixes: string[] }> {
-  const objects: ObjectInfo[] = [];
-  const prefixes: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await storage.list({ prefix, ...(delimiter ? { delimiter } : {}), ...(cursor ? { cursor } : {}) });
-    objects.push(...r.objects);
-    prefixes.push(...r.prefixes);
-    cursor = r.cursor;
-  } while (cursor);
-  return { objects, prefixes };
-}
 
 async function readJson<T>(storage: StorageDriver, key: string): Promise<T | null> {
   const r = await storage.get(key);

@@ -5,6 +5,7 @@
  * claim) is deleted. Undo of a pruned call answers NOT_FOUND ("expired").
  */
 import type { ObjectInfo, StorageDriver } from "../storage/types.js";
+import { listAll } from "../storage/list-all.js";
 
 export const RETAIN_CALLS = 100;
 export const RETAIN_MS = 24 * 60 * 60 * 1000;
@@ -18,13 +19,7 @@ export interface RetentionPolicy {
 
 /** Deletes the calls of a session past the policy; returns the stamps dropped. `stampTime` reads a stamp's time. */
 export async function pruneSession(storage: StorageDriver, sessionPrefix: string, stampTime: (stamp: string) => number, policy: RetentionPolicy): Promise<string[]> {
-  const listed: ObjectInfo[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await storage.list({ prefix: sessionPrefix, ...(cursor ? { cursor } : {}) });
-    listed.push(...page.objects);
-    cursor = page.cursor;
-  } while (cursor);
+  const listed = (await listAll(storage, sessionPrefix)).objects;
   return (await prune(storage, sessionPrefix, listed, 0, stampTime, policy)).dropped.map((c) => c.stamp);
 }
 
