@@ -40,6 +40,7 @@ export interface GcOptions {
   maxDeletions?: number;
   /** Milliseconds since the epoch (tests). */
   now?: number;
+  /** Undo retention, run on each workspace's undo listing before its records are read (the scheduled tick's). */
   pruneUndo?: UndoPrune;
 }
 
