@@ -54,6 +54,11 @@ export class LocalRunner {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** The Worker's settings that wire it to this runner (its URL and secret), with a fresh sync secret (`name` its prefix) and the Worker's public URL on `port`. */
+  workerVars(port: number, name = "bench"): Record<string, string> {
+    return { TOOLSHED_SYNC_SECRET: `${name}-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: this.url, TOOLSHED_RUNNER_SECRET: this.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` };
+  }
+
   static build(): void {
     execFileSync(process.execPath, ["infra/container/build.mjs"], { stdio: ["ignore", "ignore", "inherit"] });
   }

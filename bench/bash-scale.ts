@@ -124,7 +124,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const runner = new LocalRunner(await freePort());
   await runner.start();
   const port = await freePort();
-  const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+  const w = await startWorker({ port, vars: runner.workerVars(port) });
   try {
     const { key } = await benchTenant(w, "scalebench", "scratch");
     const rows = await benchBashScale(runner, w.url, key, {

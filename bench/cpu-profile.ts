@@ -247,7 +247,7 @@ async function tti(): Promise<Profile> {
   const runner = new LocalRunner(await freePort());
   await runner.start();
   const port = await freePort();
-  const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `prof-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+  const w = await startWorker({ port, vars: runner.workerVars(port, "prof") });
   try {
     const key = await tenant(w, { concurrent_runs: 16, calls_per_minute: 100_000 });
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };

@@ -21,7 +21,7 @@ LocalRunner.build();
 const runner = new LocalRunner(await freePort());
 await runner.start();
 const port = await freePort();
-const w = await startWorker({ port, vars: { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+const w = await startWorker({ port, vars: runner.workerVars(port) });
 try {
   const { key } = await setupTenant(w, "gitbench", "scratch");
   const auth = { authorization: `Bearer ${key}` };

@@ -62,7 +62,7 @@ const port = await freePort();
 const frozen = freezeWorker("bench/wrangler.toml");
 const worker = await startWorker({
   config: frozen.config, port,
-  vars: { TOOLSHED_SYNC_SECRET: `trace-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, TOOLSHED_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}` },
+  vars: { ...runner.workerVars(port, "trace"), TOOLSHED_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}` },
 });
 const stopAll = async () => {
   await worker.stop().catch(() => {});

@@ -89,7 +89,7 @@ async function main() {
     runner = new LocalRunner(await freePort());
     cleanups.push(() => runner!.stop());
     await runner.start();
-    Object.assign(vars, { TOOLSHED_SYNC_SECRET: `bench-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` });
+    Object.assign(vars, runner.workerVars(port));
   }
   const frozen = freezeWorker("bench/wrangler.toml");
   cleanups.push(async () => frozen.remove());

@@ -14,7 +14,7 @@ LocalRunner.build();
 const runner = new LocalRunner(await freePort());
 await runner.start();
 const port = await freePort();
-const w = await startWorker({ port, vars: { TOOLSHED_OTLP_ENDPOINT: otlp.url, TOOLSHED_SYNC_SECRET: `trace-${Math.random().toString(36).slice(2)}-secret`, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_RUNNER_SECRET: runner.secret, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+const w = await startWorker({ port, vars: { TOOLSHED_OTLP_ENDPOINT: otlp.url, ...runner.workerVars(port, "trace") } });
 try {
   const admin = async (method: string, path: string, body: unknown) => {
     const r = await fetch(`${w.url}${path}`, { method, headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });

@@ -6,7 +6,7 @@ import { listingStatus, requireDirectory, scanTree } from "../lib/search/listing
 import { Budget, IndexStore } from "../lib/search/store.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { Paging, SkippedReport } from "../lib/contract/tool-output.js";
+import { pageOf, Paging, SkippedReport } from "../lib/contract/tool-output.js";
 
 const DEFAULT_MAX = 200;
 
@@ -64,10 +64,7 @@ export default defineTool({
     const shown = (e: { path: string; type: string }) => (e.type === "dir" ? `${e.path}/` : e.path);
     entries.sort((a, b) => (shown(a) < shown(b) ? -1 : shown(a) > shown(b) ? 1 : 0));
     const offset = args.offset ?? 0;
-    const max = args.max_results ?? DEFAULT_MAX;
-    const page = entries.slice(offset, offset + max);
-    const end = offset + page.length;
-    const more = entries.length > end;
+    const { page, end, more, showing, fields } = pageOf(entries, offset, args.max_results ?? DEFAULT_MAX);
     const where = root === "" ? "the workspace" : `${root}/`;
     const what = args.type === "file" ? "files" : args.type === "dir" ? "directories" : "entries";
 
@@ -75,8 +72,7 @@ export default defineTool({
     if (entries.length === 0) lines.push(`No ${what}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}.`);
     else if (page.length === 0) lines.push(`offset ${offset} is past the end: ${entries.length} ${what} found.`);
     else {
-      const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
-      lines.push(`Found ${entries.length} ${what}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}${range}:`);
+      lines.push(`Found ${entries.length} ${what}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}${showing}:`);
       lines.push(page.map(shown).join("\n"));
     }
     if (more) lines.push(`[More: call find again with offset=${end}.]`);
@@ -86,7 +82,7 @@ export default defineTool({
     return {
       title: `find ${pattern || "*"}${root ? ` in ${root}` : ""}`,
       output: lines.join("\n\n"),
-      data: { matches: page.map((e) => ({ path: shown(e), type: e.type })), count: page.length, total_found: entries.length, truncated: more, next_offset: more ? end : null, skipped: scan.skipped.toJSON() },
+      data: { matches: page.map((e) => ({ path: shown(e), type: e.type })), ...fields, skipped: scan.skipped.toJSON() },
     };
   },
 });

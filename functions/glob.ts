@@ -7,7 +7,7 @@ import { Budget, IndexStore } from "../lib/search/store.js";
 import { byTimeThenPath } from "../lib/search/newest-first.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { Paging, SkippedReport } from "../lib/contract/tool-output.js";
+import { pageOf, Paging, SkippedReport } from "../lib/contract/tool-output.js";
 import { counted } from "../lib/shared/text.js";
 
 const DEFAULT_LIMIT = 100;
@@ -60,10 +60,7 @@ export default defineTool({
     const byPath = (a: Listed, b: Listed) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
     found.sort(sort === "name" ? byPath : sort === "size" ? (a, b) => b.size - a.size || byPath(a, b) : byTimeThenPath);
     const offset = args.offset ?? 0;
-    const limit = args.limit ?? DEFAULT_LIMIT;
-    const page = found.slice(offset, offset + limit);
-    const end = offset + page.length;
-    const more = found.length > end;
+    const { page, end, more, showing, fields } = pageOf(found, offset, args.limit ?? DEFAULT_LIMIT);
     const where = root === "" ? "the workspace" : `${root}/`;
 
     const lines: string[] = [];
@@ -79,9 +76,8 @@ export default defineTool({
     } else if (page.length === 0) {
       lines.push(`offset ${offset} is past the end: ${found.length} files match ${JSON.stringify(args.pattern)} in ${where}.`);
     } else {
-      const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
       const order = sort === "modified" ? "newest first" : sort === "size" ? "largest first" : "by name";
-      lines.push(`Found ${counted(found.length, "file")} matching ${JSON.stringify(args.pattern)} in ${where}${range}, ${order}:`);
+      lines.push(`Found ${counted(found.length, "file")} matching ${JSON.stringify(args.pattern)} in ${where}${showing}, ${order}:`);
       lines.push(page.map((f) => f.path).join("\n"));
     }
     if (more) lines.push(`[More files: call glob again with offset=${end}.]`);
@@ -93,10 +89,7 @@ export default defineTool({
       output: lines.join("\n\n"),
       data: {
         matches: page.map((f) => ({ path: f.path, size: f.size, modified: new Date(f.modified).toISOString() })),
-        count: page.length,
-        total_found: found.length,
-        truncated: more,
-        next_offset: more ? end : null,
+        ...fields,
         skipped: scan.skipped.toJSON(),
       },
     };
@@ -106,17 +99,13 @@ export default defineTool({
 /** The answer of a directory pattern (trailing "/"): paths with "/", by path (directories have no size or time to sort by). */
 function directoryMatches(args: { pattern: string; limit?: number | undefined; offset?: number | undefined }, root: string, dirs: string[], scan: Scan) {
   const offset = args.offset ?? 0;
-  const limit = args.limit ?? DEFAULT_LIMIT;
-  const page = dirs.slice(offset, offset + limit);
-  const end = offset + page.length;
-  const more = dirs.length > end;
+  const { page, end, more, showing, fields } = pageOf(dirs, offset, args.limit ?? DEFAULT_LIMIT);
   const where = root === "" ? "the workspace" : `${root}/`;
   const lines: string[] = [];
   if (dirs.length === 0) lines.push(`No directories match ${JSON.stringify(args.pattern)} in ${where}.`);
   else if (page.length === 0) lines.push(`offset ${offset} is past the end: ${dirs.length} directories match ${JSON.stringify(args.pattern)} in ${where}.`);
   else {
-    const range = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
-    lines.push(`Found ${dirs.length} director${dirs.length === 1 ? "y" : "ies"} matching ${JSON.stringify(args.pattern)} in ${where}${range}, by name:`);
+    lines.push(`Found ${dirs.length} director${dirs.length === 1 ? "y" : "ies"} matching ${JSON.stringify(args.pattern)} in ${where}${showing}, by name:`);
     lines.push(page.map((d) => `${d}/`).join("\n"));
   }
   if (more) lines.push(`[More directories: call glob again with offset=${end}.]`);
@@ -126,6 +115,6 @@ function directoryMatches(args: { pattern: string; limit?: number | undefined; o
   return {
     title: `glob ${args.pattern}${root ? ` in ${root}` : ""}`,
     output: lines.join("\n\n"),
-    data: { matches: page.map((d) => ({ path: `${d}/`, type: "directory" as const })), count: page.length, total_found: dirs.length, truncated: more, next_offset: more ? end : null, skipped: scan.skipped.toJSON() },
+    data: { matches: page.map((d) => ({ path: `${d}/`, type: "directory" as const })), ...fields, skipped: scan.skipped.toJSON() },
   };
 }

@@ -25,8 +25,8 @@
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
-import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
-import { PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/sync/put-batch.js";
+import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
+import { PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/sync/put-batch.js";
 import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import { openBody, readSmall } from "./file-body.js";
@@ -203,7 +203,7 @@ export async function writeBack(opts: {
       else large.push(c); // alone: large, or not a file any more (single says why)
     }));
     small.sort((a, b) => (a.path < b.path ? -1 : 1));
-    for (const b of splitBySize(small, PUT_BATCH_TARGET_BYTES)) await putBatch(b);
+    for (const b of batchesOf(small, PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES)) await putBatch(b);
     await singles(large.sort((a, b) => (a.path < b.path ? -1 : 1)));
   };
 
@@ -229,23 +229,5 @@ export async function writeBack(opts: {
   if (late.length) out.unsynced.reasons.push("deadline");
   out.unsynced.paths = [...late, ...overLimit].sort();
   out.conflicts.sort((a, b) => (a.path < b.path ? -1 : 1));
-  return out;
-}
-
-/** Consecutive runs of at most `bytes` in all (a file larger than that makes a batch of its own). */
-function splitBySize<T extends { size: number }>(items: T[], bytes: number): T[][] {
-  const out: T[][] = [];
-  let cur: T[] = [];
-  let sum = 0;
-  for (const x of items) {
-    if (cur.length && sum + x.size > bytes) {
-      out.push(cur);
-      cur = [];
-      sum = 0;
-    }
-    cur.push(x);
-    sum += x.size;
-  }
-  if (cur.length) out.push(cur);
   return out;
 }

@@ -71,6 +71,19 @@ export const Paging = {
 };
 
 /**
+ * One page of a listing tool's results (find, glob): at most `limit` from `offset`; `end` is where
+ * the next page starts, `showing` the " (showing a-b)" of its header line when it is not all of
+ * them, and `fields` the Paging fields of its data.
+ */
+export function pageOf<T>(all: readonly T[], offset: number, limit: number) {
+  const page = all.slice(offset, offset + limit);
+  const end = offset + page.length;
+  const more = all.length > end;
+  const showing = offset > 0 || more ? ` (showing ${offset + 1}-${end})` : "";
+  return { page, end, more, showing, fields: { count: page.length, total_found: all.length, truncated: more, next_offset: more ? end : null } };
+}
+
+/**
  * What a human changed or said when approving a held call (lib/run/pending/approve.ts): in every
  * tool's `data` (defineTool adds it), beside the same words at the top of `output`.
  */

@@ -19,7 +19,7 @@
  */
 import { shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
-import type { ObjectInfo } from "../storage/types.js";
+import { listAll } from "../storage/list-all.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
 /** Days a saved shell stays usable after its last save. */
@@ -144,13 +144,7 @@ const isFreshShell = (s: ShellState): boolean => s.cwd === "" && (s.env === unde
 async function pruneShells(ctx: Ctx): Promise<void> {
   const prefix = shellsPrefix(ctx.ws.tenant, ctx.ws.id);
   const own = keyOf(ctx);
-  const all: ObjectInfo[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await ctx.deps.storage.list({ prefix, ...(cursor ? { cursor } : {}) });
-    all.push(...page.objects);
-    cursor = page.cursor;
-  } while (cursor);
+  const all = (await listAll(ctx.deps.storage, prefix)).objects;
   const now = Date.now();
   const doomed = all
     .sort((a, b) => b.modified.getTime() - a.modified.getTime())

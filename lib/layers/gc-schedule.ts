@@ -12,7 +12,7 @@
  */
 import { ID_PATTERN, TENANTS_PREFIX } from "../layout/paths.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
-import { collectGarbage, type GcReport } from "./gc.js";
+import { collectGarbage, type GcReport, type UndoPrune } from "./gc.js";
 
 export const GC_CURSOR_KEY = "gc/cursor";
 export const GC_TICK_MAX_TENANTS = 50;
@@ -26,6 +26,8 @@ export interface GcTickOptions {
   /** The clock (tests move it past the grace period); collectGarbage gets its reading. */
   now?: () => number;
   log?: (line: string) => void;
+  /** Passed to collectGarbage: undo retention pruned on GC's listing of each undo prefix, before its records are read. */
+  pruneUndo?: UndoPrune;
   /**
    * More housekeeping for each tenant the tick reaches, after its GC (the entries pass the audit
    * log's retention: lib/run/audit/retention.ts); what it answers is logged with the tenant's line.
@@ -72,7 +74,7 @@ export async function gcTick(deps: { storage: StorageDriver; kv: KeyValueStore }
   for (const tenant of tenants) {
     if (out.tenants.length > 0 && now() >= deadline) break;
     try {
-      const report = await collectGarbage(deps.storage, tenant, { now: now(), ...(opts.graceSeconds !== undefined ? { graceSeconds: opts.graceSeconds } : {}) });
+      const report = await collectGarbage(deps.storage, tenant, { now: now(), ...(opts.graceSeconds !== undefined ? { graceSeconds: opts.graceSeconds } : {}), pruneUndo: opts.pruneUndo });
       out.tenants.push({ tenant, report });
       const more = opts.perTenant ? await opts.perTenant(tenant, now()).catch((e: unknown) => ({ housekeeping_error: e instanceof Error ? e.message : String(e) })) : {};
       log(JSON.stringify({ gc: tenant, manifests_deleted: report.manifests_deleted, packs_deleted: report.packs_deleted, segments_deleted: report.segments_deleted, leftovers_deleted: report.leftovers_deleted, bytes_freed: report.bytes_freed, more: report.more, missing_manifests: report.missing_manifests.length, ...more }));

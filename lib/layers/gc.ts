@@ -10,6 +10,9 @@
  * `maxDeletions` per call (`more: true`: call again). Only keys below t/<tenant>/ are read or deleted.
  * A root manifest that cannot be read stops the pack sweep (its packs are unknown): nothing is
  * guessed dead.
+ * A caller may prune undo retention in the mark (`pruneUndo`, the scheduled tick's: lib/runtime/housekeeping.ts):
+ * it is given each workspace's listing of its undo prefix before the records are read, so one listing
+ * serves both, and a pack only a pruned record named is swept in the same call.
  * Then each workspace's search-index segments: one none of whose entries is a current file (the
  * workspace's listing is the index's root: lib/search/reachability.ts) and older than the grace
  * period is deleted, within the same deletion budget; a failed import's staged segments that its
@@ -22,6 +25,7 @@
 import { ToolError } from "../shared/errors.js";
 import { checkpointsPrefix, LAYER_ID_PATTERN, manifestKey, packKey, tenantWorkspacesPrefix, undoPrefix, workspaceMetaKey, workspacePrefix } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
+import { listAll } from "../storage/list-all.js";
 import { sweepOrphanSegments } from "../search/reachability.js";
 import { Manifest, ManifestCache } from "./manifest.js";
 import { filesDriver, readMeta } from "./open.js";
@@ -36,7 +40,15 @@ export interface GcOptions {
   maxDeletions?: number;
   /** Milliseconds since the epoch (tests). */
   now?: number;
+  /** Undo retention, run on each workspace's undo listing before its records are read (the scheduled tick's). */
+  pruneUndo?: UndoPrune;
 }
+
+/**
+ * Given a workspace's listing of its undo prefix before GC reads the records there: deletes what is
+ * past retention and answers the objects left (`now`: GC's clock). The records it answers are GC's roots.
+ */
+export type UndoPrune = (tenant: string, ws: string, listed: ObjectInfo[], now: number) => Promise<ObjectInfo[]>;
 
 export interface GcReport {
   manifests_deleted: number;
@@ -60,19 +72,6 @@ export interface GcReport {
 
 const PARALLEL = 16;
 
-async function listAll(storage: StorageDriver, prefix: string, delimiter?: string): Promise<{ objects: ObjectInfo[]; prefixes: string[] }> {
-  const objects: ObjectInfo[] = [];
-  const prefixes: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await storage.list({ prefix, ...(delimiter ? { delimiter } : {}), ...(cursor ? { cursor } : {}) });
-    objects.push(...r.objects);
-    prefixes.push(...r.prefixes);
-    cursor = r.cursor;
-  } while (cursor);
-  return { objects, prefixes };
-}
-
 async function readJson<T>(storage: StorageDriver, key: string): Promise<T | null> {
   const r = await storage.get(key);
   if (!r) return null;
@@ -95,7 +94,7 @@ interface UndoPackRefs {
 }
 
 /** Root manifest ids and pack ids named by undo records, over every workspace of the tenant. */
-async function findRoots(storage: StorageDriver, tenant: string, seen: ReadonlySet<string> = new Set()) {
+async function findRoots(storage: StorageDriver, tenant: string, now: number, pruneUndo: UndoPrune | undefined, seen: ReadonlySet<string> = new Set()) {
   const wsPrefix = tenantWorkspacesPrefix(tenant);
   const workspaces = (await listAll(storage, wsPrefix, "/")).prefixes.map((p) => p.slice(wsPrefix.length, -1)).filter((ws) => !seen.has(ws));
   const manifests = new Set<string>();
@@ -108,7 +107,8 @@ async function findRoots(storage: StorageDriver, tenant: string, seen: ReadonlyS
       const cp = await readJson<{ manifest?: string }>(storage, o.key);
       if (cp?.manifest) manifests.add(cp.manifest);
     });
-    const records = (await listAll(storage, undoPrefix(tenant, ws))).objects.filter((o) => /\/r-[^/]+\.json$/.test(o.key));
+    const listed = (await listAll(storage, undoPrefix(tenant, ws))).objects;
+    const records = (pruneUndo ? await pruneUndo(tenant, ws, listed, now) : listed).filter((o) => /\/r-[^/]+\.json$/.test(o.key));
     await inBatches(records, async (o) => {
       const rec = await readJson<UndoPackRefs>(storage, o.key);
       for (const c of rec?.changes ?? []) if (c.before && "lower" in c.before && c.before.lower.pack) packs.add(c.before.lower.pack);
@@ -121,17 +121,18 @@ export async function collectGarbage(storage: StorageDriver, tenant: string, opt
   const graceSeconds = opts.graceSeconds ?? GC_DEFAULT_GRACE_SECONDS;
   const maxDeletions = opts.maxDeletions ?? GC_DEFAULT_MAX_DELETIONS;
   const dryRun = opts.dryRun ?? false;
-  const cutoff = (opts.now ?? Date.now()) - graceSeconds * 1000;
+  const now = opts.now ?? Date.now();
+  const cutoff = now - graceSeconds * 1000;
   const young = (o: ObjectInfo) => o.modified.getTime() > cutoff;
 
   // List the layer objects first: anything written after this listing is not seen, so not deleted.
   const manifestPrefix = manifestKey(tenant, "00000000").slice(0, -8);
   const packPrefix = packKey(tenant, "00000000").slice(0, -8);
   const [manifestObjs, packObjs] = [(await listAll(storage, manifestPrefix)).objects, (await listAll(storage, packPrefix)).objects];
-  const roots = await findRoots(storage, tenant);
+  const roots = await findRoots(storage, tenant, now, opts.pruneUndo);
   // A workspace created during the mark (a fork of a checkpoint whose origin is deleted meanwhile)
   // holds a base the first pass may not have seen: list the workspaces again and add the new ones.
-  const late = await findRoots(storage, tenant, new Set(roots.workspaces));
+  const late = await findRoots(storage, tenant, now, opts.pruneUndo, new Set(roots.workspaces));
   for (const m of late.manifests) roots.manifests.add(m);
   for (const p of late.packs) roots.packs.add(p);
   // Young manifests are written by an import or checkpoint in flight: kept, and so are their packs.

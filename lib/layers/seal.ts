@@ -6,6 +6,7 @@
  */
 import { filesPrefix, manifestKey, packKey } from "../layout/paths.js";
 import { isConditionFailed, type ObjectInfo, type StorageDriver } from "../storage/types.js";
+import { listAll } from "../storage/list-all.js";
 import { compareKeys } from "../layout/key-order.js";
 import { Manifest, writeManifest, type ManifestEntry } from "./manifest.js";
 import type { LayerDeps } from "./open.js";
@@ -19,15 +20,7 @@ const WHOLE = 4 * 1024 * 1024;
 
 /** Every raw object of the upper layer (one flat listing per 1,000). */
 export async function listUpper(storage: StorageDriver, tenant: string, ws: string, under = ""): Promise<ObjectInfo[]> {
-  const prefix = filesPrefix(tenant, ws) + under;
-  const out: ObjectInfo[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
-    out.push(...r.objects);
-    cursor = r.cursor;
-  } while (cursor);
-  return out;
+  return (await listAll(storage, filesPrefix(tenant, ws) + under)).objects;
 }
 
 /**

@@ -5,9 +5,12 @@
  * workspace's life), each workspace's call-task records past their ttl (lib/run/tasks/store.ts:
  * up to 20 per workspace and tick, beside the sweep of every task's creation), and each workspace's
  * undo journals past their retention, every session's (lib/workspace/undo-retention.ts: a session
- * that stopped making calls is pruned only here).
+ * that stopped making calls is pruned only here). The undo prune runs inside GC's mark, on the
+ * listing GC makes of each undo prefix for its roots, before it reads the records there: one listing
+ * serves both, and a pack only a pruned record named is freed in the same tick.
  */
 import { gcTick, type GcTickOptions, type GcTickReport } from "../layers/gc-schedule.js";
+import type { UndoPrune } from "../layers/gc.js";
 import { auditRetentionDays, pruneAudit, workspaceIds } from "../run/audit/retention.js";
 import { sweepCallTasks } from "../run/tasks/store.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
@@ -21,7 +24,16 @@ export interface HousekeepingEnv {
 
 export function housekeepingTick(deps: { storage: StorageDriver; kv: KeyValueStore }, env: HousekeepingEnv, opts: GcTickOptions = {}): Promise<GcTickReport> {
   const days = auditRetentionDays(env.TOOLSHED_AUDIT_RETENTION_DAYS);
-  return gcTick(deps, { ...opts, perTenant: async (tenant, now) => ({ ...(await pruneAudit(deps.storage, tenant, { days, now })), call_tasks_deleted: await sweepTenantCallTasks(deps.storage, tenant, now), undo_calls_deleted: await pruneTenantUndo(deps.storage, tenant, now) }) });
+  const undo = undoRetention(deps.storage);
+  return gcTick(deps, {
+    ...opts,
+    pruneUndo: undo.prune,
+    perTenant: async (tenant, now) => {
+      const audit = await pruneAudit(deps.storage, tenant, { days, now });
+      const callTasks = await sweepTenantCallTasks(deps.storage, tenant, now);
+      return { ...audit, call_tasks_deleted: callTasks, undo_calls_deleted: undo.dropped(tenant) };
+    },
+  });
 }
 
 /** Every workspace's call-task records past their ttl (and 24 h past their last write); how many were deleted. */
@@ -31,9 +43,31 @@ export async function sweepTenantCallTasks(storage: StorageDriver, tenant: strin
   return deleted;
 }
 
-/** Every workspace's undo calls past the retention (RETAIN_CALLS per session, none older than RETAIN_MS); how many were deleted. */
-export async function pruneTenantUndo(storage: StorageDriver, tenant: string, now: number): Promise<number> {
-  let deleted = 0;
-  for (const ws of await workspaceIds(storage, tenant)) deleted += await pruneWorkspaceUndo(storage, undoPrefix(tenant, ws), stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now });
-  return deleted;
+/**
+ * Undo retention over GC's listings (RETAIN_CALLS per session, none older than RETAIN_MS): `prune`
+ * for GC's mark, `dropped` the tenant's count after its GC. A failed prune leaves GC the whole
+ * listing (a record deleted meanwhile reads as gone) and is thrown by `dropped`, as the tenant's
+ * housekeeping error.
+ */
+function undoRetention(storage: StorageDriver): { prune: UndoPrune; dropped: (tenant: string) => number } {
+  const tally = new Map<string, { dropped: number; error?: unknown }>();
+  const of = (tenant: string) => tally.get(tenant) ?? tally.set(tenant, { dropped: 0 }).get(tenant)!;
+  return {
+    prune: async (tenant, ws, listed, now) => {
+      try {
+        const r = await pruneWorkspaceUndo(storage, undoPrefix(tenant, ws), listed, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now });
+        of(tenant).dropped += r.dropped;
+        return r.kept;
+      } catch (e) {
+        of(tenant).error ??= e;
+        return listed;
+      }
+    },
+    dropped: (tenant) => {
+      const t = of(tenant);
+      tally.delete(tenant);
+      if (t.error !== undefined) throw t.error;
+      return t.dropped;
+    },
+  };
 }

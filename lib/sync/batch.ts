@@ -168,7 +168,7 @@ export async function allFrames(frames: AsyncIterable<BatchFile>): Promise<Batch
   return out;
 }
 
-/** Splits files into batches of at most FETCH_MAX_FILES and about FETCH_TARGET_BYTES. */
+/** Splits files, in their order, into batches of at most `maxFiles` and `targetBytes` in all (a file larger than that makes a batch of its own): the runner's fetches (default: FETCH_MAX_FILES, FETCH_TARGET_BYTES) and put batches. */
 export function batchesOf<T extends { size: number }>(files: T[], maxFiles = FETCH_MAX_FILES, targetBytes = FETCH_TARGET_BYTES): T[][] {
   const out: T[][] = [];
   let cur: T[] = [];

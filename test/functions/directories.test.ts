@@ -137,6 +137,10 @@ describe("explicit directories in the tools", () => {
     const dirs = await ok(await t.call("glob", { pattern: "**/" }));
     expect(dirs.matches).toEqual(["src/", "src/empty/", "src/lib/", "tests/", "tests/unit/"].map((path) => ({ path, type: "directory" })));
     expect(dirs.skipped.counts).toEqual({ ignored_dir: 1 }); // .git
+    const page = await t.call("glob", { pattern: "**/", limit: 2, offset: 1 });
+    expect(await ok(page)).toMatchObject({ matches: [{ path: "src/empty/" }, { path: "src/lib/" }], count: 2, total_found: 5, truncated: true, next_offset: 3 });
+    expect(page.body.output).toContain("Found 5 directories matching \"**/\" in the workspace (showing 2-3), by name:");
+    expect(page.body.output).toContain("[More directories: call glob again with offset=3.]");
     expect((await ok(await t.call("glob", { pattern: "src/*/" }))).matches.map((m: any) => m.path)).toEqual(["src/empty/", "src/lib/"]);
     expect((await ok(await t.call("glob", { pattern: "*/", path: "tests" }))).matches.map((m: any) => m.path)).toEqual(["tests/unit/"]);
     expect((await ok(await t.call("glob", { pattern: "**/refs/*/", include_hidden: true, include_ignored: true }))).matches.map((m: any) => m.path)).toEqual([".git/refs/tags/"]);

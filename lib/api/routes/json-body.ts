@@ -7,6 +7,7 @@
  */
 import type { Context } from "hono";
 import { ToolError } from "../../shared/errors.js";
+import { concatBytes } from "../../shared/text.js";
 import type { AppEnv } from "../http.js";
 
 /** Largest JSON body: a 25 MB write in base64 (33.4 MB) with room for escapes. */
@@ -63,14 +64,7 @@ async function readCapped(req: Request, max: number): Promise<Uint8Array> {
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /** Decodes and parses a JSON body; undefined when it is empty. */

@@ -3,6 +3,8 @@
  * (a longer line is skipped to its end and yielded as `text: null`). Blank lines are skipped;
  * `n` counts every line from 1.
  */
+import { concatBytes } from "../../shared/text.js";
+
 export async function* ndjsonLines(body: ReadableStream<Uint8Array>, maxLine: number): AsyncGenerator<{ n: number; text: string | null }> {
   const dec = new TextDecoder();
   const reader = body.getReader();
@@ -14,7 +16,7 @@ export async function* ndjsonLines(body: ReadableStream<Uint8Array>, maxLine: nu
     n++;
     if (tooLong) yield { n, text: null };
     else if (have > 0) {
-      const all = parts.length === 1 ? parts[0]! : concat(parts, have);
+      const all = concatBytes(parts);
       const text = dec.decode(all[all.length - 1] === 0x0d ? all.subarray(0, all.length - 1) : all);
       if (text.trim()) yield { n, text };
     }
@@ -49,14 +51,4 @@ export async function* ndjsonLines(body: ReadableStream<Uint8Array>, maxLine: nu
   } finally {
     reader.releaseLock();
   }
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

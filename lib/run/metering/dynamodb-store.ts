@@ -22,12 +22,11 @@
  */
 import { BatchWriteItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from "@aws-sdk/client-dynamodb";
 import { backoffMs, itemKey, padded, PARTITIONS, TABLE_KEYS } from "../../shared/dynamodb-table.js";
-import { addTo, groupRows, type Aggregate } from "./memory-store.js";
-import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
+import { addToAggregate, groupRows, type Aggregate } from "./memory-store.js";
+import { clampLimit, DAY_MS, HOUR_MS, hourOf, hourRange, RAW_RETENTION_MS, SUM_NAMES, zeroSums, type ExportPage, type ExportedRecord, type StoredRecord, type UsageStore } from "./store.js";
 
 /** Records one tenant may store in one hour (seq's low digits). */
 export const SEQ_PER_HOUR = 1_000_000_000;
-const SUMS = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const;
 const BATCH_WRITE_MAX = 25;
 const UNPROCESSED_ATTEMPTS = 8;
 const { partition: PK, sort: SK, ttl: TTL } = TABLE_KEYS;
@@ -65,7 +64,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
   function addAggregate(tenant: string, a: Aggregate): Promise<unknown> {
     const names: Record<string, string> = {};
     const values: Record<string, AttributeValue> = {};
-    SUMS.forEach((s, i) => {
+    SUM_NAMES.forEach((s, i) => {
       names[`#s${i}`] = s;
       values[`:s${i}`] = { N: String(a.sums[s]) };
     });
@@ -73,7 +72,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
       new UpdateItemCommand({
         TableName: table,
         Key: itemKey(PARTITIONS.usage(tenant), `h#${padded(a.hour, 15)}#${JSON.stringify([a.kind, a.name, a.workspace, a.key])}`),
-        UpdateExpression: `ADD ${SUMS.map((_, i) => `#s${i} :s${i}`).join(", ")}`,
+        UpdateExpression: `ADD ${SUM_NAMES.map((_, i) => `#s${i} :s${i}`).join(", ")}`,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
       }),
@@ -98,13 +97,8 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
     const rawByHour = new Map<number, StoredRecord[]>();
     const kept = now() - RAW_RETENTION_MS;
     for (const r of records) {
-      const { kind, name } = nameOf(r);
+      addToAggregate(groups, r);
       const hour = hourOf(r.at);
-      const key = r.key ?? "";
-      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
-      addTo(g.sums, r);
       if (r.at >= kept) rawByHour.set(hour, [...(rawByHour.get(hour) ?? []), r]);
     }
     // The sums beside the raw records: the raw records wait for their seqs (one counter update per hour), the sums for nothing.
@@ -158,7 +152,7 @@ export function dynamoUsageStore(opts: DynamoUsageOptions): UsageStore {
         const sk = item[SK]!.S!;
         const [kind, name, workspace, key] = JSON.parse(sk.slice(sk.indexOf("#", 2) + 1)) as ["tool" | "route", string, string, string];
         const sums = zeroSums();
-        for (const s of SUMS) sums[s] = Number(item[s]?.N ?? 0);
+        for (const s of SUM_NAMES) sums[s] = Number(item[s]?.N ?? 0);
         aggregates.push({ hour: Number(sk.slice(2, 17)), kind, name, workspace, key, sums });
       }
       return groupRows(aggregates, q);

@@ -29,13 +29,7 @@ export class MemoryUsageStore implements UsageStore {
     for (const r of records) {
       let t = this.tenants.get(r.tenant);
       if (!t) this.tenants.set(r.tenant, (t = { aggregates: new Map(), raw: [], seq: 0 }));
-      const { kind, name } = nameOf(r);
-      const hour = hourOf(r.at);
-      const key = r.key ?? "";
-      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
-      let agg = t.aggregates.get(id);
-      if (!agg) t.aggregates.set(id, (agg = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
-      addTo(agg.sums, r);
+      addToAggregate(t.aggregates, r);
       t.raw.push({ ...r, seq: ++t.seq });
     }
     const cutoff = this.now() - RAW_RETENTION_MS;
@@ -81,6 +75,17 @@ export function groupRows(aggregates: Iterable<Aggregate>, q: UsageQuery): Usage
     for (const k of Object.keys(a.sums) as (keyof Aggregate["sums"])[]) row[k] += a.sums[k];
   }
   return sortRows([...groups.values()], q.groupBy);
+}
+
+/** Adds one record to its hour × tool-or-route × workspace × key aggregate in `aggregates` (made when it is the first). */
+export function addToAggregate(aggregates: Map<string, Aggregate>, r: StoredRecord): void {
+  const { kind, name } = nameOf(r);
+  const hour = hourOf(r.at);
+  const key = r.key ?? "";
+  const id = JSON.stringify([hour, kind, name, r.workspace, key]);
+  let agg = aggregates.get(id);
+  if (!agg) aggregates.set(id, (agg = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
+  addTo(agg.sums, r);
 }
 
 /** Adds one record to a group's sums. */

@@ -9,8 +9,8 @@
  * A batch is aggregated in memory first, so it costs one upsert per distinct group plus one insert
  * per record, all in one transaction (a batch is durable whole or not at all).
  */
-import { addTo } from "./memory-store.js";
-import { clampLimit, dayOf, DAY_MS, hourOf, hourRange, nameOf, RAW_RETENTION_MS, sortRows, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow } from "./store.js";
+import { addToAggregate, type Aggregate } from "./memory-store.js";
+import { clampLimit, dayOf, DAY_MS, hourRange, RAW_RETENTION_MS, sortRows, SUM_NAMES, zeroSums, type ExportPage, type ExportQuery, type ExportedRecord, type StoredRecord, type UsageQuery, type UsageRow } from "./store.js";
 
 /** The part of the Durable Object's SqlStorage this uses. */
 export interface Sql {
@@ -25,7 +25,6 @@ const SCHEMA = [
   `CREATE INDEX IF NOT EXISTS raw_at ON raw (at)`,
 ];
 
-const SUMS = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const;
 
 export class SqlUsageLedger {
   constructor(private readonly sql: Sql, private readonly now: () => number = Date.now) {
@@ -34,22 +33,16 @@ export class SqlUsageLedger {
 
   /** Call inside one transaction (the object's transactionSync). */
   record(records: StoredRecord[]): void {
-    const groups = new Map<string, { hour: number; kind: string; name: string; workspace: string; key: string; sums: ReturnType<typeof zeroSums> }>();
+    const groups = new Map<string, Aggregate>();
     for (const r of records) {
-      const { kind, name } = nameOf(r);
-      const hour = hourOf(r.at);
-      const key = r.key ?? "";
-      const id = JSON.stringify([hour, kind, name, r.workspace, key]);
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { hour, kind, name, workspace: r.workspace, key, sums: zeroSums() }));
-      addTo(g.sums, r);
+      addToAggregate(groups, r);
       this.sql.exec("INSERT INTO raw (at, record) VALUES (?, ?)", r.at, JSON.stringify(r));
     }
     for (const g of groups.values()) {
       this.sql.exec(
-        `INSERT INTO hourly (hour, kind, name, workspace, key, ${SUMS.join(", ")}) VALUES (?, ?, ?, ?, ?, ${SUMS.map(() => "?").join(", ")})
-         ON CONFLICT (hour, kind, name, workspace, key) DO UPDATE SET ${SUMS.map((s) => `${s} = ${s} + excluded.${s}`).join(", ")}`,
-        g.hour, g.kind, g.name, g.workspace, g.key, ...SUMS.map((s) => g.sums[s]),
+        `INSERT INTO hourly (hour, kind, name, workspace, key, ${SUM_NAMES.join(", ")}) VALUES (?, ?, ?, ?, ?, ${SUM_NAMES.map(() => "?").join(", ")})
+         ON CONFLICT (hour, kind, name, workspace, key) DO UPDATE SET ${SUM_NAMES.map((s) => `${s} = ${s} + excluded.${s}`).join(", ")}`,
+        g.hour, g.kind, g.name, g.workspace, g.key, ...SUM_NAMES.map((s) => g.sums[s]),
       );
     }
     this.sql.exec("DELETE FROM raw WHERE at < ?", this.now() - RAW_RETENTION_MS);
@@ -71,7 +64,7 @@ export class SqlUsageLedger {
     if (q.key !== undefined) where.push("key = ?"), args.push(q.key);
     const groupCols = dims.map((d) => (d.endsWith(" AS day") ? "day" : d));
     const rows = this.sql
-      .exec(`SELECT ${[...dims, ...SUMS.map((s) => `SUM(${s}) AS ${s}`)].join(", ")} FROM hourly WHERE ${where.join(" AND ")}${groupCols.length ? ` GROUP BY ${groupCols.join(", ")}` : ""}`, ...args)
+      .exec(`SELECT ${[...dims, ...SUM_NAMES.map((s) => `SUM(${s}) AS ${s}`)].join(", ")} FROM hourly WHERE ${where.join(" AND ")}${groupCols.length ? ` GROUP BY ${groupCols.join(", ")}` : ""}`, ...args)
       .toArray();
     const out: UsageRow[] = [];
     for (const r of rows) {
@@ -83,7 +76,7 @@ export class SqlUsageLedger {
       if (r.hour !== undefined) row.hour = new Date(Number(r.hour)).toISOString();
       if (r.day !== undefined) row.day = new Date(dayOf(Number(r.day))).toISOString();
       Object.assign(row, zeroSums());
-      for (const s of SUMS) row[s] = Number(r[s]);
+      for (const s of SUM_NAMES) row[s] = Number(r[s]);
       out.push(row);
     }
     return sortRows(out, q.groupBy);

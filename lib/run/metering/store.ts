@@ -107,3 +107,5 @@ export function sortRows(rows: UsageRow[], groupBy: readonly GroupBy[]): UsageRo
 
 /** An empty row's sums. */
 export const zeroSums = () => ({ calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0 });
+/** The names of a row's sums (zeroSums' keys): the columns and attributes the durable stores keep. */
+export const SUM_NAMES = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const satisfies readonly (keyof ReturnType<typeof zeroSums>)[];

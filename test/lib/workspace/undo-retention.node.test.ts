@@ -88,4 +88,17 @@ describe("undo retention", () => {
     // Nothing else of the workspace is touched.
     expect((await storage.list({ prefix: "t/acme/w/main/meta.json" })).objects).toHaveLength(1);
   });
+
+  it("a prune the storage refuses is the tenant's housekeeping error, logged with its GC line; GC itself goes on", async () => {
+    const base = memoryDriver();
+    const now = Date.now();
+    await base.put("t/acme/w/main/meta.json", JSON.stringify({ created_at: now - 3 * DAY }));
+    await commitCall(base, "gone", "old.txt", now - 2 * DAY);
+    const storage: Storage = Object.assign(Object.create(base) as Storage, { delete: async () => { throw new Error("delete refused"); } });
+    const lines: string[] = [];
+    const r = await housekeepingTick({ storage, kv: storageKeyValue(memoryDriver(), "kv/") }, {}, { now: () => now, log: (l) => lines.push(l) });
+    expect(r.tenants).toMatchObject([{ tenant: "acme", report: { roots: { workspaces: 1 } } }]);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ gc: "acme", housekeeping_error: "delete refused" }]);
+    expect(await stampsOf(base, "gone")).toHaveLength(1);
+  });
 });
