@@ -176,12 +176,18 @@ class _DiffChangeRequired(TypedDict):
     status: Literal["added", "changed", "deleted"]
 
 
+# "from" is a keyword: the functional form.
+DiffExecutable = TypedDict("DiffExecutable", {"from": bool, "to": bool})
+"""The execute bit on each side, on a change where it differs."""
+
+
 class DiffChange(_DiffChangeRequired, total=False):
     from_etag: str
     to_etag: str
     size: int
     diff: str
     binary: bool
+    executable: DiffExecutable
 
 
 class _DiffRequired(TypedDict):
