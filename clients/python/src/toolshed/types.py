@@ -110,6 +110,19 @@ class UploadReport(TypedDict):
     files: List[Dict[str, Any]]
 
 
+class SkippedEntry(TypedDict):
+    path: str
+    reason: str
+
+
+class DirectoryUploadReport(UploadReport):
+    """``ws.files.upload_directory``: the batches' report merged; ``imported``: the report of the tar import that carried
+    executable files, symlinks and empty directories (None when the tree had none); ``skipped``: entries nothing can carry."""
+
+    imported: Optional["ImportReport"]
+    skipped: List[SkippedEntry]
+
+
 class _DirEntryRequired(TypedDict):
     name: str
     path: str
