@@ -7,6 +7,7 @@ import { Budget, IndexStore } from "../lib/search/store.js";
 import { statusReporter } from "../lib/contract/progress.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { pageOf, Paging, SkippedReport } from "../lib/contract/tool-output.js";
+import { counted } from "../lib/shared/text.js";
 
 const DEFAULT_MAX = 200;
 
@@ -67,12 +68,13 @@ export default defineTool({
     const { page, end, more, showing, fields } = pageOf(entries, offset, args.max_results ?? DEFAULT_MAX);
     const where = root === "" ? "the workspace" : `${root}/`;
     const what = args.type === "file" ? "files" : args.type === "dir" ? "directories" : "entries";
+    const one = args.type === "file" ? "file" : args.type === "dir" ? "directory" : "entry";
 
     const lines: string[] = [];
     if (entries.length === 0) lines.push(`No ${what}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}.`);
     else if (page.length === 0) lines.push(`offset ${offset} is past the end: ${entries.length} ${what} found.`);
     else {
-      lines.push(`Found ${entries.length} ${what}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}${showing}:`);
+      lines.push(`Found ${counted(entries.length, one, what)}${pattern ? ` matching ${JSON.stringify(pattern)}` : ""} in ${where}${showing}:`);
       lines.push(page.map(shown).join("\n"));
     }
     if (more) lines.push(`[More: call find again with offset=${end}.]`);

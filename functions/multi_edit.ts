@@ -1,16 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
-import { isToolError, ToolError } from "../lib/shared/errors.js";
+import { isToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
-import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
+import { emptyOldStringTarget, loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
 const description = `Make several exact replacements in one file, in order, all or nothing.
 - edits: [{old_string, new_string, replace_all? (default: false)}], applied one after another, each on the result of the previous ones.
 - Each edit follows the rules of the edit tool. If any edit fails (NO_MATCH, NOT_UNIQUE, ...), nothing is written and the error names the edit (edits[i]).
 - Each edit's result may be at most 10 MiB (UTF-8): an edit that would pass it is refused with FILE_TOO_LARGE (naming edits[i]) before it is applied, and nothing is written.
 - The diff is minimal: one hunk per separate change, 3 lines of context, cut at 80 lines.
-- To create a new file, give an empty old_string in the first edit.
+- To create a new file (or fill an empty one), give an empty old_string in the first edit.
 - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED).
 Returns: {file_path, edits_applied, replacements, etag, diff}`;
 
@@ -41,7 +41,7 @@ export default defineTool({
     let loaded = null;
     let text: string;
     if (edits[0]!.old_string === "") {
-      if (await ws.head(path)) throw new ToolError("ALREADY_EXISTS", `${path} already exists; edits[0] has an empty old_string, which only creates new files.`, { path, edit: 0 });
+      loaded = await emptyOldStringTarget(ws, path, edits[0]!.new_string, "edits[0] has an empty old_string, which only creates new files (or fills an empty one).", { edit: 0 });
       text = edits[0]!.new_string;
       assertEditSize(utf8Length(text), path, { label: "edits[0]: ", details: { edit: 0 } });
       edits = edits.slice(1);
@@ -63,11 +63,12 @@ export default defineTool({
       text = r.text;
       replacements += r.count;
     });
+    const filled = loaded !== null && loaded.size === 0 && args.edits[0]!.old_string === "";
     const info = await saveEdit(ws, path, text, loaded);
     const diff = shortDiff(path, before, text);
     return {
       title: path,
-      output: `${loaded ? "Edited" : "Created"} ${path}: ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"}, ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${diff}`,
+      output: `${filled ? `Filled ${path}, which was empty` : loaded ? `Edited ${path}` : `Created ${path}`}: ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"}, ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${diff}`,
       data: { file_path: path, edits_applied: args.edits.length, replacements, created: !loaded, etag: info.etag, diff },
     };
   },

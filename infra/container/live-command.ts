@@ -20,7 +20,7 @@ import { runResult } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
 import { shellQuote } from "./sandbox.js";
-import { readShellState, restoreLines } from "./shell-state.js";
+import { commandOnFirstLine, readShellState, restoreLines } from "./shell-state.js";
 import { ensureCwd, slotBytes, syncIn } from "./sync-in.js";
 import { syncOut, type SyncedOut } from "./sync-out.js";
 import type { LiveShell } from "./live-shell.js";
@@ -68,8 +68,7 @@ function commandScript(req: RunRequest, cwd: string, first: boolean): string {
   if (first && req.shell) lines.push(...restoreLines(req.shell, cwd));
   for (const [k, v] of Object.entries(req.env ?? {})) lines.push(`export ${k}=${shellQuote(v)}`);
   if (cwd) lines.push(`cd -- "$__toolshed_root"/${shellQuote(cwd)}`);
-  lines.push(`eval ${shellQuote(req.command)}`);
-  return lines.join("\n");
+  return commandOnFirstLine(lines, req.command);
 }
 
 /** What background processes changed since the last command, written back (their changes are no command's to discard). */

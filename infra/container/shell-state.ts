@@ -87,9 +87,24 @@ export function wrapCommand(command: string, shell: ShellRequest, dir: string, c
   ];
   // Saved on every way out: the end of the command, `exit`, `set -e`. (A command that replaces the EXIT trap is still saved when it ends by itself.)
   lines.push(`__toolshed_save=${shellQuote(saveScript(d, shell.keep))}`, `trap 'eval "$__toolshed_save"' EXIT`);
-  lines.push(`eval ${shellQuote(command)}`, `__toolshed_rc=$?`, `eval "$__toolshed_save"`, `exit $__toolshed_rc`);
-  return lines.join("\n");
+  return commandOnFirstLine(lines, command, [`__toolshed_rc=$?`, `eval "$__toolshed_save"`, `exit $__toolshed_rc`]);
 }
+
+/**
+ * A script that runs `before`, then `command`, then `after`, with the command's line numbers its own
+ * (bash's `line N:` in errors, `$LINENO`), as `bash -c` gives them. Bash numbers the lines of an
+ * eval'd text from the line the eval is on, and counts the newlines of a quoted word of the script
+ * itself: a command quoted on line 5, or after a multi-line quoted word, had its line 2 reported as
+ * line 7. So both evals sit on the script's first line and take ANSI-C quoted words ($'…', one
+ * physical line), which move no line count. Shared by fresh runs and live sandboxes (live-command.ts).
+ */
+export function commandOnFirstLine(before: string[], command: string, after: string[] = []): string {
+  const first = (before.length ? `eval ${oneLineWord(before.join("\n"))}; ` : "") + `eval ${oneLineWord(command)}`;
+  return [first, ...after].join("\n");
+}
+
+/** `s` as one shell word on one physical line: $'…' with backslash, quote, newline and carriage return escaped (bash reads every other byte as it is). */
+const oneLineWord = (s: string): string => `$'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\n/g, "\\n").replace(/\r/g, "\\r")}'`;
 
 /** A file of the scratch directory, never through a link or into anything but a regular file (the command could have put anything there); null if absent or too big. */
 async function readOwn(path: string): Promise<Buffer | null> {

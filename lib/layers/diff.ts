@@ -1,8 +1,9 @@
 /**
  * What changed between two versions of a workspace: a checkpoint's manifest and another one, or
- * the current merged view. Files are compared by path and etag (added, changed, deleted), in path
- * order, paged (`cursor` = the last path of the previous page); a changed or added text file gets a
- * bounded unified diff (lib/shared/diff.ts).
+ * the current merged view. Files are compared by path, etag and execute bit (added, changed,
+ * deleted), in path order, paged (`cursor` = the last path of the previous page); a changed or
+ * added text file gets a bounded unified diff (lib/shared/diff.ts), a changed execute bit git's
+ * "old mode / new mode" lines.
  */
 import { shortDiff } from "../shared/diff.js";
 import { ToolError } from "../shared/errors.js";
@@ -22,6 +23,8 @@ export interface VersionFile {
   path: string;
   etag: string;
   size: number;
+  /** The execute bit (withModes). */
+  exec?: boolean;
 }
 
 export interface Side {
@@ -73,6 +76,8 @@ export interface DiffChange {
   /** Unified diff of a text file (bounded); absent for binary or large files. */
   diff?: string;
   binary?: boolean;
+  /** Set when the execute bit differs between the two versions (the bytes may be the same). */
+  executable?: { from: boolean; to: boolean };
 }
 
 export async function diffVersions(from: Side, to: Side, opts: { cursor?: string; limit: number }): Promise<{ changes: DiffChange[]; cursor?: string }> {
@@ -92,13 +97,18 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
     if (after !== undefined && compareKeys(path, after) <= 0) continue;
     if (c < 0) changes.push({ path, status: "deleted", from_etag: x!.etag });
     else if (c > 0) changes.push({ path, status: "added", to_etag: y!.etag, size: y!.size });
-    else if (x!.etag !== y!.etag) changes.push({ path, status: "changed", from_etag: x!.etag, to_etag: y!.etag, size: y!.size });
+    else if (x!.etag !== y!.etag || !x!.exec !== !y!.exec) {
+      changes.push({ path, status: "changed", from_etag: x!.etag, to_etag: y!.etag, size: y!.size, ...(!x!.exec !== !y!.exec ? { executable: { from: !!x!.exec, to: !!y!.exec } } : {}) });
+    }
   }
   const more = changes.length > opts.limit;
   const page = changes.slice(0, opts.limit);
   for (let k = 0; k < page.length; k += 8) {
     await Promise.all(page.slice(k, k + 8).map(async (ch) => {
       const fromSize = a.find((f) => f.path === ch.path)?.size ?? 0;
+      const modeLines = ch.executable ? `old mode ${gitMode(ch.executable.from)}\nnew mode ${gitMode(ch.executable.to)}` : "";
+      if (modeLines) ch.diff = modeLines;
+      if (ch.from_etag === ch.to_etag) return;
       if (ch.status === "deleted" || (ch.size ?? 0) > MAX_DIFF_BYTES || fromSize > MAX_DIFF_BYTES) return;
       const [before, now] = await Promise.all([ch.status === "changed" ? from.read(ch.path) : Promise.resolve(new Uint8Array(0)), to.read(ch.path)]);
       if (!before || !now) return;
@@ -107,19 +117,28 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
         return;
       }
       const dec = new TextDecoder();
-      ch.diff = shortDiff(ch.path, dec.decode(before), dec.decode(now));
+      ch.diff = (modeLines ? `${modeLines}\n` : "") + shortDiff(ch.path, dec.decode(before), dec.decode(now));
     }));
   }
   return { changes: page, ...(more ? { cursor: page[page.length - 1]!.path } : {}) };
 }
 
+const gitMode = (exec: boolean) => (exec ? "100755" : "100644");
+
 /**
- * A side with its symlinks (docs/symlinks.md): each link is an entry whose etag is
- * "symlink:<target>" (a repointed link is changed) and whose text is "symlink -> <target>"; a link
- * stands over a file at its path, as in the runner's tree.
+ * A side with what the modes table holds of it (x/modes.json: a checkpoint's `exec` and `links`, or
+ * the workspace's readModes): each executable file is marked `exec`; each symlink (docs/symlinks.md)
+ * is an entry whose etag is "symlink:<target>" (a repointed link is changed) and whose text is
+ * "symlink -> <target>"; a link stands over a file at its path, as in the runner's tree.
  */
-export function withLinks(side: Side, links: Record<string, string> | ReadonlyMap<string, string> | undefined): Side {
-  const byPath = new Map(links instanceof Map ? links : Object.entries(links ?? {}));
+export function withModes(side: Side, modes: { exec?: readonly string[] | undefined; links?: Readonly<Record<string, string>> | undefined }): Side {
+  const exec = new Set(modes.exec ?? []);
+  const marked = exec.size ? { ...side, files: side.files.map((f) => (exec.has(f.path) ? { ...f, exec: true } : f)) } : side;
+  return withLinks(marked, modes.links);
+}
+
+function withLinks(side: Side, links: Readonly<Record<string, string>> | undefined): Side {
+  const byPath = new Map(Object.entries(links ?? {}));
   if (!byPath.size) return side;
   const files = [...side.files.filter((f) => !byPath.has(f.path)), ...[...byPath].map(([path, t]) => ({ path, etag: `symlink:${t}`, size: 0 }))];
   files.sort((a, b) => compareKeys(a.path, b.path));

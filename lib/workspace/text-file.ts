@@ -34,6 +34,21 @@ function decodeText(path: string, { bytes, info }: { bytes: Uint8Array; info: Fi
   return { text: new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes), info, bytes };
 }
 
+/**
+ * What an empty old_string writes over (edit, multi_edit's first edit): no file (null: the write is
+ * create-only), or an existing empty file (0 bytes), which it fills, as Claude Code's Edit does: there
+ * is nothing to read first or to lose, and the write is conditional on that empty version (a writer
+ * that filled it meanwhile makes it FILE_MODIFIED). A file with content, or an empty one that
+ * `content` would leave empty, is ALREADY_EXISTS, `why` ends the message. Its result is saveEdit's `loaded`.
+ */
+export async function emptyOldStringTarget(ws: Workspace, path: string, content: string, why: string, details: Record<string, unknown> = {}): Promise<FileInfo | null> {
+  const info = await ws.head(path);
+  if (info && (info.size !== 0 || content === "")) {
+    throw new ToolError("ALREADY_EXISTS", `${path} already exists and ${info.size ? "is not empty" : "is empty (an empty new_string would change nothing)"}; ${why}`, { path, ...details });
+  }
+  return info;
+}
+
 /** Writes the edited text over exactly the version that was loaded, and records it: the call's one change. */
 export function saveEdit(ws: Workspace, path: string, text: string, loaded: FileInfo | null): Promise<FileInfo> {
   return ws.put(path, utf8.encode(text), { ...(loaded ? { ifMatch: loaded.etag, replaces: loaded.size } : { create: true }), record: true, last: true });

@@ -24,6 +24,11 @@ describe("find", { timeout: 30_000 }, () => {
     expect(shown(ok(await t.call("find", { pattern: "auth" })))).toEqual(["docs/auth.md", "src/auth/"]);
     expect(shown(ok(await t.call("find", { pattern: "LOG" })))).toEqual(["src/auth/Logout.ts", "src/auth/login.ts", "test/login.test.ts"]);
     expect(shown(ok(await t.call("find", { pattern: "*.test.ts" })))).toEqual(["test/login.test.ts"]);
+    // One of a kind is counted in the singular.
+    expect((await t.call("find", { pattern: "*.test.ts" })).body.output).toMatch(/^Found 1 entry matching "\*\.test\.ts" in the workspace:\n/);
+    expect((await t.call("find", { pattern: "auth", type: "dir" })).body.output).toMatch(/^Found 1 directory matching/);
+    expect((await t.call("find", { pattern: "auth", type: "file" })).body.output).toMatch(/^Found 1 file matching/);
+    expect((await t.call("find", { pattern: "LOG" })).body.output).toMatch(/^Found 3 entries matching/);
     expect(shown(ok(await t.call("find", { pattern: "[Ll]og*" })))).toEqual(["src/auth/Logout.ts", "src/auth/login.ts", "test/login.test.ts"]);
     expect(shown(ok(await t.call("find", { pattern: "src/*/login.ts" })))).toEqual(["src/auth/login.ts"]);
     expect(shown(ok(await t.call("find", { pattern: "auth", type: "dir" })))).toEqual(["src/auth/"]);

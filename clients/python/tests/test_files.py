@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import tarfile
 import tempfile
 import unicodedata
 
@@ -115,6 +116,32 @@ class BatchUploads(ServerTest):
         self.assertEqual((report["written"], report["failed"]), (4, 0))
         for rel, content in files.items():
             self.assertEqual(ws.files.get(f"repo/{rel}").content, content)
+
+    def test_upload_directory_keeps_execute_bits_links_and_empty_directories(self) -> None:
+        ws = self.new_workspace()
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "src", "empty"))
+            for rel, content, mode in (("src/run.sh", b"#!/bin/sh\necho hi\n", 0o755), ("src/lib.py", b"X = 1\n", 0o644)):
+                path = os.path.join(d, *rel.split("/"))
+                with open(path, "wb") as fh:
+                    fh.write(content)
+                os.chmod(path, mode)
+            os.symlink("src/run.sh", os.path.join(d, "run"))
+            os.symlink("src", os.path.join(d, "code"))  # a link to a directory
+            os.mkfifo(os.path.join(d, "pipe"))
+            report = ws.files.upload_directory(d, prefix="repo")
+        self.assertEqual((report["written"], report["failed"]), (1, 0))  # lib.py in a batch; run.sh with its mode in the import
+        self.assertEqual(report["skipped"], [{"path": "repo/pipe", "reason": "not a regular file, directory or symlink (a FIFO, socket or device): nothing of it can be uploaded"}])
+        self.assertIsNotNone(report["imported"])
+        with tarfile.open(fileobj=io.BytesIO(ws.export()), mode="r:gz") as tar:
+            entries = {m.name.rstrip("/"): m for m in tar.getmembers()}
+            self.assertEqual(tar.extractfile(entries["repo/src/run.sh"]).read(), b"#!/bin/sh\necho hi\n")  # type: ignore[union-attr]
+        self.assertEqual(entries["repo/src/run.sh"].mode & 0o111, 0o111)
+        self.assertEqual(entries["repo/src/lib.py"].mode & 0o111, 0)
+        self.assertEqual((entries["repo/run"].issym(), entries["repo/run"].linkname), (True, "src/run.sh"))
+        self.assertEqual((entries["repo/code"].issym(), entries["repo/code"].linkname), (True, "src"))
+        self.assertTrue(entries["repo/src/empty"].isdir())
+        self.assertNotIn("repo/pipe", entries)
 
     def test_all_or_nothing_and_each(self) -> None:
         ws = self.new_workspace()

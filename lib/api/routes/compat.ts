@@ -3,7 +3,8 @@
  * The body is what the model produced (Anthropic: the tool_use input, or the whole tool_use block;
  * OpenAI: the apply_patch_call / shell_call item, or its operation / action); the answer is the
  * item the provider's API expects back. A tool's failure is part of that item (is_error, "failed",
- * an exit code), with HTTP 200 and the code in X-Toolshed-Error-Code; a bad key, a missing
+ * an exit code), with HTTP 200 and the code in X-Toolshed-Error-Code (a held call's id in
+ * X-Toolshed-Pending-Id); a bad key, a missing
  * workspace or a malformed request are HTTP errors as on every route.
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -50,7 +51,15 @@ async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId
   };
 }
 
-const errorHeader = (e: ToolError | undefined): Record<string, string> => (e ? { "x-toolshed-error-code": e.code } : {});
+/**
+ * The tool error's code, and for a held call (NEEDS_APPROVAL, NEEDS_INPUT) its pending id: the
+ * provider's model has no pending_result tool, so the app takes the held call itself (docs/approvals.md).
+ */
+const errorHeader = (e: ToolError | undefined): Record<string, string> => {
+  if (!e) return {};
+  const pending = e.details.pending_id;
+  return { "x-toolshed-error-code": e.code, ...(typeof pending === "string" ? { "x-toolshed-pending-id": pending } : {}) };
+};
 
 export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
@@ -65,7 +74,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       operationId: "compat_anthropic",
       summary: "Anthropic's text editor and bash tools: a tool_use input in, a tool_result block out",
       description:
-        "Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`).",
+        "Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`; a call held for approval or input also has its pending id in `X-Toolshed-Pending-Id`).",
       request: {
         params: WsParam.extend({ tool: z.enum(ANTHROPIC_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
         headers: Headers.extend({
@@ -107,7 +116,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       operationId: "compat_openai",
       summary: "OpenAI's apply_patch and shell tools: a *_call item in, the matching *_call_output item out",
       description:
-        "Send the `apply_patch_call` or `shell_call` item (or its `operation` / `action`, with the call id in `X-Call-Id`). The answer is the `apply_patch_call_output` or `shell_call_output` item for the next request's input. A failed patch is `status: \"failed\"`; a refused command is exit code 126 with the reason in stderr (HTTP 200, code in `X-Toolshed-Error-Code`).",
+        "Send the `apply_patch_call` or `shell_call` item (or its `operation` / `action`, with the call id in `X-Call-Id`). The answer is the `apply_patch_call_output` or `shell_call_output` item for the next request's input. A failed patch is `status: \"failed\"`; a refused command is exit code 126 with the reason in stderr (HTTP 200, code in `X-Toolshed-Error-Code`; a call held for approval or input also has its pending id in `X-Toolshed-Pending-Id`).",
       request: {
         params: WsParam.extend({ tool: z.enum(OPENAI_TOOLS).openapi({ param: { name: "tool", in: "path" } }) }),
         headers: Headers.extend({ "x-call-id": z.string().optional().openapi({ description: "The call's call_id, echoed in the output item." }) }),

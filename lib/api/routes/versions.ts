@@ -2,10 +2,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { createCheckpoint, deleteCheckpoint, getCheckpoint, listCheckpoints, requireMeta, restoreCheckpoint } from "../../layers/checkpoints.js";
-import { currentSide, diffVersions, manifestSide, withLinks } from "../../layers/diff.js";
+import { currentSide, diffVersions, manifestSide, withModes } from "../../layers/diff.js";
 import { RecordStore } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
-import { readLinks } from "../../layout/links.js";
+import { readModes } from "../../layout/modes.js";
 import { secureRoute } from "./access.js";
 import { parseJsonBody } from "../http.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
@@ -25,6 +25,7 @@ const CpParam = WsParam.extend({ id: z.string().openapi({ param: { name: "id", i
 const Change = z.object({
   path: z.string(), status: z.enum(["added", "changed", "deleted"]), from_etag: z.string().optional(), to_etag: z.string().optional(),
   size: z.number().optional(), diff: z.string().optional(), binary: z.boolean().optional(),
+  executable: z.object({ from: z.boolean(), to: z.boolean() }).optional().openapi({ description: "Set when the execute bit differs (a chmod alone is a change; `diff` then starts with git's old mode / new mode lines)" }),
 });
 
 const CheckpointBody = z.object({ name: z.string().max(200).optional() }).strict();
@@ -126,11 +127,11 @@ export function versionsApp(deps: AppDeps) {
       const opened = await openWorkspace(ld, tenant, ws);
       const side = async (id: string) => {
         const cp = await getCheckpoint(ld, tenant, ws, id);
-        return withLinks(manifestSide(deps.storage, tenant, await ld.manifests.load(deps.storage, tenant, cp.manifest)), cp.links);
+        return withModes(manifestSide(deps.storage, tenant, await ld.manifests.load(deps.storage, tenant, cp.manifest)), cp);
       };
       const to = q.to ?? "current";
       const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, "raw"), tenant, id: ws });
-      const r = await diffVersions(await side(q.from), to === "current" ? withLinks(await currentSide(workspace), await readLinks(workspace)) : await side(to), { limit: q.limit ?? 100, ...(q.cursor ? { cursor: q.cursor } : {}) });
+      const r = await diffVersions(await side(q.from), to === "current" ? withModes(await currentSide(workspace), await readModes(opened.driver, tenant, ws)) : await side(to), { limit: q.limit ?? 100, ...(q.cursor ? { cursor: q.cursor } : {}) });
       return c.json({ from: q.from, to, ...r }, 200);
     },
   );

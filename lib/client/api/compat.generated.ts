@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Anthropic's text editor and bash tools: a tool_use input in, a tool_result block out
-         * @description Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`).
+         * @description Send the `input` of a `tool_use` block (with its id in `X-Tool-Use-Id`), or the whole `tool_use` block. The answer is the `tool_result` block to put in the next user message. Tool errors come back as `is_error: true` blocks (HTTP 200, code in `X-Toolshed-Error-Code`; a call held for approval or input also has its pending id in `X-Toolshed-Pending-Id`).
          */
         post: operations["compat_anthropic"];
         delete?: never;
@@ -35,7 +35,7 @@ export interface paths {
         put?: never;
         /**
          * OpenAI's apply_patch and shell tools: a *_call item in, the matching *_call_output item out
-         * @description Send the `apply_patch_call` or `shell_call` item (or its `operation` / `action`, with the call id in `X-Call-Id`). The answer is the `apply_patch_call_output` or `shell_call_output` item for the next request's input. A failed patch is `status: "failed"`; a refused command is exit code 126 with the reason in stderr (HTTP 200, code in `X-Toolshed-Error-Code`).
+         * @description Send the `apply_patch_call` or `shell_call` item (or its `operation` / `action`, with the call id in `X-Call-Id`). The answer is the `apply_patch_call_output` or `shell_call_output` item for the next request's input. A failed patch is `status: "failed"`; a refused command is exit code 126 with the reason in stderr (HTTP 200, code in `X-Toolshed-Error-Code`; a call held for approval or input also has its pending id in `X-Toolshed-Pending-Id`).
          */
         post: operations["compat_openai"];
         delete?: never;

@@ -138,7 +138,7 @@ export interface paths {
          *     - old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix).
          *     - old_string must be unique in the file unless replace_all is true (default: false); otherwise NOT_UNIQUE lists the line of every match.
          *     - new_string replaces it; an empty new_string deletes the match. old_string and new_string must differ.
-         *     - An empty old_string creates a new file with new_string as content, which may be empty (ALREADY_EXISTS if the file exists).
+         *     - An empty old_string creates a new file with new_string as content, which may be empty, or fills an existing empty file (ALREADY_EXISTS if the file has content).
          *     - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED: read it again).
          *     - Files with CRLF line endings keep them; write old_string and new_string with plain newlines.
          *     - NO_MATCH shows the nearest lines of the file, with spaces as · and tabs as →, and says when old_string still has read's line-number prefixes.
@@ -169,7 +169,7 @@ export interface paths {
          *     - Each edit follows the rules of the edit tool. If any edit fails (NO_MATCH, NOT_UNIQUE, ...), nothing is written and the error names the edit (edits[i]).
          *     - Each edit's result may be at most 10 MiB (UTF-8): an edit that would pass it is refused with FILE_TOO_LARGE (naming edits[i]) before it is applied, and nothing is written.
          *     - The diff is minimal: one hunk per separate change, 3 lines of context, cut at 80 lines.
-         *     - To create a new file, give an empty old_string in the first edit.
+         *     - To create a new file (or fill an empty one), give an empty old_string in the first edit.
          *     - You must have read the file in this session (NOT_READ), and it must not have changed since (FILE_MODIFIED).
          *     Returns: {file_path, edits_applied, replacements, etag, diff}
          */
@@ -1197,7 +1197,7 @@ export interface operations {
                 "application/json": {
                     /** @description Path of the file in the workspace */
                     file_path: string;
-                    /** @description The exact text to replace (empty: create a new file) */
+                    /** @description The exact text to replace (empty: create a new file, or fill an empty one) */
                     old_string: string;
                     /** @description The text to put in its place */
                     new_string: string;

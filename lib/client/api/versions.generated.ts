@@ -399,6 +399,11 @@ export interface paths {
                                 size?: number;
                                 diff?: string;
                                 binary?: boolean;
+                                /** @description Set when the execute bit differs (a chmod alone is a change; `diff` then starts with git's old mode / new mode lines) */
+                                executable?: {
+                                    from: boolean;
+                                    to: boolean;
+                                };
                             }[];
                             cursor?: string;
                         };

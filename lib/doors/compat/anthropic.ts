@@ -74,7 +74,9 @@ async function runEditor(input: z.infer<typeof EditorInput>, run: RunTool): Prom
       return view(input, run);
     case "create": {
       const file_text = requireField(input.file_text, "file_text", "command: create", "string");
-      const r = await run("edit", { file_path: path, old_string: "", new_string: file_text });
+      const r = await run("edit", { file_path: path, old_string: "", new_string: file_text }).catch(
+        inWords("ALREADY_EXISTS", (e) => `${e.details.path ?? path} already exists: command \`create\` cannot overwrite a file. Use view to see it, then str_replace (or insert) to change it.`),
+      );
       return { text: `File created successfully at: ${r.data.file_path}` };
     }
     case "str_replace": {
@@ -111,9 +113,22 @@ async function view(input: z.infer<typeof EditorInput>, run: RunTool): Promise<C
     return { text: pagingNote(r.output) };
   } catch (e) {
     if (e instanceof ToolError && e.code === "IS_DIRECTORY") return listDir();
+    // read's own remedies (encoding: "base64", an offset) are arguments view does not have.
+    if (e instanceof ToolError && e.code === "BINARY_FILE") throw reworded(e, `${e.details.path ?? input.path} is a binary file (${e.details.type ?? "not text"}, ${e.details.size ?? "?"} bytes): view shows text only. Look at its bytes with bash (xxd, base64, file).`);
+    if (e instanceof ToolError && range && typeof e.details.total_lines === "number") {
+      throw reworded(e, `Invalid view_range [${range[0]}, ${range[1]}]: ${e.details.path ?? input.path} has ${e.details.total_lines} lines; the first line of the range must be within [1, ${Math.max(1, e.details.total_lines)}].`);
+    }
     throw e;
   }
 }
+
+/** The same error (code, details) in the text editor's words. */
+const reworded = (e: ToolError, message: string) => new ToolError(e.code, message, e.details);
+
+/** A catch handler: an error of `code` is rethrown in the text editor's words, any other as it is. */
+const inWords = (code: ToolError["code"], message: (e: ToolError) => string) => (e: unknown): never => {
+  throw e instanceof ToolError && e.code === code ? reworded(e, message(e)) : e;
+};
 
 /** read's closing note says how to continue with read; the model holding the text editor continues with view_range. Only the note is touched, never the file's lines. */
 function pagingNote(output: string): string {
@@ -141,6 +156,8 @@ function reword(text: string): string {
     .replace(/Read the file with the read tool first/g, "View the file with the view command first")
     .replace(/has not been read in this session/g, "has not been viewed in this session")
     .replace(/, or set replace_all: true/g, "")
+    .replace(/ Use glob or ls to find it\./g, " Use view with a directory's path to see what it holds.")
+    .replace(/use ls or glob to find it/g, "use view with a directory's path to see what it holds")
     .replace(/\bold_string\b/g, "old_str")
     .replace(/\bnew_string\b/g, "new_str");
 }

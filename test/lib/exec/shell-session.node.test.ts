@@ -1,6 +1,7 @@
 /**
- * A session's saved shell (lib/exec/shell-session.ts) is bounded in time and count, as the output
- * logs are: a state last saved more than SHELL_STATE_DAYS ago is not applied (deleted when read;
+ * A command's line numbers are its own, whatever the shell replays before it
+ * (infra/container/shell-state.ts). A session's saved shell (lib/exec/shell-session.ts) is bounded
+ * in time and count, as the output logs are: a state last saved more than SHELL_STATE_DAYS ago is not applied (deleted when read;
  * the command says the shell was reset), and a workspace keeps at most KEEP_SHELL_STATES, the
  * most recently saved. Through the real app and the real sandbox (local executor) over memory
  * storage; time passes by ageing the `modified` storage reports for a state.
@@ -119,5 +120,31 @@ describe("a session's saved shell is bounded in time and count", () => {
     expect(left).toContain("newest.json");
     expect(left).not.toContain("old.json");
     expect(left).toEqual([...sessions.slice(-(KEEP_SHELL_STATES - 1)).map((s) => `${s}.json`), "newest.json"].sort());
+  }, 60_000);
+});
+
+describe("a command's line numbers are its own", () => {
+  // Line 2 fails, line 3 prints its number, line 4 does not parse: as `bash -c` numbers them.
+  const SCRIPT = 'echo one\nnot_a_command_here\necho "at line $LINENO"\nif then';
+  const expectOwnLines = (output: string) => {
+    expect(output).toMatch(/line 2: not_a_command_here: command not found/);
+    expect(output).toContain("at line 3\n");
+    expect(output).toMatch(/line 4: syntax error near unexpected token `then'/);
+  };
+
+  it("in a fresh session, and after a saved shell with multi-line variables and functions is replayed before it", async () => {
+    expectOwnLines((await call({ command: SCRIPT }, "lines")).output);
+    await call({ command: "mkdir -p deep && cd deep && export NOTE=$'two\nlines' && greet() {\n  echo hi\n}", keep_env: true }, "lines");
+    const r = await call({ command: `${SCRIPT}`, keep_env: true }, "lines");
+    expectOwnLines(r.output);
+    expect((await call({ command: 'pwd; echo "$NOTE"; greet', keep_env: true }, "lines")).output).toBe("/workspace/deep\ntwo\nlines\nhi\n");
+  }, 60_000);
+
+  it("the command's text reaches the shell as written: quotes, backslashes, escapes, carriage returns, non-ASCII", async () => {
+    const command = "printf '%s|' 'it'\"'\"'s' \"a\\\\b\" '\\x41\\n' \"$'x'\" 'ü日本'\nprintf '%s' 'c\rr' | od -An -c\necho done";
+    const out = (await call({ command }, "quotes")).output;
+    expect(out).toContain("it's|a\\b|\\x41\\n|$'x'|ü日本|");
+    expect(out).toMatch(/c +\\r +r/);
+    expect(out).toContain("done\n");
   }, 60_000);
 });

@@ -18,6 +18,7 @@ from .types import (
     Diff,
     DiffChange,
     DirectoryListing,
+    DirectoryUploadReport,
     FileDownload,
     FileUpload,
     ImportReport,
@@ -37,7 +38,7 @@ from .workspace import Workspace
 __version__ = "0.1.0"
 
 __all__ = [
-    "BashData", "Checkpoint", "Checkpoints", "Diff", "DiffChange", "DirectoryListing", "EditData", "FileDownload",
+    "BashData", "Checkpoint", "Checkpoints", "Diff", "DiffChange", "DirectoryListing", "DirectoryUploadReport", "EditData", "FileDownload",
     "FileUpload", "Files", "GlobData", "GrepData", "ImportReport", "LsData", "Pending", "PendingCall", "Progress",
     "ReadData", "RestoreResult", "ToolResult", "ToolStream", "Toolshed", "ToolshedError", "UndoResult", "UploadFile", "UploadReport", "Usage",
     "Workspace", "WorkspaceInfo", "Workspaces", "WriteData",

@@ -6,7 +6,7 @@ from typing import IO, Any, Dict, Iterable, Optional, Union, cast
 
 from ._http import Transport, path_for_url, segment
 from .errors import ToolshedError
-from .types import DirectoryListing, FileDownload, FileUpload, UploadFile, UploadReport
+from .types import DirectoryListing, DirectoryUploadReport, FileDownload, FileUpload, UploadFile, UploadReport
 from .uploads import upload_batch, upload_directory
 
 FileBody = Union[bytes, bytearray, memoryview, str, IO[bytes]]
@@ -83,8 +83,10 @@ class Files:
         """Many files in one request (POST …/uploads): mode "all" writes every file or none (else ToolshedError, nothing written), "each" answers each file on its own."""
         return upload_batch(self._http, self._ws, files, mode, idempotency_key)
 
-    def upload_directory(self, local_dir: str, *, prefix: str = "", mode: str = "all", batch_files: int = 1000, batch_bytes: int = 16 * 1024 * 1024) -> UploadReport:
-        """Every regular file below ``local_dir`` (under ``prefix`` in the workspace), in batches of ``batch_files`` / ``batch_bytes``; the reports merged."""
+    def upload_directory(self, local_dir: str, *, prefix: str = "", mode: str = "all", batch_files: int = 1000, batch_bytes: int = 16 * 1024 * 1024) -> DirectoryUploadReport:
+        """The tree below ``local_dir`` (under ``prefix`` in the workspace): regular files in batches of ``batch_files`` / ``batch_bytes``
+        (the reports merged), then executable files, symlinks and empty directories in one tar import (``imported``); FIFOs,
+        sockets and devices named in ``skipped``."""
         return upload_directory(self._http, self._ws, local_dir, prefix=prefix, mode=mode, batch_files=batch_files, batch_bytes=batch_bytes)
 
     def delete(self, path: str, *, if_match: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:

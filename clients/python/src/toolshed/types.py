@@ -110,6 +110,19 @@ class UploadReport(TypedDict):
     files: List[Dict[str, Any]]
 
 
+class SkippedEntry(TypedDict):
+    path: str
+    reason: str
+
+
+class DirectoryUploadReport(UploadReport):
+    """``ws.files.upload_directory``: the batches' report merged; ``imported``: the report of the tar import that carried
+    executable files, symlinks and empty directories (None when the tree had none); ``skipped``: entries nothing can carry."""
+
+    imported: Optional["ImportReport"]
+    skipped: List[SkippedEntry]
+
+
 class _DirEntryRequired(TypedDict):
     name: str
     path: str
@@ -176,12 +189,18 @@ class _DiffChangeRequired(TypedDict):
     status: Literal["added", "changed", "deleted"]
 
 
+# "from" is a keyword: the functional form.
+DiffExecutable = TypedDict("DiffExecutable", {"from": bool, "to": bool})
+"""The execute bit on each side, on a change where it differs."""
+
+
 class DiffChange(_DiffChangeRequired, total=False):
     from_etag: str
     to_etag: str
     size: int
     diff: str
     binary: bool
+    executable: DiffExecutable
 
 
 class _DiffRequired(TypedDict):

@@ -1,13 +1,21 @@
-"""Batch uploads: POST /v1/workspaces/{ws}/uploads (NDJSON, one file per line), used by ``ws.files.upload`` and ``ws.files.upload_directory``."""
+"""Batch uploads: POST /v1/workspaces/{ws}/uploads (NDJSON, one file per line), used by ``ws.files.upload`` and ``ws.files.upload_directory``.
+
+A batch line carries a file's bytes and nothing else, so ``upload_directory`` sends what a line
+cannot carry (execute bits, symlinks, empty directories) in one tar import after the batches, and
+names what neither can (FIFOs, sockets, devices) in its report: nothing of the tree is dropped silently.
+"""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
-from typing import Iterable, Iterator, List, Optional, Tuple, Union, cast
+import stat
+import tarfile
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union, cast
 
 from ._http import Transport, segment
-from .types import UploadFile, UploadReport
+from .types import DirectoryUploadReport, ImportReport, UploadFile, UploadReport
 
 Content = Union[str, bytes]
 
@@ -35,14 +43,58 @@ def upload_batch(http: Transport, ws: str, files: Iterable[UploadFile], mode: st
     return cast(UploadReport, http.json("POST", f"/v1/workspaces/{segment(ws)}/uploads", query={"mode": mode}, headers={"Content-Type": "application/x-ndjson"}, body=body, idempotency_key=idempotency_key))
 
 
-def walk(local_dir: str) -> Iterator[Tuple[str, str]]:
-    """(path inside the tree with "/", path on disk) of every regular file below ``local_dir``, sorted; symlinks are not followed."""
+NOT_UPLOADABLE = "not a regular file, directory or symlink (a FIFO, socket or device): nothing of it can be uploaded"
+
+
+class Tree(NamedTuple):
+    """What ``local_dir`` holds, paths inside it with "/", sorted."""
+
+    files: List[Tuple[str, str]]  # (path, path on disk): regular files without the owner's execute bit, for the batches
+    executables: List[Tuple[str, str]]  # regular files with it, for the import
+    links: List[Tuple[str, str]]  # (path, target), never followed
+    empty_dirs: List[str]
+    others: List[str]  # FIFOs, sockets, devices
+
+
+def walk(local_dir: str) -> Tree:
+    tree = Tree([], [], [], [], [])
     for root, dirs, names in os.walk(local_dir):
         dirs.sort()
-        for name in sorted(names):
+        rel_root = os.path.relpath(root, local_dir).replace(os.sep, "/")
+        rel = (lambda n: n) if rel_root == "." else (lambda n: f"{rel_root}/{n}")
+        if rel_root != "." and not dirs and not names:
+            tree.empty_dirs.append(rel_root)
+        for name in sorted(dirs + names):
             full = os.path.join(root, name)
-            if os.path.isfile(full) and not os.path.islink(full):
-                yield os.path.relpath(full, local_dir).replace(os.sep, "/"), full
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                tree.links.append((rel(name), os.readlink(full)))
+            elif stat.S_ISREG(st.st_mode):
+                (tree.executables if st.st_mode & stat.S_IXUSR else tree.files).append((rel(name), full))
+            elif not stat.S_ISDIR(st.st_mode):
+                tree.others.append(rel(name))
+    return tree
+
+
+def _tree_tar(tree: Tree) -> bytes:
+    """The executables, links and empty directories of ``tree`` as one tar."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in tree.empty_dirs:
+            info = tarfile.TarInfo(path)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for path, full in tree.executables:
+            with open(full, "rb") as fh:
+                data = fh.read()
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+        for path, target in tree.links:
+            info = tarfile.TarInfo(path)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            tar.addfile(info)
+    return buf.getvalue()
 
 
 def upload_directory(
@@ -54,13 +106,18 @@ def upload_directory(
     mode: str = "all",
     batch_files: int = 1000,
     batch_bytes: int = 16 * 1024 * 1024,
-) -> UploadReport:
-    """Every regular file below ``local_dir`` into the workspace (under ``prefix``), in batches; the reports merged.
+) -> DirectoryUploadReport:
+    """The tree below ``local_dir`` into the workspace (under ``prefix``): its regular files in batches, the reports merged;
+    then, in one tar import (mode merge), what a batch line cannot carry: executable files with their execute bit,
+    symlinks (never followed) and empty directories (``imported``: its report, None when there was nothing of these).
+    FIFOs, sockets and devices are named in ``skipped``.
 
-    A refused batch (mode "all") raises ToolshedError: the batches before it are written.
+    A refused batch (mode "all") raises ToolshedError: the batches before it are written, the import is not made.
     """
     prefix = prefix.strip("/")
-    total: UploadReport = {"mode": cast(str, mode), "written": 0, "failed": 0, "bytes": 0, "files": []}  # type: ignore[typeddict-item]
+    under = (lambda p: f"{prefix}/{p}") if prefix else (lambda p: p)
+    tree = walk(local_dir)
+    total: DirectoryUploadReport = {"mode": cast(str, mode), "written": 0, "failed": 0, "bytes": 0, "files": [], "imported": None, "skipped": []}  # type: ignore[typeddict-item]
     batch: List[UploadFile] = []
     size = 0
 
@@ -75,12 +132,16 @@ def upload_directory(
         total["files"].extend(r["files"])
         batch, size = [], 0
 
-    for rel, full in walk(local_dir):
+    for rel, full in tree.files:
         with open(full, "rb") as fh:
             content = fh.read()
         if len(batch) >= batch_files or (batch and size + len(content) > batch_bytes):
             send()
-        batch.append({"path": f"{prefix}/{rel}" if prefix else rel, "content": content})
+        batch.append({"path": under(rel), "content": content})
         size += len(content)
     send()
+    if tree.executables or tree.links or tree.empty_dirs:
+        query: Dict[str, Optional[str]] = {"mode": "merge", "prefix": prefix or None}
+        total["imported"] = cast(ImportReport, http.json("POST", f"/v1/workspaces/{segment(ws)}/import", query=query, headers={"Content-Type": "application/x-tar"}, body=_tree_tar(tree)))
+    total["skipped"] = [{"path": under(p), "reason": NOT_UPLOADABLE} for p in tree.others]
     return total

@@ -205,12 +205,21 @@ describe("the approval gate", () => {
 
   it("a tool gated whole: every call waits; the gate holds on the compat doors too", async () => {
     const t = await newTenant();
-    await setPolicy(t.app, t.tenant, { gate: [{ tool: "delete", when: "recursive" }, { tool: "read" }] });
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "delete", when: "recursive" }, { tool: "read" }, { tool: "apply_patch", when: "destructive" }] });
     await upload(t, "d/x.txt", "x");
     held(await t.call("delete", { path: "d", recursive: true }), "NEEDS_APPROVAL");
     expect(await readFile(t, "d/x.txt")).toBe("x");
     held(await t.call("read", { file_path: "d/x.txt" }), "NEEDS_APPROVAL");
     const res = await t.req(`/v1/workspaces/${t.ws}/compat/anthropic/str_replace_based_edit_tool`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ command: "view", path: "/d/x.txt" }) });
     expect(res.headers.get("x-toolshed-error-code")).toBe("NEEDS_APPROVAL");
+    // The app holding a provider's tools (which have no pending_result) gets the held call's id beside the code, not only in the model's text.
+    const id = res.headers.get("x-toolshed-pending-id");
+    expect(id).toMatch(/^p[a-z0-9]+$/);
+    expect(JSON.stringify(await res.json())).toContain(id!);
+    expect((await getPending(t, id!)).body).toMatchObject({ tool: "read", status: "pending" });
+    const patch = await t.req(`/v1/workspaces/${t.ws}/compat/openai/apply_patch`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "apply_patch_call", call_id: "c1", operation: { type: "delete_file", path: "d/x.txt" } }) });
+    expect(patch.headers.get("x-toolshed-error-code")).toBe("NEEDS_APPROVAL");
+    expect((await getPending(t, patch.headers.get("x-toolshed-pending-id")!)).body).toMatchObject({ tool: "apply_patch", status: "pending" });
+    expect(await readFile(t, "d/x.txt")).toBe("x");
   });
 });

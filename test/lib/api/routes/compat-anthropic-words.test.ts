@@ -1,0 +1,61 @@
+/**
+ * The text editor's errors speak of what the model holding it has: view (with view_range), create,
+ * str_replace, insert and bash. An error that tells it to pass one of our tools' arguments (read's
+ * encoding or offset, edit's empty old_string) or to call a tool it lacks (glob, ls) sends it to
+ * something it cannot do. Cases after Anthropic's reference implementation's errors.
+ */
+import { describe, expect, it } from "vitest";
+import { newTenant, upload } from "../../../helpers.js";
+import { compat, textOf, type CompatResult } from "./compat-helpers.js";
+
+const EDITOR = "str_replace_based_edit_tool";
+
+function failed(r: CompatResult, code: string): string {
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(r.body).toMatchObject({ type: "tool_result", is_error: true });
+  expect(r.code).toBe(code);
+  return textOf(r);
+}
+
+/** Words of our own tools that the text editor's model cannot act on. */
+const FOREIGN = /\b(glob|ls|read tool|encoding|offset|old_string|new_string)\b/;
+
+describe("text editor errors in the text editor's words", () => {
+  it("create over an existing file says create cannot overwrite it and to use str_replace; the file is kept", async () => {
+    const t = await newTenant();
+    await upload(t, "a.py", "x = 1\n");
+    const e = failed(await compat(t, "anthropic", EDITOR, { command: "create", path: "/a.py", file_text: "y = 2\n" }), "ALREADY_EXISTS");
+    expect(e).toContain("a.py already exists");
+    expect(e).toContain("`create`");
+    expect(e).toContain("str_replace");
+    expect(e).not.toMatch(FOREIGN);
+    expect(e).not.toContain("old_str");
+  });
+
+  it("a missing file without similar names: find it by viewing a directory, not with glob or ls", async () => {
+    const t = await newTenant();
+    await upload(t, "src/main.py", "print(1)\n");
+    const e = failed(await compat(t, "anthropic", EDITOR, { command: "view", path: "/nothing/like/it.txt" }), "NOT_FOUND");
+    expect(e).toContain("File not found: nothing/like/it.txt");
+    expect(e).toContain("view");
+    expect(e).not.toMatch(FOREIGN);
+  });
+
+  it("a binary file: the text editor shows text only; its bytes through bash, not an encoding argument", async () => {
+    const t = await newTenant();
+    await upload(t, "logo.bin", new Uint8Array([0, 1, 2, 255, 0, 7]));
+    const e = failed(await compat(t, "anthropic", EDITOR, { command: "view", path: "/logo.bin" }), "BINARY_FILE");
+    expect(e).toContain("logo.bin is a binary file");
+    expect(e).toContain("bash");
+    expect(e).not.toMatch(FOREIGN);
+  });
+
+  it("a view_range past the end names view_range and the file's lines", async () => {
+    const t = await newTenant();
+    await upload(t, "three.txt", "a\nb\nc\n");
+    const e = failed(await compat(t, "anthropic", EDITOR, { command: "view", path: "/three.txt", view_range: [7, 9] }), "INVALID_ARGUMENT");
+    expect(e).toContain("view_range [7, 9]");
+    expect(e).toContain("3 lines");
+    expect(e).not.toMatch(FOREIGN);
+  });
+});
