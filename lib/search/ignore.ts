@@ -7,6 +7,7 @@
  */
 import ignore, { type Ignore } from "ignore";
 import { parentOf } from "../layout/paths.js";
+import { counted } from "../shared/text.js";
 
 export const IGNORED_DIRS: ReadonlySet<string> = new Set([".git", "node_modules", "vendor", "__pycache__"]);
 /** Each ignored directory's name with its slash: a path that contains none of them has no ignored directory. */
@@ -51,18 +52,23 @@ export class SkipReport {
   /** One paragraph for the model, or "" when nothing was skipped. */
   describe(options: { hiddenFlag?: boolean } = {}): string {
     if (this.total === 0) return "";
-    const label: Record<SkipReason, string> = {
+    // A noun's [one, many] forms (the count reads "1 binary file", "2 binary files"); the rest are said of any count.
+    const label: Record<SkipReason, string | [string, string]> = {
       ignored_dir: "in ignored directories (.git, node_modules, vendor, __pycache__)",
       hidden: "hidden (name starts with '.')",
       gitignore: "matched by .gitignore",
-      binary: "binary files",
+      binary: ["binary file", "binary files"],
       too_large: "too large to search",
-      symlink: "symlinks, not followed (read, write and edit follow one that leads to a file inside the workspace; search its target's path, or use bash)",
+      symlink: ["symlink", "symlinks"],
     };
+    const symlinkNote = ", not followed (read, write and edit follow one that leads to a file inside the workspace; search its target's path, or use bash)";
     const parts = (Object.keys(this.counts) as SkipReason[]).map((r) => {
+      const n = this.counts[r] ?? 0;
       const ex = this.examples[r] ?? [];
-      const more = (this.counts[r] ?? 0) > ex.length ? ", ..." : "";
-      return `${this.counts[r]} ${label[r]}: ${ex.join(", ")}${more}`;
+      const more = n > ex.length ? ", ..." : "";
+      const l = label[r];
+      const said = typeof l === "string" ? `${n} ${l}` : counted(n, l[0], l[1]);
+      return `${said}${r === "symlink" ? symlinkNote : ""}: ${ex.join(", ")}${more}`;
     });
     const hints: string[] = [];
     if (this.counts.hidden && options.hiddenFlag !== false) hints.push("include_hidden: true");

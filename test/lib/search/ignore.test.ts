@@ -39,6 +39,18 @@ describe("skip rules", () => {
     expect(r.describe()).toContain("include_ignored: true");
     expect(new SkipReport().describe()).toBe("");
   });
+
+  it("says one of a counted noun in the singular (1 binary file, 1 symlink), more in the plural", () => {
+    const r = new SkipReport();
+    r.add("binary", "a.png");
+    r.add("symlink", "link");
+    expect(r.describe()).toContain("1 binary file: a.png");
+    expect(r.describe()).toContain("1 symlink, not followed (");
+    r.add("binary", "b.png");
+    r.add("symlink", "link2");
+    expect(r.describe()).toContain("2 binary files: a.png, b.png");
+    expect(r.describe()).toContain("2 symlinks, not followed (");
+  });
 });
 
 describe("GitIgnores", () => {
