@@ -25,6 +25,7 @@ import type { RunDeps } from "../run/deps.js";
 import { ERROR_CODES, ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
 import { toToolError } from "../contract/errors.js";
+import { jsonRpcError, JSON_RPC } from "./json-rpc.js";
 import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
 import { loadPending } from "../tools/pending/store.js";
 import type { HumanQuestion } from "../contract/tool.js";
@@ -133,7 +134,6 @@ export async function takeAskAnswers(deps: RunDeps, auth: AuthInfo, wsId: string
   } catch (err) {
     const e = toToolError(err);
     if (e.code === "INTERNAL") console.error("internal error (mcp elicitation answer)", err instanceof Error ? err.stack ?? err.message : String(err));
-    const body = { jsonrpc: "2.0", error: { code: -32602, message: `${e.code}: ${e.message}`, data: { code: e.code, details: e.details } }, id: null };
-    return new Response(JSON.stringify(body), { status: ERROR_CODES[e.code].status, headers: { "content-type": "application/json" } });
+    return jsonRpcError(ERROR_CODES[e.code].status, JSON_RPC.invalidParams, `${e.code}: ${e.message}`, { error: e });
   }
 }

@@ -129,11 +129,11 @@ function safeOrigin(url: string): string | null {
 /**
  * One POST to the MCP endpoint, once its route has checked the key, bound the workspace, the origin
  * and the method (lib/api/routes/mcp.ts): the client's answers to this door's questions, or the
- * JSON-RPC request served by a server built for it.
+ * JSON-RPC request served by a server built for it. `body`: the request's JSON body, parsed by the
+ * route (the transport reads nothing itself).
  */
-export async function mcpResponse(req: Request, call: McpRequest): Promise<Response> {
+export async function mcpResponse(req: Request, body: unknown, call: McpRequest): Promise<Response> {
   const { deps, auth, wsId } = call;
-  const body: unknown = await req.clone().json().catch(() => null);
   // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
   const answers = askAnswersIn(body);
   if (answers) return takeAskAnswers(deps, auth, wsId, answers);
@@ -151,12 +151,12 @@ export async function mcpResponse(req: Request, call: McpRequest): Promise<Respo
   // A streamed answer is still being written when handleRequest returns: the transport ends its
   // stream once the response is sent, and the server is closed then (closing it here would cut it).
   if (streamed) {
-    const res = await transport.handleRequest(req);
+    const res = await transport.handleRequest(req, { parsedBody: body });
     transport.onclose = undefined;
     return res;
   }
   try {
-    return await transport.handleRequest(req);
+    return await transport.handleRequest(req, { parsedBody: body });
   } finally {
     await server.close();
   }

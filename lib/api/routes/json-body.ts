@@ -1,6 +1,6 @@
 /**
- * The one reader of JSON request bodies (tools, workspaces, admin): bounded, strict UTF-8, and
- * parsed once. Invalid UTF-8 is refused with the offset of the first bad byte, instead of being
+ * The one reader of JSON request bodies (tools, workspaces, admin, and the MCP route through
+ * lib/api/routes/mcp-body.ts): bounded, strict UTF-8, and parsed once. Invalid UTF-8 is refused with the offset of the first bad byte, instead of being
  * decoded to U+FFFD and stored. The route guard (access.ts) puts it on every route whose
  * definition declares a JSON body; routes read the result with c.get("json") or, for zod-openapi
  * routes, through the usual validator (which reads the text cached here).
@@ -44,8 +44,8 @@ export function utf8ErrorOffset(bytes: Uint8Array): number {
   return -1;
 }
 
-/** The body's bytes, refusing more than `max` (by Content-Length, and while reading). */
-async function readCapped(req: Request, max: number): Promise<Uint8Array> {
+/** The body's bytes, refusing more than `max` (by Content-Length, and while reading): PAYLOAD_TOO_LARGE. */
+export async function readCapped(req: Request, max: number): Promise<Uint8Array> {
   const tooLarge = () => new ToolError("PAYLOAD_TOO_LARGE", `The JSON body is larger than ${max} bytes. Send large files with PUT /v1/workspaces/{ws}/files/{path}.`, { max });
   const declared = req.headers.get("content-length");
   if (declared && Number(declared) > max) throw tooLarge();

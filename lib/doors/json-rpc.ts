@@ -1,0 +1,16 @@
+/**
+ * The MCP doors' own JSON-RPC error answers, where no SDK answers (a body that is not JSON, a
+ * method the stateless endpoint does not serve, an elicitation answer not taken): the shape both
+ * SDKs answer with, `{jsonrpc: "2.0", error: {code, message, data?}, id: null}`, as JSON. id null:
+ * the request's id is unknown (no JSON) or names no one request.
+ */
+import type { ToolError } from "../shared/errors.js";
+
+/** JSON-RPC 2.0's and the SDKs' codes used here. */
+export const JSON_RPC = { parseError: -32700, invalidParams: -32602, serverError: -32000 } as const;
+
+/** One JSON-RPC error answer with HTTP `status`; `data` carries a ToolError's code and details when one is given. */
+export function jsonRpcError(status: number, code: number, message: string, opts: { error?: ToolError; headers?: Record<string, string> } = {}): Response {
+  const data = opts.error ? { data: { code: opts.error.code, details: opts.error.details } } : {};
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...data }, id: null }), { status, headers: { "content-type": "application/json", ...opts.headers } });
+}
