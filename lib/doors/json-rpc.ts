@@ -7,7 +7,7 @@
 import type { ToolError } from "../shared/errors.js";
 
 /** JSON-RPC 2.0's and the SDKs' codes used here. */
-export const JSON_RPC = { parseError: -32700, invalidParams: -32602, serverError: -32000 } as const;
+export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, serverError: -32000 } as const;
 
 /** One JSON-RPC error answer with HTTP `status`; `data` carries a ToolError's code and details when one is given. */
 export function jsonRpcError(status: number, code: number, message: string, opts: { error?: ToolError; headers?: Record<string, string> } = {}): Response {

@@ -5,17 +5,19 @@
  * Every consumer after them takes the parsed value (the batch count, the SDKs' classifier and
  * transports as `parsedBody`, the door's own inspections): the request's stream is never read or
  * copied again, and the SDKs' own 4 MiB bound (they apply it only to a body they read) gives way
- * to this one, the tool routes'.
+ * to this one, the tool routes'. A batch over the SDKs' MAX_BATCH_SIZE is refused here too, as they
+ * refuse it, but before the route takes a call of calls_per_minute for each of its tool calls.
  */
 import type { Context } from "hono";
 import { toToolError } from "../../contract/errors.js";
+import { MAX_BATCH_SIZE } from "@modelcontextprotocol/sdk/server/requestBody.js";
 import { ToolError } from "../../shared/errors.js";
 import { JSON_RPC, jsonRpcError } from "../../doors/json-rpc.js";
 import type { AppEnv } from "../http.js";
 import { MAX_JSON_BODY_BYTES, parseJsonBytes, readCapped } from "./json-body.js";
 
-/** The parsed body, or why it could not be read. */
-export type McpBody = { value: unknown } | { error: ToolError };
+/** The parsed body, or the answer that refuses it. */
+export type McpBody = { value: unknown } | { refusal: Response };
 
 /** The request's MCP body, read on the first call and kept on the context (c.var.mcpBody) for the next. */
 export function mcpBody(c: Context<AppEnv>): Promise<McpBody> {
@@ -25,15 +27,17 @@ export function mcpBody(c: Context<AppEnv>): Promise<McpBody> {
 }
 
 async function readMcpBody(req: Request): Promise<McpBody> {
+  let value: unknown;
   try {
-    const { value } = parseJsonBytes(await readCapped(req, MAX_JSON_BODY_BYTES));
-    if (value === undefined) return { error: new ToolError("INVALID_ARGUMENT", "The request body is empty. Send one JSON-RPC message, or a batch of them, as JSON.", {}) };
-    return { value };
+    value = parseJsonBytes(await readCapped(req, MAX_JSON_BODY_BYTES)).value;
   } catch (e) {
     const error = toToolError(e);
     // A stream that broke off (the client went away) is no server error: the body could not be read.
-    return { error: error.code === "INTERNAL" ? new ToolError("INVALID_ARGUMENT", "The request body could not be read to its end.", {}) : error };
+    return { refusal: unreadable(error.code === "INTERNAL" ? new ToolError("INVALID_ARGUMENT", "The request body could not be read to its end.", {}) : error) };
   }
+  if (value === undefined) return { refusal: unreadable(new ToolError("INVALID_ARGUMENT", "The request body is empty. Send one JSON-RPC message, or a batch of them, as JSON.", {})) };
+  if (Array.isArray(value) && value.length > MAX_BATCH_SIZE) return { refusal: jsonRpcError(400, JSON_RPC.invalidRequest, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`) };
+  return { value };
 }
 
 /**
@@ -41,7 +45,7 @@ async function readMcpBody(req: Request): Promise<McpBody> {
  * they read themselves): over the bound 413 with -32000, otherwise 400 with -32700 Parse error;
  * the reader's message says why (the offset of a bad UTF-8 byte, the bound).
  */
-export function mcpBodyRefusal(e: ToolError): Response {
+function unreadable(e: ToolError): Response {
   if (e.code === "PAYLOAD_TOO_LARGE") return jsonRpcError(413, JSON_RPC.serverError, `Payload Too Large: ${e.message}`, { error: e });
   return jsonRpcError(400, JSON_RPC.parseError, `Parse error: ${e.message}`, { error: e });
 }

@@ -16,7 +16,7 @@ import { takeCall } from "../auth/rate-limit.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
 import { backgroundOf, newApp } from "./common.js";
-import { mcpBody, mcpBodyRefusal } from "./mcp-body.js";
+import { mcpBody } from "./mcp-body.js";
 
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
@@ -36,7 +36,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const body = await mcpBody(c);
-      if ("error" in body) return mcpBodyRefusal(body.error);
+      if ("refusal" in body) return body.refusal;
       // calls_per_minute: the guard took one call for the request; a JSON-RPC batch takes one more for each further
       // tool call it holds, before any runs (it was one call for any number: 10 tools/call in a batch all ran under 5 a minute).
       if (deps.callLeases) {
