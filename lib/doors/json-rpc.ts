@@ -9,6 +9,18 @@ import type { ToolError } from "../shared/errors.js";
 /** JSON-RPC 2.0's and the SDKs' codes used here. */
 export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, serverError: -32000 } as const;
 
+/**
+ * How many requests a JSON-RPC body holds (one message or a batch): messages with a method and an
+ * id. Notifications (no id) and responses (no method) are not requests: the SDKs run nothing for them.
+ */
+export function requestsIn(body: unknown): number {
+  const isRequest = (m: unknown) => {
+    const r = m as { method?: unknown; id?: unknown } | null;
+    return typeof r?.method === "string" && (typeof r.id === "string" || typeof r.id === "number");
+  };
+  return (Array.isArray(body) ? body : [body]).filter(isRequest).length;
+}
+
 /** One JSON-RPC error answer with HTTP `status`; `data` carries a ToolError's code and details when one is given. */
 export function jsonRpcError(status: number, code: number, message: string, opts: { error?: ToolError; headers?: Record<string, string> } = {}): Response {
   const data = opts.error ? { data: { code: opts.error.code, details: opts.error.details } } : {};

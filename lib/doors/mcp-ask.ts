@@ -56,9 +56,7 @@ export function askSessionFor(body: unknown): (() => string) | undefined {
 export const clientAnswersAsks = (req: Request) => req.headers.get("mcp-session-id")?.startsWith(ASK_SESSION_PREFIX) === true;
 
 /** Whether the body holds a tools/call (answered as SSE for such a client, so a question can go out on its stream). */
-export const hasToolCall = (body: unknown) => toolCallsIn(body) > 0;
-/** How many tool calls a JSON-RPC body holds (a batch: each of its tools/call messages). */
-export const toolCallsIn = (body: unknown) => messagesOf(body).filter((m) => m?.method === "tools/call").length;
+export const hasToolCall = (body: unknown) => messagesOf(body).some((m) => m?.method === "tools/call");
 
 /** The form that puts an ask_user question to the client's user: its message and one `answer` field (a choice when it has options). Both revisions' elicitation carries it. */
 export function questionForm(q: Pick<HumanQuestion, "question" | "options">) {

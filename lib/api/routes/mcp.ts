@@ -3,15 +3,14 @@
  * 2026-07-28 or the 2025-era one by what the request carries). Its access (a tenant key, any
  * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
  * method (stateless: POST only), the session id, the body (read once: mcp-body.ts; the doors and
- * the SDKs take the parsed value), and one call of calls_per_minute for each tool call of a
+ * the SDKs take the parsed value), and one call of calls_per_minute for each request of a
  * JSON-RPC batch past its first; the doors do the rest.
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { assertOrigin } from "../../doors/mcp.js";
 import { mcpDoorResponse } from "../../doors/mcp-door.js";
-import { toolCallsIn } from "../../doors/mcp-ask.js";
-import { jsonRpcError, JSON_RPC } from "../../doors/json-rpc.js";
+import { jsonRpcError, JSON_RPC, requestsIn } from "../../doors/json-rpc.js";
 import { takeCall } from "../auth/rate-limit.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
@@ -38,9 +37,10 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       const body = await mcpBody(c);
       if ("refusal" in body) return body.refusal;
       // calls_per_minute: the guard took one call for the request; a JSON-RPC batch takes one more for each further
-      // tool call it holds, before any runs (it was one call for any number: 10 tools/call in a batch all ran under 5 a minute).
+      // request it holds, before any runs (it was one call for any number of them: 10 tools/call in a batch all ran under 5 a
+      // minute; then one for each tool call only, and 100 tasks/result, each a wait of minutes, were one call).
       if (deps.callLeases) {
-        const more = toolCallsIn(body.value) - 1;
+        const more = requestsIn(body.value) - 1;
         for (let i = 0; i < more; i++) await takeCall(deps.callLeases, c, c.get("auth"), undefined, backgroundOf(c));
       }
       return mcpDoorResponse(c.req.raw, body.value, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });

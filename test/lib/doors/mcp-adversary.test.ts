@@ -92,4 +92,20 @@ describe("MCP doors, a hostile tenant", () => {
       expect(JSON.stringify(r.body)).not.toContain(t.tenant);
     }
   });
+
+  it("each request of a batch is a call of calls_per_minute, not only tools/call: 10 tasks/get (or tasks/result, each a wait of up to 5 minutes polling storage) were one call", async () => {
+    const app = testApp({ limits: durableLimits(env.LIMITS) });
+    const t = await newTenant(app, UNGATED);
+    expect((await admin(app, `/v1/admin/tenants/${t.tenant}/limits`, { calls_per_minute: 5 }, "PUT")).status).toBe(200);
+    const waits = Array.from({ length: 10 }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tasks/get", params: { taskId: `nosuchtask${i}` } }));
+    const r = await rpc(t, t.key, waits, V2025);
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(429);
+    // Notifications are no calls: the SDKs run nothing for them (a tools/call without an id writes nothing). Under 1 a minute,
+    // a batch of 3 is the request's one call (counted as tool calls, they were 3: 429).
+    const u = await newTenant(app, UNGATED);
+    expect((await admin(app, `/v1/admin/tenants/${u.tenant}/limits`, { calls_per_minute: 1 }, "PUT")).status).toBe(200);
+    const note = { jsonrpc: "2.0", method: "tools/call", params: { name: "write", arguments: { file_path: "n.txt", content: "x" } } };
+    expect((await rpc(u, u.key, [note, note, note], V2025)).status).toBe(202);
+    expect((await u.req(`/v1/workspaces/${u.ws}/files/n.txt`)).status).toBe(404);
+  });
 });
