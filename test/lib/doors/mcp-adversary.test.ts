@@ -10,6 +10,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../../../lib/api/routes/json-body.js";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import type { UsageRecord } from "../../../lib/run/metering/record.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
@@ -107,5 +108,22 @@ describe("MCP doors, a hostile tenant", () => {
     const note = { jsonrpc: "2.0", method: "tools/call", params: { name: "write", arguments: { file_path: "n.txt", content: "x" } } };
     expect((await rpc(u, u.key, [note, note, note], V2025)).status).toBe(202);
     expect((await u.req(`/v1/workspaces/${u.ws}/files/n.txt`)).status).toBe(404);
+  });
+
+  it("a body that parses into more than the isolate holds is refused before it is parsed, by the MCP door and the tool route (the one reader): 4 MB of nested arrays was 116 MB of heap", async () => {
+    const t = await newTenant(testApp(), UNGATED);
+    const deep = `${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`;
+    const wide = `[${Array(MAX_JSON_VALUES).fill("[]").join(",")}]`;
+    for (const [shape, value, status, code] of [["deep", deep, 400, -32700], ["wide", wide, 413, -32000]] as const) {
+      const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"file_path":"a.txt","extra":${value}}}}`;
+      const mcp = await t.app.request(`/v1/workspaces/${t.ws}/mcp`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, ...HEADERS }, body });
+      expect(mcp.status, shape).toBe(status);
+      expect(((await mcp.json()) as any).error, shape).toMatchObject({ code, message: expect.stringMatching(shape === "deep" ? `nested deeper than ${MAX_JSON_DEPTH}` : `more than ${MAX_JSON_VALUES}`) });
+      const http = await t.req(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"file_path":"a.txt","extra":${value}}` });
+      expect(http.status, shape).toBe(status);
+    }
+    // At the bounds, as before: the tool's own answer (an unknown argument).
+    const fits = await t.req(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"file_path":"a.txt","extra":${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}}` });
+    expect(((await fits.json()) as any).error.message).toMatch(/Unknown argument 'extra'/);
   });
 });
