@@ -16,6 +16,9 @@ import { JSON_RPC, jsonRpcError } from "../../doors/json-rpc.js";
 import type { AppEnv } from "../http.js";
 import { MAX_JSON_BODY_BYTES, parseJsonBytes, readCapped } from "./json-body.js";
 
+/** The path of the MCP route (mcp.ts: /v1/workspaces/:ws/mcp); no other route's body is read here (a pending id or tool named "mcp" keeps its own). */
+export const isMcpPath = (path: string): boolean => /^\/v1\/workspaces\/[^/]+\/mcp$/.test(path);
+
 /** The parsed body, or the answer that refuses it. */
 export type McpBody = { value: unknown } | { refusal: Response };
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_JSON_BODY_BYTES } from "../../../lib/api/routes/json-body.js";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { otlpTracer } from "../../../lib/shared/otlp.js";
-import { newTenant, testApp, type Tenant } from "../../helpers.js";
+import { admin, newTenant, testApp, type Tenant } from "../../helpers.js";
 
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 const envelope = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} };
@@ -98,5 +98,14 @@ describe("the MCP door reads a body once", () => {
     expect(e.error.code).toBe(-32000);
     expect(e.error.message).toContain(String(MAX_JSON_BODY_BYTES));
     expect((await t.req(`/v1/workspaces/${t.ws}/files/over.txt`)).status).toBe(404);
+  });
+
+  it("with tracing on, only the MCP route's body is read for its traceparent: another POST whose path ends in /mcp keeps its body (an answer to pending call 'mcp': 404, where the read body made it a 500)", async () => {
+    const app = testApp({ tracer: otlpTracer({ endpoint: "http://collector.test:4318", service: "toolshed-api", fetch: async () => new Response("{}") }) });
+    const t = await newTenant(app);
+    const approver = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "approve"] })).body.key as string;
+    const res = await app.request(`/v1/workspaces/${t.ws}/pending/mcp`, { method: "POST", headers: { authorization: `Bearer ${approver}`, "content-type": "application/json" }, body: JSON.stringify({ approved: true }) });
+    expect(res.status, await res.clone().text()).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
   });
 });
