@@ -12,6 +12,7 @@
 import type { MiddlewareHandler } from "hono";
 import { parseTraceparent, type SpanContext, type Tracer } from "../shared/trace.js";
 import { backgroundOf } from "./routes/common.js";
+import { isMcpPath, mcpBody } from "./routes/mcp-body.js";
 import { afterAnswer } from "../shared/after-answer.js";
 import { APP_WIDE } from "./routes/served-routes.js";
 import type { AppEnv } from "./http.js";
@@ -42,8 +43,11 @@ export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const method = c.req.method;
     let parent = parseTraceparent(c.req.header("traceparent"));
-    // Only with tracing on, only the MCP door: a copy of the body (the door reads its own copy too).
-    if (method === "POST" && c.req.path.endsWith("/mcp")) parent = mcpTraceparent(await c.req.raw.clone().json().catch(() => null)) ?? parent;
+    // Only with tracing on, only the MCP door: its body, read here once for the route too (routes/mcp-body.ts).
+    if (method === "POST" && isMcpPath(c.req.path)) {
+      const body = await mcpBody(c);
+      parent = ("value" in body ? mcpTraceparent(body.value) : null) ?? parent;
+    }
     await tracer.span(
       `${method} ${c.req.path}`,
       async (span) => {

@@ -72,12 +72,13 @@ export function buildMcp2026Server(call: McpCall): Server {
 /**
  * One 2026-07-28 request, once the route has checked the key, bound the workspace and the origin:
  * the SDK's handler (strict: 2025-era requests never reach it) with a server built for it. JSON
- * answers, upgraded to SSE when a call sends progress before its result.
+ * answers, upgraded to SSE when a call sends progress before its result. `body`: the request's
+ * JSON body, parsed by the route (the SDK reads nothing itself).
  */
-export async function mcp2026Response(req: Request, call: McpCall): Promise<Response> {
+export async function mcp2026Response(req: Request, body: unknown, call: McpCall): Promise<Response> {
   const handler = createMcpHandler(() => buildMcp2026Server(call), {
     legacy: "reject",
     onerror: (err) => console.error("mcp 2026-07-28 door:", err.message),
   });
-  return handler.fetch(req);
+  return handler.fetch(req, { parsedBody: body });
 }

@@ -25,6 +25,7 @@ import type { RunDeps } from "../run/deps.js";
 import { ERROR_CODES, ToolError } from "../shared/errors.js";
 import { randomId } from "../shared/hash.js";
 import { toToolError } from "../contract/errors.js";
+import { jsonRpcError, JSON_RPC } from "./json-rpc.js";
 import { answerPending, type PendingAnswer } from "../run/pending/answer.js";
 import { loadPending } from "../tools/pending/store.js";
 import type { HumanQuestion } from "../contract/tool.js";
@@ -55,9 +56,7 @@ export function askSessionFor(body: unknown): (() => string) | undefined {
 export const clientAnswersAsks = (req: Request) => req.headers.get("mcp-session-id")?.startsWith(ASK_SESSION_PREFIX) === true;
 
 /** Whether the body holds a tools/call (answered as SSE for such a client, so a question can go out on its stream). */
-export const hasToolCall = (body: unknown) => toolCallsIn(body) > 0;
-/** How many tool calls a JSON-RPC body holds (a batch: each of its tools/call messages). */
-export const toolCallsIn = (body: unknown) => messagesOf(body).filter((m) => m?.method === "tools/call").length;
+export const hasToolCall = (body: unknown) => messagesOf(body).some((m) => m?.method === "tools/call");
 
 /** The form that puts an ask_user question to the client's user: its message and one `answer` field (a choice when it has options). Both revisions' elicitation carries it. */
 export function questionForm(q: Pick<HumanQuestion, "question" | "options">) {
@@ -133,7 +132,6 @@ export async function takeAskAnswers(deps: RunDeps, auth: AuthInfo, wsId: string
   } catch (err) {
     const e = toToolError(err);
     if (e.code === "INTERNAL") console.error("internal error (mcp elicitation answer)", err instanceof Error ? err.stack ?? err.message : String(err));
-    const body = { jsonrpc: "2.0", error: { code: -32602, message: `${e.code}: ${e.message}`, data: { code: e.code, details: e.details } }, id: null };
-    return new Response(JSON.stringify(body), { status: ERROR_CODES[e.code].status, headers: { "content-type": "application/json" } });
+    return jsonRpcError(ERROR_CODES[e.code].status, JSON_RPC.invalidParams, `${e.code}: ${e.message}`, { error: e });
   }
 }

@@ -16,14 +16,14 @@
  *                      through the pending-call API (never taken from the client: docs/mcp-pending.md).
  *   tasks/cancel       kills the run (nothing written back), stops the subagent or closes the held call; a terminal task: -32602.
  * An unknown task id, or one of another key, workspace or tenant: -32602 "not found", the same answer.
+ * A tool the key may not use: -32602 PERMISSION_DENIED before any task exists (startCallTask: nothing stored).
  */
 import { CancelTaskRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, GetTaskRequestSchema, ListTasksRequestSchema, McpError, type CallToolResult, type ServerRequest, type Task } from "@modelcontextprotocol/sdk/types.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
 import type { Tool } from "../contract/tool.js";
-import type { CallScope } from "../run/run-tool.js";
-import type { Workspace } from "../workspace/workspace.js";
+import { openWorkspace, type CallScope } from "../run/run-tool.js";
 import { callTaskInput } from "../run/tasks/input.js";
 import { cancelCallTask, getCallTask, startCallTask, taskScopeOf, waitCallTask } from "../run/tasks/run.js";
 import { listCallTasks, type CallTaskOutcome, type CallTaskRecord } from "../run/tasks/store.js";
@@ -48,11 +48,15 @@ export function callToolResult(o: CallTaskOutcome & { usage?: unknown }): CallTo
   return { content: [{ type: "text", text: o.output }], structuredContent: o.data, _meta: { ...(o.usage ? { "toolshed/usage": o.usage } : {}), "toolshed/title": o.title, ...(o.call_id ? { "toolshed/call_id": o.call_id } : {}) } };
 }
 
-/** A ToolError of the task layer as the protocol error the spec names (-32602 for a bad or unknown task id). */
+/**
+ * A ToolError of the task layer as the protocol error the spec names: -32602 for a bad or unknown
+ * task id, and for a tool the key may not use (refused before a task exists); anything else is
+ * INTERNAL, its text only in the log (a storage error's names a storage key).
+ */
 function protocolError(e: unknown): McpError {
   const t = toToolError(e);
   if (t.code === "INTERNAL") console.error("internal error (mcp tasks)", e instanceof Error ? e.stack ?? e.message : String(e));
-  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" ? ErrorCode.InvalidParams : ErrorCode.InternalError;
+  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" || t.code === "PERMISSION_DENIED" ? ErrorCode.InvalidParams : ErrorCode.InternalError;
   return new McpError(code, `${t.code}: ${t.message}`, { code: t.code, details: t.details });
 }
 
@@ -62,17 +66,20 @@ const guarded = <T>(f: () => Promise<T>) => f().catch((e) => { throw e instanceo
 export interface McpTaskCall {
   tool: Tool;
   args: unknown;
-  scope: CallScope & { ws: Workspace };
+  scope: CallScope;
   /** params.task.ttl, as the client asked. */
   ttl?: number;
   /** The client declared form elicitation. */
   asks?: boolean;
 }
 
-/** tools/call with params.task: the call as a task, answered with CreateTaskResult. */
-export async function startMcpTask(c: McpTaskCall): Promise<{ task: Task }> {
-  const rec = await startCallTask({ tool: c.tool, args: c.args, scope: c.scope, ...(c.ttl !== undefined ? { ttlMs: c.ttl } : {}), ...(c.asks ? { clientAnswers: true } : {}) });
-  return { task: mcpTask(rec) };
+/** tools/call with params.task: the call as a task, answered with CreateTaskResult; a refusal before the task exists is a protocol error. */
+export function startMcpTask(c: McpTaskCall): Promise<{ task: Task }> {
+  return guarded(async () => {
+    const scope = { ...c.scope, ws: await openWorkspace(c.scope) };
+    const rec = await startCallTask({ tool: c.tool, args: c.args, scope, ...(c.ttl !== undefined ? { ttlMs: c.ttl } : {}), ...(c.asks ? { clientAnswers: true } : {}) });
+    return { task: mcpTask(rec) };
+  });
 }
 
 /** The tasks/* handlers of one server (one request) for the caller's scope. */

@@ -61,10 +61,22 @@ const workspaceTools = async (call: McpCall) => (await readMeta(call.deps.storag
  * tools/list: the tools this key may use on this workspace (lib/run/toolset.ts usableTools), as MCP
  * Tool objects (lib/contract/formats.ts mcpTool). The order is the catalog's (built-ins, then the
  * tenant's custom tools), never the caller's: two keys see the same sequence, minus what their
- * scopes, preset or the workspace's list leave out.
+ * scopes, preset or the workspace's list leave out. A failure is thrown as a ToolError: the SDKs
+ * answer a handler's error with its message, and a storage error's names a storage key (the tenant's).
  */
 export async function listMcpTools(call: McpCall) {
-  return usableTools(call.tools, call.auth, await workspaceTools(call)).map(mcpTool);
+  try {
+    return usableTools(call.tools, call.auth, await workspaceTools(call)).map(mcpTool);
+  } catch (err) {
+    throw loggedToolError(err, "mcp tools/list");
+  }
+}
+
+/** An error as the ToolError a client may see: its own when it is one, else INTERNAL (the original in the log only). */
+function loggedToolError(err: unknown, where: string): ToolError {
+  const e = toToolError(err);
+  if (e.code === "INTERNAL") console.error(`internal error (${where})`, err instanceof Error ? err.stack ?? err.message : String(err));
+  return e;
 }
 
 /**
@@ -85,8 +97,7 @@ export async function callMcpTool(call: McpCall, name: string, args: unknown, ch
     const r = await runTool(tool, args ?? {}, { ...call, ws, door: "mcp", ...(channel.progress ? { progress: channel.progress } : {}), ...(channel.askHuman ? { askHuman: channel.askHuman } : {}) });
     return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };
   } catch (err) {
-    const e = toToolError(err);
-    if (e.code === "INTERNAL") console.error("internal error (mcp)", err instanceof Error ? err.stack ?? err.message : String(err));
+    const e = loggedToolError(err, "mcp");
     return { isError: true, content: [{ type: "text", text: `${e.code}: ${e.message}` }], _meta: { "toolshed/error": { code: e.code, message: e.message, details: e.details } } };
   }
 }

@@ -28,7 +28,6 @@ import type { HumanQuestion, Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../tools/custom/tool.js";
-import { openWorkspace } from "../run/run-tool.js";
 import { callMcpTool, listMcpTools, mcpProgress, type McpCall, type McpDeps } from "./mcp-tools.js";
 import { hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
@@ -64,8 +63,7 @@ export function buildMcpServer(call: McpCall & { asks?: boolean; noTasks?: boole
       // As a task (lib/doors/mcp-tasks.ts): a refusal before the task exists is a protocol error, the task's own outcome a result of tasks/result.
       const tool = call.tools.find((t) => t.name === req.params.name);
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `No tool named '${req.params.name.slice(0, 64)}'. tools/list lists the tools this key can use.`);
-      const ws = await openWorkspace(call);
-      return (await startMcpTask({ tool, args: req.params.arguments ?? {}, scope: { ...call, ws, door: "mcp" }, ...(task.ttl !== undefined ? { ttl: task.ttl } : {}), ...(call.asks ? { asks: true } : {}) })) as never;
+      return (await startMcpTask({ tool, args: req.params.arguments ?? {}, scope: { ...call, door: "mcp" }, ...(task.ttl !== undefined ? { ttl: task.ttl } : {}), ...(call.asks ? { asks: true } : {}) })) as never;
     }
     const token = req.params._meta?.progressToken;
     // The question goes out on this call's own SSE stream; the client's answer comes back in another POST (lib/doors/mcp-ask.ts).
@@ -129,11 +127,11 @@ function safeOrigin(url: string): string | null {
 /**
  * One POST to the MCP endpoint, once its route has checked the key, bound the workspace, the origin
  * and the method (lib/api/routes/mcp.ts): the client's answers to this door's questions, or the
- * JSON-RPC request served by a server built for it.
+ * JSON-RPC request served by a server built for it. `body`: the request's JSON body, parsed by the
+ * route (the transport reads nothing itself).
  */
-export async function mcpResponse(req: Request, call: McpRequest): Promise<Response> {
+export async function mcpResponse(req: Request, body: unknown, call: McpRequest): Promise<Response> {
   const { deps, auth, wsId } = call;
-  const body: unknown = await req.clone().json().catch(() => null);
   // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
   const answers = askAnswersIn(body);
   if (answers) return takeAskAnswers(deps, auth, wsId, answers);
@@ -151,12 +149,12 @@ export async function mcpResponse(req: Request, call: McpRequest): Promise<Respo
   // A streamed answer is still being written when handleRequest returns: the transport ends its
   // stream once the response is sent, and the server is closed then (closing it here would cut it).
   if (streamed) {
-    const res = await transport.handleRequest(req);
+    const res = await transport.handleRequest(req, { parsedBody: body });
     transport.onclose = undefined;
     return res;
   }
   try {
-    return await transport.handleRequest(req);
+    return await transport.handleRequest(req, { parsedBody: body });
   } finally {
     await server.close();
   }

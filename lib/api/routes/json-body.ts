@@ -1,6 +1,6 @@
 /**
- * The one reader of JSON request bodies (tools, workspaces, admin): bounded, strict UTF-8, and
- * parsed once. Invalid UTF-8 is refused with the offset of the first bad byte, instead of being
+ * The one reader of JSON request bodies (tools, workspaces, admin, and the MCP route through
+ * lib/api/routes/mcp-body.ts): bounded, strict UTF-8, and parsed once. Invalid UTF-8 is refused with the offset of the first bad byte, instead of being
  * decoded to U+FFFD and stored. The route guard (access.ts) puts it on every route whose
  * definition declares a JSON body; routes read the result with c.get("json") or, for zod-openapi
  * routes, through the usual validator (which reads the text cached here).
@@ -12,6 +12,15 @@ import type { AppEnv } from "../http.js";
 
 /** Largest JSON body: a 25 MB write in base64 (33.4 MB) with room for escapes. */
 export const MAX_JSON_BODY_BYTES = 40 * 1024 * 1024;
+/**
+ * What a body may parse into, checked before it is parsed: the bytes bound the size, not the heap
+ * (4 MB of nested or empty arrays parsed into ~100 MB, of an isolate's 128 MB, and seconds of CPU).
+ * Nesting deeper than MAX_JSON_DEPTH, or more than MAX_JSON_VALUES containers and elements (each
+ * `[`, `{` and `,`), is refused: a tool's arguments, an MCP batch of 100 calls, a custom tool's
+ * schema stay far below; a 25 MB file's content is one value.
+ */
+export const MAX_JSON_DEPTH = 100;
+export const MAX_JSON_VALUES = 200_000;
 
 /** Offset of the first byte that is not part of valid UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF), or -1. */
 export function utf8ErrorOffset(bytes: Uint8Array): number {
@@ -45,8 +54,8 @@ export function utf8ErrorOffset(bytes: Uint8Array): number {
   return -1;
 }
 
-/** The body's bytes, refusing more than `max` (by Content-Length, and while reading). */
-async function readCapped(req: Request, max: number): Promise<Uint8Array> {
+/** The body's bytes, refusing more than `max` (by Content-Length, and while reading): PAYLOAD_TOO_LARGE. */
+export async function readCapped(req: Request, max: number): Promise<Uint8Array> {
   const tooLarge = () => new ToolError("PAYLOAD_TOO_LARGE", `The JSON body is larger than ${max} bytes. Send large files with PUT /v1/workspaces/{ws}/files/{path}.`, { max });
   const declared = req.headers.get("content-length");
   if (declared && Number(declared) > max) throw tooLarge();
@@ -67,7 +76,43 @@ async function readCapped(req: Request, max: number): Promise<Uint8Array> {
   return concatBytes(chunks);
 }
 
-/** Decodes and parses a JSON body; undefined when it is empty. */
+/**
+ * Refuses a JSON text that would parse past MAX_JSON_DEPTH or MAX_JSON_VALUES, in one pass that
+ * jumps over strings (a file's content is found by one indexOf). Malformed text is left to JSON.parse.
+ */
+function assertJsonShape(text: string): void {
+  const structure = /["[\]{},]/g;
+  let depth = 0;
+  let values = 0;
+  for (let m = structure.exec(text); m; m = structure.exec(text)) {
+    const ch = m[0];
+    if (ch === '"') {
+      // The closing quote: the next one not escaped (preceded by an even run of backslashes).
+      let end = m.index;
+      for (;;) {
+        end = text.indexOf('"', end + 1);
+        if (end < 0) return;
+        let slashes = 0;
+        while (text.charCodeAt(end - 1 - slashes) === 92) slashes++;
+        if (slashes % 2 === 0) break;
+      }
+      structure.lastIndex = end + 1;
+      continue;
+    }
+    if (ch === "]" || ch === "}") {
+      depth--;
+      continue;
+    }
+    if ((ch === "[" || ch === "{") && ++depth > MAX_JSON_DEPTH) {
+      throw new ToolError("INVALID_ARGUMENT", `The request body is nested deeper than ${MAX_JSON_DEPTH} levels. Send flatter JSON.`, { max_depth: MAX_JSON_DEPTH });
+    }
+    if (++values > MAX_JSON_VALUES) {
+      throw new ToolError("PAYLOAD_TOO_LARGE", `The request body holds more than ${MAX_JSON_VALUES} JSON values (arrays, objects and their elements). Send fewer in one request; files go as one string each, or through PUT /v1/workspaces/{ws}/files/{path}.`, { max_values: MAX_JSON_VALUES });
+    }
+  }
+}
+
+/** Decodes and parses a JSON body; undefined when it is empty. Its shape is bounded before it is parsed (assertJsonShape). */
 export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknown } {
   let text: string;
   try {
@@ -77,6 +122,7 @@ export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknow
     throw new ToolError("INVALID_ARGUMENT", `The request body is not valid UTF-8 (first bad byte at offset ${at}). Send JSON encoded as UTF-8; binary content goes in base64 (encoding: "base64") or through the raw files route.`, { byte_offset: at });
   }
   if (text.trim() === "") return { text, value: undefined };
+  assertJsonShape(text);
   try {
     return { text, value: JSON.parse(text) };
   } catch (e) {

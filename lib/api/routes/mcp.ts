@@ -2,18 +2,20 @@
  * POST /v1/workspaces/{ws}/mcp: the route of the MCP doors (lib/doors/mcp-door.ts picks the
  * 2026-07-28 or the 2025-era one by what the request carries). Its access (a tenant key, any
  * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
- * method (stateless: POST only), the session id, and one call of calls_per_minute for each tool call of a
+ * method (stateless: POST only), the session id, the body (read once: mcp-body.ts; the doors and
+ * the SDKs take the parsed value), and one call of calls_per_minute for each request of a
  * JSON-RPC batch past its first; the doors do the rest.
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { assertOrigin } from "../../doors/mcp.js";
 import { mcpDoorResponse } from "../../doors/mcp-door.js";
-import { toolCallsIn } from "../../doors/mcp-ask.js";
+import { jsonRpcError, JSON_RPC, requestsIn } from "../../doors/json-rpc.js";
 import { takeCall } from "../auth/rate-limit.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
 import { backgroundOf, newApp } from "./common.js";
+import { mcpBody } from "./mcp-body.js";
 
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
@@ -29,16 +31,19 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
       if (c.req.method !== "POST") {
         // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-        return c.json({ jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST." }, id: null }, 405, { allow: "POST" });
+        return jsonRpcError(405, JSON_RPC.serverError, "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST.", { headers: { allow: "POST" } });
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
+      const body = await mcpBody(c);
+      if ("refusal" in body) return body.refusal;
       // calls_per_minute: the guard took one call for the request; a JSON-RPC batch takes one more for each further
-      // tool call it holds, before any runs (it was one call for any number: 10 tools/call in a batch all ran under 5 a minute).
+      // request it holds, before any runs (it was one call for any number of them: 10 tools/call in a batch all ran under 5 a
+      // minute; then one for each tool call only, and 100 tasks/result, each a wait of minutes, were one call).
       if (deps.callLeases) {
-        const more = toolCallsIn(await c.req.raw.clone().json().catch(() => null)) - 1;
+        const more = requestsIn(body.value) - 1;
         for (let i = 0; i < more; i++) await takeCall(deps.callLeases, c, c.get("auth"), undefined, backgroundOf(c));
       }
-      return mcpDoorResponse(c.req.raw, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });
+      return mcpDoorResponse(c.req.raw, body.value, { deps, tools, auth: c.get("auth"), wsId: c.req.param("ws") ?? "", session, background: () => backgroundOf(c) });
     },
   );
   return app;

@@ -33,6 +33,7 @@ import type { Tool, Usage } from "../../contract/tool.js";
 import { closePending, loadPending, pendingScope } from "../../tools/pending/store.js";
 import { loadTask, requestTaskStop } from "../../tools/task/records.js";
 import { runTool, type CallScope } from "../run-tool.js";
+import { assertToolAllowed } from "../toolset.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { afterResult, advanceCallTask, errorOutcome, settled, type CallTaskDeps } from "./advance.js";
 import { abortLateCall, endOrPass, holdLateCall, LATE_CALL_LOST_MS, lateCallLost, lateCallRunsHere, settleLateCall } from "./late.js";
@@ -102,6 +103,9 @@ async function writeTask(s: CallTaskDeps, made: CallTaskRecord): Promise<CallTas
 
 /** Runs the call as a task (see above) and returns its record, already written. */
 export async function startCallTask(start: StartCallTask): Promise<CallTaskRecord> {
+  // A call the key may not make is refused before a task exists: nothing stored, as on every door
+  // (its outcome would be a task record, kept for a day, that the refused key wrote).
+  assertToolAllowed(start.tool, start.scope.auth, start.scope.ws.tools);
   return writeTask(taskScopeOf(start.scope), (await runForTask(start)).made);
 }
 
