@@ -20,6 +20,8 @@ export type AppEnv = {
     json?: unknown;
     /** A POST to the MCP route: its JSON body, read once (lib/api/routes/mcp-body.ts), or the JSON-RPC answer that refuses it. */
     mcpBody?: Promise<{ value: unknown } | { refusal: Response }>;
+    /** Its bytes, read before they are parsed (the trace middleware parses only a small body before the key is checked). */
+    mcpBytes?: Promise<{ bytes: Uint8Array } | { refusal: Response }>;
     /**
      * The workspace record (meta.json) the guard read for a `workspace: true` route: handlers reuse it (one read per call).
      * `known`: not read, but known to this isolate (a route that allows it: lib/api/routes/known-workspace.ts).

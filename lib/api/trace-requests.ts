@@ -12,7 +12,7 @@
 import type { MiddlewareHandler } from "hono";
 import { parseTraceparent, type SpanContext, type Tracer } from "../shared/trace.js";
 import { backgroundOf } from "./routes/common.js";
-import { isMcpPath, mcpBody } from "./routes/mcp-body.js";
+import { isMcpPath, mcpBodyToTrace } from "./routes/mcp-body.js";
 import { afterAnswer } from "../shared/after-answer.js";
 import { APP_WIDE } from "./routes/served-routes.js";
 import type { AppEnv } from "./http.js";
@@ -43,11 +43,8 @@ export function traceRequests(tracer: Tracer): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const method = c.req.method;
     let parent = parseTraceparent(c.req.header("traceparent"));
-    // Only with tracing on, only the MCP door: its body, read here once for the route too (routes/mcp-body.ts).
-    if (method === "POST" && isMcpPath(c.req.path)) {
-      const body = await mcpBody(c);
-      parent = ("value" in body ? mcpTraceparent(body.value) : null) ?? parent;
-    }
+    // Only with tracing on, only the MCP door: its body, read here once for the route too, and parsed here only when small (routes/mcp-body.ts).
+    if (method === "POST" && isMcpPath(c.req.path)) parent = mcpTraceparent(await mcpBodyToTrace(c)) ?? parent;
     await tracer.span(
       `${method} ${c.req.path}`,
       async (span) => {

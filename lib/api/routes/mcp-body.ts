@@ -1,7 +1,8 @@
 /**
  * The JSON body of a POST to the MCP route, read once per request by the one JSON reader
  * (json-body.ts: bounded at MAX_JSON_BODY_BYTES, strict UTF-8), whoever asks first: the trace
- * middleware (tracing on: a message's _meta.traceparent names its span's parent) or the route.
+ * middleware (tracing on: a message's _meta.traceparent names its span's parent; it parses only a
+ * body of at most TRACE_PEEK_MAX_BYTES, before the key is checked) or the route.
  * Every consumer after them takes the parsed value (the batch count, the SDKs' classifier and
  * transports as `parsedBody`, the door's own inspections): the request's stream is never read or
  * copied again, and the SDKs' own 4 MiB bound (they apply it only to a body they read) gives way
@@ -22,25 +23,60 @@ export const isMcpPath = (path: string): boolean => /^\/v1\/workspaces\/[^/]+\/m
 /** The parsed body, or the answer that refuses it. */
 export type McpBody = { value: unknown } | { refusal: Response };
 
-/** The request's MCP body, read on the first call and kept on the context (c.var.mcpBody) for the next. */
+/**
+ * Largest body whose `_meta.traceparent` the trace middleware (tracing on) parses before the key is
+ * checked: a larger one is parsed by the route, after the guard, so a caller without a key cannot
+ * make the server parse 40 MiB (its span then takes the traceparent header only).
+ */
+export const TRACE_PEEK_MAX_BYTES = 1024 * 1024;
+
+/** The request's MCP body, read and parsed on the first call and kept on the context (c.var.mcpBody) for the next. */
 export function mcpBody(c: Context<AppEnv>): Promise<McpBody> {
   let body = c.get("mcpBody");
-  if (!body) c.set("mcpBody", (body = readMcpBody(c.req.raw)));
+  if (!body) c.set("mcpBody", (body = mcpBytes(c).then(parseMcpBody)));
   return body;
 }
 
-async function readMcpBody(req: Request): Promise<McpBody> {
+/** The body for the trace middleware: parsed when it is at most TRACE_PEEK_MAX_BYTES, else null (the route parses it after the key is checked). */
+export async function mcpBodyToTrace(c: Context<AppEnv>): Promise<unknown> {
+  const read = await mcpBytes(c);
+  if ("refusal" in read || read.bytes.length > TRACE_PEEK_MAX_BYTES) return null;
+  const body = await mcpBody(c);
+  return "value" in body ? body.value : null;
+}
+
+/** The request's bytes, read once (bounded) and kept on the context. */
+function mcpBytes(c: Context<AppEnv>): Promise<{ bytes: Uint8Array } | { refusal: Response }> {
+  let read = c.get("mcpBytes");
+  if (!read) c.set("mcpBytes", (read = readMcpBytes(c.req.raw)));
+  return read;
+}
+
+async function readMcpBytes(req: Request): Promise<{ bytes: Uint8Array } | { refusal: Response }> {
+  try {
+    return { bytes: await readCapped(req, MAX_JSON_BODY_BYTES) };
+  } catch (e) {
+    return { refusal: unreadableError(e) };
+  }
+}
+
+function parseMcpBody(read: { bytes: Uint8Array } | { refusal: Response }): McpBody {
+  if ("refusal" in read) return read;
   let value: unknown;
   try {
-    value = parseJsonBytes(await readCapped(req, MAX_JSON_BODY_BYTES)).value;
+    value = parseJsonBytes(read.bytes).value;
   } catch (e) {
-    const error = toToolError(e);
-    // A stream that broke off (the client went away) is no server error: the body could not be read.
-    return { refusal: unreadable(error.code === "INTERNAL" ? new ToolError("INVALID_ARGUMENT", "The request body could not be read to its end.", {}) : error) };
+    return { refusal: unreadableError(e) };
   }
   if (value === undefined) return { refusal: unreadable(new ToolError("INVALID_ARGUMENT", "The request body is empty. Send one JSON-RPC message, or a batch of them, as JSON.", {})) };
   if (Array.isArray(value) && value.length > MAX_BATCH_SIZE) return { refusal: jsonRpcError(400, JSON_RPC.invalidRequest, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`) };
   return { value };
+}
+
+/** A read or parse that failed; a stream that broke off (the client went away) is no server error: the body could not be read. */
+function unreadableError(e: unknown): Response {
+  const error = toToolError(e);
+  return unreadable(error.code === "INTERNAL" ? new ToolError("INVALID_ARGUMENT", "The request body could not be read to its end.", {}) : error);
 }
 
 /**

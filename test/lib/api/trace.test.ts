@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { fromWorkersEnv, type WorkersEnv } from "../../../lib/runtime/workers.js";
 import { otlpTracer } from "../../../lib/shared/otlp.js";
 import { newTenant, testApp, UNGATED } from "../../helpers.js";
+import { TRACE_PEEK_MAX_BYTES } from "../../../lib/api/routes/mcp-body.js";
 
 const TRACE = "0af7651916cd43dd8448eb211c80319c";
 const PARENT = "b7ad6b7169203331";
@@ -85,6 +86,31 @@ describe("traces on Workers", () => {
     const root = c.spans().find((s) => s.kind === 2 && s.name.endsWith("/mcp"))!;
     expect(root).toMatchObject({ traceId: meta, parentSpanId: "aaaaaaaaaaaaaaaa" });
     expect(c.spans().some((s) => s.traceId === meta && s.name === "storage.put" && s.parentSpanId === root.spanId)).toBe(true);
+  });
+
+  it("an MCP body over TRACE_PEEK_MAX_BYTES is not parsed before the key is checked: its span takes the header's parent, and a call without a key is refused unparsed", async () => {
+    const c = collector();
+    const app = testApp({ tracer: otlpTracer({ endpoint: "http://collector.test:4318", service: "toolshed-api", fetch: c.fetch }) });
+    const t = await newTenant(app, UNGATED);
+    const meta = "1234567890abcdef1234567890abcdef";
+    const big = "x".repeat(TRACE_PEEK_MAX_BYTES);
+    const message = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "write", arguments: { file_path: "big.txt", content: big }, _meta: { traceparent: `00-${meta}-aaaaaaaaaaaaaaaa-01` } } };
+    const post = (authorization: string) =>
+      app.request(`/v1/workspaces/${t.ws}/mcp`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json", accept: "application/json, text/event-stream", traceparent: `00-${TRACE}-${PARENT}-01` },
+        body: JSON.stringify(message),
+      });
+    const parsed = vi.spyOn(JSON, "parse");
+    const refused = await post("Bearer not-a-key");
+    expect(refused.status).toBe(401);
+    expect(parsed.mock.calls.some(([text]) => typeof text === "string" && text.includes(big))).toBe(false);
+    parsed.mockRestore();
+    const res = await post(`Bearer ${t.key}`);
+    expect(res.status).toBe(200);
+    expect(JSON.stringify(await res.json())).not.toContain('"isError":true');
+    const roots = c.spans().filter((s) => s.kind === 2 && s.name.endsWith("/mcp"));
+    expect(roots.at(-1)).toMatchObject({ traceId: TRACE, parentSpanId: PARENT });
   });
 
   it("without TOOLSHED_OTLP_ENDPOINT there is no tracer, nothing is wrapped and nothing is sent", async () => {
