@@ -2,7 +2,7 @@
  * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: bwrap's namespaces,
  * limits, seccomp, egress proxy, tmpfs /tmp and HOME; or the process sandbox's limits, HOME and
  * scratch directories, emptied at its end) for the session's whole life, whose command is a loop.
- * The runner writes a command number on the loop's stdin; the loop sources `<shell dir>/c<n>.sh`
+ * The runner writes a command number on the loop's stdin; the loop evals `<shell dir>/c<n>.sh`
  * in the SAME shell (so cwd, plain and exported variables, functions and
  * aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
  * here into the command's OutputCollector), saves the shell's state (shell-state.ts) and prints
@@ -48,12 +48,19 @@ export interface CommandExit {
  */
 function loopScript(d: string): string {
   const q = shellQuote(d);
-  return [
+  // Everything up to the command's eval on the script's first line: bash numbers an eval'd text's
+  // lines from the line of its eval, so the command's `line N:` and $LINENO are its own (as a fresh
+  // run's: shell-state.ts commandOnFirstLine). Read with a builtin (no fork) and eval'd rather than
+  // sourced, so its errors say `bash:` as a fresh run's do, never the shell directory's file name.
+  const first = [
     '__toolshed_root="$PWD"',
     `{ ${envTo(`${q}/base`)}; } 2>/dev/null`,
     `printf 'ready %s\\n' "$$"`,
-    "while IFS= read -r __toolshed_seq; do",
-    `  . ${q}/c"$__toolshed_seq".sh <${q}/c"$__toolshed_seq".in >>${q}/out 2>>${q}/err`,
+    "while IFS= read -r __toolshed_seq; do IFS= read -r -d '' __toolshed_cmd <" + `${q}/c"$__toolshed_seq".sh || true`, // read ends at EOF with status 1: never an exit under the session's own `set -e`
+    `eval "$__toolshed_cmd" <${q}/c"$__toolshed_seq".in >>${q}/out 2>>${q}/err`,
+  ];
+  return [
+    first.join("; "),
     "  __toolshed_rc=$?",
     `  ${saveScript(q)}`,
     `  printf 'done %s %s\\n' "$__toolshed_seq" "$__toolshed_rc"`,

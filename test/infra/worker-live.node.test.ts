@@ -91,6 +91,21 @@ it("shell state, /tmp and a background server live across calls; tool edits and 
   expect(after.output).toContain("No such file");
 }, 240_000);
 
+it("a live command's errors and line numbers are a fresh run's: 'line 2:' and $LINENO its own, no file of the shell directory named", async () => {
+  const t = await setupTenant(w, "live-lines");
+  const script = 'echo one\nnot_a_command_here\necho "at line $LINENO"\nif then';
+  const fresh = await t.call("bash", { command: script }, "fresh");
+  for (const r of [await t.call("bash", { command: script, keep_alive: true }, "s1"), await t.call("bash", { command: script, keep_alive: true }, "s1")]) {
+    expect(r.output).toMatch(/line 2: not_a_command_here: command not found/);
+    expect(r.output).toContain("at line 3\n");
+    expect(r.output).toMatch(/line 4: syntax error near unexpected token `then'/);
+    expect(r.output).not.toMatch(/toolshed|c\d+\.sh/);
+    // The same lines as a fresh run's (a live sandbox tails stdout and stderr apart: their order between them may differ).
+    const lined = (output: string) => output.split("\n").filter((l) => /line \d/.test(l)).sort();
+    expect(lined(r.output)).toEqual(lined(fresh.output));
+  }
+}, 180_000);
+
 it("calls of one session are serialized: two at once run one after the other, never interleaved", async () => {
   const t = await setupTenant(w, "live3");
   const cmd = `echo "start $(date +%s%N)"; sleep 1; echo "end $(date +%s%N)"`;
