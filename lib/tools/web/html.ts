@@ -7,7 +7,7 @@
  * inside; images become `[Image: alt]`.
  */
 import { NodeHtmlMarkdown, type TranslatorConfigObject } from "node-html-markdown";
-import { parse, type HTMLElement } from "node-html-parser";
+import { parse, TextNode, type HTMLElement, type Node } from "node-html-parser";
 
 /** Removed before conversion: never content an agent asked for. */
 const CHROME = [
@@ -60,9 +60,45 @@ function marked(root: HTMLElement): HTMLElement | null {
   return outer.length === 1 ? outer[0]! : null;
 }
 
+/**
+ * How deep elements may nest before what is below becomes plain text. Real pages stay far below it; a
+ * hostile one (8,000 nested <span>s: 48 KB) made the converters recurse past the stack or, unclosed,
+ * spin the parser's tag repair for minutes.
+ */
+export const MAX_HTML_DEPTH = 100;
+
+/**
+ * Every element at MAX_HTML_DEPTH keeps its text (one text node, all its descendants' text in order)
+ * and loses the elements below it, so no later step (selectors, conversion, toString) recurses deeper.
+ * Iterative: the tree may be any depth here.
+ */
+function flattenDeep(root: HTMLElement): void {
+  const walk: [Node, number][] = [[root, 0]];
+  while (walk.length) {
+    const [node, depth] = walk.pop()!;
+    const el = node as HTMLElement;
+    if (!el.childNodes?.length) continue;
+    if (depth < MAX_HTML_DEPTH) {
+      for (const child of el.childNodes) walk.push([child, depth + 1]);
+      continue;
+    }
+    let text = "";
+    const below: Node[] = [...el.childNodes].reverse();
+    while (below.length) {
+      const n = below.pop()!;
+      if (n instanceof TextNode) text += n.rawText;
+      else if ((n as HTMLElement).childNodes?.length) for (let i = (n as HTMLElement).childNodes.length - 1; i >= 0; i--) below.push((n as HTMLElement).childNodes[i]!);
+    }
+    el.childNodes.length = 0;
+    el.appendChild(new TextNode(text, el));
+  }
+}
+
 /** The part of the page worth reading, chrome removed, links made absolute against `base`. */
 function mainContent(html: string, base?: string): { title?: string; body: HTMLElement } {
-  const root = parse(html, { comment: false, blockTextElements: { script: false, style: false, noscript: false, pre: true } });
+  // parseNoneClosedTags: unclosed tags stay nested as a browser keeps them; the parser's repair of them is quadratic in their depth.
+  const root = parse(html, { comment: false, parseNoneClosedTags: true, blockTextElements: { script: false, style: false, noscript: false } });
+  flattenDeep(root);
   const titleText = root.querySelector("title")?.textContent.trim().replace(/\s+/g, " ");
   for (const el of root.querySelectorAll(CHROME)) el.remove();
   const main = marked(root) ?? root.querySelector("body") ?? root;
