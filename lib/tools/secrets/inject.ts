@@ -100,7 +100,8 @@ export function secretInjector(opts: InjectorOptions): SecretInjector {
       return headers;
     },
     redact,
-    redactBody: (body) => redactStream(body, replacements),
+    // Called once every hop is sent: no value used, nothing to take out.
+    redactBody: (body) => (used.size === 0 ? body : redactStream(body, replacements)),
     redactDeep,
     redactError(e) {
       if (used.size === 0) return e;
