@@ -5,22 +5,18 @@
  * overflowing the stack or spinning the parser's tag repair for minutes; binary bytes served as
  * text are BINARY_FILE. A real HTTP server on 127.0.0.1 (the test switch lets loopback through).
  */
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { createBrotliCompress, createDeflate, createGzip, constants } from "node:zlib";
 import type { Transform } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tools } from "../../functions/index.js";
-import { createApp } from "../../lib/api/app.js";
-import { memoryDriver } from "../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
 import { nodeFetcher } from "../../lib/tools/web/node-fetcher.js";
+import { webhookApp } from "../lib/tools/custom/webhook-app.js";
+import { serveLocal, type LocalHttp } from "../support/local-http.js";
 
-let server: Server;
+let server: LocalHttp;
 let base = "";
 /** Per endless path: compressed bytes sent, and whether its response was closed. */
 const bombs = new Map<string, { sent: number; closed: boolean }>();
-const open = new Set<ServerResponse>();
 
 const ENCODERS: Record<string, () => Transform> = {
   gzip: () => createGzip({ level: 9 }),
@@ -48,9 +44,7 @@ function bomb(res: ServerResponse, path: string, encoding: string, type: string)
 const page = (body: string) => `<!doctype html><html><head><title>deep</title></head><body>${body}</body></html>`;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    open.add(res);
-    res.on("close", () => open.delete(res));
+  server = await serveLocal((req, res) => {
     const url = new URL(req.url!, "http://x");
     const n = Number(url.searchParams.get("n") ?? 0);
     const html = (s: string) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(s);
@@ -72,21 +66,12 @@ beforeAll(async () => {
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.base;
 });
-afterAll(() => {
-  for (const r of open) r.destroy();
-  return new Promise<void>((r) => server.close(() => r()));
-});
+afterAll(() => server.close());
 
 async function setup() {
-  const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: "A", webFetch: { fetcher: nodeFetcher(), allowLoopback: true } }, tools);
-  const adm = (path: string, body: unknown) => app.request(path, { method: "POST", headers: { authorization: "Bearer A", "content-type": "application/json" }, body: JSON.stringify(body) });
-  await adm("/v1/admin/tenants", { id: "acme" });
-  const key = ((await (await adm("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "network"] })).json()) as { key: string }).key;
-  const h = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  await app.request("/v1/workspaces", { method: "POST", headers: h, body: JSON.stringify({ id: "main" }) });
+  const { app, h } = await webhookApp({ webFetch: { fetcher: nodeFetcher(), allowLoopback: true } });
   return async (args: Record<string, unknown>) => (await (await app.request("/v1/workspaces/main/tools/web_fetch", { method: "POST", headers: h, body: JSON.stringify(args) })).json()) as any;
 }
 
