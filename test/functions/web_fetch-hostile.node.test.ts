@@ -2,7 +2,8 @@
  * web_fetch against a hostile web server (Node, the Lambda transport: undici decodes gzip, br and
  * deflate): endless compressed bodies are read only to the cap and their connection closed; HTML
  * nested thousands deep (closed, unclosed, inside <pre>) converts with its text kept instead of
- * overflowing the stack or spinning the parser's tag repair for minutes; binary bytes served as
+ * overflowing the stack or spinning the parser's tag repair for minutes, and a page of 40,000
+ * paragraphs converts without the selector engine's quadratic walk; binary bytes served as
  * text are BINARY_FILE. A real HTTP server on 127.0.0.1 (the test switch lets loopback through).
  */
 import type { ServerResponse } from "node:http";
@@ -57,6 +58,8 @@ beforeAll(async () => {
         return html(page(`${"<div>".repeat(n)}deep-end${"</div>".repeat(n)}<p>after</p>`));
       case "/pre-spans":
         return html(page(`<pre><code class="language-js">${"<span>".repeat(n)}deep-end</code></pre><p>after</p>`));
+      case "/paragraphs":
+        return html(page(`${"<p>para <b>x</b> <a href='/a'>link</a></p>".repeat(n)}<p>deep-end</p><p>after</p>`));
       case "/lists":
         return html(page(`${"<ul><li>item ".repeat(n)}deep-end${"</li></ul>".repeat(n)}<p>after</p>`));
       case "/binary-as-text":
@@ -93,6 +96,15 @@ describe("an endless compressed body", () => {
       });
     }
   }
+});
+
+it("a 1.8 MB page of 40,000 paragraphs converts, its links made absolute", async () => {
+  // node-html-parser's selector engine was quadratic in the page's elements here (the commit gives the figures).
+  const call = await setup();
+  const r = await call({ url: `${base}/paragraphs?n=40000`, max_bytes: 1000 });
+  expect(r.ok, JSON.stringify(r).slice(0, 300)).toBe(true);
+  expect(r.data.truncated).toBe(true);
+  expect(r.data.content).toMatch(/^para \*\*x\*\* \[link\]\(http:\/\/127\.0\.0\.1:\d+\/a\)/);
 });
 
 describe("HTML nested thousands deep", () => {
