@@ -13,12 +13,18 @@ import type { StorageDriver } from "../../storage/types.js";
 import { addressBlockedReason, safeHref, type GuardOptions } from "../../shared/ssrf.js";
 import { openSecret } from "./crypto.js";
 import { readSecrets, type StoredSecret } from "./store.js";
+import { redactStream, redactText, type Replacement } from "./redact-stream.js";
 
 export interface SecretInjector {
   /** The headers one hop to `url` carries; throws BLOCKED for a plain-http URL of a secret's host. */
   headersFor(url: URL): Promise<Record<string, string>>;
-  /** `text` with every value this call sent replaced by its placeholder. */
+  /** `text` with every value this call sent (as it is, or JSON-escaped) replaced by its placeholder. */
   redact(text: string): string;
+  /**
+   * A response body with the same replacements made as its bytes arrive (lib/tools/secrets/redact-stream.ts):
+   * what reads it (a conversion, a cut, a JSON parse) never sees a value. guardedFetch applies it to every answer.
+   */
+  redactBody(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
   /** The same over every string of a JSON-like value (a tool's result). */
   redactDeep<T>(value: T): T;
   /** An error with its message and details redacted (a ToolError stays one). */
@@ -56,11 +62,8 @@ export function secretInjector(opts: InjectorOptions): SecretInjector {
     if (!p) opened.set(s.name, (p = openSecret(key!, opts.tenant, s.name, s.sealed)));
     return p;
   };
-  const redact = (text: string) => {
-    let out = text;
-    for (const [value, name] of used) out = out.split(value).join(placeholder(name));
-    return out;
-  };
+  const replacements = (): Replacement[] => [...used].map(([value, name]) => ({ find: value, put: placeholder(name) }));
+  const redact = (text: string) => (used.size === 0 ? text : redactText(text, replacements()));
   const redactDeep = <T>(value: T): T => {
     if (used.size === 0) return value;
     if (typeof value === "string") return redact(value) as T;
@@ -97,6 +100,8 @@ export function secretInjector(opts: InjectorOptions): SecretInjector {
       return headers;
     },
     redact,
+    // Called once every hop is sent: no value used, nothing to take out.
+    redactBody: (body) => (used.size === 0 ? body : redactStream(body, replacements)),
     redactDeep,
     redactError(e) {
       if (used.size === 0) return e;

@@ -16,9 +16,15 @@ const TEXTUAL = /^(text\/|application\/(json|ld\+json|xml|javascript|ecmascript|
 export const mediaType = (contentType: string | null): string => (contentType ?? "").split(";")[0]!.trim().toLowerCase();
 export const isHtml = (type: string) => type === "text/html" || type === "application/xhtml+xml";
 
-/** "html", "text" or "binary" from the Content-Type, sniffing the bytes when it says nothing useful. */
+/**
+ * "html", "text" or "binary" from the Content-Type, sniffing the bytes when it says nothing useful. A
+ * text type whose first bytes hold a NUL (in no text but UTF-16/32, which must say so in its charset)
+ * is binary all the same: an image or archive served as text/plain would come back as pages of U+FFFD.
+ */
 export function classify(contentType: string | null, head: Uint8Array, complete: boolean): "html" | "text" | "binary" {
   const type = mediaType(contentType);
+  const textual = isHtml(type) || TEXTUAL.test(type);
+  if (textual && head.includes(0) && !/charset=["']?utf-?(16|32)/i.test(contentType ?? "")) return "binary";
   if (isHtml(type)) return "html";
   if (TEXTUAL.test(type)) return "text";
   if (type && type !== "application/octet-stream" && type !== "binary/octet-stream") return "binary";

@@ -25,11 +25,18 @@ export interface FetchRequest {
 export interface FetchDeps extends WebAccess {
   /** Called with every hop's URL before it is fetched (the tenant's domain policy); throws to refuse. */
   checkHop?: (url: URL) => void;
+  /** The tenant's secrets (lib/tools/secrets/inject.ts): added per hop, taken out of the answer. */
+  secrets?: HopSecrets;
+}
+
+export interface HopSecrets {
   /**
-   * Headers added to one hop, decided by its own URL (the tenant's secrets: lib/tools/secrets/inject.ts),
-   * after checkHop; never carried to the next hop, which gets its own. Throws to refuse the hop.
+   * Headers added to one hop, decided by its own URL, after checkHop; never carried to the next hop,
+   * which gets its own. Throws to refuse the hop.
    */
-  hopHeaders?: (url: URL) => Promise<Record<string, string>>;
+  headersFor(url: URL): Promise<Record<string, string>>;
+  /** The answer's body with every value sent replaced as it arrives, before any reader (a conversion, a cut) sees it. */
+  redactBody(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
 }
 
 export interface FetchedResponse {
@@ -53,7 +60,7 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
   const redirects: string[] = [];
   for (;;) {
     deps.checkHop?.(url);
-    const sent = deps.hopHeaders ? { ...headers, ...(await deps.hopHeaders(url)) } : headers;
+    const sent = deps.secrets ? { ...headers, ...(await deps.secrets.headersFor(url)) } : headers;
     let response: Response;
     try {
       response = await deps.fetcher.fetch(url, { method, headers: sent, ...(body !== undefined ? { body } : {}), signal, redirect: "manual" }, host, deps.guard);
@@ -61,7 +68,7 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
       throw transportError(e, url, timeout.aborted, req.timeoutMs);
     }
     const location = response.headers.get("location");
-    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location || req.followRedirects === false) return { response, finalUrl: url, redirects, signal };
+    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location || req.followRedirects === false) return { response: deps.secrets ? redactedBody(response, deps.secrets) : response, finalUrl: url, redirects, signal };
     await response.body?.cancel().catch(() => {});
     if (redirects.length >= MAX_REDIRECTS) {
       throw new ToolError("FETCH_FAILED", `Too many redirects: ${safeHref(url)} redirected more than ${MAX_REDIRECTS} times (${[...redirects, safeHref(url)].join(" → ")}). Fetch the final page's URL directly if you know it.`, { url: req.url, redirects, status: response.status });
@@ -89,6 +96,20 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
       headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !CREDENTIAL_HEADERS.includes(k.toLowerCase())));
     }
   }
+}
+
+/**
+ * The answer as it came (status, headers), its body and every way to read it going through the
+ * secrets' redaction. The same object, so any status the server sent stays (a Response built anew refuses some).
+ */
+function redactedBody(response: Response, secrets: HopSecrets): Response {
+  if (!response.body) return response;
+  const redacted = new Response(secrets.redactBody(response.body));
+  Object.defineProperty(response, "body", { value: redacted.body });
+  for (const read of ["text", "json", "arrayBuffer", "bytes", "blob", "formData"] as const) {
+    Object.defineProperty(response, read, { value: () => (redacted[read] as () => Promise<unknown>).call(redacted) });
+  }
+  return response;
 }
 
 /** A transport failure as the agent should see it: our guard's refusal, a timeout, or the network's reason. */

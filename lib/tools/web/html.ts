@@ -7,14 +7,44 @@
  * inside; images become `[Image: alt]`.
  */
 import { NodeHtmlMarkdown, type TranslatorConfigObject } from "node-html-markdown";
-import { parse, type HTMLElement } from "node-html-parser";
+import { NodeType, parse, TextNode, type HTMLElement, type Node } from "node-html-parser";
 
-/** Removed before conversion: never content an agent asked for. */
-const CHROME = [
-  "script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "form", "button", "select", "input", "textarea",
-  "nav", "header", "footer", "aside", "dialog", "[role=navigation]", "[role=banner]", "[role=contentinfo]", "[role=search]", "[role=dialog]",
-  "[hidden]", "[aria-hidden=true]", ".sidebar", ".toc", "#sidebar", "#toc", ".skip-link",
-].join(",");
+/**
+ * Removed before conversion: never content an agent asked for. Matched by our own walk, not
+ * querySelectorAll: node-html-parser's selector engine gathers matches with a copying concat,
+ * quadratic in the page's elements (a 1.8 MB page of 40,000 paragraphs took 40 s).
+ */
+const CHROME_TAGS = new Set(["script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "form", "button", "select", "input", "textarea", "nav", "header", "footer", "aside", "dialog"]);
+const CHROME_ROLES = new Set(["navigation", "banner", "contentinfo", "search", "dialog"]);
+const CHROME_CLASSES = ["sidebar", "toc", "skip-link"];
+const CHROME_IDS = new Set(["sidebar", "toc"]);
+
+const isChrome = (el: HTMLElement): boolean =>
+  CHROME_TAGS.has(el.tagName?.toLowerCase() ?? "") ||
+  CHROME_ROLES.has(el.getAttribute("role") ?? "") ||
+  el.hasAttribute("hidden") ||
+  el.getAttribute("aria-hidden") === "true" ||
+  CHROME_IDS.has(el.id) ||
+  CHROME_CLASSES.some((c) => el.classList.contains(c));
+
+const isMain = (el: HTMLElement): boolean => el.tagName === "MAIN" || el.tagName === "ARTICLE" || el.getAttribute("role") === "main";
+
+/**
+ * The elements below `root` that `match`, in document order; a match's own descendants are
+ * searched only when `inside` (else only the outermost matches). Iterative: any depth, linear.
+ */
+function elementsWhere(root: HTMLElement, match: (el: HTMLElement) => boolean, inside: boolean): HTMLElement[] {
+  const found: HTMLElement[] = [];
+  const walk: Node[] = [...root.childNodes].reverse();
+  while (walk.length) {
+    const el = walk.pop() as HTMLElement;
+    if (el.nodeType !== NodeType.ELEMENT_NODE) continue;
+    const hit = match(el);
+    if (hit) found.push(el);
+    if (!hit || inside) for (let i = el.childNodes.length - 1; i >= 0; i--) walk.push(el.childNodes[i]!);
+  }
+  return found;
+}
 
 const LANG_CLASS = /(?:^|\s)(?:language|lang|highlight|brush:?)-?([A-Za-z0-9_+#.-]+)/;
 
@@ -51,23 +81,54 @@ export interface ConvertedPage {
 
 /** The one outermost element marked as the main content, if the page marks exactly one (a list of articles keeps the body). */
 function marked(root: HTMLElement): HTMLElement | null {
-  const all = root.querySelectorAll("main, article, [role=main]");
-  const set = new Set(all);
-  const outer = all.filter((el) => {
-    for (let p = el.parentNode as HTMLElement | null; p; p = p.parentNode as HTMLElement | null) if (set.has(p)) return false;
-    return true;
-  });
+  const outer = elementsWhere(root, isMain, false);
   return outer.length === 1 ? outer[0]! : null;
+}
+
+/**
+ * How deep elements may nest before what is below becomes plain text. Real pages stay far below it; a
+ * hostile one (8,000 nested <span>s: 48 KB) made the converters recurse past the stack or, unclosed,
+ * spin the parser's tag repair for minutes.
+ */
+export const MAX_HTML_DEPTH = 100;
+
+/**
+ * Every element at MAX_HTML_DEPTH keeps its text (one text node, all its descendants' text in order)
+ * and loses the elements below it, so no later step (selectors, conversion, toString) recurses deeper.
+ * Iterative: the tree may be any depth here.
+ */
+function flattenDeep(root: HTMLElement): void {
+  const walk: [Node, number][] = [[root, 0]];
+  while (walk.length) {
+    const [node, depth] = walk.pop()!;
+    const el = node as HTMLElement;
+    if (!el.childNodes?.length) continue;
+    if (depth < MAX_HTML_DEPTH) {
+      for (const child of el.childNodes) walk.push([child, depth + 1]);
+      continue;
+    }
+    let text = "";
+    const below: Node[] = [...el.childNodes].reverse();
+    while (below.length) {
+      const n = below.pop()!;
+      if (n instanceof TextNode) text += n.rawText;
+      else if ((n as HTMLElement).childNodes?.length) for (let i = (n as HTMLElement).childNodes.length - 1; i >= 0; i--) below.push((n as HTMLElement).childNodes[i]!);
+    }
+    el.childNodes.length = 0;
+    el.appendChild(new TextNode(text, el));
+  }
 }
 
 /** The part of the page worth reading, chrome removed, links made absolute against `base`. */
 function mainContent(html: string, base?: string): { title?: string; body: HTMLElement } {
-  const root = parse(html, { comment: false, blockTextElements: { script: false, style: false, noscript: false, pre: true } });
+  // parseNoneClosedTags: unclosed tags stay nested as a browser keeps them; the parser's repair of them is quadratic in their depth.
+  const root = parse(html, { comment: false, parseNoneClosedTags: true, blockTextElements: { script: false, style: false, noscript: false } });
+  flattenDeep(root);
   const titleText = root.querySelector("title")?.textContent.trim().replace(/\s+/g, " ");
-  for (const el of root.querySelectorAll(CHROME)) el.remove();
+  for (const el of elementsWhere(root, isChrome, false)) el.remove();
   const main = marked(root) ?? root.querySelector("body") ?? root;
   if (base) {
-    for (const a of main.querySelectorAll("a[href]")) {
+    for (const a of elementsWhere(main, (el) => el.tagName === "A" && el.hasAttribute("href"), true)) {
       const href = a.getAttribute("href")!;
       if (href.startsWith("#") || /^(javascript|data):/i.test(href)) {
         if (!href.startsWith("#")) a.removeAttribute("href");

@@ -4,22 +4,18 @@
  * closed, headers or a body that come too slowly end in TIMEOUT at the tool's timeout. A real HTTP
  * server on 127.0.0.1 (the test switch lets loopback through, never what a redirect names).
  */
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { webhookApp } from "./webhook-app.js";
+import { serveLocal, type LocalHttp } from "../../../support/local-http.js";
 
-let server: Server;
+let server: LocalHttp;
 let base = "";
 const hits = new Map<string, number>();
 let endlessClosed = false;
-const open = new Set<ServerResponse>();
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
+  server = await serveLocal((req, res) => {
     hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
-    open.add(res);
-    res.on("close", () => open.delete(res));
     req.resume();
     req.on("end", () => {
       if (req.url === "/to-metadata") return void res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data/iam/" }).end();
@@ -44,13 +40,9 @@ beforeAll(async () => {
       // /silent: never answers (a slow loris on our side of the connection)
     });
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.base;
 });
-afterAll(() => {
-  for (const r of open) r.destroy();
-  return new Promise<void>((r) => server.close(() => r()));
-});
+afterAll(() => server.close());
 
 async function setup() {
   const { app, adm, h } = await webhookApp();

@@ -2,11 +2,17 @@
  * Tenant secrets in workerd (R2, WebCrypto's HKDF and AES-GCM as Workers run them): stored and
  * listed without the value, read back encrypted from R2, and used by web_fetch: a plain-http URL of
  * a bound host is refused before anything is sent (the value decrypted, the header never built
- * into a request), naming the placeholder and the https URL to use.
+ * into a request), naming the placeholder and the https URL to use; an answer's body is read
+ * redacted (the Response guardedFetch hands back: its body and text()).
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { admin, newTenant, testApp } from "../../../helpers.js";
+import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
+import { putSecret } from "../../../../lib/tools/secrets/store.js";
+import { secretInjector } from "../../../../lib/tools/secrets/inject.js";
+import { guardedFetch } from "../../../../lib/tools/web/fetch.js";
+import type { WebFetcher } from "../../../../lib/tools/web/transport.js";
 
 const KEY = "w".repeat(48);
 const VALUE = "wk_tok_8d1e6f0a2b9c4735";
@@ -28,6 +34,21 @@ describe("secrets in workerd", () => {
     expect(r.body.error.message).toContain("{{secret:API_TOKEN}}");
     expect(r.body.error.message).toContain("https://93.184.215.14/private");
     expect(JSON.stringify(r.body)).not.toContain(VALUE);
+  });
+
+  it("an answer's body is read redacted in workerd too, by every way of reading it, with the server's status and headers", async () => {
+    // The network stands in for a bound host that echoes its credential (a real one is in secrets-echo.node.test.ts).
+    const storage = r2Driver(env.FILES);
+    const tenant = `t${Math.random().toString(36).slice(2, 10)}`;
+    await putSecret(storage, KEY, tenant, "API_TOKEN", { value: VALUE, destinations: [{ host: "93.184.215.14", header: "Authorization" }] });
+    const echo: WebFetcher = { check: async () => {}, fetch: async (_url, init) => new Response(`got ${new Headers(init.headers).get("authorization")}!`, { status: 401, headers: { "x-kept": "yes" } }) };
+    for (const read of ["body", "text"] as const) {
+      const secrets = secretInjector({ storage, secretsKey: KEY, tenant, guard: {} });
+      const { response } = await guardedFetch({ url: "https://93.184.215.14/echo", method: "GET", headers: {}, timeoutMs: 5000 }, { fetcher: echo, guard: {}, secrets });
+      expect([response.status, response.headers.get("x-kept")]).toEqual([401, "yes"]);
+      const text = read === "body" ? await new Response(response.body).text() : await response.text();
+      expect(text, read).toBe("got {{secret:API_TOKEN}}!");
+    }
   });
 
   it("without TOOLSHED_SECRETS_KEY: UNAVAILABLE, naming the variable", async () => {
