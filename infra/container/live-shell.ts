@@ -48,10 +48,8 @@ export interface CommandExit {
  */
 function loopScript(d: string): string {
   const q = shellQuote(d);
-  // Everything up to the command's eval on the script's first line: bash numbers an eval'd text's
-  // lines from the line of its eval, so the command's `line N:` and $LINENO are its own (as a fresh
-  // run's: shell-state.ts commandOnFirstLine). Read with a builtin (no fork) and eval'd rather than
-  // sourced, so its errors say `bash:` as a fresh run's do, never the shell directory's file name.
+  // Up to the command's eval on line 1 (eval'd text is numbered from its eval's line: `line N:` and $LINENO are the
+  // command's own, as commandOnFirstLine makes a fresh run's); read by a builtin, eval'd not sourced (errors say `bash:`).
   const first = [
     '__toolshed_root="$PWD"',
     `{ ${envTo(`${q}/base`)}; } 2>/dev/null`,
