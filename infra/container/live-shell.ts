@@ -2,9 +2,8 @@
  * The persistent shell of a live sandbox (issue #29): ONE sandbox (Sandbox.run: bwrap's namespaces,
  * limits, seccomp, egress proxy, tmpfs /tmp and HOME; or the process sandbox's limits, HOME and
  * scratch directories, emptied at its end) for the session's whole life, whose command is a loop.
- * The runner writes a command number on the loop's stdin; the loop evals `<shell dir>/c<n>.sh`
- * in the SAME shell (so cwd, plain and exported variables, functions and
- * aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
+ * The runner writes a command number on the loop's stdin; the loop evals `<shell dir>/c<n>.sh` in the SAME
+ * shell (so cwd, plain and exported variables, functions and aliases persist) with stdin from `c<n>.in` and stdout/stderr appended to `out`/`err` (tailed
  * here into the command's OutputCollector), saves the shell's state (shell-state.ts) and prints
  * `done <n> <status>` on its own stdout. Background processes keep running between commands,
  * with their ports on the sandbox's loopback (the process sandbox: the environment's). What the
