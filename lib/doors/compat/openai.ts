@@ -8,6 +8,7 @@
  *   shell       → bash, once per command, in order. The body is the shell_call item ({type, call_id,
  *                 action}) or its action ({commands, timeout_ms?, max_output_length?}).
  *                 Answer: {type: "shell_call_output", call_id, output: [{stdout, stderr, outcome}], max_output_length}.
+ *                 A command that is `apply_patch <<'EOF'` … `EOF` (Codex's way) runs apply_patch (shell-patch.ts).
  *
  * The adapter maps fields; every rule is the tool's own.
  */
@@ -16,6 +17,7 @@ import { ToolError, isToolError } from "../../shared/errors.js";
 import { formatZodError } from "../../contract/errors.js";
 import { operationToPatch } from "../../tools/patch/parse.js";
 import type { RunTool } from "./types.js";
+import { patchInShellCommand } from "./shell-patch.js";
 
 export const OPENAI_TOOLS = ["apply_patch", "shell"] as const;
 export type OpenAITool = (typeof OPENAI_TOOLS)[number];
@@ -102,6 +104,13 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
   const output: ShellOutput["output"] = [];
   let error: ToolError | undefined;
   for (const command of action.commands) {
+    const patch = patchInShellCommand(command);
+    if (patch !== null) {
+      const r = await patchAsCommand(patch, run, max);
+      output.push(r.entry);
+      if (r.error) error ??= r.error;
+      continue;
+    }
     try {
       // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
       // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
@@ -121,6 +130,17 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
     }
   }
   return { item: { type: "shell_call_output", ...(callId ? { call_id: callId } : {}), output, max_output_length: max }, ...(error ? { error } : {}) };
+}
+
+/** A patch sent as `apply_patch <<'EOF'` (shell-patch.ts): the apply_patch tool's answer as the command's. */
+async function patchAsCommand(patch: string, run: RunTool, max: number | null): Promise<{ entry: ShellOutput["output"][number]; error?: ToolError }> {
+  try {
+    const r = await run("apply_patch", { patch });
+    return { entry: { stdout: cut(`${r.output}\n`, max), stderr: "", outcome: { type: "exit", exit_code: 0 } } };
+  } catch (e) {
+    if (!isToolError(e)) throw e;
+    return { entry: { stdout: "", stderr: cut(`apply_patch: ${e.code}: ${e.message}\n`, max), outcome: { type: "exit", exit_code: 1 } }, error: e };
+  }
 }
 
 /** At most `max` characters: the head and the tail, with a marker saying how many were left out. */

@@ -210,6 +210,36 @@ describe("scopes, isolation, shell without an executor", () => {
     }
   });
 
+  it("a command that is `apply_patch <<'EOF'` (Codex's way) runs apply_patch: its output on stdout, exit 0; a failed patch on stderr, exit 1; other commands still go to bash", async () => {
+    const t = await newTenant(undefined, UNGATED);
+    await upload(t, "src/app.py", "print('old')\n");
+    const patch = "*** Begin Patch\n*** Update File: app.py\n@@\n-print('old')\n+print('new')\n*** Add File: util.py\n+X = 1\n*** End Patch";
+    const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "c1", action: { commands: [`cd src && apply_patch <<'EOF'\n${patch}\nEOF\n`, "ls"] } });
+    expect(r.status).toBe(200);
+    const [patched, ls] = r.body.output;
+    expect(patched).toEqual({ stdout: "Success. Updated the following files:\nM src/app.py\nA src/util.py\n", stderr: "", outcome: { type: "exit", exit_code: 0 } });
+    expect(await rawText(t, "src/app.py")).toBe("print('new')\n");
+    expect(await rawText(t, "src/util.py")).toBe("X = 1\n");
+    expect(ls.outcome).toEqual({ type: "exit", exit_code: 126 }); // no executor here: `ls` went to bash
+    expect(r.code).toBe("UNAVAILABLE");
+
+    // Unquoted delimiter, the workspace root by its sandbox path; a hunk that does not match fails as the command.
+    const bad = await compat(t, "openai", "shell", { commands: [`cd /workspace && apply_patch <<PATCH\n*** Begin Patch\n*** Update File: src/app.py\n@@\n-print('gone')\n+x\n*** End Patch\nPATCH`] });
+    expect(bad.body.output[0].outcome).toEqual({ type: "exit", exit_code: 1 });
+    expect(bad.body.output[0].stderr).toMatch(/^apply_patch: NO_MATCH: /);
+    expect(bad.code).toBe("NO_MATCH");
+    expect(await rawText(t, "src/app.py")).toBe("print('new')\n");
+  });
+
+  it("apply_patch in a shell command keeps apply_patch's rules: a key without write cannot patch through shell", async () => {
+    const t = await newTenant(undefined, UNGATED);
+    const key = await keyWithScopes(t, ["read", "execute"]);
+    const r = await compat(t, "openai", "shell", { commands: ["apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch\nEOF"] }, { headers: { authorization: `Bearer ${key}` } });
+    expect(r.body.output[0]).toMatchObject({ stdout: "", outcome: { type: "exit", exit_code: 1 } });
+    expect(r.body.output[0].stderr).toContain("PERMISSION_DENIED");
+    expect((await rawGet(t, "x.txt")).status).toBe(404);
+  });
+
   it("a malformed shell action is a 400", async () => {
     const t = await newTenant(undefined, UNGATED);
     expect((await compat(t, "openai", "shell", { commands: [] })).status).toBe(400);
