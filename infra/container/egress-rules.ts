@@ -8,6 +8,9 @@
  *   shared front, e.g. Cloudflare's anycast addresses, shares them with unrelated sites.)
  * - this host's own addresses (os.networkInterfaces()), whatever range they are in: a service
  *   of the runner's host that listens on a public address is still the host's.
+ * - port 25 (SMTP relay), on any host: a sandbox does not send mail straight to mail servers (the
+ *   spam a hosted runner's addresses would be blamed for; cloud providers block it too). Mail goes
+ *   out through a provider's HTTP API or an authenticated submission port (587, 465).
  * A name is resolved here, every address is checked (one refused address refuses the name, as
  * web_fetch's resolver does), and the proxy connects only to the addresses returned: there is
  * no second resolution for DNS rebinding to win.
@@ -42,6 +45,9 @@ export interface CheckedAddress {
 }
 
 const RULE = "Commands with network reach only public internet addresses (not loopback, private, link-local or cloud metadata addresses, this runner's host or the Toolshed API).";
+
+/** SMTP's relay port: refused on every host (see the file comment). */
+const SMTP_PORT = 25;
 
 const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
@@ -106,6 +112,7 @@ export function egressRules(opts: EgressRuleOptions = {}) {
     const name = normalName(host);
     const target = `${host}:${port}`;
     if (name === "") throw refuse(target, "an empty host name");
+    if (port === SMTP_PORT) throw new EgressRefused(`Refused to connect to ${target}: port 25 (SMTP) is closed to sandboxes, on every host. Send mail through your mail provider's HTTP API or its submission port (587 or 465).`);
     const literal = canonicalAddress(name);
     if (literal !== null) {
       const why = addressReason(literal);

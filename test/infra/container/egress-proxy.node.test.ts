@@ -98,6 +98,14 @@ describe("egress rules", () => {
     for (const h of ["api.toolshed.test", "API.TOOLSHED.TEST", "api.toolshed.test."]) await expect(named.check(h, 443), h).rejects.toThrow("the Toolshed API's own host");
     expect(await egressRules({ hostAddresses: () => [], resolve: async () => [{ address: "1.1.1.1", family: 4 }] }).check("one.example", 443)).toEqual([{ address: "1.1.1.1", family: 4 }]);
   });
+
+  it("refuse port 25 (SMTP relay) on every host, public ones too, before resolving; submission ports stay open", async () => {
+    let resolved = 0;
+    const rules = egressRules({ hostAddresses: () => [], resolve: async () => (resolved++, [{ address: "1.1.1.1", family: 4 }]) });
+    for (const h of ["mx.example", "1.1.1.1", "[2606:4700::1111]"]) await expect(rules.check(h, 25), h).rejects.toThrow("port 25 (SMTP) is closed to sandboxes");
+    expect(resolved).toBe(0);
+    for (const port of [587, 465]) expect(await rules.check("smtp.example", port)).toEqual([{ address: "1.1.1.1", family: 4 }]);
+  });
 });
 
 describe("egress proxy", () => {
