@@ -18,7 +18,7 @@ import { redactStream, redactText, type Replacement } from "./redact-stream.js";
 export interface SecretInjector {
   /** The headers one hop to `url` carries; throws BLOCKED for a plain-http URL of a secret's host. */
   headersFor(url: URL): Promise<Record<string, string>>;
-  /** `text` with every value this call sent (as it is, or JSON-escaped) replaced by its placeholder. */
+  /** `text` with every value this call sent (in each form it takes: redact-stream.ts formsOf) replaced by its placeholder. */
   redact(text: string): string;
   /**
    * A response body with the same replacements made as its bytes arrive (lib/tools/secrets/redact-stream.ts):

@@ -2,7 +2,7 @@
  * Secret values taken out of a response body as its bytes arrive, before anything reads them: the
  * HTML → markdown step (which escapes `_` and `*`), the cut at max_bytes or at an error's excerpt
  * (which would keep a value's first characters), a JSON answer (which escapes `"` and `\`) never see
- * one. Each value, and its JSON-escaped form when that differs, becomes its placeholder. The last
+ * one. Each value, in each form it takes in an answer (formsOf), becomes its placeholder. The last
  * (longest pattern − 1) bytes are held back until the next chunk, so a value split across chunks is
  * still found; a reader that stops early (a cut) never gets a held-back tail. Pure: Workers and Node.
  */
@@ -16,13 +16,39 @@ export interface Replacement {
 
 const utf8 = new TextEncoder();
 
-/** Every byte pattern of the replacements: the value, and its JSON-escaped form when that differs. */
+/** A base64 run shorter than this is not taken for a value's (too likely to occur by chance). */
+const MIN_BASE64_RUN = 12;
+
+/**
+ * The forms a value takes in an answer, longest first: as it is; JSON-escaped; percent-encoded (a
+ * query string, a redirect's Location: upper- and lower-case hex); base64 and base64url. A value
+ * inside base64 text has one of 3 alignments to its 3-byte groups; for each, the run of characters
+ * made of the value's bytes alone (no neighbour's bits) is the form, when it is long enough.
+ */
+export function formsOf(value: string): string[] {
+  if (!value) return [];
+  const forms = new Set([value, JSON.stringify(value).slice(1, -1)]);
+  const percent = encodeURIComponent(value);
+  forms.add(percent).add(percent.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()));
+  const bytes = utf8.encode(value);
+  for (let lead = 0; lead < 3; lead++) {
+    const aligned = new Uint8Array(lead + bytes.length);
+    aligned.set(bytes, lead);
+    let binary = "";
+    for (const b of aligned) binary += String.fromCharCode(b);
+    // A group with a neighbour's byte in it is left out: the first when the value starts mid-group, the last partial one.
+    const run = btoa(binary).slice(lead ? 4 : 0, Math.floor(aligned.length / 3) * 4);
+    if (run.length >= MIN_BASE64_RUN) forms.add(run).add(run.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/** Every byte pattern of the replacements: each form of each value (formsOf). */
 function patterns(replacements: readonly Replacement[]): { find: Uint8Array; put: Uint8Array }[] {
   const out: { find: Uint8Array; put: Uint8Array }[] = [];
   for (const r of replacements) {
     const put = utf8.encode(r.put);
-    const json = JSON.stringify(r.find).slice(1, -1);
-    for (const form of new Set([r.find, json])) if (form) out.push({ find: utf8.encode(form), put });
+    for (const form of formsOf(r.find)) out.push({ find: utf8.encode(form), put });
   }
   return out;
 }
@@ -87,9 +113,6 @@ export function redactStream(body: ReadableStream<Uint8Array>, replacements: () 
 /** The same replacements over a string (what redactStream does to bytes). */
 export function redactText(text: string, replacements: readonly Replacement[]): string {
   let out = text;
-  for (const r of replacements) {
-    const json = JSON.stringify(r.find).slice(1, -1);
-    for (const form of new Set([r.find, json])) if (form) out = out.split(form).join(r.put);
-  }
+  for (const r of replacements) for (const form of formsOf(r.find)) out = out.split(form).join(r.put);
   return out;
 }

@@ -141,3 +141,20 @@ it("the body's redaction finds a value split across chunks at any byte, and hold
   const none = await new Response(redactStream(new Response("untouched").body!, () => [])).text();
   expect(none).toBe("untouched");
 });
+
+it("the value in its other encodings is found too: percent-encoded (either hex case), and inside base64 or base64url text at any alignment", async () => {
+  const redacted = (body: string) => new Response(redactStream(new Response(body).body!, () => [{ find: VALUE, put: "{{secret:T}}" }])).text();
+  const percent = encodeURIComponent(VALUE);
+  expect(await redacted(`Location: https://x.test/cb?token=${percent}&a=1`)).toBe("Location: https://x.test/cb?token={{secret:T}}&a=1");
+  expect(await redacted(`?t=${percent.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())}`)).toBe("?t={{secret:T}}");
+  for (const before of ["", "a", "ab", "Authorization: Bearer "]) {
+    const b64 = Buffer.from(`${before}${VALUE} and after`).toString("base64");
+    for (const text of [b64, b64.replace(/\+/g, "-").replace(/\//g, "_")]) {
+      const out = await redacted(`{"data":"${text}"}`);
+      expect(out, `${before} ${text}`).toContain("{{secret:T}}");
+      // What is left of the base64 decodes to no 8 characters of the value.
+      const left = Buffer.from(out.replace(/\{\{secret:T\}\}/g, "").replace(/["{}:]|data/g, ""), "base64").toString("latin1");
+      for (let i = 0; i + 8 <= VALUE.length; i++) expect(left, `${before}: ${VALUE.slice(i, i + 8)}`).not.toContain(VALUE.slice(i, i + 8));
+    }
+  }
+});
