@@ -1,8 +1,8 @@
 /**
  * The MCP doors' own JSON-RPC error answers, where no SDK answers (a body that is not JSON, a
- * method the stateless endpoint does not serve, an elicitation answer not taken): the shape both
- * SDKs answer with, `{jsonrpc: "2.0", error: {code, message, data?}, id: null}`, as JSON. id null:
- * the request's id is unknown (no JSON) or names no one request.
+ * method the stateless endpoint does not serve, an elicitation answer not taken, a tools/call with
+ * malformed params): the shape both SDKs answer with, `{jsonrpc: "2.0", error: {code, message,
+ * data?}, id}`, as JSON; id null where the request's id is unknown (no JSON) or names no one request.
  */
 import type { ToolError } from "../shared/errors.js";
 
@@ -21,8 +21,32 @@ export function requestsIn(body: unknown): number {
   return (Array.isArray(body) ? body : [body]).filter(isRequest).length;
 }
 
-/** One JSON-RPC error answer with HTTP `status`; `data` carries a ToolError's code and details when one is given. */
-export function jsonRpcError(status: number, code: number, message: string, opts: { error?: ToolError; headers?: Record<string, string> } = {}): Response {
+/** One JSON-RPC error answer with HTTP `status`; `data` carries a ToolError's code and details when one is given; `id` the one request it answers (else null). */
+export function jsonRpcError(status: number, code: number, message: string, opts: { error?: ToolError; headers?: Record<string, string>; id?: string | number } = {}): Response {
   const data = opts.error ? { data: { code: opts.error.code, details: opts.error.details } } : {};
-  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...data }, id: null }), { status, headers: { "content-type": "application/json", ...opts.headers } });
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...data }, id: opts.id ?? null }), { status, headers: { "content-type": "application/json", ...opts.headers } });
+}
+
+/**
+ * A single tools/call request whose params are not `{name: string, arguments?: object, task?: object}`:
+ * its id and what is wrong, in words; else null. The 2025-era SDK answers such a call with -32603
+ * (internal error) and a raw zod dump; the door answers -32602 with this instead. A batch (which
+ * MCP 2025-06-18 dropped) is left to the SDK.
+ */
+export function malformedToolCall(body: unknown): { id: string | number; message: string } | null {
+  const m = body as { method?: unknown; id?: unknown; params?: Record<string, unknown> } | null;
+  if (Array.isArray(body) || m?.method !== "tools/call" || (typeof m.id !== "string" && typeof m.id !== "number")) return null;
+  const isObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+  const kind = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
+  const p = m.params;
+  const wrong = !isObject(p)
+    ? `params must be an object, not ${kind(p)}`
+    : typeof p!.name !== "string"
+      ? `params.name must be the tool's name (a string), not ${kind(p!.name)}`
+      : p!.arguments !== undefined && !isObject(p!.arguments)
+        ? `params.arguments must be an object of the tool's parameters, not ${kind(p!.arguments)}`
+        : p!.task !== undefined && !isObject(p!.task)
+          ? `params.task must be an object ({} or {"ttl": ms}), not ${kind(p!.task)}`
+          : null;
+  return wrong ? { id: m.id, message: `Invalid params: ${wrong}. tools/list shows each tool's parameters.` } : null;
 }

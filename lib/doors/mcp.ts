@@ -29,6 +29,7 @@ import { API_VERSION } from "../run/version.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../tools/custom/tool.js";
 import { callMcpTool, listMcpTools, mcpProgress, type McpCall, type McpDeps } from "./mcp-tools.js";
+import { JSON_RPC, jsonRpcError, malformedToolCall } from "./json-rpc.js";
 import { hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
@@ -135,6 +136,8 @@ export async function mcpResponse(req: Request, body: unknown, call: McpRequest)
   // The client's answer to an ask_user question this door put to it: stored for the waiting call, whatever isolate holds it.
   const answers = askAnswersIn(body);
   if (answers) return takeAskAnswers(deps, auth, wsId, answers);
+  const malformed = malformedToolCall(body);
+  if (malformed) return jsonRpcError(200, JSON_RPC.invalidParams, malformed.message, { id: malformed.id });
   const asks = clientAnswersAsks(req);
   // Built-ins and this tenant's custom tools (lib/tools/custom/tool.ts, the one join).
   const background = call.background();

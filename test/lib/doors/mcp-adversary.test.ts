@@ -126,4 +126,23 @@ describe("MCP doors, a hostile tenant", () => {
     const fits = await t.req(`/v1/workspaces/${t.ws}/tools/read`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"file_path":"a.txt","extra":${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}}` });
     expect(((await fits.json()) as any).error.message).toMatch(/Unknown argument 'extra'/);
   });
+
+  it("a tools/call with malformed params (2025-era) is -32602 naming the field, with its id, where the SDK answered -32603 and a raw zod dump", async () => {
+    const t = await newTenant(testApp(), UNGATED);
+    for (const [params, field] of [
+      [{ name: "write", arguments: "x" }, "params.arguments must be an object of the tool's parameters, not a string"],
+      [{ name: "write", arguments: [1] }, "params.arguments must be an object of the tool's parameters, not an array"],
+      [{ name: 5, arguments: {} }, "params.name must be the tool's name (a string), not a number"],
+      [{ name: "write", arguments: {}, task: "soon" }, "params.task must be an object"],
+    ] as const) {
+      const r = await rpc(t, t.key, { jsonrpc: "2.0", id: "c-7", method: "tools/call", params }, V2025);
+      expect(r.status, JSON.stringify([params, r.body])).toBe(200);
+      expect(r.body, JSON.stringify(params)).toMatchObject({ id: "c-7", error: { code: -32602, message: expect.stringContaining(field) } });
+      expect(r.body.error.message).not.toMatch(/invalid_type|"path"/);
+    }
+    // params that are not an object at all: the SDK's classifier already answers -32600, clearly.
+    expect((await rpc(t, t.key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: "write" }, V2025)).body.error).toMatchObject({ code: -32600, message: expect.stringContaining("not a valid JSON-RPC message") });
+    const ok = await rpc(t, t.key, call("write", { file_path: "fine.txt", content: "x" }), V2025);
+    expect(ok.body.result.isError, JSON.stringify(ok.body)).toBeFalsy();
+  });
 });
