@@ -17,7 +17,7 @@ const READ_BUFFER_BYTES = 256 * 1024;
 const COUNT_LINES_BELOW = 4 * 1024 * 1024;
 
 const description = `Read a file from the workspace. Returns numbered lines like \`cat -n\` (line number, tab, text).
-- file_path: a workspace path; "src/a.ts" and "/src/a.ts" are the same file.
+- file_path: a workspace path; "src/a.ts", "/src/a.ts" and "/workspace/src/a.ts" (the path bash shows) are the same file.
 - offset: 1-based line to start at (default: 1). limit: how many lines (default: 2000).
 - Lines longer than ${MAX_LINE_CHARS} characters are cut with a marker. Output stops at ${MAX_OUTPUT_BYTES / 1024} KB; the note at the end tells you the offset to continue from.
 - Large files are paged: read them in pieces with offset and limit, or search them with grep.

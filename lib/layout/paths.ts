@@ -30,6 +30,13 @@ function invalid(input: string, why: string): ToolError {
  */
 const CANONICAL_ASCII = /^(?!\.+(?:\/|$))[\x20-\x2e\x30-\x5b\x5d-\x7e]{1,255}(?:\/(?!\.+(?:\/|$))[\x20-\x2e\x30-\x5b\x5d-\x7e]{1,255})*$/;
 
+/**
+ * The workspace root as commands see it (bash's `pwd`, its errors, the process sandbox's link). An
+ * absolute path under it names the workspace's own file: "/workspace/src/a.ts" is "src/a.ts", as
+ * "/src/a.ts" is. (A top-level directory named "workspace" is reached as "workspace/…".)
+ */
+export const SANDBOX_ROOT = "workspace";
+
 /** Returns the canonical workspace path of `input`, or throws INVALID_PATH. */
 export function normalizePath(input: unknown): string {
   if (typeof input === "string" && input.length <= MAX_PATH_BYTES && CANONICAL_ASCII.test(input)) return input;
@@ -48,8 +55,14 @@ export function normalizePathInFull(input: unknown): string {
   if (input.includes("\\")) throw invalid(input, "use '/' to separate directories, not '\\'");
   const nfc = input.normalize("NFC");
   const out: string[] = [];
+  // An absolute path's first name SANDBOX_ROOT is the root itself (the path bash shows).
+  let atRoot = nfc.startsWith("/");
   for (const segment of nfc.split("/")) {
     if (segment === "" || segment === ".") continue;
+    if (atRoot) {
+      atRoot = false;
+      if (segment === SANDBOX_ROOT) continue;
+    }
     if (segment === "..") {
       if (out.length === 0) throw invalid(input, "'..' would leave the workspace");
       out.pop();

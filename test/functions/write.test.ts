@@ -42,6 +42,17 @@ describe("write", () => {
     expect((await rawGet(t, "empty")).bytes.length).toBe(0);
   });
 
+  it("a path as bash shows it (/workspace/…) is the workspace's own file, for write, read, edit and glob; a relative workspace/ is a directory of that name", async () => {
+    const t = await newTenant();
+    expect(expectOk(await t.call("write", { file_path: "/workspace/src/app.py", content: "print(1)\n" })).file_path).toBe("src/app.py");
+    expect(await rawText(t, "src/app.py")).toBe("print(1)\n");
+    expect(expectOk(await t.call("read", { file_path: "/workspace/src/app.py" })).file_path).toBe("src/app.py");
+    expectOk(await t.call("edit", { file_path: "/workspace/src/app.py", old_string: "1", new_string: "2" }));
+    expect(await rawText(t, "src/app.py")).toBe("print(2)\n");
+    expect(expectOk(await t.call("glob", { pattern: "*.py", path: "/workspace/src" })).matches.map((m: { path: string }) => m.path)).toEqual(["src/app.py"]);
+    expect(expectOk(await t.call("write", { file_path: "workspace/notes.txt", content: "x" })).file_path).toBe("workspace/notes.txt");
+  });
+
   it("names are NFC: a file written with an NFD name is read with the NFC name", async () => {
     const t = await newTenant();
     const nfd = "cafe\u0301/re\u0301sume\u0301.txt";

@@ -125,6 +125,22 @@ describe("normalizePath: equivalent spellings give one canonical path", () => {
     expect(normalizePath("file:///etc/passwd")).toBe("file:/etc/passwd");
     expect(normalizePath("*")).toBe("*");
   });
+
+  it("reads an absolute path under /workspace (the root as bash shows it) as the workspace's own: a relative workspace/ is a directory of that name", () => {
+    for (const [f, p] of [
+      ["/workspace/src/a.ts", "src/a.ts"],
+      ["/workspace", ""],
+      ["/workspace/", ""],
+      ["//workspace//src/./a.ts", "src/a.ts"],
+      ["/./workspace/a", "a"],
+      ["/workspace/workspace/a", "workspace/a"],
+      ["workspace/a", "workspace/a"],
+      ["./workspace/a", "workspace/a"],
+      ["/workspaces/a", "workspaces/a"],
+      ["/src/workspace/a", "src/workspace/a"],
+    ]) expect(normalizePath(f), f).toBe(p);
+    expect(errorOf(() => normalizePath("/workspace/../etc/passwd"))?.code).toBe("INVALID_PATH");
+  });
 });
 
 describe("normalizePath: '..'", () => {
