@@ -8,7 +8,7 @@
 import picomatch from "picomatch/posix";
 import { ToolError } from "../shared/errors.js";
 import { FILE_TYPES, typeNames } from "./filetypes.js";
-import { baseName } from "../layout/paths.js";
+import { baseName, SANDBOX_ROOT } from "../layout/paths.js";
 import { compileLinear } from "./regex-dfa.js";
 
 export type PathTest = (path: string) => boolean;
@@ -33,9 +33,12 @@ export function compileGlob(pattern: string, what: string): (s: string) => boole
 
 
 
-/** A glob pattern made relative: leading "/" and "./" dropped, and the search root when the pattern repeats it. */
+/** A glob pattern made relative: leading "/" and "./" dropped (an absolute "/workspace/" too), and the search root when the pattern repeats it. */
 export function relativePattern(pattern: string, root: string): string {
-  let p = pattern.trim().replace(/^(\.\/|\/)+/, "");
+  const trimmed = pattern.trim();
+  let p = trimmed.replace(/^(\.\/|\/)+/, "");
+  // An absolute pattern under /workspace (the root as bash shows it) is the workspace's, as a path is (normalizePath).
+  if (trimmed.startsWith("/") && (p === SANDBOX_ROOT || p.startsWith(`${SANDBOX_ROOT}/`))) p = p.slice(SANDBOX_ROOT.length).replace(/^\/+/, "");
   if (root !== "" && p.startsWith(`${root}/`)) p = p.slice(root.length + 1);
   return p;
 }

@@ -50,6 +50,10 @@ describe("write", () => {
     expectOk(await t.call("edit", { file_path: "/workspace/src/app.py", old_string: "1", new_string: "2" }));
     expect(await rawText(t, "src/app.py")).toBe("print(2)\n");
     expect(expectOk(await t.call("glob", { pattern: "*.py", path: "/workspace/src" })).matches.map((m: { path: string }) => m.path)).toEqual(["src/app.py"]);
+    // An absolute glob pattern under /workspace too (glob and find), from the root or from a path.
+    for (const args of [{ pattern: "/workspace/src/*.py" }, { pattern: "/workspace/src/*.py", path: "src" }, { pattern: "/workspace/**/app.py", path: "/workspace" }])
+      expect(expectOk(await t.call("glob", args)).matches.map((m: { path: string }) => m.path), JSON.stringify(args)).toEqual(["src/app.py"]);
+    expect(expectOk(await t.call("find", { pattern: "/workspace/src/*.py" })).matches.map((e: { path: string }) => e.path)).toEqual(["src/app.py"]);
     expect(expectOk(await t.call("write", { file_path: "workspace/notes.txt", content: "x" })).file_path).toBe("workspace/notes.txt");
   });
 
