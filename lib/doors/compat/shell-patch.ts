@@ -8,6 +8,7 @@
  * stdout with exit 0, or its error on stderr with exit 1. Only a command that is exactly that form
  * is taken (the heredoc's body a patch, nothing after its end); anything else goes to bash.
  */
+import { SANDBOX_ROOT } from "../../layout/paths.js";
 
 /** `[cd <dir> &&] apply_patch <<[-]['"]DELIM['"]` newline, the body, newline, DELIM, then only blanks. */
 const HEREDOC =
@@ -19,10 +20,10 @@ export function patchInShellCommand(command: string): string | null {
   if (!m) return null;
   const patch = m[6]!;
   if (!patch.trimStart().startsWith("*** Begin Patch")) return null;
-  const dir = (m[1] ?? m[2] ?? m[3] ?? "").replace(/\/+$/, "");
-  // The sandbox's root is /workspace: an absolute directory there, or the root itself, is the workspace's.
-  const inWorkspace = dir === "/workspace" || dir.startsWith("/workspace/") ? dir.slice("/workspace".length).replace(/^\/+/, "") : dir;
-  if (inWorkspace.startsWith("/")) return null; // outside the workspace: left to bash
-  if (inWorkspace === "" || inWorkspace === ".") return patch;
-  return patch.replace(/^(\*\*\* (?:Add|Delete|Update) File: |\*\*\* Move to: )(.+)$/gm, (_, head: string, path: string) => head + (path.startsWith("/") ? path : `${inWorkspace}/${path}`));
+  const dir = (m[1] ?? m[2] ?? m[3] ?? "").replace(/(.)\/+$/, "$1"); // trailing slashes off, "/" kept
+  // An absolute directory is the workspace's only at or under the sandbox's root, /workspace (whose paths
+  // normalizePath maps, as every tool's); any other is outside it: left to bash.
+  if (dir.startsWith("/") && dir !== `/${SANDBOX_ROOT}` && !dir.startsWith(`/${SANDBOX_ROOT}/`)) return null;
+  if (dir === "" || dir === ".") return patch;
+  return patch.replace(/^(\*\*\* (?:Add|Delete|Update) File: |\*\*\* Move to: )(.+)$/gm, (_, head: string, path: string) => head + (path.startsWith("/") ? path : `${dir}/${path}`));
 }
