@@ -1,11 +1,11 @@
 /**
- * What a tenant (and each of its keys) may use: the six limit fields, their defaults, and the
+ * What a tenant (and each of its keys) may use: the seven limit fields, their defaults, and the
  * rule that joins a tenant's limits with a key's (the smaller wins: a key never exceeds its tenant).
  * docs/limits-and-quotas.md describes each field.
  */
 import { ToolError } from "../shared/errors.js";
 
-export const LIMIT_FIELDS = ["calls_per_minute", "concurrent_runs", "storage_bytes", "files_per_workspace", "workspaces", "background_tasks"] as const;
+export const LIMIT_FIELDS = ["calls_per_minute", "concurrent_runs", "storage_bytes", "files_per_workspace", "workspaces", "background_tasks", "checkpoints_per_workspace"] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];
 
 /** Limits as stored: a tenant's (unset fields take the defaults) or a key's (unset fields: the tenant's). */
@@ -20,6 +20,7 @@ export const DEFAULT_LIMITS: EffectiveLimits = {
   files_per_workspace: 100_000,
   workspaces: 1000,
   background_tasks: 8,
+  checkpoints_per_workspace: 100,
 };
 
 /** The largest value a field takes (a guard against typos such as 1e18, and the bound of Number's exact integers). */

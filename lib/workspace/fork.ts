@@ -13,6 +13,8 @@ export interface ForkInput {
   checkpoint?: string;
   /** Whether a workspace with these tools may be written to (a checkpoint made of it); absent: any may. */
   writable?: (tools: ToolList | undefined) => boolean;
+  /** Called before a checkpoint of the origin is made (never when one is given or none is made): the checkpoints quota, which may refuse. */
+  room?: () => Promise<void>;
 }
 
 /**
@@ -24,6 +26,7 @@ export interface ForkInput {
 export async function forkWorkspace(deps: LayerDeps, tenant: string, input: ForkInput): Promise<WorkspaceMeta & { checkpoint?: string }> {
   const origin = await requireMeta(deps, tenant, input.from);
   if (input.checkpoint === undefined && input.writable && !input.writable(origin.meta.tools)) return forkUnwritten(deps, tenant, input, origin);
+  if (input.checkpoint === undefined) await input.room?.();
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
   const meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, cp.manifest)); // a fork keeps its origin's tools
   if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });

@@ -14,6 +14,7 @@ const WHAT: Record<LimitField, string> = {
   files_per_workspace: "Files in one workspace",
   workspaces: "Workspaces (checked at create and fork)",
   background_tasks: "Background tasks running at once",
+  checkpoints_per_workspace: "Checkpoints kept in one workspace (checked when one is made: POST checkpoints, and a fork without a given checkpoint)",
 };
 const field = (f: LimitField) => z.number().int().min(0).max(MAX_LIMIT).optional().openapi({ description: `${WHAT[f]} (default ${DEFAULT_LIMITS[f]})` });
 /** The limit fields, all optional: a tenant's body, and a key's `limits`. */

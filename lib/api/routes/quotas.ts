@@ -10,11 +10,13 @@
  * - `storage_bytes` / `files_per_workspace` of the route-level bulk changes: a fork (the new workspace
  *   starts with its origin's files) and a restore (the tree becomes the checkpoint's), charged before
  *   they write, and counted exactly after.
+ * - `checkpoints_per_workspace` when a checkpoint is made (POST checkpoints, a fork without a given
+ *   checkpoint): the workspace's checkpoint records are listed, up to the limit, before anything is sealed.
  */
 import type { AppDeps } from "../deps.js";
 import type { AuthInfo } from "../../contract/caller.js";
-import { quotaExceeded } from "../../limits/fields.js";
-import { tenantWorkspacesPrefix } from "../../layout/paths.js";
+import { effectiveLimits, quotaExceeded } from "../../limits/fields.js";
+import { checkpointsPrefix, tenantWorkspacesPrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { StorageUsage } from "../../limits/usage.js";
 import { getCheckpoint } from "../../layers/checkpoints.js";
@@ -37,6 +39,32 @@ export async function countWorkspaces(storage: StorageDriver, tenant: string, at
     cursor = r.cursor;
   } while (cursor && n < atMost);
   return n;
+}
+
+/**
+ * Room for one more checkpoint of `ws` (QUOTA_EXCEEDED, before anything is sealed or written, when it
+ * holds `checkpoints_per_workspace` of them). Checkpoints keep every version they name, which
+ * `storage_bytes` (the current trees) does not count: this bounds them. Counted by listing the
+ * workspace's checkpoint records (one list, up to the limit), so checkpoints of one workspace made at
+ * the same moment can pass it together, by at most as many as are made at once.
+ */
+export async function assertCheckpointRoom(deps: AppDeps, auth: AuthInfo, ws: string): Promise<void> {
+  if (!deps.limits) return;
+  let limit: number;
+  try {
+    limit = effectiveLimits(await deps.limits.get(auth.tenant), auth.limits).checkpoints_per_workspace;
+  } catch (e) {
+    console.error("limits: the tenant's limits object did not answer; the checkpoint goes on uncounted", e instanceof Error ? e.message : String(e));
+    return;
+  }
+  let n = 0;
+  let cursor: string | undefined;
+  do {
+    const r = await deps.storage.list({ prefix: checkpointsPrefix(auth.tenant, ws), limit: 1000, ...(cursor ? { cursor } : {}) });
+    n += r.objects.length;
+    cursor = r.cursor;
+  } while (cursor && n < limit);
+  if (n >= limit) throw quotaExceeded("checkpoints_per_workspace", n, limit, `No checkpoint of ${ws} was made (list them with GET /v1/workspaces/${ws}/checkpoints and delete old ones with DELETE /v1/workspaces/${ws}/checkpoints/{id}; a fork can start from an existing one: from_workspace with checkpoint)`);
 }
 
 /**

@@ -10,7 +10,7 @@ import { secureRoute } from "./access.js";
 import { parseJsonBody } from "../http.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
-import { chargeRestore } from "./quotas.js";
+import { assertCheckpointRoom, chargeRestore } from "./quotas.js";
 import { openWorkspace } from "../../layers/open.js";
 
 // Each route's access is part of its definition (lib/api/routes/access.ts): the guard checks the key's
@@ -38,11 +38,14 @@ export function versionsApp(deps: AppDeps) {
       method: "post", path: "/v1/workspaces/{ws}/checkpoints", tags: ["versions"],
       summary: "Checkpoint the workspace (cheap: packs only the files changed since the last one)",
       request: { params: WsParam, body: { required: false, content: { "application/json": { schema: CheckpointBody } } } },
-      responses: { 201: { description: "Created", content: { "application/json": { schema: CheckpointSchema.extend({ sealed: z.number(), kept: z.number() }) } } }, ...errorResponses(400, 401, 403, 404, 409) },
+      responses: { 201: { description: "Created", content: { "application/json": { schema: CheckpointSchema.extend({ sealed: z.number(), kept: z.number() }) } } }, ...errorResponses(400, 401, 403, 404, 409, 413) },
     })),
     async (c) => {
       const name = parseJsonBody(CheckpointBody, c.get("json") ?? {}).name ?? new Date().toISOString();
-      return c.json(await createCheckpoint(ld, c.get("auth").tenant, c.req.valid("param").ws, name), 201);
+      const { ws } = c.req.valid("param");
+      await requireMeta(ld, c.get("auth").tenant, ws);
+      await assertCheckpointRoom(deps, c.get("auth"), ws); // checkpoints_per_workspace, before anything is sealed
+      return c.json(await createCheckpoint(ld, c.get("auth").tenant, ws, name), 201);
     },
   );
   app.openapi(

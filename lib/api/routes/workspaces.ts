@@ -19,7 +19,7 @@ import type { Tool } from "../../contract/tool.js";
 import { parseToolList, workspaceScopeRefusal } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
-import { chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
+import { assertCheckpointRoom, chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
 import { randomId } from "../../shared/hash.js";
 
 const CreateBody = z.object({
@@ -75,7 +75,8 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
         const undoCharge = await chargeFork(deps, auth, body.from_workspace, forkId, body.checkpoint); // the storage quotas, before anything is written
         try {
           const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
-          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+          const room = () => assertCheckpointRoom(deps, auth, body.from_workspace!); // checkpoints_per_workspace of the origin
+          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, room, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
           return c.json(fork, 201);
         } catch (e) {
           await undoCharge();

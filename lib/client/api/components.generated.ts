@@ -46,6 +46,8 @@ export interface components {
             workspaces?: number;
             /** @description Background tasks running at once (default 8) */
             background_tasks?: number;
+            /** @description Checkpoints kept in one workspace (checked when one is made: POST checkpoints, and a fork without a given checkpoint) (default 100) */
+            checkpoints_per_workspace?: number;
         };
         EffectiveLimits: {
             calls_per_minute: number;
@@ -54,6 +56,7 @@ export interface components {
             files_per_workspace: number;
             workspaces: number;
             background_tasks: number;
+            checkpoints_per_workspace: number;
         };
         TenantPolicy: {
             web?: {
