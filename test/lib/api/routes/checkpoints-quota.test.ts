@@ -3,22 +3,11 @@
  * origin) past it is QUOTA_EXCEEDED naming quota, usage and limit, before anything is sealed or written;
  * a fork from a given checkpoint, or of a workspace no key may write (no checkpoint made), is not counted.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { DEFAULT_LIMITS } from "../../../../lib/limits/fields.js";
 import { admin, newTenant, testApp } from "../../../helpers.js";
-
-async function tenantObjects(tenant: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    keys.push(...r.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag} ${o.size}`)); // a refusal's audit entry stays
-    cursor = r.truncated ? r.cursor : undefined;
-  } while (cursor);
-  return keys.sort();
-}
+import { snapshot } from "../../archive/helpers.js";
 
 const json = (body: unknown) => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
@@ -40,14 +29,14 @@ describe("checkpoints_per_workspace", () => {
     await t.req("/v1/workspaces/main/files/a.txt", { method: "PUT", body: "two" });
     expect((await t.req("/v1/workspaces/main/checkpoints", json({ name: "two" }))).status).toBe(201);
     await t.req("/v1/workspaces/main/files/a.txt", { method: "PUT", body: "three" }); // an upper file a checkpoint would seal
-    const before = await tenantObjects(t.tenant);
+    const before = await snapshot(t.tenant);
     for (const res of [await t.req("/v1/workspaces/main/checkpoints", json({ name: "three" })), await t.req("/v1/workspaces", json({ id: "forked", from_workspace: "main" }))]) {
       expect(res.status).toBe(413);
       const body = (await res.json()) as any;
       expect(body.error).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "checkpoints_per_workspace", usage: 2, limit: 2 } });
       expect(body.error.message).toContain("DELETE /v1/workspaces/main/checkpoints/{id}");
     }
-    expect(await tenantObjects(t.tenant)).toEqual(before); // nothing sealed, no workspace made
+    expect(await snapshot(t.tenant)).toEqual(before); // nothing sealed, no workspace made
     expect((await t.req("/v1/workspaces", json({ id: "from-one", from_workspace: "main", checkpoint: first.id }))).status).toBe(201);
     expect((await t.req(`/v1/workspaces/main/checkpoints/${first.id}`, { method: "DELETE" })).status).toBe(200);
     expect((await t.req("/v1/workspaces/main/checkpoints", json({ name: "three" }))).status).toBe(201);

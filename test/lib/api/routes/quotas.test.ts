@@ -4,18 +4,8 @@ import { describe, expect, it } from "vitest";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { durableLimits } from "../../../../lib/limits/durable-object.js";
 import { admin, newTenant, testApp } from "../../../helpers.js";
+import { snapshot } from "../../archive/helpers.js";
 import { tar } from "../../archive/archives.js";
-
-async function tenantObjects(tenant: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const r = await env.FILES.list({ prefix: `t/${tenant}/`, ...(cursor ? { cursor } : {}) });
-    keys.push(...r.objects.filter((o) => !/\/audit\//.test(o.key)).map((o) => `${o.key} ${o.etag} ${o.size}`)); // a refusal's audit entry stays
-    cursor = r.truncated ? r.cursor : undefined;
-  } while (cursor);
-  return keys.sort();
-}
 
 describe("workspaces quota", () => {
   it("the tenant's limit: create, fork and an archive create past it are QUOTA_EXCEEDED naming quota, usage and limit, and storage is byte-identical", async () => {
@@ -24,14 +14,14 @@ describe("workspaces quota", () => {
     await admin(app, `/v1/admin/tenants/${t.tenant}/limits`, { workspaces: 2 }, "PUT");
     const post = (body: BodyInit, type = "application/json", q = "") => t.req(`/v1/workspaces${q}`, { method: "POST", headers: { "content-type": type }, body });
     expect((await post(JSON.stringify({ id: "second" }))).status).toBe(201);
-    const before = await tenantObjects(t.tenant);
+    const before = await snapshot(t.tenant);
     for (const res of [await post(JSON.stringify({ id: "third" })), await post(JSON.stringify({ id: "forked", from_workspace: "main" })), await post(tar([{ name: "a.txt", body: "x" }]), "application/x-tar", "?id=packed")]) {
       expect(res.status).toBe(413);
       const body = (await res.json()) as any;
       expect(body.error).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "workspaces", usage: 2, limit: 2 } });
       expect(body.error.message).toContain("workspaces quota is 2");
     }
-    expect(await tenantObjects(t.tenant)).toEqual(before);
+    expect(await snapshot(t.tenant)).toEqual(before);
     // Deleting one frees its slot.
     expect((await t.req("/v1/workspaces/second", { method: "DELETE" })).status).toBe(200);
     expect((await post(JSON.stringify({ id: "third" }))).status).toBe(201);
