@@ -61,7 +61,8 @@ let t: Tenant;
 let net: Tenant;
 beforeAll(async () => {
   t = await tenant("long26");
-  net = { ...t, key: (await post(`/v1/admin/tenants/${t.id}/keys`, { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body.key as string };
+  const made = (await post(`/v1/admin/tenants/${t.id}/keys`, { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body as { key: string; key_id: string };
+  net = { ...t, key: made.key, keyId: made.key_id };
 });
 afterAll(close);
 
@@ -111,7 +112,7 @@ describe("a call that passes the threshold becomes a task", () => {
       expect(task).toMatchObject({ status: "working", statusMessage: expect.stringMatching(/^Running: web_fetch/) });
       expect((await getTask(c, task.taskId)).status).toBe("working");
       // Counted as cut off only past the runtime's bound (deps.mcp.lateCallLostMs), not Workers' 60 s.
-      const rec = await readJson<{ lost_after_ms?: number }>(storage, callTaskKey(t.id, "main", t.keyId, task.taskId)!);
+      const rec = await readJson<{ lost_after_ms?: number }>(storage, callTaskKey(net.id, "main", net.keyId, task.taskId)!);
       expect(rec?.value.lost_after_ms).toBe(LOST_AFTER_MS);
       expect(usage.filter((u) => u.tenant === t.id && u.tool === "web_fetch")).toHaveLength(0);
       site.release();
