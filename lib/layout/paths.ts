@@ -192,11 +192,9 @@ export function tenantAuditPrefix(tenant: string): string {
 /** A `task` subagent run's record (functions/task.ts). */
 export const taskKey = (tenant: string, workspace: string, id: string): string => `${internalPrefix(tenant, workspace)}tasks/${id}.json`;
 /**
- * Call tasks (lib/run/tasks/store.ts), below the key that made them, so a key lists its own and no
- * other's: t/<tenant>/w/<ws>/x/call-tasks/<key id>/<id>.json. An id is "c", its creation time counted
- * down (9 characters that sort as the time, newest first) and 16 random ones (CALL_TASK_ID_PATTERN).
- * Records of the first layout, x/call-tasks/<id>.json with a random 24-character id
- * (LEGACY_CALL_TASK_ID_PATTERN), are still found by their id until their ttl; the key is in the record.
+ * Call tasks (lib/run/tasks/store.ts), below the key that made them (a key lists its own, no other's):
+ * x/call-tasks/<key id>/<id>.json, id "c" + its creation time counted down (9 characters: newest first)
+ * + 16 random. The first layout's x/call-tasks/<id>.json (id "c" + 24 random) is read by id until its ttl.
  */
 export const CALL_TASK_ID_PATTERN = /^c[a-z2-7]{25}$/;
 export const LEGACY_CALL_TASK_ID_PATTERN = /^c[a-z2-7]{24}$/;
