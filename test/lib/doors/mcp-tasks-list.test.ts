@@ -1,6 +1,7 @@
 /**
  * MCP 2025-11-25 tasks/list on the Workers runtime (local R2 and KV, the official 1.x client over
- * app.request): two keys of one tenant on one workspace each list only their own tasks; 1,050 tasks
+ * app.request): two keys of one tenant on one workspace each list only their own tasks (and by id,
+ * another key's task is not found); 1,050 tasks
  * of one key neither hide another key's task nor cost that key more than its page (storage operations
  * counted: test/support/counting-stores.ts); cursor paging gives every task of a key once, newest
  * first; a cursor not given by the list is -32602. Beside them, two door answers: a tools/call with a
@@ -54,6 +55,13 @@ describe("tasks/list: a key's own tasks, in bounded reads", () => {
     const mineB = (await startTask(cb, "ls", {})).taskId;
     expect((await listAll(ca)).ids).toEqual([...mineA].reverse());
     expect((await listAll(cb)).ids).toEqual([mineB]);
+    // By id, another key's task is not found, as one that never existed (tasks/get, tasks/result, tasks/cancel).
+    for (const ask of [() => cb.experimental.tasks.getTask(mineA[0]!), () => cb.experimental.tasks.getTaskResult(mineA[0]!, CallToolResultSchema), () => cb.experimental.tasks.cancelTask(mineA[0]!)]) {
+      const e = await ask().then(() => null, (err: unknown) => err);
+      expect(e).toBeInstanceOf(McpError);
+      expect((e as McpError).code).toBe(-32602);
+      expect((e as McpError).message).toMatch(/NOT_FOUND/);
+    }
 
     // 1,048 more of key A, through the task layer on the same R2 (uncounted), a millisecond apart so their order is known.
     const r2 = r2Driver(env.FILES);
