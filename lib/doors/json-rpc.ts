@@ -1,8 +1,9 @@
 /**
  * The MCP doors' own JSON-RPC error answers, where no SDK answers (a body that is not JSON, a
  * method the stateless endpoint does not serve, an elicitation answer not taken, a tools/call with
- * malformed params, an Origin refused): the shape both SDKs answer with, `{jsonrpc: "2.0", error: {code, message,
- * data?}, id}`, as JSON; id null where the request's id is unknown (no JSON) or names no one request.
+ * malformed params, an Origin refused): the shape both SDKs answer with, `{jsonrpc: "2.0",
+ * error: {code, message, data?}, id}`, as JSON; id null where the request's id is unknown (no JSON)
+ * or names no one request.
  */
 import type { ToolError } from "../shared/errors.js";
 
