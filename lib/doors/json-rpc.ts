@@ -1,8 +1,9 @@
 /**
  * The MCP doors' own JSON-RPC error answers, where no SDK answers (a body that is not JSON, a
  * method the stateless endpoint does not serve, an elicitation answer not taken, a tools/call with
- * malformed params): the shape both SDKs answer with, `{jsonrpc: "2.0", error: {code, message,
- * data?}, id}`, as JSON; id null where the request's id is unknown (no JSON) or names no one request.
+ * malformed params, an Origin refused): the shape both SDKs answer with, `{jsonrpc: "2.0",
+ * error: {code, message, data?}, id}`, as JSON; id null where the request's id is unknown (no JSON)
+ * or names no one request.
  */
 import type { ToolError } from "../shared/errors.js";
 
@@ -26,6 +27,13 @@ export function jsonRpcError(status: number, code: number, message: string, opts
   const data = opts.error ? { data: { code: opts.error.code, details: opts.error.details } } : {};
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...data }, id: opts.id ?? null }), { status, headers: { "content-type": "application/json", ...opts.headers } });
 }
+
+/**
+ * A request refused for its Origin (DNS rebinding: lib/doors/mcp.ts refusedOrigin): 403, as the
+ * transport spec asks, with a JSON-RPC error response "that has no id" (the spec's words: the body
+ * is not read for a refused origin) and the code the SDK's own origin check answers, -32000.
+ */
+export const originRefused = (error: ToolError): Response => jsonRpcError(403, JSON_RPC.serverError, error.message, { error });
 
 /**
  * A single tools/call request whose params are not `{name: string, arguments?: object, task?: object}`:

@@ -15,7 +15,9 @@
  *                      (lib/doors/mcp-ask.ts takes its answer); an approval waits for the human's answer
  *                      through the pending-call API (never taken from the client: docs/mcp-pending.md).
  *   tasks/cancel       kills the run (nothing written back), stops the subagent or closes the held call; a terminal task: -32602.
- * An unknown task id, or one of another key, workspace or tenant: -32602 "not found", the same answer.
+ *   tasks/list         the calling key's tasks in this workspace, newest first, a page of at most 100 (store.ts
+ *                      LIST_PAGE) and nextCursor while more may follow; its cost is the page's (1 LIST, 1 GET a task).
+ * An unknown task id, or one of another key, workspace or tenant: -32602 "not found", the same answer; a cursor not given by tasks/list: -32602.
  * A tool the key may not use: -32602 PERMISSION_DENIED before any task exists (startCallTask: nothing stored).
  */
 import { CancelTaskRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, GetTaskRequestSchema, ListTasksRequestSchema, McpError, type CallToolResult, type ServerRequest, type Task } from "@modelcontextprotocol/sdk/types.js";
@@ -92,7 +94,13 @@ export function registerMcpTasks(server: Server, scope: CallScope, asks: boolean
       return { ...mcpTask(rec), _meta: meta } as never;
     }),
   );
-  server.setRequestHandler(ListTasksRequestSchema, () => guarded(async () => ({ tasks: (await listCallTasks(s)).map(mcpTask) }) as never));
+  server.setRequestHandler(ListTasksRequestSchema, (req) =>
+    guarded(async () => {
+      const cursor = req.params?.cursor;
+      const page = await listCallTasks(s, cursor !== undefined ? { cursor } : {});
+      return { tasks: page.tasks.map(mcpTask), ...(page.next ? { nextCursor: page.next } : {}) } as never;
+    }),
+  );
   server.setRequestHandler(CancelTaskRequestSchema, (req) => guarded(async () => mcpTask(await cancelCallTask(s, req.params.taskId)) as never));
   server.setRequestHandler(GetTaskPayloadRequestSchema, (req, extra) =>
     guarded(async () => {

@@ -29,7 +29,7 @@ import { API_VERSION } from "../run/version.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../tools/custom/tool.js";
 import { callMcpTool, listMcpTools, mcpProgress, type McpCall, type McpDeps } from "./mcp-tools.js";
-import { JSON_RPC, jsonRpcError, malformedToolCall } from "./json-rpc.js";
+import { JSON_RPC, jsonRpcError, malformedToolCall, originRefused } from "./json-rpc.js";
 import { hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
 /** Schemas are validated by our own argument parser (lib/contract/tool-args.ts); the SDK's validator is only used by its own elicitInput, which this server does not call (lib/doors/mcp-ask.ts checks the answers). */
@@ -97,14 +97,15 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * Trusted: the operator's allow-list, the API's public URL (TOOLSHED_PUBLIC_URL), and a loopback
  * origin when the request itself came to a loopback name (local development; any port, as the
  * SDK's own localhost guard does). A rebound name (Host and Origin both evil.example) never passes,
- * though the two match each other.
+ * though the two match each other. Refused: the JSON-RPC error to answer (lib/doors/json-rpc.ts
+ * originRefused), before the body is read; else null.
  */
-export function assertOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): void {
+export function refusedOrigin(req: Request, allowed: readonly string[], publicUrl: string | undefined): Response | null {
   const origin = req.headers.get("origin");
-  if (origin === null) return;
+  if (origin === null) return null;
   const publicOrigin = publicUrl ? safeOrigin(publicUrl) : null;
-  if (allowed.includes(origin) || origin === publicOrigin || (isLoopback(hostnameOf(origin)) && isLoopback(hostnameOf(`http://${req.headers.get("host") ?? new URL(req.url).host}`)))) return;
-  throw new ToolError("PERMISSION_DENIED", `Origin ${origin.slice(0, 200)} may not call this MCP endpoint. Call it from a server-side client (no Origin header), or have the operator add the origin to the MCP allow-list (deps.mcp.allowedOrigins).`, { origin: origin.slice(0, 200) });
+  if (allowed.includes(origin) || origin === publicOrigin || (isLoopback(hostnameOf(origin)) && isLoopback(hostnameOf(`http://${req.headers.get("host") ?? new URL(req.url).host}`)))) return null;
+  return originRefused(new ToolError("PERMISSION_DENIED", `Origin ${origin.slice(0, 200)} may not call this MCP endpoint. Call it from a server-side client (no Origin header), or have the operator add the origin to the MCP allow-list (deps.mcp.allowedOrigins).`, { origin: origin.slice(0, 200) }));
 }
 
 const isLoopback = (hostname: string | null) => hostname !== null && LOOPBACK_HOSTS.has(hostname);

@@ -118,6 +118,7 @@ export function checkSessionId(session: string): string {
  *   t/<tenant>/w/<ws>/f/<path>       files
  *   t/<tenant>/w/<ws>/f/<dir>/       an explicit directory: a zero-byte marker (dirMarkerKey)
  *   t/<tenant>/w/<ws>/x/<name>       internal data (indexes, run records, todo lists, ...), never listed as files
+ *   t/<tenant>/w/<ws>/x/call-tasks/<key id>/<id>.json   a key's call task (callTaskKey)
  *   t/<tenant>/tenant.json           the tenant record
  *   t/<tenant>/idem/<sha256>.json    a stored answer to an Idempotency-Key (admin/idem/ for the admin token)
  *   t/<tenant>/audit/<id>.json       the tenant's audit entries (tenantAuditPrefix)
@@ -188,9 +189,31 @@ export function tenantAuditPrefix(tenant: string): string {
   if (!ID_PATTERN.test(tenant)) throw new ToolError("INTERNAL", "Bad tenant id.");
   return `t/${tenant}/audit/`;
 }
-/** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/tools/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
 /** A `task` subagent run's record (functions/task.ts). */
 export const taskKey = (tenant: string, workspace: string, id: string): string => `${internalPrefix(tenant, workspace)}tasks/${id}.json`;
+/**
+ * Call tasks (lib/run/tasks/store.ts), below the key that made them (a key lists its own, no other's):
+ * x/call-tasks/<key id>/<id>.json, id "c" + its creation time counted down (9 characters: newest first)
+ * + 16 random. The first layout's x/call-tasks/<id>.json (id "c" + 24 random) is read by id until its ttl.
+ */
+export const CALL_TASK_ID_PATTERN = /^c[a-z2-7]{25}$/;
+export const LEGACY_CALL_TASK_ID_PATTERN = /^c[a-z2-7]{24}$/;
+/** Key ids in keys: an API key's (10 base32 characters) or an OAuth principal's (oauth_ + hex). */
+const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** Every key's call tasks of a workspace, both layouts (the housekeeping sweep, GC and workspace delete list below it). */
+export const callTasksPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}call-tasks/`;
+/** One key's call tasks, newest first. */
+export function keyCallTasksPrefix(tenant: string, workspace: string, keyId: string): string {
+  if (!KEY_ID_PATTERN.test(keyId)) throw new ToolError("INTERNAL", "Bad key id.");
+  return `${callTasksPrefix(tenant, workspace)}${keyId}/`;
+}
+/** The record of call task `id` of key `keyId` (an id of the first layout: its record in the shared folder); null for an id of neither shape. */
+export function callTaskKey(tenant: string, workspace: string, keyId: string, id: string): string | null {
+  if (CALL_TASK_ID_PATTERN.test(id)) return `${keyCallTasksPrefix(tenant, workspace, keyId)}${id}.json`;
+  return LEGACY_CALL_TASK_ID_PATTERN.test(id) ? `${callTasksPrefix(tenant, workspace)}${id}.json` : null;
+}
+
+/** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/tools/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
 
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;

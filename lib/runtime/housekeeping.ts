@@ -3,7 +3,8 @@
  * manifests (lib/layers/gc-schedule.ts), and for each tenant it reaches, the audit log's retention
  * (lib/run/audit/retention.ts; TOOLSHED_AUDIT_RETENTION_DAYS, default 365, 0 keeps entries for the
  * workspace's life), each workspace's call-task records past their ttl (lib/run/tasks/store.ts:
- * up to 20 per workspace and tick, beside the sweep of every task's creation), and each workspace's
+ * up to 20 of each key's folder and 20 of the first layout's per workspace and tick, beside the sweep
+ * of a key's folder at each of its tasks' creation), and each workspace's
  * undo journals past their retention, every session's (lib/workspace/undo-retention.ts: a session
  * that stopped making calls is pruned only here). The undo prune runs inside GC's mark, on the
  * listing GC makes of each undo prefix for its roots, before it reads the records there: one listing

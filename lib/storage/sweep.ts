@@ -27,13 +27,15 @@ export interface SweepSpec<R> {
   max?: number;
   /** The LIST of prefix the caller already made (first page); without it the sweep makes one. */
   listed?: readonly ObjectInfo[];
+  /** The sweep's own LIST starts after this key: records kept in time order skip the young ones (lib/run/tasks/store.ts). */
+  startAfter?: string;
 }
 
 /** Deletes up to `max` stale records under the prefix; returns the keys deleted. Never throws. */
 export async function sweepRecords<R>(spec: SweepSpec<R>): Promise<string[]> {
   try {
     const grace = spec.graceMs ?? RECORD_GRACE_MS;
-    const objects = spec.listed ?? (await spec.driver.list({ prefix: spec.prefix, limit: 1000 })).objects;
+    const objects = spec.listed ?? (await spec.driver.list({ prefix: spec.prefix, limit: 1000, ...(spec.startAfter ? { startAfter: spec.startAfter } : {}) })).objects;
     const candidates = objects
       .filter((o) => o.key.startsWith(spec.prefix) && o.modified.getTime() <= spec.now - grace)
       .sort((a, b) => a.modified.getTime() - b.modified.getTime())

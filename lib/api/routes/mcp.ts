@@ -8,7 +8,7 @@
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
-import { assertOrigin } from "../../doors/mcp.js";
+import { refusedOrigin } from "../../doors/mcp.js";
 import { mcpDoorResponse } from "../../doors/mcp-door.js";
 import { jsonRpcError, JSON_RPC, requestsIn } from "../../doors/json-rpc.js";
 import { takeCall } from "../auth/rate-limit.js";
@@ -28,7 +28,8 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
     },
     async (c) => {
-      assertOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
+      const refused = refusedOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
+      if (refused) return refused;
       if (c.req.method !== "POST") {
         // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
         return jsonRpcError(405, JSON_RPC.serverError, "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST.", { headers: { allow: "POST" } });

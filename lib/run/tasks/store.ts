@@ -1,24 +1,29 @@
 /**
  * Call tasks: a tool call that a door runs as a task (MCP tasks: lib/doors/mcp-tasks.ts), one JSON
- * record per task in the workspace's internal area (x/call-tasks/<id>.json), so it survives the
- * isolate that started it and another tenant's or workspace's id names nothing (NOT_FOUND).
+ * record per task in the workspace's internal area, below the key that made it
+ * (x/call-tasks/<key id>/<id>.json: lib/layout/paths.ts callTaskKey), so it survives the isolate that
+ * started it, another tenant's, workspace's or key's id names nothing (NOT_FOUND), and a key lists
+ * its own tasks without reading any other's. Ids sort newest first (their creation time counted down).
  * Every change is a conditional write (If-None-Match: * to create, If-Match the version read to
  * change): of two requests advancing one task, one wins and the other reads the winner's record.
  *
- * A record is bound to the key that made it (another key of the same tenant gets NOT_FOUND too)
- * and kept ttl_ms from its creation (default CALL_TASK_TTL_MS, 24 h; at least 1 min, at most 7 days):
- * past it, it is NOT_FOUND; the object is deleted once it is also 24 h past its last write, by the
- * sweep of a later task's creation (lib/storage/sweep.ts) and by the housekeeping tick
- * (lib/runtime/housekeeping.ts), each deleting only the version it read.
+ * A record also names its key (key_id), checked on every read: a record of the first layout
+ * (x/call-tasks/<id>.json, every key's side by side) is still read, changed and swept by its id until
+ * its ttl, and is not listed. Kept ttl_ms from its creation (default CALL_TASK_TTL_MS, 24 h; at least 1
+ * min, at most 7 days): past it, it is NOT_FOUND; the object is deleted once it is also 24 h past its
+ * last write, by the sweep of the key's next task's creation (lib/storage/sweep.ts) and by the
+ * housekeeping tick (lib/runtime/housekeeping.ts: every key's and the first layout's), each deleting
+ * only the version it read.
  *
- * Storage operations: create = 1 PUT (+ the sweep: 1 LIST, ≤ 20 GETs + 1 DELETE when some record is
- * older than its grace); read = 1 GET; a change = 1 PUT (+ 1 GET per lost race); list = 1 LIST + 1 GET per record.
+ * Storage operations: create = 1 PUT (+ the sweep: 1 LIST, ≤ 20 GETs + 1 DELETE when some record of
+ * the key is older than its grace); read = 1 GET; a change = 1 PUT (+ 1 GET per lost race); a page of
+ * the list = 1 LIST + 1 GET per record on it (at most LIST_PAGE), whatever other keys hold.
  */
 import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
-import { internalPrefix } from "../../layout/paths.js";
+import { CALL_TASK_ID_PATTERN, callTaskKey, callTasksPrefix, keyCallTasksPrefix } from "../../layout/paths.js";
 import { readJson } from "../../storage/json.js";
-import { sweepRecords } from "../../storage/sweep.js";
+import { RECORD_GRACE_MS, sweepRecords } from "../../storage/sweep.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 
 /** How long a task and its result are kept by default, from its creation. */
@@ -30,8 +35,8 @@ export const MIN_CALL_TASK_TTL_MS = 60 * 1000;
 /** Partial output kept for tasks/get: the last this many characters. */
 export const PARTIAL_OUTPUT_CHARS = 8_000;
 
-/** Task ids: "c" + 24 base32 characters. */
-export const CALL_TASK_ID_PATTERN = /^c[a-z2-7]{24}$/;
+/** Most tasks one page of the list holds. */
+export const LIST_PAGE = 100;
 
 /** The MCP statuses, which are the ones a task can be in whatever the door. */
 export type CallTaskStatus = "working" | "input_required" | "completed" | "failed" | "cancelled";
@@ -82,12 +87,27 @@ export interface CallTaskScope {
   now?: () => number;
 }
 
-const prefixOf = (s: Pick<CallTaskScope, "tenant" | "workspace">) => `${internalPrefix(s.tenant, s.workspace)}call-tasks/`;
-
 function keyOf(s: CallTaskScope, id: string): string {
-  if (!CALL_TASK_ID_PATTERN.test(id)) throw notFound(id);
-  return `${prefixOf(s)}${id}.json`;
+  const key = callTaskKey(s.tenant, s.workspace, s.key_id, id);
+  if (key === null) throw notFound(id);
+  return key;
 }
+
+/** Base32 digits in their ASCII order, so that the text of a number sorts as the number. */
+const SORTED_DIGITS = "234567abcdefghijklmnopqrstuvwxyz";
+/** 9 such digits hold 45 bits of milliseconds (to the year 3084), counted down: later times sort first. */
+const TIME_DIGITS = 9;
+const COUNTDOWN_FROM = 2 ** (5 * TIME_DIGITS) - 1;
+function countdown(ms: number): string {
+  let n = COUNTDOWN_FROM - Math.max(0, Math.min(Math.floor(ms), COUNTDOWN_FROM));
+  let out = "";
+  for (let i = 0; i < TIME_DIGITS; i++, n = Math.floor(n / 32)) out = SORTED_DIGITS[n % 32] + out;
+  return out;
+}
+/** A new task id: "c", its creation time counted down, 16 random characters (CALL_TASK_ID_PATTERN). */
+const newCallTaskId = (ms: number) => `c${countdown(ms)}${randomId(16)}`;
+/** Where the ids of tasks made before `ms` begin (they sort after it). */
+const madeBefore = (ms: number) => `c${countdown(ms)}`;
 
 export const notFound = (id: string) =>
   new ToolError("NOT_FOUND", `No task ${JSON.stringify(id.slice(0, 40))} for this key in this workspace (it never existed, belongs to another key or workspace, or was kept past its ttl and removed). Call the tool again to start a new one.`, { task_id: id.slice(0, 40) });
@@ -104,9 +124,9 @@ export function ttlOf(asked: number | undefined): number {
 /** A new task record, created only if its id is new; the lazy sweep of expired ones runs beside it. */
 export async function createCallTask(s: CallTaskScope, init: Pick<CallTaskRecord, "tool" | "session" | "ttl_ms">): Promise<{ rec: CallTaskRecord; etag: string }> {
   const at = new Date(nowOf(s)).toISOString();
-  const rec: CallTaskRecord = { id: `c${randomId(24)}`, key_id: s.key_id, status: "working", created_at: at, updated_at: at, ...init };
+  const rec: CallTaskRecord = { id: newCallTaskId(nowOf(s)), key_id: s.key_id, status: "working", created_at: at, updated_at: at, ...init };
   const put = await s.storage.put(keyOf(s, rec.id), JSON.stringify(rec), { contentType: "application/json", ifNoneMatch: "*" });
-  void sweepCallTasks(s.storage, s.tenant, s.workspace, nowOf(s)).catch(() => {});
+  void sweepKeyCallTasks(s.storage, keyCallTasksPrefix(s.tenant, s.workspace, s.key_id), nowOf(s)).catch(() => {});
   return { rec, etag: put.etag };
 }
 
@@ -139,20 +159,52 @@ export async function changeCallTask(s: CallTaskScope, id: string, change: (rec:
   throw new ToolError("CONFLICT", `Task ${id} is being changed by several requests at once; ask again.`, { task_id: id });
 }
 
-/** The caller's tasks in this workspace, newest first (at most `max`). */
-export async function listCallTasks(s: CallTaskScope, max = 100): Promise<CallTaskRecord[]> {
-  const listed = await s.storage.list({ prefix: prefixOf(s), limit: 1000 });
-  const recs = await Promise.all(listed.objects.map((o) => readJson<CallTaskRecord>(s.storage, o.key)));
+/**
+ * One page of the caller's tasks in this workspace, newest first: after the task `cursor` names (the
+ * last one listed on the page before), at most LIST_PAGE of them. Listed from the key's own folder:
+ * one LIST and one GET per task on the page, whatever other keys hold. `next` when more may follow.
+ * Tasks of the first layout are not listed (they are still read by their id until their ttl).
+ */
+export async function listCallTasks(s: CallTaskScope, opts: { cursor?: string; limit?: number } = {}): Promise<{ tasks: CallTaskRecord[]; next?: string }> {
+  const prefix = keyCallTasksPrefix(s.tenant, s.workspace, s.key_id);
+  if (opts.cursor !== undefined && !CALL_TASK_ID_PATTERN.test(opts.cursor)) {
+    throw new ToolError("INVALID_ARGUMENT", "Invalid cursor: pass back the nextCursor of the previous tasks/list answer as it was, or no cursor for the first page.", { cursor: opts.cursor.slice(0, 40) });
+  }
+  const listed = await s.storage.list({ prefix, limit: Math.min(opts.limit ?? LIST_PAGE, LIST_PAGE), ...(opts.cursor ? { startAfter: `${prefix}${opts.cursor}.json` } : {}) });
+  const ids = listed.objects.map((o) => o.key.slice(prefix.length, -".json".length)).filter((id) => CALL_TASK_ID_PATTERN.test(id));
+  const recs = await Promise.all(ids.map((id) => readJson<CallTaskRecord>(s.storage, `${prefix}${id}.json`)));
   const now = nowOf(s);
-  return recs
-    .map((r) => r?.value)
-    .filter((r): r is CallTaskRecord => !!r && r.key_id === s.key_id && expiresAt(r) > now)
-    .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0))
-    .slice(0, max);
+  const tasks = recs.map((r) => r?.value).filter((r): r is CallTaskRecord => !!r && r.key_id === s.key_id && expiresAt(r) > now);
+  const last = ids.at(-1);
+  return { tasks, ...(listed.cursor && last ? { next: last } : {}) };
 }
 
-/** Deletes (each only if unchanged since read) up to 20 task records past their ttl; never throws. */
-export function sweepCallTasks(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<string[]> {
-  // Candidates: records last written more than the sweep's grace (24 h) ago, the rule of every record kind; one past its ttl is NOT_FOUND before that.
-  return sweepRecords<CallTaskRecord>({ driver: storage, prefix: prefixOf({ tenant, workspace }), now, isStale: (r, t) => expiresAt(r) <= t });
+const isStale = (r: CallTaskRecord, t: number) => expiresAt(r) <= t;
+
+/** The sweep of one key's folder: only its tasks made before the sweep's grace are candidates, so the listing starts where they do (newest first). */
+function sweepKeyCallTasks(storage: StorageDriver, prefix: string, now: number): Promise<string[]> {
+  return sweepRecords<CallTaskRecord>({ driver: storage, prefix, now, isStale, startAfter: `${prefix}${madeBefore(now - RECORD_GRACE_MS)}` });
+}
+
+/**
+ * Deletes (each only if unchanged since read) task records past their ttl in a workspace: up to 20 of
+ * each key's folder and 20 of the first layout's; never throws. Cost: 1 LIST of the folders (a page per
+ * 1,000 keys and records of the first layout), then the sweep of each (1 LIST, GETs only of candidates).
+ */
+export async function sweepCallTasks(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<string[]> {
+  const prefix = callTasksPrefix(tenant, workspace);
+  const deleted: string[] = [];
+  try {
+    let cursor: string | undefined;
+    do {
+      const page = await storage.list({ prefix, delimiter: "/", ...(cursor ? { cursor } : {}) });
+      // Candidates: records last written more than the sweep's grace (24 h) ago, the rule of every record kind; one past its ttl is NOT_FOUND before that.
+      if (page.objects.length > 0) deleted.push(...(await sweepRecords<CallTaskRecord>({ driver: storage, prefix, now, isStale, listed: page.objects })));
+      for (const folder of page.prefixes) deleted.push(...(await sweepKeyCallTasks(storage, folder, now)));
+      cursor = page.cursor;
+    } while (cursor);
+  } catch {
+    // the sweep is housekeeping: it never fails the call that runs it
+  }
+  return deleted;
 }

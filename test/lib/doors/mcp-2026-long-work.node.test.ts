@@ -11,7 +11,7 @@
  */
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { internalPrefix } from "../../../lib/layout/paths.js";
+import { callTaskKey, callTasksPrefix, internalPrefix } from "../../../lib/layout/paths.js";
 import { readJson } from "../../../lib/storage/json.js";
 import { cancelTask, connect, ended, executionContext, getTask, pollUntil, startTask, text } from "./mcp-2026-client.js";
 import { ADMIN, sandboxApp, type Tenant } from "./sandbox-app.js";
@@ -61,7 +61,8 @@ let t: Tenant;
 let net: Tenant;
 beforeAll(async () => {
   t = await tenant("long26");
-  net = { ...t, key: (await post(`/v1/admin/tenants/${t.id}/keys`, { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body.key as string };
+  const made = (await post(`/v1/admin/tenants/${t.id}/keys`, { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body as { key: string; key_id: string };
+  net = { ...t, key: made.key, keyId: made.key_id };
 });
 afterAll(close);
 
@@ -111,7 +112,7 @@ describe("a call that passes the threshold becomes a task", () => {
       expect(task).toMatchObject({ status: "working", statusMessage: expect.stringMatching(/^Running: web_fetch/) });
       expect((await getTask(c, task.taskId)).status).toBe("working");
       // Counted as cut off only past the runtime's bound (deps.mcp.lateCallLostMs), not Workers' 60 s.
-      const rec = await readJson<{ lost_after_ms?: number }>(storage, `${internalPrefix(t.id, "main")}call-tasks/${task.taskId}.json`);
+      const rec = await readJson<{ lost_after_ms?: number }>(storage, callTaskKey(net.id, "main", net.keyId, task.taskId)!);
       expect(rec?.value.lost_after_ms).toBe(LOST_AFTER_MS);
       expect(usage.filter((u) => u.tenant === t.id && u.tool === "web_fetch")).toHaveLength(0);
       site.release();
@@ -151,12 +152,12 @@ describe("a call that passes the threshold becomes a task", () => {
   it("a quick call answers directly: no task record is written", async () => {
     const kept: Promise<unknown>[] = [];
     const c = await connect(app, t, { ctx: executionContext(kept) });
-    const before = (await storage.list({ prefix: `${internalPrefix(t.id, "main")}call-tasks/` })).objects.length;
+    const before = (await storage.list({ prefix: callTasksPrefix(t.id, "main") })).objects.length;
     const r = await c.client.callTool({ name: "ls", arguments: {} });
     expect(r.isError ?? false).toBe(false);
     expect(r.structuredContent).toBeDefined();
     await settle(kept);
-    expect((await storage.list({ prefix: `${internalPrefix(t.id, "main")}call-tasks/` })).objects).toHaveLength(before);
+    expect((await storage.list({ prefix: callTasksPrefix(t.id, "main") })).objects).toHaveLength(before);
     await c.client.close();
   });
 });

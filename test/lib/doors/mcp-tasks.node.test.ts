@@ -182,8 +182,7 @@ describe("the task layer's interface for another door (tasks/get's input request
     const client = await connect(acme, "main", () => ({ action: "accept", content: { answer: "unused" } })); // declares elicitation
     const task = await startTask(client, "ask_user", { question: "Which port?", options: ["80", "8080"] });
     expect(task.status).toBe("input_required");
-    const raw = await storage.get(`t/acme/w/main/x/call-tasks/${task.taskId}.json`);
-    const s = { storage, tenant: "acme", workspace: "main", key_id: JSON.parse(await new Response(raw!.body).text()).key_id as string, deps };
+    const s = { storage, tenant: "acme", workspace: "main", key_id: acme.keyId, deps };
     const rec = await getCallTask(s, task.taskId);
     expect(await callTaskInput(s, rec)).toEqual({ kind: "question", pending_id: rec.pending_id, question: "Which port?", options: ["80", "8080"] });
     await expect(getCallTask({ ...s, key_id: "someone-else" }, task.taskId)).rejects.toMatchObject({ code: "NOT_FOUND" });

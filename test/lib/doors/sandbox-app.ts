@@ -23,6 +23,8 @@ export const ADMIN = "mcp-tasks-admin";
 export interface Tenant {
   id: string;
   key: string;
+  /** The agent key's id (its call tasks' folder: callTaskKey). */
+  keyId: string;
   approver: string;
 }
 
@@ -51,10 +53,10 @@ export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof
   /** A tenant with an agent key, an approver key and the workspaces named. */
   async function tenant(id: string, workspaces = ["main"]): Promise<Tenant> {
     expect((await post("/v1/admin/tenants", { id }, ADMIN)).status).toBe(201);
-    const key = (await post(`/v1/admin/tenants/${id}/keys`, {}, ADMIN)).body.key as string;
+    const made = (await post(`/v1/admin/tenants/${id}/keys`, {}, ADMIN)).body as { key: string; key_id: string };
     const approver = (await post(`/v1/admin/tenants/${id}/keys`, { name: "app", scopes: ["read", "approve"] }, ADMIN)).body.key as string;
-    for (const ws of workspaces) expect((await post("/v1/workspaces", { id: ws }, key)).status).toBe(201);
-    return { id, key, approver };
+    for (const ws of workspaces) expect((await post("/v1/workspaces", { id: ws }, made.key)).status).toBe(201);
+    return { id, key: made.key, keyId: made.key_id, approver };
   }
   /** Puts a file through the raw files route. */
   async function upload(t: Tenant, path: string, body = "x", ws = "main"): Promise<void> {
