@@ -14,9 +14,9 @@
  *   trap; `cmd || …`, `cmd && …` and `if cmd` are the block's own checks; with `pipefail`, a curl
  *   failing at the head of a pipe fails too), and bash ends with status 0;
  * - no answer of the server is a Toolshed error (an `"error":{"code":…}` envelope, `"ok":false`, a
- *   compat door's `is_error`, any HTTP status ≥ 400), unless a comment of the block names its code:
- *   `# held: 202 NEEDS_APPROVAL`, `# a second answer: 409 CONFLICT`. Curl's own failure (no server,
- *   a bad URL) is a failed command;
+ *   failed call of a compat door or MCP: `is_error`, `status: "failed"`, `isError`; any HTTP status
+ *   ≥ 400), unless a comment of the block names its code: `# held: 202 NEEDS_APPROVAL`,
+ *   `# a second answer: 409 CONFLICT`. Curl's own failure (no server, a bad URL) is a failed command;
  * - a code a comment names is one the block was answered: a comment promising an error is a claim.
  * A block that cannot run here is in SKIPPED, by page and a phrase of it, with the reason.
  */
@@ -146,6 +146,8 @@ describe("the README's tour and the docs' shell blocks, run as pasted", () => {
       expect(answerError(answer(202, "application/json", '{"ok":false,"tool":"bash","error":{"code":"NEEDS_APPROVAL"}}'))).toBe("NEEDS_APPROVAL");
       expect(answerError(answer(200, "text/event-stream", 'event: result\ndata: {"ok":false,"error":{"code":"TIMEOUT"}}\n\n'))).toBe("TIMEOUT");
       expect(answerError(answer(200, "application/json", '{"type":"tool_result","is_error":true}'))).toBe("is_error");
+      expect(answerError(answer(200, "application/json", '{"type":"apply_patch_call_output","status":"failed","output":"…"}'))).toBe("is_error");
+      expect(answerError(answer(200, "application/json", '{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}'))).toBe("is_error");
       expect(answerError(answer(200, "application/json", '{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}'))).toBe("-32602");
       expect(answerError(answer(502, "text/plain", "bad gateway"))).toBe("HTTP 502");
       expect(answerError(answer(200, "application/octet-stream", '{"ok":false}'))).toBeNull();

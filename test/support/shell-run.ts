@@ -53,16 +53,16 @@ function payloads(answer: ProxiedAnswer): unknown[] {
 
 /**
  * The error an answer is, by its code, or null: an `"error":{"code":…}` envelope (a tool call's,
- * a route's, a JSON-RPC error's number), `"ok":false`, a compat door's `is_error`/`isError`, or an
- * HTTP status of 400 and up whatever the body.
+ * a route's, a JSON-RPC error's number), `"ok":false`, a failed call of a compat door or MCP
+ * (`is_error`, `status: "failed"`, `result.isError`), or an HTTP status of 400 and up whatever the body.
  */
 export function answerError(answer: ProxiedAnswer): string | null {
   for (const p of payloads(answer)) {
     if (typeof p !== "object" || p === null) continue;
-    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown } };
+    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown }; status?: unknown };
     if (o.error && (typeof o.error.code === "string" || typeof o.error.code === "number")) return String(o.error.code);
     if (o.ok === false) return "ok:false";
-    if (o.is_error === true || o.result?.isError === true) return "is_error";
+    if (o.is_error === true || o.result?.isError === true || o.status === "failed") return "is_error";
   }
   return answer.status >= 400 ? `HTTP ${answer.status}` : null;
 }
