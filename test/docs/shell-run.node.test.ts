@@ -15,9 +15,10 @@
  *   failing at the head of a pipe fails too), and bash ends with status 0;
  * - no answer of the server is a Toolshed error (an `"error":{"code":…}` envelope, `"ok":false`, a
  *   failed call of a compat door or MCP: `is_error`, `status: "failed"`, `isError`; any HTTP status
- *   ≥ 400), unless a comment of the block names its code: `# held: 202 NEEDS_APPROVAL`,
+ *   ≥ 400), unless a comment of the block names its code or its status: `# held: 202 NEEDS_APPROVAL`,
  *   `# a second answer: 409 CONFLICT`. Curl's own failure (no server, a bad URL) is a failed command;
- * - a code a comment names is one the block was answered: a comment promising an error is a claim.
+ * - a code or status (400 and up) a comment names is one the block was answered: a comment promising
+ *   an error is a claim.
  * A block that cannot run here is in SKIPPED, by page and a phrase of it, with the reason.
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -132,8 +133,8 @@ describe("the README's tour and the docs' shell blocks, run as pasted", () => {
       expect(broken.blocks.flatMap(blockFailures)).toEqual([expect.stringMatching(/^planted:1: POST \/v1\/workspaces\/no-such-ws\/tools\/read: NOT_FOUND \(404\)/)]);
       const shown = await run(planted(`# 404 NOT_FOUND: no such workspace\ncurl -s $B/v1/workspaces/no-such-ws/tools/read "\${H[@]}" -d '{"file_path":"a.txt"}'`), `source ${JSON.stringify(tourFile())}`);
       expect(shown.blocks.flatMap(blockFailures)).toEqual([]);
-      const promised = await run(planted(`# the 6th: 429 RATE_LIMITED\ncurl -s $B/v1/workspaces "\${H[@]}"`), `source ${JSON.stringify(tourFile())}`);
-      expect(promised.blocks.flatMap(blockFailures)).toEqual(["planted:1: a comment names RATE_LIMITED, which no answer of the block was"]);
+      const promised = await run(planted(`# the 6th: HTTP/1.1 429 with Retry-After\ncurl -s $B/v1/workspaces "\${H[@]}"`), `source ${JSON.stringify(tourFile())}`);
+      expect(promised.blocks.flatMap(blockFailures)).toEqual(["planted:1: a comment names 429, which no answer of the block was"]);
     });
 
     it("curl's own failure and an unchecked failed command fail their block; a checked one does not", async () => {
@@ -151,7 +152,7 @@ describe("the README's tour and the docs' shell blocks, run as pasted", () => {
       expect(answerError(answer(200, "application/json", '{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}'))).toBe("-32602");
       expect(answerError(answer(502, "text/plain", "bad gateway"))).toBe("HTTP 502");
       expect(answerError(answer(200, "application/octet-stream", '{"ok":false}'))).toBeNull();
-      expect([...namedCodes(`curl -d '{"x":"NOT_FOUND"}' # 409 CONFLICT, then\n# held: 202 NEEDS_APPROVAL`)].sort()).toEqual(["CONFLICT", "NEEDS_APPROVAL"]);
+      expect([...namedCodes(`curl -d '{"x":"NOT_FOUND"}' # 409 CONFLICT, then\n# held: 202 NEEDS_APPROVAL, at most 200`)].sort()).toEqual(["409", "CONFLICT", "NEEDS_APPROVAL"]);
     });
   });
 });

@@ -4,8 +4,8 @@
  * every command whose status the block does not test itself succeeds (the ERR trap: a command in an
  * `if`, or before `&&`/`||`, is the block's own check; a pipeline fails when any of its commands
  * does), bash ends with status 0, and no answer of the server is a Toolshed error unless a comment
- * of the block names its code (`# 403 PERMISSION_DENIED`, `# a second answer: 409 CONFLICT`), and
- * then one answer is.
+ * of the block names its code or status (`# 403 PERMISSION_DENIED`, `# a second answer: 409
+ * CONFLICT`), and then one answer is.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -67,10 +67,10 @@ export function answerError(answer: ProxiedAnswer): string | null {
   return answer.status >= 400 ? `HTTP ${answer.status}` : null;
 }
 
-/** The error codes a block's comments name (a word of the registry, or a JSON-RPC error number). */
+/** The errors a block's comments name: a code of the registry, a JSON-RPC error number, an HTTP status of 400 and up. */
 export function namedCodes(block: string): Set<string> {
   const words = shellComments(block).flatMap((c) => c.match(/-?\w+/g) ?? []);
-  return new Set(words.filter((w) => w in ERROR_CODES || /^-32\d{3}$/.test(w)));
+  return new Set(words.filter((w) => w in ERROR_CODES || /^-32\d{3}$/.test(w) || /^[45]\d\d$/.test(w)));
 }
 
 /**
@@ -83,8 +83,9 @@ export function blockFailures(run: BlockRun): string[] {
   const answered = new Set<string>();
   const errors = run.answers.flatMap((a) => {
     const code = answerError(a);
-    if (code) answered.add(code);
-    return code && !named.has(code) ? [`${a.method} ${a.path}: ${code} (${a.status}) ${a.body.slice(0, 300)}`] : [];
+    if (!code) return [];
+    answered.add(code).add(String(a.status));
+    return named.has(code) || named.has(String(a.status)) ? [] : [`${a.method} ${a.path}: ${code} (${a.status}) ${a.body.slice(0, 300)}`];
   });
   const unseen = [...named].filter((c) => !answered.has(c)).map((c) => `a comment names ${c}, which no answer of the block was`);
   return [...run.failed, ...errors, ...unseen].map((f) => `${run.block.label}: ${f}`);
