@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { bareAngleBrackets, shellBlocks, unsetShellVariables, variablesSet, variablesUsed } from "../support/shell-snippets.js";
+import { bareAngleBrackets, shellBlocks, shellComments, unsetShellVariables, variablesSet, variablesUsed } from "../support/shell-snippets.js";
 
 /** Set by the shell itself, or by the reader's machine. */
 const ENVIRONMENT = new Set(["PWD", "HOME", "PATH", "USER"]);
@@ -68,5 +68,6 @@ describe("the shell reader", () => {
     expect([...variablesSet(first!.text)].sort()).toEqual(["X", "Y", "f"]);
     expect(variablesUsed(first!.text).map((u) => u.name)).toEqual(["B", "X", "Y", "ADMIN", "LATER", "B", "B", "f"]);
     expect(bareAngleBrackets(first!.text)).toEqual([{ text: "<id>", line: 4 }]);
+    expect(shellComments(first!.text)).toEqual([" $IN_A_COMMENT"]);
   });
 });

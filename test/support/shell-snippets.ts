@@ -33,6 +33,17 @@ export function shellBlocks(markdown: string): ShellBlock[] {
  * expand there.
  */
 function expandedText(block: string): string {
+  return scanned(block).text;
+}
+
+/** The block's comments (`# …` outside quotes, to the end of the line), in order, without the `#`. */
+export function shellComments(block: string): string[] {
+  return scanned(block).comments;
+}
+
+/** One pass over a block: its text as the shell expands it (expandedText) and the comments it dropped. */
+function scanned(block: string): { text: string; comments: string[] } {
+  const comments: string[] = [];
   let out = "";
   let quote: "'" | '"' | null = null;
   let comment = false;
@@ -43,7 +54,10 @@ function expandedText(block: string): string {
       out += ch;
       continue;
     }
-    if (comment) continue;
+    if (comment) {
+      comments[comments.length - 1] += ch;
+      continue;
+    }
     if (quote === "'") {
       if (ch === "'") quote = null;
       out += " ";
@@ -62,11 +76,12 @@ function expandedText(block: string): string {
     if (ch === '"') quote = quote === '"' ? null : '"';
     if (quote === null && ch === "#" && (i === 0 || /\s/.test(block[i - 1]!))) {
       comment = true;
+      comments.push("");
       continue;
     }
     out += ch;
   }
-  return out;
+  return { text: out, comments };
 }
 
 /** Names the block reads as `$NAME` or `${NAME…}`, each with its line in the block (0-based), in order. */
