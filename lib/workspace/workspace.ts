@@ -57,6 +57,9 @@ export class Workspace {
   bytesRead = 0;
   bytesWritten = 0;
   sandboxMs: number | undefined;
+  /** For usage: bytes the request's tools received from and sent to hosts outside Toolshed (counted by lib/tools/web/net-bytes.ts only). */
+  netBytesIn = 0;
+  netBytesOut = 0;
 
   constructor(opts: WorkspaceOptions) {
     this.driver = opts.driver;

@@ -9,6 +9,7 @@
 import type { RunResult } from "../../exec/types.js";
 import type { RunEnded } from "../../sync/server-deps.js";
 import type { UsageRecord } from "./record.js";
+import { netUsage } from "./usage.js";
 
 /** The usage record's route name of a background run's sandbox time. */
 export const BACKGROUND_RUN_ROUTE = "background run";
@@ -46,7 +47,10 @@ export function backgroundRunUsage(end: RunEnded): UsageRecord {
 /** The usage record's route name of a background subagent's work. */
 export const BACKGROUND_SUBAGENT_ROUTE = "background subagent";
 
-/** A background subagent's record: its wall time from its start to its end (its own tool calls are metered each, as calls). */
-export function backgroundSubagentUsage(tenant: string, workspace: string, key: string, work: { ok: boolean; code?: string; ms: number }): UsageRecord {
-  return { tenant, workspace, ...(key ? { key } : {}), route: BACKGROUND_SUBAGENT_ROUTE, ok: work.ok, ...(!work.ok && work.code ? { code: work.code } : {}), ms: Math.max(0, Math.round(work.ms)), bytes_read: 0, bytes_written: 0 };
+/**
+ * A background subagent's record: its wall time from its start to its end, and its model endpoint's
+ * network bytes (its own tool calls are metered each, as calls).
+ */
+export function backgroundSubagentUsage(tenant: string, workspace: string, key: string, work: { ok: boolean; code?: string; ms: number; net?: { netBytesIn: number; netBytesOut: number } }): UsageRecord {
+  return { tenant, workspace, ...(key ? { key } : {}), route: BACKGROUND_SUBAGENT_ROUTE, ok: work.ok, ...(!work.ok && work.code ? { code: work.code } : {}), ms: Math.max(0, Math.round(work.ms)), bytes_read: 0, bytes_written: 0, ...(work.net ? netUsage(work.net) : {}) };
 }
