@@ -110,6 +110,8 @@ export interface components {
                 bytes_read: number;
                 bytes_written: number;
                 sandbox_ms: number;
+                net_bytes_in: number;
+                net_bytes_out: number;
             };
         };
         UsageRow: {
@@ -126,6 +128,8 @@ export interface components {
             bytes_read: number;
             bytes_written: number;
             sandbox_ms: number;
+            net_bytes_in: number;
+            net_bytes_out: number;
         };
         ModelConfigView: {
             base_url: string;
