@@ -206,6 +206,12 @@ export interface RunResult {
   /** null when the command did not exit by itself (timed out or killed). */
   exit_code: number | null;
   duration_ms: number;
+  /**
+   * A run with network: the TCP payload bytes its egress proxy's upstream connections read and wrote
+   * (infra/container/egress-proxy.ts; TLS counted as it went); the call's net_bytes_in / net_bytes_out. Absent without network.
+   */
+  net_bytes_in?: number;
+  net_bytes_out?: number;
   timed_out: boolean;
   /** Stopped by kill (background tasks). */
   killed: boolean;

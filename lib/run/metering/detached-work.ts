@@ -35,12 +35,20 @@ export function backgroundSandboxMs(end: RunEnded): number {
   return end.started_at !== undefined ? Math.max(0, end.ended_at - end.started_at) : 0;
 }
 
+/** What the run's egress proxy carried, as its result reports it (absent for a run without network, or one that ended with the runner's error). */
+function backgroundNet(end: RunEnded): { net_bytes_in?: number; net_bytes_out?: number } {
+  if (!end.result.ok) return {};
+  const run = end.result.result as Partial<RunResult>;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+  return netUsage({ netBytesIn: n(run.net_bytes_in), netBytesOut: n(run.net_bytes_out) });
+}
+
 export function backgroundRunUsage(end: RunEnded): UsageRecord {
   const code = endCode(end);
   const sandbox_ms = backgroundSandboxMs(end);
   return {
     tenant: end.tenant, workspace: end.workspace, ...(end.key_id ? { key: end.key_id } : {}), route: BACKGROUND_RUN_ROUTE,
-    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms,
+    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms, ...backgroundNet(end),
   };
 }
 
