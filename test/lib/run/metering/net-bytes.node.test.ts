@@ -41,8 +41,7 @@ const json = (value: unknown) => {
 
 beforeAll(async () => {
   server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
+    req.resume(); // a request's bytes are counted on its socket; its body is not needed here
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://x");
       const n = Number(url.searchParams.get("n") ?? 1000);
@@ -64,7 +63,7 @@ beforeAll(async () => {
         case "/redirect":
           return void res.writeHead(302, { location: `/bytes?n=${n}`, "content-length": "0" }).end();
         case "/hook": {
-          const [headers, body] = json({ content: [{ type: "text", text: `got ${Buffer.concat(chunks).length} bytes` }] });
+          const [headers, body] = json({ content: [{ type: "text", text: "received" }] });
           return void res.writeHead(200, headers).end(body);
         }
         case "/res/v1/web/search": {
