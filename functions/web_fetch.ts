@@ -79,7 +79,7 @@ async function fetchPage(args: z.infer<typeof Input>, ctx: ToolContext<WebToolDe
   const approvedHost = ctx.approved && URL.canParse(args.url) ? new URL(args.url).hostname : undefined;
   const fetched = await guardedFetch(
     { url: args.url, method, headers, ...(args.body !== undefined ? { body: args.body } : {}), timeoutMs, ...(signal ? { signal } : {}) },
-    { ...access, checkHop: (u) => checkWebPolicy(u, policy, approvedHost), secrets },
+    { ...access, checkHop: (u) => checkWebPolicy(u, policy, approvedHost), secrets, meter: ctx.ws },
   );
   const { response, finalUrl } = fetched;
   const final = safeHref(finalUrl);

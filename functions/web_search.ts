@@ -40,7 +40,7 @@ export default defineTool({
     allowed_domains: DomainList.optional().describe("Only results from these domains (and subdomains)"),
     blocked_domains: DomainList.optional().describe("No results from these domains"),
   }),
-  async execute(args, { deps, auth, signal }: ToolContext<WebToolDeps>) {
+  async execute(args, { deps, auth, signal, ws }: ToolContext<WebToolDeps>) {
     const provider = deps.search;
     if (!provider) throw new ToolError("UNAVAILABLE", `web_search is not configured on this deployment. ${SEARCH_SETUP_HINT}`, { setup: SEARCH_SETUP_HINT });
     const max = args.max_results ?? DEFAULT_RESULTS;
@@ -55,6 +55,7 @@ export default defineTool({
       ...(allowed ? { allowed_domains: allowed } : {}),
       ...(blocked.length ? { blocked_domains: blocked } : {}),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      meter: ws,
     });
     const seen = new Set<string>();
     const results: SearchResult[] = [];

@@ -12,7 +12,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
-import { startEgressProxy, type EgressProxyLimits, type EgressProxyOptions } from "./egress-proxy.js";
+import { startEgressProxy, type EgressBytes, type EgressProxyLimits, type EgressProxyOptions } from "./egress-proxy.js";
 import type { EgressRuleOptions } from "./egress-rules.js";
 
 /** The proxy's port on the sandbox's own loopback. */
@@ -67,8 +67,8 @@ export interface RunEgress {
   env: Record<string, string>;
   /** The forwarder, for limitsScript. */
   helper: { command: string; failure: string };
-  /** Ends the proxy and its connections, removes the socket. */
-  close(): Promise<void>;
+  /** Ends the proxy and its connections, removes the socket; answers what the run's upstream connections carried. */
+  close(): Promise<EgressBytes>;
 }
 
 let seq = 0;
@@ -90,8 +90,9 @@ export async function openRunEgress(stateDir: string, apiUrl: string | undefined
       env: proxyEnv(),
       helper: forwarder(),
       async close() {
-        await proxy.close();
+        const carried = await proxy.close();
         rmSync(dir, { recursive: true, force: true });
+        return carried;
       },
     };
   } catch (e) {

@@ -10,7 +10,8 @@
  * host's addresses), names are resolved there and only checked addresses are dialled. A
  * refusal answers 403 with one line saying why, and the same line goes to the command's
  * stderr (onRefusal): curl does not print a refused CONNECT's body. Bounded: open and total
- * connections per run, connect and idle timeouts; close() ends every connection.
+ * connections per run, connect and idle timeouts; close() ends every connection and says how many
+ * bytes the run's upstream connections carried (the call's net_bytes_in / net_bytes_out: docs/usage.md).
  */
 import { chmod } from "node:fs/promises";
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
@@ -43,9 +44,15 @@ export interface EgressProxyOptions extends EgressRuleOptions, EgressProxyLimits
   tlsCa?: string;
 }
 
+/** What a run's upstream connections carried: TCP payload bytes (TLS as it went, encrypted), read from and written to the hosts it reached. */
+export interface EgressBytes {
+  bytesIn: number;
+  bytesOut: number;
+}
+
 export interface EgressProxy {
-  /** Ends every connection and stops listening; reports refusals not yet told. */
-  close(): Promise<void>;
+  /** Ends every connection and stops listening; reports refusals not yet told; answers what the upstream connections carried. */
+  close(): Promise<EgressBytes>;
 }
 
 /** Refusals told one by one in the output; the rest are counted in one line at close. */
@@ -75,6 +82,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   let total = 0;
   let refused = 0;
   let closed = false;
+  /** Bytes of the upstream connections: added as each closes, and for those still open at close(). */
+  const carried: EgressBytes = { bytesIn: 0, bytesOut: 0 };
+  const upstream = new Set<Socket>();
+  const count = (s: Socket) => {
+    if (!upstream.delete(s)) return;
+    carried.bytesIn += s.bytesRead;
+    carried.bytesOut += s.bytesWritten;
+  };
 
   const track = <T extends Duplex>(s: T): T => {
     sockets.add(s);
@@ -110,7 +125,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       for (const a of addresses) {
         try {
           const s = await connectTo(a, port);
-          s.on("close", () => open--);
+          upstream.add(s);
+          s.on("close", () => {
+            open--;
+            count(s);
+          });
           return track(s);
         } catch (e) {
           last = e as Error;
@@ -243,12 +262,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   return {
     async close() {
-      if (closed) return;
+      if (closed) return carried;
       closed = true;
       const stopped = new Promise<void>((r) => server.close(() => r()));
       for (const s of sockets) s.destroy();
+      for (const s of upstream) count(s);
       await stopped;
       if (refused > TOLD_REFUSALS) opts.onRefusal(`toolshed egress: ${refused - TOLD_REFUSALS} more connections were refused (the first ${TOLD_REFUSALS} are above).`);
+      return carried;
     },
   };
 }

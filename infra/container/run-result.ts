@@ -39,6 +39,7 @@ export function runResult(p: ResultParts): RunResult {
     ...(cut ? { output_cut: cut } : {}),
     exit_code: exit.exitCode,
     duration_ms: exit.durationMs,
+    ...(exit.net ? { net_bytes_in: exit.net.bytesIn, net_bytes_out: exit.net.bytesOut } : {}),
     timed_out: exit.timedOut,
     killed: exit.killed && !p.diskExceeded,
     ...(so.quotaHit ? { limit_exceeded: { disk_mb: p.disk_mb } } : {}),

@@ -45,4 +45,6 @@ export interface SandboxExit {
   timedOut: boolean;
   killed: boolean;
   durationMs: number;
+  /** A run with network: what its egress proxy's upstream connections carried (egress-proxy.ts); absent without network. */
+  net?: { bytesIn: number; bytesOut: number };
 }

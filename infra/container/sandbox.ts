@@ -14,6 +14,7 @@ import { delimiter, join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
 import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forwarder.js";
+import type { EgressBytes } from "./egress-proxy.js";
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
@@ -203,10 +204,15 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     const bin = bwrap();
     // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
     const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}) }, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
+    if (!egress) return spawnRun(bin, spec, null);
+    let closed: Promise<EgressBytes> | undefined;
+    const close = () => (closed ??= egress.close());
     try {
-      return await spawnRun(bin, spec, egress);
+      // What its connections carried goes with the exit (the run's net_bytes_in / net_bytes_out).
+      const exit = await spawnRun(bin, spec, egress);
+      return { ...exit, net: await close() };
     } finally {
-      await egress?.close();
+      await close();
     }
   }
 

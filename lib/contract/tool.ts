@@ -114,7 +114,7 @@ export interface SubCalls {
    * The work the tool went on with after its call answered (a background subagent) ended: the run
    * path meters it, once, to the caller's key (its wall time: `ms`). Call it where the work ends.
    */
-  workEnded(work: { ok: boolean; code?: string; ms: number }): void;
+  workEnded(work: { ok: boolean; code?: string; ms: number; net?: { netBytesIn: number; netBytesOut: number } }): void;
 }
 
 export interface Usage {

@@ -224,9 +224,12 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
  * record's bytes_read, bytes_written and sandbox_ms: the sandbox's own sync requests bill no one), then a
  * run stopped by its timeout or its disk quota is the tool's error (still billed its sandbox time).
  */
-export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined }, r: RunResult, seconds: number): void {
+export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined; netBytesIn: number; netBytesOut: number }, r: RunResult, seconds: number): void {
   ws.bytesRead += r.sync?.downloaded_bytes ?? 0;
   ws.bytesWritten += r.sync?.uploaded_bytes ?? 0;
+  // What the command exchanged with the web through its egress proxy, however it ended.
+  ws.netBytesIn += r.net_bytes_in ?? 0;
+  ws.netBytesOut += r.net_bytes_out ?? 0;
   // Billed however the run ended: a command stopped by its timeout or disk limit used the sandbox as long as one that answered.
   ws.sandboxMs = (ws.sandboxMs ?? 0) + Math.max(0, r.duration_ms ?? 0);
   const stopped = stoppedError(r, seconds);

@@ -184,16 +184,12 @@ export interface SyncStats {
   sync_in_ms: number;
   sync_out_ms: number;
   /**
-   * A live sandbox's walk after the command: directories in the tree, how many of them its change
-   * journal vouched for (not read again), whether a walk was made at all (false: the journal
-   * heard nothing since the last one, whose result stood), and how many files were compared with
-   * the runner's record of them (only those of the directories read, when the journal allows).
+   * A live sandbox's walk after the command: directories in the tree, how many of them its change journal vouched for
+   * (not read again), whether a walk was made at all (false: the journal heard nothing since the last one, whose result
+   * stood), and how many files were compared with the runner's record of them (only those of the directories read, when the journal allows).
    */
   walk_dirs?: { total: number; vouched: number; walked: boolean; compared: number };
-  /**
-   * The sync-in's reconcile, when storage had changed: the manifest entries it went through, and
-   * whether that was all of them (`whole`) or only the entries the manifest proved changed.
-   */
+  /** The sync-in's reconcile, when storage had changed: the manifest entries it went through, and whether that was all of them (`whole`) or only the entries the manifest proved changed. */
   reconciled?: { entries: number; whole: boolean };
 }
 
@@ -206,6 +202,9 @@ export interface RunResult {
   /** null when the command did not exit by itself (timed out or killed). */
   exit_code: number | null;
   duration_ms: number;
+  /** With network: TCP payload bytes its egress proxy's upstream connections read and wrote (infra/container/egress-proxy.ts), the call's net_bytes_in / net_bytes_out. */
+  net_bytes_in?: number;
+  net_bytes_out?: number;
   timed_out: boolean;
   /** Stopped by kill (background tasks). */
   killed: boolean;

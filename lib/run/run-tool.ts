@@ -7,7 +7,7 @@ import { callerOf, quotaOf, quotaOpt } from "../workspace/quota.js";
 import type { AuthInfo } from "../contract/caller.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
-import { emitUsage } from "./metering/usage.js";
+import { emitUsage, netUsage } from "./metering/usage.js";
 import { backgroundSubagentUsage } from "./metering/detached-work.js";
 import { sessionRecords } from "../workspace/records.js";
 import type { EarlyCall } from "../workspace/early.js";
@@ -191,10 +191,14 @@ export async function runTool(tool: Tool, args: unknown, scope: CallScope & { ws
   const read0 = ws.bytesRead;
   const written0 = ws.bytesWritten;
   const sandbox0 = ws.sandboxMs;
+  const netIn0 = ws.netBytesIn;
+  const netOut0 = ws.netBytesOut;
   const usage = (): Usage => ({ ms: Date.now() - started, bytes_read: ws.bytesRead - read0, bytes_written: ws.bytesWritten - written0 });
   // The sandbox time of the commands this call ran, however they ended (takeRun counts it on the workspace).
   const sandbox = () => (ws.sandboxMs !== sandbox0 ? { sandbox_ms: (ws.sandboxMs ?? 0) - (sandbox0 ?? 0) } : {});
-  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...sandbox() }, scope.background);
+  // What this call's tool exchanged with hosts outside Toolshed (lib/tools/web/net-bytes.ts counts it on the workspace).
+  const net = () => netUsage({ netBytesIn: ws.netBytesIn - netIn0, netBytesOut: ws.netBytesOut - netOut0 });
+  const meter = (ok: boolean, code?: string) => emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, tool: tool.name, ok, ...(code ? { code } : {}), ...usage(), ...sandbox(), ...net() }, scope.background);
   try {
     const r = await executeTool(tool, args, { ws, session, auth, deps, ...(signal ? { signal } : {}), ...(approved ? { approved } : {}), ...(progress ? { progress } : {}), ...(askHuman ? { askHuman } : {}), ...(scope.background ? { waitUntil: scope.background } : {}), ...(scope.backgroundUnlessLive ? { backgroundUnlessLive: true } : {}) }, { door: scope.door ?? "http", ...(scope.background ? { background: scope.background } : {}) });
     meter(true);

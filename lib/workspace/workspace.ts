@@ -1,11 +1,9 @@
 /**
- * A workspace as the tools see it: canonical paths in, files and directories out.
- * It builds every storage key (through lib/paths), maps storage conditions to tool
- * errors, and keeps the session's file records (session-files.ts) and tells listeners of changes (change-feed.ts).
- * Tools never see keys or tenants. The class holds the keys and the call's state, and delegates,
- * one line per method, to the files of its seams: what is at a path (lookups.ts), whole-file
- * reads (file-reads.ts), listings (entries.ts), writes (file-writes.ts), explicit directories
- * (directories.ts), deletes (deletes.ts), the session's records (session-files.ts).
+ * A workspace as the tools see it: canonical paths in, files and directories out. It builds every storage key (through
+ * lib/paths), maps storage conditions to tool errors, and keeps the session's file records (session-files.ts) and tells
+ * listeners of changes (change-feed.ts). Tools never see keys or tenants. The class holds the keys and the call's state, and
+ * delegates, one line per method, to the files of its seams: what is at a path (lookups.ts), whole-file reads (file-reads.ts),
+ * listings (entries.ts), writes (file-writes.ts), explicit directories (directories.ts), deletes (deletes.ts), the session's records (session-files.ts).
  *
  * Directories are implied by the files below them, or explicit: a zero-byte marker at "<dir>/"
  * (lib/layout/paths.ts, dirMarkerKey) keeps an empty one. This class is the one place that reads markers:
@@ -53,10 +51,12 @@ export class Workspace {
   private readonly versions: VersionCache | undefined;
   private readonly upkeep: (() => Promise<StorageDriver>) | undefined;
   private upkeepOpened: Promise<StorageDriver> | undefined;
-  /** For usage: bytes moved to and from storage during this request, and the sandbox time of its foreground commands however they ended (takeRun, lib/exec/tool-support.ts; undefined: none ran). */
+  /** For usage: storage bytes of this request, its foreground commands' sandbox time however they ended (takeRun, lib/exec/tool-support.ts; undefined: none ran), its tools' bytes to and from hosts outside Toolshed (lib/tools/web/net-bytes.ts, takeRun). */
   bytesRead = 0;
   bytesWritten = 0;
   sandboxMs: number | undefined;
+  netBytesIn = 0;
+  netBytesOut = 0;
 
   constructor(opts: WorkspaceOptions) {
     this.driver = opts.driver;

@@ -171,6 +171,12 @@ describe("a scripted subagent", () => {
     expect(seen[1]!.messages.at(-1).content).toContain("greeting = hello");
     // The record is there for task_output too.
     expect(ok(await t.call("task_output", { task_id: d.task_id }))).toMatchObject({ status: "completed", files_changed: ["src/app.txt"] });
+    // The model endpoint's bytes are the task call's (three exchanges); its subagent's own calls reached no network.
+    const records = usage.filter((u) => u.tenant === t.id);
+    const taskRecord = records.find((u) => u.tool === "task")!;
+    expect(taskRecord.net_bytes_in).toBeGreaterThan(3 * 100);
+    expect(taskRecord.net_bytes_out).toBeGreaterThan(JSON.stringify(seen[2]!.messages).length);
+    expect(records.filter((u) => u.tool === "read" || u.tool === "edit").map((u) => u.net_bytes_in)).toEqual([undefined, undefined, undefined]);
   });
 
   it("over SSE, each step is a status event (the tools it called, step of max_steps) before the result; a background task reports none", async () => {
@@ -334,6 +340,10 @@ describe("a scripted subagent", () => {
     expect(work).toEqual([expect.objectContaining({ workspace: "main", key: t.key.split("_")[1], ok: true, bytes_read: 0, bytes_written: 0 })]);
     expect(work[0]!.ms).toBeGreaterThanOrEqual(600); // two model replies of 300 ms each
     expect(work[0]!.sandbox_ms).toBeUndefined();
+    // Its model endpoint's bytes are in its own record, none in the call's (answered before the first reply).
+    expect(work[0]!.net_bytes_in).toBeGreaterThan(0);
+    expect(work[0]!.net_bytes_out).toBeGreaterThan(0);
+    expect(records.find((u) => u.tool === "task")!.net_bytes_in).toBeUndefined();
     // The call was billed when it started, and the subagent's own call as the tool it is.
     expect(records.filter((u) => u.tool).map((u) => u.tool).sort()).toEqual(["task", "write"]);
     // Reading its outcome afterwards bills no more work.

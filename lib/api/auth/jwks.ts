@@ -21,7 +21,8 @@ const FETCH_TIMEOUT_MS = 10_000;
 
 /** GETs a JSON document of an authorization server through the guard; UNAVAILABLE when it cannot be read as JSON. */
 export async function fetchIssuerJson(url: string, access: WebAccess): Promise<Record<string, unknown>> {
-  const { response, finalUrl } = await guardedFetch({ url, method: "GET", headers: { accept: "application/json" }, timeoutMs: FETCH_TIMEOUT_MS }, access);
+  // The operator's own fetch, for a tenant's sign-in: no tool call is billed its bytes.
+  const { response, finalUrl } = await guardedFetch({ url, method: "GET", headers: { accept: "application/json" }, timeoutMs: FETCH_TIMEOUT_MS }, { ...access, meter: null });
   const { bytes, more } = await readBounded(response.body, ISSUER_DOC_CAP);
   const where = safeHref(finalUrl);
   if (!response.ok) throw new ToolError("UNAVAILABLE", `${where} answered HTTP ${response.status}; check the URL (an issuer's metadata, or its jwks_uri) and that the authorization server is up.`, { url: where, status: response.status });

@@ -68,7 +68,7 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     if (c.res.headers.get("idempotent-replayed") === "true") return; // a kept answer (lib/api/idempotency.ts): nothing ran, the first was billed
     const emit = (later?: (p: Promise<unknown>) => void) => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox() }, later);
+      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox(), ...call.net() }, later);
     };
     // A streamed call is billed once its result event is sent (its response is long on its way);
     // any other once its response is (lib/run/metering/usage.ts).

@@ -36,7 +36,7 @@ const ExportQuerySchema = z.object({
   cursor: z.string().max(32).optional().openapi({ description: "The previous page's X-Next-Cursor" }),
   limit: z.coerce.number().int().min(1).max(EXPORT_PAGE_MAX).optional().openapi({ description: `Records per page (default and max ${EXPORT_PAGE_MAX})` }),
 });
-const Sums = { calls: z.number(), ok: z.number(), errors: z.number(), ms: z.number(), bytes_read: z.number(), bytes_written: z.number(), sandbox_ms: z.number() };
+const Sums = { calls: z.number(), ok: z.number(), errors: z.number(), ms: z.number(), bytes_read: z.number(), bytes_written: z.number(), sandbox_ms: z.number(), net_bytes_in: z.number(), net_bytes_out: z.number() };
 const UsageRowSchema = z.object({ tool: z.string().optional(), route: z.string().optional(), workspace: z.string().optional(), key: z.string().optional(), hour: z.string().optional(), day: z.string().optional(), ...Sums }).openapi("UsageRow");
 const UsageReportSchema = z
   .object({ from: z.string(), to: z.string(), group_by: z.array(z.enum(GROUP_BY)), rows: z.array(UsageRowSchema), totals: z.object(Sums) })

@@ -113,6 +113,8 @@ export interface components {
                 bytes_read: number;
                 bytes_written: number;
                 sandbox_ms: number;
+                net_bytes_in: number;
+                net_bytes_out: number;
             };
         };
         UsageRow: {
@@ -129,6 +131,8 @@ export interface components {
             bytes_read: number;
             bytes_written: number;
             sandbox_ms: number;
+            net_bytes_in: number;
+            net_bytes_out: number;
         };
         ModelConfigView: {
             base_url: string;

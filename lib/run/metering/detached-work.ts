@@ -9,6 +9,7 @@
 import type { RunResult } from "../../exec/types.js";
 import type { RunEnded } from "../../sync/server-deps.js";
 import type { UsageRecord } from "./record.js";
+import { netUsage } from "./usage.js";
 
 /** The usage record's route name of a background run's sandbox time. */
 export const BACKGROUND_RUN_ROUTE = "background run";
@@ -34,19 +35,30 @@ export function backgroundSandboxMs(end: RunEnded): number {
   return end.started_at !== undefined ? Math.max(0, end.ended_at - end.started_at) : 0;
 }
 
+/** What the run's egress proxy carried, as its result reports it (absent for a run without network, or one that ended with the runner's error). */
+function backgroundNet(end: RunEnded): { net_bytes_in?: number; net_bytes_out?: number } {
+  if (!end.result.ok) return {};
+  const run = end.result.result as Partial<RunResult>;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+  return netUsage({ netBytesIn: n(run.net_bytes_in), netBytesOut: n(run.net_bytes_out) });
+}
+
 export function backgroundRunUsage(end: RunEnded): UsageRecord {
   const code = endCode(end);
   const sandbox_ms = backgroundSandboxMs(end);
   return {
     tenant: end.tenant, workspace: end.workspace, ...(end.key_id ? { key: end.key_id } : {}), route: BACKGROUND_RUN_ROUTE,
-    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms,
+    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms, ...backgroundNet(end),
   };
 }
 
 /** The usage record's route name of a background subagent's work. */
 export const BACKGROUND_SUBAGENT_ROUTE = "background subagent";
 
-/** A background subagent's record: its wall time from its start to its end (its own tool calls are metered each, as calls). */
-export function backgroundSubagentUsage(tenant: string, workspace: string, key: string, work: { ok: boolean; code?: string; ms: number }): UsageRecord {
-  return { tenant, workspace, ...(key ? { key } : {}), route: BACKGROUND_SUBAGENT_ROUTE, ok: work.ok, ...(!work.ok && work.code ? { code: work.code } : {}), ms: Math.max(0, Math.round(work.ms)), bytes_read: 0, bytes_written: 0 };
+/**
+ * A background subagent's record: its wall time from its start to its end, and its model endpoint's
+ * network bytes (its own tool calls are metered each, as calls).
+ */
+export function backgroundSubagentUsage(tenant: string, workspace: string, key: string, work: { ok: boolean; code?: string; ms: number; net?: { netBytesIn: number; netBytesOut: number } }): UsageRecord {
+  return { tenant, workspace, ...(key ? { key } : {}), route: BACKGROUND_SUBAGENT_ROUTE, ok: work.ok, ...(!work.ok && work.code ? { code: work.code } : {}), ms: Math.max(0, Math.round(work.ms)), bytes_read: 0, bytes_written: 0, ...(work.net ? netUsage(work.net) : {}) };
 }

@@ -97,4 +97,6 @@ export function addTo(sums: ReturnType<typeof zeroSums>, r: StoredRecord): void 
   sums.bytes_read += r.bytes_read;
   sums.bytes_written += r.bytes_written;
   sums.sandbox_ms += r.sandbox_ms ?? 0;
+  sums.net_bytes_in += r.net_bytes_in ?? 0;
+  sums.net_bytes_out += r.net_bytes_out ?? 0;
 }

@@ -22,4 +22,12 @@ export interface UsageRecord {
   sandbox_ms?: number;
   /** A live sandbox's record (route "live sandbox"): its processes' CPU time, when its runner reported it. */
   cpu_ms?: number;
+  /**
+   * Bytes the call's own tool received from (in) and sent to (out) hosts outside Toolshed: web_fetch with its
+   * redirects, web_search, a webhook, the model endpoint of task (lib/tools/web/net-bytes.ts counts them, the
+   * only place in the API), bash and run_code with network (their sandbox's egress proxy: RunResult.net_bytes_in).
+   * Both present when the call reached the network, both absent when it did not.
+   */
+  net_bytes_in?: number;
+  net_bytes_out?: number;
 }

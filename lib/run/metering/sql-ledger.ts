@@ -17,18 +17,31 @@ export interface Sql {
   exec(query: string, ...bindings: unknown[]): { toArray(): Record<string, unknown>[] };
 }
 
+/** A sum's column: every sum of SUM_NAMES is one, so a sum added there is a column here (added to an existing table by ensureSumColumns). */
+const sumColumn = (s: string) => `${s} INTEGER NOT NULL DEFAULT 0`;
+
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS hourly (hour INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, workspace TEXT NOT NULL, key TEXT NOT NULL,
-    calls INTEGER NOT NULL, ok INTEGER NOT NULL, errors INTEGER NOT NULL, ms INTEGER NOT NULL, bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL, sandbox_ms INTEGER NOT NULL,
+    ${SUM_NAMES.map(sumColumn).join(", ")},
     PRIMARY KEY (hour, kind, name, workspace, key)) WITHOUT ROWID`,
   `CREATE TABLE IF NOT EXISTS raw (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, record TEXT NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS raw_at ON raw (at)`,
 ];
 
+/**
+ * The sums an `hourly` table made before them lacks (net_bytes_in, net_bytes_out came after the
+ * first objects), added as columns of 0: one read of the table's columns when the object starts.
+ */
+function ensureSumColumns(sql: Sql): void {
+  const have = new Set(sql.exec("SELECT name FROM pragma_table_info('hourly')").toArray().map((r) => String(r.name)));
+  for (const s of SUM_NAMES) if (!have.has(s)) sql.exec(`ALTER TABLE hourly ADD COLUMN ${sumColumn(s)}`);
+}
+
 
 export class SqlUsageLedger {
   constructor(private readonly sql: Sql, private readonly now: () => number = Date.now) {
     for (const s of SCHEMA) sql.exec(s);
+    ensureSumColumns(sql);
   }
 
   /** Call inside one transaction (the object's transactionSync). */

@@ -51,6 +51,9 @@ export interface UsageRow {
   bytes_written: number;
   /** Wall time of the sandbox (bash, run_code), where the run reported it. */
   sandbox_ms: number;
+  /** Bytes the calls' tools received from and sent to hosts outside Toolshed (UsageRecord.net_bytes_in / net_bytes_out). */
+  net_bytes_in: number;
+  net_bytes_out: number;
 }
 
 export interface ExportQuery {
@@ -106,6 +109,6 @@ export function sortRows(rows: UsageRow[], groupBy: readonly GroupBy[]): UsageRo
 }
 
 /** An empty row's sums. */
-export const zeroSums = () => ({ calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0 });
+export const zeroSums = () => ({ calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0, net_bytes_in: 0, net_bytes_out: 0 });
 /** The names of a row's sums (zeroSums' keys): the columns and attributes the durable stores keep. */
-export const SUM_NAMES = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms"] as const satisfies readonly (keyof ReturnType<typeof zeroSums>)[];
+export const SUM_NAMES = ["calls", "ok", "errors", "ms", "bytes_read", "bytes_written", "sandbox_ms", "net_bytes_in", "net_bytes_out"] as const satisfies readonly (keyof ReturnType<typeof zeroSums>)[];

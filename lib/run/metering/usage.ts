@@ -53,11 +53,16 @@ export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, l
   void afterAnswer(later, "usage record", () => write(record), "skip");
 }
 
+/** A record's network fields from a call's counts (lib/tools/web/net-bytes.ts): both when it reached the network, none when it did not. */
+export function netUsage(counts: { netBytesIn: number; netBytesOut: number }): { net_bytes_in?: number; net_bytes_out?: number } {
+  return counts.netBytesIn || counts.netBytesOut ? { net_bytes_in: counts.netBytesIn, net_bytes_out: counts.netBytesOut } : {};
+}
+
 /** The cost of one tool call so far; the error envelope reads it too. */
 export class CallMeter {
   readonly started = Date.now();
   /** The workspace the call runs on, once it is open (its byte counters, and its commands' sandbox time). */
-  ws?: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined };
+  ws?: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined; netBytesIn: number; netBytesOut: number };
   /** The error code the call ended with, set by the error envelope. */
   code?: string;
   /** A streamed call (SSE): settles when the stream has sent its result; the usage record waits for it. */
@@ -72,5 +77,10 @@ export class CallMeter {
   sandbox(): { sandbox_ms?: number } {
     const ms = this.ws?.sandboxMs;
     return ms !== undefined ? { sandbox_ms: ms } : {};
+  }
+
+  /** The record's net_bytes_in / net_bytes_out: what the call's tool exchanged with hosts outside Toolshed (absent when none). */
+  net(): { net_bytes_in?: number; net_bytes_out?: number } {
+    return this.ws ? netUsage(this.ws) : {};
   }
 }

@@ -55,7 +55,7 @@ async function post(def: CustomToolInput, backend: WebhookBackend, secret: strin
   const headers = { "content-type": "application/json", accept: "application/json", "user-agent": "Toolshed-webhook/0.1", [SIGNATURE_HEADER]: await signatureHeader(secret, body) };
   const { response: res, finalUrl: url, signal } = await guardedFetch(
     { url: backend.url, method: "POST", headers, body, timeoutMs, followRedirects: false, ...(ctx.signal ? { signal: ctx.signal } : {}) },
-    { ...webAccess(ctx.deps.webFetch, "webhook"), secrets },
+    { ...webAccess(ctx.deps.webFetch, "webhook"), secrets, meter: ctx.ws },
   );
   let got;
   try {

@@ -17,10 +17,12 @@ export function runInBackground(prompt: string, cfg: ModelConfig, ctx: ToolConte
   // The client's disconnect must not stop a background task, and nobody listens to its progress.
   const { signal: _drop, progress: _quiet, ...bgCtx } = ctx;
   const started = Date.parse(rec.created_at);
-  const run = runSubagent(prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id) })
+  // The model endpoint's bytes go to the subagent's own record, not to the call's (which may be billed before they come).
+  const net = { netBytesIn: 0, netBytesOut: 0 };
+  const run = runSubagent(prompt, cfg, bgCtx, rec, { onStep: (r) => saveTask(s, r), stopRequested: () => taskStopRequested(s, rec.task_id), meter: net })
     .catch((e): TaskRecord => ({ ...rec, status: "failed", error: { code: toToolError(e).code, message: toToolError(e).message } }))
     .then(async (end) => {
-      ctx.subcalls?.workEnded({ ...workOutcome(end), ms: Date.now() - started });
+      ctx.subcalls?.workEnded({ ...workOutcome(end), ms: Date.now() - started, net });
       await saveTask(s, end);
     })
     .catch(() => {});

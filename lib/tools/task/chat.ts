@@ -6,6 +6,7 @@
 import { ToolError, isToolError } from "../../shared/errors.js";
 import { guardedFetch, networkCause, readBounded } from "../web/fetch.js";
 import { webAccess, type WebFetchDeps } from "../web/transport.js";
+import type { NetMeter } from "../web/net-bytes.js";
 import { redact, type ModelConfig } from "./model-config.js";
 
 export interface ChatToolCall {
@@ -29,14 +30,14 @@ const MAX_REPLY_BYTES = 2_000_000;
 export async function chatCompletion(
   cfg: ModelConfig,
   body: { messages: ChatMessage[]; tools: unknown[] },
-  opts: { timeoutMs: number; web?: WebFetchDeps; signal?: AbortSignal },
+  opts: { timeoutMs: number; meter: NetMeter; web?: WebFetchDeps; signal?: AbortSignal },
 ): Promise<ChatReply> {
   const url = `${cfg.base_url.replace(/\/+$/, "")}/chat/completions`;
   const clean = (s: string) => redact(s, cfg.api_key);
   try {
     const { response, signal } = await guardedFetch(
       { url, method: "POST", headers: { authorization: `Bearer ${cfg.api_key}`, "content-type": "application/json", accept: "application/json" }, body: JSON.stringify({ model: cfg.model, ...body }), timeoutMs: Math.max(1, opts.timeoutMs), ...(opts.signal ? { signal: opts.signal } : {}) },
-      webAccess(opts.web, "model_endpoint"),
+      { ...webAccess(opts.web, "model_endpoint"), meter: opts.meter },
     );
     const read = await Promise.race([
       readBounded(response.body, MAX_REPLY_BYTES),

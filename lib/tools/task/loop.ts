@@ -21,6 +21,7 @@ import { openaiTool } from "../../contract/formats.js";
 import type { SubCalls, Tool, ToolContext } from "../../contract/tool.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import type { WebToolDeps } from "../web/deps.js";
+import type { NetMeter } from "../web/net-bytes.js";
 import { chatCompletion, type ChatMessage, type ChatToolCall } from "./chat.js";
 import { DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, type ModelConfig } from "./model-config.js";
 import type { TaskRecord } from "./records.js";
@@ -48,6 +49,8 @@ export interface LoopHooks {
   onStep?: (rec: TaskRecord) => Promise<void>;
   /** Whether the task was asked to stop (a background task's stop flag: records.ts taskStopRequested). */
   stopRequested?: () => Promise<boolean>;
+  /** Whose the model endpoint's network bytes are (default: the task call's, its Workspace). */
+  meter?: NetMeter;
 }
 
 /** Runs the loop, updating `rec` in place; throws the endpoint's ToolError (rec keeps what was done). */
@@ -85,7 +88,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
     const left = deadline - Date.now();
     if (left <= 0) throw new ToolError("TIMEOUT", `The task used its ${cfg.max_seconds ?? DEFAULT_MAX_SECONDS} s (max_seconds) after ${rec.steps} steps without a final answer. Give it a smaller job, or ask an admin to raise max_seconds.`, {});
     if (await stopped()) return rec;
-    const reply = await chatCompletion(cfg, { messages, tools: chatTools }, { timeoutMs: left, ...(ctx.deps.webFetch ? { web: ctx.deps.webFetch } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const reply = await chatCompletion(cfg, { messages, tools: chatTools }, { timeoutMs: left, meter: hooks.meter ?? ctx.ws, ...(ctx.deps.webFetch ? { web: ctx.deps.webFetch } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     rec.steps += 1;
     rec.usage.prompt_tokens += reply.usage.prompt_tokens;
     rec.usage.completion_tokens += reply.usage.completion_tokens;

@@ -4,9 +4,11 @@
  * tenant's domain policy), redirects are followed by hand (at most MAX_REDIRECTS, each re-checked,
  * and its name resolved and checked again by the transport), and the body is read with a bound
  * (never more than `cap` bytes buffered). The transport and guard come from lib/tools/web/transport.ts.
+ * Every hop's request and answer are counted on the caller's meter (lib/tools/web/net-bytes.ts).
  */
 import { ToolError, isToolError } from "../../shared/errors.js";
 import { checkUrl, safeHref } from "../../shared/ssrf.js";
+import { meterExchange, replaceBody, requestBytes, type NetMeter } from "./net-bytes.js";
 import type { WebAccess } from "./transport.js";
 
 export const MAX_REDIRECTS = 5;
@@ -27,6 +29,12 @@ export interface FetchDeps extends WebAccess {
   checkHop?: (url: URL) => void;
   /** The tenant's secrets (lib/tools/secrets/inject.ts): added per hop, taken out of the answer. */
   secrets?: HopSecrets;
+  /**
+   * Whose usage the bytes of every hop are (a tool call's: its Workspace, net_bytes_in / net_bytes_out
+   * of its record), or null for a fetch no call is billed for (an OAuth issuer's keys). Required, so
+   * no door reaches the network unmetered by forgetting it.
+   */
+  meter: NetMeter | null;
 }
 
 export interface HopSecrets {
@@ -67,6 +75,8 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
     } catch (e) {
       throw transportError(e, url, timeout.aborted, req.timeoutMs);
     }
+    // Counted before any reader (the secrets' redaction, a cut): what came from the network.
+    if (deps.meter) response = meterExchange(deps.meter, requestBytes(url, method, sent, body), response);
     const location = response.headers.get("location");
     if (response.status < 300 || response.status >= 400 || response.status === 304 || !location || req.followRedirects === false) return { response: deps.secrets ? redactedBody(response, deps.secrets) : response, finalUrl: url, redirects, signal };
     await response.body?.cancel().catch(() => {});
@@ -98,18 +108,9 @@ export async function guardedFetch(req: FetchRequest, deps: FetchDeps): Promise<
   }
 }
 
-/**
- * The answer as it came (status, headers), its body and every way to read it going through the
- * secrets' redaction. The same object, so any status the server sent stays (a Response built anew refuses some).
- */
+/** The answer as it came (status, headers), its body and every way to read it going through the secrets' redaction. */
 function redactedBody(response: Response, secrets: HopSecrets): Response {
-  if (!response.body) return response;
-  const redacted = new Response(secrets.redactBody(response.body));
-  Object.defineProperty(response, "body", { value: redacted.body });
-  for (const read of ["text", "json", "arrayBuffer", "bytes", "blob", "formData"] as const) {
-    Object.defineProperty(response, read, { value: () => (redacted[read] as () => Promise<unknown>).call(redacted) });
-  }
-  return response;
+  return response.body ? replaceBody(response, secrets.redactBody(response.body)) : response;
 }
 
 /** A transport failure as the agent should see it: our guard's refusal, a timeout, or the network's reason. */

@@ -34,6 +34,9 @@ let web: HttpServer;
 let webPort = 0;
 const webRequests: string[] = [];
 const BIG = 2 * 1024 * 1024;
+/** What the web server's sockets carried, over every connection: answers written, requests read. */
+const webSockets = new Set<import("node:net").Socket>();
+const webWire = () => [...webSockets].reduce((w, s) => ({ written: w.written + s.bytesWritten, read: w.read + s.bytesRead }), { written: 0, read: 0 });
 
 beforeAll(async () => {
   host = createServer((s) => {
@@ -48,6 +51,7 @@ beforeAll(async () => {
     if (req.url === "/big") return void res.end(Buffer.alloc(BIG, 97)); // ends right after its last byte
     res.end(`hello from web ${req.url}\n`);
   });
+  web.on("connection", (s) => webSockets.add(s));
   await new Promise<void>((r) => web.listen(0, "127.0.0.2", r));
   webPort = (web.address() as { port: number }).port;
 });
@@ -182,6 +186,22 @@ describe("sandbox egress: the allowed path (the proxy lets test loopback through
     // The run's own loopback is reached directly (NO_PROXY), never through the proxy.
     const local = await open.run(`(python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &); for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8000/ && break; sleep 0.1; done; curl -sS -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8000/`, { network: true });
     expect(local.stdout.trim().split("\n").pop()).toBe("200");
+  });
+
+  it("what a run's connections carried, plain and tunnelled, is its result's net_bytes_in / net_bytes_out: the bytes on the server's sockets; a run without network has none", async () => {
+    const before = webWire();
+    const r = await open.run(`curl -sS http://127.0.0.2:${webPort}/big | wc -c; curl -sS --proxytunnel http://127.0.0.2:${webPort}/big | wc -c`, { network: true });
+    expect(r.stdout.trim().split("\n")).toEqual([String(BIG), String(BIG)]);
+    await new Promise((done) => setTimeout(done, 50)); // the server's sockets have closed
+    const after = webWire();
+    expect(r.net_bytes_in).toBe(after.written - before.written);
+    expect(r.net_bytes_out).toBe(after.read - before.read);
+    expect(r.net_bytes_in).toBeGreaterThan(2 * BIG);
+    const none = await open.run("echo no network");
+    expect([none.net_bytes_in, none.net_bytes_out]).toEqual([undefined, undefined]);
+    // With network and no connection: 0 both ways (the record then has none: lib/run/metering/usage.ts netUsage).
+    const idle = await open.run("echo idle", { network: true });
+    expect([idle.net_bytes_in, idle.net_bytes_out]).toEqual([0, 0]);
   });
 
   it("the API's own host is refused even where loopback is let through: by address and by name", async () => {

@@ -105,6 +105,16 @@ describe("a background run is billed where its result is stored", () => {
     expect(runs).toEqual([expect.objectContaining({ tenant: "acme", workspace: "main", key: "k1", ok: true, sandbox_ms: 1234 })]);
   });
 
+  it("what the run's egress proxy carried (its result's net_bytes_in / net_bytes_out) is in its record; a run without network has none", async () => {
+    const before = backgroundRuns(await exported()).length;
+    const online = await tokenFor({ t: "acme", w: "main", r: "run_online", m: { k: "k1" } });
+    expect((await sync(online, "PUT", "/result", finished(80, { net_bytes_in: 2_097_450, net_bytes_out: 312 }))).status).toBe(204);
+    const offline = await tokenFor({ t: "acme", w: "main", r: "run_offline", m: { k: "k1" } });
+    expect((await sync(offline, "PUT", "/result", finished(90))).status).toBe(204);
+    const runs = backgroundRuns(await exported()).slice(before);
+    expect(runs.map((r) => [r.sandbox_ms, r.net_bytes_in, r.net_bytes_out])).toEqual([[80, 2_097_450, 312], [90, undefined, undefined]]);
+  });
+
   it("how the run ended is the record's outcome; a run that reported no time is billed from its claim to its result", async () => {
     const before = backgroundRuns(await exported()).length;
     // The failed run is claimed first; the other two runs' PUTs pass while it "runs".

@@ -16,7 +16,7 @@ export function braveProvider(cfg: ProviderConfig): SearchProvider {
       const url = new URL(cfg.endpoint ?? BRAVE_ENDPOINT);
       url.searchParams.set("q", q.query);
       url.searchParams.set("count", String(Math.min(20, Math.max(1, q.count))));
-      const body = (await providerRequest("brave", doFetch, url.href, { headers: { accept: "application/json", "x-subscription-token": cfg.apiKey }, ...(q.signal ? { signal: q.signal } : {}) }, (_s, b) => {
+      const body = (await providerRequest("brave", doFetch, url.href, { headers: { accept: "application/json", "x-subscription-token": cfg.apiKey }, ...(q.signal ? { signal: q.signal } : {}), meter: q.meter }, (_s, b) => {
         const err = (b as { error?: { code?: string; detail?: string } } | null)?.error;
         return err ? [err.code, err.detail].filter(Boolean).join(": ") : "no details";
       })) as { web?: { results?: unknown[] } };

@@ -1,6 +1,7 @@
 /** The HTTP side every search provider shares: one request, and provider errors mapped to our codes. */
 import { ToolError } from "../../../shared/errors.js";
 import { readBounded } from "../fetch.js";
+import { meterExchange, requestBytes, type NetMeter } from "../net-bytes.js";
 
 const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
 
@@ -16,11 +17,25 @@ export function retryAfterSeconds(headers: Headers): number | null {
   return reset && /^\d+$/.test(reset) ? Number(reset) : null;
 }
 
-/** Sends the request and returns the parsed JSON answer; provider failures become RATE_LIMITED / UNAVAILABLE with the provider's reason. */
-export async function providerRequest(provider: string, doFetch: typeof fetch, url: string, init: RequestInit, describeError: (status: number, body: unknown, text: string) => string): Promise<unknown> {
+/** One provider request: what is sent, and whose network bytes it is (the web_search call's: SearchQuery.meter). */
+export interface ProviderRequestInit {
+  method?: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  meter?: NetMeter | undefined;
+}
+
+/**
+ * Sends the request and returns the parsed JSON answer; provider failures become RATE_LIMITED / UNAVAILABLE with the provider's reason.
+ * The provider's URL is the deployment's own, so this does not pass the guarded fetch; its bytes are counted the same way (net-bytes.ts).
+ */
+export async function providerRequest(provider: string, doFetch: typeof fetch, url: string, init: ProviderRequestInit, describeError: (status: number, body: unknown, text: string) => string): Promise<unknown> {
+  const { meter, ...sent } = init;
   let res: Response;
   try {
-    res = await doFetch(url, init);
+    res = await doFetch(url, sent);
+    if (meter) res = meterExchange(meter, requestBytes(new URL(url), sent.method ?? "GET", sent.headers, sent.body), res);
   } catch (e) {
     if ((e as Error)?.name === "TimeoutError") throw new ToolError("TIMEOUT", `The ${provider} search API did not answer in time. Retry in a moment.`, { provider });
     throw new ToolError("UNAVAILABLE", `The ${provider} search API could not be reached (${String((e as Error)?.message ?? e).slice(0, 120)}). Retry later.`, { provider });

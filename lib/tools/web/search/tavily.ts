@@ -23,7 +23,7 @@ export function tavilyProvider(cfg: ProviderConfig): SearchProvider {
         "tavily",
         doFetch,
         cfg.endpoint ?? TAVILY_ENDPOINT,
-        { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${cfg.apiKey}` }, body: JSON.stringify(payload), ...(q.signal ? { signal: q.signal } : {}) },
+        { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${cfg.apiKey}` }, body: JSON.stringify(payload), ...(q.signal ? { signal: q.signal } : {}), meter: q.meter },
         (_s, b, text) => {
           const d = (b as { detail?: { error?: string } | string } | null)?.detail;
           return (typeof d === "string" ? d : d?.error) ?? (text.slice(0, 200) || "no details");

@@ -1,4 +1,6 @@
 /** One interface for every web search provider; the deployment picks one (lib/tools/web/search/from-env.ts). */
+import type { NetMeter } from "../net-bytes.js";
+
 export interface SearchResult {
   title: string;
   url: string;
@@ -13,6 +15,8 @@ export interface SearchQuery {
   allowed_domains?: string[];
   blocked_domains?: string[];
   signal?: AbortSignal;
+  /** Whose the request's network bytes are: the web_search call's (its Workspace; lib/tools/web/net-bytes.ts). */
+  meter?: NetMeter;
 }
 
 export interface SearchProvider {

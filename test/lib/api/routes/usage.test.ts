@@ -211,12 +211,12 @@ describe("the usage routes' access and arguments", { timeout: 120_000 }, () => {
 });
 
 describe("sandbox time", { timeout: 120_000 }, () => {
-  it("bash and run_code records carry the sandbox's wall time as the run reported it; other tools none", async () => {
+  it("bash and run_code records carry the sandbox's wall time and its egress proxy's bytes as the run reported them; other tools none", async () => {
     const runs: RunRequest[] = [];
-    // The runner's answer (the bash runner itself is tested in Node): only duration_ms matters here.
+    // The runner's answer (the bash runner itself is tested in Node): only duration_ms and net_bytes_* matter here.
     const executor: Executor = {
       run: async (req) => (runs.push(req), {
-        run_id: req.idempotency_key, stdout: "hi\n", stderr: "", output: "hi\n", exit_code: 0, duration_ms: 4321, timed_out: false, killed: false, truncated: false,
+        run_id: req.idempotency_key, stdout: "hi\n", stderr: "", output: "hi\n", exit_code: 0, duration_ms: 4321, net_bytes_in: 70_000, net_bytes_out: 420, timed_out: false, killed: false, truncated: false,
         files_changed: [], files_created: [], files_deleted: [], conflicts: [], skipped: [], discarded: [],
         sync: { cache: "warm", manifest_files: 0, downloaded_files: 0, downloaded_bytes: 0, uploaded_files: 0, uploaded_bytes: 0, deleted_files: 0, sync_in_ms: 0, sync_out_ms: 0 },
       }),
@@ -231,7 +231,7 @@ describe("sandbox time", { timeout: 120_000 }, () => {
     await sink.settled();
     expect(runs).toHaveLength(2);
     const rows = (await get(app, "/v1/usage?group_by=tool", t.key)).body.rows;
-    expect(rows.filter((r: any) => r.tool).map((r: any) => [r.tool, r.calls, r.sandbox_ms])).toEqual([["bash", 1, 4321], ["read", 1, 0], ["run_code", 1, 4321]]);
+    expect(rows.filter((r: any) => r.tool).map((r: any) => [r.tool, r.calls, r.sandbox_ms, r.net_bytes_in, r.net_bytes_out])).toEqual([["bash", 1, 4321, 70_000, 420], ["read", 1, 0, 0, 0], ["run_code", 1, 4321, 70_000, 420]]);
   });
 });
 

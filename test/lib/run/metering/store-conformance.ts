@@ -35,13 +35,15 @@ function expected(records: StoredRecord[], groupBy: GroupBy[], filter: { workspa
       if (g === "day") dims.day = new Date(Math.floor(hour / 86_400_000) * 86_400_000).toISOString();
     }
     const id = JSON.stringify(Object.entries(dims).sort());
-    const row = groups.get(id) ?? { ...dims, calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0 };
+    const row = groups.get(id) ?? { ...dims, calls: 0, ok: 0, errors: 0, ms: 0, bytes_read: 0, bytes_written: 0, sandbox_ms: 0, net_bytes_in: 0, net_bytes_out: 0 };
     row.calls++;
     row[r.ok ? "ok" : "errors"]++;
     row.ms += r.ms;
     row.bytes_read += r.bytes_read;
     row.bytes_written += r.bytes_written;
     row.sandbox_ms += r.sandbox_ms ?? 0;
+    row.net_bytes_in += r.net_bytes_in ?? 0;
+    row.net_bytes_out += r.net_bytes_out ?? 0;
     groups.set(id, row);
   }
   return [...groups.values()];
@@ -64,6 +66,8 @@ export function describeUsageStore(name: string, make: () => UsageStore) {
         records.push(rec(i % 7 === 0 ? b : a, T0 + i * 4 * 60_000, tools[i % tools.length]!, {
           workspace: `w${i % 3}`, key: `k${i % 2}`, ok: i % 5 !== 0, ms: i, bytes_read: i * 3, bytes_written: i % 4,
           ...(i % 5 === 0 ? { code: "NOT_FOUND" } : {}), ...(tools[i % tools.length] === "bash" ? { sandbox_ms: 100 + i } : {}),
+          // Network bytes on some records (a web tool's), absent on the rest, as calls make them.
+          ...(i % 3 === 0 ? { net_bytes_in: 1_000 + i * 17, net_bytes_out: 200 + i } : {}),
         }));
       }
       await store.record(records.slice(0, 25));
@@ -106,12 +110,13 @@ export function describeUsageStore(name: string, make: () => UsageStore) {
     it("concurrent batches add up exactly", async () => {
       const store = make();
       const t = tenantName("c");
-      const batches = Array.from({ length: 20 }, (_, i) => Array.from({ length: 10 }, (_, j) => rec(t, T0 + j * 60_000, j % 2 ? "read" : "write", { ms: i + j, bytes_read: 1, ok: (i + j) % 3 !== 0 })));
+      const batches = Array.from({ length: 20 }, (_, i) => Array.from({ length: 10 }, (_, j) => rec(t, T0 + j * 60_000, j % 2 ? "read" : "web_fetch", { ms: i + j, bytes_read: 1, ok: (i + j) % 3 !== 0, ...(j % 2 ? {} : { net_bytes_in: 5_000 + i, net_bytes_out: 300 + j }) })));
       await Promise.all(batches.map((b) => store.record(b)));
       const all = batches.flat();
       const rows = await store.query(t, { from: T0, to: T0 + HOUR_MS, groupBy: ["tool"] });
       expect(sorted(rows)).toEqual(sorted(expected(all, ["tool"], { from: T0, to: T0 + HOUR_MS })));
       expect(rows.reduce((s, r) => s + r.calls, 0)).toBe(200);
+      expect(rows.reduce((s, r) => s + r.net_bytes_in, 0)).toBe(all.reduce((s, r) => s + (r.net_bytes_in ?? 0), 0));
     });
 
     it("export: every record once, in order, a page at a time, within the range, one tenant's", async () => {
@@ -143,6 +148,11 @@ export function describeUsageStore(name: string, make: () => UsageStore) {
       expect(part.next_cursor).toBeUndefined();
       const full = (await store.exportRecords(t, { from: T0, to: T0 + HOUR_MS })).records[0]!;
       expect(full).toMatchObject({ tenant: t, workspace: "w1", key: "k1", tool: "read", ok: true, at: T0, seq: expect.any(Number) });
+      // A record's network bytes are exported as recorded; a record without them has none.
+      const net = tenantName("n");
+      await store.record([rec(net, T0, "web_fetch", { net_bytes_in: 12_345, net_bytes_out: 321 }), rec(net, T0 + 1, "read")]);
+      const exported = (await store.exportRecords(net, { from: T0, to: T0 + HOUR_MS })).records;
+      expect(exported.map((r) => [r.tool, r.net_bytes_in, r.net_bytes_out])).toEqual([["web_fetch", 12_345, 321], ["read", undefined, undefined]]);
     });
   });
 }

@@ -12,6 +12,7 @@ import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { putSecret } from "../../../../lib/tools/secrets/store.js";
 import { secretInjector } from "../../../../lib/tools/secrets/inject.js";
 import { guardedFetch } from "../../../../lib/tools/web/fetch.js";
+import { headBytes, requestBytes } from "../../../../lib/tools/web/net-bytes.js";
 import type { WebFetcher } from "../../../../lib/tools/web/transport.js";
 
 const KEY = "w".repeat(48);
@@ -36,18 +37,24 @@ describe("secrets in workerd", () => {
     expect(JSON.stringify(r.body)).not.toContain(VALUE);
   });
 
-  it("an answer's body is read redacted in workerd too, by every way of reading it, with the server's status and headers", async () => {
+  it("an answer's body is read redacted in workerd too, by every way of reading it, with the server's status and headers; its bytes count as they came", async () => {
     // The network stands in for a bound host that echoes its credential (a real one is in secrets-echo.node.test.ts).
     const storage = r2Driver(env.FILES);
     const tenant = `t${Math.random().toString(36).slice(2, 10)}`;
     await putSecret(storage, KEY, tenant, "API_TOKEN", { value: VALUE, destinations: [{ host: "93.184.215.14", header: "Authorization" }] });
-    const echo: WebFetcher = { check: async () => {}, fetch: async (_url, init) => new Response(`got ${new Headers(init.headers).get("authorization")}!`, { status: 401, headers: { "x-kept": "yes" } }) };
+    let sent = "";
+    const echo: WebFetcher = { check: async () => {}, fetch: async (_url, init) => new Response(`got ${(sent = new Headers(init.headers).get("authorization") ?? "")}!`, { status: 401, headers: { "x-kept": "yes" } }) };
     for (const read of ["body", "text"] as const) {
       const secrets = secretInjector({ storage, secretsKey: KEY, tenant, guard: {} });
-      const { response } = await guardedFetch({ url: "https://93.184.215.14/echo", method: "GET", headers: {}, timeoutMs: 5000 }, { fetcher: echo, guard: {}, secrets });
+      const meter = { netBytesIn: 0, netBytesOut: 0 };
+      const { response } = await guardedFetch({ url: "https://93.184.215.14/echo", method: "GET", headers: {}, timeoutMs: 5000 }, { fetcher: echo, guard: {}, secrets, meter });
       expect([response.status, response.headers.get("x-kept")]).toEqual([401, "yes"]);
       const text = read === "body" ? await new Response(response.body).text() : await response.text();
       expect(text, read).toBe("got {{secret:API_TOKEN}}!");
+      // Network bytes (lib/tools/web/net-bytes.ts): the body as it came, the secret's value in it, not the redacted text; the header sent with the secret counts out.
+      expect(sent).toContain(VALUE);
+      expect(meter.netBytesIn - headBytes(response), read).toBe(new TextEncoder().encode(`got ${sent}!`).length);
+      expect(meter.netBytesOut, read).toBe(requestBytes(new URL("https://93.184.215.14/echo"), "GET", { authorization: sent }, undefined));
     }
   });
 
