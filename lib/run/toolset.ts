@@ -19,7 +19,7 @@ import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../contract/caller.js
 import { ToolError } from "../shared/errors.js";
 import { closestName } from "../shared/suggest.js";
 import type { Tool } from "../contract/tool.js";
-import type { PresetName, ToolList } from "../layout/workspace-meta.js";
+import { PRESET_NAMES, type PresetName, type ToolList } from "../layout/workspace-meta.js";
 
 /**
  * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and
@@ -40,7 +40,7 @@ export const PRESETS = {
   all: null,
   none: [],
 } as const satisfies Record<PresetName, readonly string[] | null>;
-export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
+export { PRESET_NAMES };
 
 const isPreset = (s: string): s is PresetName => Object.hasOwn(PRESETS, s);
 

@@ -11,7 +11,7 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { AppEnv } from "../http.js";
 import type { Tool } from "../../contract/tool.js";
-import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, RESERVED_NAMES, type StoredCustomTool } from "../../tools/custom/definition.js";
+import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, reservedNameRefusal, type StoredCustomTool } from "../../tools/custom/definition.js";
 import { readCustomTools, updateCustomTools } from "../../tools/custom/store.js";
 import { schemaValidator, toCustomTool } from "../../tools/custom/tool.js";
 import { checkReachable, webAccess } from "../../tools/web/transport.js";
@@ -33,9 +33,8 @@ function shown(t: StoredCustomTool) {
 
 /** Checks a definition before it is stored: names, sizes, the schema, the backend (a webhook URL as it will be called). */
 async function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInput): Promise<CustomToolInput> {
-  if (builtins.some((t) => t.name === input.name) || RESERVED_NAMES.includes(input.name)) {
-    throw new ToolError("ALREADY_EXISTS", `'${input.name}' is a built-in tool name; a custom tool can never shadow one. Pick another name (e.g. a prefix: acme_${input.name}).`, { name: input.name });
-  }
+  const reserved = reservedNameRefusal(input.name, builtins.map((t) => t.name));
+  if (reserved) throw reserved;
   if (JSON.stringify(input.input_schema).length > MAX_SCHEMA_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `input_schema is larger than ${MAX_SCHEMA_BYTES} bytes.`);
   schemaValidator(input.input_schema);
   const b = input.backend;

@@ -89,7 +89,7 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   const ws = await openWorkspace(scope);
 
   if (rec.binding) {
-    const moved = bindingChange(rec.binding, await bindingOf(deps.storage, ws, rec.tool, rec.args));
+    const moved = bindingChange(rec.binding, await bindingOf(deps.storage, ws, tool, rec.args));
     if (moved) {
       const closed = await closePending(s, rec, etag, "stale", moved);
       throw closed ? closedError(closed) : answeredError(rec.id);

@@ -1,0 +1,62 @@
+/**
+ * Custom tools against a hostile tenant (workerd, real local R2/KV): names that collide with what
+ * tool lists mean, and a held custom-tool call whose definition changes before it is approved.
+ */
+import { describe, expect, it } from "vitest";
+import { cloudflareFetcher } from "../../../../lib/tools/web/transport.js";
+import { admin, newTenant, testApp as plainApp } from "../../../helpers.js";
+import { answer, approverKey, getPending, held, setPolicy } from "../../run/pending/approval-helpers.js";
+
+/** As deployed on Cloudflare (TOOLSHED_WEB_EGRESS=cloudflare): webhook host names are the runtime's to resolve (docs/ssrf.md). */
+const testApp = () => plainApp({ webFetch: { fetcher: cloudflareFetcher } });
+
+const def = (name: string, url = "https://hooks.example.com/echo") => ({
+  name,
+  description: "Echo a message.",
+  input_schema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+  backend: { type: "webhook", url },
+});
+
+describe("custom tools, hostile", () => {
+  it("a preset's name (all, coding, readonly, web, none) is never a custom tool's: in a tool list it means the preset, so the tool could never be named alone", async () => {
+    const app = testApp();
+    const a = await newTenant(app);
+    for (const name of ["all", "coding", "readonly", "web", "none"]) {
+      const r = await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def(name));
+      expect(r.status, name).toBe(409);
+      expect(r.body.error.message).toContain(`'${name}' is a preset`);
+    }
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, undefined, "GET")).body.tools).toEqual([]);
+  });
+
+  it("a held custom-tool call is bound to the tool's definition: replaced (or deleted and added again) before the approval, the call is stale and nothing runs", async () => {
+    const app = testApp();
+    const a = await newTenant(app, { scopes: ["read", "write", "network"] });
+    await setPolicy(app, a.tenant, { gate: [{ tool: "acme_echo" }] });
+    const approver = await approverKey(app, a.tenant);
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("acme_echo"))).status).toBe(201);
+
+    // Replaced by PUT: another URL now gets the arguments the human was asked about.
+    const d = held(await a.call("acme_echo", { message: "hi" }));
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom/acme_echo`, def("acme_echo", "https://other.example.net/collect"), "PUT")).status).toBe(200);
+    const r = await answer(a, approver, d.pending_id, { approved: true });
+    expect(r.status, JSON.stringify(r.body)).toBe(409);
+    expect(r.body.error).toMatchObject({ code: "CONFLICT", details: { status: "stale" } });
+    expect(r.body.error.message).toContain("the tool's definition changed");
+    expect((await getPending(a, d.pending_id)).body.outcome).toBeUndefined();
+
+    // Deleted and added again under the same name, another backend: stale as well.
+    const d2 = held(await a.call("acme_echo", { message: "hi" }));
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom/acme_echo`, undefined, "DELETE")).status).toBe(200);
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def("acme_echo", "https://third.example.org/x"))).status).toBe(201);
+    expect((await answer(a, approver, d2.pending_id, { approved: true })).body.error).toMatchObject({ code: "CONFLICT", details: { status: "stale" } });
+
+    // The same definition sent again (GET's answer PUT back as it is): the call it holds is still the one approved, and runs.
+    const d3 = held(await a.call("acme_echo", { message: "hi" }));
+    const same = (await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom/acme_echo`, undefined, "GET")).body;
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom/acme_echo`, same, "PUT")).status).toBe(200);
+    const ran = await answer(a, approver, d3.pending_id, { approved: true });
+    expect(ran.status, JSON.stringify(ran.body)).toBe(200);
+    expect(ran.body.status).toBe("done");
+  });
+});
