@@ -19,7 +19,7 @@ import { newStamp, UndoJournal } from "../workspace/undo-journal.js";
 import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "../tools/pending/outcome.js";
-import { assertToolAllowed, usableTools } from "./toolset.js";
+import { assertToolAllowed, scopesOnWorkspace, usableTools } from "./toolset.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
 import { auditToolCall, isAudited } from "./audit/tool-call.js";
@@ -147,9 +147,11 @@ function subCallsOf(ctx: RunContext): SubCalls {
   };
 }
 
-async function executeChecked(tool: Tool, rawArgs: unknown, ctx: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+async function executeChecked(tool: Tool, rawArgs: unknown, allowed: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   // Who may use which tool, in this one place (lib/run/toolset.ts): the key's scopes and tools, the workspace's tools.
-  assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
+  assertToolAllowed(tool, allowed.auth, allowed.ws.tools);
+  // And with which scopes its own work acts (a command's network): the key's, bounded by both tool lists.
+  const ctx: RunContext = { ...allowed, auth: { ...allowed.auth, scopes: scopesOnWorkspace(allowed.auth, allowed.ws.tools, allowed.deps.tools ?? [tool]) } };
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
   tool.startReads?.(ctx);

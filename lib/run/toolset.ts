@@ -114,6 +114,18 @@ export function assertToolAllowed(tool: Tool, auth: AuthInfo, workspaceTools?: T
   if (e) throw e;
 }
 
+/**
+ * The scopes a call acts with on this workspace: the key's, bounded by its own tool list and by the
+ * workspace's (in the tool scopes), as the route guard bounds routes. What a tool's own work may use
+ * follows from these, not from the key's stored scopes alone: a command gets the network only
+ * when `network` is here (a `coding` or `["readonly","bash"]` workspace gives no key's bash the network).
+ */
+export function scopesOnWorkspace(auth: Pick<AuthInfo, "scopes" | "tools">, workspaceTools: ToolList | undefined, catalog: readonly Tool[]): Scope[] {
+  const byKey = scopesOfList(auth.tools, catalog);
+  const byWorkspace = scopesOfList(workspaceTools, catalog);
+  return auth.scopes.filter((s) => (!byKey || byKey.has(s)) && (!byWorkspace || !TOOL_SCOPES.includes(s) || byWorkspace.has(s)));
+}
+
 /** The tools this caller may use, in catalog order: what every listing shows. */
 export function usableTools(tools: readonly Tool[], auth: Pick<AuthInfo, "scopes" | "tools">, workspaceTools?: ToolList): Tool[] {
   const key = namesOf(auth.tools);
