@@ -20,6 +20,7 @@ import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "../tools/pending/outcome.js";
 import { assertToolAllowed, scopesOnWorkspace, usableTools } from "./toolset.js";
+import { takeInnerCall } from "../limits/call-budget.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
 import { auditToolCall, isAudited } from "./audit/tool-call.js";
@@ -137,8 +138,10 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
 function subCallsOf(ctx: RunContext): SubCalls {
   return {
     usable: () => usableTools(ctx.deps.tools ?? [], ctx.auth, ctx.ws.tools),
-    run: (tool, args, { stampMs, listener, signal }) => {
+    run: async (tool, args, { stampMs, listener, signal }) => {
       const { ws, deps } = ctx;
+      // Each sub-call is a call of the caller's key, against its calls_per_minute as a direct one: a subagent is no way around it.
+      if (deps.callLeases) await takeInnerCall(deps.callLeases, ws.tenant, { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) }, ctx.waitUntil);
       const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));
       const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo, ...quotaOpt(ws.quota) });
       return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, door: "task", ...(signal ? { signal } : {}) });
