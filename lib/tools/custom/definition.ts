@@ -9,8 +9,8 @@ import { PRESET_NAMES } from "../../layout/workspace-meta.js";
 
 /** Same charset as the built-in tools. */
 export const CUSTOM_NAME = /^[a-z][a-z0-9_]{0,63}$/;
-/** Names the compat routes and the tool routes own, besides the built-ins passed in. */
-export const RESERVED_NAMES = ["str_replace_based_edit_tool", "shell", "custom", "mcp"];
+/** Names the compat routes (every name of lib/doors/compat's ANTHROPIC_TOOLS and OPENAI_TOOLS: a test checks it) and the tool routes own, besides the built-ins passed in. */
+export const RESERVED_NAMES = ["str_replace_based_edit_tool", "str_replace_editor", "shell", "custom", "mcp"];
 export const MAX_CUSTOM_TOOLS = 50;
 
 /**

@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { cloudflareFetcher } from "../../../../lib/tools/web/transport.js";
+import { ANTHROPIC_TOOLS } from "../../../../lib/doors/compat/anthropic.js";
+import { OPENAI_TOOLS } from "../../../../lib/doors/compat/openai.js";
 import { admin, newTenant, testApp as plainApp } from "../../../helpers.js";
 import { answer, approverKey, getPending, held, setPolicy } from "../../run/pending/approval-helpers.js";
 
@@ -27,6 +29,15 @@ describe("custom tools, hostile", () => {
       expect(r.body.error.message).toContain(`'${name}' is a preset`);
     }
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, undefined, "GET")).body.tools).toEqual([]);
+  });
+
+  it("every name a compat route answers to (Anthropic's and OpenAI's client tools, older versions' too) is refused", async () => {
+    const app = testApp();
+    const a = await newTenant(app);
+    for (const name of [...ANTHROPIC_TOOLS, ...OPENAI_TOOLS]) {
+      const r = await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, def(name));
+      expect(r.status, name).toBe(409);
+    }
   });
 
   it("a held custom-tool call is bound to the tool's definition: replaced (or deleted and added again) before the approval, the call is stale and nothing runs", async () => {
