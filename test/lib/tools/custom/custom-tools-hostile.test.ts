@@ -31,6 +31,21 @@ describe("custom tools, hostile", () => {
     expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, undefined, "GET")).body.tools).toEqual([]);
   });
 
+  it("a key limited to a preset never reaches a custom tool, by the tool route or MCP (a custom tool is in no preset, and a list names only built-ins)", async () => {
+    const app = testApp();
+    const a = await newTenant(app);
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, { ...def("acme_run"), backend: { type: "plugin", command: "echo" } })).status).toBe(201);
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/keys`, { tools: ["coding", "acme_run"] })).status).toBe(400);
+    for (const tools of ["readonly", "coding"]) {
+      const key = (await admin(app, `/v1/admin/tenants/${a.tenant}/keys`, { tools })).body.key as string;
+      const r = await app.request(`/v1/workspaces/${a.ws}/tools/acme_run`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ message: "x" }) });
+      expect(r.status, tools).toBe(403);
+      expect(((await r.json()) as any).error.code).toBe("PERMISSION_DENIED");
+      const listed = await app.request(`/v1/workspaces/${a.ws}/mcp`, { method: "POST", headers: { authorization: `Bearer ${key}`, accept: "application/json, text/event-stream", "content-type": "application/json", "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }) });
+      expect(((await listed.json()) as any).result.tools.map((t: any) => t.name), tools).not.toContain("acme_run");
+    }
+  });
+
   it("every name a compat route answers to (Anthropic's and OpenAI's client tools, older versions' too) is refused", async () => {
     const app = testApp();
     const a = await newTenant(app);
