@@ -46,6 +46,31 @@ describe("custom tools, hostile", () => {
     }
   });
 
+  it("schemas zod's import takes but providers refuse (properties a list, required a string, a subschema a number) are refused when saved, naming the place; loops and odd names are fine", async () => {
+    const app = testApp();
+    const a = await newTenant(app);
+    const save = (name: string, input_schema: unknown) => admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, { ...def(name), input_schema });
+    const bad: [unknown, string][] = [
+      [{ type: "object", properties: [{ type: "string" }] }, "input_schema.properties must be an object of schemas"],
+      [{ type: "object", required: "x" }, "input_schema.required must be a list of property names"],
+      [{ type: "object", properties: { a: { type: "array", items: 5 } } }, "input_schema.properties.a.items must be a schema"],
+      [{ type: "object", anyOf: { a: 1 } }, "input_schema.anyOf must be a list of schemas"],
+    ];
+    for (const [i, [schema, says]] of bad.entries()) {
+      const r = await save(`bad_${i}`, schema);
+      expect(r.status, says).toBe(400);
+      expect(r.body.error.message).toContain(says);
+    }
+    expect((await admin(app, `/v1/admin/tenants/${a.tenant}/tools/custom`, undefined, "GET")).body.tools).toEqual([]);
+    const good: Record<string, unknown>[] = [
+      { type: "object", properties: { n: { $ref: "#/$defs/node" } }, $defs: { node: { type: "object", properties: { next: { $ref: "#/$defs/node" } } } } },
+      { type: "object", properties: { a: true, toString: { type: "string" } }, additionalProperties: { type: "integer" } },
+      { type: "object", properties: { t: { type: "array", items: [{ type: "string" }, { type: "number" }] } } },
+    ];
+    for (const [i, schema] of good.entries()) expect((await save(`good_${i}`, schema)).status, JSON.stringify(schema)).toBe(201);
+    for (const f of ["toolshed", "openai", "anthropic", "mcp"]) expect((await a.req(`/v1/tools?format=${f}`)).status, f).toBe(200);
+  });
+
   it("every name a compat route answers to (Anthropic's and OpenAI's client tools, older versions' too) is refused", async () => {
     const app = testApp();
     const a = await newTenant(app);
