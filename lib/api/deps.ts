@@ -17,7 +17,6 @@ import type { Tracer } from "../shared/trace.js";
 import type { LiveCoordinator } from "../exec/live/types.js";
 import type { JwksCache } from "./auth/jwks.js";
 import type { Trust } from "./auth/oauth-config.js";
-import type { CallLeases } from "../limits/call-leases.js";
 
 export interface AppDeps extends McpDeps {
   /** Bearer token of the admin API; without it the admin API is off. */
@@ -29,8 +28,6 @@ export interface AppDeps extends McpDeps {
    * when this is absent; pass one to share it or to change its limits.
    */
   authBackoff?: AuthBackoff;
-  /** This isolate's pools of calls taken ahead from the limits (lib/limits/call-leases.ts); createApp makes one over `limits`. */
-  callLeases?: CallLeases;
   /** Bounds of archive import/export where the defaults (lib/archive/limits.ts) should not apply. */
   archiveLimits?: Partial<ArchiveLimits>;
   /** API keys (by hash) resolved per isolate for a few seconds (lib/api/auth/keys.ts); createApp makes one when absent. */

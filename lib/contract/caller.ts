@@ -30,6 +30,8 @@ export interface AuthInfo {
    * outlives the call (a live sandbox) ends by then.
    */
   key_expires_at?: string;
+  /** The key id of the key that made this one (POST /v1/keys); absent: made by the admin. A held call is never approved by its key or a key it made (lib/run/pending/approve.ts). */
+  made_by?: string;
   /** The key's own limits (absent: the tenant's); lib/limits applies them. */
   limits?: Limits;
 }

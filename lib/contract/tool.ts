@@ -181,6 +181,13 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   /** The JSON Schema of the arguments when it is not made from `input` (custom tools: the tenant's own schema). */
   inputSchema?: Record<string, unknown>;
   /**
+   * What the tool runs, where that can change while the server runs: a tenant's custom tool's
+   * definition as stored (its times and webhook secret aside). A held call is bound to it
+   * (lib/run/pending/binding.ts): approved after the definition changed, the call is stale and never
+   * runs. Absent for built-ins (one deploy, one definition).
+   */
+  definition?: Record<string, unknown>;
+  /**
    * The argument naming the one file this tool reads whole first (read, write, edit: "file_path"):
    * the tool route starts that GET, and its session record's, beside the guard's read of the
    * workspace record (lib/workspace/early.ts). Absent: nothing is read early.

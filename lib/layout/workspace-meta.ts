@@ -1,7 +1,8 @@
 /** A workspace's record as storage holds it (t/<tenant>/w/<ws>/meta.json: paths.ts workspaceMetaKey). Declarations only. */
 
-/** The presets a tool list may name; their tools: lib/run/toolset.ts PRESETS. */
-export type PresetName = "coding" | "readonly" | "web" | "all" | "none";
+/** The presets a tool list may name; their tools: lib/run/toolset.ts PRESETS. No custom tool takes one of these names (lib/tools/custom/definition.ts). */
+export const PRESET_NAMES = ["coding", "readonly", "web", "all", "none"] as const;
+export type PresetName = (typeof PRESET_NAMES)[number];
 /** A stored tool list (a workspace's, a key's): a preset name, or tool names (and preset names, whose tools join). Absent: all. */
 export type ToolList = PresetName | string[];
 

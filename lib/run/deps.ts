@@ -5,6 +5,7 @@
  */
 import type { Tool } from "../contract/tool.js";
 import type { ManifestCache } from "../layers/manifest.js";
+import type { CallLeases } from "../limits/call-leases.js";
 import type { TaskToolDeps } from "../tools/task/loop.js";
 import type { KnownRecords } from "../workspace/records.js";
 import type { VersionCache } from "../workspace/version-cache.js";
@@ -28,4 +29,6 @@ export interface RunDeps extends TaskToolDeps {
   versions?: VersionCache;
   /** The tools this app serves (createApp sets it): what a sub-call (the task tool's subagent) may call. */
   tools?: readonly Tool[];
+  /** This isolate's pools of calls taken ahead from the limits (lib/limits/call-leases.ts); createApp makes one over `limits`. The route guard takes each request's call here, and a sub-call (a subagent's) its own. */
+  callLeases?: CallLeases;
 }

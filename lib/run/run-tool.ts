@@ -19,7 +19,8 @@ import { newStamp, UndoJournal } from "../workspace/undo-journal.js";
 import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "../tools/pending/outcome.js";
-import { assertToolAllowed, usableTools } from "./toolset.js";
+import { assertToolAllowed, scopesOnWorkspace, usableTools } from "./toolset.js";
+import { takeInnerCall } from "../limits/call-budget.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
 import { auditToolCall, isAudited } from "./audit/tool-call.js";
@@ -137,8 +138,10 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
 function subCallsOf(ctx: RunContext): SubCalls {
   return {
     usable: () => usableTools(ctx.deps.tools ?? [], ctx.auth, ctx.ws.tools),
-    run: (tool, args, { stampMs, listener, signal }) => {
+    run: async (tool, args, { stampMs, listener, signal }) => {
       const { ws, deps } = ctx;
+      // Each sub-call is a call of the caller's key, against its calls_per_minute as a direct one: a subagent is no way around it.
+      if (deps.callLeases) await takeInnerCall(deps.callLeases, ws.tenant, { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) }, ctx.waitUntil);
       const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));
       const callWs = new Workspace({ driver: ws.driver, records: ws.records, tenant: ws.tenant, id: ws.id, tools: ws.tools, listeners: [...(deps.listeners ?? []), listener], undo, ...quotaOpt(ws.quota) });
       return runTool(tool, args, { deps, auth: ctx.auth, wsId: ws.id, session: ctx.session, ws: callWs, door: "task", ...(signal ? { signal } : {}) });
@@ -147,9 +150,11 @@ function subCallsOf(ctx: RunContext): SubCalls {
   };
 }
 
-async function executeChecked(tool: Tool, rawArgs: unknown, ctx: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+async function executeChecked(tool: Tool, rawArgs: unknown, allowed: RunContext): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   // Who may use which tool, in this one place (lib/run/toolset.ts): the key's scopes and tools, the workspace's tools.
-  assertToolAllowed(tool, ctx.auth, ctx.ws.tools);
+  assertToolAllowed(tool, allowed.auth, allowed.ws.tools);
+  // And with which scopes its own work acts (a command's network): the key's, bounded by both tool lists.
+  const ctx: RunContext = { ...allowed, auth: { ...allowed.auth, scopes: scopesOnWorkspace(allowed.auth, allowed.ws.tools, allowed.deps.tools ?? [tool]) } };
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
   tool.startReads?.(ctx);

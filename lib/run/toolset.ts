@@ -19,7 +19,7 @@ import { DEFAULT_SCOPES, type AuthInfo, type Scope } from "../contract/caller.js
 import { ToolError } from "../shared/errors.js";
 import { closestName } from "../shared/suggest.js";
 import type { Tool } from "../contract/tool.js";
-import type { PresetName, ToolList } from "../layout/workspace-meta.js";
+import { PRESET_NAMES, type PresetName, type ToolList } from "../layout/workspace-meta.js";
 
 /**
  * coding: every file, search, shell and planning tool. Beyond the issue's minimum: insert and
@@ -40,7 +40,7 @@ export const PRESETS = {
   all: null,
   none: [],
 } as const satisfies Record<PresetName, readonly string[] | null>;
-export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
+export { PRESET_NAMES };
 
 const isPreset = (s: string): s is PresetName => Object.hasOwn(PRESETS, s);
 
@@ -112,6 +112,18 @@ export function toolRefusal(tool: Tool, auth: AuthInfo, workspaceTools?: ToolLis
 export function assertToolAllowed(tool: Tool, auth: AuthInfo, workspaceTools?: ToolList): void {
   const e = toolRefusal(tool, auth, workspaceTools);
   if (e) throw e;
+}
+
+/**
+ * The scopes a call acts with on this workspace: the key's, bounded by its own tool list and by the
+ * workspace's (in the tool scopes), as the route guard bounds routes. What a tool's own work may use
+ * follows from these, not from the key's stored scopes alone: a command gets the network only
+ * when `network` is here (a `coding` or `["readonly","bash"]` workspace gives no key's bash the network).
+ */
+export function scopesOnWorkspace(auth: Pick<AuthInfo, "scopes" | "tools">, workspaceTools: ToolList | undefined, catalog: readonly Tool[]): Scope[] {
+  const byKey = scopesOfList(auth.tools, catalog);
+  const byWorkspace = scopesOfList(workspaceTools, catalog);
+  return auth.scopes.filter((s) => (!byKey || byKey.has(s)) && (!byWorkspace || !TOOL_SCOPES.includes(s) || byWorkspace.has(s)));
 }
 
 /** The tools this caller may use, in catalog order: what every listing shows. */

@@ -63,6 +63,7 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(rec.limits !== undefined ? { limits: rec.limits } : {}),
     ...(ends.length ? { expires_at: ends[0]! } : {}),
     ...(rec.expires_at !== undefined ? { key_expires_at: rec.expires_at } : {}),
+    ...(rec.created_by !== undefined ? { made_by: rec.created_by } : {}),
   };
 }
 const hashKey = (hash: string) => `apikey/${hash}`;

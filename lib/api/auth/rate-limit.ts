@@ -9,7 +9,7 @@
  * an outage of the counter does not take the API down with it.
  */
 import type { Context } from "hono";
-import { ToolError } from "../../shared/errors.js";
+import { callsPerMinuteError } from "../../limits/call-budget.js";
 import { rateLimitHeaders } from "../../limits/headers.js";
 import type { CallLeases } from "../../limits/call-leases.js";
 import type { ClaimAnswer, ClaimAsk } from "../../limits/claims.js";
@@ -34,10 +34,7 @@ export async function takeCall(leases: CallLeases, c: Context<AppEnv>, auth: Aut
   }
   const headers = rateLimitHeaders(d);
   for (const [k, v] of Object.entries(headers)) c.header(k, v);
-  if (!d.ok) {
-    const whose = d.policy === "key" ? "This API key" : "This tenant";
-    throw new ToolError("RATE_LIMITED", `${whose} may make ${d.limit} calls per minute (calls_per_minute), and has used them. Retry after ${d.retry_after} s; the RateLimit header says what is left.`, { limit: "calls_per_minute", policy: d.policy, quota: d.limit, remaining: d.remaining, retry_after: d.retry_after });
-  }
+  if (!d.ok) throw callsPerMinuteError(d, "; the RateLimit header says what is left");
   const claimed = d.claim?.catch((e: unknown) => {
     console.error("limits: the tenant's limits object did not answer the Idempotency-Key's claim; the bucket holds the key", e instanceof Error ? e.message : String(e));
     return undefined;

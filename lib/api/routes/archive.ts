@@ -91,7 +91,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
 /** `?tools=readonly` is a preset, `?tools=readonly,bash` a list (as the JSON body's `tools`). */
 const toolsQuery = (v: string): string | string[] => {
   const items = v.split(",").map((x) => x.trim());
-  return items.length === 1 && (PRESET_NAMES as string[]).includes(items[0]!) ? items[0]! : items;
+  return items.length === 1 && (PRESET_NAMES as readonly string[]).includes(items[0]!) ? items[0]! : items;
 };
 
 /** POST /v1/workspaces with an archive body (the route needs 'write'): creates the workspace, imports into it; a failed import deletes it again. */

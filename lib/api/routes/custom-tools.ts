@@ -11,9 +11,10 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId } from "../../shared/hash.js";
 import type { AppEnv } from "../http.js";
 import type { Tool } from "../../contract/tool.js";
-import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, RESERVED_NAMES, type StoredCustomTool } from "../../tools/custom/definition.js";
+import { CustomToolInput, MAX_CUSTOM_TOOLS, MAX_SCHEMA_BYTES, reservedNameRefusal, type StoredCustomTool } from "../../tools/custom/definition.js";
 import { readCustomTools, updateCustomTools } from "../../tools/custom/store.js";
 import { schemaValidator, toCustomTool } from "../../tools/custom/tool.js";
+import { schemaShapeError } from "../../tools/custom/schema-shape.js";
 import { checkReachable, webAccess } from "../../tools/web/transport.js";
 import { secureRoute } from "./access.js";
 import type { Access } from "./route-policy.js";
@@ -33,10 +34,12 @@ function shown(t: StoredCustomTool) {
 
 /** Checks a definition before it is stored: names, sizes, the schema, the backend (a webhook URL as it will be called). */
 async function checked(deps: AppDeps, builtins: readonly Tool[], input: CustomToolInput): Promise<CustomToolInput> {
-  if (builtins.some((t) => t.name === input.name) || RESERVED_NAMES.includes(input.name)) {
-    throw new ToolError("ALREADY_EXISTS", `'${input.name}' is a built-in tool name; a custom tool can never shadow one. Pick another name (e.g. a prefix: acme_${input.name}).`, { name: input.name });
-  }
+  const reserved = reservedNameRefusal(input.name, builtins.map((t) => t.name));
+  if (reserved) throw reserved;
   if (JSON.stringify(input.input_schema).length > MAX_SCHEMA_BYTES) throw new ToolError("PAYLOAD_TOO_LARGE", `input_schema is larger than ${MAX_SCHEMA_BYTES} bytes.`);
+  // The shape first (its message names the place), checked when saved only: a definition stored before this rule still loads.
+  const shape = schemaShapeError(input.input_schema);
+  if (shape) throw new ToolError("INVALID_ARGUMENT", `${shape}: a model provider refuses a whole tool list with such a schema in it. Fix input_schema and send the tool again.`, { field: "input_schema" });
   schemaValidator(input.input_schema);
   const b = input.backend;
   if (b.type === "plugin" && !b.command === !b.path) throw new ToolError("INVALID_ARGUMENT", "A plugin backend takes exactly one of command (a shell command) or path (an executable of the workspace).");

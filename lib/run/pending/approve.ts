@@ -1,7 +1,7 @@
 /**
  * Running a held call a human approved. Before anything is taken or run:
- *   - the approving key is not the key that made the call (an agent whose key also holds `approve`
- *     cannot approve itself; it may still refuse its own call);
+ *   - the approving key is not the key that made the call, nor a key that key made (an agent whose key
+ *     also holds `approve` cannot approve itself, nor mint an approver with `manage`; it may still refuse its own call);
  *   - modified arguments are validated against the tool's schema (bad ones leave the call pending);
  *   - the key that made the call is looked up as it is now (Approver.currentKey): a revoked
  *     or expired key's call runs nothing (its outcome says why); the call runs with the scopes the key had
@@ -60,11 +60,28 @@ function approvalNotice(rec: PendingRecord, a: Approval) {
   return { text, data };
 }
 
+/** Keys made by keys followed up from an approver's key, at most (a longer chain is refused as if it led to the caller). */
+const MAX_MAKERS = 8;
+
+/**
+ * Whether key `by` is the calling key `caller` or a key it made, at any depth (POST /v1/keys records
+ * the maker): one agent, which never approves its own calls. 2 KV GETs per key followed up.
+ */
+async function madeByCaller(approver: Approver, tenant: string, by: string, caller: string): Promise<boolean> {
+  let key: string | undefined = by;
+  for (let hop = 0; key !== undefined; hop++) {
+    if (key === caller || hop > MAX_MAKERS) return true;
+    key = (await approver.currentKey(tenant, key))?.made_by;
+  }
+  return false;
+}
+
 export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s: PendingScope, held: { rec: PendingRecord; etag: string }, a: Approval, approver: Approver): Promise<PendingRecord> {
   const { rec, etag } = held;
-  // The gate holds a call for a human: the key that made it never approves it (it stays pending), whatever scopes it holds.
-  if (a.by === rec.key_id) {
-    throw new ToolError("PERMISSION_DENIED", `This ${rec.tool} call was made with the API key that is approving it (key id ${rec.key_id}): a held call is approved with another key, a human approver's, never the calling agent's. It is still pending: approve it with an approver's key (docs/approvals.md), or refuse it with {"approved": false}.`, { key_id: rec.key_id, reason: "self_approval" });
+  // The gate holds a call for a human: the key that made it, or a key that key made, never approves it (it stays pending), whatever scopes it holds.
+  if (await madeByCaller(approver, tenant, a.by, rec.key_id)) {
+    const whose = a.by === rec.key_id ? "the API key that is approving it" : "the API key that made the key approving it (POST /v1/keys)";
+    throw new ToolError("PERMISSION_DENIED", `This ${rec.tool} call was made with ${whose} (key id ${rec.key_id}): a held call is approved with another key, a human approver's, never the calling agent's nor one it made. It is still pending: approve it with an approver's key (docs/approvals.md), or refuse it with {"approved": false}.`, { key_id: rec.key_id, reason: "self_approval" });
   }
   const tool = approver.tools.find((t) => t.name === rec.tool);
   if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
@@ -89,7 +106,7 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   const ws = await openWorkspace(scope);
 
   if (rec.binding) {
-    const moved = bindingChange(rec.binding, await bindingOf(deps.storage, ws, rec.tool, rec.args));
+    const moved = bindingChange(rec.binding, await bindingOf(deps.storage, ws, tool, rec.args));
     if (moved) {
       const closed = await closePending(s, rec, etag, "stale", moved);
       throw closed ? closedError(closed) : answeredError(rec.id);

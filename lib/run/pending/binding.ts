@@ -6,7 +6,8 @@
  * checkpoint and restore switches it) and the version of every file or directory the call's
  * arguments name (file_path, path, from, to; an apply_patch's sections): a file's etag, a
  * directory's listing (paths and etags of up to MAX_BOUND_ENTRIES files, hashed), or "absent".
- * A bash command names no files we can know, so it is bound to the layer pointer only.
+ * A bash command names no files we can know, so it is bound to the layer pointer only. A tool
+ * whose definition can change (a tenant's custom tool) is bound to that definition too.
  *
  * Cost: 1 GET (the workspace record) + 1 HEAD per named file, or a listing per named directory;
  * paid when a call is held and again when it is approved, never on a call that runs at once.
@@ -17,6 +18,7 @@ import { sha256Hex } from "../../shared/hash.js";
 import { parsePatch } from "../../tools/patch/parse.js";
 import { normalizePath } from "../../layout/paths.js";
 import type { Workspace } from "../../workspace/workspace.js";
+import type { Tool } from "../../contract/tool.js";
 import type { CallBinding } from "../../tools/pending/store.js";
 
 /** Files of a named directory whose versions are bound (past it, the count is). */
@@ -78,15 +80,17 @@ async function versionOf(ws: Workspace, path: string): Promise<string> {
   return `dir:${await sha256Hex(lines.join("\n"))}`;
 }
 
-/** The state `tool(args)` would run on, as of now. */
-export async function bindingOf(storage: StorageDriver, ws: Workspace, tool: string, args: Record<string, unknown>): Promise<CallBinding> {
-  const paths = namedPaths(tool, args);
-  const [meta, versions] = await Promise.all([readMeta(storage, ws.tenant, ws.id), Promise.all(paths.map((p) => versionOf(ws, p)))]);
-  return { layer: `${meta?.meta.base ?? "plain"}@${meta?.meta.seq ?? 0}`, paths: Object.fromEntries(paths.map((p, i) => [p, versions[i]!])) };
+/** The state `tool(args)` would run on, as of now: the workspace's, and the tool's own definition when it has one (a custom tool). */
+export async function bindingOf(storage: StorageDriver, ws: Workspace, tool: Pick<Tool, "name" | "definition">, args: Record<string, unknown>): Promise<CallBinding> {
+  const paths = namedPaths(tool.name, args);
+  const [meta, versions, definition] = await Promise.all([readMeta(storage, ws.tenant, ws.id), Promise.all(paths.map((p) => versionOf(ws, p))), tool.definition ? sha256Hex(canonical(tool.definition)) : undefined]);
+  return { layer: `${meta?.meta.base ?? "plain"}@${meta?.meta.seq ?? 0}`, paths: Object.fromEntries(paths.map((p, i) => [p, versions[i]!])), ...(definition ? { tool: definition } : {}) };
 }
 
 /** What moved between the binding a call was held on and now, in words; null when nothing did. */
 export function bindingChange(held: CallBinding, now: CallBinding): string | null {
+  // A custom tool replaced (or deleted and added again) runs something nobody approved.
+  if (held.tool !== now.tool) return "the tool's definition changed (the tenant's custom tool was replaced, or deleted and added again)";
   if (held.layer !== now.layer) return "the workspace's version was switched (a restore, import or checkpoint)";
   const changed = Object.keys(held.paths).filter((p) => held.paths[p] !== now.paths[p]);
   if (!changed.length) return null;

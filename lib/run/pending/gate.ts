@@ -84,7 +84,7 @@ export async function gateCall(tool: Tool, args: Record<string, unknown>, ctx: T
 /** Stores the call as pending (or finds it waiting already) and throws NEEDS_APPROVAL. */
 async function hold(tool: Tool, args: Record<string, unknown>, ctx: ToolContext, reason: string, rule: GateRule): Promise<never> {
   const s = scopeOf(ctx);
-  const [binding, waiting] = await Promise.all([bindingOf(ctx.deps.storage, ctx.ws, tool.name, args), waitingCalls(s)]);
+  const [binding, waiting] = await Promise.all([bindingOf(ctx.deps.storage, ctx.ws, tool, args), waitingCalls(s)]);
   const older = waiting.filter((w) => sameCall(w.rec, tool, args, ctx));
   // The same call on the same state: one call, one approval.
   const same = older.find((w) => w.rec.binding && !bindingChange(w.rec.binding, binding));

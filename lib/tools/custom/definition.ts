@@ -4,12 +4,32 @@
  * HTTPS URL called with an HMAC signature). Schema and rules only (no I/O).
  */
 import { z } from "@hono/zod-openapi";
+import { ToolError } from "../../shared/errors.js";
+import { PRESET_NAMES } from "../../layout/workspace-meta.js";
 
 /** Same charset as the built-in tools. */
 export const CUSTOM_NAME = /^[a-z][a-z0-9_]{0,63}$/;
-/** Names the compat routes and the tool routes own, besides the built-ins passed in. */
-export const RESERVED_NAMES = ["str_replace_based_edit_tool", "shell", "custom", "mcp"];
+/** Names the compat routes (every name of lib/doors/compat's ANTHROPIC_TOOLS and OPENAI_TOOLS: a test checks it) and the tool routes own, besides the built-ins passed in. */
+export const RESERVED_NAMES = ["str_replace_based_edit_tool", "str_replace_editor", "shell", "custom", "mcp"];
 export const MAX_CUSTOM_TOOLS = 50;
+
+/**
+ * Why no custom tool may be named `name`, or null: the ONE rule of reserved names, checked when a
+ * tool is saved (lib/api/routes/custom-tools.ts) and at the join of built-in and custom tools
+ * (toolsForTenant), so a definition stored before a name was reserved is left out too. A built-in's
+ * or a compat route's name would shadow it; a preset's name (`all`, `readonly`, …) means the preset
+ * in every tool list (a key's, a workspace's), so the tool could never be named alone there, and a
+ * list meant to add it (`["readonly", "all"]`) would give every tool.
+ */
+export function reservedNameRefusal(name: string, builtins: readonly string[]): ToolError | null {
+  if (builtins.includes(name) || RESERVED_NAMES.includes(name)) {
+    return new ToolError("ALREADY_EXISTS", `'${name}' is a built-in tool name; a custom tool can never shadow one. Pick another name (e.g. a prefix: acme_${name}).`, { name });
+  }
+  if ((PRESET_NAMES as readonly string[]).includes(name)) {
+    return new ToolError("ALREADY_EXISTS", `'${name}' is a preset's name (${PRESET_NAMES.join(", ")}): in a key's or a workspace's tool list it means the preset, never a tool. Pick another name (e.g. a prefix: acme_${name}).`, { name, presets: PRESET_NAMES });
+  }
+  return null;
+}
 export const MAX_SCHEMA_BYTES = 32_768;
 
 const Plugin = z.object({

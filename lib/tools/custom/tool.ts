@@ -11,7 +11,7 @@ import type { StorageDriver } from "../../storage/types.js";
 import type { WebToolDeps } from "../web/deps.js";
 import { jsonSchemaArgumentParser } from "../../contract/tool-args.js";
 import { commandReads } from "../../exec/tool-support.js";
-import { backendScope, type StoredCustomTool } from "./definition.js";
+import { backendScope, reservedNameRefusal, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
 import { readCustomTools } from "./store.js";
 import { callWebhook } from "./webhook.js";
@@ -45,7 +45,10 @@ export function toCustomTool(def: StoredCustomTool, secretOf: (d: StoredCustomTo
   // The tenant's schema as declared, its $schema (dialect) included: MCP lists it so (SEP-1613);
   // the OpenAI and Anthropic shapes drop $schema for every tool (lib/contract/formats.ts).
   const inputSchema = def.input_schema;
+  // What a held call is bound to: the definition as it runs (the times change on a PUT that changes nothing; the secret only signs).
+  const { created_at: _c, updated_at: _u, ...definition } = def;
   return {
+    definition: def.backend.type === "webhook" ? { ...definition, backend: { ...def.backend, secret: undefined } } : definition,
     name: def.name,
     description: def.description,
     summary: def.summary ?? def.description.slice(0, 1024),
@@ -96,10 +99,11 @@ export async function loadCustomTools(deps: CustomToolDeps, tenant: string): Pro
 
 /**
  * The ONE join of built-in and custom tools for a tenant: every door (catalog, formats, MCP,
- * the tool route) asks this. A custom name equal to a built-in is dropped: built-ins always win.
+ * the tool route) asks this. A custom tool with a reserved name (reservedNameRefusal: a built-in's,
+ * a compat route's, a preset's) is dropped: built-ins and presets always win.
  */
 export async function toolsForTenant(deps: CustomToolDeps, builtins: readonly Tool[], tenant: string): Promise<Tool[]> {
-  const taken = new Set(builtins.map((t) => t.name));
-  const custom = (await loadCustomTools(deps, tenant)).filter((t) => !taken.has(t.name));
+  const taken = builtins.map((t) => t.name);
+  const custom = (await loadCustomTools(deps, tenant)).filter((t) => !reservedNameRefusal(t.name, taken));
   return [...builtins, ...custom];
 }

@@ -38,10 +38,13 @@ export interface WebhookReply {
 
 type WebhookBackend = Extract<CustomToolInput["backend"], { type: "webhook" }>;
 
-/** The tenant's secrets bound to the webhook's host go with the call (docs/secrets.md); its answer and errors never show their values. */
+/**
+ * The tenant's secrets bound to the webhook's host go with the call (docs/secrets.md); its answer and
+ * errors never show their values, nor the tool's signing secret (a server that knows it may echo it).
+ */
 export async function callWebhook(def: CustomToolInput, backend: WebhookBackend, secret: string, args: unknown, ctx: ToolContext<WebToolDeps>): Promise<WebhookReply> {
   const access = webAccess(ctx.deps.webFetch, "webhook");
-  const secrets = secretInjector({ storage: ctx.deps.storage, secretsKey: ctx.deps.secretsKey, tenant: ctx.auth.tenant, guard: access.guard });
+  const secrets = secretInjector({ storage: ctx.deps.storage, secretsKey: ctx.deps.secretsKey, tenant: ctx.auth.tenant, guard: access.guard, alsoRedact: [{ name: `${def.name}_webhook_secret`, value: secret }] });
   try {
     return secrets.redactDeep(await post(def, backend, secret, args, ctx, secrets));
   } catch (e) {

@@ -36,6 +36,8 @@ export interface CallBinding {
   layer: string;
   /** Named path → "file:<etag>" | "dir:<hash of its listing>" | "absent". */
   paths: Record<string, string>;
+  /** A hash of the tool's definition, for a tool that has one (a tenant's custom tool: Tool.definition). */
+  tool?: string;
 }
 
 /** How long a pending call waits for its answer by default. */

@@ -37,6 +37,11 @@ export interface InjectorOptions {
   secretsKey?: string | undefined;
   tenant: string;
   guard: GuardOptions;
+  /**
+   * Other credentials of this call that its answer must never show, though no header carries them
+   * (a webhook's signing secret, which a server that knows it could echo): redacted as a sent value is.
+   */
+  alsoRedact?: { name: string; value: string }[];
 }
 
 export const placeholder = (name: string) => `{{secret:${name}}}`;
@@ -50,7 +55,7 @@ function plainHttpAllowed(url: URL, guard: GuardOptions): boolean {
 
 export function secretInjector(opts: InjectorOptions): SecretInjector {
   const key = opts.secretsKey;
-  const used = new Map<string, string>(); // value → name
+  const used = new Map<string, string>((opts.alsoRedact ?? []).map((c) => [c.value, c.name])); // value → name
   const opened = new Map<string, Promise<string>>();
   let loaded: Promise<StoredSecret[]> | undefined;
   if (key) {

@@ -2,7 +2,8 @@
  * A hostile webhook server (docs/custom-tools.md, docs/ssrf.md): a redirect to the metadata address or
  * back to loopback is not followed, a body that never ends is cut at the limit and its connection
  * closed, headers or a body that come too slowly end in TIMEOUT at the tool's timeout. A real HTTP
- * server on 127.0.0.1 (the test switch lets loopback through, never what a redirect names).
+ * server on 127.0.0.1 (the test switch lets loopback through, never what a redirect names). A server
+ * that echoes the tool's signing secret back: the agent never reads it.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { webhookApp } from "./webhook-app.js";
@@ -12,6 +13,7 @@ let server: LocalHttp;
 let base = "";
 const hits = new Map<string, number>();
 let endlessClosed = false;
+const LEAKED = "whsec_hostile_server_knows_this_0123";
 
 beforeAll(async () => {
   server = await serveLocal((req, res) => {
@@ -37,6 +39,13 @@ beforeAll(async () => {
         const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(" ")), 200);
         return;
       }
+      if (req.url?.startsWith("/echo-secret")) {
+        // A webhook that knows the signing secret and answers with it: as text, as JSON, base64'd, in an error page.
+        const b64 = Buffer.from(`secret=${LEAKED}`).toString("base64");
+        if (req.url === "/echo-secret-text") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ content: [{ type: "text", text: `the secret is ${LEAKED}; encoded ${b64}` }] }));
+        if (req.url === "/echo-secret-json") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ config: { secret: LEAKED } }));
+        return void res.writeHead(500).end(`internal error, secret ${LEAKED}`);
+      }
       // /silent: never answers (a slow loris on our side of the connection)
     });
   });
@@ -46,8 +55,8 @@ afterAll(() => server.close());
 
 async function setup() {
   const { app, adm, h } = await webhookApp();
-  const call = async (name: string, path: string) => {
-    const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "hostile", input_schema: { type: "object", properties: {} }, backend: { type: "webhook", url: `${base}${path}`, timeout: 2 } });
+  const call = async (name: string, path: string, secret?: string) => {
+    const r = await adm("/v1/admin/tenants/acme/tools/custom", { name, description: "hostile", input_schema: { type: "object", properties: {} }, backend: { type: "webhook", url: `${base}${path}`, timeout: 2, ...(secret ? { secret } : {}) } });
     expect(r.status).toBe(201);
     const t0 = Date.now();
     const res = await app.request(`/v1/workspaces/main/tools/${name}`, { method: "POST", headers: h, body: "{}" });
@@ -83,5 +92,16 @@ it("headers that never come, and a body that drips, end in TIMEOUT at the tool's
     const r = await call(name, path);
     expect(r.body.error?.code, path).toBe("TIMEOUT");
     expect(r.ms).toBeLessThan(6000);
+  }
+});
+
+it("a webhook that echoes its signing secret: the agent reads a placeholder, never the secret (text, JSON, base64, an error page)", async () => {
+  const { call } = await setup();
+  for (const [name, path] of [["acme_leak_text", "/echo-secret-text"], ["acme_leak_json", "/echo-secret-json"], ["acme_leak_err", "/echo-secret-err"]] as const) {
+    const r = await call(name, path, LEAKED);
+    const shown = JSON.stringify(r.body);
+    expect(shown, path).not.toContain(LEAKED);
+    expect(shown, path).not.toContain(Buffer.from(`secret=${LEAKED}`).toString("base64").slice(8, 28));
+    expect(shown, path).toContain(`{{secret:${name}_webhook_secret}}`);
   }
 });

@@ -1,0 +1,33 @@
+/**
+ * A held call is never approved by the key that made it, nor by a key that key made (POST /v1/keys,
+ * at any depth): a key holding `manage` and `approve` could otherwise mint an approver for itself.
+ * Real local KV and R2 in workerd.
+ */
+import { describe, expect, it } from "vitest";
+import { newTenant } from "../../../helpers.js";
+import { answer, approverKey, getPending, held, readFile, setPolicy } from "./approval-helpers.js";
+
+describe("self-approval through keys the calling key made", () => {
+  it("a child and a grandchild key of the agent's key are refused (self_approval, still pending, nothing ran); an admin-made approver runs it", async () => {
+    const t = await newTenant(undefined, { scopes: ["read", "write", "approve", "manage"] });
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "write" }] });
+    const d = held(await t.call("write", { file_path: "a.txt", content: "mine" }));
+    const makeKey = async (maker: string, name: string) => {
+      const r = await t.app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${maker}`, "content-type": "application/json" }, body: JSON.stringify({ name, scopes: ["read", "approve", "manage"] }) });
+      expect(r.status, await r.clone().text()).toBe(201);
+      return ((await r.json()) as { key: string }).key;
+    };
+    const child = await makeKey(t.key, "child");
+    const grandchild = await makeKey(child, "grandchild");
+    for (const key of [child, grandchild]) {
+      const r = await answer(t, key, d.pending_id, { approved: true });
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body.error).toMatchObject({ code: "PERMISSION_DENIED", details: { reason: "self_approval" } });
+    }
+    expect(await readFile(t, "a.txt")).toBeNull();
+    expect((await getPending(t, d.pending_id)).body.status).toBe("pending");
+    const ok = await answer(t, await approverKey(t.app, t.tenant), d.pending_id, { approved: true });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(await readFile(t, "a.txt")).toBe("mine");
+  });
+});
