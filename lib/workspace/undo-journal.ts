@@ -87,8 +87,6 @@ const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkCha
 export class UndoJournal {
   readonly callId: string;
   readonly prefix: string;
-  /** The session's undo prefix. */
-  readonly sessionPrefix: string;
   /** The workspace's undo prefix, every session's (retention prunes under it: lib/workspace/undo-retention.ts). */
   readonly workspacePrefix: string;
   /** The workspace's 1st commit in this isolate, then every this-many-th, prunes its undo; 0: never (AppDeps.undoPruneEvery). */
@@ -116,9 +114,8 @@ export class UndoJournal {
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
-    this.sessionPrefix = sessionUndoPrefix(tenant, ws, session);
     this.workspacePrefix = undoPrefix(tenant, ws);
-    this.prefix = `${this.sessionPrefix}${stamp}/`;
+    this.prefix = `${sessionUndoPrefix(tenant, ws, session)}${stamp}/`;
   }
 
   get size(): number {
@@ -294,10 +291,8 @@ export class UndoJournal {
       await this.putRecord(recordKey(this.prefix), changes, links);
     }
     // Retention (per session and per workspace, over every session of it); never fails the call.
-    if (pruneDue(this.workspacePrefix, this.pruneEvery)) {
-      const policy = { ...this.retention, now: Date.now() };
-      await afterAnswer(this.background, "undo retention", () => pruneUndoPrefix(this.storage, this.workspacePrefix, stampTime, policy).catch(() => {}), "await");
-    }
+    const policy = { ...this.retention, now: Date.now() };
+    if (pruneDue(this.workspacePrefix, this.pruneEvery)) await afterAnswer(this.background, "undo retention", () => pruneUndoPrefix(this.storage, this.workspacePrefix, stampTime, policy).catch(() => {}), "await");
     return this.callId;
   }
 }

@@ -109,6 +109,23 @@ describe("a workspace's undo across its sessions", () => {
     expect(kept.calls).toEqual(ids.slice(-WORKSPACE_RETAIN_CALLS).reverse().map((id) => id.replace("~", "/")));
   });
 
+  it("the pruning commit's own cost: ⌈objects/1000⌉ LISTs of the workspace's undo prefix + 1 DELETE per 1,000 objects dropped; other commits none", async () => {
+    const base = memoryDriver();
+    const now = Date.now();
+    const n = WORKSPACE_RETAIN_CALLS + PRUNE_EVERY - 1;
+    for (let i = 0; i < n; i++) await overwrite(base, "cost", `s${i}`, "a.txt", 10, now - (n - i) * 10, { pruneEvery: 0 });
+    const ops: string[] = [];
+    const storage: Storage = Object.assign(Object.create(base) as Storage, {
+      list: (o: Parameters<Storage["list"]>[0]) => (ops.push(`list ${o.prefix}`), base.list(o)),
+      delete: (k: Parameters<Storage["delete"]>[0]) => (ops.push(`delete ${Array.isArray(k) ? k.length : 1}`), base.delete(k)),
+    });
+    await overwrite(storage, "cost", "plain", "a.txt", 10, now, { pruneEvery: 0 });
+    expect(ops).toEqual([]);
+    await overwrite(storage, "cost", "last", "a.txt", 10, now, { pruneEvery: 1 });
+    // 1,017 calls of one record each: 2 pages; the 17 oldest dropped in one bulk DELETE.
+    expect(ops).toEqual([`list ${undoPrefix("acme", "cost")}`, `list ${undoPrefix("acme", "cost")}`, "delete 17"]);
+  });
+
   it("no session id shares the session 'default': its own 100 calls bound it (no new session per call)", async () => {
     // The doors take `x-session-id ?? "default"` (lib/api/routes/tools.ts): a client that sends none writes one session.
     const storage = memoryDriver();
