@@ -8,6 +8,7 @@ import type { ManifestCache } from "../layers/manifest.js";
 import type { CallLeases } from "../limits/call-leases.js";
 import type { TaskToolDeps } from "../tools/task/loop.js";
 import type { KnownRecords } from "../workspace/records.js";
+import type { UndoRetention } from "../workspace/undo-retention.js";
 import type { VersionCache } from "../workspace/version-cache.js";
 import type { WorkspaceListener } from "../workspace/workspace.js";
 import type { UsageSink } from "./metering/usage.js";
@@ -15,8 +16,10 @@ import type { UsageSink } from "./metering/usage.js";
 export interface RunDeps extends TaskToolDeps {
   /** Told about every file change (search indexes). */
   listeners?: WorkspaceListener[];
-  /** Undo retention runs on 1 in this many tool calls' record writes (default 16; 0: never; lib/run/undo/retention.ts). */
+  /** Undo retention runs on a workspace's 1st record write in an isolate, then every this-many-th (default 16; 0: never; lib/workspace/undo-retention.ts). */
   undoPruneEvery?: number;
+  /** What undo retention keeps, per session and per workspace (default UNDO_RETENTION; tests set small bounds). */
+  undoRetention?: Partial<UndoRetention>;
   /** One record per tool call that reached a tenant (success or failure), for billing (lib/run/metering/usage.ts: a plain function, or heldUsageLog). */
   onUsage?: UsageSink;
   /** false: no audit entry is written, by the run path or the route guard, and the audit routes answer UNAVAILABLE (the operator's TOOLSHED_BUSINESS_OFF: lib/runtime/business.ts); default on. */

@@ -63,9 +63,10 @@ export type RunContext = ToolContext<RunDeps>;
 export const layerDeps = (deps: Pick<RunDeps, "storage" | "manifests">): LayerDeps => ({ storage: deps.storage, manifests: deps.manifests ?? new ManifestCache() });
 
 /** The undo journal of one call in `session` (its call_id is the session and `stamp`, default now), with the deployment's retention. */
-export function journalFor(deps: Pick<RunDeps, "storage" | "undoPruneEvery">, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
+export function journalFor(deps: Pick<RunDeps, "storage" | "undoPruneEvery" | "undoRetention">, tenant: string, wsId: string, session: string, stamp?: string): UndoJournal {
   const j = new UndoJournal(deps.storage, tenant, wsId, session, stamp);
   if (deps.undoPruneEvery !== undefined) j.pruneEvery = deps.undoPruneEvery;
+  if (deps.undoRetention) j.retention = { ...j.retention, ...deps.undoRetention };
   return j;
 }
 

@@ -4,11 +4,11 @@
  * (lib/run/audit/retention.ts; TOOLSHED_AUDIT_RETENTION_DAYS, default 365, 0 keeps entries for the
  * workspace's life), each workspace's call-task records past their ttl (lib/run/tasks/store.ts:
  * up to 20 of each key's folder and 20 of the first layout's per workspace and tick, beside the sweep
- * of a key's folder at each of its tasks' creation), and each workspace's
- * undo journals past their retention, every session's (lib/workspace/undo-retention.ts: a session
- * that stopped making calls is pruned only here). The undo prune runs inside GC's mark, on the
- * listing GC makes of each undo prefix for its roots, before it reads the records there: one listing
- * serves both, and a pack only a pruned record named is freed in the same tick.
+ * of a key's folder at each of its tasks' creation), and each workspace's undo journals past their
+ * retention, every session's and the workspace's bound across them (lib/workspace/undo-retention.ts:
+ * a workspace that stopped making calls is pruned only here). The undo prune runs inside GC's mark,
+ * on the listing GC makes of each undo prefix for its roots, before it reads the records there: one
+ * listing serves both, and a pack only a pruned record named is freed in the same tick.
  */
 import { gcTick, type GcTickOptions, type GcTickReport } from "../layers/gc-schedule.js";
 import type { UndoPrune } from "../layers/gc.js";
@@ -16,7 +16,7 @@ import { auditRetentionDays, pruneAudit, workspaceIds } from "../run/audit/reten
 import { sweepCallTasks } from "../run/tasks/store.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import { undoPrefix } from "../layout/paths.js";
-import { pruneWorkspaceUndo, RETAIN_CALLS, RETAIN_MS } from "../workspace/undo-retention.js";
+import { pruneWorkspaceUndo, UNDO_RETENTION } from "../workspace/undo-retention.js";
 import { stampTime } from "../workspace/undo-journal.js";
 
 export interface HousekeepingEnv {
@@ -45,7 +45,7 @@ export async function sweepTenantCallTasks(storage: StorageDriver, tenant: strin
 }
 
 /**
- * Undo retention over GC's listings (RETAIN_CALLS per session, none older than RETAIN_MS): `prune`
+ * Undo retention over GC's listings (UNDO_RETENTION: per session and per workspace): `prune`
  * for GC's mark, `dropped` the tenant's count after its GC. A failed prune leaves GC the whole
  * listing (a record deleted meanwhile reads as gone) and is thrown by `dropped`, as the tenant's
  * housekeeping error.
@@ -56,7 +56,7 @@ function undoRetention(storage: StorageDriver): { prune: UndoPrune; dropped: (te
   return {
     prune: async (tenant, ws, listed, now) => {
       try {
-        const r = await pruneWorkspaceUndo(storage, undoPrefix(tenant, ws), listed, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now });
+        const r = await pruneWorkspaceUndo(storage, undoPrefix(tenant, ws), listed, stampTime, { ...UNDO_RETENTION, now });
         of(tenant).dropped += r.dropped;
         return r.kept;
       } catch (e) {

@@ -15,12 +15,12 @@
  * record written beside that write instead of after it. Layout:
  * x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
  */
-import { sessionUndoPrefix } from "../layout/paths.js";
+import { sessionUndoPrefix, undoPrefix } from "../layout/paths.js";
 import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
 import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
-import { PRUNE_EVERY, pruneSession, RETAIN_CALLS, RETAIN_MS } from "./undo-retention.js";
+import { PRUNE_EVERY, pruneDue, pruneUndoPrefix, UNDO_RETENTION, type UndoRetention } from "./undo-retention.js";
 
 /** The bytes of a version before the call: none (the file did not exist), a pack range, the bytes themselves (base64), or a blob. */
 export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; inline: string } | { etag: string; size: number; blob: string };
@@ -87,10 +87,12 @@ const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkCha
 export class UndoJournal {
   readonly callId: string;
   readonly prefix: string;
-  /** The session's undo prefix (retention prunes under it: lib/workspace/undo-retention.ts). */
-  readonly sessionPrefix: string;
-  /** 1 in this many commits prunes the session; 0: never (AppDeps.undoPruneEvery). */
+  /** The workspace's undo prefix, every session's (retention prunes under it: lib/workspace/undo-retention.ts). */
+  readonly workspacePrefix: string;
+  /** The workspace's 1st commit in this isolate, then every this-many-th, prunes its undo; 0: never (AppDeps.undoPruneEvery). */
   pruneEvery = PRUNE_EVERY;
+  /** What the prune keeps (AppDeps.undoRetention). */
+  retention: UndoRetention = UNDO_RETENTION;
   /** The runtime's waitUntil (Workers): pruning runs after the response; without it, before. */
   background: WaitUntil | undefined;
   /** The tool this call runs (set by the door). */
@@ -112,8 +114,8 @@ export class UndoJournal {
 
   constructor(private readonly storage: StorageDriver, tenant: string, ws: string, readonly session: string, readonly stamp: string = newStamp()) {
     this.callId = callIdOf(session, stamp);
-    this.sessionPrefix = sessionUndoPrefix(tenant, ws, session);
-    this.prefix = `${this.sessionPrefix}${stamp}/`;
+    this.workspacePrefix = undoPrefix(tenant, ws);
+    this.prefix = `${sessionUndoPrefix(tenant, ws, session)}${stamp}/`;
   }
 
   get size(): number {
@@ -288,11 +290,9 @@ export class UndoJournal {
       if (changes.length === 0 && links.length === 0) return null;
       await this.putRecord(recordKey(this.prefix), changes, links);
     }
-    // Retention (the session's newest RETAIN_CALLS calls, none older than RETAIN_MS); never fails the call.
-    if (this.pruneEvery > 0 && Math.floor(Math.random() * this.pruneEvery) === 0) {
-      const now = Date.now();
-      await afterAnswer(this.background, "undo retention", () => pruneSession(this.storage, this.sessionPrefix, stampTime, { calls: RETAIN_CALLS, ms: RETAIN_MS, now }).catch(() => {}), "await");
-    }
+    // Retention (per session and per workspace, over every session of it); never fails the call.
+    const policy = { ...this.retention, now: Date.now() };
+    if (pruneDue(this.workspacePrefix, this.pruneEvery)) await afterAnswer(this.background, "undo retention", () => pruneUndoPrefix(this.storage, this.workspacePrefix, stampTime, policy).catch(() => {}), "await");
     return this.callId;
   }
 }

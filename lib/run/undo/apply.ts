@@ -18,6 +18,7 @@ import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { callIdOf, parseCallId, recordedLinks, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "../../workspace/undo-journal.js";
+import { RETENTION_TEXT } from "../../workspace/undo-retention.js";
 
 export interface UndoCall {
   call_id: string;
@@ -102,7 +103,7 @@ async function findCall(storage: StorageDriver, tenant: string, ws: string, targ
     if (!id) throw new ToolError("INVALID_ARGUMENT", `call_id ${JSON.stringify(target.callId.slice(0, 200))} is not a call id; take one from a tool result's call_id or from GET /v1/workspaces/{ws}/undo.`);
     const keys = (await listSession(storage, tenant, ws, id.session, id.stamp)).get(id.stamp) ?? [];
     const l = await loadCall(storage, id.session, id.stamp, keys);
-    if (!l) throw new ToolError("NOT_FOUND", `No undoable call ${target.callId} (it changed nothing, or its undo data expired). GET /v1/workspaces/{ws}/undo?session=${id.session} lists the undoable calls.`, { call_id: target.callId });
+    if (!l) throw new ToolError("NOT_FOUND", `No undoable call ${target.callId} (it changed nothing, or its undo data expired: ${RETENTION_TEXT}). GET /v1/workspaces/{ws}/undo?session=${id.session} lists the undoable calls.`, { call_id: target.callId });
     if (l.call.undone) throw new ToolError("CONFLICT", `Call ${target.callId} was already undone; nothing was written.`, { call_id: target.callId });
     return l;
   }
