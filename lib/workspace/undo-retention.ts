@@ -103,7 +103,7 @@ function groupCalls(prefix: string, listed: ObjectInfo[]): ListedCall[] {
  */
 function pastPolicy(calls: ListedCall[], stampTime: (stamp: string) => number, policy: RetentionPolicy): ListedCall[] {
   const bySession = new Map<string, ListedCall[]>();
-  for (const c of calls) bySession.set(c.session, [...(bySession.get(c.session) ?? []), c]);
+  for (const c of calls) (bySession.get(c.session) ?? bySession.set(c.session, []).get(c.session)!).push(c);
   const dropped: ListedCall[] = [];
   const left: ListedCall[] = [];
   for (const own of bySession.values()) {
