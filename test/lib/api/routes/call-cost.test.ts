@@ -41,7 +41,7 @@ function expectIndexUpkeepOnly(after: string[], opts: { opensRecord?: boolean } 
 /** `waitUntil: false`: called as on Node or Lambda, without an execution context (nothing runs after the answer). */
 async function setup(opts: { waitUntil?: boolean } = {}) {
   const stores = countingStores();
-  // Undo retention's listing runs on 1 in 16 calls (lib/workspace/undo-retention.ts): off here, so the list is exact.
+  // Undo retention's listing runs on a workspace's 1st and every 16th record commit in an isolate (lib/workspace/undo-retention.ts): off here, so the list is exact.
   const app = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 0, listeners: listeners() });
   const t = await newTenant(app);
   await upload(t, "src/a.ts", "export const a = 1;\n".repeat(50));
@@ -217,7 +217,7 @@ describe("per-call storage and KV operations and round trips (tool route, plain 
 });
 
 describe("undo retention (lib/workspace/undo-retention.ts): its listing runs after the response where the runtime has waitUntil", () => {
-  it("a write that prunes: the LIST of the session's undo prefix is not on the response path", async () => {
+  it("a write that prunes: the LIST of the workspace's undo prefix is not on the response path", async () => {
     const stores = countingStores();
     const app = testApp({ storage: stores.storage, kv: stores.kv, undoPruneEvery: 1, listeners: listeners() });
     const t = await newTenant(app);
