@@ -93,4 +93,29 @@ describe("restore racing writers", () => {
     const diff = await (await t.req(`/v1/workspaces/${t.ws}/diff?from=${cp.body.id}`)).json() as any;
     expect(diff.changes.map((c: any) => [c.path, c.status])).toEqual([["s.txt", "changed"]]);
   });
+
+  it("a checkpoint whose workspace is deleted (and made again) before its record lands leaves no record: the new workspace never sees the old one's checkpoint", async () => {
+    const t = await newTenant(app);
+    await upload(t, "secret.txt", "the old workspace's\n");
+    expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "sealed" })).status).toBe(201); // nothing upper: the next one switches nothing
+    for (const again of [false, true]) {
+      hooks.current = async (key) => {
+        if (!key.includes("/x/checkpoints/")) return;
+        hooks.current = null;
+        expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
+        if (again) expect((await post(t, "/v1/workspaces", { id: t.ws })).status).toBe(201);
+      };
+      const cp = await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "late" });
+      hooks.current = null;
+      expect(cp.status, JSON.stringify(cp.body)).toBe(404);
+      expect(cp.body.error.code).toBe("NOT_FOUND");
+      if (!again) expect((await post(t, "/v1/workspaces", { id: t.ws })).status).toBe(201);
+      const list = (await (await t.req(`/v1/workspaces/${t.ws}/checkpoints`)).json()) as any;
+      expect(list.checkpoints.map((c: any) => c.name)).toEqual([]);
+      expect(await text(t, "secret.txt")).toBeNull();
+      await upload(t, "secret.txt", "the old workspace's\n"); // for the next round
+      expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "sealed" })).status).toBe(201);
+      await t.req(`/v1/workspaces/${t.ws}/checkpoints/${list.checkpoints[0]?.id ?? "none"}`, { method: "DELETE" });
+    }
+  });
 });
