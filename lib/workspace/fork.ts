@@ -4,7 +4,8 @@ import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
 import { createCheckpoint, deleteCheckpoint, getCheckpoint, requireMeta } from "../layers/checkpoints.js";
 import type { LayerDeps, MetaRecord } from "../layers/open.js";
 import { dropSeal, seal } from "../layers/seal.js";
-import { assertWorkspaceFree, createWorkspace } from "./registry.js";
+import { ToolError } from "../shared/errors.js";
+import { assertWorkspaceFree, createWorkspace, deleteWorkspace } from "./registry.js";
 
 export interface ForkInput {
   id?: string;
@@ -50,6 +51,12 @@ async function forkOn(deps: LayerDeps, tenant: string, input: ForkInput, origin:
     if (input.checkpoint === undefined) await deleteCheckpoint(deps, tenant, input.from, cp.id).catch(() => {});
     throw e;
   }
+  // The checkpoint still there once this record landed: GC (which lists the workspaces again after reading
+  // the checkpoints) kept its manifest, or sees this fork. Gone: its manifest may be collected, so the fork goes.
+  await getCheckpoint(deps, tenant, input.from, cp.id).catch(async (e: unknown) => {
+    if (e instanceof ToolError && e.code === "NOT_FOUND") await deleteWorkspace(deps.storage, tenant, meta.id).catch(() => {});
+    throw e;
+  });
   if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });
   return { ...meta, checkpoint: cp.id };
 }

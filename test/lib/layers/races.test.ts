@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { PutOptions, StorageDriver } from "../../../lib/storage/types.js";
+import { collectGarbage } from "../../../lib/layers/gc.js";
 
 type Hook = (key: string, opts: PutOptions) => Promise<void>;
 
@@ -117,5 +118,25 @@ describe("restore racing writers", () => {
       expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "sealed" })).status).toBe(201);
       await t.req(`/v1/workspaces/${t.ws}/checkpoints/${list.checkpoints[0]?.id ?? "none"}`, { method: "DELETE" });
     }
+  });
+
+  it("a fork from a checkpoint that is deleted and collected (GC) before the fork's record lands is undone and NOT_FOUND, never a workspace on a missing manifest", async () => {
+    const t = await newTenant(app);
+    await upload(t, "a.txt", "one\n");
+    const old = await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "old" });
+    await upload(t, "a.txt", "two\n");
+    expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "new" })).status).toBe(201); // the origin's base moves on
+    let collected = 0;
+    hooks.current = async (key) => {
+      if (!key.endsWith("/w/forked/meta.json")) return;
+      hooks.current = null;
+      expect((await t.req(`/v1/workspaces/${t.ws}/checkpoints/${old.body.id}`, { method: "DELETE" })).status).toBe(200);
+      collected = (await collectGarbage(raw, t.tenant, { now: Date.now() + 2 * 3600 * 1000, graceSeconds: 60 })).manifests_deleted;
+    };
+    const fork = await post(t, "/v1/workspaces", { id: "forked", from_workspace: t.ws, checkpoint: old.body.id });
+    hooks.current = null;
+    expect(collected).toBeGreaterThan(0); // the race happened: the checkpoint's manifest is gone
+    expect(fork.status, JSON.stringify(fork.body)).toBe(404);
+    expect((await t.req("/v1/workspaces/forked")).status).toBe(404);
   });
 });
