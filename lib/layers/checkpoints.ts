@@ -42,8 +42,8 @@ export async function requireMeta(deps: LayerDeps, tenant: string, ws: string): 
   return rec;
 }
 
-/** Which life of the id a record belongs to (a workspace deleted and made again gets a new random whiteout mark). */
-const lifeOf = (r: MetaRecord) => r.meta.whiteout ?? r.meta.created_at;
+/** Whether two reads of a workspace's record are of one life of its id (one made again has its own time and random whiteout mark; a record made before marks gets one at its first switch). */
+const sameLife = (a: MetaRecord, b: MetaRecord) => a.meta.created_at === b.meta.created_at && (a.meta.whiteout === undefined || a.meta.whiteout === b.meta.whiteout);
 
 const countFiles = (m: Manifest) => {
   let files = 0;
@@ -74,7 +74,7 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
   // have made the id again): a record of a workspace that is gone goes too, or a new workspace of that
   // id would list, restore and fork the old one's files. Once the record is seen here, a later delete lists it.
   const still = await readMeta(deps.storage, tenant, ws);
-  if (!still || lifeOf(still) !== lifeOf(rec)) {
+  if (!still || !sameLife(rec, still)) {
     await deps.storage.delete([{ key, ifMatch: stored.etag }]).catch(() => {}); // missed: GC's leftovers sweep, or the next delete
     throw wsNotFound(ws);
   }
