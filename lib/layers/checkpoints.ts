@@ -42,6 +42,9 @@ export async function requireMeta(deps: LayerDeps, tenant: string, ws: string): 
   return rec;
 }
 
+/** Whether two reads of a workspace's record are of one life of its id (one made again has its own time and random whiteout mark; a record made before marks gets one at its first switch). */
+const sameLife = (a: MetaRecord, b: MetaRecord) => a.meta.created_at === b.meta.created_at && (a.meta.whiteout === undefined || a.meta.whiteout === b.meta.whiteout);
+
 const countFiles = (m: Manifest) => {
   let files = 0;
   let bytes = 0;
@@ -65,7 +68,16 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
   }
   const { exec, links } = await readModes(deps.storage, tenant, ws);
   const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}), ...(links && Object.keys(links).length ? { links } : {}) };
-  await deps.storage.put(checkpointKey(tenant, ws, cp.id), JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
+  const key = checkpointKey(tenant, ws, cp.id);
+  const stored = await deps.storage.put(key, JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
+  // A delete of the workspace may have listed its objects before this record landed (and a create may
+  // have made the id again): a record of a workspace that is gone goes too, or a new workspace of that
+  // id would list, restore and fork the old one's files. Once the record is seen here, a later delete lists it.
+  const still = await readMeta(deps.storage, tenant, ws);
+  if (!still || !sameLife(rec, still)) {
+    await deps.storage.delete([{ key, ifMatch: stored.etag }]).catch(() => {}); // missed: GC's leftovers sweep, or the next delete
+    throw wsNotFound(ws);
+  }
   const refused = await settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta));
   return { ...cp, sealed: sealed.length, kept: refused.length };
 }

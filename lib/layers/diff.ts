@@ -16,6 +16,12 @@ import type { Manifest } from "./manifest.js";
 
 /** Largest file whose text is diffed. */
 const MAX_DIFF_BYTES = 256 * 1024;
+/**
+ * Changed-region lines (old + new) a page's minimal diffs may cover together: about two whole
+ * regions of the largest one diff computes (lib/shared/diff.ts). Past it a change's diff is its
+ * region as one block (linear), so a page's CPU stays bounded whatever its files are.
+ */
+export const PAGE_DIFF_LINES = 8_000;
 /** Files compared at most (both sides listed in memory). */
 export const MAX_DIFF_FILES = 200_000;
 
@@ -84,6 +90,7 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
   const a = from.files;
   const b = to.files;
   const changes: DiffChange[] = [];
+  const fromSizes = new Map<string, number>(); // a changed file's size before, for the page's diffs
   let i = 0;
   let j = 0;
   const after = opts.cursor;
@@ -98,14 +105,16 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
     if (c < 0) changes.push({ path, status: "deleted", from_etag: x!.etag });
     else if (c > 0) changes.push({ path, status: "added", to_etag: y!.etag, size: y!.size });
     else if (x!.etag !== y!.etag || !x!.exec !== !y!.exec) {
+      fromSizes.set(path, x!.size);
       changes.push({ path, status: "changed", from_etag: x!.etag, to_etag: y!.etag, size: y!.size, ...(!x!.exec !== !y!.exec ? { executable: { from: !!x!.exec, to: !!y!.exec } } : {}) });
     }
   }
   const more = changes.length > opts.limit;
   const page = changes.slice(0, opts.limit);
+  const budget = { lines: PAGE_DIFF_LINES };
   for (let k = 0; k < page.length; k += 8) {
     await Promise.all(page.slice(k, k + 8).map(async (ch) => {
-      const fromSize = a.find((f) => f.path === ch.path)?.size ?? 0;
+      const fromSize = fromSizes.get(ch.path) ?? 0;
       const modeLines = ch.executable ? `old mode ${gitMode(ch.executable.from)}\nnew mode ${gitMode(ch.executable.to)}` : "";
       if (modeLines) ch.diff = modeLines;
       if (ch.from_etag === ch.to_etag) return;
@@ -117,7 +126,7 @@ export async function diffVersions(from: Side, to: Side, opts: { cursor?: string
         return;
       }
       const dec = new TextDecoder();
-      ch.diff = (modeLines ? `${modeLines}\n` : "") + shortDiff(ch.path, dec.decode(before), dec.decode(now));
+      ch.diff = (modeLines ? `${modeLines}\n` : "") + shortDiff(ch.path, dec.decode(before), dec.decode(now), 3, 80, { budget });
     }));
   }
   return { changes: page, ...(more ? { cursor: page[page.length - 1]!.path } : {}) };

@@ -18,6 +18,12 @@ export interface DiffBounds {
   maxLineChars?: number;
   /** Largest changed region (old + new lines) the minimal diff is computed over (default 4,000). */
   maxRegionLines?: number;
+  /**
+   * Region lines several diffs share (a page of the diff route): a minimal diff is computed only
+   * while its region fits what is left, which it then uses up; past it, the region is one block.
+   * A count, not a clock: Workers' clock stands still while code runs (jsdiff's timeout never fires there).
+   */
+  budget?: { lines: number };
 }
 
 /** CPU bound of the minimal diff; past it the region is shown as one block. */
@@ -117,7 +123,10 @@ export function shortDiff(path: string, before: string, after: string, context =
   let body: string[] = [];
   let total: number;
   let note = "";
-  const patch = linesA + linesB <= maxRegion ? structuredPatch("a", "b", regionA, regionB, undefined, undefined, { context, timeout: DIFF_TIMEOUT_MS }) : undefined;
+  const overBudget = bounds.budget !== undefined && linesA + linesB > bounds.budget.lines;
+  const minimize = linesA + linesB <= maxRegion && !overBudget;
+  if (minimize && bounds.budget) bounds.budget.lines -= linesA + linesB;
+  const patch = minimize ? structuredPatch("a", "b", regionA, regionB, undefined, undefined, { context, timeout: DIFF_TIMEOUT_MS }) : undefined;
   if (patch) {
     for (const h of patch.hunks) {
       body.push(`@@ -${range(h.oldStart + offset, h.oldLines)} +${range(h.newStart + offset, h.newLines)} @@`, ...h.lines);
@@ -136,7 +145,7 @@ export function shortDiff(path: string, before: string, after: string, context =
     body.push(...blockLines(b.slice(start, endB), "+", endB === b.length, room));
     body.push(...blockLines(a.slice(endA, toA), " ", toA === a.length, room));
     total = header.length + 1 + linesA + linesB - ctxBefore - ctxAfter; // "\ No newline" markers not counted
-    note = `(diff not minimized: the changed region has ${changedA} old and ${changedB} new lines; shown as one block)`;
+    note = `(diff not minimized: the changed region has ${changedA} old and ${changedB} new lines${overBudget && linesA + linesB <= maxRegion ? ", and this page's minimal diffs used their budget" : ""}; shown as one block)`;
   }
 
   const out = [...header];

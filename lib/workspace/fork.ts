@@ -1,10 +1,11 @@
 /** Forking a workspace: a new one whose lower layer is a checkpoint of another (lib/layers/checkpoints.ts). */
 import { readModes, updateModes } from "../layout/modes.js";
 import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
-import { createCheckpoint, getCheckpoint, requireMeta } from "../layers/checkpoints.js";
+import { createCheckpoint, deleteCheckpoint, getCheckpoint, requireMeta } from "../layers/checkpoints.js";
 import type { LayerDeps, MetaRecord } from "../layers/open.js";
 import { dropSeal, seal } from "../layers/seal.js";
-import { createWorkspace } from "./registry.js";
+import { ToolError } from "../shared/errors.js";
+import { assertWorkspaceFree, createWorkspace, deleteWorkspace } from "./registry.js";
 
 export interface ForkInput {
   id?: string;
@@ -15,6 +16,8 @@ export interface ForkInput {
   writable?: (tools: ToolList | undefined) => boolean;
   /** Called before a checkpoint of the origin is made (never when one is given or none is made): the checkpoints quota, which may refuse. */
   room?: () => Promise<void>;
+  /** Called once the new id is known free, before anything is written: the storage quotas, which may refuse; answers what undoes the charge when the fork then fails. */
+  charge?: () => Promise<() => Promise<void>>;
 }
 
 /**
@@ -25,10 +28,35 @@ export interface ForkInput {
  */
 export async function forkWorkspace(deps: LayerDeps, tenant: string, input: ForkInput): Promise<WorkspaceMeta & { checkpoint?: string }> {
   const origin = await requireMeta(deps, tenant, input.from);
-  if (input.checkpoint === undefined && input.writable && !input.writable(origin.meta.tools)) return forkUnwritten(deps, tenant, input, origin);
+  // A failed fork leaves storage as it was: an id already taken is refused before anything is charged or written.
+  if (input.id !== undefined) await assertWorkspaceFree(deps.storage, tenant, input.id);
+  const uncharge = (await input.charge?.()) ?? (async () => {});
+  try {
+    if (input.checkpoint === undefined && input.writable && !input.writable(origin.meta.tools)) return await forkUnwritten(deps, tenant, input, origin);
+    return await forkOn(deps, tenant, input, origin);
+  } catch (e) {
+    await uncharge();
+    throw e;
+  }
+}
+
+async function forkOn(deps: LayerDeps, tenant: string, input: ForkInput, origin: MetaRecord): Promise<WorkspaceMeta & { checkpoint: string }> {
   if (input.checkpoint === undefined) await input.room?.();
   const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
-  const meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, cp.manifest)); // a fork keeps its origin's tools
+  let meta: WorkspaceMeta;
+  try {
+    meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, cp.manifest)); // a fork keeps its origin's tools
+  } catch (e) {
+    // Another create took the id meanwhile: the checkpoint made for this fork goes (it would hold its versions and a place of the quota).
+    if (input.checkpoint === undefined) await deleteCheckpoint(deps, tenant, input.from, cp.id).catch(() => {});
+    throw e;
+  }
+  // The checkpoint still there once this record landed: GC (which lists the workspaces again after reading
+  // the checkpoints) kept its manifest, or sees this fork. Gone: its manifest may be collected, so the fork goes.
+  await getCheckpoint(deps, tenant, input.from, cp.id).catch(async (e: unknown) => {
+    if (e instanceof ToolError && e.code === "NOT_FOUND") await deleteWorkspace(deps.storage, tenant, meta.id).catch(() => {});
+    throw e;
+  });
   if (cp.exec?.length || cp.links) await updateModes(deps.storage, tenant, meta.id, { add: cp.exec ?? [], remove: [], ...(cp.links ? { links: cp.links } : {}) });
   return { ...meta, checkpoint: cp.id };
 }

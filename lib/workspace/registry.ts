@@ -17,6 +17,16 @@ export function publicMeta(meta: WorkspaceMeta): WorkspaceMeta {
 }
 
 const metaKey = (tenant: string, id: string) => `${workspacePrefix(tenant, id)}meta.json`;
+const alreadyExists = (id: string) => new ToolError("ALREADY_EXISTS", `Workspace ${id} already exists. Pick another id, or use it.`, { id });
+
+/**
+ * ALREADY_EXISTS when `id` is a workspace now: for a create that does work before its record's
+ * create-only write (a fork checkpoints its origin), so that work is not done for nothing. The write
+ * stays the guard (another create can land after this check).
+ */
+export async function assertWorkspaceFree(driver: StorageDriver, tenant: string, id: string): Promise<void> {
+  if (ID_PATTERN.test(id) && (await driver.head(metaKey(tenant, id)))) throw alreadyExists(id);
+}
 
 /** Creates the record (create-only), with its own whiteout mark; returns it as a tenant sees it (publicMeta). */
 export async function createWorkspace(driver: StorageDriver, tenant: string, input: { id?: string; name?: string; base?: string; tools?: ToolList }): Promise<WorkspaceMeta> {
@@ -34,7 +44,7 @@ export async function createWorkspaceRecord(driver: StorageDriver, tenant: strin
     const stored = await driver.put(metaKey(tenant, id), JSON.stringify(meta), { ifNoneMatch: "*", contentType: "application/json" });
     return { meta, etag: stored.etag };
   } catch (e) {
-    if (isConditionFailed(e)) throw new ToolError("ALREADY_EXISTS", `Workspace ${id} already exists. Pick another id, or use it.`, { id });
+    if (isConditionFailed(e)) throw alreadyExists(id);
     throw e;
   }
 }

@@ -72,16 +72,11 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
         // A fork checkpoints its origin (the route already needs write), unless the origin's tools never write: then it is not written to.
         if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
         const forkId = id ?? `ws_${randomId(16)}`;
-        const undoCharge = await chargeFork(deps, auth, body.from_workspace, forkId, body.checkpoint); // the storage quotas, before anything is written
-        try {
-          const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
-          const room = () => assertCheckpointRoom(deps, auth, body.from_workspace!); // checkpoints_per_workspace of the origin
-          const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, room, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
-          return c.json(fork, 201);
-        } catch (e) {
-          await undoCharge();
-          throw e;
-        }
+        const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
+        const room = () => assertCheckpointRoom(deps, auth, body.from_workspace!); // checkpoints_per_workspace of the origin
+        const charge = () => chargeFork(deps, auth, body.from_workspace!, forkId, body.checkpoint); // the storage quotas, before anything is written
+        const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, room, charge, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
+        return c.json(fork, 201);
       }
       const made = await createWorkspaceRecord(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(body.name !== undefined ? { name: body.name } : {}), ...(list !== undefined ? { tools: list } : {}) });
       outcome.plain = true;

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { newTenant, testApp, upload, type Tenant } from "../../helpers.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import type { PutOptions, StorageDriver } from "../../../lib/storage/types.js";
+import { collectGarbage } from "../../../lib/layers/gc.js";
 
 type Hook = (key: string, opts: PutOptions) => Promise<void>;
 
@@ -92,5 +93,50 @@ describe("restore racing writers", () => {
     expect(await text(t, "s.txt")).toBe("newer");
     const diff = await (await t.req(`/v1/workspaces/${t.ws}/diff?from=${cp.body.id}`)).json() as any;
     expect(diff.changes.map((c: any) => [c.path, c.status])).toEqual([["s.txt", "changed"]]);
+  });
+
+  it("a checkpoint whose workspace is deleted (and made again) before its record lands leaves no record: the new workspace never sees the old one's checkpoint", async () => {
+    const t = await newTenant(app);
+    await upload(t, "secret.txt", "the old workspace's\n");
+    expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "sealed" })).status).toBe(201); // nothing upper: the next one switches nothing
+    for (const again of [false, true]) {
+      hooks.current = async (key) => {
+        if (!key.includes("/x/checkpoints/")) return;
+        hooks.current = null;
+        expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
+        if (again) expect((await post(t, "/v1/workspaces", { id: t.ws })).status).toBe(201);
+      };
+      const cp = await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "late" });
+      hooks.current = null;
+      expect(cp.status, JSON.stringify(cp.body)).toBe(404);
+      expect(cp.body.error.code).toBe("NOT_FOUND");
+      if (!again) expect((await post(t, "/v1/workspaces", { id: t.ws })).status).toBe(201);
+      const list = (await (await t.req(`/v1/workspaces/${t.ws}/checkpoints`)).json()) as any;
+      expect(list.checkpoints.map((c: any) => c.name)).toEqual([]);
+      expect(await text(t, "secret.txt")).toBeNull();
+      await upload(t, "secret.txt", "the old workspace's\n"); // for the next round
+      expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "sealed" })).status).toBe(201);
+      await t.req(`/v1/workspaces/${t.ws}/checkpoints/${list.checkpoints[0]?.id ?? "none"}`, { method: "DELETE" });
+    }
+  });
+
+  it("a fork from a checkpoint that is deleted and collected (GC) before the fork's record lands is undone and NOT_FOUND, never a workspace on a missing manifest", async () => {
+    const t = await newTenant(app);
+    await upload(t, "a.txt", "one\n");
+    const old = await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "old" });
+    await upload(t, "a.txt", "two\n");
+    expect((await post(t, `/v1/workspaces/${t.ws}/checkpoints`, { name: "new" })).status).toBe(201); // the origin's base moves on
+    let collected = 0;
+    hooks.current = async (key) => {
+      if (!key.endsWith("/w/forked/meta.json")) return;
+      hooks.current = null;
+      expect((await t.req(`/v1/workspaces/${t.ws}/checkpoints/${old.body.id}`, { method: "DELETE" })).status).toBe(200);
+      collected = (await collectGarbage(raw, t.tenant, { now: Date.now() + 2 * 3600 * 1000, graceSeconds: 60 })).manifests_deleted;
+    };
+    const fork = await post(t, "/v1/workspaces", { id: "forked", from_workspace: t.ws, checkpoint: old.body.id });
+    hooks.current = null;
+    expect(collected).toBeGreaterThan(0); // the race happened: the checkpoint's manifest is gone
+    expect(fork.status, JSON.stringify(fork.body)).toBe(404);
+    expect((await t.req("/v1/workspaces/forked")).status).toBe(404);
   });
 });
