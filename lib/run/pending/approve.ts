@@ -2,7 +2,7 @@
  * Running a held call a human approved. Before anything is taken or run:
  *   - the approving key is not the key that made the call, nor a key that key made (an agent whose key
  *     also holds `approve` cannot approve itself, nor mint an approver with `manage`; it may still refuse its own call);
- *   - modified arguments are validated against the tool's schema (bad ones leave the call pending);
+ *   - modified arguments are validated against the tool's schema and their paths must be workspace paths (bad ones leave the call pending);
  *   - the key that made the call is looked up as it is now (Approver.currentKey): a revoked
  *     or expired key's call runs nothing (its outcome says why); the call runs with the scopes the key had
  *     when it was held AND still has, and the key's tool list as it is now (executeTool checks it);
@@ -18,7 +18,7 @@ import { openWorkspace, runTool } from "../run-tool.js";
 import { parseToolArgs, type Tool } from "../../contract/tool.js";
 import type { AuthInfo } from "../../contract/caller.js";
 import type { RunDeps } from "../deps.js";
-import { bindingChange, bindingOf } from "./binding.js";
+import { assertPathArgs, bindingChange, bindingOf } from "./binding.js";
 import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "../../tools/pending/store.js";
 
 /** What the door that takes approvals gives them (lib/api/routes/pending.ts): the tools, and the calling key as it is now. */
@@ -87,7 +87,10 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   if (!tool) throw new ToolError("UNAVAILABLE", `The ${rec.tool} tool is not enabled on this server (or was a custom tool since deleted); the call cannot run. Refuse it with {"approved": false}.`, { tool: rec.tool });
   const args = a.modified_args ?? rec.args;
   // Validated before the answer is taken: bad modified arguments leave the call pending, to be answered again.
-  if (a.modified_args) parseToolArgs(tool, args);
+  if (a.modified_args) {
+    parseToolArgs(tool, args);
+    assertPathArgs(args);
+  }
   const answer = { by: a.by, at: a.at, approved: true, modified_args: !!a.modified_args, ...(a.note !== undefined ? { note: a.note } : {}) };
   const notice = approvalNotice(rec, a);
 

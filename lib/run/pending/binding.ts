@@ -15,6 +15,7 @@
 import type { StorageDriver } from "../../storage/types.js";
 import { readMeta } from "../../layers/open.js";
 import { sha256Hex } from "../../shared/hash.js";
+import { ToolError } from "../../shared/errors.js";
 import { parsePatch } from "../../tools/patch/parse.js";
 import { normalizePath } from "../../layout/paths.js";
 import type { Workspace } from "../../workspace/workspace.js";
@@ -26,6 +27,23 @@ export const MAX_BOUND_ENTRIES = 1000;
 /** Paths one call binds (an apply_patch may name many). */
 const MAX_BOUND_PATHS = 100;
 const PATH_ARGS = ["file_path", "path", "from", "to"] as const;
+
+/**
+ * Modified arguments' paths (file_path, path, from, to) are workspace paths: INVALID_ARGUMENT naming
+ * the field where one is not, before an approval is taken (the call stays pending; the tool would
+ * have ended it with INVALID_PATH).
+ */
+export function assertPathArgs(args: Record<string, unknown>): void {
+  for (const k of PATH_ARGS) {
+    const v = args[k];
+    if (typeof v !== "string") continue;
+    try {
+      normalizePath(v);
+    } catch (e) {
+      throw new ToolError("INVALID_ARGUMENT", `modified_args.${k}: ${e instanceof Error ? e.message : String(e)} The call is still pending: answer it again with a path in the workspace, or refuse it.`, { field: `modified_args.${k}` });
+    }
+  }
+}
 
 /** The workspace paths a call's arguments name (normalized; names that do not normalize are the tool's to refuse). */
 export function namedPaths(tool: string, args: Record<string, unknown>): string[] {

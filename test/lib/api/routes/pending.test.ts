@@ -68,6 +68,12 @@ describe("the approval gate", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe("INVALID_ARGUMENT");
     expect((await getPending(t, id)).body.status).toBe("pending");
+    // A path that is no workspace path is bad arguments too: the call stays pending (it ran and stored INVALID_PATH before)
+    const outside = await answer(t, approver, id, { approved: true, modified_args: { file_path: "../etc/passwd", content: "x" } });
+    expect(outside.status).toBe(400);
+    expect(outside.body.error).toMatchObject({ code: "INVALID_ARGUMENT", details: { field: "modified_args.file_path" } });
+    expect(outside.body.error.message).toContain("still pending");
+    expect((await getPending(t, id)).body.status).toBe("pending");
     const a = await answer(t, approver, id, { approved: true, modified_args: { file_path: "a.txt", content: "modified" } });
     expect(a.body).toMatchObject({ args: { content: "modified" }, answer: { modified_args: true }, outcome: { ok: true } });
     expect(await readFile(t, "a.txt")).toBe("modified");
