@@ -66,6 +66,6 @@ export async function callPlugin(def: CustomToolInput, backend: Extract<CustomTo
   req.limits = { ...req.limits, output_bytes: MAX_PLUGIN_OUTPUT };
   const r = await runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, runCaller(ctx));
   if (r.timed_out) throw new ToolError("TIMEOUT", `The ${def.name} plugin did not answer within ${seconds} s and was stopped (it must print its result line and exit when stdin closes).`, { timeout_s: seconds });
-  if (r.truncated || r.stdout.length >= MAX_PLUGIN_OUTPUT) throw failed("output_too_large", `The ${def.name} plugin printed more than ${MAX_PLUGIN_OUTPUT} bytes; a result must be smaller.`);
+  if (r.truncated || r.stdout.length >= MAX_PLUGIN_OUTPUT) throw failed("output_too_large", `The ${def.name} plugin printed more than ${MAX_PLUGIN_OUTPUT} bytes (on stdout or stderr); a result must be smaller, and logging must stay under that bound.`);
   return { ...parsePluginOutput(r.stdout, callId, r.exit_code, r.stderr), files_changed: r.files_changed };
 }
