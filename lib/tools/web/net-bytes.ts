@@ -16,6 +16,7 @@
  * usage store undercounts, never overcounts).
  */
 import { utf8 } from "../../shared/text.js";
+import { countedStream } from "../../shared/counted-stream.js";
 
 /** Where one call's network bytes are counted: the call's Workspace (lib/workspace/workspace.ts). */
 export interface NetMeter {
@@ -46,27 +47,7 @@ export function headBytes(response: Response): number {
 export function meterExchange(meter: NetMeter, sent: number, response: Response): Response {
   meter.netBytesOut += sent;
   meter.netBytesIn += headBytes(response);
-  return response.body ? replaceBody(response, countedBody(response.body, meter)) : response;
-}
-
-/**
- * A body that counts each chunk as its reader takes it, and reads the source only when asked
- * (no read-ahead: a cut body counts what was read). Cancelling it cancels the source.
- */
-function countedBody(body: ReadableStream<Uint8Array>, meter: NetMeter): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        const { done, value } = await reader.read();
-        if (done) return controller.close();
-        meter.netBytesIn += value.byteLength;
-        controller.enqueue(value);
-      },
-      cancel: (reason) => reader.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
+  return response.body ? replaceBody(response, countedStream(response.body, (n) => (meter.netBytesIn += n)).body) : response;
 }
 
 /**
