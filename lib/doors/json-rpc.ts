@@ -6,6 +6,7 @@
  * or names no one request.
  */
 import type { ToolError } from "../shared/errors.js";
+import { isObject } from "../shared/is-object.js";
 
 /** JSON-RPC 2.0's and the SDKs' codes used here. */
 export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, serverError: -32000 } as const;
@@ -44,7 +45,6 @@ export const originRefused = (error: ToolError): Response => jsonRpcError(403, J
 export function malformedToolCall(body: unknown): { id: string | number; message: string } | null {
   const m = body as { method?: unknown; id?: unknown; params?: Record<string, unknown> } | null;
   if (Array.isArray(body) || m?.method !== "tools/call" || (typeof m.id !== "string" && typeof m.id !== "number")) return null;
-  const isObject = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
   const kind = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
   const p = m.params;
   const wrong = !isObject(p)

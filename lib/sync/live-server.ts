@@ -1,3 +1,4 @@
+
 /**
  * The live runner's routes of the sync API (lib/sync/live-types.ts; docs/live-sessions.md), mounted
  * by handleSync for a verified token:
@@ -23,14 +24,13 @@ import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./m
 import { manifestAnswerBody } from "./manifest-wire.js";
 import { bodyText, parseJson } from "./runs.js";
 import type { SyncClaims } from "./token.js";
+import { isObject } from "../shared/is-object.js";
 
 /** A poll's status is small, its manifest query one digest per bucket (lib/sync/manifest.ts); a result carries a RunResult (output cut to its bound, file lists). */
 const MAX_POLL_BYTES = 768 * 1024;
 const MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function checkStatus(v: unknown): LiveStatus {
   if (!isObject(v) || typeof v.generation !== "string" || typeof v.started_at !== "number" || typeof v.last_used_at !== "number" || typeof v.wall_ms !== "number" || !Array.isArray(v.processes) || !Array.isArray(v.ports)) {

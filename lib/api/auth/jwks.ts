@@ -1,3 +1,4 @@
+
 /**
  * The signing keys of the authorization servers tenants trust (docs/oauth.md), and the one way we
  * read anything from an authorization server: through the SSRF guard's transport
@@ -14,6 +15,7 @@ import { ToolError } from "../../shared/errors.js";
 import { safeHref } from "../../shared/ssrf.js";
 import { guardedFetch, readBounded } from "../../tools/web/fetch.js";
 import type { WebAccess } from "../../tools/web/transport.js";
+import { isObject } from "../../shared/is-object.js";
 
 /** The most bytes of metadata or a JWKS we read. */
 export const ISSUER_DOC_CAP = 256 * 1024;
@@ -29,7 +31,7 @@ export async function fetchIssuerJson(url: string, access: WebAccess): Promise<R
   if (more) throw new ToolError("UNAVAILABLE", `${where} sent more than ${ISSUER_DOC_CAP} bytes; an authorization server's metadata or key set is far smaller: check the URL.`, { url: where });
   try {
     const doc = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
-    if (doc && typeof doc === "object" && !Array.isArray(doc)) return doc as Record<string, unknown>;
+    if (isObject(doc)) return doc;
   } catch {
     // answered below
   }

@@ -1,16 +1,16 @@
+
 /**
  * The shape of a tenant's input_schema where zod's JSON-Schema import lets it pass but a model
  * provider would refuse the whole tool list it is sent in (Anthropic, OpenAI: 400 on one bad tool):
  * `properties` not an object of schemas, `required` not a list of names, a subschema that is neither
  * an object nor a boolean. Checked when a tool is saved; the error names the place.
  */
+import { isObject } from "../../shared/is-object.js";
 
 /** Keywords whose value is one subschema, a map of name → subschema, or a list of subschemas. */
 const ONE = ["items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "additionalItems"];
 const MAP = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 const LIST = ["anyOf", "oneOf", "allOf", "prefixItems"];
-
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** Where `schema` has a shape providers refuse, in words (e.g. "input_schema.properties must be an object of schemas"); null when none. */
 export function schemaShapeError(schema: unknown, at = "input_schema"): string | null {
