@@ -52,8 +52,13 @@ const countFiles = (m: Manifest) => {
   return { files, bytes };
 };
 
-export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string): Promise<CheckpointRecord & { sealed: number; kept: number }> {
+/**
+ * Checkpoints workspace `ws`. `room`: the checkpoints quota (lib/api/routes/quotas.ts
+ * assertCheckpointRoom), asked once the workspace is known to exist and before anything is sealed.
+ */
+export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string, room?: () => Promise<void>): Promise<CheckpointRecord & { sealed: number; kept: number }> {
   const rec = await requireMeta(deps, tenant, ws);
+  await room?.();
   const s = await seal(deps, tenant, ws, rec.meta);
   const { manifest, sealed } = s;
   let now = rec;

@@ -14,7 +14,7 @@ export interface ForkInput {
   checkpoint?: string;
   /** Whether a workspace with these tools may be written to (a checkpoint made of it); absent: any may. */
   writable?: (tools: ToolList | undefined) => boolean;
-  /** Called before a checkpoint of the origin is made (never when one is given or none is made): the checkpoints quota, which may refuse. */
+  /** The checkpoints quota, asked by createCheckpoint when the fork makes a checkpoint of its origin (never when one is given or none is made); may refuse. */
   room?: () => Promise<void>;
   /** Called once the new id is known free, before anything is written: the storage quotas, which may refuse; answers what undoes the charge when the fork then fails. */
   charge?: () => Promise<() => Promise<void>>;
@@ -41,8 +41,7 @@ export async function forkWorkspace(deps: LayerDeps, tenant: string, input: Fork
 }
 
 async function forkOn(deps: LayerDeps, tenant: string, input: ForkInput, origin: MetaRecord): Promise<WorkspaceMeta & { checkpoint: string }> {
-  if (input.checkpoint === undefined) await input.room?.();
-  const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim());
+  const cp = input.checkpoint ? await getCheckpoint(deps, tenant, input.from, input.checkpoint) : await createCheckpoint(deps, tenant, input.from, `fork ${input.id ?? ""}`.trim(), input.room);
   let meta: WorkspaceMeta;
   try {
     meta = await createWorkspace(deps.storage, tenant, forkRecord(input, origin, cp.manifest)); // a fork keeps its origin's tools

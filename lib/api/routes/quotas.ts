@@ -11,7 +11,7 @@
  *   starts with its origin's files) and a restore (the tree becomes the checkpoint's), charged before
  *   they write, and counted exactly after.
  * - `checkpoints_per_workspace` when a checkpoint is made (POST checkpoints, a fork without a given
- *   checkpoint): the workspace's checkpoint records are listed, up to the limit, before anything is sealed.
+ *   checkpoint; asked by createCheckpoint): the workspace's checkpoint records are listed, up to the limit, before anything is sealed.
  */
 import type { AppDeps } from "../deps.js";
 import type { AuthInfo } from "../../contract/caller.js";

@@ -43,9 +43,8 @@ export function versionsApp(deps: AppDeps) {
     async (c) => {
       const name = parseJsonBody(CheckpointBody, c.get("json") ?? {}).name ?? new Date().toISOString();
       const { ws } = c.req.valid("param");
-      await requireMeta(ld, c.get("auth").tenant, ws);
-      await assertCheckpointRoom(deps, c.get("auth"), ws); // checkpoints_per_workspace, before anything is sealed
-      return c.json(await createCheckpoint(ld, c.get("auth").tenant, ws, name), 201);
+      const room = () => assertCheckpointRoom(deps, c.get("auth"), ws); // checkpoints_per_workspace, before anything is sealed
+      return c.json(await createCheckpoint(ld, c.get("auth").tenant, ws, name, room), 201);
     },
   );
   app.openapi(
