@@ -30,4 +30,27 @@ describe("self-approval through keys the calling key made", () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(await readFile(t, "a.txt")).toBe("mine");
   });
+
+  it("the lineage survives a revoked middle key: a grandchild of the agent's key, whose maker was revoked, is still refused", async () => {
+    const t = await newTenant(undefined, { scopes: ["read", "write", "approve", "manage"] });
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "write" }] });
+    const d = held(await t.call("write", { file_path: "a.txt", content: "mine" }));
+    const makeKey = async (maker: string, name: string) => {
+      const r = await t.app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${maker}`, "content-type": "application/json" }, body: JSON.stringify({ name, scopes: ["read", "approve", "manage"] }) });
+      expect(r.status, await r.clone().text()).toBe(201);
+      return (await r.json()) as { key: string; key_id: string };
+    };
+    const child = await makeKey(t.key, "middle");
+    const grandchild = await makeKey(child.key, "grandchild");
+    const greatGrandchild = await makeKey(grandchild.key, "great-grandchild");
+    const revoked = await t.app.request(`/v1/keys/${child.key_id}`, { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } });
+    expect(revoked.status).toBe(200);
+    for (const key of [grandchild.key, greatGrandchild.key]) {
+      const r = await answer(t, key, d.pending_id, { approved: true });
+      expect(r.status, JSON.stringify(r.body)).toBe(403);
+      expect(r.body.error).toMatchObject({ code: "PERMISSION_DENIED", details: { reason: "self_approval" } });
+    }
+    expect(await readFile(t, "a.txt")).toBeNull();
+    expect((await getPending(t, d.pending_id)).body.status).toBe("pending");
+  });
 });
