@@ -67,11 +67,20 @@ function lineageUnder(maker: AuthInfo): { lineage?: string[] } {
   return maker.lineage ? { lineage: [maker.key_id, ...maker.lineage].slice(0, MAX_LINEAGE) } : {};
 }
 
-/** A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle). */
-async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: string): Promise<void> {
+/**
+ * A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle).
+ * A rotation hands over a new secret of the key, i.e. the key itself (its id in audit entries, its
+ * approvals): only the key itself or a key it made (at any depth: its lineage) is rotated, never a
+ * sibling within its bounds (an agent's key would take a human approver's and approve its own calls).
+ */
+async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
   if (!target) throw keyNotFound(keyId);
-  if (target.key_id !== maker.key_id) refuseBeyond(target, maker, catalog, verb);
+  if (target.key_id === maker.key_id) return;
+  refuseBeyond(target, maker, catalog, verb);
+  if (verb === "rotate" && target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
+    throw new ToolError("PERMISSION_DENIED", `This API key did not make key ${keyId}, so it cannot rotate it: a rotation gives the key's new secret to the caller. A key rotates itself and the keys it made (POST /v1/keys); rotate this one with the key itself, or revoke it and make a new one.`, { key_id: keyId, refused_by: "not_maker" });
+  }
 }
 
 const RotateBody = z.object({ grace_seconds: z.number().int().min(0).max(MAX_ROTATION_GRACE_SECONDS).optional().openapi({ description: `How long the old secret keeps working (default 3600; 0: stops at once; at most ${MAX_ROTATION_GRACE_SECONDS})` }) }).strict();

@@ -53,4 +53,28 @@ describe("self-approval through keys the calling key made", () => {
     expect(await readFile(t, "a.txt")).toBeNull();
     expect((await getPending(t, d.pending_id)).body.status).toBe("pending");
   });
+
+  it("rotation is no way around it: the agent's key cannot rotate an approver's key it did not make (and so never holds its secret), though the approver is within its bounds; it rotates its own and those it made", async () => {
+    const t = await newTenant(undefined, { scopes: ["read", "write", "approve", "manage"] });
+    await setPolicy(t.app, t.tenant, { gate: [{ tool: "write" }] });
+    const d = held(await t.call("write", { file_path: "a.txt", content: "mine" }));
+    const human = await approverKey(t.app, t.tenant); // "app": read + approve, made by the admin, within the agent key's bounds
+    const listed = (await (await t.app.request("/v1/keys", { headers: { authorization: `Bearer ${t.key}` } })).json()) as any;
+    const target = listed.keys.find((k: any) => k.name === "app");
+    expect(target, JSON.stringify(listed)).toBeDefined();
+    const rotate = (id: string) => t.app.request(`/v1/keys/${id}/rotate`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 3600 }) });
+    const r = await rotate(target.key_id);
+    const body = (await r.json()) as any;
+    expect(r.status, JSON.stringify(body)).toBe(403);
+    expect(body.error).toMatchObject({ code: "PERMISSION_DENIED" });
+    expect(body.key).toBeUndefined();
+    expect(await readFile(t, "a.txt")).toBeNull();
+    expect((await getPending(t, d.pending_id)).body.status).toBe("pending");
+    expect((await answer(t, human, d.pending_id, { approved: true })).status).toBe(200); // the approver's secret still works
+    // Its own key, and a key it made, it still rotates.
+    const made = (await (await t.app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read"] }) })).json()) as any;
+    expect((await rotate(made.key_id)).status).toBe(200);
+    const own = listed.keys.find((k: any) => k.name !== "app");
+    expect((await rotate(own.key_id)).status).toBe(200);
+  });
 });
