@@ -32,6 +32,11 @@ export interface AuthInfo {
   key_expires_at?: string;
   /** The key id of the key that made this one (POST /v1/keys); absent: made by the admin. A held call is never approved by its key or a key it made (lib/run/pending/approve.ts). */
   made_by?: string;
+  /** Every key above this one, nearest first (made_by first), as kept when it was made; absent: made by the admin, or before lineages were kept. */
+  lineage?: string[];
   /** The key's own limits (absent: the tenant's); lib/limits applies them. */
   limits?: Limits;
 }
+
+/** The most keys a key's lineage keeps (AuthInfo.lineage): a chain of makers deeper than this is refused approvals as if it led to the caller. */
+export const MAX_LINEAGE = 9;

@@ -54,11 +54,22 @@ const countFiles = (m: Manifest) => {
 
 /**
  * Checkpoints workspace `ws`. `room`: the checkpoints quota (lib/api/routes/quotas.ts
- * assertCheckpointRoom), asked once the workspace is known to exist and before anything is sealed.
+ * reserveCheckpointSlot), asked with the new checkpoint's id once the workspace is known to exist and
+ * before anything is sealed; what it answers (its slot's release) is called once the checkpoint is
+ * made or failed, after its record was written.
  */
-export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string, room?: () => Promise<void>): Promise<CheckpointRecord & { sealed: number; kept: number }> {
+export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: string, name: string, room?: (id: string) => Promise<() => Promise<void>>): Promise<CheckpointRecord & { sealed: number; kept: number }> {
   const rec = await requireMeta(deps, tenant, ws);
-  await room?.();
+  const id = newLayerId();
+  const release = await room?.(id);
+  try {
+    return await checkpointOn(deps, tenant, ws, name, id, rec);
+  } finally {
+    await release?.();
+  }
+}
+
+async function checkpointOn(deps: LayerDeps, tenant: string, ws: string, name: string, id: string, rec: MetaRecord): Promise<CheckpointRecord & { sealed: number; kept: number }> {
   const s = await seal(deps, tenant, ws, rec.meta);
   const { manifest, sealed } = s;
   let now = rec;
@@ -72,7 +83,7 @@ export async function createCheckpoint(deps: LayerDeps, tenant: string, ws: stri
     }
   }
   const { exec, links } = await readModes(deps.storage, tenant, ws);
-  const cp: CheckpointRecord = { id: newLayerId(), name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}), ...(links && Object.keys(links).length ? { links } : {}) };
+  const cp: CheckpointRecord = { id, name, workspace: ws, manifest: manifest.id, created_at: new Date().toISOString(), ...countFiles(manifest), ...(exec.length ? { exec } : {}), ...(links && Object.keys(links).length ? { links } : {}) };
   const key = checkpointKey(tenant, ws, cp.id);
   const stored = await deps.storage.put(key, JSON.stringify(cp), { ifNoneMatch: "*", contentType: "application/json" });
   // A delete of the workspace may have listed its objects before this record landed (and a create may

@@ -6,8 +6,8 @@
  * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
  * count (`usage/<ws>`) and the storage allowances given to isolates (`allowances`) in the object's
  * storage (written on set, acquire, release and charge only);
- * the token buckets and the pending workspace slots in its memory (no storage write per call; a
- * restart forgets slots, which are held for the seconds of a create). Idempotency-Key claims
+ * the token buckets and the pending workspace and checkpoint slots in its memory (no storage write per
+ * call; a restart forgets slots, which are held for the seconds of a create or a checkpoint). Idempotency-Key claims
  * (claims.ts) in its storage, written before the answer that says "taken" leaves; expired ones are
  * dropped a page at a time, after one in SWEEP_CLAIMS_EVERY claims.
  * A restarted object (a deploy, an eviction after idling) starts with full buckets: at most one
@@ -32,6 +32,8 @@ type Op =
   | { op: "setStorage"; ws: string; usage: StorageUsage | null }
   | { op: "reserveWorkspace"; caller: Caller; leaseMs: number }
   | { op: "releaseWorkspace"; slot: string; outcome?: SlotOutcome }
+  | { op: "reserveCheckpoint"; caller: Caller; ws: string; id: string; leaseMs: number }
+  | { op: "releaseCheckpoint"; id: string }
   | { op: "acquireTask"; caller: Caller; id: string; leaseMs: number }
   | { op: "releaseTasks"; ids: string[] };
 
@@ -151,6 +153,11 @@ export class LimitsObject {
       case "releaseWorkspace":
         ops.releaseWorkspace(body.slot, body.outcome);
         return answer(null);
+      case "reserveCheckpoint":
+        return answer(ops.reserveCheckpoint(body.caller, body.ws, body.id, body.leaseMs));
+      case "releaseCheckpoint":
+        ops.releaseCheckpoint(body.id);
+        return answer(null);
       case "acquireTask": {
         const d = ops.acquireTask(body.caller, body.id, body.leaseMs);
         await this.saveTasks(); // expired leases dropped, or one added
@@ -185,6 +192,8 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
     setStorage: (t, ws, usage) => call(t, { op: "setStorage", ws, usage }),
     reserveWorkspace: (t, caller, leaseMs) => call(t, { op: "reserveWorkspace", caller, leaseMs }),
     releaseWorkspace: (t, slot, outcome) => call(t, { op: "releaseWorkspace", slot, ...(outcome ? { outcome } : {}) }),
+    reserveCheckpoint: (t, caller, ws, id, leaseMs) => call(t, { op: "reserveCheckpoint", caller, ws, id, leaseMs }),
+    releaseCheckpoint: (t, id) => call(t, { op: "releaseCheckpoint", id }),
     acquireTask: (t, caller, id, leaseMs) => call(t, { op: "acquireTask", caller, id, leaseMs }),
     releaseTasks: (t, ids) => call(t, { op: "releaseTasks", ids: [...ids] }),
   };

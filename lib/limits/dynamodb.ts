@@ -1,7 +1,7 @@
 /**
  * The limits store on AWS: one DynamoDB item per tenant (`limits#<tenant>` / `state`, in the table
  * of lib/shared/dynamodb-table.ts) holding the tenant's whole state: its limits, the token buckets,
- * the run leases, each workspace's storage count, the pending workspace slots and the task leases.
+ * the run leases, each workspace's storage count, the pending workspace and checkpoint slots and the task leases.
  *
  * Every operation is the same pure state machine as the Durable Object's (tenantOps, store.ts):
  * a strongly consistent read, the operation applied in memory, and a write conditional on the
@@ -155,6 +155,8 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
     setStorage: (t, ws, u) => apply(t, (o) => o.setStorage(ws, u), always),
     reserveWorkspace: (t, caller, leaseMs) => apply(t, (o) => o.reserveWorkspace(caller, leaseMs), always),
     releaseWorkspace: (t, slot, outcome) => apply(t, (o) => o.releaseWorkspace(slot, outcome), always),
+    reserveCheckpoint: (t, caller, ws, id, leaseMs) => apply(t, (o) => o.reserveCheckpoint(caller, ws, id, leaseMs), always),
+    releaseCheckpoint: (t, id) => apply(t, (o) => o.releaseCheckpoint(id), (held) => held).then(() => undefined),
     acquireTask: (t, caller, id, leaseMs) => apply(t, (o) => o.acquireTask(caller, id, leaseMs), always),
     releaseTasks: (t, ids) => apply(t, (o) => o.releaseTasks(ids), (held) => held).then(() => undefined),
   };

@@ -5,7 +5,7 @@
  */
 import { effectiveLimits, type Limits } from "./fields.js";
 import { TenantLimiter, type CallDecision, type CallLease, type RunDecision } from "./limiter.js";
-import { TenantUsage, type ChargeOptions, type SlotDecision, type SlotOutcome, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type CheckpointSlotDecision, type SlotDecision, type SlotOutcome, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
 /** Who is calling: the key's id and its own limits (from its record). */
@@ -42,6 +42,9 @@ export interface LimitsStore {
   reserveWorkspace(tenant: string, caller: Caller, leaseMs: number): Promise<SlotDecision>;
   /** `outcome`: how the create ended (usage.ts SlotOutcome: a made workspace is added to a trusted count); absent: unknown. */
   releaseWorkspace(tenant: string, slot: string, outcome?: SlotOutcome): Promise<void>;
+  /** A slot of checkpoints_per_workspace for checkpoint `id` of `ws`, held while it is made (released by releaseCheckpoint, or when the lease ends). */
+  reserveCheckpoint(tenant: string, caller: Caller, ws: string, id: string, leaseMs: number): Promise<CheckpointSlotDecision>;
+  releaseCheckpoint(tenant: string, id: string): Promise<void>;
   /** A place of background_tasks for task `id`, leased for leaseMs. */
   acquireTask(tenant: string, caller: Caller, id: string, leaseMs: number): Promise<TaskDecision>;
   releaseTasks(tenant: string, ids: readonly string[]): Promise<void>;
@@ -62,6 +65,8 @@ export interface TenantOps {
   setStorage(ws: string, usage: StorageUsage | null): void;
   reserveWorkspace(caller: Caller, leaseMs: number): SlotDecision;
   releaseWorkspace(slot: string, outcome?: SlotOutcome): void;
+  reserveCheckpoint(caller: Caller, ws: string, id: string, leaseMs: number): CheckpointSlotDecision;
+  releaseCheckpoint(id: string): boolean;
   acquireTask(caller: Caller, id: string, leaseMs: number): TaskDecision;
   releaseTasks(ids: readonly string[]): boolean;
 }
@@ -89,6 +94,8 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: T
     setStorage: (ws: string, u: StorageUsage | null) => usage.setStorage(ws, u),
     reserveWorkspace: (caller: Caller, leaseMs: number) => ({ ...usage.reserveSlot(leaseMs), limit: effectiveLimits(self.limits, caller.limits).workspaces }),
     releaseWorkspace: (slot: string, outcome?: SlotOutcome) => usage.releaseSlot(slot, outcome),
+    reserveCheckpoint: (caller: Caller, ws: string, id: string, leaseMs: number) => ({ ...usage.reserveCheckpoint(ws, id, leaseMs), limit: effectiveLimits(self.limits, caller.limits).checkpoints_per_workspace }),
+    releaseCheckpoint: (id: string) => usage.releaseCheckpoint(id),
     acquireTask: (caller: Caller, id: string, leaseMs: number) => usage.acquireTask(id, effectiveLimits(self.limits, caller.limits).background_tasks, leaseMs),
     releaseTasks: (ids: readonly string[]) => usage.releaseTasks(ids),
   };
@@ -129,6 +136,8 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
     setStorage: async (t, ws, u) => of(t).setStorage(ws, u),
     reserveWorkspace: async (t, c, ms) => of(t).reserveWorkspace(c, ms),
     releaseWorkspace: async (t, slot, outcome) => of(t).releaseWorkspace(slot, outcome),
+    reserveCheckpoint: async (t, c, ws, id, ms) => of(t).reserveCheckpoint(c, ws, id, ms),
+    releaseCheckpoint: async (t, id) => void of(t).releaseCheckpoint(id),
     acquireTask: async (t, c, id, ms) => of(t).acquireTask(c, id, ms),
     releaseTasks: async (t, ids) => void of(t).releaseTasks(ids),
   };

@@ -13,6 +13,9 @@
  *   for the last slot never both pass (docs/limits-and-quotas.md: the argument). The count a create
  *   listed is kept (memory only) when no other create ran beside it, and the creates told since are
  *   added: a create within WORKSPACE_COUNT_MS of it needs no listing (`known`).
+ * - Checkpoint slots: a checkpoint holds one, named by its id, while it is made (before the seal until
+ *   its record is written or it failed), so checkpoints of one workspace racing for the last place
+ *   never both pass: each sees the others' ids, beside the records it lists (checkpoint-room.ts).
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 export interface StorageUsage {
@@ -81,6 +84,13 @@ export interface SlotDecision {
   limit: number;
 }
 
+export interface CheckpointSlotDecision {
+  /** The ids of the other checkpoints of the workspace being made. */
+  pending: string[];
+  /** The checkpoints_per_workspace limit that applies to the caller. */
+  limit: number;
+}
+
 export interface TaskLease {
   id: string;
   until: number;
@@ -95,6 +105,13 @@ export interface UsageState {
   tasks: TaskLease[];
   seq: number;
   allowances?: HeldAllowance[];
+  /** Checkpoints being made: checkpoint id → its workspace and lease end. */
+  checkpoints?: [string, CheckpointSlot][];
+}
+
+export interface CheckpointSlot {
+  ws: string;
+  until: number;
 }
 
 export class TenantUsage {
@@ -105,6 +122,8 @@ export class TenantUsage {
   readonly tasks = new Map<string, TaskLease>();
   /** Room held for isolates (storage-allowance.ts), by id: counted against the quotas until settled or ended. */
   readonly allowances = new Map<string, HeldAllowance>();
+  /** Checkpoints being made, by checkpoint id. */
+  readonly checkpoints = new Map<string, CheckpointSlot>();
   private seq = 0;
   /** The tenant's workspaces as a lone create listed them plus the creates told since, trusted until `until` (memory only). */
   private workspaces: { count: number; until: number } | null = null;
@@ -122,13 +141,14 @@ export class TenantUsage {
   }
 
   snapshot(): UsageState {
-    return { storage: [...this.storage], slots: [...this.slots], tasks: [...this.tasks.values()], seq: this.seq, allowances: [...this.allowances.values()] };
+    return { storage: [...this.storage], slots: [...this.slots], tasks: [...this.tasks.values()], seq: this.seq, allowances: [...this.allowances.values()], checkpoints: [...this.checkpoints] };
   }
 
   /** Takes up a kept state (a fresh object's, before any charge). */
   restore(state: UsageState): void {
     this.load(state.storage, state.tasks, state.allowances ?? []);
     for (const [slot, until] of state.slots) this.slots.set(slot, until);
+    for (const [id, slot] of state.checkpoints ?? []) this.checkpoints.set(id, slot);
     this.seq = state.seq;
   }
 
@@ -229,6 +249,25 @@ export class TenantUsage {
     }
     this.workspaces = null;
     if (outcome.listed !== undefined && mark?.alone && mark.taken === this.slotsTaken) this.workspaces = { count: outcome.listed + (outcome.created ? 1 : 0), until: now + WORKSPACE_COUNT_MS };
+  }
+
+  /**
+   * A slot for checkpoint `id` of workspace `ws`, held until released or `leaseMs` ended: answers the
+   * ids of the other checkpoints of `ws` being made, which the asker counts beside the records it lists.
+   */
+  reserveCheckpoint(ws: string, id: string, leaseMs: number): { pending: string[] } {
+    const now = this.now();
+    const pending: string[] = [];
+    for (const [other, s] of this.checkpoints) {
+      if (s.until <= now) this.checkpoints.delete(other);
+      else if (s.ws === ws && other !== id) pending.push(other);
+    }
+    this.checkpoints.set(id, { ws, until: now + leaseMs });
+    return { pending };
+  }
+
+  releaseCheckpoint(id: string): boolean {
+    return this.checkpoints.delete(id);
   }
 
   /** A background task's place, leased for leaseMs; `id` names it (its workspace and run) so it can be released by name. */

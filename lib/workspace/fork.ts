@@ -15,7 +15,7 @@ export interface ForkInput {
   /** Whether a workspace with these tools may be written to (a checkpoint made of it); absent: any may. */
   writable?: (tools: ToolList | undefined) => boolean;
   /** The checkpoints quota, asked by createCheckpoint when the fork makes a checkpoint of its origin (never when one is given or none is made); may refuse. */
-  room?: () => Promise<void>;
+  room?: (id: string) => Promise<() => Promise<void>>;
   /** Called once the new id is known free, before anything is written: the storage quotas, which may refuse; answers what undoes the charge when the fork then fails. */
   charge?: () => Promise<() => Promise<void>>;
 }

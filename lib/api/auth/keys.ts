@@ -42,6 +42,12 @@ export interface ApiKeyRecord {
   expires_at?: string;
   /** The key id that made it through POST /v1/keys; absent: made by the admin. */
   created_by?: string;
+  /**
+   * Every key above it, nearest first (`created_by`, its maker, …, up to a key the admin made), kept
+   * on the record when it is made, so revoking a key in the middle does not cut the chain (approvals:
+   * lib/run/pending/approve.ts). Absent: made by the admin, or by a key made before lineages were kept.
+   */
+  lineage?: string[];
   /** The key's own limits (lib/limits/fields.ts); each applies as the smaller of it and the tenant's. Absent: the tenant's. */
   limits?: Limits;
   created_at: string;
@@ -64,6 +70,7 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(ends.length ? { expires_at: ends[0]! } : {}),
     ...(rec.expires_at !== undefined ? { key_expires_at: rec.expires_at } : {}),
     ...(rec.created_by !== undefined ? { made_by: rec.created_by } : {}),
+    ...(rec.lineage !== undefined ? { lineage: rec.lineage } : {}),
   };
 }
 const hashKey = (hash: string) => `apikey/${hash}`;
@@ -99,6 +106,7 @@ export interface NewKey {
   workspaces?: string[];
   expires_at?: string;
   created_by?: string;
+  lineage?: string[];
   limits?: Limits;
 }
 
@@ -192,8 +200,8 @@ export function keyStands(kv: KeyValueStore, cache?: IsolateCache<AuthInfo | nul
 }
 
 /** A key's record as the listing and the key routes show it (never a hash). */
-export function keyInfoOf(rec: ApiKeyRecord): Omit<ApiKeyRecord, "previous" | "grace_until"> & { tools: ToolList | "all" } {
-  const { previous: _p, grace_until: _g, ...shown } = rec;
+export function keyInfoOf(rec: ApiKeyRecord): Omit<ApiKeyRecord, "previous" | "grace_until" | "lineage"> & { tools: ToolList | "all" } {
+  const { previous: _p, grace_until: _g, lineage: _l, ...shown } = rec;
   return { ...shown, tools: rec.tools ?? "all" };
 }
 

@@ -11,7 +11,7 @@ import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { exceedsMaker, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
 import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, listApiKeys, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
-import { SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
+import { MAX_LINEAGE, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import { parseJsonBody } from "../http.js";
 import { secureRoute } from "./access.js";
@@ -56,11 +56,31 @@ function refuseBeyond(child: Parameters<typeof exceedsMaker>[0], maker: AuthInfo
   if (over) throw new ToolError("PERMISSION_DENIED", `This API key cannot ${verb} a key with ${over}: a key only ${verb}s keys within its own scopes, tools, workspaces and expiry. Ask an admin (POST /v1/admin/tenants/{tenant}/keys) for a wider key.`, { refused_by: "key_bounds" });
 }
 
-/** A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle). */
-async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: string): Promise<void> {
+/**
+ * The lineage a key made by `maker` keeps (ApiKeyRecord.lineage): the maker, then the maker's own,
+ * so a revoked key in the middle never hides a grandchild from its grandparent. Kept whole up to
+ * MAX_LINEAGE keys (a deeper chain keeps its nearest MAX_LINEAGE, and approvals refuse it as if it
+ * led to the caller); none when the maker's own is unknown (made before lineages were kept).
+ */
+function lineageUnder(maker: AuthInfo): { lineage?: string[] } {
+  if (maker.made_by === undefined) return { lineage: [maker.key_id] };
+  return maker.lineage ? { lineage: [maker.key_id, ...maker.lineage].slice(0, MAX_LINEAGE) } : {};
+}
+
+/**
+ * A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle).
+ * A rotation hands over a new secret of the key, i.e. the key itself (its id in audit entries, its
+ * approvals): only the key itself or a key it made (at any depth: its lineage) is rotated, never a
+ * sibling within its bounds (an agent's key would take a human approver's and approve its own calls).
+ */
+async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
   if (!target) throw keyNotFound(keyId);
-  if (target.key_id !== maker.key_id) refuseBeyond(target, maker, catalog, verb);
+  if (target.key_id === maker.key_id) return;
+  refuseBeyond(target, maker, catalog, verb);
+  if (verb === "rotate" && target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
+    throw new ToolError("PERMISSION_DENIED", `This API key did not make key ${keyId}, so it cannot rotate it: a rotation gives the key's new secret to the caller. A key rotates itself and the keys it made (POST /v1/keys); rotate this one with the key itself, or revoke it and make a new one.`, { key_id: keyId, refused_by: "not_maker" });
+  }
 }
 
 const RotateBody = z.object({ grace_seconds: z.number().int().min(0).max(MAX_ROTATION_GRACE_SECONDS).optional().openapi({ description: `How long the old secret keeps working (default 3600; 0: stops at once; at most ${MAX_ROTATION_GRACE_SECONDS})` }) }).strict();
@@ -87,7 +107,7 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
       // A maker that expires gives keys that expire no later than it: the default is its own expiry.
       const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}), ...(maker.limits ? { limits: { ...maker.limits, ...wanted.limits } } : {}) };
       refuseBeyond(child, maker, catalog, "make");
-      const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id });
+      const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id, ...lineageUnder(maker) });
       return c.json({ key, ...keyInfoOf(record) }, 201);
     },
   );

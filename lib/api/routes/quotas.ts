@@ -11,11 +11,12 @@
  *   starts with its origin's files) and a restore (the tree becomes the checkpoint's), charged before
  *   they write, and counted exactly after.
  * - `checkpoints_per_workspace` when a checkpoint is made (POST checkpoints, a fork without a given
- *   checkpoint; asked by createCheckpoint): the workspace's checkpoint records are listed, up to the limit, before anything is sealed.
+ *   checkpoint; asked by createCheckpoint): a slot named by the checkpoint's id is taken in the tenant's
+ *   limits object FIRST, then the workspace's checkpoint records are listed, before anything is sealed.
  */
 import type { AppDeps } from "../deps.js";
 import type { AuthInfo } from "../../contract/caller.js";
-import { effectiveLimits, quotaExceeded } from "../../limits/fields.js";
+import { quotaExceeded } from "../../limits/fields.js";
 import { checkpointsPrefix, tenantWorkspacesPrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { StorageUsage } from "../../limits/usage.js";
@@ -26,7 +27,7 @@ import { callerOf, quotaOf } from "../../workspace/quota.js";
 import type { StorageQuotaHandle } from "../../limits/storage-quota.js";
 import { ToolError } from "../../shared/errors.js";
 
-/** How long a create's slot is held at most (a create that dies mid-way frees it then). */
+/** How long a create's (or a checkpoint's) slot is held at most (one that dies mid-way frees it then). */
 const SLOT_LEASE_MS = 120_000;
 
 /** The tenant's workspaces, counted up to `atMost` (a listing of workspace prefixes, 1,000 a page). */
@@ -42,29 +43,46 @@ export async function countWorkspaces(storage: StorageDriver, tenant: string, at
 }
 
 /**
- * Room for one more checkpoint of `ws` (QUOTA_EXCEEDED, before anything is sealed or written, when it
- * holds `checkpoints_per_workspace` of them). Checkpoints keep every version they name, which
- * `storage_bytes` (the current trees) does not count: this bounds them. Counted by listing the
- * workspace's checkpoint records (one list, up to the limit), so checkpoints of one workspace made at
- * the same moment can pass it together, by at most as many as are made at once.
+ * Room for checkpoint `id` of `ws` (QUOTA_EXCEEDED, before anything is sealed or written, when the
+ * workspace holds, or is making, `checkpoints_per_workspace` of them). Checkpoints keep every version
+ * they name, which `storage_bytes` (the current trees) does not count: this bounds them. A slot named
+ * by `id` is taken in the tenant's limits object FIRST, then the workspace's checkpoint records are
+ * listed (one list per 1,000, up to the limit): the checkpoint passes when the records and the other
+ * checkpoints being made (their ids: one that landed meanwhile is counted once) stay under the limit.
+ * Of two checkpoints racing for the last place, the later to take its slot sees the earlier's, or its
+ * record: they never both pass. Returns the release (call it once the checkpoint answered, whatever
+ * its outcome; missed, the slot's lease ends on its own).
  */
-export async function assertCheckpointRoom(deps: AppDeps, auth: AuthInfo, ws: string): Promise<void> {
-  if (!deps.limits) return;
-  let limit: number;
+export async function reserveCheckpointSlot(deps: AppDeps, auth: AuthInfo, ws: string, id: string): Promise<() => Promise<void>> {
+  const limits = deps.limits;
+  if (!limits) return async () => {};
+  let d;
   try {
-    limit = effectiveLimits(await deps.limits.get(auth.tenant), auth.limits).checkpoints_per_workspace;
+    d = await limits.reserveCheckpoint(auth.tenant, callerOf(auth), ws, id, SLOT_LEASE_MS);
   } catch (e) {
     console.error("limits: the tenant's limits object did not answer; the checkpoint goes on uncounted", e instanceof Error ? e.message : String(e));
-    return;
+    return async () => {};
   }
-  let n = 0;
-  let cursor: string | undefined;
-  do {
-    const r = await deps.storage.list({ prefix: checkpointsPrefix(auth.tenant, ws), limit: 1000, ...(cursor ? { cursor } : {}) });
-    n += r.objects.length;
-    cursor = r.cursor;
-  } while (cursor && n < limit);
-  if (n >= limit) throw quotaExceeded("checkpoints_per_workspace", n, limit, `No checkpoint of ${ws} was made (list them with GET /v1/workspaces/${ws}/checkpoints and delete old ones with DELETE /v1/workspaces/${ws}/checkpoints/{id}; a fork can start from an existing one: from_workspace with checkpoint)`);
+  const release = () => limits.releaseCheckpoint(auth.tenant, id).catch(() => {});
+  const counted = new Set(d.pending);
+  const prefix = checkpointsPrefix(auth.tenant, ws);
+  try {
+    let cursor: string | undefined;
+    do {
+      const r = await deps.storage.list({ prefix, limit: 1000, ...(cursor ? { cursor } : {}) });
+      for (const o of r.objects) counted.add(o.key.slice(prefix.length).replace(/\.json$/, ""));
+      cursor = r.cursor;
+    } while (cursor && counted.size < d.limit);
+  } catch (e) {
+    await release();
+    throw e;
+  }
+  if (counted.size >= d.limit) {
+    await release();
+    const making = d.pending.length ? ` (${d.pending.length} other checkpoint${d.pending.length === 1 ? " is" : "s are"} being made)` : "";
+    throw quotaExceeded("checkpoints_per_workspace", counted.size, d.limit, `No checkpoint of ${ws} was made${making} (list them with GET /v1/workspaces/${ws}/checkpoints and delete old ones with DELETE /v1/workspaces/${ws}/checkpoints/{id}; a fork can start from an existing one: from_workspace with checkpoint)`);
+  }
+  return release;
 }
 
 /**

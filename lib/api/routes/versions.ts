@@ -10,7 +10,7 @@ import { secureRoute } from "./access.js";
 import { parseJsonBody } from "../http.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
-import { assertCheckpointRoom, chargeRestore } from "./quotas.js";
+import { reserveCheckpointSlot, chargeRestore } from "./quotas.js";
 import { openWorkspace } from "../../layers/open.js";
 
 // Each route's access is part of its definition (lib/api/routes/access.ts): the guard checks the key's
@@ -43,7 +43,7 @@ export function versionsApp(deps: AppDeps) {
     async (c) => {
       const name = parseJsonBody(CheckpointBody, c.get("json") ?? {}).name ?? new Date().toISOString();
       const { ws } = c.req.valid("param");
-      const room = () => assertCheckpointRoom(deps, c.get("auth"), ws); // checkpoints_per_workspace, before anything is sealed
+      const room = (id: string) => reserveCheckpointSlot(deps, c.get("auth"), ws, id); // checkpoints_per_workspace, before anything is sealed
       return c.json(await createCheckpoint(ld, c.get("auth").tenant, ws, name, room), 201);
     },
   );

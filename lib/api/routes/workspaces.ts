@@ -19,7 +19,7 @@ import type { Tool } from "../../contract/tool.js";
 import { parseToolList, workspaceScopeRefusal } from "../../run/toolset.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
-import { assertCheckpointRoom, chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
+import { reserveCheckpointSlot, chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
 import { randomId } from "../../shared/hash.js";
 
 const CreateBody = z.object({
@@ -73,7 +73,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
         if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
         const forkId = id ?? `ws_${randomId(16)}`;
         const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
-        const room = () => assertCheckpointRoom(deps, auth, body.from_workspace!); // checkpoints_per_workspace of the origin
+        const room = (id: string) => reserveCheckpointSlot(deps, auth, body.from_workspace!, id); // checkpoints_per_workspace of the origin
         const charge = () => chargeFork(deps, auth, body.from_workspace!, forkId, body.checkpoint); // the storage quotas, before anything is written
         const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, room, charge, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });
         return c.json(fork, 201);

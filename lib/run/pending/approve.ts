@@ -16,7 +16,7 @@ import { ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../contract/errors.js";
 import { openWorkspace, runTool } from "../run-tool.js";
 import { parseToolArgs, type Tool } from "../../contract/tool.js";
-import type { AuthInfo } from "../../contract/caller.js";
+import { MAX_LINEAGE, type AuthInfo } from "../../contract/caller.js";
 import type { RunDeps } from "../deps.js";
 import { assertPathArgs, bindingChange, bindingOf } from "./binding.js";
 import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "../../tools/pending/store.js";
@@ -61,17 +61,21 @@ function approvalNotice(rec: PendingRecord, a: Approval) {
 }
 
 /** Keys made by keys followed up from an approver's key, at most (a longer chain is refused as if it led to the caller). */
-const MAX_MAKERS = 8;
+const MAX_MAKERS = MAX_LINEAGE - 1;
 
 /**
  * Whether key `by` is the calling key `caller` or a key it made, at any depth (POST /v1/keys records
- * the maker): one agent, which never approves its own calls. 2 KV GETs per key followed up.
+ * the maker, and the whole line of makers above it: `lineage`, kept when the key was made, so a key
+ * revoked in the middle does not cut the chain). 2 KV GETs for a key with a lineage; a key made
+ * before lineages were kept is followed up maker by maker, 2 KV GETs per key (a revoked one there ends the walk).
  */
 async function madeByCaller(approver: Approver, tenant: string, by: string, caller: string): Promise<boolean> {
   let key: string | undefined = by;
   for (let hop = 0; key !== undefined; hop++) {
     if (key === caller || hop > MAX_MAKERS) return true;
-    key = (await approver.currentKey(tenant, key))?.made_by;
+    const found: AuthInfo | null = await approver.currentKey(tenant, key);
+    if (found?.lineage) return found.lineage.includes(caller) || hop + found.lineage.length > MAX_MAKERS;
+    key = found?.made_by;
   }
   return false;
 }

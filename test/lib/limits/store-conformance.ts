@@ -147,6 +147,20 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect(await b.reserveWorkspace(t, { key_id: "k" }, 10_000)).toMatchObject({ pending: 0 });
     });
 
+    it("checkpoint slots: each checkpoint of a workspace sees the others' ids, across handles, not another workspace's, until released or ended; the limit is the smaller of key and tenant", async () => {
+      const c = clock();
+      const { a, b } = make(c.now);
+      const t = tenantName("cp");
+      await a.set(t, { checkpoints_per_workspace: 5 });
+      expect(await a.reserveCheckpoint(t, { key_id: "k" }, "w1", "cp1", 10_000)).toEqual({ pending: [], limit: 5 });
+      expect(await b.reserveCheckpoint(t, { key_id: "k", limits: { checkpoints_per_workspace: 2 } }, "w1", "cp2", 10_000)).toEqual({ pending: ["cp1"], limit: 2 });
+      expect(await b.reserveCheckpoint(t, { key_id: "k" }, "w2", "cp3", 10_000)).toMatchObject({ pending: [] });
+      await b.releaseCheckpoint(t, "cp1");
+      expect(await a.reserveCheckpoint(t, { key_id: "k" }, "w1", "cp4", 10_000)).toMatchObject({ pending: ["cp2"] });
+      c.advance(10_000);
+      expect(await b.reserveCheckpoint(t, { key_id: "k" }, "w1", "cp5", 10_000)).toMatchObject({ pending: [] });
+    });
+
     it("background tasks: the limit across handles, by id (taking one's own again is no new place), released by id, ended by time", async () => {
       const c = clock();
       const { a, b } = make(c.now);

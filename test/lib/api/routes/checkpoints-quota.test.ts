@@ -2,8 +2,11 @@
  * The checkpoints_per_workspace quota: a checkpoint (POST checkpoints, or the one a fork makes of its
  * origin) past it is QUOTA_EXCEEDED naming quota, usage and limit, before anything is sealed or written;
  * a fork from a given checkpoint, or of a workspace no key may write (no checkpoint made), is not counted.
+ * Strict under concurrency: a checkpoint holds a slot in the tenant's limits object while it is made.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { durableLimits } from "../../../../lib/limits/durable-object.js";
 import { memoryLimits } from "../../../../lib/limits/store.js";
 import { DEFAULT_LIMITS } from "../../../../lib/limits/fields.js";
 import { admin, newTenant, testApp } from "../../../helpers.js";
@@ -63,4 +66,22 @@ describe("checkpoints_per_workspace", () => {
     expect((await t.req("/v1/workspaces/nope/checkpoints", json({}))).status).toBe(404);
     expect((await t.req("/v1/workspaces/main/checkpoints", json({}))).status).toBe(413);
   });
+
+  it("checkpoints racing for the room: of 20 concurrent POST checkpoints of one workspace through two app instances sharing the limits object, exactly the limit land; the slots are released", async () => {
+    const one = testApp({ limits: durableLimits(env.LIMITS) });
+    const two = testApp({ limits: durableLimits(env.LIMITS) });
+    const t = await newTenant(one);
+    await admin(one, `/v1/admin/tenants/${t.tenant}/limits`, { checkpoints_per_workspace: 4 }, "PUT");
+    expect((await t.req("/v1/workspaces/main/checkpoints", json({ name: "first" }))).status).toBe(201); // main has a base now, nothing to seal: every checkpoint that passes the quota lands
+    const post = (app: typeof one, i: number) => app.request("/v1/workspaces/main/checkpoints", { ...json({ name: `race-${i}` }), headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" } });
+    const res = await Promise.all(Array.from({ length: 20 }, (_, i) => post(i % 2 ? two : one, i)));
+    expect(res.map((r) => r.status).sort()).toEqual([...Array(3).fill(201), ...Array(17).fill(413)]);
+    for (const r of res.filter((r) => r.status === 413)) expect(((await r.json()) as any).error.details).toMatchObject({ quota: "checkpoints_per_workspace", limit: 4 });
+    const listed = (await (await t.req("/v1/workspaces/main/checkpoints")).json()) as any;
+    expect(listed.checkpoints.length).toBe(4);
+    // Every slot was released: with one deleted, the next checkpoint passes, and the one after is refused.
+    expect((await t.req(`/v1/workspaces/main/checkpoints/${listed.checkpoints[0].id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await t.req("/v1/workspaces/main/checkpoints", json({ name: "after" }))).status).toBe(201);
+    expect((await t.req("/v1/workspaces/main/checkpoints", json({ name: "past" }))).status).toBe(413);
+  }, 120_000);
 });
