@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 
 const PORT = Number(process.env.PORT ?? 8787);
 const RUNNER_PORT = Number(process.env.TOOLSHED_INVOKE_PORT ?? 9009);
@@ -89,6 +90,43 @@ function startRunner(runnerSecret) {
   });
 }
 
+/** Whether 127.0.0.1:port can be listened on now (EADDRINUSE: another process holds it). */
+function portFree(port) {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * Both ports are checked before anything starts or is written: a port in use would end in wrangler's
+ * "specify a different port with --port" (npm start takes PORT) or a runner that dies with a stack
+ * trace while the banner still points bash at whatever holds its port. The message names a free one.
+ */
+async function requireFreePorts() {
+  if (PORT === RUNNER_PORT) throw new Error(`PORT and TOOLSHED_INVOKE_PORT are both ${PORT}: the API and the bash runner need a port each.`);
+  const busy = [];
+  for (const [name, port, what] of [["PORT", PORT, "the API"], ["TOOLSHED_INVOKE_PORT", RUNNER_PORT, "the bash runner"]]) {
+    if (!(await portFree(port))) busy.push({ name, port, what });
+  }
+  if (busy.length === 0) return;
+  const taken = new Set([PORT, RUNNER_PORT]);
+  for (const b of busy) {
+    let free = b.port + 1;
+    while (free < b.port + 100 && (taken.has(free) || !(await portFree(free)))) free++;
+    taken.add((b.free = free));
+  }
+  const ports = busy.map((b) => `${b.port} (${b.what}, ${b.name})`).join(" and ");
+  throw new Error(`${busy.length > 1 ? "ports" : "port"} ${ports} ${busy.length > 1 ? "are" : "is"} already in use on 127.0.0.1, perhaps by another npm start. Stop that process, or start on free ports: ${busy.map((b) => `${b.name}=${b.free}`).join(" ")} npm start`);
+}
+
+try {
+  await requireFreePorts();
+} catch (e) {
+  console.error(`npm start failed: ${e.message}`);
+  process.exit(1);
+}
 const vars = ensureVars();
 const started = Date.now();
 const hasBwrap = spawnSync("sh", ["-c", "command -v bwrap"]).status === 0;
@@ -113,7 +151,14 @@ process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
 wrangler.on("exit", (code) => {
   runner.kill("SIGTERM");
-  process.exit(stopping ? 0 : (code ?? 1));
+  process.exit(stopping ? (process.exitCode ?? 0) : (code ?? 1));
+});
+// Without its runner the API would answer every bash call UNAVAILABLE: a runner that dies stops npm start, saying so.
+runner.on("exit", (code, signal) => {
+  if (stopping) return;
+  console.error(`npm start failed: the bash runner (dist/container/local-server.mjs) exited (${signal ?? `code ${code}`}); see its error above.`);
+  stop();
+  process.exitCode = 1;
 });
 
 try {

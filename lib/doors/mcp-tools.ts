@@ -9,7 +9,7 @@ import type { AuthInfo } from "../contract/caller.js";
 import type { RunDeps } from "../run/deps.js";
 import { ToolError } from "../shared/errors.js";
 import { toToolError } from "../contract/errors.js";
-import { usableTools } from "../run/toolset.js";
+import { unknownToolError, usableTools } from "../run/toolset.js";
 import { readMeta } from "../layers/open.js";
 import { openWorkspace, runTool } from "../run/run-tool.js";
 import type { HumanQuestion, ProgressEvent, Tool } from "../contract/tool.js";
@@ -72,6 +72,11 @@ export async function listMcpTools(call: McpCall) {
   }
 }
 
+/** NOT_FOUND for a tool name no tool has, in the words of the tool route (lib/run/toolset.ts unknownToolError). */
+export async function unknownMcpTool(call: McpCall, name: string): Promise<ToolError> {
+  return unknownToolError(name, call.tools, call.auth, await workspaceTools(call), "tools/list lists them with their arguments");
+}
+
 /** An error as the ToolError a client may see: its own when it is one, else INTERNAL (the original in the log only). */
 function loggedToolError(err: unknown, where: string): ToolError {
   const e = toToolError(err);
@@ -89,10 +94,7 @@ function loggedToolError(err: unknown, where: string): ToolError {
 export async function callMcpTool(call: McpCall, name: string, args: unknown, channel: McpCallChannel = {}): Promise<McpToolResult> {
   const tool = call.tools.find((t) => t.name === name);
   try {
-    if (!tool) {
-      const usable = (await listMcpTools(call)).map((t) => t.name);
-      throw new ToolError("NOT_FOUND", `No tool named '${name.slice(0, 64)}'. Tools this key can use: ${usable.join(", ") || "none"}. tools/list lists them with their arguments.`);
-    }
+    if (!tool) throw await unknownMcpTool(call, name);
     const ws = await openWorkspace(call);
     const r = await runTool(tool, args ?? {}, { ...call, ws, door: "mcp", ...(channel.progress ? { progress: channel.progress } : {}), ...(channel.askHuman ? { askHuman: channel.askHuman } : {}) });
     return { content: [{ type: "text", text: r.output }], structuredContent: r.data, _meta: { "toolshed/usage": r.usage, "toolshed/title": r.title, ...(r.call_id ? { "toolshed/call_id": r.call_id } : {}) } };

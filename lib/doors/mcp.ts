@@ -28,7 +28,7 @@ import type { HumanQuestion, Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
 import { askAnswersIn, askSessionFor, clientAnswersAsks, elicitationRequest, hasToolCall, takeAskAnswers } from "./mcp-ask.js";
 import { toolsForTenant } from "../tools/custom/tool.js";
-import { callMcpTool, listMcpTools, mcpProgress, type McpCall, type McpDeps } from "./mcp-tools.js";
+import { callMcpTool, listMcpTools, mcpProgress, unknownMcpTool, type McpCall, type McpDeps } from "./mcp-tools.js";
 import { JSON_RPC, jsonRpcError, malformedToolCall, originRefused } from "./json-rpc.js";
 import { hasTaskWait, registerMcpTasks, startMcpTask, TASKS_CAPABILITY } from "./mcp-tasks.js";
 
@@ -63,7 +63,7 @@ export function buildMcpServer(call: McpCall & { asks?: boolean; noTasks?: boole
     if (task) {
       // As a task (lib/doors/mcp-tasks.ts): a refusal before the task exists is a protocol error, the task's own outcome a result of tasks/result.
       const tool = call.tools.find((t) => t.name === req.params.name);
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `No tool named '${req.params.name.slice(0, 64)}'. tools/list lists the tools this key can use.`);
+      if (!tool) throw new McpError(ErrorCode.InvalidParams, (await unknownMcpTool(call, req.params.name)).message);
       return (await startMcpTask({ tool, args: req.params.arguments ?? {}, scope: { ...call, door: "mcp" }, ...(task.ttl !== undefined ? { ttl: task.ttl } : {}), ...(call.asks ? { asks: true } : {}) })) as never;
     }
     const token = req.params._meta?.progressToken;

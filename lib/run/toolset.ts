@@ -133,6 +133,24 @@ export function usableTools(tools: readonly Tool[], auth: Pick<AuthInfo, "scopes
   return tools.filter((t) => auth.scopes.includes(t.permission) && (!key || key.has(t.name)) && (!ws || ws.has(t.name)));
 }
 
+/**
+ * NOT_FOUND for a tool name no tool has, the same by every door: the closest name ("Did you mean
+ * 'read'?", saying why when this caller may not use it) and the tools this caller may use.
+ * `listedBy`: where that door lists the tools with their arguments (GET /v1/tools, MCP tools/list).
+ */
+export function unknownToolError(name: string, tools: readonly Tool[], auth: AuthInfo, workspaceTools: ToolList | undefined, listedBy: string): ToolError {
+  const usable = usableTools(tools, auth, workspaceTools).map((t) => t.name);
+  const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
+  const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
+  const refusal = guess && !usable.includes(guess) ? toolRefusal(tools.find((t) => t.name === guess)!, auth, workspaceTools) : null;
+  const mean = guess ? ` Did you mean '${guess}'?${refusal ? ` (not usable here: ${refusal.message})` : ""}` : "";
+  return new ToolError("NOT_FOUND", `No tool named '${shown}'.${mean} Tools this key can use: ${usable.join(", ") || "none"}. ${listedBy}.`, {
+    tool: shown,
+    similar: guess,
+    available: usable,
+  });
+}
+
 /** The scopes a tool can need; a workspace's list bounds these on its routes (`approve` and `manage` belong to no tool). */
 export const TOOL_SCOPES: readonly Scope[] = ["read", "write", "execute", "network"];
 

@@ -89,6 +89,11 @@ const SYNONYMS: Record<string, readonly string[]> = {
   maxcount: ["head_limit", "limit", "max_results"],
   numresults: ["max_results", "limit"],
   ignorecase: ["case_insensitive"],
+  // Claude Code's Grep takes ripgrep's flags as argument names (-i, -A, -B, -C); folded, the dash goes.
+  i: ["case_insensitive"],
+  a: ["after"],
+  b: ["before"],
+  c: ["context"],
   uri: ["url"],
   link: ["url"],
   id: ["task_id"],

@@ -24,6 +24,21 @@ const bearer = (header: string | null): string | null => {
 };
 
 /**
+ * Why a request with this Authorization header has no bearer token, opening the message that says
+ * what to send: `missing` when there is no header, else what is wrong with its form. Never its
+ * value (a key sent without its scheme is a secret); a scheme is named only when it looks like one.
+ */
+function noBearer(header: string | null, missing: string): string {
+  const h = header?.trim() ?? "";
+  if (!h) return missing;
+  if (/^bearer$/i.test(h)) return "The Authorization header says Bearer but holds no token after it.";
+  if (/^bearer\s/i.test(h)) return "The Authorization header holds more than one word after Bearer.";
+  if (!/\s/.test(h)) return "The Authorization header holds no 'Bearer ' before the token.";
+  const scheme = h.split(/\s/)[0]!;
+  return /^[A-Za-z][A-Za-z-]{0,19}$/.test(scheme) ? `The Authorization header uses the '${scheme}' scheme; Toolshed takes Bearer.` : "The Authorization header is not of the form 'Bearer <token>'.";
+}
+
+/**
  * Whose failures a request's failures add to, and whose backoff it waits for: ONE rule.
  * - A key-shaped bearer (`tsk_<key id>_<secret>`): its key id from this client address. One
  *   tenant's revoked or mistyped key then slows only itself, never another key behind the same
@@ -47,7 +62,7 @@ export async function authenticateTenant(deps: AppDeps, headers: Headers, url: U
   const key = bearer(headers.get("authorization"));
   const client = throttleKeyOf("tenant", key, headers);
   deps.authBackoff?.check(client);
-  if (!key) throw new ToolError("UNAUTHORIZED", "Missing API key. Send 'Authorization: Bearer <api key>' (or an OAuth access token: docs/oauth.md).");
+  if (!key) throw new ToolError("UNAUTHORIZED", `${noBearer(headers.get("authorization"), "Missing API key.")} Send 'Authorization: Bearer <api key>' (or an OAuth access token: docs/oauth.md).`);
   if (isJwtShaped(key)) {
     try {
       const auth = await verifyAccessToken(deps, key, url);
@@ -85,7 +100,7 @@ export function authenticateAdmin(deps: AppDeps, headers: Headers): void {
   const token = bearer(headers.get("authorization"));
   const client = throttleKeyOf("admin", token, headers);
   deps.authBackoff?.check(client);
-  if (!token) throw new ToolError("UNAUTHORIZED", `Missing admin token. Send 'Authorization: Bearer <admin token>': ${ADMIN_TOKEN_HOME}.`);
+  if (!token) throw new ToolError("UNAUTHORIZED", `${noBearer(headers.get("authorization"), "Missing admin token.")} Send 'Authorization: Bearer <admin token>': ${ADMIN_TOKEN_HOME}.`);
   if (!safeEqual(token, deps.adminToken)) {
     deps.authBackoff?.failed(client);
     // Told from the text's shape alone (never looked up): a key-shaped bearer is an API key sent to the wrong door.

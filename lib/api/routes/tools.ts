@@ -17,10 +17,9 @@ import { CallMeter, emitUsage } from "../../run/metering/usage.js";
 import { checkSessionId, normalizeFilePath, fileKey, filesPrefix, packKey } from "../../layout/paths.js";
 import { startEarly, type LowerRange } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
-import { closestName } from "../../shared/suggest.js";
 import { executeTool, openWorkspace as openToolWorkspace } from "../../run/run-tool.js";
 import { readMeta } from "../../layers/open.js";
-import { toolRefusal, usableTools } from "../../run/toolset.js";
+import { unknownToolError } from "../../run/toolset.js";
 import { streamToolCall, wantsEventStream } from "../../doors/sse.js";
 import type { Tool } from "../../contract/tool.js";
 import { addRoute } from "./access.js";
@@ -257,16 +256,7 @@ export function unknownToolApp(builtins: readonly Tool[], deps: AppDeps) {
       }
       // The workspace's own tool list narrows the answer (a missing workspace: the key's alone).
       const wsTools = (await readMeta(deps.storage, auth.tenant, c.req.param("ws") ?? ""))?.meta.tools;
-      const usable = usableTools(tools, auth, wsTools).map((t) => t.name);
-      const guess = closestName(name, usable) ?? closestName(name, tools.map((t) => t.name));
-      const shown = name.length > 64 ? `${name.slice(0, 61)}...` : name;
-      const refusal = guess && !usable.includes(guess) ? toolRefusal(tools.find((t) => t.name === guess)!, auth, wsTools) : null;
-      const mean = guess ? ` Did you mean '${guess}'?${refusal ? ` (not usable here: ${refusal.message})` : ""}` : "";
-      throw new ToolError("NOT_FOUND", `No tool named '${shown}'.${mean} Tools this key can use: ${usable.join(", ") || "none"}. GET /v1/tools lists every tool with its arguments.`, {
-        tool: shown,
-        similar: guess,
-        available: usable,
-      });
+      throw unknownToolError(name, tools, auth, wsTools, "GET /v1/tools lists every tool with its arguments");
     },
   );
   return app;

@@ -134,6 +134,13 @@ describe("middleware", () => {
     }
     const missing = (await (await app().request("/tenant")).json()) as any;
     expect(missing.error.message).toMatch(/Missing API key/);
+    // A header of another form says what is wrong with it (never echoing the key), then what to send.
+    const said = async (h: string) => ((await (await app().request("/tenant", { headers: { authorization: h } })).json()) as any).error.message as string;
+    expect(await said(key)).toBe("The Authorization header holds no 'Bearer ' before the token. Send 'Authorization: Bearer <api key>' (or an OAuth access token: docs/oauth.md).");
+    expect(await said(`Basic ${key}`)).toMatch(/^The Authorization header uses the 'Basic' scheme; Toolshed takes Bearer\. Send 'Authorization: Bearer <api key>'/);
+    expect(await said("Bearer")).toMatch(/^The Authorization header says Bearer but holds no token after it\. Send /);
+    expect(await said(`Bearer ${key} extra`)).toMatch(/^The Authorization header holds more than one word after Bearer\. Send /);
+    for (const h of [key, `Basic ${key}`, `${key} ${key}`, `Bearer ${key} extra`]) expect(await said(h), h).not.toContain(key.slice(4));
   });
 
   it("the admin guard: 403 when off, 401 on a wrong token, through on the right one", async () => {

@@ -113,6 +113,11 @@ describe("unknown and missing arguments", () => {
       ["bash", { command: "ls", cwd: "src" }, "cwd", "working_dir"],
       ["web_search", { q: "rust" }, "q", "query"],
       ["kill_shell", { shell_id: "x" }, "shell_id", "task_id"],
+      // Claude Code's Grep flags (ripgrep's): -i, -A, -B, -C
+      ["grep", { pattern: "x", "-i": true }, "-i", "case_insensitive"],
+      ["grep", { pattern: "x", "-A": 2 }, "-A", "after"],
+      ["grep", { pattern: "x", "-B": 2 }, "-B", "before"],
+      ["grep", { pattern: "x", "-C": 2 }, "-C", "context"],
     ];
     for (const [tool, args, wrong, meant] of cases) {
       const r = await json(t, tool, args);

@@ -152,6 +152,10 @@ describe("MCP 2026-07-28 door", () => {
     const unknown = await client.callTool({ name: "no_such_tool", arguments: {} });
     expect(unknown.isError).toBe(true);
     expect((unknown.content as { text: string }[])[0]!.text).toMatch(/^NOT_FOUND: No tool named 'no_such_tool'\. Tools this key can use: read, /);
+    // a typo names the tool meant, as the tool route does (lib/run/toolset.ts unknownToolError)
+    const typo = await client.callTool({ name: "raed", arguments: { file_path: "a.txt" } });
+    expect((typo.content as { text: string }[])[0]!.text).toMatch(/^NOT_FOUND: No tool named 'raed'\. Did you mean 'read'\? Tools this key can use: read, /);
+    expect((typo._meta?.["toolshed/error"] as { details: unknown }).details).toMatchObject({ tool: "raed", similar: "read" });
     await client.close();
   });
 

@@ -68,6 +68,21 @@ describe("MCP tasks on Workers", () => {
 });
 
 describe("tasks by revision", () => {
+  it("an unknown tool's name: the closest one, plainly and as a task, as the tool route says it", async () => {
+    const t = await newTenant();
+    const client = await connect(t);
+    const plain = await client.callTool({ name: "raed", arguments: { file_path: "a.txt" } });
+    expect(plain.isError).toBe(true);
+    expect(text(plain)).toMatch(/^NOT_FOUND: No tool named 'raed'\. Did you mean 'read'\? Tools this key can use: read, .*tools\/list lists them/);
+    await expect(startTask(client, "raed", { file_path: "a.txt" })).rejects.toThrow(/No tool named 'raed'\. Did you mean 'read'\?/);
+    // a tool the key may not use is named with why
+    const readonly = (await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "ro", tools: "readonly" })).body.key as string;
+    const ro = await connect({ ...t, key: readonly });
+    expect(text(await ro.callTool({ name: "wirte", arguments: {} }))).toMatch(/Did you mean 'write'\? \(not usable here: The write tool /);
+    await client.close();
+    await ro.close();
+  });
+
   it("initialize offers the tasks capability to a 2025-11-25 client only; 2025-06-18 and 2025-03-26 get tools alone", async () => {
     const t = await newTenant();
     const init = async (protocolVersion: string) => {
