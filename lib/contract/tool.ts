@@ -102,8 +102,8 @@ export interface ToolContext<D extends ToolDeps = ToolDeps> {
  * journal, usage record). A tool never imports the run path; it gets this in its context.
  */
 export interface SubCalls {
-  /** The tools the caller may use on this workspace (the key's scopes and tool list, the workspace's). */
-  usable(): Tool[];
+  /** The tools the caller may use on this workspace (the key's scopes and tool list, the workspace's), the tenant's custom tools among them. */
+  usable(): Promise<Tool[]>;
   /**
    * Runs one call in a Workspace of its own over the caller's files: its own undo journal in the
    * caller's session, stamped `stampMs` (so calls keep their order), its file changes told to

@@ -20,6 +20,7 @@ import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "../tools/pending/outcome.js";
 import { assertToolAllowed, scopesOnWorkspace, usableTools } from "./toolset.js";
+import { catalogForLists, toolsForTenant } from "../tools/custom/tool.js";
 import { takeInnerCall } from "../limits/call-budget.js";
 import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
@@ -138,7 +139,7 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
  */
 function subCallsOf(ctx: RunContext): SubCalls {
   return {
-    usable: () => usableTools(ctx.deps.tools ?? [], ctx.auth, ctx.ws.tools),
+    usable: async () => usableTools(await toolsForTenant(ctx.deps, ctx.deps.tools ?? [], ctx.ws.tenant), ctx.auth, ctx.ws.tools),
     run: async (tool, args, { stampMs, listener, signal }) => {
       const { ws, deps } = ctx;
       // Each sub-call is a call of the caller's key, against its calls_per_minute as a direct one: a subagent is no way around it.
@@ -155,7 +156,9 @@ async function executeChecked(tool: Tool, rawArgs: unknown, allowed: RunContext)
   // Who may use which tool, in this one place (lib/run/toolset.ts): the key's scopes and tools, the workspace's tools.
   assertToolAllowed(tool, allowed.auth, allowed.ws.tools);
   // And with which scopes its own work acts (a command's network): the key's, bounded by both tool lists.
-  const ctx: RunContext = { ...allowed, auth: { ...allowed.auth, scopes: scopesOnWorkspace(allowed.auth, allowed.ws.tools, allowed.deps.tools ?? [tool]) } };
+  // (Lists may name the tenant's custom tools, whose scopes then count: catalogForLists reads them only then.)
+  const catalog = await catalogForLists(allowed.deps, allowed.deps.tools ?? [tool], allowed.ws.tenant, [allowed.auth.tools, allowed.ws.tools]);
+  const ctx: RunContext = { ...allowed, auth: { ...allowed.auth, scopes: scopesOnWorkspace(allowed.auth, allowed.ws.tools, catalog) } };
   if (ctx.pendingId) return pendingOutcome(tool, ctx.pendingId, ctx);
   const args = parseToolArgs(tool, rawArgs === undefined ? {} : rawArgs);
   tool.startReads?.(ctx);

@@ -216,6 +216,30 @@ describe("a scripted subagent", () => {
     expect(toolMsgs.map((m: any) => m.error.code)).toEqual(["INVALID_ARGUMENT", "NOT_FOUND", "NOT_FOUND", "INVALID_ARGUMENT"]);
   });
 
+  it("the subagent is given the tenant's custom tools the caller may use, with their schemas, and calls them through the same path (its gate)", async () => {
+    const t = await tenant(["read", "write", "execute", "network"]);
+    await t.model();
+    const hook = { name: "acme_hook", description: "Ask the ACME hook.", input_schema: { type: "object", properties: { q: { type: "string" } }, required: ["q"] }, backend: { type: "webhook", url: "https://1.1.1.1/hook" } };
+    expect((await adm(`/v1/admin/tenants/${t.id}/tools/custom`, hook)).status).toBe(201);
+    await adm(`/v1/admin/tenants/${t.id}/policy`, { gate: [{ tool: "acme_hook" }] }, "PUT");
+    seen.length = 0;
+    script = ({ messages }) => (messages.some((m) => m.role === "tool") ? { body: answer("asked") } : { body: calls({ name: "acme_hook", args: { q: "x" } }) });
+    const d = ok(await t.call("task", { prompt: "ask the hook" }));
+    const sent = seen[0]!.tools.find((x: any) => x.function.name === "acme_hook");
+    expect(sent?.function.parameters).toMatchObject({ properties: { q: { type: "string" } }, required: ["q"] });
+    expect(d.pending_ids).toHaveLength(1);
+    const toolMsgs = seen[1]!.messages.filter((m: any) => m.role === "tool").map((m: any) => JSON.parse(m.content));
+    expect(toolMsgs.map((m: any) => m.error.code)).toEqual(["NEEDS_APPROVAL"]);
+    // A key without the network scope: the subagent is not given it.
+    const narrow = await tenant();
+    await narrow.model();
+    expect((await adm(`/v1/admin/tenants/${narrow.id}/tools/custom`, hook)).status).toBe(201);
+    seen.length = 0;
+    script = () => ({ body: answer("nothing") });
+    ok(await narrow.call("task", { prompt: "look" }));
+    expect(seen[0]!.tools.map((x: any) => x.function.name)).not.toContain("acme_hook");
+  });
+
   it("a call the tenant's gate holds is not run: NEEDS_APPROVAL goes to the model, the step's later calls are skipped", async () => {
     const t = await tenant();
     await t.model();

@@ -29,6 +29,7 @@ import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import type { MetaRecord } from "../../layers/open.js";
 import { keyScopeRefusal, workspaceScopeRefusal } from "../../run/toolset.js";
+import { catalogForLists } from "../../tools/custom/tool.js";
 import { backgroundOf, requireWorkspace } from "./common.js";
 import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
@@ -68,7 +69,9 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   const named = c.req.param("ws");
   if (named !== undefined && !workspaceAllowed(auth.workspaces, named)) throw new ToolError("NOT_FOUND", `Workspace not found: ${named}. List your workspaces with GET /v1/workspaces.`, { workspace: named });
   const scope = access.scope;
-  const catalog = deps.tools ?? [];
+  const builtins = deps.tools ?? [];
+  // A key's or a workspace's list may name the tenant's custom tools, whose scopes then count (catalogForLists: no read without such a name).
+  const catalog = await catalogForLists(deps, builtins, auth.tenant, [auth.tools]);
   const tool = c.get("tool");
   const what = () => (tool ? `The ${tool} tool` : `${c.req.method} ${c.req.routePath.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{path}")}`);
   // ... and a route whose path names none covers the whole tenant, unless it bounds itself by the key (route-policy.ts keyBounded).
@@ -92,8 +95,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   }
   const id = named ?? "";
   // ... and within the workspace's tool list, once its record is here.
-  const bind = (record: MetaRecord, known?: true) => {
-    const refused = scope === "any" ? null : workspaceScopeRefusal(scope, record.meta.tools, catalog, what());
+  const bind = async (record: MetaRecord, known?: true) => {
+    const refused = scope === "any" ? null : workspaceScopeRefusal(scope, record.meta.tools, await catalogForLists(deps, builtins, auth.tenant, [record.meta.tools]), what());
     if (refused) throw refused;
     c.set("workspace", { tenant: auth.tenant, id, record, ...(known ? { known } : {}) });
   };
@@ -104,7 +107,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
       bindWorkspace: async () => {
         await rate;
         if (body.knownWorkspace!(c)) return bind(known, true);
-        bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
+        await bind(await requireWorkspace(deps.storage, auth.tenant, id, deps.knownWorkspaces));
       },
     };
   }
@@ -114,7 +117,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
     ...keyed,
     bindWorkspace: async () => {
       await rate;
-      bind(await record);
+      await bind(await record);
     },
   };
 }

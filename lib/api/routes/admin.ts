@@ -1,7 +1,8 @@
 /** Admin API (bearer TOOLSHED_ADMIN_TOKEN): tenants and their API keys. */
 import { createRoute, z } from "@hono/zod-openapi";
 import { createApiKey, createTenant, getTenant, keyInfoOf, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey } from "../auth/keys.js";
-import { KeyBody, KeyInfoSchema, newKeyOf } from "./keys.js";
+import { KeyBody, KeyInfoSchema, newKeyOf, toolsAsked } from "./keys.js";
+import { catalogForLists } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";
@@ -67,7 +68,7 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       // The body is optional; without a JSON content type the validator skips it, so newKeyOf parses it.
-      const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, newKeyOf(c.get("json"), tools));
+      const { key, record } = await createApiKey(deps.kv, deps.storage, c.req.valid("param").tenant, newKeyOf(c.get("json"), await catalogForLists(deps, tools, c.req.valid("param").tenant, [toolsAsked(c.get("json"))])));
       return c.json({ key, ...keyInfoOf(record) }, 201);
     },
   );

@@ -27,6 +27,7 @@ import { secureRoute } from "./access.js";
 import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { openWorkspace } from "../../layers/open.js";
+import { catalogForLists } from "../../tools/custom/tool.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
@@ -99,7 +100,8 @@ export async function createWithArchive(c: Context<AppEnv>, deps: AppDeps): Prom
   const q = c.req.query();
   const tenant = c.get("auth").tenant;
   // `tools` (a preset, or names joined by commas): the way to load a workspace no route may write to afterwards.
-  const list = q.tools !== undefined ? parseToolList(toolsQuery(q.tools), deps.tools ?? [], "tools") : undefined;
+  const asked = q.tools !== undefined ? toolsQuery(q.tools) : undefined;
+  const list = asked !== undefined ? parseToolList(asked, await catalogForLists(deps, deps.tools ?? [], tenant, [asked]), "tools") : undefined;
   const id = newWorkspaceId(c.get("auth"), q.id);
   const meta = await createWorkspace(deps.storage, tenant, { ...(id !== undefined ? { id } : {}), ...(q.name !== undefined ? { name: q.name.slice(0, 200) } : {}), ...(list !== undefined ? { tools: list } : {}) });
   try {

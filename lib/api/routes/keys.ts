@@ -9,6 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Tool } from "../../contract/tool.js";
 import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
+import { catalogForLists } from "../../tools/custom/tool.js";
 import { exceedsMaker, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
 import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, listApiKeys, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
 import { MAX_LINEAGE, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
@@ -19,7 +20,7 @@ import { errorResponses, newApp } from "./common.js";
 import { LimitsSchema } from "./limits.js";
 
 /** A preset or a list of tool (and preset) names; checked against the tools by parseToolList. */
-export const ToolsField = z.union([z.string(), z.array(z.string()).max(200)]).openapi({ description: `The tools allowed: a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).`, example: "readonly" });
+export const ToolsField = z.union([z.string(), z.array(z.string()).max(200)]).openapi({ description: `The tools allowed: a preset (${PRESET_NAMES.join(", ")}) or a list of tool names (preset names in a list add their tools; the tenant's custom tools are names too). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).`, example: "readonly" });
 export const KeyBody = z.object({
   name: z.string().max(200).optional(),
   scopes: z.array(z.enum(SCOPES)).min(1).optional().openapi({ description: "Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools \"all\"." }),
@@ -73,11 +74,11 @@ function lineageUnder(maker: AuthInfo): { lineage?: string[] } {
  * approvals): only the key itself or a key it made (at any depth: its lineage) is rotated, never a
  * sibling within its bounds (an agent's key would take a human approver's and approve its own calls).
  */
-async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, catalog: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
+async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, builtins: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
   if (!target) throw keyNotFound(keyId);
   if (target.key_id === maker.key_id) return;
-  refuseBeyond(target, maker, catalog, verb);
+  refuseBeyond(target, maker, await catalogForLists(deps, builtins, maker.tenant, [target.tools, maker.tools]), verb);
   if (verb === "rotate" && target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
     throw new ToolError("PERMISSION_DENIED", `This API key did not make key ${keyId}, so it cannot rotate it: a rotation gives the key's new secret to the caller. A key rotates itself and the keys it made (POST /v1/keys); rotate this one with the key itself, or revoke it and make a new one.`, { key_id: keyId, refused_by: "not_maker" });
   }
@@ -88,7 +89,10 @@ const KeyIdParam = z.object({ key_id: z.string().openapi({ param: { name: "key_i
 /** Every key route bounds itself by the maker: only keys it could have made (keyBounded: key-bounds.ts exceedsMaker). */
 const manage = { auth: "tenant", scope: "manage", keyBounded: true } as const;
 
-export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
+/** A key request body's `tools`, as given (checked by newKeyOf). */
+export const toolsAsked = (body: unknown): unknown => (body as { tools?: unknown } | undefined)?.tools;
+
+export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
   const app = newApp();
   app.openapi(
     createRoute(secureRoute(deps, manage, {
@@ -99,6 +103,8 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     })),
     async (c) => {
       const maker = c.get("auth");
+      // A key's tools may name the tenant's custom tools (lib/tools/custom/tool.ts catalogForLists).
+      const catalog = await catalogForLists(deps, builtins, maker.tenant, [toolsAsked(c.get("json")), maker.tools]);
       const asked = newKeyOf(c.get("json"), catalog);
       // Without scopes, the defaults this key holds itself (a manage-only key must name them: it holds none of them).
       const explicit = (c.get("json") as { scopes?: unknown } | undefined)?.scopes !== undefined;
@@ -122,6 +128,7 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     async (c) => {
       const maker = c.get("auth");
       const page = await listApiKeys(deps.kv, deps.storage, maker.tenant, c.req.valid("query"));
+      const catalog = await catalogForLists(deps, builtins, maker.tenant, [maker.tools, ...page.keys.map((k) => k.tools)]);
       const keys = page.keys.filter((k) => k.key_id === maker.key_id || !exceedsMaker({ ...k, tools: k.tools === ("all" as never) ? undefined : k.tools }, maker, catalog));
       return c.json({ keys, ...(page.cursor ? { cursor: page.cursor } : {}) }, 200);
     },
@@ -136,7 +143,7 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     })),
     async (c) => {
       const { key_id } = c.req.valid("param");
-      await manageable(deps, c.get("auth"), key_id, catalog, "revoke");
+      await manageable(deps, c.get("auth"), key_id, builtins, "revoke");
       await revokeApiKey(deps.kv, c.get("auth").tenant, key_id, deps.apiKeys);
       return c.json({ revoked: true as const, key_id }, 200);
     },
@@ -151,7 +158,7 @@ export function tenantKeysApp(deps: AppDeps, catalog: readonly Tool[]) {
     async (c) => {
       const { key_id } = c.req.valid("param");
       const grace = parseJsonBody(RotateBody, c.get("json") ?? {}).grace_seconds ?? 3600;
-      await manageable(deps, c.get("auth"), key_id, catalog, "rotate");
+      await manageable(deps, c.get("auth"), key_id, builtins, "rotate");
       const now = Date.now();
       const { key, record } = await rotateApiKey(deps.kv, c.get("auth").tenant, key_id, grace, deps.apiKeys, now);
       return c.json({ key, ...keyInfoOf(record), old_secret_valid_until: grace > 0 ? new Date(now + grace * 1000).toISOString() : null }, 200);

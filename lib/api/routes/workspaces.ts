@@ -17,6 +17,7 @@ import { isToolError, ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList, workspaceScopeRefusal } from "../../run/toolset.js";
+import { catalogForLists, toolsForTenant } from "../../tools/custom/tool.js";
 import { ToolsField } from "./keys.js";
 import { newWorkspaceId, workspaceAllowed } from "../auth/key-bounds.js";
 import { reserveCheckpointSlot, chargeFork, dropWorkspaceUsage, reserveWorkspaceSlot } from "./quotas.js";
@@ -66,13 +67,15 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       const auth = c.get("auth");
       const tenant = auth.tenant;
       const id = newWorkspaceId(auth, body.id);
-      const list = body.tools !== undefined ? parseToolList(body.tools, tools) : undefined;
+      const list = body.tools !== undefined ? parseToolList(body.tools, await catalogForLists(deps, tools, tenant, [body.tools])) : undefined;
       if (body.from_workspace !== undefined) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin (the route already needs write), unless the origin's tools never write: then it is not written to.
         if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
         const forkId = id ?? `ws_${randomId(16)}`;
-        const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, tools, "") === null;
+        // The origin's list may name the tenant's custom tools: read against them too (a fork is rare; the catalog is the isolate's cache).
+        const catalog = await toolsForTenant(deps, tools, tenant);
+        const writable = (list: Parameters<typeof workspaceScopeRefusal>[1]) => workspaceScopeRefusal("write", list, catalog, "") === null;
         const room = (id: string) => reserveCheckpointSlot(deps, auth, body.from_workspace!, id); // checkpoints_per_workspace of the origin
         const charge = () => chargeFork(deps, auth, body.from_workspace!, forkId, body.checkpoint); // the storage quotas, before anything is written
         const fork = await forkWorkspace(layerDeps(deps), tenant, { from: body.from_workspace, id: forkId, writable, room, charge, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.checkpoint !== undefined ? { checkpoint: body.checkpoint } : {}) });

@@ -335,7 +335,7 @@ export interface paths {
                         /** @description Default: read, write, execute, narrowed to what `tools` need. Scopes beyond what the tools need are refused (a key acts by every route only with the scopes its tools need); approve and manage need tools "all". */
                         scopes?: ("read" | "write" | "execute" | "network" | "approve" | "manage")[];
                         /**
-                         * @description The tools allowed: a preset (coding, readonly, web, all, none) or a list of tool names (preset names in a list add their tools). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).
+                         * @description The tools allowed: a preset (coding, readonly, web, all, none) or a list of tool names (preset names in a list add their tools; the tenant's custom tools are names too). Default: all. They also bound every route: only the scopes these tools need are usable (readonly: read).
                          * @example readonly
                          */
                         tools?: string | string[];

@@ -14,6 +14,7 @@ import { commandReads } from "../../exec/tool-support.js";
 import { backendScope, reservedNameRefusal, type StoredCustomTool } from "./definition.js";
 import { callPlugin } from "./plugin.js";
 import { readCustomTools } from "./store.js";
+import { PRESET_NAMES } from "../../layout/workspace-meta.js";
 import { callWebhook } from "./webhook.js";
 
 /** What loading a tenant's custom tools reads of the app's wiring. */
@@ -106,4 +107,21 @@ export async function toolsForTenant(deps: CustomToolDeps, builtins: readonly To
   const taken = builtins.map((t) => t.name);
   const custom = (await loadCustomTools(deps, tenant)).filter((t) => !reservedNameRefusal(t.name, taken));
   return [...builtins, ...custom];
+}
+
+/** The names a tool list (as stored, or as a request gave it) holds beyond the built-ins and the presets. */
+function customNamesIn(list: unknown, builtins: readonly Tool[]): boolean {
+  const items = typeof list === "string" ? [list] : Array.isArray(list) ? list : [];
+  return items.some((n) => typeof n === "string" && !(PRESET_NAMES as readonly string[]).includes(n) && !builtins.some((t) => t.name === n));
+}
+
+/**
+ * The catalog a tool list is read against (lib/run/toolset.ts: parseToolList, scopesOfList): a key's
+ * or a workspace's list may name the tenant's custom tools, whose scopes then count as its tools'.
+ * The built-ins alone when no list names anything else, so the lists of built-ins every key and
+ * workspace hold cost no read; else joined with the tenant's custom tools (toolsForTenant, the
+ * isolate's cache). A name no tool has (a custom tool deleted since) adds nothing.
+ */
+export async function catalogForLists(deps: CustomToolDeps, builtins: readonly Tool[], tenant: string, lists: readonly unknown[]): Promise<readonly Tool[]> {
+  return lists.some((l) => customNamesIn(l, builtins)) ? toolsForTenant(deps, builtins, tenant) : builtins;
 }

@@ -40,8 +40,8 @@ export interface TaskToolDeps extends WebToolDeps {
 }
 
 /** What the subagent may call: what the caller may (lib/run/toolset.ts: scopes, key and workspace tool lists), less NOT_IN_TASK. */
-export function subagentTools(subcalls: SubCalls): Tool[] {
-  return subcalls.usable().filter((t) => !NOT_IN_TASK.has(t.name));
+export async function subagentTools(subcalls: SubCalls): Promise<Tool[]> {
+  return (await subcalls.usable()).filter((t) => !NOT_IN_TASK.has(t.name));
 }
 
 export interface LoopHooks {
@@ -59,7 +59,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
   if (!subcalls) throw new ToolError("INTERNAL", "The task tool was called outside the run path, which gives it its sub-calls (lib/run/run-tool.ts executeTool).");
   const maxSteps = cfg.max_steps ?? DEFAULT_MAX_STEPS;
   const deadline = Date.parse(rec.created_at) + (cfg.max_seconds ?? DEFAULT_MAX_SECONDS) * 1000;
-  const tools = subagentTools(subcalls);
+  const tools = await subagentTools(subcalls);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const changed = new Set<string>(rec.files_changed);
   // One more listener on each call's workspace: it collects the paths the subagent's file tools change.

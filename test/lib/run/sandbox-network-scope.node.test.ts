@@ -15,7 +15,10 @@ beforeAll(async () => {
   expect((await s.post("/v1/admin/tenants/acme/policy", { gate: [] }, ADMIN, "PUT")).status).toBe(200);
   // A key that may use every tool, network included.
   key = (await s.post("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "execute", "network"] }, ADMIN)).body.key as string;
-  for (const [id, tools] of [["open", undefined], ["coding", "coding"], ["readonly_bash", ["readonly", "bash"]]] as const) {
+  // A custom tool that needs the network (a webhook: saved, never called here), named in a workspace's list below.
+  const hook = { name: "acme_hook", description: "A hook.", input_schema: { type: "object" }, backend: { type: "webhook", url: "https://1.1.1.1/hook" } };
+  expect((await s.post("/v1/admin/tenants/acme/tools/custom", hook, ADMIN)).status).toBe(201);
+  for (const [id, tools] of [["open", undefined], ["coding", "coding"], ["readonly_bash", ["readonly", "bash"]], ["coding_hook", ["coding", "acme_hook"]]] as const) {
     expect((await s.post("/v1/workspaces", { id, ...(tools ? { tools } : {}) }, key)).status, id).toBe(201);
   }
 }, 60_000);
@@ -32,5 +35,9 @@ describe("the sandbox's network follows the one authorization rule", () => {
     expect(await proxyIn("open")).toBe("proxy");
     expect(await proxyIn("coding")).toBe("none");
     expect(await proxyIn("readonly_bash")).toBe("none");
+  });
+
+  it("a custom tool named in the workspace's list counts with its scope: [coding, a webhook tool] needs the network, so its commands get it", async () => {
+    expect(await proxyIn("coding_hook")).toBe("proxy");
   });
 });
