@@ -91,7 +91,7 @@ export default defineTool({
       // keep_alive (docs/live-sessions.md).
       const restarted = args.restart ? shellRequest(ctx, keep, true) : null;
       const [base] = await Promise.all([built, restarted]);
-      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)));
+      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)), args.idle_timeout_s !== undefined);
       return answer(r, notes + shellNote, shellNotes);
     }
     // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one); keep_alive: false, or none: fresh
