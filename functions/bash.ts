@@ -51,7 +51,7 @@ export default defineTool({
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
-    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false)"),
+    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one, unless keep_alive: false (which leaves it alone) (default: false)"),
     keep_env: z.boolean().optional().describe("Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     ...keepAliveFields,
@@ -60,13 +60,16 @@ export default defineTool({
   async execute(args, ctx) {
     if (args.command === undefined) {
       if (!args.restart) throw new ToolError("INVALID_ARGUMENT", "Missing required argument command (the bash command to run); only restart: true may come without one.", { field: "command" });
-      // Forgets the session's shell (and ends its live sandbox, if it has one); nothing runs.
-      const [, ended] = await Promise.all([shellRequest(ctx, "cwd", true), endLive(ctx)]);
+      // Forgets the session's shell (and ends its live sandbox, if it has one, unless keep_alive: false); nothing runs.
+      const leave = args.keep_alive === false;
+      const [, ended] = await Promise.all([shellRequest(ctx, "cwd", true, leave), leave ? false : endLive(ctx)]);
       return { title: "restart", output: `Shell restarted: the next command starts in the workspace root, with no kept variables or functions.${ended ? " The session's live sandbox was ended (its processes are gone; files are safe)." : ""}`, data: {} };
     }
     const command = args.command;
     const mode = liveMode(args, ctx.session, ctx.deps.live !== undefined, ctx.backgroundUnlessLive);
-    if (args.restart) await endLive(ctx); // a restarted shell is a new one: the session's live sandbox goes with the old
+    // A restarted shell is a new one: the session's live sandbox goes with the old, unless keep_alive: false leaves it alone
+    // (the OpenAI-compat shell's every command: a fresh shell at the root that must not end what another door started).
+    if (args.restart && args.keep_alive !== false) await endLive(ctx);
     // Caution commands are held by the approval gate (lib/run/pending/gate.ts) before this runs; here only the blocked ones are refused.
     assertNotBlocked(command, await guardFor(ctx));
     const executor = executorOf(ctx.deps);
@@ -88,7 +91,7 @@ export default defineTool({
       // keep_alive (docs/live-sessions.md).
       const restarted = args.restart ? shellRequest(ctx, keep, true) : null;
       const [base] = await Promise.all([built, restarted]);
-      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)));
+      const { result: r, notes, shellNote, shellNotes } = await runLive(ctx, executor, base, liveIdleMs(args, ctx.session), liveUse(() => restarted ?? shellRequest(ctx, keep, false)), args.idle_timeout_s !== undefined);
       return answer(r, notes + shellNote, shellNotes);
     }
     // keep_alive omitted: the session's live sandbox, if it still holds one (never a new one); keep_alive: false, or none: fresh
@@ -97,7 +100,7 @@ export default defineTool({
     const j = await runJoining(ctx, executor, {
       mode,
       req: built,
-      load: () => shellRequest(ctx, keep, args.restart === true),
+      load: () => shellRequest(ctx, keep, args.restart === true, mode === "fresh"),
       shell: (loaded) => liveUse(loaded ? async () => loaded : () => shellRequest(ctx, keep, false)),
       fresh: async (base, shell) => {
         const req = { ...base, shell: shell.request };

@@ -56,7 +56,7 @@ export default defineTool({
     const run = async (): Promise<{ result: RunResult; notes: string } | { task_id: string; notes: string }> => {
       if (mode === "start") {
         // keep_alive: in the session's live sandbox (docs/live-sessions.md).
-        const started = await runLive(ctx, executor, await req, liveIdleMs(args, ctx.session));
+        const started = await runLive(ctx, executor, await req, liveIdleMs(args, ctx.session), undefined, args.idle_timeout_s !== undefined);
         if (started.started) await setLiveHint(ctx, true); // later calls without keep_alive look for it
         return started;
       }

@@ -31,6 +31,9 @@ import { watchDisk } from "./disk-quota.js";
 import { slotBytes } from "./sync-in.js";
 import { stageTree } from "./stage.js";
 
+/** A background subshell of the live shell, as GET .../sandbox and a loss list it. */
+export const SUBSHELL = "bash (a subshell of the session's shell)";
+
 /** Time the sandbox may outlive `max_life_ms` for its final write-back before its own timeout kills it. */
 const END_MARGIN_MS = 60_000;
 
@@ -88,6 +91,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   let shell: LiveShell | null = null;
   let lastUsed = startedAt;
   let infra = new Set<number>();
+  /** What those run: a process of the session running the same is a fork of the session shell (`( … ) &`, a loop or function sent to the background), shown as SUBSHELL, not by the loop's internal script. */
+  let infraCommands = new Set<string>();
   let unsure = false;
 
   /** The processes last seen: what a sandbox that died by itself lost. */
@@ -95,7 +100,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   const status = async (): Promise<LiveStatus> => {
     const probe = shell?.alive ? shell.probe : null;
     const [procs, ports] = probe ? await Promise.all([probe.processes(), probe.ports()]) : [[], []];
-    if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: p.command }));
+    if (procs.length) seen = procs.filter((p) => !infra.has(p.pid!)).map((p) => ({ pid: p.pid!, command: infraCommands.has(p.command) ? SUBSHELL : p.command }));
     // Bounded (LIVE_LIST_MAX): the poll, the coordinator's state and GET .../sandbox stay small however many run.
     return boundedStatus({
       generation: spec.generation,
@@ -137,7 +142,9 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       deps.owner,
     );
     // What runs now is the sandbox's own (bwrap's init, the loop, an egress helper; the process sandbox's loop): never listed as the session's.
-    infra = new Set((await shell.probe!.processes()).map((p) => p.pid!));
+    const own = await shell.probe!.processes();
+    infra = new Set(own.map((p) => p.pid!));
+    infraCommands = new Set(own.map((p) => p.command));
     const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, journal, unsure: false };
     const gone = new AbortController();
     void shell.exited.finally(() => gone.abort()).catch(() => {});

@@ -97,9 +97,17 @@ export interface SessionShell {
 /**
  * The shell request of a command of this session: its saved state to start from, unless
  * `restart` (the saved state is deleted first: a restart holds even when the command fails).
+ * `leaveLive` (a restart with keep_alive: false, the OpenAI-compat shell's every command): the
+ * session's live sandbox is left alone, so the hint that it holds one stays (the state goes back to
+ * the root with it: 1 GET, then 1 PUT where there was a DELETE); the caller asks whether it is there.
  */
-export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean): Promise<SessionShell> {
+export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean, leaveLive = false): Promise<SessionShell> {
   if (restart) {
+    const hinted = leaveLive ? await loadShell(ctx, true) : undefined;
+    if (typeof hinted === "object" && hinted.live) {
+      await putShell(ctx, { cwd: "" }, true);
+      return { request: { keep }, note: "", live: true };
+    }
     await ctx.deps.storage.delete([keyOf(ctx)]);
     return { request: { keep }, note: "", live: false };
   }

@@ -101,12 +101,12 @@ export const isHidden = (path: string): boolean => path.split("/").some((s) => s
 /** Identifiers of tenants and workspaces: lower-case slugs, safe in keys and URLs. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
-/** Session ids (X-Session-Id): they name session records and keys (todos, shells, undo), so they are checked like the ids above. */
-const SESSION_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Session ids (X-Session-Id): they name keys (todos, shells, undo) and URL paths (.../sessions/{session}/sandbox), where "." and ".." alone are resolved away. */
+const SESSION_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
 
 export function checkSessionId(session: string): string {
   if (!SESSION_PATTERN.test(session)) {
-    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -", { session: session.slice(0, 140) });
+    throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -, not \".\" or \"..\" alone (a URL path cannot name those)", { session: session.slice(0, 140) });
   }
   return session;
 }

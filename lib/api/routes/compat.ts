@@ -132,7 +132,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       const body = c.req.valid("json");
       const callId = callIdOf(body) ?? c.req.header("x-call-id");
       const run = await runnerFor(c, deps, tools, ws);
-      const r = tool === "apply_patch" ? await runApplyPatch(body, callId, run) : await runShell(body, callId, run);
+      const r = tool === "apply_patch" ? await runApplyPatch(body, callId, run) : await runShell(body, callId, run, { live: deps.live !== undefined });
       return c.json(r.item, 200, errorHeader(r.error));
     },
   );

@@ -3621,7 +3621,7 @@ export interface operations {
                     description?: string;
                     /** @description Workspace directory to run in (default: where this session's previous command ended, else the workspace root) */
                     working_dir?: string;
-                    /** @description Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false) */
+                    /** @description Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one, unless keep_alive: false (which leaves it alone) (default: false) */
                     restart?: boolean;
                     /** @description Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over) */
                     keep_env?: boolean;

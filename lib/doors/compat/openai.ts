@@ -95,8 +95,12 @@ export interface ShellOutput {
 /** Exit code reported for a command our guard rails or the service refused before it ran (as a shell's 126). */
 const NOT_RUN_EXIT = 126;
 
-/** Runs the commands of one shell call, in order; each gets its own output entry. The first error met is returned beside the item. */
-export async function runShell(body: unknown, callId: string | undefined, run: RunTool): Promise<{ item: ShellOutput; error?: ToolError }> {
+/**
+ * Runs the commands of one shell call, in order; each gets its own output entry. The first error met is returned beside the item.
+ * `live`: the deployment has live sessions, whose sandbox the session may hold (another door's keep_alive): each command runs
+ * fresh beside it and leaves it alone (keep_alive: false), never ending it (docs/live-sessions.md).
+ */
+export async function runShell(body: unknown, callId: string | undefined, run: RunTool, opts: { live?: boolean } = {}): Promise<{ item: ShellOutput; error?: ToolError }> {
   const b = parse(ShellBody, body);
   const action = "action" in b ? b.action : b;
   const max = action.max_output_length ?? null;
@@ -114,7 +118,7 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
     try {
       // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
       // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
-      const r = await run("bash", { command, restart: true, ...(timeout ? { timeout } : {}) });
+      const r = await run("bash", { command, restart: true, ...(opts.live ? { keep_alive: false } : {}), ...(timeout ? { timeout } : {}) });
       const d = r.data as { stdout: string; stderr: string; exit_code: number };
       output.push({ stdout: cut(d.stdout, max), stderr: cut(d.stderr, max), outcome: { type: "exit", exit_code: d.exit_code } });
     } catch (e) {

@@ -121,11 +121,14 @@ export interface LiveShellUse {
  * (the live shell holds it). Else the turn is taken and the call goes on: the saved shell read,
  * a runner started when there is none, the command run, the turn given back.
  */
-export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell?: LiveShellUse): Promise<LiveRun> {
+export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: number, shell?: LiveShellUse, idleAsked = false): Promise<LiveRun> {
   const r = await live(ctx, executor, req, idleMs, shell, false);
   if ("declined" in r) throw new Error("a keep_alive call was declined"); // never: only a join is
-  return r;
+  // idle_timeout_s is a start's: one sent to a running sandbox changes nothing, and the model is told so (never dropped unsaid).
+  return idleAsked && !r.started ? { ...r, notes: r.notes + IDLE_KEPT_NOTE } : r;
 }
+
+const IDLE_KEPT_NOTE = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged (DELETE .../sandbox, then a keep_alive call with idle_timeout_s, starts one with yours)]\n";
 
 /** A call without keep_alive that found no live sandbox to run in: what the model is told ("" or lines ending with a newline); `gone`: the session has none now. */
 export interface LiveDeclined {

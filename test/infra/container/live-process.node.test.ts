@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { processSandbox, processesOf } from "../../../infra/container/sandbox-process.js";
+import { SUBSHELL } from "../../../infra/container/live-session.js";
 import { hostPids, liveSetup, parentOf, toolEditsAndBackgroundWrites, until } from "./live-helpers.js";
 
 const UID = 64124; // used by nothing else on the machine (process-sandbox.node.test.ts has 64123)
@@ -84,6 +85,16 @@ describe("live sandbox on the process sandbox (Lambda)", () => {
     expect(await ofUid()).toEqual([]);
     expect(leftInScratch()).toEqual([]);
     expect(existsSync(home!)).toBe(false);
+  });
+
+  it("a background subshell is listed as a subshell of the session's shell, never by the live shell's internal script", async () => {
+    const s = startLive();
+    const b = await s.cmd("(while true; do sleep 0.2; done) & echo started");
+    expect(b.stdout).toBe("started\n");
+    expect(b.status.processes.map((p) => p.command)).toContain(SUBSHELL);
+    expect(b.status.processes.map((p) => p.command).join("\n")).not.toMatch(/__toolshed/);
+    expect((await s.end()).lost_processes.map((p) => p.command)).toContain(SUBSHELL);
+    expect(await ofUid()).toEqual([]);
   });
 
   it("a background HTTP server started by one command answers the next, shows in the status (process and port), and is gone after the idle end", async () => {

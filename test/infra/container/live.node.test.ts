@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LIVE_LIST_MAX } from "../../../lib/sync/live-types.js";
+import { SUBSHELL } from "../../../infra/container/live-session.js";
 import { hostPids, liveSetup, sandboxOf, toolEditsAndBackgroundWrites, until } from "./live-helpers.js";
 
 const live = liveSetup();
@@ -201,6 +202,18 @@ describe("live sandbox: one shell across commands", () => {
     const e = await s.ended;
     expect(e.reason).toBe("limit");
     expect(await t.read("big.bin")).toBeNull();
+  });
+
+  it("a background subshell (`( … ) &`, a loop sent to the background) is listed as a subshell of the session's shell, in its status and at its end, never by the live shell's internal script", async () => {
+    const s = startLive();
+    const b = await s.cmd("(while true; do sleep 0.2; done) & f() { sleep 707; }; f & echo started");
+    expect(b.stdout).toBe("started\n");
+    const commands = b.status.processes.map((p) => p.command);
+    expect(commands.filter((c) => c === SUBSHELL).length).toBeGreaterThanOrEqual(2); // the loop and the function, forks of the shell
+    expect(commands.join("\n")).not.toMatch(/__toolshed/);
+    const e = await s.end();
+    expect(e.lost_processes.map((p) => p.command)).toContain(SUBSHELL);
+    expect(e.lost_processes.map((p) => p.command).join("\n")).not.toMatch(/__toolshed/);
   });
 
   it("a killed sandbox ends as crashed, reports its lost processes, loses no acknowledged file", async () => {

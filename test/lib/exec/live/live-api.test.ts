@@ -36,6 +36,21 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(runner.generations).toHaveLength(0);
   });
 
+  it("idle_timeout_s sent to a session whose sandbox runs changes nothing, and the output says so (bash and run_code); a call without it says nothing", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    const KEPT = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged";
+    expect(okOutput(await bash(t, "true", "chat-i", { idle_timeout_s: 30 }))).toContain("until 30 s without a command");
+    const g = runner.generations[0]!.generation;
+    const again = okOutput(await bash(t, "true", "chat-i", { idle_timeout_s: 600 }));
+    expect(again).toContain(KEPT);
+    expect(again).toContain(`gen=${g} n=2`);
+    expect(okOutput(await t.call("run_code", { language: "bash", code: "true", keep_alive: true, idle_timeout_s: 600, timeout: 2 }, "chat-i"))).toContain(KEPT);
+    expect(okOutput(await bash(t, "true", "chat-i"))).not.toContain("idle_timeout_s");
+    expect(runner.generations).toHaveLength(1);
+    await sandbox(t, "chat-i", "DELETE");
+  });
+
   it("the first call starts a live sandbox (and says so); the session's next call runs in the same one; GET shows it", async () => {
     const { app, runner } = setup();
     const t = await newTenant(app, UNGATED);

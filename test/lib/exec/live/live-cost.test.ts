@@ -163,3 +163,33 @@ it("a live call on a layered workspace whose record this isolate knows: no GET o
   expect(await bash()).toEqual([]);
   await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" });
 });
+
+it("the OpenAI-compat shell beside a session's live sandbox: each command runs fresh at the root and leaves it alone (before: its restart ended the sandbox, the processes another door started gone); the hint stays, so another isolate's later call still runs in it", async () => {
+  const { stores, runner, live, app, deps } = liveApp();
+  const other = testApp(deps); // another isolate: the same storage and coordinator, a memo of its own
+  const t = await newTenant(app, UNGATED);
+  const bash = async (args: Record<string, unknown>, via = app) => {
+    const res = await via.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "chat-o" }, body: JSON.stringify({ ...args, timeout: 5 }) });
+    const body = (await res.json()) as any;
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    return body.output as string;
+  };
+  expect(await bash({ command: "cd sub", keep_alive: true })).toContain("live sandbox started");
+  const g = runner.generations[0]!.generation;
+
+  live.log.length = 0;
+  stores.log.length = 0;
+  const res = await t.req(`/v1/workspaces/${t.ws}/compat/openai/shell`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "chat-o" }, body: JSON.stringify({ type: "shell_call", call_id: "c1", action: { commands: ["pwd", "ls"] } }) });
+  const item = (await res.json()) as any;
+  expect(res.status, JSON.stringify(item)).toBe(200);
+  expect(item.output.map((o: any) => o.stdout)).toEqual(["fresh cmd=pwd\n", "fresh cmd=ls\n"]);
+  // Per command: the coordinator's status (is the sandbox there?), the saved shell read and put back at the root with the hint (a restart's DELETE before).
+  expect(live.log).toEqual(["status", "status"]);
+  expect(stores.log.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.get internal:shells", "r2.put internal:shells"]);
+
+  expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-o/sandbox`)).status).toBe(200);
+  expect(await bash({ command: "pwd" })).toBe(`gen=${g} n=2 cmd=pwd\n`);
+  expect(await bash({ command: "pwd" }, other)).toBe(`gen=${g} n=3 cmd=pwd\n`); // no memo there: the saved shell's hint
+  expect(runner.generations).toHaveLength(1);
+  await t.req(`/v1/workspaces/${t.ws}/sessions/chat-o/sandbox`, { method: "DELETE" });
+});
