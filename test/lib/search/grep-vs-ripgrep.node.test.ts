@@ -83,7 +83,7 @@ for (const seed of SEEDS) {
 
     const run = async (kind: "grep" | "glob", shape: Shape, a: GrepArgs | GlobArgs) => {
       const r = await app.call(shape, kind, a);
-      return kind === "grep" ? compareGrep(a as GrepArgs, r.status, r.body, corpus, root, app.times[shape]) : compareGlob(a as GlobArgs, r.status, r.body, corpus, root, app.times[shape]);
+      return kind === "grep" ? compareGrep(a as GrepArgs, r.status, r.body, root, app.times[shape]) : compareGlob(a as GlobArgs, r.status, r.body, corpus, root, app.times[shape]);
     };
 
     for (const kind of ["grep", "glob"] as const) {
@@ -116,7 +116,7 @@ async function againstRipgrep(files: Record<string, string>, queries: GrepArgs[]
     for (const a of queries) {
       for (const shape of SHAPES) {
         const r = await app.call(shape, "grep", a);
-        const why = compareGrep(a, r.status, r.body, corpus, root, app.times[shape]);
+        const why = compareGrep(a, r.status, r.body, root, app.times[shape]);
         if (why) out.push(`${shape} ${JSON.stringify(a)}: ${why}`);
       }
     }

@@ -76,7 +76,7 @@ function paging(d: any, total: number, offset: number, shown: number): string | 
   return null;
 }
 
-export function compareGrep(a: GrepArgs, status: number, body: any, corpus: Corpus, root: string, times: Map<string, number>): string | null {
+export function compareGrep(a: GrepArgs, status: number, body: any, root: string, times: Map<string, number>): string | null {
   const sub = a.path ?? "";
   const cwd = under(root, sub);
   if (!existsSync(cwd)) return status === 404 ? null : `path ${sub} does not exist: want 404, got ${status}`;

@@ -4,35 +4,13 @@
  * behaviour differs from ripgrep's defaults, the flags say so (the list of those differences is
  * in grep-vs-ripgrep.node.test.ts).
  */
+import type { paths } from "../../../../lib/client/api/tools.generated.js";
 import { COMMON, RARE, UNICODE, type Rng } from "./corpus.js";
 
-export interface GrepArgs {
-  pattern: string;
-  path?: string;
-  glob?: string;
-  type?: string;
-  output_mode?: "content" | "files_with_matches" | "count";
-  case_insensitive?: boolean;
-  literal?: boolean;
-  context?: number;
-  before?: number;
-  after?: number;
-  multiline?: boolean;
-  head_limit?: number;
-  offset?: number;
-  include_hidden?: boolean;
-  include_ignored?: boolean;
-}
-
-export interface GlobArgs {
-  pattern: string;
-  path?: string;
-  sort?: "modified" | "name" | "size";
-  limit?: number;
-  offset?: number;
-  include_hidden?: boolean;
-  include_ignored?: boolean;
-}
+type ToolBody<T extends "grep" | "glob"> = NonNullable<paths[`/v1/workspaces/{ws}/tools/${T}`]["post"]["requestBody"]>["content"]["application/json"];
+/** grep's and glob's arguments, as the client types have them (a cursor to resume is not asked for). */
+export type GrepArgs = Omit<ToolBody<"grep">, "resume">;
+export type GlobArgs = ToolBody<"glob">;
 
 /** Directories always skipped unless include_ignored (docs/search.md, "Ignore rules and the skip report"). */
 const STATIC_IGNORED = [".git", "node_modules", "vendor", "__pycache__"];
