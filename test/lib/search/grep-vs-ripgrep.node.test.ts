@@ -36,7 +36,8 @@
  * line end ("$" on "abc"); the match is taken to be there (differential/ripgrep.ts).
  *
  * A failure prints the seed, the shape and the query shrunk to the fewest arguments that still differ.
- * Other corpora: DIFF_SEEDS=3,4,5 npx vitest run test/lib/search/grep-vs-ripgrep.node.test.ts
+ * Other corpora: DIFF_SEEDS=3,4,5 npx vitest run test/lib/search/grep-vs-ripgrep.node.test.ts; DIFF_LARGE=1
+ * adds a text over 1 MB (streamed, not packed) to each corpus: it triples the time, so the suite leaves it out.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -74,7 +75,7 @@ for (const seed of SEEDS) {
     let root: string;
     let app: SearchApp;
     beforeAll(async () => {
-      corpus = makeCorpus(seed);
+      corpus = makeCorpus(seed, { large: process.env.DIFF_LARGE === "1" });
       root = mkdtempSync(join(tmpdir(), "toolshed-rg-diff-"));
       writeCorpus(corpus, root);
       app = await searchApp(corpus, rng(seed * 7 + 1));

@@ -83,10 +83,17 @@ function content(r: Rng): Uint8Array {
   return enc.encode(text(r));
 }
 
-export function makeCorpus(seed: number, n = 260): Corpus {
+/** `large`: with one text over 1 MB (it triples the time of a run). */
+export function makeCorpus(seed: number, { n = 260, large = false } = {}): Corpus {
   const r = rng(seed);
   const files = new Map<string, Uint8Array>();
   for (const [p, t] of Object.entries(GITIGNORES)) files.set(p, enc.encode(t));
+  if (large) {
+    // One text over 1 MB: not packed in the index, streamed from the file itself (docs/search.md, "The index").
+    let big = "";
+    while (big.length < 1.1 * 1024 * 1024) big += text(r);
+    files.set("src/lib/big file.txt", enc.encode(big));
+  }
   while (files.size < n) {
     const dir = r.pick(DIRS);
     const name = r.next() < 0.04 ? r.pick(DOTFILES) : `${r.pick(STEMS)}${r.next() < 0.5 ? r.int(20) : ""}${r.pick(EXTS)}`;
