@@ -68,16 +68,19 @@ export function globTest(pattern: string, root: string): PathTest {
 
 /**
  * grep's `glob` filter, as ripgrep's --glob: a pattern without "/" matches the file name at
- * any depth; with "/" it matches the path relative to the search root (or the workspace).
+ * any depth; with "/" (a leading one included) it matches the path relative to the search root
+ * (or the workspace).
  * A leading "!" excludes.
  */
 export function fileGlobTest(pattern: string, root: string): PathTest {
   const negate = pattern.startsWith("!");
-  const p = relativePattern(negate ? pattern.slice(1) : pattern, root);
+  const given = negate ? pattern.slice(1) : pattern;
+  const p = relativePattern(given, root);
   if (p === "") throw new ToolError("INVALID_ARGUMENT", "glob is empty. Give a pattern such as *.ts or src/**/*.py.");
   const m = compileGlob(p, "glob");
   const cut = root === "" ? 0 : root.length + 1;
-  const test: PathTest = p.includes("/") ? (path) => m(path.slice(cut)) || m(path) : (path) => m(baseName(path));
+  // A "/" as given anchors the pattern, as in ripgrep ("/*.md", or "src/*.ts" searched in src, are not names at any depth).
+  const test: PathTest = given.includes("/") ? (path) => m(path.slice(cut)) || m(path) : (path) => m(baseName(path));
   return negate ? (path) => !test(path) : test;
 }
 

@@ -209,7 +209,8 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
   const resumeAt: GrepCursor | null = cursor ? { ...(cursor as GrepCursor), entries } : null;
   // A file stopped inside is not finished: it counts as unsearched.
   const unsearched = candidates.length - next + (resumeAt?.file ? 1 : 0);
-  const complete = unsearched === 0 && stoppedBy === null;
+  // A content page filled inside a file stopped collecting its matches there: more may follow.
+  const complete = unsearched === 0 && stoppedBy === null && !(req.mode === "content" && entries >= need);
   if (persist.length >= PERSIST_MIN_FILES || persistBytes >= 256 * 1024 || (persist.length > 0 && stats.files_unindexed >= PERSIST_MIN_FILES)) {
     await flush().catch(() => undefined);
   }
