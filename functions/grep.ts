@@ -123,7 +123,7 @@ export default defineTool({
 
     let head: string;
     if (r.entries === 0) {
-      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.`;
+      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.${args.multiline ? "" : lineBreakHint(args.pattern, args.literal ?? false)}`;
     } else if (pageCount === 0 && resume && r.entries <= first) {
       head = `No more matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"} (${r.entries} ${unit(r.entries)} found in all).`;
     } else if (pageCount === 0) {
@@ -215,4 +215,14 @@ function renderContent(page: (LineMatch & { file: string })[]): { text: string; 
     i = j;
   }
   return { text: parts.join("\n\n"), shown };
+}
+
+/**
+ * For a search that found nothing: a pattern that names a line break (`\n`, or a newline itself)
+ * searched line by line (no multiline) — each line is searched without its line break, so such a
+ * pattern finds nothing there, silently in ripgrep's terms (ripgrep refuses it). Says what to pass.
+ */
+function lineBreakHint(pattern: string, literal: boolean): string {
+  const names = pattern.includes("\n") || (!literal && /(^|[^\\])(\\\\)*\\n/.test(pattern));
+  return names ? " The pattern names a line break (\\n), and without multiline each line is searched alone, without its line break: to match across lines, pass multiline: true." : "";
 }

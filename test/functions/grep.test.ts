@@ -124,8 +124,14 @@ describe("grep: patterns", { timeout: 30_000 }, () => {
     expect(ok(r).matches).toEqual([{ file: "a.ts", line: 1, column: 1, text: "function f(", before: [], after: [], end_line: 3 }]);
     expect(r.body.output).toContain("1:1:function f(  [match continues to line 3]");
     expect(ok(await t.call("grep", { pattern: "x,\\n\\)", multiline: true, output_mode: "count" })).counts).toEqual([{ file: "a.ts", count: 1 }]);
-    // Without multiline, a pattern cannot cross a line end.
-    expect(ok(await t.call("grep", { pattern: "x,\\n\\)", output_mode: "count" })).counts).toEqual([]);
+    // Without multiline, a pattern cannot cross a line end, and the answer says what to pass (ripgrep refuses such a pattern).
+    const single = await t.call("grep", { pattern: "x,\\n\\)", output_mode: "count" });
+    expect(ok(single).counts).toEqual([]);
+    expect(single.body.output).toContain("names a line break (\\n), and without multiline each line is searched alone");
+    expect(single.body.output).toContain("pass multiline: true");
+    // Not for an escaped backslash before an n, nor when multiline was asked.
+    expect((await t.call("grep", { pattern: "x\\\\n", output_mode: "count" })).body.output).not.toContain("line break");
+    expect((await t.call("grep", { pattern: "nothing\\nhere", multiline: true })).body.output).not.toContain("line break");
   });
 });
 
