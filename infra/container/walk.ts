@@ -4,16 +4,15 @@
  * back (special files, bad names). No symlink is followed; names that are not UTF-8 are read
  * as bytes (dir-entries.ts).
  */
-import { constants, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
+import { constants, lstatSync, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, type Stats } from "./stat-pool.js";
-import { answer, partOf, prefetch, raised, statAt, statNow, type Stat } from "./lstat-answers.js";
-import { ctimeOf, isExec, isValidName, nameProblem } from "./file-marks.js";
+import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
+import { fingerprint, isExec, isValidName, nameProblem } from "./file-marks.js";
 import { listingSettledMs } from "./listing-settled.js";
 import { noteLink, someNameUnseen, type LinkNames } from "./hard-links.js";
-import { keyVouched } from "./vouched-keys.js";
 
 export interface WalkResult {
   /** Regular files: path → fingerprint, size and execute bit. */
@@ -42,7 +41,7 @@ export interface WalkResult {
 
 /** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
 export interface DirListing {
-  /** The directory's fingerprint (inode, size, mtime and ctime) when it was read: the key it holds for ("": made by a download, made-listings.ts). */
+  /** The directory's fingerprint (inode, size, mtime and ctime) when it was read: the key it holds for. */
   key: string;
   names: string[];
   dirs: boolean[];
@@ -136,7 +135,6 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
   const reused = listings.size > 0;
   const skip = journal && ((d: string) => vouched(listings.get(d), d, journal));
   const known = reused ? await prefetch(tree, listings, skip) : null;
-  const unkeyed: string[] = []; // vouched listings a download made (made-listings.ts): keyed after the walk (vouched-keys.ts)
   const stack = [""];
   try {
     while (stack.length) {
@@ -149,7 +147,6 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
         if (vouched(l, rel, journal)) {
           // Unchanged since the walk that read it: its listing and its files' entries stand as they are.
           kept.set(rel, l);
-          if (l.key === "") unkeyed.push(rel);
           out.vouched++;
           out.counts.set(rel, l.names.length);
           for (let i = 0; i < l.names.length; i++) {
@@ -225,7 +222,6 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
     if (reused && ((e as NodeJS.ErrnoException).code === "ENOENT" || (e as NodeJS.ErrnoException).code === "ENOTDIR")) throw new StaleListing();
     throw e;
   }
-  await keyVouched(tree, kept, unkeyed, settled);
   out.linkNamesUnseen = someNameUnseen(named);
   listings.clear();
   for (const [d, l] of kept) listings.set(d, l);
@@ -236,6 +232,15 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
   }
   return out;
 }
+
+/** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
+function statNow(abs: string): Exclude<Stat, string> {
+  const st = lstatSync(abs, { bigint: true });
+  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st), nlink: Number(st.nlink) };
+}
+
+/** The ctime (ns) a fingerprint holds: its last field. */
+const ctimeOf = (fp: string): bigint => BigInt(fp.slice(fp.lastIndexOf(":") + 1));
 
 /** Sends the entries not yet under way to the stat workers. */
 function send(later: Deferred): void {
