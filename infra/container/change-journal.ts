@@ -72,8 +72,6 @@ export class ChangeJournal {
   private readonly maxWatches: number;
   /** The walk under way (watches set during walk n vouch from walk n + 1). */
   private walkNo = 0;
-  /** Armed on a download's listings (arm): the first walk may vouch for them instead of reading every directory. */
-  private armed = false;
   /** A walk began and did not finish (it threw): what it was told is lost, so the next one trusts nothing. */
   private unfinished = false;
   private readonly fenceDir: string;
@@ -150,7 +148,7 @@ export class ChangeJournal {
     this.dirty = new Set();
     this.named = new Set();
     this.events = 0;
-    if (overflow || (this.walkNo === 1 && !this.armed)) {
+    if (overflow || this.walkNo === 1) {
       for (const d of [...this.watches.keys()]) this.unwatch(d);
       this.stats.fullWalks++;
       this.stats.lastFull = overflow ? "overflow" : "start";
@@ -171,18 +169,6 @@ export class ChangeJournal {
         if (!this.watches.has(d)) this.watch(d);
       },
     };
-  }
-
-  /**
-   * Before the first walk, when `listings` (the slot's, made-listings.ts) are exactly what the tree
-   * at `at` holds now (where it is bound for the run; watches follow the directories when it moves
-   * back): each directory is watched from now, so the first walk may vouch for those nothing
-   * happened in since. Synchronous, before anything else can change the tree.
-   */
-  arm(listings: DirListings, at: string): void {
-    if (!this.active || this.walkNo !== 0) return;
-    for (const d of listings.keys()) this.watch(d, at);
-    this.armed = this.active;
   }
 
   /**
@@ -238,11 +224,11 @@ export class ChangeJournal {
     rmSync(this.fenceDir, { recursive: true, force: true });
   }
 
-  private watch(d: string, tree = this.tree): void {
+  private watch(d: string): void {
     if (this.watches.size >= this.maxWatches) return this.end(`more than ${this.maxWatches} directories`);
     let w: FSWatcher;
     try {
-      w = watch(d === "" ? tree : join(tree, d), { persistent: false }, (_e, name) => this.event(d, name));
+      w = watch(d === "" ? this.tree : join(this.tree, d), { persistent: false }, (_e, name) => this.event(d, name));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // Gone or not a directory: the walk finds out; nothing to watch. Anything else (ENOSPC: the watch limit) ends the journal.

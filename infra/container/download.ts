@@ -79,8 +79,8 @@ function create(abs: string, mode: number): { fd: number; replaced: bigint | nul
   }
 }
 
-/** Downloads `todo` into the slot, recording each file in slot.files and stats. Returns the directories it made (or found there). */
-export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<Set<string>> {
+/** Downloads `todo` into the slot, recording each file in slot.files and stats. */
+export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<void> {
   const known = new Set<string>();
   const exec = slot.modes?.exec ?? null;
   const staging = join(slot.dir, "incoming"); // spread: top-level directories are made there, then moved
@@ -219,5 +219,4 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
   await Promise.all([batches(), pool(concurrency, alone, fetchOne)]);
   await pool(concurrency, afterBatches, fetchOne);
   log(JSON.stringify({ files: stats.downloaded_files, bytes: stats.downloaded_bytes, batch_requests: phases.requests, alone: alone.length + afterBatches.length, first_frame_ms: Math.round(phases.firstFrameMs), write_ms: Math.round(phases.writeMs), wall_ms: Math.round(performance.now() - t0) }));
-  return known;
 }

@@ -64,8 +64,5 @@ export function nameProblem(rel: string): string {
 export const fingerprint = (st: { ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string =>
   `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 
-/** The ctime (ns) a fingerprint holds: its last field. */
-export const ctimeOf = (fp: string): bigint => BigInt(fp.slice(fp.lastIndexOf(":") + 1));
-
 /** Whether a mode has the owner's execute bit (what git and the exec list record). */
 export const isExec = (mode: bigint | number): boolean => (typeof mode === "number" ? (mode & 0o100) !== 0 : (mode & 0o100n) !== 0n);

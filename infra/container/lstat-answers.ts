@@ -3,9 +3,7 @@
  * took (stat-pool.ts), an error code thrown as lstat threw it, and the answers of every path the
  * kept listings name, taken side by side before the walk starts (prefetch).
  */
-import { lstatSync } from "node:fs";
 import { statSpread, type Stats } from "./stat-pool.js";
-import { fingerprint } from "./file-marks.js";
 
 /** What lstat said of one path: its mode, size and fingerprint, or the error's code. */
 export type Stat = { mode: number; size: number; fp: string; nlink: number } | string;
@@ -63,10 +61,4 @@ export function statAt(known: Prefetched, i: number): Stat {
 export function raised(rel: string, st: Stat): Exclude<Stat, string> {
   if (typeof st === "string") throw Object.assign(new Error(`lstat ${rel}: ${st}`), { code: st });
   return st;
-}
-
-/** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
-export function statNow(abs: string): Exclude<Stat, string> {
-  const st = lstatSync(abs, { bigint: true });
-  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st), nlink: Number(st.nlink) };
 }

@@ -21,13 +21,8 @@ function ancestorIn(p: string, set: Map<string, unknown>): string | undefined {
   return undefined;
 }
 
-/**
- * Makes slot.tree equal to the manifest, downloading only files whose etag changed. On a cold
- * slot (its tree empty until now), `made` hears of the directories the download made as soon as
- * it returns, before anything else touches the tree (made-listings.ts).
- */
-export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, made?: (dirs: ReadonlySet<string>) => void, concurrency = 16): Promise<ReconcileStats> {
-  const fresh = slot.cold && slot.files.size === 0 && slot.links.size === 0;
+/** Makes slot.tree equal to the manifest, downloading only files whose etag changed. */
+export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats> {
   const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: manifest.length, whole: true };
   const want = new Map<string, SyncEntry>();
   for (const e of manifest) {
@@ -64,8 +59,7 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
   }
   await pruneEmptyDirs(slot.tree, emptied);
 
-  const dirs = await download(slot, [...want.values()].filter((e) => !slot.files.has(e.path)), sync, owner, stats, concurrency);
-  if (fresh) made?.(dirs);
+  await download(slot, [...want.values()].filter((e) => !slot.files.has(e.path)), sync, owner, stats, concurrency);
   // A fixpoint unless a download failed, vanished or brought another version than listed.
   stats.clean = slot.files.size === want.size;
   if (stats.clean) for (const [p, e] of want) if (slot.files.get(p)?.etag !== e.etag) stats.clean = false;

@@ -25,8 +25,6 @@ import { ensureCwd, slotBytes, syncIn, type SyncedIn } from "./sync-in.js";
 import { syncOut } from "./sync-out.js";
 import { runResult } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
-import type { ChangeJournal } from "./change-journal.js";
-import { endHandOver, handOver } from "./made-listings.js";
 
 
 export interface RunnerDeps {
@@ -59,7 +57,6 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
   // Keyed by what the API signed (handler.ts): tenant, workspace, and the endpoint that fills the slot.
   const slot = await deps.cache.acquire(req.tenant, req.workspace, new URL(req.sync.url).origin);
   let clean = false;
-  let journal: ChangeJournal | null = null; // a cold run's: the walk after the command on its download's word (made-listings.ts)
   try {
     const t0 = Date.now();
     // Storage is the source of truth: listed in full on every run, but only what differs from
@@ -95,7 +92,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       });
       running.catch(() => {}); // awaited below, after the gate
       try {
-        synced = await syncIn(slot, listed.finally(() => (tManifest = Date.now())), sync, deps.owner, (dirs) => (journal = handOver(slot, dirs, home, deps.workDir)));
+        synced = await syncIn(slot, listed.finally(() => (tManifest = Date.now())), sync, deps.owner);
         if (hooks.claimed && !(await hooks.claimed())) {
           clean = true; // the slot is as reconcile left it
           throw new ToolError("CONFLICT", "Another attempt of this call claimed the run.");
@@ -127,7 +124,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
 
     const t1 = Date.now();
     const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
-    const written = await syncOut({ slot, sync, owner: deps.owner, runId, limits, ran: !exit.timedOut && !exit.killed, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal });
+    const written = await syncOut({ slot, sync, owner: deps.owner, runId, limits, ran: !exit.timedOut && !exit.killed, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles });
     const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
     if (out.hasLog) await fs.rm(logPath, { force: true });
     clean = true;
@@ -137,7 +134,6 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     if (process.env.TOOLSHED_LOG_SYNC_STATS) console.error(`sync-stats ${JSON.stringify({ run_id: runId, duration_ms: exit.durationMs, ...result.sync, manifest_ms: tManifest - t0, walk_ms: written.walkMs })}`);
     return result;
   } finally {
-    endHandOver(journal, slot);
     await deps.cache.release(slot, clean);
   }
 }

@@ -21,11 +21,8 @@ export interface SyncedIn {
   manifestFiles: number;
 }
 
-/**
- * Reconciles `slot` with the manifest `listed` answered (conditionalManifest(sync, slot.view, ...), already sent).
- * `made`: told the directories a cold slot's download made, as it returns (reconcile.ts).
- */
-export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner, made?: (dirs: ReadonlySet<string>) => void): Promise<SyncedIn> {
+/** Reconciles `slot` with the manifest `listed` answered (conditionalManifest(sync, slot.view, ...), already sent). */
+export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner): Promise<SyncedIn> {
   const manifest = await listed;
   const manifestFiles = slot.view.size;
   const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
@@ -47,7 +44,7 @@ export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: 
   // Files first, then explicit directories (markers: manifest entries ending in "/", infra/container/dirs.ts).
   const manifestParts = splitManifest(slot.view.values());
   await dropLinks(slot); // symlinks last: links.ts
-  const rec = await reconcile(slot, manifestParts.files, sync, owner, made);
+  const rec = await reconcile(slot, manifestParts.files, sync, owner);
   const dirRec = await reconcileDirs(slot, manifestParts.dirs, owner);
   const linkSkips = await makeLinks(slot, owner);
   rec.skipped.push(...manifestParts.skipped, ...dirRec.skipped, ...linkSkips);

@@ -4,13 +4,13 @@
  * back (special files, bad names). No symlink is followed; names that are not UTF-8 are read
  * as bytes (dir-entries.ts).
  */
-import { constants, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
+import { constants, lstatSync, promises as fs, readdirSync, statfsSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import type { Skipped } from "../../lib/exec/types.js";
 import { rawPath, readEntries, shownName } from "./dir-entries.js";
 import { statPaths, type Stats } from "./stat-pool.js";
-import { answer, partOf, prefetch, raised, statAt, statNow, type Stat } from "./lstat-answers.js";
-import { ctimeOf, isExec, isValidName, nameProblem } from "./file-marks.js";
+import { answer, partOf, prefetch, raised, statAt, type Stat } from "./lstat-answers.js";
+import { fingerprint, isExec, isValidName, nameProblem } from "./file-marks.js";
 import { listingSettledMs } from "./listing-settled.js";
 import { noteLink, someNameUnseen, type LinkNames } from "./hard-links.js";
 
@@ -26,7 +26,7 @@ export interface WalkResult {
   skipped: Skipped[];
   /** Skipped entries whose name is not UTF-8: their shown path → the raw path that reaches them (removal). */
   rawPaths: Map<string, Buffer>;
-  /** Directories taken on a change journal's word (their listing and files not read again; a download's listing, its files lstat'ed: made-listings.ts). */
+  /** Directories taken on a change journal's word (their listing and files not read again). */
   vouched: number;
   /** A regular file had more than one hard link (a write through a name elsewhere is heard only there: change-journal.ts). */
   hardLinked: boolean;
@@ -41,7 +41,7 @@ export interface WalkResult {
 
 /** A directory's listing as a walk read it: its names, which of them are directories, and the key it holds for. */
 export interface DirListing {
-  /** The directory's fingerprint (inode, size, mtime and ctime) when it was read: the key it holds for ("": made by a download, made-listings.ts). */
+  /** The directory's fingerprint (inode, size, mtime and ctime) when it was read: the key it holds for. */
   key: string;
   names: string[];
   dirs: boolean[];
@@ -119,9 +119,9 @@ export async function walk(tree: string, listings: DirListings = new Map(), now 
   }
 }
 
-/** A kept listing the journal vouches for, whose every entry is a directory or a regular file the last walk stated (no link, no special file, no hard-linked file). Never a download's (made-listings.ts): its files are lstat'ed. */
+/** A kept listing the journal vouches for, whose every entry is a directory or a regular file the last walk stated (no link, no special file, no hard-linked file). */
 function vouched(l: DirListing | undefined, rel: string, journal: WalkJournal | undefined): l is DirListing & { paths: string[]; seen: FileEntry[] } {
-  if (!journal || !l || l.key === "" || l.multi !== false || !l.seen || !l.paths || !journal.trusted(rel)) return false;
+  if (!journal || !l || l.multi !== false || !l.seen || !l.paths || !journal.trusted(rel)) return false;
   for (let i = 0; i < l.names.length; i++) if (!l.dirs[i] && l.seen[i] === undefined) return false;
   return true;
 }
@@ -160,8 +160,6 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
         const st = at === undefined ? statNow(abs) : raised(rel, statAt(known!, at));
         // The prefetched answers of a listing's entries hold while the listing does (they follow its directory's).
         let next = at === undefined ? -1 : at + 1;
-        // A download's listing (no key: made-listings.ts) holds on the journal's word; its files are lstat'ed as any kept listing's.
-        if (l?.key === "" && journal?.trusted(rel)) (l.key = st.fp), out.vouched++;
         if (!l || l.key !== st.fp) {
           next = -1;
           let names: Dirent[];
@@ -234,6 +232,15 @@ async function walkWith(tree: string, listings: DirListings, now: number, journa
   }
   return out;
 }
+
+/** A directory's lstat taken now (one no kept listing named). Throws what lstat threw. */
+function statNow(abs: string): Exclude<Stat, string> {
+  const st = lstatSync(abs, { bigint: true });
+  return { mode: Number(st.mode), size: Number(st.size), fp: fingerprint(st), nlink: Number(st.nlink) };
+}
+
+/** The ctime (ns) a fingerprint holds: its last field. */
+const ctimeOf = (fp: string): bigint => BigInt(fp.slice(fp.lastIndexOf(":") + 1));
 
 /** Sends the entries not yet under way to the stat workers. */
 function send(later: Deferred): void {
