@@ -5,7 +5,7 @@ import { saveShell, setLiveHint, shellRequest, type SessionShell } from "../lib/
 import { runForCall } from "../lib/exec/stream-run.js";
 import { commandData, commandOutput, commandReads, executorOf, guardFor, MAX_COMMAND_OUTPUT, runCallId, runRequest, stoppedError, takeRun, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { endLive, runLive, type LiveShellUse } from "../lib/exec/live/run-live.js";
 import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
@@ -21,7 +21,7 @@ const describe = (live: boolean) => `Run a bash command in an isolated sandbox o
 - timeout: seconds (default: 120, max 600). On timeout every process is killed, file changes are NOT written back, and the error carries the output so far.
 - A command that adds more than the per-call quota (default: 4 GiB) to the workspace is stopped the same way (QUOTA_EXCEEDED). Big scratch data: delete it before the command ends.
 - run_in_background: true (default: false) returns a task_id at once; read its output with bash_output, stop it with kill_shell. At most 8 run at once per workspace (RATE_LIMITED beyond). It starts in the session's directory; where it ends is not kept.
-- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends${live ? ", unless it runs in the session's live sandbox (keep_alive)" : ""}; it does not run on into the next call. For a long-running process use ${live ? "keep_alive or " : ""}run_in_background: true.${live ? `\n${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox).` : ""}
+- A process the command starts in the background (\`cmd &\`, nohup, setsid) is killed when the command ends${live ? ", unless it runs in the session's live sandbox (keep_alive)" : ""}; it does not run on into the next call. For a long-running process use ${live ? "keep_alive or " : ""}run_in_background: true.${live ? `\n${KEEP_ALIVE_LINES} run_in_background ignores keep_alive (a fresh sandbox). restart: true ends the live sandbox too, unless keep_alive: false.` : ""}
 - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. ${live ? "Outside a live sandbox nothing" : "Nothing"} survives the call but workspace files: /tmp is private, processes are killed.
 - Output: stdout and stderr merged; over ${MAX_COMMAND_OUTPUT} bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
 - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
@@ -51,7 +51,7 @@ export default defineTool({
     timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
-    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one, unless keep_alive: false (which leaves it alone) (default: false)"),
+    restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false)"),
     keep_env: z.boolean().optional().describe("Also keep exported variables and shell functions for this session's next commands, as a persistent shell does (default: false: only the working directory carries over)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     ...keepAliveFields,
@@ -114,15 +114,16 @@ export default defineTool({
         return stoppedError(r, seconds) ? "" : saveShell(ctx, r, shell.request, { skipFresh: true, live: { now: shell.live && !gone, before: shell.live } });
       },
     });
-    if ("live" in j) return answer(j.live.result, j.live.notes + j.live.shellNote, j.live.shellNotes);
+    const unused = idleUnusedNote(args); // idle_timeout_s without keep_alive: said, never dropped unsaid
+    if ("live" in j) return answer(j.live.result, unused + j.live.notes + j.live.shellNote, j.live.shellNotes);
     if ("task_id" in j.fresh) {
       const { task_id } = j.fresh;
       return {
         title,
-        output: startedInBackground(task_id, j.notes),
+        output: startedInBackground(task_id, unused + j.notes),
         data: { task_id, status: "running" },
       };
     }
-    return answer(j.fresh, j.notes + j.loaded.note, j.saved);
+    return answer(j.fresh, unused + j.notes + j.loaded.note, j.saved);
   },
 });

@@ -3,7 +3,7 @@ import { runForCall } from "../lib/exec/stream-run.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, takeRun, writeBackNotes } from "../lib/exec/tool-support.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { runLive } from "../lib/exec/live/run-live.js";
 import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
@@ -74,8 +74,9 @@ export default defineTool({
           return "";
         },
       });
-      if ("live" in j) return j.live;
-      return "task_id" in j.fresh ? { task_id: j.fresh.task_id, notes: j.notes } : { result: j.fresh, notes: j.notes };
+      const unused = idleUnusedNote(args); // idle_timeout_s without keep_alive: said, never dropped unsaid
+      if ("live" in j) return { ...j.live, notes: unused + j.live.notes };
+      return "task_id" in j.fresh ? { task_id: j.fresh.task_id, notes: unused + j.notes } : { result: j.fresh, notes: unused + j.notes };
     };
     const ran = await run();
     if ("task_id" in ran) {

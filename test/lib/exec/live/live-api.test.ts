@@ -47,6 +47,10 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(again).toContain(`gen=${g} n=2`);
     expect(okOutput(await t.call("run_code", { language: "bash", code: "true", keep_alive: true, idle_timeout_s: 600, timeout: 2 }, "chat-i"))).toContain(KEPT);
     expect(okOutput(await bash(t, "true", "chat-i"))).not.toContain("idle_timeout_s");
+    // Without keep_alive: true (a join of the running sandbox), idle_timeout_s is not used, and said so, by bash and run_code.
+    const UNUSED = "[idle_timeout_s was not used: it applies with keep_alive: true, when a live sandbox starts]";
+    expect(okOutput(await t.call("bash", { command: "true", idle_timeout_s: 600, timeout: 2 }, "chat-i"))).toContain(UNUSED);
+    expect(okOutput(await t.call("run_code", { language: "bash", code: "true", idle_timeout_s: 600, timeout: 2 }, "chat-i"))).toContain(UNUSED);
     expect(runner.generations).toHaveLength(1);
     await sandbox(t, "chat-i", "DELETE");
   });
@@ -317,10 +321,12 @@ describe("keep_alive through the API (fake live runner)", () => {
     // A key without an expiry: the whole maximum life; so too its old secret in a rotation's grace (the key lives on).
     okOutput(await bash(t, "true", "plain-1"));
     expect(runner.generations[1]!.start.live!.max_life_ms).toBe(840_000);
+    // (A key rotates itself or the keys it made: this one rotates itself, and its old secret starts the sandbox in its grace.)
     const manage = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute", "manage"] });
-    const rotated = await app.request(`/v1/keys/${t.key.split("_")[1]}/rotate`, { method: "POST", headers: { authorization: `Bearer ${manage.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
+    const rotated = await app.request(`/v1/keys/${manage.body.key_id}/rotate`, { method: "POST", headers: { authorization: `Bearer ${manage.body.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
     expect(rotated.status).toBe(200);
-    okOutput(await bash(t, "true", "grace-1"));
+    const old = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${manage.body.key}`, "content-type": "application/json", "x-session-id": "grace-1" }, body: JSON.stringify({ command: "true", keep_alive: true, timeout: 2 }) });
+    expect(old.status, await old.clone().text()).toBe(200);
     expect(runner.generations[2]!.start.live!.max_life_ms).toBe(840_000);
     await sandbox(t, "exp-1", "DELETE");
     await sandbox(t, "plain-1", "DELETE");
