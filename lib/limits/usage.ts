@@ -15,7 +15,7 @@
  *   added: a create within WORKSPACE_COUNT_MS of it needs no listing (`known`).
  * - Checkpoint slots: a checkpoint holds one, named by its id, while it is made (before the seal until
  *   its record is written or it failed), so checkpoints of one workspace racing for the last place
- *   never both pass: each sees the others' ids, beside the records it lists (checkpoint-room.ts).
+ *   never both pass: each sees the others' ids, beside the records it lists (lib/api/routes/quotas.ts reserveCheckpointSlot).
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 export interface StorageUsage {

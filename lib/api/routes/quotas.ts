@@ -17,7 +17,7 @@
 import type { AppDeps } from "../deps.js";
 import type { AuthInfo } from "../../contract/caller.js";
 import { quotaExceeded } from "../../limits/fields.js";
-import { checkpointsPrefix, tenantWorkspacesPrefix } from "../../layout/paths.js";
+import { checkpointKey, checkpointsPrefix, tenantWorkspacesPrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { StorageUsage } from "../../limits/usage.js";
 import { getCheckpoint } from "../../layers/checkpoints.js";
@@ -64,13 +64,14 @@ export async function reserveCheckpointSlot(deps: AppDeps, auth: AuthInfo, ws: s
     return async () => {};
   }
   const release = () => limits.releaseCheckpoint(auth.tenant, id).catch(() => {});
-  const counted = new Set(d.pending);
+  // Counted by record key (the one key function, checkpointKey): a checkpoint being made whose record landed meanwhile counts once.
+  const counted = new Set(d.pending.map((p) => checkpointKey(auth.tenant, ws, p)));
   const prefix = checkpointsPrefix(auth.tenant, ws);
   try {
     let cursor: string | undefined;
     do {
       const r = await deps.storage.list({ prefix, limit: 1000, ...(cursor ? { cursor } : {}) });
-      for (const o of r.objects) counted.add(o.key.slice(prefix.length).replace(/\.json$/, ""));
+      for (const o of r.objects) counted.add(o.key);
       cursor = r.cursor;
     } while (cursor && counted.size < d.limit);
   } catch (e) {
