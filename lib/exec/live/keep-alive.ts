@@ -24,6 +24,9 @@ export const KEEP_ALIVE_ARGS = Object.keys(keepAliveFields) as readonly (keyof t
 /** The description's lines about keep_alive (bash and run_code). */
 export const KEEP_ALIVE_LINES = `- keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (\`server &\`, listening on the sandbox's loopback) persist to the session's next calls: later calls without keep_alive run in it too (keep_alive: false runs one in a fresh sandbox and leaves the live one alone; the output says so). It ends after idle_timeout_s without a command (default ${IDLE_DEFAULT_S} s, max ${IDLE_MAX_S}), after ${MAX_LIFE_MIN} min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call's output says what was lost, and a keep_alive: true call starts a new one (a call without keep_alive then runs fresh). Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp.`;
 
+/** What a keep_alive call that sent idle_timeout_s to a sandbox already running is told (it changes nothing). */
+export const IDLE_KEPT_NOTE = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged (DELETE .../sandbox, then a keep_alive call with idle_timeout_s, starts one with yours)]\n";
+
 /**
  * What a call that sent idle_timeout_s without keep_alive: true is told: the field is a live
  * sandbox's start's (keep_alive: true), so it was not used (the call ran fresh, or in the session's

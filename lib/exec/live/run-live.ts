@@ -18,6 +18,7 @@ import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from ".
 import type { SessionShell } from "../shell-session.js";
 import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
+import { IDLE_KEPT_NOTE } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
@@ -127,8 +128,6 @@ export async function runLive(ctx: LiveCall, executor: Executor, req: RunRequest
   // idle_timeout_s is a start's: one sent to a running sandbox changes nothing, and the model is told so (never dropped unsaid).
   return idleAsked && !r.started ? { ...r, notes: r.notes + IDLE_KEPT_NOTE } : r;
 }
-
-const IDLE_KEPT_NOTE = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged (DELETE .../sandbox, then a keep_alive call with idle_timeout_s, starts one with yours)]\n";
 
 /** A call without keep_alive that found no live sandbox to run in: what the model is told ("" or lines ending with a newline); `gone`: the session has none now. */
 export interface LiveDeclined {
