@@ -126,7 +126,7 @@ const definedOf = <T extends object>(o: T): Partial<T> => Object.fromEntries(Obj
 
 /** The one answer for a key id the caller cannot reach (never made, revoked, another tenant's: no oracle), with where the keys are listed. */
 export const keyNotFound = (keyId: string) =>
-  new ToolError("NOT_FOUND", `API key not found: ${keyId}. List the keys with GET /v1/keys (those this key may manage), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`, { key_id: keyId });
+  new ToolError("NOT_FOUND", `API key not found: ${keyId}. List the keys with GET /v1/keys (those within this key's bounds), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`, { key_id: keyId });
 
 /** A tenant's key record by its id with its current hash (2 KV GETs), or null. */
 async function currentRecord(kv: KeyValueStore, tenant: string, keyId: string): Promise<{ hash: string; rec: ApiKeyRecord } | null> {

@@ -69,18 +69,22 @@ function lineageUnder(maker: AuthInfo): { lineage?: string[] } {
 }
 
 /**
- * A key of the caller's tenant that the caller may act on (NOT_FOUND for others alike: no oracle).
- * A rotation hands over a new secret of the key, i.e. the key itself (its id in audit entries, its
- * approvals): only the key itself or a key it made (at any depth: its lineage) is rotated, never a
- * sibling within its bounds (an agent's key would take a human approver's and approve its own calls).
+ * A key of the caller's tenant that the caller may revoke or rotate (NOT_FOUND for others alike: no
+ * oracle): the key itself, or a key it made (at any depth: the target's lineage), never another key
+ * within its bounds. A rotation hands over the key's new secret, i.e. the key itself (its id in audit
+ * entries, its approvals): an agent's key would take a human approver's and approve its own calls.
+ * A revocation of a sibling would let an agent's key end the human approver's key, or another end
+ * user's: denial, not escalation, refused by the same rule.
  */
 async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, builtins: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
   if (!target) throw keyNotFound(keyId);
   if (target.key_id === maker.key_id) return;
   refuseBeyond(target, maker, await catalogForLists(deps, builtins, maker.tenant, [target.tools, maker.tools]), verb);
-  if (verb === "rotate" && target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
-    throw new ToolError("PERMISSION_DENIED", `This API key did not make key ${keyId}, so it cannot rotate it: a rotation gives the key's new secret to the caller. A key rotates itself and the keys it made (POST /v1/keys); rotate this one with the key itself, or revoke it and make a new one.`, { key_id: keyId, refused_by: "not_maker" });
+  if (target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
+    const why = verb === "rotate" ? "a rotation gives the key's new secret to the caller" : "a key ends only itself and the keys it made";
+    const instead = verb === "rotate" ? "rotate this one with the key itself, or ask the key that made it" : "ask the key that made it, or the operator (DELETE /v1/admin/tenants/{tenant}/keys/{key_id})";
+    throw new ToolError("PERMISSION_DENIED", `This API key did not make key ${keyId}, so it cannot ${verb} it: ${why}. A key ${verb}s itself and the keys it made (POST /v1/keys, at any depth); ${instead}.`, { key_id: keyId, refused_by: "not_maker" });
   }
 }
 
@@ -136,7 +140,7 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
   app.openapi(
     createRoute(secureRoute(deps, manage, {
       method: "delete", path: "/v1/keys/{key_id}", tags: ["keys"],
-      summary: "Revoke an API key of this tenant (within this key's bounds, or this key itself)",
+      summary: "Revoke an API key of this tenant: this key itself or a key it made (at any depth)",
       description: "Takes effect at once through this instance, and everywhere within the key cache's 5 s plus the key store's propagation (Workers KV: up to 60 s; docs/keys-and-presets.md).",
       request: { params: KeyIdParam },
       responses: { 200: { description: "Revoked", content: { "application/json": { schema: z.object({ revoked: z.literal(true), key_id: z.string() }) } } }, ...errorResponses(401, 403, 404, 429) },

@@ -181,7 +181,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Revoke an API key of this tenant (within this key's bounds, or this key itself)
+         * Revoke an API key of this tenant: this key itself or a key it made (at any depth)
          * @description Takes effect at once through this instance, and everywhere within the key cache's 5 s plus the key store's propagation (Workers KV: up to 60 s; docs/keys-and-presets.md).
          */
         delete: {

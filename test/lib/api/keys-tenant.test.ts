@@ -179,6 +179,32 @@ describe("keys a tenant manages", () => {
     expect((await narrow(`/v1/keys/${ok.body.key_id}`, { method: "DELETE" })).status).toBe(200);
   });
 
+  it("a key revokes itself and the keys it made at any depth, never a sibling within its bounds (not_maker, the sibling still works)", async () => {
+    const t = await managed();
+    const mk = async (maker: ReturnType<typeof as>, name: string) => {
+      const r = await maker("/v1/keys", post({ name, scopes: ["read", "manage"] }));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      return { id: r.body.key_id as string, call: as(app, r.body.key) };
+    };
+    const agent = await mk(t.manage, "agent");
+    const sibling = await mk(t.manage, "approver"); // the same bounds as the agent's key: within them
+    const child = await mk(agent.call, "child");
+    const grandchild = await mk(child.call, "grandchild");
+    expect((await agent.call("/v1/keys")).body.keys.map((k: any) => k.key_id)).toContain(sibling.id); // listed: within its bounds
+    const refused = await agent.call(`/v1/keys/${sibling.id}`, { method: "DELETE" });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: "PERMISSION_DENIED", details: { refused_by: "not_maker", key_id: sibling.id } });
+    expect(refused.body.error.message).toMatch(/did not make key .* so it cannot revoke it.*DELETE \/v1\/admin\/tenants/);
+    expect((await sibling.call("/v1/keys")).status).toBe(200);
+    // A grandchild, through its maker's revocation too; then itself.
+    expect((await agent.call(`/v1/keys/${child.id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await agent.call(`/v1/keys/${grandchild.id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await grandchild.call("/v1/keys")).status).toBe(401);
+    expect((await agent.call(`/v1/keys/${agent.id}`, { method: "DELETE" })).status).toBe(200);
+    // The maker of both still ends the sibling.
+    expect((await t.manage(`/v1/keys/${sibling.id}`, { method: "DELETE" })).status).toBe(200);
+  });
+
   it("an expired key is 401 naming the expiry; another tenant's key id is 404", async () => {
     const t = await managed();
     const made = await t.manage("/v1/keys", post({ expires_at: new Date(Date.now() + 60_000).toISOString() }));
@@ -196,7 +222,7 @@ describe("keys a tenant manages", () => {
     const unknown = await stranger.manage(`/v1/keys/${made.body.key_id}`, { method: "DELETE" });
     expect(unknown.status).toBe(404);
     // The same answer as for a key id never made, and it says where the keys are (no oracle, a next step).
-    expect(unknown.body.error.message).toBe(`API key not found: ${made.body.key_id}. List the keys with GET /v1/keys (those this key may manage), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`);
+    expect(unknown.body.error.message).toBe(`API key not found: ${made.body.key_id}. List the keys with GET /v1/keys (those within this key's bounds), or as the operator with GET /v1/admin/tenants/{tenant}/keys.`);
     expect((await stranger.manage(`/v1/keys/${made.body.key_id}/rotate`, post({}))).body.error.message).toBe(unknown.body.error.message);
     expect((await user("/v1/workspaces")).status).toBe(200);
   });
