@@ -18,6 +18,8 @@ export type AppEnv = {
     call?: CallMeter;
     /** The request's JSON body, read once by lib/api/routes/json-body.ts. */
     json?: unknown;
+    /** The route's JSON body schema (the guard's, from the route's definition): an unknown field's "did you mean" (validationHook). */
+    bodySchema?: ZodType;
     /** A POST to the MCP route: its JSON body, read once (lib/api/routes/mcp-body.ts), or the JSON-RPC answer that refuses it. */
     mcpBody?: Promise<{ value: unknown } | { refusal: Response }>;
     /** Its bytes, read before they are parsed (the trace middleware parses only a small body before the key is checked). */
@@ -73,7 +75,7 @@ export function onError(err: unknown, c: Context<AppEnv>) {
 export function parseJsonBody<S extends ZodType>(schema: S, body: unknown): S["_output"] {
   const r = schema.safeParse(body);
   if (r.success) return r.data;
-  const { message, issues } = formatZodError(r.error, { target: "json", input: body });
+  const { message, issues } = formatZodError(r.error, { target: "json", input: body, schema });
   throw new ToolError("INVALID_ARGUMENT", message, { issues });
 }
 
@@ -82,8 +84,10 @@ export function parseJsonBody<S extends ZodType>(schema: S, body: unknown): S["_
  * Thrown, not answered, so it reaches onError as every other refusal does: the request's error is then
  * the ToolError, and its usage record and audit entry carry its code (not only the answer's status).
  */
-export function validationHook(result: { success: boolean; error?: unknown; target?: string; data?: unknown }, _c: Context<AppEnv>): undefined {
+export function validationHook(result: { success: boolean; error?: unknown; target?: string; data?: unknown }, c: Context<AppEnv>): undefined {
   if (result.success) return undefined;
-  const { message, issues } = formatZodError(result.error as ZodError, { target: result.target ?? "json", input: result.data });
+  const target = result.target ?? "json";
+  const schema = target === "json" ? c.get("bodySchema") : undefined;
+  const { message, issues } = formatZodError(result.error as ZodError, { target, input: result.data, ...(schema ? { schema } : {}) });
   throw new ToolError("INVALID_ARGUMENT", message, { issues });
 }

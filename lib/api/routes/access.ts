@@ -35,6 +35,7 @@ import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
+import { ZodType } from "zod";
 import { idempotencyKeyOf, idempotent, keptAnswers, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { onError } from "../http.js";
@@ -125,6 +126,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
 export interface BodyRule {
   /** The route declares a JSON body: the guard reads it (json-body.ts). */
   jsonBody?: boolean;
+  /** Its JSON body's schema (a zod-openapi route's): named in an unknown field's refusal (validationHook). */
+  jsonSchema?: ZodType;
   /** Other media types the route declares (an archive upload): such a body is left to the handler, unread. */
   otherBodyTypes?: readonly string[];
   /**
@@ -148,6 +151,7 @@ const mediaTypeOf = (c: Context<AppEnv>) => (c.req.header("content-type") ?? "")
 /** The guard of one route: authenticate and authorize as its policy says, then read its JSON body if it has one. */
 export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): Guard {
   const mw: MiddlewareHandler<AppEnv> = async (c, next) => {
+    if (opts.jsonSchema) c.set("bodySchema", opts.jsonSchema);
     const { bindWorkspace, idempotencyKey: key, claim } = await enforce(deps, policy.access, c, opts);
     if (key === undefined) {
       await prepare(c, bindWorkspace);
@@ -225,11 +229,12 @@ function audited(deps: AppDeps, policy: RoutePolicy, mw: MiddlewareHandler<AppEn
   };
 }
 
-type WithBody = { request?: { body?: { content?: Record<string, unknown> } } };
-/** What a route's definition says about its body: JSON (read by the guard) and any other declared types. */
+type WithBody = { request?: { body?: { content?: Record<string, { schema?: unknown } | undefined> } } };
+/** What a route's definition says about its body: JSON (read by the guard, its schema kept) and any other declared types. */
 function bodyRuleOf(routes: (WithBody | undefined)[]): BodyRule {
   const types = routes.flatMap((r) => Object.keys(r?.request?.body?.content ?? {}).map((t) => t.toLowerCase()));
-  return { jsonBody: types.includes("application/json"), otherBodyTypes: types.filter((t) => t !== "application/json") };
+  const schemas = routes.map((r) => r?.request?.body?.content?.["application/json"]?.schema).filter((s) => s instanceof ZodType);
+  return { jsonBody: types.includes("application/json"), ...(schemas.length === 1 ? { jsonSchema: schemas[0] as ZodType } : {}), otherBodyTypes: types.filter((t) => t !== "application/json") };
 }
 
 /** A zod-openapi route with its access: `app.openapi(createRoute(secureRoute(deps, access, {...})), handler)`. */

@@ -162,6 +162,9 @@ describe("keys a tenant manages", () => {
       expect(r.status, JSON.stringify(r.body)).toBe(403);
       expect(r.body.error.message).toMatch(what);
     };
+    const misspelt = await narrow("/v1/keys", post({ scope: ["read"] })); // in workerd too: the closest field and the known ones
+    expect(misspelt.status).toBe(400);
+    expect(misspelt.body.error.message).toContain("Unknown field 'scope' (did you mean 'scopes'? known: name, scopes,");
     await refused({ scopes: ["read", "execute"] }, /scopes \["execute"\]/);
     await refused({ workspaces: ["b"] }, /workspaces/);
     await refused({ workspaces: ["a-x", "b-*"] }, /workspaces/);
