@@ -67,6 +67,8 @@ export interface RunEgress {
   env: Record<string, string>;
   /** The forwarder, for limitsScript. */
   helper: { command: string; failure: string };
+  /** What the run's upstream connections carried so far (EgressProxy.carried). */
+  carried(): EgressBytes;
   /** Ends the proxy and its connections, removes the socket; answers what the run's upstream connections carried. */
   close(): Promise<EgressBytes>;
 }
@@ -89,6 +91,7 @@ export async function openRunEgress(stateDir: string, apiUrl: string | undefined
       args: ["--ro-bind", process.execPath, `${IN_SANDBOX}/node`, "--ro-bind", dir, `${IN_SANDBOX}/egress`],
       env: proxyEnv(),
       helper: forwarder(),
+      carried: () => proxy.carried(),
       async close() {
         const carried = await proxy.close();
         rmSync(dir, { recursive: true, force: true });

@@ -51,6 +51,8 @@ export interface EgressBytes {
 }
 
 export interface EgressProxy {
+  /** What the upstream connections carried so far: those closed, and those still open as they stand (a live sandbox's command takes its share). */
+  carried(): EgressBytes;
   /** Ends every connection and stops listening; reports refusals not yet told; answers what the upstream connections carried. */
   close(): Promise<EgressBytes>;
 }
@@ -261,6 +263,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   await chmod(opts.socketPath, 0o666);
 
   return {
+    carried() {
+      let { bytesIn, bytesOut } = carried;
+      for (const s of upstream) (bytesIn += s.bytesRead), (bytesOut += s.bytesWritten);
+      return { bytesIn, bytesOut };
+    },
     async close() {
       if (closed) return carried;
       closed = true;

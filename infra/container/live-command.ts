@@ -175,7 +175,9 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
 
   const t1 = Date.now();
   const killed = end === "crashed" || end === "limit";
-  const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs };
+  // Its network bytes: what the sandbox's proxy carried since the last command took its share (live-shell.ts, egress-shares.ts).
+  const net = shell.net.take();
+  const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs, ...(net ? { net } : {}) };
   const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
   // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
   const ran = !exit.timedOut && end !== "limit";

@@ -253,7 +253,10 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     await deps.cache.release(slot, clean);
   }
   const { processes_total: _p, ports_total: _q, ...lastCost } = last; // none run now
-  const ended = boundedEnded({ generation: spec.generation, reason, ...lost, status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt }, ...(written ? { written } : {}) });
+  // Its network bytes since the last command's share (its background processes'), for its end's usage record.
+  const net = shell.net.take();
+  const netRest = net ? { net_bytes_in: net.bytesIn, net_bytes_out: net.bytesOut } : {};
+  const ended = boundedEnded({ generation: spec.generation, reason, ...lost, status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt, ...netRest }, ...(written ? { written } : {}) });
   await channel.ended(ended).catch(() => {}); // the API takes a runner that stopped polling for lost (LIVE_STALE_MS)
   return ended;
 }

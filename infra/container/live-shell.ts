@@ -13,7 +13,6 @@
  * it, and so reach only its own session's control files.
  */
 import { constants, promises as fs } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type { OutputCollector } from "./output.js";
@@ -23,11 +22,11 @@ import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import type { Owner } from "./tree.js";
 import type { LiveProbe } from "./live-status.js";
 import { whileStill } from "./hold-still.js";
+import { Tail } from "./shell-dir-tail.js";
+import { EgressShares } from "./egress-shares.js";
 
 /** How often a running command's output files are read (the last read follows its end at once). */
 const TAIL_MS = 100;
-/** An output file past this is emptied after it was read (it holds output the collector already has). */
-const TAIL_ROTATE_BYTES = 8 * 1024 * 1024;
 /** Of what background processes wrote between two commands, the next command shows at most the last this many bytes of each stream. */
 export const BETWEEN_BYTES = 16 * 1024;
 
@@ -65,19 +64,6 @@ function loopScript(d: string): string {
   ].join("\n");
 }
 
-/**
- * A file of the shell directory, opened only if it is a regular file reached without a link: the
- * command can write that directory, and the runner (root) must never follow what it put there
- * (a link to a host file, a FIFO that would block).
- */
-async function openOwn(path: string, flags: number): Promise<FileHandle | null> {
-  const h = await fs.open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return null;
-  if ((await h.stat()).isFile()) return h;
-  await h.close();
-  return null;
-}
-
 /** Removes what is under `path` in the shell directory, whatever the command made of it (a file, a link, a directory). */
 const removeOwn = (path: string) => fs.unlink(path).catch(() => fs.rm(path, { recursive: true, force: true }));
 
@@ -100,55 +86,6 @@ async function writeNew(path: string, data: string): Promise<void> {
   }
 }
 
-/** Reads what was appended to a file since the last read; empties it when it grows large. */
-class Tail {
-  private offset = 0;
-  constructor(private readonly path: string, private readonly sink: (b: Buffer) => void) {}
-  /**
-   * What was appended since the last read (the last `limit` bytes of it, and how many bytes were
-   * left out before them), and the file emptied (through the same open: the next read starts at 0).
-   */
-  async drain(limit: number): Promise<{ data: Buffer; skipped: number }> {
-    const h = await openOwn(this.path, constants.O_RDWR);
-    const offset = this.offset;
-    this.offset = 0;
-    if (!h) return { data: Buffer.alloc(0), skipped: 0 };
-    try {
-      const size = (await h.stat()).size;
-      const from = Math.max(offset, size - limit);
-      const data = Buffer.alloc(Math.max(0, size - from));
-      const { bytesRead } = data.length ? await h.read(data, 0, data.length, from) : { bytesRead: 0 };
-      if (size > 0) await h.truncate(0);
-      return { data: data.subarray(0, bytesRead), skipped: Math.max(0, from - offset) };
-    } finally {
-      await h.close();
-    }
-  }
-
-  async reset(): Promise<void> {
-    const h = await openOwn(this.path, constants.O_RDWR);
-    await h?.truncate(0).finally(() => h.close());
-    this.offset = 0;
-  }
-  async pump(): Promise<void> {
-    const h = await openOwn(this.path, constants.O_RDONLY);
-    if (!h) return;
-    try {
-      for (;;) {
-        const buf = Buffer.alloc(64 * 1024);
-        const { bytesRead } = await h.read(buf, 0, buf.length, this.offset);
-        if (bytesRead === 0) break;
-        this.offset += bytesRead;
-        this.sink(buf.subarray(0, bytesRead));
-      }
-    } finally {
-      await h.close();
-    }
-    // Writers append (O_APPEND): after the truncation they write at the new end.
-    if (this.offset > TAIL_ROTATE_BYTES) await this.reset();
-  }
-}
-
 export class LiveShell {
   /** Host pid of the sandbox process (the outer bwrap; the loop shell itself under the process sandbox). */
   hostPid = 0;
@@ -164,6 +101,8 @@ export class LiveShell {
   private sink: { out: (b: Buffer) => void; err: (b: Buffer) => void } = { out: () => {}, err: () => {} };
   private readonly outTail: Tail;
   private readonly errTail: Tail;
+  /** What its egress proxy carried, taken by each command (and the rest by the sandbox's end); none without network. */
+  readonly net = new EgressShares();
   /** The loop's own stderr (the last 2 KiB): why a sandbox that ended at once ended. */
   stderr = "";
   private killedByUs = false;
@@ -175,6 +114,7 @@ export class LiveShell {
     this.exited = sandbox.run({
       ...spec, cwd: "", command: loopScript(sandbox.shellPath(spec.shellDir)), timeoutMs: lifeMs, input: this.input, signal: this.stop.signal,
       onSpawn: (pid) => (this.hostPid = pid),
+      onEgress: (carried) => this.net.attach(carried),
       onStdout: (c) => this.control(c),
       onStderr: (c) => (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048)),
     });

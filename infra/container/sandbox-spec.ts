@@ -3,6 +3,7 @@
  * the per-tenant process sandbox: sandbox-process.ts) takes and gives, and supervise.ts runs to its end.
  */
 import type { EgressSecret, RunLimits } from "../../lib/exec/types.js";
+import type { EgressBytes } from "./egress-proxy.js";
 
 export interface SandboxSpec {
   /** Host directory bound read-write at /workspace. */
@@ -20,6 +21,8 @@ export interface SandboxSpec {
   onSpawn?(pid: number): void;
   /** Reach the internet through the egress proxy (public addresses only); false: no network at all. */
   network: boolean;
+  /** With network: told how to read what the egress proxy's upstream connections carried so far (a live sandbox's commands each take their share: live-shell.ts). */
+  onEgress?(carried: () => EgressBytes): void;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
   apiUrl?: string;
   /** RunRequest.egress_secrets: the egress proxy's only, never the command's (docs/secrets.md). */
@@ -46,5 +49,5 @@ export interface SandboxExit {
   killed: boolean;
   durationMs: number;
   /** A run with network: what its egress proxy's upstream connections carried (egress-proxy.ts); absent without network. */
-  net?: { bytesIn: number; bytesOut: number };
+  net?: EgressBytes;
 }

@@ -30,7 +30,7 @@ export function liveEvents(deps: Pick<AppDeps, "storage" | "onUsage">): LiveEven
     async ended(key, end: LiveEnd) {
       const key_id = starters.get(end.generation) ?? "";
       starters.delete(end.generation);
-      emitUsage(deps.onUsage, { tenant: key.tenant, workspace: key.workspace, ...(key_id ? { key: key_id } : {}), route: LIVE_USAGE_ROUTE, ok: true, ms: end.wall_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}) });
+      emitUsage(deps.onUsage, { tenant: key.tenant, workspace: key.workspace, ...(key_id ? { key: key_id } : {}), route: LIVE_USAGE_ROUTE, ok: true, ms: end.wall_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), ...(end.net_bytes_in !== undefined ? { net_bytes_in: end.net_bytes_in, net_bytes_out: end.net_bytes_out ?? 0 } : {}) });
       await recordAudit(deps.storage, entry(key, "live sandbox end", key_id, { generation: end.generation, reason: end.reason, wall_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), processes_lost: end.lost_total ?? end.lost_processes.length }));
     },
   };

@@ -86,6 +86,12 @@ export interface LiveStatus {
   cpu_ms?: number;
   /** Resident memory of the sandbox's processes, bytes, when the runner can tell. */
   rss_bytes?: number;
+  /**
+   * In its end's status only (LiveEnded), with network: what its egress proxy carried since the last
+   * command took its share (each command's own are in its call's record: RunResult.net_bytes_in).
+   */
+  net_bytes_in?: number;
+  net_bytes_out?: number;
 }
 
 /** A poll: the runner's status, and the conditional manifest query of its view as it stands (lib/sync/manifest.ts). */

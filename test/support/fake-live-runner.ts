@@ -88,8 +88,9 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean;
       g.requests.push(n.command.request);
       if (cmd === "__die" && once(cmd)) return "died";
       if (cmd === "__end" && once(cmd)) {
-        // Its final write-back: one file its background process wrote, one that changed in the workspace meanwhile.
-        await post(token, "ended", { generation: g.generation, reason: "crashed", lost_processes: [process], status: status(), written: { changed: ["bg.txt"], deleted: [], conflicts: ["clash.txt"] } });
+        // Its final write-back: one file its background process wrote, one that changed in the workspace meanwhile;
+        // its background processes' network bytes since the last command (LiveStatus.net_bytes_in).
+        await post(token, "ended", { generation: g.generation, reason: "crashed", lost_processes: [process], status: { ...status(), net_bytes_in: 300, net_bytes_out: 40 }, written: { changed: ["bg.txt"], deleted: [], conflicts: ["clash.txt"] } });
         return "ended";
       }
       if (cmd === "__block") {

@@ -90,6 +90,16 @@ export function reportedOf(st: LiveStatus | undefined): Pick<LiveStatus, "proces
   return { processes, ports, ...(processes_total !== undefined ? { processes_total } : {}), ...(ports_total !== undefined ? { ports_total } : {}), ...(cpu_ms !== undefined ? { cpu_ms } : {}), ...(rss_bytes !== undefined ? { rss_bytes } : {}) };
 }
 
+/** A byte count the runner reported, as a usage record sums it (anything else: 0). */
+const byteCount = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.round(v) : 0);
+
+/** An end's network bytes not in any command's record (LiveStatus.net_bytes_in): both fields when any, none otherwise. */
+export function netRestOf(st: LiveStatus | undefined): { net_bytes_in?: number; net_bytes_out?: number } {
+  const net_bytes_in = byteCount(st?.net_bytes_in);
+  const net_bytes_out = byteCount(st?.net_bytes_out);
+  return net_bytes_in || net_bytes_out ? { net_bytes_in, net_bytes_out } : {};
+}
+
 /** Keeps the status a poll or an answer carries, bounded; never one older than held (an answer sent again, a replay): what GET shows and a loss lists and bills. */
 export function takeStatus(g: Generation, status: LiveStatus): void {
   if (g.status && status.wall_ms < g.status.wall_ms) return;

@@ -47,6 +47,9 @@ export interface LiveEnd extends LiveLost {
   ended_at: number;
   wall_ms: number;
   cpu_ms?: number;
+  /** Network bytes not in any command's record: what its background processes exchanged after the last command (LiveStatus.net_bytes_in). */
+  net_bytes_in?: number;
+  net_bytes_out?: number;
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
 }

@@ -105,7 +105,8 @@ describe("keep_alive through the API (fake live runner)", () => {
   });
 
   it("a runner that ends under a command: the call runs it again in a new sandbox, its output says what was lost and that files are safe", async () => {
-    const { app, runner } = setup();
+    const usage: UsageRecord[] = [];
+    const { app, runner } = setup({}, { onUsage: (u) => void usage.push(u) });
     const t = await newTenant(app, UNGATED);
     okOutput(await bash(t, "start"));
     const out = okOutput(await bash(t, "__end"));
@@ -120,6 +121,8 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(out).toContain("ran again from the start in a new sandbox");
     expect(out).toContain("[live sandbox started");
     expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=__end`);
+    // Its end's usage record has the network bytes no command took (its background processes').
+    expect(usage.filter((u) => u.route === "live sandbox")).toEqual([expect.objectContaining({ cpu_ms: 7, net_bytes_in: 300, net_bytes_out: 40 })]);
     await sandbox(t, "chat-1", "DELETE");
   });
 
