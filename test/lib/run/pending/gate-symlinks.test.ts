@@ -6,6 +6,8 @@
  * that made a link (`ln -s`, an import) wrote or edited through it over an existing file, or a file
  * under a linked directory, without approval, where the same call naming the file was held.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
 import { newTenant, testApp } from "../../../helpers.js";
 import { tar } from "../../archive/archives.js";
@@ -44,5 +46,21 @@ describe("the overwrite gate through a symlink", () => {
     const made = await t.call("write", { file_path: "dl/new.txt", content: "new\n" });
     expect(made.status, JSON.stringify(made.body)).toBe(200);
     expect(await readFile(t, "d/new.txt")).toBe("new\n");
+  });
+
+  it("over MCP (the official SDK client) the write through the link is held the same way", async () => {
+    const { t } = await linkedWorkspace();
+    const client = new Client({ name: "gate-symlinks", version: "1" });
+    const url = new URL(`http://localhost/v1/workspaces/${t.ws}/mcp`);
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${t.key}`, "x-session-id": "s1" } }, fetch: async (input, init) => t.app.request(String(input), init as RequestInit) }));
+    try {
+      expect((await client.callTool({ name: "read", arguments: { file_path: "l" } })).isError).toBeFalsy();
+      const r: any = await client.callTool({ name: "write", arguments: { file_path: "l", content: "through MCP\n" } });
+      expect(r.isError).toBe(true);
+      expect(r._meta["toolshed/error"].code).toBe("NEEDS_APPROVAL");
+      expect(await readFile(t, "important.txt")).toBe("keep me\n");
+    } finally {
+      await client.close();
+    }
   });
 });
