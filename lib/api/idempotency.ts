@@ -41,6 +41,7 @@ import type { LimitsStore } from "../limits/store.js";
 import { idempotencyPrefix, idempotencyRecordKey } from "../layout/paths.js";
 import type { AppEnv } from "./http.js";
 import { backgroundOf } from "./routes/common.js";
+import { pendingIdOf } from "../tools/pending/outcome.js";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 export const KEEP_MS = 24 * 3600_000;
@@ -62,9 +63,9 @@ type IdemRecord = Running | Done;
 /** How kept answers are sealed at rest: under the deployment's sync secret where it has one (lib/shared/seal.ts); else kept as sent. */
 export const keptAnswers = (deps: { syncSecret?: string | undefined }): Sealer | undefined => (deps.syncSecret ? sealer(deps.syncSecret, "toolshed-kept-answers") : undefined);
 
-/** The Idempotency-Key of a mutating request, checked; undefined when there is none (or the method is safe). */
+/** A mutating request's Idempotency-Key, checked; undefined without one, or on a tool call's repeat with X-Pending-Id (it runs nothing: a kept "still waiting" would outlive the call). */
 export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
-  if (!MUTATING.has(c.req.method)) return undefined;
+  if (!MUTATING.has(c.req.method) || (c.get("tool") !== undefined && pendingIdOf(c.req.raw.headers) !== undefined)) return undefined;
   const key = c.req.header(IDEMPOTENCY_HEADER);
   if (key === undefined) return undefined;
   if (!KEY_SHAPE.test(key)) throw new ToolError("INVALID_ARGUMENT", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).");

@@ -174,6 +174,8 @@ async function executeChecked(tool: Tool, rawArgs: unknown, allowed: RunContext)
       // The file a tool opens, through the workspace's symlinks, on a miss (one place for every tool and door): docs/symlinks.md.
       const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens, e) : null;
       if (!link) throw e;
+      // The call now acts on the link's target: it passes the gate again on that path (an overwrite through a link is one).
+      await gateCall(tool, args as Record<string, unknown>, ctx);
       result = await tool.execute(args as never, ctx);
       result = { ...result, output: `(${link.link} is a symlink to ${link.target}: this acted on ${link.path})\n${result.output}` };
     }

@@ -27,6 +27,7 @@ import { readJsonBody } from "./json-body.js";
 import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
 import { knownAnyRecord, knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
 import type { StorageDriver } from "../../storage/types.js";
+import { pendingIdOf } from "../../tools/pending/outcome.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -205,7 +206,7 @@ async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStora
       const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}), ...(filesStorage ? { filesStorage } : {}) });
       call.ws = ws;
       // An empty body: no arguments.
-      const pendingId = c.req.header("x-pending-id");
+      const pendingId = pendingIdOf(c.req.raw.headers);
       const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
       if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, call, c.get("json"), tool, ctx);

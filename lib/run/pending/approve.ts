@@ -28,8 +28,9 @@ export interface Approver {
   /**
    * The key that made a held call, as it is now: an approved call runs with it, so a key revoked
    * before the approval runs nothing, and a key narrowed since runs only what it may now. One lookup
-   * by key id (lib/api/auth/keys.ts getApiKeyById: 2 KV GETs), never a listing (KV listings lag: a
+   * by key id (lib/api/auth/keys.ts callerNow: 2 KV GETs), never a listing (KV listings lag: a
    * key made a minute ago would be taken for revoked). Null when it was revoked (or never was this tenant's).
+   * An OAuth principal has no record: it stands, with no bound of its own, so its call runs with the scopes its token had when held.
    */
   currentKey(tenant: string, keyId: string): Promise<AuthInfo | null>;
 }

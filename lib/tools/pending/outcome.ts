@@ -25,6 +25,9 @@ export function outcomeOrThrow(rec: PendingRecord, ws: string, now: number) {
   throw new ToolError(code, o.message, { ...o.details, pending_id: rec.id });
 }
 
+/** X-Pending-Id of a request, when set: the app repeats a held call to read its outcome (the call runs nothing). */
+export const pendingIdOf = (headers: Headers): string | undefined => headers.get("x-pending-id") || undefined;
+
 /** X-Pending-Id on a tool call: the outcome of that pending call of this tool (nothing runs). */
 export async function pendingOutcome(tool: Tool, id: string, ctx: ToolContext) {
   const { rec } = await loadPending(pendingScope(ctx.deps, ctx.ws.tenant, ctx.ws.id), id);

@@ -105,6 +105,29 @@ describe("Idempotency-Key", () => {
     expect(counter.count(t, "b.txt")).toBe(1);
   });
 
+  it("a held call repeated with X-Pending-Id under the call's own key gets the outcome once it ran, not the kept 'still waiting' answer", async () => {
+    // An app keys each logical call and repeats it with X-Pending-Id to read what became of it: that repeat runs
+    // nothing, so its key is not used (neither replayed nor kept); before, it replayed the held answer forever.
+    const t = await newTenant(app, { policy: { gate: [{ tool: "write" }] } });
+    const call = tool(t, "write", { file_path: "p.txt", content: "one\n" });
+    const first = await send(t, call.path, call.init(), "held-1");
+    expect(first.status).toBe(202);
+    const id = JSON.parse(first.text).error.details.pending_id as string;
+    const withPending = () => ({ ...call.init(), headers: { "content-type": "application/json", "x-session-id": "s1", "x-pending-id": id } });
+    const waiting = await send(t, call.path, withPending(), "held-1");
+    expect(waiting.status).toBe(202);
+    const approver = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "approve"] })).body.key as string;
+    const approved = await app.request(`/v1/workspaces/${t.ws}/pending/${id}`, { method: "POST", headers: { authorization: `Bearer ${approver}`, "content-type": "application/json" }, body: JSON.stringify({ approved: true }) });
+    expect(approved.status).toBe(200);
+    const outcome = await send(t, call.path, withPending(), "held-1");
+    expect(outcome.status, outcome.text).toBe(200);
+    expect(outcome.replayed).toBe(false);
+    expect(JSON.parse(outcome.text)).toMatchObject({ ok: true, data: { file_path: "p.txt" } });
+    // The call itself, retried with its key, still gets its own first answer (it ran nothing more).
+    expect(await send(t, call.path, call.init(), "held-1")).toMatchObject({ status: 202, replayed: true, text: first.text });
+    expect(counter.count(t, "p.txt")).toBe(1);
+  });
+
   it("an error answer is kept and replayed, even after the state changed", async () => {
     const t = await newTenant(app, UNGATED);
     const call = tool(t, "edit", { file_path: "missing.txt", old_string: "a", new_string: "b" });
