@@ -193,6 +193,18 @@ describe("sandbox escapes", () => {
     expect(ok.files_changed).toEqual(["c.txt"]);
   });
 
+  it("fallocate cannot hold disk past a file's end, where neither the file-size limit nor the disk quota sees it", async () => {
+    // KEEP_SIZE (-n) and ZERO_RANGE with KEEP_SIZE (-n -z) reserve blocks but leave the size 0: before, 200 MB each
+    // (past RLIMIT_FSIZE's 64 MiB here and the 50 MB quota, in one call) stayed on the runner's disk, written back as empty files.
+    const r = await t.run("touch big zero; fallocate -n -l 200M big; echo rc=$?; fallocate -n -z -l 200M zero; echo rc=$?; sleep 2; du -k big zero", { limits: { disk_mb: 50, file_size_mb: 64 } });
+    expect(r.stdout).toBe("rc=1\nrc=1\n0\tbig\n0\tzero\n");
+    expect(r.stderr).toContain("keep size mode is unsupported"); // util-linux names EOPNOTSUPP so
+    expect(r.limit_exceeded).toBeUndefined();
+    // Control: the modes that change the size, or free blocks, still work (and are counted by size).
+    const ok = await t.run("fallocate -l 1M grown; echo rc=$?; fallocate -p -o 0 -l 512K grown; echo rc=$?; stat -c %s grown; du -k grown", { limits: { disk_mb: 50 } });
+    expect(ok.stdout).toBe("rc=0\nrc=0\n1048576\n512\tgrown\n");
+  });
+
   it("`sleep 1000 &` and daemonized processes are dead when the call returns", async () => {
     const r = await t.run("sleep 987654 & setsid nohup sleep 987655 > /dev/null 2>&1 & (sleep 987656 &) ; disown -a; echo started");
     expect(r.stdout).toBe("started\n");
