@@ -110,8 +110,14 @@ export interface DiskWatch {
   stop(): void;
 }
 
-/** Samples the tree until stop(); calls onExceed once when it grew more than `limitBytes` past `baseBytes` (bytes, and ENTRY_BYTES per entry gained). */
-export function watchDisk(tree: string, baseBytes: number, limitBytes: number, onExceed: () => void): DiskWatch {
+/**
+ * Samples the tree until stop(); calls onExceed once when it grew more than `limitBytes` past `baseBytes`
+ * (bytes, and ENTRY_BYTES per entry gained). Entries are gained past the first sample's count or
+ * `baseFiles` (the slot's files before the command), whichever is more: a command that deletes a
+ * large tree and makes it again (`rm -rf node_modules && npm ci`) is not charged for what its first
+ * 0.5 s deleted.
+ */
+export function watchDisk(tree: string, baseBytes: number, limitBytes: number, onExceed: () => void, baseFiles = 0): DiskWatch {
   let exceeded = false;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -125,7 +131,7 @@ export function watchDisk(tree: string, baseBytes: number, limitBytes: number, o
     const t0 = Date.now();
     const usage = await treeUsage(tree);
     if (stopped) return;
-    entriesFirst ??= usage.entries;
+    entriesFirst ??= Math.max(usage.entries, baseFiles);
     if (usage.bytes - baseBytes + ENTRY_BYTES * Math.max(0, usage.entries - entriesFirst) > limitBytes) {
       exceeded = true;
       onExceed();

@@ -223,6 +223,15 @@ describe("sandbox escapes", () => {
     expect(ok.files_changed).toHaveLength(1000);
   }, 120_000);
 
+  it("a tree deleted and made again in one command is not charged for its entries (the slot's files are the baseline)", async () => {
+    await Promise.all(Array.from({ length: 3000 }, (_, i) => t.write(`tree/f${i}`, "")));
+    // 5 MB is 1,280 entries: the 3,000 made again would pass it, were the first sample (taken after the delete) the baseline.
+    const again = "import os, shutil, time\nshutil.rmtree('tree')\ntime.sleep(1)\nos.mkdir('tree')\nfor i in range(3000):\n    open(f'tree/f{i}', 'w').close()\ntime.sleep(1.5)\nprint('done')";
+    const r = await t.run(`python3 -c "${again}"`, { limits: { disk_mb: 5 }, timeout_ms: 60_000 });
+    expect(r.stdout).toBe("done\n");
+    expect(r.limit_exceeded).toBeUndefined();
+  }, 120_000);
+
   it("`sleep 1000 &` and daemonized processes are dead when the call returns", async () => {
     const r = await t.run("sleep 987654 & setsid nohup sleep 987655 > /dev/null 2>&1 & (sleep 987656 &) ; disown -a; echo started");
     expect(r.stdout).toBe("started\n");
