@@ -158,7 +158,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const disk = watchDisk(slot.tree, baseBytes, limits.disk_mb * MiB, () => {
     overQuota = true;
     void shell.kill();
-  });
+  }, slot.files.size);
   let exit;
   try {
     exit = await shell.run(seq, commandScript(req, cwd, first), req.stdin ?? "", req.timeout_ms, out);

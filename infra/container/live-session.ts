@@ -166,7 +166,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       const timer = setTimeout(() => deadline.abort(), Math.min(idleAt, lifeAt) - now);
       const stop = AbortSignal.any([deadline.signal, gone.signal, ...(opts.signal ? [opts.signal] : [])]);
       // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
-      const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill()) : null;
+      const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill(), slot.files.size) : null;
       let next: LiveNext<RunRequest> | null = null;
       // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own).
       const view = await viewQuery(slot.view, slot.modes?.etag ?? null);

@@ -101,7 +101,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         syncInMs = Date.now() - t0;
         baseBytes = slotBytes(slot);
         hooks.onStart?.(out);
-        disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort());
+        disk = watchDisk(staged.path, baseBytes, limits.disk_mb * MiB, () => overQuota.abort(), slot.files.size);
         await deps.cache.beforeCommand(); // exclusive mode: dropped trees are gone before the command starts
       } catch (e) {
         go(false); // the command never starts; the sandbox ends

@@ -29,6 +29,8 @@ export const SECCOMP_RET_KILL_PROCESS = 0x80000000;
 export const SECCOMP_RET_ERRNO = 0x00050000;
 export const SECCOMP_RET_ALLOW = 0x7fff0000;
 export const EPERM = 1;
+/** The answer to an fallocate that would hold blocks past the file's end (see KEEP_SIZE below). */
+export const EOPNOTSUPP = 95;
 /** x32 system calls on x86_64 have this bit set in nr. */
 export const X32_SYSCALL_BIT = 0x40000000;
 
@@ -130,6 +132,20 @@ const DENIED: { why: string; calls: Record<string, [number | null, number | null
     },
   },
 ];
+/**
+ * fallocate's mode FALLOC_FL_KEEP_SIZE reserves blocks past the end of a file without changing its
+ * size: `touch f; fallocate -n -l 70G f` held 70 GB of the runner's disk in one call, seen by
+ * neither RLIMIT_FSIZE nor the disk quota (both go by the size), and the file (0 bytes) was written
+ * back and kept in the warm slot. Such a call is answered EOPNOTSUPP, which callers take for "this
+ * file system cannot" and fall back from; every other mode stays allowed: plain allocation (the
+ * size grows: counted), punching a hole (PUNCH_HOLE always comes with KEEP_SIZE; it frees blocks).
+ */
+export const FALLOCATE: Record<SeccompArch, number> = { x64: 285, arm64: 47 };
+const FALLOC_FL_KEEP_SIZE = 0x01;
+const FALLOC_FL_PUNCH_HOLE = 0x02;
+/** seccomp_data.args[1]'s low 32 bits (args at offset 16, 8 bytes each, little-endian): fallocate's mode. */
+const ARG1_LOW = 24;
+
 // Deliberately allowed: personality (some tools need it), ptrace (strace and gdb on the
 // sandbox's own processes; since Linux 4.8 a tracer cannot bypass seccomp), clone and
 // clone3 (clone3's flags sit in memory a filter cannot read; new namespaces fail anyway:
@@ -148,8 +164,9 @@ const BPF_LD_W_ABS = 0x20; // A = u32 at offset k of seccomp_data
 const BPF_JEQ_K = 0x15; // pc += (A == k) ? jt : jf
 const BPF_JGE_K = 0x35; // pc += (A >= k) ? jt : jf (unsigned)
 const BPF_RET_K = 0x06; // return k
+const BPF_AND_K = 0x54; // A &= k
 
-type Target = number | "allow" | "deny"; // a relative jump (0: next) or a label
+type Target = number | "allow" | "deny" | "unsupported"; // a relative jump (0: next) or a label
 
 /** The filter program for `arch`: an array of `struct sock_filter`, ready for `--seccomp`. */
 export function seccompProgram(arch: SeccompArch): Buffer {
@@ -167,17 +184,24 @@ export function seccompProgram(arch: SeccompArch): Buffer {
     op(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1);
     op(BPF_JEQ_K, 0xffffffff, "allow", "deny");
   }
+  // fallocate: refused only when it keeps the size without punching a hole (FALLOCATE above).
+  op(BPF_JEQ_K, FALLOCATE[arch], 0, 3);
+  op(BPF_LD_W_ABS, ARG1_LOW);
+  op(BPF_AND_K, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE);
+  op(BPF_JEQ_K, FALLOC_FL_KEEP_SIZE, "unsupported", "allow");
   for (const nr of [...deniedSyscalls(arch).values()].sort((a, b) => a - b)) op(BPF_JEQ_K, nr, "deny", 0);
   const allow = ins.length;
   op(BPF_RET_K, SECCOMP_RET_ALLOW);
   const deny = ins.length;
   op(BPF_RET_K, SECCOMP_RET_ERRNO | EPERM);
+  const unsupported = ins.length;
+  op(BPF_RET_K, SECCOMP_RET_ERRNO | EOPNOTSUPP);
 
   const buf = Buffer.alloc(ins.length * 8);
   ins.forEach((i, pc) => {
     // Jumps are relative to the next instruction and must fit in a byte.
     const rel = (t: Target) => {
-      const r = t === "allow" ? allow - pc - 1 : t === "deny" ? deny - pc - 1 : t;
+      const r = t === "allow" ? allow - pc - 1 : t === "deny" ? deny - pc - 1 : t === "unsupported" ? unsupported - pc - 1 : t;
       if (r < 0 || r > 255) throw new Error("seccomp program: jump out of range");
       return r;
     };

@@ -25,4 +25,4 @@ export async function runForeground(storage: StorageDriver, executor: Executor, 
 
 /** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */
 export const quotaMessage = (diskMb: number): string =>
-  `The command was stopped: it added more than ${diskMb} MiB to the workspace, and none of its file changes were written back. Write less, or delete what is not needed in the same command.`;
+  `The command was stopped: it added more than ${diskMb} MiB to the workspace (each file, directory or link it made counting 4 KiB more than its size), and none of its file changes were written back. Write less, make fewer files (an archive holds many as one), or delete what is not needed in the same command.`;

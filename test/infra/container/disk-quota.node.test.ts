@@ -1,5 +1,5 @@
 /**
- * The disk sampler walks a tree while the command's processes run (disk-quota.ts treeBytes). A
+ * The disk sampler walks a tree while the command's processes run (disk-quota.ts treeUsage). A
  * process that swaps a directory for a symlink to a host directory must not steer the walk there:
  * it would read the sizes of files the sandbox cannot see (another slot's tree) and answer them
  * through the quota's kill.
@@ -9,12 +9,12 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { treeBytes } from "../../../infra/container/disk-quota.js";
+import { treeUsage } from "../../../infra/container/disk-quota.js";
 
 const root = mkdtempSync(join(tmpdir(), "disk-quota-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-describe("treeBytes", () => {
+describe("treeUsage", () => {
   it("counts regular files only, through nested directories; links and a missing tree count 0", async () => {
     const t = join(root, "plain");
     mkdirSync(join(t, "a/b/c"), { recursive: true });
@@ -22,8 +22,8 @@ describe("treeBytes", () => {
     writeFileSync(join(t, "a/b/c/deep.bin"), Buffer.alloc(70_000));
     symlinkSync("/etc", join(t, "etc-link"));
     symlinkSync("top.txt", join(t, "a/file-link"));
-    expect(await treeBytes(t)).toBe(70_005);
-    expect(await treeBytes(join(root, "nothing-here"))).toBe(0);
+    expect((await treeUsage(t)).bytes).toBe(70_005);
+    expect((await treeUsage(join(root, "nothing-here"))).bytes).toBe(0);
   });
 
   it("a directory swapped for a symlink to a host directory while the walk runs is never walked into", async () => {
@@ -45,7 +45,7 @@ describe("treeBytes", () => {
     ], { stdio: "ignore" });
     try {
       const samples: number[] = [];
-      for (let i = 0; i < 60; i++) samples.push(await treeBytes(t));
+      for (let i = 0; i < 60; i++) samples.push((await treeUsage(t)).bytes);
       // Own bytes: 2,000 one-byte files and `own.txt` (3) when the walk met `a` in place (or 0 for it, swapped).
       for (const s of samples) expect(s).toBeLessThanOrEqual(2003);
       expect(samples.some((s) => s >= 2000)).toBe(true);

@@ -193,6 +193,45 @@ describe("sandbox escapes", () => {
     expect(ok.files_changed).toEqual(["c.txt"]);
   });
 
+  it("fallocate cannot hold disk past a file's end, where neither the file-size limit nor the disk quota sees it", async () => {
+    // KEEP_SIZE (-n) and ZERO_RANGE with KEEP_SIZE (-n -z) reserve blocks but leave the size 0: before, 200 MB each
+    // (past RLIMIT_FSIZE's 64 MiB here and the 50 MB quota, in one call) stayed on the runner's disk, written back as empty files.
+    const r = await t.run("touch big zero; fallocate -n -l 200M big; echo rc=$?; fallocate -n -z -l 200M zero; echo rc=$?; sleep 2; du -k big zero", { limits: { disk_mb: 50, file_size_mb: 64 } });
+    expect(r.stdout).toBe("rc=1\nrc=1\n0\tbig\n0\tzero\n");
+    expect(r.stderr).toContain("keep size mode is unsupported"); // util-linux names EOPNOTSUPP so
+    expect(r.limit_exceeded).toBeUndefined();
+    // Control: the modes that change the size, or free blocks, still work (and are counted by size).
+    const ok = await t.run("fallocate -l 1M grown; echo rc=$?; fallocate -p -o 0 -l 512K grown; echo rc=$?; stat -c %s grown; du -k grown", { limits: { disk_mb: 50 } });
+    expect(ok.stdout).toBe("rc=0\nrc=0\n1048576\n512\tgrown\n");
+  });
+
+  it("directories and empty files past the disk quota: each entry counts a block, stopped while it runs", async () => {
+    // 0 bytes each by size, but a directory is a 4 KiB block and every entry an inode of the runner's disk: before, a
+    // command made ~17,000 directories a second (42 GB and 10 million inodes in a 600 s call) and the quota saw nothing.
+    // 50 MB is 12,800 entries: 2,000 directories and 2,000 empty files every 0.1 s pass it within a second of rounds.
+    const make = "import os, time\nfor r in range(30):\n    for i in range(2000):\n        os.mkdir(f'd{r}-{i}'); open(f'f{r}-{i}', 'w').close()\n    time.sleep(0.1)\nprint('finished')";
+    const r = await t.run(`python3 -c "${make}"`, { limits: { disk_mb: 50 }, timeout_ms: 60_000 });
+    expect(r.stdout).not.toContain("finished");
+    expect(r.limit_exceeded).toEqual({ disk_mb: 50 });
+    expect(r.files_changed).toEqual([]);
+    expect((await t.run("ls -d d* f* 2>/dev/null | wc -l")).stdout).toBe("0\n"); // the tree put back
+    // Control: a few thousand entries (8 MB at a block each) stay well inside the same quota.
+    const few = "import os, time\nos.mkdir('many')\nfor i in range(1000):\n    os.mkdir(f'many/d{i}'); open(f'many/f{i}', 'w').close()\ntime.sleep(1.5)\nprint('done')";
+    const ok = await t.run(`python3 -c "${few}"`, { limits: { disk_mb: 50 }, timeout_ms: 60_000 });
+    expect(ok.stdout).toBe("done\n");
+    expect(ok.limit_exceeded).toBeUndefined();
+    expect(ok.files_changed).toHaveLength(1000);
+  }, 120_000);
+
+  it("a tree deleted and made again in one command is not charged for its entries (the slot's files are the baseline)", async () => {
+    await Promise.all(Array.from({ length: 3000 }, (_, i) => t.write(`tree/f${i}`, "")));
+    // 5 MB is 1,280 entries: the 3,000 made again would pass it, were the first sample (taken after the delete) the baseline.
+    const again = "import os, shutil, time\nshutil.rmtree('tree')\ntime.sleep(1)\nos.mkdir('tree')\nfor i in range(3000):\n    open(f'tree/f{i}', 'w').close()\ntime.sleep(1.5)\nprint('done')";
+    const r = await t.run(`python3 -c "${again}"`, { limits: { disk_mb: 5 }, timeout_ms: 60_000 });
+    expect(r.stdout).toBe("done\n");
+    expect(r.limit_exceeded).toBeUndefined();
+  }, 120_000);
+
   it("`sleep 1000 &` and daemonized processes are dead when the call returns", async () => {
     const r = await t.run("sleep 987654 & setsid nohup sleep 987655 > /dev/null 2>&1 & (sleep 987656 &) ; disown -a; echo started");
     expect(r.stdout).toBe("started\n");

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { treeBytes } from "../../../infra/container/disk-quota.js";
+import { treeUsage } from "../../../infra/container/disk-quota.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "t-names", "w-names");
@@ -66,7 +66,7 @@ describe("names that are not UTF-8", () => {
       writeFileSync(Buffer.concat([Buffer.from(dir + "/"), Buffer.from([0x66, 0xfe])]), Buffer.alloc(50_000));
       writeFileSync(join(dir, "plain.txt"), Buffer.alloc(1_000));
       expect(readdirSync(dir).length).toBe(3);
-      expect(await treeBytes(dir)).toBe(151_000);
+      expect((await treeUsage(dir)).bytes).toBe(151_000);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

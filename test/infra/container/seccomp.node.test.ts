@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { bwrapSandbox, DEFAULT_LIMITS, type Sandbox } from "../../../infra/container/sandbox.js";
 import {
-  AUDIT_ARCH, deniedSyscalls, EPERM, hostSeccompProgram, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, seccompProgram, type SeccompArch,
+  AUDIT_ARCH, deniedSyscalls, EOPNOTSUPP, EPERM, FALLOCATE, hostSeccompProgram, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, seccompProgram, type SeccompArch,
 } from "../../../infra/container/seccomp.js";
 import { setup } from "./helpers.js";
 
@@ -19,10 +19,11 @@ import { setup } from "./helpers.js";
 // The program itself, for both architectures.
 
 /** Classic BPF over seccomp_data, as much of it as the program uses. Returns the action. */
-function runBpf(prog: Buffer, arch: number, nr: number): number {
+function runBpf(prog: Buffer, arch: number, nr: number, args: number[] = []): number {
   const data = Buffer.alloc(64); // struct seccomp_data: nr, arch, instruction_pointer, args[6]
   data.writeUInt32LE(nr >>> 0, 0);
   data.writeUInt32LE(arch >>> 0, 4);
+  args.forEach((v, i) => data.writeUInt32LE(v >>> 0, 16 + 8 * i)); // each arg's low 32 bits
   const n = prog.length / 8;
   let a = 0;
   for (let pc = 0; pc < n; pc++) {
@@ -33,6 +34,7 @@ function runBpf(prog: Buffer, arch: number, nr: number): number {
     if (code === 0x20) a = data.readUInt32LE(k); // ld [k]
     else if (code === 0x15) pc += a === k ? jt : jf; // jeq #k
     else if (code === 0x35) pc += a >= k ? jt : jf; // jge #k
+    else if (code === 0x54) a = (a & k) >>> 0; // and #k
     else if (code === 0x06) return k; // ret #k
     else throw new Error(`unknown opcode 0x${code.toString(16)} at ${pc}`);
     if (pc >= n) throw new Error(`jump past the end at ${pc}`);
@@ -85,6 +87,17 @@ describe.each(["x64", "arm64"] as const)("the program for %s", (arch) => {
     // Control: the same name has another number on the other architecture.
     expect(theirs.get("keyctl")).not.toBe(mine.get("keyctl"));
     for (const name of ["personality", "ptrace", "clone", "clone3", "execve"]) expect(mine.has(name)).toBe(false);
+  });
+
+  it("fallocate: keeping the size without punching a hole is EOPNOTSUPP; every other mode is allowed", () => {
+    const nr = FALLOCATE[arch];
+    const mode = (m: number) => runBpf(prog, AUDIT_ARCH[arch], nr, [3, m]);
+    // KEEP_SIZE, ZERO_RANGE | KEEP_SIZE, UNSHARE_RANGE | KEEP_SIZE: blocks past the end, the size unchanged.
+    for (const m of [0x01, 0x11, 0x41]) expect([m, mode(m)]).toEqual([m, (SECCOMP_RET_ERRNO | EOPNOTSUPP) >>> 0]);
+    // Plain, PUNCH_HOLE | KEEP_SIZE (frees), COLLAPSE_RANGE, ZERO_RANGE, INSERT_RANGE: the size tells.
+    for (const m of [0x00, 0x03, 0x08, 0x10, 0x20]) expect([m, mode(m)]).toEqual([m, SECCOMP_RET_ALLOW]);
+    // Control: the same mode on another call is not looked at.
+    expect(runBpf(prog, AUDIT_ARCH[arch], ALLOWED[arch].write!, [3, 0x01])).toBe(SECCOMP_RET_ALLOW);
   });
 
   it("x32 calls are refused on x86_64 and nr -1 passes (a tracer's skipped call)", () => {
