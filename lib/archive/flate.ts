@@ -8,7 +8,7 @@
  * ratio is measured on exactly the input that produced the output.
  */
 import { Gunzip, Gzip, Inflate } from "fflate";
-import { ToolError } from "../shared/errors.js";
+import { isToolError, ToolError } from "../shared/errors.js";
 import type { ArchiveLimits } from "./limits.js";
 
 const SLICE = 8 * 1024;
@@ -18,7 +18,8 @@ interface PushCodec {
   ondata: (data: Uint8Array, final: boolean) => void;
 }
 
-function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?: (outBytes: number, inBytes: number) => void): ReadableStream<Uint8Array> {
+/** `damaged`: what a codec's refusal of its input (fflate throws plain Errors: "invalid distance", …) becomes; unset, it passes as it is. */
+function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?: (outBytes: number, inBytes: number) => void, damaged?: (why: string) => Error): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   const queue: Uint8Array[] = [];
   let finished = false;
@@ -30,6 +31,13 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
   codec.ondata = (data, final) => {
     if (data.length) queue.push(data);
     if (final) finished = true;
+  };
+  const push = (chunk: Uint8Array, final: boolean) => {
+    try {
+      codec.push(chunk, final);
+    } catch (e) {
+      throw damaged && !isToolError(e) ? damaged(e instanceof Error ? e.message : String(e)) : e;
+    }
   };
   return new ReadableStream<Uint8Array>({
     async pull(c) {
@@ -43,7 +51,7 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
           const r = await reader.read();
           if (r.done) {
             sourceDone = true;
-            codec.push(new Uint8Array(0), true);
+            push(new Uint8Array(0), true);
             continue;
           }
           pending = r.value;
@@ -52,7 +60,7 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
         const slice = pending.subarray(pos, pos + SLICE);
         pos += slice.length;
         inBytes += slice.length;
-        codec.push(slice, false);
+        push(slice, false);
       }
       const out = queue.shift()!;
       outBytes += out.length;
@@ -75,8 +83,8 @@ export function gunzip(body: ReadableStream<Uint8Array>, limits: Pick<ArchiveLim
   });
 }
 
-/** Raw deflate (zip entries); the caller bounds the output to the entry's declared size. */
-export const inflateRaw = (body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => pulled(body, new Inflate() as unknown as PushCodec);
+/** Raw deflate (zip entries); the caller bounds the output to the entry's declared size, and says (`damaged`) what data that does not inflate is. */
+export const inflateRaw = (body: ReadableStream<Uint8Array>, damaged: (why: string) => Error): ReadableStream<Uint8Array> => pulled(body, new Inflate() as unknown as PushCodec, undefined, damaged);
 
 /** gzip compression, pulled: the source is read only as fast as the output is. */
 export const gzipStream = (body: ReadableStream<Uint8Array>, level: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 = 1): ReadableStream<Uint8Array> => pulled(body, new Gzip({ level }) as unknown as PushCodec);

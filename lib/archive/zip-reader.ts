@@ -179,7 +179,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       const body = async (): Promise<ReadableStream<Uint8Array>> => {
         const r = await open();
         const raw = r.stream(csize, what);
-        return verified(method === 0 ? raw : inflateRaw(raw), usize, crc, name);
+        return verified(method === 0 ? raw : inflateRaw(raw, (why) => damaged(name, `is not valid deflate data (${why})`, "inflate_failed")), usize, crc, name);
       };
       const entry: ArchiveEntry = {
         name,
