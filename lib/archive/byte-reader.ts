@@ -109,6 +109,19 @@ export class ByteReader {
     }, { highWaterMark: 0 });
   }
 
+  /** Reads on to the end of the stream, dropping what it reads, unless more than `max` bytes are left; true when the end was reached. */
+  async drain(max: number): Promise<boolean> {
+    let left = max;
+    while (await this.fill()) {
+      const take = this.chunk.length - this.pos;
+      if (take > left) return false;
+      this.pos += take;
+      this.consumed += take;
+      left -= take;
+    }
+    return true;
+  }
+
   async cancel(reason?: unknown): Promise<void> {
     await this.reader.cancel(reason).catch(() => {});
   }
