@@ -17,7 +17,7 @@
 import { crc32 } from "node:zlib";
 import { ToolError } from "../shared/errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
-import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import { decodeName, shownName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
 import { inflateRaw } from "./flate.js";
 import type { ArchiveLimits } from "./limits.js";
 
@@ -147,7 +147,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
         if (local === 0xffffffff) local = u64(extra, p);
       }
       const decoded = decodeName(nameBytes);
-      const name = decoded ?? "";
+      const name = decoded ?? shownName(nameBytes);
       const kind = kindOf(u16(h, 4), external, name);
       // Permission bits only from a zip made on Unix (and only when it set any: some tools leave them 0).
       const unixMode = u16(h, 4) >> 8 === 3 ? (external >>> 16) & 0o7777 : 0;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { gzipStream } from "../../../lib/archive/flate.js";
-import { headerBlock } from "../../../lib/archive/tar-writer.js";
+import { END_OF_ARCHIVE, headerBlock, padding } from "../../../lib/archive/tar-writer.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { gzipBomb } from "./bombs.js";
 import { generated, gzip, tar, zip } from "./archives.js";
@@ -58,6 +58,36 @@ describe("hostile entries are skipped and reported, never written", () => {
     // Nothing anywhere else in the tenant but its workspace records, the packs, the manifest and the index; nothing in the other tenant.
     expect((await snapshot(t.tenant)).every((k) => /^t\/[^/]+\/(tenant\.json|packs\/|manifests\/|w\/main\/(meta\.json|x\/search\/|x\/modes\.json))/.test(k))).toBe(true);
     expect(await snapshot(other.tenant)).toEqual(otherBefore);
+  });
+
+  it("a name that is not UTF-8 (ustar, GNU long name, pax path, zip) is skipped and named as far as it reads, not as an empty name", async () => {
+    const t = await newTenant(app);
+    const latin1 = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
+    const entry = (head: Uint8Array) => concatBytes([head, new TextEncoder().encode("x"), padding(1)]);
+    const longName = latin1(`long/${"d".repeat(120)}/caf\xe9.txt\0`);
+    const paxBody = concatBytes([new TextEncoder().encode("21 path=pax/caf"), latin1("\xe9.txt\n")]);
+    const r = await importReq(t, concatBytes([
+      entry(headerBlock({ name: "", size: 1, nameBytes: latin1("ustar/caf\xe9.txt") })),
+      headerBlock({ name: "././@LongLink", size: longName.length, type: "L" }), longName, padding(longName.length),
+      entry(headerBlock({ name: "cut", size: 1 })),
+      headerBlock({ name: "PaxHeaders/x", size: paxBody.length, type: "x" }), paxBody, padding(paxBody.length),
+      entry(headerBlock({ name: "cut-too", size: 1 })),
+      END_OF_ARCHIVE(),
+    ]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.skipped).toEqual([
+      { name: "ustar/caf\ufffd.txt", reason: "its name is not UTF-8" },
+      { name: `long/${"d".repeat(120)}/caf\ufffd.txt`, reason: "its name is not UTF-8" },
+      { name: "pax/caf\ufffd.txt", reason: "its name is not UTF-8" },
+    ]);
+    expect(r.body.message).toContain('"ustar/caf\ufffd.txt"');
+    const z = await zip([{ name: "ok.txt", body: "ok" }]);
+    const at = new TextDecoder("latin1").decode(z).lastIndexOf("ok.txt"); // the central directory's copy of the name
+    const bad = z.slice();
+    bad[at] = 0xe9;
+    const rz = await importReq(t, bad, "?prefix=z");
+    expect(rz.status, JSON.stringify(rz.body)).toBe(200);
+    expect(rz.body.skipped).toEqual([{ name: "\ufffdk.txt", reason: "its name is not UTF-8" }]);
   });
 
   it("zip: symlinks (by Unix mode), devices, traversal, absolute names; overlapping entries and lying sizes are refused", async () => {
