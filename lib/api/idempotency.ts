@@ -199,11 +199,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
   }
   await next();
   const res = c.res;
-  // The body's digest is taken before the answer leaves: workerd cannot read a request's body once its
-  // response is sent, and a handler may stop short of the body's end (an import stops at the archive's
-  // end-of-archive blocks, before a tar's padding or a gzip's trailer, or at a refusal). Taken after the
-  // answer, that read failed and the key stayed "running" until its lease ended: every retry got CONFLICT,
-  // then ran the import again. A body that cannot be read to its end (the upload was cut) keeps nothing.
+  // The body's digest before the answer leaves: workerd refuses to read a body after its response, and an import stops short of its end (docs/idempotency.md); a cut body (null) keeps nothing.
   const fingerprint = await body.finish().then((digest) => fingerprintOf(c, digest), () => null);
   const keep = async (bytes: Uint8Array | null) => {
     if (fingerprint === null || res.status >= 500 || res.status === 429) return void (await holder.drop(held).catch(() => {}));
