@@ -16,6 +16,11 @@ export function sourceError(e: unknown): ToolError {
   return new ToolError("INVALID_ARGUMENT", `The archive could not be read to its end (${why.slice(0, 200)}): the upload was cut or the archive is damaged. Send the whole archive again.`, { reason: "unreadable" });
 }
 
+/** Little-endian fields (zip headers, gzip trailers), and a 32-bit checksum as a message shows it. */
+export const u16 = (b: Uint8Array, o: number) => b[o]! | (b[o + 1]! << 8);
+export const u32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 0x1000000;
+export const hex32 = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
+
 export const truncated = (what: string) =>
   new ToolError("INVALID_ARGUMENT", `The archive ends in the middle of ${what}: the upload was cut or the archive is damaged. Send the whole archive again.`, { reason: "truncated" });
 

@@ -8,6 +8,7 @@
  */
 import { crc32 } from "node:zlib";
 import { ToolError } from "../shared/errors.js";
+import { hex32, u32 } from "./byte-reader.js";
 
 /** Input kept to find a member's trailer once the next member's header is whole: a header (name, comment, extra field) longer than this is refused. */
 const KEEP = 64 * 1024;
@@ -15,8 +16,6 @@ const KEEP = 64 * 1024;
 const damaged = (why: string) =>
   new ToolError("INVALID_ARGUMENT", `The gzip data fails its check (${why}): the upload was cut or the archive is damaged. Send the whole archive again (\`gzip -t FILE\` tells whether a file is sound).`, { reason: "gzip_check" });
 
-const u32 = (b: Uint8Array, at: number) => (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
-const hex32 = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
 
 export class GzipCheck {
   private crc = 0;
