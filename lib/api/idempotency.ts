@@ -200,9 +200,10 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
   }
   await next();
   const res = c.res;
+  // The body's digest before the answer leaves: workerd refuses to read a body after its response, and an import stops short of its end (docs/idempotency.md); a cut body (null) keeps nothing.
+  const fingerprint = await body.finish().then((digest) => fingerprintOf(c, digest), () => null);
   const keep = async (bytes: Uint8Array | null) => {
-    const fingerprint = await fingerprintOf(c, await body.finish());
-    if (res.status >= 500 || res.status === 429) return void (await holder.drop(held).catch(() => {}));
+    if (fingerprint === null || res.status >= 500 || res.status === 429) return void (await holder.drop(held).catch(() => {}));
     const headers = [...res.headers].filter(([name]) => KEPT_HEADERS.test(name));
     const done: Done = bytes === null || bytes.length > MAX_KEPT_BODY_BYTES
       ? { state: "done", fingerprint, status: res.status, headers, too_large: true, expires: t + KEEP_MS }

@@ -16,6 +16,11 @@ export function sourceError(e: unknown): ToolError {
   return new ToolError("INVALID_ARGUMENT", `The archive could not be read to its end (${why.slice(0, 200)}): the upload was cut or the archive is damaged. Send the whole archive again.`, { reason: "unreadable" });
 }
 
+/** Little-endian fields (zip headers, gzip trailers), and a 32-bit checksum as a message shows it. */
+export const u16 = (b: Uint8Array, o: number) => b[o]! | (b[o + 1]! << 8);
+export const u32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 0x1000000;
+export const hex32 = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
+
 export const truncated = (what: string) =>
   new ToolError("INVALID_ARGUMENT", `The archive ends in the middle of ${what}: the upload was cut or the archive is damaged. Send the whole archive again.`, { reason: "truncated" });
 
@@ -107,6 +112,19 @@ export class ByteReader {
         if (left === 0) controller.close();
       },
     }, { highWaterMark: 0 });
+  }
+
+  /** Reads on to the end of the stream, dropping what it reads, unless more than `max` bytes are left; true when the end was reached. */
+  async drain(max: number): Promise<boolean> {
+    let left = max;
+    while (await this.fill()) {
+      const take = this.chunk.length - this.pos;
+      if (take > left) return false;
+      this.pos += take;
+      this.consumed += take;
+      left -= take;
+    }
+    return true;
   }
 
   async cancel(reason?: unknown): Promise<void> {

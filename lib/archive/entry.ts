@@ -30,5 +30,9 @@ export function decodeName(bytes: Uint8Array): string | null {
   }
 }
 
+const lossy = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
+/** A name that is not UTF-8 as a report shows it: what reads as UTF-8, U+FFFD for each byte that does not (the entry is skipped, never stored by it). */
+export const shownName = (bytes: Uint8Array): string => lossy.decode(bytes);
+
 /** Whether an entry's mode makes it executable: the owner's execute bit, as git reads it (100755 vs 100644). */
 export const isExecutableMode = (mode: number | undefined): boolean => mode !== undefined && (mode & 0o100) !== 0;

@@ -5,11 +5,13 @@
  * anything piped through them is pulled as fast as it arrives and its output queued in memory.
  * Here each pull feeds the codec slices of input only until it has produced output, so memory
  * holds at most one slice's output (a slice of 8 KB inflates to at most ~8 MB), and a bomb's
- * ratio is measured on exactly the input that produced the output.
+ * ratio is measured on exactly the input that produced the output. gzip's trailers are checked
+ * (gzip-check.ts): fflate reads past them unchecked.
  */
 import { Gunzip, Gzip, Inflate } from "fflate";
-import { ToolError } from "../shared/errors.js";
+import { isToolError, ToolError } from "../shared/errors.js";
 import type { ArchiveLimits } from "./limits.js";
+import { GzipCheck } from "./gzip-check.js";
 
 const SLICE = 8 * 1024;
 
@@ -18,7 +20,17 @@ interface PushCodec {
   ondata: (data: Uint8Array, final: boolean) => void;
 }
 
-function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?: (outBytes: number, inBytes: number) => void): ReadableStream<Uint8Array> {
+interface Hooks {
+  /** Each output chunk as it is handed on, with the bytes out and in so far (a bound may throw). */
+  onOutput?(outBytes: number, inBytes: number): void;
+  /** What a codec's refusal of its input (fflate throws plain Errors: "invalid distance", …) becomes; unset, it passes as it is. */
+  damaged?(why: string): Error;
+  /** A check of the codec's work (gzip's trailers): fed every input slice and, in the codec's order, every output chunk and its end. */
+  check?: { input(slice: Uint8Array): void; output(data: Uint8Array): void; end(): void };
+}
+
+function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, hooks: Hooks = {}): ReadableStream<Uint8Array> {
+  const { onOutput, damaged, check } = hooks;
   const reader = source.getReader();
   const queue: Uint8Array[] = [];
   let finished = false;
@@ -28,8 +40,19 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
   let inBytes = 0;
   let outBytes = 0;
   codec.ondata = (data, final) => {
+    check?.output(data);
     if (data.length) queue.push(data);
-    if (final) finished = true;
+    if (final) {
+      finished = true;
+      check?.end();
+    }
+  };
+  const push = (chunk: Uint8Array, final: boolean) => {
+    try {
+      codec.push(chunk, final);
+    } catch (e) {
+      throw damaged && !isToolError(e) ? damaged(e instanceof Error ? e.message : String(e)) : e;
+    }
   };
   return new ReadableStream<Uint8Array>({
     async pull(c) {
@@ -43,7 +66,7 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
           const r = await reader.read();
           if (r.done) {
             sourceDone = true;
-            codec.push(new Uint8Array(0), true);
+            push(new Uint8Array(0), true);
             continue;
           }
           pending = r.value;
@@ -52,7 +75,8 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
         const slice = pending.subarray(pos, pos + SLICE);
         pos += slice.length;
         inBytes += slice.length;
-        codec.push(slice, false);
+        check?.input(slice);
+        push(slice, false);
       }
       const out = queue.shift()!;
       outBytes += out.length;
@@ -68,15 +92,21 @@ function pulled(source: ReadableStream<Uint8Array>, codec: PushCodec, onOutput?:
  * out per byte in is refused as a decompression bomb before the bytes reach anything that keeps them.
  */
 export function gunzip(body: ReadableStream<Uint8Array>, limits: Pick<ArchiveLimits, "maxRatio" | "ratioFloorBytes">): ReadableStream<Uint8Array> {
-  return pulled(body, new Gunzip() as unknown as PushCodec, (out, inBytes) => {
-    if (out > limits.ratioFloorBytes && out > inBytes * limits.maxRatio) {
-      throw new ToolError("PAYLOAD_TOO_LARGE", `The gzip body inflates more than ${limits.maxRatio} times (${out} bytes from ${inBytes}): refused as a decompression bomb. Send the archive uncompressed, or split it.`, { reason: "ratio", max_ratio: limits.maxRatio });
-    }
+  const check = new GzipCheck();
+  const codec = new Gunzip();
+  codec.onmember = (next) => check.memberEnds(next);
+  return pulled(body, codec as unknown as PushCodec, {
+    check,
+    onOutput(out, inBytes) {
+      if (out > limits.ratioFloorBytes && out > inBytes * limits.maxRatio) {
+        throw new ToolError("PAYLOAD_TOO_LARGE", `The gzip body inflates more than ${limits.maxRatio} times (${out} bytes from ${inBytes}): refused as a decompression bomb. Send the archive uncompressed, or split it.`, { reason: "ratio", max_ratio: limits.maxRatio });
+      }
+    },
   });
 }
 
-/** Raw deflate (zip entries); the caller bounds the output to the entry's declared size. */
-export const inflateRaw = (body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => pulled(body, new Inflate() as unknown as PushCodec);
+/** Raw deflate (zip entries); the caller bounds the output to the entry's declared size, and says (`damaged`) what data that does not inflate is. */
+export const inflateRaw = (body: ReadableStream<Uint8Array>, damaged: (why: string) => Error): ReadableStream<Uint8Array> => pulled(body, new Inflate() as unknown as PushCodec, { damaged });
 
 /** gzip compression, pulled: the source is read only as fast as the output is. */
 export const gzipStream = (body: ReadableStream<Uint8Array>, level: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 = 1): ReadableStream<Uint8Array> => pulled(body, new Gzip({ level }) as unknown as PushCodec);

@@ -52,5 +52,19 @@ export async function openArchive(body: ReadableStream<Uint8Array>, opts: { limi
   }
   const gz = first.head[0] === 0x1f && first.head[1] === 0x8b;
   const reader = new ByteReader(gz ? gunzip(first.stream, limits) : first.stream);
-  return { format: gz ? "tar.gz" : "tar", entries: readTar(reader, limits, gz), close: () => reader.cancel() };
+  const entries = readTar(reader, limits, gz);
+  return { format: gz ? "tar.gz" : "tar", entries: gz ? toGzipEnd(entries, reader) : entries, close: () => reader.cancel() };
+}
+
+/** What may follow a tar's end-of-archive blocks inside its gzip and still be read for the gzip's check: GNU tar pads to its record size (10 KiB; `-b` up to 32 MiB). */
+export const GZIP_AFTER_TAR = 32 * 1024 * 1024;
+
+/**
+ * A tar.gz's entries, then the rest of its gzip (at most GZIP_AFTER_TAR bytes once inflated), so
+ * that its trailers are checked (flate.ts, gzip-check.ts) before the import goes on to commit: the
+ * tar reader stops at the end-of-archive blocks. More than that after the tar is left unread and unchecked.
+ */
+async function* toGzipEnd(entries: EntrySource, reader: ByteReader): EntrySource {
+  yield* entries;
+  await reader.drain(GZIP_AFTER_TAR);
 }

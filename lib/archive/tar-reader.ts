@@ -7,7 +7,7 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { ByteReader, truncated } from "./byte-reader.js";
-import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import { decodeName, shownName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";
 
 const BLOCK = 512;
@@ -82,7 +82,7 @@ function parsePax(bytes: Uint8Array): Map<string, string> {
       const key = ascii.decode(rec.subarray(0, eq));
       const value = decodeName(rec.subarray(eq + 1));
       if (value !== null) out.set(key, value);
-      else if (key === "path" || key === "linkpath") out.set(`${key}!`, ""); // not UTF-8: the header's cut name is not it either
+      else if (key === "path" || key === "linkpath") out.set(`${key}!`, shownName(rec.subarray(eq + 1))); // not UTF-8 (kept to name it): the header's cut name is not it either
     }
     i += len;
   }
@@ -95,6 +95,8 @@ const pad = (n: number) => (BLOCK - (n % BLOCK)) % BLOCK;
 export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "maxMetaBytes">, gzip = false): EntrySource {
   let pax = new Map<string, string>();
   let longName: string | null | undefined;
+  /** The GNU long name as a report shows it, when it is not UTF-8. */
+  let longShown = "";
   let longLink: string | null | undefined;
   let metaRun = 0;
   let index = 0;
@@ -117,7 +119,10 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       const body = await reader.read(size, "a tar metadata record");
       await reader.skip(pad(size), "a tar metadata record");
       if (type === "x") pax = parsePax(body);
-      else if (type === "L") longName = decodeName(field(body, 0, body.length));
+      else if (type === "L") {
+        longName = decodeName(field(body, 0, body.length));
+        longShown = shownName(field(body, 0, body.length));
+      }
       else if (type === "K") longLink = decodeName(field(body, 0, body.length)); // GNU tar's link target over 100 bytes
       continue; // "g" (global) changes nothing we use
     }
@@ -125,8 +130,11 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
     index++;
     const magic = ascii.decode(h.subarray(257, 263));
     let rawName: string | null;
+    /** The name a report shows when it is not UTF-8 (rawName null). */
+    let shown = "";
     if (pax.has("path")) rawName = pax.get("path")!;
-    else if (pax.has("path!") || longName === null) rawName = null;
+    else if (pax.has("path!")) (rawName = null), (shown = pax.get("path!")!);
+    else if (longName === null) (rawName = null), (shown = longShown);
     else if (longName !== undefined) rawName = longName;
     else {
       const name = field(h, 0, 100);
@@ -134,6 +142,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
       const p = prefix.length ? decodeName(prefix) : "";
       const n = decodeName(name);
       rawName = p === null || n === null ? null : p ? `${p}/${n}` : n;
+      if (rawName === null) shown = prefix.length ? `${shownName(prefix)}/${shownName(name)}` : shownName(name);
     }
     // A target that is no UTF-8 (null) is refused by the import, like one too long (import.ts admitted).
     // A symlink's target, or the archive name of the file a hard link names.
@@ -150,7 +159,7 @@ export async function* readTar(reader: ByteReader, limits: Pick<ArchiveLimits, "
     let taken = false;
     const what = `entry ${JSON.stringify((rawName ?? "?").slice(0, 100))}`;
     const entry: ArchiveEntry = {
-      name: rawName ?? "",
+      name: rawName ?? shown,
       kind,
       size: dataSize,
       ...(mode !== undefined ? { mode } : {}),

@@ -16,8 +16,8 @@
  */
 import { crc32 } from "node:zlib";
 import { ToolError } from "../shared/errors.js";
-import { ByteReader, truncated } from "./byte-reader.js";
-import { decodeName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
+import { ByteReader, hex32, truncated, u16, u32 } from "./byte-reader.js";
+import { decodeName, shownName, type ArchiveEntry, type EntryKind, type EntrySource } from "./entry.js";
 import { inflateRaw } from "./flate.js";
 import type { ArchiveLimits } from "./limits.js";
 
@@ -28,8 +28,6 @@ export interface RangeSource {
 }
 
 const notZip = (why: string) => new ToolError("INVALID_ARGUMENT", `Not a readable zip archive (${why}). Send a tar, tar.gz or zip archive.`, { reason: "format" });
-const u16 = (b: Uint8Array, o: number) => b[o]! | (b[o + 1]! << 8);
-const u32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16)) + b[o + 3]! * 0x1000000;
 const u64 = (b: Uint8Array, o: number) => {
   const hi = u32(b, o + 4);
   if (hi >= 0x200000) throw notZip("a 64-bit size beyond 2^53");
@@ -80,7 +78,6 @@ function kindOf(madeBy: number, external: number, name: string): EntryKind {
   return name.endsWith("/") ? "directory" : "file";
 }
 
-const hex32 = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
 /** A damaged entry: the error names it (as `entry` in details too). */
 const damaged = (name: string, why: string, reason: string) =>
   new ToolError("INVALID_ARGUMENT", `Zip entry ${JSON.stringify(name.slice(0, 100))} ${why}: the archive is damaged (or was altered), so nothing of it is imported. Re-create the zip from the original files, or send a tar/tar.gz, and import again.`, { reason, entry: name.slice(0, 300) });
@@ -147,7 +144,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
         if (local === 0xffffffff) local = u64(extra, p);
       }
       const decoded = decodeName(nameBytes);
-      const name = decoded ?? "";
+      const name = decoded ?? shownName(nameBytes);
       const kind = kindOf(u16(h, 4), external, name);
       // Permission bits only from a zip made on Unix (and only when it set any: some tools leave them 0).
       const unixMode = u16(h, 4) >> 8 === 3 ? (external >>> 16) & 0o7777 : 0;
@@ -179,7 +176,7 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       const body = async (): Promise<ReadableStream<Uint8Array>> => {
         const r = await open();
         const raw = r.stream(csize, what);
-        return verified(method === 0 ? raw : inflateRaw(raw), usize, crc, name);
+        return verified(method === 0 ? raw : inflateRaw(raw, (why) => damaged(name, `is not valid deflate data (${why})`, "inflate_failed")), usize, crc, name);
       };
       const entry: ArchiveEntry = {
         name,

@@ -4,11 +4,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { gzipStream } from "../../../lib/archive/flate.js";
-import { headerBlock } from "../../../lib/archive/tar-writer.js";
+import { END_OF_ARCHIVE, headerBlock, padding } from "../../../lib/archive/tar-writer.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
 import { gzipBomb } from "./bombs.js";
 import { generated, gzip, tar, zip } from "./archives.js";
-import { countObjects, exportReq, importReq, snapshot, tarEntries, text, workspaceFiles } from "./helpers.js";
+import { countObjects, expectRefusedUnchanged, exportReq, importReq, snapshot, tarEntries, text, workspaceFiles } from "./helpers.js";
+import { gzipSync } from "node:zlib";
+import { concatBytes } from "../../../lib/shared/text.js";
 
 const app = testApp();
 
@@ -56,6 +58,36 @@ describe("hostile entries are skipped and reported, never written", () => {
     // Nothing anywhere else in the tenant but its workspace records, the packs, the manifest and the index; nothing in the other tenant.
     expect((await snapshot(t.tenant)).every((k) => /^t\/[^/]+\/(tenant\.json|packs\/|manifests\/|w\/main\/(meta\.json|x\/search\/|x\/modes\.json))/.test(k))).toBe(true);
     expect(await snapshot(other.tenant)).toEqual(otherBefore);
+  });
+
+  it("a name that is not UTF-8 (ustar, GNU long name, pax path, zip) is skipped and named as far as it reads, not as an empty name", async () => {
+    const t = await newTenant(app);
+    const latin1 = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
+    const entry = (head: Uint8Array) => concatBytes([head, new TextEncoder().encode("x"), padding(1)]);
+    const longName = latin1(`long/${"d".repeat(120)}/caf\xe9.txt\0`);
+    const paxBody = concatBytes([new TextEncoder().encode("21 path=pax/caf"), latin1("\xe9.txt\n")]);
+    const r = await importReq(t, concatBytes([
+      entry(headerBlock({ name: "", size: 1, nameBytes: latin1("ustar/caf\xe9.txt") })),
+      headerBlock({ name: "././@LongLink", size: longName.length, type: "L" }), longName, padding(longName.length),
+      entry(headerBlock({ name: "cut", size: 1 })),
+      headerBlock({ name: "PaxHeaders/x", size: paxBody.length, type: "x" }), paxBody, padding(paxBody.length),
+      entry(headerBlock({ name: "cut-too", size: 1 })),
+      END_OF_ARCHIVE(),
+    ]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.skipped).toEqual([
+      { name: "ustar/caf\ufffd.txt", reason: "its name is not UTF-8" },
+      { name: `long/${"d".repeat(120)}/caf\ufffd.txt`, reason: "its name is not UTF-8" },
+      { name: "pax/caf\ufffd.txt", reason: "its name is not UTF-8" },
+    ]);
+    expect(r.body.message).toContain('"ustar/caf\ufffd.txt"');
+    const z = await zip([{ name: "ok.txt", body: "ok" }]);
+    const at = new TextDecoder("latin1").decode(z).lastIndexOf("ok.txt"); // the central directory's copy of the name
+    const bad = z.slice();
+    bad[at] = 0xe9;
+    const rz = await importReq(t, bad, "?prefix=z");
+    expect(rz.status, JSON.stringify(rz.body)).toBe(200);
+    expect(rz.body.skipped).toEqual([{ name: "\ufffdk.txt", reason: "its name is not UTF-8" }]);
   });
 
   it("zip: symlinks (by Unix mode), devices, traversal, absolute names; overlapping entries and lying sizes are refused", async () => {
@@ -183,6 +215,46 @@ describe("a cut upload", () => {
     const short = await importReq(t, whole.subarray(0, cutAt), "?prefix=short");
     expect(short.status).toBe(400);
     expect(short.body.error.details.reason).toBe("truncated");
+  });
+});
+
+describe("a damaged tar.gz: gzip's trailers are checked, as gzip -t does (deflate carries no checksum of its own)", () => {
+  // Stored blocks (level 0): a damaged byte there inflates, as a damaged byte of the file it holds.
+  const payload = new TextEncoder().encode("the original bytes of a file\n".repeat(2000));
+  const items = [{ name: "keep/a.txt", body: "a\n" }, { name: "keep/data.txt", body: payload }, { name: "keep/z.txt", body: "z\n" }];
+  const stored = () => new Uint8Array(gzipSync(tar(items), { level: 0 }));
+
+  it("a byte damaged inside a file's bytes, a damaged trailer, a gzip cut just before its trailer: refused with what to do, storage as it was", async () => {
+    const t = await newTenant(app);
+    await upload(t, "old.txt", "must survive");
+    const inBody = stored();
+    const at = inBody.length >> 1; // inside data.txt's stored bytes
+    inBody[at] = inBody[at]! ^ 0x20;
+    const inTrailer = stored();
+    inTrailer[inTrailer.length - 6] = inTrailer[inTrailer.length - 6]! ^ 0x01; // the CRC-32
+    const cut = stored().subarray(0, stored().length - 8);
+    for (const [what, body] of [["damaged byte", inBody], ["damaged trailer", inTrailer], ["no trailer", cut]] as const) {
+      const error = await expectRefusedUnchanged(t, body, 400);
+      expect(error.code, what).toBe("INVALID_ARGUMENT");
+      expect(error.details, what).toMatchObject({ reason: "gzip_check", files_written: 0 });
+      expect(error.message, what).toMatch(/^The gzip data fails its check \(.*CRC-32.*\): the upload was cut or the archive is damaged\. Send the whole archive again/);
+    }
+    expect([...(await workspaceFiles(t)).keys()]).toEqual(["old.txt"]);
+  });
+
+  it("a sound one imports, multi-member included (each member's trailer checked), and a later member's damage is found", async () => {
+    const t = await newTenant(app);
+    const whole = tar(items);
+    const members = [whole.subarray(0, 20_000), whole.subarray(20_000, 40_000), whole.subarray(40_000)].map((p) => new Uint8Array(gzipSync(p, { level: 0 })));
+    const r = await importReq(t, concatBytes(members), "?prefix=multi");
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
+    expect(r.body.files).toBe(3);
+    expect((await workspaceFiles(t)).get("multi/keep/data.txt")).toEqual(payload);
+    const second = members[1]!;
+    second[second.length - 6] = second[second.length - 6]! ^ 0x01; // the second member's CRC-32
+    const error = await expectRefusedUnchanged(t, concatBytes(members), 400);
+    expect(error.details).toMatchObject({ reason: "gzip_check" });
+    expect(error.message).toMatch(/member 2: its trailer declares CRC-32/);
   });
 });
 

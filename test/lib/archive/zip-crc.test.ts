@@ -32,6 +32,17 @@ describe("a zip entry whose CRC-32 does not match is refused, naming it; storage
     });
   }
 
+  it("a deflated entry whose data does not inflate is refused as damaged, naming it (not a storage error); storage unchanged", async () => {
+    const t = await newTenant(app);
+    expect((await importReq(t, tar([{ name: "keep.txt", body: "kept needle\n" }]))).status).toBe(200);
+    const z = await zip([{ name: "first.txt", body: "fine\n" }, ...bigText(6).map((f, i) => ({ ...f, deflate: i % 2 === 0 })), { name: "late/bad.txt", body: "deflated text\n".repeat(500), deflate: true, flipByte: 2 }, { name: "after.txt", body: "after\n" }]);
+    const error = await expectRefusedUnchanged(t, z, 400);
+    expect(error.code).toBe("INVALID_ARGUMENT");
+    expect(error.details).toMatchObject({ reason: "inflate_failed", entry: "late/bad.txt", files_written: 0 });
+    expect(error.message).toContain('"late/bad.txt" is not valid deflate data');
+    expect(error.message).toMatch(/import again/);
+  });
+
   it("a zip whose entries are all sound imports (stored and deflated, empty included)", async () => {
     const t = await newTenant(app);
     const r = await importReq(t, await zip([{ name: "a.txt", body: "a\n" }, { name: "b.txt", body: "b\n".repeat(1000), deflate: true }, { name: "e.txt", body: "" }]));
