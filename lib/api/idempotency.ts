@@ -24,8 +24,7 @@
  * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
  * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
- * Expired records go in the lazy sweep of small records (lib/storage/sweep.ts), run after 1 in
- * SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
+ * Expired records go in the lazy sweep (lib/storage/sweep.ts) after 1 in SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
  */
 import { createHash } from "node:crypto";
 import { sealer, type Sealer } from "../shared/seal.js";
