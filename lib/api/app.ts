@@ -122,6 +122,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   app.route("/", customToolsApp(deps, tools));
   app.route("/", secretsApp(deps));
   app.route("/", catalogApp(tools, deps));
+  deps.callerStands ??= keyStands(deps.kv, deps.apiKeys);
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));
   app.route("/", pendingApp(deps, tools));
@@ -131,7 +132,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   const syncSecret = deps.syncSecret;
   if (syncSecret) {
     const hub = live ? liveHub(live) : undefined;
-    const liveKeyAlive = keyStands(deps.kv, deps.apiKeys);
+    const liveKeyAlive = deps.callerStands;
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
       // A background run's sandbox time is billed where its result is stored, once (docs/usage.md), after the answer where there is a waitUntil.

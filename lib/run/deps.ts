@@ -34,4 +34,10 @@ export interface RunDeps extends TaskToolDeps {
   tools?: readonly Tool[];
   /** This isolate's pools of calls taken ahead from the limits (lib/limits/call-leases.ts); createApp makes one over `limits`. The route guard takes each request's call here, and a sub-call (a subagent's) its own. */
   callLeases?: CallLeases;
+  /**
+   * Whether a key still stands (not revoked; lib/api/auth/keys.ts keyStands, cached per isolate as a
+   * presented key is): asked before each call of a subagent, which outlives its own call when it runs
+   * in the background. createApp sets it.
+   */
+  callerStands?: (tenant: string, keyId: string) => Promise<boolean>;
 }

@@ -347,6 +347,34 @@ describe("a scripted subagent", () => {
     fails(await t.call("task_output", { task_id: "task_nonexistent0000000000" }), "NOT_FOUND", 404);
   });
 
+  it("a background task whose key is revoked stops at its next call: failed UNAUTHORIZED, that call not run, no more model turns; what it did stays", async () => {
+    const t = await tenant();
+    await t.model();
+    const keyId = t.key.split("_")[1]!;
+    const reader = (await adm(`/v1/admin/tenants/${t.id}/keys`, { scopes: ["read"] })).body.key as string;
+    const file = async (path: string) => (await a.request(`/v1/workspaces/main/files/${path}`, { headers: { authorization: `Bearer ${reader}` } })).status;
+    let turns = 0;
+    let revoked: Promise<number> | null = null;
+    // Each turn asks for one more write; the key is revoked while the second turn's reply is on its way.
+    script = () => {
+      turns++;
+      if (turns === 2) revoked = adm(`/v1/admin/tenants/${t.id}/keys/${keyId}`, undefined, "DELETE").then((r) => r.status);
+      return { delayMs: turns === 2 ? 300 : 0, body: calls({ name: "write", args: { file_path: `step${turns}.txt`, content: `${turns}\n` } }) };
+    };
+    ok(await t.call("task", { prompt: "write files", background: true }));
+    let rec: UsageRecord | undefined;
+    for (const end = Date.now() + 20_000; !rec && Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      rec = usage.find((u) => u.tenant === t.id && u.route === "background subagent");
+    }
+    expect(await revoked).toBe(200);
+    expect(rec).toMatchObject({ ok: false, code: "UNAUTHORIZED", key: keyId });
+    expect(turns).toBe(2); // no model turn after the refused call
+    // The first step's write stands; the second, asked after the revocation, never ran.
+    expect(await file("step1.txt")).toBe(200);
+    expect(await file("step2.txt")).toBe(404);
+  });
+
   it("a background task nobody reads is billed for its work where it ends, once, to the key that started it; a failed one with its code", async () => {
     const t = await tenant();
     await t.model();

@@ -118,7 +118,7 @@ export async function runSubagent(prompt: string, cfg: ModelConfig, ctx: ToolCon
   return rec;
 }
 
-/** One tool call of the model, its result as the text handed back to it (never throws). */
+/** One tool call of the model, its result as the text handed back to it; throws only when the caller's key is gone (the task ends). */
 async function runCall(call: ChatToolCall, byName: Map<string, Tool>, runOne: (tool: Tool, args: unknown) => ReturnType<SubCalls["run"]>, changed: Set<string>, rec: TaskRecord): Promise<{ content: string; held: boolean }> {
   const fail = (code: string, message: string, details: Record<string, unknown> = {}) => ({ content: JSON.stringify({ ok: false, error: { code, message, details } }), held: code === "NEEDS_APPROVAL" });
   const name = call?.function?.name;
@@ -141,6 +141,7 @@ async function runCall(call: ChatToolCall, byName: Map<string, Tool>, runOne: (t
     // A call that failed midway keeps what it wrote undoable (executeTool put its call_id in the details).
     if (typeof te.details.call_id === "string") rec.call_ids.push(te.details.call_id);
     if (te.code === "NEEDS_APPROVAL" && typeof te.details.pending_id === "string") rec.pending_ids.push(te.details.pending_id);
+    if (te.details.refused_by === "key_gone") throw te; // the caller's key is gone: the task ends (failed, UNAUTHORIZED), no more model turns
     return fail(te.code, te.message, te.code === "NEEDS_APPROVAL" ? { pending_id: te.details.pending_id } : {});
   }
 }
