@@ -71,7 +71,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
       }
       if (d.ok || "unknown" in d) return;
       const asked = d.quota === "files_per_workspace" ? `${plural(delta.files, "more file")}` : `${plural(delta.bytes, "more byte")}`;
-      throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`);
+      throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`, true);
     },
     async settle(delta) {
       if (delta.files === 0 && delta.bytes === 0) return;
