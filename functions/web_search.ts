@@ -4,7 +4,8 @@ import { defineTool, type ToolContext } from "../lib/contract/tool.js";
 import type { WebToolDeps } from "../lib/tools/web/deps.js";
 import { SEARCH_SETUP_HINT } from "../lib/tools/web/search/from-env.js";
 import type { SearchResult } from "../lib/tools/web/search/types.js";
-import { DomainList, loadTenantPolicy, matchesAny } from "../lib/tools/web/policy.js";
+import { DomainList, loadTenantPolicy } from "../lib/tools/web/policy.js";
+import { matchingDomain } from "../lib/shared/web-domains.js";
 
 export const DEFAULT_RESULTS = 10;
 export const MAX_RESULTS = 20;
@@ -61,7 +62,7 @@ export default defineTool({
     const results: SearchResult[] = [];
     for (const r of raw) {
       const host = hostOf(r.url);
-      if (!host || seen.has(r.url) || matchesAny(host, blocked) || (allowed && !matchesAny(host, allowed))) continue;
+      if (!host || seen.has(r.url) || matchingDomain(host, blocked) || (allowed && !matchingDomain(host, allowed))) continue;
       seen.add(r.url);
       results.push({ title: r.title || r.url, url: r.url, snippet: r.snippet.slice(0, 500) });
       if (results.length >= max) break;

@@ -11,6 +11,7 @@
  * - port 25 (SMTP relay), on any host: a sandbox does not send mail straight to mail servers (the
  *   spam a hosted runner's addresses would be blamed for; cloud providers block it too). Mail goes
  *   out through a provider's HTTP API or an authenticated submission port (587, 465).
+ * - the tenant's web domain lists (egress-domains.ts), by the name the command gave, first of all.
  * A name is resolved here, every address is checked (one refused address refuses the name, as
  * web_fetch's resolver does), and the proxy connects only to the addresses returned: there is
  * no second resolution for DNS rebinding to win.
@@ -18,6 +19,8 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
 import { type Resolver, addressBlockedReason, formatIPv4, nameBlockedReason, parseIPv4, parseIPv6 } from "../../lib/shared/ssrf.js";
+import type { WebDomains } from "../../lib/shared/web-domains.js";
+import { domainRefusal } from "./egress-domains.js";
 
 export interface EgressRuleOptions {
   /** Test-only: let loopback (127.0.0.0/8, ::1, localhost) through. Never set in a deployment. */
@@ -30,6 +33,8 @@ export interface EgressRuleOptions {
   hostAddresses?: () => string[];
   /** Longest wait for a name's addresses (default 10 s). */
   resolveTimeoutMs?: number;
+  /** The tenant's web domain lists (RunRequest.egress_domains): checked by name before anything else (egress-domains.ts). */
+  domains?: WebDomains;
 }
 
 /** A connection the rules refuse; `message` is one line the command's output shows. */
@@ -114,6 +119,8 @@ export function egressRules(opts: EgressRuleOptions = {}) {
     if (name === "") throw refuse(target, "an empty host name");
     if (port === SMTP_PORT) throw new EgressRefused(`Refused to connect to ${target}: port 25 (SMTP) is closed to sandboxes, on every host. Send mail through your mail provider's HTTP API or its submission port (587 or 465).`);
     const literal = canonicalAddress(name);
+    const policyWhy = domainRefusal(name, literal !== null, opts.domains);
+    if (policyWhy) throw new EgressRefused(`Refused to connect to ${target}: ${policyWhy}`);
     if (literal !== null) {
       const why = addressReason(literal);
       if (why) throw refuse(target, `${name} is ${why}`);

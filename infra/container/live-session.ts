@@ -137,7 +137,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     await deps.cache.beforeCommand(); // the process sandbox: the trees of other workspaces are gone before the sandbox starts (it could read them)
     shell = await LiveShell.start(
       deps.sandbox,
-      { tree: staged.path, shellDir: shellDir.path, env: start.env ?? {}, home: gitHomeFiles(start.git), network: start.network === true, apiUrl: start.sync.url, limits, ...(start.egress_secrets ? { egressSecrets: start.egress_secrets } : {}), timeoutMs: spec.max_life_ms + END_MARGIN_MS },
+      { tree: staged.path, shellDir: shellDir.path, env: start.env ?? {}, home: gitHomeFiles(start.git), network: start.network === true, apiUrl: start.sync.url, limits, ...(start.egress_secrets ? { egressSecrets: start.egress_secrets } : {}), ...(start.egress_domains ? { egressDomains: start.egress_domains } : {}), timeoutMs: spec.max_life_ms + END_MARGIN_MS },
       spec.max_life_ms + END_MARGIN_MS,
       deps.owner,
     );

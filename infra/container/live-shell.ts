@@ -116,7 +116,8 @@ export class LiveShell {
       onSpawn: (pid) => (this.hostPid = pid),
       onEgress: (carried) => this.net.attach(carried),
       onStdout: (c) => this.control(c),
-      onStderr: (c) => (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048)),
+      // The egress proxy's refusal lines (one per chunk) are the running command's stderr; the rest is the loop's own.
+      onStderr: (c) => (c.toString("utf8").startsWith("toolshed egress: ") ? this.sink.err(c) : (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048))),
     });
     this.exited.then(() => (this.gone = true), () => (this.gone = true));
   }

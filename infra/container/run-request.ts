@@ -33,6 +33,8 @@ export function validateRequest(req: RunRequest): RunLimits {
   if (!/^https?:\/\/[^/]/.test(req.sync.url) || !URL.canParse(req.sync.url)) throw bad("sync.url must be an http(s) URL.");
   if (req.git !== undefined) validateGitIdentity(req.git);
   if (req.shell !== undefined) validateShell(req.shell);
+  for (const list of [req.egress_domains?.allowed_domains, req.egress_domains?.blocked_domains])
+    if (list !== undefined && (!Array.isArray(list) || list.length > 1000 || !list.every((d) => typeof d === "string" && d.length <= 253))) throw bad("egress_domains lists must be arrays of at most 1000 domains.");
   if (req.output_every_ms !== undefined && (!Number.isInteger(req.output_every_ms) || req.output_every_ms < MIN_OUTPUT_EVERY_MS || req.output_every_ms > MAX_OUTPUT_EVERY_MS))
     throw bad(`output_every_ms must be an integer from ${MIN_OUTPUT_EVERY_MS} to ${MAX_OUTPUT_EVERY_MS}.`);
   for (const [k, v] of Object.entries(req.env ?? {})) {

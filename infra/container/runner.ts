@@ -85,7 +85,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     let baseBytes = 0;
     try {
       const running = deps.sandbox.run({
-        tree: staged.path, cwd, command, ...(shellDir ? { shellDir: shellDir.path } : {}), env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits, ...(req.egress_secrets ? { egressSecrets: req.egress_secrets } : {}),
+        tree: staged.path, cwd, command, ...(shellDir ? { shellDir: shellDir.path } : {}), env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits, ...(req.egress_secrets ? { egressSecrets: req.egress_secrets } : {}), ...(req.egress_domains ? { egressDomains: req.egress_domains } : {}),
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate,
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),

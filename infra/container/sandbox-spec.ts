@@ -3,6 +3,7 @@
  * the per-tenant process sandbox: sandbox-process.ts) takes and gives, and supervise.ts runs to its end.
  */
 import type { EgressSecret, RunLimits } from "../../lib/exec/types.js";
+import type { WebDomains } from "../../lib/shared/web-domains.js";
 import type { EgressBytes } from "./egress-proxy.js";
 
 export interface SandboxSpec {
@@ -27,6 +28,8 @@ export interface SandboxSpec {
   apiUrl?: string;
   /** RunRequest.egress_secrets: the egress proxy's only, never the command's (docs/secrets.md). */
   egressSecrets?: EgressSecret[];
+  /** RunRequest.egress_domains: the tenant's domain lists, enforced by the egress proxy (egress-domains.ts); the process sandbox has no proxy and cannot. */
+  egressDomains?: WebDomains;
   limits: RunLimits;
   timeoutMs: number;
   /**

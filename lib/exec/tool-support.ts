@@ -13,6 +13,8 @@ import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
 import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult, Skipped } from "./types.js";
+import { readTenantPolicy } from "./tenant-policy.js";
+import type { WebDomains } from "../shared/web-domains.js";
 
 /** Bytes of command output handed to the model, head and tail (the runner cuts the middle, on line boundaries). */
 export const MAX_COMMAND_OUTPUT = 30_000;
@@ -35,9 +37,11 @@ export async function runRequest(
   // A background run is billed where its result is stored (the sync server), to this call's key: the token says so.
   // A streamed one (its caller listens for progress) there too, when its caller left before taking its result.
   const m = input.background ? { k: ctx.auth.key_id ?? "" } : ctx.progress ? { k: ctx.auth.key_id ?? "", s: 1 as const } : undefined;
-  const [token, git] = await Promise.all([
+  const network = ctx.auth.scopes.includes("network");
+  const [token, git, domains] = await Promise.all([
     mintSyncToken(deps.syncSecret, { ...workspaceClaims(ctx.ws), r: key, ...(u ? { u } : {}), ...(m ? { m } : {}), ...keyQuotaClaim(ctx.auth) }, Math.ceil((input.timeoutMs + RUN_MARGIN_MS) / 1000)),
     gitIdentityFor(ctx),
+    network ? egressDomainsFor(ctx) : undefined,
   ]);
   return {
     version: 1,
@@ -49,11 +53,23 @@ export async function runRequest(
     ...(input.cwd ? { cwd: input.cwd } : {}),
     ...(input.env ? { env: input.env } : {}),
     ...(input.stdin !== undefined ? { stdin: input.stdin } : {}),
-    network: ctx.auth.scopes.includes("network"),
+    network,
+    ...(domains ? { egress_domains: domains } : {}),
     git,
     sync: { url: deps.syncUrl, token },
     limits: { ...deps.runLimits, output_bytes: MAX_COMMAND_OUTPUT },
   };
+}
+
+/**
+ * The tenant policy's web domain lists for a run with network (the egress proxy enforces them:
+ * infra/container/egress-domains.ts), or undefined when it sets none. The approval gate read the
+ * same policy for this call through the same cache (tenant-policy.ts).
+ */
+async function egressDomainsFor(ctx: ExecCall): Promise<WebDomains | undefined> {
+  const web = (await readTenantPolicy(ctx.deps.kv, ctx.ws.tenant, ctx.deps.policies)).web;
+  if (!web || (!web.allowed_domains && !web.blocked_domains?.length)) return undefined;
+  return { ...(web.allowed_domains ? { allowed_domains: web.allowed_domains } : {}), ...(web.blocked_domains?.length ? { blocked_domains: web.blocked_domains } : {}) };
 }
 
 /** `read`, once per call: later asks in the same call (the approval gate's and the tool's) get the first answer. */

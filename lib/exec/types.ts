@@ -11,7 +11,7 @@ import type { GitIdentity } from "./git-identity.js";
 import type { SyncAccess } from "../sync/types.js";
 import type { LiveSpec } from "../sync/live-types.js";
 import type { Caller } from "../limits/store.js";
-
+import type { WebDomains } from "../shared/web-domains.js";
 
 /** Per-call limits of the sandbox; every field has a default in the runner. */
 export interface RunLimits {
@@ -53,7 +53,6 @@ export interface RunLimits {
   disk_mb: number;
 }
 
-/** The invocation payload of the container function. */
 /** One destination of a tenant secret: the header `header: value` goes to requests whose host matches `host` (lib/shared/host-pattern.ts). */
 export interface EgressSecret {
   name: string;
@@ -63,6 +62,7 @@ export interface EgressSecret {
   value: string;
 }
 
+/** The invocation payload of the container function. */
 export interface RunRequest {
   version: 1;
   /**
@@ -90,6 +90,8 @@ export interface RunRequest {
    * outside the sandbox, never to the command's environment, files or argv.
    */
   egress_secrets?: EgressSecret[];
+  /** The tenant policy's web domain lists (docs/web.md), with network only, when it sets any: the egress proxy enforces them. Added by runRequest alone. */
+  egress_domains?: WebDomains;
   /** Who `git commit` names (the tenant's setting; default DEFAULT_GIT_IDENTITY), written to the sandbox HOME's .gitconfig. */
   git?: GitIdentity;
   sync: SyncAccess;

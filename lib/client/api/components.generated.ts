@@ -60,9 +60,9 @@ export interface components {
         };
         TenantPolicy: {
             web?: {
-                /** @description When set, only these domains (and their subdomains) are fetched without approval. */
+                /** @description When set, only these domains (and their subdomains) are fetched without approval; commands with network reach only these (a command cannot wait for approval). */
                 allowed_domains?: string[];
-                /** @description Never fetched or returned by search. */
+                /** @description Never fetched, returned by search, or reached by commands with network. */
                 blocked_domains?: string[];
             };
             /** @description Calls that wait for approval; replaces the default list when set (default: destructive calls of bash, delete, move, copy and apply_patch; web_fetch outside allowed_domains). */

@@ -42,7 +42,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
   deleted: "it was ended (DELETE .../sandbox, a restart of the shell, or its workspace was deleted)",
-  replaced: "it was replaced (by a newer sandbox, or because this call's network access or secrets differ from those it was started with, or its workspace was deleted and made again since)",
+  replaced: "it was replaced (by a newer sandbox, or because this call's network access, web domain lists or secrets differ from those it was started with, or its workspace was deleted and made again since)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
@@ -79,7 +79,9 @@ const startedNote = (idleMs: number) =>
   `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
 
 /**
- * What a live sandbox is started with that a later call must share to run in it: network access and
+ * What a live sandbox is started with that a later call must share to run in it: network access, the
+ * tenant's web domain lists its egress proxy enforces (a policy changed since replaces the sandbox at
+ * the session's next command, so a command never runs under lists the tenant has changed), and
  * the egress secrets (names, hosts, headers, and each value as an HMAC under the deployment's sync
  * secret: never the value, nor a digest one could guess it from), and the instance of the workspace
  * (`instance`: its record's created_at). Another key of the tenant with other
@@ -90,8 +92,14 @@ const startedNote = (idleMs: number) =>
  */
 export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined): Promise<string> {
   const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
-  return JSON.stringify([req.network === true, secrets.sort(), instance ?? null]);
+  const domains = req.egress_domains ? [req.egress_domains.allowed_domains?.toSorted() ?? null, req.egress_domains.blocked_domains?.toSorted() ?? []] : null;
+  return JSON.stringify([req.network === true, secrets.sort(), instance ?? null, ...(domains ? [domains] : [])]);
 }
+
+/** What of a call's run request its live sandbox's start carries: the command's access to the network, all of it (the egress proxy takes it at the start). */
+const egressAccess = ({ network, egress_secrets, egress_domains }: RunRequest): Partial<RunRequest> => ({
+  ...(network !== undefined ? { network } : {}), ...(egress_secrets ? { egress_secrets } : {}), ...(egress_domains ? { egress_domains } : {}),
+});
 
 /** How long a call may hold its session's turn before handing its command over (a start, its slot, its token). */
 const TURN_TO_RUN_MS = 120_000;
@@ -136,7 +144,7 @@ export interface LiveDeclined {
 }
 
 const FRESH_NOTE = "[this call ran in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n";
-const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other network access or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
+const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other network access, web domain lists or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
 
 /**
  * A call of a named session without keep_alive whose session may hold a live sandbox (docs/live-sessions.md,
@@ -266,7 +274,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     const liveReq: RunRequest = {
       version: 1, idempotency_key: `live_${generation}`, tenant: key.tenant, workspace: key.workspace, command: "",
       timeout_ms: lifeMs, sync: { url: req.sync.url, token },
-      ...(req.network !== undefined ? { network: req.network } : {}), ...(req.egress_secrets ? { egress_secrets: req.egress_secrets } : {}),
+      ...egressAccess(req),
       ...(req.git ? { git: req.git } : {}), ...(req.limits ? { limits: req.limits } : {}), ...(req.traceparent ? { traceparent: req.traceparent } : {}),
       live: { generation, idle_ms: idleMs, max_life_ms: lifeMs },
     };

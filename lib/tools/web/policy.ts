@@ -1,14 +1,16 @@
 /**
- * A tenant's web policy: which domains web_fetch and web_search may reach. KV `policy/<tenant>`
+ * A tenant's web policy: which domains web_fetch, web_search and commands with network may reach. KV `policy/<tenant>`
  * = {web: {allowed_domains?, blocked_domains?}} (set with PUT /v1/admin/tenants/{t}/policy).
- * A domain entry matches itself and its subdomains ("example.com" matches docs.example.com);
- * "*.example.com" matches only subdomains. Pure but for load/save.
+ * A domain entry matches itself and its subdomains, "*.example.com" only subdomains (the one rule:
+ * lib/shared/web-domains.ts, which the runner's egress proxy uses for commands too). Pure but for load/save.
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
 import type { KeyValueStore } from "../../storage/types.js";
 import { GatePolicyFields } from "../pending/gate-policy.js";
 import { safeHref } from "../../shared/ssrf.js";
+import { matchingDomain } from "../../shared/web-domains.js";
+import { readTenantPolicy, tenantPolicyKey } from "../../exec/tenant-policy.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 
 const Domain = z
@@ -19,50 +21,34 @@ const Domain = z
   .refine((d) => /^(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(d), { message: "a domain like example.com or *.example.com" });
 
 export const WebPolicySchema = z.object({
-  allowed_domains: z.array(Domain).max(1000).optional().openapi({ description: "When set, only these domains (and their subdomains) are fetched without approval." }),
-  blocked_domains: z.array(Domain).max(1000).optional().openapi({ description: "Never fetched or returned by search." }),
+  allowed_domains: z.array(Domain).max(1000).optional().openapi({ description: "When set, only these domains (and their subdomains) are fetched without approval; commands with network reach only these (a command cannot wait for approval)." }),
+  blocked_domains: z.array(Domain).max(1000).optional().openapi({ description: "Never fetched, returned by search, or reached by commands with network." }),
 }).strict();
 export const TenantPolicySchema = z.object({ web: WebPolicySchema.optional(), ...GatePolicyFields }).strict().openapi("TenantPolicy");
 
 export type WebPolicy = z.infer<typeof WebPolicySchema>;
 export type TenantPolicy = z.infer<typeof TenantPolicySchema>;
 
-const policyKey = (tenant: string) => `policy/${tenant}`;
-
 /** The tenant's policy; through `cache` (deps.policies, per isolate, seconds) when given. */
-export async function loadTenantPolicy(kv: KeyValueStore, tenant: string, cache?: IsolateCache): Promise<TenantPolicy> {
-  const load = async () => {
-    const raw = await kv.get(policyKey(tenant));
-    return raw ? (JSON.parse(raw) as TenantPolicy) : {};
-  };
-  return cache ? ((await cache.get(tenant, load)) as TenantPolicy) : load();
-}
+export const loadTenantPolicy = (kv: KeyValueStore, tenant: string, cache?: IsolateCache): Promise<TenantPolicy> => readTenantPolicy<TenantPolicy>(kv, tenant, cache);
 
 export async function saveTenantPolicy(kv: KeyValueStore, tenant: string, policy: TenantPolicy, cache?: IsolateCache): Promise<void> {
-  await kv.put(policyKey(tenant), JSON.stringify(policy));
+  await kv.put(tenantPolicyKey(tenant), JSON.stringify(policy));
   cache?.forget(tenant);
 }
 
 /** Normalizes domain lists given in tool arguments (same rules as the policy). */
 export const DomainList = z.array(Domain).max(100);
 
-export function hostMatches(hostname: string, pattern: string): boolean {
-  const host = hostname.toLowerCase().replace(/\.+$/, "").replace(/^\[|\]$/g, "");
-  if (pattern.startsWith("*.")) return host.endsWith(pattern.slice(1));
-  return host === pattern || host.endsWith(`.${pattern}`);
-}
-
-export const matchesAny = (hostname: string, patterns: readonly string[] = []) => patterns.find((p) => hostMatches(hostname, p));
-
 /** True when allowed_domains is set and `url`'s host is outside it: such a fetch waits for approval (lib/run/pending/gate.ts). */
-export const outsideAllowed = (url: URL, policy: WebPolicy = {}): boolean => !!policy.allowed_domains && !matchesAny(url.hostname, policy.allowed_domains);
+export const outsideAllowed = (url: URL, policy: WebPolicy = {}): boolean => !!policy.allowed_domains && !matchingDomain(url.hostname, policy.allowed_domains);
 
 /**
  * Throws BLOCKED when `url`'s host is in blocked_domains. Such a host is never fetched and never
  * held for approval: the approval gate calls this before any of its rules, web_fetch on every hop.
  */
 export function refuseBlocked(url: URL, policy: WebPolicy = {}): void {
-  const blocked = matchesAny(url.hostname, policy.blocked_domains);
+  const blocked = matchingDomain(url.hostname, policy.blocked_domains);
   if (blocked) {
     throw new ToolError("BLOCKED", `Refused to fetch ${safeHref(url)}: the domain ${blocked} is blocked by this tenant's web policy (blocked_domains). Use another source.`, { url: safeHref(url), domain: blocked, policy: "blocked_domains" });
   }

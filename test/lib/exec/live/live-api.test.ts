@@ -191,7 +191,7 @@ describe("keep_alive through the API (fake live runner)", () => {
     const out = ((await res.json()) as any).output as string;
     expect(runner.generations).toHaveLength(2);
     expect(runner.generations[1]!.start.network).toBe(false);
-    expect(out).toContain("network access or secrets differ");
+    expect(out).toContain("network access, web domain lists or secrets differ");
     expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=without`);
     expect(await runner.generations[0]!.done).toBe("end:replaced");
     await sandbox(t, "chat-1", "DELETE");
@@ -213,10 +213,28 @@ describe("keep_alive through the API (fake live runner)", () => {
     const out = okOutput(await bash(t, "after the rotation"));
     expect(runner.generations).toHaveLength(2);
     expect(runner.generations[1]!.start.egress_secrets).toEqual([expect.objectContaining({ value: "Bearer new-token-9876543210" })]);
-    expect(out).toContain("network access or secrets differ");
+    expect(out).toContain("network access, web domain lists or secrets differ");
     expect(await runner.generations[0]!.done).toBe("end:replaced");
     // The session's state names the secrets by name, host and header, never their values.
     expect(JSON.stringify((await sandbox(t, "chat-1")).body)).not.toContain("token-");
+    await sandbox(t, "chat-1", "DELETE");
+  });
+
+  it("the tenant's web domain lists go with a live sandbox's start; the same lists reuse it, changed lists replace it at the session's next command", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, { ...UNGATED, scopes: ["read", "write", "execute", "network"] });
+    const setWeb = async (web: Record<string, string[]>) => expect((await admin(app, `/v1/admin/tenants/${t.tenant}/policy`, { ...UNGATED.policy, web }, "PUT")).status).toBe(200);
+    await setWeb({ blocked_domains: ["ads.example.com"] });
+    okOutput(await bash(t, "first"));
+    expect(runner.generations[0]!.start.egress_domains).toEqual({ blocked_domains: ["ads.example.com"] });
+    await setWeb({ blocked_domains: ["ads.example.com"] }); // written again, the same lists: the same sandbox
+    expect(okOutput(await bash(t, "again"))).toContain(`gen=${runner.generations[0]!.generation} n=2`);
+    await setWeb({ allowed_domains: ["docs.example.com"], blocked_domains: ["ads.example.com"] });
+    const out = okOutput(await bash(t, "after the change"));
+    expect(runner.generations).toHaveLength(2);
+    expect(runner.generations[1]!.start.egress_domains).toEqual({ allowed_domains: ["docs.example.com"], blocked_domains: ["ads.example.com"] });
+    expect(out).toContain("network access, web domain lists or secrets differ");
+    expect(await runner.generations[0]!.done).toBe("end:replaced");
     await sandbox(t, "chat-1", "DELETE");
   });
 
