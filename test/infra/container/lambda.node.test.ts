@@ -3,7 +3,7 @@
  * (HTTP, bearer sync token) sync endpoint → storage. No storage client in the runner.
  */
 import { LambdaClient } from "@aws-sdk/client-lambda";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -145,6 +145,12 @@ describe("lambda executor through the local Invoke stand-in", () => {
     }
   });
 
+  /** The directory under `top` (not under `except`) holding a file named `name`, if any. */
+  const runningTree = (top: string, name: string, except: string): string | undefined => {
+    const found = (readdirSync(top, { recursive: true }) as string[]).find((p) => p.endsWith(`/${name}`) && !join(top, p).startsWith(`${except}/`));
+    return found ? join(top, found, "..") : undefined;
+  };
+
   it("a retry that lands in another execution environment does not run the command twice", async () => {
     // A second stand-in = other execution environments (own roots, no memory), the same storage.
     const elsewhere = await startLocalInvokeServer({ secret: RUNNER_SECRET, root: join(root, "elsewhere"), functionName: "toolshed-runner", handler: { claimWaitMs: 600 } });
@@ -154,13 +160,18 @@ describe("lambda executor through the local Invoke stand-in", () => {
       const a = await exec.run(req);
       expect(await there.run(req)).toEqual(a);
       expect(await text("acme", "main", "retried.txt")).toBe("once\n");
-      // While the first attempt still runs, the retry waits (bounded), then says what to do.
-      const slow = await request("acme", "main", "echo once >> slow.txt; sleep 3; echo slow-done");
+      // While the first attempt still runs, the retry waits (bounded), then says what to do. The first
+      // runs until the test lets it end (a `go` file the test puts in its tree): a fixed sleep lost
+      // the race on a loaded machine, the retry arriving after the first had ended.
+      const slow = await request("acme", "main", "echo once >> slow.txt; while [ ! -e go ]; do sleep 0.05; done; rm go; echo slow-done");
       const first = exec.run(slow);
-      // Until the first attempt has claimed the run (a fixed wait lost the race on a loaded machine).
       const claim = `${runPrefix("acme", "main", await runIdFor("acme", "main", slow.idempotency_key))}claim.json`;
       await expect.poll(() => driver.head(claim), { timeout: 20_000, interval: 50 }).not.toBeNull();
+      // The first attempt's tree, on this environment's disk: where its command wrote slow.txt.
+      await expect.poll(() => runningTree(root, "slow.txt", join(root, "elsewhere")), { timeout: 20_000, interval: 50 }).toBeTruthy();
+      const tree = runningTree(root, "slow.txt", join(root, "elsewhere"))!;
       const conflict = await there.run(slow).catch((e) => e);
+      writeFileSync(join(tree, "go"), "");
       expect(conflict).toMatchObject({ code: "CONFLICT" });
       expect(String(conflict.message)).toContain("bash_output task_id");
       const followed = await pollTask(driver, { tenant: "acme", workspace: "main", task_id: conflict.details.task_id }, { wait_ms: 15_000 });
