@@ -152,7 +152,7 @@ export async function timeToInteractive(t: Ready, opts: { runs: number; bursts: 
   return rows;
 }
 
-const optionsOf = (arg: RowContext["arg"]) => ({ runs: Number(arg("tti-runs", "30")), bursts: arg("tti-bursts", "10,50").split(",").filter(Boolean).map(Number) });
+const optionsOf = (arg: RowContext["arg"]) => ({ runs: Number(arg("tti-runs", "30")), bursts: arg("tti-bursts", "10,50").split(",").filter(Boolean).map(Number).filter((n) => n > 0) });
 
 /** The `tti` row source of `npm run bench` (bench/run.ts). */
 export const timeToInteractiveRows: RowSource = async (ctx) => {
