@@ -30,7 +30,7 @@ const TAIL_MS = 100;
 /** Of what background processes wrote between two commands, the next command shows at most the last this many bytes of each stream. */
 export const BETWEEN_BYTES = 16 * 1024;
 
-export type ShellSpec = Omit<SandboxSpec, "command" | "cwd" | "onStdout" | "onStderr" | "input" | "onSpawn" | "stdin" | "gate" | "signal"> & { shellDir: string };
+export type ShellSpec = Omit<SandboxSpec, "command" | "cwd" | "onStdout" | "onStderr" | "input" | "onSpawn" | "stdin" | "gate" | "signal" | "onEgressRefusal"> & { shellDir: string };
 
 export interface CommandExit {
   exitCode: number | null;
@@ -116,8 +116,9 @@ export class LiveShell {
       onSpawn: (pid) => (this.hostPid = pid),
       onEgress: (carried) => this.net.attach(carried),
       onStdout: (c) => this.control(c),
-      // The egress proxy's refusal lines (one per chunk) are the running command's stderr; the rest is the loop's own.
-      onStderr: (c) => (c.toString("utf8").startsWith("toolshed egress: ") ? this.sink.err(c) : (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048))),
+      onStderr: (c) => (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048)),
+      // The egress proxy's refusal lines are the running command's stderr, not the loop's.
+      onEgressRefusal: (line) => this.sink.err(line),
     });
     this.exited.then(() => (this.gone = true), () => (this.gone = true));
   }

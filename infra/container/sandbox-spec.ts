@@ -44,6 +44,8 @@ export interface SandboxSpec {
   shellDir?: string;
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
+  /** Where the egress proxy's refusal lines go (default: onStderr): a live sandbox's to the running command's stderr, not the loop's. */
+  onEgressRefusal?(line: Buffer): void;
 }
 
 export interface SandboxExit {

@@ -203,7 +203,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   async function run(spec: SandboxSpec): Promise<SandboxExit> {
     const bin = bwrap();
     // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
-    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}), ...(spec.egressDomains ? { domains: spec.egressDomains } : {}) }, (line) => spec.onStderr(Buffer.from(`${line}\n`))) : null;
+    const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}), ...(spec.egressDomains ? { domains: spec.egressDomains } : {}) }, (line) => (spec.onEgressRefusal ?? spec.onStderr)(Buffer.from(`${line}\n`))) : null;
     if (!egress) return spawnRun(bin, spec, null);
     spec.onEgress?.(() => egress.carried());
     let closed: Promise<EgressBytes> | undefined;
