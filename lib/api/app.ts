@@ -122,7 +122,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   app.route("/", customToolsApp(deps, tools));
   app.route("/", secretsApp(deps));
   app.route("/", catalogApp(tools, deps));
-  deps.callerStands ??= keyStands(deps.kv, deps.apiKeys);
+  deps.callerStands ??= keyStands(deps, deps.apiKeys);
   for (const tool of tools) app.route("/", toolApp(tool, deps));
   app.route("/", compatApp(deps, tools));
   app.route("/", pendingApp(deps, tools));

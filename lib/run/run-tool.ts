@@ -145,7 +145,7 @@ function subCallsOf(ctx: RunContext): SubCalls {
       // A background subagent outlives its call: each of its calls asks again whether the key stands (and the task ends when not: loop.ts).
       const expired = ctx.auth.key_expires_at !== undefined && Date.parse(ctx.auth.key_expires_at) <= Date.now(); // the key's own end (not a rotated secret's grace, none for OAuth)
       if (expired || (deps.callerStands && !(await deps.callerStands(ws.tenant, ctx.auth.key_id)))) {
-        throw new ToolError("UNAUTHORIZED", `The API key this task runs with (${ctx.auth.key_id}) was revoked or has expired since the task started, so the task stopped here; what it did so far stays. Start it again with a valid key.`, { key_id: ctx.auth.key_id, refused_by: "key_gone" });
+        throw new ToolError("UNAUTHORIZED", `The API key this task runs with (${ctx.auth.key_id}) was revoked or has expired since the task started (an OAuth token's principal: its issuer is no longer trusted by the tenant), so the task stopped here; what it did so far stays. Start it again with a valid key.`, { key_id: ctx.auth.key_id, refused_by: "key_gone" });
       }
       // Each sub-call is a call of the caller's key, against its calls_per_minute as a direct one: a subagent is no way around it.
       if (deps.callLeases) await takeInnerCall(deps.callLeases, ws.tenant, { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) }, ctx.waitUntil);

@@ -12,6 +12,7 @@ import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 import { DEFAULT_SCOPES, OAUTH_KEY_ID_PREFIX, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 import type { Limits } from "../../limits/fields.js";
+import { oauthPrincipalStands } from "./oauth-principal.js";
 
 export const KEY_PREFIX = "tsk_";
 
@@ -181,29 +182,36 @@ export async function getApiKeyById(kv: KeyValueStore, tenant: string, keyId: st
   return found ? authOf(found.rec) : null;
 }
 
+/** Where a caller's record is kept: API keys in KV, the tenants' OAuth configs in object storage. */
+export interface CallerStores {
+  kv: KeyValueStore;
+  storage: StorageDriver;
+}
+
 /**
  * The caller `keyId` of `tenant` as it stands now, for work asked in its name and done later (a held
- * call a human approves, lib/run/pending/approve.ts; a live sandbox's polls): its key record as it is
- * now (null when revoked), or, for an OAuth principal, which has no record (its tokens end by
- * themselves), the principal with no bound of its own: the scopes the work was asked with bound it.
+ * call a human approves, lib/run/pending/approve.ts; a live sandbox's polls; a background subagent's
+ * calls): its key record as it is now (null when revoked), or, for an OAuth principal, which has no
+ * record (its tokens end by themselves), the principal with no bound of its own (the scopes the work
+ * was asked with bound it) while the tenant still trusts its issuer (lib/api/auth/oauth-principal.ts), else null.
  */
-export async function callerNow(kv: KeyValueStore, tenant: string, keyId: string): Promise<AuthInfo | null> {
-  if (keyId.startsWith(OAUTH_KEY_ID_PREFIX)) return { tenant, key_id: keyId, scopes: [...SCOPES] };
-  return getApiKeyById(kv, tenant, keyId);
+export async function callerNow(stores: CallerStores, tenant: string, keyId: string): Promise<AuthInfo | null> {
+  if (keyId.startsWith(OAUTH_KEY_ID_PREFIX)) return (await oauthPrincipalStands(stores.storage, tenant, keyId)) ? { tenant, key_id: keyId, scopes: [...SCOPES] } : null;
+  return getApiKeyById(stores.kv, tenant, keyId);
 }
 
 /** Where the isolate's key cache (createApp's apiKeys, keyed by secret hashes otherwise) keeps a key looked up by its id. */
 const byIdCacheKey = (tenant: string, keyId: string) => `id:${tenant}/${keyId}`;
 
 /**
- * Whether key `keyId` of `tenant` still stands: not revoked, not expired (an OAuth principal always does: callerNow). What a live sandbox's polls
+ * Whether key `keyId` of `tenant` still stands: not revoked, not expired (an OAuth principal: its issuer still trusted, callerNow). What a live sandbox's polls
  * ask (lib/sync/live-server.ts); the record is cached per isolate as a presented key's is (revoked
  * through this isolate: seen at once), the expiry checked at every ask. A revocation through another
  * isolate reaches a sandbox within its poll (LIVE_POLL_MS, 20 s) + the cache's 5 s + KV's propagation.
  */
-export function keyStands(kv: KeyValueStore, cache?: IsolateCache<AuthInfo | null>) {
+export function keyStands(stores: CallerStores, cache?: IsolateCache<AuthInfo | null>) {
   return async (tenant: string, keyId: string): Promise<boolean> => {
-    const load = () => callerNow(kv, tenant, keyId);
+    const load = () => callerNow(stores, tenant, keyId);
     const key = cache ? await cache.get(byIdCacheKey(tenant, keyId), load) : await load();
     return key !== null && (key.key_expires_at === undefined || Date.parse(key.key_expires_at) > Date.now());
   };

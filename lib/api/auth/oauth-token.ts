@@ -9,14 +9,14 @@
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from "jose";
 import { ToolError } from "../../shared/errors.js";
-import { sha256Hex } from "../../shared/hash.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 import type { StorageDriver } from "../../storage/types.js";
-import { OAUTH_KEY_ID_PREFIX, type AuthInfo } from "../../contract/caller.js";
+import type { AuthInfo } from "../../contract/caller.js";
 import { webAccess, type WebFetchDeps } from "../../tools/web/transport.js";
 import type { JwksCache } from "./jwks.js";
 import { mappedScopes, trustsOf, type Trust } from "./oauth-config.js";
 import { resourcePath, resourceUrl, tenantNamed } from "./resource.js";
+import { oauthKeyId } from "./oauth-principal.js";
 
 /** Signature algorithms we accept: public-key ones only (never `none`, never an HMAC keyed with a public key). */
 export const TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
@@ -88,7 +88,7 @@ export async function verifyAccessToken(deps: OAuthDeps, token: string, url: URL
   const sub = typeof verified.sub === "string" ? verified.sub : "";
   return {
     tenant: trust.tenant,
-    key_id: `${OAUTH_KEY_ID_PREFIX}${(await sha256Hex(`${iss}\n${sub}`)).slice(0, 20)}`,
+    key_id: await oauthKeyId(iss, sub),
     scopes: mappedScopes(scopesOf(verified), trust.issuer.scope_map),
     expires_at: new Date(verified.exp! * 1000).toISOString(),
   };

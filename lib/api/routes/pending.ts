@@ -91,7 +91,7 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
       const { ws, id } = c.req.valid("param");
       const auth = c.get("auth");
       // The tenant's custom tools too (the one join): a gated custom-tool call runs once approved.
-      const approver = { tools: await toolsForTenant(deps, tools, auth.tenant), currentKey: (tenant: string, keyId: string) => callerNow(deps.kv, tenant, keyId) };
+      const approver = { tools: await toolsForTenant(deps, tools, auth.tenant), currentKey: (tenant: string, keyId: string) => callerNow(deps, tenant, keyId) };
       const rec = await answerPending(deps, { tenant: auth.tenant, key_id: auth.key_id }, ws, id, c.req.valid("json"), approver);
       return c.json(pendingView(rec, now()), 200);
     },

@@ -47,7 +47,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
   limit: "it passed a limit",
-  revoked: "the API key that started it was revoked or expired",
+  revoked: "the API key that started it was revoked or expired (or the OAuth issuer of the token that started it is no longer trusted)",
 };
 
 /** What the model reads of a lost sandbox: why, which processes are gone, and that files are safe. */

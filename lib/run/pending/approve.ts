@@ -16,7 +16,7 @@ import { ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../contract/errors.js";
 import { openWorkspace, runTool } from "../run-tool.js";
 import { parseToolArgs, type Tool } from "../../contract/tool.js";
-import { MAX_LINEAGE, type AuthInfo } from "../../contract/caller.js";
+import { MAX_LINEAGE, OAUTH_KEY_ID_PREFIX, type AuthInfo } from "../../contract/caller.js";
 import type { RunDeps } from "../deps.js";
 import { assertPathArgs, bindingChange, bindingOf } from "./binding.js";
 import { answeredError, closedError, closePending, replacePending, type PendingOutcome, type PendingRecord, type PendingScope } from "../../tools/pending/store.js";
@@ -30,7 +30,7 @@ export interface Approver {
    * before the approval runs nothing, and a key narrowed since runs only what it may now. One lookup
    * by key id (lib/api/auth/keys.ts callerNow: 2 KV GETs), never a listing (KV listings lag: a
    * key made a minute ago would be taken for revoked). Null when it was revoked (or never was this tenant's).
-   * An OAuth principal has no record: it stands, with no bound of its own, so its call runs with the scopes its token had when held.
+   * An OAuth principal has no record: it stands while the tenant trusts its issuer, with no bound of its own, so its call runs with the scopes its token had when held.
    */
   currentKey(tenant: string, keyId: string): Promise<AuthInfo | null>;
 }
@@ -103,7 +103,8 @@ export async function runApproved(deps: RunDeps, tenant: string, wsId: string, s
   // An expired key is no more valid than a revoked one: every request of its own is refused by now.
   const expired = key?.key_expires_at !== undefined && Date.parse(key.key_expires_at) <= Date.now();
   if (!key || expired) {
-    const message = `The API key that made this ${rec.tool} call (key id ${rec.key_id}) ${expired ? `expired (${key!.key_expires_at})` : "was revoked"} before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
+    const gone = expired ? `expired (${key!.key_expires_at})` : rec.key_id.startsWith(OAUTH_KEY_ID_PREFIX) ? "is no longer trusted (the tenant removed its token issuer from its OAuth configuration)" : "was revoked";
+    const message = `The ${rec.key_id.startsWith(OAUTH_KEY_ID_PREFIX) ? "OAuth principal" : "API key"} that made this ${rec.tool} call (key id ${rec.key_id}) ${gone} before the call was approved, so nothing ran. A call runs only with a key that is still valid.`;
     const done: PendingRecord = { ...rec, status: "done", answer, outcome: { ok: false, code: "PERMISSION_DENIED", message, details: { tool: rec.tool, key_id: rec.key_id, reason: expired ? "key_expired" : "key_revoked" } } };
     await replacePending(s, done, etag);
     return done;

@@ -12,7 +12,8 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { JwksCache } from "../../../../lib/api/auth/jwks.js";
 import type { WebFetcher } from "../../../../lib/tools/web/transport.js";
 import { randomId } from "../../../../lib/shared/hash.js";
-import { admin, testApp, type TestApp } from "../../../helpers.js";
+import { admin, testApp, testDeps, type TestApp } from "../../../helpers.js";
+import { keyStands } from "../../../../lib/api/auth/keys.js";
 import { approverKey } from "./approval-helpers.js";
 
 const BASE = "https://tools.example";
@@ -37,7 +38,7 @@ async function oauthTenant(policy: unknown) {
     const res = await app.request(`${BASE}${path}`, { method: "POST", headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as any };
   };
-  return { app, tenant, token, call };
+  return { app, tenant, audience, token, call };
 }
 
 describe("a call held for an OAuth principal", () => {
@@ -77,5 +78,44 @@ describe("a call held for an OAuth principal", () => {
     const a = await t.call(human, `/v1/workspaces/w1/pending/${id}`, { approved: true });
     expect(a.status, JSON.stringify(a.body)).toBe(200);
     expect(a.body.outcome, JSON.stringify(a.body.outcome)).toMatchObject({ ok: true, data: { file_path: "a.txt" } });
+  });
+
+  it("runs nothing once approved when the tenant stopped trusting the token's issuer meanwhile (config changed or deleted), and says why", async () => {
+    for (const change of ["replaced", "deleted"] as const) {
+      const t = await oauthTenant({ gate: [{ tool: "write" }] });
+      const agent = await t.token("agent", "read write");
+      expect((await t.call(agent, "/v1/workspaces", { id: "w1" })).status).toBe(201);
+      const id = (await t.call(agent, "/v1/workspaces/w1/tools/write", { file_path: "a.txt", content: "hi" })).body.error.details.pending_id as string;
+      const approver = await approverKey(t.app, t.tenant);
+      const other = { issuers: [{ issuer: "http://127.0.0.1:9/other", audience: t.audience, jwks_uri: "http://127.0.0.1:9/other/jwks.json" }] };
+      const gone = change === "replaced" ? await admin(t.app, `/v1/admin/tenants/${t.tenant}/oauth`, other, "PUT") : await admin(t.app, `/v1/admin/tenants/${t.tenant}/oauth`, undefined, "DELETE");
+      expect(gone.status, JSON.stringify(gone.body)).toBe(200);
+
+      const a = await t.call(approver, `/v1/workspaces/w1/pending/${id}`, { approved: true });
+      expect(a.status, JSON.stringify(a.body)).toBe(200);
+      expect(a.body.outcome, change).toMatchObject({ ok: false, code: "PERMISSION_DENIED", details: { reason: "key_revoked" } });
+      expect(a.body.outcome.message).toContain("OAuth principal");
+      expect(a.body.outcome.message).toContain("no longer trusted");
+      const file = await t.app.request(`${BASE}/v1/workspaces/w1/files/a.txt`, { headers: { authorization: `Bearer ${approver}` } });
+      expect(file.status, change).toBe(404);
+    }
+  });
+});
+
+describe("whether an OAuth principal stands (a live sandbox's polls, a background subagent's calls)", () => {
+  it("stands while its tenant trusts its issuer, and no longer once the issuer is removed; an id of another shape never does", async () => {
+    const t = await oauthTenant({});
+    const agent = await t.token("agent", "read write");
+    expect((await t.call(agent, "/v1/workspaces", { id: "w1" })).status).toBe(201);
+    const manager = (await admin(t.app, `/v1/admin/tenants/${t.tenant}/keys`, { name: "ops", scopes: ["read", "manage"] })).body.key as string;
+    const audit = (await (await t.app.request(`${BASE}/v1/audit`, { headers: { authorization: `Bearer ${manager}` } })).json()) as any;
+    const keyId = audit.entries.find((e: any) => String(e.key_id).startsWith("oauth_"))?.key_id as string; // the workspace's create, by the token
+    expect(keyId, JSON.stringify(audit)).toMatch(/^oauth_[0-9a-f]{8}_[0-9a-f]{20}$/);
+    const stands = keyStands(testDeps());
+    expect(await stands(t.tenant, keyId)).toBe(true);
+    expect(await stands(`${t.tenant}x`, keyId)).toBe(false); // another tenant trusts nothing under that id
+    expect(await stands(t.tenant, "oauth_0123456789abcdef0123")).toBe(false); // an id without its issuer's tag
+    expect((await admin(t.app, `/v1/admin/tenants/${t.tenant}/oauth`, undefined, "DELETE")).status).toBe(200);
+    expect(await stands(t.tenant, keyId)).toBe(false);
   });
 });
