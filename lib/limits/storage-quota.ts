@@ -6,8 +6,9 @@
  * A write that changes neither the file count nor the bytes (a same-size overwrite) charges nothing, with no round trip.
  * A workspace the object has no count of yet (made before counting began) is counted once, here,
  * from a listing of its merged tree (one LIST per 1,000 files). Bulk writers (import, restore,
- * fork, a packed write-back's commit) charge their whole change first (checkBulk), then set the
- * exact count they produced (recount).
+ * fork, a packed write-back's commit) charge their whole change first (charge), then set the
+ * exact count they produced (recount); an import first bounds what it writes by where the quotas
+ * stand (standing: lib/archive/import-bound.ts).
  * When the object cannot be reached, writes go on uncounted (logged), as calls do.
  */
 import { quotaExceeded, type QuotaStanding } from "./fields.js";
