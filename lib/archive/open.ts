@@ -11,13 +11,15 @@ import type { EntrySource } from "./entry.js";
 import type { ArchiveLimits } from "./limits.js";
 import type { Spool, SpooledArchive } from "./spool.js";
 import { readTar } from "./tar-reader.js";
-import { readZip } from "./zip-reader.js";
+import { zipReader, type DeclaredEntry } from "./zip-reader.js";
 
 export type ArchiveFormat = "tar" | "tar.gz" | "zip";
 
 export interface OpenedArchive {
   format: ArchiveFormat;
   entries: EntrySource;
+  /** What the archive declares of its entries before their data is read, where it can say so cheaply (a zip's central directory); absent for tar, whose headers come with the data. */
+  declared?(): AsyncIterable<DeclaredEntry>;
   /** Releases what reading holds (the body, a spooled copy); safe to call twice. */
   close(): Promise<void>;
 }
@@ -40,9 +42,11 @@ export async function openArchive(body: ReadableStream<Uint8Array>, opts: { limi
     }
     const spooled: SpooledArchive = await opts.spool(first.stream, length);
     let closed = false;
+    const zip = zipReader(spooled, limits);
     return {
       format: "zip",
-      entries: readZip(spooled, limits),
+      entries: zip.entries,
+      declared: zip.declared,
       close: async () => {
         if (closed) return;
         closed = true;

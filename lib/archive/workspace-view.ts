@@ -7,6 +7,7 @@ import type { ToolError } from "../shared/errors.js";
 import type { GetResult, PutBody, StorageDriver } from "../storage/types.js";
 import type { DeleteItem, FileInfo, StagedUpkeep, WalkEntry } from "../layout/files.js";
 import type { LinkStore } from "../layout/links.js";
+import type { QuotaStanding } from "../limits/fields.js";
 
 export interface ArchiveWorkspace extends LinkStore {
   head(path: string): Promise<FileInfo | null>;
@@ -23,7 +24,7 @@ export interface ArchiveWorkspace extends LinkStore {
   /** Tells listeners about a file a bulk writer stored itself (packs); queued with deferChanges. */
   announce(path: string, info: FileInfo, content?: Uint8Array): Promise<void>;
   readonly pendingChanges: { files: number; bytes: number };
-  /** The tenant's storage quotas (the Workspace's StorageQuota): a bulk writer charges its whole change before it switches, and recounts after. */
-  readonly quota?: { charge(delta: { files: number; bytes: number }): Promise<void>; settle(delta: { files: number; bytes: number }): Promise<void>; recount?(view?: StorageDriver): Promise<void> } | undefined;
+  /** The tenant's storage quotas (the Workspace's StorageQuota): a bulk writer bounds what it writes by their standing (import-bound.ts), charges its whole change before it switches, and recounts after. */
+  readonly quota?: { charge(delta: { files: number; bytes: number }): Promise<void>; settle(delta: { files: number; bytes: number }): Promise<void>; recount?(view?: StorageDriver): Promise<void>; standing?(): Promise<QuotaStanding | null> } | undefined;
   flushChanges(staged?: StagedUpkeep): Promise<void>;
 }

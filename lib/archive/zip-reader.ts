@@ -5,7 +5,8 @@
  * holding its target) nor, with a data descriptor, its size. The central directory has both.
  *
  * Two streamed reads in total: the central directory, and the data region from the first entry
- * on, walked forward. Entries whose data would overlap or lie behind the previous one (the
+ * on, walked forward (three when an import asks what the directory declares before it writes:
+ * `declared`, the directory once more, no data; lib/archive/import-bound.ts). Entries whose data would overlap or lie behind the previous one (the
  * overlapping-entry zip bomb) are refused. Each entry must inflate to exactly its declared size
  * (one byte more and it is refused) and to bytes whose CRC-32 is the one the central directory
  * declares; its local header, unless the sizes follow the data (flag bit 3), must declare the
@@ -107,24 +108,30 @@ function verified(stream: ReadableStream<Uint8Array>, size: number, crc: number,
   }));
 }
 
-export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "maxEntries">): EntrySource {
-  const dir = await findDirectory(src);
-  if (dir.entries > limits.maxEntries) {
-    throw new ToolError("PAYLOAD_TOO_LARGE", `The zip holds ${dir.entries} entries; at most ${limits.maxEntries} are accepted. Split it into several imports.`, { entries: dir.entries, max: limits.maxEntries });
-  }
+/** One record of the central directory, as it declares its entry. */
+interface CentralRecord {
+  name: string;
+  kind: EntryKind;
+  /** The bytes its body inflates to (0 for what has no body: directories, links' are their targets). */
+  dataSize: number;
+  unreadable?: string;
+  unixMode: number;
+  method: number;
+  crc: number;
+  csize: number;
+  usize: number;
+  local: number;
+}
+
+/** The central directory's records, in one streamed read of it. */
+async function* centralRecords(src: RangeSource, dir: Directory): AsyncGenerator<CentralRecord> {
   const cd = new ByteReader(await src.stream(dir.offset, dir.size));
-  // One forward reader over the data region: its position is dataBase + consumed.
-  let data: ByteReader | null = null;
-  let dataBase = 0;
-  /** The lowest offset the next entry may start at (its predecessor's local header and data end there or later). */
-  let end = 0;
   try {
     for (let i = 0; i < dir.entries; i++) {
       const h = await cd.read(46, "the central directory");
       if (u32(h, 0) !== 0x02014b50) throw notZip("a broken central directory");
       const flags = u16(h, 8);
       const method = u16(h, 10);
-      const crc = u32(h, 16);
       let csize = u32(h, 20);
       let usize = u32(h, 24);
       const nameLen = u16(h, 28);
@@ -146,12 +153,58 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       const decoded = decodeName(nameBytes);
       const name = decoded ?? shownName(nameBytes);
       const kind = kindOf(u16(h, 4), external, name);
-      // Permission bits only from a zip made on Unix (and only when it set any: some tools leave them 0).
-      const unixMode = u16(h, 4) >> 8 === 3 ? (external >>> 16) & 0o7777 : 0;
-      const what = `entry ${JSON.stringify(name.slice(0, 100))}`;
       const unreadable = decoded === null ? "its name is not UTF-8" : flags & 1 ? "it is encrypted" : method !== 0 && method !== 8 ? `compression method ${method} is not supported (use deflate or store)` : undefined;
+      yield {
+        name,
+        kind,
+        dataSize: kind === "file" || kind === "other" ? usize : 0,
+        ...(unreadable ? { unreadable } : {}),
+        // Permission bits only from a zip made on Unix (and only when it set any: some tools leave them 0).
+        unixMode: u16(h, 4) >> 8 === 3 ? (external >>> 16) & 0o7777 : 0,
+        method,
+        crc: u32(h, 16),
+        csize,
+        usize,
+        local,
+      };
+    }
+  } finally {
+    await cd.cancel();
+  }
+}
+
+/** What the central directory declares of an entry, before any of its data is read. */
+export type DeclaredEntry = Pick<ArchiveEntry, "name" | "kind" | "size" | "unreadable">;
+
+/** A spooled zip: its entries (`entries`), and what its central directory declares of them (`declared`: one more streamed read of the directory, no data). */
+export function zipReader(src: RangeSource, limits: Pick<ArchiveLimits, "maxEntries">): { entries: EntrySource; declared(): AsyncGenerator<DeclaredEntry> } {
+  let found: Promise<Directory> | undefined;
+  const directory = () =>
+    (found ??= findDirectory(src).then((dir) => {
+      if (dir.entries > limits.maxEntries) {
+        throw new ToolError("PAYLOAD_TOO_LARGE", `The zip holds ${dir.entries} entries; at most ${limits.maxEntries} are accepted. Split it into several imports.`, { entries: dir.entries, max: limits.maxEntries });
+      }
+      return dir;
+    }));
+  return {
+    entries: readEntries(src, directory),
+    async *declared() {
+      for await (const r of centralRecords(src, await directory())) yield { name: r.name, kind: r.kind, size: r.dataSize, ...(r.unreadable ? { unreadable: r.unreadable } : {}) };
+    },
+  };
+}
+
+async function* readEntries(src: RangeSource, directory: () => Promise<Directory>): EntrySource {
+  const dir = await directory();
+  // One forward reader over the data region: its position is dataBase + consumed.
+  let data: ByteReader | null = null;
+  let dataBase = 0;
+  /** The lowest offset the next entry may start at (its predecessor's local header and data end there or later). */
+  let end = 0;
+  try {
+    for await (const { name, kind, dataSize, unreadable, unixMode, method, crc, csize, usize, local } of centralRecords(src, dir)) {
+      const what = `entry ${JSON.stringify(name.slice(0, 100))}`;
       if (local < end) throw new ToolError("INVALID_ARGUMENT", `Zip ${what} overlaps the entry before it: refused (overlapping entries are a zip bomb pattern).`, { reason: "overlap" });
-      const dataSize = kind === "file" || kind === "other" ? usize : 0;
       end = local + 30 + csize;
       const open = async (): Promise<ByteReader> => {
         if (!data) {
@@ -202,7 +255,6 @@ export async function* readZip(src: RangeSource, limits: Pick<ArchiveLimits, "ma
       yield entry;
     }
   } finally {
-    await cd.cancel();
     await (data as ByteReader | null)?.cancel();
   }
 }

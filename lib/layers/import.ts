@@ -6,6 +6,8 @@
  * leaves the workspace and its storage exactly as it was: it deletes the packs it wrote and the
  * index segments it staged (what a process that died midway could not delete is unreachable
  * garbage GC collects: packs by the manifests, segments by the file listing, README "GC").
+ * An archive past what the storage quotas could accept (the room left plus what the import could
+ * replace: lib/archive/import-bound.ts) stops before the entry that would cross it, and fails so.
  * Upper objects that would shadow imported paths (and, for replace, every upper object under the
  * prefix) are then deleted, each only in the version listed just before the switch; one changed
  * meanwhile is kept (the newer write wins) and reported in `kept`.
@@ -28,6 +30,7 @@ import { admitted, HARD_LINK_REFUSED, REPORT_MAX, SMALL_FILE, listTarget, type I
 import { openArchive } from "../archive/open.js";
 import { EntryPolicy } from "../archive/policy.js";
 import { ImportTree, importMessage } from "../archive/import-tree.js";
+import { ImportBound } from "../archive/import-bound.js";
 import { md5Hex } from "../storage/md5.js";
 import { importedLinksDelta, readLinks } from "../layout/links.js";
 import { Manifest, sortEntries, writeManifest, type ManifestEntry } from "./manifest.js";
@@ -42,10 +45,12 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: MetaRecord, body: ReadableStream<Uint8Array>, opts: ImportOptions): Promise<ImportReport> {
   const started = Date.now();
   const { limits, prefix } = opts;
-  const [target, workspaceLinks] = await Promise.all([listTarget(ws, prefix, limits.maxEntries), readLinks(ws)]);
+  // The storage quotas' standing beside the listing (one round trip): what the import may write at most (import-bound.ts).
+  const [target, workspaceLinks, standing] = await Promise.all([listTarget(ws, prefix, limits.maxEntries), readLinks(ws), ws.quota?.standing?.() ?? null]);
   refuseLinkedPrefix(prefix, workspaceLinks);
   const archive = await openArchive(body, { limits, spool: opts.spool, ...(opts.contentLength !== undefined ? { contentLength: opts.contentLength } : {}) });
   const policy = new EntryPolicy(limits, prefix);
+  const bound = standing ? new ImportBound(standing, target.sizes, prefix) : null;
   const tree = new ImportTree();
   const writer = new PackWriter(deps.storage, ws.tenant);
   const skipped: { name: string; reason: string }[] = [];
@@ -76,10 +81,14 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     // A hard link is a copy of the file its target held when it was linked: the same bytes in the pack, a manifest entry of its own.
     const linkable = (target: string) => (claims.kindOf(target) === "file" && written.has(target) ? null : HARD_LINK_REFUSED);
     const hardlink = (path: string, target: string, mode: number | undefined) => {
+      bound?.file(path, path, 0);
       tree.file(path, mode);
       written.set(path, { ...written.get(target)!, path });
     };
+    // A zip declares its sizes up front: past the bound, no entry is read.
+    if (bound && archive.declared && bound.binds(limits)) await bound.declared(archive.declared(), policy);
     for await (const { path, entry } of admitted(archive.entries, policy, { claim, skip, directory, link: (p, t) => void links.set(p, t), linkable, hardlink })) {
+      bound?.file(entry.name, path, entry.size);
       tree.file(path, entry.mode);
       if (entry.size <= SMALL_FILE) {
         const bytes = await entry.bytes();
@@ -156,7 +165,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await undoWrites();
     await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
   };
-  // The storage quotas: the whole change is charged before the switch; refused, nothing it wrote stays.
+  // The storage quotas: the whole change is charged before the switch (exactly: the bound above only stopped writing early); refused, nothing it wrote stays.
   const change = importChange(fileEntries, gone, target.sizes);
   try {
     await ws.quota?.charge(change);

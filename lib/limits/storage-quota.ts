@@ -6,11 +6,12 @@
  * A write that changes neither the file count nor the bytes (a same-size overwrite) charges nothing, with no round trip.
  * A workspace the object has no count of yet (made before counting began) is counted once, here,
  * from a listing of its merged tree (one LIST per 1,000 files). Bulk writers (import, restore,
- * fork, a packed write-back's commit) charge their whole change first (checkBulk), then set the
- * exact count they produced (recount).
+ * fork, a packed write-back's commit) charge their whole change first (charge), then set the
+ * exact count they produced (recount); an import first bounds what it writes by where the quotas
+ * stand (standing: lib/archive/import-bound.ts).
  * When the object cannot be reached, writes go on uncounted (logged), as calls do.
  */
-import { quotaExceeded } from "./fields.js";
+import { quotaExceeded, type QuotaStanding } from "./fields.js";
 import type { Caller, LimitsStore } from "./store.js";
 import type { StorageUsage } from "./usage.js";
 import type { StorageDriver } from "../storage/types.js";
@@ -19,6 +20,8 @@ import type { StorageAllowances } from "./storage-allowance.js";
 export interface StorageQuotaHandle {
   /** The workspace's count (counted now if the object has none); null when the object cannot be reached. */
   usage(): Promise<StorageUsage | null>;
+  /** Where each quota stands for this caller now (usage with room held ahead, and limit), in the same one round trip; null when the object cannot be reached. */
+  standing(): Promise<QuotaStanding | null>;
   charge(delta: StorageUsage): Promise<void>;
   settle(delta: StorageUsage): Promise<void>;
   /** Sets the workspace's exact count from a listing of its tree (after a bulk change); `view`: the tree as it is now, when the base moved since `driver` was opened. */
@@ -41,17 +44,23 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
   const { limits, later } = route;
   // Only where the settle can finish after the answer (waitUntil): a Lambda environment frozen with a settle in flight could lose it, or apply it twice when the SDK retries it.
   const allowances = later ? route.allowances : undefined;
+  /** A charge of nothing: the object's count (the workspace counted first when it has none), or null when it cannot be reached. */
+  const nothing = async (opts: { standing?: boolean }) => {
+    try {
+      let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, opts);
+      if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { ...opts, init: await countStored(driver, filesPrefix) });
+      return d.ok ? d : null;
+    } catch (e) {
+      unreachable(e);
+      return null;
+    }
+  };
   return {
     async usage() {
-      try {
-        let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 });
-        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { init: await countStored(driver, filesPrefix) });
-        return d.ok ? { files: d.files, bytes: d.bytes } : null;
-      } catch (e) {
-        unreachable(e);
-        return null;
-      }
+      const d = await nothing({});
+      return d ? { files: d.files, bytes: d.bytes } : null;
     },
+    standing: async () => (await nothing({ standing: true }))?.standing ?? null,
     async charge(delta) {
       // A change of nothing (a same-size overwrite) can cross no quota and moves no count: no round trip.
       // (A workspace not counted yet is counted by its next charge that changes something.)

@@ -18,13 +18,14 @@
  *   never both pass: each sees the others' ids, beside the records it lists (lib/api/routes/quotas.ts reserveCheckpointSlot).
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
+import type { QuotaStanding } from "./fields.js";
 export interface StorageUsage {
   files: number;
   bytes: number;
 }
 
 export type StorageDecision =
-  | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance }
+  | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance; standing?: QuotaStanding }
   | { ok: false; quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number }
   | { ok: false; unknown: true };
 
@@ -44,6 +45,8 @@ export interface ChargeOptions {
    * count against this change. With `reserve` it is held on (topped up); without, or when the change is refused, released.
    */
   settle?: { id: string; spent: StorageUsage; used: StorageUsage };
+  /** Answer where the quotas stand after the change (the decision's `standing`: what a bulk writer bounds itself by). */
+  standing?: boolean;
 }
 
 /** Room held for one isolate's writes to one workspace (storage-allowance.ts): spent there without asking, counted when settled. */
@@ -91,10 +94,7 @@ export interface CheckpointSlotDecision {
   limit: number;
 }
 
-export interface TaskLease {
-  id: string;
-  until: number;
-}
+export type TaskLease = { id: string; until: number };
 
 export type TaskDecision = { ok: true; running: number; limit: number } | { ok: false; running: number; limit: number; tasks: string[]; retry_after: number };
 
@@ -186,6 +186,7 @@ export class TenantUsage {
     this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
     const after = this.storage.get(ws)!;
     const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.tenantBytes };
+    if (opts.standing) decision.standing = { storage_bytes: { usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles, limit: limits.files_per_workspace } };
     if (opts.reserve) {
       // Held again: what is left of the asker's own (less what it used), topped up to what it asks, within the cap and what fits.
       const left = own ? { files: Math.max(0, own.files - opts.settle!.used.files), bytes: Math.max(0, own.bytes - opts.settle!.used.bytes) } : { files: 0, bytes: 0 };

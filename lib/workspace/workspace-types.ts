@@ -11,6 +11,7 @@ import type { UndoJournal } from "./undo-journal.js";
 import type { EarlyReads } from "./early.js";
 import type { VersionCache } from "./version-cache.js";
 import type { FileChange, FileInfo, StagedUpkeep } from "../layout/files.js";
+import type { QuotaStanding } from "../limits/fields.js";
 
 export interface ListEntry {
   name: string;
@@ -76,6 +77,8 @@ export interface StorageQuota {
   settle(delta: StorageDelta): Promise<void>;
   /** After a bulk change (an import): sets the workspace's exact count from a listing of its tree (`driver`: a view of the new tree). */
   recount?(driver?: StorageDriver): Promise<void>;
+  /** Where each quota stands for this caller (usage with room held ahead, and limit): a bulk writer's bound before it writes (lib/archive/import-bound.ts); null when not known. */
+  standing?(): Promise<QuotaStanding | null>;
 }
 
 /** Told about every change made through a Workspace (search indexes listen here). */
