@@ -10,13 +10,13 @@
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bwrapSandbox } from "../../../infra/container/sandbox.js";
 import type { Resolver } from "../../../lib/shared/ssrf.js";
 import type { WebDomains } from "../../../lib/shared/web-domains.js";
+import { startHelloCatcher, type HelloCatcher } from "../../support/hello-catcher.js";
 import { startTlsServer, type TlsServer } from "../../support/tls-server.js";
 import { setup } from "./helpers.js";
 
@@ -25,9 +25,8 @@ chmodSync(state, 0o711);
 const resolve: Resolver = async (name) => (name.endsWith(".test") ? [{ address: "127.0.0.2", family: 4 }] : [{ address: "203.0.113.1", family: 4 }]);
 const t = setup({ sandbox: bwrapSandbox({ stateDir: state, egress: { allowLoopback: true, resolve } }) }, "tenant-tunnel", "ws");
 
-/** Every connection the raw server took, and the bytes it got on it. */
-const rawSeen: Buffer[][] = [];
-let raw: Server;
+/** The raw server: every connection it took, and the bytes it got on it. */
+let raw: HelloCatcher;
 let rawPort = 0;
 let tls: TlsServer;
 let web: HttpServer;
@@ -35,19 +34,8 @@ let webPort = 0;
 const webSeen: string[] = [];
 
 beforeAll(async () => {
-  raw = createServer((s) => {
-    const got: Buffer[] = [];
-    rawSeen.push(got);
-    s.on("data", (c: Buffer) => {
-      got.push(c);
-      // A whole first TLS record (a ClientHello): hang up, so the client ends at once.
-      const all = Buffer.concat(got);
-      if (all.length >= 5 && all.length >= 5 + all.readUInt16BE(3)) s.destroy();
-    });
-    s.on("error", () => {});
-  });
-  await new Promise<void>((r) => raw.listen(0, "127.0.0.2", r));
-  rawPort = (raw.address() as { port: number }).port;
+  raw = await startHelloCatcher("127.0.0.2");
+  rawPort = raw.port;
   tls = await startTlsServer(["docs.test", "api.docs.test", "other.test"], "unused", "127.0.0.2");
   web = createHttpServer((req, res) => {
     webSeen.push(`${req.headers.host} ${req.url}`);
@@ -93,14 +81,14 @@ const refusal = (stderr: string, name: string, port: number) => stderr.split("\n
 
 describe("the tenant's domain lists inside a CONNECT tunnel", () => {
   it("CONNECT to an allowed host with another name in its SNI is refused and the upstream never gets a byte; the line says which name and rule", async () => {
-    const from = rawSeen.length;
+    const from = raw.seen.length;
     const r = await run(openssl(`docs.test:${rawPort}`, "other.test"), allowed);
     expect(r.stdout).not.toContain("openssl=0");
     expect(refusal(r.stderr, "other.test", rawPort), r.stderr).toBe(
       `toolshed egress: Refused to connect to other.test:${rawPort}, the TLS server name (SNI) sent inside a tunnel to docs.test:${rawPort}: other.test is outside this tenant's allowed domains (allowed_domains: docs.test). A command cannot wait for a human's approval: fetch the URL with web_fetch, which asks for one, or ask the operator to add the domain to the tenant's policy (web.allowed_domains).`,
     );
     // The CONNECT host passed, so its upstream was dialled; not one byte of the client went there.
-    expect(rawSeen.slice(from).flat()).toEqual([]);
+    expect(raw.seen.slice(from).flat()).toEqual([]);
   });
 
   it("a blocked SNI is refused inside an allowed tunnel (curl --connect-to), and the HTTPS server sees no request", async () => {
@@ -139,11 +127,11 @@ describe("the tenant's domain lists inside a CONNECT tunnel", () => {
   });
 
   it("without the lists nothing in the tunnel is read: the same fronted tunnel reaches the server", async () => {
-    const from = rawSeen.length;
+    const from = raw.seen.length;
     const r = await run(openssl(`docs.test:${rawPort}`, "other.test"), undefined);
     expect(r.stderr).not.toContain("toolshed egress");
     // The ClientHello went on as it came (the raw server answers nothing; openssl gives up).
-    const got = Buffer.concat(rawSeen.slice(from).flat());
+    const got = Buffer.concat(raw.seen.slice(from).flat());
     expect(got[0]).toBe(22);
     expect(got.includes("other.test")).toBe(true);
   });

@@ -5,31 +5,20 @@
  * "other" (forwarded) and "bad" (refused); and the decision by the tenant's lists.
  */
 import { execFile } from "node:child_process";
-import { createServer, type AddressInfo } from "node:net";
 import { PassThrough } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import { describe, expect, it } from "vitest";
 import { readTunnelFirstBytes, tunnelRefusal } from "../../../infra/container/egress-tunnel-check.js";
 import { readTunnelStart, TUNNEL_READ_BOUND } from "../../../infra/container/egress-tunnel-name.js";
+import { startHelloCatcher } from "../../support/hello-catcher.js";
 
 /** The first bytes a TLS client sends (its ClientHello), captured by a server that answers nothing. */
 async function captureHello(send: (port: number) => void): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  const server = createServer((s) => {
-    s.on("data", (c: Buffer) => {
-      chunks.push(c);
-      // One record, whole: the ClientHello.
-      const all = Buffer.concat(chunks);
-      if (all.length >= 5 && all.length >= 5 + all.readUInt16BE(3)) s.destroy();
-    });
-    s.on("error", () => {});
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const closed = new Promise<void>((r) => server.on("connection", (s) => s.on("close", () => r())));
-  send((server.address() as AddressInfo).port);
-  await closed;
-  server.close();
-  return Buffer.concat(chunks);
+  const catcher = await startHelloCatcher();
+  send(catcher.port);
+  const hello = await catcher.firstHello;
+  catcher.close();
+  return hello;
 }
 
 const nodeHello = (servername: string) =>
