@@ -2,7 +2,8 @@
  * The tenant's web domain lists at a command's egress proxy (RunRequest.egress_domains: the
  * policy's `web.allowed_domains` / `web.blocked_domains`, docs/web.md), matched by the one rule
  * web_fetch uses (lib/shared/web-domains.ts) against the host the command names: CONNECT's
- * authority or a plain request's absolute URL, before any name is resolved or address dialled.
+ * authority or a plain request's absolute URL, before any name is resolved or address dialled; and
+ * the name a CONNECT tunnel's first bytes ask for, SNI or Host (egress-tunnel-check.ts).
  * - a host in blocked_domains is refused;
  * - when allowed_domains is set, a host outside it is refused: a command cannot wait for a human's
  *   approval the way web_fetch does, so the refusal says to use web_fetch for one, or to ask the

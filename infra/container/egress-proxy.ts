@@ -3,7 +3,8 @@
  * runner, outside the sandbox, on a unix socket that only this run's sandbox sees (bound into
  * it; egress-forwarder.ts makes it the sandbox's 127.0.0.1:3128). The sandbox has its own
  * network namespace with nothing but loopback, so this is its only way out.
- * - CONNECT host:port (https, and any TCP protocol a client tunnels): checked, then a tunnel.
+ * - CONNECT host:port (https, and any TCP protocol a client tunnels): checked, then a tunnel;
+ *   with the tenant's domain lists, the name its first bytes ask for too (egress-tunnel-check.ts).
  * - absolute-form plain HTTP (GET http://host/path): checked, then forwarded, one upstream
  *   connection per request.
  * Every target is checked by egress-rules.ts (web_fetch's SSRF rules, the API's host, this
@@ -14,13 +15,15 @@
  * bytes the run's upstream connections carried (the call's net_bytes_in / net_bytes_out: docs/usage.md).
  */
 import { chmod } from "node:fs/promises";
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import type { EgressSecret } from "../../lib/exec/types.js";
 import { secretsFor, type SecretsForHost } from "./egress-secrets.js";
 import type { Duplex } from "node:stream";
+import { plainAnswer, withoutHop } from "./egress-http.js";
 import { EgressRefused, egressRules, parseAuthority, type CheckedAddress, type EgressRuleOptions } from "./egress-rules.js";
+import { readTunnelFirstBytes, TLS_ACCESS_DENIED, tunnelRefusal } from "./egress-tunnel-check.js";
 
 export interface EgressProxyLimits {
   /** Upstream connections open at once (default 64). */
@@ -53,26 +56,14 @@ export interface EgressBytes {
 export interface EgressProxy {
   /** What the upstream connections carried so far: those closed, and those still open as they stand (a live sandbox's command takes its share). */
   carried(): EgressBytes;
+  /** CONNECT tunnels whose first bytes the proxy read to check the name they ask for: none without the tenant's domain lists. */
+  tunnelsRead(): number;
   /** Ends every connection and stops listening; reports refusals not yet told; answers what the upstream connections carried. */
   close(): Promise<EgressBytes>;
 }
 
 /** Refusals told one by one in the output; the rest are counted in one line at close. */
 const TOLD_REFUSALS = 20;
-/** Hop-by-hop headers, never forwarded (RFC 9110 7.6.1), and the proxy's own. */
-const HOP = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade"]);
-
-const withoutHop = (h: IncomingHttpHeaders): IncomingHttpHeaders => {
-  const named = new Set(String(h.connection ?? "").toLowerCase().split(",").map((s) => s.trim()));
-  return Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k) && !named.has(k)));
-};
-
-const plainAnswer = (status: number, line: string) => {
-  const body = `${line}\n`;
-  const reason = status === 403 ? "Forbidden" : status === 400 ? "Bad Request" : status === 503 ? "Service Unavailable" : "Bad Gateway";
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Toolshed-Egress: refused\r\nConnection: close\r\n\r\n${body}`;
-};
-
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const rules = egressRules(opts);
   const maxOpen = opts.maxOpen ?? 64;
@@ -83,6 +74,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   let open = 0;
   let total = 0;
   let refused = 0;
+  /** CONNECT tunnels whose first bytes were read (only with the tenant's domain lists). */
+  let tunnelsRead = 0;
   let closed = false;
   /** Bytes of the upstream connections: added as each closes, and for those still open at close(). */
   const carried: EgressBytes = { bytesIn: 0, bytesOut: 0 };
@@ -167,6 +160,9 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const splice = (a: Duplex, b: Duplex) => {
     a.pipe(b);
     b.pipe(a);
+    failTogether(a, b);
+  };
+  const failTogether = (a: Duplex, b: Duplex) => {
     a.on("close", (failed: boolean) => failed && b.destroy());
     b.on("close", (failed: boolean) => failed && a.destroy());
   };
@@ -209,8 +205,25 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       const up = await dial(target.host, target.port);
       if (client.destroyed) return void up.destroy();
       client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-      if (head.length) up.write(head);
-      splice(client, up);
+      if (!opts.domains) {
+        if (head.length) up.write(head);
+        return splice(client, up);
+      }
+      // The tenant's lists apply: the name the tunnel asks for is read and checked before a byte goes up (egress-tunnel-check.ts).
+      tunnelsRead++;
+      up.pipe(client); // a server that speaks first is heard meanwhile
+      failTogether(client, up);
+      const first = await readTunnelFirstBytes(client, head);
+      const refusal = first.closed ? null : tunnelRefusal(target, first.start, opts.domains);
+      if (first.closed || refusal) {
+        up.destroy();
+        if (refusal) tell(refusal.line);
+        return void client.end(refusal ? (refusal.http ? plainAnswer(403, refusal.line) : TLS_ACCESS_DENIED) : undefined);
+      }
+      for (const name of "names" in first.start ? first.start.names : []) hintTunnel(name);
+      up.write(first.bytes);
+      if (first.ended) up.end();
+      client.pipe(up);
     } catch (e) {
       const f = failureOf(e, req.url ?? "");
       tell(f.message);
@@ -263,6 +276,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   await chmod(opts.socketPath, 0o666);
 
   return {
+    tunnelsRead: () => tunnelsRead,
     carried() {
       let { bytesIn, bytesOut } = carried;
       for (const s of upstream) (bytesIn += s.bytesRead), (bytesOut += s.bytesWritten);

@@ -70,7 +70,8 @@ export function canonicalAddress(raw: string): string | null {
 const defaultHostAddresses = (): string[] =>
   Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
 
-const normalName = (h: string) => h.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.+$/, "");
+/** A host as the rules compare it: lower case, no IPv6 brackets, no trailing dot. */
+export const normalName = (h: string) => h.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.+$/, "");
 
 /** Parses "host:port" (CONNECT's authority form; IPv6 in brackets). */
 export function parseAuthority(authority: string): { host: string; port: number } | null {

@@ -40,8 +40,8 @@ async function proxy(opts: Partial<EgressProxyOptions> = {}) {
   return { ...p, socketPath, refusals };
 }
 
-/** CONNECT through the proxy: the status line, and the socket (tunnel) when it is 200. */
-function tunnel(socketPath: string, authority: string): Promise<{ status: number; head: string; socket: Socket }> {
+/** CONNECT through the proxy: the status line, and the socket (tunnel) when it is 200, with what came after the answer's head. */
+function tunnel(socketPath: string, authority: string): Promise<{ status: number; head: string; socket: Socket; rest?: string }> {
   return new Promise((resolve, reject) => {
     const s = connect(socketPath);
     let buf = "";
@@ -53,7 +53,7 @@ function tunnel(socketPath: string, authority: string): Promise<{ status: number
       if (end < 0) return;
       s.removeListener("data", onData);
       const status = Number(buf.split(" ")[1]);
-      if (status === 200) return resolve({ status, head: buf.slice(0, end), socket: s });
+      if (status === 200) return resolve({ status, head: buf.slice(0, end), socket: s, rest: buf.slice(end + 4) });
       // A refusal: the whole answer (its body is one line), then the proxy closes.
       s.on("data", (more: Buffer) => (buf += more.toString()));
       s.on("end", () => resolve({ status, head: buf, socket: s }));
@@ -75,6 +75,16 @@ async function until<T>(f: () => Promise<T>, ok: (v: T) => boolean): Promise<T> 
     const v = await f();
     if (ok(v) || i >= 1000) return v;
   }
+}
+
+/** A minimal TLS ClientHello naming `name` in its server_name extension, in one record. */
+function clientHello(name: string): Buffer {
+  const u16 = (n: number) => Buffer.from([n >> 8, n & 255]);
+  const host = Buffer.from(name);
+  const sni = Buffer.concat([u16(0), u16(host.length + 5), u16(host.length + 3), Buffer.from([0]), u16(host.length), host]);
+  const body = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32), Buffer.from([0]), u16(2), Buffer.from([0x13, 0x01]), Buffer.from([1, 0]), u16(sni.length), sni]);
+  const handshake = Buffer.concat([Buffer.from([1, 0]), u16(body.length), body]);
+  return Buffer.concat([Buffer.from([22, 3, 1]), u16(handshake.length), handshake]);
 }
 
 const closed = (s: Socket) => new Promise<void>((r) => (s.destroyed ? r() : s.once("close", () => r())));
@@ -160,5 +170,35 @@ describe("egress proxy", () => {
     await p.close();
     expect(p.refusals).toHaveLength(21);
     expect(p.refusals[20]).toBe("toolshed egress: 4 more connections were refused (the first 20 are above).");
+  });
+
+  it("reads a tunnel's first bytes only when the tenant's lists apply (a count), hears a server that speaks first meanwhile, and tells a secret of the SNI's host", async () => {
+    const hello = clientHello("npm.secret.test");
+    const bare = await proxy();
+    const a = await tunnel(bare.socketPath, `127.0.0.1:${echoPort}`);
+    expect((await roundTrip(a.socket, hello.toString("latin1"))).length).toBeGreaterThan(0);
+    expect(bare.tunnelsRead()).toBe(0);
+    await bare.close();
+
+    const secrets = [{ name: "NPM_TOKEN", host: "npm.secret.test", header: "Authorization", value: "Bearer x" }];
+    const listed = await proxy({ domains: { blocked_domains: ["blocked.test"] }, secrets });
+    const b = await tunnel(listed.socketPath, `127.0.0.1:${echoPort}`);
+    expect(Buffer.from(await roundTrip(b.socket, hello.toString("latin1")), "latin1").equals(hello)).toBe(true);
+    expect(listed.tunnelsRead()).toBe(1);
+    expect(listed.refusals).toEqual([expect.stringContaining("toolshed egress: npm.secret.test has the tenant's secret {{secret:NPM_TOKEN}}, added only to requests sent as http://npm.secret.test/...")]);
+    // A protocol whose server speaks first (SMTP submission, SSH): its greeting comes before the client says anything, then the client's bytes go on.
+    const greeter = createServer((s) => {
+      s.on("error", () => {});
+      s.write("220 hello\r\n");
+      s.pipe(s);
+    });
+    await new Promise<void>((r) => greeter.listen(0, "127.0.0.1", r));
+    const c = await tunnel(listed.socketPath, `127.0.0.1:${(greeter.address() as { port: number }).port}`);
+    const greeting = c.rest || (await new Promise<string>((r) => c.socket.once("data", (d: Buffer) => r(d.toString()))));
+    expect(greeting).toBe("220 hello\r\n");
+    expect(await roundTrip(c.socket, "EHLO me\r\n")).toBe("EHLO me\r\n");
+    expect(listed.tunnelsRead()).toBe(2);
+    await listed.close();
+    greeter.close();
   });
 });
