@@ -139,8 +139,10 @@ export async function* admitted(
     if (entry.kind === "symlink") {
       if (++links > MAX_LINKS) throw new ToolError("PAYLOAD_TOO_LARGE", `The archive holds more than ${MAX_LINKS} symbolic links; a workspace keeps at most that many.`, { reason: "links", max: MAX_LINKS });
       // A link is kept as data, never followed (docs/symlinks.md): tar names its target in the header, zip in the body.
-      const target = entry.linkTarget ?? (entry.size <= MAX_LINK_TARGET_BYTES ? decodeName(await entry.bytes()) : null);
-      const refused = isLinkTarget(target) ? on.claim(entry.name, a.path, "link") : `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`;
+      // A zip's body is read only when it declares a target's size (its stream is held to exactly that): a link of 1 GiB is never read into memory.
+      const oversized = entry.linkTarget === undefined && entry.size > MAX_LINK_TARGET_BYTES;
+      const target = entry.linkTarget ?? (oversized ? null : decodeName(await entry.bytes()));
+      const refused = isLinkTarget(target) ? on.claim(entry.name, a.path, "link") : oversized ? `the link's target is ${entry.size} bytes; at most ${MAX_LINK_TARGET_BYTES}` : `the link's target is not 1-${MAX_LINK_TARGET_BYTES} bytes of UTF-8 without NUL`;
       if (refused) on.skip(entry.name, refused);
       else on.link(a.path, target!);
       continue;

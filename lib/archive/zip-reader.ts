@@ -234,7 +234,8 @@ async function* readEntries(src: RangeSource, directory: () => Promise<Directory
       const entry: ArchiveEntry = {
         name,
         kind,
-        size: dataSize,
+        // A link's body is its target: its size is declared like a file's, so a link whose target would be megabytes is refused unread (import.ts).
+        size: kind === "symlink" ? usize : dataSize,
         ...(unixMode ? { mode: unixMode } : {}),
         ...(unreadable ? { unreadable } : {}),
         bytes: async () => new Uint8Array(await new Response(await body()).arrayBuffer()),

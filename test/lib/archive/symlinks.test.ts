@@ -121,6 +121,19 @@ describe.each([
     expect(await exported(await exportReq(t))).toEqual({ "ok.txt": "file", "venv/": "directory", "venv/bin/": "directory", "venv/bin/python": "-> python3" });
   });
 
+  it("zip: a link whose body (its target) declares more than a target's size is skipped unread, saying its size", async () => {
+    const t = await newTenant(app);
+    const z = await zip([
+      { name: "ok.txt", body: "fine" },
+      { name: "huge", body: "a".repeat(8 << 20), mode: 0o120777, deflate: true },
+    ]);
+    const r = await importReq(t, z);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ files: 1, skipped_count: 1 });
+    expect(JSON.stringify(r.body.skipped)).toContain(`the link's target is ${8 << 20} bytes; at most 4095`);
+    expect(await exported(await exportReq(t))).toEqual({ "ok.txt": "file" });
+  });
+
   it("replace mode drops the links below the prefix the archive lacks; a file imported at a link's path replaces it", async () => {
     const t = await newTenant(app);
     expect((await importReq(t, tar([{ name: "a/old", type: "2", linkname: "x" }, { name: "a/keep", type: "2", linkname: "y" }, { name: "b/other", type: "2", linkname: "z" }]))).status).toBe(200);
