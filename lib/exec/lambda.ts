@@ -42,7 +42,7 @@ export function invokeError(e: unknown, functionName: string): ToolError {
   if (name === "TooManyRequestsException" && err.Reason === "TenantConcurrencyLimitExceeded") return new ToolError("RATE_LIMITED", msg, { cause: name, scope: "tenant" });
   if (name === "TooManyRequestsException") return new ToolError("RATE_LIMITED", "Too many commands are running for this account right now. Retry in a few seconds.", { cause: name });
   console.error(`lambda invoke of ${functionName} failed: ${name || err?.code || "Error"}: ${msg}`);
-  if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", "The command runner is not deployed on this server; the operator must deploy it (docs/deploying-aws.md).", { cause: name });
+  if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", `The command runner function ${functionName} is not deployed; the operator must deploy it (docs/deploying-aws.md).`, { cause: name });
   if (name === "RequestTooLargeException") return new ToolError("PAYLOAD_TOO_LARGE", "The command (with its stdin) is larger than the 6 MB Invoke limit; put large inputs in a workspace file.", { cause: name });
   if (name === "TimeoutError" || name === "RequestTimeout" || name === "AbortError" || err?.code === "ETIMEDOUT")
     return new ToolError("TIMEOUT", `The command runner did not answer in time (${name || err?.code}). Retry; a long command can run in the background (run_in_background).`, { cause: name || err?.code });
