@@ -41,7 +41,7 @@ export default defineTool({
     }
     if (args.task_id === undefined) throw new ToolError("INVALID_ARGUMENT", "Missing required argument task_id (a background task's id), or output_file (a saved full output).");
     // The task's record in this workspace's storage: no call to the runner.
-    const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {});
+    const p = await pollTask(ctx.deps.storage, { tenant: ctx.ws.tenant, workspace: ctx.ws.id, task_id: args.task_id }, { ...(args.wait ? { wait_ms: (args.timeout ?? 30) * 1000 } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
     // Line-aware, with the real bytes and lines of what this poll's text loses, and where the whole output is.
     const running = p.status === "running" ? "The full output is saved when the task ends (output_file in its result)." : "";
     const out = cutText(p.output, MAX_COMMAND_OUTPUT, p.result?.output_file, running).text;

@@ -26,7 +26,6 @@
  * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
  * Expired records go in the lazy sweep (lib/storage/sweep.ts) after 1 in SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
  */
-import { createHash } from "node:crypto";
 import { sealer, type Sealer } from "../shared/seal.js";
 import { decodeBase64, encodeBase64 } from "../shared/text.js";
 import type { Context, Next } from "hono";
@@ -38,6 +37,7 @@ import { isConditionFailed, type GetResult, type StorageDriver } from "../storag
 import type { ClaimAnswer } from "../limits/claims.js";
 import type { LimitsStore } from "../limits/store.js";
 import { idempotencyPrefix, idempotencyRecordKey } from "../layout/paths.js";
+import { differentRequest, fingerprintOf, hashedBody, type HashedBody } from "./idempotency-fingerprint.js";
 import type { AppEnv } from "./http.js";
 import { backgroundOf } from "./routes/common.js";
 import { pendingIdOf } from "../tools/pending/outcome.js";
@@ -182,7 +182,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
     if (current && live && current.state === "done") {
       const fingerprint = await fingerprintOf(c, await body.finish());
       if (fingerprint !== current.fingerprint) {
-        throw new ToolError("INVALID_ARGUMENT", "This Idempotency-Key was already used for a different request (method, path, query or body) or by another API key of the tenant. Use a new key for a new request; retry only with the same request and API key.");
+        throw differentRequest(c);
       }
       if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
       c.res = await replay(current, box, recordKey);
@@ -240,61 +240,4 @@ async function replay(r: Done, box: Sealer | undefined, recordKey: string): Prom
   const bytes = kept && r.sealed ? await box?.open(kept, recordKey).catch(() => undefined) : kept;
   if (!bytes) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its kept answer can no longer be read (the deployment's sync secret changed since). Read the current state (the files, the workspace, the keys) instead of retrying.", { retry_after: 0 });
   return new Response(bytes, { status: r.status, headers });
-}
-
-/**
- * What makes a request the same: its method, path, query, content type and body, and the API key that
- * sends it (by its id: a retry with the key's rotated secret is still its own). Keys are the tenant's,
- * but another key of the tenant sending a key and request already answered is refused, never given an
- * answer made within the first key's bounds (the secret of a key only a wider manage key could make).
- */
-async function fingerprintOf(c: Context<AppEnv>, bodyHash: string): Promise<string> {
-  const url = new URL(c.req.url);
-  const sender = c.get("auth")?.key_id ?? "";
-  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash, sender].join("\n"));
-}
-
-/**
- * Puts the request's body through a SHA-256 as the handler reads it. finish() reads what the
- * handler left unread (or all of it, when nothing read it) and gives the hex digest.
- */
-type HashedBody = { finish(): Promise<string> };
-
-function hashedBody(c: Context<AppEnv>): HashedBody {
-  const hash = createHash("sha256");
-  const raw = c.req.raw;
-  if (!raw.body) return { finish: async () => hash.digest("hex") };
-  const reader = raw.body.getReader();
-  let done = false;
-  let digest: string | undefined;
-  // One read at a time, in order: the handler's (through `stream`) and finish()'s may overlap (a
-  // replay or a kept answer while a read the guard started is still on its way), and a stream takes
-  // one pending read only. Each chunk is hashed once, in the order it came.
-  let last: Promise<unknown> = Promise.resolve();
-  const readNext = (): Promise<ReadableStreamReadResult<Uint8Array>> => {
-    const r = last.then(async () => {
-      if (done) return { done: true, value: undefined } as ReadableStreamReadResult<Uint8Array>;
-      const got = await reader.read();
-      if (got.done) done = true;
-      else hash.update(got.value);
-      return got;
-    });
-    last = r.catch(() => {});
-    return r;
-  };
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(ctrl) {
-      const r = await readNext();
-      if (r.done) ctrl.close();
-      else ctrl.enqueue(r.value);
-    },
-  });
-  c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body: stream, duplex: "half", signal: raw.signal } as RequestInit);
-  return {
-    async finish() {
-      if (digest !== undefined) return digest;
-      while (!(await readNext()).done);
-      return (digest ??= hash.digest("hex"));
-    },
-  };
 }

@@ -27,6 +27,7 @@ import { toToolError } from "../contract/errors.js";
 import type { Tool } from "../contract/tool.js";
 import { openWorkspace, type CallScope } from "../run/run-tool.js";
 import { callTaskInput } from "../run/tasks/input.js";
+import { whileKeyStands } from "../run/key-watch.js";
 import { cancelCallTask, getCallTask, startCallTask, taskScopeOf, waitCallTask } from "../run/tasks/run.js";
 import { listCallTasks, type CallTaskOutcome, type CallTaskRecord } from "../run/tasks/store.js";
 import { elicitationRequest } from "./mcp-ask.js";
@@ -117,7 +118,8 @@ export function registerMcpTasks(server: Server, scope: CallScope, asks: boolean
         : undefined;
       // Each change of status while it waits goes out as notifications/tasks/status on this request's stream.
       const onStatus = (rec: CallTaskRecord) => extra.sendNotification({ method: "notifications/tasks/status", params: { ...mcpTask(rec), _meta: { [RELATED_TASK]: { taskId: id } } } } as never).catch(() => {});
-      const rec = await waitCallTask(s, id, { until: Date.now() + RESULT_WAIT_MS, signal: extra.signal, onStatus, ...(onInput ? { onInput } : {}) });
+      // A wait of minutes: the key is asked again while it goes on (revoked or expired: key_gone, lib/run/key-watch.ts).
+      const rec = await whileKeyStands(scope.deps, scope.auth, "this tasks/result request", extra.signal, (signal) => waitCallTask(s, id, { until: Date.now() + RESULT_WAIT_MS, ...(signal ? { signal } : {}), onStatus, ...(onInput ? { onInput } : {}) }));
       if (!rec.outcome) throw new ToolError("CONFLICT", `Task ${id} is still ${rec.status}${rec.status_message ? ` (${rec.status_message})` : ""}; call tasks/result again to keep waiting, or tasks/get to look.`, { task_id: id, status: rec.status });
       const r = callToolResult(rec.outcome);
       return { ...r, _meta: { ...r._meta, [RELATED_TASK]: { taskId: id } } } as never;

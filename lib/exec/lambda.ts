@@ -29,24 +29,29 @@ export interface LambdaExecutorOptions {
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-/** An error of the Invoke API itself (the function did not run, or we lost the answer). */
+/**
+ * An error of the Invoke API itself (the function did not run, or we lost the answer). The API's own
+ * text names the operator's account, roles, functions and addresses (an AccessDeniedException quotes
+ * both ARNs): it goes to the log, and the agent gets the error's name and what to do, never that text.
+ */
 export function invokeError(e: unknown, functionName: string): ToolError {
   const err = e as { name?: string; message?: string; code?: string; Reason?: string; $metadata?: { httpStatusCode?: number } };
   const name = err?.name ?? "";
   const msg = err?.message ?? String(e);
-  // The local stand-in's per-tenant share (infra/container/tenant-share.ts): its message says what to do.
+  // The local stand-in's per-tenant share (infra/container/tenant-share.ts): its message is ours and says what to do.
   if (name === "TooManyRequestsException" && err.Reason === "TenantConcurrencyLimitExceeded") return new ToolError("RATE_LIMITED", msg, { cause: name, scope: "tenant" });
-  if (name === "TooManyRequestsException") return new ToolError("RATE_LIMITED", `Too many commands are running for this account right now (${msg}). Retry in a few seconds.`, { cause: name });
-  if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", `The command runner function ${functionName} is not deployed.`, { cause: name });
+  if (name === "TooManyRequestsException") return new ToolError("RATE_LIMITED", "Too many commands are running for this account right now. Retry in a few seconds.", { cause: name });
+  console.error(`lambda invoke of ${functionName} failed: ${name || err?.code || "Error"}: ${msg}`);
+  if (name === "ResourceNotFoundException") return new ToolError("UNAVAILABLE", `The command runner function ${functionName} is not deployed; the operator must deploy it (docs/deploying-aws.md).`, { cause: name });
   if (name === "RequestTooLargeException") return new ToolError("PAYLOAD_TOO_LARGE", "The command (with its stdin) is larger than the 6 MB Invoke limit; put large inputs in a workspace file.", { cause: name });
   if (name === "TimeoutError" || name === "RequestTimeout" || name === "AbortError" || err?.code === "ETIMEDOUT")
-    return new ToolError("TIMEOUT", `The command runner did not answer in time (${msg}).`, { cause: name || err?.code });
+    return new ToolError("TIMEOUT", `The command runner did not answer in time (${name || err?.code}). Retry; a long command can run in the background (run_in_background).`, { cause: name || err?.code });
   if (["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "EPIPE"].includes(err?.code ?? "") || /ECONNREFUSED|socket hang up|fetch failed/i.test(msg))
-    return new ToolError("UNAVAILABLE", `The command runner is unreachable (${msg}).`, { cause: err?.code ?? name });
+    return new ToolError("UNAVAILABLE", `The command runner is unreachable (${err?.code ?? (name || "connection failed")}). Retry in a few seconds.`, { cause: err?.code ?? name });
   const status = err?.$metadata?.httpStatusCode ?? 0;
   if (status >= 500 || /^(ServiceException|ResourceNotReadyException|ResourceConflictException|EC2|ENI|Subnet|EFS|KMS|SnapStart)/.test(name))
-    return new ToolError("UNAVAILABLE", `The command runner is unavailable: ${name}: ${msg}`, { cause: name });
-  return new ToolError("INTERNAL", `Invoking the command runner failed: ${name || "Error"}: ${msg}`, { cause: name });
+    return new ToolError("UNAVAILABLE", `The command runner is unavailable (${name}). Retry in a few seconds.`, { cause: name });
+  return new ToolError("INTERNAL", `Invoking the command runner failed (${name || "Error"}); the server's log has the details. Retry; if it persists, report it with the request id.`, { cause: name });
 }
 
 /** An error raised inside the function (X-Amz-Function-Error): crash, out of memory, function timeout. */

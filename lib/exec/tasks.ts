@@ -4,6 +4,7 @@
  * (output since the last poll, waiting for the end), kill. Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
+import { sleep } from "../shared/sleep.js";
 import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { createOnly, JSON_TYPE, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
@@ -20,7 +21,6 @@ const POLL_OUTPUT_BYTES = 100_000;
 /** How long kill_shell waits for the runner to confirm. */
 const KILL_WAIT_MS = 15_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 const notFound = (id: string) =>
   new ToolError("NOT_FOUND", `No background task ${JSON.stringify(id)} in this workspace. Task ids come from bash with run_in_background: true, called on the same workspace.`, { task_id: id });
@@ -115,13 +115,14 @@ async function readRecord(storage: StorageDriver, k: RunKeys): Promise<RecordNow
 /** After this, nobody can report on the run any more (its runner's sync token expired). */
 const deadlineOf = (r: RecordNow) => Math.max(r.task?.deadline ?? 0, r.claim?.deadline ?? 0);
 
-/** Waits (polling storage, 250 ms growing to 2 s) until the result exists or `until` / the deadline passes. */
-async function waitForResult(storage: StorageDriver, k: RunKeys, rec: RecordNow, until: number): Promise<ExecResponse | null> {
+/** Waits (polling storage, 250 ms growing to 2 s) until the result exists, `until` / the deadline passes or the signal aborts (the call's: its client gone, its key revoked). */
+async function waitForResult(storage: StorageDriver, k: RunKeys, rec: RecordNow, until: number, signal?: AbortSignal): Promise<ExecResponse | null> {
   let result = rec.result;
   const deadline = deadlineOf(rec);
   let interval = 250;
-  while (!result && Date.now() < until && (deadline === 0 || Date.now() < deadline)) {
-    await sleep(Math.min(interval, until - Date.now()));
+  while (!result && Date.now() < until && (deadline === 0 || Date.now() < deadline) && !signal?.aborted) {
+    await sleep(Math.min(interval, until - Date.now()), signal);
+    if (signal?.aborted) break;
     interval = Math.min(interval * 1.5, 2000);
     result = (await readJson<ExecResponse>(storage, k.result))?.value ?? null;
   }
@@ -175,12 +176,12 @@ const LOST = {
 };
 
 /** Status and output since the last poll; with wait_ms, waits up to that long for the task to finish. */
-export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<TaskPoll> {
+export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number; signal?: AbortSignal } = {}): Promise<TaskPoll> {
   const k = recordOf(ref);
   const rec = await readRecord(storage, k);
   if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
   const waitMs = Math.min(Math.max(Number(opts.wait_ms ?? 0) || 0, 0), 600_000);
-  const result = await waitForResult(storage, k, rec, Date.now() + waitMs);
+  const result = await waitForResult(storage, k, rec, Date.now() + waitMs, opts.signal);
   const deadline = deadlineOf(rec);
   const lost = !result && deadline > 0 && Date.now() > deadline;
   let output = await takeOutput(storage, k);

@@ -37,7 +37,9 @@ export interface RunDeps extends TaskToolDeps {
   /**
    * Whether a key still stands (not revoked; lib/api/auth/keys.ts keyStands, cached per isolate as a
    * presented key is): asked before each call of a subagent, which outlives its own call when it runs
-   * in the background. createApp sets it.
+   * in the background, and while any call or door's wait goes on (lib/run/key-watch.ts). createApp sets it.
    */
   callerStands?: (tenant: string, keyId: string) => Promise<boolean>;
+  /** How often a call in progress asks callerStands again (lib/run/key-watch.ts; default KEY_WATCH_MS, 5 s); tests set a few ms. */
+  keyWatchMs?: number;
 }

@@ -26,6 +26,7 @@ import type { StorageDriver } from "../storage/types.js";
 import { followOpenedLink } from "../workspace/links.js";
 import { auditToolCall, isAudited } from "./audit/tool-call.js";
 import type { AuditDoor } from "./audit/entry.js";
+import { keyGoneError, keyStandsNow, whileKeyStands } from "./key-watch.js";
 
 /** Who calls, on which workspace, in which session. */
 export interface CallScope {
@@ -120,7 +121,8 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
   const background = audit.background ?? ctx.waitUntil;
   if (audited && ctx.ws.undo) ctx.ws.undo.committed = []; // a workspace's journal may serve several calls (compat, MCP)
   try {
-    const r = await executeChecked(tool, rawArgs, ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) });
+    // The key is asked again while the call goes on: revoked or expired, the call stops and answers key_gone (lib/run/key-watch.ts).
+    const r = await whileKeyStands(ctx.deps, ctx.auth, "this call", ctx.signal, (signal) => executeChecked(tool, rawArgs, { ...(ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) }), ...(signal ? { signal } : {}) }));
     if (audited) await auditToolCall(tool, rawArgs, ctx, { data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}), journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
     return r;
   } catch (e) {
@@ -143,10 +145,7 @@ function subCallsOf(ctx: RunContext): SubCalls {
     run: async (tool, args, { stampMs, listener, signal }) => {
       const { ws, deps } = ctx;
       // A background subagent outlives its call: each of its calls asks again whether the key stands (and the task ends when not: loop.ts).
-      const expired = ctx.auth.key_expires_at !== undefined && Date.parse(ctx.auth.key_expires_at) <= Date.now(); // the key's own end (not a rotated secret's grace, none for OAuth)
-      if (expired || (deps.callerStands && !(await deps.callerStands(ws.tenant, ctx.auth.key_id)))) {
-        throw new ToolError("UNAUTHORIZED", `The API key this task runs with (${ctx.auth.key_id}) was revoked or has expired since the task started (an OAuth token's principal: its issuer is no longer trusted by the tenant), so the task stopped here; what it did so far stays. Start it again with a valid key.`, { key_id: ctx.auth.key_id, refused_by: "key_gone" });
-      }
+      if (!(await keyStandsNow(deps, ctx.auth))) throw keyGoneError(ctx.auth, "this task");
       // Each sub-call is a call of the caller's key, against its calls_per_minute as a direct one: a subagent is no way around it.
       if (deps.callLeases) await takeInnerCall(deps.callLeases, ws.tenant, { key_id: ctx.auth.key_id, ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) }, ctx.waitUntil);
       const undo = journalFor(deps, ws.tenant, ws.id, ctx.session, newStamp(stampMs));

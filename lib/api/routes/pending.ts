@@ -9,6 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { toolsForTenant } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { answerPending } from "../../run/pending/answer.js";
+import { whileKeyStands } from "../../run/key-watch.js";
 import { callerNow } from "../auth/keys.js";
 import { listWaiting, MAX_PENDING_WAIT_S, pendingScope, pendingView, waitForAnswer } from "../../tools/pending/store.js";
 import type { Tool } from "../../contract/tool.js";
@@ -74,7 +75,9 @@ export function pendingApp(deps: AppDeps, tools: readonly Tool[]) {
     async (c) => {
       const { ws, id } = c.req.valid("param");
       const until = Date.now() + (c.req.valid("query").wait ?? 0) * 1000;
-      const rec = await waitForAnswer(scope(c.get("auth").tenant, ws), id, until, c.req.raw.signal);
+      const auth = c.get("auth");
+      // The wait (up to 30 s) asks the key again as it goes on: revoked or expired, key_gone (lib/run/key-watch.ts).
+      const rec = await whileKeyStands(deps, auth, "this wait", c.req.raw.signal, (signal) => waitForAnswer(scope(auth.tenant, ws), id, until, signal));
       return c.json(pendingView(rec, now()), 200);
     },
   );

@@ -26,6 +26,7 @@
  * A task never skips the gate: its call is gated like any other, and an approved call runs on the
  * approver's request (lib/run/pending/approve.ts); the task only reads the outcome.
  */
+import { sleep } from "../../shared/sleep.js";
 import { killTask } from "../../exec/tasks.js";
 import { finishAfterAnswer } from "../../shared/after-answer.js";
 import { ToolError } from "../../shared/errors.js";
@@ -151,11 +152,6 @@ export async function getCallTask(s: CallTaskDeps, id: string): Promise<CallTask
   return (await lateCallLost(s, cur)) ?? advanceCallTask(s, cur);
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((r) => {
-    const t = setTimeout(r, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
-  });
 
 /**
  * Waits for the task to end: reads it again with a backoff (250 ms growing to 2 s) until it is
