@@ -1,8 +1,8 @@
 /**
  * Where this runner can make a cgroup per sandbox (sandbox-cgroup.ts), found from its own cgroup
  * (/proc/self/cgroup) and the cgroup mounts (/proc/self/mountinfo): cgroup v2 when its memory
- * controller is available there, else the v1 memory hierarchy (with the pids and freezer ones
- * where mounted); null with the reason when neither is writable. Node only; Linux only.
+ * controller is available there, else the v1 memory hierarchy (with the pids one where
+ * mounted); null with the reason when neither is writable. Node only; Linux only.
  */
 import { accessSync, constants, existsSync, mkdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,8 +14,6 @@ export interface CgroupPlace {
   memory: string;
   /** v1 only: the pids hierarchy's directory (v2: `memory`'s, when it has the pids controller). */
   pids: string | null;
-  /** v1 only: the freezer hierarchy's directory (v2: cgroup.freeze in `memory`'s cgroup). */
-  freezer: string | null;
 }
 
 /** A cgroup mount: its mount point, its file system type, and (v1) the controllers its super options name. */
@@ -90,10 +88,10 @@ function placeV2(mount: Mount, path: string): CgroupPlace | null {
     }
   }
   if (!enabled().includes("memory")) return null;
-  return { version: 2, memory: own, pids: enabled().includes("pids") ? own : null, freezer: null };
+  return { version: 2, memory: own, pids: enabled().includes("pids") ? own : null };
 }
 
-/** The v1 hierarchies: memory (required), pids and freezer where mounted and writable. */
+/** The v1 hierarchies: memory (required), pids where mounted and writable. */
 function placeV1(mounts: Mount[], own: Map<string, string>): CgroupPlace | null {
   const dirOf = (c: string): string | null => {
     const m = mounts.find((x) => !x.v2 && x.controllers.includes(c));
@@ -103,7 +101,7 @@ function placeV1(mounts: Mount[], own: Map<string, string>): CgroupPlace | null 
     return existsSync(d) && canMake(d) ? d : null;
   };
   const memory = dirOf("memory");
-  return memory ? { version: 1, memory, pids: dirOf("pids"), freezer: dirOf("freezer") } : null;
+  return memory ? { version: 1, memory, pids: dirOf("pids") } : null;
 }
 
 /** Where sandbox cgroups go on this host, or why there is no such place. */

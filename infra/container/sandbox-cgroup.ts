@@ -3,8 +3,8 @@
  * every process of one sandbox, and the tmpfs pages of its /tmp and /dev/shm, under one memory
  * bound (RunLimits.sandbox_memory_mb; swap too where the knob exists) and one pids bound
  * (RunLimits.processes), so one sandbox running out of memory is OOM-killed inside its own cgroup,
- * never the runner nor another sandbox. Made where cgroup-place.ts finds room (v2, or v1's memory,
- * pids and freezer hierarchies); where none is writable sandboxes run without it (said once in the
+ * never the runner nor another sandbox. Made where cgroup-place.ts finds room (v2, or v1's memory
+ * and pids hierarchies); where none is writable sandboxes run without it (said once in the
  * runner's log). No process is spawned for any of it: a few file writes per run. Node only; Linux only.
  *
  * Its processes go in before the sandbox's gate opens (sandbox.ts): then every process of it is
@@ -18,7 +18,7 @@ import { processTree, readSync } from "./live-status.js";
 export interface SandboxCgroup {
   /** The memory bound, MiB. */
   readonly memoryMb: number;
-  /** Moves `rootPid` and every process below it in, scanning again until a scan finds none new. */
+  /** Moves `rootPid` and every process below it in, scanning again until a scan finds none new (none moved by an earlier call). */
   enter(rootPid: number): Promise<void>;
   /** How many processes of it the kernel's OOM killer killed so far (v2 memory.events, v1 memory.oom_control: oom_kill). */
   oomKills(): number;
@@ -119,9 +119,10 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
   const v2 = place.version === 2;
   const memory = join(place.memory, name);
   const pids = place.pids && place.pids !== place.memory ? join(place.pids, name) : null;
-  const freezer = place.freezer ? join(place.freezer, name) : null;
-  const dirs = [memory, ...(pids ? [pids] : []), ...(freezer ? [freezer] : [])];
+  const dirs = [memory, ...(pids ? [pids] : [])];
   const bytes = String(memoryMb * MiB);
+  /** The processes moved in so far: a second enter() writes only those new since. */
+  const moved = new Set<number>();
   try {
     for (const d of dirs) mkdirSync(d); // the kernel fills it with the controllers' files
     if (v2) {
@@ -140,7 +141,6 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
   return {
     memoryMb,
     async enter(rootPid) {
-      const moved = new Set<number>();
       for (let round = 0; round < 50; round++) {
         const fresh = (await treeOf(rootPid)).filter((p) => !moved.has(p));
         if (!fresh.length) return;
@@ -174,7 +174,7 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
  */
 function sweep(place: CgroupPlace): number {
   let swept = 0;
-  for (const parent of new Set([place.memory, place.pids, place.freezer].filter((d): d is string => d !== null))) {
+  for (const parent of new Set([place.memory, place.pids].filter((d): d is string => d !== null))) {
     let names: string[];
     try {
       names = readdirSync(parent);
@@ -226,12 +226,17 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
 }
 
 /**
- * What a sandbox's command waits for when it has a cgroup: the run's own gate (none: at once), then
- * every process of `rootPid` (bwrap's, blocked before the command) moved into `cg`. A move that fails
- * is logged and the command runs without the bound, as on a host without cgroups.
+ * What a sandbox's command waits for when it has a cgroup: every process of `rootPid` moved into `cg`,
+ * and the run's own gate (none: at once). The move starts at once, beside the run's setup (a write to
+ * cgroup.procs costs milliseconds on v1): what bwrap forks after it is born inside; a last scan after the
+ * run's gate moves what it forked meanwhile. A move that fails is logged and the command runs without
+ * the bound, as on a host without cgroups.
  */
 export async function gateInto(cg: SandboxCgroup, rootPid: number | undefined, gate: Promise<boolean> = Promise.resolve(true)): Promise<boolean> {
-  const go = await gate;
-  if (go && rootPid) await cg.enter(rootPid).catch((e: Error) => console.error(`cgroups: a sandbox's processes could not be moved into its cgroup (${e.message}); it runs without its bound`));
+  const failed = (e: Error) => console.error(`cgroups: a sandbox's processes could not be moved into its cgroup (${e.message}); it runs without its bound`);
+  if (!rootPid) return gate;
+  const early = cg.enter(rootPid).then(() => true, (e: Error) => (failed(e), false));
+  const go = await gate.finally(() => early);
+  if (go && (await early)) await cg.enter(rootPid).catch(failed);
   return go;
 }
