@@ -16,7 +16,7 @@ import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.j
 import { watchDisk } from "./disk-quota.js";
 import { OutputCollector } from "./output.js";
 import { keepFullOutput } from "./output-log.js";
-import { runResult } from "./run-result.js";
+import { memoryNote, runResult } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
 import { shellQuote } from "./sandbox.js";
@@ -170,6 +170,9 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const unheldBefore = shell.unheld;
   const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : unheldBefore ? "crashed" : exit.ended;
   if (end) out.err(Buffer.from(`${unheldBefore ? UNHELD_NOTE(false) : ENDED_NOTE[end]}\n`));
+  const memory = shell.takeMemory();
+  const oom = memoryNote(memory, true);
+  if (oom) out.err(Buffer.from(oom));
   await out.close();
   const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep, "live")) : null;
 
@@ -177,7 +180,7 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const killed = end === "crashed" || end === "limit";
   // Its network bytes: what the sandbox's proxy carried since the last command took its share (live-shell.ts, egress-shares.ts).
   const net = shell.net.take();
-  const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs, ...(net ? { net } : {}) };
+  const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs, ...(net ? { net } : {}), ...(memory ? { memory } : {}) };
   const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
   // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
   const ran = !exit.timedOut && end !== "limit";

@@ -103,6 +103,9 @@ export class LiveShell {
   private readonly errTail: Tail;
   /** What its egress proxy carried, taken by each command (and the rest by the sandbox's end); none without network. */
   readonly net = new EgressShares();
+  /** Its cgroup's memory bound and OOM kills (SandboxSpec.onMemory), each command taking those since the last took; null without a cgroup. */
+  private memory: { limitMb: number; oomKills(): number } | null = null;
+  private oomTaken = 0;
   /** The loop's own stderr (the last 2 KiB): why a sandbox that ended at once ended. */
   stderr = "";
   private killedByUs = false;
@@ -115,12 +118,22 @@ export class LiveShell {
       ...spec, cwd: "", command: loopScript(sandbox.shellPath(spec.shellDir)), timeoutMs: lifeMs, input: this.input, signal: this.stop.signal,
       onSpawn: (pid) => (this.hostPid = pid),
       onEgress: (carried) => this.net.attach(carried),
+      onMemory: (memory) => (this.memory = memory),
       onStdout: (c) => this.control(c),
       onStderr: (c) => (this.stderr = (this.stderr + c.toString("utf8")).slice(-2048)),
       // The egress proxy's refusal lines are the running command's stderr, not the loop's.
       onEgressRefusal: (line) => this.sink.err(line),
     });
     this.exited.then(() => (this.gone = true), () => (this.gone = true));
+  }
+
+  /** The memory bound and the OOM kills since the last take (a command's, and its background processes' since the last command); undefined without a cgroup. */
+  takeMemory(): { limitMb: number; oomKills: number } | undefined {
+    if (!this.memory) return undefined;
+    const now = this.memory.oomKills();
+    const share = Math.max(0, now - this.oomTaken);
+    this.oomTaken = Math.max(now, this.oomTaken);
+    return { limitMb: this.memory.limitMb, oomKills: share };
   }
 
   private control(chunk: Buffer): void {

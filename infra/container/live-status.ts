@@ -40,8 +40,8 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 const read = (path: string) => fs.readFile(path, "utf8").catch(() => null);
 
-/** A file of /proc read now ("" when gone). */
-function readSync(path: string): string {
+/** A file of /proc (or a cgroup's) read now ("" when gone). */
+export function readSync(path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch {

@@ -13,7 +13,7 @@ import { validateShell } from "./shell-state.js";
 import { DEFAULT_LIMITS } from "./sandbox.js";
 
 const MAX_TIMEOUT_MS = 15 * 60 * 1000;
-const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, output_bytes: 1_000_000, max_writeback_files: 100_000, writeback_ms: 3_600_000 };
+const LIMIT_MAX: RunLimits = { disk_mb: 1_048_576, memory_mb: 16_384, address_space_mb: 262_144, file_size_mb: 8_192, processes: 4096, cpu_seconds: 3600, open_files: 65_536, tmp_mb: 8_192, sandbox_memory_mb: 65_536, output_bytes: 1_000_000, max_writeback_files: 100_000, writeback_ms: 3_600_000 };
 
 const bad = (msg: string) => new ToolError("INVALID_ARGUMENT", msg);
 

@@ -22,6 +22,17 @@ export interface ResultParts {
   syncOutMs: number;
 }
 
+/**
+ * The line the model reads when the kernel killed processes of the sandbox for passing its memory bound
+ * (sandbox-cgroup.ts); null when it did not. Written to the command's stderr before its output is closed.
+ */
+export function memoryNote(memory: SandboxExit["memory"], live = false): string | null {
+  if (!memory?.oomKills) return null;
+  const n = memory.oomKills === 1 ? "1 of its processes" : `${memory.oomKills} of its processes`;
+  const held = live ? " Files in /tmp and /dev/shm hold memory until they are deleted, across this session's commands." : "";
+  return `[toolshed: the sandbox reached its memory limit (${memory.limitMb} MiB for all its processes together, files in /tmp and /dev/shm included): the kernel killed ${n} (SIGKILL: exit code 137, "Killed").${held} Use less memory at once: fewer parallel jobs (make -j2, fewer workers), smaller data in memory, large files in the workspace rather than /tmp.]\n`;
+}
+
 export function runResult(p: ResultParts): RunResult {
   const { out, exit, written: so } = p;
   const { rec, manifestFiles } = p.synced;
@@ -31,6 +42,8 @@ export function runResult(p: ResultParts): RunResult {
   // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
   const full = p.outputFile ?? (out.truncated ? null : undefined);
   const cut = out.merged.parts().cut;
+  // Past the disk quota the run was stopped; past the memory bound the kernel killed processes of it (memoryNote).
+  const limit = { ...(so.quotaHit ? { disk_mb: p.disk_mb } : {}), ...(exit.memory?.oomKills ? { memory_mb: exit.memory.limitMb } : {}) };
   return {
     run_id: p.runId,
     stdout: out.stdout.text(full),
@@ -42,7 +55,7 @@ export function runResult(p: ResultParts): RunResult {
     ...(exit.net ? { net_bytes_in: exit.net.bytesIn, net_bytes_out: exit.net.bytesOut } : {}),
     timed_out: exit.timedOut,
     killed: exit.killed && !p.diskExceeded,
-    ...(so.quotaHit ? { limit_exceeded: { disk_mb: p.disk_mb } } : {}),
+    ...(Object.keys(limit).length ? { limit_exceeded: limit } : {}),
     truncated: out.truncated,
     ...(p.outputFile ? { output_file: p.outputFile } : {}),
     files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],

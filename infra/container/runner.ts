@@ -23,7 +23,7 @@ import type { TreeCache } from "./slot-cache.js";
 import { stageTree } from "./stage.js";
 import { ensureCwd, slotBytes, syncIn, type SyncedIn } from "./sync-in.js";
 import { syncOut } from "./sync-out.js";
-import { runResult } from "./run-result.js";
+import { memoryNote, runResult } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 
 
@@ -118,6 +118,8 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
       slot.tree = home;
       await staged.restore();
     }
+    const oom = memoryNote(exit.memory);
+    if (oom) out.err(Buffer.from(oom)); // the model reads why a process of it was killed
     await out.close();
     const shell = shellDir && req.shell && !exit.timedOut && !exit.killed ? await readShellState(shellDir.path, req.shell.keep).finally(shellDir.drop) : null;
     if (!shell) await shellDir?.drop();

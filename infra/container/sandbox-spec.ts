@@ -24,6 +24,8 @@ export interface SandboxSpec {
   network: boolean;
   /** With network: told how to read what the egress proxy's upstream connections carried so far (a live sandbox's commands each take their share: live-shell.ts). */
   onEgress?(carried: () => EgressBytes): void;
+  /** Told the sandbox's memory bound and how to read its OOM kills so far, when it runs in a cgroup of its own (a live sandbox's commands each take their share: live-shell.ts). */
+  onMemory?(memory: { limitMb: number; oomKills(): number }): void;
   /** The API's URL (the run's sync URL): the egress proxy refuses its host. */
   apiUrl?: string;
   /** RunRequest.egress_secrets: the egress proxy's only, never the command's (docs/secrets.md). */
@@ -55,4 +57,6 @@ export interface SandboxExit {
   durationMs: number;
   /** A run with network: what its egress proxy's upstream connections carried (egress-proxy.ts); absent without network. */
   net?: EgressBytes;
+  /** A run in a cgroup of its own (sandbox-cgroup.ts): its memory bound and how many of its processes the kernel's OOM killer killed. */
+  memory?: { limitMb: number; oomKills: number };
 }

@@ -3,7 +3,7 @@
  * cgroup namespaces (always the net one: a run with network gets out only through the
  * runner's egress proxy, egress-forwarder.ts); a read-only /usr and a minimal /etc; the workspace tree bound
  * read-write at /workspace; private size-limited /tmp and /dev/shm; an empty environment;
- * rlimits set inside before the command starts; a seccomp filter (seccomp.ts) installed by
+ * rlimits set inside before the command starts; its own cgroup (sandbox-cgroup.ts) bounding the memory and processes of all of it; a seccomp filter (seccomp.ts) installed by
  * bwrap just before the command's exec. No bwrap, no run: never unsandboxed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -19,6 +19,7 @@ import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
 import { namespaceProbe, type LiveProbe } from "./live-status.js";
+import { gateInto, sandboxCgroups, type Cgroups } from "./sandbox-cgroup.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
@@ -29,6 +30,7 @@ export const DEFAULT_LIMITS: RunLimits = {
   cpu_seconds: 0, // 0: the wall-clock timeout, rounded up
   open_files: 1024,
   tmp_mb: 512,
+  sandbox_memory_mb: 4096, // memory_mb + 2 × tmp_mb + 1 GiB: what one process and both tmpfs may hold, and room for the rest
   output_bytes: 30_000,
   max_writeback_files: 100_000,
   writeback_ms: 0, // 0: the rest of the timeout, at least max(10 s, timeout / 4): runner.ts
@@ -52,6 +54,8 @@ export interface SandboxOptions {
   seccomp?: Buffer | null;
   /** The egress proxy of runs with network: limits; for tests only, a DNS and `allowLoopback`. */
   egress?: EgressOptions;
+  /** The cgroups of its sandboxes (default: made where this runner's own cgroup allows, sandbox-cgroup.ts). */
+  cgroups?: Cgroups;
 }
 
 /** The uid/gid user code runs as on the host: never root. */
@@ -143,6 +147,7 @@ const SHELL_MOUNT = "/run/toolshed-shell";
 export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   const hostIds = opts.hostIds === undefined ? defaultHostIds() : opts.hostIds;
   const seccomp = opts.seccomp === undefined ? hostSeccompProgram() : opts.seccomp;
+  const cgroups = opts.cgroups ?? sandboxCgroups();
   let etcDir: string | null = null;
   let seccompFile: string | null = null;
   /** The first descriptor of the HOME files: after the seccomp program's, if any. */
@@ -217,7 +222,10 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     }
   }
 
-  function spawnRun(bin: string, spec: SandboxSpec, egress: RunEgress | null): Promise<SandboxExit> {
+  async function spawnRun(bin: string, asked: SandboxSpec, egress: RunEgress | null): Promise<SandboxExit> {
+    // Its own cgroup (sandbox-cgroup.ts), entered before the gate opens: then a run without a gate of its own gets one.
+    const cg = cgroups.make(asked.limits.sandbox_memory_mb, asked.limits.processes);
+    const spec = cg && !asked.gate ? { ...asked, gate: Promise.resolve(true) } : asked;
     etcDir ??= writeEtc(opts.stateDir);
     if (seccomp && !seccompFile) {
       seccompFile = join(opts.stateDir, "seccomp.bpf");
@@ -239,6 +247,9 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
         stdio: [spec.stdin !== undefined || spec.input ? "pipe" : "ignore", "pipe", "pipe", ...fds, ...(gateFd === null ? [] : ["pipe" as const])],
         ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
       });
+    } catch (e) {
+      await cg?.remove();
+      throw e;
     } finally {
       for (const fd of fds) closeSync(fd); // the child has its copies
     }
@@ -246,8 +257,15 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     // namespace dies with pid 1: killing the group is enough to end them all.
     const pipe = gateFd === null ? null : (child.stdio[gateFd] as Writable);
     pipe?.on("error", () => {}); // bwrap gave up before the gate opened: its exit says why
-    const gate = spec.gate && pipe ? { wait: spec.gate, open: () => pipe.end("go\n") } : undefined;
-    return supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e), gate);
+    if (cg) spec.onMemory?.({ limitMb: cg.memoryMb, oomKills: () => cg.oomKills() });
+    const wait = cg ? gateInto(cg, child.pid, spec.gate) : spec.gate;
+    const gate = wait && pipe ? { wait, open: () => pipe.end("go\n") } : undefined;
+    try {
+      const exit = await supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e), gate);
+      return cg ? { ...exit, memory: { limitMb: cg.memoryMb, oomKills: cg.oomKills() } } : exit;
+    } finally {
+      await cg?.remove();
+    }
   }
 
   return {

@@ -190,8 +190,9 @@ export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   let error: { code: string; message: string } | undefined;
   if (result?.ok) {
     run = result.result as RunResult;
-    status = run.timed_out ? "timed_out" : run.killed || run.limit_exceeded ? "killed" : "completed";
-    if (run.limit_exceeded) error = { code: "QUOTA_EXCEEDED", message: quotaMessage(run.limit_exceeded.disk_mb) };
+    const diskMb = run.limit_exceeded?.disk_mb; // the memory bound stops no run: the kernel killed processes of it, its output says so
+    status = run.timed_out ? "timed_out" : run.killed || diskMb !== undefined ? "killed" : "completed";
+    if (diskMb !== undefined) error = { code: "QUOTA_EXCEEDED", message: quotaMessage(diskMb) };
     // A foreground run (followed after a retried call) streams no chunks: its output is in the result.
     if (!rec.task && rec.claim && !rec.claim.task && output === "") output = run.output;
   } else if (result) {

@@ -229,7 +229,8 @@ export function commandData(r: RunResult) {
 function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA_EXCEEDED"; message: string } | null {
   if (r.timed_out)
     return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.` };
-  if (r.limit_exceeded)
+  // The memory bound (limit_exceeded.memory_mb) stops no run: the kernel killed processes of it, and its output says so.
+  if (r.limit_exceeded?.disk_mb !== undefined)
     return { code: "QUOTA_EXCEEDED", message: `${quotaMessage(r.limit_exceeded.disk_mb)} The output so far is in details.output.` };
   return null;
 }

@@ -21,10 +21,7 @@ export interface RunLimits {
    * heap reservation, WebAssembly's guard regions) does not count, so java and wasm still run.
    */
   memory_mb: number;
-  /**
-   * Address space of each process, MiB (default 32768: RLIMIT_AS): bounds what memory_mb
-   * cannot see (shared mappings). Large, since runtimes reserve far more than they use.
-   */
+  /** Address space of each process, MiB (default 32768: RLIMIT_AS): bounds what memory_mb cannot see (shared mappings). Large, since runtimes reserve far more than they use. */
   address_space_mb: number;
   /** Largest file a process may write, MiB (default 1024): writing 2 GB fails. */
   file_size_mb: number;
@@ -36,6 +33,8 @@ export interface RunLimits {
   open_files: number;
   /** Size of the private /tmp (and /dev/shm), MiB (default 512). */
   tmp_mb: number;
+  /** Memory of the whole sandbox (all its processes, its /tmp and /dev/shm), MiB (default 4096), in its own cgroup where the runner has one (docs/runner-security.md); 0: none. */
+  sandbox_memory_mb: number;
   /** Bytes of stdout / stderr / merged output kept in the result, head + tail (default 30000). */
   output_bytes: number;
   /** Most changed files one run may write back (default 100000); the rest are reported in `unsynced`. */
@@ -227,8 +226,8 @@ export interface RunResult {
   links_changed?: string[];
   conflicts: Conflict[];
   skipped: Skipped[];
-  /** Set when the command was stopped for adding more than `disk_mb` MiB to the workspace (nothing written back). */
-  limit_exceeded?: { disk_mb: number };
+  /** `disk_mb`: stopped for adding more than that to the workspace (nothing written back); `memory_mb`: the kernel killed processes past the sandbox's memory bound (the run went on, its output says so). */
+  limit_exceeded?: { disk_mb?: number; memory_mb?: number };
   /** Changes not written back because the run timed out, was killed or exceeded a limit. */
   discarded: string[];
   /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */

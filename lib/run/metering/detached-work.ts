@@ -19,7 +19,7 @@ function endCode(end: RunEnded): string | undefined {
   if (!end.result.ok) return end.result.error.code;
   const run = end.result.result as Partial<RunResult>;
   if (run.timed_out) return "TIMEOUT";
-  if (run.limit_exceeded) return "QUOTA_EXCEEDED";
+  if (run.limit_exceeded?.disk_mb !== undefined) return "QUOTA_EXCEEDED";
   if (run.killed) return "CANCELLED";
   return undefined;
 }
