@@ -67,7 +67,7 @@ export function heldMarks(entries: Iterable<SyncEntry>, size: number): string | 
 /** The marks a poll sent (its manifest query's `held`); null when absent or not marks (nothing is carried then). */
 export function parseHeld(query: unknown): Set<number> | null {
   const held = (query as { held?: unknown } | null)?.held;
-  if (typeof held !== "string" || held.length > Math.ceil((CARRY_VIEW_MAX * 4) / 3) + 4) return null;
+  if (typeof held !== "string" || held.length > 4 * Math.ceil((CARRY_VIEW_MAX * 4) / 3)) return null;
   const bytes = decodeBase64(held);
   if (!bytes || bytes.length % 4) return null;
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);

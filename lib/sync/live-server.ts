@@ -60,12 +60,12 @@ function checkWritten(v: unknown): LiveEnded["written"] {
  */
 export type ManifestNow = (query: ManifestQuery, held: Set<number> | null) => Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null>;
 
-/** A poll's manifest query and the marks of the runner's view it carries (none: nothing is carried). */
+/** A poll's manifest query, and the query as sent: the marks of the runner's view in it are read only when a command comes (none: nothing is carried). */
 interface PollQuery {
   query: ManifestQuery | null;
-  held: Set<number> | null;
+  sent?: unknown;
 }
-const pollQueryOf = (manifest: unknown): PollQuery => (manifest === undefined ? { query: null, held: null } : { query: parseManifestQuery(manifest), held: parseHeld(manifest) });
+const pollQueryOf = (manifest: unknown): PollQuery => (manifest === undefined ? { query: null } : { query: parseManifestQuery(manifest), sent: manifest });
 
 /** The poll a result carries (LiveResultPost.poll): its manifest query, or null when it has none. */
 function checkResultPoll(v: unknown): PollQuery {
@@ -81,7 +81,7 @@ function checkResultPoll(v: unknown): PollQuery {
  * (LiveHub.resultThenNext), or alone, first, when the poll goes no further (the key revoked, or its
  * check failed).
  */
-async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, { query, held }: PollQuery, signal: AbortSignal, checks: PollChecks, carried?: LiveResultPost): Promise<Response> {
+async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, { query, sent }: PollQuery, signal: AbortSignal, checks: PollChecks, carried?: LiveResultPost): Promise<Response> {
   const { manifestNow, keyAlive, workspaceHere } = checks;
   const alone = async () => void (carried && (await hub.result(ref, carried)));
   // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
@@ -109,7 +109,7 @@ async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, 
   if (!("command" in next) || !query || !manifestNow) return json(next);
   // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
   // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
-  const now = await manifestNow(query, held).catch(() => null);
+  const now = await manifestNow(query, parseHeld(sent)).catch(() => null);
   if (!now) return json(next);
   return json({ command: { ...next.command, manifest: manifestAnswerBody(now.answer), ...(now.files.length ? { files: carriedBody(now.files) } : {}) } });
 }
