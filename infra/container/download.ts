@@ -6,7 +6,8 @@
  * its bytes), owner and fingerprint set on the open descriptor, directories made once. Synchronous
  * system calls: for files this small they cost less than a round trip through the thread pool.
  * Large files (and what a batch could not bring) come alone, streamed to a private temporary
- * file and renamed into place.
+ * file and renamed into place. Files whose bytes came with a live command (`carried`,
+ * lib/sync/carried-files.ts) at the very etag the manifest lists are written from those: no request.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, futimesSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, utimesSync, writeSync } from "node:fs";
@@ -16,6 +17,7 @@ import { pipeline } from "node:stream/promises";
 import { ancestorsOf, parentOf } from "../../lib/layout/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
+import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
 import { mkdirPlaced, spreadDirectories } from "./spread-dirs.js";
@@ -79,8 +81,8 @@ function create(abs: string, mode: number): { fd: number; replaced: bigint | nul
   }
 }
 
-/** Downloads `todo` into the slot, recording each file in slot.files and stats. */
-export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16): Promise<void> {
+/** Downloads `todo` into the slot, recording each file in slot.files and stats; a file `carried` holds at its listed etag is written from there. */
+export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, owner: Owner, stats: ReconcileStats, concurrency = 16, carried?: ReadonlyMap<string, CarriedFile>): Promise<void> {
   const known = new Set<string>();
   const exec = slot.modes?.exec ?? null;
   const staging = join(slot.dir, "incoming"); // spread: top-level directories are made there, then moved
@@ -187,6 +189,17 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     else await writeStream(e, file.etag, file.body);
   };
 
+  if (carried?.size) {
+    const fetched: SyncEntry[] = [];
+    for (const e of todo) {
+      const c = carried.get(e.path);
+      if (c && c.etag === e.etag) {
+        write(e, c.etag, c.bytes);
+        stats.carried = (stats.carried ?? 0) + 1;
+      } else fetched.push(e);
+    }
+    todo = fetched;
+  }
   // Small files in batches, large ones alone, side by side. A file the server deferred (`later`)
   // goes into the next round of batches; one it could not bring (`missing`) is fetched alone after.
   const useBatches = todo.length > 1;

@@ -13,6 +13,7 @@ import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveEndReason } from "../../lib/sync/live-types.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
+import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { watchDisk } from "./disk-quota.js";
 import { OutputCollector } from "./output.js";
 import { keepFullOutput } from "./output-log.js";
@@ -131,11 +132,21 @@ const UNHELD_NOTE = (ran: boolean) =>
 const withNote = (r: RunResult, note: string): RunResult => ({ ...r, stderr: `${r.stderr}${note}\n`, output: `${r.output}${r.output && !r.output.endsWith("\n") ? "\n" : ""}${note}\n` });
 
 /**
+ * What a command came with (lib/sync/live-types.ts LiveCommand): the manifest's answer (used unless
+ * the background write-back changed the view) and the bytes of changed files (written where the
+ * manifest lists their etag: lib/sync/carried-files.ts).
+ */
+export interface LiveCarried {
+  manifest?: CarriedManifest | undefined;
+  files?: ReadonlyMap<string, CarriedFile>;
+}
+
+/**
  * Runs one command. `first`: the sandbox's first (its request's shell state is restored);
  * `background`: whether processes of an earlier command may have changed files since. `carried`:
- * the manifest answer the command came with (used unless the background write-back changed the view).
+ * what the command came with.
  */
-export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequest, sync: SyncClient, first: boolean, background: boolean, carried?: CarriedManifest): Promise<LiveCommandOutcome> {
+export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequest, sync: SyncClient, first: boolean, background: boolean, carried: LiveCarried = {}): Promise<LiveCommandOutcome> {
   const limits = validateRequest(req);
   checkCommand(req, ctx.start);
   const { slot, deps, shell } = ctx;
@@ -146,8 +157,8 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   // The runner works on the tree only while the sandbox holds still (hold-still.ts): before the command, and after it.
   const { bg, synced, cwdMade } = await shell.still(async () => {
     const bg = background ? await unsure(writeBackBackground(ctx, sync, runId, limits)) : null;
-    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried);
-    const synced = await unsure(syncIn(slot, listed, sync, deps.owner));
+    const listed = conditionalManifest(sync, slot.view, slot.modes?.etag ?? null, carried.manifest);
+    const synced = await unsure(syncIn(slot, listed, sync, deps.owner, carried.files));
     return { bg, synced, cwdMade: await ensureCwd(slot, cwd, deps.owner) };
   });
   const syncInMs = Date.now() - t0;

@@ -18,7 +18,8 @@ import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, typ
 import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
-import { viewQuery, type CarriedManifest } from "../../lib/sync/view.js";
+import { viewQuery, type CarriedManifest, type ManifestView } from "../../lib/sync/view.js";
+import { carriedFilesOf, heldMarks } from "../../lib/sync/carried-files.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
 import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
@@ -55,6 +56,12 @@ function carriedOf(view: { query: ManifestQuery; version: number }, body: unknow
   } catch {
     return undefined;
   }
+}
+
+/** The marks of a view (heldMarks), kept while the view stays the same. */
+function heldMarksOf() {
+  let at: { view: ManifestView; version: number; held: string | undefined } | null = null;
+  return { of: (view: ManifestView) => (at?.view === view && at.version === view.version ? at : (at = { view, version: view.version, held: heldMarks(view.values(), view.size) })).held };
 }
 
 /**
@@ -150,6 +157,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     void shell.exited.finally(() => gone.abort()).catch(() => {});
     let first = true;
     let background = false;
+    /** The view's marks, made again only when the view changed since (ManifestView.version). */
+    const marks = heldMarksOf();
     /** The status the last poll carried: what ran before the command it brought (pollsWithAnswer). */
     let polled: LiveStatus | null = null;
     for (;;) {
@@ -168,17 +177,20 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       // While processes run between commands, the tree's disk limit is watched too: past it the sandbox ends ("limit"; what they wrote is discarded).
       const disk = background ? watchDisk(slot.tree, slotBytes(slot), limits.disk_mb * MiB, () => void shell?.kill(), slot.files.size) : null;
       let next: LiveNext<RunRequest> | null = null;
-      // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own).
+      // The poll carries the query of the slot's view: a command comes with its answer (no manifest request of its own),
+      // and, on a tree that is its view's fixpoint, the marks of the view: with the bytes of the few small files it lacks.
       const view = await viewQuery(slot.view, slot.modes?.etag ?? null);
+      const held = slot.synced ? marks.of(slot.view) : undefined;
+      const manifest = held === undefined ? view.query : { ...view.query, held };
       try {
         // The last command's answer, when it may, is this poll (one request); an API that answers it 204 has recorded it: then the poll is one of its own.
         // Cut short (a deadline), it is still to go: sent again (the API takes an answer once, by its seq), with the next poll or alone at the end.
         if (answer) {
-          next = await channel.result({ ...answer, poll: { manifest: view.query } }, stop);
+          next = await channel.result({ ...answer, poll: { manifest } }, stop);
           polled = answer.status;
           answer = null;
         }
-        if (!next) next = await channel.next({ ...(polled = await status()), manifest: view.query }, stop);
+        if (!next) next = await channel.next({ ...(polled = await status()), manifest }, stop);
       } catch (e) {
         if (e instanceof ChannelLost) { reason = "crashed"; break; }
         if (!stop.aborted) throw e;
@@ -198,7 +210,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
       ctx.commandDone = () => void (statusRead = status());
       try {
         const cmdSync = opts.syncOf(request);
-        const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background, carriedOf(view, next.command.manifest));
+        const outcome = await runLiveCommand(ctx, seq, request, cmdSync, first, background, { manifest: carriedOf(view, next.command.manifest), files: carriedFilesOf(next.command.files) });
         first = false;
         response = { ok: true, result: outcome.result };
         end = outcome.end;

@@ -8,6 +8,7 @@ import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { isDirMarker, parentOf } from "../../lib/layout/paths.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
+import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { download } from "./download.js";
 import { isValidName } from "./file-marks.js";
 import { pruneEmptyDirs, setExec, type Owner, type ReconcileStats, type Slot } from "./tree.js";
@@ -73,9 +74,10 @@ export async function reconcile(slot: Slot, manifest: SyncEntry[], sync: SyncCli
  * every other entry is then in place already. Files and their directories only: null (reconcile
  * whole instead, before anything is touched) when a changed path is an explicit directory, a
  * symlink or below one, below a file of the view, or where the tree holds a directory. Same
- * outcome as reconcile() over the whole view, in O(changed) entries and system calls.
+ * outcome as reconcile() over the whole view, in O(changed) entries and system calls. `carried`:
+ * bytes that came with a live command, written where their etag is the view's (download.ts).
  */
-export async function reconcileChanged(slot: Slot, changed: readonly string[], sync: SyncClient, owner: Owner, concurrency = 16): Promise<ReconcileStats | null> {
+export async function reconcileChanged(slot: Slot, changed: readonly string[], sync: SyncClient, owner: Owner, carried?: ReadonlyMap<string, CarriedFile>, concurrency = 16): Promise<ReconcileStats | null> {
   const stats: ReconcileStats = { downloaded_files: 0, downloaded_bytes: 0, skipped: [], clean: false, entries: changed.length, whole: false };
   const links = slot.modes?.links ?? new Map<string, string>();
   const want: SyncEntry[] = [];
@@ -105,7 +107,7 @@ export async function reconcileChanged(slot: Slot, changed: readonly string[], s
     slot.files.delete(p);
   }
   await pruneEmptied(slot, emptied);
-  await download(slot, want, sync, owner, stats, concurrency);
+  await download(slot, want, sync, owner, stats, concurrency, carried);
   stats.clean = want.every((e) => slot.files.get(e.path)?.etag === e.etag);
   return stats;
 }

@@ -80,7 +80,7 @@ export function runResult(p: ResultParts): RunResult {
       sync_in_ms: p.syncInMs,
       sync_out_ms: p.syncOutMs,
       ...(so.journaled ? { walk_dirs: { total: so.after.dirs.length + 1, vouched: so.after.vouched, walked: so.walked, compared: so.compared } } : {}),
-      ...(rec.whole || rec.entries ? { reconciled: { entries: rec.entries, whole: rec.whole } } : {}),
+      ...(rec.whole || rec.entries ? { reconciled: { entries: rec.entries, whole: rec.whole, ...(rec.carried ? { carried: rec.carried } : {}) } } : {}),
     },
   };
 }

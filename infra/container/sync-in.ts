@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import type { ManifestResult } from "../../lib/sync/view.js";
 import type { SyncClient } from "../../lib/sync/types.js";
+import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { dropLinks, makeLinks, slotModes } from "./links.js";
 import { reconcile, reconcileChanged } from "./reconcile.js";
 import { reconcileDirs, splitManifest } from "./dirs.js";
@@ -21,8 +22,12 @@ export interface SyncedIn {
   manifestFiles: number;
 }
 
-/** Reconciles `slot` with the manifest `listed` answered (conditionalManifest(sync, slot.view, ...), already sent). */
-export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner): Promise<SyncedIn> {
+/**
+ * Reconciles `slot` with the manifest `listed` answered (conditionalManifest(sync, slot.view, ...), already sent).
+ * `carried`: the bytes of changed files that came with a live command (lib/sync/carried-files.ts),
+ * used where only the changed entries are reconciled; the whole reconcile fetches as ever.
+ */
+export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: SyncClient, owner: Owner, carried?: ReadonlyMap<string, CarriedFile>): Promise<SyncedIn> {
   const manifest = await listed;
   const manifestFiles = slot.view.size;
   const modes = manifest.modes; // null: this API keeps no execute bits; they are then left alone
@@ -34,7 +39,7 @@ export async function syncIn(slot: Slot, listed: Promise<ManifestResult>, sync: 
   // The slot was the view's fixpoint and the answer says exactly what changed: only those entries.
   if (synced && manifest.changed && !synced.skipped.some((s) => s.reason === "path_conflict")) {
     const changed = new Set(manifest.changed);
-    const rec = await reconcileChanged(slot, manifest.changed, sync, owner);
+    const rec = await reconcileChanged(slot, manifest.changed, sync, owner, carried);
     if (rec) {
       rec.skipped.push(...synced.skipped.filter((s) => !changed.has(s.path)));
       if (rec.clean) slot.synced = { skipped: [...rec.skipped] };

@@ -170,4 +170,6 @@ export interface ReconcileStats {
   /** Manifest entries the reconcile went through: all of them (`whole`), or only those that changed (reconcile.ts). */
   entries: number;
   whole: boolean;
+  /** Of the files downloaded, those written from the bytes a live command carried (no request: download.ts). */
+  carried?: number;
 }

@@ -190,8 +190,8 @@ export interface SyncStats {
    * stood), and how many files were compared with the runner's record of them (only those of the directories read, when the journal allows).
    */
   walk_dirs?: { total: number; vouched: number; walked: boolean; compared: number };
-  /** The sync-in's reconcile, when storage had changed: the manifest entries it went through, and whether that was all of them (`whole`) or only the entries the manifest proved changed. */
-  reconciled?: { entries: number; whole: boolean };
+  /** The sync-in's reconcile, when storage had changed: the manifest entries it went through, whether that was all of them (`whole`) or only those the manifest proved changed, and how many downloaded files came with a live command (`carried`: no request, lib/sync/carried-files.ts). */
+  reconciled?: { entries: number; whole: boolean; carried?: number };
 }
 
 export interface RunResult {

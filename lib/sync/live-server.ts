@@ -16,12 +16,16 @@
  * held, the manifest answer), its status the result's: both in one step of the coordinator
  * (LiveHub.resultThenNext: one write of a DynamoDB item), after the key's check (revoked, or the
  * check failing: the answer is recorded alone first). One request per command where there were
- * two; a result without it is answered 204 as before. fetch-based: bundles for Workers and runs in Node.
+ * two; a result without it is answered 204 as before. A query that carries the marks of the runner's
+ * view (`held`, lib/sync/carried-files.ts) gets, beside the manifest's answer, the bytes of the few
+ * small files the view lacks (LiveCommand.files): the runner downloads nothing for them.
+ * fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
 import { lostOf, type KeyAlive, type LiveEnded, type LiveHub, type LiveResultPost, type LiveSessionRef, type LiveStatus } from "./live-types.js";
 import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
+import { carriedBody, parseHeld, type CarriedFile } from "./carried-files.js";
 import { bodyText, parseJson } from "./runs.js";
 import type { SyncClaims } from "./token.js";
 import { isObject } from "../shared/is-object.js";
@@ -50,14 +54,23 @@ function checkWritten(v: unknown): LiveEnded["written"] {
 
 /**
  * The conditional manifest of the token's workspace for a query, answered now as
- * POST /v1/sync/manifest would (lib/sync/server.ts); null when it cannot be given here.
+ * POST /v1/sync/manifest would (lib/sync/server.ts), with the bytes of the files it lists that the
+ * view lacks when `held` (the view's marks) is given and they are few and small
+ * (lib/sync/carried-files.ts); null when it cannot be given here.
  */
-export type ManifestNow = (query: ManifestQuery) => Promise<ManifestAnswer | null>;
+export type ManifestNow = (query: ManifestQuery, held: Set<number> | null) => Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null>;
+
+/** A poll's manifest query, and the query as sent: the marks of the runner's view in it are read only when a command comes (none: nothing is carried). */
+interface PollQuery {
+  query: ManifestQuery | null;
+  sent?: unknown;
+}
+const pollQueryOf = (manifest: unknown): PollQuery => (manifest === undefined ? { query: null } : { query: parseManifestQuery(manifest), sent: manifest });
 
 /** The poll a result carries (LiveResultPost.poll): its manifest query, or null when it has none. */
-function checkResultPoll(v: unknown): { query: ManifestQuery | null } {
+function checkResultPoll(v: unknown): PollQuery {
   if (!isObject(v)) throw new ToolError("INVALID_ARGUMENT", "A live result's poll, when sent, is an object: {manifest?} (LiveResultPost.poll).");
-  return { query: v.manifest === undefined ? null : parseManifestQuery(v.manifest) };
+  return pollQueryOf(v.manifest);
 }
 
 /**
@@ -68,7 +81,7 @@ function checkResultPoll(v: unknown): { query: ManifestQuery | null } {
  * (LiveHub.resultThenNext), or alone, first, when the poll goes no further (the key revoked, or its
  * check failed).
  */
-async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, query: ManifestQuery | null, signal: AbortSignal, checks: PollChecks, carried?: LiveResultPost): Promise<Response> {
+async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, status: LiveStatus, { query, sent }: PollQuery, signal: AbortSignal, checks: PollChecks, carried?: LiveResultPost): Promise<Response> {
   const { manifestNow, keyAlive, workspaceHere } = checks;
   const alone = async () => void (carried && (await hub.result(ref, carried)));
   // The key that started the sandbox, revoked or expired since: the sandbox ends at this poll (its processes are told lost), not at its idle end.
@@ -96,8 +109,9 @@ async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, 
   if (!("command" in next) || !query || !manifestNow) return json(next);
   // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
   // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
-  const answer = await manifestNow(query).catch(() => null);
-  return json(answer ? { command: { ...next.command, manifest: manifestAnswerBody(answer) } } : next);
+  const now = await manifestNow(query, parseHeld(sent)).catch(() => null);
+  if (!now) return json(next);
+  return json({ command: { ...next.command, manifest: manifestAnswerBody(now.answer), ...(now.files.length ? { files: carriedBody(now.files) } : {}) } });
 }
 
 /**
@@ -128,8 +142,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       const { manifest, ...rest } = isObject(body) ? body : {};
       const status = checkStatus(rest);
       own(status.generation);
-      const query = manifest === undefined ? null : parseManifestQuery(manifest);
-      return await servePoll(ref, claims, hub, status, query, req.signal, checks);
+      return await servePoll(ref, claims, hub, status, pollQueryOf(manifest), req.signal, checks);
     }
     case "result": {
       if (!isObject(body) || typeof body.seq !== "number" || !isObject(body.response)) throw new ToolError("INVALID_ARGUMENT", "A live result needs generation, seq, response and status (LiveResultPost).");
@@ -138,7 +151,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       // Checked whole before anything is recorded: a body is taken or refused as one.
       const asked = poll === undefined ? null : checkResultPoll(poll);
       const post = { ...(rest as unknown as LiveResultPost), status: checkStatus(body.status) };
-      if (asked) return await servePoll(ref, claims, hub, post.status, asked.query, req.signal, checks, post); // the answer first, with the poll
+      if (asked) return await servePoll(ref, claims, hub, post.status, asked, req.signal, checks, post); // the answer first, with the poll
       await hub.result(ref, post);
       return new Response(null, { status: 204 });
     }

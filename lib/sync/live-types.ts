@@ -94,9 +94,17 @@ export interface LiveStatus {
   net_bytes_out?: number;
 }
 
-/** A poll: the runner's status, and the conditional manifest query of its view as it stands (lib/sync/manifest.ts). */
+/**
+ * The conditional manifest query a poll carries (lib/sync/manifest.ts), with `held`: the marks of
+ * the view's entries (lib/sync/carried-files.ts), sent when the runner's tree is its view's
+ * fixpoint; a command then comes with the bytes of the few small files the view lacks. Inside the
+ * query, so that an API that predates it drops it with the query's unknown fields.
+ */
+export type LiveManifestQuery = ManifestQuery & { held?: string };
+
+/** A poll: the runner's status, and the conditional manifest query of its view as it stands. */
 export interface LivePoll extends LiveStatus {
-  manifest?: ManifestQuery;
+  manifest?: LiveManifestQuery;
 }
 
 /** One command for the live sandbox: the call's RunRequest (command, cwd, timeout, env, stdin, shell, its own sync token). */
@@ -110,6 +118,13 @@ export interface LiveCommand<Req = unknown> {
    * sent none, or the API could not answer it here; the runner asks itself.
    */
   manifest?: ManifestAnswerBody;
+  /**
+   * With `manifest`, when the poll's query carried `held`: the files of the answer the view lacks,
+   * when they are few and small (lib/sync/carried-files.ts: CARRY_MAX_FILES, CARRY_MAX_BYTES),
+   * each read at exactly the listed version, as [path, etag, base64 of the bytes]. The runner writes
+   * one only where the manifest lists that etag, and fetches the rest as before.
+   */
+  files?: [string, string, string][];
 }
 
 /** The answer to a poll. */
@@ -138,7 +153,7 @@ export interface LiveResultPost<Res = unknown> {
    * the runner then polls. The runner sets it only when `status` is what a poll would read
    * (infra/container/live-session.ts, `pollsWithAnswer`).
    */
-  poll?: { manifest?: ManifestQuery };
+  poll?: { manifest?: LiveManifestQuery };
 }
 
 /** The live runner's last word: why it ended, what was lost, what it cost. Files are never lost: they were written back. */

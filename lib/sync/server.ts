@@ -25,6 +25,7 @@ import { autoSeal } from "../layers/auto-seal.js";
 import { Whiteouts } from "../layers/whiteout.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { handleSyncLive } from "./live-server.js";
+import { carryable, readCarried, type CarriedFile } from "./carried-files.js";
 
 /** A query holds one digest (43 characters) per bucket, at most MAX_BUCKETS. */
 const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
@@ -76,7 +77,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, deps.onRunEnded);
     // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace
     // read, but for the conditional manifest a poll that receives a command carries back.
-    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q) => workspaceManifest(deps, claims, prefix, q), keyAlive: deps.liveKeyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q, held) => workspaceManifest(deps, claims, prefix, q, held), keyAlive: deps.liveKeyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start
@@ -184,11 +185,6 @@ function answerWorkspaceManifest(deps: SyncServerDeps, layerDeps: LayerDeps, cla
 }
 
 /**
- * The conditional manifest for `query` as POST /v1/sync/manifest would answer it now (the answer a
- * live poll carries back with its command: lib/sync/live-server.ts). null when it cannot be given
- * here (the workspace is gone, the answer too large): the runner then asks itself, and hears why.
- */
-/**
  * The record of the token's workspace, or null: deleted, or deleted and made again under the same id
  * since the token was minted (another workspace, where the run has nothing to read or write: sameWorkspace).
  */
@@ -197,12 +193,23 @@ async function tokenWorkspace(deps: SyncServerDeps, claims: SyncClaims): Promise
   return rec && sameWorkspace(claims, rec.meta) ? rec : null;
 }
 
-async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery): Promise<ManifestAnswer | null> {
+/**
+ * The conditional manifest for `query` as POST /v1/sync/manifest would answer it now (the answer a
+ * live poll carries back with its command: lib/sync/live-server.ts), and with `held` (the marks of the
+ * runner's view) the bytes of the few small files it lacks, read through the token's workspace as the
+ * batch route reads (lib/sync/carried-files.ts). null when it cannot be given here (the workspace is
+ * gone, the answer too large): the runner then asks itself, and hears why.
+ */
+async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery, held: Set<number> | null): Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null> {
   const reads = manifestReads(query, deps.driver, prefix, claims);
   const rec = await tokenWorkspace(deps, claims);
   if (!rec) return null;
   const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
-  return answerWorkspaceManifest(deps, layerDeps, claims, prefix, reads, rec, await openFiles(layerDeps, claims.t, claims.w, rec.meta));
+  const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);
+  const answer = await answerWorkspaceManifest(deps, layerDeps, claims, prefix, reads, rec, files);
+  if (!answer) return null;
+  const want = held && carryable(query, answer, held);
+  return { answer, files: want ? await readCarried(files.driver, claims.t, claims.w, want) : [] };
 }
 
 /** GET, PUT (conditional) and DELETE (If-Match) of one file. */

@@ -15,6 +15,7 @@ import { ManifestCache } from "../../../lib/layers/manifest.js";
 import type { LiveHub, LiveNext, LiveStatus } from "../../../lib/sync/live-types.js";
 import { countingStores, roundTrips, sorted } from "../../support/counting-stores.js";
 import { newTenant, testApp, upload } from "../../helpers.js";
+import { CARRY_MAX_BYTES, CARRY_MAX_FILES, heldMarks } from "../../../lib/sync/carried-files.js";
 
 const SECRET = "live-carried-manifest-secret";
 
@@ -140,5 +141,51 @@ describe("POST /v1/sync/live/result with a poll: the command's answer and the ru
     const r = await post("live/result", liveToken, { ...answer, poll: { manifest: query } });
     expect(r.status).toBeGreaterThanOrEqual(500);
     expect(calls).toEqual([["result", answer]]);
+  });
+});
+
+describe("a query with the view's marks (held): the few small files the view lacks come with the command", { timeout: 60_000 }, () => {
+  /** The view a runner holds after applying `answer` less `drop` (paths), as its marks. */
+  const heldOf = (answer: { files: [string, string, number][] }, drop: string[]) =>
+    heldMarks(answer.files.filter((f) => !drop.includes(f[0])).map(([path, etag, size]) => ({ path, etag, size })), answer.files.length - drop.length);
+
+  it("each at the listed etag, read after the answer (one GET each), only what the view lacks; the workspace without execute bits too", async () => {
+    const { poll, post, runToken } = await setup(command);
+    const full = (await post("manifest", runToken, { buckets: 1, modes: null })).body;
+    expect(full.modes.etag).toBeNull(); // no execute bits ever recorded: the runner's view says null, and so does every answer
+    const r = await poll({ ...status, manifest: { buckets: 1, modes: null, held: heldOf(full, ["src/b.ts"]) } });
+    const b = full.files.find((f: string[]) => f[0] === "src/b.ts");
+    expect(r.body.command.files).toEqual([["src/b.ts", b[1], Buffer.from("// src/b.ts\n").toString("base64")]]);
+    expect(r.body.command.manifest).toEqual(full);
+    expect(r.trips).toEqual([sorted(["r2.get meta.json", "r2.list file", "r2.get internal:modes.json"]), ["r2.get file"]]);
+  });
+
+  it("nothing carried: a view that lacks nothing, more than 16 files, more than 256 KiB, changed execute bits, no marks", async () => {
+    const { t, poll, post, runToken } = await setup(command);
+    const full = (await post("manifest", runToken, { buckets: 1, modes: null })).body;
+    const none = async (manifest: unknown) => expect((await poll({ ...status, manifest })).body.command.files).toBeUndefined();
+    await none({ buckets: 1, modes: null, held: heldOf(full, []) });
+    await none({ buckets: 1, modes: null });
+    await none({ buckets: 1, modes: "another etag", held: heldOf(full, ["a.ts"]) });
+    await upload(t, "big.txt", "x".repeat(CARRY_MAX_BYTES));
+    const withBig = (await post("manifest", runToken, { buckets: 1, modes: null })).body;
+    await none({ buckets: 1, modes: null, held: heldOf(withBig, ["a.ts", "big.txt"]) });
+    for (let i = 0; i < CARRY_MAX_FILES; i++) await upload(t, `many/${i}.txt`, `${i}`);
+    const many = (await post("manifest", runToken, { buckets: 1, modes: null })).body;
+    await none({ buckets: 1, modes: null, held: heldOf(many, [...many.files.map((f: string[]) => f[0]).filter((p: string) => p.startsWith("many/")), "a.ts"]) });
+  });
+
+  it("a file changed between the listing and its read is left out (the runner fetches it); marks that are not marks carry nothing", async () => {
+    const { t, stores, poll, post, runToken } = await setup(command);
+    const full = (await post("manifest", runToken, { buckets: 1, modes: null })).body;
+    const get = stores.storage.get.bind(stores.storage);
+    stores.storage.get = async (key, opts) => {
+      if (key.endsWith("/a.ts")) stores.storage.get = get, await upload(t, "a.ts", "// changed after the listing\n");
+      return get(key, opts);
+    };
+    const r = await poll({ ...status, manifest: { buckets: 1, modes: null, held: heldOf(full, ["a.ts", "src/b.ts"]) } });
+    expect(r.body.command.files.map((f: string[]) => f[0])).toEqual(["src/b.ts"]);
+    stores.storage.get = get;
+    expect((await poll({ ...status, manifest: { buckets: 1, modes: null, held: "not base64!" } })).body.command.files).toBeUndefined();
   });
 });
