@@ -45,6 +45,12 @@ const pidNamespace = (): string => {
   }
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Cgroups made by this process so far: their names' last part. One count for the whole process, since
+ * a runner holds a Cgroups per execution environment (the local Invoke stand-in: one per tenant's
+ * environment) and their names must never meet.
+ */
+let cgroupsMade = 0;
 
 /** Field 22 of /proc/<pid>/stat (its start time, in ticks since boot): with the pid, names one process for good. */
 const startOf = (pid: number | string): string => {
@@ -123,8 +129,13 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
   const bytes = String(memoryMb * MiB);
   /** The processes moved in so far: a second enter() writes only those new since. */
   const moved = new Set<number>();
+  /** The directories this call made: only these are dropped when it fails (one that existed is another sandbox's). */
+  const made: string[] = [];
   try {
-    for (const d of dirs) mkdirSync(d); // the kernel fills it with the controllers' files
+    for (const d of dirs) {
+      mkdirSync(d); // the kernel fills it with the controllers' files
+      made.push(d);
+    }
     if (v2) {
       knob(memory, "memory.max", bytes);
       knob(memory, "memory.swap.max", "0", true);
@@ -135,7 +146,7 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
       if (pids) knob(pids, "pids.max", String(processes + BWRAP_OWN));
     }
   } catch (e) {
-    void drop(dirs);
+    void drop(made);
     throw e;
   }
   return {
@@ -198,7 +209,6 @@ function sweep(place: CgroupPlace): number {
 export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string }; log?: (line: string) => void } = {}): Cgroups {
   const log = opts.log ?? ((line: string) => console.error(line));
   let place: CgroupPlace | null | undefined;
-  let seq = 0;
   const prefix = `toolshed-${pidNamespace()}-${process.pid}-${startOf(process.pid)}`;
   const found = (): CgroupPlace | null => {
     if (place !== undefined) return place;
@@ -216,7 +226,7 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
       const p = found();
       if (!p || memoryMb <= 0) return null;
       try {
-        return makeIn(p, `${prefix}-${++seq}`, memoryMb, processes);
+        return makeIn(p, `${prefix}-${++cgroupsMade}`, memoryMb, processes);
       } catch (e) {
         log(`cgroups: a sandbox's cgroup could not be made under ${p.memory} (${(e as Error).message}); it runs without one`);
         return null;

@@ -145,6 +145,22 @@ describe.skipIf(none !== null)("a cgroup per sandbox", () => {
     expect(mine()).toEqual([]);
   });
 
+  it("two runners' environments in one process (the local Invoke stand-in: one per tenant) never make the same cgroup, nor drop each other's", async () => {
+    const before = new Set(mine());
+    const a = sandboxCgroups({ log: () => {} }).make(64, 10);
+    const b = sandboxCgroups({ log: () => {} }).make(64, 10);
+    try {
+      expect(a).not.toBeNull();
+      expect(b).not.toBeNull(); // before: both were "-1"; the second's mkdir met the first's and it ran without a cgroup
+      const made = mine().filter((n) => !before.has(n));
+      expect(made).toHaveLength(2); // before: the second's failed make dropped the first's cgroup, killing what ran in it
+    } finally {
+      await a?.remove();
+      await b?.remove();
+    }
+    expect(mine().filter((n) => !before.has(n))).toEqual([]);
+  });
+
   it("no cgroup is left after the runs, in any hierarchy", async () => {
     await Promise.all(Array.from({ length: 5 }, () => run("true")));
     for (const dir of [where.memory, where.pids]) if (dir) expect(mine(dir)).toEqual([]);
