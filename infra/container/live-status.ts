@@ -8,6 +8,7 @@
  * Node only; Linux only.
  */
 import { promises as fs, readdirSync, readFileSync } from "node:fs";
+import { sleep } from "../../lib/shared/sleep.js";
 
 export interface SandboxProcess {
   hostPid: number;
@@ -164,7 +165,6 @@ async function socketInodes(pid: number, into: Set<string>): Promise<void> {
   );
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A bubblewrap sandbox's: `hostPid` the outer bwrap, `shellPid` the loop shell's pid inside. Its

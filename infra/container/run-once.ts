@@ -13,6 +13,7 @@ import type { ExecResponse, ClaimOutcome, RunClaim, RunRecordClient } from "../.
 import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 import { RidingClaim } from "./riding-claim.js";
+import { sleep } from "../../lib/shared/sleep.js";
 
 export interface OnceOptions {
   /** How long a retry waits for an earlier attempt that still runs (default 30 s). */
@@ -28,7 +29,6 @@ export const errorOf = (e: unknown): ExecResponse => {
   return { ok: false, error: { code: "INTERNAL", message: `The command runner failed: ${String((e as Error)?.message ?? e)}` } };
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 const stillRunning = (runId: string, claim: RunClaim | null): ExecResponse => ({
   ok: false,

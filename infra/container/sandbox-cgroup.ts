@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileS
 import { join } from "node:path";
 import { findCgroupPlace, type CgroupPlace } from "./cgroup-place.js";
 import { processTree, readSync } from "./live-status.js";
+import { sleep } from "../../lib/shared/sleep.js";
 
 export interface SandboxCgroup {
   /** The memory bound, MiB. */
@@ -44,7 +45,6 @@ const pidNamespace = (): string => {
     return "0";
   }
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * Cgroups made by this process so far: their names' last part. One count for the whole process, since
  * a runner holds a Cgroups per execution environment (the local Invoke stand-in: one per tenant's

@@ -31,6 +31,7 @@ import { commandEnv, limitsScript, type Sandbox } from "./sandbox.js";
 import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
 import { supervise } from "./supervise.js";
 import { processProbe, threadStates } from "./live-status.js";
+import { sleep } from "../../lib/shared/sleep.js";
 
 export type Ids = { uid: number; gid: number };
 
@@ -53,7 +54,6 @@ export interface ProcessSandboxOptions {
   workspace?: { link: string; path: string };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** This process and its ancestors: the processes of our own user that must survive a reap. */
 function selfAndAncestors(): Set<number> {

@@ -26,6 +26,7 @@ import { liveSessionId } from "./service.js";
 import { isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
 import type { BeginAnswer, CallAnswer, CallOptions, LiveCoordinator, LiveKey, LiveTimings, RunAnswer, RunOptions } from "./types.js";
+import { sleep } from "../../shared/sleep.js";
 
 /** How often a wait reads the item: every fast_ms for its first fast_for_ms, then every slow_ms. */
 export interface WaitIntervals {
@@ -51,7 +52,6 @@ export interface DynamoLiveOptions {
 /** Retry-After of a call the item did not answer. */
 const RETRY_AFTER_S = 2;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator {
   const { timings, now = Date.now, intervals = WAIT_INTERVALS, maxAttempts = 40 } = opts;
