@@ -12,6 +12,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
+import { opaqueName } from "./opaque-name.js";
 import { startEgressProxy, type EgressBytes, type EgressProxyLimits, type EgressProxyOptions } from "./egress-proxy.js";
 import type { EgressRuleOptions } from "./egress-rules.js";
 
@@ -73,14 +74,12 @@ export interface RunEgress {
   close(): Promise<EgressBytes>;
 }
 
-let seq = 0;
-
 /** Starts the proxy of one run with network; its refusals go to `onRefusal` (the command's stderr). */
 export async function openRunEgress(stateDir: string, apiUrl: string | undefined, opts: EgressOptions, onRefusal: (line: string) => void): Promise<RunEgress> {
   // bwrap binds it by path as the sandbox's user: every directory on the way is traversable, none listable.
   const base = join(stateDir, "egress");
   mkdirSync(base, { recursive: true, mode: 0o711 });
-  const dir = join(base, `${process.pid}-${++seq}`);
+  const dir = join(base, opaqueName()); // the sandbox's mountinfo shows it
   const socketPath = join(dir, SOCKET_NAME);
   // Linux cuts a unix socket's path at 107 bytes without a word: the sandbox would dial a name that is not there.
   if (Buffer.byteLength(socketPath) > 107) throw new ToolError("INTERNAL", `The runner's state directory ${stateDir} is too long for the egress proxy's socket (${socketPath} is over 107 bytes). Use a shorter runner root, e.g. /tmp/toolshed (TOOLSHED_RUNNER_ROOT).`);

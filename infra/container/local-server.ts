@@ -21,7 +21,7 @@
  * against the same per-tenant and total bounds as running commands, as on Lambda they count
  * against the function's concurrency.
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, promises as fs } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { join } from "node:path";
@@ -31,6 +31,7 @@ import { tracerFromEnv } from "../../lib/shared/otlp.js";
 import { admitEvent, createHandler, takeRunnerSecret, type Handler, type HandlerOptions } from "./handler.js";
 import { errorOf } from "./run-once.js";
 import { TenantShare } from "./tenant-share.js";
+import { opaqueName } from "./opaque-name.js";
 
 export interface LocalInvokeOptions {
   /** Parent directory of the per-tenant environments. */
@@ -105,7 +106,7 @@ export async function startLocalInvokeServer(opts: LocalInvokeOptions): Promise<
     let env = envs.get(tenant);
     if (!env) {
       // A name that says nothing: the sandbox's /proc/self/mountinfo shows the path of its tree.
-      const dir = join(opts.root, `env-${randomBytes(8).toString("hex")}`);
+      const dir = join(opts.root, opaqueName("env-"));
       env = { handler: createHandler({ ...opts.handler, ...auth, root: dir }), dir };
       envs.set(tenant, env);
     }

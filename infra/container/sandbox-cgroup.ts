@@ -13,6 +13,7 @@
 import { existsSync, mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCgroupPlace, type CgroupPlace } from "./cgroup-place.js";
+import { opaqueName } from "./opaque-name.js";
 import { processTree, readSync } from "./live-status.js";
 import { sleep } from "../../lib/shared/sleep.js";
 
@@ -35,8 +36,8 @@ export interface Cgroups {
 const MiB = 1024 * 1024;
 /** bwrap's own processes in the cgroup (the outer one and the namespace's init): the command keeps its `processes`. */
 const BWRAP_OWN = 2;
-/** A sandbox cgroup's name: toolshed-<pid namespace>-<runner pid>-<its start time>-<n>. */
-const NAME = /^toolshed-(\d+)-(\d+)-(\d+)-\d+$/;
+/** A sandbox cgroup's name: toolshed-<pid namespace>-<runner pid>-<its start time>-<random> (opaque-name.ts; runners before it counted). */
+const NAME = /^toolshed-(\d+)-(\d+)-(\d+)-[0-9a-f]+$/;
 /** The inode of this process's pid namespace: a runner in another one (another container) has pids this one cannot look up. */
 const pidNamespace = (): string => {
   try {
@@ -45,13 +46,6 @@ const pidNamespace = (): string => {
     return "0";
   }
 };
-/**
- * Cgroups made by this process so far: their names' last part. One count for the whole process, since
- * a runner holds a Cgroups per execution environment (the local Invoke stand-in: one per tenant's
- * environment) and their names must never meet.
- */
-let cgroupsMade = 0;
-
 /** Field 22 of /proc/<pid>/stat (its start time, in ticks since boot): with the pid, names one process for good. */
 const startOf = (pid: number | string): string => {
   const s = readSync(`/proc/${pid}/stat`);
@@ -226,7 +220,7 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
       const p = found();
       if (!p || memoryMb <= 0) return null;
       try {
-        return makeIn(p, `${prefix}-${++cgroupsMade}`, memoryMb, processes);
+        return makeIn(p, opaqueName(`${prefix}-`), memoryMb, processes); // random: the sandbox may see it, and every environment's names must never meet
       } catch (e) {
         log(`cgroups: a sandbox's cgroup could not be made under ${p.memory} (${(e as Error).message}); it runs without one`);
         return null;

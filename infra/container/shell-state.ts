@@ -11,12 +11,12 @@
  * earlier command of the session) set it to something other than what the shell started with.
  */
 import { constants, promises as fs } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import { MAX_SHELL_STATE_BYTES, type ShellRequest, type ShellState } from "../../lib/exec/types.js";
 import { shellQuote } from "./sandbox.js";
+import { opaqueName } from "./opaque-name.js";
 import type { Owner } from "./tree.js";
 
 /** Variables the runner or bash set: never kept, whatever the command did to them. */
@@ -27,7 +27,7 @@ const MAX_FILE_BYTES = 4 * MAX_SHELL_STATE_BYTES;
 
 /** The run's scratch directory for its shell's state: made fresh, writable by the command's user, removed by `drop`. */
 export async function makeShellDir(parent: string, owner: Owner): Promise<{ path: string; drop: () => Promise<void> }> {
-  const path = join(parent, `sh-${randomBytes(9).toString("base64url")}`);
+  const path = join(parent, opaqueName("sh-")); // the sandbox's mountinfo shows it
   await fs.mkdir(path, { mode: 0o700 });
   if (owner) await fs.chown(path, owner.uid, owner.gid);
   return { path, drop: () => fs.rm(path, { recursive: true, force: true }) };

@@ -6,8 +6,8 @@
  * system call) to `<stage dir>/<random>`, and renamed back after it; the command sees only
  * that path. Slots themselves carry no ids either (tree.ts names them at random).
  */
-import { randomBytes } from "node:crypto";
 import { mkdirSync, promises as fs, rmSync } from "node:fs";
+import { opaqueName } from "./opaque-name.js";
 
 /** Creates the staging directory empty (trees left by an earlier process are not trusted). */
 export function prepareStageDir(dir: string): void {
@@ -23,7 +23,7 @@ export interface StagedTree {
 }
 
 export async function stageTree(tree: string, stageDir: string): Promise<StagedTree> {
-  const path = `${stageDir}/${randomBytes(9).toString("base64url")}`;
+  const path = `${stageDir}/${opaqueName()}`;
   await fs.rename(tree, path);
   let done = false;
   return {

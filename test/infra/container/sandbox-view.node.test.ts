@@ -53,3 +53,38 @@ it("mountinfo and the command lines of every process show neither the tenant id 
   // The environment directory on the host is no clue either.
   expect(invoke.environmentDir(TENANT)).toMatch(/\/env-[0-9a-f]{16}$/);
 });
+
+/** The part of `a` after the longest prefix it shares with `b`. */
+const afterCommon = (a: string, b: string): string => {
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return a.slice(i);
+};
+
+it("the names of a sandbox's host objects tell it nothing of how many sandboxes the other tenants ran", async () => {
+  const exec = lambdaExecutor({ client: new LambdaClient({ endpoint: invoke.url, region: "us-east-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }), functionName: "f", secret: RUNNER_SECRET });
+  const OTHER = "tenantb4ck";
+  await workspaceRecord(driver, OTHER, WORKSPACE);
+  const run = async (tenant: string, command: string, key: string) =>
+    exec.run({ version: 1, idempotency_key: key, tenant, workspace: WORKSPACE, command, network: true, timeout_ms: 20_000, sync: { url: api.url, token: await mintSyncToken(SYNC_SECRET, { t: tenant, w: WORKSPACE, r: key }, 300) } });
+  // What a command with network reads of its host: its egress proxy's directory (a bind's source in
+  // mountinfo, field 4), its shell directory's, and its cgroup (shown when bwrap made its cgroup
+  // namespace before the runner moved it in; "/" otherwise).
+  const look = "awk '$5 ~ /^\\/run\\/toolshed/ {print \"mount \" $5 \" \" $4}' /proc/self/mountinfo; sed -n 's/^[0-9]*:memory:/cgroup /p' /proc/self/cgroup";
+  const names = async (key: string) => {
+    const r = await run(TENANT, look, key);
+    expect(r.exit_code).toBe(0);
+    return new Map(r.stdout.trim().split("\n").map((l) => [l.split(" ").slice(0, -1).join(" "), l.split(" ").at(-1)!]));
+  };
+  const before = await names("names-1");
+  for (const key of ["other-1", "other-2", "other-3"]) expect((await run(OTHER, "true", key)).exit_code).toBe(0);
+  const after = await names("names-2");
+  expect([...before.keys()]).toEqual(expect.arrayContaining(["mount /run/toolshed/egress", "cgroup"])); // the command had network: its proxy is bound
+  for (const [what, name] of before) {
+    const again = after.get(what)!;
+    if (name === again || name === "/" || again === "/") continue; // the same path for every run (node), or that cgroup not shown
+    // Two names of one kind differ in a random part (64 bits), not in a count of the runner's.
+    expect({ what, differs: afterCommon(name, again) }).toEqual({ what, differs: expect.stringMatching(/^[0-9a-f]{16}/) });
+    expect({ what, differs: afterCommon(again, name) }).toEqual({ what, differs: expect.stringMatching(/^[0-9a-f]{16}/) });
+  }
+});
