@@ -27,7 +27,7 @@ const CreateBody = z.object({
   id: z.string().optional().openapi({ example: "my-project", description: "1-63 of a-z 0-9 - _ (default: a random ws_ id)" }),
   name: z.string().max(200).optional(),
   from_workspace: z.string().optional().openapi({ description: "Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently. A read-only origin (tools that never write) gets no checkpoint: its files are copied as they are and nothing of it is written" }),
-  checkpoint: z.string().optional().openapi({ description: "With from_workspace: fork this checkpoint of it instead of its current state" }),
+  checkpoint: z.string().optional().openapi({ description: "With from_workspace (required with it): fork this checkpoint of it instead of its current state" }),
   tools: ToolsField.optional().openapi({ description: "Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection)." }),
 }).strict();
 const WorkspaceSchema = z.object({ id: z.string(), name: z.string(), created_at: z.string(), base: z.string().nullable().optional(), seq: z.number().optional(), checkpoint: z.string().optional(), tools: z.union([z.string(), z.array(z.string())]).optional() }).openapi("Workspace");
@@ -68,6 +68,8 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       const tenant = auth.tenant;
       const id = newWorkspaceId(auth, body.id);
       const list = body.tools !== undefined ? parseToolList(body.tools, await catalogForLists(deps, tools, tenant, [body.tools])) : undefined;
+      if (body.checkpoint !== undefined && body.from_workspace === undefined)
+        throw new ToolError("INVALID_ARGUMENT", `checkpoint is read only with from_workspace (the workspace it belongs to): add from_workspace to fork that checkpoint into a new workspace, or restore it in place with POST /v1/workspaces/{ws}/checkpoints/${body.checkpoint}/restore.`, { field: "checkpoint" });
       if (body.from_workspace !== undefined) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin (the route already needs write), unless the origin's tools never write: then it is not written to.

@@ -94,7 +94,7 @@ export interface paths {
                         name?: string;
                         /** @description Fork this workspace of yours: the new one starts as its checkpoint (made now, or `checkpoint`) and evolves independently. A read-only origin (tools that never write) gets no checkpoint: its files are copied as they are and nothing of it is written */
                         from_workspace?: string;
-                        /** @description With from_workspace: fork this checkpoint of it instead of its current state */
+                        /** @description With from_workspace (required with it): fork this checkpoint of it instead of its current state */
                         checkpoint?: string;
                         /**
                          * @description Limit tool calls on this workspace to a preset or a list of tool names (default: all), and every route bound to it to the scopes those tools need (readonly: no file route writes, no checkpoint, restore, undo or import). Set at creation only; the key's own tools still apply (the effective set is the intersection).

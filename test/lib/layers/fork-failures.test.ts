@@ -53,4 +53,18 @@ describe("a failed fork", () => {
     const cps = ((await (await t.req("/v1/workspaces/main/checkpoints")).json()) as any).checkpoints as { manifest: string }[];
     expect(cps.map((c) => c.manifest)).toEqual([made]); // the winner's stays (its fork stands on it); no loser's
   });
+
+  it("a checkpoint without from_workspace: INVALID_ARGUMENT naming the fix, no workspace made", async () => {
+    const app = testApp({ limits: memoryLimits() });
+    const t = await newTenant(app);
+    const before = await snapshot(t.tenant);
+    const res = await t.req("/v1/workspaces", json({ id: "lost", checkpoint: "cp_1" }));
+    expect(res.status).toBe(400);
+    const err = ((await res.json()) as any).error;
+    expect(err.code).toBe("INVALID_ARGUMENT");
+    expect(err.message).toMatch(/add from_workspace/);
+    expect(err.message).toMatch(/checkpoints\/cp_1\/restore/);
+    expect((await t.req("/v1/workspaces/lost")).status).toBe(404);
+    expect(await snapshot(t.tenant)).toEqual(before);
+  });
 });
