@@ -127,7 +127,7 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
  * tests give their own), leftovers of a crashed runner swept then, and a runner without a place says
  * so once in its log; the environment's parent (environment-cgroup.ts) made with its first sandbox
  * and removed by close(). Where the parent cannot be made, its sandboxes' cgroups go directly in the
- * place, CPU not weighed, as the log says.
+ * place, CPU not shared per environment, as the log says.
  */
 export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string }; log?: (line: string) => void } = {}): Cgroups {
   const log = opts.log ?? ((line: string) => console.error(line));
@@ -154,7 +154,7 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
       if (p.cpu && !env.place.cpu) log(`cgroups: this execution environment's CPU weight could not be set under ${p.cpu}; its sandboxes run unweighed`);
       return (inside = env.place);
     } catch (e) {
-      log(`cgroups: this execution environment's cgroup could not be made under ${p.memory} (${(e as Error).message}); its sandboxes' cgroups go directly there, CPU not weighed`);
+      log(`cgroups: this execution environment's cgroup could not be made under ${p.memory} (${(e as Error).message}); its sandboxes' cgroups go directly there, CPU not shared per environment`);
       return (inside = { ...p, cpu: null });
     }
   };
