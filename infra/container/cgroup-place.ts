@@ -1,8 +1,9 @@
 /**
- * Where this runner can make a cgroup per sandbox (sandbox-cgroup.ts), found from its own cgroup
- * (/proc/self/cgroup) and the cgroup mounts (/proc/self/mountinfo): cgroup v2 when its memory
- * controller is available there, else the v1 memory hierarchy (with the pids one where
- * mounted); null with the reason when neither is writable. Node only; Linux only.
+ * Where this runner can make a cgroup per sandbox (sandbox-cgroup.ts), inside a parent per execution
+ * environment (environment-cgroup.ts), found from its own cgroup (/proc/self/cgroup) and the cgroup
+ * mounts (/proc/self/mountinfo): cgroup v2 when its memory controller is available there (with the
+ * pids and cpu ones where available), else the v1 memory hierarchy (with the pids and cpu ones where
+ * mounted and writable); null with the reason when neither is writable. Node only; Linux only.
  */
 import { accessSync, constants, existsSync, mkdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,8 @@ export interface CgroupPlace {
   memory: string;
   /** v1 only: the pids hierarchy's directory (v2: `memory`'s, when it has the pids controller). */
   pids: string | null;
+  /** The cpu hierarchy's directory (v2: `memory`'s, when the cpu controller is enabled for its children); null: CPU is not weighed. */
+  cpu: string | null;
 }
 
 /** A cgroup mount: its mount point, its file system type, and (v1) the controllers its super options name. */
@@ -65,14 +68,17 @@ function canMake(dir: string): boolean {
  * The v2 cgroup sandboxes go under: the runner's own, its memory and pids controllers enabled for
  * its children. A cgroup with processes cannot enable them (the "no internal processes" rule, but
  * at the root): when the runner is alone in its cgroup it moves itself into a leaf of it ("runner")
- * first, as systemd and container inits do; beside other processes it leaves them be.
+ * first, as systemd and container inits do; beside other processes it leaves them be. The cpu
+ * controller is enabled too where it is available; where the kernel refuses it, CPU is not weighed.
  */
 function placeV2(mount: Mount, path: string): CgroupPlace | null {
   const own = join(mount.dir, path);
-  if (!readSync(join(own, "cgroup.controllers")).split(/\s+/).includes("memory") || !canMake(own)) return null;
+  const available = readSync(join(own, "cgroup.controllers")).split(/\s+/);
+  if (!available.includes("memory") || !canMake(own)) return null;
   const enabled = () => readSync(join(own, "cgroup.subtree_control")).split(/\s+/);
   const enable = () => {
-    for (const c of ["memory", "pids"]) if (!enabled().includes(c)) writeFileSync(join(own, "cgroup.subtree_control"), `+${c}`);
+    // pids only where the kernel offers it: a host without it still gets the memory bound
+    for (const c of ["memory", "pids"]) if (available.includes(c) && !enabled().includes(c)) writeFileSync(join(own, "cgroup.subtree_control"), `+${c}`);
   };
   try {
     enable();
@@ -88,10 +94,16 @@ function placeV2(mount: Mount, path: string): CgroupPlace | null {
     }
   }
   if (!enabled().includes("memory")) return null;
-  return { version: 2, memory: own, pids: enabled().includes("pids") ? own : null };
+  try {
+    if (available.includes("cpu") && !enabled().includes("cpu")) writeFileSync(join(own, "cgroup.subtree_control"), "+cpu");
+  } catch {
+    /* refused (a real-time process in a cgroup below, a delegation without it): sandboxes run unweighed */
+  }
+  const has = (c: string) => (enabled().includes(c) ? own : null);
+  return { version: 2, memory: own, pids: has("pids"), cpu: has("cpu") };
 }
 
-/** The v1 hierarchies: memory (required), pids where mounted and writable. */
+/** The v1 hierarchies: memory (required), pids and cpu where mounted and writable. */
 function placeV1(mounts: Mount[], own: Map<string, string>): CgroupPlace | null {
   const dirOf = (c: string): string | null => {
     const m = mounts.find((x) => !x.v2 && x.controllers.includes(c));
@@ -101,7 +113,7 @@ function placeV1(mounts: Mount[], own: Map<string, string>): CgroupPlace | null 
     return existsSync(d) && canMake(d) ? d : null;
   };
   const memory = dirOf("memory");
-  return memory ? { version: 1, memory, pids: dirOf("pids") } : null;
+  return memory ? { version: 1, memory, pids: dirOf("pids"), cpu: dirOf("cpu") } : null;
 }
 
 /** Where sandbox cgroups go on this host, or why there is no such place. */

@@ -188,6 +188,8 @@ export function createHandler(opts: HandlerOptions): Handler {
     closing.abort();
     await Promise.allSettled([...inflight]);
     await cache.emptied();
+    // The environment ends with its handler: a sandbox it made goes with it (bwrap: the environment's cgroup); one passed in is its maker's.
+    if (!opts.sandbox) await sandbox.close?.();
   };
   return Object.assign(handle, { cache, close });
 }

@@ -3,19 +3,21 @@
  * every process of one sandbox, and the tmpfs pages of its /tmp and /dev/shm, under one memory
  * bound (RunLimits.sandbox_memory_mb; swap too where the knob exists) and one pids bound
  * (RunLimits.processes), so one sandbox running out of memory is OOM-killed inside its own cgroup,
- * never the runner nor another sandbox. Made where cgroup-place.ts finds room (v2, or v1's memory
- * and pids hierarchies); where none is writable sandboxes run without it (said once in the
- * runner's log). No process is spawned for any of it: a few file writes per run. Node only; Linux only.
+ * never the runner nor another sandbox. Made inside its execution environment's parent
+ * (environment-cgroup.ts: the CPU shared equally between environments, then between an environment's
+ * sandboxes), where cgroup-place.ts finds room (v2, or v1's memory, pids and cpu hierarchies); where
+ * none is writable sandboxes run without it (said once in the runner's log). No process is spawned
+ * for any of it: a few file writes per run. Node only; Linux only.
  *
  * Its processes go in before the sandbox's gate opens (sandbox.ts): then every process of it is
  * bwrap's or the script waiting at the gate, and whatever they start later is born inside.
  */
-import { existsSync, mkdirSync, readdirSync, readlinkSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCgroupPlace, type CgroupPlace } from "./cgroup-place.js";
-import { opaqueName } from "./opaque-name.js";
+import { cgroupName, drop, knob, sweep } from "./cgroup-dirs.js";
+import { makeEnvironmentCgroup, type EnvironmentCgroup } from "./environment-cgroup.js";
 import { processTree, readSync } from "./live-status.js";
-import { sleep } from "../../lib/shared/sleep.js";
 
 export interface SandboxCgroup {
   /** The memory bound, MiB. */
@@ -28,32 +30,17 @@ export interface SandboxCgroup {
   remove(): Promise<void>;
 }
 
+/** The cgroups of one execution environment's sandboxes. */
 export interface Cgroups {
   /** A new cgroup bounded to `memoryMb` MiB and `processes` processes; null where this runner has no place for one. */
   make(memoryMb: number, processes: number): SandboxCgroup | null;
+  /** The environment ends (its sandboxes have): its parent is removed, with anything left in it. A make after it starts a new parent. */
+  close(): Promise<void>;
 }
 
 const MiB = 1024 * 1024;
 /** bwrap's own processes in the cgroup (the outer one and the namespace's init): the command keeps its `processes`. */
 const BWRAP_OWN = 2;
-/** A sandbox cgroup's name: toolshed-<pid namespace>-<runner pid>-<its start time>-<random> (opaque-name.ts; runners before it counted). */
-const NAME = /^toolshed-(\d+)-(\d+)-(\d+)-[0-9a-f]+$/;
-/** The inode of this process's pid namespace: a runner in another one (another container) has pids this one cannot look up. */
-const pidNamespace = (): string => {
-  try {
-    return /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? "0";
-  } catch {
-    return "0";
-  }
-};
-/** Field 22 of /proc/<pid>/stat (its start time, in ticks since boot): with the pid, names one process for good. */
-const startOf = (pid: number | string): string => {
-  const s = readSync(`/proc/${pid}/stat`);
-  return s ? (s.slice(s.lastIndexOf(")") + 2).split(" ")[19] ?? "") : "";
-};
-
-/** Processes (v2 and v1: cgroup.procs) of a cgroup directory. */
-const procsOf = (dir: string): number[] => readSync(join(dir, "cgroup.procs")).split("\n").filter(Boolean).map(Number);
 
 /** The children of `pid` (each thread's /proc/<pid>/task/<tid>/children). */
 function childrenOf(pid: number): number[] {
@@ -78,48 +65,12 @@ async function treeOf(rootPid: number): Promise<number[]> {
   return found;
 }
 
-/** Writes `text` to a knob of the cgroup, when the knob exists (v1 memsw is absent without swap accounting). */
-const knob = (dir: string, name: string, text: string, optional = false) => {
-  try {
-    writeFileSync(join(dir, name), text);
-  } catch (e) {
-    if (!optional) throw e;
-  }
-};
-
-/** Kills the processes of `dirs`' cgroups and removes them, waiting (up to `ms`) for the kernel to let them go. */
-async function drop(dirs: string[], ms = 2000): Promise<boolean> {
-  for (const until = Date.now() + ms; ; ) {
-    for (const d of dirs) {
-      knob(d, "cgroup.kill", "1", true); // v2 (5.14+): the kernel kills them all at once, forks included
-      for (const pid of procsOf(d)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          /* gone meanwhile */
-        }
-      }
-    }
-    const left = dirs.filter((d) => {
-      try {
-        rmdirSync(d);
-        return false;
-      } catch (e) {
-        return (e as NodeJS.ErrnoException).code !== "ENOENT";
-      }
-    });
-    if (!left.length) return true;
-    if (Date.now() > until) return false;
-    dirs = left;
-    await sleep(5);
-  }
-}
-
+/** A sandbox's cgroup in `place` (its environment's parent): one directory per hierarchy; its CPU takes its share of the environment's (no knob). */
 function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: number): SandboxCgroup {
   const v2 = place.version === 2;
   const memory = join(place.memory, name);
-  const pids = place.pids && place.pids !== place.memory ? join(place.pids, name) : null;
-  const dirs = [memory, ...(pids ? [pids] : [])];
+  /** Its directory in each hierarchy (v2: the one). */
+  const dirs = [...new Set([place.memory, place.pids, place.cpu])].filter((d) => d !== null).map((d) => join(d, name));
   const bytes = String(memoryMb * MiB);
   /** The processes moved in so far: a second enter() writes only those new since. */
   const moved = new Set<number>();
@@ -133,12 +84,11 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
     if (v2) {
       knob(memory, "memory.max", bytes);
       knob(memory, "memory.swap.max", "0", true);
-      if (place.pids) knob(memory, "pids.max", String(processes + BWRAP_OWN));
     } else {
       knob(memory, "memory.limit_in_bytes", bytes);
       knob(memory, "memory.memsw.limit_in_bytes", bytes, true); // memory + swap: no swap beyond the bound
-      if (pids) knob(pids, "pids.max", String(processes + BWRAP_OWN));
     }
+    if (place.pids) knob(join(place.pids, name), "pids.max", String(processes + BWRAP_OWN));
   } catch (e) {
     void drop(made);
     throw e;
@@ -173,37 +123,15 @@ function makeIn(place: CgroupPlace, name: string, memoryMb: number, processes: n
 }
 
 /**
- * Removes the cgroups a runner that is gone left behind (a crash): those named after a process
- * (pid and start time, in this pid namespace) that no longer runs. Another runner's, still running
- * or in another pid namespace, are left alone.
- */
-function sweep(place: CgroupPlace): number {
-  let swept = 0;
-  for (const parent of new Set([place.memory, place.pids].filter((d): d is string => d !== null))) {
-    let names: string[];
-    try {
-      names = readdirSync(parent);
-    } catch {
-      continue;
-    }
-    for (const n of names) {
-      const m = NAME.exec(n);
-      if (!m || m[1] !== pidNamespace() || startOf(m[2]!) === m[3]) continue; // not ours to judge, or its runner still runs
-      void drop([join(parent, n)]);
-      swept++;
-    }
-  }
-  return swept;
-}
-
-/**
- * The runner's cgroups: their place found on first use (`find`: cgroup-place.ts; tests give their own),
- * leftovers of a crashed runner swept then, and a runner without a place says so once in its log.
+ * One execution environment's sandbox cgroups: their place found on first use (`find`: cgroup-place.ts;
+ * tests give their own), leftovers of a crashed runner swept then, and a runner without a place says
+ * so once in its log; the environment's parent (environment-cgroup.ts) made with its first sandbox
+ * and removed by close(). Where the parent cannot be made, its sandboxes' cgroups go directly in the
+ * place, CPU not shared per environment, as the log says.
  */
 export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string }; log?: (line: string) => void } = {}): Cgroups {
   const log = opts.log ?? ((line: string) => console.error(line));
   let place: CgroupPlace | null | undefined;
-  const prefix = `toolshed-${pidNamespace()}-${process.pid}-${startOf(process.pid)}`;
   const found = (): CgroupPlace | null => {
     if (place !== undefined) return place;
     const p = (opts.find ?? findCgroupPlace)();
@@ -211,20 +139,42 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
       log(`cgroups: ${p.none}; sandboxes run without a memory and process bound per sandbox (only the per-process limits), see docs/runner-security.md`);
       return (place = null);
     }
-    const swept = sweep(p);
-    log(`cgroups: v${p.version}, one per sandbox under ${p.memory}${swept ? ` (${swept} left by an ended runner removed)` : ""}`);
+    const swept = sweep([p.memory, p.pids, p.cpu]);
+    const cpu = p.cpu ? `an equal CPU weight per execution environment (${p.version === 2 ? "cpu.weight" : "cpu.shares"})` : "no writable cpu controller, so CPU is not weighed per execution environment";
+    log(`cgroups: v${p.version}, one per sandbox under ${p.memory}, inside its execution environment's; ${cpu}${swept ? ` (${swept} left by an ended runner removed)` : ""}`);
     return (place = p);
+  };
+  let env: EnvironmentCgroup | null = null;
+  /** Where this environment's sandboxes go: its parent, made with its first sandbox. */
+  let inside: CgroupPlace | undefined;
+  const parent = (p: CgroupPlace): CgroupPlace => {
+    if (inside) return inside;
+    try {
+      env = makeEnvironmentCgroup(p);
+      if (p.cpu && !env.place.cpu) log(`cgroups: this execution environment's CPU weight could not be set under ${p.cpu}; its sandboxes run unweighed`);
+      return (inside = env.place);
+    } catch (e) {
+      log(`cgroups: this execution environment's cgroup could not be made under ${p.memory} (${(e as Error).message}); its sandboxes' cgroups go directly there, CPU not shared per environment`);
+      return (inside = { ...p, cpu: null });
+    }
   };
   return {
     make(memoryMb, processes) {
       const p = found();
       if (!p || memoryMb <= 0) return null;
+      const where = parent(p);
       try {
-        return makeIn(p, opaqueName(`${prefix}-`), memoryMb, processes); // random: the sandbox may see it, and every environment's names must never meet
+        return makeIn(where, cgroupName(), memoryMb, processes);
       } catch (e) {
-        log(`cgroups: a sandbox's cgroup could not be made under ${p.memory} (${(e as Error).message}); it runs without one`);
+        log(`cgroups: a sandbox's cgroup could not be made under ${where.memory} (${(e as Error).message}); it runs without one`);
         return null;
       }
+    },
+    async close() {
+      const ending = env;
+      env = null;
+      inside = undefined;
+      if (ending && !(await ending.remove())) log(`cgroups: ${ending.place.memory} could not be removed yet; a runner start after this runner's end sweeps it`);
     },
   };
 }

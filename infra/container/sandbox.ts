@@ -54,7 +54,7 @@ export interface SandboxOptions {
   seccomp?: Buffer | null;
   /** The egress proxy of runs with network: limits; for tests only, a DNS and `allowLoopback`. */
   egress?: EgressOptions;
-  /** The cgroups of its sandboxes (default: made where this runner's own cgroup allows, sandbox-cgroup.ts). */
+  /** The cgroups of its sandboxes, one execution environment's (default: made where this runner's own cgroup allows, sandbox-cgroup.ts); closed with it. */
   cgroups?: Cgroups;
 }
 
@@ -139,6 +139,8 @@ export interface Sandbox {
    * `shellPid` (its `$$`).
    */
   liveProbe(hostPid: number, shellPid: number): Promise<LiveProbe>;
+  /** Its execution environment ends, none of its runs left: what it holds for the environment goes (bwrap: the environment's parent cgroup). */
+  close?(): Promise<void>;
 }
 
 /** Where bubblewrap binds SandboxSpec.shellDir. */
@@ -293,5 +295,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     hostIsolated: false,
     shellPath: () => SHELL_MOUNT,
     liveProbe: namespaceProbe,
+    close: () => cgroups.close(),
   };
 }

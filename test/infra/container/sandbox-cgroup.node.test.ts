@@ -5,7 +5,7 @@
  * untouched; no cgroup is left after the runs. The bound is made small here (64 MiB) so the
  * tests stay fast. Skipped, naming why, only on a host where the runner can make no cgroup.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
@@ -33,14 +33,17 @@ describe.skipIf(none !== null)("a cgroup per sandbox", () => {
   const t = setup({}, "tenant-memcg", "ws-memcg");
   const live = liveSetup({}, "tenant-memcg-live", "ws-memcg-live");
   afterAll(async () => {
+    await sandbox.close?.();
     await t.cleanup();
     await live.t.cleanup();
     rmSync(root, { recursive: true, force: true });
   });
   const small: RunLimits = { ...DEFAULT_LIMITS, sandbox_memory_mb: 64 };
-  /** This test process's sandbox cgroups (sandbox-cgroup.ts names them after the runner's pid) in `dir`. */
+  /** This test process's cgroups (cgroup-dirs.ts names them after the runner's pid) in `dir`. */
   const ns = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
-  const mine = (dir = where.memory) => readdirSync(dir).filter((n) => n.startsWith(`toolshed-${ns}-${process.pid}-`));
+  const ours = (dir: string) => readdirSync(dir).filter((n) => n.startsWith(`toolshed-${ns}-${process.pid}-`));
+  /** Its sandboxes' cgroups in `dir`: inside their execution environment's (environment-cgroup.ts), as `<environment>/<sandbox>`. */
+  const mine = (dir = where.memory) => ours(dir).flatMap((e) => ours(join(dir, e)).map((n) => `${e}/${n}`));
 
   async function run(command: string, limits = small, onOutput?: () => void): Promise<SandboxExit & { output: string }> {
     const tree = join(root, `tree-${Math.random().toString(36).slice(2)}`);
@@ -125,7 +128,8 @@ describe.skipIf(none !== null)("a cgroup per sandbox", () => {
     await vi.waitFor(() => expect(readdirSync(where.memory).filter((n) => n === dead || n === alive)).toEqual([]));
     expect(readdirSync(where.memory)).toEqual(expect.arrayContaining([live, elsewhere]));
     for (const n of [live, elsewhere]) rmdirSync(join(where.memory, n));
-    expect(lines).toEqual([expect.stringMatching(/^cgroups: v[12], one per sandbox under .* \(2 left by an ended runner removed\)$/)]);
+    expect(lines).toEqual([expect.stringMatching(/^cgroups: v[12], one per sandbox under .*, inside its execution environment's; .* \(2 left by an ended runner removed\)$/)]);
+    await cgroups.close();
   });
 
   it("a live sandbox: one cgroup for its life; the command whose processes passed the bound gets the note, the next one does not; gone at its end", async () => {
@@ -146,24 +150,37 @@ describe.skipIf(none !== null)("a cgroup per sandbox", () => {
   });
 
   it("two runners' environments in one process (the local Invoke stand-in: one per tenant) never make the same cgroup, nor drop each other's", async () => {
-    const before = new Set(mine());
-    const a = sandboxCgroups({ log: () => {} }).make(64, 10);
-    const b = sandboxCgroups({ log: () => {} }).make(64, 10);
+    const before = new Set(ours(where.memory));
+    const [ea, eb] = [sandboxCgroups({ log: () => {} }), sandboxCgroups({ log: () => {} })];
+    const a = ea.make(64, 10);
+    const b = eb.make(64, 10);
     try {
       expect(a).not.toBeNull();
       expect(b).not.toBeNull(); // before: both were "-1"; the second's mkdir met the first's and it ran without a cgroup
-      const made = mine().filter((n) => !before.has(n));
+      const made = mine().filter((n) => !before.has(n.split("/")[0]!));
       expect(made).toHaveLength(2); // before: the second's failed make dropped the first's cgroup, killing what ran in it
     } finally {
       await a?.remove();
       await b?.remove();
+      await ea.close();
+      await eb.close();
     }
-    expect(mine().filter((n) => !before.has(n))).toEqual([]);
+    expect(ours(where.memory).filter((n) => !before.has(n))).toEqual([]);
   });
 
-  it("no cgroup is left after the runs, in any hierarchy", async () => {
-    await Promise.all(Array.from({ length: 5 }, () => run("true")));
-    for (const dir of [where.memory, where.pids]) if (dir) expect(mine(dir)).toEqual([]);
+  it("no cgroup is left after the runs, in any hierarchy; the environment's own goes when it ends", async () => {
+    const env = bwrapSandbox({ stateDir: join(root, "state-env") });
+    const tree = join(root, "tree-env");
+    mkdirSync(tree, { mode: 0o777 });
+    chmodSync(tree, 0o777);
+    const before = new Set(ours(where.memory));
+    await Promise.all(Array.from({ length: 5 }, () => env.run({ tree, cwd: "", command: "true", env: {}, network: false, limits: small, timeoutMs: 30_000, onStdout: () => {}, onStderr: () => {} })));
+    const hierarchies = [...new Set([where.memory, where.pids, where.cpu])].filter((d) => d !== null);
+    const [parent, ...more] = ours(where.memory).filter((n) => !before.has(n));
+    expect(more).toEqual([]);
+    for (const dir of hierarchies) expect(ours(join(dir, parent!))).toEqual([]); // the sandboxes' own, gone with each run
+    await env.close?.();
+    for (const dir of hierarchies) expect(existsSync(join(dir, parent!))).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * What a command sees of the host names neither its tenant nor its workspace: a real bwrap
  * sandbox, reached as the API reaches it (signed Invoke → local stand-in → handler), reading
- * /proc/self/mountinfo and /proc/1/cmdline (the adversary's report of issue #25).
+ * /proc/self/mountinfo, /proc/self/cgroup and /proc/1/cmdline (the adversary's report of issue #25).
  */
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
@@ -44,7 +44,8 @@ it("mountinfo and the command lines of every process show neither the tenant id 
     exec.run({ version: 1, idempotency_key: key, tenant: TENANT, workspace: WORKSPACE, command, timeout_ms: 20_000, sync: { url: api.url, token: await mintSyncToken(SYNC_SECRET, { t: TENANT, w: WORKSPACE, r: key }, 300) } });
   // Cold, then warm (the slot's own tree): both views.
   for (const key of ["view-1", "view-2"]) {
-    const r = await run("cat /proc/self/mountinfo; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; pwd; env", key);
+    // /proc/self/cgroup: the sandbox's cgroup inside its environment's (environment-cgroup.ts), both named by the runner's pid and a count.
+    const r = await run("cat /proc/self/mountinfo /proc/self/cgroup; for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; pwd; env", key);
     expect(r.exit_code).toBe(0);
     expect(r.stdout).toContain(" /workspace "); // the mount is there, under a name that says nothing
     expect(r.stdout).not.toContain(TENANT);
@@ -55,9 +56,11 @@ it("mountinfo and the command lines of every process show neither the tenant id 
 });
 
 /** The part of `a` after the longest prefix it shares with `b`. */
+/** `a` after the part it shares with `b`, backed off to the start of the name part they differ in (two random parts may begin alike). */
 const afterCommon = (a: string, b: string): string => {
   let i = 0;
   while (i < a.length && a[i] === b[i]) i++;
+  while (i > 0 && /[0-9a-f]/.test(a[i - 1]!)) i--;
   return a.slice(i);
 };
 
