@@ -14,8 +14,13 @@ import { join } from "node:path";
 import type { CgroupPlace } from "./cgroup-place.js";
 import { cgroupName, drop, knob } from "./cgroup-dirs.js";
 
-/** Every environment's CPU weight: the kernel's default, written so that every parent has it whatever a host's default. */
-const WEIGHT: Record<CgroupPlace["version"], [knob: string, value: string]> = { 2: ["cpu.weight", "100"], 1: ["cpu.shares", "1024"] };
+/**
+ * Every environment's CPU weight, the same for all (that is what shares the CPU per tenant): eight
+ * ordinary processes' worth (the kernel's default weight × the default runs per tenant, 8), so that
+ * beside the host's other processes in the runner's own cgroup (the runner, an API or tests on the same
+ * host) a tenant's sandboxes weigh what up to 8 of them did as separate processes, not one process's.
+ */
+const WEIGHT: Record<CgroupPlace["version"], [knob: string, value: string]> = { 2: ["cpu.weight", "800"], 1: ["cpu.shares", "8192"] };
 
 export interface EnvironmentCgroup {
   /** Where its sandboxes' cgroups go: the place's directories with this environment's parent below each; `cpu` null where CPU is not weighed. */

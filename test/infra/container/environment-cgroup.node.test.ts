@@ -100,7 +100,7 @@ describe.skipIf(none !== null)("a cgroup per execution environment", () => {
     const { name, weight } = held!;
     expect(name).toMatch(new RegExp(`^toolshed-${ns}-${process.pid}-\\d+-env-[0-9a-f]{16}$`)); // the runner's numbers and 64 random bits: nothing of the tenant, no count
     expect(name).not.toContain(tenant);
-    if (where.cpu) expect(weight).toBe(where.version === 2 ? "100" : "1024");
+    if (where.cpu) expect(weight).toBe(where.version === 2 ? "800" : "8192"); // eight processes' worth each, the same for all
     for (const d of hierarchies) expect(existsSync(join(d, name))).toBe(true); // its sandboxes' are gone; it stays with its environment
     await t.cleanup(); // the environment ends (its handler closes)
     for (const d of hierarchies) expect(existsSync(join(d, name))).toBe(false);
