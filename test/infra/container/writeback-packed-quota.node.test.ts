@@ -5,32 +5,19 @@
  * writing 300 files of 64 KiB (18.75 MiB) under a 1 MiB quota wrote 4 packs (18.75 MiB) before the
  * commit's charge refused them; now its first stage requests are refused on the plan: no pack.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import bash from "../../../functions/bash.js";
-import { tools as fileTools } from "../../../functions/index.js";
-import { localExecutor } from "../../../infra/container/local-executor.js";
-import { createApp } from "../../../lib/api/app.js";
-import type { AppDeps } from "../../../lib/api/deps.js";
 import { memoryLimits } from "../../../lib/limits/store.js";
-import { httpSyncClient } from "../../../lib/sync/http.js";
-import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
-
-const ADMIN = "admin-token-for-tests";
-const SECRET = "sync-secret-for-tests-0123456789";
+import { runnerApp } from "../../support/runner-app.js";
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
 describe("a packed write-back past the storage quotas", () => {
-  let app: ReturnType<typeof createApp>;
+  let app: Awaited<ReturnType<typeof runnerApp>>["app"];
   let key: string;
-  let root: string;
-  let executor: ReturnType<typeof localExecutor>;
+  let admin: Awaited<ReturnType<typeof runnerApp>>["admin"];
+  let close: () => Promise<void>;
   const mem = memoryDriver();
   /** Storage PUTs by kind (pack bytes summed), and the sync requests. */
   const log = { puts: [] as string[], packBytes: 0, sync: [] as string[] };
@@ -49,7 +36,6 @@ describe("a packed write-back past the storage quotas", () => {
     const r = await req(`/v1/workspaces/main/tools/${tool}`, { method: "POST", body: JSON.stringify(args) });
     return { status: r.status, body: (await r.json()) as any };
   };
-  const admin = (path: string, body: unknown, method = "POST") => Promise.resolve(app.request(path, { method, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
   const setLimits = async (limits: Record<string, number>) => expect((await admin("/v1/admin/tenants/acme/limits", limits, "PUT")).limits).toEqual(limits);
   const reset = () => void ((log.puts.length = 0), (log.packBytes = 0), (log.sync.length = 0));
   const staging = () => log.sync.filter((s) => /\/v1\/sync\/(stage|commit|put)$/.test(s) || s.startsWith("PUT /v1/sync/files"));
@@ -62,23 +48,9 @@ describe("a packed write-back past the storage quotas", () => {
   const make300 = (dir: string, byte = "0") => `mkdir -p ${dir} && head -c ${64 * KiB} /dev/zero | tr '\\0' '${byte}' > ${dir}/f1 && for i in $(seq 2 300); do cp ${dir}/f1 ${dir}/f$i; done`;
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "toolshed-packed-quota-"));
-    chmodSync(root, 0o711);
-    const viaApp = (async (u: string, i: RequestInit = {}) => {
-      log.sync.push(`${i.method ?? "GET"} ${new URL(u).pathname}`);
-      return app.request(u, i);
-    }) as typeof fetch;
-    executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
-    const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", limits: memoryLimits() } as AppDeps;
-    app = createApp(deps, [...fileTools, bash]);
-    await admin("/v1/admin/tenants", { id: "acme" });
-    key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
-    expect((await req("/v1/workspaces", { method: "POST", body: JSON.stringify({ id: "main" }) })).status).toBe(201);
+    ({ app, key, admin, close } = await runnerApp({ storage, deps: { limits: memoryLimits() }, onSync: (method, path) => void log.sync.push(`${method} ${path}`) }));
   });
-  afterAll(async () => {
-    await executor.handler.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  afterAll(() => close());
 
   it("18.75 MiB under storage_bytes 1 MiB: refused before any pack is written, storage unchanged; the model reads that nothing was written back, the quota and what to do", async () => {
     await setLimits({ storage_bytes: MiB });

@@ -7,34 +7,19 @@
  * as it writes, pass. Refused: QUOTA_EXCEEDED naming quota, usage, limit and how far it got; the
  * tenant's storage as it was. Before the bound every stage request below wrote its pack.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { PutManyItem } from "../../../lib/sync/put-batch.js";
 import type { StagePlan } from "../../../lib/sync/stage.js";
-import type { StorageDriver } from "../../../lib/storage/types.js";
-import { countingStores } from "../../support/counting-stores.js";
+import { packCountingApp } from "../../support/pack-counting-app.js";
 import { admin, newTenant, testApp, type Tenant } from "../../helpers.js";
 import { snapshot } from "../archive/helpers.js";
 
 const SECRET = "stage-quota-secret-0123456789abcdef";
 const KiB = 1024;
 
-function countingApp() {
-  const stores = countingStores({ steps: false });
-  const packs = { puts: 0, bytes: 0 };
-  const storage: StorageDriver = {
-    ...stores.storage,
-    put: (k, b, o) => {
-      if (/\/packs?\//.test(k)) (packs.puts++, (packs.bytes += o?.length ?? 0));
-      return stores.storage.put(k, b, o);
-    },
-  };
-  const app = testApp({ storage, kv: stores.kv, syncSecret: SECRET, limits: durableLimits(env.LIMITS) });
-  return { app, packs };
-}
+const countingApp = () => packCountingApp({ syncSecret: SECRET });
 
 async function client(app: ReturnType<typeof testApp>, t: Tenant, run = "run1") {
   const fetchFn = ((input: RequestInfo | URL, init?: RequestInit) => app.request(new Request(input, init))) as typeof fetch;
