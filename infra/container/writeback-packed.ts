@@ -9,12 +9,20 @@
  * returned for the ordinary path (writeback.ts), which also keeps deletes, large files and markers.
  * No stage request and no commit starts after the deadline: what is left then is unsynced
  * (staged packs nobody commits are unreferenced: GC deletes them after its grace period).
+ * Bounded by the storage quotas before anything is written: every stage request carries the plan
+ * (the small files' total bytes, new files and the bytes they replace, from the walk) and the
+ * run's running count (what it sent before), and the API refuses (QUOTA_EXCEEDED) a write-back
+ * the quotas could not accept, before it writes the pack that would pass them (lib/sync/stage-bound.ts).
+ * Refused: no stage request more, no commit, and none of these files goes the ordinary way (that
+ * would write some of them up to the quota): each is skipped with the API's message.
  */
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
 import type { PutManyItem } from "../../lib/sync/put-batch.js";
 import type { SyncClient } from "../../lib/sync/types.js";
+import type { StagePlan } from "../../lib/sync/stage.js";
+import { isToolError } from "../../lib/shared/errors.js";
 import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";
@@ -42,6 +50,17 @@ export interface PackedHooks {
   written(c: Change, etag: string, size: number, hash: string): Promise<void>;
   conflicted(c: Change): Promise<void>;
   skip(c: Change, e: unknown): void;
+}
+
+/** The write-back's plan as the walk sees it (StagePlan less the running count): the small files' bytes, how many are new, and the bytes of the versions the modified ones replace. */
+function planOf(small: { c: Change; size: number }[]): Omit<StagePlan, "before"> {
+  const plan = { bytes: 0, files: 0, replaces: 0 };
+  for (const { c, size } of small) {
+    plan.bytes += size;
+    if (c.base) plan.replaces += c.base.size;
+    else plan.files++;
+  }
+  return plan;
 }
 
 /** Whether this run's write-back should be packed. */
@@ -74,8 +93,12 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   const staged: { c: Change; hash: string; size: number; n: number }[] = [];
   const receipts: string[] = [];
   let unsupported = false;
+  /** The storage quotas' refusal of the write-back (the API's QUOTA_EXCEEDED): nothing more is staged or committed. */
+  let refused: unknown = null;
+  const plan = { ...planOf(small), before: { bytes: 0, files: 0 } };
   await pool(STAGES_IN_FLIGHT, batches, async (b) => {
     const cs = b.map((x) => x.c);
+    if (refused) return void cs.forEach((c) => hooks.skip(c, refused));
     if (unsupported) return void rest.push(...cs);
     if (!hooks.inTime(cs)) return;
     const read = new Array<{ bytes: Uint8Array; hash: string } | null | undefined>(cs.length);
@@ -97,11 +120,19 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
       }
     });
     if (!items.length) return;
+    // The run's count before this request: what it sent before (as read, not as the walk saw it).
+    const before = { ...plan.before };
+    for (const i of items) (plan.before.bytes += i.bytes.length), (plan.before.files += i.ifMatch === undefined ? 1 : 0);
+    if (refused) return void sent.forEach((s) => hooks.skip(s.c, refused));
     const t0 = Date.now();
     let r;
     try {
-      r = await sync.stage!(items);
-    } catch {
+      r = await sync.stage!(items, { ...plan, before });
+    } catch (e) {
+      if (isToolError(e) && e.code === "QUOTA_EXCEEDED") {
+        refused ??= e;
+        return void sent.forEach((s) => hooks.skip(s.c, refused));
+      }
       r = null; // nothing is visible before the commit: the ordinary path writes these
     }
     if (!r) {
@@ -115,6 +146,10 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
       else hooks.skip(sent[i]!.c, f.error);
     });
   });
+  if (refused) {
+    for (const s of staged) hooks.skip(s.c, refused); // staged by requests answered before the refusal: never committed (GC takes their packs)
+    return rest;
+  }
   if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return rest;
   // The commit answers in receipt order, each receipt's files in the order staged.
   staged.sort((a, b) => a.n - b.n);

@@ -78,7 +78,8 @@ export async function writeBack(opts: {
   const late: string[] = [];
   const abs = (c: Change) => join(opts.tree, c.path);
   const condition = (c: Change) => (c.base ? { ifMatch: c.base.etag } : { ifNoneMatch: "*" as const });
-  const skip = (c: Change, e: unknown) => out.skipped.push({ path: c.path, reason: "error", detail: String((e as Error)?.message ?? e).slice(0, 300) });
+  // 600: a quota's refusal (the API's QUOTA_EXCEEDED) says which quota, its usage and limit, how far the write-back got and what to do.
+  const skip = (c: Change, e: unknown) => out.skipped.push({ path: c.path, reason: "error", detail: String((e as Error)?.message ?? e).slice(0, 600) });
   /** False (and the changes listed as late) once the deadline has passed. */
   const inTime = (cs: Change[]) => {
     if (now() < opts.deadline) return true;

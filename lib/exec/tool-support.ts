@@ -177,8 +177,17 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "li
   // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
   const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
   if (failed.length) {
-    const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
-    text += `\n[not written back: ${failed.length} changed file${failed.length === 1 ? "" : "s"} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; the rest of the command's changes are.]`;
+    // One reason for them all (a quota's refusal of the whole write-back): said once, whole; else each file's, cut.
+    const files = `${failed.length} changed file${failed.length === 1 ? "" : "s"}`;
+    const one = failed.length > 1 && failed.every((s) => s.detail === failed[0]!.detail) ? failed[0]!.detail : undefined;
+    if (one) {
+      const paths = failed.map((s) => s.path).sort();
+      const why = one.slice(0, 600);
+      text += `\n[not written back: ${files} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; the rest of the command's changes are.]`;
+    } else {
+      const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
+      text += `\n[not written back: ${files} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; the rest of the command's changes are.]`;
+    }
   }
   const others = (r.skipped ?? []).filter((s) => s.reason !== "error");
   if (others.length) text += `\n[not synced: ${skippedSummary(others)}]`;

@@ -17,7 +17,7 @@
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/layout/modes.ts)
  *   POST   /v1/sync/put    frames of many small files → a result per file  (lib/sync/put-batch.ts)
  *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
- *   POST   /v1/sync/stage  frames (as put), into one pack → a result per file + receipt  (lib/sync/stage.ts)
+ *   POST   /v1/sync/stage?<plan> frames (as put), into one pack → a result per file + receipt  (lib/sync/stage.ts)
  *   POST   /v1/sync/commit {receipts}                  → a result per staged file (one layer switch)
  */
 import { ToolError } from "../shared/errors.js";
@@ -27,7 +27,7 @@ import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
 import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
-import { commitResults, stageResults } from "./stage.js";
+import { commitResults, stagePlanQuery, stageResults } from "./stage.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
@@ -54,14 +54,24 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
   /** Set once the server answered that it has no packed write-back (an older API). */
   let noStaging = false;
 
-  /** A stage or commit answer's body; null when the API has no such route (404/405). Not retried: a commit sent twice would conflict with itself. */
-  async function staging(route: "stage" | "commit", init: RequestInit): Promise<unknown> {
+  /**
+   * A stage or commit answer's body; null when the API has no such route (404/405). Not retried: a
+   * commit sent twice would conflict with itself. A refusal by the storage quotas is thrown as the
+   * API's own QUOTA_EXCEEDED (its message and details: what the model reads), not as a sync failure.
+   */
+  async function staging(route: "stage" | "commit", init: RequestInit, query = ""): Promise<unknown> {
     if (noStaging) return null;
-    const res = await call("POST", `${base}/${route}`, init);
+    const res = await call("POST", `${base}/${route}${query}`, init);
     if (res.status === 404 || res.status === 405) {
       await res.body?.cancel();
       noStaging = true;
       return null;
+    }
+    if (res.status === 413) {
+      const text = await res.text().catch(() => "");
+      const error = quotaRefusal(text);
+      if (error) throw new ToolError("QUOTA_EXCEEDED", error.message, { ...error.details, status: 413 });
+      throw new ToolError("INTERNAL", `Workspace sync failed (${route}): HTTP 413 ${text.slice(0, 300)}`, { status: 413 });
     }
     if (!res.ok) await fail(res, route);
     return res.json();
@@ -187,9 +197,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       const a = await writeBatch("put", init);
       return a && putResults(a.body, paths, a.why);
     },
-    async stage(files) {
+    async stage(files, plan) {
       const paths = files.map((f) => normalizeFilePath(f.path));
-      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit);
+      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, plan ? stagePlanQuery(plan) : "");
       return body === null ? null : stageResults(body, paths);
     },
     async commit(receipts, paths) {
@@ -256,4 +266,15 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       return (await res.json()) as ExecModes;
     },
   };
+}
+
+/** The API's QUOTA_EXCEEDED error of an answer's body, or null (another error, or not the API's envelope). */
+function quotaRefusal(text: string): { message: string; details: Record<string, unknown> } | null {
+  try {
+    const e = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+    if (e?.code !== "QUOTA_EXCEEDED" || typeof e.message !== "string") return null;
+    return { message: e.message, details: e.details !== null && typeof e.details === "object" ? (e.details as Record<string, unknown>) : {} };
+  } catch {
+    return null;
+  }
 }

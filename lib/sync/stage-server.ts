@@ -2,7 +2,10 @@
  * The server side of packed write-back (wire: lib/sync/stage.ts), mounted by handleSync for a
  * verified token: tenant, workspace and run come from the token only.
  *
- * stage: the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
+ * stage: bounded by the storage quotas first (stage-bound.ts: the runner's plan in the query, where
+ * the quotas stand, one round trip): a write-back that would pass them is refused with
+ * QUOTA_EXCEEDED before this request's pack is written (the packs of the run's earlier requests
+ * are left unreferenced, as for any staged file never committed: GC deletes them). Then the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
  * visible), each file's etag is the MD5 of its bytes (what its own R2/S3 object would have), and
  * the search index gets one segment for the request, as an import does. A staged version that
  * never becomes current (a conflict) leaves an entry no search uses: grep checks every entry's
@@ -25,12 +28,16 @@ import { PackWriter } from "../layers/pack-writer.js";
 import { readPutFrames } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
-import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
+import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, readStagePlan, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
+import { StageBound } from "./stage-bound.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 const refusal = (e: unknown) => (isToolError(e) ? { code: e.code, message: e.message } : { code: "INTERNAL", message: String(e) });
+
+/** The storage quotas the run's write-back is charged under (its key's too: writeBackCaller); none when the app counts nothing. */
+const runQuota = (claims: SyncClaims, deps: SyncServerDeps) => quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver);
 
 /** Serves POST /v1/sync/stage and POST /v1/sync/commit. `deps.driver` is the workspace's view, `deps.storage` the raw storage. */
 export async function handleStaging(req: Request, route: "stage" | "commit", claims: SyncClaims, deps: SyncServerDeps): Promise<Response> {
@@ -40,6 +47,12 @@ export async function handleStaging(req: Request, route: "stage" | "commit", cla
 }
 
 async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
+  // Where the storage quotas stand, and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
+  const plan = readStagePlan(new URL(req.url).searchParams);
+  const quota = runQuota(claims, deps);
+  const standing = quota ? await quota.standing() : null;
+  const bound = standing ? new StageBound(standing, plan) : null;
+  bound?.declared();
   const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
   const writer = new PackWriter(storage, claims.t);
   const answers: ({ path: string; etag: string } | { path: string; error: { code: string; message: string } })[] = [];
@@ -54,18 +67,19 @@ async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, sto
         if ((cond === null) === (f.create !== true)) throw new ToolError("INVALID_ARGUMENT", "Each staged file needs exactly one condition: if_match (its etag) or create.");
         if (seen.has(path)) throw new ToolError("INVALID_ARGUMENT", `${path} is twice in the stage request; send it once.`);
         seen.add(path);
+        bound?.file(path, f.bytes.length, cond === null);
         const e = await writer.add(path, f.bytes);
         staged.push({ path, cond, etag: e.etag, size: e.size, pack: e.pack < 0 ? null : writer.packs[e.pack]!, offset: e.offset, modified: e.modified });
         await ws.announce(path, { path, size: e.size, etag: e.etag, modified: new Date(e.modified) }, f.bytes);
         answers.push({ path: shown, etag: e.etag });
       } catch (e) {
-        if (!isToolError(e)) throw e;
+        if (!isToolError(e) || e.code === "QUOTA_EXCEEDED") throw e; // the bound refuses the whole request
         answers.push({ path: shown, error: refusal(e) });
       }
     }
     await writer.finish();
   } catch (e) {
-    // Nothing was staged: the packs written are dropped (best effort; GC takes what is left).
+    // Nothing was staged (a malformed body, the quotas' bound): the packs written are dropped (best effort; GC takes what is left).
     await writer.settle();
     await storage.delete(writer.packs.map((id) => packKey(claims.t, id))).catch(() => {});
     const err = isToolError(e) ? e : new ToolError("INVALID_ARGUMENT", `The stage request could not be read: ${String(e)}; send it again.`);
@@ -95,7 +109,7 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
     }
   }
   // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
-  const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver);
+  const quota = runQuota(claims, deps);
   const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
   if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);

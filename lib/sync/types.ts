@@ -5,7 +5,7 @@
  */
 import type { BatchFile } from "./batch.js";
 import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.js";
-import type { CommitResult, StageResult } from "./stage.js";
+import type { CommitResult, StagePlan, StageResult } from "./stage.js";
 import type { ExecModes, ModesDelta } from "../layout/modes.js";
 
 /** How a run reaches the sync API: its URL and the run's token (part of the run request, lib/exec/types.ts RunRequest). */
@@ -144,9 +144,11 @@ export interface SyncClient {
   /**
    * Packed write-back (lib/sync/stage.ts): many small files into one new pack, nothing
    * visible yet; a result per file and a receipt. null when the other end has no such route (an
-   * older API): use putMany. Absent: this client has none.
+   * older API): use putMany. Absent: this client has none. `plan`: the whole write-back and the
+   * run's count so far (the API refuses with QUOTA_EXCEEDED, before it writes, what the storage
+   * quotas could not accept).
    */
-  stage?(files: PutManyItem[]): Promise<{ files: StageResult[]; receipt: string } | null>;
+  stage?(files: PutManyItem[], plan?: StagePlan): Promise<{ files: StageResult[]; receipt: string } | null>;
   /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
   commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */

@@ -134,3 +134,14 @@ it("a write-back past the files_per_workspace quota: the refused files are named
   for (const p of refused) expect(r.output).toContain(p);
   expect(r.output).toContain("QUOTA_EXCEEDED");
 }, 120_000);
+
+it("a packed write-back past storage_bytes over real HTTP: the stage route's early 413 reaches the runner; nothing is written back and the model is told why", async () => {
+  const t = await setupTenant(w, "wbpq");
+  const limits = await fetch(`${w.url}/v1/admin/tenants/wbpq/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ storage_bytes: 1024 * 1024 }) });
+  expect(limits.status).toBe(200);
+  const r = await t.call("bash", { command: "mkdir -p big && head -c 16384 /dev/zero > big/f1 && for i in $(seq 2 300); do cp big/f1 big/f$i; done && echo made" });
+  expect(r.ok, JSON.stringify(r).slice(0, 600)).toBe(true);
+  expect(r.output).toContain("[not written back: 300 changed files (big/f1, big/f10, big/f100, big/f101, big/f102, ...). The write-back's 4915200 bytes of files are more than the 1048576 the storage quota could take");
+  expect(r.output).toContain("the storage_bytes quota is 1048576");
+  expect((await t.call("bash", { command: "ls big 2>&1 | head -1" })).output).toContain("No such file");
+}, 120_000);

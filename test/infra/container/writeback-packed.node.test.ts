@@ -4,31 +4,17 @@
  * them back with one stage request and one commit (not 500 PUTs), into packs; the next run sees
  * them; tools' per-file guarantees hold over them; an API without the routes gets putMany.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import bash from "../../../functions/bash.js";
-import { tools as fileTools } from "../../../functions/index.js";
-import { localExecutor } from "../../../infra/container/local-executor.js";
-import { createApp } from "../../../lib/api/app.js";
-import type { AppDeps } from "../../../lib/api/deps.js";
-import { httpSyncClient } from "../../../lib/sync/http.js";
-import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { readMeta } from "../../../lib/layers/open.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
-
-const ADMIN = "admin-token-for-tests";
-const SECRET = "sync-secret-for-tests-0123456789";
+import { runnerApp } from "../../support/runner-app.js";
 
 describe("packed write-back through the runner", () => {
-  let app: ReturnType<typeof createApp>;
+  let app: Awaited<ReturnType<typeof runnerApp>>["app"];
   let key: string;
-  let root: string;
-  let executor: ReturnType<typeof localExecutor>;
+  let close: () => Promise<void>;
   const mem = memoryDriver();
   /** Storage puts by kind, and the sync requests ("POST /v1/sync/stage"); `noStaging` answers 404 on stage/commit. */
   const log = { puts: [] as string[], sync: [] as string[], noStaging: false };
@@ -51,26 +37,13 @@ describe("packed write-back through the runner", () => {
   };
 
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), "toolshed-packed-"));
-    chmodSync(root, 0o711);
-    const viaApp = (async (u: string, i: RequestInit = {}) => {
-      const path = new URL(u).pathname;
-      log.sync.push(`${i.method ?? "GET"} ${path.startsWith("/v1/sync/files/") ? "/v1/sync/files" : path}`);
-      if (log.noStaging && (path === "/v1/sync/stage" || path === "/v1/sync/commit")) return new Response(JSON.stringify({ ok: false }), { status: 404 });
-      return app.request(u, i);
-    }) as typeof fetch;
-    executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
-    const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", listeners: [searchIndexer({ vacuumChance: 0 })] } as AppDeps;
-    app = createApp(deps, [...fileTools, bash]);
-    const admin = (path: string, body: unknown) => Promise.resolve(app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
-    await admin("/v1/admin/tenants", { id: "acme" });
-    key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
-    expect((await req("/v1/workspaces", { method: "POST", body: JSON.stringify({ id: "main" }) })).status).toBe(201);
+    const onSync = (method: string, path: string) => {
+      log.sync.push(`${method} ${path.startsWith("/v1/sync/files/") ? "/v1/sync/files" : path}`);
+      return log.noStaging && (path === "/v1/sync/stage" || path === "/v1/sync/commit") ? new Response(JSON.stringify({ ok: false }), { status: 404 }) : undefined;
+    };
+    ({ app, key, close } = await runnerApp({ storage, onSync, deps: { listeners: [searchIndexer({ vacuumChance: 0 })] } }));
   });
-  afterAll(async () => {
-    await executor.handler.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+  afterAll(() => close());
 
   it("500 new files: one stage request and one commit, no PUT per file; the next run sees them", async () => {
     expect((await readMeta(storage, "acme", "main"))!.meta.base ?? null).toBeNull(); // plain

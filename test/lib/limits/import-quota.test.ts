@@ -6,33 +6,16 @@
  * naming quota, usage and limit, storage as it was. Before the bound, the 64 MiB tar.gz below wrote
  * 32 packs (64 MiB) and the zip 3 packs (20 MiB) before the charge at the end refused them.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { durableLimits } from "../../../lib/limits/durable-object.js";
-import type { StorageDriver } from "../../../lib/storage/types.js";
-import { countingStores } from "../../support/counting-stores.js";
-import { admin, newTenant, testApp, type Tenant } from "../../helpers.js";
+import { packCountingApp } from "../../support/pack-counting-app.js";
+import { admin, newTenant, type Tenant } from "../../helpers.js";
 import { importReq, snapshot, workspaceFiles } from "../archive/helpers.js";
 import { tar, zip } from "../archive/archives.js";
 import { gzipBomb } from "../archive/bombs.js";
 
 const MiB = 1024 * 1024;
 
-/** An app on the real LIMITS object whose storage counts the packs written (PUTs, and their bytes). */
-function countingApp() {
-  const stores = countingStores({ steps: false });
-  const packs = { puts: 0, bytes: 0 };
-  const storage: StorageDriver = {
-    ...stores.storage,
-    put: (k, b, o) => {
-      if (/\/packs?\//.test(k)) (packs.puts++, (packs.bytes += o?.length ?? 0));
-      return stores.storage.put(k, b, o);
-    },
-  };
-  const app = testApp({ storage, kv: stores.kv, limits: durableLimits(env.LIMITS) });
-  const reset = () => void ((packs.puts = 0), (packs.bytes = 0));
-  return { app, packs, reset };
-}
+const countingApp = () => packCountingApp();
 
 async function setLimits(t: Tenant, limits: Record<string, number>) {
   expect((await admin(t.app, `/v1/admin/tenants/${t.tenant}/limits`, limits, "PUT")).status).toBe(200);

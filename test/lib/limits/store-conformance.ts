@@ -98,6 +98,9 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect(await a.chargeStorage(t, k, "w1", { files: 0, bytes: 700 })).toEqual({ ok: true, files: 5, bytes: 1000, tenant_bytes: 1000 });
       await a.setStorage(t, "w1", { files: 1, bytes: 1 });
       expect(await b.chargeStorage(t, k, "w1", { files: 0, bytes: 0 })).toEqual({ ok: true, files: 1, bytes: 1, tenant_bytes: 1 });
+      // Where the quotas stand for a caller (what an import and a packed write-back bound themselves by), through either handle; a key's own limits apply.
+      expect(await a.chargeStorage(t, k, "w1", { files: 0, bytes: 0 }, { standing: true })).toMatchObject({ ok: true, standing: { storage_bytes: { usage: 1, limit: 1000 }, files_per_workspace: { usage: 1, limit: 10 } } });
+      expect(await b.chargeStorage(t, { key_id: "k2", limits: { storage_bytes: 500 } }, "w1", { files: 0, bytes: 0 }, { standing: true })).toMatchObject({ ok: true, standing: { storage_bytes: { usage: 1, limit: 500 }, files_per_workspace: { usage: 1, limit: 10 } } });
     });
 
     it("storage allowances: room held for one handle counts as used for the other; a settle counts what was spent and holds on; the room ends after ALLOWANCE_MS; a late settle still counts", async () => {

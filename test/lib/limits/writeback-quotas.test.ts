@@ -1,7 +1,7 @@
 /**
  * The storage quotas on a run's write-back (lib/sync put and stage/commit, server side) through the
- * real app, the LIMITS Durable Object and local R2: a packed commit that would cross a quota is
- * refused whole (no file of it lands), a per-file batch refuses the files past it and writes the others.
+ * real app, the LIMITS Durable Object and local R2: a stage request past a quota is refused before it
+ * writes (stage-quota.test.ts), a packed commit that would cross a quota is refused whole (no file of it lands), a per-file batch refuses the files past it and writes the others.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -29,15 +29,18 @@ describe("write-back and the storage quotas", () => {
     expect((await admin(app, `/v1/admin/tenants/${t.tenant}/limits`, { files_per_workspace: 4 }, "PUT")).status).toBe(200);
     await upload(t, "a.txt", "a");
     const sync = await client(t);
-    // Four new files where three are free: the commit is refused, none lands.
+    // Four new files where three are free: the stage request is refused before it writes (stage-quota.test.ts).
     const four = ["p1", "p2", "p3", "p4"].map((p) => item(`${p}.txt`, p));
-    const staged = (await sync.stage!(four))!;
-    const refused = await sync.commit!([staged.receipt], four.map((i) => i.path)).catch((e: unknown) => e);
-    // The runner's client reports the API's 413 (the runner then leaves those files unsynced, none written).
-    expect(refused).toMatchObject({ details: { status: 413 } });
-    expect((refused as Error).message).toContain('"code":"QUOTA_EXCEEDED"');
-    expect((refused as Error).message).toContain("files_per_workspace");
-    expect(await listed(t)).toEqual(["a.txt"]);
+    expect(await sync.stage!(four).catch((e: unknown) => e)).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "files_per_workspace" } });
+    // Three staged within the bound, then a tool's write takes a place: the commit is refused, none lands.
+    const staged = (await sync.stage!(four.slice(0, 3)))!;
+    await upload(t, "b.txt", "b");
+    const refused = await sync.commit!([staged.receipt], four.slice(0, 3).map((i) => i.path)).catch((e: unknown) => e);
+    // The runner's client reports the API's QUOTA_EXCEEDED itself (its message is what the model reads; the runner leaves those files unwritten).
+    expect(refused).toMatchObject({ code: "QUOTA_EXCEEDED", details: { status: 413, quota: "files_per_workspace", usage: 2, limit: 4 } });
+    expect((refused as Error).message).toContain("the files_per_workspace quota is 4");
+    expect(await listed(t)).toEqual(["a.txt", "b.txt"]);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/b.txt`, { method: "DELETE" })).status).toBe(200);
     const three = ["q1", "q2", "q3"].map((p) => item(`${p}.txt`, p));
     const ok = (await sync.commit!([(await sync.stage!(three))!.receipt], three.map((i) => i.path)))!;
     expect(ok.every((r) => r.ok), JSON.stringify(ok)).toBe(true);
