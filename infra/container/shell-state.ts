@@ -57,8 +57,9 @@ export function restoreLines(shell: ShellRequest, cwd: string): string[] {
     if (state.functions) lines.push(`eval ${shellQuote(state.functions)} 2>/dev/null`);
   }
   if (state?.cwd && !cwd) {
-    const note = `[toolshed: the working directory /${state.cwd} of this session's previous command no longer exists; this command runs in the workspace root]`;
-    lines.push(`cd -- "$__toolshed_root"/${shellQuote(state.cwd)} 2>/dev/null || printf '%s\\n' ${shellQuote(note)} >&2`);
+    // The directory as the previous command's pwd showed it (the root as the shell sees it, e.g. /workspace/sub), not a path of its own.
+    const note = `[toolshed: the working directory %s of this session's previous command no longer exists; this command runs in the workspace root]\\n`;
+    lines.push(`cd -- "$__toolshed_root"/${shellQuote(state.cwd)} 2>/dev/null || printf ${shellQuote(note)} "$__toolshed_root"/${shellQuote(state.cwd)} >&2`);
   }
   return lines;
 }

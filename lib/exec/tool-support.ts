@@ -234,13 +234,17 @@ export function commandData(r: RunResult) {
   };
 }
 
-/** Why a finished run was stopped by a limit, for the model; null when it was not. */
+/**
+ * Why a finished run was stopped by a limit, for the model; null when it was not. The message ends
+ * with the output so far (already cut like a finished command's): the message is all a model reads of
+ * an error through MCP and the provider doors, where details.output never reaches it.
+ */
 function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA_EXCEEDED"; message: string } | null {
+  const soFar = `Its output so far:\n${commandOutput(r).text}`;
   if (r.timed_out)
-    return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. The output so far is in details.output. Use a larger timeout (max 600) or run_in_background: true.` };
+    return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. Use a larger timeout (max 600) or run_in_background: true. ${soFar}` };
   // The memory bound (limit_exceeded.memory_mb) stops no run: the kernel killed processes of it, and its output says so.
-  if (r.limit_exceeded?.disk_mb !== undefined)
-    return { code: "QUOTA_EXCEEDED", message: `${quotaMessage(r.limit_exceeded.disk_mb)} The output so far is in details.output.` };
+  if (r.limit_exceeded?.disk_mb !== undefined) return { code: "QUOTA_EXCEEDED", message: `${quotaMessage(r.limit_exceeded.disk_mb)} ${soFar}` };
   return null;
 }
 

@@ -248,9 +248,11 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(js.data.stdout).toBe("hi 2,4,6\n");
   });
 
-  it("timeout gives TIMEOUT with the output so far, and writes nothing back", async () => {
+  it("timeout gives TIMEOUT with the output so far, in the message the model reads too, and writes nothing back", async () => {
     const e = err(await env.call("bash", { command: "echo started; echo x > timed.txt; sleep 30", timeout: 1 }), "TIMEOUT");
     expect(e.details.output).toContain("started");
+    // MCP and the provider doors show the model the message alone (details stay in _meta): the output must be in it.
+    expect(e.message).toMatch(/Its output so far:\nstarted\n$/);
     expect(e.details.discarded).toEqual(["timed.txt"]);
     err(await env.call("read", { file_path: "timed.txt" }), "NOT_FOUND");
   });
@@ -400,6 +402,7 @@ describe("bash tools over the disk quota (runLimits: 20 MiB)", () => {
     const e = err(await env.call("bash", { command: "echo before; echo x > small.txt; head -c 30M /dev/zero > big.bin; echo after" }), "QUOTA_EXCEEDED");
     expect(e.message).toContain("20 MiB");
     expect(e.details.output).toContain("before");
+    expect(e.message).toMatch(/Its output so far:\nbefore\n/);
     expect(e.details.discarded).toEqual(["big.bin", "small.txt"]);
     err(await env.call("read", { file_path: "small.txt" }), "NOT_FOUND");
     err(await env.call("run_code", { language: "python", code: "open('big.bin', 'wb').write(b'0' * (25 << 20))" }), "QUOTA_EXCEEDED");

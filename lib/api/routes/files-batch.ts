@@ -17,6 +17,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { ToolError } from "../../shared/errors.js";
+import { formatZodError } from "../../contract/errors.js";
 import { afterAnswer } from "../../shared/after-answer.js";
 import { unquoteEtag } from "../../storage/types.js";
 import { RecordStore } from "../../workspace/records.js";
@@ -99,8 +100,10 @@ async function readBatch(body: ReadableStream<Uint8Array>, batch: UploadBatch): 
     const parsed = UploadLine.safeParse(json);
     if (!parsed.success) {
       const path = typeof (json as { path?: unknown } | null)?.path === "string" ? (json as { path: string }).path : shown;
-      const why = parsed.error.issues.map((i) => `${i.path.join(".") || "line"}: ${i.message}`).join("; ");
-      batch.refuse(path, new ToolError("INVALID_ARGUMENT", `${path}: ${why}.`, { line: line.n }));
+      // The API's own words for a field (an unknown one named with its closest known one), zod's for a rule of the whole line.
+      const plain = formatZodError(parsed.error, { target: "json", input: json, schema: UploadLine }).issues;
+      const issues = parsed.error.issues.map((i, k) => ({ path: plain[k]!.path, message: i.path.length || i.code === "unrecognized_keys" ? plain[k]!.message : i.message }));
+      batch.refuse(path, new ToolError("INVALID_ARGUMENT", `Line ${line.n}: ${issues.map((i) => i.message).join("; ")}.`, { line: line.n, issues }));
       continue;
     }
     const f = parsed.data;

@@ -41,7 +41,7 @@ const shown = (session: string, v: SandboxView) => ({
   ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
 });
 
-const none = (session: string) => new ToolError("NOT_FOUND", `Session ${session} has no live sandbox in this workspace (none was started with keep_alive, or it ended).`, { session });
+const none = (session: string) => new ToolError("NOT_FOUND", `Session ${session} has no live sandbox in this workspace (none was started with keep_alive, or it ended). A bash or run_code call with keep_alive: true and the header X-Session-Id: ${session} starts one.`, { session });
 
 export function sandboxApp(deps: AppDeps) {
   const app = newApp();

@@ -48,6 +48,10 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
 /** Runs one tool_use input of `tool`. Tool errors are thrown (the route turns them into an error block). */
 export async function runAnthropic(tool: AnthropicTool, input: unknown, run: RunTool, opts: { keepAlive?: boolean } = {}): Promise<CompatAnswer> {
   if (tool === "bash") return runBash(parse(BashInput, input), run, opts.keepAlive);
+  const command = (input as { command?: unknown } | null)?.command;
+  // The commands text_editor_20250728 has (undo_edit, in the schema for its own answer, is not one of them).
+  if (typeof command === "string" && !EditorInput.shape.command.options.includes(command as never))
+    throw new ToolError("INVALID_ARGUMENT", `Unknown command ${JSON.stringify(command.slice(0, 40))}: the text editor's commands are view, create, str_replace and insert.`, { command });
   return runEditor(parse(EditorInput, input), run);
 }
 

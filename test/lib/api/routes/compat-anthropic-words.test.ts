@@ -50,6 +50,12 @@ describe("text editor errors in the text editor's words", () => {
     expect(e).not.toMatch(FOREIGN);
   });
 
+  it("an unknown command names the commands the text editor has (not undo_edit, which it lacks), in plain words", async () => {
+    const t = await newTenant();
+    const e = failed(await compat(t, "anthropic", EDITOR, { command: "delete", path: "/a.py" }), "INVALID_ARGUMENT");
+    expect(e).toBe('Error: Unknown command "delete": the text editor\'s commands are view, create, str_replace and insert.');
+  });
+
   it("a view_range past the end names view_range and the file's lines", async () => {
     const t = await newTenant();
     await upload(t, "three.txt", "a\nb\nc\n");

@@ -131,6 +131,20 @@ describe("POST uploads", () => {
     expect(again.body.files[0].error.code).toBe("ALREADY_EXISTS");
   });
 
+  it("a line with a misspelt field names it with the field it meant and the fields a line takes, once per line (no path said twice)", async () => {
+    const t = await newTenant(app);
+    const r = await batch(t, ['{"path":"a.txt","contents":"x"}', '{"path":"b.txt"}'], "each");
+    expect(r.status).toBe(200);
+    const [typo, bare] = r.body.files;
+    expect(typo).toMatchObject({ path: "a.txt", ok: false, error: { code: "INVALID_ARGUMENT" } });
+    expect(typo.error.message).toBe("Line 1: Unknown field 'contents' (did you mean 'content'? known: path, content, content_base64, if_match, create); give exactly one of content and content_base64.");
+    expect(bare.error.message).toBe("Line 2: give exactly one of content and content_base64.");
+    // mode=all: the summary names each failing path once, then its reason.
+    const all = await batch(t, ['{"path":"a.txt","contents":"x"}']);
+    expect(all.status).toBe(400);
+    expect(all.body.error.message).toContain("(a.txt: Line 1: Unknown field 'contents' (did you mean 'content'?");
+  });
+
   it("mode=all (the default): one failing file refuses the batch with its code and every failure listed; storage is byte-identical", async () => {
     const t = await newTenant(app);
     await batch(t, [{ path: "x.txt", content: "x" }, { path: "dir/inside.txt", content: "i" }]);

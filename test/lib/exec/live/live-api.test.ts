@@ -76,7 +76,10 @@ describe("keep_alive through the API (fake live runner)", () => {
     expect(okOutput(rc)).toContain(`gen=${g.generation} n=3`);
     okOutput(await bash(t, "pwd", "chat-2"));
     expect(runner.generations).toHaveLength(2);
-    expect((await sandbox(t, "chat-3")).status).toBe(404);
+    const none = await sandbox(t, "chat-3");
+    expect(none.status).toBe(404);
+    // The refusal says how one is started.
+    expect(((await none.json()) as any).error.message).toBe("Session chat-3 has no live sandbox in this workspace (none was started with keep_alive, or it ended). A bash or run_code call with keep_alive: true and the header X-Session-Id: chat-3 starts one.");
     await sandbox(t, "chat-1", "DELETE");
     await sandbox(t, "chat-2", "DELETE");
   });
