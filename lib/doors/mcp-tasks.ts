@@ -31,6 +31,7 @@ import { whileKeyStands } from "../run/key-watch.js";
 import { cancelCallTask, getCallTask, startCallTask, taskScopeOf, waitCallTask } from "../run/tasks/run.js";
 import { listCallTasks, type CallTaskOutcome, type CallTaskRecord } from "../run/tasks/store.js";
 import { elicitationRequest } from "./mcp-ask.js";
+import { JSON_RPC } from "./json-rpc.js";
 
 /** What the server declares: tools/call as tasks, tasks/list and tasks/cancel. */
 export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
@@ -53,13 +54,16 @@ export function callToolResult(o: CallTaskOutcome & { usage?: unknown }): CallTo
 
 /**
  * A ToolError of the task layer as the protocol error the spec names: -32602 for a bad or unknown
- * task id, and for a tool the key may not use (refused before a task exists); anything else is
- * INTERNAL, its text only in the log (a storage error's names a storage key).
+ * task id, and for a tool the key may not use (refused before a task exists); -32603 for INTERNAL
+ * only, its text only in the log (a storage error's names a storage key). Any other refusal (the
+ * key revoked while tasks/result waited: UNAUTHORIZED key_gone; a task still working when the wait
+ * ends: CONFLICT) is -32000, the server-error code of the door's own refusals (./json-rpc.ts), with
+ * its actionable message: a client must not take it for a fault of the server.
  */
 function protocolError(e: unknown): McpError {
   const t = toToolError(e);
   if (t.code === "INTERNAL") console.error("internal error (mcp tasks)", e instanceof Error ? e.stack ?? e.message : String(e));
-  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" || t.code === "PERMISSION_DENIED" ? ErrorCode.InvalidParams : ErrorCode.InternalError;
+  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" || t.code === "PERMISSION_DENIED" ? ErrorCode.InvalidParams : t.code === "INTERNAL" ? ErrorCode.InternalError : JSON_RPC.serverError;
   return new McpError(code, `${t.code}: ${t.message}`, { code: t.code, details: t.details });
 }
 

@@ -6,12 +6,10 @@
  * Cursors are "m:" + the last key (or rolled-up prefix) handed out; `startAfter` works too.
  */
 import type { KeyWalk, ListOptions, ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
-import { compareKeys } from "../layout/key-order.js";
+import { AFTER_ALL, compareKeys } from "../layout/key-order.js";
 import type { Manifest, ManifestEntry } from "./manifest.js";
 import type { Whiteouts } from "./whiteout.js";
 
-/** Past every key below a prefix (U+10FFFF is the largest code point). */
-const AFTER_ALL = "\u{10ffff}";
 const CURSOR = "m:";
 
 class UpperStream {

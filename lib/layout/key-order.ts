@@ -11,3 +11,6 @@ export function compareKeys(a: string, b: string): number {
   }
   return a.length - b.length;
 }
+
+/** Past every key below a prefix: `prefix + AFTER_ALL` sorts after them all (U+10FFFF is the largest code point). */
+export const AFTER_ALL = "\u{10ffff}";

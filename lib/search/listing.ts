@@ -19,7 +19,7 @@ import { baseName, filesPrefix, isDirMarker, isWithin, parentOf } from "../layou
 import { readLinks } from "../layout/links.js";
 import { canWalk, type KeyWalk, type ObjectInfo } from "../storage/types.js";
 import type { DescribeProgress, SearchedWorkspace } from "./workspace-view.js";
-import { compareKeys } from "../layout/key-order.js";
+import { AFTER_ALL, compareKeys } from "../layout/key-order.js";
 import { GitIgnores, SkipReport, staticSkip } from "./ignore.js";
 import type { Budget, IndexStore } from "./store.js";
 import type { ListingCache, WalkedTree } from "./listing-cache.js";
@@ -69,8 +69,6 @@ export const listingStatus: DescribeProgress = (n, total) => ({ message: total =
 const PAGE = 1000;
 const PARALLEL = 6;
 const MAX_GITIGNORES = 100;
-/** Past every key a directory can hold (U+10FFFF is the largest code point). */
-const AFTER_ALL = "\u{10ffff}";
 
 export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget: Budget, o: ScanOptions): Promise<Scan> {
   const prefix = filesPrefix(ws.tenant, ws.id);

@@ -5,29 +5,13 @@
  * the caller's own search skip files.
  */
 import { ToolError } from "../shared/errors.js";
+import { fnv1aHex } from "../shared/hash.js";
+import { fromBase64Url, toBase64Url } from "../shared/text.js";
 import type { GrepCursor } from "./grep-types.js";
 
 /** FNV-1a (32 bits) of the search's arguments, as hex. */
 export function searchFingerprint(args: Record<string, unknown>): string {
-  const text = JSON.stringify(Object.keys(args).sort().map((k) => [k, args[k] ?? null]));
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, "0");
-}
-
-function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-function fromBase64Url(token: string): string {
-  const bin = atob(token.replaceAll("-", "+").replaceAll("_", "/"));
-  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  return fnv1aHex(JSON.stringify(Object.keys(args).sort().map((k) => [k, args[k] ?? null])));
 }
 
 export function encodeResume(c: GrepCursor, fingerprint: string): string {

@@ -22,3 +22,13 @@ export function randomId(n: number): string {
   const bytes = crypto.getRandomValues(new Uint8Array(n));
   return [...bytes].map((b) => ALPHABET[b & 31]).join("");
 }
+
+/** FNV-1a (32 bits) of `text`'s UTF-16 code units, as 8 hex characters: a fingerprint that binds a token to what made it (no secret, no defence against forgery). */
+export function fnv1aHex(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, "0");
+}

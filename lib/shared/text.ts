@@ -88,6 +88,20 @@ export function encodeBase64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
+/** `text` (UTF-8) as base64url without padding: tokens a caller passes back (grep's resume, listing cursors). */
+export function toBase64Url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+/** The text of a base64url token; throws on bytes that are not base64url or not UTF-8. */
+export function fromBase64Url(token: string): string {
+  const bin = atob(token.replaceAll("-", "+").replaceAll("_", "/"));
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+
 /** Spaces as ·, tabs as →, carriage returns as ␍: for showing why a match failed. */
 /** "1 file", "2 files": a count with its noun in the number that agrees (`plural` where adding "s" is wrong). */
 export const counted = (n: number, noun: string, plural = `${noun}s`): string => `${n} ${n === 1 ? noun : plural}`;

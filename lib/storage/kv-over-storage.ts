@@ -73,8 +73,10 @@ export function storageKeyValue(driver: StorageDriver, prefix: string, opts: Sto
       await driver.delete(objectKey(key));
     },
 
+    // The cursor: the page's last object key, relative to the listing's prefix (never a whole storage key, which can name a tenant).
     async list({ prefix: keyPrefix, cursor, limit }) {
-      const page = await driver.list({ prefix: objectKey(keyPrefix), ...(cursor ? { cursor } : {}), ...(limit ? { limit } : {}) });
+      const listed = objectKey(keyPrefix);
+      const page = await driver.list({ prefix: listed, ...(cursor ? { startAfter: listed + cursor } : {}), ...(limit ? { limit } : {}) });
       const candidates = page.objects.map((o) => o.key);
       // Only entries with an expiry can be dead, but which ones have one is inside the object: read them.
       const live: boolean[] = [];
@@ -83,7 +85,8 @@ export function storageKeyValue(driver: StorageDriver, prefix: string, opts: Sto
         live.push(...(await Promise.all(batch.map(async (k) => (await read(k)) !== null))));
       }
       const keys = candidates.filter((_, i) => live[i]).map((k) => decodeKvKey(k.slice(prefix.length)));
-      return { keys, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      const last = candidates[candidates.length - 1];
+      return { keys, ...(page.cursor && last !== undefined ? { cursor: last.slice(listed.length) } : {}) };
     },
   };
 }

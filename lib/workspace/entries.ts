@@ -5,12 +5,15 @@
  */
 import { ancestorsOf, baseName, isDirMarker, markerDir } from "../layout/paths.js";
 import { compareKeys } from "../layout/key-order.js";
+import { listPageAt } from "../layout/page-cursor.js";
 import type { WalkEntry, FileInfo } from "../layout/files.js";
 import type { ListEntry, ScanItem, WorkspaceCore as Workspace } from "./workspace-types.js";
 
+/** One page of `dir`'s listing; `cursor`: the one the previous page gave (lib/layout/page-cursor.ts: relative to `dir`, bound to it and to `recursive`). */
 export async function listPage(ws: Workspace, dir: string, opts: { recursive?: boolean; cursor?: string; limit?: number }): Promise<{ entries: ListEntry[]; cursor?: string }> {
   const base = ws.dirPrefix(dir);
-  const r = await ws.driver.list({ prefix: base, ...(opts.recursive ? {} : { delimiter: "/" }), ...(opts.cursor ? { cursor: opts.cursor } : {}), limit: opts.limit ?? 1000 });
+  const listing = opts.recursive ? { listing: "files, recursive", what: "the same directory, recursive=true" } : { listing: "files", what: "the same directory, not recursive" };
+  const { result: r, cursor } = await listPageAt(ws.driver, { prefix: base, ...(opts.recursive ? {} : { delimiter: "/" }), limit: opts.limit ?? 1000 }, { ...listing, cursor: opts.cursor });
   const entries: ListEntry[] = [];
   for (const p of r.prefixes) {
     const path = ws.pathOf(p);
@@ -30,7 +33,7 @@ export async function listPage(ws: Workspace, dir: string, opts: { recursive?: b
     entries.push({ name: opts.recursive ? path.slice(dir === "" ? 0 : dir.length + 1) : baseName(path), path, type: "file", size: o.size, modified: o.modified.toISOString(), etag: o.etag });
   }
   for (const d of dirs) entries.push({ name: d.slice(dir === "" ? 0 : dir.length + 1), path: d, type: "directory" });
-  return { entries, ...(r.cursor ? { cursor: r.cursor } : {}) };
+  return { entries, ...(cursor ? { cursor } : {}) };
 }
 
 export async function scanPage(ws: Workspace, dir: string, opts: { recursive?: boolean; after?: string; cursor?: string; limit?: number }): Promise<{ items: ScanItem[]; cursor?: string }> {

@@ -6,6 +6,7 @@ import { ToolError } from "../shared/errors.js";
 import { newWhiteoutMark } from "../layers/whiteout.js";
 import { randomId } from "../shared/hash.js";
 import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../layout/paths.js";
+import { listPageAt } from "../layout/page-cursor.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
 
@@ -58,10 +59,10 @@ export async function getWorkspace(driver: StorageDriver, tenant: string, id: st
 
 /** `visible`: the ids the caller may see (a key limited to some workspaces); the others are skipped unread. */
 export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number; visible?: (id: string) => boolean }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
-  const r = await driver.list({ prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit: Math.min(opts.limit ?? 100, 1000), ...(opts.cursor ? { cursor: opts.cursor } : {}) });
+  const { result: r, cursor } = await listPageAt(driver, { prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit: Math.min(opts.limit ?? 100, 1000) }, { listing: "workspaces", what: "GET /v1/workspaces", cursor: opts.cursor });
   const ids = r.prefixes.map((p) => p.slice(tenantWorkspacesPrefix(tenant).length, -1)).filter((id) => !opts.visible || opts.visible(id));
   const metas = await Promise.all(ids.map((id) => getWorkspace(driver, tenant, id).catch(() => null)));
-  return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
+  return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(cursor ? { cursor } : {}) };
 }
 
 /** Deletes the record first (the workspace is gone at once), then every object below it. */

@@ -7,6 +7,7 @@
 import { ToolError } from "../../shared/errors.js";
 import { randomId, sha256Hex } from "../../shared/hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../layout/paths.js";
+import { boundCursor, cursorPayload, listPageAt } from "../../layout/page-cursor.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
@@ -254,18 +255,21 @@ async function withCursor<T>(cursor: string | undefined, list: () => Promise<T>)
 
 /** One page of tenants, in id order. */
 export async function listTenants(storage: StorageDriver, opts: { cursor?: string; limit?: number }): Promise<{ tenants: Tenant[]; cursor?: string }> {
-  const r = await withCursor(opts.cursor, () => storage.list({ prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
+  const { result: r, cursor } = await listPageAt(storage, { prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE) }, { listing: "tenants", what: "GET /v1/admin/tenants", cursor: opts.cursor });
   const ids = r.prefixes.map((p) => p.slice(TENANTS_PREFIX.length, -1)).filter((id) => ID_PATTERN.test(id));
   // A prefix whose record is gone (a tenant half deleted by hand) is skipped.
   const tenants = await Promise.all(ids.map((id) => getTenant(storage, id).catch(() => null)));
-  return { tenants: tenants.filter((t): t is Tenant => t !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
+  return { tenants: tenants.filter((t): t is Tenant => t !== null), ...(cursor ? { cursor } : {}) };
 }
 
 /** One page of a tenant's API keys (never the key or its hash). KV lists are eventually consistent: a new key may take a minute to show. */
 export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ keys: ApiKeyRecord[]; cursor?: string }> {
   await getTenant(storage, tenant);
   const prefix = keyIdKey(tenant, "");
-  const r = await withCursor(opts.cursor, () => kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(opts.cursor ? { cursor: opts.cursor } : {}) }));
+  // The caller's cursor: the KV's own, bound to this tenant's listing (lib/layout/page-cursor.ts); one of another listing is INVALID_ARGUMENT.
+  const listing = "api keys";
+  const inner = opts.cursor ? cursorPayload(listing, prefix, opts.cursor, "GET /v1/keys, or the admin's keys of the same tenant") : undefined;
+  const r = await withCursor(inner, () => kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(inner ? { cursor: inner } : {}) }));
   const records = await Promise.all(
     r.keys.map(async (k) => {
       const hash = await kv.get(k);
@@ -274,5 +278,5 @@ export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, ten
       return keyInfoOf(JSON.parse(raw) as ApiKeyRecord) as ApiKeyRecord;
     }),
   );
-  return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: r.cursor } : {}) };
+  return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: boundCursor(listing, prefix, r.cursor) } : {}) };
 }

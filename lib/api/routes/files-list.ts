@@ -5,12 +5,12 @@
  * (one storage list request) at a time.
  */
 import { z } from "@hono/zod-openapi";
-import { isToolError, ToolError } from "../../shared/errors.js";
+import { ToolError } from "../../shared/errors.js";
 import type { Workspace } from "../../workspace/workspace.js";
 
 export const MAX_LIST_LIMIT = 1000;
 
-export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory", size?, etag?, modified?}], cursor?}\`; pass \`cursor\` back for the next page. \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
+export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory", size?, etag?, modified?}], cursor?}\`; pass \`cursor\` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
 
 export const ListQuery = z.object({
   cursor: z.string().max(8192).optional().openapi({ description: "The cursor of the previous page" }),
@@ -46,14 +46,8 @@ function parseQuery(q: Record<string, string>): { cursor?: string; limit: number
  */
 export async function listDirectory(ws: Workspace, dir: string, query: Record<string, string>, opts: { explicit?: boolean } = {}) {
   const q = parseQuery(query);
-  let page: Awaited<ReturnType<Workspace["list"]>>;
-  try {
-    page = await ws.list(dir, q);
-  } catch (e) {
-    // Storage refuses a cursor it did not make; say so instead of answering INTERNAL.
-    if (q.cursor && !isToolError(e)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page of this listing as it was.", {});
-    throw e;
-  }
+  // A cursor this listing did not give is INVALID_ARGUMENT (lib/layout/page-cursor.ts); it never lists outside `dir`.
+  const page = await ws.list(dir, q);
   // Nothing listed: an empty explicit directory (only its marker, f/<dir>/) is still a directory.
   if (dir !== "" && page.entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {
     if (opts.explicit && (await ws.head(dir))) {

@@ -26,6 +26,7 @@ const Change = z.object({
   path: z.string(), status: z.enum(["added", "changed", "deleted"]), from_etag: z.string().optional(), to_etag: z.string().optional(),
   size: z.number().optional(), diff: z.string().optional(), binary: z.boolean().optional(),
   executable: z.object({ from: z.boolean(), to: z.boolean() }).optional().openapi({ description: "Set when the execute bit differs (a chmod alone is a change; `diff` then starts with git's old mode / new mode lines)" }),
+  directory: z.literal(true).optional().openapi({ description: "An explicit empty directory (made by mkdir, kept while empty) that was added or deleted; `path` names it, with no etag. A directory that only gained or lost files is not listed: its files are." }),
 });
 
 const CheckpointBody = z.object({ name: z.string().max(200).optional() }).strict();

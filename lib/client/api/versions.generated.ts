@@ -413,6 +413,11 @@ export interface paths {
                                     from: boolean;
                                     to: boolean;
                                 };
+                                /**
+                                 * @description An explicit empty directory (made by mkdir, kept while empty) that was added or deleted; `path` names it, with no etag. A directory that only gained or lost files is not listed: its files are.
+                                 * @enum {boolean}
+                                 */
+                                directory?: true;
                             }[];
                             cursor?: string;
                         };

@@ -1,10 +1,13 @@
 /**
  * A call never outlives its key (lib/run/key-watch.ts): a key revoked while one of its calls waits
- * (pending_result's wait_seconds through MCP tools/call, MCP tasks/result, GET .../pending/{id}?wait=)
- * gets UNAUTHORIZED key_gone, never what the wait found afterwards (here: the human's answer, given
+ * (pending_result's wait_seconds through MCP tools/call, MCP tasks/result with the official client,
+ * GET .../pending/{id}?wait=) gets UNAUTHORIZED key_gone (tasks/result: a JSON-RPC error -32000), never what the wait found afterwards (here: the human's answer, given
  * after the revocation); bash_output's wait ends when its call's signal aborts. The real app over
  * memory storage; each wait is caught in its loop by counting its storage reads, never by a sleep.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, CreateTaskResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { createApp } from "../../../lib/api/app.js";
@@ -83,21 +86,25 @@ describe("a call never outlives its key", () => {
     expect(r.text).not.toContain("the secret plan");
   });
 
-  it("MCP tasks/result (a wait of up to 5 minutes): revoked while it waits, the task's result is not handed to it", async () => {
+  it("MCP tasks/result (a wait of up to 5 minutes), with the official client: revoked while it waits, a JSON-RPC error -32000 UNAUTHORIZED key_gone (not -32603), never the task's result", async () => {
     const s = await setup();
-    const made = await s.mcp({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "ask_user", arguments: { question: "What is the plan?" }, task: {} } });
-    const taskId = made.json.result.task.taskId as string;
-    const got = await s.mcp({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { taskId } });
-    const pendingId = got.json.result._meta["toolshed/pending_id"] as string;
-    expect(pendingId, got.text).toMatch(/^p/);
-    const waiting = s.mcp({ jsonrpc: "2.0", id: 3, method: "tasks/result", params: { taskId } });
+    const client = new Client({ name: "key-watch-test", version: "1.0.0" }, { capabilities: { tasks: { list: {}, cancel: {} } } });
+    const url = new URL("http://127.0.0.1/v1/workspaces/main/mcp");
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${s.agent.key}` } }, fetch: async (input, init) => s.app.request(String(input), init as RequestInit) }));
+    const { task } = await client.request({ method: "tools/call", params: { name: "ask_user", arguments: { question: "What is the plan?" }, task: {} } }, CreateTaskResultSchema);
+    const pendingId = (await client.experimental.tasks.getTask(task.taskId))._meta?.["toolshed/pending_id"] as string;
+    expect(pendingId).toMatch(/^p/);
+    const waiting = client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema).then(() => null, (e: unknown) => e);
     await s.reads("/call-tasks/", 2); // in its loop
     await s.revoke();
     await s.answer(pendingId);
-    const r = await waiting;
-    expect(r.text).toMatch(/UNAUTHORIZED: The API key this tasks\/result request runs with/);
-    expect(r.text).toContain("key_gone");
-    expect(r.text).not.toContain("the secret plan");
+    const e = await waiting;
+    expect(e).toBeInstanceOf(McpError);
+    expect((e as McpError).code).toBe(-32000);
+    expect((e as McpError).message).toMatch(/UNAUTHORIZED: The API key this tasks\/result request runs with .* Start it again with a valid key\./);
+    expect((e as McpError).data).toMatchObject({ code: "UNAUTHORIZED", details: { refused_by: "key_gone", key_id: s.agent.key_id } });
+    expect(JSON.stringify(e)).not.toContain("the secret plan");
+    await client.close();
   });
 
   it("GET .../pending/{id}?wait=30: revoked while it waits, 401 key_gone, not the outcome", async () => {
