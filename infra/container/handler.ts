@@ -20,10 +20,12 @@ import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/t
 import { errorOf, runOnce } from "./run-once.js";
 import { runCommand, type RunnerDeps } from "./runner.js";
 import { runIdOf, validateRequest } from "./run-request.js";
-import { assertTraversable, bwrapSandbox, type Sandbox } from "./sandbox.js";
+import { assertTraversable, bwrapSandbox } from "./sandbox.js";
+import type { Sandbox } from "./sandbox-spec.js";
 import { processSandbox } from "./sandbox-process.js";
 import { prepareStageDir } from "./stage.js";
 import { TreeCache } from "./slot-cache.js";
+import { Spares } from "./sandbox-spare.js";
 import { traceInvocation } from "./trace.js";
 import { runLive } from "./live-session.js";
 import type { RetryPolicy } from "./live-channel.js";
@@ -55,6 +57,8 @@ export interface HandlerOptions {
   liveChannel?: (req: RunRequest) => LiveChannel<RunRequest, RunResult>;
   /** How a live sandbox retries its channel before it counts as lost (default live-channel.ts DEFAULT_RETRY). */
   liveRetry?: RetryPolicy;
+  /** false: no spare sandbox started ahead of a fresh slot's run (sandbox-spare.ts; default: kept under bubblewrap). */
+  spares?: boolean;
 }
 
 export interface InvokeContext {
@@ -104,7 +108,9 @@ export function createHandler(opts: HandlerOptions): Handler {
   const cache = new TreeCache(join(opts.root, "slots"), owner, opts.maxIdleSlots, sandbox.hostIsolated);
   const stageDir = join(opts.root, "ws");
   prepareStageDir(stageDir);
-  const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work"), stageDir };
+  // bubblewrap: one sandbox started ahead of a fresh slot's run, after a run ends (sandbox-spare.ts).
+  const spares = !sandbox.hostIsolated && sandbox.prestart && opts.spares !== false ? new Spares(sandbox, stageDir, owner) : undefined;
+  const deps: RunnerDeps = { cache, sandbox, owner, workDir: join(opts.root, "work"), stageDir, ...(spares ? { spares } : {}) };
   // With a tracer, every request to the API carries the current span's traceparent (trace.ts).
   const apiFetch = opts.tracer ? opts.tracer.propagating(opts.fetch ?? ((i, init) => fetch(i, init))) : opts.fetch;
   const syncOf = opts.syncClient ?? ((req: RunRequest) => httpSyncClient({ ...req.sync, ...(apiFetch ? { fetch: apiFetch } : {}) }));
@@ -165,7 +171,7 @@ export function createHandler(opts: HandlerOptions): Handler {
       // Background tasks are runs with task: true; the API polls and kills them in storage (lib/sync/run-records.ts).
       if (action !== "run") throw new ToolError("INVALID_ARGUMENT", `Unknown action ${JSON.stringify(action)}; this function only runs commands (background tasks are runs with task: true).`);
       const req = event as RunRequest;
-      validateRequest(req);
+      const limits = validateRequest(req);
       if (closing.signal.aborted) throw new ToolError("UNAVAILABLE", "The command runner is shutting down; retry.");
       refuseBesideLive(req);
       if (req.live) return await track(live(req));
@@ -179,7 +185,10 @@ export function createHandler(opts: HandlerOptions): Handler {
           ...(opts.claimWaitMs !== undefined ? { claimWaitMs: opts.claimWaitMs } : {}),
         }),
       );
-      return await track(run);
+      const res = await track(run);
+      // Off the call's path: after this answer is sent (the caller's continuation runs first), never before.
+      if (spares) setImmediate(() => void spares.after(req, limits).catch((e) => console.error(`runner: a spare sandbox could not be started: ${String((e as Error)?.message ?? e)}`)));
+      return res;
     } catch (e) {
       return errorOf(e);
     }
@@ -187,6 +196,7 @@ export function createHandler(opts: HandlerOptions): Handler {
   const close = async () => {
     closing.abort();
     await Promise.allSettled([...inflight]);
+    await spares?.close();
     await cache.emptied();
   };
   return Object.assign(handle, { cache, close });

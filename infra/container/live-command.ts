@@ -20,7 +20,7 @@ import { keepFullOutput } from "./output-log.js";
 import { memoryNote, runResult } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
-import { shellQuote } from "./sandbox.js";
+import { shellQuote } from "./sandbox-script.js";
 import { commandOnFirstLine, readShellState, restoreLines } from "./shell-state.js";
 import { ensureCwd, slotBytes, syncIn } from "./sync-in.js";
 import { syncOut, type SyncedOut } from "./sync-out.js";

@@ -15,12 +15,13 @@ import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { keepFullOutput } from "./output-log.js";
 import { makeShellDir, readShellState, wrapCommand } from "./shell-state.js";
-import type { Sandbox } from "./sandbox.js";
+import type { Sandbox } from "./sandbox-spec.js";
 import type { SandboxExit } from "./sandbox-spec.js";
 import { conditionalManifest } from "../../lib/sync/view.js";
 import type { Owner } from "./tree.js";
 import type { TreeCache } from "./slot-cache.js";
-import { stageTree } from "./stage.js";
+import { adoptTree, stageTree } from "./stage.js";
+import type { Spares } from "./sandbox-spare.js";
 import { ensureCwd, slotBytes, syncIn, type SyncedIn } from "./sync-in.js";
 import { syncOut } from "./sync-out.js";
 import { memoryNote, runResult } from "./run-result.js";
@@ -35,6 +36,8 @@ export interface RunnerDeps {
   workDir: string;
   /** Where a run's tree is renamed for the run (stage.ts): same file system as the slots. */
   stageDir: string;
+  /** The spare sandbox kept ahead of a fresh slot's run (bwrap only: sandbox-spare.ts). */
+  spares?: Spares;
 }
 
 export interface RunHooks {
@@ -69,10 +72,12 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const overQuota = new AbortController();
     // The tree is bound by path when the sandbox starts: it moves first, and is reconciled where it is bound.
     const home = slot.tree;
-    const staged = await stageTree(home, deps.stageDir);
+    // A fresh slot (its tree just made, empty) may run in the spare sandbox started ahead (sandbox-spare.ts), in the spare's own tree.
+    const spare = slot.cold ? (deps.spares?.take(req, limits) ?? null) : null;
+    const staged = spare ? await adoptTree(home, spare.tree).catch(async (e) => { await spare.sandbox.end(); throw e; }) : await stageTree(home, deps.stageDir);
     slot.tree = staged.path;
     // The session's shell: restored before the command, its end state saved in a scratch directory outside the tree.
-    const shellDir = req.shell ? await makeShellDir(deps.stageDir, deps.owner) : null;
+    const shellDir = req.shell ? (spare?.shellDir ?? (await makeShellDir(deps.stageDir, deps.owner))) : null;
     const command = req.shell && shellDir ? wrapCommand(req.command, req.shell, deps.sandbox.shellPath(shellDir.path), cwd) : req.command;
     let go!: (ready: boolean) => void;
     const gate = new Promise<boolean>((r) => (go = r));
@@ -86,7 +91,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     try {
       const running = deps.sandbox.run({
         tree: staged.path, cwd, command, ...(shellDir ? { shellDir: shellDir.path } : {}), env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits, ...(req.egress_secrets ? { egressSecrets: req.egress_secrets } : {}), ...(req.egress_domains ? { egressDomains: req.egress_domains } : {}),
-        timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate,
+        timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate, ...(spare ? { spare: spare.sandbox } : {}),
         signal: hooks.signal ? AbortSignal.any([hooks.signal, overQuota.signal]) : overQuota.signal,
         ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
       });

@@ -237,16 +237,19 @@ export function sandboxCgroups(opts: { find?: () => CgroupPlace | { none: string
 
 /**
  * What a sandbox's command waits for when it has a cgroup: every process of `rootPid` moved into `cg`,
- * and the run's own gate (none: at once). The move starts at once, beside the run's setup (a write to
- * cgroup.procs costs milliseconds on v1): what bwrap forks after it is born inside; a last scan after the
- * run's gate moves what it forked meanwhile. A move that fails is logged and the command runs without
- * the bound, as on a host without cgroups.
+ * and the run's own gate. The move starts at once, beside the sandbox's setup (a write to cgroup.procs
+ * costs milliseconds on v1): what bwrap forks after it is born inside. The function returned takes the
+ * run's gate (given at once, or later for a sandbox started ahead of its run: sandbox-spare.ts); once
+ * it opens, a last scan moves what bwrap forked meanwhile, before the command may start. A move that
+ * fails is logged and the command runs without the bound, as on a host without cgroups.
  */
-export async function gateInto(cg: SandboxCgroup, rootPid: number | undefined, gate: Promise<boolean> = Promise.resolve(true)): Promise<boolean> {
+export function gateInto(cg: SandboxCgroup, rootPid: number | undefined): (gate: Promise<boolean>) => Promise<boolean> {
   const failed = (e: Error) => console.error(`cgroups: a sandbox's processes could not be moved into its cgroup (${e.message}); it runs without its bound`);
-  if (!rootPid) return gate;
+  if (!rootPid) return (gate) => gate;
   const early = cg.enter(rootPid).then(() => true, (e: Error) => (failed(e), false));
-  const go = await gate.finally(() => early);
-  if (go && (await early)) await cg.enter(rootPid).catch(failed);
-  return go;
+  return async (gate) => {
+    const go = await gate.finally(() => early);
+    if (go && (await early)) await cg.enter(rootPid).catch(failed);
+    return go;
+  };
 }

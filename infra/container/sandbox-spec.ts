@@ -1,10 +1,11 @@
 /**
- * What a run asks of a sandbox, and how it ended: the one shape every sandbox (bwrap: sandbox.ts;
+ * A sandbox, what a run asks of it, and how it ended: the one shape every sandbox (bwrap: sandbox.ts;
  * the per-tenant process sandbox: sandbox-process.ts) takes and gives, and supervise.ts runs to its end.
  */
 import type { EgressSecret, RunLimits } from "../../lib/exec/types.js";
 import type { WebDomains } from "../../lib/shared/web-domains.js";
 import type { EgressBytes } from "./egress-proxy.js";
+import type { LiveProbe } from "./live-status.js";
 
 export interface SandboxSpec {
   /** Host directory bound read-write at /workspace. */
@@ -42,12 +43,38 @@ export interface SandboxSpec {
    */
   gate?: Promise<boolean>;
   signal?: AbortSignal;
+  /**
+   * A bwrap sandbox started ahead of this run with this run's SandboxStart (sandbox-spare.ts): the run
+   * takes it instead of starting one, unless it ended meanwhile. Its tree is `tree`.
+   */
+  spare?: StartedSandbox;
   /** A host directory the command may write (its shell's saved state, shell-state.ts), seen at `shellPath(dir)`. */
   shellDir?: string;
   onStdout(chunk: Buffer): void;
   onStderr(chunk: Buffer): void;
   /** Where the egress proxy's refusal lines go (default: onStderr): a live sandbox's to the running command's stderr, not the loop's. */
   onEgressRefusal?(line: Buffer): void;
+}
+
+/**
+ * What is fixed when a bwrap sandbox starts (sandbox.ts): everything among bwrap's arguments. The run's
+ * command, working directory, environment and rlimits come later, through its gate (sandbox-script.ts);
+ * of its limits only the tmpfs size (tmp_mb) and its cgroup's bounds (sandbox_memory_mb, processes) are
+ * fixed here.
+ */
+export type SandboxStart = Pick<SandboxSpec, "tree" | "home" | "shellDir" | "limits"> & {
+  /** Whether the run feeds stdin (a pipe); false: /dev/null. */
+  stdin: boolean;
+};
+
+/** A bwrap sandbox spawned with its SandboxStart and waiting at its gate for its run. */
+export interface StartedSandbox {
+  /** Hands it its run (once; a spec of the same SandboxStart): the command starts when the run's gate opens, its processes in its cgroup. */
+  run(spec: SandboxSpec): Promise<SandboxExit>;
+  /** Whether it still waits: bwrap has not exited. */
+  alive(): boolean;
+  /** Ends it unrun: its processes killed, its cgroup removed. */
+  end(): Promise<void>;
 }
 
 export interface SandboxExit {
@@ -59,4 +86,32 @@ export interface SandboxExit {
   net?: EgressBytes;
   /** A run in a cgroup of its own (sandbox-cgroup.ts): its memory bound and how many of its processes the kernel's OOM killer killed. */
   memory?: { limitMb: number; oomKills: number };
+}
+
+export interface Sandbox {
+  /** Throws UNAVAILABLE (saying what is missing) when the sandbox cannot run here. */
+  check(): Promise<void>;
+  run(spec: SandboxSpec): Promise<SandboxExit>;
+  /** Host uid/gid commands run as (null: the handler's own); the slot trees belong to it. */
+  readonly runAs: { uid: number; gid: number } | null;
+  /**
+   * true when the sandbox relies on its host for isolation between tenants (a Lambda
+   * execution environment per tenant): the handler then requires the invocation's tenant
+   * and keeps only the current workspace's files (see sandbox-process.ts); and, since its
+   * commands share the host's processes and /tmp, runs nothing beside a live sandbox.
+   */
+  readonly hostIsolated: boolean;
+  /** Where the command sees SandboxSpec.shellDir. */
+  shellPath(hostDir: string): string;
+  /**
+   * What a live sandbox of this kind holds (its processes, ports, and when nothing of it is left:
+   * live-status.ts), for the run whose spawned process is `hostPid` and whose loop shell reported
+   * `shellPid` (its `$$`).
+   */
+  liveProbe(hostPid: number, shellPid: number): Promise<LiveProbe>;
+  /**
+   * bubblewrap only: a sandbox spawned now, with no network, waiting at its gate for a run whose
+   * fixed part is `fixed` (a spare started ahead of its run: sandbox-spare.ts).
+   */
+  prestart?(fixed: Omit<SandboxStart, "stdin">): StartedSandbox;
 }

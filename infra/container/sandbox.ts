@@ -7,10 +7,10 @@
  * bwrap just before the command's exec. No bwrap, no run: never unsandboxed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import type { Writable } from "node:stream";
-import { delimiter, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import type { RunLimits } from "../../lib/exec/types.js";
 import { openRunEgress, type EgressOptions, type RunEgress } from "./egress-forwarder.js";
@@ -18,9 +18,10 @@ import type { EgressBytes } from "./egress-proxy.js";
 import { ETC_BINDS, ETC_FILES, homeFile, SANDBOX_UID, writeEtc } from "./sandbox-files.js";
 import { hostSeccompProgram } from "./seccomp.js";
 import { killGroup, supervise } from "./supervise.js";
-import { namespaceProbe, type LiveProbe } from "./live-status.js";
+import { namespaceProbe } from "./live-status.js";
 import { gateInto, sandboxCgroups, type Cgroups } from "./sandbox-cgroup.js";
-import type { SandboxExit, SandboxSpec } from "./sandbox-spec.js";
+import { commandEnv, gatedScript, gatePayload } from "./sandbox-script.js";
+import type { Sandbox, SandboxExit, SandboxSpec, SandboxStart, StartedSandbox } from "./sandbox-spec.js";
 
 export const DEFAULT_LIMITS: RunLimits = {
   memory_mb: 2048,
@@ -85,62 +86,6 @@ const FD_ETC = 3;
 /** The seccomp program's descriptor: after the /etc files. */
 const FD_SECCOMP = FD_ETC + ETC_FILES.length;
 
-/** The whole environment of a command: these few variables and the call's own. */
-export function commandEnv(tmp: string, extra: Record<string, string>): Record<string, string> {
-  return { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: tmp, TMPDIR: tmp, LANG: "C.UTF-8", TERM: "dumb", USER: "user", ...extra };
-}
-
-/**
- * bash sets the limits (soft = hard) in the sandboxed process, then execs the command ($1).
- * Memory is RLIMIT_DATA (what a process writes), not RLIMIT_AS alone: an address-space limit
- * of 2 GiB stops `java` and WebAssembly, which reserve gigabytes they never touch. rlimits
- * are per process, so the command also volunteers as the OOM killer's first victim
- * (oom_score_adj 1000): if the host runs short, it dies before the handler does. Only
- * descriptors 0-2 reach the command.
- *
- * `helper`: a process started first, before the gate opens (so its start overlaps the run's
- * setup), with only descriptors 0-2 (stdin /dev/null); it prints "ready" once it serves, and the
- * command starts only after that (the egress forwarder, egress-forwarder.ts).
- */
-export function limitsScript(l: RunLimits, timeoutMs: number, gate?: { fd: number; cwd: string }, helper?: { command: string; failure: string }): string {
-  const cpu = l.cpu_seconds > 0 ? l.cpu_seconds : Math.ceil(timeoutMs / 1000) + 1;
-  const lim = `ulimit -c 0 -u ${l.processes} -d ${l.memory_mb * 1024} -v ${l.address_space_mb * 1024} -f ${l.file_size_mb * 1024} -t ${cpu} -n ${l.open_files}`;
-  // Descriptors beyond 0-2 that the handler inherited without close-on-exec would reach the command: closed.
-  // (Not `done 2>/dev/null`: bash would save stderr in a descriptor the loop then closes.)
-  const closeFds = `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] && { eval "exec $n<&-"; } 2>/dev/null; done`;
-  // The gate: one line "go" on its descriptor starts the command (in `cwd`, made meanwhile); anything else ends it unrun.
-  const wait = gate ? `read -r g <&${gate.fd} && [ "$g" = go ] || exit 125; cd -- ${shellQuote(gate.cwd)} || exit 125; ` : "";
-  const launch = helper ? `exec {helper}< <(${closeFds}; ${helper.command} </dev/null); ` : "";
-  const ready = helper ? `read -r ok <&$helper; exec {helper}<&-; [ "$ok" = ready ] || { echo ${shellQuote(helper.failure)} >&2; exit 125; }; ` : "";
-  return `${launch}${wait}${ready}${closeFds}; echo 1000 2>/dev/null >/proc/self/oom_score_adj; ${lim} || { echo "toolshed: could not set limits" >&2; exit 125; }; exec /bin/bash -c "$1"`;
-}
-
-/** `s` as one shell word. */
-export const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-
-export interface Sandbox {
-  /** Throws UNAVAILABLE (saying what is missing) when the sandbox cannot run here. */
-  check(): Promise<void>;
-  run(spec: SandboxSpec): Promise<SandboxExit>;
-  /** Host uid/gid commands run as (null: the handler's own); the slot trees belong to it. */
-  readonly runAs: { uid: number; gid: number } | null;
-  /**
-   * true when the sandbox relies on its host for isolation between tenants (a Lambda
-   * execution environment per tenant): the handler then requires the invocation's tenant
-   * and keeps only the current workspace's files (see sandbox-process.ts); and, since its
-   * commands share the host's processes and /tmp, runs nothing beside a live sandbox.
-   */
-  readonly hostIsolated: boolean;
-  /** Where the command sees SandboxSpec.shellDir. */
-  shellPath(hostDir: string): string;
-  /**
-   * What a live sandbox of this kind holds (its processes, ports, and when nothing of it is left:
-   * live-status.ts), for the run whose spawned process is `hostPid` and whose loop shell reported
-   * `shellPid` (its `$$`).
-   */
-  liveProbe(hostPid: number, shellPid: number): Promise<LiveProbe>;
-}
-
 /** Where bubblewrap binds SandboxSpec.shellDir. */
 const SHELL_MOUNT = "/run/toolshed-shell";
 
@@ -161,7 +106,7 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
   };
 
   /** Arguments up to (not including) the command. */
-  function baseArgs(spec: Pick<SandboxSpec, "tree" | "cwd" | "limits" | "env" | "home" | "gate" | "shellDir">, egress: RunEgress | null): string[] {
+  function baseArgs(spec: SandboxStart, egress: RunEgress | null): string[] {
     // --unshare-all includes the network: never --share-net, the host's network is never the sandbox's.
     const a = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--hostname", "toolshed"];
     a.push("--uid", String(SANDBOX_UID), "--gid", String(SANDBOX_UID));
@@ -195,11 +140,12 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
       a.push("--file", String(fdHome + i), `/tmp/${f.path}`);
     });
     // The tree by path: bwrap (as the sandbox uid) must traverse to it; slot dirs are 0711.
-    // With a gate the script changes to the working directory itself: it may not exist yet.
+    // The script changes to the run's working directory itself, after the gate: it may not exist before.
     if (spec.shellDir) a.push("--bind", spec.shellDir, SHELL_MOUNT);
-    a.push("--bind", spec.tree, "/workspace", "--chdir", spec.cwd && !spec.gate ? `/workspace/${spec.cwd}` : "/workspace");
+    a.push("--bind", spec.tree, "/workspace", "--chdir", "/workspace");
+    // What is fixed in advance; the run's own variables come through the gate (sandbox-script.ts).
     a.push("--clearenv");
-    for (const [k, v] of Object.entries(commandEnv("/tmp", { ...egress?.env, ...spec.env }))) a.push("--setenv", k, v);
+    for (const [k, v] of Object.entries(commandEnv("/tmp", { ...egress?.env }))) a.push("--setenv", k, v);
     // bwrap reads the filter from this descriptor and installs it just before exec.
     if (seccomp) a.push("--seccomp", String(FD_SECCOMP));
     return a;
@@ -209,23 +155,30 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     const bin = bwrap();
     // A run with network gets its own egress proxy, outside the sandbox, closed with the run.
     const egress = spec.network ? await openRunEgress(opts.stateDir, spec.apiUrl, { ...opts.egress, ...(spec.egressSecrets ? { secrets: spec.egressSecrets } : {}), ...(spec.egressDomains ? { domains: spec.egressDomains } : {}) }, (line) => (spec.onEgressRefusal ?? spec.onStderr)(Buffer.from(`${line}\n`))) : null;
-    if (!egress) return spawnRun(bin, spec, null);
+    if (spec.spare?.alive() && !spec.network) return spec.spare.run(spec); // started ahead with this run's SandboxStart (sandbox-spare.ts)
+    void spec.spare?.end();
+    const started = () => start(bin, { tree: spec.tree, home: spec.home, shellDir: spec.shellDir, limits: spec.limits, stdin: spec.stdin !== undefined || !!spec.input }, egress);
+    if (!egress) return started().run(spec);
     spec.onEgress?.(() => egress.carried());
     let closed: Promise<EgressBytes> | undefined;
     const close = () => (closed ??= egress.close());
     try {
       // What its connections carried goes with the exit (the run's net_bytes_in / net_bytes_out).
-      const exit = await spawnRun(bin, spec, egress);
+      const exit = await started().run(spec);
       return { ...exit, net: await close() };
     } finally {
       await close();
     }
   }
 
-  async function spawnRun(bin: string, asked: SandboxSpec, egress: RunEgress | null): Promise<SandboxExit> {
-    // Its own cgroup (sandbox-cgroup.ts), entered before the gate opens: then a run without a gate of its own gets one.
-    const cg = cgroups.make(asked.limits.sandbox_memory_mb, asked.limits.processes);
-    const spec = cg && !asked.gate ? { ...asked, gate: Promise.resolve(true) } : asked;
+  /**
+   * Spawns bwrap with everything fixed in advance (sandbox-spec.ts SandboxStart) and leaves its script
+   * at the gate; `run` hands it its run. A run's sandbox is started and handed its run at once
+   * (run above); a spare is handed one later (sandbox-spare.ts).
+   */
+  function start(bin: string, fixed: SandboxStart, egress: RunEgress | null): StartedSandbox {
+    // Its own cgroup (sandbox-cgroup.ts), its processes moved in from the spawn on, before the gate opens.
+    const cg = cgroups.make(fixed.limits.sandbox_memory_mb, fixed.limits.processes);
     etcDir ??= writeEtc(opts.stateDir);
     if (seccomp && !seccompFile) {
       seccompFile = join(opts.stateDir, "seccomp.bpf");
@@ -233,39 +186,65 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     }
     const fds = ETC_FILES.map((n) => openSync(join(etcDir!, n), "r"));
     if (seccompFile) fds.push(openSync(seccompFile, "r")); // FD_SECCOMP: right after the /etc files
-    for (const f of spec.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
-    // The gate's pipe comes last: the script reads "go" from it (limitsScript), then closes it with the others.
-    const gateFd = spec.gate ? 3 + fds.length : null;
-    const script = limitsScript(spec.limits, spec.timeoutMs, gateFd === null ? undefined : { fd: gateFd, cwd: spec.cwd ? `/workspace/${spec.cwd}` : "/workspace" }, egress?.helper);
-    const args = [...baseArgs(spec, egress), "--", "/bin/bash", "-c", script, "toolshed", spec.command];
+    for (const f of fixed.home ?? []) fds.push(openSync(homeFile(opts.stateDir, f.text), "r")); // fdHome, fdHome + 1, ...
+    // The run's payload (sandbox-script.ts gatePayload): a file of its own, unlinked at once, known to the script by this descriptor.
+    const payloadPath = join(opts.stateDir, `gate-${randomBytes(9).toString("hex")}`);
+    const payload = openSync(payloadPath, "wx+", 0o600);
+    unlinkSync(payloadPath);
+    const payloadFd = 3 + fds.length;
+    // The gate's pipe comes last: the script reads "go" from it, then the payload, then closes both with the others.
+    const gateFd = payloadFd + 1;
+    const args = [...baseArgs(fixed, egress), "--", "/bin/bash", "-c", gatedScript({ gate: gateFd, payload: payloadFd }, egress?.helper), "toolshed"];
     let child: ChildProcess;
     try {
       // The bwrap process gets an EMPTY environment: its /proc/<pid>/environ is visible inside.
       child = spawn(bin, args, {
         env: {},
         detached: true,
-        stdio: [spec.stdin !== undefined || spec.input ? "pipe" : "ignore", "pipe", "pipe", ...fds, ...(gateFd === null ? [] : ["pipe" as const])],
+        stdio: [fixed.stdin ? "pipe" : "ignore", "pipe", "pipe", ...fds, payload, "pipe"],
         ...(hostIds ? { uid: hostIds.uid, gid: hostIds.gid } : {}),
       });
     } catch (e) {
-      await cg?.remove();
+      closeSync(payload);
+      void cg?.remove();
       throw e;
     } finally {
       for (const fd of fds) closeSync(fd); // the child has its copies
     }
     // bwrap's pid 1 dies with its parent (--die-with-parent), and every process of the pid
     // namespace dies with pid 1: killing the group is enough to end them all.
-    const pipe = gateFd === null ? null : (child.stdio[gateFd] as Writable);
-    pipe?.on("error", () => {}); // bwrap gave up before the gate opened: its exit says why
-    if (cg) spec.onMemory?.({ limitMb: cg.memoryMb, oomKills: () => cg.oomKills() });
-    const wait = cg ? gateInto(cg, child.pid, spec.gate) : spec.gate;
-    const gate = wait && pipe ? { wait, open: () => pipe.end("go\n") } : undefined;
-    try {
-      const exit = await supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e), gate);
-      return cg ? { ...exit, memory: { limitMb: cg.memoryMb, oomKills: cg.oomKills() } } : exit;
-    } finally {
-      await cg?.remove();
-    }
+    const pipe = child.stdio[gateFd] as Writable;
+    pipe.on("error", () => {}); // bwrap gave up before the gate opened: its exit says why
+    child.on("error", () => {}); // supervise() says why, when it runs
+    const entered = cg ? gateInto(cg, child.pid) : (gate: Promise<boolean>) => gate;
+    let handed = false;
+    const alive = () => child.exitCode === null && child.signalCode === null;
+    return {
+      alive,
+      async end() {
+        if (!handed) closeSync(payload);
+        handed = true;
+        killGroup(child);
+        await cg?.remove();
+      },
+      async run(spec) {
+        if (handed) throw new Error("this sandbox was handed a run already");
+        handed = true;
+        try {
+          writeSync(payload, gatePayload(spec), 0, undefined, 0); // read by the script only after "go"
+        } finally {
+          closeSync(payload);
+        }
+        if (cg) spec.onMemory?.({ limitMb: cg.memoryMb, oomKills: () => cg.oomKills() });
+        const gate = { wait: entered(spec.gate ?? Promise.resolve(true)), open: () => pipe.end("go\n") };
+        try {
+          const exit = await supervise(child, spec, () => killGroup(child), (e) => (e.code === "ENOENT" ? new ToolError("UNAVAILABLE", INSTALL_HINT) : e), gate);
+          return cg ? { ...exit, memory: { limitMb: cg.memoryMb, oomKills: cg.oomKills() } } : exit;
+        } finally {
+          await cg?.remove();
+        }
+      },
+    };
   }
 
   return {
@@ -293,5 +272,6 @@ export function bwrapSandbox(opts: SandboxOptions): Sandbox {
     hostIsolated: false,
     shellPath: () => SHELL_MOUNT,
     liveProbe: namespaceProbe,
+    prestart: (fixed) => start(bwrap(), { ...fixed, stdin: false }, null),
   };
 }

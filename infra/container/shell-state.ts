@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import { MAX_SHELL_STATE_BYTES, type ShellRequest, type ShellState } from "../../lib/exec/types.js";
-import { shellQuote } from "./sandbox.js";
+import { shellQuote } from "./sandbox-script.js";
 import type { Owner } from "./tree.js";
 
 /** Variables the runner or bash set: never kept, whatever the command did to them. */

@@ -25,6 +25,20 @@ export interface StagedTree {
 export async function stageTree(tree: string, stageDir: string): Promise<StagedTree> {
   const path = `${stageDir}/${randomBytes(9).toString("base64url")}`;
   await fs.rename(tree, path);
+  return staged(tree, path);
+}
+
+/**
+ * A fresh slot's run in a spare sandbox's tree (sandbox-spare.ts): already in the staging directory
+ * and bound, empty like the slot's own tree, which gives way to it (it was just made, empty); after
+ * the run it goes where the slot's tree was.
+ */
+export async function adoptTree(tree: string, spareTree: string): Promise<StagedTree> {
+  await fs.rmdir(tree);
+  return staged(tree, spareTree);
+}
+
+function staged(tree: string, path: string): StagedTree {
   let done = false;
   return {
     path,

@@ -16,7 +16,7 @@
 import { parseTraceparent, type OpenSpan, type Tracer } from "../../lib/shared/trace.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import type { RunRequest } from "../../lib/exec/types.js";
-import type { Sandbox } from "./sandbox.js";
+import type { Sandbox } from "./sandbox-spec.js";
 
 export interface RunTrace {
   /** The sync client with a span per request, under the phase it falls in. */

@@ -37,10 +37,14 @@ function logged(hold: () => Promise<void>) {
     const s = storageSyncClient(t.driver, r.tenant, r.workspace);
     return { ...s, manifestSince: (q: ManifestQuery) => (events.push("manifest"), s.manifestSince(q)) } as SyncClient;
   };
-  return { events, handler: t.freshHandler({ runRecords, syncClient }) };
+  // No spare sandbox (sandbox-spare.ts) beside the run's own among the processes counted here.
+  const handler = t.freshHandler({ runRecords, syncClient, spares: false });
+  /** In every bwrap command line of this handler's sandboxes (the tree's stage path; the command comes through the gate). */
+  const marker = `${t.root}-env${t.envCount()}/`;
+  return { events, handler, marker };
 }
 
-/** This process's bubblewrap children whose command line holds `marker` (the sandboxes of one command). */
+/** This process's bubblewrap children whose command line holds `marker` (the sandboxes of one handler). */
 function bwrapChildren(marker: string): number[] {
   const out: number[] = [];
   for (const d of readdirSync("/proc")) {
@@ -89,13 +93,13 @@ describe("claim and manifest side by side", () => {
   it("the sandbox starts while the claim is held, its command at the gate; the timeout counts from the gate; a new working directory is made before", async () => {
     let open!: () => void;
     const opened = new Promise<void>((r) => (open = r));
-    const { events, handler } = logged(() => opened);
+    const { events, handler, marker } = logged(() => opened);
     // A timeout shorter than the hold: counted from spawn, it would kill the command.
     const req = t.req("pwd; echo ran > /workspace/gate.txt", { timeout_ms: 1000, cwd: "new/sub" });
     const pending = handler(req, { tenantId: req.tenant });
     const until = Date.now() + 10_000;
-    while (bwrapChildren("gate.txt").length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect(bwrapChildren("gate.txt").length).toBe(1); // set up before the claim is answered
+    while (bwrapChildren(marker).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(bwrapChildren(marker).length).toBe(1); // set up before the claim is answered
     await new Promise((r) => setTimeout(r, 1500));
     expect(events).toEqual(["claim asked", "manifest"]);
     expect(await t.read("gate.txt")).toBe(null);
@@ -104,7 +108,7 @@ describe("claim and manifest side by side", () => {
     expect(r.timed_out).toBe(false);
     expect(r.stdout).toBe("/workspace/new/sub\n");
     expect(await t.read("gate.txt")).toBe("ran\n");
-    expect(bwrapChildren("gate.txt")).toEqual([]);
+    expect(bwrapChildren(marker)).toEqual([]);
   });
 
   it("a run that is not ours ends its waiting sandbox without running the command", async () => {
@@ -112,15 +116,15 @@ describe("claim and manifest side by side", () => {
     await t.handler(req, { tenantId: req.tenant });
     let open!: () => void;
     const opened = new Promise<void>((r) => (open = r));
-    const { events, handler } = logged(() => opened);
+    const { events, handler, marker } = logged(() => opened);
     const pending = handler({ ...req }, { tenantId: req.tenant });
     const until = Date.now() + 10_000;
-    while (bwrapChildren("gated.txt").length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect(bwrapChildren("gated.txt").length).toBe(1);
+    while (bwrapChildren(marker).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(bwrapChildren(marker).length).toBe(1);
     open();
     await pending;
     expect(events).toContain("not ours");
-    expect(bwrapChildren("gated.txt")).toEqual([]);
+    expect(bwrapChildren(marker)).toEqual([]);
     expect(await t.read("gated.txt")).toBe("y\n");
   });
 });

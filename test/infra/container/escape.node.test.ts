@@ -7,7 +7,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_LIMITS, limitsScript } from "../../../infra/container/sandbox.js";
+import { DEFAULT_LIMITS } from "../../../infra/container/sandbox.js";
+import { limitsScript } from "../../../infra/container/sandbox-script.js";
 import { setup } from "./helpers.js";
 
 const t = setup({}, "tenant-a", "ws-a");

@@ -8,7 +8,8 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { bwrapSandbox, type Sandbox } from "../../../infra/container/sandbox.js";
+import { bwrapSandbox } from "../../../infra/container/sandbox.js";
+import type { Sandbox } from "../../../infra/container/sandbox-spec.js";
 import { liveSetup } from "./live-helpers.js";
 
 const stateDir = mkdtempSync(join(tmpdir(), "toolshed-unheld-"));

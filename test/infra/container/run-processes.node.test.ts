@@ -7,6 +7,8 @@
  * slot, never on the way to an empty workspace's command. And the session's shell around the command
  * (shell-state.ts) forks nothing, before the command or when it saves its state after it: in the
  * sandbox's own pid namespace (bwrap's init is 1, the shell 2) the command's first process is pid 3.
+ * Without a spare sandbox (started ahead of a fresh slot's run after a run's answer: counted in
+ * sandbox-spare.node.test.ts), as for every run a spare does not fit.
  */
 import { execFileSync } from "node:child_process";
 import * as childProcess from "node:child_process";
@@ -35,7 +37,7 @@ const recount = () => {
 describe("the processes of a run", () => {
   let t: ReturnType<typeof setup>;
   beforeAll(async () => {
-    t = setup();
+    t = setup({ spares: false });
     await t.run("true"); // the handler's first run also checks its sandbox once (sandbox.ts check): not counted below
   });
   afterAll(() => t.cleanup());

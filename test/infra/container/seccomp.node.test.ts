@@ -9,7 +9,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { bwrapSandbox, DEFAULT_LIMITS, type Sandbox } from "../../../infra/container/sandbox.js";
+import { bwrapSandbox, DEFAULT_LIMITS } from "../../../infra/container/sandbox.js";
+import type { Sandbox } from "../../../infra/container/sandbox-spec.js";
 import {
   AUDIT_ARCH, deniedSyscalls, EOPNOTSUPP, EPERM, FALLOCATE, hostSeccompProgram, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS, seccompProgram, type SeccompArch,
 } from "../../../infra/container/seccomp.js";
