@@ -67,8 +67,18 @@ function planOf(small: { c: Change; size: number }[]): Omit<StagePlan, "before">
 export const canPack = (sync: SyncClient, changes: Change[], workspaceFiles: number): boolean =>
   !!sync.stage && !!sync.commit && !!sync.putMany && changes.filter((c) => c.kind !== "deleted").length >= threshold(workspaceFiles);
 
-/** Writes back `changes` (created/modified) through stage + commit; returns those left for the ordinary path. */
-export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number): Promise<Change[]> {
+/**
+ * What a packed write-back left: the changes for the ordinary path, and the storage quotas' refusal
+ * when there was one (then the caller writes nothing more either: a write-back past the quotas is
+ * refused whole, its deletes and large files too).
+ */
+export interface PackedOutcome {
+  rest: Change[];
+  refused: unknown;
+}
+
+/** Writes back `changes` (created/modified) through stage + commit; says what is left for the ordinary path, or that the quotas refused the write-back. */
+export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number): Promise<PackedOutcome> {
   const rest: Change[] = [];
   const small: { c: Change; size: number }[] = [];
   await pool(READS, changes, async (c) => {
@@ -76,7 +86,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
     if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ c, size: st.size });
     else rest.push(c);
   });
-  if (small.length < threshold(workspaceFiles)) return changes;
+  if (small.length < threshold(workspaceFiles)) return { rest: changes, refused: null };
   small.sort((a, b) => (a.c.path < b.c.path ? -1 : 1));
   const batches: (typeof small)[] = [];
   let bytes = 0;
@@ -148,9 +158,9 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   });
   if (refused) {
     for (const s of staged) hooks.skip(s.c, refused); // staged by requests answered before the refusal: never committed (GC takes their packs)
-    return rest;
+    return { rest, refused };
   }
-  if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return rest;
+  if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return { rest, refused: null };
   // The commit answers in receipt order, each receipt's files in the order staged.
   staged.sort((a, b) => a.n - b.n);
   let results;
@@ -160,9 +170,10 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
     log(`commit ${staged.length} files ${Date.now() - t0} ms`);
   } catch (e) {
     for (const s of staged) hooks.skip(s.c, e); // the outcome is unknown: settle syncs the slot with storage
-    return rest;
+    // The commit's charge refused (a write landed between the stages and the commit): refused whole, as a stage's refusal is.
+    return { rest, refused: isToolError(e) && e.code === "QUOTA_EXCEEDED" ? e : null };
   }
-  if (!results) return [...rest, ...staged.map((s) => s.c)];
+  if (!results) return { rest: [...rest, ...staged.map((s) => s.c)], refused: null };
   await pool(READS, [...results.entries()], async ([i, r]) => {
     const { c, hash, size } = staged[i]!;
     try {
@@ -174,5 +185,5 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
       hooks.skip(c, e);
     }
   });
-  return rest;
+  return { rest, refused: null };
 }

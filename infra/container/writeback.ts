@@ -211,8 +211,11 @@ export async function writeBack(opts: {
   // Many small created/modified files: into packs, one commit (writeback-packed.ts); the rest below.
   let ordinary = accepted;
   if (canPack(sync, accepted, opts.workspaceFiles ?? 0)) {
-    const left = new Set(await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0));
+    const packed = await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0);
+    const left = new Set(packed.rest);
     ordinary = accepted.filter((c) => c.kind === "deleted" || left.has(c));
+    // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
+    if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
   }
   if (!sync.putMany || !sync.deleteMany) {
     // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.

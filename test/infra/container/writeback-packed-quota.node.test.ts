@@ -108,4 +108,19 @@ describe("a packed write-back past the storage quotas", () => {
     expect(r.body.output).toContain("The write-back's 250 new files are more than the 49 this workspace has room for: the files_per_workspace quota is 350, and 301 are in use");
     expect((await files()).size).toBe(301);
   }, 120_000);
+
+  it("refused whole: the run's delete and its large file (written alone) are not written back either, though each alone would fit", async () => {
+    const used = 300 * 64 * KiB + 5; // the 300 files of 64 KiB and keep.txt, as the tests above left them
+    await setLimits({ storage_bytes: used + 3 * MiB });
+    const before = await files();
+    expect(before.get("keep.txt")).toBe(5);
+    reset();
+    const r = await call("bash", { command: `rm keep.txt && head -c ${1.5 * MiB} /dev/zero > large.bin && ${make300("more")} && echo made` });
+    expect(r.status, JSON.stringify(r.body).slice(0, 600)).toBe(200);
+    expect(log.puts.filter((p) => p !== "other")).toEqual([]); // no pack, and no large file put alone
+    expect(await files()).toEqual(before); // keep.txt not deleted, large.bin not written
+    expect(r.body.data.skipped.map((s: { path: string }) => s.path)).toEqual(expect.arrayContaining(["keep.txt", "large.bin"]));
+    expect(r.body.data.files_changed).toEqual([]);
+    expect(r.body.output).toContain("These changes are NOT in the workspace");
+  }, 120_000);
 });
