@@ -118,7 +118,12 @@ async function requireFreePorts() {
     taken.add((b.free = free));
   }
   const ports = busy.map((b) => `${b.port} (${b.what}, ${b.name})`).join(" and ");
-  throw new Error(`${busy.length > 1 ? "ports" : "port"} ${ports} ${busy.length > 1 ? "are" : "is"} already in use on 127.0.0.1, perhaps by another npm start. Stop that process, or start on free ports: ${busy.map((b) => `${b.name}=${b.free}`).join(" ")} npm start`);
+  // The command to copy: each busy port moved to a free one, and a port the user set that is free kept as set.
+  const vars = [["PORT", PORT], ["TOOLSHED_INVOKE_PORT", RUNNER_PORT]].flatMap(([name, port]) => {
+    const b = busy.find((x) => x.name === name);
+    return b ? [`${name}=${b.free}`] : process.env[name] !== undefined ? [`${name}=${port}`] : [];
+  });
+  throw new Error(`${busy.length > 1 ? "ports" : "port"} ${ports} ${busy.length > 1 ? "are" : "is"} already in use on 127.0.0.1, perhaps by another npm start. Stop that process, or start on free ports: ${vars.join(" ")} npm start`);
 }
 
 try {

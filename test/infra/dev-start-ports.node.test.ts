@@ -51,19 +51,21 @@ describe("npm start with a port in use", () => {
     }
   }
 
-  it("the API's port: names it, PORT and a free port, and writes nothing", async () => {
-    const r = start({ PORT: String(portOf(held)), TOOLSHED_INVOKE_PORT: String(await freePort()) });
+  it("the API's port: names it, PORT and a free port, keeps the runner's port the user set, and writes nothing", async () => {
+    const invoke = await freePort();
+    const r = start({ PORT: String(portOf(held)), TOOLSHED_INVOKE_PORT: String(invoke) });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`port ${portOf(held)} (the API, PORT) is already in use`);
-    expect(r.stderr).toMatch(/start on free ports: PORT=\d+ npm start/);
+    expect(r.stderr).toMatch(new RegExp(`start on free ports: PORT=\\d+ TOOLSHED_INVOKE_PORT=${invoke} npm start`)); // copied as is, the runner stays where the user put it
     expect(r.left).toEqual([]);
   });
 
   it("the runner's port: names TOOLSHED_INVOKE_PORT instead of starting the API beside a runner that died", async () => {
-    const r = start({ PORT: String(await freePort()), TOOLSHED_INVOKE_PORT: String(portOf(held)) });
+    const api = await freePort();
+    const r = start({ PORT: String(api), TOOLSHED_INVOKE_PORT: String(portOf(held)) });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(`port ${portOf(held)} (the bash runner, TOOLSHED_INVOKE_PORT) is already in use`);
-    expect(r.stderr).toMatch(/TOOLSHED_INVOKE_PORT=\d+ npm start/);
+    expect(r.stderr).toMatch(new RegExp(`start on free ports: PORT=${api} TOOLSHED_INVOKE_PORT=\\d+ npm start`));
     expect(r.left).toEqual([]);
   });
 
