@@ -9,7 +9,6 @@ import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import type { AppEnv } from "./http.js";
 import { isMcpPath } from "./routes/mcp-body.js";
-import { wantsEventStream } from "../doors/sse.js";
 
 /**
  * A key already answered for another request (or another API key). An MCP client sends its
@@ -19,19 +18,6 @@ import { wantsEventStream } from "../doors/sse.js";
 export function differentRequest(c: Context<AppEnv>): ToolError {
   const mcp = isMcpPath(new URL(c.req.url).pathname) ? " An MCP client sends the headers of its transport's requestInit with every request, so a key put there is reused by the next one: give each POST its own key in the transport's fetch (docs/idempotency.md, \"MCP\")." : "";
   return new ToolError("INVALID_ARGUMENT", `This Idempotency-Key was already used for a different request (method, path, query or body) or by another API key of the tenant. Use a new key for a new request; retry only with the same request and API key.${mcp}`);
-}
-
-/**
- * Whether a request asks for its answer as an event stream (Accept lists text/event-stream: a tool
- * call then answers as SSE, lib/doors/sse.ts). Kept beside the fingerprint: a retry asking the
- * other representation would be given a body its client cannot read (an SSE body to a JSON client).
- */
-export const asksEventStream = (c: Context<AppEnv>): boolean => wantsEventStream(c.req.header("accept"));
-
-/** The same request under a key, but asking for the other representation than the kept answer's. */
-export function otherRepresentation(keptStream: boolean): ToolError {
-  const kept = keptStream ? "an event stream (Accept: text/event-stream)" : "JSON (an Accept without text/event-stream)";
-  return new ToolError("INVALID_ARGUMENT", `This Idempotency-Key was already used for this request asking for another format: ${kept}, and its kept answer is in that format. Retry with the first request's Accept header to get it, or use a new key for a new request.`);
 }
 
 /**

@@ -7,9 +7,8 @@
  *   - first time: the request claims the key, runs, and its answer (status, headers, body) is kept
  *     with the request's fingerprint (SHA-256 of method, path, query, content type, the sending API
  *     key's id and the body bytes, hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
- *   - a retry with the same key and the same request (asking the same representation: JSON or an event
- *     stream) gets the stored answer (`Idempotent-Replayed: true`) and runs nothing; with a different
- *     request, or the other representation: INVALID_ARGUMENT; while the first still runs: CONFLICT
+ *   - a retry with the same key and the same request gets the stored answer (`Idempotent-Replayed: true`)
+ *     and runs nothing; with a different request: INVALID_ARGUMENT; while the first still runs: CONFLICT
  *     with Retry-After;
  *   - a 5xx answer is not kept (the claim is dropped, a retry runs again); nor is a 429.
  * Who holds the key while it runs: with the tenant's limits store (Workers: its object, asked in the
@@ -38,7 +37,7 @@ import { isConditionFailed, type GetResult, type StorageDriver } from "../storag
 import type { ClaimAnswer } from "../limits/claims.js";
 import type { LimitsStore } from "../limits/store.js";
 import { idempotencyPrefix, idempotencyRecordKey } from "../layout/paths.js";
-import { asksEventStream, differentRequest, fingerprintOf, hashedBody, otherRepresentation, type HashedBody } from "./idempotency-fingerprint.js";
+import { differentRequest, fingerprintOf, hashedBody, type HashedBody } from "./idempotency-fingerprint.js";
 import type { AppEnv } from "./http.js";
 import { backgroundOf } from "./routes/common.js";
 import { pendingIdOf } from "../tools/pending/outcome.js";
@@ -56,11 +55,8 @@ const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const KEPT_HEADERS = /^(content-type|etag|location|retry-after|x-toolshed-[\w-]+|ratelimit[\w-]*)$/i;
 
 type Running = { state: "running"; started: number; lease_until: number; expires: number };
-/**
- * `body`: base64 of the answer's bytes, sealed (lib/shared/seal.ts, `sealed`) where the deployment has a sync secret: a kept answer can hold a new key's secret or a command's output.
- * `event_stream`: whether the request asked for an event stream (a retry must ask the same); absent in records kept before 2026-11-30 (not checked then).
- */
-type Done = { state: "done"; fingerprint: string; event_stream?: boolean; status: number; headers: [string, string][]; body?: string; sealed?: true; too_large?: true; expires: number };
+/** `body`: base64 of the answer's bytes, sealed (lib/shared/seal.ts, `sealed`) where the deployment has a sync secret: a kept answer can hold a new key's secret or a command's output. */
+type Done = { state: "done"; fingerprint: string; status: number; headers: [string, string][]; body?: string; sealed?: true; too_large?: true; expires: number };
 type IdemRecord = Running | Done;
 
 /** How kept answers are sealed at rest: under the deployment's sync secret where it has one (lib/shared/seal.ts); else kept as sent. */
@@ -188,7 +184,6 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
       if (fingerprint !== current.fingerprint) {
         throw differentRequest(c);
       }
-      if (current.event_stream !== undefined && current.event_stream !== asksEventStream(c)) throw otherRepresentation(current.event_stream);
       if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
       c.res = await replay(current, box, recordKey);
       return;
@@ -209,10 +204,9 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
   const keep = async (bytes: Uint8Array | null) => {
     if (fingerprint === null || res.status >= 500 || res.status === 429) return void (await holder.drop(held).catch(() => {}));
     const headers = [...res.headers].filter(([name]) => KEPT_HEADERS.test(name));
-    const asked = { fingerprint, event_stream: asksEventStream(c) };
     const done: Done = bytes === null || bytes.length > MAX_KEPT_BODY_BYTES
-      ? { state: "done", ...asked, status: res.status, headers, too_large: true, expires: t + KEEP_MS }
-      : { state: "done", ...asked, status: res.status, headers, ...(box ? { body: encodeBase64(await box.seal(bytes, recordKey)), sealed: true } : { body: encodeBase64(bytes) }), expires: t + KEEP_MS };
+      ? { state: "done", fingerprint, status: res.status, headers, too_large: true, expires: t + KEEP_MS }
+      : { state: "done", fingerprint, status: res.status, headers, ...(box ? { body: encodeBase64(await box.seal(bytes, recordKey)), sealed: true } : { body: encodeBase64(bytes) }), expires: t + KEEP_MS };
     await holder.keep(done, held);
   };
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream") && res.body) {
