@@ -20,7 +20,11 @@ const TENANT = "t-cursorsown";
 const OTHER = "t-cursorsother";
 
 async function setup() {
-  const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN } as AppDeps, tools);
+  // Every list request of the storage, by prefix: what a page costs.
+  const lists: string[] = [];
+  const store = memoryDriver();
+  const storage = { ...store, list: (opts: Parameters<typeof store.list>[0]) => (lists.push(opts.prefix), store.list(opts)) };
+  const app = createApp({ storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN } as AppDeps, tools);
   const req = async (path: string, key: string, body?: unknown) => {
     const r = await app.request(path, { method: body === undefined ? "GET" : "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     return { status: r.status, json: (await r.json()) as any };
@@ -35,7 +39,7 @@ async function setup() {
   const write = async (t: string, ws: string, path: string) => expect((await req(`/v1/workspaces/${ws}/tools/write`, keys[t]!, { file_path: path, content: "x\n" })).status).toBe(200);
   for (const p of ["x1", "x2", "d/y", "d/z/w", "x3"]) await write(TENANT, "a", p);
   await write(OTHER, "a", "secret.txt");
-  return { app, req, keys, write };
+  return { app, req, keys, write, lists };
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>;
@@ -165,6 +169,10 @@ describe("listing cursors", () => {
       }
       expect(names, `limit ${limit}`).toEqual(covered);
     }
+    // Its page costs one list request per prefix range it reaches ("proj-*"; "b" and "nothere" are record reads), none of the tenant's whole listing.
+    s.lists.length = 0;
+    expect(ids((await s.req("/v1/workspaces?limit=1000", limited)).json)).toEqual(covered);
+    expect(s.lists.filter((p) => p.startsWith(tenantWorkspacesPrefix(TENANT)))).toEqual([`${tenantWorkspacesPrefix(TENANT)}proj-`]);
     // A position it was never given (an unlimited key's cursor at an uncovered id, a forged one) moves only among the covered ids.
     const theirs = await s.req("/v1/workspaces?limit=1", full);
     expect(ids(theirs.json)).toEqual(["0hidden"]);
