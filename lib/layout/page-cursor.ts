@@ -58,11 +58,22 @@ export function cursorPayload(listing: string, prefix: string, cursor: string, w
  */
 export async function listPageAt(driver: StorageDriver, opts: Omit<ListOptions, "cursor" | "startAfter">, page: { listing: string; what: string; cursor?: string | undefined }): Promise<{ result: ListResult; cursor?: string }> {
   const startAfter = page.cursor ? opts.prefix + cursorPayload(page.listing, opts.prefix, page.cursor, page.what) : undefined;
+  const { result, end } = await listPageFrom(driver, opts, startAfter, page.what);
+  return { result, ...(end !== undefined ? { cursor: boundCursor(page.listing, opts.prefix, end.slice(opts.prefix.length)) } : {}) };
+}
+
+/**
+ * One page of `opts.prefix` after the storage key `startAfter` (from its start when undefined), and
+ * the storage position after its last entry while more may follow (`end`). The step listPageAt makes
+ * from a caller's cursor; a listing that hands out its own positions (a key's covered workspaces,
+ * lib/workspace/covered-listing.ts) makes it too. Thinned pages are followed as listPageAt says.
+ */
+export async function listPageFrom(driver: StorageDriver, opts: Omit<ListOptions, "cursor" | "startAfter">, startAfter: string | undefined, what: string): Promise<{ result: ListResult; end?: string }> {
   let result = await driver.list({ ...opts, ...(startAfter !== undefined ? { startAfter } : {}) });
   for (let round = 0; result.cursor && result.objects.length + result.prefixes.length === 0; round++) {
-    if (round >= 8) throw new ToolError("UNAVAILABLE", `The listing (${page.what}) met only deleted entries for ${round + 1} pages in a row; retry in a moment (they are being cleared).`);
+    if (round >= 8) throw new ToolError("UNAVAILABLE", `The listing (${what}) met only deleted entries for ${round + 1} pages in a row; retry in a moment (they are being cleared).`);
     result = await driver.list({ ...opts, cursor: result.cursor });
   }
   const end = result.cursor ? pageEnd(result) : undefined;
-  return { result, ...(end !== undefined ? { cursor: boundCursor(page.listing, opts.prefix, end.slice(opts.prefix.length)) } : {}) };
+  return { result, ...(end !== undefined ? { end } : {}) };
 }

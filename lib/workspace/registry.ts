@@ -7,6 +7,7 @@ import { newWhiteoutMark } from "../layers/whiteout.js";
 import { randomId } from "../shared/hash.js";
 import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../layout/paths.js";
 import { listPageAt } from "../layout/page-cursor.js";
+import { listCoveredWorkspaces, WORKSPACES_LISTING } from "./covered-listing.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { ToolList, WorkspaceMeta } from "../layout/workspace-meta.js";
 
@@ -57,11 +58,13 @@ export async function getWorkspace(driver: StorageDriver, tenant: string, id: st
   return publicMeta(JSON.parse(await new Response(r.body).text()) as WorkspaceMeta);
 }
 
-/** `visible`: the ids the caller may see (a key limited to some workspaces); the others are skipped unread. */
-export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number; visible?: (id: string) => boolean }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
-  const { result: r, cursor } = await listPageAt(driver, { prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit: Math.min(opts.limit ?? 100, 1000) }, { listing: "workspaces", what: "GET /v1/workspaces", cursor: opts.cursor });
-  const ids = r.prefixes.map((p) => p.slice(tenantWorkspacesPrefix(tenant).length, -1)).filter((id) => !opts.visible || opts.visible(id));
-  const metas = await Promise.all(ids.map((id) => getWorkspace(driver, tenant, id).catch(() => null)));
+/** `covered`: the workspace patterns of a key limited to some; only what they cover is listed (covered-listing.ts), its pages and cursors included. */
+export async function listWorkspaces(driver: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number; covered?: readonly string[] | undefined }): Promise<{ workspaces: WorkspaceMeta[]; cursor?: string }> {
+  const limit = Math.min(opts.limit ?? 100, 1000);
+  const read = (id: string) => getWorkspace(driver, tenant, id).catch(() => null);
+  if (opts.covered) return listCoveredWorkspaces(driver, tenant, opts.covered, { cursor: opts.cursor, limit }, read);
+  const { result: r, cursor } = await listPageAt(driver, { prefix: tenantWorkspacesPrefix(tenant), delimiter: "/", limit }, { ...WORKSPACES_LISTING, cursor: opts.cursor });
+  const metas = await Promise.all(r.prefixes.map((p) => read(p.slice(tenantWorkspacesPrefix(tenant).length, -1))));
   return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(cursor ? { cursor } : {}) };
 }
 

@@ -98,7 +98,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       const auth = c.get("auth");
-      return c.json(await listWorkspaces(deps.storage, auth.tenant, { ...c.req.valid("query"), ...(auth.workspaces ? { visible: (id: string) => workspaceAllowed(auth.workspaces, id) } : {}) }), 200);
+      return c.json(await listWorkspaces(deps.storage, auth.tenant, { ...c.req.valid("query"), covered: auth.workspaces }), 200);
     },
   );
   app.openapi(

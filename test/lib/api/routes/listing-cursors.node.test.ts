@@ -10,7 +10,7 @@ import { tools } from "../../../../functions/index.js";
 import { createApp } from "../../../../lib/api/app.js";
 import type { AppDeps } from "../../../../lib/api/deps.js";
 import { boundCursor } from "../../../../lib/layout/page-cursor.js";
-import { filesPrefix } from "../../../../lib/layout/paths.js";
+import { filesPrefix, tenantWorkspacesPrefix } from "../../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../../lib/storage/kv-over-storage.js";
 import { fromBase64Url } from "../../../../lib/shared/text.js";
@@ -20,7 +20,11 @@ const TENANT = "t-cursorsown";
 const OTHER = "t-cursorsother";
 
 async function setup() {
-  const app = createApp({ storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN } as AppDeps, tools);
+  // Every list request of the storage, by prefix: what a page costs.
+  const lists: string[] = [];
+  const store = memoryDriver();
+  const storage = { ...store, list: (opts: Parameters<typeof store.list>[0]) => (lists.push(opts.prefix), store.list(opts)) };
+  const app = createApp({ storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN } as AppDeps, tools);
   const req = async (path: string, key: string, body?: unknown) => {
     const r = await app.request(path, { method: body === undefined ? "GET" : "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     return { status: r.status, json: (await r.json()) as any };
@@ -35,7 +39,7 @@ async function setup() {
   const write = async (t: string, ws: string, path: string) => expect((await req(`/v1/workspaces/${ws}/tools/write`, keys[t]!, { file_path: path, content: "x\n" })).status).toBe(200);
   for (const p of ["x1", "x2", "d/y", "d/z/w", "x3"]) await write(TENANT, "a", p);
   await write(OTHER, "a", "secret.txt");
-  return { app, req, keys, write };
+  return { app, req, keys, write, lists };
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>;
@@ -139,5 +143,54 @@ describe("listing cursors", () => {
       for (const e of r.json.entries) expect(["d", "d/y", "d/z", "d/z/w", "x1", "x2", "x3"]).toContain(e.path);
       expect(JSON.stringify(r.json)).not.toContain("secret");
     }
+  });
+  it("a key limited to some workspaces learns nothing of the others from GET /v1/workspaces: no cursor names one, no page is shortened by one", async () => {
+    const s = await setup();
+    const full = s.keys[TENANT]!;
+    // Around the covered ids, ids it does not cover in every place of the storage order: before, between, after, beside a prefix.
+    for (const ws of ["0hidden", "proj", "proj-x", "proj-y", "proj0", "projz", "zhidden"]) expect((await s.req("/v1/workspaces", full, { id: ws })).status).toBe(201);
+    const limited = (await s.req(`/v1/admin/tenants/${TENANT}/keys`, ADMIN, { scopes: ["read"], workspaces: ["b", "proj-*", "nothere", "proj-x"] })).json.key as string;
+    const covered = ["b", "proj-x", "proj-y"];
+    const hidden = ["0hidden", "a", "proj", "proj0", "projz", "zhidden"];
+    const ids = (b: any) => b.workspaces.map((w: any) => w.id);
+    const leaks = (text: string) => hidden.filter((h) => new RegExp(`(^|[^a-z0-9_-])${h}([^a-z0-9_-]|$)`).test(text));
+    for (const limit of [1, 2, 1000]) {
+      const names: string[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 20; page++) {
+        const r = await s.req(`/v1/workspaces?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, limited);
+        expect(r.status, JSON.stringify(r.json)).toBe(200);
+        // A page is as long as the covered ids make it (an uncovered workspace neither fills nor empties one).
+        expect(ids(r.json).length, `limit ${limit}, page ${page}: ${JSON.stringify(r.json)}`).toBe(Math.min(limit, covered.length - names.length));
+        names.push(...ids(r.json));
+        cursor = r.json.cursor;
+        if (!cursor) break;
+        expect(leaks(decoded(cursor)), `limit ${limit}: cursor ${decoded(cursor)}`).toEqual([]);
+      }
+      expect(names, `limit ${limit}`).toEqual(covered);
+    }
+    // Its page costs one list request per prefix range it reaches ("proj-*"; "b" and "nothere" are record reads), none of the tenant's whole listing.
+    s.lists.length = 0;
+    expect(ids((await s.req("/v1/workspaces?limit=1000", limited)).json)).toEqual(covered);
+    expect(s.lists.filter((p) => p.startsWith(tenantWorkspacesPrefix(TENANT)))).toEqual([`${tenantWorkspacesPrefix(TENANT)}proj-`]);
+    // A position it was never given (an unlimited key's cursor at an uncovered id, a forged one) moves only among the covered ids.
+    const theirs = await s.req("/v1/workspaces?limit=1", full);
+    expect(ids(theirs.json)).toEqual(["0hidden"]);
+    const from = async (cursor: string) => {
+      const r = await s.req(`/v1/workspaces?limit=1000&cursor=${encodeURIComponent(cursor)}`, limited);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      expect(leaks(JSON.stringify(r.json))).toEqual([]);
+      return ids(r.json);
+    };
+    expect(await from(theirs.json.cursor)).toEqual(covered);
+    const at = (position: string) => boundCursor("workspaces", tenantWorkspacesPrefix(TENANT), position);
+    expect(await from(at("proj"))).toEqual(["proj-x", "proj-y"]);
+    expect(await from(at("proj-x/\u{10ffff}"))).toEqual(["proj-y"]);
+    expect(await from(at("proj-y/\u{10ffff}"))).toEqual([]);
+    expect(await from(at("../"))).toEqual(covered);
+    // The unlimited key still pages through every workspace.
+    const all = await pages(s, "/v1/workspaces", full, ids);
+    expect(new Set(all.names)).toEqual(new Set([...hidden, ...covered]));
+    expect(all.names.length).toBe(hidden.length + covered.length);
   });
 });
