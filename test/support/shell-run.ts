@@ -60,12 +60,12 @@ function payloads(answer: ProxiedAnswer): unknown[] {
 export function answerError(answer: ProxiedAnswer): string | null {
   for (const p of payloads(answer)) {
     if (typeof p !== "object" || p === null) continue;
-    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown }; status?: unknown };
+    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown }; status?: unknown; type?: unknown; tool_use_id?: unknown };
     if (o.error && (typeof o.error.code === "string" || typeof o.error.code === "number")) return String(o.error.code);
     if (o.ok === false) return "ok:false";
     if (o.is_error === true || o.result?.isError === true || o.status === "failed") return "is_error";
     // The block the page says goes into the next user message: the Messages API refuses one without its tool_use_id.
-    if (o.type === "tool_result" && typeof (o as { tool_use_id?: unknown }).tool_use_id !== "string") return "tool_result without tool_use_id";
+    if (o.type === "tool_result" && typeof o.tool_use_id !== "string") return "tool_result without tool_use_id";
   }
   return answer.status >= 400 ? `HTTP ${answer.status}` : null;
 }
