@@ -147,6 +147,8 @@ describe("the README's tour and the docs' shell blocks, run as pasted", () => {
       expect(answerError(answer(202, "application/json", '{"ok":false,"tool":"bash","error":{"code":"NEEDS_APPROVAL"}}'))).toBe("NEEDS_APPROVAL");
       expect(answerError(answer(200, "text/event-stream", 'event: result\ndata: {"ok":false,"error":{"code":"TIMEOUT"}}\n\n'))).toBe("TIMEOUT");
       expect(answerError(answer(200, "application/json", '{"type":"tool_result","is_error":true}'))).toBe("is_error");
+      expect(answerError(answer(200, "application/json", '{"type":"tool_result","content":[],"is_error":false}'))).toBe("tool_result without tool_use_id");
+      expect(answerError(answer(200, "application/json", '{"type":"tool_result","tool_use_id":"toolu_1","content":[],"is_error":false}'))).toBeNull();
       expect(answerError(answer(200, "application/json", '{"type":"apply_patch_call_output","status":"failed","output":"…"}'))).toBe("is_error");
       expect(answerError(answer(200, "application/json", '{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}'))).toBe("is_error");
       expect(answerError(answer(200, "application/json", '{"jsonrpc":"2.0","id":1,"error":{"code":-32602}}'))).toBe("-32602");

@@ -54,15 +54,18 @@ function payloads(answer: ProxiedAnswer): unknown[] {
 /**
  * The error an answer is, by its code, or null: an `"error":{"code":…}` envelope (a tool call's,
  * a route's, a JSON-RPC error's number), `"ok":false`, a failed call of a compat door or MCP
- * (`is_error`, `status: "failed"`, `result.isError`), or an HTTP status of 400 and up whatever the body.
+ * (`is_error`, `status: "failed"`, `result.isError`), an Anthropic `tool_result` block without its
+ * `tool_use_id` (unusable as the next message's block), or an HTTP status of 400 and up whatever the body.
  */
 export function answerError(answer: ProxiedAnswer): string | null {
   for (const p of payloads(answer)) {
     if (typeof p !== "object" || p === null) continue;
-    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown }; status?: unknown };
+    const o = p as { ok?: unknown; error?: { code?: unknown }; is_error?: unknown; result?: { isError?: unknown }; status?: unknown; type?: unknown; tool_use_id?: unknown };
     if (o.error && (typeof o.error.code === "string" || typeof o.error.code === "number")) return String(o.error.code);
     if (o.ok === false) return "ok:false";
     if (o.is_error === true || o.result?.isError === true || o.status === "failed") return "is_error";
+    // The block the page says goes into the next user message: the Messages API refuses one without its tool_use_id.
+    if (o.type === "tool_result" && typeof o.tool_use_id !== "string") return "tool_result without tool_use_id";
   }
   return answer.status >= 400 ? `HTTP ${answer.status}` : null;
 }

@@ -32,12 +32,9 @@ const Operation = z.object({
   diff: z.string().optional(),
 });
 
-const ApplyPatchBody = z.union([
-  z.object({ type: z.literal("apply_patch_call"), call_id: z.string().optional(), operation: Operation }),
-  Operation,
-  z.object({ patch: z.string() }),
-  z.object({ input: z.string() }),
-]);
+const ApplyPatchItem = z.object({ type: z.literal("apply_patch_call"), call_id: z.string().optional(), operation: Operation });
+const WholePatch = z.object({ patch: z.string() });
+const WholeInput = z.object({ input: z.string() });
 
 const Action = z.object({
   commands: z.array(z.string()).min(1).max(50),
@@ -45,13 +42,47 @@ const Action = z.object({
   max_output_length: z.number().int().positive().nullish(),
 });
 
-const ShellBody = z.union([z.object({ type: z.literal("shell_call"), call_id: z.string().optional(), action: Action }), Action]);
+const ShellItem = z.object({ type: z.literal("shell_call"), call_id: z.string().optional(), action: Action });
 
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  const r = schema.safeParse(body);
+/** What each route reads, named in the error of a body it cannot read. */
+const TAKES: Record<OpenAITool, string> = {
+  apply_patch:
+    'an apply_patch_call item {"type": "apply_patch_call", "call_id", "operation": {"type": "create_file" | "update_file" | "delete_file", "path", "diff"}}, its operation alone (the call id in X-Call-Id), or a whole V4A patch {"patch": "*** Begin Patch\\n…\\n*** End Patch"}',
+  shell: 'a shell_call item {"type": "shell_call", "call_id", "action": {"commands": ["…"], "timeout_ms"?, "max_output_length"?}}, or its action alone (the call id in X-Call-Id)',
+};
+
+/** The shape a body says it is (its type, or the fields it has), so that an error names that shape's own fields. */
+function applyPatchShape(b: Record<string, unknown>) {
+  if ("operation" in b && (b.type === undefined || b.type === "apply_patch_call")) return ApplyPatchItem;
+  if ("patch" in b) return WholePatch;
+  if ("input" in b) return WholeInput;
+  if (b.type === "apply_patch_call") return ApplyPatchItem;
+  if ("path" in b || "diff" in b || Operation.shape.type.safeParse(b.type).success) return Operation;
+  return null;
+}
+
+function shellShape(b: Record<string, unknown>) {
+  if (b.type === "shell_call" || (b.type === undefined && "action" in b)) return ShellItem;
+  if ("commands" in b) return Action;
+  return null;
+}
+
+/** A body that is none of what the route takes: what it looks like. */
+function described(b: Record<string, unknown>): string {
+  if (typeof b.type === "string") return `a ${JSON.stringify(b.type.slice(0, 80))} item`;
+  const keys = Object.keys(b);
+  return keys.length ? `an object with ${keys.length === 1 ? "the field" : "the fields"} ${keys.slice(0, 8).join(", ")}${keys.length > 8 ? ", …" : ""}` : "an empty object";
+}
+
+/** Reads a body as the shape it says it is; an error names the fields at fault and what the route takes. */
+function parse<S extends z.ZodType>(tool: OpenAITool, body: unknown, shapeOf: (b: Record<string, unknown>) => S | null): z.infer<S> {
+  const b = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  const schema = shapeOf(b);
+  if (!schema) throw new ToolError("INVALID_ARGUMENT", `The ${tool} route takes ${TAKES[tool]}; this body is ${described(b)}.`, { takes: TAKES[tool] });
+  const r = schema.safeParse(b);
   if (!r.success) {
     const { message, issues } = formatZodError(r.error);
-    throw new ToolError("INVALID_ARGUMENT", message, { issues });
+    throw new ToolError("INVALID_ARGUMENT", `${message} The ${tool} route takes ${TAKES[tool]}.`, { issues });
   }
   return r.data;
 }
@@ -73,7 +104,7 @@ export interface ApplyPatchOutput {
 export async function runApplyPatch(body: unknown, callId: string | undefined, run: RunTool): Promise<{ item: ApplyPatchOutput; error?: ToolError }> {
   const item = (status: ApplyPatchOutput["status"], output: string): ApplyPatchOutput => ({ type: "apply_patch_call_output", ...(callId ? { call_id: callId } : {}), status, output });
   try {
-    const b = parse(ApplyPatchBody, body);
+    const b = parse("apply_patch", body, applyPatchShape);
     const patch = "patch" in b ? b.patch : "input" in b ? b.input : operationToPatch("operation" in b ? b.operation : b);
     const r = await run("apply_patch", { patch });
     return { item: item("completed", r.output) };
@@ -101,7 +132,7 @@ const NOT_RUN_EXIT = 126;
  * fresh beside it and leaves it alone (keep_alive: false), never ending it (docs/live-sessions.md).
  */
 export async function runShell(body: unknown, callId: string | undefined, run: RunTool, opts: { live?: boolean } = {}): Promise<{ item: ShellOutput; error?: ToolError }> {
-  const b = parse(ShellBody, body);
+  const b = parse("shell", body, shellShape);
   const action = "action" in b ? b.action : b;
   const max = action.max_output_length ?? null;
   const timeout = action.timeout_ms ? Math.min(MAX_TIMEOUT_S, Math.max(MIN_TIMEOUT_S, Math.ceil(action.timeout_ms / 1000))) : undefined;

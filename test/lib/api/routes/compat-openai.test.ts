@@ -244,6 +244,35 @@ describe("scopes, isolation, shell without an executor", () => {
     const t = await newTenant(undefined, UNGATED);
     expect((await compat(t, "openai", "shell", { commands: [] })).status).toBe(400);
   });
+
+  it("a body of another shape names the field at fault, or what it got, and what the route takes (never '(body): Invalid input')", async () => {
+    const t = await newTenant(undefined, UNGATED);
+    const shellError = async (body: unknown): Promise<string> => {
+      const r = await compat(t, "openai", "shell", body);
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.error.code).toBe("INVALID_ARGUMENT");
+      expect(r.body.error.message).not.toContain("(body)");
+      expect(r.body.error.message).toContain('{"type": "shell_call", "call_id", "action": {"commands"');
+      return r.body.error.message;
+    };
+    // A typo inside the item: the field, by its path in the item.
+    expect(await shellError({ type: "shell_call", call_id: "c", action: { command: ["ls"] } })).toMatch(/^Invalid arguments: action\.commands: /);
+    // Another tool's item, or another provider's input: what it is.
+    expect(await shellError({ type: "local_shell_call", call_id: "c", action: { type: "exec", command: ["ls"] } })).toContain('this body is a "local_shell_call" item');
+    expect(await shellError({ command: "ls" })).toContain("this body is an object with the field command");
+
+    const patchError = async (body: unknown): Promise<string> => {
+      const r = await patchCall(t, body);
+      const output = failedWith(r, "INVALID_ARGUMENT");
+      expect(output).not.toContain("(body)");
+      expect(output).toContain('{"type": "apply_patch_call", "call_id", "operation": {"type": "create_file" | "update_file" | "delete_file"');
+      return output;
+    };
+    expect(await patchError(op({ type: "update", path: "a.txt", diff: "@@\n-a\n+b" }))).toMatch(/operation\.type: .*"create_file"\|"update_file"\|"delete_file"/);
+    expect(await patchError({ type: "create_file", diff: "+x" })).toContain("path: ");
+    expect(await patchError({ type: "function_call", call_id: "c", name: "apply_patch", arguments: "{}" })).toContain('this body is a "function_call" item');
+    expect((await rawGet(t, "a.txt")).status).toBe(404);
+  });
 });
 
 describe("apply_patch against a concurrent writer (every step conditional)", () => {
