@@ -80,14 +80,19 @@ const overwriting =
     return { rule: `${tool}-overwrite`, reason: `${tool === "move" ? "moving" : "copying"} ${from} over existing files: ${what} (rule ${tool}-overwrite)` };
   };
 
-const patchDeletes: Check = async (args) => {
+/** apply_patch: only files that exist are counted (a delete of a missing file is refused NOT_FOUND by the tool itself, no approver asked). */
+const patchDeletes: Check = async (args, { ws }) => {
   if (typeof args.patch !== "string") return null;
-  let deleted: string[];
+  let named: string[];
   try {
-    deleted = parsePatch(args.patch).filter((op) => op.type === "delete").map((op) => pathOr(op.path, normalizeFilePath) ?? op.path);
+    named = parsePatch(args.patch).filter((op) => op.type === "delete").map((op) => pathOr(op.path, normalizeFilePath) ?? op.path);
   } catch {
     return null; // a patch that does not parse is refused by the tool itself
   }
+  if (!named.length) return null;
+  const links = await readLinks(ws);
+  const exists = await Promise.all(named.map(async (p) => statWithLinks(await ws.stat(p).catch(() => null), links, p) !== null));
+  const deleted = named.filter((_, i) => exists[i]);
   if (!deleted.length) return null;
   const shown = deleted.slice(0, 10).join(", ") + (deleted.length > 10 ? `, and ${deleted.length - 10} more` : "");
   return { rule: "patch-delete", reason: `a patch that deletes ${deleted.length === 1 ? "the file" : `${deleted.length} files:`} ${shown} (rule patch-delete)` };

@@ -75,6 +75,17 @@ describe("every destructive tool is held by default", () => {
     // No executor in this test app: UNAVAILABLE shows the command went on past the gate.
     expect((await t.call("bash", { command: "rm one.txt" })).body.error.code).toBe("UNAVAILABLE");
   });
+
+  it("a patch that deletes only missing files passes the gate (the tool answers NOT_FOUND, no approver is asked); beside an existing one, only that one is named", async () => {
+    const t = await tenantWithFiles();
+    const r = await t.call("apply_patch", { patch: deletePatch("gone.txt") });
+    expect(r.body.error?.code, JSON.stringify(r.body)).toBe("NOT_FOUND");
+    const both = `*** Begin Patch\n*** Delete File: gone.txt\n*** Delete File: a.txt\n*** End Patch`;
+    const d = held(await t.call("apply_patch", { patch: both }));
+    expect(d.reason).toContain("the file a.txt");
+    expect(d.reason).not.toContain("gone.txt");
+    await expectUnchanged(t);
+  });
 });
 
 describe("the compat doors hold the same calls", () => {
