@@ -111,6 +111,20 @@ describe("housekeeping tick: run records", () => {
     expect(await runKeys(storage)).toEqual([]);
   });
 
+  it("a workspace whose run records cannot be listed is the tenant's housekeeping_error; the others are still swept", async () => {
+    const t0 = Date.now();
+    const inner = memoryDriver();
+    const storage: StorageDriver = { ...inner, list: (o) => (o.prefix === `${internalPrefix("acme", "broken")}runs/` ? Promise.reject(new Error("list refused")) : inner.list(o)) };
+    await storage.put("t/acme/tenant.json", "{}");
+    for (const id of ["broken", "main"]) await createWorkspace(storage, "acme", { id });
+    await foreground(storage, "fg-died", false);
+    const lines: string[] = [];
+    await housekeepingTick({ storage, kv: storageKeyValue(memoryDriver(), "kv/") }, {}, { now: () => t0 + 2 * 24 * HOUR, log: (l) => lines.push(l) });
+    const line = lines.map((l) => JSON.parse(l)).find((l) => l.gc === "acme");
+    expect(line).toMatchObject({ run_records_deleted: 1, housekeeping_error: "run records of workspace broken: list refused" });
+    expect(await runKeys(storage)).toEqual([]);
+  });
+
   it("reads one page (1,000 keys) of a workspace's run records per tick: the rest go on the next", async () => {
     const t0 = Date.now();
     const storage = memoryDriver();
