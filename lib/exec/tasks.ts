@@ -36,19 +36,23 @@ export const MAX_RUNNING_TASKS = 8;
 export const RECORD_KEEP_MS = 24 * 60 * 60 * 1000;
 /** The longest a task can run and still report: the tool's max timeout + RUN_MARGIN_MS. */
 const TASK_LIFE_MS = 600_000 + RUN_MARGIN_MS;
-/** Pages of x/runs/ housekeeping reads at most (1000 keys each). */
+/** Pages of x/runs/ a task start's housekeeping reads at most (1000 keys each). */
 const HOUSEKEEPING_PAGES = 10;
 
 /**
- * Before a task starts: deletes the records of runs finished (or dead) more than
- * RECORD_KEEP_MS ago, and counts the tasks still running. From object times alone (one list,
- * no reads): a task without a result counts as running until its marker is TASK_LIFE_MS old.
+ * Deletes the records of runs finished (or dead) more than RECORD_KEEP_MS ago, and counts the
+ * tasks still running: before a task starts (the cap), and on the scheduled tick (one page, the
+ * records of foreground runs whose isolate died before deleting them; lib/runtime/housekeeping.ts).
+ * From object times alone (a list, no reads): a task without a result counts as running until its
+ * marker is TASK_LIFE_MS old; a record is kept RECORD_KEEP_MS past its newest object and its run's
+ * end (its result, else TASK_LIFE_MS, the longest any run can report, past its marker or, with
+ * none, its newest object: a foreground run's fresh claim is never taken).
  */
-export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now()): Promise<{ running: number; deleted: number }> {
+export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now(), pages = HOUSEKEEPING_PAGES): Promise<{ running: number; deleted: number }> {
   const prefix = `${internalPrefix(tenant, workspace)}runs/`;
   const runs = new Map<string, { keys: string[]; task?: number; result?: number; latest: number }>();
   let cursor: string | undefined;
-  for (let page = 0; page < HOUSEKEEPING_PAGES; page++) {
+  for (let page = 0; page < pages; page++) {
     const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
     for (const o of r.objects) {
       const rest = o.key.slice(prefix.length);

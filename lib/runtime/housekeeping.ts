@@ -4,16 +4,21 @@
  * (lib/run/audit/retention.ts; TOOLSHED_AUDIT_RETENTION_DAYS, default 365, 0 keeps entries for the
  * workspace's life), each workspace's call-task records past their ttl (lib/run/tasks/store.ts:
  * up to 20 of each key's folder and 20 of the first layout's per workspace and tick, beside the sweep
- * of a key's folder at each of its tasks' creation), and each workspace's undo journals past their
- * retention, every session's and the workspace's bound across them (lib/workspace/undo-retention.ts:
- * a workspace that stopped making calls is pruned only here). The undo prune runs inside GC's mark,
- * on the listing GC makes of each undo prefix for its roots, before it reads the records there: one
- * listing serves both, and a pack only a pruned record named is freed in the same tick.
+ * of a key's folder at each of its tasks' creation), each workspace's run records a day past their
+ * run's end (housekeepRuns in lib/exec/tasks.ts, the rule of a task start's housekeeping, on one page
+ * of 1,000 keys per workspace and tick: the records of foreground runs whose isolate died before
+ * deleting them, and of tasks in a workspace that started no other since), and each workspace's undo
+ * journals past their retention, every session's and the workspace's bound across them
+ * (lib/workspace/undo-retention.ts: a workspace that stopped making calls is pruned only here). The
+ * undo prune runs inside GC's mark, on the listing GC makes of each undo prefix for its roots, before
+ * it reads the records there: one listing serves both, and a pack only a pruned record named is freed
+ * in the same tick.
  */
 import { gcTick, type GcTickOptions, type GcTickReport } from "../layers/gc-schedule.js";
 import type { UndoPrune } from "../layers/gc.js";
 import { auditRetentionDays, pruneAudit, workspaceIds } from "../run/audit/retention.js";
 import { sweepCallTasks } from "../run/tasks/store.js";
+import { housekeepRuns } from "../exec/tasks.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import { undoPrefix } from "../layout/paths.js";
 import { pruneWorkspaceUndo, UNDO_RETENTION } from "../workspace/undo-retention.js";
@@ -31,17 +36,38 @@ export function housekeepingTick(deps: { storage: StorageDriver; kv: KeyValueSto
     pruneUndo: undo.prune,
     perTenant: async (tenant, now) => {
       const audit = await pruneAudit(deps.storage, tenant, { days, now });
-      const callTasks = await sweepTenantCallTasks(deps.storage, tenant, now);
-      return { ...audit, call_tasks_deleted: callTasks, undo_calls_deleted: undo.dropped(tenant) };
+      const records = await sweepTenantRecords(deps.storage, tenant, now);
+      return { ...audit, ...records, undo_calls_deleted: undo.dropped(tenant) };
     },
   });
 }
 
-/** Every workspace's call-task records past their ttl (and 24 h past their last write); how many were deleted. */
-export async function sweepTenantCallTasks(storage: StorageDriver, tenant: string, now: number): Promise<number> {
-  let deleted = 0;
-  for (const ws of await workspaceIds(storage, tenant)) deleted += (await sweepCallTasks(storage, tenant, ws, now)).length;
-  return deleted;
+/** Run records' pages the tick reads per workspace (1,000 keys each): one LIST, at most one DELETE. */
+const TICK_RUN_PAGES = 1;
+
+interface RecordSweep {
+  call_tasks_deleted: number;
+  run_records_deleted: number;
+  housekeeping_error?: string;
+}
+
+/**
+ * Every workspace's call-task records past their ttl (and 24 h past their last write) and run
+ * records a day past their run's end; how many objects of each were deleted. A workspace whose run
+ * records could not be swept does not stop the others: the first such error is the tenant's
+ * `housekeeping_error`, beside the counts (the next tick tries again).
+ */
+export async function sweepTenantRecords(storage: StorageDriver, tenant: string, now: number): Promise<RecordSweep> {
+  const out: RecordSweep = { call_tasks_deleted: 0, run_records_deleted: 0 };
+  for (const ws of await workspaceIds(storage, tenant)) {
+    out.call_tasks_deleted += (await sweepCallTasks(storage, tenant, ws, now)).length;
+    try {
+      out.run_records_deleted += (await housekeepRuns(storage, tenant, ws, now, TICK_RUN_PAGES)).deleted;
+    } catch (e) {
+      out.housekeeping_error ??= `run records of workspace ${ws}: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+  return out;
 }
 
 /**

@@ -12,9 +12,27 @@ import type { KeyValueStore, StorageDriver } from "./types.js";
 /** The key as a span shows it: an API key's lookup key (its hash) is cut to its kind. */
 export const shownKey = (key: string): string => (key.startsWith("apikey/") ? "apikey/…" : key);
 
-function traced<T>(tracer: Tracer, system: string, op: string, key: string, run: (span: Span) => Promise<T>): Promise<T> {
+/** `key`: the key, or what makes the shown one (only under a span). */
+function traced<T>(tracer: Tracer, system: string, op: string, key: string | (() => string), run: (span: Span) => Promise<T>): Promise<T> {
   if (!tracer.current()) return run(NO_SPAN);
-  return tracer.span(`${system}.${op}`, run, { kind: "client", attributes: { "db.system": system, "db.operation": op, "toolshed.key": shownKey(key) } });
+  return tracer.span(`${system}.${op}`, run, { kind: "client", attributes: { "db.system": system, "db.operation": op, "toolshed.key": typeof key === "string" ? shownKey(key) : key() } });
+}
+
+/** Names a batch delete shows after its keys' common folder (the count is `toolshed.keys`). */
+const SHOWN_NAMES = 3;
+
+/**
+ * The keys of a delete as its span shows them: one key as it is; several as their common folder and
+ * their names, `t/acme/w/main/x/runs/r…/{claim.json,result.json}` (the first SHOWN_NAMES, then `…`).
+ */
+function shownKeys(keys: string[]): string {
+  if (keys.length <= 1) return shownKey(keys[0] ?? "");
+  if (keys.some((k) => k.startsWith("apikey/"))) return "apikey/…";
+  let common = keys[0]!;
+  for (const k of keys) while (!k.startsWith(common)) common = common.slice(0, -1);
+  const folder = common.slice(0, common.lastIndexOf("/") + 1);
+  const names = keys.slice(0, SHOWN_NAMES).map((k) => k.slice(folder.length));
+  return `${folder}{${names.join(",")}${keys.length > SHOWN_NAMES ? ",…" : ""}}`;
 }
 
 const NO_SPAN: Span = { context: { traceId: "", spanId: "", flags: 0 }, set() {}, rename() {}, fail() {} };
@@ -41,8 +59,8 @@ export function tracedStorage(base: StorageDriver, tracer: Tracer): StorageDrive
       return base.put(k, b, o);
     }),
     delete: (k) => {
-      const first = typeof k === "string" ? k : typeof k[0] === "string" ? k[0] : (k[0]?.key ?? "");
-      return traced(tracer, sys, "delete", first, (s) => {
+      const shown = () => shownKeys(typeof k === "string" ? [k] : k.map((t) => (typeof t === "string" ? t : t.key)));
+      return traced(tracer, sys, "delete", shown, (s) => {
         if (typeof k !== "string") s.set("toolshed.keys", k.length);
         return base.delete(k);
       });

@@ -16,8 +16,9 @@
  * (lib/sync/runs.ts; the run is fixed by its token); the API reads and writes it directly
  * (lib/exec/: runForeground in runs.ts; startTask, pollTask, killTask in tasks.ts). A foreground run's record is deleted once the
  * API has its answer; a background task's (a few small objects, its output chunks are deleted
- * as bash_output hands them out) is deleted by the housekeeping of a later task start, 24 h
- * after it ended (housekeepRuns). Bundles for Workers.
+ * as bash_output hands them out) is deleted 24 h after it ended (housekeepRuns) by the
+ * housekeeping of a later task start and by the scheduled tick (lib/runtime/housekeeping.ts), which
+ * also collects a foreground record its isolate died before deleting. Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
