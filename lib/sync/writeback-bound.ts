@@ -23,6 +23,7 @@
  * is still charged exactly (the commit, or each file).
  */
 import { ToolError } from "../shared/errors.js";
+import type { StorageDelta, StorageQuota } from "../workspace/workspace-types.js";
 import { quotaExceeded, type QuotaStanding } from "../limits/fields.js";
 
 /**
@@ -106,4 +107,41 @@ export class WriteBackBound {
     const max = quota === "storage_bytes" ? { bytes_allowed: this.maxBytes } : { files_allowed: this.maxFiles };
     return quotaExceeded(quota, usage, limit, what, true, { ...at, ...max });
   }
+}
+
+/**
+ * The plan's change charged ahead, in one round trip, for a put batch that carries the plan and so
+ * holds the whole write-back (put-server.ts): `open` before its first file is written charges the
+ * plan's new files and its bytes less what it replaces (refused: QUOTA_EXCEEDED, nothing of it is
+ * written; a write-back racing for the same room since the standing was asked is caught here).
+ * Then each file's charge is taken from what is left, with no round trip; one that does not fit in
+ * it goes to the limits object as before (a runner that under-declares is charged exactly), and
+ * `close` gives back what is left (a give-back of a failed write adds to it) when the request ends.
+ */
+export function chargedAhead(quota: StorageQuota, plan: WriteBackPlan): { quota: StorageQuota; open(): Promise<void>; close(): Promise<void> } {
+  const ahead = { files: plan.files, bytes: Math.max(0, plan.bytes - plan.replaces) };
+  const left = { files: 0, bytes: 0 };
+  let opened: Promise<void> | null = null;
+  const take = (d: StorageDelta) => void ((left.files -= d.files), (left.bytes -= d.bytes));
+  return {
+    quota: {
+      ...quota,
+      async charge(d) {
+        if (d.files <= left.files && d.bytes <= left.bytes) return take(d);
+        await quota.charge(d);
+      },
+      async settle(d) {
+        take(d); // a give-back (negative) adds to what is left: close gives it back
+      },
+    },
+    open: () =>
+      (opened ??= quota.charge(ahead).then(() => {
+        left.files = ahead.files;
+        left.bytes = ahead.bytes;
+      })),
+    async close() {
+      if (!opened || !(await opened.then(() => true, () => false))) return;
+      await quota.settle({ files: -left.files, bytes: -left.bytes });
+    },
+  };
 }
