@@ -10,22 +10,24 @@
  * No stage request and no commit starts after the deadline: what is left then is unsynced
  * (staged packs nobody commits are unreferenced: GC deletes them after its grace period).
  * Bounded by the storage quotas before anything is written: every stage request carries the plan
- * (the small files' total bytes, new files and the bytes they replace, from the walk) and the
- * run's running count (what it sent before), and the API refuses (QUOTA_EXCEEDED) a write-back
- * the quotas could not accept, before it writes the pack that would pass them (lib/sync/stage-bound.ts).
+ * of the whole write-back (writeback-plan.ts: the bytes of every file it writes, new files and the
+ * bytes they replace) and the run's running count (what it staged before), and the API refuses
+ * (QUOTA_EXCEEDED) a write-back the quotas could not accept, before it writes the pack that would
+ * pass them (lib/sync/writeback-bound.ts). A stage request answered means the plan was accepted:
+ * the ordinary path then sends it no more.
  * Refused: no stage request more, no commit, and none of these files goes the ordinary way (that
  * would write some of them up to the quota): each is skipped with the API's message.
  */
-import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
 import type { PutManyItem } from "../../lib/sync/put-batch.js";
 import type { SyncClient } from "../../lib/sync/types.js";
-import type { StagePlan } from "../../lib/sync/stage.js";
+import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
 import { isToolError } from "../../lib/shared/errors.js";
 import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";
+import { isSmall, type Sizes } from "./writeback-plan.js";
 
 /**
  * Fewer small created/modified files than this go the ordinary way; and fewer than 1 per
@@ -52,17 +54,6 @@ export interface PackedHooks {
   skip(c: Change, e: unknown): void;
 }
 
-/** The write-back's plan as the walk sees it (StagePlan less the running count): the small files' bytes, how many are new, and the bytes of the versions the modified ones replace. */
-function planOf(small: { c: Change; size: number }[]): Omit<StagePlan, "before"> {
-  const plan = { bytes: 0, files: 0, replaces: 0 };
-  for (const { c, size } of small) {
-    plan.bytes += size;
-    if (c.base) plan.replaces += c.base.size;
-    else plan.files++;
-  }
-  return plan;
-}
-
 /** Whether this run's write-back should be packed. */
 export const canPack = (sync: SyncClient, changes: Change[], workspaceFiles: number): boolean =>
   !!sync.stage && !!sync.commit && !!sync.putMany && changes.filter((c) => c.kind !== "deleted").length >= threshold(workspaceFiles);
@@ -75,18 +66,23 @@ export const canPack = (sync: SyncClient, changes: Change[], workspaceFiles: num
 export interface PackedOutcome {
   rest: Change[];
   refused: unknown;
+  /** A stage request carrying the plan was answered: the API accepted the write-back's plan. */
+  planned: boolean;
 }
 
-/** Writes back `changes` (created/modified) through stage + commit; says what is left for the ordinary path, or that the quotas refused the write-back. */
-export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number): Promise<PackedOutcome> {
+/**
+ * Writes back `changes` (created/modified; `sizes` as stat'ed, `plan` the whole write-back's) through stage + commit;
+ * says what is left for the ordinary path, or that the quotas refused the write-back.
+ */
+export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number, sizes: Sizes, whole: WriteBackPlan): Promise<PackedOutcome> {
   const rest: Change[] = [];
   const small: { c: Change; size: number }[] = [];
-  await pool(READS, changes, async (c) => {
-    const st = await fs.lstat(join(tree, c.path)).catch(() => null);
-    if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ c, size: st.size });
+  for (const c of changes) {
+    const size = sizes.get(c.path);
+    if (isSmall(size)) small.push({ c, size });
     else rest.push(c);
-  });
-  if (small.length < threshold(workspaceFiles)) return { rest: changes, refused: null };
+  }
+  if (small.length < threshold(workspaceFiles)) return { rest: changes, refused: null, planned: false };
   small.sort((a, b) => (a.c.path < b.c.path ? -1 : 1));
   const batches: (typeof small)[] = [];
   let bytes = 0;
@@ -105,7 +101,8 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   let unsupported = false;
   /** The storage quotas' refusal of the write-back (the API's QUOTA_EXCEEDED): nothing more is staged or committed. */
   let refused: unknown = null;
-  const plan = { ...planOf(small), before: { bytes: 0, files: 0 } };
+  const plan = { ...whole, before: { bytes: 0, files: 0 } };
+  let planned = false;
   await pool(STAGES_IN_FLIGHT, batches, async (b) => {
     const cs = b.map((x) => x.c);
     if (refused) return void cs.forEach((c) => hooks.skip(c, refused));
@@ -149,6 +146,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
       unsupported = true;
       return void rest.push(...sent.map((s) => s.c));
     }
+    planned = true;
     log(`stage ${items.length} files ${Date.now() - t0} ms`);
     const n = receipts.push(r.receipt) - 1;
     r.files.forEach((f, i) => {
@@ -158,9 +156,9 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   });
   if (refused) {
     for (const s of staged) hooks.skip(s.c, refused); // staged by requests answered before the refusal: never committed (GC takes their packs)
-    return { rest, refused };
+    return { rest, refused, planned };
   }
-  if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return { rest, refused: null };
+  if (!staged.length || !hooks.inTime(staged.map((s) => s.c))) return { rest, refused: null, planned };
   // The commit answers in receipt order, each receipt's files in the order staged.
   staged.sort((a, b) => a.n - b.n);
   let results;
@@ -171,9 +169,9 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   } catch (e) {
     for (const s of staged) hooks.skip(s.c, e); // the outcome is unknown: settle syncs the slot with storage
     // The commit's charge refused (a write landed between the stages and the commit): refused whole, as a stage's refusal is.
-    return { rest, refused: isToolError(e) && e.code === "QUOTA_EXCEEDED" ? e : null };
+    return { rest, refused: isToolError(e) && e.code === "QUOTA_EXCEEDED" ? e : null, planned };
   }
-  if (!results) return { rest: [...rest, ...staged.map((s) => s.c)], refused: null };
+  if (!results) return { rest: [...rest, ...staged.map((s) => s.c)], refused: null, planned };
   await pool(READS, [...results.entries()], async ([i, r]) => {
     const { c, hash, size } = staged[i]!;
     try {
@@ -185,5 +183,5 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
       hooks.skip(c, e);
     }
   });
-  return { rest, refused: null };
+  return { rest, refused: null, planned };
 }

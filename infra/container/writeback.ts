@@ -17,6 +17,12 @@
  * packs and commits them with one switch of the layer pointer; what that leaves (files an upper
  * object stands at, an API without the routes) goes the way described above.
  *
+ * All or nothing against the storage quotas (writeback-plan.ts): the API is told the whole
+ * write-back's plan (its files' bytes, new paths, the bytes they replace) before anything is
+ * written, with the first stage request or put batch (or a put batch of no file ahead of the
+ * rest); refused (QUOTA_EXCEEDED), none of the run's changes is written back, deletes included,
+ * and each is skipped with the API's message. A write-back of one change sends no plan.
+ *
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
  * written). What is left is returned as `unsynced`: those changes are not in the workspace.
@@ -26,6 +32,8 @@
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
+import { isToolError } from "../../lib/shared/errors.js";
+import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
 import { PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/sync/put-batch.js";
 import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js";
 import type { SyncClient } from "../../lib/sync/types.js";
@@ -34,6 +42,7 @@ import type { Change } from "./changes.js";
 import { pool, type FileState } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
 import { canPack, packedWriteBack } from "./writeback-packed.js";
+import { isSmall, planOf, planWay, sizesOf } from "./writeback-plan.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
@@ -157,8 +166,13 @@ export async function writeBack(opts: {
     }
   };
 
+  /** The plan the next put batch carries (the write-back's only batch: planWay "batch"), and the refusal of it (then nothing more is written). */
+  let planWith: WriteBackPlan | undefined;
+  let refusedWhole: unknown = null;
   /** One put batch: read (a file that is no longer small goes alone), send, record per file. */
   const putBatch = async (cs: Change[]) => {
+    const plan = planWith;
+    planWith = undefined;
     if (!inTime(cs)) return;
     const items: PutManyItem[] = [];
     const sent: { c: Change; hash: string }[] = [];
@@ -175,7 +189,7 @@ export async function writeBack(opts: {
     }));
     if (items.length) {
       try {
-        const rs = await sync.putMany!(items);
+        const rs = await sync.putMany!(items, plan);
         if (rs === null) alone.push(...sent.map((s) => s.c));
         for (const [i, r] of (rs ?? []).entries()) {
           const { c, hash } = sent[i]!;
@@ -188,7 +202,11 @@ export async function writeBack(opts: {
           }
         }
       } catch (e) {
-        for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx): not written as far as we know
+        for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx, the plan refused): not written as far as we know
+        if (plan && isToolError(e) && e.code === "QUOTA_EXCEEDED") {
+          refusedWhole = e;
+          return void alone.forEach((c) => skip(c, e));
+        }
       }
     }
     await singles(alone.sort((a, b) => (a.path < b.path ? -1 : 1)));
@@ -198,24 +216,41 @@ export async function writeBack(opts: {
     if (!cs.length) return;
     const small: (Change & { size: number })[] = [];
     const large: Change[] = [];
-    await Promise.all(cs.map(async (c) => {
-      const st = await fs.lstat(abs(c)).catch(() => null);
-      if (st && st.isFile() && st.size <= BATCH_MAX_FILE_BYTES) small.push({ ...c, size: st.size });
+    for (const c of cs) {
+      const size = sizes.get(c.path);
+      if (isSmall(size)) small.push({ ...c, size });
       else large.push(c); // alone: large, or not a file any more (single says why)
-    }));
+    }
     small.sort((a, b) => (a.path < b.path ? -1 : 1));
     for (const b of batchesOf(small, PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES)) await putBatch(b);
     await singles(large.sort((a, b) => (a.path < b.path ? -1 : 1)));
   };
 
+  // The sizes of the files written, and the whole write-back's plan (told to the API before anything is written).
+  const writes = accepted.filter((c) => c.kind !== "deleted");
+  const sizes = await sizesOf(opts.tree, writes);
+  const plan = planOf(writes, sizes);
   // Many small created/modified files: into packs, one commit (writeback-packed.ts); the rest below.
   let ordinary = accepted;
+  let planned = false;
   if (canPack(sync, accepted, opts.workspaceFiles ?? 0)) {
-    const packed = await packedWriteBack(opts.tree, accepted.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0);
+    const packed = await packedWriteBack(opts.tree, writes, sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0, sizes, plan);
     const left = new Set(packed.rest);
     ordinary = accepted.filter((c) => c.kind === "deleted" || left.has(c));
+    planned = packed.planned;
     // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
     if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
+  }
+  // File by file: the plan with the only put batch, or alone before the rest (refused: none of it is written, deletes included).
+  const way = planned || !sync.putMany || !sync.deleteMany ? "none" : planWay(ordinary, sizes, GROUP_FILES);
+  if (way === "batch") planWith = plan;
+  else if (way === "first" && now() < opts.deadline) {
+    try {
+      await sync.putMany!([], plan);
+    } catch (e) {
+      if (isToolError(e) && e.code === "QUOTA_EXCEEDED") for (const c of ordinary.splice(0)) skip(c, e);
+      // Else (an API older than plans, a failed request): each file is still charged as it is written.
+    }
   }
   if (!sync.putMany || !sync.deleteMany) {
     // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
@@ -225,7 +260,12 @@ export async function writeBack(opts: {
     for (let i = 0; i < ordinary.length; i += GROUP_FILES) groups.push(ordinary.slice(i, i + GROUP_FILES));
     await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
       if (!inTime(g)) return;
-      await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
+      const deletes = g.filter((c) => c.kind === "deleted");
+      if (!planWith) return void (await Promise.all([deleteBatch(deletes), puts(g.filter((c) => c.kind !== "deleted"))]));
+      // The write-back's only batch carries the plan: its deletes wait for the answer (refused: none of them goes).
+      await puts(g.filter((c) => c.kind !== "deleted"));
+      if (refusedWhole) deletes.forEach((c) => skip(c, refusedWhole));
+      else await deleteBatch(deletes);
     });
   }
   for (const list of [out.created, out.modified, out.deleted]) list.sort();

@@ -15,7 +15,7 @@
  *   PUT    /v1/sync/files/<dir>/        (empty body)             → { etag } | 412  (an explicit directory: its marker)
  *   DELETE /v1/sync/files/<dir>/        If-Match                 → 204 | 412
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/layout/modes.ts)
- *   POST   /v1/sync/put    frames of many small files → a result per file  (lib/sync/put-batch.ts)
+ *   POST   /v1/sync/put[?<plan>] frames of many small files → a result per file  (lib/sync/put-batch.ts; the plan: writeback-bound.ts)
  *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
  *   POST   /v1/sync/stage?<plan> frames (as put), into one pack → a result per file + receipt  (lib/sync/stage.ts)
  *   POST   /v1/sync/commit {receipts}                  → a result per staged file (one layer switch)
@@ -27,7 +27,8 @@ import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
 import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
-import { commitResults, stagePlanQuery, stageResults } from "./stage.js";
+import { commitResults, stageResults } from "./stage.js";
+import { planQuery } from "./writeback-bound.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
@@ -69,8 +70,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
     }
     if (res.status === 413) {
       const text = await res.text().catch(() => "");
-      const error = quotaRefusal(text);
-      if (error) throw new ToolError("QUOTA_EXCEEDED", error.message, { ...error.details, status: 413 });
+      throwQuotaRefusal(text);
       throw new ToolError("INTERNAL", `Workspace sync failed (${route}): HTTP 413 ${text.slice(0, 300)}`, { status: 413 });
     }
     if (!res.ok) await fail(res, route);
@@ -82,9 +82,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
    * (a conditional write sent twice would conflict with itself). A refused batch (4xx) that
    * still lists what happened to its first files keeps those outcomes.
    */
-  async function writeBatch(route: string, init: RequestInit): Promise<{ body: unknown; why: string } | null> {
+  async function writeBatch(route: string, init: RequestInit, query = ""): Promise<{ body: unknown; why: string } | null> {
     if (noWriteBatches) return null;
-    const res = await call("POST", `${base}/${route}`, init);
+    const res = await call("POST", `${base}/${route}${query}`, init);
     if (res.status === 404 || res.status === 405) {
       await res.body?.cancel();
       noWriteBatches = true;
@@ -92,6 +92,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
     }
     if (res.ok) return { body: await res.json(), why: "no answer for this file" };
     const text = await res.text().catch(() => "");
+    if (res.status === 413) throwQuotaRefusal(text); // the write-back's plan refused: nothing of it was written
     let body: { files?: unknown; error?: { message?: string } } | null = null;
     try {
       body = JSON.parse(text);
@@ -191,15 +192,15 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       if (!res.ok || !res.body) await fail(res, "batch fetch");
       return readFrames(res.body!, paths.map((p) => normalizeFilePath(p)), !!etags);
     },
-    async putMany(files) {
+    async putMany(files, plan) {
       const paths = files.map((f) => normalizeFilePath(f.path));
       const init = { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit;
-      const a = await writeBatch("put", init);
+      const a = await writeBatch("put", init, plan ? planQuery(plan) : "");
       return a && putResults(a.body, paths, a.why);
     },
     async stage(files, plan) {
       const paths = files.map((f) => normalizeFilePath(f.path));
-      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, plan ? stagePlanQuery(plan) : "");
+      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, plan ? planQuery(plan) : "");
       return body === null ? null : stageResults(body, paths);
     },
     async commit(receipts, paths) {
@@ -266,6 +267,12 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       return (await res.json()) as ExecModes;
     },
   };
+}
+
+/** Throws the API's own QUOTA_EXCEEDED (its message and details: what the model reads) when the answer's body is one. */
+function throwQuotaRefusal(text: string): void {
+  const error = quotaRefusal(text);
+  if (error) throw new ToolError("QUOTA_EXCEEDED", error.message, { ...error.details, status: 413 });
 }
 
 /** The API's QUOTA_EXCEEDED error of an answer's body, or null (another error, or not the API's envelope). */

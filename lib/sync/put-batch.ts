@@ -1,7 +1,7 @@
 /**
  * Batched write-back, the wire format of both ends (bundles for Workers):
  *
- *   POST /v1/sync/put     application/vnd.toolshed.files: one frame per file, the framing of
+ *   POST /v1/sync/put[?<plan>] application/vnd.toolshed.files: one frame per file, the framing of
  *                         the batch fetch (lib/sync/batch.ts): u32 (big-endian) length of a JSON
  *                         header {path, size, if_match?: etag | create?: true}, then `size` bytes.
  *                         → { files: [{path, etag} | {path, conflict: true} | {path, error}] }
@@ -12,6 +12,9 @@
  * all; a delete batch at most DELETE_BATCH_MAX_FILES. Refusals are per file (a bad path, a
  * missing condition): the batch's other files are written. A malformed or oversized body stops
  * the batch where it is: the answer (HTTP 400) still lists what happened to the files before.
+ * A batch may carry the write-back's plan in its query (lib/sync/writeback-bound.ts): the API then
+ * refuses the whole write-back (413 QUOTA_EXCEEDED, no file written) when the storage quotas could
+ * not accept it; such a batch may hold no file (the plan alone, sent before the write-back starts).
  */
 import { ToolError } from "../shared/errors.js";
 import { BATCH_CONTENT_TYPE, BATCH_MAX_FILE_BYTES } from "./batch.js";
@@ -107,9 +110,11 @@ class ByteReader {
 /**
  * The frames of a put batch as they arrive (the body is never read whole). Throws
  * INVALID_ARGUMENT / PAYLOAD_TOO_LARGE when the framing is broken or over the limits, at the
- * frame where it happens: frames yielded before are the caller's to finish.
+ * frame where it happens: frames yielded before are the caller's to finish. `empty`: a body of no
+ * frame is allowed (a batch that only carries the write-back's plan).
  */
-export async function* readPutFrames(body: ReadableStream<Uint8Array> | null, limits: { files: number; bytes: number } = { files: PUT_BATCH_MAX_FILES, bytes: PUT_BATCH_MAX_BYTES }): AsyncGenerator<PutFrame> {
+export async function* readPutFrames(body: ReadableStream<Uint8Array> | null, limits: { files: number; bytes: number; empty?: boolean } = { files: PUT_BATCH_MAX_FILES, bytes: PUT_BATCH_MAX_BYTES }): AsyncGenerator<PutFrame> {
+  if (!body && limits.empty) return;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "A put batch needs a body of frames.");
   const reader = body.getReader();
   const bytes = new ByteReader(reader);
@@ -139,7 +144,7 @@ export async function* readPutFrames(body: ReadableStream<Uint8Array> | null, li
       if (!content) throw new ToolError("INVALID_ARGUMENT", "The put batch ends inside a frame; send the batch again.");
       yield { path: head.path, ifMatch: head.if_match, create: head.create, bytes: content };
     }
-    if (files === 0) throw new ToolError("INVALID_ARGUMENT", "A put batch needs at least one frame.");
+    if (files === 0 && !limits.empty) throw new ToolError("INVALID_ARGUMENT", "A put batch needs at least one frame.");
   } finally {
     await reader.cancel().catch(() => {});
   }

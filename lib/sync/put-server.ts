@@ -3,18 +3,24 @@
  * handleSync for a verified token: tenant and workspace come from the token only, every path
  * goes through normalizeFilePath, each file is written or deleted conditionally exactly as the
  * single routes do. The Workspace defers its changes, so the search index gets ONE segment per
- * batch (SearchIndexer.changedBatch), not one per file.
+ * batch (SearchIndexer.changedBatch), not one per file. A put batch with the write-back's plan in
+ * its query is bounded first (lib/sync/writeback-bound.ts, one round trip to the limits object):
+ * a write-back the storage quotas could not accept whole is refused (413 QUOTA_EXCEEDED) before
+ * the body is read, so nothing of it is written. Its files are then charged at once before the
+ * first is written (chargedAhead: one round trip for the batch, and a write-back racing for the
+ * same room is refused whole here), each file taken from that charge, what is left given back.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
 import { RecordStore } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
 import { quotaOf, quotaOpt } from "../workspace/quota.js";
-import { DELETE_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./put-batch.js";
+import { DELETE_BATCH_MAX_FILES, PUT_BATCH_MAX_BYTES, PUT_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
+import { chargedAhead, readPlan, WriteBackBound } from "./writeback-bound.js";
 
 /** Files of one batch written at once. */
 const PARALLEL = 6;
@@ -31,15 +37,23 @@ const isConflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED"
 /** Serves POST /v1/sync/put and POST /v1/sync/delete. */
 export async function handleWriteBatch(req: Request, route: "put" | "delete", claims: SyncClaims, deps: SyncServerDeps): Promise<Response> {
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
+  const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver);
+  // The write-back's plan (its first batch): refused whole, before anything is read or written, when the quotas could not accept it.
+  const plan = route === "put" ? readPlan(new URL(req.url).searchParams) : null;
+  const standing = plan && quota ? await quota.standing() : null;
+  if (plan && standing) new WriteBackBound(standing, plan).declared();
+  // Its files (the whole write-back) charged at once before the first is written, then taken from that charge.
+  const ahead = plan && standing && quota ? chargedAhead(quota, plan) : null;
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver)) });
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? quota) });
   try {
-    return route === "put" ? await putBatch(req, ws) : await deleteBatch(req, ws);
+    return route === "put" ? await putBatch(req, ws, plan !== null, ahead) : await deleteBatch(req, ws);
   } finally {
     // Whatever was written, even by a batch cut short, reaches the index as one segment and the undo record.
     await ws.flushChanges();
     await commitSyncJournal(undo);
+    await ahead?.close();
   }
 }
 
@@ -63,13 +77,17 @@ async function putOne(ws: Workspace, f: PutFrame): Promise<PutAnswer> {
   }
 }
 
-/** Writes frames as they arrive, PARALLEL at a time; a broken body stops the batch where it is (400, with what was done). */
-async function putBatch(req: Request, ws: Workspace): Promise<Response> {
+/**
+ * Writes frames as they arrive, PARALLEL at a time; a broken body stops the batch where it is (400, with what was done).
+ * `planned`: it carried the plan, and may hold no frame; `ahead`: the plan's charge, made before the first frame is written.
+ */
+async function putBatch(req: Request, ws: Workspace, planned: boolean, ahead: { open(): Promise<void> } | null): Promise<Response> {
   const answers: PutAnswer[] = [];
   const running = new Set<Promise<void>>();
   let broken: ToolError | null = null;
   try {
-    for await (const frame of readPutFrames(req.body)) {
+    for await (const frame of readPutFrames(req.body, { files: PUT_BATCH_MAX_FILES, bytes: PUT_BATCH_MAX_BYTES, empty: planned })) {
+      await ahead?.open(); // refused: nothing of the batch is written (413)
       while (running.size >= PARALLEL) await Promise.race(running);
       const i = answers.length;
       answers.push({ path: String(frame.path), error: { code: "INTERNAL", message: "not written" } });

@@ -2,7 +2,7 @@
  * The server side of packed write-back (wire: lib/sync/stage.ts), mounted by handleSync for a
  * verified token: tenant, workspace and run come from the token only.
  *
- * stage: bounded by the storage quotas first (stage-bound.ts: the runner's plan in the query, where
+ * stage: bounded by the storage quotas first (writeback-bound.ts: the runner's plan in the query, where
  * the quotas stand, one round trip): a write-back that would pass them is refused with
  * QUOTA_EXCEEDED before this request's pack is written (the packs of the run's earlier requests
  * are left unreferenced, as for any staged file never committed: GC deletes them). Then the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
@@ -28,8 +28,8 @@ import { PackWriter } from "../layers/pack-writer.js";
 import { readPutFrames } from "./put-batch.js";
 import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
-import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, readStagePlan, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
-import { StageBound } from "./stage-bound.js";
+import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
+import { readPlan, WriteBackBound } from "./writeback-bound.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 
@@ -48,10 +48,10 @@ export async function handleStaging(req: Request, route: "stage" | "commit", cla
 
 async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
   // Where the storage quotas stand, and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
-  const plan = readStagePlan(new URL(req.url).searchParams);
+  const plan = readPlan(new URL(req.url).searchParams);
   const quota = runQuota(claims, deps);
   const standing = quota ? await quota.standing() : null;
-  const bound = standing ? new StageBound(standing, plan) : null;
+  const bound = standing ? new WriteBackBound(standing, plan) : null;
   bound?.declared();
   const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
   const writer = new PackWriter(storage, claims.t);

@@ -12,10 +12,10 @@
  *                         `alone`: its condition holds but an upper object stands at the path, so
  *                         the ordinary per-file conditional write (POST /v1/sync/put) must do it.
  *
- * A stage request carries the write-back's plan in its query (StagePlan: what the whole packed
- * write-back stages, and what the run sent before this request): the server refuses with
+ * A stage request carries the write-back's plan in its query (WriteBackPlan: what the whole
+ * write-back writes, and what the run staged before this request): the server refuses with
  * QUOTA_EXCEEDED, before it writes this request's pack, when the plan or the running count would
- * pass what the storage quotas could accept (lib/sync/stage-bound.ts).
+ * pass what the storage quotas could accept (lib/sync/writeback-bound.ts).
  *
  * A receipt is `<base64url(JSON)>.<HMAC>` under the sync secret (domain-separated from tokens):
  * it binds tenant, workspace and run to the staged entries (path, condition, etag, size, pack,
@@ -32,41 +32,6 @@ export const STAGE_MAX_BYTES = 8 * 1024 * 1024;
 /** A commit names at most this many files (the runner's max_writeback_files) in a body of at most COMMIT_MAX_BYTES. */
 export const COMMIT_MAX_FILES = 100_000;
 export const COMMIT_MAX_BYTES = 48 * 1024 * 1024;
-
-/**
- * What the runner declares with each stage request: the whole packed write-back (the walk's sizes
- * of the small files it stages, how many of them are new paths, the bytes of the versions the
- * modified ones replace) and the run's running count (bytes and new files of the stage requests it
- * sent before this one). Absent (an older runner): the request is bounded on its own.
- */
-export interface StagePlan {
-  bytes: number;
-  files: number;
-  replaces: number;
-  before: { bytes: number; files: number };
-}
-
-const PLAN_FIELDS = { bytes: "total_bytes", files: "new_files", replaces: "replaced_bytes" } as const;
-const BEFORE_FIELDS = { bytes: "staged_bytes", files: "staged_files" } as const;
-
-/** The plan as the stage request's query string ("?total_bytes=…"). */
-export function stagePlanQuery(plan: StagePlan): string {
-  const q = new URLSearchParams();
-  for (const [k, name] of Object.entries(PLAN_FIELDS)) q.set(name, String(plan[k as keyof typeof PLAN_FIELDS]));
-  for (const [k, name] of Object.entries(BEFORE_FIELDS)) q.set(name, String(plan.before[k as keyof typeof BEFORE_FIELDS]));
-  return `?${q}`;
-}
-
-/** The plan of a stage request's query; null when it has none (an older runner); INVALID_ARGUMENT when it is malformed. */
-export function readStagePlan(query: URLSearchParams): StagePlan | null {
-  if (!query.has(PLAN_FIELDS.bytes)) return null;
-  const num = (name: string) => {
-    const v = Number(query.get(name));
-    if (!query.has(name) || !Number.isSafeInteger(v) || v < 0) throw new ToolError("INVALID_ARGUMENT", `The stage request's ${name} must be a whole number from 0 (the packed write-back's plan: ${[...Object.values(PLAN_FIELDS), ...Object.values(BEFORE_FIELDS)].join(", ")}); nothing was staged.`);
-    return v;
-  };
-  return { bytes: num(PLAN_FIELDS.bytes), files: num(PLAN_FIELDS.files), replaces: num(PLAN_FIELDS.replaces), before: { bytes: num(BEFORE_FIELDS.bytes), files: num(BEFORE_FIELDS.files) } };
-}
 
 export type StageResult = { path: string; ok: true; etag: string } | { path: string; ok: false; error: string };
 export type CommitResult = { path: string; ok: true; etag: string } | { path: string; ok: false; conflict: true } | { path: string; ok: false; alone: true } | { path: string; ok: false; error: string };

@@ -5,7 +5,8 @@
  */
 import type { BatchFile } from "./batch.js";
 import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.js";
-import type { CommitResult, StagePlan, StageResult } from "./stage.js";
+import type { CommitResult, StageResult } from "./stage.js";
+import type { WriteBackPlan } from "./writeback-bound.js";
 import type { ExecModes, ModesDelta } from "../layout/modes.js";
 
 /** How a run reaches the sync API: its URL and the run's token (part of the run request, lib/exec/types.ts RunRequest). */
@@ -138,9 +139,11 @@ export interface SyncClient {
   /**
    * Many small files (up to 1 MiB each) in one request, each conditional like put; a result per
    * file in the order given (lib/sync/put-batch.ts). null when the other end has no batches
-   * (an older API): use put. Absent: this client has none.
+   * (an older API): use put. Absent: this client has none. `plan`: the whole write-back (on its
+   * first batch, which may hold no file): the API throws QUOTA_EXCEEDED, before it writes any
+   * file, when the storage quotas could not accept it whole (lib/sync/writeback-bound.ts).
    */
-  putMany?(files: PutManyItem[]): Promise<PutManyResult[] | null>;
+  putMany?(files: PutManyItem[], plan?: WriteBackPlan): Promise<PutManyResult[] | null>;
   /**
    * Packed write-back (lib/sync/stage.ts): many small files into one new pack, nothing
    * visible yet; a result per file and a receipt. null when the other end has no such route (an
@@ -148,7 +151,7 @@ export interface SyncClient {
    * run's count so far (the API refuses with QUOTA_EXCEEDED, before it writes, what the storage
    * quotas could not accept).
    */
-  stage?(files: PutManyItem[], plan?: StagePlan): Promise<{ files: StageResult[]; receipt: string } | null>;
+  stage?(files: PutManyItem[], plan?: WriteBackPlan): Promise<{ files: StageResult[]; receipt: string } | null>;
   /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
   commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */

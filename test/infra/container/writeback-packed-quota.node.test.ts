@@ -1,6 +1,6 @@
 /**
  * A packed write-back past the storage quotas is refused before it writes (issue #28 §2;
- * lib/sync/stage-bound.ts): the real runner and bubblewrap sandbox, the app's /v1/sync over memory
+ * lib/sync/writeback-bound.ts): the real runner and bubblewrap sandbox, the app's /v1/sync over memory
  * storage with the limits in memory, every storage PUT counted by kind. Before the bound, a command
  * writing 300 files of 64 KiB (18.75 MiB) under a 1 MiB quota wrote 4 packs (18.75 MiB) before the
  * commit's charge refused them; now its first stage requests are refused on the plan: no pack.

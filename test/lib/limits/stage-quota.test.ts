@@ -1,5 +1,5 @@
 /**
- * The stage route bounded by the storage quotas (issue #28 §2; lib/sync/stage-bound.ts), through the
+ * The stage route bounded by the storage quotas (issue #28 §2; lib/sync/writeback-bound.ts), through the
  * real app, the LIMITS Durable Object and local R2, every pack PUT counted (as import-quota.test.ts):
  * a stage request whose plan passes what the quotas could accept is refused before its body is read;
  * a runner that under-declares is stopped by its running count before the pack that would pass;
@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import type { PutManyItem } from "../../../lib/sync/put-batch.js";
-import type { StagePlan } from "../../../lib/sync/stage.js";
+import type { WriteBackPlan } from "../../../lib/sync/writeback-bound.js";
 import { packCountingApp } from "../../support/pack-counting-app.js";
 import { admin, newTenant, testApp, type Tenant } from "../../helpers.js";
 import { snapshot } from "../archive/helpers.js";
@@ -29,7 +29,7 @@ async function client(app: ReturnType<typeof testApp>, t: Tenant, run = "run1") 
 const bytes = (n: number, fill = 120) => new Uint8Array(n).fill(fill);
 const items = (prefix: string, n: number, size: number, ifMatch?: Record<string, string>): PutManyItem[] =>
   Array.from({ length: n }, (_, i) => ({ path: `${prefix}${i}.bin`, bytes: bytes(size), ...(ifMatch ? { ifMatch: ifMatch[`${prefix}${i}.bin`]! } : { ifNoneMatch: "*" as const }) }));
-const plan = (p: Partial<StagePlan>): StagePlan => ({ bytes: 0, files: 0, replaces: 0, before: { bytes: 0, files: 0 }, ...p });
+const plan = (p: Partial<WriteBackPlan>): WriteBackPlan => ({ bytes: 0, files: 0, replaces: 0, before: { bytes: 0, files: 0 }, ...p });
 
 async function refusal(p: Promise<unknown>, quota: string, usage: number, limit: number) {
   const e = (await p.then(() => null, (x: unknown) => x)) as { code: string; message: string; details: Record<string, unknown> } | null;

@@ -1,0 +1,60 @@
+/**
+ * The write-back's plan (lib/sync/writeback-bound.ts): what the run's created and modified files
+ * add up to, from one lstat per file after the command (the sizes the write-back then uses to
+ * split its files into batches). The API checks it against the storage quotas before anything is
+ * written, so a write-back past a quota is refused whole, packed or file by file: the packed path
+ * sends it with every stage request (writeback-packed.ts); the file-by-file path with its only put
+ * batch (its deletes after it), or in a put batch of no file before anything else (planWay). A write-back of one change
+ * sends none: one file is written whole or refused by its own charge, as before.
+ */
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
+import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
+import { PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES } from "../../lib/sync/put-batch.js";
+import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
+import type { Change } from "./changes.js";
+import { pool } from "./tree.js";
+
+/** Files stat'ed at once. */
+const STATS = 16;
+
+/** Each written path's size, or null when it is not a regular file any more (written alone: single says why). */
+export type Sizes = Map<string, number | null>;
+
+export async function sizesOf(tree: string, writes: Change[]): Promise<Sizes> {
+  const sizes: Sizes = new Map();
+  await pool(STATS, writes, async (c) => {
+    const st = await fs.lstat(join(tree, c.path)).catch(() => null);
+    sizes.set(c.path, st && st.isFile() ? st.size : null);
+  });
+  return sizes;
+}
+
+/** Written in a put batch or a stage request (else alone, streamed). */
+export const isSmall = (size: number | null | undefined): size is number => size != null && size <= BATCH_MAX_FILE_BYTES;
+
+/** The plan of writing `writes` (the run's running count at 0): their bytes, how many are new paths, the bytes of the versions the modified ones replace. */
+export function planOf(writes: Change[], sizes: Sizes): WriteBackPlan {
+  const plan = { bytes: 0, files: 0, replaces: 0, before: { bytes: 0, files: 0 } };
+  for (const c of writes) {
+    const size = sizes.get(c.path);
+    if (size == null) continue;
+    plan.bytes += size;
+    if (c.base) plan.replaces += c.base.size;
+    else plan.files++;
+  }
+  return plan;
+}
+
+/**
+ * How the file-by-file write-back of `changes` carries the plan: "none" (nothing is written, or one
+ * change is all: whole by itself), "batch" (one group of at most `group` changes whose writes are
+ * one put batch: the plan rides with it, its deletes go once it is answered, no request more),
+ * "first" (a put batch of no file, answered before anything else is sent).
+ */
+export function planWay(changes: Change[], sizes: Sizes, group: number): "none" | "batch" | "first" {
+  const writes = changes.filter((c) => c.kind !== "deleted").map((c) => ({ size: sizes.get(c.path) }));
+  if (changes.length < 2 || !writes.length) return "none";
+  if (changes.length <= group && writes.every((w) => isSmall(w.size)) && batchesOf(writes as { size: number }[], PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES).length === 1) return "batch";
+  return "first";
+}
