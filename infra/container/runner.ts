@@ -14,7 +14,7 @@ import type { ClaimRider, SyncClient } from "../../lib/sync/types.js";
 import { OutputCollector } from "./output.js";
 import { watchDisk } from "./disk-quota.js";
 import { keepFullOutput } from "./output-log.js";
-import { makeShellDir, readShellState, wrapCommand } from "./shell-state.js";
+import { makeShellDir, readShellState, wrapCommand, type ShellDir } from "./shell-state.js";
 import type { Sandbox } from "./sandbox.js";
 import type { SandboxExit } from "./sandbox-spec.js";
 import { conditionalManifest } from "../../lib/sync/view.js";
@@ -69,21 +69,23 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const overQuota = new AbortController();
     // The tree is bound by path when the sandbox starts: it moves first, and is reconciled where it is bound.
     const home = slot.tree;
-    const staged = await stageTree(home, deps.stageDir);
-    slot.tree = staged.path;
-    // The session's shell: restored before the command, its end state saved in a scratch directory outside the tree.
-    const shellDir = req.shell ? await makeShellDir(deps.stageDir, deps.owner) : null;
-    const command = req.shell && shellDir ? wrapCommand(req.command, req.shell, deps.sandbox.shellPath(shellDir.path), cwd) : req.command;
     let go!: (ready: boolean) => void;
     const gate = new Promise<boolean>((r) => (go = r));
     let disk: ReturnType<typeof watchDisk> | null = null;
+    let shellDir: ShellDir | null = null;
     let exit: SandboxExit;
     let synced: SyncedIn;
     let cwdMade: Set<string>;
     let syncInMs: number;
     let tManifest = t0;
     let baseBytes = 0;
+    // From here to the restore, whatever throws puts the tree back and leaves nothing in the staging directory.
+    const staged = await stageTree(home, deps.stageDir);
     try {
+      slot.tree = staged.path;
+      // The session's shell: restored before the command, its end state saved in a scratch directory outside the tree.
+      shellDir = req.shell ? await makeShellDir(deps.stageDir, deps.owner) : null;
+      const command = req.shell && shellDir ? wrapCommand(req.command, req.shell, deps.sandbox.shellPath(shellDir.path), cwd) : req.command;
       const running = deps.sandbox.run({
         tree: staged.path, cwd, command, ...(shellDir ? { shellDir: shellDir.path } : {}), env: req.env ?? {}, home: gitHomeFiles(req.git), network: req.network === true, apiUrl: req.sync.url, limits, ...(req.egress_secrets ? { egressSecrets: req.egress_secrets } : {}), ...(req.egress_domains ? { egressDomains: req.egress_domains } : {}),
         timeoutMs: req.timeout_ms, onStdout: out.out, onStderr: out.err, gate,
@@ -108,11 +110,13 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
         await running.catch(() => {});
         await out.close();
         if (out.hasLog) await fs.rm(logPath, { force: true });
-        await shellDir?.drop();
         throw e;
       }
       go(true);
       exit = await running;
+    } catch (e) {
+      await shellDir?.drop(); // the sandbox has ended (or never started)
+      throw e;
     } finally {
       disk?.stop();
       slot.tree = home;

@@ -25,12 +25,22 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Largest file of the scratch directory read back; a bigger one (the command wrote it, or its state is huge) counts as over the bound. */
 const MAX_FILE_BYTES = 4 * MAX_SHELL_STATE_BYTES;
 
+/** A run's scratch directory for its shell's state, in the staging directory. */
+export interface ShellDir {
+  path: string;
+  drop: () => Promise<void>;
+}
+
 /** The run's scratch directory for its shell's state: made fresh, writable by the command's user, removed by `drop`. */
-export async function makeShellDir(parent: string, owner: Owner): Promise<{ path: string; drop: () => Promise<void> }> {
+export async function makeShellDir(parent: string, owner: Owner): Promise<ShellDir> {
   const path = join(parent, opaqueName("sh-")); // the sandbox's mountinfo shows it
+  const drop = () => fs.rm(path, { recursive: true, force: true });
   await fs.mkdir(path, { mode: 0o700 });
-  if (owner) await fs.chown(path, owner.uid, owner.gid);
-  return { path, drop: () => fs.rm(path, { recursive: true, force: true }) };
+  if (owner) await fs.chown(path, owner.uid, owner.gid).catch(async (e: unknown) => {
+    await drop(); // nothing left in the staging directory
+    throw e;
+  });
+  return { path, drop };
 }
 
 /** `"${!A@}" ... "${!_@}"`: the names of every set shell variable, one word each whatever IFS holds (a name starts with a letter or `_`). */

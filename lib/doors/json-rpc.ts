@@ -5,11 +5,30 @@
  * error: {code, message, data?}, id}`, as JSON; id null where the request's id is unknown (no JSON)
  * or names no one request.
  */
-import type { ToolError } from "../shared/errors.js";
+import type { ErrorCode, ToolError } from "../shared/errors.js";
+import { toToolError } from "../contract/errors.js";
 import { isObject } from "../shared/is-object.js";
 
 /** JSON-RPC 2.0's and the SDKs' codes used here. */
-export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, serverError: -32000 } as const;
+export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, internalError: -32603, serverError: -32000 } as const;
+
+/** What the request named wrong: its params (a bad or unknown task id, a tool the key may not use). */
+const BAD_PARAMS: ReadonlySet<ErrorCode> = new Set(["NOT_FOUND", "INVALID_ARGUMENT", "PERMISSION_DENIED"]);
+
+/**
+ * A refusal thrown outside a tool's result (the tasks methods of both MCP doors) as the JSON-RPC
+ * error to answer: -32602 for bad params (BAD_PARAMS); -32603 for INTERNAL only, its text only in the
+ * log (a storage error's names a storage key); any other refusal (QUOTA_EXCEEDED, RATE_LIMITED,
+ * CONFLICT, UNAUTHORIZED, ...) -32000, the server-error code of the doors' own refusals, with its
+ * actionable message: a client must not take it for a fault of the server. `data`: the ToolError's
+ * code and details. Each door wraps it in its SDK's error class.
+ */
+export function refusalAsRpcError(e: unknown, door: string): { code: number; message: string; data: { code: ErrorCode; details: Record<string, unknown> } } {
+  const t = toToolError(e);
+  if (t.code === "INTERNAL") console.error(`internal error (${door})`, e instanceof Error ? e.stack ?? e.message : String(e));
+  const code = BAD_PARAMS.has(t.code) ? JSON_RPC.invalidParams : t.code === "INTERNAL" ? JSON_RPC.internalError : JSON_RPC.serverError;
+  return { code, message: `${t.code}: ${t.message}`, data: { code: t.code, details: t.details } };
+}
 
 /**
  * How many requests a JSON-RPC body holds (one message or a batch): messages with a method and an

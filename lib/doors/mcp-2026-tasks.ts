@@ -42,6 +42,7 @@ import type { CallTaskRecord } from "../run/tasks/store.js";
 import { answerAsk, elicitAnswer, questionForm } from "./mcp-ask.js";
 import { callToolResult, TASK_POLL_MS } from "./mcp-tasks.js";
 import { callMcpTool, type McpCall, type McpCallChannel } from "./mcp-tools.js";
+import { refusalAsRpcError } from "./json-rpc.js";
 
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 
@@ -60,12 +61,10 @@ function answersForms(caps: Caps): boolean {
   return "form" in e ? e.form !== undefined : !("url" in e);
 }
 
-/** A ToolError of the task layer as the protocol error the extension names (-32602 for an unknown task). */
+/** A refusal of the task layer as the protocol error both doors answer (./json-rpc.ts refusalAsRpcError; -32602 for an unknown task). */
 function protocolError(e: unknown): ProtocolError {
-  const t = toToolError(e);
-  if (t.code === "INTERNAL") console.error("internal error (mcp 2026 tasks)", e instanceof Error ? e.stack ?? e.message : String(e));
-  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" ? ProtocolErrorCode.InvalidParams : ProtocolErrorCode.InternalError;
-  return new ProtocolError(code, `${t.code}: ${t.message}`, { code: t.code, details: t.details });
+  const r = refusalAsRpcError(e, "mcp 2026 tasks");
+  return new ProtocolError(r.code, r.message, r.data);
 }
 
 const guarded = <T>(f: () => Promise<T>) => f().catch((e) => { throw e instanceof ProtocolError ? e : protocolError(e); });

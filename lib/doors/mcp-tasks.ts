@@ -20,10 +20,9 @@
  * An unknown task id, or one of another key, workspace or tenant: -32602 "not found", the same answer; a cursor not given by tasks/list: -32602.
  * A tool the key may not use: -32602 PERMISSION_DENIED before any task exists (startCallTask: nothing stored).
  */
-import { CancelTaskRequestSchema, ErrorCode, GetTaskPayloadRequestSchema, GetTaskRequestSchema, ListTasksRequestSchema, McpError, type CallToolResult, type ServerRequest, type Task } from "@modelcontextprotocol/sdk/types.js";
+import { CancelTaskRequestSchema, GetTaskPayloadRequestSchema, GetTaskRequestSchema, ListTasksRequestSchema, McpError, type CallToolResult, type ServerRequest, type Task } from "@modelcontextprotocol/sdk/types.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ToolError } from "../shared/errors.js";
-import { toToolError } from "../contract/errors.js";
 import type { Tool } from "../contract/tool.js";
 import { openWorkspace, type CallScope } from "../run/run-tool.js";
 import { callTaskInput } from "../run/tasks/input.js";
@@ -31,7 +30,7 @@ import { whileKeyStands } from "../run/key-watch.js";
 import { cancelCallTask, getCallTask, startCallTask, taskScopeOf, waitCallTask } from "../run/tasks/run.js";
 import { listCallTasks, type CallTaskOutcome, type CallTaskRecord } from "../run/tasks/store.js";
 import { elicitationRequest } from "./mcp-ask.js";
-import { JSON_RPC } from "./json-rpc.js";
+import { refusalAsRpcError } from "./json-rpc.js";
 
 /** What the server declares: tools/call as tasks, tasks/list and tasks/cancel. */
 export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
@@ -52,19 +51,10 @@ export function callToolResult(o: CallTaskOutcome & { usage?: unknown }): CallTo
   return { content: [{ type: "text", text: o.output }], structuredContent: o.data, _meta: { ...(o.usage ? { "toolshed/usage": o.usage } : {}), "toolshed/title": o.title, ...(o.call_id ? { "toolshed/call_id": o.call_id } : {}) } };
 }
 
-/**
- * A ToolError of the task layer as the protocol error the spec names: -32602 for a bad or unknown
- * task id, and for a tool the key may not use (refused before a task exists); -32603 for INTERNAL
- * only, its text only in the log (a storage error's names a storage key). Any other refusal (the
- * key revoked while tasks/result waited: UNAUTHORIZED key_gone; a task still working when the wait
- * ends: CONFLICT) is -32000, the server-error code of the door's own refusals (./json-rpc.ts), with
- * its actionable message: a client must not take it for a fault of the server.
- */
+/** A refusal of the task layer as the protocol error both doors answer (./json-rpc.ts refusalAsRpcError). */
 function protocolError(e: unknown): McpError {
-  const t = toToolError(e);
-  if (t.code === "INTERNAL") console.error("internal error (mcp tasks)", e instanceof Error ? e.stack ?? e.message : String(e));
-  const code = t.code === "NOT_FOUND" || t.code === "INVALID_ARGUMENT" || t.code === "PERMISSION_DENIED" ? ErrorCode.InvalidParams : t.code === "INTERNAL" ? ErrorCode.InternalError : JSON_RPC.serverError;
-  return new McpError(code, `${t.code}: ${t.message}`, { code: t.code, details: t.details });
+  const r = refusalAsRpcError(e, "mcp tasks");
+  return new McpError(r.code, r.message, r.data);
 }
 
 const guarded = <T>(f: () => Promise<T>) => f().catch((e) => { throw e instanceof McpError ? e : protocolError(e); });

@@ -47,6 +47,7 @@ const SYNONYMS: Record<string, readonly string[]> = {
   name: ["pattern", "file_path", "path"],
   dir: ["path", "working_dir"],
   directory: ["path", "working_dir"],
+  prefix: ["path"],
   cwd: ["working_dir", "path"],
   source: ["from"],
   src: ["from"],

@@ -89,17 +89,14 @@ export function encodeBase64(bytes: Uint8Array): string {
 }
 
 /** `text` (UTF-8) as base64url without padding: tokens a caller passes back (grep's resume, listing cursors). */
-export function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = "";
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
+export const toBase64Url = (text: string): string =>
+  encodeBase64(new TextEncoder().encode(text)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 
 /** The text of a base64url token; throws on bytes that are not base64url or not UTF-8. */
 export function fromBase64Url(token: string): string {
-  const bin = atob(token.replaceAll("-", "+").replaceAll("_", "/"));
-  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  const bytes = decodeBase64(token.replaceAll("-", "+").replaceAll("_", "/"));
+  if (!bytes) throw new Error("not a base64url token");
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
 }
 
 /** Spaces as ·, tabs as →, carriage returns as ␍: for showing why a match failed. */

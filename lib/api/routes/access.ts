@@ -43,6 +43,7 @@ import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 import { meteredAccess, meterRoute } from "./route-usage.js";
 import { auditRouteCall } from "./audit-calls.js";
 import { accessLabel, openApiPathOf, POLICY, type Access, type RoutePolicy } from "./route-policy.js";
+import { queryNamesOf, refuseUnknownQuery, TENANT_ROUTE_QUERY, type QueryNames } from "./query-rule.js";
 
 type Guard = MiddlewareHandler<AppEnv> & { [POLICY]: RoutePolicy };
 
@@ -124,6 +125,8 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
 }
 
 export interface BodyRule {
+  /** The query parameters the route takes (a documented route's): any other is refused (query-rule.ts). */
+  query?: QueryNames;
   /** The route declares a JSON body: the guard reads it (json-body.ts). */
   jsonBody?: boolean;
   /** Its JSON body's schema (a zod-openapi route's): named in an unknown field's refusal (validationHook). */
@@ -185,6 +188,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
   /** What a call reads before it runs (nothing written): its JSON body, its early reads, the workspace record. */
   const prepare = async (c: Context<AppEnv>, bindWorkspace: (() => Promise<void>) | undefined) => {
     try {
+      if (opts.query) refuseUnknownQuery(c, opts.query, policy.access.auth === "tenant" ? TENANT_ROUTE_QUERY : []);
       // The body is read while the workspace record is on its way; a missing workspace still answers NOT_FOUND first.
       if (opts.jsonBody && !opts.otherBodyTypes?.includes(mediaTypeOf(c))) await readJsonBody(c);
       opts.early?.(c);
@@ -244,7 +248,7 @@ export function secureRoute<R extends RouteConfig>(deps: AppDeps, access: Access
     ...route,
     security: securityOf(access),
     "x-toolshed-access": accessLabel(access),
-    middleware: [guard(deps, { access }, bodyRuleOf([route as WithBody])), ...own],
+    middleware: [guard(deps, { access }, { ...bodyRuleOf([route as WithBody]), query: queryNamesOf(route.path, [{ method: route.method, doc: route }]) }), ...own],
   } as R;
 }
 
@@ -278,7 +282,7 @@ export function addRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps, spec: RawRoute
     const d = spec.doc && m in spec.doc ? (spec.doc as Record<Method, Doc>)[m] : (spec.doc as Doc | undefined);
     return { m, d };
   });
-  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}), ...(spec.knownLayered ? { knownLayered: true } : {}) });
+  const g = guard(deps, { access: spec.access, ...(spec.undocumented ? { undocumented: spec.undocumented } : {}), ...(spec.wildcard ? { wildcard: spec.wildcard } : {}) }, { ...bodyRuleOf(docs.map(({ d }) => d as WithBody | undefined)), ...(spec.undocumented ? {} : { query: queryNamesOf(spec.path, docs.map(({ m, d }) => ({ method: m, doc: d }))) }), ...(spec.early ? { early: spec.early } : {}), ...(spec.knownWorkspace ? { knownWorkspace: spec.knownWorkspace } : {}), ...(spec.knownLayered ? { knownLayered: true } : {}) });
   const chain = [...(spec.before ?? []), g, ...handlers] as Handler<AppEnv>[];
   const on = app.on.bind(app) as unknown as (method: string | string[], path: string, ...h: Handler<AppEnv>[]) => void;
   on(spec.method === "all" ? "ALL" : methods.map((m) => m.toUpperCase()), spec.path, ...chain);

@@ -80,6 +80,27 @@ function fileHeaders(info: FileInfo, contentType?: string): Record<string, strin
 
 const etagList = (h: string | undefined) => (h ? h.split(",").map((s) => unquoteEtag(s.trim())) : []);
 
+type RawCall = "PUT" | "GET" | "DELETE";
+const NOTHING_DONE: Record<RawCall, string> = { PUT: "nothing was written", GET: "nothing was sent", DELETE: "nothing was deleted" };
+
+/**
+ * FILE_MODIFIED for a raw call whose If-Match names another version than the one there (`current`,
+ * null when no file is there), in the raw route's own terms: the tools' wording ("read it again")
+ * names a tool this caller does not use.
+ */
+function ifMatchFailed(call: RawCall, path: string, current: string | null): ToolError {
+  const message = current !== null
+    ? `${path} is not the version If-Match names (its ETag is now "${current}"); ${NOTHING_DONE[call]}. Take the current ETag (HEAD or GET the file without If-Match), make sure that version is the one you mean, then retry with If-Match: "<that ETag>".`
+    : `${path} does not exist, so no version of it matches If-Match; ${NOTHING_DONE[call]}.${call === "PUT" ? " To create it, send the PUT without If-Match (If-None-Match: * creates only)." : ""}`;
+  return new ToolError("FILE_MODIFIED", message, { path, current_etag: current });
+}
+
+/** The raw wording for a FILE_MODIFIED the storage's own condition raised (the file changed after any check). */
+const inRawTerms = (call: RawCall, path: string) => (e: unknown): never => {
+  if (e instanceof ToolError && e.code === "FILE_MODIFIED") throw ifMatchFailed(call, path, (e.details.current_etag as string | null | undefined) ?? null);
+  throw e;
+};
+
 export function filesApp(deps: AppDeps) {
   const app = newApp();
   const base = "/v1/workspaces/:ws/files/*";
@@ -143,7 +164,7 @@ export function filesApp(deps: AppDeps) {
       ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
       ...(create ? { create: true } : {}),
       ...(contentType ? { contentType } : {}),
-    });
+    }).catch(inRawTerms("PUT", path)); // without If-Match a raw PUT has no version condition to fail
     if (!existed) sealer.created(ws.tenant, ws.id, backgroundOf(c));
     return c.json({ path, size: info.size, etag: info.etag, created: !existed }, existed ? 200 : 201, { etag: quoteEtag(info.etag) });
   });
@@ -165,9 +186,7 @@ export function filesApp(deps: AppDeps) {
       const inm = etagList(c.req.header("if-none-match"));
       if (inm.includes(head.etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(head.etag) });
       const im = etagList(c.req.header("if-match"));
-      if (im.length && !im.includes(head.etag) && !im.includes("*")) {
-        throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
-      }
+      if (im.length && !im.includes(head.etag) && !im.includes("*")) throw ifMatchFailed("GET", path, head.etag);
       const range = parseRange(c.req.header("range"), head.size);
       if (c.req.method === "HEAD") return c.body(null, 200, { ...fileHeaders(head, head.contentType), "content-length": String(head.size) });
       const r = await ws.get(path, range ?? undefined);
@@ -188,9 +207,10 @@ export function filesApp(deps: AppDeps) {
       return saidIfLink(ws, path)(e);
     });
     const im = etagList(c.req.header("if-match"));
-    if (im.length && !im.includes(head.etag) && !im.includes("*")) throw new ToolError("FILE_MODIFIED", `${path} does not match If-Match.`, { path, current_etag: head.etag });
+    const conditional = im.length > 0 && !im.includes("*");
+    if (conditional && !im.includes(head.etag)) throw ifMatchFailed("DELETE", path, head.etag);
     // With If-Match, only the version it named (conditional in storage, not only checked above).
-    await ws.delete(path, im.length && !im.includes("*") ? head.etag : null);
+    await (conditional ? ws.delete(path, head.etag).catch(inRawTerms("DELETE", path)) : ws.delete(path, null));
     return c.json({ deleted: true, path }, 200);
   });
   return app;

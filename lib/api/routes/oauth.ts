@@ -83,6 +83,7 @@ export function oauthApp(deps: AppDeps) {
     tags: ["meta"],
     summary: "OAuth Protected Resource Metadata (RFC 9728) of the API, or of the MCP URL after the well-known path",
     description: "`?tenant=<id>` names the tenant whose authorization servers are listed (and is part of the resource URL); without it, `authorization_servers` is absent. See docs/oauth.md.",
+    request: { query: z.object({ tenant: z.string().optional().openapi({ description: "The tenant whose authorization servers are listed" }) }) },
     responses: { 200: { description: "The metadata" }, 404: { description: "Not a resource of this API" } },
   };
   const metadata = async (c: Context<AppEnv>) => {

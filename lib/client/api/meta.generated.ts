@@ -83,7 +83,10 @@ export interface paths {
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description The tenant whose authorization servers are listed */
+                    tenant?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -127,7 +130,10 @@ export interface paths {
          */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description The tenant whose authorization servers are listed */
+                    tenant?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;

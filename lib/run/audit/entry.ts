@@ -40,6 +40,9 @@ export const MAX_FILES = 100;
 const MAX_KEPT_CHARS = 512;
 /** Arguments kept as they are: workspace paths and ids. */
 const KEPT_STRINGS = new Set(["path", "file_path", "from", "to", "working_dir", "output_file", "task_id", "pending_id", "call_id", "checkpoint", "id", "key_id", "name", "tenant", "ws", "preset"]);
+/** Arguments that pick one of a route's named choices (uploads' all|each, import's merge|replace): kept as given, as flags are, while they look like a choice's name. */
+const KEPT_CHOICES = new Set(["mode"]);
+const CHOICE = /^[a-z][a-z_-]{0,31}$/;
 
 /** `20261128T073254123Z-abcdefghij`: sorts by time; ties broken at random. */
 export function newAuditId(now = new Date()): string {
@@ -70,6 +73,7 @@ export function summarizeArgs(args: unknown): Record<string, unknown> {
     if (typeof v === "number" || typeof v === "boolean") out[k] = v;
     else if (typeof v === "string") {
       if (KEPT_STRINGS.has(k)) out[k] = v.length > MAX_KEPT_CHARS ? `${v.slice(0, MAX_KEPT_CHARS)}…` : v;
+      else if (KEPT_CHOICES.has(k) && CHOICE.test(v)) out[k] = v;
       else if (k === "url") {
         const host = hostOf(v);
         if (host) out.url_host = host;
@@ -93,7 +97,9 @@ export function filesTouched(journal: readonly string[] | undefined, data: Recor
     const list = data?.[f];
     if (!Array.isArray(list)) continue;
     for (const x of list) {
-      const p = typeof x === "string" ? x : x && typeof x === "object" && typeof (x as { path?: unknown }).path === "string" ? (x as { path: string }).path : null;
+      // An item that says it failed (a batch upload's refused file: `ok: false`) changed nothing.
+      const item = x && typeof x === "object" ? (x as { path?: unknown; ok?: unknown }) : null;
+      const p = typeof x === "string" ? x : item && item.ok !== false && typeof item.path === "string" ? item.path : null;
       if (p !== null) files.add(p);
     }
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { byteLength, bytesEqual, decodeBase64, encodeBase64, lineEnding, looksBinary, sniffType, visibleWhitespace } from "../../../lib/shared/text.js";
+import { byteLength, bytesEqual, decodeBase64, encodeBase64, fromBase64Url, lineEnding, looksBinary, sniffType, toBase64Url, visibleWhitespace } from "../../../lib/shared/text.js";
 
 const enc = new TextEncoder();
 const bytes = (...b: number[]) => new Uint8Array(b);
@@ -119,6 +119,32 @@ describe("base64", () => {
     } finally {
       proto.toBase64 = own;
     }
+  });
+
+  it("base64url tokens round-trip unicode and every length 0..5, unpadded, through the one base64 encoder", () => {
+    const proto = Uint8Array.prototype as Uint8Array & { toBase64?: () => string };
+    const own = proto.toBase64;
+    let calls = 0;
+    proto.toBase64 = function (this: Uint8Array) {
+      calls++;
+      return own!.call(this);
+    };
+    try {
+      const texts = ["", "a", "ab", "abc", "abcd", "abcde", "é", "日本", "😀", "a😀b", "\u0000", "??>", "~~~", "é日😀\n"];
+      for (const text of texts) {
+        const token = toBase64Url(text);
+        expect(token).toMatch(/^[A-Za-z0-9_-]*$/);
+        expect(fromBase64Url(token)).toBe(text);
+      }
+      expect(toBase64Url("??>")).toBe("Pz8-"); // "+" and "/" become "-" and "_"
+      expect(toBase64Url("???")).toBe("Pz8_");
+      expect(calls).toBe(texts.length + 2);
+    } finally {
+      proto.toBase64 = own;
+    }
+    expect(() => fromBase64Url("not base64url!")).toThrow();
+    expect(() => fromBase64Url("abcde")).toThrow(); // length 1 mod 4
+    expect(() => fromBase64Url("_w")).toThrow(); // the byte 0xff: not UTF-8
   });
 
   it("refuses what is not base64", () => {

@@ -180,6 +180,23 @@ describe("the audit log", () => {
     expect(find(await wholeLog(t, auditor), { route: "POST /v1/workspaces/{ws}/checkpoints" })[0]).toMatchObject({ args: { id: cpId } });
   });
 
+  it("a batch upload's entry reads as a single upload's: its mode as given, the files it wrote (not those refused), its body's size", async () => {
+    const app = testApp();
+    const t = await newTenant(app);
+    const auditor = await auditorKey(app, t.tenant);
+    await upload(t, "single.txt", "one");
+    const lines = [{ path: "ok.txt", content: "fine" }, { path: "taken.txt", content: "x", if_match: "no-such-etag" }].map((l) => JSON.stringify(l)).join("\n") + "\n";
+    const batch = await t.req(`/v1/workspaces/${t.ws}/uploads?mode=each`, { method: "POST", headers: { "content-type": "application/x-ndjson", "content-length": String(lines.length) }, body: lines });
+    expect(batch.status, await batch.clone().text()).toBe(200);
+    expect(((await batch.json()) as any).files.map((f: any) => [f.path, f.ok])).toEqual([["ok.txt", true], ["taken.txt", false]]);
+
+    const log = await wholeLog(t, auditor);
+    expect(find(log, { route: "PUT /v1/workspaces/{ws}/files/{path}" })[0]).toMatchObject({ args: { ws: t.ws, path: "single.txt", body_bytes: 3 }, files: ["single.txt"] });
+    const entry = find(log, { route: "POST /v1/workspaces/{ws}/uploads" })[0]!;
+    expect(entry.args).toEqual({ ws: t.ws, mode: "each", body_bytes: lines.length });
+    expect(entry.files).toEqual(["ok.txt"]);
+  });
+
   it("a replayed answer (Idempotency-Key) is an entry that says so, never a second run", async () => {
     const app = testApp();
     const t = await newTenant(app);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../../lib/shared/hash.js";
 import { fileKey, filesPrefix, tenantWorkspacesPrefix } from "../../../../lib/layout/paths.js";
-import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
+import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../../helpers.js";
 import { snapshot } from "../../archive/helpers.js";
 
 const app = testApp();
@@ -72,6 +72,33 @@ describe("PUT", () => {
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe("FILE_MODIFIED");
     expect((await t.req(url(t, "missing.txt"))).status).toBe(404);
+  });
+
+  it("a stale If-Match says in the raw route's terms what to do (HEAD/GET for the current ETag, retry with it); the tools keep theirs", async () => {
+    const t = await newTenant(app, UNGATED);
+    const v1 = await put(t, "s.txt", "v1");
+    const v2 = await put(t, "s.txt", "v2");
+    const stale = await put(t, "s.txt", "v3", { "if-match": `"${v1.body.etag}"` });
+    expect(stale.status).toBe(409);
+    expect(stale.body.error.code).toBe("FILE_MODIFIED");
+    expect(stale.body.error.message).toBe(
+      `s.txt is not the version If-Match names (its ETag is now "${v2.body.etag}"); nothing was written. Take the current ETag (HEAD or GET the file without If-Match), make sure that version is the one you mean, then retry with If-Match: "<that ETag>".`,
+    );
+    expect(stale.body.error.message).not.toMatch(/read it/i);
+    expect(stale.body.error.details).toEqual({ path: "s.txt", current_etag: v2.body.etag });
+    const missing = await put(t, "gone.txt", "x", { "if-match": `"${v1.body.etag}"` });
+    expect(missing.body.error.message).toBe("gone.txt does not exist, so no version of it matches If-Match; nothing was written. To create it, send the PUT without If-Match (If-None-Match: * creates only).");
+    for (const method of ["GET", "DELETE"]) {
+      const r = await t.req(url(t, "s.txt"), { method, headers: { "if-match": `"${v1.body.etag}"` } });
+      expect((await errorOf(r)).message, method).toMatch(/^s\.txt is not the version If-Match names .*; nothing was (sent|deleted)\. Take the current ETag/);
+    }
+    expect(await (await t.req(url(t, "s.txt"))).text()).toBe("v2");
+    // The tools' wording is theirs: a file changed after the session read it.
+    expect((await t.call("read", { file_path: "s.txt" })).status).toBe(200);
+    await put(t, "s.txt", "v4");
+    const edit = await t.call("edit", { file_path: "s.txt", old_string: "v4", new_string: "v5" });
+    expect(edit.body.error.code).toBe("FILE_MODIFIED");
+    expect(edit.body.error.message).toBe("s.txt was modified since you last read it. Read it again, then retry.");
   });
 
   it("If-None-Match: * creates a new file (201) and refuses an existing one with 409 ALREADY_EXISTS", async () => {
