@@ -1,8 +1,8 @@
 /**
  * The cursors a caller pages a storage listing with (a workspace's files, the tenant's workspaces,
  * the admin's tenants): where the next page starts, relative to the listing's prefix, as base64url,
- * bound to the listing. A KV listing (a tenant's API keys) binds the KV's own cursor the same way
- * (Workers KV has no startAfter; the KV over storage makes its cursors relative to their prefix). Never a storage key (it names the tenant) nor the store's own cursor (opaque
+ * bound to the listing. A listing whose position can name what its caller is not shown (a tenant's
+ * API keys: a key id and the KV's own cursor) seals it instead: lib/layout/sealed-cursor.ts. Never a storage key (it names the tenant) nor the store's own cursor (opaque
  * to us, so it cannot be checked; a memory or merged listing's is the key itself).
  *
  *   cursor = base64url("1" + binding + position)   binding: FNV-1a of the listing's name and prefix
@@ -35,9 +35,13 @@ const bindingOf = (listing: string, prefix: string) => fnv1aHex(`${listing}\n${p
 /** A cursor for the caller: `payload` (a position below `prefix`, or a store's own cursor that names no tenant) bound to the listing. */
 export const boundCursor = (listing: string, prefix: string, payload: string): string => toBase64Url(VERSION + bindingOf(listing, prefix) + payload);
 
+/** The refusal of a caller's cursor (`why` it is refused) that names what to pass instead; every listing's cursors give this one. */
+export const cursorRefused = (cursor: string, why: string, what: string): ToolError =>
+  new ToolError("INVALID_ARGUMENT", `cursor ${why}: pass back the cursor of the previous page of this same listing (${what}) as it was, or leave cursor out to list from the first page.`, { cursor: cursor.slice(0, 64) });
+
 /** The payload of a caller's cursor, checked to be one boundCursor gave for this listing and prefix; else INVALID_ARGUMENT naming what to pass instead. */
 export function cursorPayload(listing: string, prefix: string, cursor: string, what: string): string {
-  const bad = (why: string) => new ToolError("INVALID_ARGUMENT", `cursor ${why}: pass back the cursor of the previous page of this same listing (${what}) as it was, or leave cursor out to list from the first page.`, { cursor: cursor.slice(0, 64) });
+  const bad = (why: string) => cursorRefused(cursor, why, what);
   let text: string;
   try {
     text = fromBase64Url(cursor);

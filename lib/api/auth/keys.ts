@@ -7,7 +7,7 @@
 import { ToolError } from "../../shared/errors.js";
 import { randomId, sha256Hex } from "../../shared/hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../layout/paths.js";
-import { boundCursor, cursorPayload, listPageAt } from "../../layout/page-cursor.js";
+import { listPageAt } from "../../layout/page-cursor.js";
 import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
@@ -75,8 +75,9 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
     ...(rec.lineage !== undefined ? { lineage: rec.lineage } : {}),
   };
 }
-const hashKey = (hash: string) => `apikey/${hash}`;
-const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
+/** Where a key's record is kept (by the hash of its secret), and where its id points at that hash. */
+export const hashKey = (hash: string) => `apikey/${hash}`;
+export const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
 
 export async function createTenant(storage: StorageDriver, input: { id?: string; name?: string }): Promise<Tenant> {
   const id = input.id ?? `tn_${randomId(12)}`;
@@ -243,16 +244,6 @@ export async function resolveApiKey(kv: KeyValueStore, key: string, cache?: Isol
 /** The most a listing page holds: each entry costs one more read (the tenant record, the key record). */
 export const MAX_LIST_PAGE = 100;
 
-/** A listing with a caller's cursor: a cursor the store refuses is the caller's mistake, not INTERNAL. */
-async function withCursor<T>(cursor: string | undefined, list: () => Promise<T>): Promise<T> {
-  try {
-    return await list();
-  } catch (e) {
-    if (cursor && !(e instanceof ToolError)) throw new ToolError("INVALID_ARGUMENT", "cursor is not valid: pass back the cursor of the previous page as it was.", {});
-    throw e;
-  }
-}
-
 /** One page of tenants, in id order. */
 export async function listTenants(storage: StorageDriver, opts: { cursor?: string; limit?: number }): Promise<{ tenants: Tenant[]; cursor?: string }> {
   const { result: r, cursor } = await listPageAt(storage, { prefix: TENANTS_PREFIX, delimiter: "/", limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE) }, { listing: "tenants", what: "GET /v1/admin/tenants", cursor: opts.cursor });
@@ -260,23 +251,4 @@ export async function listTenants(storage: StorageDriver, opts: { cursor?: strin
   // A prefix whose record is gone (a tenant half deleted by hand) is skipped.
   const tenants = await Promise.all(ids.map((id) => getTenant(storage, id).catch(() => null)));
   return { tenants: tenants.filter((t): t is Tenant => t !== null), ...(cursor ? { cursor } : {}) };
-}
-
-/** One page of a tenant's API keys (never the key or its hash). KV lists are eventually consistent: a new key may take a minute to show. */
-export async function listApiKeys(kv: KeyValueStore, storage: StorageDriver, tenant: string, opts: { cursor?: string; limit?: number }): Promise<{ keys: ApiKeyRecord[]; cursor?: string }> {
-  await getTenant(storage, tenant);
-  const prefix = keyIdKey(tenant, "");
-  // The caller's cursor: the KV's own, bound to this tenant's listing (lib/layout/page-cursor.ts); one of another listing is INVALID_ARGUMENT.
-  const listing = "api keys";
-  const inner = opts.cursor ? cursorPayload(listing, prefix, opts.cursor, "GET /v1/keys, or the admin's keys of the same tenant") : undefined;
-  const r = await withCursor(inner, () => kv.list({ prefix, limit: Math.min(opts.limit ?? MAX_LIST_PAGE, MAX_LIST_PAGE), ...(inner ? { cursor: inner } : {}) }));
-  const records = await Promise.all(
-    r.keys.map(async (k) => {
-      const hash = await kv.get(k);
-      const raw = hash ? await kv.get(hashKey(hash)) : null;
-      if (!raw) return null; // revoked between the list and the read
-      return keyInfoOf(JSON.parse(raw) as ApiKeyRecord) as ApiKeyRecord;
-    }),
-  );
-  return { keys: records.filter((k): k is ApiKeyRecord => k !== null), ...(r.cursor ? { cursor: boundCursor(listing, prefix, r.cursor) } : {}) };
 }

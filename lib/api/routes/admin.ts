@@ -1,6 +1,7 @@
 /** Admin API (bearer TOOLSHED_ADMIN_TOKEN): tenants and their API keys. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { createApiKey, createTenant, getTenant, keyInfoOf, listApiKeys, listTenants, MAX_LIST_PAGE, revokeApiKey } from "../auth/keys.js";
+import { createApiKey, createTenant, getTenant, keyInfoOf, listTenants, MAX_LIST_PAGE, revokeApiKey } from "../auth/keys.js";
+import { keyListCursors, listApiKeys } from "../auth/key-listing.js";
 import { KeyBody, KeyInfoSchema, newKeyOf, toolsAsked } from "./keys.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
@@ -19,6 +20,7 @@ const Page = z.object({
 export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   const admin = { auth: "admin" } as const;
+  const cursors = keyListCursors(deps); // the same as GET /v1/keys' (a cursor of one pages the other)
   app.openapi(
     createRoute(secureRoute(deps, admin, {
       method: "post", path: "/v1/admin/tenants", tags: ["admin"],
@@ -54,7 +56,7 @@ export function adminApp(deps: AppDeps, tools: readonly Tool[]) {
       request: { params: TenantParam, query: Page },
       responses: { 200: { description: "API keys", content: { "application/json": { schema: z.object({ keys: z.array(KeyInfoSchema), cursor: z.string().optional() }) } } }, ...errorResponses(400, 401, 403, 404, 429) },
     })),
-    async (c) => c.json(await listApiKeys(deps.kv, deps.storage, c.req.valid("param").tenant, c.req.valid("query")), 200),
+    async (c) => c.json(await listApiKeys(deps.kv, deps.storage, c.req.valid("param").tenant, c.req.valid("query"), cursors), 200),
   );
   app.openapi(
     createRoute(secureRoute(deps, admin, {

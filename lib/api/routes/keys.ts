@@ -11,7 +11,8 @@ import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
 import { exceedsMaker, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
-import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, listApiKeys, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
+import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type ApiKeyRecord, type NewKey } from "../auth/keys.js";
+import { keyListCursors, listApiKeys } from "../auth/key-listing.js";
 import { MAX_LINEAGE, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import { parseJsonBody } from "../http.js";
@@ -98,6 +99,7 @@ export const toolsAsked = (body: unknown): unknown => (body as { tools?: unknown
 
 export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
   const app = newApp();
+  const cursors = keyListCursors(deps);
   app.openapi(
     createRoute(secureRoute(deps, manage, {
       method: "post", path: "/v1/keys", tags: ["keys"],
@@ -131,10 +133,12 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
     })),
     async (c) => {
       const maker = c.get("auth");
-      const page = await listApiKeys(deps.kv, deps.storage, maker.tenant, c.req.valid("query"));
-      const catalog = await catalogForLists(deps, builtins, maker.tenant, [maker.tools, ...page.keys.map((k) => k.tools)]);
-      const keys = page.keys.filter((k) => k.key_id === maker.key_id || !exceedsMaker({ ...k, tools: k.tools === ("all" as never) ? undefined : k.tools }, maker, catalog));
-      return c.json({ keys, ...(page.cursor ? { cursor: page.cursor } : {}) }, 200);
+      // Only the keys it could have made; the listing fills its pages with them, and seals its cursors (lib/api/auth/key-listing.ts).
+      const shown = async (keys: ApiKeyRecord[]) => {
+        const catalog = await catalogForLists(deps, builtins, maker.tenant, [maker.tools, ...keys.map((k) => k.tools)]);
+        return keys.filter((k) => k.key_id === maker.key_id || !exceedsMaker({ ...k, tools: k.tools === ("all" as never) ? undefined : k.tools }, maker, catalog));
+      };
+      return c.json(await listApiKeys(deps.kv, deps.storage, maker.tenant, c.req.valid("query"), cursors, shown), 200);
     },
   );
   app.openapi(
