@@ -9,7 +9,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { r2Driver } from "../../lib/storage/drivers/r2.js";
-import { fileKey } from "../../lib/layout/paths.js";
+import type { StorageDriver } from "../../lib/storage/types.js";
 import { newTenant, testApp, UNGATED, upload, type Tenant } from "../helpers.js";
 import { changeAfterLook } from "../support/change-after-look.js";
 import { expectError, expectOk, rawGet, rawText, withFile } from "./file-helpers.js";
@@ -18,33 +18,37 @@ const BEFORE = "alpha\nbeta\n";
 const INTRUDER = "written by another call\n";
 
 async function racedTenant() {
-  const base = r2Driver(env.FILES);
-  const { storage, arm } = changeAfterLook(base, INTRUDER);
-  // Another isolate's write: straight to storage, so this isolate's known record and version (lib/workspace/version-cache.ts) stay as they were.
-  const elsewhere = (t: Tenant, path: string) => base.put(fileKey(t.tenant, t.ws, path), INTRUDER).then(() => {});
-  return { t: await newTenant(testApp({ storage }), UNGATED), arm, elsewhere };
+  const { storage, arm } = changeAfterLook(r2Driver(env.FILES), INTRUDER);
+  return { t: await newTenant(testApp({ storage }), UNGATED), arm, storage };
 }
 
-/**
- * Each editing tool's call on a.txt (holding BEFORE), which succeeds when nothing races it, and when
- * the other writer lands: "read" right after the session's read (edit, multi_edit and insert then
- * take the version this isolate holds, no GET: only their write's If-Match can tell), "load" right
- * after the tool's own GET (apply_patch, which needs no read first).
- */
-const EDITS: [string, Record<string, unknown>, "read" | "load"][] = [
-  ["edit", { file_path: "a.txt", old_string: "beta", new_string: "gamma" }, "read"],
-  ["multi_edit", { file_path: "a.txt", edits: [{ old_string: "alpha", new_string: "one" }, { old_string: "beta", new_string: "two" }] }, "read"],
-  ["insert", { file_path: "a.txt", insert_line: 1, text: "inserted" }, "read"],
-  ["apply_patch", { patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+gamma\n*** End Patch" }, "load"],
+/** The tenant's calls through another app over the same storage: another isolate, whose version cache and known records are its own. */
+function otherIsolate(t: Tenant, storage: StorageDriver): Tenant {
+  const app = testApp({ storage });
+  const req = async (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${t.key}`, ...(init.headers as Record<string, string> | undefined) } });
+  const call = async (tool: string, args: unknown, session = "s1") => {
+    const res = await req(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  return { ...t, app, req, call };
+}
+
+/** Each editing tool's call on a.txt (holding BEFORE), which succeeds when nothing races it. */
+const EDITS: [string, Record<string, unknown>][] = [
+  ["edit", { file_path: "a.txt", old_string: "beta", new_string: "gamma" }],
+  ["multi_edit", { file_path: "a.txt", edits: [{ old_string: "alpha", new_string: "one" }, { old_string: "beta", new_string: "two" }] }],
+  ["insert", { file_path: "a.txt", insert_line: 1, text: "inserted" }],
+  ["apply_patch", { patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+gamma\n*** End Patch" }],
 ];
 
 describe("a file changed between a tool's look at it and its write", () => {
-  for (const [tool, args, when] of EDITS) {
-    it(`${tool}, changed after the ${when}: FILE_MODIFIED, the other writer's version kept`, async () => {
-      const { t, arm, elsewhere } = await racedTenant();
-      await withFile("a.txt", BEFORE, t);
-      if (when === "read") await elsewhere(t, "a.txt");
-      else arm("a.txt");
+  for (const [tool, args] of EDITS) {
+    it(`${tool}: FILE_MODIFIED, the other writer's version kept`, async () => {
+      const { t, arm, storage } = await racedTenant();
+      // The session reads the file through another isolate: this one holds no version of it, so the tool GETs it (a version
+      // this isolate holds is taken with no GET, its write If-Match that version: a write that is not is refused there).
+      await withFile("a.txt", BEFORE, otherIsolate(t, storage));
+      arm("a.txt");
       expectError(await t.call(tool, args), 409, "FILE_MODIFIED", tool);
       expect(await rawText(t, "a.txt")).toBe(INTRUDER);
     });
