@@ -3,7 +3,9 @@
  * without reading meta.json when the file's GET finds the file; a stale record never gives a wrong
  * answer. Two apps over the same R2 and KV stand for two isolates.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { fileKey } from "../../../../lib/layout/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 
 type App = ReturnType<typeof testApp>;
@@ -68,5 +70,22 @@ describe("a known workspace record (read)", () => {
     const text = await res.text();
     expect(text).toContain("event: result");
     expect(text).toContain('"ok":true');
+  });
+
+  it("is the tenant's own: another tenant's record of a workspace with the same id never binds this tenant's calls (its tool list holds)", async () => {
+    const app = testApp();
+    const [a, b] = [await newTenant(app), await newTenant(app)];
+    const make = (t: Tenant, body: Record<string, unknown>) => t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const call = (t: Tenant, tool: string, args: unknown) => t.req(`/v1/workspaces/ro/tools/${tool}`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(args) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    expect((await make(b, { id: "ro", tools: "readonly" })).status).toBe(201);
+    expect((await make(a, { id: "ro" })).status).toBe(201);
+    await env.FILES.put(fileKey(b.tenant, "ro", "f.txt"), "b's\n"); // no route writes to a readonly workspace
+    const written = await a.req("/v1/workspaces/ro/files/f.txt", { method: "PUT", body: "a's\n", headers: { "content-length": "4" } });
+    expect(written.status).toBe(201);
+    expect((await call(b, "read", { file_path: "f.txt" })).status).toBe(200); // this isolate knows B's record and file
+    expect((await call(a, "read", { file_path: "f.txt" })).status).toBe(200); // ... then A's, of the same id
+    const e = await call(b, "edit", { file_path: "f.txt", old_string: "b's", new_string: "changed" });
+    expect({ status: e.status, code: e.body.error?.code }, JSON.stringify(e.body)).toEqual({ status: 403, code: "PERMISSION_DENIED" });
+    expect(await (await env.FILES.get(fileKey(b.tenant, "ro", "f.txt")))!.text()).toBe("b's\n");
   });
 });

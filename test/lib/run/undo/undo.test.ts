@@ -1,7 +1,9 @@
 /** Per-call undo through HTTP (workerd, local R2): lib/run/undo/, lib/api/routes/undo.ts. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
+import { changeAfterLook } from "../../../support/change-after-look.js";
 
 const app = testApp();
 
@@ -91,6 +93,19 @@ describe("undo of tool calls", () => {
     expect(u.body.error.code).toBe("FILE_MODIFIED");
     expect(u.body.error.details.files).toEqual(["b.txt"]);
     expect(await snapshot(t)).toEqual(before);
+  });
+
+  it("a file changed between undo's check and its restore is not overwritten: CONFLICT, the other writer's version kept", async () => {
+    const { storage, arm } = changeAfterLook(r2Driver(env.FILES), "changed by someone\n");
+    const t = await newTenant(testApp({ storage }));
+    await upload(t, "a.txt", "a\n");
+    const p = await t.call("apply_patch", { patch: "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch" });
+    expect(p.status, JSON.stringify(p.body)).toBe(200);
+    arm("a.txt", "head"); // undo's check of the version the call left: the other writer lands right after it
+    const u = await undo(t, { call_id: p.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error.details.left).toEqual(["a.txt"]);
+    expect(await text(t, "a.txt")).toBe("changed by someone\n");
   });
 
   it("over the lower layer (after a checkpoint) references the pack", async () => {
