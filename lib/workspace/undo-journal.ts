@@ -16,55 +16,12 @@
  * x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
  */
 import { sessionUndoPrefix, undoPrefix } from "../layout/paths.js";
-import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
+import { hasLowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
 import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
 import { PRUNE_EVERY, pruneDue, pruneUndoPrefix, UNDO_RETENTION, type UndoRetention } from "./undo-retention.js";
-
-/** The bytes of a version before the call: none (the file did not exist), a pack range, the bytes themselves (base64), or a blob. */
-export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; inline: string } | { etag: string; size: number; blob: string };
-
-export interface UndoChange {
-  path: string;
-  before: Before;
-  /** The etag the call left; null: the call deleted the file. */
-  after: string | null;
-}
-
-/** A symlink the call made (before null), removed (after null) or repointed: its targets (docs/symlinks.md). */
-export interface UndoLinkChange {
-  path: string;
-  before: string | null;
-  after: string | null;
-}
-
-export interface UndoRecord {
-  v: 1;
-  call_id: string;
-  tool: string;
-  session: string;
-  at: string;
-  changes: UndoChange[];
-  /** Link changes (absent: none); a link is not a file object, so it has no before-bytes, only a target. */
-  links?: UndoLinkChange[];
-}
-
-
-/** Newest first in key order: the time counted down, fixed width, plus a random tail. */
-export function newStamp(now = Date.now()): string {
-  const down = (9_999_999_999_999 - now).toString(36).padStart(9, "0");
-  const rand = [...crypto.getRandomValues(new Uint8Array(5))].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `${down}${rand}`;
-}
-export const stampTime = (stamp: string): number => 9_999_999_999_999 - parseInt(stamp.slice(0, 9), 36);
-
-/** call_id = <session>~<stamp> (a session id never holds "~"): self-contained, so undo needs nothing else. */
-export const callIdOf = (session: string, stamp: string): string => `${session}~${stamp}`;
-export function parseCallId(id: string): { session: string; stamp: string } | null {
-  const m = /^([A-Za-z0-9._:-]{1,128})~([0-9a-z]{9}[0-9a-f]{10})$/.exec(id);
-  return m ? { session: m[1]!, stamp: m[2]! } : null;
-}
+import { callIdOf, newStamp, recordedLinks, recordedOf, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "./undo-record.js";
 
 const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -77,10 +34,6 @@ export const INLINE_BYTES = 64 * 1024;
 const INLINE_RECORD_BYTES = 256 * 1024;
 
 const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
-/** The changes a record names: a path left as it was before (written, then put back) is dropped. */
-const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => changes.filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
-/** The link changes a record names: a link left as it was before is dropped. */
-export const recordedLinks = (links: Iterable<UndoLinkChange>): UndoLinkChange[] => [...links].filter((l) => l.before !== l.after);
 /** What a record says, for comparing the one written beside a write with the one the call ends with. */
 const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[]) => JSON.stringify([changes, links]);
 

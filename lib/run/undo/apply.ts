@@ -17,7 +17,7 @@ import { packKey, sessionUndoPrefix } from "../../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
-import { callIdOf, parseCallId, recordedLinks, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "../../workspace/undo-journal.js";
+import { callIdOf, parseCallId, recordedLinks, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "../../workspace/undo-record.js";
 import { RETENTION_TEXT } from "../../workspace/undo-retention.js";
 
 export interface UndoCall {
