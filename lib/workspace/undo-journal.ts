@@ -9,7 +9,8 @@
  * an undo blob under the call's prefix (the same GET, +1 PUT beside the call's write); a file that
  * did not exist costs nothing.
  * Link changes (a symlink made, removed, repointed: docs/symlinks.md) are kept as targets, before
- * and after, told by the one place the links table is written (lib/layout/modes.ts updateModes).
+ * and after, and execute-bit changes as the bit before and after, told by the one place the modes
+ * table is written (lib/layout/modes.ts updateModes).
  * commit() writes one record object per call (per sync request for bash), create-only, under a
  * unique key: no hot key. A call whose last change is a write of known etag (writeBeside) has its
  * record written beside that write instead of after it. Layout:
@@ -21,7 +22,7 @@ import type { StorageDriver } from "../storage/types.js";
 import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
 import { PRUNE_EVERY, pruneDue, pruneUndoPrefix, UNDO_RETENTION, type UndoRetention } from "./undo-retention.js";
-import { callIdOf, newStamp, recordedLinks, recordedOf, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "./undo-record.js";
+import { callIdOf, newStamp, recordedLinks, recordedModes, recordedOf, stampTime, type UndoChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "./undo-record.js";
 
 const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -35,7 +36,7 @@ const INLINE_RECORD_BYTES = 256 * 1024;
 
 const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
 /** What a record says, for comparing the one written beside a write with the one the call ends with. */
-const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[]) => JSON.stringify([changes, links]);
+const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[], modes: readonly UndoModeChange[]) => JSON.stringify([changes, links, modes]);
 
 export class UndoJournal {
   readonly callId: string;
@@ -52,6 +53,7 @@ export class UndoJournal {
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
   private readonly links = new Map<string, UndoLinkChange>();
+  private readonly modes = new Map<string, UndoModeChange>();
   private readonly blobs: string[] = [];
   private readonly landedPaths = new Set<string>();
   private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
@@ -72,12 +74,17 @@ export class UndoJournal {
   }
 
   get size(): number {
-    return this.changes.size + this.links.size;
+    return this.changes.size + this.links.size + this.modes.size;
   }
 
   /** Links the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
   linked(changes: readonly UndoLinkChange[]): void {
     for (const l of changes) this.links.set(l.path, { path: l.path, before: this.links.get(l.path)?.before ?? l.before, after: l.after });
+  }
+
+  /** Execute bits the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
+  moded(changes: readonly UndoModeChange[]): void {
+    for (const m of changes) this.modes.set(m.path, { path: m.path, before: this.modes.get(m.path)?.before ?? m.before, after: m.after });
   }
 
   /** Workspace.readBytes saw these bytes of `path` at `etag`. */
@@ -185,8 +192,8 @@ export class UndoJournal {
     return recordedOf([...this.changes.values()]);
   }
 
-  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[]): Promise<unknown> {
-    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}) };
+  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[], modes: UndoModeChange[]): Promise<unknown> {
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}), ...(modes.length ? { modes } : {}) };
     return this.storage.put(key, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
   }
 
@@ -201,10 +208,11 @@ export class UndoJournal {
     if (!c || this.beside) return;
     const changes = recordedOf([...this.changes.values()].map((x) => (x === c ? { ...c, after: etag } : x)));
     const links = recordedLinks(this.links.values());
-    if (changes.length === 0 && links.length === 0) return;
+    const modes = recordedModes(this.modes.values());
+    if (changes.length === 0 && links.length === 0 && modes.length === 0) return;
     const key = recordKey(this.prefix);
-    const done = this.putRecord(key, changes, links).then(() => null, (e: unknown) => e);
-    this.beside = { key, path, json: changesJson(changes, links), done };
+    const done = this.putRecord(key, changes, links, modes).then(() => null, (e: unknown) => e);
+    this.beside = { key, path, json: changesJson(changes, links, modes), done };
   }
 
   /** Deletes the record written beside a write (whatever its PUT's outcome); a failed delete is left to retention. */
@@ -232,16 +240,18 @@ export class UndoJournal {
     }
     const changes = this.recorded();
     const links = recordedLinks(this.links.values());
-    this.committed = [...changes.map((c) => c.path), ...links.map((l) => l.path)];
+    const modes = recordedModes(this.modes.values());
+    this.committed = [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path)])];
     this.changes.clear();
     this.links.clear();
+    this.modes.clear();
     const beside = this.beside;
-    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links)) {
+    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links, modes)) {
       this.beside = null;
     } else {
       await this.dropBeside();
-      if (changes.length === 0 && links.length === 0) return null;
-      await this.putRecord(recordKey(this.prefix), changes, links);
+      if (changes.length === 0 && links.length === 0 && modes.length === 0) return null;
+      await this.putRecord(recordKey(this.prefix), changes, links, modes);
     }
     // Retention (per session and per workspace, over every session of it); never fails the call.
     const policy = { ...this.retention, now: Date.now() };

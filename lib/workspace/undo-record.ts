@@ -22,6 +22,13 @@ export interface UndoLinkChange {
   after: string | null;
 }
 
+/** A file's execute bit the call set (before false) or cleared (after false): x/modes.json, lib/layout/modes.ts. */
+export interface UndoModeChange {
+  path: string;
+  before: boolean;
+  after: boolean;
+}
+
 export interface UndoRecord {
   v: 1;
   call_id: string;
@@ -31,6 +38,8 @@ export interface UndoRecord {
   changes: UndoChange[];
   /** Link changes (absent: none); a link is not a file object, so it has no before-bytes, only a target. */
   links?: UndoLinkChange[];
+  /** Execute-bit changes (absent: none). */
+  modes?: UndoModeChange[];
 }
 
 
@@ -53,3 +62,5 @@ export function parseCallId(id: string): { session: string; stamp: string } | nu
 export const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => changes.filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
 /** The link changes a record names: a link left as it was before is dropped. */
 export const recordedLinks = (links: Iterable<UndoLinkChange>): UndoLinkChange[] => [...links].filter((l) => l.before !== l.after);
+/** The execute-bit changes a record names: a bit left as it was before is dropped. */
+export const recordedModes = (modes: Iterable<UndoModeChange>): UndoModeChange[] => [...modes].filter((m) => m.before !== m.after);
