@@ -30,7 +30,7 @@ const describe = (live: boolean) => `Run a bash command in an isolated sandbox o
 - After a command changes a file, read it again before editing it.
 - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
 - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
-- call_id (when files, symlinks or execute bits changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file, symlink and execute bit the command wrote back.
+- call_id (when files, symlinks, execute bits or empty directories changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file, symlink, execute bit and empty directory the command wrote back.
 Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
 
 const SUMMARY = "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.";

@@ -19,7 +19,7 @@ const describe = (live: boolean) => `Run a snippet of Python, Node.js or bash in
 - run_in_background: true (default: false) returns a task_id at once, as bash's does: read its output with bash_output, stop it with kill_shell (it counts among bash's background tasks).
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
 - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).${live ? `\n${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.` : ""}
-Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, modes_changed?, call_id?} (call_id when it changed files, symlinks or execute bits: undo it with POST /v1/workspaces/{ws}/undo)`;
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, modes_changed?, call_id?} (call_id when it changed files, symlinks, execute bits or empty directories: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;

@@ -208,11 +208,11 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "li
 
 /**
  * The undo id of a finished run's write-back (the call's own: runRequest put it in the sync token),
- * when the run changed files, symlinks or execute bits; executeTool lifts it to the envelope's call_id.
+ * when the run changed files, symlinks, execute bits or explicit directories; executeTool lifts it to the envelope's call_id.
  */
-export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "links_changed" | "modes_changed" | "conflicts">): { call_id?: string } {
+export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "dirs_created" | "dirs_deleted" | "links_changed" | "modes_changed" | "conflicts">): { call_id?: string } {
   if (!callId) return {};
-  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || (r.links_changed?.length ?? 0) > 0 || (r.modes_changed?.length ?? 0) > 0 || r.conflicts.some((c) => c.saved_as);
+  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || (r.links_changed?.length ?? 0) > 0 || (r.modes_changed?.length ?? 0) > 0 || (r.dirs_created?.length ?? 0) > 0 || (r.dirs_deleted?.length ?? 0) > 0 || r.conflicts.some((c) => c.saved_as);
   return changed ? { call_id: callId } : {};
 }
 

@@ -22,7 +22,7 @@ import type { StorageDriver } from "../storage/types.js";
 import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
 import { PRUNE_EVERY, pruneDue, pruneUndoPrefix, UNDO_RETENTION, type UndoRetention } from "./undo-retention.js";
-import { callIdOf, newStamp, recordedLinks, recordedModes, recordedOf, stampTime, type UndoChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "./undo-record.js";
+import { callIdOf, newStamp, recordedLinks, recordedDirs, recordedModes, recordedOf, stampTime, type UndoChange, type UndoDirChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "./undo-record.js";
 
 const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -36,7 +36,7 @@ const INLINE_RECORD_BYTES = 256 * 1024;
 
 const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
 /** What a record says, for comparing the one written beside a write with the one the call ends with. */
-const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[], modes: readonly UndoModeChange[]) => JSON.stringify([changes, links, modes]);
+const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[], modes: readonly UndoModeChange[], dirs: readonly UndoDirChange[]) => JSON.stringify([changes, links, modes, dirs]);
 
 export class UndoJournal {
   readonly callId: string;
@@ -54,6 +54,7 @@ export class UndoJournal {
   private readonly changes = new Map<string, UndoChange>();
   private readonly links = new Map<string, UndoLinkChange>();
   private readonly modes = new Map<string, UndoModeChange>();
+  private readonly dirs = new Map<string, UndoDirChange>();
   private readonly blobs: string[] = [];
   private readonly landedPaths = new Set<string>();
   private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
@@ -74,7 +75,7 @@ export class UndoJournal {
   }
 
   get size(): number {
-    return this.changes.size + this.links.size + this.modes.size;
+    return this.changes.size + this.links.size + this.modes.size + this.dirs.size;
   }
 
   /** Links the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
@@ -85,6 +86,11 @@ export class UndoJournal {
   /** Execute bits the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
   moded(changes: readonly UndoModeChange[]): void {
     for (const m of changes) this.modes.set(m.path, { path: m.path, before: this.modes.get(m.path)?.before ?? m.before, after: m.after });
+  }
+
+  /** A directory marker the call made or removed (the sync server's directory routes): a path's first before is kept, its last after. */
+  marked(d: UndoDirChange): void {
+    this.dirs.set(d.path, { path: d.path, before: this.dirs.has(d.path) ? this.dirs.get(d.path)!.before : d.before, after: d.after });
   }
 
   /** Workspace.readBytes saw these bytes of `path` at `etag`. */
@@ -192,8 +198,8 @@ export class UndoJournal {
     return recordedOf([...this.changes.values()]);
   }
 
-  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[], modes: UndoModeChange[]): Promise<unknown> {
-    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}), ...(modes.length ? { modes } : {}) };
+  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[], modes: UndoModeChange[], dirs: UndoDirChange[]): Promise<unknown> {
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}), ...(modes.length ? { modes } : {}), ...(dirs.length ? { dirs } : {}) };
     return this.storage.put(key, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
   }
 
@@ -209,10 +215,11 @@ export class UndoJournal {
     const changes = recordedOf([...this.changes.values()].map((x) => (x === c ? { ...c, after: etag } : x)));
     const links = recordedLinks(this.links.values());
     const modes = recordedModes(this.modes.values());
-    if (changes.length === 0 && links.length === 0 && modes.length === 0) return;
+    const dirs = recordedDirs(this.dirs.values());
+    if (changes.length === 0 && links.length === 0 && modes.length === 0 && dirs.length === 0) return;
     const key = recordKey(this.prefix);
-    const done = this.putRecord(key, changes, links, modes).then(() => null, (e: unknown) => e);
-    this.beside = { key, path, json: changesJson(changes, links, modes), done };
+    const done = this.putRecord(key, changes, links, modes, dirs).then(() => null, (e: unknown) => e);
+    this.beside = { key, path, json: changesJson(changes, links, modes, dirs), done };
   }
 
   /** Deletes the record written beside a write (whatever its PUT's outcome); a failed delete is left to retention. */
@@ -241,17 +248,19 @@ export class UndoJournal {
     const changes = this.recorded();
     const links = recordedLinks(this.links.values());
     const modes = recordedModes(this.modes.values());
-    this.committed = [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path)])];
+    const dirs = recordedDirs(this.dirs.values());
+    this.committed = [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path), ...dirs.map((d) => `${d.path}/`)])];
     this.changes.clear();
     this.links.clear();
     this.modes.clear();
+    this.dirs.clear();
     const beside = this.beside;
-    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links, modes)) {
+    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links, modes, dirs)) {
       this.beside = null;
     } else {
       await this.dropBeside();
-      if (changes.length === 0 && links.length === 0 && modes.length === 0) return null;
-      await this.putRecord(recordKey(this.prefix), changes, links, modes);
+      if (changes.length === 0 && links.length === 0 && modes.length === 0 && dirs.length === 0) return null;
+      await this.putRecord(recordKey(this.prefix), changes, links, modes, dirs);
     }
     // Retention (per session and per workspace, over every session of it); never fails the call.
     const policy = { ...this.retention, now: Date.now() };

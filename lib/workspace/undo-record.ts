@@ -29,6 +29,13 @@ export interface UndoModeChange {
   after: boolean;
 }
 
+/** An explicit directory's marker the call made (before null) or removed (after null): its etags (lib/workspace/markers.ts). */
+export interface UndoDirChange {
+  path: string;
+  before: string | null;
+  after: string | null;
+}
+
 export interface UndoRecord {
   v: 1;
   call_id: string;
@@ -40,6 +47,8 @@ export interface UndoRecord {
   links?: UndoLinkChange[];
   /** Execute-bit changes (absent: none). */
   modes?: UndoModeChange[];
+  /** Directory-marker changes (absent: none). */
+  dirs?: UndoDirChange[];
 }
 
 
@@ -64,3 +73,5 @@ export const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => chan
 export const recordedLinks = (links: Iterable<UndoLinkChange>): UndoLinkChange[] => [...links].filter((l) => l.before !== l.after);
 /** The execute-bit changes a record names: a bit left as it was before is dropped. */
 export const recordedModes = (modes: Iterable<UndoModeChange>): UndoModeChange[] => [...modes].filter((m) => m.before !== m.after);
+/** The marker changes a record names: a marker made and removed again by the call is dropped. */
+export const recordedDirs = (dirs: Iterable<UndoDirChange>): UndoDirChange[] => [...dirs].filter((d) => d.before !== d.after);

@@ -291,3 +291,39 @@ describe("undo carries execute bits (x/modes.json)", () => {
     expect(await bits("test -x m4/s.sh && echo x || echo no; cat m4/keep.txt")).toBe("no\nold\n");
   });
 });
+
+describe("undo carries explicit directories (empty ones, kept as markers)", () => {
+  const actions = (u: any) => u.restored.map((x: any) => `${x.path}:${x.action}`).sort();
+  const sh = async (cmd: string) => ok(await call("bash", { command: cmd })).output;
+
+  it("mkdir of an empty directory is undone: its marker is removed, and the next bash does not see it", async () => {
+    ok(await call("write", { file_path: "d1/keep.txt", content: "k\n" }));
+    const r = ok(await call("bash", { command: "mkdir d1/newdir" }, "mk"));
+    // A run that only made a directory has a call_id.
+    expect(r.data.dirs_created).toEqual(["d1/newdir"]);
+    expect(r.call_id.startsWith("mk~")).toBe(true);
+    expect(actions(ok(await undo({ call_id: r.call_id }, "mk")))).toEqual(["d1/newdir/:deleted"]);
+    expect(await sh("test -d d1/newdir && echo dir || echo none")).toBe("none\n");
+  });
+
+  it("rmdir of an empty directory is undone: it is made again", async () => {
+    ok(await call("bash", { command: "mkdir -p d2/empty" }));
+    const r = ok(await call("bash", { command: "rmdir d2/empty" }, "rd"));
+    expect(r.data.dirs_deleted).toEqual(["d2/empty"]);
+    expect(r.call_id.startsWith("rd~")).toBe(true);
+    // d2, left empty, got a marker of its own in that run: undone with it.
+    expect(r.data.dirs_created).toEqual(["d2"]);
+    expect(actions(ok(await undo({}, "rd")))).toEqual(["d2/:deleted", "d2/empty/:recreated"]);
+    expect(await sh("test -d d2/empty && echo dir || echo none")).toBe("dir\n");
+  });
+
+  it("a directory removed since by another call is named, and nothing of the call is undone", async () => {
+    ok(await call("write", { file_path: "d3/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "mkdir d3/made && echo new > d3/keep.txt" }, "dc"));
+    ok(await call("bash", { command: "rmdir d3/made" }));
+    const u = await undo({}, "dc");
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["d3/made/"] } });
+    expect(await text("d3/keep.txt")).toBe("new\n");
+  });
+});

@@ -8,18 +8,20 @@
  * target the call left, else it is named beside the files) and put back first, in one delta applied
  * only while every one of them is still what the call left (lib/layout/modes.ts expectLinks); its
  * execute-bit changes likewise (each bit still what the call left, else named; put back in that same
- * delta, expectExec).
+ * delta, expectExec); its explicit directories too (each marker still the version the call left,
+ * else named; a marker it made removed If-Match, one it removed made again create-only, after the files).
  * Window: a writer landing on a file between the check and its restore (milliseconds) makes that
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
  */
 import { ToolError } from "../../shared/errors.js";
 import { readModes, updateModes } from "../../layout/modes.js";
-import { packKey, sessionUndoPrefix } from "../../layout/paths.js";
+import { dirMarkerKey, packKey, sessionUndoPrefix } from "../../layout/paths.js";
+import { makeDirMarker, removeDirMarkers } from "../../workspace/markers.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
-import { callIdOf, parseCallId, recordedLinks, recordedModes, stampTime, type UndoChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "../../workspace/undo-record.js";
+import { callIdOf, parseCallId, recordedDirs, recordedLinks, recordedModes, stampTime, type UndoChange, type UndoDirChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "../../workspace/undo-record.js";
 import { RETENTION_TEXT } from "../../workspace/undo-retention.js";
 
 export interface UndoCall {
@@ -36,6 +38,7 @@ interface Loaded {
   changes: UndoChange[];
   links: UndoLinkChange[];
   modes: UndoModeChange[];
+  dirs: UndoDirChange[];
   prefix: string;
 }
 
@@ -80,16 +83,19 @@ async function loadCall(storage: StorageDriver, session: string, stamp: string, 
   const mergedModes = new Map<string, UndoModeChange>();
   for (const rec of records) for (const m of rec.modes ?? []) mergedModes.set(m.path, { path: m.path, before: mergedModes.get(m.path)?.before ?? m.before, after: m.after });
   const modes = recordedModes(mergedModes.values());
+  const mergedDirs = new Map<string, UndoDirChange>();
+  for (const rec of records) for (const d of rec.dirs ?? []) mergedDirs.set(d.path, { path: d.path, before: mergedDirs.has(d.path) ? mergedDirs.get(d.path)!.before : d.before, after: d.after });
+  const dirs = recordedDirs(mergedDirs.values());
   const prefix = keys[0]!.slice(0, keys[0]!.lastIndexOf("/") + 1);
   const call: UndoCall = {
     call_id: callIdOf(session, stamp),
     tool: records[0]?.tool ?? "call",
     session,
     at: new Date(stampTime(stamp)).toISOString(),
-    paths: [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path)])].sort(),
+    paths: [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path), ...dirs.map((d) => `${d.path}/`)])].sort(),
     undone: keys.some((k) => k.endsWith("/undone")),
   };
-  return { call, changes, links, modes, prefix };
+  return { call, changes, links, modes, dirs, prefix };
 }
 
 /** The session's recent undoable calls, newest first. */
@@ -143,7 +149,7 @@ export type UndoAction = "restored" | "deleted" | "recreated" | "exec_bit_set" |
 
 /** Undoes one call (by id, or the session's newest not yet undone). `ws` is a Workspace without an undo journal. */
 export async function undoCall(storage: StorageDriver, ws: Workspace, target: { callId?: string; session: string }): Promise<{ call_id: string; tool: string; restored: { path: string; action: UndoAction }[] }> {
-  const { call, changes, links, modes, prefix } = await findCall(storage, ws.tenant, ws.id, target);
+  const { call, changes, links, modes, dirs, prefix } = await findCall(storage, ws.tenant, ws.id, target);
   const claimKey = `${prefix}undone`;
   try {
     await storage.put(claimKey, JSON.stringify({ at: new Date().toISOString() }), { ifNoneMatch: "*", contentType: "application/json" });
@@ -167,6 +173,10 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
       if ((now?.etag ?? null) !== c.after) changed.push(c.path);
     }));
   }
+  await Promise.all(dirs.map(async (d) => {
+    const now = await ws.driver.head(dirMarkerKey(ws.tenant, ws.id, d.path));
+    if ((now?.etag ?? null) !== d.after) changed.push(`${d.path}/`);
+  }));
   if (changed.length) {
     await release();
     changed.sort();
@@ -200,6 +210,20 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
       const left = changes.slice(changes.indexOf(c)).map((x) => x.path);
       throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at ${c.path}: ${e instanceof Error ? e.message : String(e)} ${counted(restored.length, "file was", "files were")} restored; ${left.length} ${left.length === 1 ? "was left as it is" : "were left as they are"} (${left.slice(0, 10).join(", ")}). Check them, then fix by hand.`, { call_id: call.call_id, path: c.path, restored: restored.map((r) => r.path), left });
     }
+  }
+  // Markers last (a directory made again may need its files gone first to be empty, and the other way round).
+  const dirFailed: string[] = [];
+  const made = dirs.filter((d) => d.before === null);
+  for (const dir of await removeDirMarkers(ws.driver, ws.tenant, ws.id, made.map((d) => ({ dir: d.path, etag: d.after })))) dirFailed.push(dir);
+  for (const d of made) if (!dirFailed.includes(d.path)) restored.push({ path: `${d.path}/`, action: "deleted" });
+  for (const d of dirs.filter((x) => x.before !== null)) {
+    const r = await makeDirMarker(ws.driver, ws.tenant, ws.id, d.path);
+    if (r.ok && r.created) restored.push({ path: `${d.path}/`, action: "recreated" });
+    else dirFailed.push(d.path);
+  }
+  if (dirFailed.length) {
+    const left = dirFailed.map((d) => `${d}/`);
+    throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its directories: ${left.join(", ")} changed meanwhile (or a file now stands there). ${counted(restored.length, "change was", "changes were")} undone; the directories named were left as they are. Check them, then fix by hand (mkdir or rmdir).`, { call_id: call.call_id, restored: restored.map((r) => r.path), left });
   }
   return { call_id: call.call_id, tool: call.tool, restored };
 }
