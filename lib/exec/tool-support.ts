@@ -170,10 +170,11 @@ function skippedSummary(skipped: Skipped[]): string {
  * conflicts (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
-export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"]; modes_changed?: RunResult["modes_changed"] }): string {
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"]; modes_changed?: RunResult["modes_changed"]; files_changed?: RunResult["files_changed"] }): string {
   let text = "";
-  // An execute bit is not in files_changed: said here, so a mode-only change is never silent.
-  const modes = r.modes_changed ?? [];
+  // A file whose execute bit alone changed is in no other list: said here, so a mode-only change is never silent.
+  const written = new Set(r.files_changed ?? []);
+  const modes = (r.modes_changed ?? []).filter((p) => !written.has(p));
   if (modes.length) text += `\n[execute bit changed: ${modes.slice(0, 10).join(", ")}${modes.length > 10 ? `, ... (${modes.length})` : ""}]`;
   const cut = Object.entries(r.lists_cut ?? {});
   if (cut.length) text += `\n[the result was too large to keep whole: only the first entries of these lists are given (field: all of it): ${cut.map(([f, n]) => `${f}: ${n}`).join(", ")}]`;
