@@ -19,7 +19,7 @@ const describe = (live: boolean) => `Run a snippet of Python, Node.js or bash in
 - run_in_background: true (default: false) returns a task_id at once, as bash's does: read its output with bash_output, stop it with kill_shell (it counts among bash's background tasks).
 - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
 - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).${live ? `\n${KEEP_ALIVE_LINES} The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.` : ""}
-Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)`;
+Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, modes_changed?, call_id?} (call_id when it changed files, symlinks, execute bits or empty directories: undo it with POST /v1/workspaces/{ws}/undo)`;
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 const RUNNERS = { python: "python3 -", node: "node -", bash: "bash -s --" } as const;
@@ -36,7 +36,7 @@ export default defineTool({
   liveless: { description: describe(false), summary: SUMMARY, omit: KEEP_ALIVE_ARGS },
   annotations: { title: "Run code", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   // A background start answers {task_id, status} only, so the run's fields are optional (as bash's).
-  output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), stdout: z.string().optional(), stderr: z.string().optional(), exit_code: z.number().int().nullable().optional(), duration_ms: z.number().optional(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
+  output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), stdout: z.string().optional(), stderr: z.string().optional(), exit_code: z.number().int().nullable().optional(), duration_ms: z.number().optional(), output_file: z.string().optional(), output_cut: OutputCutInfo.optional(), files_changed: z.array(z.string()).optional(), links_changed: z.array(z.string()).optional(), modes_changed: z.array(z.string()).optional(), unsynced: z.record(z.string(), z.unknown()).optional(), call_id: z.string().optional() }),
   input: z.object({
     language: z.enum(["python", "node", "bash"]).describe("The language of code"),
     code: z.string().min(1).max(1_000_000).describe("The program"),
@@ -91,7 +91,7 @@ export default defineTool({
       data: {
         stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code, duration_ms: r.duration_ms,
         ...(r.output_file ? { output_file: r.output_file } : {}), ...(r.output_cut ? { output_cut: r.output_cut } : {}),
-        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.links_changed?.length ? { links_changed: r.links_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
+        ...(r.files_changed.length ? { files_changed: r.files_changed } : {}), ...(r.links_changed?.length ? { links_changed: r.links_changed } : {}), ...(r.modes_changed?.length ? { modes_changed: r.modes_changed } : {}), ...(r.unsynced ? { unsynced: r.unsynced } : {}),
         ...runCallId(ctx.ws.undo?.callId, r),
       },
     };

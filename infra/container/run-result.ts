@@ -64,6 +64,7 @@ export function runResult(p: ResultParts): RunResult {
     dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
     dirs_deleted: dirsOut?.deleted ?? [],
     ...(so.linksChanged.length ? { links_changed: so.linksChanged } : {}),
+    ...(so.modesChanged.length ? { modes_changed: so.modesChanged } : {}),
     conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
     skipped,
     discarded: so.finished ? [] : [...so.changes.map((c) => c.path), ...so.dirDelta.map((d) => `${d.path}/`)],

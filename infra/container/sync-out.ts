@@ -53,6 +53,8 @@ export interface SyncedOut {
   wb: WriteBackOutcome | null;
   dirsOut: DirOutcome | null;
   linksChanged: string[];
+  /** Files whose execute bit the command set or cleared, saved in the workspace's modes table. */
+  modesChanged: string[];
   modeSkips: Skipped[];
   walkMs: number;
   /** The walk had a change journal's word (SyncStats.walk_dirs). */
@@ -129,6 +131,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const exact = await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
+  let modesChanged: string[] = [];
   const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb, readOnly), linksDelta(slot, after));
   // The bits to settle beside the files compared: those the workspace's list changed (another writer's too, in the answer).
   const bitsChanged = new Set<string>();
@@ -139,6 +142,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
       for (const p of slot.modes.exec) if (!before.has(p)) bitsChanged.add(p);
       for (const p of before) if (!slot.modes.exec.has(p)) bitsChanged.add(p);
       linksChanged = Object.keys(delta.links ?? {}).sort();
+      modesChanged = [...delta.add.filter((p) => !before.has(p)), ...delta.remove.filter((p) => before.has(p))].sort();
     } catch (e) {
       const why = String((e as Error).message ?? e).slice(0, 200);
       for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: `execute bit not saved: ${why}` });
@@ -151,5 +155,5 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   // The slot was its view's fixpoint and every change went to storage as the tree holds it (no directory, link or bit left aside):
   // it still is, so the next sync-in reconciles nothing when storage is unchanged (only what changed otherwise).
   if (wasSynced && wasSynced.skipped.length === 0 && exact && !dirDelta.length && !after.skipped.length && !modeSkips.length && !linksChanged.length) slot.synced = wasSynced;
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modesChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
 }

@@ -35,6 +35,7 @@ export const CommandResult = z.object({
   dirs_created: z.array(z.string()).optional(),
   dirs_deleted: z.array(z.string()).optional(),
   links_changed: z.array(z.string()).optional(),
+  modes_changed: z.array(z.string()).optional(),
   conflicts: z.array(z.object({ path: z.string(), change: z.enum(["created", "modified", "deleted"]), reason: z.string() }).loose()),
   unsynced: z.record(z.string(), z.unknown()).optional(),
   skipped: z.array(z.object({ path: z.string(), reason: z.string(), detail: z.string().optional() })).optional(),

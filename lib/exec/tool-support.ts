@@ -170,8 +170,12 @@ function skippedSummary(skipped: Skipped[]): string {
  * conflicts (both versions kept) and changes that were not written back (`unsynced`: not in the
  * workspace). "" when there is nothing to say. Every tool that shows a run's result appends it.
  */
-export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"] }): string {
+export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & { skipped?: RunResult["skipped"]; modes_changed?: RunResult["modes_changed"]; files_changed?: RunResult["files_changed"] }): string {
   let text = "";
+  // A file whose execute bit alone changed is in no other list: said here, so a mode-only change is never silent.
+  const written = new Set(r.files_changed ?? []);
+  const modes = (r.modes_changed ?? []).filter((p) => !written.has(p));
+  if (modes.length) text += `\n[execute bit changed: ${modes.slice(0, 10).join(", ")}${modes.length > 10 ? `, ... (${modes.length})` : ""}]`;
   const cut = Object.entries(r.lists_cut ?? {});
   if (cut.length) text += `\n[the result was too large to keep whole: only the first entries of these lists are given (field: all of it): ${cut.map(([f, n]) => `${f}: ${n}`).join(", ")}]`;
   // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
@@ -205,11 +209,11 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "li
 
 /**
  * The undo id of a finished run's write-back (the call's own: runRequest put it in the sync token),
- * when the run changed files or symlinks; executeTool lifts it to the envelope's call_id.
+ * when the run changed files, symlinks, execute bits or explicit directories; executeTool lifts it to the envelope's call_id.
  */
-export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "links_changed" | "conflicts">): { call_id?: string } {
+export function runCallId(callId: string | undefined, r: Pick<RunResult, "files_changed" | "files_deleted" | "dirs_created" | "dirs_deleted" | "links_changed" | "modes_changed" | "conflicts">): { call_id?: string } {
   if (!callId) return {};
-  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || (r.links_changed?.length ?? 0) > 0 || r.conflicts.some((c) => c.saved_as);
+  const changed = r.files_changed.length > 0 || r.files_deleted.length > 0 || (r.links_changed?.length ?? 0) > 0 || (r.modes_changed?.length ?? 0) > 0 || (r.dirs_created?.length ?? 0) > 0 || (r.dirs_deleted?.length ?? 0) > 0 || r.conflicts.some((c) => c.saved_as);
   return changed ? { call_id: callId } : {};
 }
 
@@ -228,6 +232,7 @@ export function commandData(r: RunResult) {
     ...(r.dirs_created?.length ? { dirs_created: r.dirs_created } : {}),
     ...(r.dirs_deleted?.length ? { dirs_deleted: r.dirs_deleted } : {}),
     ...(r.links_changed?.length ? { links_changed: r.links_changed } : {}),
+    ...(r.modes_changed?.length ? { modes_changed: r.modes_changed } : {}),
     conflicts: r.conflicts,
     ...(r.unsynced ? { unsynced: r.unsynced } : {}),
     ...(r.skipped.length ? { skipped: r.skipped } : {}),

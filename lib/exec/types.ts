@@ -222,8 +222,9 @@ export interface RunResult {
   /** Explicit directories written back: made for directories the command left empty, removed with the directory. */
   dirs_created?: string[];
   dirs_deleted?: string[];
-  /** Symlinks the command made, removed or repointed, saved in the workspace's links table (docs/symlinks.md). */
+  /** Symlinks the command made, removed or repointed (docs/symlinks.md), and files whose execute bit it set or cleared: both kept in the workspace's modes table, undone with the call. */
   links_changed?: string[];
+  modes_changed?: string[];
   conflicts: Conflict[];
   skipped: Skipped[];
   /** `disk_mb`: stopped for adding more than that to the workspace (nothing written back); `memory_mb`: the kernel killed processes past the sandbox's memory bound (the run went on, its output says so). */

@@ -96,16 +96,26 @@ export interface LinkChange {
   after: string | null;
 }
 
-/** What an update tells the call's undo journal (lib/workspace/undo-journal.ts UndoJournal.linked). */
+/** A file's execute bit an update set (before false) or cleared (after false). */
+export interface ExecChange {
+  path: string;
+  before: boolean;
+  after: boolean;
+}
+
+/** What an update tells the call's undo journal (lib/workspace/undo-journal.ts UndoJournal.linked, .moded). */
 export interface LinkJournal {
   linked(changes: readonly LinkChange[]): void;
+  moded(changes: readonly ExecChange[]): void;
 }
 
 export interface ModesUpdateOptions {
-  /** The call's undo journal: told each link the update changed (its target before and after), once the write landed. */
+  /** The call's undo journal: told each link and execute bit the update changed (before and after), once the write landed. */
   undo?: LinkJournal | undefined;
   /** Applied only while each named link is still this (null: no link), checked in the same conditional write; else CONFLICT naming them (undo). */
   expectLinks?: Record<string, string | null>;
+  /** Applied only while each named file's execute bit is still this, checked in the same conditional write; else CONFLICT naming them (undo). */
+  expectExec?: Record<string, boolean>;
 }
 
 /**
@@ -117,6 +127,9 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const now = await readModes(driver, tenant, workspace);
     const exec = new Set(now.exec);
+    const flipped = Object.entries(opts.expectExec ?? {}).filter(([p, x]) => exec.has(p) !== x).map(([p]) => p);
+    if (flipped.length) throw new ToolError("CONFLICT", `The execute bit of ${flipped.slice(0, 10).join(", ")} changed meanwhile; nothing was written.`, { files: flipped });
+    const wasExec = new Set(now.exec);
     for (const p of delta.remove) exec.delete(p);
     for (const p of delta.add) exec.add(p);
     if (exec.size > MAX_EXEC_FILES) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_EXEC_FILES} executable files.`);
@@ -138,6 +151,7 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
     try {
       const body: Stored = { v: 1, exec: sorted, ...(Object.keys(links).length ? { links: sortedLinks(links) } : {}) };
       const info = await driver.put(key, JSON.stringify(body), { ...(now.etag === null ? { ifNoneMatch: "*" as const } : { ifMatch: now.etag }), contentType: "application/json" });
+      opts.undo?.moded([...new Set([...delta.remove, ...delta.add])].map((p) => ({ path: p, before: wasExec.has(p), after: exec.has(p) })).filter((m) => m.before !== m.after));
       opts.undo?.linked(Object.keys(delta.links ?? {}).map((p) => ({ path: p, before: was[p] ?? null, after: links[p] ?? null })).filter((l) => l.before !== l.after));
       return { etag: info.etag, exec: sorted, ...(body.links ? { links: body.links } : {}) };
     } catch (e) {

@@ -15,7 +15,8 @@ import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaReco
 import { ManifestCache } from "../layers/manifest.js";
 import { MAX_OUTPUT_CHARS, parseToolArgs, truncateMiddle, type SubCalls, type Tool, type ToolContext, type ToolOutcome, type Usage } from "../contract/tool.js";
 import { Workspace } from "../workspace/workspace.js";
-import { newStamp, UndoJournal } from "../workspace/undo-journal.js";
+import { UndoJournal } from "../workspace/undo-journal.js";
+import { newStamp } from "../workspace/undo-record.js";
 import type { RunDeps } from "./deps.js";
 import { gateCall } from "./pending/gate.js";
 import { pendingOutcome } from "../tools/pending/outcome.js";

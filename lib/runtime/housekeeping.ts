@@ -22,7 +22,7 @@ import { housekeepRuns } from "../exec/tasks.js";
 import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import { undoPrefix } from "../layout/paths.js";
 import { pruneWorkspaceUndo, UNDO_RETENTION } from "../workspace/undo-retention.js";
-import { stampTime } from "../workspace/undo-journal.js";
+import { stampTime } from "../workspace/undo-record.js";
 
 export interface HousekeepingEnv {
   TOOLSHED_AUDIT_RETENTION_DAYS?: string;

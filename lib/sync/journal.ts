@@ -1,5 +1,6 @@
 import type { StorageDriver } from "../storage/types.js";
-import { parseCallId, UndoJournal } from "../workspace/undo-journal.js";
+import { UndoJournal } from "../workspace/undo-journal.js";
+import { parseCallId } from "../workspace/undo-record.js";
 import type { SyncClaims } from "./token.js";
 
 /**

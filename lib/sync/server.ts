@@ -45,12 +45,14 @@ const fail = (e: ToolError) => json({ ok: false, error: errorBody(e) }, e.status
 
 const modified = (path: string) => json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
 
-/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker. */
+/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker; a marker made or removed is journaled for undo. */
 async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<Response> {
   if (req.method === "PUT") {
     await req.body?.cancel();
     try {
-      return json({ etag: (await ws.makeDirectory(dir)).etag });
+      const made = await ws.makeDirectory(dir);
+      if (made.created) ws.undo?.marked({ path: dir, before: null, after: made.etag });
+      return json({ etag: made.etag });
     } catch (e) {
       // A file has the path or a parent path, or the marker vanished meanwhile: the workspace changed.
       if (isToolError(e) && (e.code === "ALREADY_EXISTS" || e.code === "NOT_A_DIRECTORY" || e.code === "CONFLICT")) return modified(dir);
@@ -60,7 +62,10 @@ async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<
   if (req.method === "DELETE") {
     const ifMatch = req.headers.get("if-match");
     if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
-    return (await ws.removeDirectory(dir, { ifMatch: unquoteEtag(ifMatch) })) ? new Response(null, { status: 204 }) : modified(dir);
+    const etag = unquoteEtag(ifMatch);
+    if (!(await ws.removeDirectory(dir, { ifMatch: etag }))) return modified(dir);
+    ws.undo?.marked({ path: dir, before: etag, after: null });
+    return new Response(null, { status: 204 });
   }
   throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on a directory.`);
 }
@@ -135,7 +140,13 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
     const path = normalizeFilePath(m[1]!.split("/").map(decodeURIComponent).join("/"));
     // A path ending in "/" is an explicit directory (its marker), never the file of that name.
-    if (m[1]!.endsWith("/")) return await syncDirectory(req, ws, path);
+    if (m[1]!.endsWith("/")) {
+      try {
+        return await syncDirectory(req, ws, path);
+      } finally {
+        await commitSyncJournal(undo);
+      }
+    }
 
     // The single-file write routes commit this request's undo part before answering.
     if (req.method === "PUT" || req.method === "DELETE") {

@@ -9,62 +9,20 @@
  * an undo blob under the call's prefix (the same GET, +1 PUT beside the call's write); a file that
  * did not exist costs nothing.
  * Link changes (a symlink made, removed, repointed: docs/symlinks.md) are kept as targets, before
- * and after, told by the one place the links table is written (lib/layout/modes.ts updateModes).
+ * and after, and execute-bit changes as the bit before and after, told by the one place the modes
+ * table is written (lib/layout/modes.ts updateModes).
  * commit() writes one record object per call (per sync request for bash), create-only, under a
  * unique key: no hot key. A call whose last change is a write of known etag (writeBeside) has its
  * record written beside that write instead of after it. Layout:
  * x/undo/<session>/<stamp>/r-<id>.json, b-<id> (blobs), undone.
  */
 import { sessionUndoPrefix, undoPrefix } from "../layout/paths.js";
-import { hasLowerRef, type LowerRef } from "../layers/layered-driver.js";
+import { hasLowerRef } from "../layers/layered-driver.js";
 import type { StorageDriver } from "../storage/types.js";
 import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import { encodeBase64 } from "../shared/text.js";
 import { PRUNE_EVERY, pruneDue, pruneUndoPrefix, UNDO_RETENTION, type UndoRetention } from "./undo-retention.js";
-
-/** The bytes of a version before the call: none (the file did not exist), a pack range, the bytes themselves (base64), or a blob. */
-export type Before = null | { etag: string; size: number; lower: LowerRef } | { etag: string; size: number; inline: string } | { etag: string; size: number; blob: string };
-
-export interface UndoChange {
-  path: string;
-  before: Before;
-  /** The etag the call left; null: the call deleted the file. */
-  after: string | null;
-}
-
-/** A symlink the call made (before null), removed (after null) or repointed: its targets (docs/symlinks.md). */
-export interface UndoLinkChange {
-  path: string;
-  before: string | null;
-  after: string | null;
-}
-
-export interface UndoRecord {
-  v: 1;
-  call_id: string;
-  tool: string;
-  session: string;
-  at: string;
-  changes: UndoChange[];
-  /** Link changes (absent: none); a link is not a file object, so it has no before-bytes, only a target. */
-  links?: UndoLinkChange[];
-}
-
-
-/** Newest first in key order: the time counted down, fixed width, plus a random tail. */
-export function newStamp(now = Date.now()): string {
-  const down = (9_999_999_999_999 - now).toString(36).padStart(9, "0");
-  const rand = [...crypto.getRandomValues(new Uint8Array(5))].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `${down}${rand}`;
-}
-export const stampTime = (stamp: string): number => 9_999_999_999_999 - parseInt(stamp.slice(0, 9), 36);
-
-/** call_id = <session>~<stamp> (a session id never holds "~"): self-contained, so undo needs nothing else. */
-export const callIdOf = (session: string, stamp: string): string => `${session}~${stamp}`;
-export function parseCallId(id: string): { session: string; stamp: string } | null {
-  const m = /^([A-Za-z0-9._:-]{1,128})~([0-9a-z]{9}[0-9a-f]{10})$/.exec(id);
-  return m ? { session: m[1]!, stamp: m[2]! } : null;
-}
+import { callIdOf, newStamp, recordedLinks, recordedDirs, recordedModes, recordedOf, stampTime, type UndoChange, type UndoDirChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "./undo-record.js";
 
 const rid = () => [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -77,12 +35,8 @@ export const INLINE_BYTES = 64 * 1024;
 const INLINE_RECORD_BYTES = 256 * 1024;
 
 const recordKey = (prefix: string) => `${prefix}r-${Date.now().toString(36)}-${rid()}.json`;
-/** The changes a record names: a path left as it was before (written, then put back) is dropped. */
-const recordedOf = (changes: readonly UndoChange[]): UndoChange[] => changes.filter((c) => !(c.before === null && c.after === null) && c.before?.etag !== c.after);
-/** The link changes a record names: a link left as it was before is dropped. */
-export const recordedLinks = (links: Iterable<UndoLinkChange>): UndoLinkChange[] => [...links].filter((l) => l.before !== l.after);
 /** What a record says, for comparing the one written beside a write with the one the call ends with. */
-const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[]) => JSON.stringify([changes, links]);
+const changesJson = (changes: readonly UndoChange[], links: readonly UndoLinkChange[], modes: readonly UndoModeChange[], dirs: readonly UndoDirChange[]) => JSON.stringify([changes, links, modes, dirs]);
 
 export class UndoJournal {
   readonly callId: string;
@@ -99,6 +53,8 @@ export class UndoJournal {
   tool = "call";
   private readonly changes = new Map<string, UndoChange>();
   private readonly links = new Map<string, UndoLinkChange>();
+  private readonly modes = new Map<string, UndoModeChange>();
+  private readonly dirs = new Map<string, UndoDirChange>();
   private readonly blobs: string[] = [];
   private readonly landedPaths = new Set<string>();
   private readonly read = new Map<string, { etag: string; bytes: Uint8Array }>();
@@ -119,12 +75,22 @@ export class UndoJournal {
   }
 
   get size(): number {
-    return this.changes.size + this.links.size;
+    return this.changes.size + this.links.size + this.modes.size + this.dirs.size;
   }
 
   /** Links the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
   linked(changes: readonly UndoLinkChange[]): void {
     for (const l of changes) this.links.set(l.path, { path: l.path, before: this.links.get(l.path)?.before ?? l.before, after: l.after });
+  }
+
+  /** Execute bits the call changed (lib/layout/modes.ts, after the table's write landed): a path's first before is kept, its last after. */
+  moded(changes: readonly UndoModeChange[]): void {
+    for (const m of changes) this.modes.set(m.path, { path: m.path, before: this.modes.get(m.path)?.before ?? m.before, after: m.after });
+  }
+
+  /** A directory marker the call made or removed (the sync server's directory routes): a path's first before is kept, its last after. */
+  marked(d: UndoDirChange): void {
+    this.dirs.set(d.path, { path: d.path, before: this.dirs.has(d.path) ? this.dirs.get(d.path)!.before : d.before, after: d.after });
   }
 
   /** Workspace.readBytes saw these bytes of `path` at `etag`. */
@@ -232,8 +198,8 @@ export class UndoJournal {
     return recordedOf([...this.changes.values()]);
   }
 
-  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[]): Promise<unknown> {
-    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}) };
+  private putRecord(key: string, changes: UndoChange[], links: UndoLinkChange[], modes: UndoModeChange[], dirs: UndoDirChange[]): Promise<unknown> {
+    const rec: UndoRecord = { v: 1, call_id: this.callId, tool: this.tool, session: this.session, at: new Date().toISOString(), changes, ...(links.length ? { links } : {}), ...(modes.length ? { modes } : {}), ...(dirs.length ? { dirs } : {}) };
     return this.storage.put(key, JSON.stringify(rec), { ifNoneMatch: "*", contentType: "application/json" });
   }
 
@@ -248,10 +214,12 @@ export class UndoJournal {
     if (!c || this.beside) return;
     const changes = recordedOf([...this.changes.values()].map((x) => (x === c ? { ...c, after: etag } : x)));
     const links = recordedLinks(this.links.values());
-    if (changes.length === 0 && links.length === 0) return;
+    const modes = recordedModes(this.modes.values());
+    const dirs = recordedDirs(this.dirs.values());
+    if (changes.length === 0 && links.length === 0 && modes.length === 0 && dirs.length === 0) return;
     const key = recordKey(this.prefix);
-    const done = this.putRecord(key, changes, links).then(() => null, (e: unknown) => e);
-    this.beside = { key, path, json: changesJson(changes, links), done };
+    const done = this.putRecord(key, changes, links, modes, dirs).then(() => null, (e: unknown) => e);
+    this.beside = { key, path, json: changesJson(changes, links, modes, dirs), done };
   }
 
   /** Deletes the record written beside a write (whatever its PUT's outcome); a failed delete is left to retention. */
@@ -279,16 +247,20 @@ export class UndoJournal {
     }
     const changes = this.recorded();
     const links = recordedLinks(this.links.values());
-    this.committed = [...changes.map((c) => c.path), ...links.map((l) => l.path)];
+    const modes = recordedModes(this.modes.values());
+    const dirs = recordedDirs(this.dirs.values());
+    this.committed = [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path), ...dirs.map((d) => `${d.path}/`)])];
     this.changes.clear();
     this.links.clear();
+    this.modes.clear();
+    this.dirs.clear();
     const beside = this.beside;
-    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links)) {
+    if (beside && (await beside.done) === null && beside.json === changesJson(changes, links, modes, dirs)) {
       this.beside = null;
     } else {
       await this.dropBeside();
-      if (changes.length === 0 && links.length === 0) return null;
-      await this.putRecord(recordKey(this.prefix), changes, links);
+      if (changes.length === 0 && links.length === 0 && modes.length === 0 && dirs.length === 0) return null;
+      await this.putRecord(recordKey(this.prefix), changes, links, modes, dirs);
     }
     // Retention (per session and per workspace, over every session of it); never fails the call.
     const policy = { ...this.retention, now: Date.now() };

@@ -240,3 +240,90 @@ describe("undo carries symlinks (docs/symlinks.md)", () => {
     expect(actions(ok(await undo({}, "win")))).toEqual(["l5/keep.txt:restored", "l5/q:deleted"]);
   });
 });
+
+describe("undo carries execute bits (x/modes.json)", () => {
+  const actions = (u: any) => u.restored.map((x: any) => `${x.path}:${x.action}`).sort();
+  const bits = async (cmd: string) => ok(await call("bash", { command: cmd })).output;
+
+  it("chmod -x is undone: the bit comes back, and the next bash sees it", async () => {
+    ok(await call("bash", { command: "mkdir -p m1/bin && printf '#!/bin/sh\\necho hi\\n' > m1/bin/run.sh && chmod +x m1/bin/run.sh" }));
+    const r = ok(await call("bash", { command: "chmod -x m1/bin/run.sh" }, "mx"));
+    // A run that changed only a mode says so (data and the text the model reads), and is undoable by its call_id.
+    expect(r.data).toMatchObject({ files_changed: [], files_deleted: [], modes_changed: ["m1/bin/run.sh"] });
+    expect(r.output).toContain("[execute bit changed: m1/bin/run.sh]");
+    expect(r.call_id.startsWith("mx~")).toBe(true);
+    expect(ok(await req("/v1/workspaces/main/undo?session=mx")).calls[0]).toMatchObject({ call_id: r.call_id, paths: ["m1/bin/run.sh"] });
+    expect(actions(ok(await undo({ call_id: r.call_id }, "mx")))).toEqual(["m1/bin/run.sh:exec_bit_set"]);
+    expect(await bits("test -x m1/bin/run.sh && echo x || echo no; ./m1/bin/run.sh")).toBe("x\nhi\n");
+  });
+
+  it("chmod +x of a file is undone: the bit is cleared", async () => {
+    ok(await call("write", { file_path: "m2/tool.sh", content: "echo t\n" }));
+    const r = ok(await call("bash", { command: "chmod +x m2/tool.sh" }, "px"));
+    expect(r.data.modes_changed).toEqual(["m2/tool.sh"]);
+    expect(actions(ok(await undo({}, "px")))).toEqual(["m2/tool.sh:exec_bit_cleared"]);
+    expect(await bits("test -x m2/tool.sh && echo x || echo no")).toBe("no\n");
+  });
+
+  it("a new executable file is undone whole: deleted, and a file made again there is not executable", async () => {
+    const r = ok(await call("bash", { command: "mkdir -p m3 && printf 'echo n\\n' > m3/new.sh && chmod +x m3/new.sh" }, "nx"));
+    expect(r.data).toMatchObject({ files_changed: ["m3/new.sh"], modes_changed: ["m3/new.sh"] });
+    expect(actions(ok(await undo({}, "nx")))).toEqual(["m3/new.sh:deleted", "m3/new.sh:exec_bit_cleared"]);
+    expect(await text("m3/new.sh")).toBe(null);
+    ok(await call("write", { file_path: "m3/new.sh", content: "echo again\n" }));
+    expect(await bits("test -x m3/new.sh && echo x || echo no")).toBe("no\n");
+  });
+
+  it("an execute bit changed since by another call is named, and nothing of the call is undone", async () => {
+    ok(await call("write", { file_path: "m4/keep.txt", content: "old\n" }));
+    ok(await call("write", { file_path: "m4/s.sh", content: "echo s\n" }));
+    ok(await call("bash", { command: "chmod +x m4/s.sh && echo new > m4/keep.txt" }, "mc"));
+    ok(await call("bash", { command: "chmod -x m4/s.sh" }));
+    const u = await undo({}, "mc");
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["m4/s.sh"] } });
+    expect(u.body.error.message).toContain("execute bit");
+    expect(await text("m4/keep.txt")).toBe("new\n");
+    expect(await bits("test -x m4/s.sh && echo x || echo no")).toBe("no\n");
+    // Once the bit is as the call left it, the undo goes through.
+    ok(await call("bash", { command: "chmod +x m4/s.sh" }));
+    expect(actions(ok(await undo({}, "mc")))).toEqual(["m4/keep.txt:restored", "m4/s.sh:exec_bit_cleared"]);
+    expect(await bits("test -x m4/s.sh && echo x || echo no; cat m4/keep.txt")).toBe("no\nold\n");
+  });
+});
+
+describe("undo carries explicit directories (empty ones, kept as markers)", () => {
+  const actions = (u: any) => u.restored.map((x: any) => `${x.path}:${x.action}`).sort();
+  const sh = async (cmd: string) => ok(await call("bash", { command: cmd })).output;
+
+  it("mkdir of an empty directory is undone: its marker is removed, and the next bash does not see it", async () => {
+    ok(await call("write", { file_path: "d1/keep.txt", content: "k\n" }));
+    const r = ok(await call("bash", { command: "mkdir d1/newdir" }, "mk"));
+    // A run that only made a directory has a call_id.
+    expect(r.data.dirs_created).toEqual(["d1/newdir"]);
+    expect(r.call_id.startsWith("mk~")).toBe(true);
+    expect(actions(ok(await undo({ call_id: r.call_id }, "mk")))).toEqual(["d1/newdir/:deleted"]);
+    expect(await sh("test -d d1/newdir && echo dir || echo none")).toBe("none\n");
+  });
+
+  it("rmdir of an empty directory is undone: it is made again", async () => {
+    ok(await call("bash", { command: "mkdir -p d2/empty" }));
+    const r = ok(await call("bash", { command: "rmdir d2/empty" }, "rd"));
+    expect(r.data.dirs_deleted).toEqual(["d2/empty"]);
+    expect(r.call_id.startsWith("rd~")).toBe(true);
+    // d2, left empty, got a marker of its own in that run: undone with it.
+    expect(r.data.dirs_created).toEqual(["d2"]);
+    expect(actions(ok(await undo({}, "rd")))).toEqual(["d2/:deleted", "d2/empty/:recreated"]);
+    expect(await sh("test -d d2/empty && echo dir || echo none")).toBe("dir\n");
+  });
+
+  it("a directory removed since by another call is named, and nothing of the call is undone", async () => {
+    ok(await call("write", { file_path: "d3/keep.txt", content: "old\n" }));
+    ok(await call("bash", { command: "mkdir d3/made && echo new > d3/keep.txt" }, "dc"));
+    ok(await call("bash", { command: "rmdir d3/made" }));
+    const u = await undo({}, "dc");
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { files: ["d3/made/"] } });
+    expect(await text("d3/keep.txt")).toBe("new\n");
+  });
+});

@@ -31,7 +31,7 @@ export function undoApp(deps: AppDeps) {
         body: { required: false, content: { "application/json": { schema: UndoBody } } },
       },
       responses: {
-        200: { description: "Undone", content: { "application/json": { schema: z.object({ call_id: z.string(), tool: z.string(), restored: z.array(z.object({ path: z.string(), action: z.enum(["restored", "deleted", "recreated"]) })) }) } } },
+        200: { description: "Undone", content: { "application/json": { schema: z.object({ call_id: z.string(), tool: z.string(), restored: z.array(z.object({ path: z.string(), action: z.enum(["restored", "deleted", "recreated", "exec_bit_set", "exec_bit_cleared"]) })) }) } } },
         ...errorResponses(400, 401, 403, 404, 409),
       },
     })),

@@ -460,14 +460,14 @@ export interface paths {
          *     - keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (`server &`, listening on the sandbox's loopback) persist to the session's next calls: later calls without keep_alive run in it too (keep_alive: false runs one in a fresh sandbox and leaves the live one alone; the output says so). It ends after idle_timeout_s without a command (default 300 s, max 840), after 14 min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call's output says what was lost, and a keep_alive: true call starts a new one (a call without keep_alive then runs fresh). Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp. run_in_background ignores keep_alive (a fresh sandbox). restart: true ends the live sandbox too, unless keep_alive: false.
          *     - No network unless your API key has the network scope; with it, public internet addresses only (loopback, private and cloud metadata addresses are refused, the reason in stderr), through the proxy HTTP_PROXY/HTTPS_PROXY name: curl, wget, pip, npm and git use it; raw sockets and DNS lookups have no route. The tenant's secrets (credentials for a host, never shown: {{secret:NAME}} stands in) are added by that proxy to requests sent as http://<host>/... (it sends them on over https); an https:// URL goes through as it is, without them. Outside a live sandbox nothing survives the call but workspace files: /tmp is private, processes are killed.
          *     - Output: stdout and stderr merged; over 30000 bytes, the head and tail are kept on line boundaries and a note says how many bytes and which lines were left out and where the full output is (output_file, not a workspace file: read it with bash_output {output_file, offset, limit}); a non-zero exit code is appended.
-         *     - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
+         *     - Write-back is per file and conditional: a file another tool changed during the command is kept as that tool wrote it and listed in conflicts (the command's version is saved under .toolshed/conflicts/). Symlinks are kept as links (links_changed: those the command made, removed or repointed), execute bits too (modes_changed: files whose bit it set or cleared); special files are not written back. Changes past 100,000 files, or past the write-back's share of the time, are listed in unsynced and are NOT in the workspace.
          *     - Directories the command leaves empty are kept for later calls (dirs_created); directories it removes are removed (dirs_deleted).
          *     - git works out of the box (identity "Toolshed Agent", branch main); .toolshed/ (conflict copies) is ignored by git.
          *     - After a command changes a file, read it again before editing it.
          *     - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
          *     - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
-         *     - call_id (when files or symlinks changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file and symlink the command wrote back.
-         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background
+         *     - call_id (when files, symlinks, execute bits or empty directories changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file, symlink, execute bit and empty directory the command wrote back.
+         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background
          */
         post: operations["tool_bash"];
         delete?: never;
@@ -495,7 +495,7 @@ export interface paths {
          *     - No network unless your API key has the network scope; with it, public internet addresses only, through the proxy HTTP_PROXY/HTTPS_PROXY name (python's urllib and requests use it; Node's built-in fetch does not). Long output is cut as bash cuts it (the note says what was left out and where the full output is).
          *     - Symlinks it makes are kept as links, as bash keeps them (links_changed: those it made, removed or repointed).
          *     - keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (`server &`, listening on the sandbox's loopback) persist to the session's next calls: later calls without keep_alive run in it too (keep_alive: false runs one in a fresh sandbox and leaves the live one alone; the output says so). It ends after idle_timeout_s without a command (default 300 s, max 840), after 14 min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call's output says what was lost, and a keep_alive: true call starts a new one (a call without keep_alive then runs fresh). Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp. The program itself runs as a new process each call (a REPL's variables do not persist); what it leaves running, and files in /tmp and HOME, do.
-         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, call_id?} (call_id when it changed files or symlinks: undo it with POST /v1/workspaces/{ws}/undo)
+         *     Returns: {stdout, stderr, exit_code, duration_ms, output_file?, output_cut?, files_changed?, links_changed?, modes_changed?, call_id?} (call_id when it changed files, symlinks, execute bits or empty directories: undo it with POST /v1/workspaces/{ws}/undo)
          */
         post: operations["tool_run_code"];
         delete?: never;
@@ -3676,6 +3676,7 @@ export interface operations {
                             dirs_created?: string[];
                             dirs_deleted?: string[];
                             links_changed?: string[];
+                            modes_changed?: string[];
                             conflicts?: ({
                                 path: string;
                                 /** @enum {string} */
@@ -3925,6 +3926,7 @@ export interface operations {
                             };
                             files_changed?: string[];
                             links_changed?: string[];
+                            modes_changed?: string[];
                             unsynced?: {
                                 [key: string]: unknown;
                             };
@@ -4161,6 +4163,7 @@ export interface operations {
                                 dirs_created?: string[];
                                 dirs_deleted?: string[];
                                 links_changed?: string[];
+                                modes_changed?: string[];
                                 conflicts: ({
                                     path: string;
                                     /** @enum {string} */

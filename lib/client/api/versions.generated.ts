@@ -575,7 +575,7 @@ export interface paths {
                             restored: {
                                 path: string;
                                 /** @enum {string} */
-                                action: "restored" | "deleted" | "recreated";
+                                action: "restored" | "deleted" | "recreated" | "exec_bit_set" | "exec_bit_cleared";
                             }[];
                         };
                     };

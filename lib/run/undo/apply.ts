@@ -6,18 +6,22 @@
  * file re-created create-only. Writes go through a Workspace, so the search index follows.
  * The call's link changes (docs/symlinks.md) are checked with the files (each link still the
  * target the call left, else it is named beside the files) and put back first, in one delta applied
- * only while every one of them is still what the call left (lib/layout/modes.ts expectLinks).
+ * only while every one of them is still what the call left (lib/layout/modes.ts expectLinks); its
+ * execute-bit changes likewise (each bit still what the call left, else named; put back in that same
+ * delta, expectExec); its explicit directories too (each marker still the version the call left,
+ * else named; a marker it made removed If-Match, one it removed made again create-only, after the files).
  * Window: a writer landing on a file between the check and its restore (milliseconds) makes that
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
  */
 import { ToolError } from "../../shared/errors.js";
 import { readModes, updateModes } from "../../layout/modes.js";
-import { packKey, sessionUndoPrefix } from "../../layout/paths.js";
+import { dirMarkerKey, packKey, sessionUndoPrefix } from "../../layout/paths.js";
+import { makeDirMarker, removeDirMarkers } from "../../workspace/markers.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
-import { callIdOf, parseCallId, recordedLinks, stampTime, type UndoChange, type UndoLinkChange, type UndoRecord } from "../../workspace/undo-journal.js";
+import { callIdOf, parseCallId, recordedDirs, recordedLinks, recordedModes, stampTime, type UndoChange, type UndoDirChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "../../workspace/undo-record.js";
 import { RETENTION_TEXT } from "../../workspace/undo-retention.js";
 
 export interface UndoCall {
@@ -33,6 +37,8 @@ interface Loaded {
   call: UndoCall;
   changes: UndoChange[];
   links: UndoLinkChange[];
+  modes: UndoModeChange[];
+  dirs: UndoDirChange[];
   prefix: string;
 }
 
@@ -74,16 +80,22 @@ async function loadCall(storage: StorageDriver, session: string, stamp: string, 
   const mergedLinks = new Map<string, UndoLinkChange>();
   for (const rec of records) for (const l of rec.links ?? []) mergedLinks.set(l.path, { path: l.path, before: mergedLinks.get(l.path)?.before ?? l.before, after: l.after });
   const links = recordedLinks(mergedLinks.values());
+  const mergedModes = new Map<string, UndoModeChange>();
+  for (const rec of records) for (const m of rec.modes ?? []) mergedModes.set(m.path, { path: m.path, before: mergedModes.get(m.path)?.before ?? m.before, after: m.after });
+  const modes = recordedModes(mergedModes.values());
+  const mergedDirs = new Map<string, UndoDirChange>();
+  for (const rec of records) for (const d of rec.dirs ?? []) mergedDirs.set(d.path, { path: d.path, before: mergedDirs.has(d.path) ? mergedDirs.get(d.path)!.before : d.before, after: d.after });
+  const dirs = recordedDirs(mergedDirs.values());
   const prefix = keys[0]!.slice(0, keys[0]!.lastIndexOf("/") + 1);
   const call: UndoCall = {
     call_id: callIdOf(session, stamp),
     tool: records[0]?.tool ?? "call",
     session,
     at: new Date(stampTime(stamp)).toISOString(),
-    paths: [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path)])].sort(),
+    paths: [...new Set([...changes.map((c) => c.path), ...links.map((l) => l.path), ...modes.map((m) => m.path), ...dirs.map((d) => `${d.path}/`)])].sort(),
     undone: keys.some((k) => k.endsWith("/undone")),
   };
-  return { call, changes, links, prefix };
+  return { call, changes, links, modes, dirs, prefix };
 }
 
 /** The session's recent undoable calls, newest first. */
@@ -132,9 +144,12 @@ async function beforeBytes(storage: StorageDriver, tenant: string, c: UndoChange
   return new Uint8Array(await new Response(r.body).arrayBuffer());
 }
 
+/** What undo did at a path: a file or link put back, deleted or made again; an execute bit set or cleared. */
+export type UndoAction = "restored" | "deleted" | "recreated" | "exec_bit_set" | "exec_bit_cleared";
+
 /** Undoes one call (by id, or the session's newest not yet undone). `ws` is a Workspace without an undo journal. */
-export async function undoCall(storage: StorageDriver, ws: Workspace, target: { callId?: string; session: string }): Promise<{ call_id: string; tool: string; restored: { path: string; action: "restored" | "deleted" | "recreated" }[] }> {
-  const { call, changes, links, prefix } = await findCall(storage, ws.tenant, ws.id, target);
+export async function undoCall(storage: StorageDriver, ws: Workspace, target: { callId?: string; session: string }): Promise<{ call_id: string; tool: string; restored: { path: string; action: UndoAction }[] }> {
+  const { call, changes, links, modes, dirs, prefix } = await findCall(storage, ws.tenant, ws.id, target);
   const claimKey = `${prefix}undone`;
   try {
     await storage.put(claimKey, JSON.stringify({ at: new Date().toISOString() }), { ifNoneMatch: "*", contentType: "application/json" });
@@ -145,9 +160,12 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
   const release = () => storage.delete(claimKey).catch(() => {});
   // Check all first: every file must still be the version the call left, every link the target it left.
   const changed: string[] = [];
-  if (links.length) {
-    const now = (await readModes(storage, ws.tenant, ws.id)).links ?? {};
+  if (links.length || modes.length) {
+    const table = await readModes(storage, ws.tenant, ws.id);
+    const now = table.links ?? {};
     for (const l of links) if ((now[l.path] ?? null) !== l.after) changed.push(l.path);
+    const exec = new Set(table.exec);
+    for (const m of modes) if (exec.has(m.path) !== m.after && !changed.includes(m.path)) changed.push(m.path);
   }
   for (let i = 0; i < changes.length; i += 6) {
     await Promise.all(changes.slice(i, i + 6).map(async (c) => {
@@ -155,21 +173,27 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
       if ((now?.etag ?? null) !== c.after) changed.push(c.path);
     }));
   }
+  await Promise.all(dirs.map(async (d) => {
+    const now = await ws.driver.head(dirMarkerKey(ws.tenant, ws.id, d.path));
+    if ((now?.etag ?? null) !== d.after) changed.push(`${d.path}/`);
+  }));
   if (changed.length) {
     await release();
     changed.sort();
-    throw new ToolError("FILE_MODIFIED", `Cannot undo call ${call.call_id}: ${changed.length} file${changed.length === 1 ? " or symlink was" : "s or symlinks were"} changed since (${changed.slice(0, 10).join(", ")}${changed.length > 10 ? ", ..." : ""}); nothing was written. Undo the later calls first, or fix the files by hand.`, { call_id: call.call_id, files: changed });
+    throw new ToolError("FILE_MODIFIED", `Cannot undo call ${call.call_id}: ${changed.length} file${changed.length === 1 ? ", symlink or execute bit was" : "s, symlinks or execute bits were"} changed since (${changed.slice(0, 10).join(", ")}${changed.length > 10 ? ", ..." : ""}); nothing was written. Undo the later calls first, or fix the files by hand.`, { call_id: call.call_id, files: changed });
   }
-  const restored: { path: string; action: "restored" | "deleted" | "recreated" }[] = [];
-  if (links.length) {
-    // One delta, written only while each link is still what the call left (else nothing is written).
+  const restored: { path: string; action: UndoAction }[] = [];
+  if (links.length || modes.length) {
+    // One delta, written only while each link and execute bit is still what the call left (else nothing is written).
+    const delta = { add: modes.filter((m) => m.before).map((m) => m.path), remove: modes.filter((m) => !m.before).map((m) => m.path), ...(links.length ? { links: Object.fromEntries(links.map((l) => [l.path, l.before])) } : {}) };
     try {
-      await updateModes(storage, ws.tenant, ws.id, { add: [], remove: [], links: Object.fromEntries(links.map((l) => [l.path, l.before])) }, { expectLinks: Object.fromEntries(links.map((l) => [l.path, l.after])) });
+      await updateModes(storage, ws.tenant, ws.id, delta, { expectLinks: Object.fromEntries(links.map((l) => [l.path, l.after])), expectExec: Object.fromEntries(modes.map((m) => [m.path, m.after])) });
     } catch (e) {
       await release();
-      throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its symlinks: ${e instanceof Error ? e.message : String(e)} No file or link was restored. Check them, then undo again or fix by hand.`, { call_id: call.call_id, restored: [], left: [...links.map((l) => l.path), ...changes.map((c) => c.path)] });
+      throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its symlinks and execute bits: ${e instanceof Error ? e.message : String(e)} No file, link or execute bit was restored. Check them, then undo again or fix by hand.`, { call_id: call.call_id, restored: [], left: [...new Set([...links.map((l) => l.path), ...modes.map((m) => m.path), ...changes.map((c) => c.path)])] });
     }
     for (const l of links) restored.push({ path: l.path, action: l.before === null ? "deleted" : l.after === null ? "recreated" : "restored" });
+    for (const m of modes) restored.push({ path: m.path, action: m.before ? "exec_bit_set" : "exec_bit_cleared" });
   }
   for (const c of changes) {
     try {
@@ -186,6 +210,20 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
       const left = changes.slice(changes.indexOf(c)).map((x) => x.path);
       throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at ${c.path}: ${e instanceof Error ? e.message : String(e)} ${counted(restored.length, "file was", "files were")} restored; ${left.length} ${left.length === 1 ? "was left as it is" : "were left as they are"} (${left.slice(0, 10).join(", ")}). Check them, then fix by hand.`, { call_id: call.call_id, path: c.path, restored: restored.map((r) => r.path), left });
     }
+  }
+  // Markers last (a directory made again may need its files gone first to be empty, and the other way round).
+  const dirFailed: string[] = [];
+  const made = dirs.filter((d) => d.before === null);
+  for (const dir of await removeDirMarkers(ws.driver, ws.tenant, ws.id, made.map((d) => ({ dir: d.path, etag: d.after })))) dirFailed.push(dir);
+  for (const d of made) if (!dirFailed.includes(d.path)) restored.push({ path: `${d.path}/`, action: "deleted" });
+  for (const d of dirs.filter((x) => x.before !== null)) {
+    const r = await makeDirMarker(ws.driver, ws.tenant, ws.id, d.path);
+    if (r.ok && r.created) restored.push({ path: `${d.path}/`, action: "recreated" });
+    else dirFailed.push(d.path);
+  }
+  if (dirFailed.length) {
+    const left = dirFailed.map((d) => `${d}/`);
+    throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its directories: ${left.join(", ")} changed meanwhile (or a file now stands there). ${counted(restored.length, "change was", "changes were")} undone; the directories named were left as they are. Check them, then fix by hand (mkdir or rmdir).`, { call_id: call.call_id, restored: restored.map((r) => r.path), left });
   }
   return { call_id: call.call_id, tool: call.tool, restored };
 }

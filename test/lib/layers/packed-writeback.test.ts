@@ -15,7 +15,7 @@ import type { PutManyItem } from "../../../lib/sync/put-batch.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { md5Hex } from "../../../lib/storage/md5.js";
 import { filesDriver, readMeta } from "../../../lib/layers/open.js";
-import { newStamp } from "../../../lib/workspace/undo-journal.js";
+import { newStamp } from "../../../lib/workspace/undo-record.js";
 import { searchIndexer } from "../../../lib/search/indexer.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";

@@ -8,7 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import type { PutBody, PutOptions, StorageDriver } from "../../../lib/storage/types.js";
-import { INLINE_BYTES, UndoJournal, type UndoRecord } from "../../../lib/workspace/undo-journal.js";
+import { INLINE_BYTES, UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import type { UndoRecord } from "../../../lib/workspace/undo-record.js";
 
 /** The memory driver, with blob PUTs that can be held open or made to fail. */
 function steeredStorage() {

@@ -1,6 +1,7 @@
 /** Undo retention (lib/workspace/undo-retention.ts) through UndoJournal.commit over real (memory) storage. */
 import { describe, expect, it } from "vitest";
-import { newStamp, UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import { UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import { newStamp } from "../../../lib/workspace/undo-record.js";
 import { sessionUndoPrefix } from "../../../lib/layout/paths.js";
 import { RETAIN_CALLS } from "../../../lib/workspace/undo-retention.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";

@@ -5,7 +5,8 @@
  * (memory) storage; the same through HTTP on local R2: test/lib/run/undo/workspace-bound.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { newStamp, UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import { UndoJournal } from "../../../lib/workspace/undo-journal.js";
+import { newStamp } from "../../../lib/workspace/undo-record.js";
 import { undoPrefix } from "../../../lib/layout/paths.js";
 import { PRUNE_EVERY, UNDO_RETENTION, WORKSPACE_RETAIN_CALLS, type UndoRetention } from "../../../lib/workspace/undo-retention.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
