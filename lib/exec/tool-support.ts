@@ -187,10 +187,10 @@ export function writeBackNotes(r: Pick<RunResult, "conflicts" | "unsynced" | "li
     if (one) {
       const paths = failed.map((s) => s.path).sort();
       const why = one.slice(0, 600);
-      text += `\n[not written back: ${files} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; the rest of the command's changes are.]`;
+      text += `\n[not written back: ${files} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     } else {
       const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
-      text += `\n[not written back: ${files} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; the rest of the command's changes are.]`;
+      text += `\n[not written back: ${files} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     }
   }
   const others = (r.skipped ?? []).filter((s) => s.reason !== "error");

@@ -120,7 +120,7 @@ it("SSE through the Worker: bash output arrives before the result; a client that
   expect((await t.call("read", { file_path: "gone.txt" })).error.code).toBe("NOT_FOUND");
 }, 120_000);
 
-it("a write-back past the files_per_workspace quota: the refused files are named in the output the model reads, the others land", async () => {
+it("a write-back past the files_per_workspace quota over real HTTP: refused whole (none of its files lands), each named in the output the model reads", async () => {
   const t = await setupTenant(w, "wbq");
   const limits = await fetch(`${w.url}/v1/admin/tenants/wbq/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ files_per_workspace: 2 }) });
   expect(limits.status).toBe(200);
@@ -128,11 +128,11 @@ it("a write-back past the files_per_workspace quota: the refused files are named
   const r = await t.call("bash", { command: "echo 1 > n1.txt; echo 2 > n2.txt; echo 3 > n3.txt; echo done" });
   expect(r.ok, JSON.stringify(r)).toBe(true);
   const landed = ["n1.txt", "n2.txt", "n3.txt"].filter((p) => ((r.data.files_changed ?? []) as string[]).includes(p));
-  const refused = ["n1.txt", "n2.txt", "n3.txt"].filter((p) => !landed.includes(p));
-  expect(landed.length, JSON.stringify(r)).toBe(1);
-  expect(r.output).toMatch(/\[not written back: 2 changed files/);
-  for (const p of refused) expect(r.output).toContain(p);
-  expect(r.output).toContain("QUOTA_EXCEEDED");
+  expect(landed, JSON.stringify(r)).toEqual([]);
+  expect(r.output).toMatch(/\[not written back: 3 changed files \(n1\.txt, n2\.txt, n3\.txt\)/);
+  expect(r.output).toContain("the files_per_workspace quota is 2");
+  expect(r.output).toContain("NOT in the workspace");
+  expect((await t.call("bash", { command: "ls n*.txt 2>&1 | head -1" })).output).toContain("No such file");
 }, 120_000);
 
 it("a packed write-back past storage_bytes over real HTTP: the stage route's early 413 reaches the runner; nothing is written back and the model is told why", async () => {

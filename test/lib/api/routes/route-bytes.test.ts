@@ -25,7 +25,7 @@ describe("a route's bytes without a declared length", () => {
     const body = new TextEncoder().encode(lines);
     const up = await app.request(`/v1/workspaces/${t.ws}/uploads?mode=all`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/x-ndjson" }, body: streamOf(body), duplex: "half" } as RequestInit, undefined, ctx);
     expect(up.status, await up.clone().text()).toBe(200);
-        const exp = await app.request(`/v1/workspaces/${t.ws}/export?format=tar`, { headers: { authorization: `Bearer ${t.key}` } }, undefined, ctx);
+        const exp = await app.request(`/v1/workspaces/${t.ws}/export`, { headers: { authorization: `Bearer ${t.key}` } }, undefined, ctx);
     expect(exp.status).toBe(200);
     expect(exp.headers.get("content-length")).toBeNull();
     const sent = (await exp.arrayBuffer()).byteLength;
