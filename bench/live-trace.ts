@@ -1,5 +1,5 @@
 /**
- * Where a live call's time goes (issue #29; docs/benchmarks.md, live section): the app in wrangler
+ * Where a live call's time goes (issue #29; docs/benchmarks/investigations-live.md): the app in wrangler
  * dev as the bench runs it (bench/wrangler.toml, the LIVE Durable Object) and the local runner,
  * tracing on (docs/tracing.md) towards an OTLP/HTTP receiver in this process. A workspace of
  * `--files` files (archive import, as bench/live.ts), a session's live sandbox warmed up, then

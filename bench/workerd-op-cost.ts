@@ -1,7 +1,7 @@
 /**
  * What one request, one R2 operation and one LIMITS round trip cost workerd's CPU under `wrangler dev`
  * (local R2/KV/Durable Objects), read from /proc: the unit costs behind the time-to-interactive
- * figures (docs/benchmarks.md, "Per-call overhead and time to interactive"). Starts the bench Worker
+ * figures (docs/benchmarks/investigations-time-to-interactive.md). Starts the bench Worker
  * (bench/wrangler.toml: the app plus /__floor), then times N of each, after 20 untimed:
  *   healthz            a request that touches nothing
  *   floor read/write/ls one request + one R2 GET / PUT / LIST straight on the binding

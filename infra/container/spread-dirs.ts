@@ -15,7 +15,8 @@
  * directory under a random name (a random start) and renamed into the tree: the rename moves a
  * name, not the inode, and the subtree then grows where the random name put it. Measured on this
  * machine's shared ext4 (10,000 files in 3,190 directories, mkdir/open/write/close only, runs
- * alternated): 12.2-13.0 s by name, 1.3-2.4 s by random name (docs/benchmarks.md).
+ * alternated): 12.2-13.0 s by name, 1.3-2.4 s by random name
+ * (docs/benchmarks/investigations-cold-runs-and-uploads.md, "The cold run's download").
  * Best effort throughout: other file systems refuse the flag, and the rename's only cost there is
  * one more system call per top-level directory.
  */

@@ -11,7 +11,8 @@
  *   cursor = base64url("2" + IV (12 bytes) + AES-GCM(payload) + tag (16 bytes))
  *
  * The other listings' cursors are only encoded (page-cursor.ts, version "1"): their positions name
- * entries the caller is shown anyway. One seal or open costs a few µs (docs/benchmarks.md).
+ * entries the caller is shown anyway. One seal or open costs a few µs
+ * (docs/benchmarks/investigations-per-call.md, "GET /v1/keys with sealed cursors").
  */
 import { randomId } from "../shared/hash.js";
 import { sealer, type Sealer } from "../shared/seal.js";

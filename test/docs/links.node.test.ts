@@ -18,9 +18,21 @@ const repository: LinkSite = {
   pending: PENDING,
 };
 
-const pages = ["README.md", ...readdirSync("docs").filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+/** Every markdown page under `dir`, its subfolders' too (docs/benchmarks/…), as repository paths. */
+const pagesUnder = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? pagesUnder(`${dir}/${e.name}`) : e.name.endsWith(".md") ? [`${dir}/${e.name}`] : [],
+  );
+
+const pages = ["README.md", ...pagesUnder("docs").sort()];
 
 describe("links between the README and docs/", () => {
+  it("reads the pages of docs/'s subfolders too", () => {
+    expect(pages).toContain("docs/api.md");
+    expect(pages.filter((p) => p.split("/").length > 2).length).toBeGreaterThan(0);
+  });
+
+
   for (const page of pages) {
     it(`${page}: every relative link and anchor resolves`, () => {
       expect(brokenLinks(page, readFileSync(page, "utf8"), repository)).toEqual([]);

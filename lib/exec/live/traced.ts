@@ -3,7 +3,7 @@
  * is a client span `live.<operation>` under the call's span. A command's answer adds what the
  * runner measured of it (its sync in, command and sync out, and how many directories its change
  * journal vouched for), so one trace attributes a live call's time to the API, the coordinator's
- * hand-off to the runner and back, and the runner's phases (docs/benchmarks.md's live section).
+ * hand-off to the runner and back, and the runner's phases (docs/benchmarks/investigations-live.md).
  * The runner's own requests (poll, result, sync) are server spans of the sync routes.
  */
 import type { Span, Tracer } from "../../shared/trace.js";

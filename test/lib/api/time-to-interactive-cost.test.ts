@@ -1,6 +1,6 @@
 /**
- * What time to interactive costs the API (issue #31 §4; docs/benchmarks.md "Per-call overhead and
- * time to interactive"): create a workspace, then its first `bash node -v`, on the Workers app as
+ * What time to interactive costs the API (issue #31 §4; docs/benchmarks/investigations-time-to-interactive.md,
+ * "Fewer storage and coordinator operations"): create a workspace, then its first `bash node -v`, on the Workers app as
  * deployed (lib/runtime/workers.ts fromWorkersEnv: local R2 and KV, the tenant's LIMITS object, the
  * usage object) with a runner that speaks the real runner protocol in-process
  * (test/support/protocol-runner.ts). Counted, not timed: every storage operation by kind

@@ -98,7 +98,8 @@ describe("base64", () => {
   });
 
   it("encodes with the runtime's own toBase64 in workerd, and the fallback gives the same text", () => {
-    // Each write and edit encodes its undo before-image; the fallback cost ~0.1 ms of CPU per 4 KB (docs/benchmarks.md).
+    // Each write and edit encodes its undo before-image; the fallback cost ~0.1 ms of CPU per 4 KB
+    // (docs/benchmarks/investigations-per-call.md, "read, write and edit against the floor").
     const proto = Uint8Array.prototype as Uint8Array & { toBase64?: () => string };
     const own = proto.toBase64;
     expect(typeof own).toBe("function");
