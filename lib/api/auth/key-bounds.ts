@@ -76,7 +76,7 @@ export interface KeyBounds {
 }
 
 /**
- * Why a key with `child`'s bounds may not be made (or revoked, rotated) by `maker`, or null. A
+ * Why a key with `child`'s bounds may not be made by `maker` (nor listed, revoked or rotated by it: keyShownTo), or null. A
  * tenant's own keys never exceed the key that makes them: scopes ⊆, tools ⊆, workspaces ⊆,
  * expiry no later (a maker that expires gives keys that expire no later than it).
  */
@@ -96,6 +96,16 @@ export function exceedsMaker(child: KeyBounds, maker: AuthInfo, catalog: readonl
     if (max !== undefined && (own === undefined || own > max)) return `a ${field} limit above this key's own (${max})`;
   }
   return null;
+}
+
+/**
+ * Whether `maker` may know of `key` at all: itself, or a key it could have made. The one rule for the
+ * key routes: GET /v1/keys lists only these, and revoke and rotate answer any other exactly as a key
+ * id never made (NOT_FOUND), so a manage key never learns a wider key's scopes, tools or workspaces
+ * (which would name workspaces a limited key must meet as if they did not exist).
+ */
+export function keyShownTo(key: KeyBounds & { key_id: string; tools?: ToolList | "all" }, maker: AuthInfo, catalog: readonly Tool[]): boolean {
+  return key.key_id === maker.key_id || !exceedsMaker({ ...key, tools: key.tools === "all" ? undefined : key.tools }, maker, catalog);
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Keys a tenant manages itself (issue #28 §5): POST/GET/DELETE /v1/keys and rotation, with the
  * `manage` scope. A key made here never holds more than the key that makes it (scopes, tools,
- * workspaces, expiry: lib/api/auth/key-bounds.ts exceedsMaker), and a key lists, revokes and
- * rotates only keys it could have made itself (its own included).
+ * workspaces, expiry: lib/api/auth/key-bounds.ts exceedsMaker), and a key lists only keys it could
+ * have made itself (its own included: keyShownTo), and revokes and rotates only itself and the keys it made.
  * Cost: create 1 GET (tenant) + 2 KV PUTs; revoke 2 KV GETs + 2+ KV DELETEs; rotate 2 KV GETs + 3 KV PUTs.
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -10,7 +10,7 @@ import type { Tool } from "../../contract/tool.js";
 import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
-import { exceedsMaker, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
+import { exceedsMaker, keyShownTo, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
 import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type ApiKeyRecord, type NewKey } from "../auth/keys.js";
 import { keyListCursors, listApiKeys } from "../auth/key-listing.js";
 import { MAX_LINEAGE, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
@@ -53,9 +53,9 @@ export function newKeyOf(body: unknown, catalog: readonly Tool[]): NewKey & { sc
   };
 }
 
-function refuseBeyond(child: Parameters<typeof exceedsMaker>[0], maker: AuthInfo, catalog: readonly Tool[], verb: string): void {
+function refuseBeyond(child: Parameters<typeof exceedsMaker>[0], maker: AuthInfo, catalog: readonly Tool[]): void {
   const over = exceedsMaker(child, maker, catalog);
-  if (over) throw new ToolError("PERMISSION_DENIED", `This API key cannot ${verb} a key with ${over}: a key only ${verb}s keys within its own scopes, tools, workspaces and expiry. Ask an admin (POST /v1/admin/tenants/{tenant}/keys) for a wider key.`, { refused_by: "key_bounds" });
+  if (over) throw new ToolError("PERMISSION_DENIED", `This API key cannot make a key with ${over}: a key only makes keys within its own scopes, tools, workspaces and expiry. Ask an admin (POST /v1/admin/tenants/{tenant}/keys) for a wider key.`, { refused_by: "key_bounds" });
 }
 
 /**
@@ -70,18 +70,19 @@ function lineageUnder(maker: AuthInfo): { lineage?: string[] } {
 }
 
 /**
- * A key of the caller's tenant that the caller may revoke or rotate (NOT_FOUND for others alike: no
- * oracle): the key itself, or a key it made (at any depth: the target's lineage), never another key
- * within its bounds. A rotation hands over the key's new secret, i.e. the key itself (its id in audit
+ * A key of the caller's tenant that the caller may revoke or rotate: the key itself, or a key it made
+ * (at any depth: the target's lineage), never another key within its bounds (PERMISSION_DENIED
+ * not_maker: the listing shows it); a key beyond its bounds, like another tenant's or one never made,
+ * is NOT_FOUND (keyShownTo: no oracle of its existence or its bounds). A rotation hands over the key's new secret, i.e. the key itself (its id in audit
  * entries, its approvals): an agent's key would take a human approver's and approve its own calls.
  * A revocation of a sibling would let an agent's key end the human approver's key, or another end
  * user's: denial, not escalation, refused by the same rule.
  */
 async function manageable(deps: AppDeps, maker: AuthInfo, keyId: string, builtins: readonly Tool[], verb: "revoke" | "rotate"): Promise<void> {
   const target = await getApiKeyById(deps.kv, maker.tenant, keyId);
-  if (!target) throw keyNotFound(keyId);
-  if (target.key_id === maker.key_id) return;
-  refuseBeyond(target, maker, await catalogForLists(deps, builtins, maker.tenant, [target.tools, maker.tools]), verb);
+  if (target?.key_id === maker.key_id) return;
+  // A key beyond the maker's bounds is one it may not know of: answered as a key never made (keyShownTo).
+  if (!target || !keyShownTo(target, maker, await catalogForLists(deps, builtins, maker.tenant, [target.tools, maker.tools]))) throw keyNotFound(keyId);
   if (target.made_by !== maker.key_id && !target.lineage?.includes(maker.key_id)) {
     const why = verb === "rotate" ? "a rotation gives the key's new secret to the caller" : "a key ends only itself and the keys it made";
     const instead = verb === "rotate" ? "rotate this one with the key itself, or ask the key that made it" : "ask the key that made it, or the operator (DELETE /v1/admin/tenants/{tenant}/keys/{key_id})";
@@ -118,7 +119,7 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
       if (!wanted.scopes.length) throw new ToolError("INVALID_ARGUMENT", `scopes: this key holds none of the default scopes (read, write, execute): give the new key's scopes explicitly, within this key's own (${maker.scopes.join(", ")}).`, { field: "scopes" });
       // A maker that expires gives keys that expire no later than it: the default is its own expiry.
       const child = { ...wanted, ...(wanted.expires_at === undefined && maker.expires_at ? { expires_at: maker.expires_at } : {}), ...(wanted.workspaces === undefined && maker.workspaces ? { workspaces: maker.workspaces } : {}), ...(maker.limits ? { limits: { ...maker.limits, ...wanted.limits } } : {}) };
-      refuseBeyond(child, maker, catalog, "make");
+      refuseBeyond(child, maker, catalog);
       const { key, record } = await createApiKey(deps.kv, deps.storage, maker.tenant, { ...child, created_by: maker.key_id, ...lineageUnder(maker) });
       return c.json({ key, ...keyInfoOf(record) }, 201);
     },
@@ -136,7 +137,7 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
       // Only the keys it could have made; the listing fills its pages with them, and seals its cursors (lib/api/auth/key-listing.ts).
       const shown = async (keys: ApiKeyRecord[]) => {
         const catalog = await catalogForLists(deps, builtins, maker.tenant, [maker.tools, ...keys.map((k) => k.tools)]);
-        return keys.filter((k) => k.key_id === maker.key_id || !exceedsMaker({ ...k, tools: k.tools === ("all" as never) ? undefined : k.tools }, maker, catalog));
+        return keys.filter((k) => keyShownTo(k, maker, catalog));
       };
       return c.json(await listApiKeys(deps.kv, deps.storage, maker.tenant, c.req.valid("query"), cursors, shown), 200);
     },

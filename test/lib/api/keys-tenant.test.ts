@@ -178,8 +178,38 @@ describe("keys a tenant manages", () => {
     // It lists and revokes only keys within its bounds (the tenant's wider manage key is not among them).
     const listed = await narrow("/v1/keys");
     expect(listed.body.keys.map((k: any) => k.key_id)).not.toContain(t.manageId);
-    expect((await narrow(`/v1/keys/${t.manageId}`, { method: "DELETE" })).status).toBe(403);
+    expect((await narrow(`/v1/keys/${t.manageId}`, { method: "DELETE" })).status).toBe(404); // as a key never made: see the next test
     expect((await narrow(`/v1/keys/${ok.body.key_id}`, { method: "DELETE" })).status).toBe(200);
+  });
+
+  it("a key beyond a manage key's bounds is, to its revoke and rotate, exactly a key id never made: its scopes, tools and the workspaces it covers are not named", async () => {
+    const t = await managed();
+    const limited = await t.manage("/v1/keys", post({ name: "end-user-manager", scopes: ["read", "manage"], workspaces: ["ws1"] }));
+    expect(limited.status).toBe(201);
+    const manager = as(app, limited.body.key);
+    // Wider keys whose ids it can learn (a key that acts in ws1 is named by ws1's usage and audit): another workspace, more scopes, more tools.
+    const wider = [
+      await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read"], workspaces: ["ws1", "secret-plans"] }),
+      await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write"], workspaces: ["ws1"] }),
+      await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "manage"] }),
+    ];
+    const never = "zzzzzzzzzz";
+    const answers = async (id: string) => [
+      await manager(`/v1/keys/${id}`, { method: "DELETE" }),
+      await manager(`/v1/keys/${id}/rotate`, post({})),
+    ];
+    const unknown = await answers(never);
+    for (const w of wider) {
+      expect(w.status).toBe(201);
+      const got = await answers(w.body.key_id);
+      for (const [i, r] of got.entries()) {
+        expect(r.status, JSON.stringify(r.body)).toBe(404);
+        expect(JSON.stringify(r.body)).not.toContain("secret-plans");
+        expect(r.body.error.message.replaceAll(w.body.key_id, never)).toBe(unknown[i]!.body.error.message);
+      }
+      expect((await as(app, w.body.key)("/v1/workspaces")).status).toBe(200); // neither revoked nor rotated
+    }
+    expect((await manager("/v1/keys")).body.keys.map((k: any) => k.key_id)).toEqual([limited.body.key_id]); // the listing hides the same keys
   });
 
   it("a key revokes itself and the keys it made at any depth, never a sibling within its bounds (not_maker, the sibling still works)", async () => {
