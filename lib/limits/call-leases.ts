@@ -22,7 +22,7 @@
  *   call's own reads go beside it (lib/api/idempotency.ts runs nothing before it answers); without,
  *   in the token's own round trip (`takeCall` with the claim).
  * - The RateLimit header's `remaining` of a pooled call is the bucket as this isolate last heard of
- *   it plus its pool. A limit lowered (PUT …/limits) binds the calls already pooled within LEASE_MS.
+ *   it plus its pool, never more than the limit less this call. A limit lowered (PUT …/limits) binds the calls already pooled within LEASE_MS.
  */
 import { finishAfterAnswer } from "../shared/after-answer.js";
 import { LEASE_MS, type CallDecision, type RateState } from "./limiter.js";
@@ -126,7 +126,8 @@ export class CallLeases {
     const first = pool.batches[0]!;
     if (--first.calls === 0) pool.batches.shift();
     const left = this.held(pool);
-    const d: CallDecision = { ok: true, ...pool.state, remaining: pool.state.remaining + left };
+    // Capped at the limit less this call: the bucket refills while earlier batches are still held (the overshoot bound above).
+    const d: CallDecision = { ok: true, ...pool.state, remaining: Math.min(pool.state.limit - 1, pool.state.remaining + left) };
     if (left * 2 < pool.served.length) this.refill(tenant, caller, pool, later);
     if (!claim) return d;
     return { ...d, claim: this.store.claimKey(tenant, claim) };

@@ -114,4 +114,21 @@ describe("calls taken ahead into isolates' pools", () => {
     // And the pools do not starve the tenant: over the 120 s, at least the bucket's own bound less one pool per isolate.
     expect(passed.length).toBeGreaterThan(perMinute + 120 * 2 - 3 * leaseCap(perMinute) - 100);
   });
+  it("the RateLimit header never says more remain than the limit: a pool held while its bucket refills", async () => {
+    const c = clock();
+    const store = memoryLimits(c.now);
+    await store.set("t", { calls_per_minute: 1200 });
+    const leases = new CallLeases(store, c.now);
+    const { later, settle } = laters();
+    let most = 0;
+    for (let i = 0; i < 400; i++) {
+      const d = await leases.take("t", { key_id: "k" }, undefined, later);
+      expect(d.ok).toBe(true);
+      most = Math.max(most, d.remaining);
+      expect(d.remaining).toBeLessThanOrEqual(d.limit);
+      await settle();
+      c.advance(i % 40 === 0 ? 5_000 : 20); // calls in bursts, pauses that refill the bucket while the pool still holds calls
+    }
+    expect(most).toBe(1200 - 1); // what a full bucket less this call says
+  });
 });
