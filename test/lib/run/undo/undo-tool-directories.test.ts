@@ -1,0 +1,89 @@
+/**
+ * Undo of a tool call that made or removed explicit (empty) directories, through the HTTP tool route
+ * (workerd, local R2): delete (recursive, and of an empty directory) and move journal the markers they
+ * remove and make, as bash's write-back does (lib/workspace/directories.ts), so undo puts the tree back
+ * as the user saw it: empty directories included. Before, the files came back and the empty
+ * directories did not (a recursive delete, a directory move), and deleting an empty directory gave
+ * nothing to undo.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../../helpers.js";
+
+const app = testApp();
+
+const undo = (t: Tenant, body: Record<string, unknown>) =>
+  t.req(`/v1/workspaces/${t.ws}/undo`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+const mkdir = async (t: Tenant, dir: string) => expect((await t.req(`/v1/workspaces/${t.ws}/files/${dir}/`, { method: "PUT" })).status).toBe(201);
+
+/** The tree as storage holds it: every file and marker (`dir/`) → etag. */
+async function tree(t: Tenant): Promise<Record<string, string>> {
+  const prefix = `t/${t.tenant}/w/${t.ws}/f/`;
+  const out: Record<string, string> = {};
+  let cursor: string | undefined;
+  do {
+    const r = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
+    for (const o of r.objects) out[o.key.slice(prefix.length)] = o.etag;
+    cursor = r.truncated ? r.cursor : undefined;
+  } while (cursor);
+  return out;
+}
+
+async function filled(): Promise<Tenant> {
+  const t = await newTenant(app, UNGATED);
+  await upload(t, "a/f.txt", "f\n");
+  await mkdir(t, "a/empty");
+  await mkdir(t, "a/deep/er");
+  await mkdir(t, "lone");
+  return t;
+}
+
+describe("undo of tool calls that change explicit directories", () => {
+  it("delete recursive: undo brings back the files and the empty directories below", async () => {
+    const t = await filled();
+    const before = await tree(t);
+    expect(Object.keys(before)).toEqual(expect.arrayContaining(["a/empty/", "a/deep/er/"]));
+    const del = await t.call("delete", { path: "a", recursive: true }, "s1");
+    expect(del.status, JSON.stringify(del.body)).toBe(200);
+    expect(Object.keys(await tree(t))).toEqual(["lone/"]);
+    const u = await undo(t, { call_id: del.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(200);
+    expect(u.body.restored).toEqual(expect.arrayContaining([{ path: "a/empty/", action: "recreated" }, { path: "a/deep/er/", action: "recreated" }, { path: "a/f.txt", action: "recreated" }]));
+    expect(await tree(t)).toEqual(before);
+  });
+
+  it("delete of an empty directory is undoable: it has a call_id, and undo makes the directory again", async () => {
+    const t = await filled();
+    const before = await tree(t);
+    const del = await t.call("delete", { path: "lone" }, "s1");
+    expect(del.status, JSON.stringify(del.body)).toBe(200);
+    expect(typeof del.body.call_id).toBe("string");
+    const u = await undo(t, { call_id: del.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(200);
+    expect(u.body.restored).toEqual([{ path: "lone/", action: "recreated" }]);
+    expect(await tree(t)).toEqual(before);
+  });
+
+  it("move of a directory: undo puts its empty directories back at the source and leaves none at the target", async () => {
+    const t = await filled();
+    const before = await tree(t);
+    const mv = await t.call("move", { from: "a", to: "b" }, "s1");
+    expect(mv.status, JSON.stringify(mv.body)).toBe(200);
+    expect(Object.keys(await tree(t)).sort()).toEqual(["b/deep/er/", "b/empty/", "b/f.txt", "lone/"]);
+    const u = await undo(t, { call_id: mv.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(200);
+    expect(await tree(t)).toEqual(before);
+  });
+
+  it("a directory made again by another call since is not removed twice: undo of the delete is refused, nothing written", async () => {
+    const t = await filled();
+    const del = await t.call("delete", { path: "lone" }, "s1");
+    await mkdir(t, "lone");
+    await upload(t, "lone/new.txt", "mine\n");
+    const now = await tree(t);
+    const u = await undo(t, { call_id: del.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(await tree(t)).toEqual(now);
+  });
+});
