@@ -86,4 +86,21 @@ describe("undo of tool calls that change explicit directories", () => {
     expect(u.status, JSON.stringify(u.body)).toBe(409);
     expect(await tree(t)).toEqual(now);
   });
+
+  it("a directory the call made, removed and made again with new content since: undo takes only the call's marker; the directory and the new content stay (no data lost)", async () => {
+    const t = await filled();
+    const cp = await t.call("copy", { from: "a", to: "c" }, "s1"); // makes c/empty/ and c/deep/er/
+    expect(cp.status, JSON.stringify(cp.body)).toBe(200);
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/c/empty/`, { method: "DELETE" })).status).toBe(200);
+    await mkdir(t, "c/empty"); // the same zero-byte marker, the same etag: undo cannot tell it from the call's
+    await upload(t, "c/empty/new.txt", "mine\n");
+    const u = await undo(t, { call_id: cp.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(200);
+    const after = await tree(t);
+    expect(after["c/empty/new.txt"]).toBeDefined();
+    expect(Object.keys(after).filter((k) => k.startsWith("c/"))).toEqual(["c/empty/new.txt"]);
+    const ls = await t.call("ls", { path: "c/empty" });
+    expect(ls.status, JSON.stringify(ls.body)).toBe(200);
+    expect(ls.body.output).toContain("new.txt");
+  });
 });
