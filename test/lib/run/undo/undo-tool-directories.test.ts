@@ -76,6 +76,21 @@ describe("undo of tool calls that change explicit directories", () => {
     expect(await tree(t)).toEqual(before);
   });
 
+  it("apply_patch that deletes a directory's last file and moves a file out of an explicit one: undo leaves the tree as it was (markers untouched by the call)", async () => {
+    const t = await filled();
+    await upload(t, "solo/only.txt", "x\n");
+    await upload(t, "lone/f.txt", "f\n");
+    const before = await tree(t);
+    const patch = "*** Begin Patch\n*** Delete File: solo/only.txt\n*** Update File: lone/f.txt\n*** Move to: elsewhere/f.txt\n@@\n-f\n+g\n*** End Patch";
+    const p = await t.call("apply_patch", { patch }, "s1");
+    expect(p.status, JSON.stringify(p.body)).toBe(200);
+    expect(Object.keys(await tree(t))).toEqual(expect.arrayContaining(["lone/", "elsewhere/f.txt"]));
+    expect(Object.keys(await tree(t)).filter((k) => k.startsWith("solo/"))).toEqual([]);
+    const u = await undo(t, { call_id: p.body.call_id });
+    expect(u.status, JSON.stringify(u.body)).toBe(200);
+    expect(await tree(t)).toEqual(before);
+  });
+
   it("a directory made again by another call since is not removed twice: undo of the delete is refused, nothing written", async () => {
     const t = await filled();
     const del = await t.call("delete", { path: "lone" }, "s1");
