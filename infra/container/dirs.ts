@@ -67,7 +67,7 @@ export async function reconcileDirs(slot: Slot, want: Map<string, string>, owner
     for (let p = d; p !== "" && file === undefined; p = parentOf(p)) if (slot.files.has(p)) file = p;
     try {
       if (file !== undefined) throw new Error(`${file} is a file`);
-      await mkdirs(slot.tree, d, owner, known);
+      mkdirs(slot.tree, d, owner, known);
       slot.dirs.set(d, etag);
     } catch (e) {
       slot.dirs.delete(d);

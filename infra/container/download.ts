@@ -3,24 +3,24 @@
  * batches (POST /v1/sync/fetch, up to FETCH_MAX_FILES files or ~FETCH_TARGET_BYTES a request,
  * FETCH_CONCURRENCY in flight), each written as its frame arrives: created in place with
  * O_EXCL|O_NOFOLLOW (a file already there is unlinked first, so a hard link of it elsewhere keeps
- * its bytes), owner and fingerprint set on the open descriptor, directories made once. Synchronous
+ * its bytes), owner and fingerprint set on the open descriptor, directories made once (tree.ts mkdirs). Synchronous
  * system calls: for files this small they cost less than a round trip through the thread pool.
  * Large files (and what a batch could not bring) come alone, streamed to a private temporary
  * file and renamed into place. Files whose bytes came with a live command (`carried`,
  * lib/sync/carried-files.ts) at the very etag the manifest lists are written from those: no request.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, futimesSync, lchownSync, lstatSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, utimesSync, writeSync } from "node:fs";
+import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fstatSync, futimesSync, lchownSync, lstatSync, openSync, promises as fs, renameSync, unlinkSync, utimesSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { ancestorsOf, parentOf } from "../../lib/layout/paths.js";
+import { parentOf } from "../../lib/layout/paths.js";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
 import type { SyncClient, SyncEntry } from "../../lib/sync/types.js";
 import type { CarriedFile } from "../../lib/sync/carried-files.js";
-import { pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
+import { mkdirs, pool, type Owner, type ReconcileStats, type Slot } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
-import { mkdirPlaced, spreadDirectories } from "./spread-dirs.js";
+import { spreadDirectories } from "./spread-dirs.js";
 
 /** Timings for benchmarks (TOOLSHED_LOG_SYNC_STATS, as runner.ts). */
 const log = (what: string) => void (process.env.TOOLSHED_LOG_SYNC_STATS && console.error(`sync-stats download ${what}`));
@@ -29,27 +29,6 @@ const log = (what: string) => void (process.env.TOOLSHED_LOG_SYNC_STATS && conso
 const FETCH_CONCURRENCY = 6;
 
 const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-
-/**
- * Creates the directories of `rel` (a directory path) below tree; `known` caches those that exist.
- * Top-level ones are placed at random through `staging` (spread-dirs.ts) when it is given.
- */
-export function mkdirsSync(tree: string, rel: string, owner: Owner, known: Set<string>, staging: string | null = null): void {
-  if (rel === "" || known.has(rel)) return;
-  for (const dir of [...ancestorsOf(`${rel}/x`)].reverse()) {
-    if (known.has(dir)) continue;
-    const abs = join(tree, dir);
-    try {
-      if (staging && !dir.includes("/")) mkdirPlaced(abs, staging, 0o755);
-      else mkdirSync(abs, { mode: 0o755 });
-      if (owner) lchownSync(abs, owner.uid, owner.gid);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      if (!lstatSync(abs).isDirectory()) throw Object.assign(new Error(`${dir} is not a directory`), { code: "ENOTDIR" });
-    }
-    known.add(dir);
-  }
-}
 
 /** The mtime (ns) of what is at abs, or null when nothing is. */
 function mtimeAt(abs: string): bigint | null {
@@ -118,7 +97,7 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     const mode = exec?.has(e.path) ? 0o755 : 0o644;
     let fd: number, replaced: bigint | null;
     try {
-      mkdirsSync(slot.tree, parentOf(e.path), owner, known, staging);
+      mkdirs(slot.tree, parentOf(e.path), owner, known, staging);
       ({ fd, replaced } = create(abs, mode));
     } catch (err) {
       return conflict(e, err);
@@ -164,7 +143,7 @@ export async function download(slot: Slot, todo: SyncEntry[], sync: SyncClient, 
     await pipeline(Readable.fromWeb(data as import("node:stream/web").ReadableStream<Uint8Array>), tap, createWriteStream(tmp, { mode: 0o644 }));
     let replaced: bigint | null;
     try {
-      mkdirsSync(slot.tree, parentOf(e.path), owner, known, staging);
+      mkdirs(slot.tree, parentOf(e.path), owner, known, staging);
       replaced = mtimeAt(abs);
       renameSync(tmp, abs);
     } catch (err) {

@@ -49,7 +49,7 @@ export async function makeLinks(slot: Slot, owner: Owner): Promise<Skipped[]> {
     }
     const abs = join(slot.tree, p);
     try {
-      await mkdirs(slot.tree, parentOf(p), owner, known);
+      mkdirs(slot.tree, parentOf(p), owner, known);
       const st = await fs.lstat(abs).catch(() => null);
       if (st?.isSymbolicLink()) await fs.unlink(abs);
       else if (st) throw new Error(st.isDirectory() ? "a directory has the link's path" : "a file has the link's path");

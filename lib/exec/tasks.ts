@@ -39,6 +39,9 @@ const TASK_LIFE_MS = 600_000 + RUN_MARGIN_MS;
 /** Pages of x/runs/ a task start's housekeeping reads at most (1000 keys each). */
 const HOUSEKEEPING_PAGES = 10;
 
+/** Where a sweep of x/runs/ stopped: the last key it judged, below the prefix (`<run id>/<object>`). */
+const SWEEP_POSITION = /^r[0-9a-f]{15}\/[\x21-\x7e]+$/;
+
 /**
  * Deletes the records of runs finished (or dead) more than RECORD_KEEP_MS ago, and counts the
  * tasks still running: before a task starts (the cap), and on the scheduled tick (one page, the
@@ -47,14 +50,21 @@ const HOUSEKEEPING_PAGES = 10;
  * marker is TASK_LIFE_MS old; a record is kept RECORD_KEEP_MS past its newest object and its run's
  * end (its result, else TASK_LIFE_MS, the longest any run can report, past its marker or, with
  * none, its newest object: a foreground run's fresh claim is never taken).
+ * `after` (a `next` this gave before) starts the listing past the keys judged then, so a sweep of
+ * one page per tick goes on through the records instead of reading the first page again; `next`
+ * is where this one stopped (null: at the end). A run cut by the page's end is left whole to the
+ * next sweep (unless it is the page's only run); it still counts as running here.
  */
-export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now(), pages = HOUSEKEEPING_PAGES): Promise<{ running: number; deleted: number }> {
+export async function housekeepRuns(storage: StorageDriver, tenant: string, workspace: string, now = Date.now(), pages = HOUSEKEEPING_PAGES, after?: string | null): Promise<{ running: number; deleted: number; next: string | null }> {
   const prefix = `${internalPrefix(tenant, workspace)}runs/`;
   const runs = new Map<string, { keys: string[]; task?: number; result?: number; latest: number }>();
   let cursor: string | undefined;
+  let lastKey: string | null = null;
+  const start = after && SWEEP_POSITION.test(after) ? { startAfter: `${prefix}${after}` } : {};
   for (let page = 0; page < pages; page++) {
-    const r = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
+    const r = await storage.list({ prefix, ...(cursor ? { cursor } : start) });
     for (const o of r.objects) {
+      lastKey = o.key;
       const rest = o.key.slice(prefix.length);
       const id = rest.slice(0, rest.indexOf("/"));
       if (!RUN_ID_PATTERN.test(id)) continue;
@@ -69,15 +79,23 @@ export async function housekeepRuns(storage: StorageDriver, tenant: string, work
     cursor = r.cursor;
     if (!cursor) break;
   }
+  let next: string | null = null;
+  let cut: string | undefined;
+  if (cursor && lastKey !== null) {
+    // More remain: the last run listed may go on in the next page; deleted from there, whole, unless it is all there is.
+    const ids = [...runs.keys()];
+    if (ids.length > 1) cut = ids.at(-1)!;
+    next = (cut ? runs.get(ids.at(-2)!)!.keys.at(-1)! : lastKey).slice(prefix.length);
+  }
   let running = 0;
   const expired: string[] = [];
-  for (const run of runs.values()) {
+  for (const [id, run] of runs) {
     const endedAt = run.result ?? (run.task !== undefined ? run.task + TASK_LIFE_MS : run.latest + TASK_LIFE_MS);
     if (run.result === undefined && run.task !== undefined && now < run.task + TASK_LIFE_MS) running++;
-    else if (now - Math.max(endedAt, run.latest) > RECORD_KEEP_MS) expired.push(...run.keys);
+    else if (id !== cut && now - Math.max(endedAt, run.latest) > RECORD_KEEP_MS) expired.push(...run.keys);
   }
   for (let i = 0; i < expired.length; i += 1000) await storage.delete(expired.slice(i, i + 1000));
-  return { running, deleted: expired.length };
+  return { running, deleted: expired.length, next };
 }
 
 /**

@@ -16,7 +16,7 @@
  */
 import { randomId } from "../shared/hash.js";
 import { sealer, type Sealer } from "../shared/seal.js";
-import { decodeBase64, encodeBase64 } from "../shared/text.js";
+import { base64UrlToBytes, bytesToBase64Url } from "../shared/text.js";
 import { cursorRefused } from "./page-cursor.js";
 
 const SEALED = 0x32; // "2": page-cursor.ts's encoded cursors start with "1"
@@ -36,12 +36,12 @@ export async function sealedCursor(box: Sealer, listing: string, prefix: string,
   const bytes = new Uint8Array(sealed.length + 1);
   bytes[0] = SEALED;
   bytes.set(sealed, 1);
-  return encodeBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return bytesToBase64Url(bytes);
 }
 
 /** The payload of a caller's cursor, one sealedCursor gave for this listing and prefix; else INVALID_ARGUMENT naming what to pass instead. */
 export async function openedCursor(box: Sealer, listing: string, prefix: string, cursor: string, what: string): Promise<string> {
-  const bytes = /^[A-Za-z0-9_-]+$/.test(cursor) ? decodeBase64(cursor.replaceAll("-", "+").replaceAll("_", "/")) : null;
+  const bytes = base64UrlToBytes(cursor);
   if (bytes?.[0] !== SEALED) throw cursorRefused(cursor, bytes?.[0] === 0x31 ? "belongs to another listing, or was handed out before this listing's cursors were sealed (2026-11-30)" : "is not one a listing gave", what);
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(await box.open(bytes.subarray(1), aadOf(listing, prefix)));

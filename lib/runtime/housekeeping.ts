@@ -6,8 +6,9 @@
  * up to 20 of each key's folder and 20 of the first layout's per workspace and tick, beside the sweep
  * of a key's folder at each of its tasks' creation), each workspace's run records a day past their
  * run's end (housekeepRuns in lib/exec/tasks.ts, the rule of a task start's housekeeping, on one page
- * of 1,000 keys per workspace and tick: the records of foreground runs whose isolate died before
- * deleting them, and of tasks in a workspace that started no other since), and each workspace's undo
+ * of 1,000 keys per workspace and tick, each tick's page after the last one's: the records of
+ * foreground runs whose isolate died before deleting them, and of tasks in a workspace that started
+ * no other since), and each workspace's undo
  * journals past their retention, every session's and the workspace's bound across them
  * (lib/workspace/undo-retention.ts: a workspace that stopped making calls is pruned only here). The
  * undo prune runs inside GC's mark, on the listing GC makes of each undo prefix for its roots, before
@@ -36,7 +37,7 @@ export function housekeepingTick(deps: { storage: StorageDriver; kv: KeyValueSto
     pruneUndo: undo.prune,
     perTenant: async (tenant, now) => {
       const audit = await pruneAudit(deps.storage, tenant, { days, now });
-      const records = await sweepTenantRecords(deps.storage, tenant, now);
+      const records = await sweepTenantRecords(deps, tenant, now);
       return { ...audit, ...records, undo_calls_deleted: undo.dropped(tenant) };
     },
   });
@@ -44,6 +45,16 @@ export function housekeepingTick(deps: { storage: StorageDriver; kv: KeyValueSto
 
 /** Run records' pages the tick reads per workspace (1,000 keys each): one LIST, at most one DELETE. */
 const TICK_RUN_PAGES = 1;
+
+/**
+ * Where each workspace's run-record sweep stopped, per tenant (KV: `{<workspace>: <position>}`, only
+ * workspaces with more left), so the next tick reads the page after: with more than a page of
+ * records, the first page's (young ones, a run ids' order is no age order) no longer hides the rest.
+ * A hint, as GC's cursor: a lost or stale one only changes which page a tick reads first.
+ */
+export const runSweepKey = (tenant: string): string => `housekeeping/run-sweep/${tenant}`;
+/** A position no tick moved on for this long is dropped by KV (a workspace deleted, the tenant gone). */
+const RUN_SWEEP_TTL_S = 7 * 24 * 3600;
 
 interface RecordSweep {
   call_tasks_deleted: number;
@@ -57,17 +68,34 @@ interface RecordSweep {
  * records could not be swept does not stop the others: the first such error is the tenant's
  * `housekeeping_error`, beside the counts (the next tick tries again).
  */
-export async function sweepTenantRecords(storage: StorageDriver, tenant: string, now: number): Promise<RecordSweep> {
+export async function sweepTenantRecords(deps: { storage: StorageDriver; kv: KeyValueStore }, tenant: string, now: number): Promise<RecordSweep> {
+  const { storage, kv } = deps;
   const out: RecordSweep = { call_tasks_deleted: 0, run_records_deleted: 0 };
+  const saved = await savedPositions(kv, tenant);
+  const positions: Record<string, string> = {};
   for (const ws of await workspaceIds(storage, tenant)) {
     out.call_tasks_deleted += (await sweepCallTasks(storage, tenant, ws, now)).length;
     try {
-      out.run_records_deleted += (await housekeepRuns(storage, tenant, ws, now, TICK_RUN_PAGES)).deleted;
+      const r = await housekeepRuns(storage, tenant, ws, now, TICK_RUN_PAGES, saved[ws]);
+      out.run_records_deleted += r.deleted;
+      if (r.next !== null) positions[ws] = r.next;
     } catch (e) {
+      if (saved[ws] !== undefined) positions[ws] = saved[ws]; // the same page again next tick
       out.housekeeping_error ??= `run records of workspace ${ws}: ${e instanceof Error ? e.message : String(e)}`;
     }
   }
+  const json = JSON.stringify(positions);
+  if (json !== JSON.stringify(saved)) await (Object.keys(positions).length ? kv.put(runSweepKey(tenant), json, { expirationTtl: RUN_SWEEP_TTL_S }) : kv.delete(runSweepKey(tenant)));
   return out;
+}
+
+async function savedPositions(kv: KeyValueStore, tenant: string): Promise<Record<string, string>> {
+  try {
+    const v: unknown = JSON.parse((await kv.get(runSweepKey(tenant))) ?? "{}");
+    return v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === "string")) : {};
+  } catch {
+    return {}; // unreadable: from the first page
+  }
 }
 
 /**

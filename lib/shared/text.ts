@@ -88,13 +88,19 @@ export function encodeBase64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
+/** `bytes` as base64url without padding (RFC 4648 §5): tokens a caller passes back (cursors, sync tokens, receipts, digests). */
+export const bytesToBase64Url = (bytes: Uint8Array): string => encodeBase64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+
+/** The bytes of a base64url token (padding optional); null for anything else (`+`, `/`, whitespace, a cut quantum). */
+export const base64UrlToBytes = (token: string): Uint8Array | null =>
+  /^[A-Za-z0-9_-]*={0,2}$/.test(token) ? decodeBase64(token.replaceAll("-", "+").replaceAll("_", "/")) : null;
+
 /** `text` (UTF-8) as base64url without padding: tokens a caller passes back (grep's resume, listing cursors). */
-export const toBase64Url = (text: string): string =>
-  encodeBase64(new TextEncoder().encode(text)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+export const toBase64Url = (text: string): string => bytesToBase64Url(new TextEncoder().encode(text));
 
 /** The text of a base64url token; throws on bytes that are not base64url or not UTF-8. */
 export function fromBase64Url(token: string): string {
-  const bytes = decodeBase64(token.replaceAll("-", "+").replaceAll("_", "/"));
+  const bytes = base64UrlToBytes(token);
   if (!bytes) throw new Error("not a base64url token");
   return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
 }

@@ -135,8 +135,12 @@ export type LiveNext<Req = unknown> =
   /** The session's sandbox is to end now (DELETE .../sandbox, a newer generation, the coordinator lost it). */
   | { end: LiveEndReason };
 
-/** `revoked`: the API key that started the sandbox was revoked or expired (checked at its polls: lib/sync/live-server.ts). */
-export type LiveEndReason = "idle" | "max_life" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit" | "revoked";
+/**
+ * `ended`: ended on request (DELETE .../sandbox); `deleted`: a restart of the shell (bash restart: true),
+ * or its workspace deleted; `revoked`: the API key that started the sandbox was revoked or expired
+ * (checked at its polls: lib/sync/live-server.ts).
+ */
+export type LiveEndReason = "idle" | "max_life" | "ended" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit" | "revoked";
 
 export interface LiveResultPost<Res = unknown> {
   generation: string;

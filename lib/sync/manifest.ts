@@ -15,6 +15,7 @@
  * Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
+import { bytesToBase64Url } from "../shared/text.js";
 import type { ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
 import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
@@ -113,12 +114,6 @@ export function bucketOf(path: string, buckets: number): number {
   return (h >>> 0) % buckets;
 }
 
-const b64url = (bytes: Uint8Array): string => {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-};
-
 const enc = new TextEncoder();
 const byPath = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
@@ -130,7 +125,7 @@ export async function digestOf(entries: Iterable<{ path: string; etag: string }>
   const pairs: [string, string][] = [];
   for (const e of entries) pairs.push([e.path, e.etag]);
   pairs.sort(byPath);
-  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(pairs)))));
+  return bytesToBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(pairs)))));
 }
 
 /** The digest of every bucket of `entries`. */
@@ -221,7 +216,7 @@ async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: numb
 /** SHA-256 of a listing of the files prefix: [path, etag, size, whiteout] per object, in storage order. */
 async function listingDigest(objects: readonly ObjectInfo[], prefix: string, whiteouts: Whiteouts): Promise<string> {
   const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, whiteouts.is(o) ? 1 : 0]);
-  return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
+  return bytesToBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
 }
 
 /*

@@ -45,14 +45,12 @@ const fail = (e: ToolError) => json({ ok: false, error: errorBody(e) }, e.status
 
 const modified = (path: string) => json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
 
-/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker; a marker made or removed is journaled for undo. */
+/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker; a marker made or removed is journaled for undo (by the Workspace: lib/workspace/directories.ts). */
 async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<Response> {
   if (req.method === "PUT") {
     await req.body?.cancel();
     try {
-      const made = await ws.makeDirectory(dir);
-      if (made.created) ws.undo?.marked({ path: dir, before: null, after: made.etag });
-      return json({ etag: made.etag });
+      return json({ etag: (await ws.makeDirectory(dir)).etag });
     } catch (e) {
       // A file has the path or a parent path, or the marker vanished meanwhile: the workspace changed.
       if (isToolError(e) && (e.code === "ALREADY_EXISTS" || e.code === "NOT_A_DIRECTORY" || e.code === "CONFLICT")) return modified(dir);
@@ -64,7 +62,6 @@ async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<
     if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
     const etag = unquoteEtag(ifMatch);
     if (!(await ws.removeDirectory(dir, { ifMatch: etag }))) return modified(dir);
-    ws.undo?.marked({ path: dir, before: etag, after: null });
     return new Response(null, { status: 204 });
   }
   throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on a directory.`);

@@ -24,7 +24,8 @@
  */
 import { ToolError } from "../shared/errors.js";
 import { safeEqual } from "../shared/hash.js";
-import { b64url, sign, unb64url, type SyncClaims } from "./token.js";
+import { sign, type SyncClaims } from "./token.js";
+import { base64UrlToBytes, bytesToBase64Url } from "../shared/text.js";
 import type { StagedFile } from "../layers/commit-staged.js";
 
 export const STAGE_MAX_FILES = 2000;
@@ -62,7 +63,7 @@ export async function signReceipt(secret: string, claims: SyncClaims, files: Sta
     }
     return [f.path, f.cond, f.etag, f.size, p, f.offset, f.modified];
   });
-  const body = b64url(enc.encode(JSON.stringify({ v: 1, t: claims.t, w: claims.w, r: claims.r, packs, e } satisfies ReceiptBody)));
+  const body = bytesToBase64Url(enc.encode(JSON.stringify({ v: 1, t: claims.t, w: claims.w, r: claims.r, packs, e } satisfies ReceiptBody)));
   return `${body}.${await sign(secret, PURPOSE + body)}`;
 }
 
@@ -72,9 +73,11 @@ export async function openReceipt(secret: string, claims: SyncClaims, receipt: u
   if (typeof receipt !== "string") throw bad("is not a string");
   const [body, mac, extra] = receipt.split(".");
   if (!body || !mac || extra !== undefined || !safeEqual(await sign(secret, PURPOSE + body), mac)) throw bad("is not a receipt of this API (bad signature)");
+  const bytes = base64UrlToBytes(body);
+  if (!bytes) throw bad("cannot be read");
   let j: ReceiptBody;
   try {
-    j = JSON.parse(dec.decode(unb64url(body))) as ReceiptBody;
+    j = JSON.parse(dec.decode(bytes)) as ReceiptBody;
   } catch {
     throw bad("cannot be read");
   }

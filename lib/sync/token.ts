@@ -4,6 +4,7 @@
  * one tenant, one workspace and one run, and expire. WebCrypto only: Workers and Node.
  */
 import { safeEqual } from "../shared/hash.js";
+import { base64UrlToBytes, bytesToBase64Url } from "../shared/text.js";
 import type { Caller } from "../limits/store.js";
 
 export interface SyncClaims {
@@ -48,21 +49,10 @@ export interface SyncClaims {
 
 const enc = new TextEncoder();
 
-export function b64url(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-export function unb64url(s: string): Uint8Array {
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
-}
-
 /** HMAC-SHA256 of `data` under the sync secret, base64url (tokens, and packed write-back receipts: lib/sync/stage.ts). */
 export async function sign(secret: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return b64url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
+  return bytesToBase64Url(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(data))));
 }
 
 type StorageLimits = { storage_bytes?: number; files_per_workspace?: number };
@@ -86,7 +76,7 @@ export const sameWorkspace = (claims: Pick<SyncClaims, "i">, meta: { created_at:
 /** A token for one run; ttlSeconds should cover the run's timeout plus the write-back. */
 export async function mintSyncToken(secret: string, claims: Omit<SyncClaims, "exp">, ttlSeconds: number, now = Date.now()): Promise<string> {
   if (secret.length < 16) throw new Error("sync token secret too short");
-  const body = b64url(enc.encode(JSON.stringify({ ...claims, exp: Math.floor(now / 1000) + ttlSeconds })));
+  const body = bytesToBase64Url(enc.encode(JSON.stringify({ ...claims, exp: Math.floor(now / 1000) + ttlSeconds })));
   return `${body}.${await sign(secret, body)}`;
 }
 
@@ -95,8 +85,10 @@ export async function verifySyncToken(secret: string, token: string, now = Date.
   const [body, mac, extra] = token.split(".");
   if (!body || !mac || extra !== undefined) return null;
   if (!safeEqual(await sign(secret, body), mac)) return null;
+  const bytes = base64UrlToBytes(body);
+  if (!bytes) return null;
   try {
-    const claims = JSON.parse(new TextDecoder().decode(unb64url(body))) as SyncClaims;
+    const claims = JSON.parse(new TextDecoder().decode(bytes)) as SyncClaims;
     if (typeof claims.t !== "string" || typeof claims.w !== "string" || typeof claims.exp !== "number") return null;
     return claims.exp * 1000 > now ? claims : null;
   } catch {

@@ -1,10 +1,13 @@
 /**
  * Explicit directories as the tools make and remove them: the marker (markers.ts) made or
  * removed, and what storage answered turned into the tool error that says what to do next.
- * Functions over the Workspace, which delegates to them.
+ * Functions over the Workspace, which delegates to them. Every marker made or removed here is told
+ * to the Workspace's undo journal (its etag before and after), whichever door called: a tool's
+ * delete or move, the sync server's directory routes (bash), so undo puts empty directories back.
  */
 import { ToolError } from "../shared/errors.js";
 import { makeDirMarker, removeDirMarkers } from "./markers.js";
+import { headMarker } from "./lookups.js";
 import type { DeleteItem } from "../layout/files.js";
 import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 
@@ -12,13 +15,25 @@ import type { WorkspaceCore as Workspace } from "./workspace-types.js";
 export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChecked?: boolean }): Promise<{ created: boolean; etag: string }> {
   if (dir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it, e.g. src.", { path: "/" });
   const r = await makeDirMarker(ws.driver, ws.tenant, ws.id, dir, opts);
+  if (r.ok && r.created) ws.undo?.marked({ path: dir, before: null, after: r.etag });
   if (r.ok) return r;
   if ("gone" in r) throw new ToolError("CONFLICT", `${dir} was removed by another call while it was being made; retry.`, { path: dir });
   if (r.at === "path") throw new ToolError("ALREADY_EXISTS", `${dir} is a file; a directory cannot be made there. Choose another name, or delete the file first.`, { path: dir, type: "file" });
   throw new ToolError("NOT_A_DIRECTORY", `Cannot make ${dir}: ${r.file} is a file, not a directory.`, { path: dir, file: r.file });
 }
 
-/** Removes markers, each only in the version given (null: whatever is there); the refused ones are kept. */
+/**
+ * Removes markers, each only in the version given (null: whatever is there); the refused ones are kept.
+ * Journaled: a marker without a version is looked up first (+1 HEAD) and removed only in that one,
+ * as deleteFiles does for files; one already gone is no change.
+ */
 export async function deleteMarkers(ws: Workspace, dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
-  return { refused: await removeDirMarkers(ws.driver, ws.tenant, ws.id, dirs.map((d) => ({ dir: d.path, etag: d.etag }))) };
+  let targets = dirs.map((d) => ({ dir: d.path, etag: d.etag }));
+  if (ws.undo) {
+    const known = await Promise.all(targets.map(async (t) => (t.etag !== null ? t : { dir: t.dir, etag: (await headMarker(ws, t.dir))?.etag ?? null })));
+    targets = known.filter((t) => t.etag !== null);
+  }
+  const refused = await removeDirMarkers(ws.driver, ws.tenant, ws.id, targets);
+  for (const t of targets) if (!refused.includes(t.dir)) ws.undo?.marked({ path: t.dir, before: t.etag, after: null });
+  return { refused };
 }

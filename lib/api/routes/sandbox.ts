@@ -1,6 +1,6 @@
 /**
  * A session's live sandbox (docs/live-sessions.md): GET shows it, DELETE ends it at once (its
- * runner's next poll is told `{end: "deleted"}`). Both need the scope bash needs (execute), through
+ * runner's next poll is told `{end: "ended"}`). Both need the scope bash needs (execute), through
  * the one guard. A session of another tenant or workspace is simply not found: the coordinator is
  * keyed by the authenticated tenant and the guarded workspace.
  */
@@ -75,7 +75,7 @@ export function sandboxApp(deps: AppDeps) {
       const { ws, session } = c.req.valid("param");
       const svc = service();
       const key = keyOf(c.get("auth").tenant, ws, session);
-      const { ended, ends } = await svc.coordinator.end(key, "deleted");
+      const { ended, ends } = await svc.coordinator.end(key, "ended");
       await accountEnds(svc, key, ends);
       if (!ended) throw none(session);
       return c.json(shown(session, ended), 200);

@@ -21,10 +21,9 @@ import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import { IDLE_KEPT_NOTE } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
 
-/** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
 export const liveOff = (what: string) => new ToolError("UNAVAILABLE", `Live sandboxes (${what}) are not enabled on this server: every command runs in a fresh sandbox. Call without ${what}.`);
-
+/** A keep_alive call: its key (and the key's own limits) count its sandbox's concurrent_runs slot. */
 export type LiveCall = ExecCall & { auth: { key_id?: string; limits?: Limits; key_expires_at?: string } };
 
 /** A live command's answer and what the model is told about the sandbox (notes end with a newline, or are ""). */
@@ -41,7 +40,8 @@ export interface LiveRun {
 const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",
-  deleted: "it was ended (DELETE .../sandbox, a restart of the shell, or its workspace was deleted)",
+  ended: "you or the app you run in ended it on purpose (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox), not a fault",
+  deleted: "it was ended by a restart of the shell (restart: true), or because its workspace was deleted",
   replaced: "it was replaced (by a newer sandbox, or because this call's network access, web domain lists or secrets differ from those it was started with, or its workspace was deleted and made again since)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
@@ -56,7 +56,7 @@ export function lossNote(loss: LiveLoss, interrupted = false): string {
   const count = loss.lost_total ?? procs.length;
   const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");
   const gone = count ? `${count} process${count === 1 ? "" : "es"} (${shown}${count > 5 ? "; ..." : ""})` : "no background processes";
-  return `[live sandbox lost: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
+  return `[live sandbox ${loss.reason === "ended" ? "ended" : "lost"}: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
 }
 
 /** The first 5 of a list of `count` paths (the state keeps a few more than shown: session-records.ts keptWritten). */

@@ -1,6 +1,7 @@
 /**
- * The runner's two directory makers (infra/container/tree.ts mkdirs: explicit directories and the
- * parents of links; download.ts mkdirsSync: the parents of downloaded files) never follow a symlink
+ * The runner's directory maker (infra/container/tree.ts mkdirs: explicit directories, the parents of
+ * links and of downloaded files, the top-level ones of a download placed through its staging
+ * directory, download.ts) never follows a symlink
  * found on the way: a link where a directory is needed, even one to a real directory outside the
  * tree, is ENOTDIR and nothing is made through it. Reconcile skips files below a link it knows
  * (reconcile.ts); this is the check under it, for a link it does not know (a command's, a race).
@@ -9,7 +10,6 @@ import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { mkdirs } from "../../../infra/container/tree.js";
-import { mkdirsSync } from "../../../infra/container/download.js";
 import { tempDirs } from "../../support/temp-dirs.js";
 
 const temp = tempDirs("mkdirs-links");
@@ -25,8 +25,8 @@ function treeWithLinks(): { tree: string; outside: string } {
 }
 
 const makers: [string, (tree: string, rel: string) => Promise<void>][] = [
-  ["mkdirs", (tree, rel) => mkdirs(tree, rel, null, new Set())],
-  ["mkdirsSync", async (tree, rel) => mkdirsSync(tree, rel, null, new Set())],
+  ["mkdirs", async (tree, rel) => mkdirs(tree, rel, null, new Set())],
+  ["mkdirs through a staging directory", async (tree, rel) => mkdirs(tree, rel, null, new Set(), temp("staging"))],
 ];
 
 describe("directory makers and symlinks", () => {

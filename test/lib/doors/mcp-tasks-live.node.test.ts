@@ -62,11 +62,11 @@ it("a task-mode bash or run_code call without keep_alive runs in the session's l
   expect(await asTask(other, "bash", { command: "cat /tmp/live-mark 2>/dev/null || echo no-mark" })).toEqual({ created: "working", result: "no-mark\n", error: false });
   await other.close();
 
-  // The sandbox ended: the next task-mode call is told what was lost and runs fresh, in the background.
+  // The sandbox ended (DELETE): the next task-mode call is told what went and runs fresh, in the background.
   expect((await call("/v1/workspaces/main/sessions/chat-live/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
   const after = await asTask(client, "bash", { command: "cat /tmp/live-mark 2>/dev/null || echo no-mark" });
   expect(after.created).toBe("working");
-  expect(after.result).toMatch(/^\[live sandbox lost: it was ended .*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nno-mark\n$/s);
+  expect(after.result).toMatch(/^\[live sandbox ended: you or the app you run in ended it on purpose .*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nno-mark\n$/s);
   const again = await asTask(client, "bash", { command: "echo plain" });
   expect(again).toEqual({ created: "working", result: "plain\n", error: false });
   expect((await call("/v1/workspaces/main/sessions/chat-live/sandbox", {}, acme.key)).status).toBe(404); // nothing started

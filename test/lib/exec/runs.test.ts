@@ -196,12 +196,12 @@ describe("run record housekeeping", () => {
     const keys = async () => (await driver.list({ prefix: `${internalPrefix(t, "main")}runs/` })).objects.map((o) => o.key);
     const all = await keys();
 
-    expect(await housekeepRuns(driver, t, "main")).toEqual({ running: 1, deleted: 0 });
+    expect(await housekeepRuns(driver, t, "main")).toEqual({ running: 1, deleted: 0, next: null });
     expect(await keys()).toEqual(all);
     // A day after the finished run: it goes (task, claim, an unread chunk, result). The task
     // without an answer no longer counts as running (past the longest life a task has), but
     // keeps its record for a day after that, like the foreground leftover.
-    expect(await housekeepRuns(driver, t, "main", Date.now() + RECORD_KEEP_MS + 60_000)).toEqual({ running: 0, deleted: 4 });
+    expect(await housekeepRuns(driver, t, "main", Date.now() + RECORD_KEEP_MS + 60_000)).toEqual({ running: 0, deleted: 4, next: null });
     expect((await keys()).some((k) => k.includes(done.task_id))).toBe(false);
     await expect(pollTask(driver, { tenant: t, workspace: "main", task_id: done.task_id })).rejects.toMatchObject({ code: "NOT_FOUND" });
     // Long after: the dead task and the leftover go too; another workspace's records are untouched.

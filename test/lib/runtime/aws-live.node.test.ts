@@ -132,7 +132,7 @@ describe("live sessions on the AWS entry", () => {
     for (const [k, s] of [[key, "chat-1"], [key, "chat-2"], [other, "chat-1"]] as const) {
       expect((await a.app.request(`/v1/workspaces/main/sessions/${s}/sandbox`, { method: "DELETE", headers: { authorization: `Bearer ${k}` } })).status).toBe(200);
     }
-    expect(await Promise.all(runner.generations.map((x) => x.done))).toEqual(["end:deleted", "end:deleted", "end:deleted"]);
+    expect(await Promise.all(runner.generations.map((x) => x.done))).toEqual(["end:ended", "end:ended", "end:ended"]);
   }, 60_000);
 
   it("a program too large for the session's item: 413 saying to call without keep_alive; the sandbox the call started is ended, not left idle", async () => {

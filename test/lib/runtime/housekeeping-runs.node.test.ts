@@ -10,11 +10,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { internalPrefix } from "../../../lib/layout/paths.js";
 import { startTask } from "../../../lib/exec/tasks.js";
 import type { Executor, RunRequest, RunResult } from "../../../lib/exec/types.js";
-import { housekeepingTick } from "../../../lib/runtime/housekeeping.js";
+import { housekeepingTick, runSweepKey } from "../../../lib/runtime/housekeeping.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
-import { storageRunRecords } from "../../../lib/sync/run-records.js";
+import { runIdFor, storageRunRecords } from "../../../lib/sync/run-records.js";
 import { createWorkspace } from "../../../lib/workspace/registry.js";
 
 const HOUR = 3600 * 1000;
@@ -125,7 +125,7 @@ describe("housekeeping tick: run records", () => {
     expect(await runKeys(storage)).toEqual([]);
   });
 
-  it("reads one page (1,000 keys) of a workspace's run records per tick: the rest go on the next", async () => {
+  it("reads one page (1,000 keys) of a workspace's run records per tick: the rest go on the next (the page's last run, maybe cut, with them)", async () => {
     const t0 = Date.now();
     const storage = memoryDriver();
     await storage.put("t/acme/tenant.json", "{}");
@@ -136,8 +136,47 @@ describe("housekeeping tick: run records", () => {
       await housekeepingTick({ storage, kv: storageKeyValue(memoryDriver(), "kv/") }, {}, { now: () => t0 + 2 * 24 * HOUR, log: (l) => lines.push(l) });
       return lines.map((l) => JSON.parse(l)).find((l) => l.gc === "acme");
     };
-    expect(await tick()).toMatchObject({ run_records_deleted: 1000 });
-    expect(await tick()).toMatchObject({ run_records_deleted: 200 });
+    expect(await tick()).toMatchObject({ run_records_deleted: 999 });
+    expect(await tick()).toMatchObject({ run_records_deleted: 201 });
     expect(await runKeys(storage)).toEqual([]);
+  });
+
+  it("goes on across ticks past a first page of young records: more than 1,000 records, the first 1,000 young, the old ones after them all go within a few ticks, one LIST a tick", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = Date.parse("2026-11-01T08:00:00Z");
+    const inner = memoryDriver();
+    const lists: { prefix: string; startAfter?: string | undefined }[] = [];
+    const storage: StorageDriver = { ...inner, list: (o) => (lists.push({ prefix: o.prefix, startAfter: o.startAfter }), inner.list(o)) };
+    vi.setSystemTime(t0);
+    await storage.put("t/acme/tenant.json", "{}");
+    await createWorkspace(storage, "acme", { id: "main" });
+    // 1,300 foreground runs that died (a claim each); run ids are hashes, so the 1,000 that list first are picked by id.
+    const keys = Array.from({ length: 1300 }, (_, i) => `fg-${i}`);
+    const ids = new Map(await Promise.all(keys.map(async (k) => [k, await runIdFor("acme", "main", k)] as const)));
+    const byId = [...keys].sort((a, b) => (ids.get(a)! < ids.get(b)! ? -1 : 1));
+    const young = new Set(byId.slice(0, 1000));
+    for (const k of byId) if (!young.has(k)) await foreground(storage, k, false); // two days before the ticks
+    vi.setSystemTime(t0 + 47 * HOUR);
+    for (const k of young) await foreground(storage, k, false); // an hour before: kept
+    vi.setSystemTime(t0 + 48 * HOUR);
+    const kv = storageKeyValue(memoryDriver(), "kv/");
+    const tick = async () => {
+      const lines: string[] = [];
+      lists.length = 0;
+      await housekeepingTick({ storage, kv }, {}, { now: () => Date.now(), log: (l) => lines.push(l) });
+      expect(lists.filter((l) => l.prefix === `${internalPrefix("acme", "main")}runs/`)).toHaveLength(1); // still one page a tick
+      return lines.map((l) => JSON.parse(l)).find((l) => l.gc === "acme").run_records_deleted as number;
+    };
+    // The first page is all young: nothing goes; before, every tick read that page again and the 300 stayed forever.
+    expect(await tick()).toBe(0);
+    expect(await kv.get(runSweepKey("acme"))).toMatch(/"main":"r[0-9a-f]{15}\/claim\.json"/);
+    expect(await tick()).toBe(300);
+    const left = await runKeys(storage);
+    expect(left).toHaveLength(1000);
+    expect(new Set(left.map((k) => k.split("/").at(-2)))).toEqual(new Set([...young].map((k) => ids.get(k))));
+    // Past the end: the position is dropped, and the next tick starts at the first page again.
+    expect(await tick()).toBe(0);
+    expect(await kv.get(runSweepKey("acme"))).toBeNull();
+    expect(lists.find((l) => l.prefix.endsWith("/runs/"))!.startAfter).toBeUndefined();
   });
 });

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryUsageStore } from "../../../lib/run/metering/memory-store.js";
 import { heldUsageStore } from "../../../lib/run/metering/held-store.js";
 import type { StoredRecord } from "../../../lib/run/metering/store.js";
-import { b64url, mintSyncToken } from "../../../lib/sync/token.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
+import { bytesToBase64Url } from "../../../lib/shared/text.js";
 import { ADMIN, sandboxApp, type Tenant } from "../doors/sandbox-app.js";
 
 const SYNC_SECRET = "sync-secret-for-tests-0123456789"; // sandboxApp's
@@ -151,7 +152,7 @@ describe("a background run is billed where its result is stored", () => {
     expect((await sync(otherToken, "PUT", "/result", { ...finished(10), tenant: "acme", workspace: "main", key: keyIdOf(acme.key) })).status).toBe(204);
     // Other's token with its claims rewritten to name acme keeps other's signature: refused.
     const [, mac] = otherToken.split(".");
-    const forged = `${b64url(new TextEncoder().encode(JSON.stringify({ t: "acme", w: "main", r: "run_forged", m: { k: keyIdOf(acme.key) }, exp: Math.floor(Date.now() / 1000) + 900 })))}.${mac}`;
+    const forged = `${bytesToBase64Url(new TextEncoder().encode(JSON.stringify({ t: "acme", w: "main", r: "run_forged", m: { k: keyIdOf(acme.key) }, exp: Math.floor(Date.now() / 1000) + 900 })))}.${mac}`;
     expect((await sync(forged, "PUT", "/result", finished(10))).status).toBe(401);
     // A token signed with another secret: refused.
     const stranger = await mintSyncToken("another-secret-0123456789abcdef", { t: "acme", w: "main", r: "run_stranger", m: { k: "k1" } }, 900);

@@ -23,7 +23,7 @@ for (const pollAfterAnswer of [false, true]) {
       expect(r.body.output).toContain(`n=${n} cmd=c${n}\n`);
     }
     expect((await t.req(`/v1/workspaces/${t.ws}/sessions/s1/sandbox`, { method: "DELETE" })).status).toBe(200);
-    expect(await runner.generations[0]!.done).toBe("end:deleted"); // the last answer's request was held until then: told the end
+    expect(await runner.generations[0]!.done).toBe("end:ended"); // the last answer's request was held until then: told the end
     expect(runner.answers).toEqual(Array(3).fill(pollAfterAnswer ? 204 : 200));
   });
 }

@@ -139,7 +139,7 @@ describe("keep_alive through the API (fake live runner)", () => {
     await sandbox(t, "chat-1", "DELETE");
   });
 
-  it("DELETE ends it at once: the runner is told deleted, GET is 404, the next call starts anew and says what ended", async () => {
+  it("DELETE ends it at once: the runner is told ended, GET is 404, the next call starts anew and says plainly that it was ended on request, what went, and that files are safe", async () => {
     const usage: UsageRecord[] = [];
     const { app, runner } = setup({}, { onUsage: (u) => void usage.push(u) });
     const t = await newTenant(app, UNGATED);
@@ -148,17 +148,19 @@ describe("keep_alive through the API (fake live runner)", () => {
     const d = await sandbox(t, "chat-1", "DELETE");
     expect(d.status).toBe(200);
     expect(await d.json()).toMatchObject({ generation: g.generation, processes: [{ pid: 5 }] });
-    expect(await g.done).toBe("end:deleted");
+    expect(await g.done).toBe("end:ended");
     expect((await sandbox(t, "chat-1")).status).toBe(404);
     expect((await sandbox(t, "chat-1", "DELETE")).status).toBe(404);
     const out = okOutput(await bash(t, "again"));
-    expect(out).toContain("[live sandbox lost: it was ended (DELETE .../sandbox, a restart of the shell, or its workspace was deleted)");
+    expect(out).toContain("[live sandbox ended: you or the app you run in ended it on purpose (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox), not a fault. Gone with it: its shell state (variables, functions, cwd beyond the saved one), 1 process (");
+    expect(out).toContain("/tmp and HOME. Files are safe: every call's changes were written back to the workspace when it answered.]");
+    expect(out).not.toContain("lost");
     expect(out).toContain(`gen=${runner.generations[1]!.generation} n=1`);
     // Its start and end are in the audit log.
     const audit = await listAudit(r2Driver(env.FILES), { tenant: t.tenant, workspace: t.ws }, { limit: 200 });
     const live = audit.entries.filter((e) => e.door === "runner");
     expect(live.map((e) => e.route)).toEqual(["live sandbox start", "live sandbox end", "live sandbox start"]);
-    expect(live[1]).toMatchObject({ session: "chat-1", args: { generation: g.generation, reason: "deleted", processes_lost: 1 } });
+    expect(live[1]).toMatchObject({ session: "chat-1", args: { generation: g.generation, reason: "ended", processes_lost: 1 } });
     // One usage record for the sandbox's life, named by the key that started it.
     const records = usage.filter((u) => u.route === "live sandbox");
     expect(records).toEqual([expect.objectContaining({ tenant: t.tenant, workspace: t.ws, ok: true, cpu_ms: 7, key: expect.any(String) })]);

@@ -80,7 +80,7 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   // A new sandbox (after DELETE) starts from the saved state: it was current.
   expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" })).status).toBe(200);
   const after = await bash("pwd");
-  expect(after.output).toContain("[live sandbox lost: it was ended");
+  expect(after.output).toContain("[live sandbox ended: you or the app you run in ended it");
   expect(after.coordinator).toEqual(["call", "run", "release"]);
   expect(after.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
   const g2 = runner.generations[1]!;
@@ -139,7 +139,7 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   const told = await call("bash", { command: "true" });
   expect(told.coordinator).toEqual(["call"]);
   expect(told.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
-  expect(told.output).toContain("[live sandbox lost: it was ended");
+  expect(told.output).toContain("[live sandbox ended: you or the app you run in ended it");
   expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
   expect((await call("bash", { command: "true" }, other)).coordinator).toEqual(["call"]); // its memo, stale: one request, told nothing (the loss was told), forgotten
   expect((await call("bash", { command: "true" }, other)).coordinator).toEqual([]);

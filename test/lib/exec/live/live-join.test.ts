@@ -53,7 +53,7 @@ describe("calls without keep_alive in a session that holds a live sandbox", () =
     await bash(t, "cd sub", { keep_alive: true });
     expect((await sandbox(t, "chat-1", "DELETE")).status).toBe(200);
     const after = await bash(t, "pwd");
-    expect(after).toMatch(/^\[live sandbox lost: it was ended \(DELETE .*Gone with it: .*1 process \(python3 -m http\.server 8123\).*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nfresh cmd=pwd\n$/s);
+    expect(after).toMatch(/^\[live sandbox ended: you or the app you run in ended it on purpose \(DELETE .*Gone with it: .*1 process \(python3 -m http\.server 8123\).*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nfresh cmd=pwd\n$/s);
     expect(await bash(t, "pwd")).toBe("fresh cmd=pwd\n");
     expect(okOutput(await t.call("run_code", { language: "python", code: "print(1)" }, "chat-1"))).toBe("fresh cmd=python3 -\n");
     expect(await bash(t, "pwd", { keep_alive: false })).toBe("fresh cmd=pwd\n"); // nothing to leave alone: no note

@@ -90,7 +90,7 @@ describe("a runner's answer and its next poll reach only its own session", () =>
     okOutput(await bash(t, "first", "s-a"));
     const g = runner.generations[0]!;
     expect((await t.req(`/v1/workspaces/${t.ws}/sessions/s-a/sandbox`, { method: "DELETE" })).status).toBe(200);
-    expect(await g.done).toBe("end:deleted");
+    expect(await g.done).toBe("end:ended");
     const late = await postResult(app, g.start.sync.token, { ...forgedAnswer(g.generation, 2), poll: {} });
     expect(late.status).toBe(200);
     expect(late.body).toHaveProperty("end");
