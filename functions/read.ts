@@ -26,6 +26,16 @@ const description = `Read a file from the workspace. Returns numbered lines like
 - Reading records the file's version for this session: write and edit require it.
 Returns: {file_path, etag, start_line, lines_returned, total_lines?, truncated, next_offset, size, modified, line_endings}`;
 
+/** What read says of lines it cut: how many, and how to see the rest of one (read pages by lines, never within one). */
+function cutLinesNote(path: string, cut: number, first: number): string {
+  const abs = `/workspace/${path}`;
+  const quoted = /^[\w./-]+$/.test(abs) ? abs : `'${abs.replaceAll("'", "'\\''")}'`;
+  return (
+    `[${counted(cut, "line")} longer than ${MAX_LINE_CHARS} characters ${cut === 1 ? "was" : "were"} cut (the first: line ${first}); read shows no more of a line. ` +
+    `To see the rest, grep for text in it (content mode shows the part of the line around each match), or print more of it with bash: sed -n '${first}p' ${quoted} | cut -c${MAX_LINE_CHARS + 1}-${MAX_LINE_CHARS * 2}]`
+  );
+}
+
 export default defineTool({
   name: "read",
   description,
@@ -108,7 +118,7 @@ export default defineTool({
       const why = page.stoppedBy === "bytes" ? `output reached ${MAX_OUTPUT_BYTES / 1024} KB` : `limit of ${limit} lines reached`;
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
-    if (page.cutLines) note += `\n[${counted(page.cutLines, "line")} longer than ${MAX_LINE_CHARS} characters ${page.cutLines === 1 ? "was" : "were"} cut.]`;
+    if (page.cutLines) note += `\n${cutLinesNote(path, page.cutLines, page.firstCutLine!)}`;
     const endings = lineEnding(new TextDecoder().decode(sniffed));
     return {
       title: path,
