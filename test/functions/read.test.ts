@@ -279,6 +279,9 @@ describe("read", () => {
     await upload(t, "big.bin", pngBytes(64 * 1024 + 1));
     const e = expectError(await t.call("read", { file_path: "big.bin", encoding: "base64" }), 413, "FILE_TOO_LARGE", "read");
     expect(e.details).toMatchObject({ size: 64 * 1024 + 1, max: 64 * 1024 });
+    // What the model can do next itself (it cannot send an HTTP GET): look at parts with bash.
+    expect(e.message).toContain("look at parts of it with bash");
+    expect(e.message).toContain("xxd -s <offset> -l <length> /workspace/big.bin");
   });
 
   it("a directory is IS_DIRECTORY with a hint to use ls", async () => {
