@@ -72,6 +72,11 @@ function originalPositions(changed: Changed[]): (p: number) => number {
 export function canonicalMatches(text: string, needle: string): { start: number; end: number }[] | null {
   const want = needle.normalize("NFC");
   if (want === "") return null;
+  // NFC leaves a text's ASCII characters as they are (but for a letter a combining mark joins): the longest
+  // ASCII run of the wanted text, without its last character, is in the text as it is, or nothing matches.
+  // This spares a NO_MATCH the normalization of the whole file when old_string is simply not there.
+  const run = (want.match(/[\x00-\x7f]+/g) ?? []).reduce((a, b) => (b.length > a.length ? b : a), "").slice(0, -1);
+  if (run && !text.includes(run)) return null;
   const mapped = normalizeMapped(text);
   if (!mapped && want === needle) return null;
   const hay = mapped?.norm ?? text;
