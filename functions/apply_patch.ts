@@ -76,7 +76,7 @@ export default defineTool({
     const letter = { add: "A", update: "M", delete: "D" } as const;
     const lines = files.map((f) => `${letter[f.action]} ${f.from ? `${f.from} -> ${f.path}` : f.path}`);
     const loose = plans.flatMap((p) => (p.hunks ?? []).filter((h) => h.fuzz > 0).map((h) => `hunk ${h.hunk} of ${p.to} (line ${h.line})`));
-    const note = loose.length ? `\nMatched loosely (whitespace or punctuation differed): ${loose.join(", ")}. Read those lines to check the result.` : "";
+    const note = loose.length ? `\nMatched loosely (whitespace, punctuation or the Unicode spelling of accented letters differed): ${loose.join(", ")}. Read those lines to check the result.` : "";
     const count = (a: FileOp["type"]) => files.filter((f) => f.action === a).length;
     return {
       title: files.length === 1 ? files[0]!.path : `${files.length} files`,

@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
+import { applyEdit, assertEditSize, shortDiff, UNICODE_MATCH_NOTE, utf8Length } from "../lib/workspace/edit.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { emptyOldStringTarget, loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
 const description = `Replace exact text in a file.
-- old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix).
+- old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix). Accented letters match whichever Unicode spelling the file uses (composed or with combining marks); the output says when that was needed.
 - old_string must be unique in the file unless replace_all is true (default: false); otherwise NOT_UNIQUE lists the line of every match.
 - new_string replaces it; an empty new_string deletes the match. old_string and new_string must differ.
 - An empty old_string creates a new file with new_string as content, which may be empty, or fills an existing empty file (ALREADY_EXISTS if the file has content).
@@ -49,7 +49,7 @@ export default defineTool({
     const diff = shortDiff(path, text, result.text);
     return {
       title: path,
-      output: `Edited ${path}: ${result.count} replacement${result.count === 1 ? "" : "s"}.\n${diff}`,
+      output: `Edited ${path}: ${result.count} replacement${result.count === 1 ? "" : "s"}.\n${diff}${result.unicodeNormalized ? `\n${UNICODE_MATCH_NOTE}` : ""}`,
       data: { file_path: path, replacements: result.count, created: false, etag: info.etag, diff },
     };
   },

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { applyEdit, assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
+import { applyEdit, assertEditSize, shortDiff, UNICODE_MATCH_NOTE, utf8Length } from "../lib/workspace/edit.js";
 import { isToolError } from "../lib/shared/errors.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
@@ -50,6 +50,7 @@ export default defineTool({
       before = text;
     }
     let replacements = 0;
+    let normalized = false;
     const offset = args.edits.length - edits.length;
     edits.forEach((edit, i) => {
       let r;
@@ -62,13 +63,14 @@ export default defineTool({
       }
       text = r.text;
       replacements += r.count;
+      normalized ||= r.unicodeNormalized === true;
     });
     const filled = loaded !== null && loaded.size === 0 && args.edits[0]!.old_string === "";
     const info = await saveEdit(ws, path, text, loaded);
     const diff = shortDiff(path, before, text);
     return {
       title: path,
-      output: `${filled ? `Filled ${path}, which was empty` : loaded ? `Edited ${path}` : `Created ${path}`}: ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"}, ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${diff}`,
+      output: `${filled ? `Filled ${path}, which was empty` : loaded ? `Edited ${path}` : `Created ${path}`}: ${args.edits.length} edit${args.edits.length === 1 ? "" : "s"}, ${replacements} replacement${replacements === 1 ? "" : "s"}.\n${diff}${normalized ? `\n${UNICODE_MATCH_NOTE}` : ""}`,
       data: { file_path: path, edits_applied: args.edits.length, replacements, created: !loaded, etag: info.etag, diff },
     };
   },

@@ -26,6 +26,21 @@ const description = `Read a file from the workspace. Returns numbered lines like
 - Reading records the file's version for this session: write and edit require it.
 Returns: {file_path, etag, start_line, lines_returned, total_lines?, truncated, next_offset, size, modified, line_endings}`;
 
+/** A workspace path as a bash word naming it from any directory (bash's directory carries over between calls). */
+function bashPath(path: string): string {
+  const abs = `/workspace/${path}`;
+  return /^[\w./-]+$/.test(abs) ? abs : `'${abs.replaceAll("'", "'\\''")}'`;
+}
+
+/** What read says of lines it cut: how many, and how to see the rest of one (read pages by lines, never within one). */
+function cutLinesNote(path: string, cut: number, first: number): string {
+  const quoted = bashPath(path);
+  return (
+    `[${counted(cut, "line")} longer than ${MAX_LINE_CHARS} characters ${cut === 1 ? "was" : "were"} cut (the first: line ${first}); read shows no more of a line. ` +
+    `To see the rest, grep for text in it (content mode shows the part of the line around each match), or print more of it with bash: sed -n '${first}p' ${quoted} | cut -c${MAX_LINE_CHARS + 1}-${MAX_LINE_CHARS * 2}]`
+  );
+}
+
 export default defineTool({
   name: "read",
   description,
@@ -59,7 +74,7 @@ export default defineTool({
     if (args.encoding === "base64") {
       if (info.size > MAX_BASE64_BYTES) {
         await rest.cancel();
-        throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}. Download it with GET /v1/workspaces/{ws}/files/${path}.`, { path, size: info.size, max: MAX_BASE64_BYTES });
+        throw new ToolError("FILE_TOO_LARGE", `${path} is ${info.size} bytes; base64 reads return at most ${MAX_BASE64_BYTES}: look at parts of it with bash (file, xxd -s <offset> -l <length> ${bashPath(path)}), or have your app download it (GET /v1/workspaces/{ws}/files/${path}).`, { path, size: info.size, max: MAX_BASE64_BYTES });
       }
       const bytes = whole ? head : await collect(rest);
       await ws.recordRead(path, info.etag, info.writer);
@@ -108,7 +123,7 @@ export default defineTool({
       const why = page.stoppedBy === "bytes" ? `output reached ${MAX_OUTPUT_BYTES / 1024} KB` : `limit of ${limit} lines reached`;
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
-    if (page.cutLines) note += `\n[${counted(page.cutLines, "line")} longer than ${MAX_LINE_CHARS} characters ${page.cutLines === 1 ? "was" : "were"} cut.]`;
+    if (page.cutLines) note += `\n${cutLinesNote(path, page.cutLines, page.firstCutLine!)}`;
     const endings = lineEnding(new TextDecoder().decode(sniffed));
     return {
       title: path,

@@ -6,6 +6,7 @@
 import { ToolError } from "../shared/errors.js";
 import { lineEnding, utf8, visibleWhitespace } from "../shared/text.js";
 import { MAX_EDIT_BYTES } from "./text-file.js";
+import { canonicalMatches } from "./canonical-match.js";
 
 export { shortDiff } from "../shared/diff.js";
 
@@ -95,7 +96,7 @@ function linesOf(text: string, sorted: number[]): number[] {
  * the result (UTF-8 bytes, CRLF expansion included) is checked against `maxBytes` before
  * the result is built.
  */
-export function applyEdit(text: string, edit: EditSpec, path: string, label = "", maxBytes = MAX_EDIT_BYTES): { text: string; count: number; bytes: number } {
+export function applyEdit(text: string, edit: EditSpec, path: string, label = "", maxBytes = MAX_EDIT_BYTES): EditResult {
   if (edit.old_string === edit.new_string) {
     throw new ToolError("INVALID_ARGUMENT", `${label}old_string and new_string are identical; nothing would change.`);
   }
@@ -110,12 +111,13 @@ export function applyEdit(text: string, edit: EditSpec, path: string, label = ""
     throw new ToolError("INVALID_ARGUMENT", `${label}old_string and new_string differ only in line endings; ${path} keeps its CRLF line endings, so nothing would change.`);
   }
   const found = scan(body, oldS, edit.replace_all ? 1 : MAX_LISTED_MATCHES);
-  if (found.count === 0) throw noMatch(body, oldS, path, label);
-  if (found.count > 1 && !edit.replace_all) {
-    const lines = linesOf(body, found.first);
-    const more = found.count > lines.length ? ` and ${found.count - lines.length} more` : "";
-    throw new ToolError("NOT_UNIQUE", `${label}old_string occurs ${found.count} times in ${path} (lines ${lines.join(", ")}${more}). Add surrounding lines to make it unique, or set replace_all: true.`, { path, count: found.count, lines });
+  if (found.count === 0) {
+    // Not there byte for byte: there as canonically equivalent text (é composed in one, decomposed in the other)?
+    const spans = canonicalMatches(body, oldS);
+    if (!spans) throw noMatch(body, oldS, path, label);
+    return replaceSpans(body, spans, newS, crlf, edit, path, label, maxBytes);
   }
+  if (found.count > 1 && !edit.replace_all) throw notUnique(body, found.count, found.first, path, label);
   const count = edit.replace_all ? found.count : 1;
   // The size of the result, before building it: each match changes it by the same amount.
   const perMatch = utf8Length(newS) - utf8Length(oldS) + (crlf ? countOf(newS, "\n") - countOf(oldS, "\n") : 0);
@@ -125,6 +127,43 @@ export function applyEdit(text: string, edit: EditSpec, path: string, label = ""
   // A string replacement pattern would read `$&` and `$1` in new_string: escape `$`.
   const replaced = edit.replace_all ? body.replaceAll(oldS, newS.replaceAll("$", "$$$$")) : body.slice(0, found.first[0]) + newS + body.slice(found.first[0]! + oldS.length);
   return { text: crlf ? replaced.replaceAll("\n", "\r\n") : replaced, count, bytes };
+}
+
+export interface EditResult {
+  text: string;
+  count: number;
+  bytes: number;
+  /** Set when old_string matched only once both it and the file were in Unicode NFC. */
+  unicodeNormalized?: true;
+}
+
+/** The note the edit tools add to their output when old_string matched as canonically equivalent text. */
+export const UNICODE_MATCH_NOTE =
+  "[old_string matched only with Unicode normalized (NFC): the file and old_string spell some accented letters differently (composed, or as a letter plus a combining mark), which look the same. The matched text was replaced by new_string as you wrote it; the rest of the file keeps its spelling.]";
+
+function notUnique(body: string, count: number, first: number[], path: string, label: string): ToolError {
+  const lines = linesOf(body, first.slice(0, MAX_LISTED_MATCHES));
+  const more = count > lines.length ? ` and ${count - lines.length} more` : "";
+  return new ToolError("NOT_UNIQUE", `${label}old_string occurs ${count} times in ${path} (lines ${lines.join(", ")}${more}). Add surrounding lines to make it unique, or set replace_all: true.`, { path, count, lines });
+}
+
+/** applyEdit's replacement at spans of `body` found by canonicalMatches: the same rules (unique unless replace_all, the size bound). */
+function replaceSpans(body: string, spans: { start: number; end: number }[], newS: string, crlf: boolean, edit: EditSpec, path: string, label: string, maxBytes: number): EditResult {
+  if (spans.length > 1 && !edit.replace_all) throw notUnique(body, spans.length, spans.map((s) => s.start), path, label);
+  const nl = (s: string) => (crlf ? countOf(s, "\n") : 0);
+  let bytes = utf8Length(body) + nl(body);
+  for (const s of spans) bytes += utf8Length(newS) + nl(newS) - utf8Length(body.slice(s.start, s.end)) - nl(body.slice(s.start, s.end));
+  const why = spans.length > 1 ? ` (${fmt(spans.length)} replacements)` : "";
+  assertEditSize(bytes, path, { label, max: maxBytes, why, details: { replacements: spans.length } });
+  const parts: string[] = [];
+  let at = 0;
+  for (const s of spans) {
+    parts.push(body.slice(at, s.start), newS);
+    at = s.end;
+  }
+  parts.push(body.slice(at));
+  const replaced = parts.join("");
+  return { text: crlf ? replaced.replaceAll("\n", "\r\n") : replaced, count: spans.length, bytes, unicodeNormalized: true };
 }
 
 /** read's line-number prefix (`     12\t`), or its `→` rendering, at the start of a line. */

@@ -11,8 +11,10 @@ export interface LinePage {
   lines: string[];
   /** 1-based number of the first line returned. */
   start: number;
-  /** Lines cut at maxLineChars. */
+  /** Lines of the page cut at maxLineChars. */
   cutLines: number;
+  /** 1-based number of the page's first cut line. */
+  firstCutLine?: number;
   /** Why the page ended. */
   stoppedBy: "eof" | "limit" | "bytes";
   /** Lines in the file, when the whole stream was read. */
@@ -80,10 +82,10 @@ export async function readLinePage(chunks: Chunks, o: LinePageOptions): Promise<
       chars--;
     }
     lastByte = -1;
-    if (chars > o.maxLineChars) {
+    const cut = chars > o.maxLineChars;
+    if (cut) {
       text = `${text.slice(0, o.maxLineChars)}… [line cut: ${chars} characters]`;
       size = encoder.encode(text).length;
-      page.cutLines++;
     }
     const cost = size + 8;
     if (page.lines.length > 0 && pageBytes + cost > o.maxBytes) {
@@ -92,6 +94,10 @@ export async function readLinePage(chunks: Chunks, o: LinePageOptions): Promise<
     }
     pageBytes += cost;
     page.lines.push(text);
+    if (cut) {
+      page.cutLines++;
+      page.firstCutLine ??= page.start + page.lines.length - 1;
+    }
     if (page.lines.length >= o.limit) page.stoppedBy = "limit";
     return page.lines.length < o.limit;
   };

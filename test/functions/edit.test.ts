@@ -33,6 +33,21 @@ export function f(x: number) {
 `;
 
 describe("edit", () => {
+  it("text spelled with combining marks (NFD) is edited with the composed spelling a model sends, and the output says so", async () => {
+    const content = 'const who = "José Müller";\nconsole.log(who);\n'.normalize("NFD");
+    const t = await withFile("src/nfd.js", content);
+    const r = await t.call("edit", { file_path: "src/nfd.js", old_string: 'who = "José Müller";', new_string: 'who = "Ana";' });
+    expect(expectOk(r)).toMatchObject({ replacements: 1 });
+    expect(r.body.output).toContain("[old_string matched only with Unicode normalized (NFC)");
+    expect(await rawText(t, "src/nfd.js")).toBe('const who = "Ana";\nconsole.log(who);\n');
+    // multi_edit goes through the same rule.
+    const m = await withFile("b.txt", "café\nnaïve\n".normalize("NFD"));
+    const r2 = await m.call("multi_edit", { file_path: "b.txt", edits: [{ old_string: "café", new_string: "tea" }, { old_string: "tea\nnaïve", new_string: "tea\nplain" }] });
+    expect(expectOk(r2)).toMatchObject({ edits_applied: 2, replacements: 2 });
+    expect(r2.body.output).toContain("Unicode normalized");
+    expect(await rawText(m, "b.txt")).toBe("tea\nplain\n");
+  });
+
   it("replaces one unique match and returns a unified diff", async () => {
     const t = await withFile("src/f.ts", SRC);
     const r = await t.call("edit", { file_path: "/src/f.ts", old_string: "\t\treturn a(x);", new_string: "\t\treturn a(x) * 2;" });

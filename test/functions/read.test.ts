@@ -124,8 +124,26 @@ describe("read", () => {
     expect(lines[1]!.text).toBe(`${"x".repeat(2000)}… [line cut: 5000 characters]`);
     expect(lines[2]!.text).toBe("y".repeat(2000)); // exactly 2000: not cut
     expect(lines[3]!.text).toBe(`${"é".repeat(2000)}… [line cut: 2500 characters]`);
-    expect(r.body.output).toContain("[2 lines longer than 2000 characters were cut.]");
+    expect(r.body.output).toContain("[2 lines longer than 2000 characters were cut (the first: line 2)");
     expect(data).toMatchObject({ lines_returned: 4, total_lines: 4, truncated: false });
+  });
+
+  it("says how to see the rest of a cut line", async () => {
+    const t = await newTenant();
+    await upload(t, "dist/my bundle.js", `// head\n${"a".repeat(3000)}\n${"b".repeat(60_000)}\n`);
+    const r = await t.call("read", { file_path: "dist/my bundle.js" });
+    expect(expectOk(r)).toMatchObject({ lines_returned: 3 });
+    expect(r.body.output).toContain("[2 lines longer than 2000 characters were cut (the first: line 2); read shows no more of a line.");
+    expect(r.body.output).toContain("grep for text in it");
+    expect(r.body.output).toContain("sed -n '2p' '/workspace/dist/my bundle.js' | cut -c2001-4000");
+  });
+
+  it("counts only the cut lines it shows: a page that stops at 50 KB before a long line says nothing of it", async () => {
+    const t = await newTenant();
+    await upload(t, "big.txt", `${"c".repeat(1999)}\n`.repeat(25) + "d".repeat(5000) + "\n");
+    const p = await t.call("read", { file_path: "big.txt" });
+    expect(expectOk(p)).toMatchObject({ lines_returned: 25, truncated: true, next_offset: 26 });
+    expect(p.body.output).not.toContain("longer than 2000 characters");
   });
 
   it("says when a file is empty, and records the read", async () => {
@@ -261,6 +279,9 @@ describe("read", () => {
     await upload(t, "big.bin", pngBytes(64 * 1024 + 1));
     const e = expectError(await t.call("read", { file_path: "big.bin", encoding: "base64" }), 413, "FILE_TOO_LARGE", "read");
     expect(e.details).toMatchObject({ size: 64 * 1024 + 1, max: 64 * 1024 });
+    // What the model can do next itself (it cannot send an HTTP GET): look at parts with bash.
+    expect(e.message).toContain("look at parts of it with bash");
+    expect(e.message).toContain("xxd -s <offset> -l <length> /workspace/big.bin");
   });
 
   it("a directory is IS_DIRECTORY with a hint to use ls", async () => {

@@ -135,7 +135,7 @@ export interface paths {
         /**
          * Edit file
          * @description Replace exact text in a file.
-         *     - old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix).
+         *     - old_string must match the file exactly, whitespace and indentation included (copy it from read output, without the line-number prefix). Accented letters match whichever Unicode spelling the file uses (composed or with combining marks); the output says when that was needed.
          *     - old_string must be unique in the file unless replace_all is true (default: false); otherwise NOT_UNIQUE lists the line of every match.
          *     - new_string replaces it; an empty new_string deletes the match. old_string and new_string must differ.
          *     - An empty old_string creates a new file with new_string as content, which may be empty, or fills an existing empty file (ALREADY_EXISTS if the file has content).

@@ -86,7 +86,7 @@ async function runEditor(input: z.infer<typeof EditorInput>, run: RunTool): Prom
     case "str_replace": {
       const old_str = requireField(input.old_str, "old_str", "command: str_replace", "string");
       const r = await run("edit", { file_path: path, old_string: old_str, new_string: input.new_str ?? "" });
-      return { text: r.output };
+      return { text: editNote(r.output) };
     }
     case "insert": {
       const insert_line = requireField(input.insert_line, "insert_line", "command: insert", "integer");
@@ -134,11 +134,24 @@ const inWords = (code: ToolError["code"], message: (e: ToolError) => string) => 
   throw e instanceof ToolError && e.code === code ? reworded(e, message(e)) : e;
 };
 
-/** read's closing note says how to continue with read; the model holding the text editor continues with view_range. Only the note is touched, never the file's lines. */
+/**
+ * read's closing notes say how to continue with read, and how to see the rest of a cut line with grep or bash;
+ * the model holding the text editor continues with view_range, and has bash but no grep. Only the notes are touched, never the file's lines.
+ */
 function pagingNote(output: string): string {
+  const cut = output.search(/\n\[\d+ lines? longer than \d+ characters (?:was|were) cut \(the first: line \d+\); read shows no more of a line\. [^\n]*\]$/);
+  if (cut !== -1) {
+    output = output.slice(0, cut) + output.slice(cut).replace("read shows no more of a line. To see the rest, grep for text in it (content mode shows the part of the line around each match), or print more of it with bash:", "view shows no more of a line. To see the rest, print more of it with bash:");
+  }
   const at = output.lastIndexOf("\n\n[Showing lines ");
   if (at === -1) return output;
   return output.slice(0, at) + output.slice(at).replace(/Call read with offset=(\d+) to continue\./, "View it with view_range [$1, -1] to continue.");
+}
+
+/** edit's closing note (a match found with Unicode normalized) names old_string and new_string: the text editor's are old_str and new_str. Only that last line is touched. */
+function editNote(output: string): string {
+  const at = output.lastIndexOf("\n[old_string matched only with Unicode normalized");
+  return at === -1 ? output : output.slice(0, at) + reword(output.slice(at));
 }
 
 /**

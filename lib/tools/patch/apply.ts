@@ -4,7 +4,8 @@
  * Each hunk is found after the previous one: its `@@` anchors first (each a line to find), then
  * its old lines (context and `-` lines). Matching tries, in order: exact, ignoring trailing
  * whitespace, ignoring leading and trailing whitespace, and finally with typographic dashes,
- * quotes and odd spaces read as ASCII and runs of whitespace collapsed (codex's ladder). A hunk
+ * quotes and odd spaces read as ASCII and runs of whitespace collapsed (codex's ladder), and
+ * Unicode in NFC (é composed or as e + U+0301 look the same: a model cannot tell them apart). A hunk
  * marked `*** End of File` is tried at the end of the file first. A hunk with no old lines adds
  * its lines after its last anchor, or at the end of the file without one.
  *
@@ -17,7 +18,7 @@ import { ToolError } from "../../shared/errors.js";
 import { lineEnding, visibleWhitespace } from "../../shared/text.js";
 import type { Hunk } from "./parse.js";
 
-/** How loosely a hunk matched: 0 exact, 1 trailing whitespace, 2 surrounding whitespace, 3 punctuation and inner whitespace. */
+/** How loosely a hunk matched: 0 exact, 1 trailing whitespace, 2 surrounding whitespace, 3 punctuation, inner whitespace and Unicode normalization. */
 export type Fuzz = 0 | 1 | 2 | 3;
 
 const PUNCT: Record<string, string> = {};
@@ -31,7 +32,7 @@ const LEVELS: ((s: string) => string)[] = [
   (s) => s,
   (s) => s.trimEnd(),
   (s) => s.trim(),
-  (s) => s.replace(PUNCT_RE, (c) => PUNCT[c]!).replace(/\s+/g, " ").trim(),
+  (s) => s.normalize("NFC").replace(PUNCT_RE, (c) => PUNCT[c]!).replace(/\s+/g, " ").trim(),
 ];
 
 /** The file's lines under each matching level, computed once per level when first needed. */

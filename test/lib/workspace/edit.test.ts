@@ -102,6 +102,44 @@ describe("applyEdit", () => {
   });
 });
 
+describe("applyEdit: canonically equivalent text (Unicode NFC) matches", () => {
+  const nfd = (s: string) => s.normalize("NFD");
+  const nfc = (s: string) => s.normalize("NFC");
+
+  it("a decomposed file (e + U+0301) takes a composed old_string; only the match is respelled", () => {
+    const text = nfd('const a = "José";\nconst b = "Müller";\n');
+    const r = applyEdit(text, { old_string: 'a = "José";', new_string: 'a = "Ana";' }, "f");
+    // The other line keeps its decomposed spelling, byte for byte.
+    expect(r).toMatchObject({ text: `const a = "Ana";\n${nfd('const b = "Müller";')}\n`, count: 1, unicodeNormalized: true });
+    expect(r.bytes).toBe(utf8Length(r.text));
+  });
+
+  it("a composed file takes a decomposed old_string", () => {
+    const r = applyEdit(nfc("naïve café\n"), { old_string: nfd("café"), new_string: "bar" }, "f");
+    expect(r).toMatchObject({ text: "naïve bar\n", count: 1, unicodeNormalized: true });
+  });
+
+  it("an exact match needs no normalization and says none", () => {
+    const r = applyEdit(nfd("José\n"), { old_string: nfd("José"), new_string: "x" }, "f");
+    expect(r).toEqual({ text: "x\n", count: 1, bytes: 2 });
+  });
+
+  it("keeps the rules: NOT_UNIQUE with every line, replace_all, CRLF, and the size bound", () => {
+    const text = nfd("é\nx\né\n");
+    const e = fails(() => applyEdit(text, { old_string: "é", new_string: "e" }, "f"));
+    expect(e.code).toBe("NOT_UNIQUE");
+    expect(e.details).toMatchObject({ count: 2, lines: [1, 3] });
+    expect(applyEdit(text, { old_string: "é", new_string: "e", replace_all: true }, "f")).toMatchObject({ text: "e\nx\ne\n", count: 2 });
+    expect(applyEdit(nfd("Zoë\r\nend\r\n"), { old_string: "Zoë\nend", new_string: "Zoe\nEND" }, "f").text).toBe("Zoe\r\nEND\r\n");
+    expect(fails(() => applyEdit(nfd("é"), { old_string: "é", new_string: "abc" }, "f", "", 2)).code).toBe("FILE_TOO_LARGE");
+  });
+
+  it("CJK, emoji and text that normalization leaves alone still say NO_MATCH", () => {
+    expect(fails(() => applyEdit(nfd("日本語 é 😀\n"), { old_string: "日本 é", new_string: "x" }, "f")).code).toBe("NO_MATCH");
+    expect(applyEdit(nfd("日本語 é 😀\n"), { old_string: "語 é 😀", new_string: "x" }, "f").text).toBe("日本x\n");
+  });
+});
+
 describe("applyEdit: the size of the result is bounded before it is built", () => {
   const MiB = 1024 * 1024;
 

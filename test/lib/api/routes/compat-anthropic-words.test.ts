@@ -65,3 +65,27 @@ describe("text editor errors in the text editor's words", () => {
     expect(e).not.toMatch(FOREIGN);
   });
 });
+
+describe("the text editor's outputs: read's and edit's notes in its words", () => {
+  it("view of a file with a cut line says to see the rest with bash, not with grep or read", async () => {
+    const t = await newTenant();
+    await upload(t, "min.js", `${"a".repeat(2500)}\nok\n`);
+    const r = await compat(t, "anthropic", EDITOR, { command: "view", path: "/min.js" });
+    expect(r.body).toMatchObject({ type: "tool_result", is_error: false });
+    const text = textOf(r);
+    expect(text).toContain("[1 line longer than 2000 characters was cut (the first: line 1); view shows no more of a line. To see the rest, print more of it with bash: sed -n '1p' /workspace/min.js | cut -c2001-4000]");
+    expect(text).not.toMatch(/\bgrep\b|\bread\b/);
+  });
+
+  it("str_replace matched with Unicode normalized says so with old_str and new_str", async () => {
+    const t = await newTenant();
+    await upload(t, "names.txt", "José\n".normalize("NFD"));
+    await compat(t, "anthropic", EDITOR, { command: "view", path: "/names.txt" });
+    const r = await compat(t, "anthropic", EDITOR, { command: "str_replace", path: "/names.txt", old_str: "José", new_str: "Ana" });
+    expect(r.body).toMatchObject({ type: "tool_result", is_error: false });
+    const text = textOf(r);
+    expect(text).toContain("[old_str matched only with Unicode normalized (NFC)");
+    expect(text).toContain("replaced by new_str as you wrote it");
+    expect(text).not.toMatch(FOREIGN);
+  });
+});

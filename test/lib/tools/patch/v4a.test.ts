@@ -227,6 +227,13 @@ describe("applyHunks", () => {
     expect(update("x\ny\n", "@@\n-x\n+X").applied[0]!.fuzz).toBe(0);
   });
 
+  it("matching ladder: a line spelled with decomposed accents (NFD) matches the composed one (3), context kept as the file has it", () => {
+    const file = `${"const who = \"José\";".normalize("NFD")}\n${"// Müller".normalize("NFD")}\n`;
+    const r = update(file, '@@\n-const who = "José";\n+const who = "Ana";\n // Müller');
+    expect(r.text).toBe(`const who = "Ana";\n${"// Müller".normalize("NFD")}\n`);
+    expect(r.applied[0]!.fuzz).toBe(3);
+  });
+
   it("seek prefers an exact match later over a loose match earlier", () => {
     const lines = new Lines(["foo ", "foo"]);
     expect(seek(lines, ["foo"], 0)).toEqual({ at: 1, fuzz: 0 });
