@@ -110,13 +110,27 @@ export async function openWorkspace(scope: CallScope): Promise<Workspace> {
   });
 }
 
+/** How executeTool records the call in the audit log (lib/run/audit/). */
+export interface CallAudit {
+  /** The door the call came through (default: http). */
+  door?: AuditDoor;
+  /** Where the entry is written after the answer (default: the call's waitUntil). */
+  background?: (p: Promise<unknown>) => void;
+  /**
+   * This run is a try the door runs again when it fails with an error this says yes to (the tool
+   * route on a known workspace record: lib/api/routes/known-workspace.ts mayRunAgain). Such a failure
+   * is not the call's outcome and leaves no entry: the run again leaves the call's one entry.
+   */
+  runsAgain?: (e: unknown) => boolean;
+}
+
 /**
  * The core every door shares once the call is authorized and its workspace open: arguments as
  * models send them (lib/contract/tool-args.ts: null is absent, unknown and missing arguments named), the
  * approval gate (lib/run/pending/gate.ts), the tool, the output cut. With ctx.pendingId (X-Pending-Id)
  * it runs nothing and answers the outcome of that pending call. Throws the tool's ToolError.
  */
-export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext, audit: { door?: AuditDoor; background?: (p: Promise<unknown>) => void } = {}): Promise<Omit<ToolOutcome, "usage" | "tool">> {
+export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext, audit: CallAudit = {}): Promise<Omit<ToolOutcome, "usage" | "tool">> {
   // Every call that may change something leaves an audit entry, whatever its outcome (lib/run/audit/).
   const audited = isAudited(tool, ctx);
   const background = audit.background ?? ctx.waitUntil;
@@ -127,7 +141,7 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
     if (audited) await auditToolCall(tool, rawArgs, ctx, { data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}), journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
     return r;
   } catch (e) {
-    if (audited) await auditToolCall(tool, rawArgs, ctx, { error: e, journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
+    if (audited && !audit.runsAgain?.(e)) await auditToolCall(tool, rawArgs, ctx, { error: e, journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
     throw e;
   } finally {
     ctx.ws.discardEarly(); // an early read the call did not take (refused, gated, failed) is cancelled unread

@@ -13,7 +13,9 @@
  *   fresh meta.json is read beside the file today, unordered with it, and gives no more).
  * Anything else the call asks of its storage (a miss, a whiteout, a listing, a HEAD, any write but
  * a change tool's If-Match one) throws StaleRecord before it is done; the route then reads
- * meta.json and runs the call again. A change tool's write If-Match the version it read is the
+ * meta.json and runs the call again. The try is not the call: it leaves no audit entry (the run
+ * again leaves the call's one, with the answer the caller gets: run-tool.ts CallAudit.runsAgain) and
+ * no usage record (the route meters the call once, after its answer). A change tool's write If-Match the version it read is the
  * plain driver's own write: the upper object, which wins over any lower layer a record switched to
  * meanwhile would bring (a seal or restore that removes it does so only in the version it saw, and
  * reports one changed meanwhile: lib/layers/seal.ts, checkpoints.ts). Index upkeep after such a

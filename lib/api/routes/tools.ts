@@ -165,7 +165,8 @@ function startToolReads(c: Context<AppEnv>, tool: Tool, deps: AppDeps): void {
  * answer; when that is not enough (StaleRecord, before anything was done), or a change tool's
  * answer rests on the isolate's version of its file and is not a landed write (a refusal:
  * NO_CHANGE, NOT_READ, old_string not found…), the record is read and the call runs again as any
- * other. Never once a write landed (mayRunAgain). A streamed call reads the record first.
+ * other. Never once a write landed (mayRunAgain). The try that is run again leaves no audit entry
+ * (executeTool's runsAgain): one call, one entry. A streamed call reads the record first.
  */
 async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
   const seen = c.get("workspace");
@@ -175,14 +176,17 @@ async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
     if (!wantsEventStream(c.req.header("accept"))) {
       let state: KnownFilesState | undefined;
       const versions = tool.onKnownRecord === "change" ? deps.versions : undefined;
+      // A try that is run again is not the call: only the run that answers leaves its audit entry.
+      const runsAgain = (e: unknown) => state !== undefined && mayRunAgain(state, e);
+      const files = (s: StorageDriver) => {
+        const known = knownFiles(s, filesPrefix(seen.tenant, seen.id), versions, c.get("call")?.started);
+        state = known.state;
+        return known.storage;
+      };
       try {
-        return await runCall(c, tool, deps, (s) => {
-          const files = knownFiles(s, filesPrefix(seen.tenant, seen.id), versions, c.get("call")?.started);
-          state = files.state;
-          return files.storage;
-        });
+        return await runCall(c, tool, deps, { files, runsAgain });
       } catch (e) {
-        if (!state || !mayRunAgain(state, e)) throw e;
+        if (!runsAgain(e)) throw e;
       }
     }
     c.set("workspace", { tenant: seen.tenant, id: seen.id, record: await requireWorkspace(deps.storage, seen.tenant, seen.id, deps.knownWorkspaces) });
@@ -190,8 +194,14 @@ async function runOnWorkspace(c: Context<AppEnv>, tool: Tool, deps: AppDeps) {
   return runCall(c, tool, deps);
 }
 
+/** A try of a call on a known record: its files' storage (knownFiles), and which of its errors the route runs it again after. */
+interface KnownTry {
+  files: (s: StorageDriver) => StorageDriver;
+  runsAgain: (e: unknown) => boolean;
+}
+
 /** Workspace, arguments, the tool, the envelope. */
-async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStorage?: (s: StorageDriver) => StorageDriver) {
+async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, known?: KnownTry) {
       const auth = c.get("auth");
       const call = c.get("call")!;
       const wsId = c.req.param("ws") ?? "";
@@ -203,14 +213,14 @@ async function runCall(c: Context<AppEnv>, tool: Tool, deps: AppDeps, filesStora
       // The early reads are taken once: a call run again after StaleRecord reads anew.
       const early = c.get("early");
       c.set("early", undefined);
-      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}), ...(filesStorage ? { filesStorage } : {}) });
+      const ws = await openToolWorkspace({ deps, auth, wsId, session, ...(record ? { record } : {}), ...(waitUntil ? { background: waitUntil } : {}), ...(early ? { early } : {}), ...(known ? { filesStorage: known.files } : {}) });
       call.ws = ws;
       // An empty body: no arguments.
       const pendingId = pendingIdOf(c.req.raw.headers);
       const ctx = { ws, session, auth, deps, signal: c.req.raw.signal, ...(pendingId ? { pendingId } : {}), ...(waitUntil ? { waitUntil } : {}) };
       // Accept: text/event-stream: progress events, then one result event (lib/doors/sse.ts).
       if (wantsEventStream(c.req.header("accept"))) return streamToolCall(c, call, c.get("json"), tool, ctx);
-      const result = await executeTool(tool, c.get("json"), ctx);
+      const result = await executeTool(tool, c.get("json"), ctx, known ? { runsAgain: known.runsAgain } : {});
       return c.json({ ok: true as const, tool: tool.name, ...result, usage: call.usage() }, 200);
 }
 
