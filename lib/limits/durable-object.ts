@@ -17,7 +17,8 @@ import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
 import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
-import { TenantUsage, type ChargeOptions, type HeldAllowance, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
+import type { HeldAllowance } from "./held-room.js";
 
 type Op =
   | { op: "get" }
@@ -141,7 +142,7 @@ export class LimitsObject {
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
         if (d.ok || body.opts?.settle) void this.saveUsage(body.ws, true);
-        if (body.opts?.settle || body.opts?.reserve) void this.saveAllowances();
+        if (body.opts?.settle || body.opts?.reserve || body.opts?.hold || body.opts?.draw) void this.saveAllowances();
         return answer(d);
       }
       case "setStorage":
