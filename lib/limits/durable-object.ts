@@ -4,7 +4,7 @@
  * every isolate and instance that asks it sees one count: no overshoot from concurrency.
  *
  * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
- * count (`usage/<ws>`) and the storage allowances given to isolates (`allowances`) in the object's
+ * count (`usage/<ws>`) and the storage allowances given to isolates and the write-backs' holds (`allowances`, held-room.ts) in the object's
  * storage (written on set, acquire, release and charge only);
  * the token buckets and the pending workspace and checkpoint slots in its memory (no storage write per
  * call; a restart forgets slots, which are held for the seconds of a create or a checkpoint). Idempotency-Key claims
