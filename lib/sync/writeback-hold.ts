@@ -5,8 +5,8 @@
  * batches and cut it partway; its deletes count as room, applied first, each give-back moving into
  * the hold what it awaits. On the wire (the query of /v1/sync/put, /v1/sync/delete and PUT
  * /v1/sync/files/…; infra/container/writeback.ts sends them):
- *  - `reserve=1` with the plan: the write-back's first request (a put batch of no file, or its
- *    first delete batch) checks the plan, its deletes credited, and takes the hold (one round trip
+ *  - `reserve=1` with the plan: the write-back's first request (the runner's: a put batch of no
+ *    file; a delete batch takes it too) checks the plan, its deletes credited, and takes the hold (one round trip
  *    to the limits object), before it writes anything; refused: 413 QUOTA_EXCEEDED, nothing of the
  *    write-back is written. The answer names the hold (`hold`).
  *  - `hold=<id>`: the request draws on the hold. A put batch says its own share in the plan's
