@@ -6,7 +6,8 @@
  * real handler code, bubblewrap) writes back a command that creates `files` text files of
  * ~1 KB in 50 directories, over HTTP on 127.0.0.1. Prints wall time of the write-back, API CPU
  * seconds, requests and storage operations by kind. Mode `git`: the files exist (a first run made
- * them), the measured run is `git init && git add -A && git commit` over them.
+ * them), the measured run is `git init && git add -A && git commit` over them. WRITEBACK_LIMITS=1: the
+ * storage quotas counted (memoryLimits in the API process), so a write-back's plan, hold and charges run.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { fork } from "node:child_process";
@@ -23,6 +24,8 @@ import { handleSync } from "../lib/sync/server.js";
 import { mintSyncToken } from "../lib/sync/token.js";
 import { searchIndexer } from "../lib/search/indexer.js";
 import { memoryDriver } from "../lib/storage/drivers/memory.js";
+import { memoryLimits } from "../lib/limits/store.js";
+import { workspaceMetaKey } from "../lib/layout/paths.js";
 import { storageKeyValue } from "../lib/storage/kv-over-storage.js";
 import type { StorageDriver } from "../lib/storage/types.js";
 
@@ -47,6 +50,8 @@ async function server(): Promise<void> {
   const driver = counted(memoryDriver(), ops);
   const kv = storageKeyValue(memoryDriver(), "kv/");
   const listeners = [searchIndexer({ onError: () => {} })];
+  // WRITEBACK_LIMITS=1: the storage quotas counted (the limits in this process's memory), as a deployment counts them.
+  const limits = process.env.WRITEBACK_LIMITS === "1" ? memoryLimits() : undefined;
   let requests = 0;
   let slowest = 0;
   let over1s = 0;
@@ -67,11 +72,13 @@ async function server(): Promise<void> {
     const r = await handleSync(new Request(`http://127.0.0.1${req.url}`, {
       method: req.method!, headers: req.headers as Record<string, string>,
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: "half" } : {}),
-    } as RequestInit), { driver, kv, secret: SECRET, listeners });
+    } as RequestInit), { driver, kv, secret: SECRET, listeners, ...(limits ? { limits } : {}) });
     res.writeHead(r.status, Object.fromEntries(r.headers));
     if (r.body) for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) res.write(c);
     res.end();
   });
+  // The workspace's record (the sync API writes back only into a workspace that exists).
+  await driver.put(workspaceMetaKey("bench", "wb"), new TextEncoder().encode(JSON.stringify({ id: "wb", name: "wb", created_at: new Date().toISOString() })));
   http.listen(0, "127.0.0.1", () => process.send!({ port: (http.address() as { port: number }).port }));
 }
 

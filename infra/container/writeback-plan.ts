@@ -4,7 +4,7 @@
  * split its files into batches). The API checks it against the storage quotas before anything is
  * written, so a write-back past a quota is refused whole, packed or file by file: the packed path
  * sends it with every stage request (writeback-packed.ts); the file-by-file path with its only put
- * batch (its deletes after it), or in a put batch of no file before anything else (planWay). A write-back of one change
+ * batch, or as a hold taken by a put batch of no file before anything else (planWay). A write-back of one change
  * sends none: one file is written whole or refused by its own charge, as before.
  */
 import { promises as fs } from "node:fs";
@@ -46,15 +46,28 @@ export function planOf(writes: Change[], sizes: Sizes): WriteBackPlan {
   return plan;
 }
 
+/** The deletes of `changes`: their files and the bytes of the versions they delete (room, once applied, for a write-back that holds its room). */
+export function deletesOf(changes: Change[]): { files: number; bytes: number } {
+  const dels = changes.filter((c) => c.kind === "deleted");
+  return { files: dels.length, bytes: dels.reduce((n, c) => n + (c.base?.size ?? 0), 0) };
+}
+
 /**
  * How the file-by-file write-back of `changes` carries the plan: "none" (nothing is written, or one
- * change is all: whole by itself), "batch" (one group of at most `group` changes whose writes are
- * one put batch: the plan rides with it, its deletes go once it is answered, no request more),
- * "first" (a put batch of no file, answered before anything else is sent).
+ * change is all: whole by itself), "batch" (one group of at most `group` changes, no delete, whose
+ * writes are one put batch: the plan rides with it, charged at once, no request more), "hold" (a
+ * put batch of no file takes the whole charge ahead, its deletes credited: lib/sync/writeback-hold.ts;
+ * then its deletes, its writes drawing on the hold, and a request of no file that releases it).
  */
-export function planWay(changes: Change[], sizes: Sizes, group: number): "none" | "batch" | "first" {
-  const writes = changes.filter((c) => c.kind !== "deleted").map((c) => ({ size: sizes.get(c.path) }));
+export function planWay(changes: Change[], sizes: Sizes, group: number): "none" | "batch" | "hold" {
+  const writes = changes.filter((c) => c.kind !== "deleted");
   if (changes.length < 2 || !writes.length) return "none";
-  if (changes.length <= group && writes.every((w) => isSmall(w.size)) && batchesOf(writes as { size: number }[], PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES).length === 1) return "batch";
-  return "first";
+  if (changes.length <= group && writes.length === changes.length && oneBatch(writes, sizes)) return "batch";
+  return "hold";
+}
+
+/** Whether `writes` go as one put batch (each small, one batch by count and bytes): then it is the write-back's last request, and releases its hold. */
+export function oneBatch(writes: Change[], sizes: Sizes): boolean {
+  const ws = writes.map((c) => ({ size: sizes.get(c.path) }));
+  return writes.length <= PUT_BATCH_MAX_FILES && ws.every((w) => isSmall(w.size)) && batchesOf(ws as { size: number }[], PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES).length === 1;
 }

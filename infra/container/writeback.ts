@@ -19,9 +19,11 @@
  *
  * All or nothing against the storage quotas (writeback-plan.ts): the API is told the whole
  * write-back's plan (its files' bytes, new paths, the bytes they replace) before anything is
- * written, with the first stage request or put batch (or a put batch of no file ahead of the
- * rest); refused (QUOTA_EXCEEDED), none of the run's changes is written back, deletes included,
- * and each is skipped with the API's message. A write-back of one change sends no plan.
+ * written, with the first stage request or put batch, or as a hold taken ahead of the rest (a put
+ * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the writes
+ * drawing on the hold, and its release: lib/sync/writeback-hold.ts); refused (QUOTA_EXCEEDED), none
+ * of the run's changes is written back, deletes included, and each is skipped with the API's
+ * message. A write-back of one change sends no plan.
  *
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
@@ -42,7 +44,7 @@ import type { Change } from "./changes.js";
 import { pool, type FileState } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
 import { canPack, packedWriteBack } from "./writeback-packed.js";
-import { isSmall, planOf, planWay, sizesOf } from "./writeback-plan.js";
+import { deletesOf, isSmall, oneBatch, planOf, planWay, sizesOf } from "./writeback-plan.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
@@ -52,6 +54,8 @@ const GROUPS_IN_FLIGHT = 4;
 const SINGLES_PER_GROUP = 4;
 /** Requests in flight with a client that has no batches (one per change). */
 const SINGLES_IN_FLIGHT = 16;
+
+const groupsOf = (cs: Change[]) => Array.from({ length: Math.ceil(cs.length / GROUP_FILES) }, (_, i) => cs.slice(i * GROUP_FILES, (i + 1) * GROUP_FILES));
 
 export interface WriteBackOutcome {
   written: Map<string, FileState>;
@@ -136,7 +140,7 @@ export async function writeBack(opts: {
       const { body, close } = await openBody(abs(c));
       let r;
       try {
-        r = await sync.put(c.path, body.body, { ...condition(c), size: body.size });
+        r = await sync.put(c.path, body.body, { ...condition(c), size: body.size, ...(hold ? { hold } : {}) });
       } finally {
         await close();
       }
@@ -152,7 +156,7 @@ export async function writeBack(opts: {
     if (!cs.length || !inTime(cs)) return;
     let rs;
     try {
-      rs = await sync.deleteMany!(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag })));
+      rs = await sync.deleteMany!(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag })), hold ? { hold } : undefined);
     } catch (e) {
       for (const c of cs) skip(c, e);
       return;
@@ -166,9 +170,11 @@ export async function writeBack(opts: {
     }
   };
 
-  /** The plan the next put batch carries (the write-back's only batch: planWay "batch"), and the refusal of it (then nothing more is written). */
+  /** The plan the next put batch carries (the write-back's only batch: planWay "batch"; refused, nothing more is written). */
   let planWith: WriteBackPlan | undefined;
-  let refusedWhole: unknown = null;
+  /** The write-back's hold on the storage quotas (planWay "hold"): every request draws on it, each put batch with its share; `lastBatch`: its only put batch releases it. */
+  let hold: string | null = null;
+  let lastBatch = false;
   /** One put batch: read (a file that is no longer small goes alone), send, record per file. */
   const putBatch = async (cs: Change[]) => {
     const plan = planWith;
@@ -189,7 +195,11 @@ export async function writeBack(opts: {
     }));
     if (items.length) {
       try {
-        const rs = await sync.putMany!(items, plan);
+        // Drawing on the hold: this batch's own share (its bytes as read), charged from the hold at once.
+        const share = hold ? planOf(sent.map((x) => x.c), new Map(items.map((it) => [it.path, it.bytes.length]))) : plan;
+        const release = lastBatch && alone.length === 0;
+        const rs = await sync.putMany!(items, share, hold ? { hold, ...(release ? { release } : {}) } : undefined);
+        if (release) hold = null; // released by this batch (its lease ends it if the answer was lost)
         if (rs === null) alone.push(...sent.map((s) => s.c));
         for (const [i, r] of (rs ?? []).entries()) {
           const { c, hash } = sent[i]!;
@@ -203,10 +213,7 @@ export async function writeBack(opts: {
         }
       } catch (e) {
         for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx, the plan refused): not written as far as we know
-        if (plan && isToolError(e) && e.code === "QUOTA_EXCEEDED") {
-          refusedWhole = e;
-          return void alone.forEach((c) => skip(c, e));
-        }
+        if (plan && isToolError(e) && e.code === "QUOTA_EXCEEDED") return void alone.forEach((c) => skip(c, e));
       }
     }
     await singles(alone.sort((a, b) => (a.path < b.path ? -1 : 1)));
@@ -241,31 +248,34 @@ export async function writeBack(opts: {
     // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
     if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
   }
-  // File by file: the plan with the only put batch, or alone before the rest (refused: none of it is written, deletes included).
+  // File by file: the plan with the only put batch, or a hold taken before the rest (refused: none of it is written, deletes included).
   const way = planned || !sync.putMany || !sync.deleteMany ? "none" : planWay(ordinary, sizes, GROUP_FILES);
   if (way === "batch") planWith = plan;
-  else if (way === "first" && now() < opts.deadline) {
+  else if (way === "hold" && now() < opts.deadline) {
     try {
-      await sync.putMany!([], plan);
+      hold = sync.hold ? await sync.hold({ ...plan, deletes: deletesOf(ordinary) }) : null;
+      lastBatch = oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
     } catch (e) {
       if (isToolError(e) && e.code === "QUOTA_EXCEEDED") for (const c of ordinary.splice(0)) skip(c, e);
-      // Else (an API older than plans, a failed request): each file is still charged as it is written.
+      // Else (an API older than holds, a failed request): each file is still charged as it is written.
     }
   }
   if (!sync.putMany || !sync.deleteMany) {
     // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
     await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, ordinary, single);
+  } else if (hold) {
+    // Held: the deletes first (the room they free moves into the hold), then the writes drawing on it, then the hold released.
+    try {
+      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary.filter((c) => c.kind === "deleted")), deleteBatch);
+      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary.filter((c) => c.kind !== "deleted")), async (g) => void (inTime(g) && (await puts(g))));
+    } finally {
+      if (hold) await sync.putMany!([], undefined, { hold, release: true }).catch(() => {}); // unreleased, the hold's lease ends with the run's token
+    }
   } else {
-    const groups: Change[][] = [];
-    for (let i = 0; i < ordinary.length; i += GROUP_FILES) groups.push(ordinary.slice(i, i + GROUP_FILES));
-    await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groups, async (g) => {
+    // Its deletes beside its writes (a write-back whose only batch carries the plan has none: planWay).
+    await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary), async (g) => {
       if (!inTime(g)) return;
-      const deletes = g.filter((c) => c.kind === "deleted");
-      if (!planWith) return void (await Promise.all([deleteBatch(deletes), puts(g.filter((c) => c.kind !== "deleted"))]));
-      // The write-back's only batch carries the plan: its deletes wait for the answer (refused: none of them goes).
-      await puts(g.filter((c) => c.kind !== "deleted"));
-      if (refusedWhole) deletes.forEach((c) => skip(c, refusedWhole));
-      else await deleteBatch(deletes);
+      await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
     });
   }
   for (const list of [out.created, out.modified, out.deleted]) list.sort();

@@ -4,7 +4,7 @@
  * every isolate and instance that asks it sees one count: no overshoot from concurrency.
  *
  * What it keeps where: the tenant's limits, the run and task leases and each workspace's storage
- * count (`usage/<ws>`) and the storage allowances given to isolates (`allowances`) in the object's
+ * count (`usage/<ws>`) and the storage allowances given to isolates and the write-backs' holds (`allowances`, held-room.ts) in the object's
  * storage (written on set, acquire, release and charge only);
  * the token buckets and the pending workspace and checkpoint slots in its memory (no storage write per
  * call; a restart forgets slots, which are held for the seconds of a create or a checkpoint). Idempotency-Key claims
@@ -17,7 +17,8 @@ import type { Limits } from "./fields.js";
 import { TenantLimiter, type Lease } from "./limiter.js";
 import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
-import { TenantUsage, type ChargeOptions, type HeldAllowance, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
+import { TenantUsage, type ChargeOptions, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
+import type { HeldAllowance } from "./held-room.js";
 
 type Op =
   | { op: "get" }
@@ -141,7 +142,7 @@ export class LimitsObject {
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
         if (d.ok || body.opts?.settle) void this.saveUsage(body.ws, true);
-        if (body.opts?.settle || body.opts?.reserve) void this.saveAllowances();
+        if (body.opts?.settle || body.opts?.reserve || body.opts?.hold || body.opts?.draw) void this.saveAllowances();
         return answer(d);
       }
       case "setStorage":

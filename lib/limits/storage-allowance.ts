@@ -24,7 +24,8 @@
  *   its own answer.
  */
 import { finishAfterAnswer } from "../shared/after-answer.js";
-import { ALLOWANCE_MS, type Allowance, type StorageDecision, type StorageUsage } from "./usage.js";
+import type { StorageDecision, StorageUsage } from "./usage.js";
+import { ALLOWANCE_MS, type Allowance } from "./held-room.js";
 import type { Caller, LimitsStore } from "./store.js";
 
 /** What an isolate asks to hold ahead (the object gives at most allowanceCap of it, and what fits). */

@@ -16,14 +16,21 @@ import type { Caller, LimitsStore } from "./store.js";
 import type { StorageUsage } from "./usage.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { StorageAllowances } from "./storage-allowance.js";
+import type { HoldAsk } from "./held-room.js";
 
 export interface StorageQuotaHandle {
   /** The workspace's count (counted now if the object has none); null when the object cannot be reached. */
   usage(): Promise<StorageUsage | null>;
   /** Where each quota stands for this caller now (usage with room held ahead, and limit), in the same one round trip; null when the object cannot be reached. */
   standing(): Promise<QuotaStanding | null>;
-  charge(delta: StorageUsage): Promise<void>;
-  settle(delta: StorageUsage): Promise<void>;
+  /** `on`: the write-back's hold (held-room.ts) the change draws on, and whether the hold is released after it (settle). */
+  charge(delta: StorageUsage, on?: { draw: string; release?: boolean }): Promise<void>;
+  settle(delta: StorageUsage, on?: { draw: string; release?: boolean }): Promise<void>;
+  /**
+   * A write-back's hold (held-room.ts), in one round trip: its id when the charge less the deletes
+   * fits; the refusal (quota, usage, limit) when not; null when the object cannot be reached.
+   */
+  hold(ask: HoldAsk): Promise<{ id: string } | { quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number } | null>;
   /** Sets the workspace's exact count from a listing of its tree (after a bulk change); `view`: the tree as it is now, when the base moved since `driver` was opened. */
   recount(view?: StorageDriver): Promise<void>;
 }
@@ -61,13 +68,25 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
       return d ? { files: d.files, bytes: d.bytes } : null;
     },
     standing: async () => (await nothing({ standing: true }))?.standing ?? null,
-    async charge(delta) {
+    async hold(ask) {
+      try {
+        let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { hold: ask });
+        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { hold: ask, init: await countStored(driver, filesPrefix) });
+        if (d.ok) return d.hold ? { id: d.hold.id } : null;
+        return "unknown" in d ? null : { quota: d.quota, usage: d.usage, limit: d.limit };
+      } catch (e) {
+        unreachable(e);
+        return null;
+      }
+    },
+    async charge(delta, on) {
       // A change of nothing (a same-size overwrite) can cross no quota and moves no count: no round trip.
       // (A workspace not counted yet is counted by its next charge that changes something.)
-      if (delta.files === 0 && delta.bytes === 0) return;
+      if (delta.files === 0 && delta.bytes === 0 && !on?.release) return;
       let d;
       try {
-        if (allowances) {
+        if (on) d = await limits.chargeStorage(tenant, caller, ws, delta, on);
+        else if (allowances) {
           const a = await allowances.charge(tenant, caller, ws, delta, () => countStored(driver, filesPrefix), later);
           if (a === "pooled") return;
           d = a;
@@ -82,10 +101,10 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
       const asked = d.quota === "files_per_workspace" ? `${plural(delta.files, "more file")}` : `${plural(delta.bytes, "more byte")}`;
       throw quotaExceeded(d.quota, d.usage, d.limit, `This change needs ${asked}${d.quota === "files_per_workspace" ? " in this workspace" : ""}`, true);
     },
-    async settle(delta) {
-      if (delta.files === 0 && delta.bytes === 0) return;
-      if (allowances && (await allowances.settle(tenant, caller, ws, delta, later))) return;
-      await limits.chargeStorage(tenant, caller, ws, delta, { force: true }).then(() => {}, unreachable);
+    async settle(delta, on) {
+      if (delta.files === 0 && delta.bytes === 0 && !on?.release) return;
+      if (!on && allowances && (await allowances.settle(tenant, caller, ws, delta, later))) return;
+      await limits.chargeStorage(tenant, caller, ws, delta, { force: true, ...on }).then(() => {}, unreachable);
     },
     async recount(view) {
       try {

@@ -19,13 +19,11 @@
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 import type { QuotaStanding } from "./fields.js";
-export interface StorageUsage {
-  files: number;
-  bytes: number;
-}
+import { ALLOWANCE_MS, allowanceCap, covered, drawOn, holdRoom, type Allowance, type HeldAllowance, type HoldAsk, type StorageUsage } from "./held-room.js";
+export type { StorageUsage } from "./held-room.js";
 
 export type StorageDecision =
-  | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance; standing?: QuotaStanding }
+  | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance; hold?: Allowance; standing?: QuotaStanding }
   | { ok: false; quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number }
   | { ok: false; unknown: true };
 
@@ -47,25 +45,12 @@ export interface ChargeOptions {
   settle?: { id: string; spent: StorageUsage; used: StorageUsage };
   /** Answer where the quotas stand after the change (the decision's `standing`: what a bulk writer bounds itself by). */
   standing?: boolean;
-}
-
-/** Room held for one isolate's writes to one workspace (storage-allowance.ts): spent there without asking, counted when settled. */
-export interface Allowance {
-  id: string;
-  files: number;
-  bytes: number;
-}
-
-/** An allowance the object holds: released when settled, or ALLOWANCE_MS after it was given. */
-export type HeldAllowance = Allowance & { ws: string; until: number };
-
-/** How long the object holds an allowance unsettled (the isolate spends it within half of that: storage-allowance.ts). */
-export const ALLOWANCE_MS = 30_000;
-
-/** The most one allowance holds: 64 files and 4 MiB, and at most 1/64 of the quota (no files under 64 files, no bytes under 64 KiB of quota: every such write asks). */
-export function allowanceCap(limits: { storage_bytes: number; files_per_workspace: number }): StorageUsage {
-  const bytes = Math.min(4 * 1024 * 1024, Math.floor(limits.storage_bytes / 64));
-  return { files: Math.min(64, Math.floor(limits.files_per_workspace / 64)), bytes: bytes < 1024 ? 0 : bytes };
+  /** A write-back's hold (held-room.ts): refused unless its charge less its deletes fits besides the change; the answer's `hold`. */
+  hold?: HoldAsk;
+  /** The write-back's hold this change draws on: its growth taken from the hold's room first (only the rest is checked), a give-back refilling what it awaits. */
+  draw?: string;
+  /** With `draw`: the hold is released after the change (the write-back's end). */
+  release?: boolean;
 }
 
 /** How long a workspace count learned from a listing is trusted (then a create lists again): what a release lost or a delete not told can skew, at most. */
@@ -159,7 +144,7 @@ export class TenantUsage {
   /**
    * Charges `delta` to workspace `ws` (negative: gives back). A growth that would cross a limit is
    * refused and nothing is charged (unless `force`: what was written already). `init`: the workspace's count, when it had none (the caller counted it).
-   * Room held in allowances counts as used; `settle` and `reserve`: ChargeOptions.
+   * Room held in allowances and write-backs' holds counts as used; `settle`, `reserve`, `hold`, `draw`: ChargeOptions.
    */
   chargeStorage(ws: string, delta: StorageUsage, limits: { storage_bytes: number; files_per_workspace: number }, opts: ChargeOptions = {}): StorageDecision {
     const now = this.now();
@@ -181,9 +166,17 @@ export class TenantUsage {
       heldBytes += a.bytes;
       if (a.ws === ws) heldFiles += a.files;
     }
-    if (!opts.force && delta.bytes > 0 && this.tenantBytes + heldBytes + delta.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes };
-    if (!opts.force && delta.files > 0 && cur.files + heldFiles + delta.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files + heldFiles, limit: limits.files_per_workspace };
+    // A write-back's hold this change draws on (held-room.ts) covers its growth first; a new hold must fit besides the change.
+    const hold = opts.draw ? this.allowances.get(opts.draw) : undefined;
+    const drawn = hold?.ws === ws ? hold : undefined;
+    const took = covered(drawn, delta);
+    const asked = opts.hold ? holdRoom(opts.hold, cur) : undefined;
+    const up = { files: delta.files - took.files + (asked?.room.files ?? 0), bytes: delta.bytes - took.bytes + (asked?.room.bytes ?? 0) };
+    if (!opts.force && up.bytes > 0 && this.tenantBytes + heldBytes + up.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes };
+    if (!opts.force && up.files > 0 && cur.files + heldFiles + up.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files + heldFiles, limit: limits.files_per_workspace };
     this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
+    if (drawn) drawOn(drawn, delta, took);
+    if (drawn && opts.release) this.allowances.delete(drawn.id);
     const after = this.storage.get(ws)!;
     const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.tenantBytes };
     if (opts.standing) decision.standing = { storage_bytes: { usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles, limit: limits.files_per_workspace } };
@@ -199,6 +192,11 @@ export class TenantUsage {
         this.allowances.set(id, { id, ws, ...held, until: now + ALLOWANCE_MS });
         decision.allowance = { id, ...held };
       }
+    }
+    if (asked) {
+      const id = `h${now.toString(36)}-${(this.seq++).toString(36)}-${crypto.randomUUID().slice(0, 8)}`;
+      this.allowances.set(id, { id, ws, ...asked.room, awaits: asked.awaits, until: now + opts.hold!.ms });
+      decision.hold = { id, ...asked.room };
     }
     return decision;
   }

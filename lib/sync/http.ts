@@ -29,6 +29,7 @@ import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
 import { planQuery } from "./writeback-bound.js";
+import { writeBackQuery } from "./writeback-hold.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
@@ -192,11 +193,16 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       if (!res.ok || !res.body) await fail(res, "batch fetch");
       return readFrames(res.body!, paths.map((p) => normalizeFilePath(p)), !!etags);
     },
-    async putMany(files, plan) {
+    async putMany(files, plan, terms) {
       const paths = files.map((f) => normalizeFilePath(f.path));
       const init = { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit;
-      const a = await writeBatch("put", init, plan ? planQuery(plan) : "");
+      const a = await writeBatch("put", init, writeBackQuery(plan, terms));
       return a && putResults(a.body, paths, a.why);
+    },
+    async hold(plan) {
+      const a = await writeBatch("put", { body: putBatchBody([]), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, writeBackQuery(plan, { reserve: true }));
+      const hold = (a?.body as { hold?: unknown } | undefined)?.hold;
+      return typeof hold === "string" ? hold : null;
     },
     async stage(files, plan) {
       const paths = files.map((f) => normalizeFilePath(f.path));
@@ -207,9 +213,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       const body = await staging("commit", { body: JSON.stringify({ receipts }), headers: { "content-type": "application/json" } });
       return body === null ? null : commitResults(body, paths);
     },
-    async deleteMany(files) {
+    async deleteMany(files, terms) {
       const paths = files.map((f) => normalizeFilePath(f.path));
-      const a = await writeBatch("delete", { body: JSON.stringify({ files: files.map((f, i) => ({ path: paths[i], etag: f.ifMatch })) }), headers: { "content-type": "application/json" } });
+      const a = await writeBatch("delete", { body: JSON.stringify({ files: files.map((f, i) => ({ path: paths[i], etag: f.ifMatch })) }), headers: { "content-type": "application/json" } }, writeBackQuery(undefined, terms));
       return a && deleteResults(a.body, paths, a.why);
     },
     async put(path, body, o) {
@@ -219,7 +225,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       if (o.size !== undefined) headers["content-length"] = String(o.size);
       // Streams need duplex: "half" in Node's fetch; Workers ignore the field.
       const init = { body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit;
-      const res = await call("PUT", fileUrl(path), init);
+      const res = await call("PUT", `${fileUrl(path)}${writeBackQuery(undefined, o.hold ? { hold: o.hold } : {})}`, init);
       if (res.status === 412) {
         await res.body?.cancel();
         return { ok: false, conflict: true };

@@ -9,6 +9,8 @@
  * the body is read, so nothing of it is written. Its files are then charged at once before the
  * first is written (chargedAhead: one round trip for the batch, and a write-back racing for the
  * same room is refused whole here), each file taken from that charge, what is left given back.
+ * A write-back of more requests holds its whole charge first (writeback-hold.ts: `reserve`, then
+ * each request draws on the hold, the last releases it), its deletes credited and applied first.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
@@ -21,6 +23,7 @@ import { commitSyncJournal, syncJournal } from "./journal.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 import { chargedAhead, readPlan, WriteBackBound } from "./writeback-bound.js";
+import { drawingOn, holdMs, readHoldTerms, takeHold } from "./writeback-hold.js";
 
 /** Files of one batch written at once. */
 const PARALLEL = 6;
@@ -38,22 +41,36 @@ const isConflict = (e: unknown) => isToolError(e) && (e.code === "FILE_MODIFIED"
 export async function handleWriteBatch(req: Request, route: "put" | "delete", claims: SyncClaims, deps: SyncServerDeps): Promise<Response> {
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on /v1/sync/${route}; use POST.`);
   const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), deps.driver);
-  // The write-back's plan (its first batch): refused whole, before anything is read or written, when the quotas could not accept it.
-  const plan = route === "put" ? readPlan(new URL(req.url).searchParams) : null;
-  const standing = plan && quota ? await quota.standing() : null;
-  if (plan && standing) new WriteBackBound(standing, plan).declared();
-  // Its files (the whole write-back) charged at once before the first is written, then taken from that charge.
-  const ahead = plan && standing && quota ? chargedAhead(quota, plan) : null;
+  const query = new URL(req.url).searchParams;
+  const terms = readHoldTerms(query);
+  // The write-back's plan (its first request; with a hold, a put batch's own share).
+  const plan = route === "put" || terms.reserve ? readPlan(query) : null;
+  let hold = terms.hold ?? null;
+  let ahead: ReturnType<typeof chargedAhead> | null = null;
+  if (plan && quota && terms.reserve) {
+    // The whole write-back's charge held once, its deletes credited (writeback-hold.ts): refused, nothing of it is written.
+    hold = await takeHold(quota, plan, holdMs(claims.exp));
+  } else if (plan && quota && !hold) {
+    // Refused whole, before anything is read or written, when the quotas could not accept it; its files then charged at once before the first is written.
+    const standing = await quota.standing();
+    if (standing) new WriteBackBound(standing, plan).declared();
+    if (standing) ahead = chargedAhead(quota, plan);
+  }
+  const drawn = quota && hold ? drawingOn(quota, hold, terms.release) : null;
+  // A batch drawing on the hold: its own share taken from it at once (releasing the rest on the write-back's last request), what is left given back.
+  if (plan && drawn && !terms.reserve) ahead = chargedAhead(drawn, plan);
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? quota) });
+  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? drawn ?? quota) });
+  const answer = terms.reserve && hold ? { hold } : {};
   try {
-    return route === "put" ? await putBatch(req, ws, plan !== null, ahead) : await deleteBatch(req, ws);
+    return route === "put" ? await putBatch(req, ws, plan !== null || hold !== null, ahead, answer) : await deleteBatch(req, ws, answer);
   } finally {
     // Whatever was written, even by a batch cut short, reaches the index as one segment and the undo record.
     await ws.flushChanges();
     await commitSyncJournal(undo);
     await ahead?.close();
+    await drawn?.end();
   }
 }
 
@@ -81,7 +98,7 @@ async function putOne(ws: Workspace, f: PutFrame): Promise<PutAnswer> {
  * Writes frames as they arrive, PARALLEL at a time; a broken body stops the batch where it is (400, with what was done).
  * `planned`: it carried the plan, and may hold no frame; `ahead`: the plan's charge, made before the first frame is written.
  */
-async function putBatch(req: Request, ws: Workspace, planned: boolean, ahead: { open(): Promise<void> } | null): Promise<Response> {
+async function putBatch(req: Request, ws: Workspace, planned: boolean, ahead: { open(): Promise<void> } | null, extra: Record<string, unknown>): Promise<Response> {
   const answers: PutAnswer[] = [];
   const running = new Set<Promise<void>>();
   let broken: ToolError | null = null;
@@ -101,11 +118,11 @@ async function putBatch(req: Request, ws: Workspace, planned: boolean, ahead: { 
     broken = isToolError(e) ? e : new ToolError("INVALID_ARGUMENT", `The put batch could not be read: ${String(e)}; send it again.`);
   }
   await Promise.all(running);
-  if (broken) return json({ ok: false, error: errorBody(broken), files: answers }, broken.status);
-  return json({ files: answers });
+  if (broken) return json({ ok: false, error: errorBody(broken), files: answers, ...extra }, broken.status);
+  return json({ files: answers, ...extra });
 }
 
-async function deleteBatch(req: Request, ws: Workspace): Promise<Response> {
+async function deleteBatch(req: Request, ws: Workspace, extra: Record<string, unknown>): Promise<Response> {
   const body = parseJson(await bodyText(req, MAX_DELETE_BODY_BYTES), "delete batch") as { files?: unknown } | null;
   const files = body?.files;
   if (!Array.isArray(files) || files.length < 1 || files.length > DELETE_BATCH_MAX_FILES) throw new ToolError("INVALID_ARGUMENT", `files must be an array of 1 to ${DELETE_BATCH_MAX_FILES} {path, etag}.`);
@@ -141,5 +158,5 @@ async function deleteBatch(req: Request, ws: Workspace): Promise<Response> {
     }
     for (const x of items) answers[x.i] = still.has(x.path) ? { path: answers[x.i]!.path, conflict: true } : { path: answers[x.i]!.path, deleted: true };
   }
-  return json({ files: answers });
+  return json({ files: answers, ...extra });
 }

@@ -13,6 +13,7 @@ import { parseModesDelta, readModes, updateModes } from "../layout/modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
 import { fetchBatch, parseFetchRequest } from "./fetch.js";
 import { handleWriteBatch } from "./put-server.js";
+import { drawingOn, readHoldTerms } from "./writeback-hold.js";
 import { handleStaging } from "./stage-server.js";
 import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
 import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
@@ -98,7 +99,10 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const driver = files.driver;
     // Writes go through a Workspace, so listeners (the search index) see them like any write.
     const undo = syncJournal(deps.driver, claims);
-    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), driver)) });
+    // A write-back's file sent alone draws on its hold when it has one (writeback-hold.ts).
+    const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), driver);
+    const hold = readHoldTerms(url.searchParams).hold;
+    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quota && hold ? drawingOn(quota, hold) : quota) });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;

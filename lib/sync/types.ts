@@ -7,6 +7,7 @@ import type { BatchFile } from "./batch.js";
 import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.js";
 import type { CommitResult, StageResult } from "./stage.js";
 import type { WriteBackPlan } from "./writeback-bound.js";
+import type { HoldTerms } from "./writeback-hold.js";
 import type { ExecModes, ModesDelta } from "../layout/modes.js";
 
 /** How a run reaches the sync API: its URL and the run's token (part of the run request, lib/exec/types.ts RunRequest). */
@@ -128,7 +129,8 @@ export interface SyncClient {
    */
   fetchMany(paths: string[], etags?: string[]): Promise<AsyncIterable<BatchFile> | null>;
   /** Conditional write: ifMatch (the version the run started from) or ifNoneMatch "*" (create). */
-  put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number }): Promise<SyncPutResult>;
+  /** `hold`: the write-back's hold it draws on (lib/sync/writeback-hold.ts). */
+  put(path: string, body: Uint8Array | ReadableStream<Uint8Array>, opts: { ifMatch?: string; ifNoneMatch?: "*"; size?: number; hold?: string }): Promise<SyncPutResult>;
   /**
    * Saves the full output of this run (its merged output was cut) outside the workspace's files
    * (lib/sync/output-logs.ts); returns its name for output_file. Absent: the full output is not kept.
@@ -143,7 +145,13 @@ export interface SyncClient {
    * first batch, which may hold no file): the API throws QUOTA_EXCEEDED, before it writes any
    * file, when the storage quotas could not accept it whole (lib/sync/writeback-bound.ts).
    */
-  putMany?(files: PutManyItem[], plan?: WriteBackPlan): Promise<PutManyResult[] | null>;
+  putMany?(files: PutManyItem[], plan?: WriteBackPlan, terms?: HoldTerms): Promise<PutManyResult[] | null>;
+  /**
+   * Takes the write-back's hold on the storage quotas (lib/sync/writeback-hold.ts: a put batch of no
+   * file with the plan, its deletes credited): its id, to pass to every later request of the
+   * write-back (`terms`, put's `hold`); null when the API counts nothing. QUOTA_EXCEEDED when refused.
+   */
+  hold?(plan: WriteBackPlan): Promise<string | null>;
   /**
    * Packed write-back (lib/sync/stage.ts): many small files into one new pack, nothing
    * visible yet; a result per file and a receipt. null when the other end has no such route (an
@@ -155,7 +163,7 @@ export interface SyncClient {
   /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
   commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
-  deleteMany?(files: { path: string; ifMatch: string }[]): Promise<DeleteManyResult[] | null>;
+  deleteMany?(files: { path: string; ifMatch: string }[], terms?: HoldTerms): Promise<DeleteManyResult[] | null>;
   /**
    * Makes `dir` an explicit directory (its marker): ok with the marker's etag, made now or there
    * already; conflict when a file has the path or a parent path.

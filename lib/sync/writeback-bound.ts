@@ -37,16 +37,20 @@ export interface WriteBackPlan {
   files: number;
   replaces: number;
   before: { bytes: number; files: number };
+  /** The write-back's deletes (their files and the bytes of the versions they delete): room once applied, counted only by a file-by-file write-back that holds its room (writeback-hold.ts). */
+  deletes?: { bytes: number; files: number };
 }
 
 const PLAN_FIELDS = { bytes: "total_bytes", files: "new_files", replaces: "replaced_bytes" } as const;
 const BEFORE_FIELDS = { bytes: "staged_bytes", files: "staged_files" } as const;
+const DELETE_FIELDS = { bytes: "deleted_bytes", files: "deleted_files" } as const;
 
 /** The plan as a request's query string ("?total_bytes=…"). */
 export function planQuery(plan: WriteBackPlan): string {
   const q = new URLSearchParams();
   for (const [k, name] of Object.entries(PLAN_FIELDS)) q.set(name, String(plan[k as keyof typeof PLAN_FIELDS]));
   for (const [k, name] of Object.entries(BEFORE_FIELDS)) q.set(name, String(plan.before[k as keyof typeof BEFORE_FIELDS]));
+  if (plan.deletes) for (const [k, name] of Object.entries(DELETE_FIELDS)) q.set(name, String(plan.deletes[k as keyof typeof DELETE_FIELDS]));
   return `?${q}`;
 }
 
@@ -55,10 +59,12 @@ export function readPlan(query: URLSearchParams): WriteBackPlan | null {
   if (!query.has(PLAN_FIELDS.bytes)) return null;
   const num = (name: string) => {
     const v = Number(query.get(name));
-    if (!query.has(name) || !Number.isSafeInteger(v) || v < 0) throw new ToolError("INVALID_ARGUMENT", `The write-back request's ${name} must be a whole number from 0 (the write-back's plan: ${[...Object.values(PLAN_FIELDS), ...Object.values(BEFORE_FIELDS)].join(", ")}); nothing was written.`);
+    if (!query.has(name) || !Number.isSafeInteger(v) || v < 0) throw new ToolError("INVALID_ARGUMENT", `The write-back request's ${name} must be a whole number from 0 (the write-back's plan: ${[...Object.values(PLAN_FIELDS), ...Object.values(BEFORE_FIELDS), ...Object.values(DELETE_FIELDS)].join(", ")}); nothing was written.`);
     return v;
   };
-  return { bytes: num(PLAN_FIELDS.bytes), files: num(PLAN_FIELDS.files), replaces: num(PLAN_FIELDS.replaces), before: { bytes: num(BEFORE_FIELDS.bytes), files: num(BEFORE_FIELDS.files) } };
+  const plan: WriteBackPlan = { bytes: num(PLAN_FIELDS.bytes), files: num(PLAN_FIELDS.files), replaces: num(PLAN_FIELDS.replaces), before: { bytes: num(BEFORE_FIELDS.bytes), files: num(BEFORE_FIELDS.files) } };
+  if (query.has(DELETE_FIELDS.bytes)) plan.deletes = { bytes: num(DELETE_FIELDS.bytes), files: num(DELETE_FIELDS.files) };
+  return plan;
 }
 
 export class WriteBackBound {
@@ -66,14 +72,18 @@ export class WriteBackBound {
   private bytes: number;
   private files: number;
   private readonly replaces: number;
+  /** The plan's deletes credited as room (`creditDeletes`: a write-back that holds its room applies them before its writes). */
+  private readonly deletes: { bytes: number; files: number };
   readonly maxBytes: number;
   readonly maxFiles: number;
 
-  constructor(private readonly standing: QuotaStanding, private readonly plan: WriteBackPlan | null) {
+  constructor(private readonly standing: QuotaStanding, private readonly plan: WriteBackPlan | null, creditDeletes = false) {
     const { storage_bytes: b, files_per_workspace: f } = standing;
     this.replaces = Math.min(plan ? plan.replaces : b.usage, b.usage);
-    this.maxBytes = Math.max(0, b.limit - b.usage) + this.replaces;
-    this.maxFiles = Math.max(0, f.limit - f.usage);
+    const d = creditDeletes && plan?.deletes ? plan.deletes : { bytes: 0, files: 0 };
+    this.deletes = { bytes: Math.min(d.bytes, Math.max(0, b.usage - this.replaces)), files: Math.min(d.files, f.usage) };
+    this.maxBytes = Math.max(0, b.limit - b.usage) + this.replaces + this.deletes.bytes;
+    this.maxFiles = Math.max(0, f.limit - f.usage) + this.deletes.files;
     this.bytes = plan?.before.bytes ?? 0;
     this.files = plan?.before.files ?? 0;
   }
@@ -83,7 +93,8 @@ export class WriteBackBound {
     const p = this.plan;
     if (!p) return;
     const at = { declared_bytes: p.bytes, declared_files: p.files };
-    if (p.files > this.maxFiles) throw this.refusal("files_per_workspace", `The write-back's ${p.files} new files are more than the ${this.maxFiles} this workspace has room for`, at);
+    const deleted = this.deletes.files ? ` (with the ${this.deletes.files} it deletes)` : "";
+    if (p.files > this.maxFiles) throw this.refusal("files_per_workspace", `The write-back's ${p.files} new files are more than the ${this.maxFiles} this workspace has room for${deleted}`, at);
     if (p.bytes > this.maxBytes) throw this.refusal("storage_bytes", `The write-back's ${p.bytes} bytes of files are more than the ${this.maxBytes} the storage quota could take (${this.room()})`, at);
   }
 
@@ -99,7 +110,8 @@ export class WriteBackBound {
 
   private room(): string {
     const { usage, limit } = this.standing.storage_bytes;
-    return `${Math.max(0, limit - usage)} bytes free, plus the ${this.replaces} bytes of the files it replaces`;
+    const deleted = this.deletes.bytes ? ` and the ${this.deletes.bytes} bytes of the files it deletes` : "";
+    return `${Math.max(0, limit - usage)} bytes free, plus the ${this.replaces} bytes of the files it replaces${deleted}`;
   }
 
   private refusal(quota: keyof QuotaStanding, what: string, at: Record<string, unknown>) {
@@ -117,6 +129,7 @@ export class WriteBackBound {
  * Then each file's charge is taken from what is left, with no round trip; one that does not fit in
  * it goes to the limits object as before (a runner that under-declares is charged exactly), and
  * `close` gives back what is left (a give-back of a failed write adds to it) when the request ends.
+ * A write-back that holds its room (writeback-hold.ts) passes a quota drawing on the hold: the charge ahead is its batch's share.
  */
 export function chargedAhead(quota: StorageQuota, plan: WriteBackPlan): { quota: StorageQuota; open(): Promise<void>; close(): Promise<void> } {
   const ahead = { files: plan.files, bytes: Math.max(0, plan.bytes - plan.replaces) };

@@ -135,6 +135,18 @@ it("a write-back past the files_per_workspace quota over real HTTP: refused whol
   expect((await t.call("bash", { command: "ls n*.txt 2>&1 | head -1" })).output).toContain("No such file");
 }, 120_000);
 
+it("a write-back that deletes as it writes over real HTTP (the LIMITS Durable Object holds its room): lands where its delete makes the room", async () => {
+  const t = await setupTenant(w, "wbh");
+  const limits = await fetch(`${w.url}/v1/admin/tenants/wbh/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ files_per_workspace: 3 }) });
+  expect(limits.status).toBe(200);
+  for (const p of ["a.txt", "b.txt"]) expect((await t.call("write", { file_path: p, content: `${p}\n` })).ok).toBe(true);
+  const r = await t.call("bash", { command: "rm b.txt && echo 1 > n1.txt && echo 2 > n2.txt && echo done" });
+  expect(r.ok, JSON.stringify(r)).toBe(true);
+  expect(r.output, JSON.stringify(r)).not.toContain("not written back");
+  expect([...((r.data.files_changed ?? []) as string[])].sort()).toEqual(["n1.txt", "n2.txt"]);
+  expect((await t.call("bash", { command: "ls" })).output.split("\n").filter(Boolean).sort()).toEqual(["a.txt", "n1.txt", "n2.txt"]);
+}, 120_000);
+
 it("a packed write-back past storage_bytes over real HTTP: the stage route's early 413 reaches the runner; nothing is written back and the model is told why", async () => {
   const t = await setupTenant(w, "wbpq");
   const limits = await fetch(`${w.url}/v1/admin/tenants/wbpq/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ storage_bytes: 1024 * 1024 }) });

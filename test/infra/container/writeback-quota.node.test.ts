@@ -20,8 +20,8 @@ describe("a small write-back past the storage quotas", () => {
   let admin: Awaited<ReturnType<typeof runnerApp>>["admin"];
   let close: () => Promise<void>;
   const mem = memoryDriver();
-  /** Storage writes and deletes of workspace files, the sync requests, and the limits object's storage calls (standing: asked where the quotas stand). */
-  const log = { files: [] as string[], sync: [] as string[], charges: 0, standings: 0 };
+  /** Storage writes and deletes of workspace files, the sync requests, and the limits object's storage calls (standing: asked where the quotas stand; hold: a write-back's whole charge held). */
+  const log = { files: [] as string[], sync: [] as string[], charges: 0, standings: 0, holds: 0 };
   const fileKey = (k: string) => /\/w\/[^/]+\/f\//.test(k);
   const storage: StorageDriver = {
     ...mem,
@@ -31,21 +31,32 @@ describe("a small write-back past the storage quotas", () => {
       return mem.put(k, b, o);
     },
     delete(keys) {
-      for (const k of Array.isArray(keys) ? keys : [keys]) if (fileKey(k)) log.files.push(`delete ${k.replace(/^.*\/f\//, "")}`);
+      for (const t of Array.isArray(keys) ? keys : [keys]) {
+        const k = typeof t === "string" ? t : t.key; // a conditional delete names its version
+        if (fileKey(k)) log.files.push(`delete ${k.replace(/^.*\/f\//, "")}`);
+      }
       return mem.delete(keys);
     },
   };
   const inner = memoryLimits();
   /** Set: the standings asked wait until `n` of them have been (racing write-backs then see the same room). */
   let barrier: { n: number; waiting: (() => void)[] } | null = null;
+  /** Set: run once right after the next plan check (a racing writer). */
+  let racer: (() => Promise<void>) | null = null;
   const limits: LimitsStore = {
     ...inner,
     async chargeStorage(t, c, w, d, o) {
       if (o?.standing) log.standings++;
+      else if (o?.hold) log.holds++;
       else log.charges++;
       const b = o?.standing ? barrier : null;
       if (b) await new Promise<void>((go) => void (b.waiting.push(go), b.waiting.length >= b.n && b.waiting.forEach((f) => f())));
-      return inner.chargeStorage(t, c, w, d, o);
+      const answer = await inner.chargeStorage(t, c, w, d, o);
+      // Another writer takes the room once the write-back's plan was checked (a hold taken, or where the quotas stand asked), before its first batch.
+      const r = o?.standing || o?.hold ? racer : null;
+      racer = null;
+      if (r) await r();
+      return answer;
     },
   };
   const req = (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "s", ...(init.headers as Record<string, string> | undefined) } });
@@ -59,7 +70,7 @@ describe("a small write-back past the storage quotas", () => {
     return r.body;
   };
   const setLimits = async (l: Record<string, number>) => expect((await admin("/v1/admin/tenants/acme/limits", l, "PUT")).limits).toEqual(l);
-  const reset = () => void ((log.files.length = 0), (log.sync.length = 0), (log.charges = 0), (log.standings = 0));
+  const reset = () => void ((log.files.length = 0), (log.sync.length = 0), (log.charges = 0), (log.standings = 0), (log.holds = 0));
   const writes = () => log.sync.filter((s) => /\/v1\/sync\/(put|delete|stage|commit)$/.test(s) || /^(PUT|DELETE) \/v1\/sync\/files\//.test(s));
   /** The workspace's files (path → size), as a listing shows them. */
   const files = async () => {
@@ -84,9 +95,9 @@ describe("a small write-back past the storage quotas", () => {
     const out = await bash(`rm del.txt && for i in 1 2 3; do ${fill("f$i", 40 * KiB)}; done && echo made`);
     expect(log.files).toEqual([]);
     expect(await files()).toEqual(before);
-    expect(writes()).toEqual(["POST /v1/sync/put"]); // the batch with the plan; the delete batch never went
+    expect(writes()).toEqual(["POST /v1/sync/put"]); // the hold asked with the plan, its delete credited; the delete batch never went
     expect(out.output).toContain("made\n");
-    expect(out.output).toContain(`[not written back: 4 changed files (del.txt, f1, f2, f3). The write-back's ${120 * KiB} bytes of files are more than the ${100 * KiB} the storage quota could take (${100 * KiB} bytes free, plus the 0 bytes of the files it replaces): the storage_bytes quota is ${used + 100 * KiB}, and ${used} are in use`);
+    expect(out.output).toContain(`[not written back: 4 changed files (del.txt, f1, f2, f3). The write-back's ${120 * KiB} bytes of files are more than the ${100 * KiB + 4} the storage quota could take (${100 * KiB} bytes free, plus the 0 bytes of the files it replaces and the 4 bytes of the files it deletes): the storage_bytes quota is ${used + 100 * KiB}, and ${used} are in use`);
     expect(out.output).toContain("Delete what is not needed");
     expect(out.output).toContain("These changes are NOT in the workspace");
     expect(out.data.files_changed).toEqual([]);
@@ -94,16 +105,16 @@ describe("a small write-back past the storage quotas", () => {
     expect((await bash("cat del.txt; ls f1 2>&1")).output).toMatch(/^del\n.*No such file/);
   }, 60_000);
 
-  it("files_per_workspace: 3 new files (one over 1 MiB, written alone) and a delete where 2 fit: the plan goes first, alone, and nothing is written", async () => {
+  it("files_per_workspace: 4 new files (one over 1 MiB, written alone) and a delete where 2 fit and the delete frees one: the hold goes first, alone, and nothing is written", async () => {
     await setLimits({ files_per_workspace: 4 });
     const before = await files();
     expect(before.size).toBe(2);
     reset();
-    const out = await bash(`rm del.txt && ${fill("big.bin", 1.5 * MiB)} && echo a > a.txt && echo b > b.txt`);
+    const out = await bash(`rm del.txt && ${fill("big.bin", 1.5 * MiB)} && echo a > a.txt && echo b > b.txt && echo c > c.txt`);
     expect(log.files).toEqual([]);
     expect(await files()).toEqual(before);
-    expect(writes()).toEqual(["POST /v1/sync/put"]); // a put batch of no file, with the plan
-    expect(out.output).toContain("[not written back: 4 changed files (a.txt, b.txt, big.bin, del.txt). The write-back's 3 new files are more than the 2 this workspace has room for: the files_per_workspace quota is 4, and 2 are in use");
+    expect(writes()).toEqual(["POST /v1/sync/put"]); // a put batch of no file, with the plan: the hold, refused
+    expect(out.output).toContain("[not written back: 5 changed files (a.txt, b.txt, big.bin, c.txt, del.txt). The write-back's 4 new files are more than the 3 this workspace has room for (with the 1 it deletes): the files_per_workspace quota is 4, and 2 are in use");
     expect(out.data.files_changed).toEqual([]);
   }, 60_000);
 
@@ -113,24 +124,30 @@ describe("a small write-back past the storage quotas", () => {
     reset();
     let out = await bash(`rm del.txt && for i in 1 2; do ${fill("f$i", 40 * KiB)}; done`);
     expect(out.data.skipped ?? []).toEqual([]);
-    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete"]); // the batch with the plan, then its delete
-    expect(log.standings).toBe(1);
-    expect(log.charges).toBe(2); // the batch's two files charged at once (before: one call each), the delete's give-back
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put"]); // the hold, the delete (applied first), the only batch (releasing the hold)
+    expect(log.files[0], log.files.join()).toBe("delete del.txt");
+    expect([log.standings, log.holds]).toEqual([0, 1]);
+    expect(log.charges).toBe(2); // the delete's give-back into the hold; the batch's two files drawn at once, the hold released with them
     expect([...(await files()).keys()].sort()).toEqual(["f1", "f2", "keep.txt"]);
+    // No batch carries the plan alone: two files written at once, as before.
+    reset();
+    out = await bash(`for i in 1 2; do ${fill("g$i", 10 * KiB)}; done`);
+    expect(writes()).toEqual(["POST /v1/sync/put"]);
+    expect([log.standings, log.holds, log.charges]).toEqual([1, 0, 1]); // the standing, the batch's two files charged at once
+    await bash("rm g1 g2");
     await setLimits({ storage_bytes: used + 4 * MiB, files_per_workspace: 10 });
     reset();
     out = await bash(`rm f1 && ${fill("big.bin", 1.5 * MiB)} && echo a > a.txt`);
     expect(out.data.skipped ?? []).toEqual([]);
-    expect(writes().sort()).toEqual(["POST /v1/sync/delete", "POST /v1/sync/put", "POST /v1/sync/put", "PUT /v1/sync/files/big.bin"]); // the plan alone first
-    expect(writes()[0]).toBe("POST /v1/sync/put");
+    // The hold alone first, the delete, the batch and the large file drawing on it, then the hold released.
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put", "PUT /v1/sync/files/big.bin", "POST /v1/sync/put"]);
     expect([...(await files()).keys()].sort()).toEqual(["a.txt", "big.bin", "f2", "keep.txt"]);
     // One change: no plan, the file's own charge (one call to the limits object), as before.
     reset();
     out = await bash("echo one > one.txt");
     expect(out.data.files_changed).toEqual(["one.txt"]);
     expect(writes()).toEqual(["POST /v1/sync/put"]);
-    expect(log.standings).toBe(0);
-    expect(log.charges).toBe(1);
+    expect([log.standings, log.holds, log.charges]).toEqual([0, 0, 1]);
   }, 60_000);
 
   it("two write-backs racing for the last room (each fits, both do not; both plans pass the same standing): one lands whole, the other is refused whole, the quota holds", async () => {
@@ -157,5 +174,50 @@ describe("a small write-back past the storage quotas", () => {
         expect(out.output).toContain("the storage_bytes quota is");
       }
     }
+  }, 60_000);
+
+  it("a write-back of two put batches raced by an upload that takes the room once its plan was checked lands whole; the upload is refused", async () => {
+    for (const p of (await files()).keys()) if (p !== "keep.txt") await bash(`rm -f ${p}`);
+    const used = await stored();
+    await setLimits({ storage_bytes: used + 80 * KiB, files_per_workspace: 1000 });
+    reset();
+    let raced = 0;
+    racer = async () => {
+      const r = await req("/v1/workspaces/main/files/racer.bin", { method: "PUT", body: new Uint8Array(30 * KiB), headers: { "content-type": "application/octet-stream", "content-length": String(30 * KiB) } });
+      raced = r.status;
+    };
+    // 70 new files of 1 KiB: two put batches (64 files each at most).
+    const out = await bash(`mkdir -p r && for i in $(seq 1 70); do ${fill("r/f$i", KiB)}; done`);
+    expect(raced).toBe(413);
+    expect(out.data.skipped ?? [], out.output.slice(-600)).toEqual([]);
+    const now = await files();
+    expect([...now.keys()].filter((p) => p.startsWith("r/"))).toHaveLength(70);
+    expect(now.has("racer.bin")).toBe(false);
+    expect(log.files.filter((f) => f.startsWith("put r/"))).toHaveLength(70);
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put", "POST /v1/sync/put", "POST /v1/sync/put"]); // the hold, two batches drawing on it, its release
+    expect(log.holds).toBe(1);
+    expect(await stored()).toBeLessThanOrEqual(used + 80 * KiB);
+  }, 60_000);
+
+  it("a write-back that deletes more than it writes next to a full quota lands: its delete goes first, then its writes", async () => {
+    await setLimits({ storage_bytes: 100 * MiB, files_per_workspace: 1000 });
+    await bash(fill("old.bin", 50 * KiB));
+    const used = await stored();
+    await setLimits({ storage_bytes: used + 20 * KiB, files_per_workspace: 1000 });
+    reset();
+    const out = await bash(`rm old.bin && ${fill("n1", 30 * KiB)} && ${fill("n2", 30 * KiB)}`);
+    expect(out.data.skipped ?? [], out.output.slice(-600)).toEqual([]);
+    expect(log.files[0]).toBe("delete old.bin");
+    expect(log.files.slice(1).sort()).toEqual(["put n1", "put n2"]);
+    const now = await files();
+    expect(now.has("old.bin")).toBe(false);
+    expect([now.get("n1"), now.get("n2")]).toEqual([30 * KiB, 30 * KiB]);
+    expect(await stored()).toBe(used + 10 * KiB);
+    // Past the quota even with its delete: refused whole, the delete not applied either.
+    reset();
+    const refused = await bash(`rm n1 && ${fill("n3", 60 * KiB)} && ${fill("n4", 1 * KiB)}`);
+    expect(log.files).toEqual([]);
+    expect(refused.output).toContain("[not written back: 3 changed files (n1, n3, n4)");
+    expect((await files()).has("n1")).toBe(true);
   }, 60_000);
 });

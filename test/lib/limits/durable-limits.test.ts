@@ -7,8 +7,11 @@ import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { memoryLimits } from "../../../lib/limits/store.js";
 import { admin, newTenant, testApp, upload } from "../../helpers.js";
+import { describeWriteBackHolds } from "./hold-conformance.js";
 
 const limits = () => durableLimits(env.LIMITS);
+
+describeWriteBackHolds("the LIMITS Durable Object", () => ({ a: limits(), b: limits() }));
 
 describe("calls_per_minute through the LIMITS Durable Object", () => {
   it("200 concurrent calls at 100/min through two app instances (each with its pool of calls taken ahead): 100 pass, plus at most what the bucket refills meanwhile; the rest 429 with Retry-After", async () => {

@@ -9,6 +9,7 @@ import { dynamoLimits } from "../../../lib/limits/dynamodb.js";
 import { ITEM_MAX_BYTES } from "../../../lib/shared/dynamodb-table.js";
 import { startDynamo, type DynamoServer } from "../../support/dynalite.js";
 import { clock, describeLimitsStore } from "./store-conformance.js";
+import { describeWriteBackHolds } from "./hold-conformance.js";
 
 let server: DynamoServer;
 let table: string;
@@ -21,6 +22,11 @@ afterAll(() => server?.stop());
 describeLimitsStore("DynamoDB, one item per tenant", (now) => ({
   a: dynamoLimits({ client: server.client(), table, now }),
   b: dynamoLimits({ client: server.client(), table, now }),
+}));
+
+describeWriteBackHolds("DynamoDB, one item per tenant", () => ({
+  a: dynamoLimits({ client: server.client(), table }),
+  b: dynamoLimits({ client: server.client(), table }),
 }));
 
 describe("the DynamoDB item", () => {

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { StorageAllowances } from "../../../lib/limits/storage-allowance.js";
 import { storageQuota } from "../../../lib/limits/storage-quota.js";
-import { ALLOWANCE_MS, allowanceCap } from "../../../lib/limits/usage.js";
+import { ALLOWANCE_MS, allowanceCap } from "../../../lib/limits/held-room.js";
 import { memoryLimits, type LimitsStore } from "../../../lib/limits/store.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { clock } from "./store-conformance.js";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { LimitsStore } from "../../../lib/limits/store.js";
-import { ALLOWANCE_MS } from "../../../lib/limits/usage.js";
+import { ALLOWANCE_MS } from "../../../lib/limits/held-room.js";
 
 export interface Clock {
   now: () => number;

@@ -1,0 +1,88 @@
+/**
+ * A file-by-file write-back's hold on the storage quotas (the object's side: lib/limits/held-room.ts).
+ * A write-back of more than one request takes the whole charge of its plan once, when the plan is
+ * checked, so a writer racing it (another call, an upload) cannot take the room between its
+ * batches and cut it partway; its deletes count as room, applied first, each give-back moving into
+ * the hold what it awaits. On the wire (the query of /v1/sync/put, /v1/sync/delete and PUT
+ * /v1/sync/files/…; infra/container/writeback.ts sends them):
+ *  - `reserve=1` with the plan: the write-back's first request (the runner's: a put batch of no
+ *    file; a delete batch takes it too) checks the plan, its deletes credited, and takes the hold (one round trip
+ *    to the limits object), before it writes anything; refused: 413 QUOTA_EXCEEDED, nothing of the
+ *    write-back is written. The answer names the hold (`hold`).
+ *  - `hold=<id>`: the request draws on the hold. A put batch says its own share in the plan's
+ *    fields: charged at once from the hold before its first file (chargedAhead), the rest given back.
+ *  - `release=1` (with `hold`): the hold is released once the request is done; unreleased (a runner
+ *    that died), its lease ends with the run's sync token, at most HOLD_MAX_MS after it was taken.
+ */
+import { ToolError } from "../shared/errors.js";
+import { quotaExceeded } from "../limits/fields.js";
+import type { StorageQuotaHandle } from "../limits/storage-quota.js";
+import type { StorageQuota } from "../workspace/workspace-types.js";
+import { planQuery, WriteBackBound, type WriteBackPlan } from "./writeback-bound.js";
+
+/** The longest a hold is kept unreleased (the run's sync token usually ends first). */
+export const HOLD_MAX_MS = 10 * 60_000;
+
+/** What a write-back request asks of its hold. */
+export interface HoldTerms {
+  reserve?: boolean;
+  hold?: string;
+  release?: boolean;
+}
+
+/** A write-back request's query: its plan (or share) and its terms ("" for neither). */
+export function writeBackQuery(plan?: WriteBackPlan, t: HoldTerms = {}): string {
+  const q = new URLSearchParams(plan ? planQuery(plan).slice(1) : "");
+  if (t.reserve) q.set("reserve", "1");
+  if (t.hold) q.set("hold", t.hold);
+  if (t.release) q.set("release", "1");
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+export function readHoldTerms(q: URLSearchParams): HoldTerms {
+  const hold = q.get("hold") ?? undefined;
+  if (hold !== undefined && !/^[\w-]{1,64}$/.test(hold)) throw new ToolError("INVALID_ARGUMENT", "The write-back request's hold must be the id its first request was answered; nothing was written.");
+  return { ...(q.get("reserve") === "1" ? { reserve: true } : {}), ...(hold ? { hold } : {}), ...(q.get("release") === "1" ? { release: true } : {}) };
+}
+
+/** The hold's lease: until the run's sync token ends (`exp`, seconds), at most HOLD_MAX_MS, at least a second. */
+export const holdMs = (exp: number, now = Date.now()) => Math.max(1000, Math.min(HOLD_MAX_MS, exp * 1000 - now));
+
+/**
+ * Takes the write-back's hold: its id; null when nothing is counted (the object unreachable).
+ * Refused: QUOTA_EXCEEDED with the plan's bound (where the quotas stand, asked once more), or as the object answered.
+ */
+export async function takeHold(quota: StorageQuotaHandle, plan: WriteBackPlan, ms: number): Promise<string | null> {
+  const credit = plan.deletes ?? { bytes: 0, files: 0 };
+  const got = await quota.hold({ want: { files: plan.files, bytes: Math.max(0, plan.bytes - plan.replaces) }, credit, ms });
+  if (!got || "id" in got) return got?.id ?? null;
+  const standing = await quota.standing();
+  if (standing) new WriteBackBound(standing, plan, true).declared();
+  const what = got.quota === "files_per_workspace" ? `${plan.files} new files (${credit.files} deleted)` : `${plan.bytes} bytes of files (replacing ${plan.replaces}, deleting ${credit.bytes})`;
+  throw quotaExceeded(got.quota, got.usage, got.limit, `The write-back's ${what} do not fit beside what the tenant's other writes hold now`, true);
+}
+
+/**
+ * The workspace's quota for a request drawing on hold `id`: each charge and give-back goes to the
+ * limits object with it. `release` (the write-back's last request): the first charge (a put batch's
+ * share, before its first file) releases what is left of the hold in the same round trip; `end`
+ * releases it when no charge did (a request of no file, a refused charge).
+ */
+export function drawingOn(quota: StorageQuotaHandle, id: string, release = false): StorageQuota & { end(): Promise<void> } {
+  let releasing = release;
+  return {
+    async charge(d) {
+      const now = releasing;
+      releasing = false;
+      try {
+        await quota.charge(d, { draw: id, ...(now ? { release: true } : {}) });
+      } catch (e) {
+        releasing = now; // refused: the object changed nothing, the hold is still there
+        throw e;
+      }
+    },
+    settle: (d) => quota.settle(d, { draw: id }),
+    end: async () => (releasing ? quota.settle({ files: 0, bytes: 0 }, { draw: id, release: true }) : undefined),
+  };
+}
