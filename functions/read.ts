@@ -119,7 +119,9 @@ export default defineTool({
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
     if (page.cutLines) note += `\n${cutLinesNote(path, page.cutLines, page.firstCutLine!)}`;
-    const endings = lineEnding(new TextDecoder().decode(sniffed));
+    // The sniffed head says it; when it holds no line ending but more was read, the first one read does ("unknown": none in what was read, the file goes on).
+    const sniffedEndings = lineEnding(new TextDecoder().decode(sniffed));
+    const endings = sniffedEndings !== "none" || info.size <= sniffed.length ? sniffedEndings : (page.firstEnding ?? (page.totalLines !== undefined ? "none" : "unknown"));
     return {
       title: path,
       output: numbered + note,
