@@ -123,7 +123,7 @@ export default defineTool({
 
     let head: string;
     if (r.entries === 0) {
-      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.${args.multiline ? "" : lineBreakHint(args.pattern, args.literal ?? false)}`;
+      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.${args.multiline ? "" : lineBreakHint(args.pattern, args.literal ?? false)}${decomposedHint(args.pattern, args.literal ?? false)}`;
     } else if (pageCount === 0 && resume && r.entries <= first) {
       head = `No more matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"} (${r.entries} ${unit(r.entries)} found in all).`;
     } else if (pageCount === 0) {
@@ -225,4 +225,22 @@ function renderContent(page: (LineMatch & { file: string })[]): { text: string; 
 function lineBreakHint(pattern: string, literal: boolean): string {
   const names = pattern.includes("\n") || (!literal && /(^|[^\\])(\\\\)*\\n/.test(pattern));
   return names ? " The pattern names a line break (\\n), and without multiline each line is searched alone, without its line break: to match across lines, pass multiline: true." : "";
+}
+
+/**
+ * For a search that found nothing: a pattern with precomposed accented letters (é) does not match a
+ * file that stores them decomposed (e + U+0301, Unicode NFD, as files made on macOS may), and the
+ * two look the same to the model. Says so, with a pattern that matches both spellings when one can
+ * be written (not inside a character class). No storage operation: only the pattern is looked at.
+ */
+function decomposedHint(pattern: string, literal: boolean): string {
+  if (!/[^\x00-\x7f]/.test(pattern)) return "";
+  const letters = [...new Set([...pattern].filter((c) => /\p{M}/u.test(c.normalize("NFD"))))];
+  if (letters.length === 0) return "";
+  const why = ` The pattern has accented letters (${letters.slice(0, 5).join(" ")}): a file may store them decomposed (a letter followed by a combining mark, Unicode NFD, as files made on macOS may), which this search does not match.`;
+  if (!literal && pattern.includes("[")) return `${why} Write each as an alternative of both spellings, e.g. (?:é|e\\x{301}).`;
+  const both = (c: string) => `(?:${c}|${[...c.normalize("NFD")].map((u) => (u.charCodeAt(0) < 0x80 ? u : `\\x{${u.codePointAt(0)!.toString(16)}}`)).join("")})`;
+  const quote = (t: string) => (literal ? t.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&") : t);
+  const rewritten = [...pattern].map((c) => (letters.includes(c) ? both(c) : quote(c))).join("");
+  return `${why} To match both spellings, search pattern: ${JSON.stringify(rewritten)}${literal ? " with literal: false" : ""}.`;
 }

@@ -23,6 +23,23 @@ describe("grep: modes and output", { timeout: 30_000 }, () => {
     expect(r.body.output).toBe('No matches for "anything" in the workspace.');
   });
 
+  it("a pattern with accented letters that finds nothing says files may store them decomposed, with a pattern for both spellings that finds them", async () => {
+    const t = await newTenant();
+    await upload(t, "people.txt", "name: Jose\u0301 Nu\u0301n\u0303ez\n"); // decomposed (NFD), as macOS may write it
+    for (const literal of [false, true]) {
+      const miss = await t.call("grep", { pattern: "José", literal });
+      expect(ok(miss).files).toEqual([]);
+      expect(miss.body.output).toContain("The pattern has accented letters (é): a file may store them decomposed");
+      const both = /search pattern: ("[^"]*(?:\\.[^"]*)*")/.exec(miss.body.output)![1]!;
+      expect(JSON.parse(both)).toBe("Jos(?:é|e\\x{301})");
+      expect(files(await t.call("grep", { pattern: JSON.parse(both) }))).toEqual(["people.txt"]);
+    }
+    // An ASCII pattern's miss, and a hit, carry no such note.
+    expect((await t.call("grep", { pattern: "Jones" })).body.output).toBe('No matches for "Jones" in the workspace.');
+    await upload(t, "nfc.txt", "José\n");
+    expect((await t.call("grep", { pattern: "José" })).body.output).not.toContain("decomposed");
+  });
+
   it("lists matching files newest first (default mode), counts, and shows content grouped by file", async () => {
     const t = await newTenant();
     await uploadSpaced(t, { "src/old.ts": "const token = 1;\nlet x = token + token;\n", "src/none.ts": "nothing\n", "src/new.ts": "// token here\n" });
