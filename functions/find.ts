@@ -56,9 +56,9 @@ export default defineTool({
     }
     const includeHidden = (args.include_hidden ?? false) || namesHidden(pattern);
     const budget = new Budget(Infinity);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file", cache: ctx.deps.listingCache, ...(progress ? { onListed: progress.update } : {}) });
-    progress?.finish();
     const cut = root === "" ? 0 : root.length + 1;
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, linkFilter: (p) => test(baseName(p), p.slice(cut)), includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: args.type !== "file", cache: ctx.deps.listingCache, ...(progress ? { onListed: progress.update } : {}) });
+    progress?.finish();
     const entries: { path: string; type: "file" | "dir" }[] = [];
     if (args.type !== "dir") for (const f of scan.files) if (test(baseName(f.path), f.path.slice(cut))) entries.push({ path: f.path, type: "file" });
     if (args.type !== "file") for (const d of scan.dirs) if (test(baseName(d), d.slice(cut))) entries.push({ path: d, type: "dir" });

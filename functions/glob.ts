@@ -52,7 +52,7 @@ export default defineTool({
     // List only below the pattern's literal directory prefix ("src/lib/**" lists src/lib/).
     const lit = literalDirPrefix(relativePattern(pattern, root));
     const listRoot = lit === "" ? root : normalizePath(root === "" ? lit : `${root}/${lit}`);
-    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: dirsOnly, cache: ctx.deps.listingCache, ...(progress ? { onListed: progress.update } : {}) });
+    const scan = await scanTree(ws, new IndexStore(ws.driver, ws.tenant, ws.id, budget), budget, { root, listRoot, linkFilter: test, includeHidden, includeIgnored: args.include_ignored ?? false, collectDirs: dirsOnly, cache: ctx.deps.listingCache, ...(progress ? { onListed: progress.update } : {}) });
     progress?.finish();
     if (dirsOnly) return directoryMatches(args, root, scan.dirs.filter(test).sort(), scan);
     const found = scan.files.filter((f) => test(f.path));

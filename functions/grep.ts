@@ -6,7 +6,8 @@ import { DEFAULT_BUDGET, grep, GREP_LISTING, MAX_SCAN_BYTES } from "../lib/searc
 import type { FileHits, GrepMode } from "../lib/search/grep-types.js";
 import { namesHidden } from "../lib/search/ignore.js";
 import type { Listed } from "../lib/search/listing.js";
-import { compileMatcher, type LineMatch } from "../lib/search/matcher.js";
+import { compileMatcher, type LineMatch, type MatchSpec } from "../lib/search/matcher.js";
+import { bothSpellings, decomposableLetters } from "../lib/search/spellings.js";
 import { decodeResume, encodeResume, searchFingerprint } from "../lib/search/resume.js";
 import { Budget } from "../lib/search/store.js";
 import { statusReporter } from "../lib/contract/progress.js";
@@ -28,7 +29,7 @@ const description = `Search file contents with a regular expression (RE2 syntax,
 - content mode: lines as "line:column:text" under each file's path; context lines as "line-text". context: lines before and after each match (default: 0); before / after set each side (override context). Long lines are cut around the match.
 - case_insensitive (default: false). multiline: patterns may span lines and "." matches newlines (default: false).
 - head_limit: entries returned, i.e. files, lines or counts (default: ${DEFAULT_LIMIT}); offset: entries to skip, for paging (default: 0).
-- Lines end at \\n; CRLF files match as if they had LF endings. Binary files are skipped; files over ${MAX_SCAN_BYTES / 1024 / 1024} MB are not searched.
+- Lines end at \\n; CRLF files match as if they had LF endings. Accented letters match in either Unicode spelling (é, or e + U+0301 as macOS may store it). Binary files are skipped; files over ${MAX_SCAN_BYTES / 1024 / 1024} MB are not searched.
 - Skipped by default, and reported with counts so that "no match" is never confused with "not searched": hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden: true / include_ignored: true search them too (default: false). An explicit path is always searched.
 - One call has a budget of storage requests and of verification time. When it runs out, the result has complete: false and resume: a value to pass back (with the same other arguments) to continue where it stopped, inside a file if need be.
 - An invalid regex gives INVALID_ARGUMENT naming the problem.
@@ -63,7 +64,12 @@ export default defineTool({
   async execute(args, ctx) {
     const { ws, deps, signal } = ctx;
     const progress = statusReporter(ctx, GREP_LISTING);
-    const compiled = compileMatcher({ pattern: args.pattern, literal: args.literal ?? false, caseInsensitive: args.case_insensitive ?? false, multiline: args.multiline ?? false });
+    const spec = { pattern: args.pattern, literal: args.literal ?? false, caseInsensitive: args.case_insensitive ?? false, multiline: args.multiline ?? false };
+    let compiled = compileMatcher(spec); // the pattern as given: its errors name it
+    // Accented letters in either Unicode spelling (é, or e + U+0301): one pass, the same storage operations (lib/search/spellings.ts).
+    const spelled = bothSpellings(args.pattern, spec.literal);
+    if (spelled) compiled = tryCompile({ ...spec, pattern: spelled, literal: false }) ?? compiled;
+    const searchedBoth = compiled.spec.pattern !== args.pattern;
     const path = normalizePath(args.path ?? "");
     let rootFile: Listed | null = null;
     if (path !== "") {
@@ -123,7 +129,7 @@ export default defineTool({
 
     let head: string;
     if (r.entries === 0) {
-      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.${args.multiline ? "" : lineBreakHint(args.pattern, args.literal ?? false)}`;
+      head = `No matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"}.${args.multiline ? "" : lineBreakHint(args.pattern, args.literal ?? false)}${decomposedHint(args.pattern, searchedBoth)}`;
     } else if (pageCount === 0 && resume && r.entries <= first) {
       head = `No more matches for ${JSON.stringify(args.pattern)} in ${where}${r.complete ? "" : " so far"} (${r.entries} ${unit(r.entries)} found in all).`;
     } else if (pageCount === 0) {
@@ -225,4 +231,23 @@ function renderContent(page: (LineMatch & { file: string })[]): { text: string; 
 function lineBreakHint(pattern: string, literal: boolean): string {
   const names = pattern.includes("\n") || (!literal && /(^|[^\\])(\\\\)*\\n/.test(pattern));
   return names ? " The pattern names a line break (\\n), and without multiline each line is searched alone, without its line break: to match across lines, pass multiline: true." : "";
+}
+
+/**
+ * For a search that found nothing with accented letters grep could not search in both spellings
+ * (lib/search/spellings.ts: a regex with a character class): says files may store them decomposed,
+ * and how to write both. No storage operation: only the pattern is looked at.
+ */
+function decomposedHint(pattern: string, searchedBoth: boolean): string {
+  const letters = decomposableLetters(pattern);
+  if (letters.length === 0 || searchedBoth) return "";
+  return ` The pattern has accented letters (${letters.slice(0, 5).join(" ")}): a file may store them decomposed (a letter followed by a combining mark, Unicode NFD, as files made on macOS may), which this pattern does not match. Write each as an alternative of both spellings outside a character class, e.g. (?:é|e\\x{301}).`;
+}
+
+function tryCompile(spec: MatchSpec) {
+  try {
+    return compileMatcher(spec);
+  } catch {
+    return null;
+  }
 }

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
+import { bashPath } from "../lib/layout/bash-path.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { counted, encodeBase64, lineEnding, looksBinary, sniffType } from "../lib/shared/text.js";
@@ -25,12 +26,6 @@ const description = `Read a file from the workspace. Returns numbered lines like
 - A directory gives IS_DIRECTORY: use ls. A missing file gives NOT_FOUND with similar paths.
 - Reading records the file's version for this session: write and edit require it.
 Returns: {file_path, etag, start_line, lines_returned, total_lines?, truncated, next_offset, size, modified, line_endings}`;
-
-/** A workspace path as a bash word naming it from any directory (bash's directory carries over between calls). */
-function bashPath(path: string): string {
-  const abs = `/workspace/${path}`;
-  return /^[\w./-]+$/.test(abs) ? abs : `'${abs.replaceAll("'", "'\\''")}'`;
-}
 
 /** What read says of lines it cut: how many, and how to see the rest of one (read pages by lines, never within one). */
 function cutLinesNote(path: string, cut: number, first: number): string {
@@ -124,7 +119,9 @@ export default defineTool({
       note = `\n\n[Showing lines ${offset}-${last}${total} (${why}). Call read with offset=${next} to continue.]`;
     }
     if (page.cutLines) note += `\n${cutLinesNote(path, page.cutLines, page.firstCutLine!)}`;
-    const endings = lineEnding(new TextDecoder().decode(sniffed));
+    // The sniffed head says it; when it holds no line ending but more was read, the first one read does ("unknown": none in what was read, the file goes on).
+    const sniffedEndings = lineEnding(new TextDecoder().decode(sniffed));
+    const endings = sniffedEndings !== "none" || info.size <= sniffed.length ? sniffedEndings : (page.firstEnding ?? (page.totalLines !== undefined ? "none" : "unknown"));
     return {
       title: path,
       output: numbered + note,

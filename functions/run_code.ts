@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { runForCall } from "../lib/exec/stream-run.js";
 import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
-import { commandOutput, commandReads, executorOf, runCallId, runRequest, takeRun, writeBackNotes } from "../lib/exec/tool-support.js";
+import { commandOutput, commandReads, executorOf, runCallId, runRequest, takeRun } from "../lib/exec/tool-support.js";
+import { writeBackNotes } from "../lib/exec/write-back-notes.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
 import { idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { runLive } from "../lib/exec/live/run-live.js";

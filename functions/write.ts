@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
+import { bashPath } from "../lib/layout/bash-path.js";
 import { normalizeFilePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { bytesEqual, counted, decodeBase64, utf8 } from "../lib/shared/text.js";
@@ -41,7 +42,7 @@ export default defineTool({
       bytes = utf8.encode(args.content);
     }
     if (bytes.length > MAX_WRITE_BYTES) {
-      throw new ToolError("FILE_TOO_LARGE", `content is ${bytes.length} bytes; write takes at most ${MAX_WRITE_BYTES}. Upload large files with PUT /v1/workspaces/{ws}/files/{path}.`, { size: bytes.length, max: MAX_WRITE_BYTES });
+      throw new ToolError("FILE_TOO_LARGE", tooLargeMessage(path, bytes.length), { size: bytes.length, max: MAX_WRITE_BYTES });
     }
     // One GET: the version the write replaces, and its bytes (NO_CHANGE, and undo's before-image: no second GET).
     const current = await ws.openForChange(path, MAX_WRITE_BYTES, (info) => ws.requireReadUnchanged(path, info));
@@ -60,3 +61,13 @@ export default defineTool({
     };
   },
 });
+
+/**
+ * A write past MAX_WRITE_BYTES: what the model can do itself (it cannot send the app's PUT): write
+ * the content in parts, each its own file, and join them with bash; or make the file with a command.
+ */
+function tooLargeMessage(path: string, size: number): string {
+  const parts = Array.from({ length: Math.ceil(size / MAX_WRITE_BYTES) }, (_, i) => `${path}.part${i + 1}`);
+  const words = parts.map(bashPath).join(" ");
+  return `content is ${size} bytes; write takes at most ${MAX_WRITE_BYTES} (${MAX_WRITE_BYTES / 1024 / 1024} MB). Write it in ${parts.length} parts of at most ${MAX_WRITE_BYTES / 1024 / 1024} MB, one write call each (${parts.join(", ")}), then join them with bash: cat ${words} > ${bashPath(path)} && rm ${words}. Or, if a program can produce the content, make the file with bash or run_code instead of sending it. Your app can upload it whole (PUT /v1/workspaces/{ws}/files/${path}).`;
+}

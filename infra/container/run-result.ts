@@ -63,7 +63,7 @@ export function runResult(p: ResultParts): RunResult {
     files_deleted: wb?.deleted ?? [],
     dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
     dirs_deleted: dirsOut?.deleted ?? [],
-    ...(so.linksChanged.length ? { links_changed: so.linksChanged } : {}),
+    ...(so.linksChanged.length ? { links_changed: so.linksChanged, links_removed: so.linksRemoved } : {}),
     ...(so.modesChanged.length ? { modes_changed: so.modesChanged } : {}),
     conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
     skipped,

@@ -53,6 +53,8 @@ export interface SyncedOut {
   wb: WriteBackOutcome | null;
   dirsOut: DirOutcome | null;
   linksChanged: string[];
+  /** Of linksChanged, those removed. */
+  linksRemoved: string[];
   /** Files whose execute bit the command set or cleared, saved in the workspace's modes table. */
   modesChanged: string[];
   modeSkips: Skipped[];
@@ -131,6 +133,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const exact = await settle(slot, after, changes, wb);
   const modeSkips: Skipped[] = [];
   let linksChanged: string[] = [];
+  let linksRemoved: string[] = [];
   let modesChanged: string[] = [];
   const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb, readOnly), linksDelta(slot, after));
   // The bits to settle beside the files compared: those the workspace's list changed (another writer's too, in the answer).
@@ -142,6 +145,7 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
       for (const p of slot.modes.exec) if (!before.has(p)) bitsChanged.add(p);
       for (const p of before) if (!slot.modes.exec.has(p)) bitsChanged.add(p);
       linksChanged = Object.keys(delta.links ?? {}).sort();
+      linksRemoved = linksChanged.filter((p) => delta.links![p] === null);
       modesChanged = [...delta.add.filter((p) => !before.has(p)), ...delta.remove.filter((p) => before.has(p))].sort();
     } catch (e) {
       const why = String((e as Error).message ?? e).slice(0, 200);
@@ -155,5 +159,5 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   // The slot was its view's fixpoint and every change went to storage as the tree holds it (no directory, link or bit left aside):
   // it still is, so the next sync-in reconciles nothing when storage is unchanged (only what changed otherwise).
   if (wasSynced && wasSynced.skipped.length === 0 && exact && !dirDelta.length && !after.skipped.length && !modeSkips.length && !linksChanged.length) slot.synced = wasSynced;
-  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, modesChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
+  return { after, changes, dirDelta, quotaHit, finished, wb, dirsOut, linksChanged, linksRemoved, modesChanged, modeSkips, walkMs, journaled: i.journal != null, walked: standing === null, compared: standing ? 0 : readOnly ? after.readFiles.length : after.files.size };
 }

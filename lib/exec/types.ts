@@ -95,10 +95,7 @@ export interface RunRequest {
   git?: GitIdentity;
   sync: SyncAccess;
   limits?: Partial<RunLimits>;
-  /**
-   * How often a background task sends its output to its run record and checks the kill flag,
-   * ms (MIN_OUTPUT_EVERY_MS to MAX_OUTPUT_EVERY_MS; default 1000). A streamed call (lib/exec/stream-run.ts) asks for 250.
-   */
+  /** How often a background task sends its output to its run record and checks the kill flag, ms (MIN_OUTPUT_EVERY_MS to MAX_OUTPUT_EVERY_MS; default 1000). A streamed call (lib/exec/stream-run.ts) asks for 250. */
   output_every_ms?: number;
   /**
    * The session's shell (lib/exec/shell-session.ts): the command starts in the state of the
@@ -222,8 +219,9 @@ export interface RunResult {
   /** Explicit directories written back: made for directories the command left empty, removed with the directory. */
   dirs_created?: string[];
   dirs_deleted?: string[];
-  /** Symlinks the command made, removed or repointed (docs/symlinks.md), and files whose execute bit it set or cleared: both kept in the workspace's modes table, undone with the call. */
+  /** Symlinks the command made, removed or repointed (docs/symlinks.md; links_removed: those removed, named apart in the model's output: write-back-notes.ts), and files whose execute bit it set or cleared: kept in the workspace's modes table, undone with the call. */
   links_changed?: string[];
+  links_removed?: string[];
   modes_changed?: string[];
   conflicts: Conflict[];
   skipped: Skipped[];

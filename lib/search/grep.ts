@@ -71,7 +71,7 @@ export async function grep(ws: SearchedWorkspace, req: GrepRequest, budget: Budg
     candidates = [{ file: req.rootFile, seg: null, entry: null, unindexed: false }];
   } else {
     const [scan, refs] = await Promise.all([
-      scanTree(ws, store, budget, { root: req.root, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored, cache: req.listingCache, ...(req.progress ? { onListed: (n: number) => req.progress!.update(n) } : {}) }),
+      scanTree(ws, store, budget, { root: req.root, linkFilter: req.filter, includeHidden: req.includeHidden, includeIgnored: req.includeIgnored, cache: req.listingCache, ...(req.progress ? { onListed: (n: number) => req.progress!.update(n) } : {}) }),
       store.listSegments(),
     ]);
     skipped = scan.skipped;

@@ -48,6 +48,8 @@ export interface ScanOptions {
   onListed?: (entries: number, total?: number) => void;
   /** Walks of layered workspaces this isolate made (listing-cache.ts): an unchanged tree is not walked again. */
   cache?: ListingCache | undefined;
+  /** The caller's filter of paths (grep's glob and type, glob's, find's pattern): a symlink is a skip only where it would take a file (below listRoot). */
+  linkFilter?: ((path: string) => boolean) | null | undefined;
 }
 
 export interface Scan {
@@ -282,7 +284,7 @@ export async function scanTree(ws: SearchedWorkspace, store: IndexStore, budget:
       });
     }
   }
-  for (const p of (await links).keys()) if (isWithin(p, o.root) && p !== o.root && !staticSkip(p, o.root, o)) skipped.add("symlink", p);
+  for (const p of (await links).keys()) if (isWithin(p, listRoot) && p !== listRoot && !staticSkip(p, o.root, o) && (!o.linkFilter || o.linkFilter(p))) skipped.add("symlink", p);
   return { files, dirs: dirList, skipped, truncated, pages, ...(walked && files === kept ? { walked } : {}) };
 }
 

@@ -19,6 +19,8 @@ export interface LinePage {
   stoppedBy: "eof" | "limit" | "bytes";
   /** Lines in the file, when the whole stream was read. */
   totalLines?: number;
+  /** How the first line that has an ending ends, when the bytes read held one (read's line_endings past its sniff). */
+  firstEnding?: "lf" | "crlf";
 }
 
 export interface LinePageOptions {
@@ -131,9 +133,15 @@ export async function readLinePage(chunks: Chunks, o: LinePageOptions): Promise<
     return { lines: n, end: p };
   };
 
+  let prevByte = -1; // the last byte of the chunk before
   for (;;) {
     const value = await chunks.next();
     if (!value) break;
+    if (page.firstEnding === undefined) {
+      const nl = value.indexOf(10);
+      if (nl >= 0) page.firstEnding = (nl > 0 ? value[nl - 1] : prevByte) === 13 ? "crlf" : "lf";
+      else if (value.length) prevByte = value[value.length - 1]!;
+    }
     let pos = 0;
     while (pos <= value.length) {
       // Whole short lines of the page at the start of a line: decoded together (batch), not one by one.

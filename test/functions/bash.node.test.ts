@@ -169,10 +169,13 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     expect(ok(await env.call("find", { type: "dir", pattern: "inner" })).data.matches).toEqual([{ path: "empty/inner/", type: "dir" }]);
     // A directory the delete tool removes is gone in the next call (its parent was implied by it: gone too).
     ok(await env.call("delete", { path: "empty/inner" }));
-    expect(ok(await env.call("bash", { command: "test -e empty || echo removed; mkdir solo" })).output).toBe("removed\n");
+    // An empty directory a command makes, or removes, is named in its output (the model reads no data field).
+    expect(ok(await env.call("bash", { command: "test -e empty || echo removed; mkdir solo" })).output).toBe("removed\n\n[empty directories kept: solo/]");
     // rmdir in a command removes a directory's marker.
     ok(await env.call("ls", { path: "solo" }));
-    expect(ok(await env.call("bash", { command: "rmdir solo" })).data.dirs_deleted).toEqual(["solo"]);
+    const rm = ok(await env.call("bash", { command: "rmdir solo" }));
+    expect(rm.data.dirs_deleted).toEqual(["solo"]);
+    expect(rm.output).toBe("(no output)\n[directories removed: solo/]");
     err(await env.call("ls", { path: "solo" }), "NOT_FOUND");
   });
 

@@ -23,6 +23,29 @@ describe("grep: modes and output", { timeout: 30_000 }, () => {
     expect(r.body.output).toBe('No matches for "anything" in the workspace.');
   });
 
+  it("accented letters match in either Unicode spelling (precomposed or decomposed, as macOS may store them); where that cannot be written, a miss says so", async () => {
+    const t = await newTenant();
+    await upload(t, "people.txt", "name: Jose\u0301 Nu\u0301n\u0303ez\n"); // decomposed (NFD)
+    await upload(t, "nfc.txt", "José (Núñez)\n"); // precomposed (NFC)
+    for (const args of [{ pattern: "José" }, { pattern: "José", literal: true }, { pattern: "Núñez", output_mode: "count" }, { pattern: "JOSÉ", case_insensitive: true }]) {
+      const r = await t.call("grep", args);
+      expect(ok(r).total_found, JSON.stringify(args)).toBe(2);
+      expect(r.body.data.pattern).toBe(args.pattern);
+    }
+    expect(ok(await t.call("grep", { pattern: "Núñez)", literal: true })).files).toEqual(["nfc.txt"]); // literal text around the letters stays literal
+    const content = await t.call("grep", { pattern: "José", output_mode: "content" });
+    expect(ok(content).matches.map((m: any) => [m.file, m.line, m.column])).toEqual(expect.arrayContaining([["people.txt", 1, 7], ["nfc.txt", 1, 1]]));
+    // A character class cannot hold an alternative: searched as given, and a miss says what to write.
+    const miss = await t.call("grep", { pattern: "Jos[é]" });
+    expect(ok(miss).files).toEqual(["nfc.txt"]);
+    const none = await t.call("grep", { pattern: "Nu[ñ]ez" });
+    expect(ok(none).files).toEqual([]);
+    expect(none.body.output).toContain("The pattern has accented letters (ñ): a file may store them decomposed");
+    expect(none.body.output).toContain("(?:é|e\\x{301})");
+    // An ASCII pattern's miss carries no such note.
+    expect((await t.call("grep", { pattern: "Jones" })).body.output).toBe('No matches for "Jones" in the workspace.');
+  });
+
   it("lists matching files newest first (default mode), counts, and shows content grouped by file", async () => {
     const t = await newTenant();
     await uploadSpaced(t, { "src/old.ts": "const token = 1;\nlet x = token + token;\n", "src/none.ts": "nothing\n", "src/new.ts": "// token here\n" });

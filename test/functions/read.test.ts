@@ -169,6 +169,16 @@ describe("read", () => {
     expect(expectOk(await t.call("read", { file_path: "mixed.txt" })).line_endings).toBe("mixed");
   });
 
+  it("line_endings of a file whose first line ending is past the first 8 KB: the ending read, not none; a long last line with none is none", async () => {
+    const t = await newTenant();
+    const long = "x".repeat(20_000);
+    for (const [name, text, want] of [["long-lf.txt", `${long}\nb\n`, "lf"], ["long-crlf.txt", `${long}\r\nb\r\n`, "crlf"], ["long-none.txt", long, "none"]] as const) {
+      await upload(t, name, text);
+      expect(expectOk(await t.call("read", { file_path: name })).line_endings, name).toBe(want);
+      if (want !== "none") expect(expectOk(await t.call("read", { file_path: name, offset: 2 })).line_endings, `${name} offset 2`).toBe(want);
+    }
+  });
+
   it("reads a file without a trailing newline", async () => {
     const t = await newTenant();
     await upload(t, "n.txt", "alpha\nbeta");

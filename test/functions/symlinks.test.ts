@@ -93,6 +93,16 @@ describe("file tools through symlinks", () => {
       expect(data.skipped.counts.symlink, tool).toBe(9);
       expect(r.body.output, tool).toMatch(/9 symlinks, not followed/);
     }
+    // A link the search would not have taken anyway (outside the glob, type, pattern or listed directory) was not skipped: no note.
+    for (const [tool, args] of [["grep", { pattern: "export", glob: "*.ts" }], ["grep", { pattern: "export", type: "ts" }], ["glob", { pattern: "src/**" }], ["glob", { pattern: "**/*.ts" }], ["find", { pattern: "a.ts" }]] as const) {
+      const r = await t.call(tool, args);
+      expect(expectOk(r).skipped.total, `${tool} ${JSON.stringify(args)}`).toBe(0);
+      expect(r.body.output, `${tool} ${JSON.stringify(args)}`).not.toContain("symlink");
+    }
+    // One the glob takes is named, with its count.
+    const named = await t.call("grep", { pattern: "x", glob: "alias*" });
+    expect(expectOk(named).skipped.counts).toEqual({ symlink: 1 });
+    expect(named.body.output).toContain("1 symlink, not followed");
     // Matches are the files only: src/a.ts once, never again as dirlink/a.ts.
     const g = expectOk(await t.call("glob", { pattern: "**/a.ts" }));
     expect(g.matches.map((m: any) => m.path)).toEqual(["src/a.ts"]);

@@ -235,6 +235,9 @@ describe("write", () => {
     const e = expectError(await t.call("write", { file_path: "big.txt", content: "a".repeat(25 * 1024 * 1024 + 1) }), 413, "FILE_TOO_LARGE", "write");
     expect(e.details).toMatchObject({ size: 25 * 1024 * 1024 + 1, max: 25 * 1024 * 1024 });
     expect(e.message).toContain("PUT");
+    // What the model can do itself (it cannot send a PUT): parts of at most 25 MB, one write each, joined with bash.
+    expect(e.message).toContain("Write it in 2 parts of at most 25 MB, one write call each (big.txt.part1, big.txt.part2)");
+    expect(e.message).toContain("cat /workspace/big.txt.part1 /workspace/big.txt.part2 > /workspace/big.txt && rm /workspace/big.txt.part1 /workspace/big.txt.part2");
     expect((await rawGet(t, "big.txt")).status).toBe(404);
   }, 60_000);
 

@@ -399,7 +399,7 @@ export interface paths {
          *     - content mode: lines as "line:column:text" under each file's path; context lines as "line-text". context: lines before and after each match (default: 0); before / after set each side (override context). Long lines are cut around the match.
          *     - case_insensitive (default: false). multiline: patterns may span lines and "." matches newlines (default: false).
          *     - head_limit: entries returned, i.e. files, lines or counts (default: 100); offset: entries to skip, for paging (default: 0).
-         *     - Lines end at \n; CRLF files match as if they had LF endings. Binary files are skipped; files over 64 MB are not searched.
+         *     - Lines end at \n; CRLF files match as if they had LF endings. Accented letters match in either Unicode spelling (é, or e + U+0301 as macOS may store it). Binary files are skipped; files over 64 MB are not searched.
          *     - Skipped by default, and reported with counts so that "no match" is never confused with "not searched": hidden entries (names starting with "."), .git, node_modules, vendor, __pycache__, and whatever .gitignore files in the workspace ignore. include_hidden: true / include_ignored: true search them too (default: false). An explicit path is always searched.
          *     - One call has a budget of storage requests and of verification time. When it runs out, the result has complete: false and resume: a value to pass back (with the same other arguments) to continue where it stopped, inside a file if need be.
          *     - An invalid regex gives INVALID_ARGUMENT naming the problem.

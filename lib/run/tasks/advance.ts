@@ -10,7 +10,8 @@
  * lib/tools/task/background.ts), so nothing here meters.
  */
 import { isStartedInBackgroundLine, pollTask } from "../../exec/tasks.js";
-import { commandData, commandOutput, runCallId, stoppedError, writeBackNotes } from "../../exec/tool-support.js";
+import { commandData, commandOutput, runCallId, stoppedError } from "../../exec/tool-support.js";
+import { writeBackNotes } from "../../exec/write-back-notes.js";
 import type { RunResult, TaskPoll } from "../../exec/types.js";
 import { ToolError } from "../../shared/errors.js";
 import { loadTask, type TaskRecord } from "../../tools/task/records.js";

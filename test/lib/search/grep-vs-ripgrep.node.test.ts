@@ -32,6 +32,8 @@
  *    start); a file that is not valid UTF-8 is binary here and text to ripgrep: the corpus holds none.
  * 13. Output text stops at 50,000 characters (functions/grep.ts, MAX_OUTPUT_CHARS): the rest of the
  *    page is left for the next offset.
+ * 14. Accented letters match in both Unicode spellings (é, e + U+0301: lib/search/spellings.ts): rg
+ *    gets the pattern grep compiles, each such letter an alternative of both.
  * And one of ripgrep 13: it reports no submatch for an empty match at the end of a line without a
  * line end ("$" on "abc"); the match is taken to be there (differential/ripgrep.ts).
  *

@@ -6,6 +6,7 @@
  */
 import type { paths } from "../../../../lib/client/api/tools.generated.js";
 import { COMMON, RARE, UNICODE, type Rng } from "./corpus.js";
+import { bothSpellings } from "../../../../lib/search/spellings.js";
 
 type ToolBody<T extends "grep" | "glob"> = NonNullable<paths[`/v1/workspaces/{ws}/tools/${T}`]["post"]["requestBody"]>["content"]["application/json"];
 /** grep's and glob's arguments, as the client types have them (a cursor to resume is not asked for). */
@@ -139,7 +140,9 @@ function asciiClasses(pattern: string): string {
 /** rg flags asking what grep `a` asks (rg runs in the search path; paths come back relative to it). */
 export function rgGrepFlags(a: GrepArgs): string[] {
   const f: string[] = [];
-  if (a.literal) f.push("-F");
+  // Accented letters are searched in both Unicode spellings (lib/search/spellings.ts): rg gets the pattern grep compiles.
+  const spelled = bothSpellings(a.pattern, a.literal ?? false);
+  if (a.literal && !spelled) f.push("-F");
   if (a.case_insensitive) f.push("-i");
   if (a.multiline) f.push("-U", "--multiline-dotall");
   if (a.output_mode === "content" || a.output_mode === undefined) {
@@ -150,7 +153,7 @@ export function rgGrepFlags(a: GrepArgs): string[] {
   // The user's glob first: rg's later globs win, so the static skips stay in force.
   if (a.glob) f.push("-g", a.glob);
   f.push(...rgVisibleFlags(hidden, a.include_ignored ?? false));
-  f.push("-e", a.literal ? a.pattern : asciiClasses(a.pattern));
+  f.push("-e", spelled ? asciiClasses(spelled) : a.literal ? a.pattern : asciiClasses(a.pattern));
   return f;
 }
 
