@@ -56,7 +56,7 @@ export function utf8ErrorOffset(bytes: Uint8Array): number {
 
 /** The body's bytes, refusing more than `max` (by Content-Length, and while reading): PAYLOAD_TOO_LARGE. */
 export async function readCapped(req: Request, max: number): Promise<Uint8Array> {
-  const tooLarge = () => new ToolError("PAYLOAD_TOO_LARGE", `The JSON body is larger than ${max} bytes. Send large files with PUT /v1/workspaces/{ws}/files/{path}.`, { max });
+  const tooLarge = () => new ToolError("PAYLOAD_TOO_LARGE", `The JSON body is larger than ${max} bytes; nothing was written. A file this large: write it in parts of at most 25 MB, one write call each, then join them with bash (cat part1 part2 > file && rm part1 part2), or make it with a command; an app uploads it whole with PUT /v1/workspaces/{ws}/files/{path}.`, { max });
   const declared = req.headers.get("content-length");
   if (declared && Number(declared) > max) throw tooLarge();
   if (!req.body) return new Uint8Array();

@@ -97,6 +97,8 @@ describe("the MCP door reads a body once", () => {
     const e = await parseError(over);
     expect(e.error.code).toBe(-32000);
     expect(e.error.message).toContain(String(MAX_JSON_BODY_BYTES));
+    // What the model can do itself (it cannot send the app's PUT): parts, one write each, joined with bash.
+    expect(e.error.message).toMatch(/write it in parts of at most 25 MB, one write call each, then join them with bash/);
     expect((await t.req(`/v1/workspaces/${t.ws}/files/over.txt`)).status).toBe(404);
   });
 
