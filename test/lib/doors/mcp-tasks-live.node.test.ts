@@ -96,7 +96,8 @@ it("a task-mode call held for approval runs, once approved, in the session's liv
   expect((await post(`/v1/workspaces/main/pending/${pendingId}`, { approved: true }, acme.approver)).status).toBe(200);
   const r = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
   expect(r.isError ?? false).toBe(false);
-  expect(text(r)).toBe("A human approved this bash call; it ran.\nheld\n"); // the live sandbox's /tmp
+  // the live sandbox's /tmp, then the write-back's line for the directory the command removed (the model reads only this text)
+  expect(text(r)).toMatch(/^A human approved this bash call; it ran\.\nheld\n+\[directories removed: junk\/\]$/);
   expect((await call("/v1/workspaces/main/sessions/chat-held/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);
   await client.close();
 });
