@@ -3,7 +3,7 @@ import { KEEP_OUTPUT_LOGS, OUTPUT_LOG_DAYS, readOutputLog } from "../lib/sync/ou
 import { pollTask } from "../lib/exec/tasks.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { commandData, MAX_COMMAND_OUTPUT, runCallId } from "../lib/exec/tool-support.js";
-import { writeBackNotes } from "../lib/exec/write-back-notes.js";
+import { discardedNote, writeBackNotes } from "../lib/exec/write-back-notes.js";
 import { cutText } from "../lib/shared/output-cut.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
@@ -47,7 +47,11 @@ export default defineTool({
     const running = p.status === "running" ? "The full output is saved when the task ends (output_file in its result)." : "";
     const out = cutText(p.output, MAX_COMMAND_OUTPUT, p.result?.output_file, running).text;
     const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
-    const err = (p.result ? writeBackNotes(p.result) : "") + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
+    // A run stopped before it ended wrote back nothing: what it had changed is named (data.result lists no discarded paths).
+    // One stopped by its disk quota has its error line, which says what to do instead.
+    const stopped = p.status === "timed_out" ? "timed out" : p.status === "killed" ? "was killed" : null;
+    const lost = p.result && stopped && !p.error ? discardedNote(p.result.discarded, stopped, stopped === "timed out" ? "Run it again with a larger timeout." : "Run it again to make them.") : "";
+    const err = (p.result ? writeBackNotes(p.result) : "") + lost + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
     return {
       title: `${args.task_id}: ${p.status}`,
       output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,

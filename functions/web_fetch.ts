@@ -126,7 +126,11 @@ async function fetchPage(args: z.infer<typeof Input>, ctx: ToolContext<WebToolDe
   // The output of every tool is capped (MAX_OUTPUT_CHARS); keep the head here rather than let that cap cut the middle.
   const room = MAX_OUTPUT_CHARS - utf8Length(header) - utf8Length(note) - 400;
   const shown = cutHead(cut.text, room);
-  const shownNote = shown.cut ? `\n\n[The output shows the first ${utf8Length(shown.text)} of the ${utf8Length(cut.text)} bytes returned; data.content has them all.]` : "";
+  // The model reads only the output: what it lost is said with what to do (data.content, which holds it all, is the app's).
+  const shownBytes = utf8Length(shown.text);
+  const shownNote = shown.cut
+    ? `\n\n[The output shows the first ${shownBytes} of the ${utf8Length(cut.text)} bytes returned (one output holds at most ${MAX_OUTPUT_CHARS} characters); the last ${utf8Length(cut.text) - shownBytes} are not shown. To see them, fetch a narrower URL${kind === "html" && format !== "text" ? ', or use format: "text", which is smaller' : ""}.]`
+    : "";
   return { title: page.title ?? final, output: `${header}${shown.text}${shownNote}${note}`, data };
 }
 

@@ -111,3 +111,15 @@ export function writeBackNotes(r: WriteBackFields): string {
   }
   return text;
 }
+
+/**
+ * A run stopped before it ended (its timeout, a kill) writes back nothing: the changes it had made, named, and
+ * what to do. `how`: "timed out" or "was killed". "" when it had changed nothing. bash's foreground error says the
+ * same in its message; this line is for the places that show a stopped run's result (bash_output, the OpenAI shell).
+ */
+export function discardedNote(discarded: readonly string[] | undefined, how: "timed out" | "was killed", again: string): string {
+  const paths = discarded ?? [];
+  if (!paths.length) return "";
+  const n = paths.length;
+  return `\n[not written back: the command ${how} before it ended, so ${n === 1 ? "its change" : `its ${n} changes`} (${paths.slice(0, 5).join(", ")}${n > 5 ? ", ..." : ""}) ${n === 1 ? "is" : "are"} NOT in the workspace. ${again}]`;
+}

@@ -171,10 +171,12 @@ describe("cuts and bounds", () => {
     expect(b.data.content.endsWith("xyz")).toBe(true);
   });
 
-  it("at max_bytes 102400 the data holds it all; the output (capped for every tool) keeps the head and says where the rest is", async () => {
+  it("at max_bytes 102400 the data holds it all; the output (capped for every tool) keeps the head and says what the model can do for the rest", async () => {
     const b = ok(await t.call({ url: `${server.url}/huge.txt`, max_bytes: 102400 }));
     expect(new TextEncoder().encode(b.data.content).length).toBeGreaterThan(100_000);
-    expect(b.output).toMatch(/\[The output shows the first \d+ of the \d+ bytes returned; data\.content has them all\.\]/);
+    // What the model lost and what it can do: not a data field it never reads.
+    expect(b.output).toMatch(/\[The output shows the first \d+ of the \d+ bytes returned \(one output holds at most 100000 characters\); the last \d+ are not shown\. To see them, fetch a narrower URL\.\]/);
+    expect(b.output).not.toContain("data.content");
     expect(b.output).not.toMatch(/removed|left out/);
   });
 

@@ -18,6 +18,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
 import { formatZodError } from "../../contract/errors.js";
+import { bashPath } from "../../layout/bash-path.js";
 import { requireField, type CompatAnswer, type RunTool } from "./types.js";
 
 export const ANTHROPIC_TOOLS = ["str_replace_based_edit_tool", "str_replace_editor", "bash"] as const;
@@ -106,7 +107,10 @@ async function view(input: z.infer<typeof EditorInput>, run: RunTool): Promise<C
     if (start < 1) throw new ToolError("INVALID_ARGUMENT", `Invalid view_range [${start}, ${end}]: the first line is 1.`);
     if (end !== -1 && end < start) throw new ToolError("INVALID_ARGUMENT", `Invalid view_range [${start}, ${end}]: the end must be at least the start, or -1 for the end of the file.`);
   }
-  const listDir = async () => ({ text: (await run("ls", { path: input.path })).output });
+  const listDir = async () => {
+    const r = await run("ls", { path: input.path });
+    return { text: listingNote(r.output, typeof r.data.path === "string" ? r.data.path : "") };
+  };
   if (input.path.replace(/[/.]/g, "") === "") return listDir();
   try {
     const r = await run("read", {
@@ -146,6 +150,17 @@ function pagingNote(output: string): string {
   const at = output.lastIndexOf("\n\n[Showing lines ");
   if (at === -1) return output;
   return output.slice(0, at) + output.slice(at).replace(/Call read with offset=(\d+) to continue\./, "View it with view_range [$1, -1] to continue.");
+}
+
+/**
+ * ls's closing notes say to call ls with show_hidden or a cursor, arguments view does not have; the model holding the
+ * text editor has bash, which lists a whole directory. Only those notes are touched, never the entries.
+ */
+function listingNote(output: string, dir: string): string {
+  const all = `ls -A ${bashPath(dir)}`;
+  return output
+    .replace(/(\n\[\d+ hidden entr(?:y|ies) \(names starting with "\."\) not shown); pass show_hidden: true to include them\.\]/, `$1: view shows no hidden entries; list them with bash: ${all}]`)
+    .replace(/(\n\[Truncated after \d+ entries)\. To continue, call ls again with the same path and cursor: "[^"\n]*"\.\]/, `$1: view shows no more; list the whole directory with bash: ${all}]`);
 }
 
 /** edit's closing note (a match found with Unicode normalized) names old_string and new_string: the text editor's are old_str and new_str. Only that last line is touched. */

@@ -18,6 +18,7 @@ import { formatZodError } from "../../contract/errors.js";
 import { operationToPatch } from "../../tools/patch/parse.js";
 import type { RunTool } from "./types.js";
 import { patchInShellCommand } from "./shell-patch.js";
+import { discardedNote, writeBackNotes } from "../../exec/write-back-notes.js";
 
 export const OPENAI_TOOLS = ["apply_patch", "shell"] as const;
 export type OpenAITool = (typeof OPENAI_TOOLS)[number];
@@ -150,14 +151,14 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
       // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
       // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
       const r = await run("bash", { command, restart: true, ...(opts.live ? { keep_alive: false } : {}), ...(timeout ? { timeout } : {}) });
-      const d = r.data as { stdout: string; stderr: string; exit_code: number };
-      output.push({ stdout: cut(d.stdout, max), stderr: cut(d.stderr, max), outcome: { type: "exit", exit_code: d.exit_code } });
+      const d = r.data as { stdout: string; stderr: string; exit_code: number } & Parameters<typeof writeBackNotes>[0];
+      output.push({ stdout: cut(d.stdout, max), stderr: cut(withNotes(d.stderr, writeBackNotes(d)), max), outcome: { type: "exit", exit_code: d.exit_code } });
     } catch (e) {
       if (!isToolError(e)) throw e;
       error ??= e;
       const d = e.details as { stdout?: string; stderr?: string };
       if (e.code === "TIMEOUT") {
-        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(d.stderr ?? "", max), outcome: { type: "timeout" } });
+        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(withNotes(d.stderr ?? "", discardedNote(stringsOf(e.details.discarded), "timed out", "Run it again with a larger timeout_ms.")), max), outcome: { type: "timeout" } });
       } else {
         const stderr = `${d.stderr ? `${d.stderr}\n` : ""}toolshed: ${e.code}: ${e.message}`;
         output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(stderr, max), outcome: { type: "exit", exit_code: NOT_RUN_EXIT } });
@@ -166,6 +167,18 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
   }
   return { item: { type: "shell_call_output", ...(callId ? { call_id: callId } : {}), output, max_output_length: max }, ...(error ? { error } : {}) };
 }
+
+/**
+ * What bash's output tells the model beyond the command's own streams (lib/exec/write-back-notes.ts: symlinks,
+ * empty directories, execute bits, refused or unsynced writes, conflicts), one "[...]" line each: the shell item
+ * has no place but the streams, so it goes after the command's stderr (stdout stays the program's own bytes).
+ */
+function withNotes(stderr: string, notes: string): string {
+  if (!notes) return stderr;
+  return `${stderr}${stderr && !stderr.endsWith("\n") ? "\n" : ""}${notes.replace(/^\n/, "")}\n`;
+}
+
+const stringsOf = (v: unknown): string[] => (Array.isArray(v) ? v.filter((p): p is string => typeof p === "string") : []);
 
 /** A patch sent as `apply_patch <<'EOF'` (shell-patch.ts): the apply_patch tool's answer as the command's. */
 async function patchAsCommand(patch: string, run: RunTool, max: number | null): Promise<{ entry: ShellOutput["output"][number]; error?: ToolError }> {

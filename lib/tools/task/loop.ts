@@ -18,7 +18,7 @@
 import { isToolError, ToolError } from "../../shared/errors.js";
 import { toToolError } from "../../contract/errors.js";
 import { openaiTool } from "../../contract/formats.js";
-import type { SubCalls, Tool, ToolContext } from "../../contract/tool.js";
+import { truncateMiddle, type SubCalls, type Tool, type ToolContext } from "../../contract/tool.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import type { WebToolDeps } from "../web/deps.js";
 import type { NetMeter } from "../web/net-bytes.js";
@@ -28,7 +28,8 @@ import type { TaskRecord } from "./records.js";
 
 /** Tools a subagent never gets: no recursion, no questions to a user it cannot reach. */
 export const NOT_IN_TASK = new Set(["task", "task_output", "ask_user"]);
-const MAX_TOOL_RESULT_CHARS = 30_000;
+/** Bytes of one tool result handed to the subagent's model (head and tail; the note says what was left out). */
+const MAX_TOOL_RESULT_BYTES = 30_000;
 
 const SYSTEM = (ws: string) =>
   `You are a subagent working in the workspace "${ws}" through the tools given. Do the task you are given, using the tools, then answer with a short final report (what you found or changed). A tool result with ok:false tells you what to do next. A call that waits for a human's approval (NEEDS_APPROVAL) has not run: do not retry it; say so in your answer.`;
@@ -135,7 +136,8 @@ async function runCall(call: ChatToolCall, byName: Map<string, Tool>, runOne: (t
     if (r.call_id) rec.call_ids.push(r.call_id);
     const bashChanged = (r.data.result as { files_changed?: string[] } | undefined)?.files_changed;
     for (const p of bashChanged ?? []) changed.add(p);
-    return { content: r.output.length > MAX_TOOL_RESULT_CHARS ? `${r.output.slice(0, MAX_TOOL_RESULT_CHARS)}\n[cut: ask for less]` : r.output, held: false };
+    // Cut in the middle, as every door's output (the notes that say what to do next are at its end: read's page note, bash's write-back lines).
+    return { content: truncateMiddle(r.output, MAX_TOOL_RESULT_BYTES).text, held: false };
   } catch (e) {
     const te = isToolError(e) ? e : toToolError(e);
     // A call that failed midway keeps what it wrote undoable (executeTool put its call_id in the details).

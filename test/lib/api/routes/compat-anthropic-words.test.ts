@@ -7,6 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { newTenant, upload } from "../../../helpers.js";
 import { compat, textOf, type CompatResult } from "./compat-helpers.js";
+import { tar } from "../../archive/archives.js";
+import { importReq } from "../../archive/helpers.js";
 
 const EDITOR = "str_replace_based_edit_tool";
 
@@ -87,5 +89,23 @@ describe("the text editor's outputs: read's and edit's notes in its words", () =
     expect(text).toContain("[old_str matched only with Unicode normalized (NFC)");
     expect(text).toContain("replaced by new_str as you wrote it");
     expect(text).not.toMatch(FOREIGN);
+  });
+
+  it("view of a directory: hidden entries and a cut listing are listed with bash, not with ls's show_hidden or cursor", async () => {
+    const t = await newTenant();
+    await upload(t, "d/.env", "A=1\n");
+    await upload(t, "d/a.txt", "a\n");
+    const small = textOf(await compat(t, "anthropic", EDITOR, { command: "view", path: "/d" }));
+    expect(small).toContain("a.txt");
+    expect(small).toContain('[1 hidden entry (names starting with ".") not shown: view shows no hidden entries; list them with bash: ls -A /workspace/d]');
+    expect(small).not.toMatch(/show_hidden|cursor/);
+    // More entries than ls shows in one page (1,000).
+    const r = await importReq(t, tar(Array.from({ length: 1001 }, (_, i) => ({ name: `many dir/f${i}.txt`, body: "x" }))));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const big = textOf(await compat(t, "anthropic", EDITOR, { command: "view", path: "/many dir" }));
+    expect(big).toContain("[Truncated after 1000 entries: view shows no more; list the whole directory with bash: ls -A '/workspace/many dir']");
+    expect(big).not.toMatch(/show_hidden|cursor/);
+    // The HTTP route's ls keeps its own words.
+    expect((await t.call("ls", { path: "many dir" })).body.output).toContain("cursor:");
   });
 });
