@@ -75,6 +75,8 @@ const TOOL_PATH = "/v1/workspaces/{ws}/tools/{name}";
 
 /** A file path as URL segments: each segment percent-encoded, the slashes kept ("src/a b.ts" → "src/a%20b.ts"). */
 const filePathForUrl = (path: string) => path.replace(/^\/+/, "").split("/").map(encodeURIComponent).join("/");
+/** An etag as If-Match sends it: `files.get`'s (bare) quoted, one already quoted (a Response's ETag header) as it is. */
+const entityTag = (etag: string) => (/^(?:W\/)?".*"$/.test(etag) ? etag : `"${etag}"`);
 
 export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -179,14 +181,14 @@ export function createClient(options: ClientOptions) {
         const bytes = new Uint8Array(await res.arrayBuffer());
         return { bytes, etag: etag.replace(/^(?:W\/)?"|"$/g, ""), contentType: res.headers.get("content-type") ?? "application/octet-stream", size: bytes.byteLength, text: () => new TextDecoder().decode(bytes) };
       },
-      /** Writes a file. `ifMatch`: only over this etag (else FILE_MODIFIED); `create`: only if absent (else ALREADY_EXISTS). */
+      /** Writes a file. `ifMatch`: only over this etag, bare or quoted (else FILE_MODIFIED); `create`: only if absent (else ALREADY_EXISTS). */
       async put(ws: string, path: string, body: string | Uint8Array | ArrayBuffer | Blob, opts: { ifMatch?: string; create?: boolean; contentType?: string } = {}): Promise<FileUpload> {
         // The server needs Content-Length (no chunked uploads); a fetch that is not a network one (a
         // Worker binding, app.fetch) would not add it, and browsers replace it with the same value.
         const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
         const length = bytes instanceof Blob ? bytes.size : bytes.byteLength;
         const headers: Record<string, string> = { "content-type": opts.contentType ?? (typeof body === "string" ? "text/plain; charset=utf-8" : "application/octet-stream"), "content-length": String(length) };
-        if (opts.ifMatch !== undefined) headers["if-match"] = `"${opts.ifMatch}"`;
+        if (opts.ifMatch !== undefined) headers["if-match"] = entityTag(opts.ifMatch);
         if (opts.create) headers["if-none-match"] = "*";
         const res = await raw("PUT", fileUrl(ws, path), { headers, body: bytes as RequestInit["body"] });
         if (!res.ok) throw await errorFromResponse(res);
@@ -202,7 +204,7 @@ export function createClient(options: ClientOptions) {
       },
       /** Deletes a file (`ifMatch`: only this version). */
       async delete(ws: string, path: string, opts: { ifMatch?: string } = {}): Promise<unknown> {
-        const res = await raw("DELETE", fileUrl(ws, path), { headers: opts.ifMatch !== undefined ? { "if-match": `"${opts.ifMatch}"` } : {} });
+        const res = await raw("DELETE", fileUrl(ws, path), { headers: opts.ifMatch !== undefined ? { "if-match": entityTag(opts.ifMatch) } : {} });
         if (!res.ok) throw await errorFromResponse(res);
         return res.json();
       },

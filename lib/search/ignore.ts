@@ -71,9 +71,14 @@ export class SkipReport {
       return `${said}${r === "symlink" ? symlinkNote : ""}: ${ex.join(", ")}${more}`;
     });
     const hints: string[] = [];
-    if (this.counts.hidden && options.hiddenFlag !== false) hints.push("include_hidden: true");
-    if (this.counts.ignored_dir || this.counts.gitignore) hints.push("include_ignored: true");
-    const hint = hints.length ? ` Pass ${hints.join(" and/or ")} to include them.` : "";
+    const hidden = options.hiddenFlag !== false ? (this.counts.hidden ?? 0) : 0;
+    const ignored = (this.counts.ignored_dir ?? 0) + (this.counts.gitignore ?? 0);
+    if (hidden) hints.push("include_hidden: true");
+    if (ignored) hints.push("include_ignored: true");
+    // The flags bring back hidden and ignored entries only: said of "them" when those are all, else of which ones (a binary file stays skipped).
+    const which = hidden && ignored ? "hidden and ignored" : hidden ? "hidden" : "ignored";
+    const flagged = hidden + ignored;
+    const hint = !hints.length ? "" : flagged === this.total ? ` Pass ${hints.join(" and/or ")} to include them.` : ` Pass ${hints.join(" and/or ")} to include the ${which} ${flagged === 1 ? "one" : "ones"}; no flag includes the others.`;
     return `[Skipped ${this.total} ${this.total === 1 ? "entry" : "entries"} (not searched): ${parts.join("; ")}.${hint}]`;
   }
 }

@@ -3,17 +3,20 @@
  * variable a ```sh block uses is set on its page or by the tour (`B`, `H`, `TOOLSHED_KEY`,
  * `TOOLSHED_ADMIN_TOKEN`, `MANAGE_KEY`), and no `<placeholder>` stands bare where the shell would
  * read it as a redirection. A page that says `$BASE`, `$URL` or `$ADMIN` for what the tour calls
- * `$B` and `$TOOLSHED_ADMIN_TOKEN` fails here.
+ * `$B` and `$TOOLSHED_ADMIN_TOKEN` fails here. And every environment variable a Python or
+ * TypeScript example reads without a default (`os.environ["TOOLSHED_APPROVE_KEY"]`) is exported by
+ * the tour or by a shell block of its page: else the example stops at a KeyError.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { bareAngleBrackets, shellBlocks, shellComments, unsetShellVariables, variablesSet, variablesUsed } from "../support/shell-snippets.js";
+import { bareAngleBrackets, environmentRead, shellBlocks, shellComments, unexportedEnvironment, unsetShellVariables, variablesExported, variablesSet, variablesUsed } from "../support/shell-snippets.js";
 
 /** Set by the shell itself, or by the reader's machine. */
 const ENVIRONMENT = new Set(["PWD", "HOME", "PATH", "USER"]);
 
 const readme = readFileSync("README.md", "utf8");
 const tour = new Set(shellBlocks(readme).flatMap((b) => [...variablesSet(b.text)]));
+const tourExports = new Set(shellBlocks(readme).flatMap((b) => [...variablesExported(b.text)]));
 const pages = ["README.md", ...readdirSync("docs").filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
 
 describe("the shell commands of the README and docs/", () => {
@@ -24,6 +27,9 @@ describe("the shell commands of the README and docs/", () => {
   for (const page of pages) {
     it(`${page}: every variable is set on the page or by the README's tour, no bare placeholder`, () => {
       expect(unsetShellVariables(readFileSync(page, "utf8"), tour, ENVIRONMENT)).toEqual([]);
+    });
+    it(`${page}: every environment variable its Python and TypeScript examples read is exported on the page or by the tour`, () => {
+      expect(unexportedEnvironment(readFileSync(page, "utf8"), tourExports)).toEqual([]);
     });
   }
 });
@@ -69,5 +75,28 @@ describe("the shell reader", () => {
     expect(variablesUsed(first!.text).map((u) => u.name)).toEqual(["B", "X", "Y", "ADMIN", "LATER", "B", "B", "f"]);
     expect(bareAngleBrackets(first!.text)).toEqual([{ text: "<id>", line: 4 }]);
     expect(shellComments(first!.text)).toEqual([" $IN_A_COMMENT"]);
+  });
+
+  it("finds an environment variable an example reads that no block exports; a default, or an export on the page, is enough", () => {
+    const planted = [
+      "```sh",
+      "export TOOLSHED_URL=http://127.0.0.1:8787; B=$TOOLSHED_URL",
+      "export A_KEY",
+      "```",
+      "```python",
+      'url = os.environ["TOOLSHED_URL"]; key = os.environ["A_KEY"]',
+      'app = Toolshed(os.environ.get("TOOLSHED_URL", "x"), os.environ["TOOLSHED_APPROVE_KEY"])',
+      'b = os.environ["B"]',
+      "```",
+      "```ts",
+      "createClient({ baseUrl: process.env.OTHER_URL ?? \"x\", apiKey: process.env.TOOLSHED_KEY! });",
+      "```",
+    ].join("\n");
+    expect([...variablesExported(shellBlocks(planted)[0]!.text)].sort()).toEqual(["A_KEY", "TOOLSHED_URL"]);
+    expect(environmentRead('x = os.environ["A"]\ny = process.env.B ?? "b"; z = process.env.C!').map((r) => r.name)).toEqual(["A", "C"]);
+    expect(unexportedEnvironment(planted, new Set(["TOOLSHED_KEY"]))).toEqual([
+      "line 7: TOOLSHED_APPROVE_KEY is read from the environment, and neither this page nor the README's tour exports it",
+      "line 8: B is read from the environment, and neither this page nor the README's tour exports it",
+    ]);
   });
 });

@@ -90,3 +90,48 @@ export function brokenLinks(page: string, markdown: string, site: LinkSite): str
   }
   return broken;
 }
+
+/** The repository's own folders a page names code in: `lib/…`, `test/…`, `docs/…`, … */
+const CODE_PATH = /(?<![\w./@-])((?:lib|functions|infra|test|scripts|bench|clients|docs)\/[\w.*{},/-]*[\w*}/])/g;
+
+/** `a/{b,c}.ts` as `a/b.ts`, `a/c.ts` (one level of braces, as pages write them). */
+const expandBraces = (path: string): string[] => {
+  const m = /\{([^{}]*)\}/.exec(path);
+  return m ? m[1]!.split(",").flatMap((alt) => expandBraces(path.slice(0, m.index) + alt + path.slice(m.index + m[0].length))) : [path];
+};
+
+/** A glob of `*` (within a name) and `**` (across folders) as a regular expression over repository paths. */
+const globRegex = (glob: string): RegExp =>
+  new RegExp(`^${glob.replace(/[.+?^$()|[\]\\]/g, "\\$&").replace(/\*\*\/?|\*/g, (s) => (s === "*" ? "[^/]*" : ".*"))}$`);
+
+export interface CodeSite {
+  /** Every file of the repository, as repository paths (`lib/api/app.ts`). */
+  files: readonly string[];
+  /** Paths the repository's .gitignore names (what a run writes, such as `bench/results.json`): a page may name them. */
+  ignored: ReadonlySet<string>;
+}
+
+/**
+ * The repository paths a page's prose names (in code spans or not; fenced code left out: it shows
+ * a workspace's or a command's files) that name no file or folder of the repository, each as
+ * "path: why", with the file of the same name where there is one (a file moved without its pages).
+ */
+export function missingCodePaths(markdown: string, site: CodeSite): string[] {
+  const missing: string[] = [];
+  const folders = new Set(site.files.flatMap((f) => f.split("/").slice(0, -1).map((_, i, parts) => `${parts.slice(0, i + 1).join("/")}/`)));
+  const files = new Set(site.files);
+  const exists = (path: string) =>
+    site.ignored.has(path) ||
+    (path.includes("*") ? site.files.some((f) => globRegex(path).test(f)) : files.has(path) || folders.has(path.endsWith("/") ? path : `${path}/`));
+  for (const line of proseLines(markdown)) {
+    for (const m of line.matchAll(CODE_PATH)) {
+      for (const path of expandBraces(m[1]!)) {
+        if (exists(path)) continue;
+        const name = path.slice(path.lastIndexOf("/") + 1);
+        const same = name && !name.includes("*") ? site.files.filter((f) => f.endsWith(`/${name}`)) : [];
+        missing.push(`${path}: no such file${same.length ? ` (${same.join(", ")} has its name)` : ""}`);
+      }
+    }
+  }
+  return [...new Set(missing)];
+}

@@ -135,3 +135,35 @@ export function unsetShellVariables(markdown: string, given: ReadonlySet<string>
   }
   return problems;
 }
+
+/** Names the block exports to the programs it starts: `export NAME=…`, `export NAME`. */
+export function variablesExported(block: string): Set<string> {
+  const words = [...expandedText(block).matchAll(/(?:^|[\s;&|(])export[ \t]+([^;&|\n]*)/g)].flatMap((m) => m[1]!.trim().split(/[ \t]+/));
+  return new Set(words.flatMap((w) => /^([A-Za-z_][A-Za-z0-9_]*)(?:=|$)/.exec(w)?.[1] ?? []));
+}
+
+/** The environment variables a Python or TypeScript example reads with no default, each with its line in the block: `os.environ["X"]`, `process.env.X` (not before `??` or `||`). */
+export function environmentRead(code: string): { name: string; line: number }[] {
+  return code.split("\n").flatMap((text, line) => [
+    ...[...text.matchAll(/os\.environ\[\s*["']([A-Za-z_][A-Za-z0-9_]*)["']\s*\]/g)].map((m) => ({ name: m[1]!, line })),
+    ...[...text.matchAll(/process\.env\.([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*(?:\?\?|\|\|))/g)].map((m) => ({ name: m[1]!, line })),
+  ]);
+}
+
+/**
+ * What a reader meets running a page's Python and TypeScript examples from the shell of the
+ * README's tour: each variable an example reads that neither the tour (`given`: the names it
+ * exports) nor a shell block of the page exports, as `line N: …` (N: the line of the page).
+ * A variable set but not exported (`B=…`) is not in the environment of `python3` or `node`.
+ */
+export function unexportedEnvironment(markdown: string, given: ReadonlySet<string>): string[] {
+  const exported = new Set([...given, ...shellBlocks(markdown).flatMap((b) => [...variablesExported(b.text)])]);
+  const problems: string[] = [];
+  for (const m of markdown.matchAll(/^```(?:python|ts|typescript|js|javascript)\n([\s\S]*?)^```/gm)) {
+    const first = markdown.slice(0, m.index).split("\n").length + 1;
+    for (const { name, line } of environmentRead(m[1]!)) {
+      if (!exported.has(name)) problems.push(`line ${first + line}: ${name} is read from the environment, and neither this page nor the README's tour exports it`);
+    }
+  }
+  return problems;
+}

@@ -156,12 +156,16 @@ export function filesApp(deps: AppDeps) {
       throw e;
     });
     const existed = existing !== null;
+    // If-Match as DELETE reads it (a list, `*`, quoted or not): the version there is the one the write is conditional on, or
+    // nothing is written. Never a tag as sent: one still in quotes (a client that quoted a quoted ETag) made R2 throw, a 500.
+    const im = etagList(ifMatch);
+    if (ifMatch && (!existing || !(im.includes("*") || im.includes(existing.etag)))) throw ifMatchFailed("PUT", path, existing?.etag ?? null);
     const contentType = c.req.header("content-type");
     const info = await ws.put(path, body, {
       length,
       placeChecked: true,
-      ...(!ifMatch || existing?.etag === unquoteEtag(ifMatch) ? { replaces: existing?.size ?? null } : {}),
-      ...(ifMatch ? { ifMatch: unquoteEtag(ifMatch) } : {}),
+      replaces: existing?.size ?? null,
+      ...(ifMatch && existing ? { ifMatch: existing.etag } : {}),
       ...(create ? { create: true } : {}),
       ...(contentType ? { contentType } : {}),
     }).catch(inRawTerms("PUT", path)); // without If-Match a raw PUT has no version condition to fail

@@ -151,6 +151,12 @@ describe("toolshed/client", () => {
     // A raw put over a stale etag is refused too, and leaves the file as it was.
     expect(await failure(ts.files.put("errors", "f.txt", "three\n", { ifMatch: first.etag }))).toMatchObject({ code: "FILE_MODIFIED", status: 409 });
     expect((await ts.files.get("errors", "f.txt")).text()).toBe("two\n");
+    // An ETag as a Response's header gives it (quoted) is sent as it is, not quoted again: it matches, and a stale one is FILE_MODIFIED.
+    const current = (await ts.files.get("errors", "f.txt")).etag;
+    const put = await ts.files.put("errors", "f.txt", "four\n", { ifMatch: `"${current}"` });
+    expect((await ts.files.get("errors", "f.txt")).text()).toBe("four\n");
+    expect(await failure(ts.files.put("errors", "f.txt", "five\n", { ifMatch: `"${current}"` }))).toMatchObject({ code: "FILE_MODIFIED", status: 409 });
+    await ts.files.delete("errors", "f.txt", { ifMatch: `"${put.etag}"` });
 
     expect(await failure(createClient({ baseUrl: "http://toolshed.test", apiKey: "tsk_bogus", fetch: (req) => app.fetch(req) }).workspaces.list())).toMatchObject({ code: "UNAUTHORIZED", status: 401 });
     // Not a Toolshed answer at all (a proxy's error page): UNEXPECTED_RESPONSE, with what to check.

@@ -40,6 +40,23 @@ describe("skip rules", () => {
     expect(new SkipReport().describe()).toBe("");
   });
 
+  it("says which skipped entries a flag brings back when others are skipped too (a binary file, a symlink: no flag includes them)", () => {
+    const r = new SkipReport();
+    r.add("ignored_dir", "node_modules/");
+    r.add("gitignore", "dist/");
+    expect(r.describe()).toMatch(/Pass include_ignored: true to include them\.\]$/);
+    r.add("binary", "src/bin.dat");
+    expect(r.describe()).toMatch(/Pass include_ignored: true to include the ignored ones; no flag includes the others\.\]$/);
+    r.add("hidden", ".env");
+    expect(r.describe()).toMatch(/Pass include_hidden: true and\/or include_ignored: true to include the hidden and ignored ones; no flag includes the others\.\]$/);
+    const one = new SkipReport();
+    one.add("hidden", ".git/");
+    one.add("symlink", "node_modules/mathx");
+    expect(one.describe()).toMatch(/Pass include_hidden: true to include the hidden one; no flag includes the others\.\]$/);
+    // a caller without include_hidden offers no flag for hidden entries
+    expect(one.describe({ hiddenFlag: false })).not.toContain("Pass");
+  });
+
   it("says one of a counted noun in the singular (1 binary file, 1 symlink), more in the plural", () => {
     const r = new SkipReport();
     r.add("binary", "a.png");

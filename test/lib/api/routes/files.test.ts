@@ -66,6 +66,25 @@ describe("PUT", () => {
     expect((await put(t, "a.txt", "v4", { "if-match": `"${a.body.etag}"` })).status).toBe(409);
   });
 
+  it("If-Match as DELETE reads it: a list or * matches the version there; a tag quoted twice is a mismatch (409), never a 500 from the storage", async () => {
+    const t = await newTenant(app);
+    const a = await put(t, "q.txt", "v1");
+    // R2 refused a condition still in quotes with a TypeError: a client that quoted a quoted ETag got 500 INTERNAL
+    for (const doubled of [`""${a.body.etag}""`, '""nope""']) {
+      const r = await put(t, "q.txt", "v2", { "if-match": doubled });
+      expect(r.status, doubled).toBe(409);
+      expect(r.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { current_etag: a.body.etag } });
+    }
+    expect(await (await t.req(url(t, "q.txt"))).text()).toBe("v1");
+    const listed = await put(t, "q.txt", "v2", { "if-match": `"nope", "${a.body.etag}"` });
+    expect(listed.status).toBe(200);
+    expect((await put(t, "q.txt", "v3", { "if-match": "*" })).status).toBe(200);
+    expect(await (await t.req(url(t, "q.txt"))).text()).toBe("v3");
+    const none = await put(t, "absent.txt", "x", { "if-match": "*" });
+    expect(none.body.error).toMatchObject({ code: "FILE_MODIFIED", details: { current_etag: null } });
+    expect((await t.req(url(t, "absent.txt"))).status).toBe(404);
+  });
+
   it("If-Match on a missing file → 409 FILE_MODIFIED (nothing created)", async () => {
     const t = await newTenant(app);
     const r = await put(t, "missing.txt", "x", { "if-match": '"abc"' });
