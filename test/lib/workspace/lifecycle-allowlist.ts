@@ -24,6 +24,11 @@ export const WORKSPACE_DELETE_KEEPS: readonly Kept[] = [
   { pattern: "do:usage/*/{ws}", why: "usage records for billing: raw records 35 days, hourly sums for good (docs/usage.md)" },
 ];
 
+/** What survives a revoked key under its id (after the scheduled tick). */
+export const KEY_REVOKE_KEEPS: readonly Kept[] = [
+  { pattern: "do:usage/*/{key}", why: "usage records of the key's calls, for billing: raw records 35 days, hourly sums for good (docs/usage.md)" },
+];
+
 const patternOf = (p: string, vars: Record<string, string>) =>
   new RegExp(`^${p.replace(/\{(\w+)\}/g, (_m, v: string) => `\u0000${v}\u0000`).replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\u0000(\w+)\u0000/g, (_m, v: string) => (vars[v] ?? `{${v}}`).replace(/[.+?^${}()|[\]\\*]/g, "\\$&"))}$`);
 

@@ -15,8 +15,9 @@ import { randomId } from "../../../lib/shared/hash.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
 import { ADMIN, executionContext } from "../../helpers.js";
+import { kvKeys, r2Keys } from "../../support/local-storage-keys.js";
 import { tar } from "../archive/archives.js";
-import { survivorsOf, WORKSPACE_DELETE_KEEPS, type Kept } from "./lifecycle-allowlist.js";
+import { KEY_REVOKE_KEEPS, survivorsOf, WORKSPACE_DELETE_KEEPS, type Kept } from "./lifecycle-allowlist.js";
 
 const workersEnv = env as unknown as Parameters<typeof worker.fetch>[1];
 const { ctx, settle } = executionContext();
@@ -36,30 +37,6 @@ async function send(path: string, init: RequestInit & { key?: string; /** false:
   return { status: res.status, body };
 }
 const json = (body: unknown, headers: Record<string, string> = {}) => ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
-
-/** Every R2 key below `prefix`. */
-async function r2Keys(prefix: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => o.key));
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
-  return out;
-}
-
-/** Every KV key (the file's storage is its own: emptied before each file, test/support/workers-file-setup.ts). */
-async function kvKeys(): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.KV.list({ ...(cursor ? { cursor } : {}) });
-    out.push(...page.keys.map((k) => k.name));
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
-  return out;
-}
 
 /** What the tenant's LIMITS object keeps in its storage (`do:limits/<key>`; its held allowances `do:limits/allowances/<ws>`), and the USAGE object's rows naming `ws` (`do:usage/<table>/<ws>`). */
 async function durableKeys(tenant: string, ws: string): Promise<string[]> {
@@ -161,5 +138,40 @@ describe("storage inventory after deletion", () => {
     const left = await inventory(tenant, ws);
     expectOnlyKept(left, WORKSPACE_DELETE_KEEPS, { tenant, ws });
     console.log(`objects under the deleted prefix before the tick: ${orphans.join(" ")}; after: ${(await r2Keys(`t/${tenant}/w/${ws}/`)).join(" ")}`);
+  }, 60_000);
+
+  it("a revoked key leaves under its id only what the allowlist names", async () => {
+    const tenant = `inv-${randomId(6)}`;
+    expect((await send("/v1/admin/tenants", json({ id: tenant }))).status).toBe(201);
+    const made = (await send(`/v1/admin/tenants/${tenant}/keys`, json({ scopes: ["read", "write", "execute", "manage"] }))).body;
+    const key = made.key as string;
+    const id = made.key_id as string;
+    const ws = "keyed";
+    expect((await send("/v1/workspaces", { ...json({ id: ws }), key })).status).toBe(201);
+    const call = (tool: string, args: unknown, headers: Record<string, string> = {}) => send(`/v1/workspaces/${ws}/tools/${tool}`, { ...json(args, { "x-session-id": "s1", ...headers }), key });
+    expect((await call("write", { file_path: "a.txt", content: "a\n" })).status).toBe(200);
+    expect((await call("write", { file_path: "b.txt", content: "b\n" }, { "idempotency-key": "key-inv-1" })).status).toBe(200);
+    const child = await send("/v1/keys", { ...json({ name: "child", scopes: ["read"] }), key });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+
+    /** Everything that names the key: R2 and KV keys with its id, LIMITS entries whose value names it, USAGE rows of it. */
+    const named = async () => {
+      const out = [...(await r2Keys(`t/${tenant}/`)).filter((k) => k.includes(id)), ...(await kvKeys()).filter((k) => k.includes(id)).map((k) => `kv:${k}`)];
+      await runInDurableObject(env.LIMITS.get(env.LIMITS.idFromName(tenant)), async (_o, state: DurableObjectState) => {
+        for (const [k, v] of await state.storage.list()) if (JSON.stringify(v).includes(id)) out.push(`do:limits/${k}`);
+      });
+      await runInDurableObject(env.USAGE.get(env.USAGE.idFromName(tenant)), (_o, state: DurableObjectState) => {
+        const n = (state.storage.sql.exec("SELECT COUNT(*) AS n FROM hourly WHERE key = ?", id).one() as { n: number }).n;
+        if (n > 0) out.push(`do:usage/hourly/${id}`);
+      });
+      return out;
+    };
+    const before = await named();
+    for (const kind of [`kv:keyid/${tenant}/${id}`, "do:usage/"]) expect(before.some((k) => k.startsWith(kind)), `nothing under ${kind}:\n${before.join("\n")}`).toBe(true);
+
+    expect((await send(`/v1/admin/tenants/${tenant}/keys/${id}`, { method: "DELETE" })).status).toBeLessThan(300);
+    await housekeepingTick(deps, {}, { now: LATER, maxTenants: 10_000, log: () => {} });
+    expectOnlyKept(await named(), KEY_REVOKE_KEEPS, { tenant, ws, key: id });
+    expect(await env.KV.get(`keyid/${tenant}/${id}`)).toBeNull();
   }, 60_000);
 });
