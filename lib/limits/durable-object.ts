@@ -148,6 +148,7 @@ export class LimitsObject {
       case "setStorage":
         ops.setStorage(body.ws, body.usage);
         await this.saveUsage(body.ws);
+        if (body.usage === null) await this.saveAllowances(); // a workspace gone: its held room went with it (usage.ts)
         return answer(null);
       case "reserveWorkspace":
         return answer(ops.reserveWorkspace(body.caller, body.leaseMs));

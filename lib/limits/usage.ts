@@ -201,13 +201,15 @@ export class TenantUsage {
     return decision;
   }
 
-  /** Sets a workspace's count (a recount after a bulk change; null: the workspace is gone). */
+  /** Sets a workspace's count (a recount after a bulk change; null: the workspace is gone, and the room held for its writes). */
   setStorage(ws: string, u: StorageUsage | null): void {
     const old = this.storage.get(ws);
     if (old) this.tenantBytes -= old.bytes;
     if (!u) {
       this.storage.delete(ws);
       this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again
+      // Room held ahead of its writes goes with it (a write after the delete finds no workspace to count).
+      for (const [id, a] of this.allowances) if (a.ws === ws) this.allowances.delete(id);
       return;
     }
     const clean = { files: Math.max(0, u.files), bytes: Math.max(0, u.bytes) };

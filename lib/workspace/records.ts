@@ -13,6 +13,13 @@ export interface FileRecord {
   etag: string;
   /** Epoch ms of the read (or of our own write). */
   at: number;
+  /**
+   * The instance of the workspace the read was made in (meta.json `created_at`, as a run's sync token
+   * names it): a workspace deleted and made again with the same id is another instance, and never
+   * takes the records of the one before (they stay in KV until their TTL, unread). Absent on records
+   * written before it, and by stores that were not told their workspace's instance (any instance).
+   */
+  i?: string;
 }
 
 /** Records expire after a week without use. */
@@ -34,6 +41,9 @@ export type KnownRecords = IsolateCache<FileRecord>;
 export const KNOWN_RECORDS_TTL_MS = 10_000;
 
 export class RecordStore {
+  /** The workspace instance calls through this store act on (bindInstance); absent: records of any instance count. */
+  private instance: string | undefined;
+
   constructor(
     private readonly kv: KeyValueStore,
     private readonly scope: string,
@@ -45,9 +55,23 @@ export class RecordStore {
     return `${this.scope}/${this.session}/${path}`;
   }
 
+  /**
+   * The workspace's instance, once its record is read (Workspace's constructor): records of another
+   * instance (the workspace was deleted and made again with this id) read as none from then on, and
+   * records written carry it. Costs no operation: the record is read beside the call's reads anyway.
+   */
+  bindInstance(instance: string): void {
+    this.instance = instance;
+  }
+
+  /** `rec` if it is of this store's workspace instance (or of any, see FileRecord.i), else null. */
+  private ofInstance(rec: FileRecord | null | undefined): FileRecord | null {
+    return rec && (rec.i === undefined || this.instance === undefined || rec.i === this.instance) ? rec : null;
+  }
+
   /** The record as this isolate last saw it in KV within the cache's TTL (see KnownRecords), or undefined. */
   known(path: string): FileRecord | undefined {
-    return this.knownRecords?.peek(this.knownKey(path));
+    return this.ofInstance(this.knownRecords?.peek(this.knownKey(path))) ?? undefined;
   }
 
   private async key(path: string): Promise<string> {
@@ -89,9 +113,9 @@ export class RecordStore {
     const early = this.early.get(path);
     if (early) {
       this.early.delete(path);
-      return early;
+      return this.ofInstance(await early);
     }
-    return this.load(path);
+    return this.ofInstance(await this.load(path));
   }
 
   private async load(path: string, learn = true): Promise<FileRecord | null> {
@@ -114,11 +138,11 @@ export class RecordStore {
    * teach the known records (they already hold this version). A failed write forgets it again.
    */
   recordSoon(path: string, etag: string, later: WaitUntil, refreshMs: number): void {
-    const rec: FileRecord = { etag, at: Date.now() };
+    const rec = this.newRecord(etag);
     const early = this.early.get(path);
     this.early.delete(path);
     this.knowNowWriteLater(path, rec, later, async () => {
-      const held = early ? await early : await this.load(path, false);
+      const held = this.ofInstance(early ? await early : await this.load(path, false));
       if (held?.etag === etag && Date.now() - held.at < refreshMs) return;
       await this.write(path, rec);
     });
@@ -136,6 +160,10 @@ export class RecordStore {
     void afterAnswer(later, "session record", written, "skip");
   }
 
+  private newRecord(etag: string): FileRecord {
+    return { etag, at: Date.now(), ...(this.instance !== undefined ? { i: this.instance } : {}) };
+  }
+
   private async write(path: string, rec: FileRecord): Promise<void> {
     await this.kv.put(await this.key(path), JSON.stringify(rec), { expirationTtl: RECORD_TTL_SECONDS });
   }
@@ -149,7 +177,7 @@ export class RecordStore {
    */
   async set(path: string, etag: string, later?: WaitUntil): Promise<void> {
     this.early.delete(path);
-    const rec: FileRecord = { etag, at: Date.now() };
+    const rec = this.newRecord(etag);
     if (later && this.knownRecords) return this.knowNowWriteLater(path, rec, later, () => this.write(path, rec));
     const known = this.knownKey(path);
     this.knownRecords?.forget(known);

@@ -64,7 +64,7 @@ export class Workspace {
     this.tenant = opts.tenant;
     this.id = opts.id;
     this.tools = opts.tools;
-    this.instance = opts.instance;
+    if ((this.instance = opts.instance) !== undefined) opts.records.bindInstance(this.instance); // a record of an earlier workspace of this id is none
     this.prefix = filesPrefix(opts.tenant, opts.id);
     this.changes = new ChangeFeed(opts.listeners ?? [], opts.deferChanges ?? false, opts.background);
     this.session = new SessionFiles(opts.records, opts.background);

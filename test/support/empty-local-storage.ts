@@ -7,6 +7,7 @@
  * every test makes its own tenants.
  */
 import { env } from "cloudflare:workers";
+import { kvKeys } from "./local-storage-keys.js";
 
 const PAGE = 1000; // R2's most keys per list and per delete
 
@@ -16,12 +17,6 @@ export async function emptyLocalStorage(): Promise<void> {
     if (page.objects.length === 0) break;
     await env.FILES.delete(page.objects.map((o) => o.key));
   }
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.KV.list({ ...(cursor ? { cursor } : {}) });
-    for (const k of page.keys) names.push(k.name);
-    cursor = page.list_complete ? undefined : page.cursor;
-  } while (cursor);
+  const names = await kvKeys();
   for (let i = 0; i < names.length; i += 100) await Promise.all(names.slice(i, i + 100).map((n) => env.KV.delete(n)));
 }

@@ -6,6 +6,7 @@ import { PUT_BATCH_MAX_FILES, putBatchBody, type PutManyItem } from "../../../li
 import { mintSyncToken } from "../../../lib/sync/token.js";
 import { fileKey } from "../../../lib/layout/paths.js";
 import { newTenant, testApp } from "../../helpers.js";
+import { r2Keys } from "../../support/local-storage-keys.js";
 
 const SECRET = "batch-put-secret-0123456789abcdef";
 const app = testApp({ syncSecret: SECRET });
@@ -27,16 +28,7 @@ const stored = async (t: string, w: string, path: string) => {
 };
 
 /** Every object under a prefix (keys), for "nothing else was written". */
-async function keys(prefix: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    out.push(...page.objects.map((o) => o.key));
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
-  return out.sort();
-}
+const keys = async (prefix: string): Promise<string[]> => (await r2Keys(prefix)).sort();
 
 describe("put and delete batches over the sync API", () => {
   it("a batch of creates, overwrites and conflicts answers per file and writes the others; deletes alike", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { randomId } from "../../../../lib/shared/hash.js";
 import { ID_PATTERN, workspacePrefix } from "../../../../lib/layout/paths.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
+import { r2Keys } from "../../../support/local-storage-keys.js";
 import { tar } from "../../archive/archives.js";
 
 const app = testApp();
@@ -15,16 +16,7 @@ async function json(t: Tenant, path: string, init: RequestInit = {}) {
 const create = (t: Tenant, body?: unknown) =>
   json(t, "/v1/workspaces", { method: "POST", ...(body !== undefined ? { headers: { "content-type": "application/json" }, body: JSON.stringify(body) } : {}) });
 
-async function storageKeys(prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await env.FILES.list({ prefix, ...(cursor ? { cursor } : {}) });
-    keys.push(...page.objects.map((o) => o.key));
-    cursor = page.truncated ? page.cursor : undefined;
-  } while (cursor);
-  return keys;
-}
+const storageKeys = r2Keys;
 
 describe("POST /v1/workspaces", () => {
   it("creates a workspace with an id, named after it unless a name is given", async () => {
