@@ -11,25 +11,22 @@ import type { AppEnv } from "./http.js";
 import { isMcpPath } from "./routes/mcp-body.js";
 
 /**
- * A key already answered for another request (or another API key). An MCP client sends its
+ * A key this API key already used for another request. An MCP client sends its
  * transport's requestInit headers with every request, so a key put there is reused by the next one:
  * on the MCP route the refusal says so.
  */
 export function differentRequest(c: Context<AppEnv>): ToolError {
   const mcp = isMcpPath(new URL(c.req.url).pathname) ? " An MCP client sends the headers of its transport's requestInit with every request, so a key put there is reused by the next one: give each POST its own key in the transport's fetch (docs/idempotency.md, \"MCP\")." : "";
-  return new ToolError("INVALID_ARGUMENT", `This Idempotency-Key was already used for a different request (method, path, query or body) or by another API key of the tenant. Use a new key for a new request; retry only with the same request and API key.${mcp}`);
+  return new ToolError("INVALID_ARGUMENT", `This Idempotency-Key was already used for a different request (method, path, query or body) by this API key. Use a new key for a new request; retry only with the same request.${mcp}`);
 }
 
 /**
- * What makes a request the same: its method, path, query, content type and body, and the API key that
- * sends it (by its id: a retry with the key's rotated secret is still its own). Keys are the tenant's,
- * but another key of the tenant sending a key and request already answered is refused, never given an
- * answer made within the first key's bounds (the secret of a key only a wider manage key could make).
+ * What makes a request the same: its method, path, query, content type and body. Who sent it is the
+ * key's scope (lib/api/idempotency.ts IdempotencyScope: another API key never meets this record).
  */
 export async function fingerprintOf(c: Context<AppEnv>, bodyHash: string): Promise<string> {
   const url = new URL(c.req.url);
-  const sender = c.get("auth")?.key_id ?? "";
-  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash, sender].join("\n"));
+  return sha256Hex([c.req.method, url.pathname, url.search, c.req.header("content-type") ?? "", bodyHash].join("\n"));
 }
 
 /**

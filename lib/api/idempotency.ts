@@ -5,8 +5,8 @@
  *
  * A POST/PUT/PATCH/DELETE with `Idempotency-Key: <1-255 visible ASCII>`:
  *   - first time: the request claims the key, runs, and its answer (status, headers, body) is kept
- *     with the request's fingerprint (SHA-256 of method, path, query, content type, the sending API
- *     key's id and the body bytes, hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
+ *     with the request's fingerprint (SHA-256 of method, path, query, content type and the body
+ *     bytes, hashed as the body streams through), after the answer leaves where the runtime allows (waitUntil);
  *   - a retry with the same key and the same request gets the stored answer (`Idempotent-Replayed: true`)
  *     and runs nothing; with a different request: INVALID_ARGUMENT; while the first still runs: CONFLICT
  *     with Retry-After;
@@ -21,7 +21,7 @@
  * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
  * takeover after the lease or the record's time: + 1 conditional PUT (or 1 object round trip).
  * Without the header: nothing.
- * Keys are per tenant (the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
+ * Keys are per tenant and API key (IdempotencyScope; the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
  * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
  * Expired records go in the lazy sweep (lib/storage/sweep.ts) after 1 in SWEEP_EVERY first runs, in the background: 1 LIST (+ at most 20 GETs and 1 DELETE when some are old).
@@ -70,6 +70,21 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
   if (!KEY_SHAPE.test(key)) throw new ToolError("INVALID_ARGUMENT", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).");
   return key;
 }
+
+/**
+ * Whose keys a key meets: the tenant's records (or IDEMPOTENCY_ADMIN's), and within a tenant the
+ * sending API key's own (by its id, which a rotation keeps; an OAuth principal's id). Another key of
+ * the tenant sending the same string meets nothing of the first's: its request runs as its own,
+ * neither replayed the first's answer (which could hold what it may not see) nor refused (which
+ * would tell it the string was used). The admin token has one scope of its own.
+ */
+export interface IdempotencyScope {
+  tenant: string;
+  keyId?: string;
+}
+
+/** The hash a key is held and kept under (the record's name, the limits object's claim): the one place a scope meets its key. */
+export const scopedKeyHash = (scope: IdempotencyScope, key: string): Promise<string> => sha256Hex(scope.keyId === undefined ? key : `${scope.keyId}\n${key}`);
 
 /**
  * Who holds a key while its request runs. The bucket: a create-only PUT of a "running" record, which
@@ -142,11 +157,11 @@ export interface IdempotentCall {
 }
 
 /**
- * Runs `call` at most once per (scope, key) while its record lives. `scope` is the tenant (or
- * IDEMPOTENCY_ADMIN). Call it after authentication, before the body is read. `claim`: the key's
+ * Runs `call` at most once per (scope, key) while its record lives. `scope`: the tenant and the
+ * sending key's id (or IDEMPOTENCY_ADMIN alone). Call it after authentication, before the body is read. `claim`: the key's
  * claim the guard asked the tenant's limits object for (absent: the bucket holds the key).
  */
-export async function idempotent(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, call: IdempotentCall, claim?: ObjectClaim, box?: Sealer, now = Date.now): Promise<void> {
+export async function idempotent(storage: StorageDriver, scope: IdempotencyScope, key: string, c: Context<AppEnv>, call: IdempotentCall, claim?: ObjectClaim, box?: Sealer, now = Date.now): Promise<void> {
   const body = hashedBody(c);
   const prepared = call.prepare?.();
   prepared?.catch(() => {}); // its error is the call's answer (call.run), or nobody's when the call does not run
@@ -165,9 +180,9 @@ export async function idempotent(storage: StorageDriver, scope: string, key: str
 }
 
 /** Takes the key (or answers the retry: the kept answer, CONFLICT, INVALID_ARGUMENT), then runs `next` and keeps its answer. */
-async function claimThenRun(storage: StorageDriver, scope: string, key: string, c: Context<AppEnv>, body: HashedBody, next: Next, claim: ObjectClaim | undefined, box: Sealer | undefined, now: () => number): Promise<void> {
-  const keyHash = await sha256Hex(key);
-  const recordKey = idempotencyRecordKey(scope, keyHash);
+async function claimThenRun(storage: StorageDriver, scope: IdempotencyScope, key: string, c: Context<AppEnv>, body: HashedBody, next: Next, claim: ObjectClaim | undefined, box: Sealer | undefined, now: () => number): Promise<void> {
+  const keyHash = await scopedKeyHash(scope, key);
+  const recordKey = idempotencyRecordKey(scope.tenant, keyHash);
   const t = now();
   const running: Running = { state: "running", started: t, lease_until: t + RUNNING_LEASE_MS, expires: t + KEEP_MS };
   const answered = claim ? await claim.first : undefined;
@@ -195,7 +210,7 @@ async function claimThenRun(storage: StorageDriver, scope: string, key: string, 
   }
   const held = taken;
   if (Math.random() * SWEEP_EVERY < 1) {
-    void afterAnswer(backgroundOf(c), "idempotency sweep", () => sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) }), "start");
+    void afterAnswer(backgroundOf(c), "idempotency sweep", () => sweepRecords<IdemRecord>({ driver: storage, prefix: idempotencyPrefix(scope.tenant), now: t, graceMs: KEEP_MS, isStale: (r, at) => r.expires <= at && !(r.state === "running" && r.lease_until > at) }), "start");
   }
   await next();
   const res = c.res;

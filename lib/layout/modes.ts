@@ -42,6 +42,13 @@ export const MAX_EXEC_FILES = 100_000;
 export const MAX_LINKS = 100_000;
 /** Longest symlink target, in UTF-8 bytes (Linux's PATH_MAX less its NUL). */
 export const MAX_LINK_TARGET_BYTES = 4095;
+/**
+ * Most bytes (UTF-8) of one workspace's symlinks, paths and targets together. Links are not files
+ * (no quota counts them: docs/limits-and-quotas.md), and the table is one JSON object every run and
+ * export reads whole: without this, 100,000 links of 4 KB targets made it ~490 MB, past what an
+ * isolate holds (each write-back's merge parsed and rewrote all of it).
+ */
+export const MAX_LINKS_BYTES = 8 * 1024 * 1024;
 const ATTEMPTS = 6;
 
 interface Stored {
@@ -52,6 +59,16 @@ interface Stored {
 
 /** Whether `t` can be a symlink's target: 1-4095 UTF-8 bytes, no NUL. */
 export const isLinkTarget = (t: unknown): t is string => typeof t === "string" && t.length > 0 && !t.includes("\0") && new TextEncoder().encode(t).length <= MAX_LINK_TARGET_BYTES;
+
+/** Refuses a links table past MAX_LINKS_BYTES (paths and targets, UTF-8), saying how large it would be and what to do. */
+function refuseLinksPastBytes(links: Record<string, string>): void {
+  const enc = new TextEncoder();
+  let bytes = 0;
+  for (const [p, t] of Object.entries(links)) bytes += enc.encode(p).length + enc.encode(t).length;
+  if (bytes <= MAX_LINKS_BYTES) return;
+  // The action first: a write-back shows this inside the API's raw answer, cut at 200 characters (infra/container/sync-out.ts).
+  throw new ToolError("PAYLOAD_TOO_LARGE", `Symlinks past 8 MiB: remove unneeded links (find . -type l) or shorten targets. This change makes the workspace's links ${bytes} bytes (paths and targets); none of it was recorded.`, { reason: "links_bytes", bytes, max: MAX_LINKS_BYTES });
+}
 
 function storedLinks(v: unknown): Record<string, string> {
   const out: Record<string, string> = {};
@@ -146,6 +163,7 @@ export async function updateModes(driver: StorageDriver, tenant: string, workspa
       else links[p] = t;
     }
     if (Object.keys(links).length > MAX_LINKS) throw new ToolError("INVALID_ARGUMENT", `A workspace records at most ${MAX_LINKS} symlinks.`);
+    if (linksChanged) refuseLinksPastBytes(links);
     // Nothing changes (or nothing was ever recorded and nothing is to be): no write.
     if (!linksChanged && sorted.length === now.exec.length && sorted.every((p, i) => p === now.exec[i])) return now;
     try {

@@ -81,6 +81,13 @@ describe("bash's output names the tree changes that are in no file list", () => 
     expect(r.output).toBe("(no output)\n[symlinks made or repointed: t4link]\n[empty directories kept: t4dir/]");
   });
 
+  it("a command's symlinks past the workspace's 8 MiB of link paths and targets: not written back, the output says what to do; a file beside them lands", async () => {
+    const made = await call("bash", { command: "python3 -c \"import os\nfor i in range(2300): os.symlink('a/' * 1900 + str(i), 't5_%d' % i)\" && echo kept > t5.txt" });
+    expect(made.output).toContain("[not written back: 2300 changed files");
+    expect(made.output).toContain("Symlinks past 8 MiB: remove unneeded links (find . -type l) or shorten targets.");
+    expect((await call("bash", { command: "find . -maxdepth 1 -type l -name 't5_*' | wc -l; cat t5.txt" })).output).toBe("0\nkept\n");
+  }, 120_000);
+
   it("MCP's tools/call renders the same text as its content", async () => {
     const client = new Client({ name: "t", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL("http://127.0.0.1/v1/workspaces/main/mcp"), { requestInit: { headers: { authorization: `Bearer ${key}` } }, fetch: async (input, init) => app.request(String(input), init as RequestInit) }));

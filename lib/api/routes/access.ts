@@ -36,8 +36,7 @@ import { readJsonBody } from "./json-body.js";
 import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
 import { ToolError } from "../../shared/errors.js";
 import { ZodType } from "zod";
-import { idempotencyKeyOf, idempotent, keptAnswers, KEEP_MS, RUNNING_LEASE_MS, type ObjectClaim } from "../idempotency.js";
-import { sha256Hex } from "../../shared/hash.js";
+import { idempotencyKeyOf, idempotent, keptAnswers, scopedKeyHash, KEEP_MS, RUNNING_LEASE_MS, type IdempotencyScope, type ObjectClaim } from "../idempotency.js";
 import { onError } from "../http.js";
 import { IDEMPOTENCY_ADMIN } from "../../layout/paths.js";
 import { meteredAccess, meterRoute } from "./route-usage.js";
@@ -48,6 +47,10 @@ import { queryNamesOf, refuseUnknownQuery, TENANT_ROUTE_QUERY, type QueryNames }
 type Guard = MiddlewareHandler<AppEnv> & { [POLICY]: RoutePolicy };
 
 const securityOf = (a: Access) => (a.auth === "tenant" ? [{ Bearer: [] }] : a.auth === "admin" ? [{ AdminBearer: [] }] : []);
+
+/** An Idempotency-Key's scope (lib/api/idempotency.ts): the admin token's own, or the tenant's sending key's. */
+const idempotencyScopeOf = (access: Access, c: Context<AppEnv>): IdempotencyScope =>
+  access.auth === "admin" ? { tenant: IDEMPOTENCY_ADMIN } : { tenant: c.get("auth").tenant, keyId: c.get("auth").key_id };
 
 /** What the guard's checks left to the rest of the call: the workspace record's read (started), the Idempotency-Key and its claim. */
 interface Enforced {
@@ -84,7 +87,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // Every mutating route takes an Idempotency-Key (lib/api/idempotency.ts); its claim rides on the rate limit's round trip,
   // or, when the isolate's pool gives the token, is a round trip of its own that the call's reads go beside.
   const idempotencyKey = idempotencyKeyOf(c);
-  const ask = deps.limits && idempotencyKey !== undefined ? { key: await sha256Hex(idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
+  const ask = deps.limits && idempotencyKey !== undefined ? { key: await scopedKeyHash(idempotencyScopeOf(access, c), idempotencyKey), leaseMs: RUNNING_LEASE_MS, keepMs: KEEP_MS } : undefined;
   // calls_per_minute (auth/rate-limit.ts): a call of this isolate's pool, or one round trip to the tenant's limits object, beside the record's read.
   const admitted = deps.callLeases ? takeCall(deps.callLeases, c, auth, ask, backgroundOf(c)) : undefined;
   const rate = admitted?.then((a) => void (a && c.set("rate", a.headers)));
@@ -160,7 +163,7 @@ export function guard(deps: AppDeps, policy: RoutePolicy, opts: BodyRule = {}): 
       await prepare(c, bindWorkspace);
       return run(c, next);
     }
-    const scope = policy.access.auth === "admin" ? IDEMPOTENCY_ADMIN : c.get("auth").tenant;
+    const scope = idempotencyScopeOf(policy.access, c);
     // The reads go beside the key's claim; the rest of the call answers inside idempotent(), once the
     // key is claimed (an error is an answer too, and is kept: the reads' own errors included).
     let prepared: Promise<void> = Promise.resolve();

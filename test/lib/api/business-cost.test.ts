@@ -15,6 +15,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { sha256Hex } from "../../../lib/shared/hash.js";
+import { scopedKeyHash } from "../../../lib/api/idempotency.js";
 import { IsolateCache } from "../../../lib/shared/isolate-cache.js";
 import { auditToolCall } from "../../../lib/run/audit/tool-call.js";
 import { listAudit } from "../../../lib/run/audit/store.js";
@@ -23,7 +24,7 @@ import type { Tool, ToolContext } from "../../../lib/contract/tool.js";
 import { countingStores, roundTrips, sorted } from "../../support/counting-stores.js";
 import { countingLimits } from "../../support/counting-limits.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
-import { executionContext, newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
+import { admin, executionContext, newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
 
 const CACHED_FOR_THE_TEST_MS = 300_000;
 
@@ -159,6 +160,8 @@ describe("the business layer's work beside and after a keyed call", () => {
 });
 
 describe("Idempotency-Key claims held by the LIMITS object", () => {
+  /** The claim's name of `key` sent by the tenant's key (its id from tsk_<id>_<secret>): per API key (lib/api/idempotency.ts scopedKeyHash). */
+  const claimed = (t: Tenant, key: string) => scopedKeyHash({ tenant: t.tenant, keyId: t.key.split("_")[1]! }, key);
   /** Every file change the workspaces tell their listeners, per tenant and path: a run that happened twice counts 2. */
   const changes = new Map<string, number>();
   const listener = { changed: async (ws: Workspace, path: string) => void changes.set(`${ws.tenant}:${path}`, (changes.get(`${ws.tenant}:${path}`) ?? 0) + 1) };
@@ -189,7 +192,7 @@ describe("Idempotency-Key claims held by the LIMITS object", () => {
   it("a key claimed by a run still going: CONFLICT with Retry-After, nothing runs; after the lease a retry takes it over and runs", async () => {
     const t = await newTenant(app, UNGATED);
     const limits = durableLimits(env.LIMITS);
-    const key = await sha256Hex("busy");
+    const key = await claimed(t, "busy");
     const held = await limits.claimKey(t.tenant, { key, leaseMs: 60_000, keepMs: 3600_000 });
     expect(held.taken).toBe(true);
     const busy = await write(t, "c\n", "busy");
@@ -198,11 +201,26 @@ describe("Idempotency-Key claims held by the LIMITS object", () => {
     expect(Number(busy.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(changes.get(`${t.tenant}:c.txt`)).toBeUndefined();
     // A crashed run: its claim's lease is over (lease 0), no answer kept: the retry takes the key over.
-    const crashed = await limits.claimKey(t.tenant, { key: await sha256Hex("crashed"), leaseMs: 0, keepMs: 3600_000 });
+    const crashed = await limits.claimKey(t.tenant, { key: await claimed(t, "crashed"), leaseMs: 0, keepMs: 3600_000 });
     expect(crashed.taken).toBe(true);
     const taken = await write(t, "c\n", "crashed");
     expect(taken.status).toBe(200);
     expect(changes.get(`${t.tenant}:c.txt`)).toBe(1);
+  });
+
+  it("another API key of the tenant sending a key the first holds (running, then answered) runs its own request: no CONFLICT, no refusal", async () => {
+    const t = await newTenant(app, UNGATED);
+    const second = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write"] })).body as { key: string };
+    const held = await durableLimits(env.LIMITS).claimKey(t.tenant, { key: await claimed(t, "first-holds"), leaseMs: 60_000, keepMs: 3600_000 });
+    expect(held.taken).toBe(true);
+    expect((await write(t, "c\n", "first-holds")).status).toBe(409);
+    const asSecond = (content: string, key: string) => write({ ...t, key: second.key }, content, key);
+    expect((await asSecond("c\n", "first-holds")).status).toBe(200);
+    expect((await write(t, "d\n", "first-answered")).status).toBe(200);
+    const other = await asSecond("e\n", "first-answered"); // another request under the string the first key used: its own
+    expect(other.status, await other.clone().text()).toBe(200);
+    expect(other.headers.get("idempotent-replayed")).toBeNull();
+    expect(changes.get(`${t.tenant}:c.txt`)).toBe(3);
   });
 
   it("an answer not kept (a 5xx) drops the claim: a retry runs again", async () => {

@@ -1,11 +1,11 @@
 /**
  * Idempotency-Key (lib/api/idempotency.ts, issue #28 §3) over the real app with local R2 and KV:
  * retries run once and get the same answer; a different request under the same key is refused; a
- * retry while the first runs gets CONFLICT with Retry-After; keys are per tenant.
+ * retry while the first runs gets CONFLICT with Retry-After; keys are per tenant and API key.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../../../lib/shared/hash.js";
+import { scopedKeyHash } from "../../../lib/api/idempotency.js";
 import { idempotencyRecordKey } from "../../../lib/layout/paths.js";
 import type { Workspace } from "../../../lib/workspace/workspace.js";
 import { ADMIN, admin, newTenant, testApp, UNGATED, type Tenant } from "../../helpers.js";
@@ -26,6 +26,9 @@ function changeCounter() {
 
 const counter = changeCounter();
 const app = testApp({ listeners: [counter.listener] });
+
+/** A key's id, from its secret (tsk_<id>_<secret>, lib/api/auth/keys.ts). */
+const keyIdOf = (key: string) => key.split("_")[1]!;
 
 type Answer = { status: number; text: string; replayed: boolean; retryAfter: string | null };
 async function send(t: Tenant, path: string, init: RequestInit, key?: string): Promise<Answer> {
@@ -149,27 +152,46 @@ describe("Idempotency-Key", () => {
     expect((await b.call("read", { file_path: "t.txt" })).body.output).toContain("b");
   });
 
-  it("keys are the tenant's, but another API key sending the same key and request is refused, never given the first's answer; the same key after a rotation is", async () => {
+  it("keys are per API key: another key of the tenant sending the same key runs its own request, never told the first used it nor given its answer; the same key after a rotation is its retry", async () => {
     const t = await newTenant(app, UNGATED);
     const keyOf = async (body: unknown) => ((await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, body)).body as { key: string; key_id: string });
     const maker = await keyOf({ scopes: ["read", "write", "manage"] });
     const limited = await keyOf({ scopes: ["read", "manage"], workspaces: ["alpha"] });
-    const make = (key: string) => app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "make-key-user-42" }, body: JSON.stringify({ name: "user 42", scopes: ["read", "write"] }) });
+    const make = (key: string, name = "user 42") => app.request("/v1/keys", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": "make-key-user-42" }, body: JSON.stringify({ name, scopes: ["read"] }) });
     const first = await make(maker.key);
     expect(first.status).toBe(201);
-    // The attack that found it: a manage key limited to "alpha", without write, was replayed the answer and held the new key's secret.
-    const other = await make(limited.key);
-    const body = (await other.json()) as any;
-    expect(other.headers.get("idempotent-replayed")).toBeNull();
-    expect(other.status, JSON.stringify(body)).toBe(400);
-    expect(body.error.code).toBe("INVALID_ARGUMENT");
-    expect(body.error.message).toContain("another API key");
-    expect(JSON.stringify(body)).not.toContain((await first.clone().json() as any).key);
+    const firstKey = ((await first.clone().json()) as any).key as string;
+    // The attack that found it first: a manage key limited to "alpha" was replayed the answer and held the new key's secret.
+    // Then the refusal ("already used ... by another API key") told any key of the tenant which keys another had sent.
+    const third = await keyOf({ scopes: ["read", "manage"] });
+    for (const [key, name] of [[limited.key, "user 42"], [third.key, "another name"]] as const) {
+      const other = await make(key, name);
+      const body = (await other.json()) as any;
+      expect(other.headers.get("idempotent-replayed")).toBeNull();
+      expect(other.status, JSON.stringify(body)).toBe(201);
+      expect(body.key).not.toBe(firstKey);
+    }
+    // ... and its own retry is its own replay.
+    const again = await make(third.key, "another name");
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
     // A retry by the same key, its secret rotated meanwhile, is still the same request's retry.
     const rotated = await app.request(`/v1/keys/${maker.key_id}/rotate`, { method: "POST", headers: { authorization: `Bearer ${maker.key}`, "content-type": "application/json" }, body: JSON.stringify({ grace_seconds: 60 }) });
     const retry = await make(((await rotated.json()) as any).key);
     expect(retry.headers.get("idempotent-replayed")).toBe("true");
     expect(await retry.text()).toBe(await first.text());
+  });
+
+  it("another key of the tenant sending a key the first holds while it runs runs its own request, not CONFLICT", async () => {
+    const t = await newTenant(app, UNGATED);
+    const other = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write"] })).body as { key: string };
+    const key = idempotencyRecordKey(t.tenant, await scopedKeyHash({ tenant: t.tenant, keyId: keyIdOf(t.key) }, "held-by-first"));
+    const now = Date.now();
+    await env.FILES.put(key, JSON.stringify({ state: "running", started: now, lease_until: now + 60_000, expires: now + 3600_000 }));
+    const call = tool(t, "write", { file_path: "o.txt", content: "o\n" });
+    expect((await send(t, call.path, call.init(), "held-by-first")).status).toBe(409);
+    const res = await app.request(call.path, { ...call.init(), headers: { ...(call.init().headers as Record<string, string>), authorization: `Bearer ${other.key}`, "idempotency-key": "held-by-first" } });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(counter.count(t, "o.txt")).toBe(1);
   });
 
   it("a kept answer is sealed at rest under the sync secret: the new key's secret is not in the bucket, a retry gets it back; under another secret, CONFLICT saying why", async () => {
@@ -197,7 +219,7 @@ describe("Idempotency-Key", () => {
 
   it("a retry while the first runs gets CONFLICT with Retry-After; after the lease it runs", async () => {
     const t = await newTenant(app, UNGATED);
-    const key = idempotencyRecordKey(t.tenant, await sha256Hex("busy"));
+    const key = idempotencyRecordKey(t.tenant, await scopedKeyHash({ tenant: t.tenant, keyId: keyIdOf(t.key) }, "busy"));
     const now = Date.now();
     await env.FILES.put(key, JSON.stringify({ state: "running", started: now, lease_until: now + 60_000, expires: now + 3600_000 }));
     const call = tool(t, "write", { file_path: "c.txt", content: "c\n" });

@@ -59,6 +59,17 @@ describe.each([
     expect(await exported(await exportReq(t, "?path=node_modules"))).toEqual({ ".bin/": "directory", ".bin/tool": "-> ../tool/cli.js" });
   });
 
+  it("links past the workspace's 8 MiB of link paths and targets: the import is refused whole (413 saying what to do), nothing of it lands", async () => {
+    const t = await newTenant(app);
+    const links = Array.from({ length: 2300 }, (_, i) => ({ name: `s${i}`, type: "2" as const, linkname: `${"a/".repeat(1900)}${i}` }));
+    const r = await importReq(t, tar([{ name: "keep.txt", body: "hi\n" }, ...links]));
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(413);
+    expect(r.body.error).toMatchObject({ code: "PAYLOAD_TOO_LARGE", details: { reason: "links_bytes", files_written: 0 } });
+    expect(r.body.error.message).toContain("remove unneeded links");
+    expect([...(await files(t.tenant, t.ws)).keys()]).toEqual([]);
+    expect(await exported(await exportReq(t))).toEqual({});
+  });
+
   it("a GNU long link name (\"K\", GNU tar's default for a target over 100 bytes) is the link's whole target, not its first 100 bytes", async () => {
     const t = await newTenant(app);
     const r = await importReq(t, concatBytes([gnuLongLink("long", LONG_TARGET), gnuLongName(`${"n".repeat(120)}/name.txt`, "x"), tar([{ name: "short", type: "2", linkname: "real.txt" }])]));

@@ -1,7 +1,7 @@
 /** The workspace's list of executable files (lib/layout/modes.ts) on the real (local) R2, and its sync routes. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_EXEC_FILES, parseModesDelta, readModes, updateModes } from "../../../lib/layout/modes.js";
+import { MAX_EXEC_FILES, MAX_LINKS_BYTES, parseModesDelta, readModes, updateModes } from "../../../lib/layout/modes.js";
 import { httpSyncClient } from "../../../lib/sync/http.js";
 import { conditionalManifest, ManifestView } from "../../../lib/sync/view.js";
 import { handleSync } from "../../../lib/sync/server.js";
@@ -45,6 +45,21 @@ describe("modes store", () => {
     });
     expect(failed.length).toBeLessThan(5);
     if (results[0]!.status === "fulfilled") expect(now.exec).not.toContain("base.sh");
+  });
+
+  it("the links table is bounded in bytes (8 MiB of paths and targets): a change past it is refused, saying what to do, and the table stays as it was", async () => {
+    const w = ws();
+    const target = (i: number) => `${"a/".repeat(1900)}${i}`; // ~3.8 KB, a target a command or an archive can give
+    const before = await updateModes(driver, "t1", w, { add: [], remove: [], links: { kept: "x" } });
+    const many = Object.fromEntries(Array.from({ length: 2300 }, (_, i) => [`s${i}`, target(i)])); // ~8.7 MB: the links of 4 KB targets that made it grow without bound
+    const err = await updateModes(driver, "t1", w, { add: ["run.sh"], remove: [], links: many }).catch((e) => e);
+    expect(err).toMatchObject({ code: "PAYLOAD_TOO_LARGE", details: { reason: "links_bytes", max: MAX_LINKS_BYTES } });
+    expect(err.message).toMatch(/^Symlinks past 8 MiB: remove unneeded links \(find \. -type l\) or shorten targets\./);
+    expect(await readModes(driver, "t1", w)).toEqual(before);
+    // Up to the bound it is recorded; a change that only removes links is never refused.
+    const fewer = Object.fromEntries(Object.entries(many).slice(0, 2000));
+    const saved = await updateModes(driver, "t1", w, { add: [], remove: [], links: fewer });
+    expect(Object.keys(saved.links ?? {})).toHaveLength(2001);
   });
 
   it("deltas from the wire: canonical paths only, bounded", () => {
