@@ -13,7 +13,7 @@
  */
 import { quotaExceeded, type QuotaStanding } from "./fields.js";
 import type { Caller, LimitsStore } from "./store.js";
-import type { StorageUsage } from "./usage.js";
+import type { ChargeOptions, StorageUsage } from "./usage.js";
 import type { StorageDriver } from "../storage/types.js";
 import type { StorageAllowances } from "./storage-allowance.js";
 import type { HoldAsk } from "./held-room.js";
@@ -51,11 +51,15 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
   const { limits, later } = route;
   // Only where the settle can finish after the answer (waitUntil): a Lambda environment frozen with a settle in flight could lose it, or apply it twice when the SDK retries it.
   const allowances = later ? route.allowances : undefined;
+  /** The object's decision on `delta`; a workspace it has no count of yet is counted (countStored) and the object asked again with it. */
+  const counted = async (delta: StorageUsage, opts: ChargeOptions = {}) => {
+    const d = await limits.chargeStorage(tenant, caller, ws, delta, opts);
+    return !d.ok && "unknown" in d ? limits.chargeStorage(tenant, caller, ws, delta, { ...opts, init: await countStored(driver, filesPrefix) }) : d;
+  };
   /** A charge of nothing: the object's count (the workspace counted first when it has none), or null when it cannot be reached. */
   const nothing = async (opts: { standing?: boolean }) => {
     try {
-      let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, opts);
-      if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { ...opts, init: await countStored(driver, filesPrefix) });
+      const d = await counted({ files: 0, bytes: 0 }, opts);
       return d.ok ? d : null;
     } catch (e) {
       unreachable(e);
@@ -70,8 +74,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
     standing: async () => (await nothing({ standing: true }))?.standing ?? null,
     async hold(ask) {
       try {
-        let d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { hold: ask });
-        if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, { files: 0, bytes: 0 }, { hold: ask, init: await countStored(driver, filesPrefix) });
+        const d = await counted({ files: 0, bytes: 0 }, { hold: ask });
         if (d.ok) return d.hold ? { id: d.hold.id } : null;
         return "unknown" in d ? null : { quota: d.quota, usage: d.usage, limit: d.limit };
       } catch (e) {
@@ -90,10 +93,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
           const a = await allowances.charge(tenant, caller, ws, delta, () => countStored(driver, filesPrefix), later);
           if (a === "pooled") return;
           d = a;
-        } else {
-          d = await limits.chargeStorage(tenant, caller, ws, delta);
-          if (!d.ok && "unknown" in d) d = await limits.chargeStorage(tenant, caller, ws, delta, { init: await countStored(driver, filesPrefix) });
-        }
+        } else d = await counted(delta);
       } catch (e) {
         return unreachable(e);
       }

@@ -1,7 +1,8 @@
 /**
  * KeyValueStore over any StorageDriver (used on AWS, where there is no Workers KV).
  *
- * Each key is one object `<prefix><encoded key>` holding a JSON envelope `{ v: value, e?: expiresAtMs }`.
+ * Each key is one object `<prefix><encoded key>` holding a JSON envelope `{ v: value, e?: expiresAtMs, m?: metadata }`
+ * (the listing reads every envelope anyway, for expiry: the metadata comes with it).
  * An entry past its expiry reads as missing (get and list); it is not deleted, so the objects stay until
  * overwritten or removed by a bucket lifecycle rule.
  */
@@ -11,6 +12,8 @@ interface Envelope {
   v: string;
   /** Expiry, epoch milliseconds. */
   e?: number;
+  /** The key's list metadata. */
+  m?: string;
 }
 
 export interface StorageKeyValueOptions {
@@ -65,7 +68,7 @@ export function storageKeyValue(driver: StorageDriver, prefix: string, opts: Sto
 
     async put(key, value, putOpts) {
       const ttl = putOpts?.expirationTtl;
-      const env: Envelope = ttl === undefined ? { v: value } : { v: value, e: now() + ttl * 1000 };
+      const env: Envelope = { v: value, ...(ttl === undefined ? {} : { e: now() + ttl * 1000 }), ...(putOpts?.metadata !== undefined ? { m: putOpts.metadata } : {}) };
       await driver.put(objectKey(key), JSON.stringify(env), { contentType: "application/json" });
     },
 
@@ -74,19 +77,18 @@ export function storageKeyValue(driver: StorageDriver, prefix: string, opts: Sto
     },
 
     // The cursor: the page's last object key, relative to the listing's prefix (never a whole storage key, which can name a tenant).
-    async list({ prefix: keyPrefix, cursor, limit }) {
+    async list({ prefix: keyPrefix, cursor, limit, metadata }) {
       const listed = objectKey(keyPrefix);
       const page = await driver.list({ prefix: listed, ...(cursor ? { startAfter: listed + cursor } : {}), ...(limit ? { limit } : {}) });
       const candidates = page.objects.map((o) => o.key);
       // Only entries with an expiry can be dead, but which ones have one is inside the object: read them.
-      const live: boolean[] = [];
+      const envs: (Envelope | null)[] = [];
       for (let i = 0; i < candidates.length; i += LIST_READ_CONCURRENCY) {
-        const batch = candidates.slice(i, i + LIST_READ_CONCURRENCY);
-        live.push(...(await Promise.all(batch.map(async (k) => (await read(k)) !== null))));
+        envs.push(...(await Promise.all(candidates.slice(i, i + LIST_READ_CONCURRENCY).map(read))));
       }
-      const keys = candidates.filter((_, i) => live[i]).map((k) => decodeKvKey(k.slice(prefix.length)));
+      const live = candidates.flatMap((k, i) => (envs[i] ? [{ key: decodeKvKey(k.slice(prefix.length)), m: envs[i]!.m }] : []));
       const last = candidates[candidates.length - 1];
-      return { keys, ...(page.cursor && last !== undefined ? { cursor: last.slice(listed.length) } : {}) };
+      return { keys: live.map((l) => l.key), ...(metadata ? { metadata: live.map((l) => l.m) } : {}), ...(page.cursor && last !== undefined ? { cursor: last.slice(listed.length) } : {}) };
     },
   };
 }

@@ -158,10 +158,17 @@ export const isConditionFailed = (e: unknown): e is ConditionFailedError => e in
 export const unquoteEtag = (etag: string): string => etag.replace(/^W\//, "").replace(/^"(.*)"$/, "$1");
 export const quoteEtag = (etag: string): string => `"${etag}"`;
 
-/** Small key-value store (Workers KV, or an adapter over a StorageDriver on AWS). */
+/** The most a key's list metadata may hold (characters, ASCII expected): Workers KV takes 1,024 bytes, serialized. */
+export const KV_METADATA_MAX = 1000;
+
+/**
+ * Small key-value store (Workers KV, or an adapter over a StorageDriver on AWS). A key may carry
+ * `metadata` (at most KV_METADATA_MAX characters), handed back by `list` with `metadata: true`
+ * (`metadata`, beside `keys`: undefined for a key without), so a listing can sort its keys without a GET of each.
+ */
 export interface KeyValueStore {
   get(key: string): Promise<string | null>;
-  put(key: string, value: string, opts?: { expirationTtl?: number }): Promise<void>;
+  put(key: string, value: string, opts?: { expirationTtl?: number; metadata?: string }): Promise<void>;
   delete(key: string): Promise<void>;
-  list(opts: { prefix: string; cursor?: string; limit?: number }): Promise<{ keys: string[]; cursor?: string }>;
+  list(opts: { prefix: string; cursor?: string; limit?: number; metadata?: boolean }): Promise<{ keys: string[]; metadata?: (string | undefined)[]; cursor?: string }>;
 }

@@ -22,8 +22,8 @@ import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
-import { chargedAhead, readPlan, WriteBackBound } from "./writeback-bound.js";
-import { drawingOn, holdMs, readHoldTerms, takeHold } from "./writeback-hold.js";
+import { readPlan } from "./writeback-bound.js";
+import { readHoldTerms, writeBackCharge } from "./writeback-hold.js";
 
 /** Files of one batch written at once. */
 const PARALLEL = 6;
@@ -45,20 +45,8 @@ export async function handleWriteBatch(req: Request, route: "put" | "delete", cl
   const terms = readHoldTerms(query);
   // The write-back's plan (its first request; with a hold, a put batch's own share).
   const plan = route === "put" || terms.reserve ? readPlan(query) : null;
-  let hold = terms.hold ?? null;
-  let ahead: ReturnType<typeof chargedAhead> | null = null;
-  if (plan && quota && terms.reserve) {
-    // The whole write-back's charge held once, its deletes credited (writeback-hold.ts): refused, nothing of it is written.
-    hold = await takeHold(quota, plan, holdMs(claims.exp));
-  } else if (plan && quota && !hold) {
-    // Refused whole, before anything is read or written, when the quotas could not accept it; its files then charged at once before the first is written.
-    const standing = await quota.standing();
-    if (standing) new WriteBackBound(standing, plan).declared();
-    if (standing) ahead = chargedAhead(quota, plan);
-  }
-  const drawn = quota && hold ? drawingOn(quota, hold, terms.release) : null;
-  // A batch drawing on the hold: its own share taken from it at once (releasing the rest on the write-back's last request), what is left given back.
-  if (plan && drawn && !terms.reserve) ahead = chargedAhead(drawn, plan);
+  // One change, a batch charged ahead, or a hold taken or drawn on (writeback-hold.ts): refused, nothing of it is written.
+  const { hold, ahead, drawn } = await writeBackCharge(quota, plan, terms, claims.exp);
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
   const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? drawn ?? quota) });

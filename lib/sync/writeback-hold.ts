@@ -18,7 +18,7 @@ import { ToolError } from "../shared/errors.js";
 import { quotaExceeded } from "../limits/fields.js";
 import type { StorageQuotaHandle } from "../limits/storage-quota.js";
 import type { StorageQuota } from "../workspace/workspace-types.js";
-import { planQuery, WriteBackBound, type WriteBackPlan } from "./writeback-bound.js";
+import { chargedAhead, planQuery, WriteBackBound, type WriteBackPlan } from "./writeback-bound.js";
 
 /** The longest a hold is kept unreleased (the run's sync token usually ends first). */
 export const HOLD_MAX_MS = 10 * 60_000;
@@ -85,4 +85,29 @@ export function drawingOn(quota: StorageQuotaHandle, id: string, release = false
     settle: (d) => quota.settle(d, { draw: id }),
     end: async () => (releasing ? quota.settle({ files: 0, bytes: 0 }, { draw: id, release: true }) : undefined),
   };
+}
+
+/**
+ * How one write-back request is charged, from its plan and its hold terms (the one choice, for
+ * /v1/sync/put and /v1/sync/delete):
+ *  - `reserve` with a plan: the whole write-back's hold taken (takeHold), its deletes credited;
+ *  - a plan and no hold (a write-back of one request): bounded whole against where the quotas stand
+ *    (WriteBackBound), then its files charged at once before the first is written (`ahead`);
+ *  - `hold` (a later request): each change drawn on the hold (`drawn`), a put batch's own share
+ *    charged from it at once (`ahead`), the rest of the hold released by the last request;
+ *  - neither (a single file's route, or no quota): each file charged as it is written.
+ * Refused (QUOTA_EXCEEDED) before the request reads or writes anything.
+ */
+export async function writeBackCharge(quota: StorageQuotaHandle | undefined, plan: WriteBackPlan | null, terms: HoldTerms, exp: number): Promise<{ hold: string | null; ahead: ReturnType<typeof chargedAhead> | null; drawn: ReturnType<typeof drawingOn> | null }> {
+  let hold = terms.hold ?? null;
+  let ahead: ReturnType<typeof chargedAhead> | null = null;
+  if (plan && quota && terms.reserve) hold = await takeHold(quota, plan, holdMs(exp));
+  else if (plan && quota && !hold) {
+    const standing = await quota.standing();
+    if (standing) new WriteBackBound(standing, plan).declared();
+    if (standing) ahead = chargedAhead(quota, plan);
+  }
+  const drawn = quota && hold ? drawingOn(quota, hold, terms.release) : null;
+  if (plan && drawn && !terms.reserve) ahead = chargedAhead(drawn, plan);
+  return { hold, ahead, drawn };
 }

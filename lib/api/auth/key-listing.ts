@@ -11,12 +11,17 @@
  *
  *   position = { kv: the KV cursor the listing resumes from (none: the start), after: the last key id passed there }
  *
- * Costs: 1 KV LIST a round and 2 KV GETs a key read. A round lists as many keys as the page still
- * needs (1 for the look past a full page), 10 or more once a key not shown was met or when it
- * resumes within a KV page (it lists again the keys up to `after`, and reads none of them). A page reads at
- * most MAX_READS keys in at most MAX_LISTS rounds (Workers allow 1,000 KV operations a request):
- * past them it ends where it stopped, with a cursor, shorter than the limit (a run of more than
- * ~200 keys the caller is not shown can thus shorten a page: the one thing it can tell of them).
+ * Each key's id entry carries its bounds as list metadata (keys.ts listedMetadata), so a key the
+ * caller is not shown is passed on the listing alone, never read; a key whose entry has none (made
+ * before the entries carried them, or bounds over 1,000 characters) is read to decide, as before.
+ * Costs: 1 KV LIST a round and 2 KV GETs a key read (the keys shown, one past a full page, and keys
+ * without bounds on their entry). A round lists as many keys as the page still needs (1 for the
+ * look past a full page); once a key not shown (or one passed before, resuming within a KV page)
+ * was met, 10, then twice as many each round, up to 1,000. A page makes at most MAX_LISTS rounds
+ * (about 17,000 keys listed) and MAX_READS reads (Workers allow 1,000 KV operations a request):
+ * past them it ends where it stopped, with a cursor, shorter than the limit, even empty: more keys
+ * may follow, ask with the cursor. So a run of more than ~17,000 keys the caller is not shown (or
+ * ~200 keys made before their entries carried bounds) can shorten a page: the one thing it can tell of them.
  * The admin's listing (everything shown) makes no look past a full page: 1 LIST + 2 GETs a key, as before.
  */
 import { ToolError } from "../../shared/errors.js";
@@ -24,15 +29,18 @@ import type { Sealer } from "../../shared/seal.js";
 import { compareKeys } from "../../layout/key-order.js";
 import { cursorSealer, openedCursor, sealedCursor } from "../../layout/sealed-cursor.js";
 import type { KeyValueStore, StorageDriver } from "../../storage/types.js";
-import { getTenant, hashKey, keyIdKey, keyInfoOf, MAX_LIST_PAGE, type ApiKeyRecord } from "./keys.js";
+import type { ToolList } from "../../layout/workspace-meta.js";
+import { getTenant, hashKey, keyIdKey, keyInfoOf, listedBoundsOf, MAX_LIST_PAGE, type ApiKeyRecord, type ListedBounds } from "./keys.js";
 
 const LISTING = "api keys";
 const WHAT = "GET /v1/keys, or the admin's keys of the same tenant";
 /** The most key records one page reads, and KV list rounds it makes (see the file comment). */
 export const MAX_READS = 2 * MAX_LIST_PAGE;
 export const MAX_LISTS = 24;
-/** Keys a round lists at least once a key not shown was met: fewer rounds across a run of them. */
+/** Keys a round lists at least once a key not shown was met (doubling each round, up to LIST_MOST): fewer rounds across a run of them. */
 const ROUND_AFTER_HIDDEN = 10;
+/** The most keys one KV list gives (Workers KV's own bound). */
+const LIST_MOST = 1000;
 
 type Position = { kv?: string; after?: string };
 
@@ -55,6 +63,9 @@ async function recordOf(kv: KeyValueStore, idKey: string): Promise<ApiKeyRecord 
   return raw ? (keyInfoOf(JSON.parse(raw) as ApiKeyRecord) as ApiKeyRecord) : null; // null: revoked between the list and the read
 }
 
+/** What the caller's rule (`shown`) decides on: a key's id and bounds, from its id entry's metadata or its record. */
+export type KeyCandidate = ListedBounds & { key_id: string; tools?: ToolList | "all" };
+
 /**
  * One page of `tenant`'s API keys (never the key or its hash), in key id order; `shown` keeps those
  * of a batch the caller may see (absent: all). KV lists are eventually consistent: a new key may take a minute to show.
@@ -65,7 +76,7 @@ export async function listApiKeys(
   tenant: string,
   opts: { cursor?: string | undefined; limit?: number | undefined },
   cursors: Sealer,
-  shown?: (keys: ApiKeyRecord[]) => Promise<ApiKeyRecord[]>,
+  shown?: <T extends KeyCandidate>(keys: T[]) => Promise<T[]>,
 ): Promise<{ keys: ApiKeyRecord[]; cursor?: string }> {
   await getTenant(storage, tenant);
   const prefix = keyIdKey(tenant, "");
@@ -74,27 +85,50 @@ export async function listApiKeys(
   const keys: ApiKeyRecord[] = [];
   const page = async (next: Position | null) => ({ keys, ...(next ? { cursor: await sealedCursor(cursors, LISTING, prefix, JSON.stringify(next)) } : {}) });
   let reads = 0;
-  let hiddenMet = false;
+  let hiddenRounds = 0; // rounds since a key not shown (or passed before: from.after) was met: each lists twice as many keys, up to LIST_MOST
   for (let lists = 0; ; lists++) {
     if (reads >= MAX_READS || lists >= MAX_LISTS || (keys.length === limit && !shown)) return page(at);
     const from = at;
     const want = keys.length < limit ? limit - keys.length : 1; // 1: the look past a full page
-    const size = hiddenMet || from.after !== undefined ? Math.max(want, ROUND_AFTER_HIDDEN) : want; // from.after: the round lists again keys it passed
-    const r = await withCursor(from.kv, () => kv.list({ prefix, limit: size, ...(from.kv ? { cursor: from.kv } : {}) }));
-    const ids = r.keys.map((k) => k.slice(prefix.length)).filter((id) => from.after === undefined || compareKeys(id, from.after) > 0);
-    const records = await Promise.all(ids.map((id) => recordOf(kv, prefix + id)));
-    reads += ids.length;
-    const read = records.filter((k): k is ApiKeyRecord => k !== null);
-    const visible = new Set((shown ? await shown(read) : read).map((k) => k.key_id));
-    for (const [i, id] of ids.entries()) {
-      const rec = records[i];
-      if (rec && visible.has(rec.key_id)) {
-        if (keys.length === limit) return page(at); // one more is shown: the page ends before it
-        keys.push(rec);
-      } else hiddenMet = true;
-      at = { ...(from.kv ? { kv: from.kv } : {}), after: id };
+    // from.after: the round lists again keys it passed.
+    const size = hiddenRounds > 0 ? Math.min(LIST_MOST, Math.max(want, ROUND_AFTER_HIDDEN << (hiddenRounds - 1))) : from.after !== undefined ? Math.max(want, ROUND_AFTER_HIDDEN) : want;
+    if (hiddenRounds > 0) hiddenRounds++;
+    const r = await withCursor(from.kv, () => kv.list({ prefix, limit: size, metadata: true, ...(from.kv ? { cursor: from.kv } : {}) }));
+    const listed = r.keys.map((k, i) => ({ id: k.slice(prefix.length), bounds: listedBoundsOf(r.metadata?.[i]) })).filter((l) => from.after === undefined || compareKeys(l.id, from.after) > 0);
+    if (listed.length < r.keys.length && hiddenRounds === 0) hiddenRounds = 1;
+    // A key whose entry carries its bounds and that the caller is not shown is passed without a read.
+    const passed = new Set<string>();
+    if (shown) {
+      const known = listed.flatMap((l) => (l.bounds ? [{ ...l.bounds, key_id: l.id }] : []));
+      const kept = new Set((await shown(known)).map((k) => k.key_id));
+      for (const k of known) if (!kept.has(k.key_id)) passed.add(k.key_id);
+    }
+    // In order, in batches of as many reads as the page still needs; the rule then decides on the records read.
+    for (let i = 0; i < listed.length; ) {
+      const need = Math.min(keys.length < limit ? limit - keys.length : 1, MAX_READS - reads);
+      const batch: string[] = [];
+      let j = i;
+      for (; j < listed.length; j++) {
+        if (passed.has(listed[j]!.id)) continue;
+        if (batch.length >= need) break;
+        batch.push(listed[j]!.id);
+      }
+      if (j === i) return page(at); // the next key needs a read, and the page has made all it may
+      const records = await Promise.all(batch.map((id) => recordOf(kv, prefix + id)));
+      reads += batch.length;
+      const read = records.filter((k): k is ApiKeyRecord => k !== null);
+      const visible = new Set((shown ? await shown(read) : read).map((k) => k.key_id));
+      const byId = new Map(batch.map((id, n) => [id, records[n]]));
+      for (; i < j; i++) {
+        const rec = byId.get(listed[i]!.id);
+        if (rec && visible.has(rec.key_id)) {
+          if (keys.length === limit) return page(at); // one more is shown: the page ends before it
+          keys.push(rec);
+        } else if (hiddenRounds === 0) hiddenRounds = 1;
+        at = { ...(from.kv ? { kv: from.kv } : {}), after: listed[i]!.id };
+      }
     }
     if (!r.cursor) return page(null);
-    at = { kv: r.cursor, ...(ids.length === 0 && from.after !== undefined ? { after: from.after } : {}) }; // a round of keys all passed before: still after it
+    at = { kv: r.cursor, ...(listed.length === 0 && from.after !== undefined ? { after: from.after } : {}) }; // a round of keys all passed before: still after it
   }
 }

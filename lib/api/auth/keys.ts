@@ -8,7 +8,7 @@ import { ToolError } from "../../shared/errors.js";
 import { randomId, sha256Hex } from "../../shared/hash.js";
 import { ID_PATTERN, TENANTS_PREFIX, tenantRecordKey } from "../../layout/paths.js";
 import { listPageAt } from "../../layout/page-cursor.js";
-import { isConditionFailed, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
+import { isConditionFailed, KV_METADATA_MAX, type KeyValueStore, type StorageDriver } from "../../storage/types.js";
 import type { ToolList } from "../../layout/workspace-meta.js";
 import type { IsolateCache } from "../../shared/isolate-cache.js";
 import { DEFAULT_SCOPES, OAUTH_KEY_ID_PREFIX, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
@@ -79,6 +79,32 @@ function authOf(rec: ApiKeyRecord): AuthInfo {
 export const hashKey = (hash: string) => `apikey/${hash}`;
 export const keyIdKey = (tenant: string, keyId: string) => `keyid/${tenant}/${keyId}`;
 
+/** What a key may reach (key-bounds.ts KeyBounds), as its id entry carries it for the listing. */
+export type ListedBounds = Pick<ApiKeyRecord, "scopes" | "tools" | "workspaces" | "expires_at" | "limits">;
+
+/**
+ * The id entry's list metadata: the key's bounds, so GET /v1/keys decides which keys a caller is
+ * shown from the KV listing alone (lib/api/auth/key-listing.ts); none when they do not fit
+ * (KV_METADATA_MAX: a key of many workspace patterns or tool names), and such a key is read to decide.
+ * A key's bounds never change (a rotation keeps them), so the copy never goes stale.
+ */
+function listedMetadata(rec: ApiKeyRecord): { metadata?: string } {
+  const { scopes, tools, workspaces, expires_at, limits } = rec;
+  const text = JSON.stringify(definedOf({ scopes, tools, workspaces, expires_at, limits }));
+  return text.length <= KV_METADATA_MAX ? { metadata: text } : {};
+}
+
+/** A key's bounds from its id entry's metadata; null when it has none (made before the entries carried them, or too large) or it does not read. */
+export function listedBoundsOf(metadata: string | undefined): ListedBounds | null {
+  if (metadata === undefined) return null;
+  try {
+    const b = JSON.parse(metadata) as ListedBounds;
+    return Array.isArray(b?.scopes) ? b : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function createTenant(storage: StorageDriver, input: { id?: string; name?: string }): Promise<Tenant> {
   const id = input.id ?? `tn_${randomId(12)}`;
   if (!ID_PATTERN.test(id)) throw new ToolError("INVALID_ARGUMENT", `Invalid tenant id ${JSON.stringify(id)}: use 1-63 lower-case letters, digits, '-' or '_'.`, { id });
@@ -121,7 +147,7 @@ export async function createApiKey(kv: KeyValueStore, storage: StorageDriver, te
   const record: ApiKeyRecord = { key_id: keyId, tenant, name: name ?? "default", scopes: scopes ?? DEFAULT_SCOPES, ...definedOf(bounds), created_at: new Date().toISOString() };
   const hash = await sha256Hex(key);
   await kv.put(hashKey(hash), JSON.stringify(record));
-  await kv.put(keyIdKey(tenant, keyId), hash);
+  await kv.put(keyIdKey(tenant, keyId), hash, listedMetadata(record));
   return { key, record };
 }
 
@@ -174,7 +200,7 @@ export async function rotateApiKey(kv: KeyValueStore, tenant: string, keyId: str
   cache?.forget(found.hash);
   const record: ApiKeyRecord = { ...rec, ...(stillInGrace.length ? { previous: stillInGrace } : {}) };
   await kv.put(hashKey(hash), JSON.stringify(record));
-  await kv.put(keyIdKey(tenant, keyId), hash);
+  await kv.put(keyIdKey(tenant, keyId), hash, listedMetadata(record));
   return { key, record };
 }
 

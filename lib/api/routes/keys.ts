@@ -11,8 +11,8 @@ import { ToolError } from "../../shared/errors.js";
 import { keyScopesFor, parseToolList, PRESET_NAMES } from "../../run/toolset.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
 import { exceedsMaker, keyShownTo, MAX_ROTATION_GRACE_SECONDS, parseExpiry, parseWorkspacePatterns } from "../auth/key-bounds.js";
-import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type ApiKeyRecord, type NewKey } from "../auth/keys.js";
-import { keyListCursors, listApiKeys } from "../auth/key-listing.js";
+import { createApiKey, getApiKeyById, keyInfoOf, keyNotFound, MAX_LIST_PAGE, revokeApiKey, rotateApiKey, type NewKey } from "../auth/keys.js";
+import { keyListCursors, listApiKeys, type KeyCandidate } from "../auth/key-listing.js";
 import { MAX_LINEAGE, SCOPES, type AuthInfo, type Scope } from "../../contract/caller.js";
 import type { AppDeps } from "../deps.js";
 import { parseJsonBody } from "../http.js";
@@ -135,7 +135,7 @@ export function tenantKeysApp(deps: AppDeps, builtins: readonly Tool[]) {
     async (c) => {
       const maker = c.get("auth");
       // Only the keys it could have made; the listing fills its pages with them, and seals its cursors (lib/api/auth/key-listing.ts).
-      const shown = async (keys: ApiKeyRecord[]) => {
+      const shown = async <T extends KeyCandidate>(keys: T[]) => {
         const catalog = await catalogForLists(deps, builtins, maker.tenant, [maker.tools, ...keys.map((k) => k.tools)]);
         return keys.filter((k) => keyShownTo(k, maker, catalog));
       };

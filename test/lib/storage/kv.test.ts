@@ -6,7 +6,7 @@ import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { r2Driver } from "../../../lib/storage/drivers/r2.js";
 import { decodeKvKey, encodeKvKey, storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import { workersKeyValue } from "../../../lib/storage/kv-workers.js";
-import type { KeyValueStore } from "../../../lib/storage/types.js";
+import { KV_METADATA_MAX, type KeyValueStore } from "../../../lib/storage/types.js";
 
 const bindings = env as unknown as WorkersEnv;
 
@@ -72,6 +72,16 @@ function describeKvConformance(name: string, make: () => KeyValueStore, opts: Kv
       expect(r.keys.sort()).toEqual([`${p}p/a`, `${p}p/b`, `${p}p/c/d`]);
       expect(r.cursor).toBeUndefined();
       expect(await kv.list({ prefix: `${p}nothing` })).toEqual({ keys: [] });
+    });
+
+    it("hands back a key's metadata with its listing when asked, and only then", async () => {
+      const p = fresh();
+      await kv.put(`${p}a`, "1", { metadata: '{"scopes":["read"]}' });
+      await kv.put(`${p}b`, "2");
+      await kv.put(`${p}c`, "3", { metadata: "x".repeat(KV_METADATA_MAX) });
+      expect(await kv.list({ prefix: p, metadata: true })).toEqual({ keys: [`${p}a`, `${p}b`, `${p}c`], metadata: ['{"scopes":["read"]}', undefined, "x".repeat(KV_METADATA_MAX)] });
+      expect(await kv.list({ prefix: p })).toEqual({ keys: [`${p}a`, `${p}b`, `${p}c`] });
+      expect(await kv.get(`${p}a`)).toBe("1");
     });
 
     it("pages a listing with limit and cursor (12 keys, limit 5)", async () => {

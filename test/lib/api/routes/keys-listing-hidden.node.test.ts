@@ -59,7 +59,7 @@ async function setup(hidden = HIDDEN) {
   for (const id of hidden) await plant(kv, TENANT, id, { scopes: ["read", "write"] });
   for (const id of VISIBLE) await plant(kv, TENANT, id, { workspaces: ["u42-x"] });
   for (const id of ["0otheraaa", "0otherbbb"]) await plant(kv, OTHER, id, {});
-  return { req, ops, limited, wide, other, hidden: [...hidden, wide.key_id] };
+  return { req, ops, kv, make, limited, wide, other, hidden: [...hidden, wide.key_id] };
 }
 type Setup = Awaited<ReturnType<typeof setup>>;
 
@@ -144,6 +144,31 @@ describe("GET /v1/keys for a manage key that may not see every key", () => {
       expect(c.gets).toBeLessThanOrEqual(2 * (MAX_READS + ROUND_MOST) + 2);
     }
     expect(p.costs.length).toBeLessThanOrEqual(Math.ceil(many.length / MAX_READS) + 5);
+  });
+
+  it("a manage key limited to one workspace, among 450 keys of other workspaces in a row: full pages, no hidden key read, none named", async () => {
+    const s = await setup([]);
+    // Planted ids sort around the made ones' random ids, so the 450 made form one run between them.
+    const manager = { id: "0000mgr", key: "tsk_0000mgr_limitedmanagersecret" };
+    await s.kv.put(`apikey/${await sha256Hex(manager.key)}`, JSON.stringify({ key_id: manager.id, tenant: TENANT, name: "m", scopes: ["read", "manage"], workspaces: ["u7-x"], created_at: "2026-11-30T00:00:00.000Z" }));
+    await s.kv.put(`keyid/${TENANT}/${manager.id}`, await sha256Hex(manager.key));
+    const own = ["0000own1", "0000own2", "zzzzown3", "zzzzown4"];
+    for (const id of own) await plant(s.kv, TENANT, id, { workspaces: ["u7-x"] });
+    const made: string[] = [];
+    for (let i = 0; i < 450; i++) made.push((await s.make(TENANT, { scopes: ["read"], workspaces: [`u${i % 9}-x`, `other-${i}`] })).key_id);
+    const p = await pages(s, "/v1/keys", manager.key, 2);
+    const shown = [manager.id, ...own].sort();
+    expect(p.ids).toEqual(shown);
+    expect(p.lengths).toEqual(lengthsOf(shown.length, 2));
+    // A key it is not shown is passed on its id entry's bounds, never read: a page reads its own keys and one past them (2 GETs each),
+    // its caller's key, and the setup's 3 planted keys of u42-x (entries without bounds, as keys made before them: read to decide).
+    for (const c of p.costs) expect(c.gets).toBeLessThanOrEqual(2 * 3 + 2 + 2 * VISIBLE.length);
+    // The run is listed in rounds twice as long each time (10, 20, 40 … up to 1,000 keys a KV list).
+    for (const c of p.costs) expect(c.lists).toBeLessThanOrEqual(8);
+    for (const c of p.cursors) for (const text of readings(c)) for (const id of [...made, TENANT]) expect(text).not.toContain(id);
+    // The keys of other workspaces are there: the admin lists them all.
+    const admin = await pages(s, `/v1/admin/tenants/${TENANT}/keys`, ADMIN, 100);
+    expect(admin.ids.length).toBe(shown.length + made.length + VISIBLE.length + 2);
   });
 
   it("a cursor of another tenant, of another listing, or changed, is INVALID_ARGUMENT saying to list again", async () => {
