@@ -10,7 +10,8 @@
  * first is written (chargedAhead: one round trip for the batch, and a write-back racing for the
  * same room is refused whole here), each file taken from that charge, what is left given back.
  * A write-back of more requests holds its whole charge first (writeback-hold.ts: `reserve`, then
- * each request draws on the hold, the last releases it), its deletes credited and applied first.
+ * each request draws on the hold, the last releases it), its deletes credited and applied first;
+ * `fill` makes the hold whole when one of them freed nothing.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
@@ -23,7 +24,7 @@ import { commitSyncJournal, syncJournal } from "./journal.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 import { chargedAhead, readPlan, WriteBackBound } from "./writeback-bound.js";
-import { drawingOn, holdMs, readHoldTerms, takeHold } from "./writeback-hold.js";
+import { drawingOn, fillHold, holdMs, readHoldTerms, takeHold } from "./writeback-hold.js";
 
 /** Files of one batch written at once. */
 const PARALLEL = 6;
@@ -56,6 +57,8 @@ export async function handleWriteBatch(req: Request, route: "put" | "delete", cl
     if (standing) new WriteBackBound(standing, plan).declared();
     if (standing) ahead = chargedAhead(quota, plan);
   }
+  // After its deletes, one of which did not land: the room the hold still awaits taken from the free room before any write (refused: none is written).
+  if (quota && hold && terms.fill) await fillHold(quota, hold);
   const drawn = quota && hold ? drawingOn(quota, hold, terms.release) : null;
   // A batch drawing on the hold: its own share taken from it at once (releasing the rest on the write-back's last request), what is left given back.
   if (plan && drawn && !terms.reserve) ahead = chargedAhead(drawn, plan);
@@ -156,7 +159,7 @@ async function deleteBatch(req: Request, ws: Workspace, extra: Record<string, un
         if (await ws.head(p)) still.add(p);
       }));
     }
-    for (const x of items) answers[x.i] = still.has(x.path) ? { path: answers[x.i]!.path, conflict: true } : { path: answers[x.i]!.path, deleted: true };
+    for (const x of items) answers[x.i] = still.has(x.path) ? { path: answers[x.i]!.path, conflict: true } : { path: answers[x.i]!.path, deleted: true, ...(no.has(x.path) ? { gone: true as const } : {}) };
   }
   return json({ files: answers, ...extra });
 }

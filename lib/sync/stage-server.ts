@@ -30,6 +30,7 @@ import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
 import { readPlan, WriteBackBound } from "./writeback-bound.js";
+import { drawingOn, readHoldTerms } from "./writeback-hold.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 
@@ -47,10 +48,12 @@ export async function handleStaging(req: Request, route: "stage" | "commit", cla
 }
 
 async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
-  // Where the storage quotas stand, and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
-  const plan = readPlan(new URL(req.url).searchParams);
+  // Where the storage quotas stand (a write-back holding its room: its hold's room as its own), and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
+  const query = new URL(req.url).searchParams;
+  const plan = readPlan(query);
+  const hold = readHoldTerms(query).hold;
   const quota = runQuota(claims, deps);
-  const standing = quota ? await quota.standing() : null;
+  const standing = quota ? await quota.standing(hold ? { draw: hold } : undefined) : null;
   const bound = standing ? new WriteBackBound(standing, plan) : null;
   bound?.declared();
   const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
@@ -108,8 +111,10 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
       answers.push(null);
     }
   }
-  // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
-  const quota = runQuota(claims, deps);
+  // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back; drawn on the write-back's hold when it holds its room.
+  const run = runQuota(claims, deps);
+  const hold = readHoldTerms(new URL(req.url).searchParams).hold;
+  const quota = run && hold ? drawingOn(run, hold) : run;
   const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
   if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);
