@@ -19,9 +19,10 @@
  *
  * All or nothing against the storage quotas (writeback-plan.ts): the API is told the whole
  * write-back's plan (its files' bytes, new paths, the bytes they replace) before anything is
- * written, with the first stage request or put batch, or as a hold taken ahead of the rest (a put
- * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the writes
- * drawing on the hold, and its release: lib/sync/writeback-hold.ts); refused (QUOTA_EXCEEDED), none
+ * written, with the only put batch, or as a hold taken ahead of the rest, packed or not (a put
+ * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the hold
+ * made whole when one freed nothing, the writes drawing on it, and its release: writeback-held.ts,
+ * lib/sync/writeback-hold.ts; against an API without holds, the plan rides on each stage request); refused (QUOTA_EXCEEDED), none
  * of the run's changes is written back, deletes included, and each is skipped with the API's
  * message. A write-back of one change sends no plan.
  *

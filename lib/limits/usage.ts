@@ -48,9 +48,8 @@ export interface ChargeOptions {
   hold?: HoldAsk;
   /** The write-back's hold this change draws on: its growth taken from the hold's room first (only the rest is checked), a give-back refilling what it awaits. */
   draw?: string;
-  /** With `draw`: the hold is released after the change (the write-back's end). */
+  /** With `draw`: the hold is released after the change (the write-back's end); `fill`: what it still awaits of its deletes is taken from the free room now (held-room.ts unfilled), or the change is refused. With `standing`: its own room is not counted as used. */
   release?: boolean;
-  /** With `draw`: what the hold still awaits of its deletes is taken from the free room now (held-room.ts unfilled), or the change is refused. With `standing`: the hold's own room is not counted as used. */
   fill?: boolean;
 }
 

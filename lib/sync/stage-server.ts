@@ -3,7 +3,7 @@
  * verified token: tenant, workspace and run come from the token only.
  *
  * stage: bounded by the storage quotas first (writeback-bound.ts: the runner's plan in the query, where
- * the quotas stand, one round trip): a write-back that would pass them is refused with
+ * the quotas stand, one round trip; with `hold=<id>`, the write-back's hold, writeback-hold.ts, its room counted as the run's): a write-back that would pass them is refused with
  * QUOTA_EXCEEDED before this request's pack is written (the packs of the run's earlier requests
  * are left unreferenced, as for any staged file never committed: GC deletes them). Then the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
  * visible), each file's etag is the MD5 of its bytes (what its own R2/S3 object would have), and
@@ -14,7 +14,7 @@
  * it, and grep then reads that file directly until it is indexed again. The answer signs what was
  * staged (the receipt).
  * commit: every receipt verified (a forged, damaged or other run's receipt → 400, nothing
- * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
+ * switched), its charge (drawn on the write-back's hold with `hold=<id>`), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
