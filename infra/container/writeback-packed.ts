@@ -17,6 +17,10 @@
  * the ordinary path then sends it no more.
  * Refused: no stage request more, no commit, and none of these files goes the ordinary way (that
  * would write some of them up to the quota): each is skipped with the API's message.
+ * Held (writeback-held.ts, when the API holds): the write-back's whole charge was held before any
+ * stage request, its deletes credited and applied first; every stage request and the commit carry
+ * the hold (`hold`): the stage route counts the hold's room as the run's, the commit draws on it, so
+ * a writer racing it cannot take the room between its stages and its commit.
  */
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
@@ -74,7 +78,8 @@ export interface PackedOutcome {
  * Writes back `changes` (created/modified; `sizes` as stat'ed, `plan` the whole write-back's) through stage + commit;
  * says what is left for the ordinary path, or that the quotas refused the write-back.
  */
-export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number, sizes: Sizes, whole: WriteBackPlan): Promise<PackedOutcome> {
+export async function packedWriteBack(tree: string, changes: Change[], sync: SyncClient, hooks: PackedHooks, workspaceFiles: number, sizes: Sizes, whole: WriteBackPlan, hold: string | null = null): Promise<PackedOutcome> {
+  const terms = hold ? { hold } : undefined;
   const rest: Change[] = [];
   const small: { c: Change; size: number }[] = [];
   for (const c of changes) {
@@ -134,7 +139,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
     const t0 = Date.now();
     let r;
     try {
-      r = await sync.stage!(items, { ...plan, before });
+      r = await sync.stage!(items, { ...plan, before }, terms);
     } catch (e) {
       if (isToolError(e) && e.code === "QUOTA_EXCEEDED") {
         refused ??= e;
@@ -164,7 +169,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   let results;
   const t0 = Date.now();
   try {
-    results = await sync.commit!(receipts, staged.map((s) => s.c.path));
+    results = await sync.commit!(receipts, staged.map((s) => s.c.path), terms);
     log(`commit ${staged.length} files ${Date.now() - t0} ms`);
   } catch (e) {
     for (const s of staged) hooks.skip(s.c, e); // the outcome is unknown: settle syncs the slot with storage

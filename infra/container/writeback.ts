@@ -19,9 +19,10 @@
  *
  * All or nothing against the storage quotas (writeback-plan.ts): the API is told the whole
  * write-back's plan (its files' bytes, new paths, the bytes they replace) before anything is
- * written, with the first stage request or put batch, or as a hold taken ahead of the rest (a put
- * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the writes
- * drawing on the hold, and its release: lib/sync/writeback-hold.ts); refused (QUOTA_EXCEEDED), none
+ * written, with the only put batch, or as a hold taken ahead of the rest, packed or not (a put
+ * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the hold
+ * made whole when one freed nothing, the writes drawing on it, and its release: writeback-held.ts,
+ * lib/sync/writeback-hold.ts; against an API without holds, the plan rides on each stage request); refused (QUOTA_EXCEEDED), none
  * of the run's changes is written back, deletes included, and each is skipped with the API's
  * message. A write-back of one change sends no plan.
  *
@@ -44,7 +45,8 @@ import type { Change } from "./changes.js";
 import { pool, type FileState } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
 import { canPack, packedWriteBack } from "./writeback-packed.js";
-import { deletesOf, isSmall, oneBatch, planOf, planWay, sizesOf } from "./writeback-plan.js";
+import { isSmall, oneBatch, planOf, planWay, sizesOf } from "./writeback-plan.js";
+import { heldFirst } from "./writeback-held.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
@@ -152,8 +154,12 @@ export async function writeBack(opts: {
   };
   const singles = (cs: Change[]) => pool(SINGLES_PER_GROUP, cs, single);
 
+  /** Deletes that did not free their room into the write-back's hold (writeback-held.ts). */
+  let unfreed = 0;
   const deleteBatch = async (cs: Change[]) => {
-    if (!cs.length || !inTime(cs)) return;
+    if (!cs.length) return;
+    unfreed += cs.length; // less those this write-back deleted, below
+    if (!inTime(cs)) return;
     let rs;
     try {
       rs = await sync.deleteMany!(cs.map((c) => ({ path: c.path, ifMatch: c.base!.etag })), hold ? { hold } : undefined);
@@ -164,6 +170,7 @@ export async function writeBack(opts: {
     if (!rs) return singles(cs);
     for (const [i, r] of rs.entries()) {
       const c = cs[i]!;
+      if (r.ok && !r.gone) unfreed--;
       if (r.ok) out.deleted.push(c.path);
       else if ("conflict" in r) await conflicted(c);
       else skip(c, r.error);
@@ -237,46 +244,46 @@ export async function writeBack(opts: {
   const writes = accepted.filter((c) => c.kind !== "deleted");
   const sizes = await sizesOf(opts.tree, writes);
   const plan = planOf(writes, sizes);
-  // Many small created/modified files: into packs, one commit (writeback-packed.ts); the rest below.
+  const batches = !!sync.putMany && !!sync.deleteMany;
+  const pack = canPack(sync, accepted, opts.workspaceFiles ?? 0);
+  // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); file by file as planWay says.
+  const way = !batches ? "none" : pack ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES);
   let ordinary = accepted;
-  let planned = false;
-  if (canPack(sync, accepted, opts.workspaceFiles ?? 0)) {
-    const packed = await packedWriteBack(opts.tree, writes, sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0, sizes, plan);
-    const left = new Set(packed.rest);
-    ordinary = accepted.filter((c) => c.kind === "deleted" || left.has(c));
-    planned = packed.planned;
-    // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
-    if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
-  }
-  // File by file: the plan with the only put batch, or a hold taken before the rest (refused: none of it is written, deletes included).
-  const way = planned || !sync.putMany || !sync.deleteMany ? "none" : planWay(ordinary, sizes, GROUP_FILES);
   if (way === "batch") planWith = plan;
   else if (way === "hold" && now() < opts.deadline) {
-    try {
-      hold = sync.hold ? await sync.hold({ ...plan, deletes: deletesOf(ordinary) }) : null;
-      lastBatch = oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
-    } catch (e) {
-      if (isToolError(e) && e.code === "QUOTA_EXCEEDED") for (const c of ordinary.splice(0)) skip(c, e);
-      // Else (an API older than holds, a failed request): each file is still charged as it is written.
-    }
+    // The hold first (refused: none of it is written, deletes included), then its deletes (the room they free moves into it), made whole before any write.
+    const deleteBatches = (cs: Change[]) => pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(cs), deleteBatch);
+    ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, skip, unfreed: () => unfreed });
+    lastBatch = !pack && oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
   }
-  if (!sync.putMany || !sync.deleteMany) {
-    // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
-    await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, ordinary, single);
-  } else if (hold) {
-    // Held: the deletes first (the room they free moves into the hold), then the writes drawing on it, then the hold released.
-    try {
-      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary.filter((c) => c.kind === "deleted")), deleteBatch);
-      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary.filter((c) => c.kind !== "deleted")), async (g) => void (inTime(g) && (await puts(g))));
-    } finally {
-      if (hold) await sync.putMany!([], undefined, { hold, release: true }).catch(() => {}); // unreleased, the hold's lease ends with the run's token
+  try {
+    // Many small created/modified files: into packs, one commit (writeback-packed.ts), drawing on the hold; the rest below.
+    let planned = way === "hold";
+    if (pack && ordinary.length) {
+      const packed = await packedWriteBack(opts.tree, ordinary.filter((c) => c.kind !== "deleted"), sync, { inTime, written, conflicted, skip }, opts.workspaceFiles ?? 0, sizes, plan, hold);
+      const left = new Set(packed.rest);
+      ordinary = ordinary.filter((c) => c.kind === "deleted" || left.has(c));
+      planned ||= packed.planned;
+      // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
+      if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
     }
-  } else {
-    // Its deletes beside its writes (a write-back whose only batch carries the plan has none: planWay).
-    await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary), async (g) => {
-      if (!inTime(g)) return;
-      await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
-    });
+    // A packed write-back the API took no hold or plan of: the rest carries the plan the file-by-file way.
+    if (pack && !planned && batches && planWay(ordinary, sizes, GROUP_FILES) === "batch") planWith = plan;
+    if (!batches) {
+      // A client without batches: one request per change, SINGLES_IN_FLIGHT at a time, in path order.
+      await pool(opts.concurrency ?? SINGLES_IN_FLIGHT, ordinary, single);
+    } else if (hold) {
+      // Held: its deletes went first; the writes draw on it.
+      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary), async (g) => void (inTime(g) && (await puts(g))));
+    } else {
+      // Its deletes beside its writes (a write-back whose only batch carries the plan has none: planWay).
+      await pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(ordinary), async (g) => {
+        if (!inTime(g)) return;
+        await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
+      });
+    }
+  } finally {
+    if (hold) await sync.putMany!([], undefined, { hold, release: true }).catch(() => {}); // unreleased, the hold's lease ends with the run's token
   }
   for (const list of [out.created, out.modified, out.deleted]) list.sort();
   if (overLimit.length) out.unsynced.reasons.push("limit");

@@ -142,7 +142,7 @@ export class LimitsObject {
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
         if (d.ok || body.opts?.settle) void this.saveUsage(body.ws, true);
-        if (body.opts?.settle || body.opts?.reserve || body.opts?.hold || body.opts?.draw) void this.saveAllowances();
+        if (body.opts?.settle || body.opts?.reserve || body.opts?.hold || (body.opts?.draw && !body.opts.standing)) void this.saveAllowances(); // a standing asked for a hold changes nothing
         return answer(d);
       }
       case "setStorage":

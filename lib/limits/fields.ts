@@ -55,6 +55,6 @@ export function checkLimits(value: unknown): Limits {
 export type QuotaStanding = Record<"storage_bytes" | "files_per_workspace", { usage: number; limit: number }>;
 
 /** QUOTA_EXCEEDED naming the quota, the usage and the limit; thrown before anything is written. `reserved`: the usage counts what writes under way hold ahead (the storage quotas); `more`: details besides those (how far a bulk writer got). */
-export function quotaExceeded(quota: LimitField, usage: number, limit: number, what: string, reserved = false, more: Record<string, unknown> = {}): ToolError {
-  return new ToolError("QUOTA_EXCEEDED", `${what}: the ${quota} quota is ${limit}, and ${usage} ${usage === 1 ? "is" : "are"} in use${reserved ? " or held ahead by writes under way" : ""}. Nothing was written. Delete what is not needed, or ask the operator to raise the limit (PUT /v1/admin/tenants/{tenant}/limits).`, { quota, usage, limit, ...more });
+export function quotaExceeded(quota: LimitField, usage: number, limit: number, what: string, reserved = false, more: Record<string, unknown> = {}, written = "Nothing was written."): ToolError {
+  return new ToolError("QUOTA_EXCEEDED", `${what}: the ${quota} quota is ${limit}, and ${usage} ${usage === 1 ? "is" : "are"} in use${reserved ? " or held ahead by writes under way" : ""}. ${written} Delete what is not needed, or ask the operator to raise the limit (PUT /v1/admin/tenants/{tenant}/limits).`, { quota, usage, limit, ...more });
 }

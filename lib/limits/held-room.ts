@@ -60,10 +60,18 @@ export function covered(hold: HeldAllowance | undefined, delta: StorageUsage): S
   return { files: Math.min(clamp(delta.files), hold.files), bytes: Math.min(clamp(delta.bytes), hold.bytes) };
 }
 
-/** Applies a change drawn on `hold` once it passed: its growth taken from the room, its give-back moved into the room up to what the hold awaits. */
-export function drawOn(hold: HeldAllowance, delta: StorageUsage, took: StorageUsage): void {
+/**
+ * What a hold still awaits of its deletes, when the write-back asks it filled (`fill`, after its deletes were
+ * sent): a delete that turned out a conflict (or whose file another writer deleted) freed nothing into
+ * the hold, so that room is taken from the free room now, before any of its writes, or the fill is refused.
+ */
+export const unfilled = (hold: HeldAllowance | undefined, fill: boolean | undefined): StorageUsage => (hold && fill && hold.awaits ? { files: clamp(hold.awaits.files), bytes: clamp(hold.awaits.bytes) } : { files: 0, bytes: 0 });
+
+/** Applies a change drawn on `hold` once it passed: its growth taken from the room, its give-back moved into the room up to what the hold awaits, `filled` (unfilled) moved from what it awaits into its room. */
+export function drawOn(hold: HeldAllowance, delta: StorageUsage, took: StorageUsage, filled: StorageUsage = { files: 0, bytes: 0 }): void {
   for (const k of ["files", "bytes"] as const) {
-    hold[k] -= took[k];
+    hold[k] += filled[k] - took[k];
+    if (hold.awaits) hold.awaits[k] -= filled[k];
     const back = Math.min(clamp(-delta[k]), hold.awaits?.[k] ?? 0);
     if (back > 0) {
       hold[k] += back;

@@ -21,10 +21,10 @@ import type { HoldAsk } from "./held-room.js";
 export interface StorageQuotaHandle {
   /** The workspace's count (counted now if the object has none); null when the object cannot be reached. */
   usage(): Promise<StorageUsage | null>;
-  /** Where each quota stands for this caller now (usage with room held ahead, and limit), in the same one round trip; null when the object cannot be reached. */
-  standing(): Promise<QuotaStanding | null>;
-  /** `on`: the write-back's hold (held-room.ts) the change draws on, and whether the hold is released after it (settle). */
-  charge(delta: StorageUsage, on?: { draw: string; release?: boolean }): Promise<void>;
+  /** Where each quota stands for this caller now (usage with room held ahead, and limit), in the same one round trip; null when the object cannot be reached. `on`: a write-back's hold, whose own room is not counted as used. */
+  standing(on?: { draw: string }): Promise<QuotaStanding | null>;
+  /** `on`: the write-back's hold (held-room.ts) the change draws on, whether the hold is released after it (settle), whether what it still awaits of its deletes is taken from the free room first (`fill`). */
+  charge(delta: StorageUsage, on?: { draw: string; release?: boolean; fill?: boolean }): Promise<void>;
   settle(delta: StorageUsage, on?: { draw: string; release?: boolean }): Promise<void>;
   /**
    * A write-back's hold (held-room.ts), in one round trip: its id when the charge less the deletes
@@ -57,7 +57,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
     return !d.ok && "unknown" in d ? limits.chargeStorage(tenant, caller, ws, delta, { ...opts, init: await countStored(driver, filesPrefix) }) : d;
   };
   /** A charge of nothing: the object's count (the workspace counted first when it has none), or null when it cannot be reached. */
-  const nothing = async (opts: { standing?: boolean }) => {
+  const nothing = async (opts: { standing?: boolean; draw?: string }) => {
     try {
       const d = await counted({ files: 0, bytes: 0 }, opts);
       return d.ok ? d : null;
@@ -71,7 +71,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
       const d = await nothing({});
       return d ? { files: d.files, bytes: d.bytes } : null;
     },
-    standing: async () => (await nothing({ standing: true }))?.standing ?? null,
+    standing: async (on) => (await nothing({ standing: true, ...on }))?.standing ?? null,
     async hold(ask) {
       try {
         const d = await counted({ files: 0, bytes: 0 }, { hold: ask });
@@ -85,7 +85,7 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
     async charge(delta, on) {
       // A change of nothing (a same-size overwrite) can cross no quota and moves no count: no round trip.
       // (A workspace not counted yet is counted by its next charge that changes something.)
-      if (delta.files === 0 && delta.bytes === 0 && !on?.release) return;
+      if (delta.files === 0 && delta.bytes === 0 && !on?.release && !on?.fill) return;
       let d;
       try {
         if (on) d = await limits.chargeStorage(tenant, caller, ws, delta, on);

@@ -19,7 +19,7 @@
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 import type { QuotaStanding } from "./fields.js";
-import { ALLOWANCE_MS, allowanceCap, covered, drawOn, holdRoom, type Allowance, type HeldAllowance, type HoldAsk, type StorageUsage } from "./held-room.js";
+import { ALLOWANCE_MS, allowanceCap, covered, drawOn, holdRoom, unfilled, type Allowance, type HeldAllowance, type HoldAsk, type StorageUsage } from "./held-room.js";
 export type { StorageUsage } from "./held-room.js";
 
 export type StorageDecision =
@@ -28,9 +28,8 @@ export type StorageDecision =
   | { ok: false; unknown: true };
 
 export interface ChargeOptions {
-  /** The workspace's count, when it has none yet (the caller counted it). */
+  /** The workspace's count, when it has none yet (the caller counted it). `force`: applied even past a limit (what was already written: a stream whose size was known only after). */
   init?: StorageUsage;
-  /** Applied even past a limit: what was already written (a stream whose size was known only after). */
   force?: boolean;
   /**
    * Room to hold for the asking isolate besides this change (storage-allowance.ts), when the change
@@ -49,8 +48,9 @@ export interface ChargeOptions {
   hold?: HoldAsk;
   /** The write-back's hold this change draws on: its growth taken from the hold's room first (only the rest is checked), a give-back refilling what it awaits. */
   draw?: string;
-  /** With `draw`: the hold is released after the change (the write-back's end). */
+  /** With `draw`: the hold is released after the change (the write-back's end); `fill`: what it still awaits of its deletes is taken from the free room now (held-room.ts unfilled), or the change is refused. With `standing`: its own room is not counted as used. */
   release?: boolean;
+  fill?: boolean;
 }
 
 /** How long a workspace count learned from a listing is trusted (then a create lists again): what a release lost or a delete not told can skew, at most. */
@@ -160,8 +160,7 @@ export class TenantUsage {
     if (opts.init && !this.storage.has(ws)) this.setStorage(ws, opts.init);
     const cur = this.storage.get(ws);
     if (!cur) return { ok: false, unknown: true }; // a give-back to a workspace never counted changes nothing: its first count sees the change
-    let heldBytes = 0;
-    let heldFiles = 0;
+    let [heldBytes, heldFiles] = [0, 0];
     for (const a of this.allowances.values()) {
       heldBytes += a.bytes;
       if (a.ws === ws) heldFiles += a.files;
@@ -170,16 +169,19 @@ export class TenantUsage {
     const hold = opts.draw ? this.allowances.get(opts.draw) : undefined;
     const drawn = hold?.ws === ws ? hold : undefined;
     const took = covered(drawn, delta);
+    const filled = unfilled(drawn, opts.fill);
     const asked = opts.hold ? holdRoom(opts.hold, cur) : undefined;
-    const up = { files: delta.files - took.files + (asked?.room.files ?? 0), bytes: delta.bytes - took.bytes + (asked?.room.bytes ?? 0) };
+    const up = { files: delta.files - took.files + filled.files + (asked?.room.files ?? 0), bytes: delta.bytes - took.bytes + filled.bytes + (asked?.room.bytes ?? 0) };
     if (!opts.force && up.bytes > 0 && this.tenantBytes + heldBytes + up.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes };
     if (!opts.force && up.files > 0 && cur.files + heldFiles + up.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files + heldFiles, limit: limits.files_per_workspace };
     this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
-    if (drawn) drawOn(drawn, delta, took);
+    const mine = { files: drawn?.files ?? 0, bytes: drawn?.bytes ?? 0 };
+    if (drawn) drawOn(drawn, delta, took, filled);
     if (drawn && opts.release) this.allowances.delete(drawn.id);
     const after = this.storage.get(ws)!;
     const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.tenantBytes };
-    if (opts.standing) decision.standing = { storage_bytes: { usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles, limit: limits.files_per_workspace } };
+    // Asked by a write-back drawing on its hold (its stage requests), the hold's own room is room it may use: not counted as used.
+    if (opts.standing) decision.standing = { storage_bytes: { usage: this.tenantBytes + heldBytes - mine.bytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles - mine.files, limit: limits.files_per_workspace } };
     if (opts.reserve) {
       // Held again: what is left of the asker's own (less what it used), topped up to what it asks, within the cap and what fits.
       const left = own ? { files: Math.max(0, own.files - opts.settle!.used.files), bytes: Math.max(0, own.bytes - opts.settle!.used.bytes) } : { files: 0, bytes: 0 };

@@ -28,7 +28,6 @@ import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
 import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
-import { planQuery } from "./writeback-bound.js";
 import { writeBackQuery } from "./writeback-hold.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
@@ -204,13 +203,13 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       const hold = (a?.body as { hold?: unknown } | undefined)?.hold;
       return typeof hold === "string" ? hold : null;
     },
-    async stage(files, plan) {
+    async stage(files, plan, terms) {
       const paths = files.map((f) => normalizeFilePath(f.path));
-      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, plan ? planQuery(plan) : "");
+      const body = await staging("stage", { body: putBatchBody(files.map((f, i) => ({ ...f, path: paths[i]! }))), headers: { "content-type": BATCH_CONTENT_TYPE }, duplex: "half" } as RequestInit, writeBackQuery(plan, terms));
       return body === null ? null : stageResults(body, paths);
     },
-    async commit(receipts, paths) {
-      const body = await staging("commit", { body: JSON.stringify({ receipts }), headers: { "content-type": "application/json" } });
+    async commit(receipts, paths, terms) {
+      const body = await staging("commit", { body: JSON.stringify({ receipts }), headers: { "content-type": "application/json" } }, writeBackQuery(undefined, terms));
       return body === null ? null : commitResults(body, paths);
     },
     async deleteMany(files, terms) {

@@ -37,7 +37,8 @@ export interface PutManyItem {
 }
 
 export type PutManyResult = { path: string; ok: true; etag: string } | { path: string; ok: false; conflict: true } | { path: string; ok: false; error: string };
-export type DeleteManyResult = { path: string; ok: true } | { path: string; ok: false; conflict: true } | { path: string; ok: false; error: string };
+/** `gone`: deleted by another writer before this request (the room it frees was not this write-back's to hold). */
+export type DeleteManyResult = { path: string; ok: true; gone?: true } | { path: string; ok: false; conflict: true } | { path: string; ok: false; error: string };
 
 /** One frame as the server reads it: the header's fields unchecked but for the size. */
 export interface PutFrame {
@@ -49,7 +50,7 @@ export interface PutFrame {
 
 /** What the server answers for one file (the JSON of the wire). */
 export type PutAnswer = { path: string; etag: string } | { path: string; conflict: true } | { path: string; error: { code: string; message: string } };
-export type DeleteAnswer = { path: string; deleted: true } | { path: string; conflict: true } | { path: string; error: { code: string; message: string } };
+export type DeleteAnswer = { path: string; deleted: true; gone?: true } | { path: string; conflict: true } | { path: string; error: { code: string; message: string } };
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -179,7 +180,7 @@ export function deleteResults(body: unknown, paths: string[], why: string): Dele
   return answersOf<DeleteAnswer>(body, paths, "delete batch").map((a, i): DeleteManyResult => {
     const path = paths[i]!;
     if (!a) return { path, ok: false, error: why };
-    if ("deleted" in a && a.deleted === true) return { path, ok: true };
+    if ("deleted" in a && a.deleted === true) return { path, ok: true, ...(a.gone === true ? { gone: true as const } : {}) };
     if ("conflict" in a && a.conflict === true) return { path, ok: false, conflict: true };
     return { path, ok: false, error: "error" in a && a.error ? errorText(a.error) : "malformed answer" };
   });

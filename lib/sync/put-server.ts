@@ -10,7 +10,8 @@
  * first is written (chargedAhead: one round trip for the batch, and a write-back racing for the
  * same room is refused whole here), each file taken from that charge, what is left given back.
  * A write-back of more requests holds its whole charge first (writeback-hold.ts: `reserve`, then
- * each request draws on the hold, the last releases it), its deletes credited and applied first.
+ * each request draws on the hold, the last releases it), its deletes credited and applied first;
+ * `fill` makes the hold whole when one of them freed nothing.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
@@ -144,7 +145,7 @@ async function deleteBatch(req: Request, ws: Workspace, extra: Record<string, un
         if (await ws.head(p)) still.add(p);
       }));
     }
-    for (const x of items) answers[x.i] = still.has(x.path) ? { path: answers[x.i]!.path, conflict: true } : { path: answers[x.i]!.path, deleted: true };
+    for (const x of items) answers[x.i] = still.has(x.path) ? { path: answers[x.i]!.path, conflict: true } : { path: answers[x.i]!.path, deleted: true, ...(no.has(x.path) ? { gone: true as const } : {}) };
   }
   return json({ files: answers, ...extra });
 }

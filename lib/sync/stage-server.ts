@@ -3,7 +3,7 @@
  * verified token: tenant, workspace and run come from the token only.
  *
  * stage: bounded by the storage quotas first (writeback-bound.ts: the runner's plan in the query, where
- * the quotas stand, one round trip): a write-back that would pass them is refused with
+ * the quotas stand, one round trip; with `hold=<id>`, the write-back's hold, writeback-hold.ts, its room counted as the run's): a write-back that would pass them is refused with
  * QUOTA_EXCEEDED before this request's pack is written (the packs of the run's earlier requests
  * are left unreferenced, as for any staged file never committed: GC deletes them). Then the frames' bytes go into one new pack (PackWriter: create-only under a fresh id; nothing
  * visible), each file's etag is the MD5 of its bytes (what its own R2/S3 object would have), and
@@ -14,7 +14,7 @@
  * it, and grep then reads that file directly until it is indexed again. The answer signs what was
  * staged (the receipt).
  * commit: every receipt verified (a forged, damaged or other run's receipt → 400, nothing
- * switched), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
+ * switched), its charge (drawn on the write-back's hold with `hold=<id>`), then lib/layers/commit-staged.ts, journaled under the run's call for undo.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
@@ -30,6 +30,7 @@ import { bodyText, parseJson } from "./runs.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { COMMIT_MAX_BYTES, COMMIT_MAX_FILES, openReceipt, signReceipt, STAGE_MAX_BYTES, STAGE_MAX_FILES } from "./stage.js";
 import { readPlan, WriteBackBound } from "./writeback-bound.js";
+import { drawingOn, readHoldTerms } from "./writeback-hold.js";
 import type { SyncServerDeps } from "./server-deps.js";
 import { writeBackCaller, type SyncClaims } from "./token.js";
 
@@ -47,10 +48,12 @@ export async function handleStaging(req: Request, route: "stage" | "commit", cla
 }
 
 async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, storage: SyncServerDeps["driver"]): Promise<Response> {
-  // Where the storage quotas stand, and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
-  const plan = readPlan(new URL(req.url).searchParams);
+  // Where the storage quotas stand (a write-back holding its room: its hold's room as its own), and the runner's plan: what the run may stage at most (refused before the body is read when the plan cannot fit).
+  const query = new URL(req.url).searchParams;
+  const plan = readPlan(query);
+  const hold = readHoldTerms(query).hold;
   const quota = runQuota(claims, deps);
-  const standing = quota ? await quota.standing() : null;
+  const standing = quota ? await quota.standing(hold ? { draw: hold } : undefined) : null;
   const bound = standing ? new WriteBackBound(standing, plan) : null;
   bound?.declared();
   const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
@@ -108,8 +111,10 @@ async function commit(req: Request, claims: SyncClaims, deps: SyncServerDeps, st
       answers.push(null);
     }
   }
-  // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back.
-  const quota = runQuota(claims, deps);
+  // The storage quotas: the whole commit is charged before the switch (refused: nothing switched), what is not committed given back; drawn on the write-back's hold when it holds its room.
+  const run = runQuota(claims, deps);
+  const hold = readHoldTerms(new URL(req.url).searchParams).hold;
+  const quota = run && hold ? drawingOn(run, hold) : run;
   const change = quota ? await commitChange(deps.driver, filesPrefix(claims.t, claims.w), unique) : null;
   if (quota && change) await quota.charge(change.total);
   const undo = syncJournal(storage, claims);

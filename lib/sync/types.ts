@@ -157,11 +157,11 @@ export interface SyncClient {
    * visible yet; a result per file and a receipt. null when the other end has no such route (an
    * older API): use putMany. Absent: this client has none. `plan`: the whole write-back and the
    * run's count so far (the API refuses with QUOTA_EXCEEDED, before it writes, what the storage
-   * quotas could not accept).
+   * quotas could not accept). `terms`: the write-back's hold (its room counted as the run's).
    */
-  stage?(files: PutManyItem[], plan?: WriteBackPlan): Promise<{ files: StageResult[]; receipt: string } | null>;
-  /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. */
-  commit?(receipts: string[], paths: string[]): Promise<CommitResult[] | null>;
+  stage?(files: PutManyItem[], plan?: WriteBackPlan, terms?: HoldTerms): Promise<{ files: StageResult[]; receipt: string } | null>;
+  /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. `terms`: the hold its charge draws on. */
+  commit?(receipts: string[], paths: string[], terms?: HoldTerms): Promise<CommitResult[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
   deleteMany?(files: { path: string; ifMatch: string }[], terms?: HoldTerms): Promise<DeleteManyResult[] | null>;
   /**

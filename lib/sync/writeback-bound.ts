@@ -17,8 +17,9 @@
  * the tenant holds, so the bound is never above the limit; without a plan (an older runner) the
  * cap itself, and the count starts at this request. No state is kept between requests: the count
  * is the runner's (a runner that lies about it is bounded per request only, and the commit's
- * charge still refuses what it staged). Deletes are not counted as room (they may land after the
- * writes). Refused: QUOTA_EXCEEDED naming quota, usage, limit and how far the write-back got,
+ * charge still refuses what it staged). Deletes are counted as room only in a write-back's hold
+ * (writeback-hold.ts: applied before its writes); a write-back holding its room asks the standing
+ * with its hold's room as its own. Refused: QUOTA_EXCEEDED naming quota, usage, limit and how far the write-back got,
  * before this request writes. This bounds what is written, it is not the accounting: every write
  * is still charged exactly (the commit, or each file).
  */

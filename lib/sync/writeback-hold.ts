@@ -11,10 +11,15 @@
  *    write-back is written. The answer names the hold (`hold`).
  *  - `hold=<id>`: the request draws on the hold. A put batch says its own share in the plan's
  *    fields: charged at once from the hold before its first file (chargedAhead), the rest given back.
+ *  - `fill=1` (with `hold`, a put batch of no file): sent after the deletes when one of them did not
+ *    land (changed meanwhile: it freed nothing), before any write: what the hold still awaits of its
+ *    deletes is taken from the free room (fillHold); refused, none of the write-back's files is written.
  *  - `release=1` (with `hold`): the hold is released once the request is done; unreleased (a runner
  *    that died), its lease ends with the run's sync token, at most HOLD_MAX_MS after it was taken.
+ * A packed write-back holds its room the same way: its stage requests ask where the quotas stand
+ * with its hold's room as theirs, and its commit draws on the hold (stage-server.ts).
  */
-import { ToolError } from "../shared/errors.js";
+import { isToolError, ToolError } from "../shared/errors.js";
 import { quotaExceeded } from "../limits/fields.js";
 import type { StorageQuotaHandle } from "../limits/storage-quota.js";
 import type { StorageQuota } from "../workspace/workspace-types.js";
@@ -28,6 +33,7 @@ export interface HoldTerms {
   reserve?: boolean;
   hold?: string;
   release?: boolean;
+  fill?: boolean;
 }
 
 /** A write-back request's query: its plan (or share) and its terms ("" for neither). */
@@ -36,6 +42,7 @@ export function writeBackQuery(plan?: WriteBackPlan, t: HoldTerms = {}): string 
   if (t.reserve) q.set("reserve", "1");
   if (t.hold) q.set("hold", t.hold);
   if (t.release) q.set("release", "1");
+  if (t.fill) q.set("fill", "1");
   const s = q.toString();
   return s ? `?${s}` : "";
 }
@@ -43,7 +50,7 @@ export function writeBackQuery(plan?: WriteBackPlan, t: HoldTerms = {}): string 
 export function readHoldTerms(q: URLSearchParams): HoldTerms {
   const hold = q.get("hold") ?? undefined;
   if (hold !== undefined && !/^[\w-]{1,64}$/.test(hold)) throw new ToolError("INVALID_ARGUMENT", "The write-back request's hold must be the id its first request was answered; nothing was written.");
-  return { ...(q.get("reserve") === "1" ? { reserve: true } : {}), ...(hold ? { hold } : {}), ...(q.get("release") === "1" ? { release: true } : {}) };
+  return { ...(q.get("reserve") === "1" ? { reserve: true } : {}), ...(hold ? { hold } : {}), ...(q.get("release") === "1" ? { release: true } : {}), ...(q.get("fill") === "1" ? { fill: true } : {}) };
 }
 
 /** The hold's lease: until the run's sync token ends (`exp`, seconds), at most HOLD_MAX_MS, at least a second. */
@@ -93,6 +100,8 @@ export function drawingOn(quota: StorageQuotaHandle, id: string, release = false
  *  - `reserve` with a plan: the whole write-back's hold taken (takeHold), its deletes credited;
  *  - a plan and no hold (a write-back of one request): bounded whole against where the quotas stand
  *    (WriteBackBound), then its files charged at once before the first is written (`ahead`);
+ *  - `fill` (with `hold`, after the deletes when one of them freed nothing): the room the hold still
+ *    awaits taken from the free room before any write (fillHold; refused: none is written);
  *  - `hold` (a later request): each change drawn on the hold (`drawn`), a put batch's own share
  *    charged from it at once (`ahead`), the rest of the hold released by the last request;
  *  - neither (a single file's route, or no quota): each file charged as it is written.
@@ -107,7 +116,24 @@ export async function writeBackCharge(quota: StorageQuotaHandle | undefined, pla
     if (standing) new WriteBackBound(standing, plan).declared();
     if (standing) ahead = chargedAhead(quota, plan);
   }
+  if (quota && hold && terms.fill) await fillHold(quota, hold);
   const drawn = quota && hold ? drawingOn(quota, hold, terms.release) : null;
   if (plan && drawn && !terms.reserve) ahead = chargedAhead(drawn, plan);
   return { hold, ahead, drawn };
+}
+
+/**
+ * Before any write drawn on hold `id` (`fill=1`): what the hold still awaits of its deletes (one that
+ * turned out a conflict freed nothing into it) is taken from the free room, in one round trip.
+ * Refused: QUOTA_EXCEEDED, and the runner writes none of the write-back's files (its deletes that landed stay).
+ */
+export async function fillHold(quota: StorageQuotaHandle, id: string): Promise<void> {
+  try {
+    await quota.charge({ files: 0, bytes: 0 }, { draw: id, fill: true });
+  } catch (e) {
+    if (!isToolError(e) || e.code !== "QUOTA_EXCEEDED") throw e;
+    const d = e.details as { quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number };
+    const what = "Some of the write-back's deletes did not land (the file changed or was deleted meanwhile), so the room they were to free is not there for its files";
+    throw quotaExceeded(d.quota, d.usage, d.limit, what, true, {}, "None of its files was written; the deletes that landed stay.");
+  }
 }

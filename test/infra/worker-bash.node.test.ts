@@ -147,7 +147,7 @@ it("a write-back that deletes as it writes over real HTTP (the LIMITS Durable Ob
   expect((await t.call("bash", { command: "ls" })).output.split("\n").filter(Boolean).sort()).toEqual(["a.txt", "n1.txt", "n2.txt"]);
 }, 120_000);
 
-it("a packed write-back past storage_bytes over real HTTP: the stage route's early 413 reaches the runner; nothing is written back and the model is told why", async () => {
+it("a packed write-back past storage_bytes over real HTTP: the early 413 (its hold, before any stage request) reaches the runner; nothing is written back and the model is told why", async () => {
   const t = await setupTenant(w, "wbpq");
   const limits = await fetch(`${w.url}/v1/admin/tenants/wbpq/limits`, { method: "PUT", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ storage_bytes: 1024 * 1024 }) });
   expect(limits.status).toBe(200);

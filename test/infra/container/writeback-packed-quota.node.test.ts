@@ -6,7 +6,7 @@
  * commit's charge refused them; now its first stage requests are refused on the plan: no pack.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memoryLimits } from "../../../lib/limits/store.js";
+import { memoryLimits, type LimitsStore } from "../../../lib/limits/store.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import type { StorageDriver } from "../../../lib/storage/types.js";
 import { runnerApp } from "../../support/runner-app.js";
@@ -20,15 +20,37 @@ describe("a packed write-back past the storage quotas", () => {
   let close: () => Promise<void>;
   const mem = memoryDriver();
   /** Storage PUTs by kind (pack bytes summed), and the sync requests. */
-  const log = { puts: [] as string[], packBytes: 0, sync: [] as string[] };
+  const log = { puts: [] as string[], packBytes: 0, sync: [] as string[], order: [] as string[], holds: 0 };
   const storage: StorageDriver = {
     ...mem,
     name: "counting",
     put(k, b, o) {
       const kind = k.includes("/packs/") ? "pack" : k.includes("/manifests/") ? "manifest" : k.endsWith("/meta.json") ? "meta" : /\/w\/[^/]+\/f\//.test(k) ? "file" : k.includes("/x/index/") ? "index" : "other";
       log.puts.push(kind);
+      if (kind === "pack" || kind === "file") log.order.push(kind);
       if (kind === "pack") log.packBytes += o?.length ?? (b as Uint8Array).length ?? 0;
       return mem.put(k, b, o);
+    },
+    delete(keys) {
+      for (const t of Array.isArray(keys) ? keys : [keys]) {
+        const k = typeof t === "string" ? t : t.key;
+        if (/\/w\/[^/]+\/f\//.test(k)) log.order.push(`delete ${k.replace(/^.*\/f\//, "")}`);
+      }
+      return mem.delete(keys);
+    },
+  };
+  const inner = memoryLimits();
+  /** Set: run once right after the write-back's plan is first checked (its hold taken, or where the quotas stand asked): a racing writer. */
+  let racer: (() => Promise<void>) | null = null;
+  const limits: LimitsStore = {
+    ...inner,
+    async chargeStorage(t, c, w, d, o) {
+      if (o?.hold) log.holds++;
+      const answer = await inner.chargeStorage(t, c, w, d, o);
+      const r = o?.standing || o?.hold ? racer : null;
+      if (r) racer = null;
+      if (r) await r();
+      return answer;
     },
   };
   const req = (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "s", ...(init.headers as Record<string, string> | undefined) } });
@@ -37,7 +59,7 @@ describe("a packed write-back past the storage quotas", () => {
     return { status: r.status, body: (await r.json()) as any };
   };
   const setLimits = async (limits: Record<string, number>) => expect((await admin("/v1/admin/tenants/acme/limits", limits, "PUT")).limits).toEqual(limits);
-  const reset = () => void ((log.puts.length = 0), (log.packBytes = 0), (log.sync.length = 0));
+  const reset = () => void ((log.puts.length = 0), (log.packBytes = 0), (log.sync.length = 0), (log.order.length = 0), (log.holds = 0));
   const staging = () => log.sync.filter((s) => /\/v1\/sync\/(stage|commit|put)$/.test(s) || s.startsWith("PUT /v1/sync/files"));
   /** The workspace's files (path → size), as a listing shows them. */
   const files = async () => {
@@ -48,7 +70,7 @@ describe("a packed write-back past the storage quotas", () => {
   const make300 = (dir: string, byte = "0") => `mkdir -p ${dir} && head -c ${64 * KiB} /dev/zero | tr '\\0' '${byte}' > ${dir}/f1 && for i in $(seq 2 300); do cp ${dir}/f1 ${dir}/f$i; done`;
 
   beforeAll(async () => {
-    ({ app, key, admin, close } = await runnerApp({ storage, deps: { limits: memoryLimits() }, onSync: (method, path) => void log.sync.push(`${method} ${path}`) }));
+    ({ app, key, admin, close } = await runnerApp({ storage, deps: { limits }, onSync: (method, path) => void log.sync.push(`${method} ${path}`) }));
   });
   afterAll(() => close());
 
@@ -62,9 +84,7 @@ describe("a packed write-back past the storage quotas", () => {
     // No pack, no manifest, no switch, no file: the stage requests were refused on the plan, nothing committed, nothing put one by one.
     expect(log.puts.filter((p) => p !== "other")).toEqual([]);
     expect(log.packBytes).toBe(0);
-    expect(staging().every((s) => s === "POST /v1/sync/stage"), staging().join(",")).toBe(true);
-    expect(staging().length).toBeGreaterThanOrEqual(1);
-    expect(staging().length).toBeLessThanOrEqual(3); // those in flight when the first refusal came; none started after it
+    expect(staging()).toEqual(["POST /v1/sync/put"]); // the write-back's hold, refused: no stage request
     expect(await files()).toEqual(before);
     // What the model reads: the files were not written back, why (the quota, its usage and limit), and what to do.
     const out: string = r.body.output;
@@ -122,5 +142,52 @@ describe("a packed write-back past the storage quotas", () => {
     expect(r.body.data.skipped.map((s: { path: string }) => s.path)).toEqual(expect.arrayContaining(["keep.txt", "large.bin"]));
     expect(r.body.data.files_changed).toEqual([]);
     expect(r.body.output).toContain("These changes are NOT in the workspace");
+  }, 120_000);
+
+  it("raced by an upload that takes the room once its plan was checked: the packed write-back lands whole (its room held before its first stage request), the upload is refused", async () => {
+    for (const d of ["big", "more", "many"]) await call("bash", { command: `rm -rf ${d} large.bin` });
+    const used = [...(await files()).values()].reduce((a, b) => a! + b!, 0)!;
+    // Room for the 300 files of 16 KiB and 100 KiB more; the upload takes 200 KiB right after the plan's check.
+    await setLimits({ storage_bytes: used + 300 * 16 * KiB + 100 * KiB });
+    let raced = 0;
+    racer = async () => void (raced = (await req("/v1/workspaces/main/files/racer.bin", { method: "PUT", body: new Uint8Array(200 * KiB), headers: { "content-type": "application/octet-stream", "content-length": String(200 * KiB) } })).status);
+    reset();
+    const r = await call("bash", { command: `mkdir -p held && head -c ${16 * KiB} /dev/zero > held/f1 && for i in $(seq 2 300); do cp held/f1 held/f$i; done` });
+    racer = null;
+    expect(r.status, JSON.stringify(r.body).slice(0, 600)).toBe(200);
+    expect(raced).toBe(413);
+    expect(r.body.data.skipped ?? [], r.body.output.slice(-600)).toEqual([]);
+    expect(r.body.data.files_changed).toHaveLength(300);
+    const now = await files();
+    expect(now.has("racer.bin")).toBe(false);
+    expect([...now.keys()].filter((p) => p.startsWith("held/"))).toHaveLength(300);
+    // The hold, one stage request, the commit drawing on the hold, the hold released.
+    expect(staging()).toEqual(["POST /v1/sync/put", "POST /v1/sync/stage", "POST /v1/sync/commit", "POST /v1/sync/put"]);
+    expect(log.holds).toBe(1);
+    expect(log.packBytes).toBe(300 * 16 * KiB);
+  }, 120_000);
+
+  it("rm big && write many beside a full quota lands: the delete is credited in the hold and applied before any pack is written", async () => {
+    await setLimits({ storage_bytes: 64 * MiB });
+    expect((await call("bash", { command: `head -c ${2 * MiB} /dev/zero > big.bin` })).status).toBe(200);
+    const used = [...(await files()).values()].reduce((a, b) => a! + b!, 0)!;
+    await setLimits({ storage_bytes: used + 50 * KiB });
+    reset();
+    const r = await call("bash", { command: `rm big.bin && mkdir -p swap && head -c ${4 * KiB} /dev/zero > swap/f1 && for i in $(seq 2 300); do cp swap/f1 swap/f$i; done` });
+    expect(r.status, JSON.stringify(r.body).slice(0, 600)).toBe(200);
+    expect(r.body.data.skipped ?? [], r.body.output.slice(-600)).toEqual([]);
+    expect(log.order[0]).toBe("delete big.bin");
+    expect(log.order.filter((o) => o === "pack").length).toBeGreaterThan(0);
+    const now = await files();
+    expect(now.has("big.bin")).toBe(false);
+    expect([...now.keys()].filter((p) => p.startsWith("swap/"))).toHaveLength(300);
+    expect(staging()).toEqual(["POST /v1/sync/put", "POST /v1/sync/stage", "POST /v1/sync/commit", "POST /v1/sync/put"]);
+    // Past the quota even with its delete: refused whole, no pack, the delete not applied either.
+    reset();
+    const no = await call("bash", { command: `rm swap/f1 && mkdir -p over && head -c ${4 * KiB} /dev/zero > over/f1 && for i in $(seq 2 300); do cp over/f1 over/f$i; done` });
+    expect(log.packBytes).toBe(0);
+    expect(log.order).toEqual([]);
+    expect(no.body.output).toContain("[not written back: 301 changed files");
+    expect((await files()).has("swap/f1")).toBe(true);
   }, 120_000);
 });

@@ -51,7 +51,7 @@ describe("packed write-back through the runner", () => {
     const r = await call("bash", { command: "mkdir -p gen && for i in $(seq 1 500); do echo \"n $i\" > gen/f$i.txt; done && echo one > top.txt" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const sync = log.sync.filter((s) => s.startsWith("POST /v1/sync/stage") || s.startsWith("POST /v1/sync/commit") || s.startsWith("POST /v1/sync/put") || s.startsWith("PUT /v1/sync/files"));
-    expect(sync).toEqual(["POST /v1/sync/stage", "POST /v1/sync/commit"]);
+    expect(sync).toEqual(["POST /v1/sync/put", "POST /v1/sync/stage", "POST /v1/sync/commit"]); // the hold asked first (this app counts nothing: none taken, none to release)
     // Storage: no per-file object; one pack, one manifest, one pointer switch (plus index, undo, run records).
     expect(log.puts.filter((p) => p === "file")).toEqual([]);
     expect(log.puts.filter((p) => p === "pack")).toEqual(["pack"]);
@@ -84,7 +84,7 @@ describe("packed write-back through the runner", () => {
     const r = await call("bash", { command: "for i in $(seq 1 300); do echo \"m $i\" >> gen/f$i.txt; done" });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.conflicts).toEqual([]);
-    expect(log.sync.filter((s) => /stage|commit|sync\/put/.test(s))).toEqual(["POST /v1/sync/stage", "POST /v1/sync/commit", "POST /v1/sync/put"]);
+    expect(log.sync.filter((s) => /stage|commit|sync\/put/.test(s))).toEqual(["POST /v1/sync/put", "POST /v1/sync/stage", "POST /v1/sync/commit", "POST /v1/sync/put"]); // the hold asked, then the alone files in one put batch
     const check = await call("bash", { command: "cat gen/f8.txt gen/f300.txt gen/f301.txt" });
     expect(check.body.output).toBe("tool 8\nm 8\nn 300\nm 300\nn 301\n");
   });

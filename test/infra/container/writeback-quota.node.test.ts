@@ -220,4 +220,38 @@ describe("a small write-back past the storage quotas", () => {
     expect(refused.output).toContain("[not written back: 3 changed files (n1, n3, n4)");
     expect((await files()).has("n1")).toBe(true);
   }, 60_000);
+
+  it("a delete that turns out a conflict (the file edited after the hold was taken) next to a full quota: the hold is made whole before any write or refused, and then none of the writes lands", async () => {
+    for (const p of (await files()).keys()) if (p !== "keep.txt") await bash(`rm -f ${p}`);
+    await setLimits({ storage_bytes: 100 * MiB, files_per_workspace: 1000 });
+    await bash(fill("old.bin", 2 * MiB));
+    const used = await stored();
+    await setLimits({ storage_bytes: used + 2 * MiB, files_per_workspace: 1000 });
+    // Right after the hold (3 MiB of writes less the 2 MiB delete: 1 MiB held, 2 MiB awaited of the delete), old.bin is rewritten (same size: no room needed).
+    let raced = 0;
+    racer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(1), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
+    reset();
+    const out = await bash(`rm old.bin && ${fill("n1", 1.5 * MiB)} && ${fill("n2", 1.5 * MiB)}`);
+    racer = null;
+    expect(raced).toBe(200);
+    // Before: n1 landed on the hold's 1 MiB and 0.5 MiB of the free room, n2 was refused (a write-back cut partway).
+    expect(log.files.filter((f) => f.startsWith("put n")), out.output.slice(-800)).toEqual([]);
+    const now = await files();
+    expect([now.has("n1"), now.has("n2"), now.get("old.bin")]).toEqual([false, false, 2 * MiB]);
+    expect(out.data.conflicts.map((c: { path: string }) => c.path)).toEqual(["old.bin"]);
+    expect(out.data.skipped.map((s: { path: string }) => s.path).sort()).toEqual(["n1", "n2"]);
+    expect(out.output).toContain("Some of the write-back's deletes did not land (the file changed or was deleted meanwhile), so the room they were to free is not there for its files: the storage_bytes quota is");
+    expect(out.output).toContain("None of its files was written; the deletes that landed stay.");
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put", "POST /v1/sync/put"]); // the hold, the delete (a conflict), the fill (refused), the release
+    expect(await stored()).toBe(used);
+    // With room for what the delete did not free, the same race lands whole: the fill takes it from the free room.
+    await setLimits({ storage_bytes: used + 4 * MiB, files_per_workspace: 1000 });
+    racer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(2), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
+    reset();
+    const ok = await bash(`rm old.bin && ${fill("n1", 1.5 * MiB)} && ${fill("n2", 1.5 * MiB)}`);
+    racer = null;
+    expect(ok.data.skipped ?? [], ok.output.slice(-600)).toEqual([]);
+    expect(ok.data.files_changed.sort()).toEqual(["n1", "n2"]);
+    expect(await stored()).toBe(used + 3 * MiB);
+  }, 60_000);
 });

@@ -43,6 +43,30 @@ export function describeWriteBackHolds(name: string, make: () => { a: LimitsStor
       expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { hold: { want: { files: 0, bytes: 1000 }, credit: { files: 0, bytes: 5000 }, ms: 60_000 } })).toMatchObject({ ok: true, hold: { bytes: 900 } });
     });
 
+    it("fill: what a hold still awaits of a delete that freed nothing is taken from the free room, or refused with nothing changed; where the quotas stand for the hold counts its room as its own", async () => {
+      const { a, b } = make();
+      const t = `hold-fill-${Date.now().toString(36)}-${(n++).toString(36)}`;
+      const k = { key_id: "k" };
+      await a.set(t, { storage_bytes: 1000, files_per_workspace: 10 });
+      await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { init: { files: 2, bytes: 600 } });
+      // 500 bytes of writes, deleting 300: 200 held now, 300 awaited of the delete.
+      const held = await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { hold: { want: { files: 0, bytes: 500 }, credit: { files: 1, bytes: 300 }, ms: 60_000 } });
+      const id = held.ok ? held.hold!.id : "";
+      // Its own standing: the 200 held are its room, not used; another writer's counts them.
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { standing: true, draw: id })).toMatchObject({ ok: true, standing: { storage_bytes: { usage: 600, limit: 1000 } } });
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { standing: true })).toMatchObject({ ok: true, standing: { storage_bytes: { usage: 800, limit: 1000 } } });
+      // The delete turned out a conflict (freed nothing); 250 bytes were written meanwhile: 150 free, 300 awaited: refused, nothing changed.
+      await b.chargeStorage(t, k, "w", { files: 0, bytes: 50 });
+      expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { draw: id, fill: true })).toEqual({ ok: false, quota: "storage_bytes", usage: 850, limit: 1000 });
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 150 })).toMatchObject({ ok: true, bytes: 800 });
+      await b.chargeStorage(t, k, "w", { files: 0, bytes: -150 }, { force: true });
+      // Filled: the 300 taken from the free room (no more room for others), all 500 drawable.
+      expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: -150 }, { force: true })).toMatchObject({ ok: true, bytes: 500 });
+      expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: 0 }, { draw: id, fill: true })).toMatchObject({ ok: true, bytes: 500 });
+      expect(await b.chargeStorage(t, k, "w", { files: 0, bytes: 1 })).toEqual({ ok: false, quota: "storage_bytes", usage: 1000, limit: 1000 });
+      expect(await a.chargeStorage(t, k, "w", { files: 0, bytes: 500 }, { draw: id, release: true })).toMatchObject({ ok: true, bytes: 1000 });
+    });
+
     it("a hold not released ends with its lease (a runner that died); a draw on an ended hold is checked as any charge", async () => {
       const { a, b } = make();
       const t = `hold-end-${Date.now().toString(36)}-${(n++).toString(36)}`;

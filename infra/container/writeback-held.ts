@@ -1,0 +1,58 @@
+/**
+ * The runner's side of a write-back's hold on the storage quotas (the API's: lib/sync/writeback-hold.ts),
+ * for a write-back of more than one request, packed or file by file. In this order, before any write:
+ *  1. the hold, with the whole write-back's plan and its deletes (one request, one round trip to the
+ *     limits object); refused (QUOTA_EXCEEDED): none of the run's changes is written back, deletes included;
+ *  2. the deletes (the room each frees moves into the hold);
+ *  3. when one of them freed nothing into the hold (a conflict: the file changed meanwhile; another
+ *     writer deleted it first; a failed or late request), the hold made whole from the free room
+ *     (`fill`, one request); refused: none of the writes is written (the deletes that landed stay,
+ *     each one conditional on the version the run started from).
+ * Then the writes draw on the hold (writeback.ts, writeback-packed.ts), and the last request releases it.
+ */
+import { isToolError } from "../../lib/shared/errors.js";
+import type { SyncClient } from "../../lib/sync/types.js";
+import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
+import type { Change } from "./changes.js";
+import { deletesOf } from "./writeback-plan.js";
+
+export interface HeldIo {
+  /** Sends the deletes (drawing on the hold once it is set). */
+  deleteBatches(cs: Change[]): Promise<void>;
+  skip(c: Change, e: unknown): void;
+  /** How many of the deletes sent did not free their room into the hold (not deleted by this write-back). */
+  unfreed(): number;
+}
+
+const refusal = (e: unknown) => isToolError(e) && e.code === "QUOTA_EXCEEDED";
+
+/**
+ * Takes the hold of `changes` (`plan`: their writes'), applies their deletes, makes the hold whole;
+ * answers the hold (null: none taken, as the API counts nothing or has no holds) and the changes
+ * left to write (the writes; all of `changes` without a hold; none when refused).
+ */
+export async function heldFirst(sync: SyncClient, changes: Change[], plan: WriteBackPlan, hold: (h: string) => void, io: HeldIo): Promise<Change[]> {
+  const deletes = changes.filter((c) => c.kind === "deleted");
+  const writes = changes.filter((c) => c.kind !== "deleted");
+  let id: string | null;
+  try {
+    id = await sync.hold!({ ...plan, deletes: deletesOf(changes) });
+  } catch (e) {
+    if (!refusal(e)) return changes; // an API older than holds, a failed request: each file is still charged as it is written
+    for (const c of changes) io.skip(c, e);
+    return [];
+  }
+  if (!id) return changes;
+  hold(id);
+  await io.deleteBatches(deletes);
+  if (io.unfreed() > 0 && writes.length) {
+    try {
+      await sync.putMany!([], undefined, { hold: id, fill: true });
+    } catch (e) {
+      if (!refusal(e)) return writes; // not known: the writes past the hold are charged as usual
+      for (const c of writes) io.skip(c, e);
+      return [];
+    }
+  }
+  return writes;
+}
