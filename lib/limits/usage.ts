@@ -21,7 +21,6 @@
 import type { QuotaStanding } from "./fields.js";
 import { ALLOWANCE_MS, allowanceCap, covered, drawOn, holdRoom, unfilled, type Allowance, type HeldAllowance, type HoldAsk, type StorageUsage } from "./held-room.js";
 export type { StorageUsage } from "./held-room.js";
-
 export type StorageDecision =
   | { ok: true; files: number; bytes: number; tenant_bytes: number; allowance?: Allowance; hold?: Allowance; standing?: QuotaStanding }
   | { ok: false; quota: "storage_bytes" | "files_per_workspace"; usage: number; limit: number }
@@ -209,8 +208,7 @@ export class TenantUsage {
     if (old) this.tenantBytes -= old.bytes;
     if (!u) {
       this.storage.delete(ws);
-      this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again
-      // Room held ahead of its writes goes with it (a write after the delete finds no workspace to count).
+      this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again; the room held for its writes goes too
       for (const [id, a] of this.allowances) if (a.ws === ws) this.allowances.delete(id);
       return;
     }

@@ -70,7 +70,7 @@ describe("put and delete batches over the sync API", () => {
     expect(await stored(t.tenant, t.ws, "empty")).toBe("");
     expect([...new Uint8Array(await (await env.FILES.get(fileKey(t.tenant, t.ws, "bin/blob")))!.arrayBuffer())]).toEqual([...items[5]!.bytes]);
 
-    expect(dels).toEqual([{ path: "del.txt", ok: true }, { path: "del-stale.txt", ok: false, conflict: true }, { path: "del-gone.txt", ok: true }]);
+    expect(dels).toEqual([{ path: "del.txt", ok: true }, { path: "del-stale.txt", ok: false, conflict: true }, { path: "del-gone.txt", ok: true, gone: true }]);
     expect(await stored(t.tenant, t.ws, "del.txt")).toBeNull();
     expect(await stored(t.tenant, t.ws, "del-stale.txt")).toBe("theirs");
   });
