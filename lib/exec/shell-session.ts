@@ -69,6 +69,12 @@ async function loadShell(ctx: Ctx, keepExpired = false): Promise<Loaded | "expir
 const putShell = (ctx: Ctx, state: ShellState, live: boolean) =>
   ctx.deps.storage.put(keyOf(ctx), JSON.stringify(live ? { ...state, live_sandbox: true } : state), { contentType: "application/json" });
 
+/** The directory the session's last command ended in ("" = the root); undefined without a saved shell (or one too old). One GET; nothing deleted. */
+export async function savedWorkingDirectory(ctx: Ctx): Promise<string | undefined> {
+  const l = await loadShell(ctx, true);
+  return typeof l === "object" ? l.state.cwd : undefined;
+}
+
 /** Whether the session's saved shell says it may hold a live sandbox (run_code's one read: it keeps no shell). */
 export async function liveHinted(ctx: Ctx): Promise<boolean> {
   const l = await loadShell(ctx, true);

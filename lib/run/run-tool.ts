@@ -10,6 +10,7 @@ import { toToolError } from "../contract/errors.js";
 import { emitUsage, netUsage } from "./metering/usage.js";
 import { backgroundSubagentUsage } from "./metering/detached-work.js";
 import { sessionRecords } from "../workspace/records.js";
+import { cwdHint } from "./cwd-hint.js";
 import type { EarlyCall } from "../workspace/early.js";
 import { filesDriver, openWorkspace as openLayers, type LayerDeps, type MetaRecord } from "../layers/open.js";
 import { ManifestCache } from "../layers/manifest.js";
@@ -192,7 +193,8 @@ async function executeChecked(tool: Tool, rawArgs: unknown, allowed: RunContext)
     } catch (e) {
       // The file a tool opens, through the workspace's symlinks, on a miss (one place for every tool and door): docs/symlinks.md.
       const link = tool.opens ? await followOpenedLink(ctx.ws, args as Record<string, unknown>, tool.opens, e) : null;
-      if (!link) throw e;
+      // No link on the path: a path meant from bash's working directory is named (lib/run/cwd-hint.ts).
+      if (!link) throw tool.opens ? await cwdHint(ctx, args as Record<string, unknown>, tool.opens, e) : e;
       // The call now acts on the link's target: it passes the gate again on that path (an overwrite through a link is one).
       await gateCall(tool, args as Record<string, unknown>, ctx);
       result = await tool.execute(args as never, ctx);
