@@ -10,8 +10,10 @@
  *  - a marker of a directory that still exists stays, empty or not.
  * Directories with entries below them need no marker: what is below implies them. Directories
  * the runner made itself (a working_dir that did not exist) are not the command's: no marker.
- * Markers are removed before files are written (a file may take a removed directory's name) and
- * made after (a directory may take a deleted file's name).
+ * A marker whose directory a written file takes the name of (crossedBy) is removed before the files are
+ * written, once the quotas' word is known where it comes first (the hold); every other removal, and
+ * every new marker (a directory may take a deleted file's name), after them. A write-back the quotas
+ * refused whole (WriteBackOutcome.refused) removes and makes none: each is skipped, named (notSaved).
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/layout/paths.js";
 import type { Conflict, Skipped } from "../../lib/exec/types.js";
@@ -91,6 +93,19 @@ export function dirOutcome(changes: DirChange[], budget: number): { accepted: Di
   const outcome: DirOutcome = { created: new Map(), deleted: [], conflicts: [], skipped: [] };
   for (const c of changes.slice(budget)) outcome.skipped.push({ path: `${c.path}/`, reason: "limit", detail: "more than the write-back limit of changed files and directories in one run" });
   return { accepted: changes.slice(0, budget), outcome };
+}
+
+/** The removals a written file crosses (it takes the directory's name, or an ancestor's): these go before the files are written. */
+export function crossedBy(removals: DirChange[], writes: Iterable<string>): Set<DirChange> {
+  const files = new Set(writes);
+  const out = new Set<DirChange>();
+  for (const d of removals) for (let p = d.path; p !== "" && !out.has(d); p = parentOf(p)) if (files.has(p)) out.add(d);
+  return out;
+}
+
+/** Records `changes` as not saved: the quotas refused the run's write-back whole (`why`: their message). */
+export function notSaved(out: DirOutcome, changes: DirChange[], why: string): void {
+  for (const c of changes) out.skipped.push({ path: `${c.path}/`, reason: "error", detail: why, change: c.kind === "created" ? "dir_created" : "dir_deleted" });
 }
 
 /** Writes back one kind of change (removals first, creations last: see the header). */

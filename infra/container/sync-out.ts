@@ -16,7 +16,7 @@ import { linksDelta, runDelta, settleLinks, slotModes } from "./links.js";
 import { walk, type WalkResult } from "./walk.js";
 import type { ChangeJournal } from "./change-journal.js";
 import { pool, pruneSettled, type Owner, type Slot } from "./tree.js";
-import { dirChanges, dirOutcome, settleDirs, writeBackDirs, type DirChange, type DirOutcome } from "./dirs.js";
+import { crossedBy, dirChanges, dirOutcome, notSaved, settleDirs, writeBackDirs, type DirChange, type DirOutcome } from "./dirs.js";
 import { writeBack, type WriteBackOutcome } from "./writeback.js";
 
 const MiB = 1024 * 1024;
@@ -121,13 +121,18 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   // The sample may have missed a last burst: the exact figure decides too.
   const quotaHit = i.diskExceeded || (!standing && afterBytes - i.baseBytes > limits.disk_mb * MiB);
   const finished = i.ran && !quotaHit;
-  // Directories by the rule of dirs.ts: markers removed before the files are written, made after.
+  // Directories by the rule of dirs.ts: markers a written file crosses removed before the files are written (after the hold), the rest after; none when the quotas refused the write-back.
   const dirDelta = dirChanges(slot.dirs, after, i.cwdMade);
   const dirPlan = dirOutcome(dirDelta, Math.max(0, limits.max_writeback_files - changes.length));
   const dirsOut: DirOutcome | null = finished ? dirPlan.outcome : null;
-  if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "deleted", dirsOut);
-  const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles }) : null;
-  if (dirsOut) await writeBackDirs(sync, dirPlan.accepted, "created", dirsOut);
+  const crossed = crossedBy(dirPlan.accepted.filter((d) => d.kind === "deleted"), changes.filter((c) => c.kind !== "deleted").map((c) => c.path));
+  let early = false;
+  const beforeWrites = dirsOut && crossed.size ? async () => void ((early = true), await writeBackDirs(sync, [...crossed], "deleted", dirsOut)) : undefined;
+  const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles, beforeWrites }) : null;
+  const refused = wb?.refused ?? null;
+  const rest = dirPlan.accepted.filter((d) => !(early && crossed.has(d)));
+  if (dirsOut && refused) notSaved(dirsOut, rest, refused);
+  else if (dirsOut) for (const kind of ["deleted", "created"] as const) await writeBackDirs(sync, rest, kind, dirsOut);
 
   settleDirs(slot, dirDelta, dirsOut);
   const exact = await settle(slot, after, changes, wb);
@@ -138,7 +143,11 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const delta = wb && runDelta(standing ? null : modesDelta(slot, after, changes, wb, readOnly), linksDelta(slot, after));
   // The bits to settle beside the files compared: those the workspace's list changed (another writer's too, in the answer).
   const bitsChanged = new Set<string>();
-  if (delta) {
+  if (delta && refused) {
+    // The write-back was refused whole: its bits and links are not saved either, named with the quotas' message.
+    for (const path of [...delta.add, ...delta.remove]) modeSkips.push({ path, reason: "error", detail: refused, change: "execute_bit" });
+    for (const path of Object.keys(delta.links ?? {})) modeSkips.push({ path, reason: "error", detail: refused, change: "symlink" });
+  } else if (delta) {
     try {
       const before = slot.modes?.exec ?? new Set<string>();
       slot.modes = slotModes(await sync.updateModes(delta));

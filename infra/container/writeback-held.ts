@@ -19,7 +19,8 @@ import { deletesOf } from "./writeback-plan.js";
 export interface HeldIo {
   /** Sends the deletes (drawing on the hold once it is set). */
   deleteBatches(cs: Change[]): Promise<void>;
-  skip(c: Change, e: unknown): void;
+  /** The quotas refused the write-back whole: `cs` are not written (writeback.ts, WriteBackOutcome.refused). */
+  refuse(cs: Change[], e: unknown): void;
   /** How many of the deletes sent did not free their room into the hold (not deleted by this write-back). */
   unfreed(): number;
 }
@@ -39,7 +40,7 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
     id = await sync.hold!({ ...plan, deletes: deletesOf(changes) });
   } catch (e) {
     if (!refusal(e)) return changes; // an API older than holds, a failed request: each file is still charged as it is written
-    for (const c of changes) io.skip(c, e);
+    io.refuse(changes, e);
     return [];
   }
   if (!id) return changes;
@@ -50,7 +51,7 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
       await sync.putMany!([], undefined, { hold: id, fill: true });
     } catch (e) {
       if (!refusal(e)) return writes; // not known: the writes past the hold are charged as usual
-      for (const c of writes) io.skip(c, e);
+      io.refuse(writes, e);
       return [];
     }
   }

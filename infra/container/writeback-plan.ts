@@ -58,9 +58,12 @@ export function deletesOf(changes: Change[]): { files: number; bytes: number } {
  * writes are one put batch: the plan rides with it, charged at once, no request more), "hold" (a
  * put batch of no file takes the whole charge ahead, its deletes credited: lib/sync/writeback-hold.ts;
  * then its deletes, its writes drawing on the hold, and a request of no file that releases it).
+ * `ahead`: always "hold" when something is written (markers a written file crosses are removed
+ * between the hold and the writes: sync-out.ts), two requests more than "none" or "batch".
  */
-export function planWay(changes: Change[], sizes: Sizes, group: number): "none" | "batch" | "hold" {
+export function planWay(changes: Change[], sizes: Sizes, group: number, ahead = false): "none" | "batch" | "hold" {
   const writes = changes.filter((c) => c.kind !== "deleted");
+  if (ahead && writes.length) return "hold"; // something must go before the writes only if they are not refused (writeBack's beforeWrites): the plan checked ahead
   if (changes.length < 2 || !writes.length) return "none";
   if (changes.length <= group && writes.length === changes.length && oneBatch(writes, sizes)) return "batch";
   return "hold";

@@ -24,7 +24,8 @@
  * made whole when one freed nothing, the writes drawing on it, and its release: writeback-held.ts,
  * lib/sync/writeback-hold.ts; against an API without holds, the plan rides on each stage request); refused (QUOTA_EXCEEDED), none
  * of the run's changes is written back, deletes included, and each is skipped with the API's
- * message. A write-back of one change sends no plan.
+ * message (WriteBackOutcome.refused says so: writeback-outcome.ts). A write-back of one change
+ * sends no plan (its charge refuses it whole), unless `beforeWrites` must wait for the quotas' word.
  *
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
@@ -35,18 +36,19 @@
 import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { BATCH_MAX_FILE_BYTES, batchesOf } from "../../lib/sync/batch.js";
-import { isToolError } from "../../lib/shared/errors.js";
 import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
 import { PUT_BATCH_MAX_FILES, PUT_BATCH_TARGET_BYTES, type PutManyItem } from "../../lib/sync/put-batch.js";
-import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import { openBody, readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
-import { pool, type FileState } from "./tree.js";
+import { pool } from "./tree.js";
 import { fingerprint, isExec } from "./file-marks.js";
 import { canPack, packedWriteBack } from "./writeback-packed.js";
 import { isSmall, oneBatch, planOf, planWay, sizesOf } from "./writeback-plan.js";
 import { heldFirst } from "./writeback-held.js";
+import { emptyOutcome, quotaRefusal, recorder, type WriteBackOutcome } from "./writeback-outcome.js";
+
+export type { WriteBackOutcome } from "./writeback-outcome.js";
 
 /** Changes per group: the size of a put batch's file count and of a delete batch. */
 const GROUP_FILES = 64;
@@ -59,18 +61,6 @@ const SINGLES_IN_FLIGHT = 16;
 
 const groupsOf = (cs: Change[]) => Array.from({ length: Math.ceil(cs.length / GROUP_FILES) }, (_, i) => cs.slice(i * GROUP_FILES, (i + 1) * GROUP_FILES));
 
-export interface WriteBackOutcome {
-  written: Map<string, FileState>;
-  created: string[];
-  modified: string[];
-  deleted: string[];
-  conflicts: Conflict[];
-  skipped: Skipped[];
-  uploaded_bytes: number;
-  /** Changes not written back (path order): over maxFiles, or not started before the deadline. */
-  unsynced: { paths: string[]; reasons: UnsyncedReason[] };
-}
-
 export async function writeBack(opts: {
   tree: string;
   changes: Change[];
@@ -79,6 +69,12 @@ export async function writeBack(opts: {
   maxFiles: number;
   /** Epoch ms after which no further change is started. */
   deadline: number;
+  /**
+   * Run once before the first write, after the quotas' word where it comes first (the hold, and the
+   * fill when one is sent), never when they refused the write-back: the removals of the run's markers
+   * that a written file crosses (sync-out.ts).
+   */
+  beforeWrites?: () => Promise<void>;
   /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests with a client without batches (default SINGLES_IN_FLIGHT). */
   concurrency?: number;
   now?: () => number;
@@ -87,14 +83,13 @@ export async function writeBack(opts: {
 }): Promise<WriteBackOutcome> {
   const now = opts.now ?? Date.now;
   const sync = opts.sync;
-  const out: WriteBackOutcome = { written: new Map(), created: [], modified: [], deleted: [], conflicts: [], skipped: [], uploaded_bytes: 0, unsynced: { paths: [], reasons: [] } };
+  const out = emptyOutcome();
   const accepted = opts.changes.slice(0, opts.maxFiles);
   const overLimit = opts.changes.slice(opts.maxFiles).map((c) => c.path);
   const late: string[] = [];
   const abs = (c: Change) => join(opts.tree, c.path);
   const condition = (c: Change) => (c.base ? { ifMatch: c.base.etag } : { ifNoneMatch: "*" as const });
-  // 600: a quota's refusal (the API's QUOTA_EXCEEDED) says which quota, its usage and limit, how far the write-back got and what to do.
-  const skip = (c: Change, e: unknown) => out.skipped.push({ path: c.path, reason: "error", detail: String((e as Error)?.message ?? e).slice(0, 600) });
+  const { skip, refuse } = recorder(out);
   /** False (and the changes listed as late) once the deadline has passed. */
   const inTime = (cs: Change[]) => {
     if (now() < opts.deadline) return true;
@@ -149,7 +144,9 @@ export async function writeBack(opts: {
       if (r.ok) await written(c, r.etag, body.size, body.hash());
       else await conflicted(c);
     } catch (e) {
-      skip(c, e);
+      // The write-back's one change refused by its own charge: refused whole (it sends no plan).
+      if (accepted.length === 1 && quotaRefusal(e)) refuse([c], e);
+      else skip(c, e);
     }
   };
   const singles = (cs: Change[]) => pool(SINGLES_PER_GROUP, cs, single);
@@ -219,8 +216,9 @@ export async function writeBack(opts: {
           }
         }
       } catch (e) {
-        for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx, the plan refused): not written as far as we know
-        if (plan && isToolError(e) && e.code === "QUOTA_EXCEEDED") return void alone.forEach((c) => skip(c, e));
+        // The only batch's plan refused: refused whole, its files over 1 MiB (alone) included.
+        if (plan && quotaRefusal(e)) return refuse([...sent.map((s) => s.c), ...alone], e);
+        for (const { c } of sent) skip(c, e); // the batch failed as a whole (network, 5xx): not written as far as we know
       }
     }
     await singles(alone.sort((a, b) => (a.path < b.path ? -1 : 1)));
@@ -247,16 +245,17 @@ export async function writeBack(opts: {
   const batches = !!sync.putMany && !!sync.deleteMany;
   const pack = canPack(sync, accepted, opts.workspaceFiles ?? 0);
   // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); file by file as planWay says.
-  const way = !batches ? "none" : pack ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES);
+  const way = !batches ? "none" : pack ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES, !!opts.beforeWrites && !!sync.hold);
   let ordinary = accepted;
   if (way === "batch") planWith = plan;
   else if (way === "hold" && now() < opts.deadline) {
     // The hold first (refused: none of it is written, deletes included), then its deletes (the room they free moves into it), made whole before any write.
     const deleteBatches = (cs: Change[]) => pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(cs), deleteBatch);
-    ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, skip, unfreed: () => unfreed });
+    ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, refuse, unfreed: () => unfreed });
     lastBatch = !pack && oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
   }
   try {
+    if (!out.refused) await opts.beforeWrites?.();
     // Many small created/modified files: into packs, one commit (writeback-packed.ts), drawing on the hold; the rest below.
     let planned = way === "hold";
     if (pack && ordinary.length) {
@@ -265,7 +264,7 @@ export async function writeBack(opts: {
       ordinary = ordinary.filter((c) => c.kind === "deleted" || left.has(c));
       planned ||= packed.planned;
       // Refused by the storage quotas: refused whole, so its deletes and large files are not written either (the API's message says nothing was).
-      if (packed.refused) for (const c of ordinary.splice(0)) skip(c, packed.refused);
+      if (packed.refused) refuse(ordinary.splice(0), packed.refused);
     }
     // A packed write-back the API took no hold or plan of: the rest carries the plan the file-by-file way.
     if (pack && !planned && batches && planWay(ordinary, sizes, GROUP_FILES) === "batch") planWith = plan;

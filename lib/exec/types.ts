@@ -153,6 +153,8 @@ export interface Skipped {
   path: string;
   reason: "symlink" | "special_file" | "invalid_name" | "path_conflict" | "limit" | "error";
   detail?: string;
+  /** A change in no file list whose save was refused (with the write-back the quotas refused whole): what it was. */
+  change?: "execute_bit" | "symlink" | "dir_created" | "dir_deleted";
 }
 
 export type UnsyncedReason = "limit" | "deadline";

@@ -44,6 +44,9 @@ const dirsNamed = (dirs: readonly string[] | undefined): string[] => (dirs ?? []
 
 type WriteBackFields = Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> & Partial<Pick<RunResult, "skipped" | "files_changed" | "modes_changed" | "links_changed" | "links_removed" | "dirs_created" | "dirs_deleted">>;
 
+/** How a change in no file list is named beside its path when its save was refused. */
+const CHANGE_NAMES: Record<NonNullable<Skipped["change"]>, string> = { execute_bit: "execute bit", symlink: "symlink", dir_created: "empty directory", dir_deleted: "directory removed" };
+
 /** What each skip reason (other than a refused write) means for the model, and what to do: [one, more than one, why]. */
 const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, readonly [string, string, string]> = {
   special_file: ["socket, FIFO or device", "sockets, FIFOs or devices", "the workspace keeps only files, directories and symlinks, so these are not in it"],
@@ -87,10 +90,10 @@ export function writeBackNotes(r: WriteBackFields): string {
   const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
   if (failed.length) {
     // One reason for them all (a quota's refusal of the whole write-back): said once, whole; else each file's, cut.
-    const files = `${failed.length} changed file${failed.length === 1 ? "" : "s"}`;
+    const files = failed.some((s) => s.change) ? counted(failed.length, "change", "changes") : `${failed.length} changed file${failed.length === 1 ? "" : "s"}`;
     const one = failed.length > 1 && failed.every((s) => s.detail === failed[0]!.detail) ? failed[0]!.detail : undefined;
     if (one) {
-      const paths = failed.map((s) => s.path).sort();
+      const paths = failed.map((s) => s.path + (s.change ? ` (${CHANGE_NAMES[s.change]})` : "")).sort();
       const why = one.slice(0, 600);
       text += `\n[not written back: ${files} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     } else {

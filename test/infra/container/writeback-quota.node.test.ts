@@ -79,6 +79,16 @@ describe("a small write-back past the storage quotas", () => {
   };
   const stored = async () => [...(await files()).values()].reduce((a, b) => a + b, 0);
   const fill = (path: string, bytes: number) => `head -c ${bytes} /dev/zero > ${path}`;
+  /** What storage holds of the workspace's tree: every file's and marker's key and etag, and the modes table (execute bits, symlinks). */
+  const tree = async () => {
+    const got = new Map<string, string>();
+    for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+      const r = await mem.list({ prefix: "", ...(cursor ? { cursor } : {}) });
+      for (const o of r.objects) if (/\/w\/[^/]+\/(f\/|x\/modes\.json$)/.test(o.key)) got.set(o.key, o.etag);
+      cursor = r.cursor;
+    }
+    return got;
+  };
 
   beforeAll(async () => {
     ({ app, key, admin, close } = await runnerApp({ storage, deps: { limits }, onSync: (method, path) => void log.sync.push(`${method} ${path}`) }));
@@ -219,6 +229,42 @@ describe("a small write-back past the storage quotas", () => {
     expect(log.files).toEqual([]);
     expect(refused.output).toContain("[not written back: 3 changed files (n1, n3, n4)");
     expect((await files()).has("n1")).toBe(true);
+  }, 60_000);
+
+  it("a write-back refused whole leaves the markers, execute bits and symlinks as they were, and the output names them as not saved, once", async () => {
+    for (const p of (await files()).keys()) if (p !== "keep.txt") await bash(`rm -f ${p}`);
+    await setLimits({ storage_bytes: 100 * MiB, files_per_workspace: 1000 });
+    await bash("mkdir -p old gone && echo x > run.sh && echo y > bin");
+    const used = await stored();
+    await setLimits({ storage_bytes: used + 100 * KiB, files_per_workspace: 1000 });
+    const before = await tree();
+    // gone/ is removed and a file takes its name: that marker's removal goes before the writes, after the hold.
+    for (const [cmd, n] of [["", 9], ["rm bin && ", 10]] as const) {
+      reset();
+      const out = await bash(`${cmd}rmdir old gone && echo g > gone && mkdir new && chmod +x run.sh && ln -s run.sh link && for i in 1 2 3; do ${fill("f$i", 40 * KiB)}; done && echo made`);
+      expect(out.output).toContain("made\n");
+      expect(await tree()).toEqual(before);
+      expect(writes()).toEqual(["POST /v1/sync/put"]); // the hold, refused: no marker removed or made, no modes table written
+      expect(log.sync.filter((s) => /mkdir|rmdir|modes/.test(s))).toEqual([]);
+      const line = out.output.split("\n").find((l: string) => l.startsWith("[not written back:"));
+      expect(line, out.output).toContain(`[not written back: ${n} changes (`);
+      expect(out.data.skipped.map((s: { path: string; change?: string }) => `${s.path}${s.change ? ` ${s.change}` : ""}`).sort()).toEqual([...(n === 10 ? ["bin"] : []), "f1", "f2", "f3", "gone", "gone/ dir_deleted", "link symlink", "new/ dir_created", "old/ dir_deleted", "run.sh execute_bit"].sort());
+      expect(out.output).toContain("the storage_bytes quota is");
+      // Named once, as not saved: no line says they were kept or made.
+      expect(out.output).not.toMatch(/empty directories kept|symlinks made|execute bit changed|directories removed/);
+      expect([out.data.dirs_created, out.data.dirs_deleted, out.data.links_changed, out.data.modes_changed].map((l) => l ?? [])).toEqual([[], [], [], []]);
+      // The sandbox is back to what storage holds: the next command sees the directories, no link, no execute bit.
+      expect((await bash("for d in old gone new; do test -d $d && echo dir:$d; done; test -L link || echo nolink; test -x run.sh || echo noexec")).output).toBe("dir:old\ndir:gone\nnolink\nnoexec\n");
+    }
+    // Within the quotas the same command saves them all; the marker a file crosses goes after the hold, before the writes.
+    await setLimits({ storage_bytes: used + 200 * KiB, files_per_workspace: 1000 });
+    reset();
+    const ok = await bash(`rmdir old gone && echo g > gone && mkdir new && chmod +x run.sh && ln -s run.sh link && for i in 1 2 3; do ${fill("f$i", 40 * KiB)}; done`);
+    expect(ok.data.skipped ?? [], ok.output.slice(-600)).toEqual([]);
+    expect(log.sync.filter((s) => !/\/v1\/sync\/(manifest|runs)/.test(s)).slice(0, 3)).toEqual(["POST /v1/sync/put", "DELETE /v1/sync/files/gone/", "POST /v1/sync/put"]);
+    expect(ok.output).toContain("[empty directories kept: new/]");
+    expect(ok.output).toContain("[symlinks made or repointed: link]");
+    expect([ok.data.dirs_deleted, ok.data.modes_changed]).toEqual([["gone", "old"], ["run.sh"]]);
   }, 60_000);
 
   it("a delete that turns out a conflict (the file edited after the hold was taken) next to a full quota: the hold is made whole before any write or refused, and then none of the writes lands", async () => {
