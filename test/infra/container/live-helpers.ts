@@ -2,7 +2,7 @@
  * Live-session tests: the container tests' setup with live sandboxes (liveSetup), an in-process
  * LiveChannel (a queue) and waits on conditions.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HandlerOptions } from "../../../infra/container/handler.js";
 import type { LiveChannel } from "../../../lib/sync/live-client.js";
@@ -145,7 +145,7 @@ export function liveSetup(opts: Partial<HandlerOptions> = {}, tenant?: string, w
   const stage = join(opts.root ?? t.root, "ws");
   /** A path as a live sandbox's tree holds it now (the tree is staged under <root>/ws while it lives). */
   const inTree = (path: string) => readdirSync(stage).some((d) => existsSync(join(stage, d, path)));
-  return { t, startLive, inTree };
+  return { t, startLive, inTree, stage };
 }
 
 /**
@@ -154,10 +154,18 @@ export function liveSetup(opts: Partial<HandlerOptions> = {}, tenant?: string, w
  * next command's end, and at the sandbox's end. `sleeper`: a `sleep N` left running, reported lost.
  * Returns the sandbox's LiveEnded (the caller checks its kind's cleanup).
  */
-export async function toolEditsAndBackgroundWrites({ t, startLive, inTree }: ReturnType<typeof liveSetup>, sleeper: string): Promise<LiveEnded> {
+export async function toolEditsAndBackgroundWrites({ t, startLive, inTree, stage }: ReturnType<typeof liveSetup>, sleeper: string): Promise<LiveEnded> {
   await t.write("tool.txt", "v1\n");
   const s = startLive();
-  expect((await s.cmd("cat tool.txt; (sleep 0.2; echo bg1 > bg1.txt) &")).stdout).toBe("v1\n");
+  // The background writers wait for the test's go-ahead (a file put in the tree once the command has answered), never for a time:
+  // on a loaded machine a command's sync-out can come after any sleep, and would write the background file back with that command.
+  const goAhead = (name: string) => {
+    const d = readdirSync(stage).find((x) => existsSync(join(stage, x, "tool.txt")));
+    writeFileSync(join(stage, d!, name), "");
+  };
+  const waitFor = (name: string) => `until [ -e ${name} ]; do sleep 0.02; done; rm -f ${name}`;
+  expect((await s.cmd(`cat tool.txt; (${waitFor(".go1")}; echo bg1 > bg1.txt) &`)).stdout).toBe("v1\n");
+  goAhead(".go1");
   await t.write("tool.txt", "v2\n"); // a tool's edit between calls
   await until(() => inTree("bg1.txt"), "the background write");
   const b = await s.cmd("cat tool.txt");
@@ -166,7 +174,8 @@ export async function toolEditsAndBackgroundWrites({ t, startLive, inTree }: Ret
   expect(b.files_created).toContain("bg1.txt");
   expect(await t.read("bg1.txt")).toBe("bg1\n");
   // The sleeper starts at once, apart from the writer: listed by its own command line, whenever the end comes.
-  await s.cmd(`(exec ${sleeper}) & (sleep 0.2; echo bg2 > bg2.txt) &`);
+  await s.cmd(`(exec ${sleeper}) & (${waitFor(".go2")}; echo bg2 > bg2.txt) &`);
+  goAhead(".go2");
   await until(() => inTree("bg2.txt"), "the second background write");
   const e = await s.end();
   expect(e.written?.changed).toEqual(["bg2.txt"]);
