@@ -4,50 +4,21 @@
  * working directory (lib/run/cwd-hint.ts), for every tool that opens one file, only in that session,
  * and only when the file is there. Real sandbox (local executor), the HTTP tool route.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import bash from "../../functions/bash.js";
-import { tools as fileTools } from "../../functions/index.js";
-import { localExecutor } from "../../infra/container/local-executor.js";
-import { createApp } from "../../lib/api/app.js";
-import type { AppDeps } from "../../lib/api/deps.js";
-import { httpSyncClient } from "../../lib/sync/http.js";
-import { httpRunRecords } from "../../lib/sync/runs.js";
 import { memoryDriver } from "../../lib/storage/drivers/memory.js";
-import { storageKeyValue } from "../../lib/storage/kv-over-storage.js";
+import { runnerApp } from "../support/runner-app.js";
 
-const ADMIN = "admin-token-for-tests";
-const SECRET = "sync-secret-for-tests-0123456789";
-const tools = [...fileTools, bash];
-
-let app: ReturnType<typeof createApp>;
-let key: string;
-let root: string;
-let executor: ReturnType<typeof localExecutor>;
+let r: Awaited<ReturnType<typeof runnerApp>>;
 
 const call = async (tool: string, args: unknown, session = "s1"): Promise<{ status: number; body: any }> => {
-  const res = await app.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
+  const res = await r.app.request(`/v1/workspaces/main/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${r.key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
   return { status: res.status, body: (await res.json()) as any };
 };
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "toolshed-cwd-hint-"));
-  chmodSync(root, 0o711);
-  const viaApp = ((u: string, i: RequestInit) => app.request(u, i)) as typeof fetch;
-  executor = localExecutor({ root, syncClient: (r) => httpSyncClient({ ...r.sync, fetch: viaApp }), runRecords: (r) => httpRunRecords({ ...r.sync, fetch: viaApp }) });
-  const deps = { storage: memoryDriver(), kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal" } as AppDeps;
-  app = createApp(deps, tools);
-  const admin = async (path: string, body: unknown) => (await app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<any>;
-  await admin("/v1/admin/tenants", { id: "acme" });
-  key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
-  expect((await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) })).status).toBe(201);
+  r = await runnerApp({ storage: memoryDriver() });
 });
-afterAll(async () => {
-  await executor.handler.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => r.close());
 
 describe("a file tool's miss after bash changed directory", () => {
   it("names the file below the session's working directory, for read, edit, multi_edit and insert, and changes nothing", async () => {
