@@ -10,11 +10,11 @@
  *     each one conditional on the version the run started from).
  * Then the writes draw on the hold (writeback.ts, writeback-packed.ts), and the last request releases it.
  */
-import { isToolError } from "../../lib/shared/errors.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
 import type { Change } from "./changes.js";
 import { deletesOf } from "./writeback-plan.js";
+import { quotaRefusal as refusal } from "./writeback-outcome.js";
 
 export interface HeldIo {
   /** Sends the deletes (drawing on the hold once it is set). */
@@ -24,8 +24,6 @@ export interface HeldIo {
   /** How many of the deletes sent did not free their room into the hold (not deleted by this write-back). */
   unfreed(): number;
 }
-
-const refusal = (e: unknown) => isToolError(e) && e.code === "QUOTA_EXCEEDED";
 
 /**
  * Takes the hold of `changes` (`plan`: their writes'), applies their deletes, makes the hold whole;

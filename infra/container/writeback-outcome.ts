@@ -3,7 +3,7 @@
  * refused it whole: then none of the run's changes is written back, and its markers, execute bits
  * and symlinks are not saved either (sync-out.ts).
  */
-import { isToolError } from "../../lib/shared/errors.js";
+import { isToolError, type ToolError } from "../../lib/shared/errors.js";
 import type { Conflict, Skipped, UnsyncedReason } from "../../lib/exec/types.js";
 import type { Change } from "./changes.js";
 import type { FileState } from "./tree.js";
@@ -28,7 +28,8 @@ export interface WriteBackOutcome {
 
 export const emptyOutcome = (): WriteBackOutcome => ({ written: new Map(), created: [], modified: [], deleted: [], conflicts: [], skipped: [], uploaded_bytes: 0, unsynced: { paths: [], reasons: [] }, refused: null });
 
-export const quotaRefusal = (e: unknown): boolean => isToolError(e) && e.code === "QUOTA_EXCEEDED";
+/** The storage quotas' refusal (QUOTA_EXCEEDED), as every write-back request answers it. */
+export const quotaRefusal = (e: unknown): e is ToolError => isToolError(e) && e.code === "QUOTA_EXCEEDED";
 
 /** A change skipped with its error; `refuse`: the quotas refused the write-back whole, `cs` skipped with their message. */
 export function recorder(out: WriteBackOutcome): { skip(c: Change, e: unknown): void; refuse(cs: Change[], e: unknown): void } {

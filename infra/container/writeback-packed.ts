@@ -27,11 +27,11 @@ import { BATCH_MAX_FILE_BYTES } from "../../lib/sync/batch.js";
 import type { PutManyItem } from "../../lib/sync/put-batch.js";
 import type { SyncClient } from "../../lib/sync/types.js";
 import type { WriteBackPlan } from "../../lib/sync/writeback-bound.js";
-import { isToolError } from "../../lib/shared/errors.js";
 import { readSmall } from "./file-body.js";
 import type { Change } from "./changes.js";
 import { pool } from "./tree.js";
 import { isSmall, type Sizes } from "./writeback-plan.js";
+import { quotaRefusal } from "./writeback-outcome.js";
 
 /**
  * Fewer small created/modified files than this go the ordinary way; and fewer than 1 per
@@ -141,7 +141,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
     try {
       r = await sync.stage!(items, { ...plan, before }, terms);
     } catch (e) {
-      if (isToolError(e) && e.code === "QUOTA_EXCEEDED") {
+      if (quotaRefusal(e)) {
         refused ??= e;
         return void sent.forEach((s) => hooks.skip(s.c, refused));
       }
@@ -174,7 +174,7 @@ export async function packedWriteBack(tree: string, changes: Change[], sync: Syn
   } catch (e) {
     for (const s of staged) hooks.skip(s.c, e); // the outcome is unknown: settle syncs the slot with storage
     // The commit's charge refused (a write landed between the stages and the commit): refused whole, as a stage's refusal is.
-    return { rest, refused: isToolError(e) && e.code === "QUOTA_EXCEEDED" ? e : null, planned };
+    return { rest, refused: quotaRefusal(e) ? e : null, planned };
   }
   if (!results) return { rest: [...rest, ...staged.map((s) => s.c)], refused: null, planned };
   await pool(READS, [...results.entries()], async ([i, r]) => {
