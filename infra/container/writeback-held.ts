@@ -33,9 +33,10 @@ export interface HeldIo {
 export async function heldFirst(sync: SyncClient, changes: Change[], plan: WriteBackPlan, hold: (h: string) => void, io: HeldIo): Promise<Change[]> {
   const deletes = changes.filter((c) => c.kind === "deleted");
   const writes = changes.filter((c) => c.kind !== "deleted");
+  if (!sync.hold) return changes; // a client without holds: each file is charged as it is written
   let id: string | null;
   try {
-    id = await sync.hold!({ ...plan, deletes: deletesOf(changes) });
+    id = await sync.hold({ ...plan, deletes: deletesOf(changes) });
   } catch (e) {
     if (!refusal(e)) return changes; // an API older than holds, a failed request: each file is still charged as it is written
     io.refuse(changes, e);

@@ -11,6 +11,7 @@ import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identi
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
 import { quotaMessage } from "./runs.js";
+import { firstNames } from "./write-back-notes.js";
 import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import { readTenantPolicy } from "./tenant-policy.js";
@@ -173,7 +174,9 @@ export function commandData(r: RunResult) {
  * an error through MCP and the provider doors, where details.output never reaches it.
  */
 function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA_EXCEEDED"; message: string } | null {
-  const soFar = `Its output so far:\n${commandOutput(r).text}`;
+  // What it changed and lost, named in the message the model reads (data.discarded is the app's).
+  const lost = r.discarded.length ? `Not in the workspace: ${firstNames(r.discarded)}. ` : "";
+  const soFar = `${lost}Its output so far:\n${commandOutput(r).text}`;
   if (r.timed_out)
     return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. Use a larger timeout (max 600) or run_in_background: true. ${soFar}` };
   // The memory bound (limit_exceeded.memory_mb) stops no run: the kernel killed processes of it, and its output says so.

@@ -11,6 +11,9 @@ import type { RunResult, Skipped } from "./types.js";
 /** Names one line shows; the rest are counted ("and N more"). */
 const NAMES_SHOWN = 20;
 
+/** The first five of `paths`, comma-separated, ", ..." when there are more: how a line names the changes it is about. */
+export const firstNames = (paths: readonly string[]): string => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}`;
+
 /** One line of a kind of change: "\n[label: a, b, ... and N more]", "" when there is none. */
 function changeLine(label: string, paths: readonly string[]): string {
   if (!paths.length) return "";
@@ -95,7 +98,7 @@ export function writeBackNotes(r: WriteBackFields): string {
     if (one) {
       const paths = failed.map((s) => s.path + (s.change ? ` (${CHANGE_NAMES[s.change]})` : "")).sort();
       const why = one.slice(0, 600);
-      text += `\n[not written back: ${files} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
+      text += `\n[not written back: ${files} (${firstNames(paths)}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     } else {
       const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
       text += `\n[not written back: ${files} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
@@ -124,5 +127,5 @@ export function discardedNote(discarded: readonly string[] | undefined, how: "ti
   const paths = discarded ?? [];
   if (!paths.length) return "";
   const n = paths.length;
-  return `\n[not written back: the command ${how} before it ended, so ${n === 1 ? "its change" : `its ${n} changes`} (${paths.slice(0, 5).join(", ")}${n > 5 ? ", ..." : ""}) ${n === 1 ? "is" : "are"} NOT in the workspace. ${again}]`;
+  return `\n[not written back: the command ${how} before it ended, so ${n === 1 ? "its change" : `its ${n} changes`} (${firstNames(paths)}) ${n === 1 ? "is" : "are"} NOT in the workspace. ${again}]`;
 }

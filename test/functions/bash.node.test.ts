@@ -257,6 +257,7 @@ describe.each(["local", "lambda"] as const)("bash tools (%s executor)", (kind) =
     // MCP and the provider doors show the model the message alone (details stay in _meta): the output must be in it.
     expect(e.message).toMatch(/Its output so far:\nstarted\n$/);
     expect(e.details.discarded).toEqual(["timed.txt"]);
+    expect(e.message).toContain("were not written back. Use a larger timeout (max 600) or run_in_background: true. Not in the workspace: timed.txt. Its output so far:");
     err(await env.call("read", { file_path: "timed.txt" }), "NOT_FOUND");
   });
 
@@ -407,6 +408,7 @@ describe("bash tools over the disk quota (runLimits: 20 MiB)", () => {
     expect(e.details.output).toContain("before");
     expect(e.message).toMatch(/Its output so far:\nbefore\n/);
     expect(e.details.discarded).toEqual(["big.bin", "small.txt"]);
+    expect(e.message).toContain("Not in the workspace: big.bin, small.txt. Its output so far:");
     err(await env.call("read", { file_path: "small.txt" }), "NOT_FOUND");
     err(await env.call("run_code", { language: "python", code: "open('big.bin', 'wb').write(b'0' * (25 << 20))" }), "QUOTA_EXCEEDED");
     expect(ok(await env.call("ls", { path: "" })).data.entries).toEqual([]);
