@@ -60,10 +60,29 @@ export function claimRequestOf(body: unknown): ClaimRequest {
   return { task: b?.task === true, ...(attempt ? { attempt } : {}) };
 }
 
-export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
+/**
+ * `workspaceHere`: whether the token's workspace is still the instance it was minted for. A run that
+ * reports while it runs (its token has a meter, `m`: a background task, a streamed run) is checked at
+ * every request: once its workspace is gone (deleted, or made again under its id) it is told to stop
+ * (`kill` on its next chunk or check) and nothing of it is stored. Before, such a task ran on to its
+ * timeout, which nobody could stop (kill_shell reaches the new instance only), and its output and
+ * result landed in the new instance's records (bash_output there handed them out). One read of the
+ * workspace record per such request (beside the kill flag's HEAD on a check); a plain foreground run
+ * (its result only, taken by the call that waits for it) reads nothing more.
+ */
+export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, workspaceHere: () => Promise<boolean>, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
   const rec = tokenRunRecords(claims, driver);
   const route = url.pathname.slice("/v1/sync/run".length);
   const out = /^\/output\/(\d{1,8})$/.exec(route);
+  const here = claims.m !== undefined ? workspaceHere : async () => true;
+  if (req.method === "GET" && route === "/kill") {
+    const [standing, kill] = await Promise.all([here(), rec.killRequested()]);
+    return json({ kill: kill || !standing });
+  }
+  if (!(await here())) {
+    if (out && req.method === "PUT") return json({ kill: true });
+    throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });
+  }
   if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
   if (req.method === "PUT" && route === "/log") {
     // The run's full output, outside the workspace's files; named by the run the token names.
@@ -79,8 +98,6 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
     case "DELETE /claim":
       await rec.release();
       return new Response(null, { status: 204 });
-    case "GET /kill":
-      return json({ kill: await rec.killRequested() });
     case "PUT /result": {
       let res: ExecResponse;
       try {

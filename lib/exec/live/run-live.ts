@@ -42,7 +42,7 @@ const REASONS: Record<LiveLoss["reason"], string> = {
   max_life: "it reached its maximum life",
   ended: "you or the app you run in ended it on purpose (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox), not a fault",
   deleted: "it was ended by a restart of the shell (restart: true), or because its workspace was deleted",
-  replaced: "it was replaced (by a newer sandbox, or because this call's network access, web domain lists or secrets differ from those it was started with, or its workspace was deleted and made again since)",
+  replaced: "it was replaced (by a newer sandbox, or because this call's API key, network access, web domain lists or secrets differ from those it was started with, or its workspace was deleted and made again since)",
   crashed: "it stopped answering (crashed or cut off)",
   shell_exited: "its shell exited",
   timed_out: "a command overran its timeout",
@@ -84,16 +84,16 @@ const startedNote = (idleMs: number) =>
  * the session's next command, so a command never runs under lists the tenant has changed), and
  * the egress secrets (names, hosts, headers, and each value as an HMAC under the deployment's sync
  * secret: never the value, nor a digest one could guess it from), and the instance of the workspace
- * (`instance`: its record's created_at). Another key of the tenant with other
- * scopes gets a sandbox of its own (the current one is replaced), never the first key's access; a
- * secret whose value was replaced (a leaked token rotated) replaces the sandbox whose egress proxy
- * holds the old value; a workspace deleted and made again under the same id never runs in the old
- * one's sandbox (its processes, /tmp and HOME), whose token the sync server refuses there too.
+ * (`instance`: its record's created_at), and the starting API key (`keyId`: its polls check that key
+ * alone, its life ends at that key's expiry). Another key gets a sandbox of its own (the current one is
+ * replaced): what it leaves running never outlives its own revocation or expiry in another's; a
+ * rotated secret's value replaces the sandbox whose egress proxy holds the old one; a workspace deleted
+ * and made again under its id never runs in the old one's sandbox, whose token is refused there too.
  */
-export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined): Promise<string> {
+export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined, keyId: string | undefined): Promise<string> {
   const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
   const domains = req.egress_domains ? [req.egress_domains.allowed_domains?.toSorted() ?? null, req.egress_domains.blocked_domains?.toSorted() ?? []] : null;
-  return JSON.stringify([req.network === true, secrets.sort(), instance ?? null, ...(domains ? [domains] : [])]);
+  return JSON.stringify([req.network === true, secrets.sort(), instance ?? null, keyId ?? "", ...(domains ? [domains] : [])]);
 }
 
 /** What of a call's run request its live sandbox's start carries: the command's access to the network, all of it (the egress proxy takes it at the start). */
@@ -144,7 +144,7 @@ export interface LiveDeclined {
 }
 
 const FRESH_NOTE = "[this call ran in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n";
-const OTHER_ACCESS_NOTE = "[this session's live sandbox was started with other network access, web domain lists or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
+const OTHER_ACCESS_NOTE = "[this session's live sandbox was started by another API key or with other network access, web domain lists or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
 
 /**
  * A call of a named session without keep_alive whose session may hold a live sandbox (docs/live-sessions.md,
@@ -167,7 +167,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
-    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!, ctx.ws.instance), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
+    wait_ms: svc.busy_wait_ms, turn_ms: TURN_TO_RUN_MS, sandbox: await sandboxOf(req, ctx.deps.syncSecret!, ctx.ws.instance, ctx.auth.key_id), timeout_ms: req.timeout_ms, ...(shell ? { stateless: true } : {}), ...(join ? { join: true } : {}),
   });
   let loaded = null as SessionShell | null; // set by withShell (a closure: not narrowed to null)
   const withShell = async (): Promise<RunRequest> => {

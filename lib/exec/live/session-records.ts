@@ -42,7 +42,7 @@ export interface Generation {
   lease?: string;
   /** Set by end(): the runner's next poll is told to end. */
   ending?: LiveEndReason;
-  /** What it was started with (network, secrets, the workspace instance: run-live.ts sandboxOf); a call with other access gets another sandbox. */
+  /** What it was started with (its API key, network, secrets, the workspace instance: run-live.ts sandboxOf); a call with other access gets another sandbox. */
   sandbox: string;
   /** It answered a command (its shell holds the session's state since: call.ts). */
   served?: boolean;

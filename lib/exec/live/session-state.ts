@@ -42,7 +42,7 @@ export function beginStep(s: LiveState, at: At, turnMs: number, sandbox: string,
     release(s, s.turn.id);
     return s.gen ? { none: { other_access: true }, ends } : none(s, ends);
   }
-  // A sandbox started with other access (network, secrets) than this call's is not this call's: replaced.
+  // A sandbox started with other access (another API key, network, secrets) than this call's is not this call's: replaced.
   if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", lostOf(s.gen.status)));
   const loss = s.loss;
   s.loss = null;

@@ -109,7 +109,7 @@ it("a task-mode call whose key has other access (network) than the live sandbox 
   const withNet = await connect({ ...acme, key: netKey }, "chat-access");
   const r = await asTask(withNet, "bash", { command: "cat /tmp/live-mark 2>/dev/null || echo no-mark" });
   expect(r.created).toBe("working");
-  expect(r.result).toMatch(/^\[this session's live sandbox was started with other network access, web domain lists or secrets than this call has: it was left alone.*\]\nno-mark\n$/s);
+  expect(r.result).toMatch(/^\[this session's live sandbox was started by another API key or with other network access, web domain lists or secrets than this call has: it was left alone.*\]\nno-mark\n$/s);
   // Left alone: the same key as its start still runs in it.
   expect(await asTask(client, "bash", { command: "cat /tmp/live-mark" })).toEqual({ created: "completed", result: "access\n", error: false });
   expect((await call("/v1/workspaces/main/sessions/chat-access/sandbox", { method: "DELETE" }, acme.key)).status).toBe(200);

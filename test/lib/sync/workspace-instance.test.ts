@@ -11,6 +11,8 @@ import { describe, expect, it } from "vitest";
 import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
 import { fakeLiveRunner } from "../../support/fake-live-runner.js";
 import { liveApp, SECRET } from "../exec/live/live-app.js";
+import { runIdFor } from "../../../lib/sync/run-records.js";
+import { mintSyncToken } from "../../../lib/sync/token.js";
 
 const SYNC = { syncSecret: SECRET, syncUrl: "http://toolshed.internal" };
 
@@ -55,6 +57,31 @@ describe("a sync token is for one instance of its workspace", () => {
     expect((await t.call("bash", { command: "true" })).status).toBe(200);
     const fresh = runs[1]!.sync.token;
     expect((await app.request("/v1/sync/files/kept.txt", { headers: { authorization: `Bearer ${fresh}` } })).status).toBe(200);
+  });
+
+  it("a background task's record routes, its workspace deleted and made again: the task is told to stop, and nothing of it lands in the new one (bash_output of its id is NOT_FOUND)", async () => {
+    // Before, the run routes skipped the workspace's record: an old background task went on writing its output
+    // and result under the new workspace's prefix (bash_output there handed them out), and nobody could stop it.
+    const app = testApp(SYNC);
+    const t = await newTenant(app, UNGATED);
+    const meta = (await (await t.req(`/v1/workspaces/${t.ws}`)).json()) as { created_at: string };
+    // The token a background task's runner holds (lib/exec/tool-support.ts): this instance, a meter (m).
+    const token = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, i: meta.created_at, r: "bg-1", m: { k: "k1" } }, 600);
+    const run = (path: string, init: RequestInit = {}) => app.request(`/v1/sync/run${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
+    expect(await (await run("/output/1", { method: "PUT", body: "before\n" })).json()).toEqual({ kill: false });
+    expect(await (await run("/kill")).json()).toEqual({ kill: false });
+    await remake(t, "kept.txt");
+    const chunk = await run("/output/2", { method: "PUT", body: "the old run's line\n" });
+    expect(chunk.status).toBe(200);
+    expect(await chunk.json()).toEqual({ kill: true }); // its runner stops the command
+    expect(await (await run("/kill")).json()).toEqual({ kill: true });
+    for (const r of [await run("/result", { method: "PUT", body: JSON.stringify({ ok: false, error: { code: "INTERNAL", message: "the old run's end" } }) }), await run("/claim", { method: "POST", body: "{}" }), await run("")]) {
+      const { status, text } = await bodyOf(r);
+      expect(status, text).toBe(404);
+    }
+    const polled = await t.call("bash_output", { task_id: await runIdFor(t.tenant, t.ws, "bg-1") });
+    expect(polled.status).toBe(404);
+    expect(JSON.stringify(polled.body)).not.toContain("the old run");
   });
 
   it("a live sandbox of the old workspace: the session's next call in the new one gets a sandbox of its own, the old one ends; the old sandbox's token writes nothing there", async () => {

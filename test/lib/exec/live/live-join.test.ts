@@ -80,7 +80,7 @@ describe("calls without keep_alive in a session that holds a live sandbox", () =
     expect(runner.generations[0]!.start.network).toBe(true);
     const k = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
     const r = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${k.body.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ command: "pwd", timeout: 2 }) });
-    expect(((await r.json()) as any).output).toMatch(/^\[this session's live sandbox was started with other network access, web domain lists or secrets than this call has: it was left alone.*\]\nfresh cmd=pwd\n$/);
+    expect(((await r.json()) as any).output).toMatch(/^\[this session's live sandbox was started by another API key or with other network access, web domain lists or secrets than this call has: it was left alone.*\]\nfresh cmd=pwd\n$/);
     expect(runner.generations).toHaveLength(1);
     expect((await sandbox(t, "chat-1")).status).toBe(200);
     await sandbox(t, "chat-1", "DELETE");
