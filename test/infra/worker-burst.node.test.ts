@@ -4,6 +4,8 @@
  * of the burst, and no request waits on another request's promise. The runtime would log
  * "Worker's code had hung" / "Promise will never complete" for each request that did, and drop
  * what it was waiting for. Every call's usage record is counted in the Worker's log.
+ * And a streamed answer's record reaches the usage store (the Durable Object the usage routes read), not
+ * only the log: an SSE tool call's and an export's (lib/run/metering/usage.ts emitUsageAtEnd).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { setupTenant, startWorker, type WorkerProcess } from "../support/wrangler-dev.js";
@@ -67,3 +69,31 @@ it("a burst of concurrent calls, and a second one while the first is held: no hu
   expect(g.ok).toBe(true);
   expect(JSON.stringify(g)).toContain(`f${N + 1}.txt`);
 }, 90_000);
+
+it("a streamed answer's usage record reaches the store: SSE tool calls and exports", async () => {
+  const t = await setupTenant(w, "streamed");
+  const manage = ((await (await fetch(`${w.url}/v1/admin/tenants/streamed/keys`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["read", "manage"] }) })).json()) as { key: string }).key;
+  expect((await t.call("write", { file_path: "a.txt", content: "hi\n" })).ok).toBe(true);
+  const auth = { authorization: `Bearer ${t.key}` };
+  for (let i = 0; i < 3; i++) {
+    const sse = await fetch(`${t.base}/tools/read`, { method: "POST", headers: { ...auth, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify({ file_path: "a.txt" }) });
+    expect(await sse.text()).toContain("event: result");
+    const exp = await fetch(`${t.base}/export`, { headers: auth });
+    expect(exp.headers.get("content-length")).toBeNull();
+    await exp.arrayBuffer();
+  }
+  // What GET /v1/usage/export lists, polled (no fixed sleep) until the six records are there or 20 s passed (records are held 1 s).
+  const stored = async () => {
+    const text = await (await fetch(`${w.url}/v1/usage/export?limit=1000`, { headers: { authorization: `Bearer ${manage}` } })).text();
+    return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { tool?: string; route?: string });
+  };
+  const count = (rs: { tool?: string; route?: string }[]) => ({ read: rs.filter((r) => r.tool === "read").length, export: rs.filter((r) => r.route === "GET export").length });
+  const until = Date.now() + 20_000;
+  let got = count(await stored());
+  while ((got.read < 3 || got.export < 3) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 200));
+    got = count(await stored());
+  }
+  // Before: 0 to 1 of the three reads and none of the exports (their write to the store was cancelled with the request).
+  expect(got).toEqual({ read: 3, export: 3 });
+}, 60_000);

@@ -20,6 +20,9 @@ import type { Tool } from "../../contract/tool.js";
 import { secureRoute } from "./access.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import type { Context } from "hono";
+import { emitUsage } from "../../run/metering/usage.js";
+import { toToolError } from "../../contract/errors.js";
+import { routeNameOf } from "./route-usage.js";
 
 const Headers = z.object({
   "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }),
@@ -37,19 +40,34 @@ const ShellCallOutput = z.object({
 });
 
 /** The tools of this app by name, run through the one tool path on an opened workspace. */
-async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId: string): Promise<RunTool> {
+async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId: string): Promise<MeteredRun> {
+  const started = Date.now();
   const auth = c.get("auth");
   const seen = c.get("workspace");
   const record = seen && seen.tenant === auth.tenant && seen.id === wsId ? seen.record : undefined;
   const background = backgroundOf(c);
   const scope: CallScope = { deps, auth, wsId, session: checkSessionId(c.req.header("x-session-id") ?? "default"), signal: c.req.raw.signal, door: c.req.path.includes("/compat/openai/") ? "compat-openai" : "compat-anthropic", ...(record ? { record } : {}), ...(background ? { background } : {}) };
   const ws = await openWorkspace(scope);
-  return (name, args) => {
+  let ran = false;
+  const run: RunTool = (name, args) => {
     const tool = tools.find((t) => t.name === name);
     if (!tool) throw new ToolError("UNAVAILABLE", `The ${name} tool, which answers this call, is not enabled on this server.`, { tool: name });
+    ran = true;
     return runTool(tool, args, { ...scope, ws });
   };
+  // A call the adapter refused before any tool ran (an unknown command, an input it cannot map, a tool not
+  // enabled) has no tool to meter it (runTool records each tool call): one record of its own, named by its
+  // route ("POST compat/anthropic"), as the tool route records a call of an unknown tool. Before
+  // (2026-12-01) such a call took a rate-limit token and left no usage record.
+  const refused = (error: unknown) => {
+    if (ran || !isToolError(error)) return;
+    emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, route: routeNameOf("POST", c.req.routePath), ok: false, code: toToolError(error).code, ms: Date.now() - started, bytes_read: 0, bytes_written: 0 }, background);
+  };
+  return Object.assign(run, { refused });
 }
+
+/** The compat door's RunTool, and the record of a call it refused before any tool ran. */
+type MeteredRun = RunTool & { refused(error: unknown): void };
 
 /**
  * The tool error's code, and for a held call (NEEDS_APPROVAL, NEEDS_INPUT) its pending id: the
@@ -100,6 +118,7 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
         if (!deps.live && keep.keepAlive) throw liveOff("X-Toolshed-Keep-Alive: true");
         text = (await runAnthropic(tool, input, run, deps.live ? keep : {})).text;
       } catch (e) {
+        run.refused(e);
         if (!isToolError(e)) throw e;
         error = e;
         text = `Error: ${anthropicWording(e.message)}`;
@@ -132,7 +151,14 @@ export function compatApp(deps: AppDeps, tools: readonly Tool[]) {
       const body = c.req.valid("json");
       const callId = callIdOf(body) ?? c.req.header("x-call-id");
       const run = await runnerFor(c, deps, tools, ws);
-      const r = tool === "apply_patch" ? await runApplyPatch(body, callId, run) : await runShell(body, callId, run, { live: deps.live !== undefined });
+      let r: Awaited<ReturnType<typeof runApplyPatch>> | Awaited<ReturnType<typeof runShell>>;
+      try {
+        r = tool === "apply_patch" ? await runApplyPatch(body, callId, run) : await runShell(body, callId, run, { live: deps.live !== undefined });
+      } catch (e) {
+        run.refused(e);
+        throw e;
+      }
+      if (r.error) run.refused(r.error);
       return c.json(r.item, 200, errorHeader(r.error));
     },
   );

@@ -24,8 +24,7 @@ import type { Context } from "hono";
 import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { toToolError } from "../../contract/errors.js";
-import { emitUsage } from "../../run/metering/usage.js";
-import { finishAfterAnswer } from "../../shared/after-answer.js";
+import { emitUsage, emitUsageAtEnd } from "../../run/metering/usage.js";
 import { backgroundOf } from "./common.js";
 import { countedStream, type CountedStream } from "../../shared/counted-stream.js";
 
@@ -70,7 +69,7 @@ export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: strin
     const sent = read && !error && c.res.body && !c.res.headers.get("content-length") && !isJson(c.res) ? countResponse(c) : null;
     if (!sent) return emitUsage(deps.onUsage, record(read && !error ? sizeOf(c.res.headers.get("content-length")) : 0), later);
     const ms = Date.now() - started;
-    finishAfterAnswer(later, "usage record of a streamed answer", sent.ended.then(() => emitUsage(deps.onUsage, { ...record(sent.bytes()), ms })));
+    emitUsageAtEnd(deps.onUsage, sent.ended, () => ({ ...record(sent.bytes()), ms }), later);
   };
   try {
     await run();

@@ -13,7 +13,7 @@ import { toolsForTenant } from "../../tools/custom/tool.js";
 import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
-import { CallMeter, emitUsage } from "../../run/metering/usage.js";
+import { CallMeter, emitUsage, emitUsageAtEnd } from "../../run/metering/usage.js";
 import { checkSessionId, normalizeFilePath, fileKey, filesPrefix, packKey } from "../../layout/paths.js";
 import { startEarly, type LowerRange } from "../../workspace/early.js";
 import { readRecordOnPath } from "../../workspace/session-files.js";
@@ -66,14 +66,14 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
     if (c.res.headers.get("idempotent-replayed") === "true") return; // a kept answer (lib/api/idempotency.ts): nothing ran, the first was billed
-    const emit = (later?: (p: Promise<unknown>) => void) => {
+    const record = () => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
-      emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox(), ...call.net() }, later);
+      return { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox(), ...call.net() };
     };
     // A streamed call is billed once its result event is sent (its response is long on its way);
     // any other once its response is (lib/run/metering/usage.ts).
-    if (call.done) void call.done.then(() => emit());
-    else emit(backgroundOf(c));
+    if (call.done) emitUsageAtEnd(deps.onUsage, call.done, record, backgroundOf(c));
+    else emitUsage(deps.onUsage, record(), backgroundOf(c));
   };
 }
 /** A tool as a stateless Hono app: meter, guard, arguments, workspace, envelope. Mountable or deployable alone. */

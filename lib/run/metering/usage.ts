@@ -8,7 +8,7 @@
  * tenant is known), whatever failed after that (scope, arguments, unknown tool, missing
  * workspace, the tool itself); a call without a valid key bills no one.
  */
-import { afterAnswer, type WaitUntil } from "../../shared/after-answer.js";
+import { afterAnswer, finishAfterAnswer, type WaitUntil } from "../../shared/after-answer.js";
 import { HeldBatches, type HoldOptions } from "../../shared/held-batches.js";
 import type { UsageRecord } from "./record.js";
 
@@ -51,6 +51,21 @@ export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, l
   if (!later) return onUsage(record); // at once, to the sink itself (not its held one: nothing would wait for it)
   const write = onUsage.held ?? onUsage;
   void afterAnswer(later, "usage record", () => write(record), "skip");
+}
+
+/**
+ * The record of an answer that ends after its handler returned (an SSE call's result event, an export's last
+ * byte): kept under the runtime's waitUntil from now (the answer is still on its way), and written *inside*
+ * it once the answer ended, to the held sink, whose promise settles when the batch is stored. Before
+ * (2026-12-01), the record was handed to the sink's at-once write when the stream ended, outside every
+ * waitUntil: workerd ended the request with the stream and cancelled the Durable Object write, so under
+ * `npm start` 4 of 5 streamed reads and every export were never billed (test/infra/worker-burst.node.test.ts, against `wrangler dev`).
+ */
+export function emitUsageAtEnd(onUsage: UsageSink | undefined, ended: Promise<unknown>, record: () => UsageRecord, later?: WaitUntil): void {
+  if (!onUsage) return;
+  if (!later) return void ended.then(() => onUsage(record())); // no waitUntil (Node without a context): at once, as emitUsage
+  const write = onUsage.held ?? onUsage;
+  finishAfterAnswer(later, "usage record of a streamed answer", ended.then(() => write(record())));
 }
 
 /** A record's network fields from a call's counts (lib/tools/web/net-bytes.ts): both when it reached the network, none when it did not. */

@@ -237,4 +237,15 @@ describe("the same rules as the tool routes", () => {
     expect(records.map((r) => [r.tool, r.ok, r.code ?? null])).toEqual([["read", true, null], ["edit", true, null], ["edit", false, "NO_MATCH"]]);
     expect(records[1]!.bytes_written).toBe(4);
   });
+
+  it("a call the adapter refuses before any tool runs is metered once, by its route", async () => {
+    // Before: an unknown command (or an input the adapter cannot map) took a rate-limit token and left no usage record.
+    const records: UsageRecord[] = [];
+    const t = await newTenant(testApp({ onUsage: (u) => void (u.workspace !== "" && records.push(u)) }));
+    failed(await editor(t, { command: "bogus", path: "a.txt" }), "INVALID_ARGUMENT");
+    expect(records.map((r) => [r.tool ?? r.route, r.ok, r.code ?? null])).toEqual([["POST compat/anthropic", false, "INVALID_ARGUMENT"]]);
+    const shell = await compat(t, "openai", "shell", { type: "shell_call", call_id: "c1", action: {} });
+    expect(records.length, JSON.stringify(shell.body)).toBe(2);
+    expect(records[1]).toMatchObject({ route: "POST compat/openai", ok: false });
+  });
 });
