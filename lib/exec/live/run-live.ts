@@ -143,7 +143,7 @@ export interface LiveDeclined {
   gone: boolean;
 }
 
-const FRESH_NOTE = "[this call ran in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n";
+export const FRESH_NOTE = "[this call ran in a fresh sandbox: a call without keep_alive never starts a live one (keep_alive: true does)]\n";
 const OTHER_ACCESS_NOTE = "[this session's live sandbox was started by another API key or with other network access, web domain lists or secrets than this call has: it was left alone, and this call ran in a fresh sandbox (the live sandbox's processes, /tmp and HOME are not seen here)]\n";
 
 /**

@@ -10,9 +10,19 @@ import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } f
 import { resultThenNext } from "./call.js";
 import { emptyLiveState, isEmpty, isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
-import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
+import type { BeginAnswer, LiveEnd, LiveLoss, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
 
 type Waiter = () => void;
+
+/**
+ * Where a host keeps what the last runner lost beyond its own memory. The Durable Object's storage:
+ * an object that no runner polls any more is evicted (seconds after a sandbox's idle end, in
+ * workerd), and the session's next call must still be told what went with the sandbox.
+ */
+export interface LossKeeper {
+  load(): LiveLoss | null;
+  save(loss: LiveLoss | null): void;
+}
 type Timer = ReturnType<typeof setTimeout>;
 
 export class LiveSession {
@@ -26,7 +36,10 @@ export class LiveSession {
   constructor(
     private readonly timings: LiveTimings,
     private readonly now: () => number = Date.now,
-  ) {}
+    private readonly kept?: LossKeeper,
+  ) {
+    if (kept) this.state.loss = kept.load();
+  }
 
   /** The current runner has answered a command: its shell holds the session's state. */
   get served(): boolean {
@@ -119,7 +132,9 @@ export class LiveSession {
   /** Applies a transition, then wakes whom it answered: held polls, the pending command's caller, the next call waiting for a turn given back. */
   private apply<T>(transition: (s: LiveState, at: machine.At) => T): T {
     const held = this.state.turn !== null;
+    const loss = this.state.loss;
     const out = transition(this.state, this.at());
+    if (this.kept && this.state.loss !== loss) this.kept.save(this.state.loss);
     for (const [id, holder] of this.polls) {
       const answer = machine.pollOutcome(this.state, this.at(), holder.ref, false);
       if (!answer) continue;

@@ -7,6 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
 import { durableLiveCoordinator, type LiveObjects } from "../../../../lib/runtime/live-coordinator.js";
 import { admin, newTenant, testApp, UNGATED, type Tenant } from "../../../helpers.js";
 import { fakeLiveRunner } from "../../../support/fake-live-runner.js";
@@ -107,5 +108,21 @@ describe("calls without keep_alive in a session that holds a live sandbox", () =
     expect(fresh).toContain("the session's live sandbox was left alone");
     expect(fresh).toContain("fresh cmd=pwd");
     await sandbox(t, "chat-c", "DELETE");
+  });
+
+  it("a coordinator that forgot the session (restarted, redeployed) while its saved shell says it holds a sandbox: the next call says the sandbox is gone, once", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    await bash(t, "cd sub; export X=1", { keep_alive: true });
+    // The same storage and runner behind a coordinator that knows nothing of the session (as after a restart of npm start).
+    const restarted = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: memoryLiveCoordinator(STEADY), liveBusyWaitMs: 100 });
+    const t2: Tenant = { ...t, app: restarted, call: async (tool, args, session) => {
+      const r = await restarted.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...(session ? { "x-session-id": session } : {}) }, body: JSON.stringify(args) });
+      return { status: r.status, body: await r.json() };
+    } };
+    const after = await bash(t2, "pwd");
+    expect(after).toMatch(/^\[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known .*Gone with it: its shell state .*Files are safe.*\]\n\[this call ran in a fresh sandbox: a call without keep_alive never starts a live one \(keep_alive: true does\)\]\nfresh cmd=pwd\n$/s);
+    expect(await bash(t2, "pwd")).toBe("fresh cmd=pwd\n"); // told once: the hint is cleared
+    await sandbox(t, "chat-1", "DELETE");
   });
 });
