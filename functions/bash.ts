@@ -13,6 +13,7 @@ import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
+import { TIMEOUT_TOO_BIG } from "../lib/contract/foreign-args.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
 
 /** What the model reads; `live`: the deployment has live sessions (keep_alive), else its lines are left out (Tool.withoutLive). */
@@ -49,7 +50,7 @@ export default defineTool({
   output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
   input: z.object({
     command: z.string().min(1).max(100_000).optional().describe("The bash command to run (required unless restart: true)"),
-    timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
+    timeout: z.number().int().min(1).max(600, TIMEOUT_TOO_BIG).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
     restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false)"),
