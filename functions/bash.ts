@@ -13,6 +13,7 @@ import type { RunResult } from "../lib/exec/types.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { normalizePath } from "../lib/layout/paths.js";
 import { defineTool } from "../lib/contract/tool.js";
+import { TIMEOUT_TOO_BIG } from "../lib/contract/foreign-args.js";
 import { CommandResult } from "../lib/contract/tool-output.js";
 
 /** What the model reads; `live`: the deployment has live sessions (keep_alive), else its lines are left out (Tool.withoutLive). */
@@ -32,7 +33,7 @@ const describe = (live: boolean) => `Run a bash command in an isolated sandbox o
 - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
 - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
 - call_id (when files, symlinks, execute bits or empty directories changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file, symlink, execute bit and empty directory the command wrote back.
-Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background`;
+Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?, notes?} or {task_id, status} in background (notes: the lines the output adds to the command's own)`;
 
 const SUMMARY = "Run a bash command in an isolated sandbox over the workspace (python3, node, git installed); file changes are written back. timeout in seconds (default 120, max 600); run_in_background: true returns a task_id for bash_output.";
 
@@ -46,10 +47,15 @@ export default defineTool({
   summary: `${SUMMARY} keep_alive: true (with X-Session-Id) keeps the sandbox (shell, processes, /tmp) for the session's next calls, which run in it unless keep_alive: false.`,
   liveless: { description: describe(false), summary: SUMMARY, omit: KEEP_ALIVE_ARGS },
   annotations: { title: "Run bash command", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-  output: z.object({ task_id: z.string().optional(), status: z.literal("running").optional(), ...CommandResult.partial().shape }),
+  output: z.object({
+    task_id: z.string().optional(),
+    status: z.literal("running").optional(),
+    ...CommandResult.partial().shape,
+    notes: z.string().optional().openapi({ description: "The lines the output adds to the command's own (write-back, live sandbox, shell), one per line: the same text" }),
+  }),
   input: z.object({
     command: z.string().min(1).max(100_000).optional().describe("The bash command to run (required unless restart: true)"),
-    timeout: z.number().int().min(1).max(600).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
+    timeout: z.number().int().min(1).max(600, TIMEOUT_TOO_BIG).optional().describe("Seconds before the command is killed (default: 120, max 600)"),
     description: z.string().max(200).optional().describe("What the command does, in a few words (shown as the title)"),
     working_dir: z.string().optional().describe("Workspace directory to run in (default: where this session's previous command ended, else the workspace root)"),
     restart: z.boolean().optional().describe("Forget this session's shell first: start in the workspace root, with no kept variables or functions, and end its live sandbox if it has one (default: false)"),
@@ -79,10 +85,14 @@ export default defineTool({
     const keep = args.keep_env ? "all" : "cwd";
     const title = args.description ?? (command.length > 80 ? `${command.slice(0, 77)}...` : command);
     const built = runRequest(ctx, { command, timeoutMs: seconds * 1000, cwd, background: args.run_in_background === true }).then((r) => withEgressSecrets(ctx, r));
-    /** The command's answer: notes before its output (a live sandbox's, the saved shell's), the shell's notes after it. */
+    /**
+     * The command's answer: notes before its output (a live sandbox's, the saved shell's), the write-back's and the shell's
+     * notes after it. data.notes holds the same lines, for a door that carries the command's streams apart (OpenAI's shell).
+     */
     const answer = (r: RunResult, before: string, after: string) => {
       takeRun(ctx.ws, r, seconds);
-      return { title, output: before + commandOutput(r).text + writeBackNotes(r) + after, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r) } };
+      const notes = writeBackNotes(r) + after;
+      return { title, output: before + commandOutput(r).text + notes, data: { ...commandData(r), ...runCallId(ctx.ws.undo?.callId, r), ...noteLines(before + notes) } };
     };
 
     /** In the session's live sandbox: the live shell holds the session's state, read only for a sandbox's first command (or given: `loaded`) and saved (with the hint that the session holds a sandbox) only when it changed. */
@@ -128,3 +138,9 @@ export default defineTool({
     return answer(j.fresh, unused + j.notes + j.loaded.note, j.saved);
   },
 });
+
+/** {notes}: the lines of `text` without the blank ones; {} when there are none. */
+function noteLines(text: string): { notes?: string } {
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  return lines.length ? { notes: lines.join("\n") } : {};
+}

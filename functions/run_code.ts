@@ -10,6 +10,7 @@ import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
 import { liveHinted, setLiveHint } from "../lib/exec/shell-session.js";
 import { defineTool } from "../lib/contract/tool.js";
+import { TIMEOUT_TOO_BIG } from "../lib/contract/foreign-args.js";
 import { OutputCutInfo } from "../lib/contract/tool-output.js";
 
 /** What the model reads; `live`: the deployment has live sessions (keep_alive), else its line is left out (Tool.withoutLive). */
@@ -43,7 +44,7 @@ export default defineTool({
     code: z.string().min(1).max(1_000_000).describe("The program"),
     args: z.array(z.string().max(10_000)).max(100).optional().describe("Command-line arguments (default: none)"),
     env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).optional().describe("Extra environment variables (default: none)"),
-    timeout: z.number().int().min(1).max(600).optional().describe("Seconds before it is killed (default: 60, max 600)"),
+    timeout: z.number().int().min(1).max(600, TIMEOUT_TOO_BIG).optional().describe("Seconds before it is killed (default: 60, max 600)"),
     run_in_background: z.boolean().optional().describe("Start it and return a task_id at once (default: false)"),
     ...keepAliveFields,
   }),

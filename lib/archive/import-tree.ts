@@ -79,6 +79,8 @@ export interface ImportSummary {
   empty_directories: number;
   symlinks: number;
   deleted: number;
+  links_deleted: number;
+  links_replaced: number;
   kept_count: number;
   skipped: { name: string; reason: string }[];
   skipped_count: number;
@@ -86,10 +88,20 @@ export interface ImportSummary {
 
 const LISTED_PER_REASON = 5;
 
-/** The report as text: what landed, and every entry not kept, by reason (names listed, counts exact). */
-export function importMessage(r: ImportSummary): string {
+/** What the import took out of the workspace or replaced there: "2 files and 1 symlink (a/old) deleted", "1 symlink of the workspace replaced by the archive's". */
+function removedWords(r: ImportSummary, linksGone: readonly string[]): string {
+  const links = r.links_deleted ? `${counted(r.links_deleted, "symlink")} (${linksGone.slice(0, 5).join(", ")}${r.links_deleted > 5 ? ", ..." : ""})` : "";
+  const parts = [
+    r.mode === "replace" ? `${[counted(r.deleted, "file"), links].filter(Boolean).join(" and ")} deleted` : [r.deleted ? `${counted(r.deleted, "file")} of the workspace replaced by links` : "", links ? `${links} of the workspace replaced by files or directories` : ""].filter(Boolean).join(", "),
+    r.links_replaced ? `${counted(r.links_replaced, "symlink")} of the workspace replaced by the archive's` : "",
+  ].filter(Boolean);
+  return parts.length ? `: ${parts.join("; ")}` : "";
+}
+
+/** The report as text: what landed, what it deleted or replaced (`linksGone`: the workspace's links it took out), and every entry not kept, by reason (names listed, counts exact). */
+export function importMessage(r: ImportSummary, linksGone: readonly string[] = []): string {
   const lines = [
-    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${r.mode === "replace" ? `: ${counted(r.deleted, "file")} deleted` : r.deleted ? `: ${counted(r.deleted, "file")} of the workspace replaced by links` : ""}).`,
+    `Imported ${counted(r.files, "file")} (${r.executable} executable), ${counted(r.symlinks, "symlink")} and ${counted(r.empty_directories, "empty directory", "empty directories")} from a ${r.format} into ${r.prefix ? `${r.prefix}/` : "the workspace root"} (mode ${r.mode}${removedWords(r, linksGone)}).`,
   ];
   if (r.kept_count) lines.push(`${counted(r.kept_count, "file")} that changed during the import ${r.kept_count === 1 ? "was left as it is" : "were left as they are"} (listed in kept).`);
   if (r.skipped_count) {

@@ -54,11 +54,16 @@ export interface ImportReport {
   prefix: string;
   entries: number;
   files: number;
+  /** Bytes of the files that landed (hard links' copies included; entries a later one displaced not). */
   bytes: number;
   created: number;
   updated: number;
   /** Files of the workspace removed: by replace (not in the archive), and in either mode where a link of the archive took their path. */
   deleted: number;
+  /** The workspace's symlinks removed: by replace (below the prefix, not in the archive), and in either mode where a file or directory of the archive took their path. */
+  links_deleted: number;
+  /** The workspace's symlinks the archive's links replaced (the same path). */
+  links_replaced: number;
   /** replace: files not in the archive left in place because they changed (or appeared) during the import. */
   kept: string[];
   kept_count: number;

@@ -3,8 +3,9 @@
  * - `null` for an optional argument means "absent" (OpenAI's strict mode sends every
  *   property, null for the unused ones), at any depth (multi_edit's edits[i].replace_all).
  *   The schema the model sees stays the tool's own: no argument becomes nullable.
- * - An argument the tool does not know is refused, naming the closest known one (or the one a
- *   well-known synonym from other tools stands for: lib/shared/suggest.ts).
+ * - An argument the tool does not know is refused, naming the one the tool has for it: another tool
+ *   system's spelling of it (lib/contract/foreign-args.ts, by tool), else the closest known one, else
+ *   the one a well-known synonym stands for (lib/shared/suggest.ts).
  * - A missing required argument is named as such, not as "expected string, received undefined".
  * Then the tool's zod schema validates what is left. The walk follows the tool's JSON Schema
  * (z.toJSONSchema), the same document the model and the OpenAPI description show.
@@ -13,6 +14,7 @@ import { z } from "@hono/zod-openapi";
 import type { ZodError } from "zod";
 import { ToolError } from "../shared/errors.js";
 import { suggestArgument } from "../shared/suggest.js";
+import { foreignArg } from "./foreign-args.js";
 
 interface Schema {
   type?: string | string[];
@@ -54,12 +56,21 @@ function resolve(s: Schema, root: Schema): Schema {
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
-function walk(s: Schema, value: unknown, path: string, root: Schema, issues: ArgIssue[]): unknown {
+/** "Unknown argument 'x'. Did you mean 'y'? Known: ..." (or the tool's own hint for another system's spelling of `key`). */
+function unknownMessage(tool: string | undefined, path: string, key: string, known: string[]): string {
+  const at = join(path, key);
+  const foreign = path === "" ? foreignArg(tool, key) : null;
+  const meant = foreign?.arg ?? suggestArgument(key, known);
+  const guess = foreign?.hint ?? (meant ? `Did you mean '${meant}'?` : "");
+  return `Unknown argument '${at}'.${guess ? ` ${guess}` : ""} Known: ${known.join(", ") || "(none)"}`;
+}
+
+function walk(s: Schema, value: unknown, path: string, root: Schema, issues: ArgIssue[], tool?: string): unknown {
   const node = resolve(s, root);
   const branches = node.anyOf ?? node.oneOf;
   if (branches) {
     const fit = branches.filter((b) => accepts(b, value, root));
-    return fit.length === 1 ? walk(fit[0]!, value, path, root, issues) : value;
+    return fit.length === 1 ? walk(fit[0]!, value, path, root, issues, tool) : value;
   }
   if (Array.isArray(value)) return node.items ? value.map((v, i) => walk(node.items!, v, `${path}[${i}]`, root, issues)) : value;
   if (value === null || typeof value !== "object" || !types(node).includes("object")) return value;
@@ -74,13 +85,7 @@ function walk(s: Schema, value: unknown, path: string, root: Schema, issues: Arg
     if (!prop) {
       if (extra) out[key] = walk(extra, v, join(path, key), root, issues);
       else if (node.additionalProperties === true) out[key] = v;
-      else {
-        const guess = suggestArgument(key, known);
-        issues.push({
-          path: join(path, key),
-          message: `Unknown argument '${join(path, key)}'.${guess ? ` Did you mean '${guess}'?` : ""} Known: ${known.join(", ") || "(none)"}`,
-        });
-      }
+      else issues.push({ path: join(path, key), message: unknownMessage(tool, path, key, known) });
       continue;
     }
     if (v === null && !required.has(key) && !accepts(prop, null, root)) continue; // null = absent
@@ -106,9 +111,10 @@ type Validate = (cleaned: unknown) => { success: true; data: unknown } | { succe
 /**
  * The rule for every tool, built-in or custom: nulls dropped, unknown and missing arguments named
  * (walking `schema`, the JSON Schema the model sees), then `validate` on what is left.
- * `label` names the tool in the message (custom tools), `hint` ends it.
+ * `label` names the tool in the message (custom tools), `hint` ends it; `tool`: the built-in tool whose
+ * table of other systems' spellings (foreign-args.ts) names its arguments.
  */
-export function jsonSchemaArgumentParser(schema: Record<string, unknown>, validate: Validate, opts: { label?: string; hint?: string } = {}) {
+export function jsonSchemaArgumentParser(schema: Record<string, unknown>, validate: Validate, opts: { label?: string; hint?: string; tool?: string } = {}) {
   const root = schema as Schema;
   const head = `Invalid arguments${opts.label ? ` for ${opts.label}` : ""}`;
   const tail = opts.hint ? ` ${opts.hint}` : "";
@@ -119,7 +125,7 @@ export function jsonSchemaArgumentParser(schema: Record<string, unknown>, valida
       });
     }
     const issues: ArgIssue[] = [];
-    const cleaned = walk(root, raw, "", root, issues);
+    const cleaned = walk(root, raw, "", root, issues, opts.tool);
     const parsed = validate(cleaned);
     if (parsed.success && issues.length === 0) return parsed.data;
     // A missing argument is reported once, in our words (zod would add "expected string, received undefined").
@@ -130,7 +136,7 @@ export function jsonSchemaArgumentParser(schema: Record<string, unknown>, valida
 }
 
 /** Validates a built-in tool's arguments once its JSON Schema is known: nulls dropped, unknown and missing arguments named. */
-export function argumentParser<S extends z.ZodObject>(input: S) {
+export function argumentParser<S extends z.ZodObject>(input: S, tool?: string) {
   const schema = z.toJSONSchema(input, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
-  return jsonSchemaArgumentParser(schema, (cleaned) => input.safeParse(cleaned)) as (raw: unknown) => z.infer<S>;
+  return jsonSchemaArgumentParser(schema, (cleaned) => input.safeParse(cleaned), tool === undefined ? {} : { tool }) as (raw: unknown) => z.infer<S>;
 }

@@ -238,7 +238,7 @@ export function defineTool<S extends z.ZodObject>(spec: Tool<S> & { liveless?: L
   let parse: ((raw: unknown) => unknown) | undefined;
   // Any tool's call may be held and approved with changes or a note: its data may then say so (lib/run/pending/approve.ts).
   const output = tool.output.extend({ approval: ApprovalInfo.optional().openapi({ description: "Present when a human approved this call with changed arguments or a note" }) });
-  const made = { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input))(raw) } as unknown as Tool;
+  const made = { ...tool, output, parseArgs: (raw: unknown) => (parse ??= argumentParser(tool.input, tool.name))(raw) } as unknown as Tool;
   if (!liveless) return made;
   for (const name of liveless.omit) {
     const arg = (tool.input.shape as Record<string, z.ZodType | undefined>)[name];
@@ -254,7 +254,7 @@ export const toolsServed = (tools: readonly Tool[], live: boolean): readonly Too
 
 /** A tool's arguments as models send them: null is absent; unknown and missing arguments are INVALID_ARGUMENT naming them. */
 export function parseToolArgs(tool: Tool, raw: unknown): unknown {
-  return tool.parseArgs ? tool.parseArgs(raw) : argumentParser(tool.input)(raw);
+  return tool.parseArgs ? tool.parseArgs(raw) : argumentParser(tool.input, tool.name)(raw);
 }
 
 /** Longest `output` any tool hands back, in UTF-8 bytes of kept text; tools cut earlier with their own notes. */

@@ -21,7 +21,7 @@
  * bits over the old files (a link may dangle) until the import is done again.
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf, filesPrefix, manifestKey, packKey } from "../layout/paths.js";
+import { ancestorsOf, filesPrefix, isWithin, manifestKey, packKey } from "../layout/paths.js";
 import { compareKeys } from "../layout/key-order.js";
 import { PathClaims, type ClaimKind } from "../archive/claims.js";
 import type { ArchiveWorkspace as Workspace } from "../archive/workspace-view.js";
@@ -208,6 +208,9 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
   if (ws.quota?.recount) await ws.quota.recount(await filesDriver(deps, ws.tenant, ws.id, switched?.meta ?? { ...rec.meta, base: manifest.id }));
   let updated = 0;
   for (const p of landedFiles) if (target.existing.has(p)) updated++;
+  // The workspace's links the import took out (replace: those below the prefix the archive lacks; either mode: one a file or directory landed on) or replaced with the archive's.
+  const linksGone = [...workspaceLinks.keys()].filter((p) => !links.has(p) && (landed.has(p) || (opts.mode === "replace" && isWithin(p, prefix)))).sort();
+  const linksReplaced = [...links.keys()].filter((p) => workspaceLinks.has(p)).length;
   const report = {
     format: archive.format,
     mode: opts.mode,
@@ -216,8 +219,11 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     files: landedFiles.size,
     created: landedFiles.size - updated,
     updated,
-    bytes: writer.bytes,
+    // The bytes of the files that landed (an entry a later one displaced wrote its bytes to the pack, but is not in the tree).
+    bytes: fileEntries.reduce((n, e) => n + e.size, 0),
     deleted,
+    links_deleted: linksGone.length,
+    links_replaced: linksReplaced,
     kept: kept.slice(0, REPORT_MAX),
     kept_count: kept.length,
     directories,
@@ -227,7 +233,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     skipped,
     skipped_count: skippedCount,
   };
-  return { ...report, message: importMessage(report), ms: Date.now() - started };
+  return { ...report, message: importMessage(report, linksGone), ms: Date.now() - started };
 }
 
 /** A prefix that is, or lies below, a link of the workspace: nothing is written through a link (claims.ts), so the import is refused before its archive is read. */

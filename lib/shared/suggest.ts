@@ -17,7 +17,7 @@ export function editDistance(a: string, b: string): number {
 }
 
 /** Case, '_' and '-' do not count: filePath, file-path and FILE_PATH all name file_path. */
-const fold = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
+export const fold = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
 
 /** The known name closest to `name`, or null when none is close (at most a third of its letters differ, at least 2). */
 export function closestName(name: string, known: readonly string[]): string | null {
@@ -36,7 +36,8 @@ export function closestName(name: string, known: readonly string[]): string | nu
 
 /**
  * Names agents carry over from other tools (or other tool sets): an unknown argument with no close
- * spelling is checked against this table, keyed by folded name. Each entry lists what it usually
+ * spelling is checked against this table, keyed by folded name. A built-in tool's own table of other
+ * systems' spellings (lib/contract/foreign-args.ts) is asked before either. Each entry lists what it usually
  * means, in order of preference; only a name the tool really has is suggested.
  */
 const SYNONYMS: Record<string, readonly string[]> = {
@@ -90,11 +91,6 @@ const SYNONYMS: Record<string, readonly string[]> = {
   maxcount: ["head_limit", "limit", "max_results"],
   numresults: ["max_results", "limit"],
   ignorecase: ["case_insensitive"],
-  // Claude Code's Grep takes ripgrep's flags as argument names (-i, -A, -B, -C); folded, the dash goes.
-  i: ["case_insensitive"],
-  a: ["after"],
-  b: ["before"],
-  c: ["context"],
   uri: ["url"],
   link: ["url"],
   id: ["task_id"],

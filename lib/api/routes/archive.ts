@@ -47,7 +47,9 @@ const ImportQuery = z.object({
 export const ImportReportSchema = z
   .object({
     workspace: z.string(), format: z.enum(["tar", "tar.gz", "zip"]), mode: z.enum(["merge", "replace"]), prefix: z.string(),
-    entries: z.number(), files: z.number(), bytes: z.number(), created: z.number(), updated: z.number(), deleted: z.number(),
+    entries: z.number(), files: z.number(), bytes: z.number().openapi({ description: "Bytes of the files that landed" }), created: z.number(), updated: z.number(), deleted: z.number().openapi({ description: "Files of the workspace removed (replace: under the prefix, not in the archive; either mode: where a link of the archive took their path)" }),
+    links_deleted: z.number().openapi({ description: "Symlinks of the workspace removed (replace: under the prefix, not in the archive; either mode: where a file or directory of the archive took their path)" }),
+    links_replaced: z.number().openapi({ description: "Symlinks of the workspace replaced by the archive's links at the same path" }),
     kept: z.array(z.string()), kept_count: z.number(),
     directories: z.number().openapi({ description: "Directory entries in the archive" }),
     empty_directories: z.number().openapi({ description: "Of those, the empty ones, kept as explicit directories (as mkdir leaves them)" }),

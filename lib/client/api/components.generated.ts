@@ -199,10 +199,16 @@ export interface components {
             prefix: string;
             entries: number;
             files: number;
+            /** @description Bytes of the files that landed */
             bytes: number;
             created: number;
             updated: number;
+            /** @description Files of the workspace removed (replace: under the prefix, not in the archive; either mode: where a link of the archive took their path) */
             deleted: number;
+            /** @description Symlinks of the workspace removed (replace: under the prefix, not in the archive; either mode: where a file or directory of the archive took their path) */
+            links_deleted: number;
+            /** @description Symlinks of the workspace replaced by the archive's links at the same path */
+            links_replaced: number;
             kept: string[];
             kept_count: number;
             /** @description Directory entries in the archive */

@@ -467,7 +467,7 @@ export interface paths {
          *     - Destructive commands (rm -r, git reset --hard, git clean -f, git push --force, chmod -R, ...) wait for a human's approval (NEEDS_APPROVAL with a pending_id; get the outcome with the pending_result tool); nothing of them runs before. Some (rm -rf /, fork bombs, writes to system paths) are always refused.
          *     - confirmed (default: false): the user agreed to this exact command. It counts only where the tenant's policy allows self-confirmation; otherwise a destructive command waits for approval whatever it says.
          *     - call_id (when files, symlinks, execute bits or empty directories changed): POST /v1/workspaces/{ws}/undo {call_id} puts back every file, symlink, execute bit and empty directory the command wrote back.
-         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?} or {task_id, status} in background
+         *     Returns: {stdout, stderr, exit_code, duration_ms, truncated, output_file?, output_cut?, files_changed, files_deleted, dirs_created?, dirs_deleted?, links_changed?, modes_changed?, conflicts, unsynced?, call_id?, notes?} or {task_id, status} in background (notes: the lines the output adds to the command's own)
          */
         post: operations["tool_bash"];
         delete?: never;
@@ -3694,6 +3694,8 @@ export interface operations {
                                 detail?: string;
                             }[];
                             call_id?: string;
+                            /** @description The lines the output adds to the command's own (write-back, live sandbox, shell), one per line: the same text */
+                            notes?: string;
                             approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */

@@ -82,7 +82,9 @@ async function runEditor(input: z.infer<typeof EditorInput>, run: RunTool): Prom
       const r = await run("edit", { file_path: path, old_string: "", new_string: file_text }).catch(
         inWords("ALREADY_EXISTS", (e) => `${e.details.path ?? path} already exists: command \`create\` cannot overwrite a file. Use view to see it, then str_replace (or insert) to change it.`),
       );
-      return { text: `File created successfully at: ${r.data.file_path}` };
+      // edit fills an existing empty file (no content is lost): said as such, never as a creation.
+      const at = r.data.file_path;
+      return { text: r.data.created === false ? `File already existed at: ${at}, empty: file_text was written into it (create never overwrites a file that has content).` : `File created successfully at: ${at}` };
     }
     case "str_replace": {
       const old_str = requireField(input.old_str, "old_str", "command: str_replace", "string");

@@ -18,7 +18,7 @@ import { formatZodError } from "../../contract/errors.js";
 import { operationToPatch } from "../../tools/patch/parse.js";
 import type { RunTool } from "./types.js";
 import { patchInShellCommand } from "./shell-patch.js";
-import { discardedNote, writeBackNotes } from "../../exec/write-back-notes.js";
+import { discardedNote } from "../../exec/write-back-notes.js";
 
 export const OPENAI_TOOLS = ["apply_patch", "shell"] as const;
 export type OpenAITool = (typeof OPENAI_TOOLS)[number];
@@ -151,8 +151,8 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
       // OpenAI's shell runs each command in a fresh shell at the workspace root (models trained on it
       // write `cd dir && cmd`): restart, so the session's working directory (docs/shell-sessions.md) never carries over.
       const r = await run("bash", { command, restart: true, ...(opts.live ? { keep_alive: false } : {}), ...(timeout ? { timeout } : {}) });
-      const d = r.data as { stdout: string; stderr: string; exit_code: number } & Parameters<typeof writeBackNotes>[0];
-      output.push({ stdout: cut(d.stdout, max), stderr: cut(withNotes(d.stderr, writeBackNotes(d)), max), outcome: { type: "exit", exit_code: d.exit_code } });
+      const d = r.data as { stdout: string; stderr: string; exit_code: number; notes?: string };
+      output.push({ stdout: cut(d.stdout, max), stderr: cut(withNotes(d.stderr, d.notes ?? ""), max), outcome: { type: "exit", exit_code: d.exit_code } });
     } catch (e) {
       if (!isToolError(e)) throw e;
       error ??= e;
@@ -169,9 +169,10 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
 }
 
 /**
- * What bash's output tells the model beyond the command's own streams (lib/exec/write-back-notes.ts: symlinks,
- * empty directories, execute bits, refused or unsynced writes, conflicts), one "[...]" line each: the shell item
- * has no place but the streams, so it goes after the command's stderr (stdout stays the program's own bytes).
+ * What bash's output tells the model beyond the command's own streams, one "[...]" line each: bash's data.notes, the
+ * lines its own output adds (the write-back's: symlinks, empty directories, execute bits, refused or unsynced writes,
+ * conflicts, lists cut; a live sandbox left alone; the shell's). The shell item has no place but the streams, so they
+ * go after the command's stderr (stdout stays the program's own bytes).
  */
 function withNotes(stderr: string, notes: string): string {
   if (!notes) return stderr;

@@ -150,8 +150,23 @@ describe.each([
     expect((await importReq(t, tar([{ name: "a/old", type: "2", linkname: "x" }, { name: "a/keep", type: "2", linkname: "y" }, { name: "b/other", type: "2", linkname: "z" }]))).status).toBe(200);
     const r = await importReq(t, tar([{ name: "keep", type: "2", linkname: "y2" }, { name: "new.txt", body: "n" }]), "?prefix=a&mode=replace");
     expect(r.status, JSON.stringify(r.body)).toBe(200);
+    // The removed link and the replaced one are counted and said, not "0 files deleted".
+    expect(r.body).toMatchObject({ deleted: 0, links_deleted: 1, links_replaced: 1 });
+    expect(r.body.message).toContain("(mode replace: 0 files and 1 symlink (a/old) deleted; 1 symlink of the workspace replaced by the archive's)");
     expect(await exported(await exportReq(t))).toEqual({ "a/": "directory", "a/new.txt": "file", "a/keep": "-> y2", "b/": "directory", "b/other": "-> z" });
-    expect((await importReq(t, tar([{ name: "b/other", body: "now a file" }]))).status).toBe(200);
+    const m = await importReq(t, tar([{ name: "b/other", body: "now a file" }]));
+    expect(m.status).toBe(200);
+    expect(m.body).toMatchObject({ deleted: 0, links_deleted: 1, links_replaced: 0 });
+    expect(m.body.message).toContain("(mode merge: 1 symlink (b/other) of the workspace replaced by files or directories)");
     expect(await exported(await exportReq(t))).toEqual({ "a/": "directory", "a/new.txt": "file", "a/keep": "-> y2", "b/": "directory", "b/other": "file" });
+  });
+
+  it("an archive whose only file a later link of the same path displaced reports no files and no bytes", async () => {
+    const t = await newTenant(app);
+    const r = await importReq(t, tar([{ name: "dup", body: "12345" }, { name: "dup", type: "2", linkname: "x" }]));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ files: 0, bytes: 0, symlinks: 1, skipped_count: 1 });
+    const twice = await importReq(t, tar([{ name: "two", body: "12345" }, { name: "two", body: "123" }]));
+    expect(twice.body).toMatchObject({ files: 1, bytes: 3, skipped_count: 1 });
   });
 });

@@ -99,10 +99,18 @@ describe("bash's write-back lines reach the model by every door", () => {
     const r = await compat(t, "openai", "shell", { type: "shell_call", call_id: "c1", action: { commands: ["echo out && echo err >&2 && ln -s a op1 && mkdir op1dir", "echo plain"] } });
     const [made, plain] = r.body.output;
     expect(made.stdout).toBe("out\n");
-    // The shell's data has no links_removed: its line is the one that names made, repointed and removed links together.
-    expect(made.stderr).toBe("err\n[symlinks made, repointed or removed: op1]\n[empty directories kept: op1dir/]\n");
+    // bash's own lines (its data.notes), as its HTTP output has them.
+    expect(made.stderr).toBe("err\n[symlinks made or repointed: op1]\n[empty directories kept: op1dir/]\n");
     expect(made.outcome).toEqual({ type: "exit", exit_code: 0 });
     expect(plain).toEqual({ stdout: "plain\n", stderr: "", outcome: { type: "exit", exit_code: 0 } });
+  });
+
+  it("OpenAI's shell: a removed symlink has bash's own line, not the line of made, repointed or removed ones", async () => {
+    const r = await compat(t, "openai", "shell", { commands: ["ln -s a op2", "rm op2 && ln -sfn b op1"] });
+    const [, removed] = r.body.output;
+    expect(removed.stderr).toBe("[symlinks made or repointed: op1]\n[symlinks removed: op2]\n");
+    const http = await call("bash", { command: "ln -s c op3 && rm op3 && true" });
+    expect(http.data.notes ?? "").toBe("");
   });
 
   it("OpenAI's shell: a command stopped by its timeout names the changes it made, which are not in the workspace", async () => {

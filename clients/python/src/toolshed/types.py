@@ -230,6 +230,8 @@ class ImportReport(TypedDict):
     created: int
     updated: int
     deleted: int
+    links_deleted: int
+    links_replaced: int
     kept: List[str]
     kept_count: int
     directories: int

@@ -121,6 +121,13 @@ describe("text editor: create, str_replace, insert", () => {
     expect(failed(await editor(t, { command: "create", path: "b.py" }), "INVALID_ARGUMENT")).toContain("`file_text`");
   });
 
+  it("create over an existing empty file fills it and says so, not 'created'", async () => {
+    const t = await newTenant();
+    await upload(t, "empty.txt", "");
+    expect(ok(await editor(t, { command: "create", path: "empty.txt", file_text: "now\n" }))).toBe("File already existed at: empty.txt, empty: file_text was written into it (create never overwrites a file that has content).");
+    expect(await rawText(t, "empty.txt")).toBe("now\n");
+  });
+
   it("str_replace needs a view first (in Anthropic's words), then replaces the unique match", async () => {
     const t = await withPrimes();
     const before = failed(await editor(t, { command: "str_replace", path: "primes.py", old_str: "n < 2", new_str: "n <= 1" }), "NOT_READ");
