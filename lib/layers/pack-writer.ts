@@ -24,7 +24,6 @@ export class PackWriter {
   private current = -1;
   private readonly inflight = new Set<Promise<void>>();
   private failure: { error: unknown } | null = null;
-  bytes = 0;
 
   constructor(private readonly driver: StorageDriver, private readonly tenant: string) {}
 
@@ -43,7 +42,6 @@ export class PackWriter {
       this.size += bytes.length;
     }
     this.entries.push(e);
-    this.bytes += bytes.length;
     return e;
   }
 
@@ -80,7 +78,6 @@ export class PackWriter {
     const pack = this.packs.push(id) - 1;
     const e: ManifestEntry = { path, etag: opts.etag ?? hash.hex(), size, modified: opts.modified ?? Date.now(), pack, offset: 0 };
     this.entries.push(e);
-    this.bytes += size;
     return e;
   }
 
