@@ -81,7 +81,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   // Live sessions (docs/live-sessions.md): the coordinator, the tenant's concurrent_runs, and the app's usage and audit of each sandbox.
   const live = inputDeps.liveCoordinator
     ? liveService(inputDeps.liveCoordinator, {
-        ...(inputDeps.limits ? { limits: inputDeps.limits } : {}), events: liveEvents(inputDeps),
+        ...(inputDeps.limits ? { limits: inputDeps.limits } : {}), events: liveEvents(inputDeps), markers: inputDeps.storage,
         ...(inputDeps.liveMaxLifeMs ? { max_life_ms: inputDeps.liveMaxLifeMs } : {}), ...(inputDeps.liveBusyWaitMs !== undefined ? { busy_wait_ms: inputDeps.liveBusyWaitMs } : {}),
       })
     : undefined;

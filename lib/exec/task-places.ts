@@ -46,6 +46,11 @@ export async function takeTaskPlace(limits: LimitsStore | undefined, storage: St
   }
 }
 
+/** Frees the places of tasks `runIds` of `workspace` (its delete: they are told to stop, and will never report). Never throws. */
+export async function releaseTaskPlaces(limits: LimitsStore | undefined, tenant: string, workspace: string, runIds: readonly string[]): Promise<void> {
+  if (limits && runIds.length) await limits.releaseTasks(tenant, runIds.map((id) => placeId(workspace, id))).catch(() => {}); // missed: the leases end on their own
+}
+
 /** The places whose task has a result (it ended), among `ids`: one HEAD each, 8 at a time. */
 async function finishedAmong(storage: StorageDriver, tenant: string, ids: readonly string[]): Promise<string[]> {
   const done: string[] = [];

@@ -101,10 +101,11 @@ async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, 
   }
   const next = carried ? await hub.resultThenNext(ref, carried, signal) : await hub.next(ref, status, signal);
   // An idle poll's end (every LIVE_POLL_MS, off any command's path): the workspace deleted since (or made again
-  // under its id), the sandbox ends now rather than at its idle end, and is billed no longer.
+  // under its id), the sandbox ends now rather than at its idle end, and is billed no longer. The delete itself ends
+  // the sandboxes it finds (lib/exec/workspace-gone.ts); this catches one it missed (started as the delete listed).
   if ("wait" in next && workspaceHere && !(await workspaceHere())) {
-    await hub.ended(ref, { generation: ref.generation, reason: "deleted", ...lostOf(status), status });
-    return json({ end: "deleted" });
+    await hub.ended(ref, { generation: ref.generation, reason: "workspace_deleted", ...lostOf(status), status });
+    return json({ end: "workspace_deleted" });
   }
   if (!("command" in next) || !query || !manifestNow) return json(next);
   // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.

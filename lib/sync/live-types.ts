@@ -136,11 +136,12 @@ export type LiveNext<Req = unknown> =
   | { end: LiveEndReason };
 
 /**
- * `ended`: ended on request (DELETE .../sandbox); `deleted`: a restart of the shell (bash restart: true),
- * or its workspace deleted; `revoked`: the API key that started the sandbox was revoked or expired
- * (checked at its polls: lib/sync/live-server.ts).
+ * `ended`: ended on request (DELETE .../sandbox); `deleted`: a restart of the shell (bash restart: true);
+ * `workspace_deleted`: its workspace was deleted (DELETE /v1/workspaces/{ws} ends it at once,
+ * lib/exec/workspace-gone.ts; an idle poll's end that finds the workspace gone, lib/sync/live-server.ts);
+ * `revoked`: the API key that started the sandbox was revoked or expired (checked at its polls).
  */
-export type LiveEndReason = "idle" | "max_life" | "ended" | "deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit" | "revoked";
+export type LiveEndReason = "idle" | "max_life" | "ended" | "deleted" | "workspace_deleted" | "replaced" | "crashed" | "shell_exited" | "timed_out" | "limit" | "revoked";
 
 export interface LiveResultPost<Res = unknown> {
   generation: string;

@@ -68,14 +68,24 @@ export async function listWorkspaces(driver: StorageDriver, tenant: string, opts
   return { workspaces: metas.filter((m): m is WorkspaceMeta => m !== null), ...(cursor ? { cursor } : {}) };
 }
 
+/** What a workspace's delete tells its caller (lib/exec/workspace-gone.ts ends what runs there). */
+export interface WorkspaceDeleteHooks {
+  /** The record is gone (no call finds the workspace now); before any other object is deleted. */
+  recordGone?: () => Promise<void>;
+  /** A page of keys about to be deleted (full keys). */
+  deleting?: (keys: readonly string[]) => void;
+}
+
 /** Deletes the record first (the workspace is gone at once), then every object below it. */
-export async function deleteWorkspace(driver: StorageDriver, tenant: string, id: string): Promise<{ deleted_objects: number }> {
+export async function deleteWorkspace(driver: StorageDriver, tenant: string, id: string, hooks: WorkspaceDeleteHooks = {}): Promise<{ deleted_objects: number }> {
   await getWorkspace(driver, tenant, id);
   await driver.delete(metaKey(tenant, id));
+  await hooks.recordGone?.();
   let count = 0;
   for (;;) {
     const r = await driver.list({ prefix: workspacePrefix(tenant, id), limit: 1000 });
     if (r.objects.length === 0) break;
+    hooks.deleting?.(r.objects.map((o) => o.key));
     await driver.delete(r.objects.map((o) => o.key));
     count += r.objects.length;
   }

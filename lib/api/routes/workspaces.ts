@@ -7,6 +7,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../http.js";
 import { parseJsonBody } from "../http.js";
 import type { AppDeps } from "../deps.js";
+import { endsWithWorkspace } from "../../exec/workspace-gone.js";
 import { createWorkspaceRecord, deleteWorkspace, getWorkspace, listWorkspaces, publicMeta } from "../../workspace/registry.js";
 import { knownWorkspaceKey } from "./known-workspace.js";
 import { secureRoute } from "./access.js";
@@ -119,7 +120,10 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     })),
     async (c) => {
       const { ws } = c.req.valid("param");
-      const r = await deleteWorkspace(deps.storage, c.get("auth").tenant, ws);
+      // What runs there ends with it: its live sandboxes at once, its background tasks' places freed (lib/exec/workspace-gone.ts).
+      const ending = endsWithWorkspace(deps, c.get("auth").tenant, ws);
+      const r = await deleteWorkspace(deps.storage, c.get("auth").tenant, ws, ending.hooks);
+      await ending.done();
       await dropWorkspaceUsage(deps, c.get("auth").tenant, ws); // its bytes leave the tenant's storage_bytes
       return c.json({ deleted: true as const, id: ws, ...r }, 200);
     },

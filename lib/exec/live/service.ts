@@ -2,12 +2,14 @@
  * What a live session needs of the app (ExecDeps.live, assembled by createApp): the coordinator,
  * the tenant's concurrent_runs (a live sandbox holds one slot for its life) and the app's record
  * of a sandbox's start and end (usage, audit: lib/api/live-events.ts). `accountEnds` is the one place
- * a generation's end is accounted for: its slot released, its usage and audit written. Bundles for Workers.
+ * a generation's end is accounted for: its slot released, its usage and audit written, its marker deleted (markers.ts). Bundles for Workers.
  */
 import type { LimitsStore } from "../../limits/store.js";
 import { IsolateCache } from "../../shared/isolate-cache.js";
 import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
+import type { StorageDriver } from "../../storage/types.js";
 import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
+import { unmarkLive } from "./markers.js";
 
 /** A live runner not heard from this long after its start was asked for never came (its cold start included). */
 export const LIVE_START_WAIT_MS = 60_000;
@@ -33,6 +35,8 @@ export interface LiveService {
   coordinator: LiveCoordinator;
   limits?: LimitsStore;
   events?: LiveEvents;
+  /** Where each sandbox's marker is kept while it lives (markers.ts): a workspace's delete finds them there. */
+  markers?: StorageDriver;
   /** How long a call waits for the session's previous call before BUSY, ms. */
   busy_wait_ms: number;
   /** Longest life of one live runner (LIVE_MAX_LIFE_MS; shorter in tests of the handover). */
@@ -70,10 +74,11 @@ export const liveKeyClaim = (keyId: string | undefined): { k?: string } => (keyI
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 
-/** Accounts for generations that ended: their slot released, their usage and audit written. Never throws. */
+/** Accounts for generations that ended: their slot released, their usage and audit written, their marker deleted. Never throws. */
 export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[]): Promise<void> {
   for (const end of ends) {
     await Promise.all([
+      svc.markers ? unmarkLive(svc.markers, key, end.generation) : undefined,
       end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
       end.arrived && svc.events ? svc.events.ended(key, end).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
     ]);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { boundedEnded, boundedStatus, LIVE_COMMAND_MAX, LIVE_LIST_MAX, type LiveStatus } from "../../../lib/sync/live-types.js";
-import { lossNote } from "../../../lib/exec/live/run-live.js";
+import { lossNote } from "../../../lib/exec/live/loss-note.js";
 
 const status = (extra: Partial<LiveStatus> = {}): LiveStatus => ({ generation: "g", started_at: 1, last_used_at: 2, processes: [], ports: [], wall_ms: 3, ...extra });
 const procs = (n: number) => Array.from({ length: n }, (_, i) => ({ pid: n - i, command: `p${n - i}` }));

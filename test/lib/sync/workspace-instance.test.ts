@@ -95,7 +95,8 @@ describe("a sync token is for one instance of its workspace", () => {
     expect(next.status, JSON.stringify(next.body)).toBe(200);
     expect(next.body.output).not.toContain(`gen=${old.generation}`);
     expect(runner.generations).toHaveLength(2);
-    expect(await old.done).toBe("end:replaced");
+    // The delete ended it at once (lib/exec/workspace-gone.ts); before, the next call's instance check replaced it here ("end:replaced").
+    expect(await old.done).toBe("end:workspace_deleted");
     // The old sandbox's live token (its final write-back's) reaches nothing of the new workspace.
     const late = await app.request("/v1/sync/files/late.txt", { method: "PUT", headers: { authorization: `Bearer ${old.start.sync.token}`, "if-none-match": "*" }, body: "old sandbox\n" });
     expect(late.status).toBe(404);

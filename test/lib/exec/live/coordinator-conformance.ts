@@ -184,6 +184,20 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "deleted" });
     });
 
+    it("end for a deleted workspace: the held poll is told workspace_deleted, the end is accounted, and no later call hears of it (nor of its runner's last word)", async () => {
+      const c = make();
+      const key = newKey();
+      const gen = await arrivedRunner(c, key);
+      const held = c.next(key, gen, status(gen, { processes: [{ pid: 3, command: "node server.js" }] }));
+      await c.status(key);
+      const e = await c.end(key, "workspace_deleted");
+      expect(e.ends).toEqual([expect.objectContaining({ generation: gen, reason: "workspace_deleted", arrived: true })]);
+      expect(await held).toEqual({ end: "workspace_deleted" });
+      expect(await c.ended(key, gen, { generation: gen, reason: "workspace_deleted", lost_processes: [{ pid: 3, command: "node server.js" }], status: status(gen), written: { changed: ["a.txt"], deleted: [], conflicts: [] } })).toEqual([]);
+      expect(await c.call(key, "x", { ...TURN, timeout_ms: 10_000, join: true })).toEqual({ begun: { none: {}, ends: [] } });
+      expect(startOf(await c.begin(key, TURN)).lost).toBeUndefined();
+    });
+
     it("what a runner's final write-back did reaches the next call, each list cut to its first paths and counted, however long", async () => {
       const c = make();
       const key = newKey();

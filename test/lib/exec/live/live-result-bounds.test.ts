@@ -8,6 +8,8 @@
  * taken once, from its own generation, while it waits (session-state.ts `result`). On the real app
  * with the LIVE Durable Object, over the fake live runner (test/support/fake-live-runner.ts).
  */
+import { env } from "cloudflare:workers";
+import { liveMarkerKey } from "../../../../lib/layout/live-markers.js";
 import { describe, expect, it } from "vitest";
 import { mintSyncToken } from "../../../../lib/sync/token.js";
 import { ADMIN, admin, newTenant, UNGATED, type Tenant, type TestApp } from "../../../helpers.js";
@@ -112,18 +114,35 @@ describe("a runner's answer and its next poll reach only its own session", () =>
 });
 
 describe("a live sandbox whose workspace is deleted", () => {
-  it("ends at its runner's next idle poll (not its idle end): told deleted, and nothing of it answers a workspace made again under the id", async () => {
+  it("ends at once, told workspace_deleted, and nothing of it answers a workspace made again under the id", async () => {
     const { app, runner } = setup();
     const t = await newTenant(app, UNGATED);
     okOutput(await bash(t, "first", "s-a"));
     const g = runner.generations[0]!;
     expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
-    // The idle poll (FAST: held 300 ms) finds the workspace gone; before this rule the sandbox lived to its idle end.
-    expect(await g.done).toBe("end:deleted");
+    expect(await g.done).toBe("end:workspace_deleted");
     expect((await t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: t.ws }) })).status).toBe(201);
     const again = okOutput(await bash(t, "second", "s-a"));
     expect(runner.generations).toHaveLength(2);
     expect(again).toContain(`gen=${runner.generations[1]!.generation} n=1 cmd=second`);
+    expect(again).not.toMatch(/live sandbox (lost|ended)/);
+    // A sandbox's marker lives as long as it does: its end's accounting deletes it.
+    const marker = liveMarkerKey(t.tenant, t.ws, "s-a", runner.generations[1]!.generation);
+    expect(await env.FILES.head(marker)).not.toBeNull();
     await t.req(`/v1/workspaces/${t.ws}/sessions/s-a/sandbox`, { method: "DELETE" });
+    expect(await env.FILES.head(marker)).toBeNull();
+  });
+
+  it("one the delete did not find (its marker missing: started as the delete listed) ends at its runner's next idle poll (not its idle end)", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await bash(t, "first", "s-a"));
+    const g = runner.generations[0]!;
+    const marker = liveMarkerKey(t.tenant, t.ws, "s-a", g.generation);
+    expect(await env.FILES.head(marker)).not.toBeNull(); // put beside its runner's start
+    await env.FILES.delete(marker);
+    expect((await t.req(`/v1/workspaces/${t.ws}`, { method: "DELETE" })).status).toBe(200);
+    // The idle poll (FAST: held 300 ms) finds the workspace gone; before that rule the sandbox lived to its idle end.
+    expect(await g.done).toBe("end:workspace_deleted");
   });
 });
