@@ -76,8 +76,6 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   const knownWorkspaces = inputDeps.knownWorkspaces ?? new IsolateCache<MetaRecord>();
   // Manifests, segments and versions share one byte budget (lib/shared/isolate-memory.ts).
   const memory = inputDeps.memory ?? new IsolateMemory();
-  // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs (lib/exec/limited.ts).
-  const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits) : inputDeps.executor;
   // Live sessions (docs/live-sessions.md): the coordinator, the tenant's concurrent_runs, and the app's usage and audit of each sandbox.
   const live = inputDeps.liveCoordinator
     ? liveService(inputDeps.liveCoordinator, {
@@ -85,6 +83,8 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
         ...(inputDeps.liveMaxLifeMs ? { max_life_ms: inputDeps.liveMaxLifeMs } : {}), ...(inputDeps.liveBusyWaitMs !== undefined ? { busy_wait_ms: inputDeps.liveBusyWaitMs } : {}),
       })
     : undefined;
+  // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs; past the limit, live sandboxes' slots whose runner is gone are freed (lib/exec/limited.ts).
+  const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits, live) : inputDeps.executor;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
   // calls_per_minute's token of most calls comes from this isolate's pool (lib/limits/call-leases.ts).
   const callLeases = inputDeps.callLeases ?? (inputDeps.limits ? new CallLeases(inputDeps.limits) : undefined);

@@ -8,10 +8,19 @@
  * A streamed command (SSE, MCP progress) reaches the runner through start, and holds its slot the same
  * way while it is followed to its result (foreground: lib/exec/stream-run.ts). Background tasks (start
  * alone) are not counted here: they have background_tasks (lib/exec/task-places.ts).
+ *
+ * Every slot, a fresh run's and a live sandbox's, is taken through acquireSlot (issue #29): a live
+ * sandbox's lease names its holder (session and runner generation); past the limit, the acquirer asks
+ * each holder's coordinator whether that generation is still the session's current one, frees the
+ * leases of those that are not (a restart or redeploy forgot them; a runner that stopped polling is
+ * found lost by that same question, stale_ms after its last poll) and tries once more.
  */
 import { ToolError } from "../shared/errors.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
+import type { LeaseHolder, RunDecision } from "../limits/limiter.js";
 import type { Executor, RunRequest } from "./types.js";
+import { accountEnds, type LiveService } from "./live/service.js";
+import { LIVE_POLL_MS, LIVE_STALE_MS } from "../sync/live-types.js";
 
 /** How long a run's slot is leased: its timeout, the write-back after it (at least max(10 s, timeout / 4)), and a minute's margin. */
 export const runLeaseMs = (req: RunRequest): number => req.timeout_ms + Math.max(10_000, req.timeout_ms / 4) + 60_000;
@@ -29,15 +38,45 @@ export function concurrentRunsRefused(d: { running: number; limit: number; retry
   const what = d.running === 1 ? "command or live sandbox" : "commands or live sandboxes";
   const who = d.by === "key" ? "This API key" : "This tenant";
   const limit = d.by === "key" ? `the key's own concurrent_runs: ${d.limit}` : `concurrent_runs: ${d.limit}`;
-  return new ToolError("RATE_LIMITED", `${who} already runs ${d.running} ${what} at once (${limit}; a live sandbox holds one for its life, idle or not). Retry in ${retry} s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry, ...(d.by ? { by: d.by } : {}) });
+  return new ToolError("RATE_LIMITED", `${who} already runs ${d.running} ${what} at once (${limit}; a live sandbox holds one for its life, idle or not). Retry in ${retry} s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox). A live sandbox's slot frees when it ends: its idle timeout, that DELETE, or its runner gone (a restart, a crash), found by the next call past the limit at most ${LOST_AFTER_S} s after the runner's last poll.`, { limit: "concurrent_runs", running: d.running, quota: d.limit, retry_after: retry, ...(d.by ? { by: d.by } : {}) });
 }
 
-export function limitedExecutor(executor: Executor, limits: LimitsStore): Executor {
+/** A runner not heard from this long is lost (a poll held LIVE_POLL_MS, then LIVE_STALE_MS): the next acquirer past the limit frees its slot. */
+const LOST_AFTER_S = Math.round((LIVE_POLL_MS + LIVE_STALE_MS) / 1000);
+
+/** The most holders one refusal asks about (the oldest leases first: a stale one is old); so a tenant of thousands of slots costs a refused call at most this many coordinator requests. */
+const HOLDERS_ASKED = 32;
+
+/**
+ * The one way a concurrent_runs slot is taken. `holder`: the live sandbox that will hold it. Refused
+ * with live holders counted and `live` given: each holder's session is asked for its current
+ * generation (its coordinator's status, whose ends are accounted as a call's); a lease whose holder is
+ * not current is released, and when any was, the slot is asked for once more. A coordinator that does
+ * not answer keeps its holder's slot (never freed on a guess).
+ */
+export async function acquireSlot(limits: LimitsStore, tenant: string, caller: Caller, leaseMs: number, opts: { holder?: LeaseHolder; live?: LiveService } = {}): Promise<RunDecision> {
+  const d = await limits.acquireRun(tenant, caller, leaseMs, opts.holder);
+  if (d.ok || !d.holders || !opts.live) return d;
+  const live = opts.live;
+  const freed = await Promise.all(d.holders.slice(0, HOLDERS_ASKED).map(async ({ lease, holder }) => {
+    const key = { tenant, workspace: holder.workspace, session: holder.session };
+    const seen = await live.coordinator.status(key).catch(() => null);
+    if (!seen) return false;
+    await accountEnds(live, key, seen.ends); // a generation found lost just now: its slot released (and its usage and audit written) here
+    if (seen.sandbox?.generation === holder.generation) return false;
+    if (!seen.ends.some((e) => e.lease === lease)) await limits.releaseRun(tenant, lease).catch(() => {});
+    return true;
+  }));
+  return freed.some(Boolean) ? limits.acquireRun(tenant, caller, leaseMs, opts.holder) : d;
+}
+
+/** `live`: the live service whose sandboxes' stale slots a run past the limit frees (acquireSlot). */
+export function limitedExecutor(executor: Executor, limits: LimitsStore, live?: LiveService): Executor {
   /** `work` under a slot of the tenant's concurrent_runs (and of the caller's key's own), released once it ended. */
   async function holding<T>(req: RunRequest, work: () => Promise<T>, caller: Caller = { key_id: "" }): Promise<T> {
     let d;
     try {
-      d = await limits.acquireRun(req.tenant, caller, runLeaseMs(req));
+      d = await acquireSlot(limits, req.tenant, caller, runLeaseMs(req), live ? { live } : {});
     } catch (e) {
       console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
       return work();

@@ -14,7 +14,7 @@
  * more minute's budget, and an object idle for a minute had full buckets anyway.
  */
 import type { Limits } from "./fields.js";
-import { TenantLimiter, type Lease } from "./limiter.js";
+import { TenantLimiter, type Lease, type LeaseHolder } from "./limiter.js";
 import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps } from "./store.js";
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
 import { TenantUsage, type ChargeOptions, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
@@ -27,7 +27,7 @@ type Op =
   | { op: "leaseCalls"; caller: Caller; want: number }
   | { op: "claimKey"; ask: ClaimAsk }
   | { op: "releaseClaim"; key: string; id: string }
-  | { op: "acquireRun"; caller: Caller; leaseMs: number }
+  | { op: "acquireRun"; caller: Caller; leaseMs: number; holder?: LeaseHolder }
   | { op: "releaseRun"; lease: string }
   | { op: "chargeStorage"; caller: Caller; ws: string; delta: StorageUsage; opts?: ChargeOptions }
   | { op: "setStorage"; ws: string; usage: StorageUsage | null }
@@ -132,7 +132,7 @@ export class LimitsObject {
         await releaseClaim(this.claims, body.key, body.id);
         return answer(null);
       case "acquireRun": {
-        const d = ops.acquireRun(body.caller, body.leaseMs);
+        const d = ops.acquireRun(body.caller, body.leaseMs, body.holder);
         if (d.ok) await this.saveLeases();
         return answer(d);
       }
@@ -188,7 +188,7 @@ export function durableLimits(ns: DurableObjectNamespace): LimitsStore {
     leaseCalls: (t, caller, want) => call(t, { op: "leaseCalls", caller, want }),
     claimKey: (t, ask) => call(t, { op: "claimKey", ask }),
     releaseClaim: (t, key, id) => call(t, { op: "releaseClaim", key, id }),
-    acquireRun: (t, caller, leaseMs) => call(t, { op: "acquireRun", caller, leaseMs }),
+    acquireRun: (t, caller, leaseMs, holder) => call(t, { op: "acquireRun", caller, leaseMs, ...(holder ? { holder } : {}) }),
     releaseRun: (t, lease) => call(t, { op: "releaseRun", lease }),
     chargeStorage: (t, caller, ws, delta, opts) => call(t, { op: "chargeStorage", caller, ws, delta, ...(opts ? { opts } : {}) }),
     setStorage: (t, ws, usage) => call(t, { op: "setStorage", ws, usage }),

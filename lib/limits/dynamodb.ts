@@ -148,7 +148,7 @@ export function dynamoLimits(opts: DynamoLimitsOptions): LimitsStore {
     leaseCalls: (t, caller, want) => apply(t, (o) => o.leaseCalls(caller, want), (d) => d.granted > 0),
     claimKey: (t, ask) => claims.claimKey(t, ask),
     releaseClaim: (t, hash, id) => claims.releaseClaim(t, hash, id),
-    acquireRun: (t, caller, leaseMs) => apply(t, (o) => o.acquireRun(caller, leaseMs), (d) => d.ok),
+    acquireRun: (t, caller, leaseMs, holder) => apply(t, (o) => o.acquireRun(caller, leaseMs, holder), (d) => d.ok),
     releaseRun: (t, lease) => apply(t, (o) => o.releaseRun(lease), (held) => held).then(() => undefined),
     // A refused charge changes nothing, unless it brought a workspace's first count (`init`: kept, as the Durable Object keeps it) or settled an allowance.
     chargeStorage: (t, caller, ws, delta, chargeOpts) => apply(t, (o) => o.chargeStorage(caller, ws, delta, chargeOpts), (d) => d.ok || chargeOpts?.init !== undefined || chargeOpts?.settle !== undefined),

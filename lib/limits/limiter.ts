@@ -31,10 +31,23 @@ export type CallDecision = ({ ok: true } | { ok: false; retry_after: number }) &
 /** Calls taken ahead for an isolate's own pool (lib/limits/call-leases.ts): `granted` of them, and the state of the bucket after. */
 export type CallLease = RateState & { granted: number; tenant_limit: number; key_limit: number };
 
+/**
+ * Who holds a slot, when a live sandbox does (lib/exec/live/): its session and the generation of
+ * runner started for it. A slot past the limit whose holder is no longer its session's current
+ * generation (a restart forgot it, its runner stopped polling) is freed by the next acquirer
+ * (lib/exec/limited.ts acquireSlot). A fresh run's slot names none: its short lease bounds it.
+ */
+export interface LeaseHolder {
+  workspace: string;
+  session: string;
+  generation: string;
+}
+
 export interface Lease {
   id: string;
   key: string;
   until: number;
+  holder?: LeaseHolder;
 }
 
 /** A limiter's whole state, as a store without memory of its own keeps it (lib/limits/dynamodb.ts). */
@@ -46,8 +59,13 @@ export interface LimiterState {
   seq: number;
 }
 
-/** Refused: `by` names whose concurrent_runs was reached, the calling key's own or the tenant's. */
-export type RunDecision = { ok: true; lease: string; running: number; limit: number } | { ok: false; running: number; limit: number; retry_after: number; by?: "key" | "tenant" };
+/**
+ * Refused: `by` names whose concurrent_runs was reached, the calling key's own or the tenant's;
+ * `holders`, the live sandboxes among the leases counted (for the acquirer to ask whether they still run; never told to the caller).
+ */
+export type RunDecision =
+  | { ok: true; lease: string; running: number; limit: number }
+  | { ok: false; running: number; limit: number; retry_after: number; by?: "key" | "tenant"; holders?: { lease: string; holder: LeaseHolder }[] };
 
 const MINUTE_MS = 60_000;
 
@@ -134,8 +152,9 @@ export class TenantLimiter {
   /**
    * A slot for one sandbox run, held until released or until the lease ends (a crashed caller frees
    * it then): the tenant's running leases stay under tenantLimit and the key's under keyLimit.
+   * `holder`: the live sandbox that holds it, kept with the lease and named in a refusal's `holders`.
    */
-  acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number): RunDecision {
+  acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number, holder?: LeaseHolder): RunDecision {
     const now = this.now();
     this.expire(now);
     const all = [...this.leases.values()];
@@ -144,10 +163,11 @@ export class TenantLimiter {
     const [held, limit] = byKey ? [mine, keyLimit] : [all, tenantLimit];
     if (held.length >= limit) {
       const soonest = Math.min(...held.map((l) => l.until), now + 60_000);
-      return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))), by: byKey ? "key" : "tenant" };
+      const holders = held.flatMap((l) => (l.holder ? [{ lease: l.id, holder: l.holder }] : []));
+      return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))), by: byKey ? "key" : "tenant", ...(holders.length ? { holders } : {}) };
     }
     const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
-    this.leases.set(id, { id, key: keyId, until: now + leaseMs });
+    this.leases.set(id, { id, key: keyId, until: now + leaseMs, ...(holder ? { holder: { workspace: holder.workspace, session: holder.session, generation: holder.generation } } : {}) });
     return { ok: true, lease: id, running: all.length + 1, limit: tenantLimit };
   }
 

@@ -4,7 +4,7 @@
  * Every method is one round trip to the tenant's object.
  */
 import { effectiveLimits, type Limits } from "./fields.js";
-import { TenantLimiter, type CallDecision, type CallLease, type RunDecision } from "./limiter.js";
+import { TenantLimiter, type CallDecision, type CallLease, type LeaseHolder, type RunDecision } from "./limiter.js";
 import { TenantUsage, type ChargeOptions, type CheckpointSlotDecision, type SlotDecision, type SlotOutcome, type StorageDecision, type StorageUsage, type TaskDecision } from "./usage.js";
 import { claimKey, memoryClaims, releaseClaim, type ClaimAnswer, type ClaimAsk } from "./claims.js";
 
@@ -31,8 +31,11 @@ export interface LimitsStore {
   claimKey(tenant: string, ask: ClaimAsk): Promise<ClaimAnswer>;
   /** Drops an Idempotency-Key's claim `id` (nothing kept: a retry runs again). */
   releaseClaim(tenant: string, key: string, id: string): Promise<void>;
-  /** A slot of concurrent_runs, leased for leaseMs (released by releaseRun, or freed when the lease ends). */
-  acquireRun(tenant: string, caller: Caller, leaseMs: number): Promise<RunDecision>;
+  /**
+   * A slot of concurrent_runs, leased for leaseMs (released by releaseRun, or freed when the lease ends).
+   * `holder`: the live sandbox holding it, kept with the lease (a refusal names the holders counted: lib/exec/limited.ts acquireSlot).
+   */
+  acquireRun(tenant: string, caller: Caller, leaseMs: number, holder?: LeaseHolder): Promise<RunDecision>;
   releaseRun(tenant: string, lease: string): Promise<void>;
   /** Charges a workspace's change of files and bytes before it is written (negative: gives back); usage.ts. */
   chargeStorage(tenant: string, caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): Promise<StorageDecision>;
@@ -59,7 +62,7 @@ export interface TenantOps {
   set(limits: Limits): Limits;
   takeCall(caller: Caller, extra?: number): CallDecision & { extra: number };
   leaseCalls(caller: Caller, want: number): CallLease;
-  acquireRun(caller: Caller, leaseMs: number): RunDecision;
+  acquireRun(caller: Caller, leaseMs: number, holder?: LeaseHolder): RunDecision;
   releaseRun(lease: string): boolean;
   chargeStorage(caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions): StorageDecision;
   setStorage(ws: string, usage: StorageUsage | null): void;
@@ -86,8 +89,8 @@ export function tenantOps(limiter: TenantLimiter, initial: Limits = {}, usage: T
     leaseCalls(caller: Caller, want: number) {
       return limiter.leaseCalls(caller.key_id, effectiveLimits(self.limits).calls_per_minute, effectiveLimits(self.limits, caller.limits).calls_per_minute, want);
     },
-    acquireRun(caller: Caller, leaseMs: number) {
-      return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs);
+    acquireRun(caller: Caller, leaseMs: number, holder?: LeaseHolder) {
+      return limiter.acquireRun(caller.key_id, effectiveLimits(self.limits).concurrent_runs, effectiveLimits(self.limits, caller.limits).concurrent_runs, leaseMs, holder);
     },
     releaseRun: (lease: string) => limiter.releaseRun(lease),
     chargeStorage: (caller: Caller, ws: string, delta: StorageUsage, opts?: ChargeOptions) => usage.chargeStorage(ws, delta, effectiveLimits(self.limits, caller.limits), opts),
@@ -130,7 +133,7 @@ export function memoryLimits(now: () => number = Date.now): LimitsStore {
     leaseCalls: async (t, c, want) => of(t).leaseCalls(c, want),
     claimKey: (t, ask) => serial(t, () => claimKey(claimsOf(t), ask, now())),
     releaseClaim: (t, key, id) => serial(t, async () => void (await releaseClaim(claimsOf(t), key, id))),
-    acquireRun: async (t, c, ms) => of(t).acquireRun(c, ms),
+    acquireRun: async (t, c, ms, holder) => of(t).acquireRun(c, ms, holder),
     releaseRun: async (t, lease) => void of(t).releaseRun(lease),
     chargeStorage: async (t, c, ws, delta, opts) => of(t).chargeStorage(c, ws, delta, opts),
     setStorage: async (t, ws, u) => of(t).setStorage(ws, u),

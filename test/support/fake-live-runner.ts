@@ -5,7 +5,8 @@
  * token it was given. It "runs" a command by answering a RunResult whose output names its
  * generation and how many commands that generation ran (so a test sees which sandbox ran it).
  * Commands that steer it: `__block` waits until the test calls release(); `__end` posts ended
- * (crashed, one lost process) instead of a result; `__die` stops polling without a word. Each of
+ * (crashed, one lost process) instead of a result; `__die` stops polling without a word; kill() makes
+ * every generation so far stop polling without a word after its current poll (a runner killed between commands). Each of
  * `__end` and `__die` acts once per fake (the command, run again in a new sandbox, then answers).
  * Its shell, as a live shell's: a request's saved state is restored on the generation's first
  * command; `cd <dir>` moves it; each answer reports the state, `unchanged` when it is the one the
@@ -40,6 +41,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean;
   const process = { pid: 5, command: "python3 -m http.server 8123" };
   const acted = new Set<string>();
   const once = (cmd: string) => !acted.has(cmd) && acted.add(cmd) !== undefined;
+  const killed = new Set<string>();
 
   const post = (token: string, route: string, body: unknown) =>
     app!.request(`/v1/sync/live/${route}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -73,6 +75,7 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean;
     const status = (): LiveStatus => ({ generation: g.generation, started_at: started, last_used_at: Date.now(), processes: [process], ports: [8123], wall_ms: Date.now() - started, cpu_ms: 7 });
     let r = await post(token, "next", status());
     for (;;) {
+      if (killed.has(g.generation)) return "killed";
       if (r.status !== 200) return `refused ${r.status}`;
       const n = (await r.json()) as LiveNext<RunRequest>;
       if ("end" in n) {
@@ -147,6 +150,10 @@ export function fakeLiveRunner(opts: { failStart?: boolean; neverPoll?: boolean;
     },
     release() {
       blocked.shift()?.();
+    },
+    /** Every generation started so far stops polling, without a word, once its current poll is answered (a killed runner); later ones run. */
+    kill() {
+      for (const g of generations) killed.add(g.generation);
     },
   };
 }

@@ -2,7 +2,9 @@
  * Toolshed as `npm start` runs it, for end-to-end tests: the app in the Workers runtime (wrangler dev,
  * local R2/KV/Durable Objects) and the real runner behind the local Lambda Invoke stand-in
  * (infra/container/local-server.ts), signed with the test runner secret, in a fresh directory.
- * `stop()` ends both and removes the directory.
+ * `stop()` ends both and removes the directory. `restart()` stops wrangler dev and starts it again on
+ * the same port over the same local state (as a reload or `npm start` again): the runner and its
+ * sandboxes go on.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +16,8 @@ import { freePort, startWorker, type WorkerProcess } from "./wrangler-dev.js";
 export interface WorkerWithRunner {
   worker: WorkerProcess;
   runner: LocalInvokeServer;
+  /** Stops wrangler dev and starts it again over the same state and port; `worker` is the new one. */
+  restart(): Promise<WorkerProcess>;
   stop(): Promise<void>;
 }
 
@@ -23,24 +27,36 @@ export async function startWorkerWithRunner(name: string, vars: Record<string, s
   chmodSync(root, 0o711);
   const runner = await startLocalInvokeServer({ root, port: await freePort(), secret: RUNNER_SECRET });
   const port = await freePort();
+  const state = mkdtempSync(join(tmpdir(), `toolshed-${name}-state-`));
+  const admin = { TOOLSHED_ADMIN_TOKEN: `admin-${Math.random().toString(36).slice(2)}` };
+  const start = () => startWorker({
+    port, state,
+    vars: { ...admin, TOOLSHED_SYNC_SECRET: `${name}-test-secret-0123456789`, TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars },
+  });
+  const removeAll = () => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  };
   let worker: WorkerProcess;
   try {
-    worker = await startWorker({
-      port,
-      vars: { TOOLSHED_SYNC_SECRET: `${name}-test-secret-0123456789`, TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, ...vars },
-    });
+    worker = await start();
   } catch (e) {
     await runner.close();
-    rmSync(root, { recursive: true, force: true });
+    removeAll();
     throw e;
   }
-  return {
+  const self: WorkerWithRunner = {
     worker,
     runner,
+    async restart() {
+      await self.worker.stop();
+      return (self.worker = await start());
+    },
     async stop() {
-      await worker.stop();
+      await self.worker.stop();
       await runner.close();
-      rmSync(root, { recursive: true, force: true });
+      removeAll();
     },
   };
+  return self;
 }

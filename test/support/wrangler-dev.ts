@@ -64,10 +64,10 @@ function statusField(pid: number, field: string): number {
   }
 }
 
-export async function startWorker(opts: { vars?: Record<string, string>; /** wrangler config file (default: ./wrangler.toml) */ config?: string; port?: number; /** wrangler's --log-level (default "error"; "log" also prints the Worker's console.log lines) */ logLevel?: "error" | "warn" | "info" | "log" } = {}): Promise<WorkerProcess> {
+export async function startWorker(opts: { vars?: Record<string, string>; /** wrangler config file (default: ./wrangler.toml) */ config?: string; port?: number; /** wrangler's --log-level (default "error"; "log" also prints the Worker's console.log lines) */ logLevel?: "error" | "warn" | "info" | "log"; /** the local state directory (R2, KV, Durable Objects' storage) to use and keep at stop(): a restart over it; default a new one, removed at stop() */ state?: string } = {}): Promise<WorkerProcess> {
   const port = opts.port ?? (await freePort());
-  const state = mkdtempSync(join(tmpdir(), "toolshed-wrangler-"));
-  const adminToken = `admin-${Math.random().toString(36).slice(2)}`;
+  const state = opts.state ?? mkdtempSync(join(tmpdir(), "toolshed-wrangler-"));
+  const adminToken = opts.vars?.TOOLSHED_ADMIN_TOKEN ?? `admin-${Math.random().toString(36).slice(2)}`;
   const inspectorPort = await freePort();
   const vars = { TOOLSHED_ADMIN_TOKEN: adminToken, ...opts.vars };
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state, "--show-interactive-dev-session=false", "--log-level", opts.logLevel ?? "error", "--inspector-port", String(inspectorPort)];
@@ -120,7 +120,7 @@ export async function startWorker(opts: { vars?: Record<string, string>; /** wra
           });
         });
       }
-      rmSync(state, { recursive: true, force: true });
+      if (!opts.state) rmSync(state, { recursive: true, force: true });
     },
   };
 }

@@ -3,8 +3,10 @@
  * shared by two app instances as two isolates would share it.
  */
 import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
+import type { Lease } from "../../../lib/limits/limiter.js";
 import { memoryLimits } from "../../../lib/limits/store.js";
 import { admin, newTenant, testApp, upload } from "../../helpers.js";
 import { describeWriteBackHolds } from "./hold-conformance.js";
@@ -119,5 +121,21 @@ describe("concurrent_runs leases in the Durable Object", () => {
     if (held.ok) await b.releaseRun(tenant, held.lease);
     expect((await a.acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(true);
     expect((await a.acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(false);
+  });
+
+  it("a lease's holder (a live sandbox) round-trips through the object: a refusal names it with its lease, its storage keeps it", async () => {
+    const a = limits();
+    const tenant = `t-holders-${Date.now()}`;
+    await a.set(tenant, { concurrent_runs: 2 });
+    const holder = { workspace: "w-1", session: "chat/ü 1", generation: "g_0123456789abcdef" };
+    const live = await a.acquireRun(tenant, { key_id: "k" }, 60_000, holder);
+    expect((await limits().acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(true); // a fresh run's: no holder
+    const refused = await limits().acquireRun(tenant, { key_id: "k" }, 60_000, holder);
+    expect(refused).toMatchObject({ ok: false, running: 2, limit: 2 });
+    expect(!refused.ok && refused.holders).toEqual([{ lease: live.ok ? live.lease : "", holder }]);
+    // Kept in the object's storage with its lease (what a restarted object loads).
+    const stub = env.LIMITS.get(env.LIMITS.idFromName(tenant));
+    const kept = await runInDurableObject(stub, (_: unknown, state: DurableObjectState) => state.storage.get<Lease[]>("leases"));
+    expect(kept?.find((l) => live.ok && l.id === live.lease)).toMatchObject({ holder });
   });
 });

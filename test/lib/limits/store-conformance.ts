@@ -80,6 +80,28 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect(await a.acquireRun(t, { key_id: "k" }, 1_000)).toMatchObject({ ok: true, running: 1 });
     });
 
+    it("concurrent_runs holders: a lease's holder (a live sandbox) round-trips, named with its lease in a refusal across handles; a lease without one, or past a key's own limit another key's, is not named", async () => {
+      const { a, b } = make(clock().now);
+      const t = tenantName("h");
+      await a.set(t, { concurrent_runs: 3 });
+      const holder = { workspace: "w-1", session: "chat/ü 1", generation: "g_0123456789abcdef" };
+      const live = await a.acquireRun(t, { key_id: "k" }, 60_000, holder);
+      const fresh = await b.acquireRun(t, { key_id: "k" }, 60_000);
+      const other = await b.acquireRun(t, { key_id: "k2" }, 60_000, { ...holder, session: "s-2" });
+      expect([live.ok, fresh.ok, other.ok]).toEqual([true, true, true]);
+      const refused = await b.acquireRun(t, { key_id: "k" }, 60_000, holder);
+      expect(refused).toMatchObject({ ok: false, running: 3, limit: 3, by: "tenant" });
+      expect(!refused.ok && refused.holders).toEqual([{ lease: live.ok ? live.lease : "", holder }, { lease: other.ok ? other.lease : "", holder: { ...holder, session: "s-2" } }]);
+      // Past the key's own limit: the key's leases alone are counted, and named.
+      const byKey = await a.acquireRun(t, { key_id: "k2", limits: { concurrent_runs: 1 } }, 60_000);
+      expect(byKey).toMatchObject({ ok: false, running: 1, limit: 1, by: "key" });
+      expect(!byKey.ok && byKey.holders).toEqual([{ lease: other.ok ? other.lease : "", holder: { ...holder, session: "s-2" } }]);
+      await a.releaseRun(t, live.ok ? live.lease : "");
+      const again = await b.acquireRun(t, { key_id: "k" }, 60_000);
+      expect(again).toMatchObject({ ok: true, running: 3 });
+      expect(await a.acquireRun(t, { key_id: "k" }, 60_000)).not.toHaveProperty("lease");
+    });
+
     it("storage: a first count, charges refused past files_per_workspace and storage_bytes (nothing charged), concurrent charges exact, give-backs and recounts", async () => {
       const { a, b } = make(clock().now);
       const t = tenantName("s");

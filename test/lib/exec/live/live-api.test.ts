@@ -301,7 +301,7 @@ describe("keep_alive through the API (fake live runner)", () => {
     const fresh = await bash(t, "three", "s-3", { keep_alive: false });
     expect(fresh.status).toBe(429);
     expect(fresh.body.error.message).toBe(refused.body.error.message);
-    expect(fresh.body.error.message).toBe("This tenant already runs 1 command or live sandbox at once (concurrent_runs: 1; a live sandbox holds one for its life, idle or not). Retry in 5 s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox).");
+    expect(fresh.body.error.message).toBe("This tenant already runs 1 command or live sandbox at once (concurrent_runs: 1; a live sandbox holds one for its life, idle or not). Retry in 5 s, when one has finished, or end an idle live sandbox (DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox). A live sandbox's slot frees when it ends: its idle timeout, that DELETE, or its runner gone (a restart, a crash), found by the next call past the limit at most 55 s after the runner's last poll.");
     expect((await sandbox(t, "s-1", "DELETE")).status).toBe(200);
     okOutput(await bash(t, "two", "s-2"));
     await sandbox(t, "s-2", "DELETE");
