@@ -17,7 +17,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { normalizeFilePath, normalizePath } from "../../layout/paths.js";
-import { RecordStore } from "../../workspace/records.js";
+import { doorRecords } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { checkPlace } from "../../workspace/file-writes.js";
@@ -114,7 +114,7 @@ export function filesApp(deps: AppDeps) {
     const quota = quotaOf(deps, tenant, id, callerOf(c.get("auth")), driver, backgroundOf(c));
     const background = backgroundOf(c);
     // With `background` (Workers), the search index hears of a change after the answer, held and batched with others (changedSoon).
-    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(background ? { background } : {}), ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
+    return new Workspace({ driver, records: doorRecords(deps.kv, tenant, id, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(background ? { background } : {}), ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;
