@@ -28,6 +28,7 @@ import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { openWorkspace } from "../../layers/open.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
+import { downloadHeaders } from "./download-headers.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
@@ -153,8 +154,7 @@ export function archiveApp(deps: AppDeps) {
       if (inm.includes(etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(etag) });
       const name = `${ws}${dir ? `-${dir.replaceAll("/", "-")}` : ""}.tar.gz`.replace(/[^A-Za-z0-9._-]/g, "_");
       return c.body(exportStream(workspace, listing), 200, {
-        "content-type": "application/gzip",
-        "content-disposition": `attachment; filename="${name}"`,
+        ...downloadHeaders(name, "application/gzip", { attachment: true }),
         etag: quoteEtag(etag),
         "x-toolshed-files": String(listing.files.length),
       });

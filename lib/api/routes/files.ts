@@ -29,6 +29,7 @@ import { backgroundOf, errorResponses, newApp, requestWorkspace } from "./common
 import { BackgroundSealer } from "../../layers/background-seal.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
+import { downloadHeaders } from "./download-headers.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
@@ -69,11 +70,12 @@ function pathFromUrl(c: Context<AppEnv>, opts?: { allowDirectory: true }): strin
   return { path, dir: path === "" || raw.endsWith("/") };
 }
 
+/** A file's answer headers: its version, and the download headers of its stored type (download-headers.ts: nosniff, a CSP sandbox, active types as attachments). */
 function fileHeaders(info: FileInfo, contentType?: string): Record<string, string> {
   return {
     etag: quoteEtag(info.etag),
     "last-modified": info.modified.toUTCString(),
-    "content-type": contentType ?? "application/octet-stream",
+    ...downloadHeaders(info.path, contentType),
     "accept-ranges": "bytes",
   };
 }
