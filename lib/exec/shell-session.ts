@@ -10,16 +10,16 @@
  * Bounded in time and count, as the output logs are (it may hold exported secrets): a state last
  * saved more than SHELL_STATE_DAYS ago is never applied (it is deleted when read, and the command
  * is told the shell was reset), and whenever a session saves a state it did not have, its key
- * keeps only the KEEP_SHELL_STATES most recently saved in the workspace, none older than SHELL_STATE_DAYS
- * (per key: one key's new sessions never push another key's shells out).
+ * keeps only the KEEP_SHELL_STATES most recently saved in the workspace (per key: one key's new
+ * sessions never push another key's shells out), and the workspace none older than SHELL_STATE_DAYS.
  *
  * Storage per call: 1 GET before the run, 1 PUT after it (a live sandbox's command: the GET only
- * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the key's states in the workspace (and
+ * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one. A fresh
  * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
  * LIST): no state means that shell. A live sandbox's saves carry the hint that the session holds one (SavedShell).
  */
-import { keyShellsPrefix, shellKey } from "../layout/paths.js";
+import { keyShellsPrefix, shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
 import { listAll } from "../storage/list-all.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
@@ -157,15 +157,20 @@ export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: 
 /** The state a session without a saved one starts in: the workspace root, no variables, no functions. */
 const isFreshShell = (s: ShellState): boolean => s.cwd === "" && (s.env === undefined || Object.keys(s.env).length === 0) && !s.functions;
 
-/** Deletes the key's saved shells of the workspace beyond KEEP_SHELL_STATES (the least recently saved first) and those older than SHELL_STATE_DAYS; never this session's, never another key's. */
+/**
+ * Deletes the key's saved shells of the workspace beyond KEEP_SHELL_STATES (the least recently saved first), and every
+ * saved shell of the workspace older than SHELL_STATE_DAYS, whoever saved it (never applied again: a revoked key's, the
+ * first layout's x/shells/<session>.json); never this session's. Another key's shells in their time are not this key's to push out.
+ */
 async function pruneShells(ctx: Ctx): Promise<void> {
-  const prefix = keyShellsPrefix(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id);
+  const mine = keyShellsPrefix(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id);
   const own = keyOf(ctx);
-  const all = (await listAll(ctx.deps.storage, prefix)).objects;
+  const all = (await listAll(ctx.deps.storage, shellsPrefix(ctx.ws.tenant, ctx.ws.id))).objects;
   const now = Date.now();
+  let kept = 1; // this session's own, just saved: the newest
   const doomed = all
     .sort((a, b) => b.modified.getTime() - a.modified.getTime())
-    .filter((o, i) => o.key !== own && (i >= KEEP_SHELL_STATES || expired(o.modified, now)))
+    .filter((o) => o.key !== own && (expired(o.modified, now) || (o.key.startsWith(mine) && ++kept > KEEP_SHELL_STATES)))
     .map((o) => o.key);
   for (let i = 0; i < doomed.length; i += 1000) await ctx.deps.storage.delete(doomed.slice(i, i + 1000));
 }

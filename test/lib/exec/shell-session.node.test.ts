@@ -21,7 +21,7 @@ import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { ObjectInfo, StorageDriver } from "../../../lib/storage/types.js";
-import { keyShellsPrefix, shellKey } from "../../../lib/layout/paths.js";
+import { keyShellsPrefix, shellKey, shellsPrefix } from "../../../lib/layout/paths.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
@@ -101,11 +101,13 @@ describe("a session's saved shell is bounded in time and count", () => {
   }, 60_000);
 
   it(`a key keeps the ${KEEP_SHELL_STATES} most recently saved states of a workspace, none older than ${SHELL_STATE_DAYS} days (pruned when a session saves its first); another key's are not its to prune`, async () => {
-    // Another key's shells, older than all of this key's, one past the time bound: its own saves prune them, this key's never do.
-    const other = ["older", "stale"].map((s) => shellKey("acme", "main", "otherkey", s));
-    for (const k of other) await store.storage.put(k, JSON.stringify({ cwd: "" }), { contentType: "application/json" });
-    store.age(other[0]!, 2 * DAY);
-    store.age(other[1]!, (SHELL_STATE_DAYS + 1) * DAY);
+    // Another key's shells, older than all of this key's: not this key's to push out while in their time; one past the time bound
+    // is never applied again, and goes, as does a shell of the first layout (x/shells/<session>.json, no longer read) past it.
+    const [older, stale] = ["older", "stale"].map((s) => shellKey("acme", "main", "otherkey", s));
+    const [firstLayout, firstLayoutStale] = ["recent", "stale"].map((s) => `${shellsPrefix("acme", "main")}${s}.json`);
+    for (const k of [older, stale, firstLayout, firstLayoutStale]) await store.storage.put(k!, JSON.stringify({ cwd: "" }), { contentType: "application/json" });
+    for (const k of [older, firstLayout]) store.age(k!, 2 * DAY);
+    for (const k of [stale, firstLayoutStale]) store.age(k!, (SHELL_STATE_DAYS + 1) * DAY);
     // Sessions saved earlier, each a minute older than the next; one far older than the bound.
     const prefix = keyShellsPrefix("acme", "main", keyId);
     const sessions = Array.from({ length: KEEP_SHELL_STATES + 2 }, (_, i) => `n${String(i).padStart(3, "0")}`);
@@ -127,7 +129,8 @@ describe("a session's saved shell is bounded in time and count", () => {
     expect(left).toContain("newest.json");
     expect(left).not.toContain("old.json");
     expect(left).toEqual([...sessions.slice(-(KEEP_SHELL_STATES - 1)).map((s) => `${s}.json`), "newest.json"].sort());
-    for (const k of other) expect(await store.storage.get(k)).not.toBeNull();
+    for (const k of [older, firstLayout]) expect(await store.storage.get(k!), k).not.toBeNull();
+    for (const k of [stale, firstLayoutStale]) expect(await store.storage.get(k!), k).toBeNull();
   }, 60_000);
 });
 
