@@ -2,14 +2,16 @@
  * The shell of a session (X-Session-Id), replayed from call to call: the state its last command
  * ended in (working directory; for Anthropic's bash also exported variables and functions), kept
  * beside the workspace's internal objects (not in its files: never exported, diffed or
- * checkpointed) under the tenant, workspace and session of the call. Storage, not KV: the next
+ * checkpointed) under the tenant, workspace, API key (its id) and session of the call: another key
+ * naming the same session starts from a shell of its own, never this one's. Storage, not KV: the next
  * call of the session must see it at once. One small object per session (at most
  * MAX_SHELL_STATE_BYTES of variables and functions); it goes with the workspace. Bundles for Workers.
  *
  * Bounded in time and count, as the output logs are (it may hold exported secrets): a state last
  * saved more than SHELL_STATE_DAYS ago is never applied (it is deleted when read, and the command
- * is told the shell was reset), and whenever a session saves a state it did not have, the
- * workspace keeps only the KEEP_SHELL_STATES most recently saved, none older than SHELL_STATE_DAYS.
+ * is told the shell was reset), and whenever a session saves a state it did not have, its key
+ * keeps only the KEEP_SHELL_STATES most recently saved in the workspace (per key: one key's new
+ * sessions never push another key's shells out), and the workspace none older than SHELL_STATE_DAYS.
  *
  * Storage per call: 1 GET before the run, 1 PUT after it (a live sandbox's command: the GET only
  * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
@@ -17,19 +19,20 @@
  * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
  * LIST): no state means that shell. A live sandbox's saves carry the hint that the session holds one (SavedShell).
  */
-import { shellKey, shellsPrefix } from "../layout/paths.js";
+import { keyShellsPrefix, shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
 import { listAll } from "../storage/list-all.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
 
 /** Days a saved shell stays usable after its last save. */
 export const SHELL_STATE_DAYS = 7;
-/** Saved shells a workspace keeps (the most recently saved). */
+/** Saved shells a key keeps in a workspace (the most recently saved). */
 export const KEEP_SHELL_STATES = 50;
 const DAY_MS = 86_400_000;
 
-type Ctx = Pick<ExecCall, "deps" | "ws" | "session">;
-const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
+/** The call: its workspace, session and API key (the shell is the key's: every tool call's context names its key). */
+type Ctx = Pick<ExecCall, "deps" | "ws" | "session"> & { auth: { readonly key_id: string } };
+const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id, ctx.session);
 const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 
 /**
@@ -132,7 +135,7 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean, 
  * Saves the state the command's shell ended in (nothing when it saved none, or when a live shell
  * ended in the state it reported last, `unchanged`: the state stays as it was); returns the notes
  * for the model. A session that had no saved state (`started.state` undefined) adds one: the
- * workspace's states are pruned to their bounds then. `started` null: the command ran without
+ * key's states are pruned to their bounds then. `started` null: the command ran without
  * reading the saved state (a live shell that holds it), which exists since that sandbox's first command.
  */
 export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: ShellRequest | null, opts: { skipFresh?: boolean; live?: { now: boolean; before?: boolean } } = {}): Promise<string> {
@@ -154,15 +157,20 @@ export async function saveShell(ctx: Ctx, r: Pick<RunResult, "shell">, started: 
 /** The state a session without a saved one starts in: the workspace root, no variables, no functions. */
 const isFreshShell = (s: ShellState): boolean => s.cwd === "" && (s.env === undefined || Object.keys(s.env).length === 0) && !s.functions;
 
-/** Deletes the workspace's saved shells beyond KEEP_SHELL_STATES (the least recently saved first) and those older than SHELL_STATE_DAYS; never this session's. */
+/**
+ * Deletes the key's saved shells of the workspace beyond KEEP_SHELL_STATES (the least recently saved first), and every
+ * saved shell of the workspace older than SHELL_STATE_DAYS, whoever saved it (never applied again: a revoked key's, the
+ * first layout's x/shells/<session>.json); never this session's. Another key's shells in their time are not this key's to push out.
+ */
 async function pruneShells(ctx: Ctx): Promise<void> {
-  const prefix = shellsPrefix(ctx.ws.tenant, ctx.ws.id);
+  const mine = keyShellsPrefix(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id);
   const own = keyOf(ctx);
-  const all = (await listAll(ctx.deps.storage, prefix)).objects;
+  const all = (await listAll(ctx.deps.storage, shellsPrefix(ctx.ws.tenant, ctx.ws.id))).objects;
   const now = Date.now();
+  let kept = 1; // this session's own, just saved: the newest
   const doomed = all
     .sort((a, b) => b.modified.getTime() - a.modified.getTime())
-    .filter((o, i) => o.key !== own && (i >= KEEP_SHELL_STATES || expired(o.modified, now)))
+    .filter((o) => o.key !== own && (expired(o.modified, now) || (o.key.startsWith(mine) && ++kept > KEEP_SHELL_STATES)))
     .map((o) => o.key);
   for (let i = 0; i < doomed.length; i += 1000) await ctx.deps.storage.delete(doomed.slice(i, i + 1000));
 }

@@ -200,13 +200,14 @@ export const CALL_TASK_ID_PATTERN = /^c[a-z2-7]{25}$/;
 export const LEGACY_CALL_TASK_ID_PATTERN = /^c[a-z2-7]{24}$/;
 /** Key ids in keys: an API key's (10 base32 characters) or an OAuth principal's (oauth_ + hex). */
 const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+function checkKeyId(keyId: string): string {
+  if (!KEY_ID_PATTERN.test(keyId)) throw new ToolError("INTERNAL", "Bad key id.");
+  return keyId;
+}
 /** Every key's call tasks of a workspace, both layouts (the housekeeping sweep, GC and workspace delete list below it). */
 export const callTasksPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}call-tasks/`;
 /** One key's call tasks, newest first. */
-export function keyCallTasksPrefix(tenant: string, workspace: string, keyId: string): string {
-  if (!KEY_ID_PATTERN.test(keyId)) throw new ToolError("INTERNAL", "Bad key id.");
-  return `${callTasksPrefix(tenant, workspace)}${keyId}/`;
-}
+export const keyCallTasksPrefix = (tenant: string, workspace: string, keyId: string): string => `${callTasksPrefix(tenant, workspace)}${checkKeyId(keyId)}/`;
 /** The record of call task `id` of key `keyId` (an id of the first layout: its record in the shared folder); null for an id of neither shape. */
 export function callTaskKey(tenant: string, workspace: string, keyId: string, id: string): string | null {
   if (CALL_TASK_ID_PATTERN.test(id)) return `${keyCallTasksPrefix(tenant, workspace, keyId)}${id}.json`;
@@ -214,16 +215,16 @@ export function callTaskKey(tenant: string, workspace: string, keyId: string, id
 }
 
 /** A session's todo list: t/<tenant>/w/<ws>/x/todos/<session>.json (lib/tools/todos/store.ts); the session id is checked (INVALID_ARGUMENT). */
-
 export const todosPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}todos/`;
 export const todosKey = (tenant: string, workspace: string, session: string): string => `${todosPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
 /** Full outputs of cut commands, outside the workspace's files (lib/sync/output-logs.ts): t/<tenant>/w/<ws>/x/outputs/<name>. */
 export const outputLogsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}outputs/`;
 /** A full output's name: <UTC time to the millisecond>-<run id>.log (sorts by time). */
 export const OUTPUT_LOG_NAME = /^\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
-/** A session's shell state (cwd, kept variables and functions): t/<tenant>/w/<ws>/x/shells/<session>.json (lib/exec/shell-session.ts); the session id is checked. */
-export const shellKey = (tenant: string, workspace: string, session: string): string => `${shellsPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
+/** A session's shell state (cwd, kept variables and functions), its saving key's: x/shells/<key id>/<session>.json (lib/exec/shell-session.ts); both ids checked. */
+export const shellKey = (tenant: string, workspace: string, keyId: string, session: string): string => `${keyShellsPrefix(tenant, workspace, keyId)}${checkSessionId(session)}.json`;
 export const shellsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}shells/`;
+export const keyShellsPrefix = (tenant: string, workspace: string, keyId: string): string => `${shellsPrefix(tenant, workspace)}${checkKeyId(keyId)}/`;
 /** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts). */
 export const PENDING_ID_PATTERN = /^p[a-z2-7]{24}$/;
 /** Pending calls: t/<tenant>/w/<ws>/x/pending/<id>.json; a malformed id is NOT_FOUND (it names no pending call). */

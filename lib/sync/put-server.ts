@@ -15,7 +15,7 @@
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { normalizeFilePath } from "../layout/paths.js";
-import { RecordStore } from "../workspace/records.js";
+import { doorRecords } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
 import { quotaOf, quotaOpt } from "../workspace/quota.js";
 import { DELETE_BATCH_MAX_FILES, PUT_BATCH_MAX_BYTES, PUT_BATCH_MAX_FILES, readPutFrames, type DeleteAnswer, type PutAnswer, type PutFrame } from "./put-batch.js";
@@ -50,7 +50,7 @@ export async function handleWriteBatch(req: Request, route: "put" | "delete", cl
   const { hold, ahead, drawn } = await writeBackCharge(quota, plan, terms, claims.exp);
   // The run's call journals this batch (one record part per request, committed before the answer).
   const undo = syncJournal(deps.storage ?? deps.driver, claims);
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? drawn ?? quota) });
+  const ws = new Workspace({ driver: deps.driver, records: doorRecords(deps.kv, claims.t, claims.w, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true, ...(undo ? { undo } : {}), ...quotaOpt(ahead?.quota ?? drawn ?? quota) });
   const answer = terms.reserve && hold ? { hold } : {};
   try {
     return route === "put" ? await putBatch(req, ws, plan !== null || hold !== null, ahead, answer) : await deleteBatch(req, ws, answer);

@@ -5,7 +5,7 @@
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath } from "../layout/paths.js";
-import { RecordStore } from "../workspace/records.js";
+import { doorRecords } from "../workspace/records.js";
 import { quoteEtag, unquoteEtag, type ObjectInfo, type StorageDriver } from "../storage/types.js";
 import { quotaOf, quotaOpt } from "../workspace/quota.js";
 import { Workspace } from "../workspace/workspace.js";
@@ -102,7 +102,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     // A write-back's file sent alone draws on its hold when it has one (writeback-hold.ts).
     const quota = quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, claims.t, claims.w, writeBackCaller(claims), driver);
     const hold = readHoldTerms(url.searchParams).hold;
-    const ws = new Workspace({ driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quota && hold ? drawingOn(quota, hold) : quota) });
+    const ws = new Workspace({ driver, records: doorRecords(deps.kv, claims.t, claims.w, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], ...(undo ? { undo } : {}), ...quotaOpt(quota && hold ? drawingOn(quota, hold) : quota) });
 
     if (url.pathname === "/v1/sync/manifest" && req.method === "GET") {
       const cursor = url.searchParams.get("cursor") ?? undefined;

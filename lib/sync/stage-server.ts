@@ -20,7 +20,7 @@ import { ToolError, errorBody, isToolError } from "../shared/errors.js";
 import { filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
 import { quotaOf } from "../workspace/quota.js";
 import type { StorageDriver } from "../storage/types.js";
-import { RecordStore } from "../workspace/records.js";
+import { doorRecords } from "../workspace/records.js";
 import { Workspace } from "../workspace/workspace.js";
 import { commitStaged, type CommitAnswer, type StagedFile } from "../layers/commit-staged.js";
 import { ManifestCache } from "../layers/manifest.js";
@@ -56,7 +56,7 @@ async function stage(req: Request, claims: SyncClaims, deps: SyncServerDeps, sto
   const standing = quota ? await quota.standing(hold ? { draw: hold } : undefined) : null;
   const bound = standing ? new WriteBackBound(standing, plan) : null;
   bound?.declared();
-  const ws = new Workspace({ driver: deps.driver, records: new RecordStore(deps.kv, `${claims.t}/${claims.w}`, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
+  const ws = new Workspace({ driver: deps.driver, records: doorRecords(deps.kv, claims.t, claims.w, "sync"), tenant: claims.t, id: claims.w, listeners: deps.listeners ?? [], deferChanges: true });
   const writer = new PackWriter(storage, claims.t);
   const answers: ({ path: string; etag: string } | { path: string; error: { code: string; message: string } })[] = [];
   const staged: StagedFile[] = [];

@@ -188,3 +188,14 @@ export class RecordStore {
 
 /** The records of `session` in a tenant's workspace (the scope tool calls use). */
 export const sessionRecords = (kv: KeyValueStore, tenant: string, wsId: string, session: string, known?: KnownRecords): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, session, known);
+
+/**
+ * The sessions of the doors that are no agent's session: the raw file routes and the routes beside
+ * them (uploads, import, export, diff), and the runner's sync door (write-back). Their names hold
+ * parentheses, which no X-Session-Id may (checkSessionId, lib/layout/paths.ts): an agent session,
+ * whatever it is called (`raw`, `sync`), never shares their records, nor they its. Before, they were
+ * "raw" and "sync", names a caller could send (test/lib/workspace/records/door-sessions.node.test.ts).
+ */
+export const DOOR_SESSIONS = { raw: "(raw)", sync: "(sync)" } as const;
+/** The records of a door's own session (DOOR_SESSIONS) in a tenant's workspace: the one way those doors get theirs. */
+export const doorRecords = (kv: KeyValueStore, tenant: string, wsId: string, door: keyof typeof DOOR_SESSIONS): RecordStore => new RecordStore(kv, `${tenant}/${wsId}`, DOOR_SESSIONS[door]);

@@ -11,7 +11,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { internalPrefix, normalizePath } from "../../layout/paths.js";
-import { RecordStore } from "../../workspace/records.js";
+import { doorRecords } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { createWorkspace, deleteWorkspace } from "../../workspace/registry.js";
 import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
@@ -28,6 +28,7 @@ import { errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { openWorkspace } from "../../layers/open.js";
 import { catalogForLists } from "../../tools/custom/tool.js";
+import { downloadHeaders } from "./download-headers.js";
 
 const binary = z.string().openapi({ format: "binary" });
 /** Request bodies an import accepts; the format is sniffed from the bytes whatever the type says. */
@@ -63,7 +64,7 @@ export const ImportReportSchema = z
 
 /** The workspace (NOT_FOUND when missing or another tenant's), its files through the merged view when layered. */
 const workspaceOf = async (deps: AppDeps, tenant: string, id: string, deferChanges = false) =>
-  new Workspace({ driver: (await openWorkspace(layerDeps(deps), tenant, id)).driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
+  new Workspace({ driver: (await openWorkspace(layerDeps(deps), tenant, id)).driver, records: doorRecords(deps.kv, tenant, id, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges });
 
 function contentLength(c: Context<AppEnv>): number | undefined {
   const h = c.req.header("content-length");
@@ -77,7 +78,7 @@ async function runImport(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Im
   const body = c.req.raw.body;
   if (!body) throw new ToolError("INVALID_ARGUMENT", "Send the archive (tar, tar.gz or zip) as the request body.", { reason: "empty" });
   const opened = await openWorkspace(layerDeps(deps), tenant, id);
-  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, tenant, id, callerOf(c.get("auth")), opened.driver)) });
+  const ws = new Workspace({ driver: opened.driver, records: doorRecords(deps.kv, tenant, id, "raw"), tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...quotaOpt(quotaOf({ ...(deps.limits ? { limits: deps.limits } : {}) }, tenant, id, callerOf(c.get("auth")), opened.driver)) });
   const length = contentLength(c);
   const opts = {
     mode,
@@ -153,8 +154,7 @@ export function archiveApp(deps: AppDeps) {
       if (inm.includes(etag) || inm.includes("*")) return c.body(null, 304, { etag: quoteEtag(etag) });
       const name = `${ws}${dir ? `-${dir.replaceAll("/", "-")}` : ""}.tar.gz`.replace(/[^A-Za-z0-9._-]/g, "_");
       return c.body(exportStream(workspace, listing), 200, {
-        "content-type": "application/gzip",
-        "content-disposition": `attachment; filename="${name}"`,
+        ...downloadHeaders(name, "application/gzip", { attachment: true }),
         etag: quoteEtag(etag),
         "x-toolshed-files": String(listing.files.length),
       });

@@ -20,7 +20,7 @@ import { ToolError } from "../../shared/errors.js";
 import { formatZodError } from "../../contract/errors.js";
 import { afterAnswer } from "../../shared/after-answer.js";
 import { unquoteEtag } from "../../storage/types.js";
-import { RecordStore } from "../../workspace/records.js";
+import { doorRecords } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { callerOf, quotaOf } from "../../workspace/quota.js";
 import { UploadBatch } from "../../workspace/upload-batch.js";
@@ -145,7 +145,7 @@ async function upload(c: Context<AppEnv>, deps: AppDeps, id: string, mode: Uploa
   const auth = c.get("auth");
   const opened = await requestWorkspace(c, deps, auth.tenant, id);
   const quota = quotaOf(deps, auth.tenant, id, callerOf(auth), opened.driver, backgroundOf(c));
-  const ws = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${auth.tenant}/${id}`, "raw"), tenant: auth.tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...(deps.versions ? { versions: deps.versions } : {}) });
+  const ws = new Workspace({ driver: opened.driver, records: doorRecords(deps.kv, auth.tenant, id, "raw"), tenant: auth.tenant, id, listeners: deps.listeners ?? [], deferChanges: true, ...(deps.versions ? { versions: deps.versions } : {}) });
   const batch = new UploadBatch({ layers: layerDeps(deps), view: opened.driver, ws, ...(quota ? { quota } : {}) }, auth.tenant, id);
   try {
     await readBatch(body, batch);

@@ -17,7 +17,7 @@ import type { AppDeps } from "../deps.js";
 import { ToolError } from "../../shared/errors.js";
 import type { AppEnv } from "../http.js";
 import { normalizeFilePath, normalizePath } from "../../layout/paths.js";
-import { RecordStore } from "../../workspace/records.js";
+import { doorRecords } from "../../workspace/records.js";
 import { quoteEtag, unquoteEtag } from "../../storage/types.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { checkPlace } from "../../workspace/file-writes.js";
@@ -29,6 +29,7 @@ import { backgroundOf, errorResponses, newApp, requestWorkspace } from "./common
 import { BackgroundSealer } from "../../layers/background-seal.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { LISTING_DOC, ListingSchema, ListQuery, listDirectory } from "./files-list.js";
+import { downloadHeaders } from "./download-headers.js";
 
 /** Largest body accepted by PUT (R2 single-part limit is 5 GB; the Workers plan may allow less). */
 export const MAX_UPLOAD_BYTES = 5 * 1024 ** 3 - 1;
@@ -69,11 +70,12 @@ function pathFromUrl(c: Context<AppEnv>, opts?: { allowDirectory: true }): strin
   return { path, dir: path === "" || raw.endsWith("/") };
 }
 
+/** A file's answer headers: its version, and the download headers of its stored type (download-headers.ts: nosniff, a CSP sandbox, active types as attachments). */
 function fileHeaders(info: FileInfo, contentType?: string): Record<string, string> {
   return {
     etag: quoteEtag(info.etag),
     "last-modified": info.modified.toUTCString(),
-    "content-type": contentType ?? "application/octet-stream",
+    ...downloadHeaders(info.path, contentType),
     "accept-ranges": "bytes",
   };
 }
@@ -114,7 +116,7 @@ export function filesApp(deps: AppDeps) {
     const quota = quotaOf(deps, tenant, id, callerOf(c.get("auth")), driver, backgroundOf(c));
     const background = backgroundOf(c);
     // With `background` (Workers), the search index hears of a change after the answer, held and batched with others (changedSoon).
-    return new Workspace({ driver, records: new RecordStore(deps.kv, `${tenant}/${id}`, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(background ? { background } : {}), ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
+    return new Workspace({ driver, records: doorRecords(deps.kv, tenant, id, "raw"), tenant, id, listeners: deps.listeners ?? [], ...(background ? { background } : {}), ...(deps.versions ? { versions: deps.versions } : {}), ...(quota ? { quota } : {}) });
   };
   const read = { auth: "tenant", scope: "read", workspace: true } as const;
   const write = { auth: "tenant", scope: "write", workspace: true } as const;

@@ -1,7 +1,7 @@
 /** Per-call undo (lib/run/undo/): POST /v1/workspaces/{ws}/undo and GET /v1/workspaces/{ws}/undo. */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
-import { RecordStore } from "../../workspace/records.js";
+import { sessionRecords } from "../../workspace/records.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { undoCall, listUndoable } from "../../run/undo/apply.js";
 import { callerOf, quotaOf, quotaOpt } from "../../workspace/quota.js";
@@ -41,7 +41,7 @@ export function undoApp(deps: AppDeps) {
       const body = parseJsonBody(UndoBody, c.get("json") ?? {});
       const session = checkSessionId(body.session ?? c.req.header("x-session-id") ?? "default");
       const opened = await openWorkspace(ld, tenant, ws);
-      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps, tenant, ws, callerOf(c.get("auth")), opened.driver, backgroundOf(c))) });
+      const workspace = new Workspace({ driver: opened.driver, records: sessionRecords(deps.kv, tenant, ws, session), tenant, id: ws, listeners: deps.listeners ?? [], ...(deps.versions ? { versions: deps.versions } : {}), ...quotaOpt(quotaOf(deps, tenant, ws, callerOf(c.get("auth")), opened.driver, backgroundOf(c))) });
       return c.json(await undoCall(deps.storage, workspace, { session, ...(body.call_id !== undefined ? { callId: body.call_id } : {}) }), 200);
     },
   );

@@ -3,7 +3,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { AppDeps } from "../deps.js";
 import { createCheckpoint, deleteCheckpoint, getCheckpoint, listCheckpoints, requireMeta, restoreCheckpoint } from "../../layers/checkpoints.js";
 import { currentSide, diffVersions, manifestSide, withModes } from "../../layers/diff.js";
-import { RecordStore } from "../../workspace/records.js";
+import { doorRecords } from "../../workspace/records.js";
 import { Workspace } from "../../workspace/workspace.js";
 import { readModes } from "../../layout/modes.js";
 import { secureRoute } from "./access.js";
@@ -133,7 +133,7 @@ export function versionsApp(deps: AppDeps) {
         return withModes(manifestSide(deps.storage, tenant, await ld.manifests.load(deps.storage, tenant, cp.manifest)), cp);
       };
       const to = q.to ?? "current";
-      const workspace = new Workspace({ driver: opened.driver, records: new RecordStore(deps.kv, `${tenant}/${ws}`, "raw"), tenant, id: ws });
+      const workspace = new Workspace({ driver: opened.driver, records: doorRecords(deps.kv, tenant, ws, "raw"), tenant, id: ws });
       const r = await diffVersions(await side(q.from), to === "current" ? withModes(await currentSide(workspace), await readModes(opened.driver, tenant, ws)) : await side(to), { limit: q.limit ?? 100, ...(q.cursor ? { cursor: q.cursor } : {}) });
       return c.json({ from: q.from, to, ...r }, 200);
     },

@@ -2,7 +2,7 @@
  * A command's line numbers are its own, whatever the shell replays before it
  * (infra/container/shell-state.ts). A session's saved shell (lib/exec/shell-session.ts) is bounded
  * in time and count, as the output logs are: a state last saved more than SHELL_STATE_DAYS ago is not applied (deleted when read;
- * the command says the shell was reset), and a workspace keeps at most KEEP_SHELL_STATES, the
+ * the command says the shell was reset), and a key keeps at most KEEP_SHELL_STATES of a workspace, the
  * most recently saved. Through the real app and the real sandbox (local executor) over memory
  * storage; time passes by ageing the `modified` storage reports for a state.
  */
@@ -21,7 +21,7 @@ import { httpRunRecords } from "../../../lib/sync/runs.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 import { storageKeyValue } from "../../../lib/storage/kv-over-storage.js";
 import type { ObjectInfo, StorageDriver } from "../../../lib/storage/types.js";
-import { shellKey, shellsPrefix } from "../../../lib/layout/paths.js";
+import { keyShellsPrefix, shellKey, shellsPrefix } from "../../../lib/layout/paths.js";
 
 const ADMIN = "admin-token-for-tests";
 const SECRET = "sync-secret-for-tests-0123456789";
@@ -52,6 +52,7 @@ function ageingStorage(): { storage: StorageDriver; age: (key: string, ms: numbe
 
 let app: ReturnType<typeof createApp>;
 let key: string;
+let keyId: string;
 let root: string;
 let executor: ReturnType<typeof localExecutor>;
 let store: ReturnType<typeof ageingStorage>;
@@ -61,7 +62,8 @@ const call = async (args: unknown, session: string) => {
   expect(res.status, JSON.stringify(body)).toBe(200);
   return body;
 };
-const states = async () => (await store.storage.list({ prefix: shellsPrefix("acme", "main") })).objects.map((o) => o.key.slice(shellsPrefix("acme", "main").length)).sort();
+/** The key's saved shells in the workspace (relative to its prefix). */
+const states = async () => (await store.storage.list({ prefix: keyShellsPrefix("acme", "main", keyId) })).objects.map((o) => o.key.slice(keyShellsPrefix("acme", "main", keyId).length)).sort();
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "toolshed-shell-bounds-"));
@@ -73,7 +75,7 @@ beforeAll(async () => {
   app = createApp(deps, [...fileTools, bash]);
   const admin = (path: string, body: unknown) => Promise.resolve(app.request(path, { method: "POST", headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).then((r) => r.json() as Promise<any>);
   await admin("/v1/admin/tenants", { id: "acme" });
-  key = (await admin("/v1/admin/tenants/acme/keys", {})).key;
+  ({ key, key_id: keyId } = await admin("/v1/admin/tenants/acme/keys", {}));
   const ws = await app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "main" }) });
   expect(ws.status).toBe(201);
 });
@@ -87,26 +89,33 @@ describe("a session's saved shell is bounded in time and count", () => {
     await call({ command: "mkdir -p sub && cd sub && export SECRET_TOKEN=s3cr3t", keep_env: true }, "old");
     expect((await call({ command: 'pwd; echo "[$SECRET_TOKEN]"', keep_env: true }, "old")).output).toBe("/workspace/sub\n[s3cr3t]\n");
     // Just inside the bound it is still applied.
-    store.age(shellKey("acme", "main", "old"), SHELL_STATE_DAYS * DAY - 60_000);
+    store.age(shellKey("acme", "main", keyId, "old"), SHELL_STATE_DAYS * DAY - 60_000);
     expect((await call({ command: "pwd", keep_env: true }, "old")).output).toBe("/workspace/sub\n");
-    store.age(shellKey("acme", "main", "old"), SHELL_STATE_DAYS * DAY + 60_000);
+    store.age(shellKey("acme", "main", keyId, "old"), SHELL_STATE_DAYS * DAY + 60_000);
     const r = await call({ command: 'pwd; echo "[$SECRET_TOKEN]"', keep_env: true }, "old");
     expect(r.output).toBe(`[shell reset: this session's saved shell (working directory, exported variables and functions) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n/workspace\n[]\n`);
     // The expired state was deleted when read; the command ended in the root with nothing kept, which needs no saved state: the secret is gone from storage.
-    expect(await store.storage.get(shellKey("acme", "main", "old"))).toBeNull();
+    expect(await store.storage.get(shellKey("acme", "main", keyId, "old"))).toBeNull();
     await call({ command: "cd sub" }, "old");
     expect((await call({ command: "pwd" }, "old")).output).toBe("/workspace/sub\n");
   }, 60_000);
 
-  it(`a workspace keeps the ${KEEP_SHELL_STATES} most recently saved states, none older than ${SHELL_STATE_DAYS} days (pruned when a session saves its first)`, async () => {
+  it(`a key keeps the ${KEEP_SHELL_STATES} most recently saved states of a workspace, none older than ${SHELL_STATE_DAYS} days (pruned when a session saves its first); another key's are not its to prune`, async () => {
+    // Another key's shells, older than all of this key's: not this key's to push out while in their time; one past the time bound
+    // is never applied again, and goes, as does a shell of the first layout (x/shells/<session>.json, no longer read) past it.
+    const [older, stale] = ["older", "stale"].map((s) => shellKey("acme", "main", "otherkey", s));
+    const [firstLayout, firstLayoutStale] = ["recent", "stale"].map((s) => `${shellsPrefix("acme", "main")}${s}.json`);
+    for (const k of [older, stale, firstLayout, firstLayoutStale]) await store.storage.put(k!, JSON.stringify({ cwd: "" }), { contentType: "application/json" });
+    for (const k of [older, firstLayout]) store.age(k!, 2 * DAY);
+    for (const k of [stale, firstLayoutStale]) store.age(k!, (SHELL_STATE_DAYS + 1) * DAY);
     // Sessions saved earlier, each a minute older than the next; one far older than the bound.
-    const prefix = shellsPrefix("acme", "main");
+    const prefix = keyShellsPrefix("acme", "main", keyId);
     const sessions = Array.from({ length: KEEP_SHELL_STATES + 2 }, (_, i) => `n${String(i).padStart(3, "0")}`);
     for (const [i, s] of sessions.entries()) {
-      await store.storage.put(shellKey("acme", "main", s), JSON.stringify({ cwd: "" }), { contentType: "application/json" });
+      await store.storage.put(shellKey("acme", "main", keyId, s), JSON.stringify({ cwd: "" }), { contentType: "application/json" });
       store.age(prefix + `${s}.json`, (sessions.length - i) * 60_000);
     }
-    store.age(shellKey("acme", "main", "old"), (SHELL_STATE_DAYS + 1) * DAY);
+    store.age(shellKey("acme", "main", keyId, "old"), (SHELL_STATE_DAYS + 1) * DAY);
     // A session's later saves do not prune (its state was there already) ...
     await call({ command: "true" }, sessions.at(-1)!);
     expect(await states()).toHaveLength(sessions.length + 1);
@@ -120,6 +129,8 @@ describe("a session's saved shell is bounded in time and count", () => {
     expect(left).toContain("newest.json");
     expect(left).not.toContain("old.json");
     expect(left).toEqual([...sessions.slice(-(KEEP_SHELL_STATES - 1)).map((s) => `${s}.json`), "newest.json"].sort());
+    for (const k of [older, firstLayout]) expect(await store.storage.get(k!), k).not.toBeNull();
+    for (const k of [stale, firstLayoutStale]) expect(await store.storage.get(k!), k).toBeNull();
   }, 60_000);
 });
 

@@ -1,0 +1,66 @@
+/**
+ * A session's saved shell belongs to the API key that saved it (docs/shell-sessions.md): another
+ * key of the same tenant, limited to the same workspace, naming the same X-Session-Id (or, like
+ * the first, none: the default session) starts from its own shell, never from the first key's
+ * exported variables (a secret) or functions (a planted `ls` the first key's next command would
+ * run). Before, the shell was kept per workspace and session (x/shells/<session>.json), so it did.
+ * Through the real app and the real sandbox (local executor), native bash and the Anthropic-compat bash.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
+import { shellsPrefix } from "../../../lib/layout/paths.js";
+import { runnerApp } from "../../support/runner-app.js";
+
+let env: Awaited<ReturnType<typeof runnerApp>>;
+const storage = memoryDriver();
+let keyB: string;
+let keyBId: string;
+
+/** A call of `tool` (native, or Anthropic's compat bash) with `key`; `session` undefined: no X-Session-Id. */
+async function bash(key: string, args: Record<string, unknown>, session: string | undefined, door: "native" | "anthropic" = "native"): Promise<string> {
+  const path = door === "native" ? "/v1/workspaces/main/tools/bash" : "/v1/workspaces/main/compat/anthropic/bash";
+  const res = await env.app.request(path, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...(session ? { "x-session-id": session } : {}) }, body: JSON.stringify(args) });
+  const body = (await res.json()) as any;
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return door === "native" ? body.output : body.content.map((c: { text: string }) => c.text).join("");
+}
+
+beforeAll(async () => {
+  env = await runnerApp({ storage });
+  const made = await env.admin("/v1/admin/tenants/acme/keys", { scopes: ["read", "write", "execute"], workspaces: ["main"] });
+  keyB = made.key;
+  keyBId = made.key_id;
+});
+afterAll(async () => env?.close());
+
+describe("a session's saved shell is its key's", () => {
+  const PLANT = 'export DB_PASSWORD=hunter2 && ls() { echo "planted by A"; }';
+  const PROBE = 'echo "[${DB_PASSWORD:-}]"; [ "$(type -t ls)" = function ] && echo function || echo "ls: not a function"';
+
+  for (const session of ["shared", undefined]) {
+    it(`native bash (${session ? "the same X-Session-Id" : "no X-Session-Id: the default session"}): key B sees neither key A's exported variable nor its function; key A still does`, async () => {
+      await bash(env.key, { command: PLANT, keep_env: true }, session);
+      expect(await bash(keyB, { command: PROBE, keep_env: true }, session)).toBe("[]\nls: not a function\n");
+      // Key B's own state is saved beside A's, and A's is not overwritten by it.
+      await bash(keyB, { command: "export DB_PASSWORD=b-side", keep_env: true }, session);
+      expect(await bash(env.key, { command: PROBE, keep_env: true }, session)).toBe("[hunter2]\nfunction\n");
+      expect(await bash(keyB, { command: PROBE, keep_env: true }, session)).toBe("[b-side]\nls: not a function\n");
+    }, 60_000);
+  }
+
+  it("Anthropic's compat bash: the same, and a restart by key B leaves key A's shell alone", async () => {
+    await bash(env.key, { command: `mkdir -p a-dir && cd a-dir && ${PLANT}` }, "compat", "anthropic");
+    expect(await bash(keyB, { command: `pwd; ${PROBE}` }, "compat", "anthropic")).toBe("/workspace\n[]\nls: not a function\n");
+    await bash(keyB, { restart: true }, "compat", "anthropic");
+    expect(await bash(env.key, { command: `pwd; ${PROBE}` }, "compat", "anthropic")).toBe("/workspace/a-dir\n[hunter2]\nfunction\n");
+    // Native bash of key A in that session finds the same shell (one shell per key and session, whatever the door).
+    expect(await bash(env.key, { command: "pwd" }, "compat")).toBe("/workspace/a-dir\n");
+  }, 60_000);
+
+  it("the saved shells lie under each key's id (never its secret) in the workspace's internal objects", async () => {
+    const keys = (await storage.list({ prefix: shellsPrefix("acme", "main") })).objects.map((o) => o.key.slice(shellsPrefix("acme", "main").length));
+    expect(keys.some((k) => k.startsWith(`${keyBId}/`))).toBe(true);
+    expect(keys.every((k) => /^[a-z0-9]+\/[^/]+\.json$/.test(k))).toBe(true);
+    expect(keys.join("\n")).not.toContain(keyB.split("_").at(-1)!);
+  });
+});
