@@ -18,7 +18,7 @@ import type { Executor, RunRequest, RunResult, ShellKeep, ShellRequest } from ".
 import type { SessionShell } from "../shell-session.js";
 import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
-import { FORGOTTEN_LOSS, IDLE_KEPT_NOTE } from "./keep-alive.js";
+import { FORGOTTEN_LOSS, IDLE_KEPT_NOTE, startedNote } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
@@ -74,9 +74,6 @@ function filesNote(loss: LiveLoss): string {
   const conflicts = w.counts.conflicts ? ` NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): ${listed(w.conflicts, w.counts.conflicts)}.` : "";
   return `${base}${end}${conflicts}`;
 }
-
-const startedNote = (idleMs: number) =>
-  `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
 
 /**
  * What a live sandbox is started with that a later call must share to run in it: network access, the
@@ -220,8 +217,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         const result = unwrapExecResponse<RunResult>(a.response);
         // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
-        const forgot = started && !lossTold && loaded?.live ? FORGOTTEN_LOSS : "";
-        return { result, notes: forgot + notes, started, shellNote: loaded?.note ?? "", shellNotes };
+        return { result, notes: (started && !lossTold && loaded?.live ? FORGOTTEN_LOSS : "") + notes, started, shellNote: loaded?.note ?? "", shellNotes };
       }
       if ("unavailable" in a && join) return { declined: "[this session's live sandbox never started (its runner did not come): this call ran in a fresh sandbox]\n", gone: true };
       if ("unavailable" in a) {
