@@ -24,6 +24,17 @@ export const KEEP_ALIVE_ARGS = Object.keys(keepAliveFields) as readonly (keyof t
 /** The description's lines about keep_alive (bash and run_code). */
 export const KEEP_ALIVE_LINES = `- keep_alive: true (needs the X-Session-Id header) runs the command in the session's live sandbox, started by the first such call: the same shell process (cwd, all variables, functions, aliases), HOME, /tmp, and processes left running (\`server &\`, listening on the sandbox's loopback) persist to the session's next calls: later calls without keep_alive run in it too (keep_alive: false runs one in a fresh sandbox and leaves the live one alone; the output says so). It ends after idle_timeout_s without a command (default ${IDLE_DEFAULT_S} s, max ${IDLE_MAX_S}), after ${MAX_LIFE_MIN} min in all, or on DELETE /v1/workspaces/{ws}/sessions/{session}/sandbox; the next call's output says what was lost, and a keep_alive: true call starts a new one (a call without keep_alive then runs fresh). Files never depend on it: every call writes its changes back before it answers. One command at a time per session (BUSY with Retry-After when another still runs). Other sessions never see its processes or /tmp.`;
 
+/** What the call that starts a live sandbox is told. */
+export const startedNote = (idleMs: number) =>
+  `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
+
+/**
+ * The saved shell's hint says the session holds a live sandbox, and its coordinator knows of none and
+ * of no loss to tell: it forgot it (a restart or deploy reset it). Said by the call that finds out,
+ * with or without keep_alive (run-joining.ts, run-live.ts), not left for the model to wonder.
+ */
+export const FORGOTTEN_LOSS = "[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known (the service that coordinates it was restarted or redeployed). Gone with it: its shell state (variables, functions, cwd beyond the saved one), its processes, /tmp and HOME. Files are safe: every call's changes were written back to the workspace when it answered.]\n";
+
 /** What a keep_alive call that sent idle_timeout_s to a sandbox already running is told (it changes nothing). */
 export const IDLE_KEPT_NOTE = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged (DELETE .../sandbox, then a keep_alive call with idle_timeout_s, starts one with yours)]\n";
 

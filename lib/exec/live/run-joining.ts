@@ -10,7 +10,7 @@
  */
 import type { ExecCall } from "../call.js";
 import type { Executor, RunRequest } from "../types.js";
-import type { LiveMode } from "./keep-alive.js";
+import { FORGOTTEN_LOSS, type LiveMode } from "./keep-alive.js";
 import { FRESH_NOTE, joinLive, type LiveCall, type LiveDeclined, type LiveRun, type LiveShellUse } from "./run-live.js";
 import { accountEnds, liveSessionId } from "./service.js";
 import type { LiveKey } from "./types.js";
@@ -76,9 +76,7 @@ export async function runJoining<H extends { live: boolean }, R>(ctx: LiveCall, 
 export const liveRemembered = (ctx: ExecCall): boolean =>
   ctx.deps.live?.joined.peek(liveSessionId({ tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session })) === true;
 
-const FORGOTTEN_NOTE =
-  "[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known (the service that coordinates it was restarted or redeployed). Gone with it: its shell state (variables, functions, cwd beyond the saved one), its processes, /tmp and HOME. Files are safe: every call's changes were written back to the workspace when it answered.]\n" +
-  FRESH_NOTE;
+const FORGOTTEN_NOTE = FORGOTTEN_LOSS + FRESH_NOTE;
 
 const LEFT_ALONE_NOTE = "[keep_alive: false: this call ran in a fresh sandbox; the session's live sandbox was left alone (its processes, /tmp and HOME are not seen here; calls without keep_alive run in it)]\n";
 

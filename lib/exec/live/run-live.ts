@@ -20,7 +20,7 @@ import { markLive } from "./markers.js";
 import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, RunAnswer } from "./types.js";
 import { lossNote, REASONS } from "./loss-note.js";
-import { IDLE_KEPT_NOTE } from "./keep-alive.js";
+import { FORGOTTEN_LOSS, IDLE_KEPT_NOTE, startedNote } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
@@ -39,8 +39,6 @@ export interface LiveRun {
   shellNotes: string;
 }
 
-const startedNote = (idleMs: number) =>
-  `[live sandbox started for this session: processes, shell state, /tmp and HOME persist between its calls until ${Math.round(idleMs / 1000)} s without a command (or DELETE .../sandbox); files never depend on it]\n`;
 
 /**
  * What a live sandbox is started with that a later call must share to run in it: network access, the
@@ -143,6 +141,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   let turn: string;
   let released = false;
   let notes = "";
+  let lossTold = false; // a loss the coordinator knew of was told (else a start beside the hint tells FORGOTTEN_LOSS)
   let start: string | undefined;
   if ("begun" in first) {
     const b = first.begun;
@@ -155,6 +154,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
     }
     turn = b.turn;
     notes = b.lost ? lossNote(b.lost) : "";
+    lossTold = !!b.lost;
     start = "start" in b ? b.start.generation : undefined;
   } else ({ ran: a, turn, released } = first);
   let started = false;
@@ -182,7 +182,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         const result = unwrapExecResponse<RunResult>(a.response);
         // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
-        return { result, notes, started, shellNote: loaded?.note ?? "", shellNotes };
+        return { result, notes: (started && !lossTold && loaded?.live ? FORGOTTEN_LOSS : "") + notes, started, shellNote: loaded?.note ?? "", shellNotes };
       }
       if ("unavailable" in a && join) return { declined: "[this session's live sandbox never started (its runner did not come): this call ran in a fresh sandbox]\n", gone: true };
       if ("unavailable" in a) {
@@ -198,6 +198,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         throw new ToolError("UNAVAILABLE", `The live sandbox was lost twice in a row under this command (${REASONS[a.lost.reason]}); files are safe. Retry, or call without keep_alive.`, { session: ctx.session });
       }
       notes += lossNote(a.lost, a.interrupted);
+      lossTold = true;
       start = a.start.generation;
       a = null;
     }

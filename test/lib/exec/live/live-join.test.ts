@@ -125,4 +125,24 @@ describe("calls without keep_alive in a session that holds a live sandbox", () =
     expect(await bash(t2, "pwd")).toBe("fresh cmd=pwd\n"); // told once: the hint is cleared
     await sandbox(t, "chat-1", "DELETE");
   });
+
+  it("the same with keep_alive: true: the call that starts the new sandbox says the old one is gone before it says it started, once (seen through HTTP after a reload of npm start: only \"started\" was said)", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    await bash(t, "cd sub; export X=1", { keep_alive: true });
+    const restarted = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: memoryLiveCoordinator(STEADY), liveBusyWaitMs: 100 });
+    runner.attach(restarted); // the new sandbox's runner polls the coordinator that made it
+    const t2: Tenant = { ...t, app: restarted, call: async (tool, args, session) => {
+      const r = await restarted.request(`/v1/workspaces/${t.ws}/tools/${tool}`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...(session ? { "x-session-id": session } : {}) }, body: JSON.stringify(args) });
+      return { status: r.status, body: await r.json() };
+    } };
+    const after = await bash(t2, "pwd", { keep_alive: true });
+    expect(after).toMatch(/^\[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known .*Files are safe.*\]\n\[live sandbox started for this session/s);
+    expect(after).not.toContain("[this call ran in a fresh sandbox");
+    const again = await bash(t2, "pwd", { keep_alive: true });
+    expect(again).not.toContain("[live sandbox lost"); // told once: the new sandbox holds the session now
+    expect(again).not.toContain("[live sandbox started");
+    await restarted.request(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } });
+    await sandbox(t, "chat-1", "DELETE");
+  });
 });
