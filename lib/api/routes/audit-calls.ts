@@ -119,7 +119,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
       if (!ID_PATTERN.test(entry.tenant)) return;
       // The operator's failure is recorded only for a tenant that exists (no log is made for a name that is none).
       if (access.auth === "admin" && !ok && !(await deps.storage.head(tenantRecordKey(entry.tenant)))) return;
-      await recordAudit(deps.storage, entry);
+      await recordAudit(deps.storage, entry, undefined); // already after the answer, under its waitUntil (below): written before `write` settles
     };
     await afterAnswer(backgroundOf(c), "audit entry", () => write().catch(() => {}), "await");
   } catch (e) {
