@@ -20,7 +20,6 @@ import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type
 import type { LiveKey, LiveLoss, RunAnswer } from "./types.js";
 import { IDLE_KEPT_NOTE } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
-import type { WaitUntil } from "../../shared/after-answer.js";
 
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
 export const liveOff = (what: string) => new ToolError("UNAVAILABLE", `Live sandboxes (${what}) are not enabled on this server: every command runs in a fresh sandbox. Call without ${what}.`);
@@ -250,7 +249,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
  * is ended at once (nothing was lost: it never ran).
  */
 /** Ends the runner a call started that will run nothing (nothing was lost: it never ran a command), and accounts for it. */
-const abandonRunner = async (svc: LiveService, key: LiveKey, later: WaitUntil | undefined) => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends, later);
+const abandonRunner = async (svc: LiveService, key: LiveKey, later: ExecCall["waitUntil"]) => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends, later);
 
 async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
   const deps = ctx.deps;
