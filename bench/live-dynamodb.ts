@@ -64,7 +64,7 @@ const perMin = Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, Mat
 const handover: number[] = [];
 const roundTrip: number[] = [];
 const s = await session(1);
-const hub = liveHub(liveService(c));
+const hub = liveHub(liveService(c), undefined);
 const claims = { t: s.key.tenant, w: s.key.workspace, r: "live", exp: Date.now() / 1000 + 3600, l: { s: s.key.session, g: s.gen } };
 const url = "https://api.example/v1/sync/live/result";
 const answerAndPoll = async (seq: number, i: number): Promise<LiveNext> => {

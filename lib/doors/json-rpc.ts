@@ -48,6 +48,25 @@ export function jsonRpcError(status: number, code: number, message: string, opts
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message, ...data }, id: opts.id ?? null }), { status, headers: { "content-type": "application/json", ...opts.headers } });
 }
 
+/** The id of the one request a body holds (a single message with an id), else undefined (a batch, a notification, no JSON). */
+export function requestIdOf(body: unknown): string | number | undefined {
+  const id = !Array.isArray(body) && isObject(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === "string" || typeof id === "number" ? id : undefined;
+}
+
+/**
+ * A request refused by a limit before any door ran it (calls_per_minute at the route guard, or a
+ * batch's further requests): the JSON-RPC error response MCP clients read over Streamable HTTP (the
+ * transport lets an HTTP error status carry one), with the request's id (null for a batch or an
+ * unknown one), refusalAsRpcError's code, message (naming the limit and when to retry) and data
+ * (retry_after among the details). The caller keeps the HTTP status (429) and Retry-After.
+ */
+export function limitRefusalAsRpc(error: ToolError, body: unknown): Response {
+  const r = refusalAsRpcError(error, "mcp limit");
+  const id = requestIdOf(body);
+  return jsonRpcError(error.status, r.code, r.message, { error, ...(id !== undefined ? { id } : {}) });
+}
+
 /**
  * A request refused for its Origin (DNS rebinding: lib/doors/mcp.ts refusedOrigin): 403, as the
  * transport spec asks, with a JSON-RPC error response "that has no id" (the spec's words: the body

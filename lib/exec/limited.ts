@@ -15,6 +15,7 @@
  * leases of those that are not (a restart or redeploy forgot them; a runner that stopped polling is
  * found lost by that same question, stale_ms after its last poll) and tries once more.
  */
+import type { WaitUntil } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
 import type { LeaseHolder, RunDecision } from "../limits/limiter.js";
@@ -54,7 +55,7 @@ const HOLDERS_ASKED = 32;
  * not current is released, and when any was, the slot is asked for once more. A coordinator that does
  * not answer keeps its holder's slot (never freed on a guess).
  */
-export async function acquireSlot(limits: LimitsStore, tenant: string, caller: Caller, leaseMs: number, opts: { holder?: LeaseHolder; live?: LiveService } = {}): Promise<RunDecision> {
+export async function acquireSlot(limits: LimitsStore, tenant: string, caller: Caller, leaseMs: number, opts: { holder?: LeaseHolder; live?: LiveService; later?: WaitUntil } = {}): Promise<RunDecision> {
   const d = await limits.acquireRun(tenant, caller, leaseMs, opts.holder);
   if (d.ok || !d.holders || !opts.live) return d;
   const live = opts.live;
@@ -62,7 +63,7 @@ export async function acquireSlot(limits: LimitsStore, tenant: string, caller: C
     const key = { tenant, workspace: holder.workspace, session: holder.session };
     const seen = await live.coordinator.status(key).catch(() => null);
     if (!seen) return false;
-    await accountEnds(live, key, seen.ends); // a generation found lost just now: its slot released (and its usage and audit written) here
+    await accountEnds(live, key, seen.ends, opts.later); // a generation found lost just now: its slot released (and its usage and audit written) here
     if (seen.sandbox?.generation === holder.generation) return false;
     if (!seen.ends.some((e) => e.lease === lease)) await limits.releaseRun(tenant, lease).catch(() => {});
     return true;

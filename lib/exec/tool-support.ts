@@ -191,8 +191,9 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
  * run stopped by its timeout or its disk quota is the tool's error (still billed its sandbox time).
  */
 export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined; netBytesIn: number; netBytesOut: number }, r: RunResult, seconds: number): void {
-  ws.bytesRead += r.sync?.downloaded_bytes ?? 0;
-  ws.bytesWritten += r.sync?.uploaded_bytes ?? 0;
+  const bytes = runStorageBytes(r);
+  ws.bytesRead += bytes.bytes_read;
+  ws.bytesWritten += bytes.bytes_written;
   // What the command exchanged with the web through its egress proxy, however it ended.
   ws.netBytesIn += r.net_bytes_in ?? 0;
   ws.netBytesOut += r.net_bytes_out ?? 0;
@@ -200,6 +201,17 @@ export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs
   ws.sandboxMs = (ws.sandboxMs ?? 0) + Math.max(0, r.duration_ms ?? 0);
   const stopped = stoppedError(r, seconds);
   if (stopped) throw stopped;
+}
+
+/**
+ * The workspace bytes a run's sandbox fetched (bytes_read) and wrote back (bytes_written), as its result
+ * reports them (RunResult.sync): the one reading of them, for a foreground run's call (takeRun) and a
+ * background run's own record (lib/run/metering/detached-work.ts). 0 where the result has none (a run
+ * stopped before its write-back, the runner's error).
+ */
+export function runStorageBytes(r: Partial<RunResult>): { bytes_read: number; bytes_written: number } {
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+  return { bytes_read: n(r.sync?.downloaded_bytes), bytes_written: n(r.sync?.uploaded_bytes) };
 }
 
 /** A run stopped by its timeout or a limit, as an error that still carries the output so far; null otherwise. */

@@ -12,6 +12,7 @@
  *   workspace is gone, lib/sync/runs.ts); they never report, so before their places stayed taken until
  *   their leases ended (the task's timeout and some minutes).
  */
+import type { WaitUntil } from "../shared/after-answer.js";
 import type { LimitsStore } from "../limits/store.js";
 import { internalPrefix, RUN_ID_PATTERN } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
@@ -32,13 +33,13 @@ const ENDS_AT_ONCE = 8;
 const logged = (what: string) => (e: unknown) => console.error(`workspace delete: ${what}`, e instanceof Error ? e.message : String(e));
 
 /** The hooks to give deleteWorkspace, and `done` to await after it (the tasks' places freed). */
-export function endsWithWorkspace(deps: WorkspaceRunsDeps, tenant: string, workspace: string): { hooks: WorkspaceDeleteHooks; done: () => Promise<void> } {
+export function endsWithWorkspace(deps: WorkspaceRunsDeps, tenant: string, workspace: string, later: WaitUntil | undefined): { hooks: WorkspaceDeleteHooks; done: () => Promise<void> } {
   const runs = `${internalPrefix(tenant, workspace)}runs/`;
   const started = new Set<string>();
   const reported = new Set<string>();
   return {
     hooks: {
-      recordGone: () => endLiveSandboxes(deps, tenant, workspace).catch(logged("its live sandboxes were not all ended (each ends at its runner's next idle poll)")),
+      recordGone: () => endLiveSandboxes(deps, tenant, workspace, later).catch(logged("its live sandboxes were not all ended (each ends at its runner's next idle poll)")),
       deleting: (keys) => {
         for (const key of keys) {
           if (!key.startsWith(runs)) continue;
@@ -54,7 +55,7 @@ export function endsWithWorkspace(deps: WorkspaceRunsDeps, tenant: string, works
 }
 
 /** Ends the live sandbox of every session marked in the workspace (one coordinator request each), and accounts for it. */
-async function endLiveSandboxes(deps: WorkspaceRunsDeps, tenant: string, workspace: string): Promise<void> {
+async function endLiveSandboxes(deps: WorkspaceRunsDeps, tenant: string, workspace: string, later: WaitUntil | undefined): Promise<void> {
   const svc = deps.live;
   if (!svc) return;
   const sessions = await liveMarked(deps.storage, tenant, workspace, liveLeaseMs(svc.max_life_ms));
@@ -63,7 +64,7 @@ async function endLiveSandboxes(deps: WorkspaceRunsDeps, tenant: string, workspa
       const key = { tenant, workspace, session };
       svc.joined.forget(liveSessionId(key));
       const { ends } = await svc.coordinator.end(key, "workspace_deleted").catch((e: unknown) => (logged(`session ${session}'s live sandbox was not ended`)(e), { ends: [] }));
-      await accountEnds(svc, key, ends);
+      await accountEnds(svc, key, ends, later);
     }));
   }
 }

@@ -5,7 +5,7 @@
  * model reads only this text (docs/bash.md). Every tool that shows a run's result appends it.
  * Bundles for Workers.
  */
-import { counted } from "../shared/text.js";
+import { counted, cutAtWord } from "../shared/text.js";
 import type { RunResult, Skipped } from "./types.js";
 
 /** Names one line shows; the rest are counted ("and N more"). */
@@ -73,7 +73,7 @@ function skippedSummary(skipped: Skipped[]): string {
   for (const s of skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s]);
   return [...byReason]
     .map(([reason, list]) => {
-      const shown = list.slice(0, 5).map((s) => s.path + (s.detail ? ` (${s.detail.slice(0, 120)})` : "")).join(", ");
+      const shown = list.slice(0, 5).map((s) => s.path + (s.detail ? ` (${cutAtWord(s.detail, 120)})` : "")).join(", ");
       return `${skipWords(reason, list.length)}: ${shown}${list.length > 5 ? ", ..." : ""}`;
     })
     .join("; ");
@@ -92,15 +92,16 @@ export function writeBackNotes(r: WriteBackFields): string {
   // A change whose write was refused (a quota, a storage error): not in the workspace, said here, not only in data.skipped.
   const failed = (r.skipped ?? []).filter((s) => s.reason === "error");
   if (failed.length) {
-    // One reason for them all (a quota's refusal of the whole write-back): said once, whole; else each file's, cut.
+    // One reason (a quota's refusal: one file's, or the whole write-back's): said once, whole (the runner bounds it at 600);
+    // else each file's, cut at a word. Before (2026-12-02) one file's reason was cut at its 200th character, mid-word.
     const files = failed.some((s) => s.change) ? counted(failed.length, "change", "changes") : `${failed.length} changed file${failed.length === 1 ? "" : "s"}`;
-    const one = failed.length > 1 && failed.every((s) => s.detail === failed[0]!.detail) ? failed[0]!.detail : undefined;
+    const one = failed.every((s) => s.detail === failed[0]!.detail) ? failed[0]!.detail : undefined;
     if (one) {
       const paths = failed.map((s) => s.path + (s.change ? ` (${CHANGE_NAMES[s.change]})` : "")).sort();
-      const why = one.slice(0, 600);
-      text += `\n[not written back: ${files} (${firstNames(paths)}). ${why}${/[.!?]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
+      const why = cutAtWord(one, 600);
+      text += `\n[not written back: ${files} (${firstNames(paths)}). ${why}${/[.!?…]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     } else {
-      const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${s.detail.slice(0, 200)}` : ""}`).join("; ");
+      const shown = failed.slice(0, 5).map((s) => `${s.path}${s.detail ? `: ${cutAtWord(s.detail, 200)}` : ""}`).join("; ");
       text += `\n[not written back: ${files} (${shown}${failed.length > 5 ? "; ..." : ""}). These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     }
   }

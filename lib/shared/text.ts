@@ -105,6 +105,18 @@ export function fromBase64Url(token: string): string {
   return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
 }
 
+/**
+ * `text` whole when it is at most `max` characters; else cut at its last space or line break before
+ * `max` (where that keeps more than half of it; else at `max`), with "…": a reason the model reads is
+ * never cut mid-word.
+ */
+export function cutAtWord(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = text.slice(0, max);
+  const at = Math.max(head.lastIndexOf(" "), head.lastIndexOf("\n"), head.lastIndexOf("\t"));
+  return `${(at > max / 2 ? head.slice(0, at) : head).trimEnd()}…`;
+}
+
 /** Spaces as ·, tabs as →, carriage returns as ␍: for showing why a match failed. */
 /** "1 file", "2 files": a count with its noun in the number that agrees (`plural` where adding "s" is wrong). */
 export const counted = (n: number, noun: string, plural = `${noun}s`): string => `${n} ${n === 1 ? noun : plural}`;

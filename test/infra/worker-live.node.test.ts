@@ -132,6 +132,21 @@ it("the idle timeout ends the sandbox: its server is gone, the next call says so
   const next = await t.call("bash", { command: probe(8124), keep_alive: true }, "s1");
   expect(next.output).toContain("refused");
   expect(next.output).toMatch(/idle/i);
+  // Its end (the runner's own POST /v1/sync/live/ended) reached the usage store (the Durable Object GET /v1/usage/export reads),
+  // polled (records are held 1 s). Before (2026-12-02) its record went to the store outside every waitUntil and workerd dropped it.
+  const manage = ((await (await fetch(`${w.url}/v1/admin/tenants/live4/keys`, { method: "POST", headers: { authorization: `Bearer ${w.adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ scopes: ["manage"] }) })).json()) as { key: string }).key;
+  const liveRecords = async () => {
+    const text = await (await fetch(`${w.url}/v1/usage/export?limit=1000`, { headers: { authorization: `Bearer ${manage}` } })).text();
+    return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { route?: string; sandbox_ms?: number }).filter((r) => r.route === "live sandbox");
+  };
+  const until = Date.now() + 20_000;
+  let records = await liveRecords();
+  while (records.length < 1 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 200));
+    records = await liveRecords();
+  }
+  expect(records).toHaveLength(1);
+  expect(records[0]!.sandbox_ms).toBeGreaterThanOrEqual(10_000);
 }, 180_000);
 
 it("Anthropic's bash with X-Toolshed-Keep-Alive runs in the session's live sandbox (later calls without the header too; false: fresh); its restart ends it, as native bash's restart does", async () => {

@@ -18,7 +18,7 @@ import { backgroundOf } from "./common.js";
 import { afterAnswer } from "../../shared/after-answer.js";
 import { ERROR_CODES } from "../../shared/errors.js";
 import { checkSessionId, ID_PATTERN, tenantRecordKey } from "../../layout/paths.js";
-import { filesTouched, newAuditId, summarizeArgs, type AuditEntry } from "../../run/audit/entry.js";
+import { filesTouched, newAuditId, summarizeArgs, toolCallArgs, type AuditEntry } from "../../run/audit/entry.js";
 import { recordAudit } from "../../run/audit/store.js";
 
 /** What the guard knows of its route (access.ts RoutePolicy, named here without importing it back). */
@@ -86,9 +86,10 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
     const path = wildcardOf(c);
     const { "*": _rest, ...named } = params;
     const length = Number(c.req.header("content-length"));
-    // The query counts as arguments too (`POST /v1/workspaces?id=…` with an archive body, an import's mode), summarized as the body is.
-    const args: Record<string, unknown> = { ...summarizeArgs(named), ...(path !== undefined ? { path } : {}), ...summarizeArgs(c.req.query()), ...summarizeArgs(body), ...(length > 0 ? { body_bytes: length } : {}) };
     const tool = c.get("tool");
+    // A tool route's call that did not run (a replay, a refusal before the tool): its arguments as the run's own entry has them (toolCallArgs).
+    // Any other route's: its path parameters and query count as arguments too (`POST /v1/workspaces?id=…` with an archive body, an import's mode), summarized as the body is.
+    const args: Record<string, unknown> = tool !== undefined ? toolCallArgs(body) : { ...summarizeArgs(named), ...(path !== undefined ? { path } : {}), ...summarizeArgs(c.req.query()), ...summarizeArgs(body), ...(length > 0 ? { body_bytes: length } : {}) };
     const now = new Date();
     const entry: AuditEntry = {
       id: newAuditId(now),
@@ -119,7 +120,7 @@ export async function auditRouteCall(deps: AppDeps, policy: AuditedPolicy, c: Co
       if (!ID_PATTERN.test(entry.tenant)) return;
       // The operator's failure is recorded only for a tenant that exists (no log is made for a name that is none).
       if (access.auth === "admin" && !ok && !(await deps.storage.head(tenantRecordKey(entry.tenant)))) return;
-      await recordAudit(deps.storage, entry);
+      await recordAudit(deps.storage, entry, undefined); // already after the answer, under its waitUntil (below): written before `write` settles
     };
     await afterAnswer(backgroundOf(c), "audit entry", () => write().catch(() => {}), "await");
   } catch (e) {

@@ -22,7 +22,7 @@ import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import type { Context } from "hono";
 import { emitUsage } from "../../run/metering/usage.js";
 import { toToolError } from "../../contract/errors.js";
-import { routeNameOf } from "./route-usage.js";
+import { routeNameOf, routeUsageRecord } from "./route-usage.js";
 
 const Headers = z.object({
   "x-session-id": z.string().optional().openapi({ description: "The agent's conversation; scopes file records (default: default)." }),
@@ -61,7 +61,7 @@ async function runnerFor(c: Context, deps: AppDeps, tools: readonly Tool[], wsId
   // (2026-12-01) such a call took a rate-limit token and left no usage record.
   const refused = (error: unknown) => {
     if (ran || !isToolError(error)) return;
-    emitUsage(deps.onUsage, { tenant: auth.tenant, workspace: wsId, key: auth.key_id, route: routeNameOf("POST", c.req.routePath), ok: false, code: toToolError(error).code, ms: Date.now() - started, bytes_read: 0, bytes_written: 0 }, background);
+    emitUsage(deps.onUsage, routeUsageRecord({ auth, workspace: wsId, route: routeNameOf("POST", c.req.routePath), code: toToolError(error).code, ms: Date.now() - started, bytes_read: 0, bytes_written: 0 }), background);
   };
   return Object.assign(run, { refused });
 }

@@ -10,20 +10,34 @@ import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { refusedOrigin } from "../../doors/mcp.js";
 import { mcpDoorResponse } from "../../doors/mcp-door.js";
-import { jsonRpcError, JSON_RPC, requestsIn } from "../../doors/json-rpc.js";
+import { jsonRpcError, JSON_RPC, limitRefusalAsRpc, requestsIn } from "../../doors/json-rpc.js";
+import { isToolError } from "../../shared/errors.js";
 import { takeCall } from "../auth/rate-limit.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
 import { backgroundOf, newApp } from "./common.js";
 import { mcpBody } from "./mcp-body.js";
 
+const MCP_PATH = "/v1/workspaces/:ws/mcp";
+
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
+  // calls_per_minute's refusal (the guard's, before the handler, or a batch's further requests') is answered as MCP answers
+  // errors: a JSON-RPC error with the request's id, HTTP 429 and Retry-After kept (the headers the guard set stay on c.res).
+  // Before (2026-12-02) it was the HTTP routes' envelope, which no MCP client matches to its request.
+  // Registered for POST only, the method the guarded route below serves it with (its policy covers this handler too).
+  app.on("POST", MCP_PATH, async (c, next) => {
+    await next();
+    const e = c.error;
+    if (!isToolError(e) || e.code !== "RATE_LIMITED") return;
+    const body = await mcpBody(c);
+    c.res = limitRefusalAsRpc(e, "value" in body ? body.value : undefined);
+  });
   addRoute(
     app, deps,
     {
       method: ["post", "get", "delete"],
-      path: "/v1/workspaces/:ws/mcp",
+      path: MCP_PATH,
       access: { auth: "tenant", scope: "any", workspace: true, runsTools: true },
       undocumented: "MCP Streamable HTTP (JSON-RPC 2.0), specified by the Model Context Protocol rather than by OpenAPI; every tool call checks its own scope",
     },

@@ -25,6 +25,7 @@ import type { AppDeps } from "../deps.js";
 import type { AppEnv } from "../http.js";
 import { toToolError } from "../../contract/errors.js";
 import { emitUsage, emitUsageAtEnd } from "../../run/metering/usage.js";
+import type { UsageRecord } from "../../run/metering/record.js";
 import { backgroundOf } from "./common.js";
 import { countedStream, type CountedStream } from "../../shared/counted-stream.js";
 
@@ -50,6 +51,15 @@ export function routeNameOf(method: string, routePath: string): string {
   return `${method.toUpperCase()} ${parts.filter((p) => !p.startsWith(":") && p !== "*").join("/")}`;
 }
 
+/**
+ * A route's usage record (not a tool's: `route`, no `tool`): the one place its fields are listed, for
+ * meterRoute and for the compat door's record of a call its adapter refused before any tool ran
+ * (compat.ts). `code` set: not ok. The workspace is the path's, bounded as every key part is.
+ */
+export function routeUsageRecord(f: { auth: { tenant: string; key_id: string }; workspace: string; route: string; code: string | undefined; ms: number; bytes_read: number; bytes_written: number }): UsageRecord {
+  return { tenant: f.auth.tenant, workspace: f.workspace.slice(0, 100), key: f.auth.key_id, route: f.route, ok: !f.code, ...(f.code ? { code: f.code } : {}), ms: f.ms, bytes_read: f.bytes_read, bytes_written: f.bytes_written };
+}
+
 /** Runs the guarded route (`run`) and emits its usage record once it has answered. */
 export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: string | undefined, run: () => Promise<void>): Promise<void> {
   if (!deps.onUsage || NOT_METERED.has(c.req.method) || c.get("call") || (scope === "manage" && READS.has(c.req.method))) return run();
@@ -63,7 +73,7 @@ export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: strin
     if (!auth) return; // no valid key: nobody to bill
     if (!error && c.res.headers.get("idempotent-replayed") === "true") return; // the first answer was recorded
     const code = error ? toToolError(error).code : c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined;
-    const record = (bytes_read: number) => ({ tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, route, ok: !code, ...(code ? { code } : {}), ms: Date.now() - started, bytes_read, bytes_written: read ? 0 : (brought?.bytes() ?? sizeOf(c.req.header("content-length"))) });
+    const record = (bytes_read: number) => routeUsageRecord({ auth, workspace: c.req.param("ws") ?? "", route, code, ms: Date.now() - started, bytes_read, bytes_written: read ? 0 : (brought?.bytes() ?? sizeOf(c.req.header("content-length"))) });
     const later = backgroundOf(c);
     // An answer streamed without a declared length is counted as it is sent; its record is made at its end.
     const sent = read && !error && c.res.body && !c.res.headers.get("content-length") && !isJson(c.res) ? countResponse(c) : null;

@@ -12,7 +12,7 @@ import { accountEnds } from "../../exec/live/service.js";
 import type { LiveKey, SandboxView } from "../../exec/live/types.js";
 import { LIVE_LIST_MAX } from "../../sync/live-types.js";
 import { secureRoute } from "./access.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 
 const Process = z.object({ pid: z.number().int(), command: z.string() });
 const SandboxSchema = z
@@ -64,7 +64,7 @@ export function sandboxApp(deps: AppDeps) {
       const svc = service();
       const key = keyOf(c.get("auth").tenant, ws, session);
       const { sandbox, ends } = await svc.coordinator.status(key);
-      await accountEnds(svc, key, ends);
+      await accountEnds(svc, key, ends, backgroundOf(c));
       if (!sandbox) throw none(session);
       return c.json(shown(session, sandbox), 200);
     },
@@ -76,7 +76,7 @@ export function sandboxApp(deps: AppDeps) {
       const svc = service();
       const key = keyOf(c.get("auth").tenant, ws, session);
       const { ended, ends } = await svc.coordinator.end(key, "ended");
-      await accountEnds(svc, key, ends);
+      await accountEnds(svc, key, ends, backgroundOf(c));
       if (!ended) throw none(session);
       return c.json(shown(session, ended), 200);
     },

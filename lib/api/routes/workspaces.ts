@@ -12,7 +12,7 @@ import { createWorkspaceRecord, deleteWorkspace, getWorkspace, listWorkspaces, p
 import { knownWorkspaceKey } from "./known-workspace.js";
 import { secureRoute } from "./access.js";
 import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveContentType } from "./archive.js";
-import { errorResponses, newApp, WsParam } from "./common.js";
+import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { isToolError, ToolError } from "../../shared/errors.js";
 import { forkWorkspace } from "../../workspace/fork.js";
@@ -121,7 +121,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
     async (c) => {
       const { ws } = c.req.valid("param");
       // What runs there ends with it: its live sandboxes at once, its background tasks' places freed (lib/exec/workspace-gone.ts).
-      const ending = endsWithWorkspace(deps, c.get("auth").tenant, ws);
+      const ending = endsWithWorkspace(deps, c.get("auth").tenant, ws, backgroundOf(c));
       const r = await deleteWorkspace(deps.storage, c.get("auth").tenant, ws, ending.hooks);
       await ending.done();
       await dropWorkspaceUsage(deps, c.get("auth").tenant, ws); // its bytes leave the tenant's storage_bytes

@@ -89,6 +89,6 @@ async function liveLeftAlone(ctx: ExecCall): Promise<{ held: boolean; note: stri
   if (!svc) return { held: false, note: "" };
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
   const { sandbox, ends } = await svc.coordinator.status(key);
-  if (ends.length) await accountEnds(svc, key, ends);
+  if (ends.length) await accountEnds(svc, key, ends, ctx.waitUntil);
   return sandbox ? { held: true, note: LEFT_ALONE_NOTE } : { held: false, note: "" };
 }

@@ -125,7 +125,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
   const svc = ctx.deps.live;
   if (!svc) throw liveOff("keep_alive");
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
-  const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends) : Promise.resolve());
+  const account = (ends: Parameters<typeof accountEnds>[2]) => (ends.length ? accountEnds(svc, key, ends, ctx.waitUntil) : Promise.resolve());
   // The turn, until the command is handed over (then the coordinator bounds it by the command's timeout):
   // a call whose isolate died holds its session no longer than this.
   const first = await svc.coordinator.call(key, shell ? { ...req, shell: { keep: shell.keep } } : req, {
@@ -170,7 +170,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         a = await svc.coordinator.run(key, turn, await withShell(), { timeout_ms: req.timeout_ms, ...(lease ? { lease } : {}) }).catch(async (e: unknown) => {
           // Refused (a request past the coordinator's bound) or unreachable: the runner this call just started would idle, billed, until its idle timeout.
           if (start) {
-            await abandonRunner(svc, key);
+            await abandonRunner(svc, key, ctx.waitUntil);
             if (lease && svc.limits) await svc.limits.releaseRun(key.tenant, lease).catch(() => {}); // the run that would have kept it with the generation was refused
           }
           throw e;
@@ -214,16 +214,16 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
  * is ended at once (nothing was lost: it never ran).
  */
 /** Ends the runner a call started that will run nothing (nothing was lost: it never ran a command), and accounts for it. */
-const abandonRunner = async (svc: LiveService, key: LiveKey) => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends);
+const abandonRunner = async (svc: LiveService, key: LiveKey, later: ExecCall["waitUntil"]) => accountEnds(svc, key, (await svc.coordinator.end(key, "crashed").catch(() => ({ ends: [] }))).ends, later);
 
 async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, key: LiveKey, req: RunRequest, generation: string, idleMs: number): Promise<string | undefined> {
   const deps = ctx.deps;
-  const abandon = () => abandonRunner(svc, key);
+  const abandon = () => abandonRunner(svc, key, ctx.waitUntil);
   let lease: string | undefined;
   if (svc.limits) {
     // Counted against the starting call's key as well as the tenant; the lease names this generation as its holder (limited.ts acquireSlot).
     const caller = { key_id: ctx.auth.key_id ?? "", ...(ctx.auth.limits ? { limits: ctx.auth.limits } : {}) };
-    const d = await acquireSlot(svc.limits, key.tenant, caller, liveLeaseMs(svc.max_life_ms), { holder: { workspace: key.workspace, session: key.session, generation }, live: svc }).catch((e: unknown) => {
+    const d = await acquireSlot(svc.limits, key.tenant, caller, liveLeaseMs(svc.max_life_ms), { holder: { workspace: key.workspace, session: key.session, generation }, live: svc, later: ctx.waitUntil }).catch((e: unknown) => {
       console.error("limits: the tenant's limits object did not answer; the live sandbox goes on uncounted", e instanceof Error ? e.message : String(e));
       return null;
     });
@@ -253,7 +253,7 @@ async function startRunner(ctx: LiveCall, executor: Executor, svc: LiveService, 
     if (lease && svc.limits) await svc.limits.releaseRun(key.tenant, lease).catch(() => {});
     throw new ToolError("UNAVAILABLE", `The live sandbox could not be started (${e instanceof Error ? e.message : String(e)}); nothing ran. Retry, or call without keep_alive.`, { session: key.session });
   }
-  await Promise.all([marked, svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: lifeMs }).catch(() => {})]);
+  await Promise.all([marked, svc.events?.started(key, { generation, key_id: ctx.auth.key_id ?? "", idle_ms: idleMs, max_life_ms: lifeMs }, ctx.waitUntil).catch(() => {})]);
   return lease;
 }
 
@@ -264,6 +264,6 @@ export async function endLive(ctx: ExecCall): Promise<boolean> {
   const key: LiveKey = { tenant: ctx.ws.tenant, workspace: ctx.ws.id, session: ctx.session };
   svc.joined.forget(liveSessionId(key));
   const { ended, ends } = await svc.coordinator.end(key, "deleted");
-  if (ends.length) await accountEnds(svc, key, ends);
+  if (ends.length) await accountEnds(svc, key, ends, ctx.waitUntil);
   return !!ended;
 }

@@ -6,6 +6,7 @@
  */
 import type { LimitsStore } from "../../limits/store.js";
 import { IsolateCache } from "../../shared/isolate-cache.js";
+import type { WaitUntil } from "../../shared/after-answer.js";
 import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
@@ -26,9 +27,14 @@ export interface LiveStart {
 }
 
 /** The app's record of a live sandbox's life (usage, audit); neither may fail the call. */
+/**
+ * The app's records of a sandbox's start and end. `later` is the waitUntil of the request that learned
+ * of it (a call, a route, the runner's own POST .../live/ended): the records are written under it, so
+ * workerd does not cancel them with that request (undefined only without one: Node without a context).
+ */
 export interface LiveEvents {
-  started(key: LiveKey, start: LiveStart): Promise<void>;
-  ended(key: LiveKey, end: LiveEnd): Promise<void>;
+  started(key: LiveKey, start: LiveStart, later: WaitUntil | undefined): Promise<void>;
+  ended(key: LiveKey, end: LiveEnd, later: WaitUntil | undefined): Promise<void>;
 }
 
 export interface LiveService {
@@ -74,13 +80,13 @@ export const liveKeyClaim = (keyId: string | undefined): { k?: string } => (keyI
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 
-/** Accounts for generations that ended: their slot released, their usage and audit written, their marker deleted. Never throws. */
-export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[]): Promise<void> {
+/** Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents), their marker deleted. Never throws. */
+export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<void> {
   for (const end of ends) {
     await Promise.all([
       svc.markers ? unmarkLive(svc.markers, key, end.generation) : undefined,
       end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
-      end.arrived && svc.events ? svc.events.ended(key, end).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
+      end.arrived && svc.events ? svc.events.ended(key, end, later).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
     ]);
   }
 }

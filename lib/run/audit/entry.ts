@@ -85,6 +85,13 @@ export function summarizeArgs(args: unknown): Record<string, unknown> {
   return out;
 }
 
+/**
+ * A tool call's `args` in its entry: the tool's arguments summarized, whoever writes the entry (the run,
+ * lib/run/audit/tool-call.ts; the route guard for a call that did not run: a replay of its
+ * Idempotency-Key, a refusal before the tool, lib/api/routes/audit-calls.ts), so both have one shape.
+ */
+export const toolCallArgs = (rawArgs: unknown): Record<string, unknown> => summarizeArgs(rawArgs);
+
 /** Result fields that name changed files. */
 const FILE_FIELDS = ["path", "file_path", "from", "to"];
 const FILE_LISTS = ["files", "files_changed", "files_deleted", "changed", "created", "modified", "deleted", "written", "removed", "restored"];

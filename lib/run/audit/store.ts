@@ -19,9 +19,10 @@ const prefixOf = (log: AuditLogOf) => (log.workspace ? auditPrefix(log.tenant, l
  * Writes one entry; never fails the call it records (a failed write is logged without the entry's
  * contents). With `background` (the runtime's waitUntil) it is written after the answer, and an
  * entry given as a function is built then too (its summary of the arguments is CPU the answer need
- * not wait for).
+ * not wait for). `background` is required in the type (undefined only where the caller has none: the
+ * entry is then written before the promise settles), so no caller forgets the request's waitUntil.
  */
-export function recordAudit(storage: StorageDriver, entryOf: AuditEntry | (() => AuditEntry), background?: WaitUntil): Promise<void> {
+export function recordAudit(storage: StorageDriver, entryOf: AuditEntry | (() => AuditEntry), background: WaitUntil | undefined): Promise<void> {
   const put = () => {
     const entry = typeof entryOf === "function" ? entryOf() : entryOf;
     const log: AuditLogOf = { tenant: entry.tenant, ...(entry.workspace ? { workspace: entry.workspace } : {}) };

@@ -6,7 +6,7 @@
  */
 import type { Tool, ToolContext, ToolDeps } from "../../contract/tool.js";
 import { ERROR_CODES, isToolError, type ErrorCode } from "../../shared/errors.js";
-import { filesTouched, newAuditId, summarizeArgs, type AuditDoor, type AuditEntry } from "./entry.js";
+import { filesTouched, newAuditId, toolCallArgs, type AuditDoor, type AuditEntry } from "./entry.js";
 import { recordAudit } from "./store.js";
 import type { WaitUntil } from "../../shared/after-answer.js";
 
@@ -48,7 +48,7 @@ export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, en
       session,
       door,
       tool: tool.name,
-      args: summarizeArgs(rawArgs),
+      args: toolCallArgs(rawArgs),
       outcome: { ok: !code, status, ...(code ? { code } : {}) },
       ...(files.length ? { files } : {}),
       ...(callId ? { call_id: callId } : {}),

@@ -10,6 +10,7 @@ import type { RunResult } from "../../exec/types.js";
 import type { RunEnded } from "../../sync/server-deps.js";
 import type { UsageRecord } from "./record.js";
 import { netUsage } from "./usage.js";
+import { runStorageBytes } from "../../exec/tool-support.js";
 
 /** The usage record's route name of a background run's sandbox time. */
 export const BACKGROUND_RUN_ROUTE = "background run";
@@ -43,12 +44,18 @@ function backgroundNet(end: RunEnded): { net_bytes_in?: number; net_bytes_out?: 
   return netUsage({ netBytesIn: n(run.net_bytes_in), netBytesOut: n(run.net_bytes_out) });
 }
 
+/**
+ * A background run's record: its sandbox time, and the workspace bytes its sandbox fetched and wrote back
+ * (runStorageBytes, as a foreground run's call counts them). Before (2026-12-02) both were 0 here: the
+ * write-back of a background task's files was billed to no call.
+ */
 export function backgroundRunUsage(end: RunEnded): UsageRecord {
   const code = endCode(end);
   const sandbox_ms = backgroundSandboxMs(end);
+  const bytes = end.result.ok ? runStorageBytes(end.result.result as Partial<RunResult>) : { bytes_read: 0, bytes_written: 0 };
   return {
     tenant: end.tenant, workspace: end.workspace, ...(end.key_id ? { key: end.key_id } : {}), route: BACKGROUND_RUN_ROUTE,
-    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, bytes_read: 0, bytes_written: 0, sandbox_ms, ...backgroundNet(end),
+    ok: code === undefined, ...(code ? { code } : {}), ms: sandbox_ms, ...bytes, sandbox_ms, ...backgroundNet(end),
   };
 }
 

@@ -41,12 +41,15 @@ export function heldUsageLog(opts: HoldOptions = {}): UsageSink {
 }
 
 /**
- * Emits one call's record through `onUsage`. With `later` (the runtime's waitUntil, on Workers) it is
- * emitted once the response is on its way (the next task), still within the request's life (a sink
- * that holds records keeps it open until the record is out), so the log line costs the answer
- * nothing; without it (Lambda, tests, doors that do not pass it), at once.
+ * Emits one call's record through `onUsage`: the one way a usage record is written. With `later` (the
+ * runtime's waitUntil, on Workers) it is emitted once the response is on its way (the next task), still
+ * within the request's life (a sink that holds records keeps it open until the record is out), so the
+ * log line costs the answer nothing; without it (Node without an execution context), at once.
+ * `later` is required in the type, undefined only where the caller has no waitUntil: a record handed
+ * to the sink at once on Workers is a store write outside every waitUntil, which workerd may cancel
+ * with the request (a live sandbox's end, 2026-12-02: test/infra/worker-live.node.test.ts).
  */
-export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, later?: WaitUntil): void {
+export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, later: WaitUntil | undefined): void {
   if (!onUsage) return;
   if (!later) return onUsage(record); // at once, to the sink itself (not its held one: nothing would wait for it)
   const write = onUsage.held ?? onUsage;
@@ -61,7 +64,7 @@ export function emitUsage(onUsage: UsageSink | undefined, record: UsageRecord, l
  * waitUntil: workerd ended the request with the stream and cancelled the Durable Object write, so under
  * `npm start` 4 of 5 streamed reads and every export were never billed (test/infra/worker-burst.node.test.ts, against `wrangler dev`).
  */
-export function emitUsageAtEnd(onUsage: UsageSink | undefined, ended: Promise<unknown>, record: () => UsageRecord, later?: WaitUntil): void {
+export function emitUsageAtEnd(onUsage: UsageSink | undefined, ended: Promise<unknown>, record: () => UsageRecord, later: WaitUntil | undefined): void {
   if (!onUsage) return;
   if (!later) return void ended.then(() => onUsage(record())); // no waitUntil (Node without a context): at once, as emitUsage
   const write = onUsage.held ?? onUsage;

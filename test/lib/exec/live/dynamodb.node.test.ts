@@ -150,7 +150,7 @@ describe("the session's item", () => {
     const claims = { t: key.tenant, w: key.workspace, r: "live", exp: Date.now() / 1000 + 60, l: { s: key.session, g: gen } };
     const body = { generation: gen, seq: 2, response: { ok: true, result: 2 }, status: status(gen), poll: {} };
     const url = "https://api.example/v1/sync/live/result";
-    const nextPoll = handleSyncLive(new Request(url, { method: "POST", body: JSON.stringify(body) }), new URL(url), claims, liveHub(liveService(c)));
+    const nextPoll = handleSyncLive(new Request(url, { method: "POST", body: JSON.stringify(body) }), new URL(url), claims, liveHub(liveService(c), undefined));
     expect(await call).toMatchObject({ ran: { response: { ok: true, result: 2 } }, released: true });
     await heldPoll();
     const writes = (log: string[]) => log.filter((op) => op !== "GetItemCommand");
