@@ -5,7 +5,8 @@
  * finds the claim: it answers the stored result when the first attempt has finished, else it
  * waits (bounded) and answers CONFLICT naming the run to follow with bash_output.
  * Background tasks send their output to the record about once a second and stop when its
- * kill flag is set; every run stores its final answer there.
+ * kill flag is set; a foreground run looks at the flag alone, every second from 4 s on (its call sets
+ * it once the call's key is gone); every run stores its final answer there.
  */
 import { isToolError } from "../../lib/shared/errors.js";
 import type { RunResult } from "../../lib/exec/types.js";
@@ -14,6 +15,7 @@ import type { OutputCollector } from "./output.js";
 import type { RunHooks } from "./runner.js";
 import { RidingClaim } from "./riding-claim.js";
 import { sleep } from "../../lib/shared/sleep.js";
+import { FOREGROUND_KILL_AFTER_MS, FOREGROUND_KILL_EVERY_MS } from "../../lib/sync/run-records.js";
 
 export interface OnceOptions {
   /** How long a retry waits for an earlier attempt that still runs (default 30 s). */
@@ -66,8 +68,8 @@ async function waitForEarlier(records: RunRecordClient, claim: RunClaim | null, 
   }
 }
 
-/** Sends a task's output about every `everyMs` and aborts it when the kill flag is set. */
-function startPump(records: RunRecordClient, collector: () => OutputCollector | null, ctrl: AbortController, everyMs: number) {
+/** Sends a task's output about every `everyMs` (the first time after `firstMs`) and aborts it when the kill flag is set; with no output (a foreground run's), only the flag is looked at. */
+function startPump(records: RunRecordClient, collector: () => OutputCollector | null, ctrl: AbortController, everyMs: number, firstMs = everyMs) {
   let stopped = false;
   let wake = () => {};
   let seq = 0;
@@ -84,10 +86,12 @@ function startPump(records: RunRecordClient, collector: () => OutputCollector | 
     unsent = null;
     if (kill && checkKill) ctrl.abort();
   };
+  let wait = firstMs;
   const loop = (async () => {
     while (!stopped) {
       await new Promise<void>((r) => {
-        const t = setTimeout(r, everyMs);
+        const t = setTimeout(r, wait);
+        wait = everyMs;
         wake = () => {
           clearTimeout(t);
           r();
@@ -134,17 +138,26 @@ async function execute(task: boolean, records: RunRecordClient, run: (hooks: Run
   let started = false;
   let collector: OutputCollector | null = null;
   let pump: ReturnType<typeof startPump> | null = null;
+  let claimedAt = 0;
   const claimed = claim.then((c) => {
     if (c.claimed && c.kill) abort(); // killed before it started: the sandbox stops it at once, nothing is written back
     if (c.claimed && task) pump = startPump(records, () => collector, ctrl, opts.pumpMs ?? 1000);
+    // A foreground run is killed by its call once the call's key is gone (lib/exec/runs.ts): its flag is looked at from 4 s on.
+    else if (c.claimed) pump = startPump(records, () => null, ctrl, FOREGROUND_KILL_EVERY_MS, FOREGROUND_KILL_AFTER_MS);
+    if (c.claimed) claimedAt = Date.now();
     return c;
   });
+  // The last look before a foreground run's write-back (when it ran long enough to be killed at all): a flag set since the pump's last look stops it.
+  const killedBeforeWriteBack = async () => {
+    if (task || !claimedAt || Date.now() - claimedAt < FOREGROUND_KILL_AFTER_MS) return ctrl.signal.aborted;
+    return ctrl.signal.aborted || (await records.killRequested().catch(() => false));
+  };
   const ours = claimed.then((c) => c.claimed);
   ours.catch(() => {}); // a failed claim is answered below, after the run stopped (it may stop before asking)
   const isOurs = () => (ride.alone(), ours);
   let res: ExecResponse;
   try {
-    res = { ok: true, result: await run({ signal: ctrl.signal, claim: ride, claimed: isOurs, onStart: (c) => ((started = true), (collector = c)) }) };
+    res = { ok: true, result: await run({ signal: ctrl.signal, claim: ride, claimed: isOurs, onStart: (c) => ((started = true), (collector = c)), killedBeforeWriteBack }) };
   } catch (e) {
     res = errorOf(e);
   } finally {

@@ -45,6 +45,8 @@ export interface RunHooks {
   claim?: ClaimRider;
   /** Whether the run is this invocation's (run-once.ts; sends the claim alone if nothing carried it): awaited before the command; false stops the run there. */
   claimed?: () => Promise<boolean>;
+  /** Whether the run was killed after its command ended (its kill flag, looked at once more: run-once.ts): then nothing is written back. */
+  killedBeforeWriteBack?: () => Promise<boolean>;
 }
 
 export const MiB = 1024 * 1024;
@@ -125,6 +127,7 @@ export async function runCommand(req: RunRequest, sync: SyncClient, deps: Runner
     const oom = memoryNote(exit.memory);
     if (oom) out.err(Buffer.from(oom)); // the model reads why a process of it was killed
     await out.close();
+    if (!exit.timedOut && !exit.killed && (await hooks.killedBeforeWriteBack?.())) exit = { ...exit, exitCode: null, killed: true };
     const shell = shellDir && req.shell && !exit.timedOut && !exit.killed ? await readShellState(shellDir.path, req.shell.keep).finally(shellDir.drop) : null;
     if (!shell) await shellDir?.drop();
 

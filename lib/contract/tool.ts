@@ -67,8 +67,10 @@ export interface ToolContext<D extends ToolDeps = ToolDeps> {
   session: string;
   auth: AuthInfo;
   deps: D;
-  /** Aborted when the client goes away. */
+  /** Aborted when the client goes away, or when the call's key is revoked or expires (then `keyGone` too). */
   signal?: AbortSignal;
+  /** Aborted only when the call's key is revoked or expires while the call goes on (lib/run/key-watch.ts): a command is killed then, streamed or not. */
+  keyGone?: AbortSignal;
   /**
    * Reports progress while the call runs (SSE `progress` events, MCP notifications/progress); absent
    * when nobody listens. Tools call it as `ctx.progress?.(event)`; it never throws.

@@ -41,6 +41,8 @@ export interface ExecCall {
   /** The key's scopes, its id (a background run's sandbox time is billed to it: runRequest) and its own limits (concurrent_runs). */
   auth: { scopes: readonly string[]; key_id?: string; limits?: Caller["limits"] };
   signal?: AbortSignal;
+  /** Aborted once the call's key is revoked or expired (lib/run/key-watch.ts): a foreground run is killed then, whatever its door. */
+  keyGone?: AbortSignal;
   progress?: (event: OutputEvent) => void;
   waitUntil?: (p: Promise<unknown>) => void;
 }

@@ -1,26 +1,63 @@
 /**
- * A foreground run over its record (lib/sync/run-records.ts), and what the model is told of a run
- * stopped for its disk quota. Bundles for Workers.
+ * A foreground run over its record (lib/sync/run-records.ts), the kill flag a call sets on its run,
+ * and what the model is told of a run stopped for its disk quota. Bundles for Workers.
  */
 import { runPrefix } from "../layout/paths.js";
-import { afterAnswer, type WaitUntil } from "../shared/after-answer.js";
+import { afterAnswer, finishAfterAnswer, type WaitUntil } from "../shared/after-answer.js";
 import type { StorageDriver } from "../storage/types.js";
-import { keysOf, runIdFor } from "../sync/run-records.js";
+import { keysOf, runIdFor, type RunKeys } from "../sync/run-records.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { Caller } from "../limits/store.js";
+
+/**
+ * Sets a run's kill flag: at its next check the runner kills every process and writes nothing back. Started at
+ * once (the flag stops the command as soon as the runner sees it) and kept going after the answer (`waitUntil`).
+ */
+export async function setKillFlag(storage: StorageDriver, k: Pick<RunKeys, "kill">, waitUntil?: WaitUntil): Promise<void> {
+  const put = storage.put(k.kill, "kill", { contentType: "text/plain" });
+  finishAfterAnswer(waitUntil, "run's kill flag", put.catch(() => {}));
+  await put;
+}
 
 /**
  * Runs a foreground command. Its record (claim + result) only guards against retried
  * invocations of this one call, whose key is never used again: once the answer is in hand it
  * is deleted, after the response when the runtime gives `waitUntil` (Workers). A run that
  * answered an error keeps its record: a CONFLICT names it for bash_output.
+ *
+ * `keyGone` (the call's key revoked or expired: lib/run/key-watch.ts): the call stops waiting and sets the run's
+ * kill flag, which its runner looks at every second once it has run 4 s (FOREGROUND_KILL_AFTER_MS) and before its
+ * write-back: the command is killed and nothing of it is written back. The call answers the key_gone refusal.
  */
-export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil, caller?: Caller): Promise<RunResult> {
-  const result = await executor.run(req, caller);
-  const k = keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil, caller?: Caller, keyGone?: AbortSignal): Promise<RunResult> {
+  const k = async () => keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
   // A storage hiccup: an orphan record, not a failed call.
-  await afterAnswer(waitUntil, "run record's delete", () => storage.delete([k.claim, k.result]).catch(() => {}), "await");
-  return result;
+  const drop = async (keys: (r: RunKeys) => string[]) => storage.delete(keys(await k())).catch(() => {});
+  const running = executor.run(req, caller);
+  if (!keyGone) {
+    const result = await running;
+    await afterAnswer(waitUntil, "run record's delete", () => drop((r) => [r.claim, r.result]), "await");
+    return result;
+  }
+  let stop = () => {};
+  const gone = new Promise<"gone">((resolve) => {
+    stop = () => resolve("gone");
+    if (keyGone.aborted) stop();
+    else keyGone.addEventListener("abort", stop, { once: true });
+  });
+  try {
+    const first = await Promise.race([running, gone]);
+    if (first !== "gone") {
+      await afterAnswer(waitUntil, "run record's delete", () => drop((r) => [r.claim, r.result]), "await");
+      return first;
+    }
+  } finally {
+    keyGone.removeEventListener("abort", stop);
+  }
+  await setKillFlag(storage, await k(), waitUntil);
+  // The run ends killed (or already ended); its concurrent_runs slot frees then, its record goes with it.
+  finishAfterAnswer(waitUntil, "killed run's end", running.then(() => drop((r) => [r.claim, r.result, r.kill]), () => {}));
+  throw keyGone.reason ?? new Error("The call's key is gone.");
 }
 
 /** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */

@@ -14,7 +14,6 @@
  * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
  * checks the kill flag as often). Bundles for Workers.
  */
-import { finishAfterAnswer } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import { runPrefix } from "../layout/paths.js";
 import type { StorageDriver } from "../storage/types.js";
@@ -22,7 +21,7 @@ import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
 import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
-import { runForeground } from "./runs.js";
+import { runForeground, setKillFlag } from "./runs.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { ExecResponse } from "../sync/types.js";
@@ -131,12 +130,7 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
   let wait = opts.pollMs ?? POLL_MS;
   let claimed = false;
   // The runner checks the flag with every chunk it sends (and when it claims the run): it kills the command and writes nothing back.
-  const kill = async () => {
-    // Started now, not after the answer: the flag stops the command as soon as the runner sees it.
-    const put = storage.put(k.kill, "kill", { contentType: "text/plain" });
-    finishAfterAnswer(opts.waitUntil, "run's kill flag", put.catch(() => {}));
-    await put;
-  };
+  const kill = () => setKillFlag(storage, k, opts.waitUntil);
   for (;;) {
     if (opts.signal?.aborted) {
       await kill();
@@ -175,9 +169,13 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
   }
 }
 
-/** The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress, else runForeground. */
-export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+/**
+ * The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress,
+ * else runForeground. Either is killed once the call's key is gone (ctx.keyGone, lib/run/key-watch.ts; a streamed run's
+ * signal aborts with it), whatever the door: its write-back does not land.
+ */
+export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "keyGone" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
   const caller = runCaller(ctx);
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller);
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone);
   return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

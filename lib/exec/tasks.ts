@@ -8,7 +8,7 @@ import { sleep } from "../shared/sleep.js";
 import { internalPrefix, RUN_ID_PATTERN, runPrefix } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import { createOnly, JSON_TYPE, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
-import { quotaMessage } from "./runs.js";
+import { quotaMessage, setKillFlag } from "./runs.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, KillStatus, RunRequest, RunResult, TaskPoll, TaskRef, TaskStatus } from "./types.js";
 import type { ExecResponse, RunClaim } from "../sync/types.js";
@@ -236,7 +236,7 @@ export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   if (rec.result || (deadline > 0 && Date.now() > deadline)) return { status: "already_completed" };
   if (!rec.task && rec.claim && !rec.claim.task)
     throw new ToolError("INVALID_ARGUMENT", `${ref.task_id} is a foreground command (bash without run_in_background): it cannot be killed and stops at its timeout. Follow it with bash_output.`, { task_id: ref.task_id });
-  await storage.put(k.kill, "kill", { contentType: "text/plain" });
+  await setKillFlag(storage, k);
   const result = await waitForResult(storage, k, rec, Date.now() + (opts.wait_ms ?? KILL_WAIT_MS));
   if (!result) return { status: "stopping" };
   const killed = result.ok ? (result.result as RunResult).killed : true;

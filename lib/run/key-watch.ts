@@ -3,7 +3,7 @@
  * asked again every `keyWatchMs` (default KEY_WATCH_MS, the key cache's TTL: asking more often would
  * read the same cached answer) whether it still stands (deps.callerStands: not revoked; and its own
  * expiry). Once it does not, the call's signal aborts (a wait ends, a sandbox run is killed, as when
- * the client goes away) and the call answers UNAUTHORIZED (`refused_by: "key_gone"`) instead of what
+ * the client goes away; a command whose caller does not stream is killed too, by `keyGone`) and the call answers UNAUTHORIZED (`refused_by: "key_gone"`) instead of what
  * it found: a revoked key reads nothing more through a wait of minutes (bash_output, task_output,
  * pending_result, MCP tasks/result, GET .../pending/{id}?wait=). A call that lasted a whole interval
  * asks once more before it answers, so an answer that came between two asks does not slip out.
@@ -39,10 +39,11 @@ function callIdOf(outcome: unknown): string | undefined {
 }
 
 /**
- * Runs `run` with a signal that also aborts when the key stops standing; its outcome, or the
- * key_gone refusal (naming `what`, e.g. "this call") once the key is gone.
+ * Runs `run` with a signal that also aborts when the key stops standing (and, apart, `keyGone`: aborts
+ * only then, the one that stops a command its caller does not follow: lib/exec/runs.ts runForeground);
+ * its outcome, or the key_gone refusal (naming `what`, e.g. "this call") once the key is gone.
  */
-export async function whileKeyStands<T>(deps: Pick<RunDeps, "callerStands" | "keyWatchMs">, auth: AuthInfo, what: string, signal: AbortSignal | undefined, run: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+export async function whileKeyStands<T>(deps: Pick<RunDeps, "callerStands" | "keyWatchMs">, auth: AuthInfo, what: string, signal: AbortSignal | undefined, run: (signal: AbortSignal | undefined, keyGone: AbortSignal) => Promise<T>): Promise<T> {
   const every = deps.keyWatchMs ?? KEY_WATCH_MS;
   const gone = new AbortController();
   const started = Date.now();
@@ -56,7 +57,7 @@ export async function whileKeyStands<T>(deps: Pick<RunDeps, "callerStands" | "ke
   timer = setTimeout(tick, every);
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
-    outcome = { ok: true, value: await run(signal ? AbortSignal.any([signal, gone.signal]) : gone.signal) };
+    outcome = { ok: true, value: await run(signal ? AbortSignal.any([signal, gone.signal]) : gone.signal, gone.signal) };
   } catch (error) {
     outcome = { ok: false, error };
   } finally {

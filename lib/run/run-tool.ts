@@ -138,7 +138,7 @@ export async function executeTool(tool: Tool, rawArgs: unknown, ctx: RunContext,
   if (audited && ctx.ws.undo) ctx.ws.undo.committed = []; // a workspace's journal may serve several calls (compat, MCP)
   try {
     // The key is asked again while the call goes on: revoked or expired, the call stops and answers key_gone (lib/run/key-watch.ts).
-    const r = await whileKeyStands(ctx.deps, ctx.auth, "this call", ctx.signal, (signal) => executeChecked(tool, rawArgs, { ...(ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) }), ...(signal ? { signal } : {}) }));
+    const r = await whileKeyStands(ctx.deps, ctx.auth, "this call", ctx.signal, (signal, keyGone) => executeChecked(tool, rawArgs, { ...(ctx.subcalls ? ctx : { ...ctx, subcalls: subCallsOf(ctx) }), ...(signal ? { signal } : {}), keyGone }));
     if (audited) await auditToolCall(tool, rawArgs, ctx, { data: r.data, ...(r.call_id ? { call_id: r.call_id } : {}), journal: ctx.ws.undo?.committed }, audit.door ?? "http", background);
     return r;
   } catch (e) {

@@ -7,7 +7,7 @@
  *                   claim.json   runner  the run is taken (If-None-Match: *): RunClaim
  *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
  *                   result.json  runner  the final ExecResponse (created once)
- *                   kill         API     kill_shell's flag; the runner checks it about every second
+ *                   kill         API     kill_shell's flag, or a call's whose key is gone; the runner checks it about every second
  *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once)
  *                   cursor.json  API     the last chunk bash_output handed out
  *
@@ -30,6 +30,13 @@ import type { ExecResponse, RunClaim, RunRecordClient } from "./types.js";
 /** How long past its timeout a run may still report (materialize + write-back); also the sync token's margin. */
 export const RUN_MARGIN_MS = 15 * 60 * 1000;
 export const JSON_TYPE = "application/json";
+/**
+ * A foreground run's runner looks at its kill flag (set by the call once its key is gone: lib/exec/runs.ts) every
+ * FOREGROUND_KILL_EVERY_MS once it has run FOREGROUND_KILL_AFTER_MS, and once more before its write-back after that.
+ * The call learns of a revoked key no sooner than 5 s in (lib/run/key-watch.ts KEY_WATCH_MS), so a shorter run asks nothing.
+ */
+export const FOREGROUND_KILL_AFTER_MS = 4_000;
+export const FOREGROUND_KILL_EVERY_MS = 1_000;
 
 /** The run id of a call: "r" + 15 hex digits of SHA-256(tenant, workspace, key). Same as infra/container/runner.ts runIdOf. */
 export async function runIdFor(tenant: string, workspace: string, idempotencyKey: string): Promise<string> {
