@@ -27,9 +27,10 @@ export async function setKillFlag(storage: StorageDriver, k: Pick<RunKeys, "kill
  *
  * `keyGone` (the call's key revoked or expired: lib/run/key-watch.ts): the call stops waiting and sets the run's
  * kill flag, which its runner looks at every second once it has run 4 s (FOREGROUND_KILL_AFTER_MS) and before its
- * write-back: the command is killed and nothing of it is written back. The call answers the key_gone refusal.
+ * write-back: the command is killed and nothing of it is written back. The call throws RunKilled (with the call's
+ * undo id, `callId`), which the key watch answers as the key_gone refusal.
  */
-export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil, caller?: Caller, keyGone?: AbortSignal): Promise<RunResult> {
+export async function runForeground(storage: StorageDriver, executor: Executor, req: RunRequest, waitUntil?: WaitUntil, caller?: Caller, keyGone?: AbortSignal, callId?: string): Promise<RunResult> {
   const k = async () => keysOf(runPrefix(req.tenant, req.workspace, await runIdFor(req.tenant, req.workspace, req.idempotency_key)));
   // A storage hiccup: an orphan record, not a failed call.
   const drop = async (keys: (r: RunKeys) => string[]) => storage.delete(keys(await k())).catch(() => {});
@@ -57,7 +58,20 @@ export async function runForeground(storage: StorageDriver, executor: Executor, 
   await setKillFlag(storage, await k(), waitUntil);
   // The run ends killed (or already ended); its concurrent_runs slot frees then, its record goes with it.
   finishAfterAnswer(waitUntil, "killed run's end", running.then(() => drop((r) => [r.claim, r.result, r.kill]), () => {}));
-  throw keyGone.reason ?? new Error("The call's key is gone.");
+  throw new RunKilled(callId);
+}
+
+/**
+ * Thrown by a foreground run's call that killed its run because the call's key is gone (runForeground; runStreamed with
+ * `keyGone`): its kill flag was set before the runner's write-back, so the command's changes in the sandbox are
+ * dropped, unless that write-back was already under way (then it lands, journaled under `call_id`). Never the model's
+ * text: the key watch turns it into the key_gone refusal that says so (lib/run/key-watch.ts keyGoneError).
+ */
+export class RunKilled extends Error {
+  constructor(readonly call_id?: string) {
+    super("The command was killed: the call's key is gone.");
+    this.name = "RunKilled";
+  }
 }
 
 /** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */

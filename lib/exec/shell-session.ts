@@ -13,13 +13,18 @@
  * keeps only the KEEP_SHELL_STATES most recently saved in the workspace (per key: one key's new
  * sessions never push another key's shells out), and the workspace none older than SHELL_STATE_DAYS.
  *
- * Storage per call: 1 GET before the run, 1 PUT after it (a live sandbox's command: the GET only
- * on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts); + 1 LIST of the workspace's states (and
+ * A shell saved at the first layout's path (x/shells/<session>.json, the workspace's, before 2026-12-02) is never applied
+ * (it may be another key's): the session's next command that reads its shell is told it was discarded, and it is deleted
+ * (said once); a restart deletes it with the session's own.
+ *
+ * Storage per call: 1 GET before the run and 1 HEAD of the first layout's path beside it, 1 PUT after it (a live sandbox's
+ * command: the GET and HEAD only on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts);
+ * + 1 DELETE when that HEAD found one; + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one. A fresh
  * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
  * LIST): no state means that shell. A live sandbox's saves carry the hint that the session holds one (SavedShell).
  */
-import { keyShellsPrefix, shellKey, shellsPrefix } from "../layout/paths.js";
+import { keyShellsPrefix, legacyShellKey, shellKey, shellsPrefix } from "../layout/paths.js";
 import type { ExecCall } from "./call.js";
 import { listAll } from "../storage/list-all.js";
 import type { RunResult, ShellKeep, ShellRequest, ShellState } from "./types.js";
@@ -33,6 +38,8 @@ const DAY_MS = 86_400_000;
 /** The call: its workspace, session and API key (the shell is the key's: every tool call's context names its key). */
 type Ctx = Pick<ExecCall, "deps" | "ws" | "session"> & { auth: { readonly key_id: string } };
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id, ctx.session);
+/** Where the session's shell lay before 2026-12-02 (the workspace's, whichever key saved it): never applied, it may be another key's. */
+const legacyKeyOf = (ctx: Ctx) => legacyShellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
 const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 
 /**
@@ -117,15 +124,20 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean, 
       await putShell(ctx, { cwd: "" }, true);
       return { request: { keep }, note: "", live: true };
     }
-    await ctx.deps.storage.delete([keyOf(ctx)]);
+    await ctx.deps.storage.delete([keyOf(ctx), legacyKeyOf(ctx)]);
     return { request: { keep }, note: "", live: false };
   }
-  const loaded = await loadShell(ctx);
+  // The first layout's shell is looked for beside the read (no round trip more), and deleted when found: told once.
+  const [loaded, legacy] = await Promise.all([loadShell(ctx), ctx.deps.storage.head(legacyKeyOf(ctx)).catch(() => null)]);
+  if (legacy) await ctx.deps.storage.delete([legacyKeyOf(ctx)]).catch(() => {});
+  const what = keep === "all" ? "working directory, exported variables and functions" : "working directory";
   if (loaded === "expired") {
-    const what = keep === "all" ? "working directory, exported variables and functions" : "working directory";
     return { request: { keep }, note: `[shell reset: this session's saved shell (${what}) was last saved more than ${SHELL_STATE_DAYS} days ago and was discarded; the command started in the workspace root]\n`, live: false };
   }
-  if (!loaded) return { request: { keep }, note: "", live: false };
+  if (!loaded) {
+    const note = legacy ? `[shell reset: this session's saved shell (${what}) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's, and was discarded (it may have been another key's); the command started in the workspace root]\n` : "";
+    return { request: { keep }, note, live: false };
+  }
   const { state, live } = loaded;
   // A session that switches from Anthropic's bash to the native one keeps only what the native one keeps.
   return { request: { keep, state: keep === "all" ? state : { cwd: state.cwd } }, note: "", live };

@@ -21,7 +21,8 @@ import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
 import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
-import { runForeground, setKillFlag } from "./runs.js";
+import { RunKilled, runForeground, setKillFlag } from "./runs.js";
+import { callIdOf } from "../workspace/undo-record.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { ExecResponse } from "../sync/types.js";
@@ -49,6 +50,9 @@ export interface StreamOptions {
   waitUntil?: (p: Promise<unknown>) => void;
   /** The key the command runs for (its own concurrent_runs). */
   caller?: Caller;
+  /** Aborted (with `signal`) once the call's key is gone: a run killed then throws RunKilled (runs.ts), with `callId`, the call's undo id. */
+  keyGone?: AbortSignal;
+  callId?: string;
 }
 
 /** Sleeps `ms`, or less when the signal aborts. */
@@ -141,6 +145,7 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
         await dropRecord(storage, prefix).catch(() => {});
         return unwrapExecResponse<RunResult>(done);
       }
+      if (!done && opts.keyGone?.aborted) throw new RunKilled(opts.callId);
       throw done ? finishedUnseen(taskId) : cancelled(taskId);
     }
     // The result first: once it is there, every chunk is (the runner sends the rest before it).
@@ -172,10 +177,13 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
 /**
  * The run of a foreground bash / run_code call: streamed (and killed with the caller) when the caller listens for progress,
  * else runForeground. Either is killed once the call's key is gone (ctx.keyGone, lib/run/key-watch.ts; a streamed run's
- * signal aborts with it), whatever the door: its write-back does not land.
+ * signal aborts with it), whatever the door: its write-back does not land (unless already under way), and the call
+ * throws RunKilled (runs.ts) naming the call's undo id.
  */
-export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "keyGone" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+export function runForCall(ctx: Pick<ExecCall, "deps" | "ws" | "auth" | "progress" | "signal" | "keyGone" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
   const caller = runCaller(ctx);
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone);
-  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
+  // The undo id its write-back is journaled under: a run killed for its key names it (a write-back under way may land).
+  const callId = ctx.ws.undo ? callIdOf(ctx.ws.undo.session, ctx.ws.undo.stamp) : undefined;
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone, callId);
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}), ...(ctx.keyGone ? { keyGone: ctx.keyGone, callId } : {}) });
 }

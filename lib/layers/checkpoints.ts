@@ -11,6 +11,7 @@
  *   GC (gc.ts) finds no base, checkpoint record or undo record referencing them.
  */
 import { ToolError } from "../shared/errors.js";
+import { workspaceNotFound } from "../layout/workspace-meta.js";
 import { isConditionFailed } from "../storage/types.js";
 import { checkpointKey, checkpointsPrefix } from "../layout/paths.js";
 import type { Manifest } from "./manifest.js";
@@ -34,11 +35,10 @@ export interface CheckpointRecord {
   links?: Record<string, string>;
 }
 
-const wsNotFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
 
 export async function requireMeta(deps: LayerDeps, tenant: string, ws: string): Promise<MetaRecord> {
   const rec = await readMeta(deps.storage, tenant, ws);
-  if (!rec) throw wsNotFound(ws);
+  if (!rec) throw workspaceNotFound(ws);
   return rec;
 }
 
@@ -92,7 +92,7 @@ async function checkpointOn(deps: LayerDeps, tenant: string, ws: string, name: s
   const still = await readMeta(deps.storage, tenant, ws);
   if (!still || !sameLife(rec, still)) {
     await deps.storage.delete([{ key, ifMatch: stored.etag }]).catch(() => {}); // missed: GC's leftovers sweep, or the next delete
-    throw wsNotFound(ws);
+    throw workspaceNotFound(ws);
   }
   const refused = await settleSealed(deps.storage, tenant, ws, s, Whiteouts.of(deps.storage, now.meta));
   return { ...cp, sealed: sealed.length, kept: refused.length };

@@ -5,6 +5,7 @@
  * gets the plain storage (plus the re-read after a create: plain-driver.ts). Also the one place the layer pointer is switched (If-Match).
  */
 import { ToolError } from "../shared/errors.js";
+import { workspaceNotFound } from "../layout/workspace-meta.js";
 import { filesPrefix, ID_PATTERN, workspaceMetaKey } from "../layout/paths.js";
 import { isConditionFailed, type StorageDriver } from "../storage/types.js";
 import type { WorkspaceMeta } from "../layout/workspace-meta.js";
@@ -34,7 +35,6 @@ export interface OpenedWorkspace extends MetaRecord {
   driver: StorageDriver;
 }
 
-const notFound = (ws: string) => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
 
 export async function readMeta(storage: StorageDriver, tenant: string, ws: string): Promise<MetaRecord | null> {
   if (!ID_PATTERN.test(ws)) return null;
@@ -46,7 +46,7 @@ export async function readMeta(storage: StorageDriver, tenant: string, ws: strin
 /** The workspace (NOT_FOUND when missing or another tenant's) and the driver its files are read through. */
 export async function openWorkspace(deps: LayerDeps, tenant: string, ws: string): Promise<OpenedWorkspace> {
   const rec = await readMeta(deps.storage, tenant, ws);
-  if (!rec) throw notFound(ws);
+  if (!rec) throw workspaceNotFound(ws);
   return { ...rec, driver: await filesDriver(deps, tenant, ws, rec.meta) };
 }
 
@@ -137,7 +137,7 @@ const MARK_ATTEMPTS = 5;
 export async function ensureWhiteoutMark(storage: StorageDriver, tenant: string, ws: string): Promise<Whiteouts> {
   for (let attempt = 0; attempt < MARK_ATTEMPTS; attempt++) {
     const rec = await readMeta(storage, tenant, ws);
-    if (!rec) throw notFound(ws);
+    if (!rec) throw workspaceNotFound(ws);
     const now = Whiteouts.of(storage, rec.meta);
     if (now.body !== null) return now;
     const meta: WorkspaceMeta = { ...rec.meta, whiteout: markFor(rec.meta) };

@@ -103,7 +103,6 @@ export const ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** Session ids (X-Session-Id): they name keys (todos, shells, undo) and URL paths (.../sessions/{session}/sandbox), where "." and ".." alone are resolved away. */
 const SESSION_PATTERN = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
-
 export function checkSessionId(session: string): string {
   if (!SESSION_PATTERN.test(session)) {
     throw new ToolError("INVALID_ARGUMENT", "Invalid X-Session-Id: use 1-128 characters from A-Z a-z 0-9 . _ : -, not \".\" or \"..\" alone (a URL path cannot name those)", { session: session.slice(0, 140) });
@@ -221,8 +220,9 @@ export const todosKey = (tenant: string, workspace: string, session: string): st
 export const outputLogsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}outputs/`;
 /** A full output's name: <UTC time to the millisecond>-<run id>.log (sorts by time). */
 export const OUTPUT_LOG_NAME = /^\d{8}T\d{9}Z-r[0-9a-f]{15}\.log$/;
-/** A session's shell state (cwd, kept variables and functions), its saving key's: x/shells/<key id>/<session>.json (lib/exec/shell-session.ts); both ids checked. */
+/** A session's shell state (cwd, kept variables and functions), its saving key's: x/shells/<key id>/<session>.json (lib/exec/shell-session.ts); both ids checked. Before 2026-12-02 it was the workspace's, x/shells/<session>.json (legacyShellKey: never applied, only looked for to tell the session it was dropped). */
 export const shellKey = (tenant: string, workspace: string, keyId: string, session: string): string => `${keyShellsPrefix(tenant, workspace, keyId)}${checkSessionId(session)}.json`;
+export const legacyShellKey = (tenant: string, workspace: string, session: string): string => `${shellsPrefix(tenant, workspace)}${checkSessionId(session)}.json`;
 export const shellsPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}shells/`;
 export const keyShellsPrefix = (tenant: string, workspace: string, keyId: string): string => `${shellsPrefix(tenant, workspace)}${checkKeyId(keyId)}/`;
 /** Pending call ids (ask_user, the approval gate): "p" + 24 base32 characters (lib/run/pending/store.ts). */

@@ -1,4 +1,11 @@
-/** A workspace's record as storage holds it (t/<tenant>/w/<ws>/meta.json: paths.ts workspaceMetaKey). Declarations only. */
+/** A workspace's record as storage holds it (t/<tenant>/w/<ws>/meta.json: paths.ts workspaceMetaKey), and the one answer for a workspace that has none. */
+import { ToolError } from "../shared/errors.js";
+
+/**
+ * The refusal of a workspace that does not exist, or is not the caller's to see (another tenant's, one its key may not
+ * name): the same text either way, so a caller never learns that another tenant's exists. Every door and layer throws this one.
+ */
+export const workspaceNotFound = (ws: string): ToolError => new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
 
 /** The presets a tool list may name; their tools: lib/run/toolset.ts PRESETS. No custom tool takes one of these names (lib/tools/custom/definition.ts). */
 export const PRESET_NAMES = ["coding", "readonly", "web", "all", "none"] as const;

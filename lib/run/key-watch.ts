@@ -7,21 +7,31 @@
  * it found: a revoked key reads nothing more through a wait of minutes (bash_output, task_output,
  * pending_result, MCP tasks/result, GET .../pending/{id}?wait=). A call that lasted a whole interval
  * asks once more before it answers, so an answer that came between two asks does not slip out.
- * What the call did before stays (its call_id goes with the error, to undo it).
+ * What the call did before stays (its call_id goes with the error, to undo it); a foreground command killed for it
+ * (RunKilled) writes nothing back, and its refusal says so.
  *
  * Costs: nothing for a call shorter than one interval; otherwise one callerStands per interval and one
  * at its end (the key's record, cached per isolate: at most one KV read per key and isolate a TTL).
  */
 import type { AuthInfo } from "../contract/caller.js";
+import { RunKilled } from "../exec/runs.js";
 import { ToolError } from "../shared/errors.js";
 import type { RunDeps } from "./deps.js";
 
 /** How often a call in progress asks whether its key still stands: the key cache's TTL (lib/api/app.ts). */
 export const KEY_WATCH_MS = 5_000;
 
-/** The one refusal of a call (or a subagent's next call) whose key was revoked or expired while it went on. */
-export function keyGoneError(auth: Pick<AuthInfo, "key_id">, what: string, details: Record<string, unknown> = {}): ToolError {
-  return new ToolError("UNAUTHORIZED", `The API key ${what} runs with (${auth.key_id}) was revoked or has expired since it started (for an OAuth token: the tenant no longer trusts its issuer), so it stopped here; what it did so far stays. Start it again with a valid key.`, { ...details, key_id: auth.key_id, refused_by: "key_gone" });
+/**
+ * The one refusal of a call (or a subagent's next call) whose key was revoked or expired while it went on. `killedRun`:
+ * the call's foreground command was killed for it (RunKilled, lib/exec/runs.ts), so its changes were dropped, not
+ * written back, but for a write-back already under way, which `details.call_id` (when given) undoes.
+ */
+export function keyGoneError(auth: Pick<AuthInfo, "key_id">, what: string, details: Record<string, unknown> = {}, killedRun = false): ToolError {
+  const undo = typeof details.call_id === "string" ? `: POST /v1/workspaces/{ws}/undo {"call_id": "${details.call_id}"} puts it back` : "";
+  const stopped = killedRun
+    ? `so its command was killed and its file changes in the sandbox were dropped, not written back (only a write-back already under way when it was killed may have landed${undo})`
+    : "so it stopped here; what it did so far stays";
+  return new ToolError("UNAUTHORIZED", `The API key ${what} runs with (${auth.key_id}) was revoked or has expired since it started (for an OAuth token: the tenant no longer trusts its issuer), ${stopped}. Start it again with a valid key.`, { ...details, key_id: auth.key_id, refused_by: "key_gone" });
 }
 
 /** Whether the key still stands now: its own expiry, then the deps' answer (a failed look-up counts as standing: a KV hiccup stops no call). */
@@ -67,7 +77,7 @@ export async function whileKeyStands<T>(deps: Pick<RunDeps, "callerStands" | "ke
   const lasted = Date.now() - started >= every;
   if (gone.signal.aborted || (lasted && !(await keyStandsNow(deps, auth)))) {
     const callId = callIdOf(outcome.ok ? outcome.value : outcome.error);
-    throw keyGoneError(auth, what, callId ? { call_id: callId } : {});
+    throw keyGoneError(auth, what, callId ? { call_id: callId } : {}, !outcome.ok && outcome.error instanceof RunKilled);
   }
   if (!outcome.ok) throw outcome.error;
   return outcome.value;

@@ -3,6 +3,7 @@
  * beside the files: t/<tenant>/w/<ws>/meta.json.
  */
 import { ToolError } from "../shared/errors.js";
+import { workspaceNotFound } from "../layout/workspace-meta.js";
 import { newWhiteoutMark } from "../layers/whiteout.js";
 import { randomId } from "../shared/hash.js";
 import { ID_PATTERN, tenantWorkspacesPrefix, workspacePrefix } from "../layout/paths.js";
@@ -54,7 +55,7 @@ export async function createWorkspaceRecord(driver: StorageDriver, tenant: strin
 /** The workspace record as a tenant sees it (publicMeta), or NOT_FOUND (the same answer whether it never existed or is another tenant's). */
 export async function getWorkspace(driver: StorageDriver, tenant: string, id: string): Promise<WorkspaceMeta> {
   const r = ID_PATTERN.test(id) ? await driver.get(metaKey(tenant, id)) : null;
-  if (!r) throw new ToolError("NOT_FOUND", `Workspace not found: ${id}. List your workspaces with GET /v1/workspaces.`, { workspace: id });
+  if (!r) throw workspaceNotFound(id);
   return publicMeta(JSON.parse(await new Response(r.body).text()) as WorkspaceMeta);
 }
 

@@ -34,7 +34,7 @@ import { backgroundOf, requireWorkspace } from "./common.js";
 import { knownAnyRecord, knownPlainRecord } from "./known-workspace.js";
 import { readJsonBody } from "./json-body.js";
 import { assertTenantWide, workspaceAllowed } from "../auth/key-bounds.js";
-import { ToolError } from "../../shared/errors.js";
+import { workspaceNotFound } from "../../layout/workspace-meta.js";
 import { ZodType } from "zod";
 import { idempotencyKeyOf, idempotent, keptAnswers, scopedKeyHash, KEEP_MS, RUNNING_LEASE_MS, type IdempotencyScope, type ObjectClaim } from "../idempotency.js";
 import { onError } from "../http.js";
@@ -72,7 +72,7 @@ async function enforce(deps: AppDeps, access: Access, c: Context<AppEnv>, body: 
   // A key limited to some workspaces meets any other as if it did not exist (lib/api/auth/key-bounds.ts),
   // on every route whose path names one, whether or not the route binds it, before anything else is checked.
   const named = c.req.param("ws");
-  if (named !== undefined && !workspaceAllowed(auth.workspaces, named)) throw new ToolError("NOT_FOUND", `Workspace not found: ${named}. List your workspaces with GET /v1/workspaces.`, { workspace: named });
+  if (named !== undefined && !workspaceAllowed(auth.workspaces, named)) throw workspaceNotFound(named);
   const scope = access.scope;
   const builtins = deps.tools ?? [];
   // A key's or a workspace's list may name the tenant's custom tools, whose scopes then count (catalogForLists: no read without such a name).

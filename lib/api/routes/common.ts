@@ -2,6 +2,7 @@
 import { z } from "@hono/zod-openapi";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
+import { workspaceNotFound } from "../../layout/workspace-meta.js";
 import { onError, validationHook, type AppEnv } from "../http.js";
 import { workspacePrefix } from "../../layout/paths.js";
 import type { StorageDriver } from "../../storage/types.js";
@@ -47,7 +48,7 @@ export async function requireWorkspace(storage: StorageDriver, tenant: string, w
   }
   if (!rec) {
     known?.forget(knownWorkspaceKey(tenant, ws));
-    throw new ToolError("NOT_FOUND", `Workspace not found: ${ws}. List your workspaces with GET /v1/workspaces.`, { workspace: ws });
+    throw workspaceNotFound(ws);
   }
   known?.set(knownWorkspaceKey(tenant, ws), rec);
   return rec;

@@ -15,6 +15,7 @@ import { ARCHIVE_CONTENT, createWithArchive, ImportReportSchema, isArchiveConten
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 import { layerDeps } from "../../run/run-tool.js";
 import { isToolError, ToolError } from "../../shared/errors.js";
+import { workspaceNotFound } from "../../layout/workspace-meta.js";
 import { forkWorkspace } from "../../workspace/fork.js";
 import type { Tool } from "../../contract/tool.js";
 import { parseToolList, workspaceScopeRefusal } from "../../run/toolset.js";
@@ -74,7 +75,7 @@ export function workspacesApp(deps: AppDeps, tools: readonly Tool[]) {
       if (body.from_workspace !== undefined) {
         if (list !== undefined) throw new ToolError("INVALID_ARGUMENT", "tools cannot be given with from_workspace: a fork keeps its origin's tools. Create a new workspace with tools instead.", { field: "tools" });
         // A fork checkpoints its origin (the route already needs write), unless the origin's tools never write: then it is not written to.
-        if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw new ToolError("NOT_FOUND", `Workspace not found: ${body.from_workspace}. List your workspaces with GET /v1/workspaces.`, { workspace: body.from_workspace });
+        if (!workspaceAllowed(auth.workspaces, body.from_workspace)) throw workspaceNotFound(body.from_workspace);
         const forkId = id ?? `ws_${randomId(16)}`;
         // The origin's list may name the tenant's custom tools: read against them too (a fork is rare; the catalog is the isolate's cache).
         const catalog = await toolsForTenant(deps, tools, tenant);

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { shellsPrefix } from "../../../lib/layout/paths.js";
+import { legacyShellKey, shellsPrefix } from "../../../lib/layout/paths.js";
 import { runnerApp } from "../../support/runner-app.js";
 
 let env: Awaited<ReturnType<typeof runnerApp>>;
@@ -63,4 +63,40 @@ describe("a session's saved shell is its key's", () => {
     expect(keys.every((k) => /^[a-z0-9]+\/[^/]+\.json$/.test(k))).toBe(true);
     expect(keys.join("\n")).not.toContain(keyB.split("_").at(-1)!);
   });
+});
+
+describe("a shell saved at the first layout's path (x/shells/<session>.json, the workspace's)", () => {
+  const RESET = "[shell reset: this session's saved shell (working directory, exported variables and functions) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's,";
+  const plant = (session: string) => storage.put(legacyShellKey("acme", "main", session), JSON.stringify({ cwd: "old-dir", env: { OLD_SECRET: "from-before" } }), { contentType: "application/json" });
+
+  it("is never applied; the session's next command is told once, and the object is gone", async () => {
+    await bash(env.key, { command: "mkdir -p old-dir" }, "before-deploy");
+    await plant("before-deploy");
+    // The first layout's path is looked at beside the read of the key's own (no round trip more): both asked before either answers.
+    const seen: string[] = [];
+    const { get, head } = storage;
+    const watched = <A extends unknown[], T>(op: string, f: (key: string, ...rest: A) => Promise<T>) => async (key: string, ...rest: A) => {
+      const shell = key.includes("/x/shells/");
+      if (shell) seen.push(`${op} asked`);
+      const got = await f.call(storage, key, ...rest);
+      if (shell) seen.push(`${op} answered`);
+      return got;
+    };
+    Object.assign(storage, { get: watched("get", get), head: watched("head", head) });
+    const first = await bash(env.key, { command: 'pwd; echo "[${OLD_SECRET:-}]"', keep_env: true }, "before-deploy").finally(() => Object.assign(storage, { get, head }));
+    expect(seen.slice(0, 2).sort()).toEqual(["get asked", "head asked"]);
+    expect(first).toBe(`${RESET} and was discarded (it may have been another key's); the command started in the workspace root]\n/workspace\n[]\n`);
+    expect(await storage.head(legacyShellKey("acme", "main", "before-deploy"))).toBeNull();
+    // Said once: the next command reads no note (and goes on from the shell the first one saved, its key's).
+    expect(await bash(env.key, { command: "pwd" }, "before-deploy")).toBe("/workspace\n");
+  }, 60_000);
+
+  it("native bash without keep_env names only the working directory; a restart deletes it with the session's own, unsaid", async () => {
+    await plant("cwd-only");
+    expect(await bash(keyB, { command: "pwd" }, "cwd-only")).toBe("[shell reset: this session's saved shell (working directory) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's, and was discarded (it may have been another key's); the command started in the workspace root]\n/workspace\n");
+    await plant("restarted");
+    expect(await bash(env.key, { command: "pwd", restart: true }, "restarted")).toBe("/workspace\n");
+    expect(await storage.head(legacyShellKey("acme", "main", "restarted"))).toBeNull();
+    expect(await bash(env.key, { command: "pwd" }, "restarted")).toBe("/workspace\n");
+  }, 60_000);
 });

@@ -10,6 +10,8 @@ import { readEvents } from "../../support/sse-events.js";
 import { ADMIN, sandboxApp } from "../doors/sandbox-app.js";
 
 const { app, deps, post, call, tenant, close } = sandboxApp({ keyWatchMs: 20 });
+/** What the model reads of a command killed for its key (lib/run/key-watch.ts keyGoneError). */
+const KILLED = "so its command was killed and its file changes in the sandbox were dropped, not written back";
 afterAll(close);
 
 describe("a foreground command outlives no key", () => {
@@ -28,6 +30,9 @@ describe("a foreground command outlives no key", () => {
     const result = events.at(-1)!;
     expect(result.event).toBe("result");
     expect(result.data.error, JSON.stringify(result.data)).toMatchObject({ code: "UNAUTHORIZED", details: { refused_by: "key_gone" } });
+    // The refusal says what became of the command: killed, its changes dropped (not "what it did so far stays").
+    expect(result.data.error.message).toContain(KILLED);
+    expect(result.data.error.message).not.toContain("what it did so far stays");
     expect(JSON.stringify(events)).not.toContain("finished");
   }, 120_000);
 });
@@ -58,6 +63,10 @@ describe("a non-streamed foreground command outlives no key either", () => {
     const r = await revokedMidRun("kwplain", "/v1/workspaces/main/tools/bash", { command: "sleep 6; echo done > f", timeout: 30 });
     expect(r.status, JSON.stringify(r.body)).toBe(401);
     expect(r.body.error).toMatchObject({ code: "UNAUTHORIZED", details: { refused_by: "key_gone" } });
+    // Killed, its changes dropped; a write-back already under way would be journaled under the call's call_id, named for undo.
+    expect(r.body.error.message).toContain(KILLED);
+    expect(r.body.error.details.call_id).toEqual(expect.any(String));
+    expect(r.body.error.message).toContain(`{"call_id": "${r.body.error.details.call_id}"}`);
     expect(r.answeredMs).toBeLessThan(4000);
     // Killed at the runner's first look at its kill flag (4 s into the run), not at the command's end (6 s).
     expect(r.runEndedMs).toBeGreaterThan(0);
@@ -72,6 +81,7 @@ describe("a non-streamed foreground command outlives no key either", () => {
     expect(r.body).toMatchObject({ type: "tool_result", is_error: true });
     expect(r.errorCode).toBe("UNAUTHORIZED");
     expect(r.body.content[0].text).toContain("was revoked or has expired since it started");
+    expect(r.body.content[0].text).toContain(KILLED);
     expect(r.answeredMs).toBeLessThan(4000);
     expect(r.fileStatus).toBe(404);
   }, 60_000);
@@ -82,6 +92,7 @@ describe("a non-streamed foreground command outlives no key either", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.result?.isError, JSON.stringify(r.body)).toBe(true);
     expect(r.body.result._meta["toolshed/error"]).toMatchObject({ code: "UNAUTHORIZED", details: { refused_by: "key_gone" } });
+    expect(r.body.result._meta["toolshed/error"].message).toContain(KILLED);
     expect(r.answeredMs).toBeLessThan(4000);
     expect(r.fileStatus).toBe(404);
   }, 60_000);
