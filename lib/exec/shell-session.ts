@@ -15,11 +15,11 @@
  *
  * A shell saved at the first layout's path (x/shells/<session>.json, the workspace's, before 2026-12-02) is never applied
  * (it may be another key's): the session's next command that reads its shell is told it was discarded, and it is deleted
- * (said once); a restart deletes it with the session's own.
+ * (said once); a restart deletes it with the session's own. Only a workspace made before FIRST_LAYOUT_ENDED can hold one.
  *
- * Storage per call: 1 GET before the run and 1 HEAD of the first layout's path beside it, 1 PUT after it (a live sandbox's
- * command: the GET and HEAD only on its first command, the PUT only when the state changed: lib/exec/live/run-live.ts);
- * + 1 DELETE when that HEAD found one; + 1 LIST of the workspace's states (and
+ * Storage per call: 1 GET before the run (in a workspace made before FIRST_LAYOUT_ENDED, 1 HEAD of the first layout's path
+ * beside it), 1 PUT after it (a live sandbox's command: the GET (and HEAD) only on its first command, the PUT only when the
+ * state changed: lib/exec/live/run-live.ts); + 1 DELETE when that HEAD found one; + 1 LIST of the workspace's states (and
  * 1 DELETE of what falls out) when the PUT makes a new state; + 1 DELETE when the GET found an expired one. A fresh
  * sandbox's command of a session with no saved state that ends in the root with nothing kept saves nothing (no PUT, no
  * LIST): no state means that shell. A live sandbox's saves carry the hint that the session holds one (SavedShell).
@@ -40,6 +40,10 @@ type Ctx = Pick<ExecCall, "deps" | "ws" | "session"> & { auth: { readonly key_id
 const keyOf = (ctx: Ctx) => shellKey(ctx.ws.tenant, ctx.ws.id, ctx.auth.key_id, ctx.session);
 /** Where the session's shell lay before 2026-12-02 (the workspace's, whichever key saved it): never applied, it may be another key's. */
 const legacyKeyOf = (ctx: Ctx) => legacyShellKey(ctx.ws.tenant, ctx.ws.id, ctx.session);
+/** When shells became their key's (stop 57 landed): a workspace made since (its record's created_at, the call's `instance`) holds no shell at the first layout's path. */
+export const FIRST_LAYOUT_ENDED = "2026-12-02T04:00:00.000Z";
+/** Whether the session may hold a shell at the first layout's path (unknown age: it may). */
+const mayHoldLegacy = (ctx: Ctx): boolean => ctx.ws.instance === undefined || ctx.ws.instance < FIRST_LAYOUT_ENDED;
 const expired = (modified: Date, now: number) => modified.getTime() < now - SHELL_STATE_DAYS * DAY_MS;
 
 /**
@@ -124,11 +128,11 @@ export async function shellRequest(ctx: Ctx, keep: ShellKeep, restart: boolean, 
       await putShell(ctx, { cwd: "" }, true);
       return { request: { keep }, note: "", live: true };
     }
-    await ctx.deps.storage.delete([keyOf(ctx), legacyKeyOf(ctx)]);
+    await ctx.deps.storage.delete([keyOf(ctx), ...(mayHoldLegacy(ctx) ? [legacyKeyOf(ctx)] : [])]);
     return { request: { keep }, note: "", live: false };
   }
   // The first layout's shell is looked for beside the read (no round trip more), and deleted when found: told once.
-  const [loaded, legacy] = await Promise.all([loadShell(ctx), ctx.deps.storage.head(legacyKeyOf(ctx)).catch(() => null)]);
+  const [loaded, legacy] = await Promise.all([loadShell(ctx), mayHoldLegacy(ctx) ? ctx.deps.storage.head(legacyKeyOf(ctx)).catch(() => null) : null]);
   if (legacy) await ctx.deps.storage.delete([legacyKeyOf(ctx)]).catch(() => {});
   const what = keep === "all" ? "working directory, exported variables and functions" : "working directory";
   if (loaded === "expired") {

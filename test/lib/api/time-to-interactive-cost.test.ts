@@ -69,7 +69,7 @@ async function setup() {
 const named = (ops: string[], tenant: string) => sorted(ops.map((o) => o.replaceAll(tenant, "<tenant>").replace(/\/audit\/\d{8}T\d+Z.*$/, "/audit/<time>")));
 
 describe("time to interactive: create + first bash on the Workers app", () => {
-  it("costs 11 storage operations (5 PUT, 3 GET, 1 HEAD, 1 LIST, 1 DELETE), 4 requests into the app and 4 LIMITS round trips", async () => {
+  it("costs 10 storage operations (5 PUT, 3 GET, 1 LIST, 1 DELETE), 4 requests into the app and 4 LIMITS round trips", async () => {
     const { createAndRun, tenant } = await setup();
     await createAndRun("warm-up"); // the isolate's first: the key, the call pool, the tenant's settings
     const r = await createAndRun("w1");
@@ -82,10 +82,8 @@ describe("time to interactive: create + first bash on the Workers app", () => {
         // LIMITS object's (the warm-up's listing, alone, and the creates since): no listing
         "r2.put meta.json",
         "r2.put other:t/<tenant>/audit/<time>",
-        // bash: the session's saved shell (none), and beside it a HEAD of its pre-2026-12-02 path (lib/exec/shell-session.ts);
-        // the record is the one this isolate just wrote (no GET)
+        // bash: the session's saved shell (none); the record is the one this isolate just wrote (no GET)
         "r2.get internal:shells",
-        "r2.head internal:shells",
         // the runner's claim and its manifest, one request (the claim, the record, the upper listing, the execute bits), its result
         "r2.put internal:runs",
         "r2.get meta.json",
@@ -98,7 +96,7 @@ describe("time to interactive: create + first bash on the Workers app", () => {
       ]),
     );
     // The shell ended where a new one starts: nothing saved, nothing listed.
-    expect(r.storage.filter((o) => o.endsWith(" internal:shells"))).toEqual(sorted(["r2.get internal:shells", "r2.head internal:shells"]));
+    expect(r.storage.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells"]);
     // The claim rides on the manifest request (infra/container/riding-claim.ts): no POST /v1/sync/run/claim.
     expect(r.requests).toEqual(["POST /v1/workspaces", "POST /v1/workspaces/w1/tools/bash", "POST /v1/sync/manifest", "PUT /v1/sync/run/result"]);
     // The pool's refill (leaseCalls) comes once in a while, after an answer: not counted here.

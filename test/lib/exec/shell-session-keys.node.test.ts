@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import { legacyShellKey, shellsPrefix } from "../../../lib/layout/paths.js";
+import { legacyShellKey, shellsPrefix, workspaceMetaKey } from "../../../lib/layout/paths.js";
+import { FIRST_LAYOUT_ENDED } from "../../../lib/exec/shell-session.js";
 import { runnerApp } from "../../support/runner-app.js";
 
 let env: Awaited<ReturnType<typeof runnerApp>>;
@@ -17,8 +18,8 @@ let keyB: string;
 let keyBId: string;
 
 /** A call of `tool` (native, or Anthropic's compat bash) with `key`; `session` undefined: no X-Session-Id. */
-async function bash(key: string, args: Record<string, unknown>, session: string | undefined, door: "native" | "anthropic" = "native"): Promise<string> {
-  const path = door === "native" ? "/v1/workspaces/main/tools/bash" : "/v1/workspaces/main/compat/anthropic/bash";
+async function bash(key: string, args: Record<string, unknown>, session: string | undefined, door: "native" | "anthropic" = "native", ws = "main"): Promise<string> {
+  const path = door === "native" ? `/v1/workspaces/${ws}/tools/bash` : `/v1/workspaces/${ws}/compat/anthropic/bash`;
   const res = await env.app.request(path, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...(session ? { "x-session-id": session } : {}) }, body: JSON.stringify(args) });
   const body = (await res.json()) as any;
   expect(res.status, JSON.stringify(body)).toBe(200);
@@ -67,10 +68,32 @@ describe("a session's saved shell is its key's", () => {
 
 describe("a shell saved at the first layout's path (x/shells/<session>.json, the workspace's)", () => {
   const RESET = "[shell reset: this session's saved shell (working directory, exported variables and functions) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's,";
-  const plant = (session: string) => storage.put(legacyShellKey("acme", "main", session), JSON.stringify({ cwd: "old-dir", env: { OLD_SECRET: "from-before" } }), { contentType: "application/json" });
+  const plant = (session: string, ws = "old") => storage.put(legacyShellKey("acme", ws, session), JSON.stringify({ cwd: "old-dir", env: { OLD_SECRET: "from-before" } }), { contentType: "application/json" });
+
+  it("a workspace made since shells became their key's holds none: nothing is looked for there", async () => {
+    const made = await env.app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${env.key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "made-since" }) });
+    expect(made.status).toBe(201);
+    await plant("s", "made-since"); // cannot happen in production: planted to show it is not even looked at
+    const res = await env.app.request("/v1/workspaces/made-since/tools/bash", { method: "POST", headers: { authorization: `Bearer ${env.key}`, "content-type": "application/json", "x-session-id": "s" }, body: JSON.stringify({ command: "pwd" }) });
+    expect(((await res.json()) as { output: string }).output).toBe("/workspace\n");
+    expect(await storage.head(legacyShellKey("acme", "made-since", "s"))).not.toBeNull();
+  }, 60_000);
+
+  it("(workspace old, below, is one made before then)", async () => {
+    const made = await env.app.request("/v1/workspaces", { method: "POST", headers: { authorization: `Bearer ${env.key}`, "content-type": "application/json" }, body: JSON.stringify({ id: "old" }) });
+    expect(made.status).toBe(201);
+    // Its record says it was made before FIRST_LAYOUT_ENDED (before any call reads it).
+    const key = workspaceMetaKey("acme", "old");
+    const meta = JSON.parse(await new Response((await storage.get(key))!.body).text()) as { created_at: string };
+    meta.created_at = new Date(Date.parse(FIRST_LAYOUT_ENDED) - 86_400_000).toISOString();
+    await storage.put(key, JSON.stringify(meta), { contentType: "application/json" });
+    // The create left its record known to the app (5 s): a checkpoint writes the record again through the app (so it is forgotten), keeping created_at.
+    const cp = await env.app.request("/v1/workspaces/old/checkpoints", { method: "POST", headers: { authorization: `Bearer ${env.key}`, "content-type": "application/json" }, body: "{}" });
+    expect(cp.status, await cp.text()).toBeLessThan(300);
+  });
 
   it("is never applied; the session's next command is told once, and the object is gone", async () => {
-    await bash(env.key, { command: "mkdir -p old-dir" }, "before-deploy");
+    await bash(env.key, { command: "mkdir -p old-dir" }, "before-deploy", "native", "old");
     await plant("before-deploy");
     // The first layout's path is looked at beside the read of the key's own (no round trip more): both asked before either answers.
     const seen: string[] = [];
@@ -83,20 +106,20 @@ describe("a shell saved at the first layout's path (x/shells/<session>.json, the
       return got;
     };
     Object.assign(storage, { get: watched("get", get), head: watched("head", head) });
-    const first = await bash(env.key, { command: 'pwd; echo "[${OLD_SECRET:-}]"', keep_env: true }, "before-deploy").finally(() => Object.assign(storage, { get, head }));
+    const first = await bash(env.key, { command: 'pwd; echo "[${OLD_SECRET:-}]"', keep_env: true }, "before-deploy", "native", "old").finally(() => Object.assign(storage, { get, head }));
     expect(seen.slice(0, 2).sort()).toEqual(["get asked", "head asked"]);
     expect(first).toBe(`${RESET} and was discarded (it may have been another key's); the command started in the workspace root]\n/workspace\n[]\n`);
-    expect(await storage.head(legacyShellKey("acme", "main", "before-deploy"))).toBeNull();
+    expect(await storage.head(legacyShellKey("acme", "old", "before-deploy"))).toBeNull();
     // Said once: the next command reads no note (and goes on from the shell the first one saved, its key's).
-    expect(await bash(env.key, { command: "pwd" }, "before-deploy")).toBe("/workspace\n");
+    expect(await bash(env.key, { command: "pwd" }, "before-deploy", "native", "old")).toBe("/workspace\n");
   }, 60_000);
 
   it("native bash without keep_env names only the working directory; a restart deletes it with the session's own, unsaid", async () => {
     await plant("cwd-only");
-    expect(await bash(keyB, { command: "pwd" }, "cwd-only")).toBe("[shell reset: this session's saved shell (working directory) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's, and was discarded (it may have been another key's); the command started in the workspace root]\n/workspace\n");
+    expect(await bash(env.key, { command: "pwd" }, "cwd-only", "native", "old")).toBe("[shell reset: this session's saved shell (working directory) was saved before 2026-12-02, when a saved shell was the workspace's rather than its API key's, and was discarded (it may have been another key's); the command started in the workspace root]\n/workspace\n");
     await plant("restarted");
-    expect(await bash(env.key, { command: "pwd", restart: true }, "restarted")).toBe("/workspace\n");
-    expect(await storage.head(legacyShellKey("acme", "main", "restarted"))).toBeNull();
-    expect(await bash(env.key, { command: "pwd" }, "restarted")).toBe("/workspace\n");
+    expect(await bash(env.key, { command: "pwd", restart: true }, "restarted", "native", "old")).toBe("/workspace\n");
+    expect(await storage.head(legacyShellKey("acme", "old", "restarted"))).toBeNull();
+    expect(await bash(env.key, { command: "pwd" }, "restarted", "native", "old")).toBe("/workspace\n");
   }, 60_000);
 });

@@ -5,8 +5,7 @@
  * whose shell reports its state as a live shell's). On a sandbox that has answered before, with the
  * shell unchanged: ONE coordinator request and nothing on the saved shell. A call that moves the
  * shell: that request, the state's PUT, then the turn given back. A new sandbox (the session's
- * first call, the call after a DELETE): the saved shell is read for its first command, which restores it (a GET, and
- * beside it a HEAD of the shell's pre-2026-12-02 path: lib/exec/shell-session.ts).
+ * first call, the call after a DELETE): the saved shell is read for its first command, which restores it.
  * Calls without keep_alive: the coordinator is asked only when the saved shell's hint says the session
  * may hold a live sandbox (bash reads that shell anyway; run_code reads it for the hint).
  */
@@ -60,7 +59,7 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   // The session's first call: begun (a runner to start), the saved shell read for its first command, run, the turn given back; the new state saved (a new one: the workspace's states pruned).
   const first = await bash("cd sub");
   expect(first.coordinator).toEqual(["call", "run", "release"]);
-  expect(first.shells).toEqual(["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
+  expect(first.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
 
   // Nothing changed: one request, the shell neither read nor written.
   const same = await bash("true");
@@ -83,7 +82,7 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   const after = await bash("pwd");
   expect(after.output).toContain("[live sandbox ended: you or the app you run in ended it");
   expect(after.coordinator).toEqual(["call", "run", "release"]);
-  expect(after.shells).toEqual(["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells"]);
+  expect(after.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
   const g2 = runner.generations[1]!;
   expect(g2.requests[0]!.shell).toEqual({ keep: "cwd", state: { cwd: "other" } });
   const again = await bash("true");
@@ -97,7 +96,7 @@ it("a live call: one coordinator request and nothing on the saved shell when the
   stores.log.length = 0;
   const root = await t.call("bash", { command: "true", keep_alive: true, timeout: 5 }, "chat-2");
   expect(root.status, JSON.stringify(root.body)).toBe(200);
-  expect(stores.log.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
+  expect(stores.log.filter((o) => o.endsWith(" internal:shells"))).toEqual(["r2.get internal:shells", "r2.put internal:shells", "r2.list internal:shells"]);
   await t.req(`/v1/workspaces/${t.ws}/sessions/chat-2/sandbox`, { method: "DELETE" });
 });
 
@@ -116,7 +115,7 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   const py = { language: "python", code: "print(1)" };
 
   // No live sandbox: as before, plus run_code's read of the hint.
-  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.head internal:shells"], output: "fresh cmd=true\n" });
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells"], output: "fresh cmd=true\n" });
   expect(await call("run_code", py)).toEqual({ coordinator: [], shells: ["r2.get internal:shells"], output: "fresh cmd=python3 -\n" });
   expect((await call("bash", { command: "true", keep_alive: false })).coordinator).toEqual([]);
 
@@ -126,12 +125,12 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   expect(await call("bash", { command: "true" })).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=2 cmd=true\n` });
   expect(await call("run_code", py)).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=3 cmd=python3 -\n` });
   // Through another isolate: the saved shell's hint read first, then that request.
-  expect(await call("bash", { command: "true" }, other)).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells", "r2.head internal:shells"], output: `gen=${g} n=4 cmd=true\n` });
+  expect(await call("bash", { command: "true" }, other)).toEqual({ coordinator: ["call"], shells: ["r2.get internal:shells"], output: `gen=${g} n=4 cmd=true\n` });
   expect(await call("run_code", py, other)).toEqual({ coordinator: ["call"], shells: [], output: `gen=${g} n=5 cmd=python3 -\n` }); // that isolate ran one now
   // keep_alive: false: the coordinator's status, beside the fresh run (the note); the hint stays.
   const fresh = await call("bash", { command: "true", keep_alive: false });
   expect(fresh.coordinator).toEqual(["status"]);
-  expect(fresh.shells).toEqual(["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells"]); // the state it ended in, hint kept: as every fresh command of a session with a saved shell
+  expect(fresh.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]); // the state it ended in, hint kept: as every fresh command of a session with a saved shell
   expect(fresh.output).toContain("the session's live sandbox was left alone");
 
   // Ended: the first call after it is told (this isolate's memo: asked at once), runs fresh and clears the hint (its shell's GET for the
@@ -139,9 +138,9 @@ it("calls without keep_alive: a session without a live sandbox asks the coordina
   expect((await t.req(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE" })).status).toBe(200);
   const told = await call("bash", { command: "true" });
   expect(told.coordinator).toEqual(["call"]);
-  expect(told.shells).toEqual(["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells"]);
+  expect(told.shells).toEqual(["r2.get internal:shells", "r2.put internal:shells"]);
   expect(told.output).toContain("[live sandbox ended: you or the app you run in ended it");
-  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.head internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
+  expect(await call("bash", { command: "true" })).toEqual({ coordinator: [], shells: ["r2.get internal:shells", "r2.put internal:shells"], output: "fresh cmd=true\n" });
   expect((await call("bash", { command: "true" }, other)).coordinator).toEqual(["call"]); // its memo, stale: one request, told nothing (the loss was told), forgotten
   expect((await call("bash", { command: "true" }, other)).coordinator).toEqual([]);
   expect(runner.generations).toHaveLength(1);
