@@ -2,11 +2,11 @@
  * What a key started ends with it (docs/tenant-keys.md, "How soon a revocation takes effect"): a
  * background task and a command running in a live sandbox, each `sleep 15; echo done > f`, the key
  * revoked 2 s in. The task's runner learns it at its next kill check (about every second), the live
- * command's at its kill check from 4 s on (lib/sync/starting-key.ts): the process is killed long before
- * its 15 s, f is never written, the task's background_tasks place and the sandbox's concurrent_runs slot
- * are free for another key, and another key reading the task with bash_output is told why it was killed.
- * The real app (memory storage, the in-memory coordinator with the production timings) and the real
- * runner in bubblewrap.
+ * command's at its kill check from 4 s on (lib/sync/starting-key.ts): the process is killed long
+ * before its 15 s (so too a task whose key expires meanwhile), f is never written, the task's
+ * background_tasks place and the sandbox's concurrent_runs slot are free for another key, and another
+ * key reading the task with bash_output is told why it was killed. The real app (memory storage, the
+ * in-memory coordinator with the production timings) and the real runner in bubblewrap.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../lib/exec/live/memory.js";
@@ -108,4 +108,21 @@ it("a live sandbox's command of a revoked key is killed within a foreground comm
   await coordinator.end({ tenant: t.id, workspace: "main", session: "s3" }, "ended").catch(() => {});
   await new Promise((r) => setTimeout(r, Math.max(0, started + 16_000 - Date.now())));
   expect(await fileStatus("g")).toBe(404);
+}, 90_000);
+
+it("a background task of a key that expires meanwhile is killed at its runner's next check after the expiry, nothing written back", async () => {
+  const expiresAt = Date.now() + 4000;
+  const key = (await post(`/v1/admin/tenants/${t.id}/keys`, { name: "expiring", expires_at: new Date(expiresAt).toISOString() }, ADMIN)).body as { key: string };
+  const SLEEPER = "sleep 15.0303";
+  const started = Date.now();
+  const bg = await tool(key.key, "bash", { command: `${SLEEPER}; echo done > h`, run_in_background: true });
+  expect(bg.status, JSON.stringify(bg.body)).toBe(200);
+  await until(() => hostPids(SLEEPER).length > 0, "the task's sleeper running");
+  await until(() => hostPids(SLEEPER).length === 0, "the task's sleeper killed", 14_000);
+  console.log(`background task: killed ${Date.now() - expiresAt} ms after its key's expiry`);
+  expect(Date.now() - expiresAt).toBeLessThan(4000);
+  const out = await tool(other, "bash_output", { task_id: bg.body.data.task_id, wait: true, timeout: 30 });
+  expect(out.body.data).toMatchObject({ status: "killed", killed_by: "key_gone" });
+  await new Promise((r) => setTimeout(r, Math.max(0, started + 16_000 - Date.now())));
+  expect(await fileStatus("h")).toBe(404);
 }, 90_000);
