@@ -12,7 +12,7 @@ const description = `Read a background task's output since the last call, and it
 - task_id: from bash with run_in_background: true.
 - output_file (instead of task_id): the saved full output a cut note names (bash, run_code, a task's result); offset: first line (default 1), limit: lines (default 2000, at most 50 KB). Full outputs are not workspace files (never exported or listed); the ${KEEP_OUTPUT_LOGS} newest of the workspace are kept, ${OUTPUT_LOG_DAYS} days at most.
 - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
-- status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
+- status: running | completed | killed | timed_out (killed_by: "key_gone" when the API key that started it was revoked or expired). When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
 - Output is cut to ${MAX_COMMAND_OUTPUT} bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
 Returns: {task_id, status, exit_code, output, result?}, or {output_file, output, next_offset?}`;
 
@@ -23,7 +23,7 @@ export default defineTool({
   permission: "execute",
   summary: "Read a background bash task's new output and its status (running, completed, killed, timed_out); wait: true waits for it to finish.",
   annotations: { title: "Read background output", readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  output: z.object({ task_id: z.string().optional(), output_file: z.string().optional(), next_offset: z.number().int().optional(), status: z.enum(["running", "completed", "killed", "timed_out"]).optional(), exit_code: z.number().int().nullable().optional(), output: z.string(), result: CommandResult.optional(), error: z.object({ code: z.string(), message: z.string() }).optional() }),
+  output: z.object({ task_id: z.string().optional(), output_file: z.string().optional(), next_offset: z.number().int().optional(), status: z.enum(["running", "completed", "killed", "timed_out"]).optional(), killed_by: z.literal("key_gone").optional(), exit_code: z.number().int().nullable().optional(), output: z.string(), result: CommandResult.optional(), error: z.object({ code: z.string(), message: z.string() }).optional() }),
   input: z.object({
     task_id: z.string().min(1).max(100).optional().describe("The background task's id"),
     output_file: z.string().min(1).max(100).optional().describe("A saved full output (output_file of a cut command), instead of task_id"),
@@ -46,16 +46,19 @@ export default defineTool({
     // Line-aware, with the real bytes and lines of what this poll's text loses, and where the whole output is.
     const running = p.status === "running" ? "The full output is saved when the task ends (output_file in its result)." : "";
     const out = cutText(p.output, MAX_COMMAND_OUTPUT, p.result?.output_file, running).text;
-    const tail = p.status === "running" ? "[still running]" : `[${p.status}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
+    // A task killed because the key that started it was revoked or expired (lib/sync/starting-key.ts): another key reading it is told why.
+    const keyGone = p.result?.killed_by === "key_gone";
+    const why = keyGone ? ": the API key that started it was revoked or has expired, so it was stopped and nothing of it was written back" : "";
+    const tail = p.status === "running" ? "[still running]" : `[${p.status}${why}${p.exit_code !== null ? `, exit code ${p.exit_code}` : ""}]`;
     // A run stopped before it ended wrote back nothing: what it had changed is named (data.result lists no discarded paths).
     // One stopped by its disk quota has its error line, which says what to do instead.
     const stopped = p.status === "timed_out" ? "timed out" : p.status === "killed" ? "was killed" : null;
-    const lost = p.result && stopped && !p.error ? discardedNote(p.result.discarded, stopped, stopped === "timed out" ? "Run it again with a larger timeout." : "Run it again to make them.") : "";
+    const lost = p.result && stopped && !p.error ? discardedNote(p.result.discarded, stopped, stopped === "timed out" ? "Run it again with a larger timeout." : keyGone ? "Run it again with a valid key to make them." : "Run it again to make them.") : "";
     const err = (p.result ? writeBackNotes(p.result) : "") + lost + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
     return {
       title: `${args.task_id}: ${p.status}`,
       output: `${out}${out && !out.endsWith("\n") ? "\n" : ""}${tail}${err}`,
-      data: { task_id: p.task_id, status: p.status, exit_code: p.exit_code, output: out, ...(p.result ? { result: { ...commandData(p.result), ...runCallId(p.call_id, p.result) } } : {}), ...(p.error ? { error: p.error } : {}) },
+      data: { task_id: p.task_id, status: p.status, ...(keyGone ? { killed_by: "key_gone" as const } : {}), exit_code: p.exit_code, output: out, ...(p.result ? { result: { ...commandData(p.result), ...runCallId(p.call_id, p.result) } } : {}), ...(p.error ? { error: p.error } : {}) },
     };
   },
 });

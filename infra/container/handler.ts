@@ -134,7 +134,7 @@ export function createHandler(opts: HandlerOptions): Handler {
   const live = async (req: RunRequest): Promise<ExecResponse> => {
     liveRunning++;
     try {
-      const ended = await runLive(req, deps, { channel: liveChannelOf(req), syncOf, signal: closing.signal, ...(opts.liveRetry ? { retry: opts.liveRetry } : {}) });
+      const ended = await runLive(req, deps, { channel: liveChannelOf(req), syncOf, records: recordsOf(req), signal: closing.signal, ...(opts.liveRetry ? { retry: opts.liveRetry } : {}) });
       return { ok: true, result: ended };
     } finally {
       liveRunning--;

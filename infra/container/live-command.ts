@@ -11,7 +11,8 @@ import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveEndReason } from "../../lib/sync/live-types.js";
-import type { SyncClient } from "../../lib/sync/types.js";
+import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
+import { FOREGROUND_KILL_AFTER_MS } from "../../lib/sync/run-records.js";
 import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
 import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { watchDisk } from "./disk-quota.js";
@@ -27,6 +28,7 @@ import { syncOut, type SyncedOut } from "./sync-out.js";
 import type { LiveShell } from "./live-shell.js";
 import type { Slot } from "./tree.js";
 import type { ChangeJournal } from "./change-journal.js";
+import { watchKillFlag } from "./run-once.js";
 
 /** What a live command runs in: fixed for the sandbox's life. */
 export interface LiveContext {
@@ -46,6 +48,8 @@ export interface LiveContext {
   lastNotes?: string;
   /** Called as soon as the command's shell is done (before its sync out): the sandbox's status is read beside the sync out, not after it. */
   commandDone?: () => void;
+  /** The live token's run record: a command's kill check (watchKillFlag), answered set once the sandbox's key is gone (lib/sync/starting-key.ts). */
+  records?: RunRecordClient | undefined;
 }
 
 export interface LiveCommandOutcome {
@@ -118,6 +122,7 @@ const ENDED_NOTE: Record<string, string> = {
   crashed: "[toolshed: the session's live sandbox ended unexpectedly during this command (killed or crashed); its background processes are gone, its files were written back. The next command starts a new sandbox.]",
   limit: "[toolshed: the command passed the workspace's disk limit; the session's live sandbox ended (its background processes are gone). The next command starts a new sandbox.]",
   shell_exited: "[toolshed: the command exited the session's shell; the live sandbox ended (its background processes are gone, its files were written back). The next command starts a new sandbox.]",
+  revoked: "[toolshed: the API key that started the session's live sandbox was revoked or has expired: the command was killed, nothing of it was written back, and the sandbox ended (its background processes are gone). Run it again with a valid key.]",
 };
 
 /**
@@ -170,16 +175,25 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
     overQuota = true;
     void shell.kill();
   }, slot.files.size);
+  // The sandbox's key revoked or expired while the command runs: killed within a foreground command's bound (its
+  // kill check from 4 s on, and once more after it when it ran that long), nothing written back, the sandbox ended.
+  const keyGone = new AbortController();
+  keyGone.signal.addEventListener("abort", () => void shell.kill(), { once: true });
+  const watch = ctx.records ? watchKillFlag(ctx.records, keyGone) : null;
+  const ranFrom = Date.now();
   let exit;
   try {
     exit = await shell.run(seq, commandScript(req, cwd, first), req.stdin ?? "", req.timeout_ms, out);
   } finally {
     disk.stop();
+    await watch?.stop();
   }
+  if (ctx.records && !keyGone.signal.aborted && Date.now() - ranFrom >= FOREGROUND_KILL_AFTER_MS && (await ctx.records.killRequested().catch(() => false))) keyGone.abort();
+  if (keyGone.signal.aborted) await shell.kill();
   ctx.commandDone?.();
   // Ended by the hold before the command: the shell was gone when it was sent (it did not run).
   const unheldBefore = shell.unheld;
-  const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : unheldBefore ? "crashed" : exit.ended;
+  const end: LiveEndReason | null = exit.timedOut ? "timed_out" : overQuota || disk.exceeded ? "limit" : keyGone.signal.aborted ? "revoked" : unheldBefore ? "crashed" : exit.ended;
   if (end) out.err(Buffer.from(`${unheldBefore ? UNHELD_NOTE(false) : ENDED_NOTE[end]}\n`));
   const memory = shell.takeMemory();
   const oom = memoryNote(memory, true);
@@ -188,13 +202,13 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const shellState = req.shell && !end ? sameAsLast(ctx, await readShellState(ctx.shellDir, req.shell.keep, "live")) : null;
 
   const t1 = Date.now();
-  const killed = end === "crashed" || end === "limit";
+  const killed = end === "crashed" || end === "limit" || end === "revoked";
   // Its network bytes: what the sandbox's proxy carried since the last command took its share (live-shell.ts, egress-shares.ts).
   const net = shell.net.take();
   const sandboxExit = { exitCode: exit.exitCode, timedOut: exit.timedOut, killed, durationMs: exit.durationMs, ...(net ? { net } : {}), ...(memory ? { memory } : {}) };
   const deadline = writeBackDeadline(t0, t1, req.timeout_ms, limits.writeback_ms);
-  // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout or the disk limit discards, as in a fresh run.
-  const ran = !exit.timedOut && end !== "limit";
+  // A crash is not the command's doing: what it wrote stays (no acknowledged file is lost); a timeout, the disk limit or its key gone discards, as in a fresh run.
+  const ran = !exit.timedOut && end !== "limit" && end !== "revoked";
   const written = await shell.still(() => unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal: ctx.journal })));
   const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
   if (out.hasLog) await fs.rm(logPath, { force: true });

@@ -15,7 +15,7 @@ import { gitHomeFiles } from "../../lib/exec/git-identity.js";
 import type { RunRequest, RunResult } from "../../lib/exec/types.js";
 import type { LiveChannel } from "../../lib/sync/live-client.js";
 import { boundedEnded, boundedStatus, lostOf, type LiveEnded, type LiveLost, type LiveEndReason, type LiveNext, type LiveResultPost, type LiveStatus } from "../../lib/sync/live-types.js";
-import type { ExecResponse, SyncClient } from "../../lib/sync/types.js";
+import type { ExecResponse, RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import type { ManifestQuery } from "../../lib/sync/manifest.js";
 import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
 import { viewQuery, type CarriedManifest, type ManifestView } from "../../lib/sync/view.js";
@@ -42,6 +42,8 @@ export interface LiveOptions {
   channel: LiveChannel<RunRequest, RunResult>;
   /** The sync client of a request (its own token). */
   syncOf: (req: RunRequest) => SyncClient;
+  /** The live token's run record: a command's kill check, set once the key that started the sandbox is gone (live-command.ts). Absent: not checked. */
+  records?: RunRecordClient;
   /** The handler shutting down: the sandbox ends ("max_life": the session's next call starts a new one). */
   signal?: AbortSignal;
   retry?: RetryPolicy;
@@ -152,7 +154,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     const own = await shell.probe!.processes();
     infra = new Set(own.map((p) => p.pid!));
     infraCommands = new Set(own.map((p) => p.command));
-    const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, journal, unsure: false };
+    const ctx: LiveContext = { deps, start, slot, shell, shellDir: shellDir.path, journal, unsure: false, records: opts.records };
     const gone = new AbortController();
     void shell.exited.finally(() => gone.abort()).catch(() => {});
     let first = true;
@@ -252,6 +254,8 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   let written: LiveEnded["written"];
   try {
     if (unsure) throw new Error("the tree is not what the slot records");
+    // Its key revoked or expired: nothing more of the sandbox is written back (a command killed for it left its changes in the tree).
+    if (reason === "revoked") throw new Error("the sandbox's key is gone");
     const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, journal, unsure }, sync, runId, limits);
     if (bg.wb) written = { changed: [...bg.wb.created, ...bg.wb.modified].sort(), deleted: bg.wb.deleted, conflicts: bg.wb.conflicts.map((c) => c.path) };
     clean = true;

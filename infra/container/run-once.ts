@@ -118,6 +118,16 @@ function startPump(records: RunRecordClient, collector: () => OutputCollector | 
   };
 }
 
+/**
+ * The foreground kill check: the run's kill flag looked at every FOREGROUND_KILL_EVERY_MS once it has run
+ * FOREGROUND_KILL_AFTER_MS; `ctrl` aborts once it is set. A foreground run's (its call sets the flag once the
+ * call's key is gone: lib/exec/runs.ts) and a live sandbox's command's (the sync server answers it set once the
+ * sandbox's key is gone: lib/sync/starting-key.ts).
+ */
+export function watchKillFlag(records: RunRecordClient, ctrl: AbortController): { stop(): Promise<void> } {
+  return startPump(records, () => null, ctrl, FOREGROUND_KILL_EVERY_MS, FOREGROUND_KILL_AFTER_MS);
+}
+
 /** What execute did: ran the command (its answer), or stopped before it because the run was another attempt's. */
 type Executed = { ran: true; res: ExecResponse } | { ran: false; claim: Extract<ClaimOutcome, { claimed: false }> };
 
@@ -143,7 +153,7 @@ async function execute(task: boolean, records: RunRecordClient, run: (hooks: Run
     if (c.claimed && c.kill) abort(); // killed before it started: the sandbox stops it at once, nothing is written back
     if (c.claimed && task) pump = startPump(records, () => collector, ctrl, opts.pumpMs ?? 1000);
     // A foreground run is killed by its call once the call's key is gone (lib/exec/runs.ts): its flag is looked at from 4 s on.
-    else if (c.claimed) pump = startPump(records, () => null, ctrl, FOREGROUND_KILL_EVERY_MS, FOREGROUND_KILL_AFTER_MS);
+    else if (c.claimed) pump = watchKillFlag(records, ctrl);
     if (c.claimed) claimedAt = Date.now();
     return c;
   });

@@ -131,13 +131,13 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   // The bash runner's narrow window on one workspace (a short-lived HMAC token, not an API key).
   const syncSecret = deps.syncSecret;
   if (syncSecret) {
-    const liveKeyAlive = deps.callerStands;
+    const keyAlive = deps.callerStands;
     addRoute(app, deps, { method: "all", path: "/v1/sync/*", access: { auth: "sync" }, undocumented: "the bash runner's internal API, authenticated by its own per-run token" }, (c) => {
       const bg = backgroundOf(c);
       // A background run's sandbox time is billed where its result is stored, once (docs/usage.md), after the answer where there is a waitUntil;
       // a live sandbox's end (the runner's POST .../live/ended) is recorded under this request's waitUntil too (liveHub).
       const onRunEnded = deps.onUsage ? (end: RunEnded) => emitUsage(deps.onUsage, backgroundRunUsage(end), bg) : undefined;
-      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(live ? { live: liveHub(live, bg), liveKeyAlive } : {}), ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
+      return handleSync(c.req.raw, { driver: deps.storage, manifests: deps.manifests!, kv: deps.kv, secret: syncSecret, listeners: deps.listeners ?? [], ...(bg ? { background: bg } : {}), ...(live ? { live: liveHub(live, bg) } : {}), keyAlive, ...(deps.limits ? { limits: deps.limits } : {}), ...(onRunEnded ? { onRunEnded } : {}) });
     });
   }
   addRoute(app, deps, { method: "get", path: "/openapi.json", access: open, doc: meta("This document (OpenAPI 3.1)") }, (c) => c.json(app.getOpenAPI31Document({ openapi: "3.1.0", info: OPENAPI_INFO })));

@@ -206,8 +206,9 @@ export interface RunResult {
   net_bytes_in?: number;
   net_bytes_out?: number;
   timed_out: boolean;
-  /** Stopped by kill (background tasks). */
+  /** Stopped by kill (background tasks); `killed_by: "key_gone"`: because the key that started the task was revoked or expired (lib/sync/starting-key.ts). */
   killed: boolean;
+  killed_by?: "key_gone";
   /** Some output was cut (head and tail kept). */
   truncated: boolean;
   /** What the cut of `output` left out of the real merged output (bytes, lines); absent when nothing was cut. */
@@ -254,7 +255,6 @@ export interface TaskRef {
   workspace: string;
   task_id: string;
 }
-
 export interface TaskPoll {
   task_id: string;
   status: TaskStatus;

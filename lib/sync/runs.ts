@@ -21,6 +21,8 @@ import { MAX_RESULT_BYTES, resultBody } from "./result-size.js";
 import { runIdFor, storageRunRecords, type StoredRunRecords } from "./run-records.js";
 import type { SyncClaims } from "./token.js";
 import type { RunEnded } from "./server-deps.js";
+import type { KeyAlive } from "./live-types.js";
+import { keyGoneMarked, startingKeyStands } from "./starting-key.js";
 import type { ExecResponse, SyncAccess, ClaimOutcome, ClaimRequest, RunClaim, RunRecordClient } from "./types.js";
 
 const MAX_CHUNK_BYTES = 1024 * 1024;
@@ -69,21 +71,27 @@ export function claimRequestOf(body: unknown): ClaimRequest {
  * result landed in the new instance's records (bash_output there handed them out). One read of the
  * workspace record per such request (beside the kill flag's HEAD on a check); a plain foreground run
  * (its result only, taken by the call that waits for it) reads nothing more.
+ * `keyAlive`: a background task's and a live sandbox's checks are answered `kill` once the key that started
+ * it is gone (starting-key.ts); the task's result is stored, marked `killed_by: "key_gone"`.
  */
-export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, workspaceHere: () => Promise<boolean>, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
+export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, workspaceHere: () => Promise<boolean>, onRunEnded?: (end: RunEnded) => void, keyAlive?: KeyAlive): Promise<Response> {
   const rec = tokenRunRecords(claims, driver);
   const route = url.pathname.slice("/v1/sync/run".length);
   const out = /^\/output\/(\d{1,8})$/.exec(route);
   const here = claims.m !== undefined ? workspaceHere : async () => true;
+  const keyHere = () => startingKeyStands(claims, keyAlive);
   if (req.method === "GET" && route === "/kill") {
-    const [standing, kill] = await Promise.all([here(), rec.killRequested()]);
-    return json({ kill: kill || !standing });
+    const [standing, kill, keyStands] = await Promise.all([here(), rec.killRequested(), keyHere()]);
+    return json({ kill: kill || !standing || !keyStands });
   }
   if (!(await here())) {
     if (out && req.method === "PUT") return json({ kill: true });
     throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });
   }
-  if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
+  if (out && req.method === "PUT") {
+    const [stored, keyStands] = await Promise.all([rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)), keyHere()]);
+    return json({ kill: stored.kill || !keyStands });
+  }
   if (req.method === "PUT" && route === "/log") {
     // The run's full output, outside the workspace's files; named by the run the token names.
     const name = await saveOutputLog(driver, claims.t, claims.w, await runIdFor(claims.t, claims.w, claims.r), req.body ?? new Uint8Array(0), Number(req.headers.get("content-length") ?? NaN));
@@ -106,6 +114,7 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
         throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
       }
       if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+      res = await keyGoneMarked(res, keyHere);
       // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing; a streamed
       // run's, only when its caller left before taking it (the caller's kill flag is there), once.
       if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded && (!claims.m.s || (await leftByCaller(rec))))

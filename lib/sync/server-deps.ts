@@ -44,6 +44,6 @@ export interface SyncServerDeps {
   onRunEnded?: (end: RunEnded) => void;
   /** Live sandboxes' coordinator, as their runners reach it (/v1/sync/live/*: lib/sync/live-server.ts); absent: those routes answer UNAVAILABLE. */
   live?: LiveHub;
-  /** Whether a live sandbox's starting key still stands, asked at each of its polls (lib/sync/live-server.ts); absent: not asked. */
-  liveKeyAlive?: KeyAlive;
+  /** Whether the key that started a run still stands: asked at a live sandbox's polls (lib/sync/live-server.ts) and at a background task's or live command's kill checks (starting-key.ts); absent: not asked. */
+  keyAlive?: KeyAlive;
 }

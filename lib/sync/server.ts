@@ -77,10 +77,10 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const prefix = filesPrefix(claims.t, claims.w);
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside
     // the files: no lower layer is needed to reach it; only the workspace record, whether it is still the token's.
-    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, async () => (await tokenWorkspace(deps, claims)) !== null, deps.onRunEnded);
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, async () => (await tokenWorkspace(deps, claims)) !== null, deps.onRunEnded, deps.keyAlive);
     // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace
     // read, but for the conditional manifest a poll that receives a command carries back.
-    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q, held) => workspaceManifest(deps, claims, prefix, q, held), keyAlive: deps.liveKeyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q, held) => workspaceManifest(deps, claims, prefix, q, held), keyAlive: deps.keyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start

@@ -44,7 +44,7 @@ async function setup(answer: LiveNext, opts: { keyAlive?: boolean | "fails" } = 
     },
     ended: async (_ref, e) => void calls.push(["ended", e.reason]),
   };
-  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub, ...(opts.keyAlive === undefined ? {} : { liveKeyAlive: async () => (opts.keyAlive === "fails" ? Promise.reject(new Error("the key store did not answer")) : opts.keyAlive!) }) };
+  const deps = { driver: stores.storage, manifests, kv: stores.kv, secret: SECRET, autoSeal: false, live: hub, ...(opts.keyAlive === undefined ? {} : { keyAlive: async () => (opts.keyAlive === "fails" ? Promise.reject(new Error("the key store did not answer")) : opts.keyAlive!) }) };
   const liveToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "live1", l: { s: "s1", g: "g1", ...(opts.keyAlive === undefined ? {} : { k: "key1" }) } }, 60);
   const runToken = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, r: "run1" }, 60);
   const post = async (route: string, token: string, body: unknown) => {

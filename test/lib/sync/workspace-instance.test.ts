@@ -8,7 +8,7 @@
  * sandboxOf). On the real app with local R2/KV and the LIVE Durable Object, over a fake live runner.
  */
 import { describe, expect, it } from "vitest";
-import { newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
+import { admin, newTenant, testApp, UNGATED, upload, type Tenant } from "../../helpers.js";
 import { fakeLiveRunner } from "../../support/fake-live-runner.js";
 import { liveApp, SECRET } from "../exec/live/live-app.js";
 import { runIdFor } from "../../../lib/sync/run-records.js";
@@ -65,8 +65,10 @@ describe("a sync token is for one instance of its workspace", () => {
     const app = testApp(SYNC);
     const t = await newTenant(app, UNGATED);
     const meta = (await (await t.req(`/v1/workspaces/${t.ws}`)).json()) as { created_at: string };
-    // The token a background task's runner holds (lib/exec/tool-support.ts): this instance, a meter (m).
-    const token = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, i: meta.created_at, r: "bg-1", m: { k: "k1" } }, 600);
+    // The token a background task's runner holds (lib/exec/tool-support.ts): this instance, a meter (m) naming the
+    // key that started it, which stands (a key gone would stop the task too: lib/sync/starting-key.ts).
+    const keyId = (await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, undefined, "GET")).body.keys[0].key_id as string;
+    const token = await mintSyncToken(SECRET, { t: t.tenant, w: t.ws, i: meta.created_at, r: "bg-1", m: { k: keyId } }, 600);
     const run = (path: string, init: RequestInit = {}) => app.request(`/v1/sync/run${path}`, { ...init, headers: { authorization: `Bearer ${token}` } });
     expect(await (await run("/output/1", { method: "PUT", body: "before\n" })).json()).toEqual({ kill: false });
     expect(await (await run("/kill")).json()).toEqual({ kill: false });
