@@ -1,23 +1,17 @@
 /**
  * A real S3-compatible server (s3rver) on 127.0.0.1, in a child process with its own temp directory.
  * A child process because s3rver's continuation tokens use DES, which needs Node's
- * --openssl-legacy-provider (and it keeps the server's memory apart from the test's).
+ * --openssl-legacy-provider (and it keeps the server's memory apart from the test's). The child
+ * (s3rver-child.cjs) makes s3rver's object writes atomic, as S3's and R2's are: a GET meeting a PUT
+ * or DELETE of its key reads one whole version with its own ETag (s3rver.node.test.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-
-const SERVER = `
-const S3rver = require(process.env.S3RVER_MODULE);
-const server = new S3rver({ address: "127.0.0.1", port: 0, directory: process.env.S3RVER_DIR, silent: true });
-server.run().then(({ port }) => console.log(JSON.stringify({ port })));
-const stop = () => server.close().finally(() => process.exit(0));
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop).resume(); // the test process went away
-`;
 
 export interface S3Server {
   endpoint: string;
@@ -29,7 +23,7 @@ export interface S3Server {
 
 export async function startS3Server(): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), "toolshed-s3rver-"));
-  const child: ChildProcess = spawn(process.execPath, ["--openssl-legacy-provider", "-e", SERVER], {
+  const child: ChildProcess = spawn(process.execPath, ["--openssl-legacy-provider", fileURLToPath(new URL("./s3rver-child.cjs", import.meta.url))], {
     env: { ...process.env, S3RVER_MODULE: createRequire(import.meta.url).resolve("s3rver"), S3RVER_DIR: dir },
     stdio: ["pipe", "pipe", "inherit"],
   });
