@@ -21,7 +21,7 @@ import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
 import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
 import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
-import { runForeground, setKillFlag } from "./runs.js";
+import { runForeground, setKillFlag, unlessWorkspaceGone } from "./runs.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { ExecResponse } from "../sync/types.js";
@@ -174,8 +174,8 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
  * else runForeground. Either is killed once the call's key is gone (ctx.keyGone, lib/run/key-watch.ts; a streamed run's
  * signal aborts with it), whatever the door: its write-back does not land.
  */
-export function runForCall(ctx: Pick<ExecCall, "deps" | "auth" | "progress" | "signal" | "keyGone" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
+export function runForCall(ctx: Pick<ExecCall, "deps" | "ws" | "auth" | "progress" | "signal" | "keyGone" | "waitUntil">, executor: Executor, req: RunRequest): Promise<RunResult> {
   const caller = runCaller(ctx);
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone);
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone).then((r) => unlessWorkspaceGone(ctx.deps.storage, ctx.ws, r));
   return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}) });
 }

@@ -67,18 +67,16 @@ export function claimRequestOf(body: unknown): ClaimRequest {
  * (`kill` on its next chunk or check) and nothing of it is stored. Before, such a task ran on to its
  * timeout, which nobody could stop (kill_shell reaches the new instance only), and its output and
  * result landed in the new instance's records (bash_output there handed them out). One read of the
- * workspace record per such request (beside the kill flag's HEAD on a check); a plain foreground run
- * (its result only, taken by the call that waits for it) reads nothing more.
+ * workspace record per such request (beside the kill flag's HEAD on a check). A plain foreground run
+ * (its result only, taken by the call that waits for it) reads it only at its kill checks (from 4 s on:
+ * killAsked) and when it reports a killed result, which is then not stored if the workspace is gone.
  */
 export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, driver: StorageDriver, workspaceHere: () => Promise<boolean>, onRunEnded?: (end: RunEnded) => void): Promise<Response> {
   const rec = tokenRunRecords(claims, driver);
   const route = url.pathname.slice("/v1/sync/run".length);
   const out = /^\/output\/(\d{1,8})$/.exec(route);
   const here = claims.m !== undefined ? workspaceHere : async () => true;
-  if (req.method === "GET" && route === "/kill") {
-    const [standing, kill] = await Promise.all([here(), rec.killRequested()]);
-    return json({ kill: kill || !standing });
-  }
+  if (req.method === "GET" && route === "/kill") return json({ kill: await killAsked(rec, workspaceHere) });
   if (!(await here())) {
     if (out && req.method === "PUT") return json({ kill: true });
     throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });
@@ -106,6 +104,8 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
         throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
       }
       if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+      // A plain foreground run killed because its workspace went (killAsked): nothing of it is kept there; its call has the answer from the invocation.
+      if (claims.m === undefined && killedRun(res) && !(await workspaceHere())) return new Response(null, { status: 204 });
       // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing; a streamed
       // run's, only when its caller left before taking it (the caller's kill flag is there), once.
       if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded && (!claims.m.s || (await leftByCaller(rec))))
@@ -116,6 +116,21 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
       throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
   }
 }
+
+/**
+ * The kill check's answer (GET /kill): the run's kill flag is set, or its workspace is gone (deleted, or
+ * made again under its id). Every run's runner asks it: a background task when it has no output to send, a
+ * plain foreground run every second once it has run 4 s (FOREGROUND_KILL_AFTER_MS) and before its
+ * write-back, so a workspace deleted under a foreground command ends it within about a second, nothing
+ * written back, and frees its concurrent_runs slot (the call answers why: lib/exec/runs.ts). One read of
+ * the workspace record beside the flag's HEAD, never on the path of a command shorter than 4 s.
+ */
+async function killAsked(rec: StoredRunRecords, workspaceHere: () => Promise<boolean>): Promise<boolean> {
+  const [standing, kill] = await Promise.all([workspaceHere(), rec.killRequested()]);
+  return kill || !standing;
+}
+
+const killedRun = (res: ExecResponse): boolean => res.ok && (res.result as { killed?: unknown } | null)?.killed === true;
 
 /**
  * A streamed run's result, stored: billed here when its caller left (it wrote the kill flag, then looked for the
