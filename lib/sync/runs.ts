@@ -64,7 +64,8 @@ export function claimRequestOf(body: unknown): ClaimRequest {
  * `workspaceHere`: whether the token's workspace is still the instance it was minted for. A run that
  * reports while it runs (its token has a meter, `m`: a background task, a streamed run) is checked at
  * every request: once its workspace is gone (deleted, or made again under its id) it is told to stop
- * (`kill` on its next chunk or check) and nothing of it is stored. Before, such a task ran on to its
+ * (`kill` on its next chunk or check) and nothing of it is stored; its result is still billed (answered
+ * 204, not stored: one usage record for every end of a background run, docs/usage.md). Before, such a task ran on to its
  * timeout, which nobody could stop (kill_shell reaches the new instance only), and its output and
  * result landed in the new instance's records (bash_output there handed them out). One read of the
  * workspace record per such request (beside the kill flag's HEAD on a check). A plain foreground run
@@ -79,6 +80,12 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
   if (req.method === "GET" && route === "/kill") return json({ kill: await killAsked(rec, workspaceHere) });
   if (!(await here())) {
     if (out && req.method === "PUT") return json({ kill: true });
+    if (req.method === "PUT" && route === "/result") {
+      // Its end is billed all the same (it ran until it was told to stop), once: answered 204, so the runner does not send it again; nothing is stored.
+      const res = await resultOf(req);
+      if (typeof claims.m?.k === "string" && onRunEnded) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
+      return new Response(null, { status: 204 });
+    }
     throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });
   }
   if (out && req.method === "PUT") return json(await rec.output(Number(out[1]), await bodyText(req, MAX_CHUNK_BYTES)));
@@ -97,13 +104,7 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
       await rec.release();
       return new Response(null, { status: 204 });
     case "PUT /result": {
-      let res: ExecResponse;
-      try {
-        res = JSON.parse(await bodyText(req, MAX_RESULT_BYTES)) as ExecResponse;
-      } catch {
-        throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
-      }
-      if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+      const res = await resultOf(req);
       // A plain foreground run killed because its workspace went (killAsked): nothing of it is kept there; its call has the answer from the invocation.
       if (claims.m === undefined && killedRun(res) && !(await workspaceHere())) return new Response(null, { status: 204 });
       // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing; a streamed
@@ -128,6 +129,18 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
 async function killAsked(rec: StoredRunRecords, workspaceHere: () => Promise<boolean>): Promise<boolean> {
   const [standing, kill] = await Promise.all([workspaceHere(), rec.killRequested()]);
   return kill || !standing;
+}
+
+/** The runner's ExecResponse from a result PUT (INVALID_ARGUMENT when it is not one). */
+async function resultOf(req: Request): Promise<ExecResponse> {
+  let res: ExecResponse;
+  try {
+    res = JSON.parse(await bodyText(req, MAX_RESULT_BYTES)) as ExecResponse;
+  } catch {
+    throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
+  }
+  if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+  return res;
 }
 
 const killedRun = (res: ExecResponse): boolean => res.ok && (res.result as { killed?: unknown } | null)?.killed === true;
