@@ -32,7 +32,7 @@ async function tool(ws: string, name: string, args: unknown) {
 const SLEEPER = "sleep 7654323";
 
 beforeAll(async () => {
-  t = await tenant("wsdelfg", ["gone", "other"]);
+  t = await tenant("wsdelfg", ["gone", "gone2", "other"]);
   await limits.set(t.id, { concurrent_runs: 1 });
 });
 afterAll(close);
@@ -67,4 +67,23 @@ it("a workspace's delete kills its running foreground command within seconds: th
   await new Promise((r) => setTimeout(r, 500)); // whatever the call left to do after its answer
   expect((await storage.list({ prefix: workspacePrefix(t.id, "gone") })).objects.map((o) => o.key)).toEqual([]);
   expect(writtenSince.filter((k) => k.startsWith(workspacePrefix(t.id, "gone")))).toEqual([]);
+}, 120_000);
+
+it("a streamed foreground command (SSE) in a deleted workspace ends too: the call answers why within seconds, its slot is free (it waited for a result until its timeout and 15 minutes)", async () => {
+  const sse = Promise.resolve(app.request(`/v1/workspaces/gone2/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", accept: "text/event-stream" }, body: JSON.stringify({ command: "sleep 7654324", timeout: 60 }) })).then((r) => r.text());
+  await until(() => hostPids("sleep 7654324").length > 0, "the streamed sleeper running");
+  await new Promise((r) => setTimeout(r, 4500));
+  const deletedAt = Date.now();
+  const since = writtenSince.length; // its run record was written before the delete
+  expect((await post("/v1/workspaces/gone2", undefined, t.key, "DELETE")).status).toBe(200);
+  const text = await sse;
+  console.log(`the streamed call answered ${Date.now() - deletedAt} ms after the DELETE began`);
+  expect(Date.now() - deletedAt).toBeLessThan(10_000);
+  expect(text).toMatch(/deleted while the command ran/);
+  expect(hostPids("sleep 7654324")).toEqual([]);
+  const next = await tool("other", "bash", { command: "echo next" });
+  expect(next.status, JSON.stringify(next.body)).toBe(200);
+  await new Promise((r) => setTimeout(r, 500));
+  expect((await storage.list({ prefix: workspacePrefix(t.id, "gone2") })).objects.map((o) => o.key)).toEqual([]);
+  expect(writtenSince.slice(since).filter((k) => k.startsWith(workspacePrefix(t.id, "gone2")))).toEqual([]);
 }, 120_000);
