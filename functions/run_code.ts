@@ -4,7 +4,7 @@ import { startedInBackground, startInBackground } from "../lib/exec/tasks.js";
 import { commandOutput, commandReads, executorOf, runCallId, runRequest, takeRun } from "../lib/exec/tool-support.js";
 import { writeBackNotes } from "../lib/exec/write-back-notes.js";
 import { withEgressSecrets } from "../lib/tools/secrets/egress.js";
-import { idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
+import { forgottenNote, idleUnusedNote, KEEP_ALIVE_ARGS, KEEP_ALIVE_LINES, keepAliveFields, liveIdleMs, liveMode } from "../lib/exec/live/keep-alive.js";
 import { runLive } from "../lib/exec/live/run-live.js";
 import { runJoining } from "../lib/exec/live/run-joining.js";
 import type { RunResult } from "../lib/exec/types.js";
@@ -59,8 +59,9 @@ export default defineTool({
       if (mode === "start") {
         // keep_alive: in the session's live sandbox (docs/live-sessions.md).
         const started = await runLive(ctx, executor, await req, liveIdleMs(args, ctx.session), undefined, args.idle_timeout_s !== undefined);
-        if (started.started) await setLiveHint(ctx, true); // later calls without keep_alive look for it
-        return started;
+        // Later calls without keep_alive look for the hint; one already there with no loss told: the old sandbox was forgotten (said as bash says it).
+        const hinted = started.started && (await setLiveHint(ctx, true));
+        return { ...started, notes: forgottenNote(started, hinted) + started.notes };
       }
       // Omitted: in the one the session holds, if any; false, or none: fresh. run_code keeps no shell: the saved shell is read for its hint alone, beside the request's token and git identity.
       const j = await runJoining(ctx, executor, {

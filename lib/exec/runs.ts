@@ -8,6 +8,9 @@ import type { StorageDriver } from "../storage/types.js";
 import { keysOf, runIdFor, type RunKeys } from "../sync/run-records.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { Caller } from "../limits/store.js";
+import { ToolError } from "../shared/errors.js";
+import { readMeta } from "../layers/open.js";
+import { sameWorkspace } from "../sync/token.js";
 
 /**
  * Sets a run's kill flag: at its next check the runner kills every process and writes nothing back. Started at
@@ -77,3 +80,29 @@ export class RunKilled extends Error {
 /** What the model is told about a run stopped for adding more than `diskMb` MiB to the workspace (bash, run_code, bash_output). */
 export const quotaMessage = (diskMb: number): string =>
   `The command was stopped: it added more than ${diskMb} MiB to the workspace (each file, directory or link it made counting 4 KiB more than its size), and none of its file changes were written back. Write less, make fewer files (an archive holds many as one), or delete what is not needed in the same command.`;
+
+/** The reason a call's error names when its workspace was deleted while it ran (its audit entry goes with the workspace's log: lib/run/audit/tool-call.ts). */
+export const WORKSPACE_DELETED = "workspace_deleted";
+
+/** A workspace as a call holds it: its id and the instance (its record's created_at) it was opened as. */
+type HeldWorkspace = { readonly tenant: string; readonly id: string; readonly instance?: string | undefined };
+
+/** Whether the workspace is gone (deleted, or made again under its id: another instance); one read of its record. A failed read says no. */
+export async function workspaceGone(storage: StorageDriver, ws: HeldWorkspace): Promise<boolean> {
+  const rec = await readMeta(storage, ws.tenant, ws.id).catch(() => undefined);
+  return rec === null || (rec !== undefined && !sameWorkspace(ws.instance !== undefined ? { i: ws.instance } : {}, rec.meta));
+}
+
+/** What a foreground call answers when its workspace was deleted while its command ran (plain: unlessWorkspaceGone; streamed: stream-run.ts). */
+export const deletedWhileRunning = (id: string): ToolError =>
+  new ToolError("NOT_FOUND", `Workspace ${id} was deleted while the command ran: the command was killed and nothing of it was written back. Create the workspace again (POST /v1/workspaces) or run the command in another one.`, { workspace: id, reason: WORKSPACE_DELETED });
+
+/**
+ * A foreground run's result, unless its workspace was deleted (or made again under its id) while it ran: its
+ * runner's kill check found it gone (lib/sync/runs.ts killAsked), killed the command and wrote nothing back.
+ * One read of the workspace record, for a killed result only (a run killed for its key gone never answers).
+ */
+export async function unlessWorkspaceGone(storage: StorageDriver, ws: HeldWorkspace, result: RunResult): Promise<RunResult> {
+  if (result.killed && (await workspaceGone(storage, ws))) throw deletedWhileRunning(ws.id);
+  return result;
+}

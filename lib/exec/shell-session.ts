@@ -98,12 +98,15 @@ export async function liveHinted(ctx: Ctx): Promise<boolean> {
 /**
  * Sets or clears the hint on the session's saved shell, keeping its state (a new session's is the
  * root): run_code's start of a live sandbox, and a hint found stale. Nothing when it already says so.
+ * Answers the hint it found (run_code's start tells a forgotten sandbox by it: keep-alive.ts forgottenNote).
  */
-export async function setLiveHint(ctx: Ctx, live: boolean): Promise<void> {
+export async function setLiveHint(ctx: Ctx, live: boolean): Promise<boolean> {
   const l = await loadShell(ctx, true);
-  if (typeof l === "object" ? l.live === live : !live) return;
+  const was = typeof l === "object" && l.live;
+  if (typeof l === "object" ? l.live === live : !live) return was;
   await putShell(ctx, typeof l === "object" ? l.state : { cwd: "" }, live);
   if (l === undefined) await pruneShells(ctx);
+  return was;
 }
 
 /** What a command of this session starts from: its shell request, and a note for the model ("" unless the saved shell expired). */

@@ -11,7 +11,9 @@
  * Storage per streamed call: the marker (1 put), then per poll 1 get + 1 list, + 1 get per new
  * chunk; at the end 1 list + 1 delete of the record. Polls come every POLL_MS for the first 5 s
  * and while output comes (for the first minute), else back off to IDLE_POLL_MS: a 10-minute call
- * polls at most ~900 times. The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
+ * polls at most ~900 times. From 4 s on, at most one read of the workspace record a second (its
+ * workspace deleted under it, the run never stores a result: the call answers why at once, instead of
+ * waiting to its deadline). The runner sends a chunk at most every STREAM_OUTPUT_EVERY_MS (and
  * checks the kill flag as often). Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
@@ -20,8 +22,8 @@ import type { StorageDriver } from "../storage/types.js";
 import { runCaller, type ExecCall, type OutputEvent } from "./call.js";
 import type { Caller } from "../limits/store.js";
 import { unwrapExecResponse } from "./response.js";
-import { createOnly, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
-import { RunKilled, runForeground, setKillFlag } from "./runs.js";
+import { createOnly, FOREGROUND_KILL_AFTER_MS, FOREGROUND_KILL_EVERY_MS, keysOf, RUN_MARGIN_MS, runIdFor, type RunKeys, type TaskMarker } from "../sync/run-records.js";
+import { deletedWhileRunning, RunKilled, runForeground, setKillFlag, unlessWorkspaceGone, workspaceGone } from "./runs.js";
 import { callIdOf } from "../workspace/undo-record.js";
 import { readJson } from "../storage/json.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
@@ -53,6 +55,8 @@ export interface StreamOptions {
   /** Aborted (with `signal`) once the call's key is gone: a run killed then throws RunKilled (runs.ts), with `callId`, the call's undo id. */
   keyGone?: AbortSignal;
   callId?: string;
+  /** Whether the run's workspace is gone (runs.ts workspaceGone): asked once a second from 4 s on, the cadence of the runner's own kill check. */
+  workspaceGone?: () => Promise<boolean>;
 }
 
 /** Sleeps `ms`, or less when the signal aborts. */
@@ -133,6 +137,7 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
   let after: string | null = null;
   let wait = opts.pollMs ?? POLL_MS;
   let claimed = false;
+  let lookedAt = 0;
   // The runner checks the flag with every chunk it sends (and when it claims the run): it kills the command and writes nothing back.
   const kill = () => setKillFlag(storage, k, opts.waitUntil);
   for (;;) {
@@ -156,6 +161,11 @@ async function startAndFollow(storage: StorageDriver, executor: Executor, req: R
         await kill(); // should it start after all, it stops at once
         throw new ToolError("UNAVAILABLE", `The command runner did not pick the command up within ${Math.round((opts.claimWaitMs ?? CLAIM_WAIT_MS) / 1000)} s; nothing ran. Retry later; if it keeps happening, the runner is down or refuses requests (see its logs).`, { task_id: taskId });
       }
+    }
+    // Its workspace deleted under it: the runner was told to stop at its next chunk and its result is not stored (lib/sync/runs.ts), so no result would ever come.
+    if (!result && opts.workspaceGone && Date.now() - now >= FOREGROUND_KILL_AFTER_MS && Date.now() - lookedAt >= FOREGROUND_KILL_EVERY_MS) {
+      lookedAt = Date.now();
+      if (await opts.workspaceGone()) throw deletedWhileRunning(req.workspace);
     }
     const got = await newChunks(storage, k, after);
     after = got.last;
@@ -184,6 +194,6 @@ export function runForCall(ctx: Pick<ExecCall, "deps" | "ws" | "auth" | "progres
   const caller = runCaller(ctx);
   // The undo id its write-back is journaled under: a run killed for its key names it (a write-back under way may land).
   const callId = ctx.ws.undo ? callIdOf(ctx.ws.undo.session, ctx.ws.undo.stamp) : undefined;
-  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone, callId);
-  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}), ...(ctx.keyGone ? { keyGone: ctx.keyGone, callId } : {}) });
+  if (!ctx.progress) return runForeground(ctx.deps.storage, executor, req, ctx.waitUntil, caller, ctx.keyGone, callId).then((r) => unlessWorkspaceGone(ctx.deps.storage, ctx.ws, r));
+  return runStreamed(ctx.deps.storage, executor, req, { progress: ctx.progress, caller, workspaceGone: () => workspaceGone(ctx.deps.storage, ctx.ws), ...(ctx.signal ? { signal: ctx.signal } : {}), ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}), ...(ctx.keyGone ? { keyGone: ctx.keyGone, callId } : {}) });
 }

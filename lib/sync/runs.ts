@@ -66,11 +66,13 @@ export function claimRequestOf(body: unknown): ClaimRequest {
  * `workspaceHere`: whether the token's workspace is still the instance it was minted for. A run that
  * reports while it runs (its token has a meter, `m`: a background task, a streamed run) is checked at
  * every request: once its workspace is gone (deleted, or made again under its id) it is told to stop
- * (`kill` on its next chunk or check) and nothing of it is stored. Before, such a task ran on to its
+ * (`kill` on its next chunk or check) and nothing of it is stored; its result is still billed (answered
+ * 204, not stored: one usage record for every end of a background run, docs/usage.md). Before, such a task ran on to its
  * timeout, which nobody could stop (kill_shell reaches the new instance only), and its output and
  * result landed in the new instance's records (bash_output there handed them out). One read of the
- * workspace record per such request (beside the kill flag's HEAD on a check); a plain foreground run
- * (its result only, taken by the call that waits for it) reads nothing more.
+ * workspace record per such request (beside the kill flag's HEAD on a check). A plain foreground run
+ * (its result only, taken by the call that waits for it) reads it only at its kill checks (from 4 s on:
+ * killAsked) and when it reports a killed result, which is then not stored if the workspace is gone.
  * `keyAlive`: a background task's and a live sandbox's checks are answered `kill` once the key that started
  * it is gone (starting-key.ts); the task's result is stored, marked `killed_by: "key_gone"`.
  */
@@ -80,12 +82,15 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
   const out = /^\/output\/(\d{1,8})$/.exec(route);
   const here = claims.m !== undefined ? workspaceHere : async () => true;
   const keyHere = () => startingKeyStands(claims, keyAlive);
-  if (req.method === "GET" && route === "/kill") {
-    const [standing, kill, keyStands] = await Promise.all([here(), rec.killRequested(), keyHere()]);
-    return json({ kill: kill || !standing || !keyStands });
-  }
+  if (req.method === "GET" && route === "/kill") return json({ kill: await killAsked(rec, workspaceHere, keyHere) });
   if (!(await here())) {
     if (out && req.method === "PUT") return json({ kill: true });
+    if (req.method === "PUT" && route === "/result") {
+      // Its end is billed all the same (it ran until it was told to stop), once: answered 204, so the runner does not send it again; nothing is stored.
+      const res = await resultOf(req);
+      if (typeof claims.m?.k === "string" && onRunEnded) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
+      return new Response(null, { status: 204 });
+    }
     throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });
   }
   if (out && req.method === "PUT") {
@@ -107,14 +112,9 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
       await rec.release();
       return new Response(null, { status: 204 });
     case "PUT /result": {
-      let res: ExecResponse;
-      try {
-        res = JSON.parse(await bodyText(req, MAX_RESULT_BYTES)) as ExecResponse;
-      } catch {
-        throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
-      }
-      if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
-      res = await keyGoneMarked(res, keyHere);
+      const res = await keyGoneMarked(await resultOf(req), keyHere);
+      // A plain foreground run killed because its workspace went (killAsked): nothing of it is kept there; its call has the answer from the invocation.
+      if (claims.m === undefined && killedRun(res) && !(await workspaceHere())) return new Response(null, { status: 204 });
       // Only the PUT that stored the result tells of the run's end: a repeated PUT (a retry) bills nothing; a streamed
       // run's, only when its caller left before taking it (the caller's kill flag is there), once.
       if ((await rec.storeResult(res)) && typeof claims.m?.k === "string" && onRunEnded && (!claims.m.s || (await leftByCaller(rec))))
@@ -125,6 +125,34 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
       throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
   }
 }
+
+/**
+ * The kill check's answer (GET /kill): the run's kill flag is set, or its workspace is gone (deleted, or
+ * made again under its id), or the key that started it no longer stands (a background task's, a live
+ * sandbox's: starting-key.ts; a plain foreground run's call watches its own key). Every run's runner asks it: a background task when it has no output to send, a
+ * plain foreground run every second once it has run 4 s (FOREGROUND_KILL_AFTER_MS) and before its
+ * write-back, so a workspace deleted under a foreground command ends it within about a second, nothing
+ * written back, and frees its concurrent_runs slot (the call answers why: lib/exec/runs.ts). One read of
+ * the workspace record beside the flag's HEAD, never on the path of a command shorter than 4 s.
+ */
+async function killAsked(rec: StoredRunRecords, workspaceHere: () => Promise<boolean>, keyStands: () => Promise<boolean>): Promise<boolean> {
+  const [standing, kill, keyOk] = await Promise.all([workspaceHere(), rec.killRequested(), keyStands()]);
+  return kill || !standing || !keyOk;
+}
+
+/** The runner's ExecResponse from a result PUT (INVALID_ARGUMENT when it is not one). */
+async function resultOf(req: Request): Promise<ExecResponse> {
+  let res: ExecResponse;
+  try {
+    res = JSON.parse(await bodyText(req, MAX_RESULT_BYTES)) as ExecResponse;
+  } catch {
+    throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse.");
+  }
+  if (!res || typeof res !== "object" || typeof res.ok !== "boolean") throw new ToolError("INVALID_ARGUMENT", "The result must be a JSON ExecResponse ({ok, result} or {ok, error}).");
+  return res;
+}
+
+const killedRun = (res: ExecResponse): boolean => res.ok && (res.result as { killed?: unknown } | null)?.killed === true;
 
 /**
  * A streamed run's result, stored: billed here when its caller left (it wrote the kill flag, then looked for the

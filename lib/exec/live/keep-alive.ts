@@ -35,6 +35,13 @@ export const startedNote = (idleMs: number) =>
  */
 export const FORGOTTEN_LOSS = "[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known (the service that coordinates it was restarted or redeployed). Gone with it: its shell state (variables, functions, cwd beyond the saved one), its processes, /tmp and HOME. Files are safe: every call's changes were written back to the workspace when it answered.]\n";
 
+/**
+ * The one builder of FORGOTTEN_LOSS for a call that started a sandbox: said when the saved shell's hint
+ * said the session held one and its coordinator told no loss. bash reads the hint in the shell it loads
+ * (run-live.ts); run_code in the saved shell its start sets the hint on (functions/run_code.ts, setLiveHint).
+ */
+export const forgottenNote = (run: { started: boolean; lossTold: boolean }, hinted: boolean): string => (run.started && !run.lossTold && hinted ? FORGOTTEN_LOSS : "");
+
 /** What a keep_alive call that sent idle_timeout_s to a sandbox already running is told (it changes nothing). */
 export const IDLE_KEPT_NOTE = "[idle_timeout_s applies when a live sandbox starts: this call ran in the session's running one, whose idle timeout is unchanged (DELETE .../sandbox, then a keep_alive call with idle_timeout_s, starts one with yours)]\n";
 

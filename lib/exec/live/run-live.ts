@@ -20,7 +20,7 @@ import { markLive } from "./markers.js";
 import { accountEnds, liveKeyClaim, liveLeaseMs, liveLifeMs, liveSessionId, type LiveService } from "./service.js";
 import type { LiveKey, RunAnswer } from "./types.js";
 import { lossNote, REASONS } from "./loss-note.js";
-import { FORGOTTEN_LOSS, IDLE_KEPT_NOTE, startedNote } from "./keep-alive.js";
+import { forgottenNote, IDLE_KEPT_NOTE, startedNote } from "./keep-alive.js";
 import type { Limits } from "../../limits/fields.js";
 
 /** A call that asks for a live sandbox where the deployment has none (no coordinator): `what` is how it asked. */
@@ -34,6 +34,8 @@ export interface LiveRun {
   notes: string;
   /** This call started the sandbox it ran in. */
   started: boolean;
+  /** A loss the coordinator knew of was told in `notes` (else a start beside the hint tells FORGOTTEN_LOSS: forgottenNote). */
+  lossTold: boolean;
   /** About the saved shell read for it ("" unless it expired), and what saving its state says ("" when none). */
   shellNote: string;
   shellNotes: string;
@@ -182,7 +184,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
         const result = unwrapExecResponse<RunResult>(a.response);
         // Saved before the turn is given back: the session's next command finds it (and a later save never lands first).
         const shellNotes = shell ? await shell.save(result, loaded?.request ?? null) : "";
-        return { result, notes: (started && !lossTold && loaded?.live ? FORGOTTEN_LOSS : "") + notes, started, shellNote: loaded?.note ?? "", shellNotes };
+        return { result, notes: forgottenNote({ started, lossTold }, loaded?.live === true) + notes, started, lossTold, shellNote: loaded?.note ?? "", shellNotes };
       }
       if ("unavailable" in a && join) return { declined: "[this session's live sandbox never started (its runner did not come): this call ran in a fresh sandbox]\n", gone: true };
       if ("unavailable" in a) {

@@ -9,6 +9,7 @@ import { ERROR_CODES, isToolError, type ErrorCode } from "../../shared/errors.js
 import { filesTouched, newAuditId, toolCallArgs, type AuditDoor, type AuditEntry } from "./entry.js";
 import { recordAudit } from "./store.js";
 import type { WaitUntil } from "../../shared/after-answer.js";
+import { WORKSPACE_DELETED } from "../../exec/runs.js";
 
 /** Whether this call leaves an entry: never where the operator turned audit off (RunDeps.audit). */
 export const isAudited = (tool: Tool, ctx: ToolContext<ToolDeps & { audit?: boolean }>): boolean => ctx.deps.audit !== false && tool.permission !== "read" && !ctx.pendingId;
@@ -28,6 +29,8 @@ export interface ToolCallEnd {
  * context are taken now (the journal is copied: a workspace's next call starts a new one).
  */
 export function auditToolCall(tool: Tool, rawArgs: unknown, ctx: ToolContext, end: ToolCallEnd, door: AuditDoor, background?: WaitUntil): Promise<void> {
+  // Its workspace was deleted while it ran (lib/exec/runs.ts): the log went with it, and nothing is written into a gone workspace.
+  if (isToolError(end.error) && end.error.details.reason === WORKSPACE_DELETED) return Promise.resolve();
   const now = new Date();
   const { tenant, key_id } = ctx.auth;
   const workspace = ctx.ws.id;

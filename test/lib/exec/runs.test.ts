@@ -120,6 +120,7 @@ describe("background tasks in storage: start, poll, kill", () => {
 
   it("kill sets the flag the runner sees; the task's answer decides the status", async () => {
     const t = tid();
+    await workspaceRecord(driver, t, "main"); // the kill check also asks whether the workspace is still there (lib/sync/runs.ts killAsked)
     const { task_id } = await startTask(driver, idle, request(t, "kill"));
     const ref = { tenant: t, workspace: "main", task_id };
     const runner = httpRunRecords(await access(t, "main", "kill"));

@@ -145,4 +145,23 @@ describe("calls without keep_alive in a session that holds a live sandbox", () =
     await restarted.request(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } });
     await sandbox(t, "chat-1", "DELETE");
   });
+
+  it("run_code with keep_alive: true says the same as bash (one note): the old sandbox is gone, then that it started one, once (it said only \"started\")", async () => {
+    const { app, runner } = setup();
+    const t = await newTenant(app, UNGATED);
+    expect(okOutput(await t.call("run_code", { language: "python", code: "print(1)", keep_alive: true }, "chat-1"))).toContain("[live sandbox started");
+    const restarted = testApp({ executor: runner.executor, syncSecret: SECRET, syncUrl: "http://toolshed.internal", liveCoordinator: memoryLiveCoordinator(STEADY), liveBusyWaitMs: 100 });
+    runner.attach(restarted);
+    const code = async (keep_alive?: boolean) => {
+      const r = await restarted.request(`/v1/workspaces/${t.ws}/tools/run_code`, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", "x-session-id": "chat-1" }, body: JSON.stringify({ language: "python", code: "print(1)", ...(keep_alive ? { keep_alive } : {}) }) });
+      return okOutput({ status: r.status, body: await r.json() });
+    };
+    const after = await code(true);
+    expect(after).toMatch(/^\[live sandbox lost: the session's live sandbox is no longer there, and what it held is not known .*Files are safe.*\]\n\[live sandbox started for this session/s);
+    const again = await code(true);
+    expect(again).not.toContain("[live sandbox lost"); // told once
+    expect(again).not.toContain("[live sandbox started");
+    await restarted.request(`/v1/workspaces/${t.ws}/sessions/chat-1/sandbox`, { method: "DELETE", headers: { authorization: `Bearer ${t.key}` } });
+    await sandbox(t, "chat-1", "DELETE");
+  });
 });
