@@ -5,8 +5,9 @@
  * finds the claim: it answers the stored result when the first attempt has finished, else it
  * waits (bounded) and answers CONFLICT naming the run to follow with bash_output.
  * Background tasks send their output to the record about once a second and stop when its
- * kill flag is set; a foreground run looks at the flag alone, every second from 4 s on (its call sets
- * it once the call's key is gone); every run stores its final answer there.
+ * kill flag is set; a foreground run asks the kill check alone, every second from 4 s on (its call sets
+ * the flag once the call's key is gone; the check also answers kill once its workspace is deleted:
+ * lib/sync/runs.ts killAsked); every run stores its final answer there.
  */
 import { isToolError } from "../../lib/shared/errors.js";
 import type { RunResult } from "../../lib/exec/types.js";
@@ -122,7 +123,7 @@ function startPump(records: RunRecordClient, collector: () => OutputCollector | 
  * The foreground kill check: the run's kill flag looked at every FOREGROUND_KILL_EVERY_MS once it has run
  * FOREGROUND_KILL_AFTER_MS; `ctrl` aborts once it is set. A foreground run's (its call sets the flag once the
  * call's key is gone: lib/exec/runs.ts) and a live sandbox's command's (the sync server answers it set once the
- * sandbox's key is gone: lib/sync/starting-key.ts).
+ * sandbox's key is gone: lib/sync/starting-key.ts); either's once its workspace is deleted (lib/sync/runs.ts killAsked).
  */
 export function watchKillFlag(records: RunRecordClient, ctrl: AbortController): { stop(): Promise<void> } {
   return startPump(records, () => null, ctrl, FOREGROUND_KILL_EVERY_MS, FOREGROUND_KILL_AFTER_MS);

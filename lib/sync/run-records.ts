@@ -31,7 +31,8 @@ import type { ExecResponse, RunClaim, RunRecordClient } from "./types.js";
 export const RUN_MARGIN_MS = 15 * 60 * 1000;
 export const JSON_TYPE = "application/json";
 /**
- * A foreground run's runner looks at its kill flag (set by the call once its key is gone: lib/exec/runs.ts) every
+ * A foreground run's runner asks its kill check (its kill flag, set by the call once its key is gone: lib/exec/runs.ts;
+ * or its workspace deleted: lib/sync/runs.ts killAsked) every
  * FOREGROUND_KILL_EVERY_MS once it has run FOREGROUND_KILL_AFTER_MS, and once more before its write-back after that.
  * The call learns of a revoked key no sooner than 5 s in (lib/run/key-watch.ts KEY_WATCH_MS), so a shorter run asks nothing.
  */
