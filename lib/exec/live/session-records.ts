@@ -64,6 +64,30 @@ export interface LiveState {
 
 export const emptyLiveState = (): LiveState => ({ gen: null, told: [], loss: null, lastSandbox: "", turn: null, pending: null, poll: null });
 
+/** The API key a sandbox's access names (run-live.ts sandboxOf: the fourth item of its JSON array); undefined for any other shape. */
+export function sandboxKeyId(sandbox: string): string | undefined {
+  try {
+    const a: unknown = JSON.parse(sandbox);
+    return Array.isArray(a) && typeof a[3] === "string" ? a[3] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes the untold loss for a call of `sandbox`'s access: whole when the lost sandbox (the last
+ * generation made, `lastSandbox`) was started by the same API key. Another key's loss is that key's: a
+ * call that starts a sandbox hears only that it ended, and why (`other_access`: not its processes nor
+ * what its end wrote back); a join (`keepOthers`) hears nothing, and it stays for its key.
+ */
+export function takeLoss(s: LiveState, sandbox: string, keepOthers: boolean): LiveLoss | null {
+  const loss = s.loss;
+  const others = !!loss && !!s.lastSandbox && sandboxKeyId(s.lastSandbox) !== sandboxKeyId(sandbox);
+  if (others && keepOthers) return null;
+  s.loss = null;
+  return loss && others ? { generation: loss.generation, reason: loss.reason, lost_processes: [], other_access: true } : loss;
+}
+
 /** Nothing held: the session can be forgotten. */
 export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss && s.told.length === 0 && !s.poll && !s.pending;
 

@@ -14,7 +14,7 @@
 import { randomId } from "../../shared/hash.js";
 import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, netRestOf, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, netRestOf, takeLoss, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -33,19 +33,18 @@ export type PollRef = Pick<Poll, "generation" | "id" | "since">;
 export function beginStep(s: LiveState, at: At, turnMs: number, sandbox: string, join: boolean, first: boolean): BeginAnswer | { held: number } {
   if (join && first) {
     const stale = checkStale(s, at);
-    if (!s.gen) return none(s, stale);
+    if (!s.gen) return none(s, stale, sandbox);
   }
   if (s.turn && s.turn.expires_at > at.now) return { held: s.turn.expires_at };
   s.turn = { id: randomId(16), expires_at: at.now + turnMs };
   const ends = checkStale(s, at);
   if (join && s.gen?.sandbox !== sandbox) {
     release(s, s.turn.id);
-    return s.gen ? { none: { other_access: true }, ends } : none(s, ends);
+    return s.gen ? { none: { other_access: true }, ends } : none(s, ends, sandbox);
   }
   // A sandbox started with other access (another API key, network, secrets) than this call's is not this call's: replaced.
   if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", lostOf(s.gen.status)));
-  const loss = s.loss;
-  s.loss = null;
+  const loss = takeLoss(s, sandbox, false);
   const lost = loss ? { lost: loss } : {};
   if (s.gen) return { turn: s.turn.id, generation: s.gen.generation, ...lost, ends };
   return { turn: s.turn.id, start: { generation: newGeneration(s, at, sandbox) }, ...lost, ends };
@@ -220,10 +219,9 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
 const open = (s: LiveState): Pending | null => (s.pending && !s.pending.outcome ? s.pending : null);
 const same = (p: PendingRef, ref: PendingRef) => p.generation === ref.generation && p.seq === ref.seq;
 
-/** A join with no runner to run in (nothing started or replaced, no turn held): an untold loss goes with it, the caller tells it. */
-function none(s: LiveState, ends: LiveEnd[]): BeginAnswer {
-  const loss = s.loss;
-  s.loss = null;
+/** A join with no runner to run in (nothing started or replaced, no turn held): an untold loss of its own access goes with it, the caller tells it; another's stays for it. */
+function none(s: LiveState, ends: LiveEnd[], sandbox: string): BeginAnswer {
+  const loss = takeLoss(s, sandbox, true);
   return { none: loss ? { lost: loss } : {}, ends };
 }
 

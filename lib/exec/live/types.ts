@@ -29,6 +29,8 @@ export interface LiveTimings {
 export interface LiveLoss extends LiveLost {
   generation: string;
   reason: LiveEndReason;
+  /** The lost sandbox was started by another API key than the call told: it hears only that it ended, and why (session-records.ts takeLoss). */
+  other_access?: true;
   /**
    * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):

@@ -27,6 +27,9 @@ describe("a live sandbox is its starting key's alone", () => {
     expect(runner.generations).toHaveLength(2); // not the first key's sandbox (before: gen 0, n=2)
     const own = runner.generations[1]!;
     expect(out).toContain(`gen=${own.generation} n=1 cmd=loop &`);
+    // What the first key's sandbox ran is its own: the replacing call is told it ended, not its processes.
+    expect(out).not.toContain("http.server");
+    expect(out).toMatch(/^\[the session's live sandbox, started by another API key, ended: it was replaced.*not shown here/);
     expect(await first.done).toBe("end:replaced");
     const revoked = await app.request(`/v1/admin/tenants/${t.tenant}/keys/${other.key_id}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
     expect(revoked.status).toBeLessThan(300);
@@ -46,5 +49,17 @@ describe("a live sandbox is its starting key's alone", () => {
     // The first key's sandbox is untouched: its next command is its second.
     expect(okOutput(await t.call("bash", { command: "again", timeout: 2 }, "shared"))).toBe(`gen=${g} n=2 cmd=again\n`);
     await sandbox(t, "shared", "DELETE");
+  });
+
+  it("a loss is told to the key whose sandbox it was, never to another key's call in the session (it listed the first key's processes to it)", async () => {
+    const { app } = liveApp();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await t.call("bash", { command: "first key", keep_alive: true, timeout: 2 }, "ended"));
+    expect((await sandbox(t, "ended", "DELETE")).status).toBe(200);
+    const other = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
+    const r = await app.request(`/v1/workspaces/${t.ws}/tools/bash`, { method: "POST", headers: { authorization: `Bearer ${other.body.key}`, "content-type": "application/json", "x-session-id": "ended" }, body: JSON.stringify({ command: "pwd", timeout: 2 }) });
+    expect(((await r.json()) as any).output).toBe("fresh cmd=pwd\n"); // before: [live sandbox ended: ... 1 process (python3 -m http.server 8123) ...]
+    const own = okOutput(await t.call("bash", { command: "pwd", timeout: 2 }, "ended"));
+    expect(own).toMatch(/^\[live sandbox ended: you or the app you run in ended it on purpose.*1 process \(python3 -m http\.server 8123\)/);
   });
 });
