@@ -14,7 +14,7 @@
 import { randomId } from "../../shared/hash.js";
 import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, netRestOf, takeLoss, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, netRestOf, reportedOf, sandboxKeyId, takeLoss, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -189,9 +189,10 @@ export function status(s: LiveState, at: At): { sandbox: SandboxView | null; end
   const g = s.gen;
   if (!g) return { sandbox: null, ends };
   const st = g.status;
+  const keyId = sandboxKeyId(g.sandbox);
   return {
     sandbox: {
-      generation: g.generation,
+      generation: g.generation, ...(keyId !== undefined ? { key_id: keyId } : {}),
       state: g.seen_at === undefined ? "starting" : open(s)?.taken_at !== undefined ? "running" : "idle",
       started_at: st?.started_at ?? g.requested_at,
       last_used_at: st?.last_used_at ?? g.requested_at,

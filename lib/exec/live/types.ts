@@ -108,6 +108,8 @@ export type CallAnswer = { begun: BeginAnswer } | { ran: RunAnswer; turn: string
 /** GET .../sandbox: what the runner last reported, and the session's state. */
 export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
+  /** The API key that started it (session-records.ts sandboxKeyId): GET and DELETE show its processes' command lines to that key alone. */
+  key_id?: string;
 }
 
 /** One interface, three implementations (memory.ts; lib/runtime/live-object.ts; dynamodb.ts). */

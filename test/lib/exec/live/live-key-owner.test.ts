@@ -62,4 +62,23 @@ describe("a live sandbox is its starting key's alone", () => {
     const own = okOutput(await t.call("bash", { command: "pwd", timeout: 2 }, "ended"));
     expect(own).toMatch(/^\[live sandbox ended: you or the app you run in ended it on purpose.*1 process \(python3 -m http\.server 8123\)/);
   });
+
+  it("GET and DELETE of the session's sandbox show its processes' command lines to the key that started it alone", async () => {
+    const { app } = liveApp();
+    const t = await newTenant(app, UNGATED);
+    okOutput(await t.call("bash", { command: "first key", keep_alive: true, timeout: 2 }, "seen"));
+    const own = (await (await sandbox(t, "seen")).json()) as { processes: unknown };
+    expect(own.processes).toEqual([{ pid: 5, command: "python3 -m http.server 8123" }]);
+    const other = await admin(app, `/v1/admin/tenants/${t.tenant}/keys`, { scopes: ["read", "write", "execute"] });
+    const asOther = async (method: string) => {
+      const r = await app.request(`/v1/workspaces/${t.ws}/sessions/seen/sandbox`, { method, headers: { authorization: `Bearer ${other.body.key}` } });
+      return { status: r.status, text: await r.text() };
+    };
+    for (const method of ["GET", "DELETE"]) {
+      const r = await asOther(method);
+      expect(r.status, r.text).toBe(200);
+      expect(r.text).not.toContain("http.server"); // before: the first key's command line
+      expect(JSON.parse(r.text)).toMatchObject({ processes: [{ pid: 5, command: "(started by another API key: not shown)" }], ports: [8123] });
+    }
+  });
 });
