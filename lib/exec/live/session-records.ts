@@ -75,14 +75,15 @@ export function sandboxKeyId(sandbox: string): string | undefined {
 }
 
 /**
- * Takes the untold loss for a call of `sandbox`'s access: whole when the lost sandbox (the last
- * generation made, `lastSandbox`) was started by the same API key. Another key's loss is that key's: a
- * call that starts a sandbox hears only that it ended, and why (`other_access`: not its processes nor
- * what its end wrote back); a join (`keepOthers`) hears nothing, and it stays for its key.
+ * Takes the untold loss for a call of `sandbox`'s access: whole when the lost sandbox was started by
+ * the same API key (`key_id`, kept with the loss: a Durable Object keeps the loss alone across an
+ * eviction). Another key's loss is that key's: a call that starts a sandbox hears only that it ended,
+ * and why (`other_access`: not its processes nor what its end wrote back); a join (`keepOthers`)
+ * hears nothing, and it stays for its key.
  */
 export function takeLoss(s: LiveState, sandbox: string, keepOthers: boolean): LiveLoss | null {
   const loss = s.loss;
-  const others = !!loss && !!s.lastSandbox && sandboxKeyId(s.lastSandbox) !== sandboxKeyId(sandbox);
+  const others = !!loss && loss.key_id !== undefined && loss.key_id !== sandboxKeyId(sandbox);
   if (others && keepOthers) return null;
   s.loss = null;
   return loss && others ? { generation: loss.generation, reason: loss.reason, lost_processes: [], other_access: true } : loss;

@@ -249,7 +249,8 @@ function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost
   if (s.poll?.generation === g.generation) s.poll = null; // its holder is answered the end (pollOutcome)
   // A runner that never came lost nothing; one that did is told to the session's next call, unless its workspace went
   // with it: that call is another workspace's (one made again under the id), and nothing of the gone one is its to hear.
-  s.loss = g.seen_at !== undefined && reason !== "workspace_deleted" ? { generation: g.generation, reason, ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
+  const keyId = sandboxKeyId(g.sandbox);
+  s.loss = g.seen_at !== undefined && reason !== "workspace_deleted" ? { generation: g.generation, reason, ...(keyId !== undefined ? { key_id: keyId } : {}), ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
   const st = g.status;
   return {
     generation: g.generation, reason, arrived: g.seen_at !== undefined,

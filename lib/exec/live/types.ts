@@ -29,6 +29,8 @@ export interface LiveTimings {
 export interface LiveLoss extends LiveLost {
   generation: string;
   reason: LiveEndReason;
+  /** The API key that started the lost sandbox (session-records.ts sandboxKeyId): only its calls hear the loss whole. */
+  key_id?: string;
   /** The lost sandbox was started by another API key than the call told: it hears only that it ended, and why (session-records.ts takeLoss). */
   other_access?: true;
   /**
