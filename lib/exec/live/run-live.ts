@@ -150,7 +150,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
     if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
     if ("none" in b) {
       const n = b.none;
-      if (n.other_access) return { declined: OTHER_ACCESS_NOTE, gone: false };
+      if (n.other_access) return { declined: (n.lost ? lossNote(n.lost) : "") + OTHER_ACCESS_NOTE, gone: false };
       return { declined: n.lost ? lossNote(n.lost) + FRESH_NOTE : "", gone: true };
     }
     turn = b.turn;

@@ -77,16 +77,19 @@ export function sandboxKeyId(sandbox: string): string | undefined {
 /**
  * Takes the untold loss for a call of `sandbox`'s access: whole when the lost sandbox was started by
  * the same API key (`key_id`, kept with the loss: a Durable Object keeps the loss alone across an
- * eviction). Another key's loss is that key's: a call that starts a sandbox hears only that it ended,
- * and why (`other_access`: not its processes nor what its end wrote back); a join (`keepOthers`)
- * hears nothing, and it stays for its key.
+ * eviction). Another key's loss stays for that key's next call (until the session's next loss takes
+ * its place): a call that starts a sandbox hears once only that it ended, and why (`other_access`:
+ * not its processes nor what its end wrote back); a join (`keepOthers`) hears nothing of it.
  */
 export function takeLoss(s: LiveState, sandbox: string, keepOthers: boolean): LiveLoss | null {
   const loss = s.loss;
-  const others = !!loss && loss.key_id !== undefined && loss.key_id !== sandboxKeyId(sandbox);
-  if (others && keepOthers) return null;
-  s.loss = null;
-  return loss && others ? { generation: loss.generation, reason: loss.reason, lost_processes: [], other_access: true } : loss;
+  if (!loss || loss.key_id === undefined || loss.key_id === sandboxKeyId(sandbox)) {
+    s.loss = null;
+    return loss;
+  }
+  if (keepOthers || loss.others_told) return null;
+  s.loss = { ...loss, others_told: true }; // a new object: a Durable Object's keeper saves it (session.ts)
+  return { generation: loss.generation, reason: loss.reason, lost_processes: [], other_access: true };
 }
 
 /** Nothing held: the session can be forgotten. */

@@ -40,7 +40,7 @@ export function beginStep(s: LiveState, at: At, turnMs: number, sandbox: string,
   const ends = checkStale(s, at);
   if (join && s.gen?.sandbox !== sandbox) {
     release(s, s.turn.id);
-    return s.gen ? { none: { other_access: true }, ends } : none(s, ends, sandbox);
+    return none(s, ends, sandbox, !!s.gen);
   }
   // A sandbox started with other access (another API key, network, secrets) than this call's is not this call's: replaced.
   if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", lostOf(s.gen.status)));
@@ -220,10 +220,10 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
 const open = (s: LiveState): Pending | null => (s.pending && !s.pending.outcome ? s.pending : null);
 const same = (p: PendingRef, ref: PendingRef) => p.generation === ref.generation && p.seq === ref.seq;
 
-/** A join with no runner to run in (nothing started or replaced, no turn held): an untold loss of its own access goes with it, the caller tells it; another's stays for it. */
-function none(s: LiveState, ends: LiveEnd[], sandbox: string): BeginAnswer {
+/** A join with no runner to run in (none, or another access's: `other_access`): an untold loss of its own key goes with it, the caller tells it; another key's stays for that key. */
+function none(s: LiveState, ends: LiveEnd[], sandbox: string, other_access = false): BeginAnswer {
   const loss = takeLoss(s, sandbox, true);
-  return { none: loss ? { lost: loss } : {}, ends };
+  return { none: { ...(other_access ? { other_access } : {}), ...(loss ? { lost: loss } : {}) }, ends };
 }
 
 function newGeneration(s: LiveState, at: At, sandbox = s.gen?.sandbox ?? s.lastSandbox): string {

@@ -33,6 +33,8 @@ export interface LiveLoss extends LiveLost {
   key_id?: string;
   /** The lost sandbox was started by another API key than the call told: it hears only that it ended, and why (session-records.ts takeLoss). */
   other_access?: true;
+  /** Another key's call was told that it ended: not again (the loss stays for its own key). */
+  others_told?: true;
   /**
    * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):

@@ -30,6 +30,11 @@ describe("a live sandbox is its starting key's alone", () => {
     // What the first key's sandbox ran is its own: the replacing call is told it ended, not its processes.
     expect(out).not.toContain("http.server");
     expect(out).toMatch(/^\[the session's live sandbox, started by another API key, ended: it was replaced.*not shown here/);
+    // The first key hears it at its next call (once), beside the other key's sandbox it leaves alone.
+    const told = okOutput(await t.call("bash", { command: "pwd", timeout: 2 }, "shared"));
+    expect(told).toMatch(/^\[live sandbox lost: it was replaced.*1 process \(python3 -m http\.server 8123\).*\]\n\[this session's live sandbox was started by another API key.*left alone/s);
+    expect(okOutput(await t.call("bash", { command: "pwd", timeout: 2 }, "shared"))).not.toContain("live sandbox lost");
+    expect(((await (await call("again", {})).json()) as any).output).toBe(`gen=${own.generation} n=2 cmd=again\n`); // told once, not at each of its calls
     expect(await first.done).toBe("end:replaced");
     const revoked = await app.request(`/v1/admin/tenants/${t.tenant}/keys/${other.key_id}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN}` } });
     expect(revoked.status).toBeLessThan(300);
