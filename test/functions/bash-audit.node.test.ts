@@ -3,6 +3,8 @@
  * sandbox (local executor), by the tool route and the Anthropic compat route: the command's size,
  * never its text; the files its write-back changed; its call_id. And its usage: the workspace bytes the
  * sandbox fetched and wrote back are the call's bytes_read and bytes_written (tool-support.ts takeRun).
+ * And what the log never names: a background task's id or a cut output's file name, which are what
+ * reads that output (docs/shell-sessions.md: only the call that made them is told).
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -67,6 +69,29 @@ describe("the audit entry of a bash run", () => {
     expect([...entries[0].files].sort()).toEqual(["out.txt", "two.txt"]);
     expect(entries[1]).toMatchObject({ door: "compat-anthropic", files: ["two.txt"], outcome: { ok: true } });
     expect(entries[1].args.command_bytes).toBeGreaterThan(0);
+  });
+});
+
+describe("what a bash run's entries never name", () => {
+  it("a background task's id and a cut output's file name (bash_output, kill_shell): another key reading the log could read that output with them", async () => {
+    const cut = await post("/v1/workspaces/main/tools/bash", { command: "seq 1 20000" });
+    expect(cut.status, JSON.stringify(cut.body)).toBe(200);
+    const outputFile = cut.body.data.output_file as string;
+    expect(outputFile).toMatch(/\.log$/);
+    const bg = await post("/v1/workspaces/main/tools/bash", { command: "echo BG-OUTPUT; sleep 30", run_in_background: true });
+    expect(bg.status, JSON.stringify(bg.body)).toBe(200);
+    const taskId = bg.body.data.task_id as string;
+    expect((await post("/v1/workspaces/main/tools/bash_output", { output_file: outputFile, offset: 10, limit: 3 })).status).toBe(200);
+    expect((await post("/v1/workspaces/main/tools/bash_output", { task_id: taskId })).status).toBe(200);
+    expect((await post("/v1/workspaces/main/tools/kill_shell", { task_id: taskId })).status).toBe(200);
+    const res = await app.request("/v1/workspaces/main/audit?limit=200", { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain(taskId);
+    expect(text).not.toContain(outputFile);
+    const entries = (JSON.parse(text) as { entries: any[] }).entries;
+    expect(entries.find((e) => e.tool === "kill_shell")?.args).toEqual({ task_id_bytes: taskId.length });
+    expect(entries.find((e) => e.tool === "bash_output" && e.args.offset === 10)?.args).toEqual({ output_file_bytes: outputFile.length, offset: 10, limit: 3 });
   });
 });
 

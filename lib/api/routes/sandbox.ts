@@ -14,6 +14,9 @@ import { LIVE_LIST_MAX } from "../../sync/live-types.js";
 import { secureRoute } from "./access.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 
+/** A process of a sandbox another API key started: its command line is that key's (it may hold what that key passed it), never shown. */
+const OTHER_KEYS = "(started by another API key: not shown)";
+
 const Process = z.object({ pid: z.number().int(), command: z.string() });
 const SandboxSchema = z
   .object({
@@ -22,7 +25,7 @@ const SandboxSchema = z
     state: z.enum(["starting", "idle", "running"]),
     started_at: z.string().openapi({ description: "ISO time it started (asked for, while starting)." }),
     last_used_at: z.string().openapi({ description: "ISO time its last command ended (its start, before any)." }),
-    processes: z.array(Process).openapi({ description: `Processes besides its session shell, as its runner last reported them: the ${LIVE_LIST_MAX} lowest pids at most.` }),
+    processes: z.array(Process).openapi({ description: `Processes besides its session shell, as its runner last reported them: the ${LIVE_LIST_MAX} lowest pids at most. Their command lines are shown only to the API key that started the sandbox; to another key each reads "${OTHER_KEYS}".` }),
     processes_total: z.number().int().optional().openapi({ description: `How many processes run, when more than ${LIVE_LIST_MAX} (processes lists the first).` }),
     ports: z.array(z.number().int()).openapi({ description: `TCP ports listening on its loopback: the ${LIVE_LIST_MAX} lowest at most.` }),
     ports_total: z.number().int().optional().openapi({ description: `How many ports listen, when more than ${LIVE_LIST_MAX}.` }),
@@ -34,9 +37,10 @@ const SandboxSchema = z
 
 const SessionParams = WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "chat-42" }) });
 
-const shown = (session: string, v: SandboxView) => ({
+/** `keyId`: the caller's; a sandbox another key started is shown without its processes' command lines. */
+const shown = (session: string, v: SandboxView, keyId: string) => ({
   session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
-  processes: v.processes, ...(v.processes_total !== undefined ? { processes_total: v.processes_total } : {}),
+  processes: v.key_id === undefined || v.key_id === keyId ? v.processes : v.processes.map((p) => ({ pid: p.pid, command: OTHER_KEYS })), ...(v.processes_total !== undefined ? { processes_total: v.processes_total } : {}),
   ports: v.ports, ...(v.ports_total !== undefined ? { ports_total: v.ports_total } : {}), wall_ms: Math.round(v.wall_ms),
   ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
 });
@@ -66,7 +70,7 @@ export function sandboxApp(deps: AppDeps) {
       const { sandbox, ends } = await svc.coordinator.status(key);
       await accountEnds(svc, key, ends, backgroundOf(c));
       if (!sandbox) throw none(session);
-      return c.json(shown(session, sandbox), 200);
+      return c.json(shown(session, sandbox, c.get("auth").key_id), 200);
     },
   );
   app.openapi(
@@ -78,7 +82,7 @@ export function sandboxApp(deps: AppDeps) {
       const { ended, ends } = await svc.coordinator.end(key, "ended");
       await accountEnds(svc, key, ends, backgroundOf(c));
       if (!ended) throw none(session);
-      return c.json(shown(session, ended), 200);
+      return c.json(shown(session, ended, c.get("auth").key_id), 200);
     },
   );
   return app;

@@ -355,7 +355,7 @@ export interface components {
             started_at: string;
             /** @description ISO time its last command ended (its start, before any). */
             last_used_at: string;
-            /** @description Processes besides its session shell, as its runner last reported them: the 64 lowest pids at most. */
+            /** @description Processes besides its session shell, as its runner last reported them: the 64 lowest pids at most. Their command lines are shown only to the API key that started the sandbox; to another key each reads "(started by another API key: not shown)". */
             processes: {
                 pid: number;
                 command: string;

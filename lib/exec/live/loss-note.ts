@@ -21,6 +21,7 @@ export const REASONS: Record<LiveLoss["reason"], string> = {
 
 /** What the model reads of a lost sandbox: why, which processes are gone, and that files are safe. */
 export function lossNote(loss: LiveLoss, interrupted = false): string {
+  if (loss.other_access) return `[the session's live sandbox, started by another API key, ended: ${REASONS[loss.reason]}. What ran in it was that key's and is not shown here; this call's sandbox is its own. Files are safe: every call's changes were written back to the workspace when it answered.]\n`;
   const procs = loss.lost_processes;
   const count = loss.lost_total ?? procs.length;
   const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");

@@ -53,6 +53,7 @@ export interface LiveRun {
  * replaced): what it leaves running never outlives its own revocation or expiry in another's; a
  * rotated secret's value replaces the sandbox whose egress proxy holds the old one; a workspace deleted
  * and made again under its id never runs in the old one's sandbox, whose token is refused there too.
+ * The key id is the fourth item: session-records.ts sandboxKeyId reads it (a loss is told to its key).
  */
 export async function sandboxOf(req: RunRequest, syncSecret: string, instance: string | undefined, keyId: string | undefined): Promise<string> {
   const secrets = await Promise.all((req.egress_secrets ?? []).map(async (s) => [s.name, s.host, s.header, await sign(syncSecret, `live-sandbox-secret\n${s.value}`)]));
@@ -151,7 +152,7 @@ async function live(ctx: LiveCall, executor: Executor, req: RunRequest, idleMs: 
     if ("busy" in b) throw busy(b.busy.retry_after_s, ctx.session);
     if ("none" in b) {
       const n = b.none;
-      if (n.other_access) return { declined: OTHER_ACCESS_NOTE, gone: false };
+      if (n.other_access) return { declined: (n.lost ? lossNote(n.lost) : "") + OTHER_ACCESS_NOTE, gone: false };
       return { declined: n.lost ? lossNote(n.lost) + FRESH_NOTE : "", gone: true };
     }
     turn = b.turn;

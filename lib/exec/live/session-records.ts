@@ -64,6 +64,34 @@ export interface LiveState {
 
 export const emptyLiveState = (): LiveState => ({ gen: null, told: [], loss: null, lastSandbox: "", turn: null, pending: null, poll: null });
 
+/** The API key a sandbox's access names (run-live.ts sandboxOf: the fourth item of its JSON array); undefined for any other shape. */
+export function sandboxKeyId(sandbox: string): string | undefined {
+  try {
+    const a: unknown = JSON.parse(sandbox);
+    return Array.isArray(a) && typeof a[3] === "string" ? a[3] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes the untold loss for a call of `sandbox`'s access: whole when the lost sandbox was started by
+ * the same API key (`key_id`, kept with the loss: a Durable Object keeps the loss alone across an
+ * eviction). Another key's loss stays for that key's next call (until the session's next loss takes
+ * its place): a call that starts a sandbox hears once only that it ended, and why (`other_access`:
+ * not its processes nor what its end wrote back); a join (`keepOthers`) hears nothing of it.
+ */
+export function takeLoss(s: LiveState, sandbox: string, keepOthers: boolean): LiveLoss | null {
+  const loss = s.loss;
+  if (!loss || loss.key_id === undefined || loss.key_id === sandboxKeyId(sandbox)) {
+    s.loss = null;
+    return loss;
+  }
+  if (keepOthers || loss.others_told) return null;
+  s.loss = { ...loss, others_told: true }; // a new object: a Durable Object's keeper saves it (session.ts)
+  return { generation: loss.generation, reason: loss.reason, lost_processes: [], other_access: true };
+}
+
 /** Nothing held: the session can be forgotten. */
 export const isEmpty = (s: LiveState): boolean => !s.gen && !s.turn && !s.loss && s.told.length === 0 && !s.poll && !s.pending;
 

@@ -14,7 +14,7 @@
 import { randomId } from "../../shared/hash.js";
 import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, netRestOf, reportedOf, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { keptWritten, netRestOf, reportedOf, sandboxKeyId, takeLoss, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -33,19 +33,18 @@ export type PollRef = Pick<Poll, "generation" | "id" | "since">;
 export function beginStep(s: LiveState, at: At, turnMs: number, sandbox: string, join: boolean, first: boolean): BeginAnswer | { held: number } {
   if (join && first) {
     const stale = checkStale(s, at);
-    if (!s.gen) return none(s, stale);
+    if (!s.gen) return none(s, stale, sandbox);
   }
   if (s.turn && s.turn.expires_at > at.now) return { held: s.turn.expires_at };
   s.turn = { id: randomId(16), expires_at: at.now + turnMs };
   const ends = checkStale(s, at);
   if (join && s.gen?.sandbox !== sandbox) {
     release(s, s.turn.id);
-    return s.gen ? { none: { other_access: true }, ends } : none(s, ends);
+    return none(s, ends, sandbox, !!s.gen);
   }
   // A sandbox started with other access (another API key, network, secrets) than this call's is not this call's: replaced.
   if (s.gen && s.gen.sandbox !== sandbox) ends.push(finish(s, at, s.gen, "replaced", lostOf(s.gen.status)));
-  const loss = s.loss;
-  s.loss = null;
+  const loss = takeLoss(s, sandbox, false);
   const lost = loss ? { lost: loss } : {};
   if (s.gen) return { turn: s.turn.id, generation: s.gen.generation, ...lost, ends };
   return { turn: s.turn.id, start: { generation: newGeneration(s, at, sandbox) }, ...lost, ends };
@@ -190,9 +189,10 @@ export function status(s: LiveState, at: At): { sandbox: SandboxView | null; end
   const g = s.gen;
   if (!g) return { sandbox: null, ends };
   const st = g.status;
+  const keyId = sandboxKeyId(g.sandbox);
   return {
     sandbox: {
-      generation: g.generation,
+      generation: g.generation, ...(keyId !== undefined ? { key_id: keyId } : {}),
       state: g.seen_at === undefined ? "starting" : open(s)?.taken_at !== undefined ? "running" : "idle",
       started_at: st?.started_at ?? g.requested_at,
       last_used_at: st?.last_used_at ?? g.requested_at,
@@ -220,11 +220,10 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
 const open = (s: LiveState): Pending | null => (s.pending && !s.pending.outcome ? s.pending : null);
 const same = (p: PendingRef, ref: PendingRef) => p.generation === ref.generation && p.seq === ref.seq;
 
-/** A join with no runner to run in (nothing started or replaced, no turn held): an untold loss goes with it, the caller tells it. */
-function none(s: LiveState, ends: LiveEnd[]): BeginAnswer {
-  const loss = s.loss;
-  s.loss = null;
-  return { none: loss ? { lost: loss } : {}, ends };
+/** A join with no runner to run in (none, or another access's: `other_access`): an untold loss of its own key goes with it, the caller tells it; another key's stays for that key. */
+function none(s: LiveState, ends: LiveEnd[], sandbox: string, other_access = false): BeginAnswer {
+  const loss = takeLoss(s, sandbox, true);
+  return { none: { ...(other_access ? { other_access } : {}), ...(loss ? { lost: loss } : {}) }, ends };
 }
 
 function newGeneration(s: LiveState, at: At, sandbox = s.gen?.sandbox ?? s.lastSandbox): string {
@@ -250,7 +249,8 @@ function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost
   if (s.poll?.generation === g.generation) s.poll = null; // its holder is answered the end (pollOutcome)
   // A runner that never came lost nothing; one that did is told to the session's next call, unless its workspace went
   // with it: that call is another workspace's (one made again under the id), and nothing of the gone one is its to hear.
-  s.loss = g.seen_at !== undefined && reason !== "workspace_deleted" ? { generation: g.generation, reason, ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
+  const keyId = sandboxKeyId(g.sandbox);
+  s.loss = g.seen_at !== undefined && reason !== "workspace_deleted" ? { generation: g.generation, reason, ...(keyId !== undefined ? { key_id: keyId } : {}), ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
   const st = g.status;
   return {
     generation: g.generation, reason, arrived: g.seen_at !== undefined,

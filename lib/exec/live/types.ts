@@ -29,6 +29,12 @@ export interface LiveTimings {
 export interface LiveLoss extends LiveLost {
   generation: string;
   reason: LiveEndReason;
+  /** The API key that started the lost sandbox (session-records.ts sandboxKeyId): only its calls hear the loss whole. */
+  key_id?: string;
+  /** The lost sandbox was started by another API key than the call told: it hears only that it ended, and why (session-records.ts takeLoss). */
+  other_access?: true;
+  /** Another key's call was told that it ended: not again (the loss stays for its own key). */
+  others_told?: true;
   /**
    * What the sandbox's final write-back did (LiveEnded.written), when its runner said: told to the next
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):
@@ -106,6 +112,8 @@ export type CallAnswer = { begun: BeginAnswer } | { ran: RunAnswer; turn: string
 /** GET .../sandbox: what the runner last reported, and the session's state. */
 export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
+  /** The API key that started it (session-records.ts sandboxKeyId): GET and DELETE show its processes' command lines to that key alone. */
+  key_id?: string;
 }
 
 /** One interface, three implementations (memory.ts; lib/runtime/live-object.ts; dynamodb.ts). */

@@ -38,8 +38,13 @@ export interface AuditEntry {
 
 export const MAX_FILES = 100;
 const MAX_KEPT_CHARS = 512;
-/** Arguments kept as they are: workspace paths and ids. */
-const KEPT_STRINGS = new Set(["path", "file_path", "from", "to", "working_dir", "prefix", "output_file", "task_id", "pending_id", "call_id", "checkpoint", "id", "key_id", "name", "tenant", "ws", "preset"]);
+/**
+ * Arguments kept as they are: workspace paths and ids. Not a background task's `task_id` nor a cut
+ * output's `output_file` (bash_output, kill_shell, task_output): they are what reads that output, told
+ * only to the call that made them (docs/shell-sessions.md), so the log, which other keys read, keeps
+ * their sizes.
+ */
+const KEPT_STRINGS = new Set(["path", "file_path", "from", "to", "working_dir", "prefix", "pending_id", "call_id", "checkpoint", "id", "key_id", "name", "tenant", "ws", "preset"]);
 /** Arguments that pick one of a route's named choices (uploads' all|each, import's merge|replace): kept as given, as flags are, while they look like a choice's name. */
 const KEPT_CHOICES = new Set(["mode"]);
 const CHOICE = /^[a-z][a-z_-]{0,31}$/;

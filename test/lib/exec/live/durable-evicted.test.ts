@@ -39,3 +39,23 @@ it("what an idle end lost is told to the session's next call by a new instance o
     expect((again as { none: { lost?: unknown } }).none.lost).toBeUndefined();
   });
 });
+
+it("after an eviction too, the loss is told to a call of the key that started the sandbox, never to another key's", async () => {
+  // What run-live.ts sandboxOf makes: [network, secrets, workspace instance, API key id].
+  const ofKey = (keyId: string) => JSON.stringify([false, [], null, keyId]);
+  const stub = env.LIVE.get(env.LIVE.idFromName(`evicted-keys-${Date.now()}`)) as unknown as DurableObjectStub<LiveObject>;
+  await runInDurableObject(stub, async (object: LiveObject, state: DurableObjectState) => {
+    const b = await object.begin(FAST, 5_000, 60_000, ofKey("key-a"));
+    if (!("start" in b)) throw new Error(`expected a start: ${JSON.stringify(b)}`);
+    const gen = b.start.generation;
+    expect(await object.next(FAST, gen, status(gen))).toEqual({ wait: true });
+    object.release(FAST, b.turn);
+    await object.ended(FAST, gen, { generation: gen, reason: "idle", lost_processes: [{ pid: 4, command: "python3 -m http.server 8123" }], status: status(gen) });
+
+    const other = await new LiveObject(state, env).begin(FAST, 5_000, 60_000, ofKey("key-b"), true);
+    expect(other).toMatchObject({ none: {} });
+    expect((other as { none: { lost?: unknown } }).none.lost).toBeUndefined(); // before: the first key's loss, its processes listed
+    const own = await new LiveObject(state, env).begin(FAST, 5_000, 60_000, ofKey("key-a"), true);
+    expect(own).toMatchObject({ none: { lost: { generation: gen, reason: "idle", lost_processes: [{ pid: 4, command: "python3 -m http.server 8123" }] } } });
+  });
+});
