@@ -85,13 +85,19 @@ export async function writeBackBackground(ctx: LiveContext, sync: SyncClient, ru
   });
 }
 
-/** Folds a background write-back into the command's result: its files and conflicts are reported as the command's own. */
+/**
+ * Folds a background write-back into the command's result: its files, conflicts and bytes are reported
+ * as the command's own (its sync's uploaded_bytes: the call's usage record's bytes_written). Before
+ * (2026-12-02) its bytes were left out: what background processes wrote between two calls was billed
+ * to no record.
+ */
 function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
   const wb = bg?.wb;
   if (!wb) return r;
   const sorted = (a: string[]) => [...new Set(a)].sort();
   return {
     ...r,
+    sync: { ...r.sync, uploaded_files: r.sync.uploaded_files + wb.created.length + wb.modified.length, uploaded_bytes: r.sync.uploaded_bytes + wb.uploaded_bytes, deleted_files: r.sync.deleted_files + wb.deleted.length },
     files_changed: sorted([...wb.created, ...wb.modified, ...r.files_changed]),
     files_created: sorted([...wb.created, ...r.files_created]),
     files_deleted: sorted([...wb.deleted, ...r.files_deleted]),

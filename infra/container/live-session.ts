@@ -252,12 +252,15 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   const lost: LiveLost = shell.alive ? lostOf(last) : { lost_processes: seen }; // bounded with the end, below
   await shell.kill().catch(() => {});
   let written: LiveEnded["written"];
+  /** The workspace bytes the final write-back wrote (its end's usage record's bytes_written). */
+  let writtenBytes = 0;
   try {
     if (unsure) throw new Error("the tree is not what the slot records");
     // Its key revoked or expired: nothing more of the sandbox is written back (a command killed for it left its changes in the tree).
     if (reason === "revoked") throw new Error("the sandbox's key is gone");
     const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, journal, unsure }, sync, runId, limits);
     if (bg.wb) written = { changed: [...bg.wb.created, ...bg.wb.modified].sort(), deleted: bg.wb.deleted, conflicts: bg.wb.conflicts.map((c) => c.path) };
+    writtenBytes = bg.wb?.uploaded_bytes ?? 0;
     clean = true;
   } catch {
     // The write-back failed (the API unreachable): the slot is wiped; storage keeps what it had.
@@ -272,7 +275,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
   // Its network bytes since the last command's share (its background processes'), for its end's usage record.
   const net = shell.net.take();
   const netRest = net ? { net_bytes_in: net.bytesIn, net_bytes_out: net.bytesOut } : {};
-  const ended = boundedEnded({ generation: spec.generation, reason, ...lost, status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt, ...netRest }, ...(written ? { written } : {}) });
+  const ended = boundedEnded({ generation: spec.generation, reason, ...lost, status: { ...lastCost, processes: [], ports: [], wall_ms: Date.now() - startedAt, ...netRest, ...(writtenBytes ? { bytes_written: writtenBytes } : {}) }, ...(written ? { written } : {}) });
   await channel.ended(ended).catch(() => {}); // the API takes a runner that stopped polling for lost (LIVE_STALE_MS)
   return ended;
 }

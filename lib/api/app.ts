@@ -83,8 +83,8 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
         ...(inputDeps.liveMaxLifeMs ? { max_life_ms: inputDeps.liveMaxLifeMs } : {}), ...(inputDeps.liveBusyWaitMs !== undefined ? { busy_wait_ms: inputDeps.liveBusyWaitMs } : {}),
       })
     : undefined;
-  // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs; past the limit, live sandboxes' slots whose runner is gone are freed (lib/exec/limited.ts).
-  const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits, live) : inputDeps.executor;
+  // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs; past the limit, the slots of live sandboxes whose runner is gone and of runs whose result is stored are freed (lib/exec/limited.ts).
+  const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits, live, inputDeps.storage) : inputDeps.executor;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.
   // calls_per_minute's token of most calls comes from this isolate's pool (lib/limits/call-leases.ts).
   const callLeases = inputDeps.callLeases ?? (inputDeps.limits ? new CallLeases(inputDeps.limits) : undefined);

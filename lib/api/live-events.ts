@@ -1,7 +1,8 @@
 /**
  * A live sandbox's start and end, as the app records them (docs/live-sessions.md, docs/usage.md,
  * docs/audit.md): an audit entry at its start and at its end, and one usage record at its end
- * (route "live sandbox": sandbox_ms its wall time, from its start to its end); no end entry when its
+ * (route "live sandbox": sandbox_ms its wall time, from its start to its end, bytes_written what its final
+ * write-back wrote, as its runner reported it); no end entry when its
  * workspace was deleted (the log went with it). Given to the live service by createApp; neither fails a call.
  * Both are written under the waitUntil of the request that learned of the start or end (`later`); before
  * (2026-12-02) the end's usage record went to the sink at once, outside every waitUntil, and workerd could
@@ -33,7 +34,7 @@ export function liveEvents(deps: Pick<AppDeps, "storage" | "onUsage">): LiveEven
     async ended(key, end: LiveEnd, later) {
       const key_id = starters.get(end.generation) ?? "";
       starters.delete(end.generation);
-      emitUsage(deps.onUsage, { tenant: key.tenant, workspace: key.workspace, ...(key_id ? { key: key_id } : {}), route: LIVE_USAGE_ROUTE, ok: true, ms: end.wall_ms, bytes_read: 0, bytes_written: 0, sandbox_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), ...(end.net_bytes_in !== undefined ? { net_bytes_in: end.net_bytes_in, net_bytes_out: end.net_bytes_out ?? 0 } : {}) }, later);
+      emitUsage(deps.onUsage, { tenant: key.tenant, workspace: key.workspace, ...(key_id ? { key: key_id } : {}), route: LIVE_USAGE_ROUTE, ok: true, ms: end.wall_ms, bytes_read: 0, bytes_written: end.bytes_written ?? 0, sandbox_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), ...(end.net_bytes_in !== undefined ? { net_bytes_in: end.net_bytes_in, net_bytes_out: end.net_bytes_out ?? 0 } : {}) }, later);
       // Its workspace's audit log went with the workspace: an entry now would be a leftover under a prefix without a record.
       if (end.reason === "workspace_deleted") return;
       await recordAudit(deps.storage, entry(key, "live sandbox end", key_id, { generation: end.generation, reason: end.reason, wall_ms: end.wall_ms, ...(end.cpu_ms !== undefined ? { cpu_ms: end.cpu_ms } : {}), processes_lost: end.lost_total ?? end.lost_processes.length }), later);

@@ -14,11 +14,22 @@
  * each holder's coordinator whether that generation is still the session's current one, frees the
  * leases of those that are not (a restart or redeploy forgot them; a runner that stopped polling is
  * found lost by that same question, stale_ms after its last poll) and tries once more.
+ *
+ * A fresh run's lease names its run (its record x/runs/<run>/, lib/sync/run-records.ts) when the
+ * executor is given the storage: past the limit, the acquirer HEADs each such run's result.json, and a
+ * run whose runner stored its result is over (its sandbox is gone; the API instance that ran it died
+ * before it released the slot, or is about to release it): its lease is released. No result proves
+ * nothing (a runner still running, or one not yet started, has none): that slot is kept until its lease
+ * ends. Nothing of this is on a run's path while the limit is not full (the holder's fields ride on the
+ * lease's own write; its run id is a hash of the request's idempotency key).
  */
 import type { WaitUntil } from "../shared/after-answer.js";
 import { ToolError } from "../shared/errors.js";
 import type { Caller, LimitsStore } from "../limits/store.js";
-import type { LeaseHolder, RunDecision } from "../limits/limiter.js";
+import type { LeaseHolder, LiveHolder, RunDecision, RunHolder } from "../limits/limiter.js";
+import type { StorageDriver } from "../storage/types.js";
+import { runPrefix } from "../layout/paths.js";
+import { keysOf, runIdFor } from "../sync/run-records.js";
 import type { Executor, RunRequest } from "./types.js";
 import { accountEnds, type LiveService } from "./live/service.js";
 import { LIVE_POLL_MS, LIVE_STALE_MS } from "../sync/live-types.js";
@@ -49,35 +60,55 @@ const LOST_AFTER_S = Math.round((LIVE_POLL_MS + LIVE_STALE_MS) / 1000);
 const HOLDERS_ASKED = 32;
 
 /**
- * The one way a concurrent_runs slot is taken. `holder`: the live sandbox that will hold it. Refused
- * with live holders counted and `live` given: each holder's session is asked for its current
- * generation (its coordinator's status, whose ends are accounted as a call's); a lease whose holder is
- * not current is released, and when any was, the slot is asked for once more. A coordinator that does
- * not answer keeps its holder's slot (never freed on a guess).
+ * The one way a concurrent_runs slot is taken. `holder`: the live sandbox or fresh run that will hold
+ * it. Refused with holders counted: each live holder's session is asked for its current generation
+ * (`live`: its coordinator's status, whose ends are accounted as a call's), each run holder's result is
+ * looked for (`storage`: one HEAD); a lease whose holder is provably over is released, and when any
+ * was, the slot is asked for once more. A coordinator or storage that does not answer keeps its
+ * holder's slot (never freed on a guess).
  */
-export async function acquireSlot(limits: LimitsStore, tenant: string, caller: Caller, leaseMs: number, opts: { holder?: LeaseHolder; live?: LiveService; later?: WaitUntil } = {}): Promise<RunDecision> {
+export async function acquireSlot(limits: LimitsStore, tenant: string, caller: Caller, leaseMs: number, opts: { holder?: LeaseHolder; live?: LiveService; storage?: StorageDriver; later?: WaitUntil } = {}): Promise<RunDecision> {
   const d = await limits.acquireRun(tenant, caller, leaseMs, opts.holder);
-  if (d.ok || !d.holders || !opts.live) return d;
-  const live = opts.live;
-  const freed = await Promise.all(d.holders.slice(0, HOLDERS_ASKED).map(async ({ lease, holder }) => {
-    const key = { tenant, workspace: holder.workspace, session: holder.session };
-    const seen = await live.coordinator.status(key).catch(() => null);
-    if (!seen) return false;
-    await accountEnds(live, key, seen.ends, opts.later); // a generation found lost just now: its slot released (and its usage and audit written) here
-    if (seen.sandbox?.generation === holder.generation) return false;
-    if (!seen.ends.some((e) => e.lease === lease)) await limits.releaseRun(tenant, lease).catch(() => {});
-    return true;
-  }));
+  if (d.ok || !d.holders || (!opts.live && !opts.storage)) return d;
+  const freed = await Promise.all(d.holders.slice(0, HOLDERS_ASKED).map(({ lease, holder }) => ("run" in holder ? runOver(tenant, lease, holder, limits, opts.storage) : liveGone(tenant, lease, holder, limits, opts.live, opts.later))));
   return freed.some(Boolean) ? limits.acquireRun(tenant, caller, leaseMs, opts.holder) : d;
 }
 
-/** `live`: the live service whose sandboxes' stale slots a run past the limit frees (acquireSlot). */
-export function limitedExecutor(executor: Executor, limits: LimitsStore, live?: LiveService): Executor {
+/** Whether a live holder is gone (no longer its session's current generation): its lease released, unless its end released it. */
+async function liveGone(tenant: string, lease: string, holder: LiveHolder, limits: LimitsStore, live: LiveService | undefined, later: WaitUntil | undefined): Promise<boolean> {
+  if (!live) return false;
+  const key = { tenant, workspace: holder.workspace, session: holder.session };
+  const seen = await live.coordinator.status(key).catch(() => null);
+  if (!seen) return false;
+  await accountEnds(live, key, seen.ends, later); // a generation found lost just now: its slot released (and its usage and audit written) here
+  if (seen.sandbox?.generation === holder.generation) return false;
+  if (!seen.ends.some((e) => e.lease === lease)) await limits.releaseRun(tenant, lease).catch(() => {});
+  return true;
+}
+
+/** Whether a fresh run is over (its runner stored its result): its lease released. */
+async function runOver(tenant: string, lease: string, holder: RunHolder, limits: LimitsStore, storage: StorageDriver | undefined): Promise<boolean> {
+  if (!storage) return false;
+  const result = await storage.head(keysOf(runPrefix(tenant, holder.workspace, holder.run)).result).catch(() => null);
+  if (!result) return false;
+  await limits.releaseRun(tenant, lease).catch(() => {});
+  return true;
+}
+
+/** The holder a fresh run's lease names: its run (the id its runner's record is kept under). */
+export const runHolder = async (req: RunRequest): Promise<RunHolder> => ({ workspace: req.workspace, run: await runIdFor(req.tenant, req.workspace, req.idempotency_key) });
+
+/**
+ * `live`: the live service whose sandboxes' stale slots a run past the limit frees; `storage`: where the
+ * runs' records are, for a run's lease to name its run and a run past the limit to free the slots of
+ * runs that are over (acquireSlot).
+ */
+export function limitedExecutor(executor: Executor, limits: LimitsStore, live?: LiveService, storage?: StorageDriver): Executor {
   /** `work` under a slot of the tenant's concurrent_runs (and of the caller's key's own), released once it ended. */
   async function holding<T>(req: RunRequest, work: () => Promise<T>, caller: Caller = { key_id: "" }): Promise<T> {
     let d;
     try {
-      d = await acquireSlot(limits, req.tenant, caller, runLeaseMs(req), live ? { live } : {});
+      d = await acquireSlot(limits, req.tenant, caller, runLeaseMs(req), { ...(live ? { live } : {}), ...(storage ? { storage, holder: await runHolder(req) } : {}) });
     } catch (e) {
       console.error("limits: the tenant's limits object did not answer; the run goes on uncounted", e instanceof Error ? e.message : String(e));
       return work();

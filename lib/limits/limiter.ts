@@ -32,16 +32,28 @@ export type CallDecision = ({ ok: true } | { ok: false; retry_after: number }) &
 export type CallLease = RateState & { granted: number; tenant_limit: number; key_limit: number };
 
 /**
- * Who holds a slot, when a live sandbox does (lib/exec/live/): its session and the generation of
- * runner started for it. A slot past the limit whose holder is no longer its session's current
- * generation (a restart forgot it, its runner stopped polling) is freed by the next acquirer
- * (lib/exec/limited.ts acquireSlot). A fresh run's slot names none: its short lease bounds it.
+ * Who holds a slot: a live sandbox (lib/exec/live/: its session and the generation of runner started
+ * for it) or a fresh run (its run id: its record x/runs/<run>/, lib/sync/run-records.ts). A slot past
+ * the limit whose holder is provably over is freed by the next acquirer (lib/exec/limited.ts
+ * acquireSlot): a live holder no longer its session's current generation (a restart forgot it, its
+ * runner stopped polling), a run whose runner stored its result (its API instance died before it
+ * released the slot).
  */
-export interface LeaseHolder {
+export type LeaseHolder = LiveHolder | RunHolder;
+
+export interface LiveHolder {
   workspace: string;
   session: string;
   generation: string;
 }
+
+export interface RunHolder {
+  workspace: string;
+  run: string;
+}
+
+/** The holder's own fields, nothing more (what a lease keeps). */
+const holderFields = (h: LeaseHolder): LeaseHolder => ("run" in h ? { workspace: h.workspace, run: h.run } : { workspace: h.workspace, session: h.session, generation: h.generation });
 
 export interface Lease {
   id: string;
@@ -61,7 +73,7 @@ export interface LimiterState {
 
 /**
  * Refused: `by` names whose concurrent_runs was reached, the calling key's own or the tenant's;
- * `holders`, the live sandboxes among the leases counted (for the acquirer to ask whether they still run; never told to the caller).
+ * `holders`, the leases counted that name a holder (live sandboxes, fresh runs) (for the acquirer to ask whether they still run; never told to the caller).
  */
 export type RunDecision =
   | { ok: true; lease: string; running: number; limit: number }
@@ -152,7 +164,7 @@ export class TenantLimiter {
   /**
    * A slot for one sandbox run, held until released or until the lease ends (a crashed caller frees
    * it then): the tenant's running leases stay under tenantLimit and the key's under keyLimit.
-   * `holder`: the live sandbox that holds it, kept with the lease and named in a refusal's `holders`.
+   * `holder`: the live sandbox or run that holds it, kept with the lease and named in a refusal's `holders`.
    */
   acquireRun(keyId: string, tenantLimit: number, keyLimit: number, leaseMs: number, holder?: LeaseHolder): RunDecision {
     const now = this.now();
@@ -167,7 +179,7 @@ export class TenantLimiter {
       return { ok: false, running: held.length, limit, retry_after: Math.max(1, Math.min(60, Math.ceil((soonest - now) / 1000))), by: byKey ? "key" : "tenant", ...(holders.length ? { holders } : {}) };
     }
     const id = `${now.toString(36)}-${(this.seq++).toString(36)}`;
-    this.leases.set(id, { id, key: keyId, until: now + leaseMs, ...(holder ? { holder: { workspace: holder.workspace, session: holder.session, generation: holder.generation } } : {}) });
+    this.leases.set(id, { id, key: keyId, until: now + leaseMs, ...(holder ? { holder: holderFields(holder) } : {}) });
     return { ok: true, lease: id, running: all.length + 1, limit: tenantLimit };
   }
 

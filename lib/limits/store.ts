@@ -33,7 +33,7 @@ export interface LimitsStore {
   releaseClaim(tenant: string, key: string, id: string): Promise<void>;
   /**
    * A slot of concurrent_runs, leased for leaseMs (released by releaseRun, or freed when the lease ends).
-   * `holder`: the live sandbox holding it, kept with the lease (a refusal names the holders counted: lib/exec/limited.ts acquireSlot).
+   * `holder`: the live sandbox or fresh run holding it, kept with the lease (a refusal names the holders counted: lib/exec/limited.ts acquireSlot).
    */
   acquireRun(tenant: string, caller: Caller, leaseMs: number, holder?: LeaseHolder): Promise<RunDecision>;
   releaseRun(tenant: string, lease: string): Promise<void>;

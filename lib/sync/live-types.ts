@@ -92,6 +92,12 @@ export interface LiveStatus {
    */
   net_bytes_in?: number;
   net_bytes_out?: number;
+  /**
+   * In its end's status only (LiveEnded): the workspace bytes its final write-back wrote (what its
+   * background processes changed since the last command; each command's own, and what background
+   * processes wrote before it, are in its call's record: RunResult.sync.uploaded_bytes).
+   */
+  bytes_written?: number;
 }
 
 /**

@@ -121,11 +121,16 @@ export function reportedOf(st: LiveStatus | undefined): Pick<LiveStatus, "proces
 /** A byte count the runner reported, as a usage record sums it (anything else: 0). */
 const byteCount = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.round(v) : 0);
 
-/** An end's network bytes not in any command's record (LiveStatus.net_bytes_in): both fields when any, none otherwise. */
-export function netRestOf(st: LiveStatus | undefined): { net_bytes_in?: number; net_bytes_out?: number } {
+/**
+ * What an end bills that no command's record did (its status's, the runner's end report): the network
+ * bytes its background processes exchanged after the last command (LiveStatus.net_bytes_in: both fields
+ * when any) and the workspace bytes its final write-back wrote (LiveStatus.bytes_written: when any).
+ */
+export function endRestOf(st: LiveStatus | undefined): { net_bytes_in?: number; net_bytes_out?: number; bytes_written?: number } {
   const net_bytes_in = byteCount(st?.net_bytes_in);
   const net_bytes_out = byteCount(st?.net_bytes_out);
-  return net_bytes_in || net_bytes_out ? { net_bytes_in, net_bytes_out } : {};
+  const bytes_written = byteCount(st?.bytes_written);
+  return { ...(net_bytes_in || net_bytes_out ? { net_bytes_in, net_bytes_out } : {}), ...(bytes_written ? { bytes_written } : {}) };
 }
 
 /** Keeps the status a poll or an answer carries, bounded; never one older than held (an answer sent again, a replay): what GET shows and a loss lists and bills. */

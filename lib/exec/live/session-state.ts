@@ -14,7 +14,7 @@
 import { randomId } from "../../shared/hash.js";
 import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { keptWritten, netRestOf, reportedOf, sandboxKeyId, takeLoss, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { endRestOf, keptWritten, reportedOf, sandboxKeyId, takeLoss, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
 
 /** When a transition happens, and the session's timings. */
 export type At = { now: number; timings: LiveTimings };
@@ -257,7 +257,7 @@ function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lost
     started_at: st?.started_at ?? g.requested_at, ended_at: at.now,
     wall_ms: st ? Math.max(st.wall_ms, at.now - st.started_at) : 0,
     ...(st?.cpu_ms !== undefined ? { cpu_ms: st.cpu_ms } : {}),
-    ...netRestOf(st),
+    ...endRestOf(st),
     ...(g.lease ? { lease: g.lease } : {}),
     ...lost,
   };

@@ -56,6 +56,8 @@ export interface LiveEnd extends LiveLost {
   /** Network bytes not in any command's record: what its background processes exchanged after the last command (LiveStatus.net_bytes_in). */
   net_bytes_in?: number;
   net_bytes_out?: number;
+  /** Workspace bytes not in any command's record: what its final write-back wrote (LiveStatus.bytes_written). */
+  bytes_written?: number;
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
 }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { tools } from "../../../functions/index.js";
 import { localExecutor } from "../../../infra/container/local-executor.js";
+import type { Executor } from "../../../lib/exec/types.js";
 import { createApp } from "../../../lib/api/app.js";
 import type { AppDeps } from "../../../lib/api/deps.js";
 import type { UsageRecord } from "../../../lib/run/metering/record.js";
@@ -30,9 +31,10 @@ export interface Tenant {
 
 /**
  * One app with its own sandbox root; close() stops the runner and removes the root. `extra` replaces
- * deps (a usage store: then `usage` stays empty); `runnerFetch` wraps the fetch the runner reaches the app by.
+ * deps (a usage store: then `usage` stays empty); `runnerFetch` wraps the fetch the runner reaches the app by;
+ * `wrapExecutor` the executor the app is given (the real one stays the runner: close() stops it).
  */
-export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof fetch) => typeof fetch = (f) => f) {
+export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof fetch) => typeof fetch = (f) => f, wrapExecutor: (e: Executor) => Executor = (e) => e) {
   const root = mkdtempSync(join(tmpdir(), "toolshed-mcp-tasks-"));
   chmodSync(root, 0o711);
   const usage: UsageRecord[] = [];
@@ -41,7 +43,7 @@ export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof
   // fetch: a live sandbox's channel (/v1/sync/live/*) reaches the app too, when `extra` gives it a liveCoordinator.
   const executor = localExecutor({ root, fetch: viaApp, syncClient: (req) => httpSyncClient({ ...req.sync, fetch: viaApp }), runRecords: (req) => httpRunRecords({ ...req.sync, fetch: viaApp }) });
   const storage = memoryDriver();
-  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor, syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true }, ...extra } as AppDeps;
+  const deps = { storage, kv: storageKeyValue(memoryDriver(), "kv/"), adminToken: ADMIN, executor: wrapExecutor(executor), syncSecret: "sync-secret-for-tests-0123456789", syncUrl: "http://toolshed.internal", onUsage: (u: UsageRecord) => void usage.push(u), webFetch: { allowLoopback: true }, ...extra } as AppDeps;
   app = createApp(deps, tools);
 
   const call = async (path: string, init: RequestInit, auth: string) =>

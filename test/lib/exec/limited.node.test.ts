@@ -77,7 +77,7 @@ describe("acquireSlot: past the limit, live sandboxes' slots whose holder is gon
     expect(await acquireSlot(limits, "a", caller, 60_000, { live })).toMatchObject({ ok: true, running: 2 });
     const refused = await acquireSlot(limits, "a", caller, 60_000, { live });
     expect(refused).toMatchObject({ ok: false, running: 2 });
-    expect(!refused.ok && refused.holders?.map((h) => h.holder.session)).toEqual(["s-live"]);
+    expect(!refused.ok && refused.holders?.map((h) => "session" in h.holder && h.holder.session)).toEqual(["s-live"]);
     // A coordinator that does not answer frees nothing (never on a guess); without a live service, nothing is asked.
     const failing = { ...live, coordinator: { ...live.coordinator, status: async () => { throw new Error("down"); } } };
     const l2 = memoryLimits();

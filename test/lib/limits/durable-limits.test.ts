@@ -123,19 +123,22 @@ describe("concurrent_runs leases in the Durable Object", () => {
     expect((await a.acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(false);
   });
 
-  it("a lease's holder (a live sandbox) round-trips through the object: a refusal names it with its lease, its storage keeps it", async () => {
+  it("a lease's holder (a live sandbox, a fresh run) round-trips through the object: a refusal names it with its lease, its storage keeps it", async () => {
     const a = limits();
     const tenant = `t-holders-${Date.now()}`;
-    await a.set(tenant, { concurrent_runs: 2 });
+    await a.set(tenant, { concurrent_runs: 3 });
     const holder = { workspace: "w-1", session: "chat/ü 1", generation: "g_0123456789abcdef" };
+    const runHolder = { workspace: "w-1", run: "r0123456789abcde" };
     const live = await a.acquireRun(tenant, { key_id: "k" }, 60_000, holder);
-    expect((await limits().acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(true); // a fresh run's: no holder
+    expect((await limits().acquireRun(tenant, { key_id: "k" }, 60_000)).ok).toBe(true); // no holder
+    const ran = await limits().acquireRun(tenant, { key_id: "k" }, 60_000, runHolder);
     const refused = await limits().acquireRun(tenant, { key_id: "k" }, 60_000, holder);
-    expect(refused).toMatchObject({ ok: false, running: 2, limit: 2 });
-    expect(!refused.ok && refused.holders).toEqual([{ lease: live.ok ? live.lease : "", holder }]);
+    expect(refused).toMatchObject({ ok: false, running: 3, limit: 3 });
+    expect(!refused.ok && refused.holders).toEqual([{ lease: live.ok ? live.lease : "", holder }, { lease: ran.ok ? ran.lease : "", holder: runHolder }]);
     // Kept in the object's storage with its lease (what a restarted object loads).
     const stub = env.LIMITS.get(env.LIMITS.idFromName(tenant));
     const kept = await runInDurableObject(stub, (_: unknown, state: DurableObjectState) => state.storage.get<Lease[]>("leases"));
     expect(kept?.find((l) => live.ok && l.id === live.lease)).toMatchObject({ holder });
+    expect(kept?.find((l) => ran.ok && l.id === ran.lease)).toMatchObject({ holder: runHolder });
   });
 });

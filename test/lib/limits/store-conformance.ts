@@ -80,6 +80,19 @@ export function describeLimitsStore(name: string, make: MakeStores) {
       expect(await a.acquireRun(t, { key_id: "k" }, 1_000)).toMatchObject({ ok: true, running: 1 });
     });
 
+    it("concurrent_runs holders: a fresh run's holder (its run id) round-trips beside a live sandbox's, named with its lease in a refusal across handles; only the holder's own fields are kept", async () => {
+      const { a, b } = make(clock().now);
+      const t = tenantName("r");
+      await a.set(t, { concurrent_runs: 2 });
+      const run = { workspace: "w-1", run: "r0123456789abcde" };
+      const live = { workspace: "w-1", session: "s-1", generation: "g_0123456789abcdef" };
+      const ran = await a.acquireRun(t, { key_id: "k" }, 60_000, { ...run, extra: "dropped" } as typeof run);
+      const lived = await b.acquireRun(t, { key_id: "k" }, 60_000, live);
+      const refused = await b.acquireRun(t, { key_id: "k" }, 60_000, run);
+      expect(refused).toMatchObject({ ok: false, running: 2 });
+      expect(!refused.ok && refused.holders).toEqual([{ lease: ran.ok ? ran.lease : "", holder: run }, { lease: lived.ok ? lived.lease : "", holder: live }]);
+    });
+
     it("concurrent_runs holders: a lease's holder (a live sandbox) round-trips, named with its lease in a refusal across handles; a lease without one, or past a key's own limit another key's, is not named", async () => {
       const { a, b } = make(clock().now);
       const t = tenantName("h");
