@@ -87,7 +87,8 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       noWriteBatches = true;
       return null;
     }
-    if (res.status === 413) throw refused(res.status, text, `${route} batch`); // the write-back's plan refused: nothing of it was written
+    const refusal = refused(res.status, text, `${route} batch`);
+    if (refusal.code === "QUOTA_EXCEEDED") throw refusal; // the write-back's plan refused: nothing of it was written
     let body: { files?: unknown; error?: { message?: string } } | null = null;
     try {
       body = JSON.parse(text);
@@ -95,7 +96,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       /* not JSON: fail below */
     }
     if (res.status >= 400 && res.status < 500 && Array.isArray(body?.files)) return { body, why: `batch refused: ${body?.error?.message ?? `HTTP ${res.status}`}` };
-    throw refused(res.status, text, `${route} batch`);
+    throw refusal;
   }
 
   async function call(method: string, url: string, init: RequestInit = {}, idempotent = method === "GET"): Promise<Response> {
