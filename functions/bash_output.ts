@@ -53,7 +53,7 @@ export default defineTool({
     // A run stopped before it ended wrote back nothing: what it had changed is named (data.result lists no discarded paths).
     // One stopped by its disk quota has its error line, which says what to do instead.
     const stopped = p.status === "timed_out" ? "timed out" : p.status === "killed" ? "was killed" : null;
-    const lost = p.result && stopped && !p.error ? discardedNote(p.result.discarded, stopped, stopped === "timed out" ? "Run it again with a larger timeout." : keyGone ? "Run it again with a valid key to make them." : "Run it again to make them.") : "";
+    const lost = p.result && stopped && !p.error ? discardedNote(p.result, stopped, stopped === "timed out" ? "Run it again with a larger timeout." : keyGone ? "Run it again with a valid key to make them." : "Run it again to make them.") : "";
     const err = (p.result ? writeBackNotes(p.result) : "") + lost + (p.error ? `\n[error: ${p.error.code}: ${p.error.message}]` : "");
     return {
       title: `${args.task_id}: ${p.status}`,

@@ -1,4 +1,5 @@
 /** A command's RunResult from its parts, one way for fresh runs (runner.ts) and live commands (live-session.ts). Node only. */
+import { discardedOf } from "../../lib/exec/discarded.js";
 import { UNSYNCED_SHOWN, type RunResult, type ShellState, type Skipped } from "../../lib/exec/types.js";
 import type { SandboxExit } from "./sandbox-spec.js";
 import type { OutputCollector } from "./output.js";
@@ -67,7 +68,7 @@ export function runResult(p: ResultParts): RunResult {
     ...(so.modesChanged.length ? { modes_changed: so.modesChanged } : {}),
     conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
     skipped,
-    discarded: so.finished ? [] : [...so.changes.map((c) => c.path), ...so.dirDelta.map((d) => `${d.path}/`)],
+    ...discardedOf(so.finished ? [] : [...so.changes.map((c) => c.path), ...so.dirDelta.map((d) => `${d.path}/`)]),
     ...(p.shell ? { shell: p.shell } : {}),
     ...(wb?.unsynced.paths.length ? { unsynced: { count: wb.unsynced.paths.length, paths: wb.unsynced.paths.slice(0, UNSYNCED_SHOWN), reasons: wb.unsynced.reasons } } : {}),
     sync: {

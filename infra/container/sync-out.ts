@@ -98,7 +98,7 @@ async function settle(slot: Slot, after: WalkResult, changes: Change[], outcome:
     await fs.rm(after.rawPaths.get(s.path) ?? join(slot.tree, s.path), { recursive: true, force: true });
     removed.push(s.path);
   }
-  pruneSettled(slot.tree, after, removed, slot.dirs);
+  await pruneSettled(slot.tree, after, removed, slot.dirs);
   return exact;
 }
 

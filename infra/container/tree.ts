@@ -9,7 +9,7 @@
  * call is visible to the next. Concurrent runs on one workspace get separate slots.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, constants, lchownSync, lstatSync, mkdirSync, promises as fs, rmdirSync } from "node:fs";
+import { chmodSync, constants, lchownSync, lstatSync, mkdirSync, promises as fs } from "node:fs";
 import { join } from "node:path";
 import { ancestorsOf, parentOf } from "../../lib/layout/paths.js";
 import type { ManifestView } from "../../lib/sync/view.js";
@@ -142,8 +142,12 @@ export async function pruneEmptyDirs(tree: string, dirs: Iterable<string>): Prom
  * zero is removed, and counts against its parent; one in `keep` (explicit directories: storage
  * has their markers) stays. Same outcome as pruneEmptyDirs over every other directory, in
  * O(removed + empty directories) system calls instead of one per directory.
+ * Asynchronous, PRUNE_IN_FLIGHT at a time, in rounds (a directory's parent is looked at once the
+ * round that emptied it is over): an rmdir is 0.4–1.5 ms on ext4, and 16,000 synchronous ones after a
+ * discarded run held the runner's event loop 10.8 s (live sandboxes' polls, other runs' pumps and
+ * kill checks all waited).
  */
-export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<string>, keep: ReadonlyMap<string, unknown> = new Map()): void {
+export async function pruneSettled(tree: string, after: WalkResult, removed: Iterable<string>, keep: ReadonlyMap<string, unknown> = new Map()): Promise<void> {
   const left = new Map(after.counts);
   const empty: string[] = [];
   for (const [d, n] of left) if (n === 0 && d !== "") empty.push(d);
@@ -156,16 +160,20 @@ export function pruneSettled(tree: string, after: WalkResult, removed: Iterable<
   };
   for (const p of removed) drop(p);
   while (empty.length) {
-    const d = empty.pop()!;
-    if (keep.has(d)) continue;
-    try {
-      rmdirSync(join(tree, d));
-    } catch {
-      continue; // not empty after all, or gone: leave it and its parents, like pruneEmptyDirs
-    }
-    drop(d);
+    const round = empty.splice(0).filter((d) => !keep.has(d));
+    await pool(PRUNE_IN_FLIGHT, round, async (d) => {
+      try {
+        await fs.rmdir(join(tree, d));
+      } catch {
+        return; // not empty after all, or gone: leave it and its parents, like pruneEmptyDirs
+      }
+      drop(d);
+    });
   }
 }
+
+/** rmdirs pruneSettled keeps in flight (the thread pool has 4 threads; more only queue there). */
+const PRUNE_IN_FLIGHT = 8;
 
 export interface ReconcileStats {
   downloaded_files: number;

@@ -14,6 +14,7 @@ import { quotaMessage } from "./runs.js";
 import { firstNames } from "./write-back-notes.js";
 import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
+import { discardedCount } from "./discarded.js";
 import { readTenantPolicy } from "./tenant-policy.js";
 import type { WebDomains } from "../shared/web-domains.js";
 
@@ -175,7 +176,8 @@ export function commandData(r: RunResult) {
  */
 function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA_EXCEEDED"; message: string } | null {
   // What it changed and lost, named in the message the model reads (data.discarded is the app's).
-  const lost = r.discarded.length ? `Not in the workspace: ${firstNames(r.discarded)}. ` : "";
+  const n = discardedCount(r);
+  const lost = n ? `Not in the workspace${n > 5 ? ` (${n} changes)` : ""}: ${firstNames(r.discarded, n)}. ` : "";
   const soFar = `${lost}Its output so far:\n${commandOutput(r).text}`;
   if (r.timed_out)
     return { code: "TIMEOUT", message: `The command was stopped after ${seconds} s; its file changes were not written back. Use a larger timeout (max 600) or run_in_background: true. ${soFar}` };
@@ -219,6 +221,6 @@ export function stoppedError(r: RunResult, seconds: number): ToolError | null {
   const why = limitMessage(r, seconds);
   if (!why) return null;
   return new ToolError(why.code, why.message, {
-    output: commandOutput(r).text, stdout: r.stdout, stderr: r.stderr, duration_ms: r.duration_ms, discarded: r.discarded, ...(r.output_file ? { output_file: r.output_file } : {}),
+    output: commandOutput(r).text, stdout: r.stdout, stderr: r.stderr, duration_ms: r.duration_ms, discarded: r.discarded, ...(r.discarded_count !== undefined ? { discarded_count: r.discarded_count } : {}), ...(r.output_file ? { output_file: r.output_file } : {}),
   });
 }

@@ -1,6 +1,5 @@
 /**
- * The contract between a tool (bash, run_code, ...) and the container function that runs
- * commands. Pure types: bundles for Workers.
+ * The contract between a tool (bash, run_code, ...) and the container function that runs commands. Pure types: bundles for Workers.
  *
  * The container function never holds storage or cloud credentials. It receives the
  * workspace through a SyncClient (lib/sync/types.ts): a narrow HTTP API of Toolshed (`/v1/sync/...`)
@@ -230,8 +229,9 @@ export interface RunResult {
   skipped: Skipped[];
   /** `disk_mb`: stopped for adding more than that to the workspace (nothing written back); `memory_mb`: the kernel killed processes past the sandbox's memory bound (the run went on, its output says so). */
   limit_exceeded?: { disk_mb?: number; memory_mb?: number };
-  /** Changes not written back because the run timed out, was killed or exceeded a limit. */
+  /** Changes not written back because the run timed out, was killed or exceeded a limit: the first DISCARDED_SHOWN in path order; `discarded_count`: how many, when more (lib/exec/discarded.ts). */
   discarded: string[];
+  discarded_count?: number;
   /** Changes of a run that finished but were not written back (too many, or out of time); absent when all were. */
   unsynced?: Unsynced;
   /** The lists a result too large for its record was cut to fit (field → its whole length; lib/sync/result-size.ts); absent when none was. */

@@ -7,12 +7,13 @@
  */
 import { counted, cutAtWord } from "../shared/text.js";
 import type { RunResult, Skipped } from "./types.js";
+import { discardedCount } from "./discarded.js";
 
 /** Names one line shows; the rest are counted ("and N more"). */
 const NAMES_SHOWN = 20;
 
 /** The first five of `paths`, comma-separated, ", ..." when there are more: how a line names the changes it is about. */
-export const firstNames = (paths: readonly string[]): string => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", ..." : ""}`;
+export const firstNames = (paths: readonly string[], count = paths.length): string => `${paths.slice(0, 5).join(", ")}${count > 5 ? ", ..." : ""}`;
 
 /** One line of a kind of change: "\n[label: a, b, ... and N more]", "" when there is none. */
 function changeLine(label: string, paths: readonly string[]): string {
@@ -124,9 +125,9 @@ export function writeBackNotes(r: WriteBackFields): string {
  * what to do. `how`: "timed out" or "was killed". "" when it had changed nothing. bash's foreground error says the
  * same in its message; this line is for the places that show a stopped run's result (bash_output, the OpenAI shell).
  */
-export function discardedNote(discarded: readonly string[] | undefined, how: "timed out" | "was killed", again: string): string {
-  const paths = discarded ?? [];
+export function discardedNote(r: Pick<RunResult, "discarded" | "discarded_count"> | undefined, how: "timed out" | "was killed", again: string): string {
+  const paths = r?.discarded ?? [];
   if (!paths.length) return "";
-  const n = paths.length;
+  const n = discardedCount(r!);
   return `\n[not written back: the command ${how} before it ended, so ${n === 1 ? "its change" : `its ${n} changes`} (${firstNames(paths)}) ${n === 1 ? "is" : "are"} NOT in the workspace. ${again}]`;
 }

@@ -29,6 +29,7 @@ import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
 import { writeBackQuery } from "./writeback-hold.js";
+import { missingRoute, syncRefusal, throwSyncRefusal } from "./refusal.js";
 import type { SyncAccess, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 
@@ -57,24 +58,19 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
 
   /**
    * A stage or commit answer's body; null when the API has no such route (404/405). Not retried: a
-   * commit sent twice would conflict with itself. A refusal by the storage quotas is thrown as the
-   * API's own QUOTA_EXCEEDED (its message and details: what the model reads), not as a sync failure.
+   * commit sent twice would conflict with itself. A refusal by the storage quotas (or the workspace
+   * gone) is thrown as the API's own error (its message and details: what the model reads): refused().
    */
   async function staging(route: "stage" | "commit", init: RequestInit, query = ""): Promise<unknown> {
     if (noStaging) return null;
     const res = await call("POST", `${base}/${route}${query}`, init);
-    if (res.status === 404 || res.status === 405) {
-      await res.body?.cancel();
+    if (res.ok) return res.json();
+    const text = await res.text().catch(() => "");
+    if (missingRoute(res.status, text)) {
       noStaging = true;
       return null;
     }
-    if (res.status === 413) {
-      const text = await res.text().catch(() => "");
-      throwQuotaRefusal(text);
-      throw new ToolError("INTERNAL", `Workspace sync failed (${route}): HTTP 413 ${text.slice(0, 300)}`, { status: 413 });
-    }
-    if (!res.ok) await fail(res, route);
-    return res.json();
+    throw refused(res.status, text, route);
   }
 
   /**
@@ -85,14 +81,14 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
   async function writeBatch(route: string, init: RequestInit, query = ""): Promise<{ body: unknown; why: string } | null> {
     if (noWriteBatches) return null;
     const res = await call("POST", `${base}/${route}${query}`, init);
-    if (res.status === 404 || res.status === 405) {
-      await res.body?.cancel();
+    if (res.ok) return { body: await res.json(), why: "no answer for this file" };
+    const text = await res.text().catch(() => "");
+    if (missingRoute(res.status, text)) {
       noWriteBatches = true;
       return null;
     }
-    if (res.ok) return { body: await res.json(), why: "no answer for this file" };
-    const text = await res.text().catch(() => "");
-    if (res.status === 413) throwQuotaRefusal(text); // the write-back's plan refused: nothing of it was written
+    const refusal = refused(res.status, text, `${route} batch`);
+    if (refusal.code === "QUOTA_EXCEEDED") throw refusal; // the write-back's plan refused: nothing of it was written
     let body: { files?: unknown; error?: { message?: string } } | null = null;
     try {
       body = JSON.parse(text);
@@ -100,7 +96,7 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       /* not JSON: fail below */
     }
     if (res.status >= 400 && res.status < 500 && Array.isArray(body?.files)) return { body, why: `batch refused: ${body?.error?.message ?? `HTTP ${res.status}`}` };
-    throw new ToolError(res.status >= 500 ? "UNAVAILABLE" : "INTERNAL", `Workspace sync failed (${route} batch): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
+    throw refusal;
   }
 
   async function call(method: string, url: string, init: RequestInit = {}, idempotent = method === "GET"): Promise<Response> {
@@ -123,11 +119,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
     throw new ToolError("UNAVAILABLE", `The workspace sync endpoint is unreachable: ${String(last)}`, { method });
   }
 
-  async function fail(res: Response, what: string): Promise<never> {
-    const text = await res.text().catch(() => "");
-    const code = res.status === 401 || res.status === 403 ? "INTERNAL" : res.status >= 500 ? "UNAVAILABLE" : "INTERNAL";
-    throw new ToolError(code, `Workspace sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
-  }
+  /** A refused answer of any route (lib/sync/refusal.ts): the API's own error the model can act on, else a sync failure. */
+  const refused = (status: number, text: string, what: string) => syncRefusal(status, text, `Workspace sync failed (${what})`);
+  const fail = (res: Response, what: string) => throwSyncRefusal(res, `Workspace sync failed (${what})`);
 
   /**
    * POST /manifest's answer body; null when the API has none (an older one). Retried like a GET: it
@@ -137,13 +131,13 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
   async function conditional(body: unknown): Promise<unknown> {
     if (noConditional) return null;
     const res = await call("POST", `${base}/manifest`, { body: JSON.stringify(body), headers: { "content-type": "application/json" } }, true);
-    if (res.status === 404 || res.status === 405) {
-      await res.body?.cancel();
+    if (res.ok) return res.json();
+    const text = await res.text().catch(() => "");
+    if (missingRoute(res.status, text)) {
       noConditional = true;
       return null;
     }
-    if (!res.ok) await fail(res, "manifest");
-    return res.json();
+    throw refused(res.status, text, "manifest");
   }
 
   // Canonical paths only (INVALID_PATH otherwise): "..", "//", backslashes never reach the wire.
@@ -184,12 +178,13 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       if (noBatches) return null;
       // With the etags, frames may come in any order (the server's: packed files by pack and offset).
       const res = await call("POST", `${base}/fetch`, { body: JSON.stringify(etags ? { paths, etags, order: "any" } : { paths }), headers: { "content-type": "application/json" } }, true);
-      if (res.status === 404 || res.status === 405) {
-        await res.body?.cancel();
+      if (!res.ok) {
+        const text = await res.text().catch(() => "");
+        if (!missingRoute(res.status, text)) throw refused(res.status, text, "batch fetch");
         noBatches = true;
         return null;
       }
-      if (!res.ok || !res.body) await fail(res, "batch fetch");
+      if (!res.body) await fail(res, "batch fetch");
       return readFrames(res.body!, paths.map((p) => normalizeFilePath(p)), !!etags);
     },
     async putMany(files, plan, terms) {
@@ -272,21 +267,4 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       return (await res.json()) as ExecModes;
     },
   };
-}
-
-/** Throws the API's own QUOTA_EXCEEDED (its message and details: what the model reads) when the answer's body is one. */
-function throwQuotaRefusal(text: string): void {
-  const error = quotaRefusal(text);
-  if (error) throw new ToolError("QUOTA_EXCEEDED", error.message, { ...error.details, status: 413 });
-}
-
-/** The API's QUOTA_EXCEEDED error of an answer's body, or null (another error, or not the API's envelope). */
-function quotaRefusal(text: string): { message: string; details: Record<string, unknown> } | null {
-  try {
-    const e = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
-    if (e?.code !== "QUOTA_EXCEEDED" || typeof e.message !== "string") return null;
-    return { message: e.message, details: e.details !== null && typeof e.details === "object" ? (e.details as Record<string, unknown>) : {} };
-  } catch {
-    return null;
-  }
 }

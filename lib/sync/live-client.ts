@@ -8,6 +8,7 @@
  * for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
+import { throwSyncRefusal } from "./refusal.js";
 import type { SyncAccess } from "./types.js";
 import type { LiveEnded, LiveNext, LivePoll, LiveResultPost } from "./live-types.js";
 
@@ -56,10 +57,7 @@ export function httpLiveChannel<Req = unknown, Res = unknown>(opts: HttpLiveOpti
       if (signal?.aborted) throw e; // the caller's own deadline: not an error of the channel
       throw new ToolError("UNAVAILABLE", `The live channel (${route}) is unreachable: ${String((e as Error)?.message ?? e)}`, { route });
     }
-    if (!res.ok) {
-      const text = await res.text().catch(() => "");
-      throw new ToolError(res.status >= 500 || res.status === 429 ? "UNAVAILABLE" : "INTERNAL", `The live channel (${route}) failed: HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status, route });
-    }
+    if (!res.ok) await throwSyncRefusal(res, `The live channel (${route}) failed`, { route });
     return res;
   }
 

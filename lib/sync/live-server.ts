@@ -22,6 +22,7 @@
  * fetch-based: bundles for Workers and runs in Node.
  */
 import { ToolError } from "../shared/errors.js";
+import { noSyncRoute } from "./refusal.js";
 import { lostOf, type KeyAlive, type LiveEnded, type LiveHub, type LiveResultPost, type LiveSessionRef, type LiveStatus } from "./live-types.js";
 import { parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
@@ -164,6 +165,6 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       return new Response(null, { status: 204 });
     }
     default:
-      throw new ToolError("NOT_FOUND", `No sync route POST ${url.pathname}.`);
+      throw noSyncRoute("POST", url.pathname);
   }
 }

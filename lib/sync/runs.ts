@@ -15,6 +15,7 @@
  *   PUT    /v1/sync/run/log           the full output (Content-Length) → { name } (lib/sync/output-logs.ts)
  */
 import { ToolError } from "../shared/errors.js";
+import { noSyncRoute, throwSyncRefusal } from "./refusal.js";
 import type { StorageDriver } from "../storage/types.js";
 import { saveOutputLog } from "./output-logs.js";
 import { MAX_RESULT_BYTES, resultBody } from "./result-size.js";
@@ -122,7 +123,7 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
       return new Response(null, { status: 204 });
     }
     default:
-      throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
+      throw noSyncRoute(req.method, url.pathname);
   }
 }
 
@@ -191,10 +192,7 @@ export function httpRunRecords(opts: SyncAccess & { fetch?: typeof fetch }): Run
     } catch (e) {
       throw new ToolError("UNAVAILABLE", `The run record sync endpoint is unreachable (${what}): ${String(e)}`);
     }
-    if (!res.ok) {
-      const text = await res.text().catch(() => "");
-      throw new ToolError(res.status >= 500 ? "UNAVAILABLE" : "INTERNAL", `Run record sync failed (${what}): HTTP ${res.status} ${text.slice(0, 300)}`, { status: res.status });
-    }
+    if (!res.ok) await throwSyncRefusal(res, `Run record sync failed (${what})`);
     if (res.status === 204) return undefined as T;
     return (await res.json()) as T;
   }

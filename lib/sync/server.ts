@@ -4,6 +4,7 @@
  * Tenant and workspace come from the verified token only; paths go through normalizeFilePath.
  */
 import { ToolError, errorBody, isToolError } from "../shared/errors.js";
+import { noSyncRoute } from "./refusal.js";
 import { filesPrefix, normalizeFilePath } from "../layout/paths.js";
 import { doorRecords } from "../workspace/records.js";
 import { quoteEtag, unquoteEtag, type ObjectInfo, type StorageDriver } from "../storage/types.js";
@@ -138,7 +139,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     if (url.pathname === "/v1/sync/stage" || url.pathname === "/v1/sync/commit") return await handleStaging(req, url.pathname === "/v1/sync/stage" ? "stage" : "commit", claims, { ...deps, driver, storage: deps.driver });
 
     const m = /^\/v1\/sync\/files\/(.+)$/.exec(url.pathname);
-    if (!m) throw new ToolError("NOT_FOUND", `No sync route ${req.method} ${url.pathname}.`);
+    if (!m) throw noSyncRoute(req.method, url.pathname);
     const path = normalizeFilePath(m[1]!.split("/").map(decodeURIComponent).join("/"));
     // A path ending in "/" is an explicit directory (its marker), never the file of that name.
     if (m[1]!.endsWith("/")) {

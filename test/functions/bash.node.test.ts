@@ -447,3 +447,27 @@ describe("bash tools over max_writeback_files (runLimits: 3 files)", () => {
     expect(p.data.result.unsynced.count).toBe(2);
   });
 });
+
+describe.each(["local", "lambda"] as const)("a sync route's refusal through the %s executor (lib/sync/refusal.ts)", (kind) => {
+  let env: Env;
+  beforeAll(async () => {
+    env = await makeEnv(kind);
+  });
+  afterAll(() => env.close());
+
+  it("the workspace deleted and made again through another app while this one knows its record: bash answers 404 NOT_FOUND with the API's message, not 500 INTERNAL", async () => {
+    ok(await env.call("bash", { command: "echo one > one.txt" }));
+    // Another app (another isolate) over the same storage and KV deletes the workspace and makes it again.
+    const other = createApp({ storage: env.storage, kv: env.kv, adminToken: ADMIN, syncSecret: SECRET, syncUrl: "http://unused.internal" } as AppDeps, tools);
+    const key = (await env.admin("POST", "/v1/admin/tenants/acme/keys", {})).body.key as string;
+    const viaOther = (path: string, method: string, body?: unknown) => Promise.resolve(other.request(path, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) }));
+    expect((await viaOther("/v1/workspaces/main", "DELETE")).status).toBe(200);
+    expect((await viaOther("/v1/workspaces", "POST", { id: "main" })).status).toBe(201);
+    const r = await env.call("bash", { command: "echo two > two.txt" });
+    const e = err(r, "NOT_FOUND");
+    expect(r.status).toBe(404);
+    expect(e.message).toMatch(/^Workspace main no longer exists \(it was deleted, perhaps made again since this run started\); nothing (was read or written back|of the run is kept)\.$/);
+    expect(e.details.workspace).toBe("main");
+    expect((await (await viaOther("/v1/workspaces/main/files/", "GET")).json() as any).entries).toEqual([]);
+  });
+});

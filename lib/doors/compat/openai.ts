@@ -158,7 +158,7 @@ export async function runShell(body: unknown, callId: string | undefined, run: R
       error ??= e;
       const d = e.details as { stdout?: string; stderr?: string };
       if (e.code === "TIMEOUT") {
-        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(withNotes(d.stderr ?? "", discardedNote(stringsOf(e.details.discarded), "timed out", "Run it again with a larger timeout_ms.")), max), outcome: { type: "timeout" } });
+        output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(withNotes(d.stderr ?? "", discardedNote({ discarded: stringsOf(e.details.discarded), ...(typeof e.details.discarded_count === "number" ? { discarded_count: e.details.discarded_count } : {}) }, "timed out", "Run it again with a larger timeout_ms.")), max), outcome: { type: "timeout" } });
       } else {
         const stderr = `${d.stderr ? `${d.stderr}\n` : ""}toolshed: ${e.code}: ${e.message}`;
         output.push({ stdout: cut(d.stdout ?? "", max), stderr: cut(stderr, max), outcome: { type: "exit", exit_code: NOT_RUN_EXIT } });

@@ -114,7 +114,7 @@ describe("walk + pruneSettled", () => {
       const afterB = await walk(b);
       for (const root of [a, b]) for (const p of [...removed, "link"]) rmSync(join(root, p), { force: true });
       await pruneEmptyDirs(a, afterA.dirs);
-      pruneSettled(b, afterB, [...removed, "link"]);
+      await pruneSettled(b, afterB, [...removed, "link"]);
       const tree = (root: string): string[] => {
         const out: string[] = [];
         const go = (rel: string) => {
@@ -138,10 +138,10 @@ describe("walk + pruneSettled", () => {
     writeFileSync(join(t, "a/f"), "1");
     const w = await walk(t);
     expect(Object.fromEntries(w.counts)).toEqual({ "": 1, a: 2, "a/b": 1, "a/b/c": 0 });
-    pruneSettled(t, w, []);
+    await pruneSettled(t, w, []);
     expect(existsSync(join(t, "a/b"))).toBe(false);
     expect(existsSync(join(t, "a/f"))).toBe(true);
-    pruneSettled(t, await walk(t), ["a/f"]); // a/f still on disk: a is not empty, stays
+    await pruneSettled(t, await walk(t), ["a/f"]); // a/f still on disk: a is not empty, stays
     expect(existsSync(join(t, "a"))).toBe(true);
   });
 });

@@ -77,7 +77,7 @@ describe("run record sync routes", () => {
     expect(keys.every((k) => runs.some((p) => k.startsWith(p)))).toBe(true);
     expect(keys.every((k) => k.startsWith(internalPrefix(t, "main")))).toBe(true);
     // The run routes need no workspace record; the files' routes do (a deleted workspace is NOT_FOUND there).
-    await expect(httpSyncClient(await access(t, "main", "k1")).manifest()).rejects.toThrow(/404/);
+    await expect(httpSyncClient(await access(t, "main", "k1")).manifest()).rejects.toMatchObject({ code: "NOT_FOUND", details: { status: 404 } });
     await workspaceRecord(driver, t, "main");
     expect(await httpSyncClient(await access(t, "main", "k1")).manifest()).toEqual([]);
   });

@@ -109,8 +109,9 @@ describe("sync API over HTTP", () => {
     expect((await c.put("a.txt", enc.encode("one"), { ifNoneMatch: "*" })).ok).toBe(true);
     // The workspace is deleted (its record first, then its objects), as DELETE /v1/workspaces/{ws} does.
     await deleteWorkspace(driver, "acme", "gone");
-    await expect(c.manifest()).rejects.toThrow(/404/);
-    await expect(c.put("b.txt", enc.encode("two"), { ifNoneMatch: "*" })).rejects.toThrow(/404|no longer exists/);
+    // The API's own refusal, as the model reads it (lib/sync/refusal.ts), not "HTTP 404 {...}".
+    await expect(c.manifest()).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringMatching(/^Workspace gone no longer exists/), details: { workspace: "gone", status: 404 } });
+    await expect(c.put("b.txt", enc.encode("two"), { ifNoneMatch: "*" })).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringMatching(/no longer exists/) });
     expect((await driver.list({ prefix: "t/acme/w/gone/" })).objects).toEqual([]);
   });
 
