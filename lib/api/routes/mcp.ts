@@ -4,7 +4,8 @@
  * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
  * method (stateless: POST only), the session id, the body (read once: mcp-body.ts; the doors and
  * the SDKs take the parsed value), and one call of calls_per_minute for each request of a
- * JSON-RPC batch past its first; the doors do the rest.
+ * JSON-RPC batch past its first; the doors do the rest. Every refusal of the route (the guard's or
+ * its own) is answered as a JSON-RPC error, in one place (routeRefusalOf, mcpRouteRefusal).
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";

@@ -161,6 +161,17 @@ const ROUTE_REFUSALS: Record<ErrorCode, Provoked[] | string> = {
   NOT_FOUND: [
     { what: "no such workspace", send: () => post("nowhere", key), status: 404, rpc: -32000, id: 7 },
     { what: "a workspace outside the key's", send: () => post("main", limited), status: 404, rpc: -32000, id: 7 },
+    {
+      what: "no such workspace, with an Idempotency-Key (answered inside the key's run, no error thrown), then its kept answer replayed",
+      send: async () => {
+        const first = await post("nowhere", key, { "idempotency-key": "replayed-key" });
+        await expectRpcRefusal(first, "NOT_FOUND", { status: 404, rpc: -32000, id: 7 }, "the first answer");
+        const replay = await post("nowhere", key, { "idempotency-key": "replayed-key" });
+        expect(replay.headers.get("idempotent-replayed")).toBe("true");
+        return replay;
+      },
+      status: 404, rpc: -32000, id: 7,
+    },
     { what: "no such workspace, with Mcp-Session-Id", send: () => post("nowhere", key, { "mcp-session-id": "ask-0123456789abcdefghijklmn" }), status: 400, rpc: -32000, id: 7 },
   ],
   PERMISSION_DENIED: [{ what: "a foreign Origin", send: () => post("main", key, { origin: "https://evil.example" }), status: 403, rpc: -32000, id: null }],
