@@ -157,6 +157,18 @@ const ROUTE_REFUSALS: Record<ErrorCode, Provoked[] | string> = {
   UNAUTHORIZED: [
     { what: "no key", send: () => post("main", null), status: 401, rpc: -32000, id: null },
     { what: "a revoked key", send: () => post("main", revoked), status: 401, rpc: -32000, id: null },
+    {
+      what: "an expired key",
+      send: async () => {
+        const expiring = (await json(`/v1/admin/tenants/${TENANT}/keys`, { expires_at: new Date(Date.now() + 1000).toISOString() }, ADMIN)).key as string;
+        await new Promise((r) => setTimeout(r, 1100));
+        const res = await post("main", expiring);
+        expect(res.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+        expect(((await res.clone().json()) as Rpc).error!.message).toMatch(/^UNAUTHORIZED: This API key expired at /);
+        return res;
+      },
+      status: 401, rpc: -32000, id: null,
+    },
   ],
   NOT_FOUND: [
     { what: "no such workspace", send: () => post("nowhere", key), status: 404, rpc: -32000, id: 7 },
