@@ -55,24 +55,41 @@ export function requestIdOf(body: unknown): string | number | undefined {
 }
 
 /**
- * A request refused by a limit before any door ran it (calls_per_minute at the route guard, or a
- * batch's further requests): the JSON-RPC error response MCP clients read over Streamable HTTP (the
- * transport lets an HTTP error status carry one), with the request's id (null for a batch or an
- * unknown one), refusalAsRpcError's code, message (naming the limit and when to retry) and data
- * (retry_after among the details). The caller keeps the HTTP status (429) and Retry-After.
+ * The HTTP status an MCP route refusal keeps. Every status keeps its meaning (401 with
+ * WWW-Authenticate for OAuth discovery, 403, 409 and 429 with Retry-After, 413, 400, 5xx) but one:
+ * a 404 on a request that carries Mcp-Session-Id tells a client its session is gone, and it MUST
+ * re-initialize (the Streamable HTTP transport's session rules), where the refusal is a workspace
+ * the key cannot see: that is answered 400, a request that cannot be served, so the client keeps
+ * its session and reads why. Without a session id a 404 means no more than "no such workspace here".
  */
-export function limitRefusalAsRpc(error: ToolError, body: unknown): Response {
-  const r = refusalAsRpcError(error, "mcp limit");
+export function mcpRefusalStatus(status: number, hasSession: boolean): number {
+  // A status under 400 (NEEDS_INPUT's and NEEDS_APPROVAL's 202, which only a tool's result carries) is no refusal to a client: a 202 has no answer to read.
+  return (status === 404 && hasSession) || status < 400 ? 400 : status;
+}
+
+/**
+ * A request the MCP route refused outside any JSON-RPC method (the route guard: key, workspace,
+ * Idempotency-Key, calls_per_minute; the route: X-Session-Id, a batch's further calls), as the
+ * JSON-RPC error response MCP clients read over Streamable HTTP (the transport lets an HTTP error
+ * status carry one): the request's id (null for a batch, a notification or no body), -32603 for
+ * INTERNAL, else -32000 (the refusal is the HTTP request's: its key, URL or headers, never its
+ * params), the message `CODE: message` (what to do next), data `{code, details}` (the details the
+ * HTTP routes' envelope gives the same caller). Its status: mcpRefusalStatus. The caller's response
+ * headers stay (Retry-After, WWW-Authenticate, RateLimit).
+ */
+export function mcpRouteRefusal(error: ToolError, status: number, body: unknown, hasSession: boolean): Response {
   const id = requestIdOf(body);
-  return jsonRpcError(error.status, r.code, r.message, { error, ...(id !== undefined ? { id } : {}) });
+  const code = error.code === "INTERNAL" ? JSON_RPC.internalError : JSON_RPC.serverError;
+  return jsonRpcError(mcpRefusalStatus(status, hasSession), code, `${error.code}: ${error.message}`, { error, ...(id !== undefined ? { id } : {}) });
 }
 
 /**
  * A request refused for its Origin (DNS rebinding: lib/doors/mcp.ts refusedOrigin): 403, as the
  * transport spec asks, with a JSON-RPC error response "that has no id" (the spec's words: the body
- * is not read for a refused origin) and the code the SDK's own origin check answers, -32000.
+ * is not read for a refused origin) and the code the SDK's own origin check answers, -32000; its
+ * message `PERMISSION_DENIED: ...`, as every route refusal's (mcpRouteRefusal).
  */
-export const originRefused = (error: ToolError): Response => jsonRpcError(403, JSON_RPC.serverError, error.message, { error });
+export const originRefused = (error: ToolError): Response => jsonRpcError(403, JSON_RPC.serverError, `${error.code}: ${error.message}`, { error });
 
 /**
  * A single tools/call request whose params are not `{name: string, arguments?: object, task?: object}`:

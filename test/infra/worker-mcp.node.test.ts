@@ -145,7 +145,8 @@ it("another tenant's key sees nothing of this workspace: 404 before any JSON-RPC
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
   });
   expect(res.status).toBe(404);
-  expect(((await res.json()) as any).error.code).toBe("NOT_FOUND");
+  // As MCP answers errors: a JSON-RPC error with the request's id, the code in data (docs/mcp-and-providers.md, Refusals).
+  expect(await res.json()).toMatchObject({ jsonrpc: "2.0", id: 1, error: { code: -32000, data: { code: "NOT_FOUND" } } });
   await expect(connect(`${a.base}/mcp`, b.key)).rejects.toThrow();
   await expect(connect(`${a.base}/mcp`, "tsk_invalid")).rejects.toThrow();
   // The same workspace name under B's key is B's own workspace: A's file is not there.

@@ -4,14 +4,18 @@
  * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
  * method (stateless: POST only), the session id, the body (read once: mcp-body.ts; the doors and
  * the SDKs take the parsed value), and one call of calls_per_minute for each request of a
- * JSON-RPC batch past its first; the doors do the rest.
+ * JSON-RPC batch past its first; the doors do the rest. Every refusal of the route (the guard's or
+ * its own) is answered as a JSON-RPC error, in one place (routeRefusalOf, mcpRouteRefusal).
  */
 import type { AppDeps } from "../deps.js";
 import type { Tool } from "../../contract/tool.js";
 import { refusedOrigin } from "../../doors/mcp.js";
 import { mcpDoorResponse } from "../../doors/mcp-door.js";
-import { jsonRpcError, JSON_RPC, limitRefusalAsRpc, requestsIn } from "../../doors/json-rpc.js";
-import { isToolError } from "../../shared/errors.js";
+import type { Context } from "hono";
+import { mcpRouteRefusal, requestsIn } from "../../doors/json-rpc.js";
+import { ERROR_CODES, isToolError, ToolError, type ErrorCode } from "../../shared/errors.js";
+import { isObject } from "../../shared/is-object.js";
+import type { AppEnv } from "../http.js";
 import { takeCall } from "../auth/rate-limit.js";
 import { checkSessionId } from "../../layout/paths.js";
 import { addRoute } from "./access.js";
@@ -19,19 +23,41 @@ import { backgroundOf, newApp } from "./common.js";
 import { mcpBody } from "./mcp-body.js";
 
 const MCP_PATH = "/v1/workspaces/:ws/mcp";
+const MCP_METHODS = ["POST", "GET", "DELETE"];
+
+/**
+ * The Toolshed refusal the route answered, whoever answered it: the error thrown (c.error), or the
+ * HTTP routes' envelope `{ok: false, error: {code, message, details}}` set as the answer without one
+ * (the guard answers a refusal inside an Idempotency-Key's run, and replays a kept one, as c.res).
+ * Null for a success and for the doors' and SDKs' own answers, already JSON-RPC.
+ */
+async function routeRefusalOf(c: Context<AppEnv>): Promise<ToolError | null> {
+  if (isToolError(c.error)) return c.error;
+  if (c.res.ok) return null;
+  if (!(c.res.headers.get("content-type") ?? "").startsWith("application/json")) return null;
+  const body = (await c.res.clone().json().catch(() => null)) as { ok?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown } } | null;
+  const e = body?.ok === false ? body.error : undefined;
+  if (typeof e?.code !== "string" || !(e.code in ERROR_CODES) || typeof e.message !== "string") return null;
+  return new ToolError(e.code as ErrorCode, e.message, isObject(e.details) ? (e.details as Record<string, unknown>) : {});
+}
 
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
-  // calls_per_minute's refusal (the guard's, before the handler, or a batch's further requests') is answered as MCP answers
-  // errors: a JSON-RPC error with the request's id, HTTP 429 and Retry-After kept (the headers the guard set stay on c.res).
-  // Before (2026-12-02) it was the HTTP routes' envelope, which no MCP client matches to its request.
-  // Registered for POST only, the method the guarded route below serves it with (its policy covers this handler too).
-  app.on("POST", MCP_PATH, async (c, next) => {
+  // Every refusal of this route (the guard's: key, workspace, Idempotency-Key, calls_per_minute; the handler's: X-Session-Id,
+  // a batch's further calls; an Idempotency-Key's kept refusal replayed) is answered as MCP answers errors, in this one place:
+  // a JSON-RPC error with the request's id, the status kept but for a 404 on a request with a session (json-rpc.ts
+  // mcpRouteRefusal), and the headers the guard set (WWW-Authenticate, Retry-After) kept on c.res.
+  // Before (2026-12-02) all but calls_per_minute's came in the HTTP routes' envelope, which no MCP client matches to its request.
+  // Registered for the methods the guarded route below serves (its policy covers this handler too).
+  app.on(MCP_METHODS, MCP_PATH, async (c, next) => {
     await next();
-    const e = c.error;
-    if (!isToolError(e) || e.code !== "RATE_LIMITED") return;
-    const body = await mcpBody(c);
-    c.res = limitRefusalAsRpc(e, "value" in body ? body.value : undefined);
+    const refusal = await routeRefusalOf(c);
+    if (!refusal) return;
+    // The request's id is read from its body when the key was good, or the body was read anyway: a caller without a valid
+    // key (401, or the backoff's 429) never makes the server read up to 40 MiB to learn an id; its answer's id is null.
+    const read = c.req.method !== "POST" ? undefined : c.get("mcpBody") ?? (c.get("auth") ? mcpBody(c) : undefined);
+    const body = await read;
+    c.res = mcpRouteRefusal(refusal, c.res.status, body && "value" in body ? body.value : undefined, c.req.header("mcp-session-id") !== undefined);
   });
   addRoute(
     app, deps,
@@ -46,7 +72,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
       if (refused) return refused;
       if (c.req.method !== "POST") {
         // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-        return jsonRpcError(405, JSON_RPC.serverError, "Method not allowed: this MCP endpoint is stateless; send JSON-RPC requests with POST.", { headers: { allow: "POST" } });
+        throw new ToolError("METHOD_NOT_ALLOWED", `Method not allowed: this MCP endpoint is stateless (no ${c.req.method === "GET" ? "server-initiated stream" : "session to end"}); send JSON-RPC requests with POST.`, { allow: ["POST"] });
       }
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const body = await mcpBody(c);

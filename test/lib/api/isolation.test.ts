@@ -119,8 +119,10 @@ describe("tenant isolation", () => {
     expect(res.status, what).toBe(404);
     if (method === "HEAD") return;
     const body = JSON.parse(res.text);
-    expect(body.ok, what).toBe(false);
-    expect(body.error.code, what).toBe("NOT_FOUND");
+    // The MCP route answers as MCP answers errors: a JSON-RPC error carrying the code in data (docs/mcp-and-providers.md, Refusals).
+    const mcp = what.endsWith("/mcp");
+    expect(mcp ? body.jsonrpc : body.ok, what).toBe(mcp ? "2.0" : false);
+    expect((mcp ? body.error.data : body.error).code, what).toBe("NOT_FOUND");
     expect(res.text, what).not.toContain(a.tenant);
     expect(res.text, what).not.toContain(SECRET);
     expect(res.text, what).not.toContain("secret.txt\""); // no similar-path hints from A's tree

@@ -60,7 +60,8 @@ describe("keys a tenant manages", () => {
     ] as const) {
       const r = await user(path, init as RequestInit);
       expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(404);
-      expect(r.body.error.code).toBe("NOT_FOUND");
+      // The MCP route answers as MCP answers errors: a JSON-RPC error carrying the code in data (docs/mcp-and-providers.md, Refusals).
+      expect(path.endsWith("/mcp") ? r.body.error.data.code : r.body.error.code, path).toBe("NOT_FOUND");
     }
     // The answer for an existing workspace it may not reach is the answer for a missing one.
     const other = await user(`/v1/workspaces/${t.ws}`);

@@ -127,7 +127,7 @@ describe("two door answers", () => {
     expect(r.status).toBe(403);
     expect(r.headers.get("content-type")).toMatch(/^application\/json/);
     const body = (await r.json()) as any;
-    expect(body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32000, message: expect.stringMatching(/^Origin http:\/\/evil\.example may not call this MCP endpoint/), data: { code: "PERMISSION_DENIED" } } });
+    expect(body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32000, message: expect.stringMatching(/^PERMISSION_DENIED: Origin http:\/\/evil\.example may not call this MCP endpoint/), data: { code: "PERMISSION_DENIED" } } });
     expect(body.ok).toBeUndefined();
   });
 });
