@@ -519,7 +519,7 @@ export interface paths {
          *     - task_id: from bash with run_in_background: true.
          *     - output_file (instead of task_id): the saved full output a cut note names (bash, run_code, a task's result); offset: first line (default 1), limit: lines (default 2000, at most 50 KB). Full outputs are not workspace files (never exported or listed); the 20 newest of the workspace are kept, 7 days at most.
          *     - wait: true waits until the task finishes or timeout seconds pass (default: false). timeout: seconds (default: 30, max 600).
-         *     - status: running | completed | killed | timed_out. When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
+         *     - status: running | completed | killed | timed_out (killed_by: "key_gone" when the API key that started it was revoked or expired). When it is no longer running, data.result has the exit code and the files changed and written back (and result.call_id when it changed files: undo the task's write-back with POST /v1/workspaces/{ws}/undo).
          *     - Output is cut to 30000 bytes, head and tail on line boundaries; a note says how many bytes and which lines were left out, and where the full output is. An unknown task_id (or one of another workspace) gives NOT_FOUND.
          *     Returns: {task_id, status, exit_code, output, result?}, or {output_file, output, next_offset?}
          */
@@ -4142,6 +4142,8 @@ export interface operations {
                             next_offset?: number;
                             /** @enum {string} */
                             status?: "running" | "completed" | "killed" | "timed_out";
+                            /** @enum {string} */
+                            killed_by?: "key_gone";
                             exit_code?: number | null;
                             output: string;
                             result?: {
