@@ -218,7 +218,9 @@ export async function runLiveCommand(ctx: LiveContext, seq: number, req: RunRequ
   const written = await shell.still(() => unsure(syncOut({ slot, sync, owner: deps.owner, runId, limits, ran, diskExceeded: disk.exceeded, baseBytes, cwdMade, deadline, manifestFiles: synced.manifestFiles, journal: ctx.journal })));
   const outputFile = out.truncated ? await keepFullOutput(sync, runId, logPath) : undefined;
   if (out.hasLog) await fs.rm(logPath, { force: true });
-  const result = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });
+  const made = runResult({ runId, out, outputFile, exit: sandboxExit, disk_mb: limits.disk_mb, synced, written, diskExceeded: disk.exceeded, shell: shellState, cold: slot.cold, syncInMs, syncOutMs: Date.now() - t1 });
+  // Killed because the sandbox's key is gone: the call answers the key_gone refusal, not a finished command (takeRun).
+  const result: RunResult = end === "revoked" ? { ...made, killed_by: "key_gone" } : made;
   slot.cold = false;
   // Ended by the hold after the command: told here, the sandbox's end with it.
   if (!end && shell.unheld) return { result: withNote(withBackground(result, bg), UNHELD_NOTE(true)), end: "crashed" };

@@ -10,7 +10,7 @@ import type { ExecCall, ExecDeps } from "./call.js";
 import { gitIdentityKey, parseGitIdentity, type GitIdentity } from "./git-identity.js";
 import { DEFAULT_GUARD, mergeGuard, type GuardLists } from "./guard.js";
 import { RUN_MARGIN_MS } from "../sync/run-records.js";
-import { quotaMessage } from "./runs.js";
+import { quotaMessage, RunKilled } from "./runs.js";
 import { firstNames } from "./write-back-notes.js";
 import { keyQuotaClaim, mintSyncToken, workspaceClaims } from "../sync/token.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
@@ -190,7 +190,8 @@ function limitMessage(r: RunResult, seconds: number): { code: "TIMEOUT" | "QUOTA
  * A foreground run's result, as the tool that ran it takes it (bash, run_code; fresh or live): the
  * workspace bytes its sandbox fetched and wrote back and the sandbox's wall time are the call's (its usage
  * record's bytes_read, bytes_written and sandbox_ms: the sandbox's own sync requests bill no one), then a
- * run stopped by its timeout or its disk quota is the tool's error (still billed its sandbox time).
+ * run stopped by its timeout or its disk quota is the tool's error, and one killed because its key is gone
+ * (a live sandbox's command: killed_by) throws RunKilled (still billed its sandbox time).
  */
 export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs?: number | undefined; netBytesIn: number; netBytesOut: number }, r: RunResult, seconds: number): void {
   const bytes = runStorageBytes(r);
@@ -201,6 +202,8 @@ export function takeRun(ws: { bytesRead: number; bytesWritten: number; sandboxMs
   ws.netBytesOut += r.net_bytes_out ?? 0;
   // Billed however the run ended: a command stopped by its timeout or disk limit used the sandbox as long as one that answered.
   ws.sandboxMs = (ws.sandboxMs ?? 0) + Math.max(0, r.duration_ms ?? 0);
+  // Killed because the key that started its (live) sandbox is gone: the call's key watch answers the key_gone refusal (lib/run/key-watch.ts).
+  if (r.killed_by === "key_gone") throw new RunKilled();
   const stopped = stoppedError(r, seconds);
   if (stopped) throw stopped;
 }

@@ -75,9 +75,11 @@ export async function whileKeyStands<T>(deps: Pick<RunDeps, "callerStands" | "ke
     clearTimeout(timer);
   }
   const lasted = Date.now() - started >= every;
-  if (gone.signal.aborted || (lasted && !(await keyStandsNow(deps, auth)))) {
+  // RunKilled: the call's command was killed for its key (here, or by its live sandbox's runner before this watch asked).
+  const killedRun = !outcome.ok && outcome.error instanceof RunKilled;
+  if (gone.signal.aborted || killedRun || (lasted && !(await keyStandsNow(deps, auth)))) {
     const callId = callIdOf(outcome.ok ? outcome.value : outcome.error);
-    throw keyGoneError(auth, what, callId ? { call_id: callId } : {}, !outcome.ok && outcome.error instanceof RunKilled);
+    throw keyGoneError(auth, what, callId ? { call_id: callId } : {}, killedRun);
   }
   if (!outcome.ok) throw outcome.error;
   return outcome.value;
