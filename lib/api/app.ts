@@ -46,7 +46,8 @@ import { toolApp, unknownToolApp } from "./routes/tools.js";
 import { catalogApp } from "./routes/tool-catalog.js";
 import { compatApp } from "./routes/compat.js";
 import { customToolsApp } from "./routes/custom-tools.js";
-import { mcpApp } from "./routes/mcp.js";
+import { mcpApp, mcpMethodNotAllowed } from "./routes/mcp.js";
+import { isMcpPath } from "./routes/mcp-body.js";
 import { secretsApp } from "./routes/secrets.js";
 import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
@@ -146,6 +147,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   const served = methodsAt(app);
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
+    if (isMcpPath(path)) return mcpMethodNotAllowed(c);
     const allow = served(path);
     if (allow.length) throw new ToolError("METHOD_NOT_ALLOWED", `${c.req.method} is not served on ${path.slice(0, 200)}: it takes ${allow.join(", ")}. See GET /openapi.json or /docs for the API.`, { allow });
     throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");

@@ -112,8 +112,12 @@ function assertJsonShape(text: string): void {
   }
 }
 
-/** Decodes and parses a JSON body; undefined when it is empty. Its shape is bounded before it is parsed (assertJsonShape). */
-export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknown } {
+/**
+ * Decodes and parses a JSON body; undefined when it is empty. Its shape is bounded before it is
+ * parsed (assertJsonShape). `send`: what a body that is not JSON is told to send instead (the tool
+ * routes' arguments by default; the MCP route's says JSON-RPC: mcp-body.ts).
+ */
+export function parseJsonBytes(bytes: Uint8Array, send = "Send the arguments as one JSON object."): { text: string; value: unknown } {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -126,7 +130,7 @@ export function parseJsonBytes(bytes: Uint8Array): { text: string; value: unknow
   try {
     return { text, value: JSON.parse(text) };
   } catch (e) {
-    throw new ToolError("INVALID_ARGUMENT", `The request body is not valid JSON (${(e as Error).message}). Send the arguments as one JSON object.`, {});
+    throw new ToolError("INVALID_ARGUMENT", `The request body is not valid JSON (${(e as Error).message}). ${send}`, {});
   }
 }
 

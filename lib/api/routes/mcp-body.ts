@@ -20,6 +20,9 @@ import { MAX_JSON_BODY_BYTES, parseJsonBytes, readCapped } from "./json-body.js"
 /** The path of the MCP route (mcp.ts: /v1/workspaces/:ws/mcp); no other route's body is read here (a pending id or tool named "mcp" keeps its own). */
 export const isMcpPath = (path: string): boolean => /^\/v1\/workspaces\/[^/]+\/mcp$/.test(path);
 
+/** What an MCP body must be, told to a body that is empty or not JSON (the tool routes' "the arguments as one JSON object" is not it). */
+const SEND_JSON_RPC = 'Send one JSON-RPC 2.0 request as a JSON object, e.g. {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, or (2025 revisions) a batch of them as a JSON array.';
+
 /** The parsed body, or the answer that refuses it. */
 export type McpBody = { value: unknown } | { refusal: Response };
 
@@ -64,11 +67,11 @@ function parseMcpBody(read: { bytes: Uint8Array } | { refusal: Response }): McpB
   if ("refusal" in read) return read;
   let value: unknown;
   try {
-    value = parseJsonBytes(read.bytes).value;
+    value = parseJsonBytes(read.bytes, SEND_JSON_RPC).value;
   } catch (e) {
     return { refusal: unreadableError(e) };
   }
-  if (value === undefined) return { refusal: unreadable(new ToolError("INVALID_ARGUMENT", "The request body is empty. Send one JSON-RPC message, or a batch of them, as JSON.", {})) };
+  if (value === undefined) return { refusal: unreadable(new ToolError("INVALID_ARGUMENT", `The request body is empty. ${SEND_JSON_RPC}`, {})) };
   if (Array.isArray(value) && value.length > MAX_BATCH_SIZE) return { refusal: jsonRpcError(400, JSON_RPC.invalidRequest, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`) };
   return { value };
 }

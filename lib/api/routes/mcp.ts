@@ -2,7 +2,7 @@
  * POST /v1/workspaces/{ws}/mcp: the route of the MCP doors (lib/doors/mcp-door.ts picks the
  * 2026-07-28 or the 2025-era one by what the request carries). Its access (a tenant key, any
  * scope: every tool call checks its own; the workspace bound by the guard), the origin check, the
- * method (stateless: POST only), the session id, the body (read once: mcp-body.ts; the doors and
+ * method (stateless: POST only; a method no route takes: mcpMethodNotAllowed), the session id, the body (read once: mcp-body.ts; the doors and
  * the SDKs take the parsed value), and one call of calls_per_minute for each request of a
  * JSON-RPC batch past its first; the doors do the rest. Every refusal of the route (the guard's or
  * its own) is answered as a JSON-RPC error, in one place (routeRefusalOf, mcpRouteRefusal).
@@ -41,6 +41,31 @@ async function routeRefusalOf(c: Context<AppEnv>): Promise<ToolError | null> {
   return new ToolError(e.code as ErrorCode, e.message, isObject(e.details) ? (e.details as Record<string, unknown>) : {});
 }
 
+/**
+ * The refusal of a method the stateless endpoint does not serve: any but POST. GET (no
+ * server-initiated stream) and DELETE (no session to end) are routed, and thrown by the handler
+ * after the guard; any other (PUT, PATCH, OPTIONS, ...) is no route's, and is answered by
+ * mcpMethodNotAllowed. `Allow: POST` (http.ts sets it from details.allow).
+ */
+function methodRefused(method: string): ToolError {
+  const why = method === "GET" ? "this MCP endpoint is stateless (no server-initiated stream)" : method === "DELETE" ? "this MCP endpoint is stateless (no session to end)" : `${method.slice(0, 20)} is not a method of MCP's Streamable HTTP transport`;
+  return new ToolError("METHOD_NOT_ALLOWED", `Method not allowed: ${why}; send JSON-RPC requests with POST.`, { allow: ["POST"] });
+}
+
+/**
+ * The answer to a method no route of the MCP path takes (PUT, PATCH, OPTIONS, ...), given by the
+ * app's notFound before any key is asked for, as every path's 405 is (lib/api/app.ts): the JSON-RPC
+ * error GET and DELETE get (mcpRouteRefusal: -32000, id null, METHOD_NOT_ALLOWED in data), 405,
+ * `Allow: POST`. The official SDK's transport answers an unsupported method the same way
+ * (handleUnsupportedRequest: 405, -32000, id null, an Allow header); its Allow names GET and DELETE
+ * too, which a stateless endpoint does not serve. Before (2026-12-02) the HTTP routes' envelope.
+ */
+export function mcpMethodNotAllowed(c: Context<AppEnv>): Response {
+  const res = mcpRouteRefusal(methodRefused(c.req.method), 405, undefined, c.req.header("mcp-session-id") !== undefined);
+  res.headers.set("allow", "POST");
+  return res;
+}
+
 export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
   const app = newApp();
   // Every refusal of this route (the guard's: key, workspace, Idempotency-Key, calls_per_minute; the handler's: X-Session-Id,
@@ -70,10 +95,7 @@ export function mcpApp(deps: AppDeps, tools: readonly Tool[]) {
     async (c) => {
       const refused = refusedOrigin(c.req.raw, deps.mcp?.allowedOrigins ?? [], deps.syncUrl);
       if (refused) return refused;
-      if (c.req.method !== "POST") {
-        // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-        throw new ToolError("METHOD_NOT_ALLOWED", `Method not allowed: this MCP endpoint is stateless (no ${c.req.method === "GET" ? "server-initiated stream" : "session to end"}); send JSON-RPC requests with POST.`, { allow: ["POST"] });
-      }
+      if (c.req.method !== "POST") throw methodRefused(c.req.method);
       const session = checkSessionId(c.req.header("x-session-id") ?? "default");
       const body = await mcpBody(c);
       if ("refusal" in body) return body.refusal;

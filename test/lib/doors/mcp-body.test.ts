@@ -59,14 +59,15 @@ describe("the MCP door reads a body once", () => {
     expect(await (await t.req(`/v1/workspaces/${t.ws}/files/new.txt`)).text()).toBe("2026\n");
   });
 
-  it("a body that is not JSON, or empty: 400, -32700 Parse error, id null (as the SDK answered)", async () => {
+  it("a body that is not JSON, or empty: 400, -32700 Parse error, id null (as the SDK answered), saying to send a JSON-RPC request (it said to send the arguments as one JSON object)", async () => {
     const t = await newTenant(testApp());
     for (const body of ['{"jsonrpc":"2.0","id":1,', "not json", ""]) {
       const res = await post(t, body);
       expect(res.status).toBe(400);
       const e = await parseError(res);
       expect(e.error.code).toBe(-32700);
-      expect(e.error.message).toMatch(/^Parse error/);
+      expect(e.error.message).toMatch(/^Parse error: The request body (is not valid JSON \(.+\)|is empty)\. Send one JSON-RPC 2\.0 request as a JSON object, e\.g\. \{"jsonrpc": "2\.0", "id": 1, "method": "tools\/list"\}, or \(2025 revisions\) a batch of them as a JSON array\.$/);
+      expect(e.error.message).not.toContain("arguments");
     }
   });
 

@@ -2,9 +2,11 @@
  * A request whose path the app serves, with a method no route there takes, is 405
  * METHOD_NOT_ALLOWED with an Allow header naming the methods that are (lib/api/app.ts notFound,
  * served-routes.ts methodsAt), for every route the app serves (read from the app, not a hand-kept
- * list); a path no route serves stays 404 NOT_FOUND.
+ * list); a path no route serves stays 404 NOT_FOUND. The MCP endpoint's is a JSON-RPC error
+ * (lib/api/routes/mcp.ts mcpMethodNotAllowed).
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { isMcpPath } from "../../../../lib/api/routes/mcp-body.js";
 import { servedRoutes } from "../../../../lib/api/routes/served-routes.js";
 import { testApp } from "../../../helpers.js";
 import { routeRequest } from "../../../support/route-request.js";
@@ -29,6 +31,7 @@ describe("a method the path does not take", () => {
     const refused: string[] = [];
     for (const [url, methods] of byUrl) {
       const method = METHODS.find((m) => !methods.has(m) && !(m === "GET" && methods.has("HEAD")))!;
+      if (isMcpPath(url)) continue; // the MCP endpoint answers as MCP answers errors: its own test below
       const res = await app.request(url, { method });
       const body = (await res.json()) as any;
       if (res.status !== 405) {
@@ -50,5 +53,22 @@ describe("a method the path does not take", () => {
     const none = await app.request("/v1/nothing/here", { method: "GET" });
     expect(none.status).toBe(404);
     expect(((await none.json()) as any).error.code).toBe("NOT_FOUND");
+  });
+
+  it("the MCP endpoint: a method MCP does not have (PUT, PATCH, OPTIONS), before any key, is the JSON-RPC error GET and DELETE get, 405 with Allow: POST (was the HTTP routes' envelope)", async () => {
+    for (const method of ["PUT", "PATCH", "OPTIONS"]) {
+      for (const headers of [{}, { "mcp-session-id": "ask-0123456789abcdefghijklmn" }] as Record<string, string>[]) {
+        const res = await app.request("/v1/workspaces/probe/mcp", { method, headers });
+        expect(res.status, method).toBe(405);
+        expect(res.headers.get("allow"), method).toBe("POST");
+        expect(res.headers.get("content-type")).toContain("application/json");
+        const body = (await res.json()) as any;
+        expect(body, method).toEqual({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32000, message: `METHOD_NOT_ALLOWED: Method not allowed: ${method} is not a method of MCP's Streamable HTTP transport; send JSON-RPC requests with POST.`, data: { code: "METHOD_NOT_ALLOWED", details: { allow: ["POST"] } } },
+        });
+      }
+    }
   });
 });
