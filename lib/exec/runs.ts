@@ -9,8 +9,8 @@ import { keysOf, runIdFor, type RunKeys } from "../sync/run-records.js";
 import type { Executor, RunRequest, RunResult } from "./types.js";
 import type { Caller } from "../limits/store.js";
 import { ToolError } from "../shared/errors.js";
-import { readMeta } from "../layers/open.js";
-import { sameWorkspace } from "../sync/token.js";
+import { workspaceClaims } from "../sync/token.js";
+import { workspaceAsMinted } from "../sync/workspace-instance.js";
 
 /**
  * Sets a run's kill flag: at its next check the runner kills every process and writes nothing back. Started at
@@ -87,10 +87,9 @@ export const WORKSPACE_DELETED = "workspace_deleted";
 /** A workspace as a call holds it: its id and the instance (its record's created_at) it was opened as. */
 type HeldWorkspace = { readonly tenant: string; readonly id: string; readonly instance?: string | undefined };
 
-/** Whether the workspace is gone (deleted, or made again under its id: another instance); one read of its record. A failed read says no. */
+/** Whether the workspace is gone (deleted, or made again under its id: another instance), by the sync server's rule (workspaceAsMinted); one read of its record. A failed read says no. */
 export async function workspaceGone(storage: StorageDriver, ws: HeldWorkspace): Promise<boolean> {
-  const rec = await readMeta(storage, ws.tenant, ws.id).catch(() => undefined);
-  return rec === null || (rec !== undefined && !sameWorkspace(ws.instance !== undefined ? { i: ws.instance } : {}, rec.meta));
+  return (await workspaceAsMinted(storage, workspaceClaims(ws)).catch(() => undefined)) === null;
 }
 
 /** What a foreground call answers when its workspace was deleted while its command ran (plain: unlessWorkspaceGone; streamed: stream-run.ts). */

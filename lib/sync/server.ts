@@ -19,10 +19,11 @@ import { handleStaging } from "./stage-server.js";
 import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
 import { answerManifest, parseManifestQuery, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
 import { manifestAnswerBody } from "./manifest-wire.js";
-import { sameWorkspace, verifySyncToken, writeBackCaller, type SyncClaims } from "./token.js";
+import { verifySyncToken, writeBackCaller, type SyncClaims } from "./token.js";
+import { workspaceAsMinted } from "./workspace-instance.js";
 import { commitSyncJournal, syncJournal } from "./journal.js";
 import { ManifestCache } from "../layers/manifest.js";
-import { openFiles, readMeta, type LayerDeps, type LowerLayer, type MetaRecord } from "../layers/open.js";
+import { openFiles, type LayerDeps, type LowerLayer, type MetaRecord } from "../layers/open.js";
 import { autoSeal } from "../layers/auto-seal.js";
 import { Whiteouts } from "../layers/whiteout.js";
 import type { SyncServerDeps } from "./server-deps.js";
@@ -78,10 +79,10 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     const prefix = filesPrefix(claims.t, claims.w);
     // The run's own record (claim, output, kill flag, result: lib/sync/runs.ts) lies outside
     // the files: no lower layer is needed to reach it; only the workspace record, whether it is still the token's.
-    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, async () => (await tokenWorkspace(deps, claims)) !== null, deps.onRunEnded, deps.keyAlive);
+    if (url.pathname === "/v1/sync/run" || url.pathname.startsWith("/v1/sync/run/")) return await handleSyncRun(req, url, claims, deps.driver, async () => (await workspaceAsMinted(deps.driver, claims)) !== null, deps.onRunEnded, deps.keyAlive);
     // A live runner's channel to its session's coordinator (lib/sync/live-server.ts): no workspace
     // read, but for the conditional manifest a poll that receives a command carries back.
-    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q, held) => workspaceManifest(deps, claims, prefix, q, held), keyAlive: deps.keyAlive, workspaceHere: async () => (await tokenWorkspace(deps, claims)) !== null });
+    if (url.pathname.startsWith("/v1/sync/live/")) return await handleSyncLive(req, url, claims, deps.live, { manifestNow: (q, held) => workspaceManifest(deps, claims, prefix, q, held), keyAlive: deps.keyAlive, workspaceHere: async () => (await workspaceAsMinted(deps.driver, claims)) !== null });
     // Every route reads this workspace's files through the driver openWorkspace gives (the merged
     // view when it is layered). Keys outside the files (run records, modes) pass through it unchanged.
     // The conditional manifest's own reads (the upper listing's first page, the execute bits) start
@@ -93,7 +94,7 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
     claimed?.catch(() => {}); // awaited with the answer; a request that fails before leaves the runner to claim alone
     // A workspace deleted while a run was under way: nothing is listed or written back under its prefix
     // (the files would come back in a workspace made again with the same id, and nothing collects them).
-    const rec = await tokenWorkspace(deps, claims);
+    const rec = await workspaceAsMinted(deps.driver, claims);
     if (!rec) throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing was read or written back.`, { workspace: claims.w });
     const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
     const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);
@@ -198,15 +199,6 @@ function answerWorkspaceManifest(deps: SyncServerDeps, layerDeps: LayerDeps, cla
 }
 
 /**
- * The record of the token's workspace, or null: deleted, or deleted and made again under the same id
- * since the token was minted (another workspace, where the run has nothing to read or write: sameWorkspace).
- */
-async function tokenWorkspace(deps: SyncServerDeps, claims: SyncClaims): Promise<MetaRecord | null> {
-  const rec = await readMeta(deps.driver, claims.t, claims.w);
-  return rec && sameWorkspace(claims, rec.meta) ? rec : null;
-}
-
-/**
  * The conditional manifest for `query` as POST /v1/sync/manifest would answer it now (the answer a
  * live poll carries back with its command: lib/sync/live-server.ts), and with `held` (the marks of the
  * runner's view) the bytes of the few small files it lacks, read through the token's workspace as the
@@ -215,7 +207,7 @@ async function tokenWorkspace(deps: SyncServerDeps, claims: SyncClaims): Promise
  */
 async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery, held: Set<number> | null): Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null> {
   const reads = manifestReads(query, deps.driver, prefix, claims);
-  const rec = await tokenWorkspace(deps, claims);
+  const rec = await workspaceAsMinted(deps.driver, claims);
   if (!rec) return null;
   const layerDeps = { storage: deps.driver, manifests: deps.manifests ?? new ManifestCache() };
   const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);

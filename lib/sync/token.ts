@@ -15,7 +15,7 @@ export interface SyncClaims {
   /**
    * The instance of workspace `w` the token was minted for: its record's `created_at`. A workspace
    * deleted and made again under the same id is another one: the sync server refuses the token there
-   * as if the workspace were gone (workspaceClaims, sameWorkspace). Absent on tokens minted before it.
+   * as if the workspace were gone (workspaceClaims; workspace-instance.ts workspaceAsMinted). Absent on tokens minted before it.
    */
   i?: string;
   /** run (idempotency key) */
@@ -69,9 +69,6 @@ export const writeBackCaller = (claims: Pick<SyncClaims, "q">): Caller => (claim
 
 /** The claims that name a call's workspace, this instance of it: every token a run or live sandbox gets is minted with them. */
 export const workspaceClaims = (ws: { readonly tenant: string; readonly id: string; readonly instance?: string | undefined }): Pick<SyncClaims, "t" | "w" | "i"> => ({ t: ws.tenant, w: ws.id, ...(ws.instance !== undefined ? { i: ws.instance } : {}) });
-
-/** Whether the workspace record found now is the instance the token was minted for (a token without `i`: any). */
-export const sameWorkspace = (claims: Pick<SyncClaims, "i">, meta: { created_at: string }): boolean => claims.i === undefined || claims.i === meta.created_at;
 
 /** A token for one run; ttlSeconds should cover the run's timeout plus the write-back. */
 export async function mintSyncToken(secret: string, claims: Omit<SyncClaims, "exp">, ttlSeconds: number, now = Date.now()): Promise<string> {
