@@ -6,7 +6,7 @@
 import { ToolError } from "../shared/errors.js";
 import { checkSessionId, internalPrefix } from "./paths.js";
 
-/** A generation id (lib/exec/live/session-state.ts newGeneration). */
+/** A generation id (lib/exec/live/session-generation.ts newGeneration). */
 const GENERATION_PATTERN = /^g_[A-Za-z0-9_-]{1,64}$/;
 
 export const liveMarkersPrefix = (tenant: string, workspace: string): string => `${internalPrefix(tenant, workspace)}live/`;

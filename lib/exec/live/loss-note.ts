@@ -4,7 +4,7 @@
  */
 import type { LiveLoss } from "./types.js";
 
-/** Why, as the next call is told (workspace_deleted never is: such an end keeps no loss, session-state.ts finish). */
+/** Why, as the next call is told (workspace_deleted never is: such an end keeps no loss, session-generation.ts finish). */
 export const REASONS: Record<LiveLoss["reason"], string> = {
   idle: "it was idle past its idle timeout",
   max_life: "it reached its maximum life",

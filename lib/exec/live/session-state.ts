@@ -9,19 +9,18 @@
  * until its answer is there. Bundles for Workers.
  *
  * Every transition answers the generations that ended in it (`ends`): the caller accounts for them
- * (lease, usage, audit) exactly once.
+ * (lease, usage, audit) exactly once. Here the tool's side and the routes; the runner's side is
+ * session-runner.ts, the life of a generation both share session-generation.ts (re-exported here:
+ * a host imports the machine from this one file).
  */
 import { randomId } from "../../shared/hash.js";
-import { boundedEnded, lostOf, type LiveEndReason, type LiveLost, type LiveEnded, type LiveNext, type LiveResultPost, type LiveStatus } from "../../sync/live-types.js";
-import type { BeginAnswer, LiveEnd, LiveTimings, RunAnswer, RunOptions, SandboxView } from "./types.js";
-import { endRestOf, keptWritten, reportedOf, sandboxKeyId, takeLoss, takeStatus, type Generation, type LiveState, type Pending, type Poll } from "./session-records.js";
+import { lostOf, type LiveEndReason } from "../../sync/live-types.js";
+import type { BeginAnswer, LiveEnd, RunAnswer, RunOptions, SandboxView } from "./types.js";
+import { reportedOf, sandboxKeyId, takeLoss, type Generation, type LiveState, type Pending } from "./session-records.js";
+import { checkStale, finish, lateness, lostAnswer, newGeneration, offer, open, same, type At, type PendingRef } from "./session-generation.js";
 
-/** When a transition happens, and the session's timings. */
-export type At = { now: number; timings: LiveTimings };
-
-/** Which command or which poll a waiter waits on. */
-export type PendingRef = Pick<Pending, "generation" | "seq">;
-export type PollRef = Pick<Poll, "generation" | "id" | "since">;
+export type { At, PendingRef, PollRef } from "./session-generation.js";
+export { ended, next, pollOutcome, result } from "./session-runner.js";
 
 // ---- the tool's side ----
 
@@ -118,70 +117,6 @@ export function release(s: LiveState, turn: string): void {
   if (s.turn?.id === turn) s.turn = null;
 }
 
-// ---- the runner's side (LiveHub) ----
-
-/** A runner's poll: answered now (a command waiting, its end), or held (the host waits for pollOutcome). An older poll of it is replaced. */
-export function next(s: LiveState, at: At, generation: string, status: LiveStatus): LiveNext | { held: PollRef } {
-  const gen = s.gen;
-  if (!gen || gen.generation !== generation) return { end: toldEnd(s, generation) };
-  gen.seen_at = at.now;
-  takeStatus(gen, status);
-  if (gen.ending) return { end: gen.ending };
-  const poll: Poll = { generation, id: randomId(12), since: at.now };
-  s.poll = poll; // a runner polls once at a time: an older poll's holder is answered wait (pollOutcome)
-  offer(s, at);
-  return poll.taken === undefined ? { held: { generation, id: poll.id, since: poll.since } } : (pollOutcome(s, at, poll, false) as LiveNext);
-}
-
-/**
- * A held poll's answer, when it has one: the command handed to it, wait (its poll_ms passed:
- * `timedOut`; a newer poll replaced it), or its generation's end. null: still held.
- */
-export function pollOutcome(s: LiveState, at: At, ref: PollRef, timedOut: boolean): LiveNext | null {
-  const poll = s.poll;
-  if (!poll || poll.id !== ref.id) {
-    if (s.gen?.generation !== ref.generation) return { end: s.told.find(([g]) => g === ref.generation)?.[1] ?? "replaced" };
-    s.gen.seen_at = at.now;
-    return { wait: true };
-  }
-  if (poll.taken === undefined && !timedOut) return null;
-  s.poll = null;
-  if (s.gen?.generation === poll.generation) s.gen.seen_at = at.now;
-  const p = s.pending;
-  if (poll.taken === undefined || !p || p.seq !== poll.taken || p.generation !== poll.generation) return { wait: true };
-  const command = { seq: p.seq, request: p.request };
-  delete p.request; // the runner has it: the state need not hold it any longer
-  return { command };
-}
-
-export function result(s: LiveState, at: At, generation: string, post: LiveResultPost): void {
-  const gen = s.gen;
-  if (!gen || gen.generation !== generation) return;
-  gen.seen_at = at.now;
-  takeStatus(gen, post.status);
-  const p = open(s);
-  if (!p || p.generation !== generation || p.seq !== post.seq || p.taken_at === undefined) return;
-  if (post.response.ok) gen.served = true;
-  p.outcome = { response: post.response, ends: [] };
-}
-
-/** The runner's last word. Answers its end when it was current (not already ended by end() or a loss). */
-export function ended(s: LiveState, at: At, generation: string, e: LiveEnded): LiveEnd[] {
-  s.told = s.told.filter(([g]) => g !== generation);
-  const gen = s.gen;
-  if (!gen || gen.generation !== generation) {
-    // Already ended here (DELETE, a replacement, a loss): its final write-back still goes into what the next call is told.
-    if (s.loss?.generation === generation && e.written) s.loss = { ...s.loss, written: keptWritten(e.written) };
-    return [];
-  }
-  const told = boundedEnded(e);
-  gen.status = told.status;
-  const end = finish(s, at, gen, told.reason, told, told.written);
-  const p = open(s);
-  if (p) p.outcome = lostAnswer(s, at, []);
-  return [end];
-}
-
 // ---- the routes ----
 
 export function status(s: LiveState, at: At): { sandbox: SandboxView | null; ends: LiveEnd[] } {
@@ -216,85 +151,8 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
 
 // ---- inside ----
 
-/** The command in flight, unless it is answered already (its caller has not collected it yet). */
-const open = (s: LiveState): Pending | null => (s.pending && !s.pending.outcome ? s.pending : null);
-const same = (p: PendingRef, ref: PendingRef) => p.generation === ref.generation && p.seq === ref.seq;
-
 /** A join with no runner to run in (none, or another access's: `other_access`): an untold loss of its own key goes with it, the caller tells it; another key's stays for that key. */
 function none(s: LiveState, ends: LiveEnd[], sandbox: string, other_access = false): BeginAnswer {
   const loss = takeLoss(s, sandbox, true);
   return { none: { ...(other_access ? { other_access } : {}), ...(loss ? { lost: loss } : {}) }, ends };
-}
-
-function newGeneration(s: LiveState, at: At, sandbox = s.gen?.sandbox ?? s.lastSandbox): string {
-  const generation = `g_${randomId(16)}`;
-  s.gen = { generation, requested_at: at.now, seq: 0, sandbox };
-  s.lastSandbox = sandbox;
-  return generation;
-}
-
-/** A lost command's answer: what was lost, and (the caller holding the turn) a new generation to start. */
-function lostAnswer(s: LiveState, at: At, ends: LiveEnd[]): RunAnswer {
-  const loss = s.loss ?? { reason: "crashed" as const, lost_processes: [], generation: "" };
-  const interrupted = s.pending?.taken_at !== undefined;
-  s.loss = null;
-  return { lost: loss, interrupted, start: { generation: newGeneration(s, at) }, ends };
-}
-
-/** The current generation leaves: its loss is kept for the next call, its runner told to end if it polls again (its held poll at once). */
-function finish(s: LiveState, at: At, g: Generation, reason: LiveEndReason, lostNow: LiveLost, written?: LiveEnded["written"]): LiveEnd {
-  const lost = { lost_processes: lostNow.lost_processes, ...(lostNow.lost_total !== undefined ? { lost_total: lostNow.lost_total } : {}) };
-  s.gen = null;
-  s.told = [...s.told.filter(([x]) => x !== g.generation), [g.generation, reason] as [string, LiveEndReason]].slice(-8);
-  if (s.poll?.generation === g.generation) s.poll = null; // its holder is answered the end (pollOutcome)
-  // A runner that never came lost nothing; one that did is told to the session's next call, unless its workspace went
-  // with it: that call is another workspace's (one made again under the id), and nothing of the gone one is its to hear.
-  const keyId = sandboxKeyId(g.sandbox);
-  s.loss = g.seen_at !== undefined && reason !== "workspace_deleted" ? { generation: g.generation, reason, ...(keyId !== undefined ? { key_id: keyId } : {}), ...lost, ...(written ? { written: keptWritten(written) } : {}) } : null;
-  const st = g.status;
-  return {
-    generation: g.generation, reason, arrived: g.seen_at !== undefined,
-    started_at: st?.started_at ?? g.requested_at, ended_at: at.now,
-    wall_ms: st ? Math.max(st.wall_ms, at.now - st.started_at) : 0,
-    ...(st?.cpu_ms !== undefined ? { cpu_ms: st.cpu_ms } : {}),
-    ...endRestOf(st),
-    ...(g.lease ? { lease: g.lease } : {}),
-    ...lost,
-  };
-}
-
-function toldEnd(s: LiveState, generation: string): LiveEndReason {
-  const r = s.told.find(([g]) => g === generation)?.[1];
-  s.told = s.told.filter(([g]) => g !== generation);
-  return r ?? "replaced";
-}
-
-/** Hands the pending command to a held poll of the current generation. */
-function offer(s: LiveState, at: At): void {
-  const p = open(s);
-  const poll = s.poll;
-  if (!p || p.taken_at !== undefined || !poll || poll.taken !== undefined || poll.generation !== s.gen?.generation || p.generation !== poll.generation) return;
-  p.taken_at = at.now;
-  poll.taken = p.seq;
-}
-
-/** null: in time; else why the runner is taken for gone. */
-function lateness(g: Generation, at: At, p?: Pending): "never_started" | "stale" | null {
-  const t = at.timings;
-  if (g.seen_at === undefined) return at.now - g.requested_at > t.start_wait_ms ? "never_started" : null;
-  if (p?.taken_at !== undefined) return at.now - p.taken_at > p.timeout_ms + t.stale_ms ? "stale" : null;
-  return at.now - g.seen_at > t.stale_ms ? "stale" : null;
-}
-
-/**
- * A runner that stopped polling (and runs no command) is lost; a held poll keeps it seen. A poll
- * held past poll_ms + stale_ms has no holder any more (a host that died holding it): it no longer counts.
- */
-function checkStale(s: LiveState, at: At): LiveEnd[] {
-  const g = s.gen;
-  const held = s.poll && s.poll.generation === g?.generation && at.now - s.poll.since <= at.timings.poll_ms + at.timings.stale_ms;
-  if (!g || open(s) || held) return [];
-  const late = lateness(g, at);
-  if (!late) return [];
-  return [finish(s, at, g, "crashed", lostOf(late === "stale" ? g.status : undefined))];
 }

@@ -5,7 +5,7 @@
  * a command another session waits on, and polling for its next command; an answer sent again (the
  * same seq, another body), an answer after the sandbox ended, after its key was revoked. The rule
  * they meet: the session is the token's (its claims, never the body), and a command's answer is
- * taken once, from its own generation, while it waits (session-state.ts `result`). On the real app
+ * taken once, from its own generation, while it waits (session-runner.ts `result`). On the real app
  * with the LIVE Durable Object, over the fake live runner (test/support/fake-live-runner.ts).
  */
 import { env } from "cloudflare:workers";
