@@ -28,7 +28,8 @@ beforeAll(async () => {
     const vars = { TOOLSHED_ADMIN_TOKEN: ADMIN, TOOLSHED_SYNC_SECRET: "worker-revocation-sync-secret-0123", TOOLSHED_RUNNER_SECRET: RUNNER_SECRET, TOOLSHED_RUNNER_URL: runner.url, TOOLSHED_PUBLIC_URL: `http://127.0.0.1:${port}`, TOOLSHED_BUSINESS_OFF: "metering,limits" };
     workers.push(await startWorker({ port, state, vars }));
   };
-  // One after the other: the first makes the state directory's databases, the second opens them.
+  // One after the other: started at once over a new directory, one of them exits at start with
+  // "database is locked: SQLITE_BUSY" (workerd/util/sqlite.c++, 2 of 2 tries): the first makes the databases, the second opens them.
   await start();
   await start();
 }, 240_000);
