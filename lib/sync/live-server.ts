@@ -56,10 +56,10 @@ function checkWritten(v: unknown): LiveEnded["written"] {
 /**
  * The conditional manifest of the token's workspace for a query, answered now as
  * POST /v1/sync/manifest would (lib/sync/server.ts), with the bytes of the files it lists that the
- * view lacks when `held` (the view's marks) is given and they are few and small
- * (lib/sync/carried-files.ts); null when it cannot be given here.
+ * view lacks when `held` (the view's marks, decoded on demand) gives them and they are few and
+ * small (lib/sync/carried-files.ts); null when it cannot be given here.
  */
-export type ManifestNow = (query: ManifestQuery, held: Set<number> | null) => Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null>;
+export type ManifestNow = (query: ManifestQuery, held: () => Set<number> | null) => Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null>;
 
 /** A poll's manifest query, and the query as sent: the marks of the runner's view in it are read only when a command comes (none: nothing is carried). */
 interface PollQuery {
@@ -111,7 +111,8 @@ async function servePoll(ref: LiveSessionRef, claims: SyncClaims, hub: LiveHub, 
   if (!("command" in next) || !query || !manifestNow) return json(next);
   // Listed after the command was handed over: whatever changed before the call that sent it is in the answer.
   // One that cannot be given (or fails) is left out: the runner asks itself and hears why.
-  const now = await manifestNow(query, parseHeld(sent)).catch(() => null);
+  // The view's marks (4 bytes an entry: 53 KB of base64 at 10,000) are decoded only for an answer that lists files.
+  const now = await manifestNow(query, () => parseHeld(sent)).catch(() => null);
   if (!now) return json(next);
   return json({ command: { ...next.command, manifest: manifestAnswerBody(now.answer), ...(now.files.length ? { files: carriedBody(now.files) } : {}) } });
 }

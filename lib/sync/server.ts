@@ -201,11 +201,11 @@ function answerWorkspaceManifest(deps: SyncServerDeps, layerDeps: LayerDeps, cla
 /**
  * The conditional manifest for `query` as POST /v1/sync/manifest would answer it now (the answer a
  * live poll carries back with its command: lib/sync/live-server.ts), and with `held` (the marks of the
- * runner's view) the bytes of the few small files it lacks, read through the token's workspace as the
+ * runner's view, decoded only when the answer lists files) the bytes of the few small files it lacks, read through the token's workspace as the
  * batch route reads (lib/sync/carried-files.ts). null when it cannot be given here (the workspace is
  * gone, the answer too large): the runner then asks itself, and hears why.
  */
-async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery, held: Set<number> | null): Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null> {
+async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefix: string, query: ManifestQuery, held: () => Set<number> | null): Promise<{ answer: ManifestAnswer; files: [string, CarriedFile][] } | null> {
   const reads = manifestReads(query, deps.driver, prefix, claims);
   const rec = await workspaceAsMinted(deps.driver, claims);
   if (!rec) return null;
@@ -213,7 +213,9 @@ async function workspaceManifest(deps: SyncServerDeps, claims: SyncClaims, prefi
   const files = await openFiles(layerDeps, claims.t, claims.w, rec.meta);
   const answer = await answerWorkspaceManifest(deps, layerDeps, claims, prefix, reads, rec, files);
   if (!answer) return null;
-  const want = held && carryable(query, answer, held);
+  // Nothing listed (every bucket the same: a no-change command) has nothing to carry: the marks are not decoded.
+  const marks = answer.files.length ? held() : null;
+  const want = marks && carryable(query, answer, marks);
   return { answer, files: want ? await readCarried(files.driver, claims.t, claims.w, want) : [] };
 }
 
