@@ -101,4 +101,20 @@ describe("explicit directories count against files_per_workspace", () => {
     expect((await t.call("move", { from: "dst/empty", to: "moved" })).status).toBe(200);
     expect(await counts(t)).toEqual({ charged: 3, listed: 3 });
   });
+
+  it("undo that makes a directory again charges its marker: past the quota it stops there, naming the quota, and the count stays the recount's", async () => {
+    const t = await newTenant(limitsApp());
+    await setLimits(t, { files_per_workspace: 2 });
+    const undo = (callId: string) => t.req(`/v1/workspaces/${t.ws}/undo`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ call_id: callId }) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    expect((await mkdir(t, "d1")).status).toBe(201);
+    await upload(t, "a.txt", "a");
+    const del = await t.call("delete", { path: "d1" });
+    expect(del.status).toBe(200);
+    expect((await t.call("write", { file_path: "b.txt", content: "b" })).status).toBe(200);
+    const u = await undo(del.body.call_id);
+    expect(u.status, JSON.stringify(u.body)).toBe(409);
+    expect(u.body.error.message).toContain("d1/");
+    expect(u.body.error.message).toContain("files_per_workspace quota is 2");
+    expect(await counts(t)).toEqual({ charged: 2, listed: 2 });
+  });
 });
