@@ -25,9 +25,10 @@ export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChe
     await ws.quota?.charge(MARKER);
   } catch (e) {
     // Refused: a directory already explicit needs no room (mkdir -p of it again changes nothing; one HEAD, on this path only).
-    const there = isToolError(e) && e.code === "QUOTA_EXCEEDED" ? await headMarker(ws, dir) : null;
+    if (!isToolError(e) || e.code !== "QUOTA_EXCEEDED") throw e;
+    const there = await headMarker(ws, dir);
     if (there) return { created: false, etag: there.etag };
-    throw e;
+    throw new ToolError(e.code, e.message.replace("This change needs 1 more file", `The directory ${dir}/ needs 1 more entry (an explicit directory counts as a file)`), e.details);
   }
   let r;
   try {

@@ -52,7 +52,9 @@ describe("explicit directories count against files_per_workspace", () => {
     expect((await mkdir(t, "d1")).status).toBe(201);
     expect((await mkdir(t, "d2")).status).toBe(201);
     const before = await snapshot(t.tenant);
-    await refused(await mkdir(t, "d3"), 3, 3);
+    const r = await mkdir(t, "d3");
+    expect(((await r.clone().json()) as any).error.message).toContain("The directory d3/ needs 1 more entry (an explicit directory counts as a file)");
+    await refused(r, 3, 3);
     await refused(await t.call("write", { file_path: "b.txt", content: "b" }), 3, 3);
     expect(await snapshot(t.tenant)).toEqual(before);
     // Made again: there already, no new entry.
