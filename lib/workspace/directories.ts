@@ -9,7 +9,7 @@
  * already (docs/limits-and-quotas.md, "What counts").
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { makeDirMarker, removeDirMarkers } from "./markers.js";
+import { makeDirMarker, markerPlace, removeDirMarkers, type MakeDirResult } from "./markers.js";
 import { headMarker } from "./lookups.js";
 import type { DeleteItem } from "../layout/files.js";
 import type { WorkspaceCore as Workspace } from "./workspace-types.js";
@@ -21,6 +21,9 @@ const UNMARKED = { files: -1, bytes: 0 };
 /** mkdir -p of `dir` (its ancestors are implied); ALREADY_EXISTS / NOT_A_DIRECTORY where a file stands. */
 export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChecked?: boolean }): Promise<{ created: boolean; etag: string }> {
   if (dir === "") throw new ToolError("INVALID_PATH", "The workspace root always exists; give a directory inside it, e.g. src.", { path: "/" });
+  // The place is checked (reads only) beside the charge, as a file's create does: the charge's round trip costs no time of its own.
+  const place = opts.placeChecked || !ws.quota ? null : markerPlace(ws.driver, ws.tenant, ws.id, dir);
+  place?.catch(() => {}); // awaited below; a refused charge answers first
   try {
     await ws.quota?.charge(MARKER);
   } catch (e) {
@@ -30,9 +33,9 @@ export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChe
     if (there) return { created: false, etag: there.etag };
     throw new ToolError(e.code, e.message.replace("This change needs 1 more file", `The directory ${dir}/ needs 1 more entry (an explicit directory counts as a file)`), e.details);
   }
-  let r;
+  let r: MakeDirResult;
   try {
-    r = await makeDirMarker(ws.driver, ws.tenant, ws.id, dir, opts);
+    r = (await place) ?? (await makeDirMarker(ws.driver, ws.tenant, ws.id, dir, place ? { placeChecked: true } : opts));
   } catch (e) {
     await ws.quota?.settle(UNMARKED);
     throw e;

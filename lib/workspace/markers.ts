@@ -13,13 +13,19 @@ export type MakeDirResult =
   /** The marker was there at the create, and gone at the look that followed (a concurrent rmdir). */
   | { ok: false; gone: true };
 
+/** Where a marker of `dir` may not be made: the file at its path or a parent path (one HEAD each, at once), or null. */
+export async function markerPlace(driver: StorageDriver, tenant: string, workspace: string, dir: string): Promise<{ ok: false; file: string; at: "path" | "parent" } | null> {
+  const places = [dir, ...ancestorsOf(dir)];
+  const heads = await Promise.all(places.map((p) => driver.head(fileKey(tenant, workspace, p))));
+  const i = heads.findIndex((h) => h !== null);
+  return i >= 0 ? { ok: false, file: places[i]!, at: i === 0 ? "path" : "parent" } : null;
+}
+
 /** mkdir -p of one canonical directory (not the root): its ancestors are implied by the marker. */
 export async function makeDirMarker(driver: StorageDriver, tenant: string, workspace: string, dir: string, opts: { placeChecked?: boolean } = {}): Promise<MakeDirResult> {
   if (!opts.placeChecked) {
-    const places = [dir, ...ancestorsOf(dir)];
-    const heads = await Promise.all(places.map((p) => driver.head(fileKey(tenant, workspace, p))));
-    const i = heads.findIndex((h) => h !== null);
-    if (i >= 0) return { ok: false, file: places[i]!, at: i === 0 ? "path" : "parent" };
+    const taken = await markerPlace(driver, tenant, workspace, dir);
+    if (taken) return taken;
   }
   const key = dirMarkerKey(tenant, workspace, dir);
   try {
