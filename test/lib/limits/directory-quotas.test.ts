@@ -119,4 +119,22 @@ describe("explicit directories count against files_per_workspace", () => {
     expect(u.body.error.message).toContain("files_per_workspace quota is 2");
     expect(await counts(t)).toEqual({ charged: 2, listed: 2 });
   });
+
+  it("a fork from a checkpoint counts the explicit directories of its manifest: past the quota, no workspace is made", async () => {
+    const t = await newTenant(limitsApp());
+    await setLimits(t, { files_per_workspace: 3 });
+    expect((await mkdir(t, "d1")).status).toBe(201);
+    expect((await mkdir(t, "d2")).status).toBe(201);
+    await upload(t, "a.txt", "a");
+    const cp = (await (await t.req(`/v1/workspaces/${t.ws}/checkpoints`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as any;
+    expect(cp.id).toBeTruthy();
+    await setLimits(t, { files_per_workspace: 2 });
+    const before = await snapshot(t.tenant);
+    const fork = (body: Record<string, unknown>) => t.req("/v1/workspaces", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    await refused(await fork({ id: "from-cp", from_workspace: t.ws, checkpoint: cp.id }), 0, 2);
+    expect(await snapshot(t.tenant)).toEqual(before);
+    await setLimits(t, { files_per_workspace: 3 });
+    expect((await fork({ id: "from-cp", from_workspace: t.ws, checkpoint: cp.id })).status).toBe(201);
+    expect(await counts({ ...t, ws: "from-cp" })).toEqual({ charged: 3, listed: 3 });
+  });
 });
