@@ -115,4 +115,24 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     expect(two.data.dirs_created).toEqual(["x", "y"]);
     expect(await counts()).toEqual({ charged: 6, listed: 6 });
   }, 60_000);
+
+  it("a packed write-back (250 files) whose 3 markers are one entry too many is refused whole by its hold, no pack staged; one more entry and it lands with its markers", async () => {
+    const now = (await counts()).charged;
+    await setLimits({ files_per_workspace: now + 252 });
+    const before = await tree();
+    reset();
+    const cmd = "mkdir -p p/files q/1 q/2 q/3 && for i in $(seq 1 250); do echo $i > p/files/f$i; done";
+    const out = await bash(cmd);
+    expect(log.files).toEqual([]);
+    expect(await tree()).toEqual(before);
+    expect(log.sync.filter((s) => /stage|commit|\/v1\/sync\/files\//.test(s))).toEqual([]);
+    expect(out.output).toContain(`files_per_workspace quota is ${now + 252}`);
+    await setLimits({ files_per_workspace: now + 253 });
+    reset();
+    const ok = await bash(cmd);
+    expect(ok.data.skipped ?? [], ok.output.slice(-600)).toEqual([]);
+    expect(log.sync.filter((s) => /commit/.test(s))).toHaveLength(1); // packed
+    expect(ok.data.dirs_created).toEqual(["q/1", "q/2", "q/3"]);
+    expect(await counts()).toEqual({ charged: now + 253, listed: now + 253 });
+  }, 60_000);
 });
