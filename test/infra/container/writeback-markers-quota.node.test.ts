@@ -111,6 +111,20 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     expect(await counts()).toEqual({ charged: 5, listed: 5 });
     await bash("rmdir e/1");
     expect(await counts()).toEqual({ charged: 4, listed: 4 });
+    // One directory alone: no plan and no hold, its own charge refuses it (one request, as before markers counted).
+    reset();
+    const one = await bash("mkdir z");
+    expect(log.sync.filter((s) => !/\/v1\/sync\/(manifest|run)/.test(s))).toEqual(["PUT /v1/sync/files/z/"]);
+    expect(one.data.dirs_created).toEqual(["z"]);
+    expect(await counts()).toEqual({ charged: 5, listed: 5 });
+    expect((await bash("mkdir v")).data.dirs_created).toEqual(["v"]);
+    reset();
+    const full = await bash("mkdir w");
+    expect(log.files).toEqual([]);
+    expect(full.output).toContain("The directory w/ needs 1 more entry (an explicit directory counts as a file)");
+    expect(full.output).toContain("files_per_workspace quota is 6, and 6 are in use");
+    await bash("rmdir z v");
+    expect(await counts()).toEqual({ charged: 4, listed: 4 });
     const two = await bash("mkdir x y");
     expect(two.data.dirs_created).toEqual(["x", "y"]);
     expect(await counts()).toEqual({ charged: 6, listed: 6 });
