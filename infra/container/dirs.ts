@@ -12,8 +12,10 @@
  * the runner made itself (a working_dir that did not exist) are not the command's: no marker.
  * A marker whose directory a written file takes the name of (crossedBy) is removed before the files are
  * written, once the quotas' word is known where it comes first (the hold); every other removal, and
- * every new marker (a directory may take a deleted file's name), after them. A write-back the quotas
- * refused whole (WriteBackOutcome.refused) removes and makes none: each is skipped, named (notSaved).
+ * every new marker (a directory may take a deleted file's name), after them, before the hold is released.
+ * A new marker is one entry of the storage quotas' files: the write-back's plan counts them, and each is
+ * drawn on its hold. A write-back the quotas refused whole (WriteBackOutcome.refused) removes and makes
+ * none: each is skipped, named (notSaved).
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/layout/paths.js";
 import type { Conflict, Skipped } from "../../lib/exec/types.js";
@@ -108,12 +110,12 @@ export function notSaved(out: DirOutcome, changes: DirChange[], why: string): vo
   for (const c of changes) out.skipped.push({ path: `${c.path}/`, reason: "error", detail: why, change: c.kind === "created" ? "dir_created" : "dir_deleted" });
 }
 
-/** Writes back one kind of change (removals first, creations last: see the header). */
-export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind: DirChange["kind"], out: DirOutcome, concurrency = 16): Promise<void> {
+/** Writes back one kind of change (removals first, creations last: see the header); `hold`: the write-back's, each marker made draws its entry on it. */
+export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind: DirChange["kind"], out: DirOutcome, hold: string | null = null, concurrency = 16): Promise<void> {
   await pool(concurrency, changes.filter((c) => c.kind === kind), async (c) => {
     try {
       if (c.kind === "created") {
-        const r = await sync.mkdir(c.path);
+        const r = await sync.mkdir(c.path, hold ? { hold } : undefined);
         if (r.ok) out.created.set(c.path, r.etag);
         else out.conflicts.push({ path: `${c.path}/`, change: "created", reason: "changed_meanwhile" });
       } else {

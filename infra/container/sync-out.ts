@@ -128,11 +128,16 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   const crossed = crossedBy(dirPlan.accepted.filter((d) => d.kind === "deleted"), changes.filter((c) => c.kind !== "deleted").map((c) => c.path));
   let early = false;
   const beforeWrites = dirsOut && crossed.size ? async () => void ((early = true), await writeBackDirs(sync, [...crossed], "deleted", dirsOut)) : undefined;
-  const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles, beforeWrites }) : null;
+  // The other markers after the files, on the write-back's hold (its plan counts the new ones: a write-back they do not fit is refused whole).
+  // One marker made and nothing else is whole by its own charge, as one file is: no plan, no hold.
+  const rest = () => dirPlan.accepted.filter((d) => !(early && crossed.has(d)));
+  const alone = changes.length === 0 && dirPlan.accepted.length === 1;
+  const markers = dirsOut && dirPlan.accepted.length ? { made: alone ? 0 : dirPlan.accepted.filter((d) => d.kind === "created").length, write: async (hold: string | null) => {
+    for (const kind of ["deleted", "created"] as const) await writeBackDirs(sync, rest(), kind, dirsOut, hold);
+  } } : undefined;
+  const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles, beforeWrites, ...(markers ? { markers } : {}) }) : null;
   const refused = wb?.refused ?? null;
-  const rest = dirPlan.accepted.filter((d) => !(early && crossed.has(d)));
-  if (dirsOut && refused) notSaved(dirsOut, rest, refused);
-  else if (dirsOut) for (const kind of ["deleted", "created"] as const) await writeBackDirs(sync, rest, kind, dirsOut);
+  if (dirsOut && refused) notSaved(dirsOut, rest(), refused);
 
   settleDirs(slot, dirDelta, dirsOut);
   const exact = await settle(slot, after, changes, wb);

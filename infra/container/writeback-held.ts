@@ -45,7 +45,7 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
   if (!id) return changes;
   hold(id);
   await io.deleteBatches(deletes);
-  if (io.unfreed() > 0 && writes.length) {
+  if (io.unfreed() > 0 && (writes.length || plan.files > 0)) { // plan.files without writes: the run's new markers (sync-out.ts), drawn on the hold after
     try {
       await sync.putMany!([], undefined, { hold: id, fill: true });
     } catch (e) {

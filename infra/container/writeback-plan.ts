@@ -33,9 +33,12 @@ export async function sizesOf(tree: string, writes: Change[]): Promise<Sizes> {
 /** Written in a put batch or a stage request (else alone, streamed). */
 export const isSmall = (size: number | null | undefined): size is number => size != null && size <= BATCH_MAX_FILE_BYTES;
 
-/** The plan of writing `writes` (the run's running count at 0): their bytes, how many are new paths, the bytes of the versions the modified ones replace. */
-export function planOf(writes: Change[], sizes: Sizes): WriteBackPlan {
-  const plan = { bytes: 0, files: 0, replaces: 0, before: { bytes: 0, files: 0 } };
+/**
+ * The plan of writing `writes` (the run's running count at 0): their bytes, how many are new paths, the bytes of the versions the
+ * modified ones replace; `markers`: the new directory markers the run makes, each a new entry of no bytes (dirs.ts).
+ */
+export function planOf(writes: Change[], sizes: Sizes, markers = 0): WriteBackPlan {
+  const plan = { bytes: 0, files: markers, replaces: 0, before: { bytes: 0, files: 0 } };
   for (const c of writes) {
     const size = sizes.get(c.path);
     if (size == null) continue;

@@ -80,6 +80,8 @@ export async function writeBack(opts: {
   now?: () => number;
   /** Files the workspace had at the start (a packed write-back rewrites its whole manifest: writeback-packed.ts). */
   workspaceFiles?: number;
+  /** The run's markers (sync-out.ts): `made` new ones, each a new entry in the plan, held (refused whole with it); `write` after the files, on the hold, unless refused. */
+  markers?: { made: number; write(hold: string | null): Promise<void> };
 }): Promise<WriteBackOutcome> {
   const now = opts.now ?? Date.now;
   const sync = opts.sync;
@@ -241,18 +243,19 @@ export async function writeBack(opts: {
   // The sizes of the files written, and the whole write-back's plan (told to the API before anything is written).
   const writes = accepted.filter((c) => c.kind !== "deleted");
   const sizes = await sizesOf(opts.tree, writes);
-  const plan = planOf(writes, sizes);
+  const made = opts.markers?.made ?? 0;
+  const plan = planOf(writes, sizes, made);
   const batches = !!sync.putMany && !!sync.deleteMany;
   const pack = canPack(sync, accepted, opts.workspaceFiles ?? 0);
-  // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); file by file as planWay says.
-  const way = !batches ? "none" : pack ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES, !!opts.beforeWrites && !!sync.hold);
+  // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); markers made: held; file by file as planWay says.
+  const way = !batches ? "none" : pack || (made > 0 && sync.hold) ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES, !!opts.beforeWrites && !!sync.hold);
   let ordinary = accepted;
   if (way === "batch") planWith = plan;
   else if (way === "hold" && now() < opts.deadline) {
     // The hold first (refused: none of it is written, deletes included), then its deletes (the room they free moves into it), made whole before any write.
     const deleteBatches = (cs: Change[]) => pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(cs), deleteBatch);
     ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, refuse, unfreed: () => unfreed });
-    lastBatch = !pack && oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
+    lastBatch = !pack && !made && oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
   }
   try {
     if (!out.refused) await opts.beforeWrites?.();
@@ -281,6 +284,8 @@ export async function writeBack(opts: {
         await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
       });
     }
+    // The markers last, on the hold's room (its plan counted the new ones) before it is released.
+    if (!out.refused) await opts.markers?.write(hold);
   } finally {
     if (hold) await sync.putMany!([], undefined, { hold, release: true }).catch(() => {}); // unreleased, the hold's lease ends with the run's token
   }

@@ -46,6 +46,8 @@ export interface Target {
   sizes: Map<string, number>;
   /** Directories: explicit ones (markers) and those implied by the files. */
   dirs: Set<string>;
+  /** The explicit directories (markers) under the prefix: each one entry of the storage quotas' files. */
+  markers: Set<string>;
 }
 
 export interface ImportReport {
@@ -92,10 +94,12 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
   const existing = new Map<string, string>();
   const sizes = new Map<string, number>();
   const dirs = new Set<string>();
+  const markers = new Set<string>();
   for await (const f of ws.walkEntries(prefix)) {
     if (f.type === "directory") {
       // An explicit (empty) directory is a place taken like one its files imply.
       for (const a of [f.path, ...ancestorsOf(f.path)]) dirs.add(a);
+      markers.add(f.path);
       continue;
     }
     if (existing.size >= max) {
@@ -105,7 +109,7 @@ export async function listTarget(ws: Workspace, prefix: string, max: number): Pr
     sizes.set(f.path, f.size);
     for (const a of ancestorsOf(f.path)) dirs.add(a);
   }
-  return { existing, sizes, dirs };
+  return { existing, sizes, dirs, markers };
 }
 
 /** Why a hard link is not imported: what it names is not a file the archive landed before it. */

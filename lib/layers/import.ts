@@ -166,7 +166,7 @@ export async function importIntoLayers(deps: LayerDeps, ws: Workspace, rec: Meta
     await dropWrites(deps, [manifestKey(ws.tenant, manifest.id)], []);
   };
   // The storage quotas: the whole change is charged before the switch (exactly: the bound above only stopped writing early); refused, nothing it wrote stays.
-  const change = importChange(fileEntries, gone, target.sizes);
+  const change = importChange(fileEntries, gone, target.sizes, markerChange(empty.dirs, target.markers, opts.mode === "replace" ? prefix : null));
   try {
     await ws.quota?.charge(change);
   } catch (e) {
@@ -244,9 +244,12 @@ function refuseLinkedPrefix(prefix: string, links: ReadonlyMap<string, string>):
   throw new ToolError("SYMLINK_REFUSED", `Cannot import into ${prefix}: ${link} is a symlink (-> ${target}); an import never writes through a link. Import into the path of its target instead.`, { prefix, link, target, reason: "is_link" });
 }
 
-/** What an import changes in the storage quotas: each landed file's size less the one it replaces (+1 file when new), and the files a replace removes. */
-function importChange(landed: readonly { path: string; size: number }[], gone: readonly string[], sizes: ReadonlyMap<string, number>): { files: number; bytes: number } {
-  const out = { files: 0, bytes: 0 };
+/**
+ * What an import changes in the storage quotas: each landed file's size less the one it replaces (+1 file when new), the files a
+ * replace removes, and `markers`: the explicit directories it makes less those it removes (markerChange; one entry each, 0 bytes).
+ */
+function importChange(landed: readonly { path: string; size: number }[], gone: readonly string[], sizes: ReadonlyMap<string, number>, markers: number): { files: number; bytes: number } {
+  const out = { files: markers, bytes: 0 };
   for (const e of landed) {
     const old = sizes.get(e.path);
     out.bytes += e.size - (old ?? 0);
@@ -257,6 +260,20 @@ function importChange(landed: readonly { path: string; size: number }[], gone: r
     out.files--;
   }
   return out;
+}
+
+/**
+ * The explicit directories an import adds to the workspace's entries: its markers not there before, less (replace, `replaceIn`:
+ * the prefix) the workspace's markers there that it does not make again (the new base drops them, and their upper objects go).
+ */
+function markerChange(made: readonly string[], existing: ReadonlySet<string>, replaceIn: string | null): number {
+  let n = 0;
+  for (const d of made) if (!existing.has(d)) n++;
+  if (replaceIn !== null) {
+    const kept = new Set(made);
+    for (const d of existing) if (!kept.has(d)) n--;
+  }
+  return n;
 }
 
 /** The etag of an empty marker object (the MD5 of no bytes), as storage gives a marker mkdir makes. */

@@ -116,14 +116,19 @@ export function storageQuota(route: QuotaRoute, tenant: string, ws: string, call
   };
 }
 
-/** The files and bytes of a workspace's tree: a listing of its files prefix through its merged view (markers, ending "/", are not files). */
+/**
+ * The entries and bytes of a workspace's tree: a listing of its files prefix through its merged view.
+ * Every object is one entry of files_per_workspace: a file, or an explicit directory's marker (a key
+ * ending "/", 0 bytes; lib/workspace/directories.ts charges one the same way), whether or not files
+ * lie below it now.
+ */
 export async function countStored(driver: StorageDriver, filesPrefix: string): Promise<StorageUsage> {
   const out = { files: 0, bytes: 0 };
   let cursor: string | undefined;
   do {
     const page = await driver.list({ prefix: filesPrefix, ...(cursor ? { cursor } : {}) });
     for (const o of page.objects) {
-      if (o.key.endsWith("/")) continue;
+      if (o.key === filesPrefix) continue; // the root is no entry (no marker is made there)
       out.files++;
       out.bytes += o.size;
     }

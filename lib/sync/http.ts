@@ -242,9 +242,9 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       if (!res.ok && res.status !== 404) await fail(res, `delete ${path}`);
       return { ok: true };
     },
-    async mkdir(dir) {
-      // Idempotent (a marker made twice is one marker): retried like a GET.
-      const res = await call("PUT", dirUrl(dir), { headers: { "content-length": "0" } }, true);
+    async mkdir(dir, o) {
+      // Idempotent (a marker made twice is one marker, charged once): retried like a GET. `hold`: its entry drawn on the write-back's hold.
+      const res = await call("PUT", `${dirUrl(dir)}${writeBackQuery(undefined, o?.hold ? { hold: o.hold } : {})}`, { headers: { "content-length": "0" } }, true);
       if (res.status === 412) {
         await res.body?.cancel();
         return { ok: false, conflict: true };

@@ -166,9 +166,10 @@ export interface SyncClient {
   deleteMany?(files: { path: string; ifMatch: string }[], terms?: HoldTerms): Promise<DeleteManyResult[] | null>;
   /**
    * Makes `dir` an explicit directory (its marker): ok with the marker's etag, made now or there
-   * already; conflict when a file has the path or a parent path.
+   * already; conflict when a file has the path or a parent path. A marker made is one entry of the
+   * storage quotas' files (QUOTA_EXCEEDED when it does not fit); `hold`: drawn on the write-back's hold.
    */
-  mkdir(dir: string): Promise<SyncPutResult>;
+  mkdir(dir: string, opts?: { hold?: string }): Promise<SyncPutResult>;
   /** Removes the marker of `dir` if it is still the version the run started from; one already gone is ok. */
   rmdir(dir: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
   /**

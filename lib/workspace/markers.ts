@@ -13,13 +13,19 @@ export type MakeDirResult =
   /** The marker was there at the create, and gone at the look that followed (a concurrent rmdir). */
   | { ok: false; gone: true };
 
+/** Where a marker of `dir` may not be made: the file at its path or a parent path (one HEAD each, at once), or null. */
+export async function markerPlace(driver: StorageDriver, tenant: string, workspace: string, dir: string): Promise<{ ok: false; file: string; at: "path" | "parent" } | null> {
+  const places = [dir, ...ancestorsOf(dir)];
+  const heads = await Promise.all(places.map((p) => driver.head(fileKey(tenant, workspace, p))));
+  const i = heads.findIndex((h) => h !== null);
+  return i >= 0 ? { ok: false, file: places[i]!, at: i === 0 ? "path" : "parent" } : null;
+}
+
 /** mkdir -p of one canonical directory (not the root): its ancestors are implied by the marker. */
 export async function makeDirMarker(driver: StorageDriver, tenant: string, workspace: string, dir: string, opts: { placeChecked?: boolean } = {}): Promise<MakeDirResult> {
   if (!opts.placeChecked) {
-    const places = [dir, ...ancestorsOf(dir)];
-    const heads = await Promise.all(places.map((p) => driver.head(fileKey(tenant, workspace, p))));
-    const i = heads.findIndex((h) => h !== null);
-    if (i >= 0) return { ok: false, file: places[i]!, at: i === 0 ? "path" : "parent" };
+    const taken = await markerPlace(driver, tenant, workspace, dir);
+    if (taken) return taken;
   }
   const key = dirMarkerKey(tenant, workspace, dir);
   try {
@@ -41,24 +47,25 @@ export interface MarkerTarget {
  * Removes directories' markers, each only if it is still the version given (null: whatever is
  * there), in one conditional delete of the driver. A marker already gone counts as removed (the
  * directory is not explicit any more, which is what the caller wanted); one that is there in
- * another version is refused and left as it is. Returns the refused directories.
+ * another version is refused and left as it is. Returns the refused directories, and those a
+ * version was given for that were gone already (removed by another writer: this call freed nothing).
  */
-export async function removeDirMarkers(driver: StorageDriver, tenant: string, workspace: string, targets: readonly MarkerTarget[]): Promise<string[]> {
-  if (targets.length === 0) return [];
+export async function removeDirMarkers(driver: StorageDriver, tenant: string, workspace: string, targets: readonly MarkerTarget[]): Promise<{ refused: string[]; gone: string[] }> {
+  if (targets.length === 0) return { refused: [], gone: [] };
   const keyOf = (dir: string) => dirMarkerKey(tenant, workspace, dir);
   try {
     await driver.delete(targets.map((t) => (t.etag === null ? keyOf(t.dir) : { key: keyOf(t.dir), ifMatch: t.etag })));
-    return [];
+    return { refused: [], gone: [] };
   } catch (e) {
     if (!isConditionFailed(e)) throw e;
     const failed = new Set(e.keys);
     const candidates = targets.filter((t) => failed.has(keyOf(t.dir)));
     const still = await Promise.all(candidates.map((t) => driver.head(keyOf(t.dir))));
-    return candidates.filter((_, i) => still[i] !== null).map((t) => t.dir);
+    return { refused: candidates.filter((_, i) => still[i] !== null).map((t) => t.dir), gone: candidates.filter((_, i) => still[i] === null).map((t) => t.dir) };
   }
 }
 
 /** Removes one directory's marker (rmdir): false when it is there in another version than `ifMatch`. */
 export async function removeDirMarker(driver: StorageDriver, tenant: string, workspace: string, dir: string, ifMatch?: string): Promise<boolean> {
-  return (await removeDirMarkers(driver, tenant, workspace, [{ dir, etag: ifMatch ?? null }])).length === 0;
+  return (await removeDirMarkers(driver, tenant, workspace, [{ dir, etag: ifMatch ?? null }])).refused.length === 0;
 }

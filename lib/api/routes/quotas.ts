@@ -127,7 +127,7 @@ async function usageOf(deps: AppDeps, auth: AuthInfo, ws: string, checkpoint?: s
     const cp = await getCheckpoint(ld, auth.tenant, ws, checkpoint);
     const m = await ld.manifests.load(deps.storage, auth.tenant, cp.manifest);
     const out = { files: 0, bytes: 0 };
-    for (const e of m.entries) if (!e.path.endsWith("/")) (out.files++, (out.bytes += e.size));
+    for (const e of m.entries) (out.files++, (out.bytes += e.size)); // files and explicit directories' markers (0 bytes), as countStored counts them
     return out;
   }
   const opened = await openLayers(layerDeps(deps), auth.tenant, ws);

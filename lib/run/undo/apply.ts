@@ -14,10 +14,9 @@
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
  */
-import { ToolError } from "../../shared/errors.js";
+import { isToolError, ToolError } from "../../shared/errors.js";
 import { readModes, updateModes } from "../../layout/modes.js";
 import { dirMarkerKey, packKey, sessionUndoPrefix } from "../../layout/paths.js";
-import { makeDirMarker, removeDirMarkers } from "../../workspace/markers.js";
 import { isConditionFailed, type StorageDriver } from "../../storage/types.js";
 import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
@@ -214,16 +213,21 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
   // Markers last (a directory made again may need its files gone first to be empty, and the other way round).
   const dirFailed: string[] = [];
   const made = dirs.filter((d) => d.before === null);
-  for (const dir of await removeDirMarkers(ws.driver, ws.tenant, ws.id, made.map((d) => ({ dir: d.path, etag: d.after })))) dirFailed.push(dir);
+  let overQuota = null as ToolError | null;
+  // Through the Workspace, as every marker is made and removed: its storage quotas charge each one made (QUOTA_EXCEEDED stops here) and free each one removed.
+  for (const dir of (await ws.deleteMarkers(made.map((d) => ({ path: d.path, etag: d.after })))).refused) dirFailed.push(dir);
   for (const d of made) if (!dirFailed.includes(d.path)) restored.push({ path: `${d.path}/`, action: "deleted" });
   for (const d of dirs.filter((x) => x.before !== null)) {
-    const r = await makeDirMarker(ws.driver, ws.tenant, ws.id, d.path);
-    if (r.ok && r.created) restored.push({ path: `${d.path}/`, action: "recreated" });
+    const r = await ws.makeDirectory(d.path).catch((e: unknown) => {
+      if (isToolError(e) && e.code === "QUOTA_EXCEEDED") overQuota = e;
+      return null;
+    });
+    if (r?.created) restored.push({ path: `${d.path}/`, action: "recreated" });
     else dirFailed.push(d.path);
   }
   if (dirFailed.length) {
     const left = dirFailed.map((d) => `${d}/`);
-    throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its directories: ${left.join(", ")} changed meanwhile (or a file now stands there). ${counted(restored.length, "change was", "changes were")} undone; the directories named were left as they are. Check them, then fix by hand (mkdir or rmdir).`, { call_id: call.call_id, restored: restored.map((r) => r.path), left });
+    throw new ToolError("CONFLICT", `Undo of call ${call.call_id} stopped at its directories: ${left.join(", ")} changed meanwhile (or a file now stands there)${overQuota ? `, or did not fit the storage quotas (${overQuota.message})` : ""}. ${counted(restored.length, "change was", "changes were")} undone; the directories named were left as they are. Check them, then fix by hand (mkdir or rmdir).`, { call_id: call.call_id, restored: restored.map((r) => r.path), left });
   }
   return { call_id: call.call_id, tool: call.tool, restored };
 }
