@@ -26,7 +26,6 @@ export interface LiveStart {
   max_life_ms: number;
 }
 
-/** The app's record of a live sandbox's life (usage, audit); neither may fail the call. */
 /**
  * The app's records of a sandbox's start and end. `later` is the waitUntil of the request that learned
  * of it (a call, a route, the runner's own POST .../live/ended): the records are written under it, so
@@ -35,6 +34,18 @@ export interface LiveStart {
 export interface LiveEvents {
   started(key: LiveKey, start: LiveStart, later: WaitUntil | undefined): Promise<void>;
   ended(key: LiveKey, end: LiveEnd, later: WaitUntil | undefined): Promise<void>;
+  /** The final write-back of a generation whose end was accounted before it (an end the API decided): its bytes, once (final-write-back.ts). */
+  writtenBack(key: LiveKey, w: LiveWrittenBack, later: WaitUntil | undefined): Promise<void>;
+}
+
+/** What a final write-back billed on its own cost: its workspace bytes and the network bytes no command took. */
+export interface LiveWrittenBack {
+  generation: string;
+  /** The API key that started the sandbox (its live token's claim). */
+  key_id?: string;
+  bytes_written?: number;
+  net_bytes_in?: number;
+  net_bytes_out?: number;
 }
 
 export interface LiveService {
