@@ -44,7 +44,9 @@ const withoutBytes = ({ bytes_written: _b, net_bytes_in: _i, net_bytes_out: _o, 
 export async function accountRunnerEnd(svc: LiveService, ref: LiveSessionRef, e: LiveEnded, later: WaitUntil | undefined): Promise<void> {
   const key: LiveKey = { tenant: ref.tenant, workspace: ref.workspace, session: ref.session };
   const bytes = endRestOf(e.status);
-  const some = Object.keys(bytes).length > 0;
+  // A deleted workspace's sandbox wrote nothing back, and a mark would be a leftover under a prefix without a record:
+  // what its processes exchanged with the network since the last command goes unbilled (docs/usage.md).
+  const some = e.reason !== "workspace_deleted" && Object.keys(bytes).length > 0;
   // Without a place for the mark (a coordinator tested alone) the bytes go only with an end the coordinator still held, as before.
   const marked = some && svc.markers ? await createOnly(svc.markers, await writeBackMarkKey(key, e.generation), "", "text/plain") : null;
   const ends = await svc.coordinator.ended(key, ref.generation, e);

@@ -12,6 +12,9 @@
 import { afterAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../../lib/exec/live/service.js";
+import { writeBackMarkKey } from "../../../../lib/exec/live/final-write-back.js";
+import { housekeepRuns } from "../../../../lib/exec/tasks.js";
+import { internalPrefix } from "../../../../lib/layout/paths.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
 import { until } from "../../../infra/container/live-helpers.js";
 
@@ -23,7 +26,7 @@ const capture = (f: typeof fetch): typeof fetch =>
     if (String(u).endsWith("/v1/sync/live/ended")) endedPosts.push({ url: String(u), init: i });
     return r;
   }) as typeof fetch;
-const { app, tenant, usage, call, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) }, capture);
+const { app, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) }, capture);
 afterAll(close);
 
 const liveRecords = (t: string) => usage.filter((u) => u.tenant === t && u.route?.startsWith("live sandbox"));
@@ -62,6 +65,12 @@ it("DELETE .../sandbox: what a background process wrote after the last command i
   expect(await replay(post)).toBe(204);
   expect((await Promise.all([replay(post), replay(post)])).every((s) => s === 204)).toBe(true);
   expect(liveRecords(t.id).map((u) => u.route).sort()).toEqual(["live sandbox", "live sandbox write-back"]);
+
+  // The mark is one run record's `billed` object, collected by the run records' housekeeping a day later.
+  const runs = async () => (await storage.list({ prefix: `${internalPrefix(t.id, "main")}runs/` })).objects.map((o) => o.key);
+  expect(await runs()).toEqual([await writeBackMarkKey({ tenant: t.id, workspace: "main", session: "s1" }, JSON.parse(String(post.init.body)).generation)]);
+  await housekeepRuns(storage, t.id, "main", Date.now() + 26 * 3_600_000);
+  expect(await runs()).toEqual([]);
 }, 60_000);
 
 it("a runner's own end (idle) bills its final write-back in its end record, and a replay of its ended bills nothing more", async () => {
