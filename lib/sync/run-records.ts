@@ -9,7 +9,7 @@
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag, or a call's whose key is gone; the runner checks it about every second
  *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once);
- *                                        alone, under a run id made of a live sandbox's generation: its final write-back was billed (lib/exec/live/final-write-back.ts)
+ *                                        alone, under a run id made of a live sandbox's generation: its end, or its final write-back, was billed (lib/exec/live/markers.ts)
  *                   cursor.json  API     the last chunk bash_output handed out
  *
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds

@@ -10,7 +10,7 @@ import type { WaitUntil } from "../../shared/after-answer.js";
 import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
-import { unmarkLive } from "./markers.js";
+import { billOnce, unmarkLive } from "./markers.js";
 
 /** A live runner not heard from this long after its start was asked for never came (its cold start included). */
 export const LIVE_START_WAIT_MS = 60_000;
@@ -91,13 +91,29 @@ export const liveKeyClaim = (keyId: string | undefined): { k?: string } => (keyI
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 
-/** Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents), their marker deleted. Never throws. */
-export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<void> {
+/**
+ * Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents),
+ * their marker deleted. Each end's records are written once: by the accounting that creates its "end" mark (markers.ts
+ * billOnce), here or at its runner's `ended` after a coordinator reset (final-write-back.ts); none for a deleted
+ * workspace's (a mark there would be a leftover; nothing else accounts such an end). A mark that cannot be made (a
+ * storage error) bills the end all the same. Answers the generations billed here. Never throws.
+ */
+export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<string[]> {
+  const billed: string[] = [];
+  const record = async (end: LiveEnd) => {
+    const first = !svc.markers || end.reason === "workspace_deleted" || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), true)));
+    if (!first) return;
+    billed.push(end.generation);
+    await svc.events!.ended(key, end, later).catch(logged("end"));
+  };
   for (const end of ends) {
     await Promise.all([
       svc.markers ? unmarkLive(svc.markers, key, end.generation) : undefined,
       end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
-      end.arrived && svc.events ? svc.events.ended(key, end, later).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
+      end.arrived && svc.events ? record(end) : undefined,
     ]);
   }
+  return billed;
 }
+
+const logged = (what: string) => (e: unknown) => console.error(`live sandbox ${what} not recorded`, e instanceof Error ? e.message : String(e));

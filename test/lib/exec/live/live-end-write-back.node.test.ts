@@ -12,7 +12,7 @@
 import { afterAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../../lib/exec/live/service.js";
-import { writeBackMarkKey } from "../../../../lib/exec/live/final-write-back.js";
+import { billedMarkKey } from "../../../../lib/exec/live/markers.js";
 import { housekeepRuns } from "../../../../lib/exec/tasks.js";
 import { internalPrefix } from "../../../../lib/layout/paths.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
@@ -66,9 +66,11 @@ it("DELETE .../sandbox: what a background process wrote after the last command i
   expect((await Promise.all([replay(post), replay(post)])).every((s) => s === 204)).toBe(true);
   expect(liveRecords(t.id).map((u) => u.route).sort()).toEqual(["live sandbox", "live sandbox write-back"]);
 
-  // The mark is one run record's `billed` object, collected by the run records' housekeeping a day later.
+  // The marks (the end billed, its write-back billed) are run records' `billed` objects, collected by the run records' housekeeping a day later.
   const runs = async () => (await storage.list({ prefix: `${internalPrefix(t.id, "main")}runs/` })).objects.map((o) => o.key);
-  expect(await runs()).toEqual([await writeBackMarkKey({ tenant: t.id, workspace: "main", session: "s1" }, JSON.parse(String(post.init.body)).generation)]);
+  const k = { tenant: t.id, workspace: "main", session: "s1" };
+  const generation = JSON.parse(String(post.init.body)).generation as string;
+  expect((await runs()).sort()).toEqual([await billedMarkKey(k, generation, "end"), await billedMarkKey(k, generation, "write-back")].sort());
   await housekeepRuns(storage, t.id, "main", Date.now() + 26 * 3_600_000);
   expect(await runs()).toEqual([]);
 }, 60_000);
