@@ -133,7 +133,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
   if (!claims.l) throw new ToolError("PERMISSION_DENIED", "This sync token is not a live runner's: /v1/sync/live/* needs the token the live sandbox was started with.");
   if (!hub) throw new ToolError("UNAVAILABLE", "Live sandboxes are not enabled on this server.");
   if (req.method !== "POST") throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on ${url.pathname} (POST).`);
-  const ref: LiveSessionRef = { tenant: claims.t, workspace: claims.w, session: claims.l.s, generation: claims.l.g };
+  const ref: LiveSessionRef = { tenant: claims.t, workspace: claims.w, session: claims.l.s, generation: claims.l.g, ...(claims.l.k ? { key_id: claims.l.k } : {}) };
   const route = url.pathname.slice("/v1/sync/live/".length);
   const max = route === "next" ? MAX_POLL_BYTES : MAX_RESULT_BYTES;
   const body = parseJson(await bodyText(req, max), `live ${route} body`);

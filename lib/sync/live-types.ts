@@ -205,6 +205,8 @@ export interface LiveSessionRef {
   workspace: string;
   session: string;
   generation: string;
+  /** The API key that started the sandbox (the token's `l.k` claim), when it names one: the key its final write-back's record bills. */
+  key_id?: string;
 }
 
 /** A list cut to LIVE_LIST_MAX, lowest first, with its whole count when cut (`total`: a count already known, as a list cut before). */

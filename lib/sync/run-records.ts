@@ -8,7 +8,8 @@
  *                   out/<seq>    runner  output chunks of a background task, about one a second (250 ms when streamed: stream-run.ts)
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag, or a call's whose key is gone; the runner checks it about every second
- *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once)
+ *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once);
+ *                                        alone, under a run id made of a live sandbox's generation: its end, or its final write-back, was billed (lib/exec/live/markers.ts)
  *                   cursor.json  API     the last chunk bash_output handed out
  *
  * The run id comes from the call's idempotency key (runIdFor), so a retried invocation finds

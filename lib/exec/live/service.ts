@@ -10,7 +10,7 @@ import type { WaitUntil } from "../../shared/after-answer.js";
 import { LIVE_MAX_LIFE_MS, LIVE_POLL_MS, LIVE_STALE_MS } from "../../sync/live-types.js";
 import type { StorageDriver } from "../../storage/types.js";
 import type { LiveCoordinator, LiveEnd, LiveKey, LiveTimings } from "./types.js";
-import { unmarkLive } from "./markers.js";
+import { billOnce, unmarkLive } from "./markers.js";
 
 /** A live runner not heard from this long after its start was asked for never came (its cold start included). */
 export const LIVE_START_WAIT_MS = 60_000;
@@ -26,7 +26,6 @@ export interface LiveStart {
   max_life_ms: number;
 }
 
-/** The app's record of a live sandbox's life (usage, audit); neither may fail the call. */
 /**
  * The app's records of a sandbox's start and end. `later` is the waitUntil of the request that learned
  * of it (a call, a route, the runner's own POST .../live/ended): the records are written under it, so
@@ -35,6 +34,18 @@ export interface LiveStart {
 export interface LiveEvents {
   started(key: LiveKey, start: LiveStart, later: WaitUntil | undefined): Promise<void>;
   ended(key: LiveKey, end: LiveEnd, later: WaitUntil | undefined): Promise<void>;
+  /** The final write-back of a generation whose end was accounted before it (an end the API decided): its bytes, once (final-write-back.ts). */
+  writtenBack(key: LiveKey, w: LiveWrittenBack, later: WaitUntil | undefined): Promise<void>;
+}
+
+/** What a final write-back billed on its own cost: its workspace bytes and the network bytes no command took. */
+export interface LiveWrittenBack {
+  generation: string;
+  /** The API key that started the sandbox (its live token's claim). */
+  key_id?: string;
+  bytes_written?: number;
+  net_bytes_in?: number;
+  net_bytes_out?: number;
 }
 
 export interface LiveService {
@@ -80,13 +91,29 @@ export const liveKeyClaim = (keyId: string | undefined): { k?: string } => (keyI
 /** How long a live sandbox's concurrent_runs slot is leased: its whole life and a minute (it is released at its end). */
 export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 
-/** Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents), their marker deleted. Never throws. */
-export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<void> {
+/**
+ * Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents),
+ * their marker deleted. Each end's records are written once: by the accounting that creates its "end" mark (markers.ts
+ * billOnce), here or at its runner's `ended` after a coordinator reset (final-write-back.ts); none for a deleted
+ * workspace's (a mark there would be a leftover; nothing else accounts such an end). A mark that cannot be made (a
+ * storage error) bills the end all the same. Answers the generations billed here. Never throws.
+ */
+export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<string[]> {
+  const billed: string[] = [];
+  const record = async (end: LiveEnd) => {
+    const first = !svc.markers || end.reason === "workspace_deleted" || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), true)));
+    if (!first) return;
+    billed.push(end.generation);
+    await svc.events!.ended(key, end, later).catch(logged("end"));
+  };
   for (const end of ends) {
     await Promise.all([
       svc.markers ? unmarkLive(svc.markers, key, end.generation) : undefined,
       end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
-      end.arrived && svc.events ? svc.events.ended(key, end, later).catch((e: unknown) => console.error("live sandbox end not recorded", e instanceof Error ? e.message : String(e))) : undefined,
+      end.arrived && svc.events ? record(end) : undefined,
     ]);
   }
+  return billed;
 }
+
+const logged = (what: string) => (e: unknown) => console.error(`live sandbox ${what} not recorded`, e instanceof Error ? e.message : String(e));
