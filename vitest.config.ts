@@ -22,15 +22,19 @@ function ramTmp(): string | null {
 const ram = process.env.TMPDIR ? null : ramTmp();
 if (ram) process.env.TMPDIR = ram;
 
+// Two test files at a time even on 2 cores (vitest's default there is one): a workers file spends
+// ~3 s starting its runtime and importing the app, mostly waiting, so two overlap (the whole suite:
+// ~600-720 s with one, 474 s with two, on the 2-core CI machine). The Node files wait far more than
+// they compute (sandboxed sleeps, kill checks, servers starting): twice as many of them at a time.
+const WORKERS = Math.max(2, availableParallelism() - 1);
+const NODE_WORKERS = 2 * WORKERS;
+
 // Two projects: `*.test.ts` runs inside workerd with real (local) R2 and KV;
 // `*.node.test.ts` runs in Node (S3 driver against a real S3 server, Lambda entry, bash sandbox).
 export default defineConfig({
   test: {
     reporters: ["default", "./test/summary-reporter.ts"],
-    // Two test files at a time even on 2 cores (vitest's default there is one): a workers file
-    // spends ~3 s starting its runtime and importing the app, mostly waiting, so two overlap
-    // (the whole suite: ~600-720 s with one, 474 s with two, on the 2-core CI machine).
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    maxWorkers: WORKERS,
     projects: [
       {
         plugins: [
@@ -47,6 +51,8 @@ export default defineConfig({
           // The runtime's local R2 and KV would carry one file's objects into the next: the setup file
           // empties them before every file.
           isolate: false,
+          // After the node project's files (groups run in turn, each with one maxWorkers): WORKERS at a time.
+          sequence: { groupOrder: 1 },
           setupFiles: ["./test/support/workers-file-setup.ts"],
           include: ["test/**/*.test.ts"],
           exclude: ["test/**/*.node.test.ts"],
@@ -58,6 +64,10 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
+          // NODE_WORKERS files at a time (4 on 2 cores; docs/testing.md, "Four Node files at a time"). Its
+          // own group, run first: a group has one maxWorkers, and the workers files keep WORKERS runtimes.
+          sequence: { groupOrder: 0 },
+          maxWorkers: NODE_WORKERS,
           include: ["test/**/*.node.test.ts"],
           env: { TMPDIR: diskTmp },
           testTimeout: 30_000,

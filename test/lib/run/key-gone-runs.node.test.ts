@@ -7,8 +7,11 @@
  * background_tasks place and the sandbox's concurrent_runs slot are free for another key, and another
  * key reading the task with bash_output is told why it was killed. The real app (memory storage, the
  * in-memory coordinator with the production timings) and the real runner in bubblewrap.
+ *
+ * Each case has a tenant of its own (its own keys, places and slots), so the three run at once: each
+ * waits out its command's own 15 s to see nothing was written, and waiting once is enough.
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { memoryLiveCoordinator } from "../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../lib/exec/live/service.js";
 import { memoryLimits } from "../../../lib/limits/store.js";
@@ -18,43 +21,49 @@ import { hostPids, until } from "../../infra/container/live-helpers.js";
 const limits = memoryLimits();
 const coordinator = memoryLiveCoordinator(LIVE_TIMINGS);
 const { app, post, tenant, close } = sandboxApp({ liveCoordinator: coordinator, limits });
-let t: Tenant;
-/** Another key of the tenant, with every scope: it stands when the first is revoked. */
-let other: string;
+/** Sessions a case left live, ended after all. */
+const live: { tenant: string; workspace: string; session: string }[] = [];
 
-const fileStatus = async (path: string) => (await app.request(`/v1/workspaces/main/files/${path}`, { headers: { authorization: `Bearer ${other}` } })).status;
+/**
+ * A tenant of the case's own (concurrent_runs 1, background_tasks 1) and another key of it, with every
+ * scope: it stands when the first is revoked.
+ */
+async function caseTenant(id: string): Promise<{ t: Tenant; other: string }> {
+  const t = await tenant(id);
+  const other = (await post(`/v1/admin/tenants/${t.id}/keys`, { name: "other" }, ADMIN)).body.key as string;
+  await limits.set(t.id, { concurrent_runs: 1, background_tasks: 1 });
+  return { t, other };
+}
+
+const fileStatus = async (key: string, path: string) => (await app.request(`/v1/workspaces/main/files/${path}`, { headers: { authorization: `Bearer ${key}` } })).status;
 
 async function tool(key: string, name: string, args: unknown, session = "s1") {
   const r = await app.request(`/v1/workspaces/main/tools/${name}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": session }, body: JSON.stringify(args) });
   return { status: r.status, body: (await r.json()) as any };
 }
 
-/** The key revoked `ms` after `from`; when it was. */
-async function revokeAt(from: number, ms: number): Promise<number> {
+/** The tenant's key revoked `ms` after `from`; when it was. */
+async function revokeAt(t: Tenant, from: number, ms: number): Promise<number> {
   await new Promise((r) => setTimeout(r, Math.max(0, from + ms - Date.now())));
   const at = Date.now();
   expect((await post(`/v1/admin/tenants/${t.id}/keys/${t.keyId}`, undefined, ADMIN, "DELETE")).status).toBeLessThan(300);
   return at;
 }
 
-beforeAll(async () => {
-  t = await tenant("kgruns");
-  other = (await post(`/v1/admin/tenants/${t.id}/keys`, { name: "other" }, ADMIN)).body.key;
-  await limits.set(t.id, { concurrent_runs: 1, background_tasks: 1 });
-});
 afterAll(async () => {
-  await coordinator.end({ tenant: t.id, workspace: "main", session: "s2" }, "ended").catch(() => {});
+  for (const s of live) await coordinator.end(s, "ended").catch(() => {});
   await close();
 });
 
-it("a background task of a revoked key is killed within ~1 s, writes nothing back, frees its place and tells another key why", async () => {
+it.concurrent("a background task of a revoked key is killed within ~1 s, writes nothing back, frees its place and tells another key why", async () => {
+  const { t, other } = await caseTenant("kgruns-bg");
   const SLEEPER = "sleep 15.0101";
   const started = Date.now();
   const bg = await tool(t.key, "bash", { command: `${SLEEPER}; echo done > f`, run_in_background: true });
   expect(bg.status, JSON.stringify(bg.body)).toBe(200);
   const task = bg.body.data.task_id as string;
   await until(() => hostPids(SLEEPER).length > 0, "the task's sleeper running");
-  const revoked = await revokeAt(started, 2000);
+  const revoked = await revokeAt(t, started, 2000);
   await until(() => hostPids(SLEEPER).length === 0, "the task's sleeper killed", 12_000);
   const killedMs = Date.now() - revoked;
   console.log(`background task: killed ${killedMs} ms after the revocation`);
@@ -75,19 +84,19 @@ it("a background task of a revoked key is killed within ~1 s, writes nothing bac
   await tool(other, "bash_output", { task_id: next.body.data.task_id, wait: true });
   // Past the command's own 15 s: f never came.
   await new Promise((r) => setTimeout(r, Math.max(0, started + 16_000 - Date.now())));
-  expect(await fileStatus("f")).toBe(404);
+  expect(await fileStatus(other, "f")).toBe(404);
 }, 90_000);
 
-it("a live sandbox's command of a revoked key is killed within a foreground command's bound, writes nothing back, and the sandbox ends", async () => {
-  const key = (await post(`/v1/admin/tenants/${t.id}/keys`, { name: "live" }, ADMIN)).body as { key: string; key_id: string };
-  t = { ...t, key: key.key, keyId: key.key_id };
+it.concurrent("a live sandbox's command of a revoked key is killed within a foreground command's bound, writes nothing back, and the sandbox ends", async () => {
+  const { t, other } = await caseTenant("kgruns-live");
+  live.push({ tenant: t.id, workspace: "main", session: "s2" }, { tenant: t.id, workspace: "main", session: "s3" });
   const SLEEPER = "sleep 15.0202";
   const up = await tool(t.key, "bash", { command: "echo up", keep_alive: true }, "s2");
   expect(up.status, JSON.stringify(up.body)).toBe(200);
   const started = Date.now();
   const call = tool(t.key, "bash", { command: `${SLEEPER}; echo done > g`, keep_alive: true }, "s2");
   await until(() => hostPids(SLEEPER).length > 0, "the live command's sleeper running");
-  const revoked = await revokeAt(started, 2000);
+  const revoked = await revokeAt(t, started, 2000);
   await until(() => hostPids(SLEEPER).length === 0, "the live command's sleeper killed", 12_000);
   const killedMs = Date.now() - started;
   console.log(`live command: killed ${killedMs} ms after it started, ${Date.now() - revoked} ms after the revocation`);
@@ -108,10 +117,11 @@ it("a live sandbox's command of a revoked key is killed within a foreground comm
   expect(next.status, JSON.stringify(next.body)).toBe(200);
   await coordinator.end({ tenant: t.id, workspace: "main", session: "s3" }, "ended").catch(() => {});
   await new Promise((r) => setTimeout(r, Math.max(0, started + 16_000 - Date.now())));
-  expect(await fileStatus("g")).toBe(404);
+  expect(await fileStatus(other, "g")).toBe(404);
 }, 90_000);
 
-it("a background task of a key that expires meanwhile is killed at its runner's next check after the expiry, nothing written back", async () => {
+it.concurrent("a background task of a key that expires meanwhile is killed at its runner's next check after the expiry, nothing written back", async () => {
+  const { t, other } = await caseTenant("kgruns-exp");
   const expiresAt = Date.now() + 4000;
   const key = (await post(`/v1/admin/tenants/${t.id}/keys`, { name: "expiring", expires_at: new Date(expiresAt).toISOString() }, ADMIN)).body as { key: string };
   const SLEEPER = "sleep 15.0303";
@@ -125,5 +135,5 @@ it("a background task of a key that expires meanwhile is killed at its runner's 
   const out = await tool(other, "bash_output", { task_id: bg.body.data.task_id, wait: true, timeout: 30 });
   expect(out.body.data).toMatchObject({ status: "killed", killed_by: "key_gone" });
   await new Promise((r) => setTimeout(r, Math.max(0, started + 16_000 - Date.now())));
-  expect(await fileStatus("h")).toBe(404);
+  expect(await fileStatus(other, "h")).toBe(404);
 }, 90_000);

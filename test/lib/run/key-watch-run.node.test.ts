@@ -37,15 +37,19 @@ describe("a foreground command outlives no key", () => {
   }, 120_000);
 });
 
-/** A non-streamed call (plain JSON over HTTP, or a compat door) of `sleep 6; echo done > f`, its key revoked 1 s in. */
+/** When each tenant's run ended (killed, or at the command's end): the executor's run resolves then. */
+const runEnded = new Map<string, number>();
+const executor = deps.executor!;
+const run = executor.run.bind(executor);
+executor.run = (req, caller) => run(req, caller).finally(() => runEnded.set(req.tenant, Date.now()));
+
+/**
+ * A non-streamed call (plain JSON over HTTP, or a compat door) of `sleep 6; echo done > f`, its key revoked 1 s in;
+ * each in a tenant of its own, so the calls run at once.
+ */
 async function revokedMidRun(id: string, path: string, args: Record<string, unknown>, headers: Record<string, string> = {}) {
   const t = await tenant(id);
   const started = Date.now();
-  // When the runner's run ends (killed, or at the command's end): the executor's run resolves then.
-  let runEndedMs = -1;
-  const executor = deps.executor!;
-  const run = executor.run.bind(executor);
-  executor.run = (req, caller) => run(req, caller).finally(() => ((runEndedMs = Date.now() - started), (executor.run = run)));
   const answer = app.request(path, { method: "POST", headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json", ...headers }, body: JSON.stringify(args) });
   await new Promise((r) => setTimeout(r, 1000));
   expect((await post(`/v1/admin/tenants/${t.id}/keys/${t.keyId}`, undefined, ADMIN, "DELETE")).status).toBeLessThan(300);
@@ -55,10 +59,11 @@ async function revokedMidRun(id: string, path: string, args: Record<string, unkn
   // The command would have written f at 6 s; past that (its runner killed, or done) f is looked for with another key.
   await new Promise((r) => setTimeout(r, Math.max(0, 8000 - (Date.now() - started))));
   const f = await call("/v1/workspaces/main/files/f", {}, t.approver);
-  return { status: res.status, runEndedMs, errorCode: res.headers.get("x-toolshed-error-code"), body, answeredMs, fileStatus: f.status };
+  const ended = runEnded.get(t.id);
+  return { status: res.status, runEndedMs: ended === undefined ? -1 : ended - started, errorCode: res.headers.get("x-toolshed-error-code"), body, answeredMs, fileStatus: f.status };
 }
 
-describe("a non-streamed foreground command outlives no key either", () => {
+describe.concurrent("a non-streamed foreground command outlives no key either", () => {
   it("plain HTTP: answers 401 key_gone at once, the command is killed and f is never written", async () => {
     const r = await revokedMidRun("kwplain", "/v1/workspaces/main/tools/bash", { command: "sleep 6; echo done > f", timeout: 30 });
     expect(r.status, JSON.stringify(r.body)).toBe(401);
