@@ -95,7 +95,7 @@ export class WriteBackBound {
     if (!p) return;
     const at = { declared_bytes: p.bytes, declared_files: p.files };
     const deleted = this.deletes.files ? ` (with the ${this.deletes.files} it deletes)` : "";
-    if (p.files > this.maxFiles) throw this.refusal("files_per_workspace", `The write-back's ${p.files} new files are more than the ${this.maxFiles} this workspace has room for${deleted}`, at);
+    if (p.files > this.maxFiles) throw this.refusal("files_per_workspace", `The write-back's ${p.files} new entries (files, and empty directories: each counts as a file) are more than the ${this.maxFiles} this workspace has room for${deleted}`, at);
     if (p.bytes > this.maxBytes) throw this.refusal("storage_bytes", `The write-back's ${p.bytes} bytes of files are more than the ${this.maxBytes} the storage quota could take (${this.room()})`, at);
   }
 

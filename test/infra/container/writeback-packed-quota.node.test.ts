@@ -125,7 +125,7 @@ describe("a packed write-back past the storage quotas", () => {
     expect(r.status, JSON.stringify(r.body).slice(0, 600)).toBe(200);
     expect(log.packBytes).toBe(0);
     expect(log.puts.filter((p) => p !== "other")).toEqual([]);
-    expect(r.body.output).toContain("The write-back's 250 new files are more than the 49 this workspace has room for: the files_per_workspace quota is 350, and 301 are in use");
+    expect(r.body.output).toContain("The write-back's 250 new entries (files, and empty directories: each counts as a file) are more than the 49 this workspace has room for: the files_per_workspace quota is 350, and 301 are in use");
     expect((await files()).size).toBe(301);
   }, 120_000);
 

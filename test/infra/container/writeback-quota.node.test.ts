@@ -124,7 +124,7 @@ describe("a small write-back past the storage quotas", () => {
     expect(log.files).toEqual([]);
     expect(await files()).toEqual(before);
     expect(writes()).toEqual(["POST /v1/sync/put"]); // a put batch of no file, with the plan: the hold, refused
-    expect(out.output).toContain("[not written back: 5 changed files (a.txt, b.txt, big.bin, c.txt, del.txt). The write-back's 4 new files are more than the 3 this workspace has room for (with the 1 it deletes): the files_per_workspace quota is 4, and 2 are in use");
+    expect(out.output).toContain("[not written back: 5 changed files (a.txt, b.txt, big.bin, c.txt, del.txt). The write-back's 4 new entries (files, and empty directories: each counts as a file) are more than the 3 this workspace has room for (with the 1 it deletes): the files_per_workspace quota is 4, and 2 are in use");
     expect(out.data.files_changed).toEqual([]);
   }, 60_000);
 

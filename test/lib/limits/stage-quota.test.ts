@@ -99,7 +99,7 @@ describe("stage requests bounded by the storage quotas", () => {
     expect(c.every((r) => r.ok), JSON.stringify(c)).toBe(true);
     expect(packs.puts).toBe(1);
     const e = await refusal(sync.stage!(items("n", 2, 10), plan({ bytes: 20, files: 2 })), "files_per_workspace", 4, 5);
-    expect(e.message).toContain("The write-back's 2 new files are more than the 1 this workspace has room for");
+    expect(e.message).toContain("The write-back's 2 new entries (files, and empty directories: each counts as a file) are more than the 1 this workspace has room for");
     expect(packs.puts).toBe(1);
   }, 60_000);
 });
