@@ -14,6 +14,7 @@ import { liveMarkersPrefix } from "../../../../lib/layout/live-markers.js";
 import { listAudit } from "../../../../lib/run/audit/store.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
 import { until } from "../../../infra/container/live-helpers.js";
+import { capturedPosts, sessionCalls } from "./session-calls.js";
 
 /** Polls held 1 s, so the runner meets the reset coordinator soon. */
 const TIMINGS = { ...LIVE_TIMINGS, poll_ms: 1000 };
@@ -22,24 +23,13 @@ let current = memoryLiveCoordinator(TIMINGS);
 const coordinator = new Proxy({} as LiveCoordinator, { get: (_, m) => (...a: unknown[]) => (current as any)[m](...a) });
 const reset = () => (current = memoryLiveCoordinator(TIMINGS));
 
-const endedPosts: { url: string; init: RequestInit }[] = [];
-const capture = (f: typeof fetch): typeof fetch =>
-  (async (u: string, i: RequestInit) => {
-    const r = await f(u, i);
-    if (String(u).endsWith("/v1/sync/live/ended")) endedPosts.push({ url: String(u), init: i });
-    return r;
-  }) as typeof fetch;
+const { posts: endedPosts, wrap: capture } = capturedPosts("/v1/sync/live/ended");
 const { app, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: coordinator }, capture);
 afterAll(close);
 
 it("a sandbox its coordinator forgot is billed once at its runner's end: its record (time and final write-back), its audit end entry, its marker deleted", async () => {
   const t = await tenant("live-end-reset");
-  const bash = async (args: Record<string, unknown>) => {
-    const r = await call("/v1/workspaces/main/tools/bash", { method: "POST", headers: { "x-session-id": "s1" }, body: JSON.stringify(args) }, t.key);
-    const body = (await r.json()) as { output: string };
-    expect(r.status, JSON.stringify(body)).toBe(200);
-    return body.output;
-  };
+  const { bash } = sessionCalls(call, t.key);
   const markers = async () => (await storage.list({ prefix: liveMarkersPrefix(t.id, "main") })).objects.length;
   const records = () => usage.filter((u) => u.tenant === t.id && u.route?.startsWith("live sandbox"));
   expect(await bash({ command: "true", keep_alive: true, idle_timeout_s: 60 })).toContain("[live sandbox started");

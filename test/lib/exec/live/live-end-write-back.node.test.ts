@@ -17,15 +17,10 @@ import { housekeepRuns } from "../../../../lib/exec/tasks.js";
 import { internalPrefix } from "../../../../lib/layout/paths.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
 import { until } from "../../../infra/container/live-helpers.js";
+import { capturedPosts, sessionCalls } from "./session-calls.js";
 
 /** Every `/v1/sync/live/ended` the runner posted, as it sent it (to be sent again). */
-const endedPosts: { url: string; init: RequestInit }[] = [];
-const capture = (f: typeof fetch): typeof fetch =>
-  (async (u: string, i: RequestInit) => {
-    const r = await f(u, i);
-    if (String(u).endsWith("/v1/sync/live/ended")) endedPosts.push({ url: String(u), init: i });
-    return r;
-  }) as typeof fetch;
+const { posts: endedPosts, wrap: capture } = capturedPosts("/v1/sync/live/ended");
 const { app, storage, tenant, usage, call, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) }, capture);
 afterAll(close);
 
@@ -34,14 +29,7 @@ const replay = async (p: { url: string; init: RequestInit }) => (await app.reque
 
 async function session(id: string) {
   const t = await tenant(id);
-  const bash = async (args: Record<string, unknown>) => {
-    const r = await call("/v1/workspaces/main/tools/bash", { method: "POST", headers: { "x-session-id": "s1" }, body: JSON.stringify(args) }, t.key);
-    const body = (await r.json()) as { output: string };
-    expect(r.status, JSON.stringify(body)).toBe(200);
-    return body.output;
-  };
-  const read = async (path: string) => (await call(`/v1/workspaces/main/files/${path}`, {}, t.key)).text();
-  return { t, bash, read };
+  return { t, ...sessionCalls(call, t.key) };
 }
 
 it("DELETE .../sandbox: what a background process wrote after the last command is written back and billed once, however often the runner's ended is sent", async () => {

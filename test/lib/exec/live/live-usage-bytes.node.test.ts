@@ -11,20 +11,15 @@ import { memoryLiveCoordinator } from "../../../../lib/exec/live/memory.js";
 import { LIVE_TIMINGS } from "../../../../lib/exec/live/service.js";
 import { sandboxApp } from "../../doors/sandbox-app.js";
 import { until } from "../../../infra/container/live-helpers.js";
+import { sessionCalls } from "./session-calls.js";
 
 const { tenant, usage, call, close } = sandboxApp({ liveCoordinator: memoryLiveCoordinator(LIVE_TIMINGS) });
 afterAll(close);
 
 it("a live command's record counts its own write-back and the background one before it; the end's record counts the final write-back", async () => {
   const t = await tenant("live-bytes");
-  const bash = async (args: Record<string, unknown>) => {
-    const r = await call("/v1/workspaces/main/tools/bash", { method: "POST", headers: { "x-session-id": "s1" }, body: JSON.stringify(args) }, t.key);
-    const body = (await r.json()) as { output: string };
-    expect(r.status, JSON.stringify(body)).toBe(200);
-    return body.output;
-  };
+  const { bash, read } = sessionCalls(call, t.key);
   const bashRecords = () => usage.filter((u) => u.tool === "bash");
-  const read = async (path: string) => (await call(`/v1/workspaces/main/files/${path}`, {}, t.key)).text();
 
   // Its own write: 5 bytes.
   expect(await bash({ command: "printf hello > five.txt", keep_alive: true, idle_timeout_s: 10 })).toContain("[live sandbox started");
