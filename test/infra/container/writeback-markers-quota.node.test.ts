@@ -13,8 +13,8 @@ import { openWorkspace } from "../../../lib/layers/open.js";
 import { ManifestCache } from "../../../lib/layers/manifest.js";
 import { filesPrefix } from "../../../lib/layout/paths.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import type { StorageDriver } from "../../../lib/storage/types.js";
 import { runnerApp } from "../../support/runner-app.js";
+import { loggingFileOps } from "../../support/file-ops-log.js";
 
 describe("directory markers of a write-back against files_per_workspace", () => {
   let app: Awaited<ReturnType<typeof runnerApp>>["app"];
@@ -24,22 +24,7 @@ describe("directory markers of a write-back against files_per_workspace", () => 
   const mem = memoryDriver();
   /** Storage writes and deletes of the workspace's files and markers, and the sync requests. */
   const log = { files: [] as string[], sync: [] as string[] };
-  const fileKey = (k: string) => /\/w\/[^/]+\/f\//.test(k);
-  const storage: StorageDriver = {
-    ...mem,
-    name: "counting",
-    put(k, b, o) {
-      if (fileKey(k)) log.files.push(`put ${k.replace(/^.*\/f\//, "")}`);
-      return mem.put(k, b, o);
-    },
-    delete(keys) {
-      for (const t of Array.isArray(keys) ? keys : [keys]) {
-        const k = typeof t === "string" ? t : t.key;
-        if (fileKey(k)) log.files.push(`delete ${k.replace(/^.*\/f\//, "")}`);
-      }
-      return mem.delete(keys);
-    },
-  };
+  const storage = loggingFileOps(mem, log.files);
   const limits = memoryLimits();
   const req = (path: string, init: RequestInit = {}) => app.request(path, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "x-session-id": "s", ...(init.headers as Record<string, string> | undefined) } });
   const bash = async (command: string) => {

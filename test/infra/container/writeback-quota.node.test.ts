@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryLimits, type LimitsStore } from "../../../lib/limits/store.js";
 import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
-import type { StorageDriver } from "../../../lib/storage/types.js";
 import { runnerApp } from "../../support/runner-app.js";
+import { loggingFileOps } from "../../support/file-ops-log.js";
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
@@ -22,22 +22,7 @@ describe("a small write-back past the storage quotas", () => {
   const mem = memoryDriver();
   /** Storage writes and deletes of workspace files, the sync requests, and the limits object's storage calls (standing: asked where the quotas stand; hold: a write-back's whole charge held). */
   const log = { files: [] as string[], sync: [] as string[], charges: 0, standings: 0, holds: 0 };
-  const fileKey = (k: string) => /\/w\/[^/]+\/f\//.test(k);
-  const storage: StorageDriver = {
-    ...mem,
-    name: "counting",
-    put(k, b, o) {
-      if (fileKey(k)) log.files.push(`put ${k.replace(/^.*\/f\//, "")}`);
-      return mem.put(k, b, o);
-    },
-    delete(keys) {
-      for (const t of Array.isArray(keys) ? keys : [keys]) {
-        const k = typeof t === "string" ? t : t.key; // a conditional delete names its version
-        if (fileKey(k)) log.files.push(`delete ${k.replace(/^.*\/f\//, "")}`);
-      }
-      return mem.delete(keys);
-    },
-  };
+  const storage = loggingFileOps(mem, log.files);
   const inner = memoryLimits();
   /** Set: the standings asked wait until `n` of them have been (racing write-backs then see the same room). */
   let barrier: { n: number; waiting: (() => void)[] } | null = null;
