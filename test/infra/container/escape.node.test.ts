@@ -281,10 +281,12 @@ describe("sandbox escapes", () => {
   it("nothing of one tenant's workspace is visible to another's run", async () => {
     await t.write("private.txt", "tenant-a secret\n");
     await t.run("cat private.txt");
-    // Same handler (as in the local server), another tenant.
-    const r = await t.run("ls -a /workspace; cat /workspace/private.txt 2>&1; ls -a /tmp; find / -name private.txt 2>/dev/null; echo end", { tenant: "tenant-b", workspace: "ws-b" });
+    // Same handler (as in the local server), another tenant. The find walks the whole tree the sandbox sees, the host's
+    // /usr included (140,000 entries with Chromium installed: 10 s with the page cache warm, 37 s cold on an idle 2-core
+    // machine; past the default 20 s it was killed before its `echo end`), so it has 120 s.
+    const r = await t.run("ls -a /workspace; cat /workspace/private.txt 2>&1; ls -a /tmp; find / -name private.txt 2>/dev/null; echo end", { tenant: "tenant-b", workspace: "ws-b", timeout_ms: 120_000 });
     expect(r.stdout).not.toContain("tenant-a secret");
     expect(r.stdout).not.toMatch(/\/private\.txt\n/);
     expect(r.stdout).toContain("end\n");
-  });
+  }, 150_000);
 });
