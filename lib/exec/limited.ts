@@ -13,7 +13,9 @@
  * sandbox's lease names its holder (session and runner generation); past the limit, the acquirer asks
  * each holder's coordinator whether that generation is still the session's current one, frees the
  * leases of those that are not (a restart or redeploy forgot them; a runner that stopped polling is
- * found lost by that same question, stale_ms after its last poll) and tries once more.
+ * found lost by that same question, stale_ms after its last poll, or, under a command whose caller died
+ * too, once the command's timeout and stale_ms and the caller's turn have passed: session-generation.ts
+ * checkStale) and tries once more.
  *
  * A fresh run's lease names its run (its record x/runs/<run>/, lib/sync/run-records.ts) when the
  * executor is given the storage: past the limit, the acquirer HEADs each such run's result.json, and a

@@ -84,12 +84,26 @@ export function lateness(g: Generation, at: At, p?: Pending): "never_started" | 
 /**
  * A runner that stopped polling (and runs no command) is lost; a held poll keeps it seen. A poll
  * held past poll_ms + stale_ms has no holder any more (a host that died holding it): it no longer counts.
+ *
+ * A runner with a command in flight is its caller's to find late (session-state.ts checkRun: the end goes
+ * with the command's answer) while the caller's turn lasts. Past it the caller is gone too (its isolate or
+ * Lambda died): a runner then late by the command's own bound (lateness: the command's timeout overrun by
+ * stale_ms, or never taken and no poll for stale_ms) is lost here, by whoever asks next (a call, GET
+ * .../sandbox, an acquirer past concurrent_runs: its slot freed), and the command's answer, which nobody
+ * waits for, is turn_expired. Before (2026-12-02) such a runner held its slot until its lease ran out.
  */
 export function checkStale(s: LiveState, at: At): LiveEnd[] {
   const g = s.gen;
   const held = s.poll && s.poll.generation === g?.generation && at.now - s.poll.since <= at.timings.poll_ms + at.timings.stale_ms;
-  if (!g || open(s) || held) return [];
-  const late = lateness(g, at);
+  if (!g || held) return [];
+  const p = open(s);
+  if (p && (p.generation !== g.generation || p.until === undefined || at.now < p.until)) return [];
+  const late = lateness(g, at, p ?? undefined);
   if (!late) return [];
-  return [finish(s, at, g, "crashed", lostOf(late === "stale" ? g.status : undefined))];
+  const end = finish(s, at, g, "crashed", lostOf(late === "stale" ? g.status : undefined));
+  if (p) {
+    if (late === "never_started") s.loss = null; // nothing was lost: it never ran
+    p.outcome = { refused: "turn_expired", ends: [] }; // its caller is gone: nobody collects it but the next run
+  }
+  return [end];
 }

@@ -16,6 +16,8 @@ export interface Pending {
   request?: unknown;
   taken_at?: number;
   timeout_ms: number;
+  /** When its caller's turn runs out (the turn's expiry when it was run): past it nobody waits for its answer (checkStale). */
+  until?: number;
   /** Generations that ended when it was run: prepended to its answer's. */
   ends: RunAnswer["ends"];
   /** Its answer (the runner's response, a loss, the runner never came), until its caller collects it. */

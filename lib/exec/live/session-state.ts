@@ -64,7 +64,7 @@ export function run(s: LiveState, at: At, turn: string, request: unknown, opts: 
   const gen = s.gen;
   if (opts.lease) gen.lease = opts.lease;
   s.turn.expires_at = at.now + opts.timeout_ms + at.timings.start_wait_ms + at.timings.stale_ms;
-  const p: Pending = { generation: gen.generation, seq: ++gen.seq, request, timeout_ms: opts.timeout_ms, ends };
+  const p: Pending = { generation: gen.generation, seq: ++gen.seq, request, timeout_ms: opts.timeout_ms, until: s.turn.expires_at, ends };
   s.pending = p;
   offer(s, at);
   return { pending: { generation: p.generation, seq: p.seq } };
