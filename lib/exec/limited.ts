@@ -34,6 +34,7 @@ import { runPrefix } from "../layout/paths.js";
 import { keysOf, runIdFor } from "../sync/run-records.js";
 import type { Executor, RunRequest } from "./types.js";
 import { accountEnds, type LiveService } from "./live/service.js";
+import { accountForgottenEnd } from "./live/forgotten-end.js";
 import { LIVE_POLL_MS, LIVE_STALE_MS } from "../sync/live-types.js";
 
 /** How long a run's slot is leased: its timeout, the write-back after it (at least max(10 s, timeout / 4)), and a minute's margin. */
@@ -84,6 +85,8 @@ async function liveGone(tenant: string, lease: string, holder: LiveHolder, limit
   if (!seen) return false;
   await accountEnds(live, key, seen.ends, later); // a generation found lost just now: its slot released (and its usage and audit written) here
   if (seen.sandbox?.generation === holder.generation) return false;
+  // Neither its coordinator's nor ended there just now: an end nobody reported is billed from its marker, once.
+  if (!seen.ends.some((e) => e.generation === holder.generation)) await accountForgottenEnd(live, key, holder.generation, later);
   if (!seen.ends.some((e) => e.lease === lease)) await limits.releaseRun(tenant, lease).catch(() => {});
   return true;
 }
