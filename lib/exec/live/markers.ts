@@ -4,6 +4,8 @@
  * (service.ts accountEnds). A workspace's delete lists them to end its live sandboxes at once
  * (lib/exec/workspace-gone.ts) without asking every session's coordinator. One PUT and one DELETE per
  * sandbox; neither fails a call (a marker missed is caught by the runner's idle poll, lib/sync/live-server.ts).
+ * A marker still there once its coordinator holds neither the generation nor its end names an end nobody
+ * accounted (a reset, a mark that could not be made): forgotten-end.ts bills it from the marker.
  *
  * And a generation's billed marks, create-only (If-None-Match: *): its end billed (service.ts accountEnds, or its
  * runner's `ended` after a coordinator reset) and its final write-back billed (final-write-back.ts). Each is a run
@@ -12,6 +14,7 @@
  */
 import { liveMarkerKey, liveMarkerOf, liveMarkersPrefix } from "../../layout/live-markers.js";
 import { runPrefix } from "../../layout/paths.js";
+import { randomId } from "../../shared/hash.js";
 import type { StorageDriver } from "../../storage/types.js";
 import { createOnly, keysOf, runIdFor } from "../../sync/run-records.js";
 import type { LiveKey } from "./types.js";
@@ -48,6 +51,29 @@ export async function billedMarkKey(key: LiveKey, generation: string, part: Bill
   return keysOf(runPrefix(key.tenant, key.workspace, runId)).billed;
 }
 
-/** Creates the mark; true when this caller is the first (it bills), false when it was there. Throws on a storage error. */
-export const billOnce = async (storage: StorageDriver, key: LiveKey, generation: string, part: BilledPart): Promise<boolean> =>
-  createOnly(storage, await billedMarkKey(key, generation, part), "", "text/plain");
+/** Tries at making a mark, and the pause before each try after the first (a storage error is most often brief). */
+const MARK_PAUSES_MS = [0, 100, 400];
+
+/**
+ * Creates the mark; true when this caller is the first (it bills), false when it was there. A try that fails
+ * with a storage error is tried again (three tries): the mark holds this caller's own random token, so a
+ * PUT that landed though its answer was lost is known for this caller's own at the next try (its body read
+ * back), not taken for another's (which would bill the end nowhere). Throws when every try failed.
+ */
+export async function billOnce(storage: StorageDriver, key: LiveKey, generation: string, part: BilledPart): Promise<boolean> {
+  const mark = await billedMarkKey(key, generation, part);
+  const mine = randomId(16);
+  let failed: unknown;
+  for (const pause of MARK_PAUSES_MS) {
+    if (failed !== undefined) await new Promise((r) => setTimeout(r, pause));
+    try {
+      if (await createOnly(storage, mark, mine, "text/plain")) return true;
+      if (failed === undefined) return false;
+      const found = await storage.get(mark);
+      return found !== null && (await new Response(found.body).text()) === mine;
+    } catch (e) {
+      failed = e;
+    }
+  }
+  throw failed;
+}

@@ -95,22 +95,30 @@ export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
  * Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents),
  * their marker deleted. Each end's records are written once: by the accounting that creates its "end" mark (markers.ts
  * billOnce), here or at its runner's `ended` after a coordinator reset (final-write-back.ts); none for a deleted
- * workspace's (a mark there would be a leftover; nothing else accounts such an end). A mark that cannot be made (a
- * storage error) bills the end all the same. Answers the generations billed here. Never throws.
+ * workspace's (a mark there would be a leftover; nothing else accounts such an end). Answers the generations billed here.
+ * Never throws.
+ *
+ * A mark that cannot be made (storage failing through billOnce's three tries) bills nothing here, and the end is left as
+ * one nobody accounted: its marker and its slot's lease kept, so it is billed once later, by its runner's `ended` if it
+ * comes, else by the first acquirer past concurrent_runs (forgotten-end.ts, from its marker). Before (2026-12-02) it was
+ * billed at once, and twice when its runner's `ended` then made the mark.
  */
 export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<string[]> {
   const billed: string[] = [];
-  const record = async (end: LiveEnd) => {
-    const first = !svc.markers || end.reason === "workspace_deleted" || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), true)));
-    if (!first) return;
-    billed.push(end.generation);
-    await svc.events!.ended(key, end, later).catch(logged("end"));
+  /** Whether the end is accounted (billed here, or its mark found: billed before); false when its mark could not be made. */
+  const record = async (end: LiveEnd): Promise<boolean> => {
+    const first = !svc.markers || end.reason === "workspace_deleted" || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), null)));
+    if (first === null) return false;
+    if (first) billed.push(end.generation);
+    return true;
   };
   for (const end of ends) {
+    const accounted = end.arrived && svc.events ? await record(end) : true;
+    if (!accounted) continue; // left as unaccounted: its marker and its lease stay (above)
     await Promise.all([
       svc.markers ? unmarkLive(svc.markers, key, end.generation) : undefined,
       end.lease && svc.limits ? svc.limits.releaseRun(key.tenant, end.lease).catch(() => {}) : undefined, // missed: the lease ends on its own
-      end.arrived && svc.events ? record(end) : undefined,
+      billed.includes(end.generation) ? svc.events!.ended(key, end, later).catch(logged("end")) : undefined,
     ]);
   }
   return billed;
