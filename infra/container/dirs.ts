@@ -10,12 +10,14 @@
  *  - a marker of a directory that still exists stays, empty or not.
  * Directories with entries below them need no marker: what is below implies them. Directories
  * the runner made itself (a working_dir that did not exist) are not the command's: no marker.
- * A marker whose directory a written file takes the name of (crossedBy) is removed before the files are
- * written, once the quotas' word is known where it comes first (the hold); every other removal, and
- * every new marker (a directory may take a deleted file's name), after them, before the hold is released.
- * A new marker is one entry of the storage quotas' files: the write-back's plan counts them, and each is
- * drawn on its hold. A write-back the quotas refused whole (WriteBackOutcome.refused) removes and makes
- * none: each is skipped, named (notSaved).
+ * A marker is one entry of the storage quotas' files. With a hold (the write-back's, when it makes markers,
+ * or removes some and writes files: writeback.ts), its plan counts each new marker and credits each removed
+ * one, as its deleted files: the removals go with the deletes, after the hold and before any write, each
+ * freeing its entry into the hold; the new markers after the files, each drawn on the hold, before it is
+ * released. Without one (an API without holds), a marker whose directory a written file takes the name of
+ * (crossedBy) is removed before the files are written, every other removal and every new marker (a
+ * directory may take a deleted file's name) after them. A write-back the quotas refused whole
+ * (WriteBackOutcome.refused) removes and makes none: each is skipped, named (notSaved).
  */
 import { isDirMarker, markerDir, parentOf } from "../../lib/layout/paths.js";
 import type { Conflict, Skipped } from "../../lib/exec/types.js";
@@ -110,8 +112,13 @@ export function notSaved(out: DirOutcome, changes: DirChange[], why: string): vo
   for (const c of changes) out.skipped.push({ path: `${c.path}/`, reason: "error", detail: why, change: c.kind === "created" ? "dir_created" : "dir_deleted" });
 }
 
-/** Writes back one kind of change (removals first, creations last: see the header); `hold`: the write-back's, each marker made draws its entry on it. */
-export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind: DirChange["kind"], out: DirOutcome, hold: string | null = null, concurrency = 16): Promise<void> {
+/**
+ * Writes back one kind of change (removals first, creations last: see the header); `hold`: the write-back's,
+ * each marker made draws its entry on it, each marker removed frees its entry into it. Answers how many
+ * removals freed nothing into the hold (in another version, already gone, failed): the hold then awaits them.
+ */
+export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind: DirChange["kind"], out: DirOutcome, hold: string | null = null, concurrency = 16): Promise<number> {
+  let unfreed = 0;
   await pool(concurrency, changes.filter((c) => c.kind === kind), async (c) => {
     try {
       if (c.kind === "created") {
@@ -119,7 +126,9 @@ export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind
         if (r.ok) out.created.set(c.path, r.etag);
         else out.conflicts.push({ path: `${c.path}/`, change: "created", reason: "changed_meanwhile" });
       } else {
-        const r = await sync.rmdir(c.path, { ifMatch: c.base! });
+        unfreed++; // less this one, once it is known removed here
+        const r = await sync.rmdir(c.path, { ifMatch: c.base!, ...(hold ? { hold } : {}) });
+        if (r.ok && !r.gone) unfreed--;
         if (r.ok) out.deleted.push(c.path);
         else out.conflicts.push({ path: `${c.path}/`, change: "deleted", reason: "changed_meanwhile" });
       }
@@ -129,6 +138,7 @@ export async function writeBackDirs(sync: SyncClient, changes: DirChange[], kind
   });
   out.deleted.sort();
   out.conflicts.sort((a, b) => (a.path < b.path ? -1 : 1));
+  return unfreed;
 }
 
 /**

@@ -121,23 +121,27 @@ export async function syncOut(i: SyncOutInput): Promise<SyncedOut> {
   // The sample may have missed a last burst: the exact figure decides too.
   const quotaHit = i.diskExceeded || (!standing && afterBytes - i.baseBytes > limits.disk_mb * MiB);
   const finished = i.ran && !quotaHit;
-  // Directories by the rule of dirs.ts: markers a written file crosses removed before the files are written (after the hold), the rest after; none when the quotas refused the write-back.
+  // Directories by the rule of dirs.ts: with the write-back's hold, removals beside its deletes (credited in it) and new markers after
+  // the files, drawn on it; without, the removals a written file crosses before the files, the rest after; none when the quotas refused it.
   const dirDelta = dirChanges(slot.dirs, after, i.cwdMade);
   const dirPlan = dirOutcome(dirDelta, Math.max(0, limits.max_writeback_files - changes.length));
   const dirsOut: DirOutcome | null = finished ? dirPlan.outcome : null;
   const crossed = crossedBy(dirPlan.accepted.filter((d) => d.kind === "deleted"), changes.filter((c) => c.kind !== "deleted").map((c) => c.path));
-  let early = false;
-  const beforeWrites = dirsOut && crossed.size ? async () => void ((early = true), await writeBackDirs(sync, [...crossed], "deleted", dirsOut)) : undefined;
-  // The other markers after the files, on the write-back's hold (its plan counts the new ones: a write-back they do not fit is refused whole).
-  // One marker made and nothing else is whole by its own charge, as one file is: no plan, no hold.
-  const rest = () => dirPlan.accepted.filter((d) => !(early && crossed.has(d)));
+  /** Each marker change is sent once, whichever step comes to it first. */
+  const sent = new Set<DirChange>();
+  const send = (which: Iterable<DirChange>, kind: DirChange["kind"], hold: string | null) => {
+    const todo = [...which].filter((d) => d.kind === kind && !sent.has(d));
+    for (const d of todo) sent.add(d);
+    return writeBackDirs(sync, todo, kind, dirsOut!, hold);
+  };
+  const beforeWrites = dirsOut && crossed.size ? async () => void (await send(crossed, "deleted", null)) : undefined;
+  // One marker change and nothing else is whole by its own charge, as one file is: no plan, no hold.
   const alone = changes.length === 0 && dirPlan.accepted.length === 1;
-  const markers = dirsOut && dirPlan.accepted.length ? { made: alone ? 0 : dirPlan.accepted.filter((d) => d.kind === "created").length, write: async (hold: string | null) => {
-    for (const kind of ["deleted", "created"] as const) await writeBackDirs(sync, rest(), kind, dirsOut, hold);
-  } } : undefined;
+  const count = (kind: DirChange["kind"]) => (alone ? 0 : dirPlan.accepted.filter((d) => d.kind === kind).length);
+  const markers = dirsOut && dirPlan.accepted.length ? { made: count("created"), removed: count("deleted"), remove: (hold: string | null) => send(dirPlan.accepted, "deleted", hold), make: async (hold: string | null) => void (await send(dirPlan.accepted, "created", hold)) } : undefined;
   const wb = finished ? await writeBack({ tree: slot.tree, changes, sync, runId: i.runId, maxFiles: limits.max_writeback_files, deadline: i.deadline, workspaceFiles: i.manifestFiles, beforeWrites, ...(markers ? { markers } : {}) }) : null;
   const refused = wb?.refused ?? null;
-  if (dirsOut && refused) notSaved(dirsOut, rest(), refused);
+  if (dirsOut && refused) notSaved(dirsOut, dirPlan.accepted.filter((d) => !sent.has(d)), refused);
 
   settleDirs(slot, dirDelta, dirsOut);
   const exact = await settle(slot, after, changes, wb);

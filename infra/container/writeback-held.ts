@@ -1,9 +1,10 @@
 /**
  * The runner's side of a write-back's hold on the storage quotas (the API's: lib/sync/writeback-hold.ts),
  * for a write-back of more than one request, packed or file by file. In this order, before any write:
- *  1. the hold, with the whole write-back's plan and its deletes (one request, one round trip to the
- *     limits object); refused (QUOTA_EXCEEDED): none of the run's changes is written back, deletes included;
- *  2. the deletes (the room each frees moves into the hold);
+ *  1. the hold, with the whole write-back's plan and its deletes, removed markers counted as deleted files
+ *     (one request, one round trip to the limits object); refused (QUOTA_EXCEEDED): none of the run's
+ *     changes is written back, deletes and markers included;
+ *  2. the deletes, and the removals of the run's directory markers (the room each frees moves into the hold);
  *  3. when one of them freed nothing into the hold (a conflict: the file changed meanwhile; another
  *     writer deleted it first; a failed or late request), the hold made whole from the free room
  *     (`fill`, one request); refused: none of the writes is written (the deletes that landed stay,
@@ -23,6 +24,8 @@ export interface HeldIo {
   refuse(cs: Change[], e: unknown): void;
   /** How many of the deletes sent did not free their room into the hold (not deleted by this write-back). */
   unfreed(): number;
+  /** The run's directory markers removed (dirs.ts): credited as deleted files, removed beside the deletes; answers how many freed nothing into the hold. */
+  markers?: { removed: number; remove(hold: string): Promise<number> };
 }
 
 /**
@@ -36,7 +39,7 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
   if (!sync.hold) return changes; // a client without holds: each file is charged as it is written
   let id: string | null;
   try {
-    id = await sync.hold({ ...plan, deletes: deletesOf(changes) });
+    id = await sync.hold({ ...plan, deletes: deletesOf(changes, io.markers?.removed) });
   } catch (e) {
     if (!refusal(e)) return changes; // an API older than holds, a failed request: each file is still charged as it is written
     io.refuse(changes, e);
@@ -44,8 +47,8 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
   }
   if (!id) return changes;
   hold(id);
-  await io.deleteBatches(deletes);
-  if (io.unfreed() > 0 && (writes.length || plan.files > 0)) { // plan.files without writes: the run's new markers (sync-out.ts), drawn on the hold after
+  const [, markersUnfreed] = await Promise.all([io.deleteBatches(deletes), io.markers?.remove(id) ?? 0]);
+  if (io.unfreed() + markersUnfreed > 0 && (writes.length || plan.files > 0)) { // plan.files without writes: the run's new markers (sync-out.ts), drawn on the hold after
     try {
       await sync.putMany!([], undefined, { hold: id, fill: true });
     } catch (e) {

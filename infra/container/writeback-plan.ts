@@ -49,10 +49,13 @@ export function planOf(writes: Change[], sizes: Sizes, markers = 0): WriteBackPl
   return plan;
 }
 
-/** The deletes of `changes`: their files and the bytes of the versions they delete (room, once applied, for a write-back that holds its room). */
-export function deletesOf(changes: Change[]): { files: number; bytes: number } {
+/**
+ * The deletes of `changes`: their files and the bytes of the versions they delete (room, once applied, for a write-back that holds its room);
+ * `markers`: the directory markers the run removes, each an entry of no bytes (dirs.ts).
+ */
+export function deletesOf(changes: Change[], markers = 0): { files: number; bytes: number } {
   const dels = changes.filter((c) => c.kind === "deleted");
-  return { files: dels.length, bytes: dels.reduce((n, c) => n + (c.base?.size ?? 0), 0) };
+  return { files: dels.length + markers, bytes: dels.reduce((n, c) => n + (c.base?.size ?? 0), 0) };
 }
 
 /**
@@ -61,12 +64,10 @@ export function deletesOf(changes: Change[]): { files: number; bytes: number } {
  * writes are one put batch: the plan rides with it, charged at once, no request more), "hold" (a
  * put batch of no file takes the whole charge ahead, its deletes credited: lib/sync/writeback-hold.ts;
  * then its deletes, its writes drawing on the hold, and a request of no file that releases it).
- * `ahead`: always "hold" when something is written (markers a written file crosses are removed
- * between the hold and the writes: sync-out.ts), two requests more than "none" or "batch".
+ * (A run's directory markers made, or removed beside writes, take a hold too: writeback.ts.)
  */
-export function planWay(changes: Change[], sizes: Sizes, group: number, ahead = false): "none" | "batch" | "hold" {
+export function planWay(changes: Change[], sizes: Sizes, group: number): "none" | "batch" | "hold" {
   const writes = changes.filter((c) => c.kind !== "deleted");
-  if (ahead && writes.length) return "hold"; // something must go before the writes only if they are not refused (writeBack's beforeWrites): the plan checked ahead
   if (changes.length < 2 || !writes.length) return "none";
   if (changes.length <= group && writes.length === changes.length && oneBatch(writes, sizes)) return "batch";
   return "hold";

@@ -23,9 +23,8 @@
  * batch of no file: the plan's whole charge held, its deletes credited; then the deletes, the hold
  * made whole when one freed nothing, the writes drawing on it, and its release: writeback-held.ts,
  * lib/sync/writeback-hold.ts; against an API without holds, the plan rides on each stage request); refused (QUOTA_EXCEEDED), none
- * of the run's changes is written back, deletes included, and each is skipped with the API's
- * message (WriteBackOutcome.refused says so: writeback-outcome.ts). A write-back of one change
- * sends no plan (its charge refuses it whole), unless `beforeWrites` must wait for the quotas' word.
+ * of the run's changes is written back, deletes and markers included, each skipped with the API's
+ * message (WriteBackOutcome.refused: writeback-outcome.ts). One change sends no plan: its charge refuses it whole.
  *
  * Bounded: at most `maxFiles` changes, and no group, batch or file is started after `deadline`
  * (the requests in flight then finish: cutting one off would leave unknown whether it was
@@ -70,18 +69,20 @@ export async function writeBack(opts: {
   /** Epoch ms after which no further change is started. */
   deadline: number;
   /**
-   * Run once before the first write, after the quotas' word where it comes first (the hold, and the
-   * fill when one is sent), never when they refused the write-back: the removals of the run's markers
-   * that a written file crosses (sync-out.ts).
+   * Run once before the first write, after the quotas' word where it comes first, never when they
+   * refused the write-back: without a hold, the removals of the run's markers that a written file crosses (sync-out.ts).
    */
   beforeWrites?: () => Promise<void>;
-  /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests with a client without batches (default SINGLES_IN_FLIGHT). */
+  /** Groups in flight (default GROUPS_IN_FLIGHT), or single requests without batches (default SINGLES_IN_FLIGHT). */
   concurrency?: number;
   now?: () => number;
   /** Files the workspace had at the start (a packed write-back rewrites its whole manifest: writeback-packed.ts). */
   workspaceFiles?: number;
-  /** The run's markers (sync-out.ts): `made` new ones, each a new entry in the plan, held (refused whole with it); `write` after the files, on the hold, unless refused. */
-  markers?: { made: number; write(hold: string | null): Promise<void> };
+  /**
+   * The run's markers (sync-out.ts): `made` new ones, each a new entry of the plan, `removed` ones, each credited as a deleted file;
+   * either, beside writes, takes a hold (refused whole with it). Removed beside the deletes on the hold, else after the files; made after the files, on the hold, unless refused.
+   */
+  markers?: { made: number; removed: number; remove(hold: string | null): Promise<number>; make(hold: string | null): Promise<void> };
 }): Promise<WriteBackOutcome> {
   const now = opts.now ?? Date.now;
   const sync = opts.sync;
@@ -243,18 +244,19 @@ export async function writeBack(opts: {
   // The sizes of the files written, and the whole write-back's plan (told to the API before anything is written).
   const writes = accepted.filter((c) => c.kind !== "deleted");
   const sizes = await sizesOf(opts.tree, writes);
-  const made = opts.markers?.made ?? 0;
+  const { made = 0, removed = 0 } = opts.markers ?? {};
   const plan = planOf(writes, sizes, made);
   const batches = !!sync.putMany && !!sync.deleteMany;
   const pack = canPack(sync, accepted, opts.workspaceFiles ?? 0);
-  // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); markers made: held; file by file as planWay says.
-  const way = !batches ? "none" : pack || (made > 0 && sync.hold) ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES, !!opts.beforeWrites && !!sync.hold);
+  // How the plan goes: a packed write-back holds its room (else its stage requests carry the plan); markers made, or removed beside writes: held; file by file as planWay says.
+  const markersHeld = made > 0 || (removed > 0 && writes.length > 0);
+  const way = !batches ? "none" : pack || (markersHeld && sync.hold) ? (sync.hold ? "hold" : "none") : planWay(accepted, sizes, GROUP_FILES);
   let ordinary = accepted;
   if (way === "batch") planWith = plan;
   else if (way === "hold" && now() < opts.deadline) {
     // The hold first (refused: none of it is written, deletes included), then its deletes (the room they free moves into it), made whole before any write.
     const deleteBatches = (cs: Change[]) => pool(opts.concurrency ?? GROUPS_IN_FLIGHT, groupsOf(cs), deleteBatch);
-    ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, refuse, unfreed: () => unfreed });
+    ordinary = await heldFirst(sync, accepted, plan, (id) => void (hold = id), { deleteBatches, refuse, unfreed: () => unfreed, ...(opts.markers ? { markers: { removed, remove: opts.markers.remove } } : {}) });
     lastBatch = !pack && !made && oneBatch(ordinary.filter((c) => c.kind !== "deleted"), sizes);
   }
   try {
@@ -284,8 +286,8 @@ export async function writeBack(opts: {
         await Promise.all([deleteBatch(g.filter((c) => c.kind === "deleted")), puts(g.filter((c) => c.kind !== "deleted"))]);
       });
     }
-    // The markers last, on the hold's room (its plan counted the new ones) before it is released.
-    if (!out.refused) await opts.markers?.write(hold);
+    // The markers last (those not removed beside the deletes), on the hold's room (its plan counted the new ones) before it is released.
+    if (!out.refused) for (const step of [opts.markers?.remove, opts.markers?.make]) await step?.(hold);
   } finally {
     if (hold) await sync.putMany!([], undefined, { hold, release: true }).catch(() => {}); // unreleased, the hold's lease ends with the run's token
   }

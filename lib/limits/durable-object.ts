@@ -19,6 +19,7 @@ import { tenantOps, type Admitted, type Caller, type LimitsStore, type TenantOps
 import { CLAIM_PREFIX, claimKey, releaseClaim, type Claim, type ClaimAsk, type ClaimStore } from "./claims.js";
 import { TenantUsage, type ChargeOptions, type SlotOutcome, type StorageUsage, type TaskLease } from "./usage.js";
 import type { HeldAllowance } from "./held-room.js";
+import type { KeptCount } from "./kept-counts.js";
 
 type Op =
   | { op: "get" }
@@ -61,7 +62,7 @@ export class LimitsObject {
         state.storage.get<Limits>("limits"),
         state.storage.get<Lease[]>("leases"),
         state.storage.get<TaskLease[]>("tasks"),
-        state.storage.list<StorageUsage>({ prefix: USAGE }),
+        state.storage.list<KeptCount>({ prefix: USAGE }), // a count kept before COUNT_VERSION is counted again at its first charge (kept-counts.ts)
         state.storage.get<HeldAllowance[]>("allowances"),
       ]);
       this.ops = tenantOps(this.limiter, limits ?? {}, this.usage);
@@ -141,7 +142,7 @@ export class LimitsObject {
         return answer(null);
       case "chargeStorage": {
         const d = ops.chargeStorage(body.caller, body.ws, body.delta, body.opts);
-        if (d.ok || body.opts?.settle) void this.saveUsage(body.ws, true);
+        if (d.ok || body.opts?.settle || body.opts?.init) void this.saveUsage(body.ws, true); // a first count is kept even when its charge was refused
         if (body.opts?.settle || body.opts?.reserve || body.opts?.hold || (body.opts?.draw && !body.opts.standing)) void this.saveAllowances(); // a standing asked for a hold changes nothing
         return answer(d);
       }

@@ -2,13 +2,15 @@
  * One tenant's quota counters, beside its rate limiter (limiter.ts), in the same place (the
  * tenant's Durable Object on Workers, memory in tests): every decision is made here, atomically.
  *
- * - Storage: per workspace, its files and bytes (the merged tree: what a listing shows; directory
- *   markers, checkpoints, undo history and the search index are not counted); the tenant's bytes
- *   are their sum. A write charges its change (new size − replaced size, +1 file for a new path)
+ * - Storage: per workspace, its files and bytes (the merged tree: what a listing shows, each
+ *   explicit directory's marker one file; checkpoints, undo history and the search index are not
+ *   counted); the tenant's bytes are their sum. A write charges its change (new size − replaced size, +1 file for a new path)
  *   BEFORE it writes: the charge is refused when it would cross storage_bytes (tenant) or
  *   files_per_workspace (the workspace), else applied at once, so concurrent writers each see the
  *   others' charges (a reservation). A write that then fails, and every delete, gives back. A
- *   workspace never counted (made before counting began) is counted once by the caller (`unknown`).
+ *   workspace never counted (made before counting began), or whose kept count is of an older
+ *   rule (COUNT_VERSION: one kept before markers counted lacks its markers), is counted once by the
+ *   caller (`unknown`, then `init`): its first charge, give-backs included, waits for that count.
  * - Workspace slots: a create holds a pending slot while it lists and writes, so two creates racing
  *   for the last slot never both pass (docs/limits-and-quotas.md: the argument). The count a create
  *   listed is kept (memory only) when no other create ran beside it, and the creates told since are
@@ -19,6 +21,7 @@
  * - Background tasks: leases, like concurrent runs (a crashed task frees its place when its lease ends).
  */
 import type { QuotaStanding } from "./fields.js";
+import { COUNT_VERSION, KeptCounts, type KeptCount } from "./kept-counts.js";
 import { ALLOWANCE_MS, allowanceCap, covered, drawOn, holdRoom, unfilled, type Allowance, type HeldAllowance, type HoldAsk, type StorageUsage } from "./held-room.js";
 export type { StorageUsage } from "./held-room.js";
 export type StorageDecision =
@@ -84,7 +87,7 @@ export type TaskDecision = { ok: true; running: number; limit: number } | { ok: 
 
 /** A tenant's counters whole, as a store without memory of its own keeps them (lib/limits/dynamodb.ts). */
 export interface UsageState {
-  storage: [string, StorageUsage][];
+  storage: [string, KeptCount][];
   slots: [string, number][];
   tasks: TaskLease[];
   seq: number;
@@ -99,8 +102,8 @@ export interface CheckpointSlot {
 }
 
 export class TenantUsage {
-  readonly storage = new Map<string, StorageUsage>();
-  private tenantBytes = 0;
+  /** Per workspace its count, and the tenant's bytes (kept-counts.ts). */
+  readonly storage = new KeptCounts();
   /** Workspace creates in flight: slot id → lease end. */
   readonly slots = new Map<string, number>();
   readonly tasks = new Map<string, TaskLease>();
@@ -117,9 +120,9 @@ export class TenantUsage {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  /** Loads what a restarted object kept. */
-  load(storage: Iterable<[string, StorageUsage]>, tasks: Iterable<TaskLease> = [], allowances: Iterable<HeldAllowance> = []): void {
-    for (const [ws, u] of storage) this.setStorage(ws, u);
+  /** Loads what a restarted object kept (each count as kept: one of an older COUNT_VERSION is counted again at its first charge). */
+  load(storage: Iterable<[string, KeptCount]>, tasks: Iterable<TaskLease> = [], allowances: Iterable<HeldAllowance> = []): void {
+    for (const [ws, u] of storage) this.storage.keep(ws, u, u.v);
     for (const t of tasks) this.tasks.set(t.id, t);
     for (const a of allowances) this.allowances.set(a.id, a);
   }
@@ -137,7 +140,7 @@ export class TenantUsage {
   }
 
   get bytes(): number {
-    return this.tenantBytes;
+    return this.storage.bytes;
   }
 
   /**
@@ -153,12 +156,13 @@ export class TenantUsage {
     if (opts.settle) {
       const into = own?.ws ?? ws;
       const was = this.storage.get(into);
-      if (was) this.setStorage(into, { files: was.files + opts.settle.spent.files, bytes: was.bytes + opts.settle.spent.bytes });
+      if (was) this.storage.keep(into, { files: was.files + opts.settle.spent.files, bytes: was.bytes + opts.settle.spent.bytes }, was.v);
       if (own) this.allowances.delete(own.id);
     }
-    if (opts.init && !this.storage.has(ws)) this.setStorage(ws, opts.init);
-    const cur = this.storage.get(ws);
-    if (!cur) return { ok: false, unknown: true }; // a give-back to a workspace never counted changes nothing: its first count sees the change
+    if (opts.init && !this.storage.current(ws)) this.setStorage(ws, opts.init);
+    const cur = this.storage.current(ws);
+    // A give-back to a workspace never counted, or counted under an older rule, changes nothing: its first count (a listing, after the change) sees it.
+    if (!cur) return { ok: false, unknown: true };
     let [heldBytes, heldFiles] = [0, 0];
     for (const a of this.allowances.values()) {
       heldBytes += a.bytes;
@@ -171,23 +175,23 @@ export class TenantUsage {
     const filled = unfilled(drawn, opts.fill);
     const asked = opts.hold ? holdRoom(opts.hold, cur) : undefined;
     const up = { files: delta.files - took.files + filled.files + (asked?.room.files ?? 0), bytes: delta.bytes - took.bytes + filled.bytes + (asked?.room.bytes ?? 0) };
-    if (!opts.force && up.bytes > 0 && this.tenantBytes + heldBytes + up.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.tenantBytes + heldBytes, limit: limits.storage_bytes };
+    if (!opts.force && up.bytes > 0 && this.storage.bytes + heldBytes + up.bytes > limits.storage_bytes) return { ok: false, quota: "storage_bytes", usage: this.storage.bytes + heldBytes, limit: limits.storage_bytes };
     if (!opts.force && up.files > 0 && cur.files + heldFiles + up.files > limits.files_per_workspace) return { ok: false, quota: "files_per_workspace", usage: cur.files + heldFiles, limit: limits.files_per_workspace };
-    this.setStorage(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes });
+    this.storage.keep(ws, { files: cur.files + delta.files, bytes: cur.bytes + delta.bytes }, COUNT_VERSION);
     const mine = { files: drawn?.files ?? 0, bytes: drawn?.bytes ?? 0 };
     if (drawn) drawOn(drawn, delta, took, filled);
     if (drawn && opts.release) this.allowances.delete(drawn.id);
     const after = this.storage.get(ws)!;
-    const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.tenantBytes };
+    const decision: Extract<StorageDecision, { ok: true }> = { ok: true, files: after.files, bytes: after.bytes, tenant_bytes: this.storage.bytes };
     // Asked by a write-back drawing on its hold (its stage requests), the hold's own room is room it may use: not counted as used.
-    if (opts.standing) decision.standing = { storage_bytes: { usage: this.tenantBytes + heldBytes - mine.bytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles - mine.files, limit: limits.files_per_workspace } };
+    if (opts.standing) decision.standing = { storage_bytes: { usage: this.storage.bytes + heldBytes - mine.bytes, limit: limits.storage_bytes }, files_per_workspace: { usage: after.files + heldFiles - mine.files, limit: limits.files_per_workspace } };
     if (opts.reserve) {
       // Held again: what is left of the asker's own (less what it used), topped up to what it asks, within the cap and what fits.
       const left = own ? { files: Math.max(0, own.files - opts.settle!.used.files), bytes: Math.max(0, own.bytes - opts.settle!.used.bytes) } : { files: 0, bytes: 0 };
       const cap = allowanceCap(limits);
       const files = Math.max(0, Math.min(opts.reserve.files, cap.files, limits.files_per_workspace - after.files - heldFiles));
-      const bytes = Math.max(0, Math.min(opts.reserve.bytes, cap.bytes, limits.storage_bytes - this.tenantBytes - heldBytes));
-      const held = { files: Math.max(files, Math.min(left.files, limits.files_per_workspace - after.files - heldFiles)), bytes: Math.max(bytes, Math.min(left.bytes, limits.storage_bytes - this.tenantBytes - heldBytes)) };
+      const bytes = Math.max(0, Math.min(opts.reserve.bytes, cap.bytes, limits.storage_bytes - this.storage.bytes - heldBytes));
+      const held = { files: Math.max(files, Math.min(left.files, limits.files_per_workspace - after.files - heldFiles)), bytes: Math.max(bytes, Math.min(left.bytes, limits.storage_bytes - this.storage.bytes - heldBytes)) };
       if (held.files > 0 || held.bytes > 0) {
         const id = own?.id ?? `a${now.toString(36)}-${(this.seq++).toString(36)}`;
         this.allowances.set(id, { id, ws, ...held, until: now + ALLOWANCE_MS });
@@ -202,19 +206,12 @@ export class TenantUsage {
     return decision;
   }
 
-  /** Sets a workspace's count (a recount after a bulk change; null: the workspace is gone, and the room held for its writes). */
+  /** Sets a workspace's count (a recount after a bulk change, countStored: current by COUNT_VERSION; null: the workspace is gone, and the room held for its writes). */
   setStorage(ws: string, u: StorageUsage | null): void {
-    const old = this.storage.get(ws);
-    if (old) this.tenantBytes -= old.bytes;
-    if (!u) {
-      this.storage.delete(ws);
-      this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again; the room held for its writes goes too
-      for (const [id, a] of this.allowances) if (a.ws === ws) this.allowances.delete(id);
-      return;
-    }
-    const clean = { files: Math.max(0, u.files), bytes: Math.max(0, u.bytes) };
-    this.storage.set(ws, clean);
-    this.tenantBytes += clean.bytes;
+    if (u) return this.storage.keep(ws, u, COUNT_VERSION);
+    this.storage.drop(ws);
+    this.workspaces = null; // a workspace gone (or a fork undone): the next create counts again; the room held for its writes goes too
+    for (const [id, a] of this.allowances) if (a.ws === ws) this.allowances.delete(id);
   }
 
   /**

@@ -254,11 +254,12 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
       return { ok: true, etag };
     },
     async rmdir(dir, o) {
-      const res = await call("DELETE", dirUrl(dir), { headers: { "if-match": quoteEtag(o.ifMatch) } });
-      await res.body?.cancel();
+      const res = await call("DELETE", `${dirUrl(dir)}${writeBackQuery(undefined, o.hold ? { hold: o.hold } : {})}`, { headers: { "if-match": quoteEtag(o.ifMatch) } });
+      if (!res.ok && res.status !== 404 && res.status !== 412) await fail(res, `rmdir ${dir}`);
+      // 204: removed by this request; 200 {"gone":true} (or 404): another writer removed it first; 412: in another version.
+      const body = res.status === 200 ? ((await res.json().catch(() => null)) as { gone?: unknown } | null) : (await res.body?.cancel(), null);
       if (res.status === 412) return { ok: false, conflict: true };
-      if (!res.ok && res.status !== 404) await fail(res, `rmdir ${dir}`);
-      return { ok: true };
+      return res.status === 404 || body?.gone === true ? { ok: true, gone: true } : { ok: true };
     },
     async updateModes(delta) {
       // Idempotent (a delta applied twice is applied once): retried like a GET.

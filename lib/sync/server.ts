@@ -48,7 +48,10 @@ const fail = (e: ToolError) => json({ ok: false, error: errorBody(e) }, e.status
 
 const modified = (path: string) => json({ ok: false, error: { code: "FILE_MODIFIED", message: `${path} changed.` } }, 412);
 
-/** PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker; a marker made or removed is journaled for undo (by the Workspace: lib/workspace/directories.ts). */
+/**
+ * PUT (make, idempotent) and DELETE (If-Match) of an explicit directory's marker; a marker made or removed is journaled for undo (by the Workspace: lib/workspace/directories.ts).
+ * DELETE answers 204 when it removed the marker, 200 `{"gone":true}` when another writer had (it freed no entry: a write-back's hold it draws on gets none).
+ */
 async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<Response> {
   if (req.method === "PUT") {
     await req.body?.cancel();
@@ -64,8 +67,9 @@ async function syncDirectory(req: Request, ws: Workspace, dir: string): Promise<
     const ifMatch = req.headers.get("if-match");
     if (!ifMatch) throw new ToolError("INVALID_ARGUMENT", "DELETE needs If-Match.");
     const etag = unquoteEtag(ifMatch);
-    if (!(await ws.removeDirectory(dir, { ifMatch: etag }))) return modified(dir);
-    return new Response(null, { status: 204 });
+    const { refused, gone } = await ws.deleteMarkers([{ path: dir, etag }]);
+    if (refused.length) return modified(dir);
+    return gone.length ? json({ gone: true }) : new Response(null, { status: 204 });
   }
   throw new ToolError("INVALID_ARGUMENT", `Method ${req.method} not allowed on a directory.`);
 }

@@ -106,7 +106,8 @@ export interface SyncFile {
 }
 
 export type SyncPutResult = { ok: true; etag: string } | { ok: false; conflict: true };
-export type SyncDeleteResult = { ok: true } | { ok: false; conflict: true };
+/** `gone` (rmdir): another writer had removed it, so it freed nothing into the write-back's hold. */
+export type SyncDeleteResult = { ok: true; gone?: true } | { ok: false; conflict: true };
 
 
 /**
@@ -170,8 +171,11 @@ export interface SyncClient {
    * storage quotas' files (QUOTA_EXCEEDED when it does not fit); `hold`: drawn on the write-back's hold.
    */
   mkdir(dir: string, opts?: { hold?: string }): Promise<SyncPutResult>;
-  /** Removes the marker of `dir` if it is still the version the run started from; one already gone is ok. */
-  rmdir(dir: string, opts: { ifMatch: string }): Promise<SyncDeleteResult>;
+  /**
+   * Removes the marker of `dir` if it is still the version the run started from; one already gone is ok
+   * (`gone`). `hold`: the entry it frees moves into the write-back's hold (it was credited there).
+   */
+  rmdir(dir: string, opts: { ifMatch: string; hold?: string }): Promise<SyncDeleteResult>;
   /**
    * Changes executable bits, merged with concurrent changes; the list as it now stands. (They
    * are read with the conditional manifest: lib/sync/manifest.ts.)

@@ -53,17 +53,20 @@ export async function makeDirectory(ws: Workspace, dir: string, opts: { placeChe
  * Removes markers, each only in the version given (null: whatever is there); the refused ones are kept.
  * A marker without a version is looked up first (+1 HEAD) and removed only in that one, as deleteFiles
  * does for files, when the removal is journaled or counted: one already gone is no change, and frees nothing.
+ * `gone`: those already gone (another writer removed them: the entry they free was not this call's to give back).
  */
-export async function deleteMarkers(ws: Workspace, dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
+export async function deleteMarkers(ws: Workspace, dirs: readonly DeleteItem[]): Promise<{ refused: string[]; gone: string[] }> {
   let targets = dirs.map((d) => ({ dir: d.path, etag: d.etag }));
+  const absent: string[] = [];
   if (ws.undo || ws.quota) {
     const known = await Promise.all(targets.map(async (t) => (t.etag !== null ? t : { dir: t.dir, etag: (await headMarker(ws, t.dir))?.etag ?? null })));
     targets = known.filter((t) => t.etag !== null);
+    for (const t of known) if (t.etag === null) absent.push(t.dir);
   }
   const { refused, gone } = await removeDirMarkers(ws.driver, ws.tenant, ws.id, targets);
   for (const t of targets) if (!refused.includes(t.dir)) ws.undo?.marked({ path: t.dir, before: t.etag, after: null });
   // Each marker this call removed frees its entry (one another writer removed first was given back by that writer).
   const removed = targets.length - refused.length - gone.length;
   if (removed > 0) await ws.quota?.settle({ files: -removed, bytes: 0 });
-  return { refused };
+  return { refused, gone: [...absent, ...gone] };
 }

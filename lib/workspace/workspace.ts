@@ -214,7 +214,7 @@ export class Workspace {
    * only if it is still the version given (`etag`; null: whatever is there), like deleteMany for
    * files. A marker already gone counts as removed; one in another version is refused and kept.
    */
-  deleteMarkers(dirs: readonly DeleteItem[]): Promise<{ refused: string[] }> {
+  deleteMarkers(dirs: readonly DeleteItem[]): Promise<{ refused: string[]; gone: string[] }> {
     return deleteMarkers(this, dirs);
   }
 

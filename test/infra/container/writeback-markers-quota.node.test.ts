@@ -2,7 +2,8 @@
  * The directory markers a command leaves (mkdir -p: infra/container/dirs.ts) against files_per_workspace
  * (issue #28): each new marker is one entry of the write-back's plan, so a write-back they do not fit
  * is refused whole (no marker, no file of the run lands, the output names the quota), and one that
- * fits makes them drawing on its hold; rmdir gives the entry back; the limits object's count stays
+ * fits makes them drawing on its hold; rmdir gives the entry back, and within a write-back that writes
+ * or makes something it is credited in the hold, as a deleted file is; the limits object's count stays
  * the recount's. The real runner in its bubblewrap sandbox, the app's /v1/sync over memory storage,
  * limits in memory. Before, `mkdir -p d/{1..50}` beside a full quota wrote 50 markers, counted nowhere.
  */
@@ -133,5 +134,41 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     expect(log.sync.filter((s) => /commit/.test(s))).toHaveLength(1); // packed
     expect(ok.data.dirs_created).toEqual(["q/1", "q/2", "q/3"]);
     expect(await counts()).toEqual({ charged: now + 253, listed: now + 253 });
+  }, 60_000);
+
+  it("at a full quota, markers removed are credited in the hold like deleted files: rmdir beside mkdir (or a new file) lands when the end state fits, removal first; one entry too many is refused whole", async () => {
+    await setLimits({ files_per_workspace: 1_000 });
+    expect((await bash("mkdir -p r/a r/b r/c")).data.dirs_created).toEqual(["r/a", "r/b", "r/c"]);
+    const full = (await counts()).charged;
+    await setLimits({ files_per_workspace: full });
+    const calls = () => log.sync.filter((s) => !/\/v1\/sync\/(manifest|run)/.test(s));
+    // One removed, two made: one entry past the quota. Nothing lands, the output names the three changes and the quota.
+    const before = await tree();
+    reset();
+    const over = await bash("rmdir r/a && mkdir r/x r/y");
+    expect(log.files).toEqual([]);
+    expect(await tree()).toEqual(before);
+    expect(calls()).toEqual(["POST /v1/sync/put"]); // the hold, refused
+    expect(over.output).toContain("[not written back: 3 changes (");
+    expect(over.output).toContain("r/a/ (directory removed)");
+    expect(over.output).toContain(`files_per_workspace quota is ${full}, and ${full} are in use`);
+    expect(await counts()).toEqual({ charged: full, listed: full });
+    // One removed, one made: the hold credits the removal; the removal frees its entry into the hold, then the new marker draws it.
+    reset();
+    const swap = await bash("rmdir r/a && mkdir r/x");
+    expect(swap.data.skipped ?? [], swap.output.slice(-600)).toEqual([]);
+    expect(swap.data.dirs_deleted).toEqual(["r/a"]);
+    expect(swap.data.dirs_created).toEqual(["r/x"]);
+    expect(log.files).toEqual(["delete r/a/", "put r/x/"]);
+    expect(calls()).toEqual(["POST /v1/sync/put", "DELETE /v1/sync/files/r/a/", "PUT /v1/sync/files/r/x/", "POST /v1/sync/put"]);
+    expect(await counts()).toEqual({ charged: full, listed: full });
+    // One removed, one file written: the same, the file's batch the last request (it releases the hold).
+    reset();
+    const file = await bash("rmdir r/b && echo z > r/z.txt");
+    expect(file.data.skipped ?? [], file.output.slice(-600)).toEqual([]);
+    expect(file.data.files_changed).toEqual(["r/z.txt"]);
+    expect(log.files).toEqual(["delete r/b/", "put r/z.txt"]);
+    expect(calls()).toEqual(["POST /v1/sync/put", "DELETE /v1/sync/files/r/b/", "POST /v1/sync/put"]);
+    expect(await counts()).toEqual({ charged: full, listed: full });
   }, 60_000);
 });

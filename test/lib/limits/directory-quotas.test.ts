@@ -6,6 +6,7 @@
  * nowhere: a full workspace took any number of them.
  */
 import { env } from "cloudflare:workers";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { durableLimits } from "../../../lib/limits/durable-object.js";
 import { countStored } from "../../../lib/limits/storage-quota.js";
@@ -44,7 +45,38 @@ async function counts(t: Tenant): Promise<{ charged: number; listed: number }> {
   return { charged: d.files, listed: (await countStored(driver, filesPrefix(t.tenant, t.ws))).files };
 }
 
+/**
+ * The workspace's count as the code before 2026-12-02 kept it in the LIMITS object's storage (`usage/<ws>`:
+ * files and bytes, markers not counted, no version), and the object restarted (a deploy, an eviction) so it loads it.
+ */
+async function keptBeforeMarkers(t: Tenant, files: number, bytes: number): Promise<void> {
+  const stub = env.LIMITS.get(env.LIMITS.idFromName(t.tenant));
+  await runInDurableObject(stub, (_o, state: DurableObjectState) => state.storage.put(`usage/${t.ws}`, { files, bytes }));
+  await runInDurableObject(stub, (_o, state: DurableObjectState) => state.abort("restarted to load the old count")).catch(() => {});
+}
+
 describe("explicit directories count against files_per_workspace", () => {
+  it("a count kept before markers counted is counted again at its first charge: its first decision is exact, and a marker removed before it frees nothing it never took", async () => {
+    const t = await newTenant(limitsApp());
+    await setLimits(t, { files_per_workspace: 3 });
+    await upload(t, "a.txt", "a");
+    expect((await mkdir(t, "d1")).status).toBe(201);
+    expect((await mkdir(t, "d2")).status).toBe(201);
+    // The old code counted a.txt only: 1 entry of 3 stored. Its first decision: the workspace is full.
+    await keptBeforeMarkers(t, 1, 1);
+    const before = await snapshot(t.tenant);
+    await refused(await mkdir(t, "d3"), 3, 3);
+    expect(await snapshot(t.tenant)).toEqual(before);
+    expect(await counts(t)).toEqual({ charged: 3, listed: 3 });
+    // Again, and a marker removed first: its give-back meets the old count (before, 1 became 0 while 2 entries stayed).
+    await keptBeforeMarkers(t, 1, 1);
+    expect((await rmdir(t, "d1")).status).toBe(200);
+    expect((await mkdir(t, "d3")).status).toBe(201);
+    expect(await counts(t)).toEqual({ charged: 3, listed: 3 });
+    await refused(await t.call("write", { file_path: "b.txt", content: "b" }), 3, 3);
+  });
+
+
   it("a raw PUT of a directory past the quota is 413 naming it, nothing written; an existing one costs nothing; a delete of an empty directory frees its entry", async () => {
     const t = await newTenant(limitsApp());
     await setLimits(t, { files_per_workspace: 3 });

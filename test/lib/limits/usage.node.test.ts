@@ -20,6 +20,23 @@ describe("TenantUsage storage", () => {
     u.setStorage("a", null);
     expect(u.bytes).toBe(0);
   });
+
+  it("a count kept before markers counted (no version: the state as the old code kept it) is not current: its first charge, a give-back too, asks for a count; one made from it is kept", () => {
+    const u = new TenantUsage();
+    // Kept by the old code: 1 file of 10 bytes; storage holds that file and 2 markers (3 entries).
+    u.restore({ storage: [["a", { files: 1, bytes: 10 }]], slots: [], tasks: [], seq: 0 });
+    expect(u.bytes).toBe(10); // its bytes still count for the tenant
+    // A marker's removal gives back an entry the old count never took: changes nothing until counted.
+    expect(u.chargeStorage("a", { files: -1, bytes: 0 }, lim, { force: true })).toEqual({ ok: false, unknown: true });
+    expect(u.chargeStorage("a", { files: 1, bytes: 0 }, lim)).toEqual({ ok: false, unknown: true });
+    // Counted from storage after the removal: 1 file, 1 marker; the marker fits (3), the next is refused.
+    expect(u.chargeStorage("a", { files: 1, bytes: 0 }, lim, { init: { files: 2, bytes: 10 } })).toMatchObject({ ok: true, files: 3, bytes: 10 });
+    expect(u.chargeStorage("a", { files: 1, bytes: 0 }, lim)).toEqual({ ok: false, quota: "files_per_workspace", usage: 3, limit: 3 });
+    // Kept under the current rule: a restarted store takes it up as current, no count asked.
+    const again = new TenantUsage();
+    again.restore(u.snapshot());
+    expect(again.chargeStorage("a", { files: -1, bytes: 0 }, lim, { force: true })).toMatchObject({ ok: true, files: 2 });
+  });
 });
 
 describe("TenantUsage workspace slots", () => {

@@ -77,10 +77,10 @@ describe("sync API over HTTP", () => {
 
     expect(await c.rmdir("a/b", { ifMatch: "another-version" })).toEqual({ ok: false, conflict: true });
     expect(await c.rmdir("a/b", { ifMatch: etag })).toEqual({ ok: true });
-    expect(await c.rmdir("a/b", { ifMatch: etag })).toEqual({ ok: true }); // already gone
+    expect(await c.rmdir("a/b", { ifMatch: etag })).toEqual({ ok: true, gone: true }); // already gone: it freed nothing
     expect((await c.manifest()).map((e) => e.path)).toEqual(["f.txt"]);
     // rmdir never deletes the file of the same name.
-    expect(await c.rmdir("f.txt", { ifMatch: "x" })).toEqual({ ok: true });
+    expect(await c.rmdir("f.txt", { ifMatch: "x" })).toEqual({ ok: true, gone: true }); // no such marker
     expect((await c.manifest()).map((e) => e.path)).toEqual(["f.txt"]);
   });
 
