@@ -64,7 +64,7 @@ it("a background run that ends on its own, one killed by kill_shell and one stop
   expect(o.sandbox_ms).toBeGreaterThanOrEqual(2000);
 }, 120_000);
 
-it("a background run whose workspace is deleted under it makes one record with its sandbox time, and nothing is kept in the gone workspace", async () => {
+it("a background run whose workspace is deleted under it makes one record with its sandbox time, and nothing of it but its billed mark is kept in the gone workspace", async () => {
   const started = await bash("doomed", { command: "sleep 7654333", run_in_background: true });
   expect(started.status, JSON.stringify(started.body)).toBe(200);
   await until(() => hostPids("sleep 7654333").length > 0, "the task running");
