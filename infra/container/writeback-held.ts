@@ -1,9 +1,12 @@
 /**
  * The runner's side of a write-back's hold on the storage quotas (the API's: lib/sync/writeback-hold.ts),
  * for a write-back of more than one request, packed or file by file. In this order, before any write:
- *  0. when the write-back has deletes and writes (or new markers): its deletes looked at, nothing written
- *     (lib/sync/delete-check.ts, one request per DELETE_BATCH_MAX_FILES): a file that changed or went
- *     since the command started frees nothing, so it is not credited in the hold;
+ *  0. when the write-back has deletes and writes (or new markers): first the hold with no delete
+ *     credited (one request): when the free room takes the writes alone, no delete's outcome can leave
+ *     the hold short, so nothing is looked at and no fill is asked (the deletes' room goes back to the
+ *     free room as they land). Refused, its deletes are looked at, nothing written (lib/sync/delete-check.ts,
+ *     one request per DELETE_BATCH_MAX_FILES): a file that changed or went since the command started
+ *     frees nothing, so it is not credited in the hold of step 1;
  *  1. the hold, with the whole write-back's plan and its deletes still current (one request, one round
  *     trip to the limits object); refused (QUOTA_EXCEEDED): none of the run's changes is written back,
  *     deletes included, and storage is as it was;
@@ -41,11 +44,17 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
   const deletes = changes.filter((c) => c.kind === "deleted");
   const writes = changes.filter((c) => c.kind !== "deleted");
   if (!sync.hold) return changes; // a client without holds: each file is charged as it is written
-  // Deletes that can free nothing (their file changed or went since the command started) are not credited: found before any delete.
-  const stale = deletes.length && (writes.length || plan.files > 0) ? await staleDeletes(sync, deletes) : new Set<string>();
-  let id: string | null;
+  const both = deletes.length > 0 && (writes.length > 0 || plan.files > 0); // plan.files without writes: the run's new markers (sync-out.ts), drawn on the hold after
+  let id: string | null | undefined;
+  let stale = new Set<string>();
   try {
-    id = await sync.hold({ ...plan, deletes: deletesOf(changes.filter((c) => !stale.has(c.path))) });
+    // Step 0: the writes' room alone, no delete credited; then nothing a delete does can leave the hold short.
+    if (both) id = await sync.hold({ ...plan, deletes: { files: 0, bytes: 0 } }).catch((e: unknown) => (refusal(e) ? undefined : Promise.reject(e)));
+    if (id === undefined) {
+      // The deletes' room is needed: those that can free nothing (their file changed or went since the command started) are not credited, found before any delete.
+      if (both) stale = await staleDeletes(sync, deletes);
+      id = await sync.hold({ ...plan, deletes: deletesOf(changes.filter((c) => !stale.has(c.path))) });
+    } else if (id !== null) stale = new Set(deletes.map((c) => c.path)); // none credited
   } catch (e) {
     if (!refusal(e)) return changes; // an API older than holds, a failed request: each file is still charged as it is written
     io.refuse(changes, stale.size ? notCounted(e, stale) : e);
@@ -54,8 +63,8 @@ export async function heldFirst(sync: SyncClient, changes: Change[], plan: Write
   if (!id) return changes;
   hold(id);
   await io.deleteBatches(deletes);
-  // A stale delete frees nothing, as found; a credited one that freed nothing leaves the hold short. plan.files without writes: the run's new markers (sync-out.ts), drawn on the hold after.
-  if (io.unfreed() > stale.size && (writes.length || plan.files > 0)) {
+  // A delete not credited (stale, or all of them after step 0) leaves nothing awaited; a credited one that freed nothing leaves the hold short.
+  if (both && io.unfreed() > stale.size) {
     try {
       await sync.putMany!([], undefined, { hold: id, fill: true });
     } catch (e) {

@@ -67,7 +67,7 @@ it("a delete whose file changed during the command is not credited: refused by t
   const after = await tree();
   expect([...after.keys()].sort()).toEqual(["a.bin", "b.bin"]);
   expect(after.get("a.bin")).toBe(before.get("a.bin"));
-  expect(syncLog.filter((s) => /^POST \/v1\/sync\/(put|delete|delete\/check|stage|commit)$/.test(s))).toEqual(["POST /v1/sync/delete/check", "POST /v1/sync/put"]); // the check, the hold (refused)
+  expect(syncLog.filter((s) => /^POST \/v1\/sync\/(put|delete|delete\/check|stage|commit)$/.test(s))).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete/check", "POST /v1/sync/put"]); // the hold of the writes alone (refused), the check, the hold with a.bin credited (refused)
   expect(out.output).toContain("[not written back: 3 changed files (a.bin, b.bin, n.bin).");
   expect(out.output).toContain("plus the 0 bytes of the files it replaces and the 1048576 bytes of the files it deletes)"); // a.bin's room alone is credited
   expect(out.output).toContain("Not counted as room: the deletes of b.bin, whose files another writer changed or deleted while the command ran (deleting them frees nothing).");
@@ -80,4 +80,13 @@ it("a delete whose file changed during the command is not credited: refused by t
   expect(ok.data.skipped ?? [], ok.output.slice(-800)).toEqual([]);
   expect(ok.data.conflicts.map((c: { path: string }) => c.path)).toEqual(["b.bin"]);
   expect([...(await tree()).keys()].sort()).toEqual(["b.bin", "n.bin"]);
+
+  // With room for the writes alone, no delete is looked at: the hold is taken with none credited, and b.bin's conflict needs no fill.
+  await setLimits({ storage_bytes: (await stored()) + 5 * MiB });
+  await upload("a.bin", MiB, 5);
+  syncLog.length = 0;
+  const roomy = await bashWhileBChanges(`rm a.bin b.bin && head -c ${3 * MiB} /dev/zero > m.bin`, "sleep 7654353", 6);
+  expect(roomy.data.conflicts.map((c: { path: string }) => c.path)).toEqual(["b.bin"]);
+  expect([...(await tree()).keys()].sort()).toEqual(["b.bin", "m.bin", "n.bin"]);
+  expect(syncLog.filter((s) => /^POST \/v1\/sync\/(put|delete|delete\/check)$/.test(s))).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put"]); // the hold, the deletes, the writes: no check, no fill
 }, 120_000);
