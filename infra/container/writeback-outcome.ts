@@ -33,8 +33,9 @@ export const quotaRefusal = (e: unknown): e is ToolError => isToolError(e) && e.
 
 /** A change skipped with its error; `refuse`: the quotas refused the write-back whole, `cs` skipped with their message. */
 export function recorder(out: WriteBackOutcome): { skip(c: Change, e: unknown): void; refuse(cs: Change[], e: unknown): void } {
-  // 600: a quota's refusal (the API's QUOTA_EXCEEDED) says which quota, its usage and limit, how far the write-back got and what to do.
-  const detail = (e: unknown) => String((e as Error)?.message ?? e).slice(0, 600);
+  // 900: a quota's refusal (the API's QUOTA_EXCEEDED) says which quota, its usage and limit, how far the write-back got and what to do,
+  // and, refused at the hold, which deletes were not counted as room (writeback-held.ts notCounted: up to ~450 characters more).
+  const detail = (e: unknown) => String((e as Error)?.message ?? e).slice(0, 900);
   const skip = (c: Change, e: unknown) => void out.skipped.push({ path: c.path, reason: "error", detail: detail(e) });
   return {
     skip,

@@ -227,20 +227,29 @@ export async function pollTask(storage: StorageDriver, ref: TaskRef, opts: { wai
   return { task_id: ref.task_id, status, exit_code: run?.exit_code ?? null, output, ...(run ? { result: run } : {}), ...(error ? { error } : {}), ...(rec.task?.call_id ? { call_id: rec.task.call_id } : {}) };
 }
 
-/** Sets the kill flag and waits (up to 15 s) for the runner to stop the task and report. */
-export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<{ status: KillStatus }> {
+/** `killed_by: "key_gone"` when the task's stored result says its starting key's end stopped it (lib/sync/starting-key.ts), as bash_output reads it. */
+const keyGoneOf = (res: ExecResponse): { killed_by?: "key_gone" } => (res.ok && (res.result as { killed_by?: unknown } | null)?.killed_by === "key_gone" ? { killed_by: "key_gone" } : {});
+
+/**
+ * Sets the kill flag and waits (up to 15 s) for the runner to stop the task and report. `killed_by: "key_gone"`: the task
+ * was stopped because the API key that started it is gone (before this call, or while it waited), so kill_shell tells
+ * the true reason; before (until 2026-12-02) such a task read "had already ended (it finished, reached its deadline,
+ * or an earlier kill_shell stopped it)", or "killed" as if this call had stopped it.
+ */
+export async function killTask(storage: StorageDriver, ref: TaskRef, opts: { wait_ms?: number } = {}): Promise<{ status: KillStatus; killed_by?: "key_gone" }> {
   const k = recordOf(ref);
   const rec = await readRecord(storage, k);
   if (!rec.task && !rec.claim && !rec.result) throw notFound(ref.task_id);
   const deadline = deadlineOf(rec);
-  if (rec.result || (deadline > 0 && Date.now() > deadline)) return { status: "already_completed" };
+  if (rec.result) return { status: "already_completed", ...keyGoneOf(rec.result) };
+  if (deadline > 0 && Date.now() > deadline) return { status: "already_completed" };
   if (!rec.task && rec.claim && !rec.claim.task)
     throw new ToolError("INVALID_ARGUMENT", `${ref.task_id} is a foreground command (bash without run_in_background): it cannot be killed and stops at its timeout. Follow it with bash_output.`, { task_id: ref.task_id });
   await setKillFlag(storage, k);
   const result = await waitForResult(storage, k, rec, Date.now() + (opts.wait_ms ?? KILL_WAIT_MS));
   if (!result) return { status: "stopping" };
   const killed = result.ok ? (result.result as RunResult).killed : true;
-  return { status: killed ? "killed" : "already_completed" };
+  return { status: killed ? "killed" : "already_completed", ...keyGoneOf(result) };
 }
 
 /** A bash or run_code call's run_in_background: its task started, counted against the tenant's and its key's limits. */

@@ -17,6 +17,7 @@
  *   POST   /v1/sync/modes  {add, remove} → { etag, exec }  (executable files, lib/layout/modes.ts)
  *   POST   /v1/sync/put[?<plan>] frames of many small files → a result per file  (lib/sync/put-batch.ts; the plan: writeback-bound.ts)
  *   POST   /v1/sync/delete {files: [{path, etag}]}    → a result per file
+ *   POST   /v1/sync/delete/check {files: [{path, etag}]} → current | changed | gone per file, nothing written (lib/sync/delete-check.ts)
  *   POST   /v1/sync/stage?<plan> frames (as put), into one pack → a result per file + receipt  (lib/sync/stage.ts)
  *   POST   /v1/sync/commit {receipts}                  → a result per staged file (one layer switch)
  */
@@ -25,6 +26,7 @@ import { normalizeFilePath } from "../layout/paths.js";
 import { quoteEtag, unquoteEtag } from "../storage/types.js";
 import { BATCH_CONTENT_TYPE, readFrames } from "./batch.js";
 import { deleteResults, putBatchBody, putResults } from "./put-batch.js";
+import { deleteCheckResults } from "./delete-check.js";
 import type { ConditionalSync } from "./manifest.js";
 import { claimOutcomeOf, manifestAnswerOf } from "./manifest-wire.js";
 import { commitResults, stageResults } from "./stage.js";
@@ -55,6 +57,8 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
   let noWriteBatches = false;
   /** Set once the server answered that it has no packed write-back (an older API). */
   let noStaging = false;
+  /** Set once the server answered that it has no delete check (an older API). */
+  let noDeleteCheck = false;
 
   /**
    * A stage or commit answer's body; null when the API has no such route (404/405). Not retried: a
@@ -206,6 +210,19 @@ export function httpSyncClient(opts: HttpSyncOptions): SyncClient & Required<Con
     async commit(receipts, paths, terms) {
       const body = await staging("commit", { body: JSON.stringify({ receipts }), headers: { "content-type": "application/json" } }, writeBackQuery(undefined, terms));
       return body === null ? null : commitResults(body, paths);
+    },
+    async checkDeletes(files) {
+      if (noDeleteCheck) return null;
+      const paths = files.map((f) => normalizeFilePath(f.path));
+      // Reads only: retried like a GET.
+      const res = await call("POST", `${base}/delete/check`, { body: JSON.stringify({ files: files.map((f, i) => ({ path: paths[i], etag: f.ifMatch })) }), headers: { "content-type": "application/json" } }, true);
+      if (res.ok) return deleteCheckResults(await res.json(), paths);
+      const text = await res.text().catch(() => "");
+      if (missingRoute(res.status, text)) {
+        noDeleteCheck = true;
+        return null;
+      }
+      throw refused(res.status, text, "delete check");
     },
     async deleteMany(files, terms) {
       const paths = files.map((f) => normalizeFilePath(f.path));

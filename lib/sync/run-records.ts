@@ -9,6 +9,7 @@
  *                   result.json  runner  the final ExecResponse (created once)
  *                   kill         API     kill_shell's flag, or a call's whose key is gone; the runner checks it about every second
  *                   billed       both    a streamed run whose caller left was billed (create-only: by the caller or the sync server, once);
+ *                                        a metered run whose workspace was deleted under it was billed (the sync server, lib/sync/runs.ts: its one object left there);
  *                                        alone, under a run id made of a live sandbox's generation: its end, or its final write-back, was billed (lib/exec/live/markers.ts)
  *                   cursor.json  API     the last chunk bash_output handed out
  *
@@ -86,7 +87,7 @@ export interface StoredRunRecords extends RunRecordClient {
   storeResult(res: ExecResponse): Promise<boolean>;
   /** The claim alone (one read). */
   readClaim(): Promise<RunClaim | null>;
-  /** Takes the run's one billing (create-only): true for the first to ask (leftRunBilling, lib/exec/stream-run.ts). */
+  /** Takes the run's one billing (create-only): true for the first to ask (a streamed run whose caller left; a run whose workspace went: lib/sync/runs.ts). */
   billOnce(): Promise<boolean>;
 }
 

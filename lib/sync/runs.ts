@@ -71,7 +71,7 @@ export function claimRequestOf(body: unknown): ClaimRequest {
  * 204, not stored: one usage record for every end of a background run, docs/usage.md). Before, such a task ran on to its
  * timeout, which nobody could stop (kill_shell reaches the new instance only), and its output and
  * result landed in the new instance's records (bash_output there handed them out). One read of the
- * workspace record per such request (beside the kill flag's HEAD on a check). A plain foreground run
+ * workspace record per such request (beside the kill flag's HEAD on a check), and one create-only PUT (the billed mark) for the result of such a run. A plain foreground run
  * (its result only, taken by the call that waits for it) reads it only at its kill checks (from 4 s on:
  * killAsked) and when it reports a killed result, which is then not stored if the workspace is gone.
  * `keyAlive`: a background task's and a live sandbox's checks are answered `kill` once the key that started
@@ -87,9 +87,12 @@ export async function handleSyncRun(req: Request, url: URL, claims: SyncClaims, 
   if (!(await here())) {
     if (out && req.method === "PUT") return json({ kill: true });
     if (req.method === "PUT" && route === "/result") {
-      // Its end is billed all the same (it ran until it was told to stop), once: answered 204, so the runner does not send it again; nothing is stored.
+      // Its end is billed all the same (it ran until it was told to stop), once: by the PUT that creates the run's billed mark
+      // (the one create-only rule of every end billed without a stored result: StoredRunRecords.billOnce, as a live
+      // sandbox's end, lib/exec/live/markers.ts), so a PUT sent again after its 204 was lost bills nothing. The result is not
+      // stored; the mark is the one object left under the gone prefix (a leftover, collected by GC's tick: docs/storage.md).
       const res = await resultOf(req);
-      if (typeof claims.m?.k === "string" && onRunEnded) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
+      if (typeof claims.m?.k === "string" && onRunEnded && (await rec.billOnce())) await tellRunEnded(rec, claims.t, claims.w, claims.m.k, res, onRunEnded);
       return new Response(null, { status: 204 });
     }
     throw new ToolError("NOT_FOUND", `Workspace ${claims.w} no longer exists (it was deleted, perhaps made again since this run started); nothing of the run is kept.`, { workspace: claims.w });

@@ -14,6 +14,7 @@ import { parseModesDelta, readModes, updateModes } from "../layout/modes.js";
 import { BATCH_CONTENT_TYPE, FETCH_MAX_QUERY_BYTES } from "./batch.js";
 import { fetchBatch, parseFetchRequest } from "./fetch.js";
 import { handleWriteBatch } from "./put-server.js";
+import { checkDeletes } from "./delete-check.js";
 import { drawingOn, readHoldTerms } from "./writeback-hold.js";
 import { handleStaging } from "./stage-server.js";
 import { bodyText, claimRequestOf, handleSyncRun, parseJson, tokenRunRecords } from "./runs.js";
@@ -35,6 +36,9 @@ const MAX_MANIFEST_QUERY_BYTES = 512 * 1024;
 
 /** Writes up to this size arrive whole (the search index packs text files up to 1 MiB); larger ones stream. */
 const INLINE_PUT_BYTES = 1024 * 1024;
+
+/** A delete check: as a delete batch, DELETE_BATCH_MAX_FILES paths of up to 768 bytes and their etags. */
+const MAX_DELETE_CHECK_BYTES = 512 * 1024;
 
 /** A modes delta: up to MAX_EXEC_FILES paths of up to 768 bytes, twice. */
 const MAX_MODES_BYTES = 16 * 1024 * 1024;
@@ -136,6 +140,9 @@ export async function handleSync(req: Request, deps: SyncServerDeps): Promise<Re
       const body = await fetchBatch(driver, claims.t, claims.w, parseFetchRequest(parseJson(await bodyText(req, FETCH_MAX_QUERY_BYTES), "fetch batch")));
       return new Response(body, { headers: { "content-type": BATCH_CONTENT_TYPE } });
     }
+
+    // A write-back's deletes looked at before its hold (lib/sync/delete-check.ts): nothing written.
+    if (url.pathname === "/v1/sync/delete/check" && req.method === "POST") return json(await checkDeletes((p) => ws.head(p), parseJson(await bodyText(req, MAX_DELETE_CHECK_BYTES), "delete check")));
 
     // Batched write-back (lib/sync/put-server.ts): many files per request, one index segment per batch.
     if (url.pathname === "/v1/sync/put" || url.pathname === "/v1/sync/delete") return await handleWriteBatch(req, url.pathname === "/v1/sync/put" ? "put" : "delete", claims, { ...deps, driver, storage: deps.driver });

@@ -8,6 +8,7 @@ import type { DeleteManyResult, PutManyItem, PutManyResult } from "./put-batch.j
 import type { CommitResult, StageResult } from "./stage.js";
 import type { WriteBackPlan } from "./writeback-bound.js";
 import type { HoldTerms } from "./writeback-hold.js";
+import type { DeleteCheck } from "./delete-check.js";
 import type { ExecModes, ModesDelta } from "../layout/modes.js";
 
 /** How a run reaches the sync API: its URL and the run's token (part of the run request, lib/exec/types.ts RunRequest). */
@@ -163,6 +164,11 @@ export interface SyncClient {
   stage?(files: PutManyItem[], plan?: WriteBackPlan, terms?: HoldTerms): Promise<{ files: StageResult[]; receipt: string } | null>;
   /** Makes staged files current with one switch of the layer pointer; a result per staged file, in the order staged. null as stage. `terms`: the hold its charge draws on. */
   commit?(receipts: string[], paths: string[], terms?: HoldTerms): Promise<CommitResult[] | null>;
+  /**
+   * Where each file to be deleted stands now against the version the run started from (lib/sync/delete-check.ts:
+   * current, changed, gone), nothing written, up to DELETE_BATCH_MAX_FILES a request; null / absent as putMany.
+   */
+  checkDeletes?(files: { path: string; ifMatch: string }[]): Promise<DeleteCheck[] | null>;
   /** Many conditional deletes in one request, a result per file in the order given; null / absent as putMany. */
   deleteMany?(files: { path: string; ifMatch: string }[], terms?: HoldTerms): Promise<DeleteManyResult[] | null>;
   /**

@@ -544,7 +544,8 @@ export interface paths {
          * @description Stop a background task started by bash with run_in_background: true. Every process of the task is killed and its file changes are not written back.
          *     - task_id: the task's id. An unknown task_id gives NOT_FOUND.
          *     - status "stopping": the task was told to stop but had not confirmed within 15 s; bash_output shows when it has.
-         *     Returns: {task_id, status: "killed" | "already_completed" | "stopping"}
+         *     - killed_by "key_gone": the task was stopped because the API key that started it was revoked or expired, not by this call.
+         *     Returns: {task_id, status: "killed" | "already_completed" | "stopping", killed_by?}
          */
         post: operations["tool_kill_shell"];
         delete?: never;
@@ -4387,6 +4388,8 @@ export interface operations {
                             task_id: string;
                             /** @enum {string} */
                             status: "killed" | "already_completed" | "stopping";
+                            /** @enum {string} */
+                            killed_by?: "key_gone";
                             approval?: components["schemas"]["ApprovalInfo"];
                         };
                         /** @description Present when the call changed files: undo it with POST /v1/workspaces/{ws}/undo {call_id}. */

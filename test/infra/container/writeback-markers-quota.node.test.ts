@@ -148,7 +148,7 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     const over = await bash("rmdir r/a && mkdir r/x r/y");
     expect(log.files).toEqual([]);
     expect(await tree()).toEqual(before);
-    expect(calls()).toEqual(["POST /v1/sync/put"]); // the hold, refused
+    expect(calls()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put"]); // the holds (nothing credited, then the removal credited), refused
     expect(over.output).toContain("[not written back: 3 changes (");
     expect(over.output).toContain("r/a/ (directory removed)");
     expect(over.output).toContain(`files_per_workspace quota is ${full}, and ${full} are in use`);
@@ -160,7 +160,7 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     expect(swap.data.dirs_deleted).toEqual(["r/a"]);
     expect(swap.data.dirs_created).toEqual(["r/x"]);
     expect(log.files).toEqual(["delete r/a/", "put r/x/"]);
-    expect(calls()).toEqual(["POST /v1/sync/put", "DELETE /v1/sync/files/r/a/", "PUT /v1/sync/files/r/x/", "POST /v1/sync/put"]);
+    expect(calls()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put", "DELETE /v1/sync/files/r/a/", "PUT /v1/sync/files/r/x/", "POST /v1/sync/put"]); // the hold of the new entry alone (refused at the full quota), the hold with the removal credited, ..., the release
     expect(await counts()).toEqual({ charged: full, listed: full });
     // One removed, one file written: the same, the file's batch the last request (it releases the hold).
     reset();
@@ -168,7 +168,7 @@ describe("directory markers of a write-back against files_per_workspace", () => 
     expect(file.data.skipped ?? [], file.output.slice(-600)).toEqual([]);
     expect(file.data.files_changed).toEqual(["r/z.txt"]);
     expect(log.files).toEqual(["delete r/b/", "put r/z.txt"]);
-    expect(calls()).toEqual(["POST /v1/sync/put", "DELETE /v1/sync/files/r/b/", "POST /v1/sync/put"]);
+    expect(calls()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put", "DELETE /v1/sync/files/r/b/", "POST /v1/sync/put"]); // the hold of the file alone (refused), the hold with the removal credited, the removal, the file's batch
     expect(await counts()).toEqual({ charged: full, listed: full });
   }, 60_000);
 });

@@ -28,6 +28,8 @@ describe("a small write-back past the storage quotas", () => {
   let barrier: { n: number; waiting: (() => void)[] } | null = null;
   /** Set: run once right after the next plan check (a racing writer). */
   let racer: (() => Promise<void>) | null = null;
+  /** Set: run once right after the next hold taken (not one refused, nor the standing asked for its message). */
+  let holdRacer: (() => Promise<void>) | null = null;
   const limits: LimitsStore = {
     ...inner,
     async chargeStorage(t, c, w, d, o) {
@@ -41,6 +43,9 @@ describe("a small write-back past the storage quotas", () => {
       const r = o?.standing || o?.hold ? racer : null;
       racer = null;
       if (r) await r();
+      const h = o?.hold && (answer as { ok?: boolean }).ok ? holdRacer : null;
+      if (h) holdRacer = null;
+      if (h) await h();
       return answer;
     },
   };
@@ -90,7 +95,7 @@ describe("a small write-back past the storage quotas", () => {
     const out = await bash(`rm del.txt && for i in 1 2 3; do ${fill("f$i", 40 * KiB)}; done && echo made`);
     expect(log.files).toEqual([]);
     expect(await files()).toEqual(before);
-    expect(writes()).toEqual(["POST /v1/sync/put"]); // the hold asked with the plan, its delete credited; the delete batch never went
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put"]); // the hold of the writes alone (refused), then with the delete credited (refused); the delete batch never went
     expect(out.output).toContain("made\n");
     expect(out.output).toContain(`[not written back: 4 changed files (del.txt, f1, f2, f3). The write-back's ${120 * KiB} bytes of files are more than the ${100 * KiB + 4} the storage quota could take (${100 * KiB} bytes free, plus the 0 bytes of the files it replaces and the 4 bytes of the files it deletes): the storage_bytes quota is ${used + 100 * KiB}, and ${used} are in use`);
     expect(out.output).toContain("Delete what is not needed");
@@ -108,7 +113,7 @@ describe("a small write-back past the storage quotas", () => {
     const out = await bash(`rm del.txt && ${fill("big.bin", 1.5 * MiB)} && echo a > a.txt && echo b > b.txt && echo c > c.txt`);
     expect(log.files).toEqual([]);
     expect(await files()).toEqual(before);
-    expect(writes()).toEqual(["POST /v1/sync/put"]); // a put batch of no file, with the plan: the hold, refused
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put"]); // puts of no file, with the plan: the hold of the writes alone, then with the delete credited, both refused
     expect(out.output).toContain("[not written back: 5 changed files (a.txt, b.txt, big.bin, c.txt, del.txt). The write-back's 4 new entries (files, and empty directories: each counts as a file) are more than the 3 this workspace has room for (with the 1 it deletes): the files_per_workspace quota is 4, and 2 are in use");
     expect(out.data.files_changed).toEqual([]);
   }, 60_000);
@@ -229,7 +234,7 @@ describe("a small write-back past the storage quotas", () => {
       const out = await bash(`${cmd}rmdir old gone && echo g > gone && mkdir new && chmod +x run.sh && ln -s run.sh link && for i in 1 2 3; do ${fill("f$i", 40 * KiB)}; done && echo made`);
       expect(out.output).toContain("made\n");
       expect(await tree()).toEqual(before);
-      expect(writes()).toEqual(["POST /v1/sync/put"]); // the hold, refused: no marker removed or made, no modes table written
+      expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put"]); // the holds, refused (first the writes alone, then with the removed markers and the delete credited): no marker removed or made, no modes table written
       expect(log.sync.filter((s) => /mkdir|rmdir|modes/.test(s))).toEqual([]);
       const line = out.output.split("\n").find((l: string) => l.startsWith("[not written back:"));
       expect(line, out.output).toContain(`[not written back: ${n} changes (`);
@@ -261,10 +266,10 @@ describe("a small write-back past the storage quotas", () => {
     await setLimits({ storage_bytes: used + 2 * MiB, files_per_workspace: 1000 });
     // Right after the hold (3 MiB of writes less the 2 MiB delete: 1 MiB held, 2 MiB awaited of the delete), old.bin is rewritten (same size: no room needed).
     let raced = 0;
-    racer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(1), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
+    holdRacer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(1), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
     reset();
     const out = await bash(`rm old.bin && ${fill("n1", 1.5 * MiB)} && ${fill("n2", 1.5 * MiB)}`);
-    racer = null;
+    holdRacer = null;
     expect(raced).toBe(200);
     // Before: n1 landed on the hold's 1 MiB and 0.5 MiB of the free room, n2 was refused (a write-back cut partway).
     expect(log.files.filter((f) => f.startsWith("put n")), out.output.slice(-800)).toEqual([]);
@@ -274,14 +279,14 @@ describe("a small write-back past the storage quotas", () => {
     expect(out.data.skipped.map((s: { path: string }) => s.path).sort()).toEqual(["n1", "n2"]);
     expect(out.output).toContain("Some of the write-back's deletes did not land (the file changed or was deleted meanwhile), so the room they were to free is not there for its files: the storage_bytes quota is");
     expect(out.output).toContain("None of its files was written; the deletes that landed stay.");
-    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put", "POST /v1/sync/put"]); // the hold, the delete (a conflict), the fill (refused), the release
+    expect(writes()).toEqual(["POST /v1/sync/put", "POST /v1/sync/put", "POST /v1/sync/delete", "POST /v1/sync/put", "POST /v1/sync/put"]); // the hold of the writes alone (refused), the hold with the delete credited, the delete (a conflict), the fill (refused), the release
     expect(await stored()).toBe(used);
     // With room for what the delete did not free, the same race lands whole: the fill takes it from the free room.
     await setLimits({ storage_bytes: used + 4 * MiB, files_per_workspace: 1000 });
-    racer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(2), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
+    holdRacer = async () => void (raced = (await req("/v1/workspaces/main/files/old.bin", { method: "PUT", body: new Uint8Array(2 * MiB).fill(2), headers: { "content-type": "application/octet-stream", "content-length": String(2 * MiB) } })).status);
     reset();
     const ok = await bash(`rm old.bin && ${fill("n1", 1.5 * MiB)} && ${fill("n2", 1.5 * MiB)}`);
-    racer = null;
+    holdRacer = null;
     expect(ok.data.skipped ?? [], ok.output.slice(-600)).toEqual([]);
     expect(ok.data.files_changed.sort()).toEqual(["n1", "n2"]);
     expect(await stored()).toBe(used + 3 * MiB);
