@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
-import type { LiveEndReason } from "../../lib/sync/live-types.js";
+import type { LiveEndReason, LiveEnded } from "../../lib/sync/live-types.js";
+import { refusedName } from "../../lib/exec/write-back-notes.js";
+import { cutAtWord } from "../../lib/shared/text.js";
 import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { FOREGROUND_KILL_AFTER_MS } from "../../lib/sync/run-records.js";
 import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
@@ -112,6 +114,27 @@ function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
     ...both("modes_changed"),
     conflicts: [...b.conflicts, ...r.conflicts],
     skipped: [...b.skipped, ...r.skipped],
+  };
+}
+
+/**
+ * What a sandbox's final write-back did, for its end report (LiveEnded.written, told to the session's
+ * next call: lib/exec/live/loss-note.ts): files and empty directories (`dir/`) written or removed,
+ * conflicts, and what was refused or could not be kept (`not_written`, with the first refusal's reason).
+ * Before (2026-12-02) only files were reported: directories went unnamed, and what a quota refused
+ * was lost with the sandbox while the next call read that files were safe.
+ */
+export function finalWritten(bg: SyncedOut): LiveEnded["written"] {
+  if (!bg.wb) return undefined;
+  const f = writtenFields(bg);
+  const dir = (d: string) => `${d}/`;
+  const refused = f.skipped.filter((s) => s.reason === "error");
+  const why = refused[0]?.detail;
+  return {
+    changed: [...f.files_changed, ...f.dirs_created.map(dir)].sort(),
+    deleted: [...f.files_deleted, ...f.dirs_deleted.map(dir)].sort(),
+    conflicts: f.conflicts.map((c) => c.path),
+    ...(f.skipped.length ? { not_written: f.skipped.map(refusedName).sort(), ...(why ? { why: cutAtWord(why, 600) } : {}) } : {}),
   };
 }
 
