@@ -10,7 +10,9 @@ import { join } from "node:path";
 import { ToolError } from "../../lib/shared/errors.js";
 import { normalizePath } from "../../lib/layout/paths.js";
 import type { ExecEvent, RunRequest, RunResult } from "../../lib/exec/types.js";
-import type { LiveEndReason } from "../../lib/sync/live-types.js";
+import type { LiveEndReason, LiveEnded } from "../../lib/sync/live-types.js";
+import { refusedName } from "../../lib/exec/write-back-notes.js";
+import { cutAtWord } from "../../lib/shared/text.js";
 import type { RunRecordClient, SyncClient } from "../../lib/sync/types.js";
 import { FOREGROUND_KILL_AFTER_MS } from "../../lib/sync/run-records.js";
 import { conditionalManifest, type CarriedManifest } from "../../lib/sync/view.js";
@@ -18,7 +20,7 @@ import type { CarriedFile } from "../../lib/sync/carried-files.js";
 import { watchDisk } from "./disk-quota.js";
 import { OutputCollector } from "./output.js";
 import { keepFullOutput } from "./output-log.js";
-import { memoryNote, runResult } from "./run-result.js";
+import { memoryNote, runResult, writtenFields } from "./run-result.js";
 import { runIdOf, validateRequest, writeBackDeadline } from "./run-request.js";
 import { MiB, type RunnerDeps } from "./runner.js";
 import { shellQuote } from "./sandbox.js";
@@ -86,23 +88,53 @@ export async function writeBackBackground(ctx: LiveContext, sync: SyncClient, ru
 }
 
 /**
- * Folds a background write-back into the command's result: its files, conflicts and bytes are reported
- * as the command's own (its sync's uploaded_bytes: the call's usage record's bytes_written). Before
- * (2026-12-02) its bytes were left out: what background processes wrote between two calls was billed
- * to no record.
+ * Folds a background write-back into the command's result: everything it wrote, refused or skipped
+ * (run-result.ts writtenFields: files, empty directories, symlinks, execute bits, conflicts) is
+ * reported as the command's own, and its bytes too (its sync's uploaded_bytes: the call's usage
+ * record's bytes_written). Before (2026-12-02) its bytes were left out, and so were its directory
+ * markers, links and execute bits: a background `mkdir -p` refused by files_per_workspace vanished
+ * from the sandbox with no word to the model, and one that landed was not named.
  */
 function withBackground(r: RunResult, bg: SyncedOut | null): RunResult {
   const wb = bg?.wb;
   if (!wb) return r;
+  const b = writtenFields(bg);
   const sorted = (a: string[]) => [...new Set(a)].sort();
+  const both = (k: "links_changed" | "links_removed" | "modes_changed") => (b[k] || r[k] ? { [k]: sorted([...(b[k] ?? []), ...(r[k] ?? [])]) } : {});
   return {
     ...r,
     sync: { ...r.sync, uploaded_files: r.sync.uploaded_files + wb.created.length + wb.modified.length, uploaded_bytes: r.sync.uploaded_bytes + wb.uploaded_bytes, deleted_files: r.sync.deleted_files + wb.deleted.length },
-    files_changed: sorted([...wb.created, ...wb.modified, ...r.files_changed]),
-    files_created: sorted([...wb.created, ...r.files_created]),
-    files_deleted: sorted([...wb.deleted, ...r.files_deleted]),
-    conflicts: [...wb.conflicts, ...r.conflicts],
-    skipped: [...wb.skipped, ...bg.after.skipped, ...r.skipped],
+    files_changed: sorted([...b.files_changed, ...r.files_changed]),
+    files_created: sorted([...b.files_created, ...r.files_created]),
+    files_deleted: sorted([...b.files_deleted, ...r.files_deleted]),
+    dirs_created: sorted([...b.dirs_created, ...(r.dirs_created ?? [])]),
+    dirs_deleted: sorted([...b.dirs_deleted, ...(r.dirs_deleted ?? [])]),
+    ...both("links_changed"),
+    ...both("links_removed"),
+    ...both("modes_changed"),
+    conflicts: [...b.conflicts, ...r.conflicts],
+    skipped: [...b.skipped, ...r.skipped],
+  };
+}
+
+/**
+ * What a sandbox's final write-back did, for its end report (LiveEnded.written, told to the session's
+ * next call: lib/exec/live/loss-note.ts): files and empty directories (`dir/`) written or removed,
+ * conflicts, and what was refused or could not be kept (`not_written`, with the first refusal's reason).
+ * Before (2026-12-02) only files were reported: directories went unnamed, and what a quota refused
+ * was lost with the sandbox while the next call read that files were safe.
+ */
+export function finalWritten(bg: SyncedOut): LiveEnded["written"] {
+  if (!bg.wb) return undefined;
+  const f = writtenFields(bg);
+  const dir = (d: string) => `${d}/`;
+  const refused = f.skipped.filter((s) => s.reason === "error");
+  const why = refused[0]?.detail;
+  return {
+    changed: [...f.files_changed, ...f.dirs_created.map(dir)].sort(),
+    deleted: [...f.files_deleted, ...f.dirs_deleted.map(dir)].sort(),
+    conflicts: f.conflicts.map((c) => c.path),
+    ...(f.skipped.length ? { not_written: f.skipped.map(refusedName).sort(), ...(why ? { why: cutAtWord(why, 600) } : {}) } : {}),
   };
 }
 

@@ -21,7 +21,7 @@ import { manifestAnswerOf } from "../../lib/sync/manifest-wire.js";
 import { viewQuery, type CarriedManifest, type ManifestView } from "../../lib/sync/view.js";
 import { carriedFilesOf, heldMarks } from "../../lib/sync/carried-files.js";
 import { ChannelLost, retryingChannel, type RetryPolicy } from "./live-channel.js";
-import { runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
+import { finalWritten, runLiveCommand, writeBackBackground, type LiveContext } from "./live-command.js";
 import { LiveShell } from "./live-shell.js";
 import { openJournal } from "./change-journal.js";
 import { errorOf } from "./run-once.js";
@@ -259,7 +259,7 @@ export async function runLive(start: RunRequest, deps: RunnerDeps, opts: LiveOpt
     // Its key revoked or expired: nothing more of the sandbox is written back (a command killed for it left its changes in the tree).
     if (reason === "revoked") throw new Error("the sandbox's key is gone");
     const bg = await writeBackBackground({ deps, start, slot, shell, shellDir: shellDir.path, journal, unsure }, sync, runId, limits);
-    if (bg.wb) written = { changed: [...bg.wb.created, ...bg.wb.modified].sort(), deleted: bg.wb.deleted, conflicts: bg.wb.conflicts.map((c) => c.path) };
+    written = finalWritten(bg);
     writtenBytes = bg.wb?.uploaded_bytes ?? 0;
     clean = true;
   } catch {

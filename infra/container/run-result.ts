@@ -34,12 +34,30 @@ export function memoryNote(memory: SandboxExit["memory"], live = false): string 
   return `[toolshed: the sandbox reached its memory limit (${memory.limitMb} MiB for all its processes together, files in /tmp and /dev/shm included): the kernel killed ${n} (SIGKILL: exit code 137, "Killed").${held} Use less memory at once: fewer parallel jobs (make -j2, fewer workers), smaller data in memory, large files in the workspace rather than /tmp.]\n`;
 }
 
+/** What a sync-out wrote back, refused or skipped, as the result's fields: one way for a command's own write-back and a live sandbox's background one (live-command.ts). */
+export type WrittenFields = Pick<RunResult, "files_changed" | "files_created" | "files_deleted" | "conflicts" | "skipped"> & Required<Pick<RunResult, "dirs_created" | "dirs_deleted">> & Pick<RunResult, "links_changed" | "links_removed" | "modes_changed">;
+
+export function writtenFields(so: SyncedOut): WrittenFields {
+  const { wb, dirsOut } = so;
+  return {
+    files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],
+    files_created: wb?.created ?? [],
+    files_deleted: wb?.deleted ?? [],
+    dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
+    dirs_deleted: dirsOut?.deleted ?? [],
+    ...(so.linksChanged.length ? { links_changed: so.linksChanged, links_removed: so.linksRemoved } : {}),
+    ...(so.modesChanged.length ? { modes_changed: so.modesChanged } : {}),
+    conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
+    skipped: [...so.after.skipped, ...(wb?.skipped ?? []), ...(dirsOut?.skipped ?? []), ...so.modeSkips],
+  };
+}
+
 export function runResult(p: ResultParts): RunResult {
   const { out, exit, written: so } = p;
   const { rec, manifestFiles } = p.synced;
   const wb = so.wb;
-  const dirsOut = so.dirsOut;
-  const skipped: Skipped[] = [...rec.skipped, ...so.after.skipped, ...(wb?.skipped ?? []), ...(dirsOut?.skipped ?? []), ...so.modeSkips];
+  const fields = writtenFields(so);
+  const skipped: Skipped[] = [...rec.skipped, ...fields.skipped];
   // Where the whole output is, for the note of a cut (null: it was cut, and the log could not be saved).
   const full = p.outputFile ?? (out.truncated ? null : undefined);
   const cut = out.merged.parts().cut;
@@ -59,14 +77,7 @@ export function runResult(p: ResultParts): RunResult {
     ...(Object.keys(limit).length ? { limit_exceeded: limit } : {}),
     truncated: out.truncated,
     ...(p.outputFile ? { output_file: p.outputFile } : {}),
-    files_changed: wb ? [...wb.created, ...wb.modified].sort() : [],
-    files_created: wb?.created ?? [],
-    files_deleted: wb?.deleted ?? [],
-    dirs_created: dirsOut ? [...dirsOut.created.keys()].sort() : [],
-    dirs_deleted: dirsOut?.deleted ?? [],
-    ...(so.linksChanged.length ? { links_changed: so.linksChanged, links_removed: so.linksRemoved } : {}),
-    ...(so.modesChanged.length ? { modes_changed: so.modesChanged } : {}),
-    conflicts: [...(wb?.conflicts ?? []), ...(dirsOut?.conflicts ?? [])],
+    ...fields,
     skipped,
     ...discardedOf(so.finished ? [] : [...so.changes.map((c) => c.path), ...so.dirDelta.map((d) => `${d.path}/`)]),
     ...(p.shell ? { shell: p.shell } : {}),

@@ -51,6 +51,9 @@ type WriteBackFields = Pick<RunResult, "conflicts" | "unsynced" | "lists_cut"> &
 /** How a change in no file list is named beside its path when its save was refused. */
 const CHANGE_NAMES: Record<NonNullable<Skipped["change"]>, string> = { execute_bit: "execute bit", symlink: "symlink", dir_created: "empty directory", dir_deleted: "directory removed" };
 
+/** A refused change as the model reads it: its path, and what it was when it is in no file list ("d/ (empty directory)"). */
+export const refusedName = (s: Skipped): string => s.path + (s.change ? ` (${CHANGE_NAMES[s.change]})` : "");
+
 /** What each skip reason (other than a refused write) means for the model, and what to do: [one, more than one, why]. */
 const SKIP_WHY: Record<Exclude<Skipped["reason"], "error">, readonly [string, string, string]> = {
   special_file: ["socket, FIFO or device", "sockets, FIFOs or devices", "the workspace keeps only files, directories and symlinks, so these are not in it"],
@@ -98,7 +101,7 @@ export function writeBackNotes(r: WriteBackFields): string {
     const files = failed.some((s) => s.change) ? counted(failed.length, "change", "changes") : `${failed.length} changed file${failed.length === 1 ? "" : "s"}`;
     const one = failed.every((s) => s.detail === failed[0]!.detail) ? failed[0]!.detail : undefined;
     if (one) {
-      const paths = failed.map((s) => s.path + (s.change ? ` (${CHANGE_NAMES[s.change]})` : "")).sort();
+      const paths = failed.map(refusedName).sort();
       const why = cutAtWord(one, 600);
       text += `\n[not written back: ${files} (${firstNames(paths)}). ${why}${/[.!?…]$/.test(why) ? "" : "."} These changes are NOT in the workspace; any of the command's changes not listed here is.]`;
     } else {

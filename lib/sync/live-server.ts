@@ -50,7 +50,9 @@ const isPaths = (v: unknown): v is string[] => Array.isArray(v) && v.every((p) =
 function checkWritten(v: unknown): LiveEnded["written"] {
   if (v === undefined) return undefined;
   if (!isObject(v) || !isPaths(v.changed) || !isPaths(v.deleted) || !isPaths(v.conflicts)) throw new ToolError("INVALID_ARGUMENT", "A live end's written needs changed, deleted and conflicts, each a list of paths.");
-  return { changed: v.changed, deleted: v.deleted, conflicts: v.conflicts };
+  if ((v.not_written !== undefined && !isPaths(v.not_written)) || (v.why !== undefined && typeof v.why !== "string")) throw new ToolError("INVALID_ARGUMENT", "A live end's written.not_written is a list of paths, and its why a string.");
+  const notWritten = v.not_written?.length ? { not_written: v.not_written, ...(v.why ? { why: v.why } : {}) } : {};
+  return { changed: v.changed, deleted: v.deleted, conflicts: v.conflicts, ...notWritten };
 }
 
 /**

@@ -175,9 +175,11 @@ export interface LiveEnded extends LiveLost {
   /**
    * (Optional, added by the runner side.) What the final write-back of background changes since the
    * last command did: paths written or deleted, and paths that conflicted with a change made in
-   * storage meanwhile (storage's version kept, as today's write-back conflicts).
+   * storage meanwhile (storage's version kept, as today's write-back conflicts). Empty directories
+   * made or removed are in `changed` and `deleted` as `dir/`. `not_written`: what was refused (a quota:
+   * `why` says which), each path named with what it was (`d/ (empty directory)`); absent when none.
    */
-  written?: { changed: string[]; deleted: string[]; conflicts: string[] };
+  written?: { changed: string[]; deleted: string[]; conflicts: string[]; not_written?: string[]; why?: string };
 }
 
 /** Whether the key a live sandbox was started with still stands (not revoked, not expired): asked at its polls. */

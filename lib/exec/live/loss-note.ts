@@ -42,5 +42,6 @@ function filesNote(loss: LiveLoss): string {
   if (w.counts.deleted) parts.push(`deleted ${listed(w.deleted, w.counts.deleted)}`);
   const end = parts.length ? ` At its end, what background processes did since was written back: ${parts.join("; ")}.` : "";
   const conflicts = w.counts.conflicts ? ` NOT written back, changed in the workspace meanwhile (the workspace's version was kept, the sandbox's saved under .toolshed/conflicts/): ${listed(w.conflicts, w.counts.conflicts)}.` : "";
-  return `${base}${end}${conflicts}`;
+  const refused = w.counts.not_written ? ` NOT written back at its end, so not in the workspace: ${listed(w.not_written ?? [], w.counts.not_written)}.${w.why ? ` ${w.why}` : ""}` : "";
+  return `${base}${end}${conflicts}${refused}`;
 }

@@ -103,13 +103,17 @@ export const isServed = (s: LiveState): boolean => s.gen?.served === true;
 /** Paths of each list of a sandbox's final write-back kept in the session's state (the next call shows 5 and the count). */
 export const LOSS_PATHS_KEPT = 20;
 
+/** The characters of a refusal's reason a session keeps (the runner bounds it at 600, as a command's note). */
+const WHY_KEPT = 600;
+
 /** A final write-back as the session keeps it for the next call: each list's first LOSS_PATHS_KEPT paths and its count. */
 export function keptWritten(w: NonNullable<LiveEnded["written"]>): NonNullable<LiveLoss["written"]> {
   return {
     changed: w.changed.slice(0, LOSS_PATHS_KEPT),
     deleted: w.deleted.slice(0, LOSS_PATHS_KEPT),
     conflicts: w.conflicts.slice(0, LOSS_PATHS_KEPT),
-    counts: { changed: w.changed.length, deleted: w.deleted.length, conflicts: w.conflicts.length },
+    ...(w.not_written?.length ? { not_written: w.not_written.slice(0, LOSS_PATHS_KEPT), ...(w.why ? { why: w.why.slice(0, WHY_KEPT) } : {}) } : {}),
+    counts: { changed: w.changed.length, deleted: w.deleted.length, conflicts: w.conflicts.length, ...(w.not_written?.length ? { not_written: w.not_written.length } : {}) },
   };
 }
 

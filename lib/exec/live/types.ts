@@ -40,7 +40,7 @@ export interface LiveLoss extends LiveLost {
    * call, conflicts included. Each list's first LOSS_PATHS_KEPT paths and its whole count (`counts`):
    * a session's state stays small whatever a background process wrote (a DynamoDB item holds 350 KB).
    */
-  written?: { changed: string[]; deleted: string[]; conflicts: string[]; counts: { changed: number; deleted: number; conflicts: number } };
+  written?: { changed: string[]; deleted: string[]; conflicts: string[]; not_written?: string[]; why?: string; counts: { changed: number; deleted: number; conflicts: number; not_written?: number } };
 }
 
 /** A generation that ended: what the caller accounts for. */

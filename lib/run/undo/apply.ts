@@ -10,6 +10,7 @@
  * execute-bit changes likewise (each bit still what the call left, else named; put back in that same
  * delta, expectExec); its explicit directories too (each marker still the version the call left,
  * else named; a marker it made removed If-Match, one it removed made again create-only, after the files).
+ * The storage quotas are checked for the whole undo before its first write (undo-room.ts: QUOTA_EXCEEDED, nothing written).
  * Window: a writer landing on a file between the check and its restore (milliseconds) makes that
  * restore refuse; files restored before stay restored, the rest are not touched, and the answer
  * (CONFLICT) lists both; the claim is kept (the call counts as undone in part).
@@ -22,6 +23,7 @@ import { counted, decodeBase64 } from "../../shared/text.js";
 import type { Workspace } from "../../workspace/workspace.js";
 import { callIdOf, parseCallId, recordedDirs, recordedLinks, recordedModes, stampTime, type UndoChange, type UndoDirChange, type UndoLinkChange, type UndoModeChange, type UndoRecord } from "../../workspace/undo-record.js";
 import { RETENTION_TEXT } from "../../workspace/undo-retention.js";
+import { checkUndoRoom, undoPeak } from "./undo-room.js";
 
 export interface UndoCall {
   call_id: string;
@@ -166,10 +168,12 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
     const exec = new Set(table.exec);
     for (const m of modes) if (exec.has(m.path) !== m.after && !changed.includes(m.path)) changed.push(m.path);
   }
+  const sizes = new Map<string, number>();
   for (let i = 0; i < changes.length; i += 6) {
     await Promise.all(changes.slice(i, i + 6).map(async (c) => {
       const now = await ws.head(c.path);
       if ((now?.etag ?? null) !== c.after) changed.push(c.path);
+      if (now) sizes.set(c.path, now.size);
     }));
   }
   await Promise.all(dirs.map(async (d) => {
@@ -181,6 +185,11 @@ export async function undoCall(storage: StorageDriver, ws: Workspace, target: { 
     changed.sort();
     throw new ToolError("FILE_MODIFIED", `Cannot undo call ${call.call_id}: ${changed.length} file${changed.length === 1 ? ", symlink or execute bit was" : "s, symlinks or execute bits were"} changed since (${changed.slice(0, 10).join(", ")}${changed.length > 10 ? ", ..." : ""}); nothing was written. Undo the later calls first, or fix the files by hand.`, { call_id: call.call_id, files: changed });
   }
+  // The storage quotas, for the whole undo: refused → nothing written, the claim released (undo-room.ts).
+  await checkUndoRoom(ws, call.call_id, undoPeak(changes, sizes, dirs)).catch(async (e: unknown) => {
+    await release();
+    throw e;
+  });
   const restored: { path: string; action: UndoAction }[] = [];
   if (links.length || modes.length) {
     // One delta, written only while each link and execute bit is still what the call left (else nothing is written).

@@ -30,7 +30,7 @@ export interface Tenant {
 }
 
 /**
- * One app with its own sandbox root; close() stops the runner and removes the root. `extra` replaces
+ * One app with its own sandbox root (`root`: the runner's directory, its sandboxes' trees below it); close() stops the runner and removes the root. `extra` replaces
  * deps (a usage store: then `usage` stays empty); `runnerFetch` wraps the fetch the runner reaches the app by;
  * `wrapExecutor` the executor the app is given (the real one stays the runner: close() stops it).
  */
@@ -70,5 +70,5 @@ export function sandboxApp(extra: Partial<AppDeps> = {}, runnerFetch: (f: typeof
     await executor.handler.close();
     rmSync(root, { recursive: true, force: true });
   }
-  return { app, deps, storage, usage, call, post, tenant, upload, fileStatus, close };
+  return { app, deps, storage, usage, call, post, tenant, upload, fileStatus, close, root };
 }

@@ -117,3 +117,39 @@ describe("concurrent writers near the limit", () => {
     expect(second.filter((r) => r.status === 413).length).toBe(15);
   }, 120_000);
 });
+
+describe("undo", () => {
+  const undo = (t: Tenant, callId: string) =>
+    t.req(`/v1/workspaces/${t.ws}/undo`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": "s1" }, body: JSON.stringify({ call_id: callId }) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+  const status = async (t: Tenant, path: string) => (await t.req(`/v1/workspaces/${t.ws}/files/${path}`, {})).status;
+
+  it("an undo that would pass files_per_workspace or storage_bytes on its way is refused whole before it writes (413, nothing restored), and runs once there is room", async () => {
+    const t = await newTenant(limitsApp(), { policy: { gate: [] } });
+    await setLimits(t, { files_per_workspace: 6 });
+    for (const n of [1, 2, 3, 4, 5]) await upload(t, `d/f${n}.txt`, "x");
+    const del = await t.call("delete", { path: "d", recursive: true }, "s1");
+    expect(del.status, JSON.stringify(del.body)).toBe(200);
+    for (const n of [1, 2, 3]) await upload(t, `g${n}.txt`, "g"); // room for 3 of the 5 files the undo puts back
+    const u = await undo(t, del.body.call_id);
+    expect(u.status, JSON.stringify(u.body)).toBe(413);
+    expect(u.body.error).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "files_per_workspace", limit: 6, needed: 5 } });
+    expect(u.body.error.message).toContain(`Undo of call ${del.body.call_id} needs 5 more files`);
+    for (const n of [1, 2, 3, 4, 5]) expect(await status(t, `d/f${n}.txt`)).toBe(404); // before: three of them put back, then 409 CONFLICT
+    // Room made: the same undo runs whole (the refusal did not claim it).
+    for (const n of [1, 2, 3]) expect((await t.req(`/v1/workspaces/${t.ws}/files/g${n}.txt`, { method: "DELETE" })).status).toBe(200);
+    expect((await undo(t, del.body.call_id)).status).toBe(200);
+    for (const n of [1, 2, 3, 4, 5]) expect(await status(t, `d/f${n}.txt`)).toBe(200);
+
+    // Bytes: a 100-byte version put back over the 1-byte one the call left needs 99 bytes more.
+    const b = await newTenant(limitsApp());
+    await setLimits(b, { storage_bytes: 150 });
+    expect((await b.call("write", { file_path: "big.txt", content: "x".repeat(100) }, "s1")).status).toBe(200);
+    const shrink = await b.call("write", { file_path: "big.txt", content: "y" }, "s1");
+    expect(shrink.status).toBe(200);
+    await upload(b, "fill.bin", "f".repeat(100)); // 101 of 150 used
+    const ub = await undo(b, shrink.body.call_id);
+    expect(ub.status, JSON.stringify(ub.body)).toBe(413);
+    expect(ub.body.error).toMatchObject({ code: "QUOTA_EXCEEDED", details: { quota: "storage_bytes", limit: 150, needed: 99 } });
+    expect(await (await b.req(`/v1/workspaces/${b.ws}/files/big.txt`, {})).text()).toBe("y");
+  });
+});
