@@ -7,6 +7,7 @@
  *   npx node bench/cpu-profile.ts puts [--files=1000] [--inflight=8] [--skip=100] [--top=40] [--out=…] [--cpu-only]
  *   npx node bench/cpu-profile.ts tti [--runs=20] [--top=40] [--out=…]
  *   npx node bench/cpu-profile.ts ops [--profile=read,write,edit] [--calls=200] [--cpu-only] [--top=40] [--out=…]   (bench/cpu-ops.ts)
+ *   npx node bench/cpu-profile.ts live [--files=10000] [--calls=40] [--edits=0] [--cpu-only] [--top=40] [--out=…]   (bench/cpu-live.ts)
  *   npx node bench/cpu-profile.ts show saved.cpuprofile     (summarise a saved profile again)
  *
  * --cpu-only (uploads): no profiler; the CPU workerd spent (/proc) over the timed batches and the
@@ -27,6 +28,7 @@ import { SourceMap } from "node:module";
 import { descendants, freePort, startWorker, type WorkerProcess } from "../test/support/wrangler-dev.ts";
 import { commOf, cpuOf } from "./proc-cpu.ts";
 import { ops } from "./cpu-ops.ts";
+import { live } from "./cpu-live.ts";
 
 const arg = (name: string, dflt: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const mode = process.argv[2] ?? "uploads";
@@ -135,7 +137,7 @@ const SAMPLING_US = 200;
 /** --by=delta: weigh each sample by its time delta (V8's default view) instead of one interval. */
 const byDelta = arg("by", "count") === "delta";
 
-async function profiled<T>(w: WorkerProcess, work: () => Promise<T>): Promise<Profile> {
+async function profiled<T>(w: WorkerProcess, work: () => Promise<T>, sourceMap?: string): Promise<Profile> {
   const cdp = await inspector(w.inspectorPort);
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
@@ -143,7 +145,8 @@ async function profiled<T>(w: WorkerProcess, work: () => Promise<T>): Promise<Pr
   await work();
   const { profile } = await cdp.send("Profiler.stop");
   cdp.close();
-  map = bundleMap(); // before wrangler dev stops (it may remove its bundle)
+  // The bundle's source map: a frozen Worker's (given), or wrangler dev's own, read before it stops (it may remove its bundle).
+  map = sourceMap ? { sm: new SourceMap(JSON.parse(sourceMap)), file: (JSON.parse(sourceMap) as { file?: string }).file ?? "worker.js", raw: sourceMap } : bundleMap();
   return profile as Profile;
 }
 
@@ -281,7 +284,7 @@ if (mode === "show") {
   summarise(JSON.parse(readFileSync(file, "utf8")) as Profile, sources, Number(arg("top", "40")));
   process.exit(0);
 }
-const profile = mode === "tti" ? await tti() : mode === "puts" ? await puts() : mode === "ops" ? await ops({ arg, tenant, profiled }) : await uploads();
+const profile = mode === "tti" ? await tti() : mode === "puts" ? await puts() : mode === "ops" ? await ops({ arg, tenant, profiled }) : mode === "live" ? await live({ arg, tenant, profiled }) : await uploads();
 if (!profile) process.exit(0);
 const out = arg("out", "");
 const sources = map as ReturnType<typeof bundleMap>;

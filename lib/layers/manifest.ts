@@ -38,7 +38,7 @@ export class Manifest {
    * alone. Values only, never a promise: the manifest outlives the request that made the value,
    * and a later request awaiting a promise another request started is cancelled by the Workers
    * runtime as hung when that request is gone ("Promise will never complete"). Keep what an
-   * async step yields in the value once it is known (lib/sync/manifest.ts lowerBuckets).
+   * async step yields in the value once it is known (lib/sync/buckets.ts lowerBuckets).
    */
   derive<T>(key: string, make: (m: Manifest) => T): T {
     if (this.derived.has(key)) return this.derived.get(key) as T;

@@ -19,10 +19,11 @@ import { bytesToBase64Url } from "../shared/text.js";
 import type { ListResult, ObjectInfo, StorageDriver } from "../storage/types.js";
 import type { LowerLayer } from "../layers/open.js";
 import { mergeAll } from "../layers/merge-list.js";
-import type { Manifest, ManifestEntry } from "../layers/manifest.js";
 import type { Whiteouts } from "../layers/whiteout.js";
 import type { ClaimOutcome, ClaimRequest, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
+import { compareKeys } from "../layout/key-order.js";
+import { bucketDigests, bucketOf, mergedBuckets } from "./buckets.js";
 
 /** What the runner believes storage holds, as digests of `buckets` buckets (none: send everything). */
 export interface ManifestQuery {
@@ -107,34 +108,6 @@ export function bucketCountFor(entries: number): number {
   return b;
 }
 
-/** FNV-1a over the UTF-16 code units: the same bucket on both ends. */
-export function bucketOf(path: string, buckets: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % buckets;
-}
-
-const enc = new TextEncoder();
-const byPath = (a: [string, string], b: [string, string]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
-
-/**
- * SHA-256 of one bucket's [path, etag] pairs, sorted by path, as JSON (unambiguous for any
- * string). Size is left out: reconcile goes by etag alone.
- */
-export async function digestOf(entries: Iterable<{ path: string; etag: string }>): Promise<string> {
-  const pairs: [string, string][] = [];
-  for (const e of entries) pairs.push([e.path, e.etag]);
-  pairs.sort(byPath);
-  return bytesToBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(pairs)))));
-}
-
-/** The digest of every bucket of `entries`. */
-export async function bucketDigests(entries: Iterable<{ path: string; etag: string }>, buckets: number): Promise<string[]> {
-  const groups: { path: string; etag: string }[][] = Array.from({ length: buckets }, () => []);
-  for (const e of entries) groups[bucketOf(e.path, buckets)]!.push(e);
-  return Promise.all(groups.map(digestOf));
-}
-
 /** A LayerState from the wire (either end), copied; null when it is not one. */
 export function layerStateOf(x: unknown): LayerState | null {
   const l = x as Partial<LayerState> | null;
@@ -200,80 +173,35 @@ async function answerFiles(src: ManifestSource, q: ManifestQuery, maxPages: numb
   const all = Array.from({ length: q.buckets }, (_, i) => i);
   const l = q.layer;
   if (l && l.base === base && l.seq === seq && l.upper === upper) return { count: l.count, buckets: q.buckets, same: all, files: [], layer: l };
+  const files = (e: SyncEntry): SyncEntry => ({ path: e.path, etag: e.etag, size: e.size });
+  if (src.layer && q.digests) {
+    // Layered, against the asker's digests (every live command after a change): the view by bucket, only the
+    // buckets that differ gathered (the lower manifest's buckets are kept per isolate): neither the whole merged
+    // view (10,000 entries merged) nor the bucket of each of its paths is made.
+    const view = await mergedBuckets(listed, src.layer.manifest, src.prefix, q.buckets, src.whiteouts);
+    if (view.count > maxPages * 1000) return null;
+    const layer: LayerState = { base, seq, upper, count: view.count };
+    const same = all.filter((i) => view.digests[i] === q.digests![i]);
+    const differ = all.filter((i) => view.digests[i] !== q.digests![i]);
+    const sent = differ.flatMap((b) => view.entriesOf(b)).sort((a, b) => compareKeys(a.path, b.path)); // storage order, as the whole view's
+    return { count: view.count, buckets: q.buckets, same, files: sent.map(files), layer };
+  }
   const entries: SyncEntry[] = src.layer ? mergeAll(listed, src.layer.manifest, src.prefix, src.whiteouts) : listed.map((o) => ({ path: o.key.slice(src.prefix.length), etag: o.etag, size: o.size }));
   if (entries.length > maxPages * 1000) return null;
   const layer: LayerState = { base, seq, upper, count: entries.length };
-  const files = (e: SyncEntry): SyncEntry => ({ path: e.path, etag: e.etag, size: e.size });
   if (!q.digests) return { count: entries.length, buckets: q.buckets, same: [], files: entries.map(files), layer };
   const theirs = q.digests;
-  const ours = src.layer ? await mergedDigests(listed, src.layer.manifest, src.prefix, q.buckets, src.whiteouts) : await bucketDigests(entries, q.buckets);
+  const ours = await bucketDigests(entries, q.buckets);
   const same: number[] = [];
   for (let i = 0; i < q.buckets; i++) if (ours[i] === theirs[i]) same.push(i);
   const sameSet = new Set(same);
   return { count: entries.length, buckets: q.buckets, same, files: (same.length ? entries.filter((e) => !sameSet.has(bucketOf(e.path, q.buckets))) : entries).map(files), layer };
 }
 
+const enc = new TextEncoder();
+
 /** SHA-256 of a listing of the files prefix: [path, etag, size, whiteout] per object, in storage order. */
 async function listingDigest(objects: readonly ObjectInfo[], prefix: string, whiteouts: Whiteouts): Promise<string> {
   const rows = objects.map((o) => [o.key.slice(prefix.length), o.etag, o.size, whiteouts.is(o) ? 1 : 0]);
   return bytesToBase64Url(new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(JSON.stringify(rows)))));
-}
-
-/*
- * The bucket digests of a layered workspace's merged view without hashing every entry on every
- * answer. A bucket no upper object falls in (no file, no whiteout) holds exactly the lower
- * manifest's entries of that bucket, whose digest never changes: the lower manifest's buckets
- * and digests are made once per manifest and bucket count (Manifest.derive, kept in the
- * isolate's ManifestCache), and only the buckets the upper layer touches are hashed again, from
- * the lower bucket with the upper objects over it (the rule of mergeAll: an upper file replaces
- * the lower entry of its path, a whiteout hides it). A workspace after an import or a
- * checkpoint, with a few files written since, hashes a few buckets instead of all of them
- * (10,000 files: every bucket was ~20 ms of CPU per answer).
- */
-
-interface LowerBuckets {
-  /** The manifest's entries by bucket. */
-  groups: ManifestEntry[][];
-  /**
-   * Each bucket's digest, once a request has hashed them. A value, never a promise: a promise kept
-   * per isolate would make later requests wait on the request that started it (Manifest.derive).
-   */
-  digests?: string[];
-}
-
-/** The lower manifest's entries by bucket (and, once known, their digests): made once per manifest and bucket count. */
-const lowerBuckets = (m: Manifest, buckets: number): LowerBuckets =>
-  m.derive(`bucket-digests:${buckets}`, () => {
-    const groups: ManifestEntry[][] = Array.from({ length: buckets }, () => []);
-    for (const e of m.entries) groups[bucketOf(e.path, buckets)]!.push(e);
-    return { groups };
-  });
-
-/**
- * The digest of every bucket of the view `upper` (the upper layer's listing, whiteouts included,
- * resolved, keys under `prefix`) makes over manifest `m`: equal to bucketDigests(mergeAll(upper, m, prefix, whiteouts)).
- */
-export async function mergedDigests(upper: readonly ObjectInfo[], m: Manifest, prefix: string, buckets: number, whiteouts: Whiteouts): Promise<string[]> {
-  const lower = lowerBuckets(m, buckets);
-  // Per touched bucket: the upper layer's word on each of its paths (null: a whiteout hides it).
-  const touched = new Map<number, Map<string, { path: string; etag: string } | null>>();
-  for (const o of upper) {
-    const path = o.key.slice(prefix.length);
-    const b = bucketOf(path, buckets);
-    let over = touched.get(b);
-    if (!over) touched.set(b, (over = new Map()));
-    over.set(path, whiteouts.is(o) ? null : { path, etag: o.etag });
-  }
-  // Hashed by each request that finds them missing (the first few at once may each hash them; the same result).
-  lower.digests ??= await Promise.all(lower.groups.map((g) => digestOf(g)));
-  const out = lower.digests.slice();
-  await Promise.all(
-    [...touched].map(async ([b, over]) => {
-      const merged = new Map<string, { path: string; etag: string }>();
-      for (const e of lower.groups[b]!) if (!over.has(e.path)) merged.set(e.path, e);
-      for (const [path, e] of over) if (e) merged.set(path, e);
-      out[b] = await digestOf(merged.values());
-    }),
-  );
-  return out;
 }

@@ -3,7 +3,8 @@
  * storage holds, and the one call that makes it equal to storage again. Bundles for Workers.
  */
 import { ToolError } from "../shared/errors.js";
-import { bucketCountFor, bucketOf, digestOf, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
+import { bucketCountFor, hasManifestSince, type LayerState, type ManifestAnswer, type ManifestQuery } from "./manifest.js";
+import { bucketOf, digestOf } from "./buckets.js";
 import type { ClaimRider, SyncClient, SyncEntry } from "./types.js";
 import type { ExecModes } from "../layout/modes.js";
 

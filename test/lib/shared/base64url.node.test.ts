@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { base64UrlToBytes, bytesToBase64Url, fromBase64Url, toBase64Url } from "../../../lib/shared/text.js";
 import { cursorSealer, openedCursor, sealedCursor } from "../../../lib/layout/sealed-cursor.js";
 import { verifySyncToken } from "../../../lib/sync/token.js";
-import { digestOf } from "../../../lib/sync/manifest.js";
+import { digestOf } from "../../../lib/sync/buckets.js";
 
 const PAYLOAD = "k~\u00e9~\xff\u{1F600}position-that-makes-+/-bytes";
 /** Made by the code before this change (sealed-cursor.ts, token.ts and manifest.ts converting by hand). */

@@ -122,6 +122,37 @@ describe("base64", () => {
     }
   });
 
+  it("decodes with the runtime's own fromBase64 in workerd, and the fallback gives the same bytes", () => {
+    // A live poll's marks (53 KB of base64 at 10,000 files) are decoded after every tool's edit, sync tokens at
+    // every runner request (docs/benchmarks/investigations-live.md, 2026-12-02 livepath).
+    const ctor = Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array };
+    const own = ctor.fromBase64;
+    expect(typeof own).toBe("function");
+    const data = Uint8Array.from({ length: 70_001 }, (_, i) => (i * 31 + 7) & 0xff);
+    const texts = [encodeBase64(data), encodeBase64(data.subarray(1, 3)), "aGk", "aG\nk=\n", "QQ=", "", "aGk=aGk=", "not base64!"];
+    let calls = 0;
+    ctor.fromBase64 = (s: string) => {
+      calls++;
+      return own!.call(Uint8Array, s);
+    };
+    let nativeOut: (Uint8Array | null)[];
+    try {
+      nativeOut = texts.map((t) => decodeBase64(t));
+    } finally {
+      ctor.fromBase64 = own;
+    }
+    expect(calls).toBe(6); // the two refused before any decoder runs
+    delete ctor.fromBase64;
+    try {
+      const fallback = texts.map((t) => decodeBase64(t));
+      expect(nativeOut.map((b) => (b ? Array.from(b) : null))).toEqual(fallback.map((b) => (b ? Array.from(b) : null)));
+    } finally {
+      ctor.fromBase64 = own;
+    }
+    expect(bytesEqual(nativeOut[0]!, data)).toBe(true);
+    expect(Array.from(nativeOut[4]!)).toEqual([0x41]);
+  });
+
   it("base64url tokens round-trip unicode and every length 0..5, unpadded, through the one base64 encoder", () => {
     const proto = Uint8Array.prototype as Uint8Array & { toBase64?: () => string };
     const own = proto.toBase64;

@@ -4,7 +4,7 @@
  * hashed again. They must equal the digests of the whole merged view for any upper layer.
  */
 import { describe, expect, it } from "vitest";
-import { bucketDigests, mergedDigests } from "../../../lib/sync/manifest.js";
+import { bucketDigests, bucketOf, mergedBuckets, mergedDigests } from "../../../lib/sync/buckets.js";
 import { Manifest, sortEntries, type ManifestEntry } from "../../../lib/layers/manifest.js";
 import { mergeAll } from "../../../lib/layers/merge-list.js";
 import { WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE, Whiteouts } from "../../../lib/layers/whiteout.js";
@@ -13,6 +13,8 @@ import { WHITEOUT_CONTENT_TYPE, WHITEOUT_SIZE, Whiteouts } from "../../../lib/la
 const WO = Whiteouts.of({}, {});
 import type { ObjectInfo } from "../../../lib/storage/types.js";
 import { compareKeys } from "../../../lib/layout/key-order.js";
+import { answerManifest } from "../../../lib/sync/manifest.js";
+import { memoryDriver } from "../../../lib/storage/drivers/memory.js";
 
 const PREFIX = "t/acme/w/main/files/";
 
@@ -76,5 +78,49 @@ describe("mergedDigests", () => {
     // Nothing was kept: a value made next is.
     expect(m.derive("k", () => 2)).toBe(2);
     expect(m.derive("k", () => 3)).toBe(2);
+  });
+});
+
+const pick = (e: { path: string; etag: string; size: number }) => ({ path: e.path, etag: e.etag, size: e.size });
+
+describe("mergedBuckets: the merged view by bucket", () => {
+  it("each bucket's entries (in storage order) and the count are the whole merged view's, for random layers", async () => {
+    const r = rng(11);
+    for (let round = 0; round < 40; round++) {
+      const m = lowerOf(r, r(3) === 0 ? 0 : 1 + r(600));
+      const buckets = [1, 2, 8, 64][r(4)]!;
+      for (const n of [0, 1, 1 + r(5), r(200)]) {
+        const upper = upperOf(r, m, n);
+        const whole = mergeAll(upper, m, PREFIX, WO);
+        const view = await mergedBuckets(upper, m, PREFIX, buckets, WO);
+        expect(view.count, `round ${round}`).toBe(whole.length);
+        for (let b = 0; b < buckets; b++) expect(view.entriesOf(b).map(pick), `round ${round}, bucket ${b}`).toEqual(whole.filter((e) => bucketOf(e.path, buckets) === b).map(pick));
+      }
+    }
+  });
+
+  it("an answer to a runner's digests sends the buckets that differ, as the whole view has them, without going through the whole lower manifest", async () => {
+    // 10,000 lower files, 10 of them rewritten in the upper layer (a tool's edits between two live commands).
+    const entries: ManifestEntry[] = Array.from({ length: 10_000 }, (_, i) => ({ path: `src/d${i % 50}/f${i}.ts`, etag: `l${i}`, size: 100, modified: 0, pack: 0, offset: 0 }));
+    let reads = 0;
+    const counted = new Proxy(sortEntries(entries), { get: (t, k, rcv) => (typeof k === "string" && /^\d+$/.test(k) ? (reads++, Reflect.get(t, k, rcv)) : Reflect.get(t, k, rcv)) });
+    const m = new Manifest("m1", ["p"], counted);
+    const storage = memoryDriver({ s3Like: true });
+    const edited = entries.filter((_, i) => i % 1000 === 7).map((e) => e.path);
+    for (const p of edited) await storage.put(PREFIX + p, `edited ${p}`);
+    const src = { storage, prefix: PREFIX, layer: { base: m.id, seq: 1, manifest: m }, whiteouts: WO, modes: async () => ({ etag: "", modes: {} }) as never };
+    const buckets = 128;
+    const theirs = await bucketDigests(m.entries, buckets); // the runner's view: the lower manifest as it was
+    const answer = (await answerManifest(src, { buckets, digests: theirs }))!;
+    const whole = mergeAll(await storage.list({ prefix: PREFIX }).then((l) => l.objects), m, PREFIX, WO);
+    const differ = new Set(edited.map((p) => bucketOf(p, buckets)));
+    expect(answer.count).toBe(10_000);
+    expect(answer.same).toEqual(Array.from({ length: buckets }, (_, i) => i).filter((i) => !differ.has(i)));
+    expect(answer.files).toEqual(whole.filter((e) => differ.has(bucketOf(e.path, buckets))).map(pick));
+    expect(answer.files.filter((f) => f.etag.startsWith("l")).length).toBeGreaterThan(0); // the lower entries of those buckets too
+    // Once the manifest's buckets are made (kept with it, per isolate), the next answer reads none of its entries.
+    reads = 0;
+    await answerManifest(src, { buckets, digests: theirs });
+    expect(reads).toBe(0);
   });
 });
