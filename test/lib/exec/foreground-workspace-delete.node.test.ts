@@ -84,6 +84,11 @@ it("a streamed foreground command (SSE) in a deleted workspace ends too: the cal
   const next = await tool("other", "bash", { command: "echo next" });
   expect(next.status, JSON.stringify(next.body)).toBe(200);
   await new Promise((r) => setTimeout(r, 500));
-  expect((await storage.list({ prefix: workspacePrefix(t.id, "gone2") })).objects.map((o) => o.key)).toEqual([]);
-  expect(writtenSince.slice(since).filter((k) => k.startsWith(workspacePrefix(t.id, "gone2")))).toEqual([]);
+  // Nothing is written into the gone workspace but, at most, the streamed run's billed mark (it runs as a task: its end billed once
+  // however often its runner sends its result, a leftover GC's tick collects; docs/storage.md).
+  const left = (await storage.list({ prefix: workspacePrefix(t.id, "gone2") })).objects.map((o) => o.key);
+  const billedMark = /\/x\/runs\/[^/]+\/billed$/;
+  expect(left.filter((k) => !billedMark.test(k))).toEqual([]);
+  expect(left.length).toBeLessThanOrEqual(1);
+  expect(writtenSince.slice(since).filter((k) => k.startsWith(workspacePrefix(t.id, "gone2")) && !billedMark.test(k))).toEqual([]);
 }, 120_000);
