@@ -3,7 +3,7 @@ import { assertEditSize, utf8Length } from "../lib/workspace/edit.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { applyHunks, type AppliedHunk } from "../lib/tools/patch/apply.js";
 import { parsePatch, type FileOp } from "../lib/tools/patch/parse.js";
-import { normalizeFileToWrite } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { utf8 } from "../lib/shared/text.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { commitBatch, type FileStep } from "../lib/workspace/file-batch.js";

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
 import { insertLines } from "../lib/tools/patch/apply.js";
-import { normalizeFileToWrite } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 

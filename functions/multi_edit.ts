@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, UNICODE_MATCH_NOTE, utf8Length } from "../lib/workspace/edit.js";
 import { isToolError } from "../lib/shared/errors.js";
-import { normalizeFileToWrite } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { emptyOldStringTarget, loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { bashPath } from "../lib/layout/bash-path.js";
-import { normalizeFileToWrite } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { bytesEqual, counted, decodeBase64, utf8 } from "../lib/shared/text.js";
 

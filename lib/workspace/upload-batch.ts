@@ -26,7 +26,8 @@
  * per-file object is written, so the files never need sealing (no first-run seal cliff).
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf, filesPrefix, normalizeFileToWrite, packKey } from "../layout/paths.js";
+import { ancestorsOf, filesPrefix, packKey } from "../layout/paths.js";
+import { normalizeFileToWrite } from "../layout/write-path.js";
 import { commitStaged, type StagedFile } from "../layers/commit-staged.js";
 import { PackWriter } from "../layers/pack-writer.js";
 import { upperAmong } from "../layers/upper-range.js";

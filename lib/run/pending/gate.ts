@@ -16,7 +16,7 @@
  * When the call is held: the binding (1 GET + 1 HEAD per named file), 1 LIST + 1 GET per waiting call (the same call
  * held already?), 1 PUT. A self-confirmed call: 1 LIST + 1 GET per waiting call (+ 1 PUT per copy closed).
  */
-import { normalizeFileToWrite } from "../../layout/paths.js";
+import { normalizeFileToWrite } from "../../layout/write-path.js";
 import type { Tool, ToolContext } from "../../contract/tool.js";
 import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../../tools/web/policy.js";
 import { bindingChange, bindingOf, callIdentity } from "./binding.js";
