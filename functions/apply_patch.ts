@@ -3,7 +3,7 @@ import { assertEditSize, utf8Length } from "../lib/workspace/edit.js";
 import { ToolError } from "../lib/shared/errors.js";
 import { applyHunks, type AppliedHunk } from "../lib/tools/patch/apply.js";
 import { parsePatch, type FileOp } from "../lib/tools/patch/parse.js";
-import { normalizeFilePath } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { utf8 } from "../lib/shared/text.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { commitBatch, type FileStep } from "../lib/workspace/file-batch.js";
@@ -56,9 +56,9 @@ export default defineTool({
     };
     const plans: Planned[] = [];
     for (const op of ops) {
-      const path = normalizeFilePath(op.path);
+      const path = normalizeFileToWrite(op.path, `The patch's path (line ${op.line})`);
       claim(path, op.line);
-      const to = op.type === "update" && op.moveTo !== undefined ? normalizeFilePath(op.moveTo) : path;
+      const to = op.type === "update" && op.moveTo !== undefined ? normalizeFileToWrite(op.moveTo, `The patch's "*** Move to" path (line ${op.line})`) : path;
       if (to !== path) claim(to, op.line);
       plans.push(await plan(ws, op, path, to));
     }

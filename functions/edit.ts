@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, UNICODE_MATCH_NOTE, utf8Length } from "../lib/workspace/edit.js";
 import { ToolError } from "../lib/shared/errors.js";
-import { normalizeFilePath } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { emptyOldStringTarget, loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
@@ -34,7 +34,7 @@ export default defineTool({
     replace_all: z.boolean().optional().describe("Replace every occurrence (default: false)"),
   }),
   async execute(args, { ws }) {
-    const path = normalizeFilePath(args.file_path);
+    const path = normalizeFileToWrite(args.file_path, "file_path");
     if (args.old_string === "") {
       assertEditSize(utf8Length(args.new_string), path);
       const empty = await emptyOldStringTarget(ws, path, args.new_string, "an empty old_string only creates new files (or fills an empty one): read the file and give the text to replace.");

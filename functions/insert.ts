@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { assertEditSize, shortDiff, utf8Length } from "../lib/workspace/edit.js";
 import { insertLines } from "../lib/tools/patch/apply.js";
-import { normalizeFilePath } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
@@ -28,7 +28,7 @@ export default defineTool({
     text: z.string().describe("The text to insert"),
   }),
   async execute(args, { ws }) {
-    const path = normalizeFilePath(args.file_path);
+    const path = normalizeFileToWrite(args.file_path, "file_path");
     const { text, info: loaded } = await loadForEdit(ws, path);
     const r = insertLines(text, args.insert_line, args.text, path);
     assertEditSize(utf8Length(r.text), path);

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { applyEdit, assertEditSize, shortDiff, UNICODE_MATCH_NOTE, utf8Length } from "../lib/workspace/edit.js";
 import { isToolError } from "../lib/shared/errors.js";
-import { normalizeFilePath } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { emptyOldStringTarget, loadForEdit, saveEdit } from "../lib/workspace/text-file.js";
 
@@ -35,7 +35,7 @@ export default defineTool({
     edits: z.array(Edit).min(1).max(100).describe("Edits applied in order"),
   }),
   async execute(args, { ws }) {
-    const path = normalizeFilePath(args.file_path);
+    const path = normalizeFileToWrite(args.file_path, "file_path");
     let edits = args.edits;
     let before = "";
     let loaded = null;

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../lib/shared/errors.js";
 import { bashPath } from "../lib/layout/bash-path.js";
-import { normalizeFilePath } from "../lib/layout/paths.js";
+import { normalizeFileToWrite } from "../lib/layout/write-path.js";
 import { defineTool } from "../lib/contract/tool.js";
 import { bytesEqual, counted, decodeBase64, utf8 } from "../lib/shared/text.js";
 
@@ -32,7 +32,7 @@ export default defineTool({
     encoding: z.enum(["utf-8", "base64"]).optional().describe('How content is encoded (default: "utf-8")'),
   }),
   async execute(args, { ws }) {
-    const path = normalizeFilePath(args.file_path);
+    const path = normalizeFileToWrite(args.file_path, "file_path");
     let bytes: Uint8Array;
     if (args.encoding === "base64") {
       const decoded = decodeBase64(args.content);

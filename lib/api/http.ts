@@ -31,6 +31,8 @@ export type AppEnv = {
     workspace?: { tenant: string; id: string; record: MetaRecord; known?: boolean };
     /** What a tool route started beside that read (lib/workspace/early.ts): the call's Workspace takes it. */
     early?: EarlyCall;
+    /** Set when the Idempotency-Key layer answered the request without running it (lib/api/idempotency.ts answeredByKey): no usage record. */
+    keyAnswer?: "replayed" | "refused";
     /** The rate limit's headers the guard set (auth/rate-limit.ts), set again on the response the handler built. */
     rate?: Record<string, string>;
     /** The runtime's waitUntil, once looked up (null: none): lib/api/routes/common.ts backgroundOf. */

@@ -21,6 +21,8 @@
  * A retry: the claim's refusal (the refused PUT, or the object's answer) + 1 GET of the record; a
  * takeover after the lease or the record's time: + 1 conditional PUT (or 1 object round trip).
  * Without the header: nothing.
+ * A request answered here without running (a replay, or a refusal: still running, a different request, a
+ * kept answer too large or unreadable) is marked on its context (answeredByKey): no call, so no usage record.
  * Keys are per tenant and API key (IdempotencyScope; the admin token has a scope of its own) and kept 24 h. A streamed answer (SSE)
  * is kept when the stream ends, in the background; until then a retry gets CONFLICT.
  * A crash before the answer is kept leaves the key held; after its lease (RUNNING_LEASE_MS) a retry runs again.
@@ -82,6 +84,17 @@ export interface IdempotencyScope {
   tenant: string;
   keyId?: string;
 }
+
+/**
+ * How this layer answered a request without running it: its kept answer `replayed`, or `refused`
+ * (the first still running, the key used for a different request, the kept answer too large or no
+ * longer readable). The one rule the usage meters read (the tool routes' meterToolCall, every other
+ * route's meterRoute; the compat routes and MCP record only tools that ran): such a request ran
+ * nothing, so it is not recorded as a call (docs/usage.md, "Not recorded"). It still took its
+ * calls_per_minute token, in the guard, before the key was looked at.
+ */
+export const answeredByKey = (c: Context<AppEnv>): boolean => c.get("keyAnswer") !== undefined;
+const refused = (c: Context<AppEnv>, e: ToolError): ToolError => (c.set("keyAnswer", "refused"), e);
 
 /** The hash a key is held and kept under (the record's name, the limits object's claim): the one place a scope meets its key. */
 export const scopedKeyHash = (scope: IdempotencyScope, key: string): Promise<string> => sha256Hex(scope.keyId === undefined ? key : `${scope.keyId}\n${key}`);
@@ -197,16 +210,19 @@ async function claimThenRun(storage: StorageDriver, scope: IdempotencyScope, key
     if (current && live && current.state === "done") {
       const fingerprint = await fingerprintOf(c, await body.finish());
       if (fingerprint !== current.fingerprint) {
-        throw differentRequest(c);
+        throw refused(c, differentRequest(c));
       }
-      if (current.too_large) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 });
-      c.res = await replay(current, box, recordKey);
+      if (current.too_large) throw refused(c, new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its answer was too large to keep. Read the current state (the files, the workspace) instead of retrying.", { retry_after: 0 }));
+      const kept = await replay(current, box, recordKey);
+      if (!kept) throw refused(c, new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its kept answer can no longer be read (the deployment's sync secret changed since). Read the current state (the files, the workspace, the keys) instead of retrying.", { retry_after: 0 }));
+      c.set("keyAnswer", "replayed");
+      c.res = kept;
       return;
     }
-    if (current && live) throw inFlight(current as Running, t); // a bucket-held key still running
-    if (taken.lease_until > t) throw inFlight({ ...running, lease_until: taken.lease_until }, t); // an object-held key still running
+    if (current && live) throw refused(c, inFlight(current as Running, t)); // a bucket-held key still running
+    if (taken.lease_until > t) throw refused(c, inFlight({ ...running, lease_until: taken.lease_until }, t)); // an object-held key still running
     taken = await holder.takeOver(taken, found);
-    if (!taken.taken) throw inFlight(running, t);
+    if (!taken.taken) throw refused(c, inFlight(running, t));
   }
   const held = taken;
   if (Math.random() * SWEEP_EVERY < 1) {
@@ -247,12 +263,13 @@ function inFlight(r: Running, t: number): ToolError {
   return new ToolError("CONFLICT", "A request with this Idempotency-Key is still running. Retry with the same key after Retry-After seconds to get its answer.", { retry_after: wait });
 }
 
-async function replay(r: Done, box: Sealer | undefined, recordKey: string): Promise<Response> {
+/** The kept answer, `Idempotent-Replayed: true`; null when it can no longer be read. */
+async function replay(r: Done, box: Sealer | undefined, recordKey: string): Promise<Response | null> {
   const headers = new Headers(r.headers);
   headers.set("idempotent-replayed", "true");
   if (r.body === undefined) return new Response(null, { status: r.status, headers });
   const kept = decodeBase64(r.body); // null only for a record no run of ours wrote: unreadable, as a sealed one that does not open
   const bytes = kept && r.sealed ? await box?.open(kept, recordKey).catch(() => undefined) : kept;
-  if (!bytes) throw new ToolError("CONFLICT", "This Idempotency-Key's request already ran, but its kept answer can no longer be read (the deployment's sync secret changed since). Read the current state (the files, the workspace, the keys) instead of retrying.", { retry_after: 0 });
+  if (!bytes) return null;
   return new Response(bytes, { status: r.status, headers });
 }

@@ -26,7 +26,8 @@
  * per-file object is written, so the files never need sealing (no first-run seal cliff).
  */
 import { isToolError, ToolError } from "../shared/errors.js";
-import { ancestorsOf, filesPrefix, normalizeFilePath, packKey } from "../layout/paths.js";
+import { ancestorsOf, filesPrefix, packKey } from "../layout/paths.js";
+import { normalizeFileToWrite } from "../layout/write-path.js";
 import { commitStaged, type StagedFile } from "../layers/commit-staged.js";
 import { PackWriter } from "../layers/pack-writer.js";
 import { upperAmong } from "../layers/upper-range.js";
@@ -67,7 +68,7 @@ export class UploadBatch {
     const i = this.results.push(undefined) - 1;
     let path: string;
     try {
-      path = normalizeFilePath(given);
+      path = normalizeFileToWrite(given, "path");
       if (this.seen.has(path)) throw new ToolError("INVALID_ARGUMENT", `${path} is twice in the batch; send each file once.`, { path });
     } catch (e) {
       if (!isToolError(e)) throw e;

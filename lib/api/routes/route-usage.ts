@@ -10,8 +10,9 @@
  * OPTIONS, where no tool meter runs; reads (GET, HEAD) of the `manage` routes (usage, audit, keys,
  * secrets, custom tools: the account, not the workspace) are not recorded, so reading the bill
  * does not change it. Like a tool call, a request whose key was valid is recorded
- * whatever failed after that; one without a valid key bills no one. A replayed answer
- * (`Idempotent-Replayed: true`, lib/api/idempotency.ts) ran nothing and is not recorded again.
+ * whatever failed after that; one without a valid key bills no one. A request the Idempotency-Key
+ * answered itself (its kept answer replayed, or refused: still running, a different request, a kept
+ * answer too large or unreadable: lib/api/idempotency.ts answeredByKey) ran nothing and is not recorded.
  * bytes_written is the request body's declared size (Content-Length) on writes and imports, or, sent
  * without one (chunked: a batch upload, an archive), the bytes the route read of it, counted as they
  * passed; 0 on reads.
@@ -28,6 +29,7 @@ import { emitUsage, emitUsageAtEnd } from "../../run/metering/usage.js";
 import type { UsageRecord } from "../../run/metering/record.js";
 import { backgroundOf } from "./common.js";
 import { countedStream, type CountedStream } from "../../shared/counted-stream.js";
+import { answeredByKey } from "../idempotency.js";
 
 const NOT_METERED = new Set(["OPTIONS"]);
 const READS = new Set(["GET", "HEAD"]);
@@ -71,7 +73,7 @@ export async function meterRoute(deps: AppDeps, c: Context<AppEnv>, scope: strin
   const emit = (error: unknown) => {
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
-    if (!error && c.res.headers.get("idempotent-replayed") === "true") return; // the first answer was recorded
+    if (answeredByKey(c)) return; // the Idempotency-Key's kept answer or its refusal: nothing ran (lib/api/idempotency.ts)
     const code = error ? toToolError(error).code : c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined;
     const record = (bytes_read: number) => routeUsageRecord({ auth, workspace: c.req.param("ws") ?? "", route, code, ms: Date.now() - started, bytes_read, bytes_written: read ? 0 : (brought?.bytes() ?? sizeOf(c.req.header("content-length"))) });
     const later = backgroundOf(c);

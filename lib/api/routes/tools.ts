@@ -5,7 +5,8 @@
  * The one wrapper every tool call goes through: meter (first, so that refusals are metered too),
  * guard (key, the tool's permission, the workspace), arguments as models send them
  * (lib/contract/tool-args.ts), the tool, the envelope. Every response carries `usage`; a call whose key
- * was valid emits one usage record, success or failure (lib/run/metering/usage.ts).
+ * was valid emits one usage record, success or failure (lib/run/metering/usage.ts), but for one its
+ * Idempotency-Key answered without running it (lib/api/idempotency.ts answeredByKey).
  */
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
@@ -28,6 +29,7 @@ import { backgroundOf, newApp, requireWorkspace, WsParam } from "./common.js";
 import { knownAnyRecord, knownFiles, knownPlainRecord, mayRunAgain, type KnownFilesState } from "./known-workspace.js";
 import type { StorageDriver } from "../../storage/types.js";
 import { pendingIdOf } from "../../tools/pending/outcome.js";
+import { answeredByKey } from "../idempotency.js";
 
 const Usage = z.object({ ms: z.number(), bytes_read: z.number(), bytes_written: z.number() }).openapi("Usage");
 
@@ -65,7 +67,7 @@ function meterToolCall(deps: AppDeps, name: (c: Parameters<MiddlewareHandler<App
     await next();
     const auth = c.get("auth");
     if (!auth) return; // no valid key: nobody to bill
-    if (c.res.headers.get("idempotent-replayed") === "true") return; // a kept answer (lib/api/idempotency.ts): nothing ran, the first was billed
+    if (answeredByKey(c)) return; // the Idempotency-Key's kept answer or its refusal: nothing ran (lib/api/idempotency.ts)
     const record = () => {
       const code = call.code ?? (c.res.status >= 400 ? `HTTP_${c.res.status}` : undefined);
       return { tenant: auth.tenant, workspace: (c.req.param("ws") ?? "").slice(0, 100), key: auth.key_id, tool, ok: !code, ...(code ? { code } : {}), ...call.usage(), ...call.sandbox(), ...call.net() };

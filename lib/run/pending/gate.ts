@@ -16,7 +16,7 @@
  * When the call is held: the binding (1 GET + 1 HEAD per named file), 1 LIST + 1 GET per waiting call (the same call
  * held already?), 1 PUT. A self-confirmed call: 1 LIST + 1 GET per waiting call (+ 1 PUT per copy closed).
  */
-import { normalizeFilePath } from "../../layout/paths.js";
+import { normalizeFileToWrite } from "../../layout/write-path.js";
 import type { Tool, ToolContext } from "../../contract/tool.js";
 import { loadTenantPolicy, outsideAllowed, refuseBlocked, type TenantPolicy } from "../../tools/web/policy.js";
 import { bindingChange, bindingOf, callIdentity } from "./binding.js";
@@ -36,9 +36,9 @@ async function holds(rule: GateRule, tool: Tool, args: Record<string, unknown>, 
       if (typeof args.file_path !== "string") return null;
       let path: string;
       try {
-        path = normalizeFilePath(args.file_path);
+        path = normalizeFileToWrite(args.file_path, "file_path");
       } catch {
-        return null; // the tool answers INVALID_PATH itself
+        return null; // the tool refuses the path itself (INVALID_PATH, or a directory's path: INVALID_ARGUMENT)
       }
       return (await ctx.ws.head(path)) ? `changing the existing file ${path} needs a human's approval (tenant policy).` : null;
     }
