@@ -1,6 +1,6 @@
 /**
  * What ends with a workspace (DELETE /v1/workspaces/{ws}; docs/storage.md "What deletion keeps",
- * docs/live-sessions.md "Limits and cost"). Once its record is gone:
+ * docs/live-sessions-internals.md "A workspace's delete"). Once its record is gone:
  * - its live sandboxes end at once, found by their markers (live/markers.ts: one listing): reason
  *   `workspace_deleted`, their runners' held polls answered the end now, their concurrent_runs slots
  *   released, their usage recorded; no audit entry into the gone workspace, no loss told to a later call

@@ -1,6 +1,6 @@
 /**
  * DELETE /v1/workspaces/{ws} ends a plain foreground command running in the workspace (docs/storage.md,
- * "What deletion keeps"; docs/live-sessions.md, "Limits and cost"): the runner's kill check (every second
+ * "What deletion keeps"; docs/live-sessions-internals.md, "A workspace's delete"): the runner's kill check (every second
  * from 4 s on) hears that the workspace is gone, kills the command and writes nothing back; the call
  * answers that the workspace was deleted while the command ran, and its concurrent_runs slot is free
  * once it answered. Before, the command ran on to its end or timeout holding the slot, then tried to

@@ -1,6 +1,6 @@
 /**
  * What a live sandbox's background processes do to directories between two commands is told to the
- * model in the next command's output, as a command's own changes are (docs/live-sessions.md, "files";
+ * model in the next command's output, as a command's own changes are (docs/live-sessions.md, "What persists";
  * docs/limits-and-quotas.md, files_per_workspace): empty directories that landed ("[empty directories
  * kept: …]", data.dirs_created), and those files_per_workspace refused ("[not written back: …
  * (empty directory) … files_per_workspace …]", data.skipped). The real app over memory storage, the

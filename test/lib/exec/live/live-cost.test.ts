@@ -1,5 +1,5 @@
 /**
- * What a live call costs the API (docs/live-sessions.md, "Storage operations"): its requests to the
+ * What a live call costs the API (docs/live-sessions-internals.md, "Storage operations per call"): its requests to the
  * session's coordinator and its operations on the session's saved shell, counted on the real app
  * (local R2/KV, the LIVE Durable Object) with the fake live runner (test/support/fake-live-runner.ts,
  * whose shell reports its state as a live shell's). On a sandbox that has answered before, with the

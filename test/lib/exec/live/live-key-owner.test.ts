@@ -1,5 +1,5 @@
 /**
- * A live sandbox belongs to the API key that started it (docs/live-sessions.md, "access"): another key
+ * A live sandbox belongs to the API key that started it (docs/live-sessions.md, "Access: the key, network and secrets"): another key
  * of the tenant, in the same workspace and session, with the same network access and secrets, never
  * runs in it. Before, such a key joined it, so what it left running there outlived the key: revoked
  * or past its expiry, its processes went on (network and all) in the first key's sandbox, whose polls

@@ -3,7 +3,7 @@
  * while the call that waited for that result died too (its isolate or Lambda environment): its
  * concurrent_runs slot is freed, and its end accounted once, by the first acquirer past the limit once
  * both bounds the coordinator already keeps have passed (the command's timeout overrun by stale_ms, and
- * the caller's turn), never before (docs/live-sessions.md "Limits and cost"). Before (2026-12-02) a
+ * the caller's turn), never before (docs/live-sessions-internals.md "Its concurrent_runs slot"). Before (2026-12-02) a
  * generation with a command in flight was never taken for lost but by its caller's wait: its slot stayed
  * held until its lease ran out (the maximum life and a minute).
  *
