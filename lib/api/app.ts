@@ -150,6 +150,12 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
     if (isMcpPath(path)) return mcpMethodNotAllowed(c);
     const allow = served(path);
     if (allow.length) throw new ToolError("METHOD_NOT_ALLOWED", `${c.req.method} is not served on ${path.slice(0, 200)}: it takes ${allow.join(", ")}. See GET /openapi.json or /docs for the API.`, { allow });
+    const trimmed = path.replace(/\/+$/, "");
+    const trimmedAllow = trimmed !== path ? served(trimmed) : [];
+    if (trimmedAllow.length) {
+      const send = trimmedAllow.includes(c.req.method) ? `: send ${c.req.method} ${trimmed.slice(0, 200)}` : "";
+      throw new ToolError("NOT_FOUND", `No route at ${path.slice(0, 200)}; ${trimmed.slice(0, 200)} (without the trailing slash) takes ${trimmedAllow.join(", ")}${send}.`, { path: trimmed.slice(0, 200), methods: trimmedAllow });
+    }
     throw new ToolError("NOT_FOUND", "No such route. See GET /openapi.json or /docs for the API, GET /v1/tools for the tools.");
   });
   assertEveryRouteGuarded(app);

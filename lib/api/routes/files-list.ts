@@ -1,16 +1,20 @@
 /**
  * Directory listings of the raw files route: GET /v1/workspaces/{ws}/files/ (the root),
  * GET .../files/<dir>/ and GET of a path that is a directory answer
- * `{path, entries: [{name, path, type, size?, etag?, modified?}], cursor?}`, one page
- * (one storage list request) at a time.
+ * `{path, entries: [{name, path, type, size?, etag?, modified?, target?}], cursor?}`, one page
+ * (one storage list request) at a time. Symlinks are listed as the ls tool lists them (never
+ * followed): on the first page, beside what storage lists, with the directories only links make.
  */
 import { z } from "@hono/zod-openapi";
 import { ToolError } from "../../shared/errors.js";
+import { baseName } from "../../layout/paths.js";
+import { readLinks } from "../../layout/links.js";
+import { linksBelow } from "../../workspace/links.js";
 import type { Workspace } from "../../workspace/workspace.js";
 
 export const MAX_LIST_LIMIT = 1000;
 
-export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory", size?, etag?, modified?}], cursor?}\`; pass \`cursor\` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
+export const LISTING_DOC = `A listing is one page: \`{path, entries: [{name, path, type: "file"|"directory"|"symlink", size?, etag?, modified?, target?}], cursor?}\`; a symlink (never followed) comes with its \`target\`, on the first page, beside what storage lists, as do the directories only links make; pass \`cursor\` back, unchanged, for the next page of the same listing (an opaque position relative to the listed directory; another listing's is INVALID_ARGUMENT). \`recursive=true\` lists every file below (with the directories they imply) instead of one level. \`limit\`: entries per page (default and max ${MAX_LIST_LIMIT}).`;
 
 export const ListQuery = z.object({
   cursor: z.string().max(8192).optional().openapi({ description: "The cursor of the previous page" }),
@@ -21,11 +25,13 @@ export const ListQuery = z.object({
 const Entry = z.object({
   name: z.string(),
   path: z.string(),
-  type: z.enum(["file", "directory"]),
+  type: z.enum(["file", "directory", "symlink"]),
   size: z.number().optional(),
   etag: z.string().optional(),
   modified: z.string().optional(),
+  target: z.string().optional().openapi({ description: "A symlink's target, as stored (never followed)" }),
 });
+type Entry = z.infer<typeof Entry>;
 export const ListingSchema = z.object({ path: z.string(), entries: z.array(Entry), cursor: z.string().optional() }).openapi("DirectoryListing");
 
 function parseQuery(q: Record<string, string>): { cursor?: string; limit: number; recursive: boolean } {
@@ -47,13 +53,21 @@ function parseQuery(q: Record<string, string>): { cursor?: string; limit: number
 export async function listDirectory(ws: Workspace, dir: string, query: Record<string, string>, opts: { explicit?: boolean } = {}) {
   const q = parseQuery(query);
   // A cursor this listing did not give is INVALID_ARGUMENT (lib/layout/page-cursor.ts); it never lists outside `dir`.
-  const page = await ws.list(dir, q);
+  const [page, links] = await Promise.all([ws.list(dir, q), q.cursor ? null : readLinks(ws)]);
+  const entries: Entry[] = [...page.entries];
+  if (links) {
+    // The links of this directory (docs/symlinks.md), as ls shows them: on the first page, beside what storage lists.
+    const below = linksBelow(links, dir, q.recursive);
+    const listed = new Set(entries.map((e) => e.path));
+    for (const d of below.dirs) if (!listed.has(d)) entries.push({ name: baseName(d), path: d, type: "directory" });
+    for (const l of below.links) entries.push({ name: baseName(l.path), path: l.path, type: "symlink", target: l.target });
+  }
   // Nothing listed: an empty explicit directory (only its marker, f/<dir>/) is still a directory.
-  if (dir !== "" && page.entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {
+  if (dir !== "" && entries.length === 0 && !q.cursor && !(await ws.isDirectory(dir))) {
     if (opts.explicit && (await ws.head(dir))) {
       throw new ToolError("NOT_A_DIRECTORY", `${dir} is a file, not a directory. GET it without the trailing slash to download it.`, { path: dir });
     }
     throw await ws.notFound(dir, "File or directory");
   }
-  return { path: dir === "" ? "/" : dir, entries: page.entries, ...(page.cursor ? { cursor: page.cursor } : {}) };
+  return { path: dir === "" ? "/" : dir, entries, ...(page.cursor ? { cursor: page.cursor } : {}) };
 }

@@ -61,13 +61,14 @@ function pathPattern(path: string): RegExp {
     if (brace > 0 && seg.endsWith("}")) return `(?:${seg.slice(brace + 1, -1)})`;
     return seg.endsWith("?") ? "[^/]*" : "[^/]+";
   };
-  return new RegExp(`^${path.split("/").map(segment).join("/")}/?$`);
+  return new RegExp(`^${path.split("/").map(segment).join("/")}$`);
 }
 
 /**
  * The methods the app serves at a request path (none: no route has that path), read from the app
  * once, when first asked: a request no route took is 405 with them where its path is served by
- * other methods (a GET of a tool route), 404 otherwise.
+ * other methods (a GET of a tool route), 404 otherwise. Matched as the router matches (strictly: a
+ * trailing slash is another path), so a path is never said to take a method the router refuses there.
  */
 export function methodsAt(app: Hono<AppEnv>): (path: string) => string[] {
   let routes: { method: string; re: RegExp }[] | null = null;

@@ -243,10 +243,12 @@ export interface components {
                 name: string;
                 path: string;
                 /** @enum {string} */
-                type: "file" | "directory";
+                type: "file" | "directory" | "symlink";
                 size?: number;
                 etag?: string;
                 modified?: string;
+                /** @description A symlink's target, as stored (never followed) */
+                target?: string;
             }[];
             cursor?: string;
         };

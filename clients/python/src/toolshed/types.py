@@ -126,13 +126,14 @@ class DirectoryUploadReport(UploadReport):
 class _DirEntryRequired(TypedDict):
     name: str
     path: str
-    type: Literal["file", "directory"]
+    type: Literal["file", "directory", "symlink"]
 
 
 class DirEntry(_DirEntryRequired, total=False):
     size: int
     etag: str
     modified: str
+    target: str
 
 
 class _DirectoryListingRequired(TypedDict):

@@ -1,5 +1,8 @@
 /** The raw files route lists directories: GET .../files/, .../files/<dir>/, and GET of a directory's path. */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { updateModes } from "../../../../lib/layout/modes.js";
+import { r2Driver } from "../../../../lib/storage/drivers/r2.js";
 import { newTenant, testApp, upload, type Tenant } from "../../../helpers.js";
 
 const app = testApp();
@@ -111,5 +114,30 @@ describe("directory listings", () => {
     const writeOnly = await newTenant(app, { scopes: ["write"] });
     const r = await writeOnly.req(`/v1/workspaces/${writeOnly.ws}/files/`);
     expect(r.status).toBe(403);
+  });
+
+  it("symlinks are listed as the ls tool lists them, never followed: type symlink with its target, and the directories only links make (were left out: a mirror of the listing lost them)", async () => {
+    const t = await tree();
+    // As bash's `ln -s src alias; ln -s /etc/passwd pw; mkdir bin; ln -s ../src/index.ts bin/run` leaves them.
+    await updateModes(r2Driver(env.FILES), t.tenant, t.ws, { add: [], remove: [], links: { alias: "src", pw: "/etc/passwd", "bin/run": "../src/index.ts", "src/lib/up": ".." } });
+    const root = await list(t, "");
+    const byPath = Object.fromEntries(root.body.entries.map((e: any) => [e.path, e]));
+    expect(Object.keys(byPath).sort()).toEqual([".hidden", "a.txt", "alias", "bin", "docs", "pw", "src"]);
+    expect(byPath.alias).toEqual({ name: "alias", path: "alias", type: "symlink", target: "src" });
+    expect(byPath.pw).toEqual({ name: "pw", path: "pw", type: "symlink", target: "/etc/passwd" });
+    expect(byPath.bin).toEqual({ name: "bin", path: "bin", type: "directory" });
+    // A directory only links make lists them (was NOT_FOUND); a link's own directory too.
+    const bin = await list(t, "bin/");
+    expect(bin.status, JSON.stringify(bin.body)).toBe(200);
+    expect(bin.body.entries).toEqual([{ name: "run", path: "bin/run", type: "symlink", target: "../src/index.ts" }]);
+    const lib = await list(t, "src/lib/");
+    expect(lib.body.entries.map((e: any) => `${e.type}:${e.path}`).sort()).toEqual(["directory:src/lib/deep", "file:src/lib/util.ts", "symlink:src/lib/up"]);
+    // Recursive: every link below, once, and the files as before.
+    const all = await list(t, "?recursive=true");
+    const links = all.body.entries.filter((e: any) => e.type === "symlink").map((e: any) => e.path).sort();
+    expect(links).toEqual(["alias", "bin/run", "pw", "src/lib/up"]);
+    expect(all.body.entries.filter((e: any) => e.type === "file").map((e: any) => e.path).sort()).toEqual([".hidden", "a.txt", "docs/readme.md", "src/index.ts", "src/lib/deep/x.ts", "src/lib/util.ts"]);
+    // A link's own path is still never followed by the raw routes.
+    expect((await t.req(`/v1/workspaces/${t.ws}/files/alias/`)).status).toBe(404);
   });
 });

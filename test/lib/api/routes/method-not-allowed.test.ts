@@ -55,6 +55,29 @@ describe("a method the path does not take", () => {
     expect(((await none.json()) as any).error.code).toBe("NOT_FOUND");
   });
 
+  it("a served path with a trailing slash: 404 naming the path without it and what it takes (was 405 'GET is not served on /v1/workspaces/x/: it takes GET, DELETE')", async () => {
+    const cases: [string, string, string[]][] = [
+      ["GET", "/v1/workspaces/probe/", ["GET", "DELETE"]],
+      ["GET", "/v1/workspaces/", ["POST", "GET"]],
+      ["GET", "/v1/workspaces/probe/checkpoints/", ["POST", "GET"]],
+      ["POST", "/v1/workspaces/probe/", ["GET", "DELETE"]],
+    ];
+    for (const [method, url, allow] of cases) {
+      const res = await app.request(url, { method });
+      const body = (await res.json()) as any;
+      expect(res.status, `${method} ${url}`).toBe(404);
+      expect(res.headers.get("allow"), url).toBeNull();
+      const trimmed = url.slice(0, -1);
+      expect(body.error).toMatchObject({ code: "NOT_FOUND", details: { path: trimmed, methods: expect.arrayContaining(allow) } });
+      expect(body.error.message).toContain(`${trimmed} (without the trailing slash) takes ${body.error.details.methods.join(", ")}`);
+      if (allow.includes(method)) expect(body.error.message).toContain(`send ${method} ${trimmed}`);
+      else expect(body.error.message).not.toContain("send ");
+    }
+    // A path served with its slash stays served: the files listing.
+    const listing = await app.request("/v1/workspaces/probe/files/", { method: "PATCH" });
+    expect(listing.status).toBe(405);
+  });
+
   it("the MCP endpoint: a method MCP does not have (PUT, PATCH, OPTIONS), before any key, is the JSON-RPC error GET and DELETE get, 405 with Allow: POST (was the HTTP routes' envelope)", async () => {
     for (const method of ["PUT", "PATCH", "OPTIONS"]) {
       for (const headers of [{}, { "mcp-session-id": "ask-0123456789abcdefghijklmn" }] as Record<string, string>[]) {
