@@ -197,7 +197,7 @@ export function workspaceScopeRefusal(scope: Scope, workspaceTools: ToolList | u
   if (!usable || usable.has(scope)) return null;
   return new ToolError(
     "PERMISSION_DENIED",
-    `${what} needs the '${scope}' scope, which this workspace's tools (${describe(workspaceTools!)}) do not need: on this workspace every route and every key acts only with ${listed(usable)}. Use another workspace, or create one whose tools need '${scope}' (POST /v1/workspaces {"tools": ...}; a workspace's tools are fixed at creation).`,
+    `${what} needs the '${scope}' scope, which this workspace's tools (${describe(workspaceTools!)}) do not need: on this workspace every route and every key acts only with ${listed(usable)} (deleting the workspace itself aside). Use another workspace, or create one whose tools need '${scope}' (POST /v1/workspaces {"tools": ...}; a workspace's tools are fixed at creation).`,
     { needed: scope, refused_by: "workspace", workspace_tools: workspaceTools },
   );
 }
