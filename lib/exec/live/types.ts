@@ -60,6 +60,11 @@ export interface LiveEnd extends LiveLost {
   bytes_written?: number;
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
+  /**
+   * Accounted from its marker (forgotten-end.ts): no coordinator held it, so its runner's `ended`, should it come
+   * after all, would account it from its report. Its end mark is made even for a deleted workspace's end.
+   */
+  from_marker?: true;
 }
 
 export type BeginAnswer =
