@@ -1,8 +1,9 @@
-/** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC and the audit log's retention. */
+/** Cloudflare Workers entry: the app over the R2 and KV bindings; the cron trigger runs GC, the audit log's retention and the rest of the housekeeping tick. */
 import { tools } from "../functions/index.js";
 import { createApp } from "../lib/api/app.js";
 import { fromWorkersEnv, type WorkersEnv } from "../lib/runtime/workers.js";
 import { housekeepingTick } from "../lib/runtime/housekeeping.js";
+import { appLiveService } from "../lib/api/live-events.js";
 
 /** The usage store's Durable Object class (wrangler.toml binds it as USAGE). */
 export { UsageObject } from "../lib/runtime/usage-object.js";
@@ -25,7 +26,8 @@ export default {
   },
   /** `[triggers] crons` in wrangler.toml: GC of packs and manifests and the audit log's retention, a few tenants per tick (README "GC", docs/audit.md). */
   scheduled(_controller: ScheduledController, env: WorkersEnv, ctx: ExecutionContext) {
-    const { storage, kv } = fromWorkersEnv(env);
-    ctx.waitUntil(housekeepingTick({ storage, kv }, env).then(() => undefined));
+    const deps = fromWorkersEnv(env);
+    // With the live service: forgotten live ends billed from their markers (lib/exec/live/forgotten-end.ts).
+    ctx.waitUntil(housekeepingTick({ storage: deps.storage, kv: deps.kv, live: appLiveService(deps) }, env).then(() => undefined));
   },
 } satisfies ExportedHandler<WorkersEnv>;

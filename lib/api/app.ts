@@ -53,10 +53,9 @@ import { workspacesApp } from "./routes/workspaces.js";
 import { handleSync } from "../sync/server.js";
 import type { RunEnded } from "../sync/server-deps.js";
 import { sandboxApp } from "./routes/sandbox.js";
-import { liveEvents } from "./live-events.js";
+import { appLiveService } from "./live-events.js";
 import { emitUsage } from "../run/metering/usage.js";
 import { backgroundRunUsage } from "../run/metering/detached-work.js";
-import { liveService } from "../exec/live/service.js";
 import { liveHub } from "../exec/live/hub.js";
 import { toolsServed, type Tool } from "../contract/tool.js";
 import { API_VERSION } from "../run/version.js";
@@ -78,12 +77,7 @@ export function createApp(inputDeps: AppDeps, defined: readonly Tool[]) {
   // Manifests, segments and versions share one byte budget (lib/shared/isolate-memory.ts).
   const memory = inputDeps.memory ?? new IsolateMemory();
   // Live sessions (docs/live-sessions.md): the coordinator, the tenant's concurrent_runs, and the app's usage and audit of each sandbox.
-  const live = inputDeps.liveCoordinator
-    ? liveService(inputDeps.liveCoordinator, {
-        ...(inputDeps.limits ? { limits: inputDeps.limits } : {}), events: liveEvents(inputDeps), markers: inputDeps.storage,
-        ...(inputDeps.liveMaxLifeMs ? { max_life_ms: inputDeps.liveMaxLifeMs } : {}), ...(inputDeps.liveBusyWaitMs !== undefined ? { busy_wait_ms: inputDeps.liveBusyWaitMs } : {}),
-      })
-    : undefined;
+  const live = appLiveService(inputDeps);
   // concurrent_runs: the executor holds a slot of the tenant's limits object while a command runs; past the limit, the slots of live sandboxes whose runner is gone and of runs whose result is stored are freed (lib/exec/limited.ts).
   const executor = inputDeps.executor && inputDeps.limits ? limitedExecutor(inputDeps.executor, inputDeps.limits, live, inputDeps.storage) : inputDeps.executor;
   // Tracing (docs/tracing.md): off without deps.tracer, and then nothing is wrapped.

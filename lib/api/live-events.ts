@@ -11,7 +11,7 @@
  * cancel its store write with the request.
  */
 import type { AppDeps } from "./deps.js";
-import type { LiveEvents } from "../exec/live/service.js";
+import { liveService, type LiveEvents, type LiveService } from "../exec/live/service.js";
 import type { LiveEnd, LiveKey } from "../exec/live/types.js";
 import { emitUsage } from "../run/metering/usage.js";
 import { recordAudit } from "../run/audit/store.js";
@@ -21,6 +21,19 @@ import { newAuditId, type AuditEntry } from "../run/audit/entry.js";
 export const LIVE_USAGE_ROUTE = "live sandbox";
 /** The route name of the record of a final write-back made after its sandbox's end was accounted (an end the API decided). */
 export const LIVE_WRITE_BACK_USAGE_ROUTE = "live sandbox write-back";
+
+/**
+ * The app's live service (docs/live-sessions.md): the coordinator, the tenant's concurrent_runs, these records and the
+ * markers in storage. One builder for createApp and for the scheduled tick (lib/runtime/housekeeping.ts), which bills
+ * forgotten ends with the same records; undefined where live sessions are off (no coordinator).
+ */
+export function appLiveService(deps: AppDeps): LiveService | undefined {
+  if (!deps.liveCoordinator) return undefined;
+  return liveService(deps.liveCoordinator, {
+    ...(deps.limits ? { limits: deps.limits } : {}), events: liveEvents(deps), markers: deps.storage,
+    ...(deps.liveMaxLifeMs ? { max_life_ms: deps.liveMaxLifeMs } : {}), ...(deps.liveBusyWaitMs !== undefined ? { busy_wait_ms: deps.liveBusyWaitMs } : {}),
+  });
+}
 
 export function liveEvents(deps: Pick<AppDeps, "storage" | "onUsage">): LiveEvents {
   /** Who started each generation, for its end's records (this isolate's memory: another isolate's end names no key). */

@@ -13,7 +13,10 @@
  * (lib/workspace/undo-retention.ts: a workspace that stopped making calls is pruned only here). The
  * undo prune runs inside GC's mark, on the listing GC makes of each undo prefix for its roots, before
  * it reads the records there: one listing serves both, and a pack only a pruned record named is freed
- * in the same tick.
+ * in the same tick. With the live service (`deps.live`), each workspace's forgotten live ends: a marker older
+ * than a sandbox's lease whose coordinator holds neither its generation nor its end is billed from the marker
+ * (lib/exec/live/forgotten-end.ts sweepForgottenEnds: one LIST per workspace, at most LIVE_SESSIONS_PER_TENANT
+ * coordinator requests per tenant and tick), under a waitUntil of the tick's own that it awaits before it ends.
  */
 import { gcTick, type GcTickOptions, type GcTickReport } from "../layers/gc-schedule.js";
 import type { UndoPrune } from "../layers/gc.js";
@@ -24,23 +27,44 @@ import type { KeyValueStore, StorageDriver } from "../storage/types.js";
 import { undoPrefix } from "../layout/paths.js";
 import { pruneWorkspaceUndo, UNDO_RETENTION } from "../workspace/undo-retention.js";
 import { stampTime } from "../workspace/undo-record.js";
+import { sweepForgottenEnds } from "../exec/live/forgotten-end.js";
+import type { LiveService } from "../exec/live/service.js";
+import type { WaitUntil } from "../shared/after-answer.js";
+import { settleDeferred } from "./lambda-stream.js";
 
 export interface HousekeepingEnv {
   TOOLSHED_AUDIT_RETENTION_DAYS?: string;
 }
 
-export function housekeepingTick(deps: { storage: StorageDriver; kv: KeyValueStore }, env: HousekeepingEnv, opts: GcTickOptions = {}): Promise<GcTickReport> {
+export interface HousekeepingDeps {
+  storage: StorageDriver;
+  kv: KeyValueStore;
+  /** The app's live service (lib/api/live-events.ts appLiveService): without it, forgotten live ends are not swept. */
+  live?: LiveService | undefined;
+}
+
+export async function housekeepingTick(deps: HousekeepingDeps, env: HousekeepingEnv, opts: GcTickOptions = {}): Promise<GcTickReport> {
   const days = auditRetentionDays(env.TOOLSHED_AUDIT_RETENTION_DAYS);
   const undo = undoRetention(deps.storage);
-  return gcTick(deps, {
-    ...opts,
-    pruneUndo: undo.prune,
-    perTenant: async (tenant, now) => {
-      const audit = await pruneAudit(deps.storage, tenant, { days, now });
-      const records = await sweepTenantRecords(deps, tenant, now);
-      return { ...audit, ...records, undo_calls_deleted: undo.dropped(tenant) };
-    },
-  });
+  // The usage records and audit entries of the ends it bills are written under this, and awaited before the tick ends.
+  const deferred = new Set<Promise<unknown>>();
+  const later: WaitUntil = (p) => {
+    const kept: Promise<unknown> = p.catch((e: unknown) => console.error("housekeeping: work after an end failed", e instanceof Error ? e.message : String(e))).finally(() => deferred.delete(kept));
+    deferred.add(kept);
+  };
+  try {
+    return await gcTick(deps, {
+      ...opts,
+      pruneUndo: undo.prune,
+      perTenant: async (tenant, now) => {
+        const audit = await pruneAudit(deps.storage, tenant, { days, now });
+        const records = await sweepTenantRecords({ ...deps, later }, tenant, now);
+        return { ...audit, ...records, undo_calls_deleted: undo.dropped(tenant) };
+      },
+    });
+  } finally {
+    await settleDeferred(deferred, Infinity);
+  }
 }
 
 /** Run records' pages the tick reads per workspace (1,000 keys each): one LIST, at most one DELETE. */
@@ -56,9 +80,14 @@ export const runSweepKey = (tenant: string): string => `housekeeping/run-sweep/$
 /** A position no tick moved on for this long is dropped by KV (a workspace deleted, the tenant gone). */
 const RUN_SWEEP_TTL_S = 7 * 24 * 3600;
 
+/** Sessions with a forgotten live end whose coordinator one tenant's sweep asks at most, per tick (a tenant with more is reached again next tick). */
+const LIVE_SESSIONS_PER_TENANT = 32;
+
 interface RecordSweep {
   call_tasks_deleted: number;
   run_records_deleted: number;
+  /** Forgotten live ends billed from their markers (with the live service). */
+  live_ends_billed?: number;
   housekeeping_error?: string;
 }
 
@@ -68,9 +97,10 @@ interface RecordSweep {
  * records could not be swept does not stop the others: the first such error is the tenant's
  * `housekeeping_error`, beside the counts (the next tick tries again).
  */
-export async function sweepTenantRecords(deps: { storage: StorageDriver; kv: KeyValueStore }, tenant: string, now: number): Promise<RecordSweep> {
-  const { storage, kv } = deps;
-  const out: RecordSweep = { call_tasks_deleted: 0, run_records_deleted: 0 };
+export async function sweepTenantRecords(deps: HousekeepingDeps & { later?: WaitUntil }, tenant: string, now: number): Promise<RecordSweep> {
+  const { storage, kv, live } = deps;
+  const out: RecordSweep = { call_tasks_deleted: 0, run_records_deleted: 0, ...(live ? { live_ends_billed: 0 } : {}) };
+  let liveAsks = LIVE_SESSIONS_PER_TENANT;
   const saved = await savedPositions(kv, tenant);
   const positions: Record<string, string> = {};
   for (const ws of await workspaceIds(storage, tenant)) {
@@ -82,6 +112,15 @@ export async function sweepTenantRecords(deps: { storage: StorageDriver; kv: Key
     } catch (e) {
       if (saved[ws] !== undefined) positions[ws] = saved[ws]; // the same page again next tick
       out.housekeeping_error ??= `run records of workspace ${ws}: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    if (live && liveAsks > 0) {
+      try {
+        const swept = await sweepForgottenEnds(live, tenant, ws, { now, maxSessions: liveAsks, later: deps.later });
+        liveAsks -= swept.asked;
+        out.live_ends_billed! += swept.billed;
+      } catch (e) {
+        out.housekeeping_error ??= `live sandbox markers of workspace ${ws}: ${e instanceof Error ? e.message : String(e)}`;
+      }
     }
   }
   const json = JSON.stringify(positions);

@@ -6,7 +6,7 @@ import type { LiveCoordinator, LiveKey, LiveTimings } from "../exec/live/types.j
 import type { LiveObject } from "./live-object.js";
 
 /** The RPC surface of a LiveObject stub, as durableLiveCoordinator calls it. */
-type LiveStub = Pick<LiveObject, "begin" | "call" | "run" | "release" | "next" | "result" | "resultThenNext" | "ended" | "status" | "end">;
+type LiveStub = Pick<LiveObject, "begin" | "call" | "run" | "release" | "next" | "result" | "resultThenNext" | "ended" | "status" | "end" | "lostAtEnd">;
 export interface LiveObjects {
   idFromName(name: string): DurableObjectId;
   get(id: DurableObjectId): LiveStub;
@@ -26,5 +26,6 @@ export function durableLiveCoordinator(ns: LiveObjects, timings: LiveTimings): L
     ended: async (k, g, e) => stub(k).ended(timings, g, e),
     status: async (k) => stub(k).status(timings),
     end: async (k, r) => stub(k).end(timings, r),
+    lostAtEnd: async (k, g, ms) => stub(k).lostAtEnd(timings, g, ms),
   };
 }

@@ -65,4 +65,7 @@ export class LiveObject extends DurableObject {
   end(t: LiveTimings, reason: LiveEndReason) {
     return this.of(t).end(reason);
   }
+  lostAtEnd(t: LiveTimings, generation: string, wait_ms: number) {
+    return this.of(t).lostAtEnd(generation, wait_ms);
+  }
 }

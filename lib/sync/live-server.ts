@@ -164,7 +164,7 @@ export async function handleSyncLive(req: Request, url: URL, claims: SyncClaims,
       if (!isObject(body) || typeof body.reason !== "string" || !Array.isArray(body.lost_processes)) throw new ToolError("INVALID_ARGUMENT", "A live end needs generation, reason, lost_processes and status (LiveEnded).");
       own(body.generation);
       const written = checkWritten(body.written);
-      await hub.ended(ref, { ...(body as unknown as LiveEnded), status: checkStatus(body.status), ...(written ? { written } : {}) });
+      await hub.ended(ref, { ...(body as unknown as LiveEnded), status: checkStatus(body.status), ...(written ? { written } : {}) }, checks.workspaceHere);
       return new Response(null, { status: 204 });
     }
     default:

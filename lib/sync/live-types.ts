@@ -198,7 +198,8 @@ export interface LiveHub {
    * write of a DynamoDB item where result and next were two).
    */
   resultThenNext(session: LiveSessionRef, post: LiveResultPost, signal?: AbortSignal): Promise<LiveNext>;
-  ended(session: LiveSessionRef, ended: LiveEnded): Promise<void>;
+  /** `workspaceHere`: whether the token's workspace is still there (read only for an end its coordinator no longer holds). */
+  ended(session: LiveSessionRef, ended: LiveEnded, workspaceHere?: () => Promise<boolean>): Promise<void>;
 }
 
 /** Which session a live token is for: from its verified claims only. */

@@ -10,12 +10,15 @@ import { checkSessionId } from "../../layout/paths.js";
 import { ToolError } from "../../shared/errors.js";
 import { accountEnds } from "../../exec/live/service.js";
 import type { LiveKey, SandboxView } from "../../exec/live/types.js";
-import { LIVE_LIST_MAX } from "../../sync/live-types.js";
+import { LIVE_LIST_MAX, type LiveLost } from "../../sync/live-types.js";
 import { secureRoute } from "./access.js";
 import { backgroundOf, errorResponses, newApp, WsParam } from "./common.js";
 
 /** A process of a sandbox another API key started: its command line is that key's (it may hold what that key passed it), never shown. */
 const OTHER_KEYS = "(started by another API key: not shown)";
+
+/** How long DELETE waits for the runner's report of its end (its processes then): it comes once the runner has killed them and written back. */
+const END_REPORT_WAIT_MS = 5_000;
 
 const Process = z.object({ pid: z.number().int(), command: z.string() });
 const SandboxSchema = z
@@ -25,7 +28,9 @@ const SandboxSchema = z
     state: z.enum(["starting", "idle", "running"]),
     started_at: z.string().openapi({ description: "ISO time it started (asked for, while starting)." }),
     last_used_at: z.string().openapi({ description: "ISO time its last command ended (its start, before any)." }),
-    processes: z.array(Process).openapi({ description: `Processes besides its session shell, as its runner last reported them: the ${LIVE_LIST_MAX} lowest pids at most. Their command lines are shown only to the API key that started the sandbox; to another key each reads "${OTHER_KEYS}".` }),
+    processes: z.array(Process).openapi({ description: `Processes besides its session shell: the ${LIVE_LIST_MAX} lowest pids at most. GET: as its runner last reported them (at reported_at). DELETE: those its runner found still running as it ended it (its own report at its end, waited for up to ${END_REPORT_WAIT_MS / 1000} s); empty with processes_known false when that report did not come in time. Their command lines are shown only to the API key that started the sandbox; to another key each reads "${OTHER_KEYS}".` }),
+    processes_known: z.literal(false).optional().openapi({ description: `DELETE only: its runner did not report its end within ${END_REPORT_WAIT_MS / 1000} s, so which processes were still running at its end is not known here (the session's next call is told once it reports); processes is then empty.` }),
+    reported_at: z.string().optional().openapi({ description: "ISO time its runner took the status that ports (and, for GET, processes) come from: up to about 20 s old while it is idle, from before the command while one runs." }),
     processes_total: z.number().int().optional().openapi({ description: `How many processes run, when more than ${LIVE_LIST_MAX} (processes lists the first).` }),
     ports: z.array(z.number().int()).openapi({ description: `TCP ports listening on its loopback: the ${LIVE_LIST_MAX} lowest at most.` }),
     ports_total: z.number().int().optional().openapi({ description: `How many ports listen, when more than ${LIVE_LIST_MAX}.` }),
@@ -37,13 +42,20 @@ const SandboxSchema = z
 
 const SessionParams = WsParam.extend({ session: z.string().openapi({ param: { name: "session", in: "path" }, example: "chat-42" }) });
 
-/** `keyId`: the caller's; a sandbox another key started is shown without its processes' command lines. */
-const shown = (session: string, v: SandboxView, keyId: string) => ({
-  session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
-  processes: v.key_id === undefined || v.key_id === keyId ? v.processes : v.processes.map((p) => ({ pid: p.pid, command: OTHER_KEYS })), ...(v.processes_total !== undefined ? { processes_total: v.processes_total } : {}),
-  ports: v.ports, ...(v.ports_total !== undefined ? { ports_total: v.ports_total } : {}), wall_ms: Math.round(v.wall_ms),
-  ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
-});
+/**
+ * `keyId`: the caller's; a sandbox another key started is shown without its processes' command lines. `atEnd` (DELETE):
+ * the processes its runner reported at its end, in place of the last status report's; null: not reported in time.
+ */
+const shown = (session: string, v: SandboxView, keyId: string, atEnd?: LiveLost | null) => {
+  const procs = atEnd === undefined ? v : atEnd === null ? { processes: [] } : { processes: atEnd.lost_processes, ...(atEnd.lost_total !== undefined ? { processes_total: atEnd.lost_total } : {}) };
+  return {
+    session, generation: v.generation, state: v.state, started_at: new Date(v.started_at).toISOString(), last_used_at: new Date(v.last_used_at).toISOString(),
+    processes: v.key_id === undefined || v.key_id === keyId ? procs.processes : procs.processes.map((p) => ({ pid: p.pid, command: OTHER_KEYS })), ...(procs.processes_total !== undefined ? { processes_total: procs.processes_total } : {}),
+    ...(atEnd === null ? { processes_known: false as const } : {}), ...(v.reported_at !== undefined ? { reported_at: new Date(v.reported_at).toISOString() } : {}),
+    ports: v.ports, ...(v.ports_total !== undefined ? { ports_total: v.ports_total } : {}), wall_ms: Math.round(v.wall_ms),
+    ...(v.cpu_ms !== undefined ? { cpu_ms: Math.round(v.cpu_ms) } : {}), ...(v.rss_bytes !== undefined ? { rss_bytes: Math.round(v.rss_bytes) } : {}),
+  };
+};
 
 const none = (session: string) => new ToolError("NOT_FOUND", `Session ${session} has no live sandbox in this workspace (none was started with keep_alive, or it ended). A bash or run_code call with keep_alive: true and the header X-Session-Id: ${session} starts one.`, { session });
 
@@ -82,7 +94,10 @@ export function sandboxApp(deps: AppDeps) {
       const { ended, ends } = await svc.coordinator.end(key, "ended");
       await accountEnds(svc, key, ends, backgroundOf(c));
       if (!ended) throw none(session);
-      return c.json(shown(session, ended, c.get("auth").key_id), 200);
+      // Its last status report may list processes that exited since: the answer names those its runner found at its end
+      // (a runner that never came ran none). Before 2026-12-02 it listed the last report's.
+      const atEnd = ended.state === "starting" ? { lost_processes: [] } : await svc.coordinator.lostAtEnd(key, ended.generation, END_REPORT_WAIT_MS).catch(() => null);
+      return c.json(shown(session, ended, c.get("auth").key_id, atEnd), 200);
     },
   );
   return app;

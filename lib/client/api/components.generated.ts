@@ -357,11 +357,18 @@ export interface components {
             started_at: string;
             /** @description ISO time its last command ended (its start, before any). */
             last_used_at: string;
-            /** @description Processes besides its session shell, as its runner last reported them: the 64 lowest pids at most. Their command lines are shown only to the API key that started the sandbox; to another key each reads "(started by another API key: not shown)". */
+            /** @description Processes besides its session shell: the 64 lowest pids at most. GET: as its runner last reported them (at reported_at). DELETE: those its runner found still running as it ended it (its own report at its end, waited for up to 5 s); empty with processes_known false when that report did not come in time. Their command lines are shown only to the API key that started the sandbox; to another key each reads "(started by another API key: not shown)". */
             processes: {
                 pid: number;
                 command: string;
             }[];
+            /**
+             * @description DELETE only: its runner did not report its end within 5 s, so which processes were still running at its end is not known here (the session's next call is told once it reports); processes is then empty.
+             * @enum {boolean}
+             */
+            processes_known?: false;
+            /** @description ISO time its runner took the status that ports (and, for GET, processes) come from: up to about 20 s old while it is idle, from before the command while one runs. */
+            reported_at?: string;
             /** @description How many processes run, when more than 64 (processes lists the first). */
             processes_total?: number;
             /** @description TCP ports listening on its loopback: the 64 lowest at most. */

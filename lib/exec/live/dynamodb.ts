@@ -201,5 +201,11 @@ export function dynamoLiveCoordinator(opts: DynamoLiveOptions): LiveCoordinator 
     ended: async (k, generation, e) => (await apply(k, (s, at) => machine.ended(s, at, generation, e))).out,
     status: async (k) => (await apply(k, (s, at) => machine.status(s, at))).out,
     end: async (k, reason) => (await apply(k, (s, at) => machine.end(s, at, reason))).out,
+    // Read again at the wait's interval (no write: the state is unchanged) until the runner's report is there or wait_ms passed.
+    lostAtEnd: async (k, generation, wait_ms) => {
+      const until = now() + wait_ms;
+      const r = await waitFor(k, (s, at) => machine.lostAtEnd(s, generation) ?? (at.now >= until ? "unknown" : null), until);
+      return r === "unknown" ? null : r;
+    },
   };
 }

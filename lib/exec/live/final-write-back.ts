@@ -38,12 +38,15 @@ function reportedEnd(e: LiveEnded, now: number): LiveEnd {
   };
 }
 
+/** Whether the workspace is there (one read of its record); a read that fails answers yes (billed from the report, as before). */
+const stillThere = (workspaceHere: (() => Promise<boolean>) | undefined): Promise<boolean> => (workspaceHere ? workspaceHere().catch(() => true) : Promise.resolve(true));
+
 /**
  * The runner's last word: the write-back's mark taken first (a storage error throws before the
  * coordinator heard anything, and the runner's retry finds all as it was), then the coordinator's end,
  * then the records: the end's (accountEnds, once by its mark), else the write-back's alone.
  */
-export async function accountRunnerEnd(svc: LiveService, ref: LiveSessionRef, e: LiveEnded, later: WaitUntil | undefined): Promise<void> {
+export async function accountRunnerEnd(svc: LiveService, ref: LiveSessionRef, e: LiveEnded, later: WaitUntil | undefined, workspaceHere?: () => Promise<boolean>): Promise<void> {
   const key: LiveKey = { tenant: ref.tenant, workspace: ref.workspace, session: ref.session };
   const bytes = endRestOf(e.status);
   // A deleted workspace's sandbox wrote nothing back and its end was accounted by the delete; a mark there would be a
@@ -55,7 +58,9 @@ export async function accountRunnerEnd(svc: LiveService, ref: LiveSessionRef, e:
   const ends = await svc.coordinator.ended(key, ref.generation, e);
   const own = ends.some((x) => x.generation === e.generation);
   // Not the coordinator's any more: already accounted (its end's mark is there), or never (a reset): accountEnds tells which.
-  const reported = !own && !gone && svc.markers ? [reportedEnd(e, Date.now())] : [];
+  // In a workspace deleted since, neither: its delete accounted every marked end its coordinator did not hold (from the
+  // marker: workspace-gone.ts), and its end mark went with the workspace, so a report billed now would be a second bill.
+  const reported = !own && !gone && svc.markers && (await stillThere(workspaceHere)) ? [reportedEnd(e, Date.now())] : [];
   const all = [...ends, ...reported].map((x) => (x.generation === e.generation && marked === false ? withoutBytes(x) : x));
   const billed = await accountEnds(svc, key, all, later);
   if (marked && !billed.includes(e.generation) && svc.events) {

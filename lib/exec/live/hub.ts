@@ -16,6 +16,6 @@ export function liveHub(svc: LiveService, later: WaitUntil | undefined): LiveHub
     next: (ref, status) => svc.coordinator.next(key(ref), ref.generation, status),
     result: (ref, post) => svc.coordinator.result(key(ref), ref.generation, post),
     resultThenNext: (ref, post) => svc.coordinator.resultThenNext(key(ref), ref.generation, post),
-    ended: (ref, ended) => accountRunnerEnd(svc, ref, ended, later),
+    ended: (ref, ended, workspaceHere) => accountRunnerEnd(svc, ref, ended, later, workspaceHere),
   };
 }

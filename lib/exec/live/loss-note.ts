@@ -25,7 +25,9 @@ export function lossNote(loss: LiveLoss, interrupted = false): string {
   const procs = loss.lost_processes;
   const count = loss.lost_total ?? procs.length;
   const shown = procs.slice(0, 5).map((p) => p.command.slice(0, 60)).join("; ");
-  const gone = count ? `${count} process${count === 1 ? "" : "es"} (${shown}${count > 5 ? "; ..." : ""})` : "no background processes";
+  const listedAs = count ? `${count} process${count === 1 ? "" : "es"} (${shown}${count > 5 ? "; ..." : ""})` : "no background processes";
+  // Its runner's own list at its end when it reported one; else its last status report's, said as such (some may have exited before its end).
+  const gone = loss.reported ? listedAs : `${listedAs} as its runner last reported them (it did not report its end: ${count ? "some may have exited before it" : "any started since are not known"})`;
   return `[live sandbox ${loss.reason === "ended" ? "ended" : "lost"}: ${REASONS[loss.reason]}. Gone with it: its shell state (variables, functions, cwd beyond the saved one), ${gone}, /tmp and HOME. ${filesNote(loss)}${interrupted ? " The command was interrupted and ran again from the start in a new sandbox." : ""}]\n`;
 }
 

@@ -27,20 +27,28 @@ export const markLive = (storage: StorageDriver, key: LiveKey, generation: strin
 export const unmarkLive = (storage: StorageDriver, key: LiveKey, generation: string): Promise<void> =>
   storage.delete(liveMarkerKey(key.tenant, key.workspace, key.session, generation)).then(() => {}, logged("deleted"));
 
-/** The sessions of a workspace whose marker is younger than `maxAgeMs` (older ones name sandboxes past their maximum life): one listing a page of 1,000. */
-export async function liveMarked(storage: StorageDriver, tenant: string, workspace: string, maxAgeMs: number, now = Date.now()): Promise<string[]> {
+/** A marker as listed: its session, its generation and when it was put (its runner's start). */
+export interface LiveMarker {
+  session: string;
+  generation: string;
+  started_at: number;
+}
+
+/** A workspace's markers, a page of 1,000 keys per LIST: every page, or at most `pages`. */
+export async function listMarkers(storage: StorageDriver, tenant: string, workspace: string, pages = Infinity): Promise<LiveMarker[]> {
   const prefix = liveMarkersPrefix(tenant, workspace);
-  const sessions = new Set<string>();
+  const out: LiveMarker[] = [];
   let cursor: string | undefined;
-  do {
-    const page = await storage.list({ prefix, ...(cursor ? { cursor } : {}) });
-    for (const o of page.objects) {
+  for (let page = 0; page < pages; page++) {
+    const r = await storage.list({ prefix, limit: 1000, ...(cursor ? { cursor } : {}) });
+    for (const o of r.objects) {
       const m = liveMarkerOf(o.key.slice(prefix.length));
-      if (m && now - o.modified.getTime() <= maxAgeMs) sessions.add(m.session);
+      if (m) out.push({ ...m, started_at: o.modified.getTime() });
     }
-    cursor = page.cursor;
-  } while (cursor);
-  return [...sessions];
+    cursor = r.cursor;
+    if (!cursor) break;
+  }
+  return out;
 }
 
 /** What of a generation was billed: its end (time, and the write-back when the end's record carries it), or its final write-back alone. */

@@ -33,5 +33,6 @@ export function memoryLiveCoordinator(timings: LiveTimings, now: () => number = 
     ended: async (k, g, e) => tidy(k, of(k).ended(g, e)),
     status: async (k) => tidy(k, of(k).status()),
     end: async (k, reason) => tidy(k, of(k).end(reason)),
+    lostAtEnd: async (k, g, ms) => tidy(k, await of(k).lostAtEnd(g, ms)),
   };
 }

@@ -94,20 +94,22 @@ export const liveLeaseMs = (maxLifeMs: number) => maxLifeMs + 60_000;
 /**
  * Accounts for generations that ended: their slot released, their usage and audit written (under `later`: LiveEvents),
  * their marker deleted. Each end's records are written once: by the accounting that creates its "end" mark (markers.ts
- * billOnce), here or at its runner's `ended` after a coordinator reset (final-write-back.ts); none for a deleted
- * workspace's (a mark there would be a leftover; nothing else accounts such an end). Answers the generations billed here.
+ * billOnce), here or at its runner's `ended` after a coordinator reset (final-write-back.ts). None for an end its
+ * coordinator decided for a workspace's delete (a mark there would be a leftover; nothing else accounts such an end);
+ * one for a forgotten end billed from its marker (`from_marker`) even there (made before the delete lists the prefix,
+ * it goes with it; an acquirer or the tick may find the same end meanwhile). Answers the generations billed here.
  * Never throws.
  *
  * A mark that cannot be made (storage failing through billOnce's three tries) bills nothing here, and the end is left as
  * one nobody accounted: its marker and its slot's lease kept, so it is billed once later, by its runner's `ended` if it
- * comes, else by the first acquirer past concurrent_runs (forgotten-end.ts, from its marker). Before (2026-12-02) it was
+ * comes, else from its marker by the first acquirer past concurrent_runs, the scheduled tick or its workspace's delete (forgotten-end.ts). Before (2026-12-02) it was
  * billed at once, and twice when its runner's `ended` then made the mark.
  */
 export async function accountEnds(svc: LiveService, key: LiveKey, ends: readonly LiveEnd[], later: WaitUntil | undefined): Promise<string[]> {
   const billed: string[] = [];
   /** Whether the end is accounted (billed here, or its mark found: billed before); false when its mark could not be made. */
   const record = async (end: LiveEnd): Promise<boolean> => {
-    const first = !svc.markers || end.reason === "workspace_deleted" || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), null)));
+    const first = !svc.markers || (end.reason === "workspace_deleted" && !end.from_marker) || (await billOnce(svc.markers, key, end.generation, "end").catch((e: unknown) => (logged("end mark")(e), null)));
     if (first === null) return false;
     if (first) billed.push(end.generation);
     return true;

@@ -59,13 +59,20 @@ export function ended(s: LiveState, at: At, generation: string, e: LiveEnded): L
   s.told = s.told.filter(([g]) => g !== generation);
   const gen = s.gen;
   if (!gen || gen.generation !== generation) {
-    // Already ended here (DELETE, a replacement, a loss): its final write-back still goes into what the next call is told.
-    if (s.loss?.generation === generation && e.written) s.loss = { ...s.loss, written: keptWritten(e.written) };
+    // Already ended here (DELETE, a replacement, a loss): what its runner found at its end goes into what the next call
+    // is told, in place of the last status report's (a process that exited since is no loss): the processes still
+    // running as it ended, and its final write-back. Before 2026-12-02 the processes were the last report's.
+    if (s.loss?.generation === generation) {
+      const told = boundedEnded(e);
+      const { lost_total: _t, ...loss } = s.loss;
+      s.loss = { ...loss, lost_processes: told.lost_processes, ...(told.lost_total !== undefined ? { lost_total: told.lost_total } : {}), reported: true, ...(told.written ? { written: keptWritten(told.written) } : {}) };
+    }
     return [];
   }
   const told = boundedEnded(e);
   gen.status = told.status;
   const end = finish(s, at, gen, told.reason, told, told.written);
+  if (s.loss) s.loss.reported = true; // its processes are its runner's at its end
   const p = open(s);
   if (p) p.outcome = lostAnswer(s, at, []);
   return [end];

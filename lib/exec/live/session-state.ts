@@ -14,7 +14,7 @@
  * a host imports the machine from this one file).
  */
 import { randomId } from "../../shared/hash.js";
-import { lostOf, type LiveEndReason } from "../../sync/live-types.js";
+import { lostOf, type LiveEndReason, type LiveLost } from "../../sync/live-types.js";
 import type { BeginAnswer, LiveEnd, RunAnswer, RunOptions, SandboxView } from "./types.js";
 import { reportedOf, sandboxKeyId, takeLoss, type Generation, type LiveState, type Pending } from "./session-records.js";
 import { checkStale, finish, lateness, lostAnswer, newGeneration, offer, open, same, type At, type PendingRef } from "./session-generation.js";
@@ -131,6 +131,7 @@ export function status(s: LiveState, at: At): { sandbox: SandboxView | null; end
       state: g.seen_at === undefined ? "starting" : open(s)?.taken_at !== undefined ? "running" : "idle",
       started_at: st?.started_at ?? g.requested_at,
       last_used_at: st?.last_used_at ?? g.requested_at,
+      ...(st ? { reported_at: st.started_at + st.wall_ms } : {}),
       ...reportedOf(st),
       wall_ms: st ? st.wall_ms + (at.now - (g.seen_at ?? at.now)) : 0,
     },
@@ -147,6 +148,17 @@ export function end(s: LiveState, at: At, reason: LiveEndReason): { ended: Sandb
   const p = open(s);
   if (p) p.outcome = lostAnswer(s, at, []);
   return { ended: view.sandbox, ends: [...view.ends, e] };
+}
+
+/**
+ * What `generation`, ended by end(), lost as its runner reported at its end (session-runner.ts ended): null while it
+ * has not reported; "unknown" once its loss is not the session's to read (taken by a call, replaced by a later one).
+ */
+export function lostAtEnd(s: LiveState, generation: string): LiveLost | "unknown" | null {
+  const loss = s.loss;
+  if (!loss || loss.generation !== generation) return "unknown";
+  if (!loss.reported) return null;
+  return { lost_processes: loss.lost_processes, ...(loss.lost_total !== undefined ? { lost_total: loss.lost_total } : {}) };
 }
 
 // ---- inside ----

@@ -6,7 +6,7 @@
  * (memory.ts) or one Durable Object per session (lib/runtime/live-object.ts) holds it; both speak
  * types.ts's interface through this class, so they behave alike. Bundles for Workers.
  */
-import type { LiveEndReason, LiveEnded, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
+import type { LiveEndReason, LiveEnded, LiveLost, LiveNext, LiveResultPost, LiveStatus } from "../../sync/live-types.js";
 import { resultThenNext } from "./call.js";
 import { emptyLiveState, isEmpty, isServed, type LiveState } from "./session-records.js";
 import * as machine from "./session-state.js";
@@ -28,6 +28,8 @@ type Timer = ReturnType<typeof setTimeout>;
 export class LiveSession {
   private readonly state: LiveState = emptyLiveState();
   private readonly turnWaiters: Waiter[] = [];
+  /** Who waits for any transition (lostAtEnd: a runner's report of its end). */
+  private readonly changeWaiters = new Set<Waiter>();
   /** The held polls' holders, by poll id (two at once only while a newer poll replaces an older one). */
   private readonly polls = new Map<string, { ref: machine.PollRef; resolve: (n: LiveNext) => void; timer?: Timer }>();
   /** The pending commands' callers, by generation and seq. */
@@ -123,6 +125,22 @@ export class LiveSession {
     return this.apply((s, at) => machine.end(s, at, reason));
   }
 
+  /** What `generation`, ended by end(), lost as its runner reported at its end: waits up to waitMs for the report (woken by the transition that takes it). */
+  async lostAtEnd(generation: string, waitMs: number): Promise<LiveLost | null> {
+    const until = this.now() + waitMs;
+    for (;;) {
+      const r = machine.lostAtEnd(this.state, generation);
+      if (r !== null) return r === "unknown" ? null : r;
+      const left = until - this.now();
+      if (left <= 0) return null;
+      await new Promise<void>((resolve) => {
+        const done = () => (clearTimeout(t), this.changeWaiters.delete(done), resolve());
+        const t = setTimeout(done, left);
+        this.changeWaiters.add(done);
+      });
+    }
+  }
+
   // ---- inside ----
 
   private at(): machine.At {
@@ -150,6 +168,7 @@ export class LiveSession {
       waiter.resolve(machine.collect(this.state, p)!);
     }
     if (held && !this.state.turn) this.turnWaiters.shift()?.();
+    for (const w of [...this.changeWaiters]) w();
     return out;
   }
 

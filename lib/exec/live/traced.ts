@@ -48,5 +48,6 @@ export function tracedLiveCoordinator(base: LiveCoordinator, tracer: Tracer): Li
     ended: (k, g, e) => base.ended(k, g, e),
     status: (k) => span("status", () => base.status(k)),
     end: (k, reason) => span("end", () => base.end(k, reason)),
+    lostAtEnd: (k, g, ms) => span("lost_at_end", () => base.lostAtEnd(k, g, ms)),
   };
 }

@@ -31,6 +31,11 @@ export interface LiveLoss extends LiveLost {
   reason: LiveEndReason;
   /** The API key that started the lost sandbox (session-records.ts sandboxKeyId): only its calls hear the loss whole. */
   key_id?: string;
+  /**
+   * Its processes are those its runner found still running as it ended (its `ended`), not those of its last status
+   * report, which an end the API decided (DELETE, a replacement) starts from: session-runner.ts ended.
+   */
+  reported?: true;
   /** The lost sandbox was started by another API key than the call told: it hears only that it ended, and why (session-records.ts takeLoss). */
   other_access?: true;
   /** Another key's call was told that it ended: not again (the loss stays for its own key). */
@@ -60,6 +65,11 @@ export interface LiveEnd extends LiveLost {
   bytes_written?: number;
   /** The concurrent_runs lease it held (lib/limits). */
   lease?: string;
+  /**
+   * Accounted from its marker (forgotten-end.ts): no coordinator held it, so its runner's `ended`, should it come
+   * after all, would account it from its report. Its end mark is made even for a deleted workspace's end.
+   */
+  from_marker?: true;
 }
 
 export type BeginAnswer =
@@ -114,6 +124,8 @@ export type CallAnswer = { begun: BeginAnswer } | { ran: RunAnswer; turn: string
 /** GET .../sandbox: what the runner last reported, and the session's state. */
 export interface SandboxView extends LiveStatus {
   state: "starting" | "idle" | "running";
+  /** When its runner took the status its processes and ports come from (none before its first report). */
+  reported_at?: number;
   /** The API key that started it (session-records.ts sandboxKeyId): GET and DELETE show its processes' command lines to that key alone. */
   key_id?: string;
 }
@@ -133,4 +145,9 @@ export interface LiveCoordinator {
   ended(key: LiveKey, generation: string, ended: LiveEnded): Promise<LiveEnd[]>;
   status(key: LiveKey): Promise<{ sandbox: SandboxView | null; ends: LiveEnd[] }>;
   end(key: LiveKey, reason: LiveEndReason): Promise<{ ended: SandboxView | null; ends: LiveEnd[] }>;
+  /**
+   * What a generation end() ended lost, as its runner reported at its end (the processes still running then), waiting
+   * up to `wait_ms` for its report; null when it did not come in time, or its loss is no longer the session's to read.
+   */
+  lostAtEnd(key: LiveKey, generation: string, wait_ms: number): Promise<LiveLost | null>;
 }

@@ -184,6 +184,20 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ reason: "deleted" });
     });
 
+    it("end (DELETE) then its runner's report: lostAtEnd and the next call name the processes the runner found at its end, not its last status's", async () => {
+      const c = make();
+      const key = newKey();
+      const gen = await arrivedRunner(c, key, { processes: [{ pid: 3, command: "sleep 2" }, { pid: 4, command: "sleep 300" }] });
+      const e = await c.end(key, "ended");
+      expect(e.ended?.processes.map((p) => p.command)).toEqual(["sleep 2", "sleep 300"]); // the last report's
+      expect(await c.lostAtEnd(key, gen, 50)).toBeNull(); // not reported yet: not known
+      const waiting = c.lostAtEnd(key, gen, 5_000);
+      await c.ended(key, gen, { generation: gen, reason: "ended", lost_processes: [{ pid: 4, command: "sleep 300" }], status: status(gen) });
+      expect(await waiting).toEqual({ lost_processes: [{ pid: 4, command: "sleep 300" }] });
+      expect(startOf(await c.begin(key, TURN)).lost).toMatchObject({ generation: gen, reason: "ended", lost_processes: [{ pid: 4, command: "sleep 300" }], reported: true });
+      expect(await c.lostAtEnd(key, gen, 50)).toBeNull(); // its loss was told: no longer the session's to read
+    });
+
     it("end for a deleted workspace: the held poll is told workspace_deleted, the end is accounted, and no later call hears of it (nor of its runner's last word)", async () => {
       const c = make();
       const key = newKey();
@@ -206,7 +220,7 @@ export function describeLiveCoordinator(name: string, make: () => LiveCoordinato
       const changed = Array.from({ length: 20_000 }, (_, i) => `build/${"d".repeat(100)}/${i}.o`);
       await c.ended(key, gen, { generation: gen, reason: "idle", lost_processes: [], status: status(gen), written: { changed, deleted: ["a.txt", "b.txt"], conflicts: [] } });
       expect(startOf(await c.begin(key, TURN)).lost).toEqual({
-        generation: gen, reason: "idle", lost_processes: [],
+        generation: gen, reason: "idle", lost_processes: [], reported: true,
         written: { changed: changed.slice(0, 20), deleted: ["a.txt", "b.txt"], conflicts: [], counts: { changed: 20_000, deleted: 2, conflicts: 0 } },
       });
     });
